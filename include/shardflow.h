@@ -1,0 +1,309 @@
+/*
+ * shardflow.h — the public API of shardflow.
+ *
+ * shardflow trains neural networks with fully sharded data parallelism (ZeRO-3):
+ * every rank holds 1/N of every parameter, gathers a unit's full parameters just
+ * before it computes, and reduce-scatters its gradient right after. A training step
+ * is a StarPU task graph, so the gather of unit l+1 overlaps the compute of unit l
+ * through data dependencies alone.
+ *
+ * Conventions used throughout:
+ *  - every function returns SF_OK (0) or a negative enum sf_status; on error a
+ *    message naming the problem has been printed on stderr and is also kept in
+ *    sf_last_error();
+ *  - the library never exits and never aborts on user input;
+ *  - "who owns what" is stated at each function; objects made by *_create are
+ *    released by the matching *_destroy.
+ *
+ * Shape letters: B rows of a batch, I input width, O output width, C classes.
+ */
+#ifndef SHARDFLOW_H
+#define SHARDFLOW_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define SF_API __attribute__((visibility("default")))
+#else
+#define SF_API
+#endif
+
+#define SF_VERSION "0.1.0"
+
+/** Status codes returned by every function. */
+enum sf_status {
+	SF_OK = 0,
+	SF_ERR_INVALID = -1, /**< bad argument: NULL, out of range, shape mismatch */
+	SF_ERR_CONFIG = -2,  /**< a SHARDFLOW_* environment variable has a bad value */
+	SF_ERR_NOMEM = -3,   /**< an allocation failed */
+	SF_ERR_MPI = -4,     /**< an MPI call failed */
+	SF_ERR_STARPU = -5,  /**< StarPU could not start or refused a task */
+	SF_ERR_STATE = -6,   /**< call made in the wrong state (e.g. before sf_init) */
+	SF_ERR_IO = -7,      /**< a file could not be read or written */
+};
+
+/** Short constant description of a status ("invalid argument", ...). */
+SF_API const char *sf_strerror(int status);
+
+/** The detailed message of the last error raised on this thread ("" if none).
+ *  The string belongs to the library and is overwritten by the next error. */
+SF_API const char *sf_last_error(void);
+
+/* ------------------------------------------------------------------------ */
+/* Runtime                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/** How parameters are distributed over the ranks (SHARDFLOW_SHARDING). */
+enum sf_sharding {
+	SF_SHARD_FULL = 0, /**< ZeRO-3: parameters, gradients, optimizer state sharded */
+	SF_SHARD_GRAD_OP,  /**< ZeRO-2: parameters replicated; gradients and state sharded */
+	SF_SHARD_NONE,     /**< DDP: everything replicated, gradients all-reduced */
+};
+
+/** When the backward pass gathers the next unit (SHARDFLOW_BACKWARD_PREFETCH). */
+enum sf_backward_prefetch {
+	SF_BWD_PRE = 0, /**< gather(l-1) is issued before reduce-scatter(l) */
+	SF_BWD_POST,    /**< gather(l-1) is issued after reduce-scatter(l) */
+	SF_BWD_NONE,    /**< gather(l-1) waits until unit l is completely done */
+};
+
+/** Verbosity of shardflow's own messages (SHARDFLOW_LOG). */
+enum sf_log_level { SF_LOG_ERROR = 0, SF_LOG_WARN, SF_LOG_INFO, SF_LOG_DEBUG };
+
+/** The configuration read once from the environment by sf_init(). */
+struct sf_config {
+	int prefetch_depth;                 /**< SHARDFLOW_PREFETCH_DEPTH, 0..64, default 2 */
+	enum sf_backward_prefetch bwd_prefetch; /**< default SF_BWD_PRE */
+	enum sf_sharding sharding;          /**< default SF_SHARD_FULL */
+	enum sf_log_level log_level;        /**< default SF_LOG_WARN */
+};
+
+/** The runtime: MPI, StarPU and the comm worker of one process. */
+typedef struct sf_context sf_context;
+
+/**
+ * Starts the runtime: reads the SHARDFLOW_* configuration (an invalid value is an
+ * error naming the variable, the value and what is accepted), initialises MPI with
+ * MPI_THREAD_MULTIPLE (unless the caller already did), duplicates MPI_COMM_WORLD,
+ * and starts StarPU with its compute workers plus one dedicated comm worker.
+ * Works with or without mpirun (a lone process is a world of size 1).
+ * argc/argv may be NULL. On success *out is owned by the caller and released with
+ * sf_finalize(). Only one context may exist per process.
+ */
+SF_API int sf_init(int *argc, char ***argv, sf_context **out);
+
+/** Stops StarPU and, if sf_init() started it, MPI. Every model made on the
+ *  context must have been destroyed. NULL is accepted and does nothing. */
+SF_API int sf_finalize(sf_context *ctx);
+
+/** This process's rank and the world size. */
+SF_API int sf_context_world(const sf_context *ctx, int *rank, int *size);
+
+/** Copies the configuration the context was started with. */
+SF_API int sf_context_config(const sf_context *ctx, struct sf_config *out);
+
+/** Reads and validates the SHARDFLOW_* environment without starting anything
+ *  (sf_init() calls it). Useful for tools and tests. */
+SF_API int sf_config_from_env(struct sf_config *out);
+
+/* ------------------------------------------------------------------------ */
+/* Models as task graphs                                                     */
+/* ------------------------------------------------------------------------ */
+
+/** A model description: nodes wired into a DAG. Nodes are named by small
+ *  integer ids returned by the sf_graph_* builders; a node may only take as
+ *  input nodes created before it, so creation order is a topological order. */
+typedef struct sf_graph sf_graph;
+
+/** Makes an empty graph; release it with sf_graph_destroy(). */
+SF_API int sf_graph_create(const char *name, sf_graph **out);
+/** Releases a graph (models made from it do not need it any more). NULL is accepted. */
+SF_API int sf_graph_destroy(sf_graph *g);
+
+/** A float input of width dim (a row per sample). Inputs are numbered in
+ *  creation order; struct sf_batch::inputs follows that order. */
+SF_API int sf_graph_input(sf_graph *g, const char *name, int dim, int *out);
+/** The integer class labels (one per row, in [0, nclasses)). At most one. */
+SF_API int sf_graph_label_input(sf_graph *g, const char *name, int nclasses, int *out);
+/** y = x W^T + b, W (O, I), b (O): a unit of parameters. name must be unique. */
+SF_API int sf_graph_linear(sf_graph *g, int x, int out_dim, const char *name, int *out);
+/** y = max(x, 0). */
+SF_API int sf_graph_relu(sf_graph *g, int x, int *out);
+/** y = GELU(x) (tanh approximation). */
+SF_API int sf_graph_gelu(sf_graph *g, int x, int *out);
+/** y = a + b (residual connection); a and b have the same width. */
+SF_API int sf_graph_add(sf_graph *g, int a, int b, int *out);
+/** The mean over the global batch of -log softmax(logits)[label]. Exactly one
+ *  loss per graph; it must be the last node. logits width must equal nclasses. */
+SF_API int sf_graph_softmax_cross_entropy(sf_graph *g, int logits, int labels, int *out);
+
+/** Adds a node of any registered layer type (built-in or sf_layer_type_register()).
+ *  config (config_size bytes, may be NULL/0) is copied and handed to the type's
+ *  functions. name may be NULL for parameterless layers. */
+SF_API int sf_graph_layer(sf_graph *g, const char *type, const int *inputs, int ninputs,
+			  const void *config, size_t config_size, const char *name, int *out);
+
+/* ------------------------------------------------------------------------ */
+/* Layer types: write your own                                               */
+/* ------------------------------------------------------------------------ */
+
+#define SF_MAX_INPUTS 4
+
+/**
+ * What a layer's kernels receive as StarPU cl_arg: the layer's shapes, fixed for the
+ * life of a model. Kernels read their buffers with the sf_kernel_* accessors below.
+ */
+struct sf_layer_info {
+	int rows;                     /**< B: rows of this rank's slice of the batch */
+	int nin;                      /**< number of inputs */
+	int in_dim[SF_MAX_INPUTS];    /**< width of each input */
+	int out_dim;                  /**< width of the output */
+	size_t nparams;               /**< P: flat parameter count (0: no parameters) */
+	const void *config;           /**< the node's config blob (NULL if none) */
+	int need_dinput[SF_MAX_INPUTS]; /**< backward: 1 if the gradient of input i is wanted */
+	int accumulate[SF_MAX_INPUTS];  /**< backward: 1 if dinput i must be added to, 0 if overwritten */
+	int layer_index;              /**< position of the node in its graph */
+};
+
+/** A StarPU CPU (or CUDA) implementation: void f(void *buffers[], void *cl_arg). */
+typedef void (*sf_kernel_fn)(void *buffers[], void *cl_arg);
+
+/** Deterministic random numbers for parameter initialisation. */
+struct sf_rng {
+	uint64_t state;
+};
+/** A uniform float in [-1, 1). */
+SF_API float sf_rng_uniform(struct sf_rng *rng);
+
+/**
+ * A layer type. Buffers a kernel sees (all float vectors, row-major (B, width)):
+ *   forward : [params]  in_0 .. in_{n-1}  out(W)
+ *   backward: [params]  in_0 .. in_{n-1}  out  dout  [din_i for each needed i]  [dparams(W)]
+ * where [x] is present only when nparams > 0 (or need_dinput[i]). Parameter
+ * gradients are overwritten ("dparams ="), input gradients are overwritten or added
+ * to as accumulate[i] says ("din +=" when another consumer wrote first).
+ */
+struct sf_layer_type {
+	const char *name;  /**< unique type name, e.g. "scale" */
+	int min_inputs;    /**< 1..SF_MAX_INPUTS */
+	int max_inputs;
+	/** Output width and parameter count from input widths and config; returns
+	 *  SF_OK or SF_ERR_INVALID (after sf_error_set() with a message). */
+	int (*infer)(const int *in_dims, int nin, const void *config, int *out_dim,
+		     size_t *nparams);
+	/** Fills the nparams flat parameters; the same seed gives the same values on
+	 *  every rank and world size. May be NULL when nparams is always 0. */
+	void (*init)(const struct sf_layer_info *info, struct sf_rng *rng, float *params);
+	sf_kernel_fn forward_cpu;  /**< required */
+	sf_kernel_fn backward_cpu; /**< required */
+	double (*flops)(const struct sf_layer_info *info); /**< forward FLOPs, may be NULL */
+};
+
+/** Registers a layer type (the struct is copied; name must not be taken). Call
+ *  before sf_model_create() of a graph that uses it. Thread-unsafe. */
+SF_API int sf_layer_type_register(const struct sf_layer_type *type);
+
+/** Records a message for sf_last_error() and prints it (for layer type callbacks). */
+SF_API int sf_error_set(int status, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* Buffer accessors for kernels (see struct sf_layer_type for the layout). */
+SF_API float *sf_kernel_params(void *buffers[], const struct sf_layer_info *li);
+SF_API float *sf_kernel_input(void *buffers[], const struct sf_layer_info *li, int i);
+SF_API float *sf_kernel_output(void *buffers[], const struct sf_layer_info *li);
+SF_API float *sf_kernel_doutput(void *buffers[], const struct sf_layer_info *li);
+/** NULL when need_dinput[i] is 0. */
+SF_API float *sf_kernel_dinput(void *buffers[], const struct sf_layer_info *li, int i);
+SF_API float *sf_kernel_dparams(void *buffers[], const struct sf_layer_info *li);
+
+/* ------------------------------------------------------------------------ */
+/* Models and training steps                                                 */
+/* ------------------------------------------------------------------------ */
+
+enum sf_optimizer { SF_OPT_SGD = 0, SF_OPT_ADAMW };
+
+struct sf_model_options {
+	int batch;          /**< global rows per step (split over ranks), default 64 */
+	uint64_t seed;      /**< parameter initialisation seed, default 1 */
+	enum sf_optimizer optimizer; /**< default SF_OPT_SGD */
+	float lr;           /**< learning rate, default 0.01 */
+	float momentum;     /**< SGD momentum, default 0.9 */
+	float weight_decay; /**< SGD: L2 added to the gradient; AdamW: decoupled; default 0 */
+	float beta1, beta2, eps; /**< AdamW, defaults 0.9, 0.999, 1e-8 */
+};
+
+/** Fills *o with the defaults above. */
+SF_API int sf_model_options_init(struct sf_model_options *o);
+
+typedef struct sf_model sf_model;
+
+/**
+ * Builds the task-graph machinery for g: one unit per layer with parameters,
+ * flat padded shards (rank r owns [r*S, (r+1)*S) of each unit, S = ceil(P/N)),
+ * the prefetch ring, optimizer state, and every StarPU handle the steps will use
+ * (none is created per step). Parameters are initialised from o->seed identically
+ * for any world size. Collective over the context's ranks. g may be destroyed
+ * afterwards. Release with sf_model_destroy().
+ */
+SF_API int sf_model_create(sf_context *ctx, const sf_graph *g, const struct sf_model_options *o,
+			   sf_model **out);
+
+/** Waits for every submitted step, then releases the model. NULL is accepted. */
+SF_API int sf_model_destroy(sf_model *m);
+
+/** This rank's slice of the global batch: rows [*first, *first + *rows). */
+SF_API int sf_model_local_rows(const sf_model *m, int *first, int *rows);
+
+/** One step's data: this rank's rows only (sf_model_local_rows()). */
+struct sf_batch {
+	int ninputs;                 /**< number of sf_graph_input() nodes */
+	const float *const *inputs;  /**< inputs[i]: (rows, dim of input i), row-major */
+	const int32_t *labels;       /**< (rows), NULL if the graph has no labels */
+};
+
+/**
+ * Submits one training step (forward, loss, backward, optimizer) and returns as
+ * soon as its tasks are submitted; the batch has been copied by then. *ticket
+ * (may be NULL) names the step for sf_model_loss(). Labels are checked here:
+ * an out-of-range label is an error and nothing is submitted.
+ */
+SF_API int sf_model_step(sf_model *m, const struct sf_batch *batch, int64_t *ticket);
+
+/** Waits for step `ticket` and returns its global mean loss (the same on every
+ *  rank). Losses of the 16 most recent steps are kept. */
+SF_API int sf_model_loss(sf_model *m, int64_t ticket, double *loss);
+
+/** Waits until every submitted step is complete. */
+SF_API int sf_model_sync(sf_model *m);
+
+/** Changes the learning rate of the steps submitted from now on. */
+SF_API int sf_model_set_lr(sf_model *m, float lr);
+
+/** Total number of (unpadded) parameters of the model. */
+SF_API int sf_model_param_count(const sf_model *m, size_t *n);
+
+/** Collective: waits for submitted steps, then writes all parameters (units in
+ *  graph order, each W then b, unpadded) into dst[0..n) on every rank. n must be
+ *  sf_model_param_count(). */
+SF_API int sf_model_params_get(sf_model *m, float *dst, size_t n);
+
+struct sf_model_stats {
+	int nunits;               /**< units (layers with parameters) */
+	size_t largest_unit;      /**< P of the largest unit */
+	int64_t steps;            /**< steps submitted */
+	int max_resident_units;   /**< most gathered units resident at once so far */
+	int ring_slots;           /**< gather ring size (prefetch depth + 1) */
+};
+
+/** Counters of the model; waits for submitted steps so the counts are final. */
+SF_API int sf_model_stats(sf_model *m, struct sf_model_stats *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* SHARDFLOW_H */
