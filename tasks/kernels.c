@@ -9,6 +9,7 @@
 #include "tasks/kernels.h"
 
 #include <cblas.h>
+#undef I /* OpenBLAS pulls in <complex.h>; I is our input width */
 #include <math.h>
 #include <string.h>
 

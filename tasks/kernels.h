@@ -2,7 +2,7 @@
  * kernels.h — the numerical kernels behind shardflow's built-in codelets.
  *
  * Plain C on plain pointers: no StarPU, no MPI, so tests can call them directly
- * against finite differences. Codelets in tasks/*.c unpack StarPU buffers and call
+ * against finite differences. Codelets in tasks/ unpack StarPU buffers and call
  * these. The rule for outputs: activations and parameter gradients are
  * overwritten ("="), input gradients are overwritten or accumulated ("+=") as the
  * `acc` flag says, because a node read by several consumers sums their gradients.

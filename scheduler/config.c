@@ -1,0 +1,119 @@
+/*
+ * config.c — the SHARDFLOW_* environment, read once into struct sf_config.
+ *
+ * One typed getter per kind of variable; a malformed value is an error naming the
+ * variable, the value and what is accepted, and an unknown SHARDFLOW_* variable is
+ * an error too (a misspelt SHARDFLOW_PREFETCH_DEPHT silently ignored would be worse).
+ */
+#include "scheduler/internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+extern char **environ;
+
+static const char *const known_vars[] = {
+	"SHARDFLOW_PREFETCH_DEPTH",
+	"SHARDFLOW_BACKWARD_PREFETCH",
+	"SHARDFLOW_SHARDING",
+	"SHARDFLOW_LOG",
+};
+#define NKNOWN (sizeof known_vars / sizeof known_vars[0])
+
+static int get_int(const char *var, int lo, int hi, int def, int *out)
+{
+	const char *s = getenv(var);
+	*out = def;
+	if (!s)
+		return SF_OK;
+	char *end = NULL;
+	errno = 0;
+	long v = strtol(s, &end, 10);
+	if (s[0] == '\0' || *end != '\0' || errno != 0 || v < lo || v > hi)
+		return _sf_err(SF_ERR_CONFIG, NULL, 0,
+			       "%s=\"%s\" is invalid: accepted values are integers from %d to %d "
+			       "(default %d)",
+			       var, s, lo, hi, def);
+	*out = (int)v;
+	return SF_OK;
+}
+
+/* choices: NULL-terminated; the value's index is returned in *out. */
+static int get_choice(const char *var, const char *const *choices, int def, int *out)
+{
+	const char *s = getenv(var);
+	*out = def;
+	if (!s)
+		return SF_OK;
+	for (int i = 0; choices[i]; i++)
+		if (strcmp(s, choices[i]) == 0) {
+			*out = i;
+			return SF_OK;
+		}
+	char list[256] = "";
+	for (int i = 0; choices[i]; i++) {
+		strncat(list, choices[i], sizeof list - strlen(list) - 1);
+		if (choices[i + 1])
+			strncat(list, ", ", sizeof list - strlen(list) - 1);
+	}
+	return _sf_err(SF_ERR_CONFIG, NULL, 0,
+		       "%s=\"%s\" is invalid: accepted values are %s (default %s)", var, s, list,
+		       choices[def]);
+}
+
+static int check_unknown(void)
+{
+	for (char **e = environ; e && *e; e++) {
+		if (strncmp(*e, "SHARDFLOW_", 10) != 0)
+			continue;
+		size_t len = strcspn(*e, "=");
+		bool known = false;
+		for (size_t k = 0; k < NKNOWN; k++)
+			if (strlen(known_vars[k]) == len && strncmp(*e, known_vars[k], len) == 0)
+				known = true;
+		if (!known)
+			return _sf_err(SF_ERR_CONFIG, NULL, 0,
+				       "%.*s is not a shardflow variable: known variables are "
+				       "SHARDFLOW_PREFETCH_DEPTH, SHARDFLOW_BACKWARD_PREFETCH, "
+				       "SHARDFLOW_SHARDING, SHARDFLOW_LOG",
+				       (int)len, *e);
+	}
+	return SF_OK;
+}
+
+SF_API int sf_config_from_env(struct sf_config *out)
+{
+	static const char *const bwd[] = {"pre", "post", "none", NULL};
+	static const char *const shard[] = {"full", "grad_op", "none", NULL};
+	static const char *const logl[] = {"error", "warn", "info", "debug", NULL};
+	int rc = SF_OK, v;
+	struct sf_config c;
+
+	if (!out)
+		return SF_ERR(SF_ERR_INVALID, "sf_config_from_env: out is NULL");
+	/* SHARDFLOW_LOG first, so that it governs the messages of the others. */
+	SF_CHECK(get_choice("SHARDFLOW_LOG", logl, SF_LOG_WARN, &v));
+	c.log_level = (enum sf_log_level)v;
+	SF_CHECK(check_unknown());
+	SF_CHECK(get_int("SHARDFLOW_PREFETCH_DEPTH", 0, SF_MAX_DEPTH, 2, &c.prefetch_depth));
+	SF_CHECK(get_choice("SHARDFLOW_BACKWARD_PREFETCH", bwd, SF_BWD_PRE, &v));
+	c.bwd_prefetch = (enum sf_backward_prefetch)v;
+	SF_CHECK(get_choice("SHARDFLOW_SHARDING", shard, SF_SHARD_FULL, &v));
+	c.sharding = (enum sf_sharding)v;
+	*out = c;
+	return SF_OK;
+fail:
+	return rc;
+}
+
+/* Logs, once, the variables that were set (called on rank 0 by sf_init). */
+void _sf_config_log(void);
+void _sf_config_log(void)
+{
+	for (size_t k = 0; k < NKNOWN; k++) {
+		const char *s = getenv(known_vars[k]);
+		if (s)
+			_sf_log(SF_LOG_INFO, "%s=%s", known_vars[k], s);
+	}
+}

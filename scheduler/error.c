@@ -1,0 +1,98 @@
+/*
+ * error.c — status codes, error messages and shardflow's own log.
+ *
+ * Every error is printed once where it is raised (with file and line, so a user's
+ * report points at the check that fired) and kept per thread for sf_last_error().
+ */
+#include "scheduler/internal.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+enum sf_log_level _sf_log_level = SF_LOG_WARN;
+int _sf_log_rank = -1;
+static _Thread_local char last_error[1024];
+
+SF_API const char *sf_strerror(int status)
+{
+	switch (status) {
+	case SF_OK: return "success";
+	case SF_ERR_INVALID: return "invalid argument";
+	case SF_ERR_CONFIG: return "invalid configuration";
+	case SF_ERR_NOMEM: return "out of memory";
+	case SF_ERR_MPI: return "MPI error";
+	case SF_ERR_STARPU: return "StarPU error";
+	case SF_ERR_STATE: return "call made in the wrong state";
+	case SF_ERR_IO: return "input/output error";
+	default: return "unknown status";
+	}
+}
+
+SF_API const char *sf_last_error(void)
+{
+	return last_error;
+}
+
+static int vset(int status, const char *file, int line, const char *fmt, va_list ap)
+{
+	int n = vsnprintf(last_error, sizeof last_error, fmt, ap);
+	if (n < 0)
+		last_error[0] = '\0';
+	if (_sf_log_level >= SF_LOG_ERROR) {
+		char where[64] = "";
+		if (_sf_log_rank >= 0)
+			snprintf(where, sizeof where, "[rank %d] ", _sf_log_rank);
+		if (file)
+			fprintf(stderr, "shardflow: error: %s%s (%s:%d)\n", where, last_error, file,
+				line);
+		else
+			fprintf(stderr, "shardflow: error: %s%s\n", where, last_error);
+		fflush(stderr);
+	}
+	return status;
+}
+
+int _sf_err(int status, const char *file, int line, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vset(status, file, line, fmt, ap);
+	va_end(ap);
+	return status;
+}
+
+SF_API int sf_error_set(int status, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vset(status < 0 ? status : SF_ERR_INVALID, NULL, 0, fmt, ap);
+	va_end(ap);
+	return status < 0 ? status : SF_ERR_INVALID;
+}
+
+int _sf_mpi_err(int mpirc, const char *what, const char *file, int line)
+{
+	char msg[MPI_MAX_ERROR_STRING] = "";
+	int len = 0;
+	if (MPI_Error_string(mpirc, msg, &len) != MPI_SUCCESS)
+		snprintf(msg, sizeof msg, "MPI error code %d", mpirc);
+	return _sf_err(SF_ERR_MPI, file, line, "%s failed: %s", what, msg);
+}
+
+void _sf_log(enum sf_log_level level, const char *fmt, ...)
+{
+	static const char *names[] = {"error", "warn", "info", "debug"};
+	if (level > _sf_log_level)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	if (_sf_log_rank >= 0)
+		fprintf(stderr, "shardflow: %s: [rank %d] ", names[level], _sf_log_rank);
+	else
+		fprintf(stderr, "shardflow: %s: ", names[level]);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	fflush(stderr);
+	va_end(ap);
+}

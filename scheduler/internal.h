@@ -1,0 +1,202 @@
+/*
+ * internal.h — what the library's modules share and users never see.
+ *
+ * The layout follows DESIGN.md: layers/ knows graphs and shapes, tasks/ holds the
+ * codelets, scheduler/ owns the runtime, the model's data and the order in which a
+ * step's tasks are submitted (which is the communication schedule).
+ */
+#ifndef SF_SCHEDULER_INTERNAL_H
+#define SF_SCHEDULER_INTERNAL_H
+
+#include "shardflow.h"
+
+#include <mpi.h>
+#include <starpu.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
+/* ---- errors and logging (scheduler/error.c) ------------------------------- */
+
+int _sf_err(int status, const char *file, int line, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+#define SF_ERR(status, ...) _sf_err((status), __FILE__, __LINE__, __VA_ARGS__)
+
+/* Propagates a negative status to the enclosing function's `fail:` label. */
+#define SF_CHECK(call)                                                                        \
+	do {                                                                                  \
+		int sf_check_rc_ = (call);                                                    \
+		if (sf_check_rc_ < 0) {                                                       \
+			rc = sf_check_rc_;                                                    \
+			goto fail;                                                            \
+		}                                                                             \
+	} while (0)
+
+int _sf_mpi_err(int mpirc, const char *what, const char *file, int line);
+#define SF_MPI_CHECK(call)                                                                    \
+	do {                                                                                  \
+		int sf_mpi_rc_ = (call);                                                      \
+		if (sf_mpi_rc_ != MPI_SUCCESS) {                                              \
+			rc = _sf_mpi_err(sf_mpi_rc_, #call, __FILE__, __LINE__);              \
+			goto fail;                                                            \
+		}                                                                             \
+	} while (0)
+
+void _sf_log(enum sf_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+extern enum sf_log_level _sf_log_level;
+extern int _sf_log_rank;
+
+/* ---- runtime (scheduler/runtime.c) ----------------------------------------- */
+
+struct sf_context {
+	struct sf_config cfg;
+	int rank, size;
+	MPI_Comm comm;     /* collectives of steps; used by the comm worker only */
+	MPI_Comm ctl_comm; /* host-side collectives (model setup, params_get) */
+	bool own_mpi;      /* sf_init started MPI, so sf_finalize stops it */
+	int comm_worker;   /* StarPU worker id running every collective */
+	int ncompute;      /* compute workers */
+	int nmodels;       /* live models: sf_finalize refuses while > 0 */
+};
+
+/* Worker id of the comm worker, read by codelets' can_execute (-1 before init). */
+extern int _sf_comm_worker;
+/* can_execute of every compute codelet: anywhere but the comm worker. */
+int _sf_compute_can_execute(unsigned workerid, struct starpu_task *task, unsigned nimpl);
+bool _sf_runtime_active(void);
+
+/* ---- graphs and layer types (layers/) ----------------------------------------- */
+
+enum _sf_node_kind { SF_NODE_INPUT, SF_NODE_LABELS, SF_NODE_LAYER, SF_NODE_LOSS };
+
+#define SF_NAME_MAX 64
+
+struct _sf_node {
+	enum _sf_node_kind kind;
+	char name[SF_NAME_MAX];
+	const struct _sf_layer_entry *type; /* SF_NODE_LAYER */
+	int nin;
+	int in[SF_MAX_INPUTS];
+	int dim;        /* output width (labels: number of classes) */
+	size_t nparams; /* P of this node (0: no unit) */
+	void *config;   /* owned copy of the user's config */
+	size_t config_size;
+};
+
+struct sf_graph {
+	char name[SF_NAME_MAX];
+	int n, cap;
+	struct _sf_node *nodes;
+	int ninputs; /* float inputs */
+	int labels;  /* node id or -1 */
+	int loss;    /* node id or -1 */
+};
+
+/* A registered layer type and the two codelets made from it once. */
+struct _sf_layer_entry {
+	struct sf_layer_type type;
+	char name[SF_NAME_MAX];
+	struct starpu_codelet fwd_cl;
+	struct starpu_codelet bwd_cl;
+};
+
+const struct _sf_layer_entry *_sf_layer_find(const char *name);
+int _sf_layers_builtin_init(void); /* registers linear, relu, gelu, add once */
+
+/* ---- model (scheduler/model.c, scheduler/step.c) ------------------------------- */
+
+#define SF_LOSS_SLOTS 16
+#define SF_GRAD_SLOTS 2
+#define SF_MAX_DEPTH 64
+
+struct _sf_model;
+
+/* Static arguments of a unit's collectives (pointer handed as cl_arg). */
+struct _sf_comm_args {
+	MPI_Comm comm;
+	int nranks;
+	size_t P;         /* unpadded parameters of the unit */
+	size_t S;         /* shard size: ceil(P / nranks) */
+	atomic_int *resident, *max_resident; /* gathered-unit counter (gather, free) */
+};
+
+struct _sf_unit {
+	int node;
+	size_t P, S, off;        /* off: first parameter in the model's unpadded vector */
+	size_t opt_n;            /* elements the optimizer updates: S (sharded) or P */
+	float *shard;            /* S: owned parameters (full, grad_op) */
+	float *full;             /* N*S or P: resident parameters (grad_op, none) */
+	float *gshard;           /* S: reduced gradient (full, grad_op) */
+	float *m, *v;            /* optimizer state, opt_n each (v: AdamW only) */
+	starpu_data_handle_t h_shard, h_full, h_gshard, h_m, h_v;
+	struct _sf_comm_args comm;
+	char gather_name[SF_NAME_MAX + 16], rs_name[SF_NAME_MAX + 16];
+	char opt_name[SF_NAME_MAX + 16], free_name[SF_NAME_MAX + 16];
+	char ag_name[SF_NAME_MAX + 16];
+};
+
+struct _sf_node_state {
+	float *act, *dact; /* (B, dim) */
+	starpu_data_handle_t h_act, h_dact;
+	struct sf_layer_info info;
+	int unit;        /* index in units or -1 */
+	bool needs_grad; /* some parameter depends on this node's output */
+	char fwd_name[SF_NAME_MAX + 32], bwd_name[SF_NAME_MAX + 32];
+};
+
+struct _sf_loss_args {
+	int rows, classes;
+	float scale; /* 1 / global batch */
+};
+
+struct _sf_opt_args {
+	size_t n;
+	float lr, momentum, weight_decay, beta1, beta2, eps;
+	int64_t t; /* AdamW step, from 1 */
+};
+
+struct sf_model {
+	sf_context *ctx;
+	struct sf_config cfg;
+	struct sf_model_options opt;
+	int nranks, rank;
+	int nnodes;
+	struct _sf_node *gnodes; /* copy of the graph's nodes (configs owned) */
+	struct _sf_node_state *nodes;
+	int loss_node, labels_node;
+	int ninputs;
+	int *input_nodes; /* ninputs node ids in creation order */
+	int nunits;
+	struct _sf_unit *units;
+	size_t nparams_total, largest_P, largest_NS;
+	int B_global, B_local, row0;
+
+	/* gather ring (full sharding): R slots of N*S_max floats */
+	int R;
+	float *ring;
+	starpu_data_handle_t h_ring[SF_MAX_DEPTH + 1];
+	int ring_unit[SF_MAX_DEPTH + 1]; /* planner state while submitting a step */
+
+	/* gradient ring: bwd(u) writes slot (backward index) % SF_GRAD_SLOTS */
+	float *grad;
+	starpu_data_handle_t h_grad[SF_GRAD_SLOTS];
+
+	starpu_data_handle_t h_order; /* comm order: every collective accesses it RW */
+
+	int32_t *labels;
+	starpu_data_handle_t h_labels;
+	struct _sf_loss_args loss_args;
+	struct _sf_comm_args loss_comm;
+	double loss_val[SF_LOSS_SLOTS];
+	starpu_data_handle_t h_loss[SF_LOSS_SLOTS];
+
+	int64_t nsteps;
+	float lr;
+	atomic_int resident, max_resident;
+};
+
+int _sf_step_submit(struct sf_model *m);
+
+/* ---- codelets (tasks/) -------------------------------------------------------------- */
+#include "tasks/codelets.h"
+
+#endif

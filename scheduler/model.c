@@ -1,0 +1,518 @@
+/*
+ * model.c — turning a graph into a model: units, shards, buffers and handles.
+ *
+ * Everything a step touches is allocated and registered with StarPU here, once;
+ * steps only submit tasks on these handles. Shape letters: B local rows, N ranks,
+ * P parameters of a unit, S = ceil(P / N) its shard.
+ *
+ *   sharding  resident per unit              ring (gather)      grad slots
+ *   full      shard S, gshard S, state S     R = depth+1 x N*S  2 x N*S_max
+ *   grad_op   full N*S, shard S, gshard S    -                  2 x N*S_max
+ *   none      full P, state P                -                  2 x P_max
+ */
+#include "scheduler/internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+SF_API int sf_model_options_init(struct sf_model_options *o)
+{
+	if (!o)
+		return SF_ERR(SF_ERR_INVALID, "sf_model_options_init: o is NULL");
+	*o = (struct sf_model_options){
+		.batch = 64,
+		.seed = 1,
+		.optimizer = SF_OPT_SGD,
+		.lr = 0.01f,
+		.momentum = 0.9f,
+		.weight_decay = 0.0f,
+		.beta1 = 0.9f,
+		.beta2 = 0.999f,
+		.eps = 1e-8f,
+	};
+	return SF_OK;
+}
+
+static int check_options(const struct sf_model_options *o, int nranks)
+{
+	if (o->batch < nranks)
+		return SF_ERR(SF_ERR_INVALID, "sf_model_create: batch %d is smaller than the %d ranks; "
+					      "every rank needs at least one row",
+			      o->batch, nranks);
+	if (o->optimizer != SF_OPT_SGD && o->optimizer != SF_OPT_ADAMW)
+		return SF_ERR(SF_ERR_INVALID, "sf_model_create: optimizer %d is not SF_OPT_SGD or "
+					      "SF_OPT_ADAMW",
+			      (int)o->optimizer);
+	if (!(o->lr > 0.0f) || !isfinite(o->lr))
+		return SF_ERR(SF_ERR_INVALID, "sf_model_create: lr must be a finite number > 0 (got "
+					      "%g)",
+			      (double)o->lr);
+	if (!(o->momentum >= 0.0f && o->momentum < 1.0f))
+		return SF_ERR(SF_ERR_INVALID, "sf_model_create: momentum must be in [0, 1) (got %g)",
+			      (double)o->momentum);
+	if (!(o->weight_decay >= 0.0f) || !isfinite(o->weight_decay))
+		return SF_ERR(SF_ERR_INVALID, "sf_model_create: weight_decay must be >= 0 (got %g)",
+			      (double)o->weight_decay);
+	if (!(o->beta1 >= 0.0f && o->beta1 < 1.0f && o->beta2 >= 0.0f && o->beta2 < 1.0f))
+		return SF_ERR(SF_ERR_INVALID, "sf_model_create: beta1 and beta2 must be in [0, 1) (got "
+					      "%g, %g)",
+			      (double)o->beta1, (double)o->beta2);
+	if (!(o->eps > 0.0f))
+		return SF_ERR(SF_ERR_INVALID, "sf_model_create: eps must be > 0 (got %g)",
+			      (double)o->eps);
+	return SF_OK;
+}
+
+static int alloc_floats(float **p, size_t n, const char *what)
+{
+	/* 64-byte alignment for the vector kernels; zeroed so pads are zero */
+	size_t bytes = (n ? n : 1) * sizeof(float);
+	bytes = (bytes + 63) & ~(size_t)63;
+	*p = aligned_alloc(64, bytes);
+	if (!*p)
+		return SF_ERR(SF_ERR_NOMEM, "sf_model_create: cannot allocate %zu bytes for %s",
+			      bytes, what);
+	memset(*p, 0, bytes);
+	return SF_OK;
+}
+
+static void reg(starpu_data_handle_t *h, void *ptr, size_t n, size_t elem)
+{
+	starpu_vector_data_register(h, STARPU_MAIN_RAM, (uintptr_t)ptr, (uint32_t)n, elem);
+}
+
+static void unreg(starpu_data_handle_t *h)
+{
+	if (*h) {
+		starpu_data_unregister(*h);
+		*h = NULL;
+	}
+}
+
+/* Which node inputs need a gradient, and whether each is the first writer of it. */
+static void plan_gradients(struct sf_model *m)
+{
+	for (int n = 0; n < m->nnodes; n++) {
+		const struct _sf_node *nd = &m->gnodes[n];
+		bool ng = false;
+		if (nd->kind == SF_NODE_LAYER) {
+			ng = nd->nparams > 0;
+			for (int i = 0; i < nd->nin; i++)
+				ng = ng || m->nodes[nd->in[i]].needs_grad;
+		}
+		m->nodes[n].needs_grad = ng;
+	}
+	/* backward runs in reverse creation order: the first consumer met writes
+	 * ("="), the later ones add ("+=") */
+	bool *written = calloc((size_t)m->nnodes, sizeof *written);
+	for (int n = m->nnodes - 1; n >= 0; n--) {
+		const struct _sf_node *nd = &m->gnodes[n];
+		struct sf_layer_info *li = &m->nodes[n].info;
+		if (nd->kind == SF_NODE_LOSS) {
+			written[nd->in[0]] = true;
+			continue;
+		}
+		if (nd->kind != SF_NODE_LAYER || !m->nodes[n].needs_grad)
+			continue;
+		for (int i = 0; i < nd->nin; i++) {
+			int x = nd->in[i];
+			li->need_dinput[i] = m->nodes[x].needs_grad;
+			if (li->need_dinput[i]) {
+				li->accumulate[i] = written ? written[x] : 0;
+				if (written)
+					written[x] = true;
+			}
+		}
+	}
+	free(written);
+}
+
+static void unit_names(struct _sf_unit *u, int index, const char *type)
+{
+	snprintf(u->gather_name, sizeof u->gather_name, "gather L%d", index);
+	snprintf(u->rs_name, sizeof u->rs_name, "rs L%d", index);
+	snprintf(u->opt_name, sizeof u->opt_name, "opt L%d", index);
+	snprintf(u->free_name, sizeof u->free_name, "free L%d", index);
+	snprintf(u->ag_name, sizeof u->ag_name, "ag L%d", index);
+	(void)type;
+}
+
+/* Parameters of unit u, initialised identically on every rank and world size. */
+static int init_unit(struct sf_model *m, struct _sf_unit *u, int index)
+{
+	int rc = SF_OK;
+	float *full = NULL;
+	const struct _sf_node *nd = &m->gnodes[u->node];
+	SF_CHECK(alloc_floats(&full, u->P, "initial parameters"));
+	if (nd->type->type.init) {
+		struct sf_rng rng = {m->opt.seed * 0x9E3779B97F4A7C15ull ^
+				     (0xD1B54A32D192ED03ull * (uint64_t)(index + 1))};
+		nd->type->type.init(&m->nodes[u->node].info, &rng, full);
+	}
+	if (u->full)
+		memcpy(u->full, full, u->P * sizeof(float));
+	if (u->shard) {
+		size_t lo = (size_t)m->rank * u->S;
+		for (size_t i = 0; i < u->S && lo + i < u->P; i++)
+			u->shard[i] = full[lo + i];
+	}
+fail:
+	free(full);
+	return rc;
+}
+
+static int build_units(struct sf_model *m)
+{
+	int rc = SF_OK;
+	enum sf_sharding sh = m->cfg.sharding;
+	size_t N = (size_t)m->nranks;
+	int k = 0;
+	for (int n = 0; n < m->nnodes; n++)
+		if (m->gnodes[n].kind == SF_NODE_LAYER && m->gnodes[n].nparams > 0)
+			m->nunits++;
+	m->units = calloc((size_t)m->nunits, sizeof *m->units);
+	if (!m->units && m->nunits)
+		return SF_ERR(SF_ERR_NOMEM, "sf_model_create: out of memory");
+	size_t off = 0;
+	for (int n = 0; n < m->nnodes; n++) {
+		m->nodes[n].unit = -1;
+		if (!(m->gnodes[n].kind == SF_NODE_LAYER && m->gnodes[n].nparams > 0))
+			continue;
+		struct _sf_unit *u = &m->units[k];
+		m->nodes[n].unit = k;
+		u->node = n;
+		u->P = m->gnodes[n].nparams;
+		u->S = (u->P + N - 1) / N;
+		u->off = off;
+		off += u->P;
+		if (u->P > m->largest_P)
+			m->largest_P = u->P;
+		if (u->S * N > m->largest_NS)
+			m->largest_NS = u->S * N;
+		if ((uint64_t)u->S * N > INT32_MAX)
+			return SF_ERR(SF_ERR_INVALID, "layer \"%s\": %zu parameters is more than one "
+						      "collective can carry",
+				      m->gnodes[n].name, u->P);
+		u->opt_n = sh == SF_SHARD_NONE ? u->P : u->S;
+		u->comm = (struct _sf_comm_args){
+			.comm = m->ctx->comm,
+			.nranks = m->nranks,
+			.P = u->P,
+			.S = u->S,
+			.resident = sh == SF_SHARD_FULL ? &m->resident : NULL,
+			.max_resident = &m->max_resident,
+		};
+		unit_names(u, n, m->gnodes[n].type->name);
+		if (sh != SF_SHARD_NONE) {
+			SF_CHECK(alloc_floats(&u->shard, u->S, "a parameter shard"));
+			SF_CHECK(alloc_floats(&u->gshard, u->S, "a gradient shard"));
+			reg(&u->h_shard, u->shard, u->S, sizeof(float));
+			reg(&u->h_gshard, u->gshard, u->S, sizeof(float));
+		}
+		if (sh != SF_SHARD_FULL) {
+			size_t nf = sh == SF_SHARD_NONE ? u->P : u->S * N;
+			SF_CHECK(alloc_floats(&u->full, nf, "replicated parameters"));
+			reg(&u->h_full, u->full, nf, sizeof(float));
+		}
+		SF_CHECK(alloc_floats(&u->m, u->opt_n, "optimizer state"));
+		reg(&u->h_m, u->m, u->opt_n, sizeof(float));
+		if (m->opt.optimizer == SF_OPT_ADAMW) {
+			SF_CHECK(alloc_floats(&u->v, u->opt_n, "optimizer state"));
+			reg(&u->h_v, u->v, u->opt_n, sizeof(float));
+		}
+		k++;
+	}
+	m->nparams_total = off;
+	for (int i = 0; i < m->nunits; i++)
+		SF_CHECK(init_unit(m, &m->units[i], m->units[i].node));
+fail:
+	return rc;
+}
+
+static int build_nodes(struct sf_model *m, const sf_graph *g)
+{
+	int rc = SF_OK;
+	m->nnodes = g->n;
+	m->gnodes = calloc((size_t)g->n, sizeof *m->gnodes);
+	m->nodes = calloc((size_t)g->n, sizeof *m->nodes);
+	m->input_nodes = calloc((size_t)(g->ninputs ? g->ninputs : 1), sizeof(int));
+	if (!m->gnodes || !m->nodes || !m->input_nodes)
+		return SF_ERR(SF_ERR_NOMEM, "sf_model_create: out of memory");
+	for (int n = 0; n < g->n; n++) {
+		m->gnodes[n] = g->nodes[n];
+		m->gnodes[n].config = NULL;
+		if (g->nodes[n].config_size) {
+			m->gnodes[n].config = malloc(g->nodes[n].config_size);
+			if (!m->gnodes[n].config)
+				return SF_ERR(SF_ERR_NOMEM, "sf_model_create: out of memory");
+			memcpy(m->gnodes[n].config, g->nodes[n].config, g->nodes[n].config_size);
+		}
+	}
+	for (int n = 0; n < g->n; n++) {
+		const struct _sf_node *nd = &m->gnodes[n];
+		struct _sf_node_state *s = &m->nodes[n];
+		struct sf_layer_info *li = &s->info;
+		li->rows = m->B_local;
+		li->nin = nd->kind == SF_NODE_LAYER ? nd->nin : 0;
+		for (int i = 0; i < li->nin; i++)
+			li->in_dim[i] = m->gnodes[nd->in[i]].dim;
+		li->out_dim = nd->dim;
+		li->nparams = nd->nparams;
+		li->config = nd->config;
+		li->layer_index = n;
+		if (nd->kind == SF_NODE_INPUT)
+			m->input_nodes[m->ninputs++] = n;
+		if (nd->kind == SF_NODE_INPUT || nd->kind == SF_NODE_LAYER) {
+			size_t cnt = (size_t)m->B_local * (size_t)nd->dim;
+			SF_CHECK(alloc_floats(&s->act, cnt, "activations"));
+			reg(&s->h_act, s->act, cnt, sizeof(float));
+			if (nd->kind == SF_NODE_LAYER) {
+				SF_CHECK(alloc_floats(&s->dact, cnt, "activation gradients"));
+				reg(&s->h_dact, s->dact, cnt, sizeof(float));
+			}
+		}
+		if (nd->kind == SF_NODE_LAYER) {
+			snprintf(s->fwd_name, sizeof s->fwd_name, "fwd L%d %s", n, nd->type->name);
+			snprintf(s->bwd_name, sizeof s->bwd_name, "bwd L%d %s", n, nd->type->name);
+		}
+	}
+fail:
+	return rc;
+}
+
+SF_API int sf_model_create(sf_context *ctx, const sf_graph *g, const struct sf_model_options *o,
+			   sf_model **out)
+{
+	int rc = SF_OK;
+	struct sf_model *m = NULL;
+	struct sf_model_options defaults;
+
+	if (!out)
+		return SF_ERR(SF_ERR_INVALID, "sf_model_create: out is NULL");
+	*out = NULL;
+	if (!ctx || !_sf_runtime_active())
+		return SF_ERR(SF_ERR_STATE, "sf_model_create: no runtime; call sf_init first");
+	if (!g)
+		return SF_ERR(SF_ERR_INVALID, "sf_model_create: graph is NULL");
+	if (g->loss < 0)
+		return SF_ERR(SF_ERR_INVALID, "sf_model_create: graph \"%s\" has no loss (end it with "
+					      "sf_graph_softmax_cross_entropy)",
+			      g->name);
+	if (!o) {
+		sf_model_options_init(&defaults);
+		o = &defaults;
+	}
+	SF_CHECK(check_options(o, ctx->size));
+
+	m = calloc(1, sizeof *m);
+	if (!m)
+		return SF_ERR(SF_ERR_NOMEM, "sf_model_create: out of memory");
+	m->ctx = ctx;
+	m->cfg = ctx->cfg;
+	m->opt = *o;
+	m->lr = o->lr;
+	m->nranks = ctx->size;
+	m->rank = ctx->rank;
+	m->loss_node = g->loss;
+	m->labels_node = g->labels;
+	m->B_global = o->batch;
+	int base = o->batch / m->nranks, extra = o->batch % m->nranks;
+	m->B_local = base + (m->rank < extra);
+	m->row0 = m->rank * base + (m->rank < extra ? m->rank : extra);
+	atomic_init(&m->resident, 0);
+	atomic_init(&m->max_resident, 0);
+
+	SF_CHECK(build_nodes(m, g));
+	plan_gradients(m);
+	SF_CHECK(build_units(m));
+	if (m->nunits == 0) {
+		rc = SF_ERR(SF_ERR_INVALID, "sf_model_create: graph \"%s\" has no layer with "
+					    "parameters; there is nothing to train",
+			    g->name);
+		goto fail;
+	}
+
+	size_t N = (size_t)m->nranks;
+	size_t gsize = m->cfg.sharding == SF_SHARD_NONE ? m->largest_P : m->largest_NS;
+	SF_CHECK(alloc_floats(&m->grad, gsize * SF_GRAD_SLOTS, "gradient slots"));
+	for (int s = 0; s < SF_GRAD_SLOTS; s++)
+		reg(&m->h_grad[s], m->grad + (size_t)s * gsize, gsize, sizeof(float));
+	if (m->cfg.sharding == SF_SHARD_FULL) {
+		m->R = m->cfg.prefetch_depth + 1;
+		SF_CHECK(alloc_floats(&m->ring, m->largest_NS * (size_t)m->R, "the gather ring"));
+		for (int s = 0; s < m->R; s++)
+			reg(&m->h_ring[s], m->ring + (size_t)s * m->largest_NS, m->largest_NS,
+			    sizeof(float));
+	}
+	(void)N;
+	starpu_void_data_register(&m->h_order);
+
+	size_t nl = (size_t)m->B_local;
+	m->labels = calloc(nl, sizeof(int32_t));
+	if (!m->labels) {
+		rc = SF_ERR(SF_ERR_NOMEM, "sf_model_create: out of memory");
+		goto fail;
+	}
+	reg(&m->h_labels, m->labels, nl, sizeof(int32_t));
+	m->loss_args = (struct _sf_loss_args){
+		.rows = m->B_local,
+		.classes = m->gnodes[m->labels_node].dim,
+		.scale = 1.0f / (float)m->B_global,
+	};
+	m->loss_comm = (struct _sf_comm_args){.comm = ctx->comm, .nranks = m->nranks};
+	for (int s = 0; s < SF_LOSS_SLOTS; s++)
+		reg(&m->h_loss[s], &m->loss_val[s], 1, sizeof(double));
+
+	ctx->nmodels++;
+	_sf_log(SF_LOG_INFO, "model \"%s\": %d units, %zu parameters, batch %d (%d local rows), "
+			     "sharding %d, ring %d",
+		g->name, m->nunits, m->nparams_total, m->B_global, m->B_local, (int)m->cfg.sharding,
+		m->R);
+	*out = m;
+	return SF_OK;
+fail:
+	if (m) {
+		ctx->nmodels++;
+		sf_model_destroy(m);
+	}
+	return rc;
+}
+
+SF_API int sf_model_destroy(sf_model *m)
+{
+	if (!m)
+		return SF_OK;
+	starpu_task_wait_for_all();
+	for (int n = 0; m->nodes && n < m->nnodes; n++) {
+		unreg(&m->nodes[n].h_act);
+		unreg(&m->nodes[n].h_dact);
+		free(m->nodes[n].act);
+		free(m->nodes[n].dact);
+	}
+	for (int i = 0; m->units && i < m->nunits; i++) {
+		struct _sf_unit *u = &m->units[i];
+		unreg(&u->h_shard);
+		unreg(&u->h_full);
+		unreg(&u->h_gshard);
+		unreg(&u->h_m);
+		unreg(&u->h_v);
+		free(u->shard);
+		free(u->full);
+		free(u->gshard);
+		free(u->m);
+		free(u->v);
+	}
+	for (int s = 0; s < SF_GRAD_SLOTS; s++)
+		unreg(&m->h_grad[s]);
+	for (int s = 0; s < m->R; s++)
+		unreg(&m->h_ring[s]);
+	for (int s = 0; s < SF_LOSS_SLOTS; s++)
+		unreg(&m->h_loss[s]);
+	unreg(&m->h_labels);
+	unreg(&m->h_order);
+	free(m->grad);
+	free(m->ring);
+	free(m->labels);
+	for (int n = 0; m->gnodes && n < m->nnodes; n++)
+		free(m->gnodes[n].config);
+	free(m->gnodes);
+	free(m->nodes);
+	free(m->input_nodes);
+	free(m->units);
+	m->ctx->nmodels--;
+	free(m);
+	return SF_OK;
+}
+
+SF_API int sf_model_local_rows(const sf_model *m, int *first, int *rows)
+{
+	if (!m || (!first && !rows))
+		return SF_ERR(SF_ERR_INVALID, "sf_model_local_rows: NULL model or outputs");
+	if (first)
+		*first = m->row0;
+	if (rows)
+		*rows = m->B_local;
+	return SF_OK;
+}
+
+SF_API int sf_model_param_count(const sf_model *m, size_t *n)
+{
+	if (!m || !n)
+		return SF_ERR(SF_ERR_INVALID, "sf_model_param_count: NULL model or output");
+	*n = m->nparams_total;
+	return SF_OK;
+}
+
+SF_API int sf_model_sync(sf_model *m)
+{
+	if (!m)
+		return SF_ERR(SF_ERR_INVALID, "sf_model_sync: model is NULL");
+	int ret = starpu_task_wait_for_all();
+	if (ret != 0)
+		return SF_ERR(SF_ERR_STARPU, "starpu_task_wait_for_all failed (%d)", ret);
+	return SF_OK;
+}
+
+SF_API int sf_model_set_lr(sf_model *m, float lr)
+{
+	if (!m)
+		return SF_ERR(SF_ERR_INVALID, "sf_model_set_lr: model is NULL");
+	if (!(lr > 0.0f) || !isfinite(lr))
+		return SF_ERR(SF_ERR_INVALID, "sf_model_set_lr: lr must be a finite number > 0 (got "
+					      "%g)",
+			      (double)lr);
+	m->lr = lr;
+	return SF_OK;
+}
+
+SF_API int sf_model_params_get(sf_model *m, float *dst, size_t n)
+{
+	int rc = SF_OK;
+	float *tmp = NULL;
+	if (!m || !dst)
+		return SF_ERR(SF_ERR_INVALID, "sf_model_params_get: NULL model or destination");
+	if (n != m->nparams_total)
+		return SF_ERR(SF_ERR_INVALID, "sf_model_params_get: n is %zu, the model has %zu "
+					      "parameters (sf_model_param_count)",
+			      n, m->nparams_total);
+	SF_CHECK(sf_model_sync(m));
+	if (m->cfg.sharding != SF_SHARD_NONE)
+		SF_CHECK(alloc_floats(&tmp, m->largest_NS, "sf_model_params_get"));
+	for (int i = 0; i < m->nunits; i++) {
+		struct _sf_unit *u = &m->units[i];
+		if (m->cfg.sharding == SF_SHARD_NONE) {
+			starpu_data_acquire(u->h_full, STARPU_R);
+			memcpy(dst + u->off, u->full, u->P * sizeof(float));
+			starpu_data_release(u->h_full);
+			continue;
+		}
+		starpu_data_acquire(u->h_shard, STARPU_R);
+		int mrc = MPI_Allgather(u->shard, (int)u->S, MPI_FLOAT, tmp, (int)u->S, MPI_FLOAT,
+					m->ctx->ctl_comm);
+		starpu_data_release(u->h_shard);
+		if (mrc != MPI_SUCCESS) {
+			rc = _sf_mpi_err(mrc, "MPI_Allgather(parameters)", __FILE__, __LINE__);
+			goto fail;
+		}
+		memcpy(dst + u->off, tmp, u->P * sizeof(float));
+	}
+fail:
+	free(tmp);
+	return rc;
+}
+
+SF_API int sf_model_stats(sf_model *m, struct sf_model_stats *out)
+{
+	int rc = SF_OK;
+	if (!m || !out)
+		return SF_ERR(SF_ERR_INVALID, "sf_model_stats: NULL model or output");
+	SF_CHECK(sf_model_sync(m));
+	out->nunits = m->nunits;
+	out->largest_unit = m->largest_P;
+	out->steps = m->nsteps;
+	out->max_resident_units = atomic_load(&m->max_resident);
+	out->ring_slots = m->R;
+fail:
+	return rc;
+}

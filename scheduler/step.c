@@ -1,0 +1,327 @@
+/*
+ * step.c — one training step unrolled into StarPU tasks.
+ *
+ * The order in which this file submits tasks is the schedule. Compute order follows
+ * from data dependencies; communication order is exactly the submission order of
+ * comm tasks (they chain through the comm-order handle), so the choices below are
+ * the communication schedule every rank follows:
+ *
+ *   forward : gather(u) is submitted `depth` units ahead of fwd(u). It writes ring
+ *             slot u mod R (R = depth+1), so StarPU holds it until free(u-R) — the
+ *             task after the last reader of that slot — has run: at most R units
+ *             are ever resident, by data dependency, with no host-side throttle.
+ *             The last R units stay resident for the backward pass.
+ *   backward: bwd(u), free(u), then the next unit's gather placed before
+ *             (pre) or after (post) rs(u), or after opt(u) with a dependency on it
+ *             (none); then opt(u) on the local shard.
+ *   end     : (grad_op) all-gather of updated shards; the loss all-reduce.
+ *
+ * Nothing is allocated here except StarPU's task structures and the packed
+ * optimizer arguments.
+ */
+#include "scheduler/internal.h"
+
+#include <string.h>
+
+/* Submits a task built from a codelet and a NULL-terminated set of insert args. */
+#define INSERT(...)                                                                          \
+	do {                                                                                 \
+		int sf_ins_rc_ = starpu_task_insert(__VA_ARGS__, 0);                         \
+		if (sf_ins_rc_ != 0)                                                         \
+			return SF_ERR(SF_ERR_STARPU, "starpu_task_insert failed (%d)",       \
+				      sf_ins_rc_);                                           \
+	} while (0)
+
+static starpu_data_handle_t param_handle(struct sf_model *m, int u)
+{
+	if (m->cfg.sharding == SF_SHARD_FULL)
+		return m->h_ring[u % m->R];
+	return m->units[u].h_full;
+}
+
+static int submit_gather(struct sf_model *m, int u, starpu_data_handle_t after)
+{
+	struct _sf_unit *un = &m->units[u];
+	int s = u % m->R;
+	if (after)
+		INSERT(&_sf_cl_gather_after, STARPU_RW, m->h_order, STARPU_R, un->h_shard, STARPU_W,
+		       m->h_ring[s], STARPU_R, after, STARPU_CL_ARGS_NFREE, &un->comm,
+		       sizeof un->comm, STARPU_EXECUTE_ON_WORKER, m->ctx->comm_worker, STARPU_NAME,
+		       un->gather_name);
+	else
+		INSERT(&_sf_cl_gather, STARPU_RW, m->h_order, STARPU_R, un->h_shard, STARPU_W,
+		       m->h_ring[s], STARPU_CL_ARGS_NFREE, &un->comm, sizeof un->comm,
+		       STARPU_EXECUTE_ON_WORKER, m->ctx->comm_worker, STARPU_NAME, un->gather_name);
+	m->ring_unit[s] = u;
+	return SF_OK;
+}
+
+/* The slot of unit u is no longer read: count it out, then let StarPU drop it. */
+static int submit_free(struct sf_model *m, int u)
+{
+	struct _sf_unit *un = &m->units[u];
+	int s = u % m->R;
+	INSERT(&_sf_cl_free, STARPU_RW, m->h_ring[s], STARPU_CL_ARGS_NFREE, &un->comm,
+	       sizeof un->comm, STARPU_NAME, un->free_name);
+	starpu_data_invalidate_submit(m->h_ring[s]);
+	m->ring_unit[s] = -1;
+	return SF_OK;
+}
+
+static bool resident(const struct sf_model *m, int u)
+{
+	return m->ring_unit[u % m->R] == u;
+}
+
+static int submit_fwd(struct sf_model *m, int n)
+{
+	const struct _sf_node *nd = &m->gnodes[n];
+	struct _sf_node_state *s = &m->nodes[n];
+	struct starpu_data_descr d[SF_MAX_INPUTS + 2];
+	int k = 0;
+	if (s->unit >= 0)
+		d[k++] = (struct starpu_data_descr){param_handle(m, s->unit), STARPU_R};
+	for (int i = 0; i < nd->nin; i++)
+		d[k++] = (struct starpu_data_descr){m->nodes[nd->in[i]].h_act, STARPU_R};
+	d[k++] = (struct starpu_data_descr){s->h_act, STARPU_W};
+	INSERT((struct starpu_codelet *)&nd->type->fwd_cl, STARPU_DATA_MODE_ARRAY, d, k, STARPU_CL_ARGS_NFREE, &s->info,
+	       sizeof s->info, STARPU_NAME, s->fwd_name);
+	return SF_OK;
+}
+
+static int submit_bwd(struct sf_model *m, int n, starpu_data_handle_t grad)
+{
+	const struct _sf_node *nd = &m->gnodes[n];
+	struct _sf_node_state *s = &m->nodes[n];
+	const struct sf_layer_info *li = &s->info;
+	struct starpu_data_descr d[2 * SF_MAX_INPUTS + 4];
+	int k = 0;
+	if (s->unit >= 0)
+		d[k++] = (struct starpu_data_descr){param_handle(m, s->unit), STARPU_R};
+	for (int i = 0; i < nd->nin; i++)
+		d[k++] = (struct starpu_data_descr){m->nodes[nd->in[i]].h_act, STARPU_R};
+	d[k++] = (struct starpu_data_descr){s->h_act, STARPU_R};
+	d[k++] = (struct starpu_data_descr){s->h_dact, STARPU_R};
+	/* activation gradients: "=" for the first consumer, "+=" for the others */
+	for (int i = 0; i < nd->nin; i++)
+		if (li->need_dinput[i])
+			d[k++] = (struct starpu_data_descr){m->nodes[nd->in[i]].h_dact,
+							    li->accumulate[i] ? STARPU_RW : STARPU_W};
+	if (s->unit >= 0)
+		d[k++] = (struct starpu_data_descr){grad, STARPU_W};
+	INSERT((struct starpu_codelet *)&nd->type->bwd_cl, STARPU_DATA_MODE_ARRAY, d, k, STARPU_CL_ARGS_NFREE, &s->info,
+	       sizeof s->info, STARPU_NAME, s->bwd_name);
+	return SF_OK;
+}
+
+static int submit_reduce(struct sf_model *m, int u, starpu_data_handle_t grad)
+{
+	struct _sf_unit *un = &m->units[u];
+	if (m->cfg.sharding == SF_SHARD_NONE)
+		INSERT(&_sf_cl_allreduce, STARPU_RW, m->h_order, STARPU_RW, grad,
+		       STARPU_CL_ARGS_NFREE, &un->comm, sizeof un->comm, STARPU_EXECUTE_ON_WORKER,
+		       m->ctx->comm_worker, STARPU_NAME, un->rs_name);
+	else
+		INSERT(&_sf_cl_reduce_scatter, STARPU_RW, m->h_order, STARPU_RW, grad, STARPU_W,
+		       un->h_gshard, STARPU_CL_ARGS_NFREE, &un->comm, sizeof un->comm,
+		       STARPU_EXECUTE_ON_WORKER, m->ctx->comm_worker, STARPU_NAME, un->rs_name);
+	return SF_OK;
+}
+
+static int submit_opt(struct sf_model *m, int u, starpu_data_handle_t grad)
+{
+	struct _sf_unit *un = &m->units[u];
+	bool replicated = m->cfg.sharding == SF_SHARD_NONE;
+	starpu_data_handle_t p = replicated ? un->h_full : un->h_shard;
+	starpu_data_handle_t g = replicated ? grad : un->h_gshard;
+	struct _sf_opt_args a = {
+		.n = un->opt_n,
+		.lr = m->lr,
+		.momentum = m->opt.momentum,
+		.weight_decay = m->opt.weight_decay,
+		.beta1 = m->opt.beta1,
+		.beta2 = m->opt.beta2,
+		.eps = m->opt.eps,
+		.t = m->nsteps + 1,
+	};
+	if (m->opt.optimizer == SF_OPT_ADAMW)
+		INSERT(&_sf_cl_adamw, STARPU_RW, p, STARPU_R, g, STARPU_RW, un->h_m, STARPU_RW,
+		       un->h_v, STARPU_VALUE, &a, sizeof a, STARPU_NAME, un->opt_name);
+	else
+		INSERT(&_sf_cl_sgd, STARPU_RW, p, STARPU_R, g, STARPU_RW, un->h_m, STARPU_VALUE, &a,
+		       sizeof a, STARPU_NAME, un->opt_name);
+	return SF_OK;
+}
+
+static int forward(struct sf_model *m)
+{
+	int rc = SF_OK;
+	bool full = m->cfg.sharding == SF_SHARD_FULL;
+	int next = 0; /* next unit to gather */
+	for (int n = 0; n < m->nnodes; n++) {
+		const struct _sf_node *nd = &m->gnodes[n];
+		int u = m->nodes[n].unit;
+		if (nd->kind == SF_NODE_LOSS) {
+			int x = nd->in[0];
+			INSERT(&_sf_cl_loss, STARPU_R, m->nodes[x].h_act, STARPU_R, m->h_labels,
+			       STARPU_W, m->nodes[x].h_dact, STARPU_W,
+			       m->h_loss[m->nsteps % SF_LOSS_SLOTS], STARPU_CL_ARGS_NFREE,
+			       &m->loss_args, sizeof m->loss_args, STARPU_NAME, "loss");
+			continue;
+		}
+		if (nd->kind != SF_NODE_LAYER)
+			continue;
+		if (full && u >= 0)
+			for (; next < m->nunits && next <= u + m->cfg.prefetch_depth; next++)
+				SF_CHECK(submit_gather(m, next, NULL));
+		SF_CHECK(submit_fwd(m, n));
+		/* the last R units stay gathered for the backward pass */
+		if (full && u >= 0 && u < m->nunits - m->R)
+			SF_CHECK(submit_free(m, u));
+	}
+fail:
+	return rc;
+}
+
+static int backward(struct sf_model *m)
+{
+	int rc = SF_OK;
+	bool full = m->cfg.sharding == SF_SHARD_FULL;
+	int nb = 0; /* units done so far in this backward pass: picks the grad slot */
+	for (int n = m->nnodes - 1; n >= 0; n--) {
+		const struct _sf_node *nd = &m->gnodes[n];
+		int u = m->nodes[n].unit;
+		if (nd->kind != SF_NODE_LAYER || !m->nodes[n].needs_grad)
+			continue;
+		if (u < 0) {
+			SF_CHECK(submit_bwd(m, n, NULL));
+			continue;
+		}
+		starpu_data_handle_t grad = m->h_grad[nb++ % SF_GRAD_SLOTS];
+		if (full && !resident(m, u))
+			SF_CHECK(submit_gather(m, u, NULL));
+		SF_CHECK(submit_bwd(m, n, grad));
+		if (!full) {
+			SF_CHECK(submit_reduce(m, u, grad));
+			SF_CHECK(submit_opt(m, u, grad));
+			continue;
+		}
+		SF_CHECK(submit_free(m, u));
+		bool prefetch = u > 0 && !resident(m, u - 1);
+		switch (m->cfg.bwd_prefetch) {
+		case SF_BWD_PRE:
+			if (prefetch)
+				SF_CHECK(submit_gather(m, u - 1, NULL));
+			SF_CHECK(submit_reduce(m, u, grad));
+			SF_CHECK(submit_opt(m, u, grad));
+			break;
+		case SF_BWD_POST:
+			SF_CHECK(submit_reduce(m, u, grad));
+			if (prefetch)
+				SF_CHECK(submit_gather(m, u - 1, NULL));
+			SF_CHECK(submit_opt(m, u, grad));
+			break;
+		case SF_BWD_NONE:
+			SF_CHECK(submit_reduce(m, u, grad));
+			SF_CHECK(submit_opt(m, u, grad));
+			/* reading shard u makes the gather wait for opt(u) */
+			if (prefetch)
+				SF_CHECK(submit_gather(m, u - 1, m->units[u].h_shard));
+			break;
+		}
+	}
+	if (m->cfg.sharding == SF_SHARD_GRAD_OP)
+		for (int u = m->nunits - 1; u >= 0; u--) {
+			struct _sf_unit *un = &m->units[u];
+			INSERT(&_sf_cl_gather, STARPU_RW, m->h_order, STARPU_R, un->h_shard, STARPU_W,
+			       un->h_full, STARPU_CL_ARGS_NFREE, &un->comm, sizeof un->comm,
+			       STARPU_EXECUTE_ON_WORKER, m->ctx->comm_worker, STARPU_NAME,
+			       un->ag_name);
+		}
+fail:
+	return rc;
+}
+
+int _sf_step_submit(struct sf_model *m)
+{
+	int rc = SF_OK;
+	for (int s = 0; s < m->R; s++)
+		m->ring_unit[s] = -1;
+	SF_CHECK(forward(m));
+	SF_CHECK(backward(m));
+	INSERT(&_sf_cl_loss_sum, STARPU_RW, m->h_order, STARPU_RW,
+	       m->h_loss[m->nsteps % SF_LOSS_SLOTS], STARPU_CL_ARGS_NFREE, &m->loss_comm,
+	       sizeof m->loss_comm, STARPU_EXECUTE_ON_WORKER, m->ctx->comm_worker, STARPU_NAME,
+	       "loss allreduce");
+fail:
+	return rc;
+}
+
+static int stage(starpu_data_handle_t h, void *dst, const void *src, size_t bytes)
+{
+	/* waits for the previous step's last reader of this buffer */
+	int ret = starpu_data_acquire(h, STARPU_W);
+	if (ret != 0)
+		return SF_ERR(SF_ERR_STARPU, "starpu_data_acquire failed (%d)", ret);
+	memcpy(dst, src, bytes);
+	starpu_data_release(h);
+	return SF_OK;
+}
+
+SF_API int sf_model_step(sf_model *m, const struct sf_batch *b, int64_t *ticket)
+{
+	int rc = SF_OK;
+	if (!m || !b)
+		return SF_ERR(SF_ERR_INVALID, "sf_model_step: %s is NULL", m ? "batch" : "model");
+	if (b->ninputs != m->ninputs || (m->ninputs && !b->inputs))
+		return SF_ERR(SF_ERR_INVALID, "sf_model_step: the graph has %d float input(s), the "
+					      "batch gives %d",
+			      m->ninputs, b->inputs ? b->ninputs : 0);
+	for (int i = 0; i < m->ninputs; i++)
+		if (!b->inputs[i])
+			return SF_ERR(SF_ERR_INVALID, "sf_model_step: input %d (\"%s\") is NULL", i,
+				      m->gnodes[m->input_nodes[i]].name);
+	if (!b->labels)
+		return SF_ERR(SF_ERR_INVALID, "sf_model_step: labels are NULL");
+	int C = m->loss_args.classes;
+	for (int r = 0; r < m->B_local; r++)
+		if (b->labels[r] < 0 || b->labels[r] >= C)
+			return SF_ERR(SF_ERR_INVALID, "sf_model_step: label %d of local row %d (global "
+						      "row %d) is outside [0, %d)",
+				      (int)b->labels[r], r, m->row0 + r, C);
+
+	for (int i = 0; i < m->ninputs; i++) {
+		struct _sf_node_state *s = &m->nodes[m->input_nodes[i]];
+		SF_CHECK(stage(s->h_act, s->act, b->inputs[i],
+			       (size_t)m->B_local * (size_t)m->gnodes[m->input_nodes[i]].dim *
+				       sizeof(float)));
+	}
+	SF_CHECK(stage(m->h_labels, m->labels, b->labels, (size_t)m->B_local * sizeof(int32_t)));
+	SF_CHECK(_sf_step_submit(m));
+	if (ticket)
+		*ticket = m->nsteps;
+	m->nsteps++;
+fail:
+	return rc;
+}
+
+SF_API int sf_model_loss(sf_model *m, int64_t ticket, double *loss)
+{
+	if (!m || !loss)
+		return SF_ERR(SF_ERR_INVALID, "sf_model_loss: NULL model or output");
+	if (ticket < 0 || ticket >= m->nsteps)
+		return SF_ERR(SF_ERR_INVALID, "sf_model_loss: ticket %lld was never issued (%lld "
+					      "steps submitted)",
+			      (long long)ticket, (long long)m->nsteps);
+	if (ticket < m->nsteps - SF_LOSS_SLOTS)
+		return SF_ERR(SF_ERR_INVALID, "sf_model_loss: ticket %lld is too old; the losses of "
+					      "the last %d steps are kept",
+			      (long long)ticket, SF_LOSS_SLOTS);
+	starpu_data_handle_t h = m->h_loss[ticket % SF_LOSS_SLOTS];
+	int ret = starpu_data_acquire(h, STARPU_R);
+	if (ret != 0)
+		return SF_ERR(SF_ERR_STARPU, "starpu_data_acquire failed (%d)", ret);
+	*loss = m->loss_val[ticket % SF_LOSS_SLOTS];
+	starpu_data_release(h);
+	return SF_OK;
+}

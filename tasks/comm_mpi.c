@@ -1,0 +1,110 @@
+/*
+ * comm_mpi.c — the collectives of a step, as StarPU codelets run by the comm worker.
+ *
+ * Buffer 0 of every comm codelet is the comm-order handle in STARPU_RW: StarPU's
+ * implicit dependencies then run them one after another in submission order, which
+ * is the same program on every rank, so every rank enters the same collective next
+ * (schedulers reorder ready tasks; they cannot reorder a RW chain). The
+ * communicator is the one duplicated at sf_init for steps only; its error handler is
+ * MPI's default, so a failed collective ends the job instead of hanging it.
+ */
+#include "scheduler/internal.h"
+
+#include <string.h>
+
+static void mpi_assert(int rc, const char *what)
+{
+	char msg[MPI_MAX_ERROR_STRING] = "";
+	int len = 0;
+	if (rc == MPI_SUCCESS)
+		return;
+	MPI_Error_string(rc, msg, &len);
+	STARPU_ASSERT_MSG(rc == MPI_SUCCESS, "%s failed: %s", what, msg);
+}
+
+static void note_resident(struct _sf_comm_args *a, int delta)
+{
+	int now = atomic_fetch_add(a->resident, delta) + delta;
+	int max = atomic_load(a->max_resident);
+	while (now > max && !atomic_compare_exchange_weak(a->max_resident, &max, now))
+		;
+}
+
+/* order[RW] shard[R] slot[W] (extra[R]): slot = concatenation of every rank's shard */
+static void gather_cpu(void *buffers[], void *cl_arg)
+{
+	struct _sf_comm_args *a = cl_arg;
+	const float *shard = (const float *)STARPU_VECTOR_GET_PTR(buffers[1]);
+	float *full = (float *)STARPU_VECTOR_GET_PTR(buffers[2]);
+	STARPU_ASSERT(STARPU_VECTOR_GET_NX(buffers[2]) >= a->S * (size_t)a->nranks);
+	STARPU_ASSERT_MSG(starpu_worker_get_id() == _sf_comm_worker,
+			  "a collective ran outside the comm worker");
+	if (a->resident)
+		note_resident(a, +1);
+	mpi_assert(MPI_Allgather(shard, (int)a->S, MPI_FLOAT, full, (int)a->S, MPI_FLOAT, a->comm),
+		   "MPI_Allgather");
+}
+
+/* order[RW] grad[RW] gshard[W]: gshard = this rank's block of the sum over ranks */
+static void reduce_scatter_cpu(void *buffers[], void *cl_arg)
+{
+	struct _sf_comm_args *a = cl_arg;
+	float *grad = (float *)STARPU_VECTOR_GET_PTR(buffers[1]);
+	float *gshard = (float *)STARPU_VECTOR_GET_PTR(buffers[2]);
+	size_t padded = a->S * (size_t)a->nranks;
+	/* the slot is shared by units of different sizes: its tail is stale */
+	memset(grad + a->P, 0, (padded - a->P) * sizeof(float));
+	mpi_assert(MPI_Reduce_scatter_block(grad, gshard, (int)a->S, MPI_FLOAT, MPI_SUM, a->comm),
+		   "MPI_Reduce_scatter_block");
+}
+
+/* order[RW] grad[RW]: grad = sum over ranks (replicated parameters) */
+static void allreduce_cpu(void *buffers[], void *cl_arg)
+{
+	struct _sf_comm_args *a = cl_arg;
+	float *grad = (float *)STARPU_VECTOR_GET_PTR(buffers[1]);
+	mpi_assert(MPI_Allreduce(MPI_IN_PLACE, grad, (int)a->P, MPI_FLOAT, MPI_SUM, a->comm),
+		   "MPI_Allreduce");
+}
+
+/* order[RW] loss[RW]: one double summed over ranks */
+static void loss_sum_cpu(void *buffers[], void *cl_arg)
+{
+	struct _sf_comm_args *a = cl_arg;
+	double *v = (double *)STARPU_VECTOR_GET_PTR(buffers[1]);
+	mpi_assert(MPI_Allreduce(MPI_IN_PLACE, v, 1, MPI_DOUBLE, MPI_SUM, a->comm),
+		   "MPI_Allreduce(loss)");
+}
+
+/* slot[RW]: the unit's last reader is done; the slot may be gathered into again */
+static void free_cpu(void *buffers[], void *cl_arg)
+{
+	(void)buffers;
+	note_resident(cl_arg, -1);
+}
+
+#define COMM_CODELET(var, fn, n, ...)                                                        \
+	struct starpu_codelet var = {                                                        \
+		.where = STARPU_CPU,                                                         \
+		.cpu_funcs = {fn},                                                           \
+		.cpu_funcs_name = {#fn},                                                     \
+		.nbuffers = n,                                                               \
+		.modes = {__VA_ARGS__},                                                      \
+		.name = #fn,                                                                 \
+	}
+
+COMM_CODELET(_sf_cl_gather, gather_cpu, 3, STARPU_RW, STARPU_R, STARPU_W);
+COMM_CODELET(_sf_cl_gather_after, gather_cpu, 4, STARPU_RW, STARPU_R, STARPU_W, STARPU_R);
+COMM_CODELET(_sf_cl_reduce_scatter, reduce_scatter_cpu, 3, STARPU_RW, STARPU_RW, STARPU_W);
+COMM_CODELET(_sf_cl_allreduce, allreduce_cpu, 2, STARPU_RW, STARPU_RW);
+COMM_CODELET(_sf_cl_loss_sum, loss_sum_cpu, 2, STARPU_RW, STARPU_RW);
+
+struct starpu_codelet _sf_cl_free = {
+	.where = STARPU_CPU,
+	.cpu_funcs = {free_cpu},
+	.cpu_funcs_name = {"free_cpu"},
+	.nbuffers = 1,
+	.modes = {STARPU_RW},
+	.can_execute = _sf_compute_can_execute,
+	.name = "free",
+};
