@@ -1,0 +1,45 @@
+#!/bin/sh
+# valgrind.sh — the 1-rank test programs under valgrind's memcheck (make check-valgrind).
+#
+# Proves there is no invalid access and no leak in shardflow's code: any memcheck
+# error, or a definitely/indirectly lost block outside the Open MPI and StarPU
+# internals listed in tests/valgrind.supp, fails the program's line.
+top_builddir=${top_builddir:-$(pwd)}
+top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
+export STARPU_SILENT=1
+
+VG="valgrind --quiet --leak-check=full --show-leak-kinds=definite,indirect \
+ --errors-for-leak-kinds=definite,indirect --num-callers=50 --error-exitcode=99 \
+ --suppressions=$top_srcdir/tests/valgrind.supp"
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/sf-valgrind.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT INT TERM
+
+set -- \
+	"kernels|$top_builddir/tests/test_kernels_fd" \
+	"api|$top_builddir/tests/test_api" \
+	"mlp sgd full|$top_builddir/tests/train_dump --model mlp --steps 3 --out $tmp/a.dump" \
+	"residual adamw depth0 none-prefetch|env SHARDFLOW_PREFETCH_DEPTH=0 SHARDFLOW_BACKWARD_PREFETCH=none $top_builddir/tests/train_dump --model residual --optimizer adamw --steps 3 --out $tmp/b.dump" \
+	"uneven sgd grad_op|env SHARDFLOW_SHARDING=grad_op $top_builddir/tests/train_dump --model uneven --steps 3 --out $tmp/c.dump" \
+	"uneven adamw none|env SHARDFLOW_SHARDING=none $top_builddir/tests/train_dump --model uneven --optimizer adamw --steps 3 --out $tmp/d.dump" \
+	"custom layer|$top_builddir/examples/custom_layer --steps 3" \
+	"mlp_synthetic|$top_builddir/examples/mlp_synthetic --steps 2 --batch 8 --widths 32,16,10"
+
+echo "1..$#"
+n=0
+failed=0
+for t in "$@"; do
+	n=$((n + 1))
+	name=${t%%|*}
+	cmd=${t#*|}
+	# shellcheck disable=SC2086
+	if $VG $cmd >"$tmp/out" 2>"$tmp/err"; then
+		echo "ok $n - valgrind clean: $name"
+	else
+		rc=$?
+		echo "not ok $n - valgrind: $name (exit $rc)"
+		sed 's/^/# /' "$tmp/err" | head -60
+		failed=$((failed + 1))
+	fi
+done
+[ "$failed" -eq 0 ]
