@@ -1,0 +1,541 @@
+/*
+ * custom_layer.c — write your own layer type and train a graph that uses it.
+ *
+ * The type is "scale": y = x * s + t, with per-feature parameters s and t (flat
+ * parameters [s (D), t (D)]), initialised s = 1 + 0.1 U(-1, 1), t = 0. Everything a
+ * layer type needs is here: infer() (shapes from the config), init() (parameters
+ * from the seeded rng), and the forward/backward CPU kernels, which read their
+ * StarPU buffers through the sf_kernel_* accessors and their shapes from the
+ * struct sf_layer_info handed to them as cl_arg. The backward honours the two
+ * flags the graph sets: need_dinput[0] (no dx buffer when the input needs no
+ * gradient) and accumulate[0] (dx += when another consumer of x wrote first);
+ * dparams is always overwritten, the library sums over ranks.
+ *
+ *   examples/custom_layer --check       finite-difference check of the kernels (TAP)
+ *   mpirun -np 2 examples/custom_layer  train input(16) -> linear(32) -> scale ->
+ *                                       gelu -> linear(4) -> softmax cross-entropy
+ *
+ * The data are counter-based: element (step, global row, column) is a hash of those
+ * coordinates, so every rank makes only its own rows (sf_model_local_rows) and the
+ * problem is the same for any world size. Labels are the argmax of a fixed random
+ * linear map of x, a problem the model can learn. Rank 0 prints "step <k> loss
+ * <loss>" per step and "final_loss <loss>". Exit status: 0 success, 1 an error,
+ * 2 a bad command line. Shape letters: B rows, D features, C classes.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <starpu.h> /* struct starpu_vector_interface, for the fake buffers of --check */
+
+#include "shardflow.h"
+
+#define PROG "custom_layer"
+
+/* ------------------------------------------------------------------------------ */
+/* The "scale" layer type                                                          */
+/* ------------------------------------------------------------------------------ */
+
+static int scale_infer(const int *in_dims, int nin, const void *config, int *out_dim,
+		       size_t *nparams)
+{
+	(void)config; /* no configuration: the width comes from the input */
+	if (nin != 1)
+		return sf_error_set(SF_ERR_INVALID, "scale: takes 1 input, got %d", nin);
+	if (in_dims[0] <= 0)
+		return sf_error_set(SF_ERR_INVALID, "scale: input width must be > 0, got %d",
+				    in_dims[0]);
+	*out_dim = in_dims[0];
+	*nparams = 2 * (size_t)in_dims[0]; /* s (D), then t (D) */
+	return SF_OK;
+}
+
+/* Called with the same seed on every rank, so every rank agrees on the values. */
+static void scale_init(const struct sf_layer_info *li, struct sf_rng *rng, float *params)
+{
+	const int D = li->out_dim;
+	for (int d = 0; d < D; d++)
+		params[d] = 1.0f + 0.1f * sf_rng_uniform(rng);
+	for (int d = 0; d < D; d++)
+		params[D + d] = 0.0f;
+}
+
+/* forward buffers: params (2D), x (B,D), y (B,D) */
+static void scale_forward_cpu(void *buffers[], void *cl_arg)
+{
+	const struct sf_layer_info *li = cl_arg;
+	const int B = li->rows, D = li->out_dim;
+	const float *p = sf_kernel_params(buffers, li);
+	const float *s = p, *t = p + D;
+	const float *x = sf_kernel_input(buffers, li, 0);
+	float *y = sf_kernel_output(buffers, li);
+	for (int r = 0; r < B; r++)
+		for (int d = 0; d < D; d++)
+			y[(size_t)r * D + d] = x[(size_t)r * D + d] * s[d] + t[d];
+}
+
+/* backward buffers: params, x, y, dy, [dx if need_dinput[0]], dparams (2D):
+ * dx (=|+=) dy * s;  ds = sum_rows dy * x;  dt = sum_rows dy. */
+static void scale_backward_cpu(void *buffers[], void *cl_arg)
+{
+	const struct sf_layer_info *li = cl_arg;
+	const int B = li->rows, D = li->out_dim;
+	const float *s = sf_kernel_params(buffers, li);
+	const float *x = sf_kernel_input(buffers, li, 0);
+	const float *dy = sf_kernel_doutput(buffers, li);
+	float *dx = sf_kernel_dinput(buffers, li, 0); /* NULL when not needed */
+	float *dp = sf_kernel_dparams(buffers, li);
+	float *ds = dp, *dt = dp + D;
+
+	for (int d = 0; d < D; d++)
+		ds[d] = dt[d] = 0.0f;
+	for (int r = 0; r < B; r++) {
+		const float *xr = x + (size_t)r * D, *dyr = dy + (size_t)r * D;
+		for (int d = 0; d < D; d++) {
+			ds[d] += dyr[d] * xr[d];
+			dt[d] += dyr[d];
+		}
+		if (!dx)
+			continue;
+		float *dxr = dx + (size_t)r * D;
+		for (int d = 0; d < D; d++)
+			dxr[d] = li->accumulate[0] ? dxr[d] + dyr[d] * s[d] : dyr[d] * s[d];
+	}
+}
+
+static double scale_flops(const struct sf_layer_info *li)
+{
+	return 2.0 * li->rows * li->out_dim;
+}
+
+static const struct sf_layer_type scale_type = {
+	.name = "scale",
+	.min_inputs = 1,
+	.max_inputs = 1,
+	.infer = scale_infer,
+	.init = scale_init,
+	.forward_cpu = scale_forward_cpu,
+	.backward_cpu = scale_backward_cpu,
+	.flops = scale_flops,
+};
+
+/* ------------------------------------------------------------------------------ */
+/* --check: the kernels against finite differences, outside any runtime            */
+/* ------------------------------------------------------------------------------ */
+
+/* StarPU hands a kernel an array of data interfaces; for a vector the accessors read
+ * its `ptr` (STARPU_VECTOR_GET_PTR), so a filled-in struct is all a kernel needs. */
+static void fake_vector(struct starpu_vector_interface *v, float *ptr, size_t n)
+{
+	memset(v, 0, sizeof *v);
+	v->id = STARPU_VECTOR_INTERFACE_ID;
+	v->ptr = (uintptr_t)ptr;
+	v->nx = (uint32_t)n;
+	v->elemsize = sizeof(float);
+	v->allocsize = n * sizeof(float);
+}
+
+struct check_case {
+	int B, D;
+	float *p, *x, *y, *dy; /* p (2D), x y dy (B,D) */
+	struct sf_layer_info li;
+};
+
+static void run_forward(struct check_case *c)
+{
+	struct starpu_vector_interface v[3];
+	void *buffers[3] = {&v[0], &v[1], &v[2]};
+	size_t n = (size_t)c->B * c->D;
+	fake_vector(&v[0], c->p, 2 * (size_t)c->D);
+	fake_vector(&v[1], c->x, n);
+	fake_vector(&v[2], c->y, n);
+	scale_forward_cpu(buffers, &c->li);
+}
+
+/* dx may be NULL: then need_dinput[0] = 0 and no dx buffer is passed. */
+static void run_backward(struct check_case *c, float *dx, int accumulate, float *dp)
+{
+	struct starpu_vector_interface v[6];
+	void *buffers[6];
+	size_t n = (size_t)c->B * c->D;
+	int k = 0;
+	c->li.need_dinput[0] = dx != NULL;
+	c->li.accumulate[0] = accumulate;
+	fake_vector(&v[k++], c->p, 2 * (size_t)c->D);
+	fake_vector(&v[k++], c->x, n);
+	fake_vector(&v[k++], c->y, n);
+	fake_vector(&v[k++], c->dy, n);
+	if (dx)
+		fake_vector(&v[k++], dx, n);
+	fake_vector(&v[k++], dp, 2 * (size_t)c->D);
+	for (int i = 0; i < k; i++)
+		buffers[i] = &v[i];
+	scale_backward_cpu(buffers, &c->li);
+}
+
+/* L = sum(dy .* y) in double, so dL/dx and dL/dp are what backward(dy) returns. */
+static double objective(struct check_case *c)
+{
+	run_forward(c);
+	double l = 0.0;
+	for (size_t i = 0; i < (size_t)c->B * c->D; i++)
+		l += (double)c->dy[i] * c->y[i];
+	return l;
+}
+
+/* Central differences with eps = 1e-3 on the float inputs, dividing by the step the
+ * floats actually hold. The layer is bilinear, so only rounding of y (~1e-4 here)
+ * separates FD from the gradient: an entry g passes when |fd - g| <= 1e-3 max(1,|g|). */
+#define CHECK_EPS 1e-3f
+#define CHECK_TOL 1e-3
+
+static double max_fd_error(struct check_case *c, float *v, size_t n, const float *g)
+{
+	double worst = 0.0;
+	for (size_t k = 0; k < n; k++) {
+		float old = v[k], hp = old + CHECK_EPS, hm = old - CHECK_EPS;
+		v[k] = hp;
+		double lp = objective(c);
+		v[k] = hm;
+		double lm = objective(c);
+		v[k] = old;
+		double fd = (lp - lm) / ((double)hp - (double)hm);
+		double e = fabs(fd - g[k]) / fmax(1.0, fabs((double)g[k]));
+		worst = fmax(worst, isfinite(e) ? e : INFINITY);
+	}
+	return worst;
+}
+
+static int ntests, nfailed;
+
+static void tap(int cond, const char *what, double err, double tol)
+{
+	ntests++;
+	nfailed += !cond;
+	printf("%sok %d - %s (max err %.2e, tol %.0e)\n", cond ? "" : "not ", ntests, what, err,
+	       tol);
+}
+
+/* Deterministic check data in [-1, 1). */
+static float check_uniform(uint64_t *state)
+{
+	struct sf_rng r = {*state};
+	float u = sf_rng_uniform(&r);
+	*state = r.state;
+	return u;
+}
+
+static int check_shape(int B, int D, uint64_t *state)
+{
+	char what[96];
+	size_t n = (size_t)B * D, np = 2 * (size_t)D;
+	struct check_case c = {.B = B, .D = D};
+	float *mem = calloc(8 * n + 4 * np, sizeof(float));
+	if (!mem) {
+		fprintf(stderr, PROG ": out of memory\n");
+		return -1;
+	}
+	c.x = mem, c.y = c.x + n, c.dy = c.y + n;
+	float *dx = c.dy + n, *dx_acc = dx + n, *old = dx_acc + n, *dx_unused = old + n;
+	c.p = dx_unused + n;
+	float *dp = c.p + np, *dp_acc = dp + np, *dp_nodx = dp_acc + np;
+	c.li.rows = B;
+	c.li.nin = 1;
+	c.li.in_dim[0] = D;
+	c.li.out_dim = D;
+	c.li.nparams = np;
+
+	struct sf_rng rng = {*state};
+	scale_init(&c.li, &rng, c.p);
+	for (int d = 0; d < D; d++) /* a non-zero shift, so dt is exercised on its own */
+		c.p[D + d] = 0.5f * check_uniform(state);
+	for (size_t i = 0; i < n; i++) {
+		c.x[i] = check_uniform(state);
+		c.dy[i] = check_uniform(state);
+		old[i] = check_uniform(state);
+	}
+
+	run_backward(&c, dx, 0, dp);
+	snprintf(what, sizeof what, "scale B=%d D=%d: dx vs finite differences", B, D);
+	double e = max_fd_error(&c, c.x, n, dx);
+	tap(e <= CHECK_TOL, what, e, CHECK_TOL);
+	snprintf(what, sizeof what, "scale B=%d D=%d: ds, dt vs finite differences", B, D);
+	e = max_fd_error(&c, c.p, np, dp);
+	tap(e <= CHECK_TOL, what, e, CHECK_TOL);
+
+	/* accumulate[0] = 1: dx = old + fresh; dparams still overwritten. */
+	memcpy(dx_acc, old, sizeof(float) * n);
+	for (size_t i = 0; i < np; i++)
+		dp_acc[i] = 100.0f;
+	run_backward(&c, dx_acc, 1, dp_acc);
+	e = 0.0;
+	for (size_t i = 0; i < n; i++)
+		e = fmax(e, fabs((double)dx_acc[i] - ((double)old[i] + dx[i])));
+	snprintf(what, sizeof what, "scale B=%d D=%d: accumulate adds to dx", B, D);
+	tap(e <= 1e-6, what, e, 1e-6);
+	e = memcmp(dp_acc, dp, sizeof(float) * np) ? 1.0 : 0.0;
+	snprintf(what, sizeof what, "scale B=%d D=%d: dparams overwritten when accumulating", B,
+		 D);
+	tap(e == 0.0, what, e, 0.0);
+
+	/* need_dinput[0] = 0: no dx buffer; dparams unchanged; dx_unused untouched. */
+	memset(dx_unused, 0, sizeof(float) * n);
+	run_backward(&c, NULL, 0, dp_nodx);
+	int same = !memcmp(dp_nodx, dp, sizeof(float) * np);
+	for (size_t i = 0; i < n; i++)
+		same &= dx_unused[i] == 0.0f;
+	snprintf(what, sizeof what, "scale B=%d D=%d: no dx buffer when need_dinput is 0", B,
+		 D);
+	tap(same, what, same ? 0.0 : 1.0, 0.0);
+
+	free(mem);
+	return 0;
+}
+
+static int run_check(void)
+{
+	static const int shapes[][2] = {{1, 1}, {1, 7}, {5, 3}, {16, 32}};
+	const int nshapes = (int)(sizeof shapes / sizeof shapes[0]);
+	uint64_t state = 12345;
+	printf("1..%d\n", 5 * nshapes);
+	for (int i = 0; i < nshapes; i++)
+		if (check_shape(shapes[i][0], shapes[i][1], &state))
+			return 1;
+	if (nfailed)
+		printf("# %d of %d checks failed\n", nfailed, ntests);
+	return nfailed ? 1 : 0;
+}
+
+/* ------------------------------------------------------------------------------ */
+/* Training on synthetic data                                                      */
+/* ------------------------------------------------------------------------------ */
+
+#define D_IN 16
+#define HIDDEN 32
+#define NCLASSES 4
+#define BATCH 64
+#define SEED 7
+
+/* splitmix64's finaliser, chained over the coordinates: a counter-based generator. */
+static uint64_t mix(uint64_t z)
+{
+	z += 0x9e3779b97f4a7c15ull;
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+/* U(-1, 1) at coordinates (stream, a, b, c); 24 bits, exact in a float. */
+static float coord_uniform(uint64_t stream, uint64_t a, uint64_t b, uint64_t c)
+{
+	uint64_t h = mix(mix(mix(mix(SEED) ^ stream) ^ a) ^ b) ^ c;
+	return (float)(mix(h) >> 40) * (1.0f / 8388608.0f) - 1.0f;
+}
+
+/* Rows [first, first + rows) of global batch `step`: x (rows, D_IN) and the label
+ * argmax_c (T x)[c] of a teacher T (NCLASSES, D_IN) drawn from stream 2. */
+static void make_rows(int step, int first, int rows, float *x, int32_t *labels)
+{
+	for (int r = 0; r < rows; r++) {
+		float *xr = x + (size_t)r * D_IN;
+		for (int d = 0; d < D_IN; d++)
+			xr[d] = coord_uniform(1, (uint64_t)step, (uint64_t)(first + r),
+					      (uint64_t)d);
+		int best = 0;
+		double best_score = -INFINITY;
+		for (int c = 0; c < NCLASSES; c++) {
+			double score = 0.0;
+			for (int d = 0; d < D_IN; d++)
+				score += (double)coord_uniform(2, (uint64_t)c, (uint64_t)d, 0) *
+					 xr[d];
+			if (score > best_score)
+				best = c, best_score = score;
+		}
+		labels[r] = best;
+	}
+}
+
+#define CHECK(call)                                                                            \
+	do {                                                                                   \
+		int check_rc_ = (call);                                                        \
+		if (check_rc_ != SF_OK) {                                                      \
+			fprintf(stderr, PROG ": %s failed at %s:%d: %s: %s\n", #call,          \
+				__FILE__, __LINE__, sf_strerror(check_rc_), sf_last_error());  \
+			goto fail;                                                             \
+		}                                                                              \
+	} while (0)
+
+/* input(16) -> linear(32) -> scale -> gelu -> linear(4) -> softmax cross-entropy */
+static int build_graph(sf_graph **out)
+{
+	sf_graph *g = NULL;
+	int x, labels, h, s, a, z, loss;
+	CHECK(sf_graph_create("custom_layer", &g));
+	CHECK(sf_graph_input(g, "x", D_IN, &x));
+	CHECK(sf_graph_label_input(g, "label", NCLASSES, &labels));
+	CHECK(sf_graph_linear(g, x, HIDDEN, "fc1", &h));
+	/* a layer with parameters needs a unique name: its parameters are a unit */
+	CHECK(sf_graph_layer(g, "scale", &h, 1, NULL, 0, "scale1", &s));
+	CHECK(sf_graph_gelu(g, s, &a));
+	CHECK(sf_graph_linear(g, a, NCLASSES, "fc2", &z));
+	CHECK(sf_graph_softmax_cross_entropy(g, z, labels, &loss));
+	*out = g;
+	return 0;
+fail:
+	sf_graph_destroy(g);
+	return -1;
+}
+
+static void print_loss(int rank, int step, double loss)
+{
+	if (rank == 0) {
+		printf("step %d loss %.9g\n", step, loss);
+		fflush(stdout);
+	}
+}
+
+/* Steps are submitted ahead of their losses being read (LAG steps in flight), which
+ * lets StarPU overlap consecutive steps; LAG stays under the 16 losses kept. */
+#define LAG 4
+
+static int train(int *argc, char ***argv, int steps)
+{
+	sf_context *ctx = NULL;
+	sf_graph *g = NULL;
+	sf_model *m = NULL;
+	float *x = NULL;
+	int32_t *labels = NULL;
+	int64_t *tickets = NULL;
+	int rank = 0, size = 1, first, rows, status = 1;
+	double loss = NAN;
+
+	CHECK(sf_init(argc, argv, &ctx));
+	CHECK(sf_context_world(ctx, &rank, &size));
+	CHECK(sf_layer_type_register(&scale_type));
+	if (build_graph(&g))
+		goto fail;
+
+	struct sf_model_options mo;
+	CHECK(sf_model_options_init(&mo));
+	mo.batch = BATCH;
+	mo.seed = SEED;
+	mo.lr = 0.05f;
+	CHECK(sf_model_create(ctx, g, &mo, &m));
+	sf_graph_destroy(g); /* the model keeps what it needs */
+	g = NULL;
+	CHECK(sf_model_local_rows(m, &first, &rows));
+
+	/* The batch is copied by sf_model_step, so one buffer serves every step. */
+	x = malloc(sizeof(float) * ((size_t)rows * D_IN + 1));
+	labels = malloc(sizeof(int32_t) * ((size_t)rows + 1));
+	tickets = malloc(sizeof(int64_t) * (size_t)steps);
+	if (!x || !labels || !tickets) {
+		fprintf(stderr, PROG ": out of memory\n");
+		goto fail;
+	}
+	const float *inputs[1] = {x};
+	struct sf_batch batch = {.ninputs = 1, .inputs = inputs, .labels = labels};
+
+	for (int k = 1; k <= steps; k++) {
+		make_rows(k, first, rows, x, labels);
+		CHECK(sf_model_step(m, &batch, &tickets[k - 1]));
+		if (k > LAG) {
+			CHECK(sf_model_loss(m, tickets[k - 1 - LAG], &loss));
+			print_loss(rank, k - LAG, loss);
+		}
+	}
+	for (int k = steps - LAG + 1 > 1 ? steps - LAG + 1 : 1; k <= steps; k++) {
+		CHECK(sf_model_loss(m, tickets[k - 1], &loss));
+		print_loss(rank, k, loss);
+	}
+	if (!isfinite(loss)) {
+		fprintf(stderr, PROG ": the loss is not finite (%g)\n", loss);
+		goto fail;
+	}
+	if (rank == 0) {
+		printf("final_loss %.9g\n", loss);
+		fflush(stdout);
+	}
+	status = 0;
+fail:
+	free(x);
+	free(labels);
+	free(tickets);
+	sf_graph_destroy(g);
+	if (sf_model_destroy(m) != SF_OK)
+		status = 1;
+	if (sf_finalize(ctx) != SF_OK)
+		status = 1;
+	return status;
+}
+
+/* ------------------------------------------------------------------------------ */
+
+/* Before sf_init() we do not know our rank; under mpirun the launcher tells us, so
+ * that a bad command line prints one usage message, not one per rank. */
+static int launcher_rank(void)
+{
+	static const char *vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"};
+	for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+		const char *v = getenv(vars[i]);
+		if (v && *v)
+			return atoi(v);
+	}
+	return 0;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: " PROG " [--steps N] [--check] [--help]\n"
+		   "Registers a \"scale\" layer type (y = x * s + t) and trains\n"
+		   "input(16) -> linear(32) -> scale -> gelu -> linear(4) -> softmax "
+		   "cross-entropy\n"
+		   "on synthetic data, sharded over the MPI ranks.\n"
+		   "  --steps N   training steps, 1..1000000 (default 30)\n"
+		   "  --check     check the scale kernels against finite differences (TAP), no "
+		   "MPI\n"
+		   "  --help      print this message and exit\n");
+}
+
+/* A bad command line: the problem and the usage on stderr (rank 0 only), status 2. */
+static int bad_usage(const char *problem, const char *arg)
+{
+	if (launcher_rank() == 0) {
+		fprintf(stderr, PROG ": %s \"%s\"\n", problem, arg);
+		usage(stderr);
+	}
+	return 2;
+}
+
+int main(int argc, char **argv)
+{
+	int steps = 30, check = 0;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			usage(stdout);
+			return 0;
+		} else if (!strcmp(argv[i], "--check")) {
+			check = 1;
+		} else if (!strcmp(argv[i], "--steps")) {
+			if (i + 1 == argc)
+				return bad_usage("missing value for", argv[i]);
+			char *end;
+			errno = 0;
+			long v = strtol(argv[++i], &end, 10);
+			if (errno || end == argv[i] || *end || v < 1 || v > 1000000)
+				return bad_usage(
+					"--steps expects an integer in 1..1000000, got",
+					argv[i]);
+			steps = (int)v;
+		} else {
+			return bad_usage("unknown option", argv[i]);
+		}
+	}
+	if (check)
+		return run_check();
+	return train(&argc, &argv, steps);
+}

@@ -1,0 +1,121 @@
+#!/bin/sh
+# build-starpu.sh — builds StarPU 1.3.10 from Debian's own source package into a
+# prefix of your choice, with what Debian's binary package lacks: FxT traces (on by
+# default), more than 4 CPU workers, and optionally blocking drivers (idle workers
+# sleep instead of spinning).
+#
+#   scripts/build-starpu.sh [--prefix DIR] [--no-fxt] [--enable-blocking-drivers]
+#                           [--maxcpus N] [--jobs N] [--workdir DIR]
+#
+# Then build shardflow against it:  ./configure --with-starpu=DIR
+# (the library and programs get an rpath to DIR/lib; no LD_LIBRARY_PATH needed).
+#
+# Idempotent: the prefix records the options it was built with
+# (DIR/share/shardflow-starpu.stamp); a second run with the same options does
+# nothing. Needs root (or sudo) once, to add a deb-src entry and the build
+# dependencies. The option list is kept in one place (configure_options) so that a
+# CUDA build (--with-cuda, with our two CUDA 13 patches) can be added there.
+set -eu
+
+prefix=/opt/starpu-1.3.10
+fxt=yes
+blocking=no
+maxcpus=64
+jobs=$(nproc 2>/dev/null || echo 2)
+workdir=${TMPDIR:-/tmp}/shardflow-starpu-build
+
+usage() {
+	sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'
+	exit "${1:-2}"
+}
+
+while [ $# -gt 0 ]; do
+	case $1 in
+	--prefix) [ $# -ge 2 ] || usage; prefix=$2; shift 2 ;;
+	--prefix=*) prefix=${1#*=}; shift ;;
+	--no-fxt) fxt=no; shift ;;
+	--with-fxt) fxt=yes; shift ;;
+	--enable-blocking-drivers) blocking=yes; shift ;;
+	--maxcpus) [ $# -ge 2 ] || usage; maxcpus=$2; shift 2 ;;
+	--jobs) [ $# -ge 2 ] || usage; jobs=$2; shift 2 ;;
+	--workdir) [ $# -ge 2 ] || usage; workdir=$2; shift 2 ;;
+	--with-cuda) echo "build-starpu.sh: --with-cuda is not available yet (the GPU issue adds it)" >&2; exit 2 ;;
+	-h | --help) usage 0 ;;
+	*) echo "build-starpu.sh: unknown option \"$1\"" >&2; usage ;;
+	esac
+done
+case $maxcpus in '' | *[!0-9]*) echo "build-starpu.sh: --maxcpus \"$maxcpus\" is not a number" >&2; exit 2 ;; esac
+case $jobs in '' | *[!0-9]* | 0) echo "build-starpu.sh: --jobs \"$jobs\" is not a positive number" >&2; exit 2 ;; esac
+case $prefix in /*) ;; *) prefix=$(pwd)/$prefix ;; esac
+
+configure_options() {
+	echo "--prefix=$prefix --enable-maxcpus=$maxcpus --disable-starpufft --disable-build-doc"
+	echo "--disable-build-examples --disable-build-tests --disable-opencl --disable-cuda"
+	echo "--disable-mpi-master-slave --disable-socl --disable-starpupy"
+	[ "$fxt" = yes ] && echo "--with-fxt"
+	[ "$blocking" = yes ] && echo "--enable-blocking-drivers"
+	true
+}
+opts=$(configure_options | tr '\n' ' ' | sed 's/ *$//')
+stamp=$prefix/share/shardflow-starpu.stamp
+
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$opts" ] && [ -f "$prefix/lib/pkgconfig/starpu-1.3.pc" ]; then
+	echo "build-starpu.sh: $prefix already holds StarPU built with: $opts"
+	exit 0
+fi
+
+if [ "$(id -u)" -eq 0 ]; then SUDO=; else SUDO=sudo; fi
+
+say() { echo "build-starpu.sh: $*"; }
+
+# 1. a deb-src entry for bookworm, so that apt-get source finds starpu
+if ! grep -rqs "^Types:.*deb-src" /etc/apt/sources.list.d/ && ! grep -qs "^deb-src" /etc/apt/sources.list; then
+	say "adding a deb-src entry for bookworm (/etc/apt/sources.list.d/shardflow-src.sources)"
+	$SUDO sh -c 'cat > /etc/apt/sources.list.d/shardflow-src.sources' <<'SRC'
+Types: deb-src
+URIs: http://deb.debian.org/debian
+Suites: bookworm
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+SRC
+fi
+
+# 2. build dependencies (the subset our configure options need)
+deps="dpkg-dev build-essential pkg-config libhwloc-dev libopenmpi-dev openmpi-bin"
+[ "$fxt" = yes ] && deps="$deps libfxt-dev"
+say "installing build dependencies: $deps"
+$SUDO apt-get update >/dev/null
+# shellcheck disable=SC2086
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y $deps >/dev/null
+
+# 3. Debian's source
+mkdir -p "$workdir"
+cd "$workdir"
+if [ ! -d starpu-src ]; then
+	say "fetching Debian's source package into $workdir"
+	rm -rf dl && mkdir dl && (cd dl && apt-get source --download-only starpu >/dev/null)
+	dsc=$(ls dl/starpu_*.dsc | head -1)
+	dpkg-source -x "$dsc" starpu-src >/dev/null
+fi
+version=$(sed -n 's/^Version: //p' dl/starpu_*.dsc 2>/dev/null | head -1)
+say "Debian source package starpu ${version:-?} in $workdir/starpu-src"
+
+# 4. configure, build, install
+rm -rf build && mkdir build && cd build
+say "configure $opts"
+# shellcheck disable=SC2086
+../starpu-src/configure $opts >configure.log 2>&1 || { tail -30 configure.log; say "configure failed (log: $workdir/build/configure.log)"; exit 1; }
+if [ "$fxt" = yes ] && ! grep -q "define STARPU_USE_FXT 1" src/common/config.h 2>/dev/null && ! grep -q "define STARPU_USE_FXT 1" include/starpu_config.h 2>/dev/null; then
+	say "configure did not enable FxT (is libfxt-dev installed?)"
+	exit 1
+fi
+say "make -j$jobs (a few minutes)"
+make -j"$jobs" >make.log 2>&1 || { tail -30 make.log; say "make failed (log: $workdir/build/make.log)"; exit 1; }
+say "installing into $prefix"
+$SUDO mkdir -p "$prefix"
+$SUDO make install >install.log 2>&1 || { tail -30 install.log; say "make install failed"; exit 1; }
+$SUDO mkdir -p "$prefix/share"
+echo "$opts" | $SUDO tee "$stamp" >/dev/null
+say "done: ./configure --with-starpu=$prefix"
+[ "$fxt" = yes ] && say "FxT tools: $prefix/bin/starpu_fxt_tool"
+exit 0

@@ -1,0 +1,148 @@
+#!/bin/sh
+# custom_layer.sh — proves that a user-registered layer type works end to end.
+#
+# examples/custom_layer registers a "scale" layer (y = x * s + t) through
+# sf_layer_type_register. This test checks, in TAP:
+#  - its kernels pass their own finite-difference check (custom_layer --check; its
+#    TAP lines are repeated here as diagnostics);
+#  - it trains on 1 rank (run directly) and on 2 ranks (through tests/run-mpi.sh),
+#    and on each the final loss is below the first step's loss;
+#  - the 1-rank and 2-rank final losses agree within 1e-4 relative: the data are
+#    the same global batches for any world size, so sharding must not change the
+#    result beyond the order of floating-point sums;
+#  - a bad option exits with status 2.
+# Needs top_builddir and top_srcdir (absolute), as `make check` sets them.
+
+: "${top_builddir:?top_builddir is not set (run through make check)}"
+: "${top_srcdir:?top_srcdir is not set (run through make check)}"
+STARPU_SILENT=1
+export STARPU_SILENT
+
+prog=$top_builddir/examples/custom_layer
+steps=30
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/custom_layer.XXXXXX") || exit 99
+trap 'rm -rf "$tmp"' EXIT INT TERM
+
+n=0
+failed=0
+echo "1..9"
+
+# result COND_STATUS DESCRIPTION: one TAP line from a shell status (0 = pass).
+result() {
+	n=$((n + 1))
+	if [ "$1" -eq 0 ]; then
+		echo "ok $n - $2"
+	else
+		echo "not ok $n - $2"
+		failed=$((failed + 1))
+	fi
+}
+
+skip() {
+	n=$((n + 1))
+	echo "ok $n - $1 # SKIP $2"
+}
+
+# Prints a file's lines as TAP diagnostics.
+diag_file() {
+	sed 's/^/# /' "$1"
+}
+
+# The number after "final_loss", and after "loss" on the first "step" line.
+final_loss() { sed -n 's/^final_loss \([^ ]*\).*/\1/p' "$1" | tail -n 1; }
+first_loss() { sed -n 's/^step [0-9]* loss \([^ ]*\).*/\1/p' "$1" | head -n 1; }
+
+# falls FILE: final_loss < first step's loss (both present and numbers).
+falls() {
+	f=$(final_loss "$1")
+	s=$(first_loss "$1")
+	echo "# first step loss ${s:-missing}, final_loss ${f:-missing}"
+	[ -n "$f" ] && [ -n "$s" ] && awk -v f="$f" -v s="$s" \
+		'BEGIN { exit !(f == f + 0 && s == s + 0 && f < s) }'
+}
+
+if [ ! -x "$prog" ]; then
+	echo "Bail out! $prog is missing: build it first (make check builds it)"
+	exit 1
+fi
+
+limit() {
+	if command -v timeout >/dev/null 2>&1; then
+		timeout -k 10 "${SF_TEST_TIMEOUT:-180}" "$@"
+	else
+		"$@"
+	fi
+}
+
+# 1. the kernels against finite differences
+limit "$prog" --check >"$tmp/check.out" 2>"$tmp/check.err"
+rc=$?
+diag_file "$tmp/check.out"
+diag_file "$tmp/check.err"
+planned=$(sed -n 's/^1\.\.\([0-9]*\)$/\1/p' "$tmp/check.out")
+passed=$(grep -c '^ok ' "$tmp/check.out")
+[ $rc -eq 0 ] && [ -n "$planned" ] && [ "$planned" -gt 0 ] && [ "$passed" -eq "$planned" ] &&
+	! grep -q '^not ok' "$tmp/check.out"
+result $? "custom_layer --check: ${passed}/${planned:-?} finite-difference checks pass (exit $rc)"
+
+# 2-3. one rank, run directly
+limit "$prog" --steps $steps >"$tmp/np1.out" 2>"$tmp/np1.err"
+rc=$?
+[ $rc -ne 0 ] && diag_file "$tmp/np1.out" && diag_file "$tmp/np1.err"
+[ $rc -eq 0 ] && [ -n "$(final_loss "$tmp/np1.out")" ] &&
+	[ "$(grep -c '^step ' "$tmp/np1.out")" -eq $steps ]
+result $? "1 rank: $steps steps and a final_loss (exit $rc)"
+falls "$tmp/np1.out"
+result $? "1 rank: the loss falls"
+
+# 4-5. two ranks, through the test wrapper (time limit, --oversubscribe, root)
+np2=
+if [ -f "$top_srcdir/tests/run-mpi.sh" ]; then
+	np2="sh $top_srcdir/tests/run-mpi.sh 2"
+elif command -v mpirun >/dev/null 2>&1; then
+	root=
+	[ "$(id -u)" -eq 0 ] && root=--allow-run-as-root
+	np2="limit mpirun $root --oversubscribe -np 2"
+fi
+if [ -n "$np2" ]; then
+	$np2 "$prog" --steps $steps >"$tmp/np2.out" 2>"$tmp/np2.err"
+	rc=$?
+	[ $rc -ne 0 ] && diag_file "$tmp/np2.out" && diag_file "$tmp/np2.err"
+	[ $rc -eq 0 ] && [ -n "$(final_loss "$tmp/np2.out")" ] &&
+		[ "$(grep -c '^step ' "$tmp/np2.out")" -eq $steps ]
+	result $? "2 ranks: $steps steps and a final_loss, printed once (exit $rc)"
+	falls "$tmp/np2.out"
+	result $? "2 ranks: the loss falls"
+
+	# 6. the same problem on 1 and 2 ranks gives the same loss
+	l1=$(final_loss "$tmp/np1.out")
+	l2=$(final_loss "$tmp/np2.out")
+	echo "# final_loss: 1 rank ${l1:-missing}, 2 ranks ${l2:-missing}"
+	[ -n "$l1" ] && [ -n "$l2" ] && awk -v a="$l1" -v b="$l2" 'BEGIN {
+		d = a - b; if (d < 0) d = -d
+		m = a < 0 ? -a : a; if (m < 1e-30) m = 1e-30
+		printf "# relative difference %.3g (tol 1e-4)\n", d / m
+		exit !(a == a + 0 && b == b + 0 && d / m <= 1e-4)
+	}'
+	result $? "1-rank and 2-rank final_loss agree within 1e-4 relative"
+else
+	skip "2 ranks: $steps steps and a final_loss" "no tests/run-mpi.sh and no mpirun"
+	skip "2 ranks: the loss falls" "no mpirun"
+	skip "1-rank and 2-rank final_loss agree" "no mpirun"
+fi
+
+# 7-8. a bad option: status 2, usage on stderr, nothing on stdout
+limit "$prog" --no-such-option >"$tmp/bad.out" 2>"$tmp/bad.err"
+rc=$?
+[ $rc -eq 2 ]
+result $? "an unknown option exits with status 2 (got $rc)"
+grep -q '^usage:' "$tmp/bad.err" && [ ! -s "$tmp/bad.out" ]
+result $? "an unknown option prints the usage on stderr only"
+
+# 9. --help: usage on stdout, status 0
+limit "$prog" --help >"$tmp/help.out" 2>&1
+rc=$?
+[ $rc -eq 0 ] && grep -q '^usage:' "$tmp/help.out"
+result $? "--help prints the usage and exits 0 (got $rc)"
+
+[ $failed -eq 0 ]

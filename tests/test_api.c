@@ -1,0 +1,483 @@
+/*
+ * test_api.c — proves that the public API rejects misuse with a negative status and
+ * never crashes. Meant for one rank, run directly (no mpirun).
+ *
+ * Every public function is given NULL pointers, ids that name no node, zero or
+ * negative sizes and shape mismatches, and must return SF_ERR_INVALID (a bad
+ * argument) — or SF_ERR_STATE where the call is well-formed but comes at the wrong
+ * time (a second loss, a node after the loss, a second sf_init). A refused
+ * sf_model_step must submit nothing: the step counter does not move and the model
+ * trains normally afterwards. Alongside, the positive path: a tiny graph trains 3 SGD
+ * steps with a finite loss, the parameter count is sum(O*I + O), the parameters read
+ * back are finite, every status has a description and sf_last_error() explains the
+ * last failure.
+ */
+#include "shardflow.h"
+#include "tests/tap.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* rc is SF_ERR_INVALID or SF_ERR_STATE: for calls where either reading is fair. */
+#define ok_refused(rc, name)                                                                   \
+	do {                                                                                   \
+		int rc_ = (rc);                                                                \
+		if (!ok(rc_ == SF_ERR_INVALID || rc_ == SF_ERR_STATE, "%s", name))             \
+			diag("  %s:%d: %s: got %d, expected SF_ERR_INVALID (%d) or "           \
+			     "SF_ERR_STATE (%d)",                                              \
+			     __FILE__, __LINE__, #rc, rc_, SF_ERR_INVALID, SF_ERR_STATE);      \
+	} while (0)
+
+#define ok_invalid(rc, name) ok_int_eq((rc), SF_ERR_INVALID, name)
+#define ok_sf_ok(rc, name) ok_int_eq((rc), SF_OK, name)
+
+/* --- a parameterless identity layer type, to exercise sf_layer_type_register ------ */
+
+static int ident_infer(const int *in_dims, int nin, const void *config, int *out_dim,
+		       size_t *nparams)
+{
+	(void)nin, (void)config;
+	*out_dim = in_dims[0];
+	*nparams = 0;
+	return SF_OK;
+}
+
+/* Refuses every configuration, so sf_graph_layer() must pass the refusal on. */
+static int picky_infer(const int *in_dims, int nin, const void *config, int *out_dim,
+		       size_t *nparams)
+{
+	(void)in_dims, (void)nin, (void)config, (void)out_dim, (void)nparams;
+	return sf_error_set(SF_ERR_INVALID,
+			    "apitest_picky: this type accepts no configuration");
+}
+
+static void ident_fwd(void *buffers[], void *cl_arg)
+{
+	const struct sf_layer_info *li = cl_arg;
+	memcpy(sf_kernel_output(buffers, li), sf_kernel_input(buffers, li, 0),
+	       sizeof(float) * (size_t)li->rows * (size_t)li->out_dim);
+}
+
+static void ident_bwd(void *buffers[], void *cl_arg)
+{
+	const struct sf_layer_info *li = cl_arg;
+	float *dx = sf_kernel_dinput(buffers, li, 0);
+	const float *dy = sf_kernel_doutput(buffers, li);
+	size_t n = (size_t)li->rows * (size_t)li->out_dim;
+	if (!dx)
+		return;
+	for (size_t i = 0; i < n; i++)
+		dx[i] = li->accumulate[0] ? dx[i] + dy[i] : dy[i];
+}
+
+static struct sf_layer_type ident_type(const char *name)
+{
+	struct sf_layer_type t = {.name = name,
+				  .min_inputs = 1,
+				  .max_inputs = 1,
+				  .infer = ident_infer,
+				  .forward_cpu = ident_fwd,
+				  .backward_cpu = ident_bwd};
+	return t;
+}
+
+/* --- checks ------------------------------------------------------------------------ */
+
+static void test_status_strings(void)
+{
+	static const int codes[] = {
+		SF_OK,         SF_ERR_INVALID, SF_ERR_CONFIG, SF_ERR_NOMEM, SF_ERR_MPI,
+		SF_ERR_STARPU, SF_ERR_STATE,   SF_ERR_IO,     -100,         7};
+	int all = 1;
+	for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++) {
+		const char *s = sf_strerror(codes[i]);
+		if (!s || !*s) {
+			diag("  sf_strerror(%d) is %s", codes[i], s ? "empty" : "NULL");
+			all = 0;
+		}
+	}
+	ok(all, "sf_strerror is a non-empty string for every status and for unknown codes");
+	ok_true(sf_last_error() != NULL, "sf_last_error() is never NULL");
+	ok_invalid(sf_error_set(SF_ERR_INVALID, "apitest marker %d", 42),
+		   "sf_error_set returns the status it records");
+	ok_true(strstr(sf_last_error(), "apitest marker 42") != NULL,
+		"sf_last_error() holds the message of sf_error_set");
+}
+
+static void test_before_init(void)
+{
+	struct sf_config cfg;
+	int r, s;
+	ok_invalid(sf_init(NULL, NULL, NULL), "sf_init with NULL out");
+	ok_invalid(sf_config_from_env(NULL), "sf_config_from_env(NULL)");
+	ok_invalid(sf_context_world(NULL, &r, &s), "sf_context_world(NULL ctx)");
+	ok_invalid(sf_context_config(NULL, &cfg), "sf_context_config(NULL ctx)");
+	ok_sf_ok(sf_finalize(NULL), "sf_finalize(NULL) does nothing");
+	ok_sf_ok(sf_graph_destroy(NULL), "sf_graph_destroy(NULL) does nothing");
+	ok_sf_ok(sf_model_destroy(NULL), "sf_model_destroy(NULL) does nothing");
+	ok_invalid(sf_model_options_init(NULL), "sf_model_options_init(NULL)");
+}
+
+static void test_options_defaults(void)
+{
+	struct sf_model_options o;
+	memset(&o, 0xff, sizeof o);
+	ok_sf_ok(sf_model_options_init(&o), "sf_model_options_init");
+	ok(o.batch == 64 && o.seed == 1 && o.optimizer == SF_OPT_SGD && o.lr == 0.01f &&
+		   o.momentum == 0.9f && o.weight_decay == 0.0f && o.beta1 == 0.9f &&
+		   o.beta2 == 0.999f && o.eps == 1e-8f,
+	   "sf_model_options_init gives the documented defaults");
+}
+
+static void test_context(sf_context *ctx, int *rank, int *size)
+{
+	struct sf_config cfg;
+	sf_context *second = NULL;
+	ok_sf_ok(sf_context_world(ctx, rank, size), "sf_context_world");
+	ok_true(*size >= 1 && *rank >= 0 && *rank < *size, "rank and size are sane");
+	ok_sf_ok(sf_context_config(ctx, &cfg), "sf_context_config");
+	ok_invalid(sf_context_config(ctx, NULL), "sf_context_config(ctx, NULL)");
+	ok_int_eq(sf_init(NULL, NULL, &second), SF_ERR_STATE, "a second sf_init is refused");
+	ok_true(second == NULL, "a refused sf_init leaves *out alone");
+	ok_true(sf_last_error()[0] != '\0', "sf_last_error() explains the refusal");
+}
+
+static void test_layer_types(void)
+{
+	struct sf_layer_type t = ident_type("apitest_identity");
+	ok_invalid(sf_layer_type_register(NULL), "sf_layer_type_register(NULL)");
+	t.name = NULL;
+	ok_invalid(sf_layer_type_register(&t), "layer type with a NULL name");
+	t = ident_type("apitest_nofwd");
+	t.forward_cpu = NULL;
+	ok_invalid(sf_layer_type_register(&t), "layer type without forward_cpu");
+	t = ident_type("apitest_nobwd");
+	t.backward_cpu = NULL;
+	ok_invalid(sf_layer_type_register(&t), "layer type without backward_cpu");
+	t = ident_type("apitest_noinfer");
+	t.infer = NULL;
+	ok_invalid(sf_layer_type_register(&t), "layer type without infer");
+	t = ident_type("apitest_zeroin");
+	t.min_inputs = 0;
+	ok_invalid(sf_layer_type_register(&t), "layer type with min_inputs 0");
+	t = ident_type("apitest_maxltmin");
+	t.min_inputs = 2;
+	t.max_inputs = 1;
+	ok_invalid(sf_layer_type_register(&t), "layer type with max_inputs < min_inputs");
+	t = ident_type("apitest_toomany");
+	t.max_inputs = SF_MAX_INPUTS + 1;
+	ok_invalid(sf_layer_type_register(&t), "layer type with max_inputs > SF_MAX_INPUTS");
+
+	t = ident_type("apitest_identity");
+	ok_sf_ok(sf_layer_type_register(&t), "register apitest_identity");
+	ok_invalid(sf_layer_type_register(&t), "registering apitest_identity twice");
+	t = ident_type("apitest_picky");
+	t.infer = picky_infer;
+	ok_sf_ok(sf_layer_type_register(&t), "register apitest_picky");
+}
+
+static void test_graph_misuse(void)
+{
+	sf_graph *g = NULL;
+	int x = -1, x2 = -1, lab = -1, h = -1, h4 = -1, r = -1, z = -1, loss = -1, id = -1;
+
+	ok_invalid(sf_graph_create("g", NULL), "sf_graph_create with NULL out");
+	ok_invalid(sf_graph_create(NULL, &g), "sf_graph_create with NULL name");
+	if (g) { /* a lenient implementation made one: do not leak it */
+		sf_graph_destroy(g);
+		g = NULL;
+	}
+	if (!ok_sf_ok(sf_graph_create("misuse", &g), "sf_graph_create"))
+		return;
+
+	ok_invalid(sf_graph_input(NULL, "x", 4, &id), "sf_graph_input(NULL graph)");
+	ok_invalid(sf_graph_input(g, "x", 0, &id), "input of width 0");
+	ok_invalid(sf_graph_input(g, "x", -3, &id), "input of width -3");
+	ok_sf_ok(sf_graph_input(g, "x", 8, &x), "input x(8)");
+	ok_sf_ok(sf_graph_input(g, "x2", 8, &x2), "input x2(8)");
+	ok_invalid(sf_graph_label_input(NULL, "y", 4, &id), "sf_graph_label_input(NULL graph)");
+	ok_invalid(sf_graph_label_input(g, "y", 0, &id), "label input with 0 classes");
+	ok_invalid(sf_graph_label_input(g, "y", -2, &id), "label input with -2 classes");
+	ok_sf_ok(sf_graph_label_input(g, "y", 4, &lab), "label input y(4)");
+	ok_invalid(sf_graph_label_input(g, "y2", 4, &id), "a second label input");
+
+	ok_invalid(sf_graph_linear(NULL, x, 4, "fc", &id), "sf_graph_linear(NULL graph)");
+	ok_invalid(sf_graph_linear(g, 999, 4, "fc", &id),
+		   "linear on node id 999 (no such node)");
+	ok_invalid(sf_graph_linear(g, -1, 4, "fc", &id), "linear on node id -1");
+	ok_invalid(sf_graph_linear(g, x, 0, "fc", &id), "linear with out_dim 0");
+	ok_invalid(sf_graph_linear(g, x, -5, "fc", &id), "linear with out_dim -5");
+	ok_invalid(sf_graph_linear(g, lab, 4, "fc", &id), "linear on the integer label input");
+	ok_invalid(sf_graph_linear(g, x, 4, NULL, &id),
+		   "linear (has parameters) without a name");
+	ok_sf_ok(sf_graph_linear(g, x, 8, "fc1", &h), "linear fc1");
+	ok_invalid(sf_graph_linear(g, h, 8, "fc1", &id), "a second layer named fc1");
+	ok_sf_ok(sf_graph_linear(g, x2, 4, "fc4", &h4), "linear fc4");
+
+	ok_invalid(sf_graph_relu(NULL, h, &id), "sf_graph_relu(NULL graph)");
+	ok_invalid(sf_graph_relu(g, 999, &id), "relu on node id 999");
+	ok_invalid(sf_graph_gelu(NULL, h, &id), "sf_graph_gelu(NULL graph)");
+	ok_invalid(sf_graph_gelu(g, -7, &id), "gelu on node id -7");
+	ok_sf_ok(sf_graph_relu(g, h, &r), "relu");
+
+	ok_invalid(sf_graph_add(NULL, r, x, &id), "sf_graph_add(NULL graph)");
+	ok_invalid(sf_graph_add(g, r, 999, &id), "add with node id 999");
+	ok_invalid(sf_graph_add(g, r, h4, &id), "add of widths 8 and 4 (shape mismatch)");
+
+	ok_invalid(sf_graph_layer(NULL, "apitest_identity", &r, 1, NULL, 0, NULL, &id),
+		   "sf_graph_layer(NULL graph)");
+	ok_invalid(sf_graph_layer(g, "no_such_type", &r, 1, NULL, 0, NULL, &id),
+		   "sf_graph_layer of unknown type \"no_such_type\"");
+	ok_invalid(sf_graph_layer(g, NULL, &r, 1, NULL, 0, NULL, &id),
+		   "sf_graph_layer with a NULL type name");
+	ok_invalid(sf_graph_layer(g, "apitest_identity", NULL, 1, NULL, 0, NULL, &id),
+		   "sf_graph_layer with NULL inputs");
+	int two[2] = {r, x};
+	ok_invalid(sf_graph_layer(g, "apitest_identity", two, 2, NULL, 0, NULL, &id),
+		   "sf_graph_layer with 2 inputs for a type taking 1");
+	ok_invalid(sf_graph_layer(g, "apitest_identity", two, 0, NULL, 0, NULL, &id),
+		   "sf_graph_layer with 0 inputs");
+	int five[5] = {r, r, r, r, r};
+	ok_invalid(sf_graph_layer(g, "apitest_identity", five, SF_MAX_INPUTS + 1, NULL, 0, NULL,
+				  &id),
+		   "sf_graph_layer with SF_MAX_INPUTS + 1 inputs");
+	int bad = 999;
+	ok_invalid(sf_graph_layer(g, "apitest_identity", &bad, 1, NULL, 0, NULL, &id),
+		   "sf_graph_layer on node id 999");
+	ok_invalid(sf_graph_layer(g, "apitest_identity", &r, 1, NULL, 16, NULL, &id),
+		   "sf_graph_layer with NULL config of size 16");
+	ok_invalid(sf_graph_layer(g, "apitest_picky", &r, 1, NULL, 0, NULL, &id),
+		   "sf_graph_layer whose type's infer() refuses");
+	int cfg = 3;
+	ok_sf_ok(sf_graph_layer(g, "apitest_identity", &r, 1, &cfg, sizeof cfg, NULL, &id),
+		 "sf_graph_layer of a registered type");
+
+	ok_sf_ok(sf_graph_linear(g, r, 4, "head", &z), "linear head (4 = nclasses)");
+	ok_invalid(sf_graph_softmax_cross_entropy(NULL, z, lab, &id),
+		   "sf_graph_softmax_cross_entropy(NULL graph)");
+	ok_invalid(sf_graph_softmax_cross_entropy(g, r, lab, &id),
+		   "cross-entropy on logits of width 8 with 4 classes");
+	ok_invalid(sf_graph_softmax_cross_entropy(g, z, x, &id),
+		   "cross-entropy whose labels are a float input");
+	ok_invalid(sf_graph_softmax_cross_entropy(g, z, 999, &id),
+		   "cross-entropy with labels id 999");
+	ok_invalid(sf_graph_softmax_cross_entropy(g, 999, lab, &id),
+		   "cross-entropy with logits id 999");
+	ok_sf_ok(sf_graph_softmax_cross_entropy(g, z, lab, &loss), "cross-entropy");
+	ok_refused(sf_graph_softmax_cross_entropy(g, z, lab, &id), "a second loss");
+	ok_refused(sf_graph_relu(g, z, &id), "a relu after the loss");
+	ok_refused(sf_graph_linear(g, z, 4, "after", &id), "a linear after the loss");
+	ok_true(sf_last_error()[0] != '\0', "sf_last_error() is non-empty after an error");
+	ok_sf_ok(sf_graph_destroy(g), "sf_graph_destroy");
+}
+
+/* input(5) -> linear(6) -> relu -> linear(3) -> softmax_cross_entropy(3 classes) */
+#define IN 5
+#define HID 6
+#define NCLS 3
+
+static int build_tiny(sf_graph **out, int with_loss)
+{
+	sf_graph *g = NULL;
+	int x, y, h, r, z, l;
+	int rc = sf_graph_create(with_loss ? "tiny" : "tiny_noloss", &g);
+	if (rc == SF_OK)
+		rc = sf_graph_input(g, "x", IN, &x);
+	if (rc == SF_OK)
+		rc = sf_graph_label_input(g, "y", NCLS, &y);
+	if (rc == SF_OK)
+		rc = sf_graph_linear(g, x, HID, "fc1", &h);
+	if (rc == SF_OK)
+		rc = sf_graph_relu(g, h, &r);
+	if (rc == SF_OK)
+		rc = sf_graph_linear(g, r, NCLS, "fc2", &z);
+	if (rc == SF_OK && with_loss)
+		rc = sf_graph_softmax_cross_entropy(g, z, y, &l);
+	if (rc != SF_OK) {
+		sf_graph_destroy(g);
+		return rc;
+	}
+	*out = g;
+	return SF_OK;
+}
+
+static void fill_batch(int first, int rows, float *x, int32_t *y)
+{
+	for (int r = 0; r < rows; r++) {
+		unsigned k = (unsigned)(first + r);
+		for (int i = 0; i < IN; i++)
+			x[r * IN + i] =
+				(float)((k * 7u + (unsigned)i * 13u) % 17u) / 8.0f - 1.0f;
+		y[r] = (int32_t)(k % NCLS);
+	}
+}
+
+static void test_model(sf_context *ctx, int size)
+{
+	sf_graph *g = NULL, *noloss = NULL;
+	sf_model *m = NULL, *dummy = NULL;
+	struct sf_model_options o;
+	sf_model_options_init(&o);
+	o.batch = 8 * size;
+	o.lr = 0.1f;
+
+	if (!ok_sf_ok(build_tiny(&g, 1), "build the tiny graph") ||
+	    !ok_sf_ok(build_tiny(&noloss, 0), "build the tiny graph without its loss"))
+		goto out;
+
+	ok_refused(sf_model_create(NULL, g, &o, &dummy), "sf_model_create(NULL ctx)");
+	ok_invalid(sf_model_create(ctx, NULL, &o, &dummy), "sf_model_create(NULL graph)");
+	ok_invalid(sf_model_create(ctx, g, &o, NULL), "sf_model_create(NULL out)");
+	ok_refused(sf_model_create(ctx, noloss, &o, &dummy),
+		   "sf_model_create of a graph without loss");
+	struct sf_model_options bad = o;
+	bad.batch = 0;
+	ok_invalid(sf_model_create(ctx, g, &bad, &dummy), "sf_model_create with batch 0");
+	bad.batch = -4;
+	ok_invalid(sf_model_create(ctx, g, &bad, &dummy), "sf_model_create with batch -4");
+	if (size > 1) {
+		bad.batch = size - 1;
+		ok_invalid(sf_model_create(ctx, g, &bad, &dummy),
+			   "sf_model_create with a batch smaller than the world");
+	}
+	ok_true(dummy == NULL, "refused sf_model_create calls leave *out alone");
+
+	if (!ok_sf_ok(sf_model_create(ctx, g, &o, &m), "sf_model_create of the tiny graph"))
+		goto out;
+	sf_graph_destroy(g);
+	g = NULL; /* the model does not need it any more */
+
+	size_t n = 0;
+	ok_sf_ok(sf_model_param_count(m, &n), "sf_model_param_count");
+	ok_int_eq(n, HID * IN + HID + NCLS * HID + NCLS, "param count is sum of O*I + O");
+	ok_invalid(sf_model_param_count(NULL, &n), "sf_model_param_count(NULL model)");
+	ok_invalid(sf_model_param_count(m, NULL), "sf_model_param_count(m, NULL)");
+
+	int first = -1, rows = -1;
+	ok_invalid(sf_model_local_rows(NULL, &first, &rows), "sf_model_local_rows(NULL model)");
+	/* either output may be NULL (only one wanted), not both */
+	ok_invalid(sf_model_local_rows(m, NULL, NULL), "sf_model_local_rows(m, NULL, NULL)");
+	ok_sf_ok(sf_model_local_rows(m, &first, &rows), "sf_model_local_rows");
+	ok_true(rows >= 1 && first >= 0 && first + rows <= o.batch,
+		"local rows lie in the batch");
+	if (rows < 1)
+		goto out;
+
+	float *x = malloc(sizeof(float) * (size_t)rows * IN);
+	int32_t *y = malloc(sizeof(int32_t) * (size_t)rows);
+	fill_batch(first, rows, x, y);
+	const float *inputs[1] = {x};
+	const float *null_inputs[1] = {NULL};
+	struct sf_batch b = {1, inputs, y};
+	struct sf_model_stats st0 = {0}, st1 = {0};
+	int64_t t = -1;
+
+	ok_sf_ok(sf_model_stats(m, &st0), "sf_model_stats");
+	ok_invalid(sf_model_stats(m, NULL), "sf_model_stats(m, NULL)");
+	ok_invalid(sf_model_stats(NULL, &st0), "sf_model_stats(NULL model)");
+	ok_invalid(sf_model_step(NULL, &b, &t), "sf_model_step(NULL model)");
+	ok_invalid(sf_model_step(m, NULL, &t), "sf_model_step(m, NULL batch)");
+	struct sf_batch bb = b;
+	bb.ninputs = 0;
+	ok_invalid(sf_model_step(m, &bb, &t), "sf_model_step with ninputs 0");
+	bb.ninputs = 2;
+	ok_invalid(sf_model_step(m, &bb, &t), "sf_model_step with ninputs 2 (graph has 1)");
+	bb = b;
+	bb.inputs = NULL;
+	ok_invalid(sf_model_step(m, &bb, &t), "sf_model_step with NULL inputs");
+	bb.inputs = null_inputs;
+	ok_invalid(sf_model_step(m, &bb, &t), "sf_model_step with inputs[0] NULL");
+	bb = b;
+	bb.labels = NULL;
+	ok_invalid(sf_model_step(m, &bb, &t), "sf_model_step without labels");
+	int32_t saved = y[rows - 1];
+	y[rows - 1] = NCLS;
+	ok_invalid(sf_model_step(m, &b, &t), "sf_model_step with label == nclasses");
+	y[rows - 1] = -1;
+	ok_invalid(sf_model_step(m, &b, &t), "sf_model_step with label -1");
+	y[rows - 1] = saved;
+	ok_sf_ok(sf_model_stats(m, &st1), "sf_model_stats after the refused steps");
+	ok_int_eq(st1.steps, st0.steps, "refused steps submitted nothing");
+
+	int64_t tickets[3];
+	double losses[3] = {NAN, NAN, NAN};
+	int step_ok = 1, loss_ok = 1;
+	for (int k = 0; k < 3; k++)
+		step_ok &= sf_model_step(m, &b, &tickets[k]) == SF_OK;
+	ok(step_ok, "3 SGD steps submitted");
+	for (int k = 0; k < 3 && step_ok; k++)
+		loss_ok &= sf_model_loss(m, tickets[k], &losses[k]) == SF_OK &&
+			   isfinite(losses[k]) && losses[k] > 0.0;
+	diag("losses: %.6f %.6f %.6f", losses[0], losses[1], losses[2]);
+	ok(step_ok && loss_ok, "the 3 losses are finite and positive");
+	ok(step_ok && loss_ok && losses[2] < losses[0],
+	   "the loss falls over 3 steps (%.6f -> %.6f)", losses[0], losses[2]);
+	ok_sf_ok(sf_model_stats(m, &st1), "sf_model_stats after training");
+	ok_int_eq(st1.steps, st0.steps + 3, "the stats count the 3 steps");
+
+	double l = 0.0;
+	ok_invalid(sf_model_loss(NULL, tickets[0], &l), "sf_model_loss(NULL model)");
+	ok_invalid(sf_model_loss(m, tickets[2], NULL), "sf_model_loss(m, t, NULL)");
+	ok_invalid(sf_model_loss(m, tickets[2] + 1000, &l),
+		   "sf_model_loss of a ticket never issued");
+	ok_invalid(sf_model_loss(m, -12345, &l), "sf_model_loss of ticket -12345");
+	ok_invalid(sf_model_sync(NULL), "sf_model_sync(NULL)");
+	ok_sf_ok(sf_model_sync(m), "sf_model_sync");
+	ok_invalid(sf_model_set_lr(NULL, 0.1f), "sf_model_set_lr(NULL model)");
+	ok_invalid(sf_model_set_lr(m, NAN), "sf_model_set_lr(m, NaN)");
+	ok_sf_ok(sf_model_set_lr(m, 0.05f), "sf_model_set_lr(m, 0.05)");
+
+	float *p = malloc(sizeof(float) * (n + 1));
+	ok_invalid(sf_model_params_get(NULL, p, n), "sf_model_params_get(NULL model)");
+	ok_invalid(sf_model_params_get(m, NULL, n), "sf_model_params_get(m, NULL, n)");
+	ok_invalid(sf_model_params_get(m, p, n - 1), "sf_model_params_get with n - 1");
+	ok_invalid(sf_model_params_get(m, p, n + 1), "sf_model_params_get with n + 1");
+	ok_invalid(sf_model_params_get(m, p, 0), "sf_model_params_get with 0");
+	int finite = sf_model_params_get(m, p, n) == SF_OK;
+	for (size_t i = 0; finite && i < n; i++)
+		finite = isfinite(p[i]);
+	ok(finite, "sf_model_params_get returns %zu finite values", n);
+
+	/* After the refusals above the model still trains. */
+	double after = NAN;
+	int trains = sf_model_step(m, &b, &t) == SF_OK && sf_model_loss(m, t, &after) == SF_OK;
+	ok(trains && isfinite(after), "a step after the refusals trains (loss %.6f)", after);
+
+	/* Only the 16 most recent losses are kept. */
+	int many = 1;
+	for (int k = 0; k < 20 && many; k++)
+		many = sf_model_step(m, &b, NULL) == SF_OK;
+	ok(many, "20 more steps with a NULL ticket pointer");
+	ok_refused(sf_model_loss(m, tickets[0], &l),
+		   "sf_model_loss of a ticket older than 16 steps");
+
+	free(p);
+	free(x);
+	free(y);
+out:
+	ok_sf_ok(sf_model_destroy(m), "sf_model_destroy");
+	sf_graph_destroy(g);
+	sf_graph_destroy(noloss);
+}
+
+int main(int argc, char **argv)
+{
+	sf_context *ctx = NULL;
+	int rank = 0, size = 1;
+
+	test_status_strings();
+	test_before_init();
+	test_options_defaults();
+	if (!ok_sf_ok(sf_init(&argc, &argv, &ctx), "sf_init")) {
+		diag("sf_init failed: %s", sf_last_error());
+		return done_testing();
+	}
+	test_context(ctx, &rank, &size);
+	test_layer_types();
+	test_graph_misuse();
+	test_model(ctx, size);
+	ok_sf_ok(sf_finalize(ctx), "sf_finalize");
+	return done_testing();
+}

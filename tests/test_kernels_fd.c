@@ -1,0 +1,507 @@
+/*
+ * test_kernels_fd.c — proves that every CPU kernel's backward is the derivative of
+ * its forward, and that the optimizer kernels compute the documented update.
+ *
+ * Backward kernels are checked against central finite differences of a scalar
+ * objective L = sum(dy .* y), dy a fixed random tensor, so that dL/dx = backward(dy).
+ * The forward is the kernel itself, evaluated in float; L is summed in double and
+ * the step is the perturbation actually stored in the float ((x+eps) - (x-eps),
+ * eps = 1e-3). Float rounding of y then leaves FD noise of ~1e-4, so a gradient
+ * entry g passes when |fd - g| <= 2e-3 * max(1, |g|) ("rel" below is that ratio).
+ * Shapes include B = 1, non-square weights and I != O. The acc=1 paths must equal
+ * "previous content + fresh gradient" within 1e-5 * max(1, |value|).
+ *
+ * _sf_softmax_xent's returned loss is checked against a naive double computation
+ * (relative 1e-6), its dz against FD of that loss, and the rows of dz must sum to
+ * ~0 (|sum| <= 1e-6) since softmax rows sum to 1.
+ *
+ * _sf_sgd and _sf_adamw run 3 steps against a naive double-precision loop fed the
+ * same float inputs: |float - double| <= 1e-6 * max(1, |double|) for p and state.
+ *
+ * Only tasks/kernels.c is exercised: no StarPU, no MPI.
+ */
+#include "tasks/kernels.h"
+#include "tests/tap.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FD_EPS 1e-3f
+#define FD_TOL 2e-3   /* on |fd - g| / max(1, |g|) */
+#define ACC_TOL 1e-5  /* on |acc - (old + fresh)| / max(1, |value|) */
+#define XENT_TOL 1e-6 /* loss vs naive double, relative; and |row sum of dz| */
+#define OPT_TOL 1e-6  /* optimizer vs double loop, relative to max(1, |ref|) */
+
+/* --- deterministic random numbers (xorshift64*) ------------------------------ */
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+
+static float urand(void) /* uniform in [-1, 1) */
+{
+	rng_state ^= rng_state >> 12;
+	rng_state ^= rng_state << 25;
+	rng_state ^= rng_state >> 27;
+	uint64_t r = rng_state * 0x2545f4914f6cdd1dull;
+	return (float)((double)(r >> 40) / (double)(1ull << 24) * 2.0 - 1.0);
+}
+
+static float *rand_vec(size_t n, float scale)
+{
+	float *v = malloc(sizeof(float) * (n ? n : 1));
+	if (!v) {
+		fprintf(stderr, "test_kernels_fd: out of memory\n");
+		exit(99);
+	}
+	for (size_t i = 0; i < n; i++)
+		v[i] = scale * urand();
+	return v;
+}
+
+static float *zero_vec(size_t n)
+{
+	float *v = rand_vec(n, 0.0f);
+	memset(v, 0, sizeof(float) * (n ? n : 1));
+	return v;
+}
+
+/* --- finite differences ------------------------------------------------------ */
+
+/* The scalar objective of one check, evaluated at the current contents of its arrays. */
+typedef double (*objective_fn)(void *ctx);
+
+/* dL/dv[k] by central differences, dividing by the perturbation the float holds. */
+static double fd_grad(float *v, size_t k, objective_fn f, void *ctx)
+{
+	float old = v[k];
+	float hp = old + FD_EPS, hm = old - FD_EPS;
+	v[k] = hp;
+	double lp = f(ctx);
+	v[k] = hm;
+	double lm = f(ctx);
+	v[k] = old;
+	return (lp - lm) / ((double)hp - (double)hm);
+}
+
+/* Compares the analytic gradient g of L with respect to v[0..n) against FD. */
+static int check_fd(const char *what, float *v, size_t n, const float *g, objective_fn f,
+		    void *ctx)
+{
+	double max_abs = 0.0, max_rel = 0.0;
+	size_t worst = 0;
+	for (size_t k = 0; k < n; k++) {
+		double fd = fd_grad(v, k, f, ctx);
+		double d = fabs(fd - (double)g[k]);
+		double rel = d / fmax(1.0, fabs((double)g[k]));
+		if (!isfinite(fd) || !isfinite(g[k]))
+			rel = INFINITY;
+		max_abs = fmax(max_abs, d);
+		if (rel > max_rel || !isfinite(rel)) {
+			max_rel = rel;
+			worst = k;
+		}
+	}
+	diag("%s: FD max abs err %.3e, max rel err %.3e (tol %.0e)", what, max_abs, max_rel,
+	     FD_TOL);
+	int c = ok(max_rel <= FD_TOL, "%s vs FD (max abs %.2e, rel %.2e, tol %.0e)", what,
+		   max_abs, max_rel, FD_TOL);
+	if (!c)
+		diag("  %s:%d: worst entry %zu: analytic %.7g, FD %.7g", __FILE__, __LINE__,
+		     worst, (double)g[worst], fd_grad(v, worst, f, ctx));
+	return c;
+}
+
+/* acc = old + fresh, entry by entry. */
+static int check_acc(const char *what, const float *acc, const float *old, const float *fresh,
+		     size_t n)
+{
+	double max_rel = 0.0;
+	size_t worst = 0;
+	for (size_t k = 0; k < n; k++) {
+		double want = (double)old[k] + (double)fresh[k];
+		double rel = fabs((double)acc[k] - want) / fmax(1.0, fabs(want));
+		if (rel > max_rel || !isfinite(acc[k])) {
+			max_rel = isfinite(acc[k]) ? rel : INFINITY;
+			worst = k;
+		}
+	}
+	int c = ok(max_rel <= ACC_TOL,
+		   "%s: acc=1 adds to the old content (max rel %.2e, tol %.0e)", what, max_rel,
+		   ACC_TOL);
+	if (!c)
+		diag("  %s:%d: entry %zu: got %.9g, expected %.9g + %.9g", __FILE__, __LINE__,
+		     worst, (double)acc[worst], (double)old[worst], (double)fresh[worst]);
+	return c;
+}
+
+/* sum(dy .* y) in double. */
+static double dot_d(const float *dy, const float *y, size_t n)
+{
+	double s = 0.0;
+	for (size_t i = 0; i < n; i++)
+		s += (double)dy[i] * (double)y[i];
+	return s;
+}
+
+/* --- linear ------------------------------------------------------------------- */
+
+struct linear_ctx {
+	int B, I, O;
+	float *x, *w, *b, *dy, *y; /* x (B,I), w (O,I), b (O), dy and y (B,O) */
+};
+
+static double linear_objective(void *p)
+{
+	struct linear_ctx *c = p;
+	_sf_linear_fwd(c->B, c->I, c->O, c->x, c->w, c->b, c->y);
+	return dot_d(c->dy, c->y, (size_t)c->B * c->O);
+}
+
+/* The forward against a naive double loop, so FD differentiates the right function. */
+static void check_linear_fwd(struct linear_ctx *c, const char *tag)
+{
+	_sf_linear_fwd(c->B, c->I, c->O, c->x, c->w, c->b, c->y);
+	double max_rel = 0.0;
+	for (int r = 0; r < c->B; r++)
+		for (int o = 0; o < c->O; o++) {
+			double s = c->b[o];
+			for (int i = 0; i < c->I; i++)
+				s += (double)c->x[(size_t)r * c->I + i] *
+				     c->w[(size_t)o * c->I + i];
+			double d = fabs(s - c->y[(size_t)r * c->O + o]) / fmax(1.0, fabs(s));
+			max_rel = fmax(max_rel, isfinite(d) ? d : INFINITY);
+		}
+	ok(max_rel <= 1e-5, "linear fwd %s vs naive double (max rel %.2e, tol 1e-05)", tag,
+	   max_rel);
+}
+
+static void test_linear(int B, int I, int O)
+{
+	char tag[64], what[96];
+	snprintf(tag, sizeof tag, "B=%d I=%d O=%d", B, I, O);
+	size_t nx = (size_t)B * I, nw = (size_t)O * I, ny = (size_t)B * O;
+	struct linear_ctx c = {B,
+			       I,
+			       O,
+			       rand_vec(nx, 1.0f),
+			       rand_vec(nw, 1.0f),
+			       rand_vec((size_t)O, 1.0f),
+			       rand_vec(ny, 1.0f),
+			       zero_vec(ny)};
+	float *dx = zero_vec(nx), *dw = zero_vec(nw), *db = zero_vec((size_t)O);
+
+	check_linear_fwd(&c, tag);
+	_sf_linear_bwd(B, I, O, c.x, c.w, c.dy, dx, 0, dw, db);
+	snprintf(what, sizeof what, "linear dx %s", tag);
+	check_fd(what, c.x, nx, dx, linear_objective, &c);
+	snprintf(what, sizeof what, "linear dw %s", tag);
+	check_fd(what, c.w, nw, dw, linear_objective, &c);
+	snprintf(what, sizeof what, "linear db %s", tag);
+	check_fd(what, c.b, (size_t)O, db, linear_objective, &c);
+
+	/* acc=1: dx += dy w; dw and db are still overwritten ("dparams ="). */
+	float *old = rand_vec(nx, 1.0f), *dx2 = malloc(sizeof(float) * nx);
+	float *dw2 = rand_vec(nw, 5.0f), *db2 = rand_vec((size_t)O, 5.0f);
+	memcpy(dx2, old, sizeof(float) * nx);
+	_sf_linear_bwd(B, I, O, c.x, c.w, c.dy, dx2, 1, dw2, db2);
+	snprintf(what, sizeof what, "linear dx %s", tag);
+	check_acc(what, dx2, old, dx, nx);
+	ok(memcmp(dw2, dw, sizeof(float) * nw) == 0 && memcmp(db2, db, sizeof(float) * O) == 0,
+	   "linear %s: acc=1 still overwrites dw and db", tag);
+
+	/* dx = NULL: the input needs no gradient; dw and db are unchanged by that. */
+	float *dw3 = rand_vec(nw, 5.0f), *db3 = rand_vec((size_t)O, 5.0f);
+	_sf_linear_bwd(B, I, O, c.x, c.w, c.dy, NULL, 0, dw3, db3);
+	ok(memcmp(dw3, dw, sizeof(float) * nw) == 0 && memcmp(db3, db, sizeof(float) * O) == 0,
+	   "linear %s: dx=NULL gives the same dw and db", tag);
+
+	free(c.x), free(c.w), free(c.b), free(c.dy), free(c.y);
+	free(dx), free(dw), free(db), free(old), free(dx2), free(dw2), free(db2);
+	free(dw3), free(db3);
+}
+
+/* --- element-wise: relu, gelu, add ------------------------------------------- */
+
+typedef void (*unary_fwd)(size_t n, const float *x, float *y);
+typedef void (*unary_bwd)(size_t n, const float *x, const float *dy, float *dx, int acc);
+
+struct unary_ctx {
+	size_t n;
+	unary_fwd fwd;
+	float *x, *dy, *y;
+};
+
+static double unary_objective(void *p)
+{
+	struct unary_ctx *c = p;
+	c->fwd(c->n, c->x, c->y);
+	return dot_d(c->dy, c->y, c->n);
+}
+
+/* min_abs keeps x away from a kink (relu at 0) by more than the FD step. */
+static void test_unary(const char *name, unary_fwd fwd, unary_bwd bwd, size_t n, float range,
+		       float min_abs)
+{
+	char what[96];
+	struct unary_ctx c = {n, fwd, rand_vec(n, range), rand_vec(n, 1.0f), zero_vec(n)};
+	for (size_t i = 0; i < n; i++)
+		if (fabsf(c.x[i]) < min_abs)
+			c.x[i] = c.x[i] < 0.0f ? c.x[i] - min_abs : c.x[i] + min_abs;
+	float *dx = zero_vec(n);
+	bwd(n, c.x, c.dy, dx, 0);
+	snprintf(what, sizeof what, "%s dx n=%zu", name, n);
+	check_fd(what, c.x, n, dx, unary_objective, &c);
+
+	float *old = rand_vec(n, 1.0f), *dx2 = malloc(sizeof(float) * n);
+	memcpy(dx2, old, sizeof(float) * n);
+	bwd(n, c.x, c.dy, dx2, 1);
+	check_acc(what, dx2, old, dx, n);
+	free(c.x), free(c.dy), free(c.y), free(dx), free(old), free(dx2);
+}
+
+static void test_relu_values(void)
+{
+	/* The forward's definition at a few exact points, including 0 and -0. */
+	const float x[6] = {-2.0f, -0.0f, 0.0f, 1e-30f, 0.5f, 3.0f};
+	const float want[6] = {0.0f, 0.0f, 0.0f, 1e-30f, 0.5f, 3.0f};
+	float y[6];
+	_sf_relu_fwd(6, x, y);
+	int same = 1;
+	for (int i = 0; i < 6; i++)
+		same &= y[i] == want[i];
+	ok(same, "relu fwd at exact points");
+}
+
+static void test_gelu_values(void)
+{
+	/* Against the tanh formula in double. */
+	double max_abs = 0.0;
+	float x[41], y[41];
+	for (int i = 0; i < 41; i++)
+		x[i] = -5.0f + 0.25f * (float)i;
+	_sf_gelu_fwd(41, x, y);
+	for (int i = 0; i < 41; i++) {
+		double v = x[i];
+		double r =
+			0.5 * v * (1.0 + tanh(sqrt(2.0 / M_PI) * (v + 0.044715 * v * v * v)));
+		max_abs = fmax(max_abs, fabs(r - y[i]));
+	}
+	ok(max_abs <= 1e-6, "gelu fwd vs double formula on [-5, 5] (max abs %.2e, tol 1e-06)",
+	   max_abs);
+}
+
+struct add_ctx {
+	size_t n;
+	float *a, *b, *dy, *y;
+};
+
+static double add_objective(void *p)
+{
+	struct add_ctx *c = p;
+	_sf_add_fwd(c->n, c->a, c->b, c->y);
+	return dot_d(c->dy, c->y, c->n);
+}
+
+static void test_add(size_t n)
+{
+	char what[96];
+	struct add_ctx c = {n, rand_vec(n, 1.0f), rand_vec(n, 1.0f), rand_vec(n, 1.0f),
+			    zero_vec(n)};
+	float *da = zero_vec(n), *db = zero_vec(n);
+	_sf_pass_bwd(n, c.dy, da, 0);
+	_sf_pass_bwd(n, c.dy, db, 0);
+	snprintf(what, sizeof what, "add (pass_bwd) da n=%zu", n);
+	check_fd(what, c.a, n, da, add_objective, &c);
+	snprintf(what, sizeof what, "add (pass_bwd) db n=%zu", n);
+	check_fd(what, c.b, n, db, add_objective, &c);
+
+	float *old = rand_vec(n, 1.0f), *d2 = malloc(sizeof(float) * n);
+	memcpy(d2, old, sizeof(float) * n);
+	_sf_pass_bwd(n, c.dy, d2, 1);
+	check_acc(what, d2, old, da, n);
+	free(c.a), free(c.b), free(c.dy), free(c.y), free(da), free(db), free(old), free(d2);
+}
+
+/* --- softmax cross-entropy ----------------------------------------------------- */
+
+struct xent_ctx {
+	int B, C;
+	float scale;
+	float *z, *scratch; /* z and scratch (B,C) */
+	int32_t *labels;    /* (B) */
+};
+
+static double xent_objective(void *p)
+{
+	struct xent_ctx *c = p;
+	return _sf_softmax_xent(c->B, c->C, c->z, c->labels, c->scale, c->scratch);
+}
+
+/* scale * sum_rows (log sum_c exp z - z[label]), in double; stable form (max
+ * subtracted) only when asked, so the plain formula is the reference otherwise. */
+static double xent_naive(int B, int C, const float *z, const int32_t *labels, double scale,
+			 int stable)
+{
+	double loss = 0.0;
+	for (int r = 0; r < B; r++) {
+		const float *zr = z + (size_t)r * C;
+		double mx = 0.0;
+		if (stable) {
+			mx = zr[0];
+			for (int k = 1; k < C; k++)
+				mx = fmax(mx, zr[k]);
+		}
+		double s = 0.0;
+		for (int k = 0; k < C; k++)
+			s += exp((double)zr[k] - mx);
+		loss += log(s) + mx - zr[labels[r]];
+	}
+	return scale * loss;
+}
+
+static void test_xent(int B, int C, float scale, float offset)
+{
+	char tag[80], what[112];
+	snprintf(tag, sizeof tag, "B=%d C=%d scale=%g%s", B, C, scale,
+		 offset != 0.0f ? " large logits" : "");
+	size_t n = (size_t)B * C;
+	struct xent_ctx c = {B,           C,
+			     scale,       rand_vec(n, 3.0f),
+			     zero_vec(n), malloc(sizeof(int32_t) * (size_t)B)};
+	for (size_t i = 0; i < n; i++)
+		c.z[i] += offset;
+	for (int r = 0; r < B; r++)
+		c.labels[r] = (int32_t)((urand() + 1.0f) * 0.5f * (float)C) % C;
+	float *dz = zero_vec(n);
+
+	double loss = _sf_softmax_xent(B, C, c.z, c.labels, scale, dz);
+	double ref = xent_naive(B, C, c.z, c.labels, scale, offset != 0.0f);
+	double rel = fabs(loss - ref) / fmax(fabs(ref), 1e-30);
+	diag("xent %s: loss %.9g, naive double %.9g, rel err %.2e", tag, loss, ref, rel);
+	ok(isfinite(loss) && rel <= XENT_TOL,
+	   "xent %s: loss vs naive double (rel %.2e, tol %.0e)", tag, rel, XENT_TOL);
+
+	double worst_row = 0.0;
+	for (int r = 0; r < B; r++) {
+		double s = 0.0;
+		for (int k = 0; k < C; k++)
+			s += dz[(size_t)r * C + k];
+		worst_row = fmax(worst_row, isfinite(s) ? fabs(s) : INFINITY);
+	}
+	ok(worst_row <= XENT_TOL, "xent %s: rows of dz sum to 0 (max |sum| %.2e, tol %.0e)",
+	   tag, worst_row, XENT_TOL);
+
+	snprintf(what, sizeof what, "xent dz %s", tag);
+	check_fd(what, c.z, n, dz, xent_objective, &c);
+	free(c.z), free(c.scratch), free(c.labels), free(dz);
+}
+
+/* --- optimizers ---------------------------------------------------------------- */
+
+/* max over i of |got - ref| / max(1, |ref|). */
+static double opt_err(const float *got, const double *ref, size_t n)
+{
+	double e = 0.0;
+	for (size_t i = 0; i < n; i++) {
+		double d = fabs((double)got[i] - ref[i]) / fmax(1.0, fabs(ref[i]));
+		e = fmax(e, isfinite(d) ? d : INFINITY);
+	}
+	return e;
+}
+
+static void test_sgd(size_t n, float lr, float mu, float wd)
+{
+	float *p = rand_vec(n, 1.0f), *buf = zero_vec(n);
+	double *rp = malloc(sizeof(double) * n), *rbuf = calloc(n, sizeof(double));
+	for (size_t i = 0; i < n; i++)
+		rp[i] = p[i];
+	double ep = 0.0, eb = 0.0;
+	for (int t = 1; t <= 3; t++) {
+		float *g = rand_vec(n, 1.0f);
+		_sf_sgd(n, p, g, buf, lr, mu, wd);
+		for (size_t i = 0; i < n; i++) {
+			double d = (double)g[i] + (double)wd * rp[i];
+			rbuf[i] = (double)mu * rbuf[i] + d;
+			rp[i] -= (double)lr * rbuf[i];
+		}
+		ep = fmax(ep, opt_err(p, rp, n));
+		eb = fmax(eb, opt_err(buf, rbuf, n));
+		free(g);
+	}
+	diag("sgd lr=%g mu=%g wd=%g: 3 steps, max rel err p %.2e, buf %.2e", lr, mu, wd, ep,
+	     eb);
+	ok(ep <= OPT_TOL && eb <= OPT_TOL,
+	   "sgd lr=%g mu=%g wd=%g: 3 steps vs double loop (p %.2e, buf %.2e, tol %.0e)", lr, mu,
+	   wd, ep, eb, OPT_TOL);
+	free(p), free(buf), free(rp), free(rbuf);
+}
+
+static void test_adamw(size_t n, float lr, float b1, float b2, float eps, float wd)
+{
+	float *p = rand_vec(n, 1.0f), *m = zero_vec(n), *v = zero_vec(n);
+	double *rp = malloc(sizeof(double) * n), *rm = calloc(n, sizeof(double)),
+	       *rv = calloc(n, sizeof(double));
+	for (size_t i = 0; i < n; i++)
+		rp[i] = p[i];
+	double ep = 0.0, em = 0.0, ev = 0.0;
+	for (int64_t t = 1; t <= 3; t++) {
+		float *g = rand_vec(n, 1.0f);
+		_sf_adamw(n, p, g, m, v, lr, b1, b2, eps, wd, t);
+		/* the float hyper-parameters the kernel received, promoted */
+		double c1 = 1.0 - pow((double)b1, (double)t),
+		       c2 = 1.0 - pow((double)b2, (double)t);
+		for (size_t i = 0; i < n; i++) {
+			double gi = g[i];
+			rp[i] -= (double)lr * (double)wd * rp[i];
+			rm[i] = (double)b1 * rm[i] + (1.0 - (double)b1) * gi;
+			rv[i] = (double)b2 * rv[i] + (1.0 - (double)b2) * gi * gi;
+			rp[i] -= (double)lr * (rm[i] / c1) / (sqrt(rv[i] / c2) + (double)eps);
+		}
+		ep = fmax(ep, opt_err(p, rp, n));
+		em = fmax(em, opt_err(m, rm, n));
+		ev = fmax(ev, opt_err(v, rv, n));
+		free(g);
+	}
+	diag("adamw lr=%g wd=%g: 3 steps, max rel err p %.2e, m %.2e, v %.2e", lr, wd, ep, em,
+	     ev);
+	ok(ep <= OPT_TOL && em <= OPT_TOL && ev <= OPT_TOL,
+	   "adamw lr=%g b1=%g b2=%g wd=%g: 3 steps vs double loop (p %.2e, m %.2e, v %.2e, tol "
+	   "%.0e)",
+	   lr, b1, b2, wd, ep, em, ev, OPT_TOL);
+	free(p), free(m), free(v), free(rp), free(rm), free(rv);
+}
+
+int main(void)
+{
+	/* (B, I, O): B = 1, I = O = 1, non-square both ways. */
+	static const int shapes[][3] = {
+		{1, 1, 1}, {1, 3, 2}, {4, 7, 3}, {6, 5, 9}, {16, 32, 8}};
+	for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+		test_linear(shapes[s][0], shapes[s][1], shapes[s][2]);
+
+	test_relu_values();
+	test_unary("relu", _sf_relu_fwd, _sf_relu_bwd, 1, 2.0f, 0.05f);
+	test_unary("relu", _sf_relu_fwd, _sf_relu_bwd, 97, 2.0f, 0.05f);
+	test_gelu_values();
+	test_unary("gelu", _sf_gelu_fwd, _sf_gelu_bwd, 1, 3.0f, 0.0f);
+	test_unary("gelu", _sf_gelu_fwd, _sf_gelu_bwd, 97, 3.0f, 0.0f);
+	test_add(1);
+	test_add(45);
+
+	test_xent(1, 2, 1.0f, 0.0f);
+	test_xent(5, 7, 1.0f / 5.0f, 0.0f);
+	test_xent(16, 10, 1.0f / 16.0f, 0.0f);
+	test_xent(3, 4, 0.5f, 0.0f);
+	test_xent(4, 6, 0.25f, 1000.0f); /* exp(1000) overflows unless the max is subtracted */
+
+	test_sgd(37, 0.01f, 0.9f, 0.0f);
+	test_sgd(37, 0.1f, 0.9f, 1e-3f);
+	test_sgd(5, 0.05f, 0.0f, 0.01f);
+	test_adamw(37, 0.01f, 0.9f, 0.999f, 1e-8f, 0.0f);
+	test_adamw(37, 0.1f, 0.9f, 0.999f, 1e-8f, 0.01f);
+	test_adamw(5, 0.001f, 0.8f, 0.99f, 1e-6f, 0.1f);
+
+	return done_testing();
+}
