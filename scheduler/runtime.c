@@ -150,7 +150,28 @@ SF_API int sf_init(int *argc, char ***argv, sf_context **out)
 	/* One BLAS thread per worker: parallelism comes from the task graph, and a
 	 * single-threaded sgemm is deterministic whichever worker runs it. */
 	openblas_set_num_threads(1);
-	int ret = starpu_init(&conf);
+	/* StarPU rewrites its calibration files under $STARPU_HOME when the CPU layout
+	 * it sees changes; ranks of one machine starting together can read a file that
+	 * another is rewriting (seen here: about 1 run in 20 aborted in
+	 * check_bus_affinity_file). So the first rank of each machine starts StarPU
+	 * alone, then the others. */
+	MPI_Comm node = MPI_COMM_NULL;
+	int node_rank = 0;
+	SF_MPI_CHECK(MPI_Comm_split_type(ctx->ctl_comm, MPI_COMM_TYPE_SHARED, ctx->rank,
+					 MPI_INFO_NULL, &node));
+	SF_MPI_CHECK(MPI_Comm_rank(node, &node_rank));
+	int ret = 0;
+	if (node_rank == 0)
+		ret = starpu_init(&conf);
+	int mrc = MPI_Barrier(node);
+	if (node_rank != 0)
+		ret = starpu_init(&conf);
+	MPI_Comm_free(&node);
+	if (mrc != MPI_SUCCESS && ret == 0) {
+		starpu_shutdown();
+		rc = _sf_mpi_err(mrc, "MPI_Barrier(node)", __FILE__, __LINE__);
+		goto fail;
+	}
 	if (ret != 0) {
 		rc = SF_ERR(SF_ERR_STARPU, "starpu_init failed (%d): %s", ret, strerror(-ret));
 		goto fail;

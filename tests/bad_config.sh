@@ -1,0 +1,87 @@
+#!/bin/sh
+# bad_config.sh — a malformed SHARDFLOW_* variable is a clear error, never a guess.
+#
+# Each invalid value (and a misspelt variable name) must make examples/mlp_synthetic
+# fail with a non-zero status that is not a crash (1..123) and a stderr message that
+# names the variable, the bad value (quoted) and "accepted values are" — or, for the
+# unknown variable, "known variables are". Every accepted value runs to completion.
+# On 2 ranks, a bad value makes each rank exit non-zero by itself, without a hang.
+. "$(dirname "$0")/lib.sh"
+require_progs "$MLP"
+
+limit=${SF_TEST_TIMEOUT:-180}
+small="--steps 1 --widths 16,8,4 --batch 8"
+
+# run NAME VAR=VALUE: mlp_synthetic on 1 rank (no mpirun), under a time limit.
+run() {
+	# shellcheck disable=SC2086
+	env "$2" timeout -k 5 "$limit" "$MLP" $small </dev/null >"$tmp/$1.out" 2>"$tmp/$1.err"
+}
+
+# invalid VAR VALUE PHRASE
+invalid() {
+	_var=$1 _val=$2 _phrase=$3
+	run bad "$_var=$_val"
+	_st=$?
+	[ $_st -ge 1 ] && [ $_st -le 123 ]
+	ok $? "$_var=\"$_val\": exits with an error status ($_st)"
+	grep -F -e "$_var" "$tmp/bad.err" >/dev/null &&
+		{ [ "$_phrase" = "known variables are" ] || grep -F -e "\"$_val\"" "$tmp/bad.err" >/dev/null; } &&
+		grep -F -e "$_phrase" "$tmp/bad.err" >/dev/null
+	_what="the variable"
+	[ "$_phrase" = "known variables are" ] || _what="the variable, the value"
+	if ! ok $? "$_var=\"$_val\": stderr names $_what and says \"$_phrase\""; then
+		diag "stderr was:"
+		diag_file "$tmp/bad.err"
+	fi
+}
+
+# valid VAR VALUE
+valid() {
+	run good "$1=$2"
+	_st=$?
+	[ $_st -eq 0 ] && grep '^final_loss ' "$tmp/good.out" >/dev/null
+	if ! ok $? "$1=$2 is accepted and the run completes (exit $_st)"; then
+		diag_file "$tmp/good.err"
+	fi
+}
+
+plan 33
+
+accepted="accepted values are"
+invalid SHARDFLOW_PREFETCH_DEPTH abc "$accepted"
+invalid SHARDFLOW_PREFETCH_DEPTH -1 "$accepted"
+invalid SHARDFLOW_PREFETCH_DEPTH 65 "$accepted"
+invalid SHARDFLOW_PREFETCH_DEPTH 2x "$accepted"
+invalid SHARDFLOW_PREFETCH_DEPTH "" "$accepted"
+invalid SHARDFLOW_BACKWARD_PREFETCH later "$accepted"
+invalid SHARDFLOW_SHARDING zero3 "$accepted"
+invalid SHARDFLOW_LOG verbose "$accepted"
+invalid SHARDFLOW_PREFETCH_DEPHT 2 "known variables are"
+
+for v in 0 64; do valid SHARDFLOW_PREFETCH_DEPTH $v; done
+for v in pre post none; do valid SHARDFLOW_BACKWARD_PREFETCH $v; done
+for v in full grad_op none; do valid SHARDFLOW_SHARDING $v; done
+for v in error warn info debug; do valid SHARDFLOW_LOG $v; done
+
+# 2 ranks. Through a wrapper that records each rank's own exit status (mpirun alone
+# would kill the second rank as soon as the first fails, hiding how it would exit).
+# shellcheck disable=SC2016,SC2086
+env SHARDFLOW_SHARDING=zero3 sh "$RUN_MPI" 2 sh -c \
+	'"$@"; echo $? >"'"$tmp"'/rc.${OMPI_COMM_WORLD_RANK:-${PMIX_RANK:-x}}"' \
+	sh "$MLP" $small </dev/null >"$tmp/np2.out" 2>"$tmp/np2.err"
+st=$?
+[ $st -ne 124 ]
+ok $? "2 ranks, SHARDFLOW_SHARDING=zero3: finishes without a hang (exit $st)"
+r0=$(cat "$tmp/rc.0" 2>/dev/null) r1=$(cat "$tmp/rc.1" 2>/dev/null)
+[ -n "$r0" ] && [ -n "$r1" ] && [ "$r0" -ge 1 ] && [ "$r0" -le 123 ] &&
+	[ "$r1" -ge 1 ] && [ "$r1" -le 123 ]
+ok $? "2 ranks, SHARDFLOW_SHARDING=zero3: both ranks exit with an error status (${r0:-none}, ${r1:-none})"
+# shellcheck disable=SC2086
+env SHARDFLOW_SHARDING=zero3 sh "$RUN_MPI" 2 "$MLP" $small </dev/null >"$tmp/np2b.out" 2>"$tmp/np2b.err"
+st=$?
+grep -F 'SHARDFLOW_SHARDING="zero3"' "$tmp/np2b.err" >/dev/null && [ $st -ne 0 ] && [ $st -ne 124 ]
+if ! ok $? "2 ranks under mpirun: non-zero exit ($st), no hang, the message reaches stderr"; then
+	diag_file "$tmp/np2b.err"
+fi
+finish

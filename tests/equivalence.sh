@@ -1,0 +1,47 @@
+#!/bin/sh
+# equivalence.sh — sharding does not change the maths.
+#
+# Training on N ranks (each rank holding 1/N of every unit, padded when P is not a
+# multiple of N, and computing on its slice of the global batch) must give the same
+# losses and parameters as training on 1 rank with the same global batch. The gradient
+# is summed in a different order (per-rank partial sums, then the reduce-scatter), so
+# the comparison is relative, rtol 1e-5 with floor 1e-3 (see tests/dump_compare.c),
+# not bitwise.
+#
+# Cases: N = 2, 3, 4 for models mlp and uneven (every unit padded at 3 and 4 ranks,
+# the first also at 2), residual (a DAG) at N = 2, 6 SGD steps and 6 AdamW steps,
+# batch 24 (divisible by 1..4); batch 25 for two cases so the slices are uneven too.
+. "$(dirname "$0")/lib.sh"
+require_progs "$TRAIN_DUMP" "$DUMP_COMPARE"
+
+steps=6
+rtol=1e-5
+# the floor of the relative difference: see tests/dump_compare.c for why not 1e-6
+floor=1e-3
+
+plan 16
+
+# model optimizer batch ranks-to-compare-with-1-rank
+while read -r model opt batch nps; do
+	ref="$model-$opt-$batch-n1"
+	args="--model $model --optimizer $opt --batch $batch --steps $steps"
+	# shellcheck disable=SC2086
+	train 1 "$ref" $args
+	for n in $(echo "$nps" | tr , ' '); do
+		name="$model-$opt-$batch-n$n"
+		# shellcheck disable=SC2086
+		train "$n" "$name" $args
+		compare "$model, $opt, batch $batch: $n ranks = 1 rank (rtol $rtol)" \
+			"$name" "$ref" --rtol "$rtol" --floor "$floor"
+	done
+done <<EOF
+mlp sgd 24 2,3,4
+mlp adamw 24 2,3,4
+uneven sgd 24 2,3,4
+uneven adamw 24 2,3,4
+residual sgd 24 2
+residual adamw 24 2
+mlp sgd 25 4
+uneven adamw 25 3
+EOF
+finish

@@ -1,0 +1,187 @@
+# lib.sh — TAP helpers for shardflow's shell tests; sourced, not run.
+#
+# Provides:
+#   plan N                  print the plan "1..N" (once, before the first result)
+#   ok STATUS DESC          "ok"/"not ok" from an exit status (0 passes):
+#                               cmp -s a b; ok $? "a equals b"
+#   check DESC CMD ARGS...  run CMD, pass if it exits 0; on failure its output goes
+#                           into the log as diagnostics (fail_unless is the same)
+#   skip DESC REASON        an "ok N # SKIP REASON" result
+#   skip_all REASON         the whole script is skipped (exit 77)
+#   bail_out MSG            "Bail out!" and exit 99 (a broken setup, not a failed test)
+#   diag MSG... / diag_file FILE   "# " diagnostics
+#   require_progs PROG...   bail out unless each built program exists
+#   run_mpi NP PROG ARGS... tests/run-mpi.sh (every multi-rank run goes through it)
+#   train NP NAME [VAR=VALUE...] ARGS...
+#                           train_dump on NP ranks with those SHARDFLOW_*/STARPU_*
+#                           variables, writing $tmp/NAME.dump, NAME.out, NAME.err
+#   compare DESC A B OPTS...  one result: dump_compare OPTS $tmp/A.dump $tmp/B.dump,
+#                           its summary (the max relative difference) as diagnostics
+#   finish                  check the plan was honoured; exit 0 if all passed, else 1
+# and sets $top_builddir, $top_srcdir (absolute; make's AM_TESTS_ENVIRONMENT sets
+# them, a manual run defaults both to this script's directory/..), $tmp (a fresh
+# directory removed on exit), $RUN_MPI, $MLP (examples/mlp_synthetic),
+# $TRAIN_DUMP, $DUMP_COMPARE.
+#
+# Written for POSIX sh (make runs tests with $(SHELL), dash on Debian).
+
+_sf_here=$(cd "$(dirname "$0")" && pwd)
+: "${top_srcdir:=$_sf_here/..}"
+: "${top_builddir:=$_sf_here/..}"
+top_srcdir=$(cd "$top_srcdir" && pwd) || exit 99
+top_builddir=$(cd "$top_builddir" && pwd) || exit 99
+export top_srcdir top_builddir
+# Every test states the SHARDFLOW_* settings it runs with; none leaks in from the
+# caller's environment (a test of the defaults would otherwise test something else).
+for _v in $(env | sed -n 's/^\(SHARDFLOW_[A-Za-z0-9_]*\)=.*/\1/p'); do
+	unset "$_v"
+done
+# StarPU's calibration files, per kind of binding (see tests/run-mpi.sh); programs run
+# directly, without mpirun, see every core like unbound ranks. Kept between runs,
+# outside the build tree, so that they are written once rather than by every test.
+if [ -z "${STARPU_HOME:-}" ]; then
+	SF_TEST_STARPU_HOME="${TMPDIR:-/tmp}/shardflow-starpu-$(id -u)"
+	STARPU_HOME="$SF_TEST_STARPU_HOME/bind-none"
+	mkdir -p "$STARPU_HOME" || exit 99
+	export SF_TEST_STARPU_HOME STARPU_HOME
+fi
+# StarPU prints its banner and warnings unless told not to (make check sets it too).
+: "${STARPU_SILENT:=1}"
+export STARPU_SILENT
+
+RUN_MPI="$top_srcdir/tests/run-mpi.sh"
+MLP="$top_builddir/examples/mlp_synthetic"
+TRAIN_DUMP="$top_builddir/tests/train_dump"
+DUMP_COMPARE="$top_builddir/tests/dump_compare"
+
+_sf_planned=
+_sf_count=0
+_sf_failed=0
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/shardflow-test.XXXXXX") || exit 99
+trap 'rm -rf "$tmp"' EXIT
+# Programs run without mpirun start Open MPI as a singleton, which also makes a session
+# directory: keep it in $tmp, away from concurrent tests (see tests/run-mpi.sh).
+OMPI_MCA_orte_tmpdir_base=$tmp
+export OMPI_MCA_orte_tmpdir_base
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+plan() {
+	_sf_planned=$1
+	echo "1..$1"
+}
+
+diag() {
+	echo "# $*"
+}
+
+diag_file() {
+	[ -f "$1" ] && sed 's/^/#   /' "$1"
+	return 0
+}
+
+ok() {
+	_sf_count=$((_sf_count + 1))
+	_st=$1
+	shift
+	if [ "$_st" -eq 0 ] 2>/dev/null; then
+		echo "ok $_sf_count - $*"
+		return 0
+	fi
+	_sf_failed=$((_sf_failed + 1))
+	echo "not ok $_sf_count - $*"
+	return 1
+}
+
+check() {
+	_desc=$1
+	shift
+	"$@" >"$tmp/check.out" 2>&1
+	_st=$?
+	if ok $_st "$_desc"; then
+		return 0
+	fi
+	diag "command: $* (exit $_st)"
+	diag_file "$tmp/check.out"
+	return 1
+}
+
+fail_unless() {
+	check "$@"
+}
+
+skip() {
+	_sf_count=$((_sf_count + 1))
+	echo "ok $_sf_count - $1 # SKIP ${2:-}"
+}
+
+skip_all() {
+	echo "1..0 # SKIP $*"
+	exit 77
+}
+
+bail_out() {
+	echo "Bail out! $*"
+	exit 99
+}
+
+require_progs() {
+	for _p in "$@"; do
+		[ -x "$_p" ] || bail_out "$_p is not built (run make check, or make $(basename "$_p"))"
+	done
+}
+
+# stdin is /dev/null: mpirun forwards its stdin to rank 0, and would otherwise eat
+# the input of a `while read` loop around it.
+run_mpi() {
+	sh "$RUN_MPI" "$@" </dev/null
+}
+
+train() {
+	_np=$1
+	_name=$2
+	shift 2
+	_env=
+	while [ $# -gt 0 ]; do
+		case $1 in
+		SHARDFLOW_*=* | STARPU_*=*) _env="$_env $1"; shift ;;
+		*) break ;;
+		esac
+	done
+	rm -f "$tmp/$_name.dump"
+	# $_env is split on purpose: our values never contain blanks.
+	# shellcheck disable=SC2086
+	env $_env sh "$RUN_MPI" "$_np" "$TRAIN_DUMP" --out "$tmp/$_name.dump" "$@" \
+		</dev/null >"$tmp/$_name.out" 2>"$tmp/$_name.err"
+	_st=$?
+	if [ $_st -ne 0 ]; then
+		diag "FAILED (exit $_st): ${_env# } train_dump $* on $_np ranks; its stderr:"
+		diag_file "$tmp/$_name.err"
+	fi
+	return "$_st"
+}
+
+compare() {
+	_desc=$1
+	_a=$2
+	_b=$3
+	shift 3
+	"$DUMP_COMPARE" "$@" "$tmp/$_a.dump" "$tmp/$_b.dump" >"$tmp/compare.out" 2>&1
+	_st=$?
+	ok $_st "$_desc"
+	sed 's/^/#   /' "$tmp/compare.out"
+	return "$_st"
+}
+
+finish() {
+	if [ -n "$_sf_planned" ] && [ "$_sf_count" -ne "$_sf_planned" ]; then
+		diag "planned $_sf_planned tests but ran $_sf_count"
+		exit 1
+	fi
+	if [ "$_sf_failed" -ne 0 ]; then
+		diag "$_sf_failed of $_sf_count tests failed"
+		exit 1
+	fi
+	exit 0
+}

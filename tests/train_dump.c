@@ -1,0 +1,340 @@
+/*
+ * train_dump.c — train a small model and dump its losses and parameters, so that the
+ * shell tests can compare runs: N ranks against 1 rank, one prefetch depth against
+ * another, one sharding mode against another (tests/dump_compare.c compares).
+ *
+ *   train_dump --model mlp|residual|uneven|deep --steps N --batch B
+ *              --optimizer sgd|adamw --lr X --seed S --inflight K --out FILE
+ *
+ * Models (D input width, C classes):
+ *   mlp      32 -> linear 64 -> gelu -> linear 64 -> gelu -> linear 10      (3 units)
+ *   residual 24 -> linear 32 (h) -> gelu -> linear 32 -> add(h, .) -> relu
+ *               -> linear 10: a DAG, h has two consumers                    (3 units)
+ *   uneven   12 -> linear 13 -> gelu -> linear 25 -> gelu -> linear 5      (3 units)
+ *   deep     16 -> 6 x (linear 24 -> gelu) -> linear 10                    (7 units)
+ *
+ * Why uneven is 12-13-25-5. A linear unit holds P = O (I + 1) parameters (W and b).
+ * A hidden width h is the O of one unit and the I of the next, and h and h + 1 are
+ * never both odd, so two chained units cannot both have odd P: "no unit divisible by
+ * 2, 3 or 4" is impossible with built-in layers. What we can have is every P
+ * indivisible by 3 and by 4 (so every unit is padded at 3 and 4 ranks) and the first
+ * one odd (padded at 2 ranks as well):
+ *   fc1 13 x (12 + 1) = 169 = 13^2       S = 85 / 57 / 43 at N = 2 / 3 / 4
+ *   fc2 25 x (13 + 1) = 350 = 2 5^2 7    350 mod 3 = 2, mod 4 = 2
+ *   fc3  5 x (25 + 1) = 130 = 2 5 13     130 mod 3 = 1, mod 4 = 2
+ *
+ * --inflight K keeps up to K steps submitted before waiting for the oldest loss
+ * (default 1: wait for each step), to exercise steps that overlap each other.
+ *
+ * Rank 0 writes FILE (native byte order; the comparisons run on one machine):
+ *   char magic[8] = "SFDUMP1\n"; int64 nsteps; double loss[nsteps];
+ *   int64 nparams; float params[nparams]   (sf_model_params_get order)
+ * and prints "max_resident <n> ring_slots <n> nunits <n>" and "final_loss <loss>".
+ * Exit status: 0 success, 1 a library or I/O error, 2 a bad command line.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "examples/synthetic.h"
+#include "shardflow.h"
+
+#define PROG "train_dump"
+#define DUMP_MAGIC "SFDUMP1\n"
+#define MAX_INFLIGHT 16 /* sf_model_loss() keeps the 16 most recent losses */
+
+enum model_kind { MODEL_MLP, MODEL_RESIDUAL, MODEL_UNEVEN, MODEL_DEEP };
+
+struct options {
+	enum model_kind model;
+	int steps;
+	int batch;
+	enum sf_optimizer optimizer;
+	float lr; /* <= 0: the optimizer's default */
+	uint64_t seed;
+	int inflight;
+	const char *out;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: " PROG " [--model mlp|residual|uneven|deep] [--steps N] [--batch B]\n"
+		   "       [--optimizer sgd|adamw] [--lr X] [--seed S] [--inflight K] --out FILE\n"
+		   "defaults: mlp, 6 steps, batch 24, sgd, lr 0.01 (sgd) / 0.001 (adamw), "
+		   "seed 1, inflight 1\n");
+}
+
+static int bad(const char *opt, const char *val)
+{
+	fprintf(stderr, PROG ": %s \"%s\" is invalid\n", opt, val ? val : "");
+	usage(stderr);
+	return 2;
+}
+
+static int parse_int(const char *s, int lo, int hi, int *out)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(s, &end, 10);
+	if (end == s || *end || errno || v < lo || v > hi)
+		return -1;
+	*out = (int)v;
+	return 0;
+}
+
+/* Returns -1 to go on, otherwise the exit status. */
+static int parse_options(int argc, char **argv, struct options *o)
+{
+	*o = (struct options){.model = MODEL_MLP,
+			      .steps = 6,
+			      .batch = 24,
+			      .optimizer = SF_OPT_SGD,
+			      .seed = 1,
+			      .inflight = 1};
+	for (int i = 1; i < argc; i++) {
+		const char *opt = argv[i];
+		if (!strcmp(opt, "--help")) {
+			usage(stdout);
+			return 0;
+		}
+		if (i + 1 >= argc)
+			return bad(opt, "(missing value)");
+		const char *val = argv[++i];
+		if (!strcmp(opt, "--model")) {
+			if (!strcmp(val, "mlp"))
+				o->model = MODEL_MLP;
+			else if (!strcmp(val, "residual"))
+				o->model = MODEL_RESIDUAL;
+			else if (!strcmp(val, "uneven"))
+				o->model = MODEL_UNEVEN;
+			else if (!strcmp(val, "deep"))
+				o->model = MODEL_DEEP;
+			else
+				return bad(opt, val);
+		} else if (!strcmp(opt, "--steps")) {
+			if (parse_int(val, 1, INT_MAX, &o->steps))
+				return bad(opt, val);
+		} else if (!strcmp(opt, "--batch")) {
+			if (parse_int(val, 1, INT_MAX, &o->batch))
+				return bad(opt, val);
+		} else if (!strcmp(opt, "--inflight")) {
+			if (parse_int(val, 1, MAX_INFLIGHT, &o->inflight))
+				return bad(opt, val);
+		} else if (!strcmp(opt, "--optimizer")) {
+			if (!strcmp(val, "sgd"))
+				o->optimizer = SF_OPT_SGD;
+			else if (!strcmp(val, "adamw"))
+				o->optimizer = SF_OPT_ADAMW;
+			else
+				return bad(opt, val);
+		} else if (!strcmp(opt, "--lr")) {
+			char *end;
+			errno = 0;
+			double v = strtod(val, &end);
+			if (end == val || *end || errno || !isfinite(v) || v <= 0.0)
+				return bad(opt, val);
+			o->lr = (float)v;
+		} else if (!strcmp(opt, "--seed")) {
+			char *end;
+			errno = 0;
+			unsigned long long v = strtoull(val, &end, 10);
+			if (end == val || *end || errno || val[0] < '0' || val[0] > '9')
+				return bad(opt, val);
+			o->seed = (uint64_t)v;
+		} else if (!strcmp(opt, "--out")) {
+			o->out = val;
+		} else {
+			return bad("option", opt);
+		}
+	}
+	if (!o->out)
+		return bad("--out", "(missing)");
+	if (o->lr <= 0.0f)
+		o->lr = o->optimizer == SF_OPT_ADAMW ? 1e-3f : 0.01f;
+	return -1;
+}
+
+#define CHECK(call)                                                                                \
+	do {                                                                                       \
+		int check_rc_ = (call);                                                            \
+		if (check_rc_ != SF_OK) {                                                          \
+			fprintf(stderr, PROG ": %s failed at %s:%d: %s\n", #call, __FILE__,        \
+				__LINE__, sf_strerror(check_rc_));                                 \
+			goto fail;                                                                 \
+		}                                                                                  \
+	} while (0)
+
+/* Builds the chosen model; *D and *C are its input width and number of classes. */
+static int build_model(enum model_kind kind, sf_graph **out, int *D, int *C)
+{
+	sf_graph *g = NULL;
+	int x, labels, h, y, loss;
+	switch (kind) {
+	case MODEL_MLP: *D = 32, *C = 10; break;
+	case MODEL_RESIDUAL: *D = 24, *C = 10; break;
+	case MODEL_UNEVEN: *D = 12, *C = 5; break;
+	case MODEL_DEEP: *D = 16, *C = 10; break;
+	}
+	CHECK(sf_graph_create("train_dump", &g));
+	CHECK(sf_graph_input(g, "x", *D, &x));
+	CHECK(sf_graph_label_input(g, "label", *C, &labels));
+	switch (kind) {
+	case MODEL_MLP:
+		CHECK(sf_graph_linear(g, x, 64, "fc1", &h));
+		CHECK(sf_graph_gelu(g, h, &h));
+		CHECK(sf_graph_linear(g, h, 64, "fc2", &h));
+		CHECK(sf_graph_gelu(g, h, &h));
+		CHECK(sf_graph_linear(g, h, *C, "fc3", &y));
+		break;
+	case MODEL_RESIDUAL: {
+		int a, r;
+		CHECK(sf_graph_linear(g, x, 32, "fc1", &h));
+		CHECK(sf_graph_gelu(g, h, &a));
+		CHECK(sf_graph_linear(g, a, 32, "fc2", &a));
+		CHECK(sf_graph_add(g, h, a, &r));
+		CHECK(sf_graph_relu(g, r, &r));
+		CHECK(sf_graph_linear(g, r, *C, "fc3", &y));
+		break;
+	}
+	case MODEL_UNEVEN:
+		CHECK(sf_graph_linear(g, x, 13, "fc1", &h));
+		CHECK(sf_graph_gelu(g, h, &h));
+		CHECK(sf_graph_linear(g, h, 25, "fc2", &h));
+		CHECK(sf_graph_gelu(g, h, &h));
+		CHECK(sf_graph_linear(g, h, *C, "fc3", &y));
+		break;
+	case MODEL_DEEP:
+		h = x;
+		for (int i = 1; i <= 6; i++) {
+			char name[16];
+			snprintf(name, sizeof(name), "fc%d", i);
+			CHECK(sf_graph_linear(g, h, 24, name, &h));
+			CHECK(sf_graph_gelu(g, h, &h));
+		}
+		CHECK(sf_graph_linear(g, h, *C, "fc7", &y));
+		break;
+	}
+	CHECK(sf_graph_softmax_cross_entropy(g, y, labels, &loss));
+	*out = g;
+	return 0;
+fail:
+	sf_graph_destroy(g);
+	return -1;
+}
+
+static int write_dump(const char *path, const double *losses, int64_t nsteps, const float *params,
+		      int64_t nparams)
+{
+	FILE *f = fopen(path, "wb");
+	if (!f) {
+		fprintf(stderr, PROG ": cannot create %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	int ok = fwrite(DUMP_MAGIC, 1, 8, f) == 8 && fwrite(&nsteps, sizeof(nsteps), 1, f) == 1 &&
+		 fwrite(losses, sizeof(double), (size_t)nsteps, f) == (size_t)nsteps &&
+		 fwrite(&nparams, sizeof(nparams), 1, f) == 1 &&
+		 fwrite(params, sizeof(float), (size_t)nparams, f) == (size_t)nparams;
+	if (fclose(f) != 0)
+		ok = 0;
+	if (!ok) {
+		fprintf(stderr, PROG ": cannot write %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct options o;
+	int status = parse_options(argc, argv, &o);
+	if (status >= 0)
+		return status;
+
+	sf_context *ctx = NULL;
+	sf_graph *g = NULL;
+	sf_model *m = NULL;
+	float *x = NULL, *params = NULL;
+	int32_t *labels = NULL;
+	double *losses = NULL;
+	int64_t *tickets = NULL;
+	int rank = 0, size = 1, D = 0, C = 0;
+	status = 1;
+
+	CHECK(sf_init(&argc, &argv, &ctx));
+	CHECK(sf_context_world(ctx, &rank, &size));
+	if (build_model(o.model, &g, &D, &C))
+		goto fail;
+	struct sf_model_options mo;
+	CHECK(sf_model_options_init(&mo));
+	mo.batch = o.batch;
+	mo.seed = o.seed;
+	mo.optimizer = o.optimizer;
+	mo.lr = o.lr;
+	CHECK(sf_model_create(ctx, g, &mo, &m));
+
+	int first, rows;
+	CHECK(sf_model_local_rows(m, &first, &rows));
+	x = malloc(sizeof(float) * ((size_t)rows * (size_t)D + 1));
+	labels = malloc(sizeof(int32_t) * ((size_t)rows + 1));
+	losses = calloc((size_t)o.steps, sizeof(double));
+	tickets = calloc((size_t)o.steps, sizeof(int64_t));
+	if (!x || !labels || !losses || !tickets) {
+		fprintf(stderr, PROG ": out of memory\n");
+		goto fail;
+	}
+	const float *inputs[1] = {x};
+	struct sf_batch batch = {.ninputs = 1, .inputs = inputs, .labels = labels};
+
+	/* Step k uses global batch k; its loss is collected once `inflight` newer steps
+	 * are not yet submitted, i.e. at most `inflight` steps are outstanding. */
+	int waited = 0;
+	for (int k = 1; k <= o.steps; k++) {
+		if (sf_synth_rows(o.seed, k, first, rows, D, C, x, labels)) {
+			fprintf(stderr, PROG ": cannot generate batch %d\n", k);
+			goto fail;
+		}
+		CHECK(sf_model_step(m, &batch, &tickets[k - 1]));
+		for (; waited <= k - o.inflight; waited++)
+			CHECK(sf_model_loss(m, tickets[waited], &losses[waited]));
+	}
+	for (; waited < o.steps; waited++)
+		CHECK(sf_model_loss(m, tickets[waited], &losses[waited]));
+
+	size_t n;
+	CHECK(sf_model_param_count(m, &n));
+	params = malloc(sizeof(float) * (n + 1));
+	if (!params) {
+		fprintf(stderr, PROG ": out of memory for %zu parameters\n", n);
+		goto fail;
+	}
+	CHECK(sf_model_params_get(m, params, n));
+	struct sf_model_stats st;
+	CHECK(sf_model_stats(m, &st));
+
+	status = 0;
+	if (rank == 0) {
+		if (write_dump(o.out, losses, o.steps, params, (int64_t)n))
+			status = 1;
+		printf("max_resident %d ring_slots %d nunits %d\n", st.max_resident_units,
+		       st.ring_slots, st.nunits);
+		printf("final_loss %.9g\n", losses[o.steps - 1]);
+		fflush(stdout);
+	}
+
+fail:
+	free(x);
+	free(labels);
+	free(losses);
+	free(tickets);
+	free(params);
+	if (sf_model_destroy(m) != SF_OK)
+		status = 1;
+	sf_graph_destroy(g);
+	if (ctx && sf_finalize(ctx) != SF_OK)
+		status = 1;
+	return status;
+}
