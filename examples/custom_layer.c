@@ -41,14 +41,14 @@
 /* ------------------------------------------------------------------------------ */
 
 static int scale_infer(const int *in_dims, int nin, const void *config, int *out_dim,
-		       size_t *nparams)
+                       size_t *nparams)
 {
 	(void)config; /* no configuration: the width comes from the input */
 	if (nin != 1)
 		return sf_error_set(SF_ERR_INVALID, "scale: takes 1 input, got %d", nin);
 	if (in_dims[0] <= 0)
 		return sf_error_set(SF_ERR_INVALID, "scale: input width must be > 0, got %d",
-				    in_dims[0]);
+		                    in_dims[0]);
 	*out_dim = in_dims[0];
 	*nparams = 2 * (size_t)in_dims[0]; /* s (D), then t (D) */
 	return SF_OK;
@@ -113,14 +113,14 @@ static double scale_flops(const struct sf_layer_info *li)
 }
 
 static const struct sf_layer_type scale_type = {
-	.name = "scale",
-	.min_inputs = 1,
-	.max_inputs = 1,
-	.infer = scale_infer,
-	.init = scale_init,
-	.forward_cpu = scale_forward_cpu,
-	.backward_cpu = scale_backward_cpu,
-	.flops = scale_flops,
+    .name = "scale",
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .infer = scale_infer,
+    .init = scale_init,
+    .forward_cpu = scale_forward_cpu,
+    .backward_cpu = scale_backward_cpu,
+    .flops = scale_flops,
 };
 
 /* ------------------------------------------------------------------------------ */
@@ -278,8 +278,7 @@ static int check_shape(int B, int D, uint64_t *state)
 	snprintf(what, sizeof what, "scale B=%d D=%d: accumulate adds to dx", B, D);
 	tap(e <= 1e-6, what, e, 1e-6);
 	e = memcmp(dp_acc, dp, sizeof(float) * np) ? 1.0 : 0.0;
-	snprintf(what, sizeof what, "scale B=%d D=%d: dparams overwritten when accumulating", B,
-		 D);
+	snprintf(what, sizeof what, "scale B=%d D=%d: dparams overwritten when accumulating", B, D);
 	tap(e == 0.0, what, e, 0.0);
 
 	/* need_dinput[0] = 0: no dx buffer; dparams unchanged; dx_unused untouched. */
@@ -288,8 +287,7 @@ static int check_shape(int B, int D, uint64_t *state)
 	int same = !memcmp(dp_nodx, dp, sizeof(float) * np);
 	for (size_t i = 0; i < n; i++)
 		same &= dx_unused[i] == 0.0f;
-	snprintf(what, sizeof what, "scale B=%d D=%d: no dx buffer when need_dinput is 0", B,
-		 D);
+	snprintf(what, sizeof what, "scale B=%d D=%d: no dx buffer when need_dinput is 0", B, D);
 	tap(same, what, same ? 0.0 : 1.0, 0.0);
 
 	free(mem);
@@ -343,15 +341,15 @@ static void make_rows(int step, int first, int rows, float *x, int32_t *labels)
 	for (int r = 0; r < rows; r++) {
 		float *xr = x + (size_t)r * D_IN;
 		for (int d = 0; d < D_IN; d++)
-			xr[d] = coord_uniform(1, (uint64_t)step, (uint64_t)(first + r),
-					      (uint64_t)d);
+			xr[d] =
+			    coord_uniform(1, (uint64_t)step, (uint64_t)(first + r), (uint64_t)d);
 		int best = 0;
 		double best_score = -INFINITY;
 		for (int c = 0; c < NCLASSES; c++) {
 			double score = 0.0;
 			for (int d = 0; d < D_IN; d++)
-				score += (double)coord_uniform(2, (uint64_t)c, (uint64_t)d, 0) *
-					 xr[d];
+				score +=
+				    (double)coord_uniform(2, (uint64_t)c, (uint64_t)d, 0) * xr[d];
 			if (score > best_score)
 				best = c, best_score = score;
 		}
@@ -359,14 +357,14 @@ static void make_rows(int step, int first, int rows, float *x, int32_t *labels)
 	}
 }
 
-#define CHECK(call)                                                                            \
-	do {                                                                                   \
-		int check_rc_ = (call);                                                        \
-		if (check_rc_ != SF_OK) {                                                      \
-			fprintf(stderr, PROG ": %s failed at %s:%d: %s: %s\n", #call,          \
-				__FILE__, __LINE__, sf_strerror(check_rc_), sf_last_error());  \
-			goto fail;                                                             \
-		}                                                                              \
+#define CHECK(call)                                                                                \
+	do {                                                                                       \
+		int check_rc_ = (call);                                                            \
+		if (check_rc_ != SF_OK) {                                                          \
+			fprintf(stderr, PROG ": %s failed at %s:%d: %s: %s\n", #call, __FILE__,    \
+			        __LINE__, sf_strerror(check_rc_), sf_last_error());                \
+			goto fail;                                                                 \
+		}                                                                                  \
 	} while (0)
 
 /* input(16) -> linear(32) -> scale -> gelu -> linear(4) -> softmax cross-entropy */
@@ -491,14 +489,14 @@ static int launcher_rank(void)
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: " PROG " [--steps N] [--check] [--help]\n"
-		   "Registers a \"scale\" layer type (y = x * s + t) and trains\n"
-		   "input(16) -> linear(32) -> scale -> gelu -> linear(4) -> softmax "
-		   "cross-entropy\n"
-		   "on synthetic data, sharded over the MPI ranks.\n"
-		   "  --steps N   training steps, 1..1000000 (default 30)\n"
-		   "  --check     check the scale kernels against finite differences (TAP), no "
-		   "MPI\n"
-		   "  --help      print this message and exit\n");
+	           "Registers a \"scale\" layer type (y = x * s + t) and trains\n"
+	           "input(16) -> linear(32) -> scale -> gelu -> linear(4) -> softmax "
+	           "cross-entropy\n"
+	           "on synthetic data, sharded over the MPI ranks.\n"
+	           "  --steps N   training steps, 1..1000000 (default 30)\n"
+	           "  --check     check the scale kernels against finite differences (TAP), no "
+	           "MPI\n"
+	           "  --help      print this message and exit\n");
 }
 
 /* A bad command line: the problem and the usage on stderr (rank 0 only), status 2. */
@@ -527,9 +525,8 @@ int main(int argc, char **argv)
 			errno = 0;
 			long v = strtol(argv[++i], &end, 10);
 			if (errno || end == argv[i] || *end || v < 1 || v > 1000000)
-				return bad_usage(
-					"--steps expects an integer in 1..1000000, got",
-					argv[i]);
+				return bad_usage("--steps expects an integer in 1..1000000, got",
+				                 argv[i]);
 			steps = (int)v;
 		} else {
 			return bad_usage("unknown option", argv[i]);

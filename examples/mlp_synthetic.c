@@ -55,21 +55,21 @@ static int launcher_rank(void)
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: " PROG " [options]\n"
-		"Trains an MLP on synthetic linearly separable data, sharded over the MPI ranks.\n"
-		"  --steps N          training steps (default 20)\n"
-		"  --batch B          global batch rows, split over the ranks (default 64)\n"
-		"  --widths D,H...,C  layer widths: input, hidden..., classes; at least 2\n"
-		"                     (default 784,512,512,10)\n"
-		"  --optimizer NAME   sgd or adamw (default sgd)\n"
-		"  --lr X             learning rate (default 0.01 for sgd, 0.001 for adamw)\n"
-		"  --seed S           seed of the data and the initial parameters, an unsigned\n"
-		"                     integer (default 1)\n"
-		"  --help             print this message and exit\n"
-		"Prints \"step <k> loss <loss> ms <milliseconds>\" per step and \"final_loss "
-		"<loss>\".\n"
-		"The runtime reads SHARDFLOW_PREFETCH_DEPTH, SHARDFLOW_BACKWARD_PREFETCH,\n"
-		"SHARDFLOW_SHARDING and SHARDFLOW_LOG from the environment.\n");
+	        "usage: " PROG " [options]\n"
+	        "Trains an MLP on synthetic linearly separable data, sharded over the MPI ranks.\n"
+	        "  --steps N          training steps (default 20)\n"
+	        "  --batch B          global batch rows, split over the ranks (default 64)\n"
+	        "  --widths D,H...,C  layer widths: input, hidden..., classes; at least 2\n"
+	        "                     (default 784,512,512,10)\n"
+	        "  --optimizer NAME   sgd or adamw (default sgd)\n"
+	        "  --lr X             learning rate (default 0.01 for sgd, 0.001 for adamw)\n"
+	        "  --seed S           seed of the data and the initial parameters, an unsigned\n"
+	        "                     integer (default 1)\n"
+	        "  --help             print this message and exit\n"
+	        "Prints \"step <k> loss <loss> ms <milliseconds>\" per step and \"final_loss "
+	        "<loss>\".\n"
+	        "The runtime reads SHARDFLOW_PREFETCH_DEPTH, SHARDFLOW_BACKWARD_PREFETCH,\n"
+	        "SHARDFLOW_SHARDING and SHARDFLOW_LOG from the environment.\n");
 }
 
 /* Reports a bad command line, naming the option and the value; returns the exit
@@ -160,16 +160,16 @@ static int parse_options(int argc, char **argv, struct options *o)
 		if (!strcmp(name, "--steps")) {
 			if (parse_positive_int(val, INT_MAX, &o->steps))
 				return bad_usage("--steps \"%s\" is invalid: %s", val,
-						 "expected a positive integer");
+				                 "expected a positive integer");
 		} else if (!strcmp(name, "--batch")) {
 			if (parse_positive_int(val, INT_MAX, &o->batch))
 				return bad_usage("--batch \"%s\" is invalid: %s", val,
-						 "expected a positive integer");
+				                 "expected a positive integer");
 		} else if (!strcmp(name, "--widths")) {
 			if (parse_widths(val, o->widths, &o->nwidths))
 				return bad_usage("--widths \"%s\" is invalid: %s", val,
-						 "expected at least 2 comma-separated positive "
-						 "integers (input,...,classes)");
+				                 "expected at least 2 comma-separated positive "
+				                 "integers (input,...,classes)");
 		} else if (!strcmp(name, "--optimizer")) {
 			if (!strcmp(val, "sgd"))
 				o->optimizer = SF_OPT_SGD;
@@ -177,14 +177,14 @@ static int parse_options(int argc, char **argv, struct options *o)
 				o->optimizer = SF_OPT_ADAMW;
 			else
 				return bad_usage("--optimizer \"%s\" is invalid: %s", val,
-						 "accepted values are sgd, adamw");
+				                 "accepted values are sgd, adamw");
 		} else if (!strcmp(name, "--lr")) {
 			char *end;
 			errno = 0;
 			double v = strtod(val, &end);
 			if (end == val || *end || errno || !isfinite(v) || v <= 0.0 || v > 1e6)
 				return bad_usage("--lr \"%s\" is invalid: %s", val,
-						 "expected a positive number");
+				                 "expected a positive number");
 			o->lr = (float)v;
 		} else { /* --seed */
 			char *end;
@@ -192,7 +192,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 			unsigned long long v = strtoull(val, &end, 10);
 			if (end == val || *end || errno || val[0] < '0' || val[0] > '9')
 				return bad_usage("--seed \"%s\" is invalid: %s", val,
-						 "expected an unsigned integer");
+				                 "expected an unsigned integer");
 			o->seed = (uint64_t)v;
 		}
 	}
@@ -225,7 +225,7 @@ static const char *bwd_name(enum sf_backward_prefetch b)
 		int check_rc_ = (call);                                                            \
 		if (check_rc_ != SF_OK) {                                                          \
 			fprintf(stderr, PROG ": %s failed at %s:%d: %s\n", #call, __FILE__,        \
-				__LINE__, sf_strerror(check_rc_));                                 \
+			        __LINE__, sf_strerror(check_rc_));                                 \
 			goto fail;                                                                 \
 		}                                                                                  \
 	} while (0)
@@ -292,15 +292,15 @@ int main(int argc, char **argv)
 	CHECK(sf_model_local_rows(m, &first, &rows));
 	if (rank == 0) {
 		fprintf(stderr,
-			PROG ": %d rank%s, sharding %s, prefetch depth %d, backward prefetch %s, "
-			     "%zu parameters, widths",
-			size, size == 1 ? "" : "s", sharding_name(cfg.sharding), cfg.prefetch_depth,
-			bwd_name(cfg.bwd_prefetch), nparams);
+		        PROG ": %d rank%s, sharding %s, prefetch depth %d, backward prefetch %s, "
+		             "%zu parameters, widths",
+		        size, size == 1 ? "" : "s", sharding_name(cfg.sharding), cfg.prefetch_depth,
+		        bwd_name(cfg.bwd_prefetch), nparams);
 		for (int i = 0; i < o.nwidths; i++)
 			fprintf(stderr, "%c%d", i ? ',' : ' ', o.widths[i]);
 		fprintf(stderr, ", batch %d, %d steps, %s lr %g, seed %llu\n", o.batch, o.steps,
-			o.optimizer == SF_OPT_ADAMW ? "adamw" : "sgd", (double)o.lr,
-			(unsigned long long)o.seed);
+		        o.optimizer == SF_OPT_ADAMW ? "adamw" : "sgd", (double)o.lr,
+		        (unsigned long long)o.seed);
 	}
 
 	/* This rank's rows of every batch; at least one element so malloc never sees 0. */
@@ -308,7 +308,7 @@ int main(int argc, char **argv)
 	labels = malloc(sizeof(int32_t) * ((size_t)rows + 1));
 	if (!x || !labels) {
 		fprintf(stderr, PROG ": out of memory for a batch of %d rows of width %d\n", rows,
-			D);
+		        D);
 		goto fail;
 	}
 	const float *inputs[1] = {x};

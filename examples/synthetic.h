@@ -37,7 +37,7 @@ static inline uint64_t sf_synth_mix(uint64_t z)
 /* The 64 random bits at coordinates (seed, stream, a, b, c): each coordinate is folded
  * in after a full mix of the previous ones, so nearby coordinates are unrelated. */
 static inline uint64_t sf_synth_bits(uint64_t seed, uint64_t stream, uint64_t a, uint64_t b,
-				     uint64_t c)
+                                     uint64_t c)
 {
 	uint64_t h = sf_synth_mix(seed);
 	h = sf_synth_mix(h ^ stream);
@@ -75,7 +75,7 @@ static inline float sf_synth_teacher(uint64_t seed, int c, int d)
  * cannot be allocated.
  */
 static inline int sf_synth_rows(uint64_t seed, int64_t step, int first_row, int rows, int D, int C,
-				float *x, int32_t *labels)
+                                float *x, int32_t *labels)
 {
 	if (first_row < 0 || rows < 0 || D <= 0 || C <= 0 || (rows > 0 && !x))
 		return -1;

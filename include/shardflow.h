@@ -77,10 +77,10 @@ enum sf_log_level { SF_LOG_ERROR = 0, SF_LOG_WARN, SF_LOG_INFO, SF_LOG_DEBUG };
 
 /** The configuration read once from the environment by sf_init(). */
 struct sf_config {
-	int prefetch_depth;                 /**< SHARDFLOW_PREFETCH_DEPTH, 0..64, default 2 */
+	int prefetch_depth;                     /**< SHARDFLOW_PREFETCH_DEPTH, 0..64, default 2 */
 	enum sf_backward_prefetch bwd_prefetch; /**< default SF_BWD_PRE */
-	enum sf_sharding sharding;          /**< default SF_SHARD_FULL */
-	enum sf_log_level log_level;        /**< default SF_LOG_WARN */
+	enum sf_sharding sharding;              /**< default SF_SHARD_FULL */
+	enum sf_log_level log_level;            /**< default SF_LOG_WARN */
 };
 
 /** The runtime: MPI, StarPU and the comm worker of one process. */
@@ -146,7 +146,7 @@ SF_API int sf_graph_softmax_cross_entropy(sf_graph *g, int logits, int labels, i
  *  config (config_size bytes, may be NULL/0) is copied and handed to the type's
  *  functions. name may be NULL for parameterless layers. */
 SF_API int sf_graph_layer(sf_graph *g, const char *type, const int *inputs, int ninputs,
-			  const void *config, size_t config_size, const char *name, int *out);
+                          const void *config, size_t config_size, const char *name, int *out);
 
 /* ------------------------------------------------------------------------ */
 /* Layer types: write your own                                               */
@@ -159,15 +159,16 @@ SF_API int sf_graph_layer(sf_graph *g, const char *type, const int *inputs, int 
  * life of a model. Kernels read their buffers with the sf_kernel_* accessors below.
  */
 struct sf_layer_info {
-	int rows;                     /**< B: rows of this rank's slice of the batch */
-	int nin;                      /**< number of inputs */
-	int in_dim[SF_MAX_INPUTS];    /**< width of each input */
-	int out_dim;                  /**< width of the output */
-	size_t nparams;               /**< P: flat parameter count (0: no parameters) */
-	const void *config;           /**< the node's config blob (NULL if none) */
+	int rows;                       /**< B: rows of this rank's slice of the batch */
+	int nin;                        /**< number of inputs */
+	int in_dim[SF_MAX_INPUTS];      /**< width of each input */
+	int out_dim;                    /**< width of the output */
+	size_t nparams;                 /**< P: flat parameter count (0: no parameters) */
+	const void *config;             /**< the node's config blob (NULL if none) */
 	int need_dinput[SF_MAX_INPUTS]; /**< backward: 1 if the gradient of input i is wanted */
-	int accumulate[SF_MAX_INPUTS];  /**< backward: 1 if dinput i must be added to, 0 if overwritten */
-	int layer_index;              /**< position of the node in its graph */
+	int accumulate[SF_MAX_INPUTS];  /**< backward: 1 if dinput i must be added to, 0 if
+	                                   overwritten */
+	int layer_index;                /**< position of the node in its graph */
 };
 
 /** A StarPU CPU (or CUDA) implementation: void f(void *buffers[], void *cl_arg). */
@@ -189,18 +190,18 @@ SF_API float sf_rng_uniform(struct sf_rng *rng);
  * to as accumulate[i] says ("din +=" when another consumer wrote first).
  */
 struct sf_layer_type {
-	const char *name;  /**< unique type name, e.g. "scale" */
-	int min_inputs;    /**< 1..SF_MAX_INPUTS */
+	const char *name; /**< unique type name, e.g. "scale" */
+	int min_inputs;   /**< 1..SF_MAX_INPUTS */
 	int max_inputs;
 	/** Output width and parameter count from input widths and config; returns
 	 *  SF_OK or SF_ERR_INVALID (after sf_error_set() with a message). */
 	int (*infer)(const int *in_dims, int nin, const void *config, int *out_dim,
-		     size_t *nparams);
+	             size_t *nparams);
 	/** Fills the nparams flat parameters; the same seed gives the same values on
 	 *  every rank and world size. May be NULL when nparams is always 0. */
 	void (*init)(const struct sf_layer_info *info, struct sf_rng *rng, float *params);
-	sf_kernel_fn forward_cpu;  /**< required */
-	sf_kernel_fn backward_cpu; /**< required */
+	sf_kernel_fn forward_cpu;                          /**< required */
+	sf_kernel_fn backward_cpu;                         /**< required */
 	double (*flops)(const struct sf_layer_info *info); /**< forward FLOPs, may be NULL */
 };
 
@@ -209,8 +210,7 @@ struct sf_layer_type {
 SF_API int sf_layer_type_register(const struct sf_layer_type *type);
 
 /** Records a message for sf_last_error() and prints it (for layer type callbacks). */
-SF_API int sf_error_set(int status, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+SF_API int sf_error_set(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Buffer accessors for kernels (see struct sf_layer_type for the layout). */
 SF_API float *sf_kernel_params(void *buffers[], const struct sf_layer_info *li);
@@ -228,12 +228,12 @@ SF_API float *sf_kernel_dparams(void *buffers[], const struct sf_layer_info *li)
 enum sf_optimizer { SF_OPT_SGD = 0, SF_OPT_ADAMW };
 
 struct sf_model_options {
-	int batch;          /**< global rows per step (split over ranks), default 64 */
-	uint64_t seed;      /**< parameter initialisation seed, default 1 */
+	int batch;                   /**< global rows per step (split over ranks), default 64 */
+	uint64_t seed;               /**< parameter initialisation seed, default 1 */
 	enum sf_optimizer optimizer; /**< default SF_OPT_SGD */
-	float lr;           /**< learning rate, default 0.01 */
-	float momentum;     /**< SGD momentum, default 0.9 */
-	float weight_decay; /**< SGD: L2 added to the gradient; AdamW: decoupled; default 0 */
+	float lr;                    /**< learning rate, default 0.01 */
+	float momentum;              /**< SGD momentum, default 0.9 */
+	float weight_decay;      /**< SGD: L2 added to the gradient; AdamW: decoupled; default 0 */
 	float beta1, beta2, eps; /**< AdamW, defaults 0.9, 0.999, 1e-8 */
 };
 
@@ -251,7 +251,7 @@ typedef struct sf_model sf_model;
  * afterwards. Release with sf_model_destroy().
  */
 SF_API int sf_model_create(sf_context *ctx, const sf_graph *g, const struct sf_model_options *o,
-			   sf_model **out);
+                           sf_model **out);
 
 /** Waits for every submitted step, then releases the model. NULL is accepted. */
 SF_API int sf_model_destroy(sf_model *m);
@@ -261,9 +261,9 @@ SF_API int sf_model_local_rows(const sf_model *m, int *first, int *rows);
 
 /** One step's data: this rank's rows only (sf_model_local_rows()). */
 struct sf_batch {
-	int ninputs;                 /**< number of sf_graph_input() nodes */
-	const float *const *inputs;  /**< inputs[i]: (rows, dim of input i), row-major */
-	const int32_t *labels;       /**< (rows), NULL if the graph has no labels */
+	int ninputs;                /**< number of sf_graph_input() nodes */
+	const float *const *inputs; /**< inputs[i]: (rows, dim of input i), row-major */
+	const int32_t *labels;      /**< (rows), NULL if the graph has no labels */
 };
 
 /**
@@ -293,11 +293,11 @@ SF_API int sf_model_param_count(const sf_model *m, size_t *n);
 SF_API int sf_model_params_get(sf_model *m, float *dst, size_t n);
 
 struct sf_model_stats {
-	int nunits;               /**< units (layers with parameters) */
-	size_t largest_unit;      /**< P of the largest unit */
-	int64_t steps;            /**< steps submitted */
-	int max_resident_units;   /**< most gathered units resident at once so far */
-	int ring_slots;           /**< gather ring size (prefetch depth + 1) */
+	int nunits;             /**< units (layers with parameters) */
+	size_t largest_unit;    /**< P of the largest unit */
+	int64_t steps;          /**< steps submitted */
+	int max_resident_units; /**< most gathered units resident at once so far */
+	int ring_slots;         /**< gather ring size (prefetch depth + 1) */
 };
 
 /** Counters of the model; waits for submitted steps so the counts are final. */

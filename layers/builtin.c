@@ -12,7 +12,7 @@
 int _sf_layer_register_raw(const struct sf_layer_type *t);
 
 static int linear_infer(const int *in_dims, int nin, const void *config, int *out_dim,
-			size_t *nparams)
+                        size_t *nparams)
 {
 	(void)nin;
 	int O = config ? *(const int *)config : 0;
@@ -36,14 +36,15 @@ static double linear_flops(const struct sf_layer_info *li)
 }
 
 static int same_infer(const int *in_dims, int nin, const void *config, int *out_dim,
-		      size_t *nparams)
+                      size_t *nparams)
 {
 	(void)config;
 	for (int i = 1; i < nin; i++)
 		if (in_dims[i] != in_dims[0])
-			return sf_error_set(SF_ERR_INVALID, "inputs must have the same width (input 0 "
-							    "has %d, input %d has %d)",
-					    in_dims[0], i, in_dims[i]);
+			return sf_error_set(SF_ERR_INVALID,
+			                    "inputs must have the same width (input 0 "
+			                    "has %d, input %d has %d)",
+			                    in_dims[0], i, in_dims[i]);
 	*out_dim = in_dims[0];
 	*nparams = 0;
 	return SF_OK;
@@ -56,11 +57,11 @@ int _sf_layers_builtin_init(void)
 		return SF_OK;
 	done = 1;
 	const struct sf_layer_type types[] = {
-		{"linear", 1, 1, linear_infer, linear_init, _sf_linear_fwd_cpu, _sf_linear_bwd_cpu,
-		 linear_flops},
-		{"relu", 1, 1, same_infer, NULL, _sf_relu_fwd_cpu, _sf_relu_bwd_cpu, NULL},
-		{"gelu", 1, 1, same_infer, NULL, _sf_gelu_fwd_cpu, _sf_gelu_bwd_cpu, NULL},
-		{"add", 2, 2, same_infer, NULL, _sf_add_fwd_cpu, _sf_add_bwd_cpu, NULL},
+	    {"linear", 1, 1, linear_infer, linear_init, _sf_linear_fwd_cpu, _sf_linear_bwd_cpu,
+	     linear_flops},
+	    {"relu", 1, 1, same_infer, NULL, _sf_relu_fwd_cpu, _sf_relu_bwd_cpu, NULL},
+	    {"gelu", 1, 1, same_infer, NULL, _sf_gelu_fwd_cpu, _sf_gelu_bwd_cpu, NULL},
+	    {"add", 2, 2, same_infer, NULL, _sf_add_fwd_cpu, _sf_add_bwd_cpu, NULL},
 	};
 	for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
 		int rc = _sf_layer_register_raw(&types[i]);

@@ -44,25 +44,29 @@ int _sf_layer_register_raw(const struct sf_layer_type *t)
 	if (!t || !t->name || !t->name[0])
 		return SF_ERR(SF_ERR_INVALID, "sf_layer_type_register: NULL type or empty name");
 	if (strlen(t->name) >= SF_NAME_MAX)
-		return SF_ERR(SF_ERR_INVALID, "sf_layer_type_register: name \"%s\" is longer than %d "
-					      "characters",
-			      t->name, SF_NAME_MAX - 1);
+		return SF_ERR(SF_ERR_INVALID,
+		              "sf_layer_type_register: name \"%s\" is longer than %d "
+		              "characters",
+		              t->name, SF_NAME_MAX - 1);
 	for (int i = 0; i < ntypes; i++)
 		if (strcmp(table[i].name, t->name) == 0)
-			return SF_ERR(SF_ERR_INVALID, "sf_layer_type_register: a layer type named "
-						      "\"%s\" is already registered",
-				      t->name);
+			return SF_ERR(SF_ERR_INVALID,
+			              "sf_layer_type_register: a layer type named "
+			              "\"%s\" is already registered",
+			              t->name);
 	if (!t->infer || !t->forward_cpu || !t->backward_cpu)
-		return SF_ERR(SF_ERR_INVALID, "sf_layer_type_register(\"%s\"): infer, forward_cpu "
-					      "and backward_cpu are required",
-			      t->name);
+		return SF_ERR(SF_ERR_INVALID,
+		              "sf_layer_type_register(\"%s\"): infer, forward_cpu "
+		              "and backward_cpu are required",
+		              t->name);
 	if (t->min_inputs < 1 || t->max_inputs > SF_MAX_INPUTS || t->min_inputs > t->max_inputs)
-		return SF_ERR(SF_ERR_INVALID, "sf_layer_type_register(\"%s\"): inputs must satisfy 1 "
-					      "<= min_inputs (%d) <= max_inputs (%d) <= %d",
-			      t->name, t->min_inputs, t->max_inputs, SF_MAX_INPUTS);
+		return SF_ERR(SF_ERR_INVALID,
+		              "sf_layer_type_register(\"%s\"): inputs must satisfy 1 "
+		              "<= min_inputs (%d) <= max_inputs (%d) <= %d",
+		              t->name, t->min_inputs, t->max_inputs, SF_MAX_INPUTS);
 	if (ntypes == SF_MAX_LAYER_TYPES)
 		return SF_ERR(SF_ERR_NOMEM, "sf_layer_type_register: at most %d layer types",
-			      SF_MAX_LAYER_TYPES);
+		              SF_MAX_LAYER_TYPES);
 	struct _sf_layer_entry *e = &table[ntypes];
 	memset(e, 0, sizeof *e);
 	e->type = *t;

@@ -14,10 +14,10 @@
 extern char **environ;
 
 static const char *const known_vars[] = {
-	"SHARDFLOW_PREFETCH_DEPTH",
-	"SHARDFLOW_BACKWARD_PREFETCH",
-	"SHARDFLOW_SHARDING",
-	"SHARDFLOW_LOG",
+    "SHARDFLOW_PREFETCH_DEPTH",
+    "SHARDFLOW_BACKWARD_PREFETCH",
+    "SHARDFLOW_SHARDING",
+    "SHARDFLOW_LOG",
 };
 #define NKNOWN (sizeof known_vars / sizeof known_vars[0])
 
@@ -32,9 +32,9 @@ static int get_int(const char *var, int lo, int hi, int def, int *out)
 	long v = strtol(s, &end, 10);
 	if (s[0] == '\0' || *end != '\0' || errno != 0 || v < lo || v > hi)
 		return _sf_err(SF_ERR_CONFIG, NULL, 0,
-			       "%s=\"%s\" is invalid: accepted values are integers from %d to %d "
-			       "(default %d)",
-			       var, s, lo, hi, def);
+		               "%s=\"%s\" is invalid: accepted values are integers from %d to %d "
+		               "(default %d)",
+		               var, s, lo, hi, def);
 	*out = (int)v;
 	return SF_OK;
 }
@@ -58,8 +58,8 @@ static int get_choice(const char *var, const char *const *choices, int def, int 
 			strncat(list, ", ", sizeof list - strlen(list) - 1);
 	}
 	return _sf_err(SF_ERR_CONFIG, NULL, 0,
-		       "%s=\"%s\" is invalid: accepted values are %s (default %s)", var, s, list,
-		       choices[def]);
+	               "%s=\"%s\" is invalid: accepted values are %s (default %s)", var, s, list,
+	               choices[def]);
 }
 
 static int check_unknown(void)
@@ -74,10 +74,10 @@ static int check_unknown(void)
 				known = true;
 		if (!known)
 			return _sf_err(SF_ERR_CONFIG, NULL, 0,
-				       "%.*s is not a shardflow variable: known variables are "
-				       "SHARDFLOW_PREFETCH_DEPTH, SHARDFLOW_BACKWARD_PREFETCH, "
-				       "SHARDFLOW_SHARDING, SHARDFLOW_LOG",
-				       (int)len, *e);
+			               "%.*s is not a shardflow variable: known variables are "
+			               "SHARDFLOW_PREFETCH_DEPTH, SHARDFLOW_BACKWARD_PREFETCH, "
+			               "SHARDFLOW_SHARDING, SHARDFLOW_LOG",
+			               (int)len, *e);
 	}
 	return SF_OK;
 }

@@ -45,7 +45,7 @@ static int vset(int status, const char *file, int line, const char *fmt, va_list
 			snprintf(where, sizeof where, "[rank %d] ", _sf_log_rank);
 		if (file)
 			fprintf(stderr, "shardflow: error: %s%s (%s:%d)\n", where, last_error, file,
-				line);
+			        line);
 		else
 			fprintf(stderr, "shardflow: error: %s%s\n", where, last_error);
 		fflush(stderr);

@@ -18,27 +18,27 @@
 /* ---- errors and logging (scheduler/error.c) ------------------------------- */
 
 int _sf_err(int status, const char *file, int line, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
+    __attribute__((format(printf, 4, 5)));
 #define SF_ERR(status, ...) _sf_err((status), __FILE__, __LINE__, __VA_ARGS__)
 
 /* Propagates a negative status to the enclosing function's `fail:` label. */
-#define SF_CHECK(call)                                                                        \
-	do {                                                                                  \
-		int sf_check_rc_ = (call);                                                    \
-		if (sf_check_rc_ < 0) {                                                       \
-			rc = sf_check_rc_;                                                    \
-			goto fail;                                                            \
-		}                                                                             \
+#define SF_CHECK(call)                                                                             \
+	do {                                                                                       \
+		int sf_check_rc_ = (call);                                                         \
+		if (sf_check_rc_ < 0) {                                                            \
+			rc = sf_check_rc_;                                                         \
+			goto fail;                                                                 \
+		}                                                                                  \
 	} while (0)
 
 int _sf_mpi_err(int mpirc, const char *what, const char *file, int line);
-#define SF_MPI_CHECK(call)                                                                    \
-	do {                                                                                  \
-		int sf_mpi_rc_ = (call);                                                      \
-		if (sf_mpi_rc_ != MPI_SUCCESS) {                                              \
-			rc = _sf_mpi_err(sf_mpi_rc_, #call, __FILE__, __LINE__);              \
-			goto fail;                                                            \
-		}                                                                             \
+#define SF_MPI_CHECK(call)                                                                         \
+	do {                                                                                       \
+		int sf_mpi_rc_ = (call);                                                           \
+		if (sf_mpi_rc_ != MPI_SUCCESS) {                                                   \
+			rc = _sf_mpi_err(sf_mpi_rc_, #call, __FILE__, __LINE__);                   \
+			goto fail;                                                                 \
+		}                                                                                  \
 	} while (0)
 
 void _sf_log(enum sf_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -114,19 +114,19 @@ struct _sf_model;
 struct _sf_comm_args {
 	MPI_Comm comm;
 	int nranks;
-	size_t P;         /* unpadded parameters of the unit */
-	size_t S;         /* shard size: ceil(P / nranks) */
+	size_t P;                            /* unpadded parameters of the unit */
+	size_t S;                            /* shard size: ceil(P / nranks) */
 	atomic_int *resident, *max_resident; /* gathered-unit counter (gather, free) */
 };
 
 struct _sf_unit {
 	int node;
-	size_t P, S, off;        /* off: first parameter in the model's unpadded vector */
-	size_t opt_n;            /* elements the optimizer updates: S (sharded) or P */
-	float *shard;            /* S: owned parameters (full, grad_op) */
-	float *full;             /* N*S or P: resident parameters (grad_op, none) */
-	float *gshard;           /* S: reduced gradient (full, grad_op) */
-	float *m, *v;            /* optimizer state, opt_n each (v: AdamW only) */
+	size_t P, S, off; /* off: first parameter in the model's unpadded vector */
+	size_t opt_n;     /* elements the optimizer updates: S (sharded) or P */
+	float *shard;     /* S: owned parameters (full, grad_op) */
+	float *full;      /* N*S or P: resident parameters (grad_op, none) */
+	float *gshard;    /* S: reduced gradient (full, grad_op) */
+	float *m, *v;     /* optimizer state, opt_n each (v: AdamW only) */
 	starpu_data_handle_t h_shard, h_full, h_gshard, h_m, h_v;
 	struct _sf_comm_args comm;
 	char gather_name[SF_NAME_MAX + 16], rs_name[SF_NAME_MAX + 16];

@@ -21,15 +21,15 @@ SF_API int sf_model_options_init(struct sf_model_options *o)
 	if (!o)
 		return SF_ERR(SF_ERR_INVALID, "sf_model_options_init: o is NULL");
 	*o = (struct sf_model_options){
-		.batch = 64,
-		.seed = 1,
-		.optimizer = SF_OPT_SGD,
-		.lr = 0.01f,
-		.momentum = 0.9f,
-		.weight_decay = 0.0f,
-		.beta1 = 0.9f,
-		.beta2 = 0.999f,
-		.eps = 1e-8f,
+	    .batch = 64,
+	    .seed = 1,
+	    .optimizer = SF_OPT_SGD,
+	    .lr = 0.01f,
+	    .momentum = 0.9f,
+	    .weight_decay = 0.0f,
+	    .beta1 = 0.9f,
+	    .beta2 = 0.999f,
+	    .eps = 1e-8f,
 	};
 	return SF_OK;
 }
@@ -37,30 +37,35 @@ SF_API int sf_model_options_init(struct sf_model_options *o)
 static int check_options(const struct sf_model_options *o, int nranks)
 {
 	if (o->batch < nranks)
-		return SF_ERR(SF_ERR_INVALID, "sf_model_create: batch %d is smaller than the %d ranks; "
-					      "every rank needs at least one row",
-			      o->batch, nranks);
+		return SF_ERR(SF_ERR_INVALID,
+		              "sf_model_create: batch %d is smaller than the %d ranks; "
+		              "every rank needs at least one row",
+		              o->batch, nranks);
 	if (o->optimizer != SF_OPT_SGD && o->optimizer != SF_OPT_ADAMW)
-		return SF_ERR(SF_ERR_INVALID, "sf_model_create: optimizer %d is not SF_OPT_SGD or "
-					      "SF_OPT_ADAMW",
-			      (int)o->optimizer);
+		return SF_ERR(SF_ERR_INVALID,
+		              "sf_model_create: optimizer %d is not SF_OPT_SGD or "
+		              "SF_OPT_ADAMW",
+		              (int)o->optimizer);
 	if (!(o->lr > 0.0f) || !isfinite(o->lr))
-		return SF_ERR(SF_ERR_INVALID, "sf_model_create: lr must be a finite number > 0 (got "
-					      "%g)",
-			      (double)o->lr);
+		return SF_ERR(SF_ERR_INVALID,
+		              "sf_model_create: lr must be a finite number > 0 (got "
+		              "%g)",
+		              (double)o->lr);
 	if (!(o->momentum >= 0.0f && o->momentum < 1.0f))
-		return SF_ERR(SF_ERR_INVALID, "sf_model_create: momentum must be in [0, 1) (got %g)",
-			      (double)o->momentum);
+		return SF_ERR(SF_ERR_INVALID,
+		              "sf_model_create: momentum must be in [0, 1) (got %g)",
+		              (double)o->momentum);
 	if (!(o->weight_decay >= 0.0f) || !isfinite(o->weight_decay))
 		return SF_ERR(SF_ERR_INVALID, "sf_model_create: weight_decay must be >= 0 (got %g)",
-			      (double)o->weight_decay);
+		              (double)o->weight_decay);
 	if (!(o->beta1 >= 0.0f && o->beta1 < 1.0f && o->beta2 >= 0.0f && o->beta2 < 1.0f))
-		return SF_ERR(SF_ERR_INVALID, "sf_model_create: beta1 and beta2 must be in [0, 1) (got "
-					      "%g, %g)",
-			      (double)o->beta1, (double)o->beta2);
+		return SF_ERR(SF_ERR_INVALID,
+		              "sf_model_create: beta1 and beta2 must be in [0, 1) (got "
+		              "%g, %g)",
+		              (double)o->beta1, (double)o->beta2);
 	if (!(o->eps > 0.0f))
 		return SF_ERR(SF_ERR_INVALID, "sf_model_create: eps must be > 0 (got %g)",
-			      (double)o->eps);
+		              (double)o->eps);
 	return SF_OK;
 }
 
@@ -72,7 +77,7 @@ static int alloc_floats(float **p, size_t n, const char *what)
 	*p = aligned_alloc(64, bytes);
 	if (!*p)
 		return SF_ERR(SF_ERR_NOMEM, "sf_model_create: cannot allocate %zu bytes for %s",
-			      bytes, what);
+		              bytes, what);
 	memset(*p, 0, bytes);
 	return SF_OK;
 }
@@ -147,7 +152,7 @@ static int init_unit(struct sf_model *m, struct _sf_unit *u, int index)
 	SF_CHECK(alloc_floats(&full, u->P, "initial parameters"));
 	if (nd->type->type.init) {
 		struct sf_rng rng = {m->opt.seed * 0x9E3779B97F4A7C15ull ^
-				     (0xD1B54A32D192ED03ull * (uint64_t)(index + 1))};
+		                     (0xD1B54A32D192ED03ull * (uint64_t)(index + 1))};
 		nd->type->type.init(&m->nodes[u->node].info, &rng, full);
 	}
 	if (u->full)
@@ -191,17 +196,18 @@ static int build_units(struct sf_model *m)
 		if (u->S * N > m->largest_NS)
 			m->largest_NS = u->S * N;
 		if ((uint64_t)u->S * N > INT32_MAX)
-			return SF_ERR(SF_ERR_INVALID, "layer \"%s\": %zu parameters is more than one "
-						      "collective can carry",
-				      m->gnodes[n].name, u->P);
+			return SF_ERR(SF_ERR_INVALID,
+			              "layer \"%s\": %zu parameters is more than one "
+			              "collective can carry",
+			              m->gnodes[n].name, u->P);
 		u->opt_n = sh == SF_SHARD_NONE ? u->P : u->S;
 		u->comm = (struct _sf_comm_args){
-			.comm = m->ctx->comm,
-			.nranks = m->nranks,
-			.P = u->P,
-			.S = u->S,
-			.resident = sh == SF_SHARD_FULL ? &m->resident : NULL,
-			.max_resident = &m->max_resident,
+		    .comm = m->ctx->comm,
+		    .nranks = m->nranks,
+		    .P = u->P,
+		    .S = u->S,
+		    .resident = sh == SF_SHARD_FULL ? &m->resident : NULL,
+		    .max_resident = &m->max_resident,
 		};
 		unit_names(u, n, m->gnodes[n].type->name);
 		if (sh != SF_SHARD_NONE) {
@@ -282,7 +288,7 @@ fail:
 }
 
 SF_API int sf_model_create(sf_context *ctx, const sf_graph *g, const struct sf_model_options *o,
-			   sf_model **out)
+                           sf_model **out)
 {
 	int rc = SF_OK;
 	struct sf_model *m = NULL;
@@ -296,9 +302,10 @@ SF_API int sf_model_create(sf_context *ctx, const sf_graph *g, const struct sf_m
 	if (!g)
 		return SF_ERR(SF_ERR_INVALID, "sf_model_create: graph is NULL");
 	if (g->loss < 0)
-		return SF_ERR(SF_ERR_INVALID, "sf_model_create: graph \"%s\" has no loss (end it with "
-					      "sf_graph_softmax_cross_entropy)",
-			      g->name);
+		return SF_ERR(SF_ERR_INVALID,
+		              "sf_model_create: graph \"%s\" has no loss (end it with "
+		              "sf_graph_softmax_cross_entropy)",
+		              g->name);
 	if (!o) {
 		sf_model_options_init(&defaults);
 		o = &defaults;
@@ -327,9 +334,10 @@ SF_API int sf_model_create(sf_context *ctx, const sf_graph *g, const struct sf_m
 	plan_gradients(m);
 	SF_CHECK(build_units(m));
 	if (m->nunits == 0) {
-		rc = SF_ERR(SF_ERR_INVALID, "sf_model_create: graph \"%s\" has no layer with "
-					    "parameters; there is nothing to train",
-			    g->name);
+		rc = SF_ERR(SF_ERR_INVALID,
+		            "sf_model_create: graph \"%s\" has no layer with "
+		            "parameters; there is nothing to train",
+		            g->name);
 		goto fail;
 	}
 
@@ -356,19 +364,20 @@ SF_API int sf_model_create(sf_context *ctx, const sf_graph *g, const struct sf_m
 	}
 	reg(&m->h_labels, m->labels, nl, sizeof(int32_t));
 	m->loss_args = (struct _sf_loss_args){
-		.rows = m->B_local,
-		.classes = m->gnodes[m->labels_node].dim,
-		.scale = 1.0f / (float)m->B_global,
+	    .rows = m->B_local,
+	    .classes = m->gnodes[m->labels_node].dim,
+	    .scale = 1.0f / (float)m->B_global,
 	};
 	m->loss_comm = (struct _sf_comm_args){.comm = ctx->comm, .nranks = m->nranks};
 	for (int s = 0; s < SF_LOSS_SLOTS; s++)
 		reg(&m->h_loss[s], &m->loss_val[s], 1, sizeof(double));
 
 	ctx->nmodels++;
-	_sf_log(SF_LOG_INFO, "model \"%s\": %d units, %zu parameters, batch %d (%d local rows), "
-			     "sharding %d, ring %d",
-		g->name, m->nunits, m->nparams_total, m->B_global, m->B_local, (int)m->cfg.sharding,
-		m->R);
+	_sf_log(SF_LOG_INFO,
+	        "model \"%s\": %d units, %zu parameters, batch %d (%d local rows), "
+	        "sharding %d, ring %d",
+	        g->name, m->nunits, m->nparams_total, m->B_global, m->B_local, (int)m->cfg.sharding,
+	        m->R);
 	*out = m;
 	return SF_OK;
 fail:
@@ -459,9 +468,10 @@ SF_API int sf_model_set_lr(sf_model *m, float lr)
 	if (!m)
 		return SF_ERR(SF_ERR_INVALID, "sf_model_set_lr: model is NULL");
 	if (!(lr > 0.0f) || !isfinite(lr))
-		return SF_ERR(SF_ERR_INVALID, "sf_model_set_lr: lr must be a finite number > 0 (got "
-					      "%g)",
-			      (double)lr);
+		return SF_ERR(SF_ERR_INVALID,
+		              "sf_model_set_lr: lr must be a finite number > 0 (got "
+		              "%g)",
+		              (double)lr);
 	m->lr = lr;
 	return SF_OK;
 }
@@ -473,9 +483,10 @@ SF_API int sf_model_params_get(sf_model *m, float *dst, size_t n)
 	if (!m || !dst)
 		return SF_ERR(SF_ERR_INVALID, "sf_model_params_get: NULL model or destination");
 	if (n != m->nparams_total)
-		return SF_ERR(SF_ERR_INVALID, "sf_model_params_get: n is %zu, the model has %zu "
-					      "parameters (sf_model_param_count)",
-			      n, m->nparams_total);
+		return SF_ERR(SF_ERR_INVALID,
+		              "sf_model_params_get: n is %zu, the model has %zu "
+		              "parameters (sf_model_param_count)",
+		              n, m->nparams_total);
 	SF_CHECK(sf_model_sync(m));
 	if (m->cfg.sharding != SF_SHARD_NONE)
 		SF_CHECK(alloc_floats(&tmp, m->largest_NS, "sf_model_params_get"));
@@ -489,7 +500,7 @@ SF_API int sf_model_params_get(sf_model *m, float *dst, size_t n)
 		}
 		starpu_data_acquire(u->h_shard, STARPU_R);
 		int mrc = MPI_Allgather(u->shard, (int)u->S, MPI_FLOAT, tmp, (int)u->S, MPI_FLOAT,
-					m->ctx->ctl_comm);
+		                        m->ctx->ctl_comm);
 		starpu_data_release(u->h_shard);
 		if (mrc != MPI_SUCCESS) {
 			rc = _sf_mpi_err(mrc, "MPI_Allgather(parameters)", __FILE__, __LINE__);

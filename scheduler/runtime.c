@@ -63,11 +63,12 @@ static int plan_workers(int *total)
 		char *end = NULL;
 		long v = strtol(s, &end, 10);
 		if (*end != '\0' || v < 2 || v > STARPU_MAXCPUS)
-			return SF_ERR(SF_ERR_CONFIG,
-				      "STARPU_NCPU=\"%s\" cannot be used: shardflow needs at least 2 CPU "
-				      "workers (compute workers plus one comm worker) and this StarPU "
-				      "supports at most %d; accepted values are 2 to %d, or unset",
-				      s, STARPU_MAXCPUS, STARPU_MAXCPUS);
+			return SF_ERR(
+			    SF_ERR_CONFIG,
+			    "STARPU_NCPU=\"%s\" cannot be used: shardflow needs at least 2 CPU "
+			    "workers (compute workers plus one comm worker) and this StarPU "
+			    "supports at most %d; accepted values are 2 to %d, or unset",
+			    s, STARPU_MAXCPUS, STARPU_MAXCPUS);
 		*total = (int)v;
 		return SF_OK;
 	}
@@ -94,7 +95,7 @@ SF_API int sf_init(int *argc, char ***argv, sf_context **out)
 	*out = NULL;
 	if (the_context)
 		return SF_ERR(SF_ERR_STATE, "sf_init: shardflow is already initialised in this "
-					    "process (one context per process)");
+		                            "process (one context per process)");
 	ctx = calloc(1, sizeof *ctx);
 	if (!ctx)
 		return SF_ERR(SF_ERR_NOMEM, "sf_init: out of memory");
@@ -112,10 +113,11 @@ SF_API int sf_init(int *argc, char ***argv, sf_context **out)
 		SF_MPI_CHECK(MPI_Query_thread(&provided));
 	}
 	if (provided < MPI_THREAD_MULTIPLE) {
-		rc = SF_ERR(SF_ERR_MPI, "MPI provides thread level %d, shardflow needs "
-					"MPI_THREAD_MULTIPLE (%d): initialise MPI with "
-					"MPI_Init_thread(..., MPI_THREAD_MULTIPLE, ...) or let sf_init do it",
-			    provided, MPI_THREAD_MULTIPLE);
+		rc = SF_ERR(SF_ERR_MPI,
+		            "MPI provides thread level %d, shardflow needs "
+		            "MPI_THREAD_MULTIPLE (%d): initialise MPI with "
+		            "MPI_Init_thread(..., MPI_THREAD_MULTIPLE, ...) or let sf_init do it",
+		            provided, MPI_THREAD_MULTIPLE);
 		goto fail;
 	}
 	SF_MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &ctx->comm));
@@ -158,7 +160,7 @@ SF_API int sf_init(int *argc, char ***argv, sf_context **out)
 	MPI_Comm node = MPI_COMM_NULL;
 	int node_rank = 0;
 	SF_MPI_CHECK(MPI_Comm_split_type(ctx->ctl_comm, MPI_COMM_TYPE_SHARED, ctx->rank,
-					 MPI_INFO_NULL, &node));
+	                                 MPI_INFO_NULL, &node));
 	SF_MPI_CHECK(MPI_Comm_rank(node, &node_rank));
 	int ret = 0;
 	if (node_rank == 0)
@@ -179,9 +181,10 @@ SF_API int sf_init(int *argc, char ***argv, sf_context **out)
 	starpu_up = true;
 	int ncpu = (int)starpu_cpu_worker_get_count();
 	if (ncpu < 2) {
-		rc = SF_ERR(SF_ERR_STARPU, "StarPU started %d CPU worker(s); shardflow needs at "
-					   "least 2 (compute + comm)",
-			    ncpu);
+		rc = SF_ERR(SF_ERR_STARPU,
+		            "StarPU started %d CPU worker(s); shardflow needs at "
+		            "least 2 (compute + comm)",
+		            ncpu);
 		goto fail;
 	}
 	int ids[STARPU_NMAXWORKERS];
@@ -192,7 +195,7 @@ SF_API int sf_init(int *argc, char ***argv, sf_context **out)
 	starpu_profiling_status_set(STARPU_PROFILING_DISABLE);
 	SF_CHECK(_sf_layers_builtin_init());
 	_sf_log(SF_LOG_INFO, "rank %d/%d: %d compute worker(s) + comm worker %d", ctx->rank,
-		ctx->size, ctx->ncompute, ctx->comm_worker);
+	        ctx->size, ctx->ncompute, ctx->comm_worker);
 
 	the_context = ctx;
 	*out = ctx;
@@ -222,9 +225,10 @@ SF_API int sf_finalize(sf_context *ctx)
 	if (ctx != the_context)
 		return SF_ERR(SF_ERR_INVALID, "sf_finalize: not the context made by sf_init");
 	if (ctx->nmodels > 0)
-		return SF_ERR(SF_ERR_STATE, "sf_finalize: %d model(s) still exist; call "
-					    "sf_model_destroy() first",
-			      ctx->nmodels);
+		return SF_ERR(SF_ERR_STATE,
+		              "sf_finalize: %d model(s) still exist; call "
+		              "sf_model_destroy() first",
+		              ctx->nmodels);
 	starpu_task_wait_for_all();
 	starpu_shutdown();
 	_sf_comm_worker = -1;

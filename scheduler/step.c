@@ -24,12 +24,12 @@
 #include <string.h>
 
 /* Submits a task built from a codelet and a NULL-terminated set of insert args. */
-#define INSERT(...)                                                                          \
-	do {                                                                                 \
-		int sf_ins_rc_ = starpu_task_insert(__VA_ARGS__, 0);                         \
-		if (sf_ins_rc_ != 0)                                                         \
-			return SF_ERR(SF_ERR_STARPU, "starpu_task_insert failed (%d)",       \
-				      sf_ins_rc_);                                           \
+#define INSERT(...)                                                                                \
+	do {                                                                                       \
+		int sf_ins_rc_ = starpu_task_insert(__VA_ARGS__, 0);                               \
+		if (sf_ins_rc_ != 0)                                                               \
+			return SF_ERR(SF_ERR_STARPU, "starpu_task_insert failed (%d)",             \
+			              sf_ins_rc_);                                                 \
 	} while (0)
 
 static starpu_data_handle_t param_handle(struct sf_model *m, int u)
@@ -84,8 +84,8 @@ static int submit_fwd(struct sf_model *m, int n)
 	for (int i = 0; i < nd->nin; i++)
 		d[k++] = (struct starpu_data_descr){m->nodes[nd->in[i]].h_act, STARPU_R};
 	d[k++] = (struct starpu_data_descr){s->h_act, STARPU_W};
-	INSERT((struct starpu_codelet *)&nd->type->fwd_cl, STARPU_DATA_MODE_ARRAY, d, k, STARPU_CL_ARGS_NFREE, &s->info,
-	       sizeof s->info, STARPU_NAME, s->fwd_name);
+	INSERT((struct starpu_codelet *)&nd->type->fwd_cl, STARPU_DATA_MODE_ARRAY, d, k,
+	       STARPU_CL_ARGS_NFREE, &s->info, sizeof s->info, STARPU_NAME, s->fwd_name);
 	return SF_OK;
 }
 
@@ -105,12 +105,12 @@ static int submit_bwd(struct sf_model *m, int n, starpu_data_handle_t grad)
 	/* activation gradients: "=" for the first consumer, "+=" for the others */
 	for (int i = 0; i < nd->nin; i++)
 		if (li->need_dinput[i])
-			d[k++] = (struct starpu_data_descr){m->nodes[nd->in[i]].h_dact,
-							    li->accumulate[i] ? STARPU_RW : STARPU_W};
+			d[k++] = (struct starpu_data_descr){
+			    m->nodes[nd->in[i]].h_dact, li->accumulate[i] ? STARPU_RW : STARPU_W};
 	if (s->unit >= 0)
 		d[k++] = (struct starpu_data_descr){grad, STARPU_W};
-	INSERT((struct starpu_codelet *)&nd->type->bwd_cl, STARPU_DATA_MODE_ARRAY, d, k, STARPU_CL_ARGS_NFREE, &s->info,
-	       sizeof s->info, STARPU_NAME, s->bwd_name);
+	INSERT((struct starpu_codelet *)&nd->type->bwd_cl, STARPU_DATA_MODE_ARRAY, d, k,
+	       STARPU_CL_ARGS_NFREE, &s->info, sizeof s->info, STARPU_NAME, s->bwd_name);
 	return SF_OK;
 }
 
@@ -135,14 +135,14 @@ static int submit_opt(struct sf_model *m, int u, starpu_data_handle_t grad)
 	starpu_data_handle_t p = replicated ? un->h_full : un->h_shard;
 	starpu_data_handle_t g = replicated ? grad : un->h_gshard;
 	struct _sf_opt_args a = {
-		.n = un->opt_n,
-		.lr = m->lr,
-		.momentum = m->opt.momentum,
-		.weight_decay = m->opt.weight_decay,
-		.beta1 = m->opt.beta1,
-		.beta2 = m->opt.beta2,
-		.eps = m->opt.eps,
-		.t = m->nsteps + 1,
+	    .n = un->opt_n,
+	    .lr = m->lr,
+	    .momentum = m->opt.momentum,
+	    .weight_decay = m->opt.weight_decay,
+	    .beta1 = m->opt.beta1,
+	    .beta2 = m->opt.beta2,
+	    .eps = m->opt.eps,
+	    .t = m->nsteps + 1,
 	};
 	if (m->opt.optimizer == SF_OPT_ADAMW)
 		INSERT(&_sf_cl_adamw, STARPU_RW, p, STARPU_R, g, STARPU_RW, un->h_m, STARPU_RW,
@@ -233,10 +233,10 @@ static int backward(struct sf_model *m)
 	if (m->cfg.sharding == SF_SHARD_GRAD_OP)
 		for (int u = m->nunits - 1; u >= 0; u--) {
 			struct _sf_unit *un = &m->units[u];
-			INSERT(&_sf_cl_gather, STARPU_RW, m->h_order, STARPU_R, un->h_shard, STARPU_W,
-			       un->h_full, STARPU_CL_ARGS_NFREE, &un->comm, sizeof un->comm,
-			       STARPU_EXECUTE_ON_WORKER, m->ctx->comm_worker, STARPU_NAME,
-			       un->ag_name);
+			INSERT(&_sf_cl_gather, STARPU_RW, m->h_order, STARPU_R, un->h_shard,
+			       STARPU_W, un->h_full, STARPU_CL_ARGS_NFREE, &un->comm,
+			       sizeof un->comm, STARPU_EXECUTE_ON_WORKER, m->ctx->comm_worker,
+			       STARPU_NAME, un->ag_name);
 		}
 fail:
 	return rc;
@@ -274,27 +274,29 @@ SF_API int sf_model_step(sf_model *m, const struct sf_batch *b, int64_t *ticket)
 	if (!m || !b)
 		return SF_ERR(SF_ERR_INVALID, "sf_model_step: %s is NULL", m ? "batch" : "model");
 	if (b->ninputs != m->ninputs || (m->ninputs && !b->inputs))
-		return SF_ERR(SF_ERR_INVALID, "sf_model_step: the graph has %d float input(s), the "
-					      "batch gives %d",
-			      m->ninputs, b->inputs ? b->ninputs : 0);
+		return SF_ERR(SF_ERR_INVALID,
+		              "sf_model_step: the graph has %d float input(s), the "
+		              "batch gives %d",
+		              m->ninputs, b->inputs ? b->ninputs : 0);
 	for (int i = 0; i < m->ninputs; i++)
 		if (!b->inputs[i])
 			return SF_ERR(SF_ERR_INVALID, "sf_model_step: input %d (\"%s\") is NULL", i,
-				      m->gnodes[m->input_nodes[i]].name);
+			              m->gnodes[m->input_nodes[i]].name);
 	if (!b->labels)
 		return SF_ERR(SF_ERR_INVALID, "sf_model_step: labels are NULL");
 	int C = m->loss_args.classes;
 	for (int r = 0; r < m->B_local; r++)
 		if (b->labels[r] < 0 || b->labels[r] >= C)
-			return SF_ERR(SF_ERR_INVALID, "sf_model_step: label %d of local row %d (global "
-						      "row %d) is outside [0, %d)",
-				      (int)b->labels[r], r, m->row0 + r, C);
+			return SF_ERR(SF_ERR_INVALID,
+			              "sf_model_step: label %d of local row %d (global "
+			              "row %d) is outside [0, %d)",
+			              (int)b->labels[r], r, m->row0 + r, C);
 
 	for (int i = 0; i < m->ninputs; i++) {
 		struct _sf_node_state *s = &m->nodes[m->input_nodes[i]];
 		SF_CHECK(stage(s->h_act, s->act, b->inputs[i],
-			       (size_t)m->B_local * (size_t)m->gnodes[m->input_nodes[i]].dim *
-				       sizeof(float)));
+		               (size_t)m->B_local * (size_t)m->gnodes[m->input_nodes[i]].dim *
+		                   sizeof(float)));
 	}
 	SF_CHECK(stage(m->h_labels, m->labels, b->labels, (size_t)m->B_local * sizeof(int32_t)));
 	SF_CHECK(_sf_step_submit(m));
@@ -310,13 +312,15 @@ SF_API int sf_model_loss(sf_model *m, int64_t ticket, double *loss)
 	if (!m || !loss)
 		return SF_ERR(SF_ERR_INVALID, "sf_model_loss: NULL model or output");
 	if (ticket < 0 || ticket >= m->nsteps)
-		return SF_ERR(SF_ERR_INVALID, "sf_model_loss: ticket %lld was never issued (%lld "
-					      "steps submitted)",
-			      (long long)ticket, (long long)m->nsteps);
+		return SF_ERR(SF_ERR_INVALID,
+		              "sf_model_loss: ticket %lld was never issued (%lld "
+		              "steps submitted)",
+		              (long long)ticket, (long long)m->nsteps);
 	if (ticket < m->nsteps - SF_LOSS_SLOTS)
-		return SF_ERR(SF_ERR_INVALID, "sf_model_loss: ticket %lld is too old; the losses of "
-					      "the last %d steps are kept",
-			      (long long)ticket, SF_LOSS_SLOTS);
+		return SF_ERR(SF_ERR_INVALID,
+		              "sf_model_loss: ticket %lld is too old; the losses of "
+		              "the last %d steps are kept",
+		              (long long)ticket, SF_LOSS_SLOTS);
 	starpu_data_handle_t h = m->h_loss[ticket % SF_LOSS_SLOTS];
 	int ret = starpu_data_acquire(h, STARPU_R);
 	if (ret != 0)

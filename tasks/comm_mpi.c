@@ -38,11 +38,11 @@ static void gather_cpu(void *buffers[], void *cl_arg)
 	float *full = (float *)STARPU_VECTOR_GET_PTR(buffers[2]);
 	STARPU_ASSERT(STARPU_VECTOR_GET_NX(buffers[2]) >= a->S * (size_t)a->nranks);
 	STARPU_ASSERT_MSG(starpu_worker_get_id() == _sf_comm_worker,
-			  "a collective ran outside the comm worker");
+	                  "a collective ran outside the comm worker");
 	if (a->resident)
 		note_resident(a, +1);
 	mpi_assert(MPI_Allgather(shard, (int)a->S, MPI_FLOAT, full, (int)a->S, MPI_FLOAT, a->comm),
-		   "MPI_Allgather");
+	           "MPI_Allgather");
 }
 
 /* order[RW] grad[RW] gshard[W]: gshard = this rank's block of the sum over ranks */
@@ -55,7 +55,7 @@ static void reduce_scatter_cpu(void *buffers[], void *cl_arg)
 	/* the slot is shared by units of different sizes: its tail is stale */
 	memset(grad + a->P, 0, (padded - a->P) * sizeof(float));
 	mpi_assert(MPI_Reduce_scatter_block(grad, gshard, (int)a->S, MPI_FLOAT, MPI_SUM, a->comm),
-		   "MPI_Reduce_scatter_block");
+	           "MPI_Reduce_scatter_block");
 }
 
 /* order[RW] grad[RW]: grad = sum over ranks (replicated parameters) */
@@ -64,7 +64,7 @@ static void allreduce_cpu(void *buffers[], void *cl_arg)
 	struct _sf_comm_args *a = cl_arg;
 	float *grad = (float *)STARPU_VECTOR_GET_PTR(buffers[1]);
 	mpi_assert(MPI_Allreduce(MPI_IN_PLACE, grad, (int)a->P, MPI_FLOAT, MPI_SUM, a->comm),
-		   "MPI_Allreduce");
+	           "MPI_Allreduce");
 }
 
 /* order[RW] loss[RW]: one double summed over ranks */
@@ -73,7 +73,7 @@ static void loss_sum_cpu(void *buffers[], void *cl_arg)
 	struct _sf_comm_args *a = cl_arg;
 	double *v = (double *)STARPU_VECTOR_GET_PTR(buffers[1]);
 	mpi_assert(MPI_Allreduce(MPI_IN_PLACE, v, 1, MPI_DOUBLE, MPI_SUM, a->comm),
-		   "MPI_Allreduce(loss)");
+	           "MPI_Allreduce(loss)");
 }
 
 /* slot[RW]: the unit's last reader is done; the slot may be gathered into again */
@@ -83,14 +83,14 @@ static void free_cpu(void *buffers[], void *cl_arg)
 	note_resident(cl_arg, -1);
 }
 
-#define COMM_CODELET(var, fn, n, ...)                                                        \
-	struct starpu_codelet var = {                                                        \
-		.where = STARPU_CPU,                                                         \
-		.cpu_funcs = {fn},                                                           \
-		.cpu_funcs_name = {#fn},                                                     \
-		.nbuffers = n,                                                               \
-		.modes = {__VA_ARGS__},                                                      \
-		.name = #fn,                                                                 \
+#define COMM_CODELET(var, fn, n, ...)                                                              \
+	struct starpu_codelet var = {                                                              \
+	    .where = STARPU_CPU,                                                                   \
+	    .cpu_funcs = {fn},                                                                     \
+	    .cpu_funcs_name = {#fn},                                                               \
+	    .nbuffers = n,                                                                         \
+	    .modes = {__VA_ARGS__},                                                                \
+	    .name = #fn,                                                                           \
 	}
 
 COMM_CODELET(_sf_cl_gather, gather_cpu, 3, STARPU_RW, STARPU_R, STARPU_W);
@@ -100,11 +100,11 @@ COMM_CODELET(_sf_cl_allreduce, allreduce_cpu, 2, STARPU_RW, STARPU_RW);
 COMM_CODELET(_sf_cl_loss_sum, loss_sum_cpu, 2, STARPU_RW, STARPU_RW);
 
 struct starpu_codelet _sf_cl_free = {
-	.where = STARPU_CPU,
-	.cpu_funcs = {free_cpu},
-	.cpu_funcs_name = {"free_cpu"},
-	.nbuffers = 1,
-	.modes = {STARPU_RW},
-	.can_execute = _sf_compute_can_execute,
-	.name = "free",
+    .where = STARPU_CPU,
+    .cpu_funcs = {free_cpu},
+    .cpu_funcs_name = {"free_cpu"},
+    .nbuffers = 1,
+    .modes = {STARPU_RW},
+    .can_execute = _sf_compute_can_execute,
+    .name = "free",
 };

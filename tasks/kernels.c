@@ -13,23 +13,21 @@
 #include <math.h>
 #include <string.h>
 
-void _sf_linear_fwd(int B, int I, int O, const float *x, const float *w, const float *b,
-		    float *y)
+void _sf_linear_fwd(int B, int I, int O, const float *x, const float *w, const float *b, float *y)
 {
 	for (int r = 0; r < B; r++)
 		memcpy(y + (size_t)r * O, b, sizeof(float) * (size_t)O);
-	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, B, O, I, 1.0f, x, I, w, I, 1.0f, y,
-		    O);
+	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, B, O, I, 1.0f, x, I, w, I, 1.0f, y, O);
 }
 
-void _sf_linear_bwd(int B, int I, int O, const float *x, const float *w, const float *dy,
-		    float *dx, int acc, float *dw, float *db)
+void _sf_linear_bwd(int B, int I, int O, const float *x, const float *w, const float *dy, float *dx,
+                    int acc, float *dw, float *db)
 {
 	if (dx)
 		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, B, I, O, 1.0f, dy, O, w, I,
-			    acc ? 1.0f : 0.0f, dx, I);
+		            acc ? 1.0f : 0.0f, dx, I);
 	cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, O, I, B, 1.0f, dy, O, x, I, 0.0f, dw,
-		    I);
+	            I);
 	for (int o = 0; o < O; o++)
 		db[o] = 0.0f;
 	for (int r = 0; r < B; r++) {
@@ -92,8 +90,7 @@ void _sf_pass_bwd(size_t n, const float *dy, float *d, int acc)
 		d[i] += dy[i];
 }
 
-double _sf_softmax_xent(int B, int C, const float *z, const int32_t *labels, float scale,
-			float *dz)
+double _sf_softmax_xent(int B, int C, const float *z, const int32_t *labels, float scale, float *dz)
 {
 	double loss = 0.0;
 	for (int r = 0; r < B; r++) {
@@ -123,8 +120,8 @@ void _sf_sgd(size_t n, float *p, const float *g, float *buf, float lr, float mu,
 	}
 }
 
-void _sf_adamw(size_t n, float *p, const float *g, float *m, float *v, float lr, float b1,
-	       float b2, float eps, float wd, int64_t t)
+void _sf_adamw(size_t n, float *p, const float *g, float *m, float *v, float lr, float b1, float b2,
+               float eps, float wd, int64_t t)
 {
 	float c1 = 1.0f - powf(b1, (float)t);
 	float c2 = 1.0f - powf(b2, (float)t);

@@ -135,7 +135,7 @@ struct worst {
 };
 
 static void account(struct worst *w, const char *what, int64_t i, double a, double b,
-		    int bits_equal, double floor_)
+                    int bits_equal, double floor_)
 {
 	double r = rel_diff(a, b, floor_);
 	if (!bits_equal)
@@ -143,11 +143,11 @@ static void account(struct worst *w, const char *what, int64_t i, double a, doub
 	/* ">" keeps the earliest of equal differences (NaN counts as infinite) */
 	if (r > w->rel) {
 		*w = (struct worst){.rel = r,
-				    .what = what,
-				    .index = i,
-				    .a = a,
-				    .b = b,
-				    .nbits_differ = w->nbits_differ};
+		                    .what = what,
+		                    .index = i,
+		                    .a = a,
+		                    .b = b,
+		                    .nbits_differ = w->nbits_differ};
 	}
 }
 
@@ -160,16 +160,16 @@ int main(int argc, char **argv)
 		if (!strcmp(argv[i], "--bitwise")) {
 			bitwise = 1;
 		} else if ((!strcmp(argv[i], "--rtol") || !strcmp(argv[i], "--floor")) &&
-			   i + 1 < argc) {
+		           i + 1 < argc) {
 			const char *opt = argv[i];
 			char *end;
 			errno = 0;
 			double v = strtod(argv[++i], &end);
 			if (end == argv[i] || *end || errno || !(v >= 0.0) || isinf(v)) {
 				fprintf(stderr,
-					PROG ": %s \"%s\" is invalid: expected a "
-					     "non-negative number\n",
-					opt, argv[i]);
+				        PROG ": %s \"%s\" is invalid: expected a "
+				             "non-negative number\n",
+				        opt, argv[i]);
 				usage(stderr);
 				return 2;
 			}
@@ -208,10 +208,10 @@ int main(int argc, char **argv)
 		struct worst w = {.rel = 0.0, .what = "nothing", .index = -1};
 		for (int64_t k = 0; k < a.nsteps; k++)
 			account(&w, "loss", k, a.losses[k], b.losses[k],
-				!memcmp(&a.losses[k], &b.losses[k], sizeof(double)), floor_);
+			        !memcmp(&a.losses[k], &b.losses[k], sizeof(double)), floor_);
 		for (int64_t k = 0; k < a.nparams; k++)
 			account(&w, "param", k, a.params[k], b.params[k],
-				!memcmp(&a.params[k], &b.params[k], sizeof(float)), floor_);
+			        !memcmp(&a.params[k], &b.params[k], sizeof(float)), floor_);
 		int64_t total = a.nsteps + a.nparams;
 		printf("compared %lld values (%lld losses, %lld parameters): max relative "
 		       "difference %.3g",

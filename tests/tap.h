@@ -84,7 +84,7 @@ static inline int done_testing(void)
 
 /* The helpers behind the macros below: they know the caller's file and line. */
 static inline int tap_int_eq(long long a, long long b, const char *as, const char *bs,
-			     const char *name, const char *file, int line)
+                             const char *name, const char *file, int line)
 {
 	int c = ok(a == b, "%s", name);
 	if (!c)
@@ -93,19 +93,18 @@ static inline int tap_int_eq(long long a, long long b, const char *as, const cha
 }
 
 static inline int tap_close(double a, double b, double tol, const char *as, const char *bs,
-			    const char *name, const char *file, int line)
+                            const char *name, const char *file, int line)
 {
 	double d = fabs(a - b);
-	int c = ok(isfinite(a) && isfinite(b) && d <= tol, "%s (|diff| %.3g, tol %.3g)", name, d,
-		   tol);
+	int c =
+	    ok(isfinite(a) && isfinite(b) && d <= tol, "%s (|diff| %.3g, tol %.3g)", name, d, tol);
 	if (!c)
 		diag("  %s:%d: %s ~ %s: got %.9g, expected %.9g, |diff| %.3g > tol %.3g", file,
 		     line, as, bs, a, b, d, tol);
 	return c;
 }
 
-static inline int tap_true(int cond, const char *cs, const char *name, const char *file,
-			   int line)
+static inline int tap_true(int cond, const char *cs, const char *name, const char *file, int line)
 {
 	int c = ok(cond, "%s", name);
 	if (!c)
@@ -114,10 +113,10 @@ static inline int tap_true(int cond, const char *cs, const char *name, const cha
 }
 
 /* a == b as integers. */
-#define ok_int_eq(a, b, name)                                                                  \
+#define ok_int_eq(a, b, name)                                                                      \
 	tap_int_eq((long long)(a), (long long)(b), #a, #b, name, __FILE__, __LINE__)
 /* |a - b| <= tol, both finite. */
-#define ok_close(a, b, tol, name)                                                              \
+#define ok_close(a, b, tol, name)                                                                  \
 	tap_close((double)(a), (double)(b), (double)(tol), #a, #b, name, __FILE__, __LINE__)
 /* cond, printing the condition's text on failure. */
 #define ok_true(cond, name) tap_true((cond) != 0, #cond, name, __FILE__, __LINE__)

@@ -21,13 +21,13 @@
 #include <string.h>
 
 /* rc is SF_ERR_INVALID or SF_ERR_STATE: for calls where either reading is fair. */
-#define ok_refused(rc, name)                                                                   \
-	do {                                                                                   \
-		int rc_ = (rc);                                                                \
-		if (!ok(rc_ == SF_ERR_INVALID || rc_ == SF_ERR_STATE, "%s", name))             \
-			diag("  %s:%d: %s: got %d, expected SF_ERR_INVALID (%d) or "           \
-			     "SF_ERR_STATE (%d)",                                              \
-			     __FILE__, __LINE__, #rc, rc_, SF_ERR_INVALID, SF_ERR_STATE);      \
+#define ok_refused(rc, name)                                                                       \
+	do {                                                                                       \
+		int rc_ = (rc);                                                                    \
+		if (!ok(rc_ == SF_ERR_INVALID || rc_ == SF_ERR_STATE, "%s", name))                 \
+			diag("  %s:%d: %s: got %d, expected SF_ERR_INVALID (%d) or "               \
+			     "SF_ERR_STATE (%d)",                                                  \
+			     __FILE__, __LINE__, #rc, rc_, SF_ERR_INVALID, SF_ERR_STATE);          \
 	} while (0)
 
 #define ok_invalid(rc, name) ok_int_eq((rc), SF_ERR_INVALID, name)
@@ -36,7 +36,7 @@
 /* --- a parameterless identity layer type, to exercise sf_layer_type_register ------ */
 
 static int ident_infer(const int *in_dims, int nin, const void *config, int *out_dim,
-		       size_t *nparams)
+                       size_t *nparams)
 {
 	(void)nin, (void)config;
 	*out_dim = in_dims[0];
@@ -46,11 +46,10 @@ static int ident_infer(const int *in_dims, int nin, const void *config, int *out
 
 /* Refuses every configuration, so sf_graph_layer() must pass the refusal on. */
 static int picky_infer(const int *in_dims, int nin, const void *config, int *out_dim,
-		       size_t *nparams)
+                       size_t *nparams)
 {
 	(void)in_dims, (void)nin, (void)config, (void)out_dim, (void)nparams;
-	return sf_error_set(SF_ERR_INVALID,
-			    "apitest_picky: this type accepts no configuration");
+	return sf_error_set(SF_ERR_INVALID, "apitest_picky: this type accepts no configuration");
 }
 
 static void ident_fwd(void *buffers[], void *cl_arg)
@@ -75,11 +74,11 @@ static void ident_bwd(void *buffers[], void *cl_arg)
 static struct sf_layer_type ident_type(const char *name)
 {
 	struct sf_layer_type t = {.name = name,
-				  .min_inputs = 1,
-				  .max_inputs = 1,
-				  .infer = ident_infer,
-				  .forward_cpu = ident_fwd,
-				  .backward_cpu = ident_bwd};
+	                          .min_inputs = 1,
+	                          .max_inputs = 1,
+	                          .infer = ident_infer,
+	                          .forward_cpu = ident_fwd,
+	                          .backward_cpu = ident_bwd};
 	return t;
 }
 
@@ -88,8 +87,8 @@ static struct sf_layer_type ident_type(const char *name)
 static void test_status_strings(void)
 {
 	static const int codes[] = {
-		SF_OK,         SF_ERR_INVALID, SF_ERR_CONFIG, SF_ERR_NOMEM, SF_ERR_MPI,
-		SF_ERR_STARPU, SF_ERR_STATE,   SF_ERR_IO,     -100,         7};
+	    SF_OK,         SF_ERR_INVALID, SF_ERR_CONFIG, SF_ERR_NOMEM, SF_ERR_MPI,
+	    SF_ERR_STARPU, SF_ERR_STATE,   SF_ERR_IO,     -100,         7};
 	int all = 1;
 	for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++) {
 		const char *s = sf_strerror(codes[i]);
@@ -101,9 +100,9 @@ static void test_status_strings(void)
 	ok(all, "sf_strerror is a non-empty string for every status and for unknown codes");
 	ok_true(sf_last_error() != NULL, "sf_last_error() is never NULL");
 	ok_invalid(sf_error_set(SF_ERR_INVALID, "apitest marker %d", 42),
-		   "sf_error_set returns the status it records");
+	           "sf_error_set returns the status it records");
 	ok_true(strstr(sf_last_error(), "apitest marker 42") != NULL,
-		"sf_last_error() holds the message of sf_error_set");
+	        "sf_last_error() holds the message of sf_error_set");
 }
 
 static void test_before_init(void)
@@ -126,8 +125,8 @@ static void test_options_defaults(void)
 	memset(&o, 0xff, sizeof o);
 	ok_sf_ok(sf_model_options_init(&o), "sf_model_options_init");
 	ok(o.batch == 64 && o.seed == 1 && o.optimizer == SF_OPT_SGD && o.lr == 0.01f &&
-		   o.momentum == 0.9f && o.weight_decay == 0.0f && o.beta1 == 0.9f &&
-		   o.beta2 == 0.999f && o.eps == 1e-8f,
+	       o.momentum == 0.9f && o.weight_decay == 0.0f && o.beta1 == 0.9f &&
+	       o.beta2 == 0.999f && o.eps == 1e-8f,
 	   "sf_model_options_init gives the documented defaults");
 }
 
@@ -204,14 +203,12 @@ static void test_graph_misuse(void)
 	ok_invalid(sf_graph_label_input(g, "y2", 4, &id), "a second label input");
 
 	ok_invalid(sf_graph_linear(NULL, x, 4, "fc", &id), "sf_graph_linear(NULL graph)");
-	ok_invalid(sf_graph_linear(g, 999, 4, "fc", &id),
-		   "linear on node id 999 (no such node)");
+	ok_invalid(sf_graph_linear(g, 999, 4, "fc", &id), "linear on node id 999 (no such node)");
 	ok_invalid(sf_graph_linear(g, -1, 4, "fc", &id), "linear on node id -1");
 	ok_invalid(sf_graph_linear(g, x, 0, "fc", &id), "linear with out_dim 0");
 	ok_invalid(sf_graph_linear(g, x, -5, "fc", &id), "linear with out_dim -5");
 	ok_invalid(sf_graph_linear(g, lab, 4, "fc", &id), "linear on the integer label input");
-	ok_invalid(sf_graph_linear(g, x, 4, NULL, &id),
-		   "linear (has parameters) without a name");
+	ok_invalid(sf_graph_linear(g, x, 4, NULL, &id), "linear (has parameters) without a name");
 	ok_sf_ok(sf_graph_linear(g, x, 8, "fc1", &h), "linear fc1");
 	ok_invalid(sf_graph_linear(g, h, 8, "fc1", &id), "a second layer named fc1");
 	ok_sf_ok(sf_graph_linear(g, x2, 4, "fc4", &h4), "linear fc4");
@@ -227,44 +224,44 @@ static void test_graph_misuse(void)
 	ok_invalid(sf_graph_add(g, r, h4, &id), "add of widths 8 and 4 (shape mismatch)");
 
 	ok_invalid(sf_graph_layer(NULL, "apitest_identity", &r, 1, NULL, 0, NULL, &id),
-		   "sf_graph_layer(NULL graph)");
+	           "sf_graph_layer(NULL graph)");
 	ok_invalid(sf_graph_layer(g, "no_such_type", &r, 1, NULL, 0, NULL, &id),
-		   "sf_graph_layer of unknown type \"no_such_type\"");
+	           "sf_graph_layer of unknown type \"no_such_type\"");
 	ok_invalid(sf_graph_layer(g, NULL, &r, 1, NULL, 0, NULL, &id),
-		   "sf_graph_layer with a NULL type name");
+	           "sf_graph_layer with a NULL type name");
 	ok_invalid(sf_graph_layer(g, "apitest_identity", NULL, 1, NULL, 0, NULL, &id),
-		   "sf_graph_layer with NULL inputs");
+	           "sf_graph_layer with NULL inputs");
 	int two[2] = {r, x};
 	ok_invalid(sf_graph_layer(g, "apitest_identity", two, 2, NULL, 0, NULL, &id),
-		   "sf_graph_layer with 2 inputs for a type taking 1");
+	           "sf_graph_layer with 2 inputs for a type taking 1");
 	ok_invalid(sf_graph_layer(g, "apitest_identity", two, 0, NULL, 0, NULL, &id),
-		   "sf_graph_layer with 0 inputs");
+	           "sf_graph_layer with 0 inputs");
 	int five[5] = {r, r, r, r, r};
-	ok_invalid(sf_graph_layer(g, "apitest_identity", five, SF_MAX_INPUTS + 1, NULL, 0, NULL,
-				  &id),
-		   "sf_graph_layer with SF_MAX_INPUTS + 1 inputs");
+	ok_invalid(
+	    sf_graph_layer(g, "apitest_identity", five, SF_MAX_INPUTS + 1, NULL, 0, NULL, &id),
+	    "sf_graph_layer with SF_MAX_INPUTS + 1 inputs");
 	int bad = 999;
 	ok_invalid(sf_graph_layer(g, "apitest_identity", &bad, 1, NULL, 0, NULL, &id),
-		   "sf_graph_layer on node id 999");
+	           "sf_graph_layer on node id 999");
 	ok_invalid(sf_graph_layer(g, "apitest_identity", &r, 1, NULL, 16, NULL, &id),
-		   "sf_graph_layer with NULL config of size 16");
+	           "sf_graph_layer with NULL config of size 16");
 	ok_invalid(sf_graph_layer(g, "apitest_picky", &r, 1, NULL, 0, NULL, &id),
-		   "sf_graph_layer whose type's infer() refuses");
+	           "sf_graph_layer whose type's infer() refuses");
 	int cfg = 3;
 	ok_sf_ok(sf_graph_layer(g, "apitest_identity", &r, 1, &cfg, sizeof cfg, NULL, &id),
-		 "sf_graph_layer of a registered type");
+	         "sf_graph_layer of a registered type");
 
 	ok_sf_ok(sf_graph_linear(g, r, 4, "head", &z), "linear head (4 = nclasses)");
 	ok_invalid(sf_graph_softmax_cross_entropy(NULL, z, lab, &id),
-		   "sf_graph_softmax_cross_entropy(NULL graph)");
+	           "sf_graph_softmax_cross_entropy(NULL graph)");
 	ok_invalid(sf_graph_softmax_cross_entropy(g, r, lab, &id),
-		   "cross-entropy on logits of width 8 with 4 classes");
+	           "cross-entropy on logits of width 8 with 4 classes");
 	ok_invalid(sf_graph_softmax_cross_entropy(g, z, x, &id),
-		   "cross-entropy whose labels are a float input");
+	           "cross-entropy whose labels are a float input");
 	ok_invalid(sf_graph_softmax_cross_entropy(g, z, 999, &id),
-		   "cross-entropy with labels id 999");
+	           "cross-entropy with labels id 999");
 	ok_invalid(sf_graph_softmax_cross_entropy(g, 999, lab, &id),
-		   "cross-entropy with logits id 999");
+	           "cross-entropy with logits id 999");
 	ok_sf_ok(sf_graph_softmax_cross_entropy(g, z, lab, &loss), "cross-entropy");
 	ok_refused(sf_graph_softmax_cross_entropy(g, z, lab, &id), "a second loss");
 	ok_refused(sf_graph_relu(g, z, &id), "a relu after the loss");
@@ -308,8 +305,7 @@ static void fill_batch(int first, int rows, float *x, int32_t *y)
 	for (int r = 0; r < rows; r++) {
 		unsigned k = (unsigned)(first + r);
 		for (int i = 0; i < IN; i++)
-			x[r * IN + i] =
-				(float)((k * 7u + (unsigned)i * 13u) % 17u) / 8.0f - 1.0f;
+			x[r * IN + i] = (float)((k * 7u + (unsigned)i * 13u) % 17u) / 8.0f - 1.0f;
 		y[r] = (int32_t)(k % NCLS);
 	}
 }
@@ -331,7 +327,7 @@ static void test_model(sf_context *ctx, int size)
 	ok_invalid(sf_model_create(ctx, NULL, &o, &dummy), "sf_model_create(NULL graph)");
 	ok_invalid(sf_model_create(ctx, g, &o, NULL), "sf_model_create(NULL out)");
 	ok_refused(sf_model_create(ctx, noloss, &o, &dummy),
-		   "sf_model_create of a graph without loss");
+	           "sf_model_create of a graph without loss");
 	struct sf_model_options bad = o;
 	bad.batch = 0;
 	ok_invalid(sf_model_create(ctx, g, &bad, &dummy), "sf_model_create with batch 0");
@@ -340,7 +336,7 @@ static void test_model(sf_context *ctx, int size)
 	if (size > 1) {
 		bad.batch = size - 1;
 		ok_invalid(sf_model_create(ctx, g, &bad, &dummy),
-			   "sf_model_create with a batch smaller than the world");
+		           "sf_model_create with a batch smaller than the world");
 	}
 	ok_true(dummy == NULL, "refused sf_model_create calls leave *out alone");
 
@@ -360,8 +356,7 @@ static void test_model(sf_context *ctx, int size)
 	/* either output may be NULL (only one wanted), not both */
 	ok_invalid(sf_model_local_rows(m, NULL, NULL), "sf_model_local_rows(m, NULL, NULL)");
 	ok_sf_ok(sf_model_local_rows(m, &first, &rows), "sf_model_local_rows");
-	ok_true(rows >= 1 && first >= 0 && first + rows <= o.batch,
-		"local rows lie in the batch");
+	ok_true(rows >= 1 && first >= 0 && first + rows <= o.batch, "local rows lie in the batch");
 	if (rows < 1)
 		goto out;
 
@@ -409,7 +404,7 @@ static void test_model(sf_context *ctx, int size)
 	ok(step_ok, "3 SGD steps submitted");
 	for (int k = 0; k < 3 && step_ok; k++)
 		loss_ok &= sf_model_loss(m, tickets[k], &losses[k]) == SF_OK &&
-			   isfinite(losses[k]) && losses[k] > 0.0;
+		           isfinite(losses[k]) && losses[k] > 0.0;
 	diag("losses: %.6f %.6f %.6f", losses[0], losses[1], losses[2]);
 	ok(step_ok && loss_ok, "the 3 losses are finite and positive");
 	ok(step_ok && loss_ok && losses[2] < losses[0],
@@ -421,7 +416,7 @@ static void test_model(sf_context *ctx, int size)
 	ok_invalid(sf_model_loss(NULL, tickets[0], &l), "sf_model_loss(NULL model)");
 	ok_invalid(sf_model_loss(m, tickets[2], NULL), "sf_model_loss(m, t, NULL)");
 	ok_invalid(sf_model_loss(m, tickets[2] + 1000, &l),
-		   "sf_model_loss of a ticket never issued");
+	           "sf_model_loss of a ticket never issued");
 	ok_invalid(sf_model_loss(m, -12345, &l), "sf_model_loss of ticket -12345");
 	ok_invalid(sf_model_sync(NULL), "sf_model_sync(NULL)");
 	ok_sf_ok(sf_model_sync(m), "sf_model_sync");
@@ -451,7 +446,7 @@ static void test_model(sf_context *ctx, int size)
 		many = sf_model_step(m, &b, NULL) == SF_OK;
 	ok(many, "20 more steps with a NULL ticket pointer");
 	ok_refused(sf_model_loss(m, tickets[0], &l),
-		   "sf_model_loss of a ticket older than 16 steps");
+	           "sf_model_loss of a ticket older than 16 steps");
 
 	free(p);
 	free(x);

@@ -86,8 +86,7 @@ static double fd_grad(float *v, size_t k, objective_fn f, void *ctx)
 }
 
 /* Compares the analytic gradient g of L with respect to v[0..n) against FD. */
-static int check_fd(const char *what, float *v, size_t n, const float *g, objective_fn f,
-		    void *ctx)
+static int check_fd(const char *what, float *v, size_t n, const float *g, objective_fn f, void *ctx)
 {
 	double max_abs = 0.0, max_rel = 0.0;
 	size_t worst = 0;
@@ -105,17 +104,17 @@ static int check_fd(const char *what, float *v, size_t n, const float *g, object
 	}
 	diag("%s: FD max abs err %.3e, max rel err %.3e (tol %.0e)", what, max_abs, max_rel,
 	     FD_TOL);
-	int c = ok(max_rel <= FD_TOL, "%s vs FD (max abs %.2e, rel %.2e, tol %.0e)", what,
-		   max_abs, max_rel, FD_TOL);
+	int c = ok(max_rel <= FD_TOL, "%s vs FD (max abs %.2e, rel %.2e, tol %.0e)", what, max_abs,
+	           max_rel, FD_TOL);
 	if (!c)
-		diag("  %s:%d: worst entry %zu: analytic %.7g, FD %.7g", __FILE__, __LINE__,
-		     worst, (double)g[worst], fd_grad(v, worst, f, ctx));
+		diag("  %s:%d: worst entry %zu: analytic %.7g, FD %.7g", __FILE__, __LINE__, worst,
+		     (double)g[worst], fd_grad(v, worst, f, ctx));
 	return c;
 }
 
 /* acc = old + fresh, entry by entry. */
 static int check_acc(const char *what, const float *acc, const float *old, const float *fresh,
-		     size_t n)
+                     size_t n)
 {
 	double max_rel = 0.0;
 	size_t worst = 0;
@@ -127,9 +126,8 @@ static int check_acc(const char *what, const float *acc, const float *old, const
 			worst = k;
 		}
 	}
-	int c = ok(max_rel <= ACC_TOL,
-		   "%s: acc=1 adds to the old content (max rel %.2e, tol %.0e)", what, max_rel,
-		   ACC_TOL);
+	int c = ok(max_rel <= ACC_TOL, "%s: acc=1 adds to the old content (max rel %.2e, tol %.0e)",
+	           what, max_rel, ACC_TOL);
 	if (!c)
 		diag("  %s:%d: entry %zu: got %.9g, expected %.9g + %.9g", __FILE__, __LINE__,
 		     worst, (double)acc[worst], (double)old[worst], (double)fresh[worst]);
@@ -168,8 +166,8 @@ static void check_linear_fwd(struct linear_ctx *c, const char *tag)
 		for (int o = 0; o < c->O; o++) {
 			double s = c->b[o];
 			for (int i = 0; i < c->I; i++)
-				s += (double)c->x[(size_t)r * c->I + i] *
-				     c->w[(size_t)o * c->I + i];
+				s +=
+				    (double)c->x[(size_t)r * c->I + i] * c->w[(size_t)o * c->I + i];
 			double d = fabs(s - c->y[(size_t)r * c->O + o]) / fmax(1.0, fabs(s));
 			max_rel = fmax(max_rel, isfinite(d) ? d : INFINITY);
 		}
@@ -183,13 +181,13 @@ static void test_linear(int B, int I, int O)
 	snprintf(tag, sizeof tag, "B=%d I=%d O=%d", B, I, O);
 	size_t nx = (size_t)B * I, nw = (size_t)O * I, ny = (size_t)B * O;
 	struct linear_ctx c = {B,
-			       I,
-			       O,
-			       rand_vec(nx, 1.0f),
-			       rand_vec(nw, 1.0f),
-			       rand_vec((size_t)O, 1.0f),
-			       rand_vec(ny, 1.0f),
-			       zero_vec(ny)};
+	                       I,
+	                       O,
+	                       rand_vec(nx, 1.0f),
+	                       rand_vec(nw, 1.0f),
+	                       rand_vec((size_t)O, 1.0f),
+	                       rand_vec(ny, 1.0f),
+	                       zero_vec(ny)};
 	float *dx = zero_vec(nx), *dw = zero_vec(nw), *db = zero_vec((size_t)O);
 
 	check_linear_fwd(&c, tag);
@@ -242,7 +240,7 @@ static double unary_objective(void *p)
 
 /* min_abs keeps x away from a kink (relu at 0) by more than the FD step. */
 static void test_unary(const char *name, unary_fwd fwd, unary_bwd bwd, size_t n, float range,
-		       float min_abs)
+                       float min_abs)
 {
 	char what[96];
 	struct unary_ctx c = {n, fwd, rand_vec(n, range), rand_vec(n, 1.0f), zero_vec(n)};
@@ -284,8 +282,7 @@ static void test_gelu_values(void)
 	_sf_gelu_fwd(41, x, y);
 	for (int i = 0; i < 41; i++) {
 		double v = x[i];
-		double r =
-			0.5 * v * (1.0 + tanh(sqrt(2.0 / M_PI) * (v + 0.044715 * v * v * v)));
+		double r = 0.5 * v * (1.0 + tanh(sqrt(2.0 / M_PI) * (v + 0.044715 * v * v * v)));
 		max_abs = fmax(max_abs, fabs(r - y[i]));
 	}
 	ok(max_abs <= 1e-6, "gelu fwd vs double formula on [-5, 5] (max abs %.2e, tol 1e-06)",
@@ -308,7 +305,7 @@ static void test_add(size_t n)
 {
 	char what[96];
 	struct add_ctx c = {n, rand_vec(n, 1.0f), rand_vec(n, 1.0f), rand_vec(n, 1.0f),
-			    zero_vec(n)};
+	                    zero_vec(n)};
 	float *da = zero_vec(n), *db = zero_vec(n);
 	_sf_pass_bwd(n, c.dy, da, 0);
 	_sf_pass_bwd(n, c.dy, db, 0);
@@ -342,7 +339,7 @@ static double xent_objective(void *p)
 /* scale * sum_rows (log sum_c exp z - z[label]), in double; stable form (max
  * subtracted) only when asked, so the plain formula is the reference otherwise. */
 static double xent_naive(int B, int C, const float *z, const int32_t *labels, double scale,
-			 int stable)
+                         int stable)
 {
 	double loss = 0.0;
 	for (int r = 0; r < B; r++) {
@@ -365,11 +362,10 @@ static void test_xent(int B, int C, float scale, float offset)
 {
 	char tag[80], what[112];
 	snprintf(tag, sizeof tag, "B=%d C=%d scale=%g%s", B, C, scale,
-		 offset != 0.0f ? " large logits" : "");
+	         offset != 0.0f ? " large logits" : "");
 	size_t n = (size_t)B * C;
-	struct xent_ctx c = {B,           C,
-			     scale,       rand_vec(n, 3.0f),
-			     zero_vec(n), malloc(sizeof(int32_t) * (size_t)B)};
+	struct xent_ctx c = {
+	    B, C, scale, rand_vec(n, 3.0f), zero_vec(n), malloc(sizeof(int32_t) * (size_t)B)};
 	for (size_t i = 0; i < n; i++)
 		c.z[i] += offset;
 	for (int r = 0; r < B; r++)
@@ -380,8 +376,8 @@ static void test_xent(int B, int C, float scale, float offset)
 	double ref = xent_naive(B, C, c.z, c.labels, scale, offset != 0.0f);
 	double rel = fabs(loss - ref) / fmax(fabs(ref), 1e-30);
 	diag("xent %s: loss %.9g, naive double %.9g, rel err %.2e", tag, loss, ref, rel);
-	ok(isfinite(loss) && rel <= XENT_TOL,
-	   "xent %s: loss vs naive double (rel %.2e, tol %.0e)", tag, rel, XENT_TOL);
+	ok(isfinite(loss) && rel <= XENT_TOL, "xent %s: loss vs naive double (rel %.2e, tol %.0e)",
+	   tag, rel, XENT_TOL);
 
 	double worst_row = 0.0;
 	for (int r = 0; r < B; r++) {
@@ -390,8 +386,8 @@ static void test_xent(int B, int C, float scale, float offset)
 			s += dz[(size_t)r * C + k];
 		worst_row = fmax(worst_row, isfinite(s) ? fabs(s) : INFINITY);
 	}
-	ok(worst_row <= XENT_TOL, "xent %s: rows of dz sum to 0 (max |sum| %.2e, tol %.0e)",
-	   tag, worst_row, XENT_TOL);
+	ok(worst_row <= XENT_TOL, "xent %s: rows of dz sum to 0 (max |sum| %.2e, tol %.0e)", tag,
+	   worst_row, XENT_TOL);
 
 	snprintf(what, sizeof what, "xent dz %s", tag);
 	check_fd(what, c.z, n, dz, xent_objective, &c);
@@ -430,11 +426,10 @@ static void test_sgd(size_t n, float lr, float mu, float wd)
 		eb = fmax(eb, opt_err(buf, rbuf, n));
 		free(g);
 	}
-	diag("sgd lr=%g mu=%g wd=%g: 3 steps, max rel err p %.2e, buf %.2e", lr, mu, wd, ep,
-	     eb);
+	diag("sgd lr=%g mu=%g wd=%g: 3 steps, max rel err p %.2e, buf %.2e", lr, mu, wd, ep, eb);
 	ok(ep <= OPT_TOL && eb <= OPT_TOL,
-	   "sgd lr=%g mu=%g wd=%g: 3 steps vs double loop (p %.2e, buf %.2e, tol %.0e)", lr, mu,
-	   wd, ep, eb, OPT_TOL);
+	   "sgd lr=%g mu=%g wd=%g: 3 steps vs double loop (p %.2e, buf %.2e, tol %.0e)", lr, mu, wd,
+	   ep, eb, OPT_TOL);
 	free(p), free(buf), free(rp), free(rbuf);
 }
 
@@ -450,8 +445,7 @@ static void test_adamw(size_t n, float lr, float b1, float b2, float eps, float 
 		float *g = rand_vec(n, 1.0f);
 		_sf_adamw(n, p, g, m, v, lr, b1, b2, eps, wd, t);
 		/* the float hyper-parameters the kernel received, promoted */
-		double c1 = 1.0 - pow((double)b1, (double)t),
-		       c2 = 1.0 - pow((double)b2, (double)t);
+		double c1 = 1.0 - pow((double)b1, (double)t), c2 = 1.0 - pow((double)b2, (double)t);
 		for (size_t i = 0; i < n; i++) {
 			double gi = g[i];
 			rp[i] -= (double)lr * (double)wd * rp[i];
@@ -464,8 +458,7 @@ static void test_adamw(size_t n, float lr, float b1, float b2, float eps, float 
 		ev = fmax(ev, opt_err(v, rv, n));
 		free(g);
 	}
-	diag("adamw lr=%g wd=%g: 3 steps, max rel err p %.2e, m %.2e, v %.2e", lr, wd, ep, em,
-	     ev);
+	diag("adamw lr=%g wd=%g: 3 steps, max rel err p %.2e, m %.2e, v %.2e", lr, wd, ep, em, ev);
 	ok(ep <= OPT_TOL && em <= OPT_TOL && ev <= OPT_TOL,
 	   "adamw lr=%g b1=%g b2=%g wd=%g: 3 steps vs double loop (p %.2e, m %.2e, v %.2e, tol "
 	   "%.0e)",
@@ -476,8 +469,7 @@ static void test_adamw(size_t n, float lr, float b1, float b2, float eps, float 
 int main(void)
 {
 	/* (B, I, O): B = 1, I = O = 1, non-square both ways. */
-	static const int shapes[][3] = {
-		{1, 1, 1}, {1, 3, 2}, {4, 7, 3}, {6, 5, 9}, {16, 32, 8}};
+	static const int shapes[][3] = {{1, 1, 1}, {1, 3, 2}, {4, 7, 3}, {6, 5, 9}, {16, 32, 8}};
 	for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
 		test_linear(shapes[s][0], shapes[s][1], shapes[s][2]);
 

@@ -63,9 +63,9 @@ struct options {
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: " PROG " [--model mlp|residual|uneven|deep] [--steps N] [--batch B]\n"
-		   "       [--optimizer sgd|adamw] [--lr X] [--seed S] [--inflight K] --out FILE\n"
-		   "defaults: mlp, 6 steps, batch 24, sgd, lr 0.01 (sgd) / 0.001 (adamw), "
-		   "seed 1, inflight 1\n");
+	           "       [--optimizer sgd|adamw] [--lr X] [--seed S] [--inflight K] --out FILE\n"
+	           "defaults: mlp, 6 steps, batch 24, sgd, lr 0.01 (sgd) / 0.001 (adamw), "
+	           "seed 1, inflight 1\n");
 }
 
 static int bad(const char *opt, const char *val)
@@ -90,11 +90,11 @@ static int parse_int(const char *s, int lo, int hi, int *out)
 static int parse_options(int argc, char **argv, struct options *o)
 {
 	*o = (struct options){.model = MODEL_MLP,
-			      .steps = 6,
-			      .batch = 24,
-			      .optimizer = SF_OPT_SGD,
-			      .seed = 1,
-			      .inflight = 1};
+	                      .steps = 6,
+	                      .batch = 24,
+	                      .optimizer = SF_OPT_SGD,
+	                      .seed = 1,
+	                      .inflight = 1};
 	for (int i = 1; i < argc; i++) {
 		const char *opt = argv[i];
 		if (!strcmp(opt, "--help")) {
@@ -163,7 +163,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 		int check_rc_ = (call);                                                            \
 		if (check_rc_ != SF_OK) {                                                          \
 			fprintf(stderr, PROG ": %s failed at %s:%d: %s\n", #call, __FILE__,        \
-				__LINE__, sf_strerror(check_rc_));                                 \
+			        __LINE__, sf_strerror(check_rc_));                                 \
 			goto fail;                                                                 \
 		}                                                                                  \
 	} while (0)
@@ -227,7 +227,7 @@ fail:
 }
 
 static int write_dump(const char *path, const double *losses, int64_t nsteps, const float *params,
-		      int64_t nparams)
+                      int64_t nparams)
 {
 	FILE *f = fopen(path, "wb");
 	if (!f) {
@@ -235,9 +235,9 @@ static int write_dump(const char *path, const double *losses, int64_t nsteps, co
 		return -1;
 	}
 	int ok = fwrite(DUMP_MAGIC, 1, 8, f) == 8 && fwrite(&nsteps, sizeof(nsteps), 1, f) == 1 &&
-		 fwrite(losses, sizeof(double), (size_t)nsteps, f) == (size_t)nsteps &&
-		 fwrite(&nparams, sizeof(nparams), 1, f) == 1 &&
-		 fwrite(params, sizeof(float), (size_t)nparams, f) == (size_t)nparams;
+	         fwrite(losses, sizeof(double), (size_t)nsteps, f) == (size_t)nsteps &&
+	         fwrite(&nparams, sizeof(nparams), 1, f) == 1 &&
+	         fwrite(params, sizeof(float), (size_t)nparams, f) == (size_t)nparams;
 	if (fclose(f) != 0)
 		ok = 0;
 	if (!ok) {
