@@ -81,6 +81,7 @@ struct sf_config {
 	enum sf_backward_prefetch bwd_prefetch; /**< default SF_BWD_PRE */
 	enum sf_sharding sharding;              /**< default SF_SHARD_FULL */
 	enum sf_log_level log_level;            /**< default SF_LOG_WARN */
+	char trace[512]; /**< SHARDFLOW_TRACE path prefix, "" when tracing is off (default) */
 };
 
 /** The runtime: MPI, StarPU and the comm worker of one process. */
@@ -302,6 +303,17 @@ struct sf_model_stats {
 
 /** Counters of the model; waits for submitted steps so the counts are final. */
 SF_API int sf_model_stats(sf_model *m, struct sf_model_stats *out);
+
+/**
+ * With SHARDFLOW_TRACE=<prefix>: collective; waits for submitted steps and writes
+ * what was recorded so far: <prefix>.rank<r>.json on every rank (Chrome trace
+ * format: Perfetto, chrome://tracing), and on rank 0 the overlap report
+ * <prefix>.overlap.txt and .json and the timeline <prefix>.timeline.svg.
+ * sf_model_destroy() calls it when steps were traced since the last call, so
+ * sf_model_destroy() is collective while tracing. Without SHARDFLOW_TRACE it does
+ * nothing and returns SF_OK.
+ */
+SF_API int sf_model_trace_write(sf_model *m);
 
 #ifdef __cplusplus
 }

@@ -8,8 +8,10 @@
 #include "scheduler/internal.h"
 
 #include <errno.h>
+#include <libgen.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 extern char **environ;
 
@@ -18,6 +20,7 @@ static const char *const known_vars[] = {
     "SHARDFLOW_BACKWARD_PREFETCH",
     "SHARDFLOW_SHARDING",
     "SHARDFLOW_LOG",
+    "SHARDFLOW_TRACE",
 };
 #define NKNOWN (sizeof known_vars / sizeof known_vars[0])
 
@@ -76,9 +79,36 @@ static int check_unknown(void)
 			return _sf_err(SF_ERR_CONFIG, NULL, 0,
 			               "%.*s is not a shardflow variable: known variables are "
 			               "SHARDFLOW_PREFETCH_DEPTH, SHARDFLOW_BACKWARD_PREFETCH, "
-			               "SHARDFLOW_SHARDING, SHARDFLOW_LOG",
+			               "SHARDFLOW_SHARDING, SHARDFLOW_LOG, SHARDFLOW_TRACE",
 			               (int)len, *e);
 	}
+	return SF_OK;
+}
+
+/* A path prefix whose directory exists: the trace files are <prefix>.rank<r>.json... */
+static int get_prefix(const char *var, char *out, size_t len)
+{
+	const char *s = getenv(var);
+	out[0] = '\0';
+	if (!s)
+		return SF_OK;
+	if (!s[0] || strlen(s) + 32 > len || s[strlen(s) - 1] == '/')
+		return _sf_err(SF_ERR_CONFIG, NULL, 0,
+			       "%s=\"%s\" is invalid: accepted values are a file path prefix of at "
+			       "most %zu characters, not ending in '/', in an existing directory "
+			       "(default unset: no trace)",
+			       var, s, len - 32);
+	char dir[1024];
+	snprintf(dir, sizeof dir, "%s", s);
+	const char *d = dirname(dir);
+	struct stat st;
+	if (stat(d, &st) != 0 || !S_ISDIR(st.st_mode))
+		return _sf_err(SF_ERR_CONFIG, NULL, 0,
+			       "%s=\"%s\" is invalid: directory \"%s\" does not exist; accepted "
+			       "values are a file path prefix in an existing directory (default "
+			       "unset: no trace)",
+			       var, s, d);
+	snprintf(out, len, "%s", s);
 	return SF_OK;
 }
 
@@ -101,6 +131,7 @@ SF_API int sf_config_from_env(struct sf_config *out)
 	c.bwd_prefetch = (enum sf_backward_prefetch)v;
 	SF_CHECK(get_choice("SHARDFLOW_SHARDING", shard, SF_SHARD_FULL, &v));
 	c.sharding = (enum sf_sharding)v;
+	SF_CHECK(get_prefix("SHARDFLOW_TRACE", c.trace, sizeof c.trace));
 	*out = c;
 	return SF_OK;
 fail:

@@ -191,10 +191,21 @@ struct sf_model {
 
 	int64_t nsteps;
 	float lr;
+	struct _sf_trace *trace; /* NULL unless SHARDFLOW_TRACE is set */
 	atomic_int resident, max_resident;
 };
 
 int _sf_step_submit(struct sf_model *m);
+
+/* ---- built-in trace (scheduler/trace.c) ------------------------------------------ */
+
+struct sf_event;
+int _sf_trace_init(struct sf_model *m);
+void _sf_trace_free(struct sf_model *m);
+/* A record for a task about to be submitted, or NULL when not tracing. */
+struct sf_event *_sf_trace_reserve(struct sf_model *m, const char *name, int kind, int layer);
+void _sf_trace_task_done(void *record); /* the task's callback */
+bool _sf_trace_pending(const struct sf_model *m);
 
 /* ---- codelets (tasks/) -------------------------------------------------------------- */
 #include "tasks/codelets.h"

@@ -372,6 +372,7 @@ SF_API int sf_model_create(sf_context *ctx, const sf_graph *g, const struct sf_m
 	for (int s = 0; s < SF_LOSS_SLOTS; s++)
 		reg(&m->h_loss[s], &m->loss_val[s], 1, sizeof(double));
 
+	SF_CHECK(_sf_trace_init(m));
 	ctx->nmodels++;
 	_sf_log(SF_LOG_INFO,
 	        "model \"%s\": %d units, %zu parameters, batch %d (%d local rows), "
@@ -390,9 +391,13 @@ fail:
 
 SF_API int sf_model_destroy(sf_model *m)
 {
+	int rc = SF_OK;
 	if (!m)
 		return SF_OK;
+	if (_sf_trace_pending(m))
+		rc = sf_model_trace_write(m);
 	starpu_task_wait_for_all();
+	_sf_trace_free(m);
 	for (int n = 0; m->nodes && n < m->nnodes; n++) {
 		unreg(&m->nodes[n].h_act);
 		unreg(&m->nodes[n].h_dact);
@@ -431,7 +436,7 @@ SF_API int sf_model_destroy(sf_model *m)
 	free(m->units);
 	m->ctx->nmodels--;
 	free(m);
-	return SF_OK;
+	return rc;
 }
 
 SF_API int sf_model_local_rows(const sf_model *m, int *first, int *rows)

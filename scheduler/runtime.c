@@ -192,7 +192,9 @@ SF_API int sf_init(int *argc, char ***argv, sf_context **out)
 	ctx->comm_worker = ids[got - 1];
 	ctx->ncompute = ncpu - 1;
 	_sf_comm_worker = ctx->comm_worker;
-	starpu_profiling_status_set(STARPU_PROFILING_DISABLE);
+	/* the built-in trace reads each task's profiling info in its callback */
+	starpu_profiling_status_set(ctx->cfg.trace[0] ? STARPU_PROFILING_ENABLE
+						      : STARPU_PROFILING_DISABLE);
 	SF_CHECK(_sf_layers_builtin_init());
 	_sf_log(SF_LOG_INFO, "rank %d/%d: %d compute worker(s) + comm worker %d", ctx->rank,
 	        ctx->size, ctx->ncompute, ctx->comm_worker);

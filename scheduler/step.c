@@ -20,17 +20,25 @@
  * optimizer arguments.
  */
 #include "scheduler/internal.h"
+#include "scheduler/report.h"
 
 #include <string.h>
 
-/* Submits a task built from a codelet and a NULL-terminated set of insert args. */
-#define INSERT(...)                                                                                \
+/* Submits a task from a codelet and insert arguments; `rec` (the built-in trace's
+ * record, NULL when not tracing) becomes the task's callback argument. */
+#define INSERT(rec, ...)                                                                           \
 	do {                                                                                       \
-		int sf_ins_rc_ = starpu_task_insert(__VA_ARGS__, 0);                               \
+		struct sf_event *sf_rec_ = (rec);                                                  \
+		int sf_ins_rc_ = sf_rec_                                                           \
+		                     ? starpu_task_insert(__VA_ARGS__, STARPU_CALLBACK_WITH_ARG_NFREE,   \
+		                                          _sf_trace_task_done, sf_rec_, 0)         \
+		                     : starpu_task_insert(__VA_ARGS__, 0);                         \
 		if (sf_ins_rc_ != 0)                                                               \
 			return SF_ERR(SF_ERR_STARPU, "starpu_task_insert failed (%d)",             \
 			              sf_ins_rc_);                                                 \
 	} while (0)
+
+#define TRACE(m, name, kind, layer) _sf_trace_reserve((m), (name), (kind), (layer))
 
 static starpu_data_handle_t param_handle(struct sf_model *m, int u)
 {
@@ -44,14 +52,15 @@ static int submit_gather(struct sf_model *m, int u, starpu_data_handle_t after)
 	struct _sf_unit *un = &m->units[u];
 	int s = u % m->R;
 	if (after)
-		INSERT(&_sf_cl_gather_after, STARPU_RW, m->h_order, STARPU_R, un->h_shard, STARPU_W,
-		       m->h_ring[s], STARPU_R, after, STARPU_CL_ARGS_NFREE, &un->comm,
-		       sizeof un->comm, STARPU_EXECUTE_ON_WORKER, m->ctx->comm_worker, STARPU_NAME,
-		       un->gather_name);
-	else
-		INSERT(&_sf_cl_gather, STARPU_RW, m->h_order, STARPU_R, un->h_shard, STARPU_W,
-		       m->h_ring[s], STARPU_CL_ARGS_NFREE, &un->comm, sizeof un->comm,
+		INSERT(TRACE(m, un->gather_name, SF_EV_GATHER, un->node), &_sf_cl_gather_after,
+		       STARPU_RW, m->h_order, STARPU_R, un->h_shard, STARPU_W, m->h_ring[s],
+		       STARPU_R, after, STARPU_CL_ARGS_NFREE, &un->comm, sizeof un->comm,
 		       STARPU_EXECUTE_ON_WORKER, m->ctx->comm_worker, STARPU_NAME, un->gather_name);
+	else
+		INSERT(TRACE(m, un->gather_name, SF_EV_GATHER, un->node), &_sf_cl_gather, STARPU_RW,
+		       m->h_order, STARPU_R, un->h_shard, STARPU_W, m->h_ring[s],
+		       STARPU_CL_ARGS_NFREE, &un->comm, sizeof un->comm, STARPU_EXECUTE_ON_WORKER,
+		       m->ctx->comm_worker, STARPU_NAME, un->gather_name);
 	m->ring_unit[s] = u;
 	return SF_OK;
 }
@@ -61,8 +70,8 @@ static int submit_free(struct sf_model *m, int u)
 {
 	struct _sf_unit *un = &m->units[u];
 	int s = u % m->R;
-	INSERT(&_sf_cl_free, STARPU_RW, m->h_ring[s], STARPU_CL_ARGS_NFREE, &un->comm,
-	       sizeof un->comm, STARPU_NAME, un->free_name);
+	INSERT(TRACE(m, un->free_name, SF_EV_FREE, un->node), &_sf_cl_free, STARPU_RW, m->h_ring[s],
+	       STARPU_CL_ARGS_NFREE, &un->comm, sizeof un->comm, STARPU_NAME, un->free_name);
 	starpu_data_invalidate_submit(m->h_ring[s]);
 	m->ring_unit[s] = -1;
 	return SF_OK;
@@ -84,8 +93,9 @@ static int submit_fwd(struct sf_model *m, int n)
 	for (int i = 0; i < nd->nin; i++)
 		d[k++] = (struct starpu_data_descr){m->nodes[nd->in[i]].h_act, STARPU_R};
 	d[k++] = (struct starpu_data_descr){s->h_act, STARPU_W};
-	INSERT((struct starpu_codelet *)&nd->type->fwd_cl, STARPU_DATA_MODE_ARRAY, d, k,
-	       STARPU_CL_ARGS_NFREE, &s->info, sizeof s->info, STARPU_NAME, s->fwd_name);
+	INSERT(TRACE(m, s->fwd_name, SF_EV_FWD, n), (struct starpu_codelet *)&nd->type->fwd_cl,
+	       STARPU_DATA_MODE_ARRAY, d, k, STARPU_CL_ARGS_NFREE, &s->info, sizeof s->info,
+	       STARPU_NAME, s->fwd_name);
 	return SF_OK;
 }
 
@@ -109,8 +119,9 @@ static int submit_bwd(struct sf_model *m, int n, starpu_data_handle_t grad)
 			    m->nodes[nd->in[i]].h_dact, li->accumulate[i] ? STARPU_RW : STARPU_W};
 	if (s->unit >= 0)
 		d[k++] = (struct starpu_data_descr){grad, STARPU_W};
-	INSERT((struct starpu_codelet *)&nd->type->bwd_cl, STARPU_DATA_MODE_ARRAY, d, k,
-	       STARPU_CL_ARGS_NFREE, &s->info, sizeof s->info, STARPU_NAME, s->bwd_name);
+	INSERT(TRACE(m, s->bwd_name, SF_EV_BWD, n), (struct starpu_codelet *)&nd->type->bwd_cl,
+	       STARPU_DATA_MODE_ARRAY, d, k, STARPU_CL_ARGS_NFREE, &s->info, sizeof s->info,
+	       STARPU_NAME, s->bwd_name);
 	return SF_OK;
 }
 
@@ -118,13 +129,15 @@ static int submit_reduce(struct sf_model *m, int u, starpu_data_handle_t grad)
 {
 	struct _sf_unit *un = &m->units[u];
 	if (m->cfg.sharding == SF_SHARD_NONE)
-		INSERT(&_sf_cl_allreduce, STARPU_RW, m->h_order, STARPU_RW, grad,
-		       STARPU_CL_ARGS_NFREE, &un->comm, sizeof un->comm, STARPU_EXECUTE_ON_WORKER,
-		       m->ctx->comm_worker, STARPU_NAME, un->rs_name);
+		INSERT(TRACE(m, un->rs_name, SF_EV_RS, un->node), &_sf_cl_allreduce, STARPU_RW,
+		       m->h_order, STARPU_RW, grad, STARPU_CL_ARGS_NFREE, &un->comm,
+		       sizeof un->comm, STARPU_EXECUTE_ON_WORKER, m->ctx->comm_worker, STARPU_NAME,
+		       un->rs_name);
 	else
-		INSERT(&_sf_cl_reduce_scatter, STARPU_RW, m->h_order, STARPU_RW, grad, STARPU_W,
-		       un->h_gshard, STARPU_CL_ARGS_NFREE, &un->comm, sizeof un->comm,
-		       STARPU_EXECUTE_ON_WORKER, m->ctx->comm_worker, STARPU_NAME, un->rs_name);
+		INSERT(TRACE(m, un->rs_name, SF_EV_RS, un->node), &_sf_cl_reduce_scatter, STARPU_RW,
+		       m->h_order, STARPU_RW, grad, STARPU_W, un->h_gshard, STARPU_CL_ARGS_NFREE,
+		       &un->comm, sizeof un->comm, STARPU_EXECUTE_ON_WORKER, m->ctx->comm_worker,
+		       STARPU_NAME, un->rs_name);
 	return SF_OK;
 }
 
@@ -145,11 +158,13 @@ static int submit_opt(struct sf_model *m, int u, starpu_data_handle_t grad)
 	    .t = m->nsteps + 1,
 	};
 	if (m->opt.optimizer == SF_OPT_ADAMW)
-		INSERT(&_sf_cl_adamw, STARPU_RW, p, STARPU_R, g, STARPU_RW, un->h_m, STARPU_RW,
-		       un->h_v, STARPU_VALUE, &a, sizeof a, STARPU_NAME, un->opt_name);
-	else
-		INSERT(&_sf_cl_sgd, STARPU_RW, p, STARPU_R, g, STARPU_RW, un->h_m, STARPU_VALUE, &a,
+		INSERT(TRACE(m, un->opt_name, SF_EV_OPT, un->node), &_sf_cl_adamw, STARPU_RW, p,
+		       STARPU_R, g, STARPU_RW, un->h_m, STARPU_RW, un->h_v, STARPU_VALUE, &a,
 		       sizeof a, STARPU_NAME, un->opt_name);
+	else
+		INSERT(TRACE(m, un->opt_name, SF_EV_OPT, un->node), &_sf_cl_sgd, STARPU_RW, p,
+		       STARPU_R, g, STARPU_RW, un->h_m, STARPU_VALUE, &a, sizeof a, STARPU_NAME,
+		       un->opt_name);
 	return SF_OK;
 }
 
@@ -163,10 +178,11 @@ static int forward(struct sf_model *m)
 		int u = m->nodes[n].unit;
 		if (nd->kind == SF_NODE_LOSS) {
 			int x = nd->in[0];
-			INSERT(&_sf_cl_loss, STARPU_R, m->nodes[x].h_act, STARPU_R, m->h_labels,
-			       STARPU_W, m->nodes[x].h_dact, STARPU_W,
-			       m->h_loss[m->nsteps % SF_LOSS_SLOTS], STARPU_CL_ARGS_NFREE,
-			       &m->loss_args, sizeof m->loss_args, STARPU_NAME, "loss");
+			INSERT(TRACE(m, "loss", SF_EV_LOSS, -1), &_sf_cl_loss, STARPU_R,
+			       m->nodes[x].h_act, STARPU_R, m->h_labels, STARPU_W,
+			       m->nodes[x].h_dact, STARPU_W, m->h_loss[m->nsteps % SF_LOSS_SLOTS],
+			       STARPU_CL_ARGS_NFREE, &m->loss_args, sizeof m->loss_args,
+			       STARPU_NAME, "loss");
 			continue;
 		}
 		if (nd->kind != SF_NODE_LAYER)
@@ -233,10 +249,11 @@ static int backward(struct sf_model *m)
 	if (m->cfg.sharding == SF_SHARD_GRAD_OP)
 		for (int u = m->nunits - 1; u >= 0; u--) {
 			struct _sf_unit *un = &m->units[u];
-			INSERT(&_sf_cl_gather, STARPU_RW, m->h_order, STARPU_R, un->h_shard,
-			       STARPU_W, un->h_full, STARPU_CL_ARGS_NFREE, &un->comm,
-			       sizeof un->comm, STARPU_EXECUTE_ON_WORKER, m->ctx->comm_worker,
-			       STARPU_NAME, un->ag_name);
+			INSERT(TRACE(m, un->ag_name, SF_EV_AG, un->node), &_sf_cl_gather, STARPU_RW,
+			       m->h_order, STARPU_R, un->h_shard, STARPU_W, un->h_full,
+			       STARPU_CL_ARGS_NFREE, &un->comm, sizeof un->comm,
+			       STARPU_EXECUTE_ON_WORKER, m->ctx->comm_worker, STARPU_NAME,
+			       un->ag_name);
 		}
 fail:
 	return rc;
@@ -249,10 +266,10 @@ int _sf_step_submit(struct sf_model *m)
 		m->ring_unit[s] = -1;
 	SF_CHECK(forward(m));
 	SF_CHECK(backward(m));
-	INSERT(&_sf_cl_loss_sum, STARPU_RW, m->h_order, STARPU_RW,
-	       m->h_loss[m->nsteps % SF_LOSS_SLOTS], STARPU_CL_ARGS_NFREE, &m->loss_comm,
-	       sizeof m->loss_comm, STARPU_EXECUTE_ON_WORKER, m->ctx->comm_worker, STARPU_NAME,
-	       "loss allreduce");
+	INSERT(TRACE(m, "loss allreduce", SF_EV_LOSS_SUM, -1), &_sf_cl_loss_sum, STARPU_RW,
+	       m->h_order, STARPU_RW, m->h_loss[m->nsteps % SF_LOSS_SLOTS], STARPU_CL_ARGS_NFREE,
+	       &m->loss_comm, sizeof m->loss_comm, STARPU_EXECUTE_ON_WORKER, m->ctx->comm_worker,
+	       STARPU_NAME, "loss allreduce");
 fail:
 	return rc;
 }

@@ -1,0 +1,451 @@
+/*
+ * report.c — the overlap report computed from task intervals (see report.h).
+ *
+ * Busy times are lengths of unions of intervals, never sums of task durations, so
+ * two comm tasks in flight at once (or a compute worker and a second one) are not
+ * counted twice and busy time can never exceed the wall time of the step. Exposed
+ * communication is the part of the comm union not covered by the compute union.
+ */
+#include "scheduler/report.h"
+
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const kind_names[SF_EV_NKINDS] = {
+    "gather", "fwd", "loss", "bwd", "rs", "opt", "ag", "loss allreduce", "free",
+};
+
+const char *sf_ev_kind_name(enum sf_ev_kind k)
+{
+	return k >= 0 && k < SF_EV_NKINDS ? kind_names[k] : "?";
+}
+
+bool sf_ev_is_comm(enum sf_ev_kind k)
+{
+	return k == SF_EV_GATHER || k == SF_EV_RS || k == SF_EV_AG || k == SF_EV_LOSS_SUM;
+}
+
+bool sf_ev_is_compute(enum sf_ev_kind k)
+{
+	return k == SF_EV_FWD || k == SF_EV_LOSS || k == SF_EV_BWD || k == SF_EV_OPT;
+}
+
+/* "L<digits>" at s; returns the number of characters read, 0 if malformed. */
+static size_t parse_layer(const char *s, int *layer)
+{
+	if (s[0] != 'L' || !isdigit((unsigned char)s[1]))
+		return 0;
+	long v = 0;
+	size_t i = 1;
+	while (isdigit((unsigned char)s[i])) {
+		v = v * 10 + (s[i] - '0');
+		if (v > 1000000000L)
+			return 0;
+		i++;
+	}
+	*layer = (int)v;
+	return i;
+}
+
+int sf_ev_parse_name(const char *name, enum sf_ev_kind *kind, int *layer)
+{
+	static const struct {
+		const char *word;
+		enum sf_ev_kind kind;
+		bool typed; /* followed by " <layer type>" */
+	} prefixes[] = {
+	    {"gather ", SF_EV_GATHER, false}, {"fwd ", SF_EV_FWD, true},  {"bwd ", SF_EV_BWD, true},
+	    {"rs ", SF_EV_RS, false},         {"opt ", SF_EV_OPT, false}, {"ag ", SF_EV_AG, false},
+	    {"free ", SF_EV_FREE, false},
+	};
+	if (!name)
+		return -1;
+	*layer = -1;
+	if (strcmp(name, "loss") == 0) {
+		*kind = SF_EV_LOSS;
+		return 0;
+	}
+	if (strcmp(name, "loss allreduce") == 0) {
+		*kind = SF_EV_LOSS_SUM;
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++) {
+		size_t w = strlen(prefixes[i].word);
+		if (strncmp(name, prefixes[i].word, w) != 0)
+			continue;
+		size_t k = parse_layer(name + w, layer);
+		if (!k)
+			return -2;
+		const char *rest = name + w + k;
+		if (prefixes[i].typed ? (rest[0] != ' ' || rest[1] == '\0') : rest[0] != '\0')
+			return -2;
+		*kind = prefixes[i].kind;
+		return 0;
+	}
+	return -1;
+}
+
+static void seterr(char *err, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+	if (!err || !len)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, len, fmt, ap);
+	va_end(ap);
+}
+
+struct ival {
+	double a, b;
+};
+
+static int cmp_ival(const void *x, const void *y)
+{
+	const struct ival *p = x, *q = y;
+	return p->a < q->a ? -1 : p->a > q->a ? 1 : 0;
+}
+
+/* Sorts and merges in place; returns the number of disjoint intervals. */
+static size_t merge(struct ival *v, size_t n)
+{
+	if (!n)
+		return 0;
+	qsort(v, n, sizeof *v, cmp_ival);
+	size_t k = 0;
+	for (size_t i = 1; i < n; i++) {
+		if (v[i].a <= v[k].b) {
+			if (v[i].b > v[k].b)
+				v[k].b = v[i].b;
+		} else {
+			v[++k] = v[i];
+		}
+	}
+	return k + 1;
+}
+
+static double length(const struct ival *v, size_t n)
+{
+	double s = 0;
+	for (size_t i = 0; i < n; i++)
+		s += v[i].b - v[i].a;
+	return s;
+}
+
+/* Length of the intersection of two merged lists. */
+static double overlap_len(const struct ival *x, size_t nx, const struct ival *y, size_t ny)
+{
+	double s = 0;
+	size_t i = 0, j = 0;
+	while (i < nx && j < ny) {
+		double a = x[i].a > y[j].a ? x[i].a : y[j].a;
+		double b = x[i].b < y[j].b ? x[i].b : y[j].b;
+		if (b > a)
+			s += b - a;
+		if (x[i].b < y[j].b)
+			i++;
+		else
+			j++;
+	}
+	return s;
+}
+
+static void finish(struct sf_step_figures *f)
+{
+	f->overlap = f->comm > 0 ? 1.0 - f->exposed / f->comm : 1.0;
+	if (f->overlap < 0)
+		f->overlap = 0;
+	f->ratio = f->ideal > 0 ? f->wall / f->ideal : 0;
+}
+
+static int cmp_ev(const void *x, const void *y)
+{
+	const struct sf_event *p = *(const struct sf_event *const *)x;
+	const struct sf_event *q = *(const struct sf_event *const *)y;
+	if (p->rank != q->rank)
+		return p->rank - q->rank;
+	if (p->step != q->step)
+		return p->step - q->step;
+	return p->start < q->start ? -1 : p->start > q->start ? 1 : 0;
+}
+
+void sf_report_free(struct sf_report *r)
+{
+	if (!r)
+		return;
+	free(r->steps);
+	free(r->totals);
+	free(r->stalls);
+	free(r->layers);
+	free(r->layer_stall_mean);
+	free(r->layer_stall_max);
+	memset(r, 0, sizeof *r);
+}
+
+int sf_report_build(const struct sf_event *ev, size_t n, struct sf_report *out, char *err,
+                    size_t errlen)
+{
+	const struct sf_event **ord = NULL;
+	struct ival *comp = NULL, *comm = NULL;
+	int *layer_count = NULL;
+	memset(out, 0, sizeof *out);
+	if (!ev || n == 0) {
+		seterr(err, errlen, "no shardflow task to report on");
+		return -1;
+	}
+	int maxlayer = -1;
+	for (size_t i = 0; i < n; i++) {
+		if (ev[i].rank < 0 || ev[i].step < 0 || ev[i].kind < 0 ||
+		    ev[i].kind >= SF_EV_NKINDS) {
+			seterr(err, errlen, "task \"%s\": bad rank %d, step %d or kind %d",
+			       ev[i].name, ev[i].rank, ev[i].step, (int)ev[i].kind);
+			return -1;
+		}
+		if (!(ev[i].end >= ev[i].start)) {
+			seterr(err, errlen,
+			       "task \"%s\" (rank %d, step %d) ends before it starts "
+			       "(%.3f < %.3f us)",
+			       ev[i].name, ev[i].rank, ev[i].step, ev[i].end, ev[i].start);
+			return -1;
+		}
+		if (ev[i].rank + 1 > out->nranks)
+			out->nranks = ev[i].rank + 1;
+		if (ev[i].step + 1 > out->nsteps)
+			out->nsteps = ev[i].step + 1;
+		if (ev[i].kind == SF_EV_FWD && ev[i].layer > maxlayer)
+			maxlayer = ev[i].layer;
+	}
+	size_t ncells = (size_t)out->nranks * (size_t)out->nsteps;
+	ord = malloc(n * sizeof *ord);
+	comp = malloc(n * sizeof *comp);
+	comm = malloc(n * sizeof *comm);
+	out->steps = calloc(ncells, sizeof *out->steps);
+	out->totals = calloc((size_t)out->nranks, sizeof *out->totals);
+	out->stalls = calloc(n, sizeof *out->stalls);
+	layer_count = calloc((size_t)(maxlayer + 2), sizeof *layer_count);
+	if (!ord || !comp || !comm || !out->steps || !out->totals || !out->stalls || !layer_count) {
+		seterr(err, errlen, "out of memory");
+		goto fail;
+	}
+	for (size_t i = 0; i < n; i++)
+		ord[i] = &ev[i];
+	qsort(ord, n, sizeof *ord, cmp_ev);
+
+	size_t lo = 0;
+	for (size_t c = 0; c < ncells; c++) {
+		int rank = (int)(c / (size_t)out->nsteps), step = (int)(c % (size_t)out->nsteps);
+		size_t hi = lo;
+		while (hi < n && ord[hi]->rank == rank && ord[hi]->step == step)
+			hi++;
+		if (hi == lo) {
+			seterr(err, errlen,
+			       "step %d has no task on rank %d (ranks 0..%d, steps 0..%d "
+			       "seen): incomplete trace?",
+			       step, rank, out->nranks - 1, out->nsteps - 1);
+			goto fail;
+		}
+		struct sf_step_figures *f = &out->steps[c];
+		size_t ncomp = 0, ncomm = 0;
+		f->rank = rank;
+		f->step = step;
+		f->t0 = ord[lo]->start;
+		double t1 = ord[lo]->end;
+		for (size_t i = lo; i < hi; i++) {
+			const struct sf_event *e = ord[i];
+			if (e->end > t1)
+				t1 = e->end;
+			if (sf_ev_is_compute(e->kind))
+				comp[ncomp++] = (struct ival){e->start, e->end};
+			else if (sf_ev_is_comm(e->kind))
+				comm[ncomm++] = (struct ival){e->start, e->end};
+		}
+		f->wall = t1 - f->t0;
+		/* stalls need the unmerged compute intervals: do them first */
+		for (size_t i = lo; i < hi; i++) {
+			const struct sf_event *fw = ord[i];
+			if (fw->kind != SF_EV_FWD || fw->layer < 0)
+				continue;
+			const struct sf_event *g = NULL;
+			for (size_t j = lo; j < hi; j++)
+				if (ord[j]->kind == SF_EV_GATHER && ord[j]->layer == fw->layer &&
+				    ord[j]->start <= fw->start && (!g || ord[j]->start > g->start))
+					g = ord[j];
+			if (!g)
+				continue;
+			double prev = f->t0;
+			for (size_t j = lo; j < hi; j++)
+				if (ord[j] != fw && sf_ev_is_compute(ord[j]->kind) &&
+				    ord[j]->end <= fw->start && ord[j]->end > prev)
+					prev = ord[j]->end;
+			double until = g->end < fw->start ? g->end : fw->start;
+			double s = until - prev;
+			out->stalls[out->nstalls++] =
+			    (struct sf_stall){rank, step, fw->layer, s > 0 ? s : 0};
+			layer_count[fw->layer] = 1;
+		}
+		ncomp = merge(comp, ncomp);
+		ncomm = merge(comm, ncomm);
+		f->compute = length(comp, ncomp);
+		f->comm = length(comm, ncomm);
+		f->exposed = f->comm - overlap_len(comm, ncomm, comp, ncomp);
+		if (f->exposed < 0)
+			f->exposed = 0;
+		f->ideal = f->compute > f->comm ? f->compute : f->comm;
+		finish(f);
+
+		struct sf_step_figures *t = &out->totals[rank];
+		t->rank = rank;
+		t->step = -1;
+		t->wall += f->wall;
+		t->compute += f->compute;
+		t->comm += f->comm;
+		t->exposed += f->exposed;
+		t->ideal += f->ideal;
+		lo = hi;
+	}
+	out->all.rank = out->all.step = -1;
+	for (int r = 0; r < out->nranks; r++) {
+		finish(&out->totals[r]);
+		out->all.wall += out->totals[r].wall;
+		out->all.compute += out->totals[r].compute;
+		out->all.comm += out->totals[r].comm;
+		out->all.exposed += out->totals[r].exposed;
+		out->all.ideal += out->totals[r].ideal;
+	}
+	finish(&out->all);
+
+	for (int l = 0; l <= maxlayer; l++)
+		out->nlayers += layer_count[l];
+	out->layers = calloc((size_t)out->nlayers + 1, sizeof *out->layers);
+	out->layer_stall_mean = calloc((size_t)out->nlayers + 1, sizeof(double));
+	out->layer_stall_max = calloc((size_t)out->nlayers + 1, sizeof(double));
+	if (!out->layers || !out->layer_stall_mean || !out->layer_stall_max) {
+		seterr(err, errlen, "out of memory");
+		goto fail;
+	}
+	int k = 0;
+	for (int l = 0; l <= maxlayer; l++) {
+		if (!layer_count[l])
+			continue;
+		double sum = 0, mx = 0;
+		size_t cnt = 0;
+		for (size_t i = 0; i < out->nstalls; i++)
+			if (out->stalls[i].layer == l) {
+				sum += out->stalls[i].stall;
+				cnt++;
+				if (out->stalls[i].stall > mx)
+					mx = out->stalls[i].stall;
+			}
+		out->layers[k] = l;
+		out->layer_stall_mean[k] = cnt ? sum / (double)cnt : 0;
+		out->layer_stall_max[k] = mx;
+		k++;
+	}
+	free(ord);
+	free(comp);
+	free(comm);
+	free(layer_count);
+	return 0;
+fail:
+	free(ord);
+	free(comp);
+	free(comm);
+	free(layer_count);
+	sf_report_free(out);
+	return -1;
+}
+
+static void row(FILE *f, const char *who, const struct sf_step_figures *s)
+{
+	fprintf(f, "%-14s %10.3f %10.3f %10.3f %10.3f %8.3f %10.3f %7.3f\n", who, s->wall / 1e3,
+	        s->compute / 1e3, s->comm / 1e3, s->exposed / 1e3, s->overlap, s->ideal / 1e3,
+	        s->ratio);
+}
+
+int sf_report_write_text(const struct sf_report *r, const char *source, FILE *f)
+{
+	static const char *head =
+	    "               wall ms compute ms    comm ms exposed ms  overlap "
+	    "  ideal ms  ratio\n";
+	fprintf(f, "shardflow overlap report%s%s\n", source ? " — " : "", source ? source : "");
+	fprintf(f, "%d rank(s), %d step(s). Busy times are unions of task intervals (ms).\n",
+	        r->nranks, r->nsteps);
+	fprintf(f, "  exposed = time a collective is in flight and no compute task runs\n"
+	           "  overlap = 1 - exposed / comm    ideal = max(compute, comm)    ratio = wall "
+	           "/ ideal\n\n");
+	fprintf(f, "per rank and step\n%s", head);
+	for (int i = 0; i < r->nranks * r->nsteps; i++) {
+		char who[32];
+		snprintf(who, sizeof who, "rank %d step %d", r->steps[i].rank, r->steps[i].step);
+		row(f, who, &r->steps[i]);
+	}
+	fprintf(f, "\ntotals (sums over steps)\n%s", head);
+	for (int i = 0; i < r->nranks; i++) {
+		char who[32];
+		snprintf(who, sizeof who, "rank %d", i);
+		row(f, who, &r->totals[i]);
+	}
+	row(f, "all ranks", &r->all);
+	fprintf(f, "\nforward stalls: how long fwd Ll waited for gather Ll (ms; a deeper prefetch "
+	           "removes them)\n");
+	if (!r->nlayers)
+		fprintf(f, "  (no gathers: parameters are not sharded in this run)\n");
+	for (int i = 0; i < r->nlayers; i++)
+		fprintf(f, "  L%-4d mean %9.3f   max %9.3f\n", r->layers[i],
+		        r->layer_stall_mean[i] / 1e3, r->layer_stall_max[i] / 1e3);
+	return ferror(f) ? -1 : 0;
+}
+
+static void json_fig(FILE *f, const struct sf_step_figures *s)
+{
+	fprintf(f,
+	        "{\"rank\": %d, \"step\": %d, \"wall_ms\": %.6f, \"compute_ms\": %.6f, "
+	        "\"comm_ms\": %.6f, \"exposed_ms\": %.6f, \"overlap\": %.6f, \"ideal_ms\": %.6f, "
+	        "\"ratio\": %.6f}",
+	        s->rank, s->step, s->wall / 1e3, s->compute / 1e3, s->comm / 1e3, s->exposed / 1e3,
+	        s->overlap, s->ideal / 1e3, s->ratio);
+}
+
+static void json_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; s && *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c == '"' || c == '\\')
+			fprintf(f, "\\%c", c);
+		else if (c < 0x20)
+			fprintf(f, "\\u%04x", c);
+		else
+			fputc(c, f);
+	}
+	fputc('"', f);
+}
+
+int sf_report_write_json(const struct sf_report *r, const char *source, FILE *f)
+{
+	fprintf(f, "{\n  \"source\": ");
+	json_str(f, source ? source : "");
+	fprintf(f, ",\n  \"ranks\": %d,\n  \"steps\": %d,\n  \"per_step\": [\n", r->nranks,
+	        r->nsteps);
+	for (int i = 0; i < r->nranks * r->nsteps; i++) {
+		fprintf(f, "    ");
+		json_fig(f, &r->steps[i]);
+		fprintf(f, "%s\n", i + 1 < r->nranks * r->nsteps ? "," : "");
+	}
+	fprintf(f, "  ],\n  \"per_rank\": [\n");
+	for (int i = 0; i < r->nranks; i++) {
+		fprintf(f, "    ");
+		json_fig(f, &r->totals[i]);
+		fprintf(f, "%s\n", i + 1 < r->nranks ? "," : "");
+	}
+	fprintf(f, "  ],\n  \"total\": ");
+	json_fig(f, &r->all);
+	fprintf(f, ",\n  \"forward_stalls\": [\n");
+	for (int i = 0; i < r->nlayers; i++)
+		fprintf(f, "    {\"layer\": %d, \"mean_ms\": %.6f, \"max_ms\": %.6f}%s\n",
+		        r->layers[i], r->layer_stall_mean[i] / 1e3, r->layer_stall_max[i] / 1e3,
+		        i + 1 < r->nlayers ? "," : "");
+	fprintf(f, "  ]\n}\n");
+	return ferror(f) ? -1 : 0;
+}

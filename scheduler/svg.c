@@ -1,0 +1,381 @@
+/*
+ * svg.c — the timeline picture of a traced run (sf_timeline_write_svg, see report.h).
+ *
+ * One row per (rank, worker) that ran a task, on one time axis in milliseconds:
+ * compute tasks in blue, collectives in orange, bookkeeping ("free") in grey. Under
+ * every row that ran collectives, a red band marks *exposed* communication: the
+ * intervals when a collective of that rank is in flight and no compute task of that
+ * rank runs — what a deeper prefetch could hide. It is computed here from the events
+ * (union of comm intervals minus union of compute intervals, per rank) rather than
+ * taken from the report, because the report keeps only per-step lengths.
+ *
+ * The file is self-contained SVG 1.1 (no script, no external style or font), so a
+ * browser opens it and rsvg-convert or ImageMagick turn it into a PNG. Every task
+ * rectangle carries a <title> tooltip (name, rank, worker, step, duration); text is
+ * XML-escaped. Tasks shorter than a pixel are drawn a pixel wide so that none
+ * disappears.
+ */
+#include "scheduler/report.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SVG_WIDTH 1400.0
+#define LEFT 180.0 /* room for the row labels */
+#define RIGHT 30.0
+#define TOP 78.0 /* title and legend */
+#define ROW_H 22.0
+#define BAND_H 5.0    /* exposed-comm band under a comm row */
+#define RANK_GAP 14.0 /* between the rows of two ranks */
+#define AXIS_H 46.0
+
+#define COLOR_COMPUTE "#4e79a7"
+#define COLOR_COMM "#f28e2b"
+#define COLOR_OTHER "#b0b0b0"
+#define COLOR_EXPOSED "#d62728"
+#define COLOR_STEP "#555555"
+
+static void seterr(char *err, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+	if (!err || !len)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, len, fmt, ap);
+	va_end(ap);
+}
+
+/* Writes s with &, <, >, " and ' escaped, and control characters (invalid in XML 1.0)
+ * replaced by '?'. */
+static void xml_text(FILE *f, const char *s)
+{
+	for (; s && *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		switch (c) {
+		case '&': fputs("&amp;", f); break;
+		case '<': fputs("&lt;", f); break;
+		case '>': fputs("&gt;", f); break;
+		case '"': fputs("&quot;", f); break;
+		case '\'': fputs("&apos;", f); break;
+		default: fputc(c < 0x20 && c != '\t' && c != '\n' ? '?' : c, f); break;
+		}
+	}
+}
+
+struct row {
+	int rank, worker;
+	bool comm; /* ran at least one collective: gets the exposed band */
+	double y;  /* top of the row */
+};
+
+static int cmp_row(const void *x, const void *y)
+{
+	const struct row *p = x, *q = y;
+	if (p->rank != q->rank)
+		return p->rank < q->rank ? -1 : 1;
+	return p->worker < q->worker ? -1 : p->worker > q->worker ? 1 : 0;
+}
+
+static struct row *find_row(struct row *rows, size_t n, int rank, int worker)
+{
+	struct row key = {.rank = rank, .worker = worker};
+	return bsearch(&key, rows, n, sizeof *rows, cmp_row);
+}
+
+struct ival {
+	double a, b;
+};
+
+static int cmp_ival(const void *x, const void *y)
+{
+	const struct ival *p = x, *q = y;
+	return p->a < q->a ? -1 : p->a > q->a ? 1 : 0;
+}
+
+/* Sorts and merges in place; returns the number of disjoint intervals. */
+static size_t merge(struct ival *v, size_t n)
+{
+	if (!n)
+		return 0;
+	qsort(v, n, sizeof *v, cmp_ival);
+	size_t k = 0;
+	for (size_t i = 1; i < n; i++) {
+		if (v[i].a <= v[k].b) {
+			if (v[i].b > v[k].b)
+				v[k].b = v[i].b;
+		} else {
+			v[++k] = v[i];
+		}
+	}
+	return k + 1;
+}
+
+/* Writes into out the parts of the merged list x not covered by the merged list y;
+ * returns their number (at most nx + ny). */
+static size_t subtract(const struct ival *x, size_t nx, const struct ival *y, size_t ny,
+		       struct ival *out)
+{
+	size_t k = 0, j = 0;
+	for (size_t i = 0; i < nx; i++) {
+		double a = x[i].a;
+		while (j < ny && y[j].b <= a)
+			j++;
+		for (size_t jj = j; jj < ny && y[jj].a < x[i].b; jj++) {
+			if (y[jj].a > a)
+				out[k++] = (struct ival){a, y[jj].a};
+			if (y[jj].b > a)
+				a = y[jj].b;
+		}
+		if (a < x[i].b)
+			out[k++] = (struct ival){a, x[i].b};
+	}
+	return k;
+}
+
+/* A round tick spacing (1, 2 or 5 times a power of ten) giving about `want` ticks. */
+static double tick_step(double range, int want)
+{
+	double raw = range / want;
+	double p = pow(10.0, floor(log10(raw)));
+	double m = raw / p;
+	return (m < 1.5 ? 1 : m < 3.5 ? 2 : m < 7.5 ? 5 : 10) * p;
+}
+
+static const char *color_of(enum sf_ev_kind k)
+{
+	return sf_ev_is_comm(k) ? COLOR_COMM : sf_ev_is_compute(k) ? COLOR_COMPUTE : COLOR_OTHER;
+}
+
+struct scale {
+	double t0, t1; /* µs */
+	double px_per_us;
+};
+
+static double xpos(const struct scale *s, double t)
+{
+	return LEFT + (t - s->t0) * s->px_per_us;
+}
+
+static void legend_item(FILE *f, double x, double y, const char *color, const char *label)
+{
+	fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"14\" height=\"12\" fill=\"%s\"/>\n", x,
+		y - 10, color);
+	fprintf(f, "<text x=\"%.1f\" y=\"%.1f\">%s</text>\n", x + 19, y, label);
+}
+
+/* The exposed-comm bands of one rank: comm union minus compute union. */
+static void write_exposed(FILE *f, const struct sf_event *ev, size_t n, int rank,
+			  const struct row *rows, size_t nrows, const struct scale *sc,
+			  struct ival *comm, struct ival *comp, struct ival *diff)
+{
+	size_t ncomm = 0, ncomp = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (ev[i].rank != rank)
+			continue;
+		if (sf_ev_is_comm(ev[i].kind))
+			comm[ncomm++] = (struct ival){ev[i].start, ev[i].end};
+		else if (sf_ev_is_compute(ev[i].kind))
+			comp[ncomp++] = (struct ival){ev[i].start, ev[i].end};
+	}
+	ncomm = merge(comm, ncomm);
+	ncomp = merge(comp, ncomp);
+	size_t nd = subtract(comm, ncomm, comp, ncomp, diff);
+	if (!nd)
+		return;
+	for (size_t r = 0; r < nrows; r++) {
+		if (rows[r].rank != rank || !rows[r].comm)
+			continue;
+		fprintf(f, "<g fill=\"%s\">\n", COLOR_EXPOSED);
+		for (size_t i = 0; i < nd; i++) {
+			double x = xpos(sc, diff[i].a), w = (diff[i].b - diff[i].a) * sc->px_per_us;
+			fprintf(f,
+				"<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\">"
+				"<title>rank %d: exposed communication %.3f ms (%.3f to %.3f ms)"
+				"</title></rect>\n",
+				x, rows[r].y + ROW_H + 1, w < 1 ? 1 : w, BAND_H, rank,
+				(diff[i].b - diff[i].a) / 1e3, (diff[i].a - sc->t0) / 1e3,
+				(diff[i].b - sc->t0) / 1e3);
+		}
+		fprintf(f, "</g>\n");
+	}
+}
+
+int sf_timeline_write_svg(const struct sf_event *ev, size_t n, const struct sf_report *r,
+			  const char *title, FILE *f, char *err, size_t errlen)
+{
+	struct row *rows = NULL;
+	struct ival *comm = NULL, *comp = NULL, *diff = NULL;
+	int rc = -1;
+	if (!ev || !n || !f) {
+		seterr(err, errlen, "timeline: no task to draw (%zu events)", n);
+		return -1;
+	}
+	if (!title)
+		title = "shardflow timeline";
+
+	/* rows: the distinct (rank, worker) pairs, sorted */
+	rows = malloc(n * sizeof *rows);
+	comm = malloc(n * sizeof *comm);
+	comp = malloc(n * sizeof *comp);
+	diff = malloc(2 * n * sizeof *diff);
+	if (!rows || !comm || !comp || !diff) {
+		seterr(err, errlen, "timeline: out of memory for %zu events", n);
+		goto out;
+	}
+	struct scale sc = {ev[0].start, ev[0].end, 0};
+	for (size_t i = 0; i < n; i++) {
+		if (!(ev[i].end >= ev[i].start) || !isfinite(ev[i].start) || !isfinite(ev[i].end)) {
+			seterr(err, errlen,
+			       "timeline: task \"%s\" (rank %d, worker %d) has times %g..%g us: "
+			       "expected finite times with end >= start",
+			       ev[i].name, ev[i].rank, ev[i].worker, ev[i].start, ev[i].end);
+			goto out;
+		}
+		rows[i] = (struct row){ev[i].rank, ev[i].worker, false, 0};
+		if (ev[i].start < sc.t0)
+			sc.t0 = ev[i].start;
+		if (ev[i].end > sc.t1)
+			sc.t1 = ev[i].end;
+	}
+	qsort(rows, n, sizeof *rows, cmp_row);
+	size_t nrows = 0;
+	for (size_t i = 0; i < n; i++)
+		if (!nrows || cmp_row(&rows[nrows - 1], &rows[i]) != 0)
+			rows[nrows++] = rows[i];
+	for (size_t i = 0; i < n; i++)
+		if (sf_ev_is_comm(ev[i].kind))
+			find_row(rows, nrows, ev[i].rank, ev[i].worker)->comm = true;
+	double y = TOP;
+	for (size_t i = 0; i < nrows; i++) {
+		if (i > 0 && rows[i].rank != rows[i - 1].rank)
+			y += RANK_GAP;
+		rows[i].y = y;
+		y += ROW_H + BAND_H + 4;
+	}
+	double plot_bottom = y;
+	double height = plot_bottom + AXIS_H;
+	double span = sc.t1 - sc.t0;
+	if (span <= 0)
+		span = 1; /* one instantaneous task: any scale will do */
+	sc.px_per_us = (SVG_WIDTH - LEFT - RIGHT) / span;
+
+	fprintf(f,
+		"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+		"<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"%.0f\" "
+		"height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" font-family=\"sans-serif\" "
+		"font-size=\"12\">\n",
+		SVG_WIDTH, height, SVG_WIDTH, height);
+	fprintf(f, "<rect x=\"0\" y=\"0\" width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
+	fprintf(f, "<text x=\"%.1f\" y=\"24\" font-size=\"17\" font-weight=\"bold\">", LEFT);
+	xml_text(f, title);
+	fprintf(f, "</text>\n");
+	if (r)
+		fprintf(f,
+			"<text x=\"%.1f\" y=\"24\" text-anchor=\"end\" fill=\"#444\">%d rank(s), "
+			"%d step(s); overlap %.3f, exposed comm %.3f ms of %.3f ms</text>\n",
+			SVG_WIDTH - RIGHT, r->nranks, r->nsteps, r->all.overlap,
+			r->all.exposed / 1e3, r->all.comm / 1e3);
+
+	/* legend */
+	double lx = LEFT, ly = 50;
+	legend_item(f, lx, ly, COLOR_COMPUTE, "compute (fwd, bwd, loss, opt)");
+	legend_item(f, lx + 230, ly, COLOR_COMM, "communication (gather, rs, ag, loss allreduce)");
+	legend_item(f, lx + 570, ly, COLOR_OTHER, "bookkeeping (free)");
+	legend_item(f, lx + 730, ly, COLOR_EXPOSED,
+		    "exposed communication (no compute on the rank)");
+	fprintf(f,
+		"<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" "
+		"stroke-dasharray=\"4,3\"/>\n",
+		lx + 1070, ly - 11, lx + 1070, ly + 1, COLOR_STEP);
+	fprintf(f, "<text x=\"%.1f\" y=\"%.1f\">step start</text>\n", lx + 1076, ly);
+
+	/* row backgrounds and labels */
+	for (size_t i = 0; i < nrows; i++) {
+		fprintf(f,
+			"<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
+			"fill=\"%s\"/>\n",
+			LEFT, rows[i].y, SVG_WIDTH - LEFT - RIGHT, ROW_H, i % 2 ? "#f4f4f4" : "#ebebeb");
+		fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">rank %d / worker %d%s</text>\n",
+			LEFT - 8, rows[i].y + ROW_H - 6, rows[i].rank, rows[i].worker,
+			rows[i].comm ? " (comm)" : "");
+	}
+
+	/* time axis: ticks in ms from the first task */
+	double step_ms = tick_step(span / 1e3, 10);
+	int decimals = step_ms >= 1 ? 0 : (int)ceil(-log10(step_ms) - 1e-9);
+	fprintf(f, "<g stroke=\"#999\" stroke-width=\"0.5\">\n");
+	int nticks = (int)floor(span / 1e3 / step_ms + 1e-6) + 1;
+	for (int k = 0; k < nticks; k++) {
+		double x = xpos(&sc, sc.t0 + k * step_ms * 1e3);
+		fprintf(f, "<line x1=\"%.2f\" y1=\"%.1f\" x2=\"%.2f\" y2=\"%.1f\"/>\n", x, TOP - 4, x,
+			plot_bottom + 5);
+	}
+	fprintf(f, "</g>\n<g text-anchor=\"middle\" fill=\"#333\">\n");
+	for (int k = 0; k < nticks; k++)
+		fprintf(f, "<text x=\"%.2f\" y=\"%.1f\">%.*f</text>\n",
+			xpos(&sc, sc.t0 + k * step_ms * 1e3), plot_bottom + 19, decimals,
+			k * step_ms);
+	fprintf(f, "</g>\n<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">time (ms)</text>\n",
+		LEFT + (SVG_WIDTH - LEFT - RIGHT) / 2, plot_bottom + 38);
+
+	/* tasks */
+	for (size_t i = 0; i < n; i++) {
+		const struct sf_event *e = &ev[i];
+		const struct row *rw = find_row(rows, nrows, e->rank, e->worker);
+		double x = xpos(&sc, e->start), w = (e->end - e->start) * sc.px_per_us;
+		fprintf(f,
+			"<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" fill=\"%s\" "
+			"stroke=\"white\" stroke-width=\"0.3\"><title>",
+			x, rw->y + 2, w < 1 ? 1 : w, ROW_H - 4, color_of(e->kind));
+		xml_text(f, e->name);
+		fprintf(f, " (rank %d / worker %d, step %d): %.3f ms, from %.3f ms</title></rect>\n",
+			e->rank, e->worker, e->step, (e->end - e->start) / 1e3,
+			(e->start - sc.t0) / 1e3);
+	}
+
+	/* exposed communication, per rank */
+	for (size_t i = 0; i < nrows; i++)
+		if (i == 0 || rows[i].rank != rows[i - 1].rank)
+			write_exposed(f, ev, n, rows[i].rank, rows, nrows, &sc, comm, comp, diff);
+
+	/* step boundaries: each rank's steps start at its own time */
+	if (r && r->steps) {
+		for (int i = 0; i < r->nranks * r->nsteps; i++) {
+			const struct sf_step_figures *s = &r->steps[i];
+			double y0 = -1, y1 = -1;
+			for (size_t k = 0; k < nrows; k++) {
+				if (rows[k].rank != s->rank)
+					continue;
+				if (y0 < 0)
+					y0 = rows[k].y;
+				y1 = rows[k].y + ROW_H + BAND_H + 1;
+			}
+			if (y0 < 0)
+				continue;
+			double x = xpos(&sc, s->t0);
+			fprintf(f,
+				"<line x1=\"%.2f\" y1=\"%.1f\" x2=\"%.2f\" y2=\"%.1f\" stroke=\"%s\" "
+				"stroke-width=\"1.2\" stroke-dasharray=\"4,3\"/>\n",
+				x, y0 - 3, x, y1 + 2, COLOR_STEP);
+			fprintf(f,
+				"<text x=\"%.2f\" y=\"%.1f\" font-size=\"10\" fill=\"%s\">step "
+				"%d<title>rank %d step %d: wall %.3f ms, overlap %.3f</title></text>\n",
+				x + 2, y0 - 4, COLOR_STEP, s->step, s->rank, s->step, s->wall / 1e3,
+				s->overlap);
+		}
+	}
+	fprintf(f, "</svg>\n");
+	if (ferror(f)) {
+		seterr(err, errlen, "timeline: writing the SVG failed");
+		goto out;
+	}
+	rc = 0;
+out:
+	free(rows);
+	free(comm);
+	free(comp);
+	free(diff);
+	return rc;
+}
