@@ -62,7 +62,7 @@ static void usage(FILE *f)
 	        "  --widths D,H...,C  layer widths: input, hidden..., classes; at least 2\n"
 	        "                     (default 784,512,512,10)\n"
 	        "  --optimizer NAME   sgd or adamw (default sgd)\n"
-	        "  --lr X             learning rate (default 0.01 for sgd, 0.001 for adamw)\n"
+	        "  --lr X             learning rate (default 0.1 for sgd, 0.001 for adamw)\n"
 	        "  --seed S           seed of the data and the initial parameters, an unsigned\n"
 	        "                     integer (default 1)\n"
 	        "  --help             print this message and exit\n"
@@ -197,7 +197,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 		}
 	}
 	if (o->lr <= 0.0f)
-		o->lr = o->optimizer == SF_OPT_ADAMW ? 1e-3f : 0.01f;
+		o->lr = o->optimizer == SF_OPT_ADAMW ? 1e-3f : 0.1f;
 	return -1;
 }
 
