@@ -14,8 +14,17 @@
  */
 #include "scheduler/internal.h"
 
+#include "config.h"
+
 #include <cblas.h>
 #include <sched.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+#ifdef SF_HAVE_FXT
+#define CONFIG_FUT /* enables the recording macros, as StarPU does */
+#include <fxt/fut.h>
+#endif
 #include <stdlib.h>
 #include <string.h>
 
@@ -84,6 +93,32 @@ static int plan_workers(int *total)
 	return SF_OK;
 }
 
+/*
+ * starpu_fxt_tool learns each trace file's MPI rank, and aligns the ranks' clocks,
+ * from a "barrier" event that StarPU-MPI records at its initialisation. shardflow
+ * does its own MPI, so it records that event itself (same code and parameters:
+ * rank, world size, a key shared by the run, thread id) right after a barrier.
+ * Without it, tasks.rec would carry no usable MPIRank.
+ */
+static int fxt_sync_point(sf_context *ctx)
+{
+#ifdef SF_HAVE_FXT
+	int rc = SF_OK;
+	if (!starpu_fxt_is_enabled())
+		return SF_OK;
+	int key = ctx->rank == 0 ? (int)(time(NULL) & 0x7fffffff) : 0;
+	SF_MPI_CHECK(MPI_Bcast(&key, 1, MPI_INT, 0, ctx->ctl_comm));
+	SF_MPI_CHECK(MPI_Barrier(ctx->ctl_comm));
+	FUT_DO_ALWAYS_PROBE4(0x5203 /* _STARPU_MPI_FUT_BARRIER */, ctx->rank, ctx->size, key,
+	                     (long)syscall(SYS_gettid));
+fail:
+	return rc;
+#else
+	(void)ctx;
+	return SF_OK;
+#endif
+}
+
 SF_API int sf_init(int *argc, char ***argv, sf_context **out)
 {
 	int rc = SF_OK;
@@ -144,6 +179,8 @@ SF_API int sf_init(int *argc, char ***argv, sf_context **out)
 
 	int total = 0;
 	SF_CHECK(plan_workers(&total));
+	/* With an FxT StarPU, each rank writes its own prof_file_<user>_<rank> */
+	starpu_profiling_set_id(ctx->rank);
 	struct starpu_conf conf;
 	starpu_conf_init(&conf);
 	conf.ncpus = total;
@@ -190,11 +227,12 @@ SF_API int sf_init(int *argc, char ***argv, sf_context **out)
 	int ids[STARPU_NMAXWORKERS];
 	unsigned got = starpu_worker_get_ids_by_type(STARPU_CPU_WORKER, ids, STARPU_NMAXWORKERS);
 	ctx->comm_worker = ids[got - 1];
+	SF_CHECK(fxt_sync_point(ctx));
 	ctx->ncompute = ncpu - 1;
 	_sf_comm_worker = ctx->comm_worker;
 	/* the built-in trace reads each task's profiling info in its callback */
 	starpu_profiling_status_set(ctx->cfg.trace[0] ? STARPU_PROFILING_ENABLE
-						      : STARPU_PROFILING_DISABLE);
+	                                              : STARPU_PROFILING_DISABLE);
 	SF_CHECK(_sf_layers_builtin_init());
 	_sf_log(SF_LOG_INFO, "rank %d/%d: %d compute worker(s) + comm worker %d", ctx->rank,
 	        ctx->size, ctx->ncompute, ctx->comm_worker);
