@@ -179,8 +179,10 @@ SF_API int sf_init(int *argc, char ***argv, sf_context **out)
 
 	int total = 0;
 	SF_CHECK(plan_workers(&total));
-	/* With an FxT StarPU, each rank writes its own prof_file_<user>_<rank> */
+#ifdef SF_HAVE_FXT
+	/* each rank writes its own prof_file_<user>_<rank> (only FxT builds have this) */
 	starpu_profiling_set_id(ctx->rank);
+#endif
 	struct starpu_conf conf;
 	starpu_conf_init(&conf);
 	conf.ncpus = total;
