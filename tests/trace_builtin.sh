@@ -1,0 +1,133 @@
+#!/bin/sh
+# trace_builtin.sh — the built-in trace (SHARDFLOW_TRACE) records real schedules.
+#
+# Checked on schedules, never on timings (the machine is shared and noisy):
+#  - a traced 2-rank run writes one Chrome trace per rank (valid JSON), the overlap
+#    report (text and JSON) and the timeline (SVG);
+#  - with SHARDFLOW_PREFETCH_DEPTH=0, no forward gather of unit l+1 starts before
+#    fwd of unit l ends (there is no prefetch to overlap);
+#  - with depth 2 and the comm worker, some forward gather of unit l+1 starts before
+#    fwd of unit l ends (the overlap the ring allows);
+#  - every rank, step and layer appears; busy times never exceed the wall time;
+#    overlap lies in [0, 1].
+. "$(dirname "$0")/lib.sh"
+require_progs "$MLP"
+
+model="--steps 3 --widths 24,32,32,32,32,10 --batch 16"
+units=5
+
+# trace NAME DEPTH: a traced 2-rank run into $tmp/NAME.*
+trace() {
+	env SHARDFLOW_TRACE="$tmp/$1" SHARDFLOW_PREFETCH_DEPTH="$2" \
+		sh "$RUN_MPI" 2 "$MLP" $model </dev/null >"$tmp/$1.out" 2>"$tmp/$1.err"
+}
+
+# events FILE: "rank step name start end" per task, from the one-event-per-line JSON
+events() {
+	sed -n 's/^{"name": "\([^"]*\)", "cat": "[a-z]*", "ph": "X", "ts": \([0-9.]*\), "dur": \([0-9.]*\), "pid": \([0-9]*\), "tid": [0-9]*, "cname": "[a-z_]*", "args": {"step": \([0-9]*\),.*/\4 \5 \2 \3 \1/p' "$1" |
+		awk '{printf "%s %s %s %.3f %.3f\n", $1, $2, $5" "$6" "$7, $3, $3 + $4}' |
+		sed 's/  *$//'
+}
+
+# order FILE: for each rank and step, the forward units in order and, per pair
+# (l, next), whether the first gather of next starts before fwd l ends.
+# Prints "early N late M" counts.
+early_late() {
+	events "$1" | awk '
+	{
+		rank = $1; step = $2; start = $(NF - 1); end = $NF
+		name = $3; for (i = 4; i <= NF - 2; i++) name = name " " $i
+		split(name, w, " ")
+		key = rank " " step
+		if (w[1] == "fwd" && w[3] == "linear") {
+			l = substr(w[2], 2) + 0
+			fwd_end[key, l] = end; isunit[key, l] = 1; keys[key] = 1
+		}
+		if (w[1] == "gather") {
+			l = substr(w[2], 2) + 0
+			if (!((key, l) in g_start) || start < g_start[key, l]) g_start[key, l] = start
+		}
+	}
+	END {
+		early = 0; late = 0
+		for (k in keys) {
+			prev = -1
+			for (l = 0; l < 1000; l++) {
+				if (!((k, l) in isunit)) continue
+				if (prev >= 0) {
+					if (g_start[k, l] < fwd_end[k, prev]) early++; else late++
+				}
+				prev = l
+			}
+		}
+		printf "early %d late %d\n", early, late
+	}'
+}
+
+plan 16
+
+trace d0 0
+ok $? "depth 0: traced 2-rank run succeeds" || diag_file "$tmp/d0.err"
+trace d2 2
+ok $? "depth 2: traced 2-rank run succeeds" || diag_file "$tmp/d2.err"
+
+for f in d0.rank0.json d0.rank1.json d0.overlap.txt d0.overlap.json d0.timeline.svg; do
+	[ -s "$tmp/$f" ]
+	ok $? "depth 0 wrote $f"
+done
+
+if command -v python3 >/dev/null 2>&1; then
+	python3 -c 'import json, sys
+for p in sys.argv[1:]:
+    json.load(open(p))' "$tmp/d0.rank0.json" "$tmp/d0.rank1.json" "$tmp/d0.overlap.json" 2>"$tmp/json.err"
+	ok $? "the Chrome traces and the report JSON parse as JSON" || diag_file "$tmp/json.err"
+else
+	skip "the Chrome traces and the report JSON parse as JSON" "python3 is not installed"
+fi
+
+n0=$(events "$tmp/d0.rank0.json" | wc -l)
+[ "$n0" -gt 0 ]
+ok $? "rank 0's trace holds $n0 tasks"
+
+el=$(early_late "$tmp/d0.rank0.json"; early_late "$tmp/d0.rank1.json")
+early=$(echo "$el" | awk '{s += $2} END {print s + 0}')
+late=$(echo "$el" | awk '{s += $4} END {print s + 0}')
+[ "$early" -eq 0 ] && [ "$late" -eq $((2 * 3 * (units - 1))) ]
+ok $? "depth 0: no gather L(l+1) starts before fwd Ll ends ($early early, $late in order)"
+
+el=$(early_late "$tmp/d2.rank0.json"; early_late "$tmp/d2.rank1.json")
+early=$(echo "$el" | awk '{s += $2} END {print s + 0}')
+[ "$early" -gt 0 ]
+ok $? "depth 2: some gathers L(l+1) start before fwd Ll ends ($early of $((2 * 3 * (units - 1))))"
+
+# every rank and step in the report, every unit in the stall table
+lines=$(grep -c '^rank [01] step [0-2] ' "$tmp/d2.overlap.txt")
+[ "$lines" -eq 6 ]
+ok $? "the report has a line for each of 2 ranks x 3 steps ($lines)"
+layers=$(grep -c '^  L[0-9]* *mean' "$tmp/d2.overlap.txt")
+[ "$layers" -eq $units ]
+ok $? "the report has the forward stall of each of the $units units ($layers)"
+
+# per-step figures: one JSON object per line
+awk -F'[:,}]' '/"wall_ms"/ {
+	for (i = 1; i < NF; i++) {
+		gsub(/[ "{]/, "", $i)
+		v[$i] = $(i + 1) + 0
+	}
+	n++
+	if (v["compute_ms"] > v["wall_ms"] + 1e-6 || v["comm_ms"] > v["wall_ms"] + 1e-6) bad++
+	if (v["exposed_ms"] > v["comm_ms"] + 1e-6) bad++
+	if (v["overlap"] < 0 || v["overlap"] > 1) bad++
+}
+END { if (n < 6 || bad) { printf "%d rows, %d bad\n", n, bad; exit 1 } }' "$tmp/d2.overlap.json" >"$tmp/fig.err"
+ok $? "busy times never exceed the wall time, overlap lies in [0, 1]" || diag_file "$tmp/fig.err"
+
+grep -q '</svg>' "$tmp/d2.timeline.svg" && grep -q 'step 2' "$tmp/d2.timeline.svg"
+ok $? "the timeline is a complete SVG with step boundaries"
+
+env SHARDFLOW_TRACE="$tmp/no/such/dir/x" "$MLP" --steps 1 --widths 8,4 --batch 4 </dev/null >"$tmp/bad.out" 2>"$tmp/bad.err"
+st=$?
+[ $st -ge 1 ] && [ $st -le 123 ] && grep -q 'SHARDFLOW_TRACE=".*no/such/dir/x" is invalid: directory' "$tmp/bad.err"
+ok $? "a trace prefix in a missing directory is refused at start (exit $st)" || diag_file "$tmp/bad.err"
+
+finish
