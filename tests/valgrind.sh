@@ -23,7 +23,8 @@ set -- \
 	"uneven sgd grad_op|env SHARDFLOW_SHARDING=grad_op $top_builddir/tests/train_dump --model uneven --steps 3 --out $tmp/c.dump" \
 	"uneven adamw none|env SHARDFLOW_SHARDING=none $top_builddir/tests/train_dump --model uneven --optimizer adamw --steps 3 --out $tmp/d.dump" \
 	"custom layer|$top_builddir/examples/custom_layer --steps 3" \
-	"mlp_synthetic|$top_builddir/examples/mlp_synthetic --steps 2 --batch 8 --widths 32,16,10"
+	"mlp_synthetic|$top_builddir/examples/mlp_synthetic --steps 2 --batch 8 --widths 32,16,10" \
+	"mlp_synthetic traced|env SHARDFLOW_TRACE=$tmp/trace $top_builddir/examples/mlp_synthetic --steps 2 --batch 8 --widths 32,16,16,10"
 
 echo "1..$#"
 n=0
