@@ -11,6 +11,7 @@
 #include "scheduler/internal.h"
 
 #include <string.h>
+#include <time.h>
 
 static void mpi_assert(int rc, const char *what)
 {
@@ -20,6 +21,25 @@ static void mpi_assert(int rc, const char *what)
 		return;
 	MPI_Error_string(rc, msg, &len);
 	STARPU_ASSERT_MSG(rc == MPI_SUCCESS, "%s failed: %s", what, msg);
+}
+
+/*
+ * Waits for a non-blocking collective without spinning: a blocking MPI collective
+ * busy-polls, and on a rank that has one core for its compute and comm workers the
+ * poller steals that core from the compute worker (and the collective then waits for
+ * the scheduler's time slice on the other ranks). Testing at a low rate and sleeping
+ * in between leaves the core to compute; each wake-up drives MPI's progress.
+ */
+static void wait_request(MPI_Request *req, const char *what)
+{
+	int done = 0;
+	struct timespec nap = {0, 20000}; /* 20 us */
+	for (;;) {
+		mpi_assert(MPI_Test(req, &done, MPI_STATUS_IGNORE), what);
+		if (done)
+			return;
+		nanosleep(&nap, NULL);
+	}
 }
 
 static void note_resident(struct _sf_comm_args *a, int delta)
@@ -41,8 +61,11 @@ static void gather_cpu(void *buffers[], void *cl_arg)
 	                  "a collective ran outside the comm worker");
 	if (a->resident)
 		note_resident(a, +1);
-	mpi_assert(MPI_Allgather(shard, (int)a->S, MPI_FLOAT, full, (int)a->S, MPI_FLOAT, a->comm),
-	           "MPI_Allgather");
+	MPI_Request req;
+	mpi_assert(
+	    MPI_Iallgather(shard, (int)a->S, MPI_FLOAT, full, (int)a->S, MPI_FLOAT, a->comm, &req),
+	    "MPI_Iallgather");
+	wait_request(&req, "MPI_Iallgather");
 }
 
 /* order[RW] grad[RW] gshard[W]: gshard = this rank's block of the sum over ranks */
@@ -54,8 +77,11 @@ static void reduce_scatter_cpu(void *buffers[], void *cl_arg)
 	size_t padded = a->S * (size_t)a->nranks;
 	/* the slot is shared by units of different sizes: its tail is stale */
 	memset(grad + a->P, 0, (padded - a->P) * sizeof(float));
-	mpi_assert(MPI_Reduce_scatter_block(grad, gshard, (int)a->S, MPI_FLOAT, MPI_SUM, a->comm),
-	           "MPI_Reduce_scatter_block");
+	MPI_Request req;
+	mpi_assert(
+	    MPI_Ireduce_scatter_block(grad, gshard, (int)a->S, MPI_FLOAT, MPI_SUM, a->comm, &req),
+	    "MPI_Ireduce_scatter_block");
+	wait_request(&req, "MPI_Ireduce_scatter_block");
 }
 
 /* order[RW] grad[RW]: grad = sum over ranks (replicated parameters) */
@@ -63,8 +89,10 @@ static void allreduce_cpu(void *buffers[], void *cl_arg)
 {
 	struct _sf_comm_args *a = cl_arg;
 	float *grad = (float *)STARPU_VECTOR_GET_PTR(buffers[1]);
-	mpi_assert(MPI_Allreduce(MPI_IN_PLACE, grad, (int)a->P, MPI_FLOAT, MPI_SUM, a->comm),
-	           "MPI_Allreduce");
+	MPI_Request req;
+	mpi_assert(MPI_Iallreduce(MPI_IN_PLACE, grad, (int)a->P, MPI_FLOAT, MPI_SUM, a->comm, &req),
+	           "MPI_Iallreduce");
+	wait_request(&req, "MPI_Iallreduce");
 }
 
 /* order[RW] loss[RW]: one double summed over ranks */
@@ -72,8 +100,10 @@ static void loss_sum_cpu(void *buffers[], void *cl_arg)
 {
 	struct _sf_comm_args *a = cl_arg;
 	double *v = (double *)STARPU_VECTOR_GET_PTR(buffers[1]);
-	mpi_assert(MPI_Allreduce(MPI_IN_PLACE, v, 1, MPI_DOUBLE, MPI_SUM, a->comm),
-	           "MPI_Allreduce(loss)");
+	MPI_Request req;
+	mpi_assert(MPI_Iallreduce(MPI_IN_PLACE, v, 1, MPI_DOUBLE, MPI_SUM, a->comm, &req),
+	           "MPI_Iallreduce(loss)");
+	wait_request(&req, "MPI_Iallreduce(loss)");
 }
 
 /* slot[RW]: the unit's last reader is done; the slot may be gathered into again */
