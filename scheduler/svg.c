@@ -115,7 +115,7 @@ static size_t merge(struct ival *v, size_t n)
 /* Writes into out the parts of the merged list x not covered by the merged list y;
  * returns their number (at most nx + ny). */
 static size_t subtract(const struct ival *x, size_t nx, const struct ival *y, size_t ny,
-		       struct ival *out)
+                       struct ival *out)
 {
 	size_t k = 0, j = 0;
 	for (size_t i = 0; i < nx; i++) {
@@ -161,14 +161,14 @@ static double xpos(const struct scale *s, double t)
 static void legend_item(FILE *f, double x, double y, const char *color, const char *label)
 {
 	fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"14\" height=\"12\" fill=\"%s\"/>\n", x,
-		y - 10, color);
+	        y - 10, color);
 	fprintf(f, "<text x=\"%.1f\" y=\"%.1f\">%s</text>\n", x + 19, y, label);
 }
 
 /* The exposed-comm bands of one rank: comm union minus compute union. */
 static void write_exposed(FILE *f, const struct sf_event *ev, size_t n, int rank,
-			  const struct row *rows, size_t nrows, const struct scale *sc,
-			  struct ival *comm, struct ival *comp, struct ival *diff)
+                          const struct row *rows, size_t nrows, const struct scale *sc,
+                          struct ival *comm, struct ival *comp, struct ival *diff)
 {
 	size_t ncomm = 0, ncomp = 0;
 	for (size_t i = 0; i < n; i++) {
@@ -191,19 +191,19 @@ static void write_exposed(FILE *f, const struct sf_event *ev, size_t n, int rank
 		for (size_t i = 0; i < nd; i++) {
 			double x = xpos(sc, diff[i].a), w = (diff[i].b - diff[i].a) * sc->px_per_us;
 			fprintf(f,
-				"<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\">"
-				"<title>rank %d: exposed communication %.3f ms (%.3f to %.3f ms)"
-				"</title></rect>\n",
-				x, rows[r].y + ROW_H + 1, w < 1 ? 1 : w, BAND_H, rank,
-				(diff[i].b - diff[i].a) / 1e3, (diff[i].a - sc->t0) / 1e3,
-				(diff[i].b - sc->t0) / 1e3);
+			        "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\">"
+			        "<title>rank %d: exposed communication %.3f ms (%.3f to %.3f ms)"
+			        "</title></rect>\n",
+			        x, rows[r].y + ROW_H + 1, w < 1 ? 1 : w, BAND_H, rank,
+			        (diff[i].b - diff[i].a) / 1e3, (diff[i].a - sc->t0) / 1e3,
+			        (diff[i].b - sc->t0) / 1e3);
 		}
 		fprintf(f, "</g>\n");
 	}
 }
 
 int sf_timeline_write_svg(const struct sf_event *ev, size_t n, const struct sf_report *r,
-			  const char *title, FILE *f, char *err, size_t errlen)
+                          const char *title, FILE *f, char *err, size_t errlen)
 {
 	struct row *rows = NULL;
 	struct ival *comm = NULL, *comp = NULL, *diff = NULL;
@@ -262,21 +262,21 @@ int sf_timeline_write_svg(const struct sf_event *ev, size_t n, const struct sf_r
 	sc.px_per_us = (SVG_WIDTH - LEFT - RIGHT) / span;
 
 	fprintf(f,
-		"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-		"<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"%.0f\" "
-		"height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" font-family=\"sans-serif\" "
-		"font-size=\"12\">\n",
-		SVG_WIDTH, height, SVG_WIDTH, height);
+	        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+	        "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"%.0f\" "
+	        "height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" font-family=\"sans-serif\" "
+	        "font-size=\"12\">\n",
+	        SVG_WIDTH, height, SVG_WIDTH, height);
 	fprintf(f, "<rect x=\"0\" y=\"0\" width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
 	fprintf(f, "<text x=\"%.1f\" y=\"24\" font-size=\"17\" font-weight=\"bold\">", LEFT);
 	xml_text(f, title);
 	fprintf(f, "</text>\n");
 	if (r)
 		fprintf(f,
-			"<text x=\"%.1f\" y=\"24\" text-anchor=\"end\" fill=\"#444\">%d rank(s), "
-			"%d step(s); overlap %.3f, exposed comm %.3f ms of %.3f ms</text>\n",
-			SVG_WIDTH - RIGHT, r->nranks, r->nsteps, r->all.overlap,
-			r->all.exposed / 1e3, r->all.comm / 1e3);
+		        "<text x=\"%.1f\" y=\"24\" text-anchor=\"end\" fill=\"#444\">%d rank(s), "
+		        "%d step(s); overlap %.3f, exposed comm %.3f ms of %.3f ms</text>\n",
+		        SVG_WIDTH - RIGHT, r->nranks, r->nsteps, r->all.overlap,
+		        r->all.exposed / 1e3, r->all.comm / 1e3);
 
 	/* legend */
 	double lx = LEFT, ly = 50;
@@ -284,22 +284,25 @@ int sf_timeline_write_svg(const struct sf_event *ev, size_t n, const struct sf_r
 	legend_item(f, lx + 230, ly, COLOR_COMM, "communication (gather, rs, ag, loss allreduce)");
 	legend_item(f, lx + 570, ly, COLOR_OTHER, "bookkeeping (free)");
 	legend_item(f, lx + 730, ly, COLOR_EXPOSED,
-		    "exposed communication (no compute on the rank)");
+	            "exposed communication (no compute on the rank)");
 	fprintf(f,
-		"<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" "
-		"stroke-dasharray=\"4,3\"/>\n",
-		lx + 1070, ly - 11, lx + 1070, ly + 1, COLOR_STEP);
+	        "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" "
+	        "stroke-dasharray=\"4,3\"/>\n",
+	        lx + 1070, ly - 11, lx + 1070, ly + 1, COLOR_STEP);
 	fprintf(f, "<text x=\"%.1f\" y=\"%.1f\">step start</text>\n", lx + 1076, ly);
 
 	/* row backgrounds and labels */
 	for (size_t i = 0; i < nrows; i++) {
 		fprintf(f,
-			"<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
-			"fill=\"%s\"/>\n",
-			LEFT, rows[i].y, SVG_WIDTH - LEFT - RIGHT, ROW_H, i % 2 ? "#f4f4f4" : "#ebebeb");
-		fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">rank %d / worker %d%s</text>\n",
-			LEFT - 8, rows[i].y + ROW_H - 6, rows[i].rank, rows[i].worker,
-			rows[i].comm ? " (comm)" : "");
+		        "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
+		        "fill=\"%s\"/>\n",
+		        LEFT, rows[i].y, SVG_WIDTH - LEFT - RIGHT, ROW_H,
+		        i % 2 ? "#f4f4f4" : "#ebebeb");
+		fprintf(f,
+		        "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">rank %d / worker "
+		        "%d%s</text>\n",
+		        LEFT - 8, rows[i].y + ROW_H - 6, rows[i].rank, rows[i].worker,
+		        rows[i].comm ? " (comm)" : "");
 	}
 
 	/* time axis: ticks in ms from the first task */
@@ -309,16 +312,16 @@ int sf_timeline_write_svg(const struct sf_event *ev, size_t n, const struct sf_r
 	int nticks = (int)floor(span / 1e3 / step_ms + 1e-6) + 1;
 	for (int k = 0; k < nticks; k++) {
 		double x = xpos(&sc, sc.t0 + k * step_ms * 1e3);
-		fprintf(f, "<line x1=\"%.2f\" y1=\"%.1f\" x2=\"%.2f\" y2=\"%.1f\"/>\n", x, TOP - 4, x,
-			plot_bottom + 5);
+		fprintf(f, "<line x1=\"%.2f\" y1=\"%.1f\" x2=\"%.2f\" y2=\"%.1f\"/>\n", x, TOP - 4,
+		        x, plot_bottom + 5);
 	}
 	fprintf(f, "</g>\n<g text-anchor=\"middle\" fill=\"#333\">\n");
 	for (int k = 0; k < nticks; k++)
 		fprintf(f, "<text x=\"%.2f\" y=\"%.1f\">%.*f</text>\n",
-			xpos(&sc, sc.t0 + k * step_ms * 1e3), plot_bottom + 19, decimals,
-			k * step_ms);
+		        xpos(&sc, sc.t0 + k * step_ms * 1e3), plot_bottom + 19, decimals,
+		        k * step_ms);
 	fprintf(f, "</g>\n<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">time (ms)</text>\n",
-		LEFT + (SVG_WIDTH - LEFT - RIGHT) / 2, plot_bottom + 38);
+	        LEFT + (SVG_WIDTH - LEFT - RIGHT) / 2, plot_bottom + 38);
 
 	/* tasks */
 	for (size_t i = 0; i < n; i++) {
@@ -326,13 +329,14 @@ int sf_timeline_write_svg(const struct sf_event *ev, size_t n, const struct sf_r
 		const struct row *rw = find_row(rows, nrows, e->rank, e->worker);
 		double x = xpos(&sc, e->start), w = (e->end - e->start) * sc.px_per_us;
 		fprintf(f,
-			"<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" fill=\"%s\" "
-			"stroke=\"white\" stroke-width=\"0.3\"><title>",
-			x, rw->y + 2, w < 1 ? 1 : w, ROW_H - 4, color_of(e->kind));
+		        "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" fill=\"%s\" "
+		        "stroke=\"white\" stroke-width=\"0.3\"><title>",
+		        x, rw->y + 2, w < 1 ? 1 : w, ROW_H - 4, color_of(e->kind));
 		xml_text(f, e->name);
-		fprintf(f, " (rank %d / worker %d, step %d): %.3f ms, from %.3f ms</title></rect>\n",
-			e->rank, e->worker, e->step, (e->end - e->start) / 1e3,
-			(e->start - sc.t0) / 1e3);
+		fprintf(f,
+		        " (rank %d / worker %d, step %d): %.3f ms, from %.3f ms</title></rect>\n",
+		        e->rank, e->worker, e->step, (e->end - e->start) / 1e3,
+		        (e->start - sc.t0) / 1e3);
 	}
 
 	/* exposed communication, per rank */
@@ -355,15 +359,17 @@ int sf_timeline_write_svg(const struct sf_event *ev, size_t n, const struct sf_r
 			if (y0 < 0)
 				continue;
 			double x = xpos(&sc, s->t0);
-			fprintf(f,
-				"<line x1=\"%.2f\" y1=\"%.1f\" x2=\"%.2f\" y2=\"%.1f\" stroke=\"%s\" "
-				"stroke-width=\"1.2\" stroke-dasharray=\"4,3\"/>\n",
-				x, y0 - 3, x, y1 + 2, COLOR_STEP);
-			fprintf(f,
-				"<text x=\"%.2f\" y=\"%.1f\" font-size=\"10\" fill=\"%s\">step "
-				"%d<title>rank %d step %d: wall %.3f ms, overlap %.3f</title></text>\n",
-				x + 2, y0 - 4, COLOR_STEP, s->step, s->rank, s->step, s->wall / 1e3,
-				s->overlap);
+			fprintf(
+			    f,
+			    "<line x1=\"%.2f\" y1=\"%.1f\" x2=\"%.2f\" y2=\"%.1f\" stroke=\"%s\" "
+			    "stroke-width=\"1.2\" stroke-dasharray=\"4,3\"/>\n",
+			    x, y0 - 3, x, y1 + 2, COLOR_STEP);
+			fprintf(
+			    f,
+			    "<text x=\"%.2f\" y=\"%.1f\" font-size=\"10\" fill=\"%s\">step "
+			    "%d<title>rank %d step %d: wall %.3f ms, overlap %.3f</title></text>\n",
+			    x + 2, y0 - 4, COLOR_STEP, s->step, s->rank, s->step, s->wall / 1e3,
+			    s->overlap);
 		}
 	}
 	fprintf(f, "</svg>\n");

@@ -11,6 +11,7 @@ libopenmpi-dev openmpi-bin
 libopenblas-dev
 zlib1g-dev
 valgrind
+librsvg2-bin
 "
 
 if [ "$(id -u)" -eq 0 ]; then

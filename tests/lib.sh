@@ -48,6 +48,14 @@ fi
 # StarPU prints its banner and warnings unless told not to (make check sets it too).
 : "${STARPU_SILENT:=1}"
 export STARPU_SILENT
+# A StarPU built with FxT records a trace of every run unless told not to; the tests
+# that want one ask for it.
+STARPU_FXT_TRACE=0
+export STARPU_FXT_TRACE
+# What configure found (FxT, StarPU's tools).
+SF_HAVE_FXT=no
+STARPU_BINDIR=
+[ -f "$top_builddir/tests/config.sh" ] && . "$top_builddir/tests/config.sh"
 
 RUN_MPI="$top_srcdir/tests/run-mpi.sh"
 MLP="$top_builddir/examples/mlp_synthetic"

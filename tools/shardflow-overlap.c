@@ -1,0 +1,647 @@
+/*
+ * shardflow-overlap — the overlap report and timeline of a run traced with StarPU's FxT.
+ *
+ *   STARPU_FXT_TRACE=1 STARPU_FXT_PREFIX=dir/ mpirun -np 2 examples/mlp_synthetic
+ *   starpu_fxt_tool -i dir/prof_file_*          # writes tasks.rec
+ *   shardflow-overlap --out run tasks.rec       # report; run.overlap.{txt,json},
+ *                                               # run.timeline.svg (and .png)
+ *
+ * tasks.rec is a recutils file: records of "Field: value" lines separated by blank
+ * lines, one per task. Each record whose Name is one of shardflow's ("gather L3",
+ * "fwd L3 linear", "loss allreduce", ...) becomes a struct sf_event: rank from MPIRank
+ * (-1, a run without MPI information, is rank 0), worker from WorkerId, times from
+ * StartTime/EndTime (ms, turned into µs). Records of StarPU's own tasks
+ * ("_starpu_data_acquire_pre", ...) are skipped and counted. The trace has no step
+ * numbers, so they are rebuilt from the submission order: a step's tasks are submitted
+ * together and the last one is "loss allreduce", so a rank's tasks, sorted by
+ * SubmitOrder (JobId when a record has none), start a new step after each
+ * "loss allreduce". The figures themselves come from scheduler/report.c, the same
+ * code as the built-in trace, so both reports can be compared.
+ *
+ * The file is streamed line by line and arrays grow geometrically, so traces of long
+ * runs fit. A malformed input is an error (exit 1) naming the file, the line, the
+ * record and what was expected; a bad command line prints the usage (exit 2). Only
+ * libc, report.c and svg.c are used.
+ */
+#include "scheduler/report.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+static const char *const usage_text =
+    "usage: shardflow-overlap [options] TASKS.REC\n"
+    "\n"
+    "Reads the tasks.rec that starpu_fxt_tool writes from the FxT trace of a shardflow\n"
+    "run and prints the overlap report: per rank and step, the wall time, the busy time\n"
+    "of compute and of communication, the exposed (not hidden) communication, and how\n"
+    "long each forward waited for its all-gather.\n"
+    "\n"
+    "options:\n"
+    "  --out PREFIX  also write PREFIX.overlap.txt, PREFIX.overlap.json,\n"
+    "                PREFIX.timeline.svg and, when rsvg-convert or ImageMagick's\n"
+    "                convert is installed, PREFIX.timeline.png\n"
+    "  --json        print the report as JSON instead of text\n"
+    "  --title T     title of the timeline (default: shardflow timeline - TASKS.REC)\n"
+    "  --help        print this help and exit\n";
+
+static void usage_error(const char *fmt, ...)
+{
+	va_list ap;
+	fprintf(stderr, "shardflow-overlap: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\n%s", usage_text);
+	exit(2);
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* reading tasks.rec                                                                    */
+
+/* The fields read from a record; the others (Model, Handles, ...) are ignored. */
+enum field { F_NAME, F_JOBID, F_SUBMIT, F_WORKER, F_START, F_END, F_RANK, F_NFIELDS };
+static const char *const field_names[F_NFIELDS] = {
+    "Name", "JobId", "SubmitOrder", "WorkerId", "StartTime", "EndTime", "MPIRank",
+};
+
+struct record {
+	size_t index;  /* 1-based, in the file */
+	size_t line;   /* of its first field */
+	size_t nlines; /* field lines seen */
+	char *value[F_NFIELDS];
+	size_t vline[F_NFIELDS];
+	int dup; /* 1 + the first field seen twice, 0 when none */
+	size_t dup_line;
+};
+
+/* A shardflow task: its event plus what orders it within its rank. */
+struct task {
+	int rank;
+	bool has_submit, has_job;
+	unsigned long long submit, job;
+	size_t record, line;
+};
+
+struct reader {
+	const char *path;
+	size_t line; /* current line number */
+	struct record rec;
+	size_t nrecords, nskipped, nunnamed;
+	struct sf_event *ev;
+	struct task *tasks;
+	size_t n, cap;
+	char err[512];
+};
+
+static int fail(struct reader *rd, size_t line, const char *fmt, ...)
+{
+	va_list ap;
+	int k = snprintf(rd->err, sizeof rd->err, "%s:%zu: ", rd->path, line);
+	if (k < 0 || (size_t)k >= sizeof rd->err)
+		k = 0;
+	va_start(ap, fmt);
+	vsnprintf(rd->err + k, sizeof rd->err - (size_t)k, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+static void record_clear(struct record *r)
+{
+	for (int i = 0; i < F_NFIELDS; i++)
+		free(r->value[i]);
+	memset(r, 0, sizeof *r);
+}
+
+/* "record 12 (task "gather L2")" for messages. */
+static const char *record_what(const struct record *r, char *buf, size_t len)
+{
+	if (r->value[F_NAME])
+		snprintf(buf, len, "record %zu (task \"%.80s\")", r->index, r->value[F_NAME]);
+	else
+		snprintf(buf, len, "record %zu", r->index);
+	return buf;
+}
+
+static int parse_int(struct reader *rd, enum field f, long long lo, long long hi, long long *out)
+{
+	const struct record *r = &rd->rec;
+	const char *s = r->value[f];
+	char *end, what[128];
+	errno = 0;
+	long long v = strtoll(s, &end, 10);
+	if (!*s || *end || errno || v < lo || v > hi)
+		return fail(rd, r->vline[f],
+		            "%s: %s \"%.40s\" is invalid: expected an integer from "
+		            "%lld to %lld",
+		            record_what(r, what, sizeof what), field_names[f], s, lo, hi);
+	*out = v;
+	return 0;
+}
+
+static int parse_time(struct reader *rd, enum field f, double *us)
+{
+	const struct record *r = &rd->rec;
+	const char *s = r->value[f];
+	char *end, what[128];
+	errno = 0;
+	double v = strtod(s, &end);
+	if (!*s || *end || errno == ERANGE || !isfinite(v))
+		return fail(rd, r->vline[f],
+		            "%s: %s \"%.40s\" is invalid: expected a time in "
+		            "milliseconds (a finite decimal number)",
+		            record_what(r, what, sizeof what), field_names[f], s);
+	*us = v * 1e3;
+	return 0;
+}
+
+/* A complete record: a shardflow task becomes an event, anything else is counted. */
+static int record_take(struct reader *rd, bool at_eof)
+{
+	struct record *r = &rd->rec;
+	char what[128];
+	if (!r->nlines)
+		return 0;
+	rd->nrecords++;
+	if (!r->value[F_NAME]) {
+		rd->nunnamed++; /* a record descriptor ("%rec: ...") or a nameless task */
+		return 0;
+	}
+	enum sf_ev_kind kind;
+	int layer;
+	int prc = sf_ev_parse_name(r->value[F_NAME], &kind, &layer);
+	if (prc == -1) {
+		rd->nskipped++;
+		return 0;
+	}
+	record_what(r, what, sizeof what);
+	if (prc != 0)
+		return fail(
+		    rd, r->vline[F_NAME],
+		    "%s: malformed shardflow task name \"%.80s\": expected \"gather L<n>\", "
+		    "\"fwd L<n> <type>\", \"bwd L<n> <type>\", \"rs L<n>\", \"opt L<n>\", "
+		    "\"ag L<n>\", \"free L<n>\", \"loss\" or \"loss allreduce\"",
+		    what, r->value[F_NAME]);
+	/* starpu_fxt_tool ends every record with a blank line: without one, the file was
+	 * cut inside this task, and whatever it holds cannot be trusted */
+	if (at_eof)
+		return fail(rd, rd->line,
+		            "%s: the file ends inside this record (no blank line after it%s): is "
+		            "the file truncated?",
+		            what, r->value[F_END] ? "" : ", and it has no EndTime");
+	if (r->dup)
+		return fail(rd, r->dup_line, "%s: field %s appears twice (also on line %zu)", what,
+		            field_names[r->dup - 1], r->vline[r->dup - 1]);
+	static const enum field required[] = {F_WORKER, F_START, F_END};
+	for (size_t i = 0; i < sizeof required / sizeof required[0]; i++)
+		if (!r->value[required[i]])
+			return fail(rd, r->line,
+			            "%s has no %s field: every task of shardflow's must have "
+			            "WorkerId, StartTime and EndTime (did it run?)",
+			            what, field_names[required[i]]);
+	if (!r->value[F_SUBMIT] && !r->value[F_JOBID])
+		return fail(rd, r->line,
+		            "%s has neither SubmitOrder nor JobId: one is needed to find its step",
+		            what);
+
+	long long worker, rank = -1, submit = 0, job = 0;
+	double start, end;
+	if (parse_int(rd, F_WORKER, 0, INT_MAX, &worker) || parse_time(rd, F_START, &start) ||
+	    parse_time(rd, F_END, &end))
+		return -1;
+	if (r->value[F_RANK] && parse_int(rd, F_RANK, -1, INT_MAX, &rank))
+		return -1;
+	if (r->value[F_SUBMIT] && parse_int(rd, F_SUBMIT, 0, LLONG_MAX, &submit))
+		return -1;
+	/* JobId reads "<rank>_<id>" when starpu_fxt_tool merged several ranks' files:
+	 * only SubmitOrder (always a plain integer) is needed then */
+	if (!r->value[F_SUBMIT] && r->value[F_JOBID] && parse_int(rd, F_JOBID, 0, LLONG_MAX, &job))
+		return -1;
+	if (end < start)
+		return fail(rd, r->vline[F_END],
+		            "%s: EndTime %s is before StartTime %s: expected EndTime >= StartTime",
+		            what, r->value[F_END], r->value[F_START]);
+
+	if (rd->n == rd->cap) {
+		size_t cap = rd->cap ? 2 * rd->cap : 1024;
+		struct sf_event *ev = realloc(rd->ev, cap * sizeof *ev);
+		if (ev)
+			rd->ev = ev;
+		struct task *t = realloc(rd->tasks, cap * sizeof *t);
+		if (t)
+			rd->tasks = t;
+		if (!ev || !t)
+			return fail(rd, r->line, "out of memory after %zu tasks", rd->n);
+		rd->cap = cap;
+	}
+	struct sf_event *e = &rd->ev[rd->n];
+	memset(e, 0, sizeof *e);
+	e->rank = rank < 0 ? 0 : (int)rank;
+	e->worker = (int)worker;
+	e->step = 0;
+	e->layer = layer;
+	e->kind = kind;
+	e->start = start;
+	e->end = end;
+	snprintf(e->name, sizeof e->name, "%s", r->value[F_NAME]);
+	rd->tasks[rd->n] = (struct task){
+	    .rank = e->rank,
+	    .has_submit = r->value[F_SUBMIT] != NULL,
+	    .has_job = !r->value[F_SUBMIT] && r->value[F_JOBID] != NULL,
+	    .submit = (unsigned long long)submit,
+	    .job = (unsigned long long)job,
+	    .record = r->index,
+	    .line = r->line,
+	};
+	rd->n++;
+	return 0;
+}
+
+static int record_end(struct reader *rd, bool at_eof)
+{
+	int rc = record_take(rd, at_eof);
+	record_clear(&rd->rec);
+	return rc;
+}
+
+/* One "Field: value" line (without its newline) of the current record. */
+static int field_line(struct reader *rd, char *s, bool unterminated)
+{
+	struct record *r = &rd->rec;
+	size_t k = 0;
+	while (s[k] == '%' || s[k] == '_' || (s[k] >= 'A' && s[k] <= 'Z') ||
+	       (s[k] >= 'a' && s[k] <= 'z') || (k > 0 && s[k] >= '0' && s[k] <= '9'))
+		k++;
+	if (k == 0 || s[k] != ':' || (s[k + 1] != ' ' && s[k + 1] != '\0'))
+		return fail(
+		    rd, rd->line, "\"%.60s\" is not a field line: expected \"Field: value\"%s", s,
+		    unterminated ? " (this last line has no newline: is the file truncated?)" : "");
+	if (!r->nlines) {
+		r->index = rd->nrecords + 1;
+		r->line = rd->line;
+	}
+	r->nlines++;
+	for (int f = 0; f < F_NFIELDS; f++) {
+		if (strlen(field_names[f]) != k || strncmp(s, field_names[f], k) != 0)
+			continue;
+		if (r->value[f]) {
+			/* an error only if this turns out to be a shardflow task */
+			if (!r->dup) {
+				r->dup = f + 1;
+				r->dup_line = rd->line;
+			}
+			return 0;
+		}
+		const char *v = s[k + 1] ? s + k + 2 : "";
+		r->value[f] = strdup(v);
+		if (!r->value[f])
+			return fail(rd, rd->line, "out of memory");
+		r->vline[f] = rd->line;
+	}
+	return 0;
+}
+
+static int read_tasks(struct reader *rd)
+{
+	FILE *f = fopen(rd->path, "r");
+	if (!f) {
+		snprintf(rd->err, sizeof rd->err, "cannot open \"%s\": %s", rd->path,
+		         strerror(errno));
+		return -1;
+	}
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t len;
+	int rc = 0;
+	bool unterminated = false; /* the last line read had no newline */
+	while (rc == 0 && (len = getline(&line, &cap, f)) >= 0) {
+		rd->line++;
+		unterminated = len == 0 || line[len - 1] != '\n';
+		if (!unterminated)
+			line[--len] = '\0';
+		if (len > 0 && line[len - 1] == '\r')
+			line[--len] = '\0';
+		if ((size_t)len != strlen(line))
+			rc =
+			    fail(rd, rd->line, "a NUL byte inside a line: this is not a text file");
+		else if (len == 0)
+			rc = record_end(rd, false);
+		else if (line[0] == '#' || line[0] == '+')
+			continue; /* a comment, or the continuation of a value we ignore */
+		else
+			rc = field_line(rd, line, unterminated);
+	}
+	if (rc == 0 && ferror(f)) {
+		snprintf(rd->err, sizeof rd->err, "cannot read \"%s\": %s", rd->path,
+		         strerror(errno));
+		rc = -1;
+	}
+	/* the last record, when no blank line follows it */
+	if (rc == 0)
+		rc = record_end(rd, true);
+	record_clear(&rd->rec);
+	free(line);
+	fclose(f);
+	return rc;
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* steps                                                                                */
+
+struct order {
+	size_t i;
+	int rank;
+	unsigned long long key;
+};
+
+static int cmp_order(const void *x, const void *y)
+{
+	const struct order *p = x, *q = y;
+	if (p->rank != q->rank)
+		return p->rank < q->rank ? -1 : 1;
+	if (p->key != q->key)
+		return p->key < q->key ? -1 : 1;
+	return p->i < q->i ? -1 : p->i > q->i;
+}
+
+/* Numbers the steps of each rank from its submission order (see the top of the file). */
+static int assign_steps(struct reader *rd)
+{
+	bool all_submit = true, all_job = true;
+	for (size_t i = 0; i < rd->n; i++) {
+		all_submit &= rd->tasks[i].has_submit;
+		all_job &= rd->tasks[i].has_job;
+	}
+	if (!all_submit && !all_job) {
+		snprintf(rd->err, sizeof rd->err,
+		         "%s: some tasks have only SubmitOrder and others only JobId: the "
+		         "submission order cannot be rebuilt",
+		         rd->path);
+		return -1;
+	}
+	struct order *o = malloc(rd->n * sizeof *o);
+	if (!o) {
+		snprintf(rd->err, sizeof rd->err, "out of memory for %zu tasks", rd->n);
+		return -1;
+	}
+	for (size_t i = 0; i < rd->n; i++)
+		o[i] = (struct order){i, rd->tasks[i].rank,
+		                      all_submit ? rd->tasks[i].submit : rd->tasks[i].job};
+	qsort(o, rd->n, sizeof *o, cmp_order);
+	int step = 0;
+	size_t tail = 0; /* tasks after the last "loss allreduce" of the rank */
+	for (size_t k = 0; k < rd->n; k++) {
+		if (k > 0 && o[k].rank != o[k - 1].rank) {
+			if (tail)
+				fprintf(
+				    stderr,
+				    "shardflow-overlap: note: rank %d: the last %zu task(s) come "
+				    "after its last \"loss allreduce\": step %d is incomplete\n",
+				    o[k - 1].rank, tail, step);
+			step = 0;
+			tail = 0;
+		}
+		struct sf_event *e = &rd->ev[o[k].i];
+		e->step = step;
+		tail++;
+		if (e->kind == SF_EV_LOSS_SUM) {
+			step++;
+			tail = 0;
+		}
+	}
+	if (rd->n && tail)
+		fprintf(
+		    stderr,
+		    "shardflow-overlap: note: rank %d: the last %zu task(s) come after its last "
+		    "\"loss allreduce\": step %d is incomplete\n",
+		    o[rd->n - 1].rank, tail, step);
+	free(o);
+	return 0;
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* output                                                                               */
+
+/* The full path of an executable called name in $PATH, in buf; false when none. */
+static bool find_program(const char *name, char *buf, size_t len)
+{
+	const char *path = getenv("PATH");
+	if (!path || !*path)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	while (*path) {
+		const char *colon = strchr(path, ':');
+		size_t dl = colon ? (size_t)(colon - path) : strlen(path);
+		int k = dl ? snprintf(buf, len, "%.*s/%s", (int)dl, path, name)
+		           : snprintf(buf, len, "./%s", name); /* an empty entry is "." */
+		if (k > 0 && (size_t)k < len && access(buf, X_OK) == 0)
+			return true;
+		path += dl + (colon ? 1 : 0);
+	}
+	return false;
+}
+
+/* svg -> png with rsvg-convert, else ImageMagick's convert. Never fatal: the PNG is a
+ * convenience, the SVG is the picture. The converter's stdout goes to our stderr
+ * (rsvg-convert's to the PNG), so that the report on stdout stays clean. */
+static void write_png(const char *svg, const char *png)
+{
+	char prog[PATH_MAX];
+	char *argv[4];
+	posix_spawn_file_actions_t fa;
+	bool rsvg = find_program("rsvg-convert", prog, sizeof prog);
+	if (!rsvg && !find_program("convert", prog, sizeof prog)) {
+		fprintf(stderr,
+		        "shardflow-overlap: note: neither rsvg-convert nor ImageMagick's "
+		        "convert is in PATH: no %s (open the SVG in a browser)\n",
+		        png);
+		return;
+	}
+	if (posix_spawn_file_actions_init(&fa) != 0)
+		return;
+	if (rsvg) {
+		argv[0] = "rsvg-convert";
+		argv[1] = (char *)svg;
+		argv[2] = NULL;
+		posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, png,
+		                                 O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	} else {
+		argv[0] = "convert";
+		argv[1] = (char *)svg;
+		argv[2] = (char *)png;
+		argv[3] = NULL;
+		posix_spawn_file_actions_adddup2(&fa, STDERR_FILENO, STDOUT_FILENO);
+	}
+	fflush(NULL);
+	pid_t pid;
+	int st = 0, rc = posix_spawn(&pid, prog, &fa, NULL, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	if (rc != 0) {
+		fprintf(stderr, "shardflow-overlap: warning: cannot run %s: %s: no %s\n", prog,
+		        strerror(rc), png);
+		return;
+	}
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+		fprintf(stderr, "shardflow-overlap: warning: %s %s failed (%s %d): no %s\n", prog,
+		        svg, WIFEXITED(st) ? "exit status" : "signal",
+		        WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st), png);
+		unlink(png);
+	}
+}
+
+enum out_kind { OUT_TEXT, OUT_JSON, OUT_SVG };
+
+/* Writes one output file; returns 0 or -1 after a message on stderr. */
+static int write_file(const char *prefix, const char *suffix, enum out_kind kind,
+                      const struct reader *rd, const struct sf_report *r, const char *title,
+                      char *path, size_t len)
+{
+	char err[256] = "";
+	snprintf(path, len, "%s%s", prefix, suffix);
+	FILE *f = fopen(path, "w");
+	if (!f) {
+		fprintf(stderr, "shardflow-overlap: error: cannot write \"%s\": %s\n", path,
+		        strerror(errno));
+		return -1;
+	}
+	int rc = kind == OUT_TEXT ? sf_report_write_text(r, rd->path, f)
+	         : kind == OUT_JSON
+	             ? sf_report_write_json(r, rd->path, f)
+	             : sf_timeline_write_svg(rd->ev, rd->n, r, title, f, err, sizeof err);
+	int saved = errno;
+	if (fclose(f) != 0 && rc == 0) {
+		saved = errno;
+		rc = -1;
+	}
+	if (rc != 0) {
+		fprintf(stderr, "shardflow-overlap: error: cannot write \"%s\": %s\n", path,
+		        err[0] ? err : strerror(saved));
+		return -1;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *prefix = NULL, *title = NULL, *input = NULL;
+	bool json = false, options_done = false;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (options_done || a[0] != '-' || strcmp(a, "-") == 0) {
+			if (input)
+				usage_error("one TASKS.REC expected, got \"%s\" and \"%s\"", input,
+				            a);
+			input = a;
+		} else if (strcmp(a, "--") == 0) {
+			options_done = true;
+		} else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+			fputs(usage_text, stdout);
+			return 0;
+		} else if (strcmp(a, "--json") == 0) {
+			json = true;
+		} else if (strcmp(a, "--out") == 0 || strcmp(a, "--title") == 0) {
+			if (i + 1 >= argc)
+				usage_error("option \"%s\" needs a value", a);
+			*(a[2] == 'o' ? &prefix : &title) = argv[++i];
+		} else if (strncmp(a, "--out=", 6) == 0) {
+			prefix = a + 6;
+		} else if (strncmp(a, "--title=", 8) == 0) {
+			title = a + 8;
+		} else {
+			usage_error("unknown option \"%s\"", a);
+		}
+	}
+	if (!input)
+		usage_error("no TASKS.REC given");
+	if (prefix && !*prefix)
+		usage_error("--out \"\": expected a non-empty file name prefix");
+
+	struct reader rd = {.path = input};
+	struct sf_report rep;
+	int status = 1;
+	bool have_rep = false;
+	if (read_tasks(&rd) != 0) {
+		fprintf(stderr, "shardflow-overlap: error: %s\n", rd.err);
+		goto out;
+	}
+	if (rd.nskipped)
+		fprintf(stderr,
+		        "shardflow-overlap: note: %zu task(s) that are not shardflow's (StarPU's "
+		        "own, e.g. _starpu_data_acquire_pre) skipped\n",
+		        rd.nskipped);
+	if (rd.n == 0) {
+		fprintf(stderr,
+		        "shardflow-overlap: error: %s: no shardflow task among its %zu record(s) "
+		        "(%zu with other names, %zu without a Name): is this a trace of a "
+		        "shardflow run?\n",
+		        input, rd.nrecords, rd.nskipped, rd.nunnamed);
+		goto out;
+	}
+	if (assign_steps(&rd) != 0) {
+		fprintf(stderr, "shardflow-overlap: error: %s\n", rd.err);
+		goto out;
+	}
+	char err[512] = "";
+	if (sf_report_build(rd.ev, rd.n, &rep, err, sizeof err) != 0) {
+		fprintf(stderr, "shardflow-overlap: error: %s: %s\n", input, err);
+		goto out;
+	}
+	have_rep = true;
+	if ((json ? sf_report_write_json(&rep, input, stdout)
+	          : sf_report_write_text(&rep, input, stdout)) != 0 ||
+	    fflush(stdout) != 0) {
+		fprintf(stderr, "shardflow-overlap: error: cannot write the report on stdout: %s\n",
+		        strerror(errno));
+		goto out;
+	}
+	if (prefix) {
+		size_t len = strlen(prefix) + 32;
+		char *path = malloc(len), *svg = malloc(len), *deftitle = NULL;
+		if (!path || !svg) {
+			fprintf(stderr, "shardflow-overlap: error: out of memory\n");
+			free(path);
+			free(svg);
+			goto out;
+		}
+		if (!title) {
+			size_t tl = strlen(input) + 32;
+			deftitle = malloc(tl);
+			if (deftitle)
+				snprintf(deftitle, tl, "shardflow timeline - %s", input);
+		}
+		int rc = write_file(prefix, ".overlap.txt", OUT_TEXT, &rd, &rep, NULL, path, len);
+		if (!rc)
+			rc = write_file(prefix, ".overlap.json", OUT_JSON, &rd, &rep, NULL, path,
+			                len);
+		if (!rc)
+			rc = write_file(prefix, ".timeline.svg", OUT_SVG, &rd, &rep,
+			                title ? title : deftitle, svg, len);
+		if (!rc) {
+			snprintf(path, len, "%s.timeline.png", prefix);
+			write_png(svg, path);
+		}
+		free(path);
+		free(svg);
+		free(deftitle);
+		if (rc)
+			goto out;
+	}
+	status = 0;
+out:
+	if (have_rep)
+		sf_report_free(&rep);
+	free(rd.ev);
+	free(rd.tasks);
+	return status;
+}
