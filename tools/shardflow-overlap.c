@@ -173,6 +173,14 @@ static int record_take(struct reader *rd, bool at_eof)
 	if (!r->nlines)
 		return 0;
 	rd->nrecords++;
+	/* starpu_fxt_tool ends every record with a blank line: without one, the file was
+	 * cut inside this record, and whatever it holds cannot be trusted */
+	if (at_eof)
+		return fail(rd, rd->line,
+		            "%s: the file ends inside this record (no blank line after it%s): is "
+		            "the file truncated?",
+		            record_what(r, what, sizeof what),
+		            r->value[F_NAME] && !r->value[F_END] ? ", and it has no EndTime" : "");
 	if (!r->value[F_NAME]) {
 		rd->nunnamed++; /* a record descriptor ("%rec: ...") or a nameless task */
 		return 0;
@@ -192,13 +200,6 @@ static int record_take(struct reader *rd, bool at_eof)
 		    "\"fwd L<n> <type>\", \"bwd L<n> <type>\", \"rs L<n>\", \"opt L<n>\", "
 		    "\"ag L<n>\", \"free L<n>\", \"loss\" or \"loss allreduce\"",
 		    what, r->value[F_NAME]);
-	/* starpu_fxt_tool ends every record with a blank line: without one, the file was
-	 * cut inside this task, and whatever it holds cannot be trusted */
-	if (at_eof)
-		return fail(rd, rd->line,
-		            "%s: the file ends inside this record (no blank line after it%s): is "
-		            "the file truncated?",
-		            what, r->value[F_END] ? "" : ", and it has no EndTime");
 	if (r->dup)
 		return fail(rd, r->dup_line, "%s: field %s appears twice (also on line %zu)", what,
 		            field_names[r->dup - 1], r->vline[r->dup - 1]);
