@@ -315,6 +315,100 @@ SF_API int sf_model_stats(sf_model *m, struct sf_model_stats *out);
  */
 SF_API int sf_model_trace_write(sf_model *m);
 
+/**
+ * Forward pass only (no loss, no backward, no update): writes this rank's logits
+ * (rows, classes) — the input of the graph's loss — into `logits`
+ * (sf_model_local_rows() rows). Labels are ignored (may be NULL). Collective: every
+ * rank calls it for the same number of batches. Waits for the result.
+ */
+SF_API int sf_model_predict(sf_model *m, const struct sf_batch *batch, float *logits);
+
+/* ------------------------------------------------------------------------ */
+/* Datasets: IDX files (MNIST, Fashion-MNIST), gzip or plain                 */
+/* ------------------------------------------------------------------------ */
+
+/** Images and labels read from a pair of IDX files. */
+struct sf_dataset {
+	int64_t n;        /**< samples */
+	int rows, cols;   /**< image size (28 x 28 for Fashion-MNIST) */
+	int dim;          /**< rows * cols: width of a sample */
+	int classes;      /**< 1 + the largest label */
+	float *images;    /**< (n, dim), pixels / 255, owned: sf_dataset_free() */
+	int32_t *labels;  /**< (n) */
+};
+
+/**
+ * Reads an IDX image file (magic 0x00000803, uint8 n x rows x cols) and an IDX label
+ * file (magic 0x00000801, uint8 n), gzip-compressed or not. Magic numbers,
+ * dimensions, lengths and the agreement of the two counts are checked; any problem
+ * is an error naming the file and what is wrong (SF_ERR_IO), never a short read.
+ * On success *out owns its arrays; release with sf_dataset_free().
+ */
+SF_API int sf_dataset_load_idx(const char *images_path, const char *labels_path,
+			       struct sf_dataset *out);
+/** Frees the arrays of a dataset (NULL or an empty struct is accepted). */
+SF_API int sf_dataset_free(struct sf_dataset *ds);
+
+/**
+ * Copies rows [first, first + rows) of global batch `batch` of `epoch` into x
+ * (rows, dim) and y (rows). The order of each epoch is a permutation of the
+ * samples drawn from (seed, epoch) alone, so every world size sees the same global
+ * batches and each rank takes its slice. An epoch has n / global_batch batches (the
+ * remainder is dropped).
+ */
+SF_API int sf_dataset_batch(const struct sf_dataset *ds, uint64_t seed, int64_t epoch,
+			    int64_t batch, int global_batch, int first, int rows, float *x,
+			    int32_t *y);
+
+/* ------------------------------------------------------------------------ */
+/* Checkpoints                                                               */
+/* ------------------------------------------------------------------------ */
+
+/** What a checkpoint records beside the model (the caller's training position). */
+struct sf_checkpoint_info {
+	int64_t step;       /**< steps done (the model's own count is saved too) */
+	int64_t epoch;      /**< data order: epoch ... */
+	int64_t batch;      /**< ... and next batch within it */
+	uint64_t data_seed; /**< seed of the data order */
+};
+
+/**
+ * Collective: writes a sharded checkpoint of the model under `dir` (created if
+ * needed): every rank writes its shard of every unit's parameters and optimizer
+ * state to dir/step-<step>/rank-<r>.bin, then rank 0 writes the manifest (world
+ * size, sharding, optimizer, model structure hash, step, `info`, per-file size and
+ * CRC-32) and points dir/latest at it. Each file is written to a temporary name,
+ * fsync'ed and renamed, the manifest last: a crash at any moment leaves the previous
+ * checkpoint intact and loadable.
+ */
+SF_API int sf_checkpoint_save(sf_model *m, const char *dir, const struct sf_checkpoint_info *info);
+
+/**
+ * Collective: loads the checkpoint dir/latest (or `dir` itself when it is a step
+ * directory holding a manifest) into the model: parameters, optimizer state and
+ * step count, whatever world size and sharding saved it (resharding N -> M). The
+ * manifest, structure hash, sizes and checksums are verified before anything of
+ * the model is touched: a corrupted, truncated, mismatched or half-written
+ * checkpoint is refused (SF_ERR_IO / SF_ERR_INVALID) and the model is unchanged.
+ * `info` (may be NULL) receives what was saved.
+ */
+SF_API int sf_checkpoint_load(sf_model *m, const char *dir, struct sf_checkpoint_info *info);
+
+/**
+ * Collective: rank 0 writes every parameter to a safetensors file (F32; a linear
+ * layer "fc1" gives "fc1.weight" (O, I) and "fc1.bias" (O); other layer types
+ * "<name>.params" (P)), written to a temporary name and renamed.
+ */
+SF_API int sf_model_export_safetensors(sf_model *m, const char *path);
+
+/**
+ * Collective: every rank reads the parameters of a safetensors file written by
+ * sf_model_export_safetensors() (or any file with the same names, F32 dtype and
+ * shapes), on any world size. Optimizer state is reset. A missing tensor, another
+ * dtype or shape, or a malformed file is refused and the model is unchanged.
+ */
+SF_API int sf_model_import_safetensors(sf_model *m, const char *path);
+
 #ifdef __cplusplus
 }
 #endif

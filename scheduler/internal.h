@@ -197,6 +197,22 @@ struct sf_model {
 
 int _sf_step_submit(struct sf_model *m);
 
+/* ---- host access to a unit's state (scheduler/model.c), for checkpoints --------- */
+
+/* The logical vectors of a unit, each P floats whatever the sharding: parameters,
+ * first moment (AdamW m, SGD momentum buffer) and second moment (AdamW v). */
+enum _sf_vec { SF_VEC_PARAM = 0, SF_VEC_M, SF_VEC_V };
+
+/* true when the model's optimizer keeps vector `which` (V: AdamW only). */
+bool _sf_vec_exists(const struct sf_model *m, enum _sf_vec which);
+/* Copies this rank's slice [rank*S, rank*S + S) of vector `which` of unit u into
+ * dst (S floats; zeros past P). Call after sf_model_sync(). */
+int _sf_unit_get_slice(struct sf_model *m, int u, enum _sf_vec which, float *dst);
+/* Sets this rank's copy of vector `which` of unit u (its shard, or the whole
+ * replica) from src, the unit's whole logical vector (P floats). Call after
+ * sf_model_sync(). */
+int _sf_unit_set_full(struct sf_model *m, int u, enum _sf_vec which, const float *src);
+
 /* ---- built-in trace (scheduler/trace.c) ------------------------------------------ */
 
 struct sf_event;

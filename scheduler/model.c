@@ -532,3 +532,71 @@ SF_API int sf_model_stats(sf_model *m, struct sf_model_stats *out)
 fail:
 	return rc;
 }
+
+bool _sf_vec_exists(const struct sf_model *m, enum _sf_vec which)
+{
+	return which != SF_VEC_V || m->opt.optimizer == SF_OPT_ADAMW;
+}
+
+/* Where this rank keeps vector `which` of unit u, and how it is laid out:
+ * *base holds elements [*lo, *lo + *n) of the logical vector. */
+static void locate(struct sf_model *m, struct _sf_unit *un, enum _sf_vec which,
+                   starpu_data_handle_t *h, float **base, size_t *lo, size_t *n)
+{
+	bool sharded_state = m->cfg.sharding != SF_SHARD_NONE;
+	if (which == SF_VEC_PARAM && m->cfg.sharding == SF_SHARD_NONE) {
+		*h = un->h_full, *base = un->full, *lo = 0, *n = un->P;
+		return;
+	}
+	if (which == SF_VEC_PARAM) {
+		*h = un->h_shard, *base = un->shard, *lo = (size_t)m->rank * un->S, *n = un->S;
+		return;
+	}
+	*h = which == SF_VEC_M ? un->h_m : un->h_v;
+	*base = which == SF_VEC_M ? un->m : un->v;
+	*lo = sharded_state ? (size_t)m->rank * un->S : 0;
+	*n = un->opt_n;
+}
+
+int _sf_unit_get_slice(struct sf_model *m, int u, enum _sf_vec which, float *dst)
+{
+	struct _sf_unit *un = &m->units[u];
+	starpu_data_handle_t h;
+	float *base;
+	size_t lo, n;
+	if (!_sf_vec_exists(m, which))
+		return SF_ERR(SF_ERR_INVALID, "unit %d has no optimizer vector %d", u, (int)which);
+	locate(m, un, which, &h, &base, &lo, &n);
+	size_t want = (size_t)m->rank * un->S;
+	starpu_data_acquire(h, STARPU_R);
+	for (size_t i = 0; i < un->S; i++) {
+		size_t g = want + i; /* logical index */
+		dst[i] = g < un->P && g >= lo && g < lo + n ? base[g - lo] : 0.0f;
+	}
+	starpu_data_release(h);
+	return SF_OK;
+}
+
+int _sf_unit_set_full(struct sf_model *m, int u, enum _sf_vec which, const float *src)
+{
+	struct _sf_unit *un = &m->units[u];
+	starpu_data_handle_t h;
+	float *base;
+	size_t lo, n;
+	if (!_sf_vec_exists(m, which))
+		return SF_ERR(SF_ERR_INVALID, "unit %d has no optimizer vector %d", u, (int)which);
+	locate(m, un, which, &h, &base, &lo, &n);
+	starpu_data_acquire(h, STARPU_W);
+	for (size_t i = 0; i < n; i++)
+		base[i] = lo + i < un->P ? src[lo + i] : 0.0f;
+	starpu_data_release(h);
+	/* grad_op also keeps the whole parameters resident */
+	if (which == SF_VEC_PARAM && m->cfg.sharding == SF_SHARD_GRAD_OP) {
+		size_t nf = un->S * (size_t)m->nranks;
+		starpu_data_acquire(un->h_full, STARPU_W);
+		for (size_t i = 0; i < nf; i++)
+			un->full[i] = i < un->P ? src[i] : 0.0f;
+		starpu_data_release(un->h_full);
+	}
+	return SF_OK;
+}

@@ -29,10 +29,10 @@
 #define INSERT(rec, ...)                                                                           \
 	do {                                                                                       \
 		struct sf_event *sf_rec_ = (rec);                                                  \
-		int sf_ins_rc_ = sf_rec_                                                           \
-		                     ? starpu_task_insert(__VA_ARGS__, STARPU_CALLBACK_WITH_ARG_NFREE,   \
-		                                          _sf_trace_task_done, sf_rec_, 0)         \
-		                     : starpu_task_insert(__VA_ARGS__, 0);                         \
+		int sf_ins_rc_ =                                                                   \
+		    sf_rec_ ? starpu_task_insert(__VA_ARGS__, STARPU_CALLBACK_WITH_ARG_NFREE,      \
+		                                 _sf_trace_task_done, sf_rec_, 0)                  \
+		            : starpu_task_insert(__VA_ARGS__, 0);                                  \
 		if (sf_ins_rc_ != 0)                                                               \
 			return SF_ERR(SF_ERR_STARPU, "starpu_task_insert failed (%d)",             \
 			              sf_ins_rc_);                                                 \
@@ -168,14 +168,19 @@ static int submit_opt(struct sf_model *m, int u, starpu_data_handle_t grad)
 	return SF_OK;
 }
 
-static int forward(struct sf_model *m)
+/* The forward pass; `train` keeps the last R units gathered for the backward pass
+ * and computes the loss, otherwise every unit is freed after its forward. */
+static int forward(struct sf_model *m, bool train)
 {
 	int rc = SF_OK;
 	bool full = m->cfg.sharding == SF_SHARD_FULL;
+	int keep = train ? m->R : 0;
 	int next = 0; /* next unit to gather */
 	for (int n = 0; n < m->nnodes; n++) {
 		const struct _sf_node *nd = &m->gnodes[n];
 		int u = m->nodes[n].unit;
+		if (nd->kind == SF_NODE_LOSS && !train)
+			continue;
 		if (nd->kind == SF_NODE_LOSS) {
 			int x = nd->in[0];
 			INSERT(TRACE(m, "loss", SF_EV_LOSS, -1), &_sf_cl_loss, STARPU_R,
@@ -192,7 +197,7 @@ static int forward(struct sf_model *m)
 				SF_CHECK(submit_gather(m, next, NULL));
 		SF_CHECK(submit_fwd(m, n));
 		/* the last R units stay gathered for the backward pass */
-		if (full && u >= 0 && u < m->nunits - m->R)
+		if (full && u >= 0 && u < m->nunits - keep)
 			SF_CHECK(submit_free(m, u));
 	}
 fail:
@@ -264,7 +269,7 @@ int _sf_step_submit(struct sf_model *m)
 	int rc = SF_OK;
 	for (int s = 0; s < m->R; s++)
 		m->ring_unit[s] = -1;
-	SF_CHECK(forward(m));
+	SF_CHECK(forward(m, true));
 	SF_CHECK(backward(m));
 	INSERT(TRACE(m, "loss allreduce", SF_EV_LOSS_SUM, -1), &_sf_cl_loss_sum, STARPU_RW,
 	       m->h_order, STARPU_RW, m->h_loss[m->nsteps % SF_LOSS_SLOTS], STARPU_CL_ARGS_NFREE,
@@ -285,37 +290,50 @@ static int stage(starpu_data_handle_t h, void *dst, const void *src, size_t byte
 	return SF_OK;
 }
 
-SF_API int sf_model_step(sf_model *m, const struct sf_batch *b, int64_t *ticket)
+/* Checks a batch and copies it into the model's input handles (labels too when
+ * `labels` is set). */
+static int stage_batch(struct sf_model *m, const struct sf_batch *b, bool labels, const char *fn)
 {
 	int rc = SF_OK;
 	if (!m || !b)
-		return SF_ERR(SF_ERR_INVALID, "sf_model_step: %s is NULL", m ? "batch" : "model");
+		return SF_ERR(SF_ERR_INVALID, "%s: %s is NULL", fn, m ? "batch" : "model");
 	if (b->ninputs != m->ninputs || (m->ninputs && !b->inputs))
 		return SF_ERR(SF_ERR_INVALID,
-		              "sf_model_step: the graph has %d float input(s), the "
-		              "batch gives %d",
+		              "%s: the graph has %d float input(s), the batch gives %d", fn,
 		              m->ninputs, b->inputs ? b->ninputs : 0);
 	for (int i = 0; i < m->ninputs; i++)
 		if (!b->inputs[i])
-			return SF_ERR(SF_ERR_INVALID, "sf_model_step: input %d (\"%s\") is NULL", i,
+			return SF_ERR(SF_ERR_INVALID, "%s: input %d (\"%s\") is NULL", fn, i,
 			              m->gnodes[m->input_nodes[i]].name);
-	if (!b->labels)
-		return SF_ERR(SF_ERR_INVALID, "sf_model_step: labels are NULL");
-	int C = m->loss_args.classes;
-	for (int r = 0; r < m->B_local; r++)
-		if (b->labels[r] < 0 || b->labels[r] >= C)
-			return SF_ERR(SF_ERR_INVALID,
-			              "sf_model_step: label %d of local row %d (global "
-			              "row %d) is outside [0, %d)",
-			              (int)b->labels[r], r, m->row0 + r, C);
-
+	if (labels) {
+		if (!b->labels)
+			return SF_ERR(SF_ERR_INVALID, "%s: labels are NULL", fn);
+		int C = m->loss_args.classes;
+		for (int r = 0; r < m->B_local; r++)
+			if (b->labels[r] < 0 || b->labels[r] >= C)
+				return SF_ERR(
+				    SF_ERR_INVALID,
+				    "%s: label %d of local row %d (global row %d) is outside "
+				    "[0, %d)",
+				    fn, (int)b->labels[r], r, m->row0 + r, C);
+	}
 	for (int i = 0; i < m->ninputs; i++) {
 		struct _sf_node_state *s = &m->nodes[m->input_nodes[i]];
 		SF_CHECK(stage(s->h_act, s->act, b->inputs[i],
 		               (size_t)m->B_local * (size_t)m->gnodes[m->input_nodes[i]].dim *
 		                   sizeof(float)));
 	}
-	SF_CHECK(stage(m->h_labels, m->labels, b->labels, (size_t)m->B_local * sizeof(int32_t)));
+	if (labels)
+		SF_CHECK(
+		    stage(m->h_labels, m->labels, b->labels, (size_t)m->B_local * sizeof(int32_t)));
+fail:
+	return rc;
+}
+
+SF_API int sf_model_step(sf_model *m, const struct sf_batch *b, int64_t *ticket)
+{
+	int rc = SF_OK;
+	SF_CHECK(stage_batch(m, b, true, "sf_model_step"));
 	SF_CHECK(_sf_step_submit(m));
 	if (ticket)
 		*ticket = m->nsteps;
@@ -345,4 +363,28 @@ SF_API int sf_model_loss(sf_model *m, int64_t ticket, double *loss)
 	*loss = m->loss_val[ticket % SF_LOSS_SLOTS];
 	starpu_data_release(h);
 	return SF_OK;
+}
+
+SF_API int sf_model_predict(sf_model *m, const struct sf_batch *b, float *logits)
+{
+	int rc = SF_OK;
+	if (!logits)
+		return SF_ERR(SF_ERR_INVALID, "sf_model_predict: logits is NULL");
+	SF_CHECK(stage_batch(m, b, false, "sf_model_predict"));
+	/* not a training step: not traced, not counted */
+	struct _sf_trace *trace = m->trace;
+	m->trace = NULL;
+	for (int s = 0; s < m->R; s++)
+		m->ring_unit[s] = -1;
+	rc = forward(m, false);
+	m->trace = trace;
+	SF_CHECK(rc);
+	struct _sf_node_state *out = &m->nodes[m->gnodes[m->loss_node].in[0]];
+	int ret = starpu_data_acquire(out->h_act, STARPU_R);
+	if (ret != 0)
+		return SF_ERR(SF_ERR_STARPU, "starpu_data_acquire failed (%d)", ret);
+	memcpy(logits, out->act, (size_t)m->B_local * (size_t)m->loss_args.classes * sizeof(float));
+	starpu_data_release(out->h_act);
+fail:
+	return rc;
 }
