@@ -40,7 +40,7 @@ struct sf_event {
 	int layer;  /* node index in the graph ("L3" -> 3), -1 when none */
 	enum sf_ev_kind kind;
 	double start, end;
-	char name[64];
+	char name[64]; /* cut to 63 characters; kind and layer come from the full name */
 };
 
 /* "comm", "compute" or "other". */
@@ -75,7 +75,7 @@ struct sf_stall {
 };
 
 struct sf_report {
-	int nranks, nsteps;
+	int nranks, nsteps; /* max rank + 1, max step + 1: every rank below must have tasks */
 	struct sf_step_figures *steps;  /* nranks * nsteps, index rank * nsteps + step */
 	struct sf_step_figures *totals; /* nranks: sums over steps (overlap, ratio recomputed) */
 	struct sf_step_figures all;     /* sums over every rank and step */
@@ -100,8 +100,9 @@ int sf_report_write_text(const struct sf_report *r, const char *source, FILE *f)
 int sf_report_write_json(const struct sf_report *r, const char *source, FILE *f);
 
 /* Timeline picture (scheduler/svg.c): one row per worker per rank, compute and comm
- * in two colours, exposed comm marked, step boundaries drawn. Returns 0 or -1
- * with a message in err. */
+ * in two colours, exposed comm marked, step boundaries drawn. Events may come in
+ * any order; title may be NULL (a default is used) and r may be NULL (no step lines
+ * or summary). Returns 0 or -1 with a message in err. */
 int sf_timeline_write_svg(const struct sf_event *ev, size_t n, const struct sf_report *r,
                           const char *title, FILE *f, char *err, size_t errlen);
 
