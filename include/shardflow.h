@@ -382,6 +382,9 @@ struct sf_checkpoint_info {
  * checkpoint intact and loadable.
  */
 SF_API int sf_checkpoint_save(sf_model *m, const char *dir, const struct sf_checkpoint_info *info);
+/* (info may be NULL: step = the model's step count, the rest 0. Saving a step that
+ * already exists replaces it, and that replacement is not crash-safe: save each
+ * step once.) */
 
 /**
  * Collective: loads the checkpoint dir/latest (or `dir` itself when it is a step
@@ -404,7 +407,8 @@ SF_API int sf_model_export_safetensors(sf_model *m, const char *path);
 /**
  * Collective: every rank reads the parameters of a safetensors file written by
  * sf_model_export_safetensors() (or any file with the same names, F32 dtype and
- * shapes), on any world size. Optimizer state is reset. A missing tensor, another
+ * shapes), on any world size. Optimizer state and the step count are reset (AdamW
+ * starts its bias correction anew; older loss tickets become invalid). A missing tensor, another
  * dtype or shape, or a malformed file is refused and the model is unchanged.
  */
 SF_API int sf_model_import_safetensors(sf_model *m, const char *path);

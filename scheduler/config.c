@@ -16,10 +16,8 @@
 extern char **environ;
 
 static const char *const known_vars[] = {
-    "SHARDFLOW_PREFETCH_DEPTH",
-    "SHARDFLOW_BACKWARD_PREFETCH",
-    "SHARDFLOW_SHARDING",
-    "SHARDFLOW_LOG",
+    "SHARDFLOW_PREFETCH_DEPTH", "SHARDFLOW_BACKWARD_PREFETCH",
+    "SHARDFLOW_SHARDING",       "SHARDFLOW_LOG",
     "SHARDFLOW_TRACE",
 };
 #define NKNOWN (sizeof known_vars / sizeof known_vars[0])
@@ -94,20 +92,20 @@ static int get_prefix(const char *var, char *out, size_t len)
 		return SF_OK;
 	if (!s[0] || strlen(s) + 32 > len || s[strlen(s) - 1] == '/')
 		return _sf_err(SF_ERR_CONFIG, NULL, 0,
-			       "%s=\"%s\" is invalid: accepted values are a file path prefix of at "
-			       "most %zu characters, not ending in '/', in an existing directory "
-			       "(default unset: no trace)",
-			       var, s, len - 32);
+		               "%s=\"%s\" is invalid: accepted values are a file path prefix of at "
+		               "most %zu characters, not ending in '/', in an existing directory "
+		               "(default unset: no trace)",
+		               var, s, len - 32);
 	char dir[1024];
 	snprintf(dir, sizeof dir, "%s", s);
 	const char *d = dirname(dir);
 	struct stat st;
 	if (stat(d, &st) != 0 || !S_ISDIR(st.st_mode))
 		return _sf_err(SF_ERR_CONFIG, NULL, 0,
-			       "%s=\"%s\" is invalid: directory \"%s\" does not exist; accepted "
-			       "values are a file path prefix in an existing directory (default "
-			       "unset: no trace)",
-			       var, s, d);
+		               "%s=\"%s\" is invalid: directory \"%s\" does not exist; accepted "
+		               "values are a file path prefix in an existing directory (default "
+		               "unset: no trace)",
+		               var, s, d);
 	snprintf(out, len, "%s", s);
 	return SF_OK;
 }

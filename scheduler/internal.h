@@ -213,6 +213,10 @@ int _sf_unit_get_slice(struct sf_model *m, int u, enum _sf_vec which, float *dst
  * sf_model_sync(). */
 int _sf_unit_set_full(struct sf_model *m, int u, enum _sf_vec which, const float *src);
 
+/* Every rank returns the same status; the failing rank's message is recorded on the
+ * others (scheduler/checkpoint.c). Collective on ctl_comm. */
+int _sf_agree(struct sf_model *m, int rc, const char *what);
+
 /* ---- built-in trace (scheduler/trace.c) ------------------------------------------ */
 
 struct sf_event;

@@ -10,6 +10,8 @@ libstarpu-dev
 libopenmpi-dev openmpi-bin
 libopenblas-dev
 zlib1g-dev
+libjansson-dev
+dataset-fashion-mnist
 valgrind
 librsvg2-bin
 "

@@ -1,0 +1,559 @@
+/*
+ * fashion_mnist.c — a real training job: Fashion-MNIST from Debian's
+ * dataset-fashion-mnist, an MLP trained with AdamW over the MPI ranks, evaluated on
+ * the test set every epoch, with checkpoints that resume bitwise.
+ *
+ *   mpirun -np 2 examples/fashion_mnist
+ *
+ * Every rank loads the data set; each global batch is a slice of one permutation of
+ * the training set per epoch, drawn from (seed, epoch), so 1 and N ranks see the
+ * same batches. Rank 0 prints (stable format, parsed by tests/fashion_mnist.sh):
+ *
+ *   epoch <e>/<E> step <s>/<S> loss <mean loss since last line> samples/s <x> eta <t>
+ *   epoch <e> time <seconds> train_loss <mean> test_loss <x> test_accuracy <x>
+ *   test_accuracy <x>                  (last line: the final model's accuracy)
+ *
+ * Exit status: 0 success, 1 an error (data, library, checkpoint), 2 a bad command line.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <mpi.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "shardflow.h"
+
+#define PROG "fashion_mnist"
+#define MAX_WIDTHS 16
+
+struct options {
+	int epochs, batch, nwidths, widths[MAX_WIDTHS];
+	float lr, weight_decay;
+	uint64_t seed;
+	const char *data_dir, *ckpt_dir, *export_path, *init_path;
+	int64_t ckpt_every, max_steps, progress_every;
+	int resume, relu;
+};
+
+static int launcher_rank(void)
+{
+	static const char *vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"};
+	for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+		const char *v = getenv(vars[i]);
+		if (v && *v)
+			return atoi(v);
+	}
+	return 0;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(
+	    f,
+	    "usage: " PROG " [options]\n"
+	    "Trains an MLP on Fashion-MNIST with AdamW, sharded over the MPI ranks.\n"
+	    "  --epochs N              epochs (default 10)\n"
+	    "  --batch B               global batch, split over the ranks (default 128)\n"
+	    "  --lr X                  peak learning rate, cosine-decayed (default 0.001)\n"
+	    "  --weight-decay X        AdamW decoupled weight decay (default 0.0001)\n"
+	    "  --widths A,B,...,C      input, hidden..., classes (default 784,1024,1024,10)\n"
+	    "  --activation gelu|relu  hidden activation (default gelu)\n"
+	    "  --seed S                initialisation and data-order seed (default 1)\n"
+	    "  --data-dir D            the IDX files (default /usr/share/datasets/fashion-mnist)\n"
+	    "  --checkpoint-dir D      write sharded checkpoints under D\n"
+	    "  --checkpoint-every K    ... every K steps (default: at each epoch's end)\n"
+	    "  --resume                continue from D/latest (needs --checkpoint-dir)\n"
+	    "  --max-steps N           stop after N steps in all (counting resumed ones)\n"
+	    "  --progress-every K      a progress line every K steps (default 50)\n"
+	    "  --export FILE           write the final weights as safetensors\n"
+	    "  --init FILE             start from these safetensors weights\n"
+	    "  --help                  this text\n");
+}
+
+__attribute__((format(printf, 1, 2))) static int bad_usage(const char *fmt, ...)
+{
+	if (launcher_rank() == 0) {
+		va_list ap;
+		fprintf(stderr, PROG ": ");
+		va_start(ap, fmt);
+		vfprintf(stderr, fmt, ap);
+		va_end(ap);
+		fprintf(stderr, "\n");
+		usage(stderr);
+	}
+	return 2;
+}
+
+static int parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out)
+{
+	char *end = NULL;
+	errno = 0;
+	long long v = strtoll(s, &end, 10);
+	if (!*s || *end || errno || v < lo || v > hi)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static int parse_float(const char *s, float lo, float hi, float *out)
+{
+	char *end = NULL;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (!*s || *end || errno || !isfinite(v) || v < lo || v > hi)
+		return -1;
+	*out = (float)v;
+	return 0;
+}
+
+/* 0 ok, 1 --help printed, 2 bad usage */
+static int parse(int argc, char **argv, struct options *o)
+{
+	*o = (struct options){.epochs = 10,
+	                      .batch = 128,
+	                      .nwidths = 4,
+	                      .widths = {784, 1024, 1024, 10},
+	                      .lr = 1e-3f,
+	                      .weight_decay = 1e-4f,
+	                      .seed = 1,
+	                      .data_dir = "/usr/share/datasets/fashion-mnist",
+	                      .progress_every = 50};
+	for (int i = 1; i < argc; i++) {
+		char *arg = argv[i], *val = NULL, name[64];
+		if (!strcmp(arg, "--help")) {
+			if (launcher_rank() == 0)
+				usage(stdout);
+			return 1;
+		}
+		if (strncmp(arg, "--", 2) != 0)
+			return bad_usage("unexpected argument \"%s\"", arg);
+		const char *eq = strchr(arg, '=');
+		snprintf(name, sizeof name, "%.*s", eq ? (int)(eq - arg) : (int)strlen(arg), arg);
+		if (eq)
+			val = (char *)eq + 1;
+		int flag = !strcmp(name, "--resume");
+		if (flag) {
+			if (val)
+				return bad_usage("--resume takes no value");
+			o->resume = 1;
+			continue;
+		}
+		static const char *const known[] = {"--epochs",
+		                                    "--batch",
+		                                    "--lr",
+		                                    "--weight-decay",
+		                                    "--widths",
+		                                    "--activation",
+		                                    "--seed",
+		                                    "--data-dir",
+		                                    "--checkpoint-dir",
+		                                    "--checkpoint-every",
+		                                    "--max-steps",
+		                                    "--progress-every",
+		                                    "--export",
+		                                    "--init"};
+		int k = -1;
+		for (size_t j = 0; j < sizeof known / sizeof known[0]; j++)
+			if (!strcmp(name, known[j]))
+				k = (int)j;
+		if (k < 0)
+			return bad_usage("unknown option \"%s\"", name);
+		if (!val) {
+			if (i + 1 >= argc)
+				return bad_usage("option %s needs a value", name);
+			val = argv[++i];
+		}
+		int64_t v = 0;
+		switch (k) {
+		case 0:
+			if (parse_i64(val, 1, 100000, &v))
+				return bad_usage("--epochs \"%s\" is invalid: expected 1..100000",
+				                 val);
+			o->epochs = (int)v;
+			break;
+		case 1:
+			if (parse_i64(val, 1, 1 << 20, &v))
+				return bad_usage("--batch \"%s\" is invalid: expected 1..1048576",
+				                 val);
+			o->batch = (int)v;
+			break;
+		case 2:
+			if (parse_float(val, 1e-9f, 10.0f, &o->lr))
+				return bad_usage(
+				    "--lr \"%s\" is invalid: expected a number in (0, 10]", val);
+			break;
+		case 3:
+			if (parse_float(val, 0.0f, 1.0f, &o->weight_decay))
+				return bad_usage("--weight-decay \"%s\" is invalid: expected 0..1",
+				                 val);
+			break;
+		case 4: {
+			o->nwidths = 0;
+			char *copy = strdup(val), *save = NULL;
+			for (char *t = strtok_r(copy, ",", &save); t;
+			     t = strtok_r(NULL, ",", &save)) {
+				if (o->nwidths == MAX_WIDTHS || parse_i64(t, 1, 1 << 20, &v)) {
+					free(copy);
+					return bad_usage(
+					    "--widths \"%s\" is invalid: expected 2 to %d "
+					    "positive integers separated by commas",
+					    val, MAX_WIDTHS);
+				}
+				o->widths[o->nwidths++] = (int)v;
+			}
+			free(copy);
+			if (o->nwidths < 2)
+				return bad_usage(
+				    "--widths \"%s\" is invalid: expected at least the input "
+				    "width and the number of classes",
+				    val);
+			break;
+		}
+		case 5:
+			if (strcmp(val, "gelu") && strcmp(val, "relu"))
+				return bad_usage(
+				    "--activation \"%s\" is invalid: expected gelu or relu", val);
+			o->relu = !strcmp(val, "relu");
+			break;
+		case 6:
+			if (parse_i64(val, 0, INT64_MAX, &v))
+				return bad_usage(
+				    "--seed \"%s\" is invalid: expected an integer >= 0", val);
+			o->seed = (uint64_t)v;
+			break;
+		case 7: o->data_dir = val; break;
+		case 8: o->ckpt_dir = val; break;
+		case 9:
+			if (parse_i64(val, 1, INT64_MAX, &o->ckpt_every))
+				return bad_usage("--checkpoint-every \"%s\" is invalid: expected a "
+				                 "positive number of steps",
+				                 val);
+			break;
+		case 10:
+			if (parse_i64(val, 1, INT64_MAX, &o->max_steps))
+				return bad_usage(
+				    "--max-steps \"%s\" is invalid: expected a positive "
+				    "number of steps",
+				    val);
+			break;
+		case 11:
+			if (parse_i64(val, 1, INT64_MAX, &o->progress_every))
+				return bad_usage(
+				    "--progress-every \"%s\" is invalid: expected a positive "
+				    "number of steps",
+				    val);
+			break;
+		case 12: o->export_path = val; break;
+		case 13: o->init_path = val; break;
+		}
+	}
+	if (o->resume && !o->ckpt_dir)
+		return bad_usage("--resume needs --checkpoint-dir");
+	if (o->ckpt_every && !o->ckpt_dir)
+		return bad_usage("--checkpoint-every needs --checkpoint-dir");
+	return 0;
+}
+
+static double now(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static void fmt_eta(double s, char *buf, size_t len)
+{
+	long t = (long)(s + 0.5);
+	if (t >= 3600)
+		snprintf(buf, len, "%ldh%02ldm", t / 3600, (t / 60) % 60);
+	else
+		snprintf(buf, len, "%ldm%02lds", t / 60, t % 60);
+}
+
+#define CHECK(call)                                                                                \
+	do {                                                                                       \
+		int rc_ = (call);                                                                  \
+		if (rc_ < 0) {                                                                     \
+			fprintf(stderr, PROG ": %s failed: %s\n", #call, sf_strerror(rc_));        \
+			goto done;                                                                 \
+		}                                                                                  \
+	} while (0)
+
+struct run {
+	struct options o;
+	sf_context *ctx;
+	sf_model *m;
+	struct sf_dataset train, test;
+	int rank, size, first, rows, classes, dim;
+	float *x, *logits;
+	int32_t *y;
+};
+
+/* Test-set loss and accuracy: the set is cut into global batches (the last one
+ * padded with zeros, its padding ignored), each rank predicts its slice. */
+static int evaluate(struct run *r, double *loss, double *acc)
+{
+	int rc = SF_OK;
+	int B = r->o.batch;
+	double sums[2] = {0, 0}; /* loss, correct */
+	int64_t nb = (r->test.n + B - 1) / B;
+	for (int64_t b = 0; b < nb; b++) {
+		for (int i = 0; i < r->rows; i++) {
+			int64_t s = b * B + r->first + i;
+			if (s < r->test.n) {
+				memcpy(r->x + (size_t)i * r->dim, r->test.images + s * r->dim,
+				       (size_t)r->dim * sizeof(float));
+				r->y[i] = r->test.labels[s];
+			} else {
+				memset(r->x + (size_t)i * r->dim, 0,
+				       (size_t)r->dim * sizeof(float));
+				r->y[i] = -1;
+			}
+		}
+		const float *in[1] = {r->x};
+		struct sf_batch batch = {1, in, NULL};
+		if ((rc = sf_model_predict(r->m, &batch, r->logits)) < 0)
+			return rc;
+		for (int i = 0; i < r->rows; i++) {
+			if (r->y[i] < 0)
+				continue;
+			const float *z = r->logits + (size_t)i * r->classes;
+			int best = 0;
+			double mx = z[0], se = 0;
+			for (int c = 1; c < r->classes; c++)
+				if (z[c] > z[best])
+					best = c, mx = z[c];
+			for (int c = 0; c < r->classes; c++)
+				se += exp((double)z[c] - mx);
+			sums[0] += log(se) + mx - z[r->y[i]];
+			sums[1] += best == r->y[i];
+		}
+	}
+	MPI_Allreduce(MPI_IN_PLACE, sums, 2, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+	*loss = sums[0] / (double)r->test.n;
+	*acc = sums[1] / (double)r->test.n;
+	return rc;
+}
+
+static float cosine_lr(const struct options *o, int64_t step, int64_t total)
+{
+	double p = total > 1 ? (double)step / (double)total : 0.0;
+	if (p > 1)
+		p = 1;
+	return (float)(o->lr * 0.5 * (1.0 + cos(M_PI * p))) + 1e-9f;
+}
+
+int main(int argc, char **argv)
+{
+	struct run r = {0};
+	sf_graph *g = NULL;
+	int status = 1;
+	int prc = parse(argc, argv, &r.o);
+	if (prc)
+		return prc == 1 ? 0 : 2;
+	struct options *o = &r.o;
+
+	CHECK(sf_init(&argc, &argv, &r.ctx));
+	CHECK(sf_context_world(r.ctx, &r.rank, &r.size));
+
+	char ip[1024], lp[1024];
+	snprintf(ip, sizeof ip, "%s/train-images-idx3-ubyte.gz", o->data_dir);
+	snprintf(lp, sizeof lp, "%s/train-labels-idx1-ubyte.gz", o->data_dir);
+	CHECK(sf_dataset_load_idx(ip, lp, &r.train));
+	snprintf(ip, sizeof ip, "%s/t10k-images-idx3-ubyte.gz", o->data_dir);
+	snprintf(lp, sizeof lp, "%s/t10k-labels-idx1-ubyte.gz", o->data_dir);
+	CHECK(sf_dataset_load_idx(ip, lp, &r.test));
+	r.dim = r.train.dim;
+	r.classes = o->widths[o->nwidths - 1];
+	if (o->widths[0] != r.dim || r.classes < r.train.classes) {
+		if (r.rank == 0)
+			fprintf(stderr,
+			        PROG ": --widths must start with the image size %d and end with at "
+			             "least %d classes (got %d ... %d)\n",
+			        r.dim, r.train.classes, o->widths[0], r.classes);
+		goto done;
+	}
+	if (o->batch > r.train.n || o->batch < r.size) {
+		if (r.rank == 0)
+			fprintf(stderr, PROG ": --batch %d must lie in [%d ranks, %lld samples]\n",
+			        o->batch, r.size, (long long)r.train.n);
+		goto done;
+	}
+
+	int x, lab, h, loss;
+	CHECK(sf_graph_create("fashion_mnist", &g));
+	CHECK(sf_graph_input(g, "pixels", r.dim, &x));
+	CHECK(sf_graph_label_input(g, "label", r.classes, &lab));
+	h = x;
+	for (int i = 1; i < o->nwidths; i++) {
+		char name[32];
+		snprintf(name, sizeof name, "fc%d", i);
+		CHECK(sf_graph_linear(g, h, o->widths[i], name, &h));
+		if (i + 1 < o->nwidths)
+			CHECK(o->relu ? sf_graph_relu(g, h, &h) : sf_graph_gelu(g, h, &h));
+	}
+	CHECK(sf_graph_softmax_cross_entropy(g, h, lab, &loss));
+	struct sf_model_options mo;
+	sf_model_options_init(&mo);
+	mo.batch = o->batch;
+	mo.seed = o->seed;
+	mo.optimizer = SF_OPT_ADAMW;
+	mo.lr = o->lr;
+	mo.weight_decay = o->weight_decay;
+	CHECK(sf_model_create(r.ctx, g, &mo, &r.m));
+	CHECK(sf_model_local_rows(r.m, &r.first, &r.rows));
+	r.x = malloc((size_t)r.rows * (size_t)r.dim * sizeof(float));
+	r.y = malloc((size_t)r.rows * sizeof(int32_t));
+	r.logits = malloc((size_t)r.rows * (size_t)r.classes * sizeof(float));
+	if (!r.x || !r.y || !r.logits) {
+		fprintf(stderr, PROG ": out of memory\n");
+		goto done;
+	}
+
+	int64_t per_epoch = r.train.n / o->batch;
+	int64_t total = per_epoch * o->epochs;
+	int64_t step = 0, epoch = 0, b0 = 0;
+	if (o->init_path)
+		CHECK(sf_model_import_safetensors(r.m, o->init_path));
+	if (o->resume) {
+		struct sf_checkpoint_info info;
+		CHECK(sf_checkpoint_load(r.m, o->ckpt_dir, &info));
+		if (info.data_seed != o->seed) {
+			if (r.rank == 0)
+				fprintf(stderr,
+				        PROG
+				        ": the checkpoint was trained with --seed %llu, not %llu\n",
+				        (unsigned long long)info.data_seed,
+				        (unsigned long long)o->seed);
+			goto done;
+		}
+		step = info.step, epoch = info.epoch, b0 = info.batch;
+		if (r.rank == 0)
+			fprintf(stderr,
+			        PROG ": resumed from %s at step %lld (epoch %lld, batch %lld)\n",
+			        o->ckpt_dir, (long long)step, (long long)epoch + 1, (long long)b0);
+	}
+	size_t np = 0;
+	sf_model_param_count(r.m, &np);
+	if (r.rank == 0)
+		fprintf(stderr,
+		        PROG
+		        ": %d rank(s), %zu parameters, %lld training / %lld test images, batch "
+		        "%d, %lld steps per epoch, %d epochs\n",
+		        r.size, np, (long long)r.train.n, (long long)r.test.n, o->batch,
+		        (long long)per_epoch, o->epochs);
+
+	double t_start = now(), t_epoch = now(), since_loss = 0;
+	int64_t since_n = 0, done_here = 0;
+	double epoch_loss = 0;
+	int64_t epoch_n = 0;
+	int64_t prev_ticket = -1;
+	double acc = 0, tl = 0;
+	int stopped = 0;
+	for (; epoch < o->epochs && !stopped; epoch++, b0 = 0) {
+		for (int64_t b = b0; b < per_epoch; b++) {
+			if (o->max_steps && step >= o->max_steps) {
+				stopped = 1;
+				b0 = b;
+				break;
+			}
+			CHECK(sf_dataset_batch(&r.train, o->seed, epoch, b, o->batch, r.first,
+			                       r.rows, r.x, r.y));
+			CHECK(sf_model_set_lr(r.m, cosine_lr(o, step, total)));
+			const float *in[1] = {r.x};
+			struct sf_batch batch = {1, in, r.y};
+			int64_t ticket;
+			CHECK(sf_model_step(r.m, &batch, &ticket));
+			/* read the previous step's loss: one step stays in flight */
+			if (prev_ticket >= 0) {
+				double l;
+				CHECK(sf_model_loss(r.m, prev_ticket, &l));
+				since_loss += l, since_n++, epoch_loss += l, epoch_n++;
+			}
+			prev_ticket = ticket;
+			step++, done_here++;
+			if (o->ckpt_every && step % o->ckpt_every == 0) {
+				struct sf_checkpoint_info info = {step, epoch, b + 1, o->seed};
+				if (b + 1 == per_epoch)
+					info.epoch = epoch + 1, info.batch = 0;
+				CHECK(sf_checkpoint_save(r.m, o->ckpt_dir, &info));
+			}
+			if (step % o->progress_every == 0 && r.rank == 0 && since_n) {
+				double el = now() - t_start;
+				double rate = (double)done_here * o->batch / el;
+				char eta[32];
+				int64_t left = total - step;
+				if (o->max_steps && o->max_steps - step < left)
+					left = o->max_steps - step;
+				fmt_eta((double)left * o->batch / rate, eta, sizeof eta);
+				printf("epoch %lld/%d step %lld/%lld loss %.4f samples/s %.1f eta "
+				       "%s\n",
+				       (long long)epoch + 1, o->epochs, (long long)step,
+				       (long long)total, since_loss / (double)since_n, rate, eta);
+				fflush(stdout);
+				since_loss = 0, since_n = 0;
+			}
+		}
+		if (prev_ticket >= 0) {
+			double l;
+			CHECK(sf_model_loss(r.m, prev_ticket, &l));
+			since_loss += l, since_n++, epoch_loss += l, epoch_n++;
+			prev_ticket = -1;
+		}
+		if (stopped)
+			break;
+		CHECK(evaluate(&r, &tl, &acc));
+		if (r.rank == 0) {
+			printf("epoch %lld time %.1f train_loss %.4f test_loss %.4f test_accuracy "
+			       "%.4f\n",
+			       (long long)epoch + 1, now() - t_epoch,
+			       epoch_n ? epoch_loss / (double)epoch_n : 0.0, tl, acc);
+			fflush(stdout);
+		}
+		if (o->ckpt_dir && !o->ckpt_every) {
+			struct sf_checkpoint_info info = {step, epoch + 1, 0, o->seed};
+			CHECK(sf_checkpoint_save(r.m, o->ckpt_dir, &info));
+		}
+		t_epoch = now(), epoch_loss = 0, epoch_n = 0;
+	}
+	if (stopped) {
+		/* (unless the periodic save just wrote this very step) */
+		if (o->ckpt_dir && !(o->ckpt_every && step % o->ckpt_every == 0)) {
+			struct sf_checkpoint_info info = {step, epoch, b0, o->seed};
+			CHECK(sf_checkpoint_save(r.m, o->ckpt_dir, &info));
+		}
+		CHECK(evaluate(&r, &tl, &acc));
+		if (r.rank == 0)
+			fprintf(stderr, PROG ": stopped after %lld steps (--max-steps)\n",
+			        (long long)step);
+	}
+	if (o->export_path)
+		CHECK(sf_model_export_safetensors(r.m, o->export_path));
+	if (r.rank == 0) {
+		printf("test_accuracy %.4f\n", acc);
+		fflush(stdout);
+	}
+	status = 0;
+done:
+	free(r.x);
+	free(r.y);
+	free(r.logits);
+	sf_dataset_free(&r.train);
+	sf_dataset_free(&r.test);
+	if (r.m && sf_model_destroy(r.m) < 0)
+		status = 1;
+	sf_graph_destroy(g);
+	if (r.ctx && status != 0 && r.size > 1) {
+		/* the other ranks may wait in a collective this rank will never join */
+		fprintf(stderr, PROG ": rank %d failed; aborting the job\n", r.rank);
+		MPI_Abort(MPI_COMM_WORLD, 1);
+	}
+	if (r.ctx)
+		sf_finalize(r.ctx);
+	return status;
+}

@@ -1,0 +1,1049 @@
+/*
+ * checkpoint.c — sharded checkpoints that do not depend on the world size or sharding.
+ *
+ * A checkpoint of N ranks is a directory dir/step-<9 digits>/ holding rank-<5 digits>.bin
+ * for r < N and manifest.json. Every unit u has logical vectors of P_u floats (the
+ * parameters, then the optimizer's first moment, then AdamW's second moment); rank-r.bin
+ * holds slice [r S_u, (r+1) S_u) of each, S_u = ceil(P_u / N), zeros past P_u:
+ *
+ *   header (24 bytes, little-endian): "SFCKPT1\0", u32 rank, u32 nranks, u32 nunits,
+ *                                     u32 vectors per unit
+ *   for u in units, for each vector: S_u float32, little-endian
+ *
+ * The file layout only depends on (P_u, N), which the manifest records, so a loader on M
+ * ranks can find any element i of a unit in file i / S_u at i % S_u and rebuild whole
+ * vectors: that is resharding, and it is why every loading rank reads every file.
+ *
+ * Crash safety is by ordering: each file is written to <name>.tmp, fsync'ed and renamed;
+ * the manifest (which carries every rank file's size and CRC-32) is written only after
+ * every rank has renamed its file, and dir/latest is switched only after the manifest.
+ * A step directory without manifest.json is a half-written checkpoint and is refused.
+ *
+ * Every failure of one rank becomes the same status on every rank (agree()), and every
+ * check happens before the first byte of the model is touched.
+ */
+#include "scheduler/internal.h"
+
+#include <errno.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#define CKPT_MAGIC "SFCKPT1" /* and its NUL: 8 bytes */
+#define CKPT_HEADER 24
+#define CKPT_FORMAT "shardflow-checkpoint"
+#define CKPT_VERSION 1
+#define CKPT_MANIFEST_MAX ((size_t)64 << 20)
+#define CKPT_PATH_MAX 4096
+
+static const char *const vec_names[] = {"param", "m", "v"};
+static const char *const sharding_names[] = {"full", "grad_op", "none"};
+static const char *const optimizer_names[] = {"sgd", "adamw"};
+
+/* ---- small helpers ------------------------------------------------------------- */
+
+static int host_is_le(void)
+{
+	const uint16_t one = 1;
+	return *(const uint8_t *)&one == 1;
+}
+
+static void put_u32le(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)v, p[1] = (uint8_t)(v >> 8), p[2] = (uint8_t)(v >> 16);
+	p[3] = (uint8_t)(v >> 24);
+}
+
+static uint32_t get_u32le(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* Byte-swaps n 32-bit words in place on a big-endian host (the files are little-endian). */
+static void floats_le(void *buf, size_t n)
+{
+	if (host_is_le())
+		return;
+	uint8_t *p = buf;
+	for (size_t i = 0; i < n; i++, p += 4) {
+		uint8_t t = p[0];
+		p[0] = p[3], p[3] = t;
+		t = p[1];
+		p[1] = p[2], p[2] = t;
+	}
+}
+
+/* zlib's crc32 takes a uInt length: feed large buffers in pieces. */
+static uint32_t crc32_of(uint32_t crc, const void *buf, size_t n)
+{
+	const Bytef *p = buf;
+	while (n > 0) {
+		uInt k = n > (1u << 30) ? (1u << 30) : (uInt)n;
+		crc = (uint32_t)crc32(crc, p, k);
+		p += k;
+		n -= k;
+	}
+	return crc;
+}
+
+static size_t shard_of(size_t P, int nranks)
+{
+	return (P + (size_t)nranks - 1) / (size_t)nranks;
+}
+
+static int nvectors(const struct sf_model *m)
+{
+	int k = 0;
+	for (int v = SF_VEC_PARAM; v <= SF_VEC_V; v++)
+		k += _sf_vec_exists(m, (enum _sf_vec)v);
+	return k;
+}
+
+static const char *unit_name(const struct sf_model *m, int u)
+{
+	return m->gnodes[m->units[u].node].name;
+}
+
+/* FNV-1a 64 over what makes two models interchangeable: per node its kind, type,
+ * name, output width, parameter count and inputs. */
+static void fnv(uint64_t *h, const void *data, size_t n)
+{
+	const uint8_t *p = data;
+	for (size_t i = 0; i < n; i++) {
+		*h ^= p[i];
+		*h *= 0x100000001b3ull;
+	}
+}
+
+static void fnv_u64(uint64_t *h, uint64_t v)
+{
+	uint8_t b[8];
+	for (int i = 0; i < 8; i++)
+		b[i] = (uint8_t)(v >> (8 * i));
+	fnv(h, b, 8);
+}
+
+static void fnv_str(uint64_t *h, const char *s)
+{
+	fnv(h, s, strlen(s) + 1);
+}
+
+static void structure_hash(const struct sf_model *m, char out[17])
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	fnv_u64(&h, (uint64_t)m->nnodes);
+	for (int n = 0; n < m->nnodes; n++) {
+		const struct _sf_node *nd = &m->gnodes[n];
+		fnv_u64(&h, (uint64_t)nd->kind);
+		fnv_str(&h, nd->kind == SF_NODE_LAYER && nd->type ? nd->type->name : "");
+		fnv_str(&h, nd->name);
+		fnv_u64(&h, (uint64_t)(int64_t)nd->dim);
+		fnv_u64(&h, (uint64_t)nd->nparams);
+		fnv_u64(&h, (uint64_t)nd->nin);
+		for (int i = 0; i < nd->nin; i++)
+			fnv_u64(&h, (uint64_t)(int64_t)nd->in[i]);
+	}
+	snprintf(out, 17, "%016" PRIx64, h);
+}
+
+/* Makes every rank return the same status: the lowest (most severe) status of any
+ * rank wins; ranks that did not fail themselves record the failing rank's message. */
+int _sf_agree(struct sf_model *m, int rc, const char *what)
+{
+	struct {
+		int rc, rank;
+	} in = {rc < 0 ? rc : SF_OK, m->rank}, out;
+	char msg[1024] = "";
+	int mrc = MPI_Allreduce(&in, &out, 1, MPI_2INT, MPI_MINLOC, m->ctx->ctl_comm);
+	if (mrc != MPI_SUCCESS)
+		return _sf_mpi_err(mrc, "MPI_Allreduce(status)", __FILE__, __LINE__);
+	if (out.rc >= 0)
+		return SF_OK;
+	if (m->rank == out.rank)
+		snprintf(msg, sizeof msg, "%s", sf_last_error());
+	mrc = MPI_Bcast(msg, sizeof msg, MPI_CHAR, out.rank, m->ctx->ctl_comm);
+	if (mrc != MPI_SUCCESS)
+		return _sf_mpi_err(mrc, "MPI_Bcast(error message)", __FILE__, __LINE__);
+	if (rc >= 0)
+		SF_ERR(out.rc, "%s failed on rank %d: %s", what, out.rank, msg);
+	return out.rc;
+}
+
+static int fsync_dir(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return SF_ERR(SF_ERR_IO, "cannot open directory %s to sync it: %s", path,
+		              strerror(errno));
+	int r = fsync(fd);
+	int e = errno;
+	close(fd);
+	/* a file system that cannot sync directories says EINVAL: nothing to do then */
+	if (r != 0 && e != EINVAL)
+		return SF_ERR(SF_ERR_IO, "cannot sync directory %s: %s", path, strerror(e));
+	return SF_OK;
+}
+
+/* mkdir -p */
+static int make_dirs(const char *path)
+{
+	char buf[CKPT_PATH_MAX];
+	size_t n = strlen(path);
+	if (n == 0 || n >= sizeof buf)
+		return SF_ERR(SF_ERR_INVALID, "checkpoint directory \"%s\" is empty or too long",
+		              path);
+	memcpy(buf, path, n + 1);
+	for (size_t i = 1; i <= n; i++) {
+		if (buf[i] != '/' && buf[i] != '\0')
+			continue;
+		char c = buf[i];
+		buf[i] = '\0';
+		if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+			return SF_ERR(SF_ERR_IO, "cannot create directory %s: %s", buf,
+			              strerror(errno));
+		buf[i] = c;
+	}
+	struct stat st;
+	if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))
+		return SF_ERR(SF_ERR_IO, "%s is not a directory", path);
+	return SF_OK;
+}
+
+static int join(char *out, size_t size, const char *a, const char *b)
+{
+	int n = snprintf(out, size, "%s/%s", a, b);
+	if (n < 0 || (size_t)n >= size)
+		return SF_ERR(SF_ERR_INVALID, "path %s/%s is too long", a, b);
+	return SF_OK;
+}
+
+static int write_all(int fd, const void *buf, size_t n, const char *path)
+{
+	const char *p = buf;
+	while (n > 0) {
+		ssize_t w = write(fd, p, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return SF_ERR(SF_ERR_IO, "cannot write %s: %s", path,
+			              w < 0 ? strerror(errno) : "no progress");
+		p += w;
+		n -= (size_t)w;
+	}
+	return SF_OK;
+}
+
+/* Reads exactly n bytes at offset off; a short read names the file. */
+static int read_at(int fd, void *buf, size_t n, off_t off, const char *path)
+{
+	char *p = buf;
+	while (n > 0) {
+		ssize_t r = pread(fd, p, n, off);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return SF_ERR(SF_ERR_IO, "cannot read %s: %s", path, strerror(errno));
+		if (r == 0)
+			return SF_ERR(SF_ERR_IO, "%s ends early (truncated?)", path);
+		p += r;
+		n -= (size_t)r;
+		off += r;
+	}
+	return SF_OK;
+}
+
+/* Writes a small file as path.tmp, syncs it and renames it to path; then syncs the
+ * directory `dir` so the rename itself is durable. */
+static int write_file_atomic(const char *path, const char *dir, const void *data, size_t n)
+{
+	int rc = SF_OK, fd = -1;
+	char tmp[CKPT_PATH_MAX];
+	if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp)
+		return SF_ERR(SF_ERR_INVALID, "path %s is too long", path);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return SF_ERR(SF_ERR_IO, "cannot create %s: %s", tmp, strerror(errno));
+	SF_CHECK(write_all(fd, data, n, tmp));
+	if (fsync(fd) != 0) {
+		rc = SF_ERR(SF_ERR_IO, "cannot sync %s: %s", tmp, strerror(errno));
+		goto fail;
+	}
+	int c = close(fd);
+	fd = -1;
+	if (c != 0) {
+		rc = SF_ERR(SF_ERR_IO, "cannot close %s: %s", tmp, strerror(errno));
+		goto fail;
+	}
+	if (rename(tmp, path) != 0) {
+		rc = SF_ERR(SF_ERR_IO, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
+		goto fail;
+	}
+	SF_CHECK(fsync_dir(dir));
+	return SF_OK;
+fail:
+	if (fd >= 0)
+		close(fd);
+	unlink(tmp);
+	return rc;
+}
+
+/* ---- save --------------------------------------------------------------------------- */
+
+/* Writes this rank's file; *size and *crc describe what was written. */
+static int write_rank_file(struct sf_model *m, const char *stepdir, uint64_t *size, uint32_t *crc)
+{
+	int rc = SF_OK;
+	char path[CKPT_PATH_MAX], tmp[CKPT_PATH_MAX + 8], name[32];
+	FILE *f = NULL;
+	float *buf = NULL;
+	size_t smax = 0;
+	snprintf(name, sizeof name, "rank-%05d.bin", m->rank);
+	SF_CHECK(join(path, sizeof path, stepdir, name));
+	snprintf(tmp, sizeof tmp, "%s.tmp", path);
+	for (int u = 0; u < m->nunits; u++)
+		if (m->units[u].S > smax)
+			smax = m->units[u].S;
+	buf = malloc(smax * sizeof(float) + 1);
+	if (!buf)
+		return SF_ERR(SF_ERR_NOMEM, "checkpoint: cannot allocate %zu bytes", smax * 4);
+	errno = 0; /* a short fwrite without errno is reported as such */
+
+	f = fopen(tmp, "wb");
+	if (!f) {
+		rc = SF_ERR(SF_ERR_IO, "cannot create %s: %s", tmp, strerror(errno));
+		goto fail;
+	}
+	uint8_t hdr[CKPT_HEADER];
+	memcpy(hdr, CKPT_MAGIC, 8);
+	put_u32le(hdr + 8, (uint32_t)m->rank);
+	put_u32le(hdr + 12, (uint32_t)m->nranks);
+	put_u32le(hdr + 16, (uint32_t)m->nunits);
+	put_u32le(hdr + 20, (uint32_t)nvectors(m));
+	uint32_t c = crc32_of(0, hdr, sizeof hdr);
+	uint64_t total = sizeof hdr;
+	if (fwrite(hdr, 1, sizeof hdr, f) != sizeof hdr)
+		goto write_error;
+	for (int u = 0; u < m->nunits; u++) {
+		size_t S = m->units[u].S;
+		for (int v = SF_VEC_PARAM; v <= SF_VEC_V; v++) {
+			if (!_sf_vec_exists(m, (enum _sf_vec)v))
+				continue;
+			SF_CHECK(_sf_unit_get_slice(m, u, (enum _sf_vec)v, buf));
+			floats_le(buf, S);
+			c = crc32_of(c, buf, S * sizeof(float));
+			total += S * sizeof(float);
+			if (fwrite(buf, sizeof(float), S, f) != S)
+				goto write_error;
+		}
+	}
+	if (fflush(f) != 0)
+		goto write_error;
+	if (fsync(fileno(f)) != 0) {
+		rc = SF_ERR(SF_ERR_IO, "cannot sync %s: %s", tmp, strerror(errno));
+		goto fail;
+	}
+	int cl = fclose(f);
+	f = NULL;
+	if (cl != 0)
+		goto write_error;
+	if (rename(tmp, path) != 0) {
+		rc = SF_ERR(SF_ERR_IO, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
+		goto fail;
+	}
+	*size = total;
+	*crc = c;
+	free(buf);
+	return SF_OK;
+write_error:
+	rc = SF_ERR(SF_ERR_IO, "cannot write %s: %s", tmp, errno ? strerror(errno) : "short write");
+fail:
+	if (f)
+		fclose(f);
+	unlink(tmp);
+	free(buf);
+	return rc;
+}
+
+static json_t *manifest_build(struct sf_model *m, const struct sf_checkpoint_info *info,
+                              const uint64_t *sizes, const uint32_t *crcs)
+{
+	char hash[17], seed[32];
+	structure_hash(m, hash);
+	snprintf(seed, sizeof seed, "%" PRIu64, info->data_seed);
+	json_t *vecs = json_array(), *units = json_array(), *files = json_array();
+	for (int v = SF_VEC_PARAM; v <= SF_VEC_V; v++)
+		if (_sf_vec_exists(m, (enum _sf_vec)v))
+			json_array_append_new(vecs, json_string(vec_names[v]));
+	for (int u = 0; u < m->nunits; u++)
+		json_array_append_new(units, json_pack("{s:s, s:I}", "name", unit_name(m, u), "P",
+		                                       (json_int_t)m->units[u].P));
+	for (int r = 0; r < m->nranks; r++) {
+		char name[32];
+		snprintf(name, sizeof name, "rank-%05d.bin", r);
+		json_array_append_new(files, json_pack("{s:s, s:I, s:I}", "name", name, "size",
+		                                       (json_int_t)sizes[r], "crc32",
+		                                       (json_int_t)crcs[r]));
+	}
+	return json_pack("{s:s, s:i, s:i, s:s, s:s, s:s, s:s, s:I, s:{s:I, s:I, s:I, s:s}, "
+	                 "s:o, s:o, s:o}",
+	                 "format", CKPT_FORMAT, "version", CKPT_VERSION, "world_size", m->nranks,
+	                 "sharding", sharding_names[m->cfg.sharding], "optimizer",
+	                 optimizer_names[m->opt.optimizer], "structure_hash", hash, "dtype", "f32",
+	                 "model_steps", (json_int_t)m->nsteps, "info", "step",
+	                 (json_int_t)info->step, "epoch", (json_int_t)info->epoch, "batch",
+	                 (json_int_t)info->batch, "data_seed", seed, "vectors", vecs, "units",
+	                 units, "files", files);
+}
+
+/* Rank 0: the manifest, then dir/latest. */
+static int publish(struct sf_model *m, const char *dir, const char *stepdir, const char *stepname,
+                   const struct sf_checkpoint_info *info, const uint64_t *sizes,
+                   const uint32_t *crcs)
+{
+	int rc = SF_OK;
+	char path[CKPT_PATH_MAX], line[64];
+	char *text = NULL;
+	json_t *root = manifest_build(m, info, sizes, crcs);
+	if (!root)
+		return SF_ERR(SF_ERR_NOMEM, "checkpoint: cannot build the manifest");
+	text = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	json_decref(root);
+	if (!text)
+		return SF_ERR(SF_ERR_NOMEM, "checkpoint: cannot serialise the manifest");
+	SF_CHECK(join(path, sizeof path, stepdir, "manifest.json"));
+	SF_CHECK(write_file_atomic(path, stepdir, text, strlen(text)));
+	SF_CHECK(join(path, sizeof path, dir, "latest"));
+	int k = snprintf(line, sizeof line, "%s\n", stepname);
+	SF_CHECK(write_file_atomic(path, dir, line, (size_t)k));
+fail:
+	free(text);
+	return rc;
+}
+
+SF_API int sf_checkpoint_save(sf_model *m, const char *dir, const struct sf_checkpoint_info *info)
+{
+	int rc = SF_OK;
+	char stepname[32], stepdir[CKPT_PATH_MAX];
+	uint64_t *all = NULL, *sizes = NULL;
+	uint32_t *crcs = NULL;
+	struct sf_checkpoint_info none = {0};
+	if (!m || !dir || !*dir)
+		return SF_ERR(SF_ERR_INVALID, "sf_checkpoint_save: NULL model or empty directory");
+	if (!info) {
+		none.step = m->nsteps;
+		info = &none;
+	}
+	if (info->step < 0)
+		return SF_ERR(SF_ERR_INVALID,
+		              "sf_checkpoint_save: info->step is %lld, must be >= 0",
+		              (long long)info->step);
+	snprintf(stepname, sizeof stepname, "step-%09lld", (long long)info->step);
+	int lrc = join(stepdir, sizeof stepdir, dir, stepname);
+	if (lrc >= 0)
+		lrc = sf_model_sync(m);
+
+	/* rank 0 makes the directories; a re-save of the same step first drops the old
+	 * manifest, so a crash while the files are replaced leaves a step that is refused
+	 * as half-written rather than one whose manifest describes other files */
+	if (m->rank == 0 && lrc >= 0) {
+		char mpath[CKPT_PATH_MAX];
+		lrc = make_dirs(stepdir);
+		if (lrc >= 0)
+			lrc = join(mpath, sizeof mpath, stepdir, "manifest.json");
+		if (lrc >= 0 && unlink(mpath) == 0)
+			lrc = fsync_dir(stepdir);
+		else if (lrc >= 0 && errno != ENOENT)
+			lrc = SF_ERR(SF_ERR_IO, "cannot remove the old %s: %s", mpath,
+			             strerror(errno));
+		all = calloc((size_t)m->nranks * 2, sizeof *all);
+		sizes = calloc((size_t)m->nranks, sizeof *sizes);
+		crcs = calloc((size_t)m->nranks, sizeof *crcs);
+		if ((!all || !sizes || !crcs) && lrc >= 0)
+			lrc = SF_ERR(SF_ERR_NOMEM, "sf_checkpoint_save: out of memory");
+	}
+	SF_CHECK(_sf_agree(m, lrc, "sf_checkpoint_save"));
+
+	uint64_t mine[2] = {0, 0};
+	uint32_t crc = 0;
+	lrc = write_rank_file(m, stepdir, &mine[0], &crc);
+	mine[1] = crc;
+	/* every rank reaches the gather, failed or not, so collectives stay matched */
+	SF_MPI_CHECK(MPI_Gather(mine, 2, MPI_UINT64_T, all, 2, MPI_UINT64_T, 0, m->ctx->ctl_comm));
+	/* the all-reduce inside agree() is also the barrier: no manifest before every
+	 * rank has renamed its file */
+	SF_CHECK(_sf_agree(m, lrc, "sf_checkpoint_save"));
+
+	lrc = SF_OK;
+	if (m->rank == 0) {
+		for (int r = 0; r < m->nranks; r++) {
+			sizes[r] = all[2 * r];
+			crcs[r] = (uint32_t)all[2 * r + 1];
+		}
+		lrc = publish(m, dir, stepdir, stepname, info, sizes, crcs);
+	}
+	SF_CHECK(_sf_agree(m, lrc, "sf_checkpoint_save"));
+	_sf_log(SF_LOG_INFO, "checkpoint %s written (%d ranks)", stepdir, m->nranks);
+fail:
+	free(all);
+	free(sizes);
+	free(crcs);
+	return rc;
+}
+
+/* ---- load --------------------------------------------------------------------------- */
+
+/* Everything the manifest says, validated. */
+struct manifest {
+	int world_size;
+	int64_t model_steps;
+	struct sf_checkpoint_info info;
+	uint64_t *sizes;
+	uint32_t *crcs;
+};
+
+static int exists(const char *dir, const char *name)
+{
+	char p[CKPT_PATH_MAX];
+	struct stat st;
+	if (join(p, sizeof p, dir, name) < 0)
+		return 0;
+	return stat(p, &st) == 0;
+}
+
+static int read_small_file(const char *path, size_t max, char **out, size_t *len)
+{
+	int rc = SF_OK;
+	char *buf = NULL;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return SF_ERR(SF_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+	struct stat st;
+	if (fstat(fd, &st) != 0) {
+		rc = SF_ERR(SF_ERR_IO, "cannot stat %s: %s", path, strerror(errno));
+		goto fail;
+	}
+	if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size > max) {
+		rc = SF_ERR(SF_ERR_IO, "%s is not a regular file of at most %zu bytes", path, max);
+		goto fail;
+	}
+	buf = malloc((size_t)st.st_size + 1);
+	if (!buf) {
+		rc = SF_ERR(SF_ERR_NOMEM, "cannot allocate %lld bytes for %s",
+		            (long long)st.st_size, path);
+		goto fail;
+	}
+	SF_CHECK(read_at(fd, buf, (size_t)st.st_size, 0, path));
+	buf[st.st_size] = '\0';
+	*out = buf;
+	*len = (size_t)st.st_size;
+	close(fd);
+	return SF_OK;
+fail:
+	free(buf);
+	close(fd);
+	return rc;
+}
+
+/* A step directory whose writer stopped before the manifest: named step-*, or holding
+ * rank files or a temporary manifest. */
+static bool half_written(const char *dir)
+{
+	const char *base = dir;
+	size_t n = strlen(dir);
+	while (n > 1 && dir[n - 1] == '/')
+		n--;
+	for (size_t i = 0; i + 1 < n; i++)
+		if (dir[i] == '/')
+			base = dir + i + 1;
+	if (!strncmp(base, "step-", 5))
+		return true;
+	DIR *d = opendir(dir);
+	bool found = false;
+	if (!d)
+		return false;
+	for (struct dirent *e; !found && (e = readdir(d));)
+		found = !strncmp(e->d_name, "rank-", 5) || !strcmp(e->d_name, "manifest.json.tmp");
+	closedir(d);
+	return found;
+}
+
+/* Rank 0: which step directory `dir` means, and its manifest's bytes. */
+static int resolve(const char *dir, char *stepdir, size_t size, char **text, size_t *len)
+{
+	int rc = SF_OK;
+	char path[CKPT_PATH_MAX];
+	char *latest = NULL;
+	size_t n;
+	struct stat st;
+	if (stat(dir, &st) != 0)
+		return SF_ERR(SF_ERR_IO, "checkpoint directory %s: %s", dir, strerror(errno));
+	if (!S_ISDIR(st.st_mode))
+		return SF_ERR(SF_ERR_IO, "checkpoint %s is not a directory", dir);
+	if (exists(dir, "manifest.json")) {
+		if (snprintf(stepdir, size, "%s", dir) >= (int)size)
+			return SF_ERR(SF_ERR_INVALID, "path %s is too long", dir);
+	} else if (exists(dir, "latest")) {
+		SF_CHECK(join(path, sizeof path, dir, "latest"));
+		SF_CHECK(read_small_file(path, 256, &latest, &n));
+		while (n > 0 && (latest[n - 1] == '\n' || latest[n - 1] == '\r'))
+			latest[--n] = '\0';
+		size_t digits = n > 5 ? strspn(latest + 5, "0123456789") : 0;
+		if (n < 6 || strncmp(latest, "step-", 5) != 0 || digits != n - 5) {
+			rc = SF_ERR(SF_ERR_IO,
+			            "%s should hold \"step-<digits>\", it holds \"%.64s\" "
+			            "(not a shardflow checkpoint directory?)",
+			            path, latest);
+			goto fail;
+		}
+		SF_CHECK(join(stepdir, size, dir, latest));
+		if (!exists(stepdir, "manifest.json")) {
+			rc = SF_ERR(SF_ERR_IO,
+			            "%s names %s, which has no manifest.json: a half-written or "
+			            "removed checkpoint",
+			            path, stepdir);
+			goto fail;
+		}
+	} else if (half_written(dir)) {
+		return SF_ERR(
+		    SF_ERR_IO,
+		    "%s is a step directory without manifest.json: a half-written checkpoint "
+		    "(its writer stopped before the manifest); load a complete step or "
+		    "the checkpoint directory's latest",
+		    dir);
+	} else {
+		return SF_ERR(SF_ERR_IO,
+		              "%s is not a checkpoint: it has neither manifest.json (a step "
+		              "directory) nor latest (a checkpoint directory)",
+		              dir);
+	}
+	SF_CHECK(join(path, sizeof path, stepdir, "manifest.json"));
+	SF_CHECK(read_small_file(path, CKPT_MANIFEST_MAX, text, len));
+fail:
+	free(latest);
+	return rc;
+}
+
+/* Broadcasts a NUL-terminated string of rank 0 (allocating it on the others). */
+static int bcast_string(struct sf_model *m, char **s, size_t *len)
+{
+	int rc = SF_OK;
+	uint64_t n = m->rank == 0 ? *len : 0;
+	SF_MPI_CHECK(MPI_Bcast(&n, 1, MPI_UINT64_T, 0, m->ctx->ctl_comm));
+	if (m->rank != 0) {
+		*s = malloc(n + 1);
+		if (!*s)
+			return SF_ERR(SF_ERR_NOMEM, "cannot allocate %llu bytes",
+			              (unsigned long long)n);
+		*len = n;
+	}
+	for (uint64_t off = 0; off < n;) {
+		int k = n - off > (1u << 30) ? (1 << 30) : (int)(n - off);
+		SF_MPI_CHECK(MPI_Bcast(*s + off, k, MPI_CHAR, 0, m->ctx->ctl_comm));
+		off += (uint64_t)k;
+	}
+	(*s)[n] = '\0';
+fail:
+	return rc;
+}
+
+static int bad_field(const char *where, const char *key, const char *want)
+{
+	return SF_ERR(SF_ERR_IO, "%s: field \"%s\" is missing or is not %s", where, key, want);
+}
+
+static int get_int(json_t *o, const char *key, int64_t lo, int64_t hi, int64_t *out,
+                   const char *where)
+{
+	json_t *v = json_object_get(o, key);
+	if (!json_is_integer(v))
+		return bad_field(where, key, "an integer");
+	json_int_t x = json_integer_value(v);
+	if (x < lo || x > hi)
+		return SF_ERR(SF_ERR_IO, "%s: \"%s\" is %lld, expected %lld..%lld", where, key,
+		              (long long)x, (long long)lo, (long long)hi);
+	*out = (int64_t)x;
+	return SF_OK;
+}
+
+static int get_str(json_t *o, const char *key, const char **out, const char *where)
+{
+	json_t *v = json_object_get(o, key);
+	if (!json_is_string(v))
+		return bad_field(where, key, "a string");
+	*out = json_string_value(v);
+	return SF_OK;
+}
+
+static int pick(const char *s, const char *const *names, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (!strcmp(s, names[i]))
+			return i;
+	return -1;
+}
+
+/* The manifest's identity fields: format, version, world, sharding, dtype, structure
+ * hash and optimizer (which must match this model), steps and the caller's info. */
+static int parse_identity(struct sf_model *m, json_t *root, const char *where, struct manifest *mf)
+{
+	int rc = SF_OK;
+	const char *s;
+	int64_t x;
+	SF_CHECK(get_str(root, "format", &s, where));
+	if (strcmp(s, CKPT_FORMAT)) {
+		rc = SF_ERR(SF_ERR_IO, "%s: format is \"%s\", expected \"" CKPT_FORMAT "\"", where,
+		            s);
+		goto fail;
+	}
+	SF_CHECK(get_int(root, "version", INT64_MIN, INT64_MAX, &x, where));
+	if (x != CKPT_VERSION) {
+		rc = SF_ERR(SF_ERR_IO,
+		            "%s: format version %lld, this shardflow reads version %d only", where,
+		            (long long)x, CKPT_VERSION);
+		goto fail;
+	}
+	SF_CHECK(get_int(root, "world_size", 1, 1 << 24, &x, where));
+	mf->world_size = (int)x;
+	SF_CHECK(get_str(root, "sharding", &s, where));
+	if (pick(s, sharding_names, 3) < 0) {
+		rc =
+		    SF_ERR(SF_ERR_IO, "%s: sharding \"%s\" is not full, grad_op or none", where, s);
+		goto fail;
+	}
+	SF_CHECK(get_str(root, "dtype", &s, where));
+	if (strcmp(s, "f32")) {
+		rc = SF_ERR(SF_ERR_IO, "%s: dtype \"%s\", only \"f32\" is supported", where, s);
+		goto fail;
+	}
+	char hash[17];
+	structure_hash(m, hash);
+	SF_CHECK(get_str(root, "structure_hash", &s, where));
+	if (strcmp(s, hash)) {
+		rc = SF_ERR(SF_ERR_INVALID,
+		            "%s: checkpoint was written for another model (structure hash %s, "
+		            "this model %s)",
+		            where, s, hash);
+		goto fail;
+	}
+	SF_CHECK(get_str(root, "optimizer", &s, where));
+	int o = pick(s, optimizer_names, 2);
+	if (o < 0) {
+		rc = SF_ERR(SF_ERR_IO, "%s: optimizer \"%s\" is not sgd or adamw", where, s);
+		goto fail;
+	}
+	if (o != (int)m->opt.optimizer) {
+		rc = SF_ERR(SF_ERR_INVALID,
+		            "%s: checkpoint has %s optimizer state, this model uses %s", where, s,
+		            optimizer_names[m->opt.optimizer]);
+		goto fail;
+	}
+	SF_CHECK(get_int(root, "model_steps", 0, INT64_MAX, &mf->model_steps, where));
+
+	json_t *info = json_object_get(root, "info");
+	if (!json_is_object(info)) {
+		rc = bad_field(where, "info", "an object");
+		goto fail;
+	}
+	SF_CHECK(get_int(info, "step", 0, INT64_MAX, &mf->info.step, where));
+	SF_CHECK(get_int(info, "epoch", INT64_MIN, INT64_MAX, &mf->info.epoch, where));
+	SF_CHECK(get_int(info, "batch", INT64_MIN, INT64_MAX, &mf->info.batch, where));
+	SF_CHECK(get_str(info, "data_seed", &s, where));
+	{
+		char *end;
+		errno = 0;
+		unsigned long long seed = strtoull(s, &end, 10);
+		if (!*s || *s < '0' || *s > '9' || *end || errno) {
+			rc = SF_ERR(SF_ERR_IO,
+			            "%s: info.data_seed \"%s\" is not a decimal 64-bit integer",
+			            where, s);
+			goto fail;
+		}
+		mf->info.data_seed = (uint64_t)seed;
+	}
+fail:
+	return rc;
+}
+
+/* The vectors per unit and the units, which must be this model's. */
+static int parse_layout(struct sf_model *m, json_t *root, const char *where)
+{
+	int rc = SF_OK;
+	const char *s;
+	int64_t x;
+	json_t *vecs = json_object_get(root, "vectors");
+	if (!json_is_array(vecs)) {
+		rc = bad_field(where, "vectors", "an array");
+		goto fail;
+	}
+	size_t k = 0;
+	for (int v = SF_VEC_PARAM; v <= SF_VEC_V; v++) {
+		if (!_sf_vec_exists(m, (enum _sf_vec)v))
+			continue;
+		json_t *e = json_array_get(vecs, k++);
+		if (!json_is_string(e) || strcmp(json_string_value(e), vec_names[v])) {
+			rc = SF_ERR(SF_ERR_IO, "%s: vectors should be the %d vectors of %s", where,
+			            nvectors(m), optimizer_names[m->opt.optimizer]);
+			goto fail;
+		}
+	}
+	if (json_array_size(vecs) != k) {
+		rc = SF_ERR(SF_ERR_IO, "%s: %zu vectors per unit, %s keeps %zu", where,
+		            json_array_size(vecs), optimizer_names[m->opt.optimizer], k);
+		goto fail;
+	}
+
+	json_t *units = json_object_get(root, "units");
+	if (!json_is_array(units)) {
+		rc = bad_field(where, "units", "an array");
+		goto fail;
+	}
+	if (json_array_size(units) != (size_t)m->nunits) {
+		rc = SF_ERR(SF_ERR_INVALID, "%s: %zu units, this model has %d", where,
+		            json_array_size(units), m->nunits);
+		goto fail;
+	}
+	for (int u = 0; u < m->nunits; u++) {
+		json_t *e = json_array_get(units, (size_t)u);
+		char w[CKPT_PATH_MAX + 64];
+		snprintf(w, sizeof w, "%s: units[%d]", where, u);
+		if (!json_is_object(e)) {
+			rc = SF_ERR(SF_ERR_IO, "%s is not an object", w);
+			goto fail;
+		}
+		SF_CHECK(get_str(e, "name", &s, w));
+		SF_CHECK(get_int(e, "P", 0, INT64_MAX, &x, w));
+		if (strcmp(s, unit_name(m, u)) || (uint64_t)x != m->units[u].P) {
+			rc = SF_ERR(SF_ERR_INVALID,
+			            "%s is \"%s\" with %lld parameters, this model's unit %d is "
+			            "\"%s\" with %zu",
+			            w, s, (long long)x, u, unit_name(m, u), m->units[u].P);
+			goto fail;
+		}
+	}
+fail:
+	return rc;
+}
+
+/* The rank files: names, the size the layout implies, CRC-32s. */
+static int parse_files(struct sf_model *m, json_t *root, const char *where, struct manifest *mf)
+{
+	int rc = SF_OK;
+	const char *s;
+	int64_t x;
+	size_t k = (size_t)nvectors(m);
+	json_t *files = json_object_get(root, "files");
+	if (!json_is_array(files)) {
+		rc = bad_field(where, "files", "an array");
+		goto fail;
+	}
+	if (json_array_size(files) != (size_t)mf->world_size) {
+		rc = SF_ERR(SF_ERR_IO, "%s: %zu files for a world of %d ranks", where,
+		            json_array_size(files), mf->world_size);
+		goto fail;
+	}
+	mf->sizes = calloc((size_t)mf->world_size, sizeof *mf->sizes);
+	mf->crcs = calloc((size_t)mf->world_size, sizeof *mf->crcs);
+	if (!mf->sizes || !mf->crcs) {
+		rc = SF_ERR(SF_ERR_NOMEM, "checkpoint load: out of memory");
+		goto fail;
+	}
+	/* the size every file must have, from the units and the saving world size */
+	uint64_t want = CKPT_HEADER;
+	for (int u = 0; u < m->nunits; u++)
+		want += (uint64_t)shard_of(m->units[u].P, mf->world_size) * k * sizeof(float);
+	for (int r = 0; r < mf->world_size; r++) {
+		json_t *e = json_array_get(files, (size_t)r);
+		char w[CKPT_PATH_MAX + 64], name[32];
+		snprintf(w, sizeof w, "%s: files[%d]", where, r);
+		snprintf(name, sizeof name, "rank-%05d.bin", r);
+		if (!json_is_object(e)) {
+			rc = SF_ERR(SF_ERR_IO, "%s is not an object", w);
+			goto fail;
+		}
+		/* the name is checked, never used: a manifest cannot make us open
+		 * another path */
+		SF_CHECK(get_str(e, "name", &s, w));
+		if (strcmp(s, name)) {
+			rc = SF_ERR(SF_ERR_IO, "%s: name is \"%s\", expected \"%s\"", w, s, name);
+			goto fail;
+		}
+		SF_CHECK(get_int(e, "size", 0, INT64_MAX, &x, w));
+		mf->sizes[r] = (uint64_t)x;
+		if (mf->sizes[r] != want) {
+			rc = SF_ERR(SF_ERR_IO,
+			            "%s: size %llu, but %d units on %d ranks make files of %llu "
+			            "bytes",
+			            w, (unsigned long long)x, m->nunits, mf->world_size,
+			            (unsigned long long)want);
+			goto fail;
+		}
+		SF_CHECK(get_int(e, "crc32", 0, UINT32_MAX, &x, w));
+		mf->crcs[r] = (uint32_t)x;
+	}
+fail:
+	return rc;
+}
+
+/* Parses a manifest and checks it, field by field, against this model. */
+static int manifest_parse(struct sf_model *m, const char *text, size_t len, const char *where,
+                          struct manifest *mf)
+{
+	int rc = SF_OK;
+	json_error_t jerr;
+	json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+	if (!root)
+		return SF_ERR(SF_ERR_IO, "%s: not valid JSON (line %d: %s)", where, jerr.line,
+		              jerr.text);
+	if (!json_is_object(root)) {
+		rc = SF_ERR(SF_ERR_IO, "%s: not a JSON object", where);
+		goto fail;
+	}
+	SF_CHECK(parse_identity(m, root, where, mf));
+	SF_CHECK(parse_layout(m, root, where));
+	SF_CHECK(parse_files(m, root, where, mf));
+fail:
+	json_decref(root);
+	return rc;
+}
+
+/* Reads rank file r entirely, checks its size, CRC-32 and header, and scatters its
+ * slices into the whole vectors: full[u * 3 + v] holds vector v of unit u. */
+static int read_rank_file(struct sf_model *m, const char *stepdir, const struct manifest *mf, int r,
+                          float **full)
+{
+	int rc = SF_OK, fd = -1;
+	char path[CKPT_PATH_MAX], name[32];
+	uint8_t *buf = NULL;
+	snprintf(name, sizeof name, "rank-%05d.bin", r);
+	SF_CHECK(join(path, sizeof path, stepdir, name));
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		rc = SF_ERR(SF_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+		goto fail;
+	}
+	struct stat st;
+	if (fstat(fd, &st) != 0) {
+		rc = SF_ERR(SF_ERR_IO, "cannot stat %s: %s", path, strerror(errno));
+		goto fail;
+	}
+	if ((uint64_t)st.st_size != mf->sizes[r]) {
+		rc = SF_ERR(SF_ERR_IO,
+		            "%s is %lld bytes, the manifest says %llu (truncated or "
+		            "replaced?)",
+		            path, (long long)st.st_size, (unsigned long long)mf->sizes[r]);
+		goto fail;
+	}
+	buf = malloc(mf->sizes[r]);
+	if (!buf) {
+		rc = SF_ERR(SF_ERR_NOMEM, "cannot allocate %llu bytes to read %s",
+		            (unsigned long long)mf->sizes[r], path);
+		goto fail;
+	}
+	SF_CHECK(read_at(fd, buf, mf->sizes[r], 0, path));
+	uint32_t crc = crc32_of(0, buf, mf->sizes[r]);
+	if (crc != mf->crcs[r]) {
+		rc = SF_ERR(SF_ERR_IO, "%s: CRC-32 is %08x, the manifest says %08x (corrupted)",
+		            path, crc, mf->crcs[r]);
+		goto fail;
+	}
+	int nv = nvectors(m);
+	if (memcmp(buf, CKPT_MAGIC, 8) || get_u32le(buf + 8) != (uint32_t)r ||
+	    get_u32le(buf + 12) != (uint32_t)mf->world_size ||
+	    get_u32le(buf + 16) != (uint32_t)m->nunits || get_u32le(buf + 20) != (uint32_t)nv) {
+		rc = SF_ERR(SF_ERR_IO,
+		            "%s: bad header (expected \"" CKPT_MAGIC "\", rank %d of %d, %d units, "
+		            "%d vectors)",
+		            path, r, mf->world_size, m->nunits, nv);
+		goto fail;
+	}
+	size_t off = CKPT_HEADER;
+	for (int u = 0; u < m->nunits; u++) {
+		size_t P = m->units[u].P, S = shard_of(P, mf->world_size);
+		size_t lo = (size_t)r * S, cnt = lo < P ? (P - lo < S ? P - lo : S) : 0;
+		for (int v = SF_VEC_PARAM; v <= SF_VEC_V; v++) {
+			if (!_sf_vec_exists(m, (enum _sf_vec)v))
+				continue;
+			float *dst = full[u * 3 + v] + lo;
+			memcpy(dst, buf + off, cnt * sizeof(float));
+			floats_le(dst, cnt);
+			off += S * sizeof(float);
+		}
+	}
+fail:
+	if (fd >= 0)
+		close(fd);
+	free(buf);
+	return rc;
+}
+
+SF_API int sf_checkpoint_load(sf_model *m, const char *dir, struct sf_checkpoint_info *info)
+{
+	int rc = SF_OK, lrc = SF_OK;
+	char stepdir[CKPT_PATH_MAX] = "", where[CKPT_PATH_MAX + 16];
+	char *text = NULL;
+	size_t len = 0;
+	struct manifest mf = {0};
+	float **full = NULL;
+	if (!m || !dir || !*dir)
+		return SF_ERR(SF_ERR_INVALID, "sf_checkpoint_load: NULL model or empty directory");
+	lrc = sf_model_sync(m);
+	if (m->rank == 0 && lrc >= 0)
+		lrc = resolve(dir, stepdir, sizeof stepdir, &text, &len);
+	SF_CHECK(_sf_agree(m, lrc, "sf_checkpoint_load"));
+
+	/* every rank parses the same bytes, so they agree on what the manifest says */
+	char *sd = stepdir;
+	size_t sdlen = strlen(stepdir);
+	SF_CHECK(bcast_string(m, &sd, &sdlen));
+	if (m->rank != 0) {
+		snprintf(stepdir, sizeof stepdir, "%s", sd);
+		free(sd);
+	}
+	SF_CHECK(bcast_string(m, &text, &len));
+	snprintf(where, sizeof where, "%s/manifest.json", stepdir);
+	lrc = manifest_parse(m, text, len, where, &mf);
+	SF_CHECK(_sf_agree(m, lrc, "sf_checkpoint_load"));
+
+	/* whole vectors, read from every file: any world size can have written them */
+	lrc = SF_OK;
+	full = calloc((size_t)m->nunits * 3, sizeof *full);
+	if (!full)
+		lrc = SF_ERR(SF_ERR_NOMEM, "sf_checkpoint_load: out of memory");
+	for (int u = 0; lrc >= 0 && u < m->nunits; u++)
+		for (int v = SF_VEC_PARAM; lrc >= 0 && v <= SF_VEC_V; v++)
+			if (_sf_vec_exists(m, (enum _sf_vec)v)) {
+				full[u * 3 + v] = malloc(m->units[u].P * sizeof(float) + 1);
+				if (!full[u * 3 + v])
+					lrc = SF_ERR(SF_ERR_NOMEM,
+					             "sf_checkpoint_load: out of memory");
+			}
+	for (int r = 0; lrc >= 0 && r < mf.world_size; r++)
+		lrc = read_rank_file(m, stepdir, &mf, r, full);
+	SF_CHECK(_sf_agree(m, lrc, "sf_checkpoint_load"));
+
+	/* everything is read and verified on every rank: only now touch the model */
+	for (int u = 0; u < m->nunits; u++)
+		for (int v = SF_VEC_PARAM; v <= SF_VEC_V; v++)
+			if (_sf_vec_exists(m, (enum _sf_vec)v))
+				SF_CHECK(_sf_unit_set_full(m, u, (enum _sf_vec)v, full[u * 3 + v]));
+	m->nsteps = mf.model_steps;
+	if (info)
+		*info = mf.info;
+	_sf_log(SF_LOG_INFO, "checkpoint %s loaded (written by %d ranks, step %lld)", stepdir,
+	        mf.world_size, (long long)mf.info.step);
+fail:
+	for (int i = 0; full && i < m->nunits * 3; i++)
+		free(full[i]);
+	free(full);
+	free(mf.sizes);
+	free(mf.crcs);
+	free(text);
+	return rc;
+}

@@ -1,0 +1,524 @@
+/*
+ * safetensors.c — parameters in and out as safetensors, the format other frameworks read.
+ *
+ * A safetensors file is: u64 little-endian header length n, n bytes of JSON (an object:
+ * tensor name -> {"dtype", "shape", "data_offsets": [begin, end)} relative to the data
+ * area, plus an optional "__metadata__" object of strings), then the data area. We pad
+ * the header with spaces to a multiple of 8 so the tensors are aligned.
+ *
+ * Tensor names follow PyTorch's conventions for the layers that have them: a linear unit
+ * "fc1" is "fc1.weight" (O, I) then "fc1.bias" (O) — which is exactly the order of its
+ * flat parameter vector, so the data area is the model's parameters in
+ * sf_model_params_get() order. Any other layer type is one tensor "<name>.params" (P).
+ *
+ * Import is all-or-nothing: the header is validated entirely (every tensor in range, the
+ * tensors tiling the data area, the file size matching) and every tensor read on every
+ * rank before a parameter is set; the ranks agree on the outcome.
+ */
+#include "scheduler/internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define ST_HEADER_MAX ((uint64_t)100 << 20) /* the limit of the reference implementation */
+#define ST_NAME_MAX (SF_NAME_MAX + 16)
+
+/* How a unit is stored: one or two tensors of the unit's flat vector. */
+struct st_tensor {
+	char name[ST_NAME_MAX];
+	int ndim;
+	int64_t shape[2];
+	size_t off, count; /* floats, in the model's flat parameter vector */
+};
+
+/* The tensors of unit u (at most 2). */
+static int unit_tensors(const struct sf_model *m, int u, struct st_tensor t[2])
+{
+	const struct _sf_unit *un = &m->units[u];
+	const struct _sf_node *nd = &m->gnodes[un->node];
+	if (!strcmp(nd->type->name, "linear") && nd->nin == 1) {
+		size_t O = (size_t)nd->dim, I = (size_t)m->gnodes[nd->in[0]].dim;
+		if (O * I + O == un->P) {
+			t[0] = (struct st_tensor){.ndim = 2,
+			                          .shape = {(int64_t)O, (int64_t)I},
+			                          .off = un->off,
+			                          .count = O * I};
+			t[1] = (struct st_tensor){
+			    .ndim = 1, .shape = {(int64_t)O}, .off = un->off + O * I, .count = O};
+			snprintf(t[0].name, sizeof t[0].name, "%s.weight", nd->name);
+			snprintf(t[1].name, sizeof t[1].name, "%s.bias", nd->name);
+			return 2;
+		}
+	}
+	t[0] = (struct st_tensor){
+	    .ndim = 1, .shape = {(int64_t)un->P}, .off = un->off, .count = un->P};
+	snprintf(t[0].name, sizeof t[0].name, "%s.params", nd->name);
+	return 1;
+}
+
+static int host_is_le(void)
+{
+	const uint16_t one = 1;
+	return *(const uint8_t *)&one == 1;
+}
+
+static void floats_le(float *p, size_t n)
+{
+	if (host_is_le())
+		return;
+	for (size_t i = 0; i < n; i++) {
+		uint8_t *b = (uint8_t *)&p[i], t = b[0];
+		b[0] = b[3], b[3] = t, t = b[1], b[1] = b[2], b[2] = t;
+	}
+}
+
+/* ---- export ------------------------------------------------------------------------- */
+
+/* The header text, padded with spaces to a multiple of 8. */
+static int build_header(const struct sf_model *m, char **out, size_t *len)
+{
+	json_t *root = json_object();
+	char *text = NULL;
+	if (!root)
+		return SF_ERR(SF_ERR_NOMEM, "safetensors: out of memory");
+	json_object_set_new(root, "__metadata__",
+	                    json_pack("{s:s, s:s}", "format", "pt", "producer", "shardflow"));
+	for (int u = 0; u < m->nunits; u++) {
+		struct st_tensor t[2];
+		int nt = unit_tensors(m, u, t);
+		for (int i = 0; i < nt; i++) {
+			if (json_object_get(root, t[i].name)) {
+				json_decref(root);
+				return SF_ERR(
+				    SF_ERR_INVALID,
+				    "safetensors: two tensors would be named \"%s\"; rename "
+				    "a layer",
+				    t[i].name);
+			}
+			json_t *shape = t[i].ndim == 2
+			                    ? json_pack("[I, I]", (json_int_t)t[i].shape[0],
+			                                (json_int_t)t[i].shape[1])
+			                    : json_pack("[I]", (json_int_t)t[i].shape[0]);
+			json_object_set_new(
+			    root, t[i].name,
+			    json_pack("{s:s, s:o, s:[I, I]}", "dtype", "F32", "shape", shape,
+			              "data_offsets", (json_int_t)(t[i].off * sizeof(float)),
+			              (json_int_t)((t[i].off + t[i].count) * sizeof(float))));
+		}
+	}
+	text = json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	json_decref(root);
+	if (!text)
+		return SF_ERR(SF_ERR_NOMEM, "safetensors: cannot serialise the header");
+	size_t n = strlen(text), padded = (n + 7) & ~(size_t)7;
+	char *t2 = realloc(text, padded + 1);
+	if (!t2) {
+		free(text);
+		return SF_ERR(SF_ERR_NOMEM, "safetensors: out of memory");
+	}
+	memset(t2 + n, ' ', padded - n);
+	t2[padded] = '\0';
+	*out = t2;
+	*len = padded;
+	return SF_OK;
+}
+
+static int write_all(int fd, const void *buf, size_t n, const char *path)
+{
+	const char *p = buf;
+	while (n > 0) {
+		ssize_t w = write(fd, p, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return SF_ERR(SF_ERR_IO, "cannot write %s: %s", path,
+			              w < 0 ? strerror(errno) : "no progress");
+		p += w;
+		n -= (size_t)w;
+	}
+	return SF_OK;
+}
+
+/* Rank 0: path.tmp, synced, renamed to path. */
+static int write_file(const sf_model *m, const char *path, float *params)
+{
+	int rc = SF_OK, fd = -1;
+	bool created = false;
+	char *header = NULL, tmp[4096], dir[4096];
+	size_t hlen = 0;
+	if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp)
+		return SF_ERR(SF_ERR_INVALID, "safetensors: path %s is too long", path);
+	snprintf(dir, sizeof dir, "%s", path);
+	char *slash = strrchr(dir, '/');
+	if (!slash)
+		snprintf(dir, sizeof dir, ".");
+	else if (slash == dir)
+		dir[1] = '\0';
+	else
+		*slash = '\0';
+	SF_CHECK(build_header(m, &header, &hlen));
+	uint8_t len8[8];
+	for (int i = 0; i < 8; i++)
+		len8[i] = (uint8_t)((uint64_t)hlen >> (8 * i));
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		rc = SF_ERR(SF_ERR_IO, "cannot create %s: %s", tmp, strerror(errno));
+		goto fail;
+	}
+	created = true;
+	floats_le(params, m->nparams_total);
+	SF_CHECK(write_all(fd, len8, 8, tmp));
+	SF_CHECK(write_all(fd, header, hlen, tmp));
+	SF_CHECK(write_all(fd, params, m->nparams_total * sizeof(float), tmp));
+	if (fsync(fd) != 0) {
+		rc = SF_ERR(SF_ERR_IO, "cannot sync %s: %s", tmp, strerror(errno));
+		goto fail;
+	}
+	int c = close(fd);
+	fd = -1;
+	if (c != 0) {
+		rc = SF_ERR(SF_ERR_IO, "cannot close %s: %s", tmp, strerror(errno));
+		goto fail;
+	}
+	if (rename(tmp, path) != 0) {
+		rc = SF_ERR(SF_ERR_IO, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
+		goto fail;
+	}
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0 || (fsync(dfd) != 0 && errno != EINVAL))
+		rc = SF_ERR(SF_ERR_IO, "cannot sync directory %s: %s", dir, strerror(errno));
+	if (dfd >= 0)
+		close(dfd);
+	free(header);
+	return rc;
+fail:
+	if (fd >= 0)
+		close(fd);
+	if (created)
+		unlink(tmp);
+	free(header);
+	return rc;
+}
+
+SF_API int sf_model_export_safetensors(sf_model *m, const char *path)
+{
+	int rc = SF_OK, lrc = SF_OK;
+	float *params = NULL;
+	if (!m || !path || !*path)
+		return SF_ERR(SF_ERR_INVALID, "sf_model_export_safetensors: NULL model or path");
+	params = malloc(m->nparams_total * sizeof(float) + 1);
+	if (!params)
+		lrc =
+		    SF_ERR(SF_ERR_NOMEM, "sf_model_export_safetensors: cannot allocate %zu floats",
+		           m->nparams_total);
+	SF_CHECK(_sf_agree(m, lrc, "sf_model_export_safetensors"));
+	/* collective: synchronises and gathers every unit on every rank */
+	SF_CHECK(sf_model_params_get(m, params, m->nparams_total));
+	if (m->rank == 0)
+		lrc = write_file(m, path, params);
+	SF_CHECK(_sf_agree(m, lrc, "sf_model_export_safetensors"));
+fail:
+	free(params);
+	return rc;
+}
+
+/* ---- import ------------------------------------------------------------------------- */
+
+static int read_at(int fd, void *buf, size_t n, off_t off, const char *path)
+{
+	char *p = buf;
+	while (n > 0) {
+		ssize_t r = pread(fd, p, n, off);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return SF_ERR(SF_ERR_IO, "cannot read %s: %s", path, strerror(errno));
+		if (r == 0)
+			return SF_ERR(SF_ERR_IO, "%s ends early (truncated?)", path);
+		p += r;
+		n -= (size_t)r;
+		off += r;
+	}
+	return SF_OK;
+}
+
+/* Bytes per element of the dtypes of the format (extra tensors we do not read). */
+static int dtype_size(const char *d)
+{
+	static const struct {
+		const char *name;
+		int size;
+	} t[] = {{"F64", 8}, {"F32", 4}, {"F16", 2},  {"BF16", 2},    {"I64", 8},
+	         {"I32", 4}, {"I16", 2}, {"I8", 1},   {"U64", 8},     {"U32", 4},
+	         {"U16", 2}, {"U8", 1},  {"BOOL", 1}, {"F8_E4M3", 1}, {"F8_E5M2", 1}};
+	for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+		if (!strcmp(d, t[i].name))
+			return t[i].size;
+	return 0;
+}
+
+struct range {
+	uint64_t begin, end;
+};
+
+static int cmp_range(const void *a, const void *b)
+{
+	const struct range *x = a, *y = b;
+	return x->begin < y->begin ? -1 : x->begin > y->begin ? 1 : 0;
+}
+
+/* Checks one tensor entry: dtype known, shape of non-negative integers whose product
+ * times the dtype size is the length of data_offsets [b, e), inside the data area. */
+static int check_entry(const char *path, const char *name, json_t *e, uint64_t data_len,
+                       struct range *r, const char **dtype, json_t **shape)
+{
+	json_t *d = json_object_get(e, "dtype"), *s = json_object_get(e, "shape"),
+	       *o = json_object_get(e, "data_offsets");
+	if (!json_is_object(e) || !json_is_string(d) || !json_is_array(s) || !json_is_array(o) ||
+	    json_array_size(o) != 2 || !json_is_integer(json_array_get(o, 0)) ||
+	    !json_is_integer(json_array_get(o, 1)))
+		return SF_ERR(SF_ERR_IO,
+		              "%s: tensor \"%s\" is not {\"dtype\": string, \"shape\": [...], "
+		              "\"data_offsets\": [begin, end]}",
+		              path, name);
+	int es = dtype_size(json_string_value(d));
+	if (!es)
+		return SF_ERR(SF_ERR_IO, "%s: tensor \"%s\" has unknown dtype \"%s\"", path, name,
+		              json_string_value(d));
+	uint64_t count = 1;
+	for (size_t i = 0; i < json_array_size(s); i++) {
+		json_t *x = json_array_get(s, i);
+		if (!json_is_integer(x) || json_integer_value(x) < 0 ||
+		    (uint64_t)json_integer_value(x) > (UINT64_MAX >> 8) / (count ? count : 1))
+			return SF_ERR(SF_ERR_IO, "%s: tensor \"%s\" has a bad shape", path, name);
+		count *= (uint64_t)json_integer_value(x);
+	}
+	json_int_t b = json_integer_value(json_array_get(o, 0)),
+	           en = json_integer_value(json_array_get(o, 1));
+	if (b < 0 || en < b || (uint64_t)en > data_len)
+		return SF_ERR(SF_ERR_IO,
+		              "%s: tensor \"%s\" has data_offsets [%lld, %lld) outside the %llu "
+		              "bytes of data",
+		              path, name, (long long)b, (long long)en,
+		              (unsigned long long)data_len);
+	if ((uint64_t)(en - b) != count * (uint64_t)es)
+		return SF_ERR(SF_ERR_IO, "%s: tensor \"%s\" has %lld bytes for %llu elements of %s",
+		              path, name, (long long)(en - b), (unsigned long long)count,
+		              json_string_value(d));
+	r->begin = (uint64_t)b;
+	r->end = (uint64_t)en;
+	*dtype = json_string_value(d);
+	*shape = s;
+	return SF_OK;
+}
+
+/* Checks the tensors this model needs (present, F32, its shapes, in range) and, when
+ * params is not NULL, reads them into params (the model's flat parameter vector). */
+static int check_wanted(const sf_model *m, const char *path, json_t *root, uint64_t data_len,
+                        int fd, uint64_t data0, float *params)
+{
+	int rc = SF_OK;
+	for (int u = 0; u < m->nunits; u++) {
+		struct st_tensor t[2];
+		int ntu = unit_tensors(m, u, t);
+		for (int i = 0; i < ntu; i++) {
+			json_t *e = json_object_get(root, t[i].name), *shape;
+			struct range r;
+			const char *dt;
+			if (!e) {
+				rc = SF_ERR(SF_ERR_IO, "%s: tensor \"%s\" is missing", path,
+				            t[i].name);
+				goto fail;
+			}
+			dt = json_string_value(json_object_get(e, "dtype"));
+			if (dt && strcmp(dt, "F32")) {
+				rc = SF_ERR(SF_ERR_IO, "%s: tensor \"%s\" is %s, expected F32",
+				            path, t[i].name, dt);
+				goto fail;
+			}
+			SF_CHECK(check_entry(path, t[i].name, e, data_len, &r, &dt, &shape));
+			bool same = json_array_size(shape) == (size_t)t[i].ndim;
+			for (int d = 0; same && d < t[i].ndim; d++)
+				same = json_integer_value(json_array_get(shape, (size_t)d)) ==
+				       t[i].shape[d];
+			if (!same) {
+				char *got = json_dumps(shape, JSON_COMPACT);
+				if (t[i].ndim == 2)
+					rc = SF_ERR(SF_ERR_IO,
+					            "%s: tensor \"%s\" has shape %s, this model "
+					            "needs [%lld,%lld]",
+					            path, t[i].name, got ? got : "?",
+					            (long long)t[i].shape[0],
+					            (long long)t[i].shape[1]);
+				else
+					rc = SF_ERR(SF_ERR_IO,
+					            "%s: tensor \"%s\" has shape %s, this model "
+					            "needs [%lld]",
+					            path, t[i].name, got ? got : "?",
+					            (long long)t[i].shape[0]);
+				free(got);
+				goto fail;
+			}
+			if (!params)
+				continue;
+			SF_CHECK(read_at(fd, params + t[i].off, t[i].count * sizeof(float),
+			                 (off_t)(data0 + r.begin), path));
+			floats_le(params + t[i].off, t[i].count);
+		}
+	}
+fail:
+	return rc;
+}
+
+/* Reads and validates the file; params (nparams_total floats) receives every unit. */
+static int read_file(const sf_model *m, const char *path, float *params)
+{
+	int rc = SF_OK, fd = -1;
+	char *header = NULL;
+	json_t *root = NULL;
+	struct range *ranges = NULL;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return SF_ERR(SF_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+	struct stat st;
+	if (fstat(fd, &st) != 0) {
+		rc = SF_ERR(SF_ERR_IO, "cannot stat %s: %s", path, strerror(errno));
+		goto fail;
+	}
+	uint64_t fsize = (uint64_t)st.st_size;
+	uint8_t len8[8];
+	if (fsize < 8) {
+		rc = SF_ERR(SF_ERR_IO, "%s: %llu bytes, too short for a safetensors file", path,
+		            (unsigned long long)fsize);
+		goto fail;
+	}
+	SF_CHECK(read_at(fd, len8, 8, 0, path));
+	uint64_t hlen = 0;
+	for (int i = 0; i < 8; i++)
+		hlen |= (uint64_t)len8[i] << (8 * i);
+	if (hlen < 2 || hlen > ST_HEADER_MAX || hlen > fsize - 8) {
+		rc = SF_ERR(SF_ERR_IO,
+		            "%s: header length %llu is impossible for a file of %llu bytes (not "
+		            "a safetensors file?)",
+		            path, (unsigned long long)hlen, (unsigned long long)fsize);
+		goto fail;
+	}
+	header = malloc(hlen + 1);
+	if (!header) {
+		rc = SF_ERR(SF_ERR_NOMEM, "%s: cannot allocate the header", path);
+		goto fail;
+	}
+	SF_CHECK(read_at(fd, header, hlen, 8, path));
+	header[hlen] = '\0';
+	json_error_t jerr;
+	root = json_loadb(header, hlen, JSON_REJECT_DUPLICATES, &jerr);
+	if (!root || !json_is_object(root)) {
+		rc = SF_ERR(SF_ERR_IO, "%s: the header is not a JSON object (%s)", path,
+		            root ? "another JSON value" : jerr.text);
+		goto fail;
+	}
+	uint64_t data0 = 8 + hlen, data_len = fsize - data0;
+
+	/* the tensors this model needs, then every entry: well-formed, in range, and
+	 * together tiling the data area */
+	SF_CHECK(check_wanted(m, path, root, data_len, -1, data0, NULL));
+	size_t nt = json_object_size(root), k = 0;
+	ranges = calloc(nt + 1, sizeof *ranges);
+	if (!ranges) {
+		rc = SF_ERR(SF_ERR_NOMEM, "%s: out of memory", path);
+		goto fail;
+	}
+	const char *key;
+	json_t *val;
+	json_object_foreach(root, key, val)
+	{
+		const char *dt;
+		json_t *shape;
+		if (!strcmp(key, "__metadata__")) {
+			const char *mk;
+			json_t *mv;
+			if (!json_is_object(val)) {
+				rc = SF_ERR(SF_ERR_IO, "%s: __metadata__ is not an object", path);
+				goto fail;
+			}
+			json_object_foreach(val, mk, mv)
+			{
+				if (!json_is_string(mv)) {
+					rc = SF_ERR(SF_ERR_IO,
+					            "%s: __metadata__ value \"%s\" is not a string",
+					            path, mk);
+					goto fail;
+				}
+			}
+			continue;
+		}
+		SF_CHECK(check_entry(path, key, val, data_len, &ranges[k++], &dt, &shape));
+	}
+	qsort(ranges, k, sizeof *ranges, cmp_range);
+	uint64_t end = 0;
+	for (size_t i = 0; i < k; i++) {
+		if (ranges[i].begin != end) {
+			rc =
+			    SF_ERR(SF_ERR_IO,
+			           "%s: tensor data %s at byte %llu of the data area (tensors must "
+			           "be contiguous and not overlap)",
+			           path, ranges[i].begin < end ? "overlaps" : "leaves a hole",
+			           (unsigned long long)end);
+			goto fail;
+		}
+		end = ranges[i].end;
+	}
+	if (end != data_len) {
+		rc = SF_ERR(SF_ERR_IO,
+		            "%s: the tensors hold %llu bytes but the file has %llu after the "
+		            "header (truncated or trailing bytes)",
+		            path, (unsigned long long)end, (unsigned long long)data_len);
+		goto fail;
+	}
+
+	/* every check passed: read */
+	SF_CHECK(check_wanted(m, path, root, data_len, fd, data0, params));
+fail:
+	json_decref(root);
+	free(ranges);
+	free(header);
+	if (fd >= 0)
+		close(fd);
+	return rc;
+}
+
+SF_API int sf_model_import_safetensors(sf_model *m, const char *path)
+{
+	int rc = SF_OK, lrc = SF_OK;
+	float *params = NULL, *zeros = NULL;
+	if (!m || !path || !*path)
+		return SF_ERR(SF_ERR_INVALID, "sf_model_import_safetensors: NULL model or path");
+	lrc = sf_model_sync(m);
+	params = malloc(m->nparams_total * sizeof(float) + 1);
+	zeros = calloc(m->largest_P + 1, sizeof(float));
+	if (lrc >= 0 && (!params || !zeros))
+		lrc = SF_ERR(SF_ERR_NOMEM, "sf_model_import_safetensors: out of memory");
+	if (lrc >= 0)
+		lrc = read_file(m, path, params);
+	SF_CHECK(_sf_agree(m, lrc, "sf_model_import_safetensors"));
+
+	/* every rank has every tensor: set the parameters, reset the optimizer */
+	for (int u = 0; u < m->nunits; u++) {
+		SF_CHECK(_sf_unit_set_full(m, u, SF_VEC_PARAM, params + m->units[u].off));
+		for (int v = SF_VEC_M; v <= SF_VEC_V; v++)
+			if (_sf_vec_exists(m, (enum _sf_vec)v))
+				SF_CHECK(_sf_unit_set_full(m, u, (enum _sf_vec)v, zeros));
+	}
+	/* AdamW's bias correction restarts with its moments */
+	m->nsteps = 0;
+fail:
+	free(params);
+	free(zeros);
+	return rc;
+}

@@ -1,0 +1,202 @@
+#!/bin/sh
+# checkpoint.sh — checkpoints resume training exactly, reshard, and refuse bad input.
+#
+# Proves, with tests/ckpt_driver (train_dump's models and dump format):
+#  - resuming from the checkpoint of step 3 and training to step 6 gives bitwise the
+#    losses of steps 4..6 and the parameters of an uninterrupted 6-step run (SGD, whose
+#    momentum is saved, and AdamW, whose moments and step count are), on 2 ranks;
+#  - a checkpoint written by 2 ranks resumes on 3, and one written by 3 on 1, equal to
+#    the uninterrupted run to rtol 1e-5 (floor 1e-3, as tests/equivalence.sh: more or
+#    fewer ranks sum gradients in another order), model uneven (every unit padded);
+#    and one written with sharding none resumes with grad_op (the format knows no
+#    sharding);
+#  - safetensors: parameters exported on 2 ranks and imported on 1 are bitwise those of
+#    the exporter, re-exporting gives the same file, the header is what the format
+#    says (checked with python3's json when python3 exists), a truncated file is refused;
+#  - a flipped byte (CRC-32), a truncated rank file (size), an edited structure hash and
+#    a checkpoint of another model are refused with a message saying so, and the
+#    refused model then trains bitwise like a fresh one: the load changed nothing;
+#  - a writer killed between its rank files and the manifest (the driver's --crash
+#    kills itself at that point) leaves dir/latest on the previous checkpoint, which
+#    resumes bitwise, and the half-written step is refused when named directly.
+. "$(dirname "$0")/lib.sh"
+CKPT_DRIVER="$top_builddir/tests/ckpt_driver"
+require_progs "$CKPT_DRIVER" "$DUMP_COMPARE"
+
+rtol=1e-5
+floor=1e-3
+
+# drv NP NAME [SHARDFLOW_VAR=VALUE...] ARGS...: ckpt_driver on NP ranks, output in
+# $tmp/NAME.{out,err}
+drv() {
+	_np=$1
+	_name=$2
+	shift 2
+	_env=
+	while [ $# -gt 0 ]; do
+		case $1 in
+		SHARDFLOW_*=*) _env="$_env $1"; shift ;;
+		*) break ;;
+		esac
+	done
+	# $_env is split on purpose: our values never contain blanks.
+	# shellcheck disable=SC2086
+	env $_env sh "$RUN_MPI" "$_np" "$CKPT_DRIVER" "$@" </dev/null >"$tmp/$_name.out" \
+		2>"$tmp/$_name.err"
+	_st=$?
+	if [ $_st -ne 0 ]; then
+		diag "ckpt_driver $* on $_np ranks exited with $_st; its stderr:"
+		diag_file "$tmp/$_name.err"
+	fi
+	return $_st
+}
+
+# refused NAME PATTERN DESC: the run NAME reported a refused load matching PATTERN
+refused() {
+	grep "resume_refused" "$tmp/$1.out" | grep -q -- "$2"
+	if ! ok $? "$3"; then
+		diag "expected a refusal matching \"$2\"; stdout and stderr:"
+		diag_file "$tmp/$1.out"
+		diag_file "$tmp/$1.err"
+	fi
+}
+
+# flip_byte FILE OFFSET: replaces the byte at OFFSET by another value
+flip_byte() {
+	_b=$(od -An -tu1 -j "$2" -N1 "$1" | tr -d ' ')
+	_nb=$(((_b + 1) % 256))
+	# shellcheck disable=SC2059
+	printf "\\$(printf %o "$_nb")" | dd of="$1" bs=1 seek="$2" conv=notrunc 2>/dev/null
+}
+
+plan 21
+
+# --- resume equals uninterrupted, bitwise -----------------------------------------------
+for opt in sgd adamw; do
+	drv 2 full-$opt --optimizer $opt --steps 6 --save "$tmp/ck-$opt" --save-every 3 \
+		--dump-losses-from 3 --out "$tmp/full-$opt.dump"
+	drv 2 resumed-$opt --optimizer $opt --steps 6 --resume "$tmp/ck-$opt/step-000000003" \
+		--out "$tmp/resumed-$opt.dump"
+	compare "mlp $opt, 2 ranks: resumed at step 3 = uninterrupted (bitwise)" \
+		resumed-$opt full-$opt --bitwise
+done
+
+# --- resharding ---------------------------------------------------------------------------
+u="--model uneven --optimizer adamw --steps 6"
+# shellcheck disable=SC2086
+drv 2 u2 $u --save "$tmp/ck-u2" --save-every 3 --dump-losses-from 3 --out "$tmp/u2.dump" \
+	--out-params "$tmp/u2-params.dump" --export "$tmp/u2.safetensors"
+# shellcheck disable=SC2086
+drv 3 u2to3 $u --resume "$tmp/ck-u2/step-000000003" --out "$tmp/u2to3.dump"
+compare "uneven adamw: saved on 2 ranks, resumed on 3 = uninterrupted (rtol $rtol)" \
+	u2to3 u2 --rtol $rtol --floor $floor
+# shellcheck disable=SC2086
+drv 3 u3 $u --save "$tmp/ck-u3" --save-every 3 --dump-losses-from 3 --out "$tmp/u3.dump"
+# shellcheck disable=SC2086
+drv 1 u3to1 $u --resume "$tmp/ck-u3/step-000000003" --out "$tmp/u3to1.dump"
+compare "uneven adamw: saved on 3 ranks, resumed on 1 = uninterrupted (rtol $rtol)" \
+	u3to1 u3 --rtol $rtol --floor $floor
+
+drv 2 none SHARDFLOW_SHARDING=none --optimizer adamw --steps 6 --save "$tmp/ck-none" \
+	--save-every 3 --dump-losses-from 3 --out "$tmp/none.dump"
+drv 3 none-to-grad-op SHARDFLOW_SHARDING=grad_op --optimizer adamw --steps 6 \
+	--resume "$tmp/ck-none/step-000000003" --out "$tmp/none-to-grad-op.dump"
+compare "mlp adamw: saved with sharding none on 2 ranks, resumed with grad_op on 3 (rtol $rtol)" \
+	none-to-grad-op none --rtol $rtol --floor $floor
+
+# --- safetensors --------------------------------------------------------------------------
+drv 1 st-import --model uneven --optimizer adamw --steps 0 --init "$tmp/u2.safetensors" \
+	--out-params "$tmp/st-import.dump" --export "$tmp/again.safetensors"
+compare "safetensors: exported on 2 ranks, imported on 1: parameters equal (bitwise)" \
+	st-import u2-params --bitwise
+cmp "$tmp/u2.safetensors" "$tmp/again.safetensors" >"$tmp/cmp.out" 2>&1
+ok $? "safetensors: re-exporting the imported model gives the same file" || diag_file "$tmp/cmp.out"
+if command -v python3 >/dev/null 2>&1; then
+	python3 - "$tmp/u2.safetensors" >"$tmp/py.out" 2>&1 <<'EOF'
+import json, struct, sys
+data = open(sys.argv[1], "rb").read()
+n = struct.unpack("<Q", data[:8])[0]
+assert n % 8 == 0, "header length %d is not a multiple of 8" % n
+h = json.loads(data[8:8 + n].decode("utf-8"))
+assert h["__metadata__"] == {"format": "pt", "producer": "shardflow"}, h["__metadata__"]
+want = {"fc1.weight": [13, 12], "fc1.bias": [13], "fc2.weight": [25, 13],
+        "fc2.bias": [25], "fc3.weight": [5, 25], "fc3.bias": [5]}
+assert sorted(k for k in h if k != "__metadata__") == sorted(want), sorted(h)
+end = 0
+for k, t in sorted(((k, t) for k, t in h.items() if k != "__metadata__"),
+                   key=lambda kt: kt[1]["data_offsets"][0]):
+    assert t["dtype"] == "F32" and t["shape"] == want[k], (k, t)
+    b, e = t["data_offsets"]
+    count = 1
+    for d in t["shape"]:
+        count *= d
+    assert b == end and e - b == 4 * count, (k, t, end)
+    end = e
+assert 8 + n + end == len(data), "file is %d bytes, header says %d" % (len(data), 8 + n + end)
+print("header ok: %d bytes, %d tensors" % (n, len(want)))
+EOF
+	ok $? "safetensors: header length, JSON, metadata, names, shapes and offsets" ||
+		diag_file "$tmp/py.out"
+else
+	skip "safetensors: header layout" "python3 not found"
+fi
+size=$(wc -c <"$tmp/u2.safetensors")
+head -c $((size - 4)) "$tmp/u2.safetensors" >"$tmp/short.safetensors"
+run_mpi 1 "$CKPT_DRIVER" --model uneven --optimizer adamw --steps 0 \
+	--init "$tmp/short.safetensors" >"$tmp/st-short.out" 2>"$tmp/st-short.err"
+st=$?
+[ $st -ne 0 ] && grep -E -q "truncated or trailing|outside the" "$tmp/st-short.err"
+ok $? "safetensors: a truncated file is refused" || diag_file "$tmp/st-short.err"
+
+# --- corrupted checkpoints are refused and change nothing ---------------------------------
+drv 2 fresh --steps 3 --out "$tmp/fresh.dump"
+good="$tmp/ck-sgd/step-000000003"
+corrupt() { # corrupt NAME: a copy of the good step directory, to be damaged
+	rm -rf "${tmp:?}/$1"
+	cp -r "$good" "$tmp/$1"
+}
+corrupt bad-crc
+flip_byte "$tmp/bad-crc/rank-00001.bin" 1000
+corrupt bad-size
+sz=$(wc -c <"$tmp/bad-size/rank-00000.bin")
+head -c $((sz - 8)) "$good/rank-00000.bin" >"$tmp/bad-size/rank-00000.bin"
+corrupt bad-hash
+sed 's/"structure_hash": "[0-9a-f]*"/"structure_hash": "0123456789abcdef"/' \
+	"$good/manifest.json" >"$tmp/bad-hash/manifest.json"
+while read -r name pattern what; do
+	drv 2 "load-$name" --steps 3 --resume "$tmp/$name" --resume-may-fail \
+		--out "$tmp/load-$name.dump"
+	refused "load-$name" "$pattern" "$what refused"
+	compare "after the refused load ($what) the model trains like a fresh one" \
+		"load-$name" fresh --bitwise
+done <<EOF
+bad-crc CRC-32 a flipped byte in rank-00001.bin
+bad-size truncated a truncated rank-00000.bin
+bad-hash another.model an edited structure hash
+EOF
+drv 1 load-other-model --model uneven --steps 0 --resume "$good" --resume-may-fail
+refused load-other-model "written for another model" \
+	"a checkpoint of model mlp loaded into model uneven is refused"
+
+# --- a writer killed between its rank files and the manifest -----------------------------
+for mode in shards manifest; do
+	drv 2 crash-$mode --steps 6 --save "$tmp/crash-$mode" --save-every 3 --crash $mode \
+		>/dev/null 2>&1
+	st=$?
+	half="$tmp/crash-$mode/step-000000006"
+	[ $st -ne 0 ] && [ "$(cat "$tmp/crash-$mode/latest")" = step-000000003 ] &&
+		[ -d "$half" ] && [ ! -f "$half/manifest.json" ]
+	# (run-mpi.sh reports the SIGKILL as a timeout: any non-zero status will do)
+	if ! ok $? "killed at $mode: latest still names step 3, step 6 has no manifest"; then
+		diag "exit status $st; the checkpoint directory holds:"
+		find "$tmp/crash-$mode" | sed 's/^/#   /'
+	fi
+done
+[ -f "$tmp/crash-manifest/step-000000006/manifest.json.tmp" ]
+ok $? "killed at manifest: manifest.json.tmp is left over"
+drv 2 after-crash --steps 6 --resume "$tmp/crash-manifest" --out "$tmp/after-crash.dump"
+compare "after the crash, dir/latest resumes bitwise like the uninterrupted run" \
+	after-crash full-sgd --bitwise
+drv 1 half --steps 0 --resume "$tmp/crash-shards/step-000000006" --resume-may-fail
+refused half "half-written" "the half-written step 6, named directly, is refused"
+finish

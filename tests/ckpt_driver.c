@@ -1,0 +1,383 @@
+/*
+ * ckpt_driver.c — train_dump with checkpoints and safetensors, for tests/checkpoint.sh.
+ *
+ *   ckpt_driver [--model mlp|uneven] [--steps N] [--batch B] [--optimizer sgd|adamw]
+ *               [--lr X] [--seed S] [--out FILE] [--dump-losses-from K] [--out-params FILE]
+ *               [--save DIR --save-every K] [--crash shards|manifest]
+ *               [--resume DIR [--resume-may-fail]] [--init FILE] [--export FILE]
+ *
+ * Step k (1-based) trains on synthetic global batch k (examples/synthetic.h), so a run
+ * resumed from a checkpoint of step s continues with batch s + 1 exactly as the
+ * uninterrupted run did. The models are train_dump's mlp and uneven (see
+ * tests/train_dump.c), and the dump is train_dump's format (tests/dump_compare.c
+ * compares), holding the losses of the steps this process ran after step K
+ * (--dump-losses-from, default 0) and the final parameters. --out-params FILE writes
+ * a dump of the parameters alone (no losses), to compare models trained differently.
+ *
+ *   --save DIR --save-every K  sf_checkpoint_save after every K-th step (info.step = k)
+ *   --crash shards|manifest    the save after the last step dies of SIGKILL: "shards"
+ *                              right after each rank renamed its rank file, "manifest"
+ *                              when rank 0 is about to rename manifest.json.tmp — a
+ *                              writer killed between the shards and the manifest. The
+ *                              library has no hook for this: the driver interposes
+ *                              rename(3) (its definition wins over libc's).
+ *   --resume DIR               sf_checkpoint_load before training, then steps
+ *                              info.step + 1 .. N
+ *   --resume-may-fail          a refused load is reported ("resume_refused <status>:
+ *                              <message>" on rank 0's stdout) and training starts from
+ *                              step 1 on the untouched model
+ *   --init FILE                sf_model_import_safetensors before training
+ *   --export FILE              sf_model_export_safetensors after training
+ *
+ * Exit status: 0 success, 1 a library or I/O error, 2 a bad command line.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "examples/synthetic.h"
+#include "shardflow.h"
+
+#define PROG "ckpt_driver"
+#define DUMP_MAGIC "SFDUMP1\n"
+
+enum model_kind { MODEL_MLP, MODEL_UNEVEN };
+enum crash_mode { CRASH_NONE, CRASH_SHARDS, CRASH_MANIFEST };
+
+struct options {
+	enum model_kind model;
+	int steps, batch, save_every, dump_from;
+	enum sf_optimizer optimizer;
+	float lr; /* <= 0: the optimizer's default */
+	uint64_t seed;
+	const char *out, *out_params, *save, *resume, *init, *export_path;
+	int resume_may_fail;
+	enum crash_mode crash;
+};
+
+/* ---- the simulated crash ------------------------------------------------------ */
+
+static enum crash_mode crash_armed = CRASH_NONE;
+
+static int ends_with(const char *s, const char *tail)
+{
+	size_t n = strlen(s), k = strlen(tail);
+	return n >= k && !strcmp(s + n - k, tail);
+}
+
+/* default visibility: the build hides symbols, and a hidden definition would not
+ * interpose libc's for the library */
+__attribute__((visibility("default"))) int rename(const char *from, const char *to)
+{
+	static int (*real)(const char *, const char *);
+	if (!real) {
+		*(void **)&real = dlsym(RTLD_NEXT, "rename");
+		if (!real) {
+			errno = ENOSYS;
+			return -1;
+		}
+	}
+	if (crash_armed == CRASH_MANIFEST && ends_with(to, "/manifest.json"))
+		raise(SIGKILL);
+	int r = real(from, to);
+	if (r == 0 && crash_armed == CRASH_SHARDS && strstr(to, "/rank-") && ends_with(to, ".bin"))
+		raise(SIGKILL);
+	return r;
+}
+
+/* ---- command line --------------------------------------------------------------- */
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+	        "usage: " PROG " [--model mlp|uneven] [--steps N] [--batch B]\n"
+	        "       [--optimizer sgd|adamw] [--lr X] [--seed S] [--out FILE]\n"
+	        "       [--dump-losses-from K] [--out-params FILE] [--save DIR --save-every K]\n"
+	        "       [--crash shards|manifest] [--resume DIR [--resume-may-fail]]\n"
+	        "       [--init FILE] [--export FILE]\n"
+	        "defaults: mlp, 6 steps, batch 24, sgd, lr 0.01 (sgd) / 0.001 (adamw), seed 1\n");
+}
+
+static int bad(const char *opt, const char *val)
+{
+	fprintf(stderr, PROG ": %s \"%s\" is invalid\n", opt, val ? val : "");
+	usage(stderr);
+	return 2;
+}
+
+static int parse_int(const char *s, int lo, int hi, int *out)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(s, &end, 10);
+	if (end == s || *end || errno || v < lo || v > hi)
+		return -1;
+	*out = (int)v;
+	return 0;
+}
+
+/* Returns -1 to go on, otherwise the exit status. */
+static int parse_options(int argc, char **argv, struct options *o)
+{
+	*o = (struct options){
+	    .model = MODEL_MLP, .steps = 6, .batch = 24, .optimizer = SF_OPT_SGD, .seed = 1};
+	for (int i = 1; i < argc; i++) {
+		const char *opt = argv[i];
+		if (!strcmp(opt, "--help")) {
+			usage(stdout);
+			return 0;
+		}
+		if (!strcmp(opt, "--resume-may-fail")) {
+			o->resume_may_fail = 1;
+			continue;
+		}
+		if (i + 1 >= argc)
+			return bad(opt, "(missing value)");
+		const char *val = argv[++i];
+		if (!strcmp(opt, "--model")) {
+			if (!strcmp(val, "mlp"))
+				o->model = MODEL_MLP;
+			else if (!strcmp(val, "uneven"))
+				o->model = MODEL_UNEVEN;
+			else
+				return bad(opt, val);
+		} else if (!strcmp(opt, "--steps")) {
+			if (parse_int(val, 0, INT_MAX, &o->steps))
+				return bad(opt, val);
+		} else if (!strcmp(opt, "--batch")) {
+			if (parse_int(val, 1, INT_MAX, &o->batch))
+				return bad(opt, val);
+		} else if (!strcmp(opt, "--save-every")) {
+			if (parse_int(val, 1, INT_MAX, &o->save_every))
+				return bad(opt, val);
+		} else if (!strcmp(opt, "--dump-losses-from")) {
+			if (parse_int(val, 0, INT_MAX, &o->dump_from))
+				return bad(opt, val);
+		} else if (!strcmp(opt, "--optimizer")) {
+			if (!strcmp(val, "sgd"))
+				o->optimizer = SF_OPT_SGD;
+			else if (!strcmp(val, "adamw"))
+				o->optimizer = SF_OPT_ADAMW;
+			else
+				return bad(opt, val);
+		} else if (!strcmp(opt, "--lr")) {
+			char *end;
+			errno = 0;
+			double v = strtod(val, &end);
+			if (end == val || *end || errno || !isfinite(v) || v <= 0.0)
+				return bad(opt, val);
+			o->lr = (float)v;
+		} else if (!strcmp(opt, "--seed")) {
+			char *end;
+			errno = 0;
+			unsigned long long v = strtoull(val, &end, 10);
+			if (end == val || *end || errno || val[0] < '0' || val[0] > '9')
+				return bad(opt, val);
+			o->seed = (uint64_t)v;
+		} else if (!strcmp(opt, "--crash")) {
+			if (!strcmp(val, "shards"))
+				o->crash = CRASH_SHARDS;
+			else if (!strcmp(val, "manifest"))
+				o->crash = CRASH_MANIFEST;
+			else
+				return bad(opt, val);
+		} else if (!strcmp(opt, "--out")) {
+			o->out = val;
+		} else if (!strcmp(opt, "--out-params")) {
+			o->out_params = val;
+		} else if (!strcmp(opt, "--save")) {
+			o->save = val;
+		} else if (!strcmp(opt, "--resume")) {
+			o->resume = val;
+		} else if (!strcmp(opt, "--init")) {
+			o->init = val;
+		} else if (!strcmp(opt, "--export")) {
+			o->export_path = val;
+		} else {
+			return bad("option", opt);
+		}
+	}
+	if (!!o->save != !!o->save_every)
+		return bad("--save and --save-every", "(give both or neither)");
+	if (o->crash && !o->save)
+		return bad("--crash", "(needs --save)");
+	if (o->lr <= 0.0f)
+		o->lr = o->optimizer == SF_OPT_ADAMW ? 1e-3f : 0.01f;
+	return -1;
+}
+
+#define CHECK(call)                                                                                \
+	do {                                                                                       \
+		int check_rc_ = (call);                                                            \
+		if (check_rc_ != SF_OK) {                                                          \
+			fprintf(stderr, PROG ": %s failed at %s:%d: %s: %s\n", #call, __FILE__,    \
+			        __LINE__, sf_strerror(check_rc_), sf_last_error());                \
+			goto fail;                                                                 \
+		}                                                                                  \
+	} while (0)
+
+/* train_dump's models of the same names; *D and *C: input width and classes. */
+static int build_model(enum model_kind kind, sf_graph **out, int *D, int *C)
+{
+	sf_graph *g = NULL;
+	int x, labels, h, y, loss;
+	int w1 = kind == MODEL_MLP ? 64 : 13, w2 = kind == MODEL_MLP ? 64 : 25;
+	*D = kind == MODEL_MLP ? 32 : 12;
+	*C = kind == MODEL_MLP ? 10 : 5;
+	CHECK(sf_graph_create("train_dump", &g));
+	CHECK(sf_graph_input(g, "x", *D, &x));
+	CHECK(sf_graph_label_input(g, "label", *C, &labels));
+	CHECK(sf_graph_linear(g, x, w1, "fc1", &h));
+	CHECK(sf_graph_gelu(g, h, &h));
+	CHECK(sf_graph_linear(g, h, w2, "fc2", &h));
+	CHECK(sf_graph_gelu(g, h, &h));
+	CHECK(sf_graph_linear(g, h, *C, "fc3", &y));
+	CHECK(sf_graph_softmax_cross_entropy(g, y, labels, &loss));
+	*out = g;
+	return 0;
+fail:
+	sf_graph_destroy(g);
+	return -1;
+}
+
+static int write_dump(const char *path, const double *losses, int64_t nsteps, const float *params,
+                      int64_t nparams)
+{
+	FILE *f = fopen(path, "wb");
+	if (!f) {
+		fprintf(stderr, PROG ": cannot create %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	int ok = fwrite(DUMP_MAGIC, 1, 8, f) == 8 && fwrite(&nsteps, sizeof(nsteps), 1, f) == 1 &&
+	         fwrite(losses, sizeof(double), (size_t)nsteps, f) == (size_t)nsteps &&
+	         fwrite(&nparams, sizeof(nparams), 1, f) == 1 &&
+	         fwrite(params, sizeof(float), (size_t)nparams, f) == (size_t)nparams;
+	if (fclose(f) != 0)
+		ok = 0;
+	if (!ok) {
+		fprintf(stderr, PROG ": cannot write %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct options o;
+	int status = parse_options(argc, argv, &o);
+	if (status >= 0)
+		return status;
+
+	sf_context *ctx = NULL;
+	sf_graph *g = NULL;
+	sf_model *m = NULL;
+	float *x = NULL, *params = NULL;
+	int32_t *labels = NULL;
+	double *losses = NULL;
+	int rank = 0, size = 1, D = 0, C = 0;
+	status = 1;
+
+	CHECK(sf_init(&argc, &argv, &ctx));
+	CHECK(sf_context_world(ctx, &rank, &size));
+	if (build_model(o.model, &g, &D, &C))
+		goto fail;
+	struct sf_model_options mo;
+	CHECK(sf_model_options_init(&mo));
+	mo.batch = o.batch;
+	mo.seed = o.seed;
+	mo.optimizer = o.optimizer;
+	mo.lr = o.lr;
+	CHECK(sf_model_create(ctx, g, &mo, &m));
+
+	int first, rows;
+	CHECK(sf_model_local_rows(m, &first, &rows));
+	x = malloc(sizeof(float) * ((size_t)rows * (size_t)D + 1));
+	labels = malloc(sizeof(int32_t) * ((size_t)rows + 1));
+	losses = calloc((size_t)o.steps + 1, sizeof(double));
+	if (!x || !labels || !losses) {
+		fprintf(stderr, PROG ": out of memory\n");
+		goto fail;
+	}
+
+	if (o.init)
+		CHECK(sf_model_import_safetensors(m, o.init));
+	int start = 1;
+	uint64_t data_seed = o.seed;
+	if (o.resume) {
+		struct sf_checkpoint_info info;
+		int rc = sf_checkpoint_load(m, o.resume, &info);
+		if (rc == SF_OK) {
+			start = (int)info.step + 1;
+			data_seed = info.data_seed;
+			if (rank == 0)
+				printf("resumed step %lld batch %lld\n", (long long)info.step,
+				       (long long)info.batch);
+		} else if (o.resume_may_fail) {
+			if (rank == 0)
+				printf("resume_refused %d: %s\n", rc, sf_last_error());
+		} else {
+			CHECK(rc);
+		}
+	}
+
+	const float *inputs[1] = {x};
+	struct sf_batch batch = {.ninputs = 1, .inputs = inputs, .labels = labels};
+	int nlosses = 0;
+	for (int k = start; k <= o.steps; k++) {
+		int64_t ticket;
+		double loss;
+		if (sf_synth_rows(data_seed, k, first, rows, D, C, x, labels)) {
+			fprintf(stderr, PROG ": cannot generate batch %d\n", k);
+			goto fail;
+		}
+		CHECK(sf_model_step(m, &batch, &ticket));
+		CHECK(sf_model_loss(m, ticket, &loss));
+		if (k > o.dump_from)
+			losses[nlosses++] = loss;
+		if (o.save && k % o.save_every == 0) {
+			struct sf_checkpoint_info info = {
+			    .step = k, .epoch = 0, .batch = k + 1, .data_seed = data_seed};
+			if (k == o.steps)
+				crash_armed = o.crash;
+			CHECK(sf_checkpoint_save(m, o.save, &info));
+			crash_armed = CRASH_NONE;
+		}
+	}
+	if (o.export_path)
+		CHECK(sf_model_export_safetensors(m, o.export_path));
+
+	size_t n;
+	CHECK(sf_model_param_count(m, &n));
+	params = malloc(sizeof(float) * (n + 1));
+	if (!params) {
+		fprintf(stderr, PROG ": out of memory for %zu parameters\n", n);
+		goto fail;
+	}
+	CHECK(sf_model_params_get(m, params, n));
+	status = 0;
+	if (rank == 0 && o.out && write_dump(o.out, losses, nlosses, params, (int64_t)n))
+		status = 1;
+	if (rank == 0 && o.out_params && write_dump(o.out_params, losses, 0, params, (int64_t)n))
+		status = 1;
+	if (rank == 0 && nlosses > 0)
+		printf("final_loss %.9g\n", losses[nlosses - 1]);
+	fflush(stdout);
+
+fail:
+	free(x);
+	free(labels);
+	free(losses);
+	free(params);
+	if (sf_model_destroy(m) != SF_OK)
+		status = 1;
+	sf_graph_destroy(g);
+	if (ctx && sf_finalize(ctx) != SF_OK)
+		status = 1;
+	return status;
+}
