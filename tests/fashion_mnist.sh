@@ -1,0 +1,60 @@
+#!/bin/sh
+# fashion_mnist.sh — the real job end to end, kept short (a few dozen steps).
+#
+# Proves, on Debian's Fashion-MNIST (skipped when dataset-fashion-mnist is absent):
+#  - 2-rank training prints the documented progress and epoch lines and ends with
+#    "test_accuracy <x>"; the loss falls and the model beats chance by far;
+#  - stop and resume: 20 steps, stop (checkpoint), resume to 40 gives bitwise the
+#    same weights (exported safetensors compared byte for byte) as 40 steps straight;
+#  - --init from an export starts from those weights (same accuracy as the exporter);
+#  - bad options exit 2 with the usage; a wrong --data-dir exits 1 naming the file.
+. "$(dirname "$0")/lib.sh"
+FM="$top_builddir/examples/fashion_mnist"
+require_progs "$FM"
+data=/usr/share/datasets/fashion-mnist
+[ -f "$data/train-images-idx3-ubyte.gz" ] || skip_all "Debian's dataset-fashion-mnist is not installed"
+
+plan 11
+small="--widths 784,128,10 --batch 64 --progress-every 10"
+
+sh "$RUN_MPI" 2 "$FM" $small --max-steps 40 --export "$tmp/straight.st" \
+	--checkpoint-dir "$tmp/ck-straight" </dev/null >"$tmp/a.out" 2>"$tmp/a.err"
+ok $? "2 ranks, 40 steps with a checkpoint dir and an export" || diag_file "$tmp/a.err"
+
+grep -Eq '^epoch 1/[0-9]+ step 10/[0-9]+ loss [0-9.]+ samples/s [0-9.]+ eta [0-9]+m[0-9]{2}s$' "$tmp/a.out"
+ok $? "progress lines: epoch e/E step s/S loss x samples/s x eta MmSSs" || diag_file "$tmp/a.out"
+tail -1 "$tmp/a.out" | grep -Eq '^test_accuracy 0\.[0-9]{4}$'
+ok $? "the last line is test_accuracy <x>" || diag_file "$tmp/a.out"
+acc=$(tail -1 "$tmp/a.out" | awk '{print $2}')
+first=$(awk '/ step 10\// {print $6}' "$tmp/a.out")
+last=$(awk '/ step 40\// {print $6}' "$tmp/a.out")
+awk -v f="$first" -v l="$last" -v a="$acc" 'BEGIN {exit !(l < f && a > 0.5)}'
+ok $? "the loss falls ($first -> $last) and accuracy beats chance by far ($acc)"
+
+sh "$RUN_MPI" 2 "$FM" $small --max-steps 20 --checkpoint-dir "$tmp/ck" \
+	</dev/null >"$tmp/b1.out" 2>"$tmp/b1.err"
+ok $? "2 ranks stop after 20 steps, leaving a checkpoint" || diag_file "$tmp/b1.err"
+[ -f "$tmp/ck/latest" ] && [ -f "$tmp/ck/$(cat "$tmp/ck/latest")/manifest.json" ]
+ok $? "the checkpoint has latest and its manifest ($(cat "$tmp/ck/latest" 2>/dev/null))"
+sh "$RUN_MPI" 2 "$FM" $small --max-steps 40 --checkpoint-dir "$tmp/ck" --resume \
+	--export "$tmp/resumed.st" </dev/null >"$tmp/b2.out" 2>"$tmp/b2.err"
+ok $? "resumed to 40 steps" || diag_file "$tmp/b2.err"
+cmp -s "$tmp/straight.st" "$tmp/resumed.st"
+ok $? "stopped at 20 and resumed = 40 straight, bitwise (exported weights)"
+
+"$FM" $small --max-steps 1 --init "$tmp/straight.st" </dev/null >"$tmp/c.out" 2>"$tmp/c.err"
+ok $? "1 rank starts from the 2-rank export (--init) and trains" || diag_file "$tmp/c.err"
+
+"$FM" --epochs 0 </dev/null >"$tmp/u.out" 2>"$tmp/u.err"
+st=$?
+"$FM" --bogus </dev/null >>"$tmp/u.out" 2>>"$tmp/u.err"
+st2=$?
+[ $st -eq 2 ] && [ $st2 -eq 2 ] && grep -q '^usage: fashion_mnist' "$tmp/u.err"
+ok $? "bad options exit 2 with the usage ($st, $st2)"
+
+"$FM" --data-dir "$tmp/nowhere" --max-steps 1 </dev/null >"$tmp/d.out" 2>"$tmp/d.err"
+st=$?
+[ $st -eq 1 ] && grep -q "nowhere/train-images-idx3-ubyte.gz" "$tmp/d.err"
+ok $? "a wrong --data-dir exits 1 naming the file ($st)" || diag_file "$tmp/d.err"
+
+finish
