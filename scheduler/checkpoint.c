@@ -224,41 +224,6 @@ static int join(char *out, size_t size, const char *a, const char *b)
 	return SF_OK;
 }
 
-static int write_all(int fd, const void *buf, size_t n, const char *path)
-{
-	const char *p = buf;
-	while (n > 0) {
-		ssize_t w = write(fd, p, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return SF_ERR(SF_ERR_IO, "cannot write %s: %s", path,
-			              w < 0 ? strerror(errno) : "no progress");
-		p += w;
-		n -= (size_t)w;
-	}
-	return SF_OK;
-}
-
-/* Reads exactly n bytes at offset off; a short read names the file. */
-static int read_at(int fd, void *buf, size_t n, off_t off, const char *path)
-{
-	char *p = buf;
-	while (n > 0) {
-		ssize_t r = pread(fd, p, n, off);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			return SF_ERR(SF_ERR_IO, "cannot read %s: %s", path, strerror(errno));
-		if (r == 0)
-			return SF_ERR(SF_ERR_IO, "%s ends early (truncated?)", path);
-		p += r;
-		n -= (size_t)r;
-		off += r;
-	}
-	return SF_OK;
-}
-
 /* Writes a small file as path.tmp, syncs it and renames it to path; then syncs the
  * directory `dir` so the rename itself is durable. */
 static int write_file_atomic(const char *path, const char *dir, const void *data, size_t n)
@@ -270,7 +235,7 @@ static int write_file_atomic(const char *path, const char *dir, const void *data
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return SF_ERR(SF_ERR_IO, "cannot create %s: %s", tmp, strerror(errno));
-	SF_CHECK(write_all(fd, data, n, tmp));
+	SF_CHECK(_sf_write_all(fd, data, n, tmp));
 	if (fsync(fd) != 0) {
 		rc = SF_ERR(SF_ERR_IO, "cannot sync %s: %s", tmp, strerror(errno));
 		goto fail;
@@ -539,7 +504,7 @@ static int read_small_file(const char *path, size_t max, char **out, size_t *len
 		            (long long)st.st_size, path);
 		goto fail;
 	}
-	SF_CHECK(read_at(fd, buf, (size_t)st.st_size, 0, path));
+	SF_CHECK(_sf_read_at(fd, buf, (size_t)st.st_size, 0, path));
 	buf[st.st_size] = '\0';
 	*out = buf;
 	*len = (size_t)st.st_size;
@@ -946,7 +911,7 @@ static int read_rank_file(struct sf_model *m, const char *stepdir, const struct 
 		            (unsigned long long)mf->sizes[r], path);
 		goto fail;
 	}
-	SF_CHECK(read_at(fd, buf, mf->sizes[r], 0, path));
+	SF_CHECK(_sf_read_at(fd, buf, mf->sizes[r], 0, path));
 	uint32_t crc = crc32_of(0, buf, mf->sizes[r]);
 	if (crc != mf->crcs[r]) {
 		rc = SF_ERR(SF_ERR_IO, "%s: CRC-32 is %08x, the manifest says %08x (corrupted)",

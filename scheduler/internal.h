@@ -213,6 +213,11 @@ int _sf_unit_get_slice(struct sf_model *m, int u, enum _sf_vec which, float *dst
  * sf_model_sync(). */
 int _sf_unit_set_full(struct sf_model *m, int u, enum _sf_vec which, const float *src);
 
+/* Writes all n bytes / reads exactly n bytes at offset off (scheduler/fileio.c); a
+ * short write or read is an SF_ERR_IO naming `path`. */
+int _sf_write_all(int fd, const void *buf, size_t n, const char *path);
+int _sf_read_at(int fd, void *buf, size_t n, off_t off, const char *path);
+
 /* Every rank returns the same status; the failing rank's message is recorded on the
  * others (scheduler/checkpoint.c). Collective on ctl_comm. */
 int _sf_agree(struct sf_model *m, int rc, const char *what);

@@ -97,18 +97,13 @@ static void seterr(char *err, size_t len, const char *fmt, ...)
 	va_end(ap);
 }
 
-struct ival {
-	double a, b;
-};
-
 static int cmp_ival(const void *x, const void *y)
 {
-	const struct ival *p = x, *q = y;
+	const struct sf_ival *p = x, *q = y;
 	return p->a < q->a ? -1 : p->a > q->a ? 1 : 0;
 }
 
-/* Sorts and merges in place; returns the number of disjoint intervals. */
-static size_t merge(struct ival *v, size_t n)
+size_t sf_ival_merge(struct sf_ival *v, size_t n)
 {
 	if (!n)
 		return 0;
@@ -125,7 +120,7 @@ static size_t merge(struct ival *v, size_t n)
 	return k + 1;
 }
 
-static double length(const struct ival *v, size_t n)
+static double length(const struct sf_ival *v, size_t n)
 {
 	double s = 0;
 	for (size_t i = 0; i < n; i++)
@@ -134,7 +129,7 @@ static double length(const struct ival *v, size_t n)
 }
 
 /* Length of the intersection of two merged lists. */
-static double overlap_len(const struct ival *x, size_t nx, const struct ival *y, size_t ny)
+static double overlap_len(const struct sf_ival *x, size_t nx, const struct sf_ival *y, size_t ny)
 {
 	double s = 0;
 	size_t i = 0, j = 0;
@@ -187,7 +182,7 @@ int sf_report_build(const struct sf_event *ev, size_t n, struct sf_report *out, 
                     size_t errlen)
 {
 	const struct sf_event **ord = NULL;
-	struct ival *comp = NULL, *comm = NULL;
+	struct sf_ival *comp = NULL, *comm = NULL;
 	int *layer_count = NULL;
 	memset(out, 0, sizeof *out);
 	if (!ev || n == 0) {
@@ -256,9 +251,9 @@ int sf_report_build(const struct sf_event *ev, size_t n, struct sf_report *out, 
 			if (e->end > t1)
 				t1 = e->end;
 			if (sf_ev_is_compute(e->kind))
-				comp[ncomp++] = (struct ival){e->start, e->end};
+				comp[ncomp++] = (struct sf_ival){e->start, e->end};
 			else if (sf_ev_is_comm(e->kind))
-				comm[ncomm++] = (struct ival){e->start, e->end};
+				comm[ncomm++] = (struct sf_ival){e->start, e->end};
 		}
 		f->wall = t1 - f->t0;
 		/* stalls need the unmerged compute intervals: do them first */
@@ -284,8 +279,8 @@ int sf_report_build(const struct sf_event *ev, size_t n, struct sf_report *out, 
 			    (struct sf_stall){rank, step, fw->layer, s > 0 ? s : 0};
 			layer_count[fw->layer] = 1;
 		}
-		ncomp = merge(comp, ncomp);
-		ncomm = merge(comm, ncomm);
+		ncomp = sf_ival_merge(comp, ncomp);
+		ncomm = sf_ival_merge(comm, ncomm);
 		f->compute = length(comp, ncomp);
 		f->comm = length(comm, ncomm);
 		f->exposed = f->comm - overlap_len(comm, ncomm, comp, ncomp);

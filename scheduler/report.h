@@ -43,6 +43,13 @@ struct sf_event {
 	char name[64]; /* cut to 63 characters; kind and layer come from the full name */
 };
 
+/* A time interval [a, b). */
+struct sf_ival {
+	double a, b;
+};
+/* Sorts and merges v in place; returns the number of disjoint intervals left. */
+size_t sf_ival_merge(struct sf_ival *v, size_t n);
+
 /* "comm", "compute" or "other". */
 bool sf_ev_is_comm(enum sf_ev_kind k);
 bool sf_ev_is_compute(enum sf_ev_kind k);

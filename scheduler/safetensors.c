@@ -129,22 +129,6 @@ static int build_header(const struct sf_model *m, char **out, size_t *len)
 	return SF_OK;
 }
 
-static int write_all(int fd, const void *buf, size_t n, const char *path)
-{
-	const char *p = buf;
-	while (n > 0) {
-		ssize_t w = write(fd, p, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return SF_ERR(SF_ERR_IO, "cannot write %s: %s", path,
-			              w < 0 ? strerror(errno) : "no progress");
-		p += w;
-		n -= (size_t)w;
-	}
-	return SF_OK;
-}
-
 /* Rank 0: path.tmp, synced, renamed to path. */
 static int write_file(const sf_model *m, const char *path, float *params)
 {
@@ -173,9 +157,9 @@ static int write_file(const sf_model *m, const char *path, float *params)
 	}
 	created = true;
 	floats_le(params, m->nparams_total);
-	SF_CHECK(write_all(fd, len8, 8, tmp));
-	SF_CHECK(write_all(fd, header, hlen, tmp));
-	SF_CHECK(write_all(fd, params, m->nparams_total * sizeof(float), tmp));
+	SF_CHECK(_sf_write_all(fd, len8, 8, tmp));
+	SF_CHECK(_sf_write_all(fd, header, hlen, tmp));
+	SF_CHECK(_sf_write_all(fd, params, m->nparams_total * sizeof(float), tmp));
 	if (fsync(fd) != 0) {
 		rc = SF_ERR(SF_ERR_IO, "cannot sync %s: %s", tmp, strerror(errno));
 		goto fail;
@@ -229,24 +213,6 @@ fail:
 }
 
 /* ---- import ------------------------------------------------------------------------- */
-
-static int read_at(int fd, void *buf, size_t n, off_t off, const char *path)
-{
-	char *p = buf;
-	while (n > 0) {
-		ssize_t r = pread(fd, p, n, off);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			return SF_ERR(SF_ERR_IO, "cannot read %s: %s", path, strerror(errno));
-		if (r == 0)
-			return SF_ERR(SF_ERR_IO, "%s ends early (truncated?)", path);
-		p += r;
-		n -= (size_t)r;
-		off += r;
-	}
-	return SF_OK;
-}
 
 /* Bytes per element of the dtypes of the format (extra tensors we do not read). */
 static int dtype_size(const char *d)
@@ -367,8 +333,8 @@ static int check_wanted(const sf_model *m, const char *path, json_t *root, uint6
 			}
 			if (!params)
 				continue;
-			SF_CHECK(read_at(fd, params + t[i].off, t[i].count * sizeof(float),
-			                 (off_t)(data0 + r.begin), path));
+			SF_CHECK(_sf_read_at(fd, params + t[i].off, t[i].count * sizeof(float),
+			                     (off_t)(data0 + r.begin), path));
 			floats_le(params + t[i].off, t[i].count);
 		}
 	}
@@ -398,7 +364,7 @@ static int read_file(const sf_model *m, const char *path, float *params)
 		            (unsigned long long)fsize);
 		goto fail;
 	}
-	SF_CHECK(read_at(fd, len8, 8, 0, path));
+	SF_CHECK(_sf_read_at(fd, len8, 8, 0, path));
 	uint64_t hlen = 0;
 	for (int i = 0; i < 8; i++)
 		hlen |= (uint64_t)len8[i] << (8 * i);
@@ -414,7 +380,7 @@ static int read_file(const sf_model *m, const char *path, float *params)
 		rc = SF_ERR(SF_ERR_NOMEM, "%s: cannot allocate the header", path);
 		goto fail;
 	}
-	SF_CHECK(read_at(fd, header, hlen, 8, path));
+	SF_CHECK(_sf_read_at(fd, header, hlen, 8, path));
 	header[hlen] = '\0';
 	json_error_t jerr;
 	root = json_loadb(header, hlen, JSON_REJECT_DUPLICATES, &jerr);

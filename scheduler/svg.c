@@ -84,38 +84,10 @@ static struct row *find_row(struct row *rows, size_t n, int rank, int worker)
 	return bsearch(&key, rows, n, sizeof *rows, cmp_row);
 }
 
-struct ival {
-	double a, b;
-};
-
-static int cmp_ival(const void *x, const void *y)
-{
-	const struct ival *p = x, *q = y;
-	return p->a < q->a ? -1 : p->a > q->a ? 1 : 0;
-}
-
-/* Sorts and merges in place; returns the number of disjoint intervals. */
-static size_t merge(struct ival *v, size_t n)
-{
-	if (!n)
-		return 0;
-	qsort(v, n, sizeof *v, cmp_ival);
-	size_t k = 0;
-	for (size_t i = 1; i < n; i++) {
-		if (v[i].a <= v[k].b) {
-			if (v[i].b > v[k].b)
-				v[k].b = v[i].b;
-		} else {
-			v[++k] = v[i];
-		}
-	}
-	return k + 1;
-}
-
 /* Writes into out the parts of the merged list x not covered by the merged list y;
  * returns their number (at most nx + ny). */
-static size_t subtract(const struct ival *x, size_t nx, const struct ival *y, size_t ny,
-                       struct ival *out)
+static size_t subtract(const struct sf_ival *x, size_t nx, const struct sf_ival *y, size_t ny,
+                       struct sf_ival *out)
 {
 	size_t k = 0, j = 0;
 	for (size_t i = 0; i < nx; i++) {
@@ -124,12 +96,12 @@ static size_t subtract(const struct ival *x, size_t nx, const struct ival *y, si
 			j++;
 		for (size_t jj = j; jj < ny && y[jj].a < x[i].b; jj++) {
 			if (y[jj].a > a)
-				out[k++] = (struct ival){a, y[jj].a};
+				out[k++] = (struct sf_ival){a, y[jj].a};
 			if (y[jj].b > a)
 				a = y[jj].b;
 		}
 		if (a < x[i].b)
-			out[k++] = (struct ival){a, x[i].b};
+			out[k++] = (struct sf_ival){a, x[i].b};
 	}
 	return k;
 }
@@ -168,19 +140,19 @@ static void legend_item(FILE *f, double x, double y, const char *color, const ch
 /* The exposed-comm bands of one rank: comm union minus compute union. */
 static void write_exposed(FILE *f, const struct sf_event *ev, size_t n, int rank,
                           const struct row *rows, size_t nrows, const struct scale *sc,
-                          struct ival *comm, struct ival *comp, struct ival *diff)
+                          struct sf_ival *comm, struct sf_ival *comp, struct sf_ival *diff)
 {
 	size_t ncomm = 0, ncomp = 0;
 	for (size_t i = 0; i < n; i++) {
 		if (ev[i].rank != rank)
 			continue;
 		if (sf_ev_is_comm(ev[i].kind))
-			comm[ncomm++] = (struct ival){ev[i].start, ev[i].end};
+			comm[ncomm++] = (struct sf_ival){ev[i].start, ev[i].end};
 		else if (sf_ev_is_compute(ev[i].kind))
-			comp[ncomp++] = (struct ival){ev[i].start, ev[i].end};
+			comp[ncomp++] = (struct sf_ival){ev[i].start, ev[i].end};
 	}
-	ncomm = merge(comm, ncomm);
-	ncomp = merge(comp, ncomp);
+	ncomm = sf_ival_merge(comm, ncomm);
+	ncomp = sf_ival_merge(comp, ncomp);
 	size_t nd = subtract(comm, ncomm, comp, ncomp, diff);
 	if (!nd)
 		return;
@@ -206,7 +178,7 @@ int sf_timeline_write_svg(const struct sf_event *ev, size_t n, const struct sf_r
                           const char *title, FILE *f, char *err, size_t errlen)
 {
 	struct row *rows = NULL;
-	struct ival *comm = NULL, *comp = NULL, *diff = NULL;
+	struct sf_ival *comm = NULL, *comp = NULL, *diff = NULL;
 	int rc = -1;
 	if (!ev || !n || !f) {
 		seterr(err, errlen, "timeline: no task to draw (%zu events)", n);

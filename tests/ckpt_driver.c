@@ -43,11 +43,10 @@
 
 #include "examples/synthetic.h"
 #include "shardflow.h"
+#include "tests/test_models.h"
 
 #define PROG "ckpt_driver"
-#define DUMP_MAGIC "SFDUMP1\n"
 
-enum model_kind { MODEL_MLP, MODEL_UNEVEN };
 enum crash_mode { CRASH_NONE, CRASH_SHARDS, CRASH_MANIFEST };
 
 struct options {
@@ -141,11 +140,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 			return bad(opt, "(missing value)");
 		const char *val = argv[++i];
 		if (!strcmp(opt, "--model")) {
-			if (!strcmp(val, "mlp"))
-				o->model = MODEL_MLP;
-			else if (!strcmp(val, "uneven"))
-				o->model = MODEL_UNEVEN;
-			else
+			if (model_kind_parse(val, &o->model))
 				return bad(opt, val);
 		} else if (!strcmp(opt, "--steps")) {
 			if (parse_int(val, 0, INT_MAX, &o->steps))
@@ -222,51 +217,6 @@ static int parse_options(int argc, char **argv, struct options *o)
 		}                                                                                  \
 	} while (0)
 
-/* train_dump's models of the same names; *D and *C: input width and classes. */
-static int build_model(enum model_kind kind, sf_graph **out, int *D, int *C)
-{
-	sf_graph *g = NULL;
-	int x, labels, h, y, loss;
-	int w1 = kind == MODEL_MLP ? 64 : 13, w2 = kind == MODEL_MLP ? 64 : 25;
-	*D = kind == MODEL_MLP ? 32 : 12;
-	*C = kind == MODEL_MLP ? 10 : 5;
-	CHECK(sf_graph_create("train_dump", &g));
-	CHECK(sf_graph_input(g, "x", *D, &x));
-	CHECK(sf_graph_label_input(g, "label", *C, &labels));
-	CHECK(sf_graph_linear(g, x, w1, "fc1", &h));
-	CHECK(sf_graph_gelu(g, h, &h));
-	CHECK(sf_graph_linear(g, h, w2, "fc2", &h));
-	CHECK(sf_graph_gelu(g, h, &h));
-	CHECK(sf_graph_linear(g, h, *C, "fc3", &y));
-	CHECK(sf_graph_softmax_cross_entropy(g, y, labels, &loss));
-	*out = g;
-	return 0;
-fail:
-	sf_graph_destroy(g);
-	return -1;
-}
-
-static int write_dump(const char *path, const double *losses, int64_t nsteps, const float *params,
-                      int64_t nparams)
-{
-	FILE *f = fopen(path, "wb");
-	if (!f) {
-		fprintf(stderr, PROG ": cannot create %s: %s\n", path, strerror(errno));
-		return -1;
-	}
-	int ok = fwrite(DUMP_MAGIC, 1, 8, f) == 8 && fwrite(&nsteps, sizeof(nsteps), 1, f) == 1 &&
-	         fwrite(losses, sizeof(double), (size_t)nsteps, f) == (size_t)nsteps &&
-	         fwrite(&nparams, sizeof(nparams), 1, f) == 1 &&
-	         fwrite(params, sizeof(float), (size_t)nparams, f) == (size_t)nparams;
-	if (fclose(f) != 0)
-		ok = 0;
-	if (!ok) {
-		fprintf(stderr, PROG ": cannot write %s: %s\n", path, strerror(errno));
-		return -1;
-	}
-	return 0;
-}
-
 int main(int argc, char **argv)
 {
 	struct options o;
@@ -285,7 +235,7 @@ int main(int argc, char **argv)
 
 	CHECK(sf_init(&argc, &argv, &ctx));
 	CHECK(sf_context_world(ctx, &rank, &size));
-	if (build_model(o.model, &g, &D, &C))
+	if (build_model(PROG, o.model, &g, &D, &C))
 		goto fail;
 	struct sf_model_options mo;
 	CHECK(sf_model_options_init(&mo));
@@ -361,9 +311,10 @@ int main(int argc, char **argv)
 	}
 	CHECK(sf_model_params_get(m, params, n));
 	status = 0;
-	if (rank == 0 && o.out && write_dump(o.out, losses, nlosses, params, (int64_t)n))
+	if (rank == 0 && o.out && write_dump(PROG, o.out, losses, nlosses, params, (int64_t)n))
 		status = 1;
-	if (rank == 0 && o.out_params && write_dump(o.out_params, losses, 0, params, (int64_t)n))
+	if (rank == 0 && o.out_params &&
+	    write_dump(PROG, o.out_params, losses, 0, params, (int64_t)n))
 		status = 1;
 	if (rank == 0 && nlosses > 0)
 		printf("final_loss %.9g\n", losses[nlosses - 1]);

@@ -42,12 +42,10 @@
 
 #include "examples/synthetic.h"
 #include "shardflow.h"
+#include "tests/test_models.h"
 
 #define PROG "train_dump"
-#define DUMP_MAGIC "SFDUMP1\n"
 #define MAX_INFLIGHT 16 /* sf_model_loss() keeps the 16 most recent losses */
-
-enum model_kind { MODEL_MLP, MODEL_RESIDUAL, MODEL_UNEVEN, MODEL_DEEP };
 
 struct options {
 	enum model_kind model;
@@ -105,15 +103,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 			return bad(opt, "(missing value)");
 		const char *val = argv[++i];
 		if (!strcmp(opt, "--model")) {
-			if (!strcmp(val, "mlp"))
-				o->model = MODEL_MLP;
-			else if (!strcmp(val, "residual"))
-				o->model = MODEL_RESIDUAL;
-			else if (!strcmp(val, "uneven"))
-				o->model = MODEL_UNEVEN;
-			else if (!strcmp(val, "deep"))
-				o->model = MODEL_DEEP;
-			else
+			if (model_kind_parse(val, &o->model))
 				return bad(opt, val);
 		} else if (!strcmp(opt, "--steps")) {
 			if (parse_int(val, 1, INT_MAX, &o->steps))
@@ -168,85 +158,6 @@ static int parse_options(int argc, char **argv, struct options *o)
 		}                                                                                  \
 	} while (0)
 
-/* Builds the chosen model; *D and *C are its input width and number of classes. */
-static int build_model(enum model_kind kind, sf_graph **out, int *D, int *C)
-{
-	sf_graph *g = NULL;
-	int x, labels, h, y, loss;
-	switch (kind) {
-	case MODEL_MLP: *D = 32, *C = 10; break;
-	case MODEL_RESIDUAL: *D = 24, *C = 10; break;
-	case MODEL_UNEVEN: *D = 12, *C = 5; break;
-	case MODEL_DEEP: *D = 16, *C = 10; break;
-	}
-	CHECK(sf_graph_create("train_dump", &g));
-	CHECK(sf_graph_input(g, "x", *D, &x));
-	CHECK(sf_graph_label_input(g, "label", *C, &labels));
-	switch (kind) {
-	case MODEL_MLP:
-		CHECK(sf_graph_linear(g, x, 64, "fc1", &h));
-		CHECK(sf_graph_gelu(g, h, &h));
-		CHECK(sf_graph_linear(g, h, 64, "fc2", &h));
-		CHECK(sf_graph_gelu(g, h, &h));
-		CHECK(sf_graph_linear(g, h, *C, "fc3", &y));
-		break;
-	case MODEL_RESIDUAL: {
-		int a, r;
-		CHECK(sf_graph_linear(g, x, 32, "fc1", &h));
-		CHECK(sf_graph_gelu(g, h, &a));
-		CHECK(sf_graph_linear(g, a, 32, "fc2", &a));
-		CHECK(sf_graph_add(g, h, a, &r));
-		CHECK(sf_graph_relu(g, r, &r));
-		CHECK(sf_graph_linear(g, r, *C, "fc3", &y));
-		break;
-	}
-	case MODEL_UNEVEN:
-		CHECK(sf_graph_linear(g, x, 13, "fc1", &h));
-		CHECK(sf_graph_gelu(g, h, &h));
-		CHECK(sf_graph_linear(g, h, 25, "fc2", &h));
-		CHECK(sf_graph_gelu(g, h, &h));
-		CHECK(sf_graph_linear(g, h, *C, "fc3", &y));
-		break;
-	case MODEL_DEEP:
-		h = x;
-		for (int i = 1; i <= 6; i++) {
-			char name[16];
-			snprintf(name, sizeof(name), "fc%d", i);
-			CHECK(sf_graph_linear(g, h, 24, name, &h));
-			CHECK(sf_graph_gelu(g, h, &h));
-		}
-		CHECK(sf_graph_linear(g, h, *C, "fc7", &y));
-		break;
-	}
-	CHECK(sf_graph_softmax_cross_entropy(g, y, labels, &loss));
-	*out = g;
-	return 0;
-fail:
-	sf_graph_destroy(g);
-	return -1;
-}
-
-static int write_dump(const char *path, const double *losses, int64_t nsteps, const float *params,
-                      int64_t nparams)
-{
-	FILE *f = fopen(path, "wb");
-	if (!f) {
-		fprintf(stderr, PROG ": cannot create %s: %s\n", path, strerror(errno));
-		return -1;
-	}
-	int ok = fwrite(DUMP_MAGIC, 1, 8, f) == 8 && fwrite(&nsteps, sizeof(nsteps), 1, f) == 1 &&
-	         fwrite(losses, sizeof(double), (size_t)nsteps, f) == (size_t)nsteps &&
-	         fwrite(&nparams, sizeof(nparams), 1, f) == 1 &&
-	         fwrite(params, sizeof(float), (size_t)nparams, f) == (size_t)nparams;
-	if (fclose(f) != 0)
-		ok = 0;
-	if (!ok) {
-		fprintf(stderr, PROG ": cannot write %s: %s\n", path, strerror(errno));
-		return -1;
-	}
-	return 0;
-}
-
 int main(int argc, char **argv)
 {
 	struct options o;
@@ -266,7 +177,7 @@ int main(int argc, char **argv)
 
 	CHECK(sf_init(&argc, &argv, &ctx));
 	CHECK(sf_context_world(ctx, &rank, &size));
-	if (build_model(o.model, &g, &D, &C))
+	if (build_model(PROG, o.model, &g, &D, &C))
 		goto fail;
 	struct sf_model_options mo;
 	CHECK(sf_model_options_init(&mo));
@@ -317,7 +228,7 @@ int main(int argc, char **argv)
 
 	status = 0;
 	if (rank == 0) {
-		if (write_dump(o.out, losses, o.steps, params, (int64_t)n))
+		if (write_dump(PROG, o.out, losses, o.steps, params, (int64_t)n))
 			status = 1;
 		printf("max_resident %d ring_slots %d nunits %d\n", st.max_resident_units,
 		       st.ring_slots, st.nunits);

@@ -1,0 +1,44 @@
+/*
+ * fileio.c — whole reads and writes on file descriptors, for checkpoints and
+ * safetensors: a short read or write is an error naming the file, never silent.
+ */
+#include "scheduler/internal.h"
+
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+int _sf_write_all(int fd, const void *buf, size_t n, const char *path)
+{
+	const char *p = buf;
+	while (n > 0) {
+		ssize_t w = write(fd, p, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return SF_ERR(SF_ERR_IO, "cannot write %s: %s", path,
+			              w < 0 ? strerror(errno) : "no progress");
+		p += w;
+		n -= (size_t)w;
+	}
+	return SF_OK;
+}
+
+/* Reads exactly n bytes at offset off; a short read names the file. */
+int _sf_read_at(int fd, void *buf, size_t n, off_t off, const char *path)
+{
+	char *p = buf;
+	while (n > 0) {
+		ssize_t r = pread(fd, p, n, off);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return SF_ERR(SF_ERR_IO, "cannot read %s: %s", path, strerror(errno));
+		if (r == 0)
+			return SF_ERR(SF_ERR_IO, "%s ends early (truncated?)", path);
+		p += r;
+		n -= (size_t)r;
+		off += r;
+	}
+	return SF_OK;
+}

@@ -1,0 +1,129 @@
+/*
+ * test_models.h — the small models the test drivers train (train_dump,
+ * ckpt_driver) and the dump file they write for dump_compare; header-only.
+ *
+ *   mlp      32 -> 64 -> 64 -> 10, GELU
+ *   residual 24 -> 32 (h) -> GELU -> 32 -> add(h, .) -> ReLU -> 10 (a DAG with a skip edge)
+ *   uneven   12 -> 13 -> 25 -> 5, GELU: P = 169, 350, 130, none divisible by 3 or 4
+ *   deep     16 -> 24 x 6 -> 10, GELU: 7 units, for the residency test
+ *
+ * Dump format: "SFDUMP1\n", int64 nsteps, nsteps doubles (losses), int64 nparams,
+ * nparams floats (parameters), native byte order.
+ */
+#ifndef SF_TESTS_TEST_MODELS_H
+#define SF_TESTS_TEST_MODELS_H
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "shardflow.h"
+
+#define DUMP_MAGIC "SFDUMP1\n"
+
+enum model_kind { MODEL_MLP, MODEL_RESIDUAL, MODEL_UNEVEN, MODEL_DEEP };
+
+/* "mlp", "residual", "uneven", "deep" -> kind; -1 when unknown. */
+static inline int model_kind_parse(const char *s, enum model_kind *out)
+{
+	static const char *const names[] = {"mlp", "residual", "uneven", "deep"};
+	for (int i = 0; i < 4; i++)
+		if (!strcmp(s, names[i])) {
+			*out = (enum model_kind)i;
+			return 0;
+		}
+	return -1;
+}
+
+#define MODEL_CHECK(call)                                                                          \
+	do {                                                                                       \
+		int check_rc_ = (call);                                                            \
+		if (check_rc_ != SF_OK) {                                                          \
+			fprintf(stderr, "%s: %s failed at %s:%d: %s: %s\n", prog, #call, __FILE__, \
+			        __LINE__, sf_strerror(check_rc_), sf_last_error());                \
+			goto fail;                                                                 \
+		}                                                                                  \
+	} while (0)
+
+/* Builds the chosen model; *D and *C are its input width and number of classes. */
+static inline int build_model(const char *prog, enum model_kind kind, sf_graph **out, int *D,
+                              int *C)
+{
+	sf_graph *g = NULL;
+	int x, labels, h, y, loss;
+	switch (kind) {
+	case MODEL_MLP: *D = 32, *C = 10; break;
+	case MODEL_RESIDUAL: *D = 24, *C = 10; break;
+	case MODEL_UNEVEN: *D = 12, *C = 5; break;
+	case MODEL_DEEP: *D = 16, *C = 10; break;
+	}
+	MODEL_CHECK(sf_graph_create("train_dump", &g));
+	MODEL_CHECK(sf_graph_input(g, "x", *D, &x));
+	MODEL_CHECK(sf_graph_label_input(g, "label", *C, &labels));
+	switch (kind) {
+	case MODEL_MLP:
+		MODEL_CHECK(sf_graph_linear(g, x, 64, "fc1", &h));
+		MODEL_CHECK(sf_graph_gelu(g, h, &h));
+		MODEL_CHECK(sf_graph_linear(g, h, 64, "fc2", &h));
+		MODEL_CHECK(sf_graph_gelu(g, h, &h));
+		MODEL_CHECK(sf_graph_linear(g, h, *C, "fc3", &y));
+		break;
+	case MODEL_RESIDUAL: {
+		int a, r;
+		MODEL_CHECK(sf_graph_linear(g, x, 32, "fc1", &h));
+		MODEL_CHECK(sf_graph_gelu(g, h, &a));
+		MODEL_CHECK(sf_graph_linear(g, a, 32, "fc2", &a));
+		MODEL_CHECK(sf_graph_add(g, h, a, &r));
+		MODEL_CHECK(sf_graph_relu(g, r, &r));
+		MODEL_CHECK(sf_graph_linear(g, r, *C, "fc3", &y));
+		break;
+	}
+	case MODEL_UNEVEN:
+		MODEL_CHECK(sf_graph_linear(g, x, 13, "fc1", &h));
+		MODEL_CHECK(sf_graph_gelu(g, h, &h));
+		MODEL_CHECK(sf_graph_linear(g, h, 25, "fc2", &h));
+		MODEL_CHECK(sf_graph_gelu(g, h, &h));
+		MODEL_CHECK(sf_graph_linear(g, h, *C, "fc3", &y));
+		break;
+	case MODEL_DEEP:
+		h = x;
+		for (int i = 1; i <= 6; i++) {
+			char name[16];
+			snprintf(name, sizeof(name), "fc%d", i);
+			MODEL_CHECK(sf_graph_linear(g, h, 24, name, &h));
+			MODEL_CHECK(sf_graph_gelu(g, h, &h));
+		}
+		MODEL_CHECK(sf_graph_linear(g, h, *C, "fc7", &y));
+		break;
+	}
+	MODEL_CHECK(sf_graph_softmax_cross_entropy(g, y, labels, &loss));
+	*out = g;
+	return 0;
+fail:
+	sf_graph_destroy(g);
+	return -1;
+}
+
+static inline int write_dump(const char *prog, const char *path, const double *losses,
+                             int64_t nsteps, const float *params, int64_t nparams)
+{
+	FILE *f = fopen(path, "wb");
+	if (!f) {
+		fprintf(stderr, "%s: cannot create %s: %s\n", prog, path, strerror(errno));
+		return -1;
+	}
+	int ok = fwrite(DUMP_MAGIC, 1, 8, f) == 8 && fwrite(&nsteps, sizeof(nsteps), 1, f) == 1 &&
+	         fwrite(losses, sizeof(double), (size_t)nsteps, f) == (size_t)nsteps &&
+	         fwrite(&nparams, sizeof(nparams), 1, f) == 1 &&
+	         fwrite(params, sizeof(float), (size_t)nparams, f) == (size_t)nparams;
+	if (fclose(f) != 0)
+		ok = 0;
+	if (!ok) {
+		fprintf(stderr, "%s: cannot write %s: %s\n", prog, path, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+#endif
