@@ -72,6 +72,15 @@ enum sf_backward_prefetch {
 	SF_BWD_NONE,    /**< gather(l-1) waits until unit l is completely done */
 };
 
+/** Benchmarks only (SHARDFLOW_SKIP): run every task but skip the work of one kind,
+ *  to measure a step's compute alone or its communication alone. The numbers a
+ *  model computes are then meaningless. */
+enum sf_skip {
+	SF_SKIP_NONE = 0, /**< normal training */
+	SF_SKIP_COMM,     /**< collectives return at once (no MPI call) */
+	SF_SKIP_COMPUTE,  /**< built-in layers, loss and optimizers return at once */
+};
+
 /** Verbosity of shardflow's own messages (SHARDFLOW_LOG). */
 enum sf_log_level { SF_LOG_ERROR = 0, SF_LOG_WARN, SF_LOG_INFO, SF_LOG_DEBUG };
 
@@ -81,7 +90,8 @@ struct sf_config {
 	enum sf_backward_prefetch bwd_prefetch; /**< default SF_BWD_PRE */
 	enum sf_sharding sharding;              /**< default SF_SHARD_FULL */
 	enum sf_log_level log_level;            /**< default SF_LOG_WARN */
-	char trace[512]; /**< SHARDFLOW_TRACE path prefix, "" when tracing is off (default) */
+	char trace[512];   /**< SHARDFLOW_TRACE path prefix, "" when tracing is off (default) */
+	enum sf_skip skip; /**< SHARDFLOW_SKIP, benchmarks only; default SF_SKIP_NONE */
 };
 
 /** The runtime: MPI, StarPU and the comm worker of one process. */
@@ -329,12 +339,12 @@ SF_API int sf_model_predict(sf_model *m, const struct sf_batch *batch, float *lo
 
 /** Images and labels read from a pair of IDX files. */
 struct sf_dataset {
-	int64_t n;        /**< samples */
-	int rows, cols;   /**< image size (28 x 28 for Fashion-MNIST) */
-	int dim;          /**< rows * cols: width of a sample */
-	int classes;      /**< 1 + the largest label */
-	float *images;    /**< (n, dim), pixels / 255, owned: sf_dataset_free() */
-	int32_t *labels;  /**< (n) */
+	int64_t n;       /**< samples */
+	int rows, cols;  /**< image size (28 x 28 for Fashion-MNIST) */
+	int dim;         /**< rows * cols: width of a sample */
+	int classes;     /**< 1 + the largest label */
+	float *images;   /**< (n, dim), pixels / 255, owned: sf_dataset_free() */
+	int32_t *labels; /**< (n) */
 };
 
 /**
@@ -345,7 +355,7 @@ struct sf_dataset {
  * On success *out owns its arrays; release with sf_dataset_free().
  */
 SF_API int sf_dataset_load_idx(const char *images_path, const char *labels_path,
-			       struct sf_dataset *out);
+                               struct sf_dataset *out);
 /** Frees the arrays of a dataset (NULL or an empty struct is accepted). */
 SF_API int sf_dataset_free(struct sf_dataset *ds);
 
@@ -357,8 +367,8 @@ SF_API int sf_dataset_free(struct sf_dataset *ds);
  * remainder is dropped).
  */
 SF_API int sf_dataset_batch(const struct sf_dataset *ds, uint64_t seed, int64_t epoch,
-			    int64_t batch, int global_batch, int first, int rows, float *x,
-			    int32_t *y);
+                            int64_t batch, int global_batch, int first, int rows, float *x,
+                            int32_t *y);
 
 /* ------------------------------------------------------------------------ */
 /* Checkpoints                                                               */

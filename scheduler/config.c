@@ -18,7 +18,7 @@ extern char **environ;
 static const char *const known_vars[] = {
     "SHARDFLOW_PREFETCH_DEPTH", "SHARDFLOW_BACKWARD_PREFETCH",
     "SHARDFLOW_SHARDING",       "SHARDFLOW_LOG",
-    "SHARDFLOW_TRACE",
+    "SHARDFLOW_TRACE",          "SHARDFLOW_SKIP",
 };
 #define NKNOWN (sizeof known_vars / sizeof known_vars[0])
 
@@ -74,11 +74,12 @@ static int check_unknown(void)
 			if (strlen(known_vars[k]) == len && strncmp(*e, known_vars[k], len) == 0)
 				known = true;
 		if (!known)
-			return _sf_err(SF_ERR_CONFIG, NULL, 0,
-			               "%.*s is not a shardflow variable: known variables are "
-			               "SHARDFLOW_PREFETCH_DEPTH, SHARDFLOW_BACKWARD_PREFETCH, "
-			               "SHARDFLOW_SHARDING, SHARDFLOW_LOG, SHARDFLOW_TRACE",
-			               (int)len, *e);
+			return _sf_err(
+			    SF_ERR_CONFIG, NULL, 0,
+			    "%.*s is not a shardflow variable: known variables are "
+			    "SHARDFLOW_PREFETCH_DEPTH, SHARDFLOW_BACKWARD_PREFETCH, "
+			    "SHARDFLOW_SHARDING, SHARDFLOW_LOG, SHARDFLOW_TRACE, SHARDFLOW_SKIP",
+			    (int)len, *e);
 	}
 	return SF_OK;
 }
@@ -130,6 +131,9 @@ SF_API int sf_config_from_env(struct sf_config *out)
 	SF_CHECK(get_choice("SHARDFLOW_SHARDING", shard, SF_SHARD_FULL, &v));
 	c.sharding = (enum sf_sharding)v;
 	SF_CHECK(get_prefix("SHARDFLOW_TRACE", c.trace, sizeof c.trace));
+	static const char *const skip[] = {"none", "comm", "compute", NULL};
+	SF_CHECK(get_choice("SHARDFLOW_SKIP", skip, SF_SKIP_NONE, &v));
+	c.skip = (enum sf_skip)v;
 	*out = c;
 	return SF_OK;
 fail:

@@ -58,6 +58,9 @@ struct sf_context {
 	int nmodels;       /* live models: sf_finalize refuses while > 0 */
 };
 
+/* SHARDFLOW_SKIP of the runtime, read by the codelets (benchmarks only). */
+extern enum sf_skip _sf_skip;
+
 /* Worker id of the comm worker, read by codelets' can_execute (-1 before init). */
 extern int _sf_comm_worker;
 /* can_execute of every compute codelet: anywhere but the comm worker. */

@@ -29,6 +29,7 @@
 #include <string.h>
 
 int _sf_comm_worker = -1;
+enum sf_skip _sf_skip = SF_SKIP_NONE;
 static sf_context *the_context;
 
 void _sf_config_log(void);
@@ -138,6 +139,13 @@ SF_API int sf_init(int *argc, char ***argv, sf_context **out)
 
 	SF_CHECK(sf_config_from_env(&ctx->cfg));
 	_sf_log_level = ctx->cfg.log_level;
+	_sf_skip = ctx->cfg.skip;
+	if (_sf_skip != SF_SKIP_NONE)
+		_sf_log(SF_LOG_WARN,
+		        "SHARDFLOW_SKIP=%s: benchmark mode, the %s is skipped and the "
+		        "model's numbers are meaningless",
+		        _sf_skip == SF_SKIP_COMM ? "comm" : "compute",
+		        _sf_skip == SF_SKIP_COMM ? "communication" : "computation");
 
 	int inited = 0, provided = 0;
 	SF_MPI_CHECK(MPI_Initialized(&inited));

@@ -61,6 +61,8 @@ static void gather_cpu(void *buffers[], void *cl_arg)
 	                  "a collective ran outside the comm worker");
 	if (a->resident)
 		note_resident(a, +1);
+	if (_sf_skip == SF_SKIP_COMM)
+		return;
 	MPI_Request req;
 	mpi_assert(
 	    MPI_Iallgather(shard, (int)a->S, MPI_FLOAT, full, (int)a->S, MPI_FLOAT, a->comm, &req),
@@ -77,6 +79,8 @@ static void reduce_scatter_cpu(void *buffers[], void *cl_arg)
 	size_t padded = a->S * (size_t)a->nranks;
 	/* the slot is shared by units of different sizes: its tail is stale */
 	memset(grad + a->P, 0, (padded - a->P) * sizeof(float));
+	if (_sf_skip == SF_SKIP_COMM)
+		return;
 	MPI_Request req;
 	mpi_assert(
 	    MPI_Ireduce_scatter_block(grad, gshard, (int)a->S, MPI_FLOAT, MPI_SUM, a->comm, &req),
@@ -89,6 +93,8 @@ static void allreduce_cpu(void *buffers[], void *cl_arg)
 {
 	struct _sf_comm_args *a = cl_arg;
 	float *grad = (float *)STARPU_VECTOR_GET_PTR(buffers[1]);
+	if (_sf_skip == SF_SKIP_COMM)
+		return;
 	MPI_Request req;
 	mpi_assert(MPI_Iallreduce(MPI_IN_PLACE, grad, (int)a->P, MPI_FLOAT, MPI_SUM, a->comm, &req),
 	           "MPI_Iallreduce");
@@ -100,6 +106,8 @@ static void loss_sum_cpu(void *buffers[], void *cl_arg)
 {
 	struct _sf_comm_args *a = cl_arg;
 	double *v = (double *)STARPU_VECTOR_GET_PTR(buffers[1]);
+	if (_sf_skip == SF_SKIP_COMM)
+		return;
 	MPI_Request req;
 	mpi_assert(MPI_Iallreduce(MPI_IN_PLACE, v, 1, MPI_DOUBLE, MPI_SUM, a->comm, &req),
 	           "MPI_Iallreduce(loss)");

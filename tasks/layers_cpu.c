@@ -15,6 +15,8 @@ static size_t nelem(const struct sf_layer_info *li)
 
 void _sf_linear_fwd_cpu(void *buffers[], void *cl_arg)
 {
+	if (_sf_skip == SF_SKIP_COMPUTE)
+		return;
 	const struct sf_layer_info *li = cl_arg;
 	int B = li->rows, I = li->in_dim[0], O = li->out_dim;
 	const float *p = sf_kernel_params(buffers, li);
@@ -29,6 +31,8 @@ void _sf_linear_fwd_cpu(void *buffers[], void *cl_arg)
 
 void _sf_linear_bwd_cpu(void *buffers[], void *cl_arg)
 {
+	if (_sf_skip == SF_SKIP_COMPUTE)
+		return;
 	const struct sf_layer_info *li = cl_arg;
 	int B = li->rows, I = li->in_dim[0], O = li->out_dim;
 	const float *p = sf_kernel_params(buffers, li);
@@ -39,12 +43,16 @@ void _sf_linear_bwd_cpu(void *buffers[], void *cl_arg)
 
 void _sf_relu_fwd_cpu(void *buffers[], void *cl_arg)
 {
+	if (_sf_skip == SF_SKIP_COMPUTE)
+		return;
 	const struct sf_layer_info *li = cl_arg;
 	_sf_relu_fwd(nelem(li), sf_kernel_input(buffers, li, 0), sf_kernel_output(buffers, li));
 }
 
 void _sf_relu_bwd_cpu(void *buffers[], void *cl_arg)
 {
+	if (_sf_skip == SF_SKIP_COMPUTE)
+		return;
 	const struct sf_layer_info *li = cl_arg;
 	_sf_relu_bwd(nelem(li), sf_kernel_input(buffers, li, 0), sf_kernel_doutput(buffers, li),
 	             sf_kernel_dinput(buffers, li, 0), li->accumulate[0]);
@@ -52,12 +60,16 @@ void _sf_relu_bwd_cpu(void *buffers[], void *cl_arg)
 
 void _sf_gelu_fwd_cpu(void *buffers[], void *cl_arg)
 {
+	if (_sf_skip == SF_SKIP_COMPUTE)
+		return;
 	const struct sf_layer_info *li = cl_arg;
 	_sf_gelu_fwd(nelem(li), sf_kernel_input(buffers, li, 0), sf_kernel_output(buffers, li));
 }
 
 void _sf_gelu_bwd_cpu(void *buffers[], void *cl_arg)
 {
+	if (_sf_skip == SF_SKIP_COMPUTE)
+		return;
 	const struct sf_layer_info *li = cl_arg;
 	_sf_gelu_bwd(nelem(li), sf_kernel_input(buffers, li, 0), sf_kernel_doutput(buffers, li),
 	             sf_kernel_dinput(buffers, li, 0), li->accumulate[0]);
@@ -65,6 +77,8 @@ void _sf_gelu_bwd_cpu(void *buffers[], void *cl_arg)
 
 void _sf_add_fwd_cpu(void *buffers[], void *cl_arg)
 {
+	if (_sf_skip == SF_SKIP_COMPUTE)
+		return;
 	const struct sf_layer_info *li = cl_arg;
 	_sf_add_fwd(nelem(li), sf_kernel_input(buffers, li, 0), sf_kernel_input(buffers, li, 1),
 	            sf_kernel_output(buffers, li));
@@ -72,6 +86,8 @@ void _sf_add_fwd_cpu(void *buffers[], void *cl_arg)
 
 void _sf_add_bwd_cpu(void *buffers[], void *cl_arg)
 {
+	if (_sf_skip == SF_SKIP_COMPUTE)
+		return;
 	const struct sf_layer_info *li = cl_arg;
 	const float *dy = sf_kernel_doutput(buffers, li);
 	for (int i = 0; i < 2; i++) {
@@ -84,6 +100,8 @@ void _sf_add_bwd_cpu(void *buffers[], void *cl_arg)
 /* loss: logits[R] labels[R] dlogits[W] loss[W] */
 static void loss_cpu(void *buffers[], void *cl_arg)
 {
+	if (_sf_skip == SF_SKIP_COMPUTE)
+		return;
 	const struct _sf_loss_args *a = cl_arg;
 	const float *z = (const float *)STARPU_VECTOR_GET_PTR(buffers[0]);
 	const int32_t *y = (const int32_t *)STARPU_VECTOR_GET_PTR(buffers[1]);

@@ -17,6 +17,8 @@ static struct _sf_opt_args unpack(void *cl_arg)
 /* param[RW] grad[R] buf[RW] */
 static void sgd_cpu(void *buffers[], void *cl_arg)
 {
+	if (_sf_skip == SF_SKIP_COMPUTE)
+		return;
 	struct _sf_opt_args a = unpack(cl_arg);
 	_sf_sgd(a.n, (float *)STARPU_VECTOR_GET_PTR(buffers[0]),
 	        (const float *)STARPU_VECTOR_GET_PTR(buffers[1]),
@@ -26,6 +28,8 @@ static void sgd_cpu(void *buffers[], void *cl_arg)
 /* param[RW] grad[R] m[RW] v[RW] */
 static void adamw_cpu(void *buffers[], void *cl_arg)
 {
+	if (_sf_skip == SF_SKIP_COMPUTE)
+		return;
 	struct _sf_opt_args a = unpack(cl_arg);
 	_sf_adamw(a.n, (float *)STARPU_VECTOR_GET_PTR(buffers[0]),
 	          (const float *)STARPU_VECTOR_GET_PTR(buffers[1]),
