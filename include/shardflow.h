@@ -309,6 +309,10 @@ struct sf_model_stats {
 	int64_t steps;          /**< steps submitted */
 	int max_resident_units; /**< most gathered units resident at once so far */
 	int ring_slots;         /**< gather ring size (prefetch depth + 1) */
+	size_t param_bytes;     /**< this rank's parameter storage: shards + gather ring (full)
+	                             or replicas (grad_op, none) */
+	size_t grad_bytes;      /**< gradient slots and gradient shards */
+	size_t optimizer_bytes; /**< optimizer state (momentum, or AdamW m and v) */
 };
 
 /** Counters of the model; waits for submitted steps so the counts are final. */

@@ -529,6 +529,22 @@ SF_API int sf_model_stats(sf_model *m, struct sf_model_stats *out)
 	out->steps = m->nsteps;
 	out->max_resident_units = atomic_load(&m->max_resident);
 	out->ring_slots = m->R;
+	size_t N = (size_t)m->nranks, pb = 0, gb = 0, ob = 0;
+	for (int i = 0; i < m->nunits; i++) {
+		const struct _sf_unit *u = &m->units[i];
+		if (m->cfg.sharding != SF_SHARD_NONE)
+			pb += u->S, gb += u->S;
+		if (m->cfg.sharding == SF_SHARD_GRAD_OP)
+			pb += u->S * N;
+		if (m->cfg.sharding == SF_SHARD_NONE)
+			pb += u->P;
+		ob += u->opt_n * (m->opt.optimizer == SF_OPT_ADAMW ? 2 : 1);
+	}
+	pb += m->largest_NS * (size_t)m->R;
+	gb += SF_GRAD_SLOTS * (m->cfg.sharding == SF_SHARD_NONE ? m->largest_P : m->largest_NS);
+	out->param_bytes = pb * sizeof(float);
+	out->grad_bytes = gb * sizeof(float);
+	out->optimizer_bytes = ob * sizeof(float);
 fail:
 	return rc;
 }
