@@ -176,21 +176,6 @@ int _sf_agree(struct sf_model *m, int rc, const char *what)
 	return out.rc;
 }
 
-static int fsync_dir(const char *path)
-{
-	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return SF_ERR(SF_ERR_IO, "cannot open directory %s to sync it: %s", path,
-		              strerror(errno));
-	int r = fsync(fd);
-	int e = errno;
-	close(fd);
-	/* a file system that cannot sync directories says EINVAL: nothing to do then */
-	if (r != 0 && e != EINVAL)
-		return SF_ERR(SF_ERR_IO, "cannot sync directory %s: %s", path, strerror(e));
-	return SF_OK;
-}
-
 /* mkdir -p */
 static int make_dirs(const char *path)
 {
@@ -236,22 +221,7 @@ static int write_file_atomic(const char *path, const char *dir, const void *data
 	if (fd < 0)
 		return SF_ERR(SF_ERR_IO, "cannot create %s: %s", tmp, strerror(errno));
 	SF_CHECK(_sf_write_all(fd, data, n, tmp));
-	if (fsync(fd) != 0) {
-		rc = SF_ERR(SF_ERR_IO, "cannot sync %s: %s", tmp, strerror(errno));
-		goto fail;
-	}
-	int c = close(fd);
-	fd = -1;
-	if (c != 0) {
-		rc = SF_ERR(SF_ERR_IO, "cannot close %s: %s", tmp, strerror(errno));
-		goto fail;
-	}
-	if (rename(tmp, path) != 0) {
-		rc = SF_ERR(SF_ERR_IO, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
-		goto fail;
-	}
-	SF_CHECK(fsync_dir(dir));
-	return SF_OK;
+	return _sf_commit_file(fd, tmp, path, dir);
 fail:
 	if (fd >= 0)
 		close(fd);
@@ -423,7 +393,7 @@ SF_API int sf_checkpoint_save(sf_model *m, const char *dir, const struct sf_chec
 		if (lrc >= 0)
 			lrc = join(mpath, sizeof mpath, stepdir, "manifest.json");
 		if (lrc >= 0 && unlink(mpath) == 0)
-			lrc = fsync_dir(stepdir);
+			lrc = _sf_fsync_dir(stepdir);
 		else if (lrc >= 0 && errno != ENOENT)
 			lrc = SF_ERR(SF_ERR_IO, "cannot remove the old %s: %s", mpath,
 			             strerror(errno));

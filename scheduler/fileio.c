@@ -5,6 +5,8 @@
 #include "scheduler/internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -41,4 +43,35 @@ int _sf_read_at(int fd, void *buf, size_t n, off_t off, const char *path)
 		off += r;
 	}
 	return SF_OK;
+}
+
+int _sf_fsync_dir(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return SF_ERR(SF_ERR_IO, "cannot open directory %s to sync it: %s", path,
+		              strerror(errno));
+	int r = fsync(fd);
+	int e = errno;
+	close(fd);
+	/* a file system that cannot sync directories says EINVAL: nothing to do then */
+	if (r != 0 && e != EINVAL)
+		return SF_ERR(SF_ERR_IO, "cannot sync directory %s: %s", path, strerror(e));
+	return SF_OK;
+}
+
+int _sf_commit_file(int fd, const char *tmp, const char *path, const char *dir)
+{
+	int rc = SF_OK;
+	if (fsync(fd) != 0)
+		rc = SF_ERR(SF_ERR_IO, "cannot sync %s: %s", tmp, strerror(errno));
+	if (close(fd) != 0 && rc == SF_OK)
+		rc = SF_ERR(SF_ERR_IO, "cannot close %s: %s", tmp, strerror(errno));
+	if (rc == SF_OK && rename(tmp, path) != 0)
+		rc = SF_ERR(SF_ERR_IO, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
+	if (rc != SF_OK) {
+		unlink(tmp);
+		return rc;
+	}
+	return _sf_fsync_dir(dir);
 }

@@ -220,6 +220,11 @@ int _sf_unit_set_full(struct sf_model *m, int u, enum _sf_vec which, const float
  * short write or read is an SF_ERR_IO naming `path`. */
 int _sf_write_all(int fd, const void *buf, size_t n, const char *path);
 int _sf_read_at(int fd, void *buf, size_t n, off_t off, const char *path);
+/* Syncs a directory, so that a rename in it is durable. */
+int _sf_fsync_dir(const char *dir);
+/* The end of an atomic write: syncs and closes fd (always closed), renames tmp to
+ * path, syncs `dir`; on failure tmp is removed and path untouched. */
+int _sf_commit_file(int fd, const char *tmp, const char *path, const char *dir);
 
 /* Every rank returns the same status; the failing rank's message is recorded on the
  * others (scheduler/checkpoint.c). Collective on ctl_comm. */

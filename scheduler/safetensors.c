@@ -160,25 +160,7 @@ static int write_file(const sf_model *m, const char *path, float *params)
 	SF_CHECK(_sf_write_all(fd, len8, 8, tmp));
 	SF_CHECK(_sf_write_all(fd, header, hlen, tmp));
 	SF_CHECK(_sf_write_all(fd, params, m->nparams_total * sizeof(float), tmp));
-	if (fsync(fd) != 0) {
-		rc = SF_ERR(SF_ERR_IO, "cannot sync %s: %s", tmp, strerror(errno));
-		goto fail;
-	}
-	int c = close(fd);
-	fd = -1;
-	if (c != 0) {
-		rc = SF_ERR(SF_ERR_IO, "cannot close %s: %s", tmp, strerror(errno));
-		goto fail;
-	}
-	if (rename(tmp, path) != 0) {
-		rc = SF_ERR(SF_ERR_IO, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
-		goto fail;
-	}
-	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0 || (fsync(dfd) != 0 && errno != EINVAL))
-		rc = SF_ERR(SF_ERR_IO, "cannot sync directory %s: %s", dir, strerror(errno));
-	if (dfd >= 0)
-		close(dfd);
+	rc = _sf_commit_file(fd, tmp, path, dir);
 	free(header);
 	return rc;
 fail:
