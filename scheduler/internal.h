@@ -120,6 +120,9 @@ struct _sf_comm_args {
 	size_t P;                            /* unpadded parameters of the unit */
 	size_t S;                            /* shard size: ceil(P / nranks) */
 	atomic_int *resident, *max_resident; /* gathered-unit counter (gather, free) */
+	float *scratch;                      /* S_max floats: the ring reduce-scatter's
+	                                        receive buffer (one per model; the comm
+	                                        worker runs one collective at a time) */
 };
 
 struct _sf_unit {
@@ -178,6 +181,8 @@ struct sf_model {
 	float *ring;
 	starpu_data_handle_t h_ring[SF_MAX_DEPTH + 1];
 	int ring_unit[SF_MAX_DEPTH + 1]; /* planner state while submitting a step */
+
+	float *comm_scratch; /* see struct _sf_comm_args::scratch */
 
 	/* gradient ring: bwd(u) writes slot (backward index) % SF_GRAD_SLOTS */
 	float *grad;

@@ -333,6 +333,12 @@ SF_API int sf_model_create(sf_context *ctx, const sf_graph *g, const struct sf_m
 	SF_CHECK(build_nodes(m, g));
 	plan_gradients(m);
 	SF_CHECK(build_units(m));
+	size_t smax = 1;
+	for (int i = 0; i < m->nunits; i++)
+		smax = m->units[i].S > smax ? m->units[i].S : smax;
+	SF_CHECK(alloc_floats(&m->comm_scratch, smax, "the reduce-scatter buffer"));
+	for (int i = 0; i < m->nunits; i++)
+		m->units[i].comm.scratch = m->comm_scratch;
 	if (m->nunits == 0) {
 		rc = SF_ERR(SF_ERR_INVALID,
 		            "sf_model_create: graph \"%s\" has no layer with "
@@ -427,6 +433,7 @@ SF_API int sf_model_destroy(sf_model *m)
 	unreg(&m->h_order);
 	free(m->grad);
 	free(m->ring);
+	free(m->comm_scratch);
 	free(m->labels);
 	for (int n = 0; m->gnodes && n < m->nnodes; n++)
 		free(m->gnodes[n].config);

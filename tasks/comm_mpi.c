@@ -42,6 +42,79 @@ static void wait_request(MPI_Request *req, const char *what)
 	}
 }
 
+/* Waits for a send and a receive together, polling like wait_request(). */
+static void wait_pair(MPI_Request req[2], const char *what)
+{
+	int done = 0;
+	struct timespec nap = {0, 20000};
+	for (;;) {
+		mpi_assert(MPI_Testall(2, req, &done, MPI_STATUSES_IGNORE), what);
+		if (done)
+			return;
+		nanosleep(&nap, NULL);
+	}
+}
+
+/*
+ * Ring collectives on point-to-point messages. Open MPI's reduce-scatter for large
+ * blocks (blocking or libnbc) reduces on one rank and scatters back, so a rank moves
+ * about twice the bytes a ring needs; over a 1 Gbit/s link the comm-only step of the
+ * benchmark took ~270 ms for ~12 MB per rank (docs/performance.md). A ring moves
+ * (N-1)/N of the data each way, in N-1 steps, each rank sending to r+1 and receiving
+ * from r-1 at once. Messages of consecutive collectives between two ranks cannot
+ * overtake each other (MPI's ordering rule) and collectives run one at a time on the
+ * comm worker, so one tag serves them all. The order of the sums is fixed by the ring:
+ * results are deterministic for a given world size.
+ */
+#define RING_TAG 7301
+
+static int ring_rank(MPI_Comm comm)
+{
+	int r = 0;
+	mpi_assert(MPI_Comm_rank(comm, &r), "MPI_Comm_rank");
+	return r;
+}
+
+/* full (N blocks of S): block r is this rank's; on return every block is filled. */
+static void ring_allgather(struct _sf_comm_args *a, float *full)
+{
+	int N = a->nranks, r = ring_rank(a->comm);
+	int next = (r + 1) % N, prev = (r + N - 1) % N;
+	for (int k = 0; k < N - 1; k++) {
+		int sb = (r - k + N) % N, rb = (r - k - 1 + 2 * N) % N;
+		MPI_Request req[2];
+		mpi_assert(MPI_Irecv(full + (size_t)rb * a->S, (int)a->S, MPI_FLOAT, prev, RING_TAG,
+		                     a->comm, &req[0]),
+		           "MPI_Irecv");
+		mpi_assert(MPI_Isend(full + (size_t)sb * a->S, (int)a->S, MPI_FLOAT, next, RING_TAG,
+		                     a->comm, &req[1]),
+		           "MPI_Isend");
+		wait_pair(req, "ring all-gather");
+	}
+}
+
+/* grad (N blocks of S) is summed over the ranks; block r of the sum goes to out. */
+static void ring_reduce_scatter(struct _sf_comm_args *a, float *grad, float *out)
+{
+	int N = a->nranks, r = ring_rank(a->comm);
+	int next = (r + 1) % N, prev = (r + N - 1) % N;
+	for (int k = 0; k < N - 1; k++) {
+		int sb = (r - k - 1 + 2 * N) % N, rb = (r - k - 2 + 2 * N) % N;
+		MPI_Request req[2];
+		mpi_assert(
+		    MPI_Irecv(a->scratch, (int)a->S, MPI_FLOAT, prev, RING_TAG, a->comm, &req[0]),
+		    "MPI_Irecv");
+		mpi_assert(MPI_Isend(grad + (size_t)sb * a->S, (int)a->S, MPI_FLOAT, next, RING_TAG,
+		                     a->comm, &req[1]),
+		           "MPI_Isend");
+		wait_pair(req, "ring reduce-scatter");
+		float *dst = grad + (size_t)rb * a->S;
+		for (size_t i = 0; i < a->S; i++)
+			dst[i] += a->scratch[i];
+	}
+	memcpy(out, grad + (size_t)r * a->S, a->S * sizeof(float));
+}
+
 static void note_resident(struct _sf_comm_args *a, int delta)
 {
 	int now = atomic_fetch_add(a->resident, delta) + delta;
@@ -63,11 +136,8 @@ static void gather_cpu(void *buffers[], void *cl_arg)
 		note_resident(a, +1);
 	if (_sf_skip == SF_SKIP_COMM)
 		return;
-	MPI_Request req;
-	mpi_assert(
-	    MPI_Iallgather(shard, (int)a->S, MPI_FLOAT, full, (int)a->S, MPI_FLOAT, a->comm, &req),
-	    "MPI_Iallgather");
-	wait_request(&req, "MPI_Iallgather");
+	memcpy(full + (size_t)ring_rank(a->comm) * a->S, shard, a->S * sizeof(float));
+	ring_allgather(a, full);
 }
 
 /* order[RW] grad[RW] gshard[W]: gshard = this rank's block of the sum over ranks */
@@ -81,11 +151,7 @@ static void reduce_scatter_cpu(void *buffers[], void *cl_arg)
 	memset(grad + a->P, 0, (padded - a->P) * sizeof(float));
 	if (_sf_skip == SF_SKIP_COMM)
 		return;
-	MPI_Request req;
-	mpi_assert(
-	    MPI_Ireduce_scatter_block(grad, gshard, (int)a->S, MPI_FLOAT, MPI_SUM, a->comm, &req),
-	    "MPI_Ireduce_scatter_block");
-	wait_request(&req, "MPI_Ireduce_scatter_block");
+	ring_reduce_scatter(a, grad, gshard);
 }
 
 /* order[RW] grad[RW]: grad = sum over ranks (replicated parameters) */
