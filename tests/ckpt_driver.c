@@ -50,11 +50,8 @@
 enum crash_mode { CRASH_NONE, CRASH_SHARDS, CRASH_MANIFEST };
 
 struct options {
-	enum model_kind model;
-	int steps, batch, save_every, dump_from;
-	enum sf_optimizer optimizer;
-	float lr; /* <= 0: the optimizer's default */
-	uint64_t seed;
+	struct train_options t;
+	int save_every, dump_from;
 	const char *out, *out_params, *save, *resume, *init, *export_path;
 	int resume_may_fail;
 	enum crash_mode crash;
@@ -110,22 +107,11 @@ static int bad(const char *opt, const char *val)
 	return 2;
 }
 
-static int parse_int(const char *s, int lo, int hi, int *out)
-{
-	char *end;
-	errno = 0;
-	long v = strtol(s, &end, 10);
-	if (end == s || *end || errno || v < lo || v > hi)
-		return -1;
-	*out = (int)v;
-	return 0;
-}
-
 /* Returns -1 to go on, otherwise the exit status. */
 static int parse_options(int argc, char **argv, struct options *o)
 {
-	*o = (struct options){
-	    .model = MODEL_MLP, .steps = 6, .batch = 24, .optimizer = SF_OPT_SGD, .seed = 1};
+	*o = (struct options){0};
+	train_options_init(&o->t);
 	for (int i = 1; i < argc; i++) {
 		const char *opt = argv[i];
 		if (!strcmp(opt, "--help")) {
@@ -139,42 +125,17 @@ static int parse_options(int argc, char **argv, struct options *o)
 		if (i + 1 >= argc)
 			return bad(opt, "(missing value)");
 		const char *val = argv[++i];
-		if (!strcmp(opt, "--model")) {
-			if (model_kind_parse(val, &o->model))
-				return bad(opt, val);
-		} else if (!strcmp(opt, "--steps")) {
-			if (parse_int(val, 0, INT_MAX, &o->steps))
-				return bad(opt, val);
-		} else if (!strcmp(opt, "--batch")) {
-			if (parse_int(val, 1, INT_MAX, &o->batch))
-				return bad(opt, val);
-		} else if (!strcmp(opt, "--save-every")) {
+		int taken = train_option(&o->t, opt, val, 0);
+		if (taken < 0)
+			return bad(opt, val);
+		if (taken > 0)
+			continue;
+		if (!strcmp(opt, "--save-every")) {
 			if (parse_int(val, 1, INT_MAX, &o->save_every))
 				return bad(opt, val);
 		} else if (!strcmp(opt, "--dump-losses-from")) {
 			if (parse_int(val, 0, INT_MAX, &o->dump_from))
 				return bad(opt, val);
-		} else if (!strcmp(opt, "--optimizer")) {
-			if (!strcmp(val, "sgd"))
-				o->optimizer = SF_OPT_SGD;
-			else if (!strcmp(val, "adamw"))
-				o->optimizer = SF_OPT_ADAMW;
-			else
-				return bad(opt, val);
-		} else if (!strcmp(opt, "--lr")) {
-			char *end;
-			errno = 0;
-			double v = strtod(val, &end);
-			if (end == val || *end || errno || !isfinite(v) || v <= 0.0)
-				return bad(opt, val);
-			o->lr = (float)v;
-		} else if (!strcmp(opt, "--seed")) {
-			char *end;
-			errno = 0;
-			unsigned long long v = strtoull(val, &end, 10);
-			if (end == val || *end || errno || val[0] < '0' || val[0] > '9')
-				return bad(opt, val);
-			o->seed = (uint64_t)v;
 		} else if (!strcmp(opt, "--crash")) {
 			if (!strcmp(val, "shards"))
 				o->crash = CRASH_SHARDS;
@@ -202,8 +163,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 		return bad("--save and --save-every", "(give both or neither)");
 	if (o->crash && !o->save)
 		return bad("--crash", "(needs --save)");
-	if (o->lr <= 0.0f)
-		o->lr = o->optimizer == SF_OPT_ADAMW ? 1e-3f : 0.01f;
+	train_options_finish(&o->t);
 	return -1;
 }
 
@@ -235,21 +195,21 @@ int main(int argc, char **argv)
 
 	CHECK(sf_init(&argc, &argv, &ctx));
 	CHECK(sf_context_world(ctx, &rank, &size));
-	if (build_model(PROG, o.model, &g, &D, &C))
+	if (build_model(PROG, o.t.model, &g, &D, &C))
 		goto fail;
 	struct sf_model_options mo;
 	CHECK(sf_model_options_init(&mo));
-	mo.batch = o.batch;
-	mo.seed = o.seed;
-	mo.optimizer = o.optimizer;
-	mo.lr = o.lr;
+	mo.batch = o.t.batch;
+	mo.seed = o.t.seed;
+	mo.optimizer = o.t.optimizer;
+	mo.lr = o.t.lr;
 	CHECK(sf_model_create(ctx, g, &mo, &m));
 
 	int first, rows;
 	CHECK(sf_model_local_rows(m, &first, &rows));
 	x = malloc(sizeof(float) * ((size_t)rows * (size_t)D + 1));
 	labels = malloc(sizeof(int32_t) * ((size_t)rows + 1));
-	losses = calloc((size_t)o.steps + 1, sizeof(double));
+	losses = calloc((size_t)o.t.steps + 1, sizeof(double));
 	if (!x || !labels || !losses) {
 		fprintf(stderr, PROG ": out of memory\n");
 		goto fail;
@@ -258,7 +218,7 @@ int main(int argc, char **argv)
 	if (o.init)
 		CHECK(sf_model_import_safetensors(m, o.init));
 	int start = 1;
-	uint64_t data_seed = o.seed;
+	uint64_t data_seed = o.t.seed;
 	if (o.resume) {
 		struct sf_checkpoint_info info;
 		int rc = sf_checkpoint_load(m, o.resume, &info);
@@ -279,7 +239,7 @@ int main(int argc, char **argv)
 	const float *inputs[1] = {x};
 	struct sf_batch batch = {.ninputs = 1, .inputs = inputs, .labels = labels};
 	int nlosses = 0;
-	for (int k = start; k <= o.steps; k++) {
+	for (int k = start; k <= o.t.steps; k++) {
 		int64_t ticket;
 		double loss;
 		if (sf_synth_rows(data_seed, k, first, rows, D, C, x, labels)) {
@@ -293,7 +253,7 @@ int main(int argc, char **argv)
 		if (o.save && k % o.save_every == 0) {
 			struct sf_checkpoint_info info = {
 			    .step = k, .epoch = 0, .batch = k + 1, .data_seed = data_seed};
-			if (k == o.steps)
+			if (k == o.t.steps)
 				crash_armed = o.crash;
 			CHECK(sf_checkpoint_save(m, o.save, &info));
 			crash_armed = CRASH_NONE;

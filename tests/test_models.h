@@ -14,8 +14,11 @@
 #define SF_TESTS_TEST_MODELS_H
 
 #include <errno.h>
+#include <limits.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "shardflow.h"
@@ -34,6 +37,80 @@ static inline int model_kind_parse(const char *s, enum model_kind *out)
 			return 0;
 		}
 	return -1;
+}
+
+/* The options every training driver takes (--model, --steps, --batch, --optimizer,
+ * --lr, --seed) and their defaults: mlp, 6 steps, batch 24, sgd, seed 1; lr 0.01 for
+ * sgd and 0.001 for adamw unless given. */
+struct train_options {
+	enum model_kind model;
+	int steps, batch;
+	enum sf_optimizer optimizer;
+	float lr; /* <= 0 until train_options_finish(): the optimizer's default */
+	uint64_t seed;
+};
+
+static inline void train_options_init(struct train_options *t)
+{
+	*t = (struct train_options){
+	    .model = MODEL_MLP, .steps = 6, .batch = 24, .optimizer = SF_OPT_SGD, .seed = 1};
+}
+
+static inline void train_options_finish(struct train_options *t)
+{
+	if (t->lr <= 0.0f)
+		t->lr = t->optimizer == SF_OPT_ADAMW ? 1e-3f : 0.01f;
+}
+
+static inline int parse_int(const char *s, int lo, int hi, int *out)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(s, &end, 10);
+	if (end == s || *end || errno || v < lo || v > hi)
+		return -1;
+	*out = (int)v;
+	return 0;
+}
+
+/* One option of struct train_options: 1 taken, 0 not one of them, -1 a bad value.
+ * --steps must be at least min_steps. */
+static inline int train_option(struct train_options *t, const char *opt, const char *val,
+                               int min_steps)
+{
+	char *end;
+	if (!strcmp(opt, "--model"))
+		return model_kind_parse(val, &t->model) ? -1 : 1;
+	if (!strcmp(opt, "--steps"))
+		return parse_int(val, min_steps, INT_MAX, &t->steps) ? -1 : 1;
+	if (!strcmp(opt, "--batch"))
+		return parse_int(val, 1, INT_MAX, &t->batch) ? -1 : 1;
+	if (!strcmp(opt, "--optimizer")) {
+		if (!strcmp(val, "sgd"))
+			t->optimizer = SF_OPT_SGD;
+		else if (!strcmp(val, "adamw"))
+			t->optimizer = SF_OPT_ADAMW;
+		else
+			return -1;
+		return 1;
+	}
+	if (!strcmp(opt, "--lr")) {
+		errno = 0;
+		double v = strtod(val, &end);
+		if (end == val || *end || errno || !isfinite(v) || v <= 0.0)
+			return -1;
+		t->lr = (float)v;
+		return 1;
+	}
+	if (!strcmp(opt, "--seed")) {
+		errno = 0;
+		unsigned long long v = strtoull(val, &end, 10);
+		if (end == val || *end || errno || val[0] < '0' || val[0] > '9')
+			return -1;
+		t->seed = (uint64_t)v;
+		return 1;
+	}
+	return 0;
 }
 
 #define MODEL_CHECK(call)                                                                          \

@@ -48,12 +48,7 @@
 #define MAX_INFLIGHT 16 /* sf_model_loss() keeps the 16 most recent losses */
 
 struct options {
-	enum model_kind model;
-	int steps;
-	int batch;
-	enum sf_optimizer optimizer;
-	float lr; /* <= 0: the optimizer's default */
-	uint64_t seed;
+	struct train_options t;
 	int inflight;
 	const char *out;
 };
@@ -73,26 +68,11 @@ static int bad(const char *opt, const char *val)
 	return 2;
 }
 
-static int parse_int(const char *s, int lo, int hi, int *out)
-{
-	char *end;
-	errno = 0;
-	long v = strtol(s, &end, 10);
-	if (end == s || *end || errno || v < lo || v > hi)
-		return -1;
-	*out = (int)v;
-	return 0;
-}
-
 /* Returns -1 to go on, otherwise the exit status. */
 static int parse_options(int argc, char **argv, struct options *o)
 {
-	*o = (struct options){.model = MODEL_MLP,
-	                      .steps = 6,
-	                      .batch = 24,
-	                      .optimizer = SF_OPT_SGD,
-	                      .seed = 1,
-	                      .inflight = 1};
+	*o = (struct options){.inflight = 1};
+	train_options_init(&o->t);
 	for (int i = 1; i < argc; i++) {
 		const char *opt = argv[i];
 		if (!strcmp(opt, "--help")) {
@@ -102,39 +82,14 @@ static int parse_options(int argc, char **argv, struct options *o)
 		if (i + 1 >= argc)
 			return bad(opt, "(missing value)");
 		const char *val = argv[++i];
-		if (!strcmp(opt, "--model")) {
-			if (model_kind_parse(val, &o->model))
-				return bad(opt, val);
-		} else if (!strcmp(opt, "--steps")) {
-			if (parse_int(val, 1, INT_MAX, &o->steps))
-				return bad(opt, val);
-		} else if (!strcmp(opt, "--batch")) {
-			if (parse_int(val, 1, INT_MAX, &o->batch))
-				return bad(opt, val);
-		} else if (!strcmp(opt, "--inflight")) {
+		int taken = train_option(&o->t, opt, val, 1);
+		if (taken < 0)
+			return bad(opt, val);
+		if (taken > 0)
+			continue;
+		if (!strcmp(opt, "--inflight")) {
 			if (parse_int(val, 1, MAX_INFLIGHT, &o->inflight))
 				return bad(opt, val);
-		} else if (!strcmp(opt, "--optimizer")) {
-			if (!strcmp(val, "sgd"))
-				o->optimizer = SF_OPT_SGD;
-			else if (!strcmp(val, "adamw"))
-				o->optimizer = SF_OPT_ADAMW;
-			else
-				return bad(opt, val);
-		} else if (!strcmp(opt, "--lr")) {
-			char *end;
-			errno = 0;
-			double v = strtod(val, &end);
-			if (end == val || *end || errno || !isfinite(v) || v <= 0.0)
-				return bad(opt, val);
-			o->lr = (float)v;
-		} else if (!strcmp(opt, "--seed")) {
-			char *end;
-			errno = 0;
-			unsigned long long v = strtoull(val, &end, 10);
-			if (end == val || *end || errno || val[0] < '0' || val[0] > '9')
-				return bad(opt, val);
-			o->seed = (uint64_t)v;
 		} else if (!strcmp(opt, "--out")) {
 			o->out = val;
 		} else {
@@ -143,8 +98,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 	}
 	if (!o->out)
 		return bad("--out", "(missing)");
-	if (o->lr <= 0.0f)
-		o->lr = o->optimizer == SF_OPT_ADAMW ? 1e-3f : 0.01f;
+	train_options_finish(&o->t);
 	return -1;
 }
 
@@ -177,22 +131,22 @@ int main(int argc, char **argv)
 
 	CHECK(sf_init(&argc, &argv, &ctx));
 	CHECK(sf_context_world(ctx, &rank, &size));
-	if (build_model(PROG, o.model, &g, &D, &C))
+	if (build_model(PROG, o.t.model, &g, &D, &C))
 		goto fail;
 	struct sf_model_options mo;
 	CHECK(sf_model_options_init(&mo));
-	mo.batch = o.batch;
-	mo.seed = o.seed;
-	mo.optimizer = o.optimizer;
-	mo.lr = o.lr;
+	mo.batch = o.t.batch;
+	mo.seed = o.t.seed;
+	mo.optimizer = o.t.optimizer;
+	mo.lr = o.t.lr;
 	CHECK(sf_model_create(ctx, g, &mo, &m));
 
 	int first, rows;
 	CHECK(sf_model_local_rows(m, &first, &rows));
 	x = malloc(sizeof(float) * ((size_t)rows * (size_t)D + 1));
 	labels = malloc(sizeof(int32_t) * ((size_t)rows + 1));
-	losses = calloc((size_t)o.steps, sizeof(double));
-	tickets = calloc((size_t)o.steps, sizeof(int64_t));
+	losses = calloc((size_t)o.t.steps, sizeof(double));
+	tickets = calloc((size_t)o.t.steps, sizeof(int64_t));
 	if (!x || !labels || !losses || !tickets) {
 		fprintf(stderr, PROG ": out of memory\n");
 		goto fail;
@@ -203,8 +157,8 @@ int main(int argc, char **argv)
 	/* Step k uses global batch k; its loss is collected once `inflight` newer steps
 	 * are not yet submitted, i.e. at most `inflight` steps are outstanding. */
 	int waited = 0;
-	for (int k = 1; k <= o.steps; k++) {
-		if (sf_synth_rows(o.seed, k, first, rows, D, C, x, labels)) {
+	for (int k = 1; k <= o.t.steps; k++) {
+		if (sf_synth_rows(o.t.seed, k, first, rows, D, C, x, labels)) {
 			fprintf(stderr, PROG ": cannot generate batch %d\n", k);
 			goto fail;
 		}
@@ -212,7 +166,7 @@ int main(int argc, char **argv)
 		for (; waited <= k - o.inflight; waited++)
 			CHECK(sf_model_loss(m, tickets[waited], &losses[waited]));
 	}
-	for (; waited < o.steps; waited++)
+	for (; waited < o.t.steps; waited++)
 		CHECK(sf_model_loss(m, tickets[waited], &losses[waited]));
 
 	size_t n;
@@ -228,11 +182,11 @@ int main(int argc, char **argv)
 
 	status = 0;
 	if (rank == 0) {
-		if (write_dump(PROG, o.out, losses, o.steps, params, (int64_t)n))
+		if (write_dump(PROG, o.out, losses, o.t.steps, params, (int64_t)n))
 			status = 1;
 		printf("max_resident %d ring_slots %d nunits %d\n", st.max_resident_units,
 		       st.ring_slots, st.nunits);
-		printf("final_loss %.9g\n", losses[o.steps - 1]);
+		printf("final_loss %.9g\n", losses[o.t.steps - 1]);
 		fflush(stdout);
 	}
 
