@@ -87,7 +87,7 @@ int sf_ev_parse_name(const char *name, enum sf_ev_kind *kind, int *layer)
 	return -1;
 }
 
-static void seterr(char *err, size_t len, const char *fmt, ...)
+void sf_seterr(char *err, size_t len, const char *fmt, ...)
 {
 	va_list ap;
 	if (!err || !len)
@@ -186,22 +186,22 @@ int sf_report_build(const struct sf_event *ev, size_t n, struct sf_report *out, 
 	int *layer_count = NULL;
 	memset(out, 0, sizeof *out);
 	if (!ev || n == 0) {
-		seterr(err, errlen, "no shardflow task to report on");
+		sf_seterr(err, errlen, "no shardflow task to report on");
 		return -1;
 	}
 	int maxlayer = -1;
 	for (size_t i = 0; i < n; i++) {
 		if (ev[i].rank < 0 || ev[i].step < 0 || ev[i].kind < 0 ||
 		    ev[i].kind >= SF_EV_NKINDS) {
-			seterr(err, errlen, "task \"%s\": bad rank %d, step %d or kind %d",
-			       ev[i].name, ev[i].rank, ev[i].step, (int)ev[i].kind);
+			sf_seterr(err, errlen, "task \"%s\": bad rank %d, step %d or kind %d",
+			          ev[i].name, ev[i].rank, ev[i].step, (int)ev[i].kind);
 			return -1;
 		}
 		if (!(ev[i].end >= ev[i].start)) {
-			seterr(err, errlen,
-			       "task \"%s\" (rank %d, step %d) ends before it starts "
-			       "(%.3f < %.3f us)",
-			       ev[i].name, ev[i].rank, ev[i].step, ev[i].end, ev[i].start);
+			sf_seterr(err, errlen,
+			          "task \"%s\" (rank %d, step %d) ends before it starts "
+			          "(%.3f < %.3f us)",
+			          ev[i].name, ev[i].rank, ev[i].step, ev[i].end, ev[i].start);
 			return -1;
 		}
 		if (ev[i].rank + 1 > out->nranks)
@@ -220,7 +220,7 @@ int sf_report_build(const struct sf_event *ev, size_t n, struct sf_report *out, 
 	out->stalls = calloc(n, sizeof *out->stalls);
 	layer_count = calloc((size_t)(maxlayer + 2), sizeof *layer_count);
 	if (!ord || !comp || !comm || !out->steps || !out->totals || !out->stalls || !layer_count) {
-		seterr(err, errlen, "out of memory");
+		sf_seterr(err, errlen, "out of memory");
 		goto fail;
 	}
 	for (size_t i = 0; i < n; i++)
@@ -234,10 +234,10 @@ int sf_report_build(const struct sf_event *ev, size_t n, struct sf_report *out, 
 		while (hi < n && ord[hi]->rank == rank && ord[hi]->step == step)
 			hi++;
 		if (hi == lo) {
-			seterr(err, errlen,
-			       "step %d has no task on rank %d (ranks 0..%d, steps 0..%d "
-			       "seen): incomplete trace?",
-			       step, rank, out->nranks - 1, out->nsteps - 1);
+			sf_seterr(err, errlen,
+			          "step %d has no task on rank %d (ranks 0..%d, steps 0..%d "
+			          "seen): incomplete trace?",
+			          step, rank, out->nranks - 1, out->nsteps - 1);
 			goto fail;
 		}
 		struct sf_step_figures *f = &out->steps[c];
@@ -316,7 +316,7 @@ int sf_report_build(const struct sf_event *ev, size_t n, struct sf_report *out, 
 	out->layer_stall_mean = calloc((size_t)out->nlayers + 1, sizeof(double));
 	out->layer_stall_max = calloc((size_t)out->nlayers + 1, sizeof(double));
 	if (!out->layers || !out->layer_stall_mean || !out->layer_stall_max) {
-		seterr(err, errlen, "out of memory");
+		sf_seterr(err, errlen, "out of memory");
 		goto fail;
 	}
 	int k = 0;

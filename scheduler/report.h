@@ -43,6 +43,10 @@ struct sf_event {
 	char name[64]; /* cut to 63 characters; kind and layer come from the full name */
 };
 
+/* Formats an error message into err (errlen bytes; nothing when err is NULL). */
+void sf_seterr(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 /* A time interval [a, b). */
 struct sf_ival {
 	double a, b;

@@ -37,16 +37,6 @@
 #define COLOR_EXPOSED "#d62728"
 #define COLOR_STEP "#555555"
 
-static void seterr(char *err, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-	if (!err || !len)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, len, fmt, ap);
-	va_end(ap);
-}
-
 /* Writes s with &, <, >, " and ' escaped, and control characters (invalid in XML 1.0)
  * replaced by '?'. */
 static void xml_text(FILE *f, const char *s)
@@ -181,7 +171,7 @@ int sf_timeline_write_svg(const struct sf_event *ev, size_t n, const struct sf_r
 	struct sf_ival *comm = NULL, *comp = NULL, *diff = NULL;
 	int rc = -1;
 	if (!ev || !n || !f) {
-		seterr(err, errlen, "timeline: no task to draw (%zu events)", n);
+		sf_seterr(err, errlen, "timeline: no task to draw (%zu events)", n);
 		return -1;
 	}
 	if (!title)
@@ -193,16 +183,16 @@ int sf_timeline_write_svg(const struct sf_event *ev, size_t n, const struct sf_r
 	comp = malloc(n * sizeof *comp);
 	diff = malloc(2 * n * sizeof *diff);
 	if (!rows || !comm || !comp || !diff) {
-		seterr(err, errlen, "timeline: out of memory for %zu events", n);
+		sf_seterr(err, errlen, "timeline: out of memory for %zu events", n);
 		goto out;
 	}
 	struct scale sc = {ev[0].start, ev[0].end, 0};
 	for (size_t i = 0; i < n; i++) {
 		if (!(ev[i].end >= ev[i].start) || !isfinite(ev[i].start) || !isfinite(ev[i].end)) {
-			seterr(err, errlen,
-			       "timeline: task \"%s\" (rank %d, worker %d) has times %g..%g us: "
-			       "expected finite times with end >= start",
-			       ev[i].name, ev[i].rank, ev[i].worker, ev[i].start, ev[i].end);
+			sf_seterr(err, errlen,
+			          "timeline: task \"%s\" (rank %d, worker %d) has times %g..%g us: "
+			          "expected finite times with end >= start",
+			          ev[i].name, ev[i].rank, ev[i].worker, ev[i].start, ev[i].end);
 			goto out;
 		}
 		rows[i] = (struct row){ev[i].rank, ev[i].worker, false, 0};
@@ -346,7 +336,7 @@ int sf_timeline_write_svg(const struct sf_event *ev, size_t n, const struct sf_r
 	}
 	fprintf(f, "</svg>\n");
 	if (ferror(f)) {
-		seterr(err, errlen, "timeline: writing the SVG failed");
+		sf_seterr(err, errlen, "timeline: writing the SVG failed");
 		goto out;
 	}
 	rc = 0;
