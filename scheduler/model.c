@@ -562,23 +562,25 @@ bool _sf_vec_exists(const struct sf_model *m, enum _sf_vec which)
 }
 
 /* Where this rank keeps vector `which` of unit u, and how it is laid out:
- * *base holds elements [*lo, *lo + *n) of the logical vector. */
-static void locate(struct sf_model *m, struct _sf_unit *un, enum _sf_vec which,
-                   starpu_data_handle_t *h, float **base, size_t *lo, size_t *n)
+ * *base holds elements [*lo, *lo + *n) of the logical vector. Fails when the
+ * optimizer keeps no such vector. */
+static int locate(struct sf_model *m, int u, enum _sf_vec which, starpu_data_handle_t *h,
+                  float **base, size_t *lo, size_t *n)
 {
-	bool sharded_state = m->cfg.sharding != SF_SHARD_NONE;
+	struct _sf_unit *un = &m->units[u];
+	if (!_sf_vec_exists(m, which))
+		return SF_ERR(SF_ERR_INVALID, "unit %d has no optimizer vector %d", u, (int)which);
 	if (which == SF_VEC_PARAM && m->cfg.sharding == SF_SHARD_NONE) {
 		*h = un->h_full, *base = un->full, *lo = 0, *n = un->P;
-		return;
-	}
-	if (which == SF_VEC_PARAM) {
+	} else if (which == SF_VEC_PARAM) {
 		*h = un->h_shard, *base = un->shard, *lo = (size_t)m->rank * un->S, *n = un->S;
-		return;
+	} else {
+		*h = which == SF_VEC_M ? un->h_m : un->h_v;
+		*base = which == SF_VEC_M ? un->m : un->v;
+		*lo = m->cfg.sharding != SF_SHARD_NONE ? (size_t)m->rank * un->S : 0;
+		*n = un->opt_n;
 	}
-	*h = which == SF_VEC_M ? un->h_m : un->h_v;
-	*base = which == SF_VEC_M ? un->m : un->v;
-	*lo = sharded_state ? (size_t)m->rank * un->S : 0;
-	*n = un->opt_n;
+	return SF_OK;
 }
 
 int _sf_unit_get_slice(struct sf_model *m, int u, enum _sf_vec which, float *dst)
@@ -587,9 +589,9 @@ int _sf_unit_get_slice(struct sf_model *m, int u, enum _sf_vec which, float *dst
 	starpu_data_handle_t h;
 	float *base;
 	size_t lo, n;
-	if (!_sf_vec_exists(m, which))
-		return SF_ERR(SF_ERR_INVALID, "unit %d has no optimizer vector %d", u, (int)which);
-	locate(m, un, which, &h, &base, &lo, &n);
+	int rc = locate(m, u, which, &h, &base, &lo, &n);
+	if (rc < 0)
+		return rc;
 	size_t want = (size_t)m->rank * un->S;
 	starpu_data_acquire(h, STARPU_R);
 	for (size_t i = 0; i < un->S; i++) {
@@ -606,9 +608,9 @@ int _sf_unit_set_full(struct sf_model *m, int u, enum _sf_vec which, const float
 	starpu_data_handle_t h;
 	float *base;
 	size_t lo, n;
-	if (!_sf_vec_exists(m, which))
-		return SF_ERR(SF_ERR_INVALID, "unit %d has no optimizer vector %d", u, (int)which);
-	locate(m, un, which, &h, &base, &lo, &n);
+	int rc = locate(m, u, which, &h, &base, &lo, &n);
+	if (rc < 0)
+		return rc;
 	starpu_data_acquire(h, STARPU_W);
 	for (size_t i = 0; i < n; i++)
 		base[i] = lo + i < un->P ? src[lo + i] : 0.0f;
