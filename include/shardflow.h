@@ -92,7 +92,17 @@ struct sf_config {
 	enum sf_log_level log_level;            /**< default SF_LOG_WARN */
 	char trace[512];   /**< SHARDFLOW_TRACE path prefix, "" when tracing is off (default) */
 	enum sf_skip skip; /**< SHARDFLOW_SKIP, benchmarks only; default SF_SKIP_NONE */
+	/** SHARDFLOW_COMM_CHUNK: the largest MPI message of a collective, in bytes; 0 sends
+	 *  each ring step as one message. Default SF_DEFAULT_COMM_CHUNK, see README. */
+	int comm_chunk;
 };
+
+/** Default of SHARDFLOW_COMM_CHUNK (bytes): under Open MPI's TCP eager limit (64 KiB),
+ *  so large blocks travel as many eager messages in flight instead of one rendezvous
+ *  transfer, which reached about half the link rate over TCP here. */
+#define SF_DEFAULT_COMM_CHUNK 61440
+#define SF_MIN_COMM_CHUNK 1024           /**< smallest non-zero SHARDFLOW_COMM_CHUNK */
+#define SF_MAX_COMM_CHUNK (1 << 30)      /**< largest SHARDFLOW_COMM_CHUNK */
 
 /** The runtime: MPI, StarPU and the comm worker of one process. */
 typedef struct sf_context sf_context;

@@ -19,6 +19,7 @@ static const char *const known_vars[] = {
     "SHARDFLOW_PREFETCH_DEPTH", "SHARDFLOW_BACKWARD_PREFETCH",
     "SHARDFLOW_SHARDING",       "SHARDFLOW_LOG",
     "SHARDFLOW_TRACE",          "SHARDFLOW_SKIP",
+    "SHARDFLOW_COMM_CHUNK",
 };
 #define NKNOWN (sizeof known_vars / sizeof known_vars[0])
 
@@ -78,7 +79,8 @@ static int check_unknown(void)
 			    SF_ERR_CONFIG, NULL, 0,
 			    "%.*s is not a shardflow variable: known variables are "
 			    "SHARDFLOW_PREFETCH_DEPTH, SHARDFLOW_BACKWARD_PREFETCH, "
-			    "SHARDFLOW_SHARDING, SHARDFLOW_LOG, SHARDFLOW_TRACE, SHARDFLOW_SKIP",
+			    "SHARDFLOW_SHARDING, SHARDFLOW_LOG, SHARDFLOW_TRACE, SHARDFLOW_SKIP, "
+			    "SHARDFLOW_COMM_CHUNK",
 			    (int)len, *e);
 	}
 	return SF_OK;
@@ -134,6 +136,15 @@ SF_API int sf_config_from_env(struct sf_config *out)
 	static const char *const skip[] = {"none", "comm", "compute", NULL};
 	SF_CHECK(get_choice("SHARDFLOW_SKIP", skip, SF_SKIP_NONE, &v));
 	c.skip = (enum sf_skip)v;
+	SF_CHECK(get_int("SHARDFLOW_COMM_CHUNK", 0, SF_MAX_COMM_CHUNK, SF_DEFAULT_COMM_CHUNK,
+	                 &c.comm_chunk));
+	if (c.comm_chunk > 0 && c.comm_chunk < SF_MIN_COMM_CHUNK)
+		return _sf_err(SF_ERR_CONFIG, NULL, 0,
+		               "SHARDFLOW_COMM_CHUNK=\"%s\" is invalid: accepted values are 0 (one "
+		               "message per ring step) or a number of bytes from %d to %d "
+		               "(default %d)",
+		               getenv("SHARDFLOW_COMM_CHUNK"), SF_MIN_COMM_CHUNK, SF_MAX_COMM_CHUNK,
+		               SF_DEFAULT_COMM_CHUNK);
 	*out = c;
 	return SF_OK;
 fail:

@@ -60,6 +60,8 @@ struct sf_context {
 
 /* SHARDFLOW_SKIP of the runtime, read by the codelets (benchmarks only). */
 extern enum sf_skip _sf_skip;
+/* SHARDFLOW_COMM_CHUNK in floats (0: one message per ring step), set by sf_init */
+extern size_t _sf_comm_chunk;
 
 /* Worker id of the comm worker, read by codelets' can_execute (-1 before init). */
 extern int _sf_comm_worker;

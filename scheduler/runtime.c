@@ -30,6 +30,7 @@
 
 int _sf_comm_worker = -1;
 enum sf_skip _sf_skip = SF_SKIP_NONE;
+size_t _sf_comm_chunk = SF_DEFAULT_COMM_CHUNK / sizeof(float);
 static sf_context *the_context;
 
 void _sf_config_log(void);
@@ -140,6 +141,7 @@ SF_API int sf_init(int *argc, char ***argv, sf_context **out)
 	SF_CHECK(sf_config_from_env(&ctx->cfg));
 	_sf_log_level = ctx->cfg.log_level;
 	_sf_skip = ctx->cfg.skip;
+	_sf_comm_chunk = (size_t)ctx->cfg.comm_chunk / sizeof(float);
 	if (_sf_skip != SF_SKIP_NONE)
 		_sf_log(SF_LOG_WARN,
 		        "SHARDFLOW_SKIP=%s: benchmark mode, the %s is skipped and the "

@@ -42,13 +42,13 @@ static void wait_request(MPI_Request *req, const char *what)
 	}
 }
 
-/* Waits for a send and a receive together, polling like wait_request(). */
-static void wait_pair(MPI_Request req[2], const char *what)
+/* Waits for n requests together, polling like wait_request(). */
+static void wait_all(int n, MPI_Request *req, const char *what)
 {
 	int done = 0;
 	struct timespec nap = {0, 20000};
 	for (;;) {
-		mpi_assert(MPI_Testall(2, req, &done, MPI_STATUSES_IGNORE), what);
+		mpi_assert(MPI_Testall(n, req, &done, MPI_STATUSES_IGNORE), what);
 		if (done)
 			return;
 		nanosleep(&nap, NULL);
@@ -67,6 +67,7 @@ static void wait_pair(MPI_Request req[2], const char *what)
  * results are deterministic for a given world size.
  */
 #define RING_TAG 7301
+#define RING_WINDOW 64 /* pieces in flight each way */
 
 static int ring_rank(MPI_Comm comm)
 {
@@ -75,21 +76,44 @@ static int ring_rank(MPI_Comm comm)
 	return r;
 }
 
+/*
+ * One ring step: S floats from sbuf to next, S floats from prev into rbuf. The block
+ * is cut into pieces of at most _sf_comm_chunk floats (SHARDFLOW_COMM_CHUNK), up to
+ * RING_WINDOW of them in flight each way. Over Open MPI's TCP BTL a block sent as
+ * one message goes by the rendezvous (put) protocol, which ran at 0.57 of a 1 Gbit/s
+ * link in bench/ring_bw; pieces under the eager limit (64 KiB) ran at 0.95
+ * (docs/performance.md). Pieces of one step match in order (same tag and peers).
+ */
+static void ring_exchange(struct _sf_comm_args *a, const float *sbuf, float *rbuf,
+                          const char *what)
+{
+	int N = a->nranks, r = ring_rank(a->comm);
+	int next = (r + 1) % N, prev = (r + N - 1) % N;
+	size_t piece = _sf_comm_chunk ? _sf_comm_chunk : a->S;
+	MPI_Request req[2 * RING_WINDOW];
+	for (size_t off = 0; off < a->S;) {
+		int n = 0;
+		for (; n < RING_WINDOW && off < a->S; n++, off += piece) {
+			int len = (int)(a->S - off < piece ? a->S - off : piece);
+			mpi_assert(MPI_Irecv(rbuf + off, len, MPI_FLOAT, prev, RING_TAG, a->comm,
+			                     &req[2 * n]),
+			           "MPI_Irecv");
+			mpi_assert(MPI_Isend(sbuf + off, len, MPI_FLOAT, next, RING_TAG, a->comm,
+			                     &req[2 * n + 1]),
+			           "MPI_Isend");
+		}
+		wait_all(2 * n, req, what);
+	}
+}
+
 /* full (N blocks of S): block r is this rank's; on return every block is filled. */
 static void ring_allgather(struct _sf_comm_args *a, float *full)
 {
 	int N = a->nranks, r = ring_rank(a->comm);
-	int next = (r + 1) % N, prev = (r + N - 1) % N;
 	for (int k = 0; k < N - 1; k++) {
 		int sb = (r - k + N) % N, rb = (r - k - 1 + 2 * N) % N;
-		MPI_Request req[2];
-		mpi_assert(MPI_Irecv(full + (size_t)rb * a->S, (int)a->S, MPI_FLOAT, prev, RING_TAG,
-		                     a->comm, &req[0]),
-		           "MPI_Irecv");
-		mpi_assert(MPI_Isend(full + (size_t)sb * a->S, (int)a->S, MPI_FLOAT, next, RING_TAG,
-		                     a->comm, &req[1]),
-		           "MPI_Isend");
-		wait_pair(req, "ring all-gather");
+		ring_exchange(a, full + (size_t)sb * a->S, full + (size_t)rb * a->S,
+		              "ring all-gather");
 	}
 }
 
@@ -97,17 +121,9 @@ static void ring_allgather(struct _sf_comm_args *a, float *full)
 static void ring_reduce_scatter(struct _sf_comm_args *a, float *grad, float *out)
 {
 	int N = a->nranks, r = ring_rank(a->comm);
-	int next = (r + 1) % N, prev = (r + N - 1) % N;
 	for (int k = 0; k < N - 1; k++) {
 		int sb = (r - k - 1 + 2 * N) % N, rb = (r - k - 2 + 2 * N) % N;
-		MPI_Request req[2];
-		mpi_assert(
-		    MPI_Irecv(a->scratch, (int)a->S, MPI_FLOAT, prev, RING_TAG, a->comm, &req[0]),
-		    "MPI_Irecv");
-		mpi_assert(MPI_Isend(grad + (size_t)sb * a->S, (int)a->S, MPI_FLOAT, next, RING_TAG,
-		                     a->comm, &req[1]),
-		           "MPI_Isend");
-		wait_pair(req, "ring reduce-scatter");
+		ring_exchange(a, grad + (size_t)sb * a->S, a->scratch, "ring reduce-scatter");
 		float *dst = grad + (size_t)rb * a->S;
 		for (size_t i = 0; i < a->S; i++)
 			dst[i] += a->scratch[i];

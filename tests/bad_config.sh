@@ -46,7 +46,7 @@ valid() {
 	fi
 }
 
-plan 38
+plan 47
 
 accepted="accepted values are"
 invalid SHARDFLOW_PREFETCH_DEPTH abc "$accepted"
@@ -58,6 +58,9 @@ invalid SHARDFLOW_BACKWARD_PREFETCH later "$accepted"
 invalid SHARDFLOW_SHARDING zero3 "$accepted"
 invalid SHARDFLOW_LOG verbose "$accepted"
 invalid SHARDFLOW_SKIP all "$accepted"
+invalid SHARDFLOW_COMM_CHUNK 512 "$accepted"
+invalid SHARDFLOW_COMM_CHUNK 64k "$accepted"
+invalid SHARDFLOW_COMM_CHUNK 2147483648 "$accepted"
 invalid SHARDFLOW_PREFETCH_DEPHT 2 "known variables are"
 
 for v in 0 64; do valid SHARDFLOW_PREFETCH_DEPTH $v; done
@@ -65,6 +68,7 @@ for v in pre post none; do valid SHARDFLOW_BACKWARD_PREFETCH $v; done
 for v in full grad_op none; do valid SHARDFLOW_SHARDING $v; done
 for v in error warn info debug; do valid SHARDFLOW_LOG $v; done
 for v in none comm compute; do valid SHARDFLOW_SKIP $v; done
+for v in 0 1024 1073741824; do valid SHARDFLOW_COMM_CHUNK $v; done
 
 # 2 ranks. Through a wrapper that records each rank's own exit status (mpirun alone
 # would kill the second rank as soon as the first fails, hiding how it would exit).

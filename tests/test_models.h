@@ -25,13 +25,13 @@
 
 #define DUMP_MAGIC "SFDUMP1\n"
 
-enum model_kind { MODEL_MLP, MODEL_RESIDUAL, MODEL_UNEVEN, MODEL_DEEP };
+enum model_kind { MODEL_MLP, MODEL_RESIDUAL, MODEL_UNEVEN, MODEL_DEEP, MODEL_WIDE };
 
-/* "mlp", "residual", "uneven", "deep" -> kind; -1 when unknown. */
+/* "mlp", "residual", "uneven", "deep", "wide" -> kind; -1 when unknown. */
 static inline int model_kind_parse(const char *s, enum model_kind *out)
 {
-	static const char *const names[] = {"mlp", "residual", "uneven", "deep"};
-	for (int i = 0; i < 4; i++)
+	static const char *const names[] = {"mlp", "residual", "uneven", "deep", "wide"};
+	for (int i = 0; i < 5; i++)
 		if (!strcmp(s, names[i])) {
 			*out = (enum model_kind)i;
 			return 0;
@@ -134,6 +134,7 @@ static inline int build_model(const char *prog, enum model_kind kind, sf_graph *
 	case MODEL_RESIDUAL: *D = 24, *C = 10; break;
 	case MODEL_UNEVEN: *D = 12, *C = 5; break;
 	case MODEL_DEEP: *D = 16, *C = 10; break;
+	case MODEL_WIDE: *D = 32, *C = 10; break;
 	}
 	MODEL_CHECK(sf_graph_create("train_dump", &g));
 	MODEL_CHECK(sf_graph_input(g, "x", *D, &x));
@@ -172,6 +173,13 @@ static inline int build_model(const char *prog, enum model_kind kind, sf_graph *
 			MODEL_CHECK(sf_graph_gelu(g, h, &h));
 		}
 		MODEL_CHECK(sf_graph_linear(g, h, *C, "fc7", &y));
+		break;
+	case MODEL_WIDE: /* fc2: 65 792 parameters, a shard of many comm pieces */
+		MODEL_CHECK(sf_graph_linear(g, x, 256, "fc1", &h));
+		MODEL_CHECK(sf_graph_relu(g, h, &h));
+		MODEL_CHECK(sf_graph_linear(g, h, 256, "fc2", &h));
+		MODEL_CHECK(sf_graph_relu(g, h, &h));
+		MODEL_CHECK(sf_graph_linear(g, h, *C, "fc3", &y));
 		break;
 	}
 	MODEL_CHECK(sf_graph_softmax_cross_entropy(g, y, labels, &loss));

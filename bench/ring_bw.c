@@ -1,0 +1,187 @@
+/*
+ * ring_bw.c — what the wire gives a ring collective, without StarPU.
+ *
+ * Runs the communication of one training step of the benchmark MLP as plain MPI:
+ * for every unit an all-gather ring (forward), then a reduce-scatter ring per unit in
+ * reverse order (backward), each ring step an MPI_Irecv + MPI_Isend pair like
+ * tasks/comm_mpi.c. The same pattern is timed with three ways of waiting:
+ *
+ *   poll   MPI_Testall, then nanosleep(20 us) — what the comm worker does
+ *   wait   MPI_Waitall (Open MPI busy-polls inside)
+ *   chunk  like poll, but each ring step is cut into pieces of --chunk bytes, so
+ *          that several pieces are in flight at once
+ *
+ * and prints, per mode, the median (min-max) step time over --reps repetitions, the
+ * bytes one rank sends per step and the resulting rate per direction, next to the
+ * line rate given with --rate-mbit. Every rank prints nothing but rank 0.
+ *
+ *   mpirun -np 2 bench/ring_bw [--widths 784,1024,1024,1024,10] [--reps 15]
+ *                              [--chunk BYTES] [--rate-mbit 1000] [--regather]
+ */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define MAXU 64
+
+enum mode { POLL, WAIT, CHUNK, NMODES };
+static const char *mode_name[NMODES] = {"poll", "wait", "chunk"};
+
+static int rank, nranks;
+static size_t chunk_bytes = 262144;
+
+static double now(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static void wait_all(int n, MPI_Request *req, enum mode m)
+{
+	if (m == WAIT) {
+		MPI_Waitall(n, req, MPI_STATUSES_IGNORE);
+		return;
+	}
+	struct timespec nap = {0, 20000};
+	int done = 0;
+	for (;;) {
+		MPI_Testall(n, req, &done, MPI_STATUSES_IGNORE);
+		if (done)
+			return;
+		nanosleep(&nap, NULL);
+	}
+}
+
+/* one ring step: send S floats from sbuf to next, receive S floats into rbuf */
+static void ring_step(const float *sbuf, float *rbuf, size_t S, enum mode m)
+{
+	int next = (rank + 1) % nranks, prev = (rank + nranks - 1) % nranks;
+	size_t piece = m == CHUNK ? chunk_bytes / sizeof(float) : S;
+	if (piece == 0)
+		piece = 1;
+	size_t n = (S + piece - 1) / piece;
+	MPI_Request *req = malloc(2 * n * sizeof(*req));
+	for (size_t i = 0; i < n; i++) {
+		size_t off = i * piece, len = S - off < piece ? S - off : piece;
+		MPI_Irecv(rbuf + off, (int)len, MPI_FLOAT, prev, 11, MPI_COMM_WORLD, &req[2 * i]);
+		MPI_Isend(sbuf + off, (int)len, MPI_FLOAT, next, 11, MPI_COMM_WORLD, &req[2 * i + 1]);
+	}
+	wait_all((int)(2 * n), req, m);
+	free(req);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+int main(int argc, char **argv)
+{
+	char widths[512] = "784,1024,1024,1024,10";
+	int reps = 15, regather = 0;
+	double rate_mbit = 1000;
+	MPI_Init(&argc, &argv);
+	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+	MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--widths") && i + 1 < argc)
+			snprintf(widths, sizeof widths, "%s", argv[++i]);
+		else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
+			reps = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--chunk") && i + 1 < argc)
+			chunk_bytes = strtoul(argv[++i], NULL, 10);
+		else if (!strcmp(argv[i], "--rate-mbit") && i + 1 < argc)
+			rate_mbit = atof(argv[++i]);
+		else if (!strcmp(argv[i], "--regather"))
+			regather = 1;
+		else {
+			if (rank == 0)
+				fprintf(stderr,
+				        "usage: ring_bw [--widths W] [--reps N] [--chunk BYTES] "
+				        "[--rate-mbit R] [--regather]\nunknown or incomplete "
+				        "argument \"%s\"\n",
+				        argv[i]);
+			MPI_Finalize();
+			return 2;
+		}
+	}
+	if (reps < 1 || nranks < 2) {
+		if (rank == 0)
+			fprintf(stderr, "ring_bw: needs --reps >= 1 and at least 2 ranks\n");
+		MPI_Finalize();
+		return 2;
+	}
+	/* units: one per linear layer, I*O + O parameters, padded to a multiple of N */
+	size_t S[MAXU];
+	int nu = 0, prevw = -1;
+	for (char *p = strtok(widths, ","); p; p = strtok(NULL, ",")) {
+		int w = atoi(p);
+		if (prevw > 0 && nu < MAXU) {
+			size_t P = (size_t)prevw * (size_t)w + (size_t)w;
+			S[nu++] = (P + (size_t)nranks - 1) / (size_t)nranks;
+		}
+		prevw = w;
+	}
+	size_t maxS = 0, sent_floats = 0;
+	for (int u = 0; u < nu; u++) {
+		maxS = S[u] > maxS ? S[u] : maxS;
+		/* all-gather + reduce-scatter: (N-1) blocks each way per collective */
+		sent_floats += 2 * (size_t)(nranks - 1) * S[u];
+		if (regather && u == 0)
+			sent_floats += (size_t)(nranks - 1) * S[u];
+	}
+	float *full = calloc(maxS * (size_t)nranks, sizeof(float));
+	float *scratch = calloc(maxS, sizeof(float));
+	double *t = malloc((size_t)reps * NMODES * sizeof(double));
+	for (int rep = -2; rep < reps; rep++) {
+		for (int m = 0; m < NMODES; m++) {
+			MPI_Barrier(MPI_COMM_WORLD);
+			double t0 = now();
+			for (int u = 0; u < nu; u++)
+				for (int k = 0; k < nranks - 1; k++) {
+					int sb = (rank - k + nranks) % nranks;
+					int rb = (rank - k - 1 + 2 * nranks) % nranks;
+					ring_step(full + (size_t)sb * S[u], full + (size_t)rb * S[u], S[u],
+					          (enum mode)m);
+				}
+			for (int u = nu - 1; u >= 0; u--) {
+				int reps_u = regather && u == 0 ? 2 : 1;
+				for (int g = 0; g < reps_u; g++)
+					for (int k = 0; k < nranks - 1; k++) {
+						int sb = (rank - k - 1 + 2 * nranks) % nranks;
+						ring_step(full + (size_t)sb * S[u], scratch, S[u],
+						          (enum mode)m);
+					}
+			}
+			double dt = now() - t0, worst = 0;
+			MPI_Reduce(&dt, &worst, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+			if (rep >= 0)
+				t[m * reps + rep] = worst;
+		}
+	}
+	if (rank == 0) {
+		double mb = (double)sent_floats * sizeof(float) / 1e6;
+		printf("ranks %d, units %d, %.2f MB sent per rank and step, line %.0f Mbit/s "
+		       "(wire time %.1f ms), chunk %zu bytes\n",
+		       nranks, nu, mb, rate_mbit, mb * 8 / rate_mbit * 1e3, chunk_bytes);
+		printf("| mode | step ms median (min-max) | Mbit/s per direction | of line rate |\n");
+		printf("| --- | --- | --- | --- |\n");
+		for (int m = 0; m < NMODES; m++) {
+			double *v = t + m * reps;
+			qsort(v, (size_t)reps, sizeof(double), cmp_double);
+			double med = v[reps / 2];
+			double mbit = mb * 8 / med;
+			printf("| %s | %.1f (%.1f-%.1f) | %.0f | %.2f |\n", mode_name[m], med * 1e3,
+			       v[0] * 1e3, v[reps - 1] * 1e3, mbit, mbit / rate_mbit);
+		}
+	}
+	free(full);
+	free(scratch);
+	free(t);
+	MPI_Finalize();
+	return 0;
+}
