@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "examples/synthetic.h"
@@ -37,6 +38,7 @@ struct options {
 	enum sf_optimizer optimizer;
 	float lr; /* <= 0: the optimizer's default */
 	uint64_t seed;
+	int warmup; /* steps left out of the comm_stats line */
 };
 
 /* Before sf_init() we do not know our rank; under mpirun the launcher tells us, so
@@ -65,9 +67,15 @@ static void usage(FILE *f)
 	        "  --lr X             learning rate (default 0.1 for sgd, 0.001 for adamw)\n"
 	        "  --seed S           seed of the data and the initial parameters, an unsigned\n"
 	        "                     integer (default 1)\n"
+	        "  --warmup K         steps left out of the comm_stats line, 0 <= K < steps\n"
+	        "                     (default 0)\n"
 	        "  --help             print this message and exit\n"
-	        "Prints \"step <k> loss <loss> ms <milliseconds>\" per step and \"final_loss "
-	        "<loss>\".\n"
+	        "Prints \"step <k> loss <loss> ms <milliseconds>\" per step, \"final_loss "
+	        "<loss>\",\n"
+	        "then rank 0's averages over the steps after the warm-up: \"comm_stats steps <n>\n"
+	        "wall_ms <step> comm_ms <in collectives> comm_cpu_ms <comm worker CPU in\n"
+	        "collectives> comm_worker_cpu_ms <comm worker CPU in all> process_cpu_ms\n"
+	        "<process CPU, user + system>\" (each per step).\n"
 	        "The runtime reads SHARDFLOW_PREFETCH_DEPTH, SHARDFLOW_BACKWARD_PREFETCH,\n"
 	        "SHARDFLOW_SHARDING and SHARDFLOW_LOG from the environment.\n");
 }
@@ -147,7 +155,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 		name[len] = '\0';
 		if (strcmp(name, "--steps") && strcmp(name, "--batch") &&
 		    strcmp(name, "--widths") && strcmp(name, "--optimizer") &&
-		    strcmp(name, "--lr") && strcmp(name, "--seed"))
+		    strcmp(name, "--lr") && strcmp(name, "--seed") && strcmp(name, "--warmup"))
 			return bad_usage("unknown option \"%s\"", name);
 		if (eq) {
 			val = eq + 1;
@@ -186,6 +194,11 @@ static int parse_options(int argc, char **argv, struct options *o)
 				return bad_usage("--lr \"%s\" is invalid: %s", val,
 				                 "expected a positive number");
 			o->lr = (float)v;
+		} else if (!strcmp(name, "--warmup")) {
+			o->warmup = 0;
+			if (strcmp(val, "0") != 0 && parse_positive_int(val, INT_MAX, &o->warmup))
+				return bad_usage("--warmup \"%s\" is invalid: %s", val,
+				                 "expected an integer >= 0, below --steps");
 		} else { /* --seed */
 			char *end;
 			errno = 0;
@@ -196,6 +209,10 @@ static int parse_options(int argc, char **argv, struct options *o)
 			o->seed = (uint64_t)v;
 		}
 	}
+	if (o->warmup >= o->steps)
+		return bad_usage("--warmup \"%d\" is invalid: expected an integer >= 0, below "
+		                 "--steps (%d)",
+		                 o->warmup, o->steps);
 	if (o->lr <= 0.0f)
 		o->lr = o->optimizer == SF_OPT_ADAMW ? 1e-3f : 0.1f;
 	return -1;
@@ -206,6 +223,16 @@ static double now_ms(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+/* CPU time of the whole process (every thread), user + system, in ms */
+static double process_cpu_ms(void)
+{
+	struct rusage ru;
+	if (getrusage(RUSAGE_SELF, &ru) != 0)
+		return 0;
+	return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 +
+	       (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-3;
 }
 
 static const char *sharding_name(enum sf_sharding s)
@@ -314,7 +341,9 @@ int main(int argc, char **argv)
 	const float *inputs[1] = {x};
 	struct sf_batch batch = {.ninputs = 1, .inputs = inputs, .labels = labels};
 
-	double loss = 0.0;
+	double loss = 0.0, t_start = now_ms(), cpu_start = process_cpu_ms();
+	struct sf_model_stats st0;
+	CHECK(sf_model_stats(m, &st0));
 	for (int k = 1; k <= o.steps; k++) {
 		if (sf_synth_rows(o.seed, k, first, rows, D, C, x, labels)) {
 			fprintf(stderr, PROG ": cannot generate batch %d\n", k);
@@ -329,9 +358,24 @@ int main(int argc, char **argv)
 			printf("step %d loss %.9g ms %.3f\n", k, loss, ms);
 			fflush(stdout);
 		}
+		if (k == o.warmup) { /* the window of comm_stats starts here */
+			CHECK(sf_model_stats(m, &st0));
+			t_start = now_ms();
+			cpu_start = process_cpu_ms();
+		}
 	}
+	struct sf_model_stats st;
+	CHECK(sf_model_stats(m, &st));
+	double n = o.steps - o.warmup;
 	if (rank == 0) {
 		printf("final_loss %.9g\n", loss);
+		printf("comm_stats steps %d wall_ms %.3f comm_ms %.3f comm_cpu_ms %.3f "
+		       "comm_worker_cpu_ms %.3f process_cpu_ms %.3f\n",
+		       o.steps - o.warmup, (now_ms() - t_start) / n,
+		       1e3 * (st.comm_seconds - st0.comm_seconds) / n,
+		       1e3 * (st.comm_cpu_seconds - st0.comm_cpu_seconds) / n,
+		       1e3 * (st.comm_worker_cpu_seconds - st0.comm_worker_cpu_seconds) / n,
+		       (process_cpu_ms() - cpu_start) / n);
 		fflush(stdout);
 	}
 	status = 0;

@@ -323,6 +323,15 @@ struct sf_model_stats {
 	                             or replicas (grad_op, none) */
 	size_t grad_bytes;      /**< gradient slots and gradient shards */
 	size_t optimizer_bytes; /**< optimizer state (momentum, or AdamW m and v) */
+	/* What the comm path costs on this rank, since the model was created: */
+	double comm_seconds;     /**< wall time the comm worker spent in the model's
+	                              collective tasks */
+	double comm_cpu_seconds; /**< CPU time the comm worker's thread used in them
+	                              (MPI calls and polling, copies, the reduce-scatter's
+	                              sums; not the kernel's TCP work) */
+	double comm_worker_cpu_seconds; /**< CPU time of the comm worker's thread in all,
+	                                     idle spinning between tasks included (a
+	                                     StarPU with non-blocking drivers spins) */
 };
 
 /** Counters of the model; waits for submitted steps so the counts are final. */

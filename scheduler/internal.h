@@ -14,6 +14,7 @@
 #include <starpu.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <time.h>
 
 /* ---- errors and logging (scheduler/error.c) ------------------------------- */
 
@@ -54,6 +55,7 @@ struct sf_context {
 	MPI_Comm ctl_comm; /* host-side collectives (model setup, params_get) */
 	bool own_mpi;      /* sf_init started MPI, so sf_finalize stops it */
 	int comm_worker;   /* StarPU worker id running every collective */
+	clockid_t comm_clock; /* CPU-time clock of the comm worker's thread */
 	int ncompute;      /* compute workers */
 	int nmodels;       /* live models: sf_finalize refuses while > 0 */
 };
@@ -62,6 +64,12 @@ struct sf_context {
 extern enum sf_skip _sf_skip;
 /* SHARDFLOW_COMM_CHUNK in floats (0: one message per ring step), set by sf_init */
 extern size_t _sf_comm_chunk;
+
+/* Reads the CPU-time clock of the thread of StarPU worker `worker` (a task run there,
+ * synchronously). */
+int _sf_worker_cpu_clock(int worker, clockid_t *out);
+/* Seconds of CPU time on clock c (0 if it cannot be read). */
+double _sf_clock_seconds(clockid_t c);
 
 /* Worker id of the comm worker, read by codelets' can_execute (-1 before init). */
 extern int _sf_comm_worker;
@@ -116,8 +124,15 @@ int _sf_layers_builtin_init(void); /* registers linear, relu, gelu, add once */
 struct _sf_model;
 
 /* Static arguments of a unit's collectives (pointer handed as cl_arg). */
+/* Time the comm worker spent in a model's collective tasks (written by the comm
+ * worker only, read by the host after a sync). */
+struct _sf_comm_acct {
+	double wall, cpu; /* seconds: CLOCK_MONOTONIC, the thread's CPU clock */
+};
+
 struct _sf_comm_args {
 	MPI_Comm comm;
+	struct _sf_comm_acct *acct;
 	int nranks;
 	size_t P;                            /* unpadded parameters of the unit */
 	size_t S;                            /* shard size: ceil(P / nranks) */
@@ -203,6 +218,8 @@ struct sf_model {
 	float lr;
 	struct _sf_trace *trace; /* NULL unless SHARDFLOW_TRACE is set */
 	atomic_int resident, max_resident;
+	struct _sf_comm_acct comm_acct;
+	double comm_worker_cpu0; /* the comm worker thread's CPU clock at model creation */
 };
 
 int _sf_step_submit(struct sf_model *m);

@@ -203,6 +203,7 @@ static int build_units(struct sf_model *m)
 		u->opt_n = sh == SF_SHARD_NONE ? u->P : u->S;
 		u->comm = (struct _sf_comm_args){
 		    .comm = m->ctx->comm,
+		    .acct = &m->comm_acct,
 		    .nranks = m->nranks,
 		    .P = u->P,
 		    .S = u->S,
@@ -374,7 +375,9 @@ SF_API int sf_model_create(sf_context *ctx, const sf_graph *g, const struct sf_m
 	    .classes = m->gnodes[m->labels_node].dim,
 	    .scale = 1.0f / (float)m->B_global,
 	};
-	m->loss_comm = (struct _sf_comm_args){.comm = ctx->comm, .nranks = m->nranks};
+	m->loss_comm = (struct _sf_comm_args){
+	    .comm = ctx->comm, .acct = &m->comm_acct, .nranks = m->nranks};
+	m->comm_worker_cpu0 = _sf_clock_seconds(ctx->comm_clock);
 	for (int s = 0; s < SF_LOSS_SLOTS; s++)
 		reg(&m->h_loss[s], &m->loss_val[s], 1, sizeof(double));
 
@@ -552,6 +555,9 @@ SF_API int sf_model_stats(sf_model *m, struct sf_model_stats *out)
 	out->param_bytes = pb * sizeof(float);
 	out->grad_bytes = gb * sizeof(float);
 	out->optimizer_bytes = ob * sizeof(float);
+	out->comm_seconds = m->comm_acct.wall;
+	out->comm_cpu_seconds = m->comm_acct.cpu;
+	out->comm_worker_cpu_seconds = _sf_clock_seconds(m->ctx->comm_clock) - m->comm_worker_cpu0;
 fail:
 	return rc;
 }

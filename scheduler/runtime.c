@@ -239,6 +239,7 @@ SF_API int sf_init(int *argc, char ***argv, sf_context **out)
 	int ids[STARPU_NMAXWORKERS];
 	unsigned got = starpu_worker_get_ids_by_type(STARPU_CPU_WORKER, ids, STARPU_NMAXWORKERS);
 	ctx->comm_worker = ids[got - 1];
+	SF_CHECK(_sf_worker_cpu_clock(ctx->comm_worker, &ctx->comm_clock));
 	SF_CHECK(fxt_sync_point(ctx));
 	ctx->ncompute = ncpu - 1;
 	_sf_comm_worker = ctx->comm_worker;

@@ -10,6 +10,7 @@
  */
 #include "scheduler/internal.h"
 
+#include <pthread.h>
 #include <string.h>
 #include <time.h>
 
@@ -131,6 +132,85 @@ static void ring_reduce_scatter(struct _sf_comm_args *a, float *grad, float *out
 	memcpy(out, grad + (size_t)r * a->S, a->S * sizeof(float));
 }
 
+/* ---- what the comm path costs: wall and CPU time of each collective task ---- */
+
+struct acct_mark {
+	struct timespec wall, cpu;
+};
+
+static double ts_diff(const struct timespec *a, const struct timespec *b)
+{
+	return (double)(b->tv_sec - a->tv_sec) + 1e-9 * (double)(b->tv_nsec - a->tv_nsec);
+}
+
+static void acct_begin(struct acct_mark *k)
+{
+	clock_gettime(CLOCK_MONOTONIC, &k->wall);
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &k->cpu);
+}
+
+/* Adds the time since acct_begin to the model's totals (only the comm worker runs
+ * collectives, so there is one writer; the host reads after a sync). */
+static void acct_end(struct _sf_comm_args *a, const struct acct_mark *k)
+{
+	struct acct_mark e;
+	if (!a->acct)
+		return;
+	acct_begin(&e);
+	a->acct->wall += ts_diff(&k->wall, &e.wall);
+	a->acct->cpu += ts_diff(&k->cpu, &e.cpu);
+}
+
+struct clock_query {
+	clockid_t id;
+	int err;
+};
+
+static void clock_cpu(void *buffers[], void *cl_arg)
+{
+	struct clock_query *q = cl_arg;
+	(void)buffers;
+	q->err = pthread_getcpuclockid(pthread_self(), &q->id);
+}
+
+static struct starpu_codelet clock_cl = {
+    .where = STARPU_CPU,
+    .cpu_funcs = {clock_cpu},
+    .cpu_funcs_name = {"clock_cpu"},
+    .nbuffers = 0,
+    .name = "worker clock",
+};
+
+int _sf_worker_cpu_clock(int worker, clockid_t *out)
+{
+	struct clock_query q = {.err = -1};
+	struct starpu_task *t = starpu_task_create();
+	if (!t)
+		return SF_ERR(SF_ERR_NOMEM, "starpu_task_create failed");
+	t->cl = &clock_cl;
+	t->cl_arg = &q;
+	t->execute_on_a_specific_worker = 1;
+	t->workerid = (unsigned)worker;
+	t->synchronous = 1;
+	t->name = "worker clock";
+	int ret = starpu_task_submit(t);
+	if (ret != 0)
+		return SF_ERR(SF_ERR_STARPU, "starpu_task_submit(worker clock) failed (%d)", ret);
+	if (q.err != 0)
+		return SF_ERR(SF_ERR_STARPU, "pthread_getcpuclockid on the comm worker failed: %s",
+		              strerror(q.err));
+	*out = q.id;
+	return SF_OK;
+}
+
+double _sf_clock_seconds(clockid_t c)
+{
+	struct timespec t;
+	if (clock_gettime(c, &t) != 0)
+		return 0;
+	return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
 static void note_resident(struct _sf_comm_args *a, int delta)
 {
 	int now = atomic_fetch_add(a->resident, delta) + delta;
@@ -152,8 +232,11 @@ static void gather_cpu(void *buffers[], void *cl_arg)
 		note_resident(a, +1);
 	if (_sf_skip == SF_SKIP_COMM)
 		return;
+	struct acct_mark k;
+	acct_begin(&k);
 	memcpy(full + (size_t)ring_rank(a->comm) * a->S, shard, a->S * sizeof(float));
 	ring_allgather(a, full);
+	acct_end(a, &k);
 }
 
 /* order[RW] grad[RW] gshard[W]: gshard = this rank's block of the sum over ranks */
@@ -167,7 +250,10 @@ static void reduce_scatter_cpu(void *buffers[], void *cl_arg)
 	memset(grad + a->P, 0, (padded - a->P) * sizeof(float));
 	if (_sf_skip == SF_SKIP_COMM)
 		return;
+	struct acct_mark k;
+	acct_begin(&k);
 	ring_reduce_scatter(a, grad, gshard);
+	acct_end(a, &k);
 }
 
 /* order[RW] grad[RW]: grad = sum over ranks (replicated parameters) */
@@ -178,9 +264,12 @@ static void allreduce_cpu(void *buffers[], void *cl_arg)
 	if (_sf_skip == SF_SKIP_COMM)
 		return;
 	MPI_Request req;
+	struct acct_mark k;
+	acct_begin(&k);
 	mpi_assert(MPI_Iallreduce(MPI_IN_PLACE, grad, (int)a->P, MPI_FLOAT, MPI_SUM, a->comm, &req),
 	           "MPI_Iallreduce");
 	wait_request(&req, "MPI_Iallreduce");
+	acct_end(a, &k);
 }
 
 /* order[RW] loss[RW]: one double summed over ranks */
@@ -191,9 +280,12 @@ static void loss_sum_cpu(void *buffers[], void *cl_arg)
 	if (_sf_skip == SF_SKIP_COMM)
 		return;
 	MPI_Request req;
+	struct acct_mark k;
+	acct_begin(&k);
 	mpi_assert(MPI_Iallreduce(MPI_IN_PLACE, v, 1, MPI_DOUBLE, MPI_SUM, a->comm, &req),
 	           "MPI_Iallreduce(loss)");
 	wait_request(&req, "MPI_Iallreduce(loss)");
+	acct_end(a, &k);
 }
 
 /* slot[RW]: the unit's last reader is done; the slot may be gathered into again */

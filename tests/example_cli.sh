@@ -4,7 +4,10 @@
 # --help prints the usage on stdout and exits 0; each bad option or value exits 2 with
 # the usage on stderr and names the offending option or value. A 2-rank run prints one
 # "step <k> loss <x> ms <t>" line per step and "final_loss <x>" equal to the last
-# step's loss, and the loss falls over 30 steps (the synthetic data is learnable).
+# step's loss, then a "comm_stats" line whose figures hold together (time in
+# collectives > 0 and below the step, the comm worker's CPU in them below their wall
+# time and below its CPU in all), and the loss falls over 30 steps (the synthetic data
+# is learnable).
 # Prefetch depth 0 and 2 give the identical final loss (prefetching only reorders
 # communication), and 1 and 2 ranks with the same global batch agree to 1e-4.
 . "$(dirname "$0")/lib.sh"
@@ -13,7 +16,7 @@ require_progs "$MLP"
 limit=${SF_TEST_TIMEOUT:-180}
 model="--widths 32,64,10 --batch 32 --lr 0.05"
 
-plan 14
+plan 16
 
 timeout -k 5 "$limit" "$MLP" --help </dev/null >"$tmp/help.out" 2>"$tmp/help.err"
 st=$?
@@ -37,10 +40,11 @@ bad '--steps "x"' --steps x
 bad '--widths "784"' --widths 784
 bad '--optimizer "rmsprop"' --optimizer rmsprop
 bad '"--bogus"' --bogus
+bad '--warmup "30"' --steps 30 --warmup 30
 
 # A 2-rank run of 30 steps.
 # shellcheck disable=SC2086
-env SHARDFLOW_PREFETCH_DEPTH=2 sh "$RUN_MPI" 2 "$MLP" --steps 30 $model \
+env SHARDFLOW_PREFETCH_DEPTH=2 sh "$RUN_MPI" 2 "$MLP" --steps 30 --warmup 5 $model \
 	</dev/null >"$tmp/n2.out" 2>"$tmp/n2.err"
 st=$?
 ok $st "2 ranks, 30 steps: exit 0 (exit $st)" || diag_file "$tmp/n2.err"
@@ -48,13 +52,21 @@ ok $st "2 ranks, 30 steps: exit 0 (exit $st)" || diag_file "$tmp/n2.err"
 nlines=$(grep -c . "$tmp/n2.out")
 nstep=$(grep -cE '^step [0-9]+ loss [0-9.e+-]+ ms [0-9.]+$' "$tmp/n2.out")
 order=$(sed -n 's/^step \([0-9]*\) .*/\1/p' "$tmp/n2.out" | tr '\n' ' ')
-[ "$nstep" -eq 30 ] && [ "$nlines" -eq 31 ] && [ "$order" = "$(seq 1 30 | tr '\n' ' ')" ]
-ok $? "stdout: 30 step lines in order, matching '^step N loss X ms T\$' ($nstep), one more line"
+[ "$nstep" -eq 30 ] && [ "$nlines" -eq 32 ] && [ "$order" = "$(seq 1 30 | tr '\n' ' ')" ]
+ok $? "stdout: 30 step lines in order, matching '^step N loss X ms T\$' ($nstep), two more lines"
 
 last=$(sed -n 's/^step 30 loss \([^ ]*\) .*/\1/p' "$tmp/n2.out")
 final=$(sed -n 's/^final_loss \([^ ]*\)$/\1/p' "$tmp/n2.out")
-[ -n "$final" ] && [ "$final" = "$last" ] && [ "$(tail -n 1 "$tmp/n2.out")" = "final_loss $final" ]
-ok $? "the last line is final_loss ($final), the loss of step 30 ($last)"
+[ -n "$final" ] && [ "$final" = "$last" ] && [ "$(tail -n 2 "$tmp/n2.out" | head -n 1)" = "final_loss $final" ]
+ok $? "the line after the steps is final_loss ($final), the loss of step 30 ($last)"
+
+stats=$(tail -n 1 "$tmp/n2.out")
+echo "$stats" | awk '$1 == "comm_stats" && $2 == "steps" && $3 == 25 && $4 == "wall_ms" &&
+	$6 == "comm_ms" && $8 == "comm_cpu_ms" && $10 == "comm_worker_cpu_ms" &&
+	$12 == "process_cpu_ms" && NF == 13 &&
+	$7 > 0 && $7 < $5 && $9 > 0 && $9 <= $7 * 1.05 + 0.05 && $11 >= $9 * 0.95 && $13 > 0 {
+	found = 1 } END { exit !found }'
+ok $? "the last line is comm_stats over the 25 steps after --warmup 5, consistent: $stats"
 
 # mean of steps 1..5 against steps 26..30
 means=$(awk '/^step /{ if ($2 <= 5) a += $4; if ($2 > 25) b += $4 }
