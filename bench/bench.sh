@@ -37,7 +37,10 @@
 # FLOP rate against single-thread OpenBLAS sgemm (bench/sgemm_rate.c); (c) per-rank
 # parameter memory from sf_model_stats (bench/mem_report.c) against P/N + (depth+1)
 # x largest unit; (d) weak scaling 1 -> 2 -> 4 ranks; (e) PyTorch DDP and
-# DDP+ZeroRedundancyOptimizer (bench/torch_ddp.sh) when python3-torch is there.
+# DDP+ZeroRedundancyOptimizer (bench/torch_ddp.sh) when python3-torch is there;
+# (f) the CPU time of the comm path (mlp_synthetic's comm_stats line, from
+# sf_model_stats); (g) the wire: bench/ring_bw.c, the step's collectives as plain MPI
+# without StarPU, each block whole or in SHARDFLOW_COMM_CHUNK pieces.
 set -u
 
 prog=bench.sh
@@ -111,6 +114,19 @@ mkdir -p "$out/bin"
 	die "cannot build bench/sgemm_rate.c"
 "${CC:-mpicc}" -O2 -I"$srcdir/include" -o "$out/bin/mem_report" "$here/mem_report.c" \
 	-L"$build/.libs" -lshardflow -Wl,-rpath,"$build/.libs" || die "cannot build bench/mem_report.c"
+"${CC:-mpicc}" -O2 -std=c11 -D_POSIX_C_SOURCE=200809L -o "$out/bin/ring_bw" "$here/ring_bw.c" ||
+	die "cannot build bench/ring_bw.c"
+
+# which StarPU the build uses, and whether its idle workers spin
+starpu_inc=$(mkvar STARPU_CFLAGS | tr ' ' '\n' | sed -n 's/^-I//p' | head -1)
+starpu_desc="StarPU from ${starpu_inc:-?}"
+if [ -f "$starpu_inc/starpu_config.h" ]; then
+	if grep -q '^#define STARPU_NON_BLOCKING_DRIVERS' "$starpu_inc/starpu_config.h"; then
+		starpu_desc="$starpu_desc (non-blocking drivers: idle workers spin)"
+	else
+		starpu_desc="$starpu_desc (blocking drivers: idle workers sleep)"
+	fi
+fi
 
 # ---- the cluster -----------------------------------------------------------------
 cleanup() {
@@ -128,10 +144,13 @@ if [ $cluster -eq 1 ]; then
 		die "scripts/cluster.sh up failed: $(tail -3 "$out/cluster-up.log")"
 	export STARPU_HOME=$out/starpu-home/cluster
 	mkdir -p "$STARPU_HOME"
-	where="emulated cluster, $rate links (tbf: rate only), one rank per node"
+	where="emulated cluster, $rate links (tbf: rate only), one rank per node; $starpu_desc"
+	rate_mbit=$(awk -v r="$rate" 'BEGIN { n = r + 0; u = tolower(r); sub(/^[0-9.]+/, "", u);
+		f = (u == "gbit") ? 1000 : (u == "mbit") ? 1 : (u == "kbit") ? 0.001 : 0; print n * f }')
 else
 	export SF_TEST_STARPU_HOME=$out/starpu-home
-	where="this machine, shared memory"
+	where="this machine, shared memory; $starpu_desc"
+	rate_mbit=0
 fi
 export SF_TEST_TIMEOUT=300
 
@@ -167,13 +186,33 @@ sf() {
 	log=$logs/$name.np$np.run$r.log
 	(
 		for a in "$@"; do export "${a?}"; done
-		launch "$np" "$log" "$SF" --steps "$steps" --batch "$b" --widths "$widths"
+		launch "$np" "$log" "$SF" --steps "$steps" --warmup $WARMUP --batch "$b" --widths "$widths"
 	)
 	local ms rss
 	ms=$(step_median "$log")
 	rss=$(maxrss_mb "$log")
 	[ "$ms" = NA ] && echo "$prog: warning: run $name np $np failed, see $log" >&2
 	printf 'sf\t%s\t%s\t%s\t%s\t%s\n' "$name" "$np" "$r" "$ms" "$rss" >>"$RAW"
+	# comm_stats: wall, comm, comm CPU, comm worker CPU, process CPU (ms per step)
+	awk -v n="$name" -v np="$np" -v r="$r" '$1 == "comm_stats" {
+		printf "cpu\t%s\t%s\t%s\t%s\t%s %s %s %s\n", n, np, r, $5, $7, $9, $11, $13 }' \
+		"$log" >>"$RAW"
+}
+
+# wire: the step's collectives as plain MPI (bench/ring_bw.c), one run of 5 reps
+wire() {
+	local log=$logs/ring_bw.run$r.log
+	if [ $cluster -eq 1 ]; then
+		"$CLUSTER" run -np 2 --timeout 300 "$out/bin/ring_bw" --widths "$widths" --regather \
+			--reps 5 --rate-mbit "$rate_mbit" >"$log" 2>&1
+	else
+		"$RUNMPI" 2 "$out/bin/ring_bw" --widths "$widths" --regather --reps 5 >"$log" 2>&1
+	fi
+	awk -F'|' -v r="$r" 'NF >= 6 && $3 ~ /[0-9]/ { gsub(/^ +| +$/, "", $2);
+		split($3, a, " "); gsub(/^ +| +$/, "", $6);
+		printf "wire\t%s\t2\t%s\t%s\t%s\n", $2, r, a[1], $6 }' "$log" >>"$RAW"
+	awk -v r="$r" '/MB sent per rank and step/ { printf "wirebytes\tmb\t2\t%s\t%s\t\n", r, $5 }' \
+		"$log" >>"$RAW"
 }
 
 # torch MODE NP BATCH: one PyTorch run
@@ -229,6 +268,7 @@ for r in $(seq 1 "$runs"); do
 		tr_run ddp 2 "$batch"
 		tr_run zero 2 "$batch"
 	fi
+	wire
 	OPENBLAS_NUM_THREADS=1 "$out/bin/sgemm_rate" --widths "$widths" --rows "$rows" --reps 20 |
 		awk -v r="$r" '{ printf "sgemm\trows\t1\t%s\t%s\t%s\n", r, $2, $4 }' >>"$RAW"
 done
@@ -245,9 +285,10 @@ bench_seconds=$(($(date +%s) - t_start))
 
 # ---- tables and plot ----------------------------------------------------------------
 /usr/bin/env python3 - "$RAW" "$out" "$where" "$widths" "$batch" "$rows" "$runs" "$steps" "$WARMUP" \
-	"$torch_ok" "$torch_why" "$bench_seconds" "$cluster" <<'PY' | tee "$out/tables.md"
+	"$torch_ok" "$torch_why" "$bench_seconds" "$cluster" "$rate_mbit" <<'PY' | tee "$out/tables.md"
 import statistics, sys
-raw, out, where, widths, batch, rows, runs, steps, warm, torch_ok, torch_why, secs, cluster = sys.argv[1:]
+raw, out, where, widths, batch, rows, runs, steps, warm, torch_ok, torch_why, secs, cluster, rate_mbit = sys.argv[1:]
+rate_mbit = float(rate_mbit)
 rows = int(rows); batch = int(batch)
 W = [int(x) for x in widths.split(",")]
 data = {}
@@ -379,6 +420,52 @@ else:
     print()
     print("Peak RSS is the process's ru_maxrss (GNU time for shardflow, max over ranks); "
           "it includes the runtimes (StarPU, Python + torch), not only the model.")
+print()
+
+# (f)
+print("### f. What the comm path costs (rank 0, ms per step, medians)")
+print()
+print("From mlp_synthetic's comm_stats line (sf_model_stats), over the steps after the "
+      "warm-up: time the comm worker spent in collectives, the CPU its thread used in "
+      "them (MPI calls and polling, copies, the reduce-scatter's sums; the kernel's TCP "
+      "work done in softirq is not counted), the CPU of that thread in all (with "
+      "non-blocking drivers it spins between tasks) and the CPU of the whole process.")
+print()
+print("| configuration | step | in collectives | comm CPU in them | comm worker CPU in all | process CPU | process CPU / step |")
+print("| --- | --- | --- | --- | --- | --- | --- |")
+cpu = {}
+for line in open(raw).read().splitlines()[1:]:
+    t, c, n, r, v, e = line.split("\t")
+    if t == "cpu" and v != "NA":
+        cpu.setdefault((c, int(n)), []).append([float(v)] + [float(x) for x in e.split()])
+for name, label in (("depth0", "depth 0"), ("depth2", "depth 2 (default)"),
+                    ("compute_only", "compute only"), ("comm_only", "comm only")):
+    v = cpu.get((name, 2))
+    if not v:
+        print("| %s | failed | | | | | |" % label); continue
+    m = [statistics.median(x[i] for x in v) for i in range(5)]
+    print("| %s | %.1f | %.1f | %.1f | %.1f | %.1f | %.2f |" % (label, m[0], m[1], m[2], m[3], m[4], m[4] / m[0]))
+print()
+
+# (g)
+print("### g. The wire: the step's collectives as plain MPI (bench/ring_bw, 2 ranks)")
+print()
+wmb = med(("wirebytes", "mb", 2))
+print("The same messages as a step at depth 2 (forward all-gathers, the re-gather of the "
+      "first unit, reduce-scatters: %s MB sent per rank), without StarPU; each run is "
+      "the median of 5 repetitions, each cell the median (min–max) over the runs. "
+      "CPU: user + system of the busier rank." % num(wmb, "%.2f"))
+print()
+print("| ring step sent as | ms per step | Mbit/s per direction | of the line rate | CPU ms per step |")
+print("| --- | --- | --- | --- | --- |")
+for mode in ("whole, polled", "whole, MPI_Waitall", "pieces, polled"):
+    v = data.get(("wire", mode, 2))
+    m = med(("wire", mode, 2))
+    mbit = wmb * 8 / m * 1e3 if m and wmb else None
+    c = [float(x) for x in extra.get(("wire", mode, 2), []) if x not in ("NA", "")]
+    print("| %s | %s | %s | %s | %s |" % (mode, cell(("wire", mode, 2)), num(mbit, "%.0f"),
+          num(mbit / rate_mbit if mbit and rate_mbit else None),
+          num(statistics.median(c) if c else None, "%.1f")))
 print()
 
 # plot data

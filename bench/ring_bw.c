@@ -6,10 +6,13 @@
  * reverse order (backward), each ring step an MPI_Irecv + MPI_Isend pair like
  * tasks/comm_mpi.c. The same pattern is timed with three ways of waiting:
  *
- *   poll   MPI_Testall, then nanosleep(20 us) — what the comm worker does
- *   wait   MPI_Waitall (Open MPI busy-polls inside)
- *   chunk  like poll, but each ring step is cut into pieces of --chunk bytes, so
- *          that several pieces are in flight at once
+ *   whole, polled       one message per ring step; MPI_Testsome, then nanosleep: 20 us after a completion, doubling up to
+ *                       320 us while nothing completes (--nap-us, --nap-max-us),
+ *                       as the comm worker does (SHARDFLOW_COMM_CHUNK=0)
+ *   whole, MPI_Waitall  the same, waited for by MPI_Waitall (Open MPI busy-polls)
+ *   pieces, polled      each ring step cut into pieces of --chunk bytes (default
+ *                       61440, SHARDFLOW_COMM_CHUNK's default), all in flight at
+ *                       once, polled as above
  *
  * and prints, per mode, the median (min-max) step time over --reps repetitions, the
  * bytes one rank sends per step and the resulting rate per direction, next to the
@@ -17,8 +20,13 @@
  *
  *   mpirun -np 2 bench/ring_bw [--widths 784,1024,1024,1024,10] [--reps 15]
  *                              [--chunk BYTES] [--rate-mbit 1000] [--regather]
+ *                              [--nap-us 20] [--nap-max-us 320]
+ *
+ * --regather adds the second all-gather of the first unit (backward, at depth 2 of a
+ * 4-unit model); CPU is the process's user + system time per step, on the busier rank.
  */
 #include <mpi.h>
+#include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,10 +35,13 @@
 #define MAXU 64
 
 enum mode { POLL, WAIT, CHUNK, NMODES };
-static const char *mode_name[NMODES] = {"poll", "wait", "chunk"};
+static const char *mode_name[NMODES] = {"whole, polled", "whole, MPI_Waitall", "pieces, polled"};
 
 static int rank, nranks;
-static size_t chunk_bytes = 262144;
+static size_t chunk_bytes = 61440; /* SHARDFLOW_COMM_CHUNK's default */
+/* naps between polls: as tasks/comm_mpi.c, nap after a completion, doubling up to
+ * nap_max while nothing completes (nap_max <= nap: always nap) */
+static long nap_ns = 20000, nap_max_ns = 320000;
 
 static double now(void)
 {
@@ -45,12 +56,23 @@ static void wait_all(int n, MPI_Request *req, enum mode m)
 		MPI_Waitall(n, req, MPI_STATUSES_IGNORE);
 		return;
 	}
-	struct timespec nap = {0, 20000};
-	int done = 0;
+	struct timespec nap = {0, nap_ns};
+	int left = n, *idx = malloc((size_t)n * sizeof(int));
 	for (;;) {
-		MPI_Testall(n, req, &done, MPI_STATUSES_IGNORE);
-		if (done)
+		int got = 0;
+		MPI_Testsome(n, req, &got, idx, MPI_STATUSES_IGNORE);
+		if (got != MPI_UNDEFINED)
+			left -= got;
+		if (left == 0 || got == MPI_UNDEFINED) {
+			free(idx);
 			return;
+		}
+		if (nap_max_ns <= nap_ns)
+			nap.tv_nsec = nap_ns;
+		else if (got > 0)
+			nap.tv_nsec = nap_ns;
+		else if (nap.tv_nsec < nap_max_ns)
+			nap.tv_nsec = nap.tv_nsec * 2 > nap_max_ns ? nap_max_ns : nap.tv_nsec * 2;
 		nanosleep(&nap, NULL);
 	}
 }
@@ -71,6 +93,14 @@ static void ring_step(const float *sbuf, float *rbuf, size_t S, enum mode m)
 	}
 	wait_all((int)(2 * n), req, m);
 	free(req);
+}
+
+static double cpu_now(void)
+{
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+	       1e-6 * (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -96,13 +126,18 @@ int main(int argc, char **argv)
 			chunk_bytes = strtoul(argv[++i], NULL, 10);
 		else if (!strcmp(argv[i], "--rate-mbit") && i + 1 < argc)
 			rate_mbit = atof(argv[++i]);
+		else if (!strcmp(argv[i], "--nap-us") && i + 1 < argc)
+			nap_ns = 1000 * atol(argv[++i]);
+		else if (!strcmp(argv[i], "--nap-max-us") && i + 1 < argc)
+			nap_max_ns = 1000 * atol(argv[++i]);
 		else if (!strcmp(argv[i], "--regather"))
 			regather = 1;
 		else {
 			if (rank == 0)
 				fprintf(stderr,
 				        "usage: ring_bw [--widths W] [--reps N] [--chunk BYTES] "
-				        "[--rate-mbit R] [--regather]\nunknown or incomplete "
+				        "[--rate-mbit R] [--regather] [--nap-us U] [--nap-max-us U]\n"
+				        "unknown or incomplete "
 				        "argument \"%s\"\n",
 				        argv[i]);
 			MPI_Finalize();
@@ -137,10 +172,11 @@ int main(int argc, char **argv)
 	float *full = calloc(maxS * (size_t)nranks, sizeof(float));
 	float *scratch = calloc(maxS, sizeof(float));
 	double *t = malloc((size_t)reps * NMODES * sizeof(double));
+	double *c = malloc((size_t)reps * NMODES * sizeof(double));
 	for (int rep = -2; rep < reps; rep++) {
 		for (int m = 0; m < NMODES; m++) {
 			MPI_Barrier(MPI_COMM_WORLD);
-			double t0 = now();
+			double t0 = now(), c0 = cpu_now();
 			for (int u = 0; u < nu; u++)
 				for (int k = 0; k < nranks - 1; k++) {
 					int sb = (rank - k + nranks) % nranks;
@@ -157,10 +193,13 @@ int main(int argc, char **argv)
 						          (enum mode)m);
 					}
 			}
-			double dt = now() - t0, worst = 0;
+			double dt = now() - t0, worst = 0, dc = cpu_now() - c0, cmax = 0;
 			MPI_Reduce(&dt, &worst, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-			if (rep >= 0)
+			MPI_Reduce(&dc, &cmax, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+			if (rep >= 0) {
 				t[m * reps + rep] = worst;
+				c[m * reps + rep] = cmax;
+			}
 		}
 	}
 	if (rank == 0) {
@@ -168,20 +207,24 @@ int main(int argc, char **argv)
 		printf("ranks %d, units %d, %.2f MB sent per rank and step, line %.0f Mbit/s "
 		       "(wire time %.1f ms), chunk %zu bytes\n",
 		       nranks, nu, mb, rate_mbit, mb * 8 / rate_mbit * 1e3, chunk_bytes);
-		printf("| mode | step ms median (min-max) | Mbit/s per direction | of line rate |\n");
-		printf("| --- | --- | --- | --- |\n");
+		printf("| mode | step ms median (min-max) | Mbit/s per direction | of line rate | CPU "
+		       "ms per step (median, busiest rank) |\n");
+		printf("| --- | --- | --- | --- | --- |\n");
 		for (int m = 0; m < NMODES; m++) {
-			double *v = t + m * reps;
+			double *v = t + m * reps, *cv = c + m * reps;
 			qsort(v, (size_t)reps, sizeof(double), cmp_double);
+			qsort(cv, (size_t)reps, sizeof(double), cmp_double);
 			double med = v[reps / 2];
 			double mbit = mb * 8 / med;
-			printf("| %s | %.1f (%.1f-%.1f) | %.0f | %.2f |\n", mode_name[m], med * 1e3,
-			       v[0] * 1e3, v[reps - 1] * 1e3, mbit, mbit / rate_mbit);
+			printf("| %s | %.1f (%.1f-%.1f) | %.0f | %.2f | %.1f |\n", mode_name[m],
+			       med * 1e3, v[0] * 1e3, v[reps - 1] * 1e3, mbit, mbit / rate_mbit,
+			       cv[reps / 2] * 1e3);
 		}
 	}
 	free(full);
 	free(scratch);
 	free(t);
+	free(c);
 	MPI_Finalize();
 	return 0;
 }

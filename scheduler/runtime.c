@@ -249,6 +249,16 @@ SF_API int sf_init(int *argc, char ***argv, sf_context **out)
 	SF_CHECK(_sf_layers_builtin_init());
 	_sf_log(SF_LOG_INFO, "rank %d/%d: %d compute worker(s) + comm worker %d", ctx->rank,
 	        ctx->size, ctx->ncompute, ctx->comm_worker);
+#ifdef STARPU_NON_BLOCKING_DRIVERS
+	if (ncpu > allowed_cpus())
+		_sf_log(SF_LOG_INFO,
+		        "%d StarPU workers share %d core(s), and this StarPU's idle "
+		        "workers spin (non-blocking drivers), so the comm and compute workers "
+		        "take the core from each other; a StarPU built by "
+		        "scripts/build-starpu.sh --enable-blocking-drivers lets idle workers sleep "
+		        "(docs/performance.md)",
+		        ncpu, allowed_cpus());
+#endif
 
 	the_context = ctx;
 	*out = ctx;
