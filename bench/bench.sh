@@ -114,7 +114,7 @@ mkdir -p "$out/bin"
 	die "cannot build bench/sgemm_rate.c"
 "${CC:-mpicc}" -O2 -I"$srcdir/include" -o "$out/bin/mem_report" "$here/mem_report.c" \
 	-L"$build/.libs" -lshardflow -Wl,-rpath,"$build/.libs" || die "cannot build bench/mem_report.c"
-"${CC:-mpicc}" -O2 -std=c11 -D_POSIX_C_SOURCE=200809L -o "$out/bin/ring_bw" "$here/ring_bw.c" ||
+"${CC:-mpicc}" -O2 -std=c11 -D_POSIX_C_SOURCE=200809L -I"$srcdir" -o "$out/bin/ring_bw" "$here/ring_bw.c" ||
 	die "cannot build bench/ring_bw.c"
 
 # which StarPU the build uses, and whether its idle workers spin

@@ -6,9 +6,9 @@
  * reverse order (backward), each ring step an MPI_Irecv + MPI_Isend pair like
  * tasks/comm_mpi.c. The same pattern is timed with three ways of waiting:
  *
- *   whole, polled       one message per ring step; MPI_Testsome, then nanosleep: 20 us after a completion, doubling up to
- *                       320 us while nothing completes (--nap-us, --nap-max-us),
- *                       as the comm worker does (SHARDFLOW_COMM_CHUNK=0)
+ *   whole, polled       one message per ring step, waited for as the comm worker
+ *                       does (tasks/mpi_wait.h: MPI_Testsome and naps paced by the
+ *                       completions, --pace; SHARDFLOW_COMM_CHUNK=0)
  *   whole, MPI_Waitall  the same, waited for by MPI_Waitall (Open MPI busy-polls)
  *   pieces, polled      each ring step cut into pieces of --chunk bytes (default
  *                       61440, SHARDFLOW_COMM_CHUNK's default), all in flight at
@@ -20,7 +20,7 @@
  *
  *   mpirun -np 2 bench/ring_bw [--widths 784,1024,1024,1024,10] [--reps 15]
  *                              [--chunk BYTES] [--rate-mbit 1000] [--regather]
- *                              [--nap-us 20] [--nap-max-us 320]
+ *                              [--pace X]
  *
  * --regather adds the second all-gather of the first unit (backward, at depth 2 of a
  * 4-unit model); CPU is the process's user + system time per step, on the busier rank.
@@ -32,6 +32,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "tasks/mpi_wait.h"
+
 #define MAXU 64
 
 enum mode { POLL, WAIT, CHUNK, NMODES };
@@ -39,9 +41,7 @@ static const char *mode_name[NMODES] = {"whole, polled", "whole, MPI_Waitall", "
 
 static int rank, nranks;
 static size_t chunk_bytes = 61440; /* SHARDFLOW_COMM_CHUNK's default */
-/* naps between polls: as tasks/comm_mpi.c, nap after a completion, doubling up to
- * nap_max while nothing completes (nap_max <= nap: always nap) */
-static long nap_ns = 20000, nap_max_ns = 320000;
+static double pace = SF_COMM_PACE; /* tasks/mpi_wait.h; the library's by default */
 
 static double now(void)
 {
@@ -56,25 +56,9 @@ static void wait_all(int n, MPI_Request *req, enum mode m)
 		MPI_Waitall(n, req, MPI_STATUSES_IGNORE);
 		return;
 	}
-	struct timespec nap = {0, nap_ns};
-	int left = n, *idx = malloc((size_t)n * sizeof(int));
-	for (;;) {
-		int got = 0;
-		MPI_Testsome(n, req, &got, idx, MPI_STATUSES_IGNORE);
-		if (got != MPI_UNDEFINED)
-			left -= got;
-		if (left == 0 || got == MPI_UNDEFINED) {
-			free(idx);
-			return;
-		}
-		if (nap_max_ns <= nap_ns)
-			nap.tv_nsec = nap_ns;
-		else if (got > 0)
-			nap.tv_nsec = nap_ns;
-		else if (nap.tv_nsec < nap_max_ns)
-			nap.tv_nsec = nap.tv_nsec * 2 > nap_max_ns ? nap_max_ns : nap.tv_nsec * 2;
-		nanosleep(&nap, NULL);
-	}
+	int *idx = malloc((size_t)n * sizeof(int));
+	_sf_wait_all(n, req, idx, pace);
+	free(idx);
 }
 
 /* one ring step: send S floats from sbuf to next, receive S floats into rbuf */
@@ -89,7 +73,8 @@ static void ring_step(const float *sbuf, float *rbuf, size_t S, enum mode m)
 	for (size_t i = 0; i < n; i++) {
 		size_t off = i * piece, len = S - off < piece ? S - off : piece;
 		MPI_Irecv(rbuf + off, (int)len, MPI_FLOAT, prev, 11, MPI_COMM_WORLD, &req[2 * i]);
-		MPI_Isend(sbuf + off, (int)len, MPI_FLOAT, next, 11, MPI_COMM_WORLD, &req[2 * i + 1]);
+		MPI_Isend(sbuf + off, (int)len, MPI_FLOAT, next, 11, MPI_COMM_WORLD,
+		          &req[2 * i + 1]);
 	}
 	wait_all((int)(2 * n), req, m);
 	free(req);
@@ -126,17 +111,15 @@ int main(int argc, char **argv)
 			chunk_bytes = strtoul(argv[++i], NULL, 10);
 		else if (!strcmp(argv[i], "--rate-mbit") && i + 1 < argc)
 			rate_mbit = atof(argv[++i]);
-		else if (!strcmp(argv[i], "--nap-us") && i + 1 < argc)
-			nap_ns = 1000 * atol(argv[++i]);
-		else if (!strcmp(argv[i], "--nap-max-us") && i + 1 < argc)
-			nap_max_ns = 1000 * atol(argv[++i]);
+		else if (!strcmp(argv[i], "--pace") && i + 1 < argc)
+			pace = atof(argv[++i]);
 		else if (!strcmp(argv[i], "--regather"))
 			regather = 1;
 		else {
 			if (rank == 0)
 				fprintf(stderr,
 				        "usage: ring_bw [--widths W] [--reps N] [--chunk BYTES] "
-				        "[--rate-mbit R] [--regather] [--nap-us U] [--nap-max-us U]\n"
+				        "[--rate-mbit R] [--regather] [--pace X]\n"
 				        "unknown or incomplete "
 				        "argument \"%s\"\n",
 				        argv[i]);
@@ -181,8 +164,8 @@ int main(int argc, char **argv)
 				for (int k = 0; k < nranks - 1; k++) {
 					int sb = (rank - k + nranks) % nranks;
 					int rb = (rank - k - 1 + 2 * nranks) % nranks;
-					ring_step(full + (size_t)sb * S[u], full + (size_t)rb * S[u], S[u],
-					          (enum mode)m);
+					ring_step(full + (size_t)sb * S[u],
+					          full + (size_t)rb * S[u], S[u], (enum mode)m);
 				}
 			for (int u = nu - 1; u >= 0; u--) {
 				int reps_u = regather && u == 0 ? 2 : 1;
@@ -207,8 +190,9 @@ int main(int argc, char **argv)
 		printf("ranks %d, units %d, %.2f MB sent per rank and step, line %.0f Mbit/s "
 		       "(wire time %.1f ms), chunk %zu bytes\n",
 		       nranks, nu, mb, rate_mbit, mb * 8 / rate_mbit * 1e3, chunk_bytes);
-		printf("| mode | step ms median (min-max) | Mbit/s per direction | of line rate | CPU "
-		       "ms per step (median, busiest rank) |\n");
+		printf(
+		    "| mode | step ms median (min-max) | Mbit/s per direction | of line rate | CPU "
+		    "ms per step (median, busiest rank) |\n");
 		printf("| --- | --- | --- | --- | --- |\n");
 		for (int m = 0; m < NMODES; m++) {
 			double *v = t + m * reps, *cv = c + m * reps;

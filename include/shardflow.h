@@ -101,8 +101,8 @@ struct sf_config {
  *  so large blocks travel as many eager messages in flight instead of one rendezvous
  *  transfer, which reached about half the link rate over TCP here. */
 #define SF_DEFAULT_COMM_CHUNK 61440
-#define SF_MIN_COMM_CHUNK 1024           /**< smallest non-zero SHARDFLOW_COMM_CHUNK */
-#define SF_MAX_COMM_CHUNK (1 << 30)      /**< largest SHARDFLOW_COMM_CHUNK */
+#define SF_MIN_COMM_CHUNK 1024      /**< smallest non-zero SHARDFLOW_COMM_CHUNK */
+#define SF_MAX_COMM_CHUNK (1 << 30) /**< largest SHARDFLOW_COMM_CHUNK */
 
 /** The runtime: MPI, StarPU and the comm worker of one process. */
 typedef struct sf_context sf_context;
@@ -324,11 +324,11 @@ struct sf_model_stats {
 	size_t grad_bytes;      /**< gradient slots and gradient shards */
 	size_t optimizer_bytes; /**< optimizer state (momentum, or AdamW m and v) */
 	/* What the comm path costs on this rank, since the model was created: */
-	double comm_seconds;     /**< wall time the comm worker spent in the model's
-	                              collective tasks */
-	double comm_cpu_seconds; /**< CPU time the comm worker's thread used in them
-	                              (MPI calls and polling, copies, the reduce-scatter's
-	                              sums; not the kernel's TCP work) */
+	double comm_seconds;            /**< wall time the comm worker spent in the model's
+	                                     collective tasks */
+	double comm_cpu_seconds;        /**< CPU time the comm worker's thread used in them
+	                                     (MPI calls and polling, copies, the reduce-scatter's
+	                                     sums; not the kernel's TCP work) */
 	double comm_worker_cpu_seconds; /**< CPU time of the comm worker's thread in all,
 	                                     idle spinning between tasks included (a
 	                                     StarPU with non-blocking drivers spins) */

@@ -375,8 +375,8 @@ SF_API int sf_model_create(sf_context *ctx, const sf_graph *g, const struct sf_m
 	    .classes = m->gnodes[m->labels_node].dim,
 	    .scale = 1.0f / (float)m->B_global,
 	};
-	m->loss_comm = (struct _sf_comm_args){
-	    .comm = ctx->comm, .acct = &m->comm_acct, .nranks = m->nranks};
+	m->loss_comm =
+	    (struct _sf_comm_args){.comm = ctx->comm, .acct = &m->comm_acct, .nranks = m->nranks};
 	m->comm_worker_cpu0 = _sf_clock_seconds(ctx->comm_clock);
 	for (int s = 0; s < SF_LOSS_SLOTS; s++)
 		reg(&m->h_loss[s], &m->loss_val[s], 1, sizeof(double));

@@ -9,6 +9,7 @@
  * MPI's default, so a failed collective ends the job instead of hanging it.
  */
 #include "scheduler/internal.h"
+#include "tasks/mpi_wait.h"
 
 #include <pthread.h>
 #include <string.h>
@@ -25,34 +26,12 @@ static void mpi_assert(int rc, const char *what)
 }
 
 #define RING_WINDOW 64 /* pieces in flight each way */
-#define NAP_MIN_NS 20000  /* first nap after a poll that completed something */
-#define NAP_MAX_NS 320000 /* longest nap, reached by doubling while nothing completes */
-
-/*
- * Waits for n requests without spinning: a blocking MPI wait busy-polls, and on a
- * rank that has one core for its compute and comm workers the poller steals that
- * core from the compute worker. Each poll (MPI_Testsome) drives MPI's progress; in
- * between the thread sleeps, 20 us after a poll that completed a request, then twice
- * as long each time nothing completed, up to 320 us. While pieces complete steadily
- * this polls as often as a fixed 20 us nap (a fixed 100 us nap made bench/ring_bw 50 %
- * slower on shared memory); while a late peer has not entered the collective it polls
- * 16 times less often.
- */
+/* Waits for n <= 2 * RING_WINDOW requests, sleeping between polls (tasks/mpi_wait.h). */
 static void wait_all(int n, MPI_Request *req, const char *what)
 {
-	int left = n, got = 0, idx[2 * RING_WINDOW];
-	struct timespec nap = {0, NAP_MIN_NS};
+	int idx[2 * RING_WINDOW];
 	STARPU_ASSERT(n <= 2 * RING_WINDOW);
-	for (;;) {
-		mpi_assert(MPI_Testsome(n, req, &got, idx, MPI_STATUSES_IGNORE), what);
-		if (got == MPI_UNDEFINED || (left -= got) == 0)
-			return;
-		if (got > 0)
-			nap.tv_nsec = NAP_MIN_NS;
-		else if (nap.tv_nsec < NAP_MAX_NS)
-			nap.tv_nsec = nap.tv_nsec * 2 < NAP_MAX_NS ? nap.tv_nsec * 2 : NAP_MAX_NS;
-		nanosleep(&nap, NULL);
-	}
+	mpi_assert(_sf_wait_all(n, req, idx, SF_COMM_PACE), what);
 }
 
 /*
@@ -83,8 +62,7 @@ static int ring_rank(MPI_Comm comm)
  * link in bench/ring_bw; pieces under the eager limit (64 KiB) ran at 0.95
  * (docs/performance.md). Pieces of one step match in order (same tag and peers).
  */
-static void ring_exchange(struct _sf_comm_args *a, const float *sbuf, float *rbuf,
-                          const char *what)
+static void ring_exchange(struct _sf_comm_args *a, const float *sbuf, float *rbuf, const char *what)
 {
 	int N = a->nranks, r = ring_rank(a->comm);
 	int next = (r + 1) % N, prev = (r + N - 1) % N;

@@ -55,10 +55,11 @@ struct options {
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: " PROG " [--model mlp|residual|uneven|deep|wide] [--steps N] [--batch B]\n"
-	           "       [--optimizer sgd|adamw] [--lr X] [--seed S] [--inflight K] --out FILE\n"
-	           "defaults: mlp, 6 steps, batch 24, sgd, lr 0.01 (sgd) / 0.001 (adamw), "
-	           "seed 1, inflight 1\n");
+	fprintf(f,
+	        "usage: " PROG " [--model mlp|residual|uneven|deep|wide] [--steps N] [--batch B]\n"
+	        "       [--optimizer sgd|adamw] [--lr X] [--seed S] [--inflight K] --out FILE\n"
+	        "defaults: mlp, 6 steps, batch 24, sgd, lr 0.01 (sgd) / 0.001 (adamw), "
+	        "seed 1, inflight 1\n");
 }
 
 static int bad(const char *opt, const char *val)
