@@ -120,11 +120,14 @@ mkdir -p "$out/bin"
 # which StarPU the build uses, and whether its idle workers spin
 starpu_inc=$(mkvar STARPU_CFLAGS | tr ' ' '\n' | sed -n 's/^-I//p' | head -1)
 starpu_desc="StarPU from ${starpu_inc:-?}"
+starpu_short="StarPU ${starpu_inc:-?}"
 if [ -f "$starpu_inc/starpu_config.h" ]; then
 	if grep -q '^#define STARPU_NON_BLOCKING_DRIVERS' "$starpu_inc/starpu_config.h"; then
 		starpu_desc="$starpu_desc (non-blocking drivers: idle workers spin)"
+		starpu_short="non-blocking drivers"
 	else
 		starpu_desc="$starpu_desc (blocking drivers: idle workers sleep)"
+		starpu_short="blocking drivers"
 	fi
 fi
 
@@ -145,11 +148,13 @@ if [ $cluster -eq 1 ]; then
 	export STARPU_HOME=$out/starpu-home/cluster
 	mkdir -p "$STARPU_HOME"
 	where="emulated cluster, $rate links (tbf: rate only), one rank per node; $starpu_desc"
+	plot_where="cluster $rate, batch $batch, $starpu_short"
 	rate_mbit=$(awk -v r="$rate" 'BEGIN { n = r + 0; u = tolower(r); sub(/^[0-9.]+/, "", u);
 		f = (u == "gbit") ? 1000 : (u == "mbit") ? 1 : (u == "kbit") ? 0.001 : 0; print n * f }')
 else
 	export SF_TEST_STARPU_HOME=$out/starpu-home
 	where="this machine, shared memory; $starpu_desc"
+	plot_where="local, batch $batch, $starpu_short"
 	rate_mbit=0
 fi
 export SF_TEST_TIMEOUT=300
@@ -483,7 +488,7 @@ if command -v gnuplot >/dev/null 2>&1; then
 load "$out/limits.gp"
 set terminal pngcairo size 800,500 noenhanced
 set output "$out/step_vs_depth.png"
-set title "shardflow step time vs SHARDFLOW_PREFETCH_DEPTH ($where)"
+set title "shardflow step vs SHARDFLOW_PREFETCH_DEPTH ($plot_where)"
 set xlabel "prefetch depth"
 set ylabel "step ms (median, min-max of $runs runs)"
 set xrange [-0.5:4.5]
