@@ -190,6 +190,9 @@ struct sf_layer_info {
 	int accumulate[SF_MAX_INPUTS];  /**< backward: 1 if dinput i must be added to, 0 if
 	                                   overwritten */
 	int layer_index;                /**< position of the node in its graph */
+	int params_absent;              /**< backward: 1 when the parameters were not passed (see
+	                                     sf_layer_type::backward_params_for_dinput_only); then
+	                                     sf_kernel_params() returns NULL */
 };
 
 /** A StarPU CPU (or CUDA) implementation: void f(void *buffers[], void *cl_arg). */
@@ -224,6 +227,12 @@ struct sf_layer_type {
 	sf_kernel_fn forward_cpu;                          /**< required */
 	sf_kernel_fn backward_cpu;                         /**< required */
 	double (*flops)(const struct sf_layer_info *info); /**< forward FLOPs, may be NULL */
+	/** 1 if the backward reads the parameters only to compute input gradients, as a
+	 *  linear layer does (dW and db need only the input and dout). When no input
+	 *  gradient is wanted (the layer reads a graph input), its backward then gets no
+	 *  parameters (info->params_absent, sf_kernel_params() NULL) and a sharded unit
+	 *  is not gathered a second time for it. Default 0: the backward always gets them. */
+	int backward_params_for_dinput_only;
 };
 
 /** Registers a layer type (the struct is copied; name must not be taken). Call

@@ -58,10 +58,10 @@ int _sf_layers_builtin_init(void)
 	done = 1;
 	const struct sf_layer_type types[] = {
 	    {"linear", 1, 1, linear_infer, linear_init, _sf_linear_fwd_cpu, _sf_linear_bwd_cpu,
-	     linear_flops},
-	    {"relu", 1, 1, same_infer, NULL, _sf_relu_fwd_cpu, _sf_relu_bwd_cpu, NULL},
-	    {"gelu", 1, 1, same_infer, NULL, _sf_gelu_fwd_cpu, _sf_gelu_bwd_cpu, NULL},
-	    {"add", 2, 2, same_infer, NULL, _sf_add_fwd_cpu, _sf_add_bwd_cpu, NULL},
+	     linear_flops, 1},
+	    {"relu", 1, 1, same_infer, NULL, _sf_relu_fwd_cpu, _sf_relu_bwd_cpu, NULL, 0},
+	    {"gelu", 1, 1, same_infer, NULL, _sf_gelu_fwd_cpu, _sf_gelu_bwd_cpu, NULL, 0},
+	    {"add", 2, 2, same_infer, NULL, _sf_add_fwd_cpu, _sf_add_bwd_cpu, NULL, 0},
 	};
 	for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
 		int rc = _sf_layer_register_raw(&types[i]);

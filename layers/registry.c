@@ -103,7 +103,7 @@ static float *buf(void *buffers[], int i)
 
 SF_API float *sf_kernel_params(void *buffers[], const struct sf_layer_info *li)
 {
-	return li->nparams ? buf(buffers, 0) : NULL;
+	return li->nparams && !li->params_absent ? buf(buffers, 0) : NULL;
 }
 
 SF_API float *sf_kernel_input(void *buffers[], const struct sf_layer_info *li, int i)

@@ -51,13 +51,13 @@ extern int _sf_log_rank;
 struct sf_context {
 	struct sf_config cfg;
 	int rank, size;
-	MPI_Comm comm;     /* collectives of steps; used by the comm worker only */
-	MPI_Comm ctl_comm; /* host-side collectives (model setup, params_get) */
-	bool own_mpi;      /* sf_init started MPI, so sf_finalize stops it */
-	int comm_worker;   /* StarPU worker id running every collective */
+	MPI_Comm comm;        /* collectives of steps; used by the comm worker only */
+	MPI_Comm ctl_comm;    /* host-side collectives (model setup, params_get) */
+	bool own_mpi;         /* sf_init started MPI, so sf_finalize stops it */
+	int comm_worker;      /* StarPU worker id running every collective */
 	clockid_t comm_clock; /* CPU-time clock of the comm worker's thread */
-	int ncompute;      /* compute workers */
-	int nmodels;       /* live models: sf_finalize refuses while > 0 */
+	int ncompute;         /* compute workers */
+	int nmodels;          /* live models: sf_finalize refuses while > 0 */
 };
 
 /* SHARDFLOW_SKIP of the runtime, read by the codelets (benchmarks only). */
@@ -161,8 +161,10 @@ struct _sf_node_state {
 	float *act, *dact; /* (B, dim) */
 	starpu_data_handle_t h_act, h_dact;
 	struct sf_layer_info info;
-	int unit;        /* index in units or -1 */
-	bool needs_grad; /* some parameter depends on this node's output */
+	struct sf_layer_info bwd_info; /* info, with params_absent when !bwd_params */
+	bool bwd_params;               /* the backward reads this node's parameters */
+	int unit;                      /* index in units or -1 */
+	bool needs_grad;               /* some parameter depends on this node's output */
 	char fwd_name[SF_NAME_MAX + 32], bwd_name[SF_NAME_MAX + 32];
 };
 
@@ -206,6 +208,8 @@ struct sf_model {
 	starpu_data_handle_t h_grad[SF_GRAD_SLOTS];
 
 	starpu_data_handle_t h_order; /* comm order: every collective accesses it RW */
+	float noparams;               /* stands for the parameters of a backward without */
+	starpu_data_handle_t h_noparams;
 
 	int32_t *labels;
 	starpu_data_handle_t h_labels;

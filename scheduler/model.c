@@ -131,6 +131,19 @@ static void plan_gradients(struct sf_model *m)
 		}
 	}
 	free(written);
+	/* A backward that reads the parameters only for input gradients, and wants none
+	 * (a first layer), gets none: its unit need not be gathered again. */
+	for (int n = 0; n < m->nnodes; n++) {
+		const struct _sf_node *nd = &m->gnodes[n];
+		struct _sf_node_state *s = &m->nodes[n];
+		bool want_dinput = false;
+		for (int i = 0; i < s->info.nin; i++)
+			want_dinput = want_dinput || s->info.need_dinput[i];
+		s->bwd_params = nd->kind == SF_NODE_LAYER && nd->nparams > 0 &&
+		                (want_dinput || !nd->type->type.backward_params_for_dinput_only);
+		s->bwd_info = s->info;
+		s->bwd_info.params_absent = nd->nparams > 0 && !s->bwd_params;
+	}
 }
 
 static void unit_names(struct _sf_unit *u, int index, const char *type)
@@ -362,6 +375,7 @@ SF_API int sf_model_create(sf_context *ctx, const sf_graph *g, const struct sf_m
 	}
 	(void)N;
 	starpu_void_data_register(&m->h_order);
+	reg(&m->h_noparams, &m->noparams, 1, sizeof(float));
 
 	size_t nl = (size_t)m->B_local;
 	m->labels = calloc(nl, sizeof(int32_t));
@@ -434,6 +448,7 @@ SF_API int sf_model_destroy(sf_model *m)
 		unreg(&m->h_loss[s]);
 	unreg(&m->h_labels);
 	unreg(&m->h_order);
+	unreg(&m->h_noparams);
 	free(m->grad);
 	free(m->ring);
 	free(m->comm_scratch);

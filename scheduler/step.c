@@ -107,7 +107,8 @@ static int submit_bwd(struct sf_model *m, int n, starpu_data_handle_t grad)
 	struct starpu_data_descr d[2 * SF_MAX_INPUTS + 4];
 	int k = 0;
 	if (s->unit >= 0)
-		d[k++] = (struct starpu_data_descr){param_handle(m, s->unit), STARPU_R};
+		d[k++] = (struct starpu_data_descr){
+		    s->bwd_params ? param_handle(m, s->unit) : m->h_noparams, STARPU_R};
 	for (int i = 0; i < nd->nin; i++)
 		d[k++] = (struct starpu_data_descr){m->nodes[nd->in[i]].h_act, STARPU_R};
 	d[k++] = (struct starpu_data_descr){s->h_act, STARPU_R};
@@ -120,7 +121,7 @@ static int submit_bwd(struct sf_model *m, int n, starpu_data_handle_t grad)
 	if (s->unit >= 0)
 		d[k++] = (struct starpu_data_descr){grad, STARPU_W};
 	INSERT(TRACE(m, s->bwd_name, SF_EV_BWD, n), (struct starpu_codelet *)&nd->type->bwd_cl,
-	       STARPU_DATA_MODE_ARRAY, d, k, STARPU_CL_ARGS_NFREE, &s->info, sizeof s->info,
+	       STARPU_DATA_MODE_ARRAY, d, k, STARPU_CL_ARGS_NFREE, &s->bwd_info, sizeof s->bwd_info,
 	       STARPU_NAME, s->bwd_name);
 	return SF_OK;
 }
@@ -219,7 +220,7 @@ static int backward(struct sf_model *m)
 			continue;
 		}
 		starpu_data_handle_t grad = m->h_grad[nb++ % SF_GRAD_SLOTS];
-		if (full && !resident(m, u))
+		if (full && !resident(m, u) && m->nodes[n].bwd_params)
 			SF_CHECK(submit_gather(m, u, NULL));
 		SF_CHECK(submit_bwd(m, n, grad));
 		if (!full) {
@@ -227,8 +228,12 @@ static int backward(struct sf_model *m)
 			SF_CHECK(submit_opt(m, u, grad));
 			continue;
 		}
-		SF_CHECK(submit_free(m, u));
-		bool prefetch = u > 0 && !resident(m, u - 1);
+		if (resident(m, u))
+			SF_CHECK(submit_free(m, u));
+		/* gather the next unit of backward early, unless its backward needs no
+		 * parameters (a first layer) */
+		bool prefetch =
+		    u > 0 && !resident(m, u - 1) && m->nodes[m->units[u - 1].node].bwd_params;
 		switch (m->cfg.bwd_prefetch) {
 		case SF_BWD_PRE:
 			if (prefetch)

@@ -9,7 +9,11 @@
 #  - with depth 2 and the comm worker, some forward gather of unit l+1 starts before
 #    fwd of unit l ends (the overlap the ring allows);
 #  - every rank, step and layer appears; busy times never exceed the wall time;
-#    overlap lies in [0, 1].
+#    overlap lies in [0, 1];
+#  - at depth 0 (one ring slot) each unit is gathered twice a step, for forward and
+#    for backward, except the last (kept from forward to backward) and the first,
+#    whose linear backward needs no parameters (it reads the graph's input, so no
+#    input gradient): 3 steps give the counts 3 3 6 6 6.
 . "$(dirname "$0")/lib.sh"
 require_progs "$MLP"
 
@@ -64,7 +68,7 @@ early_late() {
 	}'
 }
 
-plan 16
+plan 17
 
 trace d0 0
 ok $? "depth 0: traced 2-rank run succeeds" || diag_file "$tmp/d0.err"
@@ -94,6 +98,11 @@ early=$(echo "$el" | awk '{s += $2} END {print s + 0}')
 late=$(echo "$el" | awk '{s += $4} END {print s + 0}')
 [ "$early" -eq 0 ] && [ "$late" -eq $((2 * 3 * (units - 1))) ]
 ok $? "depth 0: no gather L(l+1) starts before fwd Ll ends ($early early, $late in order)"
+
+counts=$(events "$tmp/d0.rank0.json" | awk '$3 == "gather" { n[$4]++ } END { for (u in n) print n[u] }' |
+	sort -n | tr '\n' ' ')
+[ "$counts" = "3 3 6 6 6 " ]
+ok $? "depth 0: gathers per unit over 3 steps are 3 3 6 6 6: the first and the last unit once a step ($counts)"
 
 el=$(early_late "$tmp/d2.rank0.json"; early_late "$tmp/d2.rank1.json")
 early=$(echo "$el" | awk '{s += $2} END {print s + 0}')
