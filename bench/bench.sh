@@ -208,10 +208,10 @@ sf() {
 wire() {
 	local log=$logs/ring_bw.run$r.log
 	if [ $cluster -eq 1 ]; then
-		"$CLUSTER" run -np 2 --timeout 300 "$out/bin/ring_bw" --widths "$widths" --regather \
+		"$CLUSTER" run -np 2 --timeout 300 "$out/bin/ring_bw" --widths "$widths" \
 			--reps 5 --rate-mbit "$rate_mbit" >"$log" 2>&1
 	else
-		"$RUNMPI" 2 "$out/bin/ring_bw" --widths "$widths" --regather --reps 5 >"$log" 2>&1
+		"$RUNMPI" 2 "$out/bin/ring_bw" --widths "$widths" --reps 5 >"$log" 2>&1
 	fi
 	awk -F'|' -v r="$r" 'NF >= 6 && $3 ~ /[0-9]/ { gsub(/^ +| +$/, "", $2);
 		split($3, a, " "); gsub(/^ +| +$/, "", $6);
@@ -456,8 +456,9 @@ print()
 print("### g. The wire: the step's collectives as plain MPI (bench/ring_bw, 2 ranks)")
 print()
 wmb = med(("wirebytes", "mb", 2))
-print("The same messages as a step at depth 2 (forward all-gathers, the re-gather of the "
-      "first unit, reduce-scatters: %s MB sent per rank), without StarPU; each run is "
+print("The same messages as a step (an all-gather and a reduce-scatter of every unit; "
+      "a linear first layer is not gathered again for backward: %s MB sent per rank), "
+      "without StarPU; each run is "
       "the median of 5 repetitions, each cell the median (min–max) over the runs. "
       "CPU: user + system of the busier rank." % num(wmb, "%.2f"))
 print()

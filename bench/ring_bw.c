@@ -22,8 +22,10 @@
  *                              [--chunk BYTES] [--rate-mbit 1000] [--regather]
  *                              [--pace X]
  *
- * --regather adds the second all-gather of the first unit (backward, at depth 2 of a
- * 4-unit model); CPU is the process's user + system time per step, on the busier rank.
+ * --regather adds a second all-gather of the first unit, for backward (what shardflow
+ * sent at depth 2 of a 4-unit model before a linear first layer's backward stopped
+ * reading parameters). CPU is the process's user + system time per step, on the
+ * busier rank.
  */
 #include <mpi.h>
 #include <sys/resource.h>
