@@ -11,8 +11,8 @@
  *                       completions, --pace; SHARDFLOW_COMM_CHUNK=0)
  *   whole, MPI_Waitall  the same, waited for by MPI_Waitall (Open MPI busy-polls)
  *   pieces, polled      each ring step cut into pieces of --chunk bytes (default
- *                       61440, SHARDFLOW_COMM_CHUNK's default), all in flight at
- *                       once, polled as above
+ *                       61440, SHARDFLOW_COMM_CHUNK's default), up to 64 in flight
+ *                       each way, polled as above: the library's ring step
  *
  * and prints, per mode, the median (min-max) step time over --reps repetitions, the
  * bytes one rank sends per step and the resulting rate per direction, next to the
@@ -52,34 +52,20 @@ static double now(void)
 	return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-static void wait_all(int n, MPI_Request *req, enum mode m)
-{
-	if (m == WAIT) {
-		MPI_Waitall(n, req, MPI_STATUSES_IGNORE);
-		return;
-	}
-	int *idx = malloc((size_t)n * sizeof(int));
-	_sf_wait_all(n, req, idx, pace);
-	free(idx);
-}
-
 /* one ring step: send S floats from sbuf to next, receive S floats into rbuf */
 static void ring_step(const float *sbuf, float *rbuf, size_t S, enum mode m)
 {
 	int next = (rank + 1) % nranks, prev = (rank + nranks - 1) % nranks;
-	size_t piece = m == CHUNK ? chunk_bytes / sizeof(float) : S;
-	if (piece == 0)
-		piece = 1;
-	size_t n = (S + piece - 1) / piece;
-	MPI_Request *req = malloc(2 * n * sizeof(*req));
-	for (size_t i = 0; i < n; i++) {
-		size_t off = i * piece, len = S - off < piece ? S - off : piece;
-		MPI_Irecv(rbuf + off, (int)len, MPI_FLOAT, prev, 11, MPI_COMM_WORLD, &req[2 * i]);
-		MPI_Isend(sbuf + off, (int)len, MPI_FLOAT, next, 11, MPI_COMM_WORLD,
-		          &req[2 * i + 1]);
+	if (m != WAIT) { /* the library's own ring step, whole (piece 0) or in pieces */
+		size_t piece = m == CHUNK ? chunk_bytes / sizeof(float) : 0;
+		_sf_ring_exchange(MPI_COMM_WORLD, next, prev, 11, sbuf, rbuf, S,
+		                  m == CHUNK && piece == 0 ? 1 : piece, pace);
+		return;
 	}
-	wait_all((int)(2 * n), req, m);
-	free(req);
+	MPI_Request req[2];
+	MPI_Irecv(rbuf, (int)S, MPI_FLOAT, prev, 11, MPI_COMM_WORLD, &req[0]);
+	MPI_Isend(sbuf, (int)S, MPI_FLOAT, next, 11, MPI_COMM_WORLD, &req[1]);
+	MPI_Waitall(2, req, MPI_STATUSES_IGNORE);
 }
 
 static double cpu_now(void)

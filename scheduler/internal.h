@@ -123,13 +123,13 @@ int _sf_layers_builtin_init(void); /* registers linear, relu, gelu, add once */
 
 struct _sf_model;
 
-/* Static arguments of a unit's collectives (pointer handed as cl_arg). */
 /* Time the comm worker spent in a model's collective tasks (written by the comm
  * worker only, read by the host after a sync). */
 struct _sf_comm_acct {
 	double wall, cpu; /* seconds: CLOCK_MONOTONIC, the thread's CPU clock */
 };
 
+/* Static arguments of a unit's collectives (pointer handed as cl_arg). */
 struct _sf_comm_args {
 	MPI_Comm comm;
 	struct _sf_comm_acct *acct;
@@ -161,8 +161,8 @@ struct _sf_node_state {
 	float *act, *dact; /* (B, dim) */
 	starpu_data_handle_t h_act, h_dact;
 	struct sf_layer_info info;
-	struct sf_layer_info bwd_info; /* info, with params_absent when !bwd_params */
-	bool bwd_params;               /* the backward reads this node's parameters */
+	struct sf_layer_info bwd_info; /* info, with params_absent when the backward of a
+	                                  unit's node does not read its parameters */
 	int unit;                      /* index in units or -1 */
 	bool needs_grad;               /* some parameter depends on this node's output */
 	char fwd_name[SF_NAME_MAX + 32], bwd_name[SF_NAME_MAX + 32];

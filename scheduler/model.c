@@ -139,10 +139,10 @@ static void plan_gradients(struct sf_model *m)
 		bool want_dinput = false;
 		for (int i = 0; i < s->info.nin; i++)
 			want_dinput = want_dinput || s->info.need_dinput[i];
-		s->bwd_params = nd->kind == SF_NODE_LAYER && nd->nparams > 0 &&
-		                (want_dinput || !nd->type->type.backward_params_for_dinput_only);
 		s->bwd_info = s->info;
-		s->bwd_info.params_absent = nd->nparams > 0 && !s->bwd_params;
+		s->bwd_info.params_absent = nd->kind == SF_NODE_LAYER && nd->nparams > 0 &&
+		                            !want_dinput &&
+		                            nd->type->type.backward_params_for_dinput_only;
 	}
 }
 

@@ -77,6 +77,12 @@ static int submit_free(struct sf_model *m, int u)
 	return SF_OK;
 }
 
+/* The backward of unit u's node reads its parameters (see plan_gradients). */
+static bool bwd_reads_params(const struct sf_model *m, int u)
+{
+	return !m->nodes[m->units[u].node].bwd_info.params_absent;
+}
+
 static bool resident(const struct sf_model *m, int u)
 {
 	return m->ring_unit[u % m->R] == u;
@@ -108,7 +114,8 @@ static int submit_bwd(struct sf_model *m, int n, starpu_data_handle_t grad)
 	int k = 0;
 	if (s->unit >= 0)
 		d[k++] = (struct starpu_data_descr){
-		    s->bwd_params ? param_handle(m, s->unit) : m->h_noparams, STARPU_R};
+		    bwd_reads_params(m, s->unit) ? param_handle(m, s->unit) : m->h_noparams,
+		    STARPU_R};
 	for (int i = 0; i < nd->nin; i++)
 		d[k++] = (struct starpu_data_descr){m->nodes[nd->in[i]].h_act, STARPU_R};
 	d[k++] = (struct starpu_data_descr){s->h_act, STARPU_R};
@@ -220,7 +227,7 @@ static int backward(struct sf_model *m)
 			continue;
 		}
 		starpu_data_handle_t grad = m->h_grad[nb++ % SF_GRAD_SLOTS];
-		if (full && !resident(m, u) && m->nodes[n].bwd_params)
+		if (full && !resident(m, u) && bwd_reads_params(m, u))
 			SF_CHECK(submit_gather(m, u, NULL));
 		SF_CHECK(submit_bwd(m, n, grad));
 		if (!full) {
@@ -232,8 +239,7 @@ static int backward(struct sf_model *m)
 			SF_CHECK(submit_free(m, u));
 		/* gather the next unit of backward early, unless its backward needs no
 		 * parameters (a first layer) */
-		bool prefetch =
-		    u > 0 && !resident(m, u - 1) && m->nodes[m->units[u - 1].node].bwd_params;
+		bool prefetch = u > 0 && !resident(m, u - 1) && bwd_reads_params(m, u - 1);
 		switch (m->cfg.bwd_prefetch) {
 		case SF_BWD_PRE:
 			if (prefetch)

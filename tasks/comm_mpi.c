@@ -25,13 +25,11 @@ static void mpi_assert(int rc, const char *what)
 	STARPU_ASSERT_MSG(rc == MPI_SUCCESS, "%s failed: %s", what, msg);
 }
 
-#define RING_WINDOW 64 /* pieces in flight each way */
-/* Waits for n <= 2 * RING_WINDOW requests, sleeping between polls (tasks/mpi_wait.h). */
-static void wait_all(int n, MPI_Request *req, const char *what)
+/* Waits for one request, sleeping between polls (tasks/mpi_wait.h). */
+static void wait_one(MPI_Request *req, const char *what)
 {
-	int idx[2 * RING_WINDOW];
-	STARPU_ASSERT(n <= 2 * RING_WINDOW);
-	mpi_assert(_sf_wait_all(n, req, idx, SF_COMM_PACE), what);
+	int idx[1];
+	mpi_assert(_sf_wait_all(1, req, idx, SF_COMM_PACE), what);
 }
 
 /*
@@ -55,32 +53,18 @@ static int ring_rank(MPI_Comm comm)
 }
 
 /*
- * One ring step: S floats from sbuf to next, S floats from prev into rbuf. The block
- * is cut into pieces of at most _sf_comm_chunk floats (SHARDFLOW_COMM_CHUNK), up to
- * RING_WINDOW of them in flight each way. Over Open MPI's TCP BTL a block sent as
- * one message goes by the rendezvous (put) protocol, which ran at 0.57 of a 1 Gbit/s
- * link in bench/ring_bw; pieces under the eager limit (64 KiB) ran at 0.95
- * (docs/performance.md). Pieces of one step match in order (same tag and peers).
+ * One ring step of this unit's blocks (tasks/mpi_wait.h), cut into pieces of
+ * _sf_comm_chunk floats (SHARDFLOW_COMM_CHUNK). Over Open MPI's TCP BTL a block sent
+ * as one message goes by the rendezvous (put) protocol, which ran at 0.57 of a
+ * 1 Gbit/s link in bench/ring_bw; pieces under the eager limit (64 KiB) ran at 0.95
+ * (docs/performance.md).
  */
 static void ring_exchange(struct _sf_comm_args *a, const float *sbuf, float *rbuf, const char *what)
 {
 	int N = a->nranks, r = ring_rank(a->comm);
-	int next = (r + 1) % N, prev = (r + N - 1) % N;
-	size_t piece = _sf_comm_chunk ? _sf_comm_chunk : a->S;
-	MPI_Request req[2 * RING_WINDOW];
-	for (size_t off = 0; off < a->S;) {
-		int n = 0;
-		for (; n < RING_WINDOW && off < a->S; n++, off += piece) {
-			int len = (int)(a->S - off < piece ? a->S - off : piece);
-			mpi_assert(MPI_Irecv(rbuf + off, len, MPI_FLOAT, prev, RING_TAG, a->comm,
-			                     &req[2 * n]),
-			           "MPI_Irecv");
-			mpi_assert(MPI_Isend(sbuf + off, len, MPI_FLOAT, next, RING_TAG, a->comm,
-			                     &req[2 * n + 1]),
-			           "MPI_Isend");
-		}
-		wait_all(2 * n, req, what);
-	}
+	mpi_assert(_sf_ring_exchange(a->comm, (r + 1) % N, (r + N - 1) % N, RING_TAG, sbuf, rbuf,
+	                             a->S, _sf_comm_chunk, SF_COMM_PACE),
+	           what);
 }
 
 /* full (N blocks of S): block r is this rank's; on return every block is filled. */
@@ -114,11 +98,6 @@ struct acct_mark {
 	struct timespec wall, cpu;
 };
 
-static double ts_diff(const struct timespec *a, const struct timespec *b)
-{
-	return (double)(b->tv_sec - a->tv_sec) + 1e-9 * (double)(b->tv_nsec - a->tv_nsec);
-}
-
 static void acct_begin(struct acct_mark *k)
 {
 	clock_gettime(CLOCK_MONOTONIC, &k->wall);
@@ -133,8 +112,8 @@ static void acct_end(struct _sf_comm_args *a, const struct acct_mark *k)
 	if (!a->acct)
 		return;
 	acct_begin(&e);
-	a->acct->wall += ts_diff(&k->wall, &e.wall);
-	a->acct->cpu += ts_diff(&k->cpu, &e.cpu);
+	a->acct->wall += 1e-9 * (double)_sf_ns_between(&k->wall, &e.wall);
+	a->acct->cpu += 1e-9 * (double)_sf_ns_between(&k->cpu, &e.cpu);
 }
 
 struct clock_query {
@@ -244,7 +223,7 @@ static void allreduce_cpu(void *buffers[], void *cl_arg)
 	acct_begin(&k);
 	mpi_assert(MPI_Iallreduce(MPI_IN_PLACE, grad, (int)a->P, MPI_FLOAT, MPI_SUM, a->comm, &req),
 	           "MPI_Iallreduce");
-	wait_all(1, &req, "MPI_Iallreduce");
+	wait_one(&req, "MPI_Iallreduce");
 	acct_end(a, &k);
 }
 
@@ -260,7 +239,7 @@ static void loss_sum_cpu(void *buffers[], void *cl_arg)
 	acct_begin(&k);
 	mpi_assert(MPI_Iallreduce(MPI_IN_PLACE, v, 1, MPI_DOUBLE, MPI_SUM, a->comm, &req),
 	           "MPI_Iallreduce(loss)");
-	wait_all(1, &req, "MPI_Iallreduce(loss)");
+	wait_one(&req, "MPI_Iallreduce(loss)");
 	acct_end(a, &k);
 }
 

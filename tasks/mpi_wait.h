@@ -14,6 +14,9 @@
  *   - after a poll that completed nothing, twice the last nap, up to SF_NAP_MAX_NS
  *     (e.g. a late peer that has not entered the collective yet: 16 times fewer
  *     polls than a fixed 20 us nap).
+ *
+ * _sf_ring_exchange, one step of the ring collectives, is built on it here, so that
+ * the benchmark sends exactly the library's messages.
  */
 #ifndef SF_MPI_WAIT_H
 #define SF_MPI_WAIT_H
@@ -28,6 +31,7 @@
  * comm-bound step (batch 256) 6 % slower and left the compute-bound one (batch 1024)
  * unchanged (3 alternating runs each); bench/ring_bw --pace measures it. */
 #define SF_COMM_PACE 0.0
+#define SF_RING_WINDOW 64 /* ring-step pieces in flight each way */
 
 static inline long _sf_ns_between(const struct timespec *a, const struct timespec *b)
 {
@@ -64,6 +68,39 @@ static inline int _sf_wait_all(int n, MPI_Request *req, int *idx, double pace)
 		struct timespec ts = {0, nap};
 		nanosleep(&ts, NULL);
 	}
+}
+
+/*
+ * One ring step: S floats from sbuf to rank `next`, S floats from rank `prev` into
+ * rbuf, cut into pieces of at most `piece` floats (0: one message), up to
+ * SF_RING_WINDOW of them in flight each way, waited for by _sf_wait_all. Pieces of
+ * one step match in order (same tag and peers). Returns the first MPI error, or
+ * MPI_SUCCESS.
+ */
+static inline int _sf_ring_exchange(MPI_Comm comm, int next, int prev, int tag, const float *sbuf,
+                                    float *rbuf, size_t S, size_t piece, double pace)
+{
+	MPI_Request req[2 * SF_RING_WINDOW];
+	int idx[2 * SF_RING_WINDOW], rc;
+	if (piece == 0)
+		piece = S;
+	for (size_t off = 0; off < S;) {
+		int n = 0;
+		for (; n < SF_RING_WINDOW && off < S; n++, off += piece) {
+			int len = (int)(S - off < piece ? S - off : piece);
+			rc = MPI_Irecv(rbuf + off, len, MPI_FLOAT, prev, tag, comm, &req[2 * n]);
+			if (rc != MPI_SUCCESS)
+				return rc;
+			rc =
+			    MPI_Isend(sbuf + off, len, MPI_FLOAT, next, tag, comm, &req[2 * n + 1]);
+			if (rc != MPI_SUCCESS)
+				return rc;
+		}
+		rc = _sf_wait_all(2 * n, req, idx, pace);
+		if (rc != MPI_SUCCESS)
+			return rc;
+	}
+	return MPI_SUCCESS;
 }
 
 #endif
