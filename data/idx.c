@@ -18,7 +18,9 @@
  *
  * Shape letters: n samples, D = rows * cols pixels per sample, B the global batch.
  */
-#include "scheduler/internal.h"
+#include "common/error.h"
+
+#include <stdio.h>
 
 #include <errno.h>
 #include <pthread.h>

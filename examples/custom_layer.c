@@ -113,6 +113,7 @@ static double scale_flops(const struct sf_layer_info *li)
 }
 
 static const struct sf_layer_type scale_type = {
+    .api_version = SF_LAYER_API_VERSION,
     .name = "scale",
     .min_inputs = 1,
     .max_inputs = 1,

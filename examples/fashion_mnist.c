@@ -316,7 +316,7 @@ static int evaluate(struct run *r, double *loss, double *acc)
 			}
 		}
 		const float *in[1] = {r->x};
-		struct sf_batch batch = {1, in, NULL};
+		struct sf_batch batch = {.ninputs = 1, .inputs = in};
 		if ((rc = sf_model_predict(r->m, &batch, r->logits)) < 0)
 			return rc;
 		for (int i = 0; i < r->rows; i++) {
@@ -466,7 +466,7 @@ int main(int argc, char **argv)
 			                       r.rows, r.x, r.y));
 			CHECK(sf_model_set_lr(r.m, cosine_lr(o, step, total)));
 			const float *in[1] = {r.x};
-			struct sf_batch batch = {1, in, r.y};
+			struct sf_batch batch = {.ninputs = 1, .inputs = in, .labels = r.y};
 			int64_t ticket;
 			CHECK(sf_model_step(r.m, &batch, &ticket));
 			/* read the previous step's loss: one step stays in flight */

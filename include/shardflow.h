@@ -15,7 +15,8 @@
  *  - "who owns what" is stated at each function; objects made by *_create are
  *    released by the matching *_destroy.
  *
- * Shape letters: B rows of a batch, I input width, O output width, C classes.
+ * Shape letters: B samples of a batch, T rows per sample (sequence length, 1 unless
+ * set), I input width, O output width, C classes.
  */
 #ifndef SHARDFLOW_H
 #define SHARDFLOW_H
@@ -146,11 +147,39 @@ SF_API int sf_graph_create(const char *name, sf_graph **out);
 /** Releases a graph (models made from it do not need it any more). NULL is accepted. */
 SF_API int sf_graph_destroy(sf_graph *g);
 
-/** A float input of width dim (a row per sample). Inputs are numbered in
- *  creation order; struct sf_batch::inputs follows that order. */
+/** Sets the sequence length T of every activation (default 1): a sample is then T
+ *  rows, activations (B, T, C) are stored as B*T rows of C floats, and kernels read T
+ *  from sf_layer_info::seq_len. Only before the graph's first node; T >= 1. */
+SF_API int sf_graph_set_seq_len(sf_graph *g, int T);
+
+/** A float input of width dim (a row per sample, T rows per sample with a sequence).
+ *  Float inputs are numbered in creation order; struct sf_batch::inputs follows
+ *  that order. */
 SF_API int sf_graph_input(sf_graph *g, const char *name, int dim, int *out);
-/** The integer class labels (one per row, in [0, nclasses)). At most one. */
+/** An integer input: one int32 id in [0, range) per row (token ids, range = the
+ *  vocabulary). It feeds the integer inputs of layer types (an embedding) and has no
+ *  gradient. Numbered in creation order: struct sf_batch::int_inputs. */
+SF_API int sf_graph_int_input(sf_graph *g, const char *name, int range, int *out);
+/** The integer class labels (one per row, in [0, nclasses); with a sequence, one per
+ *  token). At most one. */
 SF_API int sf_graph_label_input(sf_graph *g, const char *name, int nclasses, int *out);
+
+/** Groups parameters into one unit (FSDP's "wrap a transformer block"): every node
+ *  with parameters created until sf_graph_unit_end() joins unit `name`, whose
+ *  parameters are gathered, reduce-scattered and updated as one flat vector. Outside
+ *  a group, each node with parameters is a unit of its own (the default). Groups do
+ *  not nest; a name is used once. */
+SF_API int sf_graph_unit_begin(sf_graph *g, const char *name);
+/** Ends the group opened by sf_graph_unit_begin(); an empty group is an error. */
+SF_API int sf_graph_unit_end(sf_graph *g);
+/** Like sf_graph_layer(), but the node has no parameters of its own: it uses those of
+ *  node `owner` (tied weights, e.g. an output head that reuses the token embedding),
+ *  which must have parameters and exactly as many as this node's type asks for. The
+ *  gradients of both nodes are summed into the owner's; both read the owner's unit. */
+SF_API int sf_graph_layer_tied(sf_graph *g, const char *type, const int *inputs, int ninputs,
+                               const void *config, size_t config_size, const char *name,
+                               int owner, int *out);
+
 /** y = x W^T + b, W (O, I), b (O): a unit of parameters. name must be unique. */
 SF_API int sf_graph_linear(sf_graph *g, int x, int out_dim, const char *name, int *out);
 /** y = max(x, 0). */
@@ -159,7 +188,8 @@ SF_API int sf_graph_relu(sf_graph *g, int x, int *out);
 SF_API int sf_graph_gelu(sf_graph *g, int x, int *out);
 /** y = a + b (residual connection); a and b have the same width. */
 SF_API int sf_graph_add(sf_graph *g, int a, int b, int *out);
-/** The mean over the global batch of -log softmax(logits)[label]. Exactly one
+/** The mean over the global batch (every token of it, with a sequence) of
+ *  -log softmax(logits)[label]. Exactly one
  *  loss per graph; it must be the last node. logits width must equal nclasses. */
 SF_API int sf_graph_softmax_cross_entropy(sf_graph *g, int logits, int labels, int *out);
 
@@ -175,24 +205,46 @@ SF_API int sf_graph_layer(sf_graph *g, const char *type, const int *inputs, int 
 
 #define SF_MAX_INPUTS 4
 
+/** The version of struct sf_layer_type and struct sf_layer_info this header
+ *  describes. A type sets .api_version to it; sf_layer_type_register() refuses a
+ *  type built against another version (its kernels would read the wrong fields). */
+#define SF_LAYER_API_VERSION 2
+
 /**
  * What a layer's kernels receive as StarPU cl_arg: the layer's shapes, fixed for the
  * life of a model. Kernels read their buffers with the sf_kernel_* accessors below.
+ *
+ * Activations of a graph with sequence length T (sf_graph_set_seq_len()) have shape
+ * (B, T, C) and are stored as B*T rows of C floats: `rows` = samples * seq_len. The
+ * batch is split over ranks by samples, so a kernel always sees whole sequences.
  */
 struct sf_layer_info {
-	int rows;                       /**< B: rows of this rank's slice of the batch */
+	int rows;                       /**< B*T: rows of this rank's slice of the batch */
+	int samples;                    /**< B: sequences (samples) in this rank's slice */
+	int seq_len;                    /**< T: rows per sample (1 without a sequence) */
 	int nin;                        /**< number of inputs */
-	int in_dim[SF_MAX_INPUTS];      /**< width of each input */
+	int in_dim[SF_MAX_INPUTS];      /**< width of each input (1 for integer inputs) */
+	int in_int[SF_MAX_INPUTS];      /**< 1 if input i holds int32 ids (token ids), read
+	                                     with sf_kernel_input_int(); it has no gradient */
+	int in_range[SF_MAX_INPUTS];    /**< integer inputs: ids lie in [0, in_range[i]) */
 	int out_dim;                    /**< width of the output */
 	size_t nparams;                 /**< P: flat parameter count (0: no parameters) */
+	size_t nsaved;                  /**< floats of the node's saved buffer (0: none) */
 	const void *config;             /**< the node's config blob (NULL if none) */
 	int need_dinput[SF_MAX_INPUTS]; /**< backward: 1 if the gradient of input i is wanted */
 	int accumulate[SF_MAX_INPUTS];  /**< backward: 1 if dinput i must be added to, 0 if
 	                                   overwritten */
+	int accumulate_dparams;         /**< backward: 1 if dparams must be added to (tied
+	                                     parameters: another node wrote its gradient
+	                                     first), 0 if overwritten */
 	int layer_index;                /**< position of the node in its graph */
+	int backward;                   /**< 1 in the info a backward kernel receives, 0 in
+	                                     the forward's (the buffer layouts differ) */
 	int params_absent;              /**< backward: 1 when the parameters were not passed (see
 	                                     sf_layer_type::backward_params_for_dinput_only); then
 	                                     sf_kernel_params() returns NULL */
+	size_t param_offset;            /**< where the node's parameters start in its unit's
+	                                     flat vector (the accessors add it) */
 };
 
 /** A StarPU CPU (or CUDA) implementation: void f(void *buffers[], void *cl_arg). */
@@ -204,21 +256,42 @@ struct sf_rng {
 };
 /** A uniform float in [-1, 1). */
 SF_API float sf_rng_uniform(struct sf_rng *rng);
+/** A normal float of mean 0 and standard deviation 1 (Box-Muller on two uniforms). */
+SF_API float sf_rng_normal(struct sf_rng *rng);
+
+/** One named tensor of a node's flat parameters (for safetensors and checkpoints). */
+struct sf_param_tensor {
+	char suffix[24]; /**< appended to "<node name>.", e.g. "weight" */
+	size_t offset;   /**< first element in the node's flat parameters */
+	int ndim;        /**< 1 or 2 */
+	size_t shape[2]; /**< elements = shape[0] (* shape[1]) */
+};
+#define SF_MAX_PARAM_TENSORS 4
 
 /**
- * A layer type. Buffers a kernel sees (all float vectors, row-major (B, width)):
- *   forward : [params]  in_0 .. in_{n-1}  out(W)
- *   backward: [params]  in_0 .. in_{n-1}  out  dout  [din_i for each needed i]  [dparams(W)]
- * where [x] is present only when nparams > 0 (or need_dinput[i]). Parameter
- * gradients are overwritten ("dparams ="), input gradients are overwritten or added
- * to as accumulate[i] says ("din +=" when another consumer wrote first).
+ * A layer type. Buffers a kernel sees (row-major (rows, width) vectors; floats unless
+ * the input is an integer one):
+ *   forward : [params]  in_0 .. in_{n-1}  out(W)  [saved(W)]
+ *   backward: [params]  in_0 .. in_{n-1}  out  dout  [saved(R)]  [din_i for each needed i]
+ *             [dparams]
+ * where [params], [dparams] are present only when nparams > 0, [saved] only when the
+ * type has a saved buffer, [din_i] only when need_dinput[i]. Use the sf_kernel_*
+ * accessors rather than indices. The rule for outputs: activations are overwritten
+ * ("="); input gradients are overwritten or added to as accumulate[i] says ("din +="
+ * when another consumer wrote first); parameter gradients are overwritten unless
+ * accumulate_dparams (tied parameters).
  */
 struct sf_layer_type {
+	int api_version;  /**< SF_LAYER_API_VERSION */
 	const char *name; /**< unique type name, e.g. "scale" */
 	int min_inputs;   /**< 1..SF_MAX_INPUTS */
 	int max_inputs;
+	/** Bit i set: input i takes an integer node (sf_graph_int_input(), token ids);
+	 *  clear: a float node. */
+	unsigned int_inputs;
 	/** Output width and parameter count from input widths and config; returns
-	 *  SF_OK or SF_ERR_INVALID (after sf_error_set() with a message). */
+	 *  SF_OK or SF_ERR_INVALID (after sf_error_set() with a message). For an integer
+	 *  input, in_dims[i] is the id range (the vocabulary). */
 	int (*infer)(const int *in_dims, int nin, const void *config, int *out_dim,
 	             size_t *nparams);
 	/** Fills the nparams flat parameters; the same seed gives the same values on
@@ -226,7 +299,18 @@ struct sf_layer_type {
 	void (*init)(const struct sf_layer_info *info, struct sf_rng *rng, float *params);
 	sf_kernel_fn forward_cpu;                          /**< required */
 	sf_kernel_fn backward_cpu;                         /**< required */
+	/** CUDA implementations of the same kernels (same buffers, run on
+	 *  starpu_cuda_get_local_stream()); NULL: the op runs on CPU workers only. */
+	sf_kernel_fn forward_cuda;
+	sf_kernel_fn backward_cuda;
 	double (*flops)(const struct sf_layer_info *info); /**< forward FLOPs, may be NULL */
+	/** Floats of per-node scratch that the forward writes and the backward reads
+	 *  (layernorm's mean and rstd, attention's probabilities), allocated once per node
+	 *  with the model. NULL: no saved buffer. */
+	size_t (*saved_floats)(const struct sf_layer_info *info);
+	/** The named tensors of the flat parameters (at most SF_MAX_PARAM_TENSORS); returns
+	 *  their count. NULL: one tensor "params" of nparams elements. */
+	int (*param_tensors)(const struct sf_layer_info *info, struct sf_param_tensor *out);
 	/** 1 if the backward reads the parameters only to compute input gradients, as a
 	 *  linear layer does (dW and db need only the input and dout). When no input
 	 *  gradient is wanted (the layer reads a graph input), its backward then gets no
@@ -243,10 +327,17 @@ SF_API int sf_layer_type_register(const struct sf_layer_type *type);
 SF_API int sf_error_set(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Buffer accessors for kernels (see struct sf_layer_type for the layout). */
+/** The node's parameters (its slice of the unit; NULL when params_absent). */
 SF_API float *sf_kernel_params(void *buffers[], const struct sf_layer_info *li);
+/** Float input i; NULL when input i is an integer input. */
 SF_API float *sf_kernel_input(void *buffers[], const struct sf_layer_info *li, int i);
+/** Integer input i (rows int32 ids); NULL when input i is a float input. */
+SF_API const int32_t *sf_kernel_input_int(void *buffers[], const struct sf_layer_info *li, int i);
 SF_API float *sf_kernel_output(void *buffers[], const struct sf_layer_info *li);
 SF_API float *sf_kernel_doutput(void *buffers[], const struct sf_layer_info *li);
+/** The saved buffer (nsaved floats); NULL when the type has none. Forward kernels
+ *  write it, backward kernels read it. */
+SF_API float *sf_kernel_saved(void *buffers[], const struct sf_layer_info *li);
 /** NULL when need_dinput[i] is 0. */
 SF_API float *sf_kernel_dinput(void *buffers[], const struct sf_layer_info *li, int i);
 SF_API float *sf_kernel_dparams(void *buffers[], const struct sf_layer_info *li);
@@ -258,7 +349,10 @@ SF_API float *sf_kernel_dparams(void *buffers[], const struct sf_layer_info *li)
 enum sf_optimizer { SF_OPT_SGD = 0, SF_OPT_ADAMW };
 
 struct sf_model_options {
-	int batch;                   /**< global rows per step (split over ranks), default 64 */
+	/** Global samples per step (rows, or sequences of T rows), default 64. It must be
+	 *  >= the number of ranks: with N ranks, rank r takes batch / N samples, and the
+	 *  first batch % N ranks one more each (sf_model_local_rows()). */
+	int batch;
 	uint64_t seed;               /**< parameter initialisation seed, default 1 */
 	enum sf_optimizer optimizer; /**< default SF_OPT_SGD */
 	float lr;                    /**< learning rate, default 0.01 */
@@ -286,14 +380,17 @@ SF_API int sf_model_create(sf_context *ctx, const sf_graph *g, const struct sf_m
 /** Waits for every submitted step, then releases the model. NULL is accepted. */
 SF_API int sf_model_destroy(sf_model *m);
 
-/** This rank's slice of the global batch: rows [*first, *first + *rows). */
+/** This rank's slice of the global batch: samples [*first, *first + *rows) (each a
+ *  sequence of T rows when the graph has one). */
 SF_API int sf_model_local_rows(const sf_model *m, int *first, int *rows);
 
 /** One step's data: this rank's rows only (sf_model_local_rows()). */
 struct sf_batch {
 	int ninputs;                /**< number of sf_graph_input() nodes */
-	const float *const *inputs; /**< inputs[i]: (rows, dim of input i), row-major */
-	const int32_t *labels;      /**< (rows), NULL if the graph has no labels */
+	const float *const *inputs; /**< inputs[i]: (rows*T, dim of input i), row-major */
+	const int32_t *labels;      /**< (rows*T), NULL if the graph has no labels */
+	int nint_inputs;            /**< number of sf_graph_int_input() nodes */
+	const int32_t *const *int_inputs; /**< int_inputs[i]: (rows*T) ids in [0, range) */
 };
 
 /**

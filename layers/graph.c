@@ -6,7 +6,9 @@
  * Every builder validates its arguments (ids, widths, names) and leaves the graph
  * unchanged on error, so a failed call can be corrected and the graph reused.
  */
-#include "scheduler/internal.h"
+#include "layers/layer.h"
+
+#include <stdio.h>
 
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +27,8 @@ SF_API int sf_graph_create(const char *name, sf_graph **out)
 		return SF_ERR(SF_ERR_NOMEM, "sf_graph_create: out of memory");
 	strcpy(g->name, name);
 	g->labels = g->loss = -1;
+	g->seq_len = 1;
+	g->open_group = -1;
 	*out = g;
 	return SF_OK;
 }
@@ -36,6 +40,7 @@ SF_API int sf_graph_destroy(sf_graph *g)
 	for (int i = 0; i < g->n; i++)
 		free(g->nodes[i].config);
 	free(g->nodes);
+	free(g->group_names);
 	free(g);
 	return SF_OK;
 }
@@ -68,6 +73,10 @@ static int push(sf_graph *g, const struct _sf_node *nd, int *out)
 		g->cap = cap;
 	}
 	g->nodes[g->n] = *nd;
+	g->nodes[g->n].tied_to = nd->kind == SF_NODE_LAYER ? nd->tied_to : -1;
+	g->nodes[g->n].group = nd->kind == SF_NODE_LAYER && nd->nparams && nd->tied_to < 0
+	                           ? g->open_group
+	                           : -1;
 	*out = g->n++;
 	return SF_OK;
 }
@@ -105,6 +114,91 @@ SF_API int sf_graph_input(sf_graph *g, const char *name, int dim, int *out)
 	return SF_OK;
 }
 
+SF_API int sf_graph_set_seq_len(sf_graph *g, int T)
+{
+	if (!g)
+		return SF_ERR(SF_ERR_INVALID, "sf_graph_set_seq_len: graph is NULL");
+	if (g->n > 0)
+		return SF_ERR(SF_ERR_INVALID,
+		              "sf_graph_set_seq_len: graph \"%s\" already has %d node(s); set the "
+		              "sequence length before the first node",
+		              g->name, g->n);
+	if (T < 1)
+		return SF_ERR(SF_ERR_INVALID, "sf_graph_set_seq_len: T must be >= 1 (got %d)", T);
+	g->seq_len = T;
+	return SF_OK;
+}
+
+SF_API int sf_graph_int_input(sf_graph *g, const char *name, int range, int *out)
+{
+	int rc = begin(g, "sf_graph_int_input", out);
+	if (rc < 0)
+		return rc;
+	if (range < 1)
+		return SF_ERR(SF_ERR_INVALID,
+		              "sf_graph_int_input: the id range of \"%s\" must be >= 1 (got %d)",
+		              name ? name : "(unnamed)", range);
+	if (!name)
+		return SF_ERR(SF_ERR_INVALID, "sf_graph_int_input: an input needs a name");
+	if ((rc = check_name(g, "sf_graph_int_input", name)) < 0)
+		return rc;
+	struct _sf_node nd = {.kind = SF_NODE_INT_INPUT, .dim = range};
+	strcpy(nd.name, name);
+	if ((rc = push(g, &nd, out)) < 0)
+		return rc;
+	g->nint_inputs++;
+	return SF_OK;
+}
+
+SF_API int sf_graph_unit_begin(sf_graph *g, const char *name)
+{
+	if (!g)
+		return SF_ERR(SF_ERR_INVALID, "sf_graph_unit_begin: graph is NULL");
+	if (g->open_group >= 0)
+		return SF_ERR(SF_ERR_INVALID,
+		              "sf_graph_unit_begin(\"%s\"): unit \"%s\" of graph \"%s\" is still "
+		              "open; groups do not nest (call sf_graph_unit_end first)",
+		              name ? name : "", g->group_names[g->open_group], g->name);
+	if (!name || !name[0] || strlen(name) >= SF_NAME_MAX)
+		return SF_ERR(SF_ERR_INVALID,
+		              "sf_graph_unit_begin: the unit name must be 1 to %d characters",
+		              SF_NAME_MAX - 1);
+	for (int i = 0; i < g->ngroups; i++)
+		if (strcmp(g->group_names[i], name) == 0)
+			return SF_ERR(SF_ERR_INVALID,
+			              "sf_graph_unit_begin: graph \"%s\" already has a unit "
+			              "named \"%s\"",
+			              g->name, name);
+	char(*p)[SF_NAME_MAX] = realloc(g->group_names, (size_t)(g->ngroups + 1) * sizeof *p);
+	if (!p)
+		return SF_ERR(SF_ERR_NOMEM, "sf_graph_unit_begin: out of memory");
+	g->group_names = p;
+	strcpy(g->group_names[g->ngroups], name);
+	g->open_group = g->ngroups++;
+	return SF_OK;
+}
+
+SF_API int sf_graph_unit_end(sf_graph *g)
+{
+	if (!g)
+		return SF_ERR(SF_ERR_INVALID, "sf_graph_unit_end: graph is NULL");
+	if (g->open_group < 0)
+		return SF_ERR(SF_ERR_INVALID,
+		              "sf_graph_unit_end: graph \"%s\" has no open unit "
+		              "(sf_graph_unit_begin)",
+		              g->name);
+	int members = 0;
+	for (int i = 0; i < g->n; i++)
+		members += g->nodes[i].group == g->open_group;
+	if (!members)
+		return SF_ERR(SF_ERR_INVALID,
+		              "sf_graph_unit_end: unit \"%s\" of graph \"%s\" has no node with "
+		              "parameters of its own",
+		              g->group_names[g->open_group], g->name);
+	g->open_group = -1;
+	return SF_OK;
+}
+
 SF_API int sf_graph_label_input(sf_graph *g, const char *name, int nclasses, int *out)
 {
 	int rc = begin(g, "sf_graph_label_input", out);
@@ -128,68 +222,88 @@ SF_API int sf_graph_label_input(sf_graph *g, const char *name, int nclasses, int
 	return SF_OK;
 }
 
-SF_API int sf_graph_layer(sf_graph *g, const char *type, const int *inputs, int ninputs,
-                          const void *config, size_t config_size, const char *name, int *out)
+/* The inputs of a layer node: ids exist, labels feed only the loss, integer nodes
+ * feed only the type's integer inputs (and float nodes its float inputs). */
+static int check_inputs(const sf_graph *g, const struct _sf_layer_entry *e, const int *inputs,
+                        int ninputs, struct _sf_node *nd, int *dims)
 {
-	int rc = begin(g, "sf_graph_layer", out);
+	for (int i = 0; i < ninputs; i++) {
+		int x = inputs[i];
+		if (x < 0 || x >= g->n)
+			return SF_ERR(SF_ERR_INVALID,
+			              "sf_graph_layer(%s): input %d is node %d, which does not "
+			              "exist in graph \"%s\" (%d nodes)",
+			              e->name, i, x, g->name, g->n);
+		enum _sf_node_kind k = g->nodes[x].kind;
+		if (k == SF_NODE_LABELS || k == SF_NODE_LOSS)
+			return SF_ERR(SF_ERR_INVALID,
+			              "sf_graph_layer(%s): input %d is the %s node; labels only feed "
+			              "the loss",
+			              e->name, i, k == SF_NODE_LABELS ? "label" : "loss");
+		bool want_int = (e->type.int_inputs >> i) & 1u;
+		if (want_int != (k == SF_NODE_INT_INPUT))
+			return SF_ERR(SF_ERR_INVALID,
+			              "sf_graph_layer(%s): input %d is node \"%s\", %s node, but the "
+			              "type takes %s there",
+			              e->name, i, g->nodes[x].name,
+			              k == SF_NODE_INT_INPUT ? "an integer" : "a float",
+			              want_int ? "integer ids (sf_graph_int_input)" : "floats");
+		for (int j = 0; j < i; j++)
+			if (inputs[j] == x)
+				return SF_ERR(SF_ERR_INVALID,
+				              "sf_graph_layer(%s): node %d is given twice as input",
+				              e->name, x);
+		nd->in[i] = x;
+		dims[i] = g->nodes[x].dim;
+	}
+	return SF_OK;
+}
+
+/* sf_graph_layer and sf_graph_layer_tied: owner is -1 or the node whose parameters
+ * the new node uses. */
+static int add_layer(sf_graph *g, const char *fn, const char *type, const int *inputs,
+                     int ninputs, const void *config, size_t config_size, const char *name,
+                     int owner, int *out)
+{
+	int rc = begin(g, fn, out);
 	if (rc < 0)
 		return rc;
 	const struct _sf_layer_entry *e = _sf_layer_find(type);
 	if (!e)
 		return SF_ERR(SF_ERR_INVALID,
-		              "sf_graph_layer: unknown layer type \"%s\" (built-in: "
-		              "linear, relu, gelu, add; others must be registered "
-		              "with sf_layer_type_register)",
-		              type ? type : "(null)");
+		              "%s: unknown layer type \"%s\" (built-in: linear, relu, gelu, add; "
+		              "others must be registered with sf_layer_type_register)",
+		              fn, type ? type : "(null)");
 	if (!inputs || ninputs < e->type.min_inputs || ninputs > e->type.max_inputs)
-		return SF_ERR(SF_ERR_INVALID,
-		              "sf_graph_layer: layer type \"%s\" takes %d to %d "
-		              "inputs (got %d%s)",
-		              e->name, e->type.min_inputs, e->type.max_inputs, ninputs,
+		return SF_ERR(SF_ERR_INVALID, "%s: layer type \"%s\" takes %d to %d inputs (got %d%s)",
+		              fn, e->name, e->type.min_inputs, e->type.max_inputs, ninputs,
 		              inputs ? "" : ", inputs is NULL");
 	if ((config == NULL) != (config_size == 0))
-		return SF_ERR(SF_ERR_INVALID, "sf_graph_layer: config and config_size must be both "
-		                              "set or both empty");
-	struct _sf_node nd = {.kind = SF_NODE_LAYER, .type = e, .nin = ninputs};
+		return SF_ERR(SF_ERR_INVALID,
+		              "%s: config and config_size must be both set or both empty", fn);
+	struct _sf_node nd = {.kind = SF_NODE_LAYER, .type = e, .nin = ninputs, .tied_to = owner};
 	int dims[SF_MAX_INPUTS];
-	for (int i = 0; i < ninputs; i++) {
-		int x = inputs[i];
-		if (x < 0 || x >= g->n)
-			return SF_ERR(SF_ERR_INVALID,
-			              "sf_graph_layer(%s): input %d is node %d, which "
-			              "does not exist in graph \"%s\" (%d nodes)",
-			              e->name, i, x, g->name, g->n);
-		if (g->nodes[x].kind == SF_NODE_LABELS)
-			return SF_ERR(SF_ERR_INVALID,
-			              "sf_graph_layer(%s): input %d is the label node; "
-			              "labels only feed the loss",
-			              e->name, i);
-		for (int j = 0; j < i; j++)
-			if (inputs[j] == x)
-				return SF_ERR(SF_ERR_INVALID,
-				              "sf_graph_layer(%s): node %d is given twice "
-				              "as input",
-				              e->name, x);
-		nd.in[i] = x;
-		dims[i] = g->nodes[x].dim;
-	}
+	if ((rc = check_inputs(g, e, inputs, ninputs, &nd, dims)) < 0)
+		return rc;
 	int out_dim = 0;
 	size_t np = 0;
 	rc = e->type.infer(dims, ninputs, config, &out_dim, &np);
 	if (rc < 0)
-		return SF_ERR(rc,
-		              "sf_graph_layer: layer type \"%s\" rejected its inputs or config: %s",
+		return SF_ERR(rc, "%s: layer type \"%s\" rejected its inputs or config: %s", fn,
 		              e->name, sf_last_error());
 	if (out_dim <= 0)
+		return SF_ERR(SF_ERR_INVALID, "%s: layer type \"%s\" gave output width %d", fn,
+		              e->name, out_dim);
+	if (owner >= 0 && np != g->nodes[owner].nparams)
 		return SF_ERR(SF_ERR_INVALID,
-		              "sf_graph_layer: layer type \"%s\" gave output width %d", e->name,
-		              out_dim);
-	if (np > 0 && !name)
+		              "%s: a \"%s\" node with these inputs needs %zu parameters, node "
+		              "\"%s\" it is tied to has %zu",
+		              fn, e->name, np, g->nodes[owner].name, g->nodes[owner].nparams);
+	if (np > 0 && owner < 0 && !name)
 		return SF_ERR(SF_ERR_INVALID,
-		              "sf_graph_layer: a \"%s\" layer has parameters and "
-		              "needs a unique name",
+		              "%s: a \"%s\" layer has parameters and needs a unique name", fn,
 		              e->name);
-	if ((rc = check_name(g, "sf_graph_layer", name)) < 0)
+	if ((rc = check_name(g, fn, name)) < 0)
 		return rc;
 	nd.dim = out_dim;
 	nd.nparams = np;
@@ -200,13 +314,34 @@ SF_API int sf_graph_layer(sf_graph *g, const char *type, const int *inputs, int 
 	if (config_size) {
 		nd.config = malloc(config_size);
 		if (!nd.config)
-			return SF_ERR(SF_ERR_NOMEM, "sf_graph_layer: out of memory");
+			return SF_ERR(SF_ERR_NOMEM, "%s: out of memory", fn);
 		memcpy(nd.config, config, config_size);
 		nd.config_size = config_size;
 	}
 	if ((rc = push(g, &nd, out)) < 0)
 		free(nd.config);
 	return rc;
+}
+
+SF_API int sf_graph_layer(sf_graph *g, const char *type, const int *inputs, int ninputs,
+                          const void *config, size_t config_size, const char *name, int *out)
+{
+	return add_layer(g, "sf_graph_layer", type, inputs, ninputs, config, config_size, name, -1,
+	                 out);
+}
+
+SF_API int sf_graph_layer_tied(sf_graph *g, const char *type, const int *inputs, int ninputs,
+                               const void *config, size_t config_size, const char *name,
+                               int owner, int *out)
+{
+	if (g && out && (owner < 0 || owner >= g->n || g->nodes[owner].kind != SF_NODE_LAYER ||
+	                 !g->nodes[owner].nparams || g->nodes[owner].tied_to >= 0))
+		return SF_ERR(SF_ERR_INVALID,
+		              "sf_graph_layer_tied: node %d is not a layer of graph \"%s\" with "
+		              "parameters of its own",
+		              owner, g->name);
+	return add_layer(g, "sf_graph_layer_tied", type, inputs, ninputs, config, config_size,
+	                 name, owner, out);
 }
 
 SF_API int sf_graph_linear(sf_graph *g, int x, int out_dim, const char *name, int *out)
@@ -240,7 +375,8 @@ SF_API int sf_graph_softmax_cross_entropy(sf_graph *g, int logits, int labels, i
 	int rc = begin(g, "sf_graph_softmax_cross_entropy", out);
 	if (rc < 0)
 		return rc;
-	if (logits < 0 || logits >= g->n || g->nodes[logits].kind == SF_NODE_LABELS)
+	if (logits < 0 || logits >= g->n ||
+	    (g->nodes[logits].kind != SF_NODE_LAYER && g->nodes[logits].kind != SF_NODE_INPUT))
 		return SF_ERR(SF_ERR_INVALID,
 		              "sf_graph_softmax_cross_entropy: logits node %d is not a "
 		              "float node of graph \"%s\"",

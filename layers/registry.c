@@ -1,17 +1,25 @@
 /*
  * registry.c — the table of layer types, built-in and user-registered.
  *
- * Each type's forward and backward kernels are wrapped into two StarPU codelets
- * here, once, when the type is registered: variable buffer count (the layout is in
- * shardflow.h), CPU only, kept off the comm worker by can_execute. The table never
- * shrinks, so codelets stay valid for the life of the process.
+ * A type is checked and copied here once; the table never shrinks, so entries (and
+ * the codelets tasks/ builds from them) stay valid for the life of the process.
+ * Adding a built-in op = its family of files plus one line in builtin_types[].
  */
-#include "scheduler/internal.h"
+#include "layers/add.h"
+#include "layers/gelu.h"
+#include "layers/layer.h"
+#include "layers/linear.h"
+#include "layers/relu.h"
 
-#include <stdlib.h>
+#include <math.h>
 #include <string.h>
 
-#define SF_MAX_LAYER_TYPES 64
+static const struct sf_layer_type *const builtin_types[] = {
+    &_sf_linear_type,
+    &_sf_relu_type,
+    &_sf_gelu_type,
+    &_sf_add_type,
+};
 
 static struct _sf_layer_entry table[SF_MAX_LAYER_TYPES];
 static int ntypes;
@@ -26,55 +34,77 @@ const struct _sf_layer_entry *_sf_layer_find(const char *name)
 	return NULL;
 }
 
-static void make_codelet(struct starpu_codelet *cl, sf_kernel_fn fn, const char *name)
-{
-	memset(cl, 0, sizeof *cl);
-	cl->where = STARPU_CPU;
-	cl->cpu_funcs[0] = fn;
-	cl->cpu_funcs_name[0] = name;
-	cl->nbuffers = STARPU_VARIABLE_NBUFFERS;
-	cl->can_execute = _sf_compute_can_execute;
-	cl->name = name;
-}
-
-/* Registration without the lazy built-in initialisation (used by it). */
-int _sf_layer_register_raw(const struct sf_layer_type *t);
-int _sf_layer_register_raw(const struct sf_layer_type *t)
+static int check_type(const struct sf_layer_type *t)
 {
 	if (!t || !t->name || !t->name[0])
 		return SF_ERR(SF_ERR_INVALID, "sf_layer_type_register: NULL type or empty name");
+	if (t->api_version != SF_LAYER_API_VERSION)
+		return SF_ERR(SF_ERR_INVALID,
+		              "sf_layer_type_register(\"%s\"): api_version is %d, this library "
+		              "takes %d: set .api_version = SF_LAYER_API_VERSION and rebuild the "
+		              "type against this shardflow.h",
+		              t->name, t->api_version, SF_LAYER_API_VERSION);
 	if (strlen(t->name) >= SF_NAME_MAX)
 		return SF_ERR(SF_ERR_INVALID,
-		              "sf_layer_type_register: name \"%s\" is longer than %d "
-		              "characters",
+		              "sf_layer_type_register: name \"%s\" is longer than %d characters",
 		              t->name, SF_NAME_MAX - 1);
 	for (int i = 0; i < ntypes; i++)
 		if (strcmp(table[i].name, t->name) == 0)
 			return SF_ERR(SF_ERR_INVALID,
-			              "sf_layer_type_register: a layer type named "
-			              "\"%s\" is already registered",
+			              "sf_layer_type_register: a layer type named \"%s\" is "
+			              "already registered",
 			              t->name);
 	if (!t->infer || !t->forward_cpu || !t->backward_cpu)
 		return SF_ERR(SF_ERR_INVALID,
-		              "sf_layer_type_register(\"%s\"): infer, forward_cpu "
-		              "and backward_cpu are required",
+		              "sf_layer_type_register(\"%s\"): infer, forward_cpu and "
+		              "backward_cpu are required",
+		              t->name);
+	if ((t->forward_cuda == NULL) != (t->backward_cuda == NULL))
+		return SF_ERR(SF_ERR_INVALID,
+		              "sf_layer_type_register(\"%s\"): forward_cuda and backward_cuda "
+		              "are both set or both NULL",
 		              t->name);
 	if (t->min_inputs < 1 || t->max_inputs > SF_MAX_INPUTS || t->min_inputs > t->max_inputs)
 		return SF_ERR(SF_ERR_INVALID,
-		              "sf_layer_type_register(\"%s\"): inputs must satisfy 1 "
-		              "<= min_inputs (%d) <= max_inputs (%d) <= %d",
+		              "sf_layer_type_register(\"%s\"): inputs must satisfy 1 <= "
+		              "min_inputs (%d) <= max_inputs (%d) <= %d",
 		              t->name, t->min_inputs, t->max_inputs, SF_MAX_INPUTS);
+	if (t->int_inputs >> t->max_inputs)
+		return SF_ERR(SF_ERR_INVALID,
+		              "sf_layer_type_register(\"%s\"): int_inputs 0x%x names inputs "
+		              "beyond max_inputs (%d)",
+		              t->name, t->int_inputs, t->max_inputs);
 	if (ntypes == SF_MAX_LAYER_TYPES)
 		return SF_ERR(SF_ERR_NOMEM, "sf_layer_type_register: at most %d layer types",
 		              SF_MAX_LAYER_TYPES);
+	return SF_OK;
+}
+
+static int register_type(const struct sf_layer_type *t)
+{
+	int rc = check_type(t);
+	if (rc < 0)
+		return rc;
 	struct _sf_layer_entry *e = &table[ntypes];
 	memset(e, 0, sizeof *e);
 	e->type = *t;
 	strcpy(e->name, t->name);
 	e->type.name = e->name;
-	make_codelet(&e->fwd_cl, t->forward_cpu, e->name);
-	make_codelet(&e->bwd_cl, t->backward_cpu, e->name);
-	ntypes++;
+	e->index = ntypes++;
+	return SF_OK;
+}
+
+int _sf_layers_builtin_init(void)
+{
+	static int done;
+	if (done)
+		return SF_OK;
+	done = 1;
+	for (size_t i = 0; i < sizeof builtin_types / sizeof builtin_types[0]; i++) {
+		int rc = register_type(builtin_types[i]);
+		if (rc < 0)
+			return rc;
+	}
 	return SF_OK;
 }
 
@@ -83,56 +113,36 @@ SF_API int sf_layer_type_register(const struct sf_layer_type *t)
 	int rc = _sf_layers_builtin_init();
 	if (rc < 0)
 		return rc;
-	return _sf_layer_register_raw(t);
+	return register_type(t);
 }
 
-/* ---- buffer accessors for kernels: the layout of shardflow.h, in one place ---- */
-
-static int n_dinputs_before(const struct sf_layer_info *li, int i)
+int _sf_same_width_infer(const int *in_dims, int nin, const void *config, int *out_dim,
+                         size_t *nparams)
 {
-	int k = 0;
-	for (int j = 0; j < i; j++)
-		k += li->need_dinput[j] != 0;
-	return k;
+	(void)config;
+	for (int i = 1; i < nin; i++)
+		if (in_dims[i] != in_dims[0])
+			return sf_error_set(SF_ERR_INVALID,
+			                    "inputs must have the same width (input 0 has %d, "
+			                    "input %d has %d)",
+			                    in_dims[0], i, in_dims[i]);
+	*out_dim = in_dims[0];
+	*nparams = 0;
+	return SF_OK;
 }
 
-static float *buf(void *buffers[], int i)
+int _sf_node_param_owner(const struct _sf_node *nodes, int n)
 {
-	return (float *)STARPU_VECTOR_GET_PTR(buffers[i]);
+	return nodes[n].tied_to >= 0 ? nodes[n].tied_to : n;
 }
 
-SF_API float *sf_kernel_params(void *buffers[], const struct sf_layer_info *li)
+int _sf_node_param_tensors(const struct _sf_node *nd, const struct sf_layer_info *li,
+                           struct sf_param_tensor *out)
 {
-	return li->nparams && !li->params_absent ? buf(buffers, 0) : NULL;
-}
-
-SF_API float *sf_kernel_input(void *buffers[], const struct sf_layer_info *li, int i)
-{
-	return buf(buffers, (li->nparams ? 1 : 0) + i);
-}
-
-SF_API float *sf_kernel_output(void *buffers[], const struct sf_layer_info *li)
-{
-	return buf(buffers, (li->nparams ? 1 : 0) + li->nin);
-}
-
-SF_API float *sf_kernel_doutput(void *buffers[], const struct sf_layer_info *li)
-{
-	return buf(buffers, (li->nparams ? 1 : 0) + li->nin + 1);
-}
-
-SF_API float *sf_kernel_dinput(void *buffers[], const struct sf_layer_info *li, int i)
-{
-	if (i < 0 || i >= li->nin || !li->need_dinput[i])
-		return NULL;
-	return buf(buffers, (li->nparams ? 1 : 0) + li->nin + 2 + n_dinputs_before(li, i));
-}
-
-SF_API float *sf_kernel_dparams(void *buffers[], const struct sf_layer_info *li)
-{
-	if (!li->nparams)
-		return NULL;
-	return buf(buffers, 1 + li->nin + 2 + n_dinputs_before(li, li->nin));
+	if (nd->type && nd->type->type.param_tensors)
+		return nd->type->type.param_tensors(li, out);
+	out[0] = (struct sf_param_tensor){"params", 0, 1, {nd->nparams, 0}};
+	return 1;
 }
 
 SF_API float sf_rng_uniform(struct sf_rng *rng)
@@ -143,4 +153,13 @@ SF_API float sf_rng_uniform(struct sf_rng *rng)
 	z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
 	z ^= z >> 31;
 	return (float)((double)(z >> 40) / (double)(1ull << 23) - 1.0);
+}
+
+SF_API float sf_rng_normal(struct sf_rng *rng)
+{
+	/* Box-Muller on (0, 1] x [0, 1): u1 never 0, so the log is finite */
+	double u1 = 0.5 * ((double)sf_rng_uniform(rng) + 1.0);
+	double u2 = 0.5 * ((double)sf_rng_uniform(rng) + 1.0);
+	u1 = 1.0 - u1;
+	return (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
 }

@@ -5,7 +5,9 @@
  * variable, the value and what is accepted, and an unknown SHARDFLOW_* variable is
  * an error too (a misspelt SHARDFLOW_PREFETCH_DEPHT silently ignored would be worse).
  */
-#include "scheduler/internal.h"
+#include "scheduler/runtime.h"
+
+#include <stdio.h>
 
 #include <errno.h>
 #include <libgen.h>
@@ -22,6 +24,9 @@ static const char *const known_vars[] = {
     "SHARDFLOW_COMM_CHUNK",
 };
 #define NKNOWN (sizeof known_vars / sizeof known_vars[0])
+
+const char *const _sf_sharding_names[3] = {"full", "grad_op", "none"};
+const char *const _sf_optimizer_names[2] = {"sgd", "adamw"};
 
 static int get_int(const char *var, int lo, int hi, int def, int *out)
 {
@@ -41,22 +46,22 @@ static int get_int(const char *var, int lo, int hi, int def, int *out)
 	return SF_OK;
 }
 
-/* choices: NULL-terminated; the value's index is returned in *out. */
-static int get_choice(const char *var, const char *const *choices, int def, int *out)
+/* choices: n names; the value's index is returned in *out. */
+static int get_choice(const char *var, const char *const *choices, int n, int def, int *out)
 {
 	const char *s = getenv(var);
 	*out = def;
 	if (!s)
 		return SF_OK;
-	for (int i = 0; choices[i]; i++)
+	for (int i = 0; i < n; i++)
 		if (strcmp(s, choices[i]) == 0) {
 			*out = i;
 			return SF_OK;
 		}
 	char list[256] = "";
-	for (int i = 0; choices[i]; i++) {
+	for (int i = 0; i < n; i++) {
 		strncat(list, choices[i], sizeof list - strlen(list) - 1);
-		if (choices[i + 1])
+		if (i + 1 < n)
 			strncat(list, ", ", sizeof list - strlen(list) - 1);
 	}
 	return _sf_err(SF_ERR_CONFIG, NULL, 0,
@@ -74,14 +79,15 @@ static int check_unknown(void)
 		for (size_t k = 0; k < NKNOWN; k++)
 			if (strlen(known_vars[k]) == len && strncmp(*e, known_vars[k], len) == 0)
 				known = true;
-		if (!known)
-			return _sf_err(
-			    SF_ERR_CONFIG, NULL, 0,
-			    "%.*s is not a shardflow variable: known variables are "
-			    "SHARDFLOW_PREFETCH_DEPTH, SHARDFLOW_BACKWARD_PREFETCH, "
-			    "SHARDFLOW_SHARDING, SHARDFLOW_LOG, SHARDFLOW_TRACE, SHARDFLOW_SKIP, "
-			    "SHARDFLOW_COMM_CHUNK",
-			    (int)len, *e);
+		if (!known) {
+			char list[512] = "";
+			for (size_t k = 0; k < NKNOWN; k++)
+				snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s",
+				         k ? ", " : "", known_vars[k]);
+			return _sf_err(SF_ERR_CONFIG, NULL, 0,
+			               "%.*s is not a shardflow variable: known variables are %s",
+			               (int)len, *e, list);
+		}
 	}
 	return SF_OK;
 }
@@ -115,26 +121,25 @@ static int get_prefix(const char *var, char *out, size_t len)
 
 SF_API int sf_config_from_env(struct sf_config *out)
 {
-	static const char *const bwd[] = {"pre", "post", "none", NULL};
-	static const char *const shard[] = {"full", "grad_op", "none", NULL};
-	static const char *const logl[] = {"error", "warn", "info", "debug", NULL};
+	static const char *const bwd[] = {"pre", "post", "none"};
+	static const char *const logl[] = {"error", "warn", "info", "debug"};
+	static const char *const skip[] = {"none", "comm", "compute"};
 	int rc = SF_OK, v;
 	struct sf_config c;
 
 	if (!out)
 		return SF_ERR(SF_ERR_INVALID, "sf_config_from_env: out is NULL");
 	/* SHARDFLOW_LOG first, so that it governs the messages of the others. */
-	SF_CHECK(get_choice("SHARDFLOW_LOG", logl, SF_LOG_WARN, &v));
+	SF_CHECK(get_choice("SHARDFLOW_LOG", logl, 4, SF_LOG_WARN, &v));
 	c.log_level = (enum sf_log_level)v;
 	SF_CHECK(check_unknown());
 	SF_CHECK(get_int("SHARDFLOW_PREFETCH_DEPTH", 0, SF_MAX_DEPTH, 2, &c.prefetch_depth));
-	SF_CHECK(get_choice("SHARDFLOW_BACKWARD_PREFETCH", bwd, SF_BWD_PRE, &v));
+	SF_CHECK(get_choice("SHARDFLOW_BACKWARD_PREFETCH", bwd, 3, SF_BWD_PRE, &v));
 	c.bwd_prefetch = (enum sf_backward_prefetch)v;
-	SF_CHECK(get_choice("SHARDFLOW_SHARDING", shard, SF_SHARD_FULL, &v));
+	SF_CHECK(get_choice("SHARDFLOW_SHARDING", _sf_sharding_names, 3, SF_SHARD_FULL, &v));
 	c.sharding = (enum sf_sharding)v;
 	SF_CHECK(get_prefix("SHARDFLOW_TRACE", c.trace, sizeof c.trace));
-	static const char *const skip[] = {"none", "comm", "compute", NULL};
-	SF_CHECK(get_choice("SHARDFLOW_SKIP", skip, SF_SKIP_NONE, &v));
+	SF_CHECK(get_choice("SHARDFLOW_SKIP", skip, 3, SF_SKIP_NONE, &v));
 	c.skip = (enum sf_skip)v;
 	SF_CHECK(get_int("SHARDFLOW_COMM_CHUNK", 0, SF_MAX_COMM_CHUNK, SF_DEFAULT_COMM_CHUNK,
 	                 &c.comm_chunk));
@@ -151,8 +156,6 @@ fail:
 	return rc;
 }
 
-/* Logs, once, the variables that were set (called on rank 0 by sf_init). */
-void _sf_config_log(void);
 void _sf_config_log(void)
 {
 	for (size_t k = 0; k < NKNOWN; k++) {

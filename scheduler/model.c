@@ -2,15 +2,18 @@
  * model.c — turning a graph into a model: units, shards, buffers and handles.
  *
  * Everything a step touches is allocated and registered with StarPU here, once;
- * steps only submit tasks on these handles. Shape letters: B local rows, N ranks,
- * P parameters of a unit, S = ceil(P / N) its shard.
+ * steps only submit tasks on these handles. Shape letters: B local samples, T rows per
+ * sample, N ranks, P parameters of a unit, S = ceil(P / N) its shard, w the planner's
+ * width (1 for a chain of units, scheduler/plan.c).
  *
- *   sharding  resident per unit              ring (gather)      grad slots
- *   full      shard S, gshard S, state S     R = depth+1 x N*S  2 x N*S_max
- *   grad_op   full N*S, shard S, gshard S    -                  2 x N*S_max
- *   none      full P, state P                -                  2 x P_max
+ *   sharding  resident per unit              ring (gather)          grad slots
+ *   full      shard S, gshard S, state S     R = depth+w x N*S_max  G = 1+w x N*S_max
+ *   grad_op   full N*S, shard S, gshard S    -                      G x N*S_max
+ *   none      full P, state P                -                      G x P_max
  */
-#include "scheduler/internal.h"
+#include "scheduler/model.h"
+#include "tasks/worker.h"
+#include "trace/recorder.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -95,169 +98,113 @@ static void unreg(starpu_data_handle_t *h)
 	}
 }
 
-/* Which node inputs need a gradient, and whether each is the first writer of it. */
-static void plan_gradients(struct sf_model *m)
+static void unit_names(struct _sf_unit *u)
 {
-	for (int n = 0; n < m->nnodes; n++) {
-		const struct _sf_node *nd = &m->gnodes[n];
-		bool ng = false;
-		if (nd->kind == SF_NODE_LAYER) {
-			ng = nd->nparams > 0;
-			for (int i = 0; i < nd->nin; i++)
-				ng = ng || m->nodes[nd->in[i]].needs_grad;
-		}
-		m->nodes[n].needs_grad = ng;
-	}
-	/* backward runs in reverse creation order: the first consumer met writes
-	 * ("="), the later ones add ("+=") */
-	bool *written = calloc((size_t)m->nnodes, sizeof *written);
-	for (int n = m->nnodes - 1; n >= 0; n--) {
-		const struct _sf_node *nd = &m->gnodes[n];
-		struct sf_layer_info *li = &m->nodes[n].info;
-		if (nd->kind == SF_NODE_LOSS) {
-			written[nd->in[0]] = true;
-			continue;
-		}
-		if (nd->kind != SF_NODE_LAYER || !m->nodes[n].needs_grad)
-			continue;
-		for (int i = 0; i < nd->nin; i++) {
-			int x = nd->in[i];
-			li->need_dinput[i] = m->nodes[x].needs_grad;
-			if (li->need_dinput[i]) {
-				li->accumulate[i] = written ? written[x] : 0;
-				if (written)
-					written[x] = true;
-			}
-		}
-	}
-	free(written);
-	/* A backward that reads the parameters only for input gradients, and wants none
-	 * (a first layer), gets none: its unit need not be gathered again. */
-	for (int n = 0; n < m->nnodes; n++) {
-		const struct _sf_node *nd = &m->gnodes[n];
-		struct _sf_node_state *s = &m->nodes[n];
-		bool want_dinput = false;
-		for (int i = 0; i < s->info.nin; i++)
-			want_dinput = want_dinput || s->info.need_dinput[i];
-		s->bwd_info = s->info;
-		s->bwd_info.params_absent = nd->kind == SF_NODE_LAYER && nd->nparams > 0 &&
-		                            !want_dinput &&
-		                            nd->type->type.backward_params_for_dinput_only;
-	}
+	snprintf(u->gather_name, sizeof u->gather_name, "gather L%d", u->first);
+	snprintf(u->rs_name, sizeof u->rs_name, "rs L%d", u->first);
+	snprintf(u->opt_name, sizeof u->opt_name, "opt L%d", u->first);
+	snprintf(u->free_name, sizeof u->free_name, "free L%d", u->first);
+	snprintf(u->ag_name, sizeof u->ag_name, "ag L%d", u->first);
 }
 
-static void unit_names(struct _sf_unit *u, int index, const char *type)
-{
-	snprintf(u->gather_name, sizeof u->gather_name, "gather L%d", index);
-	snprintf(u->rs_name, sizeof u->rs_name, "rs L%d", index);
-	snprintf(u->opt_name, sizeof u->opt_name, "opt L%d", index);
-	snprintf(u->free_name, sizeof u->free_name, "free L%d", index);
-	snprintf(u->ag_name, sizeof u->ag_name, "ag L%d", index);
-	(void)type;
-}
-
-/* Parameters of unit u, initialised identically on every rank and world size. */
-static int init_unit(struct sf_model *m, struct _sf_unit *u, int index)
+/* Parameters of unit u, initialised identically on every rank and world size: each
+ * node's slice from a stream named by the seed and the node's index. */
+static int init_unit(struct sf_model *m, int u)
 {
 	int rc = SF_OK;
 	float *full = NULL;
-	const struct _sf_node *nd = &m->gnodes[u->node];
-	SF_CHECK(alloc_floats(&full, u->P, "initial parameters"));
-	if (nd->type->type.init) {
+	struct _sf_unit *un = &m->units[u];
+	SF_CHECK(alloc_floats(&full, un->P, "initial parameters"));
+	for (int n = un->first; n <= un->last; n++) {
+		const struct _sf_node *nd = &m->gnodes[n];
+		if (m->nodes[n].unit != u || nd->tied_to >= 0 || !nd->type->type.init)
+			continue;
 		struct sf_rng rng = {m->opt.seed * 0x9E3779B97F4A7C15ull ^
-		                     (0xD1B54A32D192ED03ull * (uint64_t)(index + 1))};
-		nd->type->type.init(&m->nodes[u->node].info, &rng, full);
+		                     (0xD1B54A32D192ED03ull * (uint64_t)(n + 1))};
+		nd->type->type.init(&m->nodes[n].info, &rng, full + m->nodes[n].info.param_offset);
 	}
-	if (u->full)
-		memcpy(u->full, full, u->P * sizeof(float));
-	if (u->shard) {
-		size_t lo = (size_t)m->rank * u->S;
-		for (size_t i = 0; i < u->S && lo + i < u->P; i++)
-			u->shard[i] = full[lo + i];
+	if (un->full)
+		memcpy(un->full, full, un->P * sizeof(float));
+	if (un->shard) {
+		size_t lo = (size_t)m->rank * un->S;
+		for (size_t i = 0; i < un->S && lo + i < un->P; i++)
+			un->shard[i] = full[lo + i];
 	}
 fail:
 	free(full);
 	return rc;
 }
 
-static int build_units(struct sf_model *m)
+/* Storage and handles of unit u (its P and nodes were planned by plan.c). */
+static int build_unit(struct sf_model *m, int k, size_t *off)
 {
 	int rc = SF_OK;
 	enum sf_sharding sh = m->cfg.sharding;
 	size_t N = (size_t)m->nranks;
-	int k = 0;
-	for (int n = 0; n < m->nnodes; n++)
-		if (m->gnodes[n].kind == SF_NODE_LAYER && m->gnodes[n].nparams > 0)
-			m->nunits++;
-	m->units = calloc((size_t)m->nunits, sizeof *m->units);
-	if (!m->units && m->nunits)
-		return SF_ERR(SF_ERR_NOMEM, "sf_model_create: out of memory");
-	size_t off = 0;
-	for (int n = 0; n < m->nnodes; n++) {
-		m->nodes[n].unit = -1;
-		if (!(m->gnodes[n].kind == SF_NODE_LAYER && m->gnodes[n].nparams > 0))
-			continue;
-		struct _sf_unit *u = &m->units[k];
-		m->nodes[n].unit = k;
-		u->node = n;
-		u->P = m->gnodes[n].nparams;
-		u->S = (u->P + N - 1) / N;
-		u->off = off;
-		off += u->P;
-		if (u->P > m->largest_P)
-			m->largest_P = u->P;
-		if (u->S * N > m->largest_NS)
-			m->largest_NS = u->S * N;
-		if ((uint64_t)u->S * N > INT32_MAX)
-			return SF_ERR(SF_ERR_INVALID,
-			              "layer \"%s\": %zu parameters is more than one "
-			              "collective can carry",
-			              m->gnodes[n].name, u->P);
-		u->opt_n = sh == SF_SHARD_NONE ? u->P : u->S;
-		u->comm = (struct _sf_comm_args){
-		    .comm = m->ctx->comm,
-		    .acct = &m->comm_acct,
-		    .nranks = m->nranks,
-		    .P = u->P,
-		    .S = u->S,
-		    .resident = sh == SF_SHARD_FULL ? &m->resident : NULL,
-		    .max_resident = &m->max_resident,
-		};
-		unit_names(u, n, m->gnodes[n].type->name);
-		if (sh != SF_SHARD_NONE) {
-			SF_CHECK(alloc_floats(&u->shard, u->S, "a parameter shard"));
-			SF_CHECK(alloc_floats(&u->gshard, u->S, "a gradient shard"));
-			reg(&u->h_shard, u->shard, u->S, sizeof(float));
-			reg(&u->h_gshard, u->gshard, u->S, sizeof(float));
-		}
-		if (sh != SF_SHARD_FULL) {
-			size_t nf = sh == SF_SHARD_NONE ? u->P : u->S * N;
-			SF_CHECK(alloc_floats(&u->full, nf, "replicated parameters"));
-			reg(&u->h_full, u->full, nf, sizeof(float));
-		}
-		SF_CHECK(alloc_floats(&u->m, u->opt_n, "optimizer state"));
-		reg(&u->h_m, u->m, u->opt_n, sizeof(float));
-		if (m->opt.optimizer == SF_OPT_ADAMW) {
-			SF_CHECK(alloc_floats(&u->v, u->opt_n, "optimizer state"));
-			reg(&u->h_v, u->v, u->opt_n, sizeof(float));
-		}
-		k++;
+	struct _sf_unit *u = &m->units[k];
+	u->S = (u->P + N - 1) / N;
+	u->off = *off;
+	*off += u->P;
+	if (u->P > m->largest_P)
+		m->largest_P = u->P;
+	if (u->S * N > m->largest_NS)
+		m->largest_NS = u->S * N;
+	if ((uint64_t)u->S * N > INT32_MAX)
+		return SF_ERR(SF_ERR_INVALID,
+		              "unit \"%s\": %zu parameters is more than one collective can carry",
+		              u->name, u->P);
+	u->opt_n = sh == SF_SHARD_NONE ? u->P : u->S;
+	u->comm = (struct _sf_comm_args){
+	    .comm = m->comm,
+	    .acct = &m->comm_acct,
+	    .P = u->P,
+	    .S = u->S,
+	    .resident = sh == SF_SHARD_FULL ? &m->resident : NULL,
+	    .max_resident = &m->max_resident,
+	};
+	unit_names(u);
+	if (sh != SF_SHARD_NONE) {
+		SF_CHECK(alloc_floats(&u->shard, u->S, "a parameter shard"));
+		SF_CHECK(alloc_floats(&u->gshard, u->S, "a gradient shard"));
+		reg(&u->h_shard, u->shard, u->S, sizeof(float));
+		reg(&u->h_gshard, u->gshard, u->S, sizeof(float));
 	}
-	m->nparams_total = off;
-	for (int i = 0; i < m->nunits; i++)
-		SF_CHECK(init_unit(m, &m->units[i], m->units[i].node));
+	if (sh != SF_SHARD_FULL) {
+		size_t nf = sh == SF_SHARD_NONE ? u->P : u->S * N;
+		SF_CHECK(alloc_floats(&u->full, nf, "replicated parameters"));
+		reg(&u->h_full, u->full, nf, sizeof(float));
+	}
+	SF_CHECK(alloc_floats(&u->m, u->opt_n, "optimizer state"));
+	reg(&u->h_m, u->m, u->opt_n, sizeof(float));
+	if (m->opt.optimizer == SF_OPT_ADAMW) {
+		SF_CHECK(alloc_floats(&u->v, u->opt_n, "optimizer state"));
+		reg(&u->h_v, u->v, u->opt_n, sizeof(float));
+	}
 fail:
 	return rc;
 }
 
-static int build_nodes(struct sf_model *m, const sf_graph *g)
+static int build_units(struct sf_model *m)
 {
 	int rc = SF_OK;
+	size_t off = 0;
+	for (int k = 0; k < m->nunits; k++)
+		SF_CHECK(build_unit(m, k, &off));
+	m->nparams_total = off;
+	for (int k = 0; k < m->nunits; k++)
+		SF_CHECK(init_unit(m, k));
+fail:
+	return rc;
+}
+
+static int copy_nodes(struct sf_model *m, const sf_graph *g)
+{
 	m->nnodes = g->n;
 	m->gnodes = calloc((size_t)g->n, sizeof *m->gnodes);
 	m->nodes = calloc((size_t)g->n, sizeof *m->nodes);
 	m->input_nodes = calloc((size_t)(g->ninputs ? g->ninputs : 1), sizeof(int));
-	if (!m->gnodes || !m->nodes || !m->input_nodes)
+	m->int_input_nodes = calloc((size_t)(g->nint_inputs ? g->nint_inputs : 1), sizeof(int));
+	if (!m->gnodes || !m->nodes || !m->input_nodes || !m->int_input_nodes)
 		return SF_ERR(SF_ERR_NOMEM, "sf_model_create: out of memory");
 	for (int n = 0; n < g->n; n++) {
 		m->gnodes[n] = g->nodes[n];
@@ -269,34 +216,125 @@ static int build_nodes(struct sf_model *m, const sf_graph *g)
 			memcpy(m->gnodes[n].config, g->nodes[n].config, g->nodes[n].config_size);
 		}
 	}
-	for (int n = 0; n < g->n; n++) {
-		const struct _sf_node *nd = &m->gnodes[n];
-		struct _sf_node_state *s = &m->nodes[n];
-		struct sf_layer_info *li = &s->info;
-		li->rows = m->B_local;
-		li->nin = nd->kind == SF_NODE_LAYER ? nd->nin : 0;
-		for (int i = 0; i < li->nin; i++)
-			li->in_dim[i] = m->gnodes[nd->in[i]].dim;
-		li->out_dim = nd->dim;
-		li->nparams = nd->nparams;
-		li->config = nd->config;
-		li->layer_index = n;
-		if (nd->kind == SF_NODE_INPUT)
-			m->input_nodes[m->ninputs++] = n;
-		if (nd->kind == SF_NODE_INPUT || nd->kind == SF_NODE_LAYER) {
-			size_t cnt = (size_t)m->B_local * (size_t)nd->dim;
-			SF_CHECK(alloc_floats(&s->act, cnt, "activations"));
-			reg(&s->h_act, s->act, cnt, sizeof(float));
-			if (nd->kind == SF_NODE_LAYER) {
-				SF_CHECK(alloc_floats(&s->dact, cnt, "activation gradients"));
-				reg(&s->h_dact, s->dact, cnt, sizeof(float));
-			}
-		}
-		if (nd->kind == SF_NODE_LAYER) {
-			snprintf(s->fwd_name, sizeof s->fwd_name, "fwd L%d %s", n, nd->type->name);
-			snprintf(s->bwd_name, sizeof s->bwd_name, "bwd L%d %s", n, nd->type->name);
-		}
+	return SF_OK;
+}
+
+static void fill_info(struct sf_model *m, int n)
+{
+	const struct _sf_node *nd = &m->gnodes[n];
+	struct sf_layer_info *li = &m->nodes[n].info;
+	li->rows = (int)m->rows_local;
+	li->samples = m->B_local;
+	li->seq_len = m->T;
+	li->nin = nd->kind == SF_NODE_LAYER ? nd->nin : 0;
+	for (int i = 0; i < li->nin; i++) {
+		const struct _sf_node *x = &m->gnodes[nd->in[i]];
+		li->in_int[i] = x->kind == SF_NODE_INT_INPUT;
+		li->in_dim[i] = li->in_int[i] ? 1 : x->dim;
+		li->in_range[i] = li->in_int[i] ? x->dim : 0;
 	}
+	li->out_dim = nd->dim;
+	li->nparams = nd->nparams;
+	li->config = nd->config;
+	li->layer_index = n;
+	if (nd->kind == SF_NODE_LAYER && nd->type->type.saved_floats)
+		li->nsaved = nd->type->type.saved_floats(li);
+}
+
+/* A node's activation (and gradient, and saved buffer) of this rank's rows. */
+static int build_node(struct sf_model *m, int n)
+{
+	int rc = SF_OK;
+	const struct _sf_node *nd = &m->gnodes[n];
+	struct _sf_node_state *s = &m->nodes[n];
+	fill_info(m, n);
+	size_t cnt = m->rows_local * (size_t)nd->dim;
+	if (nd->kind == SF_NODE_INPUT)
+		m->input_nodes[m->ninputs++] = n;
+	if (nd->kind == SF_NODE_INT_INPUT) {
+		m->int_input_nodes[m->nint_inputs++] = n;
+		SF_CHECK(alloc_floats(&s->act, m->rows_local, "integer inputs"));
+		reg(&s->h_act, s->act, m->rows_local, sizeof(int32_t));
+	}
+	if (nd->kind == SF_NODE_INPUT || nd->kind == SF_NODE_LAYER) {
+		SF_CHECK(alloc_floats(&s->act, cnt, "activations"));
+		reg(&s->h_act, s->act, cnt, sizeof(float));
+	}
+	if (nd->kind != SF_NODE_LAYER)
+		goto fail;
+	SF_CHECK(alloc_floats(&s->dact, cnt, "activation gradients"));
+	reg(&s->h_dact, s->dact, cnt, sizeof(float));
+	if (s->info.nsaved) {
+		SF_CHECK(alloc_floats(&s->saved, s->info.nsaved, "a saved buffer"));
+		reg(&s->h_saved, s->saved, s->info.nsaved, sizeof(float));
+	}
+	snprintf(s->fwd_name, sizeof s->fwd_name, "fwd L%d %s", n, nd->type->name);
+	snprintf(s->bwd_name, sizeof s->bwd_name, "bwd L%d %s", n, nd->type->name);
+fail:
+	return rc;
+}
+
+static int build_nodes(struct sf_model *m, const sf_graph *g)
+{
+	int rc = SF_OK;
+	SF_CHECK(copy_nodes(m, g));
+	for (int n = 0; n < g->n; n++)
+		SF_CHECK(build_node(m, n));
+fail:
+	return rc;
+}
+
+static int check_graph(const sf_graph *g)
+{
+	if (!g)
+		return SF_ERR(SF_ERR_INVALID, "sf_model_create: graph is NULL");
+	if (g->loss < 0)
+		return SF_ERR(SF_ERR_INVALID,
+		              "sf_model_create: graph \"%s\" has no loss (end it with "
+		              "sf_graph_softmax_cross_entropy)",
+		              g->name);
+	if (g->open_group >= 0)
+		return SF_ERR(SF_ERR_INVALID,
+		              "sf_model_create: unit \"%s\" of graph \"%s\" is still open "
+		              "(sf_graph_unit_end)",
+		              g->group_names[g->open_group], g->name);
+	return SF_OK;
+}
+
+/* The model-wide buffers: gradient slots, gather ring, comm order, labels, losses. */
+static int build_buffers(struct sf_model *m)
+{
+	int rc = SF_OK;
+	size_t smax = 1;
+	for (int i = 0; i < m->nunits; i++)
+		smax = m->units[i].S > smax ? m->units[i].S : smax;
+	SF_CHECK(alloc_floats(&m->comm_scratch, smax, "the reduce-scatter buffer"));
+	for (int i = 0; i < m->nunits; i++)
+		m->units[i].comm.scratch = m->comm_scratch;
+	size_t gsize = m->cfg.sharding == SF_SHARD_NONE ? m->largest_P : m->largest_NS;
+	SF_CHECK(alloc_floats(&m->grad, gsize * (size_t)m->G, "gradient slots"));
+	for (int s = 0; s < m->G; s++)
+		reg(&m->h_grad[s], m->grad + (size_t)s * gsize, gsize, sizeof(float));
+	if (m->R > 0) {
+		SF_CHECK(alloc_floats(&m->ring, m->largest_NS * (size_t)m->R, "the gather ring"));
+		for (int s = 0; s < m->R; s++)
+			reg(&m->h_ring[s], m->ring + (size_t)s * m->largest_NS, m->largest_NS,
+			    sizeof(float));
+	}
+	starpu_void_data_register(&m->h_order);
+	reg(&m->h_noparams, &m->noparams, 1, sizeof(float));
+	m->labels = calloc(m->rows_local, sizeof(int32_t));
+	if (!m->labels)
+		return SF_ERR(SF_ERR_NOMEM, "sf_model_create: out of memory");
+	reg(&m->h_labels, m->labels, m->rows_local, sizeof(int32_t));
+	m->loss_args = (struct _sf_loss_args){
+	    .rows = (int)m->rows_local,
+	    .classes = m->gnodes[m->labels_node].dim,
+	    .scale = 1.0f / (float)((double)m->B_global * m->T),
+	};
+	m->loss_comm = (struct _sf_comm_args){.comm = m->comm, .acct = &m->comm_acct};
+	for (int s = 0; s < SF_LOSS_SLOTS; s++)
+		reg(&m->h_loss[s], &m->loss_val[s], 1, sizeof(double));
 fail:
 	return rc;
 }
@@ -313,13 +351,7 @@ SF_API int sf_model_create(sf_context *ctx, const sf_graph *g, const struct sf_m
 	*out = NULL;
 	if (!ctx || !_sf_runtime_active())
 		return SF_ERR(SF_ERR_STATE, "sf_model_create: no runtime; call sf_init first");
-	if (!g)
-		return SF_ERR(SF_ERR_INVALID, "sf_model_create: graph is NULL");
-	if (g->loss < 0)
-		return SF_ERR(SF_ERR_INVALID,
-		              "sf_model_create: graph \"%s\" has no loss (end it with "
-		              "sf_graph_softmax_cross_entropy)",
-		              g->name);
+	SF_CHECK(check_graph(g));
 	if (!o) {
 		sf_model_options_init(&defaults);
 		o = &defaults;
@@ -330,6 +362,7 @@ SF_API int sf_model_create(sf_context *ctx, const sf_graph *g, const struct sf_m
 	if (!m)
 		return SF_ERR(SF_ERR_NOMEM, "sf_model_create: out of memory");
 	m->ctx = ctx;
+	m->comm = ctx->comm;
 	m->cfg = ctx->cfg;
 	m->opt = *o;
 	m->lr = o->lr;
@@ -337,78 +370,43 @@ SF_API int sf_model_create(sf_context *ctx, const sf_graph *g, const struct sf_m
 	m->rank = ctx->rank;
 	m->loss_node = g->loss;
 	m->labels_node = g->labels;
+	m->T = g->seq_len;
 	m->B_global = o->batch;
 	int base = o->batch / m->nranks, extra = o->batch % m->nranks;
 	m->B_local = base + (m->rank < extra);
 	m->row0 = m->rank * base + (m->rank < extra ? m->rank : extra);
+	m->rows_local = (size_t)m->B_local * (size_t)m->T;
 	atomic_init(&m->resident, 0);
 	atomic_init(&m->max_resident, 0);
+	ctx->nmodels++; /* sf_model_destroy below undoes it */
 
 	SF_CHECK(build_nodes(m, g));
-	plan_gradients(m);
-	SF_CHECK(build_units(m));
-	size_t smax = 1;
-	for (int i = 0; i < m->nunits; i++)
-		smax = m->units[i].S > smax ? m->units[i].S : smax;
-	SF_CHECK(alloc_floats(&m->comm_scratch, smax, "the reduce-scatter buffer"));
-	for (int i = 0; i < m->nunits; i++)
-		m->units[i].comm.scratch = m->comm_scratch;
+	SF_CHECK(_sf_plan_units(m, g));
 	if (m->nunits == 0) {
 		rc = SF_ERR(SF_ERR_INVALID,
-		            "sf_model_create: graph \"%s\" has no layer with "
-		            "parameters; there is nothing to train",
+		            "sf_model_create: graph \"%s\" has no layer with parameters; there "
+		            "is nothing to train",
 		            g->name);
 		goto fail;
 	}
-
-	size_t N = (size_t)m->nranks;
-	size_t gsize = m->cfg.sharding == SF_SHARD_NONE ? m->largest_P : m->largest_NS;
-	SF_CHECK(alloc_floats(&m->grad, gsize * SF_GRAD_SLOTS, "gradient slots"));
-	for (int s = 0; s < SF_GRAD_SLOTS; s++)
-		reg(&m->h_grad[s], m->grad + (size_t)s * gsize, gsize, sizeof(float));
-	if (m->cfg.sharding == SF_SHARD_FULL) {
-		m->R = m->cfg.prefetch_depth + 1;
-		SF_CHECK(alloc_floats(&m->ring, m->largest_NS * (size_t)m->R, "the gather ring"));
-		for (int s = 0; s < m->R; s++)
-			reg(&m->h_ring[s], m->ring + (size_t)s * m->largest_NS, m->largest_NS,
-			    sizeof(float));
-	}
-	(void)N;
-	starpu_void_data_register(&m->h_order);
-	reg(&m->h_noparams, &m->noparams, 1, sizeof(float));
-
-	size_t nl = (size_t)m->B_local;
-	m->labels = calloc(nl, sizeof(int32_t));
-	if (!m->labels) {
-		rc = SF_ERR(SF_ERR_NOMEM, "sf_model_create: out of memory");
-		goto fail;
-	}
-	reg(&m->h_labels, m->labels, nl, sizeof(int32_t));
-	m->loss_args = (struct _sf_loss_args){
-	    .rows = m->B_local,
-	    .classes = m->gnodes[m->labels_node].dim,
-	    .scale = 1.0f / (float)m->B_global,
-	};
-	m->loss_comm =
-	    (struct _sf_comm_args){.comm = ctx->comm, .acct = &m->comm_acct, .nranks = m->nranks};
+	SF_CHECK(_sf_plan_gradients(m));
+	SF_CHECK(build_units(m));
+	SF_CHECK(build_buffers(m));
 	m->comm_worker_cpu0 = _sf_clock_seconds(ctx->comm_clock);
-	for (int s = 0; s < SF_LOSS_SLOTS; s++)
-		reg(&m->h_loss[s], &m->loss_val[s], 1, sizeof(double));
-
-	SF_CHECK(_sf_trace_init(m));
-	ctx->nmodels++;
+	if (m->cfg.trace[0]) {
+		SF_CHECK(m->comm->ops->barrier(m->comm, false));
+		SF_CHECK(_sf_recorder_create(m->rank, &m->trace));
+	}
 	_sf_log(SF_LOG_INFO,
-	        "model \"%s\": %d units, %zu parameters, batch %d (%d local rows), "
-	        "sharding %d, ring %d",
-	        g->name, m->nunits, m->nparams_total, m->B_global, m->B_local, (int)m->cfg.sharding,
-	        m->R);
+	        "model \"%s\": %d units, %zu parameters, batch %d (%d local samples of %d "
+	        "rows), sharding %s, ring %d",
+	        g->name, m->nunits, m->nparams_total, m->B_global, m->B_local, m->T,
+	        _sf_sharding_names[m->cfg.sharding], m->R);
 	*out = m;
 	return SF_OK;
 fail:
-	if (m) {
-		ctx->nmodels++;
+	if (m)
 		sf_model_destroy(m);
-	}
 	return rc;
 }
 
@@ -417,15 +415,17 @@ SF_API int sf_model_destroy(sf_model *m)
 	int rc = SF_OK;
 	if (!m)
 		return SF_OK;
-	if (_sf_trace_pending(m))
+	if (m->trace && m->trace_written != m->nsteps)
 		rc = sf_model_trace_write(m);
 	starpu_task_wait_for_all();
-	_sf_trace_free(m);
+	_sf_recorder_destroy(m->trace);
 	for (int n = 0; m->nodes && n < m->nnodes; n++) {
 		unreg(&m->nodes[n].h_act);
 		unreg(&m->nodes[n].h_dact);
+		unreg(&m->nodes[n].h_saved);
 		free(m->nodes[n].act);
 		free(m->nodes[n].dact);
+		free(m->nodes[n].saved);
 	}
 	for (int i = 0; m->units && i < m->nunits; i++) {
 		struct _sf_unit *u = &m->units[i];
@@ -440,7 +440,7 @@ SF_API int sf_model_destroy(sf_model *m)
 		free(u->m);
 		free(u->v);
 	}
-	for (int s = 0; s < SF_GRAD_SLOTS; s++)
+	for (int s = 0; s < m->G; s++)
 		unreg(&m->h_grad[s]);
 	for (int s = 0; s < m->R; s++)
 		unreg(&m->h_ring[s]);
@@ -458,7 +458,9 @@ SF_API int sf_model_destroy(sf_model *m)
 	free(m->gnodes);
 	free(m->nodes);
 	free(m->input_nodes);
+	free(m->int_input_nodes);
 	free(m->units);
+	free(m->bwd_order);
 	m->ctx->nmodels--;
 	free(m);
 	return rc;
@@ -529,13 +531,9 @@ SF_API int sf_model_params_get(sf_model *m, float *dst, size_t n)
 			continue;
 		}
 		starpu_data_acquire(u->h_shard, STARPU_R);
-		int mrc = MPI_Allgather(u->shard, (int)u->S, MPI_FLOAT, tmp, (int)u->S, MPI_FLOAT,
-		                        m->ctx->ctl_comm);
+		int grc = m->comm->ops->allgather(m->comm, u->shard, u->S * sizeof(float), tmp);
 		starpu_data_release(u->h_shard);
-		if (mrc != MPI_SUCCESS) {
-			rc = _sf_mpi_err(mrc, "MPI_Allgather(parameters)", __FILE__, __LINE__);
-			goto fail;
-		}
+		SF_CHECK(grc);
 		memcpy(dst + u->off, tmp, u->P * sizeof(float));
 	}
 fail:
@@ -566,7 +564,7 @@ SF_API int sf_model_stats(sf_model *m, struct sf_model_stats *out)
 		ob += u->opt_n * (m->opt.optimizer == SF_OPT_ADAMW ? 2 : 1);
 	}
 	pb += m->largest_NS * (size_t)m->R;
-	gb += SF_GRAD_SLOTS * (m->cfg.sharding == SF_SHARD_NONE ? m->largest_P : m->largest_NS);
+	gb += (size_t)m->G * (m->cfg.sharding == SF_SHARD_NONE ? m->largest_P : m->largest_NS);
 	out->param_bytes = pb * sizeof(float);
 	out->grad_bytes = gb * sizeof(float);
 	out->optimizer_bytes = ob * sizeof(float);

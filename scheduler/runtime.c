@@ -1,18 +1,19 @@
 /*
- * runtime.c — sf_init / sf_finalize: MPI, StarPU and the comm worker.
+ * runtime.c — sf_init / sf_finalize: the communicator, StarPU and the comm worker.
  *
- * MPI is started with MPI_THREAD_MULTIPLE because collectives are issued from a
- * StarPU worker thread while the main thread may also call MPI (model setup,
- * sf_model_params_get). StarPU gets compute workers for the cores of the rank's cpuset
- * and one more: the comm worker, the only worker that ever enters a collective, so
- * compute workers never block in MPI. (plan_workers() gives the exact layout.)
+ * StarPU gets compute workers for the cores of the rank's cpuset and one more: the
+ * comm worker, the only worker that ever enters a collective, so compute workers
+ * never block in communication (plan_workers() gives the exact layout; the reasons
+ * for it, measured, are in docs/performance.md).
  *
  * Binding: by default StarPU binds worker i to core i in every process, so ranks that
- * share a machine pile onto the same cores (264 ms vs 62 ms per step measured here).
- * Unless the user set StarPU's binding variables, we ask StarPU to honour the
- * binding mpirun gave the rank (STARPU_WORKERS_GETBIND=1).
+ * share a machine would pile onto the same cores. Unless the user set StarPU's
+ * binding variables, we ask StarPU to honour the binding mpirun gave the rank
+ * (STARPU_WORKERS_GETBIND=1).
  */
-#include "scheduler/internal.h"
+#include "scheduler/runtime.h"
+#include "layers/layer.h"
+#include "tasks/worker.h"
 
 #include "config.h"
 
@@ -28,19 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-int _sf_comm_worker = -1;
-enum sf_skip _sf_skip = SF_SKIP_NONE;
-size_t _sf_comm_chunk = SF_DEFAULT_COMM_CHUNK / sizeof(float);
 static sf_context *the_context;
-
-void _sf_config_log(void);
-
-int _sf_compute_can_execute(unsigned workerid, struct starpu_task *task, unsigned nimpl)
-{
-	(void)task;
-	(void)nimpl;
-	return (int)workerid != _sf_comm_worker;
-}
 
 bool _sf_runtime_active(void)
 {
@@ -83,9 +72,8 @@ static int plan_workers(int *total)
 		*total = (int)v;
 		return SF_OK;
 	}
-	/* Idle StarPU workers spin (Debian's StarPU has no blocking drivers), so a comm
-	 * worker on a core of its own is kept when there are cores enough: with 2 cores,
-	 * 1 compute + 1 comm worker ran a step in 4-7 ms, 2 compute + 1 comm in 22-27 ms. */
+	/* Idle workers of a StarPU without blocking drivers spin, so the comm worker
+	 * gets a core of its own when there are cores enough (docs/performance.md). */
 	int ncompute = allowed_cpus() - 1;
 	if (ncompute < 1)
 		ncompute = 1;
@@ -98,7 +86,7 @@ static int plan_workers(int *total)
 /*
  * starpu_fxt_tool learns each trace file's MPI rank, and aligns the ranks' clocks,
  * from a "barrier" event that StarPU-MPI records at its initialisation. shardflow
- * does its own MPI, so it records that event itself (same code and parameters:
+ * does its own communication, so it records that event itself (same code and parameters:
  * rank, world size, a key shared by the run, thread id) right after a barrier.
  * Without it, tasks.rec would carry no usable MPIRank.
  */
@@ -109,8 +97,8 @@ static int fxt_sync_point(sf_context *ctx)
 	if (!starpu_fxt_is_enabled())
 		return SF_OK;
 	int key = ctx->rank == 0 ? (int)(time(NULL) & 0x7fffffff) : 0;
-	SF_MPI_CHECK(MPI_Bcast(&key, 1, MPI_INT, 0, ctx->ctl_comm));
-	SF_MPI_CHECK(MPI_Barrier(ctx->ctl_comm));
+	SF_CHECK(ctx->comm->ops->bcast(ctx->comm, &key, sizeof key, 0));
+	SF_CHECK(ctx->comm->ops->barrier(ctx->comm, false));
 	FUT_DO_ALWAYS_PROBE4(0x5203 /* _STARPU_MPI_FUT_BARRIER */, ctx->rank, ctx->size, key,
 	                     (long)syscall(SYS_gettid));
 fail:
@@ -119,6 +107,80 @@ fail:
 	(void)ctx;
 	return SF_OK;
 #endif
+}
+
+/* The StarPU variables the library sets when the user did not. */
+static void starpu_defaults(const sf_context *ctx)
+{
+	if (!env_set("STARPU_WORKERS_GETBIND") && !env_set("STARPU_WORKERS_CPUID") &&
+	    !env_set("STARPU_WORKERS_COREID") && !env_set("STARPU_WORKERS_NOBIND"))
+		setenv("STARPU_WORKERS_GETBIND", "1", 1);
+	/* StarPU warns that the comm worker shares a core with a compute worker; that
+	 * is by design (it sleeps in its collectives most of the time), so StarPU is kept quiet
+	 * unless the user asks for debug output or set STARPU_SILENT. */
+	if (!env_set("STARPU_SILENT") && ctx->cfg.log_level < SF_LOG_DEBUG)
+		setenv("STARPU_SILENT", "1", 1);
+}
+
+/* starpu_init, the first rank of each machine alone, then the others: StarPU rewrites
+ * its calibration files under $STARPU_HOME when the CPU layout it sees changes, and
+ * ranks of one machine starting together could read a file another one rewrites. */
+static int start_starpu(sf_context *ctx, int ncpus)
+{
+	struct starpu_conf conf;
+	starpu_conf_init(&conf);
+	conf.ncpus = ncpus;
+	conf.ncuda = 0;
+	conf.nopencl = 0;
+	int ret = 0;
+	if (ctx->comm->node_rank == 0)
+		ret = starpu_init(&conf);
+	int brc = ctx->comm->ops->barrier(ctx->comm, true);
+	if (ctx->comm->node_rank != 0)
+		ret = starpu_init(&conf);
+	if (brc < 0 && ret == 0)
+		starpu_shutdown();
+	if (brc < 0)
+		return brc;
+	if (ret != 0)
+		return SF_ERR(SF_ERR_STARPU, "starpu_init failed (%d): %s", ret, strerror(-ret));
+	return SF_OK;
+}
+
+/* The comm worker (the last CPU worker) and what the tasks need to know. */
+static int setup_workers(sf_context *ctx)
+{
+	int rc = SF_OK;
+	int ncpu = (int)starpu_cpu_worker_get_count();
+	if (ncpu < 2)
+		return SF_ERR(SF_ERR_STARPU,
+		              "StarPU started %d CPU worker(s); shardflow needs at least 2 "
+		              "(compute + comm)",
+		              ncpu);
+	int ids[STARPU_NMAXWORKERS];
+	unsigned got = starpu_worker_get_ids_by_type(STARPU_CPU_WORKER, ids, STARPU_NMAXWORKERS);
+	ctx->comm_worker = ids[got - 1];
+	ctx->ncompute = ncpu - 1;
+	SF_CHECK(_sf_worker_cpu_clock(ctx->comm_worker, &ctx->comm_clock));
+	SF_CHECK(fxt_sync_point(ctx));
+	SF_CHECK(_sf_tasks_configure(ctx->comm_worker, ctx->cfg.skip));
+	/* the built-in trace reads each task's profiling info in its callback */
+	starpu_profiling_status_set(ctx->cfg.trace[0] ? STARPU_PROFILING_ENABLE
+	                                              : STARPU_PROFILING_DISABLE);
+	SF_CHECK(_sf_layers_builtin_init());
+	_sf_log(SF_LOG_INFO, "rank %d/%d: %d compute worker(s) + comm worker %d", ctx->rank,
+	        ctx->size, ctx->ncompute, ctx->comm_worker);
+#ifdef STARPU_NON_BLOCKING_DRIVERS
+	if (ncpu > allowed_cpus())
+		_sf_log(SF_LOG_INFO,
+		        "%d StarPU workers share %d core(s), and this StarPU's idle workers spin "
+		        "(non-blocking drivers), so the comm and compute workers take the core "
+		        "from each other; a StarPU built by scripts/build-starpu.sh "
+		        "--enable-blocking-drivers lets idle workers sleep (docs/performance.md)",
+		        ncpu, allowed_cpus());
+#endif
+fail:
+	return rc;
 }
 
 SF_API int sf_init(int *argc, char ***argv, sf_context **out)
@@ -136,147 +198,45 @@ SF_API int sf_init(int *argc, char ***argv, sf_context **out)
 	ctx = calloc(1, sizeof *ctx);
 	if (!ctx)
 		return SF_ERR(SF_ERR_NOMEM, "sf_init: out of memory");
-	ctx->comm = ctx->ctl_comm = MPI_COMM_NULL;
 
 	SF_CHECK(sf_config_from_env(&ctx->cfg));
 	_sf_log_level = ctx->cfg.log_level;
-	_sf_skip = ctx->cfg.skip;
-	_sf_comm_chunk = (size_t)ctx->cfg.comm_chunk / sizeof(float);
-	if (_sf_skip != SF_SKIP_NONE)
+	if (ctx->cfg.skip != SF_SKIP_NONE)
 		_sf_log(SF_LOG_WARN,
-		        "SHARDFLOW_SKIP=%s: benchmark mode, the %s is skipped and the "
-		        "model's numbers are meaningless",
-		        _sf_skip == SF_SKIP_COMM ? "comm" : "compute",
-		        _sf_skip == SF_SKIP_COMM ? "communication" : "computation");
-
-	int inited = 0, provided = 0;
-	SF_MPI_CHECK(MPI_Initialized(&inited));
-	if (!inited) {
-		SF_MPI_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided));
-		ctx->own_mpi = true;
-	} else {
-		SF_MPI_CHECK(MPI_Query_thread(&provided));
-	}
-	if (provided < MPI_THREAD_MULTIPLE) {
-		rc = SF_ERR(SF_ERR_MPI,
-		            "MPI provides thread level %d, shardflow needs "
-		            "MPI_THREAD_MULTIPLE (%d): initialise MPI with "
-		            "MPI_Init_thread(..., MPI_THREAD_MULTIPLE, ...) or let sf_init do it",
-		            provided, MPI_THREAD_MULTIPLE);
-		goto fail;
-	}
-	SF_MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &ctx->comm));
-	SF_MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &ctx->ctl_comm));
-	/* Errors come back as codes on the control communicator; on the step
-	 * communicator MPI's default (abort the job) stays: a rank that fails inside a
-	 * collective must take the others down rather than leave them waiting. */
-	SF_MPI_CHECK(MPI_Comm_set_errhandler(ctx->ctl_comm, MPI_ERRORS_RETURN));
-	SF_MPI_CHECK(MPI_Comm_rank(ctx->comm, &ctx->rank));
-	SF_MPI_CHECK(MPI_Comm_size(ctx->comm, &ctx->size));
+		        "SHARDFLOW_SKIP=%s: benchmark mode, the %s is skipped and the model's "
+		        "numbers are meaningless",
+		        ctx->cfg.skip == SF_SKIP_COMM ? "comm" : "compute",
+		        ctx->cfg.skip == SF_SKIP_COMM ? "communication" : "computation");
+	SF_CHECK(_sf_comm_create(&_sf_comm_mpi_ops, &ctx->cfg, argc, argv, &ctx->comm));
+	ctx->rank = ctx->comm->rank;
+	ctx->size = ctx->comm->size;
 	if (ctx->size > 1)
 		_sf_log_rank = ctx->rank;
 	if (ctx->rank == 0)
 		_sf_config_log();
 
-	if (!env_set("STARPU_WORKERS_GETBIND") && !env_set("STARPU_WORKERS_CPUID") &&
-	    !env_set("STARPU_WORKERS_COREID") && !env_set("STARPU_WORKERS_NOBIND"))
-		setenv("STARPU_WORKERS_GETBIND", "1", 1);
-	/* StarPU warns that the comm worker shares a core with a compute worker; that
-	 * is by design (it sleeps in MPI most of the time), so StarPU is kept quiet
-	 * unless the user asks for debug output or set STARPU_SILENT. */
-	if (!env_set("STARPU_SILENT") && ctx->cfg.log_level < SF_LOG_DEBUG)
-		setenv("STARPU_SILENT", "1", 1);
-
+	starpu_defaults(ctx);
 	int total = 0;
 	SF_CHECK(plan_workers(&total));
 #ifdef SF_HAVE_FXT
 	/* each rank writes its own prof_file_<user>_<rank> (only FxT builds have this) */
 	starpu_profiling_set_id(ctx->rank);
 #endif
-	struct starpu_conf conf;
-	starpu_conf_init(&conf);
-	conf.ncpus = total;
-	conf.ncuda = 0;
-	conf.nopencl = 0;
 	/* One BLAS thread per worker: parallelism comes from the task graph, and a
 	 * single-threaded sgemm is deterministic whichever worker runs it. */
 	openblas_set_num_threads(1);
-	/* StarPU rewrites its calibration files under $STARPU_HOME when the CPU layout
-	 * it sees changes; ranks of one machine starting together can read a file that
-	 * another is rewriting (seen here: about 1 run in 20 aborted in
-	 * check_bus_affinity_file). So the first rank of each machine starts StarPU
-	 * alone, then the others. */
-	MPI_Comm node = MPI_COMM_NULL;
-	int node_rank = 0;
-	SF_MPI_CHECK(MPI_Comm_split_type(ctx->ctl_comm, MPI_COMM_TYPE_SHARED, ctx->rank,
-	                                 MPI_INFO_NULL, &node));
-	SF_MPI_CHECK(MPI_Comm_rank(node, &node_rank));
-	int ret = 0;
-	if (node_rank == 0)
-		ret = starpu_init(&conf);
-	int mrc = MPI_Barrier(node);
-	if (node_rank != 0)
-		ret = starpu_init(&conf);
-	MPI_Comm_free(&node);
-	if (mrc != MPI_SUCCESS && ret == 0) {
-		starpu_shutdown();
-		rc = _sf_mpi_err(mrc, "MPI_Barrier(node)", __FILE__, __LINE__);
-		goto fail;
-	}
-	if (ret != 0) {
-		rc = SF_ERR(SF_ERR_STARPU, "starpu_init failed (%d): %s", ret, strerror(-ret));
-		goto fail;
-	}
+	SF_CHECK(start_starpu(ctx, total));
 	starpu_up = true;
-	int ncpu = (int)starpu_cpu_worker_get_count();
-	if (ncpu < 2) {
-		rc = SF_ERR(SF_ERR_STARPU,
-		            "StarPU started %d CPU worker(s); shardflow needs at "
-		            "least 2 (compute + comm)",
-		            ncpu);
-		goto fail;
-	}
-	int ids[STARPU_NMAXWORKERS];
-	unsigned got = starpu_worker_get_ids_by_type(STARPU_CPU_WORKER, ids, STARPU_NMAXWORKERS);
-	ctx->comm_worker = ids[got - 1];
-	SF_CHECK(_sf_worker_cpu_clock(ctx->comm_worker, &ctx->comm_clock));
-	SF_CHECK(fxt_sync_point(ctx));
-	ctx->ncompute = ncpu - 1;
-	_sf_comm_worker = ctx->comm_worker;
-	/* the built-in trace reads each task's profiling info in its callback */
-	starpu_profiling_status_set(ctx->cfg.trace[0] ? STARPU_PROFILING_ENABLE
-	                                              : STARPU_PROFILING_DISABLE);
-	SF_CHECK(_sf_layers_builtin_init());
-	_sf_log(SF_LOG_INFO, "rank %d/%d: %d compute worker(s) + comm worker %d", ctx->rank,
-	        ctx->size, ctx->ncompute, ctx->comm_worker);
-#ifdef STARPU_NON_BLOCKING_DRIVERS
-	if (ncpu > allowed_cpus())
-		_sf_log(SF_LOG_INFO,
-		        "%d StarPU workers share %d core(s), and this StarPU's idle "
-		        "workers spin (non-blocking drivers), so the comm and compute workers "
-		        "take the core from each other; a StarPU built by "
-		        "scripts/build-starpu.sh --enable-blocking-drivers lets idle workers sleep "
-		        "(docs/performance.md)",
-		        ncpu, allowed_cpus());
-#endif
-
+	SF_CHECK(setup_workers(ctx));
 	the_context = ctx;
 	*out = ctx;
 	return SF_OK;
 fail:
 	if (starpu_up)
 		starpu_shutdown();
-	_sf_comm_worker = -1;
-	if (ctx->comm != MPI_COMM_NULL)
-		MPI_Comm_free(&ctx->comm);
-	if (ctx->ctl_comm != MPI_COMM_NULL)
-		MPI_Comm_free(&ctx->ctl_comm);
-	if (ctx->own_mpi) {
-		int fin = 0;
-		MPI_Finalized(&fin);
-		if (!fin)
-			MPI_Finalize();
-	}
+	_sf_tasks_reset();
+	_sf_comm_destroy(ctx->comm);
+	_sf_log_rank = -1;
 	free(ctx);
 	return rc;
 }
@@ -294,15 +254,12 @@ SF_API int sf_finalize(sf_context *ctx)
 		              ctx->nmodels);
 	starpu_task_wait_for_all();
 	starpu_shutdown();
-	_sf_comm_worker = -1;
-	MPI_Comm_free(&ctx->comm);
-	MPI_Comm_free(&ctx->ctl_comm);
-	if (ctx->own_mpi)
-		MPI_Finalize();
+	_sf_tasks_reset();
+	int rc = _sf_comm_destroy(ctx->comm);
 	the_context = NULL;
 	_sf_log_rank = -1;
 	free(ctx);
-	return SF_OK;
+	return rc;
 }
 
 SF_API int sf_context_world(const sf_context *ctx, int *rank, int *size)

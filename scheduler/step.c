@@ -6,21 +6,26 @@
  * comm tasks (they chain through the comm-order handle), so the choices below are
  * the communication schedule every rank follows:
  *
- *   forward : gather(u) is submitted `depth` units ahead of fwd(u). It writes ring
- *             slot u mod R (R = depth+1), so StarPU holds it until free(u-R) — the
- *             task after the last reader of that slot — has run: at most R units
- *             are ever resident, by data dependency, with no host-side throttle.
- *             The last R units stay resident for the backward pass.
- *   backward: bwd(u), free(u), then the next unit's gather placed before
- *             (pre) or after (post) rs(u), or after opt(u) with a dependency on it
- *             (none); then opt(u) on the local shard.
+ *   forward : gather(u) is submitted `depth` units ahead of the first node reading
+ *             u. It writes a free ring slot, so StarPU holds it until free(u') — the
+ *             task after the last reader of that slot's previous unit — has run: at
+ *             most R units are ever resident, by data dependency, with no host-side
+ *             throttle. After the last forward reader of u, free(u), unless u stays
+ *             gathered for the backward pass (the R units it meets first).
+ *   backward: at the first backward reader of u, its gradient slot (and its gather if
+ *             it is not resident and its backward reads parameters); every node of
+ *             u writes its slice of that slot; after the last, free(u), then the next
+ *             unit's gather placed before (pre) or after (post) rs(u), or after opt(u)
+ *             with a dependency on it (none); then opt(u) on the local shard.
  *   end     : (grad_op) all-gather of updated shards; the loss all-reduce.
  *
- * Nothing is allocated here except StarPU's task structures and the packed
- * optimizer arguments.
+ * Which units, slots and orders: scheduler/plan.c. Nothing is allocated here except
+ * StarPU's task structures and the packed optimizer arguments.
  */
-#include "scheduler/internal.h"
-#include "scheduler/report.h"
+#include "scheduler/model.h"
+#include "tasks/layer_codelets.h"
+#include "tasks/optim.h"
+#include "trace/recorder.h"
 
 #include <string.h>
 
@@ -28,40 +33,61 @@
  * record, NULL when not tracing) becomes the task's callback argument. */
 #define INSERT(rec, ...)                                                                           \
 	do {                                                                                       \
-		struct sf_event *sf_rec_ = (rec);                                                  \
+		struct _sf_event *sf_rec_ = (rec);                                                 \
 		int sf_ins_rc_ =                                                                   \
 		    sf_rec_ ? starpu_task_insert(__VA_ARGS__, STARPU_CALLBACK_WITH_ARG_NFREE,      \
-		                                 _sf_trace_task_done, sf_rec_, 0)                  \
+		                                 _sf_recorder_task_done, sf_rec_, 0)               \
 		            : starpu_task_insert(__VA_ARGS__, 0);                                  \
 		if (sf_ins_rc_ != 0)                                                               \
 			return SF_ERR(SF_ERR_STARPU, "starpu_task_insert failed (%d)",             \
 			              sf_ins_rc_);                                                 \
 	} while (0)
 
-#define TRACE(m, name, kind, layer) _sf_trace_reserve((m), (name), (kind), (layer))
+#define TRACE(m, name, kind, layer)                                                                \
+	((m)->trace ? _sf_recorder_reserve((m)->trace, (int)(m)->nsteps, (name), (kind), (layer))  \
+	            : NULL)
+
+static bool full_sharding(const struct sf_model *m)
+{
+	return m->cfg.sharding == SF_SHARD_FULL;
+}
+
+static int slot_of(const struct sf_model *m, int u)
+{
+	return _sf_slots_find(&m->ring_slots, u);
+}
+
+static bool resident(const struct sf_model *m, int u)
+{
+	return slot_of(m, u) >= 0;
+}
 
 static starpu_data_handle_t param_handle(struct sf_model *m, int u)
 {
-	if (m->cfg.sharding == SF_SHARD_FULL)
-		return m->h_ring[u % m->R];
+	if (full_sharding(m))
+		return m->h_ring[slot_of(m, u)];
 	return m->units[u].h_full;
 }
 
 static int submit_gather(struct sf_model *m, int u, starpu_data_handle_t after)
 {
 	struct _sf_unit *un = &m->units[u];
-	int s = u % m->R;
+	int s = _sf_slots_take(&m->ring_slots, u);
+	if (s < 0)
+		return SF_ERR(SF_ERR_STATE,
+		              "step planner: no free ring slot to gather unit \"%s\" (%d slots); "
+		              "please report this graph",
+		              un->name, m->R);
 	if (after)
-		INSERT(TRACE(m, un->gather_name, SF_EV_GATHER, un->node), &_sf_cl_gather_after,
+		INSERT(TRACE(m, un->gather_name, SF_EV_GATHER, un->first), &_sf_cl_gather_after,
 		       STARPU_RW, m->h_order, STARPU_R, un->h_shard, STARPU_W, m->h_ring[s],
 		       STARPU_R, after, STARPU_CL_ARGS_NFREE, &un->comm, sizeof un->comm,
 		       STARPU_EXECUTE_ON_WORKER, m->ctx->comm_worker, STARPU_NAME, un->gather_name);
 	else
-		INSERT(TRACE(m, un->gather_name, SF_EV_GATHER, un->node), &_sf_cl_gather, STARPU_RW,
-		       m->h_order, STARPU_R, un->h_shard, STARPU_W, m->h_ring[s],
+		INSERT(TRACE(m, un->gather_name, SF_EV_GATHER, un->first), &_sf_cl_gather,
+		       STARPU_RW, m->h_order, STARPU_R, un->h_shard, STARPU_W, m->h_ring[s],
 		       STARPU_CL_ARGS_NFREE, &un->comm, sizeof un->comm, STARPU_EXECUTE_ON_WORKER,
 		       m->ctx->comm_worker, STARPU_NAME, un->gather_name);
-	m->ring_unit[s] = u;
 	return SF_OK;
 }
 
@@ -69,67 +95,62 @@ static int submit_gather(struct sf_model *m, int u, starpu_data_handle_t after)
 static int submit_free(struct sf_model *m, int u)
 {
 	struct _sf_unit *un = &m->units[u];
-	int s = u % m->R;
-	INSERT(TRACE(m, un->free_name, SF_EV_FREE, un->node), &_sf_cl_free, STARPU_RW, m->h_ring[s],
-	       STARPU_CL_ARGS_NFREE, &un->comm, sizeof un->comm, STARPU_NAME, un->free_name);
+	int s = slot_of(m, u);
+	INSERT(TRACE(m, un->free_name, SF_EV_FREE, un->first), &_sf_cl_free, STARPU_RW,
+	       m->h_ring[s], STARPU_CL_ARGS_NFREE, &un->comm, sizeof un->comm, STARPU_NAME,
+	       un->free_name);
 	starpu_data_invalidate_submit(m->h_ring[s]);
-	m->ring_unit[s] = -1;
+	_sf_slots_release(&m->ring_slots, s);
 	return SF_OK;
-}
-
-/* The backward of unit u's node reads its parameters (see plan_gradients). */
-static bool bwd_reads_params(const struct sf_model *m, int u)
-{
-	return !m->nodes[m->units[u].node].bwd_info.params_absent;
-}
-
-static bool resident(const struct sf_model *m, int u)
-{
-	return m->ring_unit[u % m->R] == u;
 }
 
 static int submit_fwd(struct sf_model *m, int n)
 {
 	const struct _sf_node *nd = &m->gnodes[n];
 	struct _sf_node_state *s = &m->nodes[n];
-	struct starpu_data_descr d[SF_MAX_INPUTS + 2];
+	struct starpu_data_descr d[SF_MAX_INPUTS + 3];
 	int k = 0;
 	if (s->unit >= 0)
 		d[k++] = (struct starpu_data_descr){param_handle(m, s->unit), STARPU_R};
 	for (int i = 0; i < nd->nin; i++)
 		d[k++] = (struct starpu_data_descr){m->nodes[nd->in[i]].h_act, STARPU_R};
 	d[k++] = (struct starpu_data_descr){s->h_act, STARPU_W};
-	INSERT(TRACE(m, s->fwd_name, SF_EV_FWD, n), (struct starpu_codelet *)&nd->type->fwd_cl,
+	if (s->h_saved)
+		d[k++] = (struct starpu_data_descr){s->h_saved, STARPU_W};
+	INSERT(TRACE(m, s->fwd_name, SF_EV_FWD, n), _sf_layer_codelet(nd->type, false),
 	       STARPU_DATA_MODE_ARRAY, d, k, STARPU_CL_ARGS_NFREE, &s->info, sizeof s->info,
 	       STARPU_NAME, s->fwd_name);
 	return SF_OK;
 }
 
-static int submit_bwd(struct sf_model *m, int n, starpu_data_handle_t grad)
+/* grad: the unit's gradient slot; first: this node is the first writer of it in this
+ * backward pass (its other slices are written by the unit's later nodes) */
+static int submit_bwd(struct sf_model *m, int n, starpu_data_handle_t grad, bool first)
 {
 	const struct _sf_node *nd = &m->gnodes[n];
 	struct _sf_node_state *s = &m->nodes[n];
-	const struct sf_layer_info *li = &s->info;
-	struct starpu_data_descr d[2 * SF_MAX_INPUTS + 4];
+	const struct sf_layer_info *li = &s->bwd_info;
+	struct starpu_data_descr d[2 * SF_MAX_INPUTS + 5];
 	int k = 0;
 	if (s->unit >= 0)
 		d[k++] = (struct starpu_data_descr){
-		    bwd_reads_params(m, s->unit) ? param_handle(m, s->unit) : m->h_noparams,
-		    STARPU_R};
+		    li->params_absent ? m->h_noparams : param_handle(m, s->unit), STARPU_R};
 	for (int i = 0; i < nd->nin; i++)
 		d[k++] = (struct starpu_data_descr){m->nodes[nd->in[i]].h_act, STARPU_R};
 	d[k++] = (struct starpu_data_descr){s->h_act, STARPU_R};
 	d[k++] = (struct starpu_data_descr){s->h_dact, STARPU_R};
+	if (s->h_saved)
+		d[k++] = (struct starpu_data_descr){s->h_saved, STARPU_R};
 	/* activation gradients: "=" for the first consumer, "+=" for the others */
 	for (int i = 0; i < nd->nin; i++)
 		if (li->need_dinput[i])
 			d[k++] = (struct starpu_data_descr){
 			    m->nodes[nd->in[i]].h_dact, li->accumulate[i] ? STARPU_RW : STARPU_W};
 	if (s->unit >= 0)
-		d[k++] = (struct starpu_data_descr){grad, STARPU_W};
-	INSERT(TRACE(m, s->bwd_name, SF_EV_BWD, n), (struct starpu_codelet *)&nd->type->bwd_cl,
-	       STARPU_DATA_MODE_ARRAY, d, k, STARPU_CL_ARGS_NFREE, &s->bwd_info, sizeof s->bwd_info,
-	       STARPU_NAME, s->bwd_name);
+		d[k++] = (struct starpu_data_descr){grad, first ? STARPU_W : STARPU_RW};
+	INSERT(TRACE(m, s->bwd_name, SF_EV_BWD, n), _sf_layer_codelet(nd->type, true),
+	       STARPU_DATA_MODE_ARRAY, d, k, STARPU_CL_ARGS_NFREE, li, sizeof *li, STARPU_NAME,
+	       s->bwd_name);
 	return SF_OK;
 }
 
@@ -137,15 +158,15 @@ static int submit_reduce(struct sf_model *m, int u, starpu_data_handle_t grad)
 {
 	struct _sf_unit *un = &m->units[u];
 	if (m->cfg.sharding == SF_SHARD_NONE)
-		INSERT(TRACE(m, un->rs_name, SF_EV_RS, un->node), &_sf_cl_allreduce, STARPU_RW,
+		INSERT(TRACE(m, un->rs_name, SF_EV_RS, un->first), &_sf_cl_allreduce, STARPU_RW,
 		       m->h_order, STARPU_RW, grad, STARPU_CL_ARGS_NFREE, &un->comm,
 		       sizeof un->comm, STARPU_EXECUTE_ON_WORKER, m->ctx->comm_worker, STARPU_NAME,
 		       un->rs_name);
 	else
-		INSERT(TRACE(m, un->rs_name, SF_EV_RS, un->node), &_sf_cl_reduce_scatter, STARPU_RW,
-		       m->h_order, STARPU_RW, grad, STARPU_W, un->h_gshard, STARPU_CL_ARGS_NFREE,
-		       &un->comm, sizeof un->comm, STARPU_EXECUTE_ON_WORKER, m->ctx->comm_worker,
-		       STARPU_NAME, un->rs_name);
+		INSERT(TRACE(m, un->rs_name, SF_EV_RS, un->first), &_sf_cl_reduce_scatter,
+		       STARPU_RW, m->h_order, STARPU_RW, grad, STARPU_W, un->h_gshard,
+		       STARPU_CL_ARGS_NFREE, &un->comm, sizeof un->comm, STARPU_EXECUTE_ON_WORKER,
+		       m->ctx->comm_worker, STARPU_NAME, un->rs_name);
 	return SF_OK;
 }
 
@@ -166,47 +187,111 @@ static int submit_opt(struct sf_model *m, int u, starpu_data_handle_t grad)
 	    .t = m->nsteps + 1,
 	};
 	if (m->opt.optimizer == SF_OPT_ADAMW)
-		INSERT(TRACE(m, un->opt_name, SF_EV_OPT, un->node), &_sf_cl_adamw, STARPU_RW, p,
+		INSERT(TRACE(m, un->opt_name, SF_EV_OPT, un->first), &_sf_cl_adamw, STARPU_RW, p,
 		       STARPU_R, g, STARPU_RW, un->h_m, STARPU_RW, un->h_v, STARPU_VALUE, &a,
 		       sizeof a, STARPU_NAME, un->opt_name);
 	else
-		INSERT(TRACE(m, un->opt_name, SF_EV_OPT, un->node), &_sf_cl_sgd, STARPU_RW, p,
+		INSERT(TRACE(m, un->opt_name, SF_EV_OPT, un->first), &_sf_cl_sgd, STARPU_RW, p,
 		       STARPU_R, g, STARPU_RW, un->h_m, STARPU_VALUE, &a, sizeof a, STARPU_NAME,
 		       un->opt_name);
 	return SF_OK;
 }
 
-/* The forward pass; `train` keeps the last R units gathered for the backward pass
- * and computes the loss, otherwise every unit is freed after its forward. */
-static int forward(struct sf_model *m, bool train)
+static int submit_loss(struct sf_model *m, const struct _sf_node *nd)
+{
+	int x = nd->in[0];
+	INSERT(TRACE(m, "loss", SF_EV_LOSS, -1), &_sf_cl_loss, STARPU_R, m->nodes[x].h_act,
+	       STARPU_R, m->h_labels, STARPU_W, m->nodes[x].h_dact, STARPU_W,
+	       m->h_loss[m->nsteps % SF_LOSS_SLOTS], STARPU_CL_ARGS_NFREE, &m->loss_args,
+	       sizeof m->loss_args, STARPU_NAME, "loss");
+	return SF_OK;
+}
+
+/* Gathers, in forward order, unit u if it is not resident, then the units after it
+ * up to u + depth while ring slots are free. *next: the first unit not gathered yet. */
+static int prefetch_forward(struct sf_model *m, int u, int *next)
 {
 	int rc = SF_OK;
-	bool full = m->cfg.sharding == SF_SHARD_FULL;
-	int keep = train ? m->R : 0;
+	for (; *next < m->nunits && *next <= u + m->cfg.prefetch_depth; (*next)++) {
+		if (*next > u && m->ring_slots.nfree == 0)
+			break;
+		SF_CHECK(submit_gather(m, *next, NULL));
+	}
+fail:
+	return rc;
+}
+
+/* The forward pass; `train` keeps the units the backward meets first gathered and
+ * computes the loss, otherwise every unit is freed after its last reader. */
+int _sf_forward_submit(struct sf_model *m, bool train)
+{
+	int rc = SF_OK;
+	bool full = full_sharding(m);
 	int next = 0; /* next unit to gather */
+	_sf_slots_reset(&m->ring_slots, m->R);
 	for (int n = 0; n < m->nnodes; n++) {
 		const struct _sf_node *nd = &m->gnodes[n];
 		int u = m->nodes[n].unit;
-		if (nd->kind == SF_NODE_LOSS && !train)
-			continue;
-		if (nd->kind == SF_NODE_LOSS) {
-			int x = nd->in[0];
-			INSERT(TRACE(m, "loss", SF_EV_LOSS, -1), &_sf_cl_loss, STARPU_R,
-			       m->nodes[x].h_act, STARPU_R, m->h_labels, STARPU_W,
-			       m->nodes[x].h_dact, STARPU_W, m->h_loss[m->nsteps % SF_LOSS_SLOTS],
-			       STARPU_CL_ARGS_NFREE, &m->loss_args, sizeof m->loss_args,
-			       STARPU_NAME, "loss");
-			continue;
-		}
+		if (nd->kind == SF_NODE_LOSS && train)
+			SF_CHECK(submit_loss(m, nd));
 		if (nd->kind != SF_NODE_LAYER)
 			continue;
 		if (full && u >= 0)
-			for (; next < m->nunits && next <= u + m->cfg.prefetch_depth; next++)
-				SF_CHECK(submit_gather(m, next, NULL));
+			SF_CHECK(prefetch_forward(m, u, &next));
 		SF_CHECK(submit_fwd(m, n));
-		/* the last R units stay gathered for the backward pass */
-		if (full && u >= 0 && u < m->nunits - keep)
+		if (full && u >= 0 && n == m->units[u].last && !(train && m->units[u].keep))
 			SF_CHECK(submit_free(m, u));
+	}
+fail:
+	return rc;
+}
+
+/* The unit the backward pass meets after u, or -1. */
+static int bwd_next(const struct sf_model *m, int u)
+{
+	for (int k = 0; k + 1 < m->nunits; k++)
+		if (m->bwd_order[k] == u)
+			return m->bwd_order[k + 1];
+	return -1;
+}
+
+/* Unit u's last backward reader is done: free it, reduce its gradient, update it, and
+ * gather the next unit of the backward pass where the policy says. */
+static int finish_unit_backward(struct sf_model *m, int u, starpu_data_handle_t grad)
+{
+	int rc = SF_OK;
+	if (!full_sharding(m)) {
+		SF_CHECK(submit_reduce(m, u, grad));
+		SF_CHECK(submit_opt(m, u, grad));
+		goto fail;
+	}
+	if (resident(m, u))
+		SF_CHECK(submit_free(m, u));
+	/* gather the next unit of backward early, unless its backward needs no
+	 * parameters (a first layer) or no slot is free */
+	int v = bwd_next(m, u);
+	bool prefetch = v >= 0 && !resident(m, v) && m->units[v].bwd_params &&
+	                m->ring_slots.nfree > 0;
+	switch (m->cfg.bwd_prefetch) {
+	case SF_BWD_PRE:
+		if (prefetch)
+			SF_CHECK(submit_gather(m, v, NULL));
+		SF_CHECK(submit_reduce(m, u, grad));
+		SF_CHECK(submit_opt(m, u, grad));
+		break;
+	case SF_BWD_POST:
+		SF_CHECK(submit_reduce(m, u, grad));
+		if (prefetch)
+			SF_CHECK(submit_gather(m, v, NULL));
+		SF_CHECK(submit_opt(m, u, grad));
+		break;
+	case SF_BWD_NONE:
+		SF_CHECK(submit_reduce(m, u, grad));
+		SF_CHECK(submit_opt(m, u, grad));
+		/* reading shard u makes the gather wait for opt(u) */
+		if (prefetch)
+			SF_CHECK(submit_gather(m, v, m->units[u].h_shard));
+		break;
 	}
 fail:
 	return rc;
@@ -215,58 +300,41 @@ fail:
 static int backward(struct sf_model *m)
 {
 	int rc = SF_OK;
-	bool full = m->cfg.sharding == SF_SHARD_FULL;
-	int nb = 0; /* units done so far in this backward pass: picks the grad slot */
+	bool full = full_sharding(m);
+	_sf_slots_reset(&m->grad_slots, m->G);
 	for (int n = m->nnodes - 1; n >= 0; n--) {
 		const struct _sf_node *nd = &m->gnodes[n];
 		int u = m->nodes[n].unit;
 		if (nd->kind != SF_NODE_LAYER || !m->nodes[n].needs_grad)
 			continue;
 		if (u < 0) {
-			SF_CHECK(submit_bwd(m, n, NULL));
+			SF_CHECK(submit_bwd(m, n, NULL, false));
 			continue;
 		}
-		starpu_data_handle_t grad = m->h_grad[nb++ % SF_GRAD_SLOTS];
-		if (full && !resident(m, u) && bwd_reads_params(m, u))
+		struct _sf_unit *un = &m->units[u];
+		bool first = n == un->last;
+		if (first && _sf_slots_take(&m->grad_slots, u) < 0) {
+			rc = SF_ERR(SF_ERR_STATE,
+			            "step planner: no free gradient slot for unit \"%s\" (%d "
+			            "slots); please report this graph",
+			            un->name, m->G);
+			goto fail;
+		}
+		int gs = _sf_slots_find(&m->grad_slots, u);
+		starpu_data_handle_t grad = m->h_grad[gs];
+		if (first && full && !resident(m, u) && un->bwd_params)
 			SF_CHECK(submit_gather(m, u, NULL));
-		SF_CHECK(submit_bwd(m, n, grad));
-		if (!full) {
-			SF_CHECK(submit_reduce(m, u, grad));
-			SF_CHECK(submit_opt(m, u, grad));
-			continue;
-		}
-		if (resident(m, u))
-			SF_CHECK(submit_free(m, u));
-		/* gather the next unit of backward early, unless its backward needs no
-		 * parameters (a first layer) */
-		bool prefetch = u > 0 && !resident(m, u - 1) && bwd_reads_params(m, u - 1);
-		switch (m->cfg.bwd_prefetch) {
-		case SF_BWD_PRE:
-			if (prefetch)
-				SF_CHECK(submit_gather(m, u - 1, NULL));
-			SF_CHECK(submit_reduce(m, u, grad));
-			SF_CHECK(submit_opt(m, u, grad));
-			break;
-		case SF_BWD_POST:
-			SF_CHECK(submit_reduce(m, u, grad));
-			if (prefetch)
-				SF_CHECK(submit_gather(m, u - 1, NULL));
-			SF_CHECK(submit_opt(m, u, grad));
-			break;
-		case SF_BWD_NONE:
-			SF_CHECK(submit_reduce(m, u, grad));
-			SF_CHECK(submit_opt(m, u, grad));
-			/* reading shard u makes the gather wait for opt(u) */
-			if (prefetch)
-				SF_CHECK(submit_gather(m, u - 1, m->units[u].h_shard));
-			break;
+		SF_CHECK(submit_bwd(m, n, grad, first));
+		if (n == un->first) {
+			SF_CHECK(finish_unit_backward(m, u, grad));
+			_sf_slots_release(&m->grad_slots, gs);
 		}
 	}
 	if (m->cfg.sharding == SF_SHARD_GRAD_OP)
 		for (int u = m->nunits - 1; u >= 0; u--) {
 			struct _sf_unit *un = &m->units[u];
-			INSERT(TRACE(m, un->ag_name, SF_EV_AG, un->node), &_sf_cl_gather, STARPU_RW,
-			       m->h_order, STARPU_R, un->h_shard, STARPU_W, un->h_full,
+			INSERT(TRACE(m, un->ag_name, SF_EV_AG, un->first), &_sf_cl_gather,
+			       STARPU_RW, m->h_order, STARPU_R, un->h_shard, STARPU_W, un->h_full,
 			       STARPU_CL_ARGS_NFREE, &un->comm, sizeof un->comm,
 			       STARPU_EXECUTE_ON_WORKER, m->ctx->comm_worker, STARPU_NAME,
 			       un->ag_name);
@@ -278,9 +346,7 @@ fail:
 int _sf_step_submit(struct sf_model *m)
 {
 	int rc = SF_OK;
-	for (int s = 0; s < m->R; s++)
-		m->ring_unit[s] = -1;
-	SF_CHECK(forward(m, true));
+	SF_CHECK(_sf_forward_submit(m, true));
 	SF_CHECK(backward(m));
 	INSERT(TRACE(m, "loss allreduce", SF_EV_LOSS_SUM, -1), &_sf_cl_loss_sum, STARPU_RW,
 	       m->h_order, STARPU_RW, m->h_loss[m->nsteps % SF_LOSS_SLOTS], STARPU_CL_ARGS_NFREE,
@@ -301,6 +367,52 @@ static int stage(starpu_data_handle_t h, void *dst, const void *src, size_t byte
 	return SF_OK;
 }
 
+static int check_ids(const int32_t *v, size_t n, int range, const char *what, const char *fn,
+                     const struct sf_model *m)
+{
+	for (size_t r = 0; r < n; r++)
+		if (v[r] < 0 || v[r] >= range)
+			return SF_ERR(SF_ERR_INVALID,
+			              "%s: %s %d of local row %zu (sample %d of the global batch) "
+			              "is outside [0, %d)",
+			              fn, what, (int)v[r], r, m->row0 + (int)(r / (size_t)m->T),
+			              range);
+	return SF_OK;
+}
+
+static int check_batch(struct sf_model *m, const struct sf_batch *b, bool labels, const char *fn)
+{
+	int rc = SF_OK;
+	if (b->ninputs != m->ninputs || (m->ninputs && !b->inputs))
+		return SF_ERR(SF_ERR_INVALID,
+		              "%s: the graph has %d float input(s), the batch gives %d", fn,
+		              m->ninputs, b->inputs ? b->ninputs : 0);
+	if (b->nint_inputs != m->nint_inputs || (m->nint_inputs && !b->int_inputs))
+		return SF_ERR(SF_ERR_INVALID,
+		              "%s: the graph has %d integer input(s), the batch gives %d", fn,
+		              m->nint_inputs, b->int_inputs ? b->nint_inputs : 0);
+	for (int i = 0; i < m->ninputs; i++)
+		if (!b->inputs[i])
+			return SF_ERR(SF_ERR_INVALID, "%s: input %d (\"%s\") is NULL", fn, i,
+			              m->gnodes[m->input_nodes[i]].name);
+	for (int i = 0; i < m->nint_inputs; i++) {
+		const struct _sf_node *nd = &m->gnodes[m->int_input_nodes[i]];
+		if (!b->int_inputs[i])
+			return SF_ERR(SF_ERR_INVALID, "%s: integer input %d (\"%s\") is NULL", fn,
+			              i, nd->name);
+		char what[SF_NAME_MAX + 8];
+		snprintf(what, sizeof what, "id of \"%s\"", nd->name);
+		SF_CHECK(check_ids(b->int_inputs[i], m->rows_local, nd->dim, what, fn, m));
+	}
+	if (labels) {
+		if (!b->labels)
+			return SF_ERR(SF_ERR_INVALID, "%s: labels are NULL", fn);
+		SF_CHECK(check_ids(b->labels, m->rows_local, m->loss_args.classes, "label", fn, m));
+	}
+fail:
+	return rc;
+}
+
 /* Checks a batch and copies it into the model's input handles (labels too when
  * `labels` is set). */
 static int stage_batch(struct sf_model *m, const struct sf_batch *b, bool labels, const char *fn)
@@ -308,35 +420,19 @@ static int stage_batch(struct sf_model *m, const struct sf_batch *b, bool labels
 	int rc = SF_OK;
 	if (!m || !b)
 		return SF_ERR(SF_ERR_INVALID, "%s: %s is NULL", fn, m ? "batch" : "model");
-	if (b->ninputs != m->ninputs || (m->ninputs && !b->inputs))
-		return SF_ERR(SF_ERR_INVALID,
-		              "%s: the graph has %d float input(s), the batch gives %d", fn,
-		              m->ninputs, b->inputs ? b->ninputs : 0);
-	for (int i = 0; i < m->ninputs; i++)
-		if (!b->inputs[i])
-			return SF_ERR(SF_ERR_INVALID, "%s: input %d (\"%s\") is NULL", fn, i,
-			              m->gnodes[m->input_nodes[i]].name);
-	if (labels) {
-		if (!b->labels)
-			return SF_ERR(SF_ERR_INVALID, "%s: labels are NULL", fn);
-		int C = m->loss_args.classes;
-		for (int r = 0; r < m->B_local; r++)
-			if (b->labels[r] < 0 || b->labels[r] >= C)
-				return SF_ERR(
-				    SF_ERR_INVALID,
-				    "%s: label %d of local row %d (global row %d) is outside "
-				    "[0, %d)",
-				    fn, (int)b->labels[r], r, m->row0 + r, C);
-	}
+	SF_CHECK(check_batch(m, b, labels, fn));
 	for (int i = 0; i < m->ninputs; i++) {
 		struct _sf_node_state *s = &m->nodes[m->input_nodes[i]];
 		SF_CHECK(stage(s->h_act, s->act, b->inputs[i],
-		               (size_t)m->B_local * (size_t)m->gnodes[m->input_nodes[i]].dim *
+		               m->rows_local * (size_t)m->gnodes[m->input_nodes[i]].dim *
 		                   sizeof(float)));
 	}
+	for (int i = 0; i < m->nint_inputs; i++) {
+		struct _sf_node_state *s = &m->nodes[m->int_input_nodes[i]];
+		SF_CHECK(stage(s->h_act, s->act, b->int_inputs[i], m->rows_local * sizeof(int32_t)));
+	}
 	if (labels)
-		SF_CHECK(
-		    stage(m->h_labels, m->labels, b->labels, (size_t)m->B_local * sizeof(int32_t)));
+		SF_CHECK(stage(m->h_labels, m->labels, b->labels, m->rows_local * sizeof(int32_t)));
 fail:
 	return rc;
 }
@@ -383,18 +479,16 @@ SF_API int sf_model_predict(sf_model *m, const struct sf_batch *b, float *logits
 		return SF_ERR(SF_ERR_INVALID, "sf_model_predict: logits is NULL");
 	SF_CHECK(stage_batch(m, b, false, "sf_model_predict"));
 	/* not a training step: not traced, not counted */
-	struct _sf_trace *trace = m->trace;
+	struct _sf_recorder *trace = m->trace;
 	m->trace = NULL;
-	for (int s = 0; s < m->R; s++)
-		m->ring_unit[s] = -1;
-	rc = forward(m, false);
+	rc = _sf_forward_submit(m, false);
 	m->trace = trace;
 	SF_CHECK(rc);
 	struct _sf_node_state *out = &m->nodes[m->gnodes[m->loss_node].in[0]];
 	int ret = starpu_data_acquire(out->h_act, STARPU_R);
 	if (ret != 0)
 		return SF_ERR(SF_ERR_STARPU, "starpu_data_acquire failed (%d)", ret);
-	memcpy(logits, out->act, (size_t)m->B_local * (size_t)m->loss_args.classes * sizeof(float));
+	memcpy(logits, out->act, m->rows_local * (size_t)m->loss_args.classes * sizeof(float));
 	starpu_data_release(out->h_act);
 fail:
 	return rc;

@@ -1,36 +1,130 @@
 /*
- * comm_mpi.c — the collectives of a step, as StarPU codelets run by the comm worker.
+ * comm_mpi.c — the MPI communication backend (struct _sf_comm_ops).
  *
- * Buffer 0 of every comm codelet is the comm-order handle in STARPU_RW: StarPU's
- * implicit dependencies then run them one after another in submission order, which
- * is the same program on every rank, so every rank enters the same collective next
- * (schedulers reorder ready tasks; they cannot reorder a RW chain). The
- * communicator is the one duplicated at sf_init for steps only; its error handler is
- * MPI's default, so a failed collective ends the job instead of hanging it.
+ * MPI is started with MPI_THREAD_MULTIPLE (unless the program did it) because the
+ * step's collectives are issued from the comm worker's thread while the main thread
+ * makes host-side calls (model setup, checkpoints). Two duplicates of
+ * MPI_COMM_WORLD keep them apart: `step`, used by the comm worker only, keeps MPI's
+ * default error handler (a rank that fails inside a collective takes the job down
+ * rather than leave the others waiting); `ctl`, for the host side, returns errors as
+ * codes, which become SF_ERR_MPI with MPI's message.
+ *
+ * Waiting never spins: requests are polled with naps in between (tasks/mpi_wait.h).
  */
-#include "scheduler/internal.h"
+#include "common/error.h"
+#include "tasks/comm.h"
 #include "tasks/mpi_wait.h"
 
-#include <pthread.h>
+#include <limits.h>
+#include <mpi.h>
+#include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-static void mpi_assert(int rc, const char *what)
+struct mpi_impl {
+	MPI_Comm step; /* the step's collectives (comm worker) */
+	MPI_Comm ctl;  /* host-side calls */
+	MPI_Comm node; /* the ranks of this machine (host side) */
+	bool own_mpi;  /* init started MPI, so fini stops it */
+};
+
+static struct mpi_impl *impl(struct _sf_comm *c)
+{
+	return c->impl;
+}
+
+static int mpi_err(int mpirc, const char *what, const char *file, int line)
 {
 	char msg[MPI_MAX_ERROR_STRING] = "";
 	int len = 0;
-	if (rc == MPI_SUCCESS)
-		return;
-	MPI_Error_string(rc, msg, &len);
-	STARPU_ASSERT_MSG(rc == MPI_SUCCESS, "%s failed: %s", what, msg);
+	if (MPI_Error_string(mpirc, msg, &len) != MPI_SUCCESS)
+		snprintf(msg, sizeof msg, "MPI error code %d", mpirc);
+	return _sf_err(SF_ERR_MPI, file, line, "%s failed: %s", what, msg);
 }
 
-/* Waits for one request, sleeping between polls (tasks/mpi_wait.h). */
-static void wait_one(MPI_Request *req, const char *what)
+#define MPI_CHECK(call)                                                                            \
+	do {                                                                                       \
+		int mpi_rc_ = (call);                                                              \
+		if (mpi_rc_ != MPI_SUCCESS) {                                                      \
+			rc = mpi_err(mpi_rc_, #call, __FILE__, __LINE__);                          \
+			goto fail;                                                                 \
+		}                                                                                  \
+	} while (0)
+
+/* Byte counts of host-side calls travel as ints. */
+static int count_of(size_t bytes, int *out)
 {
-	int idx[1];
-	mpi_assert(_sf_wait_all(1, req, idx, SF_COMM_PACE), what);
+	if (bytes > INT_MAX)
+		return SF_ERR(SF_ERR_INVALID, "a host-side message of %zu bytes is over MPI's limit",
+		              bytes);
+	*out = (int)bytes;
+	return SF_OK;
 }
+
+static void free_comms(struct mpi_impl *m)
+{
+	MPI_Comm *cs[] = {&m->step, &m->ctl, &m->node};
+	for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++)
+		if (*cs[i] != MPI_COMM_NULL)
+			MPI_Comm_free(cs[i]);
+}
+
+static int mpi_fini(struct _sf_comm *c)
+{
+	struct mpi_impl *m = impl(c);
+	if (!m)
+		return SF_OK;
+	free_comms(m);
+	if (m->own_mpi) {
+		int fin = 0;
+		MPI_Finalized(&fin);
+		if (!fin)
+			MPI_Finalize();
+	}
+	free(m);
+	c->impl = NULL;
+	return SF_OK;
+}
+
+static int mpi_init(struct _sf_comm *c, int *argc, char ***argv)
+{
+	int rc = SF_OK, inited = 0, provided = 0;
+	struct mpi_impl *m = calloc(1, sizeof *m);
+	if (!m)
+		return SF_ERR(SF_ERR_NOMEM, "sf_init: out of memory");
+	m->step = m->ctl = m->node = MPI_COMM_NULL;
+	c->impl = m;
+	MPI_CHECK(MPI_Initialized(&inited));
+	if (!inited) {
+		MPI_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided));
+		m->own_mpi = true;
+	} else {
+		MPI_CHECK(MPI_Query_thread(&provided));
+	}
+	if (provided < MPI_THREAD_MULTIPLE) {
+		rc = SF_ERR(SF_ERR_MPI,
+		            "MPI provides thread level %d, shardflow needs MPI_THREAD_MULTIPLE "
+		            "(%d): initialise MPI with MPI_Init_thread(..., MPI_THREAD_MULTIPLE, "
+		            "...) or let sf_init do it",
+		            provided, MPI_THREAD_MULTIPLE);
+		goto fail;
+	}
+	MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &m->step));
+	MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &m->ctl));
+	MPI_CHECK(MPI_Comm_set_errhandler(m->ctl, MPI_ERRORS_RETURN));
+	MPI_CHECK(MPI_Comm_rank(m->step, &c->rank));
+	MPI_CHECK(MPI_Comm_size(m->step, &c->size));
+	MPI_CHECK(
+	    MPI_Comm_split_type(m->ctl, MPI_COMM_TYPE_SHARED, c->rank, MPI_INFO_NULL, &m->node));
+	MPI_CHECK(MPI_Comm_set_errhandler(m->node, MPI_ERRORS_RETURN));
+	MPI_CHECK(MPI_Comm_rank(m->node, &c->node_rank));
+	MPI_CHECK(MPI_Comm_size(m->node, &c->node_size));
+	return SF_OK;
+fail:
+	mpi_fini(c);
+	return rc;
+}
+
+/* ---- the step's collectives ------------------------------------------------- */
 
 /*
  * Ring collectives on point-to-point messages. Open MPI's reduce-scatter for large
@@ -45,233 +139,164 @@ static void wait_one(MPI_Request *req, const char *what)
  */
 #define RING_TAG 7301
 
-static int ring_rank(MPI_Comm comm)
+/* One ring step (tasks/mpi_wait.h): S floats to rank+1 while S come from rank-1, cut
+ * into pieces of c->chunk floats (SHARDFLOW_COMM_CHUNK; docs/performance.md has why). */
+static int ring_exchange(struct _sf_comm *c, const float *sbuf, float *rbuf, size_t S,
+                         const char *what)
 {
-	int r = 0;
-	mpi_assert(MPI_Comm_rank(comm, &r), "MPI_Comm_rank");
-	return r;
+	int N = c->size, r = c->rank;
+	int mrc = _sf_ring_exchange(impl(c)->step, (r + 1) % N, (r + N - 1) % N, RING_TAG, sbuf, rbuf,
+	                            S, c->chunk, SF_COMM_PACE);
+	return mrc == MPI_SUCCESS ? SF_OK : mpi_err(mrc, what, __FILE__, __LINE__);
 }
 
-/*
- * One ring step of this unit's blocks (tasks/mpi_wait.h), cut into pieces of
- * _sf_comm_chunk floats (SHARDFLOW_COMM_CHUNK). Over Open MPI's TCP BTL a block sent
- * as one message goes by the rendezvous (put) protocol, which ran at 0.57 of a
- * 1 Gbit/s link in bench/ring_bw; pieces under the eager limit (64 KiB) ran at 0.95
- * (docs/performance.md).
- */
-static void ring_exchange(struct _sf_comm_args *a, const float *sbuf, float *rbuf, const char *what)
+static int mpi_all_gather(struct _sf_comm *c, float *full, size_t S)
 {
-	int N = a->nranks, r = ring_rank(a->comm);
-	mpi_assert(_sf_ring_exchange(a->comm, (r + 1) % N, (r + N - 1) % N, RING_TAG, sbuf, rbuf,
-	                             a->S, _sf_comm_chunk, SF_COMM_PACE),
-	           what);
-}
-
-/* full (N blocks of S): block r is this rank's; on return every block is filled. */
-static void ring_allgather(struct _sf_comm_args *a, float *full)
-{
-	int N = a->nranks, r = ring_rank(a->comm);
+	int N = c->size, r = c->rank;
 	for (int k = 0; k < N - 1; k++) {
 		int sb = (r - k + N) % N, rb = (r - k - 1 + 2 * N) % N;
-		ring_exchange(a, full + (size_t)sb * a->S, full + (size_t)rb * a->S,
-		              "ring all-gather");
+		int rc = ring_exchange(c, full + (size_t)sb * S, full + (size_t)rb * S, S,
+		                       "ring all-gather");
+		if (rc < 0)
+			return rc;
 	}
-}
-
-/* grad (N blocks of S) is summed over the ranks; block r of the sum goes to out. */
-static void ring_reduce_scatter(struct _sf_comm_args *a, float *grad, float *out)
-{
-	int N = a->nranks, r = ring_rank(a->comm);
-	for (int k = 0; k < N - 1; k++) {
-		int sb = (r - k - 1 + 2 * N) % N, rb = (r - k - 2 + 2 * N) % N;
-		ring_exchange(a, grad + (size_t)sb * a->S, a->scratch, "ring reduce-scatter");
-		float *dst = grad + (size_t)rb * a->S;
-		for (size_t i = 0; i < a->S; i++)
-			dst[i] += a->scratch[i];
-	}
-	memcpy(out, grad + (size_t)r * a->S, a->S * sizeof(float));
-}
-
-/* ---- what the comm path costs: wall and CPU time of each collective task ---- */
-
-struct acct_mark {
-	struct timespec wall, cpu;
-};
-
-static void acct_begin(struct acct_mark *k)
-{
-	clock_gettime(CLOCK_MONOTONIC, &k->wall);
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &k->cpu);
-}
-
-/* Adds the time since acct_begin to the model's totals (only the comm worker runs
- * collectives, so there is one writer; the host reads after a sync). */
-static void acct_end(struct _sf_comm_args *a, const struct acct_mark *k)
-{
-	struct acct_mark e;
-	if (!a->acct)
-		return;
-	acct_begin(&e);
-	a->acct->wall += 1e-9 * (double)_sf_ns_between(&k->wall, &e.wall);
-	a->acct->cpu += 1e-9 * (double)_sf_ns_between(&k->cpu, &e.cpu);
-}
-
-struct clock_query {
-	clockid_t id;
-	int err;
-};
-
-static void clock_cpu(void *buffers[], void *cl_arg)
-{
-	struct clock_query *q = cl_arg;
-	(void)buffers;
-	q->err = pthread_getcpuclockid(pthread_self(), &q->id);
-}
-
-static struct starpu_codelet clock_cl = {
-    .where = STARPU_CPU,
-    .cpu_funcs = {clock_cpu},
-    .cpu_funcs_name = {"clock_cpu"},
-    .nbuffers = 0,
-    .name = "worker clock",
-};
-
-int _sf_worker_cpu_clock(int worker, clockid_t *out)
-{
-	struct clock_query q = {.err = -1};
-	struct starpu_task *t = starpu_task_create();
-	if (!t)
-		return SF_ERR(SF_ERR_NOMEM, "starpu_task_create failed");
-	t->cl = &clock_cl;
-	t->cl_arg = &q;
-	t->execute_on_a_specific_worker = 1;
-	t->workerid = (unsigned)worker;
-	t->synchronous = 1;
-	t->name = "worker clock";
-	int ret = starpu_task_submit(t);
-	if (ret != 0)
-		return SF_ERR(SF_ERR_STARPU, "starpu_task_submit(worker clock) failed (%d)", ret);
-	if (q.err != 0)
-		return SF_ERR(SF_ERR_STARPU, "pthread_getcpuclockid on the comm worker failed: %s",
-		              strerror(q.err));
-	*out = q.id;
 	return SF_OK;
 }
 
-double _sf_clock_seconds(clockid_t c)
+static int mpi_reduce_scatter(struct _sf_comm *c, float *grad, size_t S, float *out,
+                              float *scratch)
 {
-	struct timespec t;
-	if (clock_gettime(c, &t) != 0)
-		return 0;
-	return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-static void note_resident(struct _sf_comm_args *a, int delta)
-{
-	int now = atomic_fetch_add(a->resident, delta) + delta;
-	int max = atomic_load(a->max_resident);
-	while (now > max && !atomic_compare_exchange_weak(a->max_resident, &max, now))
-		;
-}
-
-/* order[RW] shard[R] slot[W] (extra[R]): slot = concatenation of every rank's shard */
-static void gather_cpu(void *buffers[], void *cl_arg)
-{
-	struct _sf_comm_args *a = cl_arg;
-	const float *shard = (const float *)STARPU_VECTOR_GET_PTR(buffers[1]);
-	float *full = (float *)STARPU_VECTOR_GET_PTR(buffers[2]);
-	STARPU_ASSERT(STARPU_VECTOR_GET_NX(buffers[2]) >= a->S * (size_t)a->nranks);
-	STARPU_ASSERT_MSG(starpu_worker_get_id() == _sf_comm_worker,
-	                  "a collective ran outside the comm worker");
-	if (a->resident)
-		note_resident(a, +1);
-	if (_sf_skip == SF_SKIP_COMM)
-		return;
-	struct acct_mark k;
-	acct_begin(&k);
-	memcpy(full + (size_t)ring_rank(a->comm) * a->S, shard, a->S * sizeof(float));
-	ring_allgather(a, full);
-	acct_end(a, &k);
-}
-
-/* order[RW] grad[RW] gshard[W]: gshard = this rank's block of the sum over ranks */
-static void reduce_scatter_cpu(void *buffers[], void *cl_arg)
-{
-	struct _sf_comm_args *a = cl_arg;
-	float *grad = (float *)STARPU_VECTOR_GET_PTR(buffers[1]);
-	float *gshard = (float *)STARPU_VECTOR_GET_PTR(buffers[2]);
-	size_t padded = a->S * (size_t)a->nranks;
-	/* the slot is shared by units of different sizes: its tail is stale */
-	memset(grad + a->P, 0, (padded - a->P) * sizeof(float));
-	if (_sf_skip == SF_SKIP_COMM)
-		return;
-	struct acct_mark k;
-	acct_begin(&k);
-	ring_reduce_scatter(a, grad, gshard);
-	acct_end(a, &k);
-}
-
-/* order[RW] grad[RW]: grad = sum over ranks (replicated parameters) */
-static void allreduce_cpu(void *buffers[], void *cl_arg)
-{
-	struct _sf_comm_args *a = cl_arg;
-	float *grad = (float *)STARPU_VECTOR_GET_PTR(buffers[1]);
-	if (_sf_skip == SF_SKIP_COMM)
-		return;
-	MPI_Request req;
-	struct acct_mark k;
-	acct_begin(&k);
-	mpi_assert(MPI_Iallreduce(MPI_IN_PLACE, grad, (int)a->P, MPI_FLOAT, MPI_SUM, a->comm, &req),
-	           "MPI_Iallreduce");
-	wait_one(&req, "MPI_Iallreduce");
-	acct_end(a, &k);
-}
-
-/* order[RW] loss[RW]: one double summed over ranks */
-static void loss_sum_cpu(void *buffers[], void *cl_arg)
-{
-	struct _sf_comm_args *a = cl_arg;
-	double *v = (double *)STARPU_VECTOR_GET_PTR(buffers[1]);
-	if (_sf_skip == SF_SKIP_COMM)
-		return;
-	MPI_Request req;
-	struct acct_mark k;
-	acct_begin(&k);
-	mpi_assert(MPI_Iallreduce(MPI_IN_PLACE, v, 1, MPI_DOUBLE, MPI_SUM, a->comm, &req),
-	           "MPI_Iallreduce(loss)");
-	wait_one(&req, "MPI_Iallreduce(loss)");
-	acct_end(a, &k);
-}
-
-/* slot[RW]: the unit's last reader is done; the slot may be gathered into again */
-static void free_cpu(void *buffers[], void *cl_arg)
-{
-	(void)buffers;
-	note_resident(cl_arg, -1);
-}
-
-#define COMM_CODELET(var, fn, n, ...)                                                              \
-	struct starpu_codelet var = {                                                              \
-	    .where = STARPU_CPU,                                                                   \
-	    .cpu_funcs = {fn},                                                                     \
-	    .cpu_funcs_name = {#fn},                                                               \
-	    .nbuffers = n,                                                                         \
-	    .modes = {__VA_ARGS__},                                                                \
-	    .name = #fn,                                                                           \
+	int N = c->size, r = c->rank;
+	for (int k = 0; k < N - 1; k++) {
+		int sb = (r - k - 1 + 2 * N) % N, rb = (r - k - 2 + 2 * N) % N;
+		int rc = ring_exchange(c, grad + (size_t)sb * S, scratch, S, "ring reduce-scatter");
+		if (rc < 0)
+			return rc;
+		float *dst = grad + (size_t)rb * S;
+		for (size_t i = 0; i < S; i++)
+			dst[i] += scratch[i];
 	}
+	memcpy(out, grad + (size_t)r * S, S * sizeof(float));
+	return SF_OK;
+}
 
-COMM_CODELET(_sf_cl_gather, gather_cpu, 3, STARPU_RW, STARPU_R, STARPU_W);
-COMM_CODELET(_sf_cl_gather_after, gather_cpu, 4, STARPU_RW, STARPU_R, STARPU_W, STARPU_R);
-COMM_CODELET(_sf_cl_reduce_scatter, reduce_scatter_cpu, 3, STARPU_RW, STARPU_RW, STARPU_W);
-COMM_CODELET(_sf_cl_allreduce, allreduce_cpu, 2, STARPU_RW, STARPU_RW);
-COMM_CODELET(_sf_cl_loss_sum, loss_sum_cpu, 2, STARPU_RW, STARPU_RW);
+/* A non-blocking call waited for with naps (tasks/mpi_wait.h). */
+static int wait_one(MPI_Request *req, int mrc, const char *what)
+{
+	int idx[1];
+	if (mrc == MPI_SUCCESS)
+		mrc = _sf_wait_all(1, req, idx, SF_COMM_PACE);
+	return mrc == MPI_SUCCESS ? SF_OK : mpi_err(mrc, what, __FILE__, __LINE__);
+}
 
-struct starpu_codelet _sf_cl_free = {
-    .where = STARPU_CPU,
-    .cpu_funcs = {free_cpu},
-    .cpu_funcs_name = {"free_cpu"},
-    .nbuffers = 1,
-    .modes = {STARPU_RW},
-    .can_execute = _sf_compute_can_execute,
-    .name = "free",
+static int mpi_all_reduce(struct _sf_comm *c, float *v, size_t n)
+{
+	MPI_Request req;
+	if (n > INT_MAX)
+		return SF_ERR(SF_ERR_INVALID, "all-reduce of %zu floats is over MPI's limit", n);
+	return wait_one(&req,
+	                MPI_Iallreduce(MPI_IN_PLACE, v, (int)n, MPI_FLOAT, MPI_SUM, impl(c)->step,
+	                               &req),
+	                "MPI_Iallreduce");
+}
+
+static int mpi_sum_scalar(struct _sf_comm *c, double *v)
+{
+	MPI_Request req;
+	return wait_one(
+	    &req, MPI_Iallreduce(MPI_IN_PLACE, v, 1, MPI_DOUBLE, MPI_SUM, impl(c)->step, &req),
+	    "MPI_Iallreduce(loss)");
+}
+
+/* ---- host side -------------------------------------------------------------- */
+
+static int mpi_barrier(struct _sf_comm *c, bool node_only)
+{
+	int rc = SF_OK;
+	MPI_CHECK(MPI_Barrier(node_only ? impl(c)->node : impl(c)->ctl));
+fail:
+	return rc;
+}
+
+static int mpi_bcast(struct _sf_comm *c, void *buf, size_t bytes, int root)
+{
+	int rc = SF_OK, n = 0;
+	SF_CHECK(count_of(bytes, &n));
+	MPI_CHECK(MPI_Bcast(buf, n, MPI_BYTE, root, impl(c)->ctl));
+fail:
+	return rc;
+}
+
+static int mpi_gather(struct _sf_comm *c, const void *mine, size_t bytes, void *all, int root)
+{
+	int rc = SF_OK, n = 0;
+	SF_CHECK(count_of(bytes, &n));
+	MPI_CHECK(MPI_Gather(mine, n, MPI_BYTE, all, n, MPI_BYTE, root, impl(c)->ctl));
+fail:
+	return rc;
+}
+
+static int mpi_gatherv(struct _sf_comm *c, const void *mine, size_t bytes, void *all,
+                       const size_t *counts, int root)
+{
+	int rc = SF_OK, n = 0;
+	int *cnt = NULL, *displs = NULL;
+	SF_CHECK(count_of(bytes, &n));
+	if (c->rank == root) {
+		cnt = calloc((size_t)c->size, sizeof *cnt);
+		displs = calloc((size_t)c->size, sizeof *displs);
+		if (!cnt || !displs) {
+			rc = SF_ERR(SF_ERR_NOMEM, "gatherv: out of memory");
+			goto fail;
+		}
+		size_t off = 0;
+		for (int r = 0; r < c->size; r++) {
+			SF_CHECK(count_of(counts[r], &cnt[r]));
+			SF_CHECK(count_of(off, &displs[r]));
+			off += counts[r];
+		}
+	}
+	MPI_CHECK(MPI_Gatherv(mine, n, MPI_BYTE, all, cnt, displs, MPI_BYTE, root, impl(c)->ctl));
+fail:
+	free(cnt);
+	free(displs);
+	return rc;
+}
+
+static int mpi_allgather(struct _sf_comm *c, const void *mine, size_t bytes, void *all)
+{
+	int rc = SF_OK, n = 0;
+	SF_CHECK(count_of(bytes, &n));
+	MPI_CHECK(MPI_Allgather(mine, n, MPI_BYTE, all, n, MPI_BYTE, impl(c)->ctl));
+fail:
+	return rc;
+}
+
+static int mpi_min_rank(struct _sf_comm *c, int value, int *min, int *rank)
+{
+	int rc = SF_OK;
+	struct {
+		int v, r;
+	} in = {value, c->rank}, out;
+	MPI_CHECK(MPI_Allreduce(&in, &out, 1, MPI_2INT, MPI_MINLOC, impl(c)->ctl));
+	*min = out.v;
+	*rank = out.r;
+fail:
+	return rc;
+}
+
+const struct _sf_comm_ops _sf_comm_mpi_ops = {
+    .name = "mpi",
+    .init = mpi_init,
+    .fini = mpi_fini,
+    .all_gather = mpi_all_gather,
+    .reduce_scatter = mpi_reduce_scatter,
+    .all_reduce = mpi_all_reduce,
+    .sum_scalar = mpi_sum_scalar,
+    .barrier = mpi_barrier,
+    .bcast = mpi_bcast,
+    .gather = mpi_gather,
+    .gatherv = mpi_gatherv,
+    .allgather = mpi_allgather,
+    .min_rank = mpi_min_rank,
 };

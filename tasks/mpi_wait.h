@@ -21,6 +21,8 @@
 #ifndef SF_MPI_WAIT_H
 #define SF_MPI_WAIT_H
 
+#include "common/clock.h"
+
 #include <mpi.h>
 #include <time.h>
 
@@ -32,11 +34,6 @@
  * unchanged (3 alternating runs each); bench/ring_bw --pace measures it. */
 #define SF_COMM_PACE 0.0
 #define SF_RING_WINDOW 64 /* ring-step pieces in flight each way */
-
-static inline long _sf_ns_between(const struct timespec *a, const struct timespec *b)
-{
-	return (long)(b->tv_sec - a->tv_sec) * 1000000000L + (b->tv_nsec - a->tv_nsec);
-}
 
 /* Waits for the n requests; idx: n ints of scratch. Returns MPI_Testsome's error, or
  * MPI_SUCCESS once every request has completed. */

@@ -1,11 +1,9 @@
 /*
- * optim.c — optimizer codelets: each updates one unit's local shard (or the whole
- * unit when parameters are replicated) in place. Per-step values (learning rate,
- * AdamW's step t) travel packed in the task (STARPU_VALUE), so steps in flight
- * never share mutable arguments.
+ * optim.c — the optimizer codelets: thin bodies that unpack the buffers and the
+ * packed per-step arguments and call tasks/optim_cpu.c.
  */
-#include "scheduler/internal.h"
-#include "tasks/kernels.h"
+#include "tasks/optim.h"
+#include "tasks/worker.h"
 
 static struct _sf_opt_args unpack(void *cl_arg)
 {
@@ -17,8 +15,6 @@ static struct _sf_opt_args unpack(void *cl_arg)
 /* param[RW] grad[R] buf[RW] */
 static void sgd_cpu(void *buffers[], void *cl_arg)
 {
-	if (_sf_skip == SF_SKIP_COMPUTE)
-		return;
 	struct _sf_opt_args a = unpack(cl_arg);
 	_sf_sgd(a.n, (float *)STARPU_VECTOR_GET_PTR(buffers[0]),
 	        (const float *)STARPU_VECTOR_GET_PTR(buffers[1]),
@@ -28,8 +24,6 @@ static void sgd_cpu(void *buffers[], void *cl_arg)
 /* param[RW] grad[R] m[RW] v[RW] */
 static void adamw_cpu(void *buffers[], void *cl_arg)
 {
-	if (_sf_skip == SF_SKIP_COMPUTE)
-		return;
 	struct _sf_opt_args a = unpack(cl_arg);
 	_sf_adamw(a.n, (float *)STARPU_VECTOR_GET_PTR(buffers[0]),
 	          (const float *)STARPU_VECTOR_GET_PTR(buffers[1]),
@@ -38,6 +32,10 @@ static void adamw_cpu(void *buffers[], void *cl_arg)
 	          a.weight_decay, a.t);
 }
 
+static struct starpu_perfmodel sgd_model = {.type = STARPU_HISTORY_BASED, .symbol = "sf_sgd"};
+static struct starpu_perfmodel adamw_model = {.type = STARPU_HISTORY_BASED,
+                                              .symbol = "sf_adamw"};
+
 struct starpu_codelet _sf_cl_sgd = {
     .where = STARPU_CPU,
     .cpu_funcs = {sgd_cpu},
@@ -45,6 +43,7 @@ struct starpu_codelet _sf_cl_sgd = {
     .nbuffers = 3,
     .modes = {STARPU_RW, STARPU_R, STARPU_RW},
     .can_execute = _sf_compute_can_execute,
+    .model = &sgd_model,
     .name = "sgd",
 };
 
@@ -55,5 +54,12 @@ struct starpu_codelet _sf_cl_adamw = {
     .nbuffers = 4,
     .modes = {STARPU_RW, STARPU_R, STARPU_RW, STARPU_RW},
     .can_execute = _sf_compute_can_execute,
+    .model = &adamw_model,
     .name = "adamw",
 };
+
+void _sf_optim_codelets_configure(bool skip)
+{
+	_sf_cl_sgd.cpu_funcs[0] = skip ? _sf_noop_kernel : sgd_cpu;
+	_sf_cl_adamw.cpu_funcs[0] = skip ? _sf_noop_kernel : adamw_cpu;
+}

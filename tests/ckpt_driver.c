@@ -1,7 +1,7 @@
 /*
  * ckpt_driver.c — train_dump with checkpoints and safetensors, for tests/checkpoint.sh.
  *
- *   ckpt_driver [--model mlp|uneven] [--steps N] [--batch B] [--optimizer sgd|adamw]
+ *   ckpt_driver [--model mlp|uneven|blocks] [--steps N] [--batch B] [--optimizer sgd|adamw]
  *               [--lr X] [--seed S] [--out FILE] [--dump-losses-from K] [--out-params FILE]
  *               [--save DIR --save-every K] [--crash shards|manifest]
  *               [--resume DIR [--resume-may-fail]] [--init FILE] [--export FILE]
@@ -92,7 +92,7 @@ __attribute__((visibility("default"))) int rename(const char *from, const char *
 static void usage(FILE *f)
 {
 	fprintf(f,
-	        "usage: " PROG " [--model mlp|uneven] [--steps N] [--batch B]\n"
+	        "usage: " PROG " [--model mlp|uneven|blocks] [--steps N] [--batch B]\n"
 	        "       [--optimizer sgd|adamw] [--lr X] [--seed S] [--out FILE]\n"
 	        "       [--dump-losses-from K] [--out-params FILE] [--save DIR --save-every K]\n"
 	        "       [--crash shards|manifest] [--resume DIR [--resume-may-fail]]\n"
@@ -190,12 +190,12 @@ int main(int argc, char **argv)
 	float *x = NULL, *params = NULL;
 	int32_t *labels = NULL;
 	double *losses = NULL;
-	int rank = 0, size = 1, D = 0, C = 0;
+	int rank = 0, size = 1, D = 0, C = 0, T = 1;
 	status = 1;
 
 	CHECK(sf_init(&argc, &argv, &ctx));
 	CHECK(sf_context_world(ctx, &rank, &size));
-	if (build_model(PROG, o.t.model, &g, &D, &C))
+	if (build_model(PROG, o.t.model, &g, &D, &C, &T))
 		goto fail;
 	struct sf_model_options mo;
 	CHECK(sf_model_options_init(&mo));
@@ -207,6 +207,8 @@ int main(int argc, char **argv)
 
 	int first, rows;
 	CHECK(sf_model_local_rows(m, &first, &rows));
+	first *= T; /* samples of T rows: rows from here on */
+	rows *= T;
 	x = malloc(sizeof(float) * ((size_t)rows * (size_t)D + 1));
 	labels = malloc(sizeof(int32_t) * ((size_t)rows + 1));
 	losses = calloc((size_t)o.t.steps + 1, sizeof(double));

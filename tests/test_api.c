@@ -73,7 +73,8 @@ static void ident_bwd(void *buffers[], void *cl_arg)
 
 static struct sf_layer_type ident_type(const char *name)
 {
-	struct sf_layer_type t = {.name = name,
+	struct sf_layer_type t = {.api_version = SF_LAYER_API_VERSION,
+	                          .name = name,
 	                          .min_inputs = 1,
 	                          .max_inputs = 1,
 	                          .infer = ident_infer,
@@ -168,6 +169,17 @@ static void test_layer_types(void)
 	t = ident_type("apitest_toomany");
 	t.max_inputs = SF_MAX_INPUTS + 1;
 	ok_invalid(sf_layer_type_register(&t), "layer type with max_inputs > SF_MAX_INPUTS");
+	t = ident_type("apitest_v1");
+	t.api_version = 1;
+	ok_invalid(sf_layer_type_register(&t), "layer type of another api_version");
+	ok_true(strstr(sf_last_error(), "SF_LAYER_API_VERSION") != NULL,
+	        "the refusal says to set .api_version = SF_LAYER_API_VERSION");
+	t = ident_type("apitest_halfcuda");
+	t.forward_cuda = ident_fwd;
+	ok_invalid(sf_layer_type_register(&t), "layer type with forward_cuda but no backward_cuda");
+	t = ident_type("apitest_intmask");
+	t.int_inputs = 2u; /* input 1 of a type with one input */
+	ok_invalid(sf_layer_type_register(&t), "layer type whose int_inputs exceed max_inputs");
 
 	t = ident_type("apitest_identity");
 	ok_sf_ok(sf_layer_type_register(&t), "register apitest_identity");
@@ -365,7 +377,7 @@ static void test_model(sf_context *ctx, int size)
 	fill_batch(first, rows, x, y);
 	const float *inputs[1] = {x};
 	const float *null_inputs[1] = {NULL};
-	struct sf_batch b = {1, inputs, y};
+	struct sf_batch b = {.ninputs = 1, .inputs = inputs, .labels = y};
 	struct sf_model_stats st0 = {0}, st1 = {0};
 	int64_t t = -1;
 
@@ -457,6 +469,48 @@ out:
 	sf_graph_destroy(noloss);
 }
 
+
+/* The v2 graph API: sequence length, integer inputs, unit groups, tied parameters. */
+static void test_graph_v2_misuse(void)
+{
+	sf_graph *g = NULL;
+	int x = -1, ids = -1, h = -1, h2 = -1, id = -1;
+	if (!ok_sf_ok(sf_graph_create("v2", &g), "sf_graph_create(v2)"))
+		return;
+	ok_invalid(sf_graph_set_seq_len(NULL, 4), "sf_graph_set_seq_len(NULL graph)");
+	ok_invalid(sf_graph_set_seq_len(g, 0), "sequence length 0");
+	ok_sf_ok(sf_graph_set_seq_len(g, 4), "sequence length 4");
+	ok_invalid(sf_graph_int_input(g, "tok", 0, &id), "integer input with range 0");
+	ok_invalid(sf_graph_int_input(g, NULL, 8, &id), "integer input without a name");
+	ok_sf_ok(sf_graph_int_input(g, "tok", 8, &ids), "integer input tok(8)");
+	ok_invalid(sf_graph_set_seq_len(g, 2), "sequence length after the first node");
+	ok_sf_ok(sf_graph_input(g, "x", 8, &x), "input x(8)");
+	ok_invalid(sf_graph_relu(g, ids, &id), "a relu on integer ids");
+	ok_true(strstr(sf_last_error(), "integer") != NULL, "the refusal names the integer node");
+	ok_invalid(sf_graph_unit_end(g), "sf_graph_unit_end without a unit");
+	ok_invalid(sf_graph_unit_begin(g, ""), "a unit with an empty name");
+	ok_sf_ok(sf_graph_unit_begin(g, "block0"), "sf_graph_unit_begin(block0)");
+	ok_invalid(sf_graph_unit_begin(g, "block1"), "nested units");
+	ok_sf_ok(sf_graph_relu(g, x, &h), "a relu inside the unit");
+	ok_invalid(sf_graph_unit_end(g), "a unit without parameters");
+	ok_sf_ok(sf_graph_linear(g, h, 8, "fc0", &h), "a linear inside the unit");
+	ok_sf_ok(sf_graph_linear(g, h, 8, "fc1", &h2), "a second linear inside the unit");
+	ok_sf_ok(sf_graph_unit_end(g), "sf_graph_unit_end");
+	ok_invalid(sf_graph_unit_begin(g, "block0"), "a unit name used twice");
+	int in1[1] = {h2};
+	ok_invalid(sf_graph_layer_tied(g, "linear", in1, 1, &(int){8}, sizeof(int), NULL, x, &id),
+	           "tied to a graph input");
+	ok_invalid(sf_graph_layer_tied(g, "linear", in1, 1, &(int){4}, sizeof(int), NULL, h, &id),
+	           "tied to a node of another parameter count");
+	ok_sf_ok(sf_graph_layer_tied(g, "linear", in1, 1, &(int){8}, sizeof(int), NULL, h, &id),
+	         "a linear tied to fc0");
+	int tied = id;
+	int in2[1] = {tied};
+	ok_invalid(sf_graph_layer_tied(g, "linear", in2, 1, &(int){8}, sizeof(int), NULL, tied, &id),
+	           "tied to a tied node");
+	ok_sf_ok(sf_graph_destroy(g), "sf_graph_destroy(v2)");
+}
+
 int main(int argc, char **argv)
 {
 	sf_context *ctx = NULL;
@@ -472,6 +526,7 @@ int main(int argc, char **argv)
 	test_context(ctx, &rank, &size);
 	test_layer_types();
 	test_graph_misuse();
+	test_graph_v2_misuse();
 	test_model(ctx, size);
 	ok_sf_ok(sf_finalize(ctx), "sf_finalize");
 	return done_testing();

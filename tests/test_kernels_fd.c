@@ -18,9 +18,15 @@
  * _sf_sgd and _sf_adamw run 3 steps against a naive double-precision loop fed the
  * same float inputs: |float - double| <= 1e-6 * max(1, |double|) for p and state.
  *
- * Only tasks/kernels.c is exercised: no StarPU, no MPI.
+ * Only the ops' math (layers/*_cpu.c) and tasks/optim_cpu.c are exercised: no StarPU,
+ * no MPI.
  */
-#include "tasks/kernels.h"
+#include "layers/add.h"
+#include "layers/gelu.h"
+#include "layers/linear.h"
+#include "layers/relu.h"
+#include "layers/softmax_xent.h"
+#include "tasks/optim.h"
 #include "tests/tap.h"
 
 #include <math.h>
@@ -191,7 +197,7 @@ static void test_linear(int B, int I, int O)
 	float *dx = zero_vec(nx), *dw = zero_vec(nw), *db = zero_vec((size_t)O);
 
 	check_linear_fwd(&c, tag);
-	_sf_linear_bwd(B, I, O, c.x, c.w, c.dy, dx, 0, dw, db);
+	_sf_linear_bwd(B, I, O, c.x, c.w, c.dy, dx, 0, dw, db, 0);
 	snprintf(what, sizeof what, "linear dx %s", tag);
 	check_fd(what, c.x, nx, dx, linear_objective, &c);
 	snprintf(what, sizeof what, "linear dw %s", tag);
@@ -203,7 +209,7 @@ static void test_linear(int B, int I, int O)
 	float *old = rand_vec(nx, 1.0f), *dx2 = malloc(sizeof(float) * nx);
 	float *dw2 = rand_vec(nw, 5.0f), *db2 = rand_vec((size_t)O, 5.0f);
 	memcpy(dx2, old, sizeof(float) * nx);
-	_sf_linear_bwd(B, I, O, c.x, c.w, c.dy, dx2, 1, dw2, db2);
+	_sf_linear_bwd(B, I, O, c.x, c.w, c.dy, dx2, 1, dw2, db2, 0);
 	snprintf(what, sizeof what, "linear dx %s", tag);
 	check_acc(what, dx2, old, dx, nx);
 	ok(memcmp(dw2, dw, sizeof(float) * nw) == 0 && memcmp(db2, db, sizeof(float) * O) == 0,
@@ -211,9 +217,21 @@ static void test_linear(int B, int I, int O)
 
 	/* dx = NULL: the input needs no gradient; dw and db are unchanged by that. */
 	float *dw3 = rand_vec(nw, 5.0f), *db3 = rand_vec((size_t)O, 5.0f);
-	_sf_linear_bwd(B, I, O, c.x, c.w, c.dy, NULL, 0, dw3, db3);
+	_sf_linear_bwd(B, I, O, c.x, c.w, c.dy, NULL, 0, dw3, db3, 0);
 	ok(memcmp(dw3, dw, sizeof(float) * nw) == 0 && memcmp(db3, db, sizeof(float) * O) == 0,
 	   "linear %s: dx=NULL gives the same dw and db", tag);
+
+	/* pacc=1 (tied parameters): dw += dy^T x and db += sum dy; dx unaffected. */
+	float *oldw = rand_vec(nw, 1.0f), *oldb = rand_vec((size_t)O, 1.0f);
+	float *dw4 = malloc(sizeof(float) * nw), *db4 = malloc(sizeof(float) * O);
+	memcpy(dw4, oldw, sizeof(float) * nw);
+	memcpy(db4, oldb, sizeof(float) * O);
+	_sf_linear_bwd(B, I, O, c.x, c.w, c.dy, NULL, 0, dw4, db4, 1);
+	snprintf(what, sizeof what, "linear dw (pacc) %s", tag);
+	check_acc(what, dw4, oldw, dw, nw);
+	snprintf(what, sizeof what, "linear db (pacc) %s", tag);
+	check_acc(what, db4, oldb, db, (size_t)O);
+	free(oldw), free(oldb), free(dw4), free(db4);
 
 	free(c.x), free(c.w), free(c.b), free(c.dy), free(c.y);
 	free(dx), free(dw), free(db), free(old), free(dx2), free(dw2), free(db2);

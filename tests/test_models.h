@@ -6,6 +6,12 @@
  *   residual 24 -> 32 (h) -> GELU -> 32 -> add(h, .) -> ReLU -> 10 (a DAG with a skip edge)
  *   uneven   12 -> 13 -> 25 -> 5, GELU: P = 169, 350, 130, none divisible by 3 or 4
  *   deep     16 -> 24 x 6 -> 10, GELU: 7 units, for the residency test
+ *   wide     32 -> 256 -> 256 -> 10, ReLU: a unit of many comm pieces
+ *   blocks   sequences of T = 3 rows of 16: embed (linear 16 -> 16), 3 blocks of
+ *            x + fc_b(gelu(fc_a(x))) each grouped into one unit
+ *            (sf_graph_unit_begin), and a head tied to the embedding's parameters
+ *            (sf_graph_layer_tied): 16 classes per token. The embedding unit is
+ *            read first and last, so the planner's width is 2.
  *
  * Dump format: "SFDUMP1\n", int64 nsteps, nsteps doubles (losses), int64 nparams,
  * nparams floats (parameters), native byte order.
@@ -25,13 +31,13 @@
 
 #define DUMP_MAGIC "SFDUMP1\n"
 
-enum model_kind { MODEL_MLP, MODEL_RESIDUAL, MODEL_UNEVEN, MODEL_DEEP, MODEL_WIDE };
+enum model_kind { MODEL_MLP, MODEL_RESIDUAL, MODEL_UNEVEN, MODEL_DEEP, MODEL_WIDE, MODEL_BLOCKS };
 
-/* "mlp", "residual", "uneven", "deep", "wide" -> kind; -1 when unknown. */
+/* "mlp", "residual", "uneven", "deep", "wide", "blocks" -> kind; -1 when unknown. */
 static inline int model_kind_parse(const char *s, enum model_kind *out)
 {
-	static const char *const names[] = {"mlp", "residual", "uneven", "deep", "wide"};
-	for (int i = 0; i < 5; i++)
+	static const char *const names[] = {"mlp", "residual", "uneven", "deep", "wide", "blocks"};
+	for (int i = 0; i < 6; i++)
 		if (!strcmp(s, names[i])) {
 			*out = (enum model_kind)i;
 			return 0;
@@ -123,20 +129,51 @@ static inline int train_option(struct train_options *t, const char *opt, const c
 		}                                                                                  \
 	} while (0)
 
-/* Builds the chosen model; *D and *C are its input width and number of classes. */
+/* The blocks model's body: embed, 3 grouped blocks, a head tied to the embedding. */
+static inline int build_blocks(const char *prog, sf_graph *g, int x, int *y)
+{
+	int e, h, a;
+	MODEL_CHECK(sf_graph_unit_begin(g, "embed"));
+	MODEL_CHECK(sf_graph_linear(g, x, 16, "embed", &e));
+	MODEL_CHECK(sf_graph_unit_end(g));
+	h = e;
+	for (int b = 0; b < 3; b++) {
+		char name[32];
+		snprintf(name, sizeof name, "block%d", b);
+		MODEL_CHECK(sf_graph_unit_begin(g, name));
+		snprintf(name, sizeof name, "block%d.fc_a", b);
+		MODEL_CHECK(sf_graph_linear(g, h, 24, name, &a));
+		MODEL_CHECK(sf_graph_gelu(g, a, &a));
+		snprintf(name, sizeof name, "block%d.fc_b", b);
+		MODEL_CHECK(sf_graph_linear(g, a, 16, name, &a));
+		MODEL_CHECK(sf_graph_add(g, h, a, &h));
+		MODEL_CHECK(sf_graph_unit_end(g));
+	}
+	int in[1] = {h}, width = 16;
+	MODEL_CHECK(sf_graph_layer_tied(g, "linear", in, 1, &width, sizeof width, "head", e, y));
+	return 0;
+fail:
+	return -1;
+}
+
+/* Builds the chosen model; *D and *C are its input width and number of classes, *T
+ * its rows per sample. */
 static inline int build_model(const char *prog, enum model_kind kind, sf_graph **out, int *D,
-                              int *C)
+                              int *C, int *T)
 {
 	sf_graph *g = NULL;
 	int x, labels, h, y, loss;
+	*T = kind == MODEL_BLOCKS ? 3 : 1;
 	switch (kind) {
 	case MODEL_MLP: *D = 32, *C = 10; break;
 	case MODEL_RESIDUAL: *D = 24, *C = 10; break;
 	case MODEL_UNEVEN: *D = 12, *C = 5; break;
 	case MODEL_DEEP: *D = 16, *C = 10; break;
 	case MODEL_WIDE: *D = 32, *C = 10; break;
+	case MODEL_BLOCKS: *D = 16, *C = 16; break;
 	}
 	MODEL_CHECK(sf_graph_create("train_dump", &g));
+	MODEL_CHECK(sf_graph_set_seq_len(g, *T));
 	MODEL_CHECK(sf_graph_input(g, "x", *D, &x));
 	MODEL_CHECK(sf_graph_label_input(g, "label", *C, &labels));
 	switch (kind) {
@@ -180,6 +217,10 @@ static inline int build_model(const char *prog, enum model_kind kind, sf_graph *
 		MODEL_CHECK(sf_graph_linear(g, h, 256, "fc2", &h));
 		MODEL_CHECK(sf_graph_relu(g, h, &h));
 		MODEL_CHECK(sf_graph_linear(g, h, *C, "fc3", &y));
+		break;
+	case MODEL_BLOCKS:
+		if (build_blocks(prog, g, x, &y))
+			goto fail;
 		break;
 	}
 	MODEL_CHECK(sf_graph_softmax_cross_entropy(g, y, labels, &loss));

@@ -3,7 +3,7 @@
  * shell tests can compare runs: N ranks against 1 rank, one prefetch depth against
  * another, one sharding mode against another (tests/dump_compare.c compares).
  *
- *   train_dump --model mlp|residual|uneven|deep|wide --steps N --batch B
+ *   train_dump --model mlp|residual|uneven|deep|wide|blocks --steps N --batch B
  *              --optimizer sgd|adamw --lr X --seed S --inflight K --out FILE
  *
  * Models (D input width, C classes):
@@ -56,7 +56,7 @@ struct options {
 static void usage(FILE *f)
 {
 	fprintf(f,
-	        "usage: " PROG " [--model mlp|residual|uneven|deep|wide] [--steps N] [--batch B]\n"
+	        "usage: " PROG " [--model mlp|residual|uneven|deep|wide|blocks] [--steps N] [--batch B]\n"
 	        "       [--optimizer sgd|adamw] [--lr X] [--seed S] [--inflight K] --out FILE\n"
 	        "defaults: mlp, 6 steps, batch 24, sgd, lr 0.01 (sgd) / 0.001 (adamw), "
 	        "seed 1, inflight 1\n");
@@ -127,12 +127,12 @@ int main(int argc, char **argv)
 	int32_t *labels = NULL;
 	double *losses = NULL;
 	int64_t *tickets = NULL;
-	int rank = 0, size = 1, D = 0, C = 0;
+	int rank = 0, size = 1, D = 0, C = 0, T = 1;
 	status = 1;
 
 	CHECK(sf_init(&argc, &argv, &ctx));
 	CHECK(sf_context_world(ctx, &rank, &size));
-	if (build_model(PROG, o.t.model, &g, &D, &C))
+	if (build_model(PROG, o.t.model, &g, &D, &C, &T))
 		goto fail;
 	struct sf_model_options mo;
 	CHECK(sf_model_options_init(&mo));
@@ -144,6 +144,8 @@ int main(int argc, char **argv)
 
 	int first, rows;
 	CHECK(sf_model_local_rows(m, &first, &rows));
+	first *= T; /* samples of T rows: rows from here on */
+	rows *= T;
 	x = malloc(sizeof(float) * ((size_t)rows * (size_t)D + 1));
 	labels = malloc(sizeof(int32_t) * ((size_t)rows + 1));
 	losses = calloc((size_t)o.t.steps, sizeof(double));

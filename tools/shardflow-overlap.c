@@ -8,7 +8,7 @@
  *
  * tasks.rec is a recutils file: records of "Field: value" lines separated by blank
  * lines, one per task. Each record whose Name is one of shardflow's ("gather L3",
- * "fwd L3 linear", "loss allreduce", ...) becomes a struct sf_event: rank from MPIRank
+ * "fwd L3 linear", "loss allreduce", ...) becomes a struct _sf_event: rank from MPIRank
  * (-1, a run without MPI information, is rank 0), worker from WorkerId, times from
  * StartTime/EndTime (ms, turned into µs). Records of StarPU's own tasks
  * ("_starpu_data_acquire_pre", ...) are skipped and counted. The trace has no step
@@ -23,7 +23,7 @@
  * record and what was expected; a bad command line prints the usage (exit 2). Only
  * libc, report.c and svg.c are used.
  */
-#include "scheduler/report.h"
+#include "trace/report.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -98,7 +98,7 @@ struct reader {
 	size_t line; /* current line number */
 	struct record rec;
 	size_t nrecords, nskipped, nunnamed;
-	struct sf_event *ev;
+	struct _sf_event *ev;
 	struct task *tasks;
 	size_t n, cap;
 	char err[512];
@@ -185,9 +185,9 @@ static int record_take(struct reader *rd, bool at_eof)
 		rd->nunnamed++; /* a record descriptor ("%rec: ...") or a nameless task */
 		return 0;
 	}
-	enum sf_ev_kind kind;
+	enum _sf_ev_kind kind;
 	int layer;
-	int prc = sf_ev_parse_name(r->value[F_NAME], &kind, &layer);
+	int prc = _sf_ev_parse_name(r->value[F_NAME], &kind, &layer);
 	if (prc == -1) {
 		rd->nskipped++;
 		return 0;
@@ -235,7 +235,7 @@ static int record_take(struct reader *rd, bool at_eof)
 
 	if (rd->n == rd->cap) {
 		size_t cap = rd->cap ? 2 * rd->cap : 1024;
-		struct sf_event *ev = realloc(rd->ev, cap * sizeof *ev);
+		struct _sf_event *ev = realloc(rd->ev, cap * sizeof *ev);
 		if (ev)
 			rd->ev = ev;
 		struct task *t = realloc(rd->tasks, cap * sizeof *t);
@@ -245,7 +245,7 @@ static int record_take(struct reader *rd, bool at_eof)
 			return fail(rd, r->line, "out of memory after %zu tasks", rd->n);
 		rd->cap = cap;
 	}
-	struct sf_event *e = &rd->ev[rd->n];
+	struct _sf_event *e = &rd->ev[rd->n];
 	memset(e, 0, sizeof *e);
 	e->rank = rank < 0 ? 0 : (int)rank;
 	e->worker = (int)worker;
@@ -412,7 +412,7 @@ static int assign_steps(struct reader *rd)
 			step = 0;
 			tail = 0;
 		}
-		struct sf_event *e = &rd->ev[o[k].i];
+		struct _sf_event *e = &rd->ev[o[k].i];
 		e->step = step;
 		tail++;
 		if (e->kind == SF_EV_LOSS_SUM) {
@@ -505,7 +505,7 @@ enum out_kind { OUT_TEXT, OUT_JSON, OUT_SVG };
 
 /* Writes one output file; returns 0 or -1 after a message on stderr. */
 static int write_file(const char *prefix, const char *suffix, enum out_kind kind,
-                      const struct reader *rd, const struct sf_report *r, const char *title,
+                      const struct reader *rd, const struct _sf_report *r, const char *title,
                       char *path, size_t len)
 {
 	char err[256] = "";
@@ -516,10 +516,10 @@ static int write_file(const char *prefix, const char *suffix, enum out_kind kind
 		        strerror(errno));
 		return -1;
 	}
-	int rc = kind == OUT_TEXT ? sf_report_write_text(r, rd->path, f)
+	int rc = kind == OUT_TEXT ? _sf_report_write_text(r, rd->path, f)
 	         : kind == OUT_JSON
-	             ? sf_report_write_json(r, rd->path, f)
-	             : sf_timeline_write_svg(rd->ev, rd->n, r, title, f, err, sizeof err);
+	             ? _sf_report_write_json(r, rd->path, f)
+	             : _sf_timeline_write_svg(rd->ev, rd->n, r, title, f, err, sizeof err);
 	int saved = errno;
 	if (fclose(f) != 0 && rc == 0) {
 		saved = errno;
@@ -569,7 +569,7 @@ int main(int argc, char **argv)
 		usage_error("--out \"\": expected a non-empty file name prefix");
 
 	struct reader rd = {.path = input};
-	struct sf_report rep;
+	struct _sf_report rep;
 	int status = 1;
 	bool have_rep = false;
 	if (read_tasks(&rd) != 0) {
@@ -594,13 +594,13 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	char err[512] = "";
-	if (sf_report_build(rd.ev, rd.n, &rep, err, sizeof err) != 0) {
+	if (_sf_report_build(rd.ev, rd.n, &rep, err, sizeof err) != 0) {
 		fprintf(stderr, "shardflow-overlap: error: %s: %s\n", input, err);
 		goto out;
 	}
 	have_rep = true;
-	if ((json ? sf_report_write_json(&rep, input, stdout)
-	          : sf_report_write_text(&rep, input, stdout)) != 0 ||
+	if ((json ? _sf_report_write_json(&rep, input, stdout)
+	          : _sf_report_write_text(&rep, input, stdout)) != 0 ||
 	    fflush(stdout) != 0) {
 		fprintf(stderr, "shardflow-overlap: error: cannot write the report on stdout: %s\n",
 		        strerror(errno));
@@ -641,7 +641,7 @@ int main(int argc, char **argv)
 	status = 0;
 out:
 	if (have_rep)
-		sf_report_free(&rep);
+		_sf_report_free(&rep);
 	free(rd.ev);
 	free(rd.tasks);
 	return status;

@@ -15,7 +15,8 @@
  * tensors tiling the data area, the file size matching) and every tensor read on every
  * rank before a parameter is set; the ranks agree on the outcome.
  */
-#include "scheduler/internal.h"
+#include "io/fileio.h"
+#include "scheduler/model.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -27,39 +28,47 @@
 #include <unistd.h>
 
 #define ST_HEADER_MAX ((uint64_t)100 << 20) /* the limit of the reference implementation */
-#define ST_NAME_MAX (SF_NAME_MAX + 16)
+#define ST_NAME_MAX (SF_NAME_MAX + 32)
 
-/* How a unit is stored: one or two tensors of the unit's flat vector. */
+/* How a unit is stored: the named tensors of each of its nodes with parameters of
+ * their own (struct sf_layer_type::param_tensors: a linear node "fc1" gives
+ * "fc1.weight" and "fc1.bias"; a type without names, "<node>.params"). */
 struct st_tensor {
 	char name[ST_NAME_MAX];
 	int ndim;
 	int64_t shape[2];
 	size_t off, count; /* floats, in the model's flat parameter vector */
 };
+#define ST_UNIT_MAX 64 /* tensors of one unit */
 
-/* The tensors of unit u (at most 2). */
-static int unit_tensors(const struct sf_model *m, int u, struct st_tensor t[2])
+/* The tensors of unit u (at most ST_UNIT_MAX; more is an error). */
+static int unit_tensors(const struct sf_model *m, int u, struct st_tensor *t)
 {
 	const struct _sf_unit *un = &m->units[u];
-	const struct _sf_node *nd = &m->gnodes[un->node];
-	if (!strcmp(nd->type->name, "linear") && nd->nin == 1) {
-		size_t O = (size_t)nd->dim, I = (size_t)m->gnodes[nd->in[0]].dim;
-		if (O * I + O == un->P) {
-			t[0] = (struct st_tensor){.ndim = 2,
-			                          .shape = {(int64_t)O, (int64_t)I},
-			                          .off = un->off,
-			                          .count = O * I};
-			t[1] = (struct st_tensor){
-			    .ndim = 1, .shape = {(int64_t)O}, .off = un->off + O * I, .count = O};
-			snprintf(t[0].name, sizeof t[0].name, "%s.weight", nd->name);
-			snprintf(t[1].name, sizeof t[1].name, "%s.bias", nd->name);
-			return 2;
+	int k = 0;
+	for (int n = un->first; n <= un->last; n++) {
+		const struct _sf_node *nd = &m->gnodes[n];
+		if (m->nodes[n].unit != u || nd->tied_to >= 0)
+			continue;
+		const struct sf_layer_info *li = &m->nodes[n].info;
+		struct sf_param_tensor pt[SF_MAX_PARAM_TENSORS];
+		int np = _sf_node_param_tensors(nd, li, pt);
+		for (int i = 0; i < np; i++) {
+			if (k == ST_UNIT_MAX)
+				return SF_ERR(SF_ERR_INVALID,
+				              "unit \"%s\" has more than %d named tensors", un->name,
+				              ST_UNIT_MAX);
+			size_t count = pt[i].shape[0] * (pt[i].ndim == 2 ? pt[i].shape[1] : 1);
+			t[k] = (struct st_tensor){.ndim = pt[i].ndim,
+			                          .shape = {(int64_t)pt[i].shape[0],
+			                                    (int64_t)pt[i].shape[1]},
+			                          .off = un->off + li->param_offset + pt[i].offset,
+			                          .count = count};
+			snprintf(t[k].name, sizeof t[k].name, "%.63s.%.23s", nd->name, pt[i].suffix);
+			k++;
 		}
 	}
-	t[0] = (struct st_tensor){
-	    .ndim = 1, .shape = {(int64_t)un->P}, .off = un->off, .count = un->P};
-	snprintf(t[0].name, sizeof t[0].name, "%s.params", nd->name);
-	return 1;
+	return k;
 }
 
 static int host_is_le(void)
@@ -90,8 +99,12 @@ static int build_header(const struct sf_model *m, char **out, size_t *len)
 	json_object_set_new(root, "__metadata__",
 	                    json_pack("{s:s, s:s}", "format", "pt", "producer", "shardflow"));
 	for (int u = 0; u < m->nunits; u++) {
-		struct st_tensor t[2];
+		struct st_tensor t[ST_UNIT_MAX];
 		int nt = unit_tensors(m, u, t);
+		if (nt < 0) {
+			json_decref(root);
+			return nt;
+		}
 		for (int i = 0; i < nt; i++) {
 			if (json_object_get(root, t[i].name)) {
 				json_decref(root);
@@ -183,12 +196,12 @@ SF_API int sf_model_export_safetensors(sf_model *m, const char *path)
 		lrc =
 		    SF_ERR(SF_ERR_NOMEM, "sf_model_export_safetensors: cannot allocate %zu floats",
 		           m->nparams_total);
-	SF_CHECK(_sf_agree(m, lrc, "sf_model_export_safetensors"));
+	SF_CHECK(_sf_comm_agree(m->comm, lrc, "sf_model_export_safetensors"));
 	/* collective: synchronises and gathers every unit on every rank */
 	SF_CHECK(sf_model_params_get(m, params, m->nparams_total));
 	if (m->rank == 0)
 		lrc = write_file(m, path, params);
-	SF_CHECK(_sf_agree(m, lrc, "sf_model_export_safetensors"));
+	SF_CHECK(_sf_comm_agree(m->comm, lrc, "sf_model_export_safetensors"));
 fail:
 	free(params);
 	return rc;
@@ -273,8 +286,10 @@ static int check_wanted(const sf_model *m, const char *path, json_t *root, uint6
 {
 	int rc = SF_OK;
 	for (int u = 0; u < m->nunits; u++) {
-		struct st_tensor t[2];
+		struct st_tensor t[ST_UNIT_MAX];
 		int ntu = unit_tensors(m, u, t);
+		if (ntu < 0)
+			return ntu;
 		for (int i = 0; i < ntu; i++) {
 			json_t *e = json_object_get(root, t[i].name), *shape;
 			struct range r;
@@ -454,7 +469,7 @@ SF_API int sf_model_import_safetensors(sf_model *m, const char *path)
 		lrc = SF_ERR(SF_ERR_NOMEM, "sf_model_import_safetensors: out of memory");
 	if (lrc >= 0)
 		lrc = read_file(m, path, params);
-	SF_CHECK(_sf_agree(m, lrc, "sf_model_import_safetensors"));
+	SF_CHECK(_sf_comm_agree(m->comm, lrc, "sf_model_import_safetensors"));
 
 	/* every rank has every tensor: set the parameters, reset the optimizer */
 	for (int u = 0; u < m->nunits; u++) {

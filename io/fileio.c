@@ -2,7 +2,7 @@
  * fileio.c — whole reads and writes on file descriptors, for checkpoints and
  * safetensors: a short read or write is an error naming the file, never silent.
  */
-#include "scheduler/internal.h"
+#include "io/fileio.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -2,70 +2,39 @@
  * report.h — the overlap report: from task intervals to the figures a user tunes
  * prefetch depth with.
  *
- * Two sources feed it the same struct sf_event list: the built-in trace
- * (scheduler/trace.c, StarPU profiling info read in each task's callback) and
+ * Two sources feed it the same struct _sf_event list: the built-in trace
+ * (trace/recorder.c, StarPU profiling info read in each task's callback) and
  * StarPU's own FxT trace (tools/shardflow-overlap.c reads the tasks.rec that
  * starpu_fxt_tool writes). Both name tasks the same way ("gather L3",
  * "fwd L3 linear", "loss", "bwd L3 linear", "rs L3", "opt L3", ...), so one parser
  * of names and one computation serve both, and the two reports can be compared.
  *
- * This code is compiled into libshardflow (internal) and into the tool; it uses
+ * This code (report.c, svg.c) is the convenience library libsftrace, linked into
+ * libshardflow and into the tool; it uses
  * no StarPU and no MPI.
  */
-#ifndef SF_SCHEDULER_REPORT_H
-#define SF_SCHEDULER_REPORT_H
+#ifndef SF_TRACE_REPORT_H
+#define SF_TRACE_REPORT_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 
-enum sf_ev_kind {
-	SF_EV_GATHER = 0, /* comm: all-gather of a unit's shards ("gather L3") */
-	SF_EV_FWD,        /* compute: "fwd L3 linear" */
-	SF_EV_LOSS,       /* compute: "loss" */
-	SF_EV_BWD,        /* compute: "bwd L3 linear" */
-	SF_EV_RS,         /* comm: reduce-scatter (or all-reduce) of a gradient ("rs L3") */
-	SF_EV_OPT,        /* compute: optimizer on the shard ("opt L3") */
-	SF_EV_AG,         /* comm: all-gather of updated shards, grad_op ("ag L3") */
-	SF_EV_LOSS_SUM,   /* comm: all-reduce of the loss ("loss allreduce") */
-	SF_EV_FREE,       /* bookkeeping: a ring slot is released ("free L3") */
-	SF_EV_NKINDS
-};
-
-/* One executed task. Times are microseconds on one clock per rank. */
-struct sf_event {
-	int rank;
-	int worker; /* StarPU worker id on that rank */
-	int step;   /* 0-based step of the model */
-	int layer;  /* node index in the graph ("L3" -> 3), -1 when none */
-	enum sf_ev_kind kind;
-	double start, end;
-	char name[64]; /* cut to 63 characters; kind and layer come from the full name */
-};
+#include "trace/event.h"
 
 /* Formats an error message into err (errlen bytes; nothing when err is NULL). */
-void sf_seterr(char *err, size_t errlen, const char *fmt, ...)
+void _sf_seterr(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 /* A time interval [a, b). */
-struct sf_ival {
+struct _sf_ival {
 	double a, b;
 };
 /* Sorts and merges v in place; returns the number of disjoint intervals left. */
-size_t sf_ival_merge(struct sf_ival *v, size_t n);
-
-/* "comm", "compute" or "other". */
-bool sf_ev_is_comm(enum sf_ev_kind k);
-bool sf_ev_is_compute(enum sf_ev_kind k);
-const char *sf_ev_kind_name(enum sf_ev_kind k);
-
-/* Parses a task name of shardflow's into kind and layer. Returns 0; -1 when the
- * name is not one of shardflow's (e.g. StarPU's internal "_starpu_data_acquire_pre");
- * -2 when it starts like one but is malformed ("gather Lx", "fwd L3" without type). */
-int sf_ev_parse_name(const char *name, enum sf_ev_kind *kind, int *layer);
+size_t _sf_ival_merge(struct _sf_ival *v, size_t n);
 
 /* Figures of one step on one rank (times in microseconds). */
-struct sf_step_figures {
+struct _sf_step_figures {
 	int rank, step;
 	double t0;      /* first task start */
 	double wall;    /* last task end - first task start */
@@ -80,18 +49,18 @@ struct sf_step_figures {
 /* How long fwd Ll waited for gather Ll, on one rank in one step: the time between
  * the end of the last compute task that ended before fwd Ll started and the end of
  * gather Ll, when the gather ended later (0 otherwise). */
-struct sf_stall {
+struct _sf_stall {
 	int rank, step, layer;
 	double stall;
 };
 
-struct sf_report {
+struct _sf_report {
 	int nranks, nsteps; /* max rank + 1, max step + 1: every rank below must have tasks */
-	struct sf_step_figures *steps;  /* nranks * nsteps, index rank * nsteps + step */
-	struct sf_step_figures *totals; /* nranks: sums over steps (overlap, ratio recomputed) */
-	struct sf_step_figures all;     /* sums over every rank and step */
+	struct _sf_step_figures *steps;  /* nranks * nsteps, index rank * nsteps + step */
+	struct _sf_step_figures *totals; /* nranks: sums over steps (overlap, ratio recomputed) */
+	struct _sf_step_figures all;     /* sums over every rank and step */
 	size_t nstalls;
-	struct sf_stall *stalls;
+	struct _sf_stall *stalls;
 	int nlayers;              /* distinct layers seen in fwd tasks */
 	int *layers;              /* their indices, ascending */
 	double *layer_stall_mean; /* per layer: mean stall over ranks and steps */
@@ -100,21 +69,21 @@ struct sf_report {
 
 /* Builds the report of n events (any order). Every step must have at least one
  * task on every rank seen. Returns 0, or -1 with a message in err (errlen bytes). */
-int sf_report_build(const struct sf_event *ev, size_t n, struct sf_report *out, char *err,
+int _sf_report_build(const struct _sf_event *ev, size_t n, struct _sf_report *out, char *err,
                     size_t errlen);
-void sf_report_free(struct sf_report *r);
+void _sf_report_free(struct _sf_report *r);
 
 /* The report for a person: a header saying what each column means, one line per
  * rank and step, totals per rank and overall, and the per-layer stalls. */
-int sf_report_write_text(const struct sf_report *r, const char *source, FILE *f);
+int _sf_report_write_text(const struct _sf_report *r, const char *source, FILE *f);
 /* The same figures for a script (milliseconds). */
-int sf_report_write_json(const struct sf_report *r, const char *source, FILE *f);
+int _sf_report_write_json(const struct _sf_report *r, const char *source, FILE *f);
 
 /* Timeline picture (scheduler/svg.c): one row per worker per rank, compute and comm
  * in two colours, exposed comm marked, step boundaries drawn. Events may come in
  * any order; title may be NULL (a default is used) and r may be NULL (no step lines
  * or summary). Returns 0 or -1 with a message in err. */
-int sf_timeline_write_svg(const struct sf_event *ev, size_t n, const struct sf_report *r,
+int _sf_timeline_write_svg(const struct _sf_event *ev, size_t n, const struct _sf_report *r,
                           const char *title, FILE *f, char *err, size_t errlen);
 
 #endif

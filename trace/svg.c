@@ -1,5 +1,5 @@
 /*
- * svg.c — the timeline picture of a traced run (sf_timeline_write_svg, see report.h).
+ * svg.c — the timeline picture of a traced run (_sf_timeline_write_svg, see report.h).
  *
  * One row per (rank, worker) that ran a task, on one time axis in milliseconds:
  * compute tasks in blue, collectives in orange, bookkeeping ("free") in grey. Under
@@ -15,7 +15,7 @@
  * XML-escaped. Tasks shorter than a pixel are drawn a pixel wide so that none
  * disappears.
  */
-#include "scheduler/report.h"
+#include "trace/report.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -76,8 +76,8 @@ static struct row *find_row(struct row *rows, size_t n, int rank, int worker)
 
 /* Writes into out the parts of the merged list x not covered by the merged list y;
  * returns their number (at most nx + ny). */
-static size_t subtract(const struct sf_ival *x, size_t nx, const struct sf_ival *y, size_t ny,
-                       struct sf_ival *out)
+static size_t subtract(const struct _sf_ival *x, size_t nx, const struct _sf_ival *y, size_t ny,
+                       struct _sf_ival *out)
 {
 	size_t k = 0, j = 0;
 	for (size_t i = 0; i < nx; i++) {
@@ -86,12 +86,12 @@ static size_t subtract(const struct sf_ival *x, size_t nx, const struct sf_ival 
 			j++;
 		for (size_t jj = j; jj < ny && y[jj].a < x[i].b; jj++) {
 			if (y[jj].a > a)
-				out[k++] = (struct sf_ival){a, y[jj].a};
+				out[k++] = (struct _sf_ival){a, y[jj].a};
 			if (y[jj].b > a)
 				a = y[jj].b;
 		}
 		if (a < x[i].b)
-			out[k++] = (struct sf_ival){a, x[i].b};
+			out[k++] = (struct _sf_ival){a, x[i].b};
 	}
 	return k;
 }
@@ -105,9 +105,9 @@ static double tick_step(double range, int want)
 	return (m < 1.5 ? 1 : m < 3.5 ? 2 : m < 7.5 ? 5 : 10) * p;
 }
 
-static const char *color_of(enum sf_ev_kind k)
+static const char *color_of(enum _sf_ev_kind k)
 {
-	return sf_ev_is_comm(k) ? COLOR_COMM : sf_ev_is_compute(k) ? COLOR_COMPUTE : COLOR_OTHER;
+	return _sf_ev_is_comm(k) ? COLOR_COMM : _sf_ev_is_compute(k) ? COLOR_COMPUTE : COLOR_OTHER;
 }
 
 struct scale {
@@ -128,21 +128,21 @@ static void legend_item(FILE *f, double x, double y, const char *color, const ch
 }
 
 /* The exposed-comm bands of one rank: comm union minus compute union. */
-static void write_exposed(FILE *f, const struct sf_event *ev, size_t n, int rank,
+static void write_exposed(FILE *f, const struct _sf_event *ev, size_t n, int rank,
                           const struct row *rows, size_t nrows, const struct scale *sc,
-                          struct sf_ival *comm, struct sf_ival *comp, struct sf_ival *diff)
+                          struct _sf_ival *comm, struct _sf_ival *comp, struct _sf_ival *diff)
 {
 	size_t ncomm = 0, ncomp = 0;
 	for (size_t i = 0; i < n; i++) {
 		if (ev[i].rank != rank)
 			continue;
-		if (sf_ev_is_comm(ev[i].kind))
-			comm[ncomm++] = (struct sf_ival){ev[i].start, ev[i].end};
-		else if (sf_ev_is_compute(ev[i].kind))
-			comp[ncomp++] = (struct sf_ival){ev[i].start, ev[i].end};
+		if (_sf_ev_is_comm(ev[i].kind))
+			comm[ncomm++] = (struct _sf_ival){ev[i].start, ev[i].end};
+		else if (_sf_ev_is_compute(ev[i].kind))
+			comp[ncomp++] = (struct _sf_ival){ev[i].start, ev[i].end};
 	}
-	ncomm = sf_ival_merge(comm, ncomm);
-	ncomp = sf_ival_merge(comp, ncomp);
+	ncomm = _sf_ival_merge(comm, ncomm);
+	ncomp = _sf_ival_merge(comp, ncomp);
 	size_t nd = subtract(comm, ncomm, comp, ncomp, diff);
 	if (!nd)
 		return;
@@ -164,14 +164,14 @@ static void write_exposed(FILE *f, const struct sf_event *ev, size_t n, int rank
 	}
 }
 
-int sf_timeline_write_svg(const struct sf_event *ev, size_t n, const struct sf_report *r,
+int _sf_timeline_write_svg(const struct _sf_event *ev, size_t n, const struct _sf_report *r,
                           const char *title, FILE *f, char *err, size_t errlen)
 {
 	struct row *rows = NULL;
-	struct sf_ival *comm = NULL, *comp = NULL, *diff = NULL;
+	struct _sf_ival *comm = NULL, *comp = NULL, *diff = NULL;
 	int rc = -1;
 	if (!ev || !n || !f) {
-		sf_seterr(err, errlen, "timeline: no task to draw (%zu events)", n);
+		_sf_seterr(err, errlen, "timeline: no task to draw (%zu events)", n);
 		return -1;
 	}
 	if (!title)
@@ -183,13 +183,13 @@ int sf_timeline_write_svg(const struct sf_event *ev, size_t n, const struct sf_r
 	comp = malloc(n * sizeof *comp);
 	diff = malloc(2 * n * sizeof *diff);
 	if (!rows || !comm || !comp || !diff) {
-		sf_seterr(err, errlen, "timeline: out of memory for %zu events", n);
+		_sf_seterr(err, errlen, "timeline: out of memory for %zu events", n);
 		goto out;
 	}
 	struct scale sc = {ev[0].start, ev[0].end, 0};
 	for (size_t i = 0; i < n; i++) {
 		if (!(ev[i].end >= ev[i].start) || !isfinite(ev[i].start) || !isfinite(ev[i].end)) {
-			sf_seterr(err, errlen,
+			_sf_seterr(err, errlen,
 			          "timeline: task \"%s\" (rank %d, worker %d) has times %g..%g us: "
 			          "expected finite times with end >= start",
 			          ev[i].name, ev[i].rank, ev[i].worker, ev[i].start, ev[i].end);
@@ -207,7 +207,7 @@ int sf_timeline_write_svg(const struct sf_event *ev, size_t n, const struct sf_r
 		if (!nrows || cmp_row(&rows[nrows - 1], &rows[i]) != 0)
 			rows[nrows++] = rows[i];
 	for (size_t i = 0; i < n; i++)
-		if (sf_ev_is_comm(ev[i].kind))
+		if (_sf_ev_is_comm(ev[i].kind))
 			find_row(rows, nrows, ev[i].rank, ev[i].worker)->comm = true;
 	double y = TOP;
 	for (size_t i = 0; i < nrows; i++) {
@@ -287,7 +287,7 @@ int sf_timeline_write_svg(const struct sf_event *ev, size_t n, const struct sf_r
 
 	/* tasks */
 	for (size_t i = 0; i < n; i++) {
-		const struct sf_event *e = &ev[i];
+		const struct _sf_event *e = &ev[i];
 		const struct row *rw = find_row(rows, nrows, e->rank, e->worker);
 		double x = xpos(&sc, e->start), w = (e->end - e->start) * sc.px_per_us;
 		fprintf(f,
@@ -309,7 +309,7 @@ int sf_timeline_write_svg(const struct sf_event *ev, size_t n, const struct sf_r
 	/* step boundaries: each rank's steps start at its own time */
 	if (r && r->steps) {
 		for (int i = 0; i < r->nranks * r->nsteps; i++) {
-			const struct sf_step_figures *s = &r->steps[i];
+			const struct _sf_step_figures *s = &r->steps[i];
 			double y0 = -1, y1 = -1;
 			for (size_t k = 0; k < nrows; k++) {
 				if (rows[k].rank != s->rank)
@@ -336,7 +336,7 @@ int sf_timeline_write_svg(const struct sf_event *ev, size_t n, const struct sf_r
 	}
 	fprintf(f, "</svg>\n");
 	if (ferror(f)) {
-		sf_seterr(err, errlen, "timeline: writing the SVG failed");
+		_sf_seterr(err, errlen, "timeline: writing the SVG failed");
 		goto out;
 	}
 	rc = 0;

@@ -4,7 +4,7 @@
  * Every error is printed once where it is raised (with file and line, so a user's
  * report points at the check that fired) and kept per thread for sf_last_error().
  */
-#include "scheduler/internal.h"
+#include "common/error.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -71,14 +71,6 @@ SF_API int sf_error_set(int status, const char *fmt, ...)
 	return status < 0 ? status : SF_ERR_INVALID;
 }
 
-int _sf_mpi_err(int mpirc, const char *what, const char *file, int line)
-{
-	char msg[MPI_MAX_ERROR_STRING] = "";
-	int len = 0;
-	if (MPI_Error_string(mpirc, msg, &len) != MPI_SUCCESS)
-		snprintf(msg, sizeof msg, "MPI error code %d", mpirc);
-	return _sf_err(SF_ERR_MPI, file, line, "%s failed: %s", what, msg);
-}
 
 void _sf_log(enum sf_log_level level, const char *fmt, ...)
 {

@@ -22,7 +22,8 @@
  * Every failure of one rank becomes the same status on every rank (agree()), and every
  * check happens before the first byte of the model is touched.
  */
-#include "scheduler/internal.h"
+#include "io/fileio.h"
+#include "scheduler/model.h"
 
 #include <errno.h>
 #include <dirent.h>
@@ -44,8 +45,6 @@
 #define CKPT_PATH_MAX 4096
 
 static const char *const vec_names[] = {"param", "m", "v"};
-static const char *const sharding_names[] = {"full", "grad_op", "none"};
-static const char *const optimizer_names[] = {"sgd", "adamw"};
 
 /* ---- small helpers ------------------------------------------------------------- */
 
@@ -108,7 +107,7 @@ static int nvectors(const struct sf_model *m)
 
 static const char *unit_name(const struct sf_model *m, int u)
 {
-	return m->gnodes[m->units[u].node].name;
+	return m->units[u].name;
 }
 
 /* FNV-1a 64 over what makes two models interchangeable: per node its kind, type,
@@ -149,31 +148,15 @@ static void structure_hash(const struct sf_model *m, char out[17])
 		fnv_u64(&h, (uint64_t)nd->nin);
 		for (int i = 0; i < nd->nin; i++)
 			fnv_u64(&h, (uint64_t)(int64_t)nd->in[i]);
+		/* units and tied parameters (absent from older graphs: their hash holds) */
+		if (nd->group >= 0 || nd->tied_to >= 0) {
+			fnv_u64(&h, (uint64_t)(int64_t)nd->group);
+			fnv_u64(&h, (uint64_t)(int64_t)nd->tied_to);
+		}
 	}
+	if (m->T != 1)
+		fnv_u64(&h, (uint64_t)m->T);
 	snprintf(out, 17, "%016" PRIx64, h);
-}
-
-/* Makes every rank return the same status: the lowest (most severe) status of any
- * rank wins; ranks that did not fail themselves record the failing rank's message. */
-int _sf_agree(struct sf_model *m, int rc, const char *what)
-{
-	struct {
-		int rc, rank;
-	} in = {rc < 0 ? rc : SF_OK, m->rank}, out;
-	char msg[1024] = "";
-	int mrc = MPI_Allreduce(&in, &out, 1, MPI_2INT, MPI_MINLOC, m->ctx->ctl_comm);
-	if (mrc != MPI_SUCCESS)
-		return _sf_mpi_err(mrc, "MPI_Allreduce(status)", __FILE__, __LINE__);
-	if (out.rc >= 0)
-		return SF_OK;
-	if (m->rank == out.rank)
-		snprintf(msg, sizeof msg, "%s", sf_last_error());
-	mrc = MPI_Bcast(msg, sizeof msg, MPI_CHAR, out.rank, m->ctx->ctl_comm);
-	if (mrc != MPI_SUCCESS)
-		return _sf_mpi_err(mrc, "MPI_Bcast(error message)", __FILE__, __LINE__);
-	if (rc >= 0)
-		SF_ERR(out.rc, "%s failed on rank %d: %s", what, out.rank, msg);
-	return out.rc;
 }
 
 /* mkdir -p */
@@ -329,8 +312,8 @@ static json_t *manifest_build(struct sf_model *m, const struct sf_checkpoint_inf
 	return json_pack("{s:s, s:i, s:i, s:s, s:s, s:s, s:s, s:I, s:{s:I, s:I, s:I, s:s}, "
 	                 "s:o, s:o, s:o}",
 	                 "format", CKPT_FORMAT, "version", CKPT_VERSION, "world_size", m->nranks,
-	                 "sharding", sharding_names[m->cfg.sharding], "optimizer",
-	                 optimizer_names[m->opt.optimizer], "structure_hash", hash, "dtype", "f32",
+	                 "sharding", _sf_sharding_names[m->cfg.sharding], "optimizer",
+	                 _sf_optimizer_names[m->opt.optimizer], "structure_hash", hash, "dtype", "f32",
 	                 "model_steps", (json_int_t)m->nsteps, "info", "step",
 	                 (json_int_t)info->step, "epoch", (json_int_t)info->epoch, "batch",
 	                 (json_int_t)info->batch, "data_seed", seed, "vectors", vecs, "units",
@@ -403,17 +386,17 @@ SF_API int sf_checkpoint_save(sf_model *m, const char *dir, const struct sf_chec
 		if ((!all || !sizes || !crcs) && lrc >= 0)
 			lrc = SF_ERR(SF_ERR_NOMEM, "sf_checkpoint_save: out of memory");
 	}
-	SF_CHECK(_sf_agree(m, lrc, "sf_checkpoint_save"));
+	SF_CHECK(_sf_comm_agree(m->comm, lrc, "sf_checkpoint_save"));
 
 	uint64_t mine[2] = {0, 0};
 	uint32_t crc = 0;
 	lrc = write_rank_file(m, stepdir, &mine[0], &crc);
 	mine[1] = crc;
 	/* every rank reaches the gather, failed or not, so collectives stay matched */
-	SF_MPI_CHECK(MPI_Gather(mine, 2, MPI_UINT64_T, all, 2, MPI_UINT64_T, 0, m->ctx->ctl_comm));
+	SF_CHECK(m->comm->ops->gather(m->comm, mine, sizeof mine, all, 0));
 	/* the all-reduce inside agree() is also the barrier: no manifest before every
 	 * rank has renamed its file */
-	SF_CHECK(_sf_agree(m, lrc, "sf_checkpoint_save"));
+	SF_CHECK(_sf_comm_agree(m->comm, lrc, "sf_checkpoint_save"));
 
 	lrc = SF_OK;
 	if (m->rank == 0) {
@@ -423,7 +406,7 @@ SF_API int sf_checkpoint_save(sf_model *m, const char *dir, const struct sf_chec
 		}
 		lrc = publish(m, dir, stepdir, stepname, info, sizes, crcs);
 	}
-	SF_CHECK(_sf_agree(m, lrc, "sf_checkpoint_save"));
+	SF_CHECK(_sf_comm_agree(m->comm, lrc, "sf_checkpoint_save"));
 	_sf_log(SF_LOG_INFO, "checkpoint %s written (%d ranks)", stepdir, m->nranks);
 fail:
 	free(all);
@@ -570,7 +553,7 @@ static int bcast_string(struct sf_model *m, char **s, size_t *len)
 {
 	int rc = SF_OK;
 	uint64_t n = m->rank == 0 ? *len : 0;
-	SF_MPI_CHECK(MPI_Bcast(&n, 1, MPI_UINT64_T, 0, m->ctx->ctl_comm));
+	SF_CHECK(m->comm->ops->bcast(m->comm, &n, sizeof n, 0));
 	if (m->rank != 0) {
 		*s = malloc(n + 1);
 		if (!*s)
@@ -580,7 +563,7 @@ static int bcast_string(struct sf_model *m, char **s, size_t *len)
 	}
 	for (uint64_t off = 0; off < n;) {
 		int k = n - off > (1u << 30) ? (1 << 30) : (int)(n - off);
-		SF_MPI_CHECK(MPI_Bcast(*s + off, k, MPI_CHAR, 0, m->ctx->ctl_comm));
+		SF_CHECK(m->comm->ops->bcast(m->comm, *s + off, (size_t)k, 0));
 		off += (uint64_t)k;
 	}
 	(*s)[n] = '\0';
@@ -647,7 +630,7 @@ static int parse_identity(struct sf_model *m, json_t *root, const char *where, s
 	SF_CHECK(get_int(root, "world_size", 1, 1 << 24, &x, where));
 	mf->world_size = (int)x;
 	SF_CHECK(get_str(root, "sharding", &s, where));
-	if (pick(s, sharding_names, 3) < 0) {
+	if (pick(s, _sf_sharding_names, 3) < 0) {
 		rc =
 		    SF_ERR(SF_ERR_IO, "%s: sharding \"%s\" is not full, grad_op or none", where, s);
 		goto fail;
@@ -668,7 +651,7 @@ static int parse_identity(struct sf_model *m, json_t *root, const char *where, s
 		goto fail;
 	}
 	SF_CHECK(get_str(root, "optimizer", &s, where));
-	int o = pick(s, optimizer_names, 2);
+	int o = pick(s, _sf_optimizer_names, 2);
 	if (o < 0) {
 		rc = SF_ERR(SF_ERR_IO, "%s: optimizer \"%s\" is not sgd or adamw", where, s);
 		goto fail;
@@ -676,7 +659,7 @@ static int parse_identity(struct sf_model *m, json_t *root, const char *where, s
 	if (o != (int)m->opt.optimizer) {
 		rc = SF_ERR(SF_ERR_INVALID,
 		            "%s: checkpoint has %s optimizer state, this model uses %s", where, s,
-		            optimizer_names[m->opt.optimizer]);
+		            _sf_optimizer_names[m->opt.optimizer]);
 		goto fail;
 	}
 	SF_CHECK(get_int(root, "model_steps", 0, INT64_MAX, &mf->model_steps, where));
@@ -724,13 +707,13 @@ static int parse_layout(struct sf_model *m, json_t *root, const char *where)
 		json_t *e = json_array_get(vecs, k++);
 		if (!json_is_string(e) || strcmp(json_string_value(e), vec_names[v])) {
 			rc = SF_ERR(SF_ERR_IO, "%s: vectors should be the %d vectors of %s", where,
-			            nvectors(m), optimizer_names[m->opt.optimizer]);
+			            nvectors(m), _sf_optimizer_names[m->opt.optimizer]);
 			goto fail;
 		}
 	}
 	if (json_array_size(vecs) != k) {
 		rc = SF_ERR(SF_ERR_IO, "%s: %zu vectors per unit, %s keeps %zu", where,
-		            json_array_size(vecs), optimizer_names[m->opt.optimizer], k);
+		            json_array_size(vecs), _sf_optimizer_names[m->opt.optimizer], k);
 		goto fail;
 	}
 
@@ -931,7 +914,7 @@ SF_API int sf_checkpoint_load(sf_model *m, const char *dir, struct sf_checkpoint
 	lrc = sf_model_sync(m);
 	if (m->rank == 0 && lrc >= 0)
 		lrc = resolve(dir, stepdir, sizeof stepdir, &text, &len);
-	SF_CHECK(_sf_agree(m, lrc, "sf_checkpoint_load"));
+	SF_CHECK(_sf_comm_agree(m->comm, lrc, "sf_checkpoint_load"));
 
 	/* every rank parses the same bytes, so they agree on what the manifest says */
 	char *sd = stepdir;
@@ -944,7 +927,7 @@ SF_API int sf_checkpoint_load(sf_model *m, const char *dir, struct sf_checkpoint
 	SF_CHECK(bcast_string(m, &text, &len));
 	snprintf(where, sizeof where, "%s/manifest.json", stepdir);
 	lrc = manifest_parse(m, text, len, where, &mf);
-	SF_CHECK(_sf_agree(m, lrc, "sf_checkpoint_load"));
+	SF_CHECK(_sf_comm_agree(m->comm, lrc, "sf_checkpoint_load"));
 
 	/* whole vectors, read from every file: any world size can have written them */
 	lrc = SF_OK;
@@ -961,7 +944,7 @@ SF_API int sf_checkpoint_load(sf_model *m, const char *dir, struct sf_checkpoint
 			}
 	for (int r = 0; lrc >= 0 && r < mf.world_size; r++)
 		lrc = read_rank_file(m, stepdir, &mf, r, full);
-	SF_CHECK(_sf_agree(m, lrc, "sf_checkpoint_load"));
+	SF_CHECK(_sf_comm_agree(m->comm, lrc, "sf_checkpoint_load"));
 
 	/* everything is read and verified on every rank: only now touch the model */
 	for (int u = 0; u < m->nunits; u++)

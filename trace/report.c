@@ -6,7 +6,7 @@
  * counted twice and busy time can never exceed the wall time of the step. Exposed
  * communication is the part of the comm union not covered by the compute union.
  */
-#include "scheduler/report.h"
+#include "trace/report.h"
 
 #include <ctype.h>
 #include <stdarg.h>
@@ -17,17 +17,17 @@ static const char *const kind_names[SF_EV_NKINDS] = {
     "gather", "fwd", "loss", "bwd", "rs", "opt", "ag", "loss allreduce", "free",
 };
 
-const char *sf_ev_kind_name(enum sf_ev_kind k)
+const char *_sf_ev_kind_name(enum _sf_ev_kind k)
 {
 	return k >= 0 && k < SF_EV_NKINDS ? kind_names[k] : "?";
 }
 
-bool sf_ev_is_comm(enum sf_ev_kind k)
+bool _sf_ev_is_comm(enum _sf_ev_kind k)
 {
 	return k == SF_EV_GATHER || k == SF_EV_RS || k == SF_EV_AG || k == SF_EV_LOSS_SUM;
 }
 
-bool sf_ev_is_compute(enum sf_ev_kind k)
+bool _sf_ev_is_compute(enum _sf_ev_kind k)
 {
 	return k == SF_EV_FWD || k == SF_EV_LOSS || k == SF_EV_BWD || k == SF_EV_OPT;
 }
@@ -49,11 +49,11 @@ static size_t parse_layer(const char *s, int *layer)
 	return i;
 }
 
-int sf_ev_parse_name(const char *name, enum sf_ev_kind *kind, int *layer)
+int _sf_ev_parse_name(const char *name, enum _sf_ev_kind *kind, int *layer)
 {
 	static const struct {
 		const char *word;
-		enum sf_ev_kind kind;
+		enum _sf_ev_kind kind;
 		bool typed; /* followed by " <layer type>" */
 	} prefixes[] = {
 	    {"gather ", SF_EV_GATHER, false}, {"fwd ", SF_EV_FWD, true},  {"bwd ", SF_EV_BWD, true},
@@ -87,7 +87,7 @@ int sf_ev_parse_name(const char *name, enum sf_ev_kind *kind, int *layer)
 	return -1;
 }
 
-void sf_seterr(char *err, size_t len, const char *fmt, ...)
+void _sf_seterr(char *err, size_t len, const char *fmt, ...)
 {
 	va_list ap;
 	if (!err || !len)
@@ -99,11 +99,11 @@ void sf_seterr(char *err, size_t len, const char *fmt, ...)
 
 static int cmp_ival(const void *x, const void *y)
 {
-	const struct sf_ival *p = x, *q = y;
+	const struct _sf_ival *p = x, *q = y;
 	return p->a < q->a ? -1 : p->a > q->a ? 1 : 0;
 }
 
-size_t sf_ival_merge(struct sf_ival *v, size_t n)
+size_t _sf_ival_merge(struct _sf_ival *v, size_t n)
 {
 	if (!n)
 		return 0;
@@ -120,7 +120,7 @@ size_t sf_ival_merge(struct sf_ival *v, size_t n)
 	return k + 1;
 }
 
-static double length(const struct sf_ival *v, size_t n)
+static double length(const struct _sf_ival *v, size_t n)
 {
 	double s = 0;
 	for (size_t i = 0; i < n; i++)
@@ -129,7 +129,7 @@ static double length(const struct sf_ival *v, size_t n)
 }
 
 /* Length of the intersection of two merged lists. */
-static double overlap_len(const struct sf_ival *x, size_t nx, const struct sf_ival *y, size_t ny)
+static double overlap_len(const struct _sf_ival *x, size_t nx, const struct _sf_ival *y, size_t ny)
 {
 	double s = 0;
 	size_t i = 0, j = 0;
@@ -146,7 +146,7 @@ static double overlap_len(const struct sf_ival *x, size_t nx, const struct sf_iv
 	return s;
 }
 
-static void finish(struct sf_step_figures *f)
+static void finish(struct _sf_step_figures *f)
 {
 	f->overlap = f->comm > 0 ? 1.0 - f->exposed / f->comm : 1.0;
 	if (f->overlap < 0)
@@ -156,8 +156,8 @@ static void finish(struct sf_step_figures *f)
 
 static int cmp_ev(const void *x, const void *y)
 {
-	const struct sf_event *p = *(const struct sf_event *const *)x;
-	const struct sf_event *q = *(const struct sf_event *const *)y;
+	const struct _sf_event *p = *(const struct _sf_event *const *)x;
+	const struct _sf_event *q = *(const struct _sf_event *const *)y;
 	if (p->rank != q->rank)
 		return p->rank - q->rank;
 	if (p->step != q->step)
@@ -165,7 +165,7 @@ static int cmp_ev(const void *x, const void *y)
 	return p->start < q->start ? -1 : p->start > q->start ? 1 : 0;
 }
 
-void sf_report_free(struct sf_report *r)
+void _sf_report_free(struct _sf_report *r)
 {
 	if (!r)
 		return;
@@ -178,27 +178,27 @@ void sf_report_free(struct sf_report *r)
 	memset(r, 0, sizeof *r);
 }
 
-int sf_report_build(const struct sf_event *ev, size_t n, struct sf_report *out, char *err,
+int _sf_report_build(const struct _sf_event *ev, size_t n, struct _sf_report *out, char *err,
                     size_t errlen)
 {
-	const struct sf_event **ord = NULL;
-	struct sf_ival *comp = NULL, *comm = NULL;
+	const struct _sf_event **ord = NULL;
+	struct _sf_ival *comp = NULL, *comm = NULL;
 	int *layer_count = NULL;
 	memset(out, 0, sizeof *out);
 	if (!ev || n == 0) {
-		sf_seterr(err, errlen, "no shardflow task to report on");
+		_sf_seterr(err, errlen, "no shardflow task to report on");
 		return -1;
 	}
 	int maxlayer = -1;
 	for (size_t i = 0; i < n; i++) {
 		if (ev[i].rank < 0 || ev[i].step < 0 || ev[i].kind < 0 ||
 		    ev[i].kind >= SF_EV_NKINDS) {
-			sf_seterr(err, errlen, "task \"%s\": bad rank %d, step %d or kind %d",
+			_sf_seterr(err, errlen, "task \"%s\": bad rank %d, step %d or kind %d",
 			          ev[i].name, ev[i].rank, ev[i].step, (int)ev[i].kind);
 			return -1;
 		}
 		if (!(ev[i].end >= ev[i].start)) {
-			sf_seterr(err, errlen,
+			_sf_seterr(err, errlen,
 			          "task \"%s\" (rank %d, step %d) ends before it starts "
 			          "(%.3f < %.3f us)",
 			          ev[i].name, ev[i].rank, ev[i].step, ev[i].end, ev[i].start);
@@ -220,7 +220,7 @@ int sf_report_build(const struct sf_event *ev, size_t n, struct sf_report *out, 
 	out->stalls = calloc(n, sizeof *out->stalls);
 	layer_count = calloc((size_t)(maxlayer + 2), sizeof *layer_count);
 	if (!ord || !comp || !comm || !out->steps || !out->totals || !out->stalls || !layer_count) {
-		sf_seterr(err, errlen, "out of memory");
+		_sf_seterr(err, errlen, "out of memory");
 		goto fail;
 	}
 	for (size_t i = 0; i < n; i++)
@@ -234,34 +234,34 @@ int sf_report_build(const struct sf_event *ev, size_t n, struct sf_report *out, 
 		while (hi < n && ord[hi]->rank == rank && ord[hi]->step == step)
 			hi++;
 		if (hi == lo) {
-			sf_seterr(err, errlen,
+			_sf_seterr(err, errlen,
 			          "step %d has no task on rank %d (ranks 0..%d, steps 0..%d "
 			          "seen): incomplete trace?",
 			          step, rank, out->nranks - 1, out->nsteps - 1);
 			goto fail;
 		}
-		struct sf_step_figures *f = &out->steps[c];
+		struct _sf_step_figures *f = &out->steps[c];
 		size_t ncomp = 0, ncomm = 0;
 		f->rank = rank;
 		f->step = step;
 		f->t0 = ord[lo]->start;
 		double t1 = ord[lo]->end;
 		for (size_t i = lo; i < hi; i++) {
-			const struct sf_event *e = ord[i];
+			const struct _sf_event *e = ord[i];
 			if (e->end > t1)
 				t1 = e->end;
-			if (sf_ev_is_compute(e->kind))
-				comp[ncomp++] = (struct sf_ival){e->start, e->end};
-			else if (sf_ev_is_comm(e->kind))
-				comm[ncomm++] = (struct sf_ival){e->start, e->end};
+			if (_sf_ev_is_compute(e->kind))
+				comp[ncomp++] = (struct _sf_ival){e->start, e->end};
+			else if (_sf_ev_is_comm(e->kind))
+				comm[ncomm++] = (struct _sf_ival){e->start, e->end};
 		}
 		f->wall = t1 - f->t0;
 		/* stalls need the unmerged compute intervals: do them first */
 		for (size_t i = lo; i < hi; i++) {
-			const struct sf_event *fw = ord[i];
+			const struct _sf_event *fw = ord[i];
 			if (fw->kind != SF_EV_FWD || fw->layer < 0)
 				continue;
-			const struct sf_event *g = NULL;
+			const struct _sf_event *g = NULL;
 			for (size_t j = lo; j < hi; j++)
 				if (ord[j]->kind == SF_EV_GATHER && ord[j]->layer == fw->layer &&
 				    ord[j]->start <= fw->start && (!g || ord[j]->start > g->start))
@@ -270,17 +270,17 @@ int sf_report_build(const struct sf_event *ev, size_t n, struct sf_report *out, 
 				continue;
 			double prev = f->t0;
 			for (size_t j = lo; j < hi; j++)
-				if (ord[j] != fw && sf_ev_is_compute(ord[j]->kind) &&
+				if (ord[j] != fw && _sf_ev_is_compute(ord[j]->kind) &&
 				    ord[j]->end <= fw->start && ord[j]->end > prev)
 					prev = ord[j]->end;
 			double until = g->end < fw->start ? g->end : fw->start;
 			double s = until - prev;
 			out->stalls[out->nstalls++] =
-			    (struct sf_stall){rank, step, fw->layer, s > 0 ? s : 0};
+			    (struct _sf_stall){rank, step, fw->layer, s > 0 ? s : 0};
 			layer_count[fw->layer] = 1;
 		}
-		ncomp = sf_ival_merge(comp, ncomp);
-		ncomm = sf_ival_merge(comm, ncomm);
+		ncomp = _sf_ival_merge(comp, ncomp);
+		ncomm = _sf_ival_merge(comm, ncomm);
 		f->compute = length(comp, ncomp);
 		f->comm = length(comm, ncomm);
 		f->exposed = f->comm - overlap_len(comm, ncomm, comp, ncomp);
@@ -289,7 +289,7 @@ int sf_report_build(const struct sf_event *ev, size_t n, struct sf_report *out, 
 		f->ideal = f->compute > f->comm ? f->compute : f->comm;
 		finish(f);
 
-		struct sf_step_figures *t = &out->totals[rank];
+		struct _sf_step_figures *t = &out->totals[rank];
 		t->rank = rank;
 		t->step = -1;
 		t->wall += f->wall;
@@ -316,7 +316,7 @@ int sf_report_build(const struct sf_event *ev, size_t n, struct sf_report *out, 
 	out->layer_stall_mean = calloc((size_t)out->nlayers + 1, sizeof(double));
 	out->layer_stall_max = calloc((size_t)out->nlayers + 1, sizeof(double));
 	if (!out->layers || !out->layer_stall_mean || !out->layer_stall_max) {
-		sf_seterr(err, errlen, "out of memory");
+		_sf_seterr(err, errlen, "out of memory");
 		goto fail;
 	}
 	int k = 0;
@@ -347,18 +347,18 @@ fail:
 	free(comp);
 	free(comm);
 	free(layer_count);
-	sf_report_free(out);
+	_sf_report_free(out);
 	return -1;
 }
 
-static void row(FILE *f, const char *who, const struct sf_step_figures *s)
+static void row(FILE *f, const char *who, const struct _sf_step_figures *s)
 {
 	fprintf(f, "%-14s %10.3f %10.3f %10.3f %10.3f %8.3f %10.3f %7.3f\n", who, s->wall / 1e3,
 	        s->compute / 1e3, s->comm / 1e3, s->exposed / 1e3, s->overlap, s->ideal / 1e3,
 	        s->ratio);
 }
 
-int sf_report_write_text(const struct sf_report *r, const char *source, FILE *f)
+int _sf_report_write_text(const struct _sf_report *r, const char *source, FILE *f)
 {
 	static const char *head =
 	    "               wall ms compute ms    comm ms exposed ms  overlap "
@@ -392,7 +392,7 @@ int sf_report_write_text(const struct sf_report *r, const char *source, FILE *f)
 	return ferror(f) ? -1 : 0;
 }
 
-static void json_fig(FILE *f, const struct sf_step_figures *s)
+static void json_fig(FILE *f, const struct _sf_step_figures *s)
 {
 	fprintf(f,
 	        "{\"rank\": %d, \"step\": %d, \"wall_ms\": %.6f, \"compute_ms\": %.6f, "
@@ -417,7 +417,7 @@ static void json_str(FILE *f, const char *s)
 	fputc('"', f);
 }
 
-int sf_report_write_json(const struct sf_report *r, const char *source, FILE *f)
+int _sf_report_write_json(const struct _sf_report *r, const char *source, FILE *f)
 {
 	fprintf(f, "{\n  \"source\": ");
 	json_str(f, source ? source : "");

@@ -1,0 +1,41 @@
+/*
+ * error.h — errors and shardflow's own log, used by every module.
+ *
+ * The rule of the library: every function returns SF_OK (0) or a negative enum
+ * sf_status. An error is raised once, where it is detected, with SF_ERR (which keeps
+ * file and line for the printed message and records the text for sf_last_error());
+ * callers propagate the status with SF_CHECK and a `fail:` label. Nothing here knows
+ * MPI, StarPU or CUDA, so the tools and the trace library link it too.
+ */
+#ifndef SF_COMMON_ERROR_H
+#define SF_COMMON_ERROR_H
+
+#include "shardflow.h"
+
+/* Records and prints a message; returns status. file may be NULL (no location). */
+int _sf_err(int status, const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+#define SF_ERR(status, ...) _sf_err((status), __FILE__, __LINE__, __VA_ARGS__)
+
+/* Propagates a negative status to the enclosing function's `fail:` label (which
+ * returns `rc`). */
+#define SF_CHECK(call)                                                                             \
+	do {                                                                                       \
+		int sf_check_rc_ = (call);                                                         \
+		if (sf_check_rc_ < 0) {                                                            \
+			rc = sf_check_rc_;                                                         \
+			goto fail;                                                                 \
+		}                                                                                  \
+	} while (0)
+
+/* Messages at or below this level are printed (SHARDFLOW_LOG; errors print at
+ * SF_LOG_ERROR and above). */
+extern enum sf_log_level _sf_log_level;
+/* Prefixes messages with "[rank r]" when >= 0 (set by sf_init for worlds of size > 1). */
+extern int _sf_log_rank;
+
+void _sf_log(enum sf_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#define SF_NAME_MAX 64 /* names of graphs, nodes, layer types and units, with the NUL */
+
+#endif

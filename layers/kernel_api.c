@@ -1,0 +1,86 @@
+/*
+ * kernel_api.c — the buffer layout of layer codelets, in one place: the sf_kernel_*
+ * accessors that kernels read their buffers with. scheduler/step.c submits the
+ * buffers in this order (shardflow.h, struct sf_layer_type):
+ *   forward : [params]  in_0 .. in_{n-1}  out  [saved]
+ *   backward: [params]  in_0 .. in_{n-1}  out  dout  [saved]  [din_i ...]  [dparams]
+ * A node's parameters are its slice of the unit's flat vector: the accessors add
+ * sf_layer_info::param_offset.
+ */
+#include "layers/layer.h"
+
+#include <starpu.h>
+
+static int n_dinputs_before(const struct sf_layer_info *li, int i)
+{
+	int k = 0;
+	for (int j = 0; j < i; j++)
+		k += li->need_dinput[j] != 0;
+	return k;
+}
+
+static void *buf(void *buffers[], int i)
+{
+	return (void *)STARPU_VECTOR_GET_PTR(buffers[i]);
+}
+
+static int first_input(const struct sf_layer_info *li)
+{
+	return li->nparams ? 1 : 0;
+}
+
+SF_API float *sf_kernel_params(void *buffers[], const struct sf_layer_info *li)
+{
+	if (!li->nparams || li->params_absent)
+		return NULL;
+	return (float *)buf(buffers, 0) + li->param_offset;
+}
+
+SF_API float *sf_kernel_input(void *buffers[], const struct sf_layer_info *li, int i)
+{
+	if (i < 0 || i >= li->nin || li->in_int[i])
+		return NULL;
+	return buf(buffers, first_input(li) + i);
+}
+
+SF_API const int32_t *sf_kernel_input_int(void *buffers[], const struct sf_layer_info *li, int i)
+{
+	if (i < 0 || i >= li->nin || !li->in_int[i])
+		return NULL;
+	return buf(buffers, first_input(li) + i);
+}
+
+SF_API float *sf_kernel_output(void *buffers[], const struct sf_layer_info *li)
+{
+	return buf(buffers, first_input(li) + li->nin);
+}
+
+SF_API float *sf_kernel_doutput(void *buffers[], const struct sf_layer_info *li)
+{
+	return buf(buffers, first_input(li) + li->nin + 1);
+}
+
+SF_API float *sf_kernel_saved(void *buffers[], const struct sf_layer_info *li)
+{
+	if (!li->nsaved)
+		return NULL;
+	/* after out in forward, after dout in backward */
+	return buf(buffers, first_input(li) + li->nin + (li->backward ? 2 : 1));
+}
+
+SF_API float *sf_kernel_dinput(void *buffers[], const struct sf_layer_info *li, int i)
+{
+	if (i < 0 || i >= li->nin || !li->need_dinput[i])
+		return NULL;
+	return buf(buffers, first_input(li) + li->nin + 2 + (li->nsaved ? 1 : 0) +
+	                        n_dinputs_before(li, i));
+}
+
+SF_API float *sf_kernel_dparams(void *buffers[], const struct sf_layer_info *li)
+{
+	if (!li->nparams)
+		return NULL;
+	return (float *)buf(buffers, 1 + li->nin + 2 + (li->nsaved ? 1 : 0) +
+	                                 n_dinputs_before(li, li->nin)) +
+	       li->param_offset;
+}

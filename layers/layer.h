@@ -1,0 +1,75 @@
+/*
+ * layer.h — graphs and the table of layer types, as the rest of the library sees them.
+ *
+ * layers/ knows what each op is and computes: one family of files per op
+ * (<op>.c: shape, init, parameter names and the thin CPU codelet bodies; <op>_cpu.c:
+ * the math on plain pointers; <op>.h: both, declared), the registry of types
+ * (registry.c) and the graph builder (graph.c). It knows nothing of units, shards,
+ * StarPU tasks or communication. Adding an op: its family, plus one line in
+ * registry.c's list of built-in types.
+ */
+#ifndef SF_LAYERS_LAYER_H
+#define SF_LAYERS_LAYER_H
+
+#include "common/error.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+
+enum _sf_node_kind {
+	SF_NODE_INPUT,     /* float input (rows, dim) */
+	SF_NODE_INT_INPUT, /* integer ids (rows), in [0, dim) */
+	SF_NODE_LABELS,    /* class labels (rows), in [0, dim) */
+	SF_NODE_LAYER,     /* a node of a registered layer type */
+	SF_NODE_LOSS,      /* softmax cross-entropy of in[0] against in[1] (labels) */
+};
+
+#define SF_MAX_LAYER_TYPES 64
+
+/* A registered layer type. The table never shrinks: entries stay valid. */
+struct _sf_layer_entry {
+	struct sf_layer_type type;
+	char name[SF_NAME_MAX];
+	int index; /* position in the table */
+};
+
+struct _sf_node {
+	enum _sf_node_kind kind;
+	char name[SF_NAME_MAX];
+	const struct _sf_layer_entry *type; /* SF_NODE_LAYER */
+	int nin;
+	int in[SF_MAX_INPUTS];
+	int dim;        /* output width (labels, int inputs: the id range) */
+	size_t nparams; /* P read by this node (its own, or its owner's when tied) */
+	int tied_to;    /* -1, or the node whose parameters this node uses */
+	int group;      /* sf_graph_unit_begin group, or -1 (a unit of its own) */
+	void *config;   /* owned copy of the user's config */
+	size_t config_size;
+};
+
+struct sf_graph {
+	char name[SF_NAME_MAX];
+	int n, cap;
+	struct _sf_node *nodes;
+	int seq_len;     /* T, default 1 */
+	int ninputs;     /* float inputs */
+	int nint_inputs; /* integer inputs */
+	int labels;      /* node id or -1 */
+	int loss;        /* node id or -1 */
+	int ngroups;
+	char (*group_names)[SF_NAME_MAX];
+	int open_group; /* -1 or the group being filled */
+};
+
+/* The type named `name`, or NULL (after making sure the built-ins are registered). */
+const struct _sf_layer_entry *_sf_layer_find(const char *name);
+/* Registers the built-in types once (every op family's line is in registry.c). */
+int _sf_layers_builtin_init(void);
+/* The node owning the parameters node n reads: n itself, or the node it is tied to. */
+int _sf_node_param_owner(const struct _sf_node *nodes, int n);
+/* The named tensors of a node's parameters (struct sf_param_tensor), at most
+ * SF_MAX_PARAM_TENSORS; a type without param_tensors gives one "params" tensor. */
+int _sf_node_param_tensors(const struct _sf_node *nd, const struct sf_layer_info *li,
+                           struct sf_param_tensor *out);
+
+#endif

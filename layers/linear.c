@@ -1,0 +1,85 @@
+/*
+ * linear.c — the linear layer type: shapes, initialisation, parameter names and the
+ * CPU codelet bodies (unpack the buffers, call layers/linear_cpu.c).
+ *
+ * Initialised U(-1/sqrt(I), 1/sqrt(I)) like PyTorch's nn.Linear. Its backward reads W
+ * only for dx, so a linear layer reading a graph input gets no parameters in backward
+ * and its unit is not gathered a second time (backward_params_for_dinput_only).
+ */
+#include "layers/linear.h"
+#include "layers/layer.h"
+
+#include <math.h>
+#include <starpu.h>
+
+static int linear_infer(const int *in_dims, int nin, const void *config, int *out_dim,
+                        size_t *nparams)
+{
+	(void)nin;
+	int O = config ? *(const int *)config : 0;
+	if (O <= 0)
+		return sf_error_set(SF_ERR_INVALID, "linear: output width must be > 0 (got %d)", O);
+	*out_dim = O;
+	*nparams = (size_t)O * (size_t)in_dims[0] + (size_t)O;
+	return SF_OK;
+}
+
+static void linear_init(const struct sf_layer_info *li, struct sf_rng *rng, float *p)
+{
+	float bound = 1.0f / sqrtf((float)li->in_dim[0]);
+	for (size_t i = 0; i < li->nparams; i++)
+		p[i] = bound * sf_rng_uniform(rng);
+}
+
+static double linear_flops(const struct sf_layer_info *li)
+{
+	return 2.0 * li->rows * li->in_dim[0] * li->out_dim;
+}
+
+static int linear_tensors(const struct sf_layer_info *li, struct sf_param_tensor *t)
+{
+	size_t I = (size_t)li->in_dim[0], O = (size_t)li->out_dim;
+	t[0] = (struct sf_param_tensor){"weight", 0, 2, {O, I}};
+	t[1] = (struct sf_param_tensor){"bias", O * I, 1, {O, 0}};
+	return 2;
+}
+
+/* params (P) x (B,I) y(W) (B,O) */
+static void linear_fwd_cpu(void *buffers[], void *cl_arg)
+{
+	const struct sf_layer_info *li = cl_arg;
+	int B = li->rows, I = li->in_dim[0], O = li->out_dim;
+	const float *p = sf_kernel_params(buffers, li);
+	STARPU_ASSERT_MSG(STARPU_VECTOR_GET_NX(buffers[0]) >= li->param_offset + li->nparams,
+	                  "linear: parameter buffer holds %u floats, the layer needs %zu at %zu",
+	                  (unsigned)STARPU_VECTOR_GET_NX(buffers[0]), li->nparams,
+	                  li->param_offset);
+	_sf_linear_fwd(B, I, O, sf_kernel_input(buffers, li, 0), p, p + (size_t)O * I,
+	               sf_kernel_output(buffers, li));
+}
+
+/* [params] x y dy [dx] dparams (W, or RW when tied) */
+static void linear_bwd_cpu(void *buffers[], void *cl_arg)
+{
+	const struct sf_layer_info *li = cl_arg;
+	int B = li->rows, I = li->in_dim[0], O = li->out_dim;
+	const float *p = sf_kernel_params(buffers, li);
+	float *dp = sf_kernel_dparams(buffers, li);
+	_sf_linear_bwd(B, I, O, sf_kernel_input(buffers, li, 0), p, sf_kernel_doutput(buffers, li),
+	               sf_kernel_dinput(buffers, li, 0), li->accumulate[0], dp, dp + (size_t)O * I,
+	               li->accumulate_dparams);
+}
+
+const struct sf_layer_type _sf_linear_type = {
+    .api_version = SF_LAYER_API_VERSION,
+    .name = "linear",
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .infer = linear_infer,
+    .init = linear_init,
+    .forward_cpu = linear_fwd_cpu,
+    .backward_cpu = linear_bwd_cpu,
+    .flops = linear_flops,
+    .param_tensors = linear_tensors,
+    .backward_params_for_dinput_only = 1,
+};

@@ -1,0 +1,25 @@
+/*
+ * linear.h — the linear op: y = x W^T + b.
+ *
+ * Shape letters: B rows, I input width, O output width. Flat parameters: W (O, I)
+ * row-major, then b (O). Kernels overwrite activations ("="), and overwrite or add to
+ * the input gradient as `acc` says ("+=" when another consumer of x wrote first) and
+ * the parameter gradients as `pacc` says ("+=" when a tied node wrote first); see
+ * layers/layer.h for the family layout.
+ */
+#ifndef SF_LAYERS_LINEAR_H
+#define SF_LAYERS_LINEAR_H
+
+#include "shardflow.h"
+
+extern const struct sf_layer_type _sf_linear_type;
+
+/* y (B,O) = x (B,I) w^T (O,I) + b (O) */
+void _sf_linear_fwd(int B, int I, int O, const float *x, const float *w, const float *b, float *y);
+/* dx (B,I) (=|+=) dy (B,O) w (O,I); dw (O,I) (=|+=) dy^T x; db (O) (=|+=) sum_rows dy.
+ * dx may be NULL (input needs no gradient). acc: dx is added to; pacc: dw and db are
+ * added to (tied parameters). */
+void _sf_linear_bwd(int B, int I, int O, const float *x, const float *w, const float *dy, float *dx,
+                    int acc, float *dw, float *db, int pacc);
+
+#endif

@@ -1,0 +1,30 @@
+/*
+ * relu.c — the relu layer type: same width as its input, no parameters; the codelet
+ * bodies unpack the buffers and call layers/relu_cpu.c.
+ */
+#include "layers/relu.h"
+#include "layers/layer.h"
+#include "layers/elementwise.h"
+
+static void relu_fwd_cpu(void *buffers[], void *cl_arg)
+{
+	const struct sf_layer_info *li = cl_arg;
+	_sf_relu_fwd(_sf_nelem(li), sf_kernel_input(buffers, li, 0), sf_kernel_output(buffers, li));
+}
+
+static void relu_bwd_cpu(void *buffers[], void *cl_arg)
+{
+	const struct sf_layer_info *li = cl_arg;
+	_sf_relu_bwd(_sf_nelem(li), sf_kernel_input(buffers, li, 0), sf_kernel_doutput(buffers, li),
+	             sf_kernel_dinput(buffers, li, 0), li->accumulate[0]);
+}
+
+const struct sf_layer_type _sf_relu_type = {
+    .api_version = SF_LAYER_API_VERSION,
+    .name = "relu",
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .infer = _sf_same_width_infer,
+    .forward_cpu = relu_fwd_cpu,
+    .backward_cpu = relu_bwd_cpu,
+};

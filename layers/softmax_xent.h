@@ -1,0 +1,29 @@
+/*
+ * softmax_xent.h — the loss op: softmax cross-entropy of logits against labels.
+ *
+ * Shape letters: B rows (tokens, with a sequence), C classes. The loss is the mean
+ * over the global batch: each rank sums its rows times scale = 1 / (global rows) and
+ * the ranks' values are summed by a scalar reduction.
+ */
+#ifndef SF_LAYERS_SOFTMAX_XENT_H
+#define SF_LAYERS_SOFTMAX_XENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* The loss codelet's cl_arg. */
+struct _sf_loss_args {
+	int rows, classes;
+	float scale; /* 1 / global rows */
+};
+
+/* Softmax cross-entropy over rows: returns scale * sum_rows -log softmax(z)[label]
+ * (in double) and writes dz (B,C) = scale * (softmax(z) - onehot(label)).
+ * Labels must lie in [0, C) (checked by the caller). */
+double _sf_softmax_xent(int B, int C, const float *z, const int32_t *labels, float scale,
+                        float *dz);
+
+/* The CPU codelet body: logits[R] labels[R] dlogits[W] loss[W] (one double). */
+void _sf_softmax_xent_cpu(void *buffers[], void *cl_arg);
+
+#endif

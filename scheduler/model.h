@@ -1,0 +1,157 @@
+/*
+ * model.h — a graph made into a model: units, shards, buffers and handles
+ * (scheduler/model.c), and the step planner that submits its tasks (step.c, plan.c).
+ *
+ * Shape letters: B local samples, T rows per sample, N ranks, P parameters of a unit,
+ * S = ceil(P / N) its shard. A unit is the set of parameters gathered, reduced and
+ * updated together: by default one node with parameters, or a group of nodes
+ * (sf_graph_unit_begin). Units are numbered by first use in forward order.
+ */
+#ifndef SF_SCHEDULER_MODEL_H
+#define SF_SCHEDULER_MODEL_H
+
+#include "layers/layer.h"
+#include "layers/softmax_xent.h"
+#include "scheduler/runtime.h"
+#include "tasks/comm.h"
+
+#include <starpu.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#define SF_LOSS_SLOTS 16
+#define SF_GRAD_SLOTS 2 /* gradient slots of a chain of units, used in turn */
+
+struct _sf_recorder;
+
+struct _sf_unit {
+	char name[SF_NAME_MAX]; /* the group's name, or its node's */
+	int first;              /* first node (forward order) reading the unit */
+	int last;               /* last node (forward order) reading the unit */
+	bool bwd_params;        /* some node's backward reads the parameters */
+	bool keep;              /* stays gathered from forward to backward (full) */
+	size_t P, S, off; /* off: first parameter in the model's unpadded vector */
+	size_t opt_n;     /* elements the optimizer updates: S (sharded) or P */
+	float *shard;     /* S: owned parameters (full, grad_op) */
+	float *full;      /* N*S or P: resident parameters (grad_op, none) */
+	float *gshard;    /* S: reduced gradient (full, grad_op) */
+	float *m, *v;     /* optimizer state, opt_n each (v: AdamW only) */
+	starpu_data_handle_t h_shard, h_full, h_gshard, h_m, h_v;
+	struct _sf_comm_args comm;
+	char gather_name[SF_NAME_MAX + 16], rs_name[SF_NAME_MAX + 16];
+	char opt_name[SF_NAME_MAX + 16], free_name[SF_NAME_MAX + 16];
+	char ag_name[SF_NAME_MAX + 16];
+};
+
+struct _sf_node_state {
+	float *act, *dact; /* (B*T, dim); int inputs and labels: act holds int32 */
+	float *saved;      /* info.nsaved floats, or NULL */
+	starpu_data_handle_t h_act, h_dact, h_saved;
+	struct sf_layer_info info;     /* what the forward kernel receives */
+	struct sf_layer_info bwd_info; /* what the backward kernel receives */
+	int unit;                      /* unit whose parameters the node reads, or -1 */
+	bool needs_grad;               /* some parameter depends on this node's output */
+	char fwd_name[SF_NAME_MAX + 32], bwd_name[SF_NAME_MAX + 32];
+};
+
+/* The planner's state while submitting a pass (scheduler/plan.c): which unit holds
+ * each ring slot and gradient slot, and the free slots in the order they were freed
+ * (first freed, first reused: a chain of units uses the slots in turn). */
+struct _sf_slots {
+	int n;
+	int holder[SF_MAX_DEPTH + 8]; /* unit in slot s, or -1 */
+	int fifo[SF_MAX_DEPTH + 8];   /* free slots, oldest first */
+	int nfree;
+};
+
+struct sf_model {
+	sf_context *ctx;
+	struct _sf_comm *comm;
+	struct sf_config cfg;
+	struct sf_model_options opt;
+	int nranks, rank;
+	int nnodes;
+	struct _sf_node *gnodes; /* copy of the graph's nodes (configs owned) */
+	struct _sf_node_state *nodes;
+	int loss_node, labels_node;
+	int ninputs, nint_inputs;
+	int *input_nodes;     /* ninputs float input node ids in creation order */
+	int *int_input_nodes; /* nint_inputs integer input node ids */
+	int nunits;
+	struct _sf_unit *units;
+	int *bwd_order; /* units in the order the backward pass first meets them */
+	int width;      /* most units in use at once (1 for a chain) */
+	size_t nparams_total, largest_P, largest_NS;
+	int T;                           /* rows per sample */
+	int B_global, B_local, row0;     /* samples */
+	size_t rows_local;               /* B_local * T */
+
+	/* gather ring (full sharding): R = depth + width slots of N*S_max floats */
+	int R;
+	float *ring;
+	starpu_data_handle_t h_ring[SF_MAX_DEPTH + 8];
+	struct _sf_slots ring_slots;
+
+	float *comm_scratch; /* see struct _sf_comm_args::scratch */
+
+	/* gradient slots: G = SF_GRAD_SLOTS + width - 1, each a unit's whole gradient */
+	int G;
+	float *grad;
+	starpu_data_handle_t h_grad[SF_GRAD_SLOTS + SF_MAX_DEPTH + 8];
+	struct _sf_slots grad_slots;
+
+	starpu_data_handle_t h_order; /* comm order: every collective accesses it RW */
+	float noparams;               /* stands for the parameters of a backward without */
+	starpu_data_handle_t h_noparams;
+
+	int32_t *labels;
+	starpu_data_handle_t h_labels;
+	struct _sf_loss_args loss_args;
+	struct _sf_comm_args loss_comm;
+	double loss_val[SF_LOSS_SLOTS];
+	starpu_data_handle_t h_loss[SF_LOSS_SLOTS];
+
+	int64_t nsteps;
+	float lr;
+	struct _sf_recorder *trace; /* NULL unless SHARDFLOW_TRACE is set */
+	int64_t trace_written;      /* nsteps at the last sf_model_trace_write */
+	atomic_int resident, max_resident;
+	struct _sf_comm_acct comm_acct;
+	double comm_worker_cpu0; /* the comm worker thread's CPU clock at model creation */
+};
+
+/* ---- the planner (scheduler/plan.c: units and slots; step.c: the passes) -------- */
+
+/* Numbers the units, groups their nodes, sets each node's unit and parameter offset,
+ * and derives the forward/backward orders, the width and what stays gathered. */
+int _sf_plan_units(struct sf_model *m, const struct sf_graph *g);
+/* Which node inputs and parameters need a gradient, "=" or "+=" (backward order). */
+int _sf_plan_gradients(struct sf_model *m);
+
+void _sf_slots_reset(struct _sf_slots *s, int n);
+/* A free slot for unit u (the oldest freed), or -1 when none is free. */
+int _sf_slots_take(struct _sf_slots *s, int u);
+void _sf_slots_release(struct _sf_slots *s, int slot);
+/* The slot holding unit u, or -1. */
+int _sf_slots_find(const struct _sf_slots *s, int u);
+
+int _sf_step_submit(struct sf_model *m);
+int _sf_forward_submit(struct sf_model *m, bool train);
+
+/* ---- host access to a unit's state (scheduler/model.c), for io/ ----------------- */
+
+/* The logical vectors of a unit, each P floats whatever the sharding: parameters,
+ * first moment (AdamW m, SGD momentum buffer) and second moment (AdamW v). */
+enum _sf_vec { SF_VEC_PARAM = 0, SF_VEC_M, SF_VEC_V };
+
+/* true when the model's optimizer keeps vector `which` (V: AdamW only). */
+bool _sf_vec_exists(const struct sf_model *m, enum _sf_vec which);
+/* Copies this rank's slice [rank*S, rank*S + S) of vector `which` of unit u into
+ * dst (S floats; zeros past P). Call after sf_model_sync(). */
+int _sf_unit_get_slice(struct sf_model *m, int u, enum _sf_vec which, float *dst);
+/* Sets this rank's copy of vector `which` of unit u (its shard, or the whole
+ * replica) from src, the unit's whole logical vector (P floats). Call after
+ * sf_model_sync(). */
+int _sf_unit_set_full(struct sf_model *m, int u, enum _sf_vec which, const float *src);
+
+#endif

@@ -1,0 +1,246 @@
+/*
+ * plan.c — what the step planner decides once, at model creation: the units (which
+ * nodes' parameters are gathered together, in which order), which gradients are
+ * wanted and whether each is overwritten or added to, and the slot bookkeeping the
+ * passes use (scheduler/step.c).
+ *
+ * Orders. Units are numbered by their first use in forward order; the forward pass
+ * gathers them in that order. The backward pass meets a unit first at its last
+ * forward use, and is done with it at its first: bwd_order sorts units by last use,
+ * descending. A chain (an MLP, a stack of blocks) uses one unit at a time: width 1.
+ * A unit read at both ends of the graph (tied embedding and output head) stays in use
+ * across the others: width 2. The ring then has depth + width slots, so that a depth
+ * of d still prefetches d units ahead while the wide unit holds its slot, and the
+ * planner never finds the ring full when a unit is needed (it checks anyway).
+ */
+#include "scheduler/model.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- slots: the ring and the gradient slots ------------------------------------- */
+
+void _sf_slots_reset(struct _sf_slots *s, int n)
+{
+	s->n = n;
+	s->nfree = n;
+	for (int i = 0; i < n; i++) {
+		s->holder[i] = -1;
+		s->fifo[i] = i;
+	}
+}
+
+int _sf_slots_take(struct _sf_slots *s, int u)
+{
+	if (s->nfree == 0)
+		return -1;
+	int slot = s->fifo[0];
+	memmove(s->fifo, s->fifo + 1, (size_t)(s->nfree - 1) * sizeof s->fifo[0]);
+	s->nfree--;
+	s->holder[slot] = u;
+	return slot;
+}
+
+void _sf_slots_release(struct _sf_slots *s, int slot)
+{
+	s->holder[slot] = -1;
+	s->fifo[s->nfree++] = slot;
+}
+
+int _sf_slots_find(const struct _sf_slots *s, int u)
+{
+	for (int i = 0; i < s->n; i++)
+		if (s->holder[i] == u)
+			return i;
+	return -1;
+}
+
+/* ---- units ------------------------------------------------------------------------- */
+
+/* The unit key of a parameter owner: its group, or itself. */
+static int key_of(const struct _sf_node *nd, int owner, int nnodes)
+{
+	return nd[owner].group >= 0 ? nnodes + nd[owner].group : owner;
+}
+
+static int count_units(struct sf_model *m, int *unit_of_key)
+{
+	int nu = 0;
+	for (int n = 0; n < m->nnodes; n++) {
+		const struct _sf_node *nd = &m->gnodes[n];
+		if (nd->kind != SF_NODE_LAYER || !nd->nparams)
+			continue;
+		int k = key_of(m->gnodes, _sf_node_param_owner(m->gnodes, n), m->nnodes);
+		if (unit_of_key[k] < 0)
+			unit_of_key[k] = nu++;
+		m->nodes[n].unit = unit_of_key[k];
+	}
+	return nu;
+}
+
+/* Offsets: the owners of a unit, in node order, one after the other. */
+static void lay_out_units(struct sf_model *m, const struct sf_graph *g, size_t *owner_off)
+{
+	for (int n = 0; n < m->nnodes; n++) {
+		const struct _sf_node *nd = &m->gnodes[n];
+		int u = m->nodes[n].unit;
+		if (u < 0)
+			continue;
+		struct _sf_unit *un = &m->units[u];
+		if (un->P == 0 && !un->name[0]) {
+			un->first = n;
+			/* the first reader owns parameters (a tied node follows its owner) */
+			snprintf(un->name, sizeof un->name, "%s",
+			         nd->group >= 0 ? g->group_names[nd->group] : nd->name);
+		}
+		un->last = n;
+		if (nd->tied_to < 0) {
+			owner_off[n] = un->P;
+			un->P += nd->nparams;
+		}
+	}
+	for (int n = 0; n < m->nnodes; n++) {
+		int u = m->nodes[n].unit;
+		if (u < 0)
+			continue;
+		size_t off = owner_off[_sf_node_param_owner(m->gnodes, n)];
+		m->nodes[n].info.param_offset = off;
+	}
+}
+
+/* Most units in use at once: at node p, the units with first <= p <= last. */
+static int width_of(const struct sf_model *m)
+{
+	int w = 1;
+	for (int p = 0; p < m->nnodes; p++) {
+		int k = 0;
+		for (int u = 0; u < m->nunits; u++)
+			k += m->units[u].first <= p && p <= m->units[u].last;
+		w = k > w ? k : w;
+	}
+	return w;
+}
+
+int _sf_plan_units(struct sf_model *m, const struct sf_graph *g)
+{
+	int rc = SF_OK;
+	int nkeys = m->nnodes + g->ngroups;
+	int *unit_of_key = malloc((size_t)nkeys * sizeof *unit_of_key);
+	size_t *owner_off = calloc((size_t)m->nnodes, sizeof *owner_off);
+	if (!unit_of_key || !owner_off) {
+		rc = SF_ERR(SF_ERR_NOMEM, "sf_model_create: out of memory");
+		goto fail;
+	}
+	for (int k = 0; k < nkeys; k++)
+		unit_of_key[k] = -1;
+	for (int n = 0; n < m->nnodes; n++)
+		m->nodes[n].unit = -1;
+	m->nunits = count_units(m, unit_of_key);
+	m->units = calloc((size_t)(m->nunits ? m->nunits : 1), sizeof *m->units);
+	m->bwd_order = calloc((size_t)(m->nunits ? m->nunits : 1), sizeof *m->bwd_order);
+	if (!m->units || !m->bwd_order) {
+		rc = SF_ERR(SF_ERR_NOMEM, "sf_model_create: out of memory");
+		goto fail;
+	}
+	lay_out_units(m, g, owner_off);
+	/* backward meets units by last use, descending (insertion sort: few units) */
+	for (int u = 0; u < m->nunits; u++) {
+		int k = u;
+		while (k > 0 && m->units[m->bwd_order[k - 1]].last < m->units[u].last) {
+			m->bwd_order[k] = m->bwd_order[k - 1];
+			k--;
+		}
+		m->bwd_order[k] = u;
+	}
+	m->width = width_of(m);
+	if (m->width > 8) {
+		rc = SF_ERR(SF_ERR_INVALID,
+		            "sf_model_create: %d units of graph \"%s\" are in use at once (their "
+		            "first and last readers interleave); at most 8 are supported",
+		            m->width, g->name);
+		goto fail;
+	}
+	/* what stays gathered from forward to backward: the R units the backward meets
+	 * first (a chain keeps its last R units) */
+	m->R = m->cfg.sharding == SF_SHARD_FULL ? m->cfg.prefetch_depth + m->width : 0;
+	for (int k = 0; k < m->nunits && k < m->R; k++)
+		m->units[m->bwd_order[k]].keep = true;
+	m->G = SF_GRAD_SLOTS + m->width - 1;
+fail:
+	free(unit_of_key);
+	free(owner_off);
+	return rc;
+}
+
+/* ---- gradients ---------------------------------------------------------------------- */
+
+static void plan_need_grad(struct sf_model *m)
+{
+	for (int n = 0; n < m->nnodes; n++) {
+		const struct _sf_node *nd = &m->gnodes[n];
+		bool ng = false;
+		if (nd->kind == SF_NODE_LAYER) {
+			ng = nd->nparams > 0;
+			for (int i = 0; i < nd->nin; i++)
+				ng = ng || m->nodes[nd->in[i]].needs_grad;
+		}
+		m->nodes[n].needs_grad = ng;
+	}
+}
+
+int _sf_plan_gradients(struct sf_model *m)
+{
+	plan_need_grad(m);
+	/* backward runs in reverse creation order: the first writer of an activation
+	 * gradient or of a parameter gradient met there writes ("="), the later ones add
+	 * ("+=") */
+	bool *written = calloc((size_t)m->nnodes + 1, sizeof *written);
+	bool *pwritten = calloc((size_t)m->nnodes + 1, sizeof *pwritten);
+	if (!written || !pwritten) {
+		free(written);
+		free(pwritten);
+		return SF_ERR(SF_ERR_NOMEM, "sf_model_create: out of memory");
+	}
+	for (int n = m->nnodes - 1; n >= 0; n--) {
+		const struct _sf_node *nd = &m->gnodes[n];
+		struct sf_layer_info *li = &m->nodes[n].info;
+		if (nd->kind == SF_NODE_LOSS) {
+			written[nd->in[0]] = true;
+			continue;
+		}
+		if (nd->kind != SF_NODE_LAYER || !m->nodes[n].needs_grad)
+			continue;
+		for (int i = 0; i < nd->nin; i++) {
+			int x = nd->in[i];
+			li->need_dinput[i] = m->nodes[x].needs_grad;
+			if (li->need_dinput[i]) {
+				li->accumulate[i] = written[x];
+				written[x] = true;
+			}
+		}
+		if (nd->nparams) {
+			int o = _sf_node_param_owner(m->gnodes, n);
+			li->accumulate_dparams = pwritten[o];
+			pwritten[o] = true;
+		}
+	}
+	free(written);
+	free(pwritten);
+	/* A backward that reads the parameters only for input gradients, and wants none
+	 * (a first layer), gets none: its unit need not be gathered again. */
+	for (int n = 0; n < m->nnodes; n++) {
+		const struct _sf_node *nd = &m->gnodes[n];
+		struct _sf_node_state *s = &m->nodes[n];
+		bool want_dinput = false;
+		for (int i = 0; i < s->info.nin; i++)
+			want_dinput = want_dinput || s->info.need_dinput[i];
+		s->bwd_info = s->info;
+		s->bwd_info.backward = 1;
+		s->bwd_info.params_absent = nd->kind == SF_NODE_LAYER && nd->nparams > 0 &&
+		                            !want_dinput &&
+		                            nd->type->type.backward_params_for_dinput_only;
+		if (s->unit >= 0 && !s->bwd_info.params_absent)
+			m->units[s->unit].bwd_params = true;
+	}
+	return SF_OK;
+}

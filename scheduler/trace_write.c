@@ -1,0 +1,71 @@
+/*
+ * trace_write.c — sf_model_trace_write: every rank writes its Chrome trace, rank 0
+ * collects every rank's records and writes the overlap report and the timeline
+ * (trace/recorder.h has the records and the writers).
+ */
+#include "scheduler/model.h"
+#include "trace/recorder.h"
+
+#include <stdlib.h>
+
+/* Rank 0 receives every rank's records (*all, *total; malloc'ed). Collective. */
+static int collect(struct sf_model *m, const struct _sf_event *mine, size_t n,
+                   struct _sf_event **all, size_t *total)
+{
+	int rc = SF_OK;
+	struct _sf_comm *c = m->comm;
+	size_t bytes = n * sizeof *mine, *counts = NULL;
+	if (m->rank == 0) {
+		counts = calloc((size_t)m->nranks, sizeof *counts);
+		if (!counts)
+			rc = SF_ERR(SF_ERR_NOMEM, "SHARDFLOW_TRACE: out of memory");
+	}
+	/* every rank takes part in the gathers whatever failed locally */
+	int grc = c->ops->gather(c, &bytes, sizeof bytes, counts, 0);
+	SF_CHECK(grc);
+	size_t sum = 0;
+	for (int r = 0; counts && r < m->nranks; r++)
+		sum += counts[r];
+	if (m->rank == 0 && rc == SF_OK) {
+		*all = malloc(sum ? sum : 1);
+		if (!*all)
+			rc = SF_ERR(SF_ERR_NOMEM, "SHARDFLOW_TRACE: out of memory");
+	}
+	grc = c->ops->gatherv(c, mine, bytes, m->rank == 0 ? *all : NULL, counts, 0);
+	if (rc == SF_OK)
+		rc = grc;
+	*total = sum / sizeof **all;
+fail:
+	free(counts);
+	return rc;
+}
+
+SF_API int sf_model_trace_write(sf_model *m)
+{
+	int rc = SF_OK;
+	struct _sf_event *mine = NULL, *all = NULL;
+	size_t n = 0, total = 0;
+	if (!m)
+		return SF_ERR(SF_ERR_INVALID, "sf_model_trace_write: model is NULL");
+	if (!m->trace)
+		return SF_OK;
+	SF_CHECK(sf_model_sync(m));
+	int lrc = _sf_recorder_events(m->trace, &mine, &n);
+	if (lrc == SF_OK) {
+		char path[600];
+		snprintf(path, sizeof path, "%s.rank%d.json", m->cfg.trace, m->rank);
+		lrc = _sf_trace_write_chrome(path, m->rank, (int)starpu_worker_get_count(),
+		                             m->ctx->comm_worker, mine, n);
+	}
+	SF_CHECK(collect(m, mine, n, &all, &total));
+	m->trace_written = m->nsteps;
+	SF_CHECK(lrc);
+	if (m->rank == 0)
+		SF_CHECK(_sf_trace_write_report(m->cfg.trace, all, total));
+	if (_sf_recorder_incomplete(m->trace))
+		_sf_log(SF_LOG_WARN, "SHARDFLOW_TRACE: the trace is incomplete (out of memory)");
+fail:
+	free(mine);
+	free(all);
+	return rc;
+}

@@ -1,0 +1,189 @@
+/*
+ * comm.c — the step's comm codelets, over whichever backend the model's communicator
+ * has, and the backend-independent helpers (create, destroy, agree).
+ *
+ * A codelet cannot return a status: a failed collective asserts with the backend's
+ * message. (With MPI, the step communicator's error handler aborts the job first, so
+ * a rank that fails inside a collective takes the others down instead of leaving
+ * them waiting.)
+ */
+#include "tasks/comm.h"
+#include "common/error.h"
+#include "tasks/worker.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int _sf_comm_create(const struct _sf_comm_ops *ops, const struct sf_config *cfg, int *argc,
+                    char ***argv, struct _sf_comm **out)
+{
+	struct _sf_comm *c = calloc(1, sizeof *c);
+	if (!c)
+		return SF_ERR(SF_ERR_NOMEM, "sf_init: out of memory");
+	c->ops = ops;
+	c->chunk = (size_t)cfg->comm_chunk / sizeof(float);
+	int rc = ops->init(c, argc, argv);
+	if (rc < 0) {
+		free(c);
+		return rc;
+	}
+	*out = c;
+	return SF_OK;
+}
+
+int _sf_comm_destroy(struct _sf_comm *c)
+{
+	if (!c)
+		return SF_OK;
+	int rc = c->ops->fini(c);
+	free(c);
+	return rc;
+}
+
+int _sf_comm_agree(struct _sf_comm *c, int rc, const char *what)
+{
+	int worst = 0, who = 0;
+	int crc = c->ops->min_rank(c, rc < 0 ? rc : 0, &worst, &who);
+	if (crc < 0)
+		return crc;
+	if (worst == 0)
+		return SF_OK;
+	char msg[1024] = "";
+	if (c->rank == who)
+		snprintf(msg, sizeof msg, "%s", sf_last_error());
+	crc = c->ops->bcast(c, msg, sizeof msg, who);
+	if (crc < 0)
+		return crc;
+	msg[sizeof msg - 1] = '\0';
+	/* a rank that failed itself keeps its own message */
+	if (rc >= 0)
+		return _sf_err(worst, NULL, 0, "%s failed on rank %d: %s", what, who, msg);
+	return worst;
+}
+
+/* ---- what the comm path costs: wall and CPU time of each collective task ---- */
+
+struct acct_mark {
+	struct timespec wall, cpu;
+};
+
+static void acct_begin(struct acct_mark *k)
+{
+	clock_gettime(CLOCK_MONOTONIC, &k->wall);
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &k->cpu);
+}
+
+/* Adds the time since acct_begin to the model's totals (only the comm worker runs
+ * collectives, so there is one writer; the host reads after a sync). */
+static void acct_end(struct _sf_comm_args *a, const struct acct_mark *k)
+{
+	struct acct_mark e;
+	if (!a->acct)
+		return;
+	acct_begin(&e);
+	a->acct->wall += 1e-9 * (double)_sf_ns_between(&k->wall, &e.wall);
+	a->acct->cpu += 1e-9 * (double)_sf_ns_between(&k->cpu, &e.cpu);
+}
+
+static void note_resident(struct _sf_comm_args *a, int delta)
+{
+	int now = atomic_fetch_add(a->resident, delta) + delta;
+	int max = atomic_load(a->max_resident);
+	while (now > max && !atomic_compare_exchange_weak(a->max_resident, &max, now))
+		;
+}
+
+#define COMM_RUN(a, call)                                                                          \
+	do {                                                                                       \
+		struct acct_mark k_;                                                               \
+		acct_begin(&k_);                                                                   \
+		int rc_ = (call);                                                                  \
+		STARPU_ASSERT_MSG(rc_ == SF_OK, "%s: %s", #call, sf_last_error());                 \
+		acct_end((a), &k_);                                                                \
+	} while (0)
+
+/* order[RW] shard[R] slot[W] (extra[R]): slot = concatenation of every rank's shard */
+static void gather_cpu(void *buffers[], void *cl_arg)
+{
+	struct _sf_comm_args *a = cl_arg;
+	struct _sf_comm *c = a->comm;
+	const float *shard = (const float *)STARPU_VECTOR_GET_PTR(buffers[1]);
+	float *full = (float *)STARPU_VECTOR_GET_PTR(buffers[2]);
+	STARPU_ASSERT(STARPU_VECTOR_GET_NX(buffers[2]) >= a->S * (size_t)c->size);
+	STARPU_ASSERT_MSG(starpu_worker_get_id() == _sf_comm_worker,
+	                  "a collective ran outside the comm worker");
+	if (a->resident)
+		note_resident(a, +1);
+	if (_sf_skip == SF_SKIP_COMM)
+		return;
+	memcpy(full + (size_t)c->rank * a->S, shard, a->S * sizeof(float));
+	COMM_RUN(a, c->ops->all_gather(c, full, a->S));
+}
+
+/* order[RW] grad[RW] gshard[W]: gshard = this rank's block of the sum over ranks */
+static void reduce_scatter_cpu(void *buffers[], void *cl_arg)
+{
+	struct _sf_comm_args *a = cl_arg;
+	struct _sf_comm *c = a->comm;
+	float *grad = (float *)STARPU_VECTOR_GET_PTR(buffers[1]);
+	float *gshard = (float *)STARPU_VECTOR_GET_PTR(buffers[2]);
+	size_t padded = a->S * (size_t)c->size;
+	/* the slot is shared by units of different sizes: its tail is stale */
+	memset(grad + a->P, 0, (padded - a->P) * sizeof(float));
+	if (_sf_skip == SF_SKIP_COMM)
+		return;
+	COMM_RUN(a, c->ops->reduce_scatter(c, grad, a->S, gshard, a->scratch));
+}
+
+/* order[RW] grad[RW]: grad = sum over ranks (replicated parameters) */
+static void allreduce_cpu(void *buffers[], void *cl_arg)
+{
+	struct _sf_comm_args *a = cl_arg;
+	float *grad = (float *)STARPU_VECTOR_GET_PTR(buffers[1]);
+	if (_sf_skip == SF_SKIP_COMM)
+		return;
+	COMM_RUN(a, a->comm->ops->all_reduce(a->comm, grad, a->P));
+}
+
+/* order[RW] loss[RW]: one double summed over ranks */
+static void loss_sum_cpu(void *buffers[], void *cl_arg)
+{
+	struct _sf_comm_args *a = cl_arg;
+	double *v = (double *)STARPU_VECTOR_GET_PTR(buffers[1]);
+	if (_sf_skip == SF_SKIP_COMM)
+		return;
+	COMM_RUN(a, a->comm->ops->sum_scalar(a->comm, v));
+}
+
+/* slot[RW]: the unit's last reader is done; the slot may be gathered into again */
+static void free_cpu(void *buffers[], void *cl_arg)
+{
+	(void)buffers;
+	note_resident(cl_arg, -1);
+}
+
+#define COMM_CODELET(var, fn, n, ...)                                                              \
+	struct starpu_codelet var = {                                                              \
+	    .where = STARPU_CPU,                                                                   \
+	    .cpu_funcs = {fn},                                                                     \
+	    .cpu_funcs_name = {#fn},                                                               \
+	    .nbuffers = n,                                                                         \
+	    .modes = {__VA_ARGS__},                                                                \
+	    .name = #fn,                                                                           \
+	}
+
+COMM_CODELET(_sf_cl_gather, gather_cpu, 3, STARPU_RW, STARPU_R, STARPU_W);
+COMM_CODELET(_sf_cl_gather_after, gather_cpu, 4, STARPU_RW, STARPU_R, STARPU_W, STARPU_R);
+COMM_CODELET(_sf_cl_reduce_scatter, reduce_scatter_cpu, 3, STARPU_RW, STARPU_RW, STARPU_W);
+COMM_CODELET(_sf_cl_allreduce, allreduce_cpu, 2, STARPU_RW, STARPU_RW);
+COMM_CODELET(_sf_cl_loss_sum, loss_sum_cpu, 2, STARPU_RW, STARPU_RW);
+
+struct starpu_codelet _sf_cl_free = {
+    .where = STARPU_CPU,
+    .cpu_funcs = {free_cpu},
+    .cpu_funcs_name = {"free_cpu"},
+    .nbuffers = 1,
+    .modes = {STARPU_RW},
+    .can_execute = _sf_compute_can_execute,
+    .name = "free",
+};

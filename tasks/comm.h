@@ -1,0 +1,113 @@
+/*
+ * comm.h — the communication backends behind one interface, and the codelets that
+ * run a step's collectives.
+ *
+ * A backend (tasks/comm_mpi.c today; NCCL next) is a table of functions. The step's
+ * collectives (all_gather, reduce_scatter, all_reduce, sum_scalar) run inside tasks on
+ * the comm worker; the host-side operations (barrier, bcast, gather, gatherv,
+ * allgather, min_rank) run on the calling thread, for model setup, checkpoints and
+ * traces. Nothing above tasks/ names MPI: the scheduler and io/ call these.
+ *
+ * Comm codelets (tasks/comm.c) take the comm-order handle as buffer 0 in STARPU_RW,
+ * so StarPU runs them one at a time in submission order — the same program on every
+ * rank — and are always submitted with STARPU_EXECUTE_ON_WORKER = the comm worker:
+ *   gather   : order[RW] shard[R] slot[W] (extra[R])    cl_arg struct _sf_comm_args*
+ *   rs       : order[RW] grad[RW] gshard[W]             idem (pads grad with zeros)
+ *   allreduce: order[RW] grad[RW]                       idem (sum of P floats, in place)
+ *   loss_sum : order[RW] loss[RW]                       idem (sum of one double)
+ *   free     : slot[RW]                                 idem (drops the unit's residency;
+ *                                                        a compute codelet)
+ * Shape letters: N ranks, P parameters of a unit, S = ceil(P / N) its shard.
+ */
+#ifndef SF_TASKS_COMM_H
+#define SF_TASKS_COMM_H
+
+#include "shardflow.h"
+
+#include <starpu.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+struct _sf_comm;
+
+struct _sf_comm_ops {
+	const char *name;
+	/* Starts the transport (argc/argv may be NULL) and fills rank, size, node_rank,
+	 * node_size; fini releases what init made. */
+	int (*init)(struct _sf_comm *c, int *argc, char ***argv);
+	int (*fini)(struct _sf_comm *c);
+
+	/* In tasks, on the comm worker. full: N blocks of S, block `rank` filled; on
+	 * return every block is. */
+	int (*all_gather)(struct _sf_comm *c, float *full, size_t S);
+	/* grad: N blocks of S, summed over the ranks; block `rank` of the sum goes to out.
+	 * scratch: S floats. grad is clobbered. */
+	int (*reduce_scatter)(struct _sf_comm *c, float *grad, size_t S, float *out,
+	                      float *scratch);
+	/* v (n floats) = its sum over the ranks */
+	int (*all_reduce)(struct _sf_comm *c, float *v, size_t n);
+	/* *v = its sum over the ranks */
+	int (*sum_scalar)(struct _sf_comm *c, double *v);
+
+	/* Host side, on the calling thread; collective over the world (or, with
+	 * node_only, over the ranks of this machine). */
+	int (*barrier)(struct _sf_comm *c, bool node_only);
+	int (*bcast)(struct _sf_comm *c, void *buf, size_t bytes, int root);
+	/* root receives size blocks of `bytes` in rank order */
+	int (*gather)(struct _sf_comm *c, const void *mine, size_t bytes, void *all, int root);
+	/* root receives counts[r] bytes of each rank r, in rank order (counts: root only) */
+	int (*gatherv)(struct _sf_comm *c, const void *mine, size_t bytes, void *all,
+	               const size_t *counts, int root);
+	/* every rank receives size blocks of `bytes` */
+	int (*allgather)(struct _sf_comm *c, const void *mine, size_t bytes, void *all);
+	/* the least value over the ranks and the lowest rank holding it */
+	int (*min_rank)(struct _sf_comm *c, int value, int *min, int *rank);
+};
+
+struct _sf_comm {
+	const struct _sf_comm_ops *ops;
+	int rank, size;           /* in the world */
+	int node_rank, node_size; /* among the ranks of this machine */
+	size_t chunk;             /* SHARDFLOW_COMM_CHUNK in floats (0: whole messages) */
+	void *impl;               /* the backend's own state */
+};
+
+extern const struct _sf_comm_ops _sf_comm_mpi_ops;
+
+/* Makes and starts a communicator on `ops`; *out is released by _sf_comm_destroy. */
+int _sf_comm_create(const struct _sf_comm_ops *ops, const struct sf_config *cfg, int *argc,
+                    char ***argv, struct _sf_comm **out);
+int _sf_comm_destroy(struct _sf_comm *c);
+
+/* Every rank returns the same status: the lowest failing rank's (its message is
+ * recorded on the others, prefixed by `what`). Collective. */
+int _sf_comm_agree(struct _sf_comm *c, int rc, const char *what);
+
+/* ---- the step's comm codelets ----------------------------------------------- */
+
+/* Time the comm worker spent in a model's collective tasks (written by the comm
+ * worker only, read by the host after a sync). */
+struct _sf_comm_acct {
+	double wall, cpu; /* seconds: CLOCK_MONOTONIC, the thread's CPU clock */
+};
+
+/* Static arguments of a unit's collectives (pointer handed as cl_arg). */
+struct _sf_comm_args {
+	struct _sf_comm *comm;
+	struct _sf_comm_acct *acct;
+	size_t P; /* unpadded parameters of the unit */
+	size_t S; /* shard size: ceil(P / N) */
+	atomic_int *resident, *max_resident; /* gathered-unit counter (gather, free) */
+	float *scratch; /* S_max floats: the reduce-scatter's receive buffer (one per
+	                   model; the comm worker runs one collective at a time) */
+};
+
+extern struct starpu_codelet _sf_cl_gather;
+extern struct starpu_codelet _sf_cl_gather_after; /* gather with an extra R dependency */
+extern struct starpu_codelet _sf_cl_reduce_scatter;
+extern struct starpu_codelet _sf_cl_allreduce;
+extern struct starpu_codelet _sf_cl_loss_sum;
+extern struct starpu_codelet _sf_cl_free;
+
+#endif

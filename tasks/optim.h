@@ -1,0 +1,45 @@
+/*
+ * optim.h — the optimizer: its math (optim_cpu.c, plain C) and its codelets
+ * (optim.c), each updating one unit's local shard, or the whole unit when the
+ * parameters are replicated, in place.
+ *
+ *   sgd  : param[RW] grad[R] buf[RW]          packed struct _sf_opt_args
+ *   adamw: param[RW] grad[R] m[RW] v[RW]      packed struct _sf_opt_args
+ *
+ * Adding an optimizer feature (a new optimizer, clipping's factor) = its math here,
+ * its codelet in optim.c, and the planner's submit_opt in scheduler/step.c.
+ */
+#ifndef SF_TASKS_OPTIM_H
+#define SF_TASKS_OPTIM_H
+
+#include <starpu.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Per-step values travel packed in the task (STARPU_VALUE), so steps in flight never
+ * share mutable arguments. */
+struct _sf_opt_args {
+	size_t n;
+	float lr, momentum, weight_decay, beta1, beta2, eps;
+	int64_t t; /* AdamW step, from 1 */
+};
+
+extern struct starpu_codelet _sf_cl_sgd;
+extern struct starpu_codelet _sf_cl_adamw;
+
+/* Bodies that return at once when skip is set (SHARDFLOW_SKIP=compute). */
+void _sf_optim_codelets_configure(bool skip);
+
+/* SGD with momentum and L2 weight decay (PyTorch's formulation):
+ *   g' = g + wd p;  buf = mu buf + g';  p -= lr buf
+ * buf starts at zero, so the first step gives buf = g' exactly. */
+void _sf_sgd(size_t n, float *p, const float *g, float *buf, float lr, float mu, float wd);
+
+/* AdamW (decoupled weight decay), step t >= 1:
+ *   p -= lr wd p;  m = b1 m + (1-b1) g;  v = b2 v + (1-b2) g^2;
+ *   p -= lr (m / (1-b1^t)) / (sqrt(v / (1-b2^t)) + eps) */
+void _sf_adamw(size_t n, float *p, const float *g, float *m, float *v, float lr, float b1, float b2,
+               float eps, float wd, int64_t t);
+
+#endif

@@ -1,0 +1,42 @@
+/*
+ * worker.h — what every codelet of shardflow's needs to know about the workers.
+ *
+ * One StarPU CPU worker is the comm worker: every collective runs there, and no
+ * compute codelet may (can_execute keeps them off it), so a compute worker never
+ * blocks in a collective. SHARDFLOW_SKIP (benchmarks) is applied here too: the
+ * codelets of the skipped kind are built with a body that returns at once.
+ */
+#ifndef SF_TASKS_WORKER_H
+#define SF_TASKS_WORKER_H
+
+#include "common/clock.h"
+#include "shardflow.h"
+
+#include <starpu.h>
+#include <stdbool.h>
+#include <time.h>
+
+/* Worker id of the comm worker (-1 while no runtime is up). */
+extern int _sf_comm_worker;
+/* SHARDFLOW_SKIP of the running context. */
+extern enum sf_skip _sf_skip;
+
+/* Called by sf_init once StarPU is up: the comm worker and the benchmark skip mode
+ * every codelet built from now on (and every one built before) follows. */
+int _sf_tasks_configure(int comm_worker, enum sf_skip skip);
+/* Called by sf_finalize. */
+void _sf_tasks_reset(void);
+
+/* can_execute of every compute codelet: anywhere but the comm worker. */
+int _sf_compute_can_execute(unsigned workerid, struct starpu_task *task, unsigned nimpl);
+
+/* A codelet body that does nothing (SHARDFLOW_SKIP=compute). */
+void _sf_noop_kernel(void *buffers[], void *cl_arg);
+
+/* Reads the CPU-time clock of the thread of StarPU worker `worker` (a task run there,
+ * synchronously). */
+int _sf_worker_cpu_clock(int worker, clockid_t *out);
+/* Seconds of CPU time on clock c (0 if it cannot be read). */
+double _sf_clock_seconds(clockid_t c);
+
+#endif
