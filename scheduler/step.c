@@ -246,18 +246,16 @@ fail:
 	return rc;
 }
 
-/* The unit the backward pass meets after u, or -1. */
-static int bwd_next(const struct sf_model *m, int u)
+/* The next unit the backward pass will start (bwd_order from *started on), or -1. */
+static int bwd_upcoming(const struct sf_model *m, int started)
 {
-	for (int k = 0; k + 1 < m->nunits; k++)
-		if (m->bwd_order[k] == u)
-			return m->bwd_order[k + 1];
-	return -1;
+	return started < m->nunits ? m->bwd_order[started] : -1;
 }
 
 /* Unit u's last backward reader is done: free it, reduce its gradient, update it, and
- * gather the next unit of the backward pass where the policy says. */
-static int finish_unit_backward(struct sf_model *m, int u, starpu_data_handle_t grad)
+ * gather the next unit the backward pass will start (`started` units of bwd_order
+ * have) where the policy says. */
+static int finish_unit_backward(struct sf_model *m, int u, starpu_data_handle_t grad, int started)
 {
 	int rc = SF_OK;
 	if (!full_sharding(m)) {
@@ -269,7 +267,7 @@ static int finish_unit_backward(struct sf_model *m, int u, starpu_data_handle_t 
 		SF_CHECK(submit_free(m, u));
 	/* gather the next unit of backward early, unless its backward needs no
 	 * parameters (a first layer) or no slot is free */
-	int v = bwd_next(m, u);
+	int v = bwd_upcoming(m, started);
 	bool prefetch = v >= 0 && !resident(m, v) && m->units[v].bwd_params &&
 	                m->ring_slots.nfree > 0;
 	switch (m->cfg.bwd_prefetch) {
@@ -301,6 +299,7 @@ static int backward(struct sf_model *m)
 {
 	int rc = SF_OK;
 	bool full = full_sharding(m);
+	int started = 0; /* units of bwd_order whose backward has begun */
 	_sf_slots_reset(&m->grad_slots, m->G);
 	for (int n = m->nnodes - 1; n >= 0; n--) {
 		const struct _sf_node *nd = &m->gnodes[n];
@@ -313,6 +312,7 @@ static int backward(struct sf_model *m)
 		}
 		struct _sf_unit *un = &m->units[u];
 		bool first = n == un->last;
+		started += first;
 		if (first && _sf_slots_take(&m->grad_slots, u) < 0) {
 			rc = SF_ERR(SF_ERR_STATE,
 			            "step planner: no free gradient slot for unit \"%s\" (%d "
@@ -326,7 +326,7 @@ static int backward(struct sf_model *m)
 			SF_CHECK(submit_gather(m, u, NULL));
 		SF_CHECK(submit_bwd(m, n, grad, first));
 		if (n == un->first) {
-			SF_CHECK(finish_unit_backward(m, u, grad));
+			SF_CHECK(finish_unit_backward(m, u, grad, started));
 			_sf_slots_release(&m->grad_slots, gs);
 		}
 	}

@@ -1,0 +1,200 @@
+/*
+ * grad_check.c — proves that the gradient a whole model computes through the library
+ * is the derivative of its loss, for a model with every feature of the planner:
+ * units of several nodes (sf_graph_unit_begin), a head tied to the embedding's
+ * parameters (sf_graph_layer_tied, whose gradient is the sum of both uses) and a
+ * sequence dimension (T rows per sample). The "blocks" model of tests/test_models.h.
+ *
+ * The gradient: one SGD step with lr 1, no momentum, no weight decay, from p0 gives
+ * p1 = p0 - g, so g = p0 - p1. The loss: sf_model_predict's logits, with the
+ * softmax cross-entropy computed here in double. Central differences with
+ * eps = 1e-2 on the parameter, set through a safetensors file (export once, patch the
+ * float in the file, import). A parameter passes when |fd - g| <= 2e-5 + 1e-3 |g|: the
+ * forward runs in float, so the loss carries ~1e-7 of rounding, ~5e-6 after dividing
+ * by 2 eps, plus eps^2 terms of the curvature (seen: at most ~1e-6). Parameters are sampled from every unit:
+ * the embedding's weight (read by the embedding and the tied head) and bias, and
+ * both linears of every block. The loss of the step (sf_model_loss) must also equal
+ * the loss computed here from the logits at p0 (relative 1e-5).
+ *
+ * One rank: the N-rank runs are compared with this one by tests/units.sh.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "examples/synthetic.h"
+#include "shardflow.h"
+#include "tests/tap.h"
+#include "tests/test_models.h"
+
+#define PROG "grad_check"
+#define BATCH 4
+#define EPS 1e-2f
+#define NSAMPLES 24
+
+struct run {
+	sf_model *m;
+	int D, C, T, rows;
+	float *x, *logits;
+	int32_t *labels;
+	char path[256], ppath[256];
+	unsigned char *file; /* the exported safetensors file */
+	size_t file_len, data0;
+};
+
+/* Mean softmax cross-entropy of the model's logits at its current parameters. */
+static int loss_at(struct run *r, double *loss)
+{
+	const float *in[1] = {r->x};
+	struct sf_batch b = {.ninputs = 1, .inputs = in};
+	int rc = sf_model_predict(r->m, &b, r->logits);
+	if (rc != SF_OK)
+		return rc;
+	double sum = 0.0;
+	for (int i = 0; i < r->rows; i++) {
+		const float *z = r->logits + (size_t)i * r->C;
+		double mx = z[0], s = 0.0;
+		for (int c = 1; c < r->C; c++)
+			mx = z[c] > mx ? z[c] : mx;
+		for (int c = 0; c < r->C; c++)
+			s += exp((double)z[c] - mx);
+		sum += log(s) + mx - z[r->labels[i]];
+	}
+	*loss = sum / r->rows;
+	return SF_OK;
+}
+
+/* Imports the exported file with parameter k set to v (k < 0: unchanged). */
+static int set_param(struct run *r, long k, float v)
+{
+	unsigned char *buf = malloc(r->file_len);
+	if (!buf)
+		return SF_ERR_NOMEM;
+	memcpy(buf, r->file, r->file_len);
+	if (k >= 0)
+		memcpy(buf + r->data0 + (size_t)k * sizeof(float), &v, sizeof v);
+	FILE *f = fopen(r->ppath, "wb");
+	int ok_write = f && fwrite(buf, 1, r->file_len, f) == r->file_len;
+	if (f && fclose(f) != 0)
+		ok_write = 0;
+	free(buf);
+	if (!ok_write)
+		return SF_ERR_IO;
+	return sf_model_import_safetensors(r->m, r->ppath);
+}
+
+static int read_export(struct run *r)
+{
+	FILE *f = fopen(r->path, "rb");
+	if (!f)
+		return -1;
+	fseek(f, 0, SEEK_END);
+	long n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	r->file = malloc((size_t)n);
+	int good = r->file && fread(r->file, 1, (size_t)n, f) == (size_t)n;
+	fclose(f);
+	if (!good || n < 8)
+		return -1;
+	uint64_t hl = 0;
+	for (int i = 7; i >= 0; i--)
+		hl = hl << 8 | r->file[i];
+	r->file_len = (size_t)n;
+	r->data0 = 8 + (size_t)hl;
+	return 0;
+}
+
+/* Parameter indices to check: NSAMPLES evenly spread over the flat vector, from its
+ * first (the embedding's weight, which the tied head reads too) to its last. */
+static long sample(int i, size_t n)
+{
+	return (long)((uint64_t)i * (n - 1) / (NSAMPLES - 1));
+}
+
+int main(int argc, char **argv)
+{
+	sf_context *ctx = NULL;
+	sf_graph *g = NULL;
+	struct run r = {0};
+	float *p0 = NULL, *p1 = NULL;
+	int64_t ticket;
+	double loss0 = 0, step_loss = 0;
+	size_t n = 0;
+
+	if (sf_init(&argc, &argv, &ctx) != SF_OK || build_model(PROG, MODEL_BLOCKS, &g, &r.D, &r.C, &r.T))
+		goto fail;
+	struct sf_model_options o;
+	sf_model_options_init(&o);
+	o.batch = BATCH;
+	o.lr = 1.0f;
+	o.momentum = 0.0f;
+	if (sf_model_create(ctx, g, &o, &r.m) != SF_OK)
+		goto fail;
+	r.rows = BATCH * r.T;
+	r.x = malloc(sizeof(float) * (size_t)r.rows * r.D);
+	r.labels = malloc(sizeof(int32_t) * (size_t)r.rows);
+	r.logits = malloc(sizeof(float) * (size_t)r.rows * r.C);
+	snprintf(r.path, sizeof r.path, "%s/grad_check.%d.safetensors", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
+	snprintf(r.ppath, sizeof r.ppath, "%s.patched", r.path);
+	if (!r.x || !r.labels || !r.logits || sf_synth_rows(7, 1, 0, r.rows, r.D, r.C, r.x, r.labels))
+		goto fail;
+	if (sf_model_param_count(r.m, &n) != SF_OK)
+		goto fail;
+	p0 = malloc(sizeof(float) * n);
+	p1 = malloc(sizeof(float) * n);
+	if (!p0 || !p1 || sf_model_params_get(r.m, p0, n) != SF_OK)
+		goto fail;
+	if (sf_model_export_safetensors(r.m, r.path) != SF_OK || read_export(&r))
+		goto fail;
+
+	plan(NSAMPLES + 2);
+	double fd[NSAMPLES];
+	for (int i = 0; i < NSAMPLES; i++) {
+		long k = sample(i, n);
+		double lp, lm;
+		if (set_param(&r, k, p0[k] + EPS) || loss_at(&r, &lp) ||
+		    set_param(&r, k, p0[k] - EPS) || loss_at(&r, &lm))
+			goto fail;
+		/* divide by the step the floats actually hold */
+		fd[i] = (lp - lm) / ((double)(p0[k] + EPS) - (double)(p0[k] - EPS));
+	}
+	if (set_param(&r, -1, 0) || loss_at(&r, &loss0))
+		goto fail;
+	const float *in[1] = {r.x};
+	struct sf_batch b = {.ninputs = 1, .inputs = in, .labels = r.labels};
+	if (sf_model_step(r.m, &b, &ticket) || sf_model_loss(r.m, ticket, &step_loss) ||
+	    sf_model_params_get(r.m, p1, n))
+		goto fail;
+	ok(fabs(step_loss - loss0) <= 1e-5 * fabs(loss0),
+	   "the step's loss equals the cross-entropy of the predicted logits (%.9g vs %.9g)",
+	   step_loss, loss0);
+	double worst = 0;
+	for (int i = 0; i < NSAMPLES; i++) {
+		long k = sample(i, n);
+		double grad = (double)p0[k] - (double)p1[k], err = fabs(fd[i] - grad);
+		double tol = 2e-5 + 1e-3 * fabs(grad);
+		worst = err / tol > worst ? err / tol : worst;
+		ok(err <= tol, "parameter %ld: gradient %.6g, finite difference %.6g (|diff| %.2e, tol %.2e)",
+		   k, grad, fd[i], err, tol);
+	}
+	ok(worst <= 1.0, "every sampled parameter within tolerance (worst |diff| / tol %.3f)", worst);
+	remove(r.path);
+	remove(r.ppath);
+	free(p0), free(p1), free(r.x), free(r.labels), free(r.logits), free(r.file);
+	sf_model_destroy(r.m);
+	sf_graph_destroy(g);
+	sf_finalize(ctx);
+	return done_testing();
+fail:
+	fprintf(stderr, PROG ": failed: %s\n", sf_last_error());
+	remove(r.path);
+	remove(r.ppath);
+	free(p0), free(p1), free(r.x), free(r.labels), free(r.logits), free(r.file);
+	sf_model_destroy(r.m);
+	sf_graph_destroy(g);
+	if (ctx)
+		sf_finalize(ctx);
+	return 1;
+}

@@ -1,0 +1,60 @@
+#!/bin/sh
+# units.sh — units of several nodes, a tied head and a sequence dimension shard like
+# any other model.
+#
+# The "blocks" model (tests/test_models.h): sequences of T = 3 rows, an embedding
+# unit whose parameters the output head reuses (tied: the unit is read first and
+# last, so the planner's width is 2 and the ring has depth + 2 slots), and 3 blocks
+# of two linears each grouped into one unit. tests/grad_check proves its gradient on
+# 1 rank; here:
+#  - N = 2, 3 ranks train like 1 rank (rtol 1e-5, floor 1e-3 as tests/equivalence.sh),
+#    SGD and AdamW, with a batch of 6 sequences and of 7 (uneven slices on 2 and 3
+#    ranks: whole sequences per rank);
+#  - every prefetch depth and backward policy is bitwise the same as depth 2, pre
+#    (tests/prefetch_bitwise.sh's rule), on 2 ranks;
+#  - sharding grad_op and none train like full (rtol 1e-5);
+#  - the ring has depth + 2 slots and never holds more units than that.
+. "$(dirname "$0")/lib.sh"
+require_progs "$TRAIN_DUMP" "$DUMP_COMPARE"
+
+steps=5
+rtol=1e-5
+floor=1e-3
+plan 18
+
+for opt in sgd adamw; do
+	for batch in 6 7; do
+		train 1 "b-$opt-$batch-n1" --model blocks --optimizer "$opt" --batch "$batch" --steps $steps
+		for n in 2 3; do
+			train "$n" "b-$opt-$batch-n$n" --model blocks --optimizer "$opt" --batch "$batch" \
+				--steps $steps
+			compare "blocks, $opt, batch $batch: $n ranks = 1 rank (rtol $rtol)" \
+				"b-$opt-$batch-n$n" "b-$opt-$batch-n1" --rtol $rtol --floor $floor
+		done
+	done
+done
+
+train 2 b-d2-pre SHARDFLOW_PREFETCH_DEPTH=2 SHARDFLOW_BACKWARD_PREFETCH=pre \
+	--model blocks --optimizer adamw --steps $steps
+for c in 0:pre 0:none 1:post 3:none 4:pre 4:post; do
+	d=${c%:*} b=${c#*:}
+	train 2 "b-d$d-$b" SHARDFLOW_PREFETCH_DEPTH="$d" SHARDFLOW_BACKWARD_PREFETCH="$b" \
+		--model blocks --optimizer adamw --steps $steps
+	compare "blocks, adamw, 2 ranks: depth $d, backward $b = depth 2, pre (bitwise)" \
+		"b-d$d-$b" b-d2-pre --bitwise
+done
+
+for mode in grad_op none; do
+	train 2 "b-$mode" SHARDFLOW_SHARDING=$mode --model blocks --optimizer adamw --steps $steps
+	compare "blocks, adamw, 2 ranks: sharding $mode = full (rtol $rtol)" \
+		"b-$mode" b-d2-pre --rtol $rtol --floor $floor
+done
+
+# residency: "max_resident M ring_slots R nunits U" on rank 0's stdout
+for d in 0 2; do
+	line=$(grep '^max_resident' "$tmp/b-d$d-pre.out")
+	set -- $line
+	[ "${4:-x}" = $((d + 2)) ] && [ "${2:-99}" -le "${4:-0}" ] && [ "${2:-0}" -ge 2 ]
+	ok $? "blocks, depth $d: the ring has depth + 2 slots and holds at most that ($line)"
+done
+finish
