@@ -15,8 +15,9 @@ void _sf_sgd(size_t n, float *p, const float *g, float *buf, float lr, float mu,
 void _sf_adamw(size_t n, float *p, const float *g, float *m, float *v, float lr, float b1, float b2,
                float eps, float wd, int64_t t)
 {
-	float c1 = 1.0f - powf(b1, (float)t);
-	float c2 = 1.0f - powf(b2, (float)t);
+	/* 1 - b^t in double: in float, 1 - 0.999^2 keeps only ~4 significant digits */
+	float c1 = (float)(1.0 - pow((double)b1, (double)t));
+	float c2 = (float)(1.0 - pow((double)b2, (double)t));
 	for (size_t i = 0; i < n; i++) {
 		p[i] -= lr * wd * p[i];
 		m[i] = b1 * m[i] + (1.0f - b1) * g[i];
