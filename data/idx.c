@@ -301,12 +301,10 @@ fail:
 
 /*
  * The permutation of the last (n, seed, epoch) is cached: it depends on nothing else, so
- * the cache can never be stale, whichever dataset asks. Measured on the 2-core dev
- * machine for Fashion-MNIST (n = 60000, B = 64, 937 batches an epoch): shuffling takes
- * ~0.15 ms, a cached call ~0.02 ms, so recomputing on every call would make
- * sf_dataset_batch ~7x slower (~0.15 s per epoch instead of ~0.02 s). The cache costs
- * 4 n bytes. The mutex makes concurrent callers safe; the batch is copied under it
- * (microseconds), which saves copying the indices out.
+ * the cache can never be stale, whichever dataset asks. Shuffling n indices on every
+ * call would cost several times the copy of a batch (docs/performance.md, "Choices in
+ * the code"). The cache costs 4 n bytes. The mutex makes concurrent callers safe; the
+ * batch is copied under it (microseconds), which saves copying the indices out.
  */
 static pthread_mutex_t perm_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct {

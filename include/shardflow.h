@@ -100,7 +100,7 @@ struct sf_config {
 
 /** Default of SHARDFLOW_COMM_CHUNK (bytes): under Open MPI's TCP eager limit (64 KiB),
  *  so large blocks travel as many eager messages in flight instead of one rendezvous
- *  transfer, which reached about half the link rate over TCP here. */
+ *  transfer (docs/performance.md has the measurements). */
 #define SF_DEFAULT_COMM_CHUNK 61440
 #define SF_MIN_COMM_CHUNK 1024      /**< smallest non-zero SHARDFLOW_COMM_CHUNK */
 #define SF_MAX_COMM_CHUNK (1 << 30) /**< largest SHARDFLOW_COMM_CHUNK */

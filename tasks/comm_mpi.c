@@ -129,8 +129,7 @@ fail:
 /*
  * Ring collectives on point-to-point messages. Open MPI's reduce-scatter for large
  * blocks (blocking or libnbc) reduces on one rank and scatters back, so a rank moves
- * about twice the bytes a ring needs; over a 1 Gbit/s link the comm-only step of the
- * benchmark took ~270 ms for ~12 MB per rank (docs/performance.md). A ring moves
+ * about twice the bytes a ring needs (docs/performance.md has the measurements). A ring moves
  * (N-1)/N of the data each way, in N-1 steps, each rank sending to r+1 and receiving
  * from r-1 at once. Messages of consecutive collectives between two ranks cannot
  * overtake each other (MPI's ordering rule) and collectives run one at a time on the

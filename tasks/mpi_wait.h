@@ -9,11 +9,11 @@
  *
  *   - after a poll that completed requests, SF_NAP_MIN_NS; or, with pace > 0, pace
  *     times the mean time between completions seen so far in this wait (an
- *     exponential average), at least SF_NAP_MIN_NS: over a 1 Gbit/s link a 60 KiB
- *     piece takes ~0.5 ms, and a 20 us nap wakes the thread many times per piece;
+ *     exponential average), at least SF_NAP_MIN_NS, because a slow link completes a
+ *     piece far less often than the shortest nap;
  *   - after a poll that completed nothing, twice the last nap, up to SF_NAP_MAX_NS
- *     (e.g. a late peer that has not entered the collective yet: 16 times fewer
- *     polls than a fixed 20 us nap).
+ *     (a late peer that has not entered the collective yet costs few polls).
+ * docs/performance.md has what each choice measured.
  *
  * _sf_ring_exchange, one step of the ring collectives, is built on it here, so that
  * the benchmark sends exactly the library's messages.
@@ -28,10 +28,8 @@
 
 #define SF_NAP_MIN_NS 20000L  /* shortest nap between polls */
 #define SF_NAP_MAX_NS 320000L /* longest nap */
-/* The comm worker's pace: 0, the plain policy. Pace 0.5 cut the comm worker's CPU
- * from ~21 to ~13 ms per step of the 1 Gbit/s cluster benchmark but made the
- * comm-bound step (batch 256) 6 % slower and left the compute-bound one (batch 1024)
- * unchanged (3 alternating runs each); bench/ring_bw --pace measures it. */
+/* The comm worker's pace: 0, the plain policy: a paced nap saved comm CPU but slowed
+ * the link-bound step (docs/performance.md; bench/ring_bw --pace measures it). */
 #define SF_COMM_PACE 0.0
 #define SF_RING_WINDOW 64 /* ring-step pieces in flight each way */
 
