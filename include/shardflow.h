@@ -79,7 +79,7 @@ enum sf_backward_prefetch {
 enum sf_skip {
 	SF_SKIP_NONE = 0, /**< normal training */
 	SF_SKIP_COMM,     /**< collectives return at once (no MPI call) */
-	SF_SKIP_COMPUTE,  /**< built-in layers, loss and optimizers return at once */
+	SF_SKIP_COMPUTE,  /**< every layer, the loss and the optimizers return at once */
 };
 
 /** Verbosity of shardflow's own messages (SHARDFLOW_LOG). */
