@@ -10,6 +10,7 @@
 #include <stdio.h>
 
 #include <errno.h>
+#include <stdint.h>
 #include <libgen.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,16 +29,32 @@ static const char *const known_vars[] = {
 const char *const _sf_sharding_names[3] = {"full", "grad_op", "none"};
 const char *const _sf_optimizer_names[2] = {"sgd", "adamw"};
 
+int _sf_parse_long(const char *s, long lo, long hi, long *out)
+{
+	/* strictly: an optional '-' and decimal digits, nothing else (no blanks, no '+',
+	 * no empty string), as every integer variable is read */
+	const char *p = s && *s == '-' ? s + 1 : s;
+	if (!p || !*p)
+		return -1;
+	for (const char *q = p; *q; q++)
+		if (*q < '0' || *q > '9')
+			return -1;
+	errno = 0;
+	long v = strtol(s, NULL, 10);
+	if (errno != 0 || v < lo || v > hi)
+		return -1;
+	*out = v;
+	return 0;
+}
+
 static int get_int(const char *var, int lo, int hi, int def, int *out)
 {
 	const char *s = getenv(var);
+	long v = def;
 	*out = def;
 	if (!s)
 		return SF_OK;
-	char *end = NULL;
-	errno = 0;
-	long v = strtol(s, &end, 10);
-	if (s[0] == '\0' || *end != '\0' || errno != 0 || v < lo || v > hi)
+	if (_sf_parse_long(s, lo, hi, &v) < 0)
 		return _sf_err(SF_ERR_CONFIG, NULL, 0,
 		               "%s=\"%s\" is invalid: accepted values are integers from %d to %d "
 		               "(default %d)",
@@ -163,4 +180,77 @@ void _sf_config_log(void)
 		if (s)
 			_sf_log(SF_LOG_INFO, "%s=%s", known_vars[k], s);
 	}
+}
+
+/* ---- StarPU's own variables ---------------------------------------------------------- */
+
+/* A list of CPU ids as StarPU reads STARPU_WORKERS_CPUID: entries N, N-M (M >= N) or N-
+ * (to the last CPU), separated by blanks or commas; at least one. */
+static bool cpu_list_ok(const char *s)
+{
+	int entries = 0;
+	while (*s) {
+		if (*s == ' ' || *s == ',' || *s == '\t') {
+			s++;
+			continue;
+		}
+		char *end;
+		if (*s < '0' || *s > '9')
+			return false;
+		long a = strtol(s, &end, 10), b;
+		s = end;
+		if (*s == '-') {
+			s++;
+			if (*s >= '0' && *s <= '9') {
+				b = strtol(s, &end, 10);
+				s = end;
+				if (b < a)
+					return false;
+			}
+		}
+		if (*s && *s != ' ' && *s != ',' && *s != '\t')
+			return false;
+		entries++;
+	}
+	return entries > 0;
+}
+
+int _sf_starpu_env_check(int maxcpus)
+{
+	/* StarPU reads these with starpu_get_env_number: anything but a non-negative
+	 * integer aborts inside starpu_init, and "" reads as 0 */
+	static const char *const numbers[] = {"STARPU_WORKERS_GETBIND", "STARPU_WORKERS_NOBIND",
+	                                      "STARPU_SILENT", "STARPU_FXT_TRACE",
+	                                      "STARPU_CALIBRATE"};
+	static const char *const ncpu[] = {"STARPU_NCPU", "STARPU_NCPUS"};
+	long v;
+	for (size_t i = 0; i < sizeof ncpu / sizeof ncpu[0]; i++) {
+		const char *s = getenv(ncpu[i]);
+		if (s && _sf_parse_long(s, 2, maxcpus, &v) < 0)
+			return _sf_err(SF_ERR_CONFIG, NULL, 0,
+			               "%s=\"%s\" cannot be used: shardflow needs at least 2 CPU "
+			               "workers (compute workers plus one comm worker) and this StarPU "
+			               "supports at most %d; accepted values are integers from 2 to %d, "
+			               "or unset (default: the rank's cores)",
+			               ncpu[i], s, maxcpus, maxcpus);
+	}
+	for (size_t i = 0; i < sizeof numbers / sizeof numbers[0]; i++) {
+		const char *s = getenv(numbers[i]);
+		if (s && _sf_parse_long(s, 0, INT32_MAX, &v) < 0)
+			return _sf_err(SF_ERR_CONFIG, NULL, 0,
+			               "%s=\"%s\" is invalid: StarPU reads it as a number; accepted "
+			               "values are integers >= 0 (0 or 1), or unset",
+			               numbers[i], s);
+	}
+	static const char *const lists[] = {"STARPU_WORKERS_CPUID", "STARPU_WORKERS_COREID"};
+	for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++) {
+		const char *s = getenv(lists[i]);
+		if (s && !cpu_list_ok(s))
+			return _sf_err(SF_ERR_CONFIG, NULL, 0,
+			               "%s=\"%s\" is invalid: accepted values are CPU numbers or "
+			               "ranges (\"0 1\", \"0-3\", \"2-\") separated by blanks or "
+			               "commas, or unset",
+			               lists[i], s);
+	}
+	return SF_OK;
 }

@@ -57,18 +57,14 @@ static int allowed_cpus(void)
 static int plan_workers(int *total)
 {
 	const char *s = getenv("STARPU_NCPU");
-	if (!s || !s[0])
+	if (!s)
 		s = getenv("STARPU_NCPUS");
-	if (s && s[0]) {
-		char *end = NULL;
-		long v = strtol(s, &end, 10);
-		if (*end != '\0' || v < 2 || v > STARPU_MAXCPUS)
-			return SF_ERR(
-			    SF_ERR_CONFIG,
-			    "STARPU_NCPU=\"%s\" cannot be used: shardflow needs at least 2 CPU "
-			    "workers (compute workers plus one comm worker) and this StarPU "
-			    "supports at most %d; accepted values are 2 to %d, or unset",
-			    s, STARPU_MAXCPUS, STARPU_MAXCPUS);
+	int rc = _sf_starpu_env_check(STARPU_MAXCPUS);
+	if (rc < 0)
+		return rc;
+	if (s) {
+		long v = 0;
+		_sf_parse_long(s, 2, STARPU_MAXCPUS, &v);
 		*total = (int)v;
 		return SF_OK;
 	}

@@ -33,6 +33,13 @@ extern const char *const _sf_optimizer_names[2];
 /* Logs, once, the SHARDFLOW_* variables that were set (rank 0, at sf_init). */
 void _sf_config_log(void);
 
+/* A strict decimal integer in [lo, hi]: an optional '-' and digits only. 0 or -1. */
+int _sf_parse_long(const char *s, long lo, long hi, long *out);
+
+/* Checks the StarPU variables shardflow documents (STARPU_NCPU(S) 2..maxcpus, the
+ * numeric ones, the CPU lists) before starpu_init, which would abort on them. */
+int _sf_starpu_env_check(int maxcpus);
+
 /* The maximal prefetch depth (SHARDFLOW_PREFETCH_DEPTH). */
 #define SF_MAX_DEPTH 64
 

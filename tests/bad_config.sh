@@ -1,5 +1,6 @@
 #!/bin/sh
-# bad_config.sh — a malformed SHARDFLOW_* variable is a clear error, never a guess.
+# bad_config.sh — a malformed SHARDFLOW_* variable, or a malformed value of a StarPU
+# variable the README documents, is a clear error, never a guess or an abort.
 #
 # Each invalid value (and a misspelt variable name) must make examples/mlp_synthetic
 # fail with a non-zero status that is not a crash (1..123) and a stderr message that
@@ -46,7 +47,7 @@ valid() {
 	fi
 }
 
-plan 47
+plan 70
 
 accepted="accepted values are"
 invalid SHARDFLOW_PREFETCH_DEPTH abc "$accepted"
@@ -62,6 +63,18 @@ invalid SHARDFLOW_COMM_CHUNK 512 "$accepted"
 invalid SHARDFLOW_COMM_CHUNK 64k "$accepted"
 invalid SHARDFLOW_COMM_CHUNK 2147483648 "$accepted"
 invalid SHARDFLOW_PREFETCH_DEPHT 2 "known variables are"
+# numbers are strict: no blanks, no sign
+invalid SHARDFLOW_PREFETCH_DEPTH " 2" "$accepted"
+invalid SHARDFLOW_PREFETCH_DEPTH "+2" "$accepted"
+# StarPU's variables that the README documents: refused before starpu_init aborts
+invalid STARPU_NCPU "" "$accepted"
+invalid STARPU_NCPU 1 "$accepted"
+invalid STARPU_NCPU four "$accepted"
+invalid STARPU_SILENT yes "$accepted"
+invalid STARPU_WORKERS_NOBIND true "$accepted"
+invalid STARPU_WORKERS_GETBIND -1 "$accepted"
+invalid STARPU_WORKERS_CPUID x "$accepted"
+invalid STARPU_WORKERS_CPUID "3-1" "$accepted"
 
 for v in 0 64; do valid SHARDFLOW_PREFETCH_DEPTH $v; done
 for v in pre post none; do valid SHARDFLOW_BACKWARD_PREFETCH $v; done
@@ -69,6 +82,9 @@ for v in full grad_op none; do valid SHARDFLOW_SHARDING $v; done
 for v in error warn info debug; do valid SHARDFLOW_LOG $v; done
 for v in none comm compute; do valid SHARDFLOW_SKIP $v; done
 for v in 0 1024 1073741824; do valid SHARDFLOW_COMM_CHUNK $v; done
+valid STARPU_NCPU 2
+valid STARPU_SILENT 0
+valid STARPU_WORKERS_CPUID "0-"
 
 # 2 ranks. Through a wrapper that records each rank's own exit status (mpirun alone
 # would kill the second rank as soon as the first fails, hiding how it would exit).
