@@ -59,7 +59,7 @@ static void ring_step(const float *sbuf, float *rbuf, size_t S, enum mode m)
 	if (m != WAIT) { /* the library's own ring step, whole (piece 0) or in pieces */
 		size_t piece = m == CHUNK ? chunk_bytes / sizeof(float) : 0;
 		_sf_ring_exchange(MPI_COMM_WORLD, next, prev, 11, sbuf, rbuf, S,
-		                  m == CHUNK && piece == 0 ? 1 : piece, pace);
+		                  m == CHUNK && piece == 0 ? 1 : piece, pace, 0.0);
 		return;
 	}
 	MPI_Request req[2];

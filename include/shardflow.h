@@ -96,6 +96,10 @@ struct sf_config {
 	/** SHARDFLOW_COMM_CHUNK: the largest MPI message of a collective, in bytes; 0 sends
 	 *  each ring step as one message. Default SF_DEFAULT_COMM_CHUNK, see README. */
 	int comm_chunk;
+	/** SHARDFLOW_COMM_TIMEOUT: seconds a collective may go without any progress before
+	 *  the job is ended with an error naming the collective and the unit (a peer
+	 *  stopped, stuck or cut off); 0 waits forever. Default SF_DEFAULT_COMM_TIMEOUT. */
+	int comm_timeout;
 };
 
 /** Default of SHARDFLOW_COMM_CHUNK (bytes): under Open MPI's TCP eager limit (64 KiB),
@@ -104,6 +108,9 @@ struct sf_config {
 #define SF_DEFAULT_COMM_CHUNK 61440
 #define SF_MIN_COMM_CHUNK 1024      /**< smallest non-zero SHARDFLOW_COMM_CHUNK */
 #define SF_MAX_COMM_CHUNK (1 << 30) /**< largest SHARDFLOW_COMM_CHUNK */
+/** Default of SHARDFLOW_COMM_TIMEOUT (seconds), as PyTorch's process-group timeout. */
+#define SF_DEFAULT_COMM_TIMEOUT 600
+#define SF_MAX_COMM_TIMEOUT 86400 /**< largest SHARDFLOW_COMM_TIMEOUT (a day) */
 
 /** The runtime: MPI, StarPU and the comm worker of one process. */
 typedef struct sf_context sf_context;

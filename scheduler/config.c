@@ -22,7 +22,7 @@ static const char *const known_vars[] = {
     "SHARDFLOW_PREFETCH_DEPTH", "SHARDFLOW_BACKWARD_PREFETCH",
     "SHARDFLOW_SHARDING",       "SHARDFLOW_LOG",
     "SHARDFLOW_TRACE",          "SHARDFLOW_SKIP",
-    "SHARDFLOW_COMM_CHUNK",
+    "SHARDFLOW_COMM_CHUNK",     "SHARDFLOW_COMM_TIMEOUT",
 };
 #define NKNOWN (sizeof known_vars / sizeof known_vars[0])
 
@@ -160,6 +160,8 @@ SF_API int sf_config_from_env(struct sf_config *out)
 	c.skip = (enum sf_skip)v;
 	SF_CHECK(get_int("SHARDFLOW_COMM_CHUNK", 0, SF_MAX_COMM_CHUNK, SF_DEFAULT_COMM_CHUNK,
 	                 &c.comm_chunk));
+	SF_CHECK(get_int("SHARDFLOW_COMM_TIMEOUT", 0, SF_MAX_COMM_TIMEOUT,
+	                 SF_DEFAULT_COMM_TIMEOUT, &c.comm_timeout));
 	if (c.comm_chunk > 0 && c.comm_chunk < SF_MIN_COMM_CHUNK)
 		return _sf_err(SF_ERR_CONFIG, NULL, 0,
 		               "SHARDFLOW_COMM_CHUNK=\"%s\" is invalid: accepted values are 0 (one "

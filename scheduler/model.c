@@ -156,6 +156,7 @@ static int build_unit(struct sf_model *m, int k, size_t *off)
 	u->opt_n = sh == SF_SHARD_NONE ? u->P : u->S;
 	u->comm = (struct _sf_comm_args){
 	    .comm = m->comm,
+	    .unit = u->name,
 	    .acct = &m->comm_acct,
 	    .P = u->P,
 	    .S = u->S,

@@ -11,6 +11,7 @@
 #include "common/error.h"
 #include "tasks/worker.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,6 +23,7 @@ int _sf_comm_create(const struct _sf_comm_ops *ops, const struct sf_config *cfg,
 		return SF_ERR(SF_ERR_NOMEM, "sf_init: out of memory");
 	c->ops = ops;
 	c->chunk = (size_t)cfg->comm_chunk / sizeof(float);
+	c->timeout = (double)cfg->comm_timeout;
 	int rc = ops->init(c, argc, argv);
 	if (rc < 0) {
 		free(c);
@@ -93,12 +95,24 @@ static void note_resident(struct _sf_comm_args *a, int delta)
 		;
 }
 
-#define COMM_RUN(a, call)                                                                          \
+/* A collective that cannot complete ends the job, saying which one it was. */
+static void comm_failed(struct _sf_comm_args *a, int rc, const char *kind)
+{
+	char why[1024];
+	snprintf(why, sizeof why, "%s", sf_last_error()); /* _sf_err overwrites it */
+	_sf_err(rc, NULL, 0, "%s of %s%s%s failed, ending the job: %s", kind,
+	        a->unit && a->unit[0] ? "unit \"" : "the loss", a->unit ? a->unit : "",
+	        a->unit && a->unit[0] ? "\"" : "", why);
+	a->comm->ops->abort(a->comm, 1);
+}
+
+#define COMM_RUN(a, kind, call)                                                                    \
 	do {                                                                                       \
 		struct acct_mark k_;                                                               \
 		acct_begin(&k_);                                                                   \
 		int rc_ = (call);                                                                  \
-		STARPU_ASSERT_MSG(rc_ == SF_OK, "%s: %s", #call, sf_last_error());                 \
+		if (rc_ != SF_OK)                                                                  \
+			comm_failed((a), rc_, (kind));                                             \
 		acct_end((a), &k_);                                                                \
 	} while (0)
 
@@ -117,7 +131,7 @@ static void gather_cpu(void *buffers[], void *cl_arg)
 	if (_sf_skip == SF_SKIP_COMM)
 		return;
 	memcpy(full + (size_t)c->rank * a->S, shard, a->S * sizeof(float));
-	COMM_RUN(a, c->ops->all_gather(c, full, a->S));
+	COMM_RUN(a, "all-gather", c->ops->all_gather(c, full, a->S));
 }
 
 /* order[RW] grad[RW] gshard[W]: gshard = this rank's block of the sum over ranks */
@@ -132,7 +146,7 @@ static void reduce_scatter_cpu(void *buffers[], void *cl_arg)
 	memset(grad + a->P, 0, (padded - a->P) * sizeof(float));
 	if (_sf_skip == SF_SKIP_COMM)
 		return;
-	COMM_RUN(a, c->ops->reduce_scatter(c, grad, a->S, gshard, a->scratch));
+	COMM_RUN(a, "reduce-scatter", c->ops->reduce_scatter(c, grad, a->S, gshard, a->scratch));
 }
 
 /* order[RW] grad[RW]: grad = sum over ranks (replicated parameters) */
@@ -142,7 +156,7 @@ static void allreduce_cpu(void *buffers[], void *cl_arg)
 	float *grad = (float *)STARPU_VECTOR_GET_PTR(buffers[1]);
 	if (_sf_skip == SF_SKIP_COMM)
 		return;
-	COMM_RUN(a, a->comm->ops->all_reduce(a->comm, grad, a->P));
+	COMM_RUN(a, "all-reduce", a->comm->ops->all_reduce(a->comm, grad, a->P));
 }
 
 /* order[RW] loss[RW]: one double summed over ranks */
@@ -152,7 +166,7 @@ static void loss_sum_cpu(void *buffers[], void *cl_arg)
 	double *v = (double *)STARPU_VECTOR_GET_PTR(buffers[1]);
 	if (_sf_skip == SF_SKIP_COMM)
 		return;
-	COMM_RUN(a, a->comm->ops->sum_scalar(a->comm, v));
+	COMM_RUN(a, "all-reduce", a->comm->ops->sum_scalar(a->comm, v));
 }
 
 /* slot[RW]: the unit's last reader is done; the slot may be gathered into again */

@@ -17,6 +17,9 @@
  *   loss_sum : order[RW] loss[RW]                       idem (sum of one double)
  *   free     : slot[RW]                                 idem (drops the unit's residency;
  *                                                        a compute codelet)
+ * A collective that fails (an MPI error, or no progress for SHARDFLOW_COMM_TIMEOUT
+ * seconds: a peer stopped, stuck or cut off) prints which collective of which unit,
+ * and ends the whole job through the backend's abort: no rank waits forever.
  * Shape letters: N ranks, P parameters of a unit, S = ceil(P / N) its shard.
  */
 #ifndef SF_TASKS_COMM_H
@@ -63,6 +66,10 @@ struct _sf_comm_ops {
 	int (*allgather)(struct _sf_comm *c, const void *mine, size_t bytes, void *all);
 	/* the least value over the ranks and the lowest rank holding it */
 	int (*min_rank)(struct _sf_comm *c, int value, int *min, int *rank);
+
+	/* Ends the whole job with `code` (a collective that cannot complete): never
+	 * returns. */
+	void (*abort)(struct _sf_comm *c, int code);
 };
 
 struct _sf_comm {
@@ -70,6 +77,7 @@ struct _sf_comm {
 	int rank, size;           /* in the world */
 	int node_rank, node_size; /* among the ranks of this machine */
 	size_t chunk;             /* SHARDFLOW_COMM_CHUNK in floats (0: whole messages) */
+	double timeout;           /* SHARDFLOW_COMM_TIMEOUT in seconds (0: wait forever) */
 	void *impl;               /* the backend's own state */
 };
 
@@ -95,6 +103,7 @@ struct _sf_comm_acct {
 /* Static arguments of a unit's collectives (pointer handed as cl_arg). */
 struct _sf_comm_args {
 	struct _sf_comm *comm;
+	const char *unit; /* the unit's name, for messages ("" for the loss) */
 	struct _sf_comm_acct *acct;
 	size_t P; /* unpadded parameters of the unit */
 	size_t S; /* shard size: ceil(P / N) */

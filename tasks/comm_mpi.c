@@ -138,6 +138,17 @@ fail:
  */
 #define RING_TAG 7301
 
+/* The status of a wait: MPI's error, or no progress for SHARDFLOW_COMM_TIMEOUT. */
+static int wait_status(struct _sf_comm *c, int mrc, const char *what)
+{
+	if (mrc == SF_WAIT_TIMEOUT)
+		return SF_ERR(SF_ERR_MPI,
+		              "%s: no progress for %g s (SHARDFLOW_COMM_TIMEOUT): a peer rank is "
+		              "stopped, stuck or unreachable",
+		              what, c->timeout);
+	return mrc == MPI_SUCCESS ? SF_OK : mpi_err(mrc, what, __FILE__, __LINE__);
+}
+
 /* One ring step (tasks/mpi_wait.h): S floats to rank+1 while S come from rank-1, cut
  * into pieces of c->chunk floats (SHARDFLOW_COMM_CHUNK; docs/performance.md has why). */
 static int ring_exchange(struct _sf_comm *c, const float *sbuf, float *rbuf, size_t S,
@@ -145,8 +156,8 @@ static int ring_exchange(struct _sf_comm *c, const float *sbuf, float *rbuf, siz
 {
 	int N = c->size, r = c->rank;
 	int mrc = _sf_ring_exchange(impl(c)->step, (r + 1) % N, (r + N - 1) % N, RING_TAG, sbuf, rbuf,
-	                            S, c->chunk, SF_COMM_PACE);
-	return mrc == MPI_SUCCESS ? SF_OK : mpi_err(mrc, what, __FILE__, __LINE__);
+	                            S, c->chunk, SF_COMM_PACE, c->timeout);
+	return wait_status(c, mrc, what);
 }
 
 static int mpi_all_gather(struct _sf_comm *c, float *full, size_t S)
@@ -180,12 +191,12 @@ static int mpi_reduce_scatter(struct _sf_comm *c, float *grad, size_t S, float *
 }
 
 /* A non-blocking call waited for with naps (tasks/mpi_wait.h). */
-static int wait_one(MPI_Request *req, int mrc, const char *what)
+static int wait_one(struct _sf_comm *c, MPI_Request *req, int mrc, const char *what)
 {
 	int idx[1];
 	if (mrc == MPI_SUCCESS)
-		mrc = _sf_wait_all(1, req, idx, SF_COMM_PACE);
-	return mrc == MPI_SUCCESS ? SF_OK : mpi_err(mrc, what, __FILE__, __LINE__);
+		mrc = _sf_wait_all(1, req, idx, SF_COMM_PACE, c->timeout);
+	return wait_status(c, mrc, what);
 }
 
 static int mpi_all_reduce(struct _sf_comm *c, float *v, size_t n)
@@ -193,7 +204,7 @@ static int mpi_all_reduce(struct _sf_comm *c, float *v, size_t n)
 	MPI_Request req;
 	if (n > INT_MAX)
 		return SF_ERR(SF_ERR_INVALID, "all-reduce of %zu floats is over MPI's limit", n);
-	return wait_one(&req,
+	return wait_one(c, &req,
 	                MPI_Iallreduce(MPI_IN_PLACE, v, (int)n, MPI_FLOAT, MPI_SUM, impl(c)->step,
 	                               &req),
 	                "MPI_Iallreduce");
@@ -203,7 +214,7 @@ static int mpi_sum_scalar(struct _sf_comm *c, double *v)
 {
 	MPI_Request req;
 	return wait_one(
-	    &req, MPI_Iallreduce(MPI_IN_PLACE, v, 1, MPI_DOUBLE, MPI_SUM, impl(c)->step, &req),
+	    c, &req, MPI_Iallreduce(MPI_IN_PLACE, v, 1, MPI_DOUBLE, MPI_SUM, impl(c)->step, &req),
 	    "MPI_Iallreduce(loss)");
 }
 
@@ -284,6 +295,14 @@ fail:
 	return rc;
 }
 
+/* Ends every rank of the job: mpirun reports the code and kills the others, a stopped
+ * one included. */
+static void mpi_abort(struct _sf_comm *c, int code)
+{
+	(void)c;
+	MPI_Abort(MPI_COMM_WORLD, code);
+}
+
 const struct _sf_comm_ops _sf_comm_mpi_ops = {
     .name = "mpi",
     .init = mpi_init,
@@ -298,4 +317,5 @@ const struct _sf_comm_ops _sf_comm_mpi_ops = {
     .gatherv = mpi_gatherv,
     .allgather = mpi_allgather,
     .min_rank = mpi_min_rank,
+    .abort = mpi_abort,
 };

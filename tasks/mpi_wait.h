@@ -33,9 +33,14 @@
 #define SF_COMM_PACE 0.0
 #define SF_RING_WINDOW 64 /* ring-step pieces in flight each way */
 
-/* Waits for the n requests; idx: n ints of scratch. Returns MPI_Testsome's error, or
- * MPI_SUCCESS once every request has completed. */
-static inline int _sf_wait_all(int n, MPI_Request *req, int *idx, double pace)
+/* _sf_wait_all's return when nothing completed for `timeout` seconds (MPI error codes
+ * are >= 0). */
+#define SF_WAIT_TIMEOUT (-1)
+
+/* Waits for the n requests; idx: n ints of scratch. Returns MPI_Testsome's error,
+ * SF_WAIT_TIMEOUT when no request completed for `timeout` seconds (0: wait forever),
+ * or MPI_SUCCESS once every request has completed. */
+static inline int _sf_wait_all(int n, MPI_Request *req, int *idx, double pace, double timeout)
 {
 	int left = n, got = 0;
 	long nap = SF_NAP_MIN_NS, mean = 0;
@@ -47,6 +52,11 @@ static inline int _sf_wait_all(int n, MPI_Request *req, int *idx, double pace)
 			return rc;
 		if (got == MPI_UNDEFINED || (left -= got) == 0)
 			return MPI_SUCCESS;
+		if (got == 0 && timeout > 0) {
+			clock_gettime(CLOCK_MONOTONIC, &now);
+			if (_sf_ns_between(&last, &now) > (long)(timeout * 1e9))
+				return SF_WAIT_TIMEOUT;
+		}
 		if (got > 0) {
 			clock_gettime(CLOCK_MONOTONIC, &now);
 			long each = _sf_ns_between(&last, &now) / got;
@@ -68,12 +78,14 @@ static inline int _sf_wait_all(int n, MPI_Request *req, int *idx, double pace)
 /*
  * One ring step: S floats from sbuf to rank `next`, S floats from rank `prev` into
  * rbuf, cut into pieces of at most `piece` floats (0: one message), up to
- * SF_RING_WINDOW of them in flight each way, waited for by _sf_wait_all. Pieces of
+ * SF_RING_WINDOW of them in flight each way, waited for by _sf_wait_all (timeout as
+ * there). Pieces of
  * one step match in order (same tag and peers). Returns the first MPI error, or
  * MPI_SUCCESS.
  */
 static inline int _sf_ring_exchange(MPI_Comm comm, int next, int prev, int tag, const float *sbuf,
-                                    float *rbuf, size_t S, size_t piece, double pace)
+                                    float *rbuf, size_t S, size_t piece, double pace,
+                                    double timeout)
 {
 	MPI_Request req[2 * SF_RING_WINDOW];
 	int idx[2 * SF_RING_WINDOW], rc;
@@ -91,7 +103,7 @@ static inline int _sf_ring_exchange(MPI_Comm comm, int next, int prev, int tag, 
 			if (rc != MPI_SUCCESS)
 				return rc;
 		}
-		rc = _sf_wait_all(2 * n, req, idx, pace);
+		rc = _sf_wait_all(2 * n, req, idx, pace, timeout);
 		if (rc != MPI_SUCCESS)
 			return rc;
 	}

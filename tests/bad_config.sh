@@ -47,7 +47,7 @@ valid() {
 	fi
 }
 
-plan 70
+plan 76
 
 accepted="accepted values are"
 invalid SHARDFLOW_PREFETCH_DEPTH abc "$accepted"
@@ -62,6 +62,8 @@ invalid SHARDFLOW_SKIP all "$accepted"
 invalid SHARDFLOW_COMM_CHUNK 512 "$accepted"
 invalid SHARDFLOW_COMM_CHUNK 64k "$accepted"
 invalid SHARDFLOW_COMM_CHUNK 2147483648 "$accepted"
+invalid SHARDFLOW_COMM_TIMEOUT -1 "$accepted"
+invalid SHARDFLOW_COMM_TIMEOUT 10s "$accepted"
 invalid SHARDFLOW_PREFETCH_DEPHT 2 "known variables are"
 # numbers are strict: no blanks, no sign
 invalid SHARDFLOW_PREFETCH_DEPTH " 2" "$accepted"
@@ -83,6 +85,7 @@ for v in error warn info debug; do valid SHARDFLOW_LOG $v; done
 for v in none comm compute; do valid SHARDFLOW_SKIP $v; done
 for v in 0 1024 1073741824; do valid SHARDFLOW_COMM_CHUNK $v; done
 valid STARPU_NCPU 2
+for v in 0 86400; do valid SHARDFLOW_COMM_TIMEOUT $v; done
 valid STARPU_SILENT 0
 valid STARPU_WORKERS_CPUID "0-"
 
