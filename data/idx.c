@@ -26,6 +26,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <zlib.h>
 
 #define IDX_MAGIC_IMAGES 0x00000803u /* unsigned bytes, 3 dimensions (n, rows, cols) */
@@ -33,6 +34,7 @@
 #define IDX_SIDE_MAX 4096
 #define IDX_CHUNK (1u << 20) /* bytes per gzread and size of the staging buffer */
 #define IDX_GZBUF (128u << 10)
+#define IDX_FIRST_ALLOC ((size_t)4 << 20) /* elements: the first slice of a gzip body */
 
 /* One open IDX file; rows = cols = 1 for a label file. */
 struct idx_file {
@@ -158,23 +160,47 @@ static int read_header(struct idx_file *f)
 	return SF_OK;
 }
 
-/* Streams the len bytes of f's body through stage into pixels (as byte / 255, through
- * lut) or labels, then checks that the data ends there. */
-static int read_body(struct idx_file *f, size_t len, const char *what, unsigned char *stage,
-                     const float *lut, float *pixels, int32_t *labels)
+/* Grows *dst (elements of elsz bytes) to hold at least `need` of them, doubling, never
+ * beyond max. */
+static int grow(const struct idx_file *f, void **dst, size_t *cap, size_t need, size_t max,
+                size_t elsz)
 {
-	size_t done = 0, got;
+	if (need <= *cap)
+		return SF_OK;
+	size_t ncap = *cap ? 2 * *cap : need;
+	ncap = ncap < need ? need : ncap > max ? max : ncap;
+	void *p = realloc(*dst, ncap * elsz);
+	if (!p)
+		return SF_ERR(SF_ERR_NOMEM, "cannot allocate %zu bytes for the %ss of %s",
+		              ncap * elsz, f->kind, f->path);
+	*dst = p;
+	*cap = ncap;
+	return SF_OK;
+}
+
+/* Streams the len bytes of f's body through stage into *dst: pixels (floats, byte /
+ * 255 through lut) or labels (int32). *dst grows as data arrives, from `first`
+ * elements, so a header that announces more than the file holds costs no more memory
+ * than the data that is there. Then checks that the data ends there. */
+static int read_body(struct idx_file *f, size_t len, const char *what, unsigned char *stage,
+                     const float *lut, void **dst, size_t first)
+{
+	size_t done = 0, got, cap = 0, elsz = lut ? sizeof(float) : sizeof(int32_t);
 	int rc;
+	if ((rc = grow(f, dst, &cap, first < len ? first : len, len, elsz)) < 0)
+		return rc;
 	while (done < len) {
 		size_t want = len - done < IDX_CHUNK ? len - done : IDX_CHUNK;
 		if ((rc = read_some(f, stage, want, &got)) < 0)
 			return rc;
-		if (pixels)
+		if ((rc = grow(f, dst, &cap, done + got, len, elsz)) < 0)
+			return rc;
+		if (lut)
 			for (size_t i = 0; i < got; i++)
-				pixels[done + i] = lut[stage[i]];
+				((float *)*dst)[done + i] = lut[stage[i]];
 		else
 			for (size_t i = 0; i < got; i++)
-				labels[done + i] = stage[i];
+				((int32_t *)*dst)[done + i] = stage[i];
 		done += got;
 		if (got < want)
 			return SF_ERR(SF_ERR_IO,
@@ -194,6 +220,29 @@ static int read_body(struct idx_file *f, size_t len, const char *what, unsigned 
 		              "file %s has %zu trailing byte(s) after the %zu bytes of %s "
 		              "its header announces",
 		              f->path, extra, len, what);
+	return SF_OK;
+}
+
+/* How many elements to allocate before reading a body of len bytes: all of them for a
+ * plain file whose size holds them (checked here: a shorter one is refused before any
+ * allocation), a first slice for a gzip stream, whose size is known only at its end. */
+static int first_alloc(const struct idx_file *f, size_t len, const char *what, size_t *first)
+{
+	struct stat st;
+	size_t header = 4 + 4 * (size_t)f->ndims;
+	if (!gzdirect(f->gz)) {
+		*first = IDX_FIRST_ALLOC;
+		return SF_OK;
+	}
+	if (stat(f->path, &st) != 0)
+		return SF_ERR(SF_ERR_IO, "cannot stat %s: %s", f->path, strerror(errno));
+	size_t body = (size_t)st.st_size > header ? (size_t)st.st_size - header : 0;
+	if (body < len)
+		return SF_ERR(SF_ERR_IO,
+		              "file %s is truncated: expected %zu bytes of %s after the header, "
+		              "got %zu (its header announces %u %ss)",
+		              f->path, len, what, body, f->count, f->kind);
+	*first = len;
 	return SF_OK;
 }
 
@@ -245,21 +294,19 @@ SF_API int sf_dataset_load_idx(const char *images_path, const char *labels_path,
 		goto fail;
 	}
 	stage = malloc(IDX_CHUNK);
-	images = malloc(n * D * sizeof *images);
-	labels = malloc(n * sizeof *labels);
-	if (!stage || !images || !labels) {
-		rc = SF_ERR(SF_ERR_NOMEM,
-		            "cannot allocate %zu bytes for the %zu images of %u x %u pixels in %s",
-		            n * D * sizeof *images + n * sizeof *labels + IDX_CHUNK, n, im.rows,
-		            im.cols, images_path);
+	if (!stage) {
+		rc = SF_ERR(SF_ERR_NOMEM, "cannot allocate %u bytes to read %s", IDX_CHUNK,
+		            images_path);
 		goto fail;
 	}
-
+	size_t first_im = 0, first_lb = 0;
+	SF_CHECK(first_alloc(&im, n * D, "pixel data", &first_im));
+	SF_CHECK(first_alloc(&lb, n, "labels", &first_lb));
 	float lut[256];
 	for (int b = 0; b < 256; b++)
 		lut[b] = (float)b / 255.0f;
-	SF_CHECK(read_body(&im, n * D, "pixel data", stage, lut, images, NULL));
-	SF_CHECK(read_body(&lb, n, "labels", stage, NULL, NULL, labels));
+	SF_CHECK(read_body(&im, n * D, "pixel data", stage, lut, (void **)&images, first_im));
+	SF_CHECK(read_body(&lb, n, "labels", stage, NULL, (void **)&labels, first_lb));
 	SF_CHECK(idx_close(&im));
 	SF_CHECK(idx_close(&lb));
 

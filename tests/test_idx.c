@@ -6,6 +6,8 @@
  * size, class count, pixels (byte / 255: 255 -> 1.0f, 0 -> 0.0f exactly) and labels.
  * Every kind of damage — wrong magic in either file or swapped paths, a zero count, an
  * image size out of range, a cut header, cut pixel data, cut labels, trailing bytes,
+ * a header announcing far more than the file holds (refused as truncated under a
+ * 1 GiB address-space limit: nothing of the claimed size is allocated),
  * counts that disagree, one class only, a corrupt, cut or CRC-damaged gzip stream, a gzip
  * trailer cut off, a missing file, NULL arguments — returns a negative status, leaves
  * *out zeroed, and sf_last_error() names the file and the problem.
@@ -29,6 +31,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -324,6 +327,34 @@ static void test_load(void)
 	ok_int_eq(sf_dataset_load_idx(img, lab, NULL), SF_ERR_INVALID, "NULL out is refused");
 }
 
+/* A header that announces far more than its file holds is refused as truncated, with no
+ * allocation of what it claims: under an address-space limit of 1 GiB, a plain file
+ * announcing 2^31 - 1 images (6.7 TB as floats) and a gzip file announcing 5 000 000
+ * (15.7 GB) fail with "truncated", not with "cannot allocate". */
+static void test_untrusted_header(void)
+{
+	struct rlimit old, lim;
+	if (getrlimit(RLIMIT_AS, &old) != 0) {
+		ok(1, "# SKIP getrlimit(RLIMIT_AS) failed");
+		ok(1, "# SKIP getrlimit(RLIMIT_AS) failed");
+		return;
+	}
+	const char *img = make("huge_plain", 0, images_blob(0x803, 0x7fffffffu, 28, 28, 10 * 784));
+	const char *lab = make("huge_plain_l", 0, labels_blob(0x801, 0x7fffffffu, 10, 0));
+	const char *imgz = make("huge.gz", 1, images_blob(0x803, 5000000u, 28, 28, 10 * 784));
+	const char *labz = make("huge_l.gz", 1, labels_blob(0x801, 5000000u, 10, 0));
+	lim = old;
+	lim.rlim_cur = (rlim_t)1 << 30;
+	if (old.rlim_max != RLIM_INFINITY && old.rlim_max < lim.rlim_cur)
+		lim.rlim_cur = old.rlim_max;
+	setrlimit(RLIMIT_AS, &lim);
+	check_refused("a plain file announcing 2^31-1 images", img, lab, SF_ERR_IO, img,
+	              "truncated");
+	check_refused("a gzip file announcing 5 000 000 images", imgz, labz, SF_ERR_IO, imgz,
+	              "truncated");
+	setrlimit(RLIMIT_AS, &old);
+}
+
 /* ---- batches ------------------------------------------------------------------------------ */
 
 /* Sample i: x = (i, -i), label i % 10, so a batch tells which samples it holds. */
@@ -591,6 +622,7 @@ int main(void)
 		bail_out("cannot create a temporary directory");
 	}
 	test_load();
+	test_untrusted_header();
 	test_batches();
 	test_real("train", 60000, 6000);
 	test_real("t10k", 10000, 1000);
