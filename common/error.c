@@ -25,6 +25,7 @@ SF_API const char *sf_strerror(int status)
 	case SF_ERR_STARPU: return "StarPU error";
 	case SF_ERR_STATE: return "call made in the wrong state";
 	case SF_ERR_IO: return "input/output error";
+	case SF_ERR_NONFINITE: return "non-finite value";
 	default: return "unknown status";
 	}
 }

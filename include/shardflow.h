@@ -46,6 +46,7 @@ enum sf_status {
 	SF_ERR_STARPU = -5,  /**< StarPU could not start or refused a task */
 	SF_ERR_STATE = -6,   /**< call made in the wrong state (e.g. before sf_init) */
 	SF_ERR_IO = -7,      /**< a file could not be read or written */
+	SF_ERR_NONFINITE = -8, /**< a loss is NaN or infinite (training diverged) */
 };
 
 /** Short constant description of a status ("invalid argument", ...). */
@@ -409,7 +410,9 @@ struct sf_batch {
 SF_API int sf_model_step(sf_model *m, const struct sf_batch *batch, int64_t *ticket);
 
 /** Waits for step `ticket` and returns its global mean loss (the same on every
- *  rank). Losses of the 16 most recent steps are kept. */
+ *  rank). Losses of the 16 most recent steps are kept. A NaN or infinite loss (a
+ *  diverging run, NaN/Inf parameters) is SF_ERR_NONFINITE with a message naming the
+ *  step; *loss holds the value all the same, so a caller may choose to go on. */
 SF_API int sf_model_loss(sf_model *m, int64_t ticket, double *loss);
 
 /** Waits until every submitted step is complete. */

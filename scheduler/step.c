@@ -27,6 +27,7 @@
 #include "tasks/optim.h"
 #include "trace/recorder.h"
 
+#include <math.h>
 #include <string.h>
 
 /* Submits a task from a codelet and insert arguments; `rec` (the built-in trace's
@@ -469,6 +470,12 @@ SF_API int sf_model_loss(sf_model *m, int64_t ticket, double *loss)
 		return SF_ERR(SF_ERR_STARPU, "starpu_data_acquire failed (%d)", ret);
 	*loss = m->loss_val[ticket % SF_LOSS_SLOTS];
 	starpu_data_release(h);
+	if (!isfinite(*loss) && m->cfg.skip == SF_SKIP_NONE)
+		return SF_ERR(SF_ERR_NONFINITE,
+		              "the loss of step %lld (ticket %lld) is %g: training diverged (try a "
+		              "lower learning rate) or the parameters hold NaN or Inf (check the "
+		              "initial weights)",
+		              (long long)ticket + 1, (long long)ticket, *loss);
 	return SF_OK;
 }
 

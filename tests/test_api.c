@@ -89,7 +89,7 @@ static void test_status_strings(void)
 {
 	static const int codes[] = {
 	    SF_OK,         SF_ERR_INVALID, SF_ERR_CONFIG, SF_ERR_NOMEM, SF_ERR_MPI,
-	    SF_ERR_STARPU, SF_ERR_STATE,   SF_ERR_IO,     -100,         7};
+	    SF_ERR_STARPU, SF_ERR_STATE,   SF_ERR_IO,     SF_ERR_NONFINITE, -100, 7};
 	int all = 1;
 	for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++) {
 		const char *s = sf_strerror(codes[i]);
