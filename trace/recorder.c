@@ -8,6 +8,7 @@
 #include "trace/recorder.h"
 #include "common/error.h"
 #include "trace/report.h"
+#include "trace/write.h"
 
 #include <errno.h>
 #include <starpu.h>
@@ -52,8 +53,8 @@ void _sf_recorder_destroy(struct _sf_recorder *t)
 	free(t);
 }
 
-struct _sf_event *_sf_recorder_reserve(struct _sf_recorder *t, int step, const char *name,
-                                       int kind, int layer)
+struct _sf_event *_sf_recorder_reserve(struct _sf_recorder *t, int step, const char *name, int kind,
+                                       int layer)
 {
 	if (!t || t->failed)
 		return NULL;
@@ -132,7 +133,8 @@ static const char *color(enum _sf_ev_kind k)
 	return "grey";
 }
 
-/* One event per line, so that line-oriented tools can read it too. */
+/* One event per line, so that line-oriented tools can read it too. Every name is a
+ * JSON string (_sf_json_string): a layer type's name is the user's. */
 int _sf_trace_write_chrome(const char *path, int rank, int nworkers, int comm_worker,
                            const struct _sf_event *ev, size_t n)
 {
@@ -156,15 +158,16 @@ int _sf_trace_write_chrome(const char *path, int rank, int nworkers, int comm_wo
 		        rank, w, w, w == comm_worker ? "comm" : "compute");
 	for (size_t i = 0; i < n; i++) {
 		const struct _sf_event *e = &ev[i];
+		fprintf(f, "{\"name\": ");
+		_sf_json_string(f, e->name);
 		fprintf(
 		    f,
-		    "{\"name\": \"%s\", \"cat\": \"%s\", \"ph\": \"X\", \"ts\": %.3f, \"dur\": "
-		    "%.3f, \"pid\": %d, \"tid\": %d, \"cname\": \"%s\", \"args\": {\"step\": %d, "
-		    "\"layer\": %d, \"kind\": \"%s\"}}%s\n",
-		    e->name,
+		    ", \"cat\": \"%s\", \"ph\": \"X\", \"ts\": %.3f, \"dur\": %.3f, \"pid\": %d, "
+		    "\"tid\": %d, \"cname\": \"%s\", \"args\": {\"step\": %d, \"layer\": %d, "
+		    "\"kind\": \"%s\"}}%s\n",
 		    _sf_ev_is_comm(e->kind)      ? "comm"
 		    : _sf_ev_is_compute(e->kind) ? "compute"
-		                                : "other",
+		                                 : "other",
 		    e->start, e->end - e->start, e->rank, e->worker, color(e->kind), e->step,
 		    e->layer, _sf_ev_kind_name(e->kind), i + 1 < n ? "," : "");
 	}
@@ -202,4 +205,3 @@ int _sf_trace_write_report(const char *prefix, const struct _sf_event *all, size
 	_sf_report_free(&r);
 	return rc;
 }
-

@@ -7,6 +7,7 @@
  * communication is the part of the comm union not covered by the compute union.
  */
 #include "trace/report.h"
+#include "trace/write.h"
 
 #include <ctype.h>
 #include <stdarg.h>
@@ -179,7 +180,7 @@ void _sf_report_free(struct _sf_report *r)
 }
 
 int _sf_report_build(const struct _sf_event *ev, size_t n, struct _sf_report *out, char *err,
-                    size_t errlen)
+                     size_t errlen)
 {
 	const struct _sf_event **ord = NULL;
 	struct _sf_ival *comp = NULL, *comm = NULL;
@@ -194,14 +195,14 @@ int _sf_report_build(const struct _sf_event *ev, size_t n, struct _sf_report *ou
 		if (ev[i].rank < 0 || ev[i].step < 0 || ev[i].kind < 0 ||
 		    ev[i].kind >= SF_EV_NKINDS) {
 			_sf_seterr(err, errlen, "task \"%s\": bad rank %d, step %d or kind %d",
-			          ev[i].name, ev[i].rank, ev[i].step, (int)ev[i].kind);
+			           ev[i].name, ev[i].rank, ev[i].step, (int)ev[i].kind);
 			return -1;
 		}
 		if (!(ev[i].end >= ev[i].start)) {
 			_sf_seterr(err, errlen,
-			          "task \"%s\" (rank %d, step %d) ends before it starts "
-			          "(%.3f < %.3f us)",
-			          ev[i].name, ev[i].rank, ev[i].step, ev[i].end, ev[i].start);
+			           "task \"%s\" (rank %d, step %d) ends before it starts "
+			           "(%.3f < %.3f us)",
+			           ev[i].name, ev[i].rank, ev[i].step, ev[i].end, ev[i].start);
 			return -1;
 		}
 		if (ev[i].rank + 1 > out->nranks)
@@ -235,9 +236,9 @@ int _sf_report_build(const struct _sf_event *ev, size_t n, struct _sf_report *ou
 			hi++;
 		if (hi == lo) {
 			_sf_seterr(err, errlen,
-			          "step %d has no task on rank %d (ranks 0..%d, steps 0..%d "
-			          "seen): incomplete trace?",
-			          step, rank, out->nranks - 1, out->nsteps - 1);
+			           "step %d has no task on rank %d (ranks 0..%d, steps 0..%d "
+			           "seen): incomplete trace?",
+			           step, rank, out->nranks - 1, out->nsteps - 1);
 			goto fail;
 		}
 		struct _sf_step_figures *f = &out->steps[c];
@@ -402,25 +403,10 @@ static void json_fig(FILE *f, const struct _sf_step_figures *s)
 	        s->overlap, s->ideal / 1e3, s->ratio);
 }
 
-static void json_str(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (; s && *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		if (c == '"' || c == '\\')
-			fprintf(f, "\\%c", c);
-		else if (c < 0x20)
-			fprintf(f, "\\u%04x", c);
-		else
-			fputc(c, f);
-	}
-	fputc('"', f);
-}
-
 int _sf_report_write_json(const struct _sf_report *r, const char *source, FILE *f)
 {
 	fprintf(f, "{\n  \"source\": ");
-	json_str(f, source ? source : "");
+	_sf_json_string(f, source);
 	fprintf(f, ",\n  \"ranks\": %d,\n  \"steps\": %d,\n  \"per_step\": [\n", r->nranks,
 	        r->nsteps);
 	for (int i = 0; i < r->nranks * r->nsteps; i++) {

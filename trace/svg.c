@@ -16,6 +16,7 @@
  * disappears.
  */
 #include "trace/report.h"
+#include "trace/write.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -36,23 +37,6 @@
 #define COLOR_OTHER "#b0b0b0"
 #define COLOR_EXPOSED "#d62728"
 #define COLOR_STEP "#555555"
-
-/* Writes s with &, <, >, " and ' escaped, and control characters (invalid in XML 1.0)
- * replaced by '?'. */
-static void xml_text(FILE *f, const char *s)
-{
-	for (; s && *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		switch (c) {
-		case '&': fputs("&amp;", f); break;
-		case '<': fputs("&lt;", f); break;
-		case '>': fputs("&gt;", f); break;
-		case '"': fputs("&quot;", f); break;
-		case '\'': fputs("&apos;", f); break;
-		default: fputc(c < 0x20 && c != '\t' && c != '\n' ? '?' : c, f); break;
-		}
-	}
-}
 
 struct row {
 	int rank, worker;
@@ -165,7 +149,7 @@ static void write_exposed(FILE *f, const struct _sf_event *ev, size_t n, int ran
 }
 
 int _sf_timeline_write_svg(const struct _sf_event *ev, size_t n, const struct _sf_report *r,
-                          const char *title, FILE *f, char *err, size_t errlen)
+                           const char *title, FILE *f, char *err, size_t errlen)
 {
 	struct row *rows = NULL;
 	struct _sf_ival *comm = NULL, *comp = NULL, *diff = NULL;
@@ -189,10 +173,11 @@ int _sf_timeline_write_svg(const struct _sf_event *ev, size_t n, const struct _s
 	struct scale sc = {ev[0].start, ev[0].end, 0};
 	for (size_t i = 0; i < n; i++) {
 		if (!(ev[i].end >= ev[i].start) || !isfinite(ev[i].start) || !isfinite(ev[i].end)) {
-			_sf_seterr(err, errlen,
-			          "timeline: task \"%s\" (rank %d, worker %d) has times %g..%g us: "
-			          "expected finite times with end >= start",
-			          ev[i].name, ev[i].rank, ev[i].worker, ev[i].start, ev[i].end);
+			_sf_seterr(
+			    err, errlen,
+			    "timeline: task \"%s\" (rank %d, worker %d) has times %g..%g us: "
+			    "expected finite times with end >= start",
+			    ev[i].name, ev[i].rank, ev[i].worker, ev[i].start, ev[i].end);
 			goto out;
 		}
 		rows[i] = (struct row){ev[i].rank, ev[i].worker, false, 0};
@@ -231,7 +216,7 @@ int _sf_timeline_write_svg(const struct _sf_event *ev, size_t n, const struct _s
 	        SVG_WIDTH, height, SVG_WIDTH, height);
 	fprintf(f, "<rect x=\"0\" y=\"0\" width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
 	fprintf(f, "<text x=\"%.1f\" y=\"24\" font-size=\"17\" font-weight=\"bold\">", LEFT);
-	xml_text(f, title);
+	_sf_xml_text(f, title);
 	fprintf(f, "</text>\n");
 	if (r)
 		fprintf(f,
@@ -294,7 +279,7 @@ int _sf_timeline_write_svg(const struct _sf_event *ev, size_t n, const struct _s
 		        "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" fill=\"%s\" "
 		        "stroke=\"white\" stroke-width=\"0.3\"><title>",
 		        x, rw->y + 2, w < 1 ? 1 : w, ROW_H - 4, color_of(e->kind));
-		xml_text(f, e->name);
+		_sf_xml_text(f, e->name);
 		fprintf(f,
 		        " (rank %d / worker %d, step %d): %.3f ms, from %.3f ms</title></rect>\n",
 		        e->rank, e->worker, e->step, (e->end - e->start) / 1e3,
