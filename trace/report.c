@@ -7,10 +7,10 @@
  * communication is the part of the comm union not covered by the compute union.
  */
 #include "trace/report.h"
+#include "common/error.h"
 #include "trace/write.h"
 
 #include <ctype.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -86,16 +86,6 @@ int _sf_ev_parse_name(const char *name, enum _sf_ev_kind *kind, int *layer)
 		return 0;
 	}
 	return -1;
-}
-
-void _sf_seterr(char *err, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-	if (!err || !len)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, len, fmt, ap);
-	va_end(ap);
 }
 
 static int cmp_ival(const void *x, const void *y)
@@ -179,32 +169,27 @@ void _sf_report_free(struct _sf_report *r)
 	memset(r, 0, sizeof *r);
 }
 
-int _sf_report_build(const struct _sf_event *ev, size_t n, struct _sf_report *out, char *err,
-                     size_t errlen)
+int _sf_report_build(const struct _sf_event *ev, size_t n, struct _sf_report *out)
 {
+	int rc = SF_OK;
 	const struct _sf_event **ord = NULL;
 	struct _sf_ival *comp = NULL, *comm = NULL;
 	int *layer_count = NULL;
 	memset(out, 0, sizeof *out);
-	if (!ev || n == 0) {
-		_sf_seterr(err, errlen, "no shardflow task to report on");
-		return -1;
-	}
+	if (!ev || n == 0)
+		return SF_ERR(SF_ERR_INVALID, "no shardflow task to report on");
 	int maxlayer = -1;
 	for (size_t i = 0; i < n; i++) {
 		if (ev[i].rank < 0 || ev[i].step < 0 || ev[i].kind < 0 ||
-		    ev[i].kind >= SF_EV_NKINDS) {
-			_sf_seterr(err, errlen, "task \"%s\": bad rank %d, step %d or kind %d",
-			           ev[i].name, ev[i].rank, ev[i].step, (int)ev[i].kind);
-			return -1;
-		}
-		if (!(ev[i].end >= ev[i].start)) {
-			_sf_seterr(err, errlen,
-			           "task \"%s\" (rank %d, step %d) ends before it starts "
-			           "(%.3f < %.3f us)",
-			           ev[i].name, ev[i].rank, ev[i].step, ev[i].end, ev[i].start);
-			return -1;
-		}
+		    ev[i].kind >= SF_EV_NKINDS)
+			return SF_ERR(SF_ERR_INVALID,
+			              "task \"%s\": bad rank %d, step %d or kind %d", ev[i].name,
+			              ev[i].rank, ev[i].step, (int)ev[i].kind);
+		if (!(ev[i].end >= ev[i].start))
+			return SF_ERR(SF_ERR_INVALID,
+			              "task \"%s\" (rank %d, step %d) ends before it starts "
+			              "(%.3f < %.3f us)",
+			              ev[i].name, ev[i].rank, ev[i].step, ev[i].end, ev[i].start);
 		if (ev[i].rank + 1 > out->nranks)
 			out->nranks = ev[i].rank + 1;
 		if (ev[i].step + 1 > out->nsteps)
@@ -221,7 +206,7 @@ int _sf_report_build(const struct _sf_event *ev, size_t n, struct _sf_report *ou
 	out->stalls = calloc(n, sizeof *out->stalls);
 	layer_count = calloc((size_t)(maxlayer + 2), sizeof *layer_count);
 	if (!ord || !comp || !comm || !out->steps || !out->totals || !out->stalls || !layer_count) {
-		_sf_seterr(err, errlen, "out of memory");
+		rc = SF_ERR(SF_ERR_NOMEM, "out of memory");
 		goto fail;
 	}
 	for (size_t i = 0; i < n; i++)
@@ -235,10 +220,10 @@ int _sf_report_build(const struct _sf_event *ev, size_t n, struct _sf_report *ou
 		while (hi < n && ord[hi]->rank == rank && ord[hi]->step == step)
 			hi++;
 		if (hi == lo) {
-			_sf_seterr(err, errlen,
-			           "step %d has no task on rank %d (ranks 0..%d, steps 0..%d "
-			           "seen): incomplete trace?",
-			           step, rank, out->nranks - 1, out->nsteps - 1);
+			rc = SF_ERR(SF_ERR_INVALID,
+			            "step %d has no task on rank %d (ranks 0..%d, steps 0..%d "
+			            "seen): incomplete trace?",
+			            step, rank, out->nranks - 1, out->nsteps - 1);
 			goto fail;
 		}
 		struct _sf_step_figures *f = &out->steps[c];
@@ -317,7 +302,7 @@ int _sf_report_build(const struct _sf_event *ev, size_t n, struct _sf_report *ou
 	out->layer_stall_mean = calloc((size_t)out->nlayers + 1, sizeof(double));
 	out->layer_stall_max = calloc((size_t)out->nlayers + 1, sizeof(double));
 	if (!out->layers || !out->layer_stall_mean || !out->layer_stall_max) {
-		_sf_seterr(err, errlen, "out of memory");
+		rc = SF_ERR(SF_ERR_NOMEM, "out of memory");
 		goto fail;
 	}
 	int k = 0;
@@ -342,14 +327,14 @@ int _sf_report_build(const struct _sf_event *ev, size_t n, struct _sf_report *ou
 	free(comp);
 	free(comm);
 	free(layer_count);
-	return 0;
+	return SF_OK;
 fail:
 	free(ord);
 	free(comp);
 	free(comm);
 	free(layer_count);
 	_sf_report_free(out);
-	return -1;
+	return rc;
 }
 
 static void row(FILE *f, const char *who, const struct _sf_step_figures *s)
@@ -359,7 +344,7 @@ static void row(FILE *f, const char *who, const struct _sf_step_figures *s)
 	        s->ratio);
 }
 
-int _sf_report_write_text(const struct _sf_report *r, const char *source, FILE *f)
+void _sf_report_write_text(const struct _sf_report *r, const char *source, FILE *f)
 {
 	static const char *head =
 	    "               wall ms compute ms    comm ms exposed ms  overlap "
@@ -390,7 +375,6 @@ int _sf_report_write_text(const struct _sf_report *r, const char *source, FILE *
 	for (int i = 0; i < r->nlayers; i++)
 		fprintf(f, "  L%-4d mean %9.3f   max %9.3f\n", r->layers[i],
 		        r->layer_stall_mean[i] / 1e3, r->layer_stall_max[i] / 1e3);
-	return ferror(f) ? -1 : 0;
 }
 
 static void json_fig(FILE *f, const struct _sf_step_figures *s)
@@ -403,7 +387,7 @@ static void json_fig(FILE *f, const struct _sf_step_figures *s)
 	        s->overlap, s->ideal / 1e3, s->ratio);
 }
 
-int _sf_report_write_json(const struct _sf_report *r, const char *source, FILE *f)
+void _sf_report_write_json(const struct _sf_report *r, const char *source, FILE *f)
 {
 	fprintf(f, "{\n  \"source\": ");
 	_sf_json_string(f, source);
@@ -428,5 +412,43 @@ int _sf_report_write_json(const struct _sf_report *r, const char *source, FILE *
 		        r->layers[i], r->layer_stall_mean[i] / 1e3, r->layer_stall_max[i] / 1e3,
 		        i + 1 < r->nlayers ? "," : "");
 	fprintf(f, "  ]\n}\n");
-	return ferror(f) ? -1 : 0;
+}
+
+enum out_kind { OUT_TEXT, OUT_JSON, OUT_SVG };
+
+/* Writes <prefix>.<the kind's suffix>. */
+static int write_file(const char *prefix, enum out_kind kind, const struct _sf_event *ev, size_t n,
+                      const struct _sf_report *r, const char *source, const char *title)
+{
+	static const char *const suffix[] = {"overlap.txt", "overlap.json", "timeline.svg"};
+	int rc = SF_OK;
+	FILE *f;
+	size_t len = strlen(prefix) + 16;
+	char *path = malloc(len);
+	if (!path)
+		return SF_ERR(SF_ERR_NOMEM, "out of memory");
+	snprintf(path, len, "%s.%s", prefix, suffix[kind]);
+	SF_CHECK(_sf_file_create(path, &f));
+	if (kind == OUT_TEXT)
+		_sf_report_write_text(r, source, f);
+	else if (kind == OUT_JSON)
+		_sf_report_write_json(r, source, f);
+	else
+		rc = _sf_timeline_write_svg(ev, n, r, title, f);
+	if (rc == SF_OK)
+		rc = _sf_file_close(f, path);
+	else
+		fclose(f); /* the error is raised: a second one would hide it */
+fail:
+	free(path);
+	return rc;
+}
+
+int _sf_report_write_files(const char *prefix, const struct _sf_event *ev, size_t n,
+                           const struct _sf_report *r, const char *source, const char *title)
+{
+	int rc = SF_OK;
+	for (int k = OUT_TEXT; k <= OUT_SVG && rc == SF_OK; k++)
+		rc = write_file(prefix, (enum out_kind)k, ev, n, r, source, title);
+	return rc;
 }

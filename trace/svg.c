@@ -16,10 +16,10 @@
  * disappears.
  */
 #include "trace/report.h"
+#include "common/error.h"
 #include "trace/write.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -149,15 +149,13 @@ static void write_exposed(FILE *f, const struct _sf_event *ev, size_t n, int ran
 }
 
 int _sf_timeline_write_svg(const struct _sf_event *ev, size_t n, const struct _sf_report *r,
-                           const char *title, FILE *f, char *err, size_t errlen)
+                           const char *title, FILE *f)
 {
 	struct row *rows = NULL;
 	struct _sf_ival *comm = NULL, *comp = NULL, *diff = NULL;
-	int rc = -1;
-	if (!ev || !n || !f) {
-		_sf_seterr(err, errlen, "timeline: no task to draw (%zu events)", n);
-		return -1;
-	}
+	int rc = SF_OK;
+	if (!ev || !n || !f)
+		return SF_ERR(SF_ERR_INVALID, "timeline: no task to draw (%zu events)", n);
 	if (!title)
 		title = "shardflow timeline";
 
@@ -167,14 +165,14 @@ int _sf_timeline_write_svg(const struct _sf_event *ev, size_t n, const struct _s
 	comp = malloc(n * sizeof *comp);
 	diff = malloc(2 * n * sizeof *diff);
 	if (!rows || !comm || !comp || !diff) {
-		_sf_seterr(err, errlen, "timeline: out of memory for %zu events", n);
+		rc = SF_ERR(SF_ERR_NOMEM, "timeline: out of memory for %zu events", n);
 		goto out;
 	}
 	struct scale sc = {ev[0].start, ev[0].end, 0};
 	for (size_t i = 0; i < n; i++) {
 		if (!(ev[i].end >= ev[i].start) || !isfinite(ev[i].start) || !isfinite(ev[i].end)) {
-			_sf_seterr(
-			    err, errlen,
+			rc = SF_ERR(
+			    SF_ERR_INVALID,
 			    "timeline: task \"%s\" (rank %d, worker %d) has times %g..%g us: "
 			    "expected finite times with end >= start",
 			    ev[i].name, ev[i].rank, ev[i].worker, ev[i].start, ev[i].end);
@@ -320,11 +318,6 @@ int _sf_timeline_write_svg(const struct _sf_event *ev, size_t n, const struct _s
 		}
 	}
 	fprintf(f, "</svg>\n");
-	if (ferror(f)) {
-		_sf_seterr(err, errlen, "timeline: writing the SVG failed");
-		goto out;
-	}
-	rc = 0;
 out:
 	free(rows);
 	free(comm);

@@ -1,7 +1,11 @@
 /*
- * write.c — escaping for JSON and XML (write.h).
+ * write.c — escaping for JSON and XML, and files whose errors name them (write.h).
  */
 #include "trace/write.h"
+#include "common/error.h"
+
+#include <errno.h>
+#include <string.h>
 
 /* The length of the valid UTF-8 sequence at s (1 to 4 bytes), 0 when the bytes there
  * are not one (a stray continuation byte, a cut or overlong sequence, a surrogate, a
@@ -84,4 +88,25 @@ void _sf_xml_text(FILE *f, const char *s)
 		}
 		p += n;
 	}
+}
+
+int _sf_file_create(const char *path, FILE **out)
+{
+	*out = fopen(path, "w");
+	if (!*out)
+		return SF_ERR(SF_ERR_IO, "cannot write \"%s\": %s", path, strerror(errno));
+	return SF_OK;
+}
+
+int _sf_file_close(FILE *f, const char *path)
+{
+	int bad = ferror(f), why = errno;
+	if (fclose(f) != 0 && !bad) {
+		bad = 1;
+		why = errno;
+	}
+	if (bad)
+		return SF_ERR(SF_ERR_IO, "cannot write \"%s\": %s", path,
+		              why ? strerror(why) : "write error");
+	return SF_OK;
 }

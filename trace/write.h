@@ -1,5 +1,6 @@
 /*
- * write.h — strings escaped for JSON and XML, for every writer of trace files.
+ * write.h — what every writer of trace files needs: strings escaped for JSON and XML,
+ * and files opened and closed with errors that name them.
  *
  * Names in a trace come from users (a layer type registered with
  * sf_layer_type_register becomes "fwd L3 <type name>"; a trace prefix or a title is a
@@ -21,5 +22,12 @@ void _sf_json_string(FILE *f, const char *s);
  * escaped, control characters (invalid in XML 1.0) replaced by '?', and bytes that are
  * not valid UTF-8 (or U+FFFE, U+FFFF) by U+FFFD. */
 void _sf_xml_text(FILE *f, const char *s);
+
+/* fopen(path, "w"); SF_OK, or an SF_ERR_IO raised as "cannot write "<path>": <why>". */
+int _sf_file_create(const char *path, FILE **out);
+/* fclose(f); SF_OK, or an SF_ERR_IO raised as above when a write to f or the close
+ * failed. The writers leave errors of their stream to this check, which knows the
+ * file's name. */
+int _sf_file_close(FILE *f, const char *path);
 
 #endif
