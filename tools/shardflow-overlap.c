@@ -168,6 +168,84 @@ static int parse_time(struct reader *rd, enum field f, double *us)
 	return 0;
 }
 
+/* Appends an event and its task; the arrays grow geometrically. */
+static int append_task(struct reader *rd, const struct _sf_event *e, const struct task *t)
+{
+	if (rd->n == rd->cap) {
+		size_t cap = rd->cap ? 2 * rd->cap : 1024;
+		struct _sf_event *ev = realloc(rd->ev, cap * sizeof *ev);
+		if (ev)
+			rd->ev = ev;
+		struct task *tk = realloc(rd->tasks, cap * sizeof *tk);
+		if (tk)
+			rd->tasks = tk;
+		if (!ev || !tk)
+			return fail(rd, SF_ERR_NOMEM, rd->rec.line, "out of memory after %zu tasks",
+			            rd->n);
+		rd->cap = cap;
+	}
+	rd->ev[rd->n] = *e;
+	rd->tasks[rd->n] = *t;
+	rd->n++;
+	return 0;
+}
+
+/* The fields of the current record, a task of shardflow's called `what` in messages,
+ * as its event (kind and layer already set) and task. */
+static int record_fields(struct reader *rd, const char *what, struct _sf_event *e, struct task *t)
+{
+	const struct record *r = &rd->rec;
+	if (r->dup)
+		return fail(rd, SF_ERR_INVALID, r->dup_line,
+		            "%s: field %s appears twice (also on line %zu)", what,
+		            field_names[r->dup - 1], r->vline[r->dup - 1]);
+	static const enum field required[] = {F_WORKER, F_START, F_END};
+	for (size_t i = 0; i < sizeof required / sizeof required[0]; i++)
+		if (!r->value[required[i]])
+			return fail(rd, SF_ERR_INVALID, r->line,
+			            "%s has no %s field: every task of shardflow's must have "
+			            "WorkerId, StartTime and EndTime (did it run?)",
+			            what, field_names[required[i]]);
+	if (!r->value[F_SUBMIT] && !r->value[F_JOBID])
+		return fail(rd, SF_ERR_INVALID, r->line,
+		            "%s has neither SubmitOrder nor JobId: one is needed to find its step",
+		            what);
+
+	long long worker, rank = -1, submit = 0, job = 0;
+	int rc;
+	if ((rc = parse_int(rd, F_WORKER, 0, INT_MAX, &worker)) < 0 ||
+	    (rc = parse_time(rd, F_START, &e->start)) < 0 ||
+	    (rc = parse_time(rd, F_END, &e->end)) < 0)
+		return rc;
+	if (r->value[F_RANK] && (rc = parse_int(rd, F_RANK, -1, INT_MAX, &rank)) < 0)
+		return rc;
+	if (r->value[F_SUBMIT] && (rc = parse_int(rd, F_SUBMIT, 0, LLONG_MAX, &submit)) < 0)
+		return rc;
+	/* JobId reads "<rank>_<id>" when starpu_fxt_tool merged several ranks' files:
+	 * only SubmitOrder (always a plain integer) is needed then */
+	if (!r->value[F_SUBMIT] && r->value[F_JOBID] &&
+	    (rc = parse_int(rd, F_JOBID, 0, LLONG_MAX, &job)) < 0)
+		return rc;
+	if (e->end < e->start)
+		return fail(rd, SF_ERR_INVALID, r->vline[F_END],
+		            "%s: EndTime %s is before StartTime %s: expected EndTime >= StartTime",
+		            what, r->value[F_END], r->value[F_START]);
+	e->rank = rank < 0 ? 0 : (int)rank;
+	e->worker = (int)worker;
+	e->step = 0;
+	snprintf(e->name, sizeof e->name, "%s", r->value[F_NAME]);
+	*t = (struct task){
+	    .rank = e->rank,
+	    .has_submit = r->value[F_SUBMIT] != NULL,
+	    .has_job = !r->value[F_SUBMIT] && r->value[F_JOBID] != NULL,
+	    .submit = (unsigned long long)submit,
+	    .job = (unsigned long long)job,
+	    .record = r->index,
+	    .line = r->line,
+	};
+	return 0;
+}
+
 /* A complete record: a shardflow task becomes an event, anything else is counted. */
 static int record_take(struct reader *rd, bool at_eof)
 {
@@ -188,9 +266,10 @@ static int record_take(struct reader *rd, bool at_eof)
 		rd->nunnamed++; /* a record descriptor ("%rec: ...") or a nameless task */
 		return 0;
 	}
-	enum _sf_ev_kind kind;
-	int layer;
-	int prc = _sf_ev_parse_name(r->value[F_NAME], &kind, &layer);
+	struct _sf_event e;
+	struct task t;
+	memset(&e, 0, sizeof e);
+	int prc = _sf_ev_parse_name(r->value[F_NAME], &e.kind, &e.layer);
 	if (prc == -1) {
 		rd->nskipped++;
 		return 0;
@@ -203,76 +282,8 @@ static int record_take(struct reader *rd, bool at_eof)
 		    "\"fwd L<n> <type>\", \"bwd L<n> <type>\", \"rs L<n>\", \"opt L<n>\", "
 		    "\"ag L<n>\", \"free L<n>\", \"loss\" or \"loss allreduce\"",
 		    what, r->value[F_NAME]);
-	if (r->dup)
-		return fail(rd, SF_ERR_INVALID, r->dup_line,
-		            "%s: field %s appears twice (also on line %zu)", what,
-		            field_names[r->dup - 1], r->vline[r->dup - 1]);
-	static const enum field required[] = {F_WORKER, F_START, F_END};
-	for (size_t i = 0; i < sizeof required / sizeof required[0]; i++)
-		if (!r->value[required[i]])
-			return fail(rd, SF_ERR_INVALID, r->line,
-			            "%s has no %s field: every task of shardflow's must have "
-			            "WorkerId, StartTime and EndTime (did it run?)",
-			            what, field_names[required[i]]);
-	if (!r->value[F_SUBMIT] && !r->value[F_JOBID])
-		return fail(rd, SF_ERR_INVALID, r->line,
-		            "%s has neither SubmitOrder nor JobId: one is needed to find its step",
-		            what);
-
-	long long worker, rank = -1, submit = 0, job = 0;
-	double start, end;
-	int rc;
-	if ((rc = parse_int(rd, F_WORKER, 0, INT_MAX, &worker)) < 0 ||
-	    (rc = parse_time(rd, F_START, &start)) < 0 || (rc = parse_time(rd, F_END, &end)) < 0)
-		return rc;
-	if (r->value[F_RANK] && (rc = parse_int(rd, F_RANK, -1, INT_MAX, &rank)) < 0)
-		return rc;
-	if (r->value[F_SUBMIT] && (rc = parse_int(rd, F_SUBMIT, 0, LLONG_MAX, &submit)) < 0)
-		return rc;
-	/* JobId reads "<rank>_<id>" when starpu_fxt_tool merged several ranks' files:
-	 * only SubmitOrder (always a plain integer) is needed then */
-	if (!r->value[F_SUBMIT] && r->value[F_JOBID] &&
-	    (rc = parse_int(rd, F_JOBID, 0, LLONG_MAX, &job)) < 0)
-		return rc;
-	if (end < start)
-		return fail(rd, SF_ERR_INVALID, r->vline[F_END],
-		            "%s: EndTime %s is before StartTime %s: expected EndTime >= StartTime",
-		            what, r->value[F_END], r->value[F_START]);
-
-	if (rd->n == rd->cap) {
-		size_t cap = rd->cap ? 2 * rd->cap : 1024;
-		struct _sf_event *ev = realloc(rd->ev, cap * sizeof *ev);
-		if (ev)
-			rd->ev = ev;
-		struct task *t = realloc(rd->tasks, cap * sizeof *t);
-		if (t)
-			rd->tasks = t;
-		if (!ev || !t)
-			return fail(rd, SF_ERR_NOMEM, r->line, "out of memory after %zu tasks",
-			            rd->n);
-		rd->cap = cap;
-	}
-	struct _sf_event *e = &rd->ev[rd->n];
-	memset(e, 0, sizeof *e);
-	e->rank = rank < 0 ? 0 : (int)rank;
-	e->worker = (int)worker;
-	e->step = 0;
-	e->layer = layer;
-	e->kind = kind;
-	e->start = start;
-	e->end = end;
-	snprintf(e->name, sizeof e->name, "%s", r->value[F_NAME]);
-	rd->tasks[rd->n] = (struct task){
-	    .rank = e->rank,
-	    .has_submit = r->value[F_SUBMIT] != NULL,
-	    .has_job = !r->value[F_SUBMIT] && r->value[F_JOBID] != NULL,
-	    .submit = (unsigned long long)submit,
-	    .job = (unsigned long long)job,
-	    .record = r->index,
-	    .line = r->line,
-	};
-	rd->n++;
-	return 0;
+	int rc = record_fields(rd, what, &e, &t);
+	return rc < 0 ? rc : append_task(rd, &e, &t);
 }
 
 static int record_end(struct reader *rd, bool at_eof)
@@ -377,6 +388,15 @@ static int cmp_order(const void *x, const void *y)
 	return p->i < q->i ? -1 : p->i > q->i;
 }
 
+/* A rank's last tasks that no "loss allreduce" follows. */
+static void note_incomplete(int rank, size_t tail, int step)
+{
+	fprintf(stderr,
+	        "shardflow-overlap: note: rank %d: the last %zu task(s) come after its last "
+	        "\"loss allreduce\": step %d is incomplete\n",
+	        rank, tail, step);
+}
+
 /* Numbers the steps of each rank from its submission order (see the top of the file). */
 static int assign_steps(struct reader *rd)
 {
@@ -402,11 +422,7 @@ static int assign_steps(struct reader *rd)
 	for (size_t k = 0; k < rd->n; k++) {
 		if (k > 0 && o[k].rank != o[k - 1].rank) {
 			if (tail)
-				fprintf(
-				    stderr,
-				    "shardflow-overlap: note: rank %d: the last %zu task(s) come "
-				    "after its last \"loss allreduce\": step %d is incomplete\n",
-				    o[k - 1].rank, tail, step);
+				note_incomplete(o[k - 1].rank, tail, step);
 			step = 0;
 			tail = 0;
 		}
@@ -419,11 +435,7 @@ static int assign_steps(struct reader *rd)
 		}
 	}
 	if (rd->n && tail)
-		fprintf(
-		    stderr,
-		    "shardflow-overlap: note: rank %d: the last %zu task(s) come after its last "
-		    "\"loss allreduce\": step %d is incomplete\n",
-		    o[rd->n - 1].rank, tail, step);
+		note_incomplete(o[rd->n - 1].rank, tail, step);
 	free(o);
 	return 0;
 }
@@ -499,110 +511,136 @@ static void write_png(const char *svg, const char *png)
 	}
 }
 
-int main(int argc, char **argv)
+/* The files of --out: the report, the timeline and, when a converter is there, the
+ * PNG. Returns 0 or -1 after a message on stderr. */
+static int write_outputs(const char *prefix, const struct reader *rd, const struct _sf_report *rep,
+                         const char *title)
 {
-	const char *prefix = NULL, *title = NULL, *input = NULL;
-	bool json = false, options_done = false;
-	_sf_err_quiet = true; /* main prints every error, after its own prefix */
+	int status = -1;
+	size_t len = strlen(prefix) + 32;
+	char *svg = malloc(len), *png = malloc(len), *deftitle = NULL;
+	if (!svg || !png) {
+		fprintf(stderr, "shardflow-overlap: error: out of memory\n");
+		goto out;
+	}
+	if (!title) {
+		size_t tl = strlen(rd->path) + 32;
+		deftitle = malloc(tl);
+		if (deftitle)
+			snprintf(deftitle, tl, "shardflow timeline - %s", rd->path);
+	}
+	if (_sf_report_write_files(prefix, rd->ev, rd->n, rep, rd->path, title ? title : deftitle) <
+	    0) {
+		fprintf(stderr, "shardflow-overlap: error: %s\n", sf_last_error());
+		goto out;
+	}
+	snprintf(svg, len, "%s.timeline.svg", prefix);
+	snprintf(png, len, "%s.timeline.png", prefix);
+	write_png(svg, png);
+	status = 0;
+out:
+	free(svg);
+	free(png);
+	free(deftitle);
+	return status;
+}
+
+struct options {
+	const char *prefix, *title, *input;
+	bool json;
+};
+
+/* The command line; exits on --help (0) and on a bad one (2). */
+static void parse_args(int argc, char **argv, struct options *o)
+{
+	bool options_done = false;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		if (options_done || a[0] != '-' || strcmp(a, "-") == 0) {
-			if (input)
-				usage_error("one TASKS.REC expected, got \"%s\" and \"%s\"", input,
-				            a);
-			input = a;
+			if (o->input)
+				usage_error("one TASKS.REC expected, got \"%s\" and \"%s\"",
+				            o->input, a);
+			o->input = a;
 		} else if (strcmp(a, "--") == 0) {
 			options_done = true;
 		} else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
 			fputs(usage_text, stdout);
-			return 0;
+			exit(0);
 		} else if (strcmp(a, "--json") == 0) {
-			json = true;
+			o->json = true;
 		} else if (strcmp(a, "--out") == 0 || strcmp(a, "--title") == 0) {
 			if (i + 1 >= argc)
 				usage_error("option \"%s\" needs a value", a);
-			*(a[2] == 'o' ? &prefix : &title) = argv[++i];
+			*(a[2] == 'o' ? &o->prefix : &o->title) = argv[++i];
 		} else if (strncmp(a, "--out=", 6) == 0) {
-			prefix = a + 6;
+			o->prefix = a + 6;
 		} else if (strncmp(a, "--title=", 8) == 0) {
-			title = a + 8;
+			o->title = a + 8;
 		} else {
 			usage_error("unknown option \"%s\"", a);
 		}
 	}
-	if (!input)
+	if (!o->input)
 		usage_error("no TASKS.REC given");
-	if (prefix && !*prefix)
+	if (o->prefix && !*o->prefix)
 		usage_error("--out \"\": expected a non-empty file name prefix");
+}
 
-	struct reader rd = {.path = input};
-	struct _sf_report rep;
-	int status = 1;
-	bool have_rep = false;
-	if (read_tasks(&rd) < 0) {
+/* The tasks of the file, numbered into steps. Returns 0 or -1 after a message. */
+static int load(struct reader *rd)
+{
+	if (read_tasks(rd) < 0) {
 		fprintf(stderr, "shardflow-overlap: error: %s\n", sf_last_error());
-		goto out;
+		return -1;
 	}
-	if (rd.nskipped)
+	if (rd->nskipped)
 		fprintf(stderr,
 		        "shardflow-overlap: note: %zu task(s) that are not shardflow's (StarPU's "
 		        "own, e.g. _starpu_data_acquire_pre) skipped\n",
-		        rd.nskipped);
-	if (rd.n == 0) {
+		        rd->nskipped);
+	if (rd->n == 0) {
 		fprintf(stderr,
 		        "shardflow-overlap: error: %s: no shardflow task among its %zu record(s) "
 		        "(%zu with other names, %zu without a Name): is this a trace of a "
 		        "shardflow run?\n",
-		        input, rd.nrecords, rd.nskipped, rd.nunnamed);
-		goto out;
+		        rd->path, rd->nrecords, rd->nskipped, rd->nunnamed);
+		return -1;
 	}
-	if (assign_steps(&rd) < 0) {
+	if (assign_steps(rd) < 0) {
 		fprintf(stderr, "shardflow-overlap: error: %s\n", sf_last_error());
-		goto out;
+		return -1;
 	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct options o = {0};
+	_sf_err_quiet = true; /* main prints every error, after its own prefix */
+	parse_args(argc, argv, &o);
+
+	struct reader rd = {.path = o.input};
+	struct _sf_report rep;
+	int status = 1;
+	bool have_rep = false;
+	if (load(&rd) < 0)
+		goto out;
 	if (_sf_report_build(rd.ev, rd.n, &rep) < 0) {
-		fprintf(stderr, "shardflow-overlap: error: %s: %s\n", input, sf_last_error());
+		fprintf(stderr, "shardflow-overlap: error: %s: %s\n", o.input, sf_last_error());
 		goto out;
 	}
 	have_rep = true;
-	if (json)
-		_sf_report_write_json(&rep, input, stdout);
+	if (o.json)
+		_sf_report_write_json(&rep, o.input, stdout);
 	else
-		_sf_report_write_text(&rep, input, stdout);
+		_sf_report_write_text(&rep, o.input, stdout);
 	if (ferror(stdout) || fflush(stdout) != 0) {
 		fprintf(stderr, "shardflow-overlap: error: cannot write the report on stdout: %s\n",
 		        strerror(errno));
 		goto out;
 	}
-	if (prefix) {
-		size_t len = strlen(prefix) + 32;
-		char *svg = malloc(len), *png = malloc(len), *deftitle = NULL;
-		int rc = -1;
-		if (!svg || !png) {
-			fprintf(stderr, "shardflow-overlap: error: out of memory\n");
-		} else {
-			if (!title) {
-				size_t tl = strlen(input) + 32;
-				deftitle = malloc(tl);
-				if (deftitle)
-					snprintf(deftitle, tl, "shardflow timeline - %s", input);
-			}
-			rc = _sf_report_write_files(prefix, rd.ev, rd.n, &rep, input,
-			                            title ? title : deftitle);
-			if (rc < 0)
-				fprintf(stderr, "shardflow-overlap: error: %s\n", sf_last_error());
-		}
-		if (rc == 0) {
-			snprintf(svg, len, "%s.timeline.svg", prefix);
-			snprintf(png, len, "%s.timeline.png", prefix);
-			write_png(svg, png);
-		}
-		free(svg);
-		free(png);
-		free(deftitle);
-		if (rc)
-			goto out;
-	}
+	if (o.prefix && write_outputs(o.prefix, &rd, &rep, o.title) < 0)
+		goto out;
 	status = 0;
 out:
 	if (have_rep)
