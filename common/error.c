@@ -2,7 +2,8 @@
  * error.c — status codes, error messages and shardflow's own log.
  *
  * Every error is printed once where it is raised (with file and line, so a user's
- * report points at the check that fired) and kept per thread for sf_last_error().
+ * report points at the check that fired), unless a program asked for quiet
+ * (_sf_err_quiet), and kept per thread for sf_last_error().
  */
 #include "common/error.h"
 
@@ -12,6 +13,7 @@
 
 enum sf_log_level _sf_log_level = SF_LOG_WARN;
 int _sf_log_rank = -1;
+bool _sf_err_quiet = false;
 static _Thread_local char last_error[1024];
 
 SF_API const char *sf_strerror(int status)
@@ -40,7 +42,7 @@ static int vset(int status, const char *file, int line, const char *fmt, va_list
 	int n = vsnprintf(last_error, sizeof last_error, fmt, ap);
 	if (n < 0)
 		last_error[0] = '\0';
-	if (_sf_log_level >= SF_LOG_ERROR) {
+	if (!_sf_err_quiet && _sf_log_level >= SF_LOG_ERROR) {
 		char where[64] = "";
 		if (_sf_log_rank >= 0)
 			snprintf(where, sizeof where, "[rank %d] ", _sf_log_rank);
@@ -71,7 +73,6 @@ SF_API int sf_error_set(int status, const char *fmt, ...)
 	va_end(ap);
 	return status < 0 ? status : SF_ERR_INVALID;
 }
-
 
 void _sf_log(enum sf_log_level level, const char *fmt, ...)
 {

@@ -12,7 +12,10 @@
 
 #include "shardflow.h"
 
-/* Records and prints a message; returns status. file may be NULL (no location). */
+#include <stdbool.h>
+
+/* Records and prints a message (unless _sf_err_quiet); returns status. file may be NULL
+ * (no location). */
 int _sf_err(int status, const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 #define SF_ERR(status, ...) _sf_err((status), __FILE__, __LINE__, __VA_ARGS__)
@@ -31,6 +34,11 @@ int _sf_err(int status, const char *file, int line, const char *fmt, ...)
 /* Messages at or below this level are printed (SHARDFLOW_LOG; errors print at
  * SF_LOG_ERROR and above). */
 extern enum sf_log_level _sf_log_level;
+/* true: _sf_err (and sf_error_set) only record the message for sf_last_error(), never
+ * print it. For a program that prints sf_last_error() itself, with its own prefix
+ * (tools/shardflow-overlap), so that an error is not printed twice. Set it once, at
+ * start, before any thread; false by default. */
+extern bool _sf_err_quiet;
 /* Prefixes messages with "[rank r]" when >= 0 (set by sf_init for worlds of size > 1). */
 extern int _sf_log_rank;
 

@@ -15,6 +15,10 @@
  *   mpirun -np 2 examples/custom_layer  train input(16) -> linear(32) -> scale ->
  *                                       gelu -> linear(4) -> softmax cross-entropy
  *
+ * --type-name NAME registers the same type under another name: a type's name is the
+ * user's choice, and reaches task names and traces ("fwd L3 NAME"; see
+ * tests/trace_names.sh).
+ *
  * The data are counter-based: element (step, global row, column) is a hash of those
  * coordinates, so every rank makes only its own rows (sf_model_local_rows) and the
  * problem is the same for any world size. Labels are the argmax of a fixed random
@@ -358,6 +362,9 @@ static void make_rows(int step, int first, int rows, float *x, int32_t *labels)
 	}
 }
 
+/* The name the type is registered and used under (--type-name). */
+static const char *type_name = "scale";
+
 #define CHECK(call)                                                                                \
 	do {                                                                                       \
 		int check_rc_ = (call);                                                            \
@@ -378,7 +385,7 @@ static int build_graph(sf_graph **out)
 	CHECK(sf_graph_label_input(g, "label", NCLASSES, &labels));
 	CHECK(sf_graph_linear(g, x, HIDDEN, "fc1", &h));
 	/* a layer with parameters needs a unique name: its parameters are a unit */
-	CHECK(sf_graph_layer(g, "scale", &h, 1, NULL, 0, "scale1", &s));
+	CHECK(sf_graph_layer(g, type_name, &h, 1, NULL, 0, "scale1", &s));
 	CHECK(sf_graph_gelu(g, s, &a));
 	CHECK(sf_graph_linear(g, a, NCLASSES, "fc2", &z));
 	CHECK(sf_graph_softmax_cross_entropy(g, z, labels, &loss));
@@ -414,7 +421,9 @@ static int train(int *argc, char ***argv, int steps)
 
 	CHECK(sf_init(argc, argv, &ctx));
 	CHECK(sf_context_world(ctx, &rank, &size));
-	CHECK(sf_layer_type_register(&scale_type));
+	struct sf_layer_type type = scale_type;
+	type.name = type_name; /* the registry keeps its own copy of the name */
+	CHECK(sf_layer_type_register(&type));
 	if (build_graph(&g))
 		goto fail;
 
@@ -489,12 +498,13 @@ static int launcher_rank(void)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: " PROG " [--steps N] [--check] [--help]\n"
+	fprintf(f, "usage: " PROG " [--steps N] [--type-name NAME] [--check] [--help]\n"
 	           "Registers a \"scale\" layer type (y = x * s + t) and trains\n"
 	           "input(16) -> linear(32) -> scale -> gelu -> linear(4) -> softmax "
 	           "cross-entropy\n"
 	           "on synthetic data, sharded over the MPI ranks.\n"
 	           "  --steps N   training steps, 1..1000000 (default 30)\n"
+	           "  --type-name NAME  register the type under NAME (default scale)\n"
 	           "  --check     check the scale kernels against finite differences (TAP), no "
 	           "MPI\n"
 	           "  --help      print this message and exit\n");
@@ -519,6 +529,10 @@ int main(int argc, char **argv)
 			return 0;
 		} else if (!strcmp(argv[i], "--check")) {
 			check = 1;
+		} else if (!strcmp(argv[i], "--type-name")) {
+			if (i + 1 == argc)
+				return bad_usage("missing value for", argv[i]);
+			type_name = argv[++i];
 		} else if (!strcmp(argv[i], "--steps")) {
 			if (i + 1 == argc)
 				return bad_usage("missing value for", argv[i]);

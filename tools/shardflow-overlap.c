@@ -21,8 +21,11 @@
  * The file is streamed line by line and arrays grow geometrically, so traces of long
  * runs fit. A malformed input is an error (exit 1) naming the file, the line, the
  * record and what was expected; a bad command line prints the usage (exit 2). Only
- * libc, report.c and svg.c are used.
+ * libc and libsftrace (report.c, svg.c, write.c) are used, and libsfcommon for errors:
+ * every error is raised with SF_ERR, kept quiet (_sf_err_quiet), and printed by main
+ * from sf_last_error() after "shardflow-overlap: error: ".
  */
+#include "common/error.h"
 #include "trace/report.h"
 
 #include <errno.h>
@@ -101,19 +104,19 @@ struct reader {
 	struct _sf_event *ev;
 	struct task *tasks;
 	size_t n, cap;
-	char err[512];
 };
 
-static int fail(struct reader *rd, size_t line, const char *fmt, ...)
+/* Raises status with "<file>:<line>: " and the message. */
+static int fail(struct reader *rd, int status, size_t line, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int fail(struct reader *rd, int status, size_t line, const char *fmt, ...)
 {
+	char msg[512];
 	va_list ap;
-	int k = snprintf(rd->err, sizeof rd->err, "%s:%zu: ", rd->path, line);
-	if (k < 0 || (size_t)k >= sizeof rd->err)
-		k = 0;
 	va_start(ap, fmt);
-	vsnprintf(rd->err + k, sizeof rd->err - (size_t)k, fmt, ap);
+	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
-	return -1;
+	return SF_ERR(status, "%s:%zu: %s", rd->path, line, msg);
 }
 
 static void record_clear(struct record *r)
@@ -141,7 +144,7 @@ static int parse_int(struct reader *rd, enum field f, long long lo, long long hi
 	errno = 0;
 	long long v = strtoll(s, &end, 10);
 	if (!*s || *end || errno || v < lo || v > hi)
-		return fail(rd, r->vline[f],
+		return fail(rd, SF_ERR_INVALID, r->vline[f],
 		            "%s: %s \"%.40s\" is invalid: expected an integer from "
 		            "%lld to %lld",
 		            record_what(r, what, sizeof what), field_names[f], s, lo, hi);
@@ -157,11 +160,89 @@ static int parse_time(struct reader *rd, enum field f, double *us)
 	errno = 0;
 	double v = strtod(s, &end);
 	if (!*s || *end || errno == ERANGE || !isfinite(v))
-		return fail(rd, r->vline[f],
+		return fail(rd, SF_ERR_INVALID, r->vline[f],
 		            "%s: %s \"%.40s\" is invalid: expected a time in "
 		            "milliseconds (a finite decimal number)",
 		            record_what(r, what, sizeof what), field_names[f], s);
 	*us = v * 1e3;
+	return 0;
+}
+
+/* Appends an event and its task; the arrays grow geometrically. */
+static int append_task(struct reader *rd, const struct _sf_event *e, const struct task *t)
+{
+	if (rd->n == rd->cap) {
+		size_t cap = rd->cap ? 2 * rd->cap : 1024;
+		struct _sf_event *ev = realloc(rd->ev, cap * sizeof *ev);
+		if (ev)
+			rd->ev = ev;
+		struct task *tk = realloc(rd->tasks, cap * sizeof *tk);
+		if (tk)
+			rd->tasks = tk;
+		if (!ev || !tk)
+			return fail(rd, SF_ERR_NOMEM, rd->rec.line, "out of memory after %zu tasks",
+			            rd->n);
+		rd->cap = cap;
+	}
+	rd->ev[rd->n] = *e;
+	rd->tasks[rd->n] = *t;
+	rd->n++;
+	return 0;
+}
+
+/* The fields of the current record, a task of shardflow's called `what` in messages,
+ * as its event (kind and layer already set) and task. */
+static int record_fields(struct reader *rd, const char *what, struct _sf_event *e, struct task *t)
+{
+	const struct record *r = &rd->rec;
+	if (r->dup)
+		return fail(rd, SF_ERR_INVALID, r->dup_line,
+		            "%s: field %s appears twice (also on line %zu)", what,
+		            field_names[r->dup - 1], r->vline[r->dup - 1]);
+	static const enum field required[] = {F_WORKER, F_START, F_END};
+	for (size_t i = 0; i < sizeof required / sizeof required[0]; i++)
+		if (!r->value[required[i]])
+			return fail(rd, SF_ERR_INVALID, r->line,
+			            "%s has no %s field: every task of shardflow's must have "
+			            "WorkerId, StartTime and EndTime (did it run?)",
+			            what, field_names[required[i]]);
+	if (!r->value[F_SUBMIT] && !r->value[F_JOBID])
+		return fail(rd, SF_ERR_INVALID, r->line,
+		            "%s has neither SubmitOrder nor JobId: one is needed to find its step",
+		            what);
+
+	long long worker, rank = -1, submit = 0, job = 0;
+	int rc;
+	if ((rc = parse_int(rd, F_WORKER, 0, INT_MAX, &worker)) < 0 ||
+	    (rc = parse_time(rd, F_START, &e->start)) < 0 ||
+	    (rc = parse_time(rd, F_END, &e->end)) < 0)
+		return rc;
+	if (r->value[F_RANK] && (rc = parse_int(rd, F_RANK, -1, INT_MAX, &rank)) < 0)
+		return rc;
+	if (r->value[F_SUBMIT] && (rc = parse_int(rd, F_SUBMIT, 0, LLONG_MAX, &submit)) < 0)
+		return rc;
+	/* JobId reads "<rank>_<id>" when starpu_fxt_tool merged several ranks' files:
+	 * only SubmitOrder (always a plain integer) is needed then */
+	if (!r->value[F_SUBMIT] && r->value[F_JOBID] &&
+	    (rc = parse_int(rd, F_JOBID, 0, LLONG_MAX, &job)) < 0)
+		return rc;
+	if (e->end < e->start)
+		return fail(rd, SF_ERR_INVALID, r->vline[F_END],
+		            "%s: EndTime %s is before StartTime %s: expected EndTime >= StartTime",
+		            what, r->value[F_END], r->value[F_START]);
+	e->rank = rank < 0 ? 0 : (int)rank;
+	e->worker = (int)worker;
+	e->step = 0;
+	snprintf(e->name, sizeof e->name, "%s", r->value[F_NAME]);
+	*t = (struct task){
+	    .rank = e->rank,
+	    .has_submit = r->value[F_SUBMIT] != NULL,
+	    .has_job = !r->value[F_SUBMIT] && r->value[F_JOBID] != NULL,
+	    .submit = (unsigned long long)submit,
+	    .job = (unsigned long long)job,
+	    .record = r->index,
+	    .line = r->line,
+	};
 	return 0;
 }
 
@@ -176,7 +257,7 @@ static int record_take(struct reader *rd, bool at_eof)
 	/* starpu_fxt_tool ends every record with a blank line: without one, the file was
 	 * cut inside this record, and whatever it holds cannot be trusted */
 	if (at_eof)
-		return fail(rd, rd->line,
+		return fail(rd, SF_ERR_INVALID, rd->line,
 		            "%s: the file ends inside this record (no blank line after it%s): is "
 		            "the file truncated?",
 		            record_what(r, what, sizeof what),
@@ -185,9 +266,10 @@ static int record_take(struct reader *rd, bool at_eof)
 		rd->nunnamed++; /* a record descriptor ("%rec: ...") or a nameless task */
 		return 0;
 	}
-	enum _sf_ev_kind kind;
-	int layer;
-	int prc = _sf_ev_parse_name(r->value[F_NAME], &kind, &layer);
+	struct _sf_event e;
+	struct task t;
+	memset(&e, 0, sizeof e);
+	int prc = _sf_ev_parse_name(r->value[F_NAME], &e.kind, &e.layer);
 	if (prc == -1) {
 		rd->nskipped++;
 		return 0;
@@ -195,77 +277,13 @@ static int record_take(struct reader *rd, bool at_eof)
 	record_what(r, what, sizeof what);
 	if (prc != 0)
 		return fail(
-		    rd, r->vline[F_NAME],
+		    rd, SF_ERR_INVALID, r->vline[F_NAME],
 		    "%s: malformed shardflow task name \"%.80s\": expected \"gather L<n>\", "
 		    "\"fwd L<n> <type>\", \"bwd L<n> <type>\", \"rs L<n>\", \"opt L<n>\", "
 		    "\"ag L<n>\", \"free L<n>\", \"loss\" or \"loss allreduce\"",
 		    what, r->value[F_NAME]);
-	if (r->dup)
-		return fail(rd, r->dup_line, "%s: field %s appears twice (also on line %zu)", what,
-		            field_names[r->dup - 1], r->vline[r->dup - 1]);
-	static const enum field required[] = {F_WORKER, F_START, F_END};
-	for (size_t i = 0; i < sizeof required / sizeof required[0]; i++)
-		if (!r->value[required[i]])
-			return fail(rd, r->line,
-			            "%s has no %s field: every task of shardflow's must have "
-			            "WorkerId, StartTime and EndTime (did it run?)",
-			            what, field_names[required[i]]);
-	if (!r->value[F_SUBMIT] && !r->value[F_JOBID])
-		return fail(rd, r->line,
-		            "%s has neither SubmitOrder nor JobId: one is needed to find its step",
-		            what);
-
-	long long worker, rank = -1, submit = 0, job = 0;
-	double start, end;
-	if (parse_int(rd, F_WORKER, 0, INT_MAX, &worker) || parse_time(rd, F_START, &start) ||
-	    parse_time(rd, F_END, &end))
-		return -1;
-	if (r->value[F_RANK] && parse_int(rd, F_RANK, -1, INT_MAX, &rank))
-		return -1;
-	if (r->value[F_SUBMIT] && parse_int(rd, F_SUBMIT, 0, LLONG_MAX, &submit))
-		return -1;
-	/* JobId reads "<rank>_<id>" when starpu_fxt_tool merged several ranks' files:
-	 * only SubmitOrder (always a plain integer) is needed then */
-	if (!r->value[F_SUBMIT] && r->value[F_JOBID] && parse_int(rd, F_JOBID, 0, LLONG_MAX, &job))
-		return -1;
-	if (end < start)
-		return fail(rd, r->vline[F_END],
-		            "%s: EndTime %s is before StartTime %s: expected EndTime >= StartTime",
-		            what, r->value[F_END], r->value[F_START]);
-
-	if (rd->n == rd->cap) {
-		size_t cap = rd->cap ? 2 * rd->cap : 1024;
-		struct _sf_event *ev = realloc(rd->ev, cap * sizeof *ev);
-		if (ev)
-			rd->ev = ev;
-		struct task *t = realloc(rd->tasks, cap * sizeof *t);
-		if (t)
-			rd->tasks = t;
-		if (!ev || !t)
-			return fail(rd, r->line, "out of memory after %zu tasks", rd->n);
-		rd->cap = cap;
-	}
-	struct _sf_event *e = &rd->ev[rd->n];
-	memset(e, 0, sizeof *e);
-	e->rank = rank < 0 ? 0 : (int)rank;
-	e->worker = (int)worker;
-	e->step = 0;
-	e->layer = layer;
-	e->kind = kind;
-	e->start = start;
-	e->end = end;
-	snprintf(e->name, sizeof e->name, "%s", r->value[F_NAME]);
-	rd->tasks[rd->n] = (struct task){
-	    .rank = e->rank,
-	    .has_submit = r->value[F_SUBMIT] != NULL,
-	    .has_job = !r->value[F_SUBMIT] && r->value[F_JOBID] != NULL,
-	    .submit = (unsigned long long)submit,
-	    .job = (unsigned long long)job,
-	    .record = r->index,
-	    .line = r->line,
-	};
-	rd->n++;
-	return 0;
+	int rc = record_fields(rd, what, &e, &t);
+	return rc < 0 ? rc : append_task(rd, &e, &t);
 }
 
 static int record_end(struct reader *rd, bool at_eof)
@@ -285,7 +303,8 @@ static int field_line(struct reader *rd, char *s, bool unterminated)
 		k++;
 	if (k == 0 || s[k] != ':' || (s[k + 1] != ' ' && s[k + 1] != '\0'))
 		return fail(
-		    rd, rd->line, "\"%.60s\" is not a field line: expected \"Field: value\"%s", s,
+		    rd, SF_ERR_INVALID, rd->line,
+		    "\"%.60s\" is not a field line: expected \"Field: value\"%s", s,
 		    unterminated ? " (this last line has no newline: is the file truncated?)" : "");
 	if (!r->nlines) {
 		r->index = rd->nrecords + 1;
@@ -306,7 +325,7 @@ static int field_line(struct reader *rd, char *s, bool unterminated)
 		const char *v = s[k + 1] ? s + k + 2 : "";
 		r->value[f] = strdup(v);
 		if (!r->value[f])
-			return fail(rd, rd->line, "out of memory");
+			return fail(rd, SF_ERR_NOMEM, rd->line, "out of memory");
 		r->vline[f] = rd->line;
 	}
 	return 0;
@@ -315,11 +334,8 @@ static int field_line(struct reader *rd, char *s, bool unterminated)
 static int read_tasks(struct reader *rd)
 {
 	FILE *f = fopen(rd->path, "r");
-	if (!f) {
-		snprintf(rd->err, sizeof rd->err, "cannot open \"%s\": %s", rd->path,
-		         strerror(errno));
-		return -1;
-	}
+	if (!f)
+		return SF_ERR(SF_ERR_IO, "cannot open \"%s\": %s", rd->path, strerror(errno));
 	char *line = NULL;
 	size_t cap = 0;
 	ssize_t len;
@@ -333,8 +349,8 @@ static int read_tasks(struct reader *rd)
 		if (len > 0 && line[len - 1] == '\r')
 			line[--len] = '\0';
 		if ((size_t)len != strlen(line))
-			rc =
-			    fail(rd, rd->line, "a NUL byte inside a line: this is not a text file");
+			rc = fail(rd, SF_ERR_INVALID, rd->line,
+			          "a NUL byte inside a line: this is not a text file");
 		else if (len == 0)
 			rc = record_end(rd, false);
 		else if (line[0] == '#' || line[0] == '+')
@@ -342,11 +358,8 @@ static int read_tasks(struct reader *rd)
 		else
 			rc = field_line(rd, line, unterminated);
 	}
-	if (rc == 0 && ferror(f)) {
-		snprintf(rd->err, sizeof rd->err, "cannot read \"%s\": %s", rd->path,
-		         strerror(errno));
-		rc = -1;
-	}
+	if (rc == 0 && ferror(f))
+		rc = SF_ERR(SF_ERR_IO, "cannot read \"%s\": %s", rd->path, strerror(errno));
 	/* the last record, when no blank line follows it */
 	if (rc == 0)
 		rc = record_end(rd, true);
@@ -375,6 +388,15 @@ static int cmp_order(const void *x, const void *y)
 	return p->i < q->i ? -1 : p->i > q->i;
 }
 
+/* A rank's last tasks that no "loss allreduce" follows. */
+static void note_incomplete(int rank, size_t tail, int step)
+{
+	fprintf(stderr,
+	        "shardflow-overlap: note: rank %d: the last %zu task(s) come after its last "
+	        "\"loss allreduce\": step %d is incomplete\n",
+	        rank, tail, step);
+}
+
 /* Numbers the steps of each rank from its submission order (see the top of the file). */
 static int assign_steps(struct reader *rd)
 {
@@ -383,18 +405,14 @@ static int assign_steps(struct reader *rd)
 		all_submit &= rd->tasks[i].has_submit;
 		all_job &= rd->tasks[i].has_job;
 	}
-	if (!all_submit && !all_job) {
-		snprintf(rd->err, sizeof rd->err,
-		         "%s: some tasks have only SubmitOrder and others only JobId: the "
-		         "submission order cannot be rebuilt",
-		         rd->path);
-		return -1;
-	}
+	if (!all_submit && !all_job)
+		return SF_ERR(SF_ERR_INVALID,
+		              "%s: some tasks have only SubmitOrder and others only JobId: the "
+		              "submission order cannot be rebuilt",
+		              rd->path);
 	struct order *o = malloc(rd->n * sizeof *o);
-	if (!o) {
-		snprintf(rd->err, sizeof rd->err, "out of memory for %zu tasks", rd->n);
-		return -1;
-	}
+	if (!o)
+		return SF_ERR(SF_ERR_NOMEM, "out of memory for %zu tasks", rd->n);
 	for (size_t i = 0; i < rd->n; i++)
 		o[i] = (struct order){i, rd->tasks[i].rank,
 		                      all_submit ? rd->tasks[i].submit : rd->tasks[i].job};
@@ -404,11 +422,7 @@ static int assign_steps(struct reader *rd)
 	for (size_t k = 0; k < rd->n; k++) {
 		if (k > 0 && o[k].rank != o[k - 1].rank) {
 			if (tail)
-				fprintf(
-				    stderr,
-				    "shardflow-overlap: note: rank %d: the last %zu task(s) come "
-				    "after its last \"loss allreduce\": step %d is incomplete\n",
-				    o[k - 1].rank, tail, step);
+				note_incomplete(o[k - 1].rank, tail, step);
 			step = 0;
 			tail = 0;
 		}
@@ -421,11 +435,7 @@ static int assign_steps(struct reader *rd)
 		}
 	}
 	if (rd->n && tail)
-		fprintf(
-		    stderr,
-		    "shardflow-overlap: note: rank %d: the last %zu task(s) come after its last "
-		    "\"loss allreduce\": step %d is incomplete\n",
-		    o[rd->n - 1].rank, tail, step);
+		note_incomplete(o[rd->n - 1].rank, tail, step);
 	free(o);
 	return 0;
 }
@@ -501,33 +511,103 @@ static void write_png(const char *svg, const char *png)
 	}
 }
 
-enum out_kind { OUT_TEXT, OUT_JSON, OUT_SVG };
-
-/* Writes one output file; returns 0 or -1 after a message on stderr. */
-static int write_file(const char *prefix, const char *suffix, enum out_kind kind,
-                      const struct reader *rd, const struct _sf_report *r, const char *title,
-                      char *path, size_t len)
+/* The files of --out: the report, the timeline and, when a converter is there, the
+ * PNG. Returns 0 or -1 after a message on stderr. */
+static int write_outputs(const char *prefix, const struct reader *rd, const struct _sf_report *rep,
+                         const char *title)
 {
-	char err[256] = "";
-	snprintf(path, len, "%s%s", prefix, suffix);
-	FILE *f = fopen(path, "w");
-	if (!f) {
-		fprintf(stderr, "shardflow-overlap: error: cannot write \"%s\": %s\n", path,
-		        strerror(errno));
+	int status = -1;
+	size_t len = strlen(prefix) + 32;
+	char *svg = malloc(len), *png = malloc(len), *deftitle = NULL;
+	if (!svg || !png) {
+		fprintf(stderr, "shardflow-overlap: error: out of memory\n");
+		goto out;
+	}
+	if (!title) {
+		size_t tl = strlen(rd->path) + 32;
+		deftitle = malloc(tl);
+		if (deftitle)
+			snprintf(deftitle, tl, "shardflow timeline - %s", rd->path);
+	}
+	if (_sf_report_write_files(prefix, rd->ev, rd->n, rep, rd->path, title ? title : deftitle) <
+	    0) {
+		fprintf(stderr, "shardflow-overlap: error: %s\n", sf_last_error());
+		goto out;
+	}
+	snprintf(svg, len, "%s.timeline.svg", prefix);
+	snprintf(png, len, "%s.timeline.png", prefix);
+	write_png(svg, png);
+	status = 0;
+out:
+	free(svg);
+	free(png);
+	free(deftitle);
+	return status;
+}
+
+struct options {
+	const char *prefix, *title, *input;
+	bool json;
+};
+
+/* The command line; exits on --help (0) and on a bad one (2). */
+static void parse_args(int argc, char **argv, struct options *o)
+{
+	bool options_done = false;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (options_done || a[0] != '-' || strcmp(a, "-") == 0) {
+			if (o->input)
+				usage_error("one TASKS.REC expected, got \"%s\" and \"%s\"",
+				            o->input, a);
+			o->input = a;
+		} else if (strcmp(a, "--") == 0) {
+			options_done = true;
+		} else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+			fputs(usage_text, stdout);
+			exit(0);
+		} else if (strcmp(a, "--json") == 0) {
+			o->json = true;
+		} else if (strcmp(a, "--out") == 0 || strcmp(a, "--title") == 0) {
+			if (i + 1 >= argc)
+				usage_error("option \"%s\" needs a value", a);
+			*(a[2] == 'o' ? &o->prefix : &o->title) = argv[++i];
+		} else if (strncmp(a, "--out=", 6) == 0) {
+			o->prefix = a + 6;
+		} else if (strncmp(a, "--title=", 8) == 0) {
+			o->title = a + 8;
+		} else {
+			usage_error("unknown option \"%s\"", a);
+		}
+	}
+	if (!o->input)
+		usage_error("no TASKS.REC given");
+	if (o->prefix && !*o->prefix)
+		usage_error("--out \"\": expected a non-empty file name prefix");
+}
+
+/* The tasks of the file, numbered into steps. Returns 0 or -1 after a message. */
+static int load(struct reader *rd)
+{
+	if (read_tasks(rd) < 0) {
+		fprintf(stderr, "shardflow-overlap: error: %s\n", sf_last_error());
 		return -1;
 	}
-	int rc = kind == OUT_TEXT ? _sf_report_write_text(r, rd->path, f)
-	         : kind == OUT_JSON
-	             ? _sf_report_write_json(r, rd->path, f)
-	             : _sf_timeline_write_svg(rd->ev, rd->n, r, title, f, err, sizeof err);
-	int saved = errno;
-	if (fclose(f) != 0 && rc == 0) {
-		saved = errno;
-		rc = -1;
+	if (rd->nskipped)
+		fprintf(stderr,
+		        "shardflow-overlap: note: %zu task(s) that are not shardflow's (StarPU's "
+		        "own, e.g. _starpu_data_acquire_pre) skipped\n",
+		        rd->nskipped);
+	if (rd->n == 0) {
+		fprintf(stderr,
+		        "shardflow-overlap: error: %s: no shardflow task among its %zu record(s) "
+		        "(%zu with other names, %zu without a Name): is this a trace of a "
+		        "shardflow run?\n",
+		        rd->path, rd->nrecords, rd->nskipped, rd->nunnamed);
+		return -1;
 	}
-	if (rc != 0) {
-		fprintf(stderr, "shardflow-overlap: error: cannot write \"%s\": %s\n", path,
-		        err[0] ? err : strerror(saved));
+	if (assign_steps(rd) < 0) {
+		fprintf(stderr, "shardflow-overlap: error: %s\n", sf_last_error());
 		return -1;
 	}
 	return 0;
@@ -535,109 +615,32 @@ static int write_file(const char *prefix, const char *suffix, enum out_kind kind
 
 int main(int argc, char **argv)
 {
-	const char *prefix = NULL, *title = NULL, *input = NULL;
-	bool json = false, options_done = false;
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (options_done || a[0] != '-' || strcmp(a, "-") == 0) {
-			if (input)
-				usage_error("one TASKS.REC expected, got \"%s\" and \"%s\"", input,
-				            a);
-			input = a;
-		} else if (strcmp(a, "--") == 0) {
-			options_done = true;
-		} else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-			fputs(usage_text, stdout);
-			return 0;
-		} else if (strcmp(a, "--json") == 0) {
-			json = true;
-		} else if (strcmp(a, "--out") == 0 || strcmp(a, "--title") == 0) {
-			if (i + 1 >= argc)
-				usage_error("option \"%s\" needs a value", a);
-			*(a[2] == 'o' ? &prefix : &title) = argv[++i];
-		} else if (strncmp(a, "--out=", 6) == 0) {
-			prefix = a + 6;
-		} else if (strncmp(a, "--title=", 8) == 0) {
-			title = a + 8;
-		} else {
-			usage_error("unknown option \"%s\"", a);
-		}
-	}
-	if (!input)
-		usage_error("no TASKS.REC given");
-	if (prefix && !*prefix)
-		usage_error("--out \"\": expected a non-empty file name prefix");
+	struct options o = {0};
+	_sf_err_quiet = true; /* main prints every error, after its own prefix */
+	parse_args(argc, argv, &o);
 
-	struct reader rd = {.path = input};
+	struct reader rd = {.path = o.input};
 	struct _sf_report rep;
 	int status = 1;
 	bool have_rep = false;
-	if (read_tasks(&rd) != 0) {
-		fprintf(stderr, "shardflow-overlap: error: %s\n", rd.err);
+	if (load(&rd) < 0)
 		goto out;
-	}
-	if (rd.nskipped)
-		fprintf(stderr,
-		        "shardflow-overlap: note: %zu task(s) that are not shardflow's (StarPU's "
-		        "own, e.g. _starpu_data_acquire_pre) skipped\n",
-		        rd.nskipped);
-	if (rd.n == 0) {
-		fprintf(stderr,
-		        "shardflow-overlap: error: %s: no shardflow task among its %zu record(s) "
-		        "(%zu with other names, %zu without a Name): is this a trace of a "
-		        "shardflow run?\n",
-		        input, rd.nrecords, rd.nskipped, rd.nunnamed);
-		goto out;
-	}
-	if (assign_steps(&rd) != 0) {
-		fprintf(stderr, "shardflow-overlap: error: %s\n", rd.err);
-		goto out;
-	}
-	char err[512] = "";
-	if (_sf_report_build(rd.ev, rd.n, &rep, err, sizeof err) != 0) {
-		fprintf(stderr, "shardflow-overlap: error: %s: %s\n", input, err);
+	if (_sf_report_build(rd.ev, rd.n, &rep) < 0) {
+		fprintf(stderr, "shardflow-overlap: error: %s: %s\n", o.input, sf_last_error());
 		goto out;
 	}
 	have_rep = true;
-	if ((json ? _sf_report_write_json(&rep, input, stdout)
-	          : _sf_report_write_text(&rep, input, stdout)) != 0 ||
-	    fflush(stdout) != 0) {
+	if (o.json)
+		_sf_report_write_json(&rep, o.input, stdout);
+	else
+		_sf_report_write_text(&rep, o.input, stdout);
+	if (ferror(stdout) || fflush(stdout) != 0) {
 		fprintf(stderr, "shardflow-overlap: error: cannot write the report on stdout: %s\n",
 		        strerror(errno));
 		goto out;
 	}
-	if (prefix) {
-		size_t len = strlen(prefix) + 32;
-		char *path = malloc(len), *svg = malloc(len), *deftitle = NULL;
-		if (!path || !svg) {
-			fprintf(stderr, "shardflow-overlap: error: out of memory\n");
-			free(path);
-			free(svg);
-			goto out;
-		}
-		if (!title) {
-			size_t tl = strlen(input) + 32;
-			deftitle = malloc(tl);
-			if (deftitle)
-				snprintf(deftitle, tl, "shardflow timeline - %s", input);
-		}
-		int rc = write_file(prefix, ".overlap.txt", OUT_TEXT, &rd, &rep, NULL, path, len);
-		if (!rc)
-			rc = write_file(prefix, ".overlap.json", OUT_JSON, &rd, &rep, NULL, path,
-			                len);
-		if (!rc)
-			rc = write_file(prefix, ".timeline.svg", OUT_SVG, &rd, &rep,
-			                title ? title : deftitle, svg, len);
-		if (!rc) {
-			snprintf(path, len, "%s.timeline.png", prefix);
-			write_png(svg, path);
-		}
-		free(path);
-		free(svg);
-		free(deftitle);
-		if (rc)
-			goto out;
-	}
+	if (o.prefix && write_outputs(o.prefix, &rd, &rep, o.title) < 0)
+		goto out;
 	status = 0;
 out:
 	if (have_rep)

@@ -8,8 +8,8 @@
 #include "trace/recorder.h"
 #include "common/error.h"
 #include "trace/report.h"
+#include "trace/write.h"
 
-#include <errno.h>
 #include <starpu.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -52,8 +52,8 @@ void _sf_recorder_destroy(struct _sf_recorder *t)
 	free(t);
 }
 
-struct _sf_event *_sf_recorder_reserve(struct _sf_recorder *t, int step, const char *name,
-                                       int kind, int layer)
+struct _sf_event *_sf_recorder_reserve(struct _sf_recorder *t, int step, const char *name, int kind,
+                                       int layer)
 {
 	if (!t || t->failed)
 		return NULL;
@@ -132,14 +132,15 @@ static const char *color(enum _sf_ev_kind k)
 	return "grey";
 }
 
-/* One event per line, so that line-oriented tools can read it too. */
+/* One event per line, so that line-oriented tools can read it too. Every name is a
+ * JSON string (_sf_json_string): a layer type's name is the user's. */
 int _sf_trace_write_chrome(const char *path, int rank, int nworkers, int comm_worker,
                            const struct _sf_event *ev, size_t n)
 {
-	FILE *f = fopen(path, "w");
-	if (!f)
-		return SF_ERR(SF_ERR_IO, "SHARDFLOW_TRACE: cannot write %s: %s", path,
-		              strerror(errno));
+	FILE *f;
+	int rc = _sf_file_create(path, &f);
+	if (rc < 0)
+		return rc;
 	fprintf(f, "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n");
 	fprintf(f,
 	        "{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": %d, \"args\": {\"name\": "
@@ -156,50 +157,34 @@ int _sf_trace_write_chrome(const char *path, int rank, int nworkers, int comm_wo
 		        rank, w, w, w == comm_worker ? "comm" : "compute");
 	for (size_t i = 0; i < n; i++) {
 		const struct _sf_event *e = &ev[i];
+		fprintf(f, "{\"name\": ");
+		_sf_json_string(f, e->name);
 		fprintf(
 		    f,
-		    "{\"name\": \"%s\", \"cat\": \"%s\", \"ph\": \"X\", \"ts\": %.3f, \"dur\": "
-		    "%.3f, \"pid\": %d, \"tid\": %d, \"cname\": \"%s\", \"args\": {\"step\": %d, "
-		    "\"layer\": %d, \"kind\": \"%s\"}}%s\n",
-		    e->name,
+		    ", \"cat\": \"%s\", \"ph\": \"X\", \"ts\": %.3f, \"dur\": %.3f, \"pid\": %d, "
+		    "\"tid\": %d, \"cname\": \"%s\", \"args\": {\"step\": %d, \"layer\": %d, "
+		    "\"kind\": \"%s\"}}%s\n",
 		    _sf_ev_is_comm(e->kind)      ? "comm"
 		    : _sf_ev_is_compute(e->kind) ? "compute"
-		                                : "other",
+		                                 : "other",
 		    e->start, e->end - e->start, e->rank, e->worker, color(e->kind), e->step,
 		    e->layer, _sf_ev_kind_name(e->kind), i + 1 < n ? "," : "");
 	}
 	fprintf(f, "]}\n");
-	int bad = ferror(f);
-	if (fclose(f) != 0 || bad)
-		return SF_ERR(SF_ERR_IO, "SHARDFLOW_TRACE: error writing %s", path);
-	return SF_OK;
+	return _sf_file_close(f, path);
 }
 
+/* Errors are raised where they are found (report.c, svg.c, write.c), so that each is
+ * printed once; their messages name the file or say what the events lack. */
 int _sf_trace_write_report(const char *prefix, const struct _sf_event *all, size_t n)
 {
 	int rc = SF_OK;
 	struct _sf_report r;
-	char err[256], path[600], src[600];
+	char src[600];
 	snprintf(src, sizeof src, "built-in trace %s.rank*.json", prefix);
-	if (_sf_report_build(all, n, &r, err, sizeof err) != 0)
-		return SF_ERR(SF_ERR_INVALID, "SHARDFLOW_TRACE: no overlap report: %s", err);
-	static const char *const ext[] = {"overlap.txt", "overlap.json", "timeline.svg"};
-	for (int k = 0; k < 3 && rc == SF_OK; k++) {
-		snprintf(path, sizeof path, "%s.%s", prefix, ext[k]);
-		FILE *f = fopen(path, "w");
-		if (!f) {
-			rc = SF_ERR(SF_ERR_IO, "SHARDFLOW_TRACE: cannot write %s: %s", path,
-			            strerror(errno));
-			break;
-		}
-		int wrc = k == 0   ? _sf_report_write_text(&r, src, f)
-		          : k == 1 ? _sf_report_write_json(&r, src, f)
-		                   : _sf_timeline_write_svg(all, n, &r, src, f, err, sizeof err);
-		if (fclose(f) != 0 || wrc != 0)
-			rc = SF_ERR(SF_ERR_IO, "SHARDFLOW_TRACE: error writing %s%s%s", path,
-			            k == 2 ? ": " : "", k == 2 ? err : "");
-	}
+	SF_CHECK(_sf_report_build(all, n, &r));
+	rc = _sf_report_write_files(prefix, all, n, &r, src, src);
 	_sf_report_free(&r);
+fail:
 	return rc;
 }
-

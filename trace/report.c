@@ -7,9 +7,10 @@
  * communication is the part of the comm union not covered by the compute union.
  */
 #include "trace/report.h"
+#include "common/error.h"
+#include "trace/write.h"
 
 #include <ctype.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -85,16 +86,6 @@ int _sf_ev_parse_name(const char *name, enum _sf_ev_kind *kind, int *layer)
 		return 0;
 	}
 	return -1;
-}
-
-void _sf_seterr(char *err, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-	if (!err || !len)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, len, fmt, ap);
-	va_end(ap);
 }
 
 static int cmp_ival(const void *x, const void *y)
@@ -178,150 +169,177 @@ void _sf_report_free(struct _sf_report *r)
 	memset(r, 0, sizeof *r);
 }
 
-int _sf_report_build(const struct _sf_event *ev, size_t n, struct _sf_report *out, char *err,
-                    size_t errlen)
+/* The sums of a total: wall, busy, exposed and ideal times (overlap and ratio are
+ * recomputed by finish). */
+static void add_figures(struct _sf_step_figures *sum, const struct _sf_step_figures *f)
 {
-	const struct _sf_event **ord = NULL;
-	struct _sf_ival *comp = NULL, *comm = NULL;
-	int *layer_count = NULL;
-	memset(out, 0, sizeof *out);
-	if (!ev || n == 0) {
-		_sf_seterr(err, errlen, "no shardflow task to report on");
-		return -1;
-	}
-	int maxlayer = -1;
+	sum->wall += f->wall;
+	sum->compute += f->compute;
+	sum->comm += f->comm;
+	sum->exposed += f->exposed;
+	sum->ideal += f->ideal;
+}
+
+/* What building a report needs besides the report itself. */
+struct build {
+	const struct _sf_event **ord; /* the events in (rank, step, start) order */
+	struct _sf_ival *comp, *comm; /* one step's intervals (room for every event) */
+	int maxlayer;                 /* the highest layer of a fwd task, -1 when none */
+	int *layer_seen;              /* maxlayer + 2 flags: layers with a stall */
+};
+
+/* Checks every event, and sizes the report (nranks, nsteps) and b->maxlayer. */
+static int scan_events(const struct _sf_event *ev, size_t n, struct _sf_report *out,
+                       struct build *b)
+{
+	b->maxlayer = -1;
 	for (size_t i = 0; i < n; i++) {
 		if (ev[i].rank < 0 || ev[i].step < 0 || ev[i].kind < 0 ||
-		    ev[i].kind >= SF_EV_NKINDS) {
-			_sf_seterr(err, errlen, "task \"%s\": bad rank %d, step %d or kind %d",
-			          ev[i].name, ev[i].rank, ev[i].step, (int)ev[i].kind);
-			return -1;
-		}
-		if (!(ev[i].end >= ev[i].start)) {
-			_sf_seterr(err, errlen,
-			          "task \"%s\" (rank %d, step %d) ends before it starts "
-			          "(%.3f < %.3f us)",
-			          ev[i].name, ev[i].rank, ev[i].step, ev[i].end, ev[i].start);
-			return -1;
-		}
+		    ev[i].kind >= SF_EV_NKINDS)
+			return SF_ERR(SF_ERR_INVALID,
+			              "task \"%s\": bad rank %d, step %d or kind %d", ev[i].name,
+			              ev[i].rank, ev[i].step, (int)ev[i].kind);
+		if (!(ev[i].end >= ev[i].start))
+			return SF_ERR(SF_ERR_INVALID,
+			              "task \"%s\" (rank %d, step %d) ends before it starts "
+			              "(%.3f < %.3f us)",
+			              ev[i].name, ev[i].rank, ev[i].step, ev[i].end, ev[i].start);
 		if (ev[i].rank + 1 > out->nranks)
 			out->nranks = ev[i].rank + 1;
 		if (ev[i].step + 1 > out->nsteps)
 			out->nsteps = ev[i].step + 1;
-		if (ev[i].kind == SF_EV_FWD && ev[i].layer > maxlayer)
-			maxlayer = ev[i].layer;
+		if (ev[i].kind == SF_EV_FWD && ev[i].layer > b->maxlayer)
+			b->maxlayer = ev[i].layer;
 	}
+	return SF_OK;
+}
+
+/* The report's per-step arrays and b's, and the events sorted into b->ord. */
+static int build_alloc(const struct _sf_event *ev, size_t n, struct _sf_report *out,
+                       struct build *b)
+{
 	size_t ncells = (size_t)out->nranks * (size_t)out->nsteps;
-	ord = malloc(n * sizeof *ord);
-	comp = malloc(n * sizeof *comp);
-	comm = malloc(n * sizeof *comm);
+	b->ord = malloc(n * sizeof *b->ord);
+	b->comp = malloc(n * sizeof *b->comp);
+	b->comm = malloc(n * sizeof *b->comm);
+	b->layer_seen = calloc((size_t)(b->maxlayer + 2), sizeof *b->layer_seen);
 	out->steps = calloc(ncells, sizeof *out->steps);
 	out->totals = calloc((size_t)out->nranks, sizeof *out->totals);
 	out->stalls = calloc(n, sizeof *out->stalls);
-	layer_count = calloc((size_t)(maxlayer + 2), sizeof *layer_count);
-	if (!ord || !comp || !comm || !out->steps || !out->totals || !out->stalls || !layer_count) {
-		_sf_seterr(err, errlen, "out of memory");
-		goto fail;
-	}
+	if (!b->ord || !b->comp || !b->comm || !b->layer_seen || !out->steps || !out->totals ||
+	    !out->stalls)
+		return SF_ERR(SF_ERR_NOMEM, "out of memory");
 	for (size_t i = 0; i < n; i++)
-		ord[i] = &ev[i];
-	qsort(ord, n, sizeof *ord, cmp_ev);
+		b->ord[i] = &ev[i];
+	qsort(b->ord, n, sizeof *b->ord, cmp_ev);
+	return SF_OK;
+}
 
-	size_t lo = 0;
+/* Wall, busy and exposed times of one rank's step: the events ord[lo, hi). */
+static void step_times(struct build *b, size_t lo, size_t hi, struct _sf_step_figures *f)
+{
+	const struct _sf_event *const *ord = b->ord;
+	size_t ncomp = 0, ncomm = 0;
+	f->t0 = ord[lo]->start;
+	double t1 = ord[lo]->end;
+	for (size_t i = lo; i < hi; i++) {
+		const struct _sf_event *e = ord[i];
+		if (e->end > t1)
+			t1 = e->end;
+		if (_sf_ev_is_compute(e->kind))
+			b->comp[ncomp++] = (struct _sf_ival){e->start, e->end};
+		else if (_sf_ev_is_comm(e->kind))
+			b->comm[ncomm++] = (struct _sf_ival){e->start, e->end};
+	}
+	f->wall = t1 - f->t0;
+	ncomp = _sf_ival_merge(b->comp, ncomp);
+	ncomm = _sf_ival_merge(b->comm, ncomm);
+	f->compute = length(b->comp, ncomp);
+	f->comm = length(b->comm, ncomm);
+	f->exposed = f->comm - overlap_len(b->comm, ncomm, b->comp, ncomp);
+	if (f->exposed < 0)
+		f->exposed = 0;
+	f->ideal = f->compute > f->comm ? f->compute : f->comm;
+	finish(f);
+}
+
+/* The stall of every fwd task of one rank's step (the events ord[lo, hi), figures f)
+ * that has a gather of its layer before it, appended to out->stalls. */
+static void step_stalls(struct build *b, size_t lo, size_t hi, const struct _sf_step_figures *f,
+                        struct _sf_report *out)
+{
+	const struct _sf_event *const *ord = b->ord;
+	for (size_t i = lo; i < hi; i++) {
+		const struct _sf_event *fw = ord[i];
+		if (fw->kind != SF_EV_FWD || fw->layer < 0)
+			continue;
+		const struct _sf_event *g = NULL;
+		for (size_t j = lo; j < hi; j++)
+			if (ord[j]->kind == SF_EV_GATHER && ord[j]->layer == fw->layer &&
+			    ord[j]->start <= fw->start && (!g || ord[j]->start > g->start))
+				g = ord[j];
+		if (!g)
+			continue;
+		double prev = f->t0;
+		for (size_t j = lo; j < hi; j++)
+			if (ord[j] != fw && _sf_ev_is_compute(ord[j]->kind) &&
+			    ord[j]->end <= fw->start && ord[j]->end > prev)
+				prev = ord[j]->end;
+		double until = g->end < fw->start ? g->end : fw->start;
+		double s = until - prev;
+		out->stalls[out->nstalls++] =
+		    (struct _sf_stall){f->rank, f->step, fw->layer, s > 0 ? s : 0};
+		b->layer_seen[fw->layer] = 1;
+	}
+}
+
+/* The figures and stalls of every (rank, step), and the per-rank totals. */
+static int build_steps(struct build *b, size_t n, struct _sf_report *out)
+{
+	size_t ncells = (size_t)out->nranks * (size_t)out->nsteps, lo = 0;
 	for (size_t c = 0; c < ncells; c++) {
 		int rank = (int)(c / (size_t)out->nsteps), step = (int)(c % (size_t)out->nsteps);
 		size_t hi = lo;
-		while (hi < n && ord[hi]->rank == rank && ord[hi]->step == step)
+		while (hi < n && b->ord[hi]->rank == rank && b->ord[hi]->step == step)
 			hi++;
-		if (hi == lo) {
-			_sf_seterr(err, errlen,
-			          "step %d has no task on rank %d (ranks 0..%d, steps 0..%d "
-			          "seen): incomplete trace?",
-			          step, rank, out->nranks - 1, out->nsteps - 1);
-			goto fail;
-		}
+		if (hi == lo)
+			return SF_ERR(SF_ERR_INVALID,
+			              "step %d has no task on rank %d (ranks 0..%d, steps 0..%d "
+			              "seen): incomplete trace?",
+			              step, rank, out->nranks - 1, out->nsteps - 1);
 		struct _sf_step_figures *f = &out->steps[c];
-		size_t ncomp = 0, ncomm = 0;
 		f->rank = rank;
 		f->step = step;
-		f->t0 = ord[lo]->start;
-		double t1 = ord[lo]->end;
-		for (size_t i = lo; i < hi; i++) {
-			const struct _sf_event *e = ord[i];
-			if (e->end > t1)
-				t1 = e->end;
-			if (_sf_ev_is_compute(e->kind))
-				comp[ncomp++] = (struct _sf_ival){e->start, e->end};
-			else if (_sf_ev_is_comm(e->kind))
-				comm[ncomm++] = (struct _sf_ival){e->start, e->end};
-		}
-		f->wall = t1 - f->t0;
-		/* stalls need the unmerged compute intervals: do them first */
-		for (size_t i = lo; i < hi; i++) {
-			const struct _sf_event *fw = ord[i];
-			if (fw->kind != SF_EV_FWD || fw->layer < 0)
-				continue;
-			const struct _sf_event *g = NULL;
-			for (size_t j = lo; j < hi; j++)
-				if (ord[j]->kind == SF_EV_GATHER && ord[j]->layer == fw->layer &&
-				    ord[j]->start <= fw->start && (!g || ord[j]->start > g->start))
-					g = ord[j];
-			if (!g)
-				continue;
-			double prev = f->t0;
-			for (size_t j = lo; j < hi; j++)
-				if (ord[j] != fw && _sf_ev_is_compute(ord[j]->kind) &&
-				    ord[j]->end <= fw->start && ord[j]->end > prev)
-					prev = ord[j]->end;
-			double until = g->end < fw->start ? g->end : fw->start;
-			double s = until - prev;
-			out->stalls[out->nstalls++] =
-			    (struct _sf_stall){rank, step, fw->layer, s > 0 ? s : 0};
-			layer_count[fw->layer] = 1;
-		}
-		ncomp = _sf_ival_merge(comp, ncomp);
-		ncomm = _sf_ival_merge(comm, ncomm);
-		f->compute = length(comp, ncomp);
-		f->comm = length(comm, ncomm);
-		f->exposed = f->comm - overlap_len(comm, ncomm, comp, ncomp);
-		if (f->exposed < 0)
-			f->exposed = 0;
-		f->ideal = f->compute > f->comm ? f->compute : f->comm;
-		finish(f);
-
+		step_times(b, lo, hi, f);
+		step_stalls(b, lo, hi, f, out);
 		struct _sf_step_figures *t = &out->totals[rank];
 		t->rank = rank;
 		t->step = -1;
-		t->wall += f->wall;
-		t->compute += f->compute;
-		t->comm += f->comm;
-		t->exposed += f->exposed;
-		t->ideal += f->ideal;
+		add_figures(t, f);
 		lo = hi;
 	}
 	out->all.rank = out->all.step = -1;
 	for (int r = 0; r < out->nranks; r++) {
 		finish(&out->totals[r]);
-		out->all.wall += out->totals[r].wall;
-		out->all.compute += out->totals[r].compute;
-		out->all.comm += out->totals[r].comm;
-		out->all.exposed += out->totals[r].exposed;
-		out->all.ideal += out->totals[r].ideal;
+		add_figures(&out->all, &out->totals[r]);
 	}
 	finish(&out->all);
+	return SF_OK;
+}
 
-	for (int l = 0; l <= maxlayer; l++)
-		out->nlayers += layer_count[l];
+/* Per layer with a stall, ascending: the mean and the max of its stalls. */
+static int layer_stalls(const struct build *b, struct _sf_report *out)
+{
+	for (int l = 0; l <= b->maxlayer; l++)
+		out->nlayers += b->layer_seen[l];
 	out->layers = calloc((size_t)out->nlayers + 1, sizeof *out->layers);
 	out->layer_stall_mean = calloc((size_t)out->nlayers + 1, sizeof(double));
 	out->layer_stall_max = calloc((size_t)out->nlayers + 1, sizeof(double));
-	if (!out->layers || !out->layer_stall_mean || !out->layer_stall_max) {
-		_sf_seterr(err, errlen, "out of memory");
-		goto fail;
-	}
+	if (!out->layers || !out->layer_stall_mean || !out->layer_stall_max)
+		return SF_ERR(SF_ERR_NOMEM, "out of memory");
 	int k = 0;
-	for (int l = 0; l <= maxlayer; l++) {
-		if (!layer_count[l])
+	for (int l = 0; l <= b->maxlayer; l++) {
+		if (!b->layer_seen[l])
 			continue;
 		double sum = 0, mx = 0;
 		size_t cnt = 0;
@@ -337,18 +355,28 @@ int _sf_report_build(const struct _sf_event *ev, size_t n, struct _sf_report *ou
 		out->layer_stall_max[k] = mx;
 		k++;
 	}
-	free(ord);
-	free(comp);
-	free(comm);
-	free(layer_count);
-	return 0;
+	return SF_OK;
+}
+
+int _sf_report_build(const struct _sf_event *ev, size_t n, struct _sf_report *out)
+{
+	int rc = SF_OK;
+	struct build b = {0};
+	memset(out, 0, sizeof *out);
+	if (!ev || n == 0)
+		return SF_ERR(SF_ERR_INVALID, "no shardflow task to report on");
+	SF_CHECK(scan_events(ev, n, out, &b));
+	SF_CHECK(build_alloc(ev, n, out, &b));
+	SF_CHECK(build_steps(&b, n, out));
+	SF_CHECK(layer_stalls(&b, out));
 fail:
-	free(ord);
-	free(comp);
-	free(comm);
-	free(layer_count);
-	_sf_report_free(out);
-	return -1;
+	free(b.ord);
+	free(b.comp);
+	free(b.comm);
+	free(b.layer_seen);
+	if (rc < 0)
+		_sf_report_free(out);
+	return rc;
 }
 
 static void row(FILE *f, const char *who, const struct _sf_step_figures *s)
@@ -358,7 +386,7 @@ static void row(FILE *f, const char *who, const struct _sf_step_figures *s)
 	        s->ratio);
 }
 
-int _sf_report_write_text(const struct _sf_report *r, const char *source, FILE *f)
+void _sf_report_write_text(const struct _sf_report *r, const char *source, FILE *f)
 {
 	static const char *head =
 	    "               wall ms compute ms    comm ms exposed ms  overlap "
@@ -389,7 +417,6 @@ int _sf_report_write_text(const struct _sf_report *r, const char *source, FILE *
 	for (int i = 0; i < r->nlayers; i++)
 		fprintf(f, "  L%-4d mean %9.3f   max %9.3f\n", r->layers[i],
 		        r->layer_stall_mean[i] / 1e3, r->layer_stall_max[i] / 1e3);
-	return ferror(f) ? -1 : 0;
 }
 
 static void json_fig(FILE *f, const struct _sf_step_figures *s)
@@ -402,25 +429,10 @@ static void json_fig(FILE *f, const struct _sf_step_figures *s)
 	        s->overlap, s->ideal / 1e3, s->ratio);
 }
 
-static void json_str(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (; s && *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		if (c == '"' || c == '\\')
-			fprintf(f, "\\%c", c);
-		else if (c < 0x20)
-			fprintf(f, "\\u%04x", c);
-		else
-			fputc(c, f);
-	}
-	fputc('"', f);
-}
-
-int _sf_report_write_json(const struct _sf_report *r, const char *source, FILE *f)
+void _sf_report_write_json(const struct _sf_report *r, const char *source, FILE *f)
 {
 	fprintf(f, "{\n  \"source\": ");
-	json_str(f, source ? source : "");
+	_sf_json_string(f, source);
 	fprintf(f, ",\n  \"ranks\": %d,\n  \"steps\": %d,\n  \"per_step\": [\n", r->nranks,
 	        r->nsteps);
 	for (int i = 0; i < r->nranks * r->nsteps; i++) {
@@ -442,5 +454,43 @@ int _sf_report_write_json(const struct _sf_report *r, const char *source, FILE *
 		        r->layers[i], r->layer_stall_mean[i] / 1e3, r->layer_stall_max[i] / 1e3,
 		        i + 1 < r->nlayers ? "," : "");
 	fprintf(f, "  ]\n}\n");
-	return ferror(f) ? -1 : 0;
+}
+
+enum out_kind { OUT_TEXT, OUT_JSON, OUT_SVG };
+
+/* Writes <prefix>.<the kind's suffix>. */
+static int write_file(const char *prefix, enum out_kind kind, const struct _sf_event *ev, size_t n,
+                      const struct _sf_report *r, const char *source, const char *title)
+{
+	static const char *const suffix[] = {"overlap.txt", "overlap.json", "timeline.svg"};
+	int rc = SF_OK;
+	FILE *f;
+	size_t len = strlen(prefix) + 16;
+	char *path = malloc(len);
+	if (!path)
+		return SF_ERR(SF_ERR_NOMEM, "out of memory");
+	snprintf(path, len, "%s.%s", prefix, suffix[kind]);
+	SF_CHECK(_sf_file_create(path, &f));
+	if (kind == OUT_TEXT)
+		_sf_report_write_text(r, source, f);
+	else if (kind == OUT_JSON)
+		_sf_report_write_json(r, source, f);
+	else
+		rc = _sf_timeline_write_svg(ev, n, r, title, f);
+	if (rc == SF_OK)
+		rc = _sf_file_close(f, path);
+	else
+		fclose(f); /* the error is raised: a second one would hide it */
+fail:
+	free(path);
+	return rc;
+}
+
+int _sf_report_write_files(const char *prefix, const struct _sf_event *ev, size_t n,
+                           const struct _sf_report *r, const char *source, const char *title)
+{
+	int rc = SF_OK;
+	for (int k = OUT_TEXT; k <= OUT_SVG && rc == SF_OK; k++)
+		rc = write_file(prefix, (enum out_kind)k, ev, n, r, source, title);
+	return rc;
 }

@@ -9,9 +9,10 @@
  * "fwd L3 linear", "loss", "bwd L3 linear", "rs L3", "opt L3", ...), so one parser
  * of names and one computation serve both, and the two reports can be compared.
  *
- * This code (report.c, svg.c) is the convenience library libsftrace, linked into
- * libshardflow and into the tool; it uses
- * no StarPU and no MPI.
+ * This code (report.c, svg.c, write.c) is the convenience library libsftrace, linked
+ * into libshardflow and into the tool; it uses no StarPU and no MPI. Its functions
+ * return SF_OK or a negative status and raise their errors with SF_ERR
+ * (common/error.h): the message is in sf_last_error().
  */
 #ifndef SF_TRACE_REPORT_H
 #define SF_TRACE_REPORT_H
@@ -21,10 +22,6 @@
 #include <stdio.h>
 
 #include "trace/event.h"
-
-/* Formats an error message into err (errlen bytes; nothing when err is NULL). */
-void _sf_seterr(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
 
 /* A time interval [a, b). */
 struct _sf_ival {
@@ -68,22 +65,32 @@ struct _sf_report {
 };
 
 /* Builds the report of n events (any order). Every step must have at least one
- * task on every rank seen. Returns 0, or -1 with a message in err (errlen bytes). */
-int _sf_report_build(const struct _sf_event *ev, size_t n, struct _sf_report *out, char *err,
-                    size_t errlen);
+ * task on every rank seen. Returns SF_OK, or SF_ERR_INVALID (events that make no
+ * report) or SF_ERR_NOMEM, with *out empty. */
+int _sf_report_build(const struct _sf_event *ev, size_t n, struct _sf_report *out);
 void _sf_report_free(struct _sf_report *r);
+
+/* The writers below leave errors of the stream f to its owner (ferror, fclose; see
+ * _sf_file_close in trace/write.h), who knows the file's name. */
 
 /* The report for a person: a header saying what each column means, one line per
  * rank and step, totals per rank and overall, and the per-layer stalls. */
-int _sf_report_write_text(const struct _sf_report *r, const char *source, FILE *f);
+void _sf_report_write_text(const struct _sf_report *r, const char *source, FILE *f);
 /* The same figures for a script (milliseconds). */
-int _sf_report_write_json(const struct _sf_report *r, const char *source, FILE *f);
+void _sf_report_write_json(const struct _sf_report *r, const char *source, FILE *f);
 
-/* Timeline picture (scheduler/svg.c): one row per worker per rank, compute and comm
- * in two colours, exposed comm marked, step boundaries drawn. Events may come in
- * any order; title may be NULL (a default is used) and r may be NULL (no step lines
- * or summary). Returns 0 or -1 with a message in err. */
+/* Timeline picture (trace/svg.c): one row per worker per rank, compute and comm in
+ * two colours, exposed comm marked, step boundaries drawn. Events may come in any
+ * order; title may be NULL (a default is used) and r may be NULL (no step lines or
+ * summary). Returns SF_OK, or SF_ERR_INVALID (no event, or times that cannot be
+ * drawn) or SF_ERR_NOMEM. */
 int _sf_timeline_write_svg(const struct _sf_event *ev, size_t n, const struct _sf_report *r,
-                          const char *title, FILE *f, char *err, size_t errlen);
+                           const char *title, FILE *f);
+
+/* Writes <prefix>.overlap.txt and <prefix>.overlap.json (headed by source) and
+ * <prefix>.timeline.svg (headed by title) from the report r of the n events ev.
+ * Returns SF_OK or the first error (a file that cannot be written is named). */
+int _sf_report_write_files(const char *prefix, const struct _sf_event *ev, size_t n,
+                           const struct _sf_report *r, const char *source, const char *title);
 
 #endif

@@ -16,9 +16,10 @@
  * disappears.
  */
 #include "trace/report.h"
+#include "common/error.h"
+#include "trace/write.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,23 +37,6 @@
 #define COLOR_OTHER "#b0b0b0"
 #define COLOR_EXPOSED "#d62728"
 #define COLOR_STEP "#555555"
-
-/* Writes s with &, <, >, " and ' escaped, and control characters (invalid in XML 1.0)
- * replaced by '?'. */
-static void xml_text(FILE *f, const char *s)
-{
-	for (; s && *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		switch (c) {
-		case '&': fputs("&amp;", f); break;
-		case '<': fputs("&lt;", f); break;
-		case '>': fputs("&gt;", f); break;
-		case '"': fputs("&quot;", f); break;
-		case '\'': fputs("&apos;", f); break;
-		default: fputc(c < 0x20 && c != '\t' && c != '\n' ? '?' : c, f); break;
-		}
-	}
-}
 
 struct row {
 	int rank, worker;
@@ -127,74 +111,29 @@ static void legend_item(FILE *f, double x, double y, const char *color, const ch
 	fprintf(f, "<text x=\"%.1f\" y=\"%.1f\">%s</text>\n", x + 19, y, label);
 }
 
-/* The exposed-comm bands of one rank: comm union minus compute union. */
-static void write_exposed(FILE *f, const struct _sf_event *ev, size_t n, int rank,
-                          const struct row *rows, size_t nrows, const struct scale *sc,
-                          struct _sf_ival *comm, struct _sf_ival *comp, struct _sf_ival *diff)
-{
-	size_t ncomm = 0, ncomp = 0;
-	for (size_t i = 0; i < n; i++) {
-		if (ev[i].rank != rank)
-			continue;
-		if (_sf_ev_is_comm(ev[i].kind))
-			comm[ncomm++] = (struct _sf_ival){ev[i].start, ev[i].end};
-		else if (_sf_ev_is_compute(ev[i].kind))
-			comp[ncomp++] = (struct _sf_ival){ev[i].start, ev[i].end};
-	}
-	ncomm = _sf_ival_merge(comm, ncomm);
-	ncomp = _sf_ival_merge(comp, ncomp);
-	size_t nd = subtract(comm, ncomm, comp, ncomp, diff);
-	if (!nd)
-		return;
-	for (size_t r = 0; r < nrows; r++) {
-		if (rows[r].rank != rank || !rows[r].comm)
-			continue;
-		fprintf(f, "<g fill=\"%s\">\n", COLOR_EXPOSED);
-		for (size_t i = 0; i < nd; i++) {
-			double x = xpos(sc, diff[i].a), w = (diff[i].b - diff[i].a) * sc->px_per_us;
-			fprintf(f,
-			        "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\">"
-			        "<title>rank %d: exposed communication %.3f ms (%.3f to %.3f ms)"
-			        "</title></rect>\n",
-			        x, rows[r].y + ROW_H + 1, w < 1 ? 1 : w, BAND_H, rank,
-			        (diff[i].b - diff[i].a) / 1e3, (diff[i].a - sc->t0) / 1e3,
-			        (diff[i].b - sc->t0) / 1e3);
-		}
-		fprintf(f, "</g>\n");
-	}
-}
+/* Where everything goes: the rows, the time scale, the heights. */
+struct layout {
+	struct row *rows; /* the distinct (rank, worker) pairs, sorted */
+	size_t nrows;
+	struct scale sc;
+	double span;        /* µs on the time axis (> 0) */
+	double plot_bottom; /* below the last row */
+	double height;      /* of the picture */
+};
 
-int _sf_timeline_write_svg(const struct _sf_event *ev, size_t n, const struct _sf_report *r,
-                          const char *title, FILE *f, char *err, size_t errlen)
+/* Checks the events' times and lays them out: rows in lay->rows (room for n), the
+ * scale and the heights. */
+static int lay_out(const struct _sf_event *ev, size_t n, struct layout *lay)
 {
-	struct row *rows = NULL;
-	struct _sf_ival *comm = NULL, *comp = NULL, *diff = NULL;
-	int rc = -1;
-	if (!ev || !n || !f) {
-		_sf_seterr(err, errlen, "timeline: no task to draw (%zu events)", n);
-		return -1;
-	}
-	if (!title)
-		title = "shardflow timeline";
-
-	/* rows: the distinct (rank, worker) pairs, sorted */
-	rows = malloc(n * sizeof *rows);
-	comm = malloc(n * sizeof *comm);
-	comp = malloc(n * sizeof *comp);
-	diff = malloc(2 * n * sizeof *diff);
-	if (!rows || !comm || !comp || !diff) {
-		_sf_seterr(err, errlen, "timeline: out of memory for %zu events", n);
-		goto out;
-	}
+	struct row *rows = lay->rows;
 	struct scale sc = {ev[0].start, ev[0].end, 0};
 	for (size_t i = 0; i < n; i++) {
-		if (!(ev[i].end >= ev[i].start) || !isfinite(ev[i].start) || !isfinite(ev[i].end)) {
-			_sf_seterr(err, errlen,
-			          "timeline: task \"%s\" (rank %d, worker %d) has times %g..%g us: "
-			          "expected finite times with end >= start",
-			          ev[i].name, ev[i].rank, ev[i].worker, ev[i].start, ev[i].end);
-			goto out;
-		}
+		if (!(ev[i].end >= ev[i].start) || !isfinite(ev[i].start) || !isfinite(ev[i].end))
+			return SF_ERR(
+			    SF_ERR_INVALID,
+			    "timeline: task \"%s\" (rank %d, worker %d) has times %g..%g us: "
+			    "expected finite times with end >= start",
+			    ev[i].name, ev[i].rank, ev[i].worker, ev[i].start, ev[i].end);
 		rows[i] = (struct row){ev[i].rank, ev[i].worker, false, 0};
 		if (ev[i].start < sc.t0)
 			sc.t0 = ev[i].start;
@@ -216,13 +155,20 @@ int _sf_timeline_write_svg(const struct _sf_event *ev, size_t n, const struct _s
 		rows[i].y = y;
 		y += ROW_H + BAND_H + 4;
 	}
-	double plot_bottom = y;
-	double height = plot_bottom + AXIS_H;
-	double span = sc.t1 - sc.t0;
-	if (span <= 0)
-		span = 1; /* one instantaneous task: any scale will do */
-	sc.px_per_us = (SVG_WIDTH - LEFT - RIGHT) / span;
+	lay->nrows = nrows;
+	lay->plot_bottom = y;
+	lay->height = lay->plot_bottom + AXIS_H;
+	lay->span = sc.t1 - sc.t0;
+	if (lay->span <= 0)
+		lay->span = 1; /* one instantaneous task: any scale will do */
+	sc.px_per_us = (SVG_WIDTH - LEFT - RIGHT) / lay->span;
+	lay->sc = sc;
+	return SF_OK;
+}
 
+/* The XML prolog, the <svg> element, the title and the run's summary. */
+static void write_head(FILE *f, const char *title, const struct _sf_report *r, double height)
+{
 	fprintf(f,
 	        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
 	        "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"%.0f\" "
@@ -231,7 +177,7 @@ int _sf_timeline_write_svg(const struct _sf_event *ev, size_t n, const struct _s
 	        SVG_WIDTH, height, SVG_WIDTH, height);
 	fprintf(f, "<rect x=\"0\" y=\"0\" width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
 	fprintf(f, "<text x=\"%.1f\" y=\"24\" font-size=\"17\" font-weight=\"bold\">", LEFT);
-	xml_text(f, title);
+	_sf_xml_text(f, title);
 	fprintf(f, "</text>\n");
 	if (r)
 		fprintf(f,
@@ -239,8 +185,10 @@ int _sf_timeline_write_svg(const struct _sf_event *ev, size_t n, const struct _s
 		        "%d step(s); overlap %.3f, exposed comm %.3f ms of %.3f ms</text>\n",
 		        SVG_WIDTH - RIGHT, r->nranks, r->nsteps, r->all.overlap,
 		        r->all.exposed / 1e3, r->all.comm / 1e3);
+}
 
-	/* legend */
+static void write_legend(FILE *f)
+{
 	double lx = LEFT, ly = 50;
 	legend_item(f, lx, ly, COLOR_COMPUTE, "compute (fwd, bwd, loss, opt)");
 	legend_item(f, lx + 230, ly, COLOR_COMM, "communication (gather, rs, ag, loss allreduce)");
@@ -252,96 +200,166 @@ int _sf_timeline_write_svg(const struct _sf_event *ev, size_t n, const struct _s
 	        "stroke-dasharray=\"4,3\"/>\n",
 	        lx + 1070, ly - 11, lx + 1070, ly + 1, COLOR_STEP);
 	fprintf(f, "<text x=\"%.1f\" y=\"%.1f\">step start</text>\n", lx + 1076, ly);
+}
 
-	/* row backgrounds and labels */
-	for (size_t i = 0; i < nrows; i++) {
+/* Row backgrounds and labels. */
+static void write_rows(FILE *f, const struct layout *lay)
+{
+	for (size_t i = 0; i < lay->nrows; i++) {
+		const struct row *rw = &lay->rows[i];
 		fprintf(f,
 		        "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
 		        "fill=\"%s\"/>\n",
-		        LEFT, rows[i].y, SVG_WIDTH - LEFT - RIGHT, ROW_H,
+		        LEFT, rw->y, SVG_WIDTH - LEFT - RIGHT, ROW_H,
 		        i % 2 ? "#f4f4f4" : "#ebebeb");
 		fprintf(f,
 		        "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">rank %d / worker "
 		        "%d%s</text>\n",
-		        LEFT - 8, rows[i].y + ROW_H - 6, rows[i].rank, rows[i].worker,
-		        rows[i].comm ? " (comm)" : "");
+		        LEFT - 8, rw->y + ROW_H - 6, rw->rank, rw->worker,
+		        rw->comm ? " (comm)" : "");
 	}
+}
 
-	/* time axis: ticks in ms from the first task */
-	double step_ms = tick_step(span / 1e3, 10);
+/* The time axis: grid lines and ticks in ms from the first task. */
+static void write_axis(FILE *f, const struct layout *lay)
+{
+	const struct scale *sc = &lay->sc;
+	double step_ms = tick_step(lay->span / 1e3, 10);
 	int decimals = step_ms >= 1 ? 0 : (int)ceil(-log10(step_ms) - 1e-9);
 	fprintf(f, "<g stroke=\"#999\" stroke-width=\"0.5\">\n");
-	int nticks = (int)floor(span / 1e3 / step_ms + 1e-6) + 1;
+	int nticks = (int)floor(lay->span / 1e3 / step_ms + 1e-6) + 1;
 	for (int k = 0; k < nticks; k++) {
-		double x = xpos(&sc, sc.t0 + k * step_ms * 1e3);
+		double x = xpos(sc, sc->t0 + k * step_ms * 1e3);
 		fprintf(f, "<line x1=\"%.2f\" y1=\"%.1f\" x2=\"%.2f\" y2=\"%.1f\"/>\n", x, TOP - 4,
-		        x, plot_bottom + 5);
+		        x, lay->plot_bottom + 5);
 	}
 	fprintf(f, "</g>\n<g text-anchor=\"middle\" fill=\"#333\">\n");
 	for (int k = 0; k < nticks; k++)
 		fprintf(f, "<text x=\"%.2f\" y=\"%.1f\">%.*f</text>\n",
-		        xpos(&sc, sc.t0 + k * step_ms * 1e3), plot_bottom + 19, decimals,
+		        xpos(sc, sc->t0 + k * step_ms * 1e3), lay->plot_bottom + 19, decimals,
 		        k * step_ms);
 	fprintf(f, "</g>\n<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">time (ms)</text>\n",
-	        LEFT + (SVG_WIDTH - LEFT - RIGHT) / 2, plot_bottom + 38);
+	        LEFT + (SVG_WIDTH - LEFT - RIGHT) / 2, lay->plot_bottom + 38);
+}
 
-	/* tasks */
+/* One rectangle per task, with its tooltip. */
+static void write_tasks(FILE *f, const struct _sf_event *ev, size_t n, const struct layout *lay)
+{
+	const struct scale *sc = &lay->sc;
 	for (size_t i = 0; i < n; i++) {
 		const struct _sf_event *e = &ev[i];
-		const struct row *rw = find_row(rows, nrows, e->rank, e->worker);
-		double x = xpos(&sc, e->start), w = (e->end - e->start) * sc.px_per_us;
+		const struct row *rw = find_row(lay->rows, lay->nrows, e->rank, e->worker);
+		double x = xpos(sc, e->start), w = (e->end - e->start) * sc->px_per_us;
 		fprintf(f,
 		        "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" fill=\"%s\" "
 		        "stroke=\"white\" stroke-width=\"0.3\"><title>",
 		        x, rw->y + 2, w < 1 ? 1 : w, ROW_H - 4, color_of(e->kind));
-		xml_text(f, e->name);
+		_sf_xml_text(f, e->name);
 		fprintf(f,
 		        " (rank %d / worker %d, step %d): %.3f ms, from %.3f ms</title></rect>\n",
 		        e->rank, e->worker, e->step, (e->end - e->start) / 1e3,
-		        (e->start - sc.t0) / 1e3);
+		        (e->start - sc->t0) / 1e3);
 	}
+}
 
-	/* exposed communication, per rank */
-	for (size_t i = 0; i < nrows; i++)
-		if (i == 0 || rows[i].rank != rows[i - 1].rank)
-			write_exposed(f, ev, n, rows[i].rank, rows, nrows, &sc, comm, comp, diff);
-
-	/* step boundaries: each rank's steps start at its own time */
-	if (r && r->steps) {
-		for (int i = 0; i < r->nranks * r->nsteps; i++) {
-			const struct _sf_step_figures *s = &r->steps[i];
-			double y0 = -1, y1 = -1;
-			for (size_t k = 0; k < nrows; k++) {
-				if (rows[k].rank != s->rank)
-					continue;
-				if (y0 < 0)
-					y0 = rows[k].y;
-				y1 = rows[k].y + ROW_H + BAND_H + 1;
-			}
-			if (y0 < 0)
-				continue;
-			double x = xpos(&sc, s->t0);
-			fprintf(
-			    f,
-			    "<line x1=\"%.2f\" y1=\"%.1f\" x2=\"%.2f\" y2=\"%.1f\" stroke=\"%s\" "
-			    "stroke-width=\"1.2\" stroke-dasharray=\"4,3\"/>\n",
-			    x, y0 - 3, x, y1 + 2, COLOR_STEP);
-			fprintf(
-			    f,
-			    "<text x=\"%.2f\" y=\"%.1f\" font-size=\"10\" fill=\"%s\">step "
-			    "%d<title>rank %d step %d: wall %.3f ms, overlap %.3f</title></text>\n",
-			    x + 2, y0 - 4, COLOR_STEP, s->step, s->rank, s->step, s->wall / 1e3,
-			    s->overlap);
+/* The exposed-comm bands of one rank: comm union minus compute union. comm, comp
+ * (n each) and diff (2n) are scratch. */
+static void write_exposed(FILE *f, const struct _sf_event *ev, size_t n, int rank,
+                          const struct layout *lay, struct _sf_ival *comm, struct _sf_ival *comp,
+                          struct _sf_ival *diff)
+{
+	const struct scale *sc = &lay->sc;
+	size_t ncomm = 0, ncomp = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (ev[i].rank != rank)
+			continue;
+		if (_sf_ev_is_comm(ev[i].kind))
+			comm[ncomm++] = (struct _sf_ival){ev[i].start, ev[i].end};
+		else if (_sf_ev_is_compute(ev[i].kind))
+			comp[ncomp++] = (struct _sf_ival){ev[i].start, ev[i].end};
+	}
+	ncomm = _sf_ival_merge(comm, ncomm);
+	ncomp = _sf_ival_merge(comp, ncomp);
+	size_t nd = subtract(comm, ncomm, comp, ncomp, diff);
+	if (!nd)
+		return;
+	for (size_t r = 0; r < lay->nrows; r++) {
+		const struct row *rw = &lay->rows[r];
+		if (rw->rank != rank || !rw->comm)
+			continue;
+		fprintf(f, "<g fill=\"%s\">\n", COLOR_EXPOSED);
+		for (size_t i = 0; i < nd; i++) {
+			double x = xpos(sc, diff[i].a), w = (diff[i].b - diff[i].a) * sc->px_per_us;
+			fprintf(f,
+			        "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\">"
+			        "<title>rank %d: exposed communication %.3f ms (%.3f to %.3f ms)"
+			        "</title></rect>\n",
+			        x, rw->y + ROW_H + 1, w < 1 ? 1 : w, BAND_H, rank,
+			        (diff[i].b - diff[i].a) / 1e3, (diff[i].a - sc->t0) / 1e3,
+			        (diff[i].b - sc->t0) / 1e3);
 		}
+		fprintf(f, "</g>\n");
 	}
+}
+
+/* Step boundaries: each rank's steps start at its own time. */
+static void write_step_lines(FILE *f, const struct _sf_report *r, const struct layout *lay)
+{
+	for (int i = 0; i < r->nranks * r->nsteps; i++) {
+		const struct _sf_step_figures *s = &r->steps[i];
+		double y0 = -1, y1 = -1;
+		for (size_t k = 0; k < lay->nrows; k++) {
+			if (lay->rows[k].rank != s->rank)
+				continue;
+			if (y0 < 0)
+				y0 = lay->rows[k].y;
+			y1 = lay->rows[k].y + ROW_H + BAND_H + 1;
+		}
+		if (y0 < 0)
+			continue;
+		double x = xpos(&lay->sc, s->t0);
+		fprintf(f,
+		        "<line x1=\"%.2f\" y1=\"%.1f\" x2=\"%.2f\" y2=\"%.1f\" stroke=\"%s\" "
+		        "stroke-width=\"1.2\" stroke-dasharray=\"4,3\"/>\n",
+		        x, y0 - 3, x, y1 + 2, COLOR_STEP);
+		fprintf(f,
+		        "<text x=\"%.2f\" y=\"%.1f\" font-size=\"10\" fill=\"%s\">step "
+		        "%d<title>rank %d step %d: wall %.3f ms, overlap %.3f</title></text>\n",
+		        x + 2, y0 - 4, COLOR_STEP, s->step, s->rank, s->step, s->wall / 1e3,
+		        s->overlap);
+	}
+}
+
+int _sf_timeline_write_svg(const struct _sf_event *ev, size_t n, const struct _sf_report *r,
+                           const char *title, FILE *f)
+{
+	int rc = SF_OK;
+	struct layout lay = {0};
+	struct _sf_ival *comm = NULL, *comp = NULL, *diff = NULL;
+	if (!ev || !n || !f)
+		return SF_ERR(SF_ERR_INVALID, "timeline: no task to draw (%zu events)", n);
+	lay.rows = malloc(n * sizeof *lay.rows);
+	comm = malloc(n * sizeof *comm);
+	comp = malloc(n * sizeof *comp);
+	diff = malloc(2 * n * sizeof *diff);
+	if (!lay.rows || !comm || !comp || !diff) {
+		rc = SF_ERR(SF_ERR_NOMEM, "timeline: out of memory for %zu events", n);
+		goto fail;
+	}
+	SF_CHECK(lay_out(ev, n, &lay));
+	write_head(f, title ? title : "shardflow timeline", r, lay.height);
+	write_legend(f);
+	write_rows(f, &lay);
+	write_axis(f, &lay);
+	write_tasks(f, ev, n, &lay);
+	for (size_t i = 0; i < lay.nrows; i++) /* per rank */
+		if (i == 0 || lay.rows[i].rank != lay.rows[i - 1].rank)
+			write_exposed(f, ev, n, lay.rows[i].rank, &lay, comm, comp, diff);
+	if (r && r->steps)
+		write_step_lines(f, r, &lay);
 	fprintf(f, "</svg>\n");
-	if (ferror(f)) {
-		_sf_seterr(err, errlen, "timeline: writing the SVG failed");
-		goto out;
-	}
-	rc = 0;
-out:
-	free(rows);
+fail:
+	free(lay.rows);
 	free(comm);
 	free(comp);
 	free(diff);
