@@ -283,7 +283,7 @@ struct sf_param_tensor {
  */
 struct sf_layer_type {
 	int api_version;  /**< SF_LAYER_API_VERSION */
-	const char *name; /**< unique type name, e.g. "scale" */
+	const char *name; /**< unique type name, e.g. "rms_norm" */
 	int min_inputs;   /**< 1..SF_MAX_INPUTS */
 	int max_inputs;
 	/** Bit i set: input i takes an integer node (sf_graph_int_input(), token ids);
