@@ -111,6 +111,122 @@ static int parse_float(const char *s, float lo, float hi, float *out)
 	return 0;
 }
 
+/* The options that take a value, in the order of the usage text. */
+enum option {
+	OPT_EPOCHS,
+	OPT_BATCH,
+	OPT_LR,
+	OPT_WEIGHT_DECAY,
+	OPT_WIDTHS,
+	OPT_ACTIVATION,
+	OPT_SEED,
+	OPT_DATA_DIR,
+	OPT_CHECKPOINT_DIR,
+	OPT_CHECKPOINT_EVERY,
+	OPT_MAX_STEPS,
+	OPT_PROGRESS_EVERY,
+	OPT_EXPORT,
+	OPT_INIT,
+	NOPTIONS
+};
+
+static const char *const option_names[NOPTIONS] = {
+    [OPT_EPOCHS] = "--epochs",
+    [OPT_BATCH] = "--batch",
+    [OPT_LR] = "--lr",
+    [OPT_WEIGHT_DECAY] = "--weight-decay",
+    [OPT_WIDTHS] = "--widths",
+    [OPT_ACTIVATION] = "--activation",
+    [OPT_SEED] = "--seed",
+    [OPT_DATA_DIR] = "--data-dir",
+    [OPT_CHECKPOINT_DIR] = "--checkpoint-dir",
+    [OPT_CHECKPOINT_EVERY] = "--checkpoint-every",
+    [OPT_MAX_STEPS] = "--max-steps",
+    [OPT_PROGRESS_EVERY] = "--progress-every",
+    [OPT_EXPORT] = "--export",
+    [OPT_INIT] = "--init",
+};
+
+/* --widths A,B,...,C: 0 ok, 2 bad usage */
+static int parse_widths(const char *val, struct options *o)
+{
+	int64_t v = 0;
+	o->nwidths = 0;
+	char *copy = strdup(val), *save = NULL;
+	for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		if (o->nwidths == MAX_WIDTHS || parse_i64(t, 1, 1 << 20, &v)) {
+			free(copy);
+			return bad_usage("--widths \"%s\" is invalid: expected 2 to %d "
+			                 "positive integers separated by commas",
+			                 val, MAX_WIDTHS);
+		}
+		o->widths[o->nwidths++] = (int)v;
+	}
+	free(copy);
+	if (o->nwidths < 2)
+		return bad_usage("--widths \"%s\" is invalid: expected at least the input "
+		                 "width and the number of classes",
+		                 val);
+	return 0;
+}
+
+/* A positive number of steps, the value of option `name`: 0 ok, 2 bad usage */
+static int parse_steps(const char *name, const char *val, int64_t *out)
+{
+	if (parse_i64(val, 1, INT64_MAX, out))
+		return bad_usage("%s \"%s\" is invalid: expected a positive number of steps", name,
+		                 val);
+	return 0;
+}
+
+/* The value of option k: 0 ok, 2 bad usage */
+static int parse_value(enum option k, char *val, struct options *o)
+{
+	int64_t v = 0;
+	switch (k) {
+	case OPT_EPOCHS:
+		if (parse_i64(val, 1, 100000, &v))
+			return bad_usage("--epochs \"%s\" is invalid: expected 1..100000", val);
+		o->epochs = (int)v;
+		break;
+	case OPT_BATCH:
+		if (parse_i64(val, 1, 1 << 20, &v))
+			return bad_usage("--batch \"%s\" is invalid: expected 1..1048576", val);
+		o->batch = (int)v;
+		break;
+	case OPT_LR:
+		if (parse_float(val, 1e-9f, 10.0f, &o->lr))
+			return bad_usage("--lr \"%s\" is invalid: expected a number in (0, 10]",
+			                 val);
+		break;
+	case OPT_WEIGHT_DECAY:
+		if (parse_float(val, 0.0f, 1.0f, &o->weight_decay))
+			return bad_usage("--weight-decay \"%s\" is invalid: expected 0..1", val);
+		break;
+	case OPT_WIDTHS: return parse_widths(val, o);
+	case OPT_ACTIVATION:
+		if (strcmp(val, "gelu") && strcmp(val, "relu"))
+			return bad_usage("--activation \"%s\" is invalid: expected gelu or relu",
+			                 val);
+		o->relu = !strcmp(val, "relu");
+		break;
+	case OPT_SEED:
+		if (parse_i64(val, 0, INT64_MAX, &v))
+			return bad_usage("--seed \"%s\" is invalid: expected an integer >= 0", val);
+		o->seed = (uint64_t)v;
+		break;
+	case OPT_DATA_DIR: o->data_dir = val; break;
+	case OPT_CHECKPOINT_DIR: o->ckpt_dir = val; break;
+	case OPT_CHECKPOINT_EVERY: return parse_steps(option_names[k], val, &o->ckpt_every);
+	case OPT_MAX_STEPS: return parse_steps(option_names[k], val, &o->max_steps);
+	case OPT_PROGRESS_EVERY: return parse_steps(option_names[k], val, &o->progress_every);
+	case OPT_EXPORT: o->export_path = val; break;
+	case OPT_INIT: o->init_path = val; break;
+	case NOPTIONS: break;
+	}
+	return 0;
+}
+
 /* 0 ok, 1 --help printed, 2 bad usage */
 static int parse(int argc, char **argv, struct options *o)
 {
@@ -143,24 +259,10 @@ static int parse(int argc, char **argv, struct options *o)
 			o->resume = 1;
 			continue;
 		}
-		static const char *const known[] = {"--epochs",
-		                                    "--batch",
-		                                    "--lr",
-		                                    "--weight-decay",
-		                                    "--widths",
-		                                    "--activation",
-		                                    "--seed",
-		                                    "--data-dir",
-		                                    "--checkpoint-dir",
-		                                    "--checkpoint-every",
-		                                    "--max-steps",
-		                                    "--progress-every",
-		                                    "--export",
-		                                    "--init"};
 		int k = -1;
-		for (size_t j = 0; j < sizeof known / sizeof known[0]; j++)
-			if (!strcmp(name, known[j]))
-				k = (int)j;
+		for (int j = 0; j < NOPTIONS; j++)
+			if (!strcmp(name, option_names[j]))
+				k = j;
 		if (k < 0)
 			return bad_usage("unknown option \"%s\"", name);
 		if (!val) {
@@ -168,89 +270,9 @@ static int parse(int argc, char **argv, struct options *o)
 				return bad_usage("option %s needs a value", name);
 			val = argv[++i];
 		}
-		int64_t v = 0;
-		switch (k) {
-		case 0:
-			if (parse_i64(val, 1, 100000, &v))
-				return bad_usage("--epochs \"%s\" is invalid: expected 1..100000",
-				                 val);
-			o->epochs = (int)v;
-			break;
-		case 1:
-			if (parse_i64(val, 1, 1 << 20, &v))
-				return bad_usage("--batch \"%s\" is invalid: expected 1..1048576",
-				                 val);
-			o->batch = (int)v;
-			break;
-		case 2:
-			if (parse_float(val, 1e-9f, 10.0f, &o->lr))
-				return bad_usage(
-				    "--lr \"%s\" is invalid: expected a number in (0, 10]", val);
-			break;
-		case 3:
-			if (parse_float(val, 0.0f, 1.0f, &o->weight_decay))
-				return bad_usage("--weight-decay \"%s\" is invalid: expected 0..1",
-				                 val);
-			break;
-		case 4: {
-			o->nwidths = 0;
-			char *copy = strdup(val), *save = NULL;
-			for (char *t = strtok_r(copy, ",", &save); t;
-			     t = strtok_r(NULL, ",", &save)) {
-				if (o->nwidths == MAX_WIDTHS || parse_i64(t, 1, 1 << 20, &v)) {
-					free(copy);
-					return bad_usage(
-					    "--widths \"%s\" is invalid: expected 2 to %d "
-					    "positive integers separated by commas",
-					    val, MAX_WIDTHS);
-				}
-				o->widths[o->nwidths++] = (int)v;
-			}
-			free(copy);
-			if (o->nwidths < 2)
-				return bad_usage(
-				    "--widths \"%s\" is invalid: expected at least the input "
-				    "width and the number of classes",
-				    val);
-			break;
-		}
-		case 5:
-			if (strcmp(val, "gelu") && strcmp(val, "relu"))
-				return bad_usage(
-				    "--activation \"%s\" is invalid: expected gelu or relu", val);
-			o->relu = !strcmp(val, "relu");
-			break;
-		case 6:
-			if (parse_i64(val, 0, INT64_MAX, &v))
-				return bad_usage(
-				    "--seed \"%s\" is invalid: expected an integer >= 0", val);
-			o->seed = (uint64_t)v;
-			break;
-		case 7: o->data_dir = val; break;
-		case 8: o->ckpt_dir = val; break;
-		case 9:
-			if (parse_i64(val, 1, INT64_MAX, &o->ckpt_every))
-				return bad_usage("--checkpoint-every \"%s\" is invalid: expected a "
-				                 "positive number of steps",
-				                 val);
-			break;
-		case 10:
-			if (parse_i64(val, 1, INT64_MAX, &o->max_steps))
-				return bad_usage(
-				    "--max-steps \"%s\" is invalid: expected a positive "
-				    "number of steps",
-				    val);
-			break;
-		case 11:
-			if (parse_i64(val, 1, INT64_MAX, &o->progress_every))
-				return bad_usage(
-				    "--progress-every \"%s\" is invalid: expected a positive "
-				    "number of steps",
-				    val);
-			break;
-		case 12: o->export_path = val; break;
-		case 13: o->init_path = val; break;
-		}
+		int rc = parse_value((enum option)k, val, o);
+		if (rc)
+			return rc;
 	}
 	if (o->resume && !o->ckpt_dir)
 		return bad_usage("--resume needs --checkpoint-dir");
@@ -292,6 +314,8 @@ struct run {
 	int rank, size, first, rows, classes, dim;
 	float *x, *logits;
 	int32_t *y;
+	int64_t per_epoch, total; /* steps per epoch, and in all */
+	int64_t step, epoch, b0;  /* steps done; the epoch and its next batch */
 };
 
 /* Test-set loss and accuracy: the set is cut into global batches (the last one
@@ -348,47 +372,54 @@ static float cosine_lr(const struct options *o, int64_t step, int64_t total)
 	return (float)(o->lr * 0.5 * (1.0 + cos(M_PI * p))) + 1e-9f;
 }
 
-int main(int argc, char **argv)
+/* <dir>/<set>-images-idx3-ubyte.gz and <dir>/<set>-labels-idx1-ubyte.gz */
+static int load_set(const char *dir, const char *set, struct sf_dataset *ds)
 {
-	struct run r = {0};
-	sf_graph *g = NULL;
-	int status = 1;
-	int prc = parse(argc, argv, &r.o);
-	if (prc)
-		return prc == 1 ? 0 : 2;
-	struct options *o = &r.o;
-
-	CHECK(sf_init(&argc, &argv, &r.ctx));
-	CHECK(sf_context_world(r.ctx, &r.rank, &r.size));
-
 	char ip[1024], lp[1024];
-	snprintf(ip, sizeof ip, "%s/train-images-idx3-ubyte.gz", o->data_dir);
-	snprintf(lp, sizeof lp, "%s/train-labels-idx1-ubyte.gz", o->data_dir);
-	CHECK(sf_dataset_load_idx(ip, lp, &r.train));
-	snprintf(ip, sizeof ip, "%s/t10k-images-idx3-ubyte.gz", o->data_dir);
-	snprintf(lp, sizeof lp, "%s/t10k-labels-idx1-ubyte.gz", o->data_dir);
-	CHECK(sf_dataset_load_idx(ip, lp, &r.test));
-	r.dim = r.train.dim;
-	r.classes = o->widths[o->nwidths - 1];
-	if (o->widths[0] != r.dim || r.classes < r.train.classes) {
-		if (r.rank == 0)
+	snprintf(ip, sizeof ip, "%s/%s-images-idx3-ubyte.gz", dir, set);
+	snprintf(lp, sizeof lp, "%s/%s-labels-idx1-ubyte.gz", dir, set);
+	return sf_dataset_load_idx(ip, lp, ds);
+}
+
+/* The training and test sets, and --widths and --batch checked against them. */
+static int load_data(struct run *r)
+{
+	const struct options *o = &r->o;
+	int status = -1;
+	CHECK(load_set(o->data_dir, "train", &r->train));
+	CHECK(load_set(o->data_dir, "t10k", &r->test));
+	r->dim = r->train.dim;
+	r->classes = o->widths[o->nwidths - 1];
+	if (o->widths[0] != r->dim || r->classes < r->train.classes) {
+		if (r->rank == 0)
 			fprintf(stderr,
 			        PROG ": --widths must start with the image size %d and end with at "
 			             "least %d classes (got %d ... %d)\n",
-			        r.dim, r.train.classes, o->widths[0], r.classes);
+			        r->dim, r->train.classes, o->widths[0], r->classes);
 		goto done;
 	}
-	if (o->batch > r.train.n || o->batch < r.size) {
-		if (r.rank == 0)
+	if (o->batch > r->train.n || o->batch < r->size) {
+		if (r->rank == 0)
 			fprintf(stderr, PROG ": --batch %d must lie in [%d ranks, %lld samples]\n",
-			        o->batch, r.size, (long long)r.train.n);
+			        o->batch, r->size, (long long)r->train.n);
 		goto done;
 	}
+	r->per_epoch = r->train.n / o->batch;
+	r->total = r->per_epoch * o->epochs;
+	status = 0;
+done:
+	return status;
+}
 
-	int x, lab, h, loss;
+/* The MLP of --widths trained with AdamW, and this rank's batch buffers. */
+static int build_model(struct run *r)
+{
+	const struct options *o = &r->o;
+	sf_graph *g = NULL;
+	int status = -1, x, lab, h, loss;
 	CHECK(sf_graph_create("fashion_mnist", &g));
-	CHECK(sf_graph_input(g, "pixels", r.dim, &x));
-	CHECK(sf_graph_label_input(g, "label", r.classes, &lab));
+	CHECK(sf_graph_input(g, "pixels", r->dim, &x));
+	CHECK(sf_graph_label_input(g, "label", r->classes, &lab));
 	h = x;
 	for (int i = 1; i < o->nwidths; i++) {
 		char name[32];
@@ -405,26 +436,33 @@ int main(int argc, char **argv)
 	mo.optimizer = SF_OPT_ADAMW;
 	mo.lr = o->lr;
 	mo.weight_decay = o->weight_decay;
-	CHECK(sf_model_create(r.ctx, g, &mo, &r.m));
-	CHECK(sf_model_local_rows(r.m, &r.first, &r.rows));
-	r.x = malloc((size_t)r.rows * (size_t)r.dim * sizeof(float));
-	r.y = malloc((size_t)r.rows * sizeof(int32_t));
-	r.logits = malloc((size_t)r.rows * (size_t)r.classes * sizeof(float));
-	if (!r.x || !r.y || !r.logits) {
+	CHECK(sf_model_create(r->ctx, g, &mo, &r->m));
+	CHECK(sf_model_local_rows(r->m, &r->first, &r->rows));
+	r->x = malloc((size_t)r->rows * (size_t)r->dim * sizeof(float));
+	r->y = malloc((size_t)r->rows * sizeof(int32_t));
+	r->logits = malloc((size_t)r->rows * (size_t)r->classes * sizeof(float));
+	if (!r->x || !r->y || !r->logits) {
 		fprintf(stderr, PROG ": out of memory\n");
 		goto done;
 	}
+	status = 0;
+done:
+	sf_graph_destroy(g); /* the model keeps what it needs */
+	return status;
+}
 
-	int64_t per_epoch = r.train.n / o->batch;
-	int64_t total = per_epoch * o->epochs;
-	int64_t step = 0, epoch = 0, b0 = 0;
+/* --init's weights, then --resume's checkpoint and training position. */
+static int restore(struct run *r)
+{
+	const struct options *o = &r->o;
+	int status = -1;
 	if (o->init_path)
-		CHECK(sf_model_import_safetensors(r.m, o->init_path));
+		CHECK(sf_model_import_safetensors(r->m, o->init_path));
 	if (o->resume) {
 		struct sf_checkpoint_info info;
-		CHECK(sf_checkpoint_load(r.m, o->ckpt_dir, &info));
+		CHECK(sf_checkpoint_load(r->m, o->ckpt_dir, &info));
 		if (info.data_seed != o->seed) {
-			if (r.rank == 0)
+			if (r->rank == 0)
 				fprintf(stderr,
 				        PROG
 				        ": the checkpoint was trained with --seed %llu, not %llu\n",
@@ -432,108 +470,192 @@ int main(int argc, char **argv)
 				        (unsigned long long)o->seed);
 			goto done;
 		}
-		step = info.step, epoch = info.epoch, b0 = info.batch;
-		if (r.rank == 0)
+		r->step = info.step, r->epoch = info.epoch, r->b0 = info.batch;
+		if (r->rank == 0)
 			fprintf(stderr,
 			        PROG ": resumed from %s at step %lld (epoch %lld, batch %lld)\n",
-			        o->ckpt_dir, (long long)step, (long long)epoch + 1, (long long)b0);
+			        o->ckpt_dir, (long long)r->step, (long long)r->epoch + 1,
+			        (long long)r->b0);
 	}
+	status = 0;
+done:
+	return status;
+}
+
+static void print_banner(const struct run *r)
+{
 	size_t np = 0;
-	sf_model_param_count(r.m, &np);
-	if (r.rank == 0)
+	sf_model_param_count(r->m, &np);
+	if (r->rank == 0)
 		fprintf(stderr,
 		        PROG
 		        ": %d rank(s), %zu parameters, %lld training / %lld test images, batch "
 		        "%d, %lld steps per epoch, %d epochs\n",
-		        r.size, np, (long long)r.train.n, (long long)r.test.n, o->batch,
-		        (long long)per_epoch, o->epochs);
+		        r->size, np, (long long)r->train.n, (long long)r->test.n, r->o.batch,
+		        (long long)r->per_epoch, r->o.epochs);
+}
 
-	double t_start = now(), t_epoch = now(), since_loss = 0;
-	int64_t since_n = 0, done_here = 0;
-	double epoch_loss = 0;
-	int64_t epoch_n = 0;
-	int64_t prev_ticket = -1;
-	double acc = 0, tl = 0;
-	int stopped = 0;
-	for (; epoch < o->epochs && !stopped; epoch++, b0 = 0) {
-		for (int64_t b = b0; b < per_epoch; b++) {
-			if (o->max_steps && step >= o->max_steps) {
-				stopped = 1;
-				b0 = b;
-				break;
-			}
-			CHECK(sf_dataset_batch(&r.train, o->seed, epoch, b, o->batch, r.first,
-			                       r.rows, r.x, r.y));
-			CHECK(sf_model_set_lr(r.m, cosine_lr(o, step, total)));
-			const float *in[1] = {r.x};
-			struct sf_batch batch = {.ninputs = 1, .inputs = in, .labels = r.y};
-			int64_t ticket;
-			CHECK(sf_model_step(r.m, &batch, &ticket));
-			/* read the previous step's loss: one step stays in flight */
-			if (prev_ticket >= 0) {
-				double l;
-				CHECK(sf_model_loss(r.m, prev_ticket, &l));
-				since_loss += l, since_n++, epoch_loss += l, epoch_n++;
-			}
-			prev_ticket = ticket;
-			step++, done_here++;
-			if (o->ckpt_every && step % o->ckpt_every == 0) {
-				struct sf_checkpoint_info info = {step, epoch, b + 1, o->seed};
-				if (b + 1 == per_epoch)
-					info.epoch = epoch + 1, info.batch = 0;
-				CHECK(sf_checkpoint_save(r.m, o->ckpt_dir, &info));
-			}
-			if (step % o->progress_every == 0 && r.rank == 0 && since_n) {
-				double el = now() - t_start;
-				double rate = (double)done_here * o->batch / el;
-				char eta[32];
-				int64_t left = total - step;
-				if (o->max_steps && o->max_steps - step < left)
-					left = o->max_steps - step;
-				fmt_eta((double)left * o->batch / rate, eta, sizeof eta);
-				printf("epoch %lld/%d step %lld/%lld loss %.4f samples/s %.1f eta "
-				       "%s\n",
-				       (long long)epoch + 1, o->epochs, (long long)step,
-				       (long long)total, since_loss / (double)since_n, rate, eta);
-				fflush(stdout);
-				since_loss = 0, since_n = 0;
-			}
-		}
-		if (prev_ticket >= 0) {
-			double l;
-			CHECK(sf_model_loss(r.m, prev_ticket, &l));
-			since_loss += l, since_n++, epoch_loss += l, epoch_n++;
-			prev_ticket = -1;
-		}
-		if (stopped)
+/* What the training loop measures for its progress and epoch lines. */
+struct meter {
+	double t_start, t_epoch;       /* when training, and this epoch, started */
+	double since_loss, epoch_loss; /* loss sums since the last progress line, this epoch */
+	int64_t since_n, epoch_n;      /* ... and their counts */
+	int64_t done_here;             /* steps run by this process (not resumed ones) */
+	int64_t prev_ticket;           /* the step whose loss is not read yet, or -1 */
+};
+
+/* Reads the loss of the step left in flight, if any, into the sums. */
+static int take_loss(struct run *r, struct meter *mt)
+{
+	int status = -1;
+	if (mt->prev_ticket >= 0) {
+		double l;
+		CHECK(sf_model_loss(r->m, mt->prev_ticket, &l));
+		mt->since_loss += l, mt->since_n++, mt->epoch_loss += l, mt->epoch_n++;
+		mt->prev_ticket = -1;
+	}
+	status = 0;
+done:
+	return status;
+}
+
+/* Rank 0, every --progress-every steps: the mean loss since the last line, the rate
+ * and the time left. */
+static void print_progress(const struct run *r, struct meter *mt)
+{
+	const struct options *o = &r->o;
+	if (r->step % o->progress_every != 0 || r->rank != 0 || !mt->since_n)
+		return;
+	double el = now() - mt->t_start;
+	double rate = (double)mt->done_here * o->batch / el;
+	char eta[32];
+	int64_t left = r->total - r->step;
+	if (o->max_steps && o->max_steps - r->step < left)
+		left = o->max_steps - r->step;
+	fmt_eta((double)left * o->batch / rate, eta, sizeof eta);
+	printf("epoch %lld/%d step %lld/%lld loss %.4f samples/s %.1f eta %s\n",
+	       (long long)r->epoch + 1, o->epochs, (long long)r->step, (long long)r->total,
+	       mt->since_loss / (double)mt->since_n, rate, eta);
+	fflush(stdout);
+	mt->since_loss = 0, mt->since_n = 0;
+}
+
+/* The steps of epoch r->epoch from batch r->b0 to its end, or until --max-steps:
+ * then *stopped is set and r->b0 is the next batch. One step stays in flight while
+ * the next is submitted; its loss is read before returning. */
+static int train_epoch(struct run *r, struct meter *mt, int *stopped)
+{
+	const struct options *o = &r->o;
+	int status = -1;
+	for (int64_t b = r->b0; b < r->per_epoch; b++) {
+		if (o->max_steps && r->step >= o->max_steps) {
+			*stopped = 1;
+			r->b0 = b;
 			break;
-		CHECK(evaluate(&r, &tl, &acc));
-		if (r.rank == 0) {
-			printf("epoch %lld time %.1f train_loss %.4f test_loss %.4f test_accuracy "
-			       "%.4f\n",
-			       (long long)epoch + 1, now() - t_epoch,
-			       epoch_n ? epoch_loss / (double)epoch_n : 0.0, tl, acc);
-			fflush(stdout);
 		}
-		if (o->ckpt_dir && !o->ckpt_every) {
-			struct sf_checkpoint_info info = {step, epoch + 1, 0, o->seed};
-			CHECK(sf_checkpoint_save(r.m, o->ckpt_dir, &info));
+		CHECK(sf_dataset_batch(&r->train, o->seed, r->epoch, b, o->batch, r->first, r->rows,
+		                       r->x, r->y));
+		CHECK(sf_model_set_lr(r->m, cosine_lr(o, r->step, r->total)));
+		const float *in[1] = {r->x};
+		struct sf_batch batch = {.ninputs = 1, .inputs = in, .labels = r->y};
+		int64_t ticket;
+		CHECK(sf_model_step(r->m, &batch, &ticket));
+		if (take_loss(r, mt) < 0) /* the previous step's */
+			goto done;
+		mt->prev_ticket = ticket;
+		r->step++, mt->done_here++;
+		if (o->ckpt_every && r->step % o->ckpt_every == 0) {
+			struct sf_checkpoint_info info = {r->step, r->epoch, b + 1, o->seed};
+			if (b + 1 == r->per_epoch)
+				info.epoch = r->epoch + 1, info.batch = 0;
+			CHECK(sf_checkpoint_save(r->m, o->ckpt_dir, &info));
 		}
-		t_epoch = now(), epoch_loss = 0, epoch_n = 0;
+		print_progress(r, mt);
 	}
-	if (stopped) {
-		/* (unless the periodic save just wrote this very step) */
-		if (o->ckpt_dir && !(o->ckpt_every && step % o->ckpt_every == 0)) {
-			struct sf_checkpoint_info info = {step, epoch, b0, o->seed};
-			CHECK(sf_checkpoint_save(r.m, o->ckpt_dir, &info));
-		}
-		CHECK(evaluate(&r, &tl, &acc));
-		if (r.rank == 0)
-			fprintf(stderr, PROG ": stopped after %lld steps (--max-steps)\n",
-			        (long long)step);
+	if (take_loss(r, mt) < 0)
+		goto done;
+	status = 0;
+done:
+	return status;
+}
+
+/* After a whole epoch: the test set, the epoch line, and a checkpoint unless
+ * --checkpoint-every says when. */
+static int end_epoch(struct run *r, struct meter *mt, double *tl, double *acc)
+{
+	const struct options *o = &r->o;
+	int status = -1;
+	CHECK(evaluate(r, tl, acc));
+	if (r->rank == 0) {
+		printf("epoch %lld time %.1f train_loss %.4f test_loss %.4f test_accuracy %.4f\n",
+		       (long long)r->epoch + 1, now() - mt->t_epoch,
+		       mt->epoch_n ? mt->epoch_loss / (double)mt->epoch_n : 0.0, *tl, *acc);
+		fflush(stdout);
 	}
-	if (o->export_path)
-		CHECK(sf_model_export_safetensors(r.m, o->export_path));
+	if (o->ckpt_dir && !o->ckpt_every) {
+		struct sf_checkpoint_info info = {r->step, r->epoch + 1, 0, o->seed};
+		CHECK(sf_checkpoint_save(r->m, o->ckpt_dir, &info));
+	}
+	mt->t_epoch = now(), mt->epoch_loss = 0, mt->epoch_n = 0;
+	status = 0;
+done:
+	return status;
+}
+
+/* The epochs from the current position; *stopped when --max-steps ends them early. */
+static int train(struct run *r, double *tl, double *acc, int *stopped)
+{
+	struct meter mt = {.t_start = now(), .t_epoch = now(), .prev_ticket = -1};
+	for (; r->epoch < r->o.epochs; r->epoch++, r->b0 = 0) {
+		if (train_epoch(r, &mt, stopped) < 0)
+			return -1;
+		if (*stopped)
+			return 0;
+		if (end_epoch(r, &mt, tl, acc) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* Stopped by --max-steps: a checkpoint of the position (unless the periodic save
+ * just wrote this very step) and the test set. */
+static int end_stopped(struct run *r, double *tl, double *acc)
+{
+	const struct options *o = &r->o;
+	int status = -1;
+	if (o->ckpt_dir && !(o->ckpt_every && r->step % o->ckpt_every == 0)) {
+		struct sf_checkpoint_info info = {r->step, r->epoch, r->b0, o->seed};
+		CHECK(sf_checkpoint_save(r->m, o->ckpt_dir, &info));
+	}
+	CHECK(evaluate(r, tl, acc));
+	if (r->rank == 0)
+		fprintf(stderr, PROG ": stopped after %lld steps (--max-steps)\n",
+		        (long long)r->step);
+	status = 0;
+done:
+	return status;
+}
+
+int main(int argc, char **argv)
+{
+	struct run r = {0};
+	int status = 1, stopped = 0;
+	double acc = 0, tl = 0;
+	int prc = parse(argc, argv, &r.o);
+	if (prc)
+		return prc == 1 ? 0 : 2;
+
+	CHECK(sf_init(&argc, &argv, &r.ctx));
+	CHECK(sf_context_world(r.ctx, &r.rank, &r.size));
+	if (load_data(&r) < 0 || build_model(&r) < 0 || restore(&r) < 0)
+		goto done;
+	print_banner(&r);
+	if (train(&r, &tl, &acc, &stopped) < 0)
+		goto done;
+	if (stopped && end_stopped(&r, &tl, &acc) < 0)
+		goto done;
+	if (r.o.export_path)
+		CHECK(sf_model_export_safetensors(r.m, r.o.export_path));
 	if (r.rank == 0) {
 		printf("test_accuracy %.4f\n", acc);
 		fflush(stdout);
@@ -547,7 +669,6 @@ done:
 	sf_dataset_free(&r.test);
 	if (r.m && sf_model_destroy(r.m) < 0)
 		status = 1;
-	sf_graph_destroy(g);
 	if (r.ctx && status != 0 && r.size > 1) {
 		/* the other ranks may wait in a collective this rank will never join */
 		fprintf(stderr, PROG ": rank %d failed; aborting the job\n", r.rank);

@@ -291,7 +291,7 @@ struct sf_param_tensor {
  */
 struct sf_layer_type {
 	int api_version;  /**< SF_LAYER_API_VERSION */
-	const char *name; /**< unique type name, e.g. "scale" */
+	const char *name; /**< unique type name, e.g. "rms_norm" */
 	int min_inputs;   /**< 1..SF_MAX_INPUTS */
 	int max_inputs;
 	/** Bit i set: input i takes an integer node (sf_graph_int_input(), token ids);
@@ -358,8 +358,10 @@ enum sf_optimizer { SF_OPT_SGD = 0, SF_OPT_ADAMW };
 
 struct sf_model_options {
 	/** Global samples per step (rows, or sequences of T rows), default 64. It must be
-	 *  >= the number of ranks: with N ranks, rank r takes batch / N samples, and the
-	 *  first batch % N ranks one more each (sf_model_local_rows()). */
+	 *  >= the number of ranks N (sf_model_create() refuses a smaller one): rank r
+	 *  takes batch / N samples and the first batch % N ranks one more each, in rank
+	 *  order (sf_model_local_rows(); 64 on 3 ranks: 22, 21, 21). The loss is the mean
+	 *  over the global batch, so any N makes the update 1 rank makes. */
 	int batch;
 	uint64_t seed;               /**< parameter initialisation seed, default 1 */
 	enum sf_optimizer optimizer; /**< default SF_OPT_SGD */
@@ -389,7 +391,9 @@ SF_API int sf_model_create(sf_context *ctx, const sf_graph *g, const struct sf_m
 SF_API int sf_model_destroy(sf_model *m);
 
 /** This rank's slice of the global batch: samples [*first, *first + *rows) (each a
- *  sequence of T rows when the graph has one). */
+ *  sequence of T rows when the graph has one), with N ranks *rows = batch / N, plus
+ *  one on the first batch % N ranks, and *first = r * (batch / N) + min(r, batch % N)
+ *  on rank r (see sf_model_options::batch). */
 SF_API int sf_model_local_rows(const sf_model *m, int *first, int *rows);
 
 /** One step's data: this rank's rows only (sf_model_local_rows()). */

@@ -1,10 +1,13 @@
 #!/bin/sh
 # custom_layer.sh — proves that a user-registered layer type works end to end.
 #
-# examples/custom_layer registers a "scale" layer (y = x * s + t) through
+# examples/custom_layer registers an "rms_norm" layer (y = x / rms(x) * g, with a
+# saved buffer: 1/rms per row, written by forward, read by backward) through
 # sf_layer_type_register. This test checks, in TAP:
 #  - its kernels pass their own finite-difference check (custom_layer --check; its
-#    TAP lines are repeated here as diagnostics);
+#    TAP lines are repeated here as diagnostics), and that check covers what the
+#    layer API asks of a kernel: the saved buffer in both buffer layouts, dx added
+#    to (accumulate[0]), dparams added to (accumulate_dparams), no dx buffer;
 #  - it trains on 1 rank (run directly) and on 2 ranks (through tests/run-mpi.sh),
 #    and on each the final loss is below the first step's loss;
 #  - the 1-rank and 2-rank final losses agree within 1e-4 relative: the data are
@@ -25,7 +28,7 @@ trap 'rm -rf "$tmp"' EXIT INT TERM
 
 n=0
 failed=0
-echo "1..9"
+echo "1..10"
 
 # result COND_STATUS DESCRIPTION: one TAP line from a shell status (0 = pass).
 result() {
@@ -74,7 +77,7 @@ limit() {
 	fi
 }
 
-# 1. the kernels against finite differences
+# 1-2. the kernels against finite differences, and what the check covers
 limit "$prog" --check >"$tmp/check.out" 2>"$tmp/check.err"
 rc=$?
 diag_file "$tmp/check.out"
@@ -84,8 +87,16 @@ passed=$(grep -c '^ok ' "$tmp/check.out")
 [ $rc -eq 0 ] && [ -n "$planned" ] && [ "$planned" -gt 0 ] && [ "$passed" -eq "$planned" ] &&
 	! grep -q '^not ok' "$tmp/check.out"
 result $? "custom_layer --check: ${passed}/${planned:-?} finite-difference checks pass (exit $rc)"
+missing=
+for what in "dx vs finite differences" "dg vs finite differences" \
+	"forward saves 1/rms(x) per row" "accumulate adds to dx" \
+	"accumulate_dparams adds to dg" "no dx buffer when need_dinput is 0"; do
+	grep -qF "$what" "$tmp/check.out" || missing="$missing; $what"
+done
+[ -z "$missing" ]
+result $? "custom_layer --check covers the saved buffer, both accumulate flags and a missing dx${missing:+ (missing${missing#;})}"
 
-# 2-3. one rank, run directly
+# 3-4. one rank, run directly
 limit "$prog" --steps $steps >"$tmp/np1.out" 2>"$tmp/np1.err"
 rc=$?
 [ $rc -ne 0 ] && diag_file "$tmp/np1.out" && diag_file "$tmp/np1.err"
@@ -95,7 +106,7 @@ result $? "1 rank: $steps steps and a final_loss (exit $rc)"
 falls "$tmp/np1.out"
 result $? "1 rank: the loss falls"
 
-# 4-5. two ranks, through the test wrapper (time limit, --oversubscribe, root)
+# 5-6. two ranks, through the test wrapper (time limit, --oversubscribe, root)
 np2=
 if [ -f "$top_srcdir/tests/run-mpi.sh" ]; then
 	np2="sh $top_srcdir/tests/run-mpi.sh 2"
@@ -114,7 +125,7 @@ if [ -n "$np2" ]; then
 	falls "$tmp/np2.out"
 	result $? "2 ranks: the loss falls"
 
-	# 6. the same problem on 1 and 2 ranks gives the same loss
+	# 7. the same problem on 1 and 2 ranks gives the same loss
 	l1=$(final_loss "$tmp/np1.out")
 	l2=$(final_loss "$tmp/np2.out")
 	echo "# final_loss: 1 rank ${l1:-missing}, 2 ranks ${l2:-missing}"
@@ -131,7 +142,7 @@ else
 	skip "1-rank and 2-rank final_loss agree" "no mpirun"
 fi
 
-# 7-8. a bad option: status 2, usage on stderr, nothing on stdout
+# 8-9. a bad option: status 2, usage on stderr, nothing on stdout
 limit "$prog" --no-such-option >"$tmp/bad.out" 2>"$tmp/bad.err"
 rc=$?
 [ $rc -eq 2 ]
@@ -139,7 +150,7 @@ result $? "an unknown option exits with status 2 (got $rc)"
 grep -q '^usage:' "$tmp/bad.err" && [ ! -s "$tmp/bad.out" ]
 result $? "an unknown option prints the usage on stderr only"
 
-# 9. --help: usage on stdout, status 0
+# 10. --help: usage on stdout, status 0
 limit "$prog" --help >"$tmp/help.out" 2>&1
 rc=$?
 [ $rc -eq 0 ] && grep -q '^usage:' "$tmp/help.out"

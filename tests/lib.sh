@@ -21,7 +21,7 @@
 # and sets $top_builddir, $top_srcdir (absolute; make's AM_TESTS_ENVIRONMENT sets
 # them, a manual run defaults both to this script's directory/..), $tmp (a fresh
 # directory removed on exit), $RUN_MPI, $MLP (examples/mlp_synthetic),
-# $TRAIN_DUMP, $DUMP_COMPARE.
+# $TRAIN_DUMP, $DUMP_COMPARE, and from configure $MPICC and $PKG_CONFIG.
 #
 # Written for POSIX sh (make runs tests with $(SHELL), dash on Debian).
 
@@ -52,9 +52,11 @@ export STARPU_SILENT
 # that want one ask for it.
 STARPU_FXT_TRACE=0
 export STARPU_FXT_TRACE
-# What configure found (FxT, StarPU's tools).
+# What configure found (FxT, StarPU's tools, the compiler wrapper, pkg-config).
 SF_HAVE_FXT=no
 STARPU_BINDIR=
+MPICC=mpicc
+PKG_CONFIG=pkg-config
 [ -f "$top_builddir/tests/config.sh" ] && . "$top_builddir/tests/config.sh"
 
 RUN_MPI="$top_srcdir/tests/run-mpi.sh"

@@ -2,7 +2,7 @@
 # trace_names.sh — a layer type's name is the user's: whatever it holds, the built-in
 # trace (SHARDFLOW_TRACE) stays valid JSON and the timeline valid XML.
 #
-# examples/custom_layer --type-name registers its "scale" type under another name, and
+# examples/custom_layer --type-name registers its "rms_norm" type under another name, and
 # the task names carry it ("fwd L3 <name>"). Proves, with Python's own parsers:
 #  - a traced 2-rank run with a name holding a quote, a backslash, <, & and >, a tab
 #    (a control character) and a non-ASCII letter writes both Chrome traces, the
