@@ -8,6 +8,7 @@
 #include "layers/softmax_xent.h"
 #include "tasks/worker.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -38,7 +39,12 @@ static void build(struct layer_codelets *c, const struct _sf_layer_entry *e)
 	c->e = e;
 	for (int k = 0; k < 2; k++) {
 		struct starpu_codelet *cl = &c->cl[k];
+		/* StarPU names the model's file after the symbol: keep [A-Za-z0-9_] of the
+		 * user's type name, as a '/' or a blank would break the path */
 		snprintf(c->symbol[k], sizeof c->symbol[k], "sf_%s_%s", e->name, dir[k]);
+		for (char *p = c->symbol[k]; *p; p++)
+			if (!isalnum((unsigned char)*p) && *p != '_')
+				*p = '_';
 		c->model[k].type = STARPU_HISTORY_BASED;
 		c->model[k].symbol = c->symbol[k];
 		cl->where = STARPU_CPU;
