@@ -398,6 +398,18 @@ static int load_data(struct run *r)
 			        r->dim, r->train.classes, o->widths[0], r->classes);
 		goto done;
 	}
+	/* the test set is checked as the training set is: evaluate() reads dim floats
+	 * per image and indexes the logits by label */
+	if (r->test.dim != r->dim || r->test.classes > r->classes) {
+		if (r->rank == 0)
+			fprintf(stderr,
+			        PROG ": the test set (t10k) does not match the training set: its "
+			             "images are %d x %d (training: %d x %d) and its labels reach "
+			             "class %d (the model has %d classes)\n",
+			        r->test.rows, r->test.cols, r->train.rows, r->train.cols,
+			        r->test.classes - 1, r->classes);
+		goto done;
+	}
 	if (o->batch > r->train.n || o->batch < r->size) {
 		if (r->rank == 0)
 			fprintf(stderr, PROG ": --batch %d must lie in [%d ranks, %lld samples]\n",

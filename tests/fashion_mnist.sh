@@ -7,14 +7,15 @@
 #  - stop and resume: 20 steps, stop (checkpoint), resume to 40 gives bitwise the
 #    same weights (exported safetensors compared byte for byte) as 40 steps straight;
 #  - --init from an export starts from those weights (same accuracy as the exporter);
-#  - bad options exit 2 with the usage; a wrong --data-dir exits 1 naming the file.
+#  - bad options exit 2 with the usage; a wrong --data-dir exits 1 naming the file;
+#  - a test set of another image size, or with a label past the classes, exits 1.
 . "$(dirname "$0")/lib.sh"
 FM="$top_builddir/examples/fashion_mnist"
 require_progs "$FM"
 data=/usr/share/datasets/fashion-mnist
 [ -f "$data/train-images-idx3-ubyte.gz" ] || skip_all "Debian's dataset-fashion-mnist is not installed"
 
-plan 11
+plan 13
 small="--widths 784,128,10 --batch 64 --progress-every 10"
 
 sh "$RUN_MPI" 2 "$FM" $small --max-steps 40 --export "$tmp/straight.st" \
@@ -56,5 +57,38 @@ ok $? "bad options exit 2 with the usage ($st, $st2)"
 st=$?
 [ $st -eq 1 ] && grep -q "nowhere/train-images-idx3-ubyte.gz" "$tmp/d.err"
 ok $? "a wrong --data-dir exits 1 naming the file ($st)" || diag_file "$tmp/d.err"
+
+# A test set that does not match the training set: images of 14 x 14 (read past
+# the array before), then a label of class 12 with 10 classes (read out of bounds).
+# idx FILE MAGIC N [ROWS COLS] BYTE: an IDX file of N items, every byte BYTE.
+idx() {
+	_f=$1 _magic=$2 _n=$3
+	shift 3
+	_len=$_n
+	{
+		printf "\\000\\000\\010\\$_magic"
+		be32 "$_n"
+		if [ $# -eq 3 ]; then be32 "$1"; be32 "$2"; _len=$((_n * $1 * $2)); shift 2; fi
+		head -c "$_len" /dev/zero | tr '\000' "\\$1"
+	} >"$_f"
+}
+be32() { printf "\\$(printf %o $(($1 >> 24 & 255)))\\$(printf %o $(($1 >> 16 & 255)))\\$(printf %o $(($1 >> 8 & 255)))\\$(printf %o $(($1 & 255)))"; }
+for case in size label; do
+	d="$tmp/bad-$case"
+	mkdir -p "$d"
+	ln -sf "$data/train-images-idx3-ubyte.gz" "$data/train-labels-idx1-ubyte.gz" "$d/"
+	if [ $case = size ]; then
+		idx "$d/t10k-images-idx3-ubyte.gz" 003 4 14 14 001
+		idx "$d/t10k-labels-idx1-ubyte.gz" 001 4 001
+	else
+		idx "$d/t10k-images-idx3-ubyte.gz" 003 4 28 28 001
+		idx "$d/t10k-labels-idx1-ubyte.gz" 001 4 014
+	fi
+	"$FM" --data-dir "$d" --max-steps 1 </dev/null >"$tmp/t$case.out" 2>"$tmp/t$case.err"
+	st=$?
+	[ $st -eq 1 ] && grep -q "test set (t10k) does not match" "$tmp/t$case.err"
+	ok $? "a test set with another image size or a label past the classes ($case) exits 1 ($st)" ||
+		diag_file "$tmp/t$case.err"
+done
 
 finish
