@@ -22,6 +22,7 @@
  * Every failure of one rank becomes the same status on every rank (agree()), and every
  * check happens before the first byte of the model is touched.
  */
+#include "io/bytes.h"
 #include "io/fileio.h"
 #include "scheduler/model.h"
 
@@ -47,37 +48,6 @@
 static const char *const vec_names[] = {"param", "m", "v"};
 
 /* ---- small helpers ------------------------------------------------------------- */
-
-static int host_is_le(void)
-{
-	const uint16_t one = 1;
-	return *(const uint8_t *)&one == 1;
-}
-
-static void put_u32le(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)v, p[1] = (uint8_t)(v >> 8), p[2] = (uint8_t)(v >> 16);
-	p[3] = (uint8_t)(v >> 24);
-}
-
-static uint32_t get_u32le(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-/* Byte-swaps n 32-bit words in place on a big-endian host (the files are little-endian). */
-static void floats_le(void *buf, size_t n)
-{
-	if (host_is_le())
-		return;
-	uint8_t *p = buf;
-	for (size_t i = 0; i < n; i++, p += 4) {
-		uint8_t t = p[0];
-		p[0] = p[3], p[3] = t;
-		t = p[1];
-		p[1] = p[2], p[2] = t;
-	}
-}
 
 /* zlib's crc32 takes a uInt length: feed large buffers in pieces. */
 static uint32_t crc32_of(uint32_t crc, const void *buf, size_t n)
@@ -240,10 +210,10 @@ static int write_rank_file(struct sf_model *m, const char *stepdir, uint64_t *si
 	}
 	uint8_t hdr[CKPT_HEADER];
 	memcpy(hdr, CKPT_MAGIC, 8);
-	put_u32le(hdr + 8, (uint32_t)m->rank);
-	put_u32le(hdr + 12, (uint32_t)m->nranks);
-	put_u32le(hdr + 16, (uint32_t)m->nunits);
-	put_u32le(hdr + 20, (uint32_t)nvectors(m));
+	_sf_put_le(hdr + 8, (uint32_t)m->rank, 4);
+	_sf_put_le(hdr + 12, (uint32_t)m->nranks, 4);
+	_sf_put_le(hdr + 16, (uint32_t)m->nunits, 4);
+	_sf_put_le(hdr + 20, (uint32_t)nvectors(m), 4);
 	uint32_t c = crc32_of(0, hdr, sizeof hdr);
 	uint64_t total = sizeof hdr;
 	if (fwrite(hdr, 1, sizeof hdr, f) != sizeof hdr)
@@ -254,7 +224,7 @@ static int write_rank_file(struct sf_model *m, const char *stepdir, uint64_t *si
 			if (!_sf_vec_exists(m, (enum _sf_vec)v))
 				continue;
 			SF_CHECK(_sf_unit_get_slice(m, u, (enum _sf_vec)v, buf));
-			floats_le(buf, S);
+			_sf_floats_le(buf, S);
 			c = crc32_of(c, buf, S * sizeof(float));
 			total += S * sizeof(float);
 			if (fwrite(buf, sizeof(float), S, f) != S)
@@ -313,8 +283,8 @@ static json_t *manifest_build(struct sf_model *m, const struct sf_checkpoint_inf
 	                 "s:o, s:o, s:o}",
 	                 "format", CKPT_FORMAT, "version", CKPT_VERSION, "world_size", m->nranks,
 	                 "sharding", _sf_sharding_names[m->cfg.sharding], "optimizer",
-	                 _sf_optimizer_names[m->opt.optimizer], "structure_hash", hash, "dtype", "f32",
-	                 "model_steps", (json_int_t)m->nsteps, "info", "step",
+	                 _sf_optimizer_names[m->opt.optimizer], "structure_hash", hash, "dtype",
+	                 "f32", "model_steps", (json_int_t)m->nsteps, "info", "step",
 	                 (json_int_t)info->step, "epoch", (json_int_t)info->epoch, "batch",
 	                 (json_int_t)info->batch, "data_seed", seed, "vectors", vecs, "units",
 	                 units, "files", files);
@@ -872,9 +842,10 @@ static int read_rank_file(struct sf_model *m, const char *stepdir, const struct 
 		goto fail;
 	}
 	int nv = nvectors(m);
-	if (memcmp(buf, CKPT_MAGIC, 8) || get_u32le(buf + 8) != (uint32_t)r ||
-	    get_u32le(buf + 12) != (uint32_t)mf->world_size ||
-	    get_u32le(buf + 16) != (uint32_t)m->nunits || get_u32le(buf + 20) != (uint32_t)nv) {
+	if (memcmp(buf, CKPT_MAGIC, 8) || _sf_get_le(buf + 8, 4) != (uint32_t)r ||
+	    _sf_get_le(buf + 12, 4) != (uint32_t)mf->world_size ||
+	    _sf_get_le(buf + 16, 4) != (uint32_t)m->nunits ||
+	    _sf_get_le(buf + 20, 4) != (uint32_t)nv) {
 		rc = SF_ERR(SF_ERR_IO,
 		            "%s: bad header (expected \"" CKPT_MAGIC "\", rank %d of %d, %d units, "
 		            "%d vectors)",
@@ -890,7 +861,7 @@ static int read_rank_file(struct sf_model *m, const char *stepdir, const struct 
 				continue;
 			float *dst = full[u * 3 + v] + lo;
 			memcpy(dst, buf + off, cnt * sizeof(float));
-			floats_le(dst, cnt);
+			_sf_floats_le(dst, cnt);
 			off += S * sizeof(float);
 		}
 	}

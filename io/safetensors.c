@@ -15,6 +15,7 @@
  * tensors tiling the data area, the file size matching) and every tensor read on every
  * rank before a parameter is set; the ranks agree on the outcome.
  */
+#include "io/bytes.h"
 #include "io/fileio.h"
 #include "scheduler/model.h"
 
@@ -56,35 +57,20 @@ static int unit_tensors(const struct sf_model *m, int u, struct st_tensor *t)
 		for (int i = 0; i < np; i++) {
 			if (k == ST_UNIT_MAX)
 				return SF_ERR(SF_ERR_INVALID,
-				              "unit \"%s\" has more than %d named tensors", un->name,
-				              ST_UNIT_MAX);
+				              "unit \"%s\" has more than %d named tensors",
+				              un->name, ST_UNIT_MAX);
 			size_t count = pt[i].shape[0] * (pt[i].ndim == 2 ? pt[i].shape[1] : 1);
-			t[k] = (struct st_tensor){.ndim = pt[i].ndim,
-			                          .shape = {(int64_t)pt[i].shape[0],
-			                                    (int64_t)pt[i].shape[1]},
-			                          .off = un->off + li->param_offset + pt[i].offset,
-			                          .count = count};
-			snprintf(t[k].name, sizeof t[k].name, "%.63s.%.23s", nd->name, pt[i].suffix);
+			t[k] = (struct st_tensor){
+			    .ndim = pt[i].ndim,
+			    .shape = {(int64_t)pt[i].shape[0], (int64_t)pt[i].shape[1]},
+			    .off = un->off + li->param_offset + pt[i].offset,
+			    .count = count};
+			snprintf(t[k].name, sizeof t[k].name, "%.63s.%.23s", nd->name,
+			         pt[i].suffix);
 			k++;
 		}
 	}
 	return k;
-}
-
-static int host_is_le(void)
-{
-	const uint16_t one = 1;
-	return *(const uint8_t *)&one == 1;
-}
-
-static void floats_le(float *p, size_t n)
-{
-	if (host_is_le())
-		return;
-	for (size_t i = 0; i < n; i++) {
-		uint8_t *b = (uint8_t *)&p[i], t = b[0];
-		b[0] = b[3], b[3] = t, t = b[1], b[1] = b[2], b[2] = t;
-	}
 }
 
 /* ---- export ------------------------------------------------------------------------- */
@@ -161,15 +147,14 @@ static int write_file(const sf_model *m, const char *path, float *params)
 		*slash = '\0';
 	SF_CHECK(build_header(m, &header, &hlen));
 	uint8_t len8[8];
-	for (int i = 0; i < 8; i++)
-		len8[i] = (uint8_t)((uint64_t)hlen >> (8 * i));
+	_sf_put_le(len8, (uint64_t)hlen, 8);
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0) {
 		rc = SF_ERR(SF_ERR_IO, "cannot create %s: %s", tmp, strerror(errno));
 		goto fail;
 	}
 	created = true;
-	floats_le(params, m->nparams_total);
+	_sf_floats_le(params, m->nparams_total);
 	SF_CHECK(_sf_write_all(fd, len8, 8, tmp));
 	SF_CHECK(_sf_write_all(fd, header, hlen, tmp));
 	SF_CHECK(_sf_write_all(fd, params, m->nparams_total * sizeof(float), tmp));
@@ -332,7 +317,7 @@ static int check_wanted(const sf_model *m, const char *path, json_t *root, uint6
 				continue;
 			SF_CHECK(_sf_read_at(fd, params + t[i].off, t[i].count * sizeof(float),
 			                     (off_t)(data0 + r.begin), path));
-			floats_le(params + t[i].off, t[i].count);
+			_sf_floats_le(params + t[i].off, t[i].count);
 		}
 	}
 fail:
@@ -362,9 +347,7 @@ static int read_file(const sf_model *m, const char *path, float *params)
 		goto fail;
 	}
 	SF_CHECK(_sf_read_at(fd, len8, 8, 0, path));
-	uint64_t hlen = 0;
-	for (int i = 0; i < 8; i++)
-		hlen |= (uint64_t)len8[i] << (8 * i);
+	uint64_t hlen = _sf_get_le(len8, 8);
 	if (hlen < 2 || hlen > ST_HEADER_MAX || hlen > fsize - 8) {
 		rc = SF_ERR(SF_ERR_IO,
 		            "%s: header length %llu is impossible for a file of %llu bytes (not "
