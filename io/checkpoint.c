@@ -14,10 +14,11 @@
  * ranks can find any element i of a unit in file i / S_u at i % S_u and rebuild whole
  * vectors: that is resharding, and it is why every loading rank reads every file.
  *
- * Crash safety is by ordering: each file is written to <name>.tmp, fsync'ed and renamed;
- * the manifest (which carries every rank file's size and CRC-32) is written only after
- * every rank has renamed its file, and dir/latest is switched only after the manifest.
- * A step directory without manifest.json is a half-written checkpoint and is refused.
+ * Crash safety is by ordering: each file is written to <name>.tmp, fsync'ed and renamed
+ * (and its directory fsync'ed); the manifest (which carries every rank file's size and
+ * CRC-32) is written only after every rank has renamed its file, and dir/latest is
+ * switched only after the manifest. A step directory without manifest.json is a
+ * half-written checkpoint and is refused.
  *
  * Every failure of one rank becomes the same status on every rank (agree()), and every
  * check happens before the first byte of the model is touched.
@@ -162,52 +163,53 @@ static int join(char *out, size_t size, const char *a, const char *b)
 	return SF_OK;
 }
 
+/* "rank-<5 digits>.bin", the name of rank r's file (32 bytes are enough). */
+static void rank_name(char *name, size_t size, int r)
+{
+	snprintf(name, size, "rank-%05d.bin", r);
+}
+
+static int rank_path(char *out, size_t size, const char *stepdir, int r)
+{
+	char name[32];
+	rank_name(name, sizeof name, r);
+	return join(out, size, stepdir, name);
+}
+
 /* Writes a small file as path.tmp, syncs it and renames it to path; then syncs the
  * directory `dir` so the rename itself is durable. */
 static int write_file_atomic(const char *path, const char *dir, const void *data, size_t n)
 {
 	int rc = SF_OK, fd = -1;
 	char tmp[CKPT_PATH_MAX];
-	if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp)
-		return SF_ERR(SF_ERR_INVALID, "path %s is too long", path);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return SF_ERR(SF_ERR_IO, "cannot create %s: %s", tmp, strerror(errno));
+	SF_CHECK(_sf_create_tmp(path, tmp, sizeof tmp, &fd));
 	SF_CHECK(_sf_write_all(fd, data, n, tmp));
 	return _sf_commit_file(fd, tmp, path, dir);
 fail:
 	if (fd >= 0)
-		close(fd);
-	unlink(tmp);
+		_sf_abandon_file(fd, tmp);
 	return rc;
 }
 
 /* ---- save --------------------------------------------------------------------------- */
 
-/* Writes this rank's file; *size and *crc describe what was written. */
+/* Writes this rank's file and commits it atomically; *size and *crc describe what was
+ * written. */
 static int write_rank_file(struct sf_model *m, const char *stepdir, uint64_t *size, uint32_t *crc)
 {
-	int rc = SF_OK;
-	char path[CKPT_PATH_MAX], tmp[CKPT_PATH_MAX + 8], name[32];
-	FILE *f = NULL;
+	int rc = SF_OK, fd = -1;
+	char path[CKPT_PATH_MAX], tmp[CKPT_PATH_MAX + 8];
 	float *buf = NULL;
 	size_t smax = 0;
-	snprintf(name, sizeof name, "rank-%05d.bin", m->rank);
-	SF_CHECK(join(path, sizeof path, stepdir, name));
-	snprintf(tmp, sizeof tmp, "%s.tmp", path);
 	for (int u = 0; u < m->nunits; u++)
 		if (m->units[u].S > smax)
 			smax = m->units[u].S;
 	buf = malloc(smax * sizeof(float) + 1);
 	if (!buf)
 		return SF_ERR(SF_ERR_NOMEM, "checkpoint: cannot allocate %zu bytes", smax * 4);
-	errno = 0; /* a short fwrite without errno is reported as such */
+	SF_CHECK(rank_path(path, sizeof path, stepdir, m->rank));
+	SF_CHECK(_sf_create_tmp(path, tmp, sizeof tmp, &fd));
 
-	f = fopen(tmp, "wb");
-	if (!f) {
-		rc = SF_ERR(SF_ERR_IO, "cannot create %s: %s", tmp, strerror(errno));
-		goto fail;
-	}
 	uint8_t hdr[CKPT_HEADER];
 	memcpy(hdr, CKPT_MAGIC, 8);
 	_sf_put_le(hdr + 8, (uint32_t)m->rank, 4);
@@ -216,8 +218,7 @@ static int write_rank_file(struct sf_model *m, const char *stepdir, uint64_t *si
 	_sf_put_le(hdr + 20, (uint32_t)nvectors(m), 4);
 	uint32_t c = crc32_of(0, hdr, sizeof hdr);
 	uint64_t total = sizeof hdr;
-	if (fwrite(hdr, 1, sizeof hdr, f) != sizeof hdr)
-		goto write_error;
+	SF_CHECK(_sf_write_all(fd, hdr, sizeof hdr, tmp));
 	for (int u = 0; u < m->nunits; u++) {
 		size_t S = m->units[u].S;
 		for (int v = SF_VEC_PARAM; v <= SF_VEC_V; v++) {
@@ -227,34 +228,17 @@ static int write_rank_file(struct sf_model *m, const char *stepdir, uint64_t *si
 			_sf_floats_le(buf, S);
 			c = crc32_of(c, buf, S * sizeof(float));
 			total += S * sizeof(float);
-			if (fwrite(buf, sizeof(float), S, f) != S)
-				goto write_error;
+			SF_CHECK(_sf_write_all(fd, buf, S * sizeof(float), tmp));
 		}
 	}
-	if (fflush(f) != 0)
-		goto write_error;
-	if (fsync(fileno(f)) != 0) {
-		rc = SF_ERR(SF_ERR_IO, "cannot sync %s: %s", tmp, strerror(errno));
-		goto fail;
-	}
-	int cl = fclose(f);
-	f = NULL;
-	if (cl != 0)
-		goto write_error;
-	if (rename(tmp, path) != 0) {
-		rc = SF_ERR(SF_ERR_IO, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
-		goto fail;
-	}
+	rc = _sf_commit_file(fd, tmp, path, stepdir);
+	fd = -1;
+	SF_CHECK(rc);
 	*size = total;
 	*crc = c;
-	free(buf);
-	return SF_OK;
-write_error:
-	rc = SF_ERR(SF_ERR_IO, "cannot write %s: %s", tmp, errno ? strerror(errno) : "short write");
 fail:
-	if (f)
-		fclose(f);
-	unlink(tmp);
+	if (fd >= 0)
+		_sf_abandon_file(fd, tmp);
 	free(buf);
 	return rc;
 }
@@ -274,7 +258,7 @@ static json_t *manifest_build(struct sf_model *m, const struct sf_checkpoint_inf
 		                                       (json_int_t)m->units[u].P));
 	for (int r = 0; r < m->nranks; r++) {
 		char name[32];
-		snprintf(name, sizeof name, "rank-%05d.bin", r);
+		rank_name(name, sizeof name, r);
 		json_array_append_new(files, json_pack("{s:s, s:I, s:I}", "name", name, "size",
 		                                       (json_int_t)sizes[r], "crc32",
 		                                       (json_int_t)crcs[r]));
@@ -407,16 +391,10 @@ static int exists(const char *dir, const char *name)
 
 static int read_small_file(const char *path, size_t max, char **out, size_t *len)
 {
-	int rc = SF_OK;
+	int rc = SF_OK, fd = -1;
 	char *buf = NULL;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return SF_ERR(SF_ERR_IO, "cannot open %s: %s", path, strerror(errno));
 	struct stat st;
-	if (fstat(fd, &st) != 0) {
-		rc = SF_ERR(SF_ERR_IO, "cannot stat %s: %s", path, strerror(errno));
-		goto fail;
-	}
+	SF_CHECK(_sf_open_read(path, &fd, &st));
 	if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size > max) {
 		rc = SF_ERR(SF_ERR_IO, "%s is not a regular file of at most %zu bytes", path, max);
 		goto fail;
@@ -435,7 +413,8 @@ static int read_small_file(const char *path, size_t max, char **out, size_t *len
 	return SF_OK;
 fail:
 	free(buf);
-	close(fd);
+	if (fd >= 0)
+		close(fd);
 	return rc;
 }
 
@@ -750,7 +729,7 @@ static int parse_files(struct sf_model *m, json_t *root, const char *where, stru
 		json_t *e = json_array_get(files, (size_t)r);
 		char w[CKPT_PATH_MAX + 64], name[32];
 		snprintf(w, sizeof w, "%s: files[%d]", where, r);
-		snprintf(name, sizeof name, "rank-%05d.bin", r);
+		rank_name(name, sizeof name, r);
 		if (!json_is_object(e)) {
 			rc = SF_ERR(SF_ERR_IO, "%s is not an object", w);
 			goto fail;

@@ -19,8 +19,6 @@
 #include "io/fileio.h"
 #include "scheduler/model.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -128,44 +126,40 @@ static int build_header(const struct sf_model *m, char **out, size_t *len)
 	return SF_OK;
 }
 
-/* Rank 0: path.tmp, synced, renamed to path. */
-static int write_file(const sf_model *m, const char *path, float *params)
+/* The directory holding path (for its sync after the rename); dir: 4096 bytes. */
+static void dir_of(const char *path, char *dir, size_t size)
 {
-	int rc = SF_OK, fd = -1;
-	bool created = false;
-	char *header = NULL, tmp[4096], dir[4096];
-	size_t hlen = 0;
-	if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp)
-		return SF_ERR(SF_ERR_INVALID, "safetensors: path %s is too long", path);
-	snprintf(dir, sizeof dir, "%s", path);
+	snprintf(dir, size, "%s", path);
 	char *slash = strrchr(dir, '/');
 	if (!slash)
-		snprintf(dir, sizeof dir, ".");
+		snprintf(dir, size, ".");
 	else if (slash == dir)
 		dir[1] = '\0';
 	else
 		*slash = '\0';
-	SF_CHECK(build_header(m, &header, &hlen));
+}
+
+/* Rank 0: path.tmp, synced, renamed to path. params (converted to little-endian in
+ * place) holds the model's nparams_total parameters. */
+static int write_file(const sf_model *m, const char *path, float *params)
+{
+	int rc = SF_OK, fd = -1;
+	char *header = NULL, tmp[4096], dir[4096];
+	size_t hlen = 0;
 	uint8_t len8[8];
+	dir_of(path, dir, sizeof dir);
+	SF_CHECK(build_header(m, &header, &hlen));
 	_sf_put_le(len8, (uint64_t)hlen, 8);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		rc = SF_ERR(SF_ERR_IO, "cannot create %s: %s", tmp, strerror(errno));
-		goto fail;
-	}
-	created = true;
+	SF_CHECK(_sf_create_tmp(path, tmp, sizeof tmp, &fd));
 	_sf_floats_le(params, m->nparams_total);
 	SF_CHECK(_sf_write_all(fd, len8, 8, tmp));
 	SF_CHECK(_sf_write_all(fd, header, hlen, tmp));
 	SF_CHECK(_sf_write_all(fd, params, m->nparams_total * sizeof(float), tmp));
 	rc = _sf_commit_file(fd, tmp, path, dir);
-	free(header);
-	return rc;
+	fd = -1;
 fail:
 	if (fd >= 0)
-		close(fd);
-	if (created)
-		unlink(tmp);
+		_sf_abandon_file(fd, tmp);
 	free(header);
 	return rc;
 }
@@ -331,14 +325,8 @@ static int read_file(const sf_model *m, const char *path, float *params)
 	char *header = NULL;
 	json_t *root = NULL;
 	struct range *ranges = NULL;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return SF_ERR(SF_ERR_IO, "cannot open %s: %s", path, strerror(errno));
 	struct stat st;
-	if (fstat(fd, &st) != 0) {
-		rc = SF_ERR(SF_ERR_IO, "cannot stat %s: %s", path, strerror(errno));
-		goto fail;
-	}
+	SF_CHECK(_sf_open_read(path, &fd, &st));
 	uint64_t fsize = (uint64_t)st.st_size;
 	uint8_t len8[8];
 	if (fsize < 8) {
