@@ -318,56 +318,15 @@ fail:
 	return rc;
 }
 
-/* Reads and validates the file; params (nparams_total floats) receives every unit. */
-static int read_file(const sf_model *m, const char *path, float *params)
+/* Every entry of the header: __metadata__ an object of strings, each tensor
+ * well-formed and in range, the tensors together tiling the data area. */
+static int check_all_entries(const char *path, json_t *root, uint64_t data_len)
 {
-	int rc = SF_OK, fd = -1;
-	char *header = NULL;
-	json_t *root = NULL;
-	struct range *ranges = NULL;
-	struct stat st;
-	SF_CHECK(_sf_open_read(path, &fd, &st));
-	uint64_t fsize = (uint64_t)st.st_size;
-	uint8_t len8[8];
-	if (fsize < 8) {
-		rc = SF_ERR(SF_ERR_IO, "%s: %llu bytes, too short for a safetensors file", path,
-		            (unsigned long long)fsize);
-		goto fail;
-	}
-	SF_CHECK(_sf_read_at(fd, len8, 8, 0, path));
-	uint64_t hlen = _sf_get_le(len8, 8);
-	if (hlen < 2 || hlen > ST_HEADER_MAX || hlen > fsize - 8) {
-		rc = SF_ERR(SF_ERR_IO,
-		            "%s: header length %llu is impossible for a file of %llu bytes (not "
-		            "a safetensors file?)",
-		            path, (unsigned long long)hlen, (unsigned long long)fsize);
-		goto fail;
-	}
-	header = malloc(hlen + 1);
-	if (!header) {
-		rc = SF_ERR(SF_ERR_NOMEM, "%s: cannot allocate the header", path);
-		goto fail;
-	}
-	SF_CHECK(_sf_read_at(fd, header, hlen, 8, path));
-	header[hlen] = '\0';
-	json_error_t jerr;
-	root = json_loadb(header, hlen, JSON_REJECT_DUPLICATES, &jerr);
-	if (!root || !json_is_object(root)) {
-		rc = SF_ERR(SF_ERR_IO, "%s: the header is not a JSON object (%s)", path,
-		            root ? "another JSON value" : jerr.text);
-		goto fail;
-	}
-	uint64_t data0 = 8 + hlen, data_len = fsize - data0;
-
-	/* the tensors this model needs, then every entry: well-formed, in range, and
-	 * together tiling the data area */
-	SF_CHECK(check_wanted(m, path, root, data_len, -1, data0, NULL));
+	int rc = SF_OK;
 	size_t nt = json_object_size(root), k = 0;
-	ranges = calloc(nt + 1, sizeof *ranges);
-	if (!ranges) {
-		rc = SF_ERR(SF_ERR_NOMEM, "%s: out of memory", path);
-		goto fail;
-	}
+	struct range *ranges = calloc(nt + 1, sizeof *ranges);
+	if (!ranges)
+		return SF_ERR(SF_ERR_NOMEM, "%s: out of memory", path);
 	const char *key;
 	json_t *val;
 	json_object_foreach(root, key, val)
@@ -408,19 +367,64 @@ static int read_file(const sf_model *m, const char *path, float *params)
 		}
 		end = ranges[i].end;
 	}
-	if (end != data_len) {
+	if (end != data_len)
 		rc = SF_ERR(SF_ERR_IO,
 		            "%s: the tensors hold %llu bytes but the file has %llu after the "
 		            "header (truncated or trailing bytes)",
 		            path, (unsigned long long)end, (unsigned long long)data_len);
+fail:
+	free(ranges);
+	return rc;
+}
+
+/* Reads and validates the file; params (nparams_total floats) receives every unit. */
+static int read_file(const sf_model *m, const char *path, float *params)
+{
+	int rc = SF_OK, fd = -1;
+	char *header = NULL;
+	json_t *root = NULL;
+	struct stat st;
+	SF_CHECK(_sf_open_read(path, &fd, &st));
+	uint64_t fsize = (uint64_t)st.st_size;
+	uint8_t len8[8];
+	if (fsize < 8) {
+		rc = SF_ERR(SF_ERR_IO, "%s: %llu bytes, too short for a safetensors file", path,
+		            (unsigned long long)fsize);
 		goto fail;
 	}
+	SF_CHECK(_sf_read_at(fd, len8, 8, 0, path));
+	uint64_t hlen = _sf_get_le(len8, 8);
+	if (hlen < 2 || hlen > ST_HEADER_MAX || hlen > fsize - 8) {
+		rc = SF_ERR(SF_ERR_IO,
+		            "%s: header length %llu is impossible for a file of %llu bytes (not "
+		            "a safetensors file?)",
+		            path, (unsigned long long)hlen, (unsigned long long)fsize);
+		goto fail;
+	}
+	header = malloc(hlen + 1);
+	if (!header) {
+		rc = SF_ERR(SF_ERR_NOMEM, "%s: cannot allocate the header", path);
+		goto fail;
+	}
+	SF_CHECK(_sf_read_at(fd, header, hlen, 8, path));
+	header[hlen] = '\0';
+	json_error_t jerr;
+	root = json_loadb(header, hlen, JSON_REJECT_DUPLICATES, &jerr);
+	if (!root || !json_is_object(root)) {
+		rc = SF_ERR(SF_ERR_IO, "%s: the header is not a JSON object (%s)", path,
+		            root ? "another JSON value" : jerr.text);
+		goto fail;
+	}
+	uint64_t data0 = 8 + hlen, data_len = fsize - data0;
+
+	/* the tensors this model needs, then every entry */
+	SF_CHECK(check_wanted(m, path, root, data_len, -1, data0, NULL));
+	SF_CHECK(check_all_entries(path, root, data_len));
 
 	/* every check passed: read */
 	SF_CHECK(check_wanted(m, path, root, data_len, fd, data0, params));
 fail:
 	json_decref(root);
-	free(ranges);
 	free(header);
 	if (fd >= 0)
 		close(fd);
