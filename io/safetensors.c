@@ -11,6 +11,8 @@
  * flat parameter vector, so the data area is the model's parameters in
  * sf_model_params_get() order. Any other layer type is one tensor "<name>.params" (P).
  *
+ * Export gathers the parameters on rank 0 alone, unit by unit (the other ranks send
+ * their shards; with sharding none rank 0 has them all), and rank 0 writes the file.
  * Import is all-or-nothing: the header is validated entirely (every tensor in range, the
  * tensors tiling the data area, the file size matching) and every tensor read on every
  * rank before a parameter is set; the ranks agree on the outcome.
@@ -164,25 +166,77 @@ fail:
 	return rc;
 }
 
+/* Floats of a shard gathered at a time: bounds rank 0's receive buffer (N pieces) and
+ * keeps each message within what the communicator takes. */
+#define ST_PIECE ((size_t)1 << 24)
+
+/* Collects every unit's parameters on rank 0 into params (nparams_total floats; NULL
+ * on the other ranks, which only send their shards). With sharding none rank 0 holds
+ * every unit already. recv (rank 0): N * min(ST_PIECE, largest S) floats; shard:
+ * largest S floats. Collective but for sharding none. */
+static int gather_params(struct sf_model *m, float *params, float *shard, float *recv)
+{
+	int rc = SF_OK;
+	for (int u = 0; u < m->nunits; u++) {
+		struct _sf_unit *un = &m->units[u];
+		if (m->cfg.sharding == SF_SHARD_NONE) {
+			if (m->rank != 0)
+				continue;
+			starpu_data_acquire(un->h_full, STARPU_R);
+			memcpy(params + un->off, un->full, un->P * sizeof(float));
+			starpu_data_release(un->h_full);
+			continue;
+		}
+		SF_CHECK(_sf_unit_get_slice(m, u, SF_VEC_PARAM, shard));
+		for (size_t k = 0; k < un->S; k += ST_PIECE) {
+			size_t n = un->S - k < ST_PIECE ? un->S - k : ST_PIECE;
+			SF_CHECK(
+			    m->comm->ops->gather(m->comm, shard + k, n * sizeof(float), recv, 0));
+			/* rank r's piece holds elements r S + k .. r S + k + n, those below P */
+			for (int r = 0; m->rank == 0 && r < m->nranks; r++) {
+				size_t first = (size_t)r * un->S + k;
+				if (first < un->P)
+					memcpy(params + un->off + first, recv + (size_t)r * n,
+					       (un->P - first < n ? un->P - first : n) *
+					           sizeof(float));
+			}
+		}
+	}
+fail:
+	return rc;
+}
+
 SF_API int sf_model_export_safetensors(sf_model *m, const char *path)
 {
 	int rc = SF_OK, lrc = SF_OK;
-	float *params = NULL;
+	float *params = NULL, *shard = NULL, *recv = NULL;
+	size_t smax = 0;
 	if (!m || !path || !*path)
 		return SF_ERR(SF_ERR_INVALID, "sf_model_export_safetensors: NULL model or path");
-	params = malloc(m->nparams_total * sizeof(float) + 1);
-	if (!params)
-		lrc =
-		    SF_ERR(SF_ERR_NOMEM, "sf_model_export_safetensors: cannot allocate %zu floats",
-		           m->nparams_total);
-	SF_CHECK(_sf_comm_agree(m->comm, lrc, "sf_model_export_safetensors"));
-	/* collective: synchronises and gathers every unit on every rank */
-	SF_CHECK(sf_model_params_get(m, params, m->nparams_total));
+	for (int u = 0; u < m->nunits; u++)
+		smax = m->units[u].S > smax ? m->units[u].S : smax;
+	size_t piece = smax < ST_PIECE ? smax : ST_PIECE;
+	bool sharded = m->cfg.sharding != SF_SHARD_NONE;
+	lrc = sf_model_sync(m);
 	if (m->rank == 0)
+		params = malloc(m->nparams_total * sizeof(float) + 1);
+	if (sharded)
+		shard = malloc(smax * sizeof(float) + 1);
+	if (sharded && m->rank == 0)
+		recv = malloc(piece * (size_t)m->nranks * sizeof(float) + 1);
+	if (lrc >= 0 && ((m->rank == 0 && !params) || (sharded && !shard) ||
+	                 (sharded && m->rank == 0 && !recv)))
+		lrc = SF_ERR(SF_ERR_NOMEM, "sf_model_export_safetensors: out of memory");
+	SF_CHECK(_sf_comm_agree(m->comm, lrc, "sf_model_export_safetensors"));
+	/* rank 0 receives every unit, the others send their shards */
+	lrc = gather_params(m, params, shard, recv);
+	if (lrc >= 0 && m->rank == 0)
 		lrc = write_file(m, path, params);
 	SF_CHECK(_sf_comm_agree(m->comm, lrc, "sf_model_export_safetensors"));
 fail:
 	free(params);
+	free(shard);
+	free(recv);
 	return rc;
 }
 
