@@ -11,23 +11,29 @@
  *   for u in units, for each vector: S_u float32, little-endian
  *
  * The file layout only depends on (P_u, N), which the manifest records, so a loader on M
- * ranks can find any element i of a unit in file i / S_u at i % S_u and rebuild whole
- * vectors: that is resharding, and it is why every loading rank reads every file.
+ * ranks finds any element i of a unit in file i / S_u at i % S_u: that is resharding.
+ * Each loading rank reads only the files holding what it keeps — its own slice of every
+ * unit (the whole unit with sharding none) — so a checkpoint loaded on as many ranks as
+ * wrote it costs every rank one file. A CRC-32 covers a whole file: a rank reads every
+ * file it needs from start to end (in pieces) to verify it, and keeps its slices of it.
+ * Rank 0 also checks the size of every file, so a truncated checkpoint is refused even
+ * where no rank reads the truncated file.
  *
- * Crash safety is by ordering: each file is written to <name>.tmp, fsync'ed and renamed;
- * the manifest (which carries every rank file's size and CRC-32) is written only after
- * every rank has renamed its file, and dir/latest is switched only after the manifest.
- * A step directory without manifest.json is a half-written checkpoint and is refused.
+ * Crash safety is by ordering: each file is written to <name>.tmp, fsync'ed and renamed
+ * (and its directory fsync'ed); the manifest (which carries every rank file's size and
+ * CRC-32) is written only after every rank has renamed its file, and dir/latest is
+ * switched only after the manifest. A step directory without manifest.json is a
+ * half-written checkpoint and is refused.
  *
- * Every failure of one rank becomes the same status on every rank (agree()), and every
- * check happens before the first byte of the model is touched.
+ * Every failure of one rank becomes the same status on every rank (_sf_comm_agree), and
+ * every check happens before the first byte of the model is touched.
  */
+#include "io/bytes.h"
 #include "io/fileio.h"
 #include "scheduler/model.h"
 
 #include <errno.h>
 #include <dirent.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -43,41 +49,11 @@
 #define CKPT_VERSION 1
 #define CKPT_MANIFEST_MAX ((size_t)64 << 20)
 #define CKPT_PATH_MAX 4096
+#define CKPT_PIECE ((size_t)4 << 20) /* bytes a loader reads at a time */
 
 static const char *const vec_names[] = {"param", "m", "v"};
 
 /* ---- small helpers ------------------------------------------------------------- */
-
-static int host_is_le(void)
-{
-	const uint16_t one = 1;
-	return *(const uint8_t *)&one == 1;
-}
-
-static void put_u32le(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)v, p[1] = (uint8_t)(v >> 8), p[2] = (uint8_t)(v >> 16);
-	p[3] = (uint8_t)(v >> 24);
-}
-
-static uint32_t get_u32le(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-/* Byte-swaps n 32-bit words in place on a big-endian host (the files are little-endian). */
-static void floats_le(void *buf, size_t n)
-{
-	if (host_is_le())
-		return;
-	uint8_t *p = buf;
-	for (size_t i = 0; i < n; i++, p += 4) {
-		uint8_t t = p[0];
-		p[0] = p[3], p[3] = t;
-		t = p[1];
-		p[1] = p[2], p[2] = t;
-	}
-}
 
 /* zlib's crc32 takes a uInt length: feed large buffers in pieces. */
 static uint32_t crc32_of(uint32_t crc, const void *buf, size_t n)
@@ -192,99 +168,82 @@ static int join(char *out, size_t size, const char *a, const char *b)
 	return SF_OK;
 }
 
+/* "rank-<5 digits>.bin", the name of rank r's file (32 bytes are enough). */
+static void rank_name(char *name, size_t size, int r)
+{
+	snprintf(name, size, "rank-%05d.bin", r);
+}
+
+static int rank_path(char *out, size_t size, const char *stepdir, int r)
+{
+	char name[32];
+	rank_name(name, sizeof name, r);
+	return join(out, size, stepdir, name);
+}
+
 /* Writes a small file as path.tmp, syncs it and renames it to path; then syncs the
  * directory `dir` so the rename itself is durable. */
 static int write_file_atomic(const char *path, const char *dir, const void *data, size_t n)
 {
 	int rc = SF_OK, fd = -1;
 	char tmp[CKPT_PATH_MAX];
-	if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp)
-		return SF_ERR(SF_ERR_INVALID, "path %s is too long", path);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return SF_ERR(SF_ERR_IO, "cannot create %s: %s", tmp, strerror(errno));
+	SF_CHECK(_sf_create_tmp(path, tmp, sizeof tmp, &fd));
 	SF_CHECK(_sf_write_all(fd, data, n, tmp));
 	return _sf_commit_file(fd, tmp, path, dir);
 fail:
 	if (fd >= 0)
-		close(fd);
-	unlink(tmp);
+		_sf_abandon_file(fd, tmp);
 	return rc;
 }
 
 /* ---- save --------------------------------------------------------------------------- */
 
-/* Writes this rank's file; *size and *crc describe what was written. */
+/* Writes this rank's file and commits it atomically; *size and *crc describe what was
+ * written. */
 static int write_rank_file(struct sf_model *m, const char *stepdir, uint64_t *size, uint32_t *crc)
 {
-	int rc = SF_OK;
-	char path[CKPT_PATH_MAX], tmp[CKPT_PATH_MAX + 8], name[32];
-	FILE *f = NULL;
+	int rc = SF_OK, fd = -1;
+	char path[CKPT_PATH_MAX], tmp[CKPT_PATH_MAX + 8];
 	float *buf = NULL;
 	size_t smax = 0;
-	snprintf(name, sizeof name, "rank-%05d.bin", m->rank);
-	SF_CHECK(join(path, sizeof path, stepdir, name));
-	snprintf(tmp, sizeof tmp, "%s.tmp", path);
 	for (int u = 0; u < m->nunits; u++)
 		if (m->units[u].S > smax)
 			smax = m->units[u].S;
 	buf = malloc(smax * sizeof(float) + 1);
 	if (!buf)
 		return SF_ERR(SF_ERR_NOMEM, "checkpoint: cannot allocate %zu bytes", smax * 4);
-	errno = 0; /* a short fwrite without errno is reported as such */
+	SF_CHECK(rank_path(path, sizeof path, stepdir, m->rank));
+	SF_CHECK(_sf_create_tmp(path, tmp, sizeof tmp, &fd));
 
-	f = fopen(tmp, "wb");
-	if (!f) {
-		rc = SF_ERR(SF_ERR_IO, "cannot create %s: %s", tmp, strerror(errno));
-		goto fail;
-	}
 	uint8_t hdr[CKPT_HEADER];
 	memcpy(hdr, CKPT_MAGIC, 8);
-	put_u32le(hdr + 8, (uint32_t)m->rank);
-	put_u32le(hdr + 12, (uint32_t)m->nranks);
-	put_u32le(hdr + 16, (uint32_t)m->nunits);
-	put_u32le(hdr + 20, (uint32_t)nvectors(m));
+	_sf_put_le(hdr + 8, (uint32_t)m->rank, 4);
+	_sf_put_le(hdr + 12, (uint32_t)m->nranks, 4);
+	_sf_put_le(hdr + 16, (uint32_t)m->nunits, 4);
+	_sf_put_le(hdr + 20, (uint32_t)nvectors(m), 4);
 	uint32_t c = crc32_of(0, hdr, sizeof hdr);
 	uint64_t total = sizeof hdr;
-	if (fwrite(hdr, 1, sizeof hdr, f) != sizeof hdr)
-		goto write_error;
+	SF_CHECK(_sf_write_all(fd, hdr, sizeof hdr, tmp));
 	for (int u = 0; u < m->nunits; u++) {
 		size_t S = m->units[u].S;
 		for (int v = SF_VEC_PARAM; v <= SF_VEC_V; v++) {
 			if (!_sf_vec_exists(m, (enum _sf_vec)v))
 				continue;
 			SF_CHECK(_sf_unit_get_slice(m, u, (enum _sf_vec)v, buf));
-			floats_le(buf, S);
+			_sf_floats_le(buf, S);
 			c = crc32_of(c, buf, S * sizeof(float));
 			total += S * sizeof(float);
-			if (fwrite(buf, sizeof(float), S, f) != S)
-				goto write_error;
+			SF_CHECK(_sf_write_all(fd, buf, S * sizeof(float), tmp));
 		}
 	}
-	if (fflush(f) != 0)
-		goto write_error;
-	if (fsync(fileno(f)) != 0) {
-		rc = SF_ERR(SF_ERR_IO, "cannot sync %s: %s", tmp, strerror(errno));
-		goto fail;
-	}
-	int cl = fclose(f);
-	f = NULL;
-	if (cl != 0)
-		goto write_error;
-	if (rename(tmp, path) != 0) {
-		rc = SF_ERR(SF_ERR_IO, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
-		goto fail;
-	}
+	rc = _sf_commit_file(fd, tmp, path, stepdir);
+	fd = -1;
+	SF_CHECK(rc);
 	*size = total;
 	*crc = c;
-	free(buf);
-	return SF_OK;
-write_error:
-	rc = SF_ERR(SF_ERR_IO, "cannot write %s: %s", tmp, errno ? strerror(errno) : "short write");
 fail:
-	if (f)
-		fclose(f);
-	unlink(tmp);
+	if (fd >= 0)
+		_sf_abandon_file(fd, tmp);
 	free(buf);
 	return rc;
 }
@@ -304,7 +263,7 @@ static json_t *manifest_build(struct sf_model *m, const struct sf_checkpoint_inf
 		                                       (json_int_t)m->units[u].P));
 	for (int r = 0; r < m->nranks; r++) {
 		char name[32];
-		snprintf(name, sizeof name, "rank-%05d.bin", r);
+		rank_name(name, sizeof name, r);
 		json_array_append_new(files, json_pack("{s:s, s:I, s:I}", "name", name, "size",
 		                                       (json_int_t)sizes[r], "crc32",
 		                                       (json_int_t)crcs[r]));
@@ -313,8 +272,8 @@ static json_t *manifest_build(struct sf_model *m, const struct sf_checkpoint_inf
 	                 "s:o, s:o, s:o}",
 	                 "format", CKPT_FORMAT, "version", CKPT_VERSION, "world_size", m->nranks,
 	                 "sharding", _sf_sharding_names[m->cfg.sharding], "optimizer",
-	                 _sf_optimizer_names[m->opt.optimizer], "structure_hash", hash, "dtype", "f32",
-	                 "model_steps", (json_int_t)m->nsteps, "info", "step",
+	                 _sf_optimizer_names[m->opt.optimizer], "structure_hash", hash, "dtype",
+	                 "f32", "model_steps", (json_int_t)m->nsteps, "info", "step",
 	                 (json_int_t)info->step, "epoch", (json_int_t)info->epoch, "batch",
 	                 (json_int_t)info->batch, "data_seed", seed, "vectors", vecs, "units",
 	                 units, "files", files);
@@ -437,16 +396,10 @@ static int exists(const char *dir, const char *name)
 
 static int read_small_file(const char *path, size_t max, char **out, size_t *len)
 {
-	int rc = SF_OK;
+	int rc = SF_OK, fd = -1;
 	char *buf = NULL;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return SF_ERR(SF_ERR_IO, "cannot open %s: %s", path, strerror(errno));
 	struct stat st;
-	if (fstat(fd, &st) != 0) {
-		rc = SF_ERR(SF_ERR_IO, "cannot stat %s: %s", path, strerror(errno));
-		goto fail;
-	}
+	SF_CHECK(_sf_open_read(path, &fd, &st));
 	if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size > max) {
 		rc = SF_ERR(SF_ERR_IO, "%s is not a regular file of at most %zu bytes", path, max);
 		goto fail;
@@ -465,7 +418,8 @@ static int read_small_file(const char *path, size_t max, char **out, size_t *len
 	return SF_OK;
 fail:
 	free(buf);
-	close(fd);
+	if (fd >= 0)
+		close(fd);
 	return rc;
 }
 
@@ -780,7 +734,7 @@ static int parse_files(struct sf_model *m, json_t *root, const char *where, stru
 		json_t *e = json_array_get(files, (size_t)r);
 		char w[CKPT_PATH_MAX + 64], name[32];
 		snprintf(w, sizeof w, "%s: files[%d]", where, r);
-		snprintf(name, sizeof name, "rank-%05d.bin", r);
+		rank_name(name, sizeof name, r);
 		if (!json_is_object(e)) {
 			rc = SF_ERR(SF_ERR_IO, "%s is not an object", w);
 			goto fail;
@@ -831,137 +785,326 @@ fail:
 	return rc;
 }
 
-/* Reads rank file r entirely, checks its size, CRC-32 and header, and scatters its
- * slices into the whole vectors: full[u * 3 + v] holds vector v of unit u. */
-static int read_rank_file(struct sf_model *m, const char *stepdir, const struct manifest *mf, int r,
-                          float **full)
+/* Rank 0: which step directory `dir` means and its manifest, for every rank (each
+ * parses the same bytes, so they agree on what the manifest says); *mf checked against
+ * the model. stepdir: CKPT_PATH_MAX bytes. */
+static int load_manifest(struct sf_model *m, const char *dir, char *stepdir, struct manifest *mf)
 {
-	int rc = SF_OK, fd = -1;
-	char path[CKPT_PATH_MAX], name[32];
-	uint8_t *buf = NULL;
-	snprintf(name, sizeof name, "rank-%05d.bin", r);
-	SF_CHECK(join(path, sizeof path, stepdir, name));
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		rc = SF_ERR(SF_ERR_IO, "cannot open %s: %s", path, strerror(errno));
-		goto fail;
+	int rc = SF_OK, lrc = sf_model_sync(m);
+	char where[CKPT_PATH_MAX + 16], *text = NULL, *sd = stepdir;
+	size_t len = 0;
+	if (m->rank == 0 && lrc >= 0)
+		lrc = resolve(dir, stepdir, CKPT_PATH_MAX, &text, &len);
+	SF_CHECK(_sf_comm_agree(m->comm, lrc, "sf_checkpoint_load"));
+	size_t sdlen = strlen(stepdir);
+	SF_CHECK(bcast_string(m, &sd, &sdlen));
+	if (m->rank != 0) {
+		snprintf(stepdir, CKPT_PATH_MAX, "%s", sd);
+		free(sd);
 	}
-	struct stat st;
-	if (fstat(fd, &st) != 0) {
-		rc = SF_ERR(SF_ERR_IO, "cannot stat %s: %s", path, strerror(errno));
-		goto fail;
-	}
-	if ((uint64_t)st.st_size != mf->sizes[r]) {
-		rc = SF_ERR(SF_ERR_IO,
-		            "%s is %lld bytes, the manifest says %llu (truncated or "
-		            "replaced?)",
-		            path, (long long)st.st_size, (unsigned long long)mf->sizes[r]);
-		goto fail;
-	}
-	buf = malloc(mf->sizes[r]);
-	if (!buf) {
-		rc = SF_ERR(SF_ERR_NOMEM, "cannot allocate %llu bytes to read %s",
-		            (unsigned long long)mf->sizes[r], path);
-		goto fail;
-	}
-	SF_CHECK(_sf_read_at(fd, buf, mf->sizes[r], 0, path));
-	uint32_t crc = crc32_of(0, buf, mf->sizes[r]);
-	if (crc != mf->crcs[r]) {
-		rc = SF_ERR(SF_ERR_IO, "%s: CRC-32 is %08x, the manifest says %08x (corrupted)",
-		            path, crc, mf->crcs[r]);
-		goto fail;
-	}
-	int nv = nvectors(m);
-	if (memcmp(buf, CKPT_MAGIC, 8) || get_u32le(buf + 8) != (uint32_t)r ||
-	    get_u32le(buf + 12) != (uint32_t)mf->world_size ||
-	    get_u32le(buf + 16) != (uint32_t)m->nunits || get_u32le(buf + 20) != (uint32_t)nv) {
-		rc = SF_ERR(SF_ERR_IO,
-		            "%s: bad header (expected \"" CKPT_MAGIC "\", rank %d of %d, %d units, "
-		            "%d vectors)",
-		            path, r, mf->world_size, m->nunits, nv);
-		goto fail;
-	}
-	size_t off = CKPT_HEADER;
+	SF_CHECK(bcast_string(m, &text, &len));
+	snprintf(where, sizeof where, "%s/manifest.json", stepdir);
+	lrc = manifest_parse(m, text, len, where, mf);
+	SF_CHECK(_sf_comm_agree(m->comm, lrc, "sf_checkpoint_load"));
+fail:
+	free(text);
+	return rc;
+}
+
+/* What this rank keeps of a checkpoint: elements [lo[u], hi[u]) of every vector of unit
+ * u — its slice [rank S_u, (rank+1) S_u) when sharded, the whole unit with sharding
+ * none — read into vec[u * 3 + v]. With grad_op every rank also keeps all parameters
+ * resident: whole[u] receives unit u's whole parameter vector (N S_u floats), every
+ * rank's slice all-gathered from `send`. scratch (largest_P floats) gives a slice its
+ * place in a whole vector for _sf_unit_set_full. */
+struct need {
+	size_t *lo, *hi;
+	float **vec;
+	float **whole; /* grad_op only */
+	float *send, *scratch;
+};
+
+static void need_free(const struct sf_model *m, struct need *nd)
+{
+	for (int i = 0; nd->vec && i < m->nunits * 3; i++)
+		free(nd->vec[i]);
+	for (int u = 0; nd->whole && u < m->nunits; u++)
+		free(nd->whole[u]);
+	free(nd->lo);
+	free(nd->hi);
+	free(nd->vec);
+	free(nd->whole);
+	free(nd->send);
+	free(nd->scratch);
+}
+
+static int need_init(const struct sf_model *m, struct need *nd)
+{
+	size_t nu = (size_t)m->nunits, smax = 0;
+	bool grad_op = m->cfg.sharding == SF_SHARD_GRAD_OP, ok = true;
+	nd->lo = calloc(nu, sizeof *nd->lo);
+	nd->hi = calloc(nu, sizeof *nd->hi);
+	nd->vec = calloc(nu * 3, sizeof *nd->vec);
+	nd->scratch = malloc(m->largest_P * sizeof(float) + 1);
+	if (grad_op)
+		nd->whole = calloc(nu, sizeof *nd->whole);
+	if (!nd->lo || !nd->hi || !nd->vec || !nd->scratch || (grad_op && !nd->whole))
+		return SF_ERR(SF_ERR_NOMEM, "sf_checkpoint_load: out of memory");
 	for (int u = 0; u < m->nunits; u++) {
-		size_t P = m->units[u].P, S = shard_of(P, mf->world_size);
-		size_t lo = (size_t)r * S, cnt = lo < P ? (P - lo < S ? P - lo : S) : 0;
+		size_t P = m->units[u].P, S = m->units[u].S;
+		size_t lo = (size_t)m->rank * S < P ? (size_t)m->rank * S : P;
+		bool none = m->cfg.sharding == SF_SHARD_NONE;
+		nd->lo[u] = none ? 0 : lo;
+		nd->hi[u] = none ? P : (P - lo < S ? P : lo + S);
+		for (int v = SF_VEC_PARAM; v <= SF_VEC_V; v++)
+			if (_sf_vec_exists(m, (enum _sf_vec)v)) {
+				nd->vec[u * 3 + v] =
+				    malloc((nd->hi[u] - nd->lo[u]) * sizeof(float) + 1);
+				ok = ok && nd->vec[u * 3 + v];
+			}
+		if (grad_op) {
+			nd->whole[u] = malloc(S * (size_t)m->nranks * sizeof(float) + 1);
+			ok = ok && nd->whole[u];
+		}
+		smax = S > smax ? S : smax;
+	}
+	if (grad_op) {
+		nd->send = malloc(smax * sizeof(float) + 1);
+		ok = ok && nd->send;
+	}
+	return ok ? SF_OK : SF_ERR(SF_ERR_NOMEM, "sf_checkpoint_load: out of memory");
+}
+
+/* One stretch of a rank file that this rank keeps: bytes [off, off + len) go to dst. */
+struct extent {
+	uint64_t off, len;
+	uint8_t *dst;
+};
+
+/* The stretches of rank file w (of a world of W) that this rank keeps, in file order:
+ * the header (into hdr), then its part of every vector. Returns whether the file holds
+ * any of what this rank keeps. ex: room for 1 + 3 * nunits. */
+static bool file_extents(const struct sf_model *m, int W, const struct need *nd, int w,
+                         uint8_t *hdr, struct extent *ex, size_t *nex)
+{
+	size_t k = 0;
+	bool needed = false;
+	uint64_t off = CKPT_HEADER;
+	ex[k++] = (struct extent){0, CKPT_HEADER, hdr};
+	for (int u = 0; u < m->nunits; u++) {
+		size_t P = m->units[u].P, S = shard_of(P, W), first = (size_t)w * S;
+		/* [a, b): the elements of unit u both in this file and kept here */
+		size_t a = first > nd->lo[u] ? first : nd->lo[u];
+		size_t b = first + S < nd->hi[u] ? first + S : nd->hi[u];
 		for (int v = SF_VEC_PARAM; v <= SF_VEC_V; v++) {
 			if (!_sf_vec_exists(m, (enum _sf_vec)v))
 				continue;
-			float *dst = full[u * 3 + v] + lo;
-			memcpy(dst, buf + off, cnt * sizeof(float));
-			floats_le(dst, cnt);
+			if (a < b) {
+				uint8_t *dst = (uint8_t *)nd->vec[u * 3 + v];
+				ex[k++] = (struct extent){off + (a - first) * sizeof(float),
+				                          (b - a) * sizeof(float),
+				                          dst + (a - nd->lo[u]) * sizeof(float)};
+				needed = true;
+			}
 			off += S * sizeof(float);
 		}
+	}
+	*nex = k;
+	return needed;
+}
+
+/* Reads a file of `size` bytes from start to end in pieces, returning its CRC-32 in
+ * *crc and copying the extents (sorted, disjoint) where they go. */
+static int stream_file(int fd, const char *path, uint64_t size, const struct extent *ex, size_t nex,
+                       uint32_t *crc)
+{
+	int rc = SF_OK;
+	size_t piece = size < CKPT_PIECE ? (size_t)size : CKPT_PIECE, e = 0;
+	uint8_t *buf = malloc(piece + 1);
+	uint32_t c = 0;
+	if (!buf)
+		return SF_ERR(SF_ERR_NOMEM, "cannot allocate %zu bytes to read %s", piece, path);
+	for (uint64_t off = 0; off < size;) {
+		size_t k = size - off < piece ? (size_t)(size - off) : piece;
+		uint64_t end = off + k;
+		SF_CHECK(_sf_read_at(fd, buf, k, (off_t)off, path));
+		c = crc32_of(c, buf, k);
+		for (size_t i = e; i < nex && ex[i].off < end; i++) {
+			uint64_t a = ex[i].off > off ? ex[i].off : off;
+			uint64_t b = ex[i].off + ex[i].len < end ? ex[i].off + ex[i].len : end;
+			if (a < b)
+				memcpy(ex[i].dst + (a - ex[i].off), buf + (a - off),
+				       (size_t)(b - a));
+		}
+		while (e < nex && ex[e].off + ex[e].len <= end)
+			e++;
+		off = end;
+	}
+	*crc = c;
+fail:
+	free(buf);
+	return rc;
+}
+
+static int check_size(const char *path, const struct stat *st, uint64_t want)
+{
+	if ((uint64_t)st->st_size != want)
+		return SF_ERR(SF_ERR_IO,
+		              "%s is %lld bytes, the manifest says %llu (truncated or "
+		              "replaced?)",
+		              path, (long long)st->st_size, (unsigned long long)want);
+	return SF_OK;
+}
+
+/* Rank 0: every rank file has the size the manifest gives — also the files no rank
+ * reads, so that a truncated checkpoint is refused whatever each rank keeps. */
+static int check_all_sizes(const char *stepdir, const struct manifest *mf)
+{
+	int rc = SF_OK;
+	char path[CKPT_PATH_MAX];
+	for (int w = 0; w < mf->world_size; w++) {
+		struct stat st;
+		SF_CHECK(rank_path(path, sizeof path, stepdir, w));
+		if (stat(path, &st) != 0)
+			return SF_ERR(SF_ERR_IO, "cannot stat %s: %s", path, strerror(errno));
+		SF_CHECK(check_size(path, &st, mf->sizes[w]));
+	}
+fail:
+	return rc;
+}
+
+/* Reads rank file w entirely, checks its size, CRC-32 and header, and copies the
+ * extents ex (hdr, the first, is where the header goes) where they go. */
+static int read_rank_file(const struct sf_model *m, const char *stepdir, const struct manifest *mf,
+                          int w, const struct extent *ex, size_t nex, const uint8_t *hdr)
+{
+	int rc = SF_OK, fd = -1, nv = nvectors(m);
+	char path[CKPT_PATH_MAX];
+	struct stat st;
+	uint32_t crc = 0;
+	SF_CHECK(rank_path(path, sizeof path, stepdir, w));
+	_sf_log(SF_LOG_DEBUG, "checkpoint: reading %s", path);
+	SF_CHECK(_sf_open_read(path, &fd, &st));
+	SF_CHECK(check_size(path, &st, mf->sizes[w]));
+	SF_CHECK(stream_file(fd, path, mf->sizes[w], ex, nex, &crc));
+	if (crc != mf->crcs[w]) {
+		rc = SF_ERR(SF_ERR_IO, "%s: CRC-32 is %08x, the manifest says %08x (corrupted)",
+		            path, crc, mf->crcs[w]);
+		goto fail;
+	}
+	if (memcmp(hdr, CKPT_MAGIC, 8) || _sf_get_le(hdr + 8, 4) != (uint32_t)w ||
+	    _sf_get_le(hdr + 12, 4) != (uint32_t)mf->world_size ||
+	    _sf_get_le(hdr + 16, 4) != (uint32_t)m->nunits ||
+	    _sf_get_le(hdr + 20, 4) != (uint32_t)nv) {
+		rc = SF_ERR(SF_ERR_IO,
+		            "%s: bad header (expected \"" CKPT_MAGIC "\", rank %d of %d, %d units, "
+		            "%d vectors)",
+		            path, w, mf->world_size, m->nunits, nv);
+		goto fail;
 	}
 fail:
 	if (fd >= 0)
 		close(fd);
-	free(buf);
+	return rc;
+}
+
+/* Reads what this rank keeps from the rank files holding it, each verified, and brings
+ * it to the host's byte order; rank 0 also checks every file's size. */
+static int read_needed(const struct sf_model *m, const char *stepdir, const struct manifest *mf,
+                       struct need *nd)
+{
+	int rc = SF_OK, nread = 0;
+	uint8_t hdr[CKPT_HEADER];
+	struct extent *ex = calloc(1 + 3 * (size_t)m->nunits, sizeof *ex);
+	if (!ex)
+		return SF_ERR(SF_ERR_NOMEM, "sf_checkpoint_load: out of memory");
+	if (m->rank == 0)
+		SF_CHECK(check_all_sizes(stepdir, mf));
+	for (int w = 0; w < mf->world_size; w++) {
+		size_t nex = 0;
+		if (!file_extents(m, mf->world_size, nd, w, hdr, ex, &nex))
+			continue;
+		SF_CHECK(read_rank_file(m, stepdir, mf, w, ex, nex, hdr));
+		nread++;
+	}
+	for (int u = 0; u < m->nunits; u++)
+		for (int v = SF_VEC_PARAM; v <= SF_VEC_V; v++)
+			if (_sf_vec_exists(m, (enum _sf_vec)v))
+				_sf_floats_le(nd->vec[u * 3 + v], nd->hi[u] - nd->lo[u]);
+	_sf_log(SF_LOG_DEBUG, "checkpoint: read %d of %d rank files", nread, mf->world_size);
+fail:
+	free(ex);
+	return rc;
+}
+
+/* grad_op: every rank's parameter slice, all-gathered into whole vectors. Collective. */
+static int gather_whole(struct sf_model *m, struct need *nd)
+{
+	int rc = SF_OK;
+	for (int u = 0; u < m->nunits; u++) {
+		size_t S = m->units[u].S, n = nd->hi[u] - nd->lo[u];
+		memcpy(nd->send, nd->vec[u * 3 + SF_VEC_PARAM], n * sizeof(float));
+		memset(nd->send + n, 0, (S - n) * sizeof(float));
+		SF_CHECK(
+		    m->comm->ops->allgather(m->comm, nd->send, S * sizeof(float), nd->whole[u]));
+	}
+fail:
+	return rc;
+}
+
+/* Sets the model's vectors from what was read (and verified on every rank). A sharded
+ * vector's slice goes to its place in scratch: _sf_unit_set_full reads no more of it. */
+static int apply(struct sf_model *m, struct need *nd)
+{
+	int rc = SF_OK;
+	for (int u = 0; u < m->nunits; u++)
+		for (int v = SF_VEC_PARAM; v <= SF_VEC_V; v++) {
+			size_t lo = nd->lo[u], hi = nd->hi[u];
+			const float *src = nd->vec[u * 3 + v];
+			if (!_sf_vec_exists(m, (enum _sf_vec)v))
+				continue;
+			if (nd->whole && v == SF_VEC_PARAM) {
+				src = nd->whole[u];
+			} else if (lo > 0 || hi < m->units[u].P) {
+				memcpy(nd->scratch + lo, src, (hi - lo) * sizeof(float));
+				src = nd->scratch;
+			}
+			SF_CHECK(_sf_unit_set_full(m, u, (enum _sf_vec)v, src));
+		}
+fail:
 	return rc;
 }
 
 SF_API int sf_checkpoint_load(sf_model *m, const char *dir, struct sf_checkpoint_info *info)
 {
 	int rc = SF_OK, lrc = SF_OK;
-	char stepdir[CKPT_PATH_MAX] = "", where[CKPT_PATH_MAX + 16];
-	char *text = NULL;
-	size_t len = 0;
+	char stepdir[CKPT_PATH_MAX] = "";
 	struct manifest mf = {0};
-	float **full = NULL;
+	struct need nd = {0};
 	if (!m || !dir || !*dir)
 		return SF_ERR(SF_ERR_INVALID, "sf_checkpoint_load: NULL model or empty directory");
-	lrc = sf_model_sync(m);
-	if (m->rank == 0 && lrc >= 0)
-		lrc = resolve(dir, stepdir, sizeof stepdir, &text, &len);
-	SF_CHECK(_sf_comm_agree(m->comm, lrc, "sf_checkpoint_load"));
+	SF_CHECK(load_manifest(m, dir, stepdir, &mf));
 
-	/* every rank parses the same bytes, so they agree on what the manifest says */
-	char *sd = stepdir;
-	size_t sdlen = strlen(stepdir);
-	SF_CHECK(bcast_string(m, &sd, &sdlen));
-	if (m->rank != 0) {
-		snprintf(stepdir, sizeof stepdir, "%s", sd);
-		free(sd);
+	/* this rank's slices, from the files holding them, each file verified */
+	lrc = need_init(m, &nd);
+	if (lrc >= 0)
+		lrc = read_needed(m, stepdir, &mf, &nd);
+	SF_CHECK(_sf_comm_agree(m->comm, lrc, "sf_checkpoint_load"));
+	if (nd.whole) {
+		lrc = gather_whole(m, &nd);
+		SF_CHECK(_sf_comm_agree(m->comm, lrc, "sf_checkpoint_load"));
 	}
-	SF_CHECK(bcast_string(m, &text, &len));
-	snprintf(where, sizeof where, "%s/manifest.json", stepdir);
-	lrc = manifest_parse(m, text, len, where, &mf);
-	SF_CHECK(_sf_comm_agree(m->comm, lrc, "sf_checkpoint_load"));
-
-	/* whole vectors, read from every file: any world size can have written them */
-	lrc = SF_OK;
-	full = calloc((size_t)m->nunits * 3, sizeof *full);
-	if (!full)
-		lrc = SF_ERR(SF_ERR_NOMEM, "sf_checkpoint_load: out of memory");
-	for (int u = 0; lrc >= 0 && u < m->nunits; u++)
-		for (int v = SF_VEC_PARAM; lrc >= 0 && v <= SF_VEC_V; v++)
-			if (_sf_vec_exists(m, (enum _sf_vec)v)) {
-				full[u * 3 + v] = malloc(m->units[u].P * sizeof(float) + 1);
-				if (!full[u * 3 + v])
-					lrc = SF_ERR(SF_ERR_NOMEM,
-					             "sf_checkpoint_load: out of memory");
-			}
-	for (int r = 0; lrc >= 0 && r < mf.world_size; r++)
-		lrc = read_rank_file(m, stepdir, &mf, r, full);
-	SF_CHECK(_sf_comm_agree(m->comm, lrc, "sf_checkpoint_load"));
 
 	/* everything is read and verified on every rank: only now touch the model */
-	for (int u = 0; u < m->nunits; u++)
-		for (int v = SF_VEC_PARAM; v <= SF_VEC_V; v++)
-			if (_sf_vec_exists(m, (enum _sf_vec)v))
-				SF_CHECK(_sf_unit_set_full(m, u, (enum _sf_vec)v, full[u * 3 + v]));
+	SF_CHECK(apply(m, &nd));
 	m->nsteps = mf.model_steps;
 	if (info)
 		*info = mf.info;
 	_sf_log(SF_LOG_INFO, "checkpoint %s loaded (written by %d ranks, step %lld)", stepdir,
 	        mf.world_size, (long long)mf.info.step);
 fail:
-	for (int i = 0; full && i < m->nunits * 3; i++)
-		free(full[i]);
-	free(full);
+	need_free(m, &nd);
 	free(mf.sizes);
 	free(mf.crcs);
-	free(text);
 	return rc;
 }

@@ -1,6 +1,7 @@
 /*
- * fileio.c — whole reads and writes on file descriptors, for checkpoints and
- * safetensors: a short read or write is an error naming the file, never silent.
+ * fileio.c — whole reads and writes on file descriptors, and the atomic commit of a
+ * file, for checkpoints and safetensors: a short read or write is an error naming the
+ * file, never silent.
  */
 #include "io/fileio.h"
 
@@ -45,6 +46,20 @@ int _sf_read_at(int fd, void *buf, size_t n, off_t off, const char *path)
 	return SF_OK;
 }
 
+int _sf_open_read(const char *path, int *fd, struct stat *st)
+{
+	*fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (*fd < 0)
+		return SF_ERR(SF_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+	if (fstat(*fd, st) != 0) {
+		int e = errno;
+		close(*fd);
+		*fd = -1;
+		return SF_ERR(SF_ERR_IO, "cannot stat %s: %s", path, strerror(e));
+	}
+	return SF_OK;
+}
+
 int _sf_fsync_dir(const char *path)
 {
 	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -57,6 +72,17 @@ int _sf_fsync_dir(const char *path)
 	/* a file system that cannot sync directories says EINVAL: nothing to do then */
 	if (r != 0 && e != EINVAL)
 		return SF_ERR(SF_ERR_IO, "cannot sync directory %s: %s", path, strerror(e));
+	return SF_OK;
+}
+
+int _sf_create_tmp(const char *path, char *tmp, size_t size, int *fd)
+{
+	int n = snprintf(tmp, size, "%s.tmp", path);
+	if (n < 0 || (size_t)n >= size)
+		return SF_ERR(SF_ERR_INVALID, "path %s is too long", path);
+	*fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (*fd < 0)
+		return SF_ERR(SF_ERR_IO, "cannot create %s: %s", tmp, strerror(errno));
 	return SF_OK;
 }
 
@@ -74,4 +100,11 @@ int _sf_commit_file(int fd, const char *tmp, const char *path, const char *dir)
 		return rc;
 	}
 	return _sf_fsync_dir(dir);
+}
+
+void _sf_abandon_file(int fd, const char *tmp)
+{
+	if (fd >= 0)
+		close(fd);
+	unlink(tmp);
 }

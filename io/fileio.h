@@ -9,16 +9,25 @@
 #include "common/error.h"
 
 #include <stddef.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 /* Writes all n bytes / reads exactly n bytes at offset off; a short write or read is
  * an SF_ERR_IO naming `path`. */
 int _sf_write_all(int fd, const void *buf, size_t n, const char *path);
 int _sf_read_at(int fd, void *buf, size_t n, off_t off, const char *path);
+/* Opens path for reading into *fd and fstat's it into *st; on failure nothing stays
+ * open. */
+int _sf_open_read(const char *path, int *fd, struct stat *st);
 /* Syncs a directory, so that a rename in it is durable. */
 int _sf_fsync_dir(const char *dir);
+/* The start of an atomic write: creates (or empties) path.tmp for writing, its name in
+ * tmp (`size` bytes), its descriptor in *fd. */
+int _sf_create_tmp(const char *path, char *tmp, size_t size, int *fd);
 /* The end of an atomic write: syncs and closes fd (always closed), renames tmp to
  * path, syncs `dir`; on failure tmp is removed and path untouched. */
 int _sf_commit_file(int fd, const char *tmp, const char *path, const char *dir);
+/* An atomic write given up: closes fd (when >= 0) and removes tmp. */
+void _sf_abandon_file(int fd, const char *tmp);
 
 #endif

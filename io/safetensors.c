@@ -11,15 +11,16 @@
  * flat parameter vector, so the data area is the model's parameters in
  * sf_model_params_get() order. Any other layer type is one tensor "<name>.params" (P).
  *
+ * Export gathers the parameters on rank 0 alone, unit by unit (the other ranks send
+ * their shards; with sharding none rank 0 has them all), and rank 0 writes the file.
  * Import is all-or-nothing: the header is validated entirely (every tensor in range, the
  * tensors tiling the data area, the file size matching) and every tensor read on every
  * rank before a parameter is set; the ranks agree on the outcome.
  */
+#include "io/bytes.h"
 #include "io/fileio.h"
 #include "scheduler/model.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,35 +57,20 @@ static int unit_tensors(const struct sf_model *m, int u, struct st_tensor *t)
 		for (int i = 0; i < np; i++) {
 			if (k == ST_UNIT_MAX)
 				return SF_ERR(SF_ERR_INVALID,
-				              "unit \"%s\" has more than %d named tensors", un->name,
-				              ST_UNIT_MAX);
+				              "unit \"%s\" has more than %d named tensors",
+				              un->name, ST_UNIT_MAX);
 			size_t count = pt[i].shape[0] * (pt[i].ndim == 2 ? pt[i].shape[1] : 1);
-			t[k] = (struct st_tensor){.ndim = pt[i].ndim,
-			                          .shape = {(int64_t)pt[i].shape[0],
-			                                    (int64_t)pt[i].shape[1]},
-			                          .off = un->off + li->param_offset + pt[i].offset,
-			                          .count = count};
-			snprintf(t[k].name, sizeof t[k].name, "%.63s.%.23s", nd->name, pt[i].suffix);
+			t[k] = (struct st_tensor){
+			    .ndim = pt[i].ndim,
+			    .shape = {(int64_t)pt[i].shape[0], (int64_t)pt[i].shape[1]},
+			    .off = un->off + li->param_offset + pt[i].offset,
+			    .count = count};
+			snprintf(t[k].name, sizeof t[k].name, "%.63s.%.23s", nd->name,
+			         pt[i].suffix);
 			k++;
 		}
 	}
 	return k;
-}
-
-static int host_is_le(void)
-{
-	const uint16_t one = 1;
-	return *(const uint8_t *)&one == 1;
-}
-
-static void floats_le(float *p, size_t n)
-{
-	if (host_is_le())
-		return;
-	for (size_t i = 0; i < n; i++) {
-		uint8_t *b = (uint8_t *)&p[i], t = b[0];
-		b[0] = b[3], b[3] = t, t = b[1], b[1] = b[2], b[2] = t;
-	}
 }
 
 /* ---- export ------------------------------------------------------------------------- */
@@ -142,68 +128,115 @@ static int build_header(const struct sf_model *m, char **out, size_t *len)
 	return SF_OK;
 }
 
-/* Rank 0: path.tmp, synced, renamed to path. */
-static int write_file(const sf_model *m, const char *path, float *params)
+/* The directory holding path (for its sync after the rename); dir: 4096 bytes. */
+static void dir_of(const char *path, char *dir, size_t size)
 {
-	int rc = SF_OK, fd = -1;
-	bool created = false;
-	char *header = NULL, tmp[4096], dir[4096];
-	size_t hlen = 0;
-	if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp)
-		return SF_ERR(SF_ERR_INVALID, "safetensors: path %s is too long", path);
-	snprintf(dir, sizeof dir, "%s", path);
+	snprintf(dir, size, "%s", path);
 	char *slash = strrchr(dir, '/');
 	if (!slash)
-		snprintf(dir, sizeof dir, ".");
+		snprintf(dir, size, ".");
 	else if (slash == dir)
 		dir[1] = '\0';
 	else
 		*slash = '\0';
-	SF_CHECK(build_header(m, &header, &hlen));
+}
+
+/* Rank 0: path.tmp, synced, renamed to path. params (converted to little-endian in
+ * place) holds the model's nparams_total parameters. */
+static int write_file(const sf_model *m, const char *path, float *params)
+{
+	int rc = SF_OK, fd = -1;
+	char *header = NULL, tmp[4096], dir[4096];
+	size_t hlen = 0;
 	uint8_t len8[8];
-	for (int i = 0; i < 8; i++)
-		len8[i] = (uint8_t)((uint64_t)hlen >> (8 * i));
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		rc = SF_ERR(SF_ERR_IO, "cannot create %s: %s", tmp, strerror(errno));
-		goto fail;
-	}
-	created = true;
-	floats_le(params, m->nparams_total);
+	dir_of(path, dir, sizeof dir);
+	SF_CHECK(build_header(m, &header, &hlen));
+	_sf_put_le(len8, (uint64_t)hlen, 8);
+	SF_CHECK(_sf_create_tmp(path, tmp, sizeof tmp, &fd));
+	_sf_floats_le(params, m->nparams_total);
 	SF_CHECK(_sf_write_all(fd, len8, 8, tmp));
 	SF_CHECK(_sf_write_all(fd, header, hlen, tmp));
 	SF_CHECK(_sf_write_all(fd, params, m->nparams_total * sizeof(float), tmp));
 	rc = _sf_commit_file(fd, tmp, path, dir);
-	free(header);
-	return rc;
+	fd = -1;
 fail:
 	if (fd >= 0)
-		close(fd);
-	if (created)
-		unlink(tmp);
+		_sf_abandon_file(fd, tmp);
 	free(header);
+	return rc;
+}
+
+/* Floats of a shard gathered at a time: bounds rank 0's receive buffer (N pieces) and
+ * keeps each message within what the communicator takes. */
+#define ST_PIECE ((size_t)1 << 24)
+
+/* Collects every unit's parameters on rank 0 into params (nparams_total floats; NULL
+ * on the other ranks, which only send their shards). With sharding none rank 0 holds
+ * every unit already. recv (rank 0): N * min(ST_PIECE, largest S) floats; shard:
+ * largest S floats. Collective but for sharding none. */
+static int gather_params(struct sf_model *m, float *params, float *shard, float *recv)
+{
+	int rc = SF_OK;
+	for (int u = 0; u < m->nunits; u++) {
+		struct _sf_unit *un = &m->units[u];
+		if (m->cfg.sharding == SF_SHARD_NONE) {
+			if (m->rank != 0)
+				continue;
+			starpu_data_acquire(un->h_full, STARPU_R);
+			memcpy(params + un->off, un->full, un->P * sizeof(float));
+			starpu_data_release(un->h_full);
+			continue;
+		}
+		SF_CHECK(_sf_unit_get_slice(m, u, SF_VEC_PARAM, shard));
+		for (size_t k = 0; k < un->S; k += ST_PIECE) {
+			size_t n = un->S - k < ST_PIECE ? un->S - k : ST_PIECE;
+			SF_CHECK(
+			    m->comm->ops->gather(m->comm, shard + k, n * sizeof(float), recv, 0));
+			/* rank r's piece holds elements r S + k .. r S + k + n, those below P */
+			for (int r = 0; m->rank == 0 && r < m->nranks; r++) {
+				size_t first = (size_t)r * un->S + k;
+				if (first < un->P)
+					memcpy(params + un->off + first, recv + (size_t)r * n,
+					       (un->P - first < n ? un->P - first : n) *
+					           sizeof(float));
+			}
+		}
+	}
+fail:
 	return rc;
 }
 
 SF_API int sf_model_export_safetensors(sf_model *m, const char *path)
 {
 	int rc = SF_OK, lrc = SF_OK;
-	float *params = NULL;
+	float *params = NULL, *shard = NULL, *recv = NULL;
+	size_t smax = 0;
 	if (!m || !path || !*path)
 		return SF_ERR(SF_ERR_INVALID, "sf_model_export_safetensors: NULL model or path");
-	params = malloc(m->nparams_total * sizeof(float) + 1);
-	if (!params)
-		lrc =
-		    SF_ERR(SF_ERR_NOMEM, "sf_model_export_safetensors: cannot allocate %zu floats",
-		           m->nparams_total);
-	SF_CHECK(_sf_comm_agree(m->comm, lrc, "sf_model_export_safetensors"));
-	/* collective: synchronises and gathers every unit on every rank */
-	SF_CHECK(sf_model_params_get(m, params, m->nparams_total));
+	for (int u = 0; u < m->nunits; u++)
+		smax = m->units[u].S > smax ? m->units[u].S : smax;
+	size_t piece = smax < ST_PIECE ? smax : ST_PIECE;
+	bool sharded = m->cfg.sharding != SF_SHARD_NONE;
+	lrc = sf_model_sync(m);
 	if (m->rank == 0)
+		params = malloc(m->nparams_total * sizeof(float) + 1);
+	if (sharded)
+		shard = malloc(smax * sizeof(float) + 1);
+	if (sharded && m->rank == 0)
+		recv = malloc(piece * (size_t)m->nranks * sizeof(float) + 1);
+	if (lrc >= 0 && ((m->rank == 0 && !params) || (sharded && !shard) ||
+	                 (sharded && m->rank == 0 && !recv)))
+		lrc = SF_ERR(SF_ERR_NOMEM, "sf_model_export_safetensors: out of memory");
+	SF_CHECK(_sf_comm_agree(m->comm, lrc, "sf_model_export_safetensors"));
+	/* rank 0 receives every unit, the others send their shards */
+	lrc = gather_params(m, params, shard, recv);
+	if (lrc >= 0 && m->rank == 0)
 		lrc = write_file(m, path, params);
 	SF_CHECK(_sf_comm_agree(m->comm, lrc, "sf_model_export_safetensors"));
 fail:
 	free(params);
+	free(shard);
+	free(recv);
 	return rc;
 }
 
@@ -332,71 +365,22 @@ static int check_wanted(const sf_model *m, const char *path, json_t *root, uint6
 				continue;
 			SF_CHECK(_sf_read_at(fd, params + t[i].off, t[i].count * sizeof(float),
 			                     (off_t)(data0 + r.begin), path));
-			floats_le(params + t[i].off, t[i].count);
+			_sf_floats_le(params + t[i].off, t[i].count);
 		}
 	}
 fail:
 	return rc;
 }
 
-/* Reads and validates the file; params (nparams_total floats) receives every unit. */
-static int read_file(const sf_model *m, const char *path, float *params)
+/* Every entry of the header: __metadata__ an object of strings, each tensor
+ * well-formed and in range, the tensors together tiling the data area. */
+static int check_all_entries(const char *path, json_t *root, uint64_t data_len)
 {
-	int rc = SF_OK, fd = -1;
-	char *header = NULL;
-	json_t *root = NULL;
-	struct range *ranges = NULL;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return SF_ERR(SF_ERR_IO, "cannot open %s: %s", path, strerror(errno));
-	struct stat st;
-	if (fstat(fd, &st) != 0) {
-		rc = SF_ERR(SF_ERR_IO, "cannot stat %s: %s", path, strerror(errno));
-		goto fail;
-	}
-	uint64_t fsize = (uint64_t)st.st_size;
-	uint8_t len8[8];
-	if (fsize < 8) {
-		rc = SF_ERR(SF_ERR_IO, "%s: %llu bytes, too short for a safetensors file", path,
-		            (unsigned long long)fsize);
-		goto fail;
-	}
-	SF_CHECK(_sf_read_at(fd, len8, 8, 0, path));
-	uint64_t hlen = 0;
-	for (int i = 0; i < 8; i++)
-		hlen |= (uint64_t)len8[i] << (8 * i);
-	if (hlen < 2 || hlen > ST_HEADER_MAX || hlen > fsize - 8) {
-		rc = SF_ERR(SF_ERR_IO,
-		            "%s: header length %llu is impossible for a file of %llu bytes (not "
-		            "a safetensors file?)",
-		            path, (unsigned long long)hlen, (unsigned long long)fsize);
-		goto fail;
-	}
-	header = malloc(hlen + 1);
-	if (!header) {
-		rc = SF_ERR(SF_ERR_NOMEM, "%s: cannot allocate the header", path);
-		goto fail;
-	}
-	SF_CHECK(_sf_read_at(fd, header, hlen, 8, path));
-	header[hlen] = '\0';
-	json_error_t jerr;
-	root = json_loadb(header, hlen, JSON_REJECT_DUPLICATES, &jerr);
-	if (!root || !json_is_object(root)) {
-		rc = SF_ERR(SF_ERR_IO, "%s: the header is not a JSON object (%s)", path,
-		            root ? "another JSON value" : jerr.text);
-		goto fail;
-	}
-	uint64_t data0 = 8 + hlen, data_len = fsize - data0;
-
-	/* the tensors this model needs, then every entry: well-formed, in range, and
-	 * together tiling the data area */
-	SF_CHECK(check_wanted(m, path, root, data_len, -1, data0, NULL));
+	int rc = SF_OK;
 	size_t nt = json_object_size(root), k = 0;
-	ranges = calloc(nt + 1, sizeof *ranges);
-	if (!ranges) {
-		rc = SF_ERR(SF_ERR_NOMEM, "%s: out of memory", path);
-		goto fail;
-	}
+	struct range *ranges = calloc(nt + 1, sizeof *ranges);
+	if (!ranges)
+		return SF_ERR(SF_ERR_NOMEM, "%s: out of memory", path);
 	const char *key;
 	json_t *val;
 	json_object_foreach(root, key, val)
@@ -437,19 +421,64 @@ static int read_file(const sf_model *m, const char *path, float *params)
 		}
 		end = ranges[i].end;
 	}
-	if (end != data_len) {
+	if (end != data_len)
 		rc = SF_ERR(SF_ERR_IO,
 		            "%s: the tensors hold %llu bytes but the file has %llu after the "
 		            "header (truncated or trailing bytes)",
 		            path, (unsigned long long)end, (unsigned long long)data_len);
+fail:
+	free(ranges);
+	return rc;
+}
+
+/* Reads and validates the file; params (nparams_total floats) receives every unit. */
+static int read_file(const sf_model *m, const char *path, float *params)
+{
+	int rc = SF_OK, fd = -1;
+	char *header = NULL;
+	json_t *root = NULL;
+	struct stat st;
+	SF_CHECK(_sf_open_read(path, &fd, &st));
+	uint64_t fsize = (uint64_t)st.st_size;
+	uint8_t len8[8];
+	if (fsize < 8) {
+		rc = SF_ERR(SF_ERR_IO, "%s: %llu bytes, too short for a safetensors file", path,
+		            (unsigned long long)fsize);
 		goto fail;
 	}
+	SF_CHECK(_sf_read_at(fd, len8, 8, 0, path));
+	uint64_t hlen = _sf_get_le(len8, 8);
+	if (hlen < 2 || hlen > ST_HEADER_MAX || hlen > fsize - 8) {
+		rc = SF_ERR(SF_ERR_IO,
+		            "%s: header length %llu is impossible for a file of %llu bytes (not "
+		            "a safetensors file?)",
+		            path, (unsigned long long)hlen, (unsigned long long)fsize);
+		goto fail;
+	}
+	header = malloc(hlen + 1);
+	if (!header) {
+		rc = SF_ERR(SF_ERR_NOMEM, "%s: cannot allocate the header", path);
+		goto fail;
+	}
+	SF_CHECK(_sf_read_at(fd, header, hlen, 8, path));
+	header[hlen] = '\0';
+	json_error_t jerr;
+	root = json_loadb(header, hlen, JSON_REJECT_DUPLICATES, &jerr);
+	if (!root || !json_is_object(root)) {
+		rc = SF_ERR(SF_ERR_IO, "%s: the header is not a JSON object (%s)", path,
+		            root ? "another JSON value" : jerr.text);
+		goto fail;
+	}
+	uint64_t data0 = 8 + hlen, data_len = fsize - data0;
+
+	/* the tensors this model needs, then every entry */
+	SF_CHECK(check_wanted(m, path, root, data_len, -1, data0, NULL));
+	SF_CHECK(check_all_entries(path, root, data_len));
 
 	/* every check passed: read */
 	SF_CHECK(check_wanted(m, path, root, data_len, fd, data0, params));
 fail:
 	json_decref(root);
-	free(ranges);
 	free(header);
 	if (fd >= 0)
 		close(fd);

@@ -16,6 +16,12 @@
 #  - a flipped byte (CRC-32), a truncated rank file (size), an edited structure hash and
 #    a checkpoint of another model are refused with a message saying so, and the
 #    refused model then trains bitwise like a fresh one: the load changed nothing;
+#  - the blocks model (units of several nodes, a head tied to the embedding) saved on 2
+#    ranks resumes on 3 like the uninterrupted run (rtol 1e-5);
+#  - a loading rank reads only the rank files holding its slices (SHARDFLOW_LOG=debug
+#    logs each file it opens): 2 ranks loading a checkpoint of 2 read one file each, 3
+#    ranks loading the uneven checkpoint of 2 read file 0, files 0 and 1, and file 1,
+#    and with sharding none (every rank keeps whole units) every rank reads every file;
 #  - a writer killed between its rank files and the manifest (the driver's --crash
 #    kills itself at that point) leaves dir/latest on the previous checkpoint, which
 #    resumes bitwise, and the half-written step is refused when named directly.
@@ -26,8 +32,17 @@ require_progs "$CKPT_DRIVER" "$DUMP_COMPARE"
 rtol=1e-5
 floor=1e-3
 
+# split-stderr.sh PREFIX PROG ARGS...: under mpirun, PROG with its stderr in
+# PREFIX.<rank>, one file per rank (mpirun may mix the lines of several ranks)
+cat >"$tmp/split-stderr.sh" <<'EOF'
+p=$1
+shift
+exec "$@" 2>"$p.${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-0}}"
+EOF
+
 # drv NP NAME [SHARDFLOW_VAR=VALUE...] ARGS...: ckpt_driver on NP ranks, output in
-# $tmp/NAME.{out,err}
+# $tmp/NAME.{out,err}; with drv_split set, rank r's stderr in $tmp/NAME.err.r instead
+drv_split=
 drv() {
 	_np=$1
 	_name=$2
@@ -39,16 +54,49 @@ drv() {
 		*) break ;;
 		esac
 	done
+	_args="$*"
+	if [ -n "$drv_split" ]; then
+		set -- sh "$tmp/split-stderr.sh" "$tmp/$_name.err" "$CKPT_DRIVER" "$@"
+	else
+		set -- "$CKPT_DRIVER" "$@"
+	fi
 	# $_env is split on purpose: our values never contain blanks.
 	# shellcheck disable=SC2086
-	env $_env sh "$RUN_MPI" "$_np" "$CKPT_DRIVER" "$@" </dev/null >"$tmp/$_name.out" \
-		2>"$tmp/$_name.err"
+	env $_env sh "$RUN_MPI" "$_np" "$@" </dev/null >"$tmp/$_name.out" 2>"$tmp/$_name.err"
 	_st=$?
 	if [ $_st -ne 0 ]; then
-		diag "ckpt_driver $* on $_np ranks exited with $_st; its stderr:"
-		diag_file "$tmp/$_name.err"
+		diag "ckpt_driver $_args on $_np ranks exited with $_st; its stderr:"
+		for _f in "$tmp/$_name.err" "$tmp/$_name.err".*; do
+			diag_file "$_f"
+		done
 	fi
 	return $_st
+}
+
+# read_by NAME RANK: the rank files that rank RANK of run NAME opened, sorted, one line
+read_by() {
+	sed -n 's|.*checkpoint: reading .*/\(rank-[0-9]*\.bin\)$|\1|p' "$tmp/$1.err.$2" \
+		2>/dev/null | sort | tr '\n' ' ' | sed 's/ $//'
+}
+
+# reads NAME DESC WANT_0 WANT_1 ...: one result: rank r of run NAME opened exactly the
+# rank files WANT_r (their numbers, separated by commas)
+reads() {
+	_name=$1
+	_desc=$2
+	shift 2
+	_r=0
+	_bad=
+	for _want in "$@"; do
+		_w=$(echo "$_want" | tr ',' '\n' | while read -r _i; do
+			printf 'rank-%05d.bin\n' "$_i"
+		done | sort | tr '\n' ' ' | sed 's/ $//')
+		_got=$(read_by "$_name" $_r)
+		[ "$_got" = "$_w" ] || _bad="$_bad rank $_r read \"$_got\", expected \"$_w\";"
+		_r=$((_r + 1))
+	done
+	[ -z "$_bad" ]
+	ok $? "$_desc" || diag "$_bad"
 }
 
 # refused NAME PATTERN DESC: the run NAME reported a refused load matching PATTERN
@@ -69,7 +117,7 @@ flip_byte() {
 	printf "\\$(printf %o "$_nb")" | dd of="$1" bs=1 seek="$2" conv=notrunc 2>/dev/null
 }
 
-plan 21
+plan 25
 
 # --- resume equals uninterrupted, bitwise -----------------------------------------------
 for opt in sgd adamw; do
@@ -103,6 +151,28 @@ drv 3 none-to-grad-op SHARDFLOW_SHARDING=grad_op --optimizer adamw --steps 6 \
 	--resume "$tmp/ck-none/step-000000003" --out "$tmp/none-to-grad-op.dump"
 compare "mlp adamw: saved with sharding none on 2 ranks, resumed with grad_op on 3 (rtol $rtol)" \
 	none-to-grad-op none --rtol $rtol --floor $floor
+
+b="--model blocks --optimizer adamw --steps 6"
+# shellcheck disable=SC2086
+drv 2 b2 $b --save "$tmp/ck-b2" --save-every 3 --dump-losses-from 3 --out "$tmp/b2.dump"
+# shellcheck disable=SC2086
+drv 3 b2to3 $b --resume "$tmp/ck-b2/step-000000003" --out "$tmp/b2to3.dump"
+compare "blocks (grouped units, tied head): saved on 2 ranks, resumed on 3 (rtol $rtol)" \
+	b2to3 b2 --rtol $rtol --floor $floor
+
+# --- each loading rank reads only the files holding its slices -------------------------
+# (--steps 3 and the checkpoint of step 3: a load and no step)
+drv_split=1
+drv 2 reads-2to2 SHARDFLOW_LOG=debug --steps 3 --resume "$tmp/ck-sgd/step-000000003"
+reads reads-2to2 "saved on 2 ranks, loaded on 2: each rank reads its own rank file only" 0 1
+# shellcheck disable=SC2086
+drv 3 reads-2to3 SHARDFLOW_LOG=debug $u --steps 3 --resume "$tmp/ck-u2/step-000000003"
+reads reads-2to3 "uneven, saved on 2, loaded on 3: ranks read file 0 / files 0, 1 / file 1" \
+	0 0,1 1
+drv 2 reads-none SHARDFLOW_LOG=debug SHARDFLOW_SHARDING=none --steps 3 \
+	--resume "$tmp/ck-sgd/step-000000003"
+reads reads-none "sharding none keeps whole units: every rank reads every file" 0,1 0,1
+drv_split=
 
 # --- safetensors --------------------------------------------------------------------------
 drv 1 st-import --model uneven --optimizer adamw --steps 0 --init "$tmp/u2.safetensors" \
