@@ -508,13 +508,15 @@ static int bcast_string(struct sf_model *m, char **s, size_t *len)
 	int rc = SF_OK;
 	uint64_t n = m->rank == 0 ? *len : 0;
 	SF_CHECK(m->comm->ops->bcast(m->comm, &n, sizeof n, 0));
+	int arc = SF_OK;
 	if (m->rank != 0) {
 		*s = malloc(n + 1);
 		if (!*s)
-			return SF_ERR(SF_ERR_NOMEM, "cannot allocate %llu bytes",
-			              (unsigned long long)n);
-		*len = n;
+			arc = SF_ERR(SF_ERR_NOMEM, "cannot allocate %llu bytes", (unsigned long long)n);
+		*len = *s ? n : 0;
 	}
+	/* every rank learns that one could not allocate, so none waits in the bcast */
+	SF_CHECK(_sf_comm_agree(m->comm, arc, "sf_checkpoint_load"));
 	for (uint64_t off = 0; off < n;) {
 		int k = n - off > (1u << 30) ? (1 << 30) : (int)(n - off);
 		SF_CHECK(m->comm->ops->bcast(m->comm, *s + off, (size_t)k, 0));
