@@ -190,6 +190,15 @@ SF_API int sf_graph_layer_tied(sf_graph *g, const char *type, const int *inputs,
 
 /** y = x W^T + b, W (O, I), b (O): a unit of parameters. name must be unique. */
 SF_API int sf_graph_linear(sf_graph *g, int x, int out_dim, const char *name, int *out);
+/** Layer normalisation over the features of each row: y = (x - mean) / sqrt(var +
+ *  1e-5) * w + b, w (C) initialised to 1 and b (C) to 0: a unit of parameters. name
+ *  must be unique. (Another eps: sf_graph_layer(g, "layernorm", ...) with a struct
+ *  sf_layernorm_config.) */
+SF_API int sf_graph_layernorm(sf_graph *g, int x, const char *name, int *out);
+/** The config of a "layernorm" node (optional). */
+struct sf_layernorm_config {
+	float eps; /**< > 0, added to the variance */
+};
 /** y = max(x, 0). */
 SF_API int sf_graph_relu(sf_graph *g, int x, int *out);
 /** y = GELU(x) (tanh approximation). */

@@ -271,7 +271,7 @@ static int add_layer(sf_graph *g, const char *fn, const char *type, const int *i
 	const struct _sf_layer_entry *e = _sf_layer_find(type);
 	if (!e)
 		return SF_ERR(SF_ERR_INVALID,
-		              "%s: unknown layer type \"%s\" (built-in: linear, relu, gelu, add; "
+		              "%s: unknown layer type \"%s\" (built-in: linear, relu, gelu, add, layernorm; "
 		              "others must be registered with sf_layer_type_register)",
 		              fn, type ? type : "(null)");
 	if (!inputs || ninputs < e->type.min_inputs || ninputs > e->type.max_inputs)
@@ -352,6 +352,11 @@ SF_API int sf_graph_linear(sf_graph *g, int x, int out_dim, const char *name, in
 		              "%d)",
 		              name ? name : "", out_dim);
 	return sf_graph_layer(g, "linear", &x, 1, &out_dim, sizeof out_dim, name, out);
+}
+
+SF_API int sf_graph_layernorm(sf_graph *g, int x, const char *name, int *out)
+{
+	return sf_graph_layer(g, "layernorm", &x, 1, NULL, 0, name, out);
 }
 
 SF_API int sf_graph_relu(sf_graph *g, int x, int *out)

@@ -8,6 +8,7 @@
 #include "layers/add.h"
 #include "layers/gelu.h"
 #include "layers/layer.h"
+#include "layers/layernorm.h"
 #include "layers/linear.h"
 #include "layers/relu.h"
 
@@ -19,6 +20,7 @@ static const struct sf_layer_type *const builtin_types[] = {
     &_sf_relu_type,
     &_sf_gelu_type,
     &_sf_add_type,
+    &_sf_layernorm_type,
 };
 
 static struct _sf_layer_entry table[SF_MAX_LAYER_TYPES];

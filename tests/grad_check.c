@@ -1,8 +1,8 @@
 /*
  * grad_check.c — proves that the gradient a whole model computes through the library
  * is the derivative of its loss, for a model with every feature of the planner:
- * units of several nodes (sf_graph_unit_begin), a head tied to the embedding's
- * parameters (sf_graph_layer_tied, whose gradient is the sum of both uses) and a
+ * units of several nodes (sf_graph_unit_begin) holding a layernorm (a saved buffer),
+ * a head tied to the embedding's parameters (sf_graph_layer_tied, whose gradient is the sum of both uses) and a
  * sequence dimension (T rows per sample). The "blocks" model of tests/test_models.h.
  *
  * The gradient: one SGD step with lr 1, no momentum, no weight decay, from p0 gives
@@ -32,7 +32,8 @@
 #define PROG "grad_check"
 #define BATCH 4
 #define EPS 1e-2f
-#define NSAMPLES 24
+#define NSPREAD 24
+#define NSAMPLES (NSPREAD + 2)
 
 struct run {
 	sf_model *m;
@@ -106,11 +107,17 @@ static int read_export(struct run *r)
 	return 0;
 }
 
-/* Parameter indices to check: NSAMPLES evenly spread over the flat vector, from its
- * first (the embedding's weight, which the tied head reads too) to its last. */
+/* Parameter indices to check: NSPREAD evenly spread over the flat vector, from its
+ * first (the embedding's weight, which the tied head reads too) to its last, and the
+ * first block's layernorm weight and bias (the embedding unit has 16 x 16 + 16 = 272
+ * parameters; the block's unit starts with its layernorm's w (16), b (16)). */
 static long sample(int i, size_t n)
 {
-	return (long)((uint64_t)i * (n - 1) / (NSAMPLES - 1));
+	if (i == NSPREAD)
+		return 272 + 5;
+	if (i == NSPREAD + 1)
+		return 272 + 16 + 7;
+	return (long)((uint64_t)i * (n - 1) / (NSPREAD - 1));
 }
 
 int main(int argc, char **argv)

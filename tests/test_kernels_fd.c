@@ -26,6 +26,7 @@
  */
 #include "layers/add.h"
 #include "layers/gelu.h"
+#include "layers/layernorm.h"
 #include "layers/linear.h"
 #include "layers/relu.h"
 #include "layers/softmax_xent.h"
@@ -239,6 +240,84 @@ static void test_linear(int B, int I, int O)
 	free(c.x), free(c.w), free(c.b), free(c.dy), free(c.y);
 	free(dx), free(dw), free(db), free(old), free(dx2), free(dw2), free(db2);
 	free(dw3), free(db3);
+}
+
+/* --- layernorm ------------------------------------------------------------------ */
+
+struct ln_ctx {
+	int B, C;
+	float *x, *w, *b, *dy, *y, *mean, *rstd; /* x dy y (B,C), w b (C), mean rstd (B) */
+};
+
+static double ln_objective(void *p)
+{
+	struct ln_ctx *c = p;
+	_sf_layernorm_fwd(c->B, c->C, c->x, c->w, c->b, 1e-5f, c->y, c->mean, c->rstd);
+	return dot_d(c->dy, c->y, (size_t)c->B * c->C);
+}
+
+/* The forward against a double computation; the backward (dx, dw, db) against finite
+ * differences (the same tolerance as every kernel); the saved mean and rstd against
+ * the forward's own statistics; acc and pacc add. */
+static void test_layernorm(int B, int C, float xscale)
+{
+	char tag[64], what[96];
+	snprintf(tag, sizeof tag, "B=%d C=%d", B, C);
+	size_t n = (size_t)B * C;
+	struct ln_ctx c = {B,
+	                   C,
+	                   rand_vec(n, xscale),
+	                   rand_vec((size_t)C, 1.0f),
+	                   rand_vec((size_t)C, 1.0f),
+	                   rand_vec(n, 1.0f),
+	                   zero_vec(n),
+	                   zero_vec((size_t)B),
+	                   zero_vec((size_t)B)};
+	ln_objective(&c);
+	double max_rel = 0.0;
+	for (int r = 0; r < B; r++) {
+		double m = 0, v = 0;
+		for (int k = 0; k < C; k++)
+			m += c.x[(size_t)r * C + k];
+		m /= C;
+		for (int k = 0; k < C; k++)
+			v += (c.x[(size_t)r * C + k] - m) * (c.x[(size_t)r * C + k] - m);
+		double rs = 1.0 / sqrt(v / C + 1e-5);
+		for (int k = 0; k < C; k++) {
+			double want = (c.x[(size_t)r * C + k] - m) * rs * c.w[k] + c.b[k];
+			max_rel = fmax(max_rel, fabs(c.y[(size_t)r * C + k] - want) / fmax(1.0, fabs(want)));
+		}
+		max_rel = fmax(max_rel, fabs(c.rstd[r] - rs) / rs);
+	}
+	ok(max_rel <= 1e-5, "layernorm fwd %s vs double, saved rstd too (max rel %.2e, tol 1e-05)",
+	   tag, max_rel);
+	float *dx = zero_vec(n), *dw = zero_vec((size_t)C), *db = zero_vec((size_t)C);
+	_sf_layernorm_bwd(B, C, c.x, c.w, c.mean, c.rstd, c.dy, dx, 0, dw, db, 0);
+	snprintf(what, sizeof what, "layernorm dx %s", tag);
+	check_fd(what, c.x, n, dx, ln_objective, &c);
+	snprintf(what, sizeof what, "layernorm dw %s", tag);
+	check_fd(what, c.w, (size_t)C, dw, ln_objective, &c);
+	snprintf(what, sizeof what, "layernorm db %s", tag);
+	check_fd(what, c.b, (size_t)C, db, ln_objective, &c);
+	/* acc = pacc = 1: everything is added to what was there */
+	ln_objective(&c);
+	float *oldx = rand_vec(n, 1.0f), *oldw = rand_vec((size_t)C, 1.0f),
+	      *oldb = rand_vec((size_t)C, 1.0f);
+	float *dx2 = malloc(sizeof(float) * n), *dw2 = malloc(sizeof(float) * C),
+	      *db2 = malloc(sizeof(float) * C);
+	memcpy(dx2, oldx, sizeof(float) * n);
+	memcpy(dw2, oldw, sizeof(float) * C);
+	memcpy(db2, oldb, sizeof(float) * C);
+	_sf_layernorm_bwd(B, C, c.x, c.w, c.mean, c.rstd, c.dy, dx2, 1, dw2, db2, 1);
+	snprintf(what, sizeof what, "layernorm dx %s", tag);
+	check_acc(what, dx2, oldx, dx, n);
+	snprintf(what, sizeof what, "layernorm dw (pacc) %s", tag);
+	check_acc(what, dw2, oldw, dw, (size_t)C);
+	snprintf(what, sizeof what, "layernorm db (pacc) %s", tag);
+	check_acc(what, db2, oldb, db, (size_t)C);
+	free(c.x), free(c.w), free(c.b), free(c.dy), free(c.y), free(c.mean), free(c.rstd);
+	free(dx), free(dw), free(db), free(oldx), free(oldw), free(oldb), free(dx2), free(dw2),
+	    free(db2);
 }
 
 /* --- element-wise: relu, gelu, add ------------------------------------------- */
@@ -524,6 +603,10 @@ int main(void)
 	static const int shapes[][3] = {{1, 1, 1}, {1, 3, 2}, {4, 7, 3}, {6, 5, 9}, {16, 32, 8}};
 	for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
 		test_linear(shapes[s][0], shapes[s][1], shapes[s][2]);
+
+	test_layernorm(1, 4, 1.0f);
+	test_layernorm(5, 16, 3.0f);
+	test_layernorm(3, 64, 0.1f);
 
 	test_relu_values();
 	test_unary("relu", _sf_relu_fwd, _sf_relu_bwd, 1, 2.0f, 0.05f);

@@ -8,7 +8,8 @@
  *   deep     16 -> 24 x 6 -> 10, GELU: 7 units, for the residency test
  *   wide     32 -> 256 -> 256 -> 10, ReLU: a unit of many comm pieces
  *   blocks   sequences of T = 3 rows of 16: embed (linear 16 -> 16), 3 blocks of
- *            x + fc_b(gelu(fc_a(x))) each grouped into one unit
+ *            x + fc_b(gelu(fc_a(layernorm(x)))) each grouped into one unit (the
+ *            layernorm's saved mean and rstd go from forward to backward)
  *            (sf_graph_unit_begin), and a head tied to the embedding's parameters
  *            (sf_graph_layer_tied): 16 classes per token. The embedding unit is
  *            read first and last, so the planner's width is 2.
@@ -141,8 +142,10 @@ static inline int build_blocks(const char *prog, sf_graph *g, int x, int *y)
 		char name[32];
 		snprintf(name, sizeof name, "block%d", b);
 		MODEL_CHECK(sf_graph_unit_begin(g, name));
+		snprintf(name, sizeof name, "block%d.ln", b);
+		MODEL_CHECK(sf_graph_layernorm(g, h, name, &a));
 		snprintf(name, sizeof name, "block%d.fc_a", b);
-		MODEL_CHECK(sf_graph_linear(g, h, 24, name, &a));
+		MODEL_CHECK(sf_graph_linear(g, a, 24, name, &a));
 		MODEL_CHECK(sf_graph_gelu(g, a, &a));
 		snprintf(name, sizeof name, "block%d.fc_b", b);
 		MODEL_CHECK(sf_graph_linear(g, a, 16, name, &a));
