@@ -271,7 +271,7 @@ static int add_layer(sf_graph *g, const char *fn, const char *type, const int *i
 	const struct _sf_layer_entry *e = _sf_layer_find(type);
 	if (!e)
 		return SF_ERR(SF_ERR_INVALID,
-		              "%s: unknown layer type \"%s\" (built-in: linear, relu, gelu, add, layernorm; "
+		              "%s: unknown layer type \"%s\" (built-in: linear, linear_nobias, relu, gelu, add, layernorm, embedding; "
 		              "others must be registered with sf_layer_type_register)",
 		              fn, type ? type : "(null)");
 	if (!inputs || ninputs < e->type.min_inputs || ninputs > e->type.max_inputs)

@@ -10,6 +10,7 @@
 #include "layers/layer.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <starpu.h>
 
 static int linear_infer(const int *in_dims, int nin, const void *config, int *out_dim,
@@ -22,6 +23,14 @@ static int linear_infer(const int *in_dims, int nin, const void *config, int *ou
 	*out_dim = O;
 	*nparams = (size_t)O * (size_t)in_dims[0] + (size_t)O;
 	return SF_OK;
+}
+
+static int nobias_infer(const int *in_dims, int nin, const void *config, int *out_dim,
+                        size_t *nparams)
+{
+	int rc = linear_infer(in_dims, nin, config, out_dim, nparams);
+	*nparams -= rc == SF_OK ? (size_t)*out_dim : 0;
+	return rc;
 }
 
 static void linear_init(const struct sf_layer_info *li, struct sf_rng *rng, float *p)
@@ -41,7 +50,13 @@ static int linear_tensors(const struct sf_layer_info *li, struct sf_param_tensor
 	size_t I = (size_t)li->in_dim[0], O = (size_t)li->out_dim;
 	t[0] = (struct sf_param_tensor){"weight", 0, 2, {O, I}};
 	t[1] = (struct sf_param_tensor){"bias", O * I, 1, {O, 0}};
-	return 2;
+	return li->nparams > O * I ? 2 : 1;
+}
+
+/* Both types: a bias follows W when the layer has one (nparams = O*I + O). */
+static bool has_bias(const struct sf_layer_info *li)
+{
+	return li->nparams > (size_t)li->out_dim * (size_t)li->in_dim[0];
 }
 
 /* params (P) x (B,I) y(W) (B,O) */
@@ -54,8 +69,8 @@ static void linear_fwd_cpu(void *buffers[], void *cl_arg)
 	                  "linear: parameter buffer holds %u floats, the layer needs %zu at %zu",
 	                  (unsigned)STARPU_VECTOR_GET_NX(buffers[0]), li->nparams,
 	                  li->param_offset);
-	_sf_linear_fwd(B, I, O, sf_kernel_input(buffers, li, 0), p, p + (size_t)O * I,
-	               sf_kernel_output(buffers, li));
+	_sf_linear_fwd(B, I, O, sf_kernel_input(buffers, li, 0), p,
+	               has_bias(li) ? p + (size_t)O * I : NULL, sf_kernel_output(buffers, li));
 }
 
 /* [params] x y dy [dx] dparams (W, or RW when tied) */
@@ -66,8 +81,8 @@ static void linear_bwd_cpu(void *buffers[], void *cl_arg)
 	const float *p = sf_kernel_params(buffers, li);
 	float *dp = sf_kernel_dparams(buffers, li);
 	_sf_linear_bwd(B, I, O, sf_kernel_input(buffers, li, 0), p, sf_kernel_doutput(buffers, li),
-	               sf_kernel_dinput(buffers, li, 0), li->accumulate[0], dp, dp + (size_t)O * I,
-	               li->accumulate_dparams);
+	               sf_kernel_dinput(buffers, li, 0), li->accumulate[0], dp,
+	               has_bias(li) ? dp + (size_t)O * I : NULL, li->accumulate_dparams);
 }
 
 const struct sf_layer_type _sf_linear_type = {
@@ -76,6 +91,20 @@ const struct sf_layer_type _sf_linear_type = {
     .min_inputs = 1,
     .max_inputs = 1,
     .infer = linear_infer,
+    .init = linear_init,
+    .forward_cpu = linear_fwd_cpu,
+    .backward_cpu = linear_bwd_cpu,
+    .flops = linear_flops,
+    .param_tensors = linear_tensors,
+    .backward_params_for_dinput_only = 1,
+};
+
+const struct sf_layer_type _sf_linear_nobias_type = {
+    .api_version = SF_LAYER_API_VERSION,
+    .name = "linear_nobias",
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .infer = nobias_infer,
     .init = linear_init,
     .forward_cpu = linear_fwd_cpu,
     .backward_cpu = linear_bwd_cpu,

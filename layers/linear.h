@@ -13,12 +13,14 @@
 #include "shardflow.h"
 
 extern const struct sf_layer_type _sf_linear_type;
+/* The same without a bias (an output head tied to a token embedding): W (O, I) only. */
+extern const struct sf_layer_type _sf_linear_nobias_type;
 
-/* y (B,O) = x (B,I) w^T (O,I) + b (O) */
+/* y (B,O) = x (B,I) w^T (O,I) + b (O); b may be NULL (no bias) */
 void _sf_linear_fwd(int B, int I, int O, const float *x, const float *w, const float *b, float *y);
 /* dx (B,I) (=|+=) dy (B,O) w (O,I); dw (O,I) (=|+=) dy^T x; db (O) (=|+=) sum_rows dy.
- * dx may be NULL (input needs no gradient). acc: dx is added to; pacc: dw and db are
- * added to (tied parameters). */
+ * dx may be NULL (input needs no gradient), db NULL (no bias). acc: dx is added to;
+ * pacc: dw and db are added to (tied parameters). */
 void _sf_linear_bwd(int B, int I, int O, const float *x, const float *w, const float *dy, float *dx,
                     int acc, float *dw, float *db, int pacc);
 

@@ -13,9 +13,10 @@
 
 void _sf_linear_fwd(int B, int I, int O, const float *x, const float *w, const float *b, float *y)
 {
-	for (int r = 0; r < B; r++)
+	for (int r = 0; b && r < B; r++)
 		memcpy(y + (size_t)r * O, b, sizeof(float) * (size_t)O);
-	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, B, O, I, 1.0f, x, I, w, I, 1.0f, y, O);
+	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, B, O, I, 1.0f, x, I, w, I,
+	            b ? 1.0f : 0.0f, y, O);
 }
 
 void _sf_linear_bwd(int B, int I, int O, const float *x, const float *w, const float *dy, float *dx,
@@ -26,6 +27,8 @@ void _sf_linear_bwd(int B, int I, int O, const float *x, const float *w, const f
 		            acc ? 1.0f : 0.0f, dx, I);
 	cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, O, I, B, 1.0f, dy, O, x, I,
 	            pacc ? 1.0f : 0.0f, dw, I);
+	if (!db)
+		return;
 	if (!pacc)
 		for (int o = 0; o < O; o++)
 			db[o] = 0.0f;

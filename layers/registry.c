@@ -6,6 +6,7 @@
  * Adding a built-in op = its family of files plus one line in builtin_types[].
  */
 #include "layers/add.h"
+#include "layers/embedding.h"
 #include "layers/gelu.h"
 #include "layers/layer.h"
 #include "layers/layernorm.h"
@@ -21,6 +22,8 @@ static const struct sf_layer_type *const builtin_types[] = {
     &_sf_gelu_type,
     &_sf_add_type,
     &_sf_layernorm_type,
+    &_sf_linear_nobias_type,
+    &_sf_embedding_type,
 };
 
 static struct _sf_layer_entry table[SF_MAX_LAYER_TYPES];

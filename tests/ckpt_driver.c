@@ -188,7 +188,7 @@ int main(int argc, char **argv)
 	sf_graph *g = NULL;
 	sf_model *m = NULL;
 	float *x = NULL, *params = NULL;
-	int32_t *labels = NULL;
+	int32_t *labels = NULL, *ids = NULL;
 	double *losses = NULL;
 	int rank = 0, size = 1, D = 0, C = 0, T = 1;
 	status = 1;
@@ -211,8 +211,9 @@ int main(int argc, char **argv)
 	rows *= T;
 	x = malloc(sizeof(float) * ((size_t)rows * (size_t)D + 1));
 	labels = malloc(sizeof(int32_t) * ((size_t)rows + 1));
+	ids = malloc(sizeof(int32_t) * ((size_t)rows + 1));
 	losses = calloc((size_t)o.t.steps + 1, sizeof(double));
-	if (!x || !labels || !losses) {
+	if (!x || !labels || !ids || !losses) {
 		fprintf(stderr, PROG ": out of memory\n");
 		goto fail;
 	}
@@ -238,13 +239,15 @@ int main(int argc, char **argv)
 		}
 	}
 
-	const float *inputs[1] = {x};
-	struct sf_batch batch = {.ninputs = 1, .inputs = inputs, .labels = labels};
+	const float *xin;
+	const int32_t *idin;
+	struct sf_batch batch;
 	int nlosses = 0;
 	for (int k = start; k <= o.t.steps; k++) {
 		int64_t ticket;
 		double loss;
-		if (sf_synth_rows(data_seed, k, first, rows, D, C, x, labels)) {
+		if (fill_batch(o.t.model, data_seed, k, first, rows, D, C, x, ids, labels, &batch, &xin,
+		               &idin)) {
 			fprintf(stderr, PROG ": cannot generate batch %d\n", k);
 			goto fail;
 		}
@@ -285,6 +288,7 @@ int main(int argc, char **argv)
 fail:
 	free(x);
 	free(labels);
+	free(ids);
 	free(losses);
 	free(params);
 	if (sf_model_destroy(m) != SF_OK)

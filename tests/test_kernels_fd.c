@@ -25,6 +25,7 @@
  * no MPI.
  */
 #include "layers/add.h"
+#include "layers/embedding.h"
 #include "layers/gelu.h"
 #include "layers/layernorm.h"
 #include "layers/linear.h"
@@ -240,6 +241,71 @@ static void test_linear(int B, int I, int O)
 	free(c.x), free(c.w), free(c.b), free(c.dy), free(c.y);
 	free(dx), free(dw), free(db), free(old), free(dx2), free(dw2), free(db2);
 	free(dw3), free(db3);
+}
+
+/* --- linear without bias, embedding ----------------------------------------------- */
+
+static double linear_nobias_objective(void *p)
+{
+	struct linear_ctx *c = p;
+	_sf_linear_fwd(c->B, c->I, c->O, c->x, c->w, NULL, c->y);
+	return dot_d(c->dy, c->y, (size_t)c->B * c->O);
+}
+
+/* b = NULL: y = x w^T, and the backward computes dx and dw only. */
+static void test_linear_nobias(int B, int I, int O)
+{
+	char what[96];
+	size_t nx = (size_t)B * I, nw = (size_t)O * I, ny = (size_t)B * O;
+	struct linear_ctx c = {B, I, O, rand_vec(nx, 1.0f), rand_vec(nw, 1.0f), NULL,
+	                       rand_vec(ny, 1.0f), zero_vec(ny)};
+	float *dx = zero_vec(nx), *dw = zero_vec(nw);
+	_sf_linear_bwd(B, I, O, c.x, c.w, c.dy, dx, 0, dw, NULL, 0);
+	snprintf(what, sizeof what, "linear_nobias dx B=%d I=%d O=%d", B, I, O);
+	check_fd(what, c.x, nx, dx, linear_nobias_objective, &c);
+	snprintf(what, sizeof what, "linear_nobias dw B=%d I=%d O=%d", B, I, O);
+	check_fd(what, c.w, nw, dw, linear_nobias_objective, &c);
+	free(c.x), free(c.w), free(c.dy), free(c.y), free(dx), free(dw);
+}
+
+struct emb_ctx {
+	int B, V, C;
+	int32_t *ids;
+	float *w, *dy, *y;
+};
+
+static double emb_objective(void *p)
+{
+	struct emb_ctx *c = p;
+	_sf_embedding_fwd(c->B, c->C, c->ids, c->w, c->y);
+	return dot_d(c->dy, c->y, (size_t)c->B * c->C);
+}
+
+/* The forward copies the rows the ids name (exactly); dW against finite differences
+ * with repeated ids (their rows sum); pacc adds. */
+static void test_embedding(int B, int V, int C)
+{
+	char what[96];
+	struct emb_ctx c = {B, V, C, malloc(sizeof(int32_t) * (size_t)B),
+	                    rand_vec((size_t)V * C, 1.0f), rand_vec((size_t)B * C, 1.0f),
+	                    zero_vec((size_t)B * C)};
+	for (int r = 0; r < B; r++)
+		c.ids[r] = (int32_t)((r * 7 + 3) % V); /* repeats when B > V */
+	emb_objective(&c);
+	int exact = 1;
+	for (int r = 0; r < B; r++)
+		exact &= !memcmp(c.y + (size_t)r * C, c.w + (size_t)c.ids[r] * C, sizeof(float) * C);
+	ok(exact, "embedding fwd B=%d V=%d C=%d copies the rows the ids name", B, V, C);
+	float *dw = rand_vec((size_t)V * C, 9.0f); /* stale: "=" overwrites it */
+	_sf_embedding_bwd(B, V, C, c.ids, c.dy, dw, 0);
+	snprintf(what, sizeof what, "embedding dW B=%d V=%d C=%d", B, V, C);
+	check_fd(what, c.w, (size_t)V * C, dw, emb_objective, &c);
+	float *old = rand_vec((size_t)V * C, 1.0f), *dw2 = malloc(sizeof(float) * V * C);
+	memcpy(dw2, old, sizeof(float) * V * C);
+	_sf_embedding_bwd(B, V, C, c.ids, c.dy, dw2, 1);
+	snprintf(what, sizeof what, "embedding dW (pacc) B=%d V=%d C=%d", B, V, C);
+	check_acc(what, dw2, old, dw, (size_t)V * C);
+	free(c.ids), free(c.w), free(c.dy), free(c.y), free(dw), free(old), free(dw2);
 }
 
 /* --- layernorm ------------------------------------------------------------------ */
@@ -603,6 +669,11 @@ int main(void)
 	static const int shapes[][3] = {{1, 1, 1}, {1, 3, 2}, {4, 7, 3}, {6, 5, 9}, {16, 32, 8}};
 	for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
 		test_linear(shapes[s][0], shapes[s][1], shapes[s][2]);
+
+	test_linear_nobias(4, 7, 3);
+	test_linear_nobias(6, 16, 16);
+	test_embedding(1, 3, 4);
+	test_embedding(12, 5, 8); /* ids repeat */
 
 	test_layernorm(1, 4, 1.0f);
 	test_layernorm(5, 16, 3.0f);

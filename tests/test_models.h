@@ -7,11 +7,13 @@
  *   uneven   12 -> 13 -> 25 -> 5, GELU: P = 169, 350, 130, none divisible by 3 or 4
  *   deep     16 -> 24 x 6 -> 10, GELU: 7 units, for the residency test
  *   wide     32 -> 256 -> 256 -> 10, ReLU: a unit of many comm pieces
- *   blocks   sequences of T = 3 rows of 16: embed (linear 16 -> 16), 3 blocks of
+ *   blocks   a small GPT-shaped model on token ids: sequences of T = 3 ids in [0, 16)
+ *            (sf_graph_int_input), a token embedding (16 -> 16), 3 blocks of
  *            x + fc_b(gelu(fc_a(layernorm(x)))) each grouped into one unit (the
  *            layernorm's saved mean and rstd go from forward to backward)
  *            (sf_graph_unit_begin), and a head tied to the embedding's parameters
- *            (sf_graph_layer_tied): 16 classes per token. The embedding unit is
+ *            (sf_graph_layer_tied: a linear_nobias reading the embedding's W): 16
+ *            classes per token, label = (3 id + 1) mod 16. The embedding unit is
  *            read first and last, so the planner's width is 2.
  *
  * Dump format: "SFDUMP1\n", int64 nsteps, nsteps doubles (losses), int64 nparams,
@@ -28,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "examples/synthetic.h"
 #include "shardflow.h"
 
 #define DUMP_MAGIC "SFDUMP1\n"
@@ -133,9 +136,9 @@ static inline int train_option(struct train_options *t, const char *opt, const c
 /* The blocks model's body: embed, 3 grouped blocks, a head tied to the embedding. */
 static inline int build_blocks(const char *prog, sf_graph *g, int x, int *y)
 {
-	int e, h, a;
+	int e, h, a, width = 16;
 	MODEL_CHECK(sf_graph_unit_begin(g, "embed"));
-	MODEL_CHECK(sf_graph_linear(g, x, 16, "embed", &e));
+	MODEL_CHECK(sf_graph_layer(g, "embedding", &x, 1, &width, sizeof width, "embed", &e));
 	MODEL_CHECK(sf_graph_unit_end(g));
 	h = e;
 	for (int b = 0; b < 3; b++) {
@@ -152,8 +155,9 @@ static inline int build_blocks(const char *prog, sf_graph *g, int x, int *y)
 		MODEL_CHECK(sf_graph_add(g, h, a, &h));
 		MODEL_CHECK(sf_graph_unit_end(g));
 	}
-	int in[1] = {h}, width = 16;
-	MODEL_CHECK(sf_graph_layer_tied(g, "linear", in, 1, &width, sizeof width, "head", e, y));
+	int in[1] = {h};
+	MODEL_CHECK(
+	    sf_graph_layer_tied(g, "linear_nobias", in, 1, &width, sizeof width, "head", e, y));
 	return 0;
 fail:
 	return -1;
@@ -177,7 +181,10 @@ static inline int build_model(const char *prog, enum model_kind kind, sf_graph *
 	}
 	MODEL_CHECK(sf_graph_create("train_dump", &g));
 	MODEL_CHECK(sf_graph_set_seq_len(g, *T));
-	MODEL_CHECK(sf_graph_input(g, "x", *D, &x));
+	if (kind == MODEL_BLOCKS)
+		MODEL_CHECK(sf_graph_int_input(g, "tok", *D, &x));
+	else
+		MODEL_CHECK(sf_graph_input(g, "x", *D, &x));
 	MODEL_CHECK(sf_graph_label_input(g, "label", *C, &labels));
 	switch (kind) {
 	case MODEL_MLP:
@@ -232,6 +239,31 @@ static inline int build_model(const char *prog, enum model_kind kind, sf_graph *
 fail:
 	sf_graph_destroy(g);
 	return -1;
+}
+
+/* Rows [first_row, first_row + rows) of global batch `step`: float inputs x (rows, D)
+ * and labels for the float models; token ids (rows) and labels for blocks, ids from a
+ * hash of (seed, step, row) and label = (3 id + 1) mod C. The batch to step with. */
+static inline int fill_batch(enum model_kind kind, uint64_t seed, int64_t step, int first_row,
+                             int rows, int D, int C, float *x, int32_t *ids, int32_t *labels,
+                             struct sf_batch *b, const float **xin, const int32_t **idin)
+{
+	*b = (struct sf_batch){.labels = labels};
+	if (kind != MODEL_BLOCKS) {
+		*xin = x;
+		b->ninputs = 1;
+		b->inputs = xin;
+		return sf_synth_rows(seed, step, first_row, rows, D, C, x, labels);
+	}
+	for (int r = 0; r < rows; r++) {
+		uint64_t h = sf_synth_bits(seed, 7, (uint64_t)step, (uint64_t)(first_row + r), 0);
+		ids[r] = (int32_t)(h % (uint64_t)D);
+		labels[r] = (3 * ids[r] + 1) % C;
+	}
+	*idin = ids;
+	b->nint_inputs = 1;
+	b->int_inputs = idin;
+	return 0;
 }
 
 static inline int write_dump(const char *prog, const char *path, const double *losses,

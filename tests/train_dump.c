@@ -124,7 +124,7 @@ int main(int argc, char **argv)
 	sf_graph *g = NULL;
 	sf_model *m = NULL;
 	float *x = NULL, *params = NULL;
-	int32_t *labels = NULL;
+	int32_t *labels = NULL, *ids = NULL;
 	double *losses = NULL;
 	int64_t *tickets = NULL;
 	int rank = 0, size = 1, D = 0, C = 0, T = 1;
@@ -148,20 +148,23 @@ int main(int argc, char **argv)
 	rows *= T;
 	x = malloc(sizeof(float) * ((size_t)rows * (size_t)D + 1));
 	labels = malloc(sizeof(int32_t) * ((size_t)rows + 1));
+	ids = malloc(sizeof(int32_t) * ((size_t)rows + 1));
 	losses = calloc((size_t)o.t.steps, sizeof(double));
 	tickets = calloc((size_t)o.t.steps, sizeof(int64_t));
-	if (!x || !labels || !losses || !tickets) {
+	if (!x || !labels || !ids || !losses || !tickets) {
 		fprintf(stderr, PROG ": out of memory\n");
 		goto fail;
 	}
-	const float *inputs[1] = {x};
-	struct sf_batch batch = {.ninputs = 1, .inputs = inputs, .labels = labels};
+	const float *xin;
+	const int32_t *idin;
+	struct sf_batch batch;
 
 	/* Step k uses global batch k; its loss is collected once `inflight` newer steps
 	 * are not yet submitted, i.e. at most `inflight` steps are outstanding. */
 	int waited = 0;
 	for (int k = 1; k <= o.t.steps; k++) {
-		if (sf_synth_rows(o.t.seed, k, first, rows, D, C, x, labels)) {
+		if (fill_batch(o.t.model, o.t.seed, k, first, rows, D, C, x, ids, labels, &batch, &xin,
+		               &idin)) {
 			fprintf(stderr, PROG ": cannot generate batch %d\n", k);
 			goto fail;
 		}
@@ -196,6 +199,7 @@ int main(int argc, char **argv)
 fail:
 	free(x);
 	free(labels);
+	free(ids);
 	free(losses);
 	free(tickets);
 	free(params);

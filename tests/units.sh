@@ -2,7 +2,7 @@
 # units.sh — units of several nodes, a tied head and a sequence dimension shard like
 # any other model.
 #
-# The "blocks" model (tests/test_models.h): sequences of T = 3 rows, an embedding
+# The "blocks" model (tests/test_models.h): sequences of T = 3 token ids, an embedding
 # unit whose parameters the output head reuses (tied: the unit is read first and
 # last, so the planner's width is 2 and the ring has depth + 2 slots), and 3 blocks
 # of two linears each grouped into one unit. tests/grad_check proves its gradient on

@@ -1,0 +1,67 @@
+/*
+ * embedding.c — the embedding layer type: one integer input (ids in [0, V)), config
+ * the width C (an int), V*C parameters named "weight" (V, C); the codelet bodies call
+ * layers/embedding_cpu.c. sf_model_step checks every id against V before anything is
+ * submitted, so the kernels index W without a check of their own.
+ */
+#include "layers/embedding.h"
+#include "layers/layer.h"
+
+#include <starpu.h>
+
+static int embedding_infer(const int *in_dims, int nin, const void *config, int *out_dim,
+                           size_t *nparams)
+{
+	(void)nin;
+	int C = config ? *(const int *)config : 0;
+	if (C <= 0)
+		return sf_error_set(SF_ERR_INVALID, "embedding: width must be > 0 (got %d)", C);
+	*out_dim = C;
+	*nparams = (size_t)in_dims[0] * (size_t)C; /* in_dims[0]: the id range V */
+	return SF_OK;
+}
+
+static void embedding_init(const struct sf_layer_info *li, struct sf_rng *rng, float *p)
+{
+	for (size_t i = 0; i < li->nparams; i++)
+		p[i] = 0.02f * sf_rng_normal(rng);
+}
+
+static int embedding_tensors(const struct sf_layer_info *li, struct sf_param_tensor *t)
+{
+	t[0] = (struct sf_param_tensor){
+	    "weight", 0, 2, {(size_t)li->in_range[0], (size_t)li->out_dim}};
+	return 1;
+}
+
+/* params (V*C) ids (B) y(W) (B,C) */
+static void embedding_fwd_cpu(void *buffers[], void *cl_arg)
+{
+	const struct sf_layer_info *li = cl_arg;
+	_sf_embedding_fwd(li->rows, li->out_dim, sf_kernel_input_int(buffers, li, 0),
+	                  sf_kernel_params(buffers, li), sf_kernel_output(buffers, li));
+}
+
+/* (no params) ids y dy dparams */
+static void embedding_bwd_cpu(void *buffers[], void *cl_arg)
+{
+	const struct sf_layer_info *li = cl_arg;
+	_sf_embedding_bwd(li->rows, li->in_range[0], li->out_dim, sf_kernel_input_int(buffers, li, 0),
+	                  sf_kernel_doutput(buffers, li), sf_kernel_dparams(buffers, li),
+	                  li->accumulate_dparams);
+}
+
+const struct sf_layer_type _sf_embedding_type = {
+    .api_version = SF_LAYER_API_VERSION,
+    .name = "embedding",
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .int_inputs = 1u,
+    .infer = embedding_infer,
+    .init = embedding_init,
+    .forward_cpu = embedding_fwd_cpu,
+    .backward_cpu = embedding_bwd_cpu,
+    .param_tensors = embedding_tensors,
+    /* no input gradient ever: the backward needs no parameters */
+    .backward_params_for_dinput_only = 1,
+};
