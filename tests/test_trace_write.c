@@ -95,12 +95,35 @@ static void error_cases(void)
 	   "a report of an incomplete trace: SF_ERR_INVALID and why (%s)", sf_last_error());
 	ok_int_eq(_sf_timeline_write_svg(ev, 0, NULL, NULL, stdout), SF_ERR_INVALID,
 	          "a timeline of no task: SF_ERR_INVALID");
+
+	/* found by fuzz/fuzz_taskrec.c: MPIRank 2147483647 overflowed rank + 1, and a
+	 * rank of 10^6 (or a layer of 10^9) sized arrays by the number, not the tasks */
+	struct _sf_event far[1] = {
+	    {.rank = 2147483647, .step = 0, .kind = SF_EV_FWD, .layer = 0, .start = 0, .end = 1}};
+	rc = _sf_report_build(far, 1, &r);
+	ok(rc == SF_ERR_INVALID && strstr(sf_last_error(), "rank 2147483647"),
+	   "a task on rank 2147483647: SF_ERR_INVALID, no overflow (%s)", sf_last_error());
+	far[0].rank = 1000000;
+	rc = _sf_report_build(far, 1, &r);
+	ok(rc == SF_ERR_INVALID && strstr(sf_last_error(), "rank 1000000"),
+	   "a task on rank 10^6 among 1 task: SF_ERR_INVALID before any allocation by rank (%s)",
+	   sf_last_error());
+	struct _sf_event deep[2] = {
+	    {.rank = 0, .step = 0, .kind = SF_EV_GATHER, .layer = 900000000, .start = 0, .end = 2},
+	    {.rank = 0, .step = 0, .kind = SF_EV_FWD, .layer = 900000000, .start = 1, .end = 3},
+	};
+	rc = _sf_report_build(deep, 2, &r);
+	ok(rc == SF_OK && r.nlayers == 1 && r.layers[0] == 900000000 &&
+	       r.layer_stall_max[0] == 1.0,
+	   "a layer numbered 900000000: one layer, its stall (rc %d)", rc);
+	if (rc == SF_OK)
+		_sf_report_free(&r);
 }
 
 int main(void)
 {
 	_sf_err_quiet = true; /* the checks read sf_last_error() */
-	plan(22);
+	plan(25);
 	check_all(_sf_json_string, "json", json_cases, sizeof json_cases / sizeof json_cases[0]);
 	check_all(_sf_xml_text, "xml", xml_cases, sizeof xml_cases / sizeof xml_cases[0]);
 	error_cases();

@@ -184,15 +184,13 @@ static void add_figures(struct _sf_step_figures *sum, const struct _sf_step_figu
 struct build {
 	const struct _sf_event **ord; /* the events in (rank, step, start) order */
 	struct _sf_ival *comp, *comm; /* one step's intervals (room for every event) */
-	int maxlayer;                 /* the highest layer of a fwd task, -1 when none */
-	int *layer_seen;              /* maxlayer + 2 flags: layers with a stall */
 };
 
-/* Checks every event, and sizes the report (nranks, nsteps) and b->maxlayer. */
-static int scan_events(const struct _sf_event *ev, size_t n, struct _sf_report *out,
-                       struct build *b)
+/* Checks every event, and sizes the report (nranks, nsteps). Every (rank, step) must
+ * have a task, so n tasks cover ranks and steps below n at most: a rank or step beyond
+ * is an incomplete trace (MPIRank can read 2147483647: rank + 1 must not overflow). */
+static int scan_events(const struct _sf_event *ev, size_t n, struct _sf_report *out)
 {
-	b->maxlayer = -1;
 	for (size_t i = 0; i < n; i++) {
 		if (ev[i].rank < 0 || ev[i].step < 0 || ev[i].kind < 0 ||
 		    ev[i].kind >= SF_EV_NKINDS)
@@ -204,17 +202,31 @@ static int scan_events(const struct _sf_event *ev, size_t n, struct _sf_report *
 			              "task \"%s\" (rank %d, step %d) ends before it starts "
 			              "(%.3f < %.3f us)",
 			              ev[i].name, ev[i].rank, ev[i].step, ev[i].end, ev[i].start);
+		if ((size_t)ev[i].rank >= n || (size_t)ev[i].step >= n)
+			return SF_ERR(SF_ERR_INVALID,
+			              "task \"%s\" is on rank %d, step %d, but %zu task(s) cannot "
+			              "cover every rank and step below: incomplete trace?",
+			              ev[i].name, ev[i].rank, ev[i].step, n);
 		if (ev[i].rank + 1 > out->nranks)
 			out->nranks = ev[i].rank + 1;
 		if (ev[i].step + 1 > out->nsteps)
 			out->nsteps = ev[i].step + 1;
-		if (ev[i].kind == SF_EV_FWD && ev[i].layer > b->maxlayer)
-			b->maxlayer = ev[i].layer;
 	}
 	return SF_OK;
 }
 
-/* The report's per-step arrays and b's, and the events sorted into b->ord. */
+/* The step "step" of rank "rank" has no task. */
+static int missing_cell(const struct _sf_report *out, int rank, int step)
+{
+	return SF_ERR(SF_ERR_INVALID,
+	              "step %d has no task on rank %d (ranks 0..%d, steps 0..%d seen): "
+	              "incomplete trace?",
+	              step, rank, out->nranks - 1, out->nsteps - 1);
+}
+
+/* The events sorted into b->ord, b's arrays and the report's per-step arrays: those
+ * only once every (rank, step) is known to have a task, so that nranks * nsteps cells
+ * are at most n (a trace with a rank 10^6 and 10 tasks allocates nothing large). */
 static int build_alloc(const struct _sf_event *ev, size_t n, struct _sf_report *out,
                        struct build *b)
 {
@@ -222,16 +234,24 @@ static int build_alloc(const struct _sf_event *ev, size_t n, struct _sf_report *
 	b->ord = malloc(n * sizeof *b->ord);
 	b->comp = malloc(n * sizeof *b->comp);
 	b->comm = malloc(n * sizeof *b->comm);
-	b->layer_seen = calloc((size_t)(b->maxlayer + 2), sizeof *b->layer_seen);
-	out->steps = calloc(ncells, sizeof *out->steps);
-	out->totals = calloc((size_t)out->nranks, sizeof *out->totals);
 	out->stalls = calloc(n, sizeof *out->stalls);
-	if (!b->ord || !b->comp || !b->comm || !b->layer_seen || !out->steps || !out->totals ||
-	    !out->stalls)
+	if (!b->ord || !b->comp || !b->comm || !out->stalls)
 		return SF_ERR(SF_ERR_NOMEM, "out of memory");
 	for (size_t i = 0; i < n; i++)
 		b->ord[i] = &ev[i];
 	qsort(b->ord, n, sizeof *b->ord, cmp_ev);
+	/* each cell takes at least one event: this walk ends within n + 1 cells */
+	for (size_t c = 0, lo = 0; c < ncells; c++) {
+		int rank = (int)(c / (size_t)out->nsteps), step = (int)(c % (size_t)out->nsteps);
+		if (lo == n || b->ord[lo]->rank != rank || b->ord[lo]->step != step)
+			return missing_cell(out, rank, step);
+		while (lo < n && b->ord[lo]->rank == rank && b->ord[lo]->step == step)
+			lo++;
+	}
+	out->steps = calloc(ncells, sizeof *out->steps);
+	out->totals = calloc((size_t)out->nranks, sizeof *out->totals);
+	if (!out->steps || !out->totals)
+		return SF_ERR(SF_ERR_NOMEM, "out of memory");
 	return SF_OK;
 }
 
@@ -289,7 +309,6 @@ static void step_stalls(struct build *b, size_t lo, size_t hi, const struct _sf_
 		double s = until - prev;
 		out->stalls[out->nstalls++] =
 		    (struct _sf_stall){f->rank, f->step, fw->layer, s > 0 ? s : 0};
-		b->layer_seen[fw->layer] = 1;
 	}
 }
 
@@ -303,10 +322,7 @@ static int build_steps(struct build *b, size_t n, struct _sf_report *out)
 		while (hi < n && b->ord[hi]->rank == rank && b->ord[hi]->step == step)
 			hi++;
 		if (hi == lo)
-			return SF_ERR(SF_ERR_INVALID,
-			              "step %d has no task on rank %d (ranks 0..%d, steps 0..%d "
-			              "seen): incomplete trace?",
-			              step, rank, out->nranks - 1, out->nsteps - 1);
+			return missing_cell(out, rank, step);
 		struct _sf_step_figures *f = &out->steps[c];
 		f->rank = rank;
 		f->step = step;
@@ -327,33 +343,44 @@ static int build_steps(struct build *b, size_t n, struct _sf_report *out)
 	return SF_OK;
 }
 
-/* Per layer with a stall, ascending: the mean and the max of its stalls. */
-static int layer_stalls(const struct build *b, struct _sf_report *out)
+static int cmp_int(const void *x, const void *y)
 {
-	for (int l = 0; l <= b->maxlayer; l++)
-		out->nlayers += b->layer_seen[l];
-	out->layers = calloc((size_t)out->nlayers + 1, sizeof *out->layers);
+	int p = *(const int *)x, q = *(const int *)y;
+	return p < q ? -1 : p > q;
+}
+
+/* Per layer with a stall, ascending: the mean and the max of its stalls. The layers
+ * come from the stalls themselves (a layer number can be as large as 10^9: no array
+ * indexed by it). */
+static int layer_stalls(struct _sf_report *out)
+{
+	out->layers = calloc(out->nstalls + 1, sizeof *out->layers);
+	if (!out->layers)
+		return SF_ERR(SF_ERR_NOMEM, "out of memory");
+	for (size_t i = 0; i < out->nstalls; i++)
+		out->layers[i] = out->stalls[i].layer;
+	qsort(out->layers, out->nstalls, sizeof *out->layers, cmp_int);
+	int k = 0;
+	for (size_t i = 0; i < out->nstalls; i++)
+		if (i == 0 || out->layers[i] != out->layers[k - 1])
+			out->layers[k++] = out->layers[i];
+	out->nlayers = k;
 	out->layer_stall_mean = calloc((size_t)out->nlayers + 1, sizeof(double));
 	out->layer_stall_max = calloc((size_t)out->nlayers + 1, sizeof(double));
-	if (!out->layers || !out->layer_stall_mean || !out->layer_stall_max)
+	if (!out->layer_stall_mean || !out->layer_stall_max)
 		return SF_ERR(SF_ERR_NOMEM, "out of memory");
-	int k = 0;
-	for (int l = 0; l <= b->maxlayer; l++) {
-		if (!b->layer_seen[l])
-			continue;
+	for (int j = 0; j < k; j++) {
 		double sum = 0, mx = 0;
 		size_t cnt = 0;
 		for (size_t i = 0; i < out->nstalls; i++)
-			if (out->stalls[i].layer == l) {
+			if (out->stalls[i].layer == out->layers[j]) {
 				sum += out->stalls[i].stall;
 				cnt++;
 				if (out->stalls[i].stall > mx)
 					mx = out->stalls[i].stall;
 			}
-		out->layers[k] = l;
-		out->layer_stall_mean[k] = cnt ? sum / (double)cnt : 0;
-		out->layer_stall_max[k] = mx;
-		k++;
+		out->layer_stall_mean[j] = cnt ? sum / (double)cnt : 0;
+		out->layer_stall_max[j] = mx;
 	}
 	return SF_OK;
 }
@@ -365,15 +392,14 @@ int _sf_report_build(const struct _sf_event *ev, size_t n, struct _sf_report *ou
 	memset(out, 0, sizeof *out);
 	if (!ev || n == 0)
 		return SF_ERR(SF_ERR_INVALID, "no shardflow task to report on");
-	SF_CHECK(scan_events(ev, n, out, &b));
+	SF_CHECK(scan_events(ev, n, out));
 	SF_CHECK(build_alloc(ev, n, out, &b));
 	SF_CHECK(build_steps(&b, n, out));
-	SF_CHECK(layer_stalls(&b, out));
+	SF_CHECK(layer_stalls(out));
 fail:
 	free(b.ord);
 	free(b.comp);
 	free(b.comm);
-	free(b.layer_seen);
 	if (rc < 0)
 		_sf_report_free(out);
 	return rc;
