@@ -14,6 +14,7 @@ libjansson-dev
 dataset-fashion-mnist
 valgrind
 librsvg2-bin
+clang-14 libclang-rt-14-dev
 "
 
 if [ "$(id -u)" -eq 0 ]; then
