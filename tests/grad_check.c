@@ -50,7 +50,7 @@ struct run {
 	struct sf_batch batch;
 	const float *xin;
 	const int32_t *idin;
-	char path[256], ppath[256];
+	char path[256], ppath[300];
 	unsigned char *file; /* the exported safetensors file */
 	size_t file_len, data0;
 };

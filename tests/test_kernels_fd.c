@@ -21,7 +21,7 @@
  * 1e-6 relative (with 1 - b^t in float it was 3.6e-6 off). The linear backward's
  * pacc=1 path (tied parameters) adds dW and db to what was there.
  *
- * Only the ops' math (layers/*_cpu.c) and tasks/optim_cpu.c are exercised: no StarPU,
+ * Only the ops' math (layers/<op>_cpu.c) and tasks/optim_cpu.c are exercised: no StarPU,
  * no MPI.
  */
 #include "layers/add.h"

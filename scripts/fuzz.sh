@@ -1,0 +1,116 @@
+#!/bin/sh
+# fuzz.sh — builds shardflow's libFuzzer targets (fuzz/) and runs each for a while.
+#
+#   scripts/fuzz.sh [--seconds N] [--build-only] [TARGET...]
+#
+# TARGETs: idx, taskrec (default: all). Each target is one
+# fuzz/fuzz_<target>.c compiled with the parser's own sources (no StarPU, no MPI) by
+# clang with -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined, into
+# fuzz-build/ (or $SF_FUZZ_BUILD); `make` never builds them, so the normal build needs
+# no clang. Each runs N seconds (default 60) from its seeds (fuzz/corpus/<target>/,
+# left untouched: what the fuzzer finds goes to fuzz-build/corpus/<target>/, kept
+# between runs). A crash, a sanitizer report, a leak or a timeout stops that target;
+# the script then prints the reproducer's path and how to replay it, runs the other
+# targets, and exits 1. Exit 2: a bad command line or a build failure.
+#
+# Environment: CLANG (default clang-14, else clang), SF_FUZZ_BUILD, SF_FUZZ_FLAGS (more
+# libFuzzer flags, e.g. -jobs=2).
+set -u
+top=$(cd "$(dirname "$0")/.." && pwd)
+seconds=60
+build_only=0
+targets=
+while [ $# -gt 0 ]; do
+	case $1 in
+	--seconds) [ $# -ge 2 ] || { echo "fuzz.sh: --seconds needs a value" >&2; exit 2; }
+		seconds=$2; shift 2 ;;
+	--seconds=*) seconds=${1#--seconds=}; shift ;;
+	--build-only) build_only=1; shift ;;
+	-h | --help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-*) echo "fuzz.sh: unknown option $1" >&2; exit 2 ;;
+	*) targets="$targets $1"; shift ;;
+	esac
+done
+case $seconds in '' | *[!0-9]*) echo "fuzz.sh: --seconds $seconds: expected a whole number" >&2; exit 2 ;; esac
+: "${targets:=idx taskrec}"
+
+if [ -z "${CLANG:-}" ]; then
+	if command -v clang-14 >/dev/null 2>&1; then CLANG=clang-14; else CLANG=clang; fi
+fi
+command -v "$CLANG" >/dev/null 2>&1 || {
+	echo "fuzz.sh: $CLANG not found (Debian: apt-get install clang-14 libclang-rt-14-dev)" >&2
+	exit 2
+}
+build=${SF_FUZZ_BUILD:-$top/fuzz-build}
+mkdir -p "$build" || exit 2
+
+CFLAGS="-std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer \
+ -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+ -I$top -I$top/include"
+
+# target -> its sources (besides fuzz/fuzz_<target>.c), libraries, -max_len
+sources() {
+	case $1 in
+	idx) echo "data/idx.c common/error.c" ;;
+	taskrec) echo "tools/taskrec.c trace/report.c trace/svg.c trace/write.c common/error.c" ;;
+	*) return 1 ;;
+	esac
+}
+libs() {
+	case $1 in
+	idx) echo "-lz -lpthread" ;;
+	taskrec) echo "-lm" ;;
+	esac
+}
+max_len() {
+	case $1 in
+	idx) echo 8192 ;;     # two headers (16 + 8 bytes) and small images, or gzip of them
+	taskrec) echo 16384 ;; # a few dozen records
+	esac
+}
+
+for t in $targets; do
+	src=$(sources "$t") || { echo "fuzz.sh: unknown target $t (idx, taskrec)" >&2; exit 2; }
+	files="$top/fuzz/fuzz_$t.c"
+	for s in $src; do files="$files $top/$s"; done
+	echo "== build fuzz_$t"
+	# shellcheck disable=SC2086
+	$CLANG $CFLAGS -o "$build/fuzz_$t" $files $(libs "$t") >"$build/fuzz_$t.build.log" 2>&1 || {
+		cat "$build/fuzz_$t.build.log"
+		echo "fuzz.sh: cannot build fuzz_$t" >&2
+		exit 2
+	}
+done
+[ "$build_only" -eq 1 ] && exit 0
+
+export ASAN_OPTIONS="${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1:allocator_may_return_null=1}"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
+failed=
+for t in $targets; do
+	corpus="$build/corpus/$t"
+	art="$build/artifacts/$t"
+	mkdir -p "$corpus" "$art"
+	echo "== fuzz_$t: $seconds s (max_len $(max_len "$t"))"
+	# shellcheck disable=SC2086
+	"$build/fuzz_$t" -max_total_time="$seconds" -max_len="$(max_len "$t")" -timeout=20 \
+		-rss_limit_mb=2048 -malloc_limit_mb=1024 -use_value_profile=1 -print_final_stats=1 \
+		-artifact_prefix="$art/" ${SF_FUZZ_FLAGS:-} \
+		"$corpus" "$top/fuzz/corpus/$t" >"$build/fuzz_$t.log" 2>&1
+	rc=$?
+	grep -a -E "^stat::number_of_executed_units|^stat::peak_rss_mb|^#[0-9]+.*DONE" "$build/fuzz_$t.log" | sed 's/^/   /'
+	if [ $rc -ne 0 ]; then
+		repro=$(sed -n 's/.*Test unit written to \(.*\)$/\1/p' "$build/fuzz_$t.log" | tail -1)
+		echo "FAIL fuzz_$t (exit $rc); the end of its log ($build/fuzz_$t.log):"
+		grep -a -v "^#[0-9]" "$build/fuzz_$t.log" | tail -40 | sed 's/^/   /'
+		echo "reproducer: ${repro:-none written}"
+		[ -n "$repro" ] && echo "replay: $build/fuzz_$t $repro"
+		failed="$failed $t"
+	else
+		echo "ok fuzz_$t: no crash in $seconds s"
+	fi
+done
+if [ -n "$failed" ]; then
+	echo "fuzz.sh: crashes in:$failed"
+	exit 1
+fi
+echo "fuzz.sh: every target ran clean"
