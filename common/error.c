@@ -28,6 +28,8 @@ SF_API const char *sf_strerror(int status)
 	case SF_ERR_STATE: return "call made in the wrong state";
 	case SF_ERR_IO: return "input/output error";
 	case SF_ERR_NONFINITE: return "non-finite value";
+	case SF_ERR_NOT_FOUND: return "not found";
+	case SF_ERR_BUSY: return "busy";
 	default: return "unknown status";
 	}
 }

@@ -67,7 +67,8 @@ static void usage(FILE *f)
 	    "  --data-dir D            the IDX files (default /usr/share/datasets/fashion-mnist)\n"
 	    "  --checkpoint-dir D      write sharded checkpoints under D\n"
 	    "  --checkpoint-every K    ... every K steps (default: at each epoch's end)\n"
-	    "  --resume                continue from D/latest (needs --checkpoint-dir)\n"
+	    "  --resume                continue from D's last checkpoint (needs\n"
+	    "                          --checkpoint-dir; none there yet: start afresh)\n"
 	    "  --max-steps N           stop after N steps in all (counting resumed ones)\n"
 	    "  --progress-every K      a progress line every K steps (default 50)\n"
 	    "  --export FILE           write the final weights as safetensors\n"
@@ -316,6 +317,7 @@ struct run {
 	int32_t *y;
 	int64_t per_epoch, total; /* steps per epoch, and in all */
 	int64_t step, epoch, b0;  /* steps done; the epoch and its next batch */
+	int64_t saved;            /* the step of the checkpoint loaded or written, or -1 */
 };
 
 /* Test-set loss and accuracy: the set is cut into global batches (the last one
@@ -472,6 +474,16 @@ static int restore(struct run *r)
 		CHECK(sf_model_import_safetensors(r->m, o->init_path));
 	if (o->resume) {
 		struct sf_checkpoint_info info;
+		int found = 0; /* every rank gets the same answer */
+		CHECK(sf_checkpoint_latest(r->m, o->ckpt_dir, &found, NULL, 0));
+		if (!found) {
+			if (r->rank == 0)
+				fprintf(stderr,
+				        PROG ": no checkpoint in %s yet: starting from scratch\n",
+				        o->ckpt_dir);
+			status = 0;
+			goto done;
+		}
 		CHECK(sf_checkpoint_load(r->m, o->ckpt_dir, &info));
 		if (info.data_seed != o->seed) {
 			if (r->rank == 0)
@@ -483,6 +495,7 @@ static int restore(struct run *r)
 			goto done;
 		}
 		r->step = info.step, r->epoch = info.epoch, r->b0 = info.batch;
+		r->saved = info.step;
 		if (r->rank == 0)
 			fprintf(stderr,
 			        PROG ": resumed from %s at step %lld (epoch %lld, batch %lld)\n",
@@ -552,6 +565,20 @@ static void print_progress(const struct run *r, struct meter *mt)
 	mt->since_loss = 0, mt->since_n = 0;
 }
 
+/* A checkpoint of the position `info`, unless this step is already the one loaded or
+ * last written (resumed with --max-steps reached: the same step again). */
+static int save(struct run *r, const struct sf_checkpoint_info *info)
+{
+	int status = -1;
+	if (info->step != r->saved) {
+		CHECK(sf_checkpoint_save(r->m, r->o.ckpt_dir, info));
+		r->saved = info->step;
+	}
+	status = 0;
+done:
+	return status;
+}
+
 /* The steps of epoch r->epoch from batch r->b0 to its end, or until --max-steps:
  * then *stopped is set and r->b0 is the next batch. One step stays in flight while
  * the next is submitted; its loss is read before returning. */
@@ -580,7 +607,8 @@ static int train_epoch(struct run *r, struct meter *mt, int *stopped)
 			struct sf_checkpoint_info info = {r->step, r->epoch, b + 1, o->seed};
 			if (b + 1 == r->per_epoch)
 				info.epoch = r->epoch + 1, info.batch = 0;
-			CHECK(sf_checkpoint_save(r->m, o->ckpt_dir, &info));
+			if (save(r, &info) < 0)
+				goto done;
 		}
 		print_progress(r, mt);
 	}
@@ -606,7 +634,8 @@ static int end_epoch(struct run *r, struct meter *mt, double *tl, double *acc)
 	}
 	if (o->ckpt_dir && !o->ckpt_every) {
 		struct sf_checkpoint_info info = {r->step, r->epoch + 1, 0, o->seed};
-		CHECK(sf_checkpoint_save(r->m, o->ckpt_dir, &info));
+		if (save(r, &info) < 0)
+			goto done;
 	}
 	mt->t_epoch = now(), mt->epoch_loss = 0, mt->epoch_n = 0;
 	status = 0;
@@ -630,14 +659,15 @@ static int train(struct run *r, double *tl, double *acc, int *stopped)
 }
 
 /* Stopped by --max-steps: a checkpoint of the position (unless the periodic save
- * just wrote this very step) and the test set. */
+ * just wrote, or the resumed checkpoint is, this very step) and the test set. */
 static int end_stopped(struct run *r, double *tl, double *acc)
 {
 	const struct options *o = &r->o;
 	int status = -1;
-	if (o->ckpt_dir && !(o->ckpt_every && r->step % o->ckpt_every == 0)) {
+	if (o->ckpt_dir) {
 		struct sf_checkpoint_info info = {r->step, r->epoch, r->b0, o->seed};
-		CHECK(sf_checkpoint_save(r->m, o->ckpt_dir, &info));
+		if (save(r, &info) < 0)
+			goto done;
 	}
 	CHECK(evaluate(r, tl, acc));
 	if (r->rank == 0)
@@ -650,7 +680,7 @@ done:
 
 int main(int argc, char **argv)
 {
-	struct run r = {0};
+	struct run r = {.saved = -1};
 	int status = 1, stopped = 0;
 	double acc = 0, tl = 0;
 	int prc = parse(argc, argv, &r.o);

@@ -39,14 +39,16 @@ extern "C" {
 /** Status codes returned by every function. */
 enum sf_status {
 	SF_OK = 0,
-	SF_ERR_INVALID = -1, /**< bad argument: NULL, out of range, shape mismatch */
-	SF_ERR_CONFIG = -2,  /**< a SHARDFLOW_* environment variable has a bad value */
-	SF_ERR_NOMEM = -3,   /**< an allocation failed */
-	SF_ERR_MPI = -4,     /**< an MPI call failed */
-	SF_ERR_STARPU = -5,  /**< StarPU could not start or refused a task */
-	SF_ERR_STATE = -6,   /**< call made in the wrong state (e.g. before sf_init) */
-	SF_ERR_IO = -7,      /**< a file could not be read or written */
+	SF_ERR_INVALID = -1,   /**< bad argument: NULL, out of range, shape mismatch */
+	SF_ERR_CONFIG = -2,    /**< a SHARDFLOW_* environment variable has a bad value */
+	SF_ERR_NOMEM = -3,     /**< an allocation failed */
+	SF_ERR_MPI = -4,       /**< an MPI call failed */
+	SF_ERR_STARPU = -5,    /**< StarPU could not start or refused a task */
+	SF_ERR_STATE = -6,     /**< call made in the wrong state (e.g. before sf_init) */
+	SF_ERR_IO = -7,        /**< a file could not be read or written */
 	SF_ERR_NONFINITE = -8, /**< a loss is NaN or infinite (training diverged) */
+	SF_ERR_NOT_FOUND = -9, /**< nothing to load: a checkpoint directory holds none yet */
+	SF_ERR_BUSY = -10,     /**< another job holds the checkpoint directory's lock */
 };
 
 /** Short constant description of a status ("invalid argument", ...). */
@@ -536,25 +538,48 @@ struct sf_checkpoint_info {
 
 /**
  * Collective: writes a sharded checkpoint of the model under `dir` (created if
- * needed): every rank writes its shard of every unit's parameters and optimizer
- * state to dir/step-<step>/rank-<r>.bin, then rank 0 writes the manifest (world
- * size, sharding, optimizer, model structure hash, step, `info`, per-file size and
- * CRC-32) and points dir/latest at it. Each file is written to a temporary name,
- * fsync'ed and renamed, the manifest last: a crash at any moment leaves the previous
- * checkpoint intact and loadable.
+ * needed) as dir/step-<step>/: every rank writes its shard of every unit's parameters
+ * and optimizer state to rank-<r>.bin, then rank 0 writes the manifest (world size,
+ * sharding, optimizer, model structure hash, step, `info`, per-file size and CRC-32)
+ * with its own CRC-32 in manifest.crc32, and points dir/latest at the step.
+ *
+ * Crash-safe, re-saves included: the step is written into a fresh staging directory
+ * dir/step-<step>.tmp (each file to a temporary name, fsync'ed, renamed, the manifest
+ * last), which is renamed to step-<step> only when complete — a step-<step> already
+ * there (which latest may name) is first renamed aside and removed only after the
+ * switch. A process killed at any moment leaves a checkpoint sf_checkpoint_load(dir)
+ * loads: the previous one, or the new one when its manifest was written.
+ *
+ * Rank 0 holds an exclusive lock on dir/.lock (flock(2), recording its pid and host)
+ * from before the first rank writes until latest is switched: a second job saving
+ * into the same directory meanwhile gets SF_ERR_BUSY, with a message naming the
+ * directory and the holder. info->step, epoch and batch must lie in 0..2^53-1.
+ * (info may be NULL: step = the model's step count, the rest 0.)
  */
 SF_API int sf_checkpoint_save(sf_model *m, const char *dir, const struct sf_checkpoint_info *info);
-/* (info may be NULL: step = the model's step count, the rest 0. Saving a step that
- * already exists replaces it, and that replacement is not crash-safe: save each
- * step once.) */
 
 /**
- * Collective: loads the checkpoint dir/latest (or `dir` itself when it is a step
- * directory holding a manifest) into the model: parameters, optimizer state and
- * step count, whatever world size and sharding saved it (resharding N -> M). The
- * manifest, structure hash, sizes and checksums are verified before anything of
- * the model is touched: a corrupted, truncated, mismatched or half-written
- * checkpoint is refused (SF_ERR_IO / SF_ERR_INVALID) and the model is unchanged.
+ * Collective: which checkpoint sf_checkpoint_load(m, dir, ...) would load. *found = 1
+ * and `path` (`size` bytes; may be NULL) receives its step directory; *found = 0 (and
+ * path "") when `dir` holds no checkpoint yet — it does not exist, is empty, or holds
+ * only a save killed before its manifest — which is not an error: start from scratch.
+ * Every rank gets rank 0's answer. Errors: an unreadable directory, a malformed
+ * latest, a path that does not fit.
+ */
+SF_API int sf_checkpoint_latest(sf_model *m, const char *dir, int *found, char *path, size_t size);
+
+/**
+ * Collective: loads a checkpoint into the model: `dir` itself when it is a step
+ * directory holding a manifest, else the step dir/latest names, else — latest missing
+ * or naming a step without a manifest, as a save killed before its switch leaves it —
+ * the newest complete step directory (a warning says so). Parameters, optimizer state
+ * and step count are restored whatever world size and sharding saved it (resharding
+ * N -> M). The manifest's CRC-32, its fields (counts in 0..2^53-1), structure hash,
+ * the files' sizes and checksums are verified before anything of the model is
+ * touched: a corrupted, truncated, mismatched or half-written checkpoint is refused
+ * (SF_ERR_IO / SF_ERR_INVALID) and the model is unchanged. A directory holding no
+ * checkpoint gives SF_ERR_NOT_FOUND (see sf_checkpoint_latest()). Checkpoints of
+ * format version 1 (no manifest.crc32) still load, their fields range-checked.
  * `info` (may be NULL) receives what was saved.
  */
 SF_API int sf_checkpoint_load(sf_model *m, const char *dir, struct sf_checkpoint_info *info);

@@ -19,11 +19,21 @@
  * Rank 0 also checks the size of every file, so a truncated checkpoint is refused even
  * where no rank reads the truncated file.
  *
- * Crash safety is by ordering: each file is written to <name>.tmp, fsync'ed and renamed
- * (and its directory fsync'ed); the manifest (which carries every rank file's size and
- * CRC-32) is written only after every rank has renamed its file, and dir/latest is
- * switched only after the manifest. A step directory without manifest.json is a
- * half-written checkpoint and is refused.
+ * Crash safety is by ordering, and a save never touches a complete step before its
+ * replacement is: the step is written into a staging directory dir/step-N.tmp, each
+ * file to <name>.tmp, fsync'ed and renamed (and the directory fsync'ed); the manifest
+ * (which carries every rank file's size and CRC-32; its own CRC-32 is in
+ * manifest.crc32, written just before it) comes only after every rank has renamed its
+ * file. Then the switch: an existing step-N is renamed to step-N.old, step-N.tmp to
+ * step-N, dir/latest is rewritten, step-N.old removed. A loader given dir takes the
+ * step latest names, or — latest missing, or naming a step without manifest, as a kill
+ * between these renames leaves it — the newest step-N or step-N.tmp holding a
+ * manifest. A step directory without manifest.json is half-written and refused.
+ *
+ * One writer per directory: rank 0 holds flock(dir/.lock) from before the staging
+ * directory is made until latest is switched; a second job is refused (SF_ERR_BUSY).
+ * The manifest's counts (steps, epoch, batch) are range-checked to 0..2^53-1, so no
+ * later arithmetic on them overflows.
  *
  * Every failure of one rank becomes the same status on every rank (_sf_comm_agree), and
  * every check happens before the first byte of the model is touched.
@@ -39,6 +49,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -46,10 +58,13 @@
 #define CKPT_MAGIC "SFCKPT1" /* and its NUL: 8 bytes */
 #define CKPT_HEADER 24
 #define CKPT_FORMAT "shardflow-checkpoint"
-#define CKPT_VERSION 1
+#define CKPT_VERSION 2 /* 2: manifest.crc32 covers the manifest; 1 had none */
 #define CKPT_MANIFEST_MAX ((size_t)64 << 20)
 #define CKPT_PATH_MAX 4096
 #define CKPT_PIECE ((size_t)4 << 20) /* bytes a loader reads at a time */
+/* steps, epochs and batches stay below 2^53: the planner's step + 1, a caller's
+ * epoch * steps_per_epoch or a double holding them cannot overflow or round */
+#define CKPT_COUNT_MAX (((int64_t)1 << 53) - 1)
 
 static const char *const vec_names[] = {"param", "m", "v"};
 
@@ -168,6 +183,15 @@ static int join(char *out, size_t size, const char *a, const char *b)
 	return SF_OK;
 }
 
+static int exists(const char *dir, const char *name)
+{
+	char p[CKPT_PATH_MAX];
+	struct stat st;
+	if (join(p, sizeof p, dir, name) < 0)
+		return 0;
+	return stat(p, &st) == 0;
+}
+
 /* "rank-<5 digits>.bin", the name of rank r's file (32 bytes are enough). */
 static void rank_name(char *name, size_t size, int r)
 {
@@ -194,6 +218,88 @@ fail:
 	if (fd >= 0)
 		_sf_abandon_file(fd, tmp);
 	return rc;
+}
+
+/* Removes a step directory of files (a staging or an old copy); a missing one is fine. */
+static int remove_step_dir(const char *path)
+{
+	int rc = SF_OK;
+	char p[CKPT_PATH_MAX];
+	DIR *d = opendir(path);
+	if (!d)
+		return errno == ENOENT
+		           ? SF_OK
+		           : SF_ERR(SF_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+	for (struct dirent *e; (e = readdir(d));) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		SF_CHECK(join(p, sizeof p, path, e->d_name));
+		if (unlink(p) != 0 && errno != ENOENT) {
+			rc = SF_ERR(SF_ERR_IO, "cannot remove %s: %s", p, strerror(errno));
+			goto fail;
+		}
+	}
+	if (rmdir(path) != 0 && errno != ENOENT)
+		rc = SF_ERR(SF_ERR_IO, "cannot remove %s: %s", path, strerror(errno));
+fail:
+	closedir(d);
+	return rc;
+}
+
+/* Rank 0: takes dir/.lock (flock, not waiting) and records "<pid> <host>" in it, so
+ * that a second job saving into the same directory is refused naming the holder. The
+ * lock goes with the descriptor (*fd, closed by unlock_dir) — also when the process
+ * dies. */
+static int lock_dir(const char *dir, int *fd)
+{
+	char path[CKPT_PATH_MAX], who[128] = "";
+	int rc = join(path, sizeof path, dir, ".lock");
+	if (rc < 0)
+		return rc;
+	*fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (*fd < 0)
+		return SF_ERR(SF_ERR_IO, "cannot open the lock %s: %s", path, strerror(errno));
+	if (flock(*fd, LOCK_EX | LOCK_NB) != 0) {
+		int e = errno;
+		ssize_t n = pread(*fd, who, sizeof who - 1, 0);
+		who[n > 0 ? n : 0] = '\0';
+		who[strcspn(who, "\n")] = '\0';
+		close(*fd);
+		*fd = -1;
+		if (e != EWOULDBLOCK)
+			return SF_ERR(SF_ERR_IO, "cannot lock %s: %s", path, strerror(e));
+		char pid[32] = "", host[96] = "";
+		if (sscanf(who, "%31[0-9] %95s", pid, host) < 1)
+			pid[0] = '\0';
+		return SF_ERR(SF_ERR_BUSY,
+		              "checkpoint directory %s is being written by another job (%s%s%s%s "
+		              "holds %s): two jobs must not save into one directory",
+		              dir, *pid ? "pid " : "another process", pid, *host ? " on " : "",
+		              host, path);
+	}
+	char host[64] = "?";
+	if (gethostname(host, sizeof host) != 0)
+		snprintf(host, sizeof host, "?");
+	host[sizeof host - 1] = '\0';
+	int k = snprintf(who, sizeof who, "%ld %s\n", (long)getpid(), host);
+	if (ftruncate(*fd, 0) != 0 || pwrite(*fd, who, (size_t)k, 0) != k) {
+		int e = errno;
+		close(*fd);
+		*fd = -1;
+		return SF_ERR(SF_ERR_IO, "cannot write %s: %s", path, strerror(e));
+	}
+	return SF_OK;
+}
+
+static void unlock_dir(int fd)
+{
+	if (fd < 0)
+		return;
+	/* (a stale pid left in the file is harmless: it is read only while locked) */
+	if (ftruncate(fd, 0) != 0)
+		_sf_log(SF_LOG_DEBUG, "checkpoint: cannot empty the lock file: %s",
+		        strerror(errno));
+	close(fd); /* releases the flock */
 }
 
 /* ---- save --------------------------------------------------------------------------- */
@@ -279,13 +385,51 @@ static json_t *manifest_build(struct sf_model *m, const struct sf_checkpoint_inf
 	                 units, "files", files);
 }
 
-/* Rank 0: the manifest, then dir/latest. */
-static int publish(struct sf_model *m, const char *dir, const char *stepdir, const char *stepname,
+/* The paths of one save: the step directory, where it is staged, and where a copy it
+ * replaces waits for its removal. */
+struct save_paths {
+	char name[32]; /* step-<9 digits> */
+	char step[CKPT_PATH_MAX], stage[CKPT_PATH_MAX + 8], old[CKPT_PATH_MAX + 8];
+};
+
+static bool is_dir(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* Rank 0, holding the lock: a save of step N killed between moving the old step-N
+ * aside and renaming its staging directory into place left step-N.tmp as the only
+ * complete copy — finish that switch; then drop what earlier saves of N left over. */
+static int prepare_stage(const char *dir, const struct save_paths *sp)
+{
+	int rc = SF_OK;
+	if (!is_dir(sp->step) && exists(sp->stage, "manifest.json")) {
+		if (rename(sp->stage, sp->step) != 0)
+			return SF_ERR(SF_ERR_IO, "cannot rename %s to %s: %s", sp->stage, sp->step,
+			              strerror(errno));
+		SF_CHECK(_sf_fsync_dir(dir));
+	}
+	SF_CHECK(remove_step_dir(sp->stage));
+	SF_CHECK(remove_step_dir(sp->old));
+	if (mkdir(sp->stage, 0777) != 0)
+		return SF_ERR(SF_ERR_IO, "cannot create directory %s: %s", sp->stage,
+		              strerror(errno));
+fail:
+	return rc;
+}
+
+/* Rank 0, every rank file in the staging directory: manifest.crc32 and manifest.json
+ * there, then the switch — the staging directory renamed to step-N (a step-N already
+ * there, which latest may name, is first renamed aside; between the two renames the
+ * staging directory is complete and a loader takes it) — then dir/latest, then the
+ * old copy removed. */
+static int publish(struct sf_model *m, const char *dir, const struct save_paths *sp,
                    const struct sf_checkpoint_info *info, const uint64_t *sizes,
                    const uint32_t *crcs)
 {
 	int rc = SF_OK;
-	char path[CKPT_PATH_MAX], line[64];
+	char path[CKPT_PATH_MAX + 32], line[64];
 	char *text = NULL;
 	json_t *root = manifest_build(m, info, sizes, crcs);
 	if (!root)
@@ -294,20 +438,59 @@ static int publish(struct sf_model *m, const char *dir, const char *stepdir, con
 	json_decref(root);
 	if (!text)
 		return SF_ERR(SF_ERR_NOMEM, "checkpoint: cannot serialise the manifest");
-	SF_CHECK(join(path, sizeof path, stepdir, "manifest.json"));
-	SF_CHECK(write_file_atomic(path, stepdir, text, strlen(text)));
+	size_t n = strlen(text);
+	int k = snprintf(line, sizeof line, "%08x\n", (unsigned)crc32_of(0, text, n));
+	SF_CHECK(join(path, sizeof path, sp->stage, "manifest.crc32"));
+	SF_CHECK(write_file_atomic(path, sp->stage, line, (size_t)k));
+	SF_CHECK(join(path, sizeof path, sp->stage, "manifest.json"));
+	SF_CHECK(write_file_atomic(path, sp->stage, text, n));
+
+	bool replacing = is_dir(sp->step);
+	if (replacing && rename(sp->step, sp->old) != 0) {
+		rc = SF_ERR(SF_ERR_IO, "cannot rename %s to %s: %s", sp->step, sp->old,
+		            strerror(errno));
+		goto fail;
+	}
+	if (rename(sp->stage, sp->step) != 0) {
+		rc = SF_ERR(SF_ERR_IO, "cannot rename %s to %s: %s", sp->stage, sp->step,
+		            strerror(errno));
+		goto fail;
+	}
+	SF_CHECK(_sf_fsync_dir(dir));
 	SF_CHECK(join(path, sizeof path, dir, "latest"));
-	int k = snprintf(line, sizeof line, "%s\n", stepname);
+	k = snprintf(line, sizeof line, "%s\n", sp->name);
 	SF_CHECK(write_file_atomic(path, dir, line, (size_t)k));
+	if (replacing)
+		SF_CHECK(remove_step_dir(sp->old));
 fail:
 	free(text);
 	return rc;
 }
 
-SF_API int sf_checkpoint_save(sf_model *m, const char *dir, const struct sf_checkpoint_info *info)
+static int check_count(const char *what, int64_t x)
+{
+	if (x < 0 || x > CKPT_COUNT_MAX)
+		return SF_ERR(SF_ERR_INVALID,
+		              "sf_checkpoint_save: %s is %lld, must be in 0..2^53-1", what,
+		              (long long)x);
+	return SF_OK;
+}
+
+static int save_paths_init(const char *dir, int64_t step, struct save_paths *sp)
 {
 	int rc = SF_OK;
-	char stepname[32], stepdir[CKPT_PATH_MAX];
+	snprintf(sp->name, sizeof sp->name, "step-%09lld", (long long)step);
+	SF_CHECK(join(sp->step, sizeof sp->step, dir, sp->name));
+	snprintf(sp->stage, sizeof sp->stage, "%s.tmp", sp->step);
+	snprintf(sp->old, sizeof sp->old, "%s.old", sp->step);
+fail:
+	return rc;
+}
+
+SF_API int sf_checkpoint_save(sf_model *m, const char *dir, const struct sf_checkpoint_info *info)
+{
+	int rc = SF_OK, lock = -1;
+	struct save_paths sp;
 	uint64_t *all = NULL, *sizes = NULL;
 	uint32_t *crcs = NULL;
 	struct sf_checkpoint_info none = {0};
@@ -317,28 +500,22 @@ SF_API int sf_checkpoint_save(sf_model *m, const char *dir, const struct sf_chec
 		none.step = m->nsteps;
 		info = &none;
 	}
-	if (info->step < 0)
-		return SF_ERR(SF_ERR_INVALID,
-		              "sf_checkpoint_save: info->step is %lld, must be >= 0",
-		              (long long)info->step);
-	snprintf(stepname, sizeof stepname, "step-%09lld", (long long)info->step);
-	int lrc = join(stepdir, sizeof stepdir, dir, stepname);
+	SF_CHECK(check_count("info->step", info->step));
+	SF_CHECK(check_count("info->epoch", info->epoch));
+	SF_CHECK(check_count("info->batch", info->batch));
+	SF_CHECK(check_count("the model's step count", m->nsteps));
+	int lrc = save_paths_init(dir, info->step, &sp);
 	if (lrc >= 0)
 		lrc = sf_model_sync(m);
 
-	/* rank 0 makes the directories; a re-save of the same step first drops the old
-	 * manifest, so a crash while the files are replaced leaves a step that is refused
-	 * as half-written rather than one whose manifest describes other files */
+	/* rank 0 makes the directory, takes its lock (held until latest is switched) and
+	 * the staging directory dir/step-N.tmp, where every rank writes */
 	if (m->rank == 0 && lrc >= 0) {
-		char mpath[CKPT_PATH_MAX];
-		lrc = make_dirs(stepdir);
+		lrc = make_dirs(dir);
 		if (lrc >= 0)
-			lrc = join(mpath, sizeof mpath, stepdir, "manifest.json");
-		if (lrc >= 0 && unlink(mpath) == 0)
-			lrc = _sf_fsync_dir(stepdir);
-		else if (lrc >= 0 && errno != ENOENT)
-			lrc = SF_ERR(SF_ERR_IO, "cannot remove the old %s: %s", mpath,
-			             strerror(errno));
+			lrc = lock_dir(dir, &lock);
+		if (lrc >= 0)
+			lrc = prepare_stage(dir, &sp);
 		all = calloc((size_t)m->nranks * 2, sizeof *all);
 		sizes = calloc((size_t)m->nranks, sizeof *sizes);
 		crcs = calloc((size_t)m->nranks, sizeof *crcs);
@@ -349,7 +526,7 @@ SF_API int sf_checkpoint_save(sf_model *m, const char *dir, const struct sf_chec
 
 	uint64_t mine[2] = {0, 0};
 	uint32_t crc = 0;
-	lrc = write_rank_file(m, stepdir, &mine[0], &crc);
+	lrc = write_rank_file(m, sp.stage, &mine[0], &crc);
 	mine[1] = crc;
 	/* every rank reaches the gather, failed or not, so collectives stay matched */
 	SF_CHECK(m->comm->ops->gather(m->comm, mine, sizeof mine, all, 0));
@@ -363,11 +540,12 @@ SF_API int sf_checkpoint_save(sf_model *m, const char *dir, const struct sf_chec
 			sizes[r] = all[2 * r];
 			crcs[r] = (uint32_t)all[2 * r + 1];
 		}
-		lrc = publish(m, dir, stepdir, stepname, info, sizes, crcs);
+		lrc = publish(m, dir, &sp, info, sizes, crcs);
 	}
 	SF_CHECK(_sf_comm_agree(m->comm, lrc, "sf_checkpoint_save"));
-	_sf_log(SF_LOG_INFO, "checkpoint %s written (%d ranks)", stepdir, m->nranks);
+	_sf_log(SF_LOG_INFO, "checkpoint %s written (%d ranks)", sp.step, m->nranks);
 fail:
+	unlock_dir(lock);
 	free(all);
 	free(sizes);
 	free(crcs);
@@ -384,15 +562,6 @@ struct manifest {
 	uint64_t *sizes;
 	uint32_t *crcs;
 };
-
-static int exists(const char *dir, const char *name)
-{
-	char p[CKPT_PATH_MAX];
-	struct stat st;
-	if (join(p, sizeof p, dir, name) < 0)
-		return 0;
-	return stat(p, &st) == 0;
-}
 
 static int read_small_file(const char *path, size_t max, char **out, size_t *len)
 {
@@ -446,22 +615,112 @@ static bool half_written(const char *dir)
 	return found;
 }
 
-/* Rank 0: which step directory `dir` means, and its manifest's bytes. */
-static int resolve(const char *dir, char *stepdir, size_t size, char **text, size_t *len)
+/* The step number of a directory entry named step-<digits> or step-<digits>.tmp (a
+ * staging directory), or -1; *staged says which. */
+static int64_t step_of(const char *name, bool *staged)
+{
+	if (strncmp(name, "step-", 5))
+		return -1;
+	size_t d = strspn(name + 5, "0123456789");
+	if (d == 0 || d > 15)
+		return -1;
+	*staged = !strcmp(name + 5 + d, ".tmp");
+	if (name[5 + d] && !*staged)
+		return -1;
+	return strtoll(name + 5, NULL, 10);
+}
+
+/* Rank 0: the newest complete step directory of `dir` (holding manifest.json): a
+ * step-N, or a staging step-N.tmp whose save was killed after its manifest (step-N
+ * wins a tie). Returns whether there is one, its path in stepdir. */
+static bool newest_complete(const char *dir, char *stepdir, size_t size)
+{
+	int64_t best = -1;
+	bool best_staged = false;
+	char path[CKPT_PATH_MAX];
+	DIR *d = opendir(dir);
+	if (!d)
+		return false;
+	for (struct dirent *e; (e = readdir(d));) {
+		bool staged = false;
+		int64_t k = step_of(e->d_name, &staged);
+		if (k < 0 || k < best || (k == best && (staged || !best_staged)))
+			continue;
+		if (join(path, sizeof path, dir, e->d_name) < 0 || !exists(path, "manifest.json"))
+			continue;
+		if (snprintf(stepdir, size, "%s", path) >= (int)size)
+			continue;
+		best = k;
+		best_staged = staged;
+	}
+	closedir(d);
+	return best >= 0;
+}
+
+/* Rank 0: reads the manifest of stepdir and checks it against manifest.crc32 when there
+ * is one (*has_crc; checkpoints of format version 1 have none). */
+static int read_manifest(const char *stepdir, char **text, size_t *len, bool *has_crc)
 {
 	int rc = SF_OK;
-	char path[CKPT_PATH_MAX];
+	char path[CKPT_PATH_MAX], *line = NULL;
+	size_t n;
+	SF_CHECK(join(path, sizeof path, stepdir, "manifest.json"));
+	SF_CHECK(read_small_file(path, CKPT_MANIFEST_MAX, text, len));
+	*has_crc = exists(stepdir, "manifest.crc32");
+	if (!*has_crc)
+		return SF_OK;
+	SF_CHECK(join(path, sizeof path, stepdir, "manifest.crc32"));
+	SF_CHECK(read_small_file(path, 64, &line, &n));
+	unsigned want = 0;
+	char tail[2];
+	if (strspn(line, "0123456789abcdef") != 8 || sscanf(line, "%8x%1s", &want, tail) != 1) {
+		rc = SF_ERR(SF_ERR_IO, "%s should hold 8 hex digits, it holds \"%.16s\"", path,
+		            line);
+		goto fail;
+	}
+	uint32_t got = crc32_of(0, *text, *len);
+	if (got != want) {
+		rc = SF_ERR(SF_ERR_IO,
+		            "%s/manifest.json: CRC-32 is %08x, manifest.crc32 says %08x "
+		            "(corrupted or edited)",
+		            stepdir, got, want);
+		goto fail;
+	}
+fail:
+	if (rc < 0) {
+		free(*text);
+		*text = NULL;
+	}
+	free(line);
+	return rc;
+}
+
+/* Rank 0: which step directory `dir` means: dir itself when it holds a manifest, else
+ * the step dir/latest names, else (latest missing, or naming a step without a manifest:
+ * a save killed before latest was switched) the newest complete step directory. An
+ * empty stepdir when dir holds no checkpoint at all (missing, empty, or only saves
+ * killed before their manifest): not an error here. */
+static int resolve(const char *dir, char *stepdir, size_t size)
+{
+	int rc = SF_OK;
+	char path[CKPT_PATH_MAX], named[CKPT_PATH_MAX] = "";
 	char *latest = NULL;
 	size_t n;
 	struct stat st;
-	if (stat(dir, &st) != 0)
+	stepdir[0] = '\0';
+	if (stat(dir, &st) != 0) {
+		if (errno == ENOENT)
+			return SF_OK;
 		return SF_ERR(SF_ERR_IO, "checkpoint directory %s: %s", dir, strerror(errno));
+	}
 	if (!S_ISDIR(st.st_mode))
 		return SF_ERR(SF_ERR_IO, "checkpoint %s is not a directory", dir);
 	if (exists(dir, "manifest.json")) {
 		if (snprintf(stepdir, size, "%s", dir) >= (int)size)
 			return SF_ERR(SF_ERR_INVALID, "path %s is too long", dir);
-	} else if (exists(dir, "latest")) {
+		return SF_OK;
+	}
+	if (exists(dir, "latest")) {
 		SF_CHECK(join(path, sizeof path, dir, "latest"));
 		SF_CHECK(read_small_file(path, 256, &latest, &n));
 		while (n > 0 && (latest[n - 1] == '\n' || latest[n - 1] == '\r'))
@@ -474,29 +733,31 @@ static int resolve(const char *dir, char *stepdir, size_t size, char **text, siz
 			            path, latest);
 			goto fail;
 		}
-		SF_CHECK(join(stepdir, size, dir, latest));
-		if (!exists(stepdir, "manifest.json")) {
-			rc = SF_ERR(SF_ERR_IO,
-			            "%s names %s, which has no manifest.json: a half-written or "
-			            "removed checkpoint",
-			            path, stepdir);
-			goto fail;
+		SF_CHECK(join(named, sizeof named, dir, latest));
+		if (exists(named, "manifest.json")) {
+			free(latest);
+			if (snprintf(stepdir, size, "%s", named) >= (int)size)
+				return SF_ERR(SF_ERR_INVALID, "path %s is too long", named);
+			return SF_OK;
 		}
+	}
+	if (newest_complete(dir, stepdir, size)) {
+		_sf_log(SF_LOG_WARN, "checkpoint %s: %s%s%s; loading the newest complete step, %s",
+		        dir, *named ? "latest names " : "latest is missing", named,
+		        *named ? ", which has no manifest.json" : "", stepdir);
+	} else if (*named) {
+		rc = SF_ERR(SF_ERR_IO,
+		            "%s names %s, which has no manifest.json (a half-written or removed "
+		            "checkpoint), and no other step directory is complete",
+		            path, named);
 	} else if (half_written(dir)) {
-		return SF_ERR(
+		rc = SF_ERR(
 		    SF_ERR_IO,
 		    "%s is a step directory without manifest.json: a half-written checkpoint "
 		    "(its writer stopped before the manifest); load a complete step or "
 		    "the checkpoint directory's latest",
 		    dir);
-	} else {
-		return SF_ERR(SF_ERR_IO,
-		              "%s is not a checkpoint: it has neither manifest.json (a step "
-		              "directory) nor latest (a checkpoint directory)",
-		              dir);
 	}
-	SF_CHECK(join(path, sizeof path, stepdir, "manifest.json"));
-	SF_CHECK(read_small_file(path, CKPT_MANIFEST_MAX, text, len));
 fail:
 	free(latest);
 	return rc;
@@ -512,7 +773,8 @@ static int bcast_string(struct sf_model *m, char **s, size_t *len)
 	if (m->rank != 0) {
 		*s = malloc(n + 1);
 		if (!*s)
-			arc = SF_ERR(SF_ERR_NOMEM, "cannot allocate %llu bytes", (unsigned long long)n);
+			arc = SF_ERR(SF_ERR_NOMEM, "cannot allocate %llu bytes",
+			             (unsigned long long)n);
 		*len = *s ? n : 0;
 	}
 	/* every rank learns that one could not allocate, so none waits in the bcast */
@@ -565,7 +827,8 @@ static int pick(const char *s, const char *const *names, int n)
 
 /* The manifest's identity fields: format, version, world, sharding, dtype, structure
  * hash and optimizer (which must match this model), steps and the caller's info. */
-static int parse_identity(struct sf_model *m, json_t *root, const char *where, struct manifest *mf)
+static int parse_identity(struct sf_model *m, json_t *root, const char *where, bool has_crc,
+                          struct manifest *mf)
 {
 	int rc = SF_OK;
 	const char *s;
@@ -577,12 +840,24 @@ static int parse_identity(struct sf_model *m, json_t *root, const char *where, s
 		goto fail;
 	}
 	SF_CHECK(get_int(root, "version", INT64_MIN, INT64_MAX, &x, where));
-	if (x != CKPT_VERSION) {
+	if (x < 1 || x > CKPT_VERSION) {
 		rc = SF_ERR(SF_ERR_IO,
-		            "%s: format version %lld, this shardflow reads version %d only", where,
+		            "%s: format version %lld, this shardflow reads versions 1 to %d", where,
 		            (long long)x, CKPT_VERSION);
 		goto fail;
 	}
+	if (x >= 2 && !has_crc) {
+		rc = SF_ERR(SF_ERR_IO,
+		            "%s: format version %lld keeps the manifest's CRC-32 in "
+		            "manifest.crc32, which is missing",
+		            where, (long long)x);
+		goto fail;
+	}
+	if (x == 1 && !has_crc)
+		_sf_log(SF_LOG_INFO,
+		        "%s: format version 1 (an older shardflow): the manifest has no "
+		        "checksum; its fields are range-checked only",
+		        where);
 	SF_CHECK(get_int(root, "world_size", 1, 1 << 24, &x, where));
 	mf->world_size = (int)x;
 	SF_CHECK(get_str(root, "sharding", &s, where));
@@ -618,16 +893,16 @@ static int parse_identity(struct sf_model *m, json_t *root, const char *where, s
 		            _sf_optimizer_names[m->opt.optimizer]);
 		goto fail;
 	}
-	SF_CHECK(get_int(root, "model_steps", 0, INT64_MAX, &mf->model_steps, where));
+	SF_CHECK(get_int(root, "model_steps", 0, CKPT_COUNT_MAX, &mf->model_steps, where));
 
 	json_t *info = json_object_get(root, "info");
 	if (!json_is_object(info)) {
 		rc = bad_field(where, "info", "an object");
 		goto fail;
 	}
-	SF_CHECK(get_int(info, "step", 0, INT64_MAX, &mf->info.step, where));
-	SF_CHECK(get_int(info, "epoch", INT64_MIN, INT64_MAX, &mf->info.epoch, where));
-	SF_CHECK(get_int(info, "batch", INT64_MIN, INT64_MAX, &mf->info.batch, where));
+	SF_CHECK(get_int(info, "step", 0, CKPT_COUNT_MAX, &mf->info.step, where));
+	SF_CHECK(get_int(info, "epoch", 0, CKPT_COUNT_MAX, &mf->info.epoch, where));
+	SF_CHECK(get_int(info, "batch", 0, CKPT_COUNT_MAX, &mf->info.batch, where));
 	SF_CHECK(get_str(info, "data_seed", &s, where));
 	{
 		char *end;
@@ -767,7 +1042,7 @@ fail:
 
 /* Parses a manifest and checks it, field by field, against this model. */
 static int manifest_parse(struct sf_model *m, const char *text, size_t len, const char *where,
-                          struct manifest *mf)
+                          bool has_crc, struct manifest *mf)
 {
 	int rc = SF_OK;
 	json_error_t jerr;
@@ -779,7 +1054,7 @@ static int manifest_parse(struct sf_model *m, const char *text, size_t len, cons
 		rc = SF_ERR(SF_ERR_IO, "%s: not a JSON object", where);
 		goto fail;
 	}
-	SF_CHECK(parse_identity(m, root, where, mf));
+	SF_CHECK(parse_identity(m, root, where, has_crc, mf));
 	SF_CHECK(parse_layout(m, root, where));
 	SF_CHECK(parse_files(m, root, where, mf));
 fail:
@@ -795,8 +1070,16 @@ static int load_manifest(struct sf_model *m, const char *dir, char *stepdir, str
 	int rc = SF_OK, lrc = sf_model_sync(m);
 	char where[CKPT_PATH_MAX + 16], *text = NULL, *sd = stepdir;
 	size_t len = 0;
+	bool has_crc = false;
 	if (m->rank == 0 && lrc >= 0)
-		lrc = resolve(dir, stepdir, CKPT_PATH_MAX, &text, &len);
+		lrc = resolve(dir, stepdir, CKPT_PATH_MAX);
+	if (m->rank == 0 && lrc >= 0 && !*stepdir)
+		lrc = SF_ERR(SF_ERR_NOT_FOUND,
+		             "no checkpoint in %s yet: no such directory, or neither manifest.json "
+		             "(a step directory), latest nor a complete step-* directory in it",
+		             dir);
+	if (m->rank == 0 && lrc >= 0)
+		lrc = read_manifest(stepdir, &text, &len, &has_crc);
 	SF_CHECK(_sf_comm_agree(m->comm, lrc, "sf_checkpoint_load"));
 	size_t sdlen = strlen(stepdir);
 	SF_CHECK(bcast_string(m, &sd, &sdlen));
@@ -805,8 +1088,10 @@ static int load_manifest(struct sf_model *m, const char *dir, char *stepdir, str
 		free(sd);
 	}
 	SF_CHECK(bcast_string(m, &text, &len));
+	uint8_t crc_flag = has_crc;
+	SF_CHECK(m->comm->ops->bcast(m->comm, &crc_flag, 1, 0));
 	snprintf(where, sizeof where, "%s/manifest.json", stepdir);
-	lrc = manifest_parse(m, text, len, where, mf);
+	lrc = manifest_parse(m, text, len, where, crc_flag != 0, mf);
 	SF_CHECK(_sf_comm_agree(m->comm, lrc, "sf_checkpoint_load"));
 fail:
 	free(text);
@@ -1073,6 +1358,31 @@ static int apply(struct sf_model *m, struct need *nd)
 			}
 			SF_CHECK(_sf_unit_set_full(m, u, (enum _sf_vec)v, src));
 		}
+fail:
+	return rc;
+}
+
+SF_API int sf_checkpoint_latest(sf_model *m, const char *dir, int *found, char *path, size_t size)
+{
+	int rc = SF_OK, lrc = SF_OK;
+	char stepdir[CKPT_PATH_MAX] = "", *sd = stepdir;
+	if (!m || !dir || !*dir || !found || (path && !size))
+		return SF_ERR(SF_ERR_INVALID,
+		              "sf_checkpoint_latest: NULL model, directory or found, or a path of "
+		              "0 bytes");
+	if (m->rank == 0)
+		lrc = resolve(dir, stepdir, sizeof stepdir);
+	SF_CHECK(_sf_comm_agree(m->comm, lrc, "sf_checkpoint_latest"));
+	size_t n = strlen(stepdir);
+	SF_CHECK(bcast_string(m, &sd, &n));
+	if (m->rank != 0) {
+		snprintf(stepdir, sizeof stepdir, "%s", sd);
+		free(sd);
+	}
+	*found = *stepdir != '\0';
+	if (path && snprintf(path, size, "%s", stepdir) >= (int)size)
+		rc = SF_ERR(SF_ERR_INVALID, "sf_checkpoint_latest: %s does not fit in %zu bytes",
+		            stepdir, size);
 fail:
 	return rc;
 }

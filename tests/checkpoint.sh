@@ -13,8 +13,8 @@
 #  - safetensors: parameters exported on 2 ranks and imported on 1 are bitwise those of
 #    the exporter, re-exporting gives the same file, the header is what the format
 #    says (checked with python3's json when python3 exists), a truncated file is refused;
-#  - a flipped byte (CRC-32), a truncated rank file (size), an edited structure hash and
-#    a checkpoint of another model are refused with a message saying so, and the
+#  - a flipped byte (CRC-32), a truncated rank file (size), an edited structure hash
+#    (manifest.crc32 rewritten to match) and a checkpoint of another model are refused with a message saying so, and the
 #    refused model then trains bitwise like a fresh one: the load changed nothing;
 #  - the blocks model (units of several nodes, a head tied to the embedding) saved on 2
 #    ranks resumes on 3 like the uninterrupted run (rtol 1e-5);
@@ -24,54 +24,13 @@
 #    and with sharding none (every rank keeps whole units) every rank reads every file;
 #  - a writer killed between its rank files and the manifest (the driver's --crash
 #    kills itself at that point) leaves dir/latest on the previous checkpoint, which
-#    resumes bitwise, and the half-written step is refused when named directly.
+#    resumes bitwise, and the half-written staging directory step-N.tmp is refused
+#    when named directly. (tests/checkpoint_safety.sh kills saves at other points.)
 . "$(dirname "$0")/lib.sh"
-CKPT_DRIVER="$top_builddir/tests/ckpt_driver"
-require_progs "$CKPT_DRIVER" "$DUMP_COMPARE"
+. "$(dirname "$0")/ckpt_lib.sh"
 
 rtol=1e-5
 floor=1e-3
-
-# split-stderr.sh PREFIX PROG ARGS...: under mpirun, PROG with its stderr in
-# PREFIX.<rank>, one file per rank (mpirun may mix the lines of several ranks)
-cat >"$tmp/split-stderr.sh" <<'EOF'
-p=$1
-shift
-exec "$@" 2>"$p.${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-0}}"
-EOF
-
-# drv NP NAME [SHARDFLOW_VAR=VALUE...] ARGS...: ckpt_driver on NP ranks, output in
-# $tmp/NAME.{out,err}; with drv_split set, rank r's stderr in $tmp/NAME.err.r instead
-drv_split=
-drv() {
-	_np=$1
-	_name=$2
-	shift 2
-	_env=
-	while [ $# -gt 0 ]; do
-		case $1 in
-		SHARDFLOW_*=*) _env="$_env $1"; shift ;;
-		*) break ;;
-		esac
-	done
-	_args="$*"
-	if [ -n "$drv_split" ]; then
-		set -- sh "$tmp/split-stderr.sh" "$tmp/$_name.err" "$CKPT_DRIVER" "$@"
-	else
-		set -- "$CKPT_DRIVER" "$@"
-	fi
-	# $_env is split on purpose: our values never contain blanks.
-	# shellcheck disable=SC2086
-	env $_env sh "$RUN_MPI" "$_np" "$@" </dev/null >"$tmp/$_name.out" 2>"$tmp/$_name.err"
-	_st=$?
-	if [ $_st -ne 0 ]; then
-		diag "ckpt_driver $_args on $_np ranks exited with $_st; its stderr:"
-		for _f in "$tmp/$_name.err" "$tmp/$_name.err".*; do
-			diag_file "$_f"
-		done
-	fi
-	return $_st
-}
 
 # read_by NAME RANK: the rank files that rank RANK of run NAME opened, sorted, one line
 read_by() {
@@ -97,16 +56,6 @@ reads() {
 	done
 	[ -z "$_bad" ]
 	ok $? "$_desc" || diag "$_bad"
-}
-
-# refused NAME PATTERN DESC: the run NAME reported a refused load matching PATTERN
-refused() {
-	grep "resume_refused" "$tmp/$1.out" | grep -q -- "$2"
-	if ! ok $? "$3"; then
-		diag "expected a refusal matching \"$2\"; stdout and stderr:"
-		diag_file "$tmp/$1.out"
-		diag_file "$tmp/$1.err"
-	fi
 }
 
 # flip_byte FILE OFFSET: replaces the byte at OFFSET by another value
@@ -233,6 +182,7 @@ head -c $((sz - 8)) "$good/rank-00000.bin" >"$tmp/bad-size/rank-00000.bin"
 corrupt bad-hash
 sed 's/"structure_hash": "[0-9a-f]*"/"structure_hash": "0123456789abcdef"/' \
 	"$good/manifest.json" >"$tmp/bad-hash/manifest.json"
+ckpt_reseal "$tmp/bad-hash"
 while read -r name pattern what; do
 	drv 2 "load-$name" --steps 3 --resume "$tmp/$name" --resume-may-fail \
 		--out "$tmp/load-$name.dump"
@@ -253,20 +203,21 @@ for mode in shards manifest; do
 	drv 2 crash-$mode --steps 6 --save "$tmp/crash-$mode" --save-every 3 --crash $mode \
 		>/dev/null 2>&1
 	st=$?
-	half="$tmp/crash-$mode/step-000000006"
+	half="$tmp/crash-$mode/step-000000006.tmp"
 	[ $st -ne 0 ] && [ "$(cat "$tmp/crash-$mode/latest")" = step-000000003 ] &&
-		[ -d "$half" ] && [ ! -f "$half/manifest.json" ]
+		[ -d "$half" ] && [ ! -f "$half/manifest.json" ] &&
+		[ ! -e "$tmp/crash-$mode/step-000000006" ]
 	# (run-mpi.sh reports the SIGKILL as a timeout: any non-zero status will do)
-	if ! ok $? "killed at $mode: latest still names step 3, step 6 has no manifest"; then
+	if ! ok $? "killed at $mode: latest still names step 3, step 6 is staged without manifest"; then
 		diag "exit status $st; the checkpoint directory holds:"
 		find "$tmp/crash-$mode" | sed 's/^/#   /'
 	fi
 done
-[ -f "$tmp/crash-manifest/step-000000006/manifest.json.tmp" ]
+[ -f "$tmp/crash-manifest/step-000000006.tmp/manifest.json.tmp" ]
 ok $? "killed at manifest: manifest.json.tmp is left over"
 drv 2 after-crash --steps 6 --resume "$tmp/crash-manifest" --out "$tmp/after-crash.dump"
 compare "after the crash, dir/latest resumes bitwise like the uninterrupted run" \
 	after-crash full-sgd --bitwise
-drv 1 half --steps 0 --resume "$tmp/crash-shards/step-000000006" --resume-may-fail
-refused half "half-written" "the half-written step 6, named directly, is refused"
+drv 1 half --steps 0 --resume "$tmp/crash-shards/step-000000006.tmp" --resume-may-fail
+refused half "half-written" "the half-written step 6 (staged), named directly, is refused"
 finish

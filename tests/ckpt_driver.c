@@ -3,8 +3,9 @@
  *
  *   ckpt_driver [--model mlp|uneven|blocks] [--steps N] [--batch B] [--optimizer sgd|adamw]
  *               [--lr X] [--seed S] [--out FILE] [--dump-losses-from K] [--out-params FILE]
- *               [--save DIR --save-every K] [--crash shards|manifest]
- *               [--resume DIR [--resume-may-fail]] [--init FILE] [--export FILE]
+ *               [--save DIR --save-every K] [--crash shards|manifest|switch|latest]
+ *               [--latest DIR] [--resume DIR [--resume-may-fail]] [--init FILE]
+ *               [--export FILE]
  *
  * Step k (1-based) trains on synthetic global batch k (examples/synthetic.h), so a run
  * resumed from a checkpoint of step s continues with batch s + 1 exactly as the
@@ -15,12 +16,18 @@
  * a dump of the parameters alone (no losses), to compare models trained differently.
  *
  *   --save DIR --save-every K  sf_checkpoint_save after every K-th step (info.step = k)
- *   --crash shards|manifest    the save after the last step dies of SIGKILL: "shards"
+ *   --crash MODE               the save after the last step dies of SIGKILL: "shards"
  *                              right after each rank renamed its rank file, "manifest"
  *                              when rank 0 is about to rename manifest.json.tmp — a
- *                              writer killed between the shards and the manifest. The
- *                              library has no hook for this: the driver interposes
- *                              rename(3) (its definition wins over libc's).
+ *                              writer killed between the shards and the manifest —
+ *                              "switch" when rank 0 is about to rename the complete
+ *                              staging directory step-N.tmp to step-N (after moving an
+ *                              old step-N aside), "latest" when it is about to rename
+ *                              latest.tmp to latest. The library has no hook for this:
+ *                              the driver interposes rename(3) (its definition wins
+ *                              over libc's).
+ *   --latest DIR               sf_checkpoint_latest before anything else; rank 0
+ *                              prints "latest <found> <step directory>"
  *   --resume DIR               sf_checkpoint_load before training, then steps
  *                              info.step + 1 .. N
  *   --resume-may-fail          a refused load is reported ("resume_refused <status>:
@@ -47,12 +54,12 @@
 
 #define PROG "ckpt_driver"
 
-enum crash_mode { CRASH_NONE, CRASH_SHARDS, CRASH_MANIFEST };
+enum crash_mode { CRASH_NONE, CRASH_SHARDS, CRASH_MANIFEST, CRASH_SWITCH, CRASH_LATEST };
 
 struct options {
 	struct train_options t;
 	int save_every, dump_from;
-	const char *out, *out_params, *save, *resume, *init, *export_path;
+	const char *out, *out_params, *save, *resume, *init, *export_path, *latest;
 	int resume_may_fail;
 	enum crash_mode crash;
 };
@@ -65,6 +72,14 @@ static int ends_with(const char *s, const char *tail)
 {
 	size_t n = strlen(s), k = strlen(tail);
 	return n >= k && !strcmp(s + n - k, tail);
+}
+
+/* step-<digits>, no suffix: a step directory's own name */
+static int is_step_dir(const char *path)
+{
+	const char *base = strrchr(path, '/');
+	base = base ? base + 1 : path;
+	return !strncmp(base, "step-", 5) && !strchr(base, '.');
 }
 
 /* default visibility: the build hides symbols, and a hidden definition would not
@@ -81,6 +96,10 @@ __attribute__((visibility("default"))) int rename(const char *from, const char *
 	}
 	if (crash_armed == CRASH_MANIFEST && ends_with(to, "/manifest.json"))
 		raise(SIGKILL);
+	if (crash_armed == CRASH_SWITCH && ends_with(from, ".tmp") && is_step_dir(to))
+		raise(SIGKILL);
+	if (crash_armed == CRASH_LATEST && ends_with(to, "/latest"))
+		raise(SIGKILL);
 	int r = real(from, to);
 	if (r == 0 && crash_armed == CRASH_SHARDS && strstr(to, "/rank-") && ends_with(to, ".bin"))
 		raise(SIGKILL);
@@ -95,8 +114,8 @@ static void usage(FILE *f)
 	        "usage: " PROG " [--model mlp|uneven|blocks] [--steps N] [--batch B]\n"
 	        "       [--optimizer sgd|adamw] [--lr X] [--seed S] [--out FILE]\n"
 	        "       [--dump-losses-from K] [--out-params FILE] [--save DIR --save-every K]\n"
-	        "       [--crash shards|manifest] [--resume DIR [--resume-may-fail]]\n"
-	        "       [--init FILE] [--export FILE]\n"
+	        "       [--crash shards|manifest|switch|latest] [--latest DIR]\n"
+	        "       [--resume DIR [--resume-may-fail]] [--init FILE] [--export FILE]\n"
 	        "defaults: mlp, 6 steps, batch 24, sgd, lr 0.01 (sgd) / 0.001 (adamw), seed 1\n");
 }
 
@@ -141,6 +160,10 @@ static int parse_options(int argc, char **argv, struct options *o)
 				o->crash = CRASH_SHARDS;
 			else if (!strcmp(val, "manifest"))
 				o->crash = CRASH_MANIFEST;
+			else if (!strcmp(val, "switch"))
+				o->crash = CRASH_SWITCH;
+			else if (!strcmp(val, "latest"))
+				o->crash = CRASH_LATEST;
 			else
 				return bad(opt, val);
 		} else if (!strcmp(opt, "--out")) {
@@ -151,6 +174,8 @@ static int parse_options(int argc, char **argv, struct options *o)
 			o->save = val;
 		} else if (!strcmp(opt, "--resume")) {
 			o->resume = val;
+		} else if (!strcmp(opt, "--latest")) {
+			o->latest = val;
 		} else if (!strcmp(opt, "--init")) {
 			o->init = val;
 		} else if (!strcmp(opt, "--export")) {
@@ -218,6 +243,13 @@ int main(int argc, char **argv)
 		goto fail;
 	}
 
+	if (o.latest) {
+		char path[4096];
+		int found = -1;
+		CHECK(sf_checkpoint_latest(m, o.latest, &found, path, sizeof path));
+		if (rank == 0)
+			printf("latest %d %s\n", found, path);
+	}
 	if (o.init)
 		CHECK(sf_model_import_safetensors(m, o.init));
 	int start = 1;

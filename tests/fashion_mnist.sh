@@ -6,6 +6,10 @@
 #    "test_accuracy <x>"; the loss falls and the model beats chance by far;
 #  - stop and resume: 20 steps, stop (checkpoint), resume to 40 gives bitwise the
 #    same weights (exported safetensors compared byte for byte) as 40 steps straight;
+#    resumed with --max-steps 20 already reached, the job does not save step 20 again
+#    (its manifest keeps its inode);
+#  - --resume on a directory without any checkpoint yet starts from scratch with a
+#    notice, and saves there;
 #  - --init from an export starts from those weights (same accuracy as the exporter);
 #  - bad options exit 2 with the usage; a wrong --data-dir exits 1 naming the file;
 #  - a test set of another image size, or with a label past the classes, exits 1.
@@ -15,7 +19,7 @@ require_progs "$FM"
 data=/usr/share/datasets/fashion-mnist
 [ -f "$data/train-images-idx3-ubyte.gz" ] || skip_all "Debian's dataset-fashion-mnist is not installed"
 
-plan 13
+plan 16
 small="--widths 784,128,10 --batch 64 --progress-every 10"
 
 sh "$RUN_MPI" 2 "$FM" $small --max-steps 40 --export "$tmp/straight.st" \
@@ -37,11 +41,27 @@ sh "$RUN_MPI" 2 "$FM" $small --max-steps 20 --checkpoint-dir "$tmp/ck" \
 ok $? "2 ranks stop after 20 steps, leaving a checkpoint" || diag_file "$tmp/b1.err"
 [ -f "$tmp/ck/latest" ] && [ -f "$tmp/ck/$(cat "$tmp/ck/latest")/manifest.json" ]
 ok $? "the checkpoint has latest and its manifest ($(cat "$tmp/ck/latest" 2>/dev/null))"
+ino() { ls -i "$1" 2>/dev/null | awk '{print $1}'; }
+m20="$tmp/ck/step-000000020/manifest.json"
+before=$(ino "$m20")
+sh "$RUN_MPI" 2 "$FM" $small --max-steps 20 --checkpoint-dir "$tmp/ck" --resume \
+	</dev/null >"$tmp/b3.out" 2>"$tmp/b3.err"
+st=$?
+[ $st -eq 0 ] && [ -n "$before" ] && [ "$(ino "$m20")" = "$before" ]
+ok $? "resumed at --max-steps 20 already reached: step 20 not saved again (exit $st, inode $before -> $(ino "$m20"))" ||
+	diag_file "$tmp/b3.err"
 sh "$RUN_MPI" 2 "$FM" $small --max-steps 40 --checkpoint-dir "$tmp/ck" --resume \
 	--export "$tmp/resumed.st" </dev/null >"$tmp/b2.out" 2>"$tmp/b2.err"
 ok $? "resumed to 40 steps" || diag_file "$tmp/b2.err"
 cmp -s "$tmp/straight.st" "$tmp/resumed.st"
 ok $? "stopped at 20 and resumed = 40 straight, bitwise (exported weights)"
+
+sh "$RUN_MPI" 2 "$FM" $small --max-steps 5 --checkpoint-dir "$tmp/ck-new" --resume \
+	</dev/null >"$tmp/n.out" 2>"$tmp/n.err"
+ok $? "--resume with no checkpoint yet runs" || diag_file "$tmp/n.err"
+grep -q "no checkpoint in $tmp/ck-new yet: starting from scratch" "$tmp/n.err" &&
+	[ "$(cat "$tmp/ck-new/latest" 2>/dev/null)" = step-000000005 ]
+ok $? "... starting from scratch with a notice, and saving step 5 there" || diag_file "$tmp/n.err"
 
 "$FM" $small --max-steps 1 --init "$tmp/straight.st" </dev/null >"$tmp/c.out" 2>"$tmp/c.err"
 ok $? "1 rank starts from the 2-rank export (--init) and trains" || diag_file "$tmp/c.err"

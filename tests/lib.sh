@@ -17,6 +17,8 @@
 #                           variables, writing $tmp/NAME.dump, NAME.out, NAME.err
 #   compare DESC A B OPTS...  one result: dump_compare OPTS $tmp/A.dump $tmp/B.dump,
 #                           its summary (the max relative difference) as diagnostics
+#   crc32 FILE              a file's CRC-32 as 8 hex digits (from gzip's trailer)
+#   ckpt_reseal STEPDIR     rewrites STEPDIR/manifest.crc32 for its (edited) manifest
 #   finish                  check the plan was honoured; exit 0 if all passed, else 1
 # and sets $top_builddir, $top_srcdir (absolute; make's AM_TESTS_ENVIRONMENT sets
 # them, a manual run defaults both to this script's directory/..), $tmp (a fresh
@@ -184,6 +186,15 @@ compare() {
 	ok $_st "$_desc"
 	sed 's/^/#   /' "$tmp/compare.out"
 	return "$_st"
+}
+
+# gzip ends with the CRC-32 of its input, little-endian: print it big-endian, in hex.
+crc32() {
+	gzip -c <"$1" | tail -c 8 | head -c 4 | od -An -tx1 | awk '{print $4 $3 $2 $1}'
+}
+
+ckpt_reseal() {
+	crc32 "$1/manifest.json" >"$1/manifest.crc32"
 }
 
 finish() {

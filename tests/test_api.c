@@ -87,9 +87,19 @@ static struct sf_layer_type ident_type(const char *name)
 
 static void test_status_strings(void)
 {
-	static const int codes[] = {
-	    SF_OK,         SF_ERR_INVALID, SF_ERR_CONFIG, SF_ERR_NOMEM, SF_ERR_MPI,
-	    SF_ERR_STARPU, SF_ERR_STATE,   SF_ERR_IO,     SF_ERR_NONFINITE, -100, 7};
+	static const int codes[] = {SF_OK,
+	                            SF_ERR_INVALID,
+	                            SF_ERR_CONFIG,
+	                            SF_ERR_NOMEM,
+	                            SF_ERR_MPI,
+	                            SF_ERR_STARPU,
+	                            SF_ERR_STATE,
+	                            SF_ERR_IO,
+	                            SF_ERR_NONFINITE,
+	                            SF_ERR_NOT_FOUND,
+	                            SF_ERR_BUSY,
+	                            -100,
+	                            7};
 	int all = 1;
 	for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++) {
 		const char *s = sf_strerror(codes[i]);
@@ -459,6 +469,24 @@ static void test_model(sf_context *ctx, int size)
 	ok(many, "20 more steps with a NULL ticket pointer");
 	ok_refused(sf_model_loss(m, tickets[0], &l),
 	           "sf_model_loss of a ticket older than 16 steps");
+
+	/* Checkpoints: refusals before any file is touched, and "no checkpoint yet". */
+	const char *nowhere = "/nonexistent/shardflow-test-api";
+	int found = -1;
+	char where[8] = "x";
+	ok_invalid(sf_checkpoint_latest(m, NULL, &found, NULL, 0),
+	           "sf_checkpoint_latest(NULL dir)");
+	ok_invalid(sf_checkpoint_latest(m, nowhere, NULL, NULL, 0),
+	           "sf_checkpoint_latest(NULL found)");
+	ok(sf_checkpoint_latest(m, nowhere, &found, where, sizeof where) == SF_OK && found == 0 &&
+	       !where[0],
+	   "sf_checkpoint_latest of a missing directory: none found, not an error");
+	ok(sf_checkpoint_load(m, nowhere, NULL) == SF_ERR_NOT_FOUND,
+	   "sf_checkpoint_load of a missing directory is SF_ERR_NOT_FOUND");
+	struct sf_checkpoint_info neg = {.step = 1, .epoch = -1};
+	ok_invalid(sf_checkpoint_save(m, nowhere, &neg), "sf_checkpoint_save with epoch -1");
+	struct sf_checkpoint_info huge = {.step = INT64_MAX};
+	ok_invalid(sf_checkpoint_save(m, nowhere, &huge), "sf_checkpoint_save with step INT64_MAX");
 
 	free(p);
 	free(x);
