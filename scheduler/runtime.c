@@ -176,6 +176,28 @@ static int run_tool(char **argv, const char *log)
 }
 #endif
 
+#ifdef SF_HAVE_FXT
+/* Drops the tasks after a rank's last "loss allreduce" (an evaluation's forwards, say):
+ * they are no training step, and the built-in trace does not report them either. */
+static void drop_incomplete_step(struct _sf_taskrec *rd, int nranks)
+{
+	int *done = calloc((size_t)nranks, sizeof *done);
+	if (!done)
+		return;
+	for (size_t i = 0; i < rd->n; i++)
+		if (rd->ev[i].kind == SF_EV_LOSS_SUM && rd->ev[i].rank >= 0 && rd->ev[i].rank < nranks)
+			done[rd->ev[i].rank]++;
+	size_t k = 0;
+	for (size_t i = 0; i < rd->n; i++) {
+		int r = rd->ev[i].rank;
+		if (r < 0 || r >= nranks || rd->ev[i].step < done[r] || done[r] == 0)
+			rd->ev[k++] = rd->ev[i];
+	}
+	rd->n = k;
+	free(done);
+}
+#endif
+
 /* Rank 0, after every rank's FxT file is complete: tasks.rec and its overlap report. */
 static int fxt_finish(const char *prefix, int nranks)
 {
@@ -216,7 +238,8 @@ static int fxt_finish(const char *prefix, int nranks)
 	unlink(rec); /* a previous run's */
 	SF_CHECK(run_tool(argv, log));
 	rd.path = rec;
-	SF_CHECK(_sf_taskrec_load(&rd, "shardflow"));
+	SF_CHECK(_sf_taskrec_load(&rd, NULL));
+	drop_incomplete_step(&rd, nranks);
 	SF_CHECK(_sf_report_build(rd.ev, rd.n, &rep));
 	have_rep = true;
 	SF_CHECK(_sf_report_write_files(out, rd.ev, rd.n, &rep, rec, rec));

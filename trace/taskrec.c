@@ -303,6 +303,8 @@ static int cmp_order(const void *x, const void *y)
 /* A rank's last tasks that no "loss allreduce" follows. */
 static void note_incomplete(const char *who, int rank, size_t tail, int step)
 {
+	if (!who)
+		return;
 	fprintf(stderr,
 	        "%s: note: rank %d: the last %zu task(s) come after its last "
 	        "\"loss allreduce\": step %d is incomplete\n",

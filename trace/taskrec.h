@@ -61,7 +61,7 @@ struct _sf_taskrec {
 /* Reads rd->path (set by the caller; the rest zeroed) into rd->ev[0..rd->n), steps
  * numbered (rd->nskipped: records of StarPU's own tasks). A note on an incomplete
  * last step goes to stderr after
- * "<who>: note: ". A file without any shardflow task is an error. Returns SF_OK or a
+ * "<who>: note: " (none when who is NULL). A file without any shardflow task is an error. Returns SF_OK or a
  * negative status; _sf_taskrec_free releases what was read in both cases. */
 int _sf_taskrec_load(struct _sf_taskrec *rd, const char *who);
 void _sf_taskrec_free(struct _sf_taskrec *rd);
