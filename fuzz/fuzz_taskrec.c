@@ -1,13 +1,15 @@
 /*
- * fuzz_taskrec.c — shardflow-overlap's tasks.rec reader (tools/taskrec.c) and, on what
- * it reads, the overlap report (trace/report.c), its text and JSON writers and the SVG
- * timeline (trace/svg.c), exactly as the tool runs them.
+ * fuzz_taskrec.c — the tasks.rec reader (trace/taskrec.c, used by shardflow-overlap and
+ * by sf_finalize's FxT report) and, on what it reads, the overlap report
+ * (trace/report.c), its text and JSON writers and the SVG timeline (trace/svg.c), as the
+ * tool runs them.
  *
- * Input: the bytes of a tasks.rec file.
+ * Input: the bytes of a tasks.rec file (written to a private temporary file, which the
+ * reader streams).
  */
 #include "fuzz/common.h"
-#include "tools/taskrec.h"
 #include "trace/report.h"
+#include "trace/taskrec.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -18,13 +20,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (!null)
 			abort();
 	}
-	FILE *f = fmemopen((void *)data, size, "r");
-	if (!f)
-		return 0; /* glibc refuses a zero-length buffer */
-	struct taskrec rd = {.path = "fuzz.tasks.rec", .notes = NULL};
-	int rc = _sf_taskrec_read_stream(&rd, f);
-	fclose(f);
-	if (rc == SF_OK && rd.n > 0 && _sf_taskrec_assign_steps(&rd) == SF_OK) {
+	const char *path = fuzz_path("tasks.rec");
+	FILE *f = fopen(path, "wb");
+	if (!f || fwrite(data, 1, size, f) != size || fclose(f) != 0)
+		abort();
+	struct _sf_taskrec rd = {.path = path};
+	if (_sf_taskrec_load(&rd, NULL) == SF_OK && rd.n > 0) {
 		struct _sf_report rep;
 		if (_sf_report_build(rd.ev, rd.n, &rep) == SF_OK) {
 			_sf_report_write_text(&rep, rd.path, null);

@@ -19,6 +19,7 @@ struct sf_context {
 	clockid_t comm_clock; /* CPU-time clock of the comm worker's thread */
 	int ncompute;         /* compute workers */
 	int nmodels;          /* live models: sf_finalize refuses while > 0 */
+	bool auto_fxt;        /* shardflow records FxT for SHARDFLOW_TRACE (runtime.c) */
 };
 
 bool _sf_runtime_active(void);

@@ -6,29 +6,17 @@
  *   shardflow-overlap --out run tasks.rec       # report; run.overlap.{txt,json},
  *                                               # run.timeline.svg (and .png)
  *
- * tasks.rec is a recutils file: records of "Field: value" lines separated by blank
- * lines, one per task. Each record whose Name is one of shardflow's ("gather L3",
- * "fwd L3 linear", "loss allreduce", ...) becomes a struct _sf_event: rank from MPIRank
- * (-1, a run without MPI information, is rank 0), worker from WorkerId, times from
- * StartTime/EndTime (ms, turned into µs). Records of StarPU's own tasks
- * ("_starpu_data_acquire_pre", ...) are skipped and counted. The trace has no step
- * numbers, so they are rebuilt from the submission order: a step's tasks are submitted
- * together and the last one is "loss allreduce", so a rank's tasks, sorted by
- * SubmitOrder (JobId when a record has none), start a new step after each
- * "loss allreduce". The reader is tools/taskrec.c (shared with fuzz/fuzz_taskrec.c);
- * the figures themselves come from trace/report.c, the same code as the built-in
- * trace, so both reports can be compared.
- *
- * The file is streamed line by line and arrays grow geometrically, so traces of long
- * runs fit. A malformed input is an error (exit 1) naming the file, the line, the
+ * How tasks.rec is read (and its steps rebuilt) is in trace/taskrec.h; the figures
+ * come from trace/report.c, the same code as the built-in trace, so both reports can
+ * be compared. A malformed input is an error (exit 1) naming the file, the line, the
  * record and what was expected; a bad command line prints the usage (exit 2). Only
- * libc, the reader and libsftrace (report.c, svg.c, write.c) are used, and libsfcommon for errors:
+ * libc and libsftrace are used, and libsfcommon for errors:
  * every error is raised with SF_ERR, kept quiet (_sf_err_quiet), and printed by main
  * from sf_last_error() after "shardflow-overlap: error: ".
  */
 #include "common/error.h"
-#include "tools/taskrec.h"
 #include "trace/report.h"
+#include "trace/taskrec.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -144,7 +132,7 @@ static void write_png(const char *svg, const char *png)
 
 /* The files of --out: the report, the timeline and, when a converter is there, the
  * PNG. Returns 0 or -1 after a message on stderr. */
-static int write_outputs(const char *prefix, const struct taskrec *rd, const struct _sf_report *rep,
+static int write_outputs(const char *prefix, const struct _sf_taskrec *rd, const struct _sf_report *rep,
                          const char *title)
 {
 	int status = -1;
@@ -218,9 +206,9 @@ static void parse_args(int argc, char **argv, struct options *o)
 }
 
 /* The tasks of the file, numbered into steps. Returns 0 or -1 after a message. */
-static int load(struct taskrec *rd)
+static int load(struct _sf_taskrec *rd)
 {
-	if (_sf_taskrec_read(rd) < 0) {
+	if (_sf_taskrec_load(rd, "shardflow-overlap") < 0) {
 		fprintf(stderr, "shardflow-overlap: error: %s\n", sf_last_error());
 		return -1;
 	}
@@ -229,18 +217,6 @@ static int load(struct taskrec *rd)
 		        "shardflow-overlap: note: %zu task(s) that are not shardflow's (StarPU's "
 		        "own, e.g. _starpu_data_acquire_pre) skipped\n",
 		        rd->nskipped);
-	if (rd->n == 0) {
-		fprintf(stderr,
-		        "shardflow-overlap: error: %s: no shardflow task among its %zu record(s) "
-		        "(%zu with other names, %zu without a Name): is this a trace of a "
-		        "shardflow run?\n",
-		        rd->path, rd->nrecords, rd->nskipped, rd->nunnamed);
-		return -1;
-	}
-	if (_sf_taskrec_assign_steps(rd) < 0) {
-		fprintf(stderr, "shardflow-overlap: error: %s\n", sf_last_error());
-		return -1;
-	}
 	return 0;
 }
 
@@ -250,7 +226,7 @@ int main(int argc, char **argv)
 	_sf_err_quiet = true; /* main prints every error, after its own prefix */
 	parse_args(argc, argv, &o);
 
-	struct taskrec rd = {.path = o.input, .notes = stderr};
+	struct _sf_taskrec rd = {.path = o.input};
 	struct _sf_report rep;
 	int status = 1;
 	bool have_rep = false;

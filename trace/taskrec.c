@@ -1,28 +1,17 @@
 /*
- * taskrec.c — reading StarPU's tasks.rec into shardflow's events (tools/taskrec.h).
- *
- * Each shardflow record becomes a struct _sf_event: rank from MPIRank (-1, a run
- * without MPI information, is rank 0), worker from WorkerId, times from
- * StartTime/EndTime (ms, turned into µs). The trace has no step numbers, so they are
- * rebuilt from the submission order: a step's tasks are submitted together and the last
- * one is "loss allreduce", so a rank's tasks, sorted by SubmitOrder (JobId when a
- * record has none), start a new step after each "loss allreduce".
- *
- * The file is streamed line by line and arrays grow geometrically, so traces of long
- * runs fit. A malformed input is an error naming the file, the line, the record and
- * what was expected. Only libc, common/error.c and trace/report.c (task names) are
- * used.
+ * taskrec.c — tasks.rec (starpu_fxt_tool's output) to overlap-report events
+ * (trace/taskrec.h says how).
  */
-#include "tools/taskrec.h"
+#include "trace/taskrec.h"
 #include "common/error.h"
 
 #include <errno.h>
-#include <limits.h>
-#include <math.h>
 #include <stdarg.h>
-#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
+#include <math.h>
 #include <sys/types.h>
 
 static const char *const field_names[F_NFIELDS] = {
@@ -30,9 +19,9 @@ static const char *const field_names[F_NFIELDS] = {
 };
 
 /* Raises status with "<file>:<line>: " and the message. */
-static int fail(struct taskrec *rd, int status, size_t line, const char *fmt, ...)
+static int fail(struct _sf_taskrec *rd, int status, size_t line, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
-static int fail(struct taskrec *rd, int status, size_t line, const char *fmt, ...)
+static int fail(struct _sf_taskrec *rd, int status, size_t line, const char *fmt, ...)
 {
 	char msg[512];
 	va_list ap;
@@ -42,7 +31,7 @@ static int fail(struct taskrec *rd, int status, size_t line, const char *fmt, ..
 	return SF_ERR(status, "%s:%zu: %s", rd->path, line, msg);
 }
 
-static void record_clear(struct record *r)
+static void record_clear(struct _sf_taskrec_record *r)
 {
 	for (int i = 0; i < F_NFIELDS; i++)
 		free(r->value[i]);
@@ -50,7 +39,7 @@ static void record_clear(struct record *r)
 }
 
 /* "record 12 (task "gather L2")" for messages. */
-static const char *record_what(const struct record *r, char *buf, size_t len)
+static const char *record_what(const struct _sf_taskrec_record *r, char *buf, size_t len)
 {
 	if (r->value[F_NAME])
 		snprintf(buf, len, "record %zu (task \"%.80s\")", r->index, r->value[F_NAME]);
@@ -59,9 +48,9 @@ static const char *record_what(const struct record *r, char *buf, size_t len)
 	return buf;
 }
 
-static int parse_int(struct taskrec *rd, enum field f, long long lo, long long hi, long long *out)
+static int parse_int(struct _sf_taskrec *rd, enum _sf_taskrec_field f, long long lo, long long hi, long long *out)
 {
-	const struct record *r = &rd->rec;
+	const struct _sf_taskrec_record *r = &rd->rec;
 	const char *s = r->value[f];
 	char *end, what[128];
 	errno = 0;
@@ -75,9 +64,9 @@ static int parse_int(struct taskrec *rd, enum field f, long long lo, long long h
 	return 0;
 }
 
-static int parse_time(struct taskrec *rd, enum field f, double *us)
+static int parse_time(struct _sf_taskrec *rd, enum _sf_taskrec_field f, double *us)
 {
-	const struct record *r = &rd->rec;
+	const struct _sf_taskrec_record *r = &rd->rec;
 	const char *s = r->value[f];
 	char *end, what[128];
 	errno = 0;
@@ -92,14 +81,14 @@ static int parse_time(struct taskrec *rd, enum field f, double *us)
 }
 
 /* Appends an event and its task; the arrays grow geometrically. */
-static int append_task(struct taskrec *rd, const struct _sf_event *e, const struct task *t)
+static int append_task(struct _sf_taskrec *rd, const struct _sf_event *e, const struct _sf_taskrec_task *t)
 {
 	if (rd->n == rd->cap) {
 		size_t cap = rd->cap ? 2 * rd->cap : 1024;
 		struct _sf_event *ev = realloc(rd->ev, cap * sizeof *ev);
 		if (ev)
 			rd->ev = ev;
-		struct task *tk = realloc(rd->tasks, cap * sizeof *tk);
+		struct _sf_taskrec_task *tk = realloc(rd->tasks, cap * sizeof *tk);
 		if (tk)
 			rd->tasks = tk;
 		if (!ev || !tk)
@@ -115,14 +104,14 @@ static int append_task(struct taskrec *rd, const struct _sf_event *e, const stru
 
 /* The fields of the current record, a task of shardflow's called `what` in messages,
  * as its event (kind and layer already set) and task. */
-static int record_fields(struct taskrec *rd, const char *what, struct _sf_event *e, struct task *t)
+static int record_fields(struct _sf_taskrec *rd, const char *what, struct _sf_event *e, struct _sf_taskrec_task *t)
 {
-	const struct record *r = &rd->rec;
+	const struct _sf_taskrec_record *r = &rd->rec;
 	if (r->dup)
 		return fail(rd, SF_ERR_INVALID, r->dup_line,
 		            "%s: field %s appears twice (also on line %zu)", what,
 		            field_names[r->dup - 1], r->vline[r->dup - 1]);
-	static const enum field required[] = {F_WORKER, F_START, F_END};
+	static const enum _sf_taskrec_field required[] = {F_WORKER, F_START, F_END};
 	for (size_t i = 0; i < sizeof required / sizeof required[0]; i++)
 		if (!r->value[required[i]])
 			return fail(rd, SF_ERR_INVALID, r->line,
@@ -157,7 +146,7 @@ static int record_fields(struct taskrec *rd, const char *what, struct _sf_event 
 	e->worker = (int)worker;
 	e->step = 0;
 	snprintf(e->name, sizeof e->name, "%s", r->value[F_NAME]);
-	*t = (struct task){
+	*t = (struct _sf_taskrec_task){
 	    .rank = e->rank,
 	    .has_submit = r->value[F_SUBMIT] != NULL,
 	    .has_job = !r->value[F_SUBMIT] && r->value[F_JOBID] != NULL,
@@ -170,9 +159,9 @@ static int record_fields(struct taskrec *rd, const char *what, struct _sf_event 
 }
 
 /* A complete record: a shardflow task becomes an event, anything else is counted. */
-static int record_take(struct taskrec *rd, bool at_eof)
+static int record_take(struct _sf_taskrec *rd, bool at_eof)
 {
-	struct record *r = &rd->rec;
+	struct _sf_taskrec_record *r = &rd->rec;
 	char what[128];
 	if (!r->nlines)
 		return 0;
@@ -190,7 +179,7 @@ static int record_take(struct taskrec *rd, bool at_eof)
 		return 0;
 	}
 	struct _sf_event e;
-	struct task t;
+	struct _sf_taskrec_task t;
 	memset(&e, 0, sizeof e);
 	int prc = _sf_ev_parse_name(r->value[F_NAME], &e.kind, &e.layer);
 	if (prc == -1) {
@@ -209,7 +198,7 @@ static int record_take(struct taskrec *rd, bool at_eof)
 	return rc < 0 ? rc : append_task(rd, &e, &t);
 }
 
-static int record_end(struct taskrec *rd, bool at_eof)
+static int record_end(struct _sf_taskrec *rd, bool at_eof)
 {
 	int rc = record_take(rd, at_eof);
 	record_clear(&rd->rec);
@@ -217,9 +206,9 @@ static int record_end(struct taskrec *rd, bool at_eof)
 }
 
 /* One "Field: value" line (without its newline) of the current record. */
-static int field_line(struct taskrec *rd, char *s, bool unterminated)
+static int field_line(struct _sf_taskrec *rd, char *s, bool unterminated)
 {
-	struct record *r = &rd->rec;
+	struct _sf_taskrec_record *r = &rd->rec;
 	size_t k = 0;
 	while (s[k] == '%' || s[k] == '_' || (s[k] >= 'A' && s[k] <= 'Z') ||
 	       (s[k] >= 'a' && s[k] <= 'z') || (k > 0 && s[k] >= '0' && s[k] <= '9'))
@@ -254,18 +243,11 @@ static int field_line(struct taskrec *rd, char *s, bool unterminated)
 	return 0;
 }
 
-int _sf_taskrec_read(struct taskrec *rd)
+static int read_tasks(struct _sf_taskrec *rd)
 {
 	FILE *f = fopen(rd->path, "r");
 	if (!f)
 		return SF_ERR(SF_ERR_IO, "cannot open \"%s\": %s", rd->path, strerror(errno));
-	int rc = _sf_taskrec_read_stream(rd, f);
-	fclose(f);
-	return rc;
-}
-
-int _sf_taskrec_read_stream(struct taskrec *rd, FILE *f)
-{
 	char *line = NULL;
 	size_t cap = 0;
 	ssize_t len;
@@ -295,6 +277,7 @@ int _sf_taskrec_read_stream(struct taskrec *rd, FILE *f)
 		rc = record_end(rd, true);
 	record_clear(&rd->rec);
 	free(line);
+	fclose(f);
 	return rc;
 }
 
@@ -318,18 +301,18 @@ static int cmp_order(const void *x, const void *y)
 }
 
 /* A rank's last tasks that no "loss allreduce" follows. */
-static void note_incomplete(const struct taskrec *rd, int rank, size_t tail, int step)
+static void note_incomplete(const char *who, int rank, size_t tail, int step)
 {
-	if (!rd->notes)
+	if (!who)
 		return;
-	fprintf(rd->notes,
-	        "shardflow-overlap: note: rank %d: the last %zu task(s) come after its last "
+	fprintf(stderr,
+	        "%s: note: rank %d: the last %zu task(s) come after its last "
 	        "\"loss allreduce\": step %d is incomplete\n",
-	        rank, tail, step);
+	        who, rank, tail, step);
 }
 
 /* Numbers the steps of each rank from its submission order (see the top of the file). */
-int _sf_taskrec_assign_steps(struct taskrec *rd)
+static int assign_steps(struct _sf_taskrec *rd, const char *who)
 {
 	bool all_submit = true, all_job = true;
 	for (size_t i = 0; i < rd->n; i++) {
@@ -353,7 +336,7 @@ int _sf_taskrec_assign_steps(struct taskrec *rd)
 	for (size_t k = 0; k < rd->n; k++) {
 		if (k > 0 && o[k].rank != o[k - 1].rank) {
 			if (tail)
-				note_incomplete(rd, o[k - 1].rank, tail, step);
+				note_incomplete(who, o[k - 1].rank, tail, step);
 			step = 0;
 			tail = 0;
 		}
@@ -366,15 +349,29 @@ int _sf_taskrec_assign_steps(struct taskrec *rd)
 		}
 	}
 	if (rd->n && tail)
-		note_incomplete(rd, o[rd->n - 1].rank, tail, step);
+		note_incomplete(who, o[rd->n - 1].rank, tail, step);
 	free(o);
 	return 0;
 }
 
+/* ------------------------------------------------------------------------------------ */
 
-void _sf_taskrec_free(struct taskrec *rd)
+int _sf_taskrec_load(struct _sf_taskrec *rd, const char *who)
 {
-	record_clear(&rd->rec);
+	int rc = read_tasks(rd);
+	if (rc < 0)
+		return rc;
+	if (rd->n == 0)
+		return SF_ERR(SF_ERR_INVALID,
+		              "%s: no shardflow task among its %zu record(s) "
+		              "(%zu with other names, %zu without a Name): is this a trace of a "
+		              "shardflow run?",
+		              rd->path, rd->nrecords, rd->nskipped, rd->nunnamed);
+	return assign_steps(rd, who);
+}
+
+void _sf_taskrec_free(struct _sf_taskrec *rd)
+{
 	free(rd->ev);
 	free(rd->tasks);
 	rd->ev = NULL;
