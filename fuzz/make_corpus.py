@@ -80,3 +80,55 @@ put("taskrec", "layer-1e9", rec([("Name", "gather L900000000"), ("SubmitOrder", 
     rec([("Name", "fwd L900000000 linear"), ("SubmitOrder", "1"), ("WorkerId", "0"),
          ("StartTime", "1"), ("EndTime", "3")]))
 
+
+
+# ---- safetensors: a file holding fc1.weight [4,3], fc1.bias [4], head.weight [2,4] (F32)
+def safetensors(tensors, meta=True, extra=b""):
+    header, off, blob = {}, 0, b""
+    if meta:
+        header["__metadata__"] = {"format": "pt", "producer": "shardflow"}
+    for name, shape, dtype in tensors:
+        n = 1
+        for d in shape:
+            n *= d
+        size = n * {"F32": 4, "F16": 2, "I64": 8}[dtype]
+        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [off, off + size]}
+        blob += bytes((off + i) % 251 for i in range(size))
+        off += size
+    h = json.dumps(header, separators=(",", ":")).encode()
+    h += b" " * (-len(h) % 8)
+    return struct.pack("<Q", len(h)) + h + blob + extra
+
+
+wanted = [("fc1.weight", [4, 3], "F32"), ("fc1.bias", [4], "F32"), ("head.weight", [2, 4], "F32")]
+put("safetensors", "valid", safetensors(wanted))
+put("safetensors", "no-metadata", safetensors(wanted, meta=False))
+put("safetensors", "extra-tensor", safetensors(wanted + [("step", [1], "I64")]))
+put("safetensors", "f16", safetensors([("fc1.weight", [4, 3], "F16")] + wanted[1:]))
+put("safetensors", "trailing", safetensors(wanted, extra=b"\0\0\0\0"))
+put("safetensors", "bad-shape", safetensors([("fc1.weight", [3, 4], "F32")] + wanted[1:]))
+
+
+# ---- manifest: flags byte (1: manifest.crc32 present, 2: adamw), then manifest.json,
+# for the model fuzz_manifest.c expects (units fc1 12, fc2 5, head 7)
+def manifest(world, optimizer="sgd", version=2, **over):
+    nvec = 3 if optimizer == "adamw" else 2
+    size = 24 + sum(-(-p // world) for p in (12, 5, 7)) * nvec * 4
+    m = {"format": "shardflow-checkpoint", "version": version, "world_size": world,
+         "sharding": "full", "optimizer": optimizer, "structure_hash": "0123456789abcdef",
+         "dtype": "f32", "model_steps": 3,
+         "info": {"step": 3, "epoch": 0, "batch": 3, "data_seed": "7"},
+         "vectors": ["param", "m", "v"][:nvec],
+         "units": [{"name": n, "P": p} for n, p in (("fc1", 12), ("fc2", 5), ("head", 7))],
+         "files": [{"name": "rank-%05d.bin" % r, "size": size, "crc32": 1234567 + r}
+                   for r in range(world)]}
+    m.update(over)
+    return json.dumps(m, indent=1)
+
+
+put("manifest", "sgd-2", bytes([1]) + manifest(2).encode())
+put("manifest", "adamw-3", bytes([3]) + manifest(3, "adamw").encode())
+put("manifest", "version-1", bytes([0]) + manifest(1, version=1).encode())
+put("manifest", "steps-max", bytes([1]) + manifest(2, model_steps=2**63 - 1).encode())
+put("manifest", "seed-bad", bytes([1]) + manifest(1, info={"step": 1, "epoch": 0, "batch": 1,
+                                                           "data_seed": "-1"}).encode())

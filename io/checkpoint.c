@@ -40,6 +40,7 @@
  */
 #include "io/bytes.h"
 #include "io/fileio.h"
+#include "io/manifest.h"
 #include "scheduler/model.h"
 
 #include <errno.h>
@@ -56,15 +57,9 @@
 #include <zlib.h>
 
 #define CKPT_MAGIC "SFCKPT1" /* and its NUL: 8 bytes */
-#define CKPT_HEADER 24
-#define CKPT_FORMAT "shardflow-checkpoint"
-#define CKPT_VERSION 2 /* 2: manifest.crc32 covers the manifest; 1 had none */
 #define CKPT_MANIFEST_MAX ((size_t)64 << 20)
 #define CKPT_PATH_MAX 4096
 #define CKPT_PIECE ((size_t)4 << 20) /* bytes a loader reads at a time */
-/* steps, epochs and batches stay below 2^53: the planner's step + 1, a caller's
- * epoch * steps_per_epoch or a double holding them cannot overflow or round */
-#define CKPT_COUNT_MAX (((int64_t)1 << 53) - 1)
 
 static const char *const vec_names[] = {"param", "m", "v"};
 
@@ -81,11 +76,6 @@ static uint32_t crc32_of(uint32_t crc, const void *buf, size_t n)
 		n -= k;
 	}
 	return crc;
-}
-
-static size_t shard_of(size_t P, int nranks)
-{
-	return (P + (size_t)nranks - 1) / (size_t)nranks;
 }
 
 static int nvectors(const struct sf_model *m)
@@ -193,15 +183,10 @@ static int exists(const char *dir, const char *name)
 }
 
 /* "rank-<5 digits>.bin", the name of rank r's file (32 bytes are enough). */
-static void rank_name(char *name, size_t size, int r)
-{
-	snprintf(name, size, "rank-%05d.bin", r);
-}
-
 static int rank_path(char *out, size_t size, const char *stepdir, int r)
 {
 	char name[32];
-	rank_name(name, sizeof name, r);
+	_sf_ckpt_rank_name(name, sizeof name, r);
 	return join(out, size, stepdir, name);
 }
 
@@ -321,7 +306,7 @@ static int write_rank_file(struct sf_model *m, const char *stepdir, uint64_t *si
 	SF_CHECK(rank_path(path, sizeof path, stepdir, m->rank));
 	SF_CHECK(_sf_create_tmp(path, tmp, sizeof tmp, &fd));
 
-	uint8_t hdr[CKPT_HEADER];
+	uint8_t hdr[SF_CKPT_HEADER];
 	memcpy(hdr, CKPT_MAGIC, 8);
 	_sf_put_le(hdr + 8, (uint32_t)m->rank, 4);
 	_sf_put_le(hdr + 12, (uint32_t)m->nranks, 4);
@@ -369,15 +354,15 @@ static json_t *manifest_build(struct sf_model *m, const struct sf_checkpoint_inf
 		                                       (json_int_t)m->units[u].P));
 	for (int r = 0; r < m->nranks; r++) {
 		char name[32];
-		rank_name(name, sizeof name, r);
+		_sf_ckpt_rank_name(name, sizeof name, r);
 		json_array_append_new(files, json_pack("{s:s, s:I, s:I}", "name", name, "size",
 		                                       (json_int_t)sizes[r], "crc32",
 		                                       (json_int_t)crcs[r]));
 	}
 	return json_pack("{s:s, s:i, s:i, s:s, s:s, s:s, s:s, s:I, s:{s:I, s:I, s:I, s:s}, "
 	                 "s:o, s:o, s:o}",
-	                 "format", CKPT_FORMAT, "version", CKPT_VERSION, "world_size", m->nranks,
-	                 "sharding", _sf_sharding_names[m->cfg.sharding], "optimizer",
+	                 "format", SF_CKPT_FORMAT, "version", SF_CKPT_VERSION, "world_size",
+	                 m->nranks, "sharding", _sf_sharding_names[m->cfg.sharding], "optimizer",
 	                 _sf_optimizer_names[m->opt.optimizer], "structure_hash", hash, "dtype",
 	                 "f32", "model_steps", (json_int_t)m->nsteps, "info", "step",
 	                 (json_int_t)info->step, "epoch", (json_int_t)info->epoch, "batch",
@@ -469,7 +454,7 @@ fail:
 
 static int check_count(const char *what, int64_t x)
 {
-	if (x < 0 || x > CKPT_COUNT_MAX)
+	if (x < 0 || x > SF_CKPT_COUNT_MAX)
 		return SF_ERR(SF_ERR_INVALID,
 		              "sf_checkpoint_save: %s is %lld, must be in 0..2^53-1", what,
 		              (long long)x);
@@ -553,15 +538,6 @@ fail:
 }
 
 /* ---- load --------------------------------------------------------------------------- */
-
-/* Everything the manifest says, validated. */
-struct manifest {
-	int world_size;
-	int64_t model_steps;
-	struct sf_checkpoint_info info;
-	uint64_t *sizes;
-	uint32_t *crcs;
-};
 
 static int read_small_file(const char *path, size_t max, char **out, size_t *len)
 {
@@ -789,283 +765,48 @@ fail:
 	return rc;
 }
 
-static int bad_field(const char *where, const char *key, const char *want)
+/* What this model expects of a manifest (io/manifest.h). */
+static int expect_init(const struct sf_model *m, struct _sf_manifest_expect *e)
 {
-	return SF_ERR(SF_ERR_IO, "%s: field \"%s\" is missing or is not %s", where, key, want);
-}
-
-static int get_int(json_t *o, const char *key, int64_t lo, int64_t hi, int64_t *out,
-                   const char *where)
-{
-	json_t *v = json_object_get(o, key);
-	if (!json_is_integer(v))
-		return bad_field(where, key, "an integer");
-	json_int_t x = json_integer_value(v);
-	if (x < lo || x > hi)
-		return SF_ERR(SF_ERR_IO, "%s: \"%s\" is %lld, expected %lld..%lld", where, key,
-		              (long long)x, (long long)lo, (long long)hi);
-	*out = (int64_t)x;
-	return SF_OK;
-}
-
-static int get_str(json_t *o, const char *key, const char **out, const char *where)
-{
-	json_t *v = json_object_get(o, key);
-	if (!json_is_string(v))
-		return bad_field(where, key, "a string");
-	*out = json_string_value(v);
-	return SF_OK;
-}
-
-static int pick(const char *s, const char *const *names, int n)
-{
-	for (int i = 0; i < n; i++)
-		if (!strcmp(s, names[i]))
-			return i;
-	return -1;
-}
-
-/* The manifest's identity fields: format, version, world, sharding, dtype, structure
- * hash and optimizer (which must match this model), steps and the caller's info. */
-static int parse_identity(struct sf_model *m, json_t *root, const char *where, bool has_crc,
-                          struct manifest *mf)
-{
-	int rc = SF_OK;
-	const char *s;
-	int64_t x;
-	SF_CHECK(get_str(root, "format", &s, where));
-	if (strcmp(s, CKPT_FORMAT)) {
-		rc = SF_ERR(SF_ERR_IO, "%s: format is \"%s\", expected \"" CKPT_FORMAT "\"", where,
-		            s);
-		goto fail;
-	}
-	SF_CHECK(get_int(root, "version", INT64_MIN, INT64_MAX, &x, where));
-	if (x < 1 || x > CKPT_VERSION) {
-		rc = SF_ERR(SF_ERR_IO,
-		            "%s: format version %lld, this shardflow reads versions 1 to %d", where,
-		            (long long)x, CKPT_VERSION);
-		goto fail;
-	}
-	if (x >= 2 && !has_crc) {
-		rc = SF_ERR(SF_ERR_IO,
-		            "%s: format version %lld keeps the manifest's CRC-32 in "
-		            "manifest.crc32, which is missing",
-		            where, (long long)x);
-		goto fail;
-	}
-	if (x == 1 && !has_crc)
-		_sf_log(SF_LOG_INFO,
-		        "%s: format version 1 (an older shardflow): the manifest has no "
-		        "checksum; its fields are range-checked only",
-		        where);
-	SF_CHECK(get_int(root, "world_size", 1, 1 << 24, &x, where));
-	mf->world_size = (int)x;
-	SF_CHECK(get_str(root, "sharding", &s, where));
-	if (pick(s, _sf_sharding_names, 3) < 0) {
-		rc =
-		    SF_ERR(SF_ERR_IO, "%s: sharding \"%s\" is not full, grad_op or none", where, s);
-		goto fail;
-	}
-	SF_CHECK(get_str(root, "dtype", &s, where));
-	if (strcmp(s, "f32")) {
-		rc = SF_ERR(SF_ERR_IO, "%s: dtype \"%s\", only \"f32\" is supported", where, s);
-		goto fail;
-	}
-	char hash[17];
-	structure_hash(m, hash);
-	SF_CHECK(get_str(root, "structure_hash", &s, where));
-	if (strcmp(s, hash)) {
-		rc = SF_ERR(SF_ERR_INVALID,
-		            "%s: checkpoint was written for another model (structure hash %s, "
-		            "this model %s)",
-		            where, s, hash);
-		goto fail;
-	}
-	SF_CHECK(get_str(root, "optimizer", &s, where));
-	int o = pick(s, _sf_optimizer_names, 2);
-	if (o < 0) {
-		rc = SF_ERR(SF_ERR_IO, "%s: optimizer \"%s\" is not sgd or adamw", where, s);
-		goto fail;
-	}
-	if (o != (int)m->opt.optimizer) {
-		rc = SF_ERR(SF_ERR_INVALID,
-		            "%s: checkpoint has %s optimizer state, this model uses %s", where, s,
-		            _sf_optimizer_names[m->opt.optimizer]);
-		goto fail;
-	}
-	SF_CHECK(get_int(root, "model_steps", 0, CKPT_COUNT_MAX, &mf->model_steps, where));
-
-	json_t *info = json_object_get(root, "info");
-	if (!json_is_object(info)) {
-		rc = bad_field(where, "info", "an object");
-		goto fail;
-	}
-	SF_CHECK(get_int(info, "step", 0, CKPT_COUNT_MAX, &mf->info.step, where));
-	SF_CHECK(get_int(info, "epoch", 0, CKPT_COUNT_MAX, &mf->info.epoch, where));
-	SF_CHECK(get_int(info, "batch", 0, CKPT_COUNT_MAX, &mf->info.batch, where));
-	SF_CHECK(get_str(info, "data_seed", &s, where));
-	{
-		char *end;
-		errno = 0;
-		unsigned long long seed = strtoull(s, &end, 10);
-		if (!*s || *s < '0' || *s > '9' || *end || errno) {
-			rc = SF_ERR(SF_ERR_IO,
-			            "%s: info.data_seed \"%s\" is not a decimal 64-bit integer",
-			            where, s);
-			goto fail;
-		}
-		mf->info.data_seed = (uint64_t)seed;
-	}
-fail:
-	return rc;
-}
-
-/* The vectors per unit and the units, which must be this model's. */
-static int parse_layout(struct sf_model *m, json_t *root, const char *where)
-{
-	int rc = SF_OK;
-	const char *s;
-	int64_t x;
-	json_t *vecs = json_object_get(root, "vectors");
-	if (!json_is_array(vecs)) {
-		rc = bad_field(where, "vectors", "an array");
-		goto fail;
-	}
-	size_t k = 0;
-	for (int v = SF_VEC_PARAM; v <= SF_VEC_V; v++) {
-		if (!_sf_vec_exists(m, (enum _sf_vec)v))
-			continue;
-		json_t *e = json_array_get(vecs, k++);
-		if (!json_is_string(e) || strcmp(json_string_value(e), vec_names[v])) {
-			rc = SF_ERR(SF_ERR_IO, "%s: vectors should be the %d vectors of %s", where,
-			            nvectors(m), _sf_optimizer_names[m->opt.optimizer]);
-			goto fail;
-		}
-	}
-	if (json_array_size(vecs) != k) {
-		rc = SF_ERR(SF_ERR_IO, "%s: %zu vectors per unit, %s keeps %zu", where,
-		            json_array_size(vecs), _sf_optimizer_names[m->opt.optimizer], k);
-		goto fail;
-	}
-
-	json_t *units = json_object_get(root, "units");
-	if (!json_is_array(units)) {
-		rc = bad_field(where, "units", "an array");
-		goto fail;
-	}
-	if (json_array_size(units) != (size_t)m->nunits) {
-		rc = SF_ERR(SF_ERR_INVALID, "%s: %zu units, this model has %d", where,
-		            json_array_size(units), m->nunits);
-		goto fail;
+	*e = (struct _sf_manifest_expect){
+	    .shardings = _sf_sharding_names,
+	    .nshardings = 3,
+	    .optimizers = _sf_optimizer_names,
+	    .noptimizers = 2,
+	    .optimizer = (int)m->opt.optimizer,
+	    /* the vectors a model keeps are always a prefix of param, m, v */
+	    .vectors = vec_names,
+	    .nvectors = nvectors(m),
+	    .nunits = m->nunits,
+	};
+	structure_hash(m, e->structure_hash);
+	const char **names = calloc((size_t)m->nunits + 1, sizeof *names);
+	size_t *P = calloc((size_t)m->nunits + 1, sizeof *P);
+	if (!names || !P) {
+		free(names);
+		free(P);
+		return SF_ERR(SF_ERR_NOMEM, "checkpoint load: out of memory");
 	}
 	for (int u = 0; u < m->nunits; u++) {
-		json_t *e = json_array_get(units, (size_t)u);
-		char w[CKPT_PATH_MAX + 64];
-		snprintf(w, sizeof w, "%s: units[%d]", where, u);
-		if (!json_is_object(e)) {
-			rc = SF_ERR(SF_ERR_IO, "%s is not an object", w);
-			goto fail;
-		}
-		SF_CHECK(get_str(e, "name", &s, w));
-		SF_CHECK(get_int(e, "P", 0, INT64_MAX, &x, w));
-		if (strcmp(s, unit_name(m, u)) || (uint64_t)x != m->units[u].P) {
-			rc = SF_ERR(SF_ERR_INVALID,
-			            "%s is \"%s\" with %lld parameters, this model's unit %d is "
-			            "\"%s\" with %zu",
-			            w, s, (long long)x, u, unit_name(m, u), m->units[u].P);
-			goto fail;
-		}
+		names[u] = unit_name(m, u);
+		P[u] = m->units[u].P;
 	}
-fail:
-	return rc;
+	e->unit_names = names;
+	e->unit_P = P;
+	return SF_OK;
 }
 
-/* The rank files: names, the size the layout implies, CRC-32s. */
-static int parse_files(struct sf_model *m, json_t *root, const char *where, struct manifest *mf)
+static void expect_free(struct _sf_manifest_expect *e)
 {
-	int rc = SF_OK;
-	const char *s;
-	int64_t x;
-	size_t k = (size_t)nvectors(m);
-	json_t *files = json_object_get(root, "files");
-	if (!json_is_array(files)) {
-		rc = bad_field(where, "files", "an array");
-		goto fail;
-	}
-	if (json_array_size(files) != (size_t)mf->world_size) {
-		rc = SF_ERR(SF_ERR_IO, "%s: %zu files for a world of %d ranks", where,
-		            json_array_size(files), mf->world_size);
-		goto fail;
-	}
-	mf->sizes = calloc((size_t)mf->world_size, sizeof *mf->sizes);
-	mf->crcs = calloc((size_t)mf->world_size, sizeof *mf->crcs);
-	if (!mf->sizes || !mf->crcs) {
-		rc = SF_ERR(SF_ERR_NOMEM, "checkpoint load: out of memory");
-		goto fail;
-	}
-	/* the size every file must have, from the units and the saving world size */
-	uint64_t want = CKPT_HEADER;
-	for (int u = 0; u < m->nunits; u++)
-		want += (uint64_t)shard_of(m->units[u].P, mf->world_size) * k * sizeof(float);
-	for (int r = 0; r < mf->world_size; r++) {
-		json_t *e = json_array_get(files, (size_t)r);
-		char w[CKPT_PATH_MAX + 64], name[32];
-		snprintf(w, sizeof w, "%s: files[%d]", where, r);
-		rank_name(name, sizeof name, r);
-		if (!json_is_object(e)) {
-			rc = SF_ERR(SF_ERR_IO, "%s is not an object", w);
-			goto fail;
-		}
-		/* the name is checked, never used: a manifest cannot make us open
-		 * another path */
-		SF_CHECK(get_str(e, "name", &s, w));
-		if (strcmp(s, name)) {
-			rc = SF_ERR(SF_ERR_IO, "%s: name is \"%s\", expected \"%s\"", w, s, name);
-			goto fail;
-		}
-		SF_CHECK(get_int(e, "size", 0, INT64_MAX, &x, w));
-		mf->sizes[r] = (uint64_t)x;
-		if (mf->sizes[r] != want) {
-			rc = SF_ERR(SF_ERR_IO,
-			            "%s: size %llu, but %d units on %d ranks make files of %llu "
-			            "bytes",
-			            w, (unsigned long long)x, m->nunits, mf->world_size,
-			            (unsigned long long)want);
-			goto fail;
-		}
-		SF_CHECK(get_int(e, "crc32", 0, UINT32_MAX, &x, w));
-		mf->crcs[r] = (uint32_t)x;
-	}
-fail:
-	return rc;
-}
-
-/* Parses a manifest and checks it, field by field, against this model. */
-static int manifest_parse(struct sf_model *m, const char *text, size_t len, const char *where,
-                          bool has_crc, struct manifest *mf)
-{
-	int rc = SF_OK;
-	json_error_t jerr;
-	json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
-	if (!root)
-		return SF_ERR(SF_ERR_IO, "%s: not valid JSON (line %d: %s)", where, jerr.line,
-		              jerr.text);
-	if (!json_is_object(root)) {
-		rc = SF_ERR(SF_ERR_IO, "%s: not a JSON object", where);
-		goto fail;
-	}
-	SF_CHECK(parse_identity(m, root, where, has_crc, mf));
-	SF_CHECK(parse_layout(m, root, where));
-	SF_CHECK(parse_files(m, root, where, mf));
-fail:
-	json_decref(root);
-	return rc;
+	free((void *)e->unit_names);
+	free((void *)e->unit_P);
 }
 
 /* Rank 0: which step directory `dir` means and its manifest, for every rank (each
  * parses the same bytes, so they agree on what the manifest says); *mf checked against
  * the model. stepdir: CKPT_PATH_MAX bytes. */
-static int load_manifest(struct sf_model *m, const char *dir, char *stepdir, struct manifest *mf)
+static int load_manifest(struct sf_model *m, const char *dir, char *stepdir,
+                         struct _sf_manifest *mf)
 {
 	int rc = SF_OK, lrc = sf_model_sync(m);
 	char where[CKPT_PATH_MAX + 16], *text = NULL, *sd = stepdir;
@@ -1081,6 +822,7 @@ static int load_manifest(struct sf_model *m, const char *dir, char *stepdir, str
 	if (m->rank == 0 && lrc >= 0)
 		lrc = read_manifest(stepdir, &text, &len, &has_crc);
 	SF_CHECK(_sf_comm_agree(m->comm, lrc, "sf_checkpoint_load"));
+	struct _sf_manifest_expect e;
 	size_t sdlen = strlen(stepdir);
 	SF_CHECK(bcast_string(m, &sd, &sdlen));
 	if (m->rank != 0) {
@@ -1091,7 +833,10 @@ static int load_manifest(struct sf_model *m, const char *dir, char *stepdir, str
 	uint8_t crc_flag = has_crc;
 	SF_CHECK(m->comm->ops->bcast(m->comm, &crc_flag, 1, 0));
 	snprintf(where, sizeof where, "%s/manifest.json", stepdir);
-	lrc = manifest_parse(m, text, len, where, crc_flag != 0, mf);
+	lrc = expect_init(m, &e);
+	if (lrc >= 0)
+		lrc = _sf_manifest_parse(&e, text, len, where, crc_flag != 0, mf);
+	expect_free(&e);
 	SF_CHECK(_sf_comm_agree(m->comm, lrc, "sf_checkpoint_load"));
 fail:
 	free(text);
@@ -1176,10 +921,10 @@ static bool file_extents(const struct sf_model *m, int W, const struct need *nd,
 {
 	size_t k = 0;
 	bool needed = false;
-	uint64_t off = CKPT_HEADER;
-	ex[k++] = (struct extent){0, CKPT_HEADER, hdr};
+	uint64_t off = SF_CKPT_HEADER;
+	ex[k++] = (struct extent){0, SF_CKPT_HEADER, hdr};
 	for (int u = 0; u < m->nunits; u++) {
-		size_t P = m->units[u].P, S = shard_of(P, W), first = (size_t)w * S;
+		size_t P = m->units[u].P, S = _sf_ckpt_shard(P, W), first = (size_t)w * S;
 		/* [a, b): the elements of unit u both in this file and kept here */
 		size_t a = first > nd->lo[u] ? first : nd->lo[u];
 		size_t b = first + S < nd->hi[u] ? first + S : nd->hi[u];
@@ -1245,7 +990,7 @@ static int check_size(const char *path, const struct stat *st, uint64_t want)
 
 /* Rank 0: every rank file has the size the manifest gives — also the files no rank
  * reads, so that a truncated checkpoint is refused whatever each rank keeps. */
-static int check_all_sizes(const char *stepdir, const struct manifest *mf)
+static int check_all_sizes(const char *stepdir, const struct _sf_manifest *mf)
 {
 	int rc = SF_OK;
 	char path[CKPT_PATH_MAX];
@@ -1262,8 +1007,9 @@ fail:
 
 /* Reads rank file w entirely, checks its size, CRC-32 and header, and copies the
  * extents ex (hdr, the first, is where the header goes) where they go. */
-static int read_rank_file(const struct sf_model *m, const char *stepdir, const struct manifest *mf,
-                          int w, const struct extent *ex, size_t nex, const uint8_t *hdr)
+static int read_rank_file(const struct sf_model *m, const char *stepdir,
+                          const struct _sf_manifest *mf, int w, const struct extent *ex, size_t nex,
+                          const uint8_t *hdr)
 {
 	int rc = SF_OK, fd = -1, nv = nvectors(m);
 	char path[CKPT_PATH_MAX];
@@ -1297,11 +1043,11 @@ fail:
 
 /* Reads what this rank keeps from the rank files holding it, each verified, and brings
  * it to the host's byte order; rank 0 also checks every file's size. */
-static int read_needed(const struct sf_model *m, const char *stepdir, const struct manifest *mf,
+static int read_needed(const struct sf_model *m, const char *stepdir, const struct _sf_manifest *mf,
                        struct need *nd)
 {
 	int rc = SF_OK, nread = 0;
-	uint8_t hdr[CKPT_HEADER];
+	uint8_t hdr[SF_CKPT_HEADER];
 	struct extent *ex = calloc(1 + 3 * (size_t)m->nunits, sizeof *ex);
 	if (!ex)
 		return SF_ERR(SF_ERR_NOMEM, "sf_checkpoint_load: out of memory");
@@ -1391,7 +1137,7 @@ SF_API int sf_checkpoint_load(sf_model *m, const char *dir, struct sf_checkpoint
 {
 	int rc = SF_OK, lrc = SF_OK;
 	char stepdir[CKPT_PATH_MAX] = "";
-	struct manifest mf = {0};
+	struct _sf_manifest mf = {0};
 	struct need nd = {0};
 	if (!m || !dir || !*dir)
 		return SF_ERR(SF_ERR_INVALID, "sf_checkpoint_load: NULL model or empty directory");
@@ -1416,7 +1162,6 @@ SF_API int sf_checkpoint_load(sf_model *m, const char *dir, struct sf_checkpoint
 	        mf.world_size, (long long)mf.info.step);
 fail:
 	need_free(m, &nd);
-	free(mf.sizes);
-	free(mf.crcs);
+	_sf_manifest_free(&mf);
 	return rc;
 }

@@ -13,12 +13,14 @@
  *
  * Export gathers the parameters on rank 0 alone, unit by unit (the other ranks send
  * their shards; with sharding none rank 0 has them all), and rank 0 writes the file.
- * Import is all-or-nothing: the header is validated entirely (every tensor in range, the
- * tensors tiling the data area, the file size matching) and every tensor read on every
- * rank before a parameter is set; the ranks agree on the outcome.
+ * Import is all-or-nothing: the header is validated entirely (io/st_header.c, fuzzed:
+ * every tensor in range, the tensors tiling the data area, the file size matching) and
+ * every tensor read on every rank before a parameter is set; the ranks agree on the
+ * outcome.
  */
 #include "io/bytes.h"
 #include "io/fileio.h"
+#include "io/st_header.h"
 #include "scheduler/model.h"
 
 #include <jansson.h>
@@ -28,7 +30,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define ST_HEADER_MAX ((uint64_t)100 << 20) /* the limit of the reference implementation */
 #define ST_NAME_MAX (SF_NAME_MAX + 32)
 
 /* How a unit is stored: the named tensors of each of its nodes with parameters of
@@ -242,219 +243,62 @@ fail:
 
 /* ---- import ------------------------------------------------------------------------- */
 
-/* Bytes per element of the dtypes of the format (extra tensors we do not read). */
-static int dtype_size(const char *d)
+/* Every named tensor of the model, in unit order (*out: *n entries, to free). */
+static int model_tensors(const sf_model *m, struct st_tensor **out, size_t *n)
 {
-	static const struct {
-		const char *name;
-		int size;
-	} t[] = {{"F64", 8}, {"F32", 4}, {"F16", 2},  {"BF16", 2},    {"I64", 8},
-	         {"I32", 4}, {"I16", 2}, {"I8", 1},   {"U64", 8},     {"U32", 4},
-	         {"U16", 2}, {"U8", 1},  {"BOOL", 1}, {"F8_E4M3", 1}, {"F8_E5M2", 1}};
-	for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
-		if (!strcmp(d, t[i].name))
-			return t[i].size;
-	return 0;
-}
-
-struct range {
-	uint64_t begin, end;
-};
-
-static int cmp_range(const void *a, const void *b)
-{
-	const struct range *x = a, *y = b;
-	return x->begin < y->begin ? -1 : x->begin > y->begin ? 1 : 0;
-}
-
-/* Checks one tensor entry: dtype known, shape of non-negative integers whose product
- * times the dtype size is the length of data_offsets [b, e), inside the data area. */
-static int check_entry(const char *path, const char *name, json_t *e, uint64_t data_len,
-                       struct range *r, const char **dtype, json_t **shape)
-{
-	json_t *d = json_object_get(e, "dtype"), *s = json_object_get(e, "shape"),
-	       *o = json_object_get(e, "data_offsets");
-	if (!json_is_object(e) || !json_is_string(d) || !json_is_array(s) || !json_is_array(o) ||
-	    json_array_size(o) != 2 || !json_is_integer(json_array_get(o, 0)) ||
-	    !json_is_integer(json_array_get(o, 1)))
-		return SF_ERR(SF_ERR_IO,
-		              "%s: tensor \"%s\" is not {\"dtype\": string, \"shape\": [...], "
-		              "\"data_offsets\": [begin, end]}",
-		              path, name);
-	int es = dtype_size(json_string_value(d));
-	if (!es)
-		return SF_ERR(SF_ERR_IO, "%s: tensor \"%s\" has unknown dtype \"%s\"", path, name,
-		              json_string_value(d));
-	uint64_t count = 1;
-	for (size_t i = 0; i < json_array_size(s); i++) {
-		json_t *x = json_array_get(s, i);
-		if (!json_is_integer(x) || json_integer_value(x) < 0 ||
-		    (uint64_t)json_integer_value(x) > (UINT64_MAX >> 8) / (count ? count : 1))
-			return SF_ERR(SF_ERR_IO, "%s: tensor \"%s\" has a bad shape", path, name);
-		count *= (uint64_t)json_integer_value(x);
-	}
-	json_int_t b = json_integer_value(json_array_get(o, 0)),
-	           en = json_integer_value(json_array_get(o, 1));
-	if (b < 0 || en < b || (uint64_t)en > data_len)
-		return SF_ERR(SF_ERR_IO,
-		              "%s: tensor \"%s\" has data_offsets [%lld, %lld) outside the %llu "
-		              "bytes of data",
-		              path, name, (long long)b, (long long)en,
-		              (unsigned long long)data_len);
-	if ((uint64_t)(en - b) != count * (uint64_t)es)
-		return SF_ERR(SF_ERR_IO, "%s: tensor \"%s\" has %lld bytes for %llu elements of %s",
-		              path, name, (long long)(en - b), (unsigned long long)count,
-		              json_string_value(d));
-	r->begin = (uint64_t)b;
-	r->end = (uint64_t)en;
-	*dtype = json_string_value(d);
-	*shape = s;
-	return SF_OK;
-}
-
-/* Checks the tensors this model needs (present, F32, its shapes, in range) and, when
- * params is not NULL, reads them into params (the model's flat parameter vector). */
-static int check_wanted(const sf_model *m, const char *path, json_t *root, uint64_t data_len,
-                        int fd, uint64_t data0, float *params)
-{
-	int rc = SF_OK;
+	size_t cap = 0, k = 0;
+	struct st_tensor *all = NULL;
 	for (int u = 0; u < m->nunits; u++) {
 		struct st_tensor t[ST_UNIT_MAX];
 		int ntu = unit_tensors(m, u, t);
-		if (ntu < 0)
+		if (ntu < 0) {
+			free(all);
 			return ntu;
-		for (int i = 0; i < ntu; i++) {
-			json_t *e = json_object_get(root, t[i].name), *shape;
-			struct range r;
-			const char *dt;
-			if (!e) {
-				rc = SF_ERR(SF_ERR_IO, "%s: tensor \"%s\" is missing", path,
-				            t[i].name);
-				goto fail;
-			}
-			dt = json_string_value(json_object_get(e, "dtype"));
-			if (dt && strcmp(dt, "F32")) {
-				rc = SF_ERR(SF_ERR_IO, "%s: tensor \"%s\" is %s, expected F32",
-				            path, t[i].name, dt);
-				goto fail;
-			}
-			SF_CHECK(check_entry(path, t[i].name, e, data_len, &r, &dt, &shape));
-			bool same = json_array_size(shape) == (size_t)t[i].ndim;
-			for (int d = 0; same && d < t[i].ndim; d++)
-				same = json_integer_value(json_array_get(shape, (size_t)d)) ==
-				       t[i].shape[d];
-			if (!same) {
-				char *got = json_dumps(shape, JSON_COMPACT);
-				if (t[i].ndim == 2)
-					rc = SF_ERR(SF_ERR_IO,
-					            "%s: tensor \"%s\" has shape %s, this model "
-					            "needs [%lld,%lld]",
-					            path, t[i].name, got ? got : "?",
-					            (long long)t[i].shape[0],
-					            (long long)t[i].shape[1]);
-				else
-					rc = SF_ERR(SF_ERR_IO,
-					            "%s: tensor \"%s\" has shape %s, this model "
-					            "needs [%lld]",
-					            path, t[i].name, got ? got : "?",
-					            (long long)t[i].shape[0]);
-				free(got);
-				goto fail;
-			}
-			if (!params)
-				continue;
-			SF_CHECK(_sf_read_at(fd, params + t[i].off, t[i].count * sizeof(float),
-			                     (off_t)(data0 + r.begin), path));
-			_sf_floats_le(params + t[i].off, t[i].count);
 		}
+		if (k + (size_t)ntu > cap) {
+			cap = 2 * (k + (size_t)ntu);
+			struct st_tensor *a = realloc(all, cap * sizeof *a);
+			if (!a) {
+				free(all);
+				return SF_ERR(SF_ERR_NOMEM, "safetensors: out of memory");
+			}
+			all = a;
+		}
+		memcpy(all + k, t, (size_t)ntu * sizeof *t);
+		k += (size_t)ntu;
 	}
-fail:
-	return rc;
+	*out = all;
+	*n = k;
+	return SF_OK;
 }
 
-/* Every entry of the header: __metadata__ an object of strings, each tensor
- * well-formed and in range, the tensors together tiling the data area. */
-static int check_all_entries(const char *path, json_t *root, uint64_t data_len)
-{
-	int rc = SF_OK;
-	size_t nt = json_object_size(root), k = 0;
-	struct range *ranges = calloc(nt + 1, sizeof *ranges);
-	if (!ranges)
-		return SF_ERR(SF_ERR_NOMEM, "%s: out of memory", path);
-	const char *key;
-	json_t *val;
-	json_object_foreach(root, key, val)
-	{
-		const char *dt;
-		json_t *shape;
-		if (!strcmp(key, "__metadata__")) {
-			const char *mk;
-			json_t *mv;
-			if (!json_is_object(val)) {
-				rc = SF_ERR(SF_ERR_IO, "%s: __metadata__ is not an object", path);
-				goto fail;
-			}
-			json_object_foreach(val, mk, mv)
-			{
-				if (!json_is_string(mv)) {
-					rc = SF_ERR(SF_ERR_IO,
-					            "%s: __metadata__ value \"%s\" is not a string",
-					            path, mk);
-					goto fail;
-				}
-			}
-			continue;
-		}
-		SF_CHECK(check_entry(path, key, val, data_len, &ranges[k++], &dt, &shape));
-	}
-	qsort(ranges, k, sizeof *ranges, cmp_range);
-	uint64_t end = 0;
-	for (size_t i = 0; i < k; i++) {
-		if (ranges[i].begin != end) {
-			rc =
-			    SF_ERR(SF_ERR_IO,
-			           "%s: tensor data %s at byte %llu of the data area (tensors must "
-			           "be contiguous and not overlap)",
-			           path, ranges[i].begin < end ? "overlaps" : "leaves a hole",
-			           (unsigned long long)end);
-			goto fail;
-		}
-		end = ranges[i].end;
-	}
-	if (end != data_len)
-		rc = SF_ERR(SF_ERR_IO,
-		            "%s: the tensors hold %llu bytes but the file has %llu after the "
-		            "header (truncated or trailing bytes)",
-		            path, (unsigned long long)end, (unsigned long long)data_len);
-fail:
-	free(ranges);
-	return rc;
-}
-
-/* Reads and validates the file; params (nparams_total floats) receives every unit. */
+/* Reads and validates the file; params (nparams_total floats) receives every unit.
+ * The header is checked entirely (io/st_header.c) before a tensor is read. */
 static int read_file(const sf_model *m, const char *path, float *params)
 {
 	int rc = SF_OK, fd = -1;
 	char *header = NULL;
-	json_t *root = NULL;
+	struct st_tensor *t = NULL;
+	struct _sf_st_want *want = NULL;
+	uint64_t *begin = NULL, hlen = 0;
+	size_t nt = 0;
 	struct stat st;
+	uint8_t len8[8] = {0};
+	SF_CHECK(model_tensors(m, &t, &nt));
+	want = calloc(nt + 1, sizeof *want);
+	begin = calloc(nt + 1, sizeof *begin);
+	if (!want || !begin) {
+		rc = SF_ERR(SF_ERR_NOMEM, "%s: out of memory", path);
+		goto fail;
+	}
+	for (size_t i = 0; i < nt; i++)
+		want[i] =
+		    (struct _sf_st_want){t[i].name, t[i].ndim, {t[i].shape[0], t[i].shape[1]}};
 	SF_CHECK(_sf_open_read(path, &fd, &st));
 	uint64_t fsize = (uint64_t)st.st_size;
-	uint8_t len8[8];
-	if (fsize < 8) {
-		rc = SF_ERR(SF_ERR_IO, "%s: %llu bytes, too short for a safetensors file", path,
-		            (unsigned long long)fsize);
-		goto fail;
-	}
-	SF_CHECK(_sf_read_at(fd, len8, 8, 0, path));
-	uint64_t hlen = _sf_get_le(len8, 8);
-	if (hlen < 2 || hlen > ST_HEADER_MAX || hlen > fsize - 8) {
-		rc = SF_ERR(SF_ERR_IO,
-		            "%s: header length %llu is impossible for a file of %llu bytes (not "
-		            "a safetensors file?)",
-		            path, (unsigned long long)hlen, (unsigned long long)fsize);
-		goto fail;
-	}
+	if (fsize >= 8)
+		SF_CHECK(_sf_read_at(fd, len8, 8, 0, path));
+	SF_CHECK(_sf_st_header_length(path, len8, fsize, &hlen));
 	header = malloc(hlen + 1);
 	if (!header) {
 		rc = SF_ERR(SF_ERR_NOMEM, "%s: cannot allocate the header", path);
@@ -462,24 +306,20 @@ static int read_file(const sf_model *m, const char *path, float *params)
 	}
 	SF_CHECK(_sf_read_at(fd, header, hlen, 8, path));
 	header[hlen] = '\0';
-	json_error_t jerr;
-	root = json_loadb(header, hlen, JSON_REJECT_DUPLICATES, &jerr);
-	if (!root || !json_is_object(root)) {
-		rc = SF_ERR(SF_ERR_IO, "%s: the header is not a JSON object (%s)", path,
-		            root ? "another JSON value" : jerr.text);
-		goto fail;
-	}
-	uint64_t data0 = 8 + hlen, data_len = fsize - data0;
-
-	/* the tensors this model needs, then every entry */
-	SF_CHECK(check_wanted(m, path, root, data_len, -1, data0, NULL));
-	SF_CHECK(check_all_entries(path, root, data_len));
+	uint64_t data0 = 8 + hlen;
+	SF_CHECK(_sf_st_header_check(path, header, hlen, fsize - data0, want, nt, begin));
 
 	/* every check passed: read */
-	SF_CHECK(check_wanted(m, path, root, data_len, fd, data0, params));
+	for (size_t i = 0; i < nt; i++) {
+		SF_CHECK(_sf_read_at(fd, params + t[i].off, t[i].count * sizeof(float),
+		                     (off_t)(data0 + begin[i]), path));
+		_sf_floats_le(params + t[i].off, t[i].count);
+	}
 fail:
-	json_decref(root);
 	free(header);
+	free(t);
+	free(want);
+	free(begin);
 	if (fd >= 0)
 		close(fd);
 	return rc;

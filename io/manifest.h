@@ -1,0 +1,68 @@
+/*
+ * manifest.h — a checkpoint's manifest.json, parsed and checked without a model: the
+ * part of sf_checkpoint_load() that reads untrusted text, kept apart so that a fuzz
+ * target (fuzz/fuzz_manifest.c) drives exactly what a load runs. checkpoint.c fills the
+ * expectations from the model; the format itself is described there.
+ */
+#ifndef SF_IO_MANIFEST_H
+#define SF_IO_MANIFEST_H
+
+#include "common/error.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define SF_CKPT_FORMAT "shardflow-checkpoint"
+#define SF_CKPT_VERSION 2 /* 2: manifest.crc32 covers the manifest; 1 had none */
+#define SF_CKPT_HEADER 24 /* bytes of a rank file's header */
+/* steps, epochs and batches stay below 2^53: the planner's step + 1, a caller's
+ * epoch * steps_per_epoch or a double holding them cannot overflow or round */
+#define SF_CKPT_COUNT_MAX (((int64_t)1 << 53) - 1)
+#define SF_CKPT_WORLD_MAX (1 << 24)
+
+/* What the loading model expects a manifest to say. */
+struct _sf_manifest_expect {
+	char structure_hash[17];       /* the model's (16 hex digits) */
+	const char *const *shardings;  /* the sharding names a manifest may give ... */
+	int nshardings;                /* ... (any of them loads: resharding) */
+	const char *const *optimizers; /* the optimizer names ... */
+	int noptimizers;               /* ... */
+	int optimizer;                 /* the index of the model's one */
+	const char *const *vectors;    /* the vectors per unit the model keeps, in order */
+	int nvectors;
+	int nunits;
+	const char *const *unit_names; /* nunits */
+	const size_t *unit_P;          /* nunits: parameters per unit */
+};
+
+/* Everything a manifest says, validated. */
+struct _sf_manifest {
+	int world_size;
+	int64_t model_steps;
+	struct sf_checkpoint_info info;
+	uint64_t *sizes; /* world_size: bytes of each rank file */
+	uint32_t *crcs;  /* world_size: CRC-32 of each rank file */
+};
+
+/* Floats per rank of a unit of P parameters saved by nranks ranks. */
+static inline size_t _sf_ckpt_shard(size_t P, int nranks)
+{
+	return (P + (size_t)nranks - 1) / (size_t)nranks;
+}
+
+/* The name of rank r's file in a step directory (rank-<5 digits>.bin). */
+void _sf_ckpt_rank_name(char *name, size_t size, int r);
+
+/* Parses len bytes of manifest text (has_crc: manifest.crc32 was present and matched)
+ * and checks every field against *e: format and version, world size, sharding, dtype,
+ * structure hash, optimizer, counts in 0..2^53-1, vectors, units (names and sizes),
+ * one file per saving rank with the size the layout implies and a CRC-32. `where` names
+ * the file in messages. On success *mf owns its arrays (_sf_manifest_free); on failure
+ * nothing is left allocated. Errors: SF_ERR_IO (malformed), SF_ERR_INVALID (another
+ * model's checkpoint), SF_ERR_NOMEM. */
+int _sf_manifest_parse(const struct _sf_manifest_expect *e, const char *text, size_t len,
+                       const char *where, bool has_crc, struct _sf_manifest *mf);
+void _sf_manifest_free(struct _sf_manifest *mf);
+
+#endif
