@@ -190,8 +190,20 @@ SF_API int sf_graph_layer_tied(sf_graph *g, const char *type, const int *inputs,
                                const void *config, size_t config_size, const char *name,
                                int owner, int *out);
 
-/** y = x W^T + b, W (O, I), b (O): a unit of parameters. name must be unique. */
+/** y = x W^T + b, W (O, I), b (O): a unit of parameters. name must be unique.
+ *  Initialised U(-1/sqrt(I), 1/sqrt(I)) like PyTorch's nn.Linear. */
 SF_API int sf_graph_linear(sf_graph *g, int x, int out_dim, const char *name, int *out);
+/** The config of a "linear" or "linear_nobias" node in its long form (the short form
+ *  is a bare int, the output width). */
+struct sf_linear_config {
+	int out_dim;    /**< O, > 0 */
+	float init_std; /**< > 0: W drawn normal(0, init_std) and b = 0, as GPT-2 initialises;
+	                     0: U(-1/sqrt(I), 1/sqrt(I)) for W and b, as nn.Linear */
+};
+/** A linear node from a struct sf_linear_config, with a bias (bias = 1) or without
+ *  ("linear_nobias", y = x W^T). */
+SF_API int sf_graph_linear_config(sf_graph *g, int x, const struct sf_linear_config *c, int bias,
+                                  const char *name, int *out);
 /** Layer normalisation over the features of each row: y = (x - mean) / sqrt(var +
  *  1e-5) * w + b, w (C) initialised to 1 and b (C) to 0: a unit of parameters. name
  *  must be unique. (Another eps: sf_graph_layer(g, "layernorm", ...) with a struct
@@ -227,7 +239,7 @@ SF_API int sf_graph_layer(sf_graph *g, const char *type, const int *inputs, int 
 /** The version of struct sf_layer_type and struct sf_layer_info this header
  *  describes. A type sets .api_version to it; sf_layer_type_register() refuses a
  *  type built against another version (its kernels would read the wrong fields). */
-#define SF_LAYER_API_VERSION 2
+#define SF_LAYER_API_VERSION 3
 
 /**
  * What a layer's kernels receive as StarPU cl_arg: the layer's shapes, fixed for the
@@ -250,6 +262,8 @@ struct sf_layer_info {
 	size_t nparams;                 /**< P: flat parameter count (0: no parameters) */
 	size_t nsaved;                  /**< floats of the node's saved buffer (0: none) */
 	const void *config;             /**< the node's config blob (NULL if none) */
+	size_t config_size;             /**< its size in bytes, as given to sf_graph_layer() (a
+	                                     type may accept a short and a long form) */
 	int need_dinput[SF_MAX_INPUTS]; /**< backward: 1 if the gradient of input i is wanted */
 	int accumulate[SF_MAX_INPUTS];  /**< backward: 1 if dinput i must be added to, 0 if
 	                                   overwritten */

@@ -10,6 +10,7 @@
 
 #include <stdio.h>
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -352,6 +353,21 @@ SF_API int sf_graph_linear(sf_graph *g, int x, int out_dim, const char *name, in
 		              "%d)",
 		              name ? name : "", out_dim);
 	return sf_graph_layer(g, "linear", &x, 1, &out_dim, sizeof out_dim, name, out);
+}
+
+SF_API int sf_graph_linear_config(sf_graph *g, int x, const struct sf_linear_config *c, int bias,
+                                  const char *name, int *out)
+{
+	if (!c && g && out)
+		return SF_ERR(SF_ERR_INVALID, "sf_graph_linear_config(\"%s\"): NULL config",
+		              name ? name : "");
+	if (c && g && out && (c->out_dim <= 0 || !(c->init_std >= 0.0f) || isinf(c->init_std)))
+		return SF_ERR(SF_ERR_INVALID,
+		              "sf_graph_linear_config(\"%s\"): out_dim must be > 0 and init_std "
+		              "finite and >= 0 (got %d, %g)",
+		              name ? name : "", c->out_dim, (double)c->init_std);
+	return sf_graph_layer(g, bias ? "linear" : "linear_nobias", &x, 1, c, sizeof *c, name,
+	                      out);
 }
 
 SF_API int sf_graph_layernorm(sf_graph *g, int x, const char *name, int *out)

@@ -2,7 +2,9 @@
  * linear.c — the linear layer type: shapes, initialisation, parameter names and the
  * CPU codelet bodies (unpack the buffers, call layers/linear_cpu.c).
  *
- * Initialised U(-1/sqrt(I), 1/sqrt(I)) like PyTorch's nn.Linear. Its backward reads W
+ * Initialised U(-1/sqrt(I), 1/sqrt(I)) like PyTorch's nn.Linear, or — the long config,
+ * struct sf_linear_config with init_std > 0 — W normal(0, init_std) and b = 0 as GPT-2
+ * (the short config is a bare int, the output width). Its backward reads W
  * only for dx, so a linear layer reading a graph input gets no parameters in backward
  * and its unit is not gathered a second time (backward_params_for_dinput_only).
  */
@@ -35,6 +37,13 @@ static int nobias_infer(const int *in_dims, int nin, const void *config, int *ou
 
 static void linear_init(const struct sf_layer_info *li, struct sf_rng *rng, float *p)
 {
+	const struct sf_linear_config *c = li->config;
+	if (li->config_size >= sizeof *c && c->init_std > 0.0f) {
+		size_t nw = (size_t)li->out_dim * (size_t)li->in_dim[0];
+		for (size_t i = 0; i < li->nparams; i++)
+			p[i] = i < nw ? c->init_std * sf_rng_normal(rng) : 0.0f;
+		return;
+	}
 	float bound = 1.0f / sqrtf((float)li->in_dim[0]);
 	for (size_t i = 0; i < li->nparams; i++)
 		p[i] = bound * sf_rng_uniform(rng);

@@ -237,6 +237,7 @@ static void fill_info(struct sf_model *m, int n)
 	li->out_dim = nd->dim;
 	li->nparams = nd->nparams;
 	li->config = nd->config;
+	li->config_size = nd->config_size;
 	li->layer_index = n;
 	if (nd->kind == SF_NODE_LAYER && nd->type->type.saved_floats)
 		li->nsaved = nd->type->type.saved_floats(li);
