@@ -27,6 +27,7 @@
 #include <time.h>
 
 #include "shardflow.h"
+#include "examples/cli.h"
 
 #define PROG "fashion_mnist"
 #define MAX_WIDTHS 16
@@ -39,17 +40,6 @@ struct options {
 	int64_t ckpt_every, max_steps, progress_every;
 	int resume, relu;
 };
-
-static int launcher_rank(void)
-{
-	static const char *vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"};
-	for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
-		const char *v = getenv(vars[i]);
-		if (v && *v)
-			return atoi(v);
-	}
-	return 0;
-}
 
 static void usage(FILE *f)
 {
@@ -74,42 +64,6 @@ static void usage(FILE *f)
 	    "  --export FILE           write the final weights as safetensors\n"
 	    "  --init FILE             start from these safetensors weights\n"
 	    "  --help                  this text\n");
-}
-
-__attribute__((format(printf, 1, 2))) static int bad_usage(const char *fmt, ...)
-{
-	if (launcher_rank() == 0) {
-		va_list ap;
-		fprintf(stderr, PROG ": ");
-		va_start(ap, fmt);
-		vfprintf(stderr, fmt, ap);
-		va_end(ap);
-		fprintf(stderr, "\n");
-		usage(stderr);
-	}
-	return 2;
-}
-
-static int parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out)
-{
-	char *end = NULL;
-	errno = 0;
-	long long v = strtoll(s, &end, 10);
-	if (!*s || *end || errno || v < lo || v > hi)
-		return -1;
-	*out = v;
-	return 0;
-}
-
-static int parse_float(const char *s, float lo, float hi, float *out)
-{
-	char *end = NULL;
-	errno = 0;
-	double v = strtod(s, &end);
-	if (!*s || *end || errno || !isfinite(v) || v < lo || v > hi)
-		return -1;
-	*out = (float)v;
-	return 0;
 }
 
 /* The options that take a value, in the order of the usage text. */
@@ -155,28 +109,19 @@ static int parse_widths(const char *val, struct options *o)
 	o->nwidths = 0;
 	char *copy = strdup(val), *save = NULL;
 	for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-		if (o->nwidths == MAX_WIDTHS || parse_i64(t, 1, 1 << 20, &v)) {
+		if (o->nwidths == MAX_WIDTHS || cli_parse_i64(t, 1, 1 << 20, &v)) {
 			free(copy);
-			return bad_usage("--widths \"%s\" is invalid: expected 2 to %d "
-			                 "positive integers separated by commas",
-			                 val, MAX_WIDTHS);
+			return cli_bad_usage("--widths \"%s\" is invalid: expected 2 to %d "
+			                     "positive integers separated by commas",
+			                     val, MAX_WIDTHS);
 		}
 		o->widths[o->nwidths++] = (int)v;
 	}
 	free(copy);
 	if (o->nwidths < 2)
-		return bad_usage("--widths \"%s\" is invalid: expected at least the input "
-		                 "width and the number of classes",
-		                 val);
-	return 0;
-}
-
-/* A positive number of steps, the value of option `name`: 0 ok, 2 bad usage */
-static int parse_steps(const char *name, const char *val, int64_t *out)
-{
-	if (parse_i64(val, 1, INT64_MAX, out))
-		return bad_usage("%s \"%s\" is invalid: expected a positive number of steps", name,
-		                 val);
+		return cli_bad_usage("--widths \"%s\" is invalid: expected at least the input "
+		                     "width and the number of classes",
+		                     val);
 	return 0;
 }
 
@@ -186,45 +131,59 @@ static int parse_value(enum option k, char *val, struct options *o)
 	int64_t v = 0;
 	switch (k) {
 	case OPT_EPOCHS:
-		if (parse_i64(val, 1, 100000, &v))
-			return bad_usage("--epochs \"%s\" is invalid: expected 1..100000", val);
+		if (cli_parse_i64(val, 1, 100000, &v))
+			return cli_bad_usage("--epochs \"%s\" is invalid: expected 1..100000", val);
 		o->epochs = (int)v;
 		break;
 	case OPT_BATCH:
-		if (parse_i64(val, 1, 1 << 20, &v))
-			return bad_usage("--batch \"%s\" is invalid: expected 1..1048576", val);
+		if (cli_parse_i64(val, 1, 1 << 20, &v))
+			return cli_bad_usage("--batch \"%s\" is invalid: expected 1..1048576", val);
 		o->batch = (int)v;
 		break;
 	case OPT_LR:
-		if (parse_float(val, 1e-9f, 10.0f, &o->lr))
-			return bad_usage("--lr \"%s\" is invalid: expected a number in (0, 10]",
-			                 val);
+		if (cli_parse_float(val, 1e-9f, 10.0f, &o->lr))
+			return cli_bad_usage("--lr \"%s\" is invalid: expected a number in (0, 10]",
+			                     val);
 		break;
 	case OPT_WEIGHT_DECAY:
-		if (parse_float(val, 0.0f, 1.0f, &o->weight_decay))
-			return bad_usage("--weight-decay \"%s\" is invalid: expected 0..1", val);
+		if (cli_parse_float(val, 0.0f, 1.0f, &o->weight_decay))
+			return cli_bad_usage("--weight-decay \"%s\" is invalid: expected 0..1",
+			                     val);
 		break;
 	case OPT_WIDTHS: return parse_widths(val, o);
 	case OPT_ACTIVATION:
 		if (strcmp(val, "gelu") && strcmp(val, "relu"))
-			return bad_usage("--activation \"%s\" is invalid: expected gelu or relu",
-			                 val);
+			return cli_bad_usage(
+			    "--activation \"%s\" is invalid: expected gelu or relu", val);
 		o->relu = !strcmp(val, "relu");
 		break;
 	case OPT_SEED:
-		if (parse_i64(val, 0, INT64_MAX, &v))
-			return bad_usage("--seed \"%s\" is invalid: expected an integer >= 0", val);
+		if (cli_parse_i64(val, 0, INT64_MAX, &v))
+			return cli_bad_usage("--seed \"%s\" is invalid: expected an integer >= 0",
+			                     val);
 		o->seed = (uint64_t)v;
 		break;
 	case OPT_DATA_DIR: o->data_dir = val; break;
 	case OPT_CHECKPOINT_DIR: o->ckpt_dir = val; break;
-	case OPT_CHECKPOINT_EVERY: return parse_steps(option_names[k], val, &o->ckpt_every);
-	case OPT_MAX_STEPS: return parse_steps(option_names[k], val, &o->max_steps);
-	case OPT_PROGRESS_EVERY: return parse_steps(option_names[k], val, &o->progress_every);
+	case OPT_CHECKPOINT_EVERY: return cli_steps(option_names[k], val, &o->ckpt_every);
+	case OPT_MAX_STEPS: return cli_steps(option_names[k], val, &o->max_steps);
+	case OPT_PROGRESS_EVERY: return cli_steps(option_names[k], val, &o->progress_every);
 	case OPT_EXPORT: o->export_path = val; break;
 	case OPT_INIT: o->init_path = val; break;
 	case NOPTIONS: break;
 	}
+	return 0;
+}
+
+static int on_value(int k, char *val, void *o)
+{
+	return parse_value((enum option)k, val, o);
+}
+
+static int on_flag(int j, void *o)
+{
+	(void)j; /* --resume */
+	((struct options *)o)->resume = 1;
 	return 0;
 }
 
@@ -240,62 +199,16 @@ static int parse(int argc, char **argv, struct options *o)
 	                      .seed = 1,
 	                      .data_dir = "/usr/share/datasets/fashion-mnist",
 	                      .progress_every = 50};
-	for (int i = 1; i < argc; i++) {
-		char *arg = argv[i], *val = NULL, name[64];
-		if (!strcmp(arg, "--help")) {
-			if (launcher_rank() == 0)
-				usage(stdout);
-			return 1;
-		}
-		if (strncmp(arg, "--", 2) != 0)
-			return bad_usage("unexpected argument \"%s\"", arg);
-		const char *eq = strchr(arg, '=');
-		snprintf(name, sizeof name, "%.*s", eq ? (int)(eq - arg) : (int)strlen(arg), arg);
-		if (eq)
-			val = (char *)eq + 1;
-		int flag = !strcmp(name, "--resume");
-		if (flag) {
-			if (val)
-				return bad_usage("--resume takes no value");
-			o->resume = 1;
-			continue;
-		}
-		int k = -1;
-		for (int j = 0; j < NOPTIONS; j++)
-			if (!strcmp(name, option_names[j]))
-				k = j;
-		if (k < 0)
-			return bad_usage("unknown option \"%s\"", name);
-		if (!val) {
-			if (i + 1 >= argc)
-				return bad_usage("option %s needs a value", name);
-			val = argv[++i];
-		}
-		int rc = parse_value((enum option)k, val, o);
-		if (rc)
-			return rc;
-	}
+	static const char *const flags[] = {"--resume"};
+	const struct cli_spec sp = {option_names, NOPTIONS, flags, 1, on_value, on_flag};
+	int rc = cli_parse(argc, argv, &sp, o);
+	if (rc)
+		return rc;
 	if (o->resume && !o->ckpt_dir)
-		return bad_usage("--resume needs --checkpoint-dir");
+		return cli_bad_usage("--resume needs --checkpoint-dir");
 	if (o->ckpt_every && !o->ckpt_dir)
-		return bad_usage("--checkpoint-every needs --checkpoint-dir");
+		return cli_bad_usage("--checkpoint-every needs --checkpoint-dir");
 	return 0;
-}
-
-static double now(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-static void fmt_eta(double s, char *buf, size_t len)
-{
-	long t = (long)(s + 0.5);
-	if (t >= 3600)
-		snprintf(buf, len, "%ldh%02ldm", t / 3600, (t / 60) % 60);
-	else
-		snprintf(buf, len, "%ldm%02lds", t / 60, t % 60);
 }
 
 #define CHECK(call)                                                                                \
@@ -551,13 +464,13 @@ static void print_progress(const struct run *r, struct meter *mt)
 	const struct options *o = &r->o;
 	if (r->step % o->progress_every != 0 || r->rank != 0 || !mt->since_n)
 		return;
-	double el = now() - mt->t_start;
+	double el = cli_now() - mt->t_start;
 	double rate = (double)mt->done_here * o->batch / el;
 	char eta[32];
 	int64_t left = r->total - r->step;
 	if (o->max_steps && o->max_steps - r->step < left)
 		left = o->max_steps - r->step;
-	fmt_eta((double)left * o->batch / rate, eta, sizeof eta);
+	cli_fmt_eta((double)left * o->batch / rate, eta, sizeof eta);
 	printf("epoch %lld/%d step %lld/%lld loss %.4f samples/s %.1f eta %s\n",
 	       (long long)r->epoch + 1, o->epochs, (long long)r->step, (long long)r->total,
 	       mt->since_loss / (double)mt->since_n, rate, eta);
@@ -628,7 +541,7 @@ static int end_epoch(struct run *r, struct meter *mt, double *tl, double *acc)
 	CHECK(evaluate(r, tl, acc));
 	if (r->rank == 0) {
 		printf("epoch %lld time %.1f train_loss %.4f test_loss %.4f test_accuracy %.4f\n",
-		       (long long)r->epoch + 1, now() - mt->t_epoch,
+		       (long long)r->epoch + 1, cli_now() - mt->t_epoch,
 		       mt->epoch_n ? mt->epoch_loss / (double)mt->epoch_n : 0.0, *tl, *acc);
 		fflush(stdout);
 	}
@@ -637,7 +550,7 @@ static int end_epoch(struct run *r, struct meter *mt, double *tl, double *acc)
 		if (save(r, &info) < 0)
 			goto done;
 	}
-	mt->t_epoch = now(), mt->epoch_loss = 0, mt->epoch_n = 0;
+	mt->t_epoch = cli_now(), mt->epoch_loss = 0, mt->epoch_n = 0;
 	status = 0;
 done:
 	return status;
@@ -646,7 +559,7 @@ done:
 /* The epochs from the current position; *stopped when --max-steps ends them early. */
 static int train(struct run *r, double *tl, double *acc, int *stopped)
 {
-	struct meter mt = {.t_start = now(), .t_epoch = now(), .prev_ticket = -1};
+	struct meter mt = {.t_start = cli_now(), .t_epoch = cli_now(), .prev_ticket = -1};
 	for (; r->epoch < r->o.epochs; r->epoch++, r->b0 = 0) {
 		if (train_epoch(r, &mt, stopped) < 0)
 			return -1;
@@ -683,6 +596,8 @@ int main(int argc, char **argv)
 	struct run r = {.saved = -1};
 	int status = 1, stopped = 0;
 	double acc = 0, tl = 0;
+	cli_prog = PROG;
+	cli_usage = usage;
 	int prc = parse(argc, argv, &r.o);
 	if (prc)
 		return prc == 1 ? 0 : 2;
