@@ -231,6 +231,40 @@ SF_API int sf_graph_layer(sf_graph *g, const char *type, const int *inputs, int 
                           const void *config, size_t config_size, const char *name, int *out);
 
 /* ------------------------------------------------------------------------ */
+/* Models: a GPT                                                             */
+/* ------------------------------------------------------------------------ */
+
+/** The shape of a GPT-2-style decoder (sf_gpt_graph()). */
+struct sf_gpt_config {
+	int vocab;       /**< V: token ids in [0, V); default 256 (bytes) */
+	int context;     /**< T: the sequence length and the positions of wpe; default 128 */
+	int layers;      /**< transformer blocks; default 4 */
+	int heads;       /**< attention heads; embd must be a multiple; default 4 */
+	int embd;        /**< C: the width of the residual stream; default 128 */
+	int tie_weights; /**< 1 (default): lm_head reuses wte's (V, C) matrix; 0: its own */
+};
+
+/** Fills *c with the defaults above. */
+SF_API int sf_gpt_config_init(struct sf_gpt_config *c);
+
+/**
+ * Builds a GPT-2-style decoder as nanoGPT's model.py writes it: token and learned
+ * position embeddings, `layers` pre-norm blocks (x + attn(ln_1(x)); x + mlp(ln_2(x)),
+ * causal multi-head attention, MLP of 4C with GELU (tanh form)), a final layernorm and
+ * the head, and the mean cross-entropy over every token. Inputs: one integer input
+ * "idx" (token ids) and the labels "targets" (the next token of each position), both
+ * (samples * T); sequence length T = context. One unit per block
+ * ("transformer.h.<i>") plus one unit "transformer" with wte, wpe, ln_f (and an untied
+ * lm_head). Node names are nanoGPT's module names, so the safetensors export has its
+ * state_dict keys ("transformer.h.0.attn.c_attn.weight", ...; a tied lm_head has no
+ * tensor of its own: it is "transformer.wte.weight"). GPT-2 initialisation: linear
+ * weights normal(0, 0.02), biases 0, the residual projections (attn.c_proj, mlp.c_proj)
+ * normal(0, 0.02 / sqrt(2 layers)), embeddings normal(0, 0.02). Release the graph
+ * with sf_graph_destroy().
+ */
+SF_API int sf_gpt_graph(const struct sf_gpt_config *c, sf_graph **out);
+
+/* ------------------------------------------------------------------------ */
 /* Layer types: write your own                                               */
 /* ------------------------------------------------------------------------ */
 

@@ -3,7 +3,8 @@
 #
 # Every #include "..." of the library points one way:
 #   common/ <- layers/ <- tasks/ <- scheduler/ <- io/;  common/ <- trace/ <- scheduler/;
-#   common/ <- data/; and every folder may include the public shardflow.h.
+#   common/ <- data/; models/ builds graphs with the public API alone; and every
+#   folder may include the public shardflow.h.
 # No header reaches itself through its includes (no include cycles), only the MPI
 # backend (tasks/comm_mpi.c, tasks/mpi_wait.h) includes <mpi.h>, and only the layer
 # families' math files (layers/*_cpu.c) and the optimizer's math are free of StarPU.
@@ -21,11 +22,12 @@ allowed() { # folder -> the folders its files may include
 	scheduler) echo "common layers tasks trace scheduler" ;;
 	io) echo "common layers tasks scheduler io" ;;
 	data) echo "common data" ;;
+	models) echo "models" ;;
 	esac
 }
 
 bad=
-for d in common layers tasks trace scheduler io data; do
+for d in common layers tasks trace scheduler io data models; do
 	for f in "$d"/*.c "$d"/*.h; do
 		[ -f "$f" ] || continue
 		for inc in $(sed -n 's/^#include "\([^"]*\)".*/\1/p' "$f"); do
@@ -63,7 +65,7 @@ done
 [ -z "$cycles" ]
 ok $? "no header includes itself through others (cycles:${cycles:- none})"
 
-mpi=$(grep -l '#include <mpi.h>' common/* layers/* tasks/* trace/* scheduler/* io/* data/* 2>/dev/null |
+mpi=$(grep -l '#include <mpi.h>' common/* layers/* tasks/* trace/* scheduler/* io/* data/* models/* 2>/dev/null |
 	grep -v -e '^tasks/comm_mpi.c$' -e '^tasks/mpi_wait.h$' | tr '\n' ' ')
 [ -z "$mpi" ]
 ok $? "only the MPI backend includes <mpi.h> (others: ${mpi:-none})"

@@ -1,0 +1,709 @@
+/*
+ * gpt.c — the main job: a GPT (sf_gpt_graph: one FSDP unit per transformer block)
+ * trained on bytes of English text over the MPI ranks, with AdamW, warmup and cosine
+ * decay, validation on the held-out tail of the text, checkpoints that resume
+ * bitwise, and text generated from a prompt at the end.
+ *
+ *   mpirun -np 2 examples/gpt                       (Jane Austen's novels)
+ *   mpirun -np 2 examples/gpt --text FILE           (any text)
+ *
+ * Every rank loads the text; global batch s is a set of windows of T+1 bytes drawn from
+ * (seed, s) alone, so 1 and N ranks train on the same batches, each rank its rows.
+ * Rank 0 prints (stable formats, parsed by tests/gpt.sh):
+ *
+ *   step <s>/<S> loss <mean since last line> lr <lr> tokens/s <x> eta <t>
+ *   step <s> val_loss <x> train_loss <mean since last evaluation> time <seconds>
+ *   val_loss <x>                             (after the last step)
+ *   then "sample <i>:" and the generated text of each sample
+ *
+ * Exit status: 0 success, 1 an error (data, library, checkpoint), 2 a bad command line.
+ */
+#include <limits.h>
+#include <math.h>
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "shardflow.h"
+#include "examples/cli.h"
+
+#define PROG "gpt"
+#ifndef SF_DEFAULT_TEXT
+#define SF_DEFAULT_TEXT "/opt/shardflow-data/austen.txt"
+#endif
+
+struct options {
+	struct sf_gpt_config model;
+	int batch, eval_batches, sample, gen_tokens, top_k;
+	float lr, min_lr, weight_decay, temperature, val_fraction;
+	int64_t steps, warmup, eval_every, progress_every, ckpt_every, max_steps;
+	uint64_t seed;
+	const char *text, *prompt, *ckpt_dir, *export_path, *init_path;
+	int resume;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+	        "usage: " PROG " [options]\n"
+	        "Trains a GPT on the bytes of a text with AdamW, one FSDP unit per block,\n"
+	        "sharded over the MPI ranks, then generates text from a prompt.\n"
+	        "model:\n"
+	        "  --layers N            transformer blocks (default 4)\n"
+	        "  --heads N             attention heads (default 4)\n"
+	        "  --embd C              embedding width, a multiple of --heads (default 128)\n"
+	        "  --context T           sequence length (default 64)\n"
+	        "  --untied              lm_head gets its own weights (default: tied to wte)\n"
+	        "training:\n"
+	        "  --batch B             global sequences per step, split over the ranks\n"
+	        "                        (default 16)\n"
+	        "  --steps N             optimizer steps (default 1500)\n"
+	        "  --lr X                peak learning rate (default 0.002)\n"
+	        "  --min-lr X            final learning rate of the cosine (default lr / 10)\n"
+	        "  --warmup N            linear warmup steps (default 100)\n"
+	        "  --weight-decay X      AdamW decoupled weight decay (default 0.01)\n"
+	        "  --seed S              initialisation, data and sampling seed (default 1)\n"
+	        "data:\n"
+	        "  --text FILE           the text (default " SF_DEFAULT_TEXT ",\n"
+	        "                        made by scripts/install-deps.sh)\n"
+	        "  --val-fraction X      the tail held out for validation (default 0.1)\n"
+	        "  --eval-every K        validation loss every K steps (default 250)\n"
+	        "  --eval-batches N      batches per validation (default 8)\n"
+	        "  --progress-every K    a progress line every K steps (default 25)\n"
+	        "checkpoints and weights:\n"
+	        "  --checkpoint-dir D    write sharded checkpoints under D\n"
+	        "  --checkpoint-every K  ... every K steps (default: at the end only)\n"
+	        "  --resume              continue from D's last checkpoint (none: start afresh)\n"
+	        "  --max-steps N         stop after N steps in all (counting resumed ones)\n"
+	        "  --export FILE         write the final weights as safetensors (nanoGPT names)\n"
+	        "  --init FILE           start from these safetensors weights\n"
+	        "generation (after training):\n"
+	        "  --prompt TEXT         the start of every sample (default \"\\n\")\n"
+	        "  --sample N            samples to print, 0 for none (default 2, at most the\n"
+	        "                        batch)\n"
+	        "  --tokens N            bytes to generate per sample (default 300)\n"
+	        "  --temperature X       softmax temperature (default 0.8)\n"
+	        "  --top-k K             sample among the K likeliest bytes, 0 for all\n"
+	        "                        (default 40)\n"
+	        "  --help                this text\n");
+}
+
+enum option {
+	OPT_LAYERS,
+	OPT_HEADS,
+	OPT_EMBD,
+	OPT_CONTEXT,
+	OPT_BATCH,
+	OPT_STEPS,
+	OPT_LR,
+	OPT_MIN_LR,
+	OPT_WARMUP,
+	OPT_WEIGHT_DECAY,
+	OPT_SEED,
+	OPT_TEXT,
+	OPT_VAL_FRACTION,
+	OPT_EVAL_EVERY,
+	OPT_EVAL_BATCHES,
+	OPT_PROGRESS_EVERY,
+	OPT_CHECKPOINT_DIR,
+	OPT_CHECKPOINT_EVERY,
+	OPT_MAX_STEPS,
+	OPT_EXPORT,
+	OPT_INIT,
+	OPT_PROMPT,
+	OPT_SAMPLE,
+	OPT_TOKENS,
+	OPT_TEMPERATURE,
+	OPT_TOP_K,
+	NOPTIONS
+};
+
+static const char *const option_names[NOPTIONS] = {
+    [OPT_LAYERS] = "--layers",
+    [OPT_HEADS] = "--heads",
+    [OPT_EMBD] = "--embd",
+    [OPT_CONTEXT] = "--context",
+    [OPT_BATCH] = "--batch",
+    [OPT_STEPS] = "--steps",
+    [OPT_LR] = "--lr",
+    [OPT_MIN_LR] = "--min-lr",
+    [OPT_WARMUP] = "--warmup",
+    [OPT_WEIGHT_DECAY] = "--weight-decay",
+    [OPT_SEED] = "--seed",
+    [OPT_TEXT] = "--text",
+    [OPT_VAL_FRACTION] = "--val-fraction",
+    [OPT_EVAL_EVERY] = "--eval-every",
+    [OPT_EVAL_BATCHES] = "--eval-batches",
+    [OPT_PROGRESS_EVERY] = "--progress-every",
+    [OPT_CHECKPOINT_DIR] = "--checkpoint-dir",
+    [OPT_CHECKPOINT_EVERY] = "--checkpoint-every",
+    [OPT_MAX_STEPS] = "--max-steps",
+    [OPT_EXPORT] = "--export",
+    [OPT_INIT] = "--init",
+    [OPT_PROMPT] = "--prompt",
+    [OPT_SAMPLE] = "--sample",
+    [OPT_TOKENS] = "--tokens",
+    [OPT_TEMPERATURE] = "--temperature",
+    [OPT_TOP_K] = "--top-k",
+};
+
+/* A float option in [lo, hi]: 0, or 2 with a message. */
+static int opt_float(enum option k, const char *val, float lo, float hi, float *out)
+{
+	if (cli_parse_float(val, lo, hi, out))
+		return cli_bad_usage("%s \"%s\" is invalid: expected a number in [%g, %g]",
+		                     option_names[k], val, (double)lo, (double)hi);
+	return 0;
+}
+
+/* The model and training options: 0 ok, 2 bad usage; -1 not one of them. */
+static int parse_training(enum option k, char *val, struct options *o)
+{
+	const char *n = option_names[k];
+	int64_t v;
+	switch (k) {
+	case OPT_LAYERS: return cli_int(n, val, 1, 1000, &o->model.layers);
+	case OPT_HEADS: return cli_int(n, val, 1, 1024, &o->model.heads);
+	case OPT_EMBD: return cli_int(n, val, 1, 65536, &o->model.embd);
+	case OPT_CONTEXT: return cli_int(n, val, 1, 65536, &o->model.context);
+	case OPT_BATCH: return cli_int(n, val, 1, 1 << 20, &o->batch);
+	case OPT_STEPS: return cli_steps(n, val, &o->steps);
+	case OPT_LR: return opt_float(k, val, 1e-9f, 10.0f, &o->lr);
+	case OPT_MIN_LR: return opt_float(k, val, 0.0f, 10.0f, &o->min_lr);
+	case OPT_WARMUP:
+		if (cli_parse_i64(val, 0, INT64_MAX, &o->warmup))
+			return cli_bad_usage("--warmup \"%s\" is invalid: expected a number of "
+			                     "steps >= 0",
+			                     val);
+		return 0;
+	case OPT_WEIGHT_DECAY: return opt_float(k, val, 0.0f, 1.0f, &o->weight_decay);
+	case OPT_SEED:
+		if (cli_parse_i64(val, 0, INT64_MAX, &v))
+			return cli_bad_usage("--seed \"%s\" is invalid: expected an integer >= 0",
+			                     val);
+		o->seed = (uint64_t)v;
+		return 0;
+	default: return -1;
+	}
+}
+
+/* The value of option k: 0 ok, 2 bad usage */
+static int on_value(int key, char *val, void *ctx)
+{
+	struct options *o = ctx;
+	enum option k = (enum option)key;
+	const char *n = option_names[k];
+	int rc = parse_training(k, val, o);
+	if (rc >= 0)
+		return rc;
+	switch (k) {
+	case OPT_TEXT: o->text = val; return 0;
+	case OPT_VAL_FRACTION: return opt_float(k, val, 0.001f, 0.5f, &o->val_fraction);
+	case OPT_EVAL_EVERY: return cli_steps(n, val, &o->eval_every);
+	case OPT_EVAL_BATCHES: return cli_int(n, val, 1, 100000, &o->eval_batches);
+	case OPT_PROGRESS_EVERY: return cli_steps(n, val, &o->progress_every);
+	case OPT_CHECKPOINT_DIR: o->ckpt_dir = val; return 0;
+	case OPT_CHECKPOINT_EVERY: return cli_steps(n, val, &o->ckpt_every);
+	case OPT_MAX_STEPS: return cli_steps(n, val, &o->max_steps);
+	case OPT_EXPORT: o->export_path = val; return 0;
+	case OPT_INIT: o->init_path = val; return 0;
+	case OPT_PROMPT: o->prompt = val; return 0;
+	case OPT_SAMPLE: return cli_int(n, val, 0, 1 << 20, &o->sample);
+	case OPT_TOKENS: return cli_int(n, val, 0, 1 << 20, &o->gen_tokens);
+	case OPT_TEMPERATURE: return opt_float(k, val, 0.01f, 100.0f, &o->temperature);
+	case OPT_TOP_K: return cli_int(n, val, 0, 1 << 24, &o->top_k);
+	default: return 0;
+	}
+}
+
+static int on_flag(int j, void *ctx)
+{
+	struct options *o = ctx;
+	if (j == 0)
+		o->resume = 1;
+	else
+		o->model.tie_weights = 0;
+	return 0;
+}
+
+/* 0 ok, 1 --help printed, 2 bad usage */
+static int parse(int argc, char **argv, struct options *o)
+{
+	*o = (struct options){.batch = 16,
+	                      .eval_batches = 8,
+	                      .sample = 2,
+	                      .gen_tokens = 300,
+	                      .top_k = 40,
+	                      .lr = 2e-3f,
+	                      .min_lr = -1.0f,
+	                      .weight_decay = 0.01f,
+	                      .temperature = 0.8f,
+	                      .val_fraction = 0.1f,
+	                      .steps = 1500,
+	                      .warmup = 100,
+	                      .eval_every = 250,
+	                      .progress_every = 25,
+	                      .seed = 1,
+	                      .text = SF_DEFAULT_TEXT,
+	                      .prompt = "\n"};
+	sf_gpt_config_init(&o->model);
+	o->model.context = 64;
+	static const char *const flags[] = {"--resume", "--untied"};
+	const struct cli_spec sp = {option_names, NOPTIONS, flags, 2, on_value, on_flag};
+	int rc = cli_parse(argc, argv, &sp, o);
+	if (rc)
+		return rc;
+	if (o->model.embd % o->model.heads)
+		return cli_bad_usage("--embd %d must be a multiple of --heads %d", o->model.embd,
+		                     o->model.heads);
+	if (o->min_lr < 0)
+		o->min_lr = o->lr / 10;
+	if (o->min_lr > o->lr)
+		return cli_bad_usage("--min-lr %g exceeds --lr %g", (double)o->min_lr,
+		                     (double)o->lr);
+	if (o->resume && !o->ckpt_dir)
+		return cli_bad_usage("--resume needs --checkpoint-dir");
+	if (o->ckpt_every && !o->ckpt_dir)
+		return cli_bad_usage("--checkpoint-every needs --checkpoint-dir");
+	if (o->sample > o->batch)
+		return cli_bad_usage("--sample %d exceeds --batch %d (one sample per sequence)",
+		                     o->sample, o->batch);
+	if (!*o->prompt)
+		o->prompt = "\n";
+	return 0;
+}
+
+#define CHECK(call)                                                                                \
+	do {                                                                                       \
+		int rc_ = (call);                                                                  \
+		if (rc_ < 0) {                                                                     \
+			fprintf(stderr, PROG ": %s failed: %s\n", #call, sf_strerror(rc_));        \
+			goto done;                                                                 \
+		}                                                                                  \
+	} while (0)
+
+struct run {
+	struct options o;
+	sf_context *ctx;
+	sf_model *m;
+	struct sf_text text;
+	int rank, size, first, rows, T, V;
+	int32_t *x, *y;
+	float *logits;
+	int64_t step;  /* steps done */
+	int64_t saved; /* the step of the checkpoint loaded or written, or -1 */
+};
+
+/* Warmup from lr/warmup to lr, then a cosine from lr to min_lr at the last step. */
+static float lr_at(const struct options *o, int64_t step)
+{
+	if (step < o->warmup)
+		return o->lr * (float)(step + 1) / (float)o->warmup;
+	double span = (double)(o->steps - o->warmup);
+	double p = span > 0 ? (double)(step - o->warmup) / span : 1.0;
+	if (p > 1)
+		p = 1;
+	return o->min_lr + (float)(0.5 * (1.0 + cos(M_PI * p))) * (o->lr - o->min_lr);
+}
+
+/* The mean cross-entropy (nats per byte) over this rank's rows of (rows*T, V) logits. */
+static double local_loss_sum(const struct run *r)
+{
+	double sum = 0;
+	for (int i = 0; i < r->rows * r->T; i++) {
+		const float *z = r->logits + (size_t)i * (size_t)r->V;
+		float mx = z[0];
+		for (int c = 1; c < r->V; c++)
+			mx = z[c] > mx ? z[c] : mx;
+		double se = 0;
+		for (int c = 0; c < r->V; c++)
+			se += exp((double)(z[c] - mx));
+		sum += log(se) + mx - z[r->y[i]];
+	}
+	return sum;
+}
+
+/* Validation: the mean loss over --eval-batches fixed batches of the held-out tail. */
+static int evaluate(struct run *r, double *loss)
+{
+	int rc = SF_OK;
+	double sum = 0;
+	for (int b = 0; b < r->o.eval_batches; b++) {
+		rc = sf_text_batch(&r->text, 1, r->o.seed, b, r->o.batch, r->first, r->rows, r->T,
+		                   r->x, r->y);
+		const int32_t *ids[1] = {r->x};
+		struct sf_batch batch = {.nint_inputs = 1, .int_inputs = ids};
+		if (rc < 0 || (rc = sf_model_predict(r->m, &batch, r->logits)) < 0)
+			return rc;
+		sum += local_loss_sum(r);
+	}
+	MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+	*loss = sum / ((double)r->o.eval_batches * r->o.batch * r->T);
+	return rc;
+}
+
+/* The text, and the options checked against it. */
+static int load_data(struct run *r)
+{
+	int status = -1;
+	CHECK(sf_text_load(r->o.text, r->o.val_fraction, &r->text));
+	if (r->o.batch < r->size) {
+		if (r->rank == 0)
+			fprintf(stderr, PROG ": --batch %d is smaller than the %d ranks\n",
+			        r->o.batch, r->size);
+		goto done;
+	}
+	status = 0;
+done:
+	return status;
+}
+
+/* The GPT trained with AdamW, and this rank's batch buffers. */
+static int build_model(struct run *r)
+{
+	const struct options *o = &r->o;
+	sf_graph *g = NULL;
+	int status = -1;
+	r->T = o->model.context, r->V = o->model.vocab;
+	CHECK(sf_gpt_graph(&o->model, &g));
+	struct sf_model_options mo;
+	sf_model_options_init(&mo);
+	mo.batch = o->batch;
+	mo.seed = o->seed;
+	mo.optimizer = SF_OPT_ADAMW;
+	mo.lr = o->lr;
+	mo.weight_decay = o->weight_decay;
+	mo.beta2 = 0.99f; /* nanoGPT's choice for small models: faster adaptation */
+	CHECK(sf_model_create(r->ctx, g, &mo, &r->m));
+	CHECK(sf_model_local_rows(r->m, &r->first, &r->rows));
+	size_t n = (size_t)r->rows * (size_t)r->T;
+	r->x = malloc(n * sizeof(int32_t));
+	r->y = malloc(n * sizeof(int32_t));
+	r->logits = malloc(n * (size_t)r->V * sizeof(float));
+	if (!r->x || !r->y || !r->logits) {
+		fprintf(stderr, PROG ": out of memory\n");
+		goto done;
+	}
+	status = 0;
+done:
+	sf_graph_destroy(g);
+	return status;
+}
+
+/* --init's weights, then --resume's checkpoint and step. */
+static int restore(struct run *r)
+{
+	const struct options *o = &r->o;
+	int status = -1;
+	if (o->init_path)
+		CHECK(sf_model_import_safetensors(r->m, o->init_path));
+	if (o->resume) {
+		struct sf_checkpoint_info info;
+		int found = 0;
+		CHECK(sf_checkpoint_latest(r->m, o->ckpt_dir, &found, NULL, 0));
+		if (!found) {
+			if (r->rank == 0)
+				fprintf(stderr,
+				        PROG ": no checkpoint in %s yet: starting from scratch\n",
+				        o->ckpt_dir);
+			status = 0;
+			goto done;
+		}
+		CHECK(sf_checkpoint_load(r->m, o->ckpt_dir, &info));
+		if (info.data_seed != o->seed) {
+			if (r->rank == 0)
+				fprintf(stderr,
+				        PROG
+				        ": the checkpoint was trained with --seed %llu, not %llu\n",
+				        (unsigned long long)info.data_seed,
+				        (unsigned long long)o->seed);
+			goto done;
+		}
+		r->step = r->saved = info.step;
+		if (r->rank == 0)
+			fprintf(stderr, PROG ": resumed from %s at step %lld\n", o->ckpt_dir,
+			        (long long)r->step);
+	}
+	status = 0;
+done:
+	return status;
+}
+
+static void print_banner(const struct run *r)
+{
+	size_t np = 0;
+	sf_model_param_count(r->m, &np);
+	const struct sf_gpt_config *c = &r->o.model;
+	if (r->rank == 0)
+		fprintf(stderr,
+		        PROG ": %d rank(s), %zu parameters (%d layers, %d heads, embd %d, context "
+		             "%d, %s head), %s: %lld bytes for training, %lld for validation; "
+		             "batch %d x %d tokens, %lld steps\n",
+		        r->size, np, c->layers, c->heads, c->embd, c->context,
+		        c->tie_weights ? "tied" : "untied", r->o.text, (long long)r->text.train_end,
+		        (long long)(r->text.n - r->text.train_end), r->o.batch, r->T,
+		        (long long)r->o.steps);
+}
+
+/* A checkpoint of this step, unless it is the one loaded or last written. */
+static int save(struct run *r)
+{
+	int status = -1;
+	if (r->step != r->saved) {
+		struct sf_checkpoint_info info = {r->step, 0, r->step, r->o.seed};
+		CHECK(sf_checkpoint_save(r->m, r->o.ckpt_dir, &info));
+		r->saved = r->step;
+	}
+	status = 0;
+done:
+	return status;
+}
+
+struct meter {
+	double t_start, t_eval;
+	double since_loss, eval_loss; /* sums since the last progress line / evaluation */
+	int64_t since_n, eval_n;
+	int64_t done_here;   /* steps run by this process */
+	int64_t prev_ticket; /* the step whose loss is not read yet, or -1 */
+};
+
+static int take_loss(struct run *r, struct meter *mt)
+{
+	int status = -1;
+	if (mt->prev_ticket >= 0) {
+		double l;
+		CHECK(sf_model_loss(r->m, mt->prev_ticket, &l));
+		mt->since_loss += l, mt->since_n++, mt->eval_loss += l, mt->eval_n++;
+		mt->prev_ticket = -1;
+	}
+	status = 0;
+done:
+	return status;
+}
+
+static int64_t last_step(const struct options *o)
+{
+	return o->max_steps && o->max_steps < o->steps ? o->max_steps : o->steps;
+}
+
+static void print_progress(const struct run *r, struct meter *mt, float lr)
+{
+	if (r->step % r->o.progress_every != 0 || r->rank != 0 || !mt->since_n)
+		return;
+	double el = cli_now() - mt->t_start;
+	double rate = (double)mt->done_here * r->o.batch * r->T / el;
+	char eta[32];
+	cli_fmt_eta((double)(last_step(&r->o) - r->step) * r->o.batch * r->T / rate, eta,
+	            sizeof eta);
+	printf("step %lld/%lld loss %.4f lr %.2e tokens/s %.0f eta %s\n", (long long)r->step,
+	       (long long)r->o.steps, mt->since_loss / (double)mt->since_n, (double)lr, rate, eta);
+	fflush(stdout);
+	mt->since_loss = 0, mt->since_n = 0;
+}
+
+/* Every --eval-every steps: the validation loss (the step's own loss read first). */
+static int maybe_evaluate(struct run *r, struct meter *mt, double *vl)
+{
+	int status = -1;
+	if (r->step % r->o.eval_every != 0 && r->step != last_step(&r->o))
+		return 0;
+	if (take_loss(r, mt) < 0)
+		goto done;
+	CHECK(evaluate(r, vl));
+	if (r->rank == 0) {
+		printf("step %lld val_loss %.4f train_loss %.4f time %.1f\n", (long long)r->step,
+		       *vl, mt->eval_n ? mt->eval_loss / (double)mt->eval_n : 0.0,
+		       cli_now() - mt->t_start);
+		fflush(stdout);
+	}
+	mt->eval_loss = 0, mt->eval_n = 0;
+	status = 0;
+done:
+	return status;
+}
+
+/* The steps from r->step to --steps (or --max-steps). One step stays in flight while
+ * the next is submitted. */
+static int train(struct run *r, double *vl)
+{
+	const struct options *o = &r->o;
+	struct meter mt = {.t_start = cli_now(), .prev_ticket = -1};
+	int status = -1;
+	int64_t end = last_step(o);
+	while (r->step < end) {
+		CHECK(sf_text_batch(&r->text, 0, o->seed, r->step, o->batch, r->first, r->rows,
+		                    r->T, r->x, r->y));
+		float lr = lr_at(o, r->step);
+		CHECK(sf_model_set_lr(r->m, lr));
+		const int32_t *ids[1] = {r->x};
+		struct sf_batch batch = {.nint_inputs = 1, .int_inputs = ids, .labels = r->y};
+		int64_t ticket;
+		CHECK(sf_model_step(r->m, &batch, &ticket));
+		if (take_loss(r, &mt) < 0)
+			goto done;
+		mt.prev_ticket = ticket;
+		r->step++, mt.done_here++;
+		if (o->ckpt_every && r->step % o->ckpt_every == 0 && save(r) < 0)
+			goto done;
+		print_progress(r, &mt, lr);
+		if (maybe_evaluate(r, &mt, vl) < 0)
+			goto done;
+	}
+	if (take_loss(r, &mt) < 0 || (o->ckpt_dir && save(r) < 0))
+		goto done;
+	status = 0;
+done:
+	return status;
+}
+
+/* SplitMix64: the sampling stream of one sample, from (seed, sample). */
+static uint64_t mix(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static int desc(const void *a, const void *b)
+{
+	float x = *(const float *)a, y = *(const float *)b;
+	return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* One byte from logits z (V) at temperature t among the top k (0: all); p and sorted
+ * are V scratch values. */
+static int sample_byte(const float *z, int V, float t, int k, uint64_t *rng, double *p,
+                       float *sorted)
+{
+	memcpy(sorted, z, (size_t)V * sizeof *sorted);
+	qsort(sorted, (size_t)V, sizeof *sorted, desc);
+	float kth = k > 0 && k < V ? sorted[k - 1] : -INFINITY; /* smaller logits are out */
+	double mx = sorted[0], sum = 0;
+	for (int c = 0; c < V; c++) {
+		p[c] = z[c] >= kth ? exp(((double)z[c] - mx) / t) : 0.0;
+		sum += p[c];
+	}
+	double u = (double)(mix(rng) >> 11) * 0x1.0p-53 * sum;
+	for (int c = 0; c < V; c++) {
+		u -= p[c];
+		if (u < 0)
+			return c;
+	}
+	return V - 1;
+}
+
+/* Every rank's sequences continue the prompt for --tokens bytes (a window of the last T
+ * bytes is fed each time; the forward runs on the whole batch, as sf_model_predict
+ * does); rank 0 prints the first --sample of them. */
+static int generate(struct run *r)
+{
+	const struct options *o = &r->o;
+	int status = -1, P = (int)strlen(o->prompt), L = P + o->gen_tokens;
+	uint8_t *seq = calloc((size_t)r->rows * (size_t)L + 1, 1);
+	uint64_t *rng = calloc((size_t)r->rows + 1, sizeof *rng);
+	double *p = malloc((size_t)r->V * sizeof *p);
+	float *sorted = malloc((size_t)r->V * sizeof *sorted);
+	uint8_t *all = NULL;
+	if (!seq || !rng || !p || !sorted) {
+		fprintf(stderr, PROG ": out of memory\n");
+		goto done;
+	}
+	for (int i = 0; i < r->rows; i++) {
+		memcpy(seq + (size_t)i * L, o->prompt, (size_t)P);
+		rng[i] = o->seed * 0x100000001b3ull + (uint64_t)(r->first + i);
+	}
+	for (int len = P; len < L; len++) {
+		int start = len > r->T ? len - r->T : 0, n = len - start;
+		memset(r->x, 0, (size_t)r->rows * r->T * sizeof(int32_t));
+		for (int i = 0; i < r->rows; i++)
+			for (int t = 0; t < n; t++)
+				r->x[(size_t)i * r->T + t] = seq[(size_t)i * L + start + t];
+		const int32_t *ids[1] = {r->x};
+		struct sf_batch batch = {.nint_inputs = 1, .int_inputs = ids};
+		CHECK(sf_model_predict(r->m, &batch, r->logits));
+		for (int i = 0; i < r->rows; i++) {
+			const float *z = r->logits + ((size_t)i * r->T + (size_t)(n - 1)) * r->V;
+			seq[(size_t)i * L + len] = (uint8_t)sample_byte(
+			    z, r->V, o->temperature, o->top_k, &rng[i], p, sorted);
+		}
+	}
+	/* rank 0 gathers every rank's sequences (ranks hold rows / N each) */
+	int *counts = calloc((size_t)r->size, sizeof(int)),
+	    *displs = calloc((size_t)r->size, sizeof(int));
+	int mine = r->rows * L;
+	if (!counts || !displs) {
+		free(counts);
+		free(displs);
+		goto done;
+	}
+	MPI_Gather(&mine, 1, MPI_INT, counts, 1, MPI_INT, 0, MPI_COMM_WORLD);
+	for (int i = 1; i < r->size; i++)
+		displs[i] = displs[i - 1] + counts[i - 1];
+	if (r->rank == 0)
+		all = malloc((size_t)r->o.batch * (size_t)L + 1);
+	MPI_Gatherv(seq, mine, MPI_BYTE, all, counts, displs, MPI_BYTE, 0, MPI_COMM_WORLD);
+	free(counts);
+	free(displs);
+	for (int i = 0; r->rank == 0 && all && i < o->sample; i++) {
+		printf("sample %d:\n", i + 1);
+		fwrite(all + (size_t)i * L, 1, (size_t)L, stdout);
+		printf("\n");
+	}
+	fflush(stdout);
+	status = 0;
+done:
+	free(seq);
+	free(rng);
+	free(p);
+	free(sorted);
+	free(all);
+	return status;
+}
+
+int main(int argc, char **argv)
+{
+	struct run r = {.saved = -1};
+	int status = 1;
+	double vl = NAN;
+	cli_prog = PROG;
+	cli_usage = usage;
+	int prc = parse(argc, argv, &r.o);
+	if (prc)
+		return prc == 1 ? 0 : 2;
+
+	CHECK(sf_init(&argc, &argv, &r.ctx));
+	CHECK(sf_context_world(r.ctx, &r.rank, &r.size));
+	if (load_data(&r) < 0 || build_model(&r) < 0 || restore(&r) < 0)
+		goto done;
+	print_banner(&r);
+	if (train(&r, &vl) < 0)
+		goto done;
+	if (isnan(vl) && evaluate(&r, &vl) < 0) /* nothing left to train: resumed at the end */
+		goto done;
+	if (r.rank == 0) {
+		printf("val_loss %.4f\n", vl);
+		fflush(stdout);
+	}
+	if (r.o.export_path)
+		CHECK(sf_model_export_safetensors(r.m, r.o.export_path));
+	if (r.o.sample > 0 && r.o.gen_tokens > 0 && generate(&r) < 0)
+		goto done;
+	status = 0;
+done:
+	free(r.x);
+	free(r.y);
+	free(r.logits);
+	sf_text_free(&r.text);
+	if (r.m && sf_model_destroy(r.m) < 0)
+		status = 1;
+	if (r.ctx && status != 0 && r.size > 1) {
+		fprintf(stderr, PROG ": rank %d failed; aborting the job\n", r.rank);
+		MPI_Abort(MPI_COMM_WORLD, 1);
+	}
+	if (r.ctx)
+		sf_finalize(r.ctx);
+	return status;
+}

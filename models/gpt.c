@@ -1,0 +1,148 @@
+/*
+ * gpt.c — a GPT-2-style decoder as a task graph (sf_gpt_graph), built on the public
+ * graph API only: what a user could write, kept in the library so every program gets
+ * the same model, names and initialisation.
+ *
+ * The graph (pre-norm, nanoGPT's model.py):
+ *   x = wte(idx) + wpe(t)
+ *   for each block: x = x + c_proj(attn(c_attn(ln_1(x))));  x = x + mlp(ln_2(x)),
+ *                   mlp = c_proj(gelu(c_fc(.)))  (4C hidden, GELU in its tanh form)
+ *   logits = lm_head(ln_f(x)),  loss = mean cross-entropy over every token
+ * Units: one per block ("transformer.h.<i>", what FSDP2 users get from
+ * `for block in model.transformer.h: fully_shard(block)`), and one unit "transformer"
+ * holding wte, wpe and ln_f (and lm_head when untied): the tied head reads wte's
+ * parameters, so they live in one unit, gathered at both ends of the step.
+ * Node names are nanoGPT's module names, so an exported safetensors file has its
+ * state_dict keys ("transformer.h.0.attn.c_attn.weight", (3C, C) as nn.Linear keeps it).
+ * Initialisation as GPT-2: linear weights normal(0, 0.02) and zero biases, the two
+ * residual projections of each block normal(0, 0.02 / sqrt(2 n_layer)), embeddings
+ * normal(0, 0.02), layernorms 1 and 0 — drawn from the model seed, the same for any
+ * world size.
+ */
+#include "shardflow.h"
+
+#include <math.h>
+#include <stdio.h>
+
+#define GPT_NAME_MAX 192 /* room for any name; the graph refuses those over 63 characters */
+
+SF_API int sf_gpt_config_init(struct sf_gpt_config *c)
+{
+	if (!c)
+		return sf_error_set(SF_ERR_INVALID, "sf_gpt_config_init: NULL config");
+	*c = (struct sf_gpt_config){
+	    .vocab = 256, .context = 128, .layers = 4, .heads = 4, .embd = 128, .tie_weights = 1};
+	return SF_OK;
+}
+
+static int check(const struct sf_gpt_config *c)
+{
+	if (!c)
+		return sf_error_set(SF_ERR_INVALID, "sf_gpt_graph: NULL config");
+	if (c->vocab < 2 || c->context < 1 || c->layers < 1 || c->heads < 1 || c->embd < 1)
+		return sf_error_set(
+		    SF_ERR_INVALID,
+		    "sf_gpt_graph: vocab (%d) must be >= 2, context (%d), layers (%d), "
+		    "heads (%d) and embd (%d) >= 1",
+		    c->vocab, c->context, c->layers, c->heads, c->embd);
+	if (c->embd % c->heads)
+		return sf_error_set(SF_ERR_INVALID,
+		                    "sf_gpt_graph: embd (%d) must be a multiple of heads (%d)",
+		                    c->embd, c->heads);
+	if (c->layers > 9999 || c->embd > (1 << 20) / 4 || c->vocab > (1 << 24) ||
+	    c->context > (1 << 20))
+		return sf_error_set(
+		    SF_ERR_INVALID,
+		    "sf_gpt_graph: layers <= 9999, embd <= 262144, vocab <= 2^24 and "
+		    "context <= 2^20 (got %d, %d, %d, %d)",
+		    c->layers, c->embd, c->vocab, c->context);
+	return SF_OK;
+}
+
+/* A linear node "<prefix>.<what>" of width out, GPT-2 initialised with std. */
+static int linear(sf_graph *g, int x, int out, float std, const char *prefix, const char *what,
+                  int *y)
+{
+	char name[GPT_NAME_MAX];
+	snprintf(name, sizeof name, "%s.%s", prefix, what);
+	struct sf_linear_config lc = {out, std};
+	return sf_graph_linear_config(g, x, &lc, 1, name, y);
+}
+
+/* Block i: two residual branches; *x is the residual stream in and out. */
+static int block(sf_graph *g, const struct sf_gpt_config *c, int i, int *x)
+{
+	int rc = SF_OK, h, qkv, a, p, f;
+	char pre[GPT_NAME_MAX / 2], name[GPT_NAME_MAX];
+	int C = c->embd;
+	float std = 0.02f, proj_std = 0.02f / sqrtf(2.0f * (float)c->layers);
+	snprintf(pre, sizeof pre, "transformer.h.%d", i);
+	if ((rc = sf_graph_unit_begin(g, pre)) < 0)
+		return rc;
+	snprintf(name, sizeof name, "%s.ln_1", pre);
+	if ((rc = sf_graph_layernorm(g, *x, name, &h)) < 0 ||
+	    (rc = linear(g, h, 3 * C, std, pre, "attn.c_attn", &qkv)) < 0 ||
+	    (rc = sf_graph_causal_attention(g, qkv, c->heads, &a)) < 0 ||
+	    (rc = linear(g, a, C, proj_std, pre, "attn.c_proj", &p)) < 0 ||
+	    (rc = sf_graph_add(g, *x, p, x)) < 0)
+		return rc;
+	snprintf(name, sizeof name, "%s.ln_2", pre);
+	if ((rc = sf_graph_layernorm(g, *x, name, &h)) < 0 ||
+	    (rc = linear(g, h, 4 * C, std, pre, "mlp.c_fc", &f)) < 0 ||
+	    (rc = sf_graph_gelu(g, f, &f)) < 0 ||
+	    (rc = linear(g, f, C, proj_std, pre, "mlp.c_proj", &p)) < 0 ||
+	    (rc = sf_graph_add(g, *x, p, x)) < 0)
+		return rc;
+	return sf_graph_unit_end(g);
+}
+
+/* The head: ln_f, then lm_head (tied to wte, or its own weights), then the loss. */
+static int head(sf_graph *g, const struct sf_gpt_config *c, int x, int wte, int targets)
+{
+	int rc, h, logits, loss;
+	if ((rc = sf_graph_unit_begin(g, "transformer")) < 0 ||
+	    (rc = sf_graph_layernorm(g, x, "transformer.ln_f", &h)) < 0)
+		return rc;
+	struct sf_linear_config lc = {c->vocab, 0.02f};
+	if (c->tie_weights)
+		rc = sf_graph_layer_tied(g, "linear_nobias", &h, 1, &lc, sizeof lc, "lm_head", wte,
+		                         &logits);
+	else
+		rc = sf_graph_linear_config(g, h, &lc, 0, "lm_head", &logits);
+	if (rc < 0 || (rc = sf_graph_unit_end(g)) < 0)
+		return rc;
+	return sf_graph_softmax_cross_entropy(g, logits, targets, &loss);
+}
+
+SF_API int sf_gpt_graph(const struct sf_gpt_config *c, sf_graph **out)
+{
+	int rc, idx, targets, tok, wte, x;
+	sf_graph *g = NULL;
+	if (!out)
+		return sf_error_set(SF_ERR_INVALID, "sf_gpt_graph: NULL out");
+	*out = NULL;
+	if ((rc = check(c)) < 0 || (rc = sf_graph_create("gpt", &g)) < 0)
+		return rc;
+	if ((rc = sf_graph_set_seq_len(g, c->context)) < 0 ||
+	    (rc = sf_graph_int_input(g, "idx", c->vocab, &idx)) < 0 ||
+	    (rc = sf_graph_label_input(g, "targets", c->vocab, &targets)) < 0 ||
+	    (rc = sf_graph_unit_begin(g, "transformer")) < 0)
+		goto fail;
+	int C = c->embd;
+	if ((rc = sf_graph_layer(g, "embedding", &idx, 1, &C, sizeof C, "transformer.wte", &tok)) <
+	        0 ||
+	    (rc = sf_graph_pos_embedding(g, tok, c->context, "transformer.wpe", &x)) < 0 ||
+	    (rc = sf_graph_unit_end(g)) < 0)
+		goto fail;
+	wte = tok; /* the embedding node owns the (V, C) matrix the tied head reads */
+	for (int i = 0; i < c->layers; i++)
+		if ((rc = block(g, c, i, &x)) < 0)
+			goto fail;
+	if ((rc = head(g, c, x, wte, targets)) < 0)
+		goto fail;
+	*out = g;
+	return SF_OK;
+fail:
+	sf_graph_destroy(g);
+	return rc;
+}
