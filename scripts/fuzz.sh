@@ -3,7 +3,7 @@
 #
 #   scripts/fuzz.sh [--seconds N] [--build-only] [TARGET...]
 #
-# TARGETs: idx, taskrec (default: all). Each target is one
+# TARGETs: idx, taskrec, rdb (default: all). Each target is one
 # fuzz/fuzz_<target>.c compiled with the parser's own sources (no StarPU, no MPI) by
 # clang with -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined, into
 # fuzz-build/ (or $SF_FUZZ_BUILD); `make` never builds them, so the normal build needs
@@ -32,7 +32,7 @@ while [ $# -gt 0 ]; do
 	esac
 done
 case $seconds in '' | *[!0-9]*) echo "fuzz.sh: --seconds $seconds: expected a whole number" >&2; exit 2 ;; esac
-: "${targets:=idx taskrec}"
+: "${targets:=idx taskrec rdb}"
 
 if [ -z "${CLANG:-}" ]; then
 	if command -v clang-14 >/dev/null 2>&1; then CLANG=clang-14; else CLANG=clang; fi
@@ -53,6 +53,7 @@ sources() {
 	case $1 in
 	idx) echo "data/idx.c common/error.c" ;;
 	taskrec) echo "trace/taskrec.c trace/report.c trace/svg.c trace/write.c common/error.c" ;;
+	rdb) echo "tools/rdb.c" ;;
 	*) return 1 ;;
 	esac
 }
@@ -60,17 +61,19 @@ libs() {
 	case $1 in
 	idx) echo "-lz -lpthread" ;;
 	taskrec) echo "-lm" ;;
+	rdb) echo "-lz" ;;
 	esac
 }
 max_len() {
 	case $1 in
 	idx) echo 8192 ;;     # two headers (16 + 8 bytes) and small images, or gzip of them
 	taskrec) echo 16384 ;; # a few dozen records
+	rdb) echo 8192 ;;      # an index and a few small objects
 	esac
 }
 
 for t in $targets; do
-	src=$(sources "$t") || { echo "fuzz.sh: unknown target $t (idx, taskrec)" >&2; exit 2; }
+	src=$(sources "$t") || { echo "fuzz.sh: unknown target $t (idx, taskrec, rdb)" >&2; exit 2; }
 	files="$top/fuzz/fuzz_$t.c"
 	for s in $src; do files="$files $top/$s"; done
 	echo "== build fuzz_$t"
