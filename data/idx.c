@@ -19,6 +19,7 @@
  * Shape letters: n samples, D = rows * cols pixels per sample, B the global batch.
  */
 #include "common/error.h"
+#include "data/mix.h"
 
 #include <stdio.h>
 
@@ -360,17 +361,10 @@ static struct {
 	uint64_t seed;
 } perm_cache;
 
-static uint64_t mix64(uint64_t z)
-{
-	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-	z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-	return z ^ (z >> 31);
-}
-
 /* splitmix64: a counter-based stream, so (seed, epoch) names the whole shuffle */
 static uint32_t next32(uint64_t *state)
 {
-	return (uint32_t)(mix64(*state += 0x9E3779B97F4A7C15ull) >> 32);
+	return (uint32_t)(_sf_mix64(*state += SF_GOLDEN) >> 32);
 }
 
 /* Uniform in [0, range), range >= 1, without bias (Lemire, "Fast random integer
@@ -390,7 +384,7 @@ static uint32_t bounded(uint64_t *state, uint32_t range)
 static void shuffle(uint32_t *idx, uint32_t n, uint64_t seed, int64_t epoch)
 {
 	/* mixing seed before epoch: streams of neighbouring epochs share no draws */
-	uint64_t state = mix64(mix64(seed) ^ (uint64_t)epoch);
+	uint64_t state = _sf_mix64(_sf_mix64(seed) ^ (uint64_t)epoch);
 	for (uint32_t i = 0; i < n; i++)
 		idx[i] = i;
 	for (uint32_t i = n - 1; i > 0; i--) {

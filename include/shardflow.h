@@ -573,6 +573,55 @@ SF_API int sf_dataset_batch(const struct sf_dataset *ds, uint64_t seed, int64_t 
                             int32_t *y);
 
 /* ------------------------------------------------------------------------ */
+/* Datasets: text, byte by byte (a language model's corpus)                  */
+/* ------------------------------------------------------------------------ */
+
+/** The largest text file sf_text_load() reads: 2 GiB. */
+#define SF_TEXT_MAX_BYTES ((int64_t)1 << 31)
+
+/** The bytes of a text file: a training head and a held-out validation tail. */
+struct sf_text {
+	int64_t n;         /**< bytes */
+	uint8_t *bytes;    /**< (n), owned: sf_text_free() */
+	int64_t train_end; /**< [0, train_end) training, [train_end, n) validation */
+	char *path;        /**< the file it was read from (owned; named in messages) */
+};
+
+/** The two parts of a text, for sf_text_batch(). */
+enum sf_text_split {
+	SF_TEXT_TRAIN = 0, /**< bytes [0, train_end) */
+	SF_TEXT_VAL = 1    /**< bytes [train_end, n) */
+};
+
+/**
+ * Reads a whole file as bytes (any content: a byte-level model has 256 tokens, so
+ * UTF-8 is simply its bytes) and holds out its last floor(n * val_fraction) bytes for
+ * validation: 0 <= val_fraction < 1 (0: no validation part). The file must be a
+ * regular, readable, non-empty file of at most SF_TEXT_MAX_BYTES; a missing,
+ * unreadable (a directory, no permission, a device), empty or larger file is
+ * SF_ERR_IO with a message naming the file and what is wrong, a bad argument
+ * SF_ERR_INVALID; *out is then zeroed. On success *out owns its bytes: release them
+ * with sf_text_free().
+ */
+SF_API int sf_text_load(const char *path, double val_fraction, struct sf_text *out);
+/** Frees a text's bytes and path (NULL or an empty struct is accepted). */
+SF_API int sf_text_free(struct sf_text *t);
+
+/**
+ * Rows [first, first + rows) of global batch `index` of a split (enum sf_text_split):
+ * row r is a window of T + 1 bytes starting at o_r, and
+ *   x[r * T + t] = bytes[o_r + t],  y[r * T + t] = bytes[o_r + t + 1]  (t < T),
+ * so y is x shifted by one (the next byte to predict). Windows lie entirely inside
+ * their split; o_r is uniform over the split's (length - T) starts, drawn from (seed,
+ * split, index, first + r) alone: every world size sees the same global batches and
+ * each rank copies its rows. Batches are independent draws (no epochs): index is
+ * usually the step. A split shorter than T + 1 bytes is SF_ERR_INVALID with a message
+ * naming the file, the split's length and what T needs; so are bad arguments.
+ */
+SF_API int sf_text_batch(const struct sf_text *t, int split, uint64_t seed, int64_t index,
+                         int global_batch, int first, int rows, int T, int32_t *x, int32_t *y);
+
+/* ------------------------------------------------------------------------ */
 /* Checkpoints                                                               */
 /* ------------------------------------------------------------------------ */
 

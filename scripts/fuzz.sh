@@ -3,7 +3,7 @@
 #
 #   scripts/fuzz.sh [--seconds N] [--build-only] [TARGET...]
 #
-# TARGETs: idx, taskrec, safetensors, manifest (default: all). Each target is one
+# TARGETs: idx, taskrec, safetensors, manifest, rdb (default: all). Each target is one
 # fuzz/fuzz_<target>.c compiled with the parser's own sources (no StarPU, no MPI) by
 # clang with -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined, into
 # fuzz-build/ (or $SF_FUZZ_BUILD); `make` never builds them, so the normal build needs
@@ -32,7 +32,7 @@ while [ $# -gt 0 ]; do
 	esac
 done
 case $seconds in '' | *[!0-9]*) echo "fuzz.sh: --seconds $seconds: expected a whole number" >&2; exit 2 ;; esac
-: "${targets:=idx taskrec safetensors manifest}"
+: "${targets:=idx taskrec safetensors manifest rdb}"
 
 if [ -z "${CLANG:-}" ]; then
 	if command -v clang-14 >/dev/null 2>&1; then CLANG=clang-14; else CLANG=clang; fi
@@ -55,6 +55,7 @@ sources() {
 	taskrec) echo "trace/taskrec.c trace/report.c trace/svg.c trace/write.c common/error.c" ;;
 	safetensors) echo "io/st_header.c common/error.c" ;;
 	manifest) echo "io/manifest.c common/error.c" ;;
+	rdb) echo "tools/rdb.c" ;;
 	*) return 1 ;;
 	esac
 }
@@ -63,6 +64,7 @@ libs() {
 	idx) echo "-lz -lpthread" ;;
 	taskrec) echo "-lm" ;;
 	safetensors | manifest) echo "-ljansson" ;;
+	rdb) echo "-lz" ;;
 	esac
 }
 max_len() {
@@ -71,11 +73,12 @@ max_len() {
 	taskrec) echo 16384 ;; # a few dozen records
 	safetensors) echo 4096 ;; # a header of a few tensors and their data
 	manifest) echo 4096 ;;    # a manifest of a few units and files
+	rdb) echo 8192 ;;      # an index and a few small objects
 	esac
 }
 
 for t in $targets; do
-	src=$(sources "$t") || { echo "fuzz.sh: unknown target $t (idx, taskrec, safetensors, manifest)" >&2; exit 2; }
+	src=$(sources "$t") || { echo "fuzz.sh: unknown target $t (idx, taskrec, safetensors, manifest, rdb)" >&2; exit 2; }
 	files="$top/fuzz/fuzz_$t.c"
 	for s in $src; do files="$files $top/$s"; done
 	echo "== build fuzz_$t"

@@ -6,12 +6,14 @@
 #   common/ <- data/; models/ builds graphs with the public API alone; and every
 #   folder may include the public shardflow.h.
 # No header reaches itself through its includes (no include cycles), only the MPI
-# backend (tasks/comm_mpi.c, tasks/mpi_wait.h) includes <mpi.h>, and only the layer
-# families' math files (layers/*_cpu.c) and the optimizer's math are free of StarPU.
+# backend (tasks/comm_mpi.c, tasks/mpi_wait.h) includes <mpi.h>, only the layer
+# families' math files (layers/*_cpu.c) and the optimizer's math are free of StarPU,
+# and shardflow-rdb2txt (tools/rdb.[ch], tools/shardflow-rdb2txt.c) includes nothing of
+# the project but tools/rdb.h: scripts/install-deps.sh compiles it alone with cc -lz.
 . "$(dirname "$0")/lib.sh"
 cd "$top_srcdir" || bail_out "no source tree"
 
-plan 4
+plan 5
 
 allowed() { # folder -> the folders its files may include
 	case $1 in
@@ -45,7 +47,7 @@ ok $? "includes point one way (violations:${bad:- none})"
 
 # transitive includes of each header; a header that reaches itself is a cycle
 cycles=
-for h in common/*.h layers/*.h tasks/*.h trace/*.h scheduler/*.h io/*.h; do
+for h in common/*.h layers/*.h tasks/*.h trace/*.h scheduler/*.h io/*.h data/*.h; do
 	[ -f "$h" ] || continue
 	seen= todo=$h
 	while [ -n "$todo" ]; do
@@ -74,4 +76,14 @@ starpu=$(grep -l '#include <starpu.h>' layers/*_cpu.c tasks/optim_cpu.c common/*
 	trace/svg.c 2>/dev/null | tr '\n' ' ')
 [ -z "$starpu" ]
 ok $? "the ops' math, the optimizer's math, common/ and the report include no <starpu.h> (${starpu:-none does})"
+
+standalone=
+for f in tools/rdb.h tools/rdb.c tools/shardflow-rdb2txt.c; do
+	for inc in $(sed -n 's/^#include "\([^"]*\)".*/\1/p' "$f"); do
+		[ "$inc" = tools/rdb.h ] || standalone="$standalone $f->$inc"
+	done
+	grep -q -E '^#include <(starpu|mpi|jansson|cblas)\.h>' "$f" && standalone="$standalone $f->(a dependency)"
+done
+[ -z "$standalone" ]
+ok $? "shardflow-rdb2txt needs only libc and zlib (violations:${standalone:- none})"
 finish
