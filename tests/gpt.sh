@@ -1,0 +1,129 @@
+#!/bin/sh
+# gpt.sh — examples/gpt, the main job, behaves as its usage and the README say.
+#
+# The corpus is this source tree's own English (README.md and docs/*.md, ~100 KB), so
+# the test needs no installed data; a tiny model (2 blocks, embd 32, context 32):
+#  - --help: usage on stdout, exit 0; each bad option or value: exit 2, usage on stderr
+#    naming it;
+#  - bad text files (missing, empty, a directory, shorter than the context): exit 1
+#    with a message naming the file;
+#  - 2 ranks, 60 steps: progress lines "step s/S loss x lr y tokens/s z eta t" every 10
+#    steps, validation lines at steps 30 and 60, "val_loss x", then the samples, each
+#    starting with the prompt; the validation loss falls below ln 256 (the loss of a
+#    uniform guess) and from step 30 to 60;
+#  - stopped at step 30 (--max-steps, a checkpoint) and resumed to 60: the exported
+#    weights are bitwise those of the uninterrupted run, and so is the generated text;
+#  - 1 rank reaches the same validation loss as 2 (4 decimals: float sums differ);
+#  - the export is a safetensors file with nanoGPT's names (a tied lm_head has none).
+. "$(dirname "$0")/lib.sh"
+GPT="$top_builddir/examples/gpt"
+require_progs "$GPT"
+
+limit=${SF_TEST_TIMEOUT:-300}
+text="$tmp/corpus.txt"
+cat "$top_srcdir/README.md" "$top_srcdir"/docs/*.md >"$text" || bail_out "cannot make the corpus"
+model="--layers 2 --heads 2 --embd 32 --context 32 --batch 8 --text $text --val-fraction 0.2"
+short="--eval-every 30 --eval-batches 2 --progress-every 10 --warmup 10 --lr 0.004"
+gen="--prompt Sharded --sample 2 --tokens 40"
+
+plan 22
+
+timeout -k 5 "$limit" "$GPT" --help </dev/null >"$tmp/help.out" 2>"$tmp/help.err"
+st=$?
+[ $st -eq 0 ] && grep -i '^usage:' "$tmp/help.out" >/dev/null && [ ! -s "$tmp/help.err" ]
+ok $? "--help: usage on stdout, nothing on stderr, exit 0 (exit $st)"
+
+# bad WORD ARGS...: exit 2, usage on stderr naming WORD, nothing on stdout
+bad() {
+	_word=$1
+	shift
+	timeout -k 5 "$limit" "$GPT" "$@" </dev/null >"$tmp/bad.out" 2>"$tmp/bad.err"
+	_st=$?
+	[ $_st -eq 2 ] && grep -i 'usage:' "$tmp/bad.err" >/dev/null &&
+		grep -F -e "$_word" "$tmp/bad.err" >/dev/null && [ ! -s "$tmp/bad.out" ]
+	if ! ok $? "'$*': exit 2 (exit $_st), usage on stderr naming '$_word'"; then
+		diag_file "$tmp/bad.err"
+	fi
+}
+bad '--embd 30 must be a multiple of --heads 4' --embd 30 --heads 4
+bad '--context "0"' --context 0
+bad '--sample 9 exceeds --batch 8' --batch 8 --sample 9
+bad '--lr "fast"' --lr fast
+bad '"--bogus"' --bogus
+
+# badtext DESC FILE WORD: exit 1, a message naming the file and WORD
+badtext() {
+	# shellcheck disable=SC2086
+	timeout -k 5 "$limit" "$GPT" $model --text "$2" --steps 2 </dev/null >"$tmp/bt.out" 2>"$tmp/bt.err"
+	_st=$?
+	[ $_st -eq 1 ] && grep -F -e "$2" "$tmp/bt.err" | grep -i -e "$3" >/dev/null
+	if ! ok $? "$1: exit 1 (exit $_st), a message naming the file and '$3'"; then
+		diag_file "$tmp/bt.err"
+	fi
+}
+: >"$tmp/empty.txt"
+printf 'only a few bytes\n' >"$tmp/short.txt"
+mkdir "$tmp/adir"
+badtext "a missing text" "$tmp/missing.txt" "no such file"
+badtext "an empty text" "$tmp/empty.txt" "empty"
+badtext "a directory" "$tmp/adir" "directory"
+badtext "a text shorter than the context" "$tmp/short.txt" "T + 1"
+
+# gpt NP NAME ARGS...: a run, its stdout and stderr in $tmp/NAME.out and .err
+gpt() {
+	_np=$1
+	_name=$2
+	shift 2
+	# shellcheck disable=SC2086
+	timeout -k 5 "$limit" sh "$RUN_MPI" "$_np" "$GPT" $model $short $gen "$@" \
+		</dev/null >"$tmp/$_name.out" 2>"$tmp/$_name.err"
+	_st=$?
+	ok $_st "$_np rank(s): examples/gpt $* (exit $_st)" || diag_file "$tmp/$_name.err"
+}
+
+gpt 2 full --steps 60 --checkpoint-dir "$tmp/ck-full" --export "$tmp/full.safetensors"
+nprog=$(grep -cE '^step [0-9]+/60 loss [0-9.]+ lr [0-9.e+-]+ tokens/s [0-9]+ eta [0-9]+m[0-9]+s$' "$tmp/full.out")
+[ "$nprog" -eq 6 ]
+ok $? "6 progress lines 'step s/60 loss x lr y tokens/s z eta t' ($nprog)" || diag_file "$tmp/full.out"
+v30=$(sed -n 's/^step 30 val_loss \([0-9.]*\) train_loss [0-9.]* time [0-9.]*$/\1/p' "$tmp/full.out")
+v60=$(sed -n 's/^step 60 val_loss \([0-9.]*\) train_loss [0-9.]* time [0-9.]*$/\1/p' "$tmp/full.out")
+final=$(sed -n 's/^val_loss \([0-9.]*\)$/\1/p' "$tmp/full.out")
+diag "validation loss: step 30 $v30, step 60 $v60, final $final"
+[ -n "$v30" ] && [ -n "$v60" ] && [ "$final" = "$v60" ] &&
+	awk -v a="$v30" -v b="$v60" 'BEGIN { exit !(b < a && a < log(256)) }'
+ok $? "validation at steps 30 and 60, falling and below ln 256 = 5.545; val_loss = step 60's"
+nsamp=$(grep -c '^sample [12]:$' "$tmp/full.out")
+first=$(sed -n '/^sample 1:$/{n;p;}' "$tmp/full.out")
+[ "$nsamp" -eq 2 ] && case $first in Sharded*) true ;; *) false ;; esac
+ok $? "2 samples, each after 'sample i:', starting with the prompt ($first)"
+
+# the export: nanoGPT's names, no lm_head when tied
+hlen=$(od -An -tu8 -N8 "$tmp/full.safetensors" | tr -d ' ')
+header=$(dd if="$tmp/full.safetensors" bs=1 skip=8 count="$hlen" 2>/dev/null)
+missing=
+for k in transformer.wte.weight transformer.wpe.weight transformer.h.0.ln_1.weight \
+	transformer.h.0.ln_1.bias transformer.h.0.attn.c_attn.weight transformer.h.0.attn.c_attn.bias \
+	transformer.h.0.attn.c_proj.weight transformer.h.0.ln_2.weight transformer.h.0.mlp.c_fc.weight \
+	transformer.h.1.mlp.c_proj.bias transformer.ln_f.weight transformer.ln_f.bias; do
+	case $header in *"\"$k\""*) ;; *) missing="$missing $k" ;; esac
+done
+case $header in *'"transformer.h.0.attn.c_attn.weight":{"dtype":"F32","shape":[96,32]'*) ;; *) missing="$missing c_attn-shape" ;; esac
+case $header in *lm_head*) missing="$missing (lm_head present)" ;; esac
+[ -z "$missing" ]
+ok $? "the export has nanoGPT's tensor names and (3C, C) for c_attn, no tied lm_head (${missing:-all there})"
+
+gpt 2 part --steps 60 --max-steps 30 --checkpoint-dir "$tmp/ck-part"
+gpt 2 rest --steps 60 --checkpoint-dir "$tmp/ck-part" --resume --export "$tmp/rest.safetensors"
+grep -q 'resumed from .* at step 30' "$tmp/rest.err" && cmp -s "$tmp/full.safetensors" "$tmp/rest.safetensors"
+ok $? "stopped at 30 and resumed to 60: exported weights bitwise those of the uninterrupted run"
+sed -n '/^sample 1:$/,$p' "$tmp/full.out" >"$tmp/full.samples"
+sed -n '/^sample 1:$/,$p' "$tmp/rest.out" >"$tmp/rest.samples"
+cmp -s "$tmp/full.samples" "$tmp/rest.samples"
+ok $? "... and the generated text is the same"
+
+gpt 1 one --steps 60
+v1=$(sed -n 's/^val_loss \([0-9.]*\)$/\1/p' "$tmp/one.out")
+diag "validation loss after 60 steps: 1 rank $v1, 2 ranks $final"
+[ -n "$v1" ] && awk -v a="$v1" -v b="$final" 'BEGIN { d = a - b; exit !(d < 2e-3 && d > -2e-3) }'
+ok $? "1 rank and 2 ranks reach the same validation loss (within 2e-3: $v1, $final)"
+finish
