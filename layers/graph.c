@@ -288,9 +288,13 @@ static int add_layer(sf_graph *g, const char *fn, const char *type, const int *i
 	int out_dim = 0;
 	size_t np = 0;
 	rc = e->type.infer(dims, ninputs, config, &out_dim, &np);
-	if (rc < 0)
+	if (rc < 0) {
+		/* a copy: SF_ERR writes the buffer sf_last_error() returns while formatting */
+		char why[512];
+		snprintf(why, sizeof why, "%s", sf_last_error());
 		return SF_ERR(rc, "%s: layer type \"%s\" rejected its inputs or config: %s", fn,
-		              e->name, sf_last_error());
+		              e->name, why);
+	}
 	if (out_dim <= 0)
 		return SF_ERR(SF_ERR_INVALID, "%s: layer type \"%s\" gave output width %d", fn,
 		              e->name, out_dim);
