@@ -213,6 +213,21 @@ SF_API int sf_graph_layernorm(sf_graph *g, int x, const char *name, int *out);
 struct sf_layernorm_config {
 	float eps; /**< > 0, added to the variance */
 };
+/** The core of causal multi-head self-attention (no parameters). qkv is the output of
+ *  the QKV projection, width 3C: columns [0, C) q, [C, 2C) k, [2C, 3C) v, head h of
+ *  `heads` using columns h*hs .. (h+1)*hs - 1 of each (hs = C / heads; nanoGPT's
+ *  `c_attn(x).split(C, dim=2)`). Per sample and head: softmax(Q K^T / sqrt(hs)) V, a
+ *  row of the sequence seeing itself and the rows before it only; the output (width C)
+ *  holds the heads side by side. The graph's seq_len is T. 3 must divide the width of
+ *  qkv and `heads` must divide C. The node saves its probabilities, B*heads*T*T floats
+ *  (B: the rank's samples), from forward to backward. (Type "attention", config the
+ *  number of heads, an int.) */
+SF_API int sf_graph_causal_attention(sf_graph *g, int qkv, int heads, int *out);
+/** y = x + W[t], t the row's position in its sequence (0 .. T-1): a learned position
+ *  embedding, W (positions, C) initialised normal(0, 0.02): a unit of parameters. The
+ *  graph's seq_len T must be <= positions. name must be unique; the safetensors tensor
+ *  is "<name>.weight". (Type "pos_embedding", config the number of positions, an int.) */
+SF_API int sf_graph_pos_embedding(sf_graph *g, int x, int positions, const char *name, int *out);
 /** y = max(x, 0). */
 SF_API int sf_graph_relu(sf_graph *g, int x, int *out);
 /** y = GELU(x) (tanh approximation). */

@@ -260,6 +260,25 @@ static int check_inputs(const sf_graph *g, const struct _sf_layer_entry *e, cons
 	return SF_OK;
 }
 
+/* A position embedding's kernels index W by the row's position, t < T, without a check
+ * (a kernel cannot fail): a graph with more positions per sequence than the embedding
+ * has rows is refused here, whichever builder added the node. infer() does not see T,
+ * hence the check by name; a built-in's name cannot be registered again, so the name
+ * is the built-in type. config was accepted by infer (an int > 0). */
+static int check_positions(const sf_graph *g, const char *fn, const struct _sf_layer_entry *e,
+                           const void *config)
+{
+	if (strcmp(e->name, "pos_embedding") != 0)
+		return SF_OK;
+	int np = *(const int *)config;
+	if (g->seq_len > np)
+		return SF_ERR(SF_ERR_INVALID,
+		              "%s(pos_embedding): graph \"%s\" has sequences of T = %d rows, more "
+		              "than the %d positions of the embedding",
+		              fn, g->name, g->seq_len, np);
+	return SF_OK;
+}
+
 /* sf_graph_layer and sf_graph_layer_tied: owner is -1 or the node whose parameters
  * the new node uses. */
 static int add_layer(sf_graph *g, const char *fn, const char *type, const int *inputs,
@@ -272,7 +291,8 @@ static int add_layer(sf_graph *g, const char *fn, const char *type, const int *i
 	const struct _sf_layer_entry *e = _sf_layer_find(type);
 	if (!e)
 		return SF_ERR(SF_ERR_INVALID,
-		              "%s: unknown layer type \"%s\" (built-in: linear, linear_nobias, relu, gelu, add, layernorm, embedding; "
+		              "%s: unknown layer type \"%s\" (built-in: linear, linear_nobias, "
+		              "relu, gelu, add, layernorm, embedding, attention, pos_embedding; "
 		              "others must be registered with sf_layer_type_register)",
 		              fn, type ? type : "(null)");
 	if (!inputs || ninputs < e->type.min_inputs || ninputs > e->type.max_inputs)
@@ -289,12 +309,18 @@ static int add_layer(sf_graph *g, const char *fn, const char *type, const int *i
 	int out_dim = 0;
 	size_t np = 0;
 	rc = e->type.infer(dims, ninputs, config, &out_dim, &np);
-	if (rc < 0)
+	if (rc < 0) {
+		/* a copy: SF_ERR writes the buffer sf_last_error() returns while formatting */
+		char why[512];
+		snprintf(why, sizeof why, "%s", sf_last_error());
 		return SF_ERR(rc, "%s: layer type \"%s\" rejected its inputs or config: %s", fn,
-		              e->name, sf_last_error());
+		              e->name, why);
+	}
 	if (out_dim <= 0)
 		return SF_ERR(SF_ERR_INVALID, "%s: layer type \"%s\" gave output width %d", fn,
 		              e->name, out_dim);
+	if ((rc = check_positions(g, fn, e, config)) < 0)
+		return rc;
 	if (owner >= 0 && np != g->nodes[owner].nparams)
 		return SF_ERR(SF_ERR_INVALID,
 		              "%s: a \"%s\" node with these inputs needs %zu parameters, node "
@@ -373,6 +399,30 @@ SF_API int sf_graph_linear_config(sf_graph *g, int x, const struct sf_linear_con
 SF_API int sf_graph_layernorm(sf_graph *g, int x, const char *name, int *out)
 {
 	return sf_graph_layer(g, "layernorm", &x, 1, NULL, 0, name, out);
+}
+
+SF_API int sf_graph_causal_attention(sf_graph *g, int qkv, int heads, int *out)
+{
+	if (heads <= 0 && g && out)
+		return SF_ERR(SF_ERR_INVALID,
+		              "sf_graph_causal_attention: the number of heads must be > 0 (got %d)",
+		              heads);
+	return sf_graph_layer(g, "attention", &qkv, 1, &heads, sizeof heads, NULL, out);
+}
+
+SF_API int sf_graph_pos_embedding(sf_graph *g, int x, int positions, const char *name, int *out)
+{
+	if (positions <= 0 && g && out)
+		return SF_ERR(SF_ERR_INVALID,
+		              "sf_graph_pos_embedding(\"%s\"): the number of positions must be > 0 "
+		              "(got %d)",
+		              name ? name : "", positions);
+	if (g && out && g->seq_len > positions)
+		return SF_ERR(SF_ERR_INVALID,
+		              "sf_graph_pos_embedding(\"%s\"): graph \"%s\" has sequences of T = "
+		              "%d rows, more than the %d positions",
+		              name ? name : "", g->name, g->seq_len, positions);
+	return sf_graph_layer(g, "pos_embedding", &x, 1, &positions, sizeof positions, name, out);
 }
 
 SF_API int sf_graph_relu(sf_graph *g, int x, int *out)

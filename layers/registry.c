@@ -6,11 +6,13 @@
  * Adding a built-in op = its family of files plus one line in builtin_types[].
  */
 #include "layers/add.h"
+#include "layers/attention.h"
 #include "layers/embedding.h"
 #include "layers/gelu.h"
 #include "layers/layer.h"
 #include "layers/layernorm.h"
 #include "layers/linear.h"
+#include "layers/pos_embedding.h"
 #include "layers/relu.h"
 
 #include <math.h>
@@ -24,6 +26,8 @@ static const struct sf_layer_type *const builtin_types[] = {
     &_sf_layernorm_type,
     &_sf_linear_nobias_type,
     &_sf_embedding_type,
+    &_sf_attention_type,
+    &_sf_pos_embedding_type,
 };
 
 static struct _sf_layer_entry table[SF_MAX_LAYER_TYPES];

@@ -1,7 +1,7 @@
 /*
  * ckpt_driver.c — train_dump with checkpoints and safetensors, for tests/checkpoint.sh.
  *
- *   ckpt_driver [--model mlp|uneven|blocks] [--steps N] [--batch B] [--optimizer sgd|adamw]
+ *   ckpt_driver [--model mlp|uneven|blocks|gpt] [--steps N] [--batch B] [--optimizer sgd|adamw]
  *               [--lr X] [--seed S] [--out FILE] [--dump-losses-from K] [--out-params FILE]
  *               [--save DIR --save-every K] [--crash shards|manifest|switch|latest]
  *               [--latest DIR] [--resume DIR [--resume-may-fail]] [--init FILE]
@@ -111,7 +111,7 @@ __attribute__((visibility("default"))) int rename(const char *from, const char *
 static void usage(FILE *f)
 {
 	fprintf(f,
-	        "usage: " PROG " [--model mlp|uneven|blocks] [--steps N] [--batch B]\n"
+	        "usage: " PROG " [--model mlp|uneven|blocks|gpt] [--steps N] [--batch B]\n"
 	        "       [--optimizer sgd|adamw] [--lr X] [--seed S] [--out FILE]\n"
 	        "       [--dump-losses-from K] [--out-params FILE] [--save DIR --save-every K]\n"
 	        "       [--crash shards|manifest|switch|latest] [--latest DIR]\n"

@@ -1,11 +1,12 @@
 /*
  * grad_check.c — proves that the gradient a whole model computes through the library
  * is the derivative of its loss, for a model with every feature of the planner: the
- * "blocks" model of tests/test_models.h, with integer token ids
- * (sf_graph_int_input) and a sequence dimension (T rows per sample), units of several
- * nodes (sf_graph_unit_begin) holding a layernorm (a saved buffer), and an output head
- * tied to the token embedding's matrix (sf_graph_layer_tied: the matrix's gradient is
- * the sum of both uses).
+ * "gpt" model of tests/test_models.h, a small GPT with integer token ids
+ * (sf_graph_int_input), a learned position embedding and a sequence dimension (T = 5
+ * rows per sample), units of several nodes (sf_graph_unit_begin) each a transformer
+ * block (layernorms and causal self-attention of 2 heads: saved buffers), and an output
+ * head tied to the token embedding's matrix (sf_graph_layer_tied: the matrix's gradient
+ * is the sum of both uses).
  *
  * The gradient: one SGD step with lr 1, no momentum, no weight decay, from p0 gives
  * p1 = p0 - g, so g = p0 - p1. The loss: sf_model_predict's logits, with the
@@ -18,7 +19,11 @@
  * forward runs in float, so the loss carries ~1e-7 of rounding, a few 1e-6 after the
  * difference (seen: the worst sample at 0.04 of its tolerance). Parameters are
  * sampled over the whole flat vector (the embedding matrix that the head reads too,
- * every block's linears) plus the first layernorm's weight and bias. The loss of the
+ * every block's linears) plus named ones: the first block's layernorm weight and bias,
+ * weights of the q, k and v parts of its QKV projection in both heads (the attention's
+ * three gradients), a q bias and a k bias (whose gradient is 0: softmax ignores the q.b_k
+ * that every score of a query gets), an attention output projection weight, a used row
+ * of the position embedding and an unused one (t >= T: gradient 0). The loss of the
  * step (sf_model_loss) must also equal the loss computed here from the logits at p0
  * (relative 1e-5).
  *
@@ -40,7 +45,8 @@
 #define BATCH 4
 #define EPS 3e-3f
 #define NSPREAD 24
-#define NSAMPLES (NSPREAD + 2)
+#define NNAMED 11
+#define NSAMPLES (NSPREAD + NNAMED)
 
 struct run {
 	sf_model *m;
@@ -115,16 +121,37 @@ static int read_export(struct run *r)
 	return 0;
 }
 
+/* The flat vector, units in graph order, each node's W then b: unit "embed" holds the
+ * token embedding (V, C) then the position embedding (NP, C); each block ln_1 (w, b),
+ * c_attn (W (3C, C), b (3C)), c_proj (W (C, C), b (C)), ln_2, c_fc, the MLP's c_proj. */
+#define EMB_POS ((long)GPT_V * GPT_C)
+#define BLOCK0 (EMB_POS + (long)GPT_NP * GPT_C)
+#define QKV_W(b) (BLOCK0 + (b) * BLOCK_SIZE + 2 * GPT_C)
+#define QKV_B(b) (QKV_W(b) + 3L * GPT_C * GPT_C)
+#define PROJ_W(b) (QKV_B(b) + 3L * GPT_C)
+#define BLOCK_SIZE                                                                                 \
+	(2L * GPT_C + 3L * GPT_C * (GPT_C + 1) + (long)GPT_C * (GPT_C + 1) + 2L * GPT_C +          \
+	 (long)GPT_MLP * (GPT_C + 1) + (long)GPT_C * (GPT_MLP + 1))
+
 /* Parameter indices to check: NSPREAD evenly spread over the flat vector, from its
- * first (the embedding's weight, which the tied head reads too) to its last, and the
- * first block's layernorm weight and bias (the embedding unit has 16 x 16 = 256
- * parameters; the block's unit starts with its layernorm's w (16), b (16)). */
+ * first (the embedding's weight, which the tied head reads too) to its last, then the
+ * named ones. */
 static long sample(int i, size_t n)
 {
-	if (i == NSPREAD)
-		return 256 + 5;
-	if (i == NSPREAD + 1)
-		return 256 + 16 + 7;
+	const long C = GPT_C;
+	switch (i - NSPREAD) {
+	case 0: return BLOCK0 + 5;                      /* h0.ln_1 weight[5] */
+	case 1: return BLOCK0 + C + 7;                  /* h0.ln_1 bias[7] */
+	case 2: return QKV_W(0) + 3 * C + 5;            /* h0.attn.c_attn: q row 3 (head 0) */
+	case 3: return QKV_W(0) + (C + 12) * C + 7;     /* k row 12 (head 1) */
+	case 4: return QKV_W(0) + (2 * C + 2) * C + 1;  /* v row 2 (head 0) */
+	case 5: return QKV_W(0) + (2 * C + 13) * C + 4; /* v row 13 (head 1) */
+	case 6: return QKV_B(0) + 9;                    /* q bias 9 (head 1) */
+	case 7: return QKV_B(0) + C + 3;                /* k bias 3: gradient 0 */
+	case 8: return PROJ_W(1) + 3 * C + 9;           /* h1.attn.c_proj */
+	case 9: return EMB_POS + 2 * C + 3;             /* wpe: row t = 2 < T */
+	case 10: return EMB_POS + 6 * C + 1;            /* wpe: row t = 6 >= T, gradient 0 */
+	}
 	return (long)((uint64_t)i * (n - 1) / (NSPREAD - 1));
 }
 
@@ -138,7 +165,7 @@ int main(int argc, char **argv)
 	double loss0 = 0, step_loss = 0;
 	size_t n = 0;
 
-	if (sf_init(&argc, &argv, &ctx) != SF_OK || build_model(PROG, MODEL_BLOCKS, &g, &r.D, &r.C, &r.T))
+	if (sf_init(&argc, &argv, &ctx) != SF_OK || build_model(PROG, MODEL_GPT, &g, &r.D, &r.C, &r.T))
 		goto fail;
 	struct sf_model_options o;
 	sf_model_options_init(&o);
@@ -155,7 +182,7 @@ int main(int argc, char **argv)
 	snprintf(r.path, sizeof r.path, "%s/grad_check.%d.safetensors", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
 	snprintf(r.ppath, sizeof r.ppath, "%s.patched", r.path);
 	if (!r.x || !r.labels || !r.ids || !r.logits ||
-	    fill_batch(MODEL_BLOCKS, 7, 1, 0, r.rows, r.D, r.C, r.x, r.ids, r.labels, &r.batch,
+	    fill_batch(MODEL_GPT, 7, 1, 0, r.rows, r.D, r.C, r.x, r.ids, r.labels, &r.batch,
 	               &r.xin, &r.idin))
 		goto fail;
 	if (sf_model_param_count(r.m, &n) != SF_OK)
@@ -167,7 +194,17 @@ int main(int argc, char **argv)
 	if (sf_model_export_safetensors(r.m, r.path) != SF_OK || read_export(&r))
 		goto fail;
 
-	plan(NSAMPLES + 3);
+	plan(NSAMPLES + 5);
+	/* the position embedding's tensor: its name, shape and place in the flat vector */
+	char want[160];
+	snprintf(want, sizeof want,
+	         "\"wpe.weight\":{\"dtype\":\"F32\",\"shape\":[%d,%d],\"data_offsets\":[%ld,%ld]}",
+	         GPT_NP, GPT_C, EMB_POS * 4, BLOCK0 * 4);
+	ok(memmem(r.file + 8, r.data0 - 8, want, strlen(want)) != NULL,
+	   "the safetensors file holds %s", want);
+	ok(n == (size_t)(BLOCK0 + GPT_N * BLOCK_SIZE),
+	   "the model has the %ld parameters the named offsets assume (%zu)",
+	   BLOCK0 + GPT_N * BLOCK_SIZE, n);
 	double fd[NSAMPLES];
 	for (int i = 0; i < NSAMPLES; i++) {
 		long k = sample(i, n);

@@ -539,6 +539,44 @@ static void test_graph_v2_misuse(void)
 	ok_sf_ok(sf_graph_destroy(g), "sf_graph_destroy(v2)");
 }
 
+/* The GPT ops' builders: attention's widths and heads, the position embedding's
+ * positions against the graph's T (through its builder and through sf_graph_layer), a
+ * failed call leaving the graph usable. */
+static void test_gpt_ops_misuse(void)
+{
+	sf_graph *g = NULL;
+	int x = -1, qkv = -1, id = -1, a = -1;
+	if (!ok_sf_ok(sf_graph_create("gpt", &g), "sf_graph_create(gpt)"))
+		return;
+	ok_sf_ok(sf_graph_set_seq_len(g, 6), "sequence length 6");
+	ok_sf_ok(sf_graph_input(g, "x", 8, &x), "input x(8)");
+	ok_invalid(sf_graph_causal_attention(NULL, x, 2, &id), "attention on a NULL graph");
+	ok_invalid(sf_graph_causal_attention(g, x, 2, NULL), "attention with out NULL");
+	ok_invalid(sf_graph_causal_attention(g, 99, 2, &id), "attention on a node that is not");
+	ok_invalid(sf_graph_causal_attention(g, x, 2, &id), "attention on a width of 8 (not 3C)");
+	ok(strstr(sf_last_error(), "divisible by 3") != NULL,
+	        "the refusal says the width must be divisible by 3 (%s)", sf_last_error());
+	ok_sf_ok(sf_graph_linear(g, x, 24, "qkv", &qkv), "a linear 8 -> 24 (C = 8)");
+	ok_invalid(sf_graph_causal_attention(g, qkv, 0, &id), "attention with 0 heads");
+	ok_invalid(sf_graph_causal_attention(g, qkv, -2, &id), "attention with -2 heads");
+	ok_invalid(sf_graph_causal_attention(g, qkv, 3, &id), "3 heads do not divide C = 8");
+	ok(strstr(sf_last_error(), "not divisible by the 3 heads") != NULL,
+	        "the refusal names C and the heads (%s)", sf_last_error());
+	ok_invalid(sf_graph_layer(g, "attention", &qkv, 1, NULL, 0, NULL, &id),
+	           "an attention node without a config");
+	ok_sf_ok(sf_graph_causal_attention(g, qkv, 4, &a), "attention with 4 heads of 2");
+	ok_invalid(sf_graph_pos_embedding(g, a, 5, "pos", &id), "5 positions for T = 6");
+	ok(strstr(sf_last_error(), "T = 6") != NULL, "the refusal names T (%s)",
+	        sf_last_error());
+	ok_invalid(sf_graph_layer(g, "pos_embedding", &a, 1, &(int){5}, sizeof(int), "pos", &id),
+	           "5 positions for T = 6 through sf_graph_layer");
+	ok_invalid(sf_graph_pos_embedding(g, a, 0, "pos", &id), "0 positions");
+	ok_invalid(sf_graph_pos_embedding(g, a, 8, NULL, &id), "a position embedding, no name");
+	ok_invalid(sf_graph_pos_embedding(g, a, 8, "qkv", &id), "a position embedding, name taken");
+	ok_sf_ok(sf_graph_pos_embedding(g, a, 6, "pos", &id), "6 positions for T = 6");
+	ok_sf_ok(sf_graph_destroy(g), "sf_graph_destroy(gpt)");
+}
+
 int main(int argc, char **argv)
 {
 	sf_context *ctx = NULL;
@@ -555,6 +593,7 @@ int main(int argc, char **argv)
 	test_layer_types();
 	test_graph_misuse();
 	test_graph_v2_misuse();
+	test_gpt_ops_misuse();
 	test_model(ctx, size);
 	ok_sf_ok(sf_finalize(ctx), "sf_finalize");
 	return done_testing();

@@ -11,6 +11,14 @@
  * Shapes include B = 1, non-square weights and I != O. The acc=1 paths must equal
  * "previous content + fresh gradient" within 1e-5 * max(1, |value|).
  *
+ * Attention (_sf_attention_*): y and the saved probabilities P against a naive double
+ * computation (relative 1e-5, floor 1), P exactly 0 above the diagonal and its rows
+ * summing to 1 within 1e-6; dqkv (q, k and v of every head at once) against FD as
+ * above, with one, two and three heads, B = 1 and 2, T = 1, 5 and 7, and the query rows
+ * in one block or in blocks of 2 and 3 with a remainder; forward and backward bitwise
+ * repeatable; acc=1 adds. The position embedding: its forward exactly x + W[t]; dx and
+ * dW (all NP rows, T < NP: unused rows must come out 0) against FD; acc, pacc add.
+ *
  * _sf_softmax_xent's returned loss is checked against a naive double computation
  * (relative 1e-6), its dz against FD of that loss, and the rows of dz must sum to
  * ~0 (|sum| <= 1e-6) since softmax rows sum to 1.
@@ -25,10 +33,12 @@
  * no MPI.
  */
 #include "layers/add.h"
+#include "layers/attention.h"
 #include "layers/embedding.h"
 #include "layers/gelu.h"
 #include "layers/layernorm.h"
 #include "layers/linear.h"
+#include "layers/pos_embedding.h"
 #include "layers/relu.h"
 #include "layers/softmax_xent.h"
 #include "tasks/optim.h"
@@ -386,6 +396,176 @@ static void test_layernorm(int B, int C, float xscale)
 	    free(db2);
 }
 
+/* --- causal self-attention ------------------------------------------------------ */
+
+struct attn_ctx {
+	int B, T, C, NH, rb;
+	float *qkv, *dy, *y, *p; /* qkv (B*T,3C), dy y (B*T,C), p (B,NH,T,T) */
+};
+
+static double attn_objective(void *v)
+{
+	struct attn_ctx *c = v;
+	_sf_attention_fwd(c->B, c->T, c->C, c->NH, c->rb, c->qkv, c->y, c->p);
+	return dot_d(c->dy, c->y, (size_t)c->B * c->T * c->C);
+}
+
+/* The forward against softmax(Q K^T / sqrt(hs)) V computed naively in double from the
+ * same float qkv: y and the probabilities to 1e-5 relative (floor 1), every masked
+ * probability exactly 0 (the GEMMs of later blocks run over them) and every row of P
+ * summing to 1 within 1e-6 (at most 7 float terms, each rounded by ~6e-8). */
+static void check_attn_fwd(struct attn_ctx *c, const char *tag)
+{
+	int B = c->B, T = c->T, C = c->C, NH = c->NH, hs = C / NH, ld = 3 * C;
+	attn_objective(c);
+	double max_rel = 0.0, max_row = 0.0;
+	int masked_zero = 1;
+	double *sc = malloc(sizeof(double) * (size_t)T);
+	for (int b = 0; b < B; b++)
+		for (int h = 0; h < NH; h++)
+			for (int i = 0; i < T; i++) {
+				const float *q = c->qkv + ((size_t)b * T + i) * ld + (size_t)h * hs;
+				const float *pr = c->p + (((size_t)b * NH + h) * T + i) * T;
+				double mx = -INFINITY, sum = 0.0, psum = 0.0;
+				for (int j = 0; j <= i; j++) {
+					const float *k = c->qkv + ((size_t)b * T + j) * ld + C + (size_t)h * hs;
+					double d = 0.0;
+					for (int e = 0; e < hs; e++)
+						d += (double)q[e] * k[e];
+					sc[j] = d / sqrt((double)hs);
+					mx = fmax(mx, sc[j]);
+				}
+				for (int j = 0; j <= i; j++)
+					sum += sc[j] = exp(sc[j] - mx);
+				for (int j = 0; j <= i; j++) {
+					sc[j] /= sum;
+					double d = fabs(pr[j] - sc[j]);
+					max_rel = fmax(max_rel, isfinite(d) ? d : INFINITY);
+					psum += pr[j];
+				}
+				for (int j = i + 1; j < T; j++)
+					masked_zero &= pr[j] == 0.0f;
+				max_row = fmax(max_row, isfinite(psum) ? fabs(psum - 1.0) : INFINITY);
+				for (int e = 0; e < hs; e++) {
+					double want = 0.0;
+					for (int j = 0; j <= i; j++)
+						want += sc[j] * c->qkv[((size_t)b * T + j) * ld + 2 * C +
+						                       (size_t)h * hs + e];
+					double got = c->y[((size_t)b * T + i) * C + (size_t)h * hs + e];
+					double d = fabs(got - want) / fmax(1.0, fabs(want));
+					max_rel = fmax(max_rel, isfinite(d) ? d : INFINITY);
+				}
+			}
+	free(sc);
+	ok(max_rel <= 1e-5, "attention fwd %s: y and P vs naive double (max rel %.2e, tol 1e-05)",
+	   tag, max_rel);
+	ok(masked_zero, "attention fwd %s: P is exactly 0 above the diagonal", tag);
+	ok(max_row <= 1e-6, "attention fwd %s: rows of P sum to 1 (max |sum - 1| %.2e, tol 1e-06)",
+	   tag, max_row);
+}
+
+/* Q, K and V of every head through finite differences (dqkv overwritten: it starts as
+ * garbage), the acc=1 path, and bitwise repeatability of forward and backward. rb
+ * (query rows per block) below T cuts the causal GEMMs into blocks with a remainder. */
+static void test_attention(int B, int T, int C, int NH, int rb)
+{
+	char tag[80], what[112];
+	snprintf(tag, sizeof tag, "B=%d T=%d C=%d NH=%d rb=%d", B, T, C, NH, rb);
+	size_t nq = (size_t)B * T * 3 * C, ny = (size_t)B * T * C, np = (size_t)B * NH * T * T;
+	/* q and k of scale 2: scores spread enough that P is far from uniform */
+	struct attn_ctx c = {B, T, C, NH, rb, rand_vec(nq, 2.0f), rand_vec(ny, 1.0f),
+	                     zero_vec(ny), rand_vec(np, 9.0f)}; /* stale P: the fwd writes all */
+	int brb = rb < T ? rb : T;
+	float *scratch = rand_vec((size_t)brb * T, 9.0f);
+	check_attn_fwd(&c, tag);
+
+	float *dq = rand_vec(nq, 9.0f); /* stale: acc=0 overwrites every entry */
+	_sf_attention_bwd(B, T, C, NH, rb, c.qkv, c.p, c.dy, dq, 0, scratch);
+	snprintf(what, sizeof what, "attention dqkv %s", tag);
+	check_fd(what, c.qkv, nq, dq, attn_objective, &c);
+
+	/* the same inputs again: bitwise the same outputs */
+	float *y0 = malloc(sizeof(float) * ny), *p0 = malloc(sizeof(float) * np);
+	float *dq2 = rand_vec(nq, 3.0f);
+	attn_objective(&c);
+	memcpy(y0, c.y, sizeof(float) * ny);
+	memcpy(p0, c.p, sizeof(float) * np);
+	_sf_attention_bwd(B, T, C, NH, rb, c.qkv, c.p, c.dy, dq, 0, scratch);
+	attn_objective(&c);
+	_sf_attention_bwd(B, T, C, NH, rb, c.qkv, c.p, c.dy, dq2, 0, scratch);
+	ok(!memcmp(y0, c.y, sizeof(float) * ny) && !memcmp(p0, c.p, sizeof(float) * np) &&
+	       !memcmp(dq, dq2, sizeof(float) * nq),
+	   "attention %s: forward and backward are bitwise repeatable", tag);
+
+	/* acc=1: dqkv += the fresh gradient, in q, k and v alike */
+	float *old = rand_vec(nq, 1.0f), *dq3 = malloc(sizeof(float) * nq);
+	memcpy(dq3, old, sizeof(float) * nq);
+	_sf_attention_bwd(B, T, C, NH, rb, c.qkv, c.p, c.dy, dq3, 1, scratch);
+	check_acc(what, dq3, old, dq, nq);
+	free(c.qkv), free(c.dy), free(c.y), free(c.p), free(scratch), free(dq), free(dq2);
+	free(y0), free(p0), free(old), free(dq3);
+}
+
+/* --- position embedding ---------------------------------------------------------- */
+
+struct pos_ctx {
+	int B, T, NP, C;
+	float *x, *w, *dy, *y; /* x dy y (B*T,C), w (NP,C) */
+};
+
+static double pos_objective(void *v)
+{
+	struct pos_ctx *c = v;
+	_sf_pos_embedding_fwd(c->B, c->T, c->C, c->x, c->w, c->y);
+	return dot_d(c->dy, c->y, (size_t)c->B * c->T * c->C);
+}
+
+/* The forward is one float addition per entry (exact comparison); dx and dW against
+ * finite differences (dW over all NP rows: rows t >= T are unused and must come out 0
+ * from a garbage-filled dW); acc, pacc add; dx = NULL leaves dW the same. */
+static void test_pos_embedding(int B, int T, int NP, int C)
+{
+	char tag[64], what[96];
+	snprintf(tag, sizeof tag, "B=%d T=%d NP=%d C=%d", B, T, NP, C);
+	size_t n = (size_t)B * T * C, nw = (size_t)NP * C;
+	struct pos_ctx c = {B, T, NP, C, rand_vec(n, 1.0f), rand_vec(nw, 1.0f), rand_vec(n, 1.0f),
+	                    zero_vec(n)};
+	pos_objective(&c);
+	int exact = 1;
+	for (int r = 0; r < B * T; r++)
+		for (int k = 0; k < C; k++)
+			exact &= c.y[(size_t)r * C + k] ==
+			         c.x[(size_t)r * C + k] + c.w[(size_t)(r % T) * C + k];
+	ok(exact, "pos_embedding fwd %s: y = x + W[row %% T]", tag);
+
+	float *dx = rand_vec(n, 9.0f), *dw = rand_vec(nw, 9.0f); /* stale: "=" overwrites */
+	_sf_pos_embedding_bwd(B, T, NP, C, c.dy, dx, 0, dw, 0);
+	snprintf(what, sizeof what, "pos_embedding dx %s", tag);
+	check_fd(what, c.x, n, dx, pos_objective, &c);
+	snprintf(what, sizeof what, "pos_embedding dW %s", tag);
+	check_fd(what, c.w, nw, dw, pos_objective, &c);
+	int unused_zero = 1;
+	for (size_t i = (size_t)T * C; i < nw; i++)
+		unused_zero &= dw[i] == 0.0f;
+	ok(unused_zero, "pos_embedding %s: rows t >= T of dW are 0", tag);
+
+	float *oldx = rand_vec(n, 1.0f), *oldw = rand_vec(nw, 1.0f);
+	float *dx2 = malloc(sizeof(float) * n), *dw2 = malloc(sizeof(float) * nw);
+	memcpy(dx2, oldx, sizeof(float) * n);
+	memcpy(dw2, oldw, sizeof(float) * nw);
+	_sf_pos_embedding_bwd(B, T, NP, C, c.dy, dx2, 1, dw2, 1);
+	snprintf(what, sizeof what, "pos_embedding dx %s", tag);
+	check_acc(what, dx2, oldx, dx, n);
+	snprintf(what, sizeof what, "pos_embedding dW (pacc) %s", tag);
+	check_acc(what, dw2, oldw, dw, nw);
+	float *dw3 = rand_vec(nw, 9.0f);
+	_sf_pos_embedding_bwd(B, T, NP, C, c.dy, NULL, 0, dw3, 0);
+	ok(!memcmp(dw3, dw, sizeof(float) * nw), "pos_embedding %s: dx=NULL gives the same dW",
+	   tag);
+	free(c.x), free(c.w), free(c.dy), free(c.y), free(dx), free(dw), free(oldx), free(oldw);
+	free(dx2), free(dw2), free(dw3);
+}
+
 /* --- element-wise: relu, gelu, add ------------------------------------------- */
 
 typedef void (*unary_fwd)(size_t n, const float *x, float *y);
@@ -678,6 +858,17 @@ int main(void)
 	test_layernorm(1, 4, 1.0f);
 	test_layernorm(5, 16, 3.0f);
 	test_layernorm(3, 64, 0.1f);
+
+	/* (B, T, C, NH, rb): one head, two, three (hs = 3); T = 5 and 7; one block of
+	 * queries (rb >= T) and blocks of 2 and 3 with a remainder; T = 1 */
+	test_attention(1, 5, 4, 1, 64);
+	test_attention(2, 7, 6, 2, 64);
+	test_attention(2, 7, 6, 2, 3);
+	test_attention(1, 5, 9, 3, 2);
+	test_attention(2, 5, 9, 3, 5);
+	test_attention(2, 1, 4, 2, 64);
+	test_pos_embedding(2, 3, 5, 4); /* T < NP: unused rows */
+	test_pos_embedding(1, 4, 4, 3);
 
 	test_relu_values();
 	test_unary("relu", _sf_relu_fwd, _sf_relu_bwd, 1, 2.0f, 0.05f);

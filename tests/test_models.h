@@ -15,6 +15,21 @@
  *            (sf_graph_layer_tied: a linear_nobias reading the embedding's W): 16
  *            classes per token, label = (3 id + 1) mod 16. The embedding unit is
  *            read first and last, so the planner's width is 2.
+ *   gpt      a small GPT on the same token ids and labels, sequences of T = 5: a token
+ *            embedding (16 -> 16) and a learned position embedding of 8 positions (rows
+ *            t >= T unused) in unit "embed"; 3 transformer blocks, each one unit:
+ *              x = x + proj(attention(qkv(ln_1(x))))   qkv 16 -> 48, 2 heads of 8, causal
+ *              x = x + fc_b(gelu(fc_a(ln_2(x))))       fc_a 16 -> 24, fc_b 24 -> 16
+ *            (layernorms and attention save buffers from forward to backward), and the
+ *            head tied to the token embedding. Its gradient is tests/grad_check's.
+ *            Compared across rank counts with SGD only (tests/units.sh): with AdamW a
+ *            parameter whose gradient is about AdamW's eps (1e-8) turns the gradient's
+ *            rounding, which depends on the order of the sums, into a visible share of
+ *            its step (seen: a weight of gradient 1.9e-8 computed 1.8e-8 on 2 ranks
+ *            moved 1.5 % of lr apart). The attention's q and k gradients are small and
+ *            cancel in the softmax's backward, so this model has several; and the k part
+ *            of qkv's bias has a gradient of exactly 0 in theory (softmax ignores the
+ *            q.b_k every score of a query gets).
  *
  * Dump format: "SFDUMP1\n", int64 nsteps, nsteps doubles (losses), int64 nparams,
  * nparams floats (parameters), native byte order.
@@ -35,13 +50,22 @@
 
 #define DUMP_MAGIC "SFDUMP1\n"
 
-enum model_kind { MODEL_MLP, MODEL_RESIDUAL, MODEL_UNEVEN, MODEL_DEEP, MODEL_WIDE, MODEL_BLOCKS };
+enum model_kind {
+	MODEL_MLP,
+	MODEL_RESIDUAL,
+	MODEL_UNEVEN,
+	MODEL_DEEP,
+	MODEL_WIDE,
+	MODEL_BLOCKS,
+	MODEL_GPT
+};
 
-/* "mlp", "residual", "uneven", "deep", "wide", "blocks" -> kind; -1 when unknown. */
+/* "mlp", "residual", "uneven", "deep", "wide", "blocks", "gpt" -> kind; -1 when unknown. */
 static inline int model_kind_parse(const char *s, enum model_kind *out)
 {
-	static const char *const names[] = {"mlp", "residual", "uneven", "deep", "wide", "blocks"};
-	for (int i = 0; i < 6; i++)
+	static const char *const names[] = {"mlp",  "residual", "uneven", "deep",
+	                                    "wide", "blocks",   "gpt"};
+	for (int i = 0; i < 7; i++)
 		if (!strcmp(s, names[i])) {
 			*out = (enum model_kind)i;
 			return 0;
@@ -163,6 +187,54 @@ fail:
 	return -1;
 }
 
+/* The gpt model's shapes (grad_check computes parameter offsets from them). */
+#define GPT_T 5     /* rows per sample */
+#define GPT_V 16    /* vocabulary = classes = the input's id range */
+#define GPT_C 16    /* width of the residual stream */
+#define GPT_NP 8    /* positions of the position embedding (> T) */
+#define GPT_HEADS 2 /* attention heads (of 8 features each) */
+#define GPT_MLP 24  /* hidden width of the MLP */
+#define GPT_N 3     /* transformer blocks */
+
+/* The gpt model's body: token and position embeddings, 3 grouped transformer blocks, a
+ * head tied to the token embedding. */
+static inline int build_gpt(const char *prog, sf_graph *g, int x, int *y)
+{
+	int e, h, a, width = GPT_C, classes = GPT_V;
+	MODEL_CHECK(sf_graph_unit_begin(g, "embed"));
+	MODEL_CHECK(sf_graph_layer(g, "embedding", &x, 1, &width, sizeof width, "wte", &e));
+	MODEL_CHECK(sf_graph_pos_embedding(g, e, GPT_NP, "wpe", &h));
+	MODEL_CHECK(sf_graph_unit_end(g));
+	for (int b = 0; b < GPT_N; b++) {
+		char name[32];
+		snprintf(name, sizeof name, "h%d", b);
+		MODEL_CHECK(sf_graph_unit_begin(g, name));
+		snprintf(name, sizeof name, "h%d.ln_1", b);
+		MODEL_CHECK(sf_graph_layernorm(g, h, name, &a));
+		snprintf(name, sizeof name, "h%d.attn.c_attn", b);
+		MODEL_CHECK(sf_graph_linear(g, a, 3 * GPT_C, name, &a));
+		MODEL_CHECK(sf_graph_causal_attention(g, a, GPT_HEADS, &a));
+		snprintf(name, sizeof name, "h%d.attn.c_proj", b);
+		MODEL_CHECK(sf_graph_linear(g, a, GPT_C, name, &a));
+		MODEL_CHECK(sf_graph_add(g, h, a, &h));
+		snprintf(name, sizeof name, "h%d.ln_2", b);
+		MODEL_CHECK(sf_graph_layernorm(g, h, name, &a));
+		snprintf(name, sizeof name, "h%d.mlp.c_fc", b);
+		MODEL_CHECK(sf_graph_linear(g, a, GPT_MLP, name, &a));
+		MODEL_CHECK(sf_graph_gelu(g, a, &a));
+		snprintf(name, sizeof name, "h%d.mlp.c_proj", b);
+		MODEL_CHECK(sf_graph_linear(g, a, GPT_C, name, &a));
+		MODEL_CHECK(sf_graph_add(g, h, a, &h));
+		MODEL_CHECK(sf_graph_unit_end(g));
+	}
+	int in[1] = {h};
+	MODEL_CHECK(
+	    sf_graph_layer_tied(g, "linear_nobias", in, 1, &classes, sizeof classes, "head", e, y));
+	return 0;
+fail:
+	return -1;
+}
+
 /* Builds the chosen model; *D and *C are its input width and number of classes, *T
  * its rows per sample. */
 static inline int build_model(const char *prog, enum model_kind kind, sf_graph **out, int *D,
@@ -170,7 +242,7 @@ static inline int build_model(const char *prog, enum model_kind kind, sf_graph *
 {
 	sf_graph *g = NULL;
 	int x, labels, h, y, loss;
-	*T = kind == MODEL_BLOCKS ? 3 : 1;
+	*T = kind == MODEL_BLOCKS ? 3 : kind == MODEL_GPT ? GPT_T : 1;
 	switch (kind) {
 	case MODEL_MLP: *D = 32, *C = 10; break;
 	case MODEL_RESIDUAL: *D = 24, *C = 10; break;
@@ -178,10 +250,11 @@ static inline int build_model(const char *prog, enum model_kind kind, sf_graph *
 	case MODEL_DEEP: *D = 16, *C = 10; break;
 	case MODEL_WIDE: *D = 32, *C = 10; break;
 	case MODEL_BLOCKS: *D = 16, *C = 16; break;
+	case MODEL_GPT: *D = GPT_V, *C = GPT_V; break;
 	}
 	MODEL_CHECK(sf_graph_create("train_dump", &g));
 	MODEL_CHECK(sf_graph_set_seq_len(g, *T));
-	if (kind == MODEL_BLOCKS)
+	if (kind == MODEL_BLOCKS || kind == MODEL_GPT)
 		MODEL_CHECK(sf_graph_int_input(g, "tok", *D, &x));
 	else
 		MODEL_CHECK(sf_graph_input(g, "x", *D, &x));
@@ -232,6 +305,10 @@ static inline int build_model(const char *prog, enum model_kind kind, sf_graph *
 		if (build_blocks(prog, g, x, &y))
 			goto fail;
 		break;
+	case MODEL_GPT:
+		if (build_gpt(prog, g, x, &y))
+			goto fail;
+		break;
 	}
 	MODEL_CHECK(sf_graph_softmax_cross_entropy(g, y, labels, &loss));
 	*out = g;
@@ -242,14 +319,14 @@ fail:
 }
 
 /* Rows [first_row, first_row + rows) of global batch `step`: float inputs x (rows, D)
- * and labels for the float models; token ids (rows) and labels for blocks, ids from a
+ * and labels for the float models; token ids (rows) and labels for blocks and gpt, ids from a
  * hash of (seed, step, row) and label = (3 id + 1) mod C. The batch to step with. */
 static inline int fill_batch(enum model_kind kind, uint64_t seed, int64_t step, int first_row,
                              int rows, int D, int C, float *x, int32_t *ids, int32_t *labels,
                              struct sf_batch *b, const float **xin, const int32_t **idin)
 {
 	*b = (struct sf_batch){.labels = labels};
-	if (kind != MODEL_BLOCKS) {
+	if (kind != MODEL_BLOCKS && kind != MODEL_GPT) {
 		*xin = x;
 		b->ninputs = 1;
 		b->inputs = xin;

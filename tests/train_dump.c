@@ -3,7 +3,7 @@
  * shell tests can compare runs: N ranks against 1 rank, one prefetch depth against
  * another, one sharding mode against another (tests/dump_compare.c compares).
  *
- *   train_dump --model mlp|residual|uneven|deep|wide|blocks --steps N --batch B
+ *   train_dump --model mlp|residual|uneven|deep|wide|blocks|gpt --steps N --batch B
  *              --optimizer sgd|adamw --lr X --seed S --inflight K --out FILE
  *
  * Models (D input width, C classes):
@@ -56,8 +56,9 @@ struct options {
 static void usage(FILE *f)
 {
 	fprintf(f,
-	        "usage: " PROG " [--model mlp|residual|uneven|deep|wide|blocks] [--steps N] [--batch B]\n"
-	        "       [--optimizer sgd|adamw] [--lr X] [--seed S] [--inflight K] --out FILE\n"
+	        "usage: " PROG " [--model mlp|residual|uneven|deep|wide|blocks|gpt] [--steps N]\n"
+	        "       [--batch B] [--optimizer sgd|adamw] [--lr X] [--seed S] [--inflight K]\n"
+	        "       --out FILE\n"
 	        "defaults: mlp, 6 steps, batch 24, sgd, lr 0.01 (sgd) / 0.001 (adamw), "
 	        "seed 1, inflight 1\n");
 }

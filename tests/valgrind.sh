@@ -24,6 +24,7 @@ set -- \
 	"residual adamw depth0 none-prefetch|env SHARDFLOW_PREFETCH_DEPTH=0 SHARDFLOW_BACKWARD_PREFETCH=none $top_builddir/tests/train_dump --model residual --optimizer adamw --steps 3 --out $tmp/b.dump" \
 	"uneven sgd grad_op|env SHARDFLOW_SHARDING=grad_op $top_builddir/tests/train_dump --model uneven --steps 3 --out $tmp/c.dump" \
 	"uneven adamw none|env SHARDFLOW_SHARDING=none $top_builddir/tests/train_dump --model uneven --optimizer adamw --steps 3 --out $tmp/d.dump" \
+	"gpt (attention, pos_embedding) adamw|$top_builddir/tests/train_dump --model gpt --optimizer adamw --steps 2 --batch 3 --out $tmp/e.dump" \
 	"custom layer|$top_builddir/examples/custom_layer --steps 3" \
 	"mlp_synthetic|$top_builddir/examples/mlp_synthetic --steps 2 --batch 8 --widths 32,16,10" \
 	"mlp_synthetic traced|env SHARDFLOW_TRACE=$tmp/trace $top_builddir/examples/mlp_synthetic --steps 2 --batch 8 --widths 32,16,16,10"

@@ -1,0 +1,92 @@
+/*
+ * attention.c — the "attention" layer type: causal multi-head self-attention on the
+ * output of a QKV projection. Config: the number of heads NH (an int). One float
+ * input of width 3C, output width C, no parameters, a saved buffer of B*NH*T*T floats
+ * (the probabilities); the codelet bodies call layers/attention_cpu.c.
+ */
+#include "layers/attention.h"
+#include "layers/layer.h"
+
+#include <starpu.h>
+#include <stdlib.h>
+
+static int attention_infer(const int *in_dims, int nin, const void *config, int *out_dim,
+                           size_t *nparams)
+{
+	(void)nin;
+	int NH = config ? *(const int *)config : 0;
+	if (NH <= 0)
+		return sf_error_set(SF_ERR_INVALID,
+		                    "attention: the number of heads must be > 0 (got %d)", NH);
+	if (in_dims[0] % 3)
+		return sf_error_set(SF_ERR_INVALID,
+		                    "attention: the input holds q, k and v side by side, so its "
+		                    "width must be divisible by 3 (got %d)",
+		                    in_dims[0]);
+	int C = in_dims[0] / 3;
+	if (C % NH)
+		return sf_error_set(SF_ERR_INVALID,
+		                    "attention: C = %d (input width %d / 3) is not divisible by "
+		                    "the %d heads",
+		                    C, in_dims[0], NH);
+	*out_dim = C;
+	*nparams = 0;
+	return SF_OK;
+}
+
+static int heads_of(const struct sf_layer_info *li)
+{
+	return *(const int *)li->config;
+}
+
+static size_t attention_saved(const struct sf_layer_info *li)
+{
+	size_t T = (size_t)li->seq_len;
+	return (size_t)li->samples * (size_t)heads_of(li) * T * T;
+}
+
+static double attention_flops(const struct sf_layer_info *li)
+{
+	return _sf_attention_fwd_flops(li->samples, li->seq_len, li->out_dim,
+	                               SF_ATTENTION_ROW_BLOCK);
+}
+
+/* qkv (B*T, 3C) y(W) (B*T, C) saved(W) (B, NH, T, T) */
+static void attention_fwd_cpu(void *buffers[], void *cl_arg)
+{
+	const struct sf_layer_info *li = cl_arg;
+	_sf_attention_fwd(li->samples, li->seq_len, li->out_dim, heads_of(li),
+	                  SF_ATTENTION_ROW_BLOCK, sf_kernel_input(buffers, li, 0),
+	                  sf_kernel_output(buffers, li), sf_kernel_saved(buffers, li));
+}
+
+/* qkv y dy saved(R) [dqkv] */
+static void attention_bwd_cpu(void *buffers[], void *cl_arg)
+{
+	const struct sf_layer_info *li = cl_arg;
+	float *dqkv = sf_kernel_dinput(buffers, li, 0);
+	if (!dqkv) /* the input needs no gradient (a graph input): nothing to compute */
+		return;
+	int T = li->seq_len, rb = SF_ATTENTION_ROW_BLOCK < T ? SF_ATTENTION_ROW_BLOCK : T;
+	/* dP and dS of one block of queries. A kernel cannot report an error and the layer
+	 * API gives the backward no writable scratch, so it is allocated here: rb x T
+	 * floats (256 KiB at T = 1024), small beside the block's products. */
+	float *scratch = malloc(sizeof(float) * (size_t)rb * (size_t)T);
+	STARPU_ASSERT_MSG(scratch, "attention backward: out of memory for %d x %d floats", rb, T);
+	_sf_attention_bwd(li->samples, T, li->out_dim, heads_of(li), rb,
+	                  sf_kernel_input(buffers, li, 0), sf_kernel_saved(buffers, li),
+	                  sf_kernel_doutput(buffers, li), dqkv, li->accumulate[0], scratch);
+	free(scratch);
+}
+
+const struct sf_layer_type _sf_attention_type = {
+    .api_version = SF_LAYER_API_VERSION,
+    .name = "attention",
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .infer = attention_infer,
+    .forward_cpu = attention_fwd_cpu,
+    .backward_cpu = attention_bwd_cpu,
+    .flops = attention_flops,
+    .saved_floats = attention_saved,
+};

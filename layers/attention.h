@@ -1,0 +1,42 @@
+/*
+ * attention.h — the core of causal multi-head self-attention (no parameters).
+ *
+ * Its input is the output of the QKV projection, (B*T, 3C), laid out as nanoGPT's
+ * `q, k, v = c_attn(x).split(C, dim=2)`: columns [0, C) are q, [C, 2C) k, [2C, 3C) v,
+ * and head h of NH uses columns h*hs .. (h+1)*hs - 1 of each, hs = C / NH. Per sample b
+ * and head h:
+ *   S = Q K^T / sqrt(hs),  S[i][j] = -inf for j > i (a query sees no later key),
+ *   P = softmax(S) row-wise (max subtracted),  Y = P V,
+ * and the output (B*T, C) holds the heads side by side (nanoGPT's
+ * `y.transpose(1, 2).contiguous().view(B, T, C)`). The forward saves P, (B, NH, T, T)
+ * row-major, whose masked entries are exactly 0; the backward reads it:
+ *   dP = dY V^T,  dV = P^T dY,  dS = P (dP - rowsum(dP P)),
+ *   dQ = dS K / sqrt(hs),  dK = dS^T Q / sqrt(hs).
+ *
+ * Every product is a cblas_sgemm reading q, k, v, dy in place (lda 3C or C) and writing
+ * y and dqkv in place. Queries are taken in blocks of `rb` rows: block [i0, i1) only
+ * meets keys [0, i1), so the GEMMs skip most of the masked triangle (rb = T: one block,
+ * full T x T products). Shape letters: B samples, T rows per sample, C features, NH
+ * heads, hs = C / NH.
+ */
+#ifndef SF_LAYERS_ATTENTION_H
+#define SF_LAYERS_ATTENTION_H
+
+#include "shardflow.h"
+
+/* Query rows per block in the codelets (see attention_cpu.c for the measurements). */
+#define SF_ATTENTION_ROW_BLOCK 64
+
+extern const struct sf_layer_type _sf_attention_type;
+
+/* y (B*T, C) = attention of qkv (B*T, 3C); p (B, NH, T, T) receives the probabilities.
+ * rb >= 1: query rows per block (any value gives the same math). */
+void _sf_attention_fwd(int B, int T, int C, int NH, int rb, const float *qkv, float *y, float *p);
+/* dqkv (B*T, 3C) (= | += as acc) from dy (B*T, C), qkv and the forward's p; scratch
+ * holds min(rb, T) * T floats. */
+void _sf_attention_bwd(int B, int T, int C, int NH, int rb, const float *qkv, const float *p,
+                       const float *dy, float *dqkv, int acc, float *scratch);
+/* The multiply-adds x 2 of the forward's GEMMs with this blocking (the softmax aside). */
+double _sf_attention_fwd_flops(int B, int T, int C, int rb);
+
+#endif
