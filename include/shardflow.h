@@ -178,7 +178,9 @@ SF_API int sf_graph_label_input(sf_graph *g, const char *name, int nclasses, int
  *  with parameters created until sf_graph_unit_end() joins unit `name`, whose
  *  parameters are gathered, reduce-scattered and updated as one flat vector. Outside
  *  a group, each node with parameters is a unit of its own (the default). Groups do
- *  not nest; a name is used once. */
+ *  not nest. The name of an earlier unit reopens it: the nodes that follow join its
+ *  flat vector (a GPT's final layernorm joins the embeddings' unit); such a unit is in
+ *  use from its first reader to its last, as a tied head makes it. */
 SF_API int sf_graph_unit_begin(sf_graph *g, const char *name);
 /** Ends the group opened by sf_graph_unit_begin(); an empty group is an error. */
 SF_API int sf_graph_unit_end(sf_graph *g);

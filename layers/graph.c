@@ -164,12 +164,13 @@ SF_API int sf_graph_unit_begin(sf_graph *g, const char *name)
 		return SF_ERR(SF_ERR_INVALID,
 		              "sf_graph_unit_begin: the unit name must be 1 to %d characters",
 		              SF_NAME_MAX - 1);
+	/* an earlier unit's name reopens it: what follows joins its flat vector (a GPT's
+	 * final norm joins the embeddings' unit, which the tied head reads anyway) */
 	for (int i = 0; i < g->ngroups; i++)
-		if (strcmp(g->group_names[i], name) == 0)
-			return SF_ERR(SF_ERR_INVALID,
-			              "sf_graph_unit_begin: graph \"%s\" already has a unit "
-			              "named \"%s\"",
-			              g->name, name);
+		if (strcmp(g->group_names[i], name) == 0) {
+			g->open_group = i;
+			return SF_OK;
+		}
 	char(*p)[SF_NAME_MAX] = realloc(g->group_names, (size_t)(g->ngroups + 1) * sizeof *p);
 	if (!p)
 		return SF_ERR(SF_ERR_NOMEM, "sf_graph_unit_begin: out of memory");

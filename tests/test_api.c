@@ -524,7 +524,9 @@ static void test_graph_v2_misuse(void)
 	ok_sf_ok(sf_graph_linear(g, h, 8, "fc0", &h), "a linear inside the unit");
 	ok_sf_ok(sf_graph_linear(g, h, 8, "fc1", &h2), "a second linear inside the unit");
 	ok_sf_ok(sf_graph_unit_end(g), "sf_graph_unit_end");
-	ok_invalid(sf_graph_unit_begin(g, "block0"), "a unit name used twice");
+	ok_sf_ok(sf_graph_unit_begin(g, "block0"), "an earlier unit's name reopens it");
+	ok_sf_ok(sf_graph_linear(g, h2, 8, "fc2", &h2), "a linear joins the reopened unit");
+	ok_sf_ok(sf_graph_unit_end(g), "sf_graph_unit_end of the reopened unit");
 	int in1[1] = {h2};
 	ok_invalid(sf_graph_layer_tied(g, "linear", in1, 1, &(int){8}, sizeof(int), NULL, x, &id),
 	           "tied to a graph input");
