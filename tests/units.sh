@@ -22,13 +22,21 @@
 #  - SGD with sharding none = full (rtol 1e-5).
 #   AdamW is not compared across rank counts: see tests/test_models.h, a gradient near
 #   AdamW's eps makes its step depend on the order of the sums.
+# The "nanogpt" model (sf_gpt_graph itself: 2 blocks of 1 330 parameters, wte, wpe and
+# ln_f in one unit read first and last by the tied head):
+#  - SGD on 2 and 3 ranks = 1 rank (rtol 1e-5), batch 7; AdamW on 2 and 3 ranks: the
+#    losses of 5 steps = 1 rank's (rtol 1e-5; its parameters are not compared, the key
+#    bias's true gradient is 0 and AdamW scales its rounding noise up, see
+#    tests/dump_compare.c);
+#  - AdamW on 2 ranks: depths 0, 1, 4 and backward none, post = depth 2, pre (bitwise);
+#  - the ring holds at most depth + 2 units: the embeddings' unit and depth + 1 blocks.
 . "$(dirname "$0")/lib.sh"
 require_progs "$TRAIN_DUMP" "$DUMP_COMPARE"
 
 steps=5
 rtol=1e-5
 floor=1e-3
-plan 23
+plan 33
 
 for opt in sgd adamw; do
 	for batch in 6 7; do
@@ -76,6 +84,33 @@ done
 train 2 g-sgd-none SHARDFLOW_SHARDING=none --model gpt --optimizer sgd --batch 7 --steps $steps
 compare "gpt, sgd, 2 ranks: sharding none = full (rtol $rtol)" g-sgd-none g-sgd-n2 \
 	--rtol $rtol --floor $floor
+
+for opt in sgd adamw; do
+	cmp_opt=
+	[ $opt = adamw ] && cmp_opt=--losses-only
+	train 1 "n-$opt-n1" --model nanogpt --optimizer $opt --batch 7 --steps $steps
+	for n in 2 3; do
+		train "$n" "n-$opt-n$n" --model nanogpt --optimizer $opt --batch 7 --steps $steps
+		compare "nanogpt, $opt, batch 7: $n ranks = 1 rank (rtol $rtol${cmp_opt:+, losses})" \
+			"n-$opt-n$n" "n-$opt-n1" --rtol $rtol --floor $floor $cmp_opt
+	done
+done
+train 2 n-d2-pre SHARDFLOW_PREFETCH_DEPTH=2 SHARDFLOW_BACKWARD_PREFETCH=pre \
+	--model nanogpt --optimizer adamw --steps $steps
+for c in 0:none 1:post 4:pre; do
+	d=${c%:*} b=${c#*:}
+	train 2 "n-d$d-$b" SHARDFLOW_PREFETCH_DEPTH="$d" SHARDFLOW_BACKWARD_PREFETCH="$b" \
+		--model nanogpt --optimizer adamw --steps $steps
+	compare "nanogpt, adamw, 2 ranks: depth $d, backward $b = depth 2, pre (bitwise)" \
+		"n-d$d-$b" n-d2-pre --bitwise
+done
+for c in 0:none 2:pre 4:pre; do
+	d=${c%:*} b=${c#*:}
+	line=$(grep '^max_resident' "$tmp/n-d$d-$b.out")
+	set -- $line
+	[ "${4:-x}" = $((d + 2)) ] && [ "${2:-99}" -le $((d + 2)) ] && [ "${6:-0}" -eq 3 ]
+	ok $? "nanogpt, depth $d: 3 units, at most depth + 2 resident (embeddings + depth + 1 blocks): $line"
+done
 
 # residency: "max_resident M ring_slots R nunits U" on rank 0's stdout
 for d in 0 2; do
