@@ -13,7 +13,8 @@
 #    uniform guess) and from step 30 to 60;
 #  - stopped at step 30 (--max-steps, a checkpoint) and resumed to 60: the exported
 #    weights are bitwise those of the uninterrupted run, and so is the generated text;
-#  - 1 rank reaches the same validation loss as 2 (4 decimals: float sums differ);
+#  - 1 rank reaches the same validation loss as 2 at step 30 (within 1e-3: float sums
+#    differ, and later steps are chaotic);
 #  - the export is a safetensors file with nanoGPT's names (a tied lm_head has none).
 . "$(dirname "$0")/lib.sh"
 GPT="$top_builddir/examples/gpt"
@@ -26,7 +27,7 @@ model="--layers 2 --heads 2 --embd 32 --context 32 --batch 8 --text $text --val-
 short="--eval-every 30 --eval-batches 2 --progress-every 10 --warmup 10 --lr 0.004"
 gen="--prompt Sharded --sample 2 --tokens 40"
 
-plan 22
+plan 21
 
 timeout -k 5 "$limit" "$GPT" --help </dev/null >"$tmp/help.out" 2>"$tmp/help.err"
 st=$?
@@ -121,9 +122,13 @@ sed -n '/^sample 1:$/,$p' "$tmp/rest.out" >"$tmp/rest.samples"
 cmp -s "$tmp/full.samples" "$tmp/rest.samples"
 ok $? "... and the generated text is the same"
 
-gpt 1 one --steps 60
+# 1 rank: the same batches and arithmetic up to the order of float sums. Runs of this
+# size are chaotic past step ~35 (a loss spike there turns 1e-7 differences into 1e-2
+# ones in ten steps), so the validation loss is compared at step 30; tests/units.sh
+# compares the library's ranks exactly.
+gpt 1 one --steps 60 --max-steps 30
 v1=$(sed -n 's/^val_loss \([0-9.]*\)$/\1/p' "$tmp/one.out")
-diag "validation loss after 60 steps: 1 rank $v1, 2 ranks $final"
-[ -n "$v1" ] && awk -v a="$v1" -v b="$final" 'BEGIN { d = a - b; exit !(d < 2e-3 && d > -2e-3) }'
-ok $? "1 rank and 2 ranks reach the same validation loss (within 2e-3: $v1, $final)"
+diag "validation loss after 30 steps: 1 rank $v1, 2 ranks $v30"
+[ -n "$v1" ] && awk -v a="$v1" -v b="$v30" 'BEGIN { d = a - b; exit !(d < 1e-3 && d > -1e-3) }'
+ok $? "1 rank and 2 ranks reach the same validation loss at step 30 (within 1e-3: $v1, $v30)"
 finish
