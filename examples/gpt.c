@@ -54,12 +54,12 @@ static void usage(FILE *f)
 	        "  --layers N            transformer blocks (default 4)\n"
 	        "  --heads N             attention heads (default 4)\n"
 	        "  --embd C              embedding width, a multiple of --heads (default 128)\n"
-	        "  --context T           sequence length (default 64)\n"
+	        "  --context T           sequence length (default 128)\n"
 	        "  --untied              lm_head gets its own weights (default: tied to wte)\n"
 	        "training:\n"
 	        "  --batch B             global sequences per step, split over the ranks\n"
 	        "                        (default 16)\n"
-	        "  --steps N             optimizer steps (default 1500)\n"
+	        "  --steps N             optimizer steps (default 2500)\n"
 	        "  --lr X                peak learning rate (default 0.002)\n"
 	        "  --min-lr X            final learning rate of the cosine (default lr / 10)\n"
 	        "  --warmup N            linear warmup steps (default 100)\n"
@@ -241,7 +241,7 @@ static int parse(int argc, char **argv, struct options *o)
 	                      .weight_decay = 0.01f,
 	                      .temperature = 0.8f,
 	                      .val_fraction = 0.1f,
-	                      .steps = 1500,
+	                      .steps = 2500,
 	                      .warmup = 100,
 	                      .eval_every = 250,
 	                      .progress_every = 25,
@@ -249,7 +249,7 @@ static int parse(int argc, char **argv, struct options *o)
 	                      .text = SF_DEFAULT_TEXT,
 	                      .prompt = "\n"};
 	sf_gpt_config_init(&o->model);
-	o->model.context = 64;
+	o->model.context = 128;
 	static const char *const flags[] = {"--resume", "--untied"};
 	const struct cli_spec sp = {option_names, NOPTIONS, flags, 2, on_value, on_flag};
 	int rc = cli_parse(argc, argv, &sp, o);
@@ -445,6 +445,18 @@ static void print_banner(const struct run *r)
 		        c->tie_weights ? "tied" : "untied", r->o.text, (long long)r->text.train_end,
 		        (long long)(r->text.n - r->text.train_end), r->o.batch, r->T,
 		        (long long)r->o.steps);
+	struct sf_model_stats st;
+	if (sf_model_stats(r->m, &st) == SF_OK && r->rank == 0) {
+		const double mib = 1024.0 * 1024.0;
+		fprintf(stderr,
+		        PROG ": memory per rank: parameters %.1f MiB (the shards and %d ring "
+		             "slots of the largest unit, %zu parameters), gradients %.1f MiB, "
+		             "optimizer %.1f MiB, activations %.1f MiB (outputs, their gradients "
+		             "and saved buffers of %d sequences)\n",
+		        (double)st.param_bytes / mib, st.ring_slots, st.largest_unit,
+		        (double)st.grad_bytes / mib, (double)st.optimizer_bytes / mib,
+		        (double)st.activation_bytes / mib, r->rows);
+	}
 }
 
 /* A checkpoint of this step, unless it is the one loaded or last written. */

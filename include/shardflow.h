@@ -519,6 +519,11 @@ struct sf_model_stats {
 	                             or replicas (grad_op, none) */
 	size_t grad_bytes;      /**< gradient slots and gradient shards */
 	size_t optimizer_bytes; /**< optimizer state (momentum, or AdamW m and v) */
+	size_t activation_bytes; /**< this rank's activations (its rows of every node's
+	                              output, inputs included), their gradients and the
+	                              saved buffers (attention probabilities, layernorm
+	                              statistics): allocated once at sf_model_create and
+	                              all live through a step, so this is also the peak */
 	/* What the comm path costs on this rank, since the model was created: */
 	double comm_seconds;            /**< wall time the comm worker spent in the model's
 	                                     collective tasks */

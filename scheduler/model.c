@@ -257,18 +257,22 @@ static int build_node(struct sf_model *m, int n)
 		m->int_input_nodes[m->nint_inputs++] = n;
 		SF_CHECK(alloc_floats(&s->act, m->rows_local, "integer inputs"));
 		reg(&s->h_act, s->act, m->rows_local, sizeof(int32_t));
+		m->act_bytes += m->rows_local * sizeof(float);
 	}
 	if (nd->kind == SF_NODE_INPUT || nd->kind == SF_NODE_LAYER) {
 		SF_CHECK(alloc_floats(&s->act, cnt, "activations"));
 		reg(&s->h_act, s->act, cnt, sizeof(float));
+		m->act_bytes += cnt * sizeof(float);
 	}
 	if (nd->kind != SF_NODE_LAYER)
 		goto fail;
 	SF_CHECK(alloc_floats(&s->dact, cnt, "activation gradients"));
 	reg(&s->h_dact, s->dact, cnt, sizeof(float));
+	m->act_bytes += cnt * sizeof(float);
 	if (s->info.nsaved) {
 		SF_CHECK(alloc_floats(&s->saved, s->info.nsaved, "a saved buffer"));
 		reg(&s->h_saved, s->saved, s->info.nsaved, sizeof(float));
+		m->act_bytes += s->info.nsaved * sizeof(float);
 	}
 	snprintf(s->fwd_name, sizeof s->fwd_name, "fwd L%d %s", n, nd->type->name);
 	snprintf(s->bwd_name, sizeof s->bwd_name, "bwd L%d %s", n, nd->type->name);
@@ -570,6 +574,7 @@ SF_API int sf_model_stats(sf_model *m, struct sf_model_stats *out)
 	out->param_bytes = pb * sizeof(float);
 	out->grad_bytes = gb * sizeof(float);
 	out->optimizer_bytes = ob * sizeof(float);
+	out->activation_bytes = m->act_bytes;
 	out->comm_seconds = m->comm_acct.wall;
 	out->comm_cpu_seconds = m->comm_acct.cpu;
 	out->comm_worker_cpu_seconds = _sf_clock_seconds(m->ctx->comm_clock) - m->comm_worker_cpu0;

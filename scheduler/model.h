@@ -85,6 +85,7 @@ struct sf_model {
 	int T;                           /* rows per sample */
 	int B_global, B_local, row0;     /* samples */
 	size_t rows_local;               /* B_local * T */
+	size_t act_bytes;                /* activations, their gradients, saved buffers */
 
 	/* gather ring (full sharding): R = depth + width slots of N*S_max floats */
 	int R;
