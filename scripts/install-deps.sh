@@ -48,6 +48,7 @@ libopenblas-dev
 zlib1g-dev
 libjansson-dev
 dataset-fashion-mnist
+python3
 bible-kjv bible-kjv-text
 valgrind
 librsvg2-bin

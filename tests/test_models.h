@@ -18,6 +18,7 @@
  *   nanogpt  sf_gpt_graph itself (models/gpt.c): vocabulary 16, context 5, 2 layers, 2
  *            heads, embd 10 (blocks of 1 330 parameters: not divisible by 3 ranks),
  *            the same ids and labels as blocks; the library's names, units and init.
+ *   nanogpt-untied  the same with its own lm_head weights (tie_weights 0).
  *   gpt      a small GPT on the same token ids and labels, sequences of T = 5: a token
  *            embedding (16 -> 16) and a learned position embedding of 8 positions (rows
  *            t >= T unused) in unit "embed"; 3 transformer blocks, each one unit:
@@ -61,16 +62,18 @@ enum model_kind {
 	MODEL_WIDE,
 	MODEL_BLOCKS,
 	MODEL_GPT,
-	MODEL_NANOGPT
+	MODEL_NANOGPT,
+	MODEL_NANOGPT_UNTIED
 };
 
-/* "mlp", "residual", "uneven", "deep", "wide", "blocks", "gpt", "nanogpt" -> kind; -1 when
- * unknown. */
+/* "mlp", "residual", "uneven", "deep", "wide", "blocks", "gpt", "nanogpt",
+ * "nanogpt-untied" -> kind; -1 when unknown. */
 static inline int model_kind_parse(const char *s, enum model_kind *out)
 {
-	static const char *const names[] = {"mlp",    "residual", "uneven", "deep",
-	                                    "wide",   "blocks",   "gpt",    "nanogpt"};
-	for (int i = 0; i < 8; i++)
+	static const char *const names[] = {"mlp",  "residual", "uneven",  "deep",
+	                                    "wide", "blocks",   "gpt",     "nanogpt",
+	                                    "nanogpt-untied"};
+	for (int i = 0; i < 9; i++)
 		if (!strcmp(s, names[i])) {
 			*out = (enum model_kind)i;
 			return 0;
@@ -248,10 +251,11 @@ static inline int build_model(const char *prog, enum model_kind kind, sf_graph *
 	sf_graph *g = NULL;
 	int x, labels, h, y, loss;
 	*T = kind == MODEL_BLOCKS ? 3 : kind == MODEL_GPT ? GPT_T : 1;
-	if (kind == MODEL_NANOGPT) {
+	if (kind == MODEL_NANOGPT || kind == MODEL_NANOGPT_UNTIED) {
 		struct sf_gpt_config gc;
 		sf_gpt_config_init(&gc);
 		gc.vocab = 16, gc.context = 5, gc.layers = 2, gc.heads = 2, gc.embd = 10;
+		gc.tie_weights = kind == MODEL_NANOGPT;
 		*D = *C = gc.vocab, *T = gc.context;
 		MODEL_CHECK(sf_gpt_graph(&gc, &g));
 		*out = g;
@@ -265,7 +269,8 @@ static inline int build_model(const char *prog, enum model_kind kind, sf_graph *
 	case MODEL_WIDE: *D = 32, *C = 10; break;
 	case MODEL_BLOCKS: *D = 16, *C = 16; break;
 	case MODEL_GPT: *D = GPT_V, *C = GPT_V; break;
-	case MODEL_NANOGPT: break;
+	case MODEL_NANOGPT:
+	case MODEL_NANOGPT_UNTIED: break;
 	}
 	MODEL_CHECK(sf_graph_create("train_dump", &g));
 	MODEL_CHECK(sf_graph_set_seq_len(g, *T));
@@ -324,7 +329,8 @@ static inline int build_model(const char *prog, enum model_kind kind, sf_graph *
 		if (build_gpt(prog, g, x, &y))
 			goto fail;
 		break;
-	case MODEL_NANOGPT: break; /* built above */
+	case MODEL_NANOGPT:
+	case MODEL_NANOGPT_UNTIED: break; /* built above */
 	}
 	MODEL_CHECK(sf_graph_softmax_cross_entropy(g, y, labels, &loss));
 	*out = g;
@@ -342,7 +348,8 @@ static inline int fill_batch(enum model_kind kind, uint64_t seed, int64_t step, 
                              struct sf_batch *b, const float **xin, const int32_t **idin)
 {
 	*b = (struct sf_batch){.labels = labels};
-	if (kind != MODEL_BLOCKS && kind != MODEL_GPT && kind != MODEL_NANOGPT) {
+	if (kind != MODEL_BLOCKS && kind != MODEL_GPT && kind != MODEL_NANOGPT &&
+	    kind != MODEL_NANOGPT_UNTIED) {
 		*xin = x;
 		b->ninputs = 1;
 		b->inputs = xin;

@@ -3,8 +3,10 @@
  * shell tests can compare runs: N ranks against 1 rank, one prefetch depth against
  * another, one sharding mode against another (tests/dump_compare.c compares).
  *
- *   train_dump --model mlp|residual|uneven|deep|wide|blocks|gpt --steps N --batch B
- *              --optimizer sgd|adamw --lr X --seed S --inflight K --out FILE
+ *   train_dump --model mlp|residual|uneven|deep|wide|blocks|gpt|nanogpt|nanogpt-untied
+ *              --steps N --batch B --optimizer sgd|adamw --lr X --seed S --inflight K
+ *              [--init W.safetensors] [--export-init W0.safetensors]
+ *              [--export W.safetensors] --out FILE
  *
  * Models (D input width, C classes):
  *   mlp      32 -> linear 64 -> gelu -> linear 64 -> gelu -> linear 10      (3 units)
@@ -22,6 +24,10 @@
  *   fc1 13 x (12 + 1) = 169 = 13^2       S = 85 / 57 / 43 at N = 2 / 3 / 4
  *   fc2 25 x (13 + 1) = 350 = 2 5^2 7    350 mod 3 = 2, mod 4 = 2
  *   fc3  5 x (25 + 1) = 130 = 2 5 13     130 mod 3 = 1, mod 4 = 2
+ *
+ * --init starts from a safetensors file (sf_model_import_safetensors), --export-init
+ * writes the weights before the first step and --export those after the last
+ * (tests/tied.sh: a tied head against an untied one holding the same values).
  *
  * --inflight K keeps up to K steps submitted before waiting for the oldest loss
  * (default 1: wait for each step), to exercise steps that overlap each other.
@@ -50,15 +56,16 @@
 struct options {
 	struct train_options t;
 	int inflight;
-	const char *out;
+	const char *out, *init, *export_init, *export;
 };
 
 static void usage(FILE *f)
 {
 	fprintf(f,
-	        "usage: " PROG " [--model mlp|residual|uneven|deep|wide|blocks|gpt] [--steps N]\n"
-	        "       [--batch B] [--optimizer sgd|adamw] [--lr X] [--seed S] [--inflight K]\n"
-	        "       --out FILE\n"
+	        "usage: " PROG " [--model mlp|residual|uneven|deep|wide|blocks|gpt|nanogpt|\n"
+	        "       nanogpt-untied] [--steps N] [--batch B] [--optimizer sgd|adamw] [--lr X]\n"
+	        "       [--seed S] [--inflight K] [--init W.safetensors]\n"
+	        "       [--export-init W0.safetensors] [--export W.safetensors] --out FILE\n"
 	        "defaults: mlp, 6 steps, batch 24, sgd, lr 0.01 (sgd) / 0.001 (adamw), "
 	        "seed 1, inflight 1\n");
 }
@@ -94,6 +101,12 @@ static int parse_options(int argc, char **argv, struct options *o)
 				return bad(opt, val);
 		} else if (!strcmp(opt, "--out")) {
 			o->out = val;
+		} else if (!strcmp(opt, "--init")) {
+			o->init = val;
+		} else if (!strcmp(opt, "--export-init")) {
+			o->export_init = val;
+		} else if (!strcmp(opt, "--export")) {
+			o->export = val;
 		} else {
 			return bad("option", opt);
 		}
@@ -142,6 +155,10 @@ int main(int argc, char **argv)
 	mo.optimizer = o.t.optimizer;
 	mo.lr = o.t.lr;
 	CHECK(sf_model_create(ctx, g, &mo, &m));
+	if (o.init)
+		CHECK(sf_model_import_safetensors(m, o.init));
+	if (o.export_init)
+		CHECK(sf_model_export_safetensors(m, o.export_init));
 
 	int first, rows;
 	CHECK(sf_model_local_rows(m, &first, &rows));
@@ -186,6 +203,8 @@ int main(int argc, char **argv)
 	CHECK(sf_model_params_get(m, params, n));
 	struct sf_model_stats st;
 	CHECK(sf_model_stats(m, &st));
+	if (o.export)
+		CHECK(sf_model_export_safetensors(m, o.export));
 
 	status = 0;
 	if (rank == 0) {

@@ -1,0 +1,59 @@
+#!/bin/sh
+# tied.sh — a tied lm_head receives both gradients: the GPT's head reads the token
+# embedding's matrix (sf_graph_layer_tied), so one SGD step must move that matrix by
+# the sum of what the embedding and the head contribute. The reference is the untied
+# twin (nanogpt-untied: the same model with lm_head's own weights) started from the
+# same values, lm_head.weight a copy of transformer.wte.weight (tests/st_tool.py):
+#  - on 1 and 2 ranks: the tied wte's move = the untied wte's move + lm_head's move
+#    (relative 1e-4 of the largest move), every other tensor moves as in the twin,
+#    and both untied moves are far from zero (each gradient matters);
+#  - a tied run whose head gradient is dropped would fail: the untied embedding's move
+#    alone is checked to differ from the tied move.
+# SGD, one step, lr 0.5: the first step of SGD with momentum is -lr * gradient, linear,
+# so moves add (AdamW's normalised step would not).
+. "$(dirname "$0")/lib.sh"
+require_progs "$TRAIN_DUMP"
+command -v python3 >/dev/null 2>&1 || skip_all "python3 is not installed"
+ST="python3 $top_srcdir/tests/st_tool.py"
+args="--optimizer sgd --lr 0.5 --steps 1 --batch 6"
+
+plan 5
+
+run() {
+	_np=$1 _name=$2
+	shift 2
+	run_mpi "$_np" "$TRAIN_DUMP" "$@" --out "$tmp/$_name.dump" >"$tmp/$_name.out" 2>"$tmp/$_name.err"
+	_st=$?
+	[ $_st -eq 0 ] || { diag "train_dump $* (exit $_st)"; diag_file "$tmp/$_name.err"; }
+	return $_st
+}
+
+run 1 w0 --model nanogpt $args --export-init "$tmp/w0.st" &&
+	$ST untie "$tmp/w0.st" "$tmp/w0u.st"
+ok $? "initial tied weights exported, and their untied twin made (lm_head = wte)"
+
+for np in 1 2; do
+	run $np "t$np" --model nanogpt $args --init "$tmp/w0.st" --export "$tmp/t$np.st" &&
+		run $np "u$np" --model nanogpt-untied $args --init "$tmp/w0u.st" \
+			--export "$tmp/u$np.st" &&
+		$ST tied-check "$tmp/w0.st" "$tmp/t$np.st" "$tmp/u$np.st" 1e-4 >"$tmp/c$np.out" 2>&1
+	st=$?
+	diag_file "$tmp/c$np.out"
+	ok $st "$np rank(s): the tied matrix moves by the embedding's + the head's untied moves"
+done
+
+# the check can fail: the untied run's embedding move alone (no head gradient) as the
+# "tied" run must be refused
+$ST tied-check "$tmp/w0.st" "$tmp/u1.st" "$tmp/u1.st" 1e-4 >"$tmp/neg.out" 2>&1
+st=$?
+diag_file "$tmp/neg.out"
+[ $st -eq 1 ]
+ok $? "the embedding's move alone is refused as a tied move (exit $st)"
+
+# a malformed file is an error, not a pass
+printf 'not a safetensors file' >"$tmp/bad.st"
+$ST tied-check "$tmp/bad.st" "$tmp/t1.st" "$tmp/u1.st" 1e-4 >/dev/null 2>"$tmp/bad.err"
+st=$?
+[ $st -eq 2 ]
+ok $? "a malformed file: exit 2 (exit $st)"
+finish
