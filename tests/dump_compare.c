@@ -1,14 +1,15 @@
 /*
  * dump_compare.c — compare two train_dump files (losses and parameters).
  *
- *   dump_compare [--bitwise | --rtol X [--floor F]] [--losses-only] A B
+ *   dump_compare [--bitwise | --rtol X [--floor F]] [--ignore FROM:TO]... A B
  *
- * --losses-only compares the per-step losses and not the parameters: for AdamW on a
- * model with parameters whose true gradient is zero (a GPT's key bias: softmax is
- * invariant to a shift of a query's scores), where AdamW scales the rounding noise of
- * the sums up to a step of about lr whose direction depends on the order of the sums,
- * so parameters of differently-summed runs differ while the loss, which that parameter
- * cannot change, still agrees.
+ * --ignore FROM:TO leaves parameters [FROM, TO) out of the comparison (up to 16
+ * ranges; the losses and every other parameter are compared). For AdamW on a model
+ * with parameters whose true gradient is zero, a GPT's key bias (softmax is invariant
+ * to a shift of a query's scores): AdamW scales the rounding noise of their gradient
+ * sums up to a step of about lr whose sign depends on the order of the sums, so they
+ * differ between differently-summed runs while nothing else does, the loss included
+ * (which those parameters cannot change).
  *
  * --bitwise: every loss and every parameter must have the same bits (the prefetch
  * depth and the backward prefetch mode only reorder communication, never arithmetic,
@@ -54,7 +55,7 @@ struct dump {
 static void usage(FILE *f)
 {
 	fprintf(
-	    f, "usage: " PROG " [--bitwise | --rtol X [--floor F]] [--losses-only] A B\n"
+	    f, "usage: " PROG " [--bitwise | --rtol X [--floor F]] [--ignore FROM:TO]... A B\n"
 	       "  relative difference = |a - b| / max(|a|, |b|, F); defaults X = 1e-5, F = 1e-6\n");
 }
 
@@ -158,16 +159,44 @@ static void account(struct worst *w, const char *what, int64_t i, double a, doub
 	}
 }
 
+#define MAX_IGNORE 16
+
+/* "FROM:TO" with 0 <= FROM < TO: 0, or -1. */
+static int parse_range(const char *s, int64_t *from, int64_t *to)
+{
+	char *end;
+	errno = 0;
+	long long a = strtoll(s, &end, 10);
+	if (end == s || *end != ':' || errno || a < 0 || s[0] < '0' || s[0] > '9')
+		return -1;
+	const char *t = end + 1;
+	long long b = strtoll(t, &end, 10);
+	if (end == t || *end || errno || b <= a || t[0] < '0' || t[0] > '9')
+		return -1;
+	*from = a, *to = b;
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
-	int bitwise = 0, losses_only = 0;
+	int bitwise = 0, nignore = 0;
+	int64_t ig_from[MAX_IGNORE], ig_to[MAX_IGNORE];
 	double rtol = 1e-5, floor_ = 1e-6;
 	int i = 1;
 	for (; i < argc && argv[i][0] == '-' && argv[i][1] == '-'; i++) {
 		if (!strcmp(argv[i], "--bitwise")) {
 			bitwise = 1;
-		} else if (!strcmp(argv[i], "--losses-only")) {
-			losses_only = 1;
+		} else if (!strcmp(argv[i], "--ignore") && i + 1 < argc) {
+			if (nignore == MAX_IGNORE ||
+			    parse_range(argv[++i], &ig_from[nignore], &ig_to[nignore])) {
+				fprintf(stderr,
+				        PROG ": --ignore \"%s\" is invalid: expected FROM:TO with "
+				             "0 <= FROM < TO, at most %d of them\n",
+				        argv[i], MAX_IGNORE);
+				usage(stderr);
+				return 2;
+			}
+			nignore++;
 		} else if ((!strcmp(argv[i], "--rtol") || !strcmp(argv[i], "--floor")) &&
 		           i + 1 < argc) {
 			const char *opt = argv[i];
@@ -218,15 +247,23 @@ int main(int argc, char **argv)
 		for (int64_t k = 0; k < a.nsteps; k++)
 			account(&w, "loss", k, a.losses[k], b.losses[k],
 			        !memcmp(&a.losses[k], &b.losses[k], sizeof(double)), floor_);
-		if (losses_only)
-			a.nparams = 0; /* compared: the losses alone */
-		for (int64_t k = 0; k < a.nparams; k++)
+		int64_t nparams = 0;
+		for (int64_t k = 0; k < a.nparams; k++) {
+			int skip = 0;
+			for (int r = 0; r < nignore; r++)
+				skip |= k >= ig_from[r] && k < ig_to[r];
+			if (skip)
+				continue;
 			account(&w, "param", k, a.params[k], b.params[k],
 			        !memcmp(&a.params[k], &b.params[k], sizeof(float)), floor_);
-		int64_t total = a.nsteps + a.nparams;
-		printf("compared %lld values (%lld losses, %lld parameters): max relative "
-		       "difference %.3g",
-		       (long long)total, (long long)a.nsteps, (long long)a.nparams, w.rel);
+			nparams++;
+		}
+		int64_t total = a.nsteps + nparams;
+		printf("compared %lld values (%lld losses, %lld parameters", (long long)total,
+		       (long long)a.nsteps, (long long)nparams);
+		if (nparams != a.nparams)
+			printf(", %lld ignored", (long long)(a.nparams - nparams));
+		printf("): max relative difference %.3g", w.rel);
 		if (w.index >= 0)
 			printf(" at %s %lld (%.9g vs %.9g)", w.what, (long long)w.index, w.a, w.b);
 		printf("\n");
