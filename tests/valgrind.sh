@@ -25,6 +25,8 @@ set -- \
 	"uneven sgd grad_op|env SHARDFLOW_SHARDING=grad_op $top_builddir/tests/train_dump --model uneven --steps 3 --out $tmp/c.dump" \
 	"uneven adamw none|env SHARDFLOW_SHARDING=none $top_builddir/tests/train_dump --model uneven --optimizer adamw --steps 3 --out $tmp/d.dump" \
 	"gpt (attention, pos_embedding) adamw|$top_builddir/tests/train_dump --model gpt --optimizer adamw --steps 2 --batch 3 --out $tmp/e.dump" \
+	"nanogpt (sf_gpt_graph) adamw, safetensors export|$top_builddir/tests/train_dump --model nanogpt --optimizer adamw --steps 2 --batch 3 --export-init $tmp/w0.st --out $tmp/f.dump" \
+	"examples/gpt: train, evaluate, checkpoint, export, generate|$top_builddir/examples/gpt --layers 1 --heads 2 --embd 16 --context 16 --batch 2 --steps 3 --eval-every 2 --eval-batches 1 --text $top_srcdir/README.md --checkpoint-dir $tmp/gck --export $tmp/g.st --sample 1 --tokens 8" \
 	"custom layer|$top_builddir/examples/custom_layer --steps 3" \
 	"mlp_synthetic|$top_builddir/examples/mlp_synthetic --steps 2 --batch 8 --widths 32,16,10" \
 	"mlp_synthetic traced|env SHARDFLOW_TRACE=$tmp/trace $top_builddir/examples/mlp_synthetic --steps 2 --batch 8 --widths 32,16,16,10"
