@@ -18,6 +18,7 @@
  *
  * Exit status: 0 success, 1 an error (data, library, checkpoint), 2 a bad command line.
  */
+#include <errno.h>
 #include <limits.h>
 #include <math.h>
 #include <mpi.h>
@@ -40,7 +41,8 @@ struct options {
 	float lr, min_lr, weight_decay, temperature, val_fraction;
 	int64_t steps, warmup, eval_every, progress_every, ckpt_every, max_steps;
 	uint64_t seed;
-	const char *text, *prompt, *ckpt_dir, *export_path, *init_path;
+	const char *text, *prompt, *ckpt_dir, *export_path, *init_path, *export_init_path,
+	    *loss_log;
 	int resume;
 };
 
@@ -79,6 +81,10 @@ static void usage(FILE *f)
 	        "  --max-steps N         stop after N steps in all (counting resumed ones)\n"
 	        "  --export FILE         write the final weights as safetensors (nanoGPT names)\n"
 	        "  --init FILE           start from these safetensors weights\n"
+	        "  --export-init FILE    write the weights before the first step (the starting\n"
+	        "                        point of bench/gpt_torch.sh's PyTorch twin)\n"
+	        "  --loss-log FILE       write every step's loss, \"<step> <loss>\" with 9\n"
+	        "                        digits, one line a step\n"
 	        "generation (after training):\n"
 	        "  --prompt TEXT         the start of every sample (default \"\\n\")\n"
 	        "  --sample N            samples to print, 0 for none (default 2, at most the\n"
@@ -112,6 +118,8 @@ enum option {
 	OPT_MAX_STEPS,
 	OPT_EXPORT,
 	OPT_INIT,
+	OPT_EXPORT_INIT,
+	OPT_LOSS_LOG,
 	OPT_PROMPT,
 	OPT_SAMPLE,
 	OPT_TOKENS,
@@ -142,6 +150,8 @@ static const char *const option_names[NOPTIONS] = {
     [OPT_MAX_STEPS] = "--max-steps",
     [OPT_EXPORT] = "--export",
     [OPT_INIT] = "--init",
+    [OPT_EXPORT_INIT] = "--export-init",
+    [OPT_LOSS_LOG] = "--loss-log",
     [OPT_PROMPT] = "--prompt",
     [OPT_SAMPLE] = "--sample",
     [OPT_TOKENS] = "--tokens",
@@ -209,6 +219,8 @@ static int on_value(int key, char *val, void *ctx)
 	case OPT_MAX_STEPS: return cli_steps(n, val, &o->max_steps);
 	case OPT_EXPORT: o->export_path = val; return 0;
 	case OPT_INIT: o->init_path = val; return 0;
+	case OPT_EXPORT_INIT: o->export_init_path = val; return 0;
+	case OPT_LOSS_LOG: o->loss_log = val; return 0;
 	case OPT_PROMPT: o->prompt = val; return 0;
 	case OPT_SAMPLE: return cli_int(n, val, 0, 1 << 20, &o->sample);
 	case OPT_TOKENS: return cli_int(n, val, 0, 1 << 20, &o->gen_tokens);
@@ -292,6 +304,7 @@ struct run {
 	int rank, size, first, rows, T, V;
 	int32_t *x, *y;
 	float *logits;
+	FILE *loss_log; /* --loss-log, rank 0 */
 	int64_t step;  /* steps done */
 	int64_t saved; /* the step of the checkpoint loaded or written, or -1 */
 };
@@ -479,6 +492,7 @@ struct meter {
 	int64_t since_n, eval_n;
 	int64_t done_here;   /* steps run by this process */
 	int64_t prev_ticket; /* the step whose loss is not read yet, or -1 */
+	int64_t prev_step;   /* its number (1-based) */
 };
 
 static int take_loss(struct run *r, struct meter *mt)
@@ -488,6 +502,10 @@ static int take_loss(struct run *r, struct meter *mt)
 		double l;
 		CHECK(sf_model_loss(r->m, mt->prev_ticket, &l));
 		mt->since_loss += l, mt->since_n++, mt->eval_loss += l, mt->eval_n++;
+		if (r->loss_log && fprintf(r->loss_log, "%lld %.9g\n", (long long)mt->prev_step, l) < 0) {
+			fprintf(stderr, PROG ": cannot write --loss-log %s\n", r->o.loss_log);
+			goto done;
+		}
 		mt->prev_ticket = -1;
 	}
 	status = 0;
@@ -557,6 +575,7 @@ static int train(struct run *r, double *vl)
 			goto done;
 		mt.prev_ticket = ticket;
 		r->step++, mt.done_here++;
+		mt.prev_step = r->step;
 		if (o->ckpt_every && r->step % o->ckpt_every == 0 && save(r) < 0)
 			goto done;
 		print_progress(r, &mt, lr);
@@ -691,8 +710,23 @@ int main(int argc, char **argv)
 	if (load_data(&r) < 0 || build_model(&r) < 0 || restore(&r) < 0)
 		goto done;
 	print_banner(&r);
+	if (r.o.export_init_path)
+		CHECK(sf_model_export_safetensors(r.m, r.o.export_init_path));
+	if (r.o.loss_log && r.rank == 0 && !(r.loss_log = fopen(r.o.loss_log, "w"))) {
+		fprintf(stderr, PROG ": cannot write --loss-log %s: %s\n", r.o.loss_log,
+		        strerror(errno));
+		goto done;
+	}
 	if (train(&r, &vl) < 0)
 		goto done;
+	if (r.loss_log) {
+		int bad = fclose(r.loss_log);
+		r.loss_log = NULL;
+		if (bad) {
+			fprintf(stderr, PROG ": cannot write --loss-log %s\n", r.o.loss_log);
+			goto done;
+		}
+	}
 	if (isnan(vl) && evaluate(&r, &vl) < 0) /* nothing left to train: resumed at the end */
 		goto done;
 	if (r.rank == 0) {
@@ -708,6 +742,8 @@ done:
 	free(r.x);
 	free(r.y);
 	free(r.logits);
+	if (r.loss_log)
+		fclose(r.loss_log);
 	sf_text_free(&r.text);
 	if (r.m && sf_model_destroy(r.m) < 0)
 		status = 1;

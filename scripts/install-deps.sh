@@ -49,6 +49,7 @@ zlib1g-dev
 libjansson-dev
 dataset-fashion-mnist
 python3
+python3-torch
 bible-kjv bible-kjv-text
 valgrind
 librsvg2-bin

@@ -1,0 +1,434 @@
+#!/usr/bin/python3
+"""torch_gpt.py — the PyTorch twin of shardflow's GPT (sf_gpt_graph, examples/gpt).
+
+The model is nanoGPT's model.py written for PyTorch 1.13 (Debian's python3-torch):
+token and position embeddings, pre-norm blocks (x + attn(ln_1(x)); x + mlp(ln_2(x)))
+with causal multi-head attention (q, k, v split of c_attn, scale 1/sqrt(head size))
+and a 4C MLP with GELU in its tanh form, ln_f, and lm_head tied to wte (or not). Its
+parameter names are nanoGPT's, which are the names shardflow exports, so
+`load_state_dict(strict=True)` takes shardflow's safetensors file as it is (a tied
+lm_head has no tensor of its own). Layernorm eps 1e-5, as shardflow's.
+
+The data are shardflow's: text_batch() draws the windows sf_text_batch draws (the same
+splitmix64 stream of data/mix.h and data/text.c), so both sides train on the same
+batches. The optimizer is shardflow's AdamW: torch.optim.AdamW with decoupled weight
+decay on every parameter (shardflow has no per-tensor groups), beta2 0.99 and eps
+1e-8 as examples/gpt, the same warmup and cosine schedule.
+
+  torch_gpt.py logits --weights W --dumps PREFIX [model options] --text FILE
+                      [--batch B --seed S --index I --val-fraction X] [--rtol R]
+                      [--perturb]
+      loads W (shardflow's export) into the module, reads PREFIX.rank<r> written by
+      tests/gpt_logits (each rank's ids and logits of one batch), checks that the ids
+      are the batch text_batch() draws, runs the module on them and compares the
+      logits: max |torch - shardflow| / max |shardflow| <= R (default 1e-4). Prints the
+      error; exit 0 within R, 1 beyond, 2 on bad input. --perturb first scales the
+      token embedding wte by 1.001 (the comparison must then fail: the test
+      proves it can).
+
+  torch_gpt.py train --weights W0 --text FILE [model options] [training options]
+                     [--ddp] [--out-losses FILE] [--time-from K]
+      trains from W0 (shardflow's initial weights, examples/gpt --export-init) on the
+      batches examples/gpt uses, printing "step s loss x" per step on rank 0 and, at the
+      end, one JSON line: tokens_per_s (over steps after --time-from), step_ms median,
+      ranks, threads. --ddp: DistributedDataParallel over gloo, launched by mpirun
+      (rank and size from OMPI_COMM_WORLD_*), each rank its rows of the global batch
+      (sf_model_local_rows' split), the loss the mean over the global batch. One CPU
+      thread per process (torch.set_num_threads(1)): one core per rank, as shardflow.
+
+Model options: --layers 4 --heads 4 --embd 128 --context 128 --vocab 256 [--untied].
+Training options (examples/gpt's defaults): --steps 2500 --batch 16 --lr 0.002
+--min-lr (lr/10) --warmup 100 --weight-decay 0.01 --seed 1 --val-fraction 0.1.
+"""
+import argparse
+import json
+import math
+import os
+import statistics
+import struct
+import sys
+import time
+
+PROG = "torch_gpt.py"
+MASK64 = (1 << 64) - 1
+GOLDEN = 0x9E3779B97F4A7C15
+
+
+# --- shardflow's data: sf_text_load's split and sf_text_batch's windows -------------
+
+def mix64(z):
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK64
+    return z ^ (z >> 31)
+
+
+def train_end(n, val_fraction):
+    val = math.floor(n * val_fraction)
+    if val > n - 1:
+        val = n - 1
+    if val < 0:
+        val = 0
+    return n - val
+
+
+def window_start(seed, split, index, g, count):
+    key = mix64(mix64(mix64(mix64(seed) ^ split) ^ index) ^ g)
+    accept = MASK64 - MASK64 % count
+    while True:
+        key = (key + GOLDEN) & MASK64
+        r = mix64(key)
+        if r < accept:
+            return r % count
+
+
+def text_batch(data, end, split, seed, index, first, rows, T):
+    """Rows [first, first + rows) of global batch `index`: (x, y) lists of rows*T ids."""
+    lo, hi = (0, end) if split == 0 else (end, len(data))
+    if hi - lo < T + 1:
+        raise ValueError("the split has %d bytes: a window of T + 1 = %d needs more"
+                         % (hi - lo, T + 1))
+    count = hi - lo - T
+    x, y = [], []
+    for r in range(rows):
+        s = lo + window_start(seed, split, index, first + r, count)
+        w = data[s:s + T + 1]
+        x.extend(w[:T])
+        y.extend(w[1:])
+    return x, y
+
+
+def local_rows(batch, rank, world):
+    """sf_model_local_rows: batch / N each, the first batch % N ranks one more."""
+    base, extra = divmod(batch, world)
+    rows = base + (1 if rank < extra else 0)
+    first = rank * base + min(rank, extra)
+    return first, rows
+
+
+# --- safetensors --------------------------------------------------------------------
+
+def read_safetensors(path):
+    import torch
+    with open(path, "rb") as f:
+        data = f.read()
+    if len(data) < 8:
+        raise ValueError("%s: shorter than a safetensors header" % path)
+    (hlen,) = struct.unpack("<Q", data[:8])
+    if 8 + hlen > len(data):
+        raise ValueError("%s: a header of %d bytes runs past the end" % (path, hlen))
+    header = json.loads(data[8:8 + hlen])
+    body = memoryview(data)[8 + hlen:]
+    out = {}
+    for name, meta in header.items():
+        if name == "__metadata__":
+            continue
+        if meta.get("dtype") != "F32":
+            raise ValueError("%s: %s is %s, not F32" % (path, name, meta.get("dtype")))
+        a, b = meta["data_offsets"]
+        t = torch.frombuffer(bytearray(body[a:b]), dtype=torch.float32)
+        out[name] = t.reshape(meta["shape"]).clone()
+    return out
+
+
+# --- the model ------------------------------------------------------------------------
+
+def build_model(layers, heads, embd, context, vocab, tied):
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+    class Attention(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.c_attn = nn.Linear(embd, 3 * embd)
+            self.c_proj = nn.Linear(embd, embd)
+            mask = torch.tril(torch.ones(context, context, dtype=torch.bool))
+            self.register_buffer("mask", mask.view(1, 1, context, context), persistent=False)
+
+        def forward(self, x):
+            B, T, C = x.shape
+            hs = C // heads
+            q, k, v = self.c_attn(x).split(C, dim=2)
+            q = q.view(B, T, heads, hs).transpose(1, 2)
+            k = k.view(B, T, heads, hs).transpose(1, 2)
+            v = v.view(B, T, heads, hs).transpose(1, 2)
+            att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hs))
+            att = att.masked_fill(~self.mask[:, :, :T, :T], float("-inf"))
+            att = F.softmax(att, dim=-1)
+            y = (att @ v).transpose(1, 2).contiguous().view(B, T, C)
+            return self.c_proj(y)
+
+    class MLP(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.c_fc = nn.Linear(embd, 4 * embd)
+            self.c_proj = nn.Linear(4 * embd, embd)
+
+        def forward(self, x):
+            return self.c_proj(F.gelu(self.c_fc(x), approximate="tanh"))
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln_1 = nn.LayerNorm(embd, eps=1e-5)
+            self.attn = Attention()
+            self.ln_2 = nn.LayerNorm(embd, eps=1e-5)
+            self.mlp = MLP()
+
+        def forward(self, x):
+            x = x + self.attn(self.ln_1(x))
+            return x + self.mlp(self.ln_2(x))
+
+    class GPT(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.transformer = nn.ModuleDict(dict(
+                wte=nn.Embedding(vocab, embd),
+                wpe=nn.Embedding(context, embd),
+                h=nn.ModuleList([Block() for _ in range(layers)]),
+                ln_f=nn.LayerNorm(embd, eps=1e-5)))
+            self.lm_head = nn.Linear(embd, vocab, bias=False)
+            if tied:
+                self.lm_head.weight = self.transformer.wte.weight
+
+        def forward(self, idx):
+            B, T = idx.shape
+            pos = torch.arange(T, dtype=torch.long)
+            x = self.transformer.wte(idx) + self.transformer.wpe(pos)
+            for blk in self.transformer.h:
+                x = blk(x)
+            return self.lm_head(self.transformer.ln_f(x))
+
+    return GPT()
+
+
+def load_weights(model, path, tied):
+    sd = read_safetensors(path)
+    if tied:
+        if "lm_head.weight" in sd:
+            raise ValueError("%s has lm_head.weight: it was exported untied (--untied)" % path)
+        sd["lm_head.weight"] = sd["transformer.wte.weight"]
+    model.load_state_dict(sd, strict=True)
+    return model
+
+
+# --- command line ---------------------------------------------------------------------
+
+def add_model_args(p):
+    p.add_argument("--layers", type=int, default=4)
+    p.add_argument("--heads", type=int, default=4)
+    p.add_argument("--embd", type=int, default=128)
+    p.add_argument("--context", type=int, default=128)
+    p.add_argument("--vocab", type=int, default=256)
+    p.add_argument("--untied", action="store_true")
+    p.add_argument("--text", required=True)
+    p.add_argument("--batch", type=int, default=16)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--val-fraction", type=float, default=0.1)
+
+
+def parse_args(argv):
+    ap = argparse.ArgumentParser(prog=PROG, description="the PyTorch twin of shardflow's GPT")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    lg = sub.add_parser("logits", help="compare one batch's logits with tests/gpt_logits'")
+    add_model_args(lg)
+    lg.add_argument("--weights", required=True)
+    lg.add_argument("--dumps", required=True)
+    lg.add_argument("--index", type=int, default=0)
+    lg.add_argument("--rtol", type=float, default=1e-4)
+    lg.add_argument("--perturb", action="store_true")
+    tr = sub.add_parser("train", help="train from shardflow's initial weights")
+    add_model_args(tr)
+    tr.add_argument("--weights", required=True)
+    tr.add_argument("--steps", type=int, default=2500)
+    tr.add_argument("--lr", type=float, default=2e-3)
+    tr.add_argument("--min-lr", type=float, default=-1.0)
+    tr.add_argument("--warmup", type=int, default=100)
+    tr.add_argument("--weight-decay", type=float, default=0.01)
+    tr.add_argument("--ddp", action="store_true")
+    tr.add_argument("--out-losses")
+    tr.add_argument("--time-from", type=int, default=2)
+    tr.add_argument("--master-addr")
+    tr.add_argument("--master-port", type=int, default=0)
+    tr.add_argument("--ifname")
+    a = ap.parse_args(argv)
+    for name in ("layers", "heads", "embd", "context", "vocab", "batch"):
+        if getattr(a, name) < 1:
+            ap.error("--%s %d is invalid: expected a positive integer" % (name, getattr(a, name)))
+    if a.embd % a.heads:
+        ap.error("--embd %d must be a multiple of --heads %d" % (a.embd, a.heads))
+    if a.cmd == "train" and a.min_lr < 0:
+        a.min_lr = a.lr / 10
+    return a
+
+
+def read_text(path, val_fraction):
+    with open(path, "rb") as f:
+        data = f.read()
+    if not data:
+        raise ValueError("%s is empty" % path)
+    return data, train_end(len(data), val_fraction)
+
+
+def read_dump(path):
+    import torch
+    with open(path, "rb") as f:
+        raw = f.read()
+    if len(raw) < 24 or raw[:8] != b"SFLOGIT1":
+        raise ValueError("%s is not a gpt_logits dump" % path)
+    first, rows, T, V = struct.unpack("=4i", raw[8:24])
+    n = rows * T
+    want = 24 + 4 * n + 4 * n * V
+    if len(raw) != want:
+        raise ValueError("%s has %d bytes, its header says %d" % (path, len(raw), want))
+    ids = list(struct.unpack("=%di" % n, raw[24:24 + 4 * n]))
+    logits = torch.frombuffer(bytearray(raw[24 + 4 * n:]), dtype=torch.float32)
+    return first, rows, T, V, ids, logits.reshape(rows, T, V)
+
+
+def cmd_logits(a):
+    import torch
+    torch.set_num_threads(1)
+    model = build_model(a.layers, a.heads, a.embd, a.context, a.vocab, not a.untied)
+    load_weights(model, a.weights, not a.untied)
+    if a.perturb:
+        with torch.no_grad():
+            model.transformer.wte.weight.mul_(1.001)
+    data, end = read_text(a.text, a.val_fraction)
+    rank, worst, scale, rows_seen = 0, 0.0, 0.0, 0
+    while os.path.exists("%s.rank%d" % (a.dumps, rank)):
+        first, rows, T, V, ids, ref = read_dump("%s.rank%d" % (a.dumps, rank))
+        if T != a.context or V != a.vocab:
+            raise ValueError("rank %d's dump is T %d, V %d; the options say %d, %d"
+                             % (rank, T, V, a.context, a.vocab))
+        x, _ = text_batch(data, end, 0, a.seed, a.index, first, rows, T)
+        if x != ids:
+            print("rank %d: the ids differ from the batch text_batch() draws" % rank)
+            return 1
+        with torch.no_grad():
+            got = model(torch.tensor(ids, dtype=torch.long).view(rows, T))
+        worst = max(worst, (got - ref).abs().max().item())
+        scale = max(scale, ref.abs().max().item())
+        rows_seen += rows
+        rank += 1
+    if rank == 0:
+        raise ValueError("no %s.rank0" % a.dumps)
+    rel = worst / scale if scale > 0 else float("inf")
+    ok = rel <= a.rtol
+    print("%d rank file(s), %d sequences of %d: max |torch - shardflow| %.3g, max |logit| "
+          "%.3g, relative %.3g (tolerance %.3g): %s"
+          % (rank, rows_seen, a.context, worst, scale, rel, a.rtol, "equal" if ok else "DIFFERENT"))
+    return 0 if ok else 1
+
+
+def lr_at(a, step):
+    if step < a.warmup:
+        return a.lr * (step + 1) / a.warmup
+    span = a.steps - a.warmup
+    p = (step - a.warmup) / span if span > 0 else 1.0
+    p = min(p, 1.0)
+    return a.min_lr + 0.5 * (1.0 + math.cos(math.pi * p)) * (a.lr - a.min_lr)
+
+
+def env_int(names, default):
+    for n in names:
+        v = os.environ.get(n)
+        if v:
+            return int(v, 10)
+    return default
+
+
+def cmd_train(a):
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    import torch
+    torch.set_num_threads(1)
+    try:
+        torch.set_num_interop_threads(1)
+    except RuntimeError:
+        pass
+    rank = env_int(["OMPI_COMM_WORLD_RANK", "RANK"], 0) if a.ddp else 0
+    world = env_int(["OMPI_COMM_WORLD_SIZE", "WORLD_SIZE"], 1) if a.ddp else 1
+    if a.batch < world:
+        raise ValueError("--batch %d is smaller than the %d ranks" % (a.batch, world))
+    model = build_model(a.layers, a.heads, a.embd, a.context, a.vocab, not a.untied)
+    load_weights(model, a.weights, not a.untied)
+    net = model
+    if a.ddp:
+        import datetime
+        import torch.distributed as dist
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        jobid = env_int(["OMPI_MCA_ess_base_jobid"], 0)
+        port = a.master_port or env_int(["MASTER_PORT"], 0) or (
+            20000 + (jobid >> 16) % 30000 if jobid else 29500)
+        os.environ["MASTER_ADDR"] = a.master_addr or os.environ.get("MASTER_ADDR") or "127.0.0.1"
+        os.environ["MASTER_PORT"] = str(port)
+        if a.ifname:
+            os.environ["GLOO_SOCKET_IFNAME"] = a.ifname
+        dist.init_process_group("gloo", init_method="env://", rank=rank, world_size=world,
+                                timeout=datetime.timedelta(seconds=300))
+        net = DDP(model)
+    opt = torch.optim.AdamW(model.parameters(), lr=a.lr, betas=(0.9, 0.99), eps=1e-8,
+                            weight_decay=a.weight_decay)
+    data, end = read_text(a.text, a.val_fraction)
+    first, rows = local_rows(a.batch, rank, world)
+    T, losses, times = a.context, [], []
+    for step in range(a.steps):
+        x, y = text_batch(data, end, 0, a.seed, step, first, rows, T)
+        xt = torch.tensor(x, dtype=torch.long).view(rows, T)
+        yt = torch.tensor(y, dtype=torch.long).view(-1)
+        for g in opt.param_groups:
+            g["lr"] = lr_at(a, step)
+        t0 = time.perf_counter()
+        opt.zero_grad(set_to_none=True)
+        logits = net(xt)
+        # the mean over the global batch: this rank's sum / (B T), summed by DDP's
+        # all-reduce of the gradients, which averages over the ranks: scale by world
+        loss_sum = torch.nn.functional.cross_entropy(logits.view(-1, a.vocab), yt,
+                                                     reduction="sum")
+        (loss_sum * (world / (a.batch * T))).backward()
+        opt.step()
+        times.append(time.perf_counter() - t0)
+        loss = loss_sum.detach()
+        if a.ddp:
+            import torch.distributed as dist
+            dist.all_reduce(loss)
+        losses.append(loss.item() / (a.batch * T))
+        if rank == 0:
+            print("step %d loss %.9g" % (step + 1, losses[-1]), flush=True)
+    timed = times[a.time_from:] if len(times) > a.time_from else times
+    if rank == 0:
+        if a.out_losses:
+            with open(a.out_losses, "w") as f:
+                for i, l in enumerate(losses):
+                    f.write("%d %.9g\n" % (i + 1, l))
+        med = statistics.median(timed)
+        print(json.dumps(dict(framework="pytorch", version=torch.__version__,
+                              mode="ddp" if a.ddp else "single", ranks=world,
+                              threads=torch.get_num_threads(), batch=a.batch, context=T,
+                              steps=a.steps, timed_steps=len(timed),
+                              step_ms=round(med * 1e3, 3),
+                              tokens_per_s=round(a.batch * T / med, 1))), flush=True)
+    if a.ddp:
+        import torch.distributed as dist
+        dist.destroy_process_group()
+    return 0
+
+
+def main(argv):
+    a = parse_args(argv)
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        print("%s: error: cannot import torch: install Debian's python3-torch "
+              "(apt-get install -y python3-torch) and run /usr/bin/python3" % PROG,
+              file=sys.stderr)
+        return 2
+    try:
+        return cmd_logits(a) if a.cmd == "logits" else cmd_train(a)
+    except (OSError, ValueError, KeyError, RuntimeError) as e:
+        print("%s: error: %s" % (PROG, e), file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

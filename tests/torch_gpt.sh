@@ -1,0 +1,95 @@
+#!/bin/sh
+# torch_gpt.sh — shardflow's GPT against its PyTorch twin (bench/torch_gpt.py: nanoGPT's
+# model.py on Debian's python3-torch 1.13), on the same weights and the same batches.
+# Skipped when /usr/bin/python3 cannot import torch.
+#  - examples/gpt trains a tiny GPT (2 blocks, embd 32, context 32) for 30 steps on 2
+#    ranks and exports it; tests/gpt_logits loads that file, draws one batch and writes
+#    its logits (1 rank, and 2 ranks with 5 sequences: 3 + 2 rows); the PyTorch module
+#    loads the same file with load_state_dict(strict=True) (nanoGPT's names, lm_head
+#    tied to wte), checks the ids are the batch its own copy of sf_text_batch draws, and
+#    its logits agree: max |torch - shardflow| / max |logit| <= 1e-4;
+#  - the same with an untied head (the export then has lm_head.weight);
+#  - the token embedding (and tied head) scaled by 1.001 on the PyTorch side fails the
+#    comparison (it can fail);
+#  - training: PyTorch from examples/gpt's initial weights (--export-init), on the same
+#    batches with the same AdamW and schedule: its per-step losses against shardflow's
+#    (--loss-log), relative 1e-4 for the first 10 steps and 2 % at step 30.
+. "$(dirname "$0")/lib.sh"
+GPT="$top_builddir/examples/gpt"
+LOGITS="$top_builddir/tests/gpt_logits"
+require_progs "$GPT" "$LOGITS"
+PY=/usr/bin/python3
+TWIN="$top_srcdir/bench/torch_gpt.py"
+"$PY" -c 'import torch' >/dev/null 2>&1 ||
+	skip_all "$PY cannot import torch (apt-get install -y python3-torch)"
+
+limit=${SF_TEST_TIMEOUT:-300}
+text="$tmp/corpus.txt"
+cat "$top_srcdir/README.md" "$top_srcdir"/docs/*.md >"$text" || bail_out "cannot make the corpus"
+shape="--layers 2 --heads 2 --embd 32 --context 32"
+train="$shape --batch 8 --text $text --val-fraction 0.2 --warmup 5 --lr 0.004 --steps 30"
+quiet="--sample 0 --eval-every 1000 --progress-every 10"
+
+plan 8
+
+# gpt NP NAME ARGS...: examples/gpt on NP ranks, output in $tmp/NAME.out/.err
+gpt() {
+	_np=$1 _name=$2
+	shift 2
+	# shellcheck disable=SC2086
+	timeout -k 5 "$limit" sh "$RUN_MPI" "$_np" "$GPT" $train $quiet "$@" \
+		</dev/null >"$tmp/$_name.out" 2>"$tmp/$_name.err"
+	_st=$?
+	ok $_st "$_np rank(s): examples/gpt $* (exit $_st)" || diag_file "$tmp/$_name.err"
+}
+
+# logits NP NAME WEIGHTS BATCH [--untied] [PY-OPTIONS...]: tests/gpt_logits on NP ranks,
+# then the twin's comparison; returns the twin's status, its line in $tmp/NAME.cmp
+logits() {
+	_np=$1 _name=$2 _w=$3 _b=$4
+	shift 4
+	_untied=
+	[ "${1:-}" = --untied ] && { _untied=--untied; shift; }
+	# shellcheck disable=SC2086
+	timeout -k 5 "$limit" sh "$RUN_MPI" "$_np" "$LOGITS" $shape $_untied --batch "$_b" \
+		--index 7 --val-fraction 0.2 --text "$text" --init "$_w" --out "$tmp/$_name" \
+		</dev/null >"$tmp/$_name.lout" 2>&1 || { diag_file "$tmp/$_name.lout"; return 3; }
+	# shellcheck disable=SC2086
+	"$PY" "$TWIN" logits $shape $_untied --batch "$_b" --index 7 --val-fraction 0.2 \
+		--text "$text" --weights "$_w" --dumps "$tmp/$_name" "$@" >"$tmp/$_name.cmp" 2>&1
+}
+
+gpt 2 tied --export "$tmp/tied.st" --export-init "$tmp/w0.st" --loss-log "$tmp/sf.loss"
+for c in 1:4 2:5; do
+	np=${c%:*} b=${c#*:}
+	logits "$np" "t$np" "$tmp/tied.st" "$b"
+	ok $? "tied head, $np rank(s), $b sequences: PyTorch's logits = shardflow's ($(cat "$tmp/t$np.cmp"))"
+done
+logits 2 perturbed "$tmp/tied.st" 5 --perturb
+st=$?
+[ $st -eq 1 ]
+ok $? "PyTorch's wte scaled by 1.001 is caught (exit $st: $(cat "$tmp/perturbed.cmp"))"
+
+gpt 2 untied --untied --export "$tmp/untied.st"
+logits 2 u2 "$tmp/untied.st" 5 --untied
+ok $? "untied head, 2 ranks: PyTorch's logits = shardflow's ($(cat "$tmp/u2.cmp"))"
+"$PY" "$TWIN" logits $shape --batch 5 --index 7 --val-fraction 0.2 --text "$text" \
+	--weights "$tmp/untied.st" --dumps "$tmp/u2" >"$tmp/mix.cmp" 2>&1
+st=$?
+[ $st -eq 2 ] && grep -q 'lm_head.weight' "$tmp/mix.cmp"
+ok $? "an untied file loaded as tied is refused, naming lm_head.weight (exit $st)"
+
+# training side by side
+# shellcheck disable=SC2086
+"$PY" "$TWIN" train $shape --batch 8 --text "$text" --val-fraction 0.2 --warmup 5 \
+	--lr 0.004 --steps 30 --weights "$tmp/w0.st" --out-losses "$tmp/pt.loss" \
+	>"$tmp/pt.out" 2>&1 || diag_file "$tmp/pt.out"
+paste "$tmp/sf.loss" "$tmp/pt.loss" >"$tmp/both.loss"
+awk '{ d = $2 - $4; if (d < 0) d = -d; r = d / $4; if ($1 <= 10 && r > w10) w10 = r
+       if ($1 == 30) last = r; n++ }
+     END { printf "steps %d: first 10 max relative %.2e, step 30 %.2e\n", n, w10, last
+           exit !(n == 30 && w10 <= 1e-4 && last <= 0.02) }' "$tmp/both.loss" >"$tmp/curve.txt"
+st=$?
+ok $st "PyTorch trained from shardflow's initial weights on the same batches: losses agree ($(cat "$tmp/curve.txt"))" ||
+	diag_file "$tmp/both.loss"
+finish
