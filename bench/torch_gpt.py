@@ -30,11 +30,13 @@ decay on every parameter (shardflow has no per-tensor groups), beta2 0.99 and ep
                      [--ddp] [--out-losses FILE] [--time-from K]
       trains from W0 (shardflow's initial weights, examples/gpt --export-init) on the
       batches examples/gpt uses, printing "step s loss x" per step on rank 0 and, at the
-      end, one JSON line: tokens_per_s (over steps after --time-from), step_ms median,
-      ranks, threads. --ddp: DistributedDataParallel over gloo, launched by mpirun
+      end, one JSON line: tokens_per_s (the tokens of the steps after --time-from over
+      their summed time, rank 0's clock), step_ms_median, ranks, threads, final_loss.
+      --ddp: DistributedDataParallel over gloo, launched by mpirun
       (rank and size from OMPI_COMM_WORLD_*), each rank its rows of the global batch
       (sf_model_local_rows' split), the loss the mean over the global batch. One CPU
-      thread per process (torch.set_num_threads(1)): one core per rank, as shardflow.
+      thread per process (torch.set_num_threads(--threads), default 1): one core per
+      rank, as shardflow; --threads 2 lets a single process use both cores.
 
 Model options: --layers 4 --heads 4 --embd 128 --context 128 --vocab 256 [--untied].
 Training options (examples/gpt's defaults): --steps 2500 --batch 16 --lr 0.002
@@ -142,8 +144,10 @@ def build_model(layers, heads, embd, context, vocab, tied):
             super().__init__()
             self.c_attn = nn.Linear(embd, 3 * embd)
             self.c_proj = nn.Linear(embd, embd)
+            # a plain attribute, not a buffer: DDP broadcasts buffers at start, and gloo
+            # cannot broadcast bool tensors
             mask = torch.tril(torch.ones(context, context, dtype=torch.bool))
-            self.register_buffer("mask", mask.view(1, 1, context, context), persistent=False)
+            self.mask = mask.view(1, 1, context, context)
 
         def forward(self, x):
             B, T, C = x.shape
@@ -246,13 +250,15 @@ def parse_args(argv):
     tr.add_argument("--warmup", type=int, default=100)
     tr.add_argument("--weight-decay", type=float, default=0.01)
     tr.add_argument("--ddp", action="store_true")
+    tr.add_argument("--threads", type=int, default=1)
     tr.add_argument("--out-losses")
     tr.add_argument("--time-from", type=int, default=2)
     tr.add_argument("--master-addr")
     tr.add_argument("--master-port", type=int, default=0)
     tr.add_argument("--ifname")
     a = ap.parse_args(argv)
-    for name in ("layers", "heads", "embd", "context", "vocab", "batch"):
+    for name in ("layers", "heads", "embd", "context", "vocab", "batch") + (
+            ("threads", "steps") if a.cmd == "train" else ()):
         if getattr(a, name) < 1:
             ap.error("--%s %d is invalid: expected a positive integer" % (name, getattr(a, name)))
     if a.embd % a.heads:
@@ -339,9 +345,9 @@ def env_int(names, default):
 
 
 def cmd_train(a):
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    os.environ.setdefault("OMP_NUM_THREADS", str(a.threads))
     import torch
-    torch.set_num_threads(1)
+    torch.set_num_threads(a.threads)
     try:
         torch.set_num_interop_threads(1)
     except RuntimeError:
@@ -406,8 +412,9 @@ def cmd_train(a):
                               mode="ddp" if a.ddp else "single", ranks=world,
                               threads=torch.get_num_threads(), batch=a.batch, context=T,
                               steps=a.steps, timed_steps=len(timed),
-                              step_ms=round(med * 1e3, 3),
-                              tokens_per_s=round(a.batch * T / med, 1))), flush=True)
+                              step_ms_median=round(med * 1e3, 3),
+                              tokens_per_s=round(a.batch * T * len(timed) / sum(timed), 1),
+                              final_loss=losses[-1])), flush=True)
     if a.ddp:
         import torch.distributed as dist
         dist.destroy_process_group()

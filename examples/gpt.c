@@ -11,7 +11,7 @@
  * (seed, s) alone, so 1 and N ranks train on the same batches, each rank its rows.
  * Rank 0 prints (stable formats, parsed by tests/gpt.sh):
  *
- *   step <s>/<S> loss <mean since last line> lr <lr> tokens/s <x> eta <t>
+ *   step <s>/<S> loss <mean since last line> lr <lr> tokens/s <x> eta <t>  (and the last)
  *   step <s> val_loss <x> train_loss <mean since last evaluation> time <seconds>
  *   val_loss <x>                             (after the last step)
  *   then "sample <i>:" and the generated text of each sample
@@ -520,7 +520,8 @@ static int64_t last_step(const struct options *o)
 
 static void print_progress(const struct run *r, struct meter *mt, float lr)
 {
-	if (r->step % r->o.progress_every != 0 || r->rank != 0 || !mt->since_n)
+	if ((r->step % r->o.progress_every != 0 && r->step != last_step(&r->o)) || r->rank != 0 ||
+	    !mt->since_n)
 		return;
 	double el = cli_now() - mt->t_start;
 	double rate = (double)mt->done_here * r->o.batch * r->T / el;

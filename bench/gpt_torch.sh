@@ -1,0 +1,291 @@
+#!/bin/bash
+# gpt_torch.sh — shardflow's GPT against the same GPT in PyTorch (bench/torch_gpt.py,
+# Debian's python3-torch 1.13), side by side in one run, as markdown tables.
+#
+#   bench/gpt_torch.sh [--cluster] [--rate R] [--runs N] [--steps N]
+#                      [--curve-steps N] [--no-curve] [--out DIR] [--build DIR]
+#
+# (a) Loss curves: examples/gpt (2 ranks, this machine) trains the default GPT
+#     (842 496 parameters, 4 blocks, embd 128, context 128, batch 16, Jane Austen)
+#     for --curve-steps steps from its initial weights, which it exports
+#     (--export-init); PyTorch (one process) starts from that file and trains on the
+#     same batches (torch_gpt.py draws them as sf_text_batch does) with the same AdamW
+#     and schedule. Both per-step losses are printed at a few steps, with the largest
+#     relative difference over the first 10 steps, at the last step and of the mean of
+#     the last 50 steps. --curve-steps defaults to 300 (the full job is 2500).
+# (b) Throughput, tokens per second of training (forward, backward, optimizer; the
+#     steps after a warm-up of 3): shardflow on 2 ranks at SHARDFLOW_PREFETCH_DEPTH 0,
+#     1, 2 (the default) and 3, and compute only (SHARDFLOW_SKIP=comm, depth 2);
+#     PyTorch in one process with 1 thread and with 2 threads, and PyTorch DDP (gloo)
+#     on 2 processes of 1 thread. Runs are interleaved (round r runs each
+#     configuration once) and each figure is the median of --runs rounds (default 5)
+#     with min and max, --steps steps per run (default 23).
+# (c) Compute efficiency: the compute-only run's FLOP rate per rank, with nanoGPT's
+#     FLOPs per token 6 N + 12 L H Q T (N the parameters less wpe, L layers, H heads,
+#     Q head size, T context), against single-thread OpenBLAS sgemm on the shapes of a
+#     block's MLP (bench/sgemm_rate --widths C,4C,C on a rank's B T rows), measured in
+#     the same rounds.
+#
+#   --cluster   shardflow and DDP run on the emulated 2-node cluster (scripts/cluster.sh,
+#               root; one rank per node, links of --rate, default 1gbit), brought up and
+#               taken down here; the single-process PyTorch rows and the curves stay
+#               local
+#   --out DIR   tables.md, raw.tsv, the curves (curve.tsv) and the logs
+#               (default gpt-bench-local or gpt-bench-cluster)
+#   --build DIR a configured and built shardflow tree (default: this checkout)
+set -u
+
+prog=gpt_torch.sh
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/.." && pwd)
+PY=/usr/bin/python3
+TWIN=$here/torch_gpt.py
+TEXT=${SF_GPT_TEXT:-/opt/shardflow-data/austen.txt}
+CLUSTER_MASTER=10.213.0.1
+WARMUP=3
+
+cluster=0
+rate=1gbit
+runs=5
+steps=23
+curve_steps=300
+curve=1
+out=
+build=$top
+
+usage() {
+	sed -n '2,36p' "$0" | sed 's/^# \{0,1\}//'
+	exit "${1:-2}"
+}
+die() {
+	echo "$prog: error: $*" >&2
+	exit 1
+}
+posint() {
+	case $2 in '' | *[!0-9]* | 0*) echo "$prog: $1 \"$2\" is invalid: expected a positive integer" >&2; usage 2 ;; esac
+}
+while [ $# -gt 0 ]; do
+	case $1 in
+	--cluster) cluster=1; shift ;;
+	--rate) [ $# -ge 2 ] || usage; rate=$2; shift 2 ;;
+	--runs) [ $# -ge 2 ] || usage; posint "$1" "$2"; runs=$2; shift 2 ;;
+	--steps) [ $# -ge 2 ] || usage; posint "$1" "$2"; steps=$2; shift 2 ;;
+	--curve-steps) [ $# -ge 2 ] || usage; posint "$1" "$2"; curve_steps=$2; shift 2 ;;
+	--no-curve) curve=0; shift ;;
+	--out) [ $# -ge 2 ] || usage; out=$2; shift 2 ;;
+	--build) [ $# -ge 2 ] || usage; build=$(cd "$2" && pwd) || die "--build $2: no such directory"; shift 2 ;;
+	-h | --help) usage 0 ;;
+	*) echo "$prog: unknown option \"$1\"" >&2; usage 2 ;;
+	esac
+done
+[ "$steps" -gt "$WARMUP" ] || die "--steps must be more than the $WARMUP warm-up steps"
+[ "$runs" -ge 5 ] || echo "$prog: warning: --runs $runs < 5: medians of few runs are noisy" >&2
+[ -n "$out" ] || { if [ $cluster -eq 1 ]; then out=gpt-bench-cluster; else out=gpt-bench-local; fi; }
+mkdir -p "$out/logs" || die "cannot create $out"
+out=$(cd "$out" && pwd)
+logs=$out/logs
+
+GPT=$build/examples/gpt
+[ -x "$GPT" ] || die "$GPT not found: build shardflow first (./autogen.sh && ./configure && make)"
+[ -f "$build/Makefile" ] || die "$build/Makefile not found: --build must be a configured tree"
+[ -f "$TEXT" ] || die "$TEXT not found: scripts/install-deps.sh makes it (or set SF_GPT_TEXT)"
+"$PY" -c 'import torch, torch.distributed as d; assert d.is_gloo_available()' 2>/dev/null ||
+	die "$PY cannot import torch with gloo (apt-get install -y python3-torch)"
+mkvar() { sed -n "s/^$1 = //p" "$build/Makefile" | head -1; }
+CC=$(mkvar CC)
+BLAS_CFLAGS=$(mkvar BLAS_CFLAGS)
+BLAS_LIBS=$(mkvar BLAS_LIBS)
+RUNMPI=$top/tests/run-mpi.sh
+CLUSTER=$top/scripts/cluster.sh
+mkdir -p "$out/bin"
+# shellcheck disable=SC2086
+"${CC:-cc}" -O2 -o "$out/bin/sgemm_rate" "$here/sgemm_rate.c" $BLAS_CFLAGS $BLAS_LIBS ||
+	die "cannot build bench/sgemm_rate.c"
+
+# the default model of examples/gpt (its --help is the reference)
+L=4 H=4 C=128 T=128 B=16 V=256
+export SF_TEST_TIMEOUT=600
+export SF_TEST_STARPU_HOME=$out/starpu-home
+
+cleanup() {
+	[ $cluster -eq 1 ] && { "$CLUSTER" down >/dev/null 2>&1 || echo "$prog: warning: scripts/cluster.sh down failed" >&2; }
+	return 0
+}
+if [ $cluster -eq 1 ]; then
+	[ "$(id -u)" -eq 0 ] || die "--cluster needs root (network namespaces)"
+	"$CLUSTER" down >/dev/null 2>&1
+	trap cleanup EXIT
+	trap 'exit 130' INT
+	trap 'exit 143' TERM
+	"$CLUSTER" up --nodes 2 --rate "$rate" >"$out/cluster-up.log" 2>&1 ||
+		die "scripts/cluster.sh up failed: $(tail -3 "$out/cluster-up.log")"
+	where="shardflow and DDP on the emulated cluster: 2 nodes, $rate links (tbf: rate only), one rank per node"
+else
+	where="this machine (2 cores, shared memory)"
+fi
+
+RAW=$out/raw.tsv
+printf 'what\tconfig\trun\ttokens_per_s\textra\n' >"$RAW"
+
+# sf_run NAME LOG ENV...: examples/gpt on 2 ranks for --steps steps
+sf_run() {
+	local name=$1 log=$2
+	shift 2
+	(
+		for a in "$@"; do export "${a?}"; done
+		args=(--steps "$steps" --progress-every "$WARMUP" --eval-every 100000 --sample 0 --text "$TEXT")
+		if [ $cluster -eq 1 ]; then
+			"$CLUSTER" run -np 2 --timeout 600 "$GPT" "${args[@]}"
+		else
+			"$RUNMPI" 2 "$GPT" "${args[@]}"
+		fi
+	) >"$log" 2>&1
+	# rank 0's progress lines give the mean rate since the start at steps WARMUP and
+	# steps: the tokens of the steps in between over their time
+	awk -v w=$WARMUP -v n="$steps" -v tok=$((B * T)) -v name="$name" -v r="$r" '
+		$1 == "step" && $2 == w "/" n { rw = $8 }
+		$1 == "step" && $2 == n "/" n { rn = $8 }
+		END { if (rw > 0 && rn > 0) { t = n * tok / rn - w * tok / rw
+		                              printf "sf\t%s\t%s\t%.1f\t\n", name, r, (n - w) * tok / t }
+		      else printf "sf\t%s\t%s\tNA\t\n", name, r }' "$log" >>"$RAW"
+	grep -q "NA" <(tail -1 "$RAW") && echo "$prog: warning: shardflow $name failed, see $log" >&2
+	return 0
+}
+
+# torch_run NAME LOG MODE THREADS: bench/torch_gpt.py train from $W0
+torch_run() {
+	local name=$1 log=$2 mode=$3 threads=$4 targs
+	targs=(train --text "$TEXT" --weights "$W0" --steps "$steps" --time-from "$WARMUP" --threads "$threads")
+	if [ "$mode" = ddp ]; then
+		if [ $cluster -eq 1 ]; then
+			"$CLUSTER" run -np 2 --timeout 600 -x OMP_NUM_THREADS=1 -- "$PY" "$TWIN" "${targs[@]}" \
+				--ddp --master-addr "$CLUSTER_MASTER" --ifname sf0 >"$log" 2>&1
+		else
+			local root=()
+			[ "$(id -u)" -eq 0 ] && root=(--allow-run-as-root)
+			timeout -k 10 600 mpirun "${root[@]}" -np 2 --bind-to core -x OMP_NUM_THREADS=1 \
+				"$PY" "$TWIN" "${targs[@]}" --ddp --master-addr 127.0.0.1 --ifname lo \
+				</dev/null >"$log" 2>&1
+		fi
+	else
+		OMP_NUM_THREADS=$threads timeout -k 10 600 "$PY" "$TWIN" "${targs[@]}" </dev/null >"$log" 2>&1
+	fi
+	local v
+	v=$(grep '^{' "$log" | tail -1 | "$PY" -c 'import json,sys; print(json.loads(sys.stdin.read())["tokens_per_s"])' 2>/dev/null)
+	[ -n "$v" ] || { v=NA; echo "$prog: warning: PyTorch $name failed, see $log" >&2; }
+	printf 'torch\t%s\t%s\t%s\t\n' "$name" "$r" "$v" >>"$RAW"
+}
+
+echo "$prog: $where; $runs rounds of $steps steps (warm-up $WARMUP); curves: $curve_steps steps" >&2
+t_start=$(date +%s)
+
+# ---- initial weights, and StarPU's calibration (not measured) ------------------------
+W0=$out/w0.safetensors
+r=0
+"$RUNMPI" 2 "$GPT" --steps 2 --sample 0 --eval-every 100000 --text "$TEXT" --export-init "$W0" \
+	>"$logs/init.log" 2>&1 || die "examples/gpt failed, see $logs/init.log"
+params=$(sed -n 's/^gpt: 2 rank(s), \([0-9]*\) parameters.*/\1/p' "$logs/init.log")
+[ -n "$params" ] || die "cannot read the parameter count from $logs/init.log"
+[ $cluster -eq 1 ] && sf_run warmup "$logs/warmup-cluster.log"
+
+# ---- (a) the loss curves ---------------------------------------------------------------
+if [ $curve -eq 1 ]; then
+	echo "$prog: (a) loss curves, $curve_steps steps ($(($(date +%s) - t_start)) s)" >&2
+	"$RUNMPI" 2 "$GPT" --steps "$curve_steps" --sample 0 --eval-every 100000 --text "$TEXT" \
+		--progress-every 100 --init "$W0" --loss-log "$out/sf.loss" >"$logs/curve-sf.log" 2>&1 ||
+		die "examples/gpt (curve) failed, see $logs/curve-sf.log"
+	OMP_NUM_THREADS=1 "$PY" "$TWIN" train --text "$TEXT" --weights "$W0" --steps "$curve_steps" \
+		--out-losses "$out/pt.loss" >"$logs/curve-torch.log" 2>&1 ||
+		die "PyTorch (curve) failed, see $logs/curve-torch.log"
+	paste "$out/sf.loss" "$out/pt.loss" | awk '{ print $1 "\t" $2 "\t" $4 }' >"$out/curve.tsv"
+fi
+
+# ---- (b), (c): the measured rounds -----------------------------------------------------
+for r in $(seq 1 "$runs"); do
+	echo "$prog: round $r/$runs ($(($(date +%s) - t_start)) s)" >&2
+	for d in 0 1 2 3; do
+		sf_run "depth $d" "$logs/sf-d$d.run$r.log" SHARDFLOW_PREFETCH_DEPTH=$d
+	done
+	sf_run "compute only" "$logs/sf-compute.run$r.log" SHARDFLOW_SKIP=comm
+	torch_run "single process, 1 thread" "$logs/torch-1t.run$r.log" single 1
+	torch_run "single process, 2 threads" "$logs/torch-2t.run$r.log" single 2
+	torch_run "DDP (gloo), 2 processes" "$logs/torch-ddp.run$r.log" ddp 1
+	OPENBLAS_NUM_THREADS=1 "$out/bin/sgemm_rate" --widths "$C,$((4 * C)),$C" --rows $((B / 2 * T)) --reps 20 |
+		awk -v r="$r" '{ printf "sgemm\tmlp\t%s\t%s\t\n", r, $2 }' >>"$RAW"
+done
+secs=$(($(date +%s) - t_start))
+
+# ---- tables ------------------------------------------------------------------------------
+"$PY" - "$RAW" "$out" "$where" "$runs" "$steps" "$WARMUP" "$secs" "$params" "$L" "$H" "$C" "$T" "$B" \
+	"$curve" "$curve_steps" <<'PY' | tee "$out/tables.md"
+import statistics, sys
+raw, out, where, runs, steps, warm, secs, params, L, H, C, T, B, curve, csteps = sys.argv[1:]
+params, L, H, C, T, B = int(params), int(L), int(H), int(C), int(T), int(B)
+vals = {}
+for line in open(raw).read().splitlines()[1:]:
+    what, cfg, r, v, _ = (line.split("\t") + [""] * 5)[:5]
+    if v != "NA":
+        vals.setdefault((what, cfg), []).append(float(v))
+def med(k):
+    v = vals.get(k)
+    return statistics.median(v) if v else None
+def cell(k, fmt="%.0f"):
+    v = vals.get(k)
+    if not v:
+        return "failed"
+    return (fmt + " (" + fmt + "–" + fmt + ")") % (statistics.median(v), min(v), max(v))
+
+print("## GPT: shardflow vs PyTorch\n")
+print("%s; StarPU and PyTorch 1.13 (Debian); %s rounds of %s steps (warm-up %s), "
+      "medians (min–max); %s s in all.\n" % (where, runs, steps, warm, secs))
+print("Model: examples/gpt's default, %d parameters, %d layers, %d heads, embd %d, "
+      "context %d, batch %d sequences (%d tokens a step), Jane Austen.\n"
+      % (params, L, H, C, T, B, B * T))
+if curve == "1":
+    rows = [l.split("\t") for l in open(out + "/curve.tsv").read().splitlines()]
+    rows = [(int(a), float(b), float(c)) for a, b, c in rows]
+    rel = lambda a, b: abs(a - b) / abs(b)
+    first = max(rel(s, p) for _, s, p in rows[:10])
+    last = rel(rows[-1][1], rows[-1][2])
+    tail = rows[-50:]
+    ms, mp = sum(s for _, s, _ in tail) / len(tail), sum(p for _, _, p in tail) / len(tail)
+    print("### (a) Loss curves, %s steps from the same initial weights and batches\n" % csteps)
+    print("| step | shardflow (2 ranks) | PyTorch (1 process) | relative difference |")
+    print("| --- | --- | --- | --- |")
+    marks = [1, 2, 3, 5, 10, 25, 50, 100, 250, 500, 1000, 1500, 2000, 2500]
+    for st, s, p in rows:
+        if st in marks or st == rows[-1][0]:
+            print("| %d | %.6f | %.6f | %.2e |" % (st, s, p, rel(s, p)))
+    print("\nLargest relative difference over the first 10 steps %.2e; at step %d %.2e; "
+          "mean of the last %d steps %.6f vs %.6f, %.2e.\n"
+          % (first, rows[-1][0], last, len(tail), ms, mp, rel(ms, mp)))
+print("### (b) Training throughput, tokens/s\n")
+print("| configuration | tokens/s | vs PyTorch 1 process | vs PyTorch DDP |")
+print("| --- | --- | --- | --- |")
+t1 = med(("torch", "single process, 1 thread"))
+tddp = med(("torch", "DDP (gloo), 2 processes"))
+def ratio(a, b):
+    return "%.2fx" % (a / b) if a and b else "–"
+for name in ["depth 0", "depth 1", "depth 2", "depth 3", "compute only"]:
+    k = ("sf", name)
+    label = "shardflow, 2 ranks, " + (name if name != "compute only" else
+                                     "compute only (SHARDFLOW_SKIP=comm)")
+    print("| %s | %s | %s | %s |" % (label, cell(k), ratio(med(k), t1), ratio(med(k), tddp)))
+for name in ["single process, 1 thread", "single process, 2 threads", "DDP (gloo), 2 processes"]:
+    k = ("torch", name)
+    print("| PyTorch, %s | %s | %s | %s |" % (name, cell(k), ratio(med(k), t1), ratio(med(k), tddp)))
+npar = params - T * C  # nanoGPT's count leaves the position embedding out
+fpt = 6 * npar + 12 * L * H * (C // H) * T
+comp = med(("sf", "compute only"))
+sg = med(("sgemm", "mlp"))
+print("\n### (c) Compute efficiency\n")
+print("FLOPs per token (nanoGPT's 6 N + 12 L H Q T, N = %d): %.2f M." % (npar, fpt / 1e6))
+if comp and sg:
+    rate = comp / 2 * fpt / 1e9
+    print("shardflow compute only: %.1f GFLOP/s per rank; single-thread sgemm on a block's "
+          "MLP shapes (%dx%d, %d rows): %.1f GFLOP/s (%s); ratio %.2f."
+          % (rate, C, 4 * C, B // 2 * T, sg, cell(("sgemm", "mlp"), "%.1f"), rate / sg))
+    if t1:
+        print("PyTorch 1 process, 1 thread: %.1f GFLOP/s (the whole step: forward, backward, "
+              "AdamW), ratio to sgemm %.2f." % (t1 * fpt / 1e9, t1 * fpt / 1e9 / sg))
+PY
