@@ -633,6 +633,42 @@ static void test_gelu_values(void)
 	}
 	ok(max_abs <= 1e-6, "gelu fwd vs double formula on [-5, 5] (max abs %.2e, tol 1e-06)",
 	   max_abs);
+
+	/* Forward and derivative on [-12, 12] (both tails of the logistic, every lane
+	 * and tail length of the 4-wide code: n = 4001, then n = 1..7) against double:
+	 * |error| / max(|want|, 1). */
+	enum { N = 4001 };
+	static float xs[N], ys[N], ones[N], ds[N];
+	double ey = 0.0, ed = 0.0;
+	for (int i = 0; i < N; i++)
+		xs[i] = -12.0f + 24.0f * (float)i / (float)(N - 1), ones[i] = 1.0f;
+	for (int n = 1; n <= 8; n++) {
+		int m = n == 8 ? N : n, off = n == 8 ? 0 : 1000 + 137 * n;
+		_sf_gelu_fwd((size_t)m, xs + off, ys);
+		_sf_gelu_bwd((size_t)m, xs + off, ones, ds, 0);
+		for (int i = 0; i < m; i++) {
+			double v = xs[off + i], k = sqrt(2.0 / M_PI);
+			double t = tanh(k * (v + 0.044715 * v * v * v));
+			double r = 0.5 * v * (1.0 + t);
+			double d = 0.5 * (1.0 + t) + 0.5 * v * (1.0 - t * t) * k * (1.0 + 3 * 0.044715 * v * v);
+			ey = fmax(ey, fabs(r - ys[i]) / fmax(fabs(r), 1.0));
+			ed = fmax(ed, fabs(d - ds[i]) / fmax(fabs(d), 1.0));
+		}
+	}
+	ok(ey <= 1e-6 && ed <= 1e-6,
+	   "gelu fwd and derivative vs double on [-12, 12], n = 1..7 and 4001 (max %.2e and "
+	   "%.2e, tol 1e-06)",
+	   ey, ed);
+	float nan_in[5] = {NAN, -100.0f, 100.0f, 0.0f, -0.0f}, out[5], dout[5];
+	float one5[5] = {1, 1, 1, 1, 1};
+	_sf_gelu_fwd(5, nan_in, out);
+	_sf_gelu_bwd(5, nan_in, one5, dout, 0);
+	ok(isnan(out[0]) && isnan(dout[0]) && fabsf(out[1]) < 1e-30f && out[2] == 100.0f &&
+	       out[3] == 0.0f && fabsf(dout[1]) < 1e-30f && dout[2] == 1.0f && dout[3] == 0.5f,
+	   "gelu: NaN stays NaN; gelu(-100) = 0, gelu(100) = 100, gelu(0) = 0; derivatives 0, "
+	   "1, 0.5 (%g %g %g %g; %g %g %g %g)",
+	   (double)out[0], (double)out[1], (double)out[2], (double)out[3], (double)dout[0],
+	   (double)dout[1], (double)dout[2], (double)dout[3]);
 }
 
 struct add_ctx {
