@@ -283,8 +283,8 @@ print("FLOPs per token (nanoGPT's 6 N + 12 L H Q T, N = %d): %.2f M." % (npar, f
 if comp and sg:
     rate = comp / 2 * fpt / 1e9
     print("shardflow compute only: %.1f GFLOP/s per rank; single-thread sgemm on a block's "
-          "MLP shapes (%dx%d, %d rows): %.1f GFLOP/s (%s); ratio %.2f."
-          % (rate, C, 4 * C, B // 2 * T, sg, cell(("sgemm", "mlp"), "%.1f"), rate / sg))
+          "MLP shapes (%dx%d, %d rows): %s GFLOP/s; ratio %.2f."
+          % (rate, C, 4 * C, B // 2 * T, cell(("sgemm", "mlp"), "%.1f"), rate / sg))
     if t1:
         print("PyTorch 1 process, 1 thread: %.1f GFLOP/s (the whole step: forward, backward, "
               "AdamW), ratio to sgemm %.2f." % (t1 * fpt / 1e9, t1 * fpt / 1e9 / sg))
