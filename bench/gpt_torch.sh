@@ -12,7 +12,7 @@
 #     same batches (torch_gpt.py draws them as sf_text_batch does) with the same AdamW
 #     and schedule. Both per-step losses are printed at a few steps, with the largest
 #     relative difference over the first 10 steps, at the last step and of the mean of
-#     the last 50 steps. --curve-steps defaults to 300 (the full job is 2500).
+#     the last 50 steps. --curve-steps defaults to 300 (the full job is 4000).
 # (b) Throughput, tokens per second of training (forward, backward, optimizer; the
 #     steps after a warm-up of 3): shardflow on 2 ranks at SHARDFLOW_PREFETCH_DEPTH 0,
 #     1, 2 (the default) and 3, and compute only (SHARDFLOW_SKIP=comm, depth 2);

@@ -39,7 +39,7 @@ decay on every parameter (shardflow has no per-tensor groups), beta2 0.99 and ep
       rank, as shardflow; --threads 2 lets a single process use both cores.
 
 Model options: --layers 4 --heads 4 --embd 128 --context 128 --vocab 256 [--untied].
-Training options (examples/gpt's defaults): --steps 2500 --batch 16 --lr 0.002
+Training options (examples/gpt's defaults): --steps 4000 --batch 16 --lr 0.002
 --min-lr (lr/10) --warmup 100 --weight-decay 0.01 --seed 1 --val-fraction 0.1.
 """
 import argparse
@@ -244,7 +244,7 @@ def parse_args(argv):
     tr = sub.add_parser("train", help="train from shardflow's initial weights")
     add_model_args(tr)
     tr.add_argument("--weights", required=True)
-    tr.add_argument("--steps", type=int, default=2500)
+    tr.add_argument("--steps", type=int, default=4000)
     tr.add_argument("--lr", type=float, default=2e-3)
     tr.add_argument("--min-lr", type=float, default=-1.0)
     tr.add_argument("--warmup", type=int, default=100)

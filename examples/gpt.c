@@ -61,7 +61,7 @@ static void usage(FILE *f)
 	        "training:\n"
 	        "  --batch B             global sequences per step, split over the ranks\n"
 	        "                        (default 16)\n"
-	        "  --steps N             optimizer steps (default 2500)\n"
+	        "  --steps N             optimizer steps (default 4000)\n"
 	        "  --lr X                peak learning rate (default 0.002)\n"
 	        "  --min-lr X            final learning rate of the cosine (default lr / 10)\n"
 	        "  --warmup N            linear warmup steps (default 100)\n"
@@ -253,7 +253,7 @@ static int parse(int argc, char **argv, struct options *o)
 	                      .weight_decay = 0.01f,
 	                      .temperature = 0.8f,
 	                      .val_fraction = 0.1f,
-	                      .steps = 2500,
+	                      .steps = 4000,
 	                      .warmup = 100,
 	                      .eval_every = 250,
 	                      .progress_every = 25,
