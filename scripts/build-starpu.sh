@@ -1,11 +1,17 @@
 #!/bin/sh
 # build-starpu.sh — builds StarPU 1.3.10 from Debian's own source package into a
 # prefix of your choice, with what Debian's binary package lacks: FxT traces (on by
-# default), more than 4 CPU workers, and optionally blocking drivers (idle workers
-# sleep instead of spinning).
+# default), more than 4 CPU workers, optionally blocking drivers (idle workers
+# sleep instead of spinning) and optionally CUDA.
 #
 #   scripts/build-starpu.sh [--prefix DIR] [--no-fxt] [--enable-blocking-drivers]
-#                           [--maxcpus N] [--jobs N] [--workdir DIR]
+#                           [--with-cuda[=DIR]] [--maxcpus N] [--jobs N]
+#                           [--workdir DIR]
+#
+# --with-cuda builds the CUDA driver against the toolkit in DIR (default
+# /usr/local/cuda), up to 16 devices, with scripts/patches/starpu-1.3.10-cuda13.patch
+# applied (StarPU 1.3.10 predates CUDA 13). Its default prefix is
+# /opt/starpu-1.3.10-cuda. Without a GPU that StarPU starts with CPU workers only.
 #
 # Then build shardflow against it:  ./configure --with-starpu=DIR
 # (the library and programs get an rpath to DIR/lib; no LD_LIBRARY_PATH needed).
@@ -13,19 +19,19 @@
 # Idempotent: the prefix records the options it was built with
 # (DIR/share/shardflow-starpu.stamp); a second run with the same options does
 # nothing. Needs root (or sudo) once, to add a deb-src entry and the build
-# dependencies. The option list is kept in one place (configure_options) so that a
-# CUDA build (--with-cuda, with our two CUDA 13 patches) can be added there.
+# dependencies.
 set -eu
 
-prefix=/opt/starpu-1.3.10
+prefix=
 fxt=yes
+cuda=
 blocking=no
 maxcpus=64
 jobs=$(nproc 2>/dev/null || echo 2)
 workdir=${TMPDIR:-/tmp}/shardflow-starpu-build
 
 usage() {
-	sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'
+	sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'
 	exit "${1:-2}"
 }
 
@@ -39,18 +45,32 @@ while [ $# -gt 0 ]; do
 	--maxcpus) [ $# -ge 2 ] || usage; maxcpus=$2; shift 2 ;;
 	--jobs) [ $# -ge 2 ] || usage; jobs=$2; shift 2 ;;
 	--workdir) [ $# -ge 2 ] || usage; workdir=$2; shift 2 ;;
-	--with-cuda) echo "build-starpu.sh: --with-cuda is not available yet (the GPU issue adds it)" >&2; exit 2 ;;
+	--with-cuda) cuda=/usr/local/cuda; shift ;;
+	--with-cuda=*) cuda=${1#*=}; shift ;;
 	-h | --help) usage 0 ;;
 	*) echo "build-starpu.sh: unknown option \"$1\"" >&2; usage ;;
 	esac
 done
 case $maxcpus in '' | *[!0-9]*) echo "build-starpu.sh: --maxcpus \"$maxcpus\" is not a number" >&2; exit 2 ;; esac
 case $jobs in '' | *[!0-9]* | 0) echo "build-starpu.sh: --jobs \"$jobs\" is not a positive number" >&2; exit 2 ;; esac
+if [ -n "$cuda" ]; then
+	case $cuda in /*) ;; *) cuda=$(pwd)/$cuda ;; esac
+	for f in bin/nvcc include/cuda_runtime_api.h include/cublas_v2.h; do
+		[ -e "$cuda/$f" ] || { echo "build-starpu.sh: --with-cuda=$cuda: no $cuda/$f (a CUDA toolkit is needed)" >&2; exit 2; }
+	done
+fi
+[ -n "$prefix" ] || { if [ -n "$cuda" ]; then prefix=/opt/starpu-1.3.10-cuda; else prefix=/opt/starpu-1.3.10; fi; }
 case $prefix in /*) ;; *) prefix=$(pwd)/$prefix ;; esac
+patchfile=$(cd "$(dirname "$0")" && pwd)/patches/starpu-1.3.10-cuda13.patch
 
 configure_options() {
 	echo "--prefix=$prefix --enable-maxcpus=$maxcpus --disable-starpufft --disable-build-doc"
-	echo "--disable-build-examples --disable-build-tests --disable-opencl --disable-cuda"
+	echo "--disable-build-examples --disable-build-tests --disable-opencl"
+	if [ -n "$cuda" ]; then
+		echo "--enable-cuda --with-cuda-dir=$cuda --enable-maxcudadev=16"
+	else
+		echo "--disable-cuda"
+	fi
 	echo "--disable-mpi-master-slave --disable-socl --disable-starpupy"
 	[ "$fxt" = yes ] && echo "--with-fxt"
 	[ "$blocking" = yes ] && echo "--enable-blocking-drivers"
@@ -99,23 +119,41 @@ if [ ! -d starpu-src ]; then
 fi
 version=$(sed -n 's/^Version: //p' dl/starpu_*.dsc 2>/dev/null | head -1)
 say "Debian source package starpu ${version:-?} in $workdir/starpu-src"
+src=starpu-src build=build
+if [ -n "$cuda" ]; then
+	# the CUDA build patches a copy, so that both builds can share the work directory
+	src=starpu-src-cuda build=build-cuda
+	if [ ! -f "$src/.shardflow-cuda13-patched" ]; then
+		rm -rf "$src" && cp -a starpu-src "$src"
+		say "applying $patchfile"
+		(cd "$src" && patch -p1 --quiet <"$patchfile") || { say "the CUDA 13 patch does not apply to $workdir/$src"; exit 1; }
+		touch "$src/.shardflow-cuda13-patched"
+	fi
+fi
 
 # 4. configure, build, install
-rm -rf build && mkdir build && cd build
+start=$(date +%s)
+rm -rf "$build" && mkdir "$build" && cd "$build"
 say "configure $opts"
 # shellcheck disable=SC2086
-../starpu-src/configure $opts >configure.log 2>&1 || { tail -30 configure.log; say "configure failed (log: $workdir/build/configure.log)"; exit 1; }
+PATH=${cuda:+$cuda/bin:}$PATH ../$src/configure $opts >configure.log 2>&1 || { tail -30 configure.log; say "configure failed (log: $workdir/$build/configure.log)"; exit 1; }
 if [ "$fxt" = yes ] && ! grep -q "define STARPU_USE_FXT 1" src/common/config.h 2>/dev/null && ! grep -q "define STARPU_USE_FXT 1" include/starpu_config.h 2>/dev/null; then
 	say "configure did not enable FxT (is libfxt-dev installed?)"
 	exit 1
 fi
-say "make -j$jobs (a few minutes)"
-make -j"$jobs" >make.log 2>&1 || { tail -30 make.log; say "make failed (log: $workdir/build/make.log)"; exit 1; }
+if [ -n "$cuda" ] && ! grep -q "define STARPU_USE_CUDA 1" include/starpu_config.h 2>/dev/null; then
+	say "configure did not enable CUDA with $cuda (log: $workdir/$build/configure.log)"
+	exit 1
+fi
+say "make -j$jobs (a few minutes${cuda:+; about 8-9 with CUDA on 2 cores})"
+PATH=${cuda:+$cuda/bin:}$PATH make -j"$jobs" >make.log 2>&1 || { tail -30 make.log; say "make failed (log: $workdir/$build/make.log)"; exit 1; }
 say "installing into $prefix"
 $SUDO mkdir -p "$prefix"
 $SUDO make install >install.log 2>&1 || { tail -30 install.log; say "make install failed"; exit 1; }
 $SUDO mkdir -p "$prefix/share"
 echo "$opts" | $SUDO tee "$stamp" >/dev/null
+took=$(($(date +%s) - start))
+say "built and installed in $((took / 60)) min $((took % 60)) s"
 say "done: ./configure --with-starpu=$prefix"
 [ "$fxt" = yes ] && say "FxT tools: $prefix/bin/starpu_fxt_tool"
 exit 0
