@@ -2,7 +2,10 @@
  * add.c — the add layer type (residual connections): two inputs of the same width,
  * no parameters; the codelet bodies call layers/add_cpu.c.
  */
+#include "config.h"
+
 #include "layers/add.h"
+#include "layers/elementwise_cuda.h"
 #include "layers/elementwise.h"
 #include "layers/layer.h"
 
@@ -32,4 +35,8 @@ const struct sf_layer_type _sf_add_type = {
     .infer = _sf_same_width_infer,
     .forward_cpu = add_fwd_cpu,
     .backward_cpu = add_bwd_cpu,
+#ifdef SF_HAVE_CUDA
+    .forward_cuda = _sf_add_fwd_cuda,
+    .backward_cuda = _sf_add_bwd_cuda,
+#endif
 };

@@ -8,6 +8,10 @@
 
 #include "shardflow.h"
 
+#ifdef __cplusplus
+extern "C" { /* the *_cuda.cu launch wrappers */
+#endif
+
 int _sf_same_width_infer(const int *in_dims, int nin, const void *config, int *out_dim,
                          size_t *nparams);
 
@@ -15,5 +19,9 @@ static inline size_t _sf_nelem(const struct sf_layer_info *li)
 {
 	return (size_t)li->rows * (size_t)li->out_dim;
 }
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -14,12 +14,10 @@
  * float's rounding). Arguments are clamped to [-87, 88], where exp is a normal float;
  * beyond them GELU's s is 0 or 1 to float precision anyway. NaN stays NaN. */
 #include "layers/gelu.h"
+#include "layers/gelu_math.h" /* the constants, and the scalar form the GPU runs */
 
 #include <math.h>
 #include <string.h>
-
-#define SF_GELU_K 0.7978845608028654f /* sqrt(2/pi) */
-#define SF_GELU_C 0.044715f
 
 typedef float v4f __attribute__((vector_size(16)));
 typedef int v4i __attribute__((vector_size(16)));

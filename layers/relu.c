@@ -2,7 +2,10 @@
  * relu.c — the relu layer type: same width as its input, no parameters; the codelet
  * bodies unpack the buffers and call layers/relu_cpu.c.
  */
+#include "config.h"
+
 #include "layers/relu.h"
+#include "layers/elementwise_cuda.h"
 #include "layers/layer.h"
 #include "layers/elementwise.h"
 
@@ -27,4 +30,8 @@ const struct sf_layer_type _sf_relu_type = {
     .infer = _sf_same_width_infer,
     .forward_cpu = relu_fwd_cpu,
     .backward_cpu = relu_bwd_cpu,
+#ifdef SF_HAVE_CUDA
+    .forward_cuda = _sf_relu_fwd_cuda,
+    .backward_cuda = _sf_relu_bwd_cuda,
+#endif
 };

@@ -2,6 +2,8 @@
  * optim.c — the optimizer codelets: thin bodies that unpack the buffers and the
  * packed per-step arguments and call tasks/optim_cpu.c.
  */
+#include "config.h"
+
 #include "tasks/optim.h"
 #include "tasks/worker.h"
 
@@ -36,10 +38,19 @@ static struct starpu_perfmodel sgd_model = {.type = STARPU_HISTORY_BASED, .symbo
 static struct starpu_perfmodel adamw_model = {.type = STARPU_HISTORY_BASED,
                                               .symbol = "sf_adamw"};
 
+#ifdef SF_HAVE_CUDA
+#define SF_OPT_WHERE (STARPU_CPU | STARPU_CUDA)
+#define SF_OPT_CUDA(f) .cuda_funcs = {f}, .cuda_flags = {STARPU_CUDA_ASYNC},
+#else
+#define SF_OPT_WHERE STARPU_CPU
+#define SF_OPT_CUDA(f)
+#endif
+
 struct starpu_codelet _sf_cl_sgd = {
-    .where = STARPU_CPU,
+    .where = SF_OPT_WHERE,
     .cpu_funcs = {sgd_cpu},
     .cpu_funcs_name = {"sgd_cpu"},
+    SF_OPT_CUDA(_sf_sgd_cuda)
     .nbuffers = 3,
     .modes = {STARPU_RW, STARPU_R, STARPU_RW},
     .can_execute = _sf_compute_can_execute,
@@ -48,9 +59,10 @@ struct starpu_codelet _sf_cl_sgd = {
 };
 
 struct starpu_codelet _sf_cl_adamw = {
-    .where = STARPU_CPU,
+    .where = SF_OPT_WHERE,
     .cpu_funcs = {adamw_cpu},
     .cpu_funcs_name = {"adamw_cpu"},
+    SF_OPT_CUDA(_sf_adamw_cuda)
     .nbuffers = 4,
     .modes = {STARPU_RW, STARPU_R, STARPU_RW, STARPU_RW},
     .can_execute = _sf_compute_can_execute,
@@ -62,4 +74,8 @@ void _sf_optim_codelets_configure(bool skip)
 {
 	_sf_cl_sgd.cpu_funcs[0] = skip ? _sf_noop_kernel : sgd_cpu;
 	_sf_cl_adamw.cpu_funcs[0] = skip ? _sf_noop_kernel : adamw_cpu;
+#ifdef SF_HAVE_CUDA
+	_sf_cl_sgd.cuda_funcs[0] = skip ? _sf_noop_kernel : _sf_sgd_cuda;
+	_sf_cl_adamw.cuda_funcs[0] = skip ? _sf_noop_kernel : _sf_adamw_cuda;
+#endif
 }

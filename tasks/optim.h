@@ -17,6 +17,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" { /* tasks/optim_cuda.cu */
+#endif
+
 /* Per-step values travel packed in the task (STARPU_VALUE), so steps in flight never
  * share mutable arguments. */
 struct _sf_opt_args {
@@ -41,5 +45,17 @@ void _sf_sgd(size_t n, float *p, const float *g, float *buf, float lr, float mu,
  *   p -= lr (m / (1-b1^t)) / (sqrt(v / (1-b2^t)) + eps) */
 void _sf_adamw(size_t n, float *p, const float *g, float *m, float *v, float lr, float b1, float b2,
                float eps, float wd, int64_t t);
+/* AdamW's bias corrections c1 = 1 - b1^t, c2 = 1 - b2^t, in double, rounded to float */
+void _sf_adamw_corrections(float b1, float b2, int64_t t, float *c1, float *c2);
+
+#ifdef SF_HAVE_CUDA
+/* the CUDA bodies (tasks/optim_cuda.cu) */
+void _sf_sgd_cuda(void *buffers[], void *cl_arg);
+void _sf_adamw_cuda(void *buffers[], void *cl_arg);
+#endif
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -36,6 +36,7 @@
 #include "layers/attention.h"
 #include "layers/embedding.h"
 #include "layers/gelu.h"
+#include "layers/gelu_math.h"
 #include "layers/layernorm.h"
 #include "layers/linear.h"
 #include "layers/pos_embedding.h"
@@ -658,6 +659,21 @@ static void test_gelu_values(void)
 	ok(ey <= 1e-6 && ed <= 1e-6,
 	   "gelu fwd and derivative vs double on [-12, 12], n = 1..7 and 4001 (max %.2e and "
 	   "%.2e, tol 1e-06)",
+	   ey, ed);
+	/* the scalar form the CUDA kernels run (layers/gelu_math.h), same measure */
+	ey = ed = 0.0;
+	for (int i = 0; i < N; i++) {
+		double v = xs[i], k = sqrt(2.0 / M_PI);
+		double t = tanh(k * (v + 0.044715 * v * v * v));
+		double r = 0.5 * v * (1.0 + t);
+		double d = 0.5 * (1.0 + t) + 0.5 * v * (1.0 - t * t) * k * (1.0 + 3 * 0.044715 * v * v);
+		ey = fmax(ey, fabs(r - sf_gelu_f(xs[i])) / fmax(fabs(r), 1.0));
+		ed = fmax(ed, fabs(d - sf_gelu_d(xs[i], 1.0f)) / fmax(fabs(d), 1.0));
+	}
+	ok(ey <= 1e-6 && ed <= 1e-6 && isnan(sf_gelu_f(NAN)) && isnan(sf_gelu_d(NAN, 1.0f)) &&
+	       fabsf(sf_gelu_d(-100.0f, 1.0f)) < 1e-30f && sf_gelu_d(100.0f, 1.0f) == 1.0f,
+	   "gelu's scalar form (the GPU's, gelu_math.h) vs double on [-12, 12] (max %.2e and "
+	   "%.2e, tol 1e-06), NaN stays NaN, derivative 0 and 1 at -100 and 100",
 	   ey, ed);
 	float nan_in[5] = {NAN, -100.0f, 100.0f, 0.0f, -0.0f}, out[5], dout[5];
 	float one5[5] = {1, 1, 1, 1, 1};
