@@ -4,7 +4,10 @@
  * input of width 3C, output width C, no parameters, a saved buffer of B*NH*T*T floats
  * (the probabilities); the codelet bodies call layers/attention_cpu.c.
  */
+#include "config.h"
+
 #include "layers/attention.h"
+#include "layers/kernel_bodies.h"
 #include "layers/layer.h"
 
 #include <starpu.h>
@@ -79,6 +82,29 @@ static void attention_bwd_cpu(void *buffers[], void *cl_arg)
 	free(scratch);
 }
 
+#ifdef SF_HAVE_CUDA
+/* the same buffers; the whole T x T scores per head (the masked half is zeroed by the
+ * softmax rows), no row blocks: cuBLAS batches the heads */
+static void attention_fwd_cuda(void *buffers[], void *cl_arg)
+{
+	const struct sf_layer_info *li = cl_arg;
+	_sf_attention_fwd_cuda(li->samples, li->seq_len, li->out_dim, heads_of(li),
+	                       sf_kernel_input(buffers, li, 0), sf_kernel_output(buffers, li),
+	                       sf_kernel_saved(buffers, li));
+}
+
+static void attention_bwd_cuda(void *buffers[], void *cl_arg)
+{
+	const struct sf_layer_info *li = cl_arg;
+	float *dqkv = sf_kernel_dinput(buffers, li, 0);
+	if (!dqkv)
+		return;
+	_sf_attention_bwd_cuda(li->samples, li->seq_len, li->out_dim, heads_of(li),
+	                       sf_kernel_input(buffers, li, 0), sf_kernel_saved(buffers, li),
+	                       sf_kernel_doutput(buffers, li), dqkv, li->accumulate[0]);
+}
+#endif
+
 const struct sf_layer_type _sf_attention_type = {
     .api_version = SF_LAYER_API_VERSION,
     .name = "attention",
@@ -87,6 +113,8 @@ const struct sf_layer_type _sf_attention_type = {
     .infer = attention_infer,
     .forward_cpu = attention_fwd_cpu,
     .backward_cpu = attention_bwd_cpu,
+    .forward_cuda = SF_CUDA_BODY(attention_fwd_cuda),
+    .backward_cuda = SF_CUDA_BODY(attention_bwd_cuda),
     .flops = attention_flops,
     .saved_floats = attention_saved,
 };

@@ -24,6 +24,10 @@
 
 #include "shardflow.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Query rows per block in the codelets (see attention_cpu.c for the measurements). */
 #define SF_ATTENTION_ROW_BLOCK 64
 
@@ -38,5 +42,18 @@ void _sf_attention_bwd(int B, int T, int C, int NH, int rb, const float *qkv, co
                        const float *dy, float *dqkv, int acc, float *scratch);
 /* The multiply-adds x 2 of the forward's GEMMs with this blocking (the softmax aside). */
 double _sf_attention_fwd_flops(int B, int T, int C, int rb);
+
+#ifdef SF_HAVE_CUDA
+/* layers/attention_cuda.cu: the same on device pointers, on the worker's CUDA stream */
+void _sf_attention_fwd_cuda(int B, int T, int C, int NH, const float *qkv, float *y, float *p);
+/* dS of one sample's heads goes in a device scratch of NH T^2 floats it allocates on the
+ * stream (cudaMallocAsync) */
+void _sf_attention_bwd_cuda(int B, int T, int C, int NH, const float *qkv, const float *p,
+                            const float *dy, float *dqkv, int acc);
+#endif
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -6,7 +6,8 @@
  * and Y, dY views of the output rows (C): nothing is copied. The queries go in blocks
  * of rb rows; block [i0, i1) meets keys [0, i1) only, so each GEMM is (i1 - i0) x i1
  * instead of T x T and the masked triangle costs about rb / T of the work instead of
- * half of it. The probabilities' masked entries are written as exact zeros, so a block's
+ * half of it. The softmax's rows are layers/attention_math.h's (the GPU runs the same
+ * functions). The probabilities' masked entries are written as exact zeros, so a block's
  * P V and dS K, which run over keys up to i1 - 1, add nothing for keys after the query.
  *
  * SF_ATTENTION_ROW_BLOCK = 64, measured with one OpenBLAS thread on the 2-core build
@@ -21,44 +22,12 @@
  * bitwise the same outputs.
  */
 #include "layers/attention.h"
+#include "layers/attention_math.h" /* the softmax rows, shared with the GPU */
 
 #include <cblas.h>
 #undef I /* OpenBLAS pulls in <complex.h> */
 #include <math.h>
 #include <string.h>
-
-/* Row i of a block: softmax over the scaled scores s[0..i], zeros for s[i+1..T). */
-static void causal_softmax_row(float *s, int i, int T)
-{
-	/* the max in 4 lanes (one chain of dependent maxss waits on each step) */
-	float m[4] = {s[0], s[0], s[0], s[0]};
-	int j = 1;
-	for (; j + 3 <= i; j += 4)
-		for (int u = 0; u < 4; u++)
-			m[u] = s[j + u] > m[u] ? s[j + u] : m[u];
-	for (; j <= i; j++)
-		m[0] = s[j] > m[0] ? s[j] : m[0];
-	float mx = fmaxf(fmaxf(m[0], m[1]), fmaxf(m[2], m[3]));
-	/* the exponentials first, then their sum: a sum carried across the calls to expf
-	 * is spilled to the stack at every element. Measured at T = 1024 with hs = 1 (the
-	 * softmax nearly alone): a forward of 12 heads took 37 ms with the sum inside the
-	 * loop, 25 ms with it outside, 19 ms with the max in lanes too. */
-	for (j = 0; j <= i; j++)
-		s[j] = expf(s[j] - mx);
-	/* in double, 4 partial sums in a fixed order: no chain of dependent additions */
-	double a[4] = {0.0, 0.0, 0.0, 0.0};
-	for (j = 0; j + 3 <= i; j += 4)
-		for (int u = 0; u < 4; u++)
-			a[u] += s[j + u];
-	for (; j <= i; j++)
-		a[0] += s[j];
-	double sum = (a[0] + a[1]) + (a[2] + a[3]);
-	/* sum >= 1 (the max's own term), so the division is safe */
-	float inv = (float)(1.0 / sum);
-	for (j = 0; j <= i; j++)
-		s[j] *= inv;
-	memset(s + i + 1, 0, sizeof(float) * (size_t)(T - i - 1));
-}
 
 /* One sample's head: q, k, v and y point at its first row (leading dimensions ld = 3C
  * and C), p at its (T, T) probabilities. */
@@ -73,7 +42,7 @@ static void head_fwd(int T, int hs, int C, int rb, float scale, const float *q, 
 		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, i1, hs, scale,
 		            q + (size_t)i0 * ld, ld, k, ld, 0.0f, pi, T);
 		for (int i = i0; i < i1; i++)
-			causal_softmax_row(p + (size_t)i * T, i, T);
+			sf_causal_softmax_row(p + (size_t)i * T, i, T);
 		/* Y[i0:i1] (m, hs) = P[i0:i1, 0:i1] V[0:i1] */
 		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, hs, i1, 1.0f, pi, T, v,
 		            ld, 0.0f, y + (size_t)i0 * C, C);
@@ -97,18 +66,8 @@ void _sf_attention_fwd(int B, int T, int C, int NH, int rb, const float *qkv, fl
  * masked entries, where P is 0, become 0. */
 static void softmax_bwd_rows(int T, int i0, int i1, const float *p, float *d)
 {
-	for (int i = i0; i < i1; i++) {
-		float *dr = d + (size_t)(i - i0) * i1;
-		const float *pr = p + (size_t)i * T;
-		double s = 0.0;
-		for (int j = 0; j <= i; j++)
-			s += (double)dr[j] * pr[j];
-		float sf = (float)s;
-		for (int j = 0; j <= i; j++)
-			dr[j] = pr[j] * (dr[j] - sf);
-		for (int j = i + 1; j < i1; j++)
-			dr[j] = 0.0f;
-	}
+	for (int i = i0; i < i1; i++)
+		sf_softmax_bwd_row(p + (size_t)i * T, d + (size_t)(i - i0) * i1, i, i1);
 }
 
 /* One sample's head, as head_fwd; dq, dk, dv point into dqkv (leading dimension 3C), dk

@@ -4,7 +4,10 @@
  * layers/embedding_cpu.c. sf_model_step checks every id against V before anything is
  * submitted, so the kernels index W without a check of their own.
  */
+#include "config.h"
+
 #include "layers/embedding.h"
+#include "layers/kernel_bodies.h"
 #include "layers/layer.h"
 
 #include <starpu.h>
@@ -34,22 +37,28 @@ static int embedding_tensors(const struct sf_layer_info *li, struct sf_param_ten
 	return 1;
 }
 
+typedef void (*fwd_fn)(int, int, const int32_t *, const float *, float *);
+typedef void (*bwd_fn)(int, int, int, const int32_t *, const float *, float *, int);
+
 /* params (V*C) ids (B) y(W) (B,C) */
-static void embedding_fwd_cpu(void *buffers[], void *cl_arg)
+static void fwd_with(void *buffers[], void *cl_arg, fwd_fn f)
 {
 	const struct sf_layer_info *li = cl_arg;
-	_sf_embedding_fwd(li->rows, li->out_dim, sf_kernel_input_int(buffers, li, 0),
+	f(li->rows, li->out_dim, sf_kernel_input_int(buffers, li, 0),
 	                  sf_kernel_params(buffers, li), sf_kernel_output(buffers, li));
 }
 
 /* (no params) ids y dy dparams */
-static void embedding_bwd_cpu(void *buffers[], void *cl_arg)
+static void bwd_with(void *buffers[], void *cl_arg, bwd_fn f)
 {
 	const struct sf_layer_info *li = cl_arg;
-	_sf_embedding_bwd(li->rows, li->in_range[0], li->out_dim, sf_kernel_input_int(buffers, li, 0),
+	f(li->rows, li->in_range[0], li->out_dim, sf_kernel_input_int(buffers, li, 0),
 	                  sf_kernel_doutput(buffers, li), sf_kernel_dparams(buffers, li),
 	                  li->accumulate_dparams);
 }
+
+SF_BODIES(embedding_fwd, fwd_with, _sf_embedding_fwd, _sf_embedding_fwd_cuda)
+SF_BODIES(embedding_bwd, bwd_with, _sf_embedding_bwd, _sf_embedding_bwd_cuda)
 
 const struct sf_layer_type _sf_embedding_type = {
     .api_version = SF_LAYER_API_VERSION,
@@ -61,6 +70,8 @@ const struct sf_layer_type _sf_embedding_type = {
     .init = embedding_init,
     .forward_cpu = embedding_fwd_cpu,
     .backward_cpu = embedding_bwd_cpu,
+    .forward_cuda = SF_CUDA_BODY(embedding_fwd_cuda),
+    .backward_cuda = SF_CUDA_BODY(embedding_bwd_cuda),
     .param_tensors = embedding_tensors,
     /* no input gradient ever: the backward needs no parameters */
     .backward_params_for_dinput_only = 1,

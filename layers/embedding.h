@@ -12,6 +12,10 @@
 
 #include "shardflow.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 extern const struct sf_layer_type _sf_embedding_type;
 
 /* y (B,C) = W[ids] */
@@ -19,5 +23,16 @@ void _sf_embedding_fwd(int B, int C, const int32_t *ids, const float *w, float *
 /* dW (V,C) (=|+=) scatter-add of dy (B,C) by ids */
 void _sf_embedding_bwd(int B, int V, int C, const int32_t *ids, const float *dy, float *dw,
                        int pacc);
+
+#ifdef SF_HAVE_CUDA
+/* layers/embedding_cuda.cu: the same on device pointers, on the worker's CUDA stream */
+void _sf_embedding_fwd_cuda(int B, int C, const int32_t *ids, const float *w, float *y);
+void _sf_embedding_bwd_cuda(int B, int V, int C, const int32_t *ids, const float *dy, float *dw,
+                            int pacc);
+#endif
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

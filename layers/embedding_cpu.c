@@ -1,6 +1,10 @@
 /* embedding_cpu.c — the token embedding and its gradient on plain pointers. */
 #include "layers/embedding.h"
 
+/* The backward's sums go row by row here (the GPU's thread per column,
+ * layers/embedding_math.h, takes the same sums in the same order: tests/test_hd_nvcc
+ * checks they agree bitwise). */
+
 #include <string.h>
 
 void _sf_embedding_fwd(int B, int C, const int32_t *ids, const float *w, float *y)

@@ -1,39 +1,35 @@
-/* gelu_cuda.cu — GELU's CUDA codelet bodies: layers/gelu_math.h on each element. */
+/* gelu_cuda.cu — gelu's CUDA launchers: layers/gelu_math.h on each element, on the
+ * worker's stream (the codelet bodies are in layers/gelu.c). */
+#include "config.h"
+
 #include "common/cuda_util.h"
 #include "layers/add_math.h"
-#include "layers/elementwise.h"
-#include "layers/elementwise_cuda.h"
+#include "layers/gelu.h"
 #include "layers/gelu_math.h"
 
 #include <starpu.h>
 
-static __global__ void gelu_fwd_k(size_t n, const float *x, float *y)
+static __global__ void fwd_k(size_t n, const float *x, float *y)
 {
 	SF_CUDA_FOR(i, n)
 	y[i] = sf_gelu_f(x[i]);
 }
 
-static __global__ void gelu_bwd_k(size_t n, const float *x, const float *dy, float *dx, int acc)
+static __global__ void bwd_k(size_t n, const float *x, const float *dy, float *dx, int acc)
 {
 	SF_CUDA_FOR(i, n)
 	sf_grad_store(&dx[i], sf_gelu_d(x[i], dy[i]), acc);
 }
 
-extern "C" void _sf_gelu_fwd_cuda(void *buffers[], void *cl_arg)
+extern "C" void _sf_gelu_fwd_cuda(size_t n, const float *x, float *y)
 {
-	const struct sf_layer_info *li = (const struct sf_layer_info *)cl_arg;
-	size_t n = _sf_nelem(li);
-	gelu_fwd_k<<<sf_cuda_blocks(n), SF_CUDA_BLOCK, 0, starpu_cuda_get_local_stream()>>>(
-	    n, sf_kernel_input(buffers, li, 0), sf_kernel_output(buffers, li));
-	SF_CUDA_CHECK_LAUNCH("gelu_fwd_k");
+	fwd_k<<<sf_cuda_blocks(n), SF_CUDA_BLOCK, 0, starpu_cuda_get_local_stream()>>>(n, x, y);
+	SF_CUDA_CHECK_LAUNCH("gelu fwd_k");
 }
 
-extern "C" void _sf_gelu_bwd_cuda(void *buffers[], void *cl_arg)
+extern "C" void _sf_gelu_bwd_cuda(size_t n, const float *x, const float *dy, float *dx, int acc)
 {
-	const struct sf_layer_info *li = (const struct sf_layer_info *)cl_arg;
-	size_t n = _sf_nelem(li);
-	gelu_bwd_k<<<sf_cuda_blocks(n), SF_CUDA_BLOCK, 0, starpu_cuda_get_local_stream()>>>(
-	    n, sf_kernel_input(buffers, li, 0), sf_kernel_doutput(buffers, li),
-	    sf_kernel_dinput(buffers, li, 0), li->accumulate[0]);
-	SF_CUDA_CHECK_LAUNCH("gelu_bwd_k");
+	bwd_k<<<sf_cuda_blocks(n), SF_CUDA_BLOCK, 0, starpu_cuda_get_local_stream()>>>(n, x, dy, dx,
+	                                                                              acc);
+	SF_CUDA_CHECK_LAUNCH("gelu bwd_k");
 }

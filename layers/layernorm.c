@@ -3,7 +3,10 @@
  * (w, b), a saved buffer of 2B floats (mean and rstd of each row); the codelet bodies
  * call layers/layernorm_cpu.c.
  */
+#include "config.h"
+
 #include "layers/layernorm.h"
+#include "layers/kernel_bodies.h"
 #include "layers/layer.h"
 
 #include <math.h>
@@ -52,29 +55,37 @@ static int layernorm_tensors(const struct sf_layer_info *li, struct sf_param_ten
 	return 2;
 }
 
+typedef void (*fwd_fn)(int, int, const float *, const float *, const float *, float, float *,
+                       float *, float *);
+typedef void (*bwd_fn)(int, int, const float *, const float *, const float *, const float *,
+                       const float *, float *, int, float *, float *, int);
+
 /* params (2C) x (B,C) y(W) saved(W) (2B) */
-static void layernorm_fwd_cpu(void *buffers[], void *cl_arg)
+static void fwd_with(void *buffers[], void *cl_arg, fwd_fn f)
 {
 	const struct sf_layer_info *li = cl_arg;
 	int B = li->rows, C = li->out_dim;
 	const float *p = sf_kernel_params(buffers, li);
 	float *saved = sf_kernel_saved(buffers, li);
-	_sf_layernorm_fwd(B, C, sf_kernel_input(buffers, li, 0), p, p + C, eps_of(li->config),
-	                  sf_kernel_output(buffers, li), saved, saved + B);
+	f(B, C, sf_kernel_input(buffers, li, 0), p, p + C, eps_of(li->config),
+	  sf_kernel_output(buffers, li), saved, saved + B);
 }
 
 /* params x y dy saved(R) [dx] dparams */
-static void layernorm_bwd_cpu(void *buffers[], void *cl_arg)
+static void bwd_with(void *buffers[], void *cl_arg, bwd_fn f)
 {
 	const struct sf_layer_info *li = cl_arg;
 	int B = li->rows, C = li->out_dim;
 	const float *p = sf_kernel_params(buffers, li);
 	const float *saved = sf_kernel_saved(buffers, li);
 	float *dp = sf_kernel_dparams(buffers, li);
-	_sf_layernorm_bwd(B, C, sf_kernel_input(buffers, li, 0), p, saved, saved + B,
+	f(B, C, sf_kernel_input(buffers, li, 0), p, saved, saved + B,
 	                  sf_kernel_doutput(buffers, li), sf_kernel_dinput(buffers, li, 0),
 	                  li->accumulate[0], dp, dp + C, li->accumulate_dparams);
 }
+
+SF_BODIES(layernorm_fwd, fwd_with, _sf_layernorm_fwd, _sf_layernorm_fwd_cuda)
+SF_BODIES(layernorm_bwd, bwd_with, _sf_layernorm_bwd, _sf_layernorm_bwd_cuda)
 
 static double layernorm_flops(const struct sf_layer_info *li)
 {
@@ -90,6 +101,8 @@ const struct sf_layer_type _sf_layernorm_type = {
     .init = layernorm_init,
     .forward_cpu = layernorm_fwd_cpu,
     .backward_cpu = layernorm_bwd_cpu,
+    .forward_cuda = SF_CUDA_BODY(layernorm_fwd_cuda),
+    .backward_cuda = SF_CUDA_BODY(layernorm_bwd_cuda),
     .flops = layernorm_flops,
     .saved_floats = layernorm_saved,
     .param_tensors = layernorm_tensors,

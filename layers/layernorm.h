@@ -13,6 +13,10 @@
 
 #include "shardflow.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 extern const struct sf_layer_type _sf_layernorm_type;
 
 void _sf_layernorm_fwd(int B, int C, const float *x, const float *w, const float *b, float eps,
@@ -21,5 +25,18 @@ void _sf_layernorm_fwd(int B, int C, const float *x, const float *w, const float
 void _sf_layernorm_bwd(int B, int C, const float *x, const float *w, const float *mean,
                        const float *rstd, const float *dy, float *dx, int acc, float *dw,
                        float *db, int pacc);
+
+#ifdef SF_HAVE_CUDA
+/* layers/layernorm_cuda.cu: the same on device pointers, on the worker's CUDA stream */
+void _sf_layernorm_fwd_cuda(int B, int C, const float *x, const float *w, const float *b,
+                            float eps, float *y, float *mean, float *rstd);
+void _sf_layernorm_bwd_cuda(int B, int C, const float *x, const float *w, const float *mean,
+                            const float *rstd, const float *dy, float *dx, int acc, float *dw,
+                            float *db, int pacc);
+#endif
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

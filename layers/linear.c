@@ -8,7 +8,10 @@
  * only for dx, so a linear layer reading a graph input gets no parameters in backward
  * and its unit is not gathered a second time (backward_params_for_dinput_only).
  */
+#include "config.h"
+
 #include "layers/linear.h"
+#include "layers/kernel_bodies.h"
 #include "layers/layer.h"
 
 #include <math.h>
@@ -68,8 +71,12 @@ static bool has_bias(const struct sf_layer_info *li)
 	return li->nparams > (size_t)li->out_dim * (size_t)li->in_dim[0];
 }
 
+typedef void (*fwd_fn)(int, int, int, const float *, const float *, const float *, float *);
+typedef void (*bwd_fn)(int, int, int, const float *, const float *, const float *, float *, int,
+                       float *, float *, int);
+
 /* params (P) x (B,I) y(W) (B,O) */
-static void linear_fwd_cpu(void *buffers[], void *cl_arg)
+static void fwd_with(void *buffers[], void *cl_arg, fwd_fn f)
 {
 	const struct sf_layer_info *li = cl_arg;
 	int B = li->rows, I = li->in_dim[0], O = li->out_dim;
@@ -78,21 +85,24 @@ static void linear_fwd_cpu(void *buffers[], void *cl_arg)
 	                  "linear: parameter buffer holds %u floats, the layer needs %zu at %zu",
 	                  (unsigned)STARPU_VECTOR_GET_NX(buffers[0]), li->nparams,
 	                  li->param_offset);
-	_sf_linear_fwd(B, I, O, sf_kernel_input(buffers, li, 0), p,
-	               has_bias(li) ? p + (size_t)O * I : NULL, sf_kernel_output(buffers, li));
+	f(B, I, O, sf_kernel_input(buffers, li, 0), p, has_bias(li) ? p + (size_t)O * I : NULL,
+	  sf_kernel_output(buffers, li));
 }
 
 /* [params] x y dy [dx] dparams (W, or RW when tied) */
-static void linear_bwd_cpu(void *buffers[], void *cl_arg)
+static void bwd_with(void *buffers[], void *cl_arg, bwd_fn f)
 {
 	const struct sf_layer_info *li = cl_arg;
 	int B = li->rows, I = li->in_dim[0], O = li->out_dim;
 	const float *p = sf_kernel_params(buffers, li);
 	float *dp = sf_kernel_dparams(buffers, li);
-	_sf_linear_bwd(B, I, O, sf_kernel_input(buffers, li, 0), p, sf_kernel_doutput(buffers, li),
-	               sf_kernel_dinput(buffers, li, 0), li->accumulate[0], dp,
-	               has_bias(li) ? dp + (size_t)O * I : NULL, li->accumulate_dparams);
+	f(B, I, O, sf_kernel_input(buffers, li, 0), p, sf_kernel_doutput(buffers, li),
+	  sf_kernel_dinput(buffers, li, 0), li->accumulate[0], dp,
+	  has_bias(li) ? dp + (size_t)O * I : NULL, li->accumulate_dparams);
 }
+
+SF_BODIES(linear_fwd, fwd_with, _sf_linear_fwd, _sf_linear_fwd_cuda)
+SF_BODIES(linear_bwd, bwd_with, _sf_linear_bwd, _sf_linear_bwd_cuda)
 
 const struct sf_layer_type _sf_linear_type = {
     .api_version = SF_LAYER_API_VERSION,
@@ -103,6 +113,8 @@ const struct sf_layer_type _sf_linear_type = {
     .init = linear_init,
     .forward_cpu = linear_fwd_cpu,
     .backward_cpu = linear_bwd_cpu,
+    .forward_cuda = SF_CUDA_BODY(linear_fwd_cuda),
+    .backward_cuda = SF_CUDA_BODY(linear_bwd_cuda),
     .flops = linear_flops,
     .param_tensors = linear_tensors,
     .backward_params_for_dinput_only = 1,
@@ -117,6 +129,8 @@ const struct sf_layer_type _sf_linear_nobias_type = {
     .init = linear_init,
     .forward_cpu = linear_fwd_cpu,
     .backward_cpu = linear_bwd_cpu,
+    .forward_cuda = SF_CUDA_BODY(linear_fwd_cuda),
+    .backward_cuda = SF_CUDA_BODY(linear_bwd_cuda),
     .flops = linear_flops,
     .param_tensors = linear_tensors,
     .backward_params_for_dinput_only = 1,

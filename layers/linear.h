@@ -12,6 +12,10 @@
 
 #include "shardflow.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 extern const struct sf_layer_type _sf_linear_type;
 /* The same without a bias (an output head tied to a token embedding): W (O, I) only. */
 extern const struct sf_layer_type _sf_linear_nobias_type;
@@ -23,5 +27,17 @@ void _sf_linear_fwd(int B, int I, int O, const float *x, const float *w, const f
  * pacc: dw and db are added to (tied parameters). */
 void _sf_linear_bwd(int B, int I, int O, const float *x, const float *w, const float *dy, float *dx,
                     int acc, float *dw, float *db, int pacc);
+
+#ifdef SF_HAVE_CUDA
+/* layers/linear_cuda.cu: the same on device pointers, on the worker's CUDA stream */
+void _sf_linear_fwd_cuda(int B, int I, int O, const float *x, const float *w, const float *b,
+                         float *y);
+void _sf_linear_bwd_cuda(int B, int I, int O, const float *x, const float *w, const float *dy,
+                         float *dx, int acc, float *dw, float *db, int pacc);
+#endif
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

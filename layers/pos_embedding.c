@@ -4,7 +4,10 @@
  * codelet bodies call layers/pos_embedding_cpu.c. Every row's position is below the
  * graph's T, which sf_graph_layer and sf_graph_pos_embedding refuse above NP.
  */
+#include "config.h"
+
 #include "layers/pos_embedding.h"
+#include "layers/kernel_bodies.h"
 #include "layers/layer.h"
 
 #include <starpu.h>
@@ -46,24 +49,30 @@ static double pos_embedding_flops(const struct sf_layer_info *li)
 	return (double)li->rows * li->out_dim;
 }
 
+typedef void (*fwd_fn)(int, int, int, const float *, const float *, float *);
+typedef void (*bwd_fn)(int, int, int, int, const float *, float *, int, float *, int);
+
 /* params (NP*C) x (B*T, C) y(W) */
-static void pos_embedding_fwd_cpu(void *buffers[], void *cl_arg)
+static void fwd_with(void *buffers[], void *cl_arg, fwd_fn f)
 {
 	const struct sf_layer_info *li = cl_arg;
-	_sf_pos_embedding_fwd(li->samples, li->seq_len, li->out_dim,
+	f(li->samples, li->seq_len, li->out_dim,
 	                      sf_kernel_input(buffers, li, 0), sf_kernel_params(buffers, li),
 	                      sf_kernel_output(buffers, li));
 }
 
 /* [params] x y dy [dx] dparams */
-static void pos_embedding_bwd_cpu(void *buffers[], void *cl_arg)
+static void bwd_with(void *buffers[], void *cl_arg, bwd_fn f)
 {
 	const struct sf_layer_info *li = cl_arg;
-	_sf_pos_embedding_bwd(li->samples, li->seq_len, positions_of(li), li->out_dim,
+	f(li->samples, li->seq_len, positions_of(li), li->out_dim,
 	                      sf_kernel_doutput(buffers, li), sf_kernel_dinput(buffers, li, 0),
 	                      li->accumulate[0], sf_kernel_dparams(buffers, li),
 	                      li->accumulate_dparams);
 }
+
+SF_BODIES(pos_embedding_fwd, fwd_with, _sf_pos_embedding_fwd, _sf_pos_embedding_fwd_cuda)
+SF_BODIES(pos_embedding_bwd, bwd_with, _sf_pos_embedding_bwd, _sf_pos_embedding_bwd_cuda)
 
 const struct sf_layer_type _sf_pos_embedding_type = {
     .api_version = SF_LAYER_API_VERSION,
@@ -74,6 +83,8 @@ const struct sf_layer_type _sf_pos_embedding_type = {
     .init = pos_embedding_init,
     .forward_cpu = pos_embedding_fwd_cpu,
     .backward_cpu = pos_embedding_bwd_cpu,
+    .forward_cuda = SF_CUDA_BODY(pos_embedding_fwd_cuda),
+    .backward_cuda = SF_CUDA_BODY(pos_embedding_bwd_cuda),
     .flops = pos_embedding_flops,
     .param_tensors = pos_embedding_tensors,
     /* dx = dy and dW = sums of dy: the backward never reads W */

@@ -14,6 +14,10 @@
 
 #include "shardflow.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 extern const struct sf_layer_type _sf_pos_embedding_type;
 
 /* y (B*T, C) = x + W[row % T]; T <= NP */
@@ -22,5 +26,16 @@ void _sf_pos_embedding_fwd(int B, int T, int C, const float *x, const float *w, 
  * the samples of dy, rows [T, NP) left as they were when pacc, zeroed otherwise */
 void _sf_pos_embedding_bwd(int B, int T, int NP, int C, const float *dy, float *dx, int acc,
                            float *dw, int pacc);
+
+#ifdef SF_HAVE_CUDA
+/* layers/pos_embedding_cuda.cu: the same on device pointers, on the worker's CUDA stream */
+void _sf_pos_embedding_fwd_cuda(int B, int T, int C, const float *x, const float *w, float *y);
+void _sf_pos_embedding_bwd_cuda(int B, int T, int NP, int C, const float *dy, float *dx, int acc,
+                                float *dw, int pacc);
+#endif
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -9,9 +9,23 @@
 
 #include "shardflow.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 extern const struct sf_layer_type _sf_relu_type;
 
 void _sf_relu_fwd(size_t n, const float *x, float *y);
 void _sf_relu_bwd(size_t n, const float *x, const float *dy, float *dx, int acc);
+
+#ifdef SF_HAVE_CUDA
+/* layers/relu_cuda.cu: the same on device pointers, on the worker's CUDA stream */
+void _sf_relu_fwd_cuda(size_t n, const float *x, float *y);
+void _sf_relu_bwd_cuda(size_t n, const float *x, const float *dy, float *dx, int acc);
+#endif
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

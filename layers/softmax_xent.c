@@ -1,8 +1,10 @@
 /*
- * softmax_xent.c — the loss node's CPU codelet body (the codelet itself is built in
+ * softmax_xent.c — the loss node's CPU (and CUDA) codelet body (the codelet itself is built in
  * tasks/, like every op's). Labels were range-checked by sf_model_step; the assert
  * guards the codelet against a planner bug, not user input.
  */
+#include "config.h"
+
 #include "layers/softmax_xent.h"
 
 #include <starpu.h>
@@ -21,3 +23,14 @@ void _sf_softmax_xent_cpu(void *buffers[], void *cl_arg)
 		    r, a->classes);
 	*loss = _sf_softmax_xent(a->rows, a->classes, z, y, a->scale, dz);
 }
+
+#ifdef SF_HAVE_CUDA
+void _sf_softmax_xent_cuda(void *buffers[], void *cl_arg)
+{
+	const struct _sf_loss_args *a = cl_arg;
+	_sf_softmax_xent_dev(a->rows, a->classes, (const float *)STARPU_VECTOR_GET_PTR(buffers[0]),
+	                     (const int32_t *)STARPU_VECTOR_GET_PTR(buffers[1]), a->scale,
+	                     (float *)STARPU_VECTOR_GET_PTR(buffers[2]),
+	                     (double *)STARPU_VECTOR_GET_PTR(buffers[3]));
+}
+#endif

@@ -11,6 +11,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* The loss codelet's cl_arg. */
 struct _sf_loss_args {
 	int rows, classes;
@@ -25,5 +29,18 @@ double _sf_softmax_xent(int B, int C, const float *z, const int32_t *labels, flo
 
 /* The CPU codelet body: logits[R] labels[R] dlogits[W] loss[W] (one double). */
 void _sf_softmax_xent_cpu(void *buffers[], void *cl_arg);
+
+#ifdef SF_HAVE_CUDA
+/* The CUDA codelet body, same buffers (device pointers). */
+void _sf_softmax_xent_cuda(void *buffers[], void *cl_arg);
+/* layers/softmax_xent_cuda.cu: _sf_softmax_xent on the worker's stream, the result in
+ * *loss (device memory) */
+void _sf_softmax_xent_dev(int B, int C, const float *z, const int32_t *labels, float scale,
+                          float *dz, double *loss);
+#endif
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

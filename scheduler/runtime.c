@@ -281,7 +281,7 @@ static int start_starpu(sf_context *ctx, int ncpus)
 	struct starpu_conf conf;
 	starpu_conf_init(&conf);
 	conf.ncpus = ncpus;
-	conf.ncuda = 0;
+	_sf_cuda_conf(&conf, ctx->comm->node_rank); /* no CUDA, or no device: 0 */
 	conf.nopencl = 0;
 	int ret = 0;
 	if (ctx->comm->node_rank == 0)
@@ -295,6 +295,7 @@ static int start_starpu(sf_context *ctx, int ncpus)
 		return brc;
 	if (ret != 0)
 		return SF_ERR(SF_ERR_STARPU, "starpu_init failed (%d): %s", ret, strerror(-ret));
+	_sf_cuda_start();
 	return SF_OK;
 }
 
@@ -384,8 +385,10 @@ SF_API int sf_init(int *argc, char ***argv, sf_context **out)
 	*out = ctx;
 	return SF_OK;
 fail:
-	if (starpu_up)
+	if (starpu_up) {
+		_sf_cuda_stop();
 		starpu_shutdown();
+	}
 	_sf_tasks_reset();
 	_sf_comm_destroy(ctx->comm);
 	_sf_log_rank = -1;
@@ -405,6 +408,7 @@ SF_API int sf_finalize(sf_context *ctx)
 		              "sf_model_destroy() first",
 		              ctx->nmodels);
 	starpu_task_wait_for_all();
+	_sf_cuda_stop();
 	starpu_shutdown(); /* writes this rank's FxT file */
 	_sf_tasks_reset();
 	int rc = SF_OK, frc = SF_OK;

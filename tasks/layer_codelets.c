@@ -4,6 +4,8 @@
  * The codelets live in a table parallel to the type registry (same index), so they
  * stay valid for the life of the process as the types do.
  */
+#include "config.h"
+
 #include "tasks/layer_codelets.h"
 #include "layers/softmax_xent.h"
 #include "tasks/worker.h"
@@ -76,7 +78,13 @@ static struct starpu_perfmodel loss_model = {
 };
 
 struct starpu_codelet _sf_cl_loss = {
+#ifdef SF_HAVE_CUDA
+    .where = STARPU_CPU | STARPU_CUDA,
+    .cuda_funcs = {_sf_softmax_xent_cuda},
+    .cuda_flags = {STARPU_CUDA_ASYNC},
+#else
     .where = STARPU_CPU,
+#endif
     .cpu_funcs = {_sf_softmax_xent_cpu},
     .cpu_funcs_name = {"sf_softmax_xent"},
     .nbuffers = 4,
@@ -93,5 +101,8 @@ int _sf_layer_codelets_configure(bool skip)
 		if (table[i].built)
 			point(&table[i]);
 	_sf_cl_loss.cpu_funcs[0] = skip ? _sf_noop_kernel : _sf_softmax_xent_cpu;
+#ifdef SF_HAVE_CUDA
+	_sf_cl_loss.cuda_funcs[0] = skip ? _sf_noop_kernel : _sf_softmax_xent_cuda;
+#endif
 	return SF_OK;
 }

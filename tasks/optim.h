@@ -49,9 +49,10 @@ void _sf_adamw(size_t n, float *p, const float *g, float *m, float *v, float lr,
 void _sf_adamw_corrections(float b1, float b2, int64_t t, float *c1, float *c2);
 
 #ifdef SF_HAVE_CUDA
-/* the CUDA bodies (tasks/optim_cuda.cu) */
-void _sf_sgd_cuda(void *buffers[], void *cl_arg);
-void _sf_adamw_cuda(void *buffers[], void *cl_arg);
+/* tasks/optim_cuda.cu: the same on device pointers, on the worker's CUDA stream */
+void _sf_sgd_cuda(size_t n, float *p, const float *g, float *buf, float lr, float mu, float wd);
+void _sf_adamw_cuda(size_t n, float *p, const float *g, float *m, float *v, float lr, float b1,
+                    float b2, float eps, float wd, int64_t t);
 #endif
 
 #ifdef __cplusplus

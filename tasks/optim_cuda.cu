@@ -1,5 +1,7 @@
-/* optim_cuda.cu — the optimizers' CUDA codelet bodies: tasks/optim_math.h on each
- * element of the shard, on starpu_cuda_get_local_stream(). */
+/* optim_cuda.cu — the optimizers' CUDA launchers: tasks/optim_math.h on each element
+ * of the shard, on the worker's stream (the codelet bodies are in tasks/optim.c). */
+#include "config.h"
+
 #include "common/cuda_util.h"
 #include "tasks/optim.h"
 #include "tasks/optim_math.h"
@@ -20,29 +22,20 @@ static __global__ void adamw_k(size_t n, float *p, const float *g, float *m, flo
 	sf_adamw_elem(&p[i], g[i], &m[i], &v[i], lr, b1, b2, eps, wd, c1, c2);
 }
 
-/* param[RW] grad[R] buf[RW] */
-extern "C" void _sf_sgd_cuda(void *buffers[], void *cl_arg)
+extern "C" void _sf_sgd_cuda(size_t n, float *p, const float *g, float *buf, float lr, float mu,
+                             float wd)
 {
-	struct _sf_opt_args a;
-	starpu_codelet_unpack_args(cl_arg, &a);
-	sgd_k<<<sf_cuda_blocks(a.n), SF_CUDA_BLOCK, 0, starpu_cuda_get_local_stream()>>>(
-	    a.n, (float *)STARPU_VECTOR_GET_PTR(buffers[0]),
-	    (const float *)STARPU_VECTOR_GET_PTR(buffers[1]),
-	    (float *)STARPU_VECTOR_GET_PTR(buffers[2]), a.lr, a.momentum, a.weight_decay);
+	sgd_k<<<sf_cuda_blocks(n), SF_CUDA_BLOCK, 0, starpu_cuda_get_local_stream()>>>(n, p, g, buf,
+	                                                                              lr, mu, wd);
 	SF_CUDA_CHECK_LAUNCH("sgd_k");
 }
 
-/* param[RW] grad[R] m[RW] v[RW] */
-extern "C" void _sf_adamw_cuda(void *buffers[], void *cl_arg)
+extern "C" void _sf_adamw_cuda(size_t n, float *p, const float *g, float *m, float *v, float lr,
+                               float b1, float b2, float eps, float wd, int64_t t)
 {
-	struct _sf_opt_args a;
-	starpu_codelet_unpack_args(cl_arg, &a);
-	float c1, c2;
-	_sf_adamw_corrections(a.beta1, a.beta2, a.t, &c1, &c2);
-	adamw_k<<<sf_cuda_blocks(a.n), SF_CUDA_BLOCK, 0, starpu_cuda_get_local_stream()>>>(
-	    a.n, (float *)STARPU_VECTOR_GET_PTR(buffers[0]),
-	    (const float *)STARPU_VECTOR_GET_PTR(buffers[1]),
-	    (float *)STARPU_VECTOR_GET_PTR(buffers[2]), (float *)STARPU_VECTOR_GET_PTR(buffers[3]),
-	    a.lr, a.beta1, a.beta2, a.eps, a.weight_decay, c1, c2);
+	float c1, c2; /* in double on the host, as the CPU's */
+	_sf_adamw_corrections(b1, b2, t, &c1, &c2);
+	adamw_k<<<sf_cuda_blocks(n), SF_CUDA_BLOCK, 0, starpu_cuda_get_local_stream()>>>(
+	    n, p, g, m, v, lr, b1, b2, eps, wd, c1, c2);
 	SF_CUDA_CHECK_LAUNCH("adamw_k");
 }

@@ -1,7 +1,9 @@
 /*
  * worker.c — the comm worker's identity, the compute codelets' placement rule, the
- * benchmark skip mode and the comm worker's CPU clock.
+ * benchmark skip mode, the comm worker's CPU clock and the rank's GPU.
  */
+#include "config.h"
+
 #include "tasks/worker.h"
 #include "common/error.h"
 #include "tasks/layer_codelets.h"
@@ -9,6 +11,10 @@
 
 #include <pthread.h>
 #include <string.h>
+#ifdef SF_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#include <starpu_cublas.h>
+#endif
 
 int _sf_comm_worker = -1;
 enum sf_skip _sf_skip = SF_SKIP_NONE;
@@ -88,4 +94,42 @@ double _sf_clock_seconds(clockid_t c)
 	if (clock_gettime(c, &t) != 0)
 		return 0;
 	return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+int _sf_cuda_conf(struct starpu_conf *conf, int node_rank)
+{
+	conf->ncuda = 0;
+#ifdef SF_HAVE_CUDA
+	int n = 0;
+	if (cudaGetDeviceCount(&n) != cudaSuccess || n <= 0) {
+		(void)cudaGetLastError(); /* "no CUDA-capable device": not an error here */
+		_sf_log(SF_LOG_INFO, "no CUDA device: CPU workers only");
+		return -1;
+	}
+	int dev = node_rank % n;
+	conf->ncuda = 1;
+	conf->use_explicit_workers_cuda_gpuid = 1;
+	conf->workers_cuda_gpuid[0] = (unsigned)dev;
+	_sf_log(SF_LOG_INFO, "node-local rank %d: CUDA device %d of %d", node_rank, dev, n);
+	return dev;
+#else
+	(void)node_rank;
+	return -1;
+#endif
+}
+
+void _sf_cuda_start(void)
+{
+#ifdef SF_HAVE_CUDA
+	if (starpu_cuda_worker_get_count() > 0)
+		starpu_cublas_init();
+#endif
+}
+
+void _sf_cuda_stop(void)
+{
+#ifdef SF_HAVE_CUDA
+	if (starpu_cuda_worker_get_count() > 0)
+		starpu_cublas_shutdown();
+#endif
 }

@@ -30,6 +30,16 @@ void _sf_tasks_reset(void);
 /* can_execute of every compute codelet: anywhere but the comm worker. */
 int _sf_compute_can_execute(unsigned workerid, struct starpu_task *task, unsigned nimpl);
 
+/* The GPU of a rank (CUDA builds; without CUDA: none, and these do nothing).
+ * _sf_cuda_conf asks StarPU for one CUDA worker on device node_rank mod the machine's
+ * devices, one process per GPU as with PyTorch's torchrun; with no device (this
+ * project's build machines) StarPU starts CPU workers only. Returns the device, or -1.
+ * _sf_cuda_start (after starpu_init) gives the CUDA workers their cuBLAS handles on
+ * their streams; _sf_cuda_stop (before starpu_shutdown) releases them. */
+int _sf_cuda_conf(struct starpu_conf *conf, int node_rank);
+void _sf_cuda_start(void);
+void _sf_cuda_stop(void);
+
 /* A codelet body that does nothing (SHARDFLOW_SKIP=compute). */
 void _sf_noop_kernel(void *buffers[], void *cl_arg);
 

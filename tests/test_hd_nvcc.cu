@@ -9,12 +9,23 @@
  * GELU's scalar form, which the GPU runs, must agree with the CPU's four-wide
  * vector form (another exponential): the forward to 1e-6 relative, the backward to
  * 1e-6 |dy| (GELU' is O(1) and crosses zero near -0.75, where a relative measure
- * means nothing), NaN for NaN. Built and run only when configure found CUDA; no GPU
- * is needed.
+ * means nothing), NaN for NaN. Layernorm's rows and columns, the loss's rows and
+ * their sum, the embeddings' and the bias's gradient columns, as the GPU kernels
+ * call them, must equal the CPU kernels bitwise (the same sums in the same order).
+ * Attention's GPU plan (layers/attention_plan.h: the whole T x T, heads in strided
+ * batches) runs here with a reference GEMM and must equal the CPU kernel (row blocks,
+ * OpenBLAS) to 1e-5 of the largest value, forward and backward, = and +=.
+ * Built and run only when configure found CUDA; no GPU is needed.
  */
 #include "layers/add_math.h"
+#include "layers/attention_math.h"
+#include "layers/attention_plan.h"
+#include "layers/embedding_math.h"
 #include "layers/gelu_math.h"
+#include "layers/layernorm_math.h"
+#include "layers/linear_math.h"
 #include "layers/relu_math.h"
+#include "layers/softmax_xent_math.h"
 #include "tasks/optim_math.h"
 
 #include <math.h>
@@ -22,10 +33,18 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <stdlib.h>
+
 extern "C" {
 #include "layers/add.h"
+#include "layers/attention.h"
+#include "layers/embedding.h"
 #include "layers/gelu.h"
+#include "layers/layernorm.h"
+#include "layers/linear.h"
+#include "layers/pos_embedding.h"
 #include "layers/relu.h"
+#include "layers/softmax_xent.h"
 #include "tests/tap.h"
 void _sf_sgd(size_t n, float *p, const float *g, float *buf, float lr, float mu, float wd);
 void _sf_adamw(size_t n, float *p, const float *g, float *m, float *v, float lr, float b1,
@@ -77,9 +96,184 @@ static double max_err(const float *a, const float *b, const float *s, size_t n,
 	return m;
 }
 
+/* The attention plan's executor on the host: a reference GEMM (double sums) and loops. */
+struct host_exec {
+	void gemm(bool ta, bool tb, int m, int n, int k, float alpha, const float *A, int lda,
+	          long long sA, const float *B, int ldb, long long sB, float beta, float *C, int ldc,
+	          long long sC, int count)
+	{
+		for (int i = 0; i < count; i++) {
+			const float *a = A + i * sA, *b = B + i * sB;
+			float *c = C + i * sC;
+			for (int r = 0; r < m; r++)
+				for (int j = 0; j < n; j++) {
+					double acc = 0.0;
+					for (int t = 0; t < k; t++)
+						acc += (double)(ta ? a[(size_t)t * lda + r] : a[(size_t)r * lda + t]) *
+						       (tb ? b[(size_t)j * ldb + t] : b[(size_t)t * ldb + j]);
+					float *o = &c[(size_t)r * ldc + j];
+					*o = (float)(alpha * acc + (beta != 0.0f ? (double)beta * *o : 0.0));
+				}
+		}
+	}
+	void softmax_rows(int NH, int T, float *p)
+	{
+		for (size_t r = 0; r < (size_t)NH * T; r++)
+			sf_causal_softmax_row(p + r * T, (int)(r % T), T);
+	}
+	void softmax_bwd_rows(int NH, int T, const float *p, float *d)
+	{
+		for (size_t r = 0; r < (size_t)NH * T; r++)
+			sf_softmax_bwd_row(p + r * T, d + r * T, (int)(r % T), T);
+	}
+	void zero_cols(float *base, int ld, int width, size_t rows)
+	{
+		for (size_t r = 0; r < rows; r++)
+			memset(base + r * ld, 0, sizeof(float) * (size_t)width);
+	}
+	float *scratch(size_t n)
+	{
+		return (float *)malloc(sizeof(float) * n);
+	}
+	void release(float *p)
+	{
+		free(p);
+	}
+};
+
+static float *vec(size_t n, float lo, float hi)
+{
+	float *v = (float *)malloc(sizeof(float) * n);
+	for (size_t i = 0; i < n; i++)
+		v[i] = uniform(lo, hi);
+	return v;
+}
+
+static float *copy(const float *a, size_t n)
+{
+	float *v = (float *)malloc(sizeof(float) * n);
+	memcpy(v, a, sizeof(float) * n);
+	return v;
+}
+
+static double max_diff(const float *a, const float *b, size_t n, double *scale)
+{
+	double m = 0.0;
+	*scale = 0.0;
+	for (size_t i = 0; i < n; i++) {
+		m = fmax(m, fabs((double)a[i] - b[i]));
+		*scale = fmax(*scale, fabs((double)b[i]));
+	}
+	return m;
+}
+
+static void test_rows(void)
+{
+	/* layernorm: rows forward and dx, columns dw/db (from 0, then added to) */
+	enum { R = 37, C = 19 };
+	float *x = vec(R * C, -2, 2), *w = vec(C, 0.5f, 1.5f), *b = vec(C, -1, 1), *dy = vec(R * C, -1, 1);
+	float y1[R * C], y2[R * C], m1[R], m2[R], s1[R], s2[R];
+	_sf_layernorm_fwd(R, C, x, w, b, 1e-5f, y1, m1, s1);
+	for (int r = 0; r < R; r++)
+		sf_layernorm_row_fwd(C, x + r * C, w, b, 1e-5f, y2 + r * C, &m2[r], &s2[r]);
+	int same = same_bits(y1, y2, R * C) && same_bits(m1, m2, R) && same_bits(s1, s2, R);
+	float *dx1 = vec(R * C, -1, 1), *dx2 = copy(dx1, R * C), dw1[C], db1[C], dw2[C], db2[C];
+	for (int pacc = 0; pacc <= 1; pacc++) {
+		for (int c = 0; c < C; c++)
+			dw1[c] = dw2[c] = 0.25f * c, db1[c] = db2[c] = -0.5f * c;
+		_sf_layernorm_bwd(R, C, x, w, m1, s1, dy, dx1, pacc, dw1, db1, pacc);
+		for (int c = 0; c < C; c++) { /* as layers/layernorm_cuda.cu's dparams_k */
+			float ww = pacc ? dw2[c] : 0.0f, bb = pacc ? db2[c] : 0.0f;
+			for (int r = 0; r < R; r++)
+				sf_layernorm_dparam_add(x[r * C + c], dy[r * C + c], m1[r], s1[r], &ww, &bb);
+			dw2[c] = ww, db2[c] = bb;
+		}
+		for (int r = 0; r < R; r++)
+			sf_layernorm_row_dx(C, x + r * C, w, m1[r], s1[r], dy + r * C, dx2 + r * C, pacc);
+		same &= same_bits(dx1, dx2, R * C) && same_bits(dw1, dw2, C) && same_bits(db1, db2, C);
+	}
+	ok(same, "layernorm: the GPU's rows (forward, dx) and columns (dw, db, = and +=) = the CPU kernel, bitwise");
+
+	/* the loss: rows, then their terms summed in order */
+	int32_t lab[R];
+	for (int r = 0; r < R; r++)
+		lab[r] = (r * 7) % C;
+	float dz1[R * C], dz2[R * C];
+	double l1 = _sf_softmax_xent(R, C, x, lab, 1.0f / R, dz1), terms[R], l2 = 0.0;
+	for (int r = 0; r < R; r++)
+		terms[r] = sf_softmax_xent_row(C, x + r * C, lab[r], 1.0f / R, dz2 + r * C);
+	for (int r = 0; r < R; r++)
+		l2 += terms[r];
+	l2 *= 1.0f / R;
+	ok(same_bits(dz1, dz2, R * C) && memcmp(&l1, &l2, sizeof l1) == 0,
+	   "softmax cross-entropy: the GPU's rows and in-order sum = the CPU kernel, bitwise (loss %.17g, %.17g)", l1, l2);
+
+	/* embedding dW by columns (ids repeat), pos_embedding dW by (t, c), linear db by columns */
+	enum { V = 7, T = 5, NB = 4 };
+	int32_t ids[R];
+	for (int r = 0; r < R; r++)
+		ids[r] = (r * 3) % V;
+	float *e1 = vec(V * C, -1, 1), *e2 = copy(e1, V * C);
+	_sf_embedding_bwd(R, V, C, ids, dy, e1, 1);
+	for (int c = 0; c < C; c++)
+		sf_embedding_dw_col(R, C, c, ids, dy, e2);
+	same = same_bits(e1, e2, V * C);
+	float *pw1 = vec(T * C, -1, 1), *pw2 = copy(pw1, T * C), pdx[NB * T * C];
+	_sf_pos_embedding_bwd(NB, T, T, C, dy, pdx, 0, pw1, 1);
+	for (int t = 0; t < T; t++)
+		for (int c = 0; c < C; c++)
+			sf_pos_embedding_dw_elem(NB, T, C, t, c, dy, pw2);
+	same &= same_bits(pw1, pw2, T * C);
+	enum { I = 3 };
+	float lw[C * I], ldw[C * I], lx[R * I];
+	for (int i = 0; i < C * I; i++)
+		lw[i] = uniform(-1, 1);
+	for (int i = 0; i < R * I; i++)
+		lx[i] = uniform(-1, 1);
+	for (int pacc = 0; pacc <= 1; pacc++) {
+		float db3[C], db4[C];
+		for (int c = 0; c < C; c++)
+			db3[c] = db4[c] = 0.125f * c;
+		_sf_linear_bwd(R, I, C, lx, lw, dy, NULL, 0, ldw, db3, pacc);
+		for (int c = 0; c < C; c++)
+			sf_linear_db_col(R, C, c, dy, db4, pacc);
+		same &= same_bits(db3, db4, C);
+	}
+	ok(same, "embedding dW, position embedding dW and linear db as the GPU's columns = the CPU kernels, bitwise");
+	free(x), free(w), free(b), free(dy), free(dx1), free(dx2), free(e1), free(e2), free(pw1), free(pw2);
+}
+
+static void test_attention_plan(void)
+{
+	/* T = 70: two of the CPU's row blocks of 64, one partial */
+	const int B = 2, T = 70, C = 12, NH = 3;
+	size_t nq = (size_t)B * T * 3 * C, ny = (size_t)B * T * C, np = (size_t)B * NH * T * T;
+	float *qkv = vec(nq, -1, 1), *dy = vec(ny, -1, 1);
+	float *y1 = vec(ny, 0, 0), *y2 = vec(ny, 0, 0), *p1 = vec(np, 0, 0), *p2 = vec(np, 0, 0);
+	int rb = SF_ATTENTION_ROW_BLOCK;
+	_sf_attention_fwd(B, T, C, NH, rb, qkv, y1, p1);
+	host_exec hx;
+	sf_attention_fwd_plan(hx, B, T, C, NH, qkv, y2, p2);
+	double sy, sp, ey = max_diff(y2, y1, ny, &sy), ep = max_diff(p2, p1, np, &sp);
+	ok(ey <= 1e-5 * sy && ep <= 1e-5 * sp,
+	   "attention forward: the GPU plan (host GEMM) = the CPU kernel (max diff %.2e of %.2e in y, %.2e of %.2e in P)",
+	   ey, sy, ep, sp);
+	float *scr = vec((size_t)rb * T, 0, 0);
+	for (int acc = 0; acc <= 1; acc++) {
+		float *d1 = vec(nq, -1, 1), *d2 = copy(d1, nq);
+		_sf_attention_bwd(B, T, C, NH, rb, qkv, p1, dy, d1, acc, scr);
+		sf_attention_bwd_plan(hx, B, T, C, NH, qkv, p1, dy, d2, acc);
+		double sd, ed = max_diff(d2, d1, nq, &sd);
+		ok(ed <= 1e-5 * sd, "attention backward (%s): the GPU plan = the CPU kernel (max diff %.2e of %.2e in dqkv)",
+		   acc ? "+=" : "=", ed, sd);
+		free(d1), free(d2);
+	}
+	free(qkv), free(dy), free(y1), free(y2), free(p1), free(p2), free(scr);
+}
+
 int main(void)
 {
-	plan(8);
+	plan(14);
 	for (int i = 0; i < N; i++) {
 		x[i] = uniform(-12.0f, 12.0f);
 		y[i] = uniform(-3.0f, 3.0f);
@@ -144,5 +338,7 @@ int main(void)
 		same &= same_bits(p1, p2, N) && same_bits(b1, b2, N) && same_bits(v1, v2, N);
 	}
 	ok(same, "adamw, 3 steps: bitwise (parameters, m and v)");
+	test_rows();
+	test_attention_plan();
 	return done_testing();
 }

@@ -1,0 +1,68 @@
+/*
+ * attention_math.h — the row math of causal attention's softmax, for the CPU
+ * (layers/attention_cpu.c, between its GEMMs) and the CUDA kernels
+ * (layers/attention_cuda.cu, a thread per row between cuBLAS GEMMs) alike
+ * (common/hd.h).
+ */
+#ifndef SF_LAYERS_ATTENTION_MATH_H
+#define SF_LAYERS_ATTENTION_MATH_H
+
+#include "common/hd.h"
+
+#include <math.h>
+
+/* Row i of the scaled scores s[0..T): softmax over s[0..i], exact zeros for s[i+1..T).
+ * Written for the CPU's speed, which the GPU's thread per row does not mind: the max
+ * in 4 lanes, the exponentials before their sum (a sum carried across expf calls is
+ * spilled at every element), the sum in double in 4 partial sums in a fixed order.
+ * Measured at T = 1024 with hs = 1 (the softmax nearly alone): a forward of 12 heads
+ * took 37 ms with the sum inside the loop, 25 ms with it outside, 19 ms with the max
+ * in lanes too. */
+SF_HD void sf_causal_softmax_row(float *s, int i, int T)
+{
+	float m0 = s[0], m1 = s[0], m2 = s[0], m3 = s[0];
+	int j = 1;
+	for (; j + 3 <= i; j += 4) {
+		m0 = s[j] > m0 ? s[j] : m0;
+		m1 = s[j + 1] > m1 ? s[j + 1] : m1;
+		m2 = s[j + 2] > m2 ? s[j + 2] : m2;
+		m3 = s[j + 3] > m3 ? s[j + 3] : m3;
+	}
+	for (; j <= i; j++)
+		m0 = s[j] > m0 ? s[j] : m0;
+	float mx = fmaxf(fmaxf(m0, m1), fmaxf(m2, m3));
+	for (j = 0; j <= i; j++)
+		s[j] = expf(s[j] - mx);
+	double a0 = 0.0, a1 = 0.0, a2 = 0.0, a3 = 0.0;
+	for (j = 0; j + 3 <= i; j += 4) {
+		a0 += s[j];
+		a1 += s[j + 1];
+		a2 += s[j + 2];
+		a3 += s[j + 3];
+	}
+	for (; j <= i; j++)
+		a0 += s[j];
+	double sum = (a0 + a1) + (a2 + a3);
+	/* sum >= 1 (the max's own term), so the division is safe */
+	float inv = (float)(1.0 / sum);
+	for (j = 0; j <= i; j++)
+		s[j] *= inv;
+	for (j = i + 1; j < T; j++)
+		s[j] = 0.0f;
+}
+
+/* Row i of dS = P (dP - rowsum(dP P)), in place in dr (dP's row, n entries), pr the
+ * probabilities' row: entries after i, where P is 0, become 0. */
+SF_HD void sf_softmax_bwd_row(const float *pr, float *dr, int i, int n)
+{
+	double s = 0.0;
+	for (int j = 0; j <= i; j++)
+		s += (double)dr[j] * pr[j];
+	float sf = (float)s;
+	for (int j = 0; j <= i; j++)
+		dr[j] = pr[j] * (dr[j] - sf);
+	for (int j = i + 1; j < n; j++)
+		dr[j] = 0.0f;
+}
+
+#endif

@@ -1,0 +1,80 @@
+/*
+ * attention_plan.h — the order of operations of attention on the GPU, written once
+ * for two executors (C++, nvcc only): layers/attention_cuda.cu runs it with cuBLAS
+ * and CUDA kernels; tests/test_hd_nvcc.cu runs the same plan on the host with a
+ * reference GEMM and loops, against the CPU kernel, which checks every leading
+ * dimension, stride and transpose of the GPU path without a GPU.
+ *
+ * An executor X provides:
+ *   X::gemm(ta, tb, m, n, k, alpha, A, lda, sA, B, ldb, sB, beta, C, ldc, sC, count):
+ *     count row-major GEMMs C_i (m x n) = alpha op(A_i) op(B_i) + beta C_i, the i-th
+ *     at A + i sA, B + i sB, C + i sC (as cblas_sgemm(CblasRowMajor, ...));
+ *   X::softmax_rows(NH, T, p): sf_causal_softmax_row on the NH T rows of p (NH, T, T);
+ *   X::softmax_bwd_rows(NH, T, p, d): sf_softmax_bwd_row on those rows of d;
+ *   X::zero_cols(base, ld, width, rows): zero `width` floats of `rows` rows;
+ *   X::scratch(n), X::release(ptr): a float buffer on the executor's device.
+ *
+ * Per sample, the NH heads are one strided batch: head h of Q, K, V starts at column
+ * h hs of the qkv rows (leading dimension 3C), of Y at column h hs of the output rows
+ * (C), of P at h T^2. The whole T x T scores are computed; the softmax rows write
+ * exact zeros after the query, so P V and dS K add nothing past it.
+ */
+#ifndef SF_LAYERS_ATTENTION_PLAN_H
+#define SF_LAYERS_ATTENTION_PLAN_H
+
+#ifndef __cplusplus
+#error "layers/attention_plan.h is C++ (nvcc-compiled files)"
+#endif
+
+#include <math.h>
+#include <stddef.h>
+
+template <class X>
+void sf_attention_fwd_plan(X &x, int B, int T, int C, int NH, const float *qkv, float *y, float *p)
+{
+	int hs = C / NH, ld = 3 * C;
+	float scale = 1.0f / sqrtf((float)hs);
+	long long tt = (long long)T * T;
+	for (int b = 0; b < B; b++) {
+		const float *q = qkv + (size_t)b * T * ld, *k = q + C, *v = q + 2 * C;
+		float *pb = p + (size_t)b * NH * tt;
+		/* S (T, T) = scale Q K^T */
+		x.gemm(false, true, T, T, hs, scale, q, ld, hs, k, ld, hs, 0.0f, pb, T, tt, NH);
+		x.softmax_rows(NH, T, pb);
+		/* Y (T, hs) = P V */
+		x.gemm(false, false, T, hs, T, 1.0f, pb, T, tt, v, ld, hs, 0.0f, y + (size_t)b * T * C,
+		       C, hs, NH);
+	}
+}
+
+template <class X>
+void sf_attention_bwd_plan(X &x, int B, int T, int C, int NH, const float *qkv, const float *p,
+                           const float *dy, float *dqkv, int acc)
+{
+	int hs = C / NH, ld = 3 * C;
+	float scale = 1.0f / sqrtf((float)hs);
+	long long tt = (long long)T * T;
+	/* dK and dV are sums over the queries: from 0 unless added to */
+	if (!acc)
+		x.zero_cols(dqkv + C, ld, 2 * C, (size_t)B * T);
+	float *ds = x.scratch((size_t)NH * tt); /* dP, then dS, of one sample's heads */
+	for (int b = 0; b < B; b++) {
+		size_t off = (size_t)b * T * ld;
+		const float *q = qkv + off, *k = q + C, *v = q + 2 * C;
+		const float *pb = p + (size_t)b * NH * tt, *dyb = dy + (size_t)b * T * C;
+		float *dq = dqkv + off, *dk = dq + C, *dv = dq + 2 * C;
+		/* dV (T, hs) += P^T dY */
+		x.gemm(true, false, T, hs, T, 1.0f, pb, T, tt, dyb, C, hs, 1.0f, dv, ld, hs, NH);
+		/* dP (T, T) = dY V^T */
+		x.gemm(false, true, T, T, hs, 1.0f, dyb, C, hs, v, ld, hs, 0.0f, ds, T, tt, NH);
+		x.softmax_bwd_rows(NH, T, pb, ds);
+		/* dQ (=|+=) scale dS K */
+		x.gemm(false, false, T, hs, T, scale, ds, T, tt, k, ld, hs, acc ? 1.0f : 0.0f, dq, ld, hs,
+		       NH);
+		/* dK += scale dS^T Q */
+		x.gemm(true, false, T, hs, T, scale, ds, T, tt, q, ld, hs, 1.0f, dk, ld, hs, NH);
+	}
+	x.release(ds);
+}
+
+#endif
