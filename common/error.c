@@ -30,6 +30,7 @@ SF_API const char *sf_strerror(int status)
 	case SF_ERR_NONFINITE: return "non-finite value";
 	case SF_ERR_NOT_FOUND: return "not found";
 	case SF_ERR_BUSY: return "busy";
+	case SF_ERR_COMM: return "communication error";
 	default: return "unknown status";
 	}
 }

@@ -49,6 +49,7 @@ enum sf_status {
 	SF_ERR_NONFINITE = -8, /**< a loss is NaN or infinite (training diverged) */
 	SF_ERR_NOT_FOUND = -9, /**< nothing to load: a checkpoint directory holds none yet */
 	SF_ERR_BUSY = -10,     /**< another job holds the checkpoint directory's lock */
+	SF_ERR_COMM = -11,     /**< a NCCL collective or the NCCL bootstrap failed */
 };
 
 /** Short constant description of a status ("invalid argument", ...). */
@@ -85,6 +86,18 @@ enum sf_skip {
 	SF_SKIP_COMPUTE,  /**< every layer, the loss and the optimizers return at once */
 };
 
+/** The step's collectives (SHARDFLOW_COMM). */
+enum sf_comm_backend {
+	SF_COMM_MPI = 0, /**< MPI point-to-point rings on a CPU comm worker (default) */
+	SF_COMM_NCCL,    /**< NCCL on the GPU's own comm stream (CUDA + NCCL builds) */
+};
+
+/** Where a shard's optimizer step and state live (SHARDFLOW_OPTIMIZER_ON). */
+enum sf_optimizer_on {
+	SF_OPT_ON_DEVICE = 0, /**< with the gradients: the GPU when there is one (default) */
+	SF_OPT_ON_HOST,       /**< CPU workers and host memory (ZeRO-Offload's placement) */
+};
+
 /** Verbosity of shardflow's own messages (SHARDFLOW_LOG). */
 enum sf_log_level { SF_LOG_ERROR = 0, SF_LOG_WARN, SF_LOG_INFO, SF_LOG_DEBUG };
 
@@ -103,6 +116,8 @@ struct sf_config {
 	 *  the job is ended with an error naming the collective and the unit (a peer
 	 *  stopped, stuck or cut off); 0 waits forever. Default SF_DEFAULT_COMM_TIMEOUT. */
 	int comm_timeout;
+	enum sf_comm_backend comm;          /**< SHARDFLOW_COMM, default SF_COMM_MPI */
+	enum sf_optimizer_on optimizer_on; /**< SHARDFLOW_OPTIMIZER_ON, default device */
 };
 
 /** Default of SHARDFLOW_COMM_CHUNK (bytes): under Open MPI's TCP eager limit (64 KiB),

@@ -23,6 +23,7 @@ static const char *const known_vars[] = {
     "SHARDFLOW_SHARDING",       "SHARDFLOW_LOG",
     "SHARDFLOW_TRACE",          "SHARDFLOW_SKIP",
     "SHARDFLOW_COMM_CHUNK",     "SHARDFLOW_COMM_TIMEOUT",
+    "SHARDFLOW_COMM",           "SHARDFLOW_OPTIMIZER_ON",
 };
 #define NKNOWN (sizeof known_vars / sizeof known_vars[0])
 
@@ -141,6 +142,8 @@ SF_API int sf_config_from_env(struct sf_config *out)
 	static const char *const bwd[] = {"pre", "post", "none"};
 	static const char *const logl[] = {"error", "warn", "info", "debug"};
 	static const char *const skip[] = {"none", "comm", "compute"};
+	static const char *const comm[] = {"mpi", "nccl"};
+	static const char *const opt_on[] = {"device", "host"};
 	int rc = SF_OK, v;
 	struct sf_config c;
 
@@ -162,6 +165,10 @@ SF_API int sf_config_from_env(struct sf_config *out)
 	                 &c.comm_chunk));
 	SF_CHECK(get_int("SHARDFLOW_COMM_TIMEOUT", 0, SF_MAX_COMM_TIMEOUT,
 	                 SF_DEFAULT_COMM_TIMEOUT, &c.comm_timeout));
+	SF_CHECK(get_choice("SHARDFLOW_COMM", comm, 2, SF_COMM_MPI, &v));
+	c.comm = (enum sf_comm_backend)v;
+	SF_CHECK(get_choice("SHARDFLOW_OPTIMIZER_ON", opt_on, 2, SF_OPT_ON_DEVICE, &v));
+	c.optimizer_on = (enum sf_optimizer_on)v;
 	if (c.comm_chunk > 0 && c.comm_chunk < SF_MIN_COMM_CHUNK)
 		return _sf_err(SF_ERR_CONFIG, NULL, 0,
 		               "SHARDFLOW_COMM_CHUNK=\"%s\" is invalid: accepted values are 0 (one "

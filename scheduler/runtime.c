@@ -281,7 +281,10 @@ static int start_starpu(sf_context *ctx, int ncpus)
 	struct starpu_conf conf;
 	starpu_conf_init(&conf);
 	conf.ncpus = ncpus;
-	_sf_cuda_conf(&conf, ctx->comm->node_rank); /* no CUDA, or no device: 0 */
+	/* no CUDA, or no device: CPU workers only */
+	int crc = _sf_cuda_conf(&conf, ctx->comm->node_rank, ctx->comm->ops->device);
+	if (crc < 0)
+		return crc;
 	conf.nopencl = 0;
 	int ret = 0;
 	if (ctx->comm->node_rank == 0)
@@ -303,25 +306,42 @@ static int start_starpu(sf_context *ctx, int ncpus)
 static int setup_workers(sf_context *ctx)
 {
 	int rc = SF_OK;
-	int ncpu = (int)starpu_cpu_worker_get_count();
-	if (ncpu < 2)
-		return SF_ERR(SF_ERR_STARPU,
-		              "StarPU started %d CPU worker(s); shardflow needs at least 2 "
-		              "(compute + comm)",
-		              ncpu);
+	int ncpu = (int)starpu_cpu_worker_get_count(), ncuda = (int)starpu_cuda_worker_get_count();
 	int ids[STARPU_NMAXWORKERS];
-	unsigned got = starpu_worker_get_ids_by_type(STARPU_CPU_WORKER, ids, STARPU_NMAXWORKERS);
-	ctx->comm_worker = ids[got - 1];
-	ctx->ncompute = ncpu - 1;
+	if (ctx->comm->ops->device) {
+		/* the GPU's second worker (its own stream and thread) runs the collectives */
+		unsigned got =
+		    starpu_worker_get_ids_by_type(STARPU_CUDA_WORKER, ids, STARPU_NMAXWORKERS);
+		if (got < 2)
+			return SF_ERR(SF_ERR_STARPU,
+			              "SHARDFLOW_COMM=%s: StarPU started %u CUDA worker(s); the "
+			              "collectives need a second worker on the GPU "
+			              "(STARPU_NWORKER_PER_CUDA=2)",
+			              ctx->comm->ops->name, got);
+		ctx->comm_worker = ids[got - 1];
+	} else {
+		if (ncpu < 2)
+			return SF_ERR(SF_ERR_STARPU,
+			              "StarPU started %d CPU worker(s); shardflow needs at least 2 "
+			              "(compute + comm)",
+			              ncpu);
+		unsigned got =
+		    starpu_worker_get_ids_by_type(STARPU_CPU_WORKER, ids, STARPU_NMAXWORKERS);
+		ctx->comm_worker = ids[got - 1];
+	}
+	ctx->ncompute = ncpu + ncuda - 1; /* every worker but the comm worker */
 	SF_CHECK(_sf_worker_cpu_clock(ctx->comm_worker, &ctx->comm_clock));
 	SF_CHECK(fxt_sync_point(ctx));
-	SF_CHECK(_sf_tasks_configure(ctx->comm_worker, ctx->cfg.skip));
+	SF_CHECK(_sf_tasks_configure(ctx->comm_worker, ctx->cfg.skip, ctx->cfg.optimizer_on));
+	if (ctx->comm->ops->attach)
+		SF_CHECK(ctx->comm->ops->attach(ctx->comm, ctx->comm_worker));
 	/* the built-in trace reads each task's profiling info in its callback */
 	starpu_profiling_status_set(ctx->cfg.trace[0] ? STARPU_PROFILING_ENABLE
 	                                              : STARPU_PROFILING_DISABLE);
 	SF_CHECK(_sf_layers_builtin_init());
-	_sf_log(SF_LOG_INFO, "rank %d/%d: %d compute worker(s) + comm worker %d", ctx->rank,
-	        ctx->size, ctx->ncompute, ctx->comm_worker);
+	_sf_log(SF_LOG_INFO, "rank %d/%d: %d compute worker(s) (%d CUDA) + comm worker %d (%s)",
+	        ctx->rank, ctx->size, ctx->ncompute,
+	        ncuda - (ctx->comm->ops->device ? 1 : 0), ctx->comm_worker, ctx->comm->ops->name);
 #ifdef STARPU_NON_BLOCKING_DRIVERS
 	if (ncpu > allowed_cpus())
 		_sf_log(SF_LOG_INFO,
@@ -359,7 +379,9 @@ SF_API int sf_init(int *argc, char ***argv, sf_context **out)
 		        "numbers are meaningless",
 		        ctx->cfg.skip == SF_SKIP_COMM ? "comm" : "compute",
 		        ctx->cfg.skip == SF_SKIP_COMM ? "communication" : "computation");
-	SF_CHECK(_sf_comm_create(&_sf_comm_mpi_ops, &ctx->cfg, argc, argv, &ctx->comm));
+	const struct _sf_comm_ops *backend = NULL;
+	SF_CHECK(_sf_comm_backend(ctx->cfg.comm, &backend));
+	SF_CHECK(_sf_comm_create(backend, &ctx->cfg, argc, argv, &ctx->comm));
 	ctx->rank = ctx->comm->rank;
 	ctx->size = ctx->comm->size;
 	if (ctx->size > 1)
@@ -408,6 +430,8 @@ SF_API int sf_finalize(sf_context *ctx)
 		              "sf_model_destroy() first",
 		              ctx->nmodels);
 	starpu_task_wait_for_all();
+	if (ctx->comm->ops->detach)
+		ctx->comm->ops->detach(ctx->comm, ctx->comm_worker);
 	_sf_cuda_stop();
 	starpu_shutdown(); /* writes this rank's FxT file */
 	_sf_tasks_reset();

@@ -7,6 +7,8 @@
  * a rank that fails inside a collective takes the others down instead of leaving
  * them waiting.)
  */
+#include "config.h"
+
 #include "tasks/comm.h"
 #include "common/error.h"
 #include "tasks/worker.h"
@@ -14,6 +16,26 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef SF_HAVE_NCCL
+#include <cuda_runtime_api.h>
+#endif
+
+int _sf_comm_backend(enum sf_comm_backend which, const struct _sf_comm_ops **out)
+{
+	if (which == SF_COMM_MPI) {
+		*out = &_sf_comm_mpi_ops;
+		return SF_OK;
+	}
+#ifdef SF_HAVE_NCCL
+	*out = &_sf_comm_nccl_ops;
+	return SF_OK;
+#else
+	return SF_ERR(SF_ERR_CONFIG,
+	              "SHARDFLOW_COMM=nccl: this shardflow was built without NCCL (configure "
+	              "--with-cuda --with-nccl, with a StarPU built by scripts/build-starpu.sh "
+	              "--with-cuda); accepted here: mpi");
+#endif
+}
 
 int _sf_comm_create(const struct _sf_comm_ops *ops, const struct sf_config *cfg, int *argc,
                     char ***argv, struct _sf_comm **out)
@@ -116,8 +138,49 @@ static void comm_failed(struct _sf_comm_args *a, int rc, const char *kind)
 		acct_end((a), &k_);                                                                \
 	} while (0)
 
+/* How a codelet moves its own bytes: memcpy/memset on a CPU comm worker (MPI), the
+ * same on the comm worker's CUDA stream, before the collective on that stream (NCCL). */
+struct mem_ops {
+	void (*copy)(void *dst, const void *src, size_t bytes);
+	void (*zero)(void *dst, size_t bytes);
+};
+
+static void host_copy(void *dst, const void *src, size_t bytes)
+{
+	memcpy(dst, src, bytes);
+}
+
+static void host_zero(void *dst, size_t bytes)
+{
+	memset(dst, 0, bytes);
+}
+
+static const struct mem_ops host_mem = {host_copy, host_zero};
+
+#ifdef SF_HAVE_NCCL
+static void dev_check(cudaError_t e, const char *what)
+{
+	STARPU_ASSERT_MSG(e == cudaSuccess, "%s on the comm stream failed: %s", what,
+	                  cudaGetErrorString(e));
+}
+
+static void dev_copy(void *dst, const void *src, size_t bytes)
+{
+	dev_check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice,
+	                          starpu_cuda_get_local_stream()),
+	          "cudaMemcpyAsync");
+}
+
+static void dev_zero(void *dst, size_t bytes)
+{
+	dev_check(cudaMemsetAsync(dst, 0, bytes, starpu_cuda_get_local_stream()), "cudaMemsetAsync");
+}
+
+static const struct mem_ops dev_mem = {dev_copy, dev_zero};
+#endif
+
 /* order[RW] shard[R] slot[W] (extra[R]): slot = concatenation of every rank's shard */
-static void gather_cpu(void *buffers[], void *cl_arg)
+static void gather_with(void *buffers[], void *cl_arg, const struct mem_ops *mo)
 {
 	struct _sf_comm_args *a = cl_arg;
 	struct _sf_comm *c = a->comm;
@@ -130,12 +193,12 @@ static void gather_cpu(void *buffers[], void *cl_arg)
 		note_resident(a, +1);
 	if (_sf_skip == SF_SKIP_COMM)
 		return;
-	memcpy(full + (size_t)c->rank * a->S, shard, a->S * sizeof(float));
+	mo->copy(full + (size_t)c->rank * a->S, shard, a->S * sizeof(float));
 	COMM_RUN(a, "all-gather", c->ops->all_gather(c, full, a->S));
 }
 
 /* order[RW] grad[RW] gshard[W]: gshard = this rank's block of the sum over ranks */
-static void reduce_scatter_cpu(void *buffers[], void *cl_arg)
+static void reduce_scatter_with(void *buffers[], void *cl_arg, const struct mem_ops *mo)
 {
 	struct _sf_comm_args *a = cl_arg;
 	struct _sf_comm *c = a->comm;
@@ -143,15 +206,16 @@ static void reduce_scatter_cpu(void *buffers[], void *cl_arg)
 	float *gshard = (float *)STARPU_VECTOR_GET_PTR(buffers[2]);
 	size_t padded = a->S * (size_t)c->size;
 	/* the slot is shared by units of different sizes: its tail is stale */
-	memset(grad + a->P, 0, (padded - a->P) * sizeof(float));
+	mo->zero(grad + a->P, (padded - a->P) * sizeof(float));
 	if (_sf_skip == SF_SKIP_COMM)
 		return;
 	COMM_RUN(a, "reduce-scatter", c->ops->reduce_scatter(c, grad, a->S, gshard, a->scratch));
 }
 
 /* order[RW] grad[RW]: grad = sum over ranks (replicated parameters) */
-static void allreduce_cpu(void *buffers[], void *cl_arg)
+static void allreduce_with(void *buffers[], void *cl_arg, const struct mem_ops *mo)
 {
+	(void)mo;
 	struct _sf_comm_args *a = cl_arg;
 	float *grad = (float *)STARPU_VECTOR_GET_PTR(buffers[1]);
 	if (_sf_skip == SF_SKIP_COMM)
@@ -160,14 +224,37 @@ static void allreduce_cpu(void *buffers[], void *cl_arg)
 }
 
 /* order[RW] loss[RW]: one double summed over ranks */
-static void loss_sum_cpu(void *buffers[], void *cl_arg)
+static void loss_sum_with(void *buffers[], void *cl_arg, const struct mem_ops *mo)
 {
+	(void)mo;
 	struct _sf_comm_args *a = cl_arg;
 	double *v = (double *)STARPU_VECTOR_GET_PTR(buffers[1]);
 	if (_sf_skip == SF_SKIP_COMM)
 		return;
 	COMM_RUN(a, "all-reduce", a->comm->ops->sum_scalar(a->comm, v));
 }
+
+#ifdef SF_HAVE_NCCL
+#define COMM_BODIES(name)                                                                  \
+	static void name##_cpu(void *buffers[], void *cl_arg)                                  \
+	{                                                                                      \
+		name##_with(buffers, cl_arg, &host_mem);                                           \
+	}                                                                                      \
+	static void name##_cuda(void *buffers[], void *cl_arg)                                 \
+	{                                                                                      \
+		name##_with(buffers, cl_arg, &dev_mem);                                            \
+	}
+#else
+#define COMM_BODIES(name)                                                                  \
+	static void name##_cpu(void *buffers[], void *cl_arg)                                  \
+	{                                                                                      \
+		name##_with(buffers, cl_arg, &host_mem);                                           \
+	}
+#endif
+COMM_BODIES(gather)
+COMM_BODIES(reduce_scatter)
+COMM_BODIES(allreduce)
+COMM_BODIES(loss_sum)
 
 /* slot[RW]: the unit's last reader is done; the slot may be gathered into again */
 static void free_cpu(void *buffers[], void *cl_arg)
@@ -176,24 +263,46 @@ static void free_cpu(void *buffers[], void *cl_arg)
 	note_resident(cl_arg, -1);
 }
 
-#define COMM_CODELET(var, fn, n, ...)                                                              \
-	struct starpu_codelet var = {                                                              \
-	    .where = STARPU_CPU,                                                                   \
-	    .cpu_funcs = {fn},                                                                     \
-	    .cpu_funcs_name = {#fn},                                                               \
-	    .nbuffers = n,                                                                         \
-	    .modes = {__VA_ARGS__},                                                                \
-	    .name = #fn,                                                                           \
+/* A comm codelet runs on the comm worker: a CPU worker (MPI), or a CUDA worker whose
+ * body waits for its stream itself (NCCL), hence no STARPU_CUDA_ASYNC. */
+#ifdef SF_HAVE_NCCL
+#define COMM_CODELET(var, base, n, ...)                                                    \
+	struct starpu_codelet var = {                                                          \
+	    .where = STARPU_CPU | STARPU_CUDA,                                                 \
+	    .cpu_funcs = {base##_cpu},                                                         \
+	    .cpu_funcs_name = {#base "_cpu"},                                                  \
+	    .cuda_funcs = {base##_cuda},                                                       \
+	    .nbuffers = n,                                                                     \
+	    .modes = {__VA_ARGS__},                                                            \
+	    .name = #base "_cpu",                                                              \
 	}
+#else
+#define COMM_CODELET(var, base, n, ...)                                                    \
+	struct starpu_codelet var = {                                                          \
+	    .where = STARPU_CPU,                                                               \
+	    .cpu_funcs = {base##_cpu},                                                         \
+	    .cpu_funcs_name = {#base "_cpu"},                                                  \
+	    .nbuffers = n,                                                                     \
+	    .modes = {__VA_ARGS__},                                                            \
+	    .name = #base "_cpu",                                                              \
+	}
+#endif
 
-COMM_CODELET(_sf_cl_gather, gather_cpu, 3, STARPU_RW, STARPU_R, STARPU_W);
-COMM_CODELET(_sf_cl_gather_after, gather_cpu, 4, STARPU_RW, STARPU_R, STARPU_W, STARPU_R);
-COMM_CODELET(_sf_cl_reduce_scatter, reduce_scatter_cpu, 3, STARPU_RW, STARPU_RW, STARPU_W);
-COMM_CODELET(_sf_cl_allreduce, allreduce_cpu, 2, STARPU_RW, STARPU_RW);
-COMM_CODELET(_sf_cl_loss_sum, loss_sum_cpu, 2, STARPU_RW, STARPU_RW);
+COMM_CODELET(_sf_cl_gather, gather, 3, STARPU_RW, STARPU_R, STARPU_W);
+COMM_CODELET(_sf_cl_gather_after, gather, 4, STARPU_RW, STARPU_R, STARPU_W, STARPU_R);
+COMM_CODELET(_sf_cl_reduce_scatter, reduce_scatter, 3, STARPU_RW, STARPU_RW, STARPU_W);
+COMM_CODELET(_sf_cl_allreduce, allreduce, 2, STARPU_RW, STARPU_RW);
+COMM_CODELET(_sf_cl_loss_sum, loss_sum, 2, STARPU_RW, STARPU_RW);
 
+/* a compute codelet, where the unit's slot is: no data moves (CUDA builds: the GPU's
+ * compute worker when there is one, by the placement rule of tasks/worker.c) */
 struct starpu_codelet _sf_cl_free = {
+#ifdef SF_HAVE_CUDA
+    .where = STARPU_CPU | STARPU_CUDA,
+    .cuda_funcs = {free_cpu},
+#else
     .where = STARPU_CPU,
+#endif
     .cpu_funcs = {free_cpu},
     .cpu_funcs_name = {"free_cpu"},
     .nbuffers = 1,

@@ -36,10 +36,18 @@ struct _sf_comm;
 
 struct _sf_comm_ops {
 	const char *name;
+	/* The step's collectives run on a CUDA comm worker, on device memory (NCCL); else
+	 * on a CPU comm worker (MPI). */
+	bool device;
 	/* Starts the transport (argc/argv may be NULL) and fills rank, size, node_rank,
 	 * node_size; fini releases what init made. */
 	int (*init)(struct _sf_comm *c, int *argc, char ***argv);
 	int (*fini)(struct _sf_comm *c);
+	/* Optional (NULL: nothing to do). attach runs once StarPU is up and the comm
+	 * worker chosen, collectively (NCCL makes its communicator on that worker's
+	 * thread); detach before StarPU stops. */
+	int (*attach)(struct _sf_comm *c, int comm_worker);
+	int (*detach)(struct _sf_comm *c, int comm_worker);
 
 	/* In tasks, on the comm worker. full: N blocks of S, block `rank` filled; on
 	 * return every block is. */
@@ -82,6 +90,12 @@ struct _sf_comm {
 };
 
 extern const struct _sf_comm_ops _sf_comm_mpi_ops;
+#ifdef SF_HAVE_NCCL
+extern const struct _sf_comm_ops _sf_comm_nccl_ops;
+#endif
+
+/* The backend SHARDFLOW_COMM names, or an error when this build has none such. */
+int _sf_comm_backend(enum sf_comm_backend which, const struct _sf_comm_ops **out);
 
 /* Makes and starts a communicator on `ops`; *out is released by _sf_comm_destroy. */
 int _sf_comm_create(const struct _sf_comm_ops *ops, const struct sf_config *cfg, int *argc,

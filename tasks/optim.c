@@ -61,7 +61,7 @@ struct starpu_codelet _sf_cl_sgd = {
     SF_OPT_CUDA(sgd_cuda)
     .nbuffers = 3,
     .modes = {STARPU_RW, STARPU_R, STARPU_RW},
-    .can_execute = _sf_compute_can_execute,
+    .can_execute = _sf_opt_can_execute,
     .model = &sgd_model,
     .name = "sgd",
 };
@@ -73,7 +73,7 @@ struct starpu_codelet _sf_cl_adamw = {
     SF_OPT_CUDA(adamw_cuda)
     .nbuffers = 4,
     .modes = {STARPU_RW, STARPU_R, STARPU_RW, STARPU_RW},
-    .can_execute = _sf_compute_can_execute,
+    .can_execute = _sf_opt_can_execute,
     .model = &adamw_model,
     .name = "adamw",
 };

@@ -10,6 +10,7 @@
 #include "tasks/optim.h"
 
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 #ifdef SF_HAVE_CUDA
 #include <cuda_runtime_api.h>
@@ -19,11 +20,31 @@
 int _sf_comm_worker = -1;
 enum sf_skip _sf_skip = SF_SKIP_NONE;
 
+/* CUDA compute workers exist (a GPU besides the comm worker): the codelets that have
+ * a CUDA implementation run there, the rest on CPU workers. */
+static bool gpu_compute;
+static enum sf_optimizer_on optimizer_on = SF_OPT_ON_DEVICE;
+
+static int placed(unsigned workerid, const struct starpu_codelet *cl, bool host_only)
+{
+	if ((int)workerid == _sf_comm_worker)
+		return 0;
+	bool cuda = starpu_worker_get_type((int)workerid) == STARPU_CUDA_WORKER;
+	if (host_only || !gpu_compute || !cl || !cl->cuda_funcs[0])
+		return !cuda;
+	return cuda;
+}
+
 int _sf_compute_can_execute(unsigned workerid, struct starpu_task *task, unsigned nimpl)
 {
-	(void)task;
 	(void)nimpl;
-	return (int)workerid != _sf_comm_worker;
+	return placed(workerid, task->cl, false);
+}
+
+int _sf_opt_can_execute(unsigned workerid, struct starpu_task *task, unsigned nimpl)
+{
+	(void)nimpl;
+	return placed(workerid, task->cl, optimizer_on == SF_OPT_ON_HOST);
 }
 
 void _sf_noop_kernel(void *buffers[], void *cl_arg)
@@ -32,10 +53,15 @@ void _sf_noop_kernel(void *buffers[], void *cl_arg)
 	(void)cl_arg;
 }
 
-int _sf_tasks_configure(int comm_worker, enum sf_skip skip)
+int _sf_tasks_configure(int comm_worker, enum sf_skip skip, enum sf_optimizer_on opt_on)
 {
 	_sf_comm_worker = comm_worker;
 	_sf_skip = skip;
+	optimizer_on = opt_on;
+	int ncuda = (int)starpu_cuda_worker_get_count();
+	if (comm_worker >= 0 && starpu_worker_get_type(comm_worker) == STARPU_CUDA_WORKER)
+		ncuda--;
+	gpu_compute = ncuda > 0;
 	_sf_optim_codelets_configure(skip == SF_SKIP_COMPUTE);
 	return _sf_layer_codelets_configure(skip == SF_SKIP_COMPUTE);
 }
@@ -44,6 +70,8 @@ void _sf_tasks_reset(void)
 {
 	_sf_comm_worker = -1;
 	_sf_skip = SF_SKIP_NONE;
+	gpu_compute = false;
+	optimizer_on = SF_OPT_ON_DEVICE;
 }
 
 struct clock_query {
@@ -59,7 +87,12 @@ static void clock_cpu(void *buffers[], void *cl_arg)
 }
 
 static struct starpu_codelet clock_cl = {
+#ifdef SF_HAVE_CUDA
+    .where = STARPU_CPU | STARPU_CUDA, /* the comm worker may be a CUDA worker (NCCL) */
+    .cuda_funcs = {clock_cpu},
+#else
     .where = STARPU_CPU,
+#endif
     .cpu_funcs = {clock_cpu},
     .cpu_funcs_name = {"clock_cpu"},
     .nbuffers = 0,
@@ -96,25 +129,43 @@ double _sf_clock_seconds(clockid_t c)
 	return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-int _sf_cuda_conf(struct starpu_conf *conf, int node_rank)
+int _sf_cuda_conf(struct starpu_conf *conf, int node_rank, bool comm_stream)
 {
 	conf->ncuda = 0;
 #ifdef SF_HAVE_CUDA
 	int n = 0;
 	if (cudaGetDeviceCount(&n) != cudaSuccess || n <= 0) {
 		(void)cudaGetLastError(); /* "no CUDA-capable device": not an error here */
+		if (comm_stream)
+			return SF_ERR(SF_ERR_CONFIG, "SHARDFLOW_COMM=nccl: no CUDA device");
 		_sf_log(SF_LOG_INFO, "no CUDA device: CPU workers only");
-		return -1;
+		return SF_OK;
+	}
+	if (comm_stream) {
+#ifndef STARPU_NON_BLOCKING_DRIVERS
+		return SF_ERR(SF_ERR_CONFIG,
+		              "SHARDFLOW_COMM=nccl needs two StarPU workers on the GPU (compute and "
+		              "comm streams), and this StarPU was built with --enable-blocking-drivers, "
+		              "which allows one: use a StarPU built by scripts/build-starpu.sh "
+		              "--with-cuda without --enable-blocking-drivers");
+#else
+		setenv("STARPU_NWORKER_PER_CUDA", "2", 1);
+		setenv("STARPU_CUDA_THREAD_PER_WORKER", "1", 1);
+		unsetenv("STARPU_CUDA_THREAD_PER_DEV");
+#endif
 	}
 	int dev = node_rank % n;
 	conf->ncuda = 1;
 	conf->use_explicit_workers_cuda_gpuid = 1;
 	conf->workers_cuda_gpuid[0] = (unsigned)dev;
-	_sf_log(SF_LOG_INFO, "node-local rank %d: CUDA device %d of %d", node_rank, dev, n);
-	return dev;
+	_sf_log(SF_LOG_INFO, "node-local rank %d: CUDA device %d of %d%s", node_rank, dev, n,
+	        comm_stream ? ", a compute and a comm worker" : "");
+	return SF_OK;
 #else
 	(void)node_rank;
-	return -1;
+	if (comm_stream)
+		return SF_ERR(SF_ERR_CONFIG, "SHARDFLOW_COMM=nccl: this shardflow has no CUDA");
+	return SF_OK;
 #endif
 }
 

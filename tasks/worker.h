@@ -23,20 +23,28 @@ extern enum sf_skip _sf_skip;
 
 /* Called by sf_init once StarPU is up: the comm worker and the benchmark skip mode
  * every codelet built from now on (and every one built before) follows. */
-int _sf_tasks_configure(int comm_worker, enum sf_skip skip);
+int _sf_tasks_configure(int comm_worker, enum sf_skip skip, enum sf_optimizer_on opt_on);
 /* Called by sf_finalize. */
 void _sf_tasks_reset(void);
 
-/* can_execute of every compute codelet: anywhere but the comm worker. */
+/* can_execute of every compute codelet: anywhere but the comm worker; when the rank
+ * has a GPU for compute, on it if the codelet has a CUDA implementation (so a
+ * unit's buffers stay on the device), else on CPU workers. */
 int _sf_compute_can_execute(unsigned workerid, struct starpu_task *task, unsigned nimpl);
+/* The optimizer codelets': as compute, or CPU workers only with
+ * SHARDFLOW_OPTIMIZER_ON=host (the shard's step and state in host memory). */
+int _sf_opt_can_execute(unsigned workerid, struct starpu_task *task, unsigned nimpl);
 
 /* The GPU of a rank (CUDA builds; without CUDA: none, and these do nothing).
  * _sf_cuda_conf asks StarPU for one CUDA worker on device node_rank mod the machine's
  * devices, one process per GPU as with PyTorch's torchrun; with no device (this
- * project's build machines) StarPU starts CPU workers only. Returns the device, or -1.
+ * project's build machines) StarPU starts CPU workers only. comm_stream (NCCL): two
+ * workers on the GPU, a thread and a stream each (STARPU_NWORKER_PER_CUDA=2,
+ * STARPU_CUDA_THREAD_PER_WORKER=1), the second for the collectives; that needs a
+ * device and a StarPU with non-blocking drivers (an error otherwise).
  * _sf_cuda_start (after starpu_init) gives the CUDA workers their cuBLAS handles on
  * their streams; _sf_cuda_stop (before starpu_shutdown) releases them. */
-int _sf_cuda_conf(struct starpu_conf *conf, int node_rank);
+int _sf_cuda_conf(struct starpu_conf *conf, int node_rank, bool comm_stream);
 void _sf_cuda_start(void);
 void _sf_cuda_stop(void);
 

@@ -47,7 +47,7 @@ valid() {
 	fi
 }
 
-plan 76
+plan 85
 
 accepted="accepted values are"
 invalid SHARDFLOW_PREFETCH_DEPTH abc "$accepted"
@@ -64,6 +64,8 @@ invalid SHARDFLOW_COMM_CHUNK 64k "$accepted"
 invalid SHARDFLOW_COMM_CHUNK 2147483648 "$accepted"
 invalid SHARDFLOW_COMM_TIMEOUT -1 "$accepted"
 invalid SHARDFLOW_COMM_TIMEOUT 10s "$accepted"
+invalid SHARDFLOW_COMM gloo "$accepted"
+invalid SHARDFLOW_OPTIMIZER_ON cpu "$accepted"
 invalid SHARDFLOW_PREFETCH_DEPHT 2 "known variables are"
 # numbers are strict: no blanks, no sign
 invalid SHARDFLOW_PREFETCH_DEPTH " 2" "$accepted"
@@ -87,6 +89,20 @@ for v in 0 1024 1073741824; do valid SHARDFLOW_COMM_CHUNK $v; done
 valid STARPU_NCPU 2
 for v in 0 86400; do valid SHARDFLOW_COMM_TIMEOUT $v; done
 valid STARPU_SILENT 0
+valid SHARDFLOW_COMM mpi
+for v in device host; do valid SHARDFLOW_OPTIMIZER_ON $v; done
+
+# SHARDFLOW_COMM=nccl on this machine: no GPU (and, in a CPU build, no NCCL) is a clear
+# error at sf_init, not a crash or a hang
+run nccl SHARDFLOW_COMM=nccl
+st=$?
+[ $st -ge 1 ] && [ $st -le 123 ]
+ok $? "SHARDFLOW_COMM=nccl without a GPU: exits with an error status ($st)"
+grep -F "SHARDFLOW_COMM=nccl" "$tmp/nccl.err" >/dev/null &&
+	grep -E "built without NCCL|no CUDA device" "$tmp/nccl.err" >/dev/null
+if ! ok $? "SHARDFLOW_COMM=nccl without a GPU: stderr says no NCCL in this build, or no CUDA device"; then
+	diag_file "$tmp/nccl.err"
+fi
 valid STARPU_WORKERS_CPUID "0-"
 
 # 2 ranks. Through a wrapper that records each rank's own exit status (mpirun alone

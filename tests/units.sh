@@ -40,7 +40,7 @@ require_progs "$TRAIN_DUMP" "$DUMP_COMPARE"
 steps=5
 rtol=1e-5
 floor=1e-3
-plan 41
+plan 42
 
 for opt in sgd adamw; do
 	for batch in 6 7; do
@@ -110,6 +110,11 @@ for d in 0 1 2 4; do
 			"n-d$d-$b" n-d2-pre --bitwise
 	done
 done
+# SHARDFLOW_OPTIMIZER_ON=host: on CPU ranks the same place as device, the same bits
+train 2 n-d2-pre-host SHARDFLOW_PREFETCH_DEPTH=2 SHARDFLOW_BACKWARD_PREFETCH=pre \
+	SHARDFLOW_OPTIMIZER_ON=host --model nanogpt --optimizer adamw --steps $steps
+compare "nanogpt, adamw, 2 ranks: SHARDFLOW_OPTIMIZER_ON=host = device on CPU ranks (bitwise)" \
+	n-d2-pre-host n-d2-pre --bitwise
 for c in 0:none 2:pre 4:pre; do
 	d=${c%:*} b=${c#*:}
 	line=$(grep '^max_resident' "$tmp/n-d$d-$b.out")

@@ -1,0 +1,299 @@
+/*
+ * comm_nccl.c — the NCCL communication backend (struct _sf_comm_ops), for one process
+ * per GPU (SHARDFLOW_COMM=nccl; built when configure finds CUDA and NCCL).
+ *
+ * The host side (model setup, checkpoints, traces) and the bootstrap go over the MPI
+ * backend, which this one wraps: rank 0's ncclUniqueId is broadcast with it. The
+ * step's collectives are NCCL's, enqueued on the comm worker's own CUDA stream: the
+ * comm worker is the second StarPU CUDA worker of the rank's GPU
+ * (STARPU_NWORKER_PER_CUDA=2, a thread each), so collectives and compute run on
+ * different streams, and the comm-order handle still makes every rank enqueue them in
+ * the same order, one at a time (what NCCL requires of a communicator). The
+ * communicator is created on that worker's thread (attach, after starpu_init).
+ *
+ * A collective's codelet waits for its stream, polling cudaStreamQuery and
+ * ncclCommGetAsyncError with naps: an asynchronous NCCL error (a peer died, a
+ * network failed) or no completion for SHARDFLOW_COMM_TIMEOUT seconds aborts the
+ * communicator (ncclCommAbort) and fails the collective, which ends the job with a
+ * message naming it (tasks/comm.c), as with MPI.
+ *
+ * Not run on any machine of this project (none has a GPU): compiled, linked, and run
+ * as far as no device allows (the bootstrap's refusal without a device is tested).
+ */
+#include "config.h"
+
+#include "common/error.h"
+#include "tasks/comm.h"
+
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+#include <starpu.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+struct nccl_impl {
+	struct _sf_comm mpi; /* host side and bootstrap */
+	ncclUniqueId id;
+	ncclComm_t comm;
+	bool attached;
+	int attach_rc; /* attach's status, set on the comm worker's thread */
+	char attach_msg[512];
+};
+
+static struct nccl_impl *impl(struct _sf_comm *c)
+{
+	return c->impl;
+}
+
+static int nccl_fail(ncclResult_t r, const char *what)
+{
+	return SF_ERR(SF_ERR_COMM, "%s failed: %s (NCCL %d)", what, ncclGetErrorString(r), (int)r);
+}
+
+static int nccl_init(struct _sf_comm *c, int *argc, char ***argv)
+{
+	struct nccl_impl *m = calloc(1, sizeof *m);
+	if (!m)
+		return SF_ERR(SF_ERR_NOMEM, "sf_init: out of memory");
+	m->mpi.ops = &_sf_comm_mpi_ops;
+	m->mpi.chunk = c->chunk;
+	m->mpi.timeout = c->timeout;
+	int rc = _sf_comm_mpi_ops.init(&m->mpi, argc, argv);
+	if (rc < 0) {
+		free(m);
+		return rc;
+	}
+	c->impl = m;
+	c->rank = m->mpi.rank;
+	c->size = m->mpi.size;
+	c->node_rank = m->mpi.node_rank;
+	c->node_size = m->mpi.node_size;
+	/* every rank needs a device; all agree before going on */
+	int ndev = 0;
+	cudaError_t ce = cudaGetDeviceCount(&ndev);
+	if (ce != cudaSuccess || ndev <= 0) {
+		(void)cudaGetLastError();
+		rc = SF_ERR(SF_ERR_CONFIG,
+		            "SHARDFLOW_COMM=nccl: no CUDA device on this machine (cudaGetDeviceCount: "
+		            "%s); NCCL needs one GPU per rank: use SHARDFLOW_COMM=mpi (the default) "
+		            "on CPU ranks",
+		            ce != cudaSuccess ? cudaGetErrorString(ce) : "0 devices");
+	} else if (c->node_size > ndev) {
+		rc = SF_ERR(SF_ERR_CONFIG,
+		            "SHARDFLOW_COMM=nccl: %d ranks on this machine but %d CUDA device(s): "
+		            "start one rank per GPU",
+		            c->node_size, ndev);
+	}
+	if (rc >= 0 && c->rank == 0) {
+		ncclResult_t r = ncclGetUniqueId(&m->id);
+		if (r != ncclSuccess)
+			rc = nccl_fail(r, "ncclGetUniqueId");
+	}
+	rc = _sf_comm_agree(&m->mpi, rc, "the NCCL bootstrap");
+	if (rc >= 0)
+		rc = m->mpi.ops->bcast(&m->mpi, &m->id, sizeof m->id, 0);
+	if (rc < 0) {
+		_sf_comm_mpi_ops.fini(&m->mpi);
+		free(m);
+		c->impl = NULL;
+	}
+	return rc;
+}
+
+/* on the comm worker's thread (StarPU made the rank's device current) */
+static void attach_on_worker(void *arg)
+{
+	struct _sf_comm *c = arg;
+	struct nccl_impl *m = impl(c);
+	ncclResult_t r = ncclCommInitRank(&m->comm, c->size, m->id, c->rank);
+	m->attach_rc = r == ncclSuccess ? SF_OK : SF_ERR_COMM;
+	if (r != ncclSuccess)
+		snprintf(m->attach_msg, sizeof m->attach_msg, "ncclCommInitRank failed: %s (NCCL %d)",
+		         ncclGetErrorString(r), (int)r);
+}
+
+static int nccl_attach(struct _sf_comm *c, int worker)
+{
+	struct nccl_impl *m = impl(c);
+	if (starpu_worker_get_type(worker) != STARPU_CUDA_WORKER)
+		return SF_ERR(SF_ERR_STARPU,
+		              "SHARDFLOW_COMM=nccl: the comm worker %d is not a CUDA worker", worker);
+	unsigned w = (unsigned)worker;
+	starpu_execute_on_specific_workers(attach_on_worker, c, 1, &w, "shardflow nccl init");
+	int rc = m->attach_rc < 0 ? SF_ERR(m->attach_rc, "%s", m->attach_msg) : SF_OK;
+	rc = _sf_comm_agree(&m->mpi, rc, "ncclCommInitRank");
+	m->attached = rc >= 0;
+	return rc;
+}
+
+static void destroy_on_worker(void *arg)
+{
+	struct nccl_impl *m = arg;
+	ncclCommDestroy(m->comm);
+}
+
+static int nccl_detach(struct _sf_comm *c, int worker)
+{
+	struct nccl_impl *m = impl(c);
+	if (!m || !m->attached)
+		return SF_OK;
+	unsigned w = (unsigned)worker;
+	starpu_execute_on_specific_workers(destroy_on_worker, m, 1, &w, "shardflow nccl destroy");
+	m->attached = false;
+	return SF_OK;
+}
+
+static int nccl_fini(struct _sf_comm *c)
+{
+	struct nccl_impl *m = impl(c);
+	if (!m)
+		return SF_OK;
+	if (m->attached) /* detach was not called (an error path): release what we can */
+		ncclCommAbort(m->comm);
+	int rc = _sf_comm_mpi_ops.fini(&m->mpi);
+	free(m);
+	c->impl = NULL;
+	return rc;
+}
+
+/* Waits for the collectives enqueued on the worker's stream: NCCL's asynchronous
+ * errors and SHARDFLOW_COMM_TIMEOUT end the wait with an aborted communicator. */
+static int wait_stream(struct _sf_comm *c, const char *what)
+{
+	struct nccl_impl *m = impl(c);
+	cudaStream_t s = starpu_cuda_get_local_stream();
+	struct timespec t0, now, nap = {0, 20000}; /* 20 us */
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		cudaError_t ce = cudaStreamQuery(s);
+		if (ce == cudaSuccess)
+			return SF_OK;
+		if (ce != cudaErrorNotReady) {
+			ncclCommAbort(m->comm);
+			m->attached = false;
+			return SF_ERR(SF_ERR_COMM, "%s: CUDA error %s", what, cudaGetErrorString(ce));
+		}
+		ncclResult_t ar = ncclSuccess;
+		if (ncclCommGetAsyncError(m->comm, &ar) == ncclSuccess && ar != ncclSuccess &&
+		    ar != ncclInProgress) {
+			ncclCommAbort(m->comm);
+			m->attached = false;
+			return nccl_fail(ar, what);
+		}
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		double waited = (double)(now.tv_sec - t0.tv_sec) + 1e-9 * (double)(now.tv_nsec - t0.tv_nsec);
+		if (c->timeout > 0 && waited > c->timeout) {
+			ncclCommAbort(m->comm);
+			m->attached = false;
+			return SF_ERR(SF_ERR_COMM,
+			              "%s: no progress for %g s (SHARDFLOW_COMM_TIMEOUT): a peer rank is "
+			              "stopped, stuck or unreachable",
+			              what, c->timeout);
+		}
+		nanosleep(&nap, NULL);
+	}
+}
+
+static int enqueued(struct _sf_comm *c, ncclResult_t r, const char *what)
+{
+	if (r != ncclSuccess)
+		return nccl_fail(r, what);
+	return wait_stream(c, what);
+}
+
+/* in place: block `rank` of full is this rank's shard */
+static int nccl_all_gather(struct _sf_comm *c, float *full, size_t S)
+{
+	return enqueued(c,
+	                ncclAllGather(full + (size_t)c->rank * S, full, S, ncclFloat, impl(c)->comm,
+	                              starpu_cuda_get_local_stream()),
+	                "ncclAllGather");
+}
+
+static int nccl_reduce_scatter(struct _sf_comm *c, float *grad, size_t S, float *out,
+                               float *scratch)
+{
+	(void)scratch;
+	return enqueued(c,
+	                ncclReduceScatter(grad, out, S, ncclFloat, ncclSum, impl(c)->comm,
+	                                  starpu_cuda_get_local_stream()),
+	                "ncclReduceScatter");
+}
+
+static int nccl_all_reduce(struct _sf_comm *c, float *v, size_t n)
+{
+	return enqueued(c,
+	                ncclAllReduce(v, v, n, ncclFloat, ncclSum, impl(c)->comm,
+	                              starpu_cuda_get_local_stream()),
+	                "ncclAllReduce");
+}
+
+static int nccl_sum_scalar(struct _sf_comm *c, double *v)
+{
+	return enqueued(c,
+	                ncclAllReduce(v, v, 1, ncclDouble, ncclSum, impl(c)->comm,
+	                              starpu_cuda_get_local_stream()),
+	                "ncclAllReduce(loss)");
+}
+
+/* ---- host side: the MPI backend's --------------------------------------------------- */
+
+static int nccl_barrier(struct _sf_comm *c, bool node_only)
+{
+	return impl(c)->mpi.ops->barrier(&impl(c)->mpi, node_only);
+}
+
+static int nccl_bcast(struct _sf_comm *c, void *buf, size_t bytes, int root)
+{
+	return impl(c)->mpi.ops->bcast(&impl(c)->mpi, buf, bytes, root);
+}
+
+static int nccl_gather(struct _sf_comm *c, const void *mine, size_t bytes, void *all, int root)
+{
+	return impl(c)->mpi.ops->gather(&impl(c)->mpi, mine, bytes, all, root);
+}
+
+static int nccl_gatherv(struct _sf_comm *c, const void *mine, size_t bytes, void *all,
+                        const size_t *counts, int root)
+{
+	return impl(c)->mpi.ops->gatherv(&impl(c)->mpi, mine, bytes, all, counts, root);
+}
+
+static int nccl_allgather(struct _sf_comm *c, const void *mine, size_t bytes, void *all)
+{
+	return impl(c)->mpi.ops->allgather(&impl(c)->mpi, mine, bytes, all);
+}
+
+static int nccl_min_rank(struct _sf_comm *c, int value, int *min, int *rank)
+{
+	return impl(c)->mpi.ops->min_rank(&impl(c)->mpi, value, min, rank);
+}
+
+static void nccl_abort(struct _sf_comm *c, int code)
+{
+	struct nccl_impl *m = impl(c);
+	if (m->attached)
+		ncclCommAbort(m->comm);
+	m->mpi.ops->abort(&m->mpi, code);
+}
+
+const struct _sf_comm_ops _sf_comm_nccl_ops = {
+    .name = "nccl",
+    .device = true,
+    .init = nccl_init,
+    .fini = nccl_fini,
+    .attach = nccl_attach,
+    .detach = nccl_detach,
+    .all_gather = nccl_all_gather,
+    .reduce_scatter = nccl_reduce_scatter,
+    .all_reduce = nccl_all_reduce,
+    .sum_scalar = nccl_sum_scalar,
+    .barrier = nccl_barrier,
+    .bcast = nccl_bcast,
+    .gather = nccl_gather,
+    .gatherv = nccl_gatherv,
+    .allgather = nccl_allgather,
+    .min_rank = nccl_min_rank,
+    .abort = nccl_abort,
+};
