@@ -2,7 +2,7 @@
  * comm.h — the communication backends behind one interface, and the codelets that
  * run a step's collectives.
  *
- * A backend (tasks/comm_mpi.c today; NCCL next) is a table of functions. The step's
+ * A backend (tasks/comm_mpi.c; tasks/comm_nccl.c in NCCL builds) is a table of functions. The step's
  * collectives (all_gather, reduce_scatter, all_reduce, sum_scalar) run inside tasks on
  * the comm worker; the host-side operations (barrier, bcast, gather, gatherv,
  * allgather, min_rank) run on the calling thread, for model setup, checkpoints and

@@ -13,7 +13,7 @@
 #   require_progs PROG...   bail out unless each built program exists
 #   run_mpi NP PROG ARGS... tests/run-mpi.sh (every multi-rank run goes through it)
 #   train NP NAME [VAR=VALUE...] ARGS...
-#                           train_dump on NP ranks with those SHARDFLOW_*/STARPU_*
+#                           train_dump on NP ranks with those SHARDFLOW_*/STARPU_*/CUDA_*
 #                           variables, writing $tmp/NAME.dump, NAME.out, NAME.err
 #   compare DESC A B OPTS...  one result: dump_compare OPTS $tmp/A.dump $tmp/B.dump,
 #                           its summary (the max relative difference) as diagnostics
@@ -56,6 +56,8 @@ STARPU_FXT_TRACE=0
 export STARPU_FXT_TRACE
 # What configure found (FxT, StarPU's tools, the compiler wrapper, pkg-config).
 SF_HAVE_FXT=no
+SF_HAVE_CUDA=no
+SF_HAVE_NCCL=no
 STARPU_BINDIR=
 MPICC=mpicc
 PKG_CONFIG=pkg-config
@@ -159,7 +161,7 @@ train() {
 	_env=
 	while [ $# -gt 0 ]; do
 		case $1 in
-		SHARDFLOW_*=* | STARPU_*=*) _env="$_env $1"; shift ;;
+		SHARDFLOW_*=* | STARPU_*=* | CUDA_*=*) _env="$_env $1"; shift ;;
 		*) break ;;
 		esac
 	done

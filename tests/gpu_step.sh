@@ -1,0 +1,75 @@
+#!/bin/sh
+# gpu_step.sh — the GPU path against the CPU, on a machine with CUDA devices
+# (scripts/gpu-selftest.sh runs it there). Skipped, with the reason, in a CPU build
+# and where cudaGetDeviceCount finds no device: every machine of this project so far
+# (automake's TAP driver takes "1..0 # SKIP" with status 0 as a skip; status 77 is
+# the plain driver's convention, an ERROR under TAP).
+#
+# With 1 GPU (5 steps of train_dump, the models from simple to whole):
+#  - each model on 1 rank on the GPU = on CPU workers (CUDA_VISIBLE_DEVICES=""),
+#    rtol 1e-4 (cuBLAS and OpenBLAS sum in different orders): mlp (linear, GELU,
+#    softmax cross-entropy), residual (add, relu), gpt (token and position
+#    embeddings, layernorm, attention, tied head), nanogpt (sf_gpt_graph), with SGD
+#    and AdamW;
+#  - SHARDFLOW_OPTIMIZER_ON=host = device on the GPU, bitwise (nvcc --fmad=false
+#    keeps the optimizers' rounding the CPU's);
+#  - depth 0 = depth 2 on the GPU, bitwise.
+# With 2 GPUs: the 2-rank FSDP step with NCCL (SHARDFLOW_COMM=nccl, a comm stream per
+# GPU) = the 1-rank CPU step (rtol 1e-4), bitwise across depths 0 and 2; and 2 ranks
+# with MPI collectives and GPU compute = the same.
+. "$(dirname "$0")/lib.sh"
+require_progs "$TRAIN_DUMP" "$DUMP_COMPARE"
+[ "$SF_HAVE_CUDA" = yes ] ||
+	skip_all "a CPU build: configure found no CUDA (./configure --with-cuda --with-nccl against a StarPU built by scripts/build-starpu.sh --with-cuda)"
+ndev=$("$top_builddir/tests/cuda_devices" 2>"$tmp/devices.err" || echo 0)
+[ "${ndev:-0}" -gt 0 ] 2>/dev/null ||
+	skip_all "no GPU: cudaGetDeviceCount found none ($(cat "$tmp/devices.err" 2>/dev/null)); scripts/gpu-selftest.sh runs this on a GPU machine"
+
+steps=5
+rtol=1e-4
+floor=1e-3
+# the key biases of nanogpt, whose AdamW updates are noise (tests/units.sh says why)
+keys="--ignore 560:570 --ignore 1890:1900"
+plan 13
+
+for model in mlp residual gpt nanogpt; do
+	for opt in sgd adamw; do
+		[ "$model" = mlp ] && [ "$opt" = adamw ] && continue
+		train 1 "cpu-$model-$opt" CUDA_VISIBLE_DEVICES= --model $model --optimizer $opt --steps $steps
+		train 1 "gpu-$model-$opt" --model $model --optimizer $opt --steps $steps
+		ign=
+		[ "$model" = nanogpt ] && [ "$opt" = adamw ] && ign=$keys
+		# shellcheck disable=SC2086
+		compare "$model, $opt: 1 rank on the GPU = on CPU workers (rtol $rtol)" \
+			"gpu-$model-$opt" "cpu-$model-$opt" --rtol $rtol --floor $floor $ign
+	done
+done
+train 1 gpu-host SHARDFLOW_OPTIMIZER_ON=host --model nanogpt --optimizer adamw --steps $steps
+compare "nanogpt, adamw, GPU: SHARDFLOW_OPTIMIZER_ON=host = device (bitwise)" \
+	gpu-host gpu-nanogpt-adamw --bitwise
+train 1 gpu-d0 SHARDFLOW_PREFETCH_DEPTH=0 --model nanogpt --optimizer adamw --steps $steps
+compare "nanogpt, adamw, GPU: depth 0 = depth 2 (bitwise)" gpu-d0 gpu-nanogpt-adamw --bitwise
+
+if [ "$ndev" -ge 2 ]; then
+	for d in 2 0; do
+		train 2 "nccl-d$d" SHARDFLOW_COMM=nccl SHARDFLOW_PREFETCH_DEPTH=$d \
+			--model nanogpt --optimizer adamw --steps $steps
+	done
+	# shellcheck disable=SC2086
+	compare "2 GPUs, NCCL, FSDP: = the 1-rank CPU step (rtol $rtol)" nccl-d2 cpu-nanogpt-adamw \
+		--rtol $rtol --floor $floor $keys
+	compare "2 GPUs, NCCL: depth 0 = depth 2 (bitwise)" nccl-d0 nccl-d2 --bitwise
+	train 2 mpi-gpu --model nanogpt --optimizer adamw --steps $steps
+	# shellcheck disable=SC2086
+	compare "2 GPUs, MPI collectives: = the 1-rank CPU step (rtol $rtol)" mpi-gpu \
+		cpu-nanogpt-adamw --rtol $rtol --floor $floor $keys
+	train 2 nccl-sgd SHARDFLOW_COMM=nccl --model gpt --optimizer sgd --steps $steps
+	compare "2 GPUs, NCCL, gpt with SGD: = the 1-rank CPU step (rtol $rtol)" nccl-sgd \
+		cpu-gpt-sgd --rtol $rtol --floor $floor
+else
+	for t in "2 GPUs, NCCL, FSDP = 1-rank CPU" "2 GPUs, NCCL: depth 0 = depth 2" \
+		"2 GPUs, MPI collectives = 1-rank CPU" "2 GPUs, NCCL, gpt with SGD = 1-rank CPU"; do
+		skip "$t" "$ndev GPU on this machine, 2 needed"
+	done
+fi
+finish
