@@ -145,7 +145,7 @@ if [ -n "$cuda" ] && ! grep -q "define STARPU_USE_CUDA 1" include/starpu_config.
 	say "configure did not enable CUDA with $cuda (log: $workdir/$build/configure.log)"
 	exit 1
 fi
-say "make -j$jobs (a few minutes${cuda:+; about 8-9 with CUDA on 2 cores})"
+say "make -j$jobs (a few minutes${cuda:+; about 4-5 with CUDA on 2 cores})"
 PATH=${cuda:+$cuda/bin:}$PATH make -j"$jobs" >make.log 2>&1 || { tail -30 make.log; say "make failed (log: $workdir/$build/make.log)"; exit 1; }
 say "installing into $prefix"
 $SUDO mkdir -p "$prefix"
