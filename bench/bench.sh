@@ -58,17 +58,8 @@ build=$top
 torch=1
 WARMUP=3
 
-usage() {
-	sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'
-	exit "${1:-2}"
-}
-die() {
-	echo "$prog: error: $*" >&2
-	exit 1
-}
-posint() {
-	case $2 in '' | *[!0-9]* | 0*) echo "$prog: $1 \"$2\" is invalid: expected a positive integer" >&2; usage 2 ;; esac
-}
+usage_end=33
+. "$(dirname "$0")/cli.sh"
 
 while [ $# -gt 0 ]; do
 	case $1 in

@@ -53,17 +53,8 @@ curve=1
 out=
 build=$top
 
-usage() {
-	sed -n '2,36p' "$0" | sed 's/^# \{0,1\}//'
-	exit "${1:-2}"
-}
-die() {
-	echo "$prog: error: $*" >&2
-	exit 1
-}
-posint() {
-	case $2 in '' | *[!0-9]* | 0*) echo "$prog: $1 \"$2\" is invalid: expected a positive integer" >&2; usage 2 ;; esac
-}
+usage_end=35
+. "$(dirname "$0")/cli.sh"
 while [ $# -gt 0 ]; do
 	case $1 in
 	--cluster) cluster=1; shift ;;

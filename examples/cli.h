@@ -33,6 +33,18 @@ static inline int cli_launcher_rank(void)
 	return 0;
 }
 
+/* A shardflow call in a function with a `done:` label: on failure, prints
+ * "<prog>: <call> failed: <status>" (the library has logged the details) and jumps
+ * there. The caller includes shardflow.h. */
+#define CLI_CHECK(call)                                                                    \
+	do {                                                                                   \
+		int rc_ = (call);                                                                  \
+		if (rc_ < 0) {                                                                     \
+			fprintf(stderr, "%s: %s failed: %s\n", cli_prog, #call, sf_strerror(rc_));     \
+			goto done;                                                                     \
+		}                                                                                  \
+	} while (0)
+
 /* Prints "<prog>: <message>" and the usage (rank 0 only); returns 2, the status of a
  * bad command line. */
 __attribute__((format(printf, 1, 2))) static inline int cli_bad_usage(const char *fmt, ...)

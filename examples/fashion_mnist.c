@@ -211,14 +211,7 @@ static int parse(int argc, char **argv, struct options *o)
 	return 0;
 }
 
-#define CHECK(call)                                                                                \
-	do {                                                                                       \
-		int rc_ = (call);                                                                  \
-		if (rc_ < 0) {                                                                     \
-			fprintf(stderr, PROG ": %s failed: %s\n", #call, sf_strerror(rc_));        \
-			goto done;                                                                 \
-		}                                                                                  \
-	} while (0)
+#define CHECK CLI_CHECK
 
 struct run {
 	struct options o;

@@ -1,35 +1,9 @@
 /* gelu_cuda.cu — gelu's CUDA launchers: layers/gelu_math.h on each element, on the
- * worker's stream (the codelet bodies are in layers/gelu.c). */
+ * worker's stream (layers/unary_cuda.h; the codelet bodies are in layers/gelu.c). */
 #include "config.h"
 
-#include "common/cuda_util.h"
-#include "layers/add_math.h"
 #include "layers/gelu.h"
 #include "layers/gelu_math.h"
+#include "layers/unary_cuda.h"
 
-#include <starpu.h>
-
-static __global__ void fwd_k(size_t n, const float *x, float *y)
-{
-	SF_CUDA_FOR(i, n)
-	y[i] = sf_gelu_f(x[i]);
-}
-
-static __global__ void bwd_k(size_t n, const float *x, const float *dy, float *dx, int acc)
-{
-	SF_CUDA_FOR(i, n)
-	sf_grad_store(&dx[i], sf_gelu_d(x[i], dy[i]), acc);
-}
-
-extern "C" void _sf_gelu_fwd_cuda(size_t n, const float *x, float *y)
-{
-	fwd_k<<<sf_cuda_blocks(n), SF_CUDA_BLOCK, 0, starpu_cuda_get_local_stream()>>>(n, x, y);
-	SF_CUDA_CHECK_LAUNCH("gelu fwd_k");
-}
-
-extern "C" void _sf_gelu_bwd_cuda(size_t n, const float *x, const float *dy, float *dx, int acc)
-{
-	bwd_k<<<sf_cuda_blocks(n), SF_CUDA_BLOCK, 0, starpu_cuda_get_local_stream()>>>(n, x, dy, dx,
-	                                                                              acc);
-	SF_CUDA_CHECK_LAUNCH("gelu bwd_k");
-}
+SF_UNARY_CUDA(gelu)

@@ -127,14 +127,7 @@ static int parse(int argc, char **argv, struct options *o)
 	return 0;
 }
 
-#define CHECK(call)                                                                                \
-	do {                                                                                       \
-		int rc_ = (call);                                                                  \
-		if (rc_ < 0) {                                                                     \
-			fprintf(stderr, PROG ": %s failed: %s\n", #call, sf_strerror(rc_));        \
-			goto done;                                                                 \
-		}                                                                                  \
-	} while (0)
+#define CHECK CLI_CHECK
 
 static int write_rows(const char *prefix, int rank, int first, int rows, int T, int V,
                       const int32_t *x, const float *logits)
