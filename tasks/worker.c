@@ -30,7 +30,8 @@ static int placed(unsigned workerid, const struct starpu_codelet *cl, bool host_
 	if ((int)workerid == _sf_comm_worker)
 		return 0;
 	bool cuda = starpu_worker_get_type((int)workerid) == STARPU_CUDA_WORKER;
-	if (host_only || !gpu_compute || !cl || !cl->cuda_funcs[0])
+	/* where, not cuda_funcs: SHARDFLOW_SKIP=compute puts a no-op body in every slot */
+	if (host_only || !gpu_compute || !cl || !(cl->where & STARPU_CUDA))
 		return !cuda;
 	return cuda;
 }
