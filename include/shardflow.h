@@ -98,6 +98,17 @@ enum sf_optimizer_on {
 	SF_OPT_ON_HOST,       /**< CPU workers and host memory (ZeRO-Offload's placement) */
 };
 
+/** Where gradient accumulation keeps the micro-batches' sum (SHARDFLOW_ACCUM_MODE),
+ *  see sf_model_accumulate(). */
+enum sf_accum_mode {
+	SF_ACCUM_SHARDED = 0, /**< reduce every micro-batch, add into the gradient shard:
+	                           one reduce-scatter per micro-batch, no extra memory
+	                           beyond a shard (FSDP without no_sync; the default) */
+	SF_ACCUM_LOCAL,       /**< add every micro-batch into a full local gradient per
+	                           unit, reduce once at the step: 1/K of the gradient traffic
+	                           for P floats per unit (FSDP's no_sync) */
+};
+
 /** Verbosity of shardflow's own messages (SHARDFLOW_LOG). */
 enum sf_log_level { SF_LOG_ERROR = 0, SF_LOG_WARN, SF_LOG_INFO, SF_LOG_DEBUG };
 
@@ -118,7 +129,14 @@ struct sf_config {
 	int comm_timeout;
 	enum sf_comm_backend comm;          /**< SHARDFLOW_COMM, default SF_COMM_MPI */
 	enum sf_optimizer_on optimizer_on; /**< SHARDFLOW_OPTIMIZER_ON, default device */
+	/** SHARDFLOW_GRAD_ACCUM, 1..SF_MAX_GRAD_ACCUM, default 1: micro-batches per
+	 *  optimizer step. The library does not act on it (sf_model_accumulate() does the
+	 *  work); the examples read it here, validated, to split each step. */
+	int grad_accum;
+	enum sf_accum_mode accum_mode; /**< SHARDFLOW_ACCUM_MODE, default SF_ACCUM_SHARDED */
 };
+
+#define SF_MAX_GRAD_ACCUM 4096 /**< largest SHARDFLOW_GRAD_ACCUM */
 
 /** Default of SHARDFLOW_COMM_CHUNK (bytes): under Open MPI's TCP eager limit (64 KiB),
  *  so large blocks travel as many eager messages in flight instead of one rendezvous
@@ -460,7 +478,28 @@ struct sf_model_options {
 	float momentum;              /**< SGD momentum, default 0.9 */
 	float weight_decay;      /**< SGD: L2 added to the gradient; AdamW: decoupled; default 0 */
 	float beta1, beta2, eps; /**< AdamW, defaults 0.9, 0.999, 1e-8 */
+	/** Global-norm gradient clipping, as torch.nn.utils.clip_grad_norm_: every step's
+	 *  gradient (the mean over its micro-batches) is multiplied by
+	 *  min(1, max_grad_norm / (norm + 1e-6)), norm being the 2-norm of the whole
+	 *  model's gradient, computed over the shards with one scalar all-reduce and read
+	 *  by the optimizer tasks from a buffer (no host round trip). 0 = off (default);
+	 *  INFINITY computes the norm (sf_model_grad_norm()) without clipping. */
+	float max_grad_norm;
+	/** Parameter groups: the parameters weight decay skips, a mask of
+	 *  SF_NO_DECAY_* (both optimizers). Default SF_NO_DECAY_DEFAULT (biases,
+	 *  normalisation weights and biases, embeddings: nanoGPT's and the common
+	 *  practice); 0 decays every parameter. */
+	unsigned no_decay;
 };
+
+/** Kinds of parameters for sf_model_options::no_decay. A tensor's kind: a layernorm's
+ *  are SF_NO_DECAY_NORM, an embedding's and a position embedding's SF_NO_DECAY_EMBED,
+ *  any other one-dimensional tensor a layer type names (param_tensors) SF_NO_DECAY_BIAS;
+ *  the rest (matrices, and a type's unnamed "params") always decay. */
+#define SF_NO_DECAY_BIAS 1u
+#define SF_NO_DECAY_NORM 2u
+#define SF_NO_DECAY_EMBED 4u
+#define SF_NO_DECAY_DEFAULT (SF_NO_DECAY_BIAS | SF_NO_DECAY_NORM | SF_NO_DECAY_EMBED)
 
 /** Fills *o with the defaults above. */
 SF_API int sf_model_options_init(struct sf_model_options *o);
@@ -504,6 +543,26 @@ struct sf_batch {
  */
 SF_API int sf_model_step(sf_model *m, const struct sf_batch *batch, int64_t *ticket);
 
+/**
+ * Gradient accumulation: submits the forward and backward pass of one micro-batch
+ * (a struct sf_batch as for sf_model_step(), this rank's rows) and keeps its gradient
+ * without updating the parameters. The next sf_model_step() adds its own batch and
+ * updates with the mean gradient of all the micro-batches since the previous update:
+ * K - 1 calls and a step over K micro-batches of B samples make the update of one step
+ * over K B samples. Where the sum lives is SHARDFLOW_ACCUM_MODE (struct sf_config):
+ * "sharded" reduce-scatters every micro-batch and adds into the gradient shard,
+ * "local" adds into a full gradient per unit (allocated at the first call) and
+ * reduces once at the step. *ticket (may be NULL) names the micro-batch for
+ * sf_model_loss(), whose loss is that micro-batch's mean. Collective like a step.
+ */
+SF_API int sf_model_accumulate(sf_model *m, const struct sf_batch *batch, int64_t *ticket);
+
+/** The 2-norm of the gradient step `ticket` (an sf_model_step() ticket) applied,
+ *  before clipping (torch.nn.utils.clip_grad_norm_'s return value): waits for it.
+ *  Only with sf_model_options::max_grad_norm set (else SF_ERR_INVALID); kept for the
+ *  16 most recent tickets like the losses. */
+SF_API int sf_model_grad_norm(sf_model *m, int64_t ticket, double *norm);
+
 /** Waits for step `ticket` and returns its global mean loss (the same on every
  *  rank). Losses of the 16 most recent steps are kept. A NaN or infinite loss (a
  *  diverging run, NaN/Inf parameters) is SF_ERR_NONFINITE with a message naming the
@@ -527,7 +586,9 @@ SF_API int sf_model_params_get(sf_model *m, float *dst, size_t n);
 struct sf_model_stats {
 	int nunits;             /**< units (layers with parameters) */
 	size_t largest_unit;    /**< P of the largest unit */
-	int64_t steps;          /**< steps submitted */
+	int64_t steps;          /**< steps and micro-batches submitted (tickets issued) */
+	int64_t updates;        /**< optimizer updates submitted (sf_model_step() calls) */
+	int accumulated;        /**< micro-batches accumulated since the last update */
 	int max_resident_units; /**< most gathered units resident at once so far */
 	int ring_slots;         /**< gather ring size (prefetch depth + 1) */
 	size_t param_bytes;     /**< this rank's parameter storage: shards + gather ring (full)

@@ -24,6 +24,7 @@ static const char *const known_vars[] = {
     "SHARDFLOW_TRACE",          "SHARDFLOW_SKIP",
     "SHARDFLOW_COMM_CHUNK",     "SHARDFLOW_COMM_TIMEOUT",
     "SHARDFLOW_COMM",           "SHARDFLOW_OPTIMIZER_ON",
+    "SHARDFLOW_GRAD_ACCUM",     "SHARDFLOW_ACCUM_MODE",
 };
 #define NKNOWN (sizeof known_vars / sizeof known_vars[0])
 
@@ -144,6 +145,7 @@ SF_API int sf_config_from_env(struct sf_config *out)
 	static const char *const skip[] = {"none", "comm", "compute"};
 	static const char *const comm[] = {"mpi", "nccl"};
 	static const char *const opt_on[] = {"device", "host"};
+	static const char *const accum[] = {"sharded", "local"};
 	int rc = SF_OK, v;
 	struct sf_config c;
 
@@ -169,6 +171,9 @@ SF_API int sf_config_from_env(struct sf_config *out)
 	c.comm = (enum sf_comm_backend)v;
 	SF_CHECK(get_choice("SHARDFLOW_OPTIMIZER_ON", opt_on, 2, SF_OPT_ON_DEVICE, &v));
 	c.optimizer_on = (enum sf_optimizer_on)v;
+	SF_CHECK(get_int("SHARDFLOW_GRAD_ACCUM", 1, SF_MAX_GRAD_ACCUM, 1, &c.grad_accum));
+	SF_CHECK(get_choice("SHARDFLOW_ACCUM_MODE", accum, 2, SF_ACCUM_SHARDED, &v));
+	c.accum_mode = (enum sf_accum_mode)v;
 	if (c.comm_chunk > 0 && c.comm_chunk < SF_MIN_COMM_CHUNK)
 		return _sf_err(SF_ERR_CONFIG, NULL, 0,
 		               "SHARDFLOW_COMM_CHUNK=\"%s\" is invalid: accepted values are 0 (one "

@@ -33,6 +33,8 @@ SF_API int sf_model_options_init(struct sf_model_options *o)
 	    .beta1 = 0.9f,
 	    .beta2 = 0.999f,
 	    .eps = 1e-8f,
+	    .max_grad_norm = 0.0f,
+	    .no_decay = SF_NO_DECAY_DEFAULT,
 	};
 	return SF_OK;
 }
@@ -69,6 +71,16 @@ static int check_options(const struct sf_model_options *o, int nranks)
 	if (!(o->eps > 0.0f))
 		return SF_ERR(SF_ERR_INVALID, "sf_model_create: eps must be > 0 (got %g)",
 		              (double)o->eps);
+	if (!(o->max_grad_norm >= 0.0f))
+		return SF_ERR(SF_ERR_INVALID,
+		              "sf_model_create: max_grad_norm must be >= 0 (0: no clipping; "
+		              "INFINITY: the norm without clipping) (got %g)",
+		              (double)o->max_grad_norm);
+	if (o->no_decay & ~SF_NO_DECAY_DEFAULT)
+		return SF_ERR(SF_ERR_INVALID,
+		              "sf_model_create: no_decay 0x%x has bits other than SF_NO_DECAY_BIAS, "
+		              "SF_NO_DECAY_NORM and SF_NO_DECAY_EMBED (0x%x)",
+		              o->no_decay, SF_NO_DECAY_DEFAULT);
 	return SF_OK;
 }
 
@@ -105,6 +117,79 @@ static void unit_names(struct _sf_unit *u)
 	snprintf(u->opt_name, sizeof u->opt_name, "opt L%d", u->first);
 	snprintf(u->free_name, sizeof u->free_name, "free L%d", u->first);
 	snprintf(u->ag_name, sizeof u->ag_name, "ag L%d", u->first);
+	snprintf(u->acc_name, sizeof u->acc_name, "acc L%d", u->first);
+	snprintf(u->sq_name, sizeof u->sq_name, "sqnorm L%d", u->first);
+}
+
+/* The parameter-group kind of a node's tensor (SF_NO_DECAY_*), 0: it decays. */
+static unsigned tensor_kind(const struct _sf_node *nd, const struct sf_param_tensor *t)
+{
+	const char *type = nd->type->name;
+	if (!strcmp(type, "layernorm"))
+		return SF_NO_DECAY_NORM;
+	if (!strcmp(type, "embedding") || !strcmp(type, "pos_embedding"))
+		return SF_NO_DECAY_EMBED;
+	if (nd->type->type.param_tensors && t->ndim == 1)
+		return SF_NO_DECAY_BIAS;
+	return 0;
+}
+
+static int cmp_run(const void *a, const void *b)
+{
+	const size_t *x = a, *y = b;
+	return x[0] < y[0] ? -1 : x[0] > y[0];
+}
+
+/* The runs of unit u's optimizer vector (its shard, or all of it when replicated)
+ * that weight decay skips (sf_model_options::no_decay), ascending and merged. */
+static int decay_runs(struct sf_model *m, int u)
+{
+	struct _sf_unit *un = &m->units[u];
+	size_t lo = m->cfg.sharding == SF_SHARD_NONE ? 0 : (size_t)m->rank * un->S;
+	size_t hi = lo + un->opt_n, cap = 0;
+	un->nskip = 0;
+	if (!m->opt.no_decay)
+		return SF_OK;
+	for (int n = un->first; n <= un->last; n++)
+		cap += SF_MAX_PARAM_TENSORS;
+	un->skip = malloc(2 * (cap ? cap : 1) * sizeof(size_t));
+	if (!un->skip)
+		return SF_ERR(SF_ERR_NOMEM, "sf_model_create: out of memory");
+	for (int n = un->first; n <= un->last; n++) {
+		const struct _sf_node *nd = &m->gnodes[n];
+		const struct sf_layer_info *li = &m->nodes[n].info;
+		if (m->nodes[n].unit != u || nd->tied_to >= 0 || nd->kind != SF_NODE_LAYER)
+			continue;
+		struct sf_param_tensor t[SF_MAX_PARAM_TENSORS];
+		int nt = _sf_node_param_tensors(nd, li, t);
+		for (int i = 0; i < nt; i++) {
+			if (!(tensor_kind(nd, &t[i]) & m->opt.no_decay))
+				continue;
+			size_t b = li->param_offset + t[i].offset;
+			size_t e = b + t[i].shape[0] * (t[i].ndim == 2 ? t[i].shape[1] : 1);
+			b = b > lo ? b : lo;
+			e = e < hi ? e : hi;
+			if (e > b) {
+				un->skip[2 * un->nskip] = b - lo;
+				un->skip[2 * un->nskip + 1] = e - lo;
+				un->nskip++;
+			}
+		}
+	}
+	qsort(un->skip, (size_t)un->nskip, 2 * sizeof(size_t), cmp_run);
+	int k = 0; /* merge touching runs */
+	for (int i = 0; i < un->nskip; i++) {
+		if (k > 0 && un->skip[2 * i] <= un->skip[2 * k - 1]) {
+			if (un->skip[2 * i + 1] > un->skip[2 * k - 1])
+				un->skip[2 * k - 1] = un->skip[2 * i + 1];
+			continue;
+		}
+		un->skip[2 * k] = un->skip[2 * i];
+		un->skip[2 * k + 1] = un->skip[2 * i + 1];
+		k++;
+	}
+	un->nskip = k;
+	return SF_OK;
 }
 
 /* Parameters of unit u, initialised identically on every rank and world size: each
@@ -169,7 +254,12 @@ static int build_unit(struct sf_model *m, int k, size_t *off)
 		SF_CHECK(alloc_floats(&u->gshard, u->S, "a gradient shard"));
 		reg(&u->h_shard, u->shard, u->S, sizeof(float));
 		reg(&u->h_gshard, u->gshard, u->S, sizeof(float));
+	} else if (m->opt.max_grad_norm > 0.0f) {
+		/* the optimizer runs after the norm, once the gradient slot is reused */
+		SF_CHECK(alloc_floats(&u->gshard, u->P, "a reduced gradient"));
+		reg(&u->h_gshard, u->gshard, u->P, sizeof(float));
 	}
+	reg(&u->h_sq, &u->sq, 1, sizeof(double));
 	if (sh != SF_SHARD_FULL) {
 		size_t nf = sh == SF_SHARD_NONE ? u->P : u->S * N;
 		SF_CHECK(alloc_floats(&u->full, nf, "replicated parameters"));
@@ -194,6 +284,8 @@ static int build_units(struct sf_model *m)
 	m->nparams_total = off;
 	for (int k = 0; k < m->nunits; k++)
 		SF_CHECK(init_unit(m, k));
+	for (int k = 0; k < m->nunits; k++)
+		SF_CHECK(decay_runs(m, k));
 fail:
 	return rc;
 }
@@ -339,8 +431,17 @@ static int build_buffers(struct sf_model *m)
 	    .scale = 1.0f / (float)((double)m->B_global * m->T),
 	};
 	m->loss_comm = (struct _sf_comm_args){.comm = m->comm, .acct = &m->comm_acct};
-	for (int s = 0; s < SF_LOSS_SLOTS; s++)
+	for (int s = 0; s < SF_LOSS_SLOTS; s++) {
 		reg(&m->h_loss[s], &m->loss_val[s], 1, sizeof(double));
+		reg(&m->h_clip[s], m->clip_val[s], 2, sizeof(double));
+		m->clip_ticket[s] = -1;
+	}
+	m->one[1] = 1.0;
+	reg(&m->h_one, m->one, 2, sizeof(double));
+	if (m->cfg.sharding != SF_SHARD_NONE) {
+		SF_CHECK(alloc_floats(&m->rstmp, smax, "the accumulation buffer"));
+		reg(&m->h_rstmp, m->rstmp, smax, sizeof(float));
+	}
 fail:
 	return rc;
 }
@@ -440,18 +541,27 @@ SF_API int sf_model_destroy(sf_model *m)
 		unreg(&u->h_gshard);
 		unreg(&u->h_m);
 		unreg(&u->h_v);
+		unreg(&u->h_acc);
+		unreg(&u->h_sq);
 		free(u->shard);
 		free(u->full);
 		free(u->gshard);
 		free(u->m);
 		free(u->v);
+		free(u->acc);
+		free(u->skip);
 	}
 	for (int s = 0; s < m->G; s++)
 		unreg(&m->h_grad[s]);
 	for (int s = 0; s < m->R; s++)
 		unreg(&m->h_ring[s]);
-	for (int s = 0; s < SF_LOSS_SLOTS; s++)
+	for (int s = 0; s < SF_LOSS_SLOTS; s++) {
 		unreg(&m->h_loss[s]);
+		unreg(&m->h_clip[s]);
+	}
+	unreg(&m->h_one);
+	unreg(&m->h_rstmp);
+	free(m->rstmp);
 	unreg(&m->h_labels);
 	unreg(&m->h_order);
 	unreg(&m->h_noparams);
@@ -556,6 +666,8 @@ SF_API int sf_model_stats(sf_model *m, struct sf_model_stats *out)
 	out->nunits = m->nunits;
 	out->largest_unit = m->largest_P;
 	out->steps = m->nsteps;
+	out->updates = m->nupdates;
+	out->accumulated = m->accum_k;
 	out->max_resident_units = atomic_load(&m->max_resident);
 	out->ring_slots = m->R;
 	size_t N = (size_t)m->nranks, pb = 0, gb = 0, ob = 0;
@@ -571,6 +683,15 @@ SF_API int sf_model_stats(sf_model *m, struct sf_model_stats *out)
 	}
 	pb += m->largest_NS * (size_t)m->R;
 	gb += (size_t)m->G * (m->cfg.sharding == SF_SHARD_NONE ? m->largest_P : m->largest_NS);
+	for (int i = 0; i < m->nunits; i++) {
+		const struct _sf_unit *u = &m->units[i];
+		if (u->acc)
+			gb += u->P;
+		if (m->cfg.sharding == SF_SHARD_NONE && u->gshard)
+			gb += u->P;
+	}
+	if (m->rstmp)
+		gb += m->largest_NS / N;
 	out->param_bytes = pb * sizeof(float);
 	out->grad_bytes = gb * sizeof(float);
 	out->optimizer_bytes = ob * sizeof(float);
@@ -578,6 +699,25 @@ SF_API int sf_model_stats(sf_model *m, struct sf_model_stats *out)
 	out->comm_seconds = m->comm_acct.wall;
 	out->comm_cpu_seconds = m->comm_acct.cpu;
 	out->comm_worker_cpu_seconds = _sf_clock_seconds(m->ctx->comm_clock) - m->comm_worker_cpu0;
+fail:
+	return rc;
+}
+
+int _sf_model_accum_buffers(struct sf_model *m)
+{
+	int rc = SF_OK;
+	bool local = m->cfg.accum_mode == SF_ACCUM_LOCAL;
+	for (int i = 0; i < m->nunits; i++) {
+		struct _sf_unit *u = &m->units[i];
+		if (local && !u->acc) {
+			SF_CHECK(alloc_floats(&u->acc, u->P, "a gradient accumulation buffer"));
+			reg(&u->h_acc, u->acc, u->P, sizeof(float));
+		}
+		if (m->cfg.sharding == SF_SHARD_NONE && !u->gshard) {
+			SF_CHECK(alloc_floats(&u->gshard, u->P, "a reduced gradient"));
+			reg(&u->h_gshard, u->gshard, u->P, sizeof(float));
+		}
+	}
 fail:
 	return rc;
 }

@@ -36,11 +36,15 @@ struct _sf_unit {
 	float *full;      /* N*S or P: resident parameters (grad_op, none) */
 	float *gshard;    /* S: reduced gradient (full, grad_op) */
 	float *m, *v;     /* optimizer state, opt_n each (v: AdamW only) */
-	starpu_data_handle_t h_shard, h_full, h_gshard, h_m, h_v;
+	float *acc;       /* P: the micro-batches' local sum (SHARDFLOW_ACCUM_MODE=local) */
+	double sq;        /* this rank's share of the squared gradient norm (clipping) */
+	size_t *skip;     /* nskip runs of [0, opt_n) weight decay skips (struct _sf_opt_args) */
+	int nskip;
+	starpu_data_handle_t h_shard, h_full, h_gshard, h_m, h_v, h_acc, h_sq;
 	struct _sf_comm_args comm;
 	char gather_name[SF_NAME_MAX + 16], rs_name[SF_NAME_MAX + 16];
 	char opt_name[SF_NAME_MAX + 16], free_name[SF_NAME_MAX + 16];
-	char ag_name[SF_NAME_MAX + 16];
+	char ag_name[SF_NAME_MAX + 16], acc_name[SF_NAME_MAX + 16], sq_name[SF_NAME_MAX + 16];
 };
 
 struct _sf_node_state {
@@ -112,7 +116,20 @@ struct sf_model {
 	double loss_val[SF_LOSS_SLOTS];
 	starpu_data_handle_t h_loss[SF_LOSS_SLOTS];
 
-	int64_t nsteps;
+	int64_t nsteps;   /* tickets issued: steps and accumulated micro-batches */
+	int64_t nupdates; /* optimizer updates (sf_model_step calls): AdamW's t - 1 */
+	int accum_k;      /* micro-batches accumulated since the last update */
+	bool update;      /* the pass being submitted ends in an update (a step) */
+	float *rstmp;     /* S_max: a micro-batch's reduced shard before it is added */
+	starpu_data_handle_t h_rstmp;
+
+	/* clipping: {norm, factor} of each step, slots as the losses; h_one = {0, 1} is
+	 * what the optimizer reads when the model does not clip */
+	double clip_val[SF_LOSS_SLOTS][2];
+	int64_t clip_ticket[SF_LOSS_SLOTS];
+	starpu_data_handle_t h_clip[SF_LOSS_SLOTS];
+	double one[2];
+	starpu_data_handle_t h_one;
 	float lr;
 	struct _sf_recorder *trace; /* NULL unless SHARDFLOW_TRACE is set */
 	int64_t trace_written;      /* nsteps at the last sf_model_trace_write */
@@ -137,6 +154,10 @@ void _sf_slots_release(struct _sf_slots *s, int slot);
 int _sf_slots_find(const struct _sf_slots *s, int u);
 
 int _sf_step_submit(struct sf_model *m);
+/* The local-mode sums of gradient accumulation (P floats a unit), allocated once at the
+ * first micro-batch that needs them; and for replicated units (sharding none), the
+ * reduced gradient the optimizer reads after a clip or a sum (gshard, P floats). */
+int _sf_model_accum_buffers(struct sf_model *m);
 int _sf_forward_submit(struct sf_model *m, bool train);
 
 /* ---- host access to a unit's state (scheduler/model.c), for io/ ----------------- */

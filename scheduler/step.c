@@ -23,12 +23,16 @@
  * StarPU's task structures and the packed optimizer arguments.
  */
 #include "scheduler/model.h"
+#include "tasks/grad.h"
 #include "tasks/layer_codelets.h"
 #include "tasks/optim.h"
 #include "trace/recorder.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
+
+#define SF_MAX_UNITS_NORM 256 /* units whose norm task's buffers fit on the stack */
 
 /* Submits a task from a codelet and insert arguments; `rec` (the built-in trace's
  * record, NULL when not tracing) becomes the task's callback argument. */
@@ -155,7 +159,8 @@ static int submit_bwd(struct sf_model *m, int n, starpu_data_handle_t grad, bool
 	return SF_OK;
 }
 
-static int submit_reduce(struct sf_model *m, int u, starpu_data_handle_t grad)
+static int submit_reduce(struct sf_model *m, int u, starpu_data_handle_t grad,
+                         starpu_data_handle_t out)
 {
 	struct _sf_unit *un = &m->units[u];
 	if (m->cfg.sharding == SF_SHARD_NONE)
@@ -165,18 +170,89 @@ static int submit_reduce(struct sf_model *m, int u, starpu_data_handle_t grad)
 		       un->rs_name);
 	else
 		INSERT(TRACE(m, un->rs_name, SF_EV_RS, un->first), &_sf_cl_reduce_scatter,
-		       STARPU_RW, m->h_order, STARPU_RW, grad, STARPU_W, un->h_gshard,
-		       STARPU_CL_ARGS_NFREE, &un->comm, sizeof un->comm, STARPU_EXECUTE_ON_WORKER,
-		       m->ctx->comm_worker, STARPU_NAME, un->rs_name);
+		       STARPU_RW, m->h_order, STARPU_RW, grad, STARPU_W, out, STARPU_CL_ARGS_NFREE,
+		       &un->comm, sizeof un->comm, STARPU_EXECUTE_ON_WORKER, m->ctx->comm_worker,
+		       STARPU_NAME, un->rs_name);
 	return SF_OK;
 }
 
-static int submit_opt(struct sf_model *m, int u, starpu_data_handle_t grad)
+/* dst = src (copy) or dst += src, elements [off, off + n) */
+static int submit_acc(struct sf_model *m, int u, starpu_data_handle_t dst, starpu_data_handle_t src,
+                      bool copy, size_t n)
+{
+	struct _sf_unit *un = &m->units[u];
+	struct _sf_grad_args a = {.off = 0, .n = n};
+	INSERT(TRACE(m, un->acc_name, SF_EV_GRAD, un->first),
+	       copy ? &_sf_cl_grad_copy : &_sf_cl_grad_add, copy ? STARPU_W : STARPU_RW, dst,
+	       STARPU_R, src, STARPU_VALUE, &a, sizeof a, STARPU_NAME, un->acc_name);
+	return SF_OK;
+}
+
+static bool clipping(const struct sf_model *m)
+{
+	return m->opt.max_grad_norm > 0.0f;
+}
+
+/* The handle unit u's optimizer reads its reduced gradient from: the shard, or for
+ * replicated units the gradient slot itself unless a clip (the optimizer runs after
+ * the slot is reused) or a sum of micro-batches puts it in the unit's own buffer. */
+static starpu_data_handle_t opt_grad(const struct sf_model *m, int u, starpu_data_handle_t grad)
+{
+	if (m->cfg.sharding != SF_SHARD_NONE || clipping(m) || m->accum_k > 0)
+		return m->units[u].h_gshard;
+	return grad;
+}
+
+/* Unit u's gradient of this pass (in `grad`) joins what the step will apply:
+ *   a step of one batch : reduce (reduce-scatter into the shard, or all-reduce);
+ *   a micro-batch, local: the unit's local sum (=, then +=), no communication;
+ *   a micro-batch, sharded: reduce, then into the shard's sum (=, then +=);
+ *   the step after micro-batches: local adds its sum first and reduces once;
+ *   sharded reduces into a buffer and adds it to the shard's sum. */
+static int reduce_unit(struct sf_model *m, int u, starpu_data_handle_t grad)
+{
+	int rc = SF_OK;
+	struct _sf_unit *un = &m->units[u];
+	bool local = m->cfg.accum_mode == SF_ACCUM_LOCAL, first = m->accum_k == 0;
+	bool replicated = m->cfg.sharding == SF_SHARD_NONE;
+	if (!m->update && local) {
+		SF_CHECK(submit_acc(m, u, un->h_acc, grad, first, un->P));
+		goto fail;
+	}
+	if (m->update && local && !first)
+		SF_CHECK(submit_acc(m, u, grad, un->h_acc, false, un->P));
+	/* now grad is all this rank has to reduce */
+	bool sum = !local && !first; /* into the sum of earlier micro-batches */
+	if (!replicated) {
+		SF_CHECK(submit_reduce(m, u, grad, sum ? m->h_rstmp : un->h_gshard));
+		if (sum)
+			SF_CHECK(submit_acc(m, u, un->h_gshard, m->h_rstmp, false, un->S));
+		goto fail;
+	}
+	SF_CHECK(submit_reduce(m, u, grad, NULL));
+	starpu_data_handle_t g = m->update ? opt_grad(m, u, grad) : un->h_gshard;
+	if (g != grad)
+		SF_CHECK(submit_acc(m, u, g, grad, !sum, un->P));
+fail:
+	return rc;
+}
+
+/* The step's scale of the summed gradient: 1 / its micro-batches. */
+static float grad_scale(const struct sf_model *m)
+{
+	return 1.0f / (float)(m->accum_k + 1);
+}
+
+static starpu_data_handle_t clip_handle(struct sf_model *m)
+{
+	return clipping(m) ? m->h_clip[m->nsteps % SF_LOSS_SLOTS] : m->h_one;
+}
+
+static int submit_opt(struct sf_model *m, int u, starpu_data_handle_t g)
 {
 	struct _sf_unit *un = &m->units[u];
 	bool replicated = m->cfg.sharding == SF_SHARD_NONE;
 	starpu_data_handle_t p = replicated ? un->h_full : un->h_shard;
-	starpu_data_handle_t g = replicated ? grad : un->h_gshard;
 	struct _sf_opt_args a = {
 	    .n = un->opt_n,
 	    .lr = m->lr,
@@ -185,17 +261,92 @@ static int submit_opt(struct sf_model *m, int u, starpu_data_handle_t grad)
 	    .beta1 = m->opt.beta1,
 	    .beta2 = m->opt.beta2,
 	    .eps = m->opt.eps,
-	    .t = m->nsteps + 1,
+	    .t = m->nupdates + 1,
+	    .grad_scale = grad_scale(m),
+	    .skip = un->skip,
+	    .nskip = un->nskip,
 	};
 	if (m->opt.optimizer == SF_OPT_ADAMW)
 		INSERT(TRACE(m, un->opt_name, SF_EV_OPT, un->first), &_sf_cl_adamw, STARPU_RW, p,
-		       STARPU_R, g, STARPU_RW, un->h_m, STARPU_RW, un->h_v, STARPU_VALUE, &a,
-		       sizeof a, STARPU_NAME, un->opt_name);
+		       STARPU_R, g, STARPU_RW, un->h_m, STARPU_RW, un->h_v, STARPU_R,
+		       clip_handle(m), STARPU_VALUE, &a, sizeof a, STARPU_NAME, un->opt_name);
 	else
 		INSERT(TRACE(m, un->opt_name, SF_EV_OPT, un->first), &_sf_cl_sgd, STARPU_RW, p,
-		       STARPU_R, g, STARPU_RW, un->h_m, STARPU_VALUE, &a, sizeof a, STARPU_NAME,
-		       un->opt_name);
+		       STARPU_R, g, STARPU_RW, un->h_m, STARPU_R, clip_handle(m), STARPU_VALUE, &a,
+		       sizeof a, STARPU_NAME, un->opt_name);
 	return SF_OK;
+}
+
+/* This rank's share of unit u's squared gradient norm: its shard, or its slice of a
+ * replicated unit's gradient (each element counted once over the ranks). */
+static int submit_sqnorm(struct sf_model *m, int u, starpu_data_handle_t g)
+{
+	struct _sf_unit *un = &m->units[u];
+	struct _sf_grad_args a = {.off = 0, .n = un->S};
+	if (m->cfg.sharding == SF_SHARD_NONE) {
+		size_t lo = (size_t)m->rank * un->S;
+		a.off = lo < un->P ? lo : un->P;
+		a.n = un->P - a.off < un->S ? un->P - a.off : un->S;
+	}
+	INSERT(TRACE(m, un->sq_name, SF_EV_GRAD, un->first), &_sf_cl_grad_sqnorm, STARPU_R, g,
+	       STARPU_W, un->h_sq, STARPU_VALUE, &a, sizeof a, STARPU_NAME, un->sq_name);
+	return SF_OK;
+}
+
+/* After unit u's reduction: its update now, or (clipping) its share of the norm, the
+ * update waiting for the whole gradient's norm (update_all); nothing for a
+ * micro-batch. */
+static int finish_reduction(struct sf_model *m, int u, starpu_data_handle_t grad)
+{
+	if (!m->update)
+		return SF_OK;
+	starpu_data_handle_t g = opt_grad(m, u, grad);
+	return clipping(m) ? submit_sqnorm(m, u, g) : submit_opt(m, u, g);
+}
+
+/* Clipping: the norm's all-reduce, then every unit's update, in backward order. */
+static int update_all(struct sf_model *m)
+{
+	int rc = SF_OK;
+	struct starpu_data_descr d[2 + SF_MAX_UNITS_NORM];
+	int slot = (int)(m->nsteps % SF_LOSS_SLOTS);
+	struct _sf_norm_args a = {
+	    .comm = &m->loss_comm,
+	    .nunits = m->nunits,
+	    .scale = grad_scale(m),
+	    .max_norm = m->opt.max_grad_norm,
+	};
+	struct starpu_data_descr *dd = m->nunits <= SF_MAX_UNITS_NORM
+	                                   ? d
+	                                   : malloc((size_t)(m->nunits + 2) * sizeof *dd);
+	if (!dd)
+		return SF_ERR(SF_ERR_NOMEM, "sf_model_step: out of memory");
+	dd[0] = (struct starpu_data_descr){m->h_order, STARPU_RW};
+	dd[1] = (struct starpu_data_descr){m->h_clip[slot], STARPU_W};
+	for (int u = 0; u < m->nunits; u++)
+		dd[2 + u] = (struct starpu_data_descr){m->units[u].h_sq, STARPU_R};
+	m->clip_ticket[slot] = m->nsteps;
+	struct _sf_event *rec = TRACE(m, "grad norm", SF_EV_NORM, -1);
+	int ret = rec ? starpu_task_insert(&_sf_cl_grad_norm, STARPU_DATA_MODE_ARRAY, dd,
+	                                   m->nunits + 2, STARPU_VALUE, &a, sizeof a,
+	                                   STARPU_EXECUTE_ON_WORKER, m->ctx->comm_worker,
+	                                   STARPU_NAME, "grad norm",
+	                                   STARPU_CALLBACK_WITH_ARG_NFREE,
+	                                   _sf_recorder_task_done, rec, 0)
+	              : starpu_task_insert(&_sf_cl_grad_norm, STARPU_DATA_MODE_ARRAY, dd,
+	                                   m->nunits + 2, STARPU_VALUE, &a, sizeof a,
+	                                   STARPU_EXECUTE_ON_WORKER, m->ctx->comm_worker,
+	                                   STARPU_NAME, "grad norm", 0);
+	if (dd != d)
+		free(dd);
+	if (ret != 0)
+		return SF_ERR(SF_ERR_STARPU, "starpu_task_insert failed (%d)", ret);
+	for (int i = 0; i < m->nunits; i++) {
+		int u = m->bwd_order[i];
+		SF_CHECK(submit_opt(m, u, opt_grad(m, u, m->units[u].h_gshard)));
+	}
+fail:
+	return rc;
 }
 
 static int submit_loss(struct sf_model *m, const struct _sf_node *nd)
@@ -260,8 +411,8 @@ static int finish_unit_backward(struct sf_model *m, int u, starpu_data_handle_t 
 {
 	int rc = SF_OK;
 	if (!full_sharding(m)) {
-		SF_CHECK(submit_reduce(m, u, grad));
-		SF_CHECK(submit_opt(m, u, grad));
+		SF_CHECK(reduce_unit(m, u, grad));
+		SF_CHECK(finish_reduction(m, u, grad));
 		goto fail;
 	}
 	if (resident(m, u))
@@ -275,18 +426,18 @@ static int finish_unit_backward(struct sf_model *m, int u, starpu_data_handle_t 
 	case SF_BWD_PRE:
 		if (prefetch)
 			SF_CHECK(submit_gather(m, v, NULL));
-		SF_CHECK(submit_reduce(m, u, grad));
-		SF_CHECK(submit_opt(m, u, grad));
+		SF_CHECK(reduce_unit(m, u, grad));
+		SF_CHECK(finish_reduction(m, u, grad));
 		break;
 	case SF_BWD_POST:
-		SF_CHECK(submit_reduce(m, u, grad));
+		SF_CHECK(reduce_unit(m, u, grad));
 		if (prefetch)
 			SF_CHECK(submit_gather(m, v, NULL));
-		SF_CHECK(submit_opt(m, u, grad));
+		SF_CHECK(finish_reduction(m, u, grad));
 		break;
 	case SF_BWD_NONE:
-		SF_CHECK(submit_reduce(m, u, grad));
-		SF_CHECK(submit_opt(m, u, grad));
+		SF_CHECK(reduce_unit(m, u, grad));
+		SF_CHECK(finish_reduction(m, u, grad));
 		/* reading shard u makes the gather wait for opt(u) */
 		if (prefetch)
 			SF_CHECK(submit_gather(m, v, m->units[u].h_shard));
@@ -331,7 +482,9 @@ static int backward(struct sf_model *m)
 			_sf_slots_release(&m->grad_slots, gs);
 		}
 	}
-	if (m->cfg.sharding == SF_SHARD_GRAD_OP)
+	if (m->update && clipping(m))
+		SF_CHECK(update_all(m));
+	if (m->update && m->cfg.sharding == SF_SHARD_GRAD_OP)
 		for (int u = m->nunits - 1; u >= 0; u--) {
 			struct _sf_unit *un = &m->units[u];
 			INSERT(TRACE(m, un->ag_name, SF_EV_AG, un->first), &_sf_cl_gather,
@@ -438,16 +591,67 @@ fail:
 	return rc;
 }
 
-SF_API int sf_model_step(sf_model *m, const struct sf_batch *b, int64_t *ticket)
+/* One pass over a batch: a step (update) or a micro-batch kept for the next step. */
+static int submit_pass(sf_model *m, const struct sf_batch *b, int64_t *ticket, bool update,
+                       const char *fn)
 {
 	int rc = SF_OK;
-	SF_CHECK(stage_batch(m, b, true, "sf_model_step"));
+	SF_CHECK(stage_batch(m, b, true, fn));
+	if (!update && m->accum_k >= SF_MAX_GRAD_ACCUM)
+		return SF_ERR(SF_ERR_INVALID,
+		              "%s: %d micro-batches are accumulated already, the most one step "
+		              "takes; call sf_model_step",
+		              fn, m->accum_k);
+	if (!update || m->accum_k > 0)
+		SF_CHECK(_sf_model_accum_buffers(m));
+	m->update = update;
 	SF_CHECK(_sf_step_submit(m));
 	if (ticket)
 		*ticket = m->nsteps;
 	m->nsteps++;
+	if (update) {
+		m->nupdates++;
+		m->accum_k = 0;
+	} else {
+		m->accum_k++;
+	}
 fail:
 	return rc;
+}
+
+SF_API int sf_model_step(sf_model *m, const struct sf_batch *b, int64_t *ticket)
+{
+	return submit_pass(m, b, ticket, true, "sf_model_step");
+}
+
+SF_API int sf_model_accumulate(sf_model *m, const struct sf_batch *b, int64_t *ticket)
+{
+	return submit_pass(m, b, ticket, false, "sf_model_accumulate");
+}
+
+SF_API int sf_model_grad_norm(sf_model *m, int64_t ticket, double *norm)
+{
+	if (!m || !norm)
+		return SF_ERR(SF_ERR_INVALID, "sf_model_grad_norm: NULL model or output");
+	if (!clipping(m))
+		return SF_ERR(SF_ERR_INVALID,
+		              "sf_model_grad_norm: the model computes no gradient norm; set "
+		              "sf_model_options::max_grad_norm (INFINITY: the norm without "
+		              "clipping)");
+	int slot = (int)(ticket % SF_LOSS_SLOTS);
+	if (ticket < 0 || ticket >= m->nsteps || ticket < m->nsteps - SF_LOSS_SLOTS ||
+	    m->clip_ticket[slot] != ticket)
+		return SF_ERR(SF_ERR_INVALID,
+		              "sf_model_grad_norm: ticket %lld is not one of the last %d tickets "
+		              "of sf_model_step (%lld tickets issued; an sf_model_accumulate "
+		              "ticket has no norm of its own)",
+		              (long long)ticket, SF_LOSS_SLOTS, (long long)m->nsteps);
+	int ret = starpu_data_acquire(m->h_clip[slot], STARPU_R);
+	if (ret != 0)
+		return SF_ERR(SF_ERR_STARPU, "starpu_data_acquire failed (%d)", ret);
+	*norm = m->clip_val[slot][0];
+	starpu_data_release(m->h_clip[slot]);
+	return SF_OK;
 }
 
 SF_API int sf_model_loss(sf_model *m, int64_t ticket, double *loss)

@@ -13,6 +13,7 @@
 #include "common/error.h"
 #include "tasks/worker.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -143,6 +144,9 @@ static void comm_failed(struct _sf_comm_args *a, int rc, const char *kind)
 struct mem_ops {
 	void (*copy)(void *dst, const void *src, size_t bytes);
 	void (*zero)(void *dst, size_t bytes);
+	/* a few bytes between the buffer and the host, waiting for them */
+	void (*to_host)(void *host, const void *src, size_t bytes);
+	void (*from_host)(void *dst, const void *host, size_t bytes);
 };
 
 static void host_copy(void *dst, const void *src, size_t bytes)
@@ -155,7 +159,7 @@ static void host_zero(void *dst, size_t bytes)
 	memset(dst, 0, bytes);
 }
 
-static const struct mem_ops host_mem = {host_copy, host_zero};
+static const struct mem_ops host_mem = {host_copy, host_zero, host_copy, host_copy};
 
 #ifdef SF_HAVE_NCCL
 static void dev_check(cudaError_t e, const char *what)
@@ -176,7 +180,21 @@ static void dev_zero(void *dst, size_t bytes)
 	dev_check(cudaMemsetAsync(dst, 0, bytes, starpu_cuda_get_local_stream()), "cudaMemsetAsync");
 }
 
-static const struct mem_ops dev_mem = {dev_copy, dev_zero};
+static void dev_to_host(void *host, const void *src, size_t bytes)
+{
+	cudaStream_t st = starpu_cuda_get_local_stream();
+	dev_check(cudaMemcpyAsync(host, src, bytes, cudaMemcpyDeviceToHost, st), "cudaMemcpyAsync");
+	dev_check(cudaStreamSynchronize(st), "cudaStreamSynchronize");
+}
+
+static void dev_from_host(void *dst, const void *host, size_t bytes)
+{
+	cudaStream_t st = starpu_cuda_get_local_stream();
+	dev_check(cudaMemcpyAsync(dst, host, bytes, cudaMemcpyHostToDevice, st), "cudaMemcpyAsync");
+	dev_check(cudaStreamSynchronize(st), "cudaStreamSynchronize");
+}
+
+static const struct mem_ops dev_mem = {dev_copy, dev_zero, dev_to_host, dev_from_host};
 #endif
 
 /* order[RW] shard[R] slot[W] (extra[R]): slot = concatenation of every rank's shard */
@@ -234,6 +252,40 @@ static void loss_sum_with(void *buffers[], void *cl_arg, const struct mem_ops *m
 	COMM_RUN(a, "all-reduce", a->comm->ops->sum_scalar(a->comm, v));
 }
 
+/* order[RW] clip[W] sq_0..sq_{U-1}[R]: the gradient's global 2-norm and clip factor.
+ * Each sq_u is this rank's share of unit u's squared norm (its shard, or its slice of a
+ * replicated unit: every element is counted once over the ranks); summed in unit order,
+ * then over the ranks. */
+static void grad_norm_with(void *buffers[], void *cl_arg, const struct mem_ops *mo)
+{
+	struct _sf_norm_args a;
+	starpu_codelet_unpack_args(cl_arg, &a);
+	double *clip = (double *)STARPU_VECTOR_GET_PTR(buffers[1]);
+	double sum = 0.0, part, out[2];
+	for (int u = 0; u < a.nunits; u++) {
+		mo->to_host(&part, (const double *)STARPU_VECTOR_GET_PTR(buffers[2 + u]),
+		            sizeof part);
+		sum += part;
+	}
+	if (_sf_skip != SF_SKIP_COMM) {
+		mo->from_host(clip, &sum, sizeof sum);
+		COMM_RUN(a.comm, "all-reduce", a.comm->comm->ops->sum_scalar(a.comm->comm, clip));
+		mo->to_host(&sum, clip, sizeof sum);
+	}
+	out[0] = sqrt(sum) * (double)a.scale;
+	out[1] = _sf_clip_factor(out[0], a.max_norm);
+	mo->from_host(clip, out, sizeof out);
+}
+
+double _sf_clip_factor(double norm, float max_norm)
+{
+	/* torch.nn.utils.clip_grad_norm_: max_norm / (norm + 1e-6), clamped to 1 */
+	if (isinf(max_norm))
+		return 1.0;
+	double f = (double)max_norm / (norm + 1e-6);
+	return f < 1.0 ? f : 1.0;
+}
+
 #ifdef SF_HAVE_NCCL
 #define COMM_BODIES(name)                                                                  \
 	static void name##_cpu(void *buffers[], void *cl_arg)                                  \
@@ -255,6 +307,7 @@ COMM_BODIES(gather)
 COMM_BODIES(reduce_scatter)
 COMM_BODIES(allreduce)
 COMM_BODIES(loss_sum)
+COMM_BODIES(grad_norm)
 
 /* slot[RW]: the unit's last reader is done; the slot may be gathered into again */
 static void free_cpu(void *buffers[], void *cl_arg)
@@ -293,6 +346,7 @@ COMM_CODELET(_sf_cl_gather_after, gather, 4, STARPU_RW, STARPU_R, STARPU_W, STAR
 COMM_CODELET(_sf_cl_reduce_scatter, reduce_scatter, 3, STARPU_RW, STARPU_RW, STARPU_W);
 COMM_CODELET(_sf_cl_allreduce, allreduce, 2, STARPU_RW, STARPU_RW);
 COMM_CODELET(_sf_cl_loss_sum, loss_sum, 2, STARPU_RW, STARPU_RW);
+COMM_CODELET(_sf_cl_grad_norm, grad_norm, STARPU_VARIABLE_NBUFFERS, 0);
 
 /* a compute codelet, where the unit's slot is: no data moves (CUDA builds: the GPU's
  * compute worker when there is one, by the placement rule of tasks/worker.c) */

@@ -15,6 +15,9 @@
  *   rs       : order[RW] grad[RW] gshard[W]             idem (pads grad with zeros)
  *   allreduce: order[RW] grad[RW]                       idem (sum of P floats, in place)
  *   loss_sum : order[RW] loss[RW]                       idem (sum of one double)
+ *   grad_norm: order[RW] clip[W] sq_0 .. sq_{U-1}[R]     packed struct _sf_norm_args
+ *              (clip = {norm, factor}: the units' squared norms summed, then over
+ *              the ranks)
  *   free     : slot[RW]                                 idem (drops the unit's residency;
  *                                                        a compute codelet)
  * A collective that fails (an MPI error, or no progress for SHARDFLOW_COMM_TIMEOUT
@@ -126,11 +129,25 @@ struct _sf_comm_args {
 	                   model; the comm worker runs one collective at a time) */
 };
 
+/* The gradient norm's arguments (packed by value: the scale changes per step). */
+struct _sf_norm_args {
+	struct _sf_comm_args *comm; /* the model's loss arguments: no unit */
+	int nunits;
+	float scale;    /* 1 / the step's micro-batches: the norm is of the mean gradient */
+	float max_norm; /* INFINITY: the norm only, factor 1 */
+};
+
+/* The clip factor of a gradient of 2-norm `norm`: min(1, max_norm / (norm + 1e-6)),
+ * 1 when max_norm is infinite (torch.nn.utils.clip_grad_norm_). */
+double _sf_clip_factor(double norm, float max_norm);
+
 extern struct starpu_codelet _sf_cl_gather;
 extern struct starpu_codelet _sf_cl_gather_after; /* gather with an extra R dependency */
 extern struct starpu_codelet _sf_cl_reduce_scatter;
 extern struct starpu_codelet _sf_cl_allreduce;
 extern struct starpu_codelet _sf_cl_loss_sum;
+extern struct starpu_codelet _sf_cl_grad_norm; /* order[RW] clip[W] sq_u[R]..., packed
+                                                  struct _sf_norm_args */
 extern struct starpu_codelet _sf_cl_free;
 
 #endif

@@ -16,27 +16,58 @@ static struct _sf_opt_args unpack(void *cl_arg)
 	return a;
 }
 
-typedef void (*sgd_fn)(size_t, float *, const float *, float *, float, float, float);
+typedef void (*sgd_fn)(size_t, float *, const float *, float *, float, float, float, float,
+                       const double *);
 typedef void (*adamw_fn)(size_t, float *, const float *, float *, float *, float, float, float,
-                         float, float, int64_t);
+                         float, float, int64_t, float, const double *);
 
-/* param[RW] grad[R] buf[RW] */
+/* The runs of [0, a->n) alternately decayed and not (parameter groups): calls
+ * run(begin, end, weight decay) on each non-empty one, in order. The update is
+ * element-wise, so a split changes no bit of it. */
+#define FOR_EACH_RUN(a, b_, e_, wd_, body)                                                 \
+	do {                                                                                   \
+		size_t at_ = 0;                                                                    \
+		for (int i_ = 0; i_ <= (a).nskip; i_++) {                                          \
+			size_t sb_ = i_ < (a).nskip ? (a).skip[2 * i_] : (a).n;                        \
+			size_t se_ = i_ < (a).nskip ? (a).skip[2 * i_ + 1] : (a).n;                    \
+			size_t b_, e_;                                                                 \
+			float wd_;                                                                     \
+			if (sb_ > at_) {                                                               \
+				b_ = at_, e_ = sb_, wd_ = (a).weight_decay;                                \
+				body;                                                                      \
+			}                                                                              \
+			if (se_ > sb_) {                                                               \
+				b_ = sb_, e_ = se_, wd_ = 0.0f;                                            \
+				body;                                                                      \
+			}                                                                              \
+			at_ = se_;                                                                     \
+		}                                                                                  \
+	} while (0)
+
+/* param[RW] grad[R] buf[RW] clip[R] */
 static void sgd_with(void *buffers[], void *cl_arg, sgd_fn f)
 {
 	struct _sf_opt_args a = unpack(cl_arg);
-	f(a.n, (float *)STARPU_VECTOR_GET_PTR(buffers[0]),
-	  (const float *)STARPU_VECTOR_GET_PTR(buffers[1]), (float *)STARPU_VECTOR_GET_PTR(buffers[2]),
-	  a.lr, a.momentum, a.weight_decay);
+	float *p = (float *)STARPU_VECTOR_GET_PTR(buffers[0]);
+	const float *g = (const float *)STARPU_VECTOR_GET_PTR(buffers[1]);
+	float *buf = (float *)STARPU_VECTOR_GET_PTR(buffers[2]);
+	const double *clip = (const double *)STARPU_VECTOR_GET_PTR(buffers[3]);
+	FOR_EACH_RUN(a, b, e, wd,
+	             f(e - b, p + b, g + b, buf + b, a.lr, a.momentum, wd, a.grad_scale, clip));
 }
 
-/* param[RW] grad[R] m[RW] v[RW] */
+/* param[RW] grad[R] m[RW] v[RW] clip[R] */
 static void adamw_with(void *buffers[], void *cl_arg, adamw_fn f)
 {
 	struct _sf_opt_args a = unpack(cl_arg);
-	f(a.n, (float *)STARPU_VECTOR_GET_PTR(buffers[0]),
-	  (const float *)STARPU_VECTOR_GET_PTR(buffers[1]), (float *)STARPU_VECTOR_GET_PTR(buffers[2]),
-	  (float *)STARPU_VECTOR_GET_PTR(buffers[3]), a.lr, a.beta1, a.beta2, a.eps, a.weight_decay,
-	  a.t);
+	float *p = (float *)STARPU_VECTOR_GET_PTR(buffers[0]);
+	const float *g = (const float *)STARPU_VECTOR_GET_PTR(buffers[1]);
+	float *m = (float *)STARPU_VECTOR_GET_PTR(buffers[2]);
+	float *v = (float *)STARPU_VECTOR_GET_PTR(buffers[3]);
+	const double *clip = (const double *)STARPU_VECTOR_GET_PTR(buffers[4]);
+	FOR_EACH_RUN(a, b, e, wd,
+	             f(e - b, p + b, g + b, m + b, v + b, a.lr, a.beta1, a.beta2, a.eps, wd, a.t,
+	               a.grad_scale, clip));
 }
 
 SF_BODIES(sgd, sgd_with, _sf_sgd, _sf_sgd_cuda)
@@ -59,8 +90,8 @@ struct starpu_codelet _sf_cl_sgd = {
     .cpu_funcs = {sgd_cpu},
     .cpu_funcs_name = {"sgd_cpu"},
     SF_OPT_CUDA(sgd_cuda)
-    .nbuffers = 3,
-    .modes = {STARPU_RW, STARPU_R, STARPU_RW},
+    .nbuffers = 4,
+    .modes = {STARPU_RW, STARPU_R, STARPU_RW, STARPU_R},
     .can_execute = _sf_opt_can_execute,
     .model = &sgd_model,
     .name = "sgd",
@@ -71,8 +102,8 @@ struct starpu_codelet _sf_cl_adamw = {
     .cpu_funcs = {adamw_cpu},
     .cpu_funcs_name = {"adamw_cpu"},
     SF_OPT_CUDA(adamw_cuda)
-    .nbuffers = 4,
-    .modes = {STARPU_RW, STARPU_R, STARPU_RW, STARPU_RW},
+    .nbuffers = 5,
+    .modes = {STARPU_RW, STARPU_R, STARPU_RW, STARPU_RW, STARPU_R},
     .can_execute = _sf_opt_can_execute,
     .model = &adamw_model,
     .name = "adamw",

@@ -3,8 +3,12 @@
  * (optim.c), each updating one unit's local shard, or the whole unit when the
  * parameters are replicated, in place.
  *
- *   sgd  : param[RW] grad[R] buf[RW]          packed struct _sf_opt_args
- *   adamw: param[RW] grad[R] m[RW] v[RW]      packed struct _sf_opt_args
+ *   sgd  : param[RW] grad[R] buf[RW] clip[R]          packed struct _sf_opt_args
+ *   adamw: param[RW] grad[R] m[RW] v[RW] clip[R]      packed struct _sf_opt_args
+ *
+ * clip: the step's two doubles {gradient norm, clip factor} (factor 1 when the model
+ * does not clip), written on device by the norm's all-reduce: the factor reaches the
+ * update without a host round trip.
  *
  * Adding an optimizer feature (a new optimizer, clipping's factor) = its math here,
  * its codelet in optim.c, and the planner's submit_opt in scheduler/step.c.
@@ -22,11 +26,17 @@ extern "C" { /* tasks/optim_cuda.cu */
 #endif
 
 /* Per-step values travel packed in the task (STARPU_VALUE), so steps in flight never
- * share mutable arguments. */
+ * share mutable arguments. The gradient the update uses is g * grad_scale * clip[1]:
+ * grad_scale = 1 / the micro-batches summed, clip the step's clip buffer. */
 struct _sf_opt_args {
 	size_t n;
 	float lr, momentum, weight_decay, beta1, beta2, eps;
 	int64_t t; /* AdamW step, from 1 */
+	float grad_scale;
+	/* parameter groups: nskip runs [skip[2i], skip[2i+1]) of [0, n), ascending, that
+	 * weight decay skips (the unit's, fixed at model creation) */
+	const size_t *skip;
+	int nskip;
 };
 
 extern struct starpu_codelet _sf_cl_sgd;
@@ -35,24 +45,27 @@ extern struct starpu_codelet _sf_cl_adamw;
 /* Bodies that return at once when skip is set (SHARDFLOW_SKIP=compute). */
 void _sf_optim_codelets_configure(bool skip);
 
-/* SGD with momentum and L2 weight decay (PyTorch's formulation):
- *   g' = g + wd p;  buf = mu buf + g';  p -= lr buf
+/* SGD with momentum and L2 weight decay (PyTorch's formulation), on the gradient
+ * g s, s = scale * (float)clip[1] (clip: a pointer to the clip buffer's two doubles):
+ *   g' = g s + wd p;  buf = mu buf + g';  p -= lr buf
  * buf starts at zero, so the first step gives buf = g' exactly. */
-void _sf_sgd(size_t n, float *p, const float *g, float *buf, float lr, float mu, float wd);
+void _sf_sgd(size_t n, float *p, const float *g, float *buf, float lr, float mu, float wd,
+             float scale, const double *clip);
 
-/* AdamW (decoupled weight decay), step t >= 1:
+/* AdamW (decoupled weight decay), step t >= 1, on the gradient g s as above:
  *   p -= lr wd p;  m = b1 m + (1-b1) g;  v = b2 v + (1-b2) g^2;
  *   p -= lr (m / (1-b1^t)) / (sqrt(v / (1-b2^t)) + eps) */
 void _sf_adamw(size_t n, float *p, const float *g, float *m, float *v, float lr, float b1, float b2,
-               float eps, float wd, int64_t t);
+               float eps, float wd, int64_t t, float scale, const double *clip);
 /* AdamW's bias corrections c1 = 1 - b1^t, c2 = 1 - b2^t, in double, rounded to float */
 void _sf_adamw_corrections(float b1, float b2, int64_t t, float *c1, float *c2);
 
 #ifdef SF_HAVE_CUDA
 /* tasks/optim_cuda.cu: the same on device pointers, on the worker's CUDA stream */
-void _sf_sgd_cuda(size_t n, float *p, const float *g, float *buf, float lr, float mu, float wd);
+void _sf_sgd_cuda(size_t n, float *p, const float *g, float *buf, float lr, float mu, float wd,
+                  float scale, const double *clip);
 void _sf_adamw_cuda(size_t n, float *p, const float *g, float *m, float *v, float lr, float b1,
-                    float b2, float eps, float wd, int64_t t);
+                    float b2, float eps, float wd, int64_t t, float scale, const double *clip);
 #endif
 
 #ifdef __cplusplus

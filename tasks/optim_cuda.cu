@@ -9,33 +9,37 @@
 #include <starpu.h>
 
 static __global__ void sgd_k(size_t n, float *p, const float *g, float *buf, float lr, float mu,
-                             float wd)
+                             float wd, float scale, const double *clip)
 {
+	float s = sf_grad_mult(scale, clip);
 	SF_CUDA_FOR(i, n)
-	sf_sgd_elem(&p[i], g[i], &buf[i], lr, mu, wd);
+	sf_sgd_elem(&p[i], g[i] * s, &buf[i], lr, mu, wd);
 }
 
 static __global__ void adamw_k(size_t n, float *p, const float *g, float *m, float *v, float lr,
-                               float b1, float b2, float eps, float wd, float c1, float c2)
+                               float b1, float b2, float eps, float wd, float c1, float c2,
+                               float scale, const double *clip)
 {
+	float s = sf_grad_mult(scale, clip);
 	SF_CUDA_FOR(i, n)
-	sf_adamw_elem(&p[i], g[i], &m[i], &v[i], lr, b1, b2, eps, wd, c1, c2);
+	sf_adamw_elem(&p[i], g[i] * s, &m[i], &v[i], lr, b1, b2, eps, wd, c1, c2);
 }
 
 extern "C" void _sf_sgd_cuda(size_t n, float *p, const float *g, float *buf, float lr, float mu,
-                             float wd)
+                             float wd, float scale, const double *clip)
 {
-	sgd_k<<<sf_cuda_blocks(n), SF_CUDA_BLOCK, 0, starpu_cuda_get_local_stream()>>>(n, p, g, buf,
-	                                                                              lr, mu, wd);
+	sgd_k<<<sf_cuda_blocks(n), SF_CUDA_BLOCK, 0, starpu_cuda_get_local_stream()>>>(
+	    n, p, g, buf, lr, mu, wd, scale, clip);
 	SF_CUDA_CHECK_LAUNCH("sgd_k");
 }
 
 extern "C" void _sf_adamw_cuda(size_t n, float *p, const float *g, float *m, float *v, float lr,
-                               float b1, float b2, float eps, float wd, int64_t t)
+                               float b1, float b2, float eps, float wd, int64_t t, float scale,
+                               const double *clip)
 {
 	float c1, c2; /* in double on the host, as the CPU's */
 	_sf_adamw_corrections(b1, b2, t, &c1, &c2);
 	adamw_k<<<sf_cuda_blocks(n), SF_CUDA_BLOCK, 0, starpu_cuda_get_local_stream()>>>(
-	    n, p, g, m, v, lr, b1, b2, eps, wd, c1, c2);
+	    n, p, g, m, v, lr, b1, b2, eps, wd, c1, c2, scale, clip);
 	SF_CUDA_CHECK_LAUNCH("adamw_k");
 }

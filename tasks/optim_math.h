@@ -10,6 +10,14 @@
 
 #include <math.h>
 
+/* What the gradient is multiplied by: 1 / micro-batches, times the clip factor
+ * (clip[1], in the clip buffer); exactly 1 for a step of one batch without clipping,
+ * so the update is then bitwise what it is without this factor. */
+SF_HD float sf_grad_mult(float scale, const double *clip)
+{
+	return scale * (float)clip[1];
+}
+
 /* SGD with momentum and L2 weight decay on one element */
 SF_HD void sf_sgd_elem(float *p, float g, float *buf, float lr, float mu, float wd)
 {

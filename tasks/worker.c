@@ -7,6 +7,7 @@
 #include "tasks/worker.h"
 #include "common/error.h"
 #include "tasks/layer_codelets.h"
+#include "tasks/grad.h"
 #include "tasks/optim.h"
 
 #include <pthread.h>
@@ -64,6 +65,7 @@ int _sf_tasks_configure(int comm_worker, enum sf_skip skip, enum sf_optimizer_on
 		ncuda--;
 	gpu_compute = ncuda > 0;
 	_sf_optim_codelets_configure(skip == SF_SKIP_COMPUTE);
+	_sf_grad_codelets_configure(skip == SF_SKIP_COMPUTE);
 	return _sf_layer_codelets_configure(skip == SF_SKIP_COMPUTE);
 }
 

@@ -46,9 +46,10 @@ extern "C" {
 #include "layers/relu.h"
 #include "layers/softmax_xent.h"
 #include "tests/tap.h"
-void _sf_sgd(size_t n, float *p, const float *g, float *buf, float lr, float mu, float wd);
+void _sf_sgd(size_t n, float *p, const float *g, float *buf, float lr, float mu, float wd,
+             float scale, const double *clip);
 void _sf_adamw(size_t n, float *p, const float *g, float *m, float *v, float lr, float b1,
-               float b2, float eps, float wd, int64_t t);
+               float b2, float eps, float wd, int64_t t, float scale, const double *clip);
 void _sf_adamw_corrections(float b1, float b2, int64_t t, float *c1, float *c2);
 }
 
@@ -319,10 +320,13 @@ int main(void)
 	for (int i = 0; i < N; i++)
 		p1[i] = p2[i] = y[i], b1[i] = b2[i] = 0.0f;
 	int same = 1;
+	/* a step of 2 micro-batches, clipped by 0.75: the gradient times 0.5 x 0.75 */
+	const double clip[2] = {1.0, 0.75};
+	const float gm = sf_grad_mult(0.5f, clip);
 	for (int s = 0; s < 3; s++) {
-		_sf_sgd(N, p1, dy, b1, 0.1f, 0.9f, 0.01f);
+		_sf_sgd(N, p1, dy, b1, 0.1f, 0.9f, 0.01f, 0.5f, clip);
 		for (int i = 0; i < N; i++)
-			sf_sgd_elem(&p2[i], dy[i], &b2[i], 0.1f, 0.9f, 0.01f);
+			sf_sgd_elem(&p2[i], dy[i] * gm, &b2[i], 0.1f, 0.9f, 0.01f);
 		same &= same_bits(p1, p2, N) && same_bits(b1, b2, N);
 	}
 	ok(same, "sgd with momentum and weight decay, 3 steps: bitwise");
@@ -330,11 +334,12 @@ int main(void)
 		p1[i] = p2[i] = y[i], b1[i] = b2[i] = v1[i] = v2[i] = 0.0f;
 	same = 1;
 	for (int s = 1; s <= 3; s++) {
-		_sf_adamw(N, p1, dy, b1, v1, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, s);
+		_sf_adamw(N, p1, dy, b1, v1, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, s, 0.5f, clip);
 		float c1, c2;
 		_sf_adamw_corrections(0.9f, 0.95f, s, &c1, &c2);
 		for (int i = 0; i < N; i++)
-			sf_adamw_elem(&p2[i], dy[i], &b2[i], &v2[i], 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, c1, c2);
+			sf_adamw_elem(&p2[i], dy[i] * gm, &b2[i], &v2[i], 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, c1,
+			              c2);
 		same &= same_bits(p1, p2, N) && same_bits(b1, b2, N) && same_bits(v1, v2, N);
 	}
 	ok(same, "adamw, 3 steps: bitwise (parameters, m and v)");

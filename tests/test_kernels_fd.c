@@ -42,6 +42,7 @@
 #include "layers/pos_embedding.h"
 #include "layers/relu.h"
 #include "layers/softmax_xent.h"
+#include "tasks/grad.h"
 #include "tasks/optim.h"
 #include "tests/tap.h"
 
@@ -805,8 +806,11 @@ static double opt_err(const float *got, const double *ref, size_t n)
 	return e;
 }
 
-static void test_sgd(size_t n, float lr, float mu, float wd)
+/* scale and clip factor as the planner passes them: the gradient is g * s */
+static void test_sgd(size_t n, float lr, float mu, float wd, float scale, double factor)
 {
+	const double clip[2] = {0.0, factor};
+	const double s = (double)(scale * (float)factor);
 	float *p = rand_vec(n, 1.0f), *buf = zero_vec(n);
 	double *rp = malloc(sizeof(double) * n), *rbuf = calloc(n, sizeof(double));
 	for (size_t i = 0; i < n; i++)
@@ -814,9 +818,9 @@ static void test_sgd(size_t n, float lr, float mu, float wd)
 	double ep = 0.0, eb = 0.0;
 	for (int t = 1; t <= 3; t++) {
 		float *g = rand_vec(n, 1.0f);
-		_sf_sgd(n, p, g, buf, lr, mu, wd);
+		_sf_sgd(n, p, g, buf, lr, mu, wd, scale, clip);
 		for (size_t i = 0; i < n; i++) {
-			double d = (double)g[i] + (double)wd * rp[i];
+			double d = (double)g[i] * s + (double)wd * rp[i];
 			rbuf[i] = (double)mu * rbuf[i] + d;
 			rp[i] -= (double)lr * rbuf[i];
 		}
@@ -826,13 +830,17 @@ static void test_sgd(size_t n, float lr, float mu, float wd)
 	}
 	diag("sgd lr=%g mu=%g wd=%g: 3 steps, max rel err p %.2e, buf %.2e", lr, mu, wd, ep, eb);
 	ok(ep <= OPT_TOL && eb <= OPT_TOL,
-	   "sgd lr=%g mu=%g wd=%g: 3 steps vs double loop (p %.2e, buf %.2e, tol %.0e)", lr, mu, wd,
-	   ep, eb, OPT_TOL);
+	   "sgd lr=%g mu=%g wd=%g, gradient x %g x %g: 3 steps vs double loop (p %.2e, buf "
+	   "%.2e, tol %.0e)",
+	   lr, mu, wd, (double)scale, factor, ep, eb, OPT_TOL);
 	free(p), free(buf), free(rp), free(rbuf);
 }
 
-static void test_adamw(size_t n, float lr, float b1, float b2, float eps, float wd)
+static void test_adamw(size_t n, float lr, float b1, float b2, float eps, float wd, float scale,
+                       double factor)
 {
+	const double clip[2] = {0.0, factor};
+	const double s = (double)(scale * (float)factor);
 	float *p = rand_vec(n, 1.0f), *m = zero_vec(n), *v = zero_vec(n);
 	double *rp = malloc(sizeof(double) * n), *rm = calloc(n, sizeof(double)),
 	       *rv = calloc(n, sizeof(double));
@@ -841,11 +849,11 @@ static void test_adamw(size_t n, float lr, float b1, float b2, float eps, float 
 	double ep = 0.0, em = 0.0, ev = 0.0;
 	for (int64_t t = 1; t <= 3; t++) {
 		float *g = rand_vec(n, 1.0f);
-		_sf_adamw(n, p, g, m, v, lr, b1, b2, eps, wd, t);
+		_sf_adamw(n, p, g, m, v, lr, b1, b2, eps, wd, t, scale, clip);
 		/* the float hyper-parameters the kernel received, promoted */
 		double c1 = 1.0 - pow((double)b1, (double)t), c2 = 1.0 - pow((double)b2, (double)t);
 		for (size_t i = 0; i < n; i++) {
-			double gi = g[i];
+			double gi = (double)g[i] * s;
 			rp[i] -= (double)lr * (double)wd * rp[i];
 			rm[i] = (double)b1 * rm[i] + (1.0 - (double)b1) * gi;
 			rv[i] = (double)b2 * rv[i] + (1.0 - (double)b2) * gi * gi;
@@ -858,10 +866,32 @@ static void test_adamw(size_t n, float lr, float b1, float b2, float eps, float 
 	}
 	diag("adamw lr=%g wd=%g: 3 steps, max rel err p %.2e, m %.2e, v %.2e", lr, wd, ep, em, ev);
 	ok(ep <= OPT_TOL && em <= OPT_TOL && ev <= OPT_TOL,
-	   "adamw lr=%g b1=%g b2=%g wd=%g: 3 steps vs double loop (p %.2e, m %.2e, v %.2e, tol "
-	   "%.0e)",
-	   lr, b1, b2, wd, ep, em, ev, OPT_TOL);
+	   "adamw lr=%g b1=%g b2=%g wd=%g, gradient x %g x %g: 3 steps vs double loop (p %.2e, m "
+	   "%.2e, v %.2e, tol %.0e)",
+	   lr, b1, b2, wd, (double)scale, factor, ep, em, ev, OPT_TOL);
 	free(p), free(m), free(v), free(rp), free(rm), free(rv);
+}
+
+/* The gradient tasks' math: the sum of micro-batches, the copy, and the squared norm
+ * against a double loop. */
+static void test_grad_math(void)
+{
+	enum { N = 1001 };
+	float a[N], b[N], c[N];
+	double want = 0.0, got;
+	for (int i = 0; i < N; i++)
+		a[i] = urand(), b[i] = urand(), want += (double)a[i] * a[i];
+	_sf_grad_sqnorm(N, a, &got);
+	ok(fabs(got - want) <= 1e-12 * want, "squared norm of %d floats = the double loop's (%.17g, %.17g)",
+	   N, got, want);
+	_sf_grad_sqnorm(0, a, &got);
+	ok(got == 0.0, "squared norm of nothing is 0");
+	_sf_grad_copy(N, c, a);
+	_sf_grad_add(N, c, b);
+	int same = 1;
+	for (int i = 0; i < N; i++)
+		same &= c[i] == a[i] + b[i];
+	ok(same, "copy then add: a + b exactly, element by element");
 }
 
 /* AdamW's bias corrections 1 - b^t lose digits in float (1 - 0.999^2 = 0.001999 keeps
@@ -879,7 +909,7 @@ static void test_adamw_bias_correction(void)
 		float before[N];
 		for (int i = 0; i < N; i++)
 			g[i] = urand(), p[i] = before[i] = 0.0f;
-		_sf_adamw(N, p, g, m, v, 1.0f, b1, b2, eps, 0.0f, t);
+		_sf_adamw(N, p, g, m, v, 1.0f, b1, b2, eps, 0.0f, t, 1.0f, (const double[2]){0, 1});
 		double c1 = 1.0 - pow((double)b1, (double)t), c2 = 1.0 - pow((double)b2, (double)t);
 		for (int i = 0; i < N; i++) {
 			rm[i] = (double)b1 * rm[i] + (1.0 - (double)b1) * g[i];
@@ -937,12 +967,15 @@ int main(void)
 	test_xent(3, 4, 0.5f, 0.0f);
 	test_xent(4, 6, 0.25f, 1000.0f); /* exp(1000) overflows unless the max is subtracted */
 
-	test_sgd(37, 0.01f, 0.9f, 0.0f);
-	test_sgd(37, 0.1f, 0.9f, 1e-3f);
-	test_sgd(5, 0.05f, 0.0f, 0.01f);
-	test_adamw(37, 0.01f, 0.9f, 0.999f, 1e-8f, 0.0f);
-	test_adamw(37, 0.1f, 0.9f, 0.999f, 1e-8f, 0.01f);
-	test_adamw(5, 0.001f, 0.8f, 0.99f, 1e-6f, 0.1f);
+	test_sgd(37, 0.01f, 0.9f, 0.0f, 1.0f, 1.0);
+	test_sgd(37, 0.1f, 0.9f, 1e-3f, 1.0f, 1.0);
+	test_sgd(5, 0.05f, 0.0f, 0.01f, 1.0f, 1.0);
+	test_sgd(37, 0.1f, 0.9f, 1e-3f, 0.25f, 0.3125); /* 4 micro-batches, clipped */
+	test_adamw(37, 0.01f, 0.9f, 0.999f, 1e-8f, 0.0f, 1.0f, 1.0);
+	test_adamw(37, 0.1f, 0.9f, 0.999f, 1e-8f, 0.01f, 1.0f, 1.0);
+	test_adamw(5, 0.001f, 0.8f, 0.99f, 1e-6f, 0.1f, 1.0f, 1.0);
+	test_adamw(37, 0.1f, 0.9f, 0.999f, 1e-8f, 0.01f, 1.0f / 3.0f, 0.7);
+	test_grad_math();
 	test_adamw_bias_correction();
 
 	return done_testing();

@@ -6,7 +6,7 @@
  * info read in each task's callback) and StarPU's own FxT trace
  * (tools/shardflow-overlap.c reads the tasks.rec that starpu_fxt_tool writes). Both
  * name tasks the same way ("gather L3", "fwd L3 linear", "loss", "bwd L3 linear",
- * "rs L3", "opt L3", ...). No StarPU and no MPI here.
+ * "rs L3", "opt L3", "acc L3", "sqnorm L3", "grad norm", ...). No StarPU and no MPI here.
  */
 #ifndef SF_TRACE_EVENT_H
 #define SF_TRACE_EVENT_H
@@ -23,6 +23,9 @@ enum _sf_ev_kind {
 	SF_EV_AG,         /* comm: all-gather of updated shards, grad_op ("ag L3") */
 	SF_EV_LOSS_SUM,   /* comm: all-reduce of the loss ("loss allreduce") */
 	SF_EV_FREE,       /* bookkeeping: a ring slot is released ("free L3") */
+	SF_EV_GRAD,       /* compute: a gradient's sum over micro-batches ("acc L3") or its
+	                     share of the squared norm ("sqnorm L3") */
+	SF_EV_NORM,       /* comm: all-reduce of the gradient's norm, clipping ("grad norm") */
 	SF_EV_NKINDS
 };
 

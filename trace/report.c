@@ -15,7 +15,7 @@
 #include <string.h>
 
 static const char *const kind_names[SF_EV_NKINDS] = {
-    "gather", "fwd", "loss", "bwd", "rs", "opt", "ag", "loss allreduce", "free",
+    "gather", "fwd", "loss", "bwd", "rs", "opt", "ag", "loss allreduce", "free", "grad", "grad norm",
 };
 
 const char *_sf_ev_kind_name(enum _sf_ev_kind k)
@@ -25,12 +25,14 @@ const char *_sf_ev_kind_name(enum _sf_ev_kind k)
 
 bool _sf_ev_is_comm(enum _sf_ev_kind k)
 {
-	return k == SF_EV_GATHER || k == SF_EV_RS || k == SF_EV_AG || k == SF_EV_LOSS_SUM;
+	return k == SF_EV_GATHER || k == SF_EV_RS || k == SF_EV_AG || k == SF_EV_LOSS_SUM ||
+	       k == SF_EV_NORM;
 }
 
 bool _sf_ev_is_compute(enum _sf_ev_kind k)
 {
-	return k == SF_EV_FWD || k == SF_EV_LOSS || k == SF_EV_BWD || k == SF_EV_OPT;
+	return k == SF_EV_FWD || k == SF_EV_LOSS || k == SF_EV_BWD || k == SF_EV_OPT ||
+	       k == SF_EV_GRAD;
 }
 
 /* "L<digits>" at s; returns the number of characters read, 0 if malformed. */
@@ -59,7 +61,7 @@ int _sf_ev_parse_name(const char *name, enum _sf_ev_kind *kind, int *layer)
 	} prefixes[] = {
 	    {"gather ", SF_EV_GATHER, false}, {"fwd ", SF_EV_FWD, true},  {"bwd ", SF_EV_BWD, true},
 	    {"rs ", SF_EV_RS, false},         {"opt ", SF_EV_OPT, false}, {"ag ", SF_EV_AG, false},
-	    {"free ", SF_EV_FREE, false},
+	    {"free ", SF_EV_FREE, false},     {"acc ", SF_EV_GRAD, false}, {"sqnorm ", SF_EV_GRAD, false},
 	};
 	if (!name)
 		return -1;
@@ -70,6 +72,10 @@ int _sf_ev_parse_name(const char *name, enum _sf_ev_kind *kind, int *layer)
 	}
 	if (strcmp(name, "loss allreduce") == 0) {
 		*kind = SF_EV_LOSS_SUM;
+		return 0;
+	}
+	if (strcmp(name, "grad norm") == 0) {
+		*kind = SF_EV_NORM;
 		return 0;
 	}
 	for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++) {

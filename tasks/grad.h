@@ -1,0 +1,50 @@
+/*
+ * grad.h — the tasks a unit's gradient meets between its backward and its optimizer
+ * step: accumulation over micro-batches and the squared norm of a shard for global-norm
+ * clipping (the norm's all-reduce is a comm codelet, tasks/comm.h). The math is in
+ * grad_cpu.c (and grad_cuda.cu), the codelets in grad.c.
+ *
+ *   grad_add   : dst[RW] src[R]    dst += src        packed struct _sf_grad_args
+ *   grad_copy  : dst[W]  src[R]    dst  = src        idem
+ *   grad_sqnorm: g[R]    sq[W]     sq (one double) = sum of g[off, off + n)^2, in double
+ */
+#ifndef SF_TASKS_GRAD_H
+#define SF_TASKS_GRAD_H
+
+#include <starpu.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" { /* tasks/grad_cuda.cu */
+#endif
+
+struct _sf_grad_args {
+	size_t off, n; /* elements [off, off + n) of the buffers */
+};
+
+extern struct starpu_codelet _sf_cl_grad_add;
+extern struct starpu_codelet _sf_cl_grad_copy;
+extern struct starpu_codelet _sf_cl_grad_sqnorm;
+
+/* Bodies that return at once when skip is set (SHARDFLOW_SKIP=compute). */
+void _sf_grad_codelets_configure(bool skip);
+
+void _sf_grad_add(size_t n, float *dst, const float *src);
+void _sf_grad_copy(size_t n, float *dst, const float *src);
+/* *out = sum of g[i]^2 in double, i in order (the same sum on every run) */
+void _sf_grad_sqnorm(size_t n, const float *g, double *out);
+
+#ifdef SF_HAVE_CUDA
+/* tasks/grad_cuda.cu: the same on device pointers, on the worker's CUDA stream (the
+ * squared norm: one block, a fixed tree, so as deterministic as the CPU's) */
+void _sf_grad_add_cuda(size_t n, float *dst, const float *src);
+void _sf_grad_copy_cuda(size_t n, float *dst, const float *src);
+void _sf_grad_sqnorm_cuda(size_t n, const float *g, double *out);
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
