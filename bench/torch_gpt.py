@@ -40,7 +40,11 @@ decay on every parameter (shardflow has no per-tensor groups), beta2 0.99 and ep
 
 Model options: --layers 4 --heads 4 --embd 128 --context 128 --vocab 256 [--untied].
 Training options (examples/gpt's defaults): --steps 4000 --batch 16 --lr 0.002
---min-lr (lr/10) --warmup 100 --weight-decay 0.01 --seed 1 --val-fraction 0.1.
+--min-lr (lr/10) --warmup 100 --weight-decay 0.01 --seed 1 --val-fraction 0.1
+--grad-clip 0 --grad-accum (SHARDFLOW_GRAD_ACCUM, default 1). AdamW's parameter groups
+are shardflow's default: no weight decay on biases, layernorms and embeddings (wte,
+wpe; a tied lm_head is wte). Micro-batch j of step s is training batch s K + j, as
+examples/gpt takes them; clipping is torch.nn.utils.clip_grad_norm_ of their mean.
 """
 import argparse
 import json
@@ -249,6 +253,9 @@ def parse_args(argv):
     tr.add_argument("--min-lr", type=float, default=-1.0)
     tr.add_argument("--warmup", type=int, default=100)
     tr.add_argument("--weight-decay", type=float, default=0.01)
+    tr.add_argument("--grad-clip", type=float, default=0.0)
+    tr.add_argument("--grad-accum", type=int,
+                    default=int(os.environ.get("SHARDFLOW_GRAD_ACCUM", "1") or 1))
     tr.add_argument("--ddp", action="store_true")
     tr.add_argument("--threads", type=int, default=1)
     tr.add_argument("--out-losses")
@@ -373,28 +380,40 @@ def cmd_train(a):
         dist.init_process_group("gloo", init_method="env://", rank=rank, world_size=world,
                                 timeout=datetime.timedelta(seconds=300))
         net = DDP(model)
-    opt = torch.optim.AdamW(model.parameters(), lr=a.lr, betas=(0.9, 0.99), eps=1e-8,
-                            weight_decay=a.weight_decay)
+    # shardflow's parameter groups (sf_model_options::no_decay's default)
+    decay, nodecay = [], []
+    for n, p in model.named_parameters():  # a tied lm_head is wte: named once
+        skip = p.dim() < 2 or "wte" in n or "wpe" in n or ".ln_" in n or "ln_f" in n
+        (nodecay if skip else decay).append(p)
+    opt = torch.optim.AdamW([dict(params=decay, weight_decay=a.weight_decay),
+                             dict(params=nodecay, weight_decay=0.0)],
+                            lr=a.lr, betas=(0.9, 0.99), eps=1e-8)
+    K = a.grad_accum
     data, end = read_text(a.text, a.val_fraction)
     first, rows = local_rows(a.batch, rank, world)
     T, losses, times = a.context, [], []
     for step in range(a.steps):
-        x, y = text_batch(data, end, 0, a.seed, step, first, rows, T)
-        xt = torch.tensor(x, dtype=torch.long).view(rows, T)
-        yt = torch.tensor(y, dtype=torch.long).view(-1)
         for g in opt.param_groups:
             g["lr"] = lr_at(a, step)
         t0 = time.perf_counter()
         opt.zero_grad(set_to_none=True)
-        logits = net(xt)
-        # the mean over the global batch: this rank's sum / (B T), summed by DDP's
-        # all-reduce of the gradients, which averages over the ranks: scale by world
-        loss_sum = torch.nn.functional.cross_entropy(logits.view(-1, a.vocab), yt,
-                                                     reduction="sum")
-        (loss_sum * (world / (a.batch * T))).backward()
+        loss = 0.0
+        for j in range(K):
+            x, y = text_batch(data, end, 0, a.seed, step * K + j, first, rows, T)
+            xt = torch.tensor(x, dtype=torch.long).view(rows, T)
+            yt = torch.tensor(y, dtype=torch.long).view(-1)
+            logits = net(xt)
+            # the mean over the global batch: this rank's sum / (B T), summed by DDP's
+            # all-reduce of the gradients, which averages over the ranks: scale by
+            # world; the mean over the K micro-batches: by 1 / K
+            loss_sum = torch.nn.functional.cross_entropy(logits.view(-1, a.vocab), yt,
+                                                         reduction="sum")
+            (loss_sum * (world / (a.batch * T * K))).backward()
+            loss = loss + loss_sum.detach() / K
+        if a.grad_clip > 0:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), a.grad_clip)
         opt.step()
         times.append(time.perf_counter() - t0)
-        loss = loss_sum.detach()
         if a.ddp:
             import torch.distributed as dist
             dist.all_reduce(loss)
@@ -413,7 +432,7 @@ def cmd_train(a):
                               threads=torch.get_num_threads(), batch=a.batch, context=T,
                               steps=a.steps, timed_steps=len(timed),
                               step_ms_median=round(med * 1e3, 3),
-                              tokens_per_s=round(a.batch * T * len(timed) / sum(timed), 1),
+                              tokens_per_s=round(a.batch * T * K * len(timed) / sum(timed), 1),
                               final_loss=losses[-1])), flush=True)
     if a.ddp:
         import torch.distributed as dist

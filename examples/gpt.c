@@ -38,7 +38,7 @@
 struct options {
 	struct sf_gpt_config model;
 	int batch, eval_batches, sample, gen_tokens, top_k;
-	float lr, min_lr, weight_decay, temperature, val_fraction;
+	float lr, min_lr, weight_decay, temperature, val_fraction, grad_clip;
 	int64_t steps, warmup, eval_every, progress_every, ckpt_every, max_steps;
 	uint64_t seed;
 	const char *text, *prompt, *ckpt_dir, *export_path, *init_path, *export_init_path,
@@ -65,7 +65,12 @@ static void usage(FILE *f)
 	        "  --lr X                peak learning rate (default 0.002)\n"
 	        "  --min-lr X            final learning rate of the cosine (default lr / 10)\n"
 	        "  --warmup N            linear warmup steps (default 100)\n"
-	        "  --weight-decay X      AdamW decoupled weight decay (default 0.01)\n"
+	        "  --weight-decay X      AdamW decoupled weight decay, not on biases, layernorms\n"
+	        "                        and embeddings (default 0.01)\n"
+	        "  --grad-clip X         clip the gradient's global norm to X, 0 for none\n"
+	        "                        (default 0; nanoGPT uses 1.0)\n"
+	        "  SHARDFLOW_GRAD_ACCUM=K  K micro-batches of --batch sequences a step\n"
+	        "                        (default 1; SHARDFLOW_ACCUM_MODE: README)\n"
 	        "  --seed S              initialisation, data and sampling seed (default 1)\n"
 	        "data:\n"
 	        "  --text FILE           the text (default " SF_DEFAULT_TEXT ",\n"
@@ -107,6 +112,7 @@ enum option {
 	OPT_MIN_LR,
 	OPT_WARMUP,
 	OPT_WEIGHT_DECAY,
+	OPT_GRAD_CLIP,
 	OPT_SEED,
 	OPT_TEXT,
 	OPT_VAL_FRACTION,
@@ -139,6 +145,7 @@ static const char *const option_names[NOPTIONS] = {
     [OPT_MIN_LR] = "--min-lr",
     [OPT_WARMUP] = "--warmup",
     [OPT_WEIGHT_DECAY] = "--weight-decay",
+    [OPT_GRAD_CLIP] = "--grad-clip",
     [OPT_SEED] = "--seed",
     [OPT_TEXT] = "--text",
     [OPT_VAL_FRACTION] = "--val-fraction",
@@ -189,6 +196,7 @@ static int parse_training(enum option k, char *val, struct options *o)
 			                     val);
 		return 0;
 	case OPT_WEIGHT_DECAY: return opt_float(k, val, 0.0f, 1.0f, &o->weight_decay);
+	case OPT_GRAD_CLIP: return opt_float(k, val, 0.0f, 1e6f, &o->grad_clip);
 	case OPT_SEED:
 		if (cli_parse_i64(val, 0, INT64_MAX, &v))
 			return cli_bad_usage("--seed \"%s\" is invalid: expected an integer >= 0",
@@ -295,6 +303,7 @@ struct run {
 	sf_model *m;
 	struct sf_text text;
 	int rank, size, first, rows, T, V;
+	int accum; /* SHARDFLOW_GRAD_ACCUM: micro-batches a step */
 	int32_t *x, *y;
 	float *logits;
 	FILE *loss_log; /* --loss-log, rank 0 */
@@ -373,6 +382,9 @@ static int build_model(struct run *r)
 	sf_graph *g = NULL;
 	int status = -1;
 	r->T = o->model.context, r->V = o->model.vocab;
+	struct sf_config cfg;
+	CHECK(sf_context_config(r->ctx, &cfg));
+	r->accum = cfg.grad_accum;
 	CHECK(sf_gpt_graph(&o->model, &g));
 	struct sf_model_options mo;
 	sf_model_options_init(&mo);
@@ -382,6 +394,7 @@ static int build_model(struct run *r)
 	mo.lr = o->lr;
 	mo.weight_decay = o->weight_decay;
 	mo.beta2 = 0.99f; /* nanoGPT's choice for small models: faster adaptation */
+	mo.max_grad_norm = o->grad_clip;
 	CHECK(sf_model_create(r->ctx, g, &mo, &r->m));
 	CHECK(sf_model_local_rows(r->m, &r->first, &r->rows));
 	size_t n = (size_t)r->rows * (size_t)r->T;
@@ -446,10 +459,10 @@ static void print_banner(const struct run *r)
 		fprintf(stderr,
 		        PROG ": %d rank(s), %zu parameters (%d layers, %d heads, embd %d, context "
 		             "%d, %s head), %s: %lld bytes for training, %lld for validation; "
-		             "batch %d x %d tokens, %lld steps\n",
+		             "batch %d x %d tokens x %d micro-batch(es), %lld steps\n",
 		        r->size, np, c->layers, c->heads, c->embd, c->context,
 		        c->tie_weights ? "tied" : "untied", r->o.text, (long long)r->text.train_end,
-		        (long long)(r->text.n - r->text.train_end), r->o.batch, r->T,
+		        (long long)(r->text.n - r->text.train_end), r->o.batch, r->T, r->accum,
 		        (long long)r->o.steps);
 	struct sf_model_stats st;
 	if (sf_model_stats(r->m, &st) == SF_OK && r->rank == 0) {
@@ -481,20 +494,29 @@ done:
 
 struct meter {
 	double t_start, t_eval;
-	double since_loss, eval_loss; /* sums since the last progress line / evaluation */
+	double since_loss, eval_loss, since_norm; /* sums since the last progress line /
+	                                              evaluation */
 	int64_t since_n, eval_n;
 	int64_t done_here;   /* steps run by this process */
-	int64_t prev_ticket; /* the step whose loss is not read yet, or -1 */
+	int64_t prev_ticket; /* the first ticket of the step whose loss is not read, or -1 */
 	int64_t prev_step;   /* its number (1-based) */
 };
 
+/* The loss of the step in flight: the mean of its micro-batches' (consecutive
+ * tickets), and with --grad-clip its gradient norm. */
 static int take_loss(struct run *r, struct meter *mt)
 {
 	int status = -1;
 	if (mt->prev_ticket >= 0) {
-		double l;
-		CHECK(sf_model_loss(r->m, mt->prev_ticket, &l));
+		double l = 0, li, norm = 0;
+		for (int j = 0; j < r->accum; j++) {
+			CHECK(sf_model_loss(r->m, mt->prev_ticket + j, &li));
+			l += li / r->accum;
+		}
+		if (r->o.grad_clip > 0)
+			CHECK(sf_model_grad_norm(r->m, mt->prev_ticket + r->accum - 1, &norm));
 		mt->since_loss += l, mt->since_n++, mt->eval_loss += l, mt->eval_n++;
+		mt->since_norm += norm;
 		if (r->loss_log && fprintf(r->loss_log, "%lld %.9g\n", (long long)mt->prev_step, l) < 0) {
 			fprintf(stderr, PROG ": cannot write --loss-log %s\n", r->o.loss_log);
 			goto done;
@@ -517,14 +539,17 @@ static void print_progress(const struct run *r, struct meter *mt, float lr)
 	    !mt->since_n)
 		return;
 	double el = cli_now() - mt->t_start;
-	double rate = (double)mt->done_here * r->o.batch * r->T / el;
-	char eta[32];
-	cli_fmt_eta((double)(last_step(&r->o) - r->step) * r->o.batch * r->T / rate, eta,
-	            sizeof eta);
-	printf("step %lld/%lld loss %.4f lr %.2e tokens/s %.0f eta %s\n", (long long)r->step,
-	       (long long)r->o.steps, mt->since_loss / (double)mt->since_n, (double)lr, rate, eta);
+	double per_step = (double)r->o.batch * r->T * r->accum; /* tokens */
+	double rate = (double)mt->done_here * per_step / el;
+	char eta[32], norm[48] = "";
+	cli_fmt_eta((double)(last_step(&r->o) - r->step) * per_step / rate, eta, sizeof eta);
+	if (r->o.grad_clip > 0)
+		snprintf(norm, sizeof norm, " grad_norm %.3f", mt->since_norm / (double)mt->since_n);
+	printf("step %lld/%lld loss %.4f lr %.2e%s tokens/s %.0f eta %s\n", (long long)r->step,
+	       (long long)r->o.steps, mt->since_loss / (double)mt->since_n, (double)lr, norm, rate,
+	       eta);
 	fflush(stdout);
-	mt->since_loss = 0, mt->since_n = 0;
+	mt->since_loss = 0, mt->since_n = 0, mt->since_norm = 0;
 }
 
 /* Every --eval-every steps: the validation loss (the step's own loss read first). */
@@ -557,17 +582,25 @@ static int train(struct run *r, double *vl)
 	int status = -1;
 	int64_t end = last_step(o);
 	while (r->step < end) {
-		CHECK(sf_text_batch(&r->text, 0, o->seed, r->step, o->batch, r->first, r->rows,
-		                    r->T, r->x, r->y));
 		float lr = lr_at(o, r->step);
 		CHECK(sf_model_set_lr(r->m, lr));
 		const int32_t *ids[1] = {r->x};
 		struct sf_batch batch = {.nint_inputs = 1, .int_inputs = ids, .labels = r->y};
-		int64_t ticket;
-		CHECK(sf_model_step(r->m, &batch, &ticket));
+		int64_t ticket, first = -1;
+		/* micro-batch j of step s is training batch s K + j: K = 1 is the plain run */
+		for (int j = 0; j < r->accum; j++) {
+			CHECK(sf_text_batch(&r->text, 0, o->seed, r->step * r->accum + j, o->batch,
+			                    r->first, r->rows, r->T, r->x, r->y));
+			if (j + 1 < r->accum)
+				CHECK(sf_model_accumulate(r->m, &batch, &ticket));
+			else
+				CHECK(sf_model_step(r->m, &batch, &ticket));
+			if (j == 0)
+				first = ticket;
+		}
 		if (take_loss(r, &mt) < 0)
 			goto done;
-		mt.prev_ticket = ticket;
+		mt.prev_ticket = first;
 		r->step++, mt.done_here++;
 		mt.prev_step = r->step;
 		if (o->ckpt_every && r->step % o->ckpt_every == 0 && save(r) < 0)

@@ -364,7 +364,7 @@ static json_t *manifest_build(struct sf_model *m, const struct sf_checkpoint_inf
 	                 "format", SF_CKPT_FORMAT, "version", SF_CKPT_VERSION, "world_size",
 	                 m->nranks, "sharding", _sf_sharding_names[m->cfg.sharding], "optimizer",
 	                 _sf_optimizer_names[m->opt.optimizer], "structure_hash", hash, "dtype",
-	                 "f32", "model_steps", (json_int_t)m->nsteps, "info", "step",
+	                 "f32", "model_steps", (json_int_t)m->nupdates, "info", "step",
 	                 (json_int_t)info->step, "epoch", (json_int_t)info->epoch, "batch",
 	                 (json_int_t)info->batch, "data_seed", seed, "vectors", vecs, "units",
 	                 units, "files", files);
@@ -481,14 +481,19 @@ SF_API int sf_checkpoint_save(sf_model *m, const char *dir, const struct sf_chec
 	struct sf_checkpoint_info none = {0};
 	if (!m || !dir || !*dir)
 		return SF_ERR(SF_ERR_INVALID, "sf_checkpoint_save: NULL model or empty directory");
+	if (m->accum_k > 0)
+		return SF_ERR(SF_ERR_STATE,
+		              "sf_checkpoint_save: %d micro-batches are accumulated and a checkpoint "
+		              "does not keep them; save after sf_model_step",
+		              m->accum_k);
 	if (!info) {
-		none.step = m->nsteps;
+		none.step = m->nupdates;
 		info = &none;
 	}
 	SF_CHECK(check_count("info->step", info->step));
 	SF_CHECK(check_count("info->epoch", info->epoch));
 	SF_CHECK(check_count("info->batch", info->batch));
-	SF_CHECK(check_count("the model's step count", m->nsteps));
+	SF_CHECK(check_count("the model's step count", m->nupdates));
 	int lrc = save_paths_init(dir, info->step, &sp);
 	if (lrc >= 0)
 		lrc = sf_model_sync(m);
@@ -1141,6 +1146,11 @@ SF_API int sf_checkpoint_load(sf_model *m, const char *dir, struct sf_checkpoint
 	struct need nd = {0};
 	if (!m || !dir || !*dir)
 		return SF_ERR(SF_ERR_INVALID, "sf_checkpoint_load: NULL model or empty directory");
+	if (m->accum_k > 0)
+		return SF_ERR(SF_ERR_STATE,
+		              "sf_checkpoint_load: %d micro-batches are accumulated; load before "
+		              "sf_model_accumulate or after sf_model_step",
+		              m->accum_k);
 	SF_CHECK(load_manifest(m, dir, stepdir, &mf));
 
 	/* this rank's slices, from the files holding them, each file verified */
@@ -1155,7 +1165,7 @@ SF_API int sf_checkpoint_load(sf_model *m, const char *dir, struct sf_checkpoint
 
 	/* everything is read and verified on every rank: only now touch the model */
 	SF_CHECK(apply(m, &nd));
-	m->nsteps = mf.model_steps;
+	m->nsteps = m->nupdates = mf.model_steps;
 	if (info)
 		*info = mf.info;
 	_sf_log(SF_LOG_INFO, "checkpoint %s loaded (written by %d ranks, step %lld)", stepdir,

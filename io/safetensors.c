@@ -331,6 +331,11 @@ SF_API int sf_model_import_safetensors(sf_model *m, const char *path)
 	float *params = NULL, *zeros = NULL;
 	if (!m || !path || !*path)
 		return SF_ERR(SF_ERR_INVALID, "sf_model_import_safetensors: NULL model or path");
+	if (m->accum_k > 0)
+		return SF_ERR(SF_ERR_STATE,
+		              "sf_model_import_safetensors: %d micro-batches are accumulated; import "
+		              "before sf_model_accumulate or after sf_model_step",
+		              m->accum_k);
 	lrc = sf_model_sync(m);
 	params = malloc(m->nparams_total * sizeof(float) + 1);
 	zeros = calloc(m->largest_P + 1, sizeof(float));
@@ -348,7 +353,7 @@ SF_API int sf_model_import_safetensors(sf_model *m, const char *path)
 				SF_CHECK(_sf_unit_set_full(m, u, (enum _sf_vec)v, zeros));
 	}
 	/* AdamW's bias correction restarts with its moments */
-	m->nsteps = 0;
+	m->nsteps = m->nupdates = 0;
 fail:
 	free(params);
 	free(zeros);

@@ -137,7 +137,8 @@ static void test_options_defaults(void)
 	ok_sf_ok(sf_model_options_init(&o), "sf_model_options_init");
 	ok(o.batch == 64 && o.seed == 1 && o.optimizer == SF_OPT_SGD && o.lr == 0.01f &&
 	       o.momentum == 0.9f && o.weight_decay == 0.0f && o.beta1 == 0.9f &&
-	       o.beta2 == 0.999f && o.eps == 1e-8f,
+	       o.beta2 == 0.999f && o.eps == 1e-8f && o.max_grad_norm == 0.0f &&
+	       o.no_decay == SF_NO_DECAY_DEFAULT,
 	   "sf_model_options_init gives the documented defaults");
 }
 
@@ -360,6 +361,14 @@ static void test_model(sf_context *ctx, int size)
 		ok_invalid(sf_model_create(ctx, g, &bad, &dummy),
 		           "sf_model_create with a batch smaller than the world");
 	}
+	bad = o;
+	bad.max_grad_norm = -1.0f;
+	ok_invalid(sf_model_create(ctx, g, &bad, &dummy), "sf_model_create with max_grad_norm -1");
+	bad.max_grad_norm = NAN;
+	ok_invalid(sf_model_create(ctx, g, &bad, &dummy), "sf_model_create with max_grad_norm NaN");
+	bad = o;
+	bad.no_decay = 8;
+	ok_invalid(sf_model_create(ctx, g, &bad, &dummy), "sf_model_create with no_decay 8");
 	ok_true(dummy == NULL, "refused sf_model_create calls leave *out alone");
 
 	if (!ok_sf_ok(sf_model_create(ctx, g, &o, &m), "sf_model_create of the tiny graph"))
@@ -456,6 +465,44 @@ static void test_model(sf_context *ctx, int size)
 	for (size_t i = 0; finite && i < n; i++)
 		finite = isfinite(p[i]);
 	ok(finite, "sf_model_params_get returns %zu finite values", n);
+
+	/* Gradient accumulation and the gradient norm's refusals. */
+	ok_invalid(sf_model_grad_norm(m, tickets[2], &l),
+	           "sf_model_grad_norm of a model without max_grad_norm");
+	ok_invalid(sf_model_accumulate(NULL, &b, &t), "sf_model_accumulate(NULL model)");
+	ok_invalid(sf_model_accumulate(m, &bb, &t), "sf_model_accumulate without labels");
+	int64_t ta = -1, ts = -1;
+	double la = NAN, ls = NAN;
+	ok_sf_ok(sf_model_accumulate(m, &b, &ta), "sf_model_accumulate");
+	ok_sf_ok(sf_model_stats(m, &st1), "sf_model_stats with a micro-batch accumulated");
+	ok_int_eq(st1.accumulated, 1, "the stats count 1 micro-batch accumulated");
+	ok_sf_ok(sf_model_step(m, &b, &ts), "sf_model_step after it");
+	ok_sf_ok(sf_model_loss(m, ta, &la), "the micro-batch's loss");
+	ok_sf_ok(sf_model_loss(m, ts, &ls), "the step's loss");
+	ok(ta + 1 == ts && la == ls,
+	   "micro-batch and step: consecutive tickets, the same batch's loss (%.6f, %.6f)", la, ls);
+	{
+		struct sf_model_options oc = o;
+		sf_model *mc = NULL;
+		sf_graph *gc = NULL;
+		double nrm = NAN;
+		oc.max_grad_norm = 1.0f;
+		if (ok_sf_ok(build_tiny(&gc, 1), "build the tiny graph again") &&
+		    ok_sf_ok(sf_model_create(ctx, gc, &oc, &mc), "a model with max_grad_norm 1")) {
+			ok_sf_ok(sf_model_accumulate(mc, &b, &ta), "sf_model_accumulate (clipping)");
+			ok_sf_ok(sf_model_step(mc, &b, &ts), "sf_model_step (clipping)");
+			ok_invalid(sf_model_grad_norm(mc, ta, &nrm),
+			           "sf_model_grad_norm of an sf_model_accumulate ticket");
+			ok_invalid(sf_model_grad_norm(mc, ts + 1, &nrm),
+			           "sf_model_grad_norm of a ticket never issued");
+			ok(sf_model_grad_norm(mc, ts, &nrm) == SF_OK && isfinite(nrm) && nrm > 0.0,
+			   "sf_model_grad_norm of the step: %g", nrm);
+		}
+		sf_model_destroy(mc);
+		sf_graph_destroy(gc);
+	}
+	ok_sf_ok(sf_model_stats(m, &st1), "sf_model_stats after the step");
+	ok_int_eq(st1.accumulated, 0, "nothing accumulated after a step");
 
 	/* After the refusals above the model still trains. */
 	double after = NAN;

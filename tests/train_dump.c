@@ -32,6 +32,16 @@
  * --inflight K keeps up to K steps submitted before waiting for the oldest loss
  * (default 1: wait for each step), to exercise steps that overlap each other.
  *
+ * --accum K: every step is K micro-batches of --batch samples (K - 1
+ * sf_model_accumulate, then sf_model_step): micro-batch j of step k is rows
+ * [j B, (j + 1) B) of global batch k, so it covers the rows a run with --batch K B
+ * takes in one step, and its loss is the mean of the micro-batches' losses.
+ * --clip X sets max_grad_norm (inf: the norm only) and rank 0 prints
+ * "norm <step> <norm>" for each step; --weight-decay X and --no-decay MASK
+ * (sf_model_options::no_decay) set the decay; --data FILE makes rank 0 write each
+ * step's whole global batch (float inputs or int32 ids, then int32 labels, rows in
+ * order) for an outside reference (tests/torch_clip.py).
+ *
  * Rank 0 writes FILE (native byte order; the comparisons run on one machine):
  *   char magic[8] = "SFDUMP1\n"; int64 nsteps; double loss[nsteps];
  *   int64 nparams; float params[nparams]   (sf_model_params_get order)
@@ -55,8 +65,10 @@
 
 struct options {
 	struct train_options t;
-	int inflight;
-	const char *out, *init, *export_init, *export;
+	int inflight, accum;
+	float clip, weight_decay;
+	int no_decay;
+	const char *out, *init, *export_init, *export, *data;
 };
 
 static void usage(FILE *f)
@@ -65,9 +77,11 @@ static void usage(FILE *f)
 	        "usage: " PROG " [--model mlp|residual|uneven|deep|wide|blocks|gpt|nanogpt|\n"
 	        "       nanogpt-untied] [--steps N] [--batch B] [--optimizer sgd|adamw] [--lr X]\n"
 	        "       [--seed S] [--inflight K] [--init W.safetensors]\n"
-	        "       [--export-init W0.safetensors] [--export W.safetensors] --out FILE\n"
+	        "       [--export-init W0.safetensors] [--export W.safetensors] [--accum K]\n"
+	        "       [--clip X|inf] [--weight-decay X] [--no-decay MASK] [--data FILE]\n"
+	        "       --out FILE\n"
 	        "defaults: mlp, 6 steps, batch 24, sgd, lr 0.01 (sgd) / 0.001 (adamw), "
-	        "seed 1, inflight 1\n");
+	        "seed 1, inflight 1, accum 1, no clipping, weight decay 0, no-decay 7\n");
 }
 
 static int bad(const char *opt, const char *val)
@@ -80,7 +94,7 @@ static int bad(const char *opt, const char *val)
 /* Returns -1 to go on, otherwise the exit status. */
 static int parse_options(int argc, char **argv, struct options *o)
 {
-	*o = (struct options){.inflight = 1};
+	*o = (struct options){.inflight = 1, .accum = 1, .no_decay = SF_NO_DECAY_DEFAULT};
 	train_options_init(&o->t);
 	for (int i = 1; i < argc; i++) {
 		const char *opt = argv[i];
@@ -99,6 +113,22 @@ static int parse_options(int argc, char **argv, struct options *o)
 		if (!strcmp(opt, "--inflight")) {
 			if (parse_int(val, 1, MAX_INFLIGHT, &o->inflight))
 				return bad(opt, val);
+		} else if (!strcmp(opt, "--accum")) {
+			if (parse_int(val, 1, 64, &o->accum))
+				return bad(opt, val);
+		} else if (!strcmp(opt, "--no-decay")) {
+			if (parse_int(val, 0, 7, &o->no_decay))
+				return bad(opt, val);
+		} else if (!strcmp(opt, "--clip") || !strcmp(opt, "--weight-decay")) {
+			char *end;
+			errno = 0;
+			double v = strtod(val, &end);
+			if (end == val || *end || errno || !(v >= 0.0) ||
+			    (isinf(v) && strcmp(opt, "--clip")))
+				return bad(opt, val);
+			*(strcmp(opt, "--clip") ? &o->weight_decay : &o->clip) = (float)v;
+		} else if (!strcmp(opt, "--data")) {
+			o->data = val;
 		} else if (!strcmp(opt, "--out")) {
 			o->out = val;
 		} else if (!strcmp(opt, "--init")) {
@@ -127,6 +157,62 @@ static int parse_options(int argc, char **argv, struct options *o)
 		}                                                                                  \
 	} while (0)
 
+/* Step s's loss, the mean of its micro-batches', and (clipping) its norm on stdout. */
+static int collect(sf_model *m, const struct options *o, int s, const int64_t *tickets,
+                   double *losses, int rank)
+{
+	double sum = 0.0, l, norm;
+	for (int j = 0; j < o->accum; j++) {
+		CHECK(sf_model_loss(m, tickets[(size_t)s * (size_t)o->accum + (size_t)j], &l));
+		sum += l;
+	}
+	losses[s] = sum / o->accum;
+	if (o->clip > 0.0f) {
+		CHECK(sf_model_grad_norm(m, tickets[(size_t)(s + 1) * (size_t)o->accum - 1], &norm));
+		if (rank == 0)
+			printf("norm %d %.17g\n", s + 1, norm);
+	}
+	return 0;
+fail:
+	return -1;
+}
+
+/* --data: every step's whole global batch, as fill_batch makes it. */
+static int write_data(const struct options *o, int D, int C, int T)
+{
+	int rows = o->t.batch * o->accum * T, rc = -1;
+	float *x = malloc(sizeof(float) * ((size_t)rows * (size_t)D + 1));
+	int32_t *ids = malloc(sizeof(int32_t) * ((size_t)rows + 1));
+	int32_t *labels = malloc(sizeof(int32_t) * ((size_t)rows + 1));
+	FILE *f = fopen(o->data, "wb");
+	const float *xin;
+	const int32_t *idin;
+	struct sf_batch b;
+	if (!x || !ids || !labels || !f) {
+		fprintf(stderr, PROG ": cannot write %s\n", o->data);
+		goto out;
+	}
+	for (int k = 1; k <= o->t.steps; k++) {
+		if (fill_batch(o->t.model, o->t.seed, k, 0, rows, D, C, x, ids, labels, &b, &xin, &idin))
+			goto out;
+		if (b.ninputs ? fwrite(x, sizeof(float) * (size_t)D, (size_t)rows, f) != (size_t)rows
+		              : fwrite(ids, sizeof(int32_t), (size_t)rows, f) != (size_t)rows)
+			goto out;
+		if (fwrite(labels, sizeof(int32_t), (size_t)rows, f) != (size_t)rows)
+			goto out;
+	}
+	rc = 0;
+out:
+	if (f && fclose(f) != 0)
+		rc = -1;
+	if (rc)
+		fprintf(stderr, PROG ": cannot write %s\n", o->data);
+	free(x);
+	free(ids);
+	free(labels);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	struct options o;
@@ -154,6 +240,9 @@ int main(int argc, char **argv)
 	mo.seed = o.t.seed;
 	mo.optimizer = o.t.optimizer;
 	mo.lr = o.t.lr;
+	mo.max_grad_norm = o.clip;
+	mo.weight_decay = o.weight_decay;
+	mo.no_decay = (unsigned)o.no_decay;
 	CHECK(sf_model_create(ctx, g, &mo, &m));
 	if (o.init)
 		CHECK(sf_model_import_safetensors(m, o.init));
@@ -168,7 +257,7 @@ int main(int argc, char **argv)
 	labels = malloc(sizeof(int32_t) * ((size_t)rows + 1));
 	ids = malloc(sizeof(int32_t) * ((size_t)rows + 1));
 	losses = calloc((size_t)o.t.steps, sizeof(double));
-	tickets = calloc((size_t)o.t.steps, sizeof(int64_t));
+	tickets = calloc((size_t)o.t.steps * (size_t)o.accum, sizeof(int64_t));
 	if (!x || !labels || !ids || !losses || !tickets) {
 		fprintf(stderr, PROG ": out of memory\n");
 		goto fail;
@@ -177,21 +266,33 @@ int main(int argc, char **argv)
 	const int32_t *idin;
 	struct sf_batch batch;
 
+	if (o.data && rank == 0 && write_data(&o, D, C, T))
+		goto fail;
 	/* Step k uses global batch k; its loss is collected once `inflight` newer steps
-	 * are not yet submitted, i.e. at most `inflight` steps are outstanding. */
-	int waited = 0;
+	 * are not yet submitted, i.e. at most `inflight` steps are outstanding. With
+	 * --accum K, micro-batch j of step k starts at row j B T of global batch k. */
+	int waited = 0, K = o.accum;
 	for (int k = 1; k <= o.t.steps; k++) {
-		if (fill_batch(o.t.model, o.t.seed, k, first, rows, D, C, x, ids, labels, &batch, &xin,
-		               &idin)) {
-			fprintf(stderr, PROG ": cannot generate batch %d\n", k);
-			goto fail;
+		for (int j = 0; j < K; j++) {
+			int row0 = first + j * o.t.batch * T;
+			if (fill_batch(o.t.model, o.t.seed, k, row0, rows, D, C, x, ids, labels,
+			               &batch, &xin, &idin)) {
+				fprintf(stderr, PROG ": cannot generate batch %d\n", k);
+				goto fail;
+			}
+			int64_t *t = &tickets[(size_t)(k - 1) * (size_t)K + (size_t)j];
+			if (j + 1 < K)
+				CHECK(sf_model_accumulate(m, &batch, t));
+			else
+				CHECK(sf_model_step(m, &batch, t));
 		}
-		CHECK(sf_model_step(m, &batch, &tickets[k - 1]));
 		for (; waited <= k - o.inflight; waited++)
-			CHECK(sf_model_loss(m, tickets[waited], &losses[waited]));
+			if (collect(m, &o, waited, tickets, losses, rank))
+				goto fail;
 	}
 	for (; waited < o.t.steps; waited++)
-		CHECK(sf_model_loss(m, tickets[waited], &losses[waited]));
+		if (collect(m, &o, waited, tickets, losses, rank))
+			goto fail;
 
 	size_t n;
 	CHECK(sf_model_param_count(m, &n));

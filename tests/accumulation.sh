@@ -1,0 +1,76 @@
+#!/bin/sh
+# accumulation.sh — gradient accumulation (sf_model_accumulate) is the step of the
+# whole batch.
+#
+# A step of K micro-batches of B samples must update the parameters as one step of
+# K B samples: train_dump --accum K --batch B feeds micro-batch j of step k the rows
+# [j B, (j + 1) B) of global batch k, which a --batch K·B run takes in one step (its
+# loss is the mean of the micro-batches', which is the big batch's mean). The sums
+# run in another order (the micro-batches' gradients are added, then scaled by 1/K),
+# so the comparison is relative: rtol 1e-6, floor 1e-2 (a parameter below 1e-2 is
+# compared absolutely; the models' weights are ~0.1); AdamW 1e-5, see below.
+# Cases: both SHARDFLOW_ACCUM_MODE (sharded: a reduce-scatter per micro-batch added
+# into the shard; local: a full local sum reduced once), N = 1, 2, 3, for full
+# sharding; grad_op and none on 2 ranks; SGD and AdamW; the MLP (K = 4) and
+# sf_gpt_graph (K = 3, sequences of 5 tokens); and bitwise equality across prefetch
+# depths and backward prefetch policies with accumulation, in both modes.
+. "$(dirname "$0")/lib.sh"
+require_progs "$TRAIN_DUMP" "$DUMP_COMPARE"
+
+rtol=1e-6
+# AdamW divides each element's mean gradient by its root mean square: an element whose
+# gradient is tiny moves a whole lr-sized step whatever its rounding, so a relative
+# rounding difference of the gradient (1e-7) reaches the parameters amplified (seen:
+# 2.3e-6 of a 0.1 weight after 4 steps, 0.02 % of one step) — equivalence.sh's 1e-5
+rtol_adamw=1e-5
+floor=1e-2
+steps=4
+
+plan 18
+
+# model optimizer K B: the reference, one step of K B samples on 1 rank
+ref() {
+	train 1 "ref-$1-$2" --model "$1" --optimizer "$2" --steps $steps --batch $(($3 * $4)) ||
+		bail_out "the reference run failed"
+}
+
+# model optimizer K B ranks sharding mode
+case_() {
+	_n="acc-$1-$2-$5-$6-$7"
+	train "$5" "$_n" SHARDFLOW_SHARDING="$6" SHARDFLOW_ACCUM_MODE="$7" --model "$1" \
+		--optimizer "$2" --steps $steps --batch "$4" --accum "$3"
+	_r=$rtol
+	[ "$2" = adamw ] && _r=$rtol_adamw
+	compare "$1, $2: $3 micro-batches of $4 = one batch of $(($3 * $4)); $5 rank(s), $6, $7 (rtol $_r)" \
+		"$_n" "ref-$1-$2" --rtol $_r --floor $floor
+}
+
+ref mlp sgd 4 6
+ref mlp adamw 4 6
+ref nanogpt sgd 3 4
+for mode in sharded local; do
+	for n in 1 2 3; do
+		case_ mlp sgd 4 6 "$n" full "$mode"
+	done
+	case_ mlp sgd 4 6 2 grad_op "$mode"
+	case_ mlp sgd 4 6 2 none "$mode"
+	case_ mlp adamw 4 6 3 full "$mode"
+	case_ nanogpt sgd 3 4 2 full "$mode"
+	case_ nanogpt sgd 3 4 3 none "$mode"
+done
+
+# the schedule does not change a bit: prefetch depth 0 against 4 with backward
+# prefetch post (local mode), depth 1 with none against the default (sharded)
+for mode in local:0:4:post sharded:1:2:none; do
+	IFS=: read -r m d1 d2 bwd <<EOS
+$mode
+EOS
+	train 2 "bw-$m-a" SHARDFLOW_ACCUM_MODE="$m" SHARDFLOW_PREFETCH_DEPTH="$d1" \
+		--model nanogpt --optimizer adamw --steps $steps --batch 4 --accum 3
+	train 2 "bw-$m-b" SHARDFLOW_ACCUM_MODE="$m" SHARDFLOW_PREFETCH_DEPTH="$d2" \
+		SHARDFLOW_BACKWARD_PREFETCH="$bwd" --model nanogpt --optimizer adamw --steps $steps \
+		--batch 4 --accum 3
+	compare "$m mode: depth $d1 = depth $d2 with backward prefetch $bwd, bitwise" \
+		"bw-$m-a" "bw-$m-b" --bitwise
+done
+finish
