@@ -40,7 +40,9 @@
 # DDP+ZeroRedundancyOptimizer (bench/torch_ddp.sh) when python3-torch is there;
 # (f) the CPU time of the comm path (mlp_synthetic's comm_stats line, from
 # sf_model_stats); (g) the wire: bench/ring_bw.c, the step's collectives as plain MPI
-# without StarPU, each block whole or in SHARDFLOW_COMM_CHUNK pieces.
+# without StarPU, each block whole or in SHARDFLOW_COMM_CHUNK pieces; (h) gradient
+# accumulation: the same samples a step as one batch or 4 micro-batches, both
+# SHARDFLOW_ACCUM_MODEs (step and comm ms per sample).
 set -u
 
 prog=bench.sh
@@ -260,6 +262,11 @@ for r in $(seq 1 "$runs"); do
 	sf comm_only 2 "$batch" SHARDFLOW_SKIP=compute
 	sf weak 1 "$rows"
 	sf weak 4 $((rows * 4))
+	# (h) the same samples a step as 1 batch or 4 micro-batches, in both modes
+	if [ $((batch % 8)) -eq 0 ]; then
+		sf accum4_sharded 2 $((batch / 4)) SHARDFLOW_GRAD_ACCUM=4 SHARDFLOW_ACCUM_MODE=sharded
+		sf accum4_local 2 $((batch / 4)) SHARDFLOW_GRAD_ACCUM=4 SHARDFLOW_ACCUM_MODE=local
+	fi
 	if [ $torch_ok -eq 1 ]; then
 		tr_run ddp 2 "$batch"
 		tr_run zero 2 "$batch"
@@ -441,6 +448,29 @@ for name, label in (("depth0", "depth 0"), ("depth2", "depth 2 (default)"),
         print("| %s | failed | | | | | |" % label); continue
     m = [statistics.median(x[i] for x in v) for i in range(5)]
     print("| %s | %.1f | %.1f | %.1f | %.1f | %.1f | %.2f |" % (label, m[0], m[1], m[2], m[3], m[4], m[4] / m[0]))
+print()
+
+# (h)
+print("### h. Gradient accumulation (2 ranks, %d samples a step, full sharding)" % batch)
+print()
+print("The same samples a step as one batch (depth 2 above) or as 4 micro-batches of %d "
+      "(SHARDFLOW_GRAD_ACCUM=4): sharded mode reduce-scatters each micro-batch, local "
+      "mode once a step; with full sharding every micro-batch gathers every unit again. "
+      "Comm: the comm worker's time in collectives (comm_stats)." % (batch // 4))
+print()
+print("| configuration | step ms | ms per sample | comm ms per step | comm ms per sample | step / 1 batch |")
+print("| --- | --- | --- | --- | --- | --- |")
+base = med(("sf", "depth2", 2))
+for name, label in (("depth2", "1 batch of %d" % batch),
+                    ("accum4_sharded", "4 x %d, sharded" % (batch // 4)),
+                    ("accum4_local", "4 x %d, local" % (batch // 4))):
+    m = med(("sf", name, 2)); v = cpu.get((name, 2))
+    if m is None or not v:
+        print("| %s | %s | | | | |" % (label, "failed" if batch % 8 == 0 else "batch not a multiple of 8"))
+        continue
+    c = statistics.median(x[1] for x in v)
+    print("| %s | %s | %.3f | %.1f | %.3f | %s |" % (label, cell(("sf", name, 2)), m / batch, c,
+          c / batch, num(m / base if base else None)))
 print()
 
 # (g)

@@ -325,7 +325,8 @@ int main(int argc, char **argv)
 		        bwd_name(cfg.bwd_prefetch), nparams);
 		for (int i = 0; i < o.nwidths; i++)
 			fprintf(stderr, "%c%d", i ? ',' : ' ', o.widths[i]);
-		fprintf(stderr, ", batch %d, %d steps, %s lr %g, seed %llu\n", o.batch, o.steps,
+		fprintf(stderr, ", batch %d x %d micro-batch(es), %d steps, %s lr %g, seed %llu\n",
+		        o.batch, cfg.grad_accum, o.steps,
 		        o.optimizer == SF_OPT_ADAMW ? "adamw" : "sgd", (double)o.lr,
 		        (unsigned long long)o.seed);
 	}
@@ -345,14 +346,27 @@ int main(int argc, char **argv)
 	struct sf_model_stats st0;
 	CHECK(sf_model_stats(m, &st0));
 	for (int k = 1; k <= o.steps; k++) {
-		if (sf_synth_rows(o.seed, k, first, rows, D, C, x, labels)) {
-			fprintf(stderr, PROG ": cannot generate batch %d\n", k);
-			goto fail;
+		/* SHARDFLOW_GRAD_ACCUM = K: K micro-batches of --batch rows, micro-batch j
+		 * being rows [j B, (j + 1) B) of global batch k; the loss is their mean */
+		int64_t ticket, first_ticket = 0;
+		double t0 = now_ms(), l;
+		for (int j = 0; j < cfg.grad_accum; j++) {
+			if (sf_synth_rows(o.seed, k, j * o.batch + first, rows, D, C, x, labels)) {
+				fprintf(stderr, PROG ": cannot generate batch %d\n", k);
+				goto fail;
+			}
+			if (j + 1 < cfg.grad_accum)
+				CHECK(sf_model_accumulate(m, &batch, &ticket));
+			else
+				CHECK(sf_model_step(m, &batch, &ticket));
+			if (j == 0)
+				first_ticket = ticket;
 		}
-		int64_t ticket;
-		double t0 = now_ms();
-		CHECK(sf_model_step(m, &batch, &ticket));
-		CHECK(sf_model_loss(m, ticket, &loss));
+		loss = 0.0;
+		for (int j = 0; j < cfg.grad_accum; j++) {
+			CHECK(sf_model_loss(m, first_ticket + j, &l));
+			loss += l / cfg.grad_accum;
+		}
 		double ms = now_ms() - t0;
 		if (rank == 0) {
 			printf("step %d loss %.9g ms %.3f\n", k, loss, ms);

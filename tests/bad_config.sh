@@ -47,7 +47,7 @@ valid() {
 	fi
 }
 
-plan 85
+plan 96
 
 accepted="accepted values are"
 invalid SHARDFLOW_PREFETCH_DEPTH abc "$accepted"
@@ -66,6 +66,10 @@ invalid SHARDFLOW_COMM_TIMEOUT -1 "$accepted"
 invalid SHARDFLOW_COMM_TIMEOUT 10s "$accepted"
 invalid SHARDFLOW_COMM gloo "$accepted"
 invalid SHARDFLOW_OPTIMIZER_ON cpu "$accepted"
+invalid SHARDFLOW_GRAD_ACCUM 0 "$accepted"
+invalid SHARDFLOW_GRAD_ACCUM 4097 "$accepted"
+invalid SHARDFLOW_GRAD_ACCUM four "$accepted"
+invalid SHARDFLOW_ACCUM_MODE no_sync "$accepted"
 invalid SHARDFLOW_PREFETCH_DEPHT 2 "known variables are"
 # numbers are strict: no blanks, no sign
 invalid SHARDFLOW_PREFETCH_DEPTH " 2" "$accepted"
@@ -91,6 +95,8 @@ for v in 0 86400; do valid SHARDFLOW_COMM_TIMEOUT $v; done
 valid STARPU_SILENT 0
 valid SHARDFLOW_COMM mpi
 for v in device host; do valid SHARDFLOW_OPTIMIZER_ON $v; done
+valid SHARDFLOW_GRAD_ACCUM 4096
+for v in sharded local; do valid SHARDFLOW_ACCUM_MODE $v; done
 
 # SHARDFLOW_COMM=nccl on this machine: no GPU (and, in a CPU build, no NCCL) is a clear
 # error at sf_init, not a crash or a hang
