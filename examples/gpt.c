@@ -498,28 +498,34 @@ struct meter {
 	                                              evaluation */
 	int64_t since_n, eval_n;
 	int64_t done_here;   /* steps run by this process */
-	int64_t prev_ticket; /* the first ticket of the step whose loss is not read, or -1 */
-	int64_t prev_step;   /* its number (1-based) */
+	int64_t prev_ticket; /* the micro-batch whose loss is not read yet, or -1 */
+	int64_t prev_step;   /* its step (1-based) */
+	double part;         /* the sum of the losses read of that step's micro-batches */
+	int part_n;
 };
 
-/* The loss of the step in flight: the mean of its micro-batches' (consecutive
- * tickets), and with --grad-clip its gradient norm. */
+/* Reads the loss of the micro-batch in flight (one behind the newest: the model keeps
+ * the 16 most recent); the step's last one completes its mean of the micro-batches
+ * and, with --grad-clip, its gradient norm. */
 static int take_loss(struct run *r, struct meter *mt)
 {
 	int status = -1;
 	if (mt->prev_ticket >= 0) {
-		double l = 0, li, norm = 0;
-		for (int j = 0; j < r->accum; j++) {
-			CHECK(sf_model_loss(r->m, mt->prev_ticket + j, &li));
-			l += li / r->accum;
-		}
-		if (r->o.grad_clip > 0)
-			CHECK(sf_model_grad_norm(r->m, mt->prev_ticket + r->accum - 1, &norm));
-		mt->since_loss += l, mt->since_n++, mt->eval_loss += l, mt->eval_n++;
-		mt->since_norm += norm;
-		if (r->loss_log && fprintf(r->loss_log, "%lld %.9g\n", (long long)mt->prev_step, l) < 0) {
-			fprintf(stderr, PROG ": cannot write --loss-log %s\n", r->o.loss_log);
-			goto done;
+		double l, norm = 0;
+		CHECK(sf_model_loss(r->m, mt->prev_ticket, &l));
+		mt->part += l, mt->part_n++;
+		if (mt->part_n == r->accum) {
+			if (r->o.grad_clip > 0)
+				CHECK(sf_model_grad_norm(r->m, mt->prev_ticket, &norm));
+			l = mt->part / r->accum;
+			mt->part = 0, mt->part_n = 0;
+			mt->since_loss += l, mt->since_n++, mt->eval_loss += l, mt->eval_n++;
+			mt->since_norm += norm;
+			if (r->loss_log &&
+			    fprintf(r->loss_log, "%lld %.9g\n", (long long)mt->prev_step, l) < 0) {
+				fprintf(stderr, PROG ": cannot write --loss-log %s\n", r->o.loss_log);
+				goto done;
+			}
 		}
 		mt->prev_ticket = -1;
 	}
@@ -586,7 +592,7 @@ static int train(struct run *r, double *vl)
 		CHECK(sf_model_set_lr(r->m, lr));
 		const int32_t *ids[1] = {r->x};
 		struct sf_batch batch = {.nint_inputs = 1, .int_inputs = ids, .labels = r->y};
-		int64_t ticket, first = -1;
+		int64_t ticket;
 		/* micro-batch j of step s is training batch s K + j: K = 1 is the plain run */
 		for (int j = 0; j < r->accum; j++) {
 			CHECK(sf_text_batch(&r->text, 0, o->seed, r->step * r->accum + j, o->batch,
@@ -595,14 +601,12 @@ static int train(struct run *r, double *vl)
 				CHECK(sf_model_accumulate(r->m, &batch, &ticket));
 			else
 				CHECK(sf_model_step(r->m, &batch, &ticket));
-			if (j == 0)
-				first = ticket;
+			if (take_loss(r, &mt) < 0)
+				goto done;
+			mt.prev_ticket = ticket;
+			mt.prev_step = r->step + 1;
 		}
-		if (take_loss(r, &mt) < 0)
-			goto done;
-		mt.prev_ticket = first;
 		r->step++, mt.done_here++;
-		mt.prev_step = r->step;
 		if (o->ckpt_every && r->step % o->ckpt_every == 0 && save(r) < 0)
 			goto done;
 		print_progress(r, &mt, lr);

@@ -348,8 +348,9 @@ int main(int argc, char **argv)
 	for (int k = 1; k <= o.steps; k++) {
 		/* SHARDFLOW_GRAD_ACCUM = K: K micro-batches of --batch rows, micro-batch j
 		 * being rows [j B, (j + 1) B) of global batch k; the loss is their mean */
-		int64_t ticket, first_ticket = 0;
+		int64_t ticket, prev = -1;
 		double t0 = now_ms(), l;
+		loss = 0.0;
 		for (int j = 0; j < cfg.grad_accum; j++) {
 			if (sf_synth_rows(o.seed, k, j * o.batch + first, rows, D, C, x, labels)) {
 				fprintf(stderr, PROG ": cannot generate batch %d\n", k);
@@ -359,14 +360,15 @@ int main(int argc, char **argv)
 				CHECK(sf_model_accumulate(m, &batch, &ticket));
 			else
 				CHECK(sf_model_step(m, &batch, &ticket));
-			if (j == 0)
-				first_ticket = ticket;
+			/* the previous micro-batch's loss, one behind: the model keeps 16 */
+			if (prev >= 0) {
+				CHECK(sf_model_loss(m, prev, &l));
+				loss += l / cfg.grad_accum;
+			}
+			prev = ticket;
 		}
-		loss = 0.0;
-		for (int j = 0; j < cfg.grad_accum; j++) {
-			CHECK(sf_model_loss(m, first_ticket + j, &l));
-			loss += l / cfg.grad_accum;
-		}
+		CHECK(sf_model_loss(m, prev, &l));
+		loss += l / cfg.grad_accum;
 		double ms = now_ms() - t0;
 		if (rank == 0) {
 			printf("step %d loss %.9g ms %.3f\n", k, loss, ms);

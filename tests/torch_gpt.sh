@@ -13,7 +13,9 @@
 #    comparison (it can fail);
 #  - training: PyTorch from examples/gpt's initial weights (--export-init), on the same
 #    batches with the same AdamW and schedule: its per-step losses against shardflow's
-#    (--loss-log), relative 1e-4 for the first 10 steps and 2 % at step 30.
+#    (--loss-log), relative 1e-4 for the first 10 steps and 2 % at step 30; and the same
+#    with 3 micro-batches a step (SHARDFLOW_GRAD_ACCUM=3) clipped at 0.5, the twin with
+#    --grad-accum 3 --grad-clip 0.5 (its clip_grad_norm_ and nanoGPT's param groups).
 . "$(dirname "$0")/lib.sh"
 GPT="$top_builddir/examples/gpt"
 LOGITS="$top_builddir/tests/gpt_logits"
@@ -30,7 +32,7 @@ shape="--layers 2 --heads 2 --embd 32 --context 32"
 train="$shape --batch 8 --text $text --val-fraction 0.2 --warmup 5 --lr 0.004 --steps 30"
 quiet="--sample 0 --eval-every 1000 --progress-every 10"
 
-plan 8
+plan 10
 
 # gpt NP NAME ARGS...: examples/gpt on NP ranks, output in $tmp/NAME.out/.err
 gpt() {
@@ -79,17 +81,33 @@ st=$?
 [ $st -eq 2 ] && grep -q 'lm_head.weight' "$tmp/mix.cmp"
 ok $? "an untied file loaded as tied is refused, naming lm_head.weight (exit $st)"
 
-# training side by side
+# training side by side: plain, then 3 micro-batches a step with clipping at 0.5
+# curve NAME: compares $tmp/NAME.sf.loss with $tmp/NAME.pt.loss
+curve() {
+	paste "$tmp/$1.sf.loss" "$tmp/$1.pt.loss" >"$tmp/$1.both"
+	awk '{ d = $2 - $4; if (d < 0) d = -d; r = d / $4; if ($1 <= 10 && r > w10) w10 = r
+	       if ($1 == 30) last = r; n++ }
+	     END { printf "steps %d: first 10 max relative %.2e, step 30 %.2e\n", n, w10, last
+	           exit !(n == 30 && w10 <= 1e-4 && last <= 0.02) }' "$tmp/$1.both" >"$tmp/$1.curve"
+}
+cp "$tmp/sf.loss" "$tmp/plain.sf.loss"
 # shellcheck disable=SC2086
 "$PY" "$TWIN" train $shape --batch 8 --text "$text" --val-fraction 0.2 --warmup 5 \
-	--lr 0.004 --steps 30 --weights "$tmp/w0.st" --out-losses "$tmp/pt.loss" \
+	--lr 0.004 --steps 30 --weights "$tmp/w0.st" --out-losses "$tmp/plain.pt.loss" \
 	>"$tmp/pt.out" 2>&1 || diag_file "$tmp/pt.out"
-paste "$tmp/sf.loss" "$tmp/pt.loss" >"$tmp/both.loss"
-awk '{ d = $2 - $4; if (d < 0) d = -d; r = d / $4; if ($1 <= 10 && r > w10) w10 = r
-       if ($1 == 30) last = r; n++ }
-     END { printf "steps %d: first 10 max relative %.2e, step 30 %.2e\n", n, w10, last
-           exit !(n == 30 && w10 <= 1e-4 && last <= 0.02) }' "$tmp/both.loss" >"$tmp/curve.txt"
+curve plain
 st=$?
-ok $st "PyTorch trained from shardflow's initial weights on the same batches: losses agree ($(cat "$tmp/curve.txt"))" ||
-	diag_file "$tmp/both.loss"
+ok $st "PyTorch trained from shardflow's initial weights on the same batches: losses agree ($(cat "$tmp/plain.curve"))" ||
+	diag_file "$tmp/plain.both"
+
+SHARDFLOW_GRAD_ACCUM=3 gpt 2 accum --export-init "$tmp/w0a.st" --loss-log "$tmp/accum.sf.loss" \
+	--grad-clip 0.5
+# shellcheck disable=SC2086
+"$PY" "$TWIN" train $shape --batch 8 --text "$text" --val-fraction 0.2 --warmup 5 \
+	--lr 0.004 --steps 30 --weights "$tmp/w0a.st" --out-losses "$tmp/accum.pt.loss" \
+	--grad-accum 3 --grad-clip 0.5 >"$tmp/pta.out" 2>&1 || diag_file "$tmp/pta.out"
+curve accum
+st=$?
+ok $st "3 micro-batches a step, clipped at 0.5 (SHARDFLOW_GRAD_ACCUM=3 --grad-clip 0.5): PyTorch's losses agree ($(cat "$tmp/accum.curve"))" ||
+	diag_file "$tmp/accum.both"
 finish

@@ -143,6 +143,8 @@ static int parse_options(int argc, char **argv, struct options *o)
 	}
 	if (!o->out)
 		return bad("--out", "(missing)");
+	if (o->inflight * o->accum > MAX_INFLIGHT)
+		return bad("--inflight x --accum", "(more tickets in flight than the model keeps)");
 	train_options_finish(&o->t);
 	return -1;
 }
