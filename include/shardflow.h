@@ -109,6 +109,14 @@ enum sf_accum_mode {
 	                           for P floats per unit (FSDP's no_sync) */
 };
 
+/** Activation recompute (SHARDFLOW_RECOMPUTE): activation checkpointing per unit. */
+enum sf_recompute {
+	SF_RECOMPUTE_NONE = 0, /**< every activation lives from forward to backward */
+	SF_RECOMPUTE_UNITS,    /**< a unit's inner activations are dropped after forward and
+	                            recomputed before its backward, where 3 or more units are
+	                            alike (a stack of blocks): they share two sets of buffers */
+};
+
 /** Verbosity of shardflow's own messages (SHARDFLOW_LOG). */
 enum sf_log_level { SF_LOG_ERROR = 0, SF_LOG_WARN, SF_LOG_INFO, SF_LOG_DEBUG };
 
@@ -134,6 +142,7 @@ struct sf_config {
 	 *  work); the examples read it here, validated, to split each step. */
 	int grad_accum;
 	enum sf_accum_mode accum_mode; /**< SHARDFLOW_ACCUM_MODE, default SF_ACCUM_SHARDED */
+	enum sf_recompute recompute;   /**< SHARDFLOW_RECOMPUTE, default SF_RECOMPUTE_NONE */
 };
 
 #define SF_MAX_GRAD_ACCUM 4096 /**< largest SHARDFLOW_GRAD_ACCUM */

@@ -25,6 +25,7 @@ static const char *const known_vars[] = {
     "SHARDFLOW_COMM_CHUNK",     "SHARDFLOW_COMM_TIMEOUT",
     "SHARDFLOW_COMM",           "SHARDFLOW_OPTIMIZER_ON",
     "SHARDFLOW_GRAD_ACCUM",     "SHARDFLOW_ACCUM_MODE",
+    "SHARDFLOW_RECOMPUTE",
 };
 #define NKNOWN (sizeof known_vars / sizeof known_vars[0])
 
@@ -146,6 +147,7 @@ SF_API int sf_config_from_env(struct sf_config *out)
 	static const char *const comm[] = {"mpi", "nccl"};
 	static const char *const opt_on[] = {"device", "host"};
 	static const char *const accum[] = {"sharded", "local"};
+	static const char *const recompute[] = {"none", "units"};
 	int rc = SF_OK, v;
 	struct sf_config c;
 
@@ -174,6 +176,8 @@ SF_API int sf_config_from_env(struct sf_config *out)
 	SF_CHECK(get_int("SHARDFLOW_GRAD_ACCUM", 1, SF_MAX_GRAD_ACCUM, 1, &c.grad_accum));
 	SF_CHECK(get_choice("SHARDFLOW_ACCUM_MODE", accum, 2, SF_ACCUM_SHARDED, &v));
 	c.accum_mode = (enum sf_accum_mode)v;
+	SF_CHECK(get_choice("SHARDFLOW_RECOMPUTE", recompute, 2, SF_RECOMPUTE_NONE, &v));
+	c.recompute = (enum sf_recompute)v;
 	if (c.comm_chunk > 0 && c.comm_chunk < SF_MIN_COMM_CHUNK)
 		return _sf_err(SF_ERR_CONFIG, NULL, 0,
 		               "SHARDFLOW_COMM_CHUNK=\"%s\" is invalid: accepted values are 0 (one "

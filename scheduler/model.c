@@ -335,18 +335,70 @@ static void fill_info(struct sf_model *m, int n)
 		li->nsaved = nd->type->type.saved_floats(li);
 }
 
-/* A node's activation (and gradient, and saved buffer) of this rank's rows. */
-static int build_node(struct sf_model *m, int n)
+/* A node's shape, names and place among the inputs (its buffers: alloc_node). */
+static void build_node(struct sf_model *m, int n)
+{
+	const struct _sf_node *nd = &m->gnodes[n];
+	struct _sf_node_state *s = &m->nodes[n];
+	fill_info(m, n);
+	if (nd->kind == SF_NODE_INPUT)
+		m->input_nodes[m->ninputs++] = n;
+	if (nd->kind == SF_NODE_INT_INPUT)
+		m->int_input_nodes[m->nint_inputs++] = n;
+	snprintf(s->fwd_name, sizeof s->fwd_name, "fwd L%d %s", n,
+	         nd->kind == SF_NODE_LAYER ? nd->type->name : "");
+	snprintf(s->bwd_name, sizeof s->bwd_name, "bwd L%d %s", n,
+	         nd->kind == SF_NODE_LAYER ? nd->type->name : "");
+	snprintf(s->rc_name, sizeof s->rc_name, "recompute L%d %s", n,
+	         nd->kind == SF_NODE_LAYER ? nd->type->name : "");
+}
+
+static int build_nodes(struct sf_model *m, const sf_graph *g)
+{
+	int rc = SF_OK;
+	SF_CHECK(copy_nodes(m, g));
+	for (int n = 0; n < g->n; n++)
+		build_node(m, n);
+fail:
+	return rc;
+}
+
+/* The buffers recomputed activations share (SHARDFLOW_RECOMPUTE=units). */
+static int alloc_rc_bufs(struct sf_model *m)
+{
+	int rc = SF_OK;
+	for (int b = 0; b < m->nrc_bufs; b++) {
+		struct _sf_rc_buf *r = &m->rc_bufs[b];
+		SF_CHECK(alloc_floats(&r->act, r->nact, "recomputed activations"));
+		SF_CHECK(alloc_floats(&r->dact, r->nact, "recomputed activation gradients"));
+		reg(&r->h_act, r->act, r->nact, sizeof(float));
+		reg(&r->h_dact, r->dact, r->nact, sizeof(float));
+		m->act_bytes += 2 * r->nact * sizeof(float);
+		if (r->nsaved) {
+			SF_CHECK(alloc_floats(&r->saved, r->nsaved, "recomputed saved buffers"));
+			reg(&r->h_saved, r->saved, r->nsaved, sizeof(float));
+			m->act_bytes += r->nsaved * sizeof(float);
+		}
+	}
+fail:
+	return rc;
+}
+
+/* A node's activation (and gradient, and saved buffer) of this rank's rows: its own,
+ * or a recomputed node's shared ones. */
+static int alloc_node(struct sf_model *m, int n)
 {
 	int rc = SF_OK;
 	const struct _sf_node *nd = &m->gnodes[n];
 	struct _sf_node_state *s = &m->nodes[n];
-	fill_info(m, n);
 	size_t cnt = m->rows_local * (size_t)nd->dim;
-	if (nd->kind == SF_NODE_INPUT)
-		m->input_nodes[m->ninputs++] = n;
+	if (s->rc_buf >= 0) {
+		struct _sf_rc_buf *r = &m->rc_bufs[s->rc_buf];
+		s->act = r->act, s->dact = r->dact, s->saved = r->saved;
+		s->h_act = r->h_act, s->h_dact = r->h_dact, s->h_saved = r->h_saved;
+		goto fail;
+	}
 	if (nd->kind == SF_NODE_INT_INPUT) {
-		m->int_input_nodes[m->nint_inputs++] = n;
 		SF_CHECK(alloc_floats(&s->act, m->rows_local, "integer inputs"));
 		reg(&s->h_act, s->act, m->rows_local, sizeof(int32_t));
 		m->act_bytes += m->rows_local * sizeof(float);
@@ -366,18 +418,16 @@ static int build_node(struct sf_model *m, int n)
 		reg(&s->h_saved, s->saved, s->info.nsaved, sizeof(float));
 		m->act_bytes += s->info.nsaved * sizeof(float);
 	}
-	snprintf(s->fwd_name, sizeof s->fwd_name, "fwd L%d %s", n, nd->type->name);
-	snprintf(s->bwd_name, sizeof s->bwd_name, "bwd L%d %s", n, nd->type->name);
 fail:
 	return rc;
 }
 
-static int build_nodes(struct sf_model *m, const sf_graph *g)
+static int alloc_nodes(struct sf_model *m)
 {
 	int rc = SF_OK;
-	SF_CHECK(copy_nodes(m, g));
-	for (int n = 0; n < g->n; n++)
-		SF_CHECK(build_node(m, n));
+	SF_CHECK(alloc_rc_bufs(m));
+	for (int n = 0; n < m->nnodes; n++)
+		SF_CHECK(alloc_node(m, n));
 fail:
 	return rc;
 }
@@ -497,6 +547,8 @@ SF_API int sf_model_create(sf_context *ctx, const sf_graph *g, const struct sf_m
 		goto fail;
 	}
 	SF_CHECK(_sf_plan_gradients(m));
+	SF_CHECK(_sf_plan_recompute(m));
+	SF_CHECK(alloc_nodes(m));
 	SF_CHECK(build_units(m));
 	SF_CHECK(build_buffers(m));
 	m->comm_worker_cpu0 = _sf_clock_seconds(ctx->comm_clock);
@@ -526,7 +578,20 @@ SF_API int sf_model_destroy(sf_model *m)
 		rc = sf_model_trace_write(m);
 	starpu_task_wait_for_all();
 	_sf_recorder_destroy(m->trace);
+	for (int b = 0; m->rc_bufs && b < m->nrc_bufs; b++) {
+		struct _sf_rc_buf *r = &m->rc_bufs[b];
+		unreg(&r->h_act);
+		unreg(&r->h_dact);
+		unreg(&r->h_saved);
+		free(r->act);
+		free(r->dact);
+		free(r->saved);
+	}
+	free(m->rc_bufs);
+	free(m->seg_of);
 	for (int n = 0; m->nodes && n < m->nnodes; n++) {
+		if (m->nodes[n].rc_buf >= 0)
+			continue; /* the shared buffers, released above */
 		unreg(&m->nodes[n].h_act);
 		unreg(&m->nodes[n].h_dact);
 		unreg(&m->nodes[n].h_saved);

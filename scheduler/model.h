@@ -30,6 +30,8 @@ struct _sf_unit {
 	int last;               /* last node (forward order) reading the unit */
 	bool bwd_params;        /* some node's backward reads the parameters */
 	bool keep;              /* stays gathered from forward to backward (full) */
+	bool recompute;         /* its segment's inner activations are recomputed */
+	int seg_end;            /* its segment: nodes [first, seg_end) (recompute) */
 	size_t P, S, off; /* off: first parameter in the model's unpadded vector */
 	size_t opt_n;     /* elements the optimizer updates: S (sharded) or P */
 	float *shard;     /* S: owned parameters (full, grad_op) */
@@ -55,7 +57,18 @@ struct _sf_node_state {
 	struct sf_layer_info bwd_info; /* what the backward kernel receives */
 	int unit;                      /* unit whose parameters the node reads, or -1 */
 	bool needs_grad;               /* some parameter depends on this node's output */
+	int rc_buf;                    /* SHARDFLOW_RECOMPUTE: the shared buffers its act,
+	                                  dact and saved are in (m->rc_bufs), or -1: its own */
 	char fwd_name[SF_NAME_MAX + 32], bwd_name[SF_NAME_MAX + 32];
+	char rc_name[SF_NAME_MAX + 32];
+};
+
+/* Activation recompute: one position of a group of like segments, in one of its two
+ * sets (see scheduler/plan.c). */
+struct _sf_rc_buf {
+	size_t nact, nsaved; /* floats */
+	float *act, *dact, *saved;
+	starpu_data_handle_t h_act, h_dact, h_saved;
 };
 
 /* The planner's state while submitting a pass (scheduler/plan.c): which unit holds
@@ -90,6 +103,9 @@ struct sf_model {
 	int B_global, B_local, row0;     /* samples */
 	size_t rows_local;               /* B_local * T */
 	size_t act_bytes;                /* activations, their gradients, saved buffers */
+	int *seg_of;                     /* node -> the unit whose segment holds it, or -1 */
+	int nrc_bufs;                    /* SHARDFLOW_RECOMPUTE's shared buffers */
+	struct _sf_rc_buf *rc_bufs;
 
 	/* gather ring (full sharding): R = depth + width slots of N*S_max floats */
 	int R;
@@ -145,6 +161,9 @@ struct sf_model {
 int _sf_plan_units(struct sf_model *m, const struct sf_graph *g);
 /* Which node inputs and parameters need a gradient, "=" or "+=" (backward order). */
 int _sf_plan_gradients(struct sf_model *m);
+/* SHARDFLOW_RECOMPUTE=units: the segments, the nodes whose activations are dropped
+ * and the shared buffers they use (sizes only: model.c allocates). */
+int _sf_plan_recompute(struct sf_model *m);
 
 void _sf_slots_reset(struct _sf_slots *s, int n);
 /* A free slot for unit u (the oldest freed), or -1 when none is free. */

@@ -244,3 +244,131 @@ int _sf_plan_gradients(struct sf_model *m)
 	}
 	return SF_OK;
 }
+
+/* ---- activation recompute (SHARDFLOW_RECOMPUTE=units) -------------------------------- *
+ *
+ * The segment of unit u is the nodes [u.first, first node of unit u + 1) (units are
+ * numbered by first use, so segments tile the graph from the first unit on). A node of
+ * a segment is dropped when it lies within the unit's own span [first, last] (what
+ * follows the unit's last reader, a block's final residual add or a tied head, stays),
+ * every reader of its output is in the segment (not the loss), and it reads no unit
+ * but the segment's own: the segment's input and output stay, its inner activations
+ * (their gradients and saved buffers too) are recomputed from them before its
+ * backward. Dropped activations live in buffers shared between
+ * like segments (the same widths and saved sizes in the same order: a stack of
+ * identical blocks): a group of g >= 3 like segments shares two sets of them, taken in
+ * turn, instead of g. Smaller groups (an embedding, a final layernorm) keep theirs:
+ * recomputing them would save nothing. */
+
+/* a segment's signature: its dropped nodes' (width, saved) in order, compared */
+static bool same_shape(const struct sf_model *m, int a, int b, const bool *drop)
+{
+	int ea = m->units[a].seg_end, eb = m->units[b].seg_end;
+	int i = m->units[a].first, j = m->units[b].first;
+	for (;;) {
+		while (i < ea && !drop[i])
+			i++;
+		while (j < eb && !drop[j])
+			j++;
+		if (i == ea || j == eb)
+			return i == ea && j == eb;
+		if (m->gnodes[i].dim != m->gnodes[j].dim ||
+		    m->nodes[i].info.nsaved != m->nodes[j].info.nsaved ||
+		    m->gnodes[i].type != m->gnodes[j].type)
+			return false;
+		i++, j++;
+	}
+}
+
+int _sf_plan_recompute(struct sf_model *m)
+{
+	int rc = SF_OK, U = m->nunits, nb = 0;
+	bool *drop = calloc((size_t)m->nnodes + 1, sizeof *drop);
+	int *group = malloc((size_t)(U ? U : 1) * sizeof *group);
+	m->seg_of = malloc((size_t)m->nnodes * sizeof *m->seg_of);
+	if (!drop || !group || !m->seg_of) {
+		rc = SF_ERR(SF_ERR_NOMEM, "sf_model_create: out of memory");
+		goto fail;
+	}
+	for (int n = 0; n < m->nnodes; n++) {
+		m->seg_of[n] = -1;
+		m->nodes[n].rc_buf = -1;
+	}
+	for (int u = 0; u < U; u++) {
+		m->units[u].seg_end = u + 1 < U ? m->units[u + 1].first : m->nnodes;
+		for (int n = m->units[u].first; n < m->units[u].seg_end; n++)
+			m->seg_of[n] = u;
+	}
+	if (m->cfg.recompute != SF_RECOMPUTE_UNITS)
+		goto fail;
+	for (int n = 0; n < m->nnodes; n++) {
+		const struct _sf_node *nd = &m->gnodes[n];
+		int s = m->seg_of[n], u = m->nodes[n].unit;
+		drop[n] = s >= 0 && n <= m->units[s].last && nd->kind == SF_NODE_LAYER &&
+		          nd->tied_to < 0 && (u < 0 || u == s);
+	}
+	for (int n = 0; n < m->nnodes; n++) { /* a reader outside the segment keeps it */
+		const struct _sf_node *nd = &m->gnodes[n];
+		for (int i = 0; i < (nd->kind == SF_NODE_LAYER || nd->kind == SF_NODE_LOSS ? nd->nin : 0);
+		     i++) {
+			int x = nd->in[i];
+			if (nd->kind == SF_NODE_LOSS || m->seg_of[n] != m->seg_of[x])
+				drop[x] = false;
+		}
+	}
+	/* group like segments (first member's index), keep groups of 3 or more */
+	for (int u = 0; u < U; u++) {
+		group[u] = u;
+		for (int v = 0; v < u; v++)
+			if (group[v] == v && same_shape(m, u, v, drop)) {
+				group[u] = v;
+				break;
+			}
+	}
+	for (int u = 0; u < U; u++) {
+		int members = 0, pos = 0, idx = 0;
+		for (int v = 0; v < U; v++)
+			members += group[v] == group[u];
+		for (int v = 0; v < u; v++)
+			idx += group[v] == group[u];
+		int ndrop = 0;
+		for (int n = m->units[u].first; n < m->units[u].seg_end; n++)
+			ndrop += drop[n];
+		if (members < 3 || ndrop == 0)
+			continue;
+		m->units[u].recompute = true;
+		m->units[u].bwd_params = true; /* its recompute reads the parameters */
+		/* the group's buffers follow those of the groups before it: base of group g =
+		 * the buffers of the first members of earlier groups, two sets each */
+		int base = 0;
+		for (int v = 0; v < group[u]; v++)
+			if (group[v] == v && m->units[v].recompute) {
+				int nd = 0;
+				for (int n = m->units[v].first; n < m->units[v].seg_end; n++)
+					nd += drop[n];
+				base += 2 * nd;
+			}
+		for (int n = m->units[u].first; n < m->units[u].seg_end; n++)
+			if (drop[n])
+				m->nodes[n].rc_buf = base + (idx % 2) * ndrop + pos++;
+		if (base + 2 * ndrop > nb)
+			nb = base + 2 * ndrop;
+	}
+	m->nrc_bufs = nb;
+	m->rc_bufs = calloc((size_t)(nb ? nb : 1), sizeof *m->rc_bufs);
+	if (!m->rc_bufs) {
+		rc = SF_ERR(SF_ERR_NOMEM, "sf_model_create: out of memory");
+		goto fail;
+	}
+	for (int n = 0; n < m->nnodes; n++) {
+		int b = m->nodes[n].rc_buf;
+		if (b < 0)
+			continue;
+		m->rc_bufs[b].nact = m->rows_local * (size_t)m->gnodes[n].dim;
+		m->rc_bufs[b].nsaved = m->nodes[n].info.nsaved;
+	}
+fail:
+	free(drop);
+	free(group);
+	return rc;
+}

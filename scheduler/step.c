@@ -109,7 +109,15 @@ static int submit_free(struct sf_model *m, int u)
 	return SF_OK;
 }
 
+static int submit_fwd_named(struct sf_model *m, int n, const char *name, enum _sf_ev_kind kind);
+
 static int submit_fwd(struct sf_model *m, int n)
+{
+	return submit_fwd_named(m, n, m->nodes[n].fwd_name, SF_EV_FWD);
+}
+
+/* A node's forward task, under a name (the forward, or its recompute) */
+static int submit_fwd_named(struct sf_model *m, int n, const char *name, enum _sf_ev_kind kind)
 {
 	const struct _sf_node *nd = &m->gnodes[n];
 	struct _sf_node_state *s = &m->nodes[n];
@@ -122,9 +130,8 @@ static int submit_fwd(struct sf_model *m, int n)
 	d[k++] = (struct starpu_data_descr){s->h_act, STARPU_W};
 	if (s->h_saved)
 		d[k++] = (struct starpu_data_descr){s->h_saved, STARPU_W};
-	INSERT(TRACE(m, s->fwd_name, SF_EV_FWD, n), _sf_layer_codelet(nd->type, false),
-	       STARPU_DATA_MODE_ARRAY, d, k, STARPU_CL_ARGS_NFREE, &s->info, sizeof s->info,
-	       STARPU_NAME, s->fwd_name);
+	INSERT(TRACE(m, name, kind, n), _sf_layer_codelet(nd->type, false), STARPU_DATA_MODE_ARRAY,
+	       d, k, STARPU_CL_ARGS_NFREE, &s->info, sizeof s->info, STARPU_NAME, name);
 	return SF_OK;
 }
 
@@ -447,17 +454,40 @@ fail:
 	return rc;
 }
 
+/* SHARDFLOW_RECOMPUTE: the forward of segment s's dropped nodes again, in forward
+ * order, with its unit gathered (it stays for the backward: gathered once for both). */
+static int recompute_segment(struct sf_model *m, int s)
+{
+	int rc = SF_OK;
+	struct _sf_unit *un = &m->units[s];
+	if (full_sharding(m) && !resident(m, s))
+		SF_CHECK(submit_gather(m, s, NULL));
+	for (int n = un->first; n < un->seg_end; n++) {
+		struct _sf_node_state *st = &m->nodes[n];
+		if (st->rc_buf >= 0)
+			SF_CHECK(submit_fwd_named(m, n, st->rc_name, SF_EV_RECOMPUTE));
+	}
+fail:
+	return rc;
+}
+
 static int backward(struct sf_model *m)
 {
 	int rc = SF_OK;
 	bool full = full_sharding(m);
 	int started = 0; /* units of bwd_order whose backward has begun */
+	int seg = -1;    /* the segment whose backward is running */
 	_sf_slots_reset(&m->grad_slots, m->G);
 	for (int n = m->nnodes - 1; n >= 0; n--) {
 		const struct _sf_node *nd = &m->gnodes[n];
 		int u = m->nodes[n].unit;
 		if (nd->kind != SF_NODE_LAYER || !m->nodes[n].needs_grad)
 			continue;
+		if (m->seg_of[n] != seg) {
+			seg = m->seg_of[n];
+			if (seg >= 0 && m->units[seg].recompute)
+				SF_CHECK(recompute_segment(m, seg));
+		}
 		if (u < 0) {
 			SF_CHECK(submit_bwd(m, n, NULL, false));
 			continue;

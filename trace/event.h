@@ -26,6 +26,8 @@ enum _sf_ev_kind {
 	SF_EV_GRAD,       /* compute: a gradient's sum over micro-batches ("acc L3") or its
 	                     share of the squared norm ("sqnorm L3") */
 	SF_EV_NORM,       /* comm: all-reduce of the gradient's norm, clipping ("grad norm") */
+	SF_EV_RECOMPUTE,  /* compute: a dropped activation's forward again before the
+	                     backward ("recompute L3 gelu") */
 	SF_EV_NKINDS
 };
 

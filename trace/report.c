@@ -15,7 +15,7 @@
 #include <string.h>
 
 static const char *const kind_names[SF_EV_NKINDS] = {
-    "gather", "fwd", "loss", "bwd", "rs", "opt", "ag", "loss allreduce", "free", "grad", "grad norm",
+    "gather", "fwd", "loss", "bwd", "rs", "opt", "ag", "loss allreduce", "free", "grad", "grad norm", "recompute",
 };
 
 const char *_sf_ev_kind_name(enum _sf_ev_kind k)
@@ -32,7 +32,7 @@ bool _sf_ev_is_comm(enum _sf_ev_kind k)
 bool _sf_ev_is_compute(enum _sf_ev_kind k)
 {
 	return k == SF_EV_FWD || k == SF_EV_LOSS || k == SF_EV_BWD || k == SF_EV_OPT ||
-	       k == SF_EV_GRAD;
+	       k == SF_EV_GRAD || k == SF_EV_RECOMPUTE;
 }
 
 /* "L<digits>" at s; returns the number of characters read, 0 if malformed. */
@@ -62,6 +62,7 @@ int _sf_ev_parse_name(const char *name, enum _sf_ev_kind *kind, int *layer)
 	    {"gather ", SF_EV_GATHER, false}, {"fwd ", SF_EV_FWD, true},  {"bwd ", SF_EV_BWD, true},
 	    {"rs ", SF_EV_RS, false},         {"opt ", SF_EV_OPT, false}, {"ag ", SF_EV_AG, false},
 	    {"free ", SF_EV_FREE, false},     {"acc ", SF_EV_GRAD, false}, {"sqnorm ", SF_EV_GRAD, false},
+	    {"recompute ", SF_EV_RECOMPUTE, true},
 	};
 	if (!name)
 		return -1;
