@@ -58,8 +58,8 @@ static void ring_step(const float *sbuf, float *rbuf, size_t S, enum mode m)
 	int next = (rank + 1) % nranks, prev = (rank + nranks - 1) % nranks;
 	if (m != WAIT) { /* the library's own ring step, whole (piece 0) or in pieces */
 		size_t piece = m == CHUNK ? chunk_bytes / sizeof(float) : 0;
-		_sf_ring_exchange(MPI_COMM_WORLD, next, prev, 11, sbuf, rbuf, S,
-		                  m == CHUNK && piece == 0 ? 1 : piece, pace, 0.0);
+		_sf_ring_exchange(MPI_COMM_WORLD, next, prev, 11, sbuf, rbuf, S, MPI_FLOAT,
+		                  sizeof(float), m == CHUNK && piece == 0 ? 1 : piece, pace, 0.0);
 		return;
 	}
 	MPI_Request req[2];

@@ -109,6 +109,14 @@ enum sf_accum_mode {
 	                           for P floats per unit (FSDP's no_sync) */
 };
 
+/** What a collective moves (SHARDFLOW_PARAM_DTYPE, SHARDFLOW_REDUCE_DTYPE): mixed
+ *  precision as FSDP's MixedPrecision(param_dtype, reduce_dtype), master shards and
+ *  optimizer state staying fp32. */
+enum sf_dtype {
+	SF_DTYPE_FP32 = 0, /**< 32-bit floats */
+	SF_DTYPE_BF16,     /**< bfloat16, rounded to nearest even: half the bytes */
+};
+
 /** Activation recompute (SHARDFLOW_RECOMPUTE): activation checkpointing per unit. */
 enum sf_recompute {
 	SF_RECOMPUTE_NONE = 0, /**< every activation lives from forward to backward */
@@ -143,6 +151,14 @@ struct sf_config {
 	int grad_accum;
 	enum sf_accum_mode accum_mode; /**< SHARDFLOW_ACCUM_MODE, default SF_ACCUM_SHARDED */
 	enum sf_recompute recompute;   /**< SHARDFLOW_RECOMPUTE, default SF_RECOMPUTE_NONE */
+	/** SHARDFLOW_PARAM_DTYPE, default fp32: what parameter gathers move (bf16: each
+	 *  gathered parameter is the bf16 rounding of its fp32 master, and compute reads
+	 *  it as a float). Needs gathers: sharding full or grad_op. */
+	enum sf_dtype param_dtype;
+	/** SHARDFLOW_REDUCE_DTYPE, default fp32: what gradient reduce-scatters move (bf16:
+	 *  each partial sum travels as bf16 and is added in fp32). Sharding full or
+	 *  grad_op. */
+	enum sf_dtype reduce_dtype;
 };
 
 #define SF_MAX_GRAD_ACCUM 4096 /**< largest SHARDFLOW_GRAD_ACCUM */
@@ -615,6 +631,11 @@ struct sf_model_stats {
 	double comm_cpu_seconds;        /**< CPU time the comm worker's thread used in them
 	                                     (MPI calls and polling, copies, the reduce-scatter's
 	                                     sums; not the kernel's TCP work) */
+	double comm_bytes;              /**< bytes this rank sent in the step's parameter and
+	                                     gradient collectives (a ring sends N - 1 blocks;
+	                                     an all-reduce counted as a ring's 2 (N - 1) / N of
+	                                     the vector); the loss's and the norm's scalars
+	                                     are not counted */
 	double comm_worker_cpu_seconds; /**< CPU time of the comm worker's thread in all,
 	                                     idle spinning between tasks included (a
 	                                     StarPU with non-blocking drivers spins) */

@@ -25,7 +25,8 @@ static const char *const known_vars[] = {
     "SHARDFLOW_COMM_CHUNK",     "SHARDFLOW_COMM_TIMEOUT",
     "SHARDFLOW_COMM",           "SHARDFLOW_OPTIMIZER_ON",
     "SHARDFLOW_GRAD_ACCUM",     "SHARDFLOW_ACCUM_MODE",
-    "SHARDFLOW_RECOMPUTE",
+    "SHARDFLOW_RECOMPUTE",      "SHARDFLOW_PARAM_DTYPE",
+    "SHARDFLOW_REDUCE_DTYPE",
 };
 #define NKNOWN (sizeof known_vars / sizeof known_vars[0])
 
@@ -148,6 +149,7 @@ SF_API int sf_config_from_env(struct sf_config *out)
 	static const char *const opt_on[] = {"device", "host"};
 	static const char *const accum[] = {"sharded", "local"};
 	static const char *const recompute[] = {"none", "units"};
+	static const char *const dtype[] = {"fp32", "bf16"};
 	int rc = SF_OK, v;
 	struct sf_config c;
 
@@ -178,6 +180,10 @@ SF_API int sf_config_from_env(struct sf_config *out)
 	c.accum_mode = (enum sf_accum_mode)v;
 	SF_CHECK(get_choice("SHARDFLOW_RECOMPUTE", recompute, 2, SF_RECOMPUTE_NONE, &v));
 	c.recompute = (enum sf_recompute)v;
+	SF_CHECK(get_choice("SHARDFLOW_PARAM_DTYPE", dtype, 2, SF_DTYPE_FP32, &v));
+	c.param_dtype = (enum sf_dtype)v;
+	SF_CHECK(get_choice("SHARDFLOW_REDUCE_DTYPE", dtype, 2, SF_DTYPE_FP32, &v));
+	c.reduce_dtype = (enum sf_dtype)v;
 	if (c.comm_chunk > 0 && c.comm_chunk < SF_MIN_COMM_CHUNK)
 		return _sf_err(SF_ERR_CONFIG, NULL, 0,
 		               "SHARDFLOW_COMM_CHUNK=\"%s\" is invalid: accepted values are 0 (one "

@@ -84,6 +84,31 @@ static int check_options(const struct sf_model_options *o, int nranks)
 	return SF_OK;
 }
 
+/* Mixed precision needs collectives that move bf16: gathers and reduce-scatters of a
+ * backend that has them. */
+static int check_dtypes(const sf_context *ctx)
+{
+	const struct sf_config *c = &ctx->cfg;
+	const char *var = c->param_dtype == SF_DTYPE_BF16    ? "SHARDFLOW_PARAM_DTYPE"
+	                  : c->reduce_dtype == SF_DTYPE_BF16 ? "SHARDFLOW_REDUCE_DTYPE"
+	                                                     : NULL;
+	if (!var)
+		return SF_OK;
+	if (c->sharding == SF_SHARD_NONE)
+		return SF_ERR(SF_ERR_CONFIG,
+		              "sf_model_create: %s=bf16 changes what gathers and reduce-scatters "
+		              "move, and SHARDFLOW_SHARDING=none has neither (it all-reduces fp32); "
+		              "use sharding full or grad_op, or %s=fp32",
+		              var, var);
+	const struct _sf_comm_ops *ops = ctx->comm->ops;
+	if (ops->device || !ops->all_gather16 || !ops->reduce_scatter16)
+		return SF_ERR(SF_ERR_CONFIG,
+		              "sf_model_create: %s=bf16: the %s backend (SHARDFLOW_COMM) has no bf16 "
+		              "collectives yet; use SHARDFLOW_COMM=mpi or %s=fp32",
+		              var, ops->name, var);
+	return SF_OK;
+}
+
 static int alloc_floats(float **p, size_t n, const char *what)
 {
 	/* 64-byte alignment for the vector kernels; zeroed so pads are zero */
@@ -457,8 +482,18 @@ static int build_buffers(struct sf_model *m)
 	for (int i = 0; i < m->nunits; i++)
 		smax = m->units[i].S > smax ? m->units[i].S : smax;
 	SF_CHECK(alloc_floats(&m->comm_scratch, smax, "the reduce-scatter buffer"));
-	for (int i = 0; i < m->nunits; i++)
+	bool p16 = m->cfg.param_dtype == SF_DTYPE_BF16, r16 = m->cfg.reduce_dtype == SF_DTYPE_BF16;
+	if (p16) { /* floats of half the size: N S_max bf16 */
+		float *st = NULL;
+		SF_CHECK(alloc_floats(&st, (smax * (size_t)m->nranks + 1) / 2, "the bf16 gather buffer"));
+		m->stage16 = (uint16_t *)st;
+	}
+	for (int i = 0; i < m->nunits; i++) {
 		m->units[i].comm.scratch = m->comm_scratch;
+		m->units[i].comm.param16 = p16;
+		m->units[i].comm.reduce16 = r16;
+		m->units[i].comm.stage16 = m->stage16;
+	}
 	size_t gsize = m->cfg.sharding == SF_SHARD_NONE ? m->largest_P : m->largest_NS;
 	SF_CHECK(alloc_floats(&m->grad, gsize * (size_t)m->G, "gradient slots"));
 	for (int s = 0; s < m->G; s++)
@@ -514,6 +549,7 @@ SF_API int sf_model_create(sf_context *ctx, const sf_graph *g, const struct sf_m
 		o = &defaults;
 	}
 	SF_CHECK(check_options(o, ctx->size));
+	SF_CHECK(check_dtypes(ctx));
 
 	m = calloc(1, sizeof *m);
 	if (!m)
@@ -633,6 +669,7 @@ SF_API int sf_model_destroy(sf_model *m)
 	free(m->grad);
 	free(m->ring);
 	free(m->comm_scratch);
+	free(m->stage16);
 	free(m->labels);
 	for (int n = 0; m->gnodes && n < m->nnodes; n++)
 		free(m->gnodes[n].config);
@@ -763,6 +800,7 @@ SF_API int sf_model_stats(sf_model *m, struct sf_model_stats *out)
 	out->activation_bytes = m->act_bytes;
 	out->comm_seconds = m->comm_acct.wall;
 	out->comm_cpu_seconds = m->comm_acct.cpu;
+	out->comm_bytes = m->comm_acct.bytes;
 	out->comm_worker_cpu_seconds = _sf_clock_seconds(m->ctx->comm_clock) - m->comm_worker_cpu0;
 fail:
 	return rc;

@@ -114,6 +114,7 @@ struct sf_model {
 	struct _sf_slots ring_slots;
 
 	float *comm_scratch; /* see struct _sf_comm_args::scratch */
+	uint16_t *stage16;   /* N S_max bf16: gathers with SHARDFLOW_PARAM_DTYPE=bf16 */
 
 	/* gradient slots: G = SF_GRAD_SLOTS + width - 1, each a unit's whole gradient */
 	int G;

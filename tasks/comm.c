@@ -10,6 +10,7 @@
 #include "config.h"
 
 #include "tasks/comm.h"
+#include "common/bf16.h"
 #include "common/error.h"
 #include "tasks/worker.h"
 
@@ -96,6 +97,13 @@ static void acct_begin(struct acct_mark *k)
 {
 	clock_gettime(CLOCK_MONOTONIC, &k->wall);
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &k->cpu);
+}
+
+/* Bytes a rank sends in a ring over c of `blocks` blocks of `bytes` (N - 1 of them). */
+static void acct_bytes(struct _sf_comm_args *a, double bytes)
+{
+	if (a->acct && _sf_skip != SF_SKIP_COMM)
+		a->acct->bytes += (double)(a->comm->size - 1) * bytes;
 }
 
 /* Adds the time since acct_begin to the model's totals (only the comm worker runs
@@ -209,8 +217,19 @@ static void gather_with(void *buffers[], void *cl_arg, const struct mem_ops *mo)
 	                  "a collective ran outside the comm worker");
 	if (a->resident)
 		note_resident(a, +1);
+	acct_bytes(a, (double)a->S * (a->param16 ? sizeof(uint16_t) : sizeof(float)));
 	if (_sf_skip == SF_SKIP_COMM)
 		return;
+	if (a->param16) { /* bf16 on the wire; every block, this rank's too, rounded */
+		size_t n = a->S * (size_t)c->size;
+		uint16_t *h = a->stage16;
+		for (size_t i = 0; i < a->S; i++)
+			h[(size_t)c->rank * a->S + i] = sf_bf16_from_float(shard[i]);
+		COMM_RUN(a, "all-gather", c->ops->all_gather16(c, h, a->S));
+		for (size_t i = 0; i < n; i++)
+			full[i] = sf_bf16_to_float(h[i]);
+		return;
+	}
 	mo->copy(full + (size_t)c->rank * a->S, shard, a->S * sizeof(float));
 	COMM_RUN(a, "all-gather", c->ops->all_gather(c, full, a->S));
 }
@@ -225,9 +244,12 @@ static void reduce_scatter_with(void *buffers[], void *cl_arg, const struct mem_
 	size_t padded = a->S * (size_t)c->size;
 	/* the slot is shared by units of different sizes: its tail is stale */
 	mo->zero(grad + a->P, (padded - a->P) * sizeof(float));
+	acct_bytes(a, (double)a->S * (a->reduce16 ? sizeof(uint16_t) : sizeof(float)));
 	if (_sf_skip == SF_SKIP_COMM)
 		return;
-	COMM_RUN(a, "reduce-scatter", c->ops->reduce_scatter(c, grad, a->S, gshard, a->scratch));
+	COMM_RUN(a, "reduce-scatter",
+	         a->reduce16 ? c->ops->reduce_scatter16(c, grad, a->S, gshard, a->scratch)
+	                     : c->ops->reduce_scatter(c, grad, a->S, gshard, a->scratch));
 }
 
 /* order[RW] grad[RW]: grad = sum over ranks (replicated parameters) */
@@ -236,6 +258,7 @@ static void allreduce_with(void *buffers[], void *cl_arg, const struct mem_ops *
 	(void)mo;
 	struct _sf_comm_args *a = cl_arg;
 	float *grad = (float *)STARPU_VECTOR_GET_PTR(buffers[1]);
+	acct_bytes(a, 2.0 * (double)a->P * sizeof(float) / a->comm->size);
 	if (_sf_skip == SF_SKIP_COMM)
 		return;
 	COMM_RUN(a, "all-reduce", a->comm->ops->all_reduce(a->comm, grad, a->P));

@@ -34,6 +34,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct _sf_comm;
 
@@ -59,6 +60,13 @@ struct _sf_comm_ops {
 	 * scratch: S floats. grad is clobbered. */
 	int (*reduce_scatter)(struct _sf_comm *c, float *grad, size_t S, float *out,
 	                      float *scratch);
+	/* Mixed precision (optional: NULL when the backend has none): the same with bf16
+	 * on the wire. all_gather16: N blocks of S bf16, block `rank` filled.
+	 * reduce_scatter16: as reduce_scatter, each partial sum travelling as bf16 and
+	 * added in fp32. */
+	int (*all_gather16)(struct _sf_comm *c, uint16_t *full, size_t S);
+	int (*reduce_scatter16)(struct _sf_comm *c, float *grad, size_t S, float *out,
+	                        float *scratch);
 	/* v (n floats) = its sum over the ranks */
 	int (*all_reduce)(struct _sf_comm *c, float *v, size_t n);
 	/* *v = its sum over the ranks */
@@ -115,6 +123,8 @@ int _sf_comm_agree(struct _sf_comm *c, int rc, const char *what);
  * worker only, read by the host after a sync). */
 struct _sf_comm_acct {
 	double wall, cpu; /* seconds: CLOCK_MONOTONIC, the thread's CPU clock */
+	double bytes;     /* bytes this rank sent in the collectives (rings: (N-1) blocks;
+	                     all-reduces: what a ring all-reduce sends, 2 (N-1)/N of them) */
 };
 
 /* Static arguments of a unit's collectives (pointer handed as cl_arg). */
@@ -127,6 +137,10 @@ struct _sf_comm_args {
 	atomic_int *resident, *max_resident; /* gathered-unit counter (gather, free) */
 	float *scratch; /* S_max floats: the reduce-scatter's receive buffer (one per
 	                   model; the comm worker runs one collective at a time) */
+	/* mixed precision: gathers move bf16 (stage16: N S_max bf16, one per model),
+	 * reduce-scatters move bf16 */
+	bool param16, reduce16;
+	uint16_t *stage16;
 };
 
 /* The gradient norm's arguments (packed by value: the scale changes per step). */

@@ -11,6 +11,7 @@
  *
  * Waiting never spins: requests are polled with naps in between (tasks/mpi_wait.h).
  */
+#include "common/bf16.h"
 #include "common/error.h"
 #include "tasks/comm.h"
 #include "tasks/mpi_wait.h"
@@ -149,15 +150,24 @@ static int wait_status(struct _sf_comm *c, int mrc, const char *what)
 	return mrc == MPI_SUCCESS ? SF_OK : mpi_err(mrc, what, __FILE__, __LINE__);
 }
 
-/* One ring step (tasks/mpi_wait.h): S floats to rank+1 while S come from rank-1, cut
- * into pieces of c->chunk floats (SHARDFLOW_COMM_CHUNK; docs/performance.md has why). */
-static int ring_exchange(struct _sf_comm *c, const float *sbuf, float *rbuf, size_t S,
-                         const char *what)
+/* One ring step (tasks/mpi_wait.h): S elements to rank+1 while S come from rank-1, cut
+ * into pieces of c->chunk floats' bytes (SHARDFLOW_COMM_CHUNK; docs/performance.md has
+ * why); floats, or bf16 (half the bytes: twice the elements a piece). */
+static int ring_exchange_t(struct _sf_comm *c, const void *sbuf, void *rbuf, size_t S, bool bf16,
+                           const char *what)
 {
 	int N = c->size, r = c->rank;
 	int mrc = _sf_ring_exchange(impl(c)->step, (r + 1) % N, (r + N - 1) % N, RING_TAG, sbuf, rbuf,
-	                            S, c->chunk, SF_COMM_PACE, c->timeout);
+	                            S, bf16 ? MPI_UINT16_T : MPI_FLOAT,
+	                            bf16 ? sizeof(uint16_t) : sizeof(float),
+	                            bf16 ? 2 * c->chunk : c->chunk, SF_COMM_PACE, c->timeout);
 	return wait_status(c, mrc, what);
+}
+
+static int ring_exchange(struct _sf_comm *c, const float *sbuf, float *rbuf, size_t S,
+                         const char *what)
+{
+	return ring_exchange_t(c, sbuf, rbuf, S, false, what);
 }
 
 static int mpi_all_gather(struct _sf_comm *c, float *full, size_t S)
@@ -185,6 +195,45 @@ static int mpi_reduce_scatter(struct _sf_comm *c, float *grad, size_t S, float *
 		float *dst = grad + (size_t)rb * S;
 		for (size_t i = 0; i < S; i++)
 			dst[i] += scratch[i];
+	}
+	memcpy(out, grad + (size_t)r * S, S * sizeof(float));
+	return SF_OK;
+}
+
+/* bf16 on the wire (SHARDFLOW_PARAM_DTYPE): the ring of all_gather on N blocks of S
+ * bf16 values. */
+static int mpi_all_gather16(struct _sf_comm *c, uint16_t *full, size_t S)
+{
+	int N = c->size, r = c->rank;
+	for (int k = 0; k < N - 1; k++) {
+		int sb = (r - k + N) % N, rb = (r - k - 1 + 2 * N) % N;
+		int rc = ring_exchange_t(c, full + (size_t)sb * S, full + (size_t)rb * S, S, true,
+		                         "ring all-gather (bf16)");
+		if (rc < 0)
+			return rc;
+	}
+	return SF_OK;
+}
+
+/* bf16 on the wire (SHARDFLOW_REDUCE_DTYPE): the ring of reduce_scatter, each partial
+ * sum rounded to bf16 to travel and added in fp32 where it lands. scratch: S floats,
+ * used as two halves of S bf16 (what goes, what comes). */
+static int mpi_reduce_scatter16(struct _sf_comm *c, float *grad, size_t S, float *out,
+                                float *scratch)
+{
+	int N = c->size, r = c->rank;
+	uint16_t *snd = (uint16_t *)scratch, *rcv = snd + S;
+	for (int k = 0; k < N - 1; k++) {
+		int sb = (r - k - 1 + 2 * N) % N, rb = (r - k - 2 + 2 * N) % N;
+		const float *src = grad + (size_t)sb * S;
+		for (size_t i = 0; i < S; i++)
+			snd[i] = sf_bf16_from_float(src[i]);
+		int rc = ring_exchange_t(c, snd, rcv, S, true, "ring reduce-scatter (bf16)");
+		if (rc < 0)
+			return rc;
+		float *dst = grad + (size_t)rb * S;
+		for (size_t i = 0; i < S; i++)
+			dst[i] += sf_bf16_to_float(rcv[i]);
 	}
 	memcpy(out, grad + (size_t)r * S, S * sizeof(float));
 	return SF_OK;
@@ -309,6 +358,8 @@ const struct _sf_comm_ops _sf_comm_mpi_ops = {
     .fini = mpi_fini,
     .all_gather = mpi_all_gather,
     .reduce_scatter = mpi_reduce_scatter,
+    .all_gather16 = mpi_all_gather16,
+    .reduce_scatter16 = mpi_reduce_scatter16,
     .all_reduce = mpi_all_reduce,
     .sum_scalar = mpi_sum_scalar,
     .barrier = mpi_barrier,

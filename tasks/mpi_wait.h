@@ -76,30 +76,30 @@ static inline int _sf_wait_all(int n, MPI_Request *req, int *idx, double pace, d
 }
 
 /*
- * One ring step: S floats from sbuf to rank `next`, S floats from rank `prev` into
- * rbuf, cut into pieces of at most `piece` floats (0: one message), up to
- * SF_RING_WINDOW of them in flight each way, waited for by _sf_wait_all (timeout as
- * there). Pieces of
- * one step match in order (same tag and peers). Returns the first MPI error, or
- * MPI_SUCCESS.
+ * One ring step: S elements of `type` (esize bytes each: floats, or bf16 as
+ * MPI_UINT16_T) from sbuf to rank `next`, S from rank `prev` into rbuf, cut into
+ * pieces of at most `piece` elements (0: one message), up to SF_RING_WINDOW of them in
+ * flight each way, waited for by _sf_wait_all (timeout as there). Pieces of one step
+ * match in order (same tag and peers). Returns the first MPI error, or MPI_SUCCESS.
  */
-static inline int _sf_ring_exchange(MPI_Comm comm, int next, int prev, int tag, const float *sbuf,
-                                    float *rbuf, size_t S, size_t piece, double pace,
-                                    double timeout)
+static inline int _sf_ring_exchange(MPI_Comm comm, int next, int prev, int tag, const void *sbuf,
+                                    void *rbuf, size_t S, MPI_Datatype type, size_t esize,
+                                    size_t piece, double pace, double timeout)
 {
 	MPI_Request req[2 * SF_RING_WINDOW];
 	int idx[2 * SF_RING_WINDOW], rc;
+	const char *sb = sbuf;
+	char *rb = rbuf;
 	if (piece == 0)
 		piece = S;
 	for (size_t off = 0; off < S;) {
 		int n = 0;
 		for (; n < SF_RING_WINDOW && off < S; n++, off += piece) {
 			int len = (int)(S - off < piece ? S - off : piece);
-			rc = MPI_Irecv(rbuf + off, len, MPI_FLOAT, prev, tag, comm, &req[2 * n]);
+			rc = MPI_Irecv(rb + off * esize, len, type, prev, tag, comm, &req[2 * n]);
 			if (rc != MPI_SUCCESS)
 				return rc;
-			rc =
-			    MPI_Isend(sbuf + off, len, MPI_FLOAT, next, tag, comm, &req[2 * n + 1]);
+			rc = MPI_Isend(sb + off * esize, len, type, next, tag, comm, &req[2 * n + 1]);
 			if (rc != MPI_SUCCESS)
 				return rc;
 		}

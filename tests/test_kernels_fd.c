@@ -42,6 +42,7 @@
 #include "layers/pos_embedding.h"
 #include "layers/relu.h"
 #include "layers/softmax_xent.h"
+#include "common/bf16.h"
 #include "tasks/grad.h"
 #include "tasks/optim.h"
 #include "tests/tap.h"
@@ -872,6 +873,89 @@ static void test_adamw(size_t n, float lr, float b1, float b2, float eps, float 
 	free(p), free(m), free(v), free(rp), free(rm), free(rv);
 }
 
+/* bf16 rounding (common/bf16.h): the named cases, then 2^20 random bit patterns against
+ * a reference that picks the nearer of the two bf16 neighbours in double, ties to the
+ * even one. */
+static uint16_t bits16_ref(float f)
+{
+	uint32_t u;
+	memcpy(&u, &f, sizeof u);
+	if (isnan(f))
+		return (uint16_t)((u >> 16) | 0x40);
+	uint16_t lo = (uint16_t)(u >> 16), hi = (uint16_t)(lo + 1);
+	double d = fabs((double)f), a = fabs((double)sf_bf16_to_float(lo));
+	if (isinf(f) || (u & 0xffff) == 0)
+		return lo;
+	double b = (hi & 0x7fff) == 0x7f80 ? INFINITY : fabs((double)sf_bf16_to_float(hi));
+	/* the float just past the largest bf16's range rounds to infinity: its upper
+	 * neighbour is 2^128, not inf, for the distance */
+	if ((hi & 0x7fff) == 0x7f80)
+		b = ldexp(1.0, 128);
+	if (d - a < b - d)
+		return lo;
+	if (d - a > b - d)
+		return hi;
+	return (lo & 1) ? hi : lo;
+}
+
+static void test_bf16(void)
+{
+	static const struct {
+		uint32_t in;
+		uint16_t out;
+		const char *what;
+	} cases[] = {
+	    {0x3f800000u, 0x3f80, "1.0 exact"},
+	    {0x3f808000u, 0x3f80, "a tie rounds to the even 0x3f80"},
+	    {0x3f818000u, 0x3f82, "a tie rounds to the even 0x3f82"},
+	    {0x3f808001u, 0x3f81, "just past a tie rounds up"},
+	    {0x3f807fffu, 0x3f80, "just below a tie rounds down"},
+	    {0xbf808001u, 0xbf81, "negative: by magnitude"},
+	    {0x7f800000u, 0x7f80, "+inf stays inf"},
+	    {0xff800000u, 0xff80, "-inf stays -inf"},
+	    {0x7f7fffffu, 0x7f80, "FLT_MAX rounds to inf"},
+	    {0x7f7f7fffu, 0x7f7f, "the largest bf16 region below a tie stays finite"},
+	    {0x80000000u, 0x8000, "-0 stays -0"},
+	    {0x00000001u, 0x0000, "the smallest denormal rounds to 0"},
+	    {0x7fc00000u, 0x7fc0, "a quiet NaN stays NaN"},
+	    {0x7f800001u, 0x7fc0, "a signalling NaN whose payload is in the low half stays NaN"},
+	};
+	int good = 1;
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		float f;
+		memcpy(&f, &cases[i].in, sizeof f);
+		uint16_t got = sf_bf16_from_float(f);
+		if (got != cases[i].out) {
+			diag("bf16 of 0x%08x (%s): got 0x%04x, want 0x%04x", (unsigned)cases[i].in,
+			     cases[i].what, got, cases[i].out);
+			good = 0;
+		}
+	}
+	ok(good, "bf16 rounding: %zu named cases (ties to even, inf, overflow, -0, NaN)",
+	   sizeof cases / sizeof cases[0]);
+	uint64_t st = 0x1234567u;
+	long bad = 0;
+	for (int i = 0; i < (1 << 20); i++) {
+		st = st * 6364136223846793005ull + 1442695040888963407ull;
+		uint32_t u = (uint32_t)(st >> 32);
+		float f;
+		memcpy(&f, &u, sizeof f);
+		uint16_t got = sf_bf16_from_float(f), want = bits16_ref(f);
+		if (got != want && !(isnan(f) && isnan(sf_bf16_to_float(got)))) {
+			if (bad++ < 3)
+				diag("bf16 of 0x%08x: got 0x%04x, want 0x%04x", (unsigned)u, got, want);
+		}
+	}
+	ok(bad == 0, "bf16 rounding of 2^20 random floats = nearest, ties to even (%ld differ)",
+	   bad);
+	int back = 1;
+	for (uint32_t h = 0; h < 0x10000u; h++) {
+		float f = sf_bf16_to_float((uint16_t)h);
+		back &= isnan(f) || sf_bf16_from_float(f) == h;
+	}
+	ok(back, "every bf16 value converts to float and back unchanged");
+}
+
 /* The gradient tasks' math: the sum of micro-batches, the copy, and the squared norm
  * against a double loop. */
 static void test_grad_math(void)
@@ -976,6 +1060,7 @@ int main(void)
 	test_adamw(5, 0.001f, 0.8f, 0.99f, 1e-6f, 0.1f, 1.0f, 1.0);
 	test_adamw(37, 0.1f, 0.9f, 0.999f, 1e-8f, 0.01f, 1.0f / 3.0f, 0.7);
 	test_grad_math();
+	test_bf16();
 	test_adamw_bias_correction();
 
 	return done_testing();

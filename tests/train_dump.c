@@ -45,7 +45,8 @@
  * Rank 0 writes FILE (native byte order; the comparisons run on one machine):
  *   char magic[8] = "SFDUMP1\n"; int64 nsteps; double loss[nsteps];
  *   int64 nparams; float params[nparams]   (sf_model_params_get order)
- * and prints "max_resident <n> ring_slots <n> nunits <n>" and "final_loss <loss>".
+ * and prints "max_resident <n> ring_slots <n> nunits <n>", "comm_bytes <bytes rank 0
+ * sent in collectives>" and "final_loss <loss>".
  * Exit status: 0 success, 1 a library or I/O error, 2 a bad command line.
  */
 #include <errno.h>
@@ -315,6 +316,7 @@ int main(int argc, char **argv)
 			status = 1;
 		printf("max_resident %d ring_slots %d nunits %d\n", st.max_resident_units,
 		       st.ring_slots, st.nunits);
+		printf("comm_bytes %.0f\n", st.comm_bytes);
 		printf("final_loss %.9g\n", losses[o.t.steps - 1]);
 		fflush(stdout);
 	}
