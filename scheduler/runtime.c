@@ -12,6 +12,7 @@
  * (STARPU_WORKERS_GETBIND=1).
  */
 #include "scheduler/runtime.h"
+#include "layers/gemm_bf16.h"
 #include "layers/layer.h"
 #include "tasks/worker.h"
 #include "trace/report.h"
@@ -332,13 +333,19 @@ static int setup_workers(sf_context *ctx)
 	ctx->ncompute = ncpu + ncuda - 1; /* every worker but the comm worker */
 	SF_CHECK(_sf_worker_cpu_clock(ctx->comm_worker, &ctx->comm_clock));
 	SF_CHECK(fxt_sync_point(ctx));
-	SF_CHECK(_sf_tasks_configure(ctx->comm_worker, ctx->cfg.skip, ctx->cfg.optimizer_on));
+	SF_CHECK(_sf_tasks_configure(ctx->comm_worker, ctx->cfg.skip, ctx->cfg.optimizer_on,
+	                             ctx->cfg.param_dtype == SF_DTYPE_BF16));
 	if (ctx->comm->ops->attach)
 		SF_CHECK(ctx->comm->ops->attach(ctx->comm, ctx->comm_worker));
 	/* the built-in trace reads each task's profiling info in its callback */
 	starpu_profiling_status_set(ctx->cfg.trace[0] ? STARPU_PROFILING_ENABLE
 	                                              : STARPU_PROFILING_DISABLE);
 	SF_CHECK(_sf_layers_builtin_init());
+	if (ctx->cfg.param_dtype == SF_DTYPE_BF16)
+		_sf_log(SF_LOG_INFO, "SHARDFLOW_PARAM_DTYPE=bf16: gathers move bf16; the linear "
+		                     "layers' products %s",
+		        _sf_gemm_bf16_enabled() ? "in bf16 through oneDNN (fp32 sums)"
+		                                : "in fp32 (this build has no oneDNN)");
 	_sf_log(SF_LOG_INFO, "rank %d/%d: %d compute worker(s) (%d CUDA) + comm worker %d (%s)",
 	        ctx->rank, ctx->size, ctx->ncompute,
 	        ncuda - (ctx->comm->ops->device ? 1 : 0), ctx->comm_worker, ctx->comm->ops->name);

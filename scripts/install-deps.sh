@@ -45,6 +45,7 @@ build-essential autoconf automake libtool pkg-config
 libstarpu-dev
 libopenmpi-dev openmpi-bin
 libopenblas-dev
+libdnnl-dev
 zlib1g-dev
 libjansson-dev
 dataset-fashion-mnist

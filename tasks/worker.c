@@ -7,6 +7,7 @@
 #include "tasks/worker.h"
 #include "common/error.h"
 #include "tasks/layer_codelets.h"
+#include "layers/gemm_bf16.h"
 #include "tasks/grad.h"
 #include "tasks/optim.h"
 
@@ -55,8 +56,10 @@ void _sf_noop_kernel(void *buffers[], void *cl_arg)
 	(void)cl_arg;
 }
 
-int _sf_tasks_configure(int comm_worker, enum sf_skip skip, enum sf_optimizer_on opt_on)
+int _sf_tasks_configure(int comm_worker, enum sf_skip skip, enum sf_optimizer_on opt_on,
+                        bool gemm_bf16)
 {
+	_sf_gemm_set_bf16(gemm_bf16);
 	_sf_comm_worker = comm_worker;
 	_sf_skip = skip;
 	optimizer_on = opt_on;
@@ -75,6 +78,8 @@ void _sf_tasks_reset(void)
 	_sf_skip = SF_SKIP_NONE;
 	gpu_compute = false;
 	optimizer_on = SF_OPT_ON_DEVICE;
+	_sf_gemm_set_bf16(false);
+	_sf_gemm_bf16_release(); /* StarPU's workers are gone: their caches too */
 }
 
 struct clock_query {

@@ -12,12 +12,14 @@
 #  - training: sf_gpt_graph's test GPT, AdamW, 20 steps on 3 ranks, every combination
 #    of the two: each step's loss within 1e-3 relative of fp32's (measured: 5e-5);
 #  - bf16 changes no schedule property: bitwise equal across prefetch depths;
+#  - with oneDNN (configure found libdnnl-dev) the linear layers' products run in bf16
+#    (the training and bitwise cases above then cover them; the log says which);
 #  - refused with a message naming the variable: sharding none (no gathers).
 . "$(dirname "$0")/lib.sh"
 PROBE="$top_builddir/tests/bf16_probe"
 require_progs "$PROBE" "$TRAIN_DUMP" "$DUMP_COMPARE"
 
-plan 12
+plan 13
 
 probe() { # probe NAME NP ENV...
 	_n=$1 _np=$2
@@ -63,6 +65,14 @@ train 2 d0 SHARDFLOW_PARAM_DTYPE=bf16 SHARDFLOW_REDUCE_DTYPE=bf16 SHARDFLOW_PREF
 train 2 d3 SHARDFLOW_PARAM_DTYPE=bf16 SHARDFLOW_REDUCE_DTYPE=bf16 SHARDFLOW_PREFETCH_DEPTH=3 \
 	SHARDFLOW_BACKWARD_PREFETCH=post $args
 compare "bf16: depth 0 = depth 3 with backward prefetch post, bitwise" d0 d3 --bitwise
+
+# the linear layers' products: bf16 through oneDNN in a build that has it, else fp32
+env SHARDFLOW_LOG=info SHARDFLOW_PARAM_DTYPE=bf16 sh "$RUN_MPI" 1 "$TRAIN_DUMP" --model mlp \
+	--steps 1 --out "$tmp/log.dump" </dev/null >"$tmp/log.out" 2>"$tmp/log.err"
+if [ "${SF_HAVE_DNNL:-no}" = yes ]; then want="in bf16 through oneDNN"; else want="no oneDNN"; fi
+grep -q "products $want\|($want" "$tmp/log.err"
+ok $? "PARAM_DTYPE=bf16: the log says the products run $want (oneDNN in this build: ${SF_HAVE_DNNL:-no})" ||
+	diag_file "$tmp/log.err"
 
 # sharding none has no gathers: refused, naming the variable
 env SHARDFLOW_SHARDING=none SHARDFLOW_REDUCE_DTYPE=bf16 sh "$RUN_MPI" 2 "$TRAIN_DUMP" \

@@ -42,7 +42,10 @@
 #include "layers/pos_embedding.h"
 #include "layers/relu.h"
 #include "layers/softmax_xent.h"
+#include "config.h"
+
 #include "common/bf16.h"
+#include "layers/gemm_bf16.h"
 #include "tasks/grad.h"
 #include "tasks/optim.h"
 #include "tests/tap.h"
@@ -956,6 +959,54 @@ static void test_bf16(void)
 	ok(back, "every bf16 value converts to float and back unchanged");
 }
 
+/* The bf16 products (layers/gemm_bf16.h, oneDNN builds): every transposition the
+ * linear layer uses, beta 0 and 1, against a double GEMM of the bf16-rounded inputs
+ * (what bf16 products with fp32 sums compute: only the sums' rounding is left), and
+ * twice the same call gives bitwise the same result. */
+static void test_gemm_bf16(void)
+{
+#ifdef SF_HAVE_DNNL
+	enum { M = 37, N = 29, K = 53 };
+	static const bool tr[3][2] = {{false, true}, {false, false}, {true, false}};
+	float A[M * K > K * M ? M * K : K * M], B[K * N], C[M * N], C2[M * N], C0[M * N];
+	for (int i = 0; i < M * K; i++)
+		A[i] = urand();
+	for (int i = 0; i < K * N; i++)
+		B[i] = urand();
+	for (int i = 0; i < M * N; i++)
+		C0[i] = urand();
+	for (int v = 0; v < 3; v++)
+		for (int beta = 0; beta <= 1; beta++) {
+			bool ta = tr[v][0], tb = tr[v][1];
+			int lda = ta ? M : K, ldb = tb ? K : N;
+			memcpy(C, C0, sizeof C);
+			memcpy(C2, C0, sizeof C2);
+			int rc = _sf_gemm_bf16(ta, tb, M, N, K, A, lda, B, ldb, (float)beta, C, N);
+			rc |= _sf_gemm_bf16(ta, tb, M, N, K, A, lda, B, ldb, (float)beta, C2, N);
+			double worst = 0.0, scale = 0.0;
+			for (int i = 0; i < M; i++)
+				for (int j = 0; j < N; j++) {
+					double ref = beta ? C0[i * N + j] : 0.0;
+					for (int k = 0; k < K; k++) {
+						float a = ta ? A[k * lda + i] : A[i * lda + k];
+						float b = tb ? B[j * ldb + k] : B[k * ldb + j];
+						ref += (double)sf_bf16_round(a) * (double)sf_bf16_round(b);
+					}
+					scale = fmax(scale, fabs(ref));
+					worst = fmax(worst, fabs(ref - C[i * N + j]));
+				}
+			ok(rc == 0 && worst <= 1e-6 * scale && !memcmp(C, C2, sizeof C),
+			   "bf16 product %c%c beta %d (%dx%dx%d) = double GEMM of bf16 inputs (max "
+			   "err %.1e of %.1e), the same twice",
+			   ta ? 'T' : 'N', tb ? 'T' : 'N', beta, M, N, K, worst, scale);
+		}
+	_sf_gemm_bf16_release();
+#else
+	for (int i = 0; i < 6; i++)
+		ok(1, "# SKIP bf16 products: this build has no oneDNN (libdnnl-dev)");
+#endif
+}
+
 /* The gradient tasks' math: the sum of micro-batches, the copy, and the squared norm
  * against a double loop. */
 static void test_grad_math(void)
@@ -1061,6 +1112,7 @@ int main(void)
 	test_adamw(37, 0.1f, 0.9f, 0.999f, 1e-8f, 0.01f, 1.0f / 3.0f, 0.7);
 	test_grad_math();
 	test_bf16();
+	test_gemm_bf16();
 	test_adamw_bias_correction();
 
 	return done_testing();
