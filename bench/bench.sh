@@ -42,7 +42,8 @@
 # sf_model_stats); (g) the wire: bench/ring_bw.c, the step's collectives as plain MPI
 # without StarPU, each block whole or in SHARDFLOW_COMM_CHUNK pieces; (h) gradient
 # accumulation: the same samples a step as one batch or 4 micro-batches, both
-# SHARDFLOW_ACCUM_MODEs (step and comm ms per sample).
+# SHARDFLOW_ACCUM_MODEs (step and comm ms per sample); (i) bf16 mixed precision:
+# the comm-only and the full step against fp32's.
 set -u
 
 prog=bench.sh
@@ -262,6 +263,10 @@ for r in $(seq 1 "$runs"); do
 	sf comm_only 2 "$batch" SHARDFLOW_SKIP=compute
 	sf weak 1 "$rows"
 	sf weak 4 $((rows * 4))
+	# (i) bf16 on the wire (and in the products, with oneDNN): comm only, full step
+	sf bf16_comm_only 2 "$batch" SHARDFLOW_SKIP=compute SHARDFLOW_PARAM_DTYPE=bf16 \
+		SHARDFLOW_REDUCE_DTYPE=bf16
+	sf bf16 2 "$batch" SHARDFLOW_PARAM_DTYPE=bf16 SHARDFLOW_REDUCE_DTYPE=bf16
 	# (h) the same samples a step as 1 batch or 4 micro-batches, in both modes
 	if [ $((batch % 8)) -eq 0 ]; then
 		sf accum4_sharded 2 $((batch / 4)) SHARDFLOW_GRAD_ACCUM=4 SHARDFLOW_ACCUM_MODE=sharded
@@ -471,6 +476,21 @@ for name, label in (("depth2", "1 batch of %d" % batch),
     c = statistics.median(x[1] for x in v)
     print("| %s | %s | %.3f | %.1f | %.3f | %s |" % (label, cell(("sf", name, 2)), m / batch, c,
           c / batch, num(m / base if base else None)))
+print()
+
+# (i)
+print("### i. bf16 mixed precision (2 ranks): SHARDFLOW_PARAM_DTYPE=bf16 SHARDFLOW_REDUCE_DTYPE=bf16")
+print()
+print("Gathers and reduce-scatters move bf16 (half the bytes); with oneDNN the linear "
+      "layers' products run in bf16. final loss: of the run (mlp_synthetic, %s steps)." % steps)
+print()
+print("| configuration | fp32 step ms | bf16 step ms | bf16 / fp32 |")
+print("| --- | --- | --- | --- |")
+for a, b, label in (("comm_only", "bf16_comm_only", "comm only (SHARDFLOW_SKIP=compute)"),
+                    ("depth2", "bf16", "full step (depth 2)")):
+    x = med(("sf", a, 2)); y = med(("sf", b, 2))
+    print("| %s | %s | %s | %s |" % (label, cell(("sf", a, 2)), cell(("sf", b, 2)),
+          num(y / x if x and y else None)))
 print()
 
 # (g)
