@@ -17,7 +17,12 @@
  *             u writes its slice of that slot; after the last, free(u), then the next
  *             unit's gather placed before (pre) or after (post) rs(u), or after opt(u)
  *             with a dependency on it (none); then opt(u) on the local shard.
- *   end     : (grad_op) all-gather of updated shards; the loss all-reduce.
+ *             SHARDFLOW_RECOMPUTE: entering a recomputed unit's segment, its gather
+ *             (if not resident) and the forward of its dropped nodes again. A
+ *             micro-batch (sf_model_accumulate) ends a unit with its sum instead of
+ *             opt(u) (reduce_unit); with clipping, opt(u) becomes sqnorm(u).
+ *   end     : (clipping) the norm's all-reduce, then every opt(u); (grad_op)
+ *             all-gather of updated shards; the loss all-reduce.
  *
  * Which units, slots and orders: scheduler/plan.c. Nothing is allocated here except
  * StarPU's task structures and the packed optimizer arguments.
