@@ -101,7 +101,7 @@ static int check_dtypes(const sf_context *ctx)
 		              "use sharding full or grad_op, or %s=fp32",
 		              var, var);
 	const struct _sf_comm_ops *ops = ctx->comm->ops;
-	if (ops->device || !ops->all_gather16 || !ops->reduce_scatter16)
+	if (!ops->all_gather16 || !ops->reduce_scatter16)
 		return SF_ERR(SF_ERR_CONFIG,
 		              "sf_model_create: %s=bf16: the %s backend (SHARDFLOW_COMM) has no bf16 "
 		              "collectives yet; use SHARDFLOW_COMM=mpi or %s=fp32",

@@ -10,7 +10,6 @@
 #include "config.h"
 
 #include "tasks/comm.h"
-#include "common/bf16.h"
 #include "common/error.h"
 #include "tasks/worker.h"
 
@@ -221,13 +220,7 @@ static void gather_with(void *buffers[], void *cl_arg, const struct mem_ops *mo)
 	if (_sf_skip == SF_SKIP_COMM)
 		return;
 	if (a->param16) { /* bf16 on the wire; every block, this rank's too, rounded */
-		size_t n = a->S * (size_t)c->size;
-		uint16_t *h = a->stage16;
-		for (size_t i = 0; i < a->S; i++)
-			h[(size_t)c->rank * a->S + i] = sf_bf16_from_float(shard[i]);
-		COMM_RUN(a, "all-gather", c->ops->all_gather16(c, h, a->S));
-		for (size_t i = 0; i < n; i++)
-			full[i] = sf_bf16_to_float(h[i]);
+		COMM_RUN(a, "all-gather", c->ops->all_gather16(c, shard, full, a->S, a->stage16));
 		return;
 	}
 	mo->copy(full + (size_t)c->rank * a->S, shard, a->S * sizeof(float));

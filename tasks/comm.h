@@ -61,10 +61,12 @@ struct _sf_comm_ops {
 	int (*reduce_scatter)(struct _sf_comm *c, float *grad, size_t S, float *out,
 	                      float *scratch);
 	/* Mixed precision (optional: NULL when the backend has none): the same with bf16
-	 * on the wire. all_gather16: N blocks of S bf16, block `rank` filled.
-	 * reduce_scatter16: as reduce_scatter, each partial sum travelling as bf16 and
-	 * added in fp32. */
-	int (*all_gather16)(struct _sf_comm *c, uint16_t *full, size_t S);
+	 * on the wire. all_gather16: full (N blocks of S floats) = every rank's shard (S
+	 * floats) rounded to bf16, travelling as bf16; stage: N S bf16 of host memory
+	 * (a CPU backend's; a device backend keeps its own). reduce_scatter16: as
+	 * reduce_scatter, the sums travelling as bf16. */
+	int (*all_gather16)(struct _sf_comm *c, const float *shard, float *full, size_t S,
+	                    uint16_t *stage);
 	int (*reduce_scatter16)(struct _sf_comm *c, float *grad, size_t S, float *out,
 	                        float *scratch);
 	/* v (n floats) = its sum over the ranks */

@@ -14,6 +14,7 @@
 #include "common/bf16.h"
 #include "common/error.h"
 #include "tasks/comm.h"
+#include "tasks/grad.h"
 #include "tasks/mpi_wait.h"
 
 #include <limits.h>
@@ -201,17 +202,20 @@ static int mpi_reduce_scatter(struct _sf_comm *c, float *grad, size_t S, float *
 }
 
 /* bf16 on the wire (SHARDFLOW_PARAM_DTYPE): the ring of all_gather on N blocks of S
- * bf16 values. */
-static int mpi_all_gather16(struct _sf_comm *c, uint16_t *full, size_t S)
+ * bf16 values in stage, then every block widened into full. */
+static int mpi_all_gather16(struct _sf_comm *c, const float *shard, float *full, size_t S,
+                            uint16_t *stage)
 {
 	int N = c->size, r = c->rank;
+	_sf_bf16_round_n(S, shard, stage + (size_t)r * S);
 	for (int k = 0; k < N - 1; k++) {
 		int sb = (r - k + N) % N, rb = (r - k - 1 + 2 * N) % N;
-		int rc = ring_exchange_t(c, full + (size_t)sb * S, full + (size_t)rb * S, S, true,
+		int rc = ring_exchange_t(c, stage + (size_t)sb * S, stage + (size_t)rb * S, S, true,
 		                         "ring all-gather (bf16)");
 		if (rc < 0)
 			return rc;
 	}
+	_sf_bf16_widen_n(S * (size_t)N, stage, full);
 	return SF_OK;
 }
 
@@ -225,9 +229,7 @@ static int mpi_reduce_scatter16(struct _sf_comm *c, float *grad, size_t S, float
 	uint16_t *snd = (uint16_t *)scratch, *rcv = snd + S;
 	for (int k = 0; k < N - 1; k++) {
 		int sb = (r - k - 1 + 2 * N) % N, rb = (r - k - 2 + 2 * N) % N;
-		const float *src = grad + (size_t)sb * S;
-		for (size_t i = 0; i < S; i++)
-			snd[i] = sf_bf16_from_float(src[i]);
+		_sf_bf16_round_n(S, grad + (size_t)sb * S, snd);
 		int rc = ring_exchange_t(c, snd, rcv, S, true, "ring reduce-scatter (bf16)");
 		if (rc < 0)
 			return rc;

@@ -22,8 +22,10 @@
  */
 #include "config.h"
 
+#include "common/clock.h"
 #include "common/error.h"
 #include "tasks/comm.h"
+#include "tasks/grad.h"
 
 #include <cuda_runtime_api.h>
 #include <nccl.h>
@@ -39,6 +41,10 @@ struct nccl_impl {
 	bool attached;
 	int attach_rc; /* attach's status, set on the comm worker's thread */
 	char attach_msg[512];
+	/* bf16 collectives: device memory of `stage_n` bf16, grown once to the largest
+	 * N S met and kept (the comm worker's thread allocates and frees it) */
+	uint16_t *stage;
+	size_t stage_n;
 };
 
 static struct nccl_impl *impl(struct _sf_comm *c)
@@ -131,6 +137,10 @@ static void destroy_on_worker(void *arg)
 {
 	struct nccl_impl *m = arg;
 	ncclCommDestroy(m->comm);
+	if (m->stage)
+		cudaFree(m->stage);
+	m->stage = NULL;
+	m->stage_n = 0;
 }
 
 static int nccl_detach(struct _sf_comm *c, int worker)
@@ -157,6 +167,14 @@ static int nccl_fini(struct _sf_comm *c)
 	return rc;
 }
 
+/* The communicator cannot be trusted any more: abort it, and fail with `rc`. */
+static int give_up(struct nccl_impl *m, int rc)
+{
+	ncclCommAbort(m->comm);
+	m->attached = false;
+	return rc;
+}
+
 /* Waits for the collectives enqueued on the worker's stream: NCCL's asynchronous
  * errors and SHARDFLOW_COMM_TIMEOUT end the wait with an aborted communicator. */
 static int wait_stream(struct _sf_comm *c, const char *what)
@@ -169,28 +187,19 @@ static int wait_stream(struct _sf_comm *c, const char *what)
 		cudaError_t ce = cudaStreamQuery(s);
 		if (ce == cudaSuccess)
 			return SF_OK;
-		if (ce != cudaErrorNotReady) {
-			ncclCommAbort(m->comm);
-			m->attached = false;
-			return SF_ERR(SF_ERR_COMM, "%s: CUDA error %s", what, cudaGetErrorString(ce));
-		}
+		if (ce != cudaErrorNotReady)
+			return give_up(m, SF_ERR(SF_ERR_COMM, "%s: CUDA error %s", what,
+			                         cudaGetErrorString(ce)));
 		ncclResult_t ar = ncclSuccess;
 		if (ncclCommGetAsyncError(m->comm, &ar) == ncclSuccess && ar != ncclSuccess &&
-		    ar != ncclInProgress) {
-			ncclCommAbort(m->comm);
-			m->attached = false;
-			return nccl_fail(ar, what);
-		}
+		    ar != ncclInProgress)
+			return give_up(m, nccl_fail(ar, what));
 		clock_gettime(CLOCK_MONOTONIC, &now);
-		double waited = (double)(now.tv_sec - t0.tv_sec) + 1e-9 * (double)(now.tv_nsec - t0.tv_nsec);
-		if (c->timeout > 0 && waited > c->timeout) {
-			ncclCommAbort(m->comm);
-			m->attached = false;
-			return SF_ERR(SF_ERR_COMM,
-			              "%s: no progress for %g s (SHARDFLOW_COMM_TIMEOUT): a peer rank is "
-			              "stopped, stuck or unreachable",
-			              what, c->timeout);
-		}
+		if (c->timeout > 0 && 1e-9 * (double)_sf_ns_between(&t0, &now) > c->timeout)
+			return give_up(m, SF_ERR(SF_ERR_COMM,
+			                         "%s: no progress for %g s (SHARDFLOW_COMM_TIMEOUT): a "
+			                         "peer rank is stopped, stuck or unreachable",
+			                         what, c->timeout));
 		nanosleep(&nap, NULL);
 	}
 }
@@ -219,6 +228,69 @@ static int nccl_reduce_scatter(struct _sf_comm *c, float *grad, size_t S, float 
 	                ncclReduceScatter(grad, out, S, ncclFloat, ncclSum, impl(c)->comm,
 	                                  starpu_cuda_get_local_stream()),
 	                "ncclReduceScatter");
+}
+
+/* The device staging of n bf16 (grown, never shrunk: steps meet the same sizes). */
+static int stage_of(struct _sf_comm *c, size_t n, uint16_t **out)
+{
+	struct nccl_impl *m = impl(c);
+	if (n > m->stage_n) {
+		if (m->stage)
+			cudaFree(m->stage);
+		m->stage = NULL;
+		m->stage_n = 0;
+		cudaError_t ce = cudaMalloc((void **)&m->stage, n * sizeof(uint16_t));
+		if (ce != cudaSuccess)
+			return SF_ERR(SF_ERR_NOMEM, "bf16 collectives: cudaMalloc of %zu bytes: %s",
+			              n * sizeof(uint16_t), cudaGetErrorString(ce));
+		m->stage_n = n;
+	}
+	*out = m->stage;
+	return SF_OK;
+}
+
+/* bf16 gathers: this rank's shard rounded into its block of the staging, NCCL's
+ * all-gather in place in bf16, every block widened into full */
+static int nccl_all_gather16(struct _sf_comm *c, const float *shard, float *full, size_t S,
+                             uint16_t *host_stage)
+{
+	(void)host_stage;
+	uint16_t *st;
+	size_t n = S * (size_t)c->size;
+	int rc = stage_of(c, n, &st);
+	if (rc < 0)
+		return rc;
+	_sf_bf16_round_n_cuda(S, shard, st + (size_t)c->rank * S);
+	rc = enqueued(c,
+	              ncclAllGather(st + (size_t)c->rank * S, st, S, ncclBfloat16, impl(c)->comm,
+	                            starpu_cuda_get_local_stream()),
+	              "ncclAllGather(bf16)");
+	if (rc < 0)
+		return rc;
+	_sf_bf16_widen_n_cuda(n, st, full);
+	return wait_stream(c, "bf16 widening");
+}
+
+/* bf16 reduce-scatters: the gradient rounded, NCCL's reduce-scatter in bf16 (its sums
+ * are bf16, as FSDP's with reduce_dtype bf16), this rank's block widened into out */
+static int nccl_reduce_scatter16(struct _sf_comm *c, float *grad, size_t S, float *out,
+                                 float *scratch)
+{
+	(void)scratch;
+	uint16_t *st;
+	size_t n = S * (size_t)c->size;
+	int rc = stage_of(c, n, &st);
+	if (rc < 0)
+		return rc;
+	_sf_bf16_round_n_cuda(n, grad, st);
+	rc = enqueued(c,
+	              ncclReduceScatter(st, st + (size_t)c->rank * S, S, ncclBfloat16, ncclSum,
+	                                impl(c)->comm, starpu_cuda_get_local_stream()),
+	              "ncclReduceScatter(bf16)");
+	if (rc < 0)
+		return rc;
+	_sf_bf16_widen_n_cuda(S, st + (size_t)c->rank * S, out);
+	return wait_stream(c, "bf16 widening");
 }
 
 static int nccl_all_reduce(struct _sf_comm *c, float *v, size_t n)
@@ -287,6 +359,8 @@ const struct _sf_comm_ops _sf_comm_nccl_ops = {
     .detach = nccl_detach,
     .all_gather = nccl_all_gather,
     .reduce_scatter = nccl_reduce_scatter,
+    .all_gather16 = nccl_all_gather16,
+    .reduce_scatter16 = nccl_reduce_scatter16,
     .all_reduce = nccl_all_reduce,
     .sum_scalar = nccl_sum_scalar,
     .barrier = nccl_barrier,

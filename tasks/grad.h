@@ -7,6 +7,8 @@
  *   grad_add   : dst[RW] src[R]    dst += src        packed struct _sf_grad_args
  *   grad_copy  : dst[W]  src[R]    dst  = src        idem
  *   grad_sqnorm: g[R]    sq[W]     sq (one double) = sum of g[off, off + n)^2, in double
+ *
+ * And the conversions the bf16 collectives make (called by the backends).
  */
 #ifndef SF_TASKS_GRAD_H
 #define SF_TASKS_GRAD_H
@@ -14,6 +16,7 @@
 #include <starpu.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" { /* tasks/grad_cuda.cu */
@@ -34,6 +37,9 @@ void _sf_grad_add(size_t n, float *dst, const float *src);
 void _sf_grad_copy(size_t n, float *dst, const float *src);
 /* *out = sum of g[i]^2 in double, i in order (the same sum on every run) */
 void _sf_grad_sqnorm(size_t n, const float *g, double *out);
+/* bf16 on the wire (common/bf16.h): dst = src rounded to bf16; dst = src widened */
+void _sf_bf16_round_n(size_t n, const float *src, uint16_t *dst);
+void _sf_bf16_widen_n(size_t n, const uint16_t *src, float *dst);
 
 #ifdef SF_HAVE_CUDA
 /* tasks/grad_cuda.cu: the same on device pointers, on the worker's CUDA stream (the
@@ -41,6 +47,8 @@ void _sf_grad_sqnorm(size_t n, const float *g, double *out);
 void _sf_grad_add_cuda(size_t n, float *dst, const float *src);
 void _sf_grad_copy_cuda(size_t n, float *dst, const float *src);
 void _sf_grad_sqnorm_cuda(size_t n, const float *g, double *out);
+void _sf_bf16_round_n_cuda(size_t n, const float *src, uint16_t *dst);
+void _sf_bf16_widen_n_cuda(size_t n, const uint16_t *src, float *dst);
 #endif
 
 #ifdef __cplusplus

@@ -1,6 +1,7 @@
 /* grad_cpu.c — accumulation and squared norm of gradients on plain pointers
  * (tasks/grad.h). */
 #include "tasks/grad.h"
+#include "common/bf16.h"
 
 #include <string.h>
 
@@ -21,4 +22,16 @@ void _sf_grad_sqnorm(size_t n, const float *g, double *out)
 	for (size_t i = 0; i < n; i++)
 		s += (double)g[i] * (double)g[i];
 	*out = s;
+}
+
+void _sf_bf16_round_n(size_t n, const float *src, uint16_t *dst)
+{
+	for (size_t i = 0; i < n; i++)
+		dst[i] = sf_bf16_from_float(src[i]);
+}
+
+void _sf_bf16_widen_n(size_t n, const uint16_t *src, float *dst)
+{
+	for (size_t i = 0; i < n; i++)
+		dst[i] = sf_bf16_to_float(src[i]);
 }

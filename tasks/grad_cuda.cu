@@ -4,6 +4,7 @@
 
 #include "common/cuda_util.h"
 #include "tasks/grad.h"
+#include "common/bf16.h"
 
 #include <starpu.h>
 
@@ -30,6 +31,30 @@ static __global__ void sqnorm_k(size_t n, const float *g, double *out)
 	}
 	if (threadIdx.x == 0)
 		*out = part[0];
+}
+
+static __global__ void round_k(size_t n, const float *src, uint16_t *dst)
+{
+	SF_CUDA_FOR(i, n)
+	dst[i] = sf_bf16_from_float(src[i]);
+}
+
+static __global__ void widen_k(size_t n, const uint16_t *src, float *dst)
+{
+	SF_CUDA_FOR(i, n)
+	dst[i] = sf_bf16_to_float(src[i]);
+}
+
+extern "C" void _sf_bf16_round_n_cuda(size_t n, const float *src, uint16_t *dst)
+{
+	round_k<<<sf_cuda_blocks(n), SF_CUDA_BLOCK, 0, starpu_cuda_get_local_stream()>>>(n, src, dst);
+	SF_CUDA_CHECK_LAUNCH("round_k");
+}
+
+extern "C" void _sf_bf16_widen_n_cuda(size_t n, const uint16_t *src, float *dst)
+{
+	widen_k<<<sf_cuda_blocks(n), SF_CUDA_BLOCK, 0, starpu_cuda_get_local_stream()>>>(n, src, dst);
+	SF_CUDA_CHECK_LAUNCH("widen_k");
 }
 
 extern "C" void _sf_grad_add_cuda(size_t n, float *dst, const float *src)

@@ -27,6 +27,7 @@
 #include "layers/relu_math.h"
 #include "layers/softmax_xent_math.h"
 #include "tasks/optim_math.h"
+#include "common/bf16.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -51,6 +52,7 @@ void _sf_sgd(size_t n, float *p, const float *g, float *buf, float lr, float mu,
 void _sf_adamw(size_t n, float *p, const float *g, float *m, float *v, float lr, float b1,
                float b2, float eps, float wd, int64_t t, float scale, const double *clip);
 void _sf_adamw_corrections(float b1, float b2, int64_t t, float *c1, float *c2);
+void _sf_bf16_round_n(size_t n, const float *src, uint16_t *dst);
 }
 
 enum { N = 4099 }; /* not a multiple of 4: the CPU's vector tail too */
@@ -274,7 +276,7 @@ static void test_attention_plan(void)
 
 int main(void)
 {
-	plan(14);
+	plan(15);
 	for (int i = 0; i < N; i++) {
 		x[i] = uniform(-12.0f, 12.0f);
 		y[i] = uniform(-3.0f, 3.0f);
@@ -343,6 +345,26 @@ int main(void)
 		same &= same_bits(p1, p2, N) && same_bits(b1, b2, N) && same_bits(v1, v2, N);
 	}
 	ok(same, "adamw, 3 steps: bitwise (parameters, m and v)");
+	/* bf16 rounding (the bf16 collectives' kernels): nvcc's build of common/bf16.h
+	 * against gcc's, on random bit patterns (NaNs, infinities and ties included) */
+	{
+		enum { NB = 1 << 16 };
+		static float f[NB];
+		static uint16_t h[NB];
+		uint64_t st = 12345;
+		for (int i = 0; i < NB; i++) {
+			st = st * 6364136223846793005ull + 1442695040888963407ull;
+			uint32_t u = (uint32_t)(st >> 32);
+			if (i % 7 == 0)
+				u = (u & 0xffff0000u) | 0x8000u; /* a tie */
+			memcpy(&f[i], &u, sizeof u);
+		}
+		_sf_bf16_round_n(NB, f, h);
+		int same16 = 1;
+		for (int i = 0; i < NB; i++)
+			same16 &= sf_bf16_from_float(f[i]) == h[i];
+		ok(same16, "bf16 rounding of %d bit patterns: nvcc's = gcc's", NB);
+	}
 	test_rows();
 	test_attention_plan();
 	return done_testing();
