@@ -237,7 +237,7 @@ static double process_cpu_ms(void)
 
 static const char *sharding_name(enum sf_sharding s)
 {
-	return s == SF_SHARD_FULL ? "full" : s == SF_SHARD_GRAD_OP ? "grad_op" : "none";
+	return s == SF_SHARD_FULL ? "full" : s == SF_SHARD_GRAD_OP ? "grad_op" : s == SF_SHARD_HYBRID ? "hybrid" : "none";
 }
 
 static const char *bwd_name(enum sf_backward_prefetch b)

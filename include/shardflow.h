@@ -68,6 +68,10 @@ enum sf_sharding {
 	SF_SHARD_FULL = 0, /**< ZeRO-3: parameters, gradients, optimizer state sharded */
 	SF_SHARD_GRAD_OP,  /**< ZeRO-2: parameters replicated; gradients and state sharded */
 	SF_SHARD_NONE,     /**< DDP: everything replicated, gradients all-reduced */
+	SF_SHARD_HYBRID,   /**< HYBRID_SHARD: full sharding within a node, replicated across
+	                        nodes: gathers stay inside the node; gradients are
+	                        reduce-scattered inside it and all-reduced across nodes on
+	                        the shard (SHARDFLOW_NODE_SIZE) */
 };
 
 /** When the backward pass gathers the next unit (SHARDFLOW_BACKWARD_PREFETCH). */
@@ -159,6 +163,10 @@ struct sf_config {
 	 *  each partial sum travels as bf16 and is added in fp32). Sharding full or
 	 *  grad_op. */
 	enum sf_dtype reduce_dtype;
+	/** SHARDFLOW_NODE_SIZE: ranks per node for SHARDFLOW_SHARDING=hybrid (consecutive
+	 *  ranks form a node; it must divide the world); 0 (default): the ranks sharing
+	 *  memory (MPI_Comm_split_type), which must be equally many and consecutive. */
+	int node_size;
 };
 
 #define SF_MAX_GRAD_ACCUM 4096 /**< largest SHARDFLOW_GRAD_ACCUM */
@@ -636,6 +644,9 @@ struct sf_model_stats {
 	                                     an all-reduce counted as a ring's 2 (N - 1) / N of
 	                                     the vector); the loss's and the norm's scalars
 	                                     are not counted */
+	double comm_bytes_inter;        /**< of comm_bytes, those sent to a rank of another
+	                                     node (nodes: SHARDFLOW_NODE_SIZE consecutive
+	                                     ranks, else the ranks sharing memory) */
 	double comm_worker_cpu_seconds; /**< CPU time of the comm worker's thread in all,
 	                                     idle spinning between tasks included (a
 	                                     StarPU with non-blocking drivers spins) */

@@ -481,6 +481,11 @@ SF_API int sf_checkpoint_save(sf_model *m, const char *dir, const struct sf_chec
 	struct sf_checkpoint_info none = {0};
 	if (!m || !dir || !*dir)
 		return SF_ERR(SF_ERR_INVALID, "sf_checkpoint_save: NULL model or empty directory");
+	if (m->cfg.sharding == SF_SHARD_HYBRID)
+		return SF_ERR(SF_ERR_STATE,
+		              "sf_checkpoint_save: checkpoints of SHARDFLOW_SHARDING=hybrid are not "
+		              "supported yet (each shard is held by every node); export the weights "
+		              "with sf_model_export_safetensors, or train with sharding full");
 	if (m->accum_k > 0)
 		return SF_ERR(SF_ERR_STATE,
 		              "sf_checkpoint_save: %d micro-batches are accumulated and a checkpoint "
@@ -1146,6 +1151,11 @@ SF_API int sf_checkpoint_load(sf_model *m, const char *dir, struct sf_checkpoint
 	struct need nd = {0};
 	if (!m || !dir || !*dir)
 		return SF_ERR(SF_ERR_INVALID, "sf_checkpoint_load: NULL model or empty directory");
+	if (m->cfg.sharding == SF_SHARD_HYBRID)
+		return SF_ERR(SF_ERR_STATE,
+		              "sf_checkpoint_load: checkpoints of SHARDFLOW_SHARDING=hybrid are not "
+		              "supported yet; start from safetensors weights "
+		              "(sf_model_import_safetensors), or train with sharding full");
 	if (m->accum_k > 0)
 		return SF_ERR(SF_ERR_STATE,
 		              "sf_checkpoint_load: %d micro-batches are accumulated; load before "

@@ -193,8 +193,9 @@ static int gather_params(struct sf_model *m, float *params, float *shard, float 
 			size_t n = un->S - k < ST_PIECE ? un->S - k : ST_PIECE;
 			SF_CHECK(
 			    m->comm->ops->gather(m->comm, shard + k, n * sizeof(float), recv, 0));
-			/* rank r's piece holds elements r S + k .. r S + k + n, those below P */
-			for (int r = 0; m->rank == 0 && r < m->nranks; r++) {
+			/* rank r's piece holds elements r S + k .. r S + k + n, those below P
+			 * (hybrid: the first node's ranks are the shard group's, in order) */
+			for (int r = 0; m->rank == 0 && r < m->sn; r++) {
 				size_t first = (size_t)r * un->S + k;
 				if (first < un->P)
 					memcpy(params + un->off + first, recv + (size_t)r * n,

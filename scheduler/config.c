@@ -26,11 +26,11 @@ static const char *const known_vars[] = {
     "SHARDFLOW_COMM",           "SHARDFLOW_OPTIMIZER_ON",
     "SHARDFLOW_GRAD_ACCUM",     "SHARDFLOW_ACCUM_MODE",
     "SHARDFLOW_RECOMPUTE",      "SHARDFLOW_PARAM_DTYPE",
-    "SHARDFLOW_REDUCE_DTYPE",
+    "SHARDFLOW_REDUCE_DTYPE",   "SHARDFLOW_NODE_SIZE",
 };
 #define NKNOWN (sizeof known_vars / sizeof known_vars[0])
 
-const char *const _sf_sharding_names[3] = {"full", "grad_op", "none"};
+const char *const _sf_sharding_names[4] = {"full", "grad_op", "none", "hybrid"};
 const char *const _sf_optimizer_names[2] = {"sgd", "adamw"};
 
 int _sf_parse_long(const char *s, long lo, long hi, long *out)
@@ -162,7 +162,7 @@ SF_API int sf_config_from_env(struct sf_config *out)
 	SF_CHECK(get_int("SHARDFLOW_PREFETCH_DEPTH", 0, SF_MAX_DEPTH, 2, &c.prefetch_depth));
 	SF_CHECK(get_choice("SHARDFLOW_BACKWARD_PREFETCH", bwd, 3, SF_BWD_PRE, &v));
 	c.bwd_prefetch = (enum sf_backward_prefetch)v;
-	SF_CHECK(get_choice("SHARDFLOW_SHARDING", _sf_sharding_names, 3, SF_SHARD_FULL, &v));
+	SF_CHECK(get_choice("SHARDFLOW_SHARDING", _sf_sharding_names, 4, SF_SHARD_FULL, &v));
 	c.sharding = (enum sf_sharding)v;
 	SF_CHECK(get_prefix("SHARDFLOW_TRACE", c.trace, sizeof c.trace));
 	SF_CHECK(get_choice("SHARDFLOW_SKIP", skip, 3, SF_SKIP_NONE, &v));
@@ -184,6 +184,7 @@ SF_API int sf_config_from_env(struct sf_config *out)
 	c.param_dtype = (enum sf_dtype)v;
 	SF_CHECK(get_choice("SHARDFLOW_REDUCE_DTYPE", dtype, 2, SF_DTYPE_FP32, &v));
 	c.reduce_dtype = (enum sf_dtype)v;
+	SF_CHECK(get_int("SHARDFLOW_NODE_SIZE", 0, 1 << 20, 0, &c.node_size));
 	if (c.comm_chunk > 0 && c.comm_chunk < SF_MIN_COMM_CHUNK)
 		return _sf_err(SF_ERR_CONFIG, NULL, 0,
 		               "SHARDFLOW_COMM_CHUNK=\"%s\" is invalid: accepted values are 0 (one "

@@ -144,6 +144,7 @@ static void unit_names(struct _sf_unit *u)
 	snprintf(u->ag_name, sizeof u->ag_name, "ag L%d", u->first);
 	snprintf(u->acc_name, sizeof u->acc_name, "acc L%d", u->first);
 	snprintf(u->sq_name, sizeof u->sq_name, "sqnorm L%d", u->first);
+	snprintf(u->ar_name, sizeof u->ar_name, "ar L%d", u->first);
 }
 
 /* The parameter-group kind of a node's tensor (SF_NO_DECAY_*), 0: it decays. */
@@ -170,7 +171,7 @@ static int cmp_run(const void *a, const void *b)
 static int decay_runs(struct sf_model *m, int u)
 {
 	struct _sf_unit *un = &m->units[u];
-	size_t lo = m->cfg.sharding == SF_SHARD_NONE ? 0 : (size_t)m->rank * un->S;
+	size_t lo = m->cfg.sharding == SF_SHARD_NONE ? 0 : (size_t)m->sr * un->S;
 	size_t hi = lo + un->opt_n, cap = 0;
 	un->nskip = 0;
 	if (!m->opt.no_decay)
@@ -236,7 +237,7 @@ static int init_unit(struct sf_model *m, int u)
 	if (un->full)
 		memcpy(un->full, full, un->P * sizeof(float));
 	if (un->shard) {
-		size_t lo = (size_t)m->rank * un->S;
+		size_t lo = (size_t)m->sr * un->S;
 		for (size_t i = 0; i < un->S && lo + i < un->P; i++)
 			un->shard[i] = full[lo + i];
 	}
@@ -249,8 +250,8 @@ fail:
 static int build_unit(struct sf_model *m, int k, size_t *off)
 {
 	int rc = SF_OK;
-	enum sf_sharding sh = m->cfg.sharding;
-	size_t N = (size_t)m->nranks;
+	enum sf_sharding sh = m->cfg.sharding == SF_SHARD_HYBRID ? SF_SHARD_FULL : m->cfg.sharding;
+	size_t N = (size_t)m->sn;
 	struct _sf_unit *u = &m->units[k];
 	u->S = (u->P + N - 1) / N;
 	u->off = *off;
@@ -485,10 +486,16 @@ static int build_buffers(struct sf_model *m)
 	bool p16 = m->cfg.param_dtype == SF_DTYPE_BF16, r16 = m->cfg.reduce_dtype == SF_DTYPE_BF16;
 	if (p16) { /* floats of half the size: N S_max bf16 */
 		float *st = NULL;
-		SF_CHECK(alloc_floats(&st, (smax * (size_t)m->nranks + 1) / 2, "the bf16 gather buffer"));
+		SF_CHECK(alloc_floats(&st, (smax * (size_t)m->sn + 1) / 2, "the bf16 gather buffer"));
 		m->stage16 = (uint16_t *)st;
 	}
+	if (m->nrep > 1) { /* the replica ring's padded copy and receive block */
+		size_t q = (smax + (size_t)m->nrep - 1) / (size_t)m->nrep;
+		SF_CHECK(alloc_floats(&m->rep_scratch, ((size_t)m->nrep + 1) * q,
+		                      "the all-reduce buffer across nodes"));
+	}
 	for (int i = 0; i < m->nunits; i++) {
+		m->units[i].comm.rep_scratch = m->rep_scratch;
 		m->units[i].comm.scratch = m->comm_scratch;
 		m->units[i].comm.param16 = p16;
 		m->units[i].comm.reduce16 = r16;
@@ -561,6 +568,9 @@ SF_API int sf_model_create(sf_context *ctx, const sf_graph *g, const struct sf_m
 	m->lr = o->lr;
 	m->nranks = ctx->size;
 	m->rank = ctx->rank;
+	m->sn = ctx->comm->shard_size;
+	m->sr = ctx->comm->shard_rank;
+	m->nrep = ctx->comm->rep_size;
 	m->loss_node = g->loss;
 	m->labels_node = g->labels;
 	m->T = g->seq_len;
@@ -670,6 +680,7 @@ SF_API int sf_model_destroy(sf_model *m)
 	free(m->ring);
 	free(m->comm_scratch);
 	free(m->stage16);
+	free(m->rep_scratch);
 	free(m->labels);
 	for (int n = 0; m->gnodes && n < m->nnodes; n++)
 		free(m->gnodes[n].config);
@@ -738,8 +749,11 @@ SF_API int sf_model_params_get(sf_model *m, float *dst, size_t n)
 		              "parameters (sf_model_param_count)",
 		              n, m->nparams_total);
 	SF_CHECK(sf_model_sync(m));
+	/* every rank's shard: the first node's ranks hold the whole vector in order
+	 * (hybrid: the other nodes hold the same shards again) */
 	if (m->cfg.sharding != SF_SHARD_NONE)
-		SF_CHECK(alloc_floats(&tmp, m->largest_NS, "sf_model_params_get"));
+		SF_CHECK(alloc_floats(&tmp, m->largest_NS / (size_t)m->sn * (size_t)m->nranks,
+		                      "sf_model_params_get"));
 	for (int i = 0; i < m->nunits; i++) {
 		struct _sf_unit *u = &m->units[i];
 		if (m->cfg.sharding == SF_SHARD_NONE) {
@@ -772,7 +786,7 @@ SF_API int sf_model_stats(sf_model *m, struct sf_model_stats *out)
 	out->accumulated = m->accum_k;
 	out->max_resident_units = atomic_load(&m->max_resident);
 	out->ring_slots = m->R;
-	size_t N = (size_t)m->nranks, pb = 0, gb = 0, ob = 0;
+	size_t N = (size_t)m->sn, pb = 0, gb = 0, ob = 0;
 	for (int i = 0; i < m->nunits; i++) {
 		const struct _sf_unit *u = &m->units[i];
 		if (m->cfg.sharding != SF_SHARD_NONE)
@@ -801,6 +815,7 @@ SF_API int sf_model_stats(sf_model *m, struct sf_model_stats *out)
 	out->comm_seconds = m->comm_acct.wall;
 	out->comm_cpu_seconds = m->comm_acct.cpu;
 	out->comm_bytes = m->comm_acct.bytes;
+	out->comm_bytes_inter = m->comm_acct.bytes_inter;
 	out->comm_worker_cpu_seconds = _sf_clock_seconds(m->ctx->comm_clock) - m->comm_worker_cpu0;
 fail:
 	return rc;
@@ -842,11 +857,11 @@ static int locate(struct sf_model *m, int u, enum _sf_vec which, starpu_data_han
 	if (which == SF_VEC_PARAM && m->cfg.sharding == SF_SHARD_NONE) {
 		*h = un->h_full, *base = un->full, *lo = 0, *n = un->P;
 	} else if (which == SF_VEC_PARAM) {
-		*h = un->h_shard, *base = un->shard, *lo = (size_t)m->rank * un->S, *n = un->S;
+		*h = un->h_shard, *base = un->shard, *lo = (size_t)m->sr * un->S, *n = un->S;
 	} else {
 		*h = which == SF_VEC_M ? un->h_m : un->h_v;
 		*base = which == SF_VEC_M ? un->m : un->v;
-		*lo = m->cfg.sharding != SF_SHARD_NONE ? (size_t)m->rank * un->S : 0;
+		*lo = m->cfg.sharding != SF_SHARD_NONE ? (size_t)m->sr * un->S : 0;
 		*n = un->opt_n;
 	}
 	return SF_OK;
@@ -861,7 +876,7 @@ int _sf_unit_get_slice(struct sf_model *m, int u, enum _sf_vec which, float *dst
 	int rc = locate(m, u, which, &h, &base, &lo, &n);
 	if (rc < 0)
 		return rc;
-	size_t want = (size_t)m->rank * un->S;
+	size_t want = (size_t)m->sr * un->S;
 	starpu_data_acquire(h, STARPU_R);
 	for (size_t i = 0; i < un->S; i++) {
 		size_t g = want + i; /* logical index */
@@ -886,7 +901,7 @@ int _sf_unit_set_full(struct sf_model *m, int u, enum _sf_vec which, const float
 	starpu_data_release(h);
 	/* grad_op also keeps the whole parameters resident */
 	if (which == SF_VEC_PARAM && m->cfg.sharding == SF_SHARD_GRAD_OP) {
-		size_t nf = un->S * (size_t)m->nranks;
+		size_t nf = un->S * (size_t)m->sn;
 		starpu_data_acquire(un->h_full, STARPU_W);
 		for (size_t i = 0; i < nf; i++)
 			un->full[i] = i < un->P ? src[i] : 0.0f;

@@ -47,6 +47,7 @@ struct _sf_unit {
 	char gather_name[SF_NAME_MAX + 16], rs_name[SF_NAME_MAX + 16];
 	char opt_name[SF_NAME_MAX + 16], free_name[SF_NAME_MAX + 16];
 	char ag_name[SF_NAME_MAX + 16], acc_name[SF_NAME_MAX + 16], sq_name[SF_NAME_MAX + 16];
+	char ar_name[SF_NAME_MAX + 16];
 };
 
 struct _sf_node_state {
@@ -86,7 +87,9 @@ struct sf_model {
 	struct _sf_comm *comm;
 	struct sf_config cfg;
 	struct sf_model_options opt;
-	int nranks, rank;
+	int nranks, rank; /* the world: the batch is split over it */
+	int sn, sr;       /* the shard group (the world, or a node with hybrid sharding) */
+	int nrep;         /* replicas of each shard (hybrid: nodes; else 1) */
 	int nnodes;
 	struct _sf_node *gnodes; /* copy of the graph's nodes (configs owned) */
 	struct _sf_node_state *nodes;
@@ -115,6 +118,7 @@ struct sf_model {
 
 	float *comm_scratch; /* see struct _sf_comm_args::scratch */
 	uint16_t *stage16;   /* N S_max bf16: gathers with SHARDFLOW_PARAM_DTYPE=bf16 */
+	float *rep_scratch;  /* hybrid: see struct _sf_comm_args::rep_scratch */
 
 	/* gradient slots: G = SF_GRAD_SLOTS + width - 1, each a unit's whole gradient */
 	int G;

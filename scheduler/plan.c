@@ -162,7 +162,9 @@ int _sf_plan_units(struct sf_model *m, const struct sf_graph *g)
 	}
 	/* what stays gathered from forward to backward: the R units the backward meets
 	 * first (a chain keeps its last R units) */
-	m->R = m->cfg.sharding == SF_SHARD_FULL ? m->cfg.prefetch_depth + m->width : 0;
+	m->R = m->cfg.sharding == SF_SHARD_FULL || m->cfg.sharding == SF_SHARD_HYBRID
+	           ? m->cfg.prefetch_depth + m->width
+	           : 0;
 	for (int k = 0; k < m->nunits && k < m->R; k++)
 		m->units[m->bwd_order[k]].keep = true;
 	m->G = SF_GRAD_SLOTS + m->width - 1;

@@ -28,7 +28,7 @@ bool _sf_runtime_active(void);
 
 /* The names of enum sf_sharding values, as SHARDFLOW_SHARDING and checkpoints spell
  * them; and of enum sf_optimizer. */
-extern const char *const _sf_sharding_names[3];
+extern const char *const _sf_sharding_names[4];
 extern const char *const _sf_optimizer_names[2];
 
 /* Logs, once, the SHARDFLOW_* variables that were set (rank 0, at sf_init). */

@@ -59,7 +59,7 @@
 
 static bool full_sharding(const struct sf_model *m)
 {
-	return m->cfg.sharding == SF_SHARD_FULL;
+	return m->cfg.sharding == SF_SHARD_FULL || m->cfg.sharding == SF_SHARD_HYBRID;
 }
 
 static int slot_of(const struct sf_model *m, int u)
@@ -185,6 +185,11 @@ static int submit_reduce(struct sf_model *m, int u, starpu_data_handle_t grad,
 		       STARPU_RW, m->h_order, STARPU_RW, grad, STARPU_W, out, STARPU_CL_ARGS_NFREE,
 		       &un->comm, sizeof un->comm, STARPU_EXECUTE_ON_WORKER, m->ctx->comm_worker,
 		       STARPU_NAME, un->rs_name);
+	/* hybrid: the node's sum of the shard, summed over the nodes */
+	if (m->nrep > 1 && m->cfg.sharding != SF_SHARD_NONE)
+		INSERT(TRACE(m, un->ar_name, SF_EV_RS, un->first), &_sf_cl_rep_allreduce, STARPU_RW,
+		       m->h_order, STARPU_RW, out, STARPU_CL_ARGS_NFREE, &un->comm, sizeof un->comm,
+		       STARPU_EXECUTE_ON_WORKER, m->ctx->comm_worker, STARPU_NAME, un->ar_name);
 	return SF_OK;
 }
 
@@ -327,6 +332,7 @@ static int update_all(struct sf_model *m)
 	    .nunits = m->nunits,
 	    .scale = grad_scale(m),
 	    .max_norm = m->opt.max_grad_norm,
+	    .replicas = m->nrep,
 	};
 	struct starpu_data_descr *dd = m->nunits <= SF_MAX_UNITS_NORM
 	                                   ? d

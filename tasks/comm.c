@@ -45,6 +45,8 @@ int _sf_comm_create(const struct _sf_comm_ops *ops, const struct sf_config *cfg,
 	if (!c)
 		return SF_ERR(SF_ERR_NOMEM, "sf_init: out of memory");
 	c->ops = ops;
+	c->hybrid = cfg->sharding == SF_SHARD_HYBRID;
+	c->node_req = cfg->node_size;
 	c->chunk = (size_t)cfg->comm_chunk / sizeof(float);
 	c->timeout = (double)cfg->comm_timeout;
 	int rc = ops->init(c, argc, argv);
@@ -98,11 +100,29 @@ static void acct_begin(struct acct_mark *k)
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &k->cpu);
 }
 
-/* Bytes a rank sends in a ring over c of `blocks` blocks of `bytes` (N - 1 of them). */
+/* Bytes a rank sends in a ring of the shard group: N - 1 blocks of `bytes`; those of
+ * its sends that leave the node (the world's ring crosses a node boundary at the
+ * node's last rank; a hybrid node's ring never does) count as inter-node. */
 static void acct_bytes(struct _sf_comm_args *a, double bytes)
 {
-	if (a->acct && _sf_skip != SF_SKIP_COMM)
-		a->acct->bytes += (double)(a->comm->size - 1) * bytes;
+	struct _sf_comm *c = a->comm;
+	if (!a->acct || _sf_skip == SF_SKIP_COMM)
+		return;
+	double sent = (double)(c->shard_size - 1) * bytes;
+	a->acct->bytes += sent;
+	bool crosses = c->rep_size == 1 && c->node_k < c->size && c->rank % c->node_k == c->node_k - 1;
+	if (crosses)
+		a->acct->bytes_inter += sent;
+}
+
+/* The replica ring: every send leaves the node. */
+static void acct_bytes_rep(struct _sf_comm_args *a, double bytes)
+{
+	struct _sf_comm *c = a->comm;
+	if (!a->acct || _sf_skip == SF_SKIP_COMM)
+		return;
+	a->acct->bytes += (double)(c->rep_size - 1) * bytes;
+	a->acct->bytes_inter += (double)(c->rep_size - 1) * bytes;
 }
 
 /* Adds the time since acct_begin to the model's totals (only the comm worker runs
@@ -211,7 +231,7 @@ static void gather_with(void *buffers[], void *cl_arg, const struct mem_ops *mo)
 	struct _sf_comm *c = a->comm;
 	const float *shard = (const float *)STARPU_VECTOR_GET_PTR(buffers[1]);
 	float *full = (float *)STARPU_VECTOR_GET_PTR(buffers[2]);
-	STARPU_ASSERT(STARPU_VECTOR_GET_NX(buffers[2]) >= a->S * (size_t)c->size);
+	STARPU_ASSERT(STARPU_VECTOR_GET_NX(buffers[2]) >= a->S * (size_t)c->shard_size);
 	STARPU_ASSERT_MSG(starpu_worker_get_id() == _sf_comm_worker,
 	                  "a collective ran outside the comm worker");
 	if (a->resident)
@@ -223,7 +243,7 @@ static void gather_with(void *buffers[], void *cl_arg, const struct mem_ops *mo)
 		COMM_RUN(a, "all-gather", c->ops->all_gather16(c, shard, full, a->S, a->stage16));
 		return;
 	}
-	mo->copy(full + (size_t)c->rank * a->S, shard, a->S * sizeof(float));
+	mo->copy(full + (size_t)c->shard_rank * a->S, shard, a->S * sizeof(float));
 	COMM_RUN(a, "all-gather", c->ops->all_gather(c, full, a->S));
 }
 
@@ -234,7 +254,7 @@ static void reduce_scatter_with(void *buffers[], void *cl_arg, const struct mem_
 	struct _sf_comm *c = a->comm;
 	float *grad = (float *)STARPU_VECTOR_GET_PTR(buffers[1]);
 	float *gshard = (float *)STARPU_VECTOR_GET_PTR(buffers[2]);
-	size_t padded = a->S * (size_t)c->size;
+	size_t padded = a->S * (size_t)c->shard_size;
 	/* the slot is shared by units of different sizes: its tail is stale */
 	mo->zero(grad + a->P, (padded - a->P) * sizeof(float));
 	acct_bytes(a, (double)a->S * (a->reduce16 ? sizeof(uint16_t) : sizeof(float)));
@@ -251,10 +271,23 @@ static void allreduce_with(void *buffers[], void *cl_arg, const struct mem_ops *
 	(void)mo;
 	struct _sf_comm_args *a = cl_arg;
 	float *grad = (float *)STARPU_VECTOR_GET_PTR(buffers[1]);
-	acct_bytes(a, 2.0 * (double)a->P * sizeof(float) / a->comm->size);
+	acct_bytes(a, 2.0 * (double)a->P * sizeof(float) / a->comm->size); /* as a ring's */
 	if (_sf_skip == SF_SKIP_COMM)
 		return;
 	COMM_RUN(a, "all-reduce", a->comm->ops->all_reduce(a->comm, grad, a->P));
+}
+
+/* order[RW] gshard[RW]: hybrid sharding's sum of a shard over the replicas */
+static void rep_allreduce_with(void *buffers[], void *cl_arg, const struct mem_ops *mo)
+{
+	(void)mo;
+	struct _sf_comm_args *a = cl_arg;
+	struct _sf_comm *c = a->comm;
+	float *g = (float *)STARPU_VECTOR_GET_PTR(buffers[1]);
+	acct_bytes_rep(a, 2.0 * (double)a->S * sizeof(float) / c->rep_size);
+	if (_sf_skip == SF_SKIP_COMM)
+		return;
+	COMM_RUN(a, "all-reduce across nodes", c->ops->rep_all_reduce(c, g, a->S, a->rep_scratch));
 }
 
 /* order[RW] loss[RW]: one double summed over ranks */
@@ -288,7 +321,7 @@ static void grad_norm_with(void *buffers[], void *cl_arg, const struct mem_ops *
 		COMM_RUN(a.comm, "all-reduce", a.comm->comm->ops->sum_scalar(a.comm->comm, clip));
 		mo->to_host(&sum, clip, sizeof sum);
 	}
-	out[0] = sqrt(sum) * (double)a.scale;
+	out[0] = sqrt(sum / a.replicas) * (double)a.scale;
 	out[1] = _sf_clip_factor(out[0], a.max_norm);
 	mo->from_host(clip, out, sizeof out);
 }
@@ -322,6 +355,7 @@ double _sf_clip_factor(double norm, float max_norm)
 COMM_BODIES(gather)
 COMM_BODIES(reduce_scatter)
 COMM_BODIES(allreduce)
+COMM_BODIES(rep_allreduce)
 COMM_BODIES(loss_sum)
 COMM_BODIES(grad_norm)
 
@@ -361,6 +395,7 @@ COMM_CODELET(_sf_cl_gather, gather, 3, STARPU_RW, STARPU_R, STARPU_W);
 COMM_CODELET(_sf_cl_gather_after, gather, 4, STARPU_RW, STARPU_R, STARPU_W, STARPU_R);
 COMM_CODELET(_sf_cl_reduce_scatter, reduce_scatter, 3, STARPU_RW, STARPU_RW, STARPU_W);
 COMM_CODELET(_sf_cl_allreduce, allreduce, 2, STARPU_RW, STARPU_RW);
+COMM_CODELET(_sf_cl_rep_allreduce, rep_allreduce, 2, STARPU_RW, STARPU_RW);
 COMM_CODELET(_sf_cl_loss_sum, loss_sum, 2, STARPU_RW, STARPU_RW);
 COMM_CODELET(_sf_cl_grad_norm, grad_norm, STARPU_VARIABLE_NBUFFERS, 0);
 

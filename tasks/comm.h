@@ -12,6 +12,8 @@
  * so StarPU runs them one at a time in submission order — the same program on every
  * rank — and are always submitted with STARPU_EXECUTE_ON_WORKER = the comm worker:
  *   gather   : order[RW] shard[R] slot[W] (extra[R])    cl_arg struct _sf_comm_args*
+ *   rep_ar   : order[RW] gshard[RW]                     idem (hybrid: the shard summed
+ *                                                        over the replicas)
  *   rs       : order[RW] grad[RW] gshard[W]             idem (pads grad with zeros)
  *   allreduce: order[RW] grad[RW]                       idem (sum of P floats, in place)
  *   loss_sum : order[RW] loss[RW]                       idem (sum of one double)
@@ -69,6 +71,10 @@ struct _sf_comm_ops {
 	                    uint16_t *stage);
 	int (*reduce_scatter16)(struct _sf_comm *c, float *grad, size_t S, float *out,
 	                        float *scratch);
+	/* Hybrid sharding (optional): v (n floats) = its sum over the replica group, the
+	 * same bits on every replica (a ring: each sum made once, then passed on).
+	 * scratch: (rep_size + 1) * ceil(n / rep_size) floats. */
+	int (*rep_all_reduce)(struct _sf_comm *c, float *v, size_t n, float *scratch);
 	/* v (n floats) = its sum over the ranks */
 	int (*all_reduce)(struct _sf_comm *c, float *v, size_t n);
 	/* *v = its sum over the ranks */
@@ -97,6 +103,15 @@ struct _sf_comm {
 	const struct _sf_comm_ops *ops;
 	int rank, size;           /* in the world */
 	int node_rank, node_size; /* among the ranks of this machine */
+	/* The shard group (gathers and reduce-scatters run over it) and the replica group
+	 * (the same shard on other nodes). The world and 1 replica, but with
+	 * SHARDFLOW_SHARDING=hybrid: a node of `shard_size` consecutive ranks, and
+	 * rep_size = size / shard_size nodes. Set by init. */
+	int shard_rank, shard_size, rep_rank, rep_size;
+	bool hybrid;   /* init's request: SHARDFLOW_SHARDING=hybrid */
+	int node_req;  /* init's request: SHARDFLOW_NODE_SIZE (0: the machine's ranks) */
+	int node_k;    /* ranks per node as the accounting counts them (set by init):
+	                  SHARDFLOW_NODE_SIZE, else node_size; nodes are consecutive ranks */
 	size_t chunk;             /* SHARDFLOW_COMM_CHUNK in floats (0: whole messages) */
 	double timeout;           /* SHARDFLOW_COMM_TIMEOUT in seconds (0: wait forever) */
 	void *impl;               /* the backend's own state */
@@ -127,6 +142,7 @@ struct _sf_comm_acct {
 	double wall, cpu; /* seconds: CLOCK_MONOTONIC, the thread's CPU clock */
 	double bytes;     /* bytes this rank sent in the collectives (rings: (N-1) blocks;
 	                     all-reduces: what a ring all-reduce sends, 2 (N-1)/N of them) */
+	double bytes_inter; /* of which to a rank of another node (struct _sf_comm::node_k) */
 };
 
 /* Static arguments of a unit's collectives (pointer handed as cl_arg). */
@@ -143,6 +159,7 @@ struct _sf_comm_args {
 	 * reduce-scatters move bf16 */
 	bool param16, reduce16;
 	uint16_t *stage16;
+	float *rep_scratch; /* hybrid: see rep_all_reduce */
 };
 
 /* The gradient norm's arguments (packed by value: the scale changes per step). */
@@ -151,6 +168,7 @@ struct _sf_norm_args {
 	int nunits;
 	float scale;    /* 1 / the step's micro-batches: the norm is of the mean gradient */
 	float max_norm; /* INFINITY: the norm only, factor 1 */
+	int replicas;   /* hybrid: each shard is held this many times over the world */
 };
 
 /* The clip factor of a gradient of 2-norm `norm`: min(1, max_norm / (norm + 1e-6)),
@@ -161,6 +179,7 @@ extern struct starpu_codelet _sf_cl_gather;
 extern struct starpu_codelet _sf_cl_gather_after; /* gather with an extra R dependency */
 extern struct starpu_codelet _sf_cl_reduce_scatter;
 extern struct starpu_codelet _sf_cl_allreduce;
+extern struct starpu_codelet _sf_cl_rep_allreduce;
 extern struct starpu_codelet _sf_cl_loss_sum;
 extern struct starpu_codelet _sf_cl_grad_norm; /* order[RW] clip[W] sq_u[R]..., packed
                                                   struct _sf_norm_args */

@@ -23,11 +23,16 @@
 #include <string.h>
 
 struct mpi_impl {
-	MPI_Comm step; /* the step's collectives (comm worker) */
-	MPI_Comm ctl;  /* host-side calls */
-	MPI_Comm node; /* the ranks of this machine (host side) */
-	bool own_mpi;  /* init started MPI, so fini stops it */
+	MPI_Comm step;  /* the step's collectives (comm worker) */
+	MPI_Comm ctl;   /* host-side calls */
+	MPI_Comm node;  /* the ranks of this machine (host side) */
+	MPI_Comm shard; /* hybrid: the ranks of a node (comm worker); else MPI_COMM_NULL */
+	MPI_Comm rep;   /* hybrid: the ranks holding the same shard (comm worker) */
+	bool own_mpi;   /* init started MPI, so fini stops it */
 };
+
+/* The communicator of the rings of gathers and reduce-scatters. */
+static MPI_Comm shard_comm(struct _sf_comm *c);
 
 static struct mpi_impl *impl(struct _sf_comm *c)
 {
@@ -64,7 +69,7 @@ static int count_of(size_t bytes, int *out)
 
 static void free_comms(struct mpi_impl *m)
 {
-	MPI_Comm *cs[] = {&m->step, &m->ctl, &m->node};
+	MPI_Comm *cs[] = {&m->step, &m->ctl, &m->node, &m->shard, &m->rep};
 	for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++)
 		if (*cs[i] != MPI_COMM_NULL)
 			MPI_Comm_free(cs[i]);
@@ -87,13 +92,51 @@ static int mpi_fini(struct _sf_comm *c)
 	return SF_OK;
 }
 
+/* Nodes of node_k consecutive ranks: SHARDFLOW_NODE_SIZE, or this machine's ranks,
+ * which must then be equally many everywhere and consecutive (mpirun's default
+ * --map-by slot). Hybrid sharding splits the step communicator into the node's ranks
+ * (the shard group) and the ranks of the same place on every node (the replicas). */
+static int make_groups(struct _sf_comm *c, struct mpi_impl *m)
+{
+	int rc = SF_OK, K = c->node_req > 0 ? c->node_req : c->node_size;
+	c->node_k = K;
+	c->shard_rank = c->rank, c->shard_size = c->size, c->rep_rank = 0, c->rep_size = 1;
+	if (c->node_req > 0 && c->size % K != 0)
+		return SF_ERR(SF_ERR_CONFIG,
+		              "SHARDFLOW_NODE_SIZE=%d does not divide the %d ranks: accepted values "
+		              "are divisors of the world size (consecutive ranks form a node)",
+		              K, c->size);
+	if (c->node_req == 0) { /* the machine's ranks: equal and consecutive everywhere? */
+		int mine = c->rank % K == c->node_rank && c->size % K == 0, all = 0;
+		MPI_CHECK(MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, m->ctl));
+		if (!all) {
+			c->node_k = c->size; /* the accounting then sees one node */
+			if (c->hybrid)
+				return SF_ERR(SF_ERR_CONFIG,
+				              "SHARDFLOW_SHARDING=hybrid: the machines do not hold equally "
+				              "many consecutive ranks (this one: %d ranks, rank %d is its "
+				              "number %d); start them so (mpirun --map-by slot) or set "
+				              "SHARDFLOW_NODE_SIZE",
+				              c->node_size, c->rank, c->node_rank);
+		}
+	}
+	if (!c->hybrid)
+		return SF_OK;
+	MPI_CHECK(MPI_Comm_split(m->step, c->rank / K, c->rank, &m->shard));
+	MPI_CHECK(MPI_Comm_split(m->step, c->rank % K, c->rank, &m->rep));
+	c->shard_rank = c->rank % K, c->shard_size = K;
+	c->rep_rank = c->rank / K, c->rep_size = c->size / K;
+fail:
+	return rc;
+}
+
 static int mpi_init(struct _sf_comm *c, int *argc, char ***argv)
 {
 	int rc = SF_OK, inited = 0, provided = 0;
 	struct mpi_impl *m = calloc(1, sizeof *m);
 	if (!m)
 		return SF_ERR(SF_ERR_NOMEM, "sf_init: out of memory");
-	m->step = m->ctl = m->node = MPI_COMM_NULL;
+	m->step = m->ctl = m->node = m->shard = m->rep = MPI_COMM_NULL;
 	c->impl = m;
 	MPI_CHECK(MPI_Initialized(&inited));
 	if (!inited) {
@@ -120,6 +163,7 @@ static int mpi_init(struct _sf_comm *c, int *argc, char ***argv)
 	MPI_CHECK(MPI_Comm_set_errhandler(m->node, MPI_ERRORS_RETURN));
 	MPI_CHECK(MPI_Comm_rank(m->node, &c->node_rank));
 	MPI_CHECK(MPI_Comm_size(m->node, &c->node_size));
+	SF_CHECK(make_groups(c, m));
 	return SF_OK;
 fail:
 	mpi_fini(c);
@@ -154,11 +198,16 @@ static int wait_status(struct _sf_comm *c, int mrc, const char *what)
 /* One ring step (tasks/mpi_wait.h): S elements to rank+1 while S come from rank-1, cut
  * into pieces of c->chunk floats' bytes (SHARDFLOW_COMM_CHUNK; docs/performance.md has
  * why); floats, or bf16 (half the bytes: twice the elements a piece). */
+static MPI_Comm shard_comm(struct _sf_comm *c)
+{
+	return impl(c)->shard != MPI_COMM_NULL ? impl(c)->shard : impl(c)->step;
+}
+
 static int ring_exchange_t(struct _sf_comm *c, const void *sbuf, void *rbuf, size_t S, bool bf16,
                            const char *what)
 {
-	int N = c->size, r = c->rank;
-	int mrc = _sf_ring_exchange(impl(c)->step, (r + 1) % N, (r + N - 1) % N, RING_TAG, sbuf, rbuf,
+	int N = c->shard_size, r = c->shard_rank;
+	int mrc = _sf_ring_exchange(shard_comm(c), (r + 1) % N, (r + N - 1) % N, RING_TAG, sbuf, rbuf,
 	                            S, bf16 ? MPI_UINT16_T : MPI_FLOAT,
 	                            bf16 ? sizeof(uint16_t) : sizeof(float),
 	                            bf16 ? 2 * c->chunk : c->chunk, SF_COMM_PACE, c->timeout);
@@ -173,7 +222,7 @@ static int ring_exchange(struct _sf_comm *c, const float *sbuf, float *rbuf, siz
 
 static int mpi_all_gather(struct _sf_comm *c, float *full, size_t S)
 {
-	int N = c->size, r = c->rank;
+	int N = c->shard_size, r = c->shard_rank;
 	for (int k = 0; k < N - 1; k++) {
 		int sb = (r - k + N) % N, rb = (r - k - 1 + 2 * N) % N;
 		int rc = ring_exchange(c, full + (size_t)sb * S, full + (size_t)rb * S, S,
@@ -187,7 +236,7 @@ static int mpi_all_gather(struct _sf_comm *c, float *full, size_t S)
 static int mpi_reduce_scatter(struct _sf_comm *c, float *grad, size_t S, float *out,
                               float *scratch)
 {
-	int N = c->size, r = c->rank;
+	int N = c->shard_size, r = c->shard_rank;
 	for (int k = 0; k < N - 1; k++) {
 		int sb = (r - k - 1 + 2 * N) % N, rb = (r - k - 2 + 2 * N) % N;
 		int rc = ring_exchange(c, grad + (size_t)sb * S, scratch, S, "ring reduce-scatter");
@@ -206,7 +255,7 @@ static int mpi_reduce_scatter(struct _sf_comm *c, float *grad, size_t S, float *
 static int mpi_all_gather16(struct _sf_comm *c, const float *shard, float *full, size_t S,
                             uint16_t *stage)
 {
-	int N = c->size, r = c->rank;
+	int N = c->shard_size, r = c->shard_rank;
 	_sf_bf16_round_n(S, shard, stage + (size_t)r * S);
 	for (int k = 0; k < N - 1; k++) {
 		int sb = (r - k + N) % N, rb = (r - k - 1 + 2 * N) % N;
@@ -225,7 +274,7 @@ static int mpi_all_gather16(struct _sf_comm *c, const float *shard, float *full,
 static int mpi_reduce_scatter16(struct _sf_comm *c, float *grad, size_t S, float *out,
                                 float *scratch)
 {
-	int N = c->size, r = c->rank;
+	int N = c->shard_size, r = c->shard_rank;
 	uint16_t *snd = (uint16_t *)scratch, *rcv = snd + S;
 	for (int k = 0; k < N - 1; k++) {
 		int sb = (r - k - 1 + 2 * N) % N, rb = (r - k - 2 + 2 * N) % N;
@@ -238,6 +287,46 @@ static int mpi_reduce_scatter16(struct _sf_comm *c, float *grad, size_t S, float
 			dst[i] += sf_bf16_to_float(rcv[i]);
 	}
 	memcpy(out, grad + (size_t)r * S, S * sizeof(float));
+	return SF_OK;
+}
+
+/* Hybrid sharding: v (n floats) summed over the replicas as a ring (a reduce-scatter
+ * of M blocks of q = ceil(n / M), then their all-gather): each element is summed once,
+ * in ring order, and passed on, so every replica has the same bits. scratch: M q
+ * floats of v padded with zeros, then q to receive. */
+static int mpi_rep_all_reduce(struct _sf_comm *c, float *v, size_t n, float *scratch)
+{
+	int M = c->rep_size, r = c->rep_rank;
+	if (M == 1)
+		return SF_OK;
+	size_t q = (n + (size_t)M - 1) / (size_t)M;
+	float *buf = scratch, *tmp = scratch + (size_t)M * q;
+	memcpy(buf, v, n * sizeof(float));
+	memset(buf + n, 0, ((size_t)M * q - n) * sizeof(float));
+	MPI_Comm rep = impl(c)->rep;
+	int next = (r + 1) % M, prev = (r + M - 1) % M;
+	for (int k = 0; k < M - 1; k++) { /* reduce-scatter: block r ends summed here */
+		int sb = (r - k - 1 + 2 * M) % M, rb = (r - k - 2 + 2 * M) % M;
+		int mrc = _sf_ring_exchange(rep, next, prev, RING_TAG, buf + (size_t)sb * q, tmp, q,
+		                            MPI_FLOAT, sizeof(float), c->chunk, SF_COMM_PACE,
+		                            c->timeout);
+		int rc = wait_status(c, mrc, "ring all-reduce across nodes");
+		if (rc < 0)
+			return rc;
+		float *dst = buf + (size_t)rb * q;
+		for (size_t i = 0; i < q; i++)
+			dst[i] += tmp[i];
+	}
+	for (int k = 0; k < M - 1; k++) { /* all-gather of the summed blocks */
+		int sb = (r - k + M) % M, rb = (r - k - 1 + 2 * M) % M;
+		int mrc = _sf_ring_exchange(rep, next, prev, RING_TAG, buf + (size_t)sb * q,
+		                            buf + (size_t)rb * q, q, MPI_FLOAT, sizeof(float), c->chunk,
+		                            SF_COMM_PACE, c->timeout);
+		int rc = wait_status(c, mrc, "ring all-reduce across nodes");
+		if (rc < 0)
+			return rc;
+	}
+	memcpy(v, buf, n * sizeof(float));
 	return SF_OK;
 }
 
@@ -362,6 +451,7 @@ const struct _sf_comm_ops _sf_comm_mpi_ops = {
     .reduce_scatter = mpi_reduce_scatter,
     .all_gather16 = mpi_all_gather16,
     .reduce_scatter16 = mpi_reduce_scatter16,
+    .rep_all_reduce = mpi_rep_all_reduce,
     .all_reduce = mpi_all_reduce,
     .sum_scalar = mpi_sum_scalar,
     .barrier = mpi_barrier,

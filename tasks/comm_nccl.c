@@ -65,6 +65,7 @@ static int nccl_init(struct _sf_comm *c, int *argc, char ***argv)
 	m->mpi.ops = &_sf_comm_mpi_ops;
 	m->mpi.chunk = c->chunk;
 	m->mpi.timeout = c->timeout;
+	m->mpi.node_req = c->node_req;
 	int rc = _sf_comm_mpi_ops.init(&m->mpi, argc, argv);
 	if (rc < 0) {
 		free(m);
@@ -75,6 +76,17 @@ static int nccl_init(struct _sf_comm *c, int *argc, char ***argv)
 	c->size = m->mpi.size;
 	c->node_rank = m->mpi.node_rank;
 	c->node_size = m->mpi.node_size;
+	c->shard_rank = c->rank, c->shard_size = c->size, c->rep_rank = 0, c->rep_size = 1;
+	c->node_k = m->mpi.node_k;
+	if (c->hybrid) {
+		rc = SF_ERR(SF_ERR_CONFIG,
+		            "SHARDFLOW_SHARDING=hybrid: the NCCL backend has no hybrid groups yet; "
+		            "use SHARDFLOW_COMM=mpi");
+		_sf_comm_mpi_ops.fini(&m->mpi);
+		free(m);
+		c->impl = NULL;
+		return rc;
+	}
 	/* every rank needs a device; all agree before going on */
 	int ndev = 0;
 	cudaError_t ce = cudaGetDeviceCount(&ndev);

@@ -53,8 +53,8 @@ for c in bf16:fp32 fp32:bf16 bf16:bf16; do
 	ok $? "PARAM_DTYPE=$p REDUCE_DTYPE=$r: 20 losses within 1e-3 of fp32 ($(head -1 "$tmp/cmp-$p-$r.out"))" ||
 		diag_file "$tmp/cmp-$p-$r.out"
 done
-b32=$(sed -n 's/^comm_bytes //p' "$tmp/f32.out")
-b16=$(sed -n 's/^comm_bytes //p' "$tmp/b-bf16-bf16.out")
+b32=$(sed -n "s/^comm_bytes \([0-9]*\).*/\1/p" "$tmp/f32.out")
+b16=$(sed -n "s/^comm_bytes \([0-9]*\).*/\1/p" "$tmp/b-bf16-bf16.out")
 [ -n "$b32" ] && [ -n "$b16" ] && [ "$b32" -gt 0 ] && [ $((b16 * 2)) -eq "$b32" ]
 ok $? "bf16 gathers and reduce-scatters send half the bytes of fp32 ($b16 against $b32 on rank 0)"
 

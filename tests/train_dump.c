@@ -46,7 +46,8 @@
  *   char magic[8] = "SFDUMP1\n"; int64 nsteps; double loss[nsteps];
  *   int64 nparams; float params[nparams]   (sf_model_params_get order)
  * and prints "max_resident <n> ring_slots <n> nunits <n>", "comm_bytes <bytes rank 0
- * sent in collectives>" and "final_loss <loss>".
+ * sent in collectives>" and "final_loss <loss>"; every rank prints "rank <r> comm_bytes
+ * <b> inter_node <bytes of them to another node>".
  * Exit status: 0 success, 1 a library or I/O error, 2 a bad command line.
  */
 #include <errno.h>
@@ -311,6 +312,9 @@ int main(int argc, char **argv)
 		CHECK(sf_model_export_safetensors(m, o.export));
 
 	status = 0;
+	/* every rank's own bytes (mpirun merges the lines) */
+	printf("rank %d comm_bytes %.0f inter_node %.0f\n", rank, st.comm_bytes, st.comm_bytes_inter);
+	fflush(stdout);
 	if (rank == 0) {
 		if (write_dump(PROG, o.out, losses, o.t.steps, params, (int64_t)n))
 			status = 1;

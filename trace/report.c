@@ -61,6 +61,7 @@ int _sf_ev_parse_name(const char *name, enum _sf_ev_kind *kind, int *layer)
 	} prefixes[] = {
 	    {"gather ", SF_EV_GATHER, false}, {"fwd ", SF_EV_FWD, true},  {"bwd ", SF_EV_BWD, true},
 	    {"rs ", SF_EV_RS, false},         {"opt ", SF_EV_OPT, false}, {"ag ", SF_EV_AG, false},
+	    {"ar ", SF_EV_RS, false},
 	    {"free ", SF_EV_FREE, false},     {"acc ", SF_EV_GRAD, false}, {"sqnorm ", SF_EV_GRAD, false},
 	    {"recompute ", SF_EV_RECOMPUTE, true},
 	};

@@ -1,0 +1,101 @@
+#!/bin/sh
+# hybrid.sh — hybrid sharding (SHARDFLOW_SHARDING=hybrid): shard within a node,
+# replicate across nodes.
+#
+# Nodes are SHARDFLOW_NODE_SIZE consecutive ranks (one machine here: 4 ranks as 2
+# nodes of 2, oversubscribed on 2 cores). Checked:
+#  - 2 x 2 = full sharding on 4 ranks = 1 rank, rtol 1e-5 (floor 1e-3, as
+#    equivalence.sh): the MLP, a padded MLP (uneven) and the test GPT, SGD and AdamW;
+#    4 x 1 (one node: no replica) = full sharding bitwise; 1 x 2 and 3 x 2 (6 ranks);
+#  - bitwise across prefetch depths and backward policies;
+#  - with micro-batches (both accumulation modes), clipping (the norm over the world
+#    counts each shard once) and bf16 on the wire;
+#  - the bytes leaving a node (sf_model_stats::comm_bytes_inter, summed over ranks)
+#    fall against full sharding, and within a node's ranks gathers carry none;
+#  - refused with the reason: a node size that does not divide the world;
+#    a checkpoint (not supported yet); safetensors export works and matches.
+. "$(dirname "$0")/lib.sh"
+require_progs "$TRAIN_DUMP" "$DUMP_COMPARE"
+
+plan 16
+
+rtol=1e-5
+floor=1e-3
+hy="SHARDFLOW_SHARDING=hybrid SHARDFLOW_NODE_SIZE=2"
+
+for c in mlp:sgd mlp:adamw uneven:adamw gpt:sgd; do
+	model=${c%:*} opt=${c#*:}
+	args="--model $model --optimizer $opt --steps 5"
+	# shellcheck disable=SC2086
+	train 1 "r1-$model-$opt" $args
+	# shellcheck disable=SC2086
+	train 4 "h-$model-$opt" $hy $args
+	compare "$model, $opt: hybrid 2 x 2 = 1 rank (rtol $rtol)" "h-$model-$opt" "r1-$model-$opt" \
+		--rtol $rtol --floor $floor
+done
+# shellcheck disable=SC2086
+train 4 full-gpt SHARDFLOW_NODE_SIZE=2 --model gpt --optimizer sgd --steps 5
+compare "gpt, sgd: hybrid 2 x 2 = full sharding on 4 ranks (rtol $rtol)" h-gpt-sgd full-gpt \
+	--rtol $rtol --floor $floor
+train 4 h41 SHARDFLOW_SHARDING=hybrid SHARDFLOW_NODE_SIZE=4 --model gpt --optimizer sgd --steps 5
+compare "hybrid 1 node of 4 = full sharding, bitwise" h41 full-gpt --bitwise
+train 2 h12 SHARDFLOW_SHARDING=hybrid SHARDFLOW_NODE_SIZE=1 --model mlp --optimizer adamw --steps 5
+compare "hybrid 2 nodes of 1 (DDP of whole units) = 1 rank (rtol $rtol)" h12 r1-mlp-adamw \
+	--rtol $rtol --floor $floor
+train 6 h32 SHARDFLOW_SHARDING=hybrid SHARDFLOW_NODE_SIZE=2 --model uneven --optimizer adamw \
+	--steps 5 --batch 24
+compare "hybrid 3 nodes of 2 (6 ranks, padded units) = 1 rank (rtol $rtol)" h32 \
+	r1-uneven-adamw --rtol $rtol --floor $floor
+
+# schedules: bitwise
+# shellcheck disable=SC2086
+train 4 hd0 $hy SHARDFLOW_PREFETCH_DEPTH=0 --model gpt --optimizer adamw --steps 4
+# shellcheck disable=SC2086
+train 4 hd3 $hy SHARDFLOW_PREFETCH_DEPTH=3 SHARDFLOW_BACKWARD_PREFETCH=none --model gpt \
+	--optimizer adamw --steps 4
+compare "hybrid: depth 0 = depth 3 with backward prefetch none, bitwise" hd0 hd3 --bitwise
+
+# the other knobs on top
+# shellcheck disable=SC2086
+train 1 acc1 --model mlp --optimizer sgd --steps 4 --batch 24
+for mode in sharded local; do
+	# shellcheck disable=SC2086
+	train 4 "hacc-$mode" $hy SHARDFLOW_ACCUM_MODE=$mode --model mlp --optimizer sgd --steps 4 \
+		--batch 8 --accum 3
+	compare "hybrid, 3 micro-batches ($mode) = one batch on 1 rank (rtol 1e-6)" "hacc-$mode" acc1 \
+		--rtol 1e-6 --floor 1e-2
+done
+# shellcheck disable=SC2086
+train 1 clip1 --model gpt --optimizer sgd --steps 4 --clip 0.5
+# shellcheck disable=SC2086
+train 4 hclip $hy --model gpt --optimizer sgd --steps 4 --clip 0.5
+n1=$(sed -n 's/^norm 4 //p' "$tmp/clip1.out") n4=$(sed -n 's/^norm 4 //p' "$tmp/hclip.out")
+awk -v a="${n1:-0}" -v b="${n4:-1}" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a > 0 && d <= 1e-6 * a) }'
+ok $? "hybrid, clipped: the norm counts each shard once (step 4: $n4, 1 rank $n1)"
+# shellcheck disable=SC2086
+train 4 hbf $hy SHARDFLOW_PARAM_DTYPE=bf16 SHARDFLOW_REDUCE_DTYPE=bf16 --model gpt --optimizer sgd \
+	--steps 5
+"$DUMP_COMPARE" --rtol 1e-3 --ignore 0:1000000000 "$tmp/hbf.dump" "$tmp/full-gpt.dump" \
+	>"$tmp/hbf.cmp" 2>&1
+ok $? "hybrid with bf16 on the wire: losses within 1e-3 of fp32 ($(head -1 "$tmp/hbf.cmp"))"
+
+# the bytes that leave a node, summed over the 4 ranks
+inter() { awk '$1 == "rank" && $5 == "inter_node" { s += $6 } END { print s + 0 }' "$tmp/$1.out"; }
+bf=$(inter full-gpt) bh=$(inter h-gpt-sgd)
+[ "$bf" -gt 0 ] && [ "$bh" -gt 0 ] && [ "$bh" -lt "$bf" ]
+ok $? "bytes leaving a node per run, 4 ranks as 2 x 2: hybrid $bh < full $bf (SHARDFLOW_NODE_SIZE=2 both)" ||
+	diag_file "$tmp/h-gpt-sgd.out"
+
+# refusals
+env SHARDFLOW_SHARDING=hybrid SHARDFLOW_NODE_SIZE=3 sh "$RUN_MPI" 4 "$TRAIN_DUMP" --steps 1 \
+	--out "$tmp/bad.dump" </dev/null >"$tmp/bad.out" 2>"$tmp/bad.err"
+st=$?
+[ $st -ne 0 ] && grep -q 'SHARDFLOW_NODE_SIZE=3 does not divide the 4 ranks' "$tmp/bad.err"
+ok $? "SHARDFLOW_NODE_SIZE=3 on 4 ranks: refused with the reason (exit $st)" || diag_file "$tmp/bad.err"
+# shellcheck disable=SC2086
+env $hy sh "$RUN_MPI" 4 "$top_builddir/tests/ckpt_driver" --save "$tmp/ck" --steps 1 \
+	--save-every 1 </dev/null >"$tmp/ck.out" 2>"$tmp/ck.err"
+st=$?
+[ $st -ne 0 ] && grep -q 'hybrid are not supported yet' "$tmp/ck.err"
+ok $? "hybrid: a checkpoint is refused with the reason (exit $st)" || diag_file "$tmp/ck.err"
+finish
