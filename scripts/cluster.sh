@@ -13,8 +13,8 @@
 # byte between ranks crosses the shaped links over TCP. See docs/cluster.md.
 #
 #   cluster.sh up [--nodes K] [--rate R] [--delay D] [--shaper auto|netem|tbf]
-#   cluster.sh run [-np N] [--timeout S] PROGRAM [ARGS...]
-#   cluster.sh run [-np N] [--timeout S] [MPIRUN-ARGS...] -- PROGRAM [ARGS...]
+#   cluster.sh run [-np N] [--per-node P] [--timeout S] PROGRAM [ARGS...]
+#   cluster.sh run [-np N] [--per-node P] [--timeout S] [MPIRUN-ARGS...] -- PROGRAM [ARGS...]
 #   cluster.sh bench [--bytes N] [--pings N]
 #   cluster.sh status
 #   cluster.sh down
@@ -39,7 +39,7 @@ NETNS_ETC=/etc/netns
 usage() {
 	cat <<EOF
 usage: $prog up [--nodes K] [--rate R] [--delay D] [--shaper auto|netem|tbf]
-       $prog run [-np N] [--timeout S] PROGRAM [ARGS...]
+       $prog run [-np N] [--per-node P] [--timeout S] PROGRAM [ARGS...]
        $prog run [-np N] [--timeout S] [MPIRUN-ARGS...] -- PROGRAM [ARGS...]
        $prog bench [--bytes N] [--pings N]
        $prog status
@@ -58,6 +58,9 @@ up      create the nodes. --nodes K: 1 to 64 (default 2). --rate R: link rate
         the default). Fails if the cluster is already up.
 run     mpirun across the nodes over TCP, one rank per node, rank i on node i
         bound to core i mod nproc; -np N (default: all nodes, at most K);
+        --per-node P puts P consecutive ranks on each node (rank i on node i / P;
+        they reach each other over the node's loopback, not its link), for
+        hybrid sharding (oversubscribed: the nodes share this machine's cores);
         --timeout S kills the run after S seconds (exit 124). Arguments before
         '--' go to mpirun. SHARDFLOW_* and STARPU_* variables are exported.
 bench   TCP round trips and a bulk transfer from node 0 to node 1 (perl):
@@ -341,15 +344,20 @@ cmd_run() {
 	need_progs ip:iproute2 unshare:util-linux mpirun:openmpi-bin timeout:coreutils
 	load_state
 	np=$nodes
+	per=1
 	limit=
 	mpiargs=()
 	have_sep=0
 	for a in "$@"; do [ "$a" = -- ] && have_sep=1; done
 	while [ $# -gt 0 ]; do
 		case $1 in
-		-np | -n | --np | --timeout)
+		-np | -n | --np | --timeout | --per-node)
 			[ $# -ge 2 ] || bad_usage "run: $1 needs a value"
-			if [ "$1" = --timeout ]; then limit=$2; else np=$2; fi
+			case $1 in
+			--timeout) limit=$2 ;;
+			--per-node) per=$2 ;;
+			*) np=$2 ;;
+			esac
 			shift 2
 			;;
 		--) shift; break ;;
@@ -373,7 +381,10 @@ cmd_run() {
 	case $np in
 	'' | *[!0-9]* | 0*) bad_usage "run: -np \"$np\" is invalid: accepted values are integers from 1 to $nodes (the nodes)" ;;
 	esac
-	[ "$np" -le "$nodes" ] || bad_usage "run: -np \"$np\" is invalid: accepted values are integers from 1 to $nodes (the nodes)"
+	case $per in
+	'' | *[!0-9]* | 0*) bad_usage "run: --per-node \"$per\" is invalid: expected a positive number of ranks" ;;
+	esac
+	[ "$np" -le $((nodes * per)) ] || bad_usage "run: -np \"$np\" is invalid: accepted values are integers from 1 to $((nodes * per)) ($nodes nodes x --per-node $per)"
 	case $limit in
 	'') ;;
 	*[!0-9]* | 0*) bad_usage "run: --timeout \"$limit\" is invalid: expected a positive number of seconds" ;;
@@ -384,9 +395,9 @@ cmd_run() {
 	i=0
 	: >"$session/hostfile"
 	: >"$session/rankfile"
-	while [ "$i" -lt "$np" ]; do
-		echo "$NODE_PREFIX$i slots=1" >>"$session/hostfile"
-		echo "rank $i=$NODE_PREFIX$i slot=$((i % cores))" >>"$session/rankfile"
+	while [ "$i" -lt "$np" ]; do # ranks i*per .. on node i: consecutive ranks a node
+		[ $((i % per)) -eq 0 ] && echo "$NODE_PREFIX$((i / per)) slots=$per" >>"$session/hostfile"
+		echo "rank $i=$NODE_PREFIX$((i / per)) slot=$((i % cores))" >>"$session/rankfile"
 		i=$((i + 1))
 	done
 	root=()

@@ -47,7 +47,7 @@ valid() {
 	fi
 }
 
-plan 96
+plan 112
 
 accepted="accepted values are"
 invalid SHARDFLOW_PREFETCH_DEPTH abc "$accepted"
@@ -70,6 +70,11 @@ invalid SHARDFLOW_GRAD_ACCUM 0 "$accepted"
 invalid SHARDFLOW_GRAD_ACCUM 4097 "$accepted"
 invalid SHARDFLOW_GRAD_ACCUM four "$accepted"
 invalid SHARDFLOW_ACCUM_MODE no_sync "$accepted"
+invalid SHARDFLOW_RECOMPUTE all "$accepted"
+invalid SHARDFLOW_PARAM_DTYPE fp16 "$accepted"
+invalid SHARDFLOW_REDUCE_DTYPE bfloat16 "$accepted"
+invalid SHARDFLOW_NODE_SIZE -2 "$accepted"
+invalid SHARDFLOW_SHARDING hybrid_shard "$accepted"
 invalid SHARDFLOW_PREFETCH_DEPHT 2 "known variables are"
 # numbers are strict: no blanks, no sign
 invalid SHARDFLOW_PREFETCH_DEPTH " 2" "$accepted"
@@ -97,6 +102,11 @@ valid SHARDFLOW_COMM mpi
 for v in device host; do valid SHARDFLOW_OPTIMIZER_ON $v; done
 valid SHARDFLOW_GRAD_ACCUM 4096
 for v in sharded local; do valid SHARDFLOW_ACCUM_MODE $v; done
+for v in none units; do valid SHARDFLOW_RECOMPUTE $v; done
+valid SHARDFLOW_PARAM_DTYPE bf16
+valid SHARDFLOW_REDUCE_DTYPE bf16
+valid SHARDFLOW_SHARDING hybrid
+valid SHARDFLOW_NODE_SIZE 1
 
 # SHARDFLOW_COMM=nccl on this machine: no GPU (and, in a CPU build, no NCCL) is a clear
 # error at sf_init, not a crash or a hang
