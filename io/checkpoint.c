@@ -303,13 +303,13 @@ static int write_rank_file(struct sf_model *m, const char *stepdir, uint64_t *si
 	buf = malloc(smax * sizeof(float) + 1);
 	if (!buf)
 		return SF_ERR(SF_ERR_NOMEM, "checkpoint: cannot allocate %zu bytes", smax * 4);
-	SF_CHECK(rank_path(path, sizeof path, stepdir, m->rank));
+	SF_CHECK(rank_path(path, sizeof path, stepdir, m->sr));
 	SF_CHECK(_sf_create_tmp(path, tmp, sizeof tmp, &fd));
 
 	uint8_t hdr[SF_CKPT_HEADER];
 	memcpy(hdr, CKPT_MAGIC, 8);
-	_sf_put_le(hdr + 8, (uint32_t)m->rank, 4);
-	_sf_put_le(hdr + 12, (uint32_t)m->nranks, 4);
+	_sf_put_le(hdr + 8, (uint32_t)m->sr, 4);
+	_sf_put_le(hdr + 12, (uint32_t)m->sn, 4);
 	_sf_put_le(hdr + 16, (uint32_t)m->nunits, 4);
 	_sf_put_le(hdr + 20, (uint32_t)nvectors(m), 4);
 	uint32_t c = crc32_of(0, hdr, sizeof hdr);
@@ -352,7 +352,7 @@ static json_t *manifest_build(struct sf_model *m, const struct sf_checkpoint_inf
 	for (int u = 0; u < m->nunits; u++)
 		json_array_append_new(units, json_pack("{s:s, s:I}", "name", unit_name(m, u), "P",
 		                                       (json_int_t)m->units[u].P));
-	for (int r = 0; r < m->nranks; r++) {
+	for (int r = 0; r < m->sn; r++) {
 		char name[32];
 		_sf_ckpt_rank_name(name, sizeof name, r);
 		json_array_append_new(files, json_pack("{s:s, s:I, s:I}", "name", name, "size",
@@ -362,7 +362,7 @@ static json_t *manifest_build(struct sf_model *m, const struct sf_checkpoint_inf
 	return json_pack("{s:s, s:i, s:i, s:s, s:s, s:s, s:s, s:I, s:{s:I, s:I, s:I, s:s}, "
 	                 "s:o, s:o, s:o}",
 	                 "format", SF_CKPT_FORMAT, "version", SF_CKPT_VERSION, "world_size",
-	                 m->nranks, "sharding", _sf_sharding_names[m->cfg.sharding], "optimizer",
+	                 m->sn, "sharding", _sf_sharding_names[m->cfg.sharding], "optimizer",
 	                 _sf_optimizer_names[m->opt.optimizer], "structure_hash", hash, "dtype",
 	                 "f32", "model_steps", (json_int_t)m->nupdates, "info", "step",
 	                 (json_int_t)info->step, "epoch", (json_int_t)info->epoch, "batch",
@@ -481,11 +481,6 @@ SF_API int sf_checkpoint_save(sf_model *m, const char *dir, const struct sf_chec
 	struct sf_checkpoint_info none = {0};
 	if (!m || !dir || !*dir)
 		return SF_ERR(SF_ERR_INVALID, "sf_checkpoint_save: NULL model or empty directory");
-	if (m->cfg.sharding == SF_SHARD_HYBRID)
-		return SF_ERR(SF_ERR_STATE,
-		              "sf_checkpoint_save: checkpoints of SHARDFLOW_SHARDING=hybrid are not "
-		              "supported yet (each shard is held by every node); export the weights "
-		              "with sf_model_export_safetensors, or train with sharding full");
 	if (m->accum_k > 0)
 		return SF_ERR(SF_ERR_STATE,
 		              "sf_checkpoint_save: %d micro-batches are accumulated and a checkpoint "
@@ -521,7 +516,9 @@ SF_API int sf_checkpoint_save(sf_model *m, const char *dir, const struct sf_chec
 
 	uint64_t mine[2] = {0, 0};
 	uint32_t crc = 0;
-	lrc = write_rank_file(m, sp.stage, &mine[0], &crc);
+	/* hybrid: the first node's ranks hold every shard once (the files of a checkpoint
+	 * written by sn ranks); the other nodes' are the same again and write nothing */
+	lrc = m->rank < m->sn ? write_rank_file(m, sp.stage, &mine[0], &crc) : SF_OK;
 	mine[1] = crc;
 	/* every rank reaches the gather, failed or not, so collectives stay matched */
 	SF_CHECK(m->comm->ops->gather(m->comm, mine, sizeof mine, all, 0));
@@ -531,14 +528,14 @@ SF_API int sf_checkpoint_save(sf_model *m, const char *dir, const struct sf_chec
 
 	lrc = SF_OK;
 	if (m->rank == 0) {
-		for (int r = 0; r < m->nranks; r++) {
+		for (int r = 0; r < m->sn; r++) {
 			sizes[r] = all[2 * r];
 			crcs[r] = (uint32_t)all[2 * r + 1];
 		}
 		lrc = publish(m, dir, &sp, info, sizes, crcs);
 	}
 	SF_CHECK(_sf_comm_agree(m->comm, lrc, "sf_checkpoint_save"));
-	_sf_log(SF_LOG_INFO, "checkpoint %s written (%d ranks)", sp.step, m->nranks);
+	_sf_log(SF_LOG_INFO, "checkpoint %s written (%d ranks)", sp.step, m->sn);
 fail:
 	unlock_dir(lock);
 	free(all);
@@ -780,7 +777,7 @@ static int expect_init(const struct sf_model *m, struct _sf_manifest_expect *e)
 {
 	*e = (struct _sf_manifest_expect){
 	    .shardings = _sf_sharding_names,
-	    .nshardings = 3,
+	    .nshardings = 4,
 	    .optimizers = _sf_optimizer_names,
 	    .noptimizers = 2,
 	    .optimizer = (int)m->opt.optimizer,
@@ -894,7 +891,7 @@ static int need_init(const struct sf_model *m, struct need *nd)
 		return SF_ERR(SF_ERR_NOMEM, "sf_checkpoint_load: out of memory");
 	for (int u = 0; u < m->nunits; u++) {
 		size_t P = m->units[u].P, S = m->units[u].S;
-		size_t lo = (size_t)m->rank * S < P ? (size_t)m->rank * S : P;
+		size_t lo = (size_t)m->sr * S < P ? (size_t)m->sr * S : P;
 		bool none = m->cfg.sharding == SF_SHARD_NONE;
 		nd->lo[u] = none ? 0 : lo;
 		nd->hi[u] = none ? P : (P - lo < S ? P : lo + S);
@@ -1151,11 +1148,6 @@ SF_API int sf_checkpoint_load(sf_model *m, const char *dir, struct sf_checkpoint
 	struct need nd = {0};
 	if (!m || !dir || !*dir)
 		return SF_ERR(SF_ERR_INVALID, "sf_checkpoint_load: NULL model or empty directory");
-	if (m->cfg.sharding == SF_SHARD_HYBRID)
-		return SF_ERR(SF_ERR_STATE,
-		              "sf_checkpoint_load: checkpoints of SHARDFLOW_SHARDING=hybrid are not "
-		              "supported yet; start from safetensors weights "
-		              "(sf_model_import_safetensors), or train with sharding full");
 	if (m->accum_k > 0)
 		return SF_ERR(SF_ERR_STATE,
 		              "sf_checkpoint_load: %d micro-batches are accumulated; load before "

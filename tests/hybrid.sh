@@ -12,12 +12,13 @@
 #    counts each shard once) and bf16 on the wire;
 #  - the bytes leaving a node (sf_model_stats::comm_bytes_inter, summed over ranks)
 #    fall against full sharding, and within a node's ranks gathers carry none;
-#  - refused with the reason: a node size that does not divide the world;
-#    a checkpoint (not supported yet); safetensors export works and matches.
+#  - checkpoints: the first node's ranks write them (every shard once), a resumed run
+#    is bitwise the uninterrupted one, and they load across shardings and sizes;
+#  - refused with the reason: a node size that does not divide the world.
 . "$(dirname "$0")/lib.sh"
 require_progs "$TRAIN_DUMP" "$DUMP_COMPARE"
 
-plan 16
+plan 19
 
 rtol=1e-5
 floor=1e-3
@@ -92,10 +93,40 @@ env SHARDFLOW_SHARDING=hybrid SHARDFLOW_NODE_SIZE=3 sh "$RUN_MPI" 4 "$TRAIN_DUMP
 st=$?
 [ $st -ne 0 ] && grep -q 'SHARDFLOW_NODE_SIZE=3 does not divide the 4 ranks' "$tmp/bad.err"
 ok $? "SHARDFLOW_NODE_SIZE=3 on 4 ranks: refused with the reason (exit $st)" || diag_file "$tmp/bad.err"
+# checkpoints: the first node's ranks write the shards (a checkpoint of 2 ranks);
+# resumed, the run goes on bitwise; a full-sharding run of another size loads it, and
+# a hybrid run loads a full-sharding checkpoint of 3 ranks (SGD: see test_models.h)
+DRV="$top_builddir/tests/ckpt_driver"
+drv() { # drv NAME NP ENV... -- ARGS
+	d_name=$1 d_np=$2
+	shift 2
+	d_env=
+	while [ "$1" != -- ]; do d_env="$d_env $1"; shift; done
+	shift
+	# shellcheck disable=SC2086
+	env $d_env sh "$RUN_MPI" "$d_np" "$DRV" --model gpt "$@" --out "$tmp/$d_name.dump" \
+		</dev/null >"$tmp/$d_name.out" 2>"$tmp/$d_name.err" || diag_file "$tmp/$d_name.err"
+}
 # shellcheck disable=SC2086
-env $hy sh "$RUN_MPI" 4 "$top_builddir/tests/ckpt_driver" --save "$tmp/ck" --steps 1 \
-	--save-every 1 </dev/null >"$tmp/ck.out" 2>"$tmp/ck.err"
-st=$?
-[ $st -ne 0 ] && grep -q 'hybrid are not supported yet' "$tmp/ck.err"
-ok $? "hybrid: a checkpoint is refused with the reason (exit $st)" || diag_file "$tmp/ck.err"
+drv cu 4 $hy -- --optimizer adamw --steps 6 --dump-losses-from 3
+# shellcheck disable=SC2086
+drv cs 4 $hy -- --optimizer adamw --steps 3 --save "$tmp/ck" --save-every 3
+# shellcheck disable=SC2086
+drv cr 4 $hy -- --optimizer adamw --steps 6 --dump-losses-from 3 --resume "$tmp/ck"
+n=$(ls "$tmp/ck/step-000000003" 2>/dev/null | grep -c '^rank-')
+[ "$n" -eq 2 ]
+ok $? "hybrid 2 x 2: a checkpoint holds the first node's 2 rank files ($n)"
+compare "hybrid: saved at step 3 and resumed = uninterrupted, bitwise" cr cu --bitwise
+# shellcheck disable=SC2086
+drv su 4 $hy -- --steps 6 --dump-losses-from 3
+# shellcheck disable=SC2086
+drv ss 4 $hy -- --steps 3 --save "$tmp/cks" --save-every 3
+drv sf 2 -- --steps 6 --dump-losses-from 3 --resume "$tmp/cks"
+compare "a hybrid checkpoint resumed by full sharding on 2 ranks (rtol $rtol)" sf su --rtol $rtol \
+	--floor $floor
+drv s3 3 -- --steps 3 --save "$tmp/ck3" --save-every 3
+# shellcheck disable=SC2086
+drv sh3 4 $hy -- --steps 6 --dump-losses-from 3 --resume "$tmp/ck3"
+compare "a full-sharding checkpoint of 3 ranks resumed by hybrid 2 x 2 (rtol $rtol)" sh3 su \
+	--rtol $rtol --floor $floor
 finish
