@@ -16,8 +16,8 @@
 # Then build shardflow against it:  ./configure --with-starpu=DIR
 # (the library and programs get an rpath to DIR/lib; no LD_LIBRARY_PATH needed).
 #
-# Idempotent: the prefix records the options it was built with
-# (DIR/share/shardflow-starpu.stamp); a second run with the same options does
+# Idempotent: the prefix records the options (and the CUDA patch's hash) it was built
+# with (DIR/share/shardflow-starpu.stamp); a second run with the same ones does
 # nothing. Needs root (or sudo) once, to add a deb-src entry and the build
 # dependencies.
 set -eu
@@ -78,9 +78,17 @@ configure_options() {
 }
 opts=$(configure_options | tr '\n' ' ' | sed 's/ *$//')
 stamp=$prefix/share/shardflow-starpu.stamp
+# the stamp holds the options and, with CUDA, the patch's hash: a changed patch
+# rebuilds the prefix (and re-patches the source copy)
+stamped=$opts
+patchsum=
+if [ -n "$cuda" ]; then
+	patchsum=$(sha256sum <"$patchfile" | cut -d' ' -f1)
+	stamped="$opts patch-sha256=$patchsum"
+fi
 
-if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$opts" ] && [ -f "$prefix/lib/pkgconfig/starpu-1.3.pc" ]; then
-	echo "build-starpu.sh: $prefix already holds StarPU built with: $opts"
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$stamped" ] && [ -f "$prefix/lib/pkgconfig/starpu-1.3.pc" ]; then
+	echo "build-starpu.sh: $prefix already holds StarPU built with: $stamped"
 	exit 0
 fi
 
@@ -123,11 +131,11 @@ src=starpu-src build=build
 if [ -n "$cuda" ]; then
 	# the CUDA build patches a copy, so that both builds can share the work directory
 	src=starpu-src-cuda build=build-cuda
-	if [ ! -f "$src/.shardflow-cuda13-patched" ]; then
+	if [ "$(cat "$src/.shardflow-cuda13-patched" 2>/dev/null)" != "$patchsum" ]; then
 		rm -rf "$src" && cp -a starpu-src "$src"
 		say "applying $patchfile"
 		(cd "$src" && patch -p1 --quiet <"$patchfile") || { say "the CUDA 13 patch does not apply to $workdir/$src"; exit 1; }
-		touch "$src/.shardflow-cuda13-patched"
+		echo "$patchsum" >"$src/.shardflow-cuda13-patched"
 	fi
 fi
 
@@ -151,7 +159,7 @@ say "installing into $prefix"
 $SUDO mkdir -p "$prefix"
 $SUDO make install >install.log 2>&1 || { tail -30 install.log; say "make install failed"; exit 1; }
 $SUDO mkdir -p "$prefix/share"
-echo "$opts" | $SUDO tee "$stamp" >/dev/null
+echo "$stamped" | $SUDO tee "$stamp" >/dev/null
 took=$(($(date +%s) - start))
 say "built and installed in $((took / 60)) min $((took % 60)) s"
 say "done: ./configure --with-starpu=$prefix"
