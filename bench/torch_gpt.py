@@ -138,7 +138,7 @@ def read_safetensors(path):
 
 # --- the model ------------------------------------------------------------------------
 
-def build_model(layers, heads, embd, context, vocab, tied):
+def build_model(layers, heads, embd, context, vocab, tied, sdpa=False):
     import torch
     import torch.nn as nn
     import torch.nn.functional as F
@@ -160,6 +160,11 @@ def build_model(layers, heads, embd, context, vocab, tied):
             q = q.view(B, T, heads, hs).transpose(1, 2)
             k = k.view(B, T, heads, hs).transpose(1, 2)
             v = v.view(B, T, heads, hs).transpose(1, 2)
+            if sdpa:  # PyTorch >= 2.0's fused kernels (flash / memory-efficient)
+                y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+                return self.c_proj(y.transpose(1, 2).contiguous().view(B, T, C))
+            if self.mask.device != x.device:
+                self.mask = self.mask.to(x.device)
             att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hs))
             att = att.masked_fill(~self.mask[:, :, :T, :T], float("-inf"))
             att = F.softmax(att, dim=-1)
@@ -201,7 +206,7 @@ def build_model(layers, heads, embd, context, vocab, tied):
 
         def forward(self, idx):
             B, T = idx.shape
-            pos = torch.arange(T, dtype=torch.long)
+            pos = torch.arange(T, dtype=torch.long, device=idx.device)
             x = self.transformer.wte(idx) + self.transformer.wpe(pos)
             for blk in self.transformer.h:
                 x = blk(x)
@@ -222,14 +227,15 @@ def load_weights(model, path, tied):
 
 # --- command line ---------------------------------------------------------------------
 
-def add_model_args(p):
+def add_model_args(p, text=True):
     p.add_argument("--layers", type=int, default=4)
     p.add_argument("--heads", type=int, default=4)
     p.add_argument("--embd", type=int, default=128)
     p.add_argument("--context", type=int, default=128)
     p.add_argument("--vocab", type=int, default=256)
     p.add_argument("--untied", action="store_true")
-    p.add_argument("--text", required=True)
+    if text:
+        p.add_argument("--text", required=True)
     p.add_argument("--batch", type=int, default=16)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--val-fraction", type=float, default=0.1)
@@ -263,9 +269,18 @@ def parse_args(argv):
     tr.add_argument("--master-addr")
     tr.add_argument("--master-port", type=int, default=0)
     tr.add_argument("--ifname")
+    sp = sub.add_parser("speed", help="tokens/s of training on a device, as a user runs it fast")
+    add_model_args(sp, text=False)
+    sp.add_argument("--device", default="cuda")
+    sp.add_argument("--precision", choices=("fp32", "bf16"), default="fp32")
+    sp.add_argument("--attn", choices=("manual", "sdpa"), default="sdpa")
+    sp.add_argument("--compile", action="store_true")
+    sp.add_argument("--tf32", action="store_true")
+    sp.add_argument("--steps", type=int, default=20)
+    sp.add_argument("--warmup-steps", type=int, default=3)
     a = ap.parse_args(argv)
     for name in ("layers", "heads", "embd", "context", "vocab", "batch") + (
-            ("threads", "steps") if a.cmd == "train" else ()):
+            ("threads", "steps") if a.cmd == "train" else ("steps",) if a.cmd == "speed" else ()):
         if getattr(a, name) < 1:
             ap.error("--%s %d is invalid: expected a positive integer" % (name, getattr(a, name)))
     if a.embd % a.heads:
@@ -440,6 +455,63 @@ def cmd_train(a):
     return 0
 
 
+def cmd_speed(a):
+    """Training throughput on a device: random tokens (speed does not depend on them),
+    AdamW (fused on CUDA), fp32 (TF32 off unless --tf32, as shardflow's cuBLAS calls)
+    or bf16 autocast, manual or fused attention, eager or torch.compile. Prints one
+    JSON line: tokens_per_s over the timed steps, step_ms_median, the parameters and
+    nanoGPT's FLOPs per token (6 N + 12 L H Q T, N without wpe), the peak memory."""
+    import torch
+    dev = torch.device(a.device)
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError("--device %s: torch.cuda.is_available() is False (torch %s, "
+                           "built for CUDA %s)" % (a.device, torch.__version__,
+                                                   torch.version.cuda))
+    torch.backends.cuda.matmul.allow_tf32 = a.tf32
+    torch.backends.cudnn.allow_tf32 = a.tf32
+    torch.manual_seed(a.seed)
+    model = build_model(a.layers, a.heads, a.embd, a.context, a.vocab, not a.untied,
+                        sdpa=a.attn == "sdpa").to(dev)
+    params = {id(p): p for p in model.parameters()}.values()
+    n_params = sum(p.numel() for p in params)
+    n_flops = n_params - model.transformer.wpe.weight.numel()
+    hs = a.embd // a.heads
+    flops_per_token = 6 * n_flops + 12 * a.layers * a.heads * hs * a.context
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, betas=(0.9, 0.99), eps=1e-8,
+                            weight_decay=0.01, **({"fused": True} if dev.type == "cuda" else {}))
+    net = torch.compile(model) if a.compile else model
+    g = torch.Generator(device="cpu").manual_seed(a.seed)
+    x = torch.randint(0, a.vocab, (a.batch, a.context), generator=g).to(dev)
+    y = torch.randint(0, a.vocab, (a.batch * a.context,), generator=g).to(dev)
+    sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
+    times, loss = [], None
+    t_start = time.perf_counter()
+    for step in range(a.warmup_steps + a.steps):
+        sync()
+        t0 = time.perf_counter()
+        opt.zero_grad(set_to_none=True)
+        with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=a.precision == "bf16"):
+            logits = net(x)
+            loss = torch.nn.functional.cross_entropy(logits.view(-1, a.vocab).float(), y)
+        loss.backward()
+        opt.step()
+        sync()
+        if step >= a.warmup_steps:
+            times.append(time.perf_counter() - t0)
+    peak = torch.cuda.max_memory_allocated(dev) if dev.type == "cuda" else 0
+    print(json.dumps(dict(framework="pytorch", version=torch.__version__,
+                          device=torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu",
+                          precision=a.precision, attn=a.attn, compile=a.compile, tf32=a.tf32,
+                          layers=a.layers, heads=a.heads, embd=a.embd, context=a.context,
+                          batch=a.batch, params=n_params, flops_per_token=flops_per_token,
+                          steps=a.steps, step_ms_median=round(statistics.median(times) * 1e3, 3),
+                          tokens_per_s=round(a.batch * a.context * len(times) / sum(times), 1),
+                          wall_s=round(time.perf_counter() - t_start, 1),
+                          peak_mem_mib=round(peak / 2**20, 1), final_loss=loss.item())),
+          flush=True)
+    return 0
+
+
 def main(argv):
     a = parse_args(argv)
     try:
@@ -450,6 +522,8 @@ def main(argv):
               file=sys.stderr)
         return 2
     try:
+        if a.cmd == "speed":
+            return cmd_speed(a)
         return cmd_logits(a) if a.cmd == "logits" else cmd_train(a)
     except (OSError, ValueError, KeyError, RuntimeError) as e:
         print("%s: error: %s" % (PROG, e), file=sys.stderr)

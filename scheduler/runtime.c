@@ -21,6 +21,7 @@
 #include "config.h"
 
 #include <cblas.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -199,6 +200,26 @@ static void drop_incomplete_step(struct _sf_taskrec *rd, int nranks)
 }
 #endif
 
+#ifdef SF_HAVE_FXT
+/* starpu_fxt_tool beside the StarPU this process loaded (<libdir>/../bin), so a
+ * StarPU moved with its tools (scripts/gpu-bundle.sh's bundle) finds its own; else
+ * the one of the StarPU configure found. */
+static void fxt_tool_path(char *buf, size_t n)
+{
+	Dl_info di;
+	if (dladdr((void *)starpu_init, &di) && di.dli_fname) {
+		const char *slash = strrchr(di.dli_fname, '/');
+		if (slash && (size_t)(slash - di.dli_fname) + 32 < n) {
+			snprintf(buf, n, "%.*s/../bin/starpu_fxt_tool", (int)(slash - di.dli_fname),
+			         di.dli_fname);
+			if (access(buf, X_OK) == 0)
+				return;
+		}
+	}
+	snprintf(buf, n, "%s", SF_STARPU_BINDIR "/starpu_fxt_tool");
+}
+#endif
+
 /* Rank 0, after every rank's FxT file is complete: tasks.rec and its overlap report. */
 static int fxt_finish(const char *prefix, int nranks)
 {
@@ -217,7 +238,9 @@ static int fxt_finish(const char *prefix, int nranks)
 	snprintf(out, sizeof out, "%s.fxt", prefix);
 	const char *user = getenv("USER");
 	int k = 0;
-	argv[k++] = SF_STARPU_BINDIR "/starpu_fxt_tool";
+	char tool[700];
+	fxt_tool_path(tool, sizeof tool);
+	argv[k++] = tool;
 	argv[k++] = "-d";
 	argv[k++] = dir;
 	argv[k++] = "-i";

@@ -1,9 +1,9 @@
 #!/bin/sh
 # gpu_step.sh — the GPU path against the CPU, on a machine with CUDA devices
-# (scripts/gpu-selftest.sh runs it there). Skipped, with the reason, in a CPU build
-# and where cudaGetDeviceCount finds no device: every machine of this project so far
-# (automake's TAP driver takes "1..0 # SKIP" with status 0 as a skip; status 77 is
-# the plain driver's convention, an ERROR under TAP).
+# (scripts/gpu-check.sh runs it there, from the bundle). Skipped, with the reason, in
+# a CPU build and where cudaGetDeviceCount finds no device: every machine of this
+# project but the lent GPU one (automake's TAP driver takes "1..0 # SKIP" with
+# status 0 as a skip; status 77 is the plain driver's convention, an ERROR under TAP).
 #
 # With 1 GPU (5 steps of train_dump, the models from simple to whole):
 #  - each model on 1 rank on the GPU = on CPU workers (CUDA_VISIBLE_DEVICES=""),
@@ -13,10 +13,18 @@
 #    and AdamW;
 #  - SHARDFLOW_OPTIMIZER_ON=host = device on the GPU, bitwise (nvcc --fmad=false
 #    keeps the optimizers' rounding the CPU's);
-#  - depth 0 = depth 2 on the GPU, bitwise.
-# With 2 GPUs: the 2-rank FSDP step with NCCL (SHARDFLOW_COMM=nccl, a comm stream per
-# GPU) = the 1-rank CPU step (rtol 1e-4), bitwise across depths 0 and 2; and 2 ranks
-# with MPI collectives and GPU compute = the same.
+#  - depth 0 = depth 2 on the GPU, bitwise;
+#  - NCCL on 1 rank (SHARDFLOW_COMM=nccl: the comm worker's stream, its collectives
+#    as copies, the watchdog's polling) = the same GPU run over MPI, bitwise: plain;
+#    with clipping and 2 micro-batches (sqnorm, the device grad norm, grad_add /
+#    grad_copy); with bf16 gathers and reduce-scatters (round_k / widen_k and the
+#    staging buffer against the CPU's rounding);
+#  - 2 ranks sharing the GPU, MPI collectives = the 1-rank CPU step (rtol 1e-4);
+#  - 2 ranks sharing the GPU with SHARDFLOW_COMM=nccl: refused on every rank with a
+#    message (NCCL cannot put two ranks on one GPU), within 60 s, not a hang.
+# With 2 GPUs: the 2-rank FSDP step with NCCL (a comm stream per GPU) = the 1-rank
+# CPU step (rtol 1e-4), bitwise across depths 0 and 2; and 2 ranks with MPI
+# collectives and GPU compute = the same.
 . "$(dirname "$0")/lib.sh"
 require_progs "$TRAIN_DUMP" "$DUMP_COMPARE"
 [ "$SF_HAVE_CUDA" = yes ] ||
@@ -30,7 +38,7 @@ rtol=1e-4
 floor=1e-3
 # the key biases of nanogpt, whose AdamW updates are noise (tests/units.sh says why)
 keys="--ignore 560:570 --ignore 1890:1900"
-plan 13
+plan 18
 
 for model in mlp residual gpt nanogpt; do
 	for opt in sgd adamw; do
@@ -49,6 +57,39 @@ compare "nanogpt, adamw, GPU: SHARDFLOW_OPTIMIZER_ON=host = device (bitwise)" \
 	gpu-host gpu-nanogpt-adamw --bitwise
 train 1 gpu-d0 SHARDFLOW_PREFETCH_DEPTH=0 --model nanogpt --optimizer adamw --steps $steps
 compare "nanogpt, adamw, GPU: depth 0 = depth 2 (bitwise)" gpu-d0 gpu-nanogpt-adamw --bitwise
+
+# NCCL on one rank against the same GPU run over MPI, bitwise
+for v in plain clip bf16; do
+	case $v in
+	plain) set -- ;;
+	clip) set -- --clip 1 --accum 2 ;;
+	bf16) set -- SHARDFLOW_PARAM_DTYPE=bf16 SHARDFLOW_REDUCE_DTYPE=bf16 ;;
+	esac
+	train 1 "mpi1-$v" "$@" --model nanogpt --optimizer adamw --steps $steps
+	train 1 "nccl1-$v" SHARDFLOW_COMM=nccl SHARDFLOW_COMM_TIMEOUT=60 "$@" --model nanogpt \
+		--optimizer adamw --steps $steps
+	compare "1 rank, NCCL ($v) = MPI collectives on the GPU (bitwise)" "nccl1-$v" "mpi1-$v" --bitwise
+done
+train 2 shared-mpi --model nanogpt --optimizer adamw --steps $steps
+# shellcheck disable=SC2086
+compare "2 ranks sharing the GPU, MPI collectives: = the 1-rank CPU step (rtol $rtol)" \
+	shared-mpi cpu-nanogpt-adamw --rtol $rtol --floor $floor $keys
+if [ "$ndev" -eq 1 ]; then
+	SF_TEST_TIMEOUT=60
+	export SF_TEST_TIMEOUT
+	train 2 shared-nccl SHARDFLOW_COMM=nccl --model gpt --optimizer sgd --steps 1
+	st=$?
+	unset SF_TEST_TIMEOUT
+	if [ $st -ne 0 ] && [ $st -ne 124 ] && grep -q "one GPU per rank" "$tmp/shared-nccl.err"; then
+		ok 0 "2 ranks on one GPU with SHARDFLOW_COMM=nccl: refused with the reason (exit $st)"
+		grep -m 1 "one GPU per rank" "$tmp/shared-nccl.err" | sed 's/^/#   /'
+	else
+		ok 1 "2 ranks on one GPU with SHARDFLOW_COMM=nccl: refused with the reason (exit $st)"
+		diag_file "$tmp/shared-nccl.err"
+	fi
+else
+	skip "2 ranks on one GPU with SHARDFLOW_COMM=nccl: refused" "$ndev GPUs: each rank has its own"
+fi
 
 if [ "$ndev" -ge 2 ]; then
 	for d in 2 0; do

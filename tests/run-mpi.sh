@@ -9,7 +9,9 @@
 # of blocking `make check`. Options: --oversubscribe (tests run more ranks than this
 # machine has cores), --allow-run-as-root when uid 0 (containers), --bind-to core
 # only if every rank gets its own core, else --bind-to none (binding oversubscribed
-# ranks to cores would stack them). SHARDFLOW_* and STARPU_* variables are exported
+# ranks to cores would stack them); SF_TEST_BIND=none|core overrides (a GPU rank
+# runs a CUDA driver thread, a comm worker and NCCL's proxy beside its CPU workers:
+# scripts/gpu-check.sh runs unbound). SHARDFLOW_* and STARPU_* variables are exported
 # to the ranks explicitly (-x), so they also reach ranks on other hosts.
 #
 # Exit status: the program's (as mpirun reports it), 124 on timeout, 2 on bad usage.
@@ -36,13 +38,13 @@ command -v "$MPIRUN" >/dev/null 2>&1 || { echo "run-mpi.sh: $MPIRUN not found (i
 command -v timeout >/dev/null 2>&1 || { echo "run-mpi.sh: timeout not found (coreutils)" >&2; exit 2; }
 
 cores=$(nproc 2>/dev/null || getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1)
-if [ "$np" -le "$cores" ]; then
-	bind="--bind-to core"
-	bindkind="bind-core"
-else
-	bind="--bind-to none"
-	bindkind="bind-none"
-fi
+case ${SF_TEST_BIND:-auto} in
+auto) [ "$np" -le "$cores" ] && bindkind=bind-core || bindkind=bind-none ;;
+core) bindkind=bind-core ;;
+none) bindkind=bind-none ;;
+*) echo "run-mpi.sh: SF_TEST_BIND=\"$SF_TEST_BIND\" is invalid: expected auto, core or none" >&2; exit 2 ;;
+esac
+bind="--bind-to ${bindkind#bind-}"
 
 # StarPU keeps a bus calibration in $STARPU_HOME/.starpu/sampling/bus and redoes it,
 # rewriting the files in place, whenever the number of CPUs it sees changes: a rank
@@ -51,8 +53,13 @@ fi
 # and a rank that reads the files while another rewrites them aborts in
 # check_bus_affinity_file. So when SF_TEST_STARPU_HOME is set (tests/lib.sh sets it
 # unless STARPU_HOME was given), each kind of binding gets a StarPU home of its own.
+# Likewise the number of CUDA devices: a run with CUDA_VISIBLE_DEVICES="" (a CPU
+# reference on a GPU machine) would make the next GPU run recalibrate, so it gets a
+# home of its own.
+home=$bindkind
+[ -n "${CUDA_VISIBLE_DEVICES+set}" ] && [ -z "$CUDA_VISIBLE_DEVICES" ] && home=$home-nocuda
 if [ -n "${SF_TEST_STARPU_HOME:-}" ]; then
-	STARPU_HOME="$SF_TEST_STARPU_HOME/$bindkind"
+	STARPU_HOME="$SF_TEST_STARPU_HOME/$home"
 	mkdir -p "$STARPU_HOME" || exit 2
 	export STARPU_HOME
 fi

@@ -1,0 +1,467 @@
+#!/bin/bash
+# gpu-check.sh — the GPU path checked in one command, from the bundle that
+# scripts/gpu-bundle.sh made (no build, no network): on a GPU machine every stage
+# runs; anywhere else the CPU stages run and the GPU ones are reported as skipped with
+# the reason. Sized for one 10-minute call of a 15-minute GPU window (about 6 min on
+# an H100); each stage has its own time limit.
+#
+#   scripts/gpu-check.sh [--bundle DIR] [--out DIR] [--stages LIST] [--quick]
+#
+# --bundle DIR   the bundle: gpu-bundle/ (default) holding shardflow-gpu.tar.xz, which
+#                is unpacked once into $TMPDIR (or SF_GPU_UNPACK) by its checksum; or an
+#                unpacked bundle (a folder with MANIFEST and lib/)
+# --out DIR      the results (default $OUT when set, else gpu-check-out/): table.md
+#                (printed last), results.tsv, speed.tsv, logs.tar.gz (every stage's
+#                log), trace.overlap.txt and trace.timeline.svg (the traced run)
+# --stages LIST  a comma-separated subset of: probe, hd, cpu, gpu, gpt, trace, speed
+#                (default all; probe always runs)
+# --quick        speed: no torch.compile and no 124M-sized runs
+#
+# Stages:
+#   probe  nvidia-smi, the driver's and the runtime's CUDA, each device, glibc against
+#          the bundle's need, where each library the toolkit provides was found (the
+#          toolkit's lib64, ldconfig, or the Python packages' nvidia/*/lib), that every
+#          program loads, the MPI launcher, PyTorch
+#   hd     tests/test_hd_nvcc: the shared math through nvcc = the gcc kernels (CPU)
+#   cpu    a 2-rank FSDP step of the bundle's binaries on CPU workers = 1 rank (CPU)
+#   gpu    tests/gpu_step.sh: every test model on the GPU = on CPU workers; host =
+#          device optimizer; depths; NCCL on 1 rank = MPI (plain, clipping with
+#          micro-batches, bf16); 2 ranks sharing the GPU over MPI = 1-rank CPU; 2 ranks
+#          on one GPU with NCCL refused
+#   gpt    examples/gpt, 200 steps on the GPU against the same 200 steps on CPU
+#          workers (4 ranks): the first 10 steps' losses, the last 50 steps' mean and
+#          the validation loss
+#   trace  a traced GPU run with NCCL (SHARDFLOW_TRACE): its overlap report must
+#          show the comm worker's collectives
+#   speed  the GPU's ceilings (bench/gpu_ceiling.py: cuBLAS GEMM fp32/TF32/bf16, a
+#          device copy), then the GPT's training tokens/s and MFU, shardflow (fp32,
+#          SHARDFLOW_PARAM_DTYPE=bf16) and PyTorch (bench/torch_gpt.py speed: fp32
+#          manual attention; fp32, bf16 autocast with F.scaled_dot_product_attention;
+#          bf16 with torch.compile), for the default model and a GPT-2 124M-sized one
+#          (12 layers, 12 heads, 768, context 1024)
+# Exit status: 0 when no row failed, 1 otherwise, 2 on bad usage or no bundle.
+# On a machine of your own: scripts/gpu-bundle.sh (builds; needs what
+# scripts/install-deps.sh installs and the CUDA toolkit with NCCL), then this.
+set -u
+prog=gpu-check.sh
+top=$(cd "$(dirname "$0")/.." && pwd)
+bundle=$top/gpu-bundle
+out=${OUT:-$top/gpu-check-out}
+stages=probe,hd,cpu,gpu,gpt,trace,speed
+quick=no
+t0=$(date +%s)
+
+usage() {
+	sed -n '2,44p' "$0" | sed 's/^# \{0,1\}//'
+	exit "${1:-2}"
+}
+while [ $# -gt 0 ]; do
+	case $1 in
+	--bundle) [ $# -ge 2 ] || usage; bundle=$2; shift 2 ;;
+	--out) [ $# -ge 2 ] || usage; out=$2; shift 2 ;;
+	--stages)
+		[ $# -ge 2 ] || usage
+		for s in ${2//,/ }; do
+			case $s in probe | hd | cpu | gpu | gpt | trace | speed) ;;
+			*) echo "$prog: --stages: unknown stage \"$s\" (accepted: probe,hd,cpu,gpu,gpt,trace,speed)" >&2; exit 2 ;;
+			esac
+		done
+		stages=probe,$2; shift 2 ;;
+	--quick) quick=yes; shift ;;
+	-h | --help) usage 0 ;;
+	*) echo "$prog: unknown option \"$1\" (accepted: --bundle DIR, --out DIR, --stages LIST, --quick)" >&2; exit 2 ;;
+	esac
+done
+say() { echo "$prog: [$(($(date +%s) - t0)) s] $*"; }
+want() { case ",$stages," in *",$1,"*) return 0 ;; esac; return 1; }
+
+# --- the bundle ------------------------------------------------------------------------
+if [ -f "$bundle/MANIFEST" ] && [ -d "$bundle/lib" ]; then
+	B=$(cd "$bundle" && pwd)
+elif [ -f "$bundle/shardflow-gpu.tar.xz" ]; then
+	sum=$(sha256sum "$bundle/shardflow-gpu.tar.xz" | cut -c1-16)
+	B=${SF_GPU_UNPACK:-${TMPDIR:-/tmp}}/shardflow-gpu-$sum
+	if [ ! -f "$B/.unpacked" ]; then
+		rm -rf "$B" && mkdir -p "$B" || { echo "$prog: cannot create $B" >&2; exit 2; }
+		if command -v xz >/dev/null 2>&1; then
+			xz -dc "$bundle/shardflow-gpu.tar.xz" | tar -xf - -C "$B"
+		else # Python's lzma where xz-utils is missing
+			python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1], "r:xz").extractall(sys.argv[2])' \
+				"$bundle/shardflow-gpu.tar.xz" "$B"
+		fi || { echo "$prog: unpacking $bundle/shardflow-gpu.tar.xz failed" >&2; exit 2; }
+		touch "$B/.unpacked"
+	fi
+else
+	echo "$prog: no bundle in $bundle: run scripts/gpu-bundle.sh first (or --bundle DIR)" >&2
+	exit 2
+fi
+
+mkdir -p "$out" || { echo "$prog: cannot create $out" >&2; exit 2; }
+work=$(mktemp -d "${TMPDIR:-/tmp}/shardflow-gpu-check.XXXXXX") || exit 2
+logs=$work/logs
+mkdir -p "$logs"
+trap 'rm -rf "$work"' EXIT
+rows=$work/rows.tsv
+speed=$work/speed.tsv
+: >"$rows"
+printf 'what\tmodel\tprecision\ttokens_per_s\tstep_ms\tmfu_of_ceiling\tmfu_of_peak\tnote\n' >"$speed"
+nfail=0
+# row STAGE CHECK RESULT DETAIL
+row() {
+	printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "${4:-}" >>"$rows"
+	[ "$3" = FAIL ] && nfail=$((nfail + 1))
+	printf '%-6s %-5s %s%s\n' "$1" "$3" "$2" "${4:+ — $4}"
+}
+# timed NAME SECONDS CMD...: runs CMD under timeout, output in $logs/NAME.log
+timed() {
+	local name=$1 limit=$2
+	shift 2
+	timeout -k 10 "$limit" "$@" >"$logs/$name.log" 2>&1
+	local st=$?
+	[ $st -eq 124 ] || [ $st -eq 137 ] && echo "$prog: TIMEOUT after $limit s" >>"$logs/$name.log"
+	return $st
+}
+# tap_rows STAGE LOG: one row per TAP result of LOG
+tap_rows() {
+	local stage=$1 log=$2 line
+	if grep -q "^1\.\.0 # SKIP" "$log"; then
+		row "$stage" "$(basename "$log" .log)" SKIP "$(sed -n 's/^1\.\.0 # SKIP //p' "$log")"
+		return
+	fi
+	while IFS= read -r line; do
+		case $line in
+		"not ok "*) row "$stage" "$(echo "$line" | sed -E 's/^not ok [0-9]+ - //')" FAIL ;;
+		"ok "*"# SKIP"*) row "$stage" "$(echo "$line" | sed -E 's/^ok [0-9]+ - (.*) # SKIP.*/\1/')" SKIP \
+			"$(echo "$line" | sed -E 's/.*# SKIP ?//')" ;;
+		"ok "*) row "$stage" "$(echo "$line" | sed -E 's/^ok [0-9]+ - //')" PASS ;;
+		esac
+	done <"$log"
+	local planned ran
+	planned=$(sed -n 's/^1\.\.\([0-9]*\).*/\1/p' "$log" | head -1)
+	ran=$(grep -c -E "^(not )?ok " "$log")
+	[ -n "$planned" ] && [ "$ran" -eq "$planned" ] ||
+		row "$stage" "$(basename "$log" .log): ran $ran of ${planned:-?} planned" FAIL "$(tail -3 "$log" | tr '\n' ' ')"
+}
+
+# --- the environment: the bundle's libraries, MPI and the machine's CUDA ---------------
+manifest_get() { sed -n "s/^$1: //p" "$B/MANIFEST"; }
+pydirs=$(python3 -c 'import glob, site
+ds = site.getsitepackages() + [site.getusersitepackages()]
+print(" ".join(sorted({d for s in ds for d in glob.glob(s + "/nvidia/*/lib")})))' 2>/dev/null)
+libdirs=
+declare -A found
+for lib in $(manifest_get needed-from-machine); do
+	[ "$lib" = libcuda.so.1 ] && continue # the driver's: the loader's default paths
+	found[$lib]=
+	for d in ${SF_CUDA_LIBDIRS:+${SF_CUDA_LIBDIRS//:/ }} ${CUDA_HOME:+$CUDA_HOME/lib64} /usr/local/cuda/lib64 \
+		/usr/local/cuda/targets/x86_64-linux/lib $pydirs; do
+		if [ -e "$d/$lib" ]; then found[$lib]=$d; break; fi
+	done
+	if [ -z "${found[$lib]}" ]; then
+		p=$(/sbin/ldconfig -p 2>/dev/null | awk -v l="$lib" '$1 == l { print $NF; exit }')
+		[ -n "$p" ] && found[$lib]="$(dirname "$p") (ldconfig)"
+	fi
+	case ${found[$lib]} in '' | *"(ldconfig)") ;;
+	*) case ":$libdirs:" in *":${found[$lib]}:"*) ;; *) libdirs=$libdirs:${found[$lib]} ;; esac ;;
+	esac
+done
+export LD_LIBRARY_PATH=$B/lib$libdirs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+if [ -x "$B/mpi/usr/bin/mpirun" ]; then
+	export OPAL_PREFIX=$B/mpi/usr
+	export PATH=$OPAL_PREFIX/bin:$PATH
+	export MPIRUN=$OPAL_PREFIX/bin/mpirun
+	# shared memory and TCP only (no InfiniBand/UCX probing in a container), and no
+	# single-copy through ptrace, which containers often forbid
+	export OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,vader,tcp OMPI_MCA_btl_vader_single_copy_mechanism=none
+	export OMPI_MCA_mca_base_component_show_load_errors=0
+else
+	export MPIRUN=${MPIRUN:-mpirun}
+fi
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export STARPU_SILENT=1 SF_TEST_BIND=none
+# two CPU workers a rank (a compute and the comm worker): StarPU's non-blocking
+# workers spin, and a rank's GPU driver thread and NCCL's proxy need cores too
+export STARPU_NCPU=2
+export SF_TEST_STARPU_HOME=$work/starpu
+RUN_MPI=$top/tests/run-mpi.sh
+TEXT=$B/data/austen.txt
+ndev=0
+
+# --- probe -------------------------------------------------------------------------------
+say "probe"
+row probe "bundle" INFO "$(manifest_get commit), made $(manifest_get made | cut -d' ' -f1-3), unpacked in $B"
+if command -v nvidia-smi >/dev/null 2>&1; then
+	nvidia-smi >"$logs/nvidia-smi.log" 2>&1
+	row probe "nvidia-smi" INFO "$(nvidia-smi --query-gpu=name,driver_version,memory.total,compute_mode --format=csv,noheader 2>&1 | head -4 | tr '\n' ';')"
+else
+	row probe "nvidia-smi" INFO "not found: no NVIDIA driver here"
+fi
+glibc=$(getconf GNU_LIBC_VERSION 2>/dev/null | awk '{print $2}')
+need=$(manifest_get needed-glibc)
+if [ -n "$glibc" ] && [ -n "$need" ] && [ "$(printf '%s\n%s\n' "$need" "$glibc" | sort -V | head -1)" != "$need" ]; then
+	row probe "glibc" FAIL "$glibc here, the bundle needs $need (Debian 12's libevent): build the bundle on a system no newer than this one"
+else
+	row probe "glibc" INFO "${glibc:-unknown} (the bundle needs ${need:-?})"
+fi
+for lib in "${!found[@]}"; do
+	if [ -n "${found[$lib]}" ]; then row probe "$lib" INFO "${found[$lib]}"
+	else row probe "$lib" FAIL "not found in \$SF_CUDA_LIBDIRS, \$CUDA_HOME/lib64, /usr/local/cuda/lib64, ldconfig, ${pydirs:-no Python nvidia/*/lib}"
+	fi
+done
+bad=
+for p in tests/train_dump tests/dump_compare tests/test_hd_nvcc tests/cuda_devices examples/gpt tools/shardflow-overlap; do
+	if ldd "$B/$p" 2>&1 | grep -q "not found"; then
+		bad="$bad $p ($(ldd "$B/$p" 2>&1 | awk '/not found/ {print $1}' | tr '\n' ' '))"
+	fi
+done
+ldd "$B/examples/gpt" >"$logs/ldd-gpt.log" 2>&1
+if [ -z "$bad" ]; then row probe "every program's libraries resolve" PASS "$(ldd "$B/examples/gpt" | awk '/libnccl|libcublas\.|libcudart|libstarpu|libmpi\./ {print $1 "=" $3}' | tr '\n' ' ')"
+else row probe "every program's libraries resolve" FAIL "$bad"
+fi
+if "$B/tests/cuda_devices" -v >"$logs/cuda_devices.log" 2>"$logs/cuda_devices.err"; then
+	ndev=$(head -1 "$logs/cuda_devices.log")
+	row probe "CUDA" INFO "$ndev device(s); $(sed -n '2,$p' "$logs/cuda_devices.log" | tr '\n' ';')"
+else
+	row probe "CUDA" FAIL "cuda_devices failed: $(tail -2 "$logs/cuda_devices.err" | tr '\n' ' ')"
+fi
+case $ndev in '' | *[!0-9]*) ndev=0 ;; esac
+"$MPIRUN" --version >"$logs/mpirun.log" 2>&1 &&
+	row probe "MPI launcher" INFO "$MPIRUN: $(head -1 "$logs/mpirun.log")" ||
+	row probe "MPI launcher" FAIL "$MPIRUN --version: $(tail -2 "$logs/mpirun.log" | tr '\n' ' ')"
+torch_info=$(python3 -c 'import torch; print("torch %s, CUDA %s, GPU: %s" % (torch.__version__, torch.version.cuda, torch.cuda.is_available()))' 2>&1 | tail -1)
+row probe "PyTorch" INFO "$torch_info"
+have_torch_gpu=no
+case $torch_info in *"GPU: True"*) have_torch_gpu=yes ;; esac
+nogpu_reason="no GPU: cudaGetDeviceCount found none ($(grep -m1 cudaGetDeviceCount "$logs/cuda_devices.err" 2>/dev/null | sed 's/^cuda_devices: //'))"
+
+# --- hd: the shared math through nvcc ---------------------------------------------------
+if want hd; then
+	say "hd: tests/test_hd_nvcc"
+	timed test_hd_nvcc 120 "$B/tests/test_hd_nvcc"
+	n_ok=$(grep -c "^ok " "$logs/test_hd_nvcc.log")
+	n_bad=$(grep -c "^not ok " "$logs/test_hd_nvcc.log")
+	if [ "$n_bad" -eq 0 ] && [ "$n_ok" -gt 0 ]; then row hd "test_hd_nvcc: nvcc's build of the shared math = gcc's" PASS "$n_ok checks"
+	else
+		row hd "test_hd_nvcc: nvcc's build of the shared math = gcc's" FAIL "$n_bad of $((n_ok + n_bad)) failed"
+		grep "^not ok" "$logs/test_hd_nvcc.log" | while IFS= read -r l; do row hd "${l#not ok }" FAIL; done
+	fi
+fi
+
+# --- cpu: the bundle's binaries, 2 ranks on CPU workers = 1 rank ------------------------
+if want cpu; then
+	say "cpu: a 2-rank CPU step from the bundle"
+	export CUDA_VISIBLE_DEVICES=
+	for np in 1 2; do
+		timed "cpu-np$np" 120 sh "$RUN_MPI" $np "$B/tests/train_dump" --model nanogpt --optimizer adamw \
+			--steps 3 --out "$work/cpu-np$np.dump" </dev/null
+		echo "exit $?" >>"$logs/cpu-np$np.log"
+	done
+	unset CUDA_VISIBLE_DEVICES
+	if "$B/tests/dump_compare" --rtol 1e-5 --floor 1e-3 --ignore 560:570 --ignore 1890:1900 \
+		"$work/cpu-np2.dump" "$work/cpu-np1.dump" >"$logs/cpu-compare.log" 2>&1; then
+		row cpu "2 ranks (FSDP, CPU workers, the bundle's MPI) = 1 rank (rtol 1e-5)" PASS "$(tail -1 "$logs/cpu-compare.log")"
+	else
+		row cpu "2 ranks (FSDP, CPU workers, the bundle's MPI) = 1 rank (rtol 1e-5)" FAIL \
+			"$(tail -3 "$logs/cpu-compare.log" "$logs/cpu-np2.log" | tr '\n' ' ' | cut -c1-300)"
+	fi
+fi
+
+# --- gpu: tests/gpu_step.sh from the bundle ---------------------------------------------
+if want gpu; then
+	if [ "$ndev" -gt 0 ]; then
+		say "gpu: tests/gpu_step.sh"
+		timed gpu_step 300 env top_builddir="$B" top_srcdir="$top" sh "$top/tests/gpu_step.sh"
+		tap_rows gpu "$logs/gpu_step.log"
+	else
+		row gpu "tests/gpu_step.sh (models on the GPU = CPU, NCCL on 1 rank, 2 ranks on one GPU)" SKIP "$nogpu_reason"
+	fi
+fi
+
+# the last "step S/T loss ..." rate: tokens/s between two progress lines (the rate
+# printed is since the start; el_k = done_k tokens / rate_k)
+rate_between() { # LOG TOKENS_PER_STEP -> tokens/s between the last two progress lines
+	awk -v tok="$2" '/^step [0-9]+\/[0-9]+ loss/ {
+		split($2, a, "/"); s = a[1]
+		for (i = 1; i < NF; i++) if ($i == "tokens/s") r = $(i + 1)
+		if (r > 0) { ps = cs; pe = ce; cs = s; ce = s * tok / r; n++ } }
+		END { if (n >= 2 && ce > pe) printf "%.0f %.1f\n", (cs - ps) * tok / (ce - pe), (ce - pe) / (cs - ps) * 1000 }' "$1"
+}
+
+# --- gpt: 200 steps on the GPU against the CPU ------------------------------------------
+gpt_common="--text $TEXT --steps 200 --eval-every 200 --eval-batches 4 --sample 0 --progress-every 50"
+if want gpt; then
+	if [ "$ndev" -gt 0 ]; then
+		say "gpt: 200 steps on the GPU and on CPU workers"
+		# shellcheck disable=SC2086
+		timed gpt-gpu 150 sh "$RUN_MPI" 1 "$B/examples/gpt" $gpt_common --loss-log "$work/gpt-gpu.loss" </dev/null
+		st_g=$?
+		# shellcheck disable=SC2086
+		timed gpt-cpu 200 env CUDA_VISIBLE_DEVICES= STARPU_NCPU=3 sh "$RUN_MPI" 4 "$B/examples/gpt" $gpt_common \
+			--loss-log "$work/gpt-cpu.loss" </dev/null
+		st_c=$?
+		if [ $st_g -ne 0 ] || [ $st_c -ne 0 ]; then
+			row gpt "examples/gpt, 200 steps: GPU = CPU" FAIL "exit $st_g (GPU), $st_c (CPU): $(tail -2 "$logs/gpt-gpu.log" | tr '\n' ' ')"
+		else
+			res=$(awk 'NR == FNR { if ($1 ~ /^[0-9]+$/) g[$1] = $2; next }
+				$1 ~ /^[0-9]+$/ { c[$1] = $2 }
+				END {
+					e10 = 0; for (s = 1; s <= 10; s++) { d = g[s] - c[s]; if (d < 0) d = -d; d /= c[s]; if (d > e10) e10 = d }
+					gl = 0; cl = 0; for (s = 151; s <= 200; s++) { gl += g[s]; cl += c[s] }
+					d = (gl - cl) / cl; if (d < 0) d = -d
+					printf "%.3g %.3g %.4f %.4f\n", e10, d, gl / 50, cl / 50 }' "$work/gpt-gpu.loss" "$work/gpt-cpu.loss")
+			set -- $res
+			vg=$(sed -n 's/^val_loss \([0-9.]*\).*/\1/p' "$logs/gpt-gpu.log" | tail -1)
+			vc=$(sed -n 's/^val_loss \([0-9.]*\).*/\1/p' "$logs/gpt-cpu.log" | tail -1)
+			dv=$(awk -v a="$vg" -v b="$vc" 'BEGIN { d = (a - b) / b; if (d < 0) d = -d; printf "%.3g", d }')
+			detail="steps 1-10 max rel diff $1; steps 151-200 mean $3 vs $4 (rel $2); val_loss $vg vs $vc (rel $dv)"
+			if awk -v e="$1" -v m="$2" -v v="$dv" 'BEGIN { exit !(e <= 1e-3 && m <= 2e-2 && v <= 2e-2) }'; then
+				row gpt "examples/gpt, 200 steps: GPU (1 rank) = CPU (4 ranks) (1e-3 first 10 steps, 2e-2 after)" PASS "$detail"
+			else
+				row gpt "examples/gpt, 200 steps: GPU (1 rank) = CPU (4 ranks) (1e-3 first 10 steps, 2e-2 after)" FAIL "$detail"
+			fi
+			r=$(rate_between "$logs/gpt-gpu.log" $((16 * 128)))
+			row gpt "examples/gpt on the GPU, default model" INFO "${r%% *} tokens/s (steps 151-200)"
+		fi
+	else
+		row gpt "examples/gpt, 200 steps: GPU = CPU" SKIP "$nogpu_reason"
+	fi
+fi
+
+# --- trace: the comm stream in the overlap report ---------------------------------------
+if want trace; then
+	if [ "$ndev" -gt 0 ]; then
+		say "trace: a traced GPU run with NCCL"
+		mkdir -p "$work/trace"
+		timed trace 120 env SHARDFLOW_COMM=nccl SHARDFLOW_TRACE="$work/trace/gt" sh "$RUN_MPI" 1 "$B/examples/gpt" \
+			--text "$TEXT" --steps 12 --eval-every 1000 --eval-batches 1 --sample 0 --progress-every 4 </dev/null
+		st=$?
+		rep=$work/trace/gt.overlap.txt
+		[ -f "$work/trace/gt.fxt.overlap.txt" ] && cp "$work/trace/gt.fxt.overlap.txt" "$out/trace.fxt.overlap.txt"
+		if [ $st -eq 0 ] && [ -f "$rep" ]; then
+			cp "$rep" "$out/trace.overlap.txt"
+			[ -f "$work/trace/gt.timeline.svg" ] && cp "$work/trace/gt.timeline.svg" "$out/trace.timeline.svg"
+			ncomm=$(grep -c '"cat": *"comm"' "$work/trace/gt.rank0.json" 2>/dev/null)
+			commw=$(grep -o '"worker [0-9]* (comm)[^"]*"' "$work/trace/gt.rank0.json" 2>/dev/null | sort -u | tr '\n' ' ')
+			if [ "${ncomm:-0}" -gt 0 ]; then
+				row trace "traced GPU run (NCCL): the overlap report shows the comm stream's tasks" PASS \
+					"$ncomm comm tasks on $commw; $(grep -m1 -i "overlap" "$rep" | cut -c1-120)"
+			else
+				row trace "traced GPU run (NCCL): the overlap report shows the comm stream's tasks" FAIL "no comm task in gt.rank0.json"
+			fi
+		else
+			row trace "traced GPU run (NCCL)" FAIL "exit $st: $(tail -3 "$logs/trace.log" | tr '\n' ' ')"
+		fi
+	else
+		row trace "traced GPU run (NCCL): the comm stream in the overlap report" SKIP "$nogpu_reason"
+	fi
+fi
+
+# --- speed --------------------------------------------------------------------------------
+# nanoGPT's FLOPs per token of our GPT (tied, vocab 256): 6 N + 12 L C T, N without wpe
+gpt_flops() { # L C T
+	awk -v L="$1" -v C="$2" -v T="$3" 'BEGIN {
+		n = 256 * C + L * (12 * C * C + 13 * C) + 2 * C
+		printf "%.0f %.0f\n", 6 * n + 12 * L * C * T, n + T * C }'
+}
+if want speed; then
+	if [ "$ndev" -gt 0 ]; then
+		say "speed: ceilings"
+		sg=
+		bf=
+		if [ "$have_torch_gpu" = yes ] && timed ceiling 120 python3 "$top/bench/gpu_ceiling.py"; then
+			c=$(tail -1 "$logs/ceiling.log")
+			sg=$(echo "$c" | sed -n 's/.*"sgemm_tflops": \([0-9.]*\).*/\1/p')
+			tf=$(echo "$c" | sed -n 's/.*"tf32_tflops": \([0-9.]*\).*/\1/p')
+			bf=$(echo "$c" | sed -n 's/.*"bf16_tflops": \([0-9.]*\).*/\1/p')
+			bw=$(echo "$c" | sed -n 's/.*"d2d_gbps": \([0-9.]*\).*/\1/p')
+			row speed "ceilings (8192^3 cuBLAS GEMM; 1 GiB device copy)" INFO "fp32 $sg TFLOP/s, TF32 $tf, bf16 $bf; copy $bw GB/s"
+		else
+			row speed "ceilings" SKIP "PyTorch with a GPU is needed ($torch_info)"
+		fi
+		models="default:4:4:128:128:16"
+		[ "$quick" = no ] && models="$models gpt2-124M:12:12:768:1024:8"
+		for m in $models; do
+			IFS=: read -r name L H C T Bt <<<"$m"
+			read -r fpt nparams <<<"$(gpt_flops "$L" "$C" "$T")"
+			tok=$((Bt * T))
+			steps=60 pe=20
+			[ "$name" = default ] || { steps=12; pe=4; }
+			for prec in fp32 bf16; do
+				say "speed: shardflow $name $prec"
+				penv=
+				[ "$prec" = bf16 ] && penv="SHARDFLOW_PARAM_DTYPE=bf16 SHARDFLOW_REDUCE_DTYPE=bf16"
+				# shellcheck disable=SC2086
+				timed "speed-sf-$name-$prec" 150 env $penv sh "$RUN_MPI" 1 "$B/examples/gpt" --text "$TEXT" \
+					--layers "$L" --heads "$H" --embd "$C" --context "$T" --batch "$Bt" --steps $steps \
+					--progress-every $pe --eval-every 100000 --eval-batches 1 --sample 0 </dev/null
+				st=$?
+				r=$(rate_between "$logs/speed-sf-$name-$prec.log" "$tok")
+				if [ $st -eq 0 ] && [ -n "$r" ]; then
+					read -r tps ms <<<"$r"
+					ceil=$sg # shardflow's GPU products are fp32 cuBLAS in both cases
+					mfu=$(awk -v t="$tps" -v f="$fpt" -v c="$ceil" 'BEGIN { if (c > 0) printf "%.3f", t * f / (c * 1e12); else print "-" }')
+					printf 'shardflow\t%s\t%s\t%s\t%s\t%s\t-\t%s\n' "$name" "$prec" "$tps" "$ms" "$mfu" \
+						"1 rank; $([ "$prec" = bf16 ] && echo "bf16 gathers, fp32 cuBLAS products" || echo "fp32")" >>"$speed"
+					row speed "shardflow $name ($nparams params) $prec" INFO "$tps tokens/s, $ms ms/step, $mfu of the fp32 GEMM ceiling"
+				else
+					row speed "shardflow $name $prec" FAIL "exit $st: $(tail -2 "$logs/speed-sf-$name-$prec.log" | tr '\n' ' ')"
+				fi
+			done
+			if [ "$have_torch_gpu" != yes ]; then
+				row speed "PyTorch $name" SKIP "$torch_info"
+				continue
+			fi
+			tconf="fp32:manual:eager fp32:sdpa:eager bf16:sdpa:eager"
+			[ "$quick" = no ] && tconf="$tconf bf16:sdpa:compile"
+			for tc in $tconf; do
+				IFS=: read -r prec attn mode <<<"$tc"
+				say "speed: PyTorch $name $prec $attn $mode"
+				targs="--layers $L --heads $H --embd $C --context $T --batch $Bt --precision $prec --attn $attn"
+				[ "$mode" = compile ] && targs="$targs --compile --warmup-steps 5"
+				[ "$name" = default ] && targs="$targs --steps 40" || targs="$targs --steps 10"
+				# shellcheck disable=SC2086
+				if timed "speed-torch-$name-$prec-$attn-$mode" 180 python3 "$top/bench/torch_gpt.py" speed $targs; then
+					j=$(tail -1 "$logs/speed-torch-$name-$prec-$attn-$mode.log")
+					tps=$(echo "$j" | sed -n 's/.*"tokens_per_s": \([0-9.]*\).*/\1/p')
+					ms=$(echo "$j" | sed -n 's/.*"step_ms_median": \([0-9.]*\).*/\1/p')
+					ceil=$sg
+					[ "$prec" = bf16 ] && ceil=$bf
+					mfu=$(awk -v t="$tps" -v f="$fpt" -v c="$ceil" 'BEGIN { if (c > 0) printf "%.3f", t * f / (c * 1e12); else print "-" }')
+					printf 'pytorch\t%s\t%s\t%s\t%s\t%s\t-\t%s\n' "$name" "$prec" "$tps" "$ms" "$mfu" "$attn attention, $mode" >>"$speed"
+					row speed "PyTorch $name $prec, $attn attention, $mode" INFO "$tps tokens/s, $ms ms/step, $mfu of the $prec GEMM ceiling"
+				else
+					row speed "PyTorch $name $prec $attn $mode" FAIL "$(tail -2 "$logs/speed-torch-$name-$prec-$attn-$mode.log" | tr '\n' ' ' | cut -c1-300)"
+				fi
+			done
+		done
+	else
+		row speed "ceilings, shardflow and PyTorch tokens/s and MFU" SKIP "$nogpu_reason"
+	fi
+fi
+
+# --- the table ----------------------------------------------------------------------------
+npass=$(awk -F'\t' '$3 == "PASS"' "$rows" | wc -l)
+nskip=$(awk -F'\t' '$3 == "SKIP"' "$rows" | wc -l)
+{
+	echo "# gpu-check.sh — $(date -u '+%Y-%m-%d %H:%M UTC') on $(hostname)"
+	echo
+	echo "bundle $(manifest_get commit); $(sed -n '2,$p' "$logs/cuda_devices.log" 2>/dev/null | tr '\n' ';')"
+	echo
+	echo "| stage | check | result | detail |"
+	echo "| --- | --- | --- | --- |"
+	awk -F'\t' '{ gsub(/\|/, "\\|"); printf "| %s | %s | %s | %s |\n", $1, $2, $3, $4 }' "$rows"
+	echo
+	if [ "$(wc -l <"$speed")" -gt 1 ]; then
+		echo "speed (mfu_of_ceiling: tokens/s x nanoGPT's FLOPs per token / the measured GEMM ceiling of that precision):"
+		echo
+		column -t -s "$(printf '\t')" "$speed" 2>/dev/null || cat "$speed"
+		echo
+	fi
+	echo "$npass passed, $nfail failed, $nskip skipped ($(($(date +%s) - t0)) s)"
+} >"$out/table.md"
+cp "$rows" "$out/results.tsv"
+cp "$speed" "$out/speed.tsv"
+tar -C "$work" -czf "$out/logs.tar.gz" logs 2>/dev/null
+echo
+cat "$out/table.md"
+[ "$nfail" -eq 0 ]
