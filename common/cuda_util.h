@@ -55,9 +55,17 @@ static inline void sf_cuda_fail(const char *file, int line, const char *what, cu
 			sf_cuda_fail(__FILE__, __LINE__, #call, sf_e_);                                \
 	} while (0)
 
-/* right after a kernel launch (<<<...>>>): the launch's own error; name is a string */
-#define SF_CUDA_CHECK_LAUNCH(name)                                                         \
+/* A kernel launch and its own error: SF_CUDA_CHECK_LAUNCH("name", k<<<g, b, 0, s>>>(...))
+ * (the launch is the variadic part: its <<<...>>> holds commas). cudaGetLastError
+ * returns any earlier error of the thread not yet read, such as the out-of-memory
+ * that StarPU's allocator meets and handles by evicting data, so it is cleared
+ * before the launch; a sticky error (a failed kernel) survives the clearing and is
+ * still reported. */
+#define SF_CUDA_CHECK_LAUNCH(name, ...)                                                    \
 	do {                                                                                   \
+		static_assert(sizeof(#__VA_ARGS__) > 1, "SF_CUDA_CHECK_LAUNCH(name, launch)");     \
+		(void)cudaGetLastError();                                                          \
+		__VA_ARGS__;                                                                       \
 		cudaError_t sf_e_ = cudaGetLastError();                                            \
 		if (sf_e_ != cudaSuccess)                                                          \
 			sf_cuda_fail(__FILE__, __LINE__, "launch of " name, sf_e_);                    \

@@ -22,12 +22,15 @@ static __global__ void pass_k(size_t n, const float *dy, float *d, int acc)
 
 extern "C" void _sf_add_fwd_cuda(size_t n, const float *a, const float *b, float *y)
 {
-	add_k<<<sf_cuda_blocks(n), SF_CUDA_BLOCK, 0, starpu_cuda_get_local_stream()>>>(n, a, b, y);
-	SF_CUDA_CHECK_LAUNCH("add_k");
+	SF_CUDA_CHECK_LAUNCH(
+	    "add_k", add_k<<<sf_cuda_blocks(n), SF_CUDA_BLOCK, 0, starpu_cuda_get_local_stream()>>>(
+	                 n, a, b, y));
 }
 
 extern "C" void _sf_pass_bwd_cuda(size_t n, const float *dy, float *d, int acc)
 {
-	pass_k<<<sf_cuda_blocks(n), SF_CUDA_BLOCK, 0, starpu_cuda_get_local_stream()>>>(n, dy, d, acc);
-	SF_CUDA_CHECK_LAUNCH("pass_k");
+	SF_CUDA_CHECK_LAUNCH(
+	    "pass_k",
+	    pass_k<<<sf_cuda_blocks(n), SF_CUDA_BLOCK, 0, starpu_cuda_get_local_stream()>>>(
+	        n, dy, d, acc));
 }

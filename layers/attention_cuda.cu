@@ -40,13 +40,16 @@ struct cuda_exec {
 	}
 	void softmax_rows(int NH, int T, float *p)
 	{
-		softmax_k<<<sf_cuda_blocks((size_t)NH * T), SF_CUDA_BLOCK, 0, s>>>(NH, T, p);
-		SF_CUDA_CHECK_LAUNCH("attention softmax_k");
+		SF_CUDA_CHECK_LAUNCH(
+		    "attention softmax_k",
+		    softmax_k<<<sf_cuda_blocks((size_t)NH * T), SF_CUDA_BLOCK, 0, s>>>(NH, T, p));
 	}
 	void softmax_bwd_rows(int NH, int T, const float *p, float *d)
 	{
-		softmax_bwd_k<<<sf_cuda_blocks((size_t)NH * T), SF_CUDA_BLOCK, 0, s>>>(NH, T, p, d);
-		SF_CUDA_CHECK_LAUNCH("attention softmax_bwd_k");
+		SF_CUDA_CHECK_LAUNCH(
+		    "attention softmax_bwd_k",
+		    softmax_bwd_k<<<sf_cuda_blocks((size_t)NH * T), SF_CUDA_BLOCK, 0, s>>>(NH, T, p,
+		                                                                           d));
 	}
 	void zero_cols(float *base, int ld, int width, size_t rows)
 	{

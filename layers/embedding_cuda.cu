@@ -24,8 +24,10 @@ static __global__ void bwd_k(int B, int C, const int32_t *ids, const float *dy, 
 extern "C" void _sf_embedding_fwd_cuda(int B, int C, const int32_t *ids, const float *w, float *y)
 {
 	size_t n = (size_t)B * C;
-	fwd_k<<<sf_cuda_blocks(n), SF_CUDA_BLOCK, 0, starpu_cuda_get_local_stream()>>>(B, C, ids, w, y);
-	SF_CUDA_CHECK_LAUNCH("embedding fwd_k");
+	SF_CUDA_CHECK_LAUNCH(
+	    "embedding fwd_k",
+	    fwd_k<<<sf_cuda_blocks(n), SF_CUDA_BLOCK, 0, starpu_cuda_get_local_stream()>>>(
+	        B, C, ids, w, y));
 }
 
 extern "C" void _sf_embedding_bwd_cuda(int B, int V, int C, const int32_t *ids, const float *dy,
@@ -34,6 +36,7 @@ extern "C" void _sf_embedding_bwd_cuda(int B, int V, int C, const int32_t *ids, 
 	cudaStream_t s = starpu_cuda_get_local_stream();
 	if (!pacc)
 		SF_CUDA_CHECK(cudaMemsetAsync(dw, 0, sizeof(float) * (size_t)V * C, s));
-	bwd_k<<<sf_cuda_blocks((size_t)C), SF_CUDA_BLOCK, 0, s>>>(B, C, ids, dy, dw);
-	SF_CUDA_CHECK_LAUNCH("embedding bwd_k");
+	SF_CUDA_CHECK_LAUNCH(
+	    "embedding bwd_k",
+	    bwd_k<<<sf_cuda_blocks((size_t)C), SF_CUDA_BLOCK, 0, s>>>(B, C, ids, dy, dw));
 }

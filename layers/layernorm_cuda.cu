@@ -42,9 +42,10 @@ extern "C" void _sf_layernorm_fwd_cuda(int B, int C, const float *x, const float
                                        const float *b, float eps, float *y, float *mean,
                                        float *rstd)
 {
-	fwd_k<<<sf_cuda_blocks((size_t)B), SF_CUDA_BLOCK, 0, starpu_cuda_get_local_stream()>>>(
-	    B, C, x, w, b, eps, y, mean, rstd);
-	SF_CUDA_CHECK_LAUNCH("layernorm fwd_k");
+	SF_CUDA_CHECK_LAUNCH(
+	    "layernorm fwd_k",
+	    fwd_k<<<sf_cuda_blocks((size_t)B), SF_CUDA_BLOCK, 0, starpu_cuda_get_local_stream()>>>(
+	        B, C, x, w, b, eps, y, mean, rstd));
 }
 
 extern "C" void _sf_layernorm_bwd_cuda(int B, int C, const float *x, const float *w,
@@ -52,12 +53,12 @@ extern "C" void _sf_layernorm_bwd_cuda(int B, int C, const float *x, const float
                                        float *dx, int acc, float *dw, float *db, int pacc)
 {
 	cudaStream_t s = starpu_cuda_get_local_stream();
-	dparams_k<<<sf_cuda_blocks((size_t)C), SF_CUDA_BLOCK, 0, s>>>(B, C, x, mean, rstd, dy, dw,
-	                                                              db, pacc);
-	SF_CUDA_CHECK_LAUNCH("layernorm dparams_k");
+	SF_CUDA_CHECK_LAUNCH("layernorm dparams_k",
+	                     dparams_k<<<sf_cuda_blocks((size_t)C), SF_CUDA_BLOCK, 0, s>>>(
+	                         B, C, x, mean, rstd, dy, dw, db, pacc));
 	if (dx) {
-		dx_k<<<sf_cuda_blocks((size_t)B), SF_CUDA_BLOCK, 0, s>>>(B, C, x, w, mean, rstd, dy, dx,
-		                                                         acc);
-		SF_CUDA_CHECK_LAUNCH("layernorm dx_k");
+		SF_CUDA_CHECK_LAUNCH("layernorm dx_k",
+		                     dx_k<<<sf_cuda_blocks((size_t)B), SF_CUDA_BLOCK, 0, s>>>(
+		                         B, C, x, w, mean, rstd, dy, dx, acc));
 	}
 }

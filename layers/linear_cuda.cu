@@ -28,8 +28,8 @@ extern "C" void _sf_linear_fwd_cuda(int B, int I, int O, const float *x, const f
 	cudaStream_t s = starpu_cuda_get_local_stream();
 	if (b) {
 		size_t n = (size_t)B * O;
-		bias_k<<<sf_cuda_blocks(n), SF_CUDA_BLOCK, 0, s>>>(B, O, b, y);
-		SF_CUDA_CHECK_LAUNCH("bias_k");
+		SF_CUDA_CHECK_LAUNCH(
+		    "bias_k", bias_k<<<sf_cuda_blocks(n), SF_CUDA_BLOCK, 0, s>>>(B, O, b, y));
 	}
 	/* y (B, O) (+)= x (B, I) w^T */
 	sf_gemm_rm(starpu_cublas_get_local_handle(), false, true, B, O, I, 1.0f, x, I, w, I,
@@ -47,8 +47,8 @@ extern "C" void _sf_linear_bwd_cuda(int B, int I, int O, const float *x, const f
 	/* dw (O, I) (=|+=) dy^T x */
 	sf_gemm_rm(h, true, false, O, I, B, 1.0f, dy, O, x, I, pacc ? 1.0f : 0.0f, dw, I);
 	if (db) {
-		db_k<<<sf_cuda_blocks((size_t)O), SF_CUDA_BLOCK, 0, starpu_cuda_get_local_stream()>>>(
-		    B, O, dy, db, pacc);
-		SF_CUDA_CHECK_LAUNCH("db_k");
+		SF_CUDA_CHECK_LAUNCH("db_k",
+		                     db_k<<<sf_cuda_blocks((size_t)O), SF_CUDA_BLOCK, 0,
+		                            starpu_cuda_get_local_stream()>>>(B, O, dy, db, pacc));
 	}
 }

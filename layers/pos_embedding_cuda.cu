@@ -32,9 +32,10 @@ extern "C" void _sf_pos_embedding_fwd_cuda(int B, int T, int C, const float *x, 
                                            float *y)
 {
 	size_t n = (size_t)B * T * C;
-	fwd_k<<<sf_cuda_blocks(n), SF_CUDA_BLOCK, 0, starpu_cuda_get_local_stream()>>>(B, T, C, x, w,
-	                                                                              y);
-	SF_CUDA_CHECK_LAUNCH("pos_embedding fwd_k");
+	SF_CUDA_CHECK_LAUNCH(
+	    "pos_embedding fwd_k",
+	    fwd_k<<<sf_cuda_blocks(n), SF_CUDA_BLOCK, 0, starpu_cuda_get_local_stream()>>>(
+	        B, T, C, x, w, y));
 }
 
 extern "C" void _sf_pos_embedding_bwd_cuda(int B, int T, int NP, int C, const float *dy, float *dx,
@@ -43,11 +44,13 @@ extern "C" void _sf_pos_embedding_bwd_cuda(int B, int T, int NP, int C, const fl
 	cudaStream_t s = starpu_cuda_get_local_stream();
 	size_t n = (size_t)B * T * C;
 	if (dx) {
-		pass_k<<<sf_cuda_blocks(n), SF_CUDA_BLOCK, 0, s>>>(n, dy, dx, acc);
-		SF_CUDA_CHECK_LAUNCH("pos_embedding pass_k");
+		SF_CUDA_CHECK_LAUNCH(
+		    "pos_embedding pass_k",
+		    pass_k<<<sf_cuda_blocks(n), SF_CUDA_BLOCK, 0, s>>>(n, dy, dx, acc));
 	}
 	if (!pacc)
 		SF_CUDA_CHECK(cudaMemsetAsync(dw, 0, sizeof(float) * (size_t)NP * C, s));
-	dw_k<<<sf_cuda_blocks((size_t)T * C), SF_CUDA_BLOCK, 0, s>>>(B, T, C, dy, dw);
-	SF_CUDA_CHECK_LAUNCH("pos_embedding dw_k");
+	SF_CUDA_CHECK_LAUNCH(
+	    "pos_embedding dw_k",
+	    dw_k<<<sf_cuda_blocks((size_t)T * C), SF_CUDA_BLOCK, 0, s>>>(B, T, C, dy, dw));
 }

@@ -26,16 +26,17 @@
 	}                                                                                      \
 	extern "C" void _sf_##op##_fwd_cuda(size_t n, const float *x, float *y)                \
 	{                                                                                      \
-		op##_fwd_k<<<sf_cuda_blocks(n), SF_CUDA_BLOCK, 0, starpu_cuda_get_local_stream()>>>( \
-		    n, x, y);                                                                      \
-		SF_CUDA_CHECK_LAUNCH(#op "_fwd_k");                                                \
+		SF_CUDA_CHECK_LAUNCH(#op "_fwd_k",                                                 \
+		                     op##_fwd_k<<<sf_cuda_blocks(n), SF_CUDA_BLOCK, 0,             \
+		                                  starpu_cuda_get_local_stream()>>>(n, x, y));     \
 	}                                                                                      \
 	extern "C" void _sf_##op##_bwd_cuda(size_t n, const float *x, const float *dy, float *dx, \
 	                                    int acc)                                           \
 	{                                                                                      \
-		op##_bwd_k<<<sf_cuda_blocks(n), SF_CUDA_BLOCK, 0, starpu_cuda_get_local_stream()>>>( \
-		    n, x, dy, dx, acc);                                                            \
-		SF_CUDA_CHECK_LAUNCH(#op "_bwd_k");                                                \
+		SF_CUDA_CHECK_LAUNCH(#op "_bwd_k",                                                 \
+		                     op##_bwd_k<<<sf_cuda_blocks(n), SF_CUDA_BLOCK, 0,             \
+		                                  starpu_cuda_get_local_stream()>>>(n, x, dy, dx,  \
+		                                                                    acc));         \
 	}
 
 #endif

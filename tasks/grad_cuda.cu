@@ -47,20 +47,25 @@ static __global__ void widen_k(size_t n, const uint16_t *src, float *dst)
 
 extern "C" void _sf_bf16_round_n_cuda(size_t n, const float *src, uint16_t *dst)
 {
-	round_k<<<sf_cuda_blocks(n), SF_CUDA_BLOCK, 0, starpu_cuda_get_local_stream()>>>(n, src, dst);
-	SF_CUDA_CHECK_LAUNCH("round_k");
+	SF_CUDA_CHECK_LAUNCH(
+	    "round_k",
+	    round_k<<<sf_cuda_blocks(n), SF_CUDA_BLOCK, 0, starpu_cuda_get_local_stream()>>>(n, src,
+	                                                                                     dst));
 }
 
 extern "C" void _sf_bf16_widen_n_cuda(size_t n, const uint16_t *src, float *dst)
 {
-	widen_k<<<sf_cuda_blocks(n), SF_CUDA_BLOCK, 0, starpu_cuda_get_local_stream()>>>(n, src, dst);
-	SF_CUDA_CHECK_LAUNCH("widen_k");
+	SF_CUDA_CHECK_LAUNCH(
+	    "widen_k",
+	    widen_k<<<sf_cuda_blocks(n), SF_CUDA_BLOCK, 0, starpu_cuda_get_local_stream()>>>(n, src,
+	                                                                                     dst));
 }
 
 extern "C" void _sf_grad_add_cuda(size_t n, float *dst, const float *src)
 {
-	add_k<<<sf_cuda_blocks(n), SF_CUDA_BLOCK, 0, starpu_cuda_get_local_stream()>>>(n, dst, src);
-	SF_CUDA_CHECK_LAUNCH("add_k");
+	SF_CUDA_CHECK_LAUNCH(
+	    "add_k", add_k<<<sf_cuda_blocks(n), SF_CUDA_BLOCK, 0, starpu_cuda_get_local_stream()>>>(
+	                 n, dst, src));
 }
 
 extern "C" void _sf_grad_copy_cuda(size_t n, float *dst, const float *src)
@@ -71,6 +76,7 @@ extern "C" void _sf_grad_copy_cuda(size_t n, float *dst, const float *src)
 
 extern "C" void _sf_grad_sqnorm_cuda(size_t n, const float *g, double *out)
 {
-	sqnorm_k<<<1, SF_CUDA_BLOCK, 0, starpu_cuda_get_local_stream()>>>(n, g, out);
-	SF_CUDA_CHECK_LAUNCH("sqnorm_k");
+	SF_CUDA_CHECK_LAUNCH(
+	    "sqnorm_k",
+	    sqnorm_k<<<1, SF_CUDA_BLOCK, 0, starpu_cuda_get_local_stream()>>>(n, g, out));
 }

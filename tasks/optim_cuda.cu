@@ -28,9 +28,9 @@ static __global__ void adamw_k(size_t n, float *p, const float *g, float *m, flo
 extern "C" void _sf_sgd_cuda(size_t n, float *p, const float *g, float *buf, float lr, float mu,
                              float wd, float scale, const double *clip)
 {
-	sgd_k<<<sf_cuda_blocks(n), SF_CUDA_BLOCK, 0, starpu_cuda_get_local_stream()>>>(
-	    n, p, g, buf, lr, mu, wd, scale, clip);
-	SF_CUDA_CHECK_LAUNCH("sgd_k");
+	SF_CUDA_CHECK_LAUNCH(
+	    "sgd_k", sgd_k<<<sf_cuda_blocks(n), SF_CUDA_BLOCK, 0, starpu_cuda_get_local_stream()>>>(
+	                 n, p, g, buf, lr, mu, wd, scale, clip));
 }
 
 extern "C" void _sf_adamw_cuda(size_t n, float *p, const float *g, float *m, float *v, float lr,
@@ -39,7 +39,8 @@ extern "C" void _sf_adamw_cuda(size_t n, float *p, const float *g, float *m, flo
 {
 	float c1, c2; /* in double on the host, as the CPU's */
 	_sf_adamw_corrections(b1, b2, t, &c1, &c2);
-	adamw_k<<<sf_cuda_blocks(n), SF_CUDA_BLOCK, 0, starpu_cuda_get_local_stream()>>>(
-	    n, p, g, m, v, lr, b1, b2, eps, wd, c1, c2, scale, clip);
-	SF_CUDA_CHECK_LAUNCH("adamw_k");
+	SF_CUDA_CHECK_LAUNCH(
+	    "adamw_k",
+	    adamw_k<<<sf_cuda_blocks(n), SF_CUDA_BLOCK, 0, starpu_cuda_get_local_stream()>>>(
+	        n, p, g, m, v, lr, b1, b2, eps, wd, c1, c2, scale, clip));
 }
