@@ -400,11 +400,13 @@ COMM_CODELET(_sf_cl_loss_sum, loss_sum, 2, STARPU_RW, STARPU_RW);
 COMM_CODELET(_sf_cl_grad_norm, grad_norm, STARPU_VARIABLE_NBUFFERS, 0);
 
 /* a compute codelet, where the unit's slot is: no data moves (CUDA builds: the GPU's
- * compute worker when there is one, by the placement rule of tasks/worker.c) */
+ * compute worker when there is one, by the placement rule of tasks/worker.c; its body
+ * enqueues nothing, so it is asynchronous and does not drain the worker's stream) */
 struct starpu_codelet _sf_cl_free = {
 #ifdef SF_HAVE_CUDA
     .where = STARPU_CPU | STARPU_CUDA,
     .cuda_funcs = {free_cpu},
+    .cuda_flags = {STARPU_CUDA_ASYNC},
 #else
     .where = STARPU_CPU,
 #endif
