@@ -322,8 +322,10 @@ static int start_starpu(sf_context *ctx, int ncpus)
 		return brc;
 	if (ret != 0)
 		return SF_ERR(SF_ERR_STARPU, "starpu_init failed (%d): %s", ret, strerror(-ret));
-	_sf_cuda_start();
-	return SF_OK;
+	int rc = _sf_cuda_start();
+	if (rc < 0)
+		starpu_shutdown();
+	return rc;
 }
 
 /* The comm worker (the last CPU worker) and what the tasks need to know. */

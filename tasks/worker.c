@@ -137,6 +137,11 @@ double _sf_clock_seconds(clockid_t c)
 	return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
+int _sf_cuda_device(int node_rank, int ndev)
+{
+	return ndev == 1 ? 0 : node_rank % ndev;
+}
+
 int _sf_cuda_conf(struct starpu_conf *conf, int node_rank, bool comm_stream)
 {
 	conf->ncuda = 0;
@@ -162,7 +167,7 @@ int _sf_cuda_conf(struct starpu_conf *conf, int node_rank, bool comm_stream)
 		unsetenv("STARPU_CUDA_THREAD_PER_DEV");
 #endif
 	}
-	int dev = node_rank % n;
+	int dev = _sf_cuda_device(node_rank, n);
 	conf->ncuda = 1;
 	conf->use_explicit_workers_cuda_gpuid = 1;
 	conf->workers_cuda_gpuid[0] = (unsigned)dev;
@@ -177,12 +182,22 @@ int _sf_cuda_conf(struct starpu_conf *conf, int node_rank, bool comm_stream)
 #endif
 }
 
-void _sf_cuda_start(void)
+int _sf_cuda_start(void)
 {
 #ifdef SF_HAVE_CUDA
-	if (starpu_cuda_worker_get_count() > 0)
-		starpu_cublas_init();
+	int w;
+	if (starpu_worker_get_ids_by_type(STARPU_CUDA_WORKER, &w, 1) == 0)
+		return SF_OK;
+	/* starpu_cublas_init also makes a handle on this thread, in its current device's
+	 * context: the rank's GPU, not device 0 (where every rank would open a context) */
+	int dev = starpu_worker_get_devid(w);
+	cudaError_t ce = cudaSetDevice(dev);
+	if (ce != cudaSuccess)
+		return SF_ERR(SF_ERR_STARPU, "cudaSetDevice(%d) on the main thread failed: %s", dev,
+		              cudaGetErrorString(ce));
+	starpu_cublas_init();
 #endif
+	return SF_OK;
 }
 
 void _sf_cuda_stop(void)

@@ -38,16 +38,20 @@ int _sf_compute_can_execute(unsigned workerid, struct starpu_task *task, unsigne
 int _sf_opt_can_execute(unsigned workerid, struct starpu_task *task, unsigned nimpl);
 
 /* The GPU of a rank (CUDA builds; without CUDA: none, and these do nothing).
- * _sf_cuda_conf asks StarPU for one CUDA worker on device node_rank mod the machine's
- * devices, one process per GPU as with PyTorch's torchrun; with no device (this
+ * _sf_cuda_device: the device a rank uses among the ndev it sees, one process per GPU
+ * as with PyTorch's torchrun: the only one when the launcher shows each rank its own
+ * (CUDA_VISIBLE_DEVICES per rank, as SLURM does), else node_rank mod ndev.
+ * _sf_cuda_conf asks StarPU for one CUDA worker on that device; with no device (this
  * project's build machines) StarPU starts CPU workers only. comm_stream (NCCL): two
  * workers on the GPU, a thread and a stream each (STARPU_NWORKER_PER_CUDA=2,
  * STARPU_CUDA_THREAD_PER_WORKER=1), the second for the collectives; that needs a
  * device and a StarPU with non-blocking drivers (an error otherwise).
- * _sf_cuda_start (after starpu_init) gives the CUDA workers their cuBLAS handles on
- * their streams; _sf_cuda_stop (before starpu_shutdown) releases them. */
+ * _sf_cuda_start (after starpu_init) makes the rank's device the calling thread's and
+ * gives the CUDA workers their cuBLAS handles on their streams; _sf_cuda_stop (before
+ * starpu_shutdown) releases them. */
+int _sf_cuda_device(int node_rank, int ndev);
 int _sf_cuda_conf(struct starpu_conf *conf, int node_rank, bool comm_stream);
-void _sf_cuda_start(void);
+int _sf_cuda_start(void);
 void _sf_cuda_stop(void);
 
 /* A codelet body that does nothing (SHARDFLOW_SKIP=compute). */
