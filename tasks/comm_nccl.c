@@ -3,9 +3,10 @@
  * per GPU (SHARDFLOW_COMM=nccl; built when configure finds CUDA and NCCL).
  *
  * The host side (model setup, checkpoints, traces) and the bootstrap go over the MPI
- * backend, which this one wraps: rank 0's ncclUniqueId is broadcast with it. The
- * step's collectives are NCCL's, enqueued on the comm worker's own CUDA stream: the
- * comm worker is the second StarPU CUDA worker of the rank's GPU
+ * backend, which this one wraps: the ranks' GPUs are compared with it (NCCL needs one
+ * GPU per rank; a shared one is refused on every rank) and rank 0's ncclUniqueId is
+ * broadcast with it. The step's collectives are NCCL's, enqueued on the comm worker's
+ * own CUDA stream: the comm worker is the second StarPU CUDA worker of the rank's GPU
  * (STARPU_NWORKER_PER_CUDA=2, a thread each), so collectives and compute run on
  * different streams, and the comm-order handle still makes every rank enqueue them in
  * the same order, one at a time (what NCCL requires of a communicator). The
@@ -26,6 +27,7 @@
 #include "common/error.h"
 #include "tasks/comm.h"
 #include "tasks/grad.h"
+#include "tasks/worker.h"
 
 #include <cuda_runtime_api.h>
 #include <nccl.h>
@@ -55,6 +57,56 @@ static struct nccl_impl *impl(struct _sf_comm *c)
 static int nccl_fail(ncclResult_t r, const char *what)
 {
 	return SF_ERR(SF_ERR_COMM, "%s failed: %s (NCCL %d)", what, ncclGetErrorString(r), (int)r);
+}
+
+/* The GPU a rank uses, as the world compares them: the UUID tells GPUs apart on every
+ * machine; the PCI bus id and the device's index are for the message. */
+struct gpu_id {
+	unsigned char uuid[16];
+	char pci[32]; /* "0000:65:00.0" */
+	int dev;      /* among the devices the rank sees (CUDA_VISIBLE_DEVICES) */
+};
+
+static int gpu_of(int node_rank, int ndev, struct gpu_id *g)
+{
+	struct cudaDeviceProp p;
+	g->dev = _sf_cuda_device(node_rank, ndev);
+	cudaError_t ce = cudaGetDeviceProperties(&p, g->dev);
+	if (ce == cudaSuccess)
+		ce = cudaDeviceGetPCIBusId(g->pci, (int)sizeof g->pci, g->dev);
+	if (ce != cudaSuccess) {
+		(void)cudaGetLastError();
+		return SF_ERR(SF_ERR_CONFIG, "SHARDFLOW_COMM=nccl: CUDA device %d: %s", g->dev,
+		              cudaGetErrorString(ce));
+	}
+	memcpy(g->uuid, p.uuid.bytes, sizeof g->uuid);
+	return SF_OK;
+}
+
+/* NCCL needs a GPU of its own for each rank (two ranks on one GPU hang or fail inside
+ * NCCL). Every rank gets every rank's GPU (UUIDs are unique across machines, so the
+ * world's list finds the ranks of a machine that share one) and takes the same
+ * decision: refused everywhere, with the same message, or accepted everywhere. */
+static int one_gpu_per_rank(struct _sf_comm *c, struct nccl_impl *m, const struct gpu_id *mine)
+{
+	struct gpu_id *all = calloc((size_t)c->size, sizeof *all);
+	if (!all)
+		return SF_ERR(SF_ERR_NOMEM, "sf_init: out of memory");
+	int rc = m->mpi.ops->allgather(&m->mpi, mine, sizeof *mine, all);
+	for (int a = 0; rc >= 0 && a < c->size; a++)
+		for (int b = a + 1; b < c->size; b++) {
+			if (memcmp(all[a].uuid, all[b].uuid, sizeof all[a].uuid) != 0)
+				continue;
+			all[a].pci[sizeof all[a].pci - 1] = '\0';
+			rc = SF_ERR(SF_ERR_CONFIG,
+			            "SHARDFLOW_COMM=nccl: ranks %d and %d share GPU %d (PCI %s): NCCL "
+			            "needs one GPU per rank; start one rank per GPU, or use "
+			            "SHARDFLOW_COMM=mpi",
+			            a, b, all[a].dev, all[a].pci);
+			break;
+		}
+	free(all);
+	return rc;
 }
 
 static int nccl_init(struct _sf_comm *c, int *argc, char ***argv)
@@ -87,8 +139,9 @@ static int nccl_init(struct _sf_comm *c, int *argc, char ***argv)
 		c->impl = NULL;
 		return rc;
 	}
-	/* every rank needs a device; all agree before going on */
+	/* every rank needs a device of its own; all agree before going on */
 	int ndev = 0;
+	struct gpu_id mine = {.dev = -1};
 	cudaError_t ce = cudaGetDeviceCount(&ndev);
 	if (ce != cudaSuccess || ndev <= 0) {
 		(void)cudaGetLastError();
@@ -97,12 +150,12 @@ static int nccl_init(struct _sf_comm *c, int *argc, char ***argv)
 		            "%s); NCCL needs one GPU per rank: use SHARDFLOW_COMM=mpi (the default) "
 		            "on CPU ranks",
 		            ce != cudaSuccess ? cudaGetErrorString(ce) : "0 devices");
-	} else if (c->node_size > ndev) {
-		rc = SF_ERR(SF_ERR_CONFIG,
-		            "SHARDFLOW_COMM=nccl: %d ranks on this machine but %d CUDA device(s): "
-		            "start one rank per GPU",
-		            c->node_size, ndev);
+	} else {
+		rc = gpu_of(c->node_rank, ndev, &mine);
 	}
+	rc = _sf_comm_agree(&m->mpi, rc, "the NCCL bootstrap");
+	if (rc >= 0)
+		rc = one_gpu_per_rank(c, m, &mine);
 	if (rc >= 0 && c->rank == 0) {
 		ncclResult_t r = ncclGetUniqueId(&m->id);
 		if (r != ncclSuccess)
