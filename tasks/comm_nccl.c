@@ -10,7 +10,12 @@
  * (STARPU_NWORKER_PER_CUDA=2, a thread each), so collectives and compute run on
  * different streams, and the comm-order handle still makes every rank enqueue them in
  * the same order, one at a time (what NCCL requires of a communicator). The
- * communicator is created on that worker's thread (attach, after starpu_init).
+ * communicator is created on that worker's thread (attach, after starpu_init),
+ * non-blocking (config.blocking = 0): a rank whose creation fails aborts its own, and
+ * the others stop waiting for it at SHARDFLOW_COMM_TIMEOUT at the latest, so that
+ * every rank reaches the agreement on the outcome. A non-blocking communicator may
+ * answer any call (a collective's first enqueueing, which connects the peers) with
+ * ncclInProgress; settle() waits for the call to be done, under the same timeout.
  *
  * A collective's codelet waits for its stream, polling cudaStreamQuery and
  * ncclCommGetAsyncError with naps: an asynchronous NCCL error (a peer died, a
@@ -172,16 +177,52 @@ static int nccl_init(struct _sf_comm *c, int *argc, char ***argv)
 	return rc;
 }
 
+/* The state of a non-blocking communicator once its pending call is done: ncclSuccess
+ * or NCCL's error; ncclInProgress when SHARDFLOW_COMM_TIMEOUT passed first. */
+static ncclResult_t settle(struct _sf_comm *c, ncclComm_t comm)
+{
+	struct timespec t0, now, nap = {0, 20000}; /* 20 us */
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		ncclResult_t state = ncclInProgress;
+		ncclResult_t r = ncclCommGetAsyncError(comm, &state);
+		if (r != ncclSuccess)
+			return r;
+		if (state != ncclInProgress)
+			return state;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (c->timeout > 0 && 1e-9 * (double)_sf_ns_between(&t0, &now) > c->timeout)
+			return ncclInProgress;
+		nanosleep(&nap, NULL);
+	}
+}
+
 /* on the comm worker's thread (StarPU made the rank's device current) */
 static void attach_on_worker(void *arg)
 {
 	struct _sf_comm *c = arg;
 	struct nccl_impl *m = impl(c);
-	ncclResult_t r = ncclCommInitRank(&m->comm, c->size, m->id, c->rank);
+	ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+	config.blocking = 0; /* a failed rank must not leave the others inside their init */
+	m->comm = NULL;
+	ncclResult_t r = ncclCommInitRankConfig(&m->comm, c->size, m->id, c->rank, &config);
+	if ((r == ncclSuccess || r == ncclInProgress) && m->comm)
+		r = settle(c, m->comm);
 	m->attach_rc = r == ncclSuccess ? SF_OK : SF_ERR_COMM;
-	if (r != ncclSuccess)
-		snprintf(m->attach_msg, sizeof m->attach_msg, "ncclCommInitRank failed: %s (NCCL %d)",
-		         ncclGetErrorString(r), (int)r);
+	if (r == ncclInProgress)
+		snprintf(m->attach_msg, sizeof m->attach_msg,
+		         "ncclCommInitRankConfig: not done after %g s (SHARDFLOW_COMM_TIMEOUT): a "
+		         "rank failed, or is stopped, stuck or unreachable",
+		         c->timeout);
+	else if (r != ncclSuccess)
+		snprintf(m->attach_msg, sizeof m->attach_msg,
+		         "ncclCommInitRankConfig failed: %s (NCCL %d): %s", ncclGetErrorString(r),
+		         (int)r, ncclGetLastError(m->comm));
+	/* aborting closes this rank's connections, which ends the peers' wait early */
+	if (r != ncclSuccess && m->comm) {
+		ncclCommAbort(m->comm);
+		m->comm = NULL;
+	}
 }
 
 static int nccl_attach(struct _sf_comm *c, int worker)
@@ -193,15 +234,30 @@ static int nccl_attach(struct _sf_comm *c, int worker)
 	unsigned w = (unsigned)worker;
 	starpu_execute_on_specific_workers(attach_on_worker, c, 1, &w, "shardflow nccl init");
 	int rc = m->attach_rc < 0 ? SF_ERR(m->attach_rc, "%s", m->attach_msg) : SF_OK;
-	rc = _sf_comm_agree(&m->mpi, rc, "ncclCommInitRank");
+	rc = _sf_comm_agree(&m->mpi, rc, "ncclCommInitRankConfig");
+	if (rc < 0 && m->comm) { /* made here, failed on another rank */
+		ncclCommAbort(m->comm);
+		m->comm = NULL;
+	}
 	m->attached = rc >= 0;
 	return rc;
 }
 
+/* Finalizing flushes the communicator's work with the peers (non-blocking: settle
+ * waits for it, under SHARDFLOW_COMM_TIMEOUT), then destroying frees it locally; a
+ * communicator that does not settle is aborted instead. */
 static void destroy_on_worker(void *arg)
 {
-	struct nccl_impl *m = arg;
-	ncclCommDestroy(m->comm);
+	struct _sf_comm *c = arg;
+	struct nccl_impl *m = impl(c);
+	ncclResult_t r = ncclCommFinalize(m->comm);
+	if (r == ncclSuccess || r == ncclInProgress)
+		r = settle(c, m->comm);
+	if (r == ncclSuccess)
+		ncclCommDestroy(m->comm);
+	else
+		ncclCommAbort(m->comm);
+	m->comm = NULL;
 	if (m->stage)
 		cudaFree(m->stage);
 	m->stage = NULL;
@@ -214,7 +270,7 @@ static int nccl_detach(struct _sf_comm *c, int worker)
 	if (!m || !m->attached)
 		return SF_OK;
 	unsigned w = (unsigned)worker;
-	starpu_execute_on_specific_workers(destroy_on_worker, m, 1, &w, "shardflow nccl destroy");
+	starpu_execute_on_specific_workers(destroy_on_worker, c, 1, &w, "shardflow nccl destroy");
 	m->attached = false;
 	return SF_OK;
 }
@@ -271,6 +327,17 @@ static int wait_stream(struct _sf_comm *c, const char *what)
 
 static int enqueued(struct _sf_comm *c, ncclResult_t r, const char *what)
 {
+	struct nccl_impl *m = impl(c);
+	if (r == ncclInProgress) { /* not yet on the stream: NCCL is still enqueueing it */
+		r = settle(c, m->comm);
+		if (r == ncclInProgress)
+			return give_up(m, SF_ERR(SF_ERR_COMM,
+			                         "%s: not enqueued after %g s (SHARDFLOW_COMM_TIMEOUT): a "
+			                         "peer rank is stopped, stuck or unreachable",
+			                         what, c->timeout));
+		if (r != ncclSuccess)
+			return give_up(m, nccl_fail(r, what));
+	}
 	if (r != ncclSuccess)
 		return nccl_fail(r, what);
 	return wait_stream(c, what);
