@@ -366,14 +366,18 @@ static int setup_workers(sf_context *ctx)
 	starpu_profiling_status_set(ctx->cfg.trace[0] ? STARPU_PROFILING_ENABLE
 	                                              : STARPU_PROFILING_DISABLE);
 	SF_CHECK(_sf_layers_builtin_init());
+	/* a GPU compute worker runs every codelet that has a CUDA body, the linear
+	 * layers' included (tasks/worker.c): its products are cuBLAS's, in fp32 */
+	int ngpu = ncuda - (ctx->comm->ops->device ? 1 : 0);
 	if (ctx->cfg.param_dtype == SF_DTYPE_BF16)
 		_sf_log(SF_LOG_INFO, "SHARDFLOW_PARAM_DTYPE=bf16: gathers move bf16; the linear "
 		                     "layers' products %s",
-		        _sf_gemm_bf16_enabled() ? "in bf16 through oneDNN (fp32 sums)"
-		                                : "in fp32 (this build has no oneDNN)");
+		        ngpu > 0                  ? "in fp32 through cuBLAS on the GPU (bf16 only on "
+		                                    "the wire)"
+		        : _sf_gemm_bf16_enabled() ? "in bf16 through oneDNN (fp32 sums)"
+		                                  : "in fp32 (this build has no oneDNN)");
 	_sf_log(SF_LOG_INFO, "rank %d/%d: %d compute worker(s) (%d CUDA) + comm worker %d (%s)",
-	        ctx->rank, ctx->size, ctx->ncompute,
-	        ncuda - (ctx->comm->ops->device ? 1 : 0), ctx->comm_worker, ctx->comm->ops->name);
+	        ctx->rank, ctx->size, ctx->ncompute, ngpu, ctx->comm_worker, ctx->comm->ops->name);
 #ifdef STARPU_NON_BLOCKING_DRIVERS
 	if (ncpu > allowed_cpus())
 		_sf_log(SF_LOG_INFO,
