@@ -239,6 +239,7 @@ raw=$(du -sb "$stage" | cut -f1)
 	echo "made: $(date -u '+%Y-%m-%d %H:%M UTC') on $(hostname) ($(. /etc/os-release 2>/dev/null && echo "$PRETTY_NAME"))"
 	echo "starpu: $prefix ($(cat "$prefix/share/shardflow-starpu.stamp" 2>/dev/null))"
 	echo "configure: $cfg"
+	echo "build: $build"
 	echo "cuda-toolkit: $cuda ($("$cuda/bin/nvcc" --version | sed -n 's/.*release \([0-9.]*\).*/\1/p'))"
 	echo "mpi: $([ "$mpi" = yes ] && echo "Open MPI $(dpkg-query -W -f='${Version}' libopenmpi3 2>/dev/null) under mpi/usr (OPAL_PREFIX)" || echo "not bundled")"
 	echo "glibc-needed: ${glibc_need:-unknown}"

@@ -3,7 +3,7 @@
 # gpu-bundle/ and the working tree, copied to a new directory, run
 # scripts/gpu-check.sh in a mount namespace where everything the bundle claims to
 # carry is hidden from the system: the project's StarPU prefixes (/opt/shardflow-
-# starpu*), the bundle's build tree, the checkout itself, Debian's Open MPI (its
+# starpu*), the bundle's build tree (MANIFEST's build line), the checkout itself, Debian's Open MPI (its
 # programs, plugins, help files and PMIx), and every library the bundle holds, at the
 # path it was copied from (an empty file bind-mounted over each: OpenBLAS, hwloc,
 # FxT, jansson, libgfortran, libevent, ...). Only what the bundle says it needs from
@@ -43,7 +43,8 @@ cp -r "$bundle" "$machine/gpu-bundle" || bail_out "copying the bundle failed"
 
 # what to hide: directories (an empty one over each) and files (an empty file)
 hide_dirs=
-for d in /opt/shardflow-starpu* "$top_srcdir/build-gpu" "$top_srcdir" "$top_builddir" \
+for d in /opt/shardflow-starpu* "$(sed -n 's/^build: //p' "$bundle/MANIFEST")" "$top_srcdir/build-gpu" \
+	"$top_srcdir" "$top_builddir" \
 	/usr/lib/x86_64-linux-gnu/openmpi /usr/lib/x86_64-linux-gnu/pmix2 /usr/share/openmpi /etc/openmpi; do
 	[ -d "$d" ] && hide_dirs="$hide_dirs $d"
 done

@@ -31,7 +31,7 @@ require_progs "$TRAIN_DUMP" "$DUMP_COMPARE"
 	skip_all "a CPU build: configure found no CUDA (./configure --with-cuda --with-nccl against a StarPU built by scripts/build-starpu.sh --with-cuda)"
 ndev=$("$top_builddir/tests/cuda_devices" 2>"$tmp/devices.err" || echo 0)
 [ "${ndev:-0}" -gt 0 ] 2>/dev/null ||
-	skip_all "no GPU: cudaGetDeviceCount found none ($(cat "$tmp/devices.err" 2>/dev/null)); scripts/gpu-selftest.sh runs this on a GPU machine"
+	skip_all "no GPU: cudaGetDeviceCount found none ($(cat "$tmp/devices.err" 2>/dev/null)); scripts/gpu-check.sh runs this on a GPU machine"
 
 steps=5
 rtol=1e-4
