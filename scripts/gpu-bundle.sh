@@ -212,6 +212,39 @@ while read -r name path; do
 	nlib=$((nlib + 1))
 done <"$build/closure.txt"
 mv -f "$build/libs.txt.new" "$build/libs.txt" 2>/dev/null || : >"$build/libs.txt"
+# Debian 12's libevent (Open MPI's) is the only library that needs glibc 2.36 (it
+# calls glibc's arc4random): rebuilt from Debian's source with libevent's own
+# arc4random, the bundle runs on glibc 2.34 (Ubuntu 22.04 has 2.35, EL9 2.34).
+portable_libevent() {
+	local d=$build/libevent v
+	v=$(dpkg-query -W -f='${Version}' libevent-core-2.1-7 2>/dev/null) || return 1
+	if [ ! -f "$d/built-$v" ]; then
+		rm -rf "$d" && mkdir -p "$d" || return 1
+		(cd "$d" && apt-get source libevent >/dev/null 2>&1) || return 1
+		local src
+		src=$(ls -d "$d"/libevent-*/ 2>/dev/null | head -1)
+		[ -n "$src" ] || return 1
+		# the bundled arc4random under names of its own: glibc's stdlib.h declares it
+		sed -i 's|^#include "./arc4random.c"$|#define arc4random ev_compat_arc4random\n#define arc4random_buf ev_compat_arc4random_buf\n#define arc4random_addrandom ev_compat_arc4random_addrandom\n#include "./arc4random.c"|' \
+			"$src/evutil_rand.c" || return 1
+		local m="make -j$jobs ACLOCAL=true AUTOMAKE=true AUTOCONF=true AUTOHEADER=true"
+		(cd "$src" && ./configure --disable-openssl --disable-samples --disable-libevent-regress \
+			ac_cv_func_arc4random=no ac_cv_func_arc4random_buf=no ac_cv_func_arc4random_addrandom=no &&
+			$m include/event2/event-config.h && $m libevent_core.la libevent_pthreads.la) >"$d/build.log" 2>&1 ||
+			return 1
+		cp "$src/.libs/libevent_core-2.1.so.7" "$src/.libs/libevent_pthreads-2.1.so.7" "$d/" || return 1
+		basename "$(ls "$d"/libevent_*.dsc | head -1)" .dsc >"$d/built-$v"
+	fi
+	cp "$d/libevent_core-2.1.so.7" "$d/libevent_pthreads-2.1.so.7" "$stage/lib/" &&
+		awk -v d="$d" -v src="$(cat "$d/built-$v")" '/^libevent_(core|pthreads)-2\.1\.so\.7 / { $0 = $1 " " d "/" $1 " (built from " src ", without glibc'"'"'s arc4random)" } { print }' "$build/libs.txt" >"$build/libs.txt.tmp" && mv "$build/libs.txt.tmp" "$build/libs.txt"
+}
+if [ -f "$stage/lib/libevent_core-2.1.so.7" ] && objdump -T "$stage/lib/libevent_core-2.1.so.7" | grep -q "GLIBC_2.36"; then
+	if portable_libevent; then
+		say "libevent rebuilt without glibc's arc4random (glibc 2.34 is enough)"
+	else
+		say "warning: rebuilding libevent failed (log: $build/libevent/build.log): the bundle needs glibc 2.36"
+	fi
+fi
 # StarPU's trace tool, for SHARDFLOW_TRACE's FxT merge (gpu-check.sh's traced run)
 if [ -x "$prefix/bin/starpu_fxt_tool" ]; then
 	mkdir -p "$stage/bin" && cp "$prefix/bin/starpu_fxt_tool" "$stage/bin/"

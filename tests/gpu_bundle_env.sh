@@ -48,11 +48,19 @@ for d in /opt/shardflow-starpu* "$(sed -n 's/^build: //p' "$bundle/MANIFEST")" "
 	/usr/lib/x86_64-linux-gnu/openmpi /usr/lib/x86_64-linux-gnu/pmix2 /usr/share/openmpi /etc/openmpi; do
 	[ -d "$d" ] && hide_dirs="$hide_dirs $d"
 done
-hide_files=
-for f in $(sed -n 's/^  [^ ]* \(\/.*\)$/\1/p' "$bundle/MANIFEST") /usr/bin/mpirun /usr/bin/mpiexec /usr/bin/orterun /usr/bin/orted; do
-	r=$(readlink -f "$f" 2>/dev/null) && [ -f "$r" ] && hide_files="$hide_files $r"
+# each library the bundle holds: the file it was copied from, and whatever the
+# system's loader would find under its name
+names=$(sed -n 's/^  \(lib[^ ]*\) \/.*$/\1/p' "$bundle/MANIFEST")
+files=$(sed -n 's/^  lib[^ ]* \(\/[^ ]*\).*$/\1/p' "$bundle/MANIFEST")
+for n in $names; do
+	files="$files $(/sbin/ldconfig -p | awk -v n="$n" '$1 == n { print $NF }')"
 done
-nlib=$(sed -n 's/^  [^ ]* \(\/.*\)$/\1/p' "$bundle/MANIFEST" | wc -l)
+hide_files=
+for f in $files /usr/bin/mpirun /usr/bin/mpiexec /usr/bin/orterun /usr/bin/orted; do
+	r=$(readlink -f "$f" 2>/dev/null) && [ -f "$r" ] || continue
+	case " $hide_files " in *" $r "*) ;; *) hide_files="$hide_files $r" ;; esac
+done
+nlib=$(echo $names | wc -w)
 diag "hiding $(echo $hide_dirs | wc -w) directories and $(echo $hide_files | wc -w) files ($nlib libraries of the bundle's MANIFEST)"
 
 cat >"$tmp/inside.sh" <<'EOF'
