@@ -38,6 +38,16 @@ decay on every parameter (shardflow has no per-tensor groups), beta2 0.99 and ep
       thread per process (torch.set_num_threads(--threads), default 1): one core per
       rank, as shardflow; --threads 2 lets a single process use both cores.
 
+  torch_gpt.py speed [model options] [--device cuda] [--precision fp32|bf16]
+                     [--attn manual|sdpa] [--compile] [--tf32] [--steps 20]
+                     [--warmup-steps 3] [--batch B]
+      training throughput as a user runs PyTorch fast (scripts/gpu-check.sh's speed
+      stage): random tokens, AdamW (fused on CUDA), fp32 (TF32 off unless --tf32, as
+      shardflow's cuBLAS calls) or bf16 autocast, the twin's attention or
+      F.scaled_dot_product_attention (PyTorch >= 2.0), eager or torch.compile. One
+      JSON line: tokens_per_s, step_ms_median, params, flops_per_token (nanoGPT's
+      6 N + 12 L H Q T), peak_mem_mib.
+
 Model options: --layers 4 --heads 4 --embd 128 --context 128 --vocab 256 [--untied].
 Training options (examples/gpt's defaults): --steps 4000 --batch 16 --lr 0.002
 --min-lr (lr/10) --warmup 100 --weight-decay 0.01 --seed 1 --val-fraction 0.1
@@ -471,7 +481,13 @@ def cmd_speed(a):
     torch.backends.cudnn.allow_tf32 = a.tf32
     torch.manual_seed(a.seed)
     model = build_model(a.layers, a.heads, a.embd, a.context, a.vocab, not a.untied,
-                        sdpa=a.attn == "sdpa").to(dev)
+                        sdpa=a.attn == "sdpa")
+    for mod in model.modules():  # nanoGPT's initialisation (PyTorch's default
+        if isinstance(mod, (torch.nn.Linear, torch.nn.Embedding)):  # gives a tied head
+            torch.nn.init.normal_(mod.weight, 0.0, 0.02)  # logits in the hundreds)
+            if getattr(mod, "bias", None) is not None:
+                torch.nn.init.zeros_(mod.bias)
+    model = model.to(dev)
     params = {id(p): p for p in model.parameters()}.values()
     n_params = sum(p.numel() for p in params)
     n_flops = n_params - model.transformer.wpe.weight.numel()
