@@ -32,8 +32,10 @@
  *
  * Prints the number of compared values, the max relative difference and where it
  * occurs (and, with --bitwise, how many values differ). Exit status: 0 equal under the
- * mode, 1 different (including a different number of steps or parameters), 2 bad
- * usage or an unreadable / malformed file (the message names the file and problem).
+ * mode, 1 different (including a different number of steps or parameters, and nothing
+ * to compare: no loss and no parameter outside the ignored ranges, which no mode calls
+ * equal), 2 bad usage or an unreadable / malformed file (the message names the file
+ * and problem).
  */
 #include <errno.h>
 #include <math.h>
@@ -267,7 +269,14 @@ int main(int argc, char **argv)
 		if (w.index >= 0)
 			printf(" at %s %lld (%.9g vs %.9g)", w.what, (long long)w.index, w.a, w.b);
 		printf("\n");
-		if (bitwise) {
+		if (total == 0) {
+			/* two empty dumps (or everything ignored) are "equal" only vacuously: a
+			 * run that wrote nothing must not pass for one that trained the same */
+			printf("nothing compared: %s and %s hold no loss and no parameter outside "
+			       "the ignored ranges\n",
+			       pa, pb);
+			status = 1;
+		} else if (bitwise) {
 			printf("bitwise: %lld of %lld values differ\n", (long long)w.nbits_differ,
 			       (long long)total);
 			status = w.nbits_differ ? 1 : 0;

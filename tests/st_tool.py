@@ -14,6 +14,10 @@ only: no numpy, no torch).
                                  U1. Prints the worst relative differences; exit 0 when
                                  within RTOL, 1 otherwise, 2 on bad input.
 Relative difference: |a - b| / max(|a|, |b|, floor), floor = 1e-3 of the largest move.
+Tensors of different shapes or sizes, a tensor whose data_offsets do not match its
+shape, or files without the tensors compared (W0's in T1, W0's and lm_head.weight in
+U1) are bad input (exit 2, a message naming the tensor), never compared on their
+common part.
 """
 import json
 import struct
@@ -38,12 +42,30 @@ def read(path):
         if meta["dtype"] != "F32":
             raise ValueError(f"{path}: {name} is {meta['dtype']}, not F32")
         a, b = meta["data_offsets"]
+        count = 1
+        for d in meta["shape"]:
+            count *= d
+        if not 0 <= a <= b <= len(body) or b - a != 4 * count:
+            raise ValueError(f"{path}: {name}: data_offsets [{a}, {b}) do not hold its shape "
+                             f"{meta['shape']} ({4 * count} bytes) within the {len(body)} "
+                             f"bytes of data")
         arr = array("f")
         arr.frombytes(body[a:b])
         if sys.byteorder != "little":
             arr.byteswap()
         out[name] = (meta["shape"], arr)
     return out
+
+
+def same_shapes(what, *named):
+    """Raises ValueError unless every (path, shape, values) in named has the shape and
+    the number of values of the first: zip() would otherwise compare the common prefix
+    of two different tensors and call them equal."""
+    p0, s0, v0 = named[0]
+    for p, s, v in named[1:]:
+        if s != s0 or len(v) != len(v0):
+            raise ValueError(f"{what}: shape {s} ({len(v)} values) in {p}, {s0} "
+                             f"({len(v0)} values) in {p0}")
 
 
 def write(path, tensors):
@@ -77,7 +99,15 @@ def untie(src, dst):
 
 def tied_check(w0p, t1p, u1p, rtol):
     w0, t1, u1 = read(w0p), read(t1p), read(u1p)
-    e0 = w0["transformer.wte.weight"][1]
+    wte = "transformer.wte.weight"
+    # T1 may hold more (tests/tied.sh passes an untied file as T1 to see it refused)
+    if not set(w0) <= set(t1) or set(u1) != set(w0) | {"lm_head.weight"}:
+        raise ValueError(f"tensor names differ: {t1p} must hold those of {w0p}, {u1p} "
+                         f"those and lm_head.weight")
+    for name in sorted(w0):
+        same_shapes(name, (w0p, *w0[name]), (t1p, *t1[name]), (u1p, *u1[name]))
+    same_shapes("lm_head.weight against " + wte, (w0p, *w0[wte]), (u1p, *u1["lm_head.weight"]))
+    e0 = w0[wte][1]
     # the tied matrix's move against the sum of the two untied moves
     tmove = [a - e for a, e in zip(t1["transformer.wte.weight"][1], e0)]
     umove = [(ue - e) + (uh - e) for ue, uh, e in
@@ -102,8 +132,8 @@ def tied_check(w0p, t1p, u1p, rtol):
     emb_move = max(abs(ue - e) for ue, e in zip(u1["transformer.wte.weight"][1], e0))
     print(f"untied moves: embedding {emb_move:.3g}, head {head_move:.3g}")
     ok &= head_move > 10 * rtol * scale and emb_move > 10 * rtol * scale
-    for name in sorted(t1):
-        if name in ("transformer.wte.weight", "lm_head.weight"):
+    for name in sorted(w0):
+        if name == wte:
             continue
         a, b = t1[name][1], u1[name][1]
         m0 = w0[name][1]
