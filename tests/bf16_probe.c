@@ -13,10 +13,15 @@
  *   rank <r> rows <n> bf16-equal <a> fp32-equal <b> of <m>
  * Exit status 0 when every logit equals the master's bf16 rounding (SHARDFLOW_PARAM_DTYPE
  * =bf16) or the master itself (fp32), 1 otherwise or on an error.
+ *
+ * The bf16 rounding expected here is the probe's own (ref_bf16 below: nearest, ties to
+ * even, written from the float's bits case by case), never common/bf16.h's, which is
+ * what the gather runs: a bug there would otherwise be on both sides of the
+ * comparison. ref_bf16 is itself checked first on hard-coded bit patterns.
  */
-#include "common/bf16.h"
 #include "shardflow.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +38,54 @@
 		}                                                                          \
 	} while (0)
 
+/* f rounded to the nearest bfloat16 (the top 16 bits of a float), ties to the even top
+ * half; a NaN becomes a quiet NaN of the same sign; above the largest bf16, infinity */
+static float ref_bf16(float f)
+{
+	uint32_t u, hi, lo;
+	memcpy(&u, &f, sizeof u);
+	hi = u >> 16, lo = u & 0xffffu;
+	if ((u & 0x7f800000u) == 0x7f800000u && (u & 0x007fffffu) != 0)
+		hi |= 0x0040u; /* NaN */
+	else if (lo > 0x8000u || (lo == 0x8000u && (hi & 1u)))
+		hi += 1; /* up; a carry into the exponent is right (to infinity past the max) */
+	u = hi << 16;
+	memcpy(&f, &u, sizeof f);
+	return f;
+}
+
+/* ref_bf16 against known roundings: 0 or a message */
+static const char *ref_bf16_check(void)
+{
+	static const uint32_t cases[][2] = {
+	    {0x3f800000u, 0x3f800000u}, /* 1: exact */
+	    {0x3f807fffu, 0x3f800000u}, /* below half: down */
+	    {0x3f808000u, 0x3f800000u}, /* tie, even: stays */
+	    {0x3f818000u, 0x3f820000u}, /* tie, odd: up to even */
+	    {0x3f808001u, 0x3f810000u}, /* above half: up */
+	    {0xbf80ffffu, 0xbf810000u}, /* negative: magnitude up */
+	    {0x3fffffffu, 0x40000000u}, /* carry into the exponent */
+	    {0x7f7fffffu, 0x7f800000u}, /* largest float: infinity */
+	    {0x00018000u, 0x00020000u}, /* subnormal tie, odd */
+	    {0x7f800001u, 0x7fc00000u}, /* signalling NaN: quiet */
+	    {0xffc00001u, 0xffc00000u}, /* negative NaN keeps its sign */
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		float f, r;
+		uint32_t got;
+		memcpy(&f, &cases[i][0], sizeof f);
+		r = ref_bf16(f);
+		memcpy(&got, &r, sizeof got);
+		if (got != cases[i][1]) {
+			static char msg[96];
+			snprintf(msg, sizeof msg, "ref_bf16(0x%08x) = 0x%08x, expected 0x%08x",
+			         (unsigned)cases[i][0], (unsigned)got, (unsigned)cases[i][1]);
+			return msg;
+		}
+	}
+	return NULL;
+}
+
 int main(int argc, char **argv)
 {
 	int steps = argc > 1 ? atoi(argv[1]) : 3, status = 1, rank = 0, size = 1;
@@ -43,6 +96,11 @@ int main(int argc, char **argv)
 	int32_t y[D];
 	CHECK(sf_init(&argc, &argv, &ctx));
 	CHECK(sf_context_world(ctx, &rank, &size));
+	const char *bad = ref_bf16_check();
+	if (bad) {
+		fprintf(stderr, "bf16_probe: the probe's own reference is wrong: %s\n", bad);
+		goto out;
+	}
 	struct sf_config cfg;
 	CHECK(sf_context_config(ctx, &cfg));
 	int in, h, labels, loss;
@@ -78,7 +136,7 @@ int main(int argc, char **argv)
 	for (int i = 0; i < rows; i++)
 		for (int c = 0; c < C; c++) {
 			float got = logits[i * C + c], w = W[c * D + first + i];
-			eq16 += memcmp(&got, &(float){sf_bf16_round(w)}, sizeof got) == 0;
+			eq16 += memcmp(&got, &(float){ref_bf16(w)}, sizeof got) == 0;
 			eq32 += memcmp(&got, &w, sizeof got) == 0;
 		}
 	printf("rank %d rows %d bf16-equal %d fp32-equal %d of %d\n", rank, rows, eq16, eq32, total);
