@@ -13,7 +13,7 @@
 #    comparison (it can fail);
 #  - training: PyTorch from examples/gpt's initial weights (--export-init), on the same
 #    batches with the same AdamW and schedule: its per-step losses against shardflow's
-#    (--loss-log), relative 1e-4 for the first 10 steps and 2 % at step 30; and the same
+#    (--loss-log), every step 1..30 within 2e-6 relative (measured: 1.7e-7); and the same
 #    with 3 micro-batches a step (SHARDFLOW_GRAD_ACCUM=3) clipped at 0.5, the twin with
 #    --grad-accum 3 --grad-clip 0.5 (its clip_grad_norm_ and nanoGPT's param groups).
 . "$(dirname "$0")/lib.sh"
@@ -83,12 +83,19 @@ ok $? "an untied file loaded as tied is refused, naming lm_head.weight (exit $st
 
 # training side by side: plain, then 3 micro-batches a step with clipping at 0.5
 # curve NAME: compares $tmp/NAME.sf.loss with $tmp/NAME.pt.loss
+# Every step 1..30, in order on both sides, within $curve_rtol relative: measured
+# (CPU ranks, PyTorch 1.13 on the CPU) max 1.7e-7 plain (step 11), 1.2e-7 accumulated
+# and clipped (step 21); about 10x that.
+curve_rtol=2e-6
 curve() {
 	paste "$tmp/$1.sf.loss" "$tmp/$1.pt.loss" >"$tmp/$1.both"
-	awk '{ d = $2 - $4; if (d < 0) d = -d; r = d / $4; if ($1 <= 10 && r > w10) w10 = r
-	       if ($1 == 30) last = r; n++ }
-	     END { printf "steps %d: first 10 max relative %.2e, step 30 %.2e\n", n, w10, last
-	           exit !(n == 30 && w10 <= 1e-4 && last <= 0.02) }' "$tmp/$1.both" >"$tmp/$1.curve"
+	awk -v tol=$curve_rtol '
+	    { n++; if ($1 != n || $3 != n) bad = 1
+	      d = $2 - $4; if (d < 0) d = -d; r = d / ($4 < 0 ? -$4 : $4)
+	      if (!(r <= w)) { w = r; at = $1 } }
+	    END { printf "steps %d: max relative %.2e at step %d (tolerance %g)%s\n", n, w, at,
+	                 tol, bad ? ", steps out of order" : ""
+	          exit !(n == 30 && !bad && w <= tol) }' "$tmp/$1.both" >"$tmp/$1.curve"
 }
 cp "$tmp/sf.loss" "$tmp/plain.sf.loss"
 # shellcheck disable=SC2086
