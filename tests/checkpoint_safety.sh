@@ -11,10 +11,11 @@
 #  - a directory holding no checkpoint (missing, empty, or only a save killed before
 #    its manifest) is "no checkpoint yet": sf_checkpoint_latest finds none, and
 #    sf_checkpoint_load says SF_ERR_NOT_FOUND (-9);
-#  - re-saving the step latest names, killed at each point (rank files, manifest,
-#    switch — old step-N moved aside, step-N.tmp not yet renamed — latest), leaves a
-#    checkpoint that resumes bitwise as the step saved; a later save finishes a switch
-#    that was cut short and leaves no staging or old copy;
+#  - re-saving the step latest names with another state (every value differs), killed
+#    at each point (rank files, manifest, switch — old step-N moved aside, step-N.tmp
+#    not yet renamed — latest), leaves a checkpoint that resumes bitwise as the old
+#    state before the new manifest exists and as the new one after; a later save
+#    finishes a switch that was cut short and leaves no staging or old copy;
 #  - an edited manifest is refused by its CRC-32 (manifest.crc32); with the CRC-32
 #    rewritten, model_steps = INT64_MAX, a negative epoch and a batch of 2^53 are
 #    refused by the range checks; a version-2 manifest without manifest.crc32 is
@@ -29,7 +30,7 @@ same() {
 	compare "$3" "$1" "$2" --bitwise
 }
 
-plan 23
+plan 24
 
 # references: the parameters after 3 and after 6 steps, and a checkpoint directory
 # with steps 3 and 6 (latest: step 6)
@@ -73,13 +74,24 @@ for d in empty missing killed; do
 done
 
 # --- re-saving the step latest names, killed at every point -----------------------------
+# The re-save holds another state of step 6 (seed 2: other initial weights and batches),
+# every value different from the old one, so a resume tells which copy it read: the
+# old one while the new is not published (killed at shards, manifest), the new one once
+# its staging directory is complete and being switched in (switch, latest). A mix of
+# the two, or the old copy where the new is due, fails.
+drv 2 new6 --steps 6 --seed 2 --out-params "$tmp/new6.dump"
+"$DUMP_COMPARE" --bitwise "$tmp/new6.dump" "$tmp/ref6.dump" >"$tmp/new6.cmp" 2>&1
+[ $? -eq 1 ] && grep -q '^bitwise: \([0-9]*\) of \1 values differ' "$tmp/new6.cmp"
+ok $? "the re-save's step 6 (seed 2) differs from the old step 6 in every value ($(tail -n 1 "$tmp/new6.cmp"))"
 for mode in shards manifest switch latest; do
+	want=ref6 which="the old step 6"
+	case $mode in switch | latest) want=new6 which="the new step 6" ;; esac
 	rm -rf "$tmp/re-$mode"
 	cp -r "$tmp/ref" "$tmp/re-$mode"
-	drv 2 resave-$mode --steps 6 --save "$tmp/re-$mode" --save-every 6 --crash $mode \
-		>/dev/null 2>&1
+	drv 2 resave-$mode --steps 6 --seed 2 --save "$tmp/re-$mode" --save-every 6 \
+		--crash $mode >/dev/null 2>&1
 	drv 2 after-$mode --steps 6 --resume "$tmp/re-$mode" --out-params "$tmp/after-$mode.dump"
-	same after-$mode ref6 "re-save of step 6 killed at $mode: the directory resumes step 6 (bitwise)"
+	same after-$mode $want "re-save of step 6 killed at $mode: the directory resumes $which (bitwise)"
 	if [ $mode = switch ]; then
 		[ ! -e "$tmp/re-switch/step-000000006" ] &&
 			[ -f "$tmp/re-switch/step-000000006.tmp/manifest.json" ] &&
