@@ -12,15 +12,16 @@
 # that every step is clipped. Cases: the MLP and sf_gpt_graph (a tied head, layernorms,
 # embeddings: every parameter group), N = 1, 2, 3, full / grad_op / none sharding,
 # weight decay 0.1 with the default groups and with none, and clipping of an
-# accumulated step. Then: sharding modes agree with each other, a max_norm of
-# infinity reports the norm and changes nothing (bitwise). The API's refusals
+# accumulated step. Then: every sharding mode on 3 ranks trains like 1 rank (whose
+# norm needs no all-reduce: an independent reference for the modes' shared one), a
+# max_norm of infinity reports the norm and changes nothing (bitwise). The API's refusals
 # (a bad max_grad_norm, the norm of an sf_model_accumulate ticket): tests/test_api.c.
 . "$(dirname "$0")/lib.sh"
 require_progs "$TRAIN_DUMP" "$DUMP_COMPARE"
 PY=/usr/bin/python3
 ORACLE="$top_srcdir/tests/torch_clip.py"
 
-plan 15
+plan 16
 
 have_torch=yes
 "$PY" -c 'import torch' >/dev/null 2>&1 || have_torch=no
@@ -62,14 +63,17 @@ oracle g3g 3 grad_op nanogpt sgd 12 1 0.5 0.1 0
 oracle g2n 2 none nanogpt adamw 12 1 0.5 0.1 7
 oracle g3a 3 full nanogpt sgd 4 3 0.5 0.1 7
 
-# the sharding modes agree with each other (no PyTorch needed)
+# every sharding mode on 3 ranks = 1 rank (no PyTorch needed): the 1-rank run's norm
+# involves no all-reduce, so a bug there, which the three modes share, shows here.
+# Measured: max relative difference 1.9e-7 (full and grad_op), 1.4e-7 (none), floor
+# 1e-2; 10x that.
+srtol=2e-6
+train 1 s-n1 --model nanogpt --steps 5 --batch 12 --clip 0.5
 for sh in full grad_op none; do
 	train 3 "s-$sh" SHARDFLOW_SHARDING=$sh --model nanogpt --steps 5 --batch 12 --clip 0.5
+	compare "clipped nanogpt, 3 ranks, $sh = 1 rank (rtol $srtol)" "s-$sh" s-n1 \
+		--rtol $srtol --floor 1e-2
 done
-compare "clipped nanogpt, 3 ranks: grad_op = full (rtol 1e-6)" s-grad_op s-full --rtol 1e-6 \
-	--floor 1e-2
-compare "clipped nanogpt, 3 ranks: none = full (rtol 1e-6)" s-none s-full --rtol 1e-6 \
-	--floor 1e-2
 
 # max_norm infinity: the norm, no clipping: bitwise the unclipped run
 train 2 inf --model nanogpt --optimizer adamw --steps 5 --batch 12 --clip inf
