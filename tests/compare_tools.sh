@@ -18,12 +18,15 @@ require_progs "$DUMP_COMPARE"
 
 plan 13
 
+# The byte strings below are printf formats on purpose (octal escapes).
+# shellcheck disable=SC2059
 # le64 N: N (small, >= 0) as 8 little-endian bytes
 le64() {
 	printf "\\$(printf %o $(($1 & 255)))\\$(printf %o $(($1 >> 8 & 255)))\\000\\000\\000\\000\\000\\000"
 }
 # dump FILE LOSSES PARAMS: a train_dump file; LOSSES and PARAMS are octal-escaped bytes
 # (8 per double, 4 per float, little-endian), their counts given by the lengths
+# shellcheck disable=SC2059
 dump() {
 	printf 'SFDUMP1\n' >"$1"
 	_nl=$(printf "$2" | wc -c)
