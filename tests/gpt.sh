@@ -40,7 +40,8 @@ BEGIN {
 	for (i = 0; i < 700; i++)
 		printf "%s %s %s %s %s %s %s %s %s.\n", det[r(nd)], adj[r(na)], noun[r(nn)], verb[r(nv)],
 			det[r(nd)], noun[r(nn)], prep[r(np)], det[r(nd)], place[r(nl)]
-}' >"$text" && [ "$(wc -c <"$text")" -eq 32612 ] || bail_out "cannot make the corpus"
+}' >"$text" || bail_out "cannot make the corpus"
+[ "$(wc -c <"$text")" -eq 32612 ] || bail_out "the corpus is $(wc -c <"$text") bytes, not 32612"
 model="--layers 2 --heads 2 --embd 32 --context 32 --batch 8 --text $text --val-fraction 0.2"
 short="--eval-every 30 --eval-batches 2 --progress-every 10 --warmup 10 --lr 0.004"
 gen="--prompt Sharded --sample 2 --tokens 40"

@@ -98,11 +98,14 @@ diag_file "$tmp/hbf.cmp"
 # the bytes that leave a node, summed over the 4 ranks, 5 steps of the gpt model: units
 # of P = 384 (embed: wte 16 x 16, wpe 8 x 16) and 3 x 1960 (a block) parameters, a
 # shard of S = ceil(P / N) floats per unit on a ring of N ranks; each step one gather
-# and one reduce-scatter of every unit (the embed unit, read first and last for the tied
-# head, stays resident), each sending N - 1 blocks of S. Full sharding, N = 4 (S = 96 + 3 x 490 = 1566): ranks 1 and 3 send to
-# the next node, 2 x 5 x 2 x 3 x 1566 x 4 = 375840 bytes. Hybrid 2 x 2 (S = 192 + 3 x
-# 980 = 3132): only the replicas' all-reduce (M - 1 = 1 shard a rank a step; a ring of
-# M = 2 sends n) leaves a node, 4 x 5 x 3132 x 4 = 250560 bytes.
+# and one reduce-scatter of every unit (the embed unit, read first and last for the
+# tied head, stays resident), each sending N - 1 blocks of S.
+#  - full sharding, N = 4, S = 96 + 3 x 490 = 1566: the ring leaves a node at ranks 1
+#    and 3, 2 ranks x 5 steps x 2 rings x 3 blocks x 1566 x 4 bytes = 375840;
+#  - hybrid 2 x 2, S = 192 + 3 x 980 = 3132: gathers and reduce-scatters stay in the
+#    node; only the replicas' all-reduce of each rank's gradient shard leaves it (a
+#    ring all-reduce of n floats sends 2 (M - 1) / M n, n for M = 2 replicas),
+#    4 ranks x 5 steps x 3132 x 4 bytes = 250560.
 inter() { awk '$1 == "rank" && $5 == "inter_node" { s += $6 } END { print s + 0 }' "$tmp/$1.out"; }
 bf=$(inter full-gpt) bh=$(inter h-gpt-sgd)
 s4=$((96 + 3 * 490)) s2=$((192 + 3 * 980))
