@@ -183,7 +183,7 @@ static int gather_params(struct sf_model *m, float *params, float *shard, float 
 		if (m->cfg.sharding == SF_SHARD_NONE) {
 			if (m->rank != 0)
 				continue;
-			starpu_data_acquire(un->h_full, STARPU_R);
+			SF_CHECK(_sf_data_acquire(un->h_full, STARPU_R));
 			memcpy(params + un->off, un->full, un->P * sizeof(float));
 			starpu_data_release(un->h_full);
 			continue;

@@ -127,6 +127,14 @@ static void reg(starpu_data_handle_t *h, void *ptr, size_t n, size_t elem)
 	starpu_vector_data_register(h, STARPU_MAIN_RAM, (uintptr_t)ptr, (uint32_t)n, elem);
 }
 
+int _sf_data_acquire(starpu_data_handle_t h, enum starpu_data_access_mode mode)
+{
+	int ret = starpu_data_acquire(h, mode);
+	if (ret != 0)
+		return SF_ERR(SF_ERR_STARPU, "starpu_data_acquire failed (%d)", ret);
+	return SF_OK;
+}
+
 static void unreg(starpu_data_handle_t *h)
 {
 	if (*h) {
@@ -757,12 +765,12 @@ SF_API int sf_model_params_get(sf_model *m, float *dst, size_t n)
 	for (int i = 0; i < m->nunits; i++) {
 		struct _sf_unit *u = &m->units[i];
 		if (m->cfg.sharding == SF_SHARD_NONE) {
-			starpu_data_acquire(u->h_full, STARPU_R);
+			SF_CHECK(_sf_data_acquire(u->h_full, STARPU_R));
 			memcpy(dst + u->off, u->full, u->P * sizeof(float));
 			starpu_data_release(u->h_full);
 			continue;
 		}
-		starpu_data_acquire(u->h_shard, STARPU_R);
+		SF_CHECK(_sf_data_acquire(u->h_shard, STARPU_R));
 		int grc = m->comm->ops->allgather(m->comm, u->shard, u->S * sizeof(float), tmp);
 		starpu_data_release(u->h_shard);
 		SF_CHECK(grc);
@@ -877,7 +885,9 @@ int _sf_unit_get_slice(struct sf_model *m, int u, enum _sf_vec which, float *dst
 	if (rc < 0)
 		return rc;
 	size_t want = (size_t)m->sr * un->S;
-	starpu_data_acquire(h, STARPU_R);
+	rc = _sf_data_acquire(h, STARPU_R);
+	if (rc < 0)
+		return rc;
 	for (size_t i = 0; i < un->S; i++) {
 		size_t g = want + i; /* logical index */
 		dst[i] = g < un->P && g >= lo && g < lo + n ? base[g - lo] : 0.0f;
@@ -895,14 +905,18 @@ int _sf_unit_set_full(struct sf_model *m, int u, enum _sf_vec which, const float
 	int rc = locate(m, u, which, &h, &base, &lo, &n);
 	if (rc < 0)
 		return rc;
-	starpu_data_acquire(h, STARPU_W);
+	rc = _sf_data_acquire(h, STARPU_W);
+	if (rc < 0)
+		return rc;
 	for (size_t i = 0; i < n; i++)
 		base[i] = lo + i < un->P ? src[lo + i] : 0.0f;
 	starpu_data_release(h);
 	/* grad_op also keeps the whole parameters resident */
 	if (which == SF_VEC_PARAM && m->cfg.sharding == SF_SHARD_GRAD_OP) {
 		size_t nf = un->S * (size_t)m->sn;
-		starpu_data_acquire(un->h_full, STARPU_W);
+		rc = _sf_data_acquire(un->h_full, STARPU_W);
+		if (rc < 0)
+			return rc;
 		for (size_t i = 0; i < nf; i++)
 			un->full[i] = i < un->P ? src[i] : 0.0f;
 		starpu_data_release(un->h_full);

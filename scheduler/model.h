@@ -190,6 +190,11 @@ int _sf_forward_submit(struct sf_model *m, bool train);
  * first moment (AdamW m, SGD momentum buffer) and second moment (AdamW v). */
 enum _sf_vec { SF_VEC_PARAM = 0, SF_VEC_M, SF_VEC_V };
 
+/* starpu_data_acquire(h, mode) with its result checked: SF_OK, or SF_ERR_STARPU (then
+ * nothing is acquired and the caller releases nothing). A success is undone with
+ * starpu_data_release(h). */
+int _sf_data_acquire(starpu_data_handle_t h, enum starpu_data_access_mode mode);
+
 /* true when the model's optimizer keeps vector `which` (V: AdamW only). */
 bool _sf_vec_exists(const struct sf_model *m, enum _sf_vec which);
 /* Copies this rank's slice [rank*S, rank*S + S) of vector `which` of unit u into
