@@ -21,6 +21,10 @@
 
 #define SF_LOSS_SLOTS 16
 #define SF_GRAD_SLOTS 2 /* gradient slots of a chain of units, used in turn */
+/* The most units in use at once (sf_model::width) that a model may have: it bounds the
+ * ring (depth + width slots) and the gradient slots (SF_GRAD_SLOTS + width - 1), whose
+ * handle arrays below are sized for it; sf_model_create refuses a wider graph. */
+#define SF_MAX_WIDTH 8
 
 struct _sf_recorder;
 
@@ -77,8 +81,8 @@ struct _sf_rc_buf {
  * (first freed, first reused: a chain of units uses the slots in turn). */
 struct _sf_slots {
 	int n;
-	int holder[SF_MAX_DEPTH + 8]; /* unit in slot s, or -1 */
-	int fifo[SF_MAX_DEPTH + 8];   /* free slots, oldest first */
+	int holder[SF_MAX_DEPTH + SF_MAX_WIDTH]; /* unit in slot s, or -1 */
+	int fifo[SF_MAX_DEPTH + SF_MAX_WIDTH];   /* free slots, oldest first */
 	int nfree;
 };
 
@@ -113,7 +117,7 @@ struct sf_model {
 	/* gather ring (full sharding): R = depth + width slots of N*S_max floats */
 	int R;
 	float *ring;
-	starpu_data_handle_t h_ring[SF_MAX_DEPTH + 8];
+	starpu_data_handle_t h_ring[SF_MAX_DEPTH + SF_MAX_WIDTH];
 	struct _sf_slots ring_slots;
 
 	float *comm_scratch; /* see struct _sf_comm_args::scratch */
@@ -123,7 +127,7 @@ struct sf_model {
 	/* gradient slots: G = SF_GRAD_SLOTS + width - 1, each a unit's whole gradient */
 	int G;
 	float *grad;
-	starpu_data_handle_t h_grad[SF_GRAD_SLOTS + SF_MAX_DEPTH + 8];
+	starpu_data_handle_t h_grad[SF_GRAD_SLOTS + SF_MAX_DEPTH + SF_MAX_WIDTH];
 	struct _sf_slots grad_slots;
 
 	starpu_data_handle_t h_order; /* comm order: every collective accesses it RW */

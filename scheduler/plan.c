@@ -153,11 +153,11 @@ int _sf_plan_units(struct sf_model *m, const struct sf_graph *g)
 		m->bwd_order[k] = u;
 	}
 	m->width = width_of(m);
-	if (m->width > 8) {
+	if (m->width > SF_MAX_WIDTH) {
 		rc = SF_ERR(SF_ERR_INVALID,
 		            "sf_model_create: %d units of graph \"%s\" are in use at once (their "
-		            "first and last readers interleave); at most 8 are supported",
-		            m->width, g->name);
+		            "first and last readers interleave); at most %d are supported",
+		            m->width, g->name, SF_MAX_WIDTH);
 		goto fail;
 	}
 	/* what stays gathered from forward to backward: the R units the backward meets
