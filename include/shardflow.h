@@ -72,6 +72,7 @@ enum sf_sharding {
 	                        nodes: gathers stay inside the node; gradients are
 	                        reduce-scattered inside it and all-reduced across nodes on
 	                        the shard (SHARDFLOW_NODE_SIZE) */
+	SF_SHARD_COUNT,    /**< the number of values above; not a value */
 };
 
 /** When the backward pass gathers the next unit (SHARDFLOW_BACKWARD_PREFETCH). */
@@ -79,6 +80,7 @@ enum sf_backward_prefetch {
 	SF_BWD_PRE = 0, /**< gather(l-1) is issued before reduce-scatter(l) */
 	SF_BWD_POST,    /**< gather(l-1) is issued after reduce-scatter(l) */
 	SF_BWD_NONE,    /**< gather(l-1) waits until unit l is completely done */
+	SF_BWD_COUNT,   /**< the number of values above; not a value */
 };
 
 /** Benchmarks only (SHARDFLOW_SKIP): run every task but skip the work of one kind,
@@ -88,18 +90,21 @@ enum sf_skip {
 	SF_SKIP_NONE = 0, /**< normal training */
 	SF_SKIP_COMM,     /**< collectives return at once (no MPI call) */
 	SF_SKIP_COMPUTE,  /**< every layer, the loss and the optimizers return at once */
+	SF_SKIP_COUNT,    /**< the number of values above; not a value */
 };
 
 /** The step's collectives (SHARDFLOW_COMM). */
 enum sf_comm_backend {
 	SF_COMM_MPI = 0, /**< MPI point-to-point rings on a CPU comm worker (default) */
 	SF_COMM_NCCL,    /**< NCCL on the GPU's own comm stream (CUDA + NCCL builds) */
+	SF_COMM_COUNT,   /**< the number of values above; not a value */
 };
 
 /** Where a shard's optimizer step and state live (SHARDFLOW_OPTIMIZER_ON). */
 enum sf_optimizer_on {
 	SF_OPT_ON_DEVICE = 0, /**< with the gradients: the GPU when there is one (default) */
 	SF_OPT_ON_HOST,       /**< CPU workers and host memory (ZeRO-Offload's placement) */
+	SF_OPT_ON_COUNT,      /**< the number of values above; not a value */
 };
 
 /** Where gradient accumulation keeps the micro-batches' sum (SHARDFLOW_ACCUM_MODE),
@@ -111,6 +116,7 @@ enum sf_accum_mode {
 	SF_ACCUM_LOCAL,       /**< add every micro-batch into a full local gradient per
 	                           unit, reduce once at the step: 1/K of the gradient traffic
 	                           for P floats per unit (FSDP's no_sync) */
+	SF_ACCUM_COUNT,       /**< the number of values above; not a value */
 };
 
 /** What a collective moves (SHARDFLOW_PARAM_DTYPE, SHARDFLOW_REDUCE_DTYPE): mixed
@@ -119,6 +125,7 @@ enum sf_accum_mode {
 enum sf_dtype {
 	SF_DTYPE_FP32 = 0, /**< 32-bit floats */
 	SF_DTYPE_BF16,     /**< bfloat16, rounded to nearest even: half the bytes */
+	SF_DTYPE_COUNT,    /**< the number of values above; not a value */
 };
 
 /** Activation recompute (SHARDFLOW_RECOMPUTE): activation checkpointing per unit. */
@@ -127,10 +134,17 @@ enum sf_recompute {
 	SF_RECOMPUTE_UNITS,    /**< a unit's inner activations are dropped after forward and
 	                            recomputed before its backward, where 3 or more units are
 	                            alike (a stack of blocks): they share two sets of buffers */
+	SF_RECOMPUTE_COUNT,    /**< the number of values above; not a value */
 };
 
 /** Verbosity of shardflow's own messages (SHARDFLOW_LOG). */
-enum sf_log_level { SF_LOG_ERROR = 0, SF_LOG_WARN, SF_LOG_INFO, SF_LOG_DEBUG };
+enum sf_log_level {
+	SF_LOG_ERROR = 0,
+	SF_LOG_WARN,
+	SF_LOG_INFO,
+	SF_LOG_DEBUG,
+	SF_LOG_COUNT, /**< the number of values above; not a value */
+};
 
 /** The configuration read once from the environment by sf_init(). */
 struct sf_config {
@@ -496,7 +510,11 @@ SF_API float *sf_kernel_dparams(void *buffers[], const struct sf_layer_info *li)
 /* Models and training steps                                                 */
 /* ------------------------------------------------------------------------ */
 
-enum sf_optimizer { SF_OPT_SGD = 0, SF_OPT_ADAMW };
+enum sf_optimizer {
+	SF_OPT_SGD = 0,
+	SF_OPT_ADAMW,
+	SF_OPT_COUNT, /**< the number of values above; not a value */
+};
 
 struct sf_model_options {
 	/** Global samples per step (rows, or sequences of T rows), default 64. It must be

@@ -777,9 +777,9 @@ static int expect_init(const struct sf_model *m, struct _sf_manifest_expect *e)
 {
 	*e = (struct _sf_manifest_expect){
 	    .shardings = _sf_sharding_names,
-	    .nshardings = 4,
+	    .nshardings = SF_SHARD_COUNT,
 	    .optimizers = _sf_optimizer_names,
-	    .noptimizers = 2,
+	    .noptimizers = SF_OPT_COUNT,
 	    .optimizer = (int)m->opt.optimizer,
 	    /* the vectors a model keeps are always a prefix of param, m, v */
 	    .vectors = vec_names,

@@ -30,8 +30,16 @@ static const char *const known_vars[] = {
 };
 #define NKNOWN (sizeof known_vars / sizeof known_vars[0])
 
-const char *const _sf_sharding_names[4] = {"full", "grad_op", "none", "hybrid"};
-const char *const _sf_optimizer_names[2] = {"sgd", "adamw"};
+/* The names a table gives the values of an enum, in its order: one per value, so that
+ * get_choice's index is the value (a table sized by the count would let a missing name
+ * be NULL). */
+#define NAMES_OF(names, count)                                                                     \
+	_Static_assert(sizeof names / sizeof names[0] == (count), #names ": one name per value")
+
+const char *const _sf_sharding_names[] = {"full", "grad_op", "none", "hybrid"};
+const char *const _sf_optimizer_names[] = {"sgd", "adamw"};
+NAMES_OF(_sf_sharding_names, SF_SHARD_COUNT);
+NAMES_OF(_sf_optimizer_names, SF_OPT_COUNT);
 
 int _sf_parse_long(const char *s, long lo, long hi, long *out)
 {
@@ -150,39 +158,50 @@ SF_API int sf_config_from_env(struct sf_config *out)
 	static const char *const accum[] = {"sharded", "local"};
 	static const char *const recompute[] = {"none", "units"};
 	static const char *const dtype[] = {"fp32", "bf16"};
+	NAMES_OF(bwd, SF_BWD_COUNT);
+	NAMES_OF(logl, SF_LOG_COUNT);
+	NAMES_OF(skip, SF_SKIP_COUNT);
+	NAMES_OF(comm, SF_COMM_COUNT);
+	NAMES_OF(opt_on, SF_OPT_ON_COUNT);
+	NAMES_OF(accum, SF_ACCUM_COUNT);
+	NAMES_OF(recompute, SF_RECOMPUTE_COUNT);
+	NAMES_OF(dtype, SF_DTYPE_COUNT);
 	int rc = SF_OK, v;
 	struct sf_config c;
 
 	if (!out)
 		return SF_ERR(SF_ERR_INVALID, "sf_config_from_env: out is NULL");
 	/* SHARDFLOW_LOG first, so that it governs the messages of the others. */
-	SF_CHECK(get_choice("SHARDFLOW_LOG", logl, 4, SF_LOG_WARN, &v));
+	SF_CHECK(get_choice("SHARDFLOW_LOG", logl, SF_LOG_COUNT, SF_LOG_WARN, &v));
 	c.log_level = (enum sf_log_level)v;
 	SF_CHECK(check_unknown());
 	SF_CHECK(get_int("SHARDFLOW_PREFETCH_DEPTH", 0, SF_MAX_DEPTH, 2, &c.prefetch_depth));
-	SF_CHECK(get_choice("SHARDFLOW_BACKWARD_PREFETCH", bwd, 3, SF_BWD_PRE, &v));
+	SF_CHECK(get_choice("SHARDFLOW_BACKWARD_PREFETCH", bwd, SF_BWD_COUNT, SF_BWD_PRE, &v));
 	c.bwd_prefetch = (enum sf_backward_prefetch)v;
-	SF_CHECK(get_choice("SHARDFLOW_SHARDING", _sf_sharding_names, 4, SF_SHARD_FULL, &v));
+	SF_CHECK(get_choice("SHARDFLOW_SHARDING", _sf_sharding_names, SF_SHARD_COUNT, SF_SHARD_FULL,
+	                    &v));
 	c.sharding = (enum sf_sharding)v;
 	SF_CHECK(get_prefix("SHARDFLOW_TRACE", c.trace, sizeof c.trace));
-	SF_CHECK(get_choice("SHARDFLOW_SKIP", skip, 3, SF_SKIP_NONE, &v));
+	SF_CHECK(get_choice("SHARDFLOW_SKIP", skip, SF_SKIP_COUNT, SF_SKIP_NONE, &v));
 	c.skip = (enum sf_skip)v;
 	SF_CHECK(get_int("SHARDFLOW_COMM_CHUNK", 0, SF_MAX_COMM_CHUNK, SF_DEFAULT_COMM_CHUNK,
 	                 &c.comm_chunk));
 	SF_CHECK(get_int("SHARDFLOW_COMM_TIMEOUT", 0, SF_MAX_COMM_TIMEOUT,
 	                 SF_DEFAULT_COMM_TIMEOUT, &c.comm_timeout));
-	SF_CHECK(get_choice("SHARDFLOW_COMM", comm, 2, SF_COMM_MPI, &v));
+	SF_CHECK(get_choice("SHARDFLOW_COMM", comm, SF_COMM_COUNT, SF_COMM_MPI, &v));
 	c.comm = (enum sf_comm_backend)v;
-	SF_CHECK(get_choice("SHARDFLOW_OPTIMIZER_ON", opt_on, 2, SF_OPT_ON_DEVICE, &v));
+	SF_CHECK(
+	    get_choice("SHARDFLOW_OPTIMIZER_ON", opt_on, SF_OPT_ON_COUNT, SF_OPT_ON_DEVICE, &v));
 	c.optimizer_on = (enum sf_optimizer_on)v;
 	SF_CHECK(get_int("SHARDFLOW_GRAD_ACCUM", 1, SF_MAX_GRAD_ACCUM, 1, &c.grad_accum));
-	SF_CHECK(get_choice("SHARDFLOW_ACCUM_MODE", accum, 2, SF_ACCUM_SHARDED, &v));
+	SF_CHECK(get_choice("SHARDFLOW_ACCUM_MODE", accum, SF_ACCUM_COUNT, SF_ACCUM_SHARDED, &v));
 	c.accum_mode = (enum sf_accum_mode)v;
-	SF_CHECK(get_choice("SHARDFLOW_RECOMPUTE", recompute, 2, SF_RECOMPUTE_NONE, &v));
+	SF_CHECK(get_choice("SHARDFLOW_RECOMPUTE", recompute, SF_RECOMPUTE_COUNT, SF_RECOMPUTE_NONE,
+	                    &v));
 	c.recompute = (enum sf_recompute)v;
-	SF_CHECK(get_choice("SHARDFLOW_PARAM_DTYPE", dtype, 2, SF_DTYPE_FP32, &v));
+	SF_CHECK(get_choice("SHARDFLOW_PARAM_DTYPE", dtype, SF_DTYPE_COUNT, SF_DTYPE_FP32, &v));
 	c.param_dtype = (enum sf_dtype)v;
-	SF_CHECK(get_choice("SHARDFLOW_REDUCE_DTYPE", dtype, 2, SF_DTYPE_FP32, &v));
+	SF_CHECK(get_choice("SHARDFLOW_REDUCE_DTYPE", dtype, SF_DTYPE_COUNT, SF_DTYPE_FP32, &v));
 	c.reduce_dtype = (enum sf_dtype)v;
 	SF_CHECK(get_int("SHARDFLOW_NODE_SIZE", 0, 1 << 20, 0, &c.node_size));
 	if (c.comm_chunk > 0 && c.comm_chunk < SF_MIN_COMM_CHUNK)

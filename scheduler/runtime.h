@@ -27,9 +27,10 @@ bool _sf_runtime_active(void);
 /* ---- configuration (scheduler/config.c) ------------------------------------------ */
 
 /* The names of enum sf_sharding values, as SHARDFLOW_SHARDING and checkpoints spell
- * them; and of enum sf_optimizer. */
-extern const char *const _sf_sharding_names[4];
-extern const char *const _sf_optimizer_names[2];
+ * them (SF_SHARD_COUNT); and of enum sf_optimizer (SF_OPT_COUNT). Unsized here, so that
+ * config.c can check that its tables have a name for every value. */
+extern const char *const _sf_sharding_names[];
+extern const char *const _sf_optimizer_names[];
 
 /* Logs, once, the SHARDFLOW_* variables that were set (rank 0, at sf_init). */
 void _sf_config_log(void);

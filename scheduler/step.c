@@ -460,6 +460,7 @@ static int finish_unit_backward(struct sf_model *m, int u, starpu_data_handle_t 
 		if (prefetch)
 			SF_CHECK(submit_gather(m, v, m->units[u].h_shard));
 		break;
+	case SF_BWD_COUNT: break; /* not a value: sf_config_from_env gives one of the three */
 	}
 fail:
 	return rc;
