@@ -10,12 +10,9 @@
  * functions). The probabilities' masked entries are written as exact zeros, so a block's
  * P V and dS K, which run over keys up to i1 - 1, add nothing for keys after the query.
  *
- * SF_ATTENTION_ROW_BLOCK = 64, measured with one OpenBLAS thread on the 2-core build
- * machine, GPT-2 small's C = 768 and 12 heads, one sample (best of 5, two runs):
- *   T = 1024: forward 41 ms, backward 50 ms; one T x T block: 57 ms, 83 ms
- *   T = 256:  forward 2.6-2.9 ms, backward 3.1-3.4 ms; one block: 3.1-3.6 ms, 4.4-4.8 ms
- * Blocks of 32 and 128 rows were within noise of 64; 16 and 256 were slower. What is
- * left beside the GEMMs is mostly the softmax's expf (scalar).
+ * SF_ATTENTION_ROW_BLOCK (64 rows) balances the two costs of a block: smaller blocks
+ * make GEMMs too small to run at speed, larger ones compute more of the masked triangle
+ * (the timings behind the choice: docs/performance.md, "Choices in the code").
  *
  * Deterministic: the blocking depends on T alone, every sum is taken in a fixed order,
  * and OpenBLAS runs single-threaded inside a worker (sf_init), so the same inputs give

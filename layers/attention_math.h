@@ -14,10 +14,8 @@
 /* Row i of the scaled scores s[0..T): softmax over s[0..i], exact zeros for s[i+1..T).
  * Written for the CPU's speed, which the GPU's thread per row does not mind: the max
  * in 4 lanes, the exponentials before their sum (a sum carried across expf calls is
- * spilled at every element), the sum in double in 4 partial sums in a fixed order.
- * Measured at T = 1024 with hs = 1 (the softmax nearly alone): a forward of 12 heads
- * took 37 ms with the sum inside the loop, 25 ms with it outside, 19 ms with the max
- * in lanes too. */
+ * spilled at every element), the sum in double in 4 partial sums in a fixed order
+ * (what each of these gained: docs/performance.md, "Choices in the code"). */
 SF_HD void sf_causal_softmax_row(float *s, int i, int T)
 {
 	float m0 = s[0], m1 = s[0], m2 = s[0], m3 = s[0];

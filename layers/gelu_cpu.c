@@ -6,13 +6,14 @@
  * Its derivative: d/dv = s + 2 v s (1 - s) du/dv,  du/dv = K (1 + 3 C v^2), with
  * 1 - s computed as e s, e = exp(-2u), which keeps its digits when s is near 1.
  *
- * Speed: a rank's GPT step has millions of GELUs (2.1 M per direction in the default
- * examples/gpt), and libm's tanhf took 38 ms for them, expf 7 ms, exp_v4 4 ms. It is an
- * exponential on 4 floats at once (GCC/Clang vector extensions, SSE2 or better, no
- * intrinsics): 2^k p(r) with k = round(x / ln 2), r = x - k ln 2 in two parts, and p
- * the degree-7 Taylor polynomial (relative error < 1e-8 on |r| <= ln 2 / 2, below
- * float's rounding). Arguments are clamped to [-87, 88], where exp is a normal float;
- * beyond them GELU's s is 0 or 1 to float precision anyway. NaN stays NaN. */
+ * Speed: a rank's GPT step has millions of GELUs, and libm's tanhf costs about ten
+ * times what exp_v4 does, its scalar expf about twice (docs/performance.md, "Choices in
+ * the code"). exp_v4 is an exponential on 4 floats at once (GCC/Clang vector
+ * extensions, SSE2 or better, no intrinsics): 2^k p(r) with k = round(x / ln 2),
+ * r = x - k ln 2 in two parts, and p the degree-7 Taylor polynomial (relative error
+ * < 1e-8 on |r| <= ln 2 / 2, below float's rounding). Arguments are clamped to
+ * [-87, 88], where exp is a normal float; beyond them GELU's s is 0 or 1 to float
+ * precision anyway. NaN stays NaN. */
 #include "layers/gelu.h"
 #include "layers/gelu_math.h" /* the constants, and the scalar form the GPU runs */
 

@@ -23,8 +23,8 @@
  * communicator (ncclCommAbort) and fails the collective, which ends the job with a
  * message naming it (tasks/comm.c), as with MPI.
  *
- * Not run on any machine of this project (none has a GPU): compiled, linked, and run
- * as far as no device allows (the bootstrap's refusal without a device is tested).
+ * What of it has run where (with a GPU and without one): docs/gpu.md, "What has run,
+ * and what has not".
  */
 #include "config.h"
 
