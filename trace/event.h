@@ -1,6 +1,7 @@
 /*
  * event.h — one executed task of a step, as the trace records it and the report reads
- * it, and the task names that carry its kind and layer.
+ * it, the task names that carry its kind and layer, and the intervals of task times
+ * (trace/event.c has the functions).
  *
  * Two sources produce these: the built-in trace (trace/recorder.c, StarPU's profiling
  * info read in each task's callback) and StarPU's own FxT trace
@@ -12,6 +13,7 @@
 #define SF_TRACE_EVENT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 enum _sf_ev_kind {
 	SF_EV_GATHER = 0, /* comm: all-gather of a unit's shards ("gather L3") */
@@ -51,5 +53,12 @@ const char *_sf_ev_kind_name(enum _sf_ev_kind k);
  * name is not one of shardflow's (e.g. StarPU's internal "_starpu_data_acquire_pre");
  * -2 when it starts like one but is malformed ("gather Lx", "fwd L3" without type). */
 int _sf_ev_parse_name(const char *name, enum _sf_ev_kind *kind, int *layer);
+
+/* A time interval [a, b): a task's, or a union's piece (busy and exposed times). */
+struct _sf_ival {
+	double a, b;
+};
+/* Sorts and merges v in place; returns the number of disjoint intervals left. */
+size_t _sf_ival_merge(struct _sf_ival *v, size_t n);
 
 #endif

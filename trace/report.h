@@ -9,8 +9,10 @@
  * "fwd L3 linear", "loss", "bwd L3 linear", "rs L3", "opt L3", ...), so one parser
  * of names and one computation serve both, and the two reports can be compared.
  *
- * This code (report.c, svg.c, write.c) is the convenience library libsftrace, linked
- * into libshardflow and into the tool; it uses no StarPU and no MPI. Its functions
+ * This code (event.c, report.c, svg.c, files.c, write.c, taskrec.c) is the convenience
+ * library libsftrace, linked into libshardflow and into the tool; it uses no StarPU and
+ * no MPI. Calls point one way: files.c writes the report (report.c) and the timeline
+ * (svg.c), which both call event.c and write.c, and neither calls the other. Its functions
  * return SF_OK or a negative status and raise their errors with SF_ERR
  * (common/error.h): the message is in sf_last_error().
  */
@@ -22,13 +24,6 @@
 #include <stdio.h>
 
 #include "trace/event.h"
-
-/* A time interval [a, b). */
-struct _sf_ival {
-	double a, b;
-};
-/* Sorts and merges v in place; returns the number of disjoint intervals left. */
-size_t _sf_ival_merge(struct _sf_ival *v, size_t n);
 
 /* Figures of one step on one rank (times in microseconds). */
 struct _sf_step_figures {
@@ -88,8 +83,9 @@ int _sf_timeline_write_svg(const struct _sf_event *ev, size_t n, const struct _s
                            const char *title, FILE *f);
 
 /* Writes <prefix>.overlap.txt and <prefix>.overlap.json (headed by source) and
- * <prefix>.timeline.svg (headed by title) from the report r of the n events ev.
- * Returns SF_OK or the first error (a file that cannot be written is named). */
+ * <prefix>.timeline.svg (headed by title) from the report r of the n events ev
+ * (trace/files.c). Returns SF_OK or the first error (a file that cannot be written is
+ * named). */
 int _sf_report_write_files(const char *prefix, const struct _sf_event *ev, size_t n,
                            const struct _sf_report *r, const char *source, const char *title);
 
