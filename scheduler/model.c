@@ -722,16 +722,6 @@ SF_API int sf_model_param_count(const sf_model *m, size_t *n)
 	return SF_OK;
 }
 
-SF_API int sf_model_sync(sf_model *m)
-{
-	if (!m)
-		return SF_ERR(SF_ERR_INVALID, "sf_model_sync: model is NULL");
-	int ret = starpu_task_wait_for_all();
-	if (ret != 0)
-		return SF_ERR(SF_ERR_STARPU, "starpu_task_wait_for_all failed (%d)", ret);
-	return SF_OK;
-}
-
 SF_API int sf_model_set_lr(sf_model *m, float lr)
 {
 	if (!m)
