@@ -1,15 +1,14 @@
 /*
  * worker.c — the comm worker's identity, the compute codelets' placement rule, the
  * benchmark skip mode, the comm worker's CPU clock and the rank's GPU.
+ *
+ * The codelet families call this file (placement, the no-op body) and it calls none of
+ * them: configuring them at sf_init is tasks/configure.c's, above both.
  */
 #include "config.h"
 
 #include "tasks/worker.h"
 #include "common/error.h"
-#include "tasks/layer_codelets.h"
-#include "layers/gemm_bf16.h"
-#include "tasks/grad.h"
-#include "tasks/optim.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -56,10 +55,8 @@ void _sf_noop_kernel(void *buffers[], void *cl_arg)
 	(void)cl_arg;
 }
 
-int _sf_tasks_configure(int comm_worker, enum sf_skip skip, enum sf_optimizer_on opt_on,
-                        bool gemm_bf16)
+void _sf_workers_configure(int comm_worker, enum sf_skip skip, enum sf_optimizer_on opt_on)
 {
-	_sf_gemm_set_bf16(gemm_bf16);
 	_sf_comm_worker = comm_worker;
 	_sf_skip = skip;
 	optimizer_on = opt_on;
@@ -67,19 +64,14 @@ int _sf_tasks_configure(int comm_worker, enum sf_skip skip, enum sf_optimizer_on
 	if (comm_worker >= 0 && starpu_worker_get_type(comm_worker) == STARPU_CUDA_WORKER)
 		ncuda--;
 	gpu_compute = ncuda > 0;
-	_sf_optim_codelets_configure(skip == SF_SKIP_COMPUTE);
-	_sf_grad_codelets_configure(skip == SF_SKIP_COMPUTE);
-	return _sf_layer_codelets_configure(skip == SF_SKIP_COMPUTE);
 }
 
-void _sf_tasks_reset(void)
+void _sf_workers_reset(void)
 {
 	_sf_comm_worker = -1;
 	_sf_skip = SF_SKIP_NONE;
 	gpu_compute = false;
 	optimizer_on = SF_OPT_ON_DEVICE;
-	_sf_gemm_set_bf16(false);
-	_sf_gemm_bf16_release(); /* StarPU's workers are gone: their caches too */
 }
 
 struct clock_query {

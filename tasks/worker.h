@@ -23,11 +23,17 @@ extern enum sf_skip _sf_skip;
 
 /* Called by sf_init once StarPU is up: the comm worker and the benchmark skip mode
  * every codelet built from now on (and every one built before) follows; gemm_bf16:
- * the linear layers' products in bf16 (SHARDFLOW_PARAM_DTYPE=bf16, oneDNN builds). */
+ * the linear layers' products in bf16 (SHARDFLOW_PARAM_DTYPE=bf16, oneDNN builds).
+ * These two are tasks/configure.c's, which configures every codelet family. */
 int _sf_tasks_configure(int comm_worker, enum sf_skip skip, enum sf_optimizer_on opt_on,
                         bool gemm_bf16);
 /* Called by sf_finalize. */
 void _sf_tasks_reset(void);
+
+/* The state of the placement rule below (worker.c), set by _sf_tasks_configure and
+ * cleared by _sf_tasks_reset. */
+void _sf_workers_configure(int comm_worker, enum sf_skip skip, enum sf_optimizer_on opt_on);
+void _sf_workers_reset(void);
 
 /* can_execute of every compute codelet: anywhere but the comm worker; when the rank
  * has a GPU for compute, on it if the codelet has a CUDA implementation (so a
