@@ -14,6 +14,7 @@
 #include "layers/softmax_xent.h"
 #include "scheduler/runtime.h"
 #include "tasks/comm.h"
+#include "tasks/comm_codelets.h"
 
 #include <starpu.h>
 #include <stdatomic.h>

@@ -1,39 +1,20 @@
 /*
- * comm.h — the communication backends behind one interface, and the codelets that
- * run a step's collectives.
+ * comm.h — the communication backends behind one interface (tasks/comm.c: picking one,
+ * creating and destroying a communicator, agreeing on a status).
  *
- * A backend (tasks/comm_mpi.c; tasks/comm_nccl.c in NCCL builds) is a table of functions. The step's
- * collectives (all_gather, reduce_scatter, all_reduce, sum_scalar) run inside tasks on
- * the comm worker; the host-side operations (barrier, bcast, gather, gatherv,
+ * A backend (tasks/comm_mpi.c; tasks/comm_nccl.c in NCCL builds) is a table of
+ * functions. The step's collectives (all_gather, reduce_scatter, all_reduce,
+ * sum_scalar) run inside tasks on the comm worker (the codelets of
+ * tasks/comm_codelets.h); the host-side operations (barrier, bcast, gather, gatherv,
  * allgather, min_rank) run on the calling thread, for model setup, checkpoints and
  * traces. Nothing above tasks/ names MPI: the scheduler and io/ call these.
- *
- * Comm codelets (tasks/comm.c) take the comm-order handle as buffer 0 in STARPU_RW,
- * so StarPU runs them one at a time in submission order — the same program on every
- * rank — and are always submitted with STARPU_EXECUTE_ON_WORKER = the comm worker:
- *   gather   : order[RW] shard[R] slot[W] (extra[R])    cl_arg struct _sf_comm_args*
- *   rep_ar   : order[RW] gshard[RW]                     idem (hybrid: the shard summed
- *                                                        over the replicas)
- *   rs       : order[RW] grad[RW] gshard[W]             idem (pads grad with zeros)
- *   allreduce: order[RW] grad[RW]                       idem (sum of P floats, in place)
- *   loss_sum : order[RW] loss[RW]                       idem (sum of one double)
- *   grad_norm: order[RW] clip[W] sq_0 .. sq_{U-1}[R]     packed struct _sf_norm_args
- *              (clip = {norm, factor}: the units' squared norms summed, then over
- *              the ranks)
- *   free     : slot[RW]                                 idem (drops the unit's residency;
- *                                                        a compute codelet)
- * A collective that fails (an MPI error, or no progress for SHARDFLOW_COMM_TIMEOUT
- * seconds: a peer stopped, stuck or cut off) prints which collective of which unit,
- * and ends the whole job through the backend's abort: no rank waits forever.
- * Shape letters: N ranks, P parameters of a unit, S = ceil(P / N) its shard.
+ * Shape letters: N ranks, S a block (a shard) of floats.
  */
 #ifndef SF_TASKS_COMM_H
 #define SF_TASKS_COMM_H
 
 #include "shardflow.h"
 
-#include <starpu.h>
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -133,56 +114,5 @@ int _sf_comm_destroy(struct _sf_comm *c);
 /* Every rank returns the same status: the lowest failing rank's (its message is
  * recorded on the others, prefixed by `what`). Collective. */
 int _sf_comm_agree(struct _sf_comm *c, int rc, const char *what);
-
-/* ---- the step's comm codelets ----------------------------------------------- */
-
-/* Time the comm worker spent in a model's collective tasks (written by the comm
- * worker only, read by the host after a sync). */
-struct _sf_comm_acct {
-	double wall, cpu; /* seconds: CLOCK_MONOTONIC, the thread's CPU clock */
-	double bytes;     /* bytes this rank sent in the collectives (rings: (N-1) blocks;
-	                     all-reduces: what a ring all-reduce sends, 2 (N-1)/N of them) */
-	double bytes_inter; /* of which to a rank of another node (struct _sf_comm::node_k) */
-};
-
-/* Static arguments of a unit's collectives (pointer handed as cl_arg). */
-struct _sf_comm_args {
-	struct _sf_comm *comm;
-	const char *unit; /* the unit's name, for messages ("" for the loss) */
-	struct _sf_comm_acct *acct;
-	size_t P; /* unpadded parameters of the unit */
-	size_t S; /* shard size: ceil(P / N) */
-	atomic_int *resident, *max_resident; /* gathered-unit counter (gather, free) */
-	float *scratch; /* S_max floats: the reduce-scatter's receive buffer (one per
-	                   model; the comm worker runs one collective at a time) */
-	/* mixed precision: gathers move bf16 (stage16: N S_max bf16, one per model),
-	 * reduce-scatters move bf16 */
-	bool param16, reduce16;
-	uint16_t *stage16;
-	float *rep_scratch; /* hybrid: see rep_all_reduce */
-};
-
-/* The gradient norm's arguments (packed by value: the scale changes per step). */
-struct _sf_norm_args {
-	struct _sf_comm_args *comm; /* the model's loss arguments: no unit */
-	int nunits;
-	float scale;    /* 1 / the step's micro-batches: the norm is of the mean gradient */
-	float max_norm; /* INFINITY: the norm only, factor 1 */
-	int replicas;   /* hybrid: each shard is held this many times over the world */
-};
-
-/* The clip factor of a gradient of 2-norm `norm`: min(1, max_norm / (norm + 1e-6)),
- * 1 when max_norm is infinite (torch.nn.utils.clip_grad_norm_). */
-double _sf_clip_factor(double norm, float max_norm);
-
-extern struct starpu_codelet _sf_cl_gather;
-extern struct starpu_codelet _sf_cl_gather_after; /* gather with an extra R dependency */
-extern struct starpu_codelet _sf_cl_reduce_scatter;
-extern struct starpu_codelet _sf_cl_allreduce;
-extern struct starpu_codelet _sf_cl_rep_allreduce;
-extern struct starpu_codelet _sf_cl_loss_sum;
-extern struct starpu_codelet _sf_cl_grad_norm; /* order[RW] clip[W] sq_u[R]..., packed
-                                                  struct _sf_norm_args */
-extern struct starpu_codelet _sf_cl_free;
 
 #endif

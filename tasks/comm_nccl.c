@@ -21,7 +21,7 @@
  * ncclCommGetAsyncError with naps: an asynchronous NCCL error (a peer died, a
  * network failed) or no completion for SHARDFLOW_COMM_TIMEOUT seconds aborts the
  * communicator (ncclCommAbort) and fails the collective, which ends the job with a
- * message naming it (tasks/comm.c), as with MPI.
+ * message naming it (tasks/comm_codelets.c), as with MPI.
  *
  * What of it has run where (with a GPU and without one): docs/gpu.md, "What has run,
  * and what has not".

@@ -1,0 +1,353 @@
+/*
+ * comm_codelets.c — the step's comm codelets (tasks/comm_codelets.h), over whichever
+ * backend the model's communicator has.
+ *
+ * A codelet cannot return a status: a failed collective asserts with the backend's
+ * message. (With MPI, the step communicator's error handler aborts the job first, so
+ * a rank that fails inside a collective takes the others down instead of leaving
+ * them waiting.)
+ */
+#include "config.h"
+
+#include "tasks/comm_codelets.h"
+#include "common/error.h"
+#include "tasks/comm.h"
+#include "tasks/worker.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#ifdef SF_HAVE_NCCL
+#include <cuda_runtime_api.h>
+#endif
+
+/* ---- what the comm path costs: wall and CPU time of each collective task ---- */
+
+struct acct_mark {
+	struct timespec wall, cpu;
+};
+
+static void acct_begin(struct acct_mark *k)
+{
+	clock_gettime(CLOCK_MONOTONIC, &k->wall);
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &k->cpu);
+}
+
+/* Bytes a rank sends in a ring of the shard group: N - 1 blocks of `bytes`; those of
+ * its sends that leave the node (the world's ring crosses a node boundary at the
+ * node's last rank; a hybrid node's ring never does) count as inter-node. */
+static void acct_bytes(struct _sf_comm_args *a, double bytes)
+{
+	struct _sf_comm *c = a->comm;
+	if (!a->acct || _sf_skip == SF_SKIP_COMM)
+		return;
+	double sent = (double)(c->shard_size - 1) * bytes;
+	a->acct->bytes += sent;
+	bool crosses = c->rep_size == 1 && c->node_k < c->size && c->rank % c->node_k == c->node_k - 1;
+	if (crosses)
+		a->acct->bytes_inter += sent;
+}
+
+/* The replica ring: every send leaves the node. */
+static void acct_bytes_rep(struct _sf_comm_args *a, double bytes)
+{
+	struct _sf_comm *c = a->comm;
+	if (!a->acct || _sf_skip == SF_SKIP_COMM)
+		return;
+	a->acct->bytes += (double)(c->rep_size - 1) * bytes;
+	a->acct->bytes_inter += (double)(c->rep_size - 1) * bytes;
+}
+
+/* Adds the time since acct_begin to the model's totals (only the comm worker runs
+ * collectives, so there is one writer; the host reads after a sync). */
+static void acct_end(struct _sf_comm_args *a, const struct acct_mark *k)
+{
+	struct acct_mark e;
+	if (!a->acct)
+		return;
+	acct_begin(&e);
+	a->acct->wall += 1e-9 * (double)_sf_ns_between(&k->wall, &e.wall);
+	a->acct->cpu += 1e-9 * (double)_sf_ns_between(&k->cpu, &e.cpu);
+}
+
+static void note_resident(struct _sf_comm_args *a, int delta)
+{
+	int now = atomic_fetch_add(a->resident, delta) + delta;
+	int max = atomic_load(a->max_resident);
+	while (now > max && !atomic_compare_exchange_weak(a->max_resident, &max, now))
+		;
+}
+
+/* A collective that cannot complete ends the job, saying which one it was. */
+static void comm_failed(struct _sf_comm_args *a, int rc, const char *kind)
+{
+	char why[1024];
+	snprintf(why, sizeof why, "%s", sf_last_error()); /* _sf_err overwrites it */
+	_sf_err(rc, NULL, 0, "%s of %s%s%s failed, ending the job: %s", kind,
+	        a->unit && a->unit[0] ? "unit \"" : "the loss", a->unit ? a->unit : "",
+	        a->unit && a->unit[0] ? "\"" : "", why);
+	a->comm->ops->abort(a->comm, 1);
+}
+
+#define COMM_RUN(a, kind, call)                                                                    \
+	do {                                                                                       \
+		struct acct_mark k_;                                                               \
+		acct_begin(&k_);                                                                   \
+		int rc_ = (call);                                                                  \
+		if (rc_ != SF_OK)                                                                  \
+			comm_failed((a), rc_, (kind));                                             \
+		acct_end((a), &k_);                                                                \
+	} while (0)
+
+/* How a codelet moves its own bytes: memcpy/memset on a CPU comm worker (MPI), the
+ * same on the comm worker's CUDA stream, before the collective on that stream (NCCL). */
+struct mem_ops {
+	void (*copy)(void *dst, const void *src, size_t bytes);
+	void (*zero)(void *dst, size_t bytes);
+	/* a few bytes between the buffer and the host, waiting for them */
+	void (*to_host)(void *host, const void *src, size_t bytes);
+	void (*from_host)(void *dst, const void *host, size_t bytes);
+};
+
+static void host_copy(void *dst, const void *src, size_t bytes)
+{
+	memcpy(dst, src, bytes);
+}
+
+static void host_zero(void *dst, size_t bytes)
+{
+	memset(dst, 0, bytes);
+}
+
+static const struct mem_ops host_mem = {host_copy, host_zero, host_copy, host_copy};
+
+#ifdef SF_HAVE_NCCL
+static void dev_check(cudaError_t e, const char *what)
+{
+	STARPU_ASSERT_MSG(e == cudaSuccess, "%s on the comm stream failed: %s", what,
+	                  cudaGetErrorString(e));
+}
+
+static void dev_copy(void *dst, const void *src, size_t bytes)
+{
+	dev_check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice,
+	                          starpu_cuda_get_local_stream()),
+	          "cudaMemcpyAsync");
+}
+
+static void dev_zero(void *dst, size_t bytes)
+{
+	dev_check(cudaMemsetAsync(dst, 0, bytes, starpu_cuda_get_local_stream()), "cudaMemsetAsync");
+}
+
+static void dev_to_host(void *host, const void *src, size_t bytes)
+{
+	cudaStream_t st = starpu_cuda_get_local_stream();
+	dev_check(cudaMemcpyAsync(host, src, bytes, cudaMemcpyDeviceToHost, st), "cudaMemcpyAsync");
+	dev_check(cudaStreamSynchronize(st), "cudaStreamSynchronize");
+}
+
+static void dev_from_host(void *dst, const void *host, size_t bytes)
+{
+	cudaStream_t st = starpu_cuda_get_local_stream();
+	dev_check(cudaMemcpyAsync(dst, host, bytes, cudaMemcpyHostToDevice, st), "cudaMemcpyAsync");
+	dev_check(cudaStreamSynchronize(st), "cudaStreamSynchronize");
+}
+
+static const struct mem_ops dev_mem = {dev_copy, dev_zero, dev_to_host, dev_from_host};
+#endif
+
+/* order[RW] shard[R] slot[W] (extra[R]): slot = concatenation of every rank's shard */
+static void gather_with(void *buffers[], void *cl_arg, const struct mem_ops *mo)
+{
+	struct _sf_comm_args *a = cl_arg;
+	struct _sf_comm *c = a->comm;
+	const float *shard = (const float *)STARPU_VECTOR_GET_PTR(buffers[1]);
+	float *full = (float *)STARPU_VECTOR_GET_PTR(buffers[2]);
+	STARPU_ASSERT(STARPU_VECTOR_GET_NX(buffers[2]) >= a->S * (size_t)c->shard_size);
+	STARPU_ASSERT_MSG(starpu_worker_get_id() == _sf_comm_worker,
+	                  "a collective ran outside the comm worker");
+	if (a->resident)
+		note_resident(a, +1);
+	acct_bytes(a, (double)a->S * (a->param16 ? sizeof(uint16_t) : sizeof(float)));
+	if (_sf_skip == SF_SKIP_COMM)
+		return;
+	if (a->param16) { /* bf16 on the wire; every block, this rank's too, rounded */
+		COMM_RUN(a, "all-gather", c->ops->all_gather16(c, shard, full, a->S, a->stage16));
+		return;
+	}
+	mo->copy(full + (size_t)c->shard_rank * a->S, shard, a->S * sizeof(float));
+	COMM_RUN(a, "all-gather", c->ops->all_gather(c, full, a->S));
+}
+
+/* order[RW] grad[RW] gshard[W]: gshard = this rank's block of the sum over ranks */
+static void reduce_scatter_with(void *buffers[], void *cl_arg, const struct mem_ops *mo)
+{
+	struct _sf_comm_args *a = cl_arg;
+	struct _sf_comm *c = a->comm;
+	float *grad = (float *)STARPU_VECTOR_GET_PTR(buffers[1]);
+	float *gshard = (float *)STARPU_VECTOR_GET_PTR(buffers[2]);
+	size_t padded = a->S * (size_t)c->shard_size;
+	/* the slot is shared by units of different sizes: its tail is stale */
+	mo->zero(grad + a->P, (padded - a->P) * sizeof(float));
+	acct_bytes(a, (double)a->S * (a->reduce16 ? sizeof(uint16_t) : sizeof(float)));
+	if (_sf_skip == SF_SKIP_COMM)
+		return;
+	COMM_RUN(a, "reduce-scatter",
+	         a->reduce16 ? c->ops->reduce_scatter16(c, grad, a->S, gshard, a->scratch)
+	                     : c->ops->reduce_scatter(c, grad, a->S, gshard, a->scratch));
+}
+
+/* order[RW] grad[RW]: grad = sum over ranks (replicated parameters) */
+static void allreduce_with(void *buffers[], void *cl_arg, const struct mem_ops *mo)
+{
+	(void)mo;
+	struct _sf_comm_args *a = cl_arg;
+	float *grad = (float *)STARPU_VECTOR_GET_PTR(buffers[1]);
+	acct_bytes(a, 2.0 * (double)a->P * sizeof(float) / a->comm->size); /* as a ring's */
+	if (_sf_skip == SF_SKIP_COMM)
+		return;
+	COMM_RUN(a, "all-reduce", a->comm->ops->all_reduce(a->comm, grad, a->P));
+}
+
+/* order[RW] gshard[RW]: hybrid sharding's sum of a shard over the replicas */
+static void rep_allreduce_with(void *buffers[], void *cl_arg, const struct mem_ops *mo)
+{
+	(void)mo;
+	struct _sf_comm_args *a = cl_arg;
+	struct _sf_comm *c = a->comm;
+	float *g = (float *)STARPU_VECTOR_GET_PTR(buffers[1]);
+	acct_bytes_rep(a, 2.0 * (double)a->S * sizeof(float) / c->rep_size);
+	if (_sf_skip == SF_SKIP_COMM)
+		return;
+	COMM_RUN(a, "all-reduce across nodes", c->ops->rep_all_reduce(c, g, a->S, a->rep_scratch));
+}
+
+/* order[RW] loss[RW]: one double summed over ranks */
+static void loss_sum_with(void *buffers[], void *cl_arg, const struct mem_ops *mo)
+{
+	(void)mo;
+	struct _sf_comm_args *a = cl_arg;
+	double *v = (double *)STARPU_VECTOR_GET_PTR(buffers[1]);
+	if (_sf_skip == SF_SKIP_COMM)
+		return;
+	COMM_RUN(a, "all-reduce", a->comm->ops->sum_scalar(a->comm, v));
+}
+
+/* order[RW] clip[W] sq_0..sq_{U-1}[R]: the gradient's global 2-norm and clip factor.
+ * Each sq_u is this rank's share of unit u's squared norm (its shard, or its slice of a
+ * replicated unit: every element is counted once over the ranks); summed in unit order,
+ * then over the ranks. */
+static void grad_norm_with(void *buffers[], void *cl_arg, const struct mem_ops *mo)
+{
+	struct _sf_norm_args a;
+	starpu_codelet_unpack_args(cl_arg, &a);
+	double *clip = (double *)STARPU_VECTOR_GET_PTR(buffers[1]);
+	double sum = 0.0, part, out[2];
+	for (int u = 0; u < a.nunits; u++) {
+		mo->to_host(&part, (const double *)STARPU_VECTOR_GET_PTR(buffers[2 + u]),
+		            sizeof part);
+		sum += part;
+	}
+	if (_sf_skip != SF_SKIP_COMM) {
+		mo->from_host(clip, &sum, sizeof sum);
+		COMM_RUN(a.comm, "all-reduce", a.comm->comm->ops->sum_scalar(a.comm->comm, clip));
+		mo->to_host(&sum, clip, sizeof sum);
+	}
+	out[0] = sqrt(sum / a.replicas) * (double)a.scale;
+	out[1] = _sf_clip_factor(out[0], a.max_norm);
+	mo->from_host(clip, out, sizeof out);
+}
+
+double _sf_clip_factor(double norm, float max_norm)
+{
+	/* torch.nn.utils.clip_grad_norm_: max_norm / (norm + 1e-6), clamped to 1 */
+	if (isinf(max_norm))
+		return 1.0;
+	double f = (double)max_norm / (norm + 1e-6);
+	return f < 1.0 ? f : 1.0;
+}
+
+#ifdef SF_HAVE_NCCL
+#define COMM_BODIES(name)                                                                  \
+	static void name##_cpu(void *buffers[], void *cl_arg)                                  \
+	{                                                                                      \
+		name##_with(buffers, cl_arg, &host_mem);                                           \
+	}                                                                                      \
+	static void name##_cuda(void *buffers[], void *cl_arg)                                 \
+	{                                                                                      \
+		name##_with(buffers, cl_arg, &dev_mem);                                            \
+	}
+#else
+#define COMM_BODIES(name)                                                                  \
+	static void name##_cpu(void *buffers[], void *cl_arg)                                  \
+	{                                                                                      \
+		name##_with(buffers, cl_arg, &host_mem);                                           \
+	}
+#endif
+COMM_BODIES(gather)
+COMM_BODIES(reduce_scatter)
+COMM_BODIES(allreduce)
+COMM_BODIES(rep_allreduce)
+COMM_BODIES(loss_sum)
+COMM_BODIES(grad_norm)
+
+/* slot[RW]: the unit's last reader is done; the slot may be gathered into again */
+static void free_cpu(void *buffers[], void *cl_arg)
+{
+	(void)buffers;
+	note_resident(cl_arg, -1);
+}
+
+/* A comm codelet runs on the comm worker: a CPU worker (MPI), or a CUDA worker whose
+ * body waits for its stream itself (NCCL), hence no STARPU_CUDA_ASYNC. */
+#ifdef SF_HAVE_NCCL
+#define COMM_CODELET(var, base, n, ...)                                                    \
+	struct starpu_codelet var = {                                                          \
+	    .where = STARPU_CPU | STARPU_CUDA,                                                 \
+	    .cpu_funcs = {base##_cpu},                                                         \
+	    .cpu_funcs_name = {#base "_cpu"},                                                  \
+	    .cuda_funcs = {base##_cuda},                                                       \
+	    .nbuffers = n,                                                                     \
+	    .modes = {__VA_ARGS__},                                                            \
+	    .name = #base "_cpu",                                                              \
+	}
+#else
+#define COMM_CODELET(var, base, n, ...)                                                    \
+	struct starpu_codelet var = {                                                          \
+	    .where = STARPU_CPU,                                                               \
+	    .cpu_funcs = {base##_cpu},                                                         \
+	    .cpu_funcs_name = {#base "_cpu"},                                                  \
+	    .nbuffers = n,                                                                     \
+	    .modes = {__VA_ARGS__},                                                            \
+	    .name = #base "_cpu",                                                              \
+	}
+#endif
+
+COMM_CODELET(_sf_cl_gather, gather, 3, STARPU_RW, STARPU_R, STARPU_W);
+COMM_CODELET(_sf_cl_gather_after, gather, 4, STARPU_RW, STARPU_R, STARPU_W, STARPU_R);
+COMM_CODELET(_sf_cl_reduce_scatter, reduce_scatter, 3, STARPU_RW, STARPU_RW, STARPU_W);
+COMM_CODELET(_sf_cl_allreduce, allreduce, 2, STARPU_RW, STARPU_RW);
+COMM_CODELET(_sf_cl_rep_allreduce, rep_allreduce, 2, STARPU_RW, STARPU_RW);
+COMM_CODELET(_sf_cl_loss_sum, loss_sum, 2, STARPU_RW, STARPU_RW);
+COMM_CODELET(_sf_cl_grad_norm, grad_norm, STARPU_VARIABLE_NBUFFERS, 0);
+
+/* a compute codelet, where the unit's slot is: no data moves (CUDA builds: the GPU's
+ * compute worker when there is one, by the placement rule of tasks/worker.c; its body
+ * enqueues nothing, so it is asynchronous and does not drain the worker's stream) */
+struct starpu_codelet _sf_cl_free = {
+#ifdef SF_HAVE_CUDA
+    .where = STARPU_CPU | STARPU_CUDA,
+    .cuda_funcs = {free_cpu},
+    .cuda_flags = {STARPU_CUDA_ASYNC},
+#else
+    .where = STARPU_CPU,
+#endif
+    .cpu_funcs = {free_cpu},
+    .cpu_funcs_name = {"free_cpu"},
+    .nbuffers = 1,
+    .modes = {STARPU_RW},
+    .can_execute = _sf_compute_can_execute,
+    .name = "free",
+};
