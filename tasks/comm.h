@@ -21,11 +21,25 @@
 
 struct _sf_comm;
 
+/* How the comm codelets move their own bytes around a collective (a shard into place,
+ * a gradient's padding zeroed, a few bytes to and from the host), in the memory and on
+ * the thread of the backend's comm worker. */
+struct _sf_comm_mem {
+	void (*copy)(void *dst, const void *src, size_t bytes);
+	void (*zero)(void *dst, size_t bytes);
+	/* a few bytes between the buffer and the host, waiting for them */
+	void (*to_host)(void *host, const void *src, size_t bytes);
+	void (*from_host)(void *dst, const void *host, size_t bytes);
+};
+
 struct _sf_comm_ops {
 	const char *name;
 	/* The step's collectives run on a CUDA comm worker, on device memory (NCCL); else
 	 * on a CPU comm worker (MPI). */
 	bool device;
+	/* memcpy and memset for a CPU comm worker; the comm worker's stream for a device
+	 * backend */
+	const struct _sf_comm_mem *mem;
 	/* Starts the transport (argc/argv may be NULL) and fills rank, size, node_rank,
 	 * node_size; fini releases what init made. */
 	int (*init)(struct _sf_comm *c, int *argc, char ***argv);

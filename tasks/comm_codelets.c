@@ -1,6 +1,8 @@
 /*
  * comm_codelets.c — the step's comm codelets (tasks/comm_codelets.h), over whichever
- * backend the model's communicator has.
+ * backend the model's communicator has: the backend's table says how its collectives
+ * run and how its memory is copied, so nothing here depends on which backends the
+ * build has.
  *
  * A codelet cannot return a status: a failed collective asserts with the backend's
  * message. (With MPI, the step communicator's error handler aborts the job first, so
@@ -16,11 +18,7 @@
 
 #include <math.h>
 #include <stdio.h>
-#include <string.h>
 #include <time.h>
-#ifdef SF_HAVE_NCCL
-#include <cuda_runtime_api.h>
-#endif
 
 /* ---- what the comm path costs: wall and CPU time of each collective task ---- */
 
@@ -100,69 +98,12 @@ static void comm_failed(struct _sf_comm_args *a, int rc, const char *kind)
 		acct_end((a), &k_);                                                                \
 	} while (0)
 
-/* How a codelet moves its own bytes: memcpy/memset on a CPU comm worker (MPI), the
- * same on the comm worker's CUDA stream, before the collective on that stream (NCCL). */
-struct mem_ops {
-	void (*copy)(void *dst, const void *src, size_t bytes);
-	void (*zero)(void *dst, size_t bytes);
-	/* a few bytes between the buffer and the host, waiting for them */
-	void (*to_host)(void *host, const void *src, size_t bytes);
-	void (*from_host)(void *dst, const void *host, size_t bytes);
-};
-
-static void host_copy(void *dst, const void *src, size_t bytes)
-{
-	memcpy(dst, src, bytes);
-}
-
-static void host_zero(void *dst, size_t bytes)
-{
-	memset(dst, 0, bytes);
-}
-
-static const struct mem_ops host_mem = {host_copy, host_zero, host_copy, host_copy};
-
-#ifdef SF_HAVE_NCCL
-static void dev_check(cudaError_t e, const char *what)
-{
-	STARPU_ASSERT_MSG(e == cudaSuccess, "%s on the comm stream failed: %s", what,
-	                  cudaGetErrorString(e));
-}
-
-static void dev_copy(void *dst, const void *src, size_t bytes)
-{
-	dev_check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice,
-	                          starpu_cuda_get_local_stream()),
-	          "cudaMemcpyAsync");
-}
-
-static void dev_zero(void *dst, size_t bytes)
-{
-	dev_check(cudaMemsetAsync(dst, 0, bytes, starpu_cuda_get_local_stream()), "cudaMemsetAsync");
-}
-
-static void dev_to_host(void *host, const void *src, size_t bytes)
-{
-	cudaStream_t st = starpu_cuda_get_local_stream();
-	dev_check(cudaMemcpyAsync(host, src, bytes, cudaMemcpyDeviceToHost, st), "cudaMemcpyAsync");
-	dev_check(cudaStreamSynchronize(st), "cudaStreamSynchronize");
-}
-
-static void dev_from_host(void *dst, const void *host, size_t bytes)
-{
-	cudaStream_t st = starpu_cuda_get_local_stream();
-	dev_check(cudaMemcpyAsync(dst, host, bytes, cudaMemcpyHostToDevice, st), "cudaMemcpyAsync");
-	dev_check(cudaStreamSynchronize(st), "cudaStreamSynchronize");
-}
-
-static const struct mem_ops dev_mem = {dev_copy, dev_zero, dev_to_host, dev_from_host};
-#endif
-
 /* order[RW] shard[R] slot[W] (extra[R]): slot = concatenation of every rank's shard */
-static void gather_with(void *buffers[], void *cl_arg, const struct mem_ops *mo)
+static void gather_run(void *buffers[], void *cl_arg)
 {
 	struct _sf_comm_args *a = cl_arg;
 	struct _sf_comm *c = a->comm;
+	const struct _sf_comm_mem *mo = c->ops->mem;
 	const float *shard = (const float *)STARPU_VECTOR_GET_PTR(buffers[1]);
 	float *full = (float *)STARPU_VECTOR_GET_PTR(buffers[2]);
 	STARPU_ASSERT(STARPU_VECTOR_GET_NX(buffers[2]) >= a->S * (size_t)c->shard_size);
@@ -182,10 +123,11 @@ static void gather_with(void *buffers[], void *cl_arg, const struct mem_ops *mo)
 }
 
 /* order[RW] grad[RW] gshard[W]: gshard = this rank's block of the sum over ranks */
-static void reduce_scatter_with(void *buffers[], void *cl_arg, const struct mem_ops *mo)
+static void reduce_scatter_run(void *buffers[], void *cl_arg)
 {
 	struct _sf_comm_args *a = cl_arg;
 	struct _sf_comm *c = a->comm;
+	const struct _sf_comm_mem *mo = c->ops->mem;
 	float *grad = (float *)STARPU_VECTOR_GET_PTR(buffers[1]);
 	float *gshard = (float *)STARPU_VECTOR_GET_PTR(buffers[2]);
 	size_t padded = a->S * (size_t)c->shard_size;
@@ -200,9 +142,8 @@ static void reduce_scatter_with(void *buffers[], void *cl_arg, const struct mem_
 }
 
 /* order[RW] grad[RW]: grad = sum over ranks (replicated parameters) */
-static void allreduce_with(void *buffers[], void *cl_arg, const struct mem_ops *mo)
+static void allreduce_run(void *buffers[], void *cl_arg)
 {
-	(void)mo;
 	struct _sf_comm_args *a = cl_arg;
 	float *grad = (float *)STARPU_VECTOR_GET_PTR(buffers[1]);
 	acct_bytes(a, 2.0 * (double)a->P * sizeof(float) / a->comm->size); /* as a ring's */
@@ -212,9 +153,8 @@ static void allreduce_with(void *buffers[], void *cl_arg, const struct mem_ops *
 }
 
 /* order[RW] gshard[RW]: hybrid sharding's sum of a shard over the replicas */
-static void rep_allreduce_with(void *buffers[], void *cl_arg, const struct mem_ops *mo)
+static void rep_allreduce_run(void *buffers[], void *cl_arg)
 {
-	(void)mo;
 	struct _sf_comm_args *a = cl_arg;
 	struct _sf_comm *c = a->comm;
 	float *g = (float *)STARPU_VECTOR_GET_PTR(buffers[1]);
@@ -225,9 +165,8 @@ static void rep_allreduce_with(void *buffers[], void *cl_arg, const struct mem_o
 }
 
 /* order[RW] loss[RW]: one double summed over ranks */
-static void loss_sum_with(void *buffers[], void *cl_arg, const struct mem_ops *mo)
+static void loss_sum_run(void *buffers[], void *cl_arg)
 {
-	(void)mo;
 	struct _sf_comm_args *a = cl_arg;
 	double *v = (double *)STARPU_VECTOR_GET_PTR(buffers[1]);
 	if (_sf_skip == SF_SKIP_COMM)
@@ -239,10 +178,11 @@ static void loss_sum_with(void *buffers[], void *cl_arg, const struct mem_ops *m
  * Each sq_u is this rank's share of unit u's squared norm (its shard, or its slice of a
  * replicated unit: every element is counted once over the ranks); summed in unit order,
  * then over the ranks. */
-static void grad_norm_with(void *buffers[], void *cl_arg, const struct mem_ops *mo)
+static void grad_norm_run(void *buffers[], void *cl_arg)
 {
 	struct _sf_norm_args a;
 	starpu_codelet_unpack_args(cl_arg, &a);
+	const struct _sf_comm_mem *mo = a.comm->comm->ops->mem;
 	double *clip = (double *)STARPU_VECTOR_GET_PTR(buffers[1]);
 	double sum = 0.0, part, out[2];
 	for (int u = 0; u < a.nunits; u++) {
@@ -269,30 +209,6 @@ double _sf_clip_factor(double norm, float max_norm)
 	return f < 1.0 ? f : 1.0;
 }
 
-#ifdef SF_HAVE_NCCL
-#define COMM_BODIES(name)                                                                  \
-	static void name##_cpu(void *buffers[], void *cl_arg)                                  \
-	{                                                                                      \
-		name##_with(buffers, cl_arg, &host_mem);                                           \
-	}                                                                                      \
-	static void name##_cuda(void *buffers[], void *cl_arg)                                 \
-	{                                                                                      \
-		name##_with(buffers, cl_arg, &dev_mem);                                            \
-	}
-#else
-#define COMM_BODIES(name)                                                                  \
-	static void name##_cpu(void *buffers[], void *cl_arg)                                  \
-	{                                                                                      \
-		name##_with(buffers, cl_arg, &host_mem);                                           \
-	}
-#endif
-COMM_BODIES(gather)
-COMM_BODIES(reduce_scatter)
-COMM_BODIES(allreduce)
-COMM_BODIES(rep_allreduce)
-COMM_BODIES(loss_sum)
-COMM_BODIES(grad_norm)
-
 /* slot[RW]: the unit's last reader is done; the slot may be gathered into again */
 static void free_cpu(void *buffers[], void *cl_arg)
 {
@@ -301,29 +217,20 @@ static void free_cpu(void *buffers[], void *cl_arg)
 }
 
 /* A comm codelet runs on the comm worker: a CPU worker (MPI), or a CUDA worker whose
- * body waits for its stream itself (NCCL), hence no STARPU_CUDA_ASYNC. */
-#ifdef SF_HAVE_NCCL
+ * body waits for its stream itself (NCCL), hence no STARPU_CUDA_ASYNC. Its body is the
+ * same for both: the backend's own memory operations (struct _sf_comm_mem) are the
+ * only difference, so the codelet runs wherever the backend put the comm worker. The
+ * task names are the ones traces have always shown. */
 #define COMM_CODELET(var, base, n, ...)                                                    \
 	struct starpu_codelet var = {                                                          \
 	    .where = STARPU_CPU | STARPU_CUDA,                                                 \
-	    .cpu_funcs = {base##_cpu},                                                         \
-	    .cpu_funcs_name = {#base "_cpu"},                                                  \
-	    .cuda_funcs = {base##_cuda},                                                       \
+	    .cpu_funcs = {base##_run},                                                         \
+	    .cpu_funcs_name = {#base "_run"},                                                  \
+	    .cuda_funcs = {base##_run},                                                        \
 	    .nbuffers = n,                                                                     \
 	    .modes = {__VA_ARGS__},                                                            \
 	    .name = #base "_cpu",                                                              \
 	}
-#else
-#define COMM_CODELET(var, base, n, ...)                                                    \
-	struct starpu_codelet var = {                                                          \
-	    .where = STARPU_CPU,                                                               \
-	    .cpu_funcs = {base##_cpu},                                                         \
-	    .cpu_funcs_name = {#base "_cpu"},                                                  \
-	    .nbuffers = n,                                                                     \
-	    .modes = {__VA_ARGS__},                                                            \
-	    .name = #base "_cpu",                                                              \
-	}
-#endif
 
 COMM_CODELET(_sf_cl_gather, gather, 3, STARPU_RW, STARPU_R, STARPU_W);
 COMM_CODELET(_sf_cl_gather_after, gather, 4, STARPU_RW, STARPU_R, STARPU_W, STARPU_R);

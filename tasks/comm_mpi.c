@@ -443,8 +443,22 @@ static void mpi_abort(struct _sf_comm *c, int code)
 	MPI_Abort(MPI_COMM_WORLD, code);
 }
 
+/* The comm worker is a CPU worker: the codelets' buffers are host memory. */
+static void host_copy(void *dst, const void *src, size_t bytes)
+{
+	memcpy(dst, src, bytes);
+}
+
+static void host_zero(void *dst, size_t bytes)
+{
+	memset(dst, 0, bytes);
+}
+
+static const struct _sf_comm_mem host_mem = {host_copy, host_zero, host_copy, host_copy};
+
 const struct _sf_comm_ops _sf_comm_mpi_ops = {
     .name = "mpi",
+    .mem = &host_mem,
     .init = mpi_init,
     .fini = mpi_fini,
     .all_gather = mpi_all_gather,

@@ -482,9 +482,46 @@ static void nccl_abort(struct _sf_comm *c, int code)
 	m->mpi.ops->abort(&m->mpi, code);
 }
 
+/* ---- the codelets' own copies: on the comm worker's stream, before its collective -- */
+
+static void dev_check(cudaError_t e, const char *what)
+{
+	STARPU_ASSERT_MSG(e == cudaSuccess, "%s on the comm stream failed: %s", what,
+	                  cudaGetErrorString(e));
+}
+
+static void dev_copy(void *dst, const void *src, size_t bytes)
+{
+	dev_check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice,
+	                          starpu_cuda_get_local_stream()),
+	          "cudaMemcpyAsync");
+}
+
+static void dev_zero(void *dst, size_t bytes)
+{
+	dev_check(cudaMemsetAsync(dst, 0, bytes, starpu_cuda_get_local_stream()), "cudaMemsetAsync");
+}
+
+static void dev_to_host(void *host, const void *src, size_t bytes)
+{
+	cudaStream_t st = starpu_cuda_get_local_stream();
+	dev_check(cudaMemcpyAsync(host, src, bytes, cudaMemcpyDeviceToHost, st), "cudaMemcpyAsync");
+	dev_check(cudaStreamSynchronize(st), "cudaStreamSynchronize");
+}
+
+static void dev_from_host(void *dst, const void *host, size_t bytes)
+{
+	cudaStream_t st = starpu_cuda_get_local_stream();
+	dev_check(cudaMemcpyAsync(dst, host, bytes, cudaMemcpyHostToDevice, st), "cudaMemcpyAsync");
+	dev_check(cudaStreamSynchronize(st), "cudaStreamSynchronize");
+}
+
+static const struct _sf_comm_mem dev_mem = {dev_copy, dev_zero, dev_to_host, dev_from_host};
+
 const struct _sf_comm_ops _sf_comm_nccl_ops = {
     .name = "nccl",
     .device = true,
+    .mem = &dev_mem,
     .init = nccl_init,
     .fini = nccl_fini,
     .attach = nccl_attach,
