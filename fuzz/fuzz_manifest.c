@@ -13,8 +13,12 @@
 #include "fuzz/common.h"
 #include "io/manifest.h"
 
-static const char *const shardings[] = {"full", "grad_op", "none"};
+/* the names sf_checkpoint_load accepts (scheduler/config.c's tables): one per value of
+ * the public enums, so that a new sharding or optimizer fails this build until named */
+static const char *const shardings[] = {"full", "grad_op", "none", "hybrid"};
 static const char *const optimizers[] = {"sgd", "adamw"};
+_Static_assert(sizeof shardings / sizeof *shardings == SF_SHARD_COUNT, "one name per sharding");
+_Static_assert(sizeof optimizers / sizeof *optimizers == SF_OPT_COUNT, "one name per optimizer");
 static const char *const vectors[] = {"param", "m", "v"};
 static const char *const units[] = {"fc1", "fc2", "head"};
 static const size_t unit_P[] = {12, 5, 7};
@@ -32,10 +36,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct _sf_manifest_expect e = {
 	    .structure_hash = "0123456789abcdef",
 	    .shardings = shardings,
-	    .nshardings = 3,
+	    .nshardings = SF_SHARD_COUNT,
 	    .optimizers = optimizers,
-	    .noptimizers = 2,
-	    .optimizer = (flags & 2) ? 1 : 0,
+	    .noptimizers = SF_OPT_COUNT,
+	    .optimizer = (flags & 2) ? SF_OPT_ADAMW : SF_OPT_SGD,
 	    .vectors = vectors,
 	    .nvectors = (flags & 2) ? 3 : 2,
 	    .nunits = 3,
