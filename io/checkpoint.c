@@ -58,25 +58,12 @@
 
 #define CKPT_MAGIC "SFCKPT1" /* and its NUL: 8 bytes */
 #define CKPT_MANIFEST_MAX ((size_t)64 << 20)
-#define CKPT_PATH_MAX 4096
+#define CKPT_PATH_MAX SF_PATH_MAX
 #define CKPT_PIECE ((size_t)4 << 20) /* bytes a loader reads at a time */
 
 static const char *const vec_names[] = {"param", "m", "v"};
 
 /* ---- small helpers ------------------------------------------------------------- */
-
-/* zlib's crc32 takes a uInt length: feed large buffers in pieces. */
-static uint32_t crc32_of(uint32_t crc, const void *buf, size_t n)
-{
-	const Bytef *p = buf;
-	while (n > 0) {
-		uInt k = n > (1u << 30) ? (1u << 30) : (uInt)n;
-		crc = (uint32_t)crc32(crc, p, k);
-		p += k;
-		n -= k;
-	}
-	return crc;
-}
 
 static int nvectors(const struct sf_model *m)
 {
@@ -140,95 +127,12 @@ static void structure_hash(const struct sf_model *m, char out[17])
 	snprintf(out, 17, "%016" PRIx64, h);
 }
 
-/* mkdir -p */
-static int make_dirs(const char *path)
-{
-	char buf[CKPT_PATH_MAX];
-	size_t n = strlen(path);
-	if (n == 0 || n >= sizeof buf)
-		return SF_ERR(SF_ERR_INVALID, "checkpoint directory \"%s\" is empty or too long",
-		              path);
-	memcpy(buf, path, n + 1);
-	for (size_t i = 1; i <= n; i++) {
-		if (buf[i] != '/' && buf[i] != '\0')
-			continue;
-		char c = buf[i];
-		buf[i] = '\0';
-		if (mkdir(buf, 0777) != 0 && errno != EEXIST)
-			return SF_ERR(SF_ERR_IO, "cannot create directory %s: %s", buf,
-			              strerror(errno));
-		buf[i] = c;
-	}
-	struct stat st;
-	if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))
-		return SF_ERR(SF_ERR_IO, "%s is not a directory", path);
-	return SF_OK;
-}
-
-static int join(char *out, size_t size, const char *a, const char *b)
-{
-	int n = snprintf(out, size, "%s/%s", a, b);
-	if (n < 0 || (size_t)n >= size)
-		return SF_ERR(SF_ERR_INVALID, "path %s/%s is too long", a, b);
-	return SF_OK;
-}
-
-static int exists(const char *dir, const char *name)
-{
-	char p[CKPT_PATH_MAX];
-	struct stat st;
-	if (join(p, sizeof p, dir, name) < 0)
-		return 0;
-	return stat(p, &st) == 0;
-}
-
 /* "rank-<5 digits>.bin", the name of rank r's file (32 bytes are enough). */
 static int rank_path(char *out, size_t size, const char *stepdir, int r)
 {
 	char name[32];
 	_sf_ckpt_rank_name(name, sizeof name, r);
-	return join(out, size, stepdir, name);
-}
-
-/* Writes a small file as path.tmp, syncs it and renames it to path; then syncs the
- * directory `dir` so the rename itself is durable. */
-static int write_file_atomic(const char *path, const char *dir, const void *data, size_t n)
-{
-	int rc = SF_OK, fd = -1;
-	char tmp[CKPT_PATH_MAX];
-	SF_CHECK(_sf_create_tmp(path, tmp, sizeof tmp, &fd));
-	SF_CHECK(_sf_write_all(fd, data, n, tmp));
-	return _sf_commit_file(fd, tmp, path, dir);
-fail:
-	if (fd >= 0)
-		_sf_abandon_file(fd, tmp);
-	return rc;
-}
-
-/* Removes a step directory of files (a staging or an old copy); a missing one is fine. */
-static int remove_step_dir(const char *path)
-{
-	int rc = SF_OK;
-	char p[CKPT_PATH_MAX];
-	DIR *d = opendir(path);
-	if (!d)
-		return errno == ENOENT
-		           ? SF_OK
-		           : SF_ERR(SF_ERR_IO, "cannot open %s: %s", path, strerror(errno));
-	for (struct dirent *e; (e = readdir(d));) {
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-			continue;
-		SF_CHECK(join(p, sizeof p, path, e->d_name));
-		if (unlink(p) != 0 && errno != ENOENT) {
-			rc = SF_ERR(SF_ERR_IO, "cannot remove %s: %s", p, strerror(errno));
-			goto fail;
-		}
-	}
-	if (rmdir(path) != 0 && errno != ENOENT)
-		rc = SF_ERR(SF_ERR_IO, "cannot remove %s: %s", path, strerror(errno));
-fail:
-	closedir(d);
-	return rc;
+	return _sf_path_join(out, size, stepdir, name);
 }
 
 /* Rank 0: takes dir/.lock (flock, not waiting) and records "<pid> <host>" in it, so
@@ -238,7 +142,7 @@ fail:
 static int lock_dir(const char *dir, int *fd)
 {
 	char path[CKPT_PATH_MAX], who[128] = "";
-	int rc = join(path, sizeof path, dir, ".lock");
+	int rc = _sf_path_join(path, sizeof path, dir, ".lock");
 	if (rc < 0)
 		return rc;
 	*fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
@@ -312,7 +216,7 @@ static int write_rank_file(struct sf_model *m, const char *stepdir, uint64_t *si
 	_sf_put_le(hdr + 12, (uint32_t)m->sn, 4);
 	_sf_put_le(hdr + 16, (uint32_t)m->nunits, 4);
 	_sf_put_le(hdr + 20, (uint32_t)nvectors(m), 4);
-	uint32_t c = crc32_of(0, hdr, sizeof hdr);
+	uint32_t c = _sf_crc32(0, hdr, sizeof hdr);
 	uint64_t total = sizeof hdr;
 	SF_CHECK(_sf_write_all(fd, hdr, sizeof hdr, tmp));
 	for (int u = 0; u < m->nunits; u++) {
@@ -322,7 +226,7 @@ static int write_rank_file(struct sf_model *m, const char *stepdir, uint64_t *si
 				continue;
 			SF_CHECK(_sf_unit_get_slice(m, u, (enum _sf_vec)v, buf));
 			_sf_floats_le(buf, S);
-			c = crc32_of(c, buf, S * sizeof(float));
+			c = _sf_crc32(c, buf, S * sizeof(float));
 			total += S * sizeof(float);
 			SF_CHECK(_sf_write_all(fd, buf, S * sizeof(float), tmp));
 		}
@@ -377,26 +281,20 @@ struct save_paths {
 	char step[CKPT_PATH_MAX], stage[CKPT_PATH_MAX + 8], old[CKPT_PATH_MAX + 8];
 };
 
-static bool is_dir(const char *path)
-{
-	struct stat st;
-	return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
-}
-
 /* Rank 0, holding the lock: a save of step N killed between moving the old step-N
  * aside and renaming its staging directory into place left step-N.tmp as the only
  * complete copy — finish that switch; then drop what earlier saves of N left over. */
 static int prepare_stage(const char *dir, const struct save_paths *sp)
 {
 	int rc = SF_OK;
-	if (!is_dir(sp->step) && exists(sp->stage, "manifest.json")) {
+	if (!_sf_is_dir(sp->step) && _sf_path_exists(sp->stage, "manifest.json")) {
 		if (rename(sp->stage, sp->step) != 0)
 			return SF_ERR(SF_ERR_IO, "cannot rename %s to %s: %s", sp->stage, sp->step,
 			              strerror(errno));
 		SF_CHECK(_sf_fsync_dir(dir));
 	}
-	SF_CHECK(remove_step_dir(sp->stage));
-	SF_CHECK(remove_step_dir(sp->old));
+	SF_CHECK(_sf_remove_dir(sp->stage));
+	SF_CHECK(_sf_remove_dir(sp->old));
 	if (mkdir(sp->stage, 0777) != 0)
 		return SF_ERR(SF_ERR_IO, "cannot create directory %s: %s", sp->stage,
 		              strerror(errno));
@@ -424,13 +322,13 @@ static int publish(struct sf_model *m, const char *dir, const struct save_paths 
 	if (!text)
 		return SF_ERR(SF_ERR_NOMEM, "checkpoint: cannot serialise the manifest");
 	size_t n = strlen(text);
-	int k = snprintf(line, sizeof line, "%08x\n", (unsigned)crc32_of(0, text, n));
-	SF_CHECK(join(path, sizeof path, sp->stage, "manifest.crc32"));
-	SF_CHECK(write_file_atomic(path, sp->stage, line, (size_t)k));
-	SF_CHECK(join(path, sizeof path, sp->stage, "manifest.json"));
-	SF_CHECK(write_file_atomic(path, sp->stage, text, n));
+	int k = snprintf(line, sizeof line, "%08x\n", (unsigned)_sf_crc32(0, text, n));
+	SF_CHECK(_sf_path_join(path, sizeof path, sp->stage, "manifest.crc32"));
+	SF_CHECK(_sf_write_file_atomic(path, sp->stage, line, (size_t)k));
+	SF_CHECK(_sf_path_join(path, sizeof path, sp->stage, "manifest.json"));
+	SF_CHECK(_sf_write_file_atomic(path, sp->stage, text, n));
 
-	bool replacing = is_dir(sp->step);
+	bool replacing = _sf_is_dir(sp->step);
 	if (replacing && rename(sp->step, sp->old) != 0) {
 		rc = SF_ERR(SF_ERR_IO, "cannot rename %s to %s: %s", sp->step, sp->old,
 		            strerror(errno));
@@ -442,11 +340,11 @@ static int publish(struct sf_model *m, const char *dir, const struct save_paths 
 		goto fail;
 	}
 	SF_CHECK(_sf_fsync_dir(dir));
-	SF_CHECK(join(path, sizeof path, dir, "latest"));
+	SF_CHECK(_sf_path_join(path, sizeof path, dir, "latest"));
 	k = snprintf(line, sizeof line, "%s\n", sp->name);
-	SF_CHECK(write_file_atomic(path, dir, line, (size_t)k));
+	SF_CHECK(_sf_write_file_atomic(path, dir, line, (size_t)k));
 	if (replacing)
-		SF_CHECK(remove_step_dir(sp->old));
+		SF_CHECK(_sf_remove_dir(sp->old));
 fail:
 	free(text);
 	return rc;
@@ -465,7 +363,7 @@ static int save_paths_init(const char *dir, int64_t step, struct save_paths *sp)
 {
 	int rc = SF_OK;
 	snprintf(sp->name, sizeof sp->name, "step-%09lld", (long long)step);
-	SF_CHECK(join(sp->step, sizeof sp->step, dir, sp->name));
+	SF_CHECK(_sf_path_join(sp->step, sizeof sp->step, dir, sp->name));
 	snprintf(sp->stage, sizeof sp->stage, "%s.tmp", sp->step);
 	snprintf(sp->old, sizeof sp->old, "%s.old", sp->step);
 fail:
@@ -501,7 +399,7 @@ SF_API int sf_checkpoint_save(sf_model *m, const char *dir, const struct sf_chec
 	/* rank 0 makes the directory, takes its lock (held until latest is switched) and
 	 * the staging directory dir/step-N.tmp, where every rank writes */
 	if (m->rank == 0 && lrc >= 0) {
-		lrc = make_dirs(dir);
+		lrc = _sf_make_dirs(dir);
 		if (lrc >= 0)
 			lrc = lock_dir(dir, &lock);
 		if (lrc >= 0)
@@ -545,35 +443,6 @@ fail:
 }
 
 /* ---- load --------------------------------------------------------------------------- */
-
-static int read_small_file(const char *path, size_t max, char **out, size_t *len)
-{
-	int rc = SF_OK, fd = -1;
-	char *buf = NULL;
-	struct stat st;
-	SF_CHECK(_sf_open_read(path, &fd, &st));
-	if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size > max) {
-		rc = SF_ERR(SF_ERR_IO, "%s is not a regular file of at most %zu bytes", path, max);
-		goto fail;
-	}
-	buf = malloc((size_t)st.st_size + 1);
-	if (!buf) {
-		rc = SF_ERR(SF_ERR_NOMEM, "cannot allocate %lld bytes for %s",
-		            (long long)st.st_size, path);
-		goto fail;
-	}
-	SF_CHECK(_sf_read_at(fd, buf, (size_t)st.st_size, 0, path));
-	buf[st.st_size] = '\0';
-	*out = buf;
-	*len = (size_t)st.st_size;
-	close(fd);
-	return SF_OK;
-fail:
-	free(buf);
-	if (fd >= 0)
-		close(fd);
-	return rc;
-}
 
 /* A step directory whose writer stopped before the manifest: named step-*, or holding
  * rank files or a temporary manifest. */
@@ -629,7 +498,8 @@ static bool newest_complete(const char *dir, char *stepdir, size_t size)
 		int64_t k = step_of(e->d_name, &staged);
 		if (k < 0 || k < best || (k == best && (staged || !best_staged)))
 			continue;
-		if (join(path, sizeof path, dir, e->d_name) < 0 || !exists(path, "manifest.json"))
+		if (_sf_path_join(path, sizeof path, dir, e->d_name) < 0 ||
+		    !_sf_path_exists(path, "manifest.json"))
 			continue;
 		if (snprintf(stepdir, size, "%s", path) >= (int)size)
 			continue;
@@ -647,13 +517,13 @@ static int read_manifest(const char *stepdir, char **text, size_t *len, bool *ha
 	int rc = SF_OK;
 	char path[CKPT_PATH_MAX], *line = NULL;
 	size_t n;
-	SF_CHECK(join(path, sizeof path, stepdir, "manifest.json"));
-	SF_CHECK(read_small_file(path, CKPT_MANIFEST_MAX, text, len));
-	*has_crc = exists(stepdir, "manifest.crc32");
+	SF_CHECK(_sf_path_join(path, sizeof path, stepdir, "manifest.json"));
+	SF_CHECK(_sf_read_small_file(path, CKPT_MANIFEST_MAX, text, len));
+	*has_crc = _sf_path_exists(stepdir, "manifest.crc32");
 	if (!*has_crc)
 		return SF_OK;
-	SF_CHECK(join(path, sizeof path, stepdir, "manifest.crc32"));
-	SF_CHECK(read_small_file(path, 64, &line, &n));
+	SF_CHECK(_sf_path_join(path, sizeof path, stepdir, "manifest.crc32"));
+	SF_CHECK(_sf_read_small_file(path, 64, &line, &n));
 	unsigned want = 0;
 	char tail[2];
 	if (strspn(line, "0123456789abcdef") != 8 || sscanf(line, "%8x%1s", &want, tail) != 1) {
@@ -661,7 +531,7 @@ static int read_manifest(const char *stepdir, char **text, size_t *len, bool *ha
 		            line);
 		goto fail;
 	}
-	uint32_t got = crc32_of(0, *text, *len);
+	uint32_t got = _sf_crc32(0, *text, *len);
 	if (got != want) {
 		rc = SF_ERR(SF_ERR_IO,
 		            "%s/manifest.json: CRC-32 is %08x, manifest.crc32 says %08x "
@@ -698,14 +568,14 @@ static int resolve(const char *dir, char *stepdir, size_t size)
 	}
 	if (!S_ISDIR(st.st_mode))
 		return SF_ERR(SF_ERR_IO, "checkpoint %s is not a directory", dir);
-	if (exists(dir, "manifest.json")) {
+	if (_sf_path_exists(dir, "manifest.json")) {
 		if (snprintf(stepdir, size, "%s", dir) >= (int)size)
 			return SF_ERR(SF_ERR_INVALID, "path %s is too long", dir);
 		return SF_OK;
 	}
-	if (exists(dir, "latest")) {
-		SF_CHECK(join(path, sizeof path, dir, "latest"));
-		SF_CHECK(read_small_file(path, 256, &latest, &n));
+	if (_sf_path_exists(dir, "latest")) {
+		SF_CHECK(_sf_path_join(path, sizeof path, dir, "latest"));
+		SF_CHECK(_sf_read_small_file(path, 256, &latest, &n));
 		while (n > 0 && (latest[n - 1] == '\n' || latest[n - 1] == '\r'))
 			latest[--n] = '\0';
 		size_t digits = n > 5 ? strspn(latest + 5, "0123456789") : 0;
@@ -716,8 +586,8 @@ static int resolve(const char *dir, char *stepdir, size_t size)
 			            path, latest);
 			goto fail;
 		}
-		SF_CHECK(join(named, sizeof named, dir, latest));
-		if (exists(named, "manifest.json")) {
+		SF_CHECK(_sf_path_join(named, sizeof named, dir, latest));
+		if (_sf_path_exists(named, "manifest.json")) {
 			free(latest);
 			if (snprintf(stepdir, size, "%s", named) >= (int)size)
 				return SF_ERR(SF_ERR_INVALID, "path %s is too long", named);
@@ -967,7 +837,7 @@ static int stream_file(int fd, const char *path, uint64_t size, const struct ext
 		size_t k = size - off < piece ? (size_t)(size - off) : piece;
 		uint64_t end = off + k;
 		SF_CHECK(_sf_read_at(fd, buf, k, (off_t)off, path));
-		c = crc32_of(c, buf, k);
+		c = _sf_crc32(c, buf, k);
 		for (size_t i = e; i < nex && ex[i].off < end; i++) {
 			uint64_t a = ex[i].off > off ? ex[i].off : off;
 			uint64_t b = ex[i].off + ex[i].len < end ? ex[i].off + ex[i].len : end;

@@ -1,15 +1,18 @@
 /*
- * fileio.c — whole reads and writes on file descriptors, and the atomic commit of a
- * file, for checkpoints and safetensors: a short read or write is an error naming the
- * file, never silent.
+ * fileio.c — whole reads and writes on file descriptors, the atomic commit of a file,
+ * paths and directories, and CRC-32, for checkpoints and safetensors: a short read or
+ * write is an error naming the file, never silent. Nothing here knows a file format.
  */
 #include "io/fileio.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <zlib.h>
 
 int _sf_write_all(int fd, const void *buf, size_t n, const char *path)
 {
@@ -107,4 +110,136 @@ void _sf_abandon_file(int fd, const char *tmp)
 	if (fd >= 0)
 		close(fd);
 	unlink(tmp);
+}
+
+/* zlib's crc32 takes a uInt length: feed large buffers in pieces. */
+uint32_t _sf_crc32(uint32_t crc, const void *buf, size_t n)
+{
+	const Bytef *p = buf;
+	while (n > 0) {
+		uInt k = n > (1u << 30) ? (1u << 30) : (uInt)n;
+		crc = (uint32_t)crc32(crc, p, k);
+		p += k;
+		n -= k;
+	}
+	return crc;
+}
+
+/* mkdir -p */
+int _sf_make_dirs(const char *path)
+{
+	char buf[SF_PATH_MAX];
+	size_t n = strlen(path);
+	if (n == 0 || n >= sizeof buf)
+		return SF_ERR(SF_ERR_INVALID, "checkpoint directory \"%s\" is empty or too long",
+		              path);
+	memcpy(buf, path, n + 1);
+	for (size_t i = 1; i <= n; i++) {
+		if (buf[i] != '/' && buf[i] != '\0')
+			continue;
+		char c = buf[i];
+		buf[i] = '\0';
+		if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+			return SF_ERR(SF_ERR_IO, "cannot create directory %s: %s", buf,
+			              strerror(errno));
+		buf[i] = c;
+	}
+	struct stat st;
+	if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))
+		return SF_ERR(SF_ERR_IO, "%s is not a directory", path);
+	return SF_OK;
+}
+
+int _sf_path_join(char *out, size_t size, const char *a, const char *b)
+{
+	int n = snprintf(out, size, "%s/%s", a, b);
+	if (n < 0 || (size_t)n >= size)
+		return SF_ERR(SF_ERR_INVALID, "path %s/%s is too long", a, b);
+	return SF_OK;
+}
+
+int _sf_path_exists(const char *dir, const char *name)
+{
+	char p[SF_PATH_MAX];
+	struct stat st;
+	if (_sf_path_join(p, sizeof p, dir, name) < 0)
+		return 0;
+	return stat(p, &st) == 0;
+}
+
+/* Writes a small file as path.tmp, syncs it and renames it to path; then syncs the
+ * directory `dir` so the rename itself is durable. */
+int _sf_write_file_atomic(const char *path, const char *dir, const void *data, size_t n)
+{
+	int rc = SF_OK, fd = -1;
+	char tmp[SF_PATH_MAX];
+	SF_CHECK(_sf_create_tmp(path, tmp, sizeof tmp, &fd));
+	SF_CHECK(_sf_write_all(fd, data, n, tmp));
+	return _sf_commit_file(fd, tmp, path, dir);
+fail:
+	if (fd >= 0)
+		_sf_abandon_file(fd, tmp);
+	return rc;
+}
+
+/* Removes a directory of files (a checkpoint's staging or old step); a missing one is
+ * fine. */
+int _sf_remove_dir(const char *path)
+{
+	int rc = SF_OK;
+	char p[SF_PATH_MAX];
+	DIR *d = opendir(path);
+	if (!d)
+		return errno == ENOENT
+		           ? SF_OK
+		           : SF_ERR(SF_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+	for (struct dirent *e; (e = readdir(d));) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		SF_CHECK(_sf_path_join(p, sizeof p, path, e->d_name));
+		if (unlink(p) != 0 && errno != ENOENT) {
+			rc = SF_ERR(SF_ERR_IO, "cannot remove %s: %s", p, strerror(errno));
+			goto fail;
+		}
+	}
+	if (rmdir(path) != 0 && errno != ENOENT)
+		rc = SF_ERR(SF_ERR_IO, "cannot remove %s: %s", path, strerror(errno));
+fail:
+	closedir(d);
+	return rc;
+}
+
+bool _sf_is_dir(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+int _sf_read_small_file(const char *path, size_t max, char **out, size_t *len)
+{
+	int rc = SF_OK, fd = -1;
+	char *buf = NULL;
+	struct stat st;
+	SF_CHECK(_sf_open_read(path, &fd, &st));
+	if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size > max) {
+		rc = SF_ERR(SF_ERR_IO, "%s is not a regular file of at most %zu bytes", path, max);
+		goto fail;
+	}
+	buf = malloc((size_t)st.st_size + 1);
+	if (!buf) {
+		rc = SF_ERR(SF_ERR_NOMEM, "cannot allocate %lld bytes for %s",
+		            (long long)st.st_size, path);
+		goto fail;
+	}
+	SF_CHECK(_sf_read_at(fd, buf, (size_t)st.st_size, 0, path));
+	buf[st.st_size] = '\0';
+	*out = buf;
+	*len = (size_t)st.st_size;
+	close(fd);
+	return SF_OK;
+fail:
+	free(buf);
+	if (fd >= 0)
+		close(fd);
+	return rc;
 }
