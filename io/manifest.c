@@ -1,6 +1,6 @@
 /*
  * manifest.c — a checkpoint manifest parsed and checked field by field against what
- * the loading model expects (see manifest.h; the format is described in checkpoint.c).
+ * the loading model expects (see manifest.h; the format is described in checkpoint.h).
  * Nothing read is trusted: every field is type- and range-checked before it is used,
  * and file names are compared, never used to open anything.
  */

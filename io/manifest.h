@@ -1,8 +1,9 @@
 /*
  * manifest.h — a checkpoint's manifest.json, parsed and checked without a model: the
  * part of sf_checkpoint_load() that reads untrusted text, kept apart so that a fuzz
- * target (fuzz/fuzz_manifest.c) drives exactly what a load runs. checkpoint.c fills the
- * expectations from the model; the format itself is described there.
+ * target (fuzz/fuzz_manifest.c) drives exactly what a load runs. checkpoint_load.c
+ * fills the expectations from the model; the format itself is described in
+ * checkpoint.h.
  */
 #ifndef SF_IO_MANIFEST_H
 #define SF_IO_MANIFEST_H

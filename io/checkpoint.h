@@ -1,0 +1,73 @@
+/*
+ * checkpoint.h — sharded checkpoints that do not depend on the world size or sharding:
+ * the format, and what the checkpoint's files share (io/ only; the API is
+ * sf_checkpoint_save/load/latest in shardflow.h). checkpoint_layout.c (vectors, names,
+ * structure hash, rank file paths) calls none of the others; checkpoint_save.c writes a
+ * step, checkpoint_steps.c resolves a directory to its step, checkpoint_load.c reads one
+ * (and answers sf_checkpoint_latest), calling checkpoint_steps.c.
+ *
+ * A checkpoint of N ranks is a directory dir/step-<9 digits>/ holding rank-<5 digits>.bin
+ * for r < N and manifest.json. Every unit u has logical vectors of P_u floats (the
+ * parameters, then the optimizer's first moment, then AdamW's second moment); rank-r.bin
+ * holds slice [r S_u, (r+1) S_u) of each, S_u = ceil(P_u / N), zeros past P_u:
+ *
+ *   header (24 bytes, little-endian): "SFCKPT1\0", u32 rank, u32 nranks, u32 nunits,
+ *                                     u32 vectors per unit
+ *   for u in units, for each vector: S_u float32, little-endian
+ *
+ * The file layout only depends on (P_u, N), which the manifest records, so a loader on M
+ * ranks finds any element i of a unit in file i / S_u at i % S_u: that is resharding.
+ * Each loading rank reads only the files holding what it keeps — its own slice of every
+ * unit (the whole unit with sharding none) — so a checkpoint loaded on as many ranks as
+ * wrote it costs every rank one file. A CRC-32 covers a whole file: a rank reads every
+ * file it needs from start to end (in pieces) to verify it, and keeps its slices of it.
+ * Rank 0 also checks the size of every file, so a truncated checkpoint is refused even
+ * where no rank reads the truncated file.
+ *
+ * Crash safety is by ordering, and a save never touches a complete step before its
+ * replacement is: the step is written into a staging directory dir/step-N.tmp, each
+ * file to <name>.tmp, fsync'ed and renamed (and the directory fsync'ed); the manifest
+ * (which carries every rank file's size and CRC-32; its own CRC-32 is in
+ * manifest.crc32, written just before it) comes only after every rank has renamed its
+ * file. Then the switch: an existing step-N is renamed to step-N.old, step-N.tmp to
+ * step-N, dir/latest is rewritten, step-N.old removed. A loader given dir takes the
+ * step latest names, or — latest missing, or naming a step without manifest, as a kill
+ * between these renames leaves it — the newest step-N or step-N.tmp holding a
+ * manifest. A step directory without manifest.json is half-written and refused.
+ *
+ * One writer per directory: rank 0 holds flock(dir/.lock) from before the staging
+ * directory is made until latest is switched; a second job is refused (SF_ERR_BUSY).
+ * The manifest's counts (steps, epoch, batch) are range-checked to 0..2^53-1, so no
+ * later arithmetic on them overflows.
+ *
+ * Every failure of one rank becomes the same status on every rank (_sf_comm_agree), and
+ * every check happens before the first byte of the model is touched.
+ */
+#ifndef SF_IO_CHECKPOINT_H
+#define SF_IO_CHECKPOINT_H
+
+#include "io/fileio.h"
+
+#include <stddef.h>
+
+struct sf_model;
+
+#define CKPT_MAGIC "SFCKPT1" /* and its NUL: 8 bytes */
+#define CKPT_PATH_MAX SF_PATH_MAX
+
+/* The names of the vectors of a unit, in file order: param, m, v. */
+extern const char *const _sf_ckpt_vec_names[];
+/* How many vectors per unit this model keeps (always a prefix of param, m, v). */
+int _sf_ckpt_nvectors(const struct sf_model *m);
+const char *_sf_ckpt_unit_name(const struct sf_model *m, int u);
+/* 16 hex digits and a NUL: a hash of what makes two models interchangeable. */
+void _sf_ckpt_structure_hash(const struct sf_model *m, char out[17]);
+/* stepdir/rank-<5 digits>.bin, rank r's file. */
+int _sf_ckpt_rank_path(char *out, size_t size, const char *stepdir, int r);
+
+/* Rank 0: which step directory `dir` means: dir itself when it holds a manifest, else
+ * the step dir/latest names, else the newest complete step directory; an empty stepdir
+ * when dir holds no checkpoint (not an error). stepdir: `size` bytes. */
+int _sf_ckpt_resolve(const char *dir, char *stepdir, size_t size);
+
+#endif

@@ -1,0 +1,85 @@
+/*
+ * checkpoint_layout.c — what a checkpoint's writer and reader agree on about a model:
+ * its vectors per unit and their names, its units' names, the structure hash that says
+ * two models are interchangeable, and where rank r's file is. Both sides call it; it
+ * calls neither (the format: io/checkpoint.h).
+ */
+#include "io/checkpoint.h"
+#include "io/manifest.h"
+#include "scheduler/model.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+const char *const _sf_ckpt_vec_names[] = {"param", "m", "v"};
+
+int _sf_ckpt_nvectors(const struct sf_model *m)
+{
+	int k = 0;
+	for (int v = SF_VEC_PARAM; v <= SF_VEC_V; v++)
+		k += _sf_vec_exists(m, (enum _sf_vec)v);
+	return k;
+}
+
+const char *_sf_ckpt_unit_name(const struct sf_model *m, int u)
+{
+	return m->units[u].name;
+}
+
+/* FNV-1a 64 over what makes two models interchangeable: per node its kind, type,
+ * name, output width, parameter count and inputs. */
+static void fnv(uint64_t *h, const void *data, size_t n)
+{
+	const uint8_t *p = data;
+	for (size_t i = 0; i < n; i++) {
+		*h ^= p[i];
+		*h *= 0x100000001b3ull;
+	}
+}
+
+static void fnv_u64(uint64_t *h, uint64_t v)
+{
+	uint8_t b[8];
+	for (int i = 0; i < 8; i++)
+		b[i] = (uint8_t)(v >> (8 * i));
+	fnv(h, b, 8);
+}
+
+static void fnv_str(uint64_t *h, const char *s)
+{
+	fnv(h, s, strlen(s) + 1);
+}
+
+void _sf_ckpt_structure_hash(const struct sf_model *m, char out[17])
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	fnv_u64(&h, (uint64_t)m->nnodes);
+	for (int n = 0; n < m->nnodes; n++) {
+		const struct _sf_node *nd = &m->gnodes[n];
+		fnv_u64(&h, (uint64_t)nd->kind);
+		fnv_str(&h, nd->kind == SF_NODE_LAYER && nd->type ? nd->type->name : "");
+		fnv_str(&h, nd->name);
+		fnv_u64(&h, (uint64_t)(int64_t)nd->dim);
+		fnv_u64(&h, (uint64_t)nd->nparams);
+		fnv_u64(&h, (uint64_t)nd->nin);
+		for (int i = 0; i < nd->nin; i++)
+			fnv_u64(&h, (uint64_t)(int64_t)nd->in[i]);
+		/* units and tied parameters (absent from older graphs: their hash holds) */
+		if (nd->group >= 0 || nd->tied_to >= 0) {
+			fnv_u64(&h, (uint64_t)(int64_t)nd->group);
+			fnv_u64(&h, (uint64_t)(int64_t)nd->tied_to);
+		}
+	}
+	if (m->T != 1)
+		fnv_u64(&h, (uint64_t)m->T);
+	snprintf(out, 17, "%016" PRIx64, h);
+}
+
+/* "rank-<5 digits>.bin", the name of rank r's file (32 bytes are enough). */
+int _sf_ckpt_rank_path(char *out, size_t size, const char *stepdir, int r)
+{
+	char name[32];
+	_sf_ckpt_rank_name(name, sizeof name, r);
+	return _sf_path_join(out, size, stepdir, name);
+}

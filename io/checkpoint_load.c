@@ -1,0 +1,490 @@
+/*
+ * checkpoint_load.c — sf_checkpoint_load and sf_checkpoint_latest: rank 0 resolves the
+ * step and reads its manifest, every rank parses the same bytes, reads and verifies the
+ * rank files holding what it keeps (resharding), and only then sets the model. The
+ * format: io/checkpoint.h.
+ */
+#include "io/bytes.h"
+#include "io/checkpoint.h"
+#include "io/manifest.h"
+#include "scheduler/model.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define CKPT_MANIFEST_MAX ((size_t)64 << 20)
+#define CKPT_PIECE ((size_t)4 << 20) /* bytes a loader reads at a time */
+
+/* Rank 0: reads the manifest of stepdir and checks it against manifest.crc32 when there
+ * is one (*has_crc; checkpoints of format version 1 have none). */
+static int read_manifest(const char *stepdir, char **text, size_t *len, bool *has_crc)
+{
+	int rc = SF_OK;
+	char path[CKPT_PATH_MAX], *line = NULL;
+	size_t n;
+	SF_CHECK(_sf_path_join(path, sizeof path, stepdir, "manifest.json"));
+	SF_CHECK(_sf_read_small_file(path, CKPT_MANIFEST_MAX, text, len));
+	*has_crc = _sf_path_exists(stepdir, "manifest.crc32");
+	if (!*has_crc)
+		return SF_OK;
+	SF_CHECK(_sf_path_join(path, sizeof path, stepdir, "manifest.crc32"));
+	SF_CHECK(_sf_read_small_file(path, 64, &line, &n));
+	unsigned want = 0;
+	char tail[2];
+	if (strspn(line, "0123456789abcdef") != 8 || sscanf(line, "%8x%1s", &want, tail) != 1) {
+		rc = SF_ERR(SF_ERR_IO, "%s should hold 8 hex digits, it holds \"%.16s\"", path,
+		            line);
+		goto fail;
+	}
+	uint32_t got = _sf_crc32(0, *text, *len);
+	if (got != want) {
+		rc = SF_ERR(SF_ERR_IO,
+		            "%s/manifest.json: CRC-32 is %08x, manifest.crc32 says %08x "
+		            "(corrupted or edited)",
+		            stepdir, got, want);
+		goto fail;
+	}
+fail:
+	if (rc < 0) {
+		free(*text);
+		*text = NULL;
+	}
+	free(line);
+	return rc;
+}
+
+/* Broadcasts a NUL-terminated string of rank 0 (allocating it on the others). */
+static int bcast_string(struct sf_model *m, char **s, size_t *len)
+{
+	int rc = SF_OK;
+	uint64_t n = m->rank == 0 ? *len : 0;
+	SF_CHECK(m->comm->ops->bcast(m->comm, &n, sizeof n, 0));
+	int arc = SF_OK;
+	if (m->rank != 0) {
+		*s = malloc(n + 1);
+		if (!*s)
+			arc = SF_ERR(SF_ERR_NOMEM, "cannot allocate %llu bytes",
+			             (unsigned long long)n);
+		*len = *s ? n : 0;
+	}
+	/* every rank learns that one could not allocate, so none waits in the bcast */
+	SF_CHECK(_sf_comm_agree(m->comm, arc, "sf_checkpoint_load"));
+	for (uint64_t off = 0; off < n;) {
+		int k = n - off > (1u << 30) ? (1 << 30) : (int)(n - off);
+		SF_CHECK(m->comm->ops->bcast(m->comm, *s + off, (size_t)k, 0));
+		off += (uint64_t)k;
+	}
+	(*s)[n] = '\0';
+fail:
+	return rc;
+}
+
+/* What this model expects of a manifest (io/manifest.h). */
+static int expect_init(const struct sf_model *m, struct _sf_manifest_expect *e)
+{
+	*e = (struct _sf_manifest_expect){
+	    .shardings = _sf_sharding_names,
+	    .nshardings = SF_SHARD_COUNT,
+	    .optimizers = _sf_optimizer_names,
+	    .noptimizers = SF_OPT_COUNT,
+	    .optimizer = (int)m->opt.optimizer,
+	    /* the vectors a model keeps are always a prefix of param, m, v */
+	    .vectors = _sf_ckpt_vec_names,
+	    .nvectors = _sf_ckpt_nvectors(m),
+	    .nunits = m->nunits,
+	};
+	_sf_ckpt_structure_hash(m, e->structure_hash);
+	const char **names = calloc((size_t)m->nunits + 1, sizeof *names);
+	size_t *P = calloc((size_t)m->nunits + 1, sizeof *P);
+	if (!names || !P) {
+		free(names);
+		free(P);
+		return SF_ERR(SF_ERR_NOMEM, "checkpoint load: out of memory");
+	}
+	for (int u = 0; u < m->nunits; u++) {
+		names[u] = _sf_ckpt_unit_name(m, u);
+		P[u] = m->units[u].P;
+	}
+	e->unit_names = names;
+	e->unit_P = P;
+	return SF_OK;
+}
+
+static void expect_free(struct _sf_manifest_expect *e)
+{
+	free((void *)e->unit_names);
+	free((void *)e->unit_P);
+}
+
+/* Rank 0: which step directory `dir` means and its manifest, for every rank (each
+ * parses the same bytes, so they agree on what the manifest says); *mf checked against
+ * the model. stepdir: CKPT_PATH_MAX bytes. */
+static int load_manifest(struct sf_model *m, const char *dir, char *stepdir,
+                         struct _sf_manifest *mf)
+{
+	int rc = SF_OK, lrc = sf_model_sync(m);
+	char where[CKPT_PATH_MAX + 16], *text = NULL, *sd = stepdir;
+	size_t len = 0;
+	bool has_crc = false;
+	if (m->rank == 0 && lrc >= 0)
+		lrc = _sf_ckpt_resolve(dir, stepdir, CKPT_PATH_MAX);
+	if (m->rank == 0 && lrc >= 0 && !*stepdir)
+		lrc = SF_ERR(SF_ERR_NOT_FOUND,
+		             "no checkpoint in %s yet: no such directory, or neither manifest.json "
+		             "(a step directory), latest nor a complete step-* directory in it",
+		             dir);
+	if (m->rank == 0 && lrc >= 0)
+		lrc = read_manifest(stepdir, &text, &len, &has_crc);
+	SF_CHECK(_sf_comm_agree(m->comm, lrc, "sf_checkpoint_load"));
+	struct _sf_manifest_expect e;
+	size_t sdlen = strlen(stepdir);
+	SF_CHECK(bcast_string(m, &sd, &sdlen));
+	if (m->rank != 0) {
+		snprintf(stepdir, CKPT_PATH_MAX, "%s", sd);
+		free(sd);
+	}
+	SF_CHECK(bcast_string(m, &text, &len));
+	uint8_t crc_flag = has_crc;
+	SF_CHECK(m->comm->ops->bcast(m->comm, &crc_flag, 1, 0));
+	snprintf(where, sizeof where, "%s/manifest.json", stepdir);
+	lrc = expect_init(m, &e);
+	if (lrc >= 0)
+		lrc = _sf_manifest_parse(&e, text, len, where, crc_flag != 0, mf);
+	expect_free(&e);
+	SF_CHECK(_sf_comm_agree(m->comm, lrc, "sf_checkpoint_load"));
+fail:
+	free(text);
+	return rc;
+}
+
+/* What this rank keeps of a checkpoint: elements [lo[u], hi[u]) of every vector of unit
+ * u — its slice [rank S_u, (rank+1) S_u) when sharded, the whole unit with sharding
+ * none — read into vec[u * 3 + v]. With grad_op every rank also keeps all parameters
+ * resident: whole[u] receives unit u's whole parameter vector (N S_u floats), every
+ * rank's slice all-gathered from `send`. scratch (largest_P floats) gives a slice its
+ * place in a whole vector for _sf_unit_set_full. */
+struct need {
+	size_t *lo, *hi;
+	float **vec;
+	float **whole; /* grad_op only */
+	float *send, *scratch;
+};
+
+static void need_free(const struct sf_model *m, struct need *nd)
+{
+	for (int i = 0; nd->vec && i < m->nunits * 3; i++)
+		free(nd->vec[i]);
+	for (int u = 0; nd->whole && u < m->nunits; u++)
+		free(nd->whole[u]);
+	free(nd->lo);
+	free(nd->hi);
+	free(nd->vec);
+	free(nd->whole);
+	free(nd->send);
+	free(nd->scratch);
+}
+
+static int need_init(const struct sf_model *m, struct need *nd)
+{
+	size_t nu = (size_t)m->nunits, smax = 0;
+	bool grad_op = m->cfg.sharding == SF_SHARD_GRAD_OP, ok = true;
+	nd->lo = calloc(nu, sizeof *nd->lo);
+	nd->hi = calloc(nu, sizeof *nd->hi);
+	nd->vec = calloc(nu * 3, sizeof *nd->vec);
+	nd->scratch = malloc(m->largest_P * sizeof(float) + 1);
+	if (grad_op)
+		nd->whole = calloc(nu, sizeof *nd->whole);
+	if (!nd->lo || !nd->hi || !nd->vec || !nd->scratch || (grad_op && !nd->whole))
+		return SF_ERR(SF_ERR_NOMEM, "sf_checkpoint_load: out of memory");
+	for (int u = 0; u < m->nunits; u++) {
+		size_t P = m->units[u].P, S = m->units[u].S;
+		size_t lo = (size_t)m->sr * S < P ? (size_t)m->sr * S : P;
+		bool none = m->cfg.sharding == SF_SHARD_NONE;
+		nd->lo[u] = none ? 0 : lo;
+		nd->hi[u] = none ? P : (P - lo < S ? P : lo + S);
+		for (int v = SF_VEC_PARAM; v <= SF_VEC_V; v++)
+			if (_sf_vec_exists(m, (enum _sf_vec)v)) {
+				nd->vec[u * 3 + v] =
+				    malloc((nd->hi[u] - nd->lo[u]) * sizeof(float) + 1);
+				ok = ok && nd->vec[u * 3 + v];
+			}
+		if (grad_op) {
+			nd->whole[u] = malloc(S * (size_t)m->nranks * sizeof(float) + 1);
+			ok = ok && nd->whole[u];
+		}
+		smax = S > smax ? S : smax;
+	}
+	if (grad_op) {
+		nd->send = malloc(smax * sizeof(float) + 1);
+		ok = ok && nd->send;
+	}
+	return ok ? SF_OK : SF_ERR(SF_ERR_NOMEM, "sf_checkpoint_load: out of memory");
+}
+
+/* One stretch of a rank file that this rank keeps: bytes [off, off + len) go to dst. */
+struct extent {
+	uint64_t off, len;
+	uint8_t *dst;
+};
+
+/* The stretches of rank file w (of a world of W) that this rank keeps, in file order:
+ * the header (into hdr), then its part of every vector. Returns whether the file holds
+ * any of what this rank keeps. ex: room for 1 + 3 * nunits. */
+static bool file_extents(const struct sf_model *m, int W, const struct need *nd, int w,
+                         uint8_t *hdr, struct extent *ex, size_t *nex)
+{
+	size_t k = 0;
+	bool needed = false;
+	uint64_t off = SF_CKPT_HEADER;
+	ex[k++] = (struct extent){0, SF_CKPT_HEADER, hdr};
+	for (int u = 0; u < m->nunits; u++) {
+		size_t P = m->units[u].P, S = _sf_ckpt_shard(P, W), first = (size_t)w * S;
+		/* [a, b): the elements of unit u both in this file and kept here */
+		size_t a = first > nd->lo[u] ? first : nd->lo[u];
+		size_t b = first + S < nd->hi[u] ? first + S : nd->hi[u];
+		for (int v = SF_VEC_PARAM; v <= SF_VEC_V; v++) {
+			if (!_sf_vec_exists(m, (enum _sf_vec)v))
+				continue;
+			if (a < b) {
+				uint8_t *dst = (uint8_t *)nd->vec[u * 3 + v];
+				ex[k++] = (struct extent){off + (a - first) * sizeof(float),
+				                          (b - a) * sizeof(float),
+				                          dst + (a - nd->lo[u]) * sizeof(float)};
+				needed = true;
+			}
+			off += S * sizeof(float);
+		}
+	}
+	*nex = k;
+	return needed;
+}
+
+/* Reads a file of `size` bytes from start to end in pieces, returning its CRC-32 in
+ * *crc and copying the extents (sorted, disjoint) where they go. */
+static int stream_file(int fd, const char *path, uint64_t size, const struct extent *ex, size_t nex,
+                       uint32_t *crc)
+{
+	int rc = SF_OK;
+	size_t piece = size < CKPT_PIECE ? (size_t)size : CKPT_PIECE, e = 0;
+	uint8_t *buf = malloc(piece + 1);
+	uint32_t c = 0;
+	if (!buf)
+		return SF_ERR(SF_ERR_NOMEM, "cannot allocate %zu bytes to read %s", piece, path);
+	for (uint64_t off = 0; off < size;) {
+		size_t k = size - off < piece ? (size_t)(size - off) : piece;
+		uint64_t end = off + k;
+		SF_CHECK(_sf_read_at(fd, buf, k, (off_t)off, path));
+		c = _sf_crc32(c, buf, k);
+		for (size_t i = e; i < nex && ex[i].off < end; i++) {
+			uint64_t a = ex[i].off > off ? ex[i].off : off;
+			uint64_t b = ex[i].off + ex[i].len < end ? ex[i].off + ex[i].len : end;
+			if (a < b)
+				memcpy(ex[i].dst + (a - ex[i].off), buf + (a - off),
+				       (size_t)(b - a));
+		}
+		while (e < nex && ex[e].off + ex[e].len <= end)
+			e++;
+		off = end;
+	}
+	*crc = c;
+fail:
+	free(buf);
+	return rc;
+}
+
+static int check_size(const char *path, const struct stat *st, uint64_t want)
+{
+	if ((uint64_t)st->st_size != want)
+		return SF_ERR(SF_ERR_IO,
+		              "%s is %lld bytes, the manifest says %llu (truncated or "
+		              "replaced?)",
+		              path, (long long)st->st_size, (unsigned long long)want);
+	return SF_OK;
+}
+
+/* Rank 0: every rank file has the size the manifest gives — also the files no rank
+ * reads, so that a truncated checkpoint is refused whatever each rank keeps. */
+static int check_all_sizes(const char *stepdir, const struct _sf_manifest *mf)
+{
+	int rc = SF_OK;
+	char path[CKPT_PATH_MAX];
+	for (int w = 0; w < mf->world_size; w++) {
+		struct stat st;
+		SF_CHECK(_sf_ckpt_rank_path(path, sizeof path, stepdir, w));
+		if (stat(path, &st) != 0)
+			return SF_ERR(SF_ERR_IO, "cannot stat %s: %s", path, strerror(errno));
+		SF_CHECK(check_size(path, &st, mf->sizes[w]));
+	}
+fail:
+	return rc;
+}
+
+/* Reads rank file w entirely, checks its size, CRC-32 and header, and copies the
+ * extents ex (hdr, the first, is where the header goes) where they go. */
+static int read_rank_file(const struct sf_model *m, const char *stepdir,
+                          const struct _sf_manifest *mf, int w, const struct extent *ex, size_t nex,
+                          const uint8_t *hdr)
+{
+	int rc = SF_OK, fd = -1, nv = _sf_ckpt_nvectors(m);
+	char path[CKPT_PATH_MAX];
+	struct stat st;
+	uint32_t crc = 0;
+	SF_CHECK(_sf_ckpt_rank_path(path, sizeof path, stepdir, w));
+	_sf_log(SF_LOG_DEBUG, "checkpoint: reading %s", path);
+	SF_CHECK(_sf_open_read(path, &fd, &st));
+	SF_CHECK(check_size(path, &st, mf->sizes[w]));
+	SF_CHECK(stream_file(fd, path, mf->sizes[w], ex, nex, &crc));
+	if (crc != mf->crcs[w]) {
+		rc = SF_ERR(SF_ERR_IO, "%s: CRC-32 is %08x, the manifest says %08x (corrupted)",
+		            path, crc, mf->crcs[w]);
+		goto fail;
+	}
+	if (memcmp(hdr, CKPT_MAGIC, 8) || _sf_get_le(hdr + 8, 4) != (uint32_t)w ||
+	    _sf_get_le(hdr + 12, 4) != (uint32_t)mf->world_size ||
+	    _sf_get_le(hdr + 16, 4) != (uint32_t)m->nunits ||
+	    _sf_get_le(hdr + 20, 4) != (uint32_t)nv) {
+		rc = SF_ERR(SF_ERR_IO,
+		            "%s: bad header (expected \"" CKPT_MAGIC "\", rank %d of %d, %d units, "
+		            "%d vectors)",
+		            path, w, mf->world_size, m->nunits, nv);
+		goto fail;
+	}
+fail:
+	if (fd >= 0)
+		close(fd);
+	return rc;
+}
+
+/* Reads what this rank keeps from the rank files holding it, each verified, and brings
+ * it to the host's byte order; rank 0 also checks every file's size. */
+static int read_needed(const struct sf_model *m, const char *stepdir, const struct _sf_manifest *mf,
+                       struct need *nd)
+{
+	int rc = SF_OK, nread = 0;
+	uint8_t hdr[SF_CKPT_HEADER];
+	struct extent *ex = calloc(1 + 3 * (size_t)m->nunits, sizeof *ex);
+	if (!ex)
+		return SF_ERR(SF_ERR_NOMEM, "sf_checkpoint_load: out of memory");
+	if (m->rank == 0)
+		SF_CHECK(check_all_sizes(stepdir, mf));
+	for (int w = 0; w < mf->world_size; w++) {
+		size_t nex = 0;
+		if (!file_extents(m, mf->world_size, nd, w, hdr, ex, &nex))
+			continue;
+		SF_CHECK(read_rank_file(m, stepdir, mf, w, ex, nex, hdr));
+		nread++;
+	}
+	for (int u = 0; u < m->nunits; u++)
+		for (int v = SF_VEC_PARAM; v <= SF_VEC_V; v++)
+			if (_sf_vec_exists(m, (enum _sf_vec)v))
+				_sf_floats_le(nd->vec[u * 3 + v], nd->hi[u] - nd->lo[u]);
+	_sf_log(SF_LOG_DEBUG, "checkpoint: read %d of %d rank files", nread, mf->world_size);
+fail:
+	free(ex);
+	return rc;
+}
+
+/* grad_op: every rank's parameter slice, all-gathered into whole vectors. Collective. */
+static int gather_whole(struct sf_model *m, struct need *nd)
+{
+	int rc = SF_OK;
+	for (int u = 0; u < m->nunits; u++) {
+		size_t S = m->units[u].S, n = nd->hi[u] - nd->lo[u];
+		memcpy(nd->send, nd->vec[u * 3 + SF_VEC_PARAM], n * sizeof(float));
+		memset(nd->send + n, 0, (S - n) * sizeof(float));
+		SF_CHECK(
+		    m->comm->ops->allgather(m->comm, nd->send, S * sizeof(float), nd->whole[u]));
+	}
+fail:
+	return rc;
+}
+
+/* Sets the model's vectors from what was read (and verified on every rank). A sharded
+ * vector's slice goes to its place in scratch: _sf_unit_set_full reads no more of it. */
+static int apply(struct sf_model *m, struct need *nd)
+{
+	int rc = SF_OK;
+	for (int u = 0; u < m->nunits; u++)
+		for (int v = SF_VEC_PARAM; v <= SF_VEC_V; v++) {
+			size_t lo = nd->lo[u], hi = nd->hi[u];
+			const float *src = nd->vec[u * 3 + v];
+			if (!_sf_vec_exists(m, (enum _sf_vec)v))
+				continue;
+			if (nd->whole && v == SF_VEC_PARAM) {
+				src = nd->whole[u];
+			} else if (lo > 0 || hi < m->units[u].P) {
+				memcpy(nd->scratch + lo, src, (hi - lo) * sizeof(float));
+				src = nd->scratch;
+			}
+			SF_CHECK(_sf_unit_set_full(m, u, (enum _sf_vec)v, src));
+		}
+fail:
+	return rc;
+}
+
+SF_API int sf_checkpoint_latest(sf_model *m, const char *dir, int *found, char *path, size_t size)
+{
+	int rc = SF_OK, lrc = SF_OK;
+	char stepdir[CKPT_PATH_MAX] = "", *sd = stepdir;
+	if (!m || !dir || !*dir || !found || (path && !size))
+		return SF_ERR(SF_ERR_INVALID,
+		              "sf_checkpoint_latest: NULL model, directory or found, or a path of "
+		              "0 bytes");
+	if (m->rank == 0)
+		lrc = _sf_ckpt_resolve(dir, stepdir, sizeof stepdir);
+	SF_CHECK(_sf_comm_agree(m->comm, lrc, "sf_checkpoint_latest"));
+	size_t n = strlen(stepdir);
+	SF_CHECK(bcast_string(m, &sd, &n));
+	if (m->rank != 0) {
+		snprintf(stepdir, sizeof stepdir, "%s", sd);
+		free(sd);
+	}
+	*found = *stepdir != '\0';
+	if (path && snprintf(path, size, "%s", stepdir) >= (int)size)
+		rc = SF_ERR(SF_ERR_INVALID, "sf_checkpoint_latest: %s does not fit in %zu bytes",
+		            stepdir, size);
+fail:
+	return rc;
+}
+
+SF_API int sf_checkpoint_load(sf_model *m, const char *dir, struct sf_checkpoint_info *info)
+{
+	int rc = SF_OK, lrc = SF_OK;
+	char stepdir[CKPT_PATH_MAX] = "";
+	struct _sf_manifest mf = {0};
+	struct need nd = {0};
+	if (!m || !dir || !*dir)
+		return SF_ERR(SF_ERR_INVALID, "sf_checkpoint_load: NULL model or empty directory");
+	if (m->accum_k > 0)
+		return SF_ERR(SF_ERR_STATE,
+		              "sf_checkpoint_load: %d micro-batches are accumulated; load before "
+		              "sf_model_accumulate or after sf_model_step",
+		              m->accum_k);
+	SF_CHECK(load_manifest(m, dir, stepdir, &mf));
+
+	/* this rank's slices, from the files holding them, each file verified */
+	lrc = need_init(m, &nd);
+	if (lrc >= 0)
+		lrc = read_needed(m, stepdir, &mf, &nd);
+	SF_CHECK(_sf_comm_agree(m->comm, lrc, "sf_checkpoint_load"));
+	if (nd.whole) {
+		lrc = gather_whole(m, &nd);
+		SF_CHECK(_sf_comm_agree(m->comm, lrc, "sf_checkpoint_load"));
+	}
+
+	/* everything is read and verified on every rank: only now touch the model */
+	SF_CHECK(apply(m, &nd));
+	m->nsteps = m->nupdates = mf.model_steps;
+	if (info)
+		*info = mf.info;
+	_sf_log(SF_LOG_INFO, "checkpoint %s loaded (written by %d ranks, step %lld)", stepdir,
+	        mf.world_size, (long long)mf.info.step);
+fail:
+	need_free(m, &nd);
+	_sf_manifest_free(&mf);
+	return rc;
+}

@@ -1,0 +1,328 @@
+/*
+ * checkpoint_save.c — sf_checkpoint_save: every rank writes its file into the staging
+ * directory, rank 0 (holding the directory's lock) writes the manifest and switches the
+ * step into place. The format and its crash safety: io/checkpoint.h.
+ */
+#include "io/bytes.h"
+#include "io/checkpoint.h"
+#include "io/manifest.h"
+#include "scheduler/model.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Rank 0: takes dir/.lock (flock, not waiting) and records "<pid> <host>" in it, so
+ * that a second job saving into the same directory is refused naming the holder. The
+ * lock goes with the descriptor (*fd, closed by unlock_dir) — also when the process
+ * dies. */
+static int lock_dir(const char *dir, int *fd)
+{
+	char path[CKPT_PATH_MAX], who[128] = "";
+	int rc = _sf_path_join(path, sizeof path, dir, ".lock");
+	if (rc < 0)
+		return rc;
+	*fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (*fd < 0)
+		return SF_ERR(SF_ERR_IO, "cannot open the lock %s: %s", path, strerror(errno));
+	if (flock(*fd, LOCK_EX | LOCK_NB) != 0) {
+		int e = errno;
+		ssize_t n = pread(*fd, who, sizeof who - 1, 0);
+		who[n > 0 ? n : 0] = '\0';
+		who[strcspn(who, "\n")] = '\0';
+		close(*fd);
+		*fd = -1;
+		if (e != EWOULDBLOCK)
+			return SF_ERR(SF_ERR_IO, "cannot lock %s: %s", path, strerror(e));
+		char pid[32] = "", host[96] = "";
+		if (sscanf(who, "%31[0-9] %95s", pid, host) < 1)
+			pid[0] = '\0';
+		return SF_ERR(SF_ERR_BUSY,
+		              "checkpoint directory %s is being written by another job (%s%s%s%s "
+		              "holds %s): two jobs must not save into one directory",
+		              dir, *pid ? "pid " : "another process", pid, *host ? " on " : "",
+		              host, path);
+	}
+	char host[64] = "?";
+	if (gethostname(host, sizeof host) != 0)
+		snprintf(host, sizeof host, "?");
+	host[sizeof host - 1] = '\0';
+	int k = snprintf(who, sizeof who, "%ld %s\n", (long)getpid(), host);
+	if (ftruncate(*fd, 0) != 0 || pwrite(*fd, who, (size_t)k, 0) != k) {
+		int e = errno;
+		close(*fd);
+		*fd = -1;
+		return SF_ERR(SF_ERR_IO, "cannot write %s: %s", path, strerror(e));
+	}
+	return SF_OK;
+}
+
+static void unlock_dir(int fd)
+{
+	if (fd < 0)
+		return;
+	/* (a stale pid left in the file is harmless: it is read only while locked) */
+	if (ftruncate(fd, 0) != 0)
+		_sf_log(SF_LOG_DEBUG, "checkpoint: cannot empty the lock file: %s",
+		        strerror(errno));
+	close(fd); /* releases the flock */
+}
+
+/* ---- save --------------------------------------------------------------------------- */
+
+/* Writes this rank's file and commits it atomically; *size and *crc describe what was
+ * written. */
+static int write_rank_file(struct sf_model *m, const char *stepdir, uint64_t *size, uint32_t *crc)
+{
+	int rc = SF_OK, fd = -1;
+	char path[CKPT_PATH_MAX], tmp[CKPT_PATH_MAX + 8];
+	float *buf = NULL;
+	size_t smax = 0;
+	for (int u = 0; u < m->nunits; u++)
+		if (m->units[u].S > smax)
+			smax = m->units[u].S;
+	buf = malloc(smax * sizeof(float) + 1);
+	if (!buf)
+		return SF_ERR(SF_ERR_NOMEM, "checkpoint: cannot allocate %zu bytes", smax * 4);
+	SF_CHECK(_sf_ckpt_rank_path(path, sizeof path, stepdir, m->sr));
+	SF_CHECK(_sf_create_tmp(path, tmp, sizeof tmp, &fd));
+
+	uint8_t hdr[SF_CKPT_HEADER];
+	memcpy(hdr, CKPT_MAGIC, 8);
+	_sf_put_le(hdr + 8, (uint32_t)m->sr, 4);
+	_sf_put_le(hdr + 12, (uint32_t)m->sn, 4);
+	_sf_put_le(hdr + 16, (uint32_t)m->nunits, 4);
+	_sf_put_le(hdr + 20, (uint32_t)_sf_ckpt_nvectors(m), 4);
+	uint32_t c = _sf_crc32(0, hdr, sizeof hdr);
+	uint64_t total = sizeof hdr;
+	SF_CHECK(_sf_write_all(fd, hdr, sizeof hdr, tmp));
+	for (int u = 0; u < m->nunits; u++) {
+		size_t S = m->units[u].S;
+		for (int v = SF_VEC_PARAM; v <= SF_VEC_V; v++) {
+			if (!_sf_vec_exists(m, (enum _sf_vec)v))
+				continue;
+			SF_CHECK(_sf_unit_get_slice(m, u, (enum _sf_vec)v, buf));
+			_sf_floats_le(buf, S);
+			c = _sf_crc32(c, buf, S * sizeof(float));
+			total += S * sizeof(float);
+			SF_CHECK(_sf_write_all(fd, buf, S * sizeof(float), tmp));
+		}
+	}
+	rc = _sf_commit_file(fd, tmp, path, stepdir);
+	fd = -1;
+	SF_CHECK(rc);
+	*size = total;
+	*crc = c;
+fail:
+	if (fd >= 0)
+		_sf_abandon_file(fd, tmp);
+	free(buf);
+	return rc;
+}
+
+static json_t *manifest_build(struct sf_model *m, const struct sf_checkpoint_info *info,
+                              const uint64_t *sizes, const uint32_t *crcs)
+{
+	char hash[17], seed[32];
+	_sf_ckpt_structure_hash(m, hash);
+	snprintf(seed, sizeof seed, "%" PRIu64, info->data_seed);
+	json_t *vecs = json_array(), *units = json_array(), *files = json_array();
+	for (int v = SF_VEC_PARAM; v <= SF_VEC_V; v++)
+		if (_sf_vec_exists(m, (enum _sf_vec)v))
+			json_array_append_new(vecs, json_string(_sf_ckpt_vec_names[v]));
+	for (int u = 0; u < m->nunits; u++)
+		json_array_append_new(units,
+		                      json_pack("{s:s, s:I}", "name", _sf_ckpt_unit_name(m, u), "P",
+		                                (json_int_t)m->units[u].P));
+	for (int r = 0; r < m->sn; r++) {
+		char name[32];
+		_sf_ckpt_rank_name(name, sizeof name, r);
+		json_array_append_new(files, json_pack("{s:s, s:I, s:I}", "name", name, "size",
+		                                       (json_int_t)sizes[r], "crc32",
+		                                       (json_int_t)crcs[r]));
+	}
+	return json_pack("{s:s, s:i, s:i, s:s, s:s, s:s, s:s, s:I, s:{s:I, s:I, s:I, s:s}, "
+	                 "s:o, s:o, s:o}",
+	                 "format", SF_CKPT_FORMAT, "version", SF_CKPT_VERSION, "world_size",
+	                 m->sn, "sharding", _sf_sharding_names[m->cfg.sharding], "optimizer",
+	                 _sf_optimizer_names[m->opt.optimizer], "structure_hash", hash, "dtype",
+	                 "f32", "model_steps", (json_int_t)m->nupdates, "info", "step",
+	                 (json_int_t)info->step, "epoch", (json_int_t)info->epoch, "batch",
+	                 (json_int_t)info->batch, "data_seed", seed, "vectors", vecs, "units",
+	                 units, "files", files);
+}
+
+/* The paths of one save: the step directory, where it is staged, and where a copy it
+ * replaces waits for its removal. */
+struct save_paths {
+	char name[32]; /* step-<9 digits> */
+	char step[CKPT_PATH_MAX], stage[CKPT_PATH_MAX + 8], old[CKPT_PATH_MAX + 8];
+};
+
+/* Rank 0, holding the lock: a save of step N killed between moving the old step-N
+ * aside and renaming its staging directory into place left step-N.tmp as the only
+ * complete copy — finish that switch; then drop what earlier saves of N left over. */
+static int prepare_stage(const char *dir, const struct save_paths *sp)
+{
+	int rc = SF_OK;
+	if (!_sf_is_dir(sp->step) && _sf_path_exists(sp->stage, "manifest.json")) {
+		if (rename(sp->stage, sp->step) != 0)
+			return SF_ERR(SF_ERR_IO, "cannot rename %s to %s: %s", sp->stage, sp->step,
+			              strerror(errno));
+		SF_CHECK(_sf_fsync_dir(dir));
+	}
+	SF_CHECK(_sf_remove_dir(sp->stage));
+	SF_CHECK(_sf_remove_dir(sp->old));
+	if (mkdir(sp->stage, 0777) != 0)
+		return SF_ERR(SF_ERR_IO, "cannot create directory %s: %s", sp->stage,
+		              strerror(errno));
+fail:
+	return rc;
+}
+
+/* Rank 0, every rank file in the staging directory: manifest.crc32 and manifest.json
+ * there, then the switch — the staging directory renamed to step-N (a step-N already
+ * there, which latest may name, is first renamed aside; between the two renames the
+ * staging directory is complete and a loader takes it) — then dir/latest, then the
+ * old copy removed. */
+static int publish(struct sf_model *m, const char *dir, const struct save_paths *sp,
+                   const struct sf_checkpoint_info *info, const uint64_t *sizes,
+                   const uint32_t *crcs)
+{
+	int rc = SF_OK;
+	char path[CKPT_PATH_MAX + 32], line[64];
+	char *text = NULL;
+	json_t *root = manifest_build(m, info, sizes, crcs);
+	if (!root)
+		return SF_ERR(SF_ERR_NOMEM, "checkpoint: cannot build the manifest");
+	text = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	json_decref(root);
+	if (!text)
+		return SF_ERR(SF_ERR_NOMEM, "checkpoint: cannot serialise the manifest");
+	size_t n = strlen(text);
+	int k = snprintf(line, sizeof line, "%08x\n", (unsigned)_sf_crc32(0, text, n));
+	SF_CHECK(_sf_path_join(path, sizeof path, sp->stage, "manifest.crc32"));
+	SF_CHECK(_sf_write_file_atomic(path, sp->stage, line, (size_t)k));
+	SF_CHECK(_sf_path_join(path, sizeof path, sp->stage, "manifest.json"));
+	SF_CHECK(_sf_write_file_atomic(path, sp->stage, text, n));
+
+	bool replacing = _sf_is_dir(sp->step);
+	if (replacing && rename(sp->step, sp->old) != 0) {
+		rc = SF_ERR(SF_ERR_IO, "cannot rename %s to %s: %s", sp->step, sp->old,
+		            strerror(errno));
+		goto fail;
+	}
+	if (rename(sp->stage, sp->step) != 0) {
+		rc = SF_ERR(SF_ERR_IO, "cannot rename %s to %s: %s", sp->stage, sp->step,
+		            strerror(errno));
+		goto fail;
+	}
+	SF_CHECK(_sf_fsync_dir(dir));
+	SF_CHECK(_sf_path_join(path, sizeof path, dir, "latest"));
+	k = snprintf(line, sizeof line, "%s\n", sp->name);
+	SF_CHECK(_sf_write_file_atomic(path, dir, line, (size_t)k));
+	if (replacing)
+		SF_CHECK(_sf_remove_dir(sp->old));
+fail:
+	free(text);
+	return rc;
+}
+
+static int check_count(const char *what, int64_t x)
+{
+	if (x < 0 || x > SF_CKPT_COUNT_MAX)
+		return SF_ERR(SF_ERR_INVALID,
+		              "sf_checkpoint_save: %s is %lld, must be in 0..2^53-1", what,
+		              (long long)x);
+	return SF_OK;
+}
+
+static int save_paths_init(const char *dir, int64_t step, struct save_paths *sp)
+{
+	int rc = SF_OK;
+	snprintf(sp->name, sizeof sp->name, "step-%09lld", (long long)step);
+	SF_CHECK(_sf_path_join(sp->step, sizeof sp->step, dir, sp->name));
+	snprintf(sp->stage, sizeof sp->stage, "%s.tmp", sp->step);
+	snprintf(sp->old, sizeof sp->old, "%s.old", sp->step);
+fail:
+	return rc;
+}
+
+SF_API int sf_checkpoint_save(sf_model *m, const char *dir, const struct sf_checkpoint_info *info)
+{
+	int rc = SF_OK, lock = -1;
+	struct save_paths sp;
+	uint64_t *all = NULL, *sizes = NULL;
+	uint32_t *crcs = NULL;
+	struct sf_checkpoint_info none = {0};
+	if (!m || !dir || !*dir)
+		return SF_ERR(SF_ERR_INVALID, "sf_checkpoint_save: NULL model or empty directory");
+	if (m->accum_k > 0)
+		return SF_ERR(SF_ERR_STATE,
+		              "sf_checkpoint_save: %d micro-batches are accumulated and a checkpoint "
+		              "does not keep them; save after sf_model_step",
+		              m->accum_k);
+	if (!info) {
+		none.step = m->nupdates;
+		info = &none;
+	}
+	SF_CHECK(check_count("info->step", info->step));
+	SF_CHECK(check_count("info->epoch", info->epoch));
+	SF_CHECK(check_count("info->batch", info->batch));
+	SF_CHECK(check_count("the model's step count", m->nupdates));
+	int lrc = save_paths_init(dir, info->step, &sp);
+	if (lrc >= 0)
+		lrc = sf_model_sync(m);
+
+	/* rank 0 makes the directory, takes its lock (held until latest is switched) and
+	 * the staging directory dir/step-N.tmp, where every rank writes */
+	if (m->rank == 0 && lrc >= 0) {
+		lrc = _sf_make_dirs(dir);
+		if (lrc >= 0)
+			lrc = lock_dir(dir, &lock);
+		if (lrc >= 0)
+			lrc = prepare_stage(dir, &sp);
+		all = calloc((size_t)m->nranks * 2, sizeof *all);
+		sizes = calloc((size_t)m->nranks, sizeof *sizes);
+		crcs = calloc((size_t)m->nranks, sizeof *crcs);
+		if ((!all || !sizes || !crcs) && lrc >= 0)
+			lrc = SF_ERR(SF_ERR_NOMEM, "sf_checkpoint_save: out of memory");
+	}
+	SF_CHECK(_sf_comm_agree(m->comm, lrc, "sf_checkpoint_save"));
+
+	uint64_t mine[2] = {0, 0};
+	uint32_t crc = 0;
+	/* hybrid: the first node's ranks hold every shard once (the files of a checkpoint
+	 * written by sn ranks); the other nodes' are the same again and write nothing */
+	lrc = m->rank < m->sn ? write_rank_file(m, sp.stage, &mine[0], &crc) : SF_OK;
+	mine[1] = crc;
+	/* every rank reaches the gather, failed or not, so collectives stay matched */
+	SF_CHECK(m->comm->ops->gather(m->comm, mine, sizeof mine, all, 0));
+	/* the all-reduce inside agree() is also the barrier: no manifest before every
+	 * rank has renamed its file */
+	SF_CHECK(_sf_comm_agree(m->comm, lrc, "sf_checkpoint_save"));
+
+	lrc = SF_OK;
+	if (m->rank == 0) {
+		for (int r = 0; r < m->sn; r++) {
+			sizes[r] = all[2 * r];
+			crcs[r] = (uint32_t)all[2 * r + 1];
+		}
+		lrc = publish(m, dir, &sp, info, sizes, crcs);
+	}
+	SF_CHECK(_sf_comm_agree(m->comm, lrc, "sf_checkpoint_save"));
+	_sf_log(SF_LOG_INFO, "checkpoint %s written (%d ranks)", sp.step, m->sn);
+fail:
+	unlock_dir(lock);
+	free(all);
+	free(sizes);
+	free(crcs);
+	return rc;
+}

@@ -1,0 +1,149 @@
+/*
+ * checkpoint_steps.c — which step directory a checkpoint directory means (rank 0, no
+ * communication): dir itself, the step dir/latest names, or the newest complete step a
+ * killed save left; a half-written step is refused. The format: io/checkpoint.h.
+ */
+#include "io/checkpoint.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* A step directory whose writer stopped before the manifest: named step-*, or holding
+ * rank files or a temporary manifest. */
+static bool half_written(const char *dir)
+{
+	const char *base = dir;
+	size_t n = strlen(dir);
+	while (n > 1 && dir[n - 1] == '/')
+		n--;
+	for (size_t i = 0; i + 1 < n; i++)
+		if (dir[i] == '/')
+			base = dir + i + 1;
+	if (!strncmp(base, "step-", 5))
+		return true;
+	DIR *d = opendir(dir);
+	bool found = false;
+	if (!d)
+		return false;
+	for (struct dirent *e; !found && (e = readdir(d));)
+		found = !strncmp(e->d_name, "rank-", 5) || !strcmp(e->d_name, "manifest.json.tmp");
+	closedir(d);
+	return found;
+}
+
+/* The step number of a directory entry named step-<digits> or step-<digits>.tmp (a
+ * staging directory), or -1; *staged says which. */
+static int64_t step_of(const char *name, bool *staged)
+{
+	if (strncmp(name, "step-", 5))
+		return -1;
+	size_t d = strspn(name + 5, "0123456789");
+	if (d == 0 || d > 15)
+		return -1;
+	*staged = !strcmp(name + 5 + d, ".tmp");
+	if (name[5 + d] && !*staged)
+		return -1;
+	return strtoll(name + 5, NULL, 10);
+}
+
+/* Rank 0: the newest complete step directory of `dir` (holding manifest.json): a
+ * step-N, or a staging step-N.tmp whose save was killed after its manifest (step-N
+ * wins a tie). Returns whether there is one, its path in stepdir. */
+static bool newest_complete(const char *dir, char *stepdir, size_t size)
+{
+	int64_t best = -1;
+	bool best_staged = false;
+	char path[CKPT_PATH_MAX];
+	DIR *d = opendir(dir);
+	if (!d)
+		return false;
+	for (struct dirent *e; (e = readdir(d));) {
+		bool staged = false;
+		int64_t k = step_of(e->d_name, &staged);
+		if (k < 0 || k < best || (k == best && (staged || !best_staged)))
+			continue;
+		if (_sf_path_join(path, sizeof path, dir, e->d_name) < 0 ||
+		    !_sf_path_exists(path, "manifest.json"))
+			continue;
+		if (snprintf(stepdir, size, "%s", path) >= (int)size)
+			continue;
+		best = k;
+		best_staged = staged;
+	}
+	closedir(d);
+	return best >= 0;
+}
+
+/* Rank 0: which step directory `dir` means: dir itself when it holds a manifest, else
+ * the step dir/latest names, else (latest missing, or naming a step without a manifest:
+ * a save killed before latest was switched) the newest complete step directory. An
+ * empty stepdir when dir holds no checkpoint at all (missing, empty, or only saves
+ * killed before their manifest): not an error here. */
+int _sf_ckpt_resolve(const char *dir, char *stepdir, size_t size)
+{
+	int rc = SF_OK;
+	char path[CKPT_PATH_MAX], named[CKPT_PATH_MAX] = "";
+	char *latest = NULL;
+	size_t n;
+	struct stat st;
+	stepdir[0] = '\0';
+	if (stat(dir, &st) != 0) {
+		if (errno == ENOENT)
+			return SF_OK;
+		return SF_ERR(SF_ERR_IO, "checkpoint directory %s: %s", dir, strerror(errno));
+	}
+	if (!S_ISDIR(st.st_mode))
+		return SF_ERR(SF_ERR_IO, "checkpoint %s is not a directory", dir);
+	if (_sf_path_exists(dir, "manifest.json")) {
+		if (snprintf(stepdir, size, "%s", dir) >= (int)size)
+			return SF_ERR(SF_ERR_INVALID, "path %s is too long", dir);
+		return SF_OK;
+	}
+	if (_sf_path_exists(dir, "latest")) {
+		SF_CHECK(_sf_path_join(path, sizeof path, dir, "latest"));
+		SF_CHECK(_sf_read_small_file(path, 256, &latest, &n));
+		while (n > 0 && (latest[n - 1] == '\n' || latest[n - 1] == '\r'))
+			latest[--n] = '\0';
+		size_t digits = n > 5 ? strspn(latest + 5, "0123456789") : 0;
+		if (n < 6 || strncmp(latest, "step-", 5) != 0 || digits != n - 5) {
+			rc = SF_ERR(SF_ERR_IO,
+			            "%s should hold \"step-<digits>\", it holds \"%.64s\" "
+			            "(not a shardflow checkpoint directory?)",
+			            path, latest);
+			goto fail;
+		}
+		SF_CHECK(_sf_path_join(named, sizeof named, dir, latest));
+		if (_sf_path_exists(named, "manifest.json")) {
+			free(latest);
+			if (snprintf(stepdir, size, "%s", named) >= (int)size)
+				return SF_ERR(SF_ERR_INVALID, "path %s is too long", named);
+			return SF_OK;
+		}
+	}
+	if (newest_complete(dir, stepdir, size)) {
+		_sf_log(SF_LOG_WARN, "checkpoint %s: %s%s%s; loading the newest complete step, %s",
+		        dir, *named ? "latest names " : "latest is missing", named,
+		        *named ? ", which has no manifest.json" : "", stepdir);
+	} else if (*named) {
+		rc = SF_ERR(SF_ERR_IO,
+		            "%s names %s, which has no manifest.json (a half-written or removed "
+		            "checkpoint), and no other step directory is complete",
+		            path, named);
+	} else if (half_written(dir)) {
+		rc = SF_ERR(
+		    SF_ERR_IO,
+		    "%s is a step directory without manifest.json: a half-written checkpoint "
+		    "(its writer stopped before the manifest); load a complete step or "
+		    "the checkpoint directory's latest",
+		    dir);
+	}
+fail:
+	free(latest);
+	return rc;
+}
