@@ -304,7 +304,8 @@ rate_between() { # LOG TOKENS_PER_STEP -> tokens/s between the last two progress
 }
 
 # --- gpt: 200 steps on the GPU against the CPU ------------------------------------------
-gpt_common="--text $TEXT --steps 200 --eval-every 200 --eval-batches 4 --sample 0 --progress-every 50"
+gpt_batch=16 gpt_context=128 # examples/gpt's default model, named: the rate below needs them
+gpt_common="--text $TEXT --batch $gpt_batch --context $gpt_context --steps 200 --eval-every 200 --eval-batches 4 --sample 0 --progress-every 50"
 if want gpt; then
 	if [ "$ndev" -gt 0 ]; then
 		say "gpt: 200 steps on the GPU and on CPU workers"
@@ -335,7 +336,7 @@ if want gpt; then
 			else
 				row gpt "examples/gpt, 200 steps: GPU (1 rank) = CPU (4 ranks) (1e-3 first 10 steps, 2e-2 after)" FAIL "$detail"
 			fi
-			r=$(rate_between "$logs/gpt-gpu.log" $((16 * 128)))
+			r=$(rate_between "$logs/gpt-gpu.log" $((gpt_batch * gpt_context)))
 			row gpt "examples/gpt on the GPU, default model" INFO "${r%% *} tokens/s (steps 151-200)"
 		fi
 	else
@@ -379,6 +380,12 @@ gpt_flops() { # L C T
 		n = 256 * C + L * (12 * C * C + 13 * C) + 2 * C
 		printf "%.0f %.0f\n", 6 * n + 12 * L * C * T, n + T * C }'
 }
+json_num() { # KEY LINE: a number from one line of JSON (the Python benches' output)
+	echo "$2" | sed -n "s/.*\"$1\": \([0-9.]*\).*/\1/p"
+}
+mfu_of() { # TOKENS_PER_S FLOPS_PER_TOKEN CEILING_TFLOPS ("-" without a ceiling)
+	awk -v t="$1" -v f="$2" -v c="$3" 'BEGIN { if (c > 0) printf "%.3f", t * f / (c * 1e12); else print "-" }'
+}
 if want speed; then
 	if [ "$ndev" -gt 0 ]; then
 		say "speed: ceilings"
@@ -386,10 +393,10 @@ if want speed; then
 		bf=
 		if [ "$have_torch_gpu" = yes ] && [ "$dry" = no ] && timed ceiling 120 "$PY" "$top/bench/gpu_ceiling.py"; then
 			c=$(tail -1 "$logs/ceiling.log")
-			sg=$(echo "$c" | sed -n 's/.*"sgemm_tflops": \([0-9.]*\).*/\1/p')
-			tf=$(echo "$c" | sed -n 's/.*"tf32_tflops": \([0-9.]*\).*/\1/p')
-			bf=$(echo "$c" | sed -n 's/.*"bf16_tflops": \([0-9.]*\).*/\1/p')
-			bw=$(echo "$c" | sed -n 's/.*"d2d_gbps": \([0-9.]*\).*/\1/p')
+			sg=$(json_num sgemm_tflops "$c")
+			tf=$(json_num tf32_tflops "$c")
+			bf=$(json_num bf16_tflops "$c")
+			bw=$(json_num d2d_gbps "$c")
 			row speed "ceilings (8192^3 cuBLAS GEMM; 1 GiB device copy)" INFO "fp32 $sg TFLOP/s, TF32 $tf, bf16 $bf; copy $bw GB/s"
 		else
 			row speed "ceilings" SKIP "PyTorch with a GPU is needed ($torch_info)"
@@ -415,7 +422,7 @@ if want speed; then
 				if [ $st -eq 0 ] && [ -n "$r" ]; then
 					read -r tps ms <<<"$r"
 					ceil=$sg # shardflow's GPU products are fp32 cuBLAS in both cases
-					mfu=$(awk -v t="$tps" -v f="$fpt" -v c="$ceil" 'BEGIN { if (c > 0) printf "%.3f", t * f / (c * 1e12); else print "-" }')
+					mfu=$(mfu_of "$tps" "$fpt" "$ceil")
 					printf 'shardflow\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$prec" "$tps" "$ms" "$mfu" \
 						"1 rank; $([ "$prec" = bf16 ] && echo "bf16 gathers, fp32 cuBLAS products" || echo "fp32")" >>"$speed"
 					row speed "shardflow $name ($nparams params) $prec" INFO "$tps tokens/s, $ms ms/step, $mfu of the fp32 GEMM ceiling"
@@ -439,11 +446,11 @@ if want speed; then
 				# shellcheck disable=SC2086
 				if timed "speed-torch-$name-$prec-$attn-$mode" 180 "$PY" "$top/bench/torch_gpt.py" speed $targs; then
 					j=$(tail -1 "$logs/speed-torch-$name-$prec-$attn-$mode.log")
-					tps=$(echo "$j" | sed -n 's/.*"tokens_per_s": \([0-9.]*\).*/\1/p')
-					ms=$(echo "$j" | sed -n 's/.*"step_ms_median": \([0-9.]*\).*/\1/p')
+					tps=$(json_num tokens_per_s "$j")
+					ms=$(json_num step_ms_median "$j")
 					ceil=$sg
 					[ "$prec" = bf16 ] && ceil=$bf
-					mfu=$(awk -v t="$tps" -v f="$fpt" -v c="$ceil" 'BEGIN { if (c > 0) printf "%.3f", t * f / (c * 1e12); else print "-" }')
+					mfu=$(mfu_of "$tps" "$fpt" "$ceil")
 					printf 'pytorch\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$prec" "$tps" "$ms" "$mfu" "$attn attention, $mode" >>"$speed"
 					row speed "PyTorch $name $prec, $attn attention, $mode" INFO "$tps tokens/s, $ms ms/step, $mfu of the $prec GEMM ceiling"
 				else
