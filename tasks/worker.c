@@ -131,7 +131,7 @@ double _sf_clock_seconds(clockid_t c)
 
 int _sf_cuda_device(int node_rank, int ndev)
 {
-	return ndev == 1 ? 0 : node_rank % ndev;
+	return node_rank % ndev; /* one visible device (per-rank CUDA_VISIBLE_DEVICES): 0 */
 }
 
 int _sf_cuda_conf(struct starpu_conf *conf, int node_rank, bool comm_stream)
