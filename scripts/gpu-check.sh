@@ -6,16 +6,23 @@
 # an H100); each stage has its own time limit.
 #
 #   scripts/gpu-check.sh [--bundle DIR] [--out DIR] [--stages LIST] [--quick]
+#                        [--deadline SECONDS] [--dry-run]
 #
 # --bundle DIR   the bundle: gpu-bundle/ (default) holding shardflow-gpu.tar.xz, which
 #                is unpacked once into $TMPDIR (or SF_GPU_UNPACK) by its checksum; or an
 #                unpacked bundle (a folder with MANIFEST and lib/)
 # --out DIR      the results (default $OUT when set, else gpu-check-out/): table.md
 #                (printed last), results.tsv, speed.tsv, logs.tar.gz (every stage's
-#                log), trace.overlap.txt and trace.timeline.svg (the traced run)
-# --stages LIST  a comma-separated subset of: probe, hd, cpu, gpu, gpt, trace, speed
+#                log), trace.overlap.txt and trace.timeline.svg (the traced run),
+#                profile.txt (the profile stage)
+# --stages LIST  a comma-separated subset of: probe, hd, cpu, gpu, gpt, trace, speed,
+#                profile
 #                (default all; probe always runs)
 # --quick        speed: no torch.compile and no 124M-sized runs
+# --deadline S   finish within S seconds of the start: each command's limit is cut to
+#                what is left (less 20 s for the table), and a stage that would start
+#                with under 30 s left is reported as skipped ("deadline"). Killed by
+#                SIGTERM, the script still writes the table of what ran.
 # --dry-run      run the GPU stages on CPU workers (CUDA_VISIBLE_DEVICES="", MPI
 #                instead of NCCL, PyTorch on the CPU): checks this script's own logic
 #                on a machine without a GPU; its figures mean nothing
@@ -38,11 +45,14 @@
 #   trace  a traced GPU run with NCCL (SHARDFLOW_TRACE): its overlap report must
 #          show the comm worker's collectives
 #   speed  the GPU's ceilings (bench/gpu_ceiling.py: cuBLAS GEMM fp32/TF32/bf16, a
-#          device copy), then the GPT's training tokens/s and MFU, shardflow (fp32,
-#          SHARDFLOW_PARAM_DTYPE=bf16) and PyTorch (bench/torch_gpt.py speed: fp32
+#          device copy), then the GPT's training tokens/s and MFU, shardflow (NCCL;
+#          fp32, SHARDFLOW_PARAM_DTYPE=bf16) and PyTorch (bench/torch_gpt.py speed: fp32
 #          manual attention; fp32, bf16 autocast with F.scaled_dot_product_attention;
 #          bf16 with torch.compile), for the default model and a GPT-2 124M-sized one
 #          (12 layers, 12 heads, 768, context 1024)
+#   profile  where the time goes: bench/trace_top.py's table (time by task kind and op)
+#          of the trace stage's run and of a traced GPT-2 124M-sized run (4 steps, the
+#          first left out), in profile.txt
 # Exit status: 0 when no row failed, 1 otherwise, 2 on bad usage or no bundle.
 # On a machine of your own: scripts/gpu-bundle.sh (builds; needs what
 # scripts/install-deps.sh installs and the CUDA toolkit with NCCL), then this.
@@ -51,14 +61,15 @@ prog=gpu-check.sh
 top=$(cd "$(dirname "$0")/.." && pwd)
 bundle=$top/gpu-bundle
 out=${OUT:-$top/gpu-check-out}
-stages=probe,hd,cpu,gpu,gpt,trace,speed
+stages=probe,hd,cpu,gpu,gpt,trace,speed,profile
 quick=no
 dry=no
+deadline=
 PY=${SF_PYTHON:-python3}
 t0=$(date +%s)
 
 usage() {
-	sed -n '2,44p' "$0" | sed 's/^# \{0,1\}//'
+	sed -n '2,/^set -u/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'
 	exit "${1:-2}"
 }
 while [ $# -gt 0 ]; do
@@ -68,19 +79,36 @@ while [ $# -gt 0 ]; do
 	--stages)
 		[ $# -ge 2 ] || usage
 		for s in ${2//,/ }; do
-			case $s in probe | hd | cpu | gpu | gpt | trace | speed) ;;
-			*) echo "$prog: --stages: unknown stage \"$s\" (accepted: probe,hd,cpu,gpu,gpt,trace,speed)" >&2; exit 2 ;;
+			case $s in probe | hd | cpu | gpu | gpt | trace | speed | profile) ;;
+			*) echo "$prog: --stages: unknown stage \"$s\" (accepted: probe,hd,cpu,gpu,gpt,trace,speed,profile)" >&2; exit 2 ;;
 			esac
 		done
 		stages=probe,$2; shift 2 ;;
 	--quick) quick=yes; shift ;;
+	--deadline)
+		[ $# -ge 2 ] || usage
+		case $2 in '' | *[!0-9]*) echo "$prog: --deadline: \"$2\" is not a whole number of seconds" >&2; exit 2 ;; esac
+		[ "$2" -ge 60 ] || { echo "$prog: --deadline: $2 s is too short (at least 60)" >&2; exit 2; }
+		deadline=$2; shift 2 ;;
 	--dry-run) dry=yes; shift ;;
 	-h | --help) usage 0 ;;
-	*) echo "$prog: unknown option \"$1\" (accepted: --bundle DIR, --out DIR, --stages LIST, --quick, --dry-run)" >&2; exit 2 ;;
+	*) echo "$prog: unknown option \"$1\" (accepted: --bundle DIR, --out DIR, --stages LIST, --quick, --deadline SECONDS, --dry-run)" >&2; exit 2 ;;
 	esac
 done
 say() { echo "$prog: [$(($(date +%s) - t0)) s] $*"; }
-want() { case ",$stages," in *",$1,"*) return 0 ;; esac; return 1; }
+# left: seconds left before the deadline, less the 20 s the table needs (a large
+# number without one)
+left() {
+	if [ -n "$deadline" ]; then echo $((deadline - 20 - ($(date +%s) - t0)))
+	else echo 100000
+	fi
+}
+want() {
+	case ",$stages," in *",$1,"*) ;; *) return 1 ;; esac
+	[ "$(left)" -ge 30 ] && return 0
+	row "$1" "stage $1" SKIP "deadline: $(left) s left of --deadline $deadline"
+	return 1
+}
 
 # --- the bundle ------------------------------------------------------------------------
 if [ -f "$bundle/MANIFEST" ] && [ -d "$bundle/lib" ]; then
@@ -108,6 +136,7 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/shardflow-gpu-check.XXXXXX") || exit 2
 logs=$work/logs
 mkdir -p "$logs"
 trap 'rm -rf "$work"' EXIT
+trap 'say "stopped by a signal: the table of what ran"; row "$prog" "run" FAIL "stopped by a signal after $(($(date +%s) - t0)) s"; finish; exit 1' TERM INT
 rows=$work/rows.tsv
 speed=$work/speed.tsv
 : >"$rows"
@@ -121,9 +150,15 @@ row() {
 }
 # timed NAME SECONDS CMD...: runs CMD under timeout, output in $logs/NAME.log
 timed() {
-	local name=$1 limit=$2
+	local name=$1 limit=$2 l
 	shift 2
-	timeout -k 10 "$limit" "$@" >"$logs/$name.log" 2>&1
+	l=$(left)
+	[ "$l" -lt "$limit" ] && limit=$l
+	if [ "$limit" -lt 5 ]; then
+		echo "$prog: not run: the --deadline of $deadline s is reached" >"$logs/$name.log"
+		return 124
+	fi
+	timeout -k 5 "$limit" "$@" >"$logs/$name.log" 2>&1
 	local st=$?
 	[ $st -eq 124 ] || [ $st -eq 137 ] && echo "$prog: TIMEOUT after $limit s" >>"$logs/$name.log"
 	return $st
@@ -148,6 +183,35 @@ tap_rows() {
 	ran=$(grep -c -E "^(not )?ok " "$log")
 	[ -n "$planned" ] && [ "$ran" -eq "$planned" ] ||
 		row "$stage" "$(basename "$log" .log): ran $ran of ${planned:-?} planned" FAIL "$(tail -3 "$log" | tr '\n' ' ')"
+}
+
+# --- the table ----------------------------------------------------------------------------
+# finish: the table of every row so far (also when a signal ends the run early)
+finish() {
+	npass=$(awk -F'\t' '$3 == "PASS"' "$rows" | wc -l)
+	nskip=$(awk -F'\t' '$3 == "SKIP"' "$rows" | wc -l)
+	{
+		echo "# gpu-check.sh — $(date -u '+%Y-%m-%d %H:%M UTC') on $(hostname)"
+		echo
+		echo "bundle $(manifest_get commit); $(sed -n '2,$p' "$logs/cuda_devices.log" 2>/dev/null | tr '\n' ';')"
+		echo
+		echo "| stage | check | result | detail |"
+		echo "| --- | --- | --- | --- |"
+		awk -F'\t' '{ gsub(/\|/, "\\|"); printf "| %s | %s | %s | %s |\n", $1, $2, $3, $4 }' "$rows"
+		echo
+		if [ "$(wc -l <"$speed")" -gt 1 ]; then
+			echo "speed (mfu_of_ceiling: tokens/s x nanoGPT's FLOPs per token / the measured GEMM ceiling of that precision):"
+			echo
+			column -t -s "$(printf '\t')" "$speed" 2>/dev/null || cat "$speed"
+			echo
+		fi
+		echo "$npass passed, $nfail failed, $nskip skipped ($(($(date +%s) - t0)) s)"
+	} >"$out/table.md"
+	cp "$rows" "$out/results.tsv"
+	cp "$speed" "$out/speed.tsv"
+	tar -C "$work" -czf "$out/logs.tar.gz" logs 2>/dev/null
+	echo
+	cat "$out/table.md"
 }
 
 # --- the environment: the bundle's libraries, MPI and the machine's CUDA ---------------
@@ -356,6 +420,7 @@ if want trace; then
 		[ -f "$work/trace/gt.fxt.overlap.txt" ] && cp "$work/trace/gt.fxt.overlap.txt" "$out/trace.fxt.overlap.txt"
 		if [ $st -eq 0 ] && [ -f "$rep" ]; then
 			cp "$rep" "$out/trace.overlap.txt"
+			"$PY" "$top/bench/trace_top.py" "$work/trace/gt.rank0.json" >"$logs/trace-top.log" 2>&1
 			[ -f "$work/trace/gt.timeline.svg" ] && cp "$work/trace/gt.timeline.svg" "$out/trace.timeline.svg"
 			ncomm=$(grep -c '"cat": *"comm"' "$work/trace/gt.rank0.json" 2>/dev/null)
 			commw=$(grep -o '"worker [0-9]* (comm)[^"]*"' "$work/trace/gt.rank0.json" 2>/dev/null | sort -u | tr '\n' ' ')
@@ -414,7 +479,7 @@ if want speed; then
 				penv=
 				[ "$prec" = bf16 ] && penv="SHARDFLOW_PARAM_DTYPE=bf16 SHARDFLOW_REDUCE_DTYPE=bf16"
 				# shellcheck disable=SC2086
-				timed "speed-sf-$name-$prec" 150 env $penv sh "$RUN_MPI" 1 "$B/examples/gpt" --text "$TEXT" \
+				timed "speed-sf-$name-$prec" 150 env SHARDFLOW_COMM=$comm $penv sh "$RUN_MPI" 1 "$B/examples/gpt" --text "$TEXT" \
 					--layers "$L" --heads "$H" --embd "$C" --context "$T" --batch "$Bt" --steps $steps \
 					--progress-every $pe --eval-every 100000 --eval-batches 1 --sample 0 </dev/null
 				st=$?
@@ -424,7 +489,7 @@ if want speed; then
 					ceil=$sg # shardflow's GPU products are fp32 cuBLAS in both cases
 					mfu=$(mfu_of "$tps" "$fpt" "$ceil")
 					printf 'shardflow\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$prec" "$tps" "$ms" "$mfu" \
-						"1 rank; $([ "$prec" = bf16 ] && echo "bf16 gathers, fp32 cuBLAS products" || echo "fp32")" >>"$speed"
+						"1 rank, SHARDFLOW_COMM=$comm; $([ "$prec" = bf16 ] && echo "bf16 gathers, fp32 cuBLAS products" || echo "fp32")" >>"$speed"
 					row speed "shardflow $name ($nparams params) $prec" INFO "$tps tokens/s, $ms ms/step, $mfu of the fp32 GEMM ceiling"
 				else
 					row speed "shardflow $name $prec" FAIL "exit $st: $(tail -2 "$logs/speed-sf-$name-$prec.log" | tr '\n' ' ')"
@@ -463,29 +528,38 @@ if want speed; then
 	fi
 fi
 
-# --- the table ----------------------------------------------------------------------------
-npass=$(awk -F'\t' '$3 == "PASS"' "$rows" | wc -l)
-nskip=$(awk -F'\t' '$3 == "SKIP"' "$rows" | wc -l)
-{
-	echo "# gpu-check.sh — $(date -u '+%Y-%m-%d %H:%M UTC') on $(hostname)"
-	echo
-	echo "bundle $(manifest_get commit); $(sed -n '2,$p' "$logs/cuda_devices.log" 2>/dev/null | tr '\n' ';')"
-	echo
-	echo "| stage | check | result | detail |"
-	echo "| --- | --- | --- | --- |"
-	awk -F'\t' '{ gsub(/\|/, "\\|"); printf "| %s | %s | %s | %s |\n", $1, $2, $3, $4 }' "$rows"
-	echo
-	if [ "$(wc -l <"$speed")" -gt 1 ]; then
-		echo "speed (mfu_of_ceiling: tokens/s x nanoGPT's FLOPs per token / the measured GEMM ceiling of that precision):"
-		echo
-		column -t -s "$(printf '\t')" "$speed" 2>/dev/null || cat "$speed"
-		echo
+# --- profile: where the time goes --------------------------------------------------------
+if want profile; then
+	if [ "$ndev" -gt 0 ]; then
+		say "profile: a traced GPT-2 124M-sized run"
+		mkdir -p "$work/prof"
+		shape="--layers 12 --heads 12 --embd 768 --context 1024 --batch 8"
+		[ "$dry" = yes ] && shape="--layers 2 --heads 2 --embd 64 --context 64 --batch 4" # CPU workers
+		# shellcheck disable=SC2086
+		timed profile-124M 180 env SHARDFLOW_COMM=$comm SHARDFLOW_TRACE="$work/prof/p" sh "$RUN_MPI" 1 "$B/examples/gpt" \
+			--text "$TEXT" $shape --steps 4 --progress-every 1 --eval-every 100000 --eval-batches 1 --sample 0 </dev/null
+		st=$?
+		{
+			if [ -s "$logs/trace-top.log" ]; then
+				echo "## the trace stage's run (the default model, steps 1-11)"
+				echo
+				cat "$logs/trace-top.log"
+				echo
+			fi
+			echo "## GPT-2 124M-sized (12 layers, 12 heads, 768, context 1024, batch 8), steps 1-3"
+			echo
+			"$PY" "$top/bench/trace_top.py" "$work/prof/p.rank0.json" 2>&1
+		} >"$out/profile.txt"
+		if [ $st -eq 0 ] && [ -f "$work/prof/p.rank0.json" ]; then
+			row profile "where a 124M-sized step's time goes (profile.txt)" INFO \
+				"$(awk '/^## GPT-2/ { g = 1; next } g && NF >= 6 && $(NF - 3) ~ /^[0-9.]+$/ && n < 4 { printf "%s%s %s", n ? "; " : "", substr($0, 1, 28), $(NF - 2); n++ }' "$out/profile.txt" | sed 's/  */ /g')"
+		else
+			row profile "a traced 124M-sized run" FAIL "exit $st: $(tail -2 "$logs/profile-124M.log" | tr '\n' ' ')"
+		fi
+	else
+		row profile "where the time goes" SKIP "$nogpu_reason"
 	fi
-	echo "$npass passed, $nfail failed, $nskip skipped ($(($(date +%s) - t0)) s)"
-} >"$out/table.md"
-cp "$rows" "$out/results.tsv"
-cp "$speed" "$out/speed.tsv"
-tar -C "$work" -czf "$out/logs.tar.gz" logs 2>/dev/null
-echo
-cat "$out/table.md"
+fi
+
+finish
 [ "$nfail" -eq 0 ]

@@ -68,7 +68,7 @@ early_late() {
 	}'
 }
 
-plan 17
+plan 19
 
 trace d0 0
 ok $? "depth 0: traced 2-rank run succeeds" || diag_file "$tmp/d0.err"
@@ -87,6 +87,26 @@ for p in sys.argv[1:]:
 	ok $? "the Chrome traces and the report JSON parse as JSON" || diag_file "$tmp/json.err"
 else
 	skip "the Chrome traces and the report JSON parse as JSON" "python3 is not installed"
+fi
+
+# bench/trace_top.py (gpu-check.sh's profile): its counts are the trace's, steps 1..
+if command -v python3 >/dev/null 2>&1; then
+	python3 "$top_srcdir/bench/trace_top.py" --top 100 "$tmp/d2.rank0.json" "$tmp/d2.rank1.json" \
+		>"$tmp/top.out" 2>&1
+	st=$?
+	want=$( (events "$tmp/d2.rank0.json"; events "$tmp/d2.rank1.json") |
+		awk '$2 >= 1 { n++; if ($3 == "fwd" && $5 == "linear") f++ } END { print n + 0, f + 0 }')
+	got=$(awk '/^all tasks/ { n = $3 } /^fwd linear / { f = $3 } END { print n + 0, f + 0 }' "$tmp/top.out")
+	[ $st -eq 0 ] && [ "$got" = "$want" ] && [ "${want% *}" -gt 0 ]
+	ok $? "trace_top.py: tasks of steps 1.. and 'fwd linear' tasks = the trace's ($got, want $want)" ||
+		diag_file "$tmp/top.out"
+	python3 "$top_srcdir/bench/trace_top.py" "$tmp/d2.overlap.txt" >"$tmp/top.bad" 2>&1
+	st=$?
+	[ $st -eq 1 ] && grep -q 'not a shardflow trace' "$tmp/top.bad"
+	ok $? "trace_top.py: a file that is not a trace is refused (exit $st)" || diag_file "$tmp/top.bad"
+else
+	skip "trace_top.py: counts = the trace's" "python3 is not installed"
+	skip "trace_top.py: a file that is not a trace is refused" "python3 is not installed"
 fi
 
 n0=$(events "$tmp/d0.rank0.json" | wc -l)

@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+"""trace_top.py — where a traced run's time goes, by task kind and op.
+
+    bench/trace_top.py [--skip-steps K] [--top N] PREFIX.rank0.json [PREFIX.rank1.json ...]
+
+Reads the built-in trace of SHARDFLOW_TRACE=PREFIX (docs/tracing.md) and prints, for
+the steps after the first K (default 1: the first step carries allocation and
+calibration), one row per (kind, op) — "fwd attention", "bwd linear", "gather",
+"optimizer", ... — with its task count, total time, share of the summed task time,
+mean and longest task (ms), largest first, then the steps' wall time.
+
+A task's time is StarPU's start-to-end of the codelet. On a GPU the codelets are
+asynchronous: the end is when the stream's work for the task completed, so a task
+queued behind another one's kernels counts part of that wait; the shares are a guide
+to which ops cost most, not a kernel profile (ncu gives that).
+Exit status: 0, 1 on an unreadable or empty trace, 2 on bad usage.
+"""
+import argparse
+import json
+import re
+import sys
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("traces", nargs="+", help="PREFIX.rankN.json files of SHARDFLOW_TRACE")
+    ap.add_argument("--skip-steps", type=int, default=1, metavar="K",
+                    help="leave out steps 0 .. K-1 (default 1)")
+    ap.add_argument("--top", type=int, default=30, metavar="N", help="rows printed (default 30)")
+    a = ap.parse_args()
+    if a.skip_steps < 0 or a.top < 1:
+        ap.error("--skip-steps must be >= 0 and --top >= 1")
+
+    rows = {}
+    steps = {}
+    total = 0.0
+    for path in a.traces:
+        try:
+            with open(path) as f:
+                events = json.load(f)["traceEvents"]
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            print(f"trace_top.py: {path}: not a shardflow trace ({e})", file=sys.stderr)
+            return 1
+        for e in events:
+            if e.get("ph") != "X":
+                continue
+            args = e.get("args", {})
+            step = args.get("step", -1)
+            if step < a.skip_steps:
+                continue
+            kind = args.get("kind", "?")
+            # "fwd L12 linear" -> "fwd linear"; "gather L4" -> "gather"
+            op = re.sub(r"\s*\bL\d+\b", "", e.get("name", "?")).strip() or kind
+            key = op if op.startswith(kind) else f"{kind} {op}"
+            dur = float(e.get("dur", 0.0)) / 1000.0  # us -> ms
+            ts = float(e.get("ts", 0.0)) / 1000.0
+            r = rows.setdefault(key, [0, 0.0, 0.0])
+            r[0] += 1
+            r[1] += dur
+            r[2] = max(r[2], dur)
+            total += dur
+            s = steps.setdefault((path, step), [ts, ts + dur])
+            s[0] = min(s[0], ts)
+            s[1] = max(s[1], ts + dur)
+    if not rows:
+        print(f"trace_top.py: no task after step {a.skip_steps - 1} in {', '.join(a.traces)}",
+              file=sys.stderr)
+        return 1
+
+    print(f"{'kind and op':<28} {'tasks':>7} {'total ms':>10} {'share':>6} {'mean ms':>9} {'max ms':>9}")
+    for key, (n, t, mx) in sorted(rows.items(), key=lambda kv: -kv[1][1])[:a.top]:
+        print(f"{key:<28} {n:>7} {t:>10.3f} {t / total:>6.1%} {t / n:>9.4f} {mx:>9.4f}")
+    walls = [s[1] - s[0] for s in steps.values()]
+    walls.sort()
+    print(f"{'all tasks':<28} {sum(r[0] for r in rows.values()):>7} {total:>10.3f}")
+    print(f"steps {a.skip_steps}.. ({len(walls)} rank-steps): wall ms median "
+          f"{walls[len(walls) // 2]:.3f}, min {walls[0]:.3f}, max {walls[-1]:.3f} "
+          f"(first task's start to last task's end)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
