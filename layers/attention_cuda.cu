@@ -1,29 +1,64 @@
 /*
  * attention_cuda.cu — causal multi-head attention's CUDA launchers: the plan of
  * layers/attention_plan.h run with cuBLAS strided batched GEMMs (the worker's handle)
- * and the softmax rows of layers/attention_math.h, a thread per row, all on the
- * worker's stream. No row blocks as on the CPU: the whole T x T scores per head.
+ * and the softmax rows, a warp per row (common/cuda_reduce.cuh: the row's max and its
+ * sum in double spread over the lanes; layers/attention_math.h's loops do the same
+ * math in another order), all on the worker's stream. No row blocks as on the CPU:
+ * the whole T x T scores per head.
  */
 #include "config.h"
 
 #include "common/cublas_rm.h"
+#include "common/cuda_reduce.cuh"
 #include "layers/attention.h"
-#include "layers/attention_math.h"
 #include "layers/attention_plan.h"
 
 #include <starpu.h>
 #include <starpu_cublas_v2.h>
 
+/* row r of the NH T x T scores is query i = r % T: softmax over s[0..i], zeros after */
 static __global__ void softmax_k(int NH, int T, float *p)
 {
-	SF_CUDA_FOR(r, (size_t)NH * T)
-	sf_causal_softmax_row(p + r * T, (int)(r % T), T);
+	SF_CUDA_ROWS(r, lane, (size_t)NH * T)
+	{
+		float *s = p + r * T;
+		int i = (int)(r % T);
+		float mx = s[0];
+		for (int j = lane; j <= i; j += SF_WARP)
+			mx = fmaxf(mx, s[j]);
+		mx = sf_warp_max(mx);
+		double a = 0.0;
+		for (int j = lane; j <= i; j += SF_WARP) {
+			float e = expf(s[j] - mx);
+			s[j] = e;
+			a += e;
+		}
+		/* sum >= 1 (the max's own term), so the division is safe */
+		float inv = (float)(1.0 / sf_warp_sum(a));
+		for (int j = lane; j <= i; j += SF_WARP)
+			s[j] *= inv;
+		for (int j = i + 1 + lane; j < T; j += SF_WARP)
+			s[j] = 0.0f;
+	}
 }
 
+/* dS = P (dP - rowsum(dP P)) in place in d, row by row as softmax_k */
 static __global__ void softmax_bwd_k(int NH, int T, const float *p, float *d)
 {
-	SF_CUDA_FOR(r, (size_t)NH * T)
-	sf_softmax_bwd_row(p + r * T, d + r * T, (int)(r % T), T);
+	SF_CUDA_ROWS(r, lane, (size_t)NH * T)
+	{
+		const float *pr = p + r * T;
+		float *dr = d + r * T;
+		int i = (int)(r % T);
+		double a = 0.0;
+		for (int j = lane; j <= i; j += SF_WARP)
+			a += (double)dr[j] * pr[j];
+		float sf = (float)sf_warp_sum(a);
+		for (int j = lane; j <= i; j += SF_WARP)
+			dr[j] = pr[j] * (dr[j] - sf);
+		for (int j = i + 1 + lane; j < T; j += SF_WARP)
+			dr[j] = 0.0f;
+	}
 }
 
 namespace {
@@ -42,14 +77,14 @@ struct cuda_exec {
 	{
 		SF_CUDA_CHECK_LAUNCH(
 		    "attention softmax_k",
-		    softmax_k<<<sf_cuda_blocks((size_t)NH * T), SF_CUDA_BLOCK, 0, s>>>(NH, T, p));
+		    softmax_k<<<sf_cuda_row_blocks((size_t)NH * T), SF_CUDA_BLOCK, 0, s>>>(NH, T, p));
 	}
 	void softmax_bwd_rows(int NH, int T, const float *p, float *d)
 	{
 		SF_CUDA_CHECK_LAUNCH(
 		    "attention softmax_bwd_k",
-		    softmax_bwd_k<<<sf_cuda_blocks((size_t)NH * T), SF_CUDA_BLOCK, 0, s>>>(NH, T, p,
-		                                                                           d));
+		    softmax_bwd_k<<<sf_cuda_row_blocks((size_t)NH * T), SF_CUDA_BLOCK, 0, s>>>(NH, T,
+		                                                                               p, d));
 	}
 	void zero_cols(float *base, int ld, int width, size_t rows)
 	{

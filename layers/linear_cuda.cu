@@ -1,9 +1,10 @@
 /* linear_cuda.cu — the linear op's CUDA launchers: cuBLAS GEMMs on the worker's handle
  * (row-major, as layers/linear_cpu.c's cblas calls), the bias broadcast and db's column
- * sums (layers/linear_math.h, a thread per column, rows in order) as kernels. */
+ * sums (a block per 32 columns, common/cuda_reduce.cuh) as kernels. */
 #include "config.h"
 
 #include "common/cublas_rm.h"
+#include "common/cuda_reduce.cuh"
 #include "layers/linear.h"
 #include "layers/linear_math.h"
 
@@ -16,10 +17,24 @@ static __global__ void bias_k(int B, int O, const float *b, float *y)
 	y[i] = b[i % O];
 }
 
+/* db: column o's rows in 32 groups (common/cuda_reduce.cuh), the groups added in order
+ * (layers/linear_math.h's sf_linear_db_col sums the same rows in one run) */
 static __global__ void db_k(int B, int O, const float *dy, float *db, int pacc)
 {
-	SF_CUDA_FOR(o, (size_t)O)
-	sf_linear_db_col(B, O, (int)o, dy, db, pacc);
+	__shared__ float part[SF_COL_GROUPS][SF_COLS];
+	int o = blockIdx.x * SF_COLS + threadIdx.x, g = threadIdx.y;
+	float s = 0.0f;
+	if (o < O)
+		for (int r = g; r < B; r += SF_COL_GROUPS)
+			s += dy[(size_t)r * O + o];
+	part[g][threadIdx.x] = s;
+	__syncthreads();
+	if (g == 0 && o < O) {
+		s = pacc ? db[o] : 0.0f;
+		for (int k = 0; k < SF_COL_GROUPS; k++)
+			s += part[k][threadIdx.x];
+		db[o] = s;
+	}
 }
 
 extern "C" void _sf_linear_fwd_cuda(int B, int I, int O, const float *x, const float *w,
@@ -48,7 +63,7 @@ extern "C" void _sf_linear_bwd_cuda(int B, int I, int O, const float *x, const f
 	sf_gemm_rm(h, true, false, O, I, B, 1.0f, dy, O, x, I, pacc ? 1.0f : 0.0f, dw, I);
 	if (db) {
 		SF_CUDA_CHECK_LAUNCH("db_k",
-		                     db_k<<<sf_cuda_blocks((size_t)O), SF_CUDA_BLOCK, 0,
+		                     db_k<<<sf_cuda_col_grid(O), sf_cuda_col_block(), 0,
 		                            starpu_cuda_get_local_stream()>>>(B, O, dy, db, pacc));
 	}
 }
