@@ -63,8 +63,9 @@ static void usage(FILE *f)
 	        "  --batch B          global batch rows, split over the ranks (default 64)\n"
 	        "  --widths D,H...,C  layer widths: input, hidden..., classes; at least 2\n"
 	        "                     (default 784,512,512,10)\n"
-	        "  --optimizer NAME   sgd or adamw (default sgd)\n"
-	        "  --lr X             learning rate (default 0.1 for sgd, 0.001 for adamw)\n"
+	        "  --optimizer NAME   sgd, adamw or lion (default sgd)\n"
+	        "  --lr X             learning rate (default 0.1 for sgd, 0.001 for adamw, 0.0001 for\n"
+	        "                     lion; lion's beta2 is 0.99)\n"
 	        "  --seed S           seed of the data and the initial parameters, an unsigned\n"
 	        "                     integer (default 1)\n"
 	        "  --warmup K         steps left out of the comm_stats line, 0 <= K < steps\n"
@@ -183,9 +184,11 @@ static int parse_options(int argc, char **argv, struct options *o)
 				o->optimizer = SF_OPT_SGD;
 			else if (!strcmp(val, "adamw"))
 				o->optimizer = SF_OPT_ADAMW;
+			else if (!strcmp(val, "lion"))
+				o->optimizer = SF_OPT_LION;
 			else
 				return bad_usage("--optimizer \"%s\" is invalid: %s", val,
-				                 "accepted values are sgd, adamw");
+				                 "accepted values are sgd, adamw, lion");
 		} else if (!strcmp(name, "--lr")) {
 			char *end;
 			errno = 0;
@@ -214,7 +217,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 		                 "--steps (%d)",
 		                 o->warmup, o->steps);
 	if (o->lr <= 0.0f)
-		o->lr = o->optimizer == SF_OPT_ADAMW ? 1e-3f : 0.1f;
+		o->lr = o->optimizer == SF_OPT_LION ? 1e-4f : o->optimizer == SF_OPT_ADAMW ? 1e-3f : 0.1f;
 	return -1;
 }
 
@@ -306,6 +309,8 @@ int main(int argc, char **argv)
 	mo.batch = o.batch;
 	mo.seed = o.seed;
 	mo.optimizer = o.optimizer;
+	if (mo.optimizer == SF_OPT_LION)
+		mo.beta2 = 0.99f; /* the paper's default */
 	mo.lr = o.lr;
 	CHECK(sf_model_create(ctx, g, &mo, &m));
 	sf_graph_destroy(g);
@@ -327,7 +332,10 @@ int main(int argc, char **argv)
 			fprintf(stderr, "%c%d", i ? ',' : ' ', o.widths[i]);
 		fprintf(stderr, ", batch %d x %d micro-batch(es), %d steps, %s lr %g, seed %llu\n",
 		        o.batch, cfg.grad_accum, o.steps,
-		        o.optimizer == SF_OPT_ADAMW ? "adamw" : "sgd", (double)o.lr,
+		        o.optimizer == SF_OPT_LION    ? "lion"
+		        : o.optimizer == SF_OPT_ADAMW ? "adamw"
+		                                      : "sgd",
+		        (double)o.lr,
 		        (unsigned long long)o.seed);
 	}
 

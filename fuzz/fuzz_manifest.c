@@ -16,7 +16,7 @@
 /* the names sf_checkpoint_load accepts (scheduler/config.c's tables): one per value of
  * the public enums, so that a new sharding or optimizer fails this build until named */
 static const char *const shardings[] = {"full", "grad_op", "none", "hybrid"};
-static const char *const optimizers[] = {"sgd", "adamw"};
+static const char *const optimizers[] = {"sgd", "adamw", "lion"};
 _Static_assert(sizeof shardings / sizeof *shardings == SF_SHARD_COUNT, "one name per sharding");
 _Static_assert(sizeof optimizers / sizeof *optimizers == SF_OPT_COUNT, "one name per optimizer");
 static const char *const vectors[] = {"param", "m", "v"};

@@ -511,8 +511,14 @@ SF_API float *sf_kernel_dparams(void *buffers[], const struct sf_layer_info *li)
 /* ------------------------------------------------------------------------ */
 
 enum sf_optimizer {
-	SF_OPT_SGD = 0,
-	SF_OPT_ADAMW,
+	SF_OPT_SGD = 0, /**< SGD with momentum (state: one vector, the momentum buffer) */
+	SF_OPT_ADAMW,   /**< AdamW (state: two vectors, the first and second moments) */
+	/** Lion (Chen et al. 2023, "Symbolic Discovery of Optimization Algorithms"; state:
+	 *  one vector, the momentum): c = beta1 m + (1 - beta1) g;
+	 *  p -= lr (sign(c) + weight_decay p); m = beta2 m + (1 - beta2) g. The paper's
+	 *  defaults are beta1 0.9, beta2 0.99 (set beta2: the default 0.999 is AdamW's) and
+	 *  an lr 3-10x smaller than AdamW's. */
+	SF_OPT_LION,
 	SF_OPT_COUNT, /**< the number of values above; not a value */
 };
 
@@ -527,8 +533,8 @@ struct sf_model_options {
 	enum sf_optimizer optimizer; /**< default SF_OPT_SGD */
 	float lr;                    /**< learning rate, default 0.01 */
 	float momentum;              /**< SGD momentum, default 0.9 */
-	float weight_decay;      /**< SGD: L2 added to the gradient; AdamW: decoupled; default 0 */
-	float beta1, beta2, eps; /**< AdamW, defaults 0.9, 0.999, 1e-8 */
+	float weight_decay; /**< SGD: L2 added to the gradient; AdamW, Lion: decoupled; default 0 */
+	float beta1, beta2, eps; /**< AdamW (and Lion's beta1, beta2), defaults 0.9, 0.999, 1e-8 */
 	/** Global-norm gradient clipping, as torch.nn.utils.clip_grad_norm_: every step's
 	 *  gradient (the mean over its micro-batches) is multiplied by
 	 *  min(1, max_grad_norm / (norm + 1e-6)), norm being the 2-norm of the whole

@@ -37,7 +37,7 @@ static const char *const known_vars[] = {
 	_Static_assert(sizeof names / sizeof names[0] == (count), #names ": one name per value")
 
 const char *const _sf_sharding_names[] = {"full", "grad_op", "none", "hybrid"};
-const char *const _sf_optimizer_names[] = {"sgd", "adamw"};
+const char *const _sf_optimizer_names[] = {"sgd", "adamw", "lion"};
 NAMES_OF(_sf_sharding_names, SF_SHARD_COUNT);
 NAMES_OF(_sf_optimizer_names, SF_OPT_COUNT);
 

@@ -12,6 +12,7 @@
  *   none      full P, state P                -                      G x P_max
  */
 #include "scheduler/model.h"
+#include "tasks/optim.h"
 #include "tasks/worker.h"
 #include "trace/recorder.h"
 
@@ -46,10 +47,10 @@ static int check_options(const struct sf_model_options *o, int nranks)
 		              "sf_model_create: batch %d is smaller than the %d ranks; "
 		              "every rank needs at least one row",
 		              o->batch, nranks);
-	if (o->optimizer != SF_OPT_SGD && o->optimizer != SF_OPT_ADAMW)
+	if ((int)o->optimizer < 0 || o->optimizer >= SF_OPT_COUNT)
 		return SF_ERR(SF_ERR_INVALID,
-		              "sf_model_create: optimizer %d is not SF_OPT_SGD or "
-		              "SF_OPT_ADAMW",
+		              "sf_model_create: optimizer %d is not SF_OPT_SGD, SF_OPT_ADAMW or "
+		              "SF_OPT_LION",
 		              (int)o->optimizer);
 	if (!(o->lr > 0.0f) || !isfinite(o->lr))
 		return SF_ERR(SF_ERR_INVALID,
@@ -301,7 +302,7 @@ static int build_unit(struct sf_model *m, int k, size_t *off)
 	}
 	SF_CHECK(alloc_floats(&u->m, u->opt_n, "optimizer state"));
 	reg(&u->h_m, u->m, u->opt_n, sizeof(float));
-	if (m->opt.optimizer == SF_OPT_ADAMW) {
+	if (_sf_optim_families[m->opt.optimizer].nstate == 2) {
 		SF_CHECK(alloc_floats(&u->v, u->opt_n, "optimizer state"));
 		reg(&u->h_v, u->v, u->opt_n, sizeof(float));
 	}
@@ -793,7 +794,7 @@ SF_API int sf_model_stats(sf_model *m, struct sf_model_stats *out)
 			pb += u->S * N;
 		if (m->cfg.sharding == SF_SHARD_NONE)
 			pb += u->P;
-		ob += u->opt_n * (m->opt.optimizer == SF_OPT_ADAMW ? 2 : 1);
+		ob += u->opt_n * (size_t)_sf_optim_families[m->opt.optimizer].nstate;
 	}
 	pb += m->largest_NS * (size_t)m->R;
 	gb += (size_t)m->G * (m->cfg.sharding == SF_SHARD_NONE ? m->largest_P : m->largest_NS);
@@ -840,7 +841,7 @@ fail:
 
 bool _sf_vec_exists(const struct sf_model *m, enum _sf_vec which)
 {
-	return which != SF_VEC_V || m->opt.optimizer == SF_OPT_ADAMW;
+	return which != SF_VEC_V || _sf_optim_families[m->opt.optimizer].nstate == 2;
 }
 
 /* Where this rank keeps vector `which` of unit u, and how it is laid out:

@@ -283,14 +283,16 @@ static int submit_opt(struct sf_model *m, int u, starpu_data_handle_t g)
 	    .skip = un->skip,
 	    .nskip = un->nskip,
 	};
-	if (m->opt.optimizer == SF_OPT_ADAMW)
-		INSERT(TRACE(m, un->opt_name, SF_EV_OPT, un->first), &_sf_cl_adamw, STARPU_RW, p,
-		       STARPU_R, g, STARPU_RW, un->h_m, STARPU_RW, un->h_v, STARPU_R,
-		       clip_handle(m), STARPU_VALUE, &a, sizeof a, STARPU_NAME, un->opt_name);
+	/* the family's buffer order (tasks/optim.h): param, grad, its state vectors, clip */
+	const struct _sf_optim_family *f = &_sf_optim_families[m->opt.optimizer];
+	if (f->nstate == 2)
+		INSERT(TRACE(m, un->opt_name, SF_EV_OPT, un->first), f->cl, STARPU_RW, p, STARPU_R, g,
+		       STARPU_RW, un->h_m, STARPU_RW, un->h_v, STARPU_R, clip_handle(m), STARPU_VALUE,
+		       &a, sizeof a, STARPU_NAME, un->opt_name);
 	else
-		INSERT(TRACE(m, un->opt_name, SF_EV_OPT, un->first), &_sf_cl_sgd, STARPU_RW, p,
-		       STARPU_R, g, STARPU_RW, un->h_m, STARPU_R, clip_handle(m), STARPU_VALUE, &a,
-		       sizeof a, STARPU_NAME, un->opt_name);
+		INSERT(TRACE(m, un->opt_name, SF_EV_OPT, un->first), f->cl, STARPU_RW, p, STARPU_R, g,
+		       STARPU_RW, un->h_m, STARPU_R, clip_handle(m), STARPU_VALUE, &a, sizeof a,
+		       STARPU_NAME, un->opt_name);
 	return SF_OK;
 }
 

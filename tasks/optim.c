@@ -18,6 +18,8 @@ static struct _sf_opt_args unpack(void *cl_arg)
 
 typedef void (*sgd_fn)(size_t, float *, const float *, float *, float, float, float, float,
                        const double *);
+typedef void (*lion_fn)(size_t, float *, const float *, float *, float, float, float, float,
+                        float, const double *);
 typedef void (*adamw_fn)(size_t, float *, const float *, float *, float *, float, float, float,
                          float, float, int64_t, float, const double *);
 
@@ -70,12 +72,26 @@ static void adamw_with(void *buffers[], void *cl_arg, adamw_fn f)
 	               a.grad_scale, clip));
 }
 
+/* param[RW] grad[R] m[RW] clip[R] */
+static void lion_with(void *buffers[], void *cl_arg, lion_fn f)
+{
+	struct _sf_opt_args a = unpack(cl_arg);
+	float *p = (float *)STARPU_VECTOR_GET_PTR(buffers[0]);
+	const float *g = (const float *)STARPU_VECTOR_GET_PTR(buffers[1]);
+	float *m = (float *)STARPU_VECTOR_GET_PTR(buffers[2]);
+	const double *clip = (const double *)STARPU_VECTOR_GET_PTR(buffers[3]);
+	FOR_EACH_RUN(a, b, e, wd,
+	             f(e - b, p + b, g + b, m + b, a.lr, a.beta1, a.beta2, wd, a.grad_scale, clip));
+}
+
 SF_BODIES(sgd, sgd_with, _sf_sgd, _sf_sgd_cuda)
 SF_BODIES(adamw, adamw_with, _sf_adamw, _sf_adamw_cuda)
+SF_BODIES(lion, lion_with, _sf_lion, _sf_lion_cuda)
 
 static struct starpu_perfmodel sgd_model = {.type = STARPU_HISTORY_BASED, .symbol = "sf_sgd"};
 static struct starpu_perfmodel adamw_model = {.type = STARPU_HISTORY_BASED,
                                               .symbol = "sf_adamw"};
+static struct starpu_perfmodel lion_model = {.type = STARPU_HISTORY_BASED, .symbol = "sf_lion"};
 
 #ifdef SF_HAVE_CUDA
 #define SF_OPT_WHERE (STARPU_CPU | STARPU_CUDA)
@@ -109,12 +125,34 @@ struct starpu_codelet _sf_cl_adamw = {
     .name = "adamw",
 };
 
+struct starpu_codelet _sf_cl_lion = {
+    .where = SF_OPT_WHERE,
+    .cpu_funcs = {lion_cpu},
+    .cpu_funcs_name = {"lion_cpu"},
+    SF_OPT_CUDA(lion_cuda)
+    .nbuffers = 4,
+    .modes = {STARPU_RW, STARPU_R, STARPU_RW, STARPU_R},
+    .can_execute = _sf_opt_can_execute,
+    .model = &lion_model,
+    .name = "lion",
+};
+
+const struct _sf_optim_family _sf_optim_families[] = {
+    [SF_OPT_SGD] = {.cl = &_sf_cl_sgd, .nstate = 1},
+    [SF_OPT_ADAMW] = {.cl = &_sf_cl_adamw, .nstate = 2},
+    [SF_OPT_LION] = {.cl = &_sf_cl_lion, .nstate = 1},
+};
+_Static_assert(sizeof _sf_optim_families / sizeof _sf_optim_families[0] == SF_OPT_COUNT,
+               "one _sf_optim_families entry per enum sf_optimizer value");
+
 void _sf_optim_codelets_configure(bool skip)
 {
 	_sf_cl_sgd.cpu_funcs[0] = skip ? _sf_noop_kernel : sgd_cpu;
 	_sf_cl_adamw.cpu_funcs[0] = skip ? _sf_noop_kernel : adamw_cpu;
+	_sf_cl_lion.cpu_funcs[0] = skip ? _sf_noop_kernel : lion_cpu;
 #ifdef SF_HAVE_CUDA
 	_sf_cl_sgd.cuda_funcs[0] = skip ? _sf_noop_kernel : sgd_cuda;
 	_sf_cl_adamw.cuda_funcs[0] = skip ? _sf_noop_kernel : adamw_cuda;
+	_sf_cl_lion.cuda_funcs[0] = skip ? _sf_noop_kernel : lion_cuda;
 #endif
 }

@@ -5,13 +5,18 @@
  *
  *   sgd  : param[RW] grad[R] buf[RW] clip[R]          packed struct _sf_opt_args
  *   adamw: param[RW] grad[R] m[RW] v[RW] clip[R]      packed struct _sf_opt_args
+ *   lion : param[RW] grad[R] m[RW] clip[R]            packed struct _sf_opt_args
  *
  * clip: the step's two doubles {gradient norm, clip factor} (factor 1 when the model
  * does not clip), written on device by the norm's all-reduce: the factor reaches the
  * update without a host round trip.
  *
- * Adding an optimizer feature (a new optimizer, clipping's factor) = its math here,
- * its codelet in optim.c, and the planner's submit_opt in scheduler/step.c.
+ * Every optimizer is one family, the same buffer order with 1 or 2 state vectors,
+ * described by one entry of _sf_optim_families (optim.c): the model allocates, the
+ * step submits, checkpoints save and reshard what the entry says. Adding one = its
+ * enum value (include/shardflow.h) and name (scheduler/config.c), its per-element
+ * math (optim_math.h), CPU and CUDA loops (optim_cpu.c, optim_cuda.cu), its codelet
+ * and its entry (optim.c). docs/architecture.md, "Add an optimizer".
  */
 #ifndef SF_TASKS_OPTIM_H
 #define SF_TASKS_OPTIM_H
@@ -39,8 +44,20 @@ struct _sf_opt_args {
 	int nskip;
 };
 
+/* One optimizer family: its codelet (param[RW] grad[R] state[RW] x nstate clip[R],
+ * arguments struct _sf_opt_args) and its number of state vectors, each as long as
+ * the parameters it updates: 1 (m: SGD's momentum buffer, Lion's momentum) or 2
+ * (m, v: AdamW's moments). Checkpoints hold them as the vectors "m" and "v". */
+struct _sf_optim_family {
+	struct starpu_codelet *cl;
+	int nstate;
+};
+/* indexed by enum sf_optimizer */
+extern const struct _sf_optim_family _sf_optim_families[];
+
 extern struct starpu_codelet _sf_cl_sgd;
 extern struct starpu_codelet _sf_cl_adamw;
+extern struct starpu_codelet _sf_cl_lion;
 
 /* Bodies that return at once when skip is set (SHARDFLOW_SKIP=compute). */
 void _sf_optim_codelets_configure(bool skip);
@@ -57,6 +74,10 @@ void _sf_sgd(size_t n, float *p, const float *g, float *buf, float lr, float mu,
  *   p -= lr (m / (1-b1^t)) / (sqrt(v / (1-b2^t)) + eps) */
 void _sf_adamw(size_t n, float *p, const float *g, float *m, float *v, float lr, float b1, float b2,
                float eps, float wd, int64_t t, float scale, const double *clip);
+/* Lion (decoupled weight decay), on the gradient g s as above:
+ *   c = b1 m + (1-b1) g;  p -= lr (sign(c) + wd p);  m = b2 m + (1-b2) g */
+void _sf_lion(size_t n, float *p, const float *g, float *m, float lr, float b1, float b2, float wd,
+              float scale, const double *clip);
 /* AdamW's bias corrections c1 = 1 - b1^t, c2 = 1 - b2^t, in double, rounded to float */
 void _sf_adamw_corrections(float b1, float b2, int64_t t, float *c1, float *c2);
 
@@ -66,6 +87,8 @@ void _sf_sgd_cuda(size_t n, float *p, const float *g, float *buf, float lr, floa
                   float scale, const double *clip);
 void _sf_adamw_cuda(size_t n, float *p, const float *g, float *m, float *v, float lr, float b1,
                     float b2, float eps, float wd, int64_t t, float scale, const double *clip);
+void _sf_lion_cuda(size_t n, float *p, const float *g, float *m, float lr, float b1, float b2,
+                   float wd, float scale, const double *clip);
 #endif
 
 #ifdef __cplusplus

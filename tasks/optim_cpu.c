@@ -22,6 +22,14 @@ void _sf_adamw(size_t n, float *p, const float *g, float *m, float *v, float lr,
 		sf_adamw_elem(&p[i], g[i] * s, &m[i], &v[i], lr, b1, b2, eps, wd, c1, c2);
 }
 
+void _sf_lion(size_t n, float *p, const float *g, float *m, float lr, float b1, float b2, float wd,
+              float scale, const double *clip)
+{
+	float s = sf_grad_mult(scale, clip);
+	for (size_t i = 0; i < n; i++)
+		sf_lion_elem(&p[i], g[i] * s, &m[i], lr, b1, b2, wd);
+}
+
 void _sf_adamw_corrections(float b1, float b2, int64_t t, float *c1, float *c2)
 {
 	/* 1 - b^t in double: in float, 1 - 0.999^2 keeps only ~4 significant digits */

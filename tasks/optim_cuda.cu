@@ -25,6 +25,14 @@ static __global__ void adamw_k(size_t n, float *p, const float *g, float *m, flo
 	sf_adamw_elem(&p[i], g[i] * s, &m[i], &v[i], lr, b1, b2, eps, wd, c1, c2);
 }
 
+static __global__ void lion_k(size_t n, float *p, const float *g, float *m, float lr, float b1,
+                              float b2, float wd, float scale, const double *clip)
+{
+	float s = sf_grad_mult(scale, clip);
+	SF_CUDA_FOR(i, n)
+	sf_lion_elem(&p[i], g[i] * s, &m[i], lr, b1, b2, wd);
+}
+
 extern "C" void _sf_sgd_cuda(size_t n, float *p, const float *g, float *buf, float lr, float mu,
                              float wd, float scale, const double *clip)
 {
@@ -43,4 +51,12 @@ extern "C" void _sf_adamw_cuda(size_t n, float *p, const float *g, float *m, flo
 	    "adamw_k",
 	    adamw_k<<<sf_cuda_blocks(n), SF_CUDA_BLOCK, 0, starpu_cuda_get_local_stream()>>>(
 	        n, p, g, m, v, lr, b1, b2, eps, wd, c1, c2, scale, clip));
+}
+
+extern "C" void _sf_lion_cuda(size_t n, float *p, const float *g, float *m, float lr, float b1,
+                              float b2, float wd, float scale, const double *clip)
+{
+	SF_CUDA_CHECK_LAUNCH(
+	    "lion_k", lion_k<<<sf_cuda_blocks(n), SF_CUDA_BLOCK, 0, starpu_cuda_get_local_stream()>>>(
+	                  n, p, g, m, lr, b1, b2, wd, scale, clip));
 }

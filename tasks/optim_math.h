@@ -37,4 +37,14 @@ SF_HD void sf_adamw_elem(float *p, float g, float *m, float *v, float lr, float 
 	*p -= lr * (*m / c1) / (sqrtf(*v / c2) + eps);
 }
 
+/* Lion on one element (decoupled weight decay, as the paper's algorithm 2): the sign of
+ * the interpolation c = b1 m + (1 - b1) g steps, then m moves with b2. sign(0) = 0. */
+SF_HD void sf_lion_elem(float *p, float g, float *m, float lr, float b1, float b2, float wd)
+{
+	float c = b1 * *m + (1.0f - b1) * g;
+	float sgn = c > 0.0f ? 1.0f : c < 0.0f ? -1.0f : 0.0f;
+	*p -= lr * (sgn + wd * *p);
+	*m = b2 * *m + (1.0f - b2) * g;
+}
+
 #endif

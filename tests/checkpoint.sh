@@ -66,10 +66,10 @@ flip_byte() {
 	printf "\\$(printf %o "$_nb")" | dd of="$1" bs=1 seek="$2" conv=notrunc 2>/dev/null
 }
 
-plan 25
+plan 27
 
 # --- resume equals uninterrupted, bitwise -----------------------------------------------
-for opt in sgd adamw; do
+for opt in sgd adamw lion; do
 	drv 2 full-$opt --optimizer $opt --steps 6 --save "$tmp/ck-$opt" --save-every 3 \
 		--dump-losses-from 3 --out "$tmp/full-$opt.dump"
 	drv 2 resumed-$opt --optimizer $opt --steps 6 --resume "$tmp/ck-$opt/step-000000003" \
@@ -93,6 +93,19 @@ drv 3 u3 $u --save "$tmp/ck-u3" --save-every 3 --dump-losses-from 3 --out "$tmp/
 drv 1 u3to1 $u --resume "$tmp/ck-u3/step-000000003" --out "$tmp/u3to1.dump"
 compare "uneven adamw: saved on 3 ranks, resumed on 1 = uninterrupted (rtol $rtol)" \
 	u3to1 u3 --rtol $rtol --floor $floor
+# Lion's one state vector (m) resharded: the checkpoint holds param and m only
+l="--model uneven --optimizer lion --steps 6"
+# shellcheck disable=SC2086
+drv 2 l2 $l --save "$tmp/ck-l2" --save-every 3 --dump-losses-from 3 --out "$tmp/l2.dump"
+# shellcheck disable=SC2086
+drv 3 l2to3 $l --resume "$tmp/ck-l2/step-000000003" --out "$tmp/l2to3.dump"
+vecs=$(tr -d ' \n' <"$tmp/ck-l2/step-000000003/manifest.json" | grep -o '"vectors":\[[^]]*\]')
+if [ "$vecs" = '"vectors":["param","m"]' ]; then
+	compare "uneven lion: saved on 2 ranks (param, m), resumed on 3 = uninterrupted (rtol $rtol)" \
+		l2to3 l2 --rtol $rtol --floor $floor
+else
+	ok 1 "uneven lion: the manifest names the vectors param and m (it says: ${vecs:-nothing})"
+fi
 
 drv 2 none SHARDFLOW_SHARDING=none --optimizer adamw --steps 6 --save "$tmp/ck-none" \
 	--save-every 3 --dump-losses-from 3 --out "$tmp/none.dump"

@@ -1,7 +1,8 @@
 /*
  * ckpt_driver.c — train_dump with checkpoints and safetensors, for tests/checkpoint.sh.
  *
- *   ckpt_driver [--model mlp|uneven|blocks|gpt] [--steps N] [--batch B] [--optimizer sgd|adamw]
+ *   ckpt_driver [--model mlp|uneven|blocks|gpt] [--steps N] [--batch B]
+ *               [--optimizer sgd|adamw|lion]
  *               [--lr X] [--seed S] [--out FILE] [--dump-losses-from K] [--out-params FILE]
  *               [--save DIR --save-every K] [--crash shards|manifest|switch|latest]
  *               [--latest DIR] [--resume DIR [--resume-may-fail]] [--init FILE]
@@ -112,11 +113,12 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 	        "usage: " PROG " [--model mlp|uneven|blocks|gpt] [--steps N] [--batch B]\n"
-	        "       [--optimizer sgd|adamw] [--lr X] [--seed S] [--out FILE]\n"
+	        "       [--optimizer sgd|adamw|lion] [--lr X] [--seed S] [--out FILE]\n"
 	        "       [--dump-losses-from K] [--out-params FILE] [--save DIR --save-every K]\n"
 	        "       [--crash shards|manifest|switch|latest] [--latest DIR]\n"
 	        "       [--resume DIR [--resume-may-fail]] [--init FILE] [--export FILE]\n"
-	        "defaults: mlp, 6 steps, batch 24, sgd, lr 0.01 (sgd) / 0.001 (adamw), seed 1\n");
+	        "defaults: mlp, 6 steps, batch 24, sgd, lr 0.01 (sgd) / 0.001 (adamw) /\n"
+	        "0.0001 (lion, beta2 0.99), seed 1\n");
 }
 
 static int bad(const char *opt, const char *val)
@@ -227,6 +229,8 @@ int main(int argc, char **argv)
 	mo.batch = o.t.batch;
 	mo.seed = o.t.seed;
 	mo.optimizer = o.t.optimizer;
+	if (mo.optimizer == SF_OPT_LION)
+		mo.beta2 = 0.99f; /* the paper's default, as train_dump's */
 	mo.lr = o.t.lr;
 	CHECK(sf_model_create(ctx, g, &mo, &m));
 

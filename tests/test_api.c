@@ -369,6 +369,14 @@ static void test_model(sf_context *ctx, int size)
 	bad = o;
 	bad.no_decay = 8;
 	ok_invalid(sf_model_create(ctx, g, &bad, &dummy), "sf_model_create with no_decay 8");
+	bad = o;
+	bad.optimizer = SF_OPT_COUNT;
+	ok_invalid(sf_model_create(ctx, g, &bad, &dummy), "sf_model_create with optimizer SF_OPT_COUNT");
+	if (!ok_true(strstr(sf_last_error(), "SF_OPT_LION") != NULL,
+	             "its message names the accepted optimizers"))
+		diag("  the message: %s", sf_last_error());
+	bad.optimizer = (enum sf_optimizer)-1;
+	ok_invalid(sf_model_create(ctx, g, &bad, &dummy), "sf_model_create with optimizer -1");
 	ok_true(dummy == NULL, "refused sf_model_create calls leave *out alone");
 
 	if (!ok_sf_ok(sf_model_create(ctx, g, &o, &m), "sf_model_create of the tiny graph"))

@@ -52,6 +52,8 @@ void _sf_sgd(size_t n, float *p, const float *g, float *buf, float lr, float mu,
 void _sf_adamw(size_t n, float *p, const float *g, float *m, float *v, float lr, float b1,
                float b2, float eps, float wd, int64_t t, float scale, const double *clip);
 void _sf_adamw_corrections(float b1, float b2, int64_t t, float *c1, float *c2);
+void _sf_lion(size_t n, float *p, const float *g, float *m, float lr, float b1, float b2, float wd,
+              float scale, const double *clip);
 void _sf_bf16_round_n(size_t n, const float *src, uint16_t *dst);
 }
 
@@ -276,7 +278,7 @@ static void test_attention_plan(void)
 
 int main(void)
 {
-	plan(15);
+	plan(16);
 	for (int i = 0; i < N; i++) {
 		x[i] = uniform(-12.0f, 12.0f);
 		y[i] = uniform(-3.0f, 3.0f);
@@ -345,6 +347,16 @@ int main(void)
 		same &= same_bits(p1, p2, N) && same_bits(b1, b2, N) && same_bits(v1, v2, N);
 	}
 	ok(same, "adamw, 3 steps: bitwise (parameters, m and v)");
+	for (int i = 0; i < N; i++)
+		p1[i] = p2[i] = y[i], b1[i] = b2[i] = 0.0f;
+	same = 1;
+	for (int s = 0; s < 3; s++) {
+		_sf_lion(N, p1, dy, b1, 1e-3f, 0.9f, 0.99f, 0.1f, 0.5f, clip);
+		for (int i = 0; i < N; i++)
+			sf_lion_elem(&p2[i], dy[i] * gm, &b2[i], 1e-3f, 0.9f, 0.99f, 0.1f);
+		same &= same_bits(p1, p2, N) && same_bits(b1, b2, N);
+	}
+	ok(same, "lion, 3 steps: bitwise (parameters and m)");
 	/* bf16 rounding (the bf16 collectives' kernels): nvcc's build of common/bf16.h
 	 * against gcc's, on random bit patterns (NaNs, infinities and ties included) */
 	{

@@ -23,8 +23,9 @@
  * (relative 1e-6), its dz against FD of that loss, and the rows of dz must sum to
  * ~0 (|sum| <= 1e-6) since softmax rows sum to 1.
  *
- * _sf_sgd and _sf_adamw run 3 steps against a naive double-precision loop fed the
- * same float inputs: |float - double| <= 1e-6 * max(1, |double|) for p and state.
+ * _sf_sgd and _sf_adamw run 3 steps, _sf_lion 3 to 10 (written from the paper), against a
+ * naive double-precision loop fed the same float inputs: |float - double| <= 1e-6 *
+ * max(1, |double|) for p and state.
  * AdamW's update for t = 1..10 at lr 1 from p = 0 matches double bias corrections to
  * 1e-6 relative (with 1 - b^t in float it was 3.6e-6 off). The linear backward's
  * pacc=1 path (tied parameters) adds dW and db to what was there.
@@ -876,6 +877,43 @@ static void test_adamw(size_t n, float lr, float b1, float b2, float eps, float 
 	free(p), free(m), free(v), free(rp), free(rm), free(rv);
 }
 
+/* Lion from the paper (Chen et al. 2023, algorithm 2), in double: c = b1 m + (1 - b1) g;
+ * p <- p - lr (sign(c) + wd p); m <- b2 m + (1 - b2) g. Every 7th gradient entry is 0
+ * from a zero momentum, so its c is 0 and sign(0) = 0: only the decay moves it. */
+static void test_lion(size_t n, float lr, float b1, float b2, float wd, float scale, double factor,
+                      int steps)
+{
+	const double clip[2] = {0.0, factor};
+	const double s = (double)(scale * (float)factor);
+	float *p = rand_vec(n, 1.0f), *m = zero_vec(n);
+	double *rp = malloc(sizeof(double) * n), *rm = calloc(n, sizeof(double));
+	for (size_t i = 0; i < n; i++)
+		rp[i] = p[i];
+	double ep = 0.0, em = 0.0;
+	for (int t = 1; t <= steps; t++) {
+		float *g = rand_vec(n, 1.0f);
+		for (size_t i = 0; i < n; i += 7)
+			g[i] = 0.0f;
+		_sf_lion(n, p, g, m, lr, b1, b2, wd, scale, clip);
+		for (size_t i = 0; i < n; i++) {
+			double gi = (double)g[i] * s;
+			double c = (double)b1 * rm[i] + (1.0 - (double)b1) * gi;
+			double sgn = (c > 0.0) - (c < 0.0);
+			rp[i] -= (double)lr * (sgn + (double)wd * rp[i]);
+			rm[i] = (double)b2 * rm[i] + (1.0 - (double)b2) * gi;
+		}
+		ep = fmax(ep, opt_err(p, rp, n));
+		em = fmax(em, opt_err(m, rm, n));
+		free(g);
+	}
+	diag("lion lr=%g wd=%g: %d steps, max rel err p %.2e, m %.2e", lr, wd, steps, ep, em);
+	ok(ep <= OPT_TOL && em <= OPT_TOL,
+	   "lion lr=%g b1=%g b2=%g wd=%g, gradient x %g x %g: %d steps vs the paper's update in "
+	   "double (p %.2e, m %.2e, tol %.0e)",
+	   lr, b1, b2, wd, (double)scale, factor, steps, ep, em, OPT_TOL);
+	free(p), free(m), free(rp), free(rm);
+}
+
 /* bf16 rounding (common/bf16.h): the named cases, then 2^20 random bit patterns against
  * a reference that picks the nearer of the two bf16 neighbours in double, ties to the
  * even one. */
@@ -1118,6 +1156,10 @@ int main(void)
 	test_adamw(37, 0.1f, 0.9f, 0.999f, 1e-8f, 0.01f, 1.0f, 1.0);
 	test_adamw(5, 0.001f, 0.8f, 0.99f, 1e-6f, 0.1f, 1.0f, 1.0);
 	test_adamw(37, 0.1f, 0.9f, 0.999f, 1e-8f, 0.01f, 1.0f / 3.0f, 0.7);
+	test_lion(37, 1e-4f, 0.9f, 0.99f, 0.0f, 1.0f, 1.0, 10);
+	test_lion(37, 3e-3f, 0.9f, 0.99f, 0.1f, 1.0f, 1.0, 10);
+	test_lion(5, 1e-2f, 0.95f, 0.98f, 1.0f, 1.0f, 1.0, 3);
+	test_lion(37, 1e-3f, 0.9f, 0.99f, 0.01f, 0.25f, 0.3125, 10); /* 4 micro-batches, clipped */
 	test_grad_math();
 	test_bf16();
 	test_gemm_bf16();

@@ -83,7 +83,7 @@ static inline int model_kind_parse(const char *s, enum model_kind *out)
 
 /* The options every training driver takes (--model, --steps, --batch, --optimizer,
  * --lr, --seed) and their defaults: mlp, 6 steps, batch 24, sgd, seed 1; lr 0.01 for
- * sgd and 0.001 for adamw unless given. */
+ * sgd, 0.001 for adamw and 0.0001 for lion unless given. */
 struct train_options {
 	enum model_kind model;
 	int steps, batch;
@@ -101,7 +101,7 @@ static inline void train_options_init(struct train_options *t)
 static inline void train_options_finish(struct train_options *t)
 {
 	if (t->lr <= 0.0f)
-		t->lr = t->optimizer == SF_OPT_ADAMW ? 1e-3f : 0.01f;
+		t->lr = t->optimizer == SF_OPT_LION ? 1e-4f : t->optimizer == SF_OPT_ADAMW ? 1e-3f : 0.01f;
 }
 
 static inline int parse_int(const char *s, int lo, int hi, int *out)
@@ -132,6 +132,8 @@ static inline int train_option(struct train_options *t, const char *opt, const c
 			t->optimizer = SF_OPT_SGD;
 		else if (!strcmp(val, "adamw"))
 			t->optimizer = SF_OPT_ADAMW;
+		else if (!strcmp(val, "lion"))
+			t->optimizer = SF_OPT_LION;
 		else
 			return -1;
 		return 1;

@@ -4,7 +4,7 @@
  * another, one sharding mode against another (tests/dump_compare.c compares).
  *
  *   train_dump --model mlp|residual|uneven|deep|wide|blocks|gpt|nanogpt|nanogpt-untied
- *              --steps N --batch B --optimizer sgd|adamw --lr X --seed S --inflight K
+ *              --steps N --batch B --optimizer sgd|adamw|lion --lr X --seed S --inflight K
  *              [--init W.safetensors] [--export-init W0.safetensors]
  *              [--export W.safetensors] --out FILE
  *
@@ -77,13 +77,14 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 	        "usage: " PROG " [--model mlp|residual|uneven|deep|wide|blocks|gpt|nanogpt|\n"
-	        "       nanogpt-untied] [--steps N] [--batch B] [--optimizer sgd|adamw] [--lr X]\n"
-	        "       [--seed S] [--inflight K] [--init W.safetensors]\n"
+	        "       nanogpt-untied] [--steps N] [--batch B] [--optimizer sgd|adamw|lion]\n"
+	        "       [--lr X] [--seed S] [--inflight K] [--init W.safetensors]\n"
 	        "       [--export-init W0.safetensors] [--export W.safetensors] [--accum K]\n"
 	        "       [--clip X|inf] [--weight-decay X] [--no-decay MASK] [--data FILE]\n"
 	        "       --out FILE\n"
-	        "defaults: mlp, 6 steps, batch 24, sgd, lr 0.01 (sgd) / 0.001 (adamw), "
-	        "seed 1, inflight 1, accum 1, no clipping, weight decay 0, no-decay 7\n");
+	        "defaults: mlp, 6 steps, batch 24, sgd, lr 0.01 (sgd) / 0.001 (adamw) / 0.0001\n"
+	        "(lion, beta2 0.99), seed 1, inflight 1, accum 1, no clipping, weight decay 0,\n"
+	        "no-decay 7\n");
 }
 
 static int bad(const char *opt, const char *val)
@@ -243,6 +244,8 @@ int main(int argc, char **argv)
 	mo.batch = o.t.batch;
 	mo.seed = o.t.seed;
 	mo.optimizer = o.t.optimizer;
+	if (mo.optimizer == SF_OPT_LION)
+		mo.beta2 = 0.99f; /* the paper's default */
 	mo.lr = o.t.lr;
 	mo.max_grad_norm = o.clip;
 	mo.weight_decay = o.weight_decay;
