@@ -2,7 +2,7 @@
 # gpt.sh — examples/gpt, the main job, behaves as its usage and the README say.
 #
 # The corpus is made for the test, not taken from the docs (a README edit must not move
-# these losses): 700 sentences "det adj noun verb det noun prep det place." (32 612
+# these losses; tests/lib.sh's sf_corpus): 700 sentences "det adj noun verb det noun prep det place." (32 612
 # bytes), each word drawn from a list of 6 to 8 by a Park-Miller generator of fixed seed
 # in awk (integer products below 2^53: the same bytes in every awk; md5sum
 # e8b58654a8124d8ad6d8990f024527eb); a tiny model (2 blocks, embd 32, context 32):
@@ -28,20 +28,7 @@ require_progs "$GPT"
 
 limit=${SF_TEST_TIMEOUT:-300}
 text="$tmp/corpus.txt"
-awk 'function r(k) { x = (x * 16807) % 2147483647; return x % k + 1 }
-BEGIN {
-	nd = split("the a one every some that", det)
-	na = split("small big quick lazy red old young quiet", adj)
-	nn = split("cat dog bird fox horse mouse owl fish", noun)
-	nv = split("sees chases finds follows hears likes meets watches", verb)
-	np = split("near under over behind beside past", prep)
-	nl = split("river tree house hill road field garden", place)
-	x = 20261126
-	for (i = 0; i < 700; i++)
-		printf "%s %s %s %s %s %s %s %s %s.\n", det[r(nd)], adj[r(na)], noun[r(nn)], verb[r(nv)],
-			det[r(nd)], noun[r(nn)], prep[r(np)], det[r(nd)], place[r(nl)]
-}' >"$text" || bail_out "cannot make the corpus"
-[ "$(wc -c <"$text")" -eq 32612 ] || bail_out "the corpus is $(wc -c <"$text") bytes, not 32612"
+sf_corpus "$text"
 model="--layers 2 --heads 2 --embd 32 --context 32 --batch 8 --text $text --val-fraction 0.2"
 short="--eval-every 30 --eval-batches 2 --progress-every 10 --warmup 10 --lr 0.004"
 gen="--prompt Sharded --sample 2 --tokens 40"

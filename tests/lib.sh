@@ -210,3 +210,25 @@ finish() {
 	fi
 	exit 0
 }
+
+# sf_corpus FILE: the tests' text corpus, the same bytes on every machine and in every
+# awk, whatever the docs say: 700 sentences "det adj noun verb det noun prep det
+# place." (32 612 bytes), each word drawn from a list of 6 to 8 by a Park-Miller
+# generator of fixed seed (integer products below 2^53; md5sum
+# e8b58654a8124d8ad6d8990f024527eb). Bails out when it cannot be made.
+sf_corpus() {
+	awk 'function r(k) { x = (x * 16807) % 2147483647; return x % k + 1 }
+BEGIN {
+	nd = split("the a one every some that", det)
+	na = split("small big quick lazy red old young quiet", adj)
+	nn = split("cat dog bird fox horse mouse owl fish", noun)
+	nv = split("sees chases finds follows hears likes meets watches", verb)
+	np = split("near under over behind beside past", prep)
+	nl = split("river tree house hill road field garden", place)
+	x = 20261126
+	for (i = 0; i < 700; i++)
+		printf "%s %s %s %s %s %s %s %s %s.\n", det[r(nd)], adj[r(na)], noun[r(nn)], verb[r(nv)],
+			det[r(nd)], noun[r(nn)], prep[r(np)], det[r(nd)], place[r(nl)]
+}' >"$1" || bail_out "cannot make the corpus"
+	[ "$(wc -c <"$1")" -eq 32612 ] || bail_out "the corpus is $(wc -c <"$1") bytes, not 32612"
+}

@@ -13,7 +13,7 @@
 #    comparison (it can fail);
 #  - training: PyTorch from examples/gpt's initial weights (--export-init), on the same
 #    batches with the same AdamW and schedule: its per-step losses against shardflow's
-#    (--loss-log), every step 1..30 within 2e-6 relative (measured: 1.7e-7); and the same
+#    (--loss-log), every step 1..30 within 2e-6 relative (measured: 1.6e-7); and the same
 #    with 3 micro-batches a step (SHARDFLOW_GRAD_ACCUM=3) clipped at 0.5, the twin with
 #    --grad-accum 3 --grad-clip 0.5 (its clip_grad_norm_ and nanoGPT's param groups).
 . "$(dirname "$0")/lib.sh"
@@ -27,7 +27,7 @@ TWIN="$top_srcdir/bench/torch_gpt.py"
 
 limit=${SF_TEST_TIMEOUT:-300}
 text="$tmp/corpus.txt"
-cat "$top_srcdir/README.md" "$top_srcdir"/docs/*.md >"$text" || bail_out "cannot make the corpus"
+sf_corpus "$text" # fixed bytes: the docs change, the tolerances below must not
 shape="--layers 2 --heads 2 --embd 32 --context 32"
 train="$shape --batch 8 --text $text --val-fraction 0.2 --warmup 5 --lr 0.004 --steps 30"
 quiet="--sample 0 --eval-every 1000 --progress-every 10"
@@ -84,8 +84,10 @@ ok $? "an untied file loaded as tied is refused, naming lm_head.weight (exit $st
 # training side by side: plain, then 3 micro-batches a step with clipping at 0.5
 # curve NAME: compares $tmp/NAME.sf.loss with $tmp/NAME.pt.loss
 # Every step 1..30, in order on both sides, within $curve_rtol relative: measured
-# (CPU ranks, PyTorch 1.13 on the CPU) max 1.7e-7 plain (step 11), 1.2e-7 accumulated
-# and clipped (step 21); about 10x that.
+# (CPU ranks, PyTorch 1.13 on the CPU, lib.sh's corpus) max 1.6e-7 plain (step 2),
+# 1.7e-7 accumulated and clipped (step 28); about 10x that. (With the README and docs
+# as the corpus, as until 2026-11-26, an edit of the docs moved the clipped case to
+# 3.8e-6: the corpus is now fixed bytes.)
 curve_rtol=2e-6
 curve() {
 	paste "$tmp/$1.sf.loss" "$tmp/$1.pt.loss" >"$tmp/$1.both"
