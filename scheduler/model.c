@@ -539,6 +539,12 @@ static int build_buffers(struct sf_model *m)
 	}
 	m->one[1] = 1.0;
 	reg(&m->h_one, m->one, 2, sizeof(double));
+	m->h_sqs = calloc((size_t)m->nunits, sizeof *m->h_sqs);
+	m->norm_descr = calloc((size_t)m->nunits + 2, sizeof *m->norm_descr);
+	if (!m->h_sqs || !m->norm_descr)
+		return SF_ERR(SF_ERR_NOMEM, "sf_model_create: out of memory");
+	for (int u = 0; u < m->nunits; u++)
+		m->h_sqs[u] = m->units[u].h_sq;
 	if (m->cfg.sharding != SF_SHARD_NONE) {
 		SF_CHECK(alloc_floats(&m->rstmp, smax, "the accumulation buffer"));
 		reg(&m->h_rstmp, m->rstmp, smax, sizeof(float));
@@ -691,6 +697,8 @@ SF_API int sf_model_destroy(sf_model *m)
 	free(m->stage16);
 	free(m->rep_scratch);
 	free(m->labels);
+	free(m->h_sqs);
+	free(m->norm_descr);
 	for (int n = 0; m->gnodes && n < m->nnodes; n++)
 		free(m->gnodes[n].config);
 	free(m->gnodes);

@@ -156,6 +156,10 @@ struct sf_model {
 	starpu_data_handle_t h_clip[SF_LOSS_SLOTS];
 	double one[2];
 	starpu_data_handle_t h_one;
+	/* the norm task's inputs: every unit's h_sq in order, and room for its nunits + 2
+	 * buffer descriptors (tasks/comm_codelets.h), made once */
+	starpu_data_handle_t *h_sqs;
+	struct starpu_data_descr *norm_descr;
 	float lr;
 	struct _sf_recorder *trace; /* NULL unless SHARDFLOW_TRACE is set */
 	int64_t trace_written;      /* nsteps at the last sf_model_trace_write */

@@ -37,25 +37,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SF_MAX_UNITS_NORM 256 /* units whose norm task's buffers fit on the stack */
 
-/* Submits a task from a codelet and insert arguments; `rec` (the built-in trace's
- * record, NULL when not tracing) becomes the task's callback argument. */
-#define INSERT(rec, ...)                                                                           \
-	do {                                                                                       \
-		struct _sf_event *sf_rec_ = (rec);                                                 \
-		int sf_ins_rc_ =                                                                   \
-		    sf_rec_ ? starpu_task_insert(__VA_ARGS__, STARPU_CALLBACK_WITH_ARG_NFREE,      \
-		                                 _sf_recorder_task_done, sf_rec_, 0)               \
-		            : starpu_task_insert(__VA_ARGS__, 0);                                  \
-		if (sf_ins_rc_ != 0)                                                               \
-			return SF_ERR(SF_ERR_STARPU, "starpu_task_insert failed (%d)",             \
-			              sf_ins_rc_);                                                 \
-	} while (0)
-
-#define TRACE(m, name, kind, layer)                                                                \
-	((m)->trace ? _sf_recorder_reserve((m)->trace, (int)(m)->nsteps, (name), (kind), (layer))  \
-	            : NULL)
+/* What runs when the task named `name` is done: its built-in trace record (reserved
+ * now, in submission order), or nothing when the model is not traced. */
+static struct _sf_task_done traced(struct sf_model *m, const char *name, enum _sf_ev_kind kind,
+                                   int layer)
+{
+	struct _sf_event *rec =
+	    m->trace ? _sf_recorder_reserve(m->trace, (int)m->nsteps, name, kind, layer) : NULL;
+	return rec ? (struct _sf_task_done){_sf_recorder_task_done, rec} : (struct _sf_task_done){0};
+}
 
 static bool full_sharding(const struct sf_model *m)
 {
@@ -88,17 +79,9 @@ static int submit_gather(struct sf_model *m, int u, starpu_data_handle_t after)
 		              "step planner: no free ring slot to gather unit \"%s\" (%d slots); "
 		              "please report this graph",
 		              un->name, m->R);
-	if (after)
-		INSERT(TRACE(m, un->gather_name, SF_EV_GATHER, un->first), &_sf_cl_gather_after,
-		       STARPU_RW, m->h_order, STARPU_R, un->h_shard, STARPU_W, m->h_ring[s],
-		       STARPU_R, after, STARPU_CL_ARGS_NFREE, &un->comm, sizeof un->comm,
-		       STARPU_EXECUTE_ON_WORKER, m->ctx->comm_worker, STARPU_NAME, un->gather_name);
-	else
-		INSERT(TRACE(m, un->gather_name, SF_EV_GATHER, un->first), &_sf_cl_gather,
-		       STARPU_RW, m->h_order, STARPU_R, un->h_shard, STARPU_W, m->h_ring[s],
-		       STARPU_CL_ARGS_NFREE, &un->comm, sizeof un->comm, STARPU_EXECUTE_ON_WORKER,
-		       m->ctx->comm_worker, STARPU_NAME, un->gather_name);
-	return SF_OK;
+	return _sf_submit_gather(&un->comm, m->h_order, un->h_shard, m->h_ring[s], after,
+	                         m->ctx->comm_worker, un->gather_name,
+	                         traced(m, un->gather_name, SF_EV_GATHER, un->first));
 }
 
 /* The slot of unit u is no longer read: count it out, then let StarPU drop it. */
@@ -106,9 +89,10 @@ static int submit_free(struct sf_model *m, int u)
 {
 	struct _sf_unit *un = &m->units[u];
 	int s = slot_of(m, u);
-	INSERT(TRACE(m, un->free_name, SF_EV_FREE, un->first), &_sf_cl_free, STARPU_RW,
-	       m->h_ring[s], STARPU_CL_ARGS_NFREE, &un->comm, sizeof un->comm, STARPU_NAME,
-	       un->free_name);
+	int rc = _sf_submit_free(&un->comm, m->h_ring[s], un->free_name,
+	                         traced(m, un->free_name, SF_EV_FREE, un->first));
+	if (rc < 0)
+		return rc;
 	starpu_data_invalidate_submit(m->h_ring[s]);
 	_sf_slots_release(&m->ring_slots, s);
 	return SF_OK;
@@ -126,18 +110,12 @@ static int submit_fwd_named(struct sf_model *m, int n, const char *name, enum _s
 {
 	const struct _sf_node *nd = &m->gnodes[n];
 	struct _sf_node_state *s = &m->nodes[n];
-	struct starpu_data_descr d[SF_MAX_INPUTS + 3];
-	int k = 0;
-	if (s->unit >= 0)
-		d[k++] = (struct starpu_data_descr){param_handle(m, s->unit), STARPU_R};
+	starpu_data_handle_t in[SF_MAX_INPUTS];
 	for (int i = 0; i < nd->nin; i++)
-		d[k++] = (struct starpu_data_descr){m->nodes[nd->in[i]].h_act, STARPU_R};
-	d[k++] = (struct starpu_data_descr){s->h_act, STARPU_W};
-	if (s->h_saved)
-		d[k++] = (struct starpu_data_descr){s->h_saved, STARPU_W};
-	INSERT(TRACE(m, name, kind, n), _sf_layer_codelet(nd->type, false), STARPU_DATA_MODE_ARRAY,
-	       d, k, STARPU_CL_ARGS_NFREE, &s->info, sizeof s->info, STARPU_NAME, name);
-	return SF_OK;
+		in[i] = m->nodes[nd->in[i]].h_act;
+	return _sf_submit_layer_fwd(nd->type, &s->info, s->unit >= 0 ? param_handle(m, s->unit) : NULL,
+	                            in, nd->nin, s->h_act, s->h_saved, name,
+	                            traced(m, name, kind, n));
 }
 
 /* grad: the unit's gradient slot; first: this node is the first writer of it in this
@@ -147,50 +125,32 @@ static int submit_bwd(struct sf_model *m, int n, starpu_data_handle_t grad, bool
 	const struct _sf_node *nd = &m->gnodes[n];
 	struct _sf_node_state *s = &m->nodes[n];
 	const struct sf_layer_info *li = &s->bwd_info;
-	struct starpu_data_descr d[2 * SF_MAX_INPUTS + 5];
-	int k = 0;
+	starpu_data_handle_t in[SF_MAX_INPUTS], din[SF_MAX_INPUTS];
+	for (int i = 0; i < nd->nin; i++) {
+		in[i] = m->nodes[nd->in[i]].h_act;
+		din[i] = m->nodes[nd->in[i]].h_dact;
+	}
+	starpu_data_handle_t params = NULL;
 	if (s->unit >= 0)
-		d[k++] = (struct starpu_data_descr){
-		    li->params_absent ? m->h_noparams : param_handle(m, s->unit), STARPU_R};
-	for (int i = 0; i < nd->nin; i++)
-		d[k++] = (struct starpu_data_descr){m->nodes[nd->in[i]].h_act, STARPU_R};
-	d[k++] = (struct starpu_data_descr){s->h_act, STARPU_R};
-	d[k++] = (struct starpu_data_descr){s->h_dact, STARPU_R};
-	if (s->h_saved)
-		d[k++] = (struct starpu_data_descr){s->h_saved, STARPU_R};
-	/* activation gradients: "=" for the first consumer, "+=" for the others */
-	for (int i = 0; i < nd->nin; i++)
-		if (li->need_dinput[i])
-			d[k++] = (struct starpu_data_descr){
-			    m->nodes[nd->in[i]].h_dact, li->accumulate[i] ? STARPU_RW : STARPU_W};
-	if (s->unit >= 0)
-		d[k++] = (struct starpu_data_descr){grad, first ? STARPU_W : STARPU_RW};
-	INSERT(TRACE(m, s->bwd_name, SF_EV_BWD, n), _sf_layer_codelet(nd->type, true),
-	       STARPU_DATA_MODE_ARRAY, d, k, STARPU_CL_ARGS_NFREE, li, sizeof *li, STARPU_NAME,
-	       s->bwd_name);
-	return SF_OK;
+		params = li->params_absent ? m->h_noparams : param_handle(m, s->unit);
+	return _sf_submit_layer_bwd(nd->type, li, params, in, nd->nin, s->h_act, s->h_dact,
+	                            s->h_saved, din, s->unit >= 0 ? grad : NULL, first, s->bwd_name,
+	                            traced(m, s->bwd_name, SF_EV_BWD, n));
 }
 
 static int submit_reduce(struct sf_model *m, int u, starpu_data_handle_t grad,
                          starpu_data_handle_t out)
 {
 	struct _sf_unit *un = &m->units[u];
-	if (m->cfg.sharding == SF_SHARD_NONE)
-		INSERT(TRACE(m, un->rs_name, SF_EV_RS, un->first), &_sf_cl_allreduce, STARPU_RW,
-		       m->h_order, STARPU_RW, grad, STARPU_CL_ARGS_NFREE, &un->comm,
-		       sizeof un->comm, STARPU_EXECUTE_ON_WORKER, m->ctx->comm_worker, STARPU_NAME,
-		       un->rs_name);
-	else
-		INSERT(TRACE(m, un->rs_name, SF_EV_RS, un->first), &_sf_cl_reduce_scatter,
-		       STARPU_RW, m->h_order, STARPU_RW, grad, STARPU_W, out, STARPU_CL_ARGS_NFREE,
-		       &un->comm, sizeof un->comm, STARPU_EXECUTE_ON_WORKER, m->ctx->comm_worker,
-		       STARPU_NAME, un->rs_name);
+	int w = m->ctx->comm_worker;
+	bool replicated = m->cfg.sharding == SF_SHARD_NONE;
+	int rc = _sf_submit_reduce(&un->comm, m->h_order, grad, replicated ? NULL : out, w,
+	                           un->rs_name, traced(m, un->rs_name, SF_EV_RS, un->first));
 	/* hybrid: the node's sum of the shard, summed over the nodes */
-	if (m->nrep > 1 && m->cfg.sharding != SF_SHARD_NONE)
-		INSERT(TRACE(m, un->ar_name, SF_EV_RS, un->first), &_sf_cl_rep_allreduce, STARPU_RW,
-		       m->h_order, STARPU_RW, out, STARPU_CL_ARGS_NFREE, &un->comm, sizeof un->comm,
-		       STARPU_EXECUTE_ON_WORKER, m->ctx->comm_worker, STARPU_NAME, un->ar_name);
-	return SF_OK;
+	if (rc == SF_OK && m->nrep > 1 && !replicated)
+		rc = _sf_submit_rep_allreduce(&un->comm, m->h_order, out, w, un->ar_name,
+		                              traced(m, un->ar_name, SF_EV_RS, un->first));
+	return rc;
 }
 
 /* dst = src (copy) or dst += src, elements [off, off + n) */
@@ -198,11 +158,8 @@ static int submit_acc(struct sf_model *m, int u, starpu_data_handle_t dst, starp
                       bool copy, size_t n)
 {
 	struct _sf_unit *un = &m->units[u];
-	struct _sf_grad_args a = {.off = 0, .n = n};
-	INSERT(TRACE(m, un->acc_name, SF_EV_GRAD, un->first),
-	       copy ? &_sf_cl_grad_copy : &_sf_cl_grad_add, copy ? STARPU_W : STARPU_RW, dst,
-	       STARPU_R, src, STARPU_VALUE, &a, sizeof a, STARPU_NAME, un->acc_name);
-	return SF_OK;
+	return _sf_submit_grad_acc(copy, dst, src, (struct _sf_grad_args){.off = 0, .n = n},
+	                           un->acc_name, traced(m, un->acc_name, SF_EV_GRAD, un->first));
 }
 
 static bool clipping(const struct sf_model *m)
@@ -283,17 +240,8 @@ static int submit_opt(struct sf_model *m, int u, starpu_data_handle_t g)
 	    .skip = un->skip,
 	    .nskip = un->nskip,
 	};
-	/* the family's buffer order (tasks/optim.h): param, grad, its state vectors, clip */
-	const struct _sf_optim_family *f = &_sf_optim_families[m->opt.optimizer];
-	if (f->nstate == 2)
-		INSERT(TRACE(m, un->opt_name, SF_EV_OPT, un->first), f->cl, STARPU_RW, p, STARPU_R, g,
-		       STARPU_RW, un->h_m, STARPU_RW, un->h_v, STARPU_R, clip_handle(m), STARPU_VALUE,
-		       &a, sizeof a, STARPU_NAME, un->opt_name);
-	else
-		INSERT(TRACE(m, un->opt_name, SF_EV_OPT, un->first), f->cl, STARPU_RW, p, STARPU_R, g,
-		       STARPU_RW, un->h_m, STARPU_R, clip_handle(m), STARPU_VALUE, &a, sizeof a,
-		       STARPU_NAME, un->opt_name);
-	return SF_OK;
+	return _sf_submit_opt(m->opt.optimizer, &a, p, g, un->h_m, un->h_v, clip_handle(m),
+	                      un->opt_name, traced(m, un->opt_name, SF_EV_OPT, un->first));
 }
 
 /* This rank's share of unit u's squared gradient norm: its shard, or its slice of a
@@ -307,9 +255,8 @@ static int submit_sqnorm(struct sf_model *m, int u, starpu_data_handle_t g)
 		a.off = lo < un->P ? lo : un->P;
 		a.n = un->P - a.off < un->S ? un->P - a.off : un->S;
 	}
-	INSERT(TRACE(m, un->sq_name, SF_EV_GRAD, un->first), &_sf_cl_grad_sqnorm, STARPU_R, g,
-	       STARPU_W, un->h_sq, STARPU_VALUE, &a, sizeof a, STARPU_NAME, un->sq_name);
-	return SF_OK;
+	return _sf_submit_grad_sqnorm(g, un->h_sq, a, un->sq_name,
+	                              traced(m, un->sq_name, SF_EV_GRAD, un->first));
 }
 
 /* After unit u's reduction: its update now, or (clipping) its share of the norm, the
@@ -327,7 +274,6 @@ static int finish_reduction(struct sf_model *m, int u, starpu_data_handle_t grad
 static int update_all(struct sf_model *m)
 {
 	int rc = SF_OK;
-	struct starpu_data_descr d[2 + SF_MAX_UNITS_NORM];
 	int slot = (int)(m->nsteps % SF_LOSS_SLOTS);
 	struct _sf_norm_args a = {
 	    .comm = &m->loss_comm,
@@ -336,31 +282,10 @@ static int update_all(struct sf_model *m)
 	    .max_norm = m->opt.max_grad_norm,
 	    .replicas = m->nrep,
 	};
-	struct starpu_data_descr *dd = m->nunits <= SF_MAX_UNITS_NORM
-	                                   ? d
-	                                   : malloc((size_t)(m->nunits + 2) * sizeof *dd);
-	if (!dd)
-		return SF_ERR(SF_ERR_NOMEM, "sf_model_step: out of memory");
-	dd[0] = (struct starpu_data_descr){m->h_order, STARPU_RW};
-	dd[1] = (struct starpu_data_descr){m->h_clip[slot], STARPU_W};
-	for (int u = 0; u < m->nunits; u++)
-		dd[2 + u] = (struct starpu_data_descr){m->units[u].h_sq, STARPU_R};
 	m->clip_ticket[slot] = m->nsteps;
-	struct _sf_event *rec = TRACE(m, "grad norm", SF_EV_NORM, -1);
-	int ret = rec ? starpu_task_insert(&_sf_cl_grad_norm, STARPU_DATA_MODE_ARRAY, dd,
-	                                   m->nunits + 2, STARPU_VALUE, &a, sizeof a,
-	                                   STARPU_EXECUTE_ON_WORKER, m->ctx->comm_worker,
-	                                   STARPU_NAME, "grad norm",
-	                                   STARPU_CALLBACK_WITH_ARG_NFREE,
-	                                   _sf_recorder_task_done, rec, 0)
-	              : starpu_task_insert(&_sf_cl_grad_norm, STARPU_DATA_MODE_ARRAY, dd,
-	                                   m->nunits + 2, STARPU_VALUE, &a, sizeof a,
-	                                   STARPU_EXECUTE_ON_WORKER, m->ctx->comm_worker,
-	                                   STARPU_NAME, "grad norm", 0);
-	if (dd != d)
-		free(dd);
-	if (ret != 0)
-		return SF_ERR(SF_ERR_STARPU, "starpu_task_insert failed (%d)", ret);
+	SF_CHECK(_sf_submit_grad_norm(&a, m->h_order, m->h_clip[slot], m->h_sqs, m->norm_descr,
+	                              m->ctx->comm_worker, "grad norm",
+	                              traced(m, "grad norm", SF_EV_NORM, -1)));
 	for (int i = 0; i < m->nunits; i++) {
 		int u = m->bwd_order[i];
 		SF_CHECK(submit_opt(m, u, opt_grad(m, u, m->units[u].h_gshard)));
@@ -372,11 +297,9 @@ fail:
 static int submit_loss(struct sf_model *m, const struct _sf_node *nd)
 {
 	int x = nd->in[0];
-	INSERT(TRACE(m, "loss", SF_EV_LOSS, -1), &_sf_cl_loss, STARPU_R, m->nodes[x].h_act,
-	       STARPU_R, m->h_labels, STARPU_W, m->nodes[x].h_dact, STARPU_W,
-	       m->h_loss[m->nsteps % SF_LOSS_SLOTS], STARPU_CL_ARGS_NFREE, &m->loss_args,
-	       sizeof m->loss_args, STARPU_NAME, "loss");
-	return SF_OK;
+	return _sf_submit_loss(&m->loss_args, m->nodes[x].h_act, m->h_labels, m->nodes[x].h_dact,
+	                       m->h_loss[m->nsteps % SF_LOSS_SLOTS], "loss",
+	                       traced(m, "loss", SF_EV_LOSS, -1));
 }
 
 /* Gathers, in forward order, unit u if it is not resident, then the units after it
@@ -531,11 +454,9 @@ static int backward(struct sf_model *m)
 	if (m->update && m->cfg.sharding == SF_SHARD_GRAD_OP)
 		for (int u = m->nunits - 1; u >= 0; u--) {
 			struct _sf_unit *un = &m->units[u];
-			INSERT(TRACE(m, un->ag_name, SF_EV_AG, un->first), &_sf_cl_gather,
-			       STARPU_RW, m->h_order, STARPU_R, un->h_shard, STARPU_W, un->h_full,
-			       STARPU_CL_ARGS_NFREE, &un->comm, sizeof un->comm,
-			       STARPU_EXECUTE_ON_WORKER, m->ctx->comm_worker, STARPU_NAME,
-			       un->ag_name);
+			SF_CHECK(_sf_submit_gather(&un->comm, m->h_order, un->h_shard, un->h_full, NULL,
+			                           m->ctx->comm_worker, un->ag_name,
+			                           traced(m, un->ag_name, SF_EV_AG, un->first)));
 		}
 fail:
 	return rc;
@@ -546,10 +467,9 @@ int _sf_step_submit(struct sf_model *m)
 	int rc = SF_OK;
 	SF_CHECK(_sf_forward_submit(m, true));
 	SF_CHECK(backward(m));
-	INSERT(TRACE(m, "loss allreduce", SF_EV_LOSS_SUM, -1), &_sf_cl_loss_sum, STARPU_RW,
-	       m->h_order, STARPU_RW, m->h_loss[m->nsteps % SF_LOSS_SLOTS], STARPU_CL_ARGS_NFREE,
-	       &m->loss_comm, sizeof m->loss_comm, STARPU_EXECUTE_ON_WORKER, m->ctx->comm_worker,
-	       STARPU_NAME, "loss allreduce");
+	SF_CHECK(_sf_submit_loss_sum(&m->loss_comm, m->h_order, m->h_loss[m->nsteps % SF_LOSS_SLOTS],
+	                             m->ctx->comm_worker, "loss allreduce",
+	                             traced(m, "loss allreduce", SF_EV_LOSS_SUM, -1)));
 fail:
 	return rc;
 }

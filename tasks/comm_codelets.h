@@ -25,6 +25,8 @@
 #ifndef SF_TASKS_COMM_CODELETS_H
 #define SF_TASKS_COMM_CODELETS_H
 
+#include "tasks/submit.h"
+
 #include <starpu.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -81,5 +83,38 @@ extern struct starpu_codelet _sf_cl_loss_sum;
 extern struct starpu_codelet _sf_cl_grad_norm; /* order[RW] clip[W] sq_u[R]..., packed
                                                   struct _sf_norm_args */
 extern struct starpu_codelet _sf_cl_free;
+
+/* Submitting them (tasks/submit.h). Every collective runs on `worker` (the comm
+ * worker) and takes the order handle first, read-write, so that every rank enqueues
+ * its collectives in one order; `a` is the unit's (or the loss's) arguments, passed by
+ * pointer: the model keeps them. */
+
+/* gather: order[RW] shard[R] full[W] (after[R]: an extra dependency, or NULL) */
+int _sf_submit_gather(struct _sf_comm_args *a, starpu_data_handle_t order,
+                      starpu_data_handle_t shard, starpu_data_handle_t full,
+                      starpu_data_handle_t after, int worker, const char *name,
+                      struct _sf_task_done done);
+/* the gathered copy is no longer read: full[RW] (counts the unit out; any worker) */
+int _sf_submit_free(struct _sf_comm_args *a, starpu_data_handle_t full, const char *name,
+                    struct _sf_task_done done);
+/* out NULL: grad all-reduced in place (replicated parameters): order[RW] grad[RW];
+ * else its reduce-scatter: order[RW] grad[RW] out[W] */
+int _sf_submit_reduce(struct _sf_comm_args *a, starpu_data_handle_t order,
+                      starpu_data_handle_t grad, starpu_data_handle_t out, int worker,
+                      const char *name, struct _sf_task_done done);
+/* hybrid: v summed over the replicas: order[RW] v[RW] */
+int _sf_submit_rep_allreduce(struct _sf_comm_args *a, starpu_data_handle_t order,
+                             starpu_data_handle_t v, int worker, const char *name,
+                             struct _sf_task_done done);
+/* the step's loss summed over the ranks: order[RW] loss[RW] */
+int _sf_submit_loss_sum(struct _sf_comm_args *a, starpu_data_handle_t order,
+                        starpu_data_handle_t loss, int worker, const char *name,
+                        struct _sf_task_done done);
+/* the gradient's norm and clip factor: order[RW] clip[W] sq[R] x nunits; descr: room
+ * for nunits + 2 buffers (the model's, allocated once); a copied into the task */
+int _sf_submit_grad_norm(const struct _sf_norm_args *a, starpu_data_handle_t order,
+                         starpu_data_handle_t clip, const starpu_data_handle_t *sq,
+                         struct starpu_data_descr *descr, int worker, const char *name,
+                         struct _sf_task_done done);
 
 #endif

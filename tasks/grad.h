@@ -13,6 +13,8 @@
 #ifndef SF_TASKS_GRAD_H
 #define SF_TASKS_GRAD_H
 
+#include "tasks/submit.h"
+
 #include <starpu.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -32,6 +34,14 @@ extern struct starpu_codelet _sf_cl_grad_sqnorm;
 
 /* Bodies that return at once when skip is set (SHARDFLOW_SKIP=compute). */
 void _sf_grad_codelets_configure(bool skip);
+
+/* Submitting them (tasks/submit.h); a copied into the task.
+ * copy: dst[W] = src[R]; else dst[RW] += src[R] (elements [a.off, a.off + a.n)) */
+int _sf_submit_grad_acc(bool copy, starpu_data_handle_t dst, starpu_data_handle_t src,
+                        struct _sf_grad_args a, const char *name, struct _sf_task_done done);
+/* sq[W] = the squared norm of g[R]'s elements [a.off, a.off + a.n) */
+int _sf_submit_grad_sqnorm(starpu_data_handle_t g, starpu_data_handle_t sq,
+                           struct _sf_grad_args a, const char *name, struct _sf_task_done done);
 
 void _sf_grad_add(size_t n, float *dst, const float *src);
 void _sf_grad_copy(size_t n, float *dst, const float *src);

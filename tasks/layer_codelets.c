@@ -106,3 +106,78 @@ int _sf_layer_codelets_configure(bool skip)
 #endif
 	return SF_OK;
 }
+
+/* --- submitting them ------------------------------------------------------------------ */
+
+int _sf_submit_layer_fwd(const struct _sf_layer_entry *type, const struct sf_layer_info *info,
+                         starpu_data_handle_t params, const starpu_data_handle_t *in, int nin,
+                         starpu_data_handle_t out, starpu_data_handle_t saved, const char *name,
+                         struct _sf_task_done done)
+{
+	struct starpu_data_descr d[SF_MAX_INPUTS + 3];
+	int k = 0;
+	if (params)
+		d[k++] = (struct starpu_data_descr){params, STARPU_R};
+	for (int i = 0; i < nin; i++)
+		d[k++] = (struct starpu_data_descr){in[i], STARPU_R};
+	d[k++] = (struct starpu_data_descr){out, STARPU_W};
+	if (saved)
+		d[k++] = (struct starpu_data_descr){saved, STARPU_W};
+	return _sf_task_submit(&(struct _sf_task){.cl = _sf_layer_codelet(type, false),
+	                                          .buf = d,
+	                                          .nbuf = k,
+	                                          .arg = info,
+	                                          .arg_size = sizeof *info,
+	                                          .worker = -1,
+	                                          .name = name,
+	                                          .done = done});
+}
+
+int _sf_submit_layer_bwd(const struct _sf_layer_entry *type, const struct sf_layer_info *info,
+                         starpu_data_handle_t params, const starpu_data_handle_t *in, int nin,
+                         starpu_data_handle_t out, starpu_data_handle_t dout,
+                         starpu_data_handle_t saved, const starpu_data_handle_t *din,
+                         starpu_data_handle_t dparams, bool dparams_first, const char *name,
+                         struct _sf_task_done done)
+{
+	struct starpu_data_descr d[2 * SF_MAX_INPUTS + 5];
+	int k = 0;
+	if (params)
+		d[k++] = (struct starpu_data_descr){params, STARPU_R};
+	for (int i = 0; i < nin; i++)
+		d[k++] = (struct starpu_data_descr){in[i], STARPU_R};
+	d[k++] = (struct starpu_data_descr){out, STARPU_R};
+	d[k++] = (struct starpu_data_descr){dout, STARPU_R};
+	if (saved)
+		d[k++] = (struct starpu_data_descr){saved, STARPU_R};
+	for (int i = 0; i < nin; i++)
+		if (info->need_dinput[i])
+			d[k++] = (struct starpu_data_descr){din[i],
+			                                    info->accumulate[i] ? STARPU_RW : STARPU_W};
+	if (dparams)
+		d[k++] = (struct starpu_data_descr){dparams, dparams_first ? STARPU_W : STARPU_RW};
+	return _sf_task_submit(&(struct _sf_task){.cl = _sf_layer_codelet(type, true),
+	                                          .buf = d,
+	                                          .nbuf = k,
+	                                          .arg = info,
+	                                          .arg_size = sizeof *info,
+	                                          .worker = -1,
+	                                          .name = name,
+	                                          .done = done});
+}
+
+int _sf_submit_loss(const struct _sf_loss_args *a, starpu_data_handle_t logits,
+                    starpu_data_handle_t labels, starpu_data_handle_t dlogits,
+                    starpu_data_handle_t loss, const char *name, struct _sf_task_done done)
+{
+	struct starpu_data_descr d[] = {
+	    {logits, STARPU_R}, {labels, STARPU_R}, {dlogits, STARPU_W}, {loss, STARPU_W}};
+	return _sf_task_submit(&(struct _sf_task){.cl = &_sf_cl_loss,
+	                                          .buf = d,
+	                                          .nbuf = 4,
+	                                          .arg = a,
+	                                          .arg_size = sizeof *a,
+	                                          .worker = -1,
+	                                          .name = name,
+	                                          .done = done});
+}

@@ -156,3 +156,24 @@ void _sf_optim_codelets_configure(bool skip)
 	_sf_cl_lion.cuda_funcs[0] = skip ? _sf_noop_kernel : lion_cuda;
 #endif
 }
+
+int _sf_submit_opt(int opt, const struct _sf_opt_args *a, starpu_data_handle_t param,
+                   starpu_data_handle_t grad, starpu_data_handle_t m, starpu_data_handle_t v,
+                   starpu_data_handle_t clip, const char *name, struct _sf_task_done done)
+{
+	const struct _sf_optim_family *f = &_sf_optim_families[opt];
+	struct starpu_data_descr d[5] = {{param, STARPU_RW}, {grad, STARPU_R}, {m, STARPU_RW}};
+	int k = 3;
+	if (f->nstate == 2)
+		d[k++] = (struct starpu_data_descr){v, STARPU_RW};
+	d[k++] = (struct starpu_data_descr){clip, STARPU_R};
+	return _sf_task_submit(&(struct _sf_task){.cl = f->cl,
+	                                          .buf = d,
+	                                          .nbuf = k,
+	                                          .arg = a,
+	                                          .arg_size = sizeof *a,
+	                                          .arg_copy = true,
+	                                          .worker = -1,
+	                                          .name = name,
+	                                          .done = done});
+}

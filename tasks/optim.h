@@ -21,6 +21,8 @@
 #ifndef SF_TASKS_OPTIM_H
 #define SF_TASKS_OPTIM_H
 
+#include "tasks/submit.h"
+
 #include <starpu.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -61,6 +63,12 @@ extern struct starpu_codelet _sf_cl_lion;
 
 /* Bodies that return at once when skip is set (SHARDFLOW_SKIP=compute). */
 void _sf_optim_codelets_configure(bool skip);
+
+/* Submits optimizer `opt`'s update (tasks/submit.h): param[RW] grad[R], its state
+ * vectors m[RW] (and v[RW] when the family has two), clip[R]; a copied into the task. */
+int _sf_submit_opt(int opt, const struct _sf_opt_args *a, starpu_data_handle_t param,
+                   starpu_data_handle_t grad, starpu_data_handle_t m, starpu_data_handle_t v,
+                   starpu_data_handle_t clip, const char *name, struct _sf_task_done done);
 
 /* SGD with momentum and L2 weight decay (PyTorch's formulation), on the gradient
  * g s, s = scale * (float)clip[1] (clip: a pointer to the clip buffer's two doubles):
