@@ -89,8 +89,7 @@ src=$build/src
 mkdir -p "$src" || die "cannot create $src"
 # tracked and untracked-but-not-ignored files; tar keeps their times, so make only
 # rebuilds what changed since the last bundle
-(cd "$top" && git ls-files -z -c -o --exclude-standard | tar --null -T - -cf -) | tar -xf - -C "$src" ||
-	die "copying the checkout into $src failed"
+bash "$top/scripts/copy-tree.sh" "$top" "$src" || die "copying the checkout into $src failed"
 commit=$(cd "$top" && git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
 dirty=$(cd "$top" && git status --porcelain --untracked-files=no 2>/dev/null | wc -l)
 [ "$dirty" -gt 0 ] && commit="$commit+$dirty-modified"

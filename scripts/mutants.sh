@@ -119,7 +119,7 @@ fi
 # replaced (with a new time): tar would give a file back its old time, older than the
 # objects a mutant of it left, and make would keep those.
 rm -rf "$build/incoming" && mkdir -p "$build/incoming" || exit 2
-(cd "$top" && git ls-files -z -c -o --exclude-standard | tar --null -T - -cf -) | tar -xf - -C "$build/incoming" ||
+bash "$top/scripts/copy-tree.sh" "$top" "$build/incoming" ||
 	{ echo "$prog: copying the tree failed" >&2; exit 2; }
 (cd "$build/incoming" && find . -type f) | while IFS= read -r f; do
 	if ! cmp -s "$build/incoming/$f" "$src/$f"; then

@@ -48,8 +48,7 @@ mkdir -p "$reports" || exit 2
 
 echo "== copy the sources to $src"
 # only what git knows (the working tree's version): no build products of the source tree
-(cd "$top" && git ls-files -z --cached --others --exclude-standard | xargs -0 tar -cf - --) |
-	(cd "$src" && tar -xf -) || exit 2
+bash "$top/scripts/copy-tree.sh" "$top" "$src" || exit 2
 # a built program tracked by mistake must not pass for a sanitized one
 rm -f "$src/tests/grad_check"
 

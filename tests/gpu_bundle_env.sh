@@ -37,8 +37,7 @@ plan 9
 machine=$tmp/machine
 mkdir -p "$machine" "$tmp/empty" "$tmp/out" "$tmp/unpack" || bail_out "cannot create $tmp/machine"
 : >"$tmp/empty-file"
-(cd "$top_srcdir" && git ls-files -z -c -o --exclude-standard | tar --null -T - -cf -) | tar -xf - -C "$machine" ||
-	bail_out "copying the tree failed"
+bash "$top_srcdir/scripts/copy-tree.sh" "$top_srcdir" "$machine" || bail_out "copying the tree failed"
 cp -r "$bundle" "$machine/gpu-bundle" || bail_out "copying the bundle failed"
 
 # what to hide: directories (an empty one over each) and files (an empty file)
