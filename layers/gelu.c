@@ -1,39 +1,11 @@
 /*
- * gelu.c — the gelu layer type: same width as its input, no parameters; the codelet
- * bodies unpack the buffers and call layers/gelu_cpu.c (or layers/gelu_cuda.cu).
+ * gelu.c — the gelu layer type: GELU in its tanh form (GPT-2's), element-wise, no
+ * parameters (layers/unary_type.h); the math in layers/gelu_cpu.c (and
+ * layers/gelu_cuda.cu).
  */
 #include "config.h"
 
 #include "layers/gelu.h"
-#include "layers/layer.h"
-#include "layers/elementwise.h"
-#include "layers/kernel_bodies.h"
+#include "layers/unary_type.h"
 
-static void fwd_with(void *buffers[], void *cl_arg, void (*f)(size_t, const float *, float *))
-{
-	const struct sf_layer_info *li = cl_arg;
-	f(_sf_nelem(li), sf_kernel_input(buffers, li, 0), sf_kernel_output(buffers, li));
-}
-
-static void bwd_with(void *buffers[], void *cl_arg,
-                     void (*f)(size_t, const float *, const float *, float *, int))
-{
-	const struct sf_layer_info *li = cl_arg;
-	f(_sf_nelem(li), sf_kernel_input(buffers, li, 0), sf_kernel_doutput(buffers, li),
-	  sf_kernel_dinput(buffers, li, 0), li->accumulate[0]);
-}
-
-SF_BODIES(gelu_fwd, fwd_with, _sf_gelu_fwd, _sf_gelu_fwd_cuda)
-SF_BODIES(gelu_bwd, bwd_with, _sf_gelu_bwd, _sf_gelu_bwd_cuda)
-
-const struct sf_layer_type _sf_gelu_type = {
-    .api_version = SF_LAYER_API_VERSION,
-    .name = "gelu",
-    .min_inputs = 1,
-    .max_inputs = 1,
-    .infer = _sf_same_width_infer,
-    .forward_cpu = gelu_fwd_cpu,
-    .backward_cpu = gelu_bwd_cpu,
-    .forward_cuda = SF_CUDA_BODY(gelu_fwd_cuda),
-    .backward_cuda = SF_CUDA_BODY(gelu_bwd_cuda),
-};
+SF_UNARY_TYPE(gelu)
