@@ -93,3 +93,15 @@ void _sf_log(enum sf_log_level level, const char *fmt, ...)
 	fflush(stderr);
 	va_end(ap);
 }
+
+int _sf_path_printf(char *buf, size_t n, const char *what, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int k = vsnprintf(buf, n, fmt, ap);
+	va_end(ap);
+	if (k < 0 || (size_t)k >= n)
+		return SF_ERR(SF_ERR_INVALID, "%s: the path \"%.64s...\" is longer than %zu bytes",
+		              what, buf, n - 1);
+	return SF_OK;
+}

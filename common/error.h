@@ -13,12 +13,18 @@
 #include "shardflow.h"
 
 #include <stdbool.h>
+#include <stddef.h>
 
 /* Records and prints a message (unless _sf_err_quiet); returns status. file may be NULL
  * (no location). */
 int _sf_err(int status, const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 #define SF_ERR(status, ...) _sf_err((status), __FILE__, __LINE__, __VA_ARGS__)
+
+/* Formats a file path into buf (n bytes, SF_PATH_MAX for the library's): SF_OK, or
+ * SF_ERR_INVALID saying that the path `what` names would be too long. */
+int _sf_path_printf(char *buf, size_t n, const char *what, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
 /* Propagates a negative status to the enclosing function's `fail:` label (which
  * returns `rc`). */
@@ -44,6 +50,7 @@ extern int _sf_log_rank;
 
 void _sf_log(enum sf_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-#define SF_NAME_MAX 64 /* names of graphs, nodes, layer types and units, with the NUL */
+#define SF_NAME_MAX 64   /* names of graphs, nodes, layer types and units, with the NUL */
+#define SF_PATH_MAX 4096 /* bytes of every file path the library builds, with the NUL */
 
 #endif

@@ -53,7 +53,6 @@
 struct sf_model;
 
 #define CKPT_MAGIC "SFCKPT1" /* and its NUL: 8 bytes */
-#define CKPT_PATH_MAX SF_PATH_MAX
 
 /* The names of the vectors of a unit, in file order: param, m, v. */
 extern const char *const _sf_ckpt_vec_names[];

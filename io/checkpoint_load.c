@@ -24,7 +24,7 @@
 static int read_manifest(const char *stepdir, char **text, size_t *len, bool *has_crc)
 {
 	int rc = SF_OK;
-	char path[CKPT_PATH_MAX], *line = NULL;
+	char path[SF_PATH_MAX], *line = NULL;
 	size_t n;
 	SF_CHECK(_sf_path_join(path, sizeof path, stepdir, "manifest.json"));
 	SF_CHECK(_sf_read_small_file(path, CKPT_MANIFEST_MAX, text, len));
@@ -122,16 +122,16 @@ static void expect_free(struct _sf_manifest_expect *e)
 
 /* Rank 0: which step directory `dir` means and its manifest, for every rank (each
  * parses the same bytes, so they agree on what the manifest says); *mf checked against
- * the model. stepdir: CKPT_PATH_MAX bytes. */
+ * the model. stepdir: SF_PATH_MAX bytes. */
 static int load_manifest(struct sf_model *m, const char *dir, char *stepdir,
                          struct _sf_manifest *mf)
 {
 	int rc = SF_OK, lrc = sf_model_sync(m);
-	char where[CKPT_PATH_MAX + 16], *text = NULL, *sd = stepdir;
+	char where[SF_PATH_MAX + 16], *text = NULL, *sd = stepdir;
 	size_t len = 0;
 	bool has_crc = false;
 	if (m->rank == 0 && lrc >= 0)
-		lrc = _sf_ckpt_resolve(dir, stepdir, CKPT_PATH_MAX);
+		lrc = _sf_ckpt_resolve(dir, stepdir, SF_PATH_MAX);
 	if (m->rank == 0 && lrc >= 0 && !*stepdir)
 		lrc = SF_ERR(SF_ERR_NOT_FOUND,
 		             "no checkpoint in %s yet: no such directory, or neither manifest.json "
@@ -144,7 +144,7 @@ static int load_manifest(struct sf_model *m, const char *dir, char *stepdir,
 	size_t sdlen = strlen(stepdir);
 	SF_CHECK(bcast_string(m, &sd, &sdlen));
 	if (m->rank != 0) {
-		snprintf(stepdir, CKPT_PATH_MAX, "%s", sd);
+		snprintf(stepdir, SF_PATH_MAX, "%s", sd);
 		free(sd);
 	}
 	SF_CHECK(bcast_string(m, &text, &len));
@@ -201,11 +201,11 @@ static int need_init(const struct sf_model *m, struct need *nd)
 	if (!nd->lo || !nd->hi || !nd->vec || !nd->scratch || (grad_op && !nd->whole))
 		return SF_ERR(SF_ERR_NOMEM, "sf_checkpoint_load: out of memory");
 	for (int u = 0; u < m->nunits; u++) {
-		size_t P = m->units[u].P, S = m->units[u].S;
-		size_t lo = (size_t)m->sr * S < P ? (size_t)m->sr * S : P;
+		size_t P = m->units[u].P, S = m->units[u].S, lo, n;
+		_sf_unit_block(m, u, &lo, &n);
 		bool none = m->cfg.sharding == SF_SHARD_NONE;
 		nd->lo[u] = none ? 0 : lo;
-		nd->hi[u] = none ? P : (P - lo < S ? P : lo + S);
+		nd->hi[u] = none ? P : lo + n;
 		for (int v = SF_VEC_PARAM; v <= SF_VEC_V; v++)
 			if (_sf_vec_exists(m, (enum _sf_vec)v)) {
 				nd->vec[u * 3 + v] =
@@ -311,7 +311,7 @@ static int check_size(const char *path, const struct stat *st, uint64_t want)
 static int check_all_sizes(const char *stepdir, const struct _sf_manifest *mf)
 {
 	int rc = SF_OK;
-	char path[CKPT_PATH_MAX];
+	char path[SF_PATH_MAX];
 	for (int w = 0; w < mf->world_size; w++) {
 		struct stat st;
 		SF_CHECK(_sf_ckpt_rank_path(path, sizeof path, stepdir, w));
@@ -330,7 +330,7 @@ static int read_rank_file(const struct sf_model *m, const char *stepdir,
                           const uint8_t *hdr)
 {
 	int rc = SF_OK, fd = -1, nv = _sf_ckpt_nvectors(m);
-	char path[CKPT_PATH_MAX];
+	char path[SF_PATH_MAX];
 	struct stat st;
 	uint32_t crc = 0;
 	SF_CHECK(_sf_ckpt_rank_path(path, sizeof path, stepdir, w));
@@ -396,8 +396,8 @@ static int gather_whole(struct sf_model *m, struct need *nd)
 		size_t S = m->units[u].S, n = nd->hi[u] - nd->lo[u];
 		memcpy(nd->send, nd->vec[u * 3 + SF_VEC_PARAM], n * sizeof(float));
 		memset(nd->send + n, 0, (S - n) * sizeof(float));
-		SF_CHECK(
-		    m->comm->ops->allgather(m->comm, nd->send, S * sizeof(float), nd->whole[u]));
+		SF_CHECK(m->comm->ops->allgather_bytes(m->comm, nd->send, S * sizeof(float),
+		                                       nd->whole[u]));
 	}
 fail:
 	return rc;
@@ -429,7 +429,7 @@ fail:
 SF_API int sf_checkpoint_latest(sf_model *m, const char *dir, int *found, char *path, size_t size)
 {
 	int rc = SF_OK, lrc = SF_OK;
-	char stepdir[CKPT_PATH_MAX] = "", *sd = stepdir;
+	char stepdir[SF_PATH_MAX] = "", *sd = stepdir;
 	if (!m || !dir || !*dir || !found || (path && !size))
 		return SF_ERR(SF_ERR_INVALID,
 		              "sf_checkpoint_latest: NULL model, directory or found, or a path of "
@@ -454,7 +454,7 @@ fail:
 SF_API int sf_checkpoint_load(sf_model *m, const char *dir, struct sf_checkpoint_info *info)
 {
 	int rc = SF_OK, lrc = SF_OK;
-	char stepdir[CKPT_PATH_MAX] = "";
+	char stepdir[SF_PATH_MAX] = "";
 	struct _sf_manifest mf = {0};
 	struct need nd = {0};
 	if (!m || !dir || !*dir)

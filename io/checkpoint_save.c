@@ -25,7 +25,7 @@
  * dies. */
 static int lock_dir(const char *dir, int *fd)
 {
-	char path[CKPT_PATH_MAX], who[128] = "";
+	char path[SF_PATH_MAX], who[128] = "";
 	int rc = _sf_path_join(path, sizeof path, dir, ".lock");
 	if (rc < 0)
 		return rc;
@@ -82,7 +82,7 @@ static void unlock_dir(int fd)
 static int write_rank_file(struct sf_model *m, const char *stepdir, uint64_t *size, uint32_t *crc)
 {
 	int rc = SF_OK, fd = -1;
-	char path[CKPT_PATH_MAX], tmp[CKPT_PATH_MAX + 8];
+	char path[SF_PATH_MAX], tmp[SF_PATH_MAX + 8];
 	float *buf = NULL;
 	size_t smax = 0;
 	for (int u = 0; u < m->nunits; u++)
@@ -91,13 +91,13 @@ static int write_rank_file(struct sf_model *m, const char *stepdir, uint64_t *si
 	buf = malloc(smax * sizeof(float) + 1);
 	if (!buf)
 		return SF_ERR(SF_ERR_NOMEM, "checkpoint: cannot allocate %zu bytes", smax * 4);
-	SF_CHECK(_sf_ckpt_rank_path(path, sizeof path, stepdir, m->sr));
+	SF_CHECK(_sf_ckpt_rank_path(path, sizeof path, stepdir, m->shard_rank));
 	SF_CHECK(_sf_create_tmp(path, tmp, sizeof tmp, &fd));
 
 	uint8_t hdr[SF_CKPT_HEADER];
 	memcpy(hdr, CKPT_MAGIC, 8);
-	_sf_put_le(hdr + 8, (uint32_t)m->sr, 4);
-	_sf_put_le(hdr + 12, (uint32_t)m->sn, 4);
+	_sf_put_le(hdr + 8, (uint32_t)m->shard_rank, 4);
+	_sf_put_le(hdr + 12, (uint32_t)m->shard_size, 4);
 	_sf_put_le(hdr + 16, (uint32_t)m->nunits, 4);
 	_sf_put_le(hdr + 20, (uint32_t)_sf_ckpt_nvectors(m), 4);
 	uint32_t c = _sf_crc32(0, hdr, sizeof hdr);
@@ -141,7 +141,7 @@ static json_t *manifest_build(struct sf_model *m, const struct sf_checkpoint_inf
 		json_array_append_new(units,
 		                      json_pack("{s:s, s:I}", "name", _sf_ckpt_unit_name(m, u), "P",
 		                                (json_int_t)m->units[u].P));
-	for (int r = 0; r < m->sn; r++) {
+	for (int r = 0; r < m->shard_size; r++) {
 		char name[32];
 		_sf_ckpt_rank_name(name, sizeof name, r);
 		json_array_append_new(files, json_pack("{s:s, s:I, s:I}", "name", name, "size",
@@ -151,7 +151,7 @@ static json_t *manifest_build(struct sf_model *m, const struct sf_checkpoint_inf
 	return json_pack("{s:s, s:i, s:i, s:s, s:s, s:s, s:s, s:I, s:{s:I, s:I, s:I, s:s}, "
 	                 "s:o, s:o, s:o}",
 	                 "format", SF_CKPT_FORMAT, "version", SF_CKPT_VERSION, "world_size",
-	                 m->sn, "sharding", _sf_sharding_names[m->cfg.sharding], "optimizer",
+	                 m->shard_size, "sharding", _sf_sharding_names[m->cfg.sharding], "optimizer",
 	                 _sf_optimizer_names[m->opt.optimizer], "structure_hash", hash, "dtype",
 	                 "f32", "model_steps", (json_int_t)m->nupdates, "info", "step",
 	                 (json_int_t)info->step, "epoch", (json_int_t)info->epoch, "batch",
@@ -163,7 +163,7 @@ static json_t *manifest_build(struct sf_model *m, const struct sf_checkpoint_inf
  * replaces waits for its removal. */
 struct save_paths {
 	char name[32]; /* step-<9 digits> */
-	char step[CKPT_PATH_MAX], stage[CKPT_PATH_MAX + 8], old[CKPT_PATH_MAX + 8];
+	char step[SF_PATH_MAX], stage[SF_PATH_MAX + 8], old[SF_PATH_MAX + 8];
 };
 
 /* Rank 0, holding the lock: a save of step N killed between moving the old step-N
@@ -197,7 +197,7 @@ static int publish(struct sf_model *m, const char *dir, const struct save_paths 
                    const uint32_t *crcs)
 {
 	int rc = SF_OK;
-	char path[CKPT_PATH_MAX + 32], line[64];
+	char path[SF_PATH_MAX + 32], line[64];
 	char *text = NULL;
 	json_t *root = manifest_build(m, info, sizes, crcs);
 	if (!root)
@@ -300,25 +300,25 @@ SF_API int sf_checkpoint_save(sf_model *m, const char *dir, const struct sf_chec
 	uint64_t mine[2] = {0, 0};
 	uint32_t crc = 0;
 	/* hybrid: the first node's ranks hold every shard once (the files of a checkpoint
-	 * written by sn ranks); the other nodes' are the same again and write nothing */
-	lrc = m->rank < m->sn ? write_rank_file(m, sp.stage, &mine[0], &crc) : SF_OK;
+	 * written by shard_size ranks); the other nodes' are the same again and write nothing */
+	lrc = m->rank < m->shard_size ? write_rank_file(m, sp.stage, &mine[0], &crc) : SF_OK;
 	mine[1] = crc;
 	/* every rank reaches the gather, failed or not, so collectives stay matched */
-	SF_CHECK(m->comm->ops->gather(m->comm, mine, sizeof mine, all, 0));
+	SF_CHECK(m->comm->ops->gather_bytes(m->comm, mine, sizeof mine, all, 0));
 	/* the all-reduce inside agree() is also the barrier: no manifest before every
 	 * rank has renamed its file */
 	SF_CHECK(_sf_comm_agree(m->comm, lrc, "sf_checkpoint_save"));
 
 	lrc = SF_OK;
 	if (m->rank == 0) {
-		for (int r = 0; r < m->sn; r++) {
+		for (int r = 0; r < m->shard_size; r++) {
 			sizes[r] = all[2 * r];
 			crcs[r] = (uint32_t)all[2 * r + 1];
 		}
 		lrc = publish(m, dir, &sp, info, sizes, crcs);
 	}
 	SF_CHECK(_sf_comm_agree(m->comm, lrc, "sf_checkpoint_save"));
-	_sf_log(SF_LOG_INFO, "checkpoint %s written (%d ranks)", sp.step, m->sn);
+	_sf_log(SF_LOG_INFO, "checkpoint %s written (%d ranks)", sp.step, m->shard_size);
 fail:
 	unlock_dir(lock);
 	free(all);

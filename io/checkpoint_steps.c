@@ -59,7 +59,7 @@ static bool newest_complete(const char *dir, char *stepdir, size_t size)
 {
 	int64_t best = -1;
 	bool best_staged = false;
-	char path[CKPT_PATH_MAX];
+	char path[SF_PATH_MAX];
 	DIR *d = opendir(dir);
 	if (!d)
 		return false;
@@ -88,7 +88,7 @@ static bool newest_complete(const char *dir, char *stepdir, size_t size)
 int _sf_ckpt_resolve(const char *dir, char *stepdir, size_t size)
 {
 	int rc = SF_OK;
-	char path[CKPT_PATH_MAX], named[CKPT_PATH_MAX] = "";
+	char path[SF_PATH_MAX], named[SF_PATH_MAX] = "";
 	char *latest = NULL;
 	size_t n;
 	struct stat st;

@@ -14,8 +14,6 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
-#define SF_PATH_MAX 4096 /* bytes of io/'s path buffers */
-
 /* Writes all n bytes / reads exactly n bytes at offset off; a short write or read is
  * an SF_ERR_IO naming `path`. */
 int _sf_write_all(int fd, const void *buf, size_t n, const char *path);

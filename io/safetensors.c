@@ -192,10 +192,10 @@ static int gather_params(struct sf_model *m, float *params, float *shard, float 
 		for (size_t k = 0; k < un->S; k += ST_PIECE) {
 			size_t n = un->S - k < ST_PIECE ? un->S - k : ST_PIECE;
 			SF_CHECK(
-			    m->comm->ops->gather(m->comm, shard + k, n * sizeof(float), recv, 0));
+			    m->comm->ops->gather_bytes(m->comm, shard + k, n * sizeof(float), recv, 0));
 			/* rank r's piece holds elements r S + k .. r S + k + n, those below P
 			 * (hybrid: the first node's ranks are the shard group's, in order) */
-			for (int r = 0; m->rank == 0 && r < m->sn; r++) {
+			for (int r = 0; m->rank == 0 && r < m->shard_size; r++) {
 				size_t first = (size_t)r * un->S + k;
 				if (first < un->P)
 					memcpy(params + un->off + first, recv + (size_t)r * n,

@@ -134,7 +134,7 @@ static int get_prefix(const char *var, char *out, size_t len)
 		               "most %zu characters, not ending in '/', in an existing directory "
 		               "(default unset: no trace)",
 		               var, s, len - 32);
-	char dir[1024];
+	char dir[SF_PATH_MAX];
 	snprintf(dir, sizeof dir, "%s", s);
 	const char *d = dirname(dir);
 	struct stat st;

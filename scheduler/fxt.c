@@ -61,7 +61,8 @@ static void drop_incomplete_step(struct _sf_taskrec *rd, int nranks)
 	if (!done)
 		return;
 	for (size_t i = 0; i < rd->n; i++)
-		if (rd->ev[i].kind == SF_EV_LOSS_SUM && rd->ev[i].rank >= 0 && rd->ev[i].rank < nranks)
+		if (rd->ev[i].kind == SF_EV_LOSS_SUM && rd->ev[i].rank >= 0 &&
+		    rd->ev[i].rank < nranks)
 			done[rd->ev[i].rank]++;
 	size_t k = 0;
 	for (size_t i = 0; i < rd->n; i++) {
@@ -94,33 +95,36 @@ static void fxt_tool_path(char *buf, size_t n)
 int _sf_fxt_merge(const char *prefix, int nranks)
 {
 	int rc = SF_OK;
-	char dir[600], log[640], rec[640], out[640];
+	char dir[SF_PATH_MAX], log[SF_PATH_MAX], rec[SF_PATH_MAX], out[SF_PATH_MAX];
 	char **argv = calloc((size_t)nranks + 6, sizeof *argv);
 	struct _sf_taskrec rd = {0};
 	struct _sf_report rep;
 	bool have_rep = false;
+	int k = 0;
 	if (!argv)
 		return SF_ERR(SF_ERR_NOMEM, "out of memory");
-	snprintf(dir, sizeof dir, "%s.fxt", prefix);
-	snprintf(log, sizeof log, "%s/starpu_fxt_tool.log", dir);
-	snprintf(rec, sizeof rec, "%s/tasks.rec", dir);
-	snprintf(out, sizeof out, "%s.fxt", prefix);
+	SF_CHECK(_sf_path_printf(dir, sizeof dir, "SHARDFLOW_TRACE", "%s.fxt", prefix));
+	SF_CHECK(
+	    _sf_path_printf(log, sizeof log, "SHARDFLOW_TRACE", "%s/starpu_fxt_tool.log", dir));
+	SF_CHECK(_sf_path_printf(rec, sizeof rec, "SHARDFLOW_TRACE", "%s/tasks.rec", dir));
+	SF_CHECK(_sf_path_printf(out, sizeof out, "SHARDFLOW_TRACE", "%s.fxt", prefix));
 	const char *user = getenv("USER");
-	int k = 0;
-	char tool[700];
+	char tool[SF_PATH_MAX];
 	fxt_tool_path(tool, sizeof tool);
 	argv[k++] = tool;
 	argv[k++] = "-d";
 	argv[k++] = dir;
 	argv[k++] = "-i";
 	for (int r = 0; r < nranks; r++) {
-		char f[700];
-		snprintf(f, sizeof f, "%s/prof_file_%s_%d", dir, user ? user : "", r);
+		char f[SF_PATH_MAX];
+		SF_CHECK(_sf_path_printf(f, sizeof f, "SHARDFLOW_TRACE", "%s/prof_file_%s_%d", dir,
+		                         user ? user : "", r));
 		if (access(f, R_OK) != 0) {
-			rc = SF_ERR(SF_ERR_IO,
-			            "SHARDFLOW_TRACE: rank %d's FxT file %s is not there (%s): every "
-			            "rank must see the trace directory (a shared file system)",
-			            r, f, strerror(errno));
+			rc = SF_ERR(
+			    SF_ERR_IO,
+			    "SHARDFLOW_TRACE: rank %d's FxT file %s is not there (%s): every "
+			    "rank must see the trace directory (a shared file system)",
+			    r, f, strerror(errno));
 			goto fail;
 		}
 		if (!(argv[k++] = strdup(f))) {
@@ -136,8 +140,9 @@ int _sf_fxt_merge(const char *prefix, int nranks)
 	SF_CHECK(_sf_report_build(rd.ev, rd.n, &rep));
 	have_rep = true;
 	SF_CHECK(_sf_report_write_files(out, rd.ev, rd.n, &rep, rec, rec));
-	_sf_log(SF_LOG_INFO, "SHARDFLOW_TRACE: StarPU's FxT trace in %s, its report in %s.overlap.txt",
-	        rec, out);
+	_sf_log(SF_LOG_INFO,
+	        "SHARDFLOW_TRACE: StarPU's FxT trace in %s, its report in %s.overlap.txt", rec,
+	        out);
 fail:
 	if (have_rep)
 		_sf_report_free(&rep);

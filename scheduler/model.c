@@ -78,10 +78,11 @@ static int check_options(const struct sf_model_options *o, int nranks)
 		              "INFINITY: the norm without clipping) (got %g)",
 		              (double)o->max_grad_norm);
 	if (o->no_decay & ~SF_NO_DECAY_DEFAULT)
-		return SF_ERR(SF_ERR_INVALID,
-		              "sf_model_create: no_decay 0x%x has bits other than SF_NO_DECAY_BIAS, "
-		              "SF_NO_DECAY_NORM and SF_NO_DECAY_EMBED (0x%x)",
-		              o->no_decay, SF_NO_DECAY_DEFAULT);
+		return SF_ERR(
+		    SF_ERR_INVALID,
+		    "sf_model_create: no_decay 0x%x has bits other than SF_NO_DECAY_BIAS, "
+		    "SF_NO_DECAY_NORM and SF_NO_DECAY_EMBED (0x%x)",
+		    o->no_decay, SF_NO_DECAY_DEFAULT);
 	return SF_OK;
 }
 
@@ -96,17 +97,19 @@ static int check_dtypes(const sf_context *ctx)
 	if (!var)
 		return SF_OK;
 	if (c->sharding == SF_SHARD_NONE)
-		return SF_ERR(SF_ERR_CONFIG,
-		              "sf_model_create: %s=bf16 changes what gathers and reduce-scatters "
-		              "move, and SHARDFLOW_SHARDING=none has neither (it all-reduces fp32); "
-		              "use sharding full or grad_op, or %s=fp32",
-		              var, var);
+		return SF_ERR(
+		    SF_ERR_CONFIG,
+		    "sf_model_create: %s=bf16 changes what gathers and reduce-scatters "
+		    "move, and SHARDFLOW_SHARDING=none has neither (it all-reduces fp32); "
+		    "use sharding full or grad_op, or %s=fp32",
+		    var, var);
 	const struct _sf_comm_ops *ops = ctx->comm->ops;
 	if (!ops->all_gather16 || !ops->reduce_scatter16)
-		return SF_ERR(SF_ERR_CONFIG,
-		              "sf_model_create: %s=bf16: the %s backend (SHARDFLOW_COMM) has no bf16 "
-		              "collectives yet; use SHARDFLOW_COMM=mpi or %s=fp32",
-		              var, ops->name, var);
+		return SF_ERR(
+		    SF_ERR_CONFIG,
+		    "sf_model_create: %s=bf16: the %s backend (SHARDFLOW_COMM) has no bf16 "
+		    "collectives yet; use SHARDFLOW_COMM=mpi or %s=fp32",
+		    var, ops->name, var);
 	return SF_OK;
 }
 
@@ -142,6 +145,119 @@ static void unreg(starpu_data_handle_t *h)
 		starpu_data_unregister(*h);
 		*h = NULL;
 	}
+}
+
+/* --- a unit's vectors, from one table ------------------------------------------------ */
+
+/* The sharding a unit's storage follows: hybrid shards as full does, inside a node */
+static enum sf_sharding unit_sharding(const struct sf_model *m)
+{
+	return m->cfg.sharding == SF_SHARD_HYBRID ? SF_SHARD_FULL : m->cfg.sharding;
+}
+
+/* Each vector's length in floats under the model's configuration, 0 when it keeps
+ * none; `accumulating`: once sf_model_accumulate has been called (its buffers are
+ * made then, not for the models that never accumulate). */
+static size_t len_shard(const struct sf_model *m, const struct _sf_unit *u, bool acc)
+{
+	(void)acc;
+	return unit_sharding(m) != SF_SHARD_NONE ? u->S : 0;
+}
+static size_t len_gshard(const struct sf_model *m, const struct _sf_unit *u, bool acc)
+{
+	/* replicated: the optimizer's gradient when it cannot read the slot (clipping:
+	 * the slot is reused before the norm; micro-batches: the sum outlives the pass) */
+	if (unit_sharding(m) != SF_SHARD_NONE)
+		return u->S;
+	return m->opt.max_grad_norm > 0.0f || acc ? u->P : 0;
+}
+static size_t len_full(const struct sf_model *m, const struct _sf_unit *u, bool acc)
+{
+	(void)acc;
+	enum sf_sharding sh = unit_sharding(m);
+	return sh == SF_SHARD_FULL ? 0 : sh == SF_SHARD_NONE ? u->P : u->S * (size_t)m->shard_size;
+}
+static size_t len_m(const struct sf_model *m, const struct _sf_unit *u, bool acc)
+{
+	(void)m, (void)acc;
+	return u->opt_n;
+}
+static size_t len_v(const struct sf_model *m, const struct _sf_unit *u, bool acc)
+{
+	(void)acc;
+	return _sf_optim_families[m->opt.optimizer].nstate == 2 ? u->opt_n : 0;
+}
+static size_t len_acc(const struct sf_model *m, const struct _sf_unit *u, bool acc)
+{
+	return acc && m->cfg.accum_mode == SF_ACCUM_LOCAL ? u->P : 0;
+}
+
+enum vec_kind { VEC_PARAMS, VEC_GRADS, VEC_OPTIM };
+
+static const struct unit_vec {
+	size_t buf, handle; /* offsetof(struct _sf_unit, the float * and its handle) */
+	size_t (*len)(const struct sf_model *m, const struct _sf_unit *u, bool accumulating);
+	enum vec_kind kind; /* what sf_model_stats counts it as */
+	const char *what;   /* for the out-of-memory message */
+} unit_vecs[] = {
+    {offsetof(struct _sf_unit, shard), offsetof(struct _sf_unit, h_shard), len_shard, VEC_PARAMS,
+     "a parameter shard"},
+    {offsetof(struct _sf_unit, full), offsetof(struct _sf_unit, h_full), len_full, VEC_PARAMS,
+     "replicated parameters"},
+    {offsetof(struct _sf_unit, gshard), offsetof(struct _sf_unit, h_gshard), len_gshard, VEC_GRADS,
+     "a reduced gradient"},
+    {offsetof(struct _sf_unit, acc), offsetof(struct _sf_unit, h_acc), len_acc, VEC_GRADS,
+     "a gradient accumulation buffer"},
+    {offsetof(struct _sf_unit, m), offsetof(struct _sf_unit, h_m), len_m, VEC_OPTIM,
+     "optimizer state"},
+    {offsetof(struct _sf_unit, v), offsetof(struct _sf_unit, h_v), len_v, VEC_OPTIM,
+     "optimizer state"},
+};
+#define NUNIT_VECS (sizeof unit_vecs / sizeof unit_vecs[0])
+
+static float **vec_buf(struct _sf_unit *u, const struct unit_vec *v)
+{
+	return (float **)((char *)u + v->buf);
+}
+static starpu_data_handle_t *vec_handle(struct _sf_unit *u, const struct unit_vec *v)
+{
+	return (starpu_data_handle_t *)((char *)u + v->handle);
+}
+
+/* Allocates and registers every vector the configuration keeps and the unit lacks */
+static int unit_vecs_alloc(struct sf_model *m, struct _sf_unit *u, bool accumulating)
+{
+	int rc = SF_OK;
+	for (size_t k = 0; k < NUNIT_VECS; k++) {
+		const struct unit_vec *v = &unit_vecs[k];
+		size_t n = v->len(m, u, accumulating);
+		float **buf = vec_buf(u, v);
+		if (n == 0 || *buf)
+			continue;
+		SF_CHECK(alloc_floats(buf, n, v->what));
+		reg(vec_handle(u, v), *buf, n, sizeof(float));
+	}
+fail:
+	return rc;
+}
+
+static void unit_vecs_release(struct _sf_unit *u)
+{
+	for (size_t k = 0; k < NUNIT_VECS; k++) {
+		unreg(vec_handle(u, &unit_vecs[k]));
+		free(*vec_buf(u, &unit_vecs[k]));
+		*vec_buf(u, &unit_vecs[k]) = NULL;
+	}
+}
+
+/* floats of the unit's vectors of one kind that are allocated now */
+static size_t unit_vecs_floats(const struct sf_model *m, struct _sf_unit *u, enum vec_kind kind)
+{
+	size_t n = 0;
+	for (size_t k = 0; k < NUNIT_VECS; k++)
+		if (unit_vecs[k].kind == kind && *vec_buf(u, &unit_vecs[k]))
+			n += unit_vecs[k].len(m, u, true);
+	return n;
 }
 
 static void unit_names(struct _sf_unit *u)
@@ -180,7 +296,7 @@ static int cmp_run(const void *a, const void *b)
 static int decay_runs(struct sf_model *m, int u)
 {
 	struct _sf_unit *un = &m->units[u];
-	size_t lo = m->cfg.sharding == SF_SHARD_NONE ? 0 : (size_t)m->sr * un->S;
+	size_t lo = m->cfg.sharding == SF_SHARD_NONE ? 0 : (size_t)m->shard_rank * un->S;
 	size_t hi = lo + un->opt_n, cap = 0;
 	un->nskip = 0;
 	if (!m->opt.no_decay)
@@ -246,9 +362,9 @@ static int init_unit(struct sf_model *m, int u)
 	if (un->full)
 		memcpy(un->full, full, un->P * sizeof(float));
 	if (un->shard) {
-		size_t lo = (size_t)m->sr * un->S;
-		for (size_t i = 0; i < un->S && lo + i < un->P; i++)
-			un->shard[i] = full[lo + i];
+		size_t lo, n;
+		_sf_unit_block(m, u, &lo, &n);
+		memcpy(un->shard, full + lo, n * sizeof(float));
 	}
 fail:
 	free(full);
@@ -258,9 +374,8 @@ fail:
 /* Storage and handles of unit u (its P and nodes were planned by plan.c). */
 static int build_unit(struct sf_model *m, int k, size_t *off)
 {
-	int rc = SF_OK;
-	enum sf_sharding sh = m->cfg.sharding == SF_SHARD_HYBRID ? SF_SHARD_FULL : m->cfg.sharding;
-	size_t N = (size_t)m->sn;
+	enum sf_sharding sh = unit_sharding(m);
+	size_t N = (size_t)m->shard_size;
 	struct _sf_unit *u = &m->units[k];
 	u->S = (u->P + N - 1) / N;
 	u->off = *off;
@@ -284,30 +399,8 @@ static int build_unit(struct sf_model *m, int k, size_t *off)
 	    .max_resident = &m->max_resident,
 	};
 	unit_names(u);
-	if (sh != SF_SHARD_NONE) {
-		SF_CHECK(alloc_floats(&u->shard, u->S, "a parameter shard"));
-		SF_CHECK(alloc_floats(&u->gshard, u->S, "a gradient shard"));
-		reg(&u->h_shard, u->shard, u->S, sizeof(float));
-		reg(&u->h_gshard, u->gshard, u->S, sizeof(float));
-	} else if (m->opt.max_grad_norm > 0.0f) {
-		/* the optimizer runs after the norm, once the gradient slot is reused */
-		SF_CHECK(alloc_floats(&u->gshard, u->P, "a reduced gradient"));
-		reg(&u->h_gshard, u->gshard, u->P, sizeof(float));
-	}
 	reg(&u->h_sq, &u->sq, 1, sizeof(double));
-	if (sh != SF_SHARD_FULL) {
-		size_t nf = sh == SF_SHARD_NONE ? u->P : u->S * N;
-		SF_CHECK(alloc_floats(&u->full, nf, "replicated parameters"));
-		reg(&u->h_full, u->full, nf, sizeof(float));
-	}
-	SF_CHECK(alloc_floats(&u->m, u->opt_n, "optimizer state"));
-	reg(&u->h_m, u->m, u->opt_n, sizeof(float));
-	if (_sf_optim_families[m->opt.optimizer].nstate == 2) {
-		SF_CHECK(alloc_floats(&u->v, u->opt_n, "optimizer state"));
-		reg(&u->h_v, u->v, u->opt_n, sizeof(float));
-	}
-fail:
-	return rc;
+	return unit_vecs_alloc(m, u, false);
 }
 
 static int build_units(struct sf_model *m)
@@ -399,11 +492,11 @@ fail:
 }
 
 /* The buffers recomputed activations share (SHARDFLOW_RECOMPUTE=units). */
-static int alloc_rc_bufs(struct sf_model *m)
+static int alloc_recomp_bufs(struct sf_model *m)
 {
 	int rc = SF_OK;
-	for (int b = 0; b < m->nrc_bufs; b++) {
-		struct _sf_rc_buf *r = &m->rc_bufs[b];
+	for (int b = 0; b < m->nrecomp_bufs; b++) {
+		struct _sf_recomp_buf *r = &m->recomp_bufs[b];
 		SF_CHECK(alloc_floats(&r->act, r->nact, "recomputed activations"));
 		SF_CHECK(alloc_floats(&r->dact, r->nact, "recomputed activation gradients"));
 		reg(&r->h_act, r->act, r->nact, sizeof(float));
@@ -427,8 +520,8 @@ static int alloc_node(struct sf_model *m, int n)
 	const struct _sf_node *nd = &m->gnodes[n];
 	struct _sf_node_state *s = &m->nodes[n];
 	size_t cnt = m->rows_local * (size_t)nd->dim;
-	if (s->rc_buf >= 0) {
-		struct _sf_rc_buf *r = &m->rc_bufs[s->rc_buf];
+	if (s->recomp_buf >= 0) {
+		struct _sf_recomp_buf *r = &m->recomp_bufs[s->recomp_buf];
 		s->act = r->act, s->dact = r->dact, s->saved = r->saved;
 		s->h_act = r->h_act, s->h_dact = r->h_dact, s->h_saved = r->h_saved;
 		goto fail;
@@ -460,7 +553,7 @@ fail:
 static int alloc_nodes(struct sf_model *m)
 {
 	int rc = SF_OK;
-	SF_CHECK(alloc_rc_bufs(m));
+	SF_CHECK(alloc_recomp_bufs(m));
 	for (int n = 0; n < m->nnodes; n++)
 		SF_CHECK(alloc_node(m, n));
 fail:
@@ -495,7 +588,8 @@ static int build_buffers(struct sf_model *m)
 	bool p16 = m->cfg.param_dtype == SF_DTYPE_BF16, r16 = m->cfg.reduce_dtype == SF_DTYPE_BF16;
 	if (p16) { /* floats of half the size: N S_max bf16 */
 		float *st = NULL;
-		SF_CHECK(alloc_floats(&st, (smax * (size_t)m->sn + 1) / 2, "the bf16 gather buffer"));
+		SF_CHECK(alloc_floats(&st, (smax * (size_t)m->shard_size + 1) / 2,
+		                      "the bf16 gather buffer"));
 		m->stage16 = (uint16_t *)st;
 	}
 	if (m->nrep > 1) { /* the replica ring's padded copy and receive block */
@@ -583,8 +677,8 @@ SF_API int sf_model_create(sf_context *ctx, const sf_graph *g, const struct sf_m
 	m->lr = o->lr;
 	m->nranks = ctx->size;
 	m->rank = ctx->rank;
-	m->sn = ctx->comm->shard_size;
-	m->sr = ctx->comm->shard_rank;
+	m->shard_size = ctx->comm->shard_size;
+	m->shard_rank = ctx->comm->shard_rank;
 	m->nrep = ctx->comm->rep_size;
 	m->loss_node = g->loss;
 	m->labels_node = g->labels;
@@ -639,8 +733,8 @@ SF_API int sf_model_destroy(sf_model *m)
 		rc = sf_model_trace_write(m);
 	starpu_task_wait_for_all();
 	_sf_recorder_destroy(m->trace);
-	for (int b = 0; m->rc_bufs && b < m->nrc_bufs; b++) {
-		struct _sf_rc_buf *r = &m->rc_bufs[b];
+	for (int b = 0; m->recomp_bufs && b < m->nrecomp_bufs; b++) {
+		struct _sf_recomp_buf *r = &m->recomp_bufs[b];
 		unreg(&r->h_act);
 		unreg(&r->h_dact);
 		unreg(&r->h_saved);
@@ -648,10 +742,10 @@ SF_API int sf_model_destroy(sf_model *m)
 		free(r->dact);
 		free(r->saved);
 	}
-	free(m->rc_bufs);
+	free(m->recomp_bufs);
 	free(m->seg_of);
 	for (int n = 0; m->nodes && n < m->nnodes; n++) {
-		if (m->nodes[n].rc_buf >= 0)
+		if (m->nodes[n].recomp_buf >= 0)
 			continue; /* the shared buffers, released above */
 		unreg(&m->nodes[n].h_act);
 		unreg(&m->nodes[n].h_dact);
@@ -662,19 +756,8 @@ SF_API int sf_model_destroy(sf_model *m)
 	}
 	for (int i = 0; m->units && i < m->nunits; i++) {
 		struct _sf_unit *u = &m->units[i];
-		unreg(&u->h_shard);
-		unreg(&u->h_full);
-		unreg(&u->h_gshard);
-		unreg(&u->h_m);
-		unreg(&u->h_v);
-		unreg(&u->h_acc);
+		unit_vecs_release(u);
 		unreg(&u->h_sq);
-		free(u->shard);
-		free(u->full);
-		free(u->gshard);
-		free(u->m);
-		free(u->v);
-		free(u->acc);
 		free(u->skip);
 	}
 	for (int s = 0; s < m->G; s++)
@@ -759,7 +842,8 @@ SF_API int sf_model_params_get(sf_model *m, float *dst, size_t n)
 	/* every rank's shard: the first node's ranks hold the whole vector in order
 	 * (hybrid: the other nodes hold the same shards again) */
 	if (m->cfg.sharding != SF_SHARD_NONE)
-		SF_CHECK(alloc_floats(&tmp, m->largest_NS / (size_t)m->sn * (size_t)m->nranks,
+		SF_CHECK(alloc_floats(&tmp,
+		                      m->largest_NS / (size_t)m->shard_size * (size_t)m->nranks,
 		                      "sf_model_params_get"));
 	for (int i = 0; i < m->nunits; i++) {
 		struct _sf_unit *u = &m->units[i];
@@ -770,7 +854,8 @@ SF_API int sf_model_params_get(sf_model *m, float *dst, size_t n)
 			continue;
 		}
 		SF_CHECK(_sf_data_acquire(u->h_shard, STARPU_R));
-		int grc = m->comm->ops->allgather(m->comm, u->shard, u->S * sizeof(float), tmp);
+		int grc =
+		    m->comm->ops->allgather_bytes(m->comm, u->shard, u->S * sizeof(float), tmp);
 		starpu_data_release(u->h_shard);
 		SF_CHECK(grc);
 		memcpy(dst + u->off, tmp, u->P * sizeof(float));
@@ -793,26 +878,15 @@ SF_API int sf_model_stats(sf_model *m, struct sf_model_stats *out)
 	out->accumulated = m->accum_k;
 	out->max_resident_units = atomic_load(&m->max_resident);
 	out->ring_slots = m->R;
-	size_t N = (size_t)m->sn, pb = 0, gb = 0, ob = 0;
+	size_t N = (size_t)m->shard_size, pb = 0, gb = 0, ob = 0;
 	for (int i = 0; i < m->nunits; i++) {
-		const struct _sf_unit *u = &m->units[i];
-		if (m->cfg.sharding != SF_SHARD_NONE)
-			pb += u->S, gb += u->S;
-		if (m->cfg.sharding == SF_SHARD_GRAD_OP)
-			pb += u->S * N;
-		if (m->cfg.sharding == SF_SHARD_NONE)
-			pb += u->P;
-		ob += u->opt_n * (size_t)_sf_optim_families[m->opt.optimizer].nstate;
+		struct _sf_unit *u = &m->units[i];
+		pb += unit_vecs_floats(m, u, VEC_PARAMS);
+		gb += unit_vecs_floats(m, u, VEC_GRADS);
+		ob += unit_vecs_floats(m, u, VEC_OPTIM);
 	}
 	pb += m->largest_NS * (size_t)m->R;
 	gb += (size_t)m->G * (m->cfg.sharding == SF_SHARD_NONE ? m->largest_P : m->largest_NS);
-	for (int i = 0; i < m->nunits; i++) {
-		const struct _sf_unit *u = &m->units[i];
-		if (u->acc)
-			gb += u->P;
-		if (m->cfg.sharding == SF_SHARD_NONE && u->gshard)
-			gb += u->P;
-	}
 	if (m->rstmp)
 		gb += m->largest_NS / N;
 	out->param_bytes = pb * sizeof(float);
@@ -831,18 +905,8 @@ fail:
 int _sf_model_accum_buffers(struct sf_model *m)
 {
 	int rc = SF_OK;
-	bool local = m->cfg.accum_mode == SF_ACCUM_LOCAL;
-	for (int i = 0; i < m->nunits; i++) {
-		struct _sf_unit *u = &m->units[i];
-		if (local && !u->acc) {
-			SF_CHECK(alloc_floats(&u->acc, u->P, "a gradient accumulation buffer"));
-			reg(&u->h_acc, u->acc, u->P, sizeof(float));
-		}
-		if (m->cfg.sharding == SF_SHARD_NONE && !u->gshard) {
-			SF_CHECK(alloc_floats(&u->gshard, u->P, "a reduced gradient"));
-			reg(&u->h_gshard, u->gshard, u->P, sizeof(float));
-		}
-	}
+	for (int i = 0; i < m->nunits; i++)
+		SF_CHECK(unit_vecs_alloc(m, &m->units[i], true));
 fail:
 	return rc;
 }
@@ -850,6 +914,14 @@ fail:
 bool _sf_vec_exists(const struct sf_model *m, enum _sf_vec which)
 {
 	return which != SF_VEC_V || _sf_optim_families[m->opt.optimizer].nstate == 2;
+}
+
+void _sf_unit_block(const struct sf_model *m, int u, size_t *lo, size_t *n)
+{
+	const struct _sf_unit *un = &m->units[u];
+	size_t b = (size_t)m->shard_rank * un->S;
+	*lo = b < un->P ? b : un->P;
+	*n = un->P - *lo < un->S ? un->P - *lo : un->S;
 }
 
 /* Where this rank keeps vector `which` of unit u, and how it is laid out:
@@ -864,11 +936,12 @@ static int locate(struct sf_model *m, int u, enum _sf_vec which, starpu_data_han
 	if (which == SF_VEC_PARAM && m->cfg.sharding == SF_SHARD_NONE) {
 		*h = un->h_full, *base = un->full, *lo = 0, *n = un->P;
 	} else if (which == SF_VEC_PARAM) {
-		*h = un->h_shard, *base = un->shard, *lo = (size_t)m->sr * un->S, *n = un->S;
+		*h = un->h_shard, *base = un->shard, *lo = (size_t)m->shard_rank * un->S,
+		*n = un->S;
 	} else {
 		*h = which == SF_VEC_M ? un->h_m : un->h_v;
 		*base = which == SF_VEC_M ? un->m : un->v;
-		*lo = m->cfg.sharding != SF_SHARD_NONE ? (size_t)m->sr * un->S : 0;
+		*lo = m->cfg.sharding != SF_SHARD_NONE ? (size_t)m->shard_rank * un->S : 0;
 		*n = un->opt_n;
 	}
 	return SF_OK;
@@ -883,7 +956,7 @@ int _sf_unit_get_slice(struct sf_model *m, int u, enum _sf_vec which, float *dst
 	int rc = locate(m, u, which, &h, &base, &lo, &n);
 	if (rc < 0)
 		return rc;
-	size_t want = (size_t)m->sr * un->S;
+	size_t want = (size_t)m->shard_rank * un->S;
 	rc = _sf_data_acquire(h, STARPU_R);
 	if (rc < 0)
 		return rc;
@@ -912,7 +985,7 @@ int _sf_unit_set_full(struct sf_model *m, int u, enum _sf_vec which, const float
 	starpu_data_release(h);
 	/* grad_op also keeps the whole parameters resident */
 	if (which == SF_VEC_PARAM && m->cfg.sharding == SF_SHARD_GRAD_OP) {
-		size_t nf = un->S * (size_t)m->sn;
+		size_t nf = un->S * (size_t)m->shard_size;
 		rc = _sf_data_acquire(un->h_full, STARPU_W);
 		if (rc < 0)
 			return rc;

@@ -63,15 +63,15 @@ struct _sf_node_state {
 	struct sf_layer_info bwd_info; /* what the backward kernel receives */
 	int unit;                      /* unit whose parameters the node reads, or -1 */
 	bool needs_grad;               /* some parameter depends on this node's output */
-	int rc_buf;                    /* SHARDFLOW_RECOMPUTE: the shared buffers its act,
-	                                  dact and saved are in (m->rc_bufs), or -1: its own */
+	int recomp_buf;                    /* SHARDFLOW_RECOMPUTE: the shared buffers its act,
+	                                  dact and saved are in (m->recomp_bufs), or -1: its own */
 	char fwd_name[SF_NAME_MAX + 32], bwd_name[SF_NAME_MAX + 32];
 	char rc_name[SF_NAME_MAX + 32];
 };
 
 /* Activation recompute: one position of a group of like segments, in one of its two
  * sets (see scheduler/plan.c). */
-struct _sf_rc_buf {
+struct _sf_recomp_buf {
 	size_t nact, nsaved; /* floats */
 	float *act, *dact, *saved;
 	starpu_data_handle_t h_act, h_dact, h_saved;
@@ -93,7 +93,7 @@ struct sf_model {
 	struct sf_config cfg;
 	struct sf_model_options opt;
 	int nranks, rank; /* the world: the batch is split over it */
-	int sn, sr;       /* the shard group (the world, or a node with hybrid sharding) */
+	int shard_size, shard_rank; /* the shard group (the world, or a node with hybrid sharding) */
 	int nrep;         /* replicas of each shard (hybrid: nodes; else 1) */
 	int nnodes;
 	struct _sf_node *gnodes; /* copy of the graph's nodes (configs owned) */
@@ -112,8 +112,8 @@ struct sf_model {
 	size_t rows_local;               /* B_local * T */
 	size_t act_bytes;                /* activations, their gradients, saved buffers */
 	int *seg_of;                     /* node -> the unit whose segment holds it, or -1 */
-	int nrc_bufs;                    /* SHARDFLOW_RECOMPUTE's shared buffers */
-	struct _sf_rc_buf *rc_bufs;
+	int nrecomp_bufs;                    /* SHARDFLOW_RECOMPUTE's shared buffers */
+	struct _sf_recomp_buf *recomp_bufs;
 
 	/* gather ring (full sharding): R = depth + width slots of N*S_max floats */
 	int R;
@@ -208,6 +208,11 @@ int _sf_data_acquire(starpu_data_handle_t h, enum starpu_data_access_mode mode);
 bool _sf_vec_exists(const struct sf_model *m, enum _sf_vec which);
 /* Copies this rank's slice [rank*S, rank*S + S) of vector `which` of unit u into
  * dst (S floats; zeros past P). Call after sf_model_sync(). */
+/* This rank's block of unit u: elements [*lo, *lo + *n) of its P parameters, block
+ * m->shard_rank of S = ceil(P / m->shard_size), clipped to P (padding not counted; *n may be 0). It
+ * is where the shard's real elements sit, and with replicated parameters the rank's
+ * share of work over them (the gradient norm). */
+void _sf_unit_block(const struct sf_model *m, int u, size_t *lo, size_t *n);
 int _sf_unit_get_slice(struct sf_model *m, int u, enum _sf_vec which, float *dst);
 /* Sets this rank's copy of vector `which` of unit u (its shard, or the whole
  * replica) from src, the unit's whole logical vector (P floats). Call after

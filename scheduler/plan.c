@@ -294,7 +294,7 @@ int _sf_plan_recompute(struct sf_model *m)
 	}
 	for (int n = 0; n < m->nnodes; n++) {
 		m->seg_of[n] = -1;
-		m->nodes[n].rc_buf = -1;
+		m->nodes[n].recomp_buf = -1;
 	}
 	for (int u = 0; u < U; u++) {
 		m->units[u].seg_end = u + 1 < U ? m->units[u + 1].first : m->nnodes;
@@ -352,22 +352,22 @@ int _sf_plan_recompute(struct sf_model *m)
 			}
 		for (int n = m->units[u].first; n < m->units[u].seg_end; n++)
 			if (drop[n])
-				m->nodes[n].rc_buf = base + (idx % 2) * ndrop + pos++;
+				m->nodes[n].recomp_buf = base + (idx % 2) * ndrop + pos++;
 		if (base + 2 * ndrop > nb)
 			nb = base + 2 * ndrop;
 	}
-	m->nrc_bufs = nb;
-	m->rc_bufs = calloc((size_t)(nb ? nb : 1), sizeof *m->rc_bufs);
-	if (!m->rc_bufs) {
+	m->nrecomp_bufs = nb;
+	m->recomp_bufs = calloc((size_t)(nb ? nb : 1), sizeof *m->recomp_bufs);
+	if (!m->recomp_bufs) {
 		rc = SF_ERR(SF_ERR_NOMEM, "sf_model_create: out of memory");
 		goto fail;
 	}
 	for (int n = 0; n < m->nnodes; n++) {
-		int b = m->nodes[n].rc_buf;
+		int b = m->nodes[n].recomp_buf;
 		if (b < 0)
 			continue;
-		m->rc_bufs[b].nact = m->rows_local * (size_t)m->gnodes[n].dim;
-		m->rc_bufs[b].nsaved = m->nodes[n].info.nsaved;
+		m->recomp_bufs[b].nact = m->rows_local * (size_t)m->gnodes[n].dim;
+		m->recomp_bufs[b].nsaved = m->nodes[n].info.nsaved;
 	}
 fail:
 	free(drop);

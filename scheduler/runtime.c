@@ -130,7 +130,7 @@ static int fxt_setup(const sf_context *ctx, bool *auto_fxt)
 		setenv("STARPU_FXT_TRACE", "0", 1);
 		return SF_OK;
 	}
-	char dir[600];
+	char dir[SF_PATH_MAX];
 	snprintf(dir, sizeof dir, "%s.fxt", ctx->cfg.trace);
 	if (mkdir(dir, 0777) != 0 && errno != EEXIST)
 		return SF_ERR(SF_ERR_IO, "SHARDFLOW_TRACE: cannot create the FxT directory \"%s\": %s",

@@ -37,7 +37,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 /* What runs when the task named `name` is done: its built-in trace record (reserved
  * now, in submission order), or nothing when the model is not traced. */
 static struct _sf_task_done traced(struct sf_model *m, const char *name, enum _sf_ev_kind kind,
@@ -45,7 +44,8 @@ static struct _sf_task_done traced(struct sf_model *m, const char *name, enum _s
 {
 	struct _sf_event *rec =
 	    m->trace ? _sf_recorder_reserve(m->trace, (int)m->nsteps, name, kind, layer) : NULL;
-	return rec ? (struct _sf_task_done){_sf_recorder_task_done, rec} : (struct _sf_task_done){0};
+	return rec ? (struct _sf_task_done){_sf_recorder_task_done, rec}
+	           : (struct _sf_task_done){0};
 }
 
 static bool full_sharding(const struct sf_model *m)
@@ -113,9 +113,9 @@ static int submit_fwd_named(struct sf_model *m, int n, const char *name, enum _s
 	starpu_data_handle_t in[SF_MAX_INPUTS];
 	for (int i = 0; i < nd->nin; i++)
 		in[i] = m->nodes[nd->in[i]].h_act;
-	return _sf_submit_layer_fwd(nd->type, &s->info, s->unit >= 0 ? param_handle(m, s->unit) : NULL,
-	                            in, nd->nin, s->h_act, s->h_saved, name,
-	                            traced(m, name, kind, n));
+	return _sf_submit_layer_fwd(nd->type, &s->info,
+	                            s->unit >= 0 ? param_handle(m, s->unit) : NULL, in, nd->nin,
+	                            s->h_act, s->h_saved, name, traced(m, name, kind, n));
 }
 
 /* grad: the unit's gradient slot; first: this node is the first writer of it in this
@@ -250,11 +250,8 @@ static int submit_sqnorm(struct sf_model *m, int u, starpu_data_handle_t g)
 {
 	struct _sf_unit *un = &m->units[u];
 	struct _sf_grad_args a = {.off = 0, .n = un->S};
-	if (m->cfg.sharding == SF_SHARD_NONE) {
-		size_t lo = (size_t)m->rank * un->S;
-		a.off = lo < un->P ? lo : un->P;
-		a.n = un->P - a.off < un->S ? un->P - a.off : un->S;
-	}
+	if (m->cfg.sharding == SF_SHARD_NONE)
+		_sf_unit_block(m, u, &a.off, &a.n);
 	return _sf_submit_grad_sqnorm(g, un->h_sq, a, un->sq_name,
 	                              traced(m, un->sq_name, SF_EV_GRAD, un->first));
 }
@@ -363,8 +360,8 @@ static int finish_unit_backward(struct sf_model *m, int u, starpu_data_handle_t 
 	/* gather the next unit of backward early, unless its backward needs no
 	 * parameters (a first layer) or no slot is free */
 	int v = bwd_upcoming(m, started);
-	bool prefetch = v >= 0 && !resident(m, v) && m->units[v].bwd_params &&
-	                m->ring_slots.nfree > 0;
+	bool prefetch =
+	    v >= 0 && !resident(m, v) && m->units[v].bwd_params && m->ring_slots.nfree > 0;
 	switch (m->cfg.bwd_prefetch) {
 	case SF_BWD_PRE:
 		if (prefetch)
@@ -401,7 +398,7 @@ static int recompute_segment(struct sf_model *m, int s)
 		SF_CHECK(submit_gather(m, s, NULL));
 	for (int n = un->first; n < un->seg_end; n++) {
 		struct _sf_node_state *st = &m->nodes[n];
-		if (st->rc_buf >= 0)
+		if (st->recomp_buf >= 0)
 			SF_CHECK(submit_fwd_named(m, n, st->rc_name, SF_EV_RECOMPUTE));
 	}
 fail:
@@ -454,8 +451,8 @@ static int backward(struct sf_model *m)
 	if (m->update && m->cfg.sharding == SF_SHARD_GRAD_OP)
 		for (int u = m->nunits - 1; u >= 0; u--) {
 			struct _sf_unit *un = &m->units[u];
-			SF_CHECK(_sf_submit_gather(&un->comm, m->h_order, un->h_shard, un->h_full, NULL,
-			                           m->ctx->comm_worker, un->ag_name,
+			SF_CHECK(_sf_submit_gather(&un->comm, m->h_order, un->h_shard, un->h_full,
+			                           NULL, m->ctx->comm_worker, un->ag_name,
 			                           traced(m, un->ag_name, SF_EV_AG, un->first)));
 		}
 fail:
@@ -467,9 +464,9 @@ int _sf_step_submit(struct sf_model *m)
 	int rc = SF_OK;
 	SF_CHECK(_sf_forward_submit(m, true));
 	SF_CHECK(backward(m));
-	SF_CHECK(_sf_submit_loss_sum(&m->loss_comm, m->h_order, m->h_loss[m->nsteps % SF_LOSS_SLOTS],
-	                             m->ctx->comm_worker, "loss allreduce",
-	                             traced(m, "loss allreduce", SF_EV_LOSS_SUM, -1)));
+	SF_CHECK(_sf_submit_loss_sum(
+	    &m->loss_comm, m->h_order, m->h_loss[m->nsteps % SF_LOSS_SLOTS], m->ctx->comm_worker,
+	    "loss allreduce", traced(m, "loss allreduce", SF_EV_LOSS_SUM, -1)));
 fail:
 	return rc;
 }
@@ -547,7 +544,8 @@ static int stage_batch(struct sf_model *m, const struct sf_batch *b, bool labels
 	}
 	for (int i = 0; i < m->nint_inputs; i++) {
 		struct _sf_node_state *s = &m->nodes[m->int_input_nodes[i]];
-		SF_CHECK(stage(s->h_act, s->act, b->int_inputs[i], m->rows_local * sizeof(int32_t)));
+		SF_CHECK(
+		    stage(s->h_act, s->act, b->int_inputs[i], m->rows_local * sizeof(int32_t)));
 	}
 	if (labels)
 		SF_CHECK(stage(m->h_labels, m->labels, b->labels, m->rows_local * sizeof(int32_t)));

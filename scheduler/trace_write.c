@@ -21,7 +21,7 @@ static int collect(struct sf_model *m, const struct _sf_event *mine, size_t n,
 			rc = SF_ERR(SF_ERR_NOMEM, "SHARDFLOW_TRACE: out of memory");
 	}
 	/* every rank takes part in the gathers whatever failed locally */
-	int grc = c->ops->gather(c, &bytes, sizeof bytes, counts, 0);
+	int grc = c->ops->gather_bytes(c, &bytes, sizeof bytes, counts, 0);
 	SF_CHECK(grc);
 	size_t sum = 0;
 	for (int r = 0; counts && r < m->nranks; r++)
@@ -31,7 +31,7 @@ static int collect(struct sf_model *m, const struct _sf_event *mine, size_t n,
 		if (!*all)
 			rc = SF_ERR(SF_ERR_NOMEM, "SHARDFLOW_TRACE: out of memory");
 	}
-	grc = c->ops->gatherv(c, mine, bytes, m->rank == 0 ? *all : NULL, counts, 0);
+	grc = c->ops->gatherv_bytes(c, mine, bytes, m->rank == 0 ? *all : NULL, counts, 0);
 	if (rc == SF_OK)
 		rc = grc;
 	*total = sum / sizeof **all;
@@ -52,7 +52,7 @@ SF_API int sf_model_trace_write(sf_model *m)
 	SF_CHECK(sf_model_sync(m));
 	int lrc = _sf_recorder_events(m->trace, &mine, &n);
 	if (lrc == SF_OK) {
-		char path[600];
+		char path[SF_PATH_MAX];
 		snprintf(path, sizeof path, "%s.rank%d.json", m->cfg.trace, m->rank);
 		lrc = _sf_trace_write_chrome(path, m->rank, (int)starpu_worker_get_count(),
 		                             m->ctx->comm_worker, mine, n);

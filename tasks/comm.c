@@ -11,21 +11,27 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+/* The backends this build has, by SHARDFLOW_COMM value (a backend is one line here) */
+static const struct _sf_comm_ops *const backends[SF_COMM_COUNT] = {
+    [SF_COMM_MPI] = &_sf_comm_mpi_ops,
+#ifdef SF_HAVE_NCCL
+    [SF_COMM_NCCL] = &_sf_comm_nccl_ops,
+#endif
+};
+
 int _sf_comm_backend(enum sf_comm_backend which, const struct _sf_comm_ops **out)
 {
-	if (which == SF_COMM_MPI) {
-		*out = &_sf_comm_mpi_ops;
-		return SF_OK;
-	}
-#ifdef SF_HAVE_NCCL
-	*out = &_sf_comm_nccl_ops;
+	if ((int)which < 0 || which >= SF_COMM_COUNT)
+		return SF_ERR(SF_ERR_CONFIG, "SHARDFLOW_COMM: backend %d does not exist",
+		              (int)which);
+	if (!backends[which]) /* NCCL, the one a build may leave out */
+		return SF_ERR(
+		    SF_ERR_CONFIG,
+		    "SHARDFLOW_COMM=nccl: this shardflow was built without NCCL (configure "
+		    "--with-cuda --with-nccl, with a StarPU built by scripts/build-starpu.sh "
+		    "--with-cuda); accepted here: mpi");
+	*out = backends[which];
 	return SF_OK;
-#else
-	return SF_ERR(SF_ERR_CONFIG,
-	              "SHARDFLOW_COMM=nccl: this shardflow was built without NCCL (configure "
-	              "--with-cuda --with-nccl, with a StarPU built by scripts/build-starpu.sh "
-	              "--with-cuda); accepted here: mpi");
-#endif
 }
 
 int _sf_comm_create(const struct _sf_comm_ops *ops, const struct sf_config *cfg, int *argc,

@@ -79,13 +79,15 @@ struct _sf_comm_ops {
 	 * node_only, over the ranks of this machine). */
 	int (*barrier)(struct _sf_comm *c, bool node_only);
 	int (*bcast)(struct _sf_comm *c, void *buf, size_t bytes, int root);
-	/* root receives size blocks of `bytes` in rank order */
-	int (*gather)(struct _sf_comm *c, const void *mine, size_t bytes, void *all, int root);
+	/* root receives size blocks of `bytes` in rank order (the _bytes calls move raw
+	 * bytes between hosts, unlike the step's all_gather of a unit's floats) */
+	int (*gather_bytes)(struct _sf_comm *c, const void *mine, size_t bytes, void *all,
+	                    int root);
 	/* root receives counts[r] bytes of each rank r, in rank order (counts: root only) */
-	int (*gatherv)(struct _sf_comm *c, const void *mine, size_t bytes, void *all,
-	               const size_t *counts, int root);
+	int (*gatherv_bytes)(struct _sf_comm *c, const void *mine, size_t bytes, void *all,
+	                     const size_t *counts, int root);
 	/* every rank receives size blocks of `bytes` */
-	int (*allgather)(struct _sf_comm *c, const void *mine, size_t bytes, void *all);
+	int (*allgather_bytes)(struct _sf_comm *c, const void *mine, size_t bytes, void *all);
 	/* the least value over the ranks and the lowest rank holding it */
 	int (*min_rank)(struct _sf_comm *c, int value, int *min, int *rank);
 
@@ -103,13 +105,13 @@ struct _sf_comm {
 	 * SHARDFLOW_SHARDING=hybrid: a node of `shard_size` consecutive ranks, and
 	 * rep_size = size / shard_size nodes. Set by init. */
 	int shard_rank, shard_size, rep_rank, rep_size;
-	bool hybrid;   /* init's request: SHARDFLOW_SHARDING=hybrid */
-	int node_req;  /* init's request: SHARDFLOW_NODE_SIZE (0: the machine's ranks) */
-	int node_k;    /* ranks per node as the accounting counts them (set by init):
-	                  SHARDFLOW_NODE_SIZE, else node_size; nodes are consecutive ranks */
-	size_t chunk;             /* SHARDFLOW_COMM_CHUNK in floats (0: whole messages) */
-	double timeout;           /* SHARDFLOW_COMM_TIMEOUT in seconds (0: wait forever) */
-	void *impl;               /* the backend's own state */
+	bool hybrid;    /* init's request: SHARDFLOW_SHARDING=hybrid */
+	int node_req;   /* init's request: SHARDFLOW_NODE_SIZE (0: the machine's ranks) */
+	int node_k;     /* ranks per node as the accounting counts them (set by init):
+	                   SHARDFLOW_NODE_SIZE, else node_size; nodes are consecutive ranks */
+	size_t chunk;   /* SHARDFLOW_COMM_CHUNK in floats (0: whole messages) */
+	double timeout; /* SHARDFLOW_COMM_TIMEOUT in seconds (0: wait forever) */
+	void *impl;     /* the backend's own state */
 };
 
 extern const struct _sf_comm_ops _sf_comm_mpi_ops;

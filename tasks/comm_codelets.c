@@ -42,7 +42,8 @@ static void acct_bytes(struct _sf_comm_args *a, double bytes)
 		return;
 	double sent = (double)(c->shard_size - 1) * bytes;
 	a->acct->bytes += sent;
-	bool crosses = c->rep_size == 1 && c->node_k < c->size && c->rank % c->node_k == c->node_k - 1;
+	bool crosses =
+	    c->rep_size == 1 && c->node_k < c->size && c->rank % c->node_k == c->node_k - 1;
 	if (crosses)
 		a->acct->bytes_inter += sent;
 }
@@ -221,15 +222,21 @@ static void free_cpu(void *buffers[], void *cl_arg)
  * same for both: the backend's own memory operations (struct _sf_comm_mem) are the
  * only difference, so the codelet runs wherever the backend put the comm worker. The
  * task names are the ones traces have always shown. */
-#define COMM_CODELET(var, base, n, ...)                                                    \
-	struct starpu_codelet var = {                                                          \
-	    .where = STARPU_CPU | STARPU_CUDA,                                                 \
-	    .cpu_funcs = {base##_run},                                                         \
-	    .cpu_funcs_name = {#base "_run"},                                                  \
-	    .cuda_funcs = {base##_run},                                                        \
-	    .nbuffers = n,                                                                     \
-	    .modes = {__VA_ARGS__},                                                            \
-	    .name = #base "_cpu",                                                              \
+#ifdef SF_HAVE_CUDA
+#define SF_COMM_WHERE (STARPU_CPU | STARPU_CUDA)
+#define SF_COMM_CUDA(f) .cuda_funcs = {f},
+#else
+#define SF_COMM_WHERE STARPU_CPU
+#define SF_COMM_CUDA(f)
+#endif
+#define COMM_CODELET(var, base, n, ...)                                                            \
+	struct starpu_codelet var = {                                                              \
+	    .where = SF_COMM_WHERE,                                                                \
+	    .cpu_funcs = {base##_run},                                                             \
+	    .cpu_funcs_name = {#base "_run"},                                                      \
+	    SF_COMM_CUDA(base##_run).nbuffers = n,                                                 \
+	    .modes = {__VA_ARGS__},                                                                \
+	    .name = #base "_cpu",                                                                  \
 	}
 
 COMM_CODELET(_sf_cl_gather, gather, 3, STARPU_RW, STARPU_R, STARPU_W);

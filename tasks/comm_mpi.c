@@ -61,15 +61,15 @@ static int mpi_err(int mpirc, const char *what, const char *file, int line)
 static int count_of(size_t bytes, int *out)
 {
 	if (bytes > INT_MAX)
-		return SF_ERR(SF_ERR_INVALID, "a host-side message of %zu bytes is over MPI's limit",
-		              bytes);
+		return SF_ERR(SF_ERR_INVALID,
+		              "a host-side message of %zu bytes is over MPI's limit", bytes);
 	*out = (int)bytes;
 	return SF_OK;
 }
 
-static void free_comms(struct mpi_impl *m)
+static void free_comms(struct mpi_impl *st)
 {
-	MPI_Comm *cs[] = {&m->step, &m->ctl, &m->node, &m->shard, &m->rep};
+	MPI_Comm *cs[] = {&st->step, &st->ctl, &st->node, &st->shard, &st->rep};
 	for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++)
 		if (*cs[i] != MPI_COMM_NULL)
 			MPI_Comm_free(cs[i]);
@@ -77,17 +77,17 @@ static void free_comms(struct mpi_impl *m)
 
 static int mpi_fini(struct _sf_comm *c)
 {
-	struct mpi_impl *m = impl(c);
-	if (!m)
+	struct mpi_impl *st = impl(c);
+	if (!st)
 		return SF_OK;
-	free_comms(m);
-	if (m->own_mpi) {
+	free_comms(st);
+	if (st->own_mpi) {
 		int fin = 0;
 		MPI_Finalized(&fin);
 		if (!fin)
 			MPI_Finalize();
 	}
-	free(m);
+	free(st);
 	c->impl = NULL;
 	return SF_OK;
 }
@@ -96,34 +96,36 @@ static int mpi_fini(struct _sf_comm *c)
  * which must then be equally many everywhere and consecutive (mpirun's default
  * --map-by slot). Hybrid sharding splits the step communicator into the node's ranks
  * (the shard group) and the ranks of the same place on every node (the replicas). */
-static int make_groups(struct _sf_comm *c, struct mpi_impl *m)
+static int make_groups(struct _sf_comm *c, struct mpi_impl *st)
 {
 	int rc = SF_OK, K = c->node_req > 0 ? c->node_req : c->node_size;
 	c->node_k = K;
 	c->shard_rank = c->rank, c->shard_size = c->size, c->rep_rank = 0, c->rep_size = 1;
 	if (c->node_req > 0 && c->size % K != 0)
-		return SF_ERR(SF_ERR_CONFIG,
-		              "SHARDFLOW_NODE_SIZE=%d does not divide the %d ranks: accepted values "
-		              "are divisors of the world size (consecutive ranks form a node)",
-		              K, c->size);
+		return SF_ERR(
+		    SF_ERR_CONFIG,
+		    "SHARDFLOW_NODE_SIZE=%d does not divide the %d ranks: accepted values "
+		    "are divisors of the world size (consecutive ranks form a node)",
+		    K, c->size);
 	if (c->node_req == 0) { /* the machine's ranks: equal and consecutive everywhere? */
 		int mine = c->rank % K == c->node_rank && c->size % K == 0, all = 0;
-		MPI_CHECK(MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, m->ctl));
+		MPI_CHECK(MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, st->ctl));
 		if (!all) {
 			c->node_k = c->size; /* the accounting then sees one node */
 			if (c->hybrid)
-				return SF_ERR(SF_ERR_CONFIG,
-				              "SHARDFLOW_SHARDING=hybrid: the machines do not hold equally "
-				              "many consecutive ranks (this one: %d ranks, rank %d is its "
-				              "number %d); start them so (mpirun --map-by slot) or set "
-				              "SHARDFLOW_NODE_SIZE",
-				              c->node_size, c->rank, c->node_rank);
+				return SF_ERR(
+				    SF_ERR_CONFIG,
+				    "SHARDFLOW_SHARDING=hybrid: the machines do not hold equally "
+				    "many consecutive ranks (this one: %d ranks, rank %d is its "
+				    "number %d); start them so (mpirun --map-by slot) or set "
+				    "SHARDFLOW_NODE_SIZE",
+				    c->node_size, c->rank, c->node_rank);
 		}
 	}
 	if (!c->hybrid)
 		return SF_OK;
-	MPI_CHECK(MPI_Comm_split(m->step, c->rank / K, c->rank, &m->shard));
-	MPI_CHECK(MPI_Comm_split(m->step, c->rank % K, c->rank, &m->rep));
+	MPI_CHECK(MPI_Comm_split(st->step, c->rank / K, c->rank, &st->shard));
+	MPI_CHECK(MPI_Comm_split(st->step, c->rank % K, c->rank, &st->rep));
 	c->shard_rank = c->rank % K, c->shard_size = K;
 	c->rep_rank = c->rank / K, c->rep_size = c->size / K;
 fail:
@@ -133,15 +135,15 @@ fail:
 static int mpi_init(struct _sf_comm *c, int *argc, char ***argv)
 {
 	int rc = SF_OK, inited = 0, provided = 0;
-	struct mpi_impl *m = calloc(1, sizeof *m);
-	if (!m)
+	struct mpi_impl *st = calloc(1, sizeof *st);
+	if (!st)
 		return SF_ERR(SF_ERR_NOMEM, "sf_init: out of memory");
-	m->step = m->ctl = m->node = m->shard = m->rep = MPI_COMM_NULL;
-	c->impl = m;
+	st->step = st->ctl = st->node = st->shard = st->rep = MPI_COMM_NULL;
+	c->impl = st;
 	MPI_CHECK(MPI_Initialized(&inited));
 	if (!inited) {
 		MPI_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided));
-		m->own_mpi = true;
+		st->own_mpi = true;
 	} else {
 		MPI_CHECK(MPI_Query_thread(&provided));
 	}
@@ -153,17 +155,17 @@ static int mpi_init(struct _sf_comm *c, int *argc, char ***argv)
 		            provided, MPI_THREAD_MULTIPLE);
 		goto fail;
 	}
-	MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &m->step));
-	MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &m->ctl));
-	MPI_CHECK(MPI_Comm_set_errhandler(m->ctl, MPI_ERRORS_RETURN));
-	MPI_CHECK(MPI_Comm_rank(m->step, &c->rank));
-	MPI_CHECK(MPI_Comm_size(m->step, &c->size));
+	MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &st->step));
+	MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &st->ctl));
+	MPI_CHECK(MPI_Comm_set_errhandler(st->ctl, MPI_ERRORS_RETURN));
+	MPI_CHECK(MPI_Comm_rank(st->step, &c->rank));
+	MPI_CHECK(MPI_Comm_size(st->step, &c->size));
 	MPI_CHECK(
-	    MPI_Comm_split_type(m->ctl, MPI_COMM_TYPE_SHARED, c->rank, MPI_INFO_NULL, &m->node));
-	MPI_CHECK(MPI_Comm_set_errhandler(m->node, MPI_ERRORS_RETURN));
-	MPI_CHECK(MPI_Comm_rank(m->node, &c->node_rank));
-	MPI_CHECK(MPI_Comm_size(m->node, &c->node_size));
-	SF_CHECK(make_groups(c, m));
+	    MPI_Comm_split_type(st->ctl, MPI_COMM_TYPE_SHARED, c->rank, MPI_INFO_NULL, &st->node));
+	MPI_CHECK(MPI_Comm_set_errhandler(st->node, MPI_ERRORS_RETURN));
+	MPI_CHECK(MPI_Comm_rank(st->node, &c->node_rank));
+	MPI_CHECK(MPI_Comm_size(st->node, &c->node_size));
+	SF_CHECK(make_groups(c, st));
 	return SF_OK;
 fail:
 	mpi_fini(c);
@@ -207,8 +209,8 @@ static int ring_exchange_t(struct _sf_comm *c, const void *sbuf, void *rbuf, siz
                            const char *what)
 {
 	int N = c->shard_size, r = c->shard_rank;
-	int mrc = _sf_ring_exchange(shard_comm(c), (r + 1) % N, (r + N - 1) % N, RING_TAG, sbuf, rbuf,
-	                            S, bf16 ? MPI_UINT16_T : MPI_FLOAT,
+	int mrc = _sf_ring_exchange(shard_comm(c), (r + 1) % N, (r + N - 1) % N, RING_TAG, sbuf,
+	                            rbuf, S, bf16 ? MPI_UINT16_T : MPI_FLOAT,
 	                            bf16 ? sizeof(uint16_t) : sizeof(float),
 	                            bf16 ? 2 * c->chunk : c->chunk, SF_COMM_PACE, c->timeout);
 	return wait_status(c, mrc, what);
@@ -233,8 +235,7 @@ static int mpi_all_gather(struct _sf_comm *c, float *full, size_t S)
 	return SF_OK;
 }
 
-static int mpi_reduce_scatter(struct _sf_comm *c, float *grad, size_t S, float *out,
-                              float *scratch)
+static int mpi_reduce_scatter(struct _sf_comm *c, float *grad, size_t S, float *out, float *scratch)
 {
 	int N = c->shard_size, r = c->shard_rank;
 	for (int k = 0; k < N - 1; k++) {
@@ -307,9 +308,9 @@ static int mpi_rep_all_reduce(struct _sf_comm *c, float *v, size_t n, float *scr
 	int next = (r + 1) % M, prev = (r + M - 1) % M;
 	for (int k = 0; k < M - 1; k++) { /* reduce-scatter: block r ends summed here */
 		int sb = (r - k - 1 + 2 * M) % M, rb = (r - k - 2 + 2 * M) % M;
-		int mrc = _sf_ring_exchange(rep, next, prev, RING_TAG, buf + (size_t)sb * q, tmp, q,
-		                            MPI_FLOAT, sizeof(float), c->chunk, SF_COMM_PACE,
-		                            c->timeout);
+		int mrc =
+		    _sf_ring_exchange(rep, next, prev, RING_TAG, buf + (size_t)sb * q, tmp, q,
+		                      MPI_FLOAT, sizeof(float), c->chunk, SF_COMM_PACE, c->timeout);
 		int rc = wait_status(c, mrc, "ring all-reduce across nodes");
 		if (rc < 0)
 			return rc;
@@ -320,8 +321,8 @@ static int mpi_rep_all_reduce(struct _sf_comm *c, float *v, size_t n, float *scr
 	for (int k = 0; k < M - 1; k++) { /* all-gather of the summed blocks */
 		int sb = (r - k + M) % M, rb = (r - k - 1 + 2 * M) % M;
 		int mrc = _sf_ring_exchange(rep, next, prev, RING_TAG, buf + (size_t)sb * q,
-		                            buf + (size_t)rb * q, q, MPI_FLOAT, sizeof(float), c->chunk,
-		                            SF_COMM_PACE, c->timeout);
+		                            buf + (size_t)rb * q, q, MPI_FLOAT, sizeof(float),
+		                            c->chunk, SF_COMM_PACE, c->timeout);
 		int rc = wait_status(c, mrc, "ring all-reduce across nodes");
 		if (rc < 0)
 			return rc;
@@ -344,10 +345,10 @@ static int mpi_all_reduce(struct _sf_comm *c, float *v, size_t n)
 	MPI_Request req;
 	if (n > INT_MAX)
 		return SF_ERR(SF_ERR_INVALID, "all-reduce of %zu floats is over MPI's limit", n);
-	return wait_one(c, &req,
-	                MPI_Iallreduce(MPI_IN_PLACE, v, (int)n, MPI_FLOAT, MPI_SUM, impl(c)->step,
-	                               &req),
-	                "MPI_Iallreduce");
+	return wait_one(
+	    c, &req,
+	    MPI_Iallreduce(MPI_IN_PLACE, v, (int)n, MPI_FLOAT, MPI_SUM, impl(c)->step, &req),
+	    "MPI_Iallreduce");
 }
 
 static int mpi_sum_scalar(struct _sf_comm *c, double *v)
@@ -377,7 +378,7 @@ fail:
 	return rc;
 }
 
-static int mpi_gather(struct _sf_comm *c, const void *mine, size_t bytes, void *all, int root)
+static int mpi_gather_bytes(struct _sf_comm *c, const void *mine, size_t bytes, void *all, int root)
 {
 	int rc = SF_OK, n = 0;
 	SF_CHECK(count_of(bytes, &n));
@@ -386,8 +387,8 @@ fail:
 	return rc;
 }
 
-static int mpi_gatherv(struct _sf_comm *c, const void *mine, size_t bytes, void *all,
-                       const size_t *counts, int root)
+static int mpi_gatherv_bytes(struct _sf_comm *c, const void *mine, size_t bytes, void *all,
+                             const size_t *counts, int root)
 {
 	int rc = SF_OK, n = 0;
 	int *cnt = NULL, *displs = NULL;
@@ -413,7 +414,7 @@ fail:
 	return rc;
 }
 
-static int mpi_allgather(struct _sf_comm *c, const void *mine, size_t bytes, void *all)
+static int mpi_allgather_bytes(struct _sf_comm *c, const void *mine, size_t bytes, void *all)
 {
 	int rc = SF_OK, n = 0;
 	SF_CHECK(count_of(bytes, &n));
@@ -470,9 +471,9 @@ const struct _sf_comm_ops _sf_comm_mpi_ops = {
     .sum_scalar = mpi_sum_scalar,
     .barrier = mpi_barrier,
     .bcast = mpi_bcast,
-    .gather = mpi_gather,
-    .gatherv = mpi_gatherv,
-    .allgather = mpi_allgather,
+    .gather_bytes = mpi_gather_bytes,
+    .gatherv_bytes = mpi_gatherv_bytes,
+    .allgather_bytes = mpi_allgather_bytes,
     .min_rank = mpi_min_rank,
     .abort = mpi_abort,
 };

@@ -92,22 +92,23 @@ static int gpu_of(int node_rank, int ndev, struct gpu_id *g)
  * NCCL). Every rank gets every rank's GPU (UUIDs are unique across machines, so the
  * world's list finds the ranks of a machine that share one) and takes the same
  * decision: refused everywhere, with the same message, or accepted everywhere. */
-static int one_gpu_per_rank(struct _sf_comm *c, struct nccl_impl *m, const struct gpu_id *mine)
+static int one_gpu_per_rank(struct _sf_comm *c, struct nccl_impl *st, const struct gpu_id *mine)
 {
 	struct gpu_id *all = calloc((size_t)c->size, sizeof *all);
 	if (!all)
 		return SF_ERR(SF_ERR_NOMEM, "sf_init: out of memory");
-	int rc = m->mpi.ops->allgather(&m->mpi, mine, sizeof *mine, all);
+	int rc = st->mpi.ops->allgather_bytes(&st->mpi, mine, sizeof *mine, all);
 	for (int a = 0; rc >= 0 && a < c->size; a++)
 		for (int b = a + 1; b < c->size; b++) {
 			if (memcmp(all[a].uuid, all[b].uuid, sizeof all[a].uuid) != 0)
 				continue;
 			all[a].pci[sizeof all[a].pci - 1] = '\0';
-			rc = SF_ERR(SF_ERR_CONFIG,
-			            "SHARDFLOW_COMM=nccl: ranks %d and %d share GPU %d (PCI %s): NCCL "
-			            "needs one GPU per rank; start one rank per GPU, or use "
-			            "SHARDFLOW_COMM=mpi",
-			            a, b, all[a].dev, all[a].pci);
+			rc = SF_ERR(
+			    SF_ERR_CONFIG,
+			    "SHARDFLOW_COMM=nccl: ranks %d and %d share GPU %d (PCI %s): NCCL "
+			    "needs one GPU per rank; start one rank per GPU, or use "
+			    "SHARDFLOW_COMM=mpi",
+			    a, b, all[a].dev, all[a].pci);
 			break;
 		}
 	free(all);
@@ -116,31 +117,31 @@ static int one_gpu_per_rank(struct _sf_comm *c, struct nccl_impl *m, const struc
 
 static int nccl_init(struct _sf_comm *c, int *argc, char ***argv)
 {
-	struct nccl_impl *m = calloc(1, sizeof *m);
-	if (!m)
+	struct nccl_impl *st = calloc(1, sizeof *st);
+	if (!st)
 		return SF_ERR(SF_ERR_NOMEM, "sf_init: out of memory");
-	m->mpi.ops = &_sf_comm_mpi_ops;
-	m->mpi.chunk = c->chunk;
-	m->mpi.timeout = c->timeout;
-	m->mpi.node_req = c->node_req;
-	int rc = _sf_comm_mpi_ops.init(&m->mpi, argc, argv);
+	st->mpi.ops = &_sf_comm_mpi_ops;
+	st->mpi.chunk = c->chunk;
+	st->mpi.timeout = c->timeout;
+	st->mpi.node_req = c->node_req;
+	int rc = _sf_comm_mpi_ops.init(&st->mpi, argc, argv);
 	if (rc < 0) {
-		free(m);
+		free(st);
 		return rc;
 	}
-	c->impl = m;
-	c->rank = m->mpi.rank;
-	c->size = m->mpi.size;
-	c->node_rank = m->mpi.node_rank;
-	c->node_size = m->mpi.node_size;
+	c->impl = st;
+	c->rank = st->mpi.rank;
+	c->size = st->mpi.size;
+	c->node_rank = st->mpi.node_rank;
+	c->node_size = st->mpi.node_size;
 	c->shard_rank = c->rank, c->shard_size = c->size, c->rep_rank = 0, c->rep_size = 1;
-	c->node_k = m->mpi.node_k;
+	c->node_k = st->mpi.node_k;
 	if (c->hybrid) {
 		rc = SF_ERR(SF_ERR_CONFIG,
 		            "SHARDFLOW_SHARDING=hybrid: the NCCL backend has no hybrid groups yet; "
 		            "use SHARDFLOW_COMM=mpi");
-		_sf_comm_mpi_ops.fini(&m->mpi);
-		free(m);
+		_sf_comm_mpi_ops.fini(&st->mpi);
+		free(st);
 		c->impl = NULL;
 		return rc;
 	}
@@ -150,28 +151,29 @@ static int nccl_init(struct _sf_comm *c, int *argc, char ***argv)
 	cudaError_t ce = cudaGetDeviceCount(&ndev);
 	if (ce != cudaSuccess || ndev <= 0) {
 		(void)cudaGetLastError();
-		rc = SF_ERR(SF_ERR_CONFIG,
-		            "SHARDFLOW_COMM=nccl: no CUDA device on this machine (cudaGetDeviceCount: "
-		            "%s); NCCL needs one GPU per rank: use SHARDFLOW_COMM=mpi (the default) "
-		            "on CPU ranks",
-		            ce != cudaSuccess ? cudaGetErrorString(ce) : "0 devices");
+		rc = SF_ERR(
+		    SF_ERR_CONFIG,
+		    "SHARDFLOW_COMM=nccl: no CUDA device on this machine (cudaGetDeviceCount: "
+		    "%s); NCCL needs one GPU per rank: use SHARDFLOW_COMM=mpi (the default) "
+		    "on CPU ranks",
+		    ce != cudaSuccess ? cudaGetErrorString(ce) : "0 devices");
 	} else {
 		rc = gpu_of(c->node_rank, ndev, &mine);
 	}
-	rc = _sf_comm_agree(&m->mpi, rc, "the NCCL bootstrap");
+	rc = _sf_comm_agree(&st->mpi, rc, "the NCCL bootstrap");
 	if (rc >= 0)
-		rc = one_gpu_per_rank(c, m, &mine);
+		rc = one_gpu_per_rank(c, st, &mine);
 	if (rc >= 0 && c->rank == 0) {
-		ncclResult_t r = ncclGetUniqueId(&m->id);
+		ncclResult_t r = ncclGetUniqueId(&st->id);
 		if (r != ncclSuccess)
 			rc = nccl_fail(r, "ncclGetUniqueId");
 	}
-	rc = _sf_comm_agree(&m->mpi, rc, "the NCCL bootstrap");
+	rc = _sf_comm_agree(&st->mpi, rc, "the NCCL bootstrap");
 	if (rc >= 0)
-		rc = m->mpi.ops->bcast(&m->mpi, &m->id, sizeof m->id, 0);
+		rc = st->mpi.ops->bcast(&st->mpi, &st->id, sizeof st->id, 0);
 	if (rc < 0) {
-		_sf_comm_mpi_ops.fini(&m->mpi);
-		free(m);
+		_sf_comm_mpi_ops.fini(&st->mpi);
+		free(st);
 		c->impl = NULL;
 	}
 	return rc;
@@ -201,45 +203,46 @@ static ncclResult_t settle(struct _sf_comm *c, ncclComm_t comm)
 static void attach_on_worker(void *arg)
 {
 	struct _sf_comm *c = arg;
-	struct nccl_impl *m = impl(c);
+	struct nccl_impl *st = impl(c);
 	ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
 	config.blocking = 0; /* a failed rank must not leave the others inside their init */
-	m->comm = NULL;
-	ncclResult_t r = ncclCommInitRankConfig(&m->comm, c->size, m->id, c->rank, &config);
-	if ((r == ncclSuccess || r == ncclInProgress) && m->comm)
-		r = settle(c, m->comm);
-	m->attach_rc = r == ncclSuccess ? SF_OK : SF_ERR_COMM;
+	st->comm = NULL;
+	ncclResult_t r = ncclCommInitRankConfig(&st->comm, c->size, st->id, c->rank, &config);
+	if ((r == ncclSuccess || r == ncclInProgress) && st->comm)
+		r = settle(c, st->comm);
+	st->attach_rc = r == ncclSuccess ? SF_OK : SF_ERR_COMM;
 	if (r == ncclInProgress)
-		snprintf(m->attach_msg, sizeof m->attach_msg,
+		snprintf(st->attach_msg, sizeof st->attach_msg,
 		         "ncclCommInitRankConfig: not done after %g s (SHARDFLOW_COMM_TIMEOUT): a "
 		         "rank failed, or is stopped, stuck or unreachable",
 		         c->timeout);
 	else if (r != ncclSuccess)
-		snprintf(m->attach_msg, sizeof m->attach_msg,
+		snprintf(st->attach_msg, sizeof st->attach_msg,
 		         "ncclCommInitRankConfig failed: %s (NCCL %d): %s", ncclGetErrorString(r),
-		         (int)r, ncclGetLastError(m->comm));
+		         (int)r, ncclGetLastError(st->comm));
 	/* aborting closes this rank's connections, which ends the peers' wait early */
-	if (r != ncclSuccess && m->comm) {
-		ncclCommAbort(m->comm);
-		m->comm = NULL;
+	if (r != ncclSuccess && st->comm) {
+		ncclCommAbort(st->comm);
+		st->comm = NULL;
 	}
 }
 
 static int nccl_attach(struct _sf_comm *c, int worker)
 {
-	struct nccl_impl *m = impl(c);
+	struct nccl_impl *st = impl(c);
 	if (starpu_worker_get_type(worker) != STARPU_CUDA_WORKER)
 		return SF_ERR(SF_ERR_STARPU,
-		              "SHARDFLOW_COMM=nccl: the comm worker %d is not a CUDA worker", worker);
+		              "SHARDFLOW_COMM=nccl: the comm worker %d is not a CUDA worker",
+		              worker);
 	unsigned w = (unsigned)worker;
 	starpu_execute_on_specific_workers(attach_on_worker, c, 1, &w, "shardflow nccl init");
-	int rc = m->attach_rc < 0 ? SF_ERR(m->attach_rc, "%s", m->attach_msg) : SF_OK;
-	rc = _sf_comm_agree(&m->mpi, rc, "ncclCommInitRankConfig");
-	if (rc < 0 && m->comm) { /* made here, failed on another rank */
-		ncclCommAbort(m->comm);
-		m->comm = NULL;
+	int rc = st->attach_rc < 0 ? SF_ERR(st->attach_rc, "%s", st->attach_msg) : SF_OK;
+	rc = _sf_comm_agree(&st->mpi, rc, "ncclCommInitRankConfig");
+	if (rc < 0 && st->comm) { /* made here, failed on another rank */
+		ncclCommAbort(st->comm);
+		st->comm = NULL;
 	}
-	m->attached = rc >= 0;
+	st->attached = rc >= 0;
 	return rc;
 }
 
@@ -249,50 +252,50 @@ static int nccl_attach(struct _sf_comm *c, int worker)
 static void destroy_on_worker(void *arg)
 {
 	struct _sf_comm *c = arg;
-	struct nccl_impl *m = impl(c);
-	ncclResult_t r = ncclCommFinalize(m->comm);
+	struct nccl_impl *st = impl(c);
+	ncclResult_t r = ncclCommFinalize(st->comm);
 	if (r == ncclSuccess || r == ncclInProgress)
-		r = settle(c, m->comm);
+		r = settle(c, st->comm);
 	if (r == ncclSuccess)
-		ncclCommDestroy(m->comm);
+		ncclCommDestroy(st->comm);
 	else
-		ncclCommAbort(m->comm);
-	m->comm = NULL;
-	if (m->stage)
-		cudaFree(m->stage);
-	m->stage = NULL;
-	m->stage_n = 0;
+		ncclCommAbort(st->comm);
+	st->comm = NULL;
+	if (st->stage)
+		cudaFree(st->stage);
+	st->stage = NULL;
+	st->stage_n = 0;
 }
 
 static int nccl_detach(struct _sf_comm *c, int worker)
 {
-	struct nccl_impl *m = impl(c);
-	if (!m || !m->attached)
+	struct nccl_impl *st = impl(c);
+	if (!st || !st->attached)
 		return SF_OK;
 	unsigned w = (unsigned)worker;
 	starpu_execute_on_specific_workers(destroy_on_worker, c, 1, &w, "shardflow nccl destroy");
-	m->attached = false;
+	st->attached = false;
 	return SF_OK;
 }
 
 static int nccl_fini(struct _sf_comm *c)
 {
-	struct nccl_impl *m = impl(c);
-	if (!m)
+	struct nccl_impl *st = impl(c);
+	if (!st)
 		return SF_OK;
-	if (m->attached) /* detach was not called (an error path): release what we can */
-		ncclCommAbort(m->comm);
-	int rc = _sf_comm_mpi_ops.fini(&m->mpi);
-	free(m);
+	if (st->attached) /* detach was not called (an error path): release what we can */
+		ncclCommAbort(st->comm);
+	int rc = _sf_comm_mpi_ops.fini(&st->mpi);
+	free(st);
 	c->impl = NULL;
 	return rc;
 }
 
 /* The communicator cannot be trusted any more: abort it, and fail with `rc`. */
-static int give_up(struct nccl_impl *m, int rc)
+static int give_up(struct nccl_impl *st, int rc)
 {
-	ncclCommAbort(m->comm);
-	m->attached = false;
+	ncclCommAbort(st->comm);
+	st->attached = false;
 	return rc;
 }
 
@@ -300,7 +303,7 @@ static int give_up(struct nccl_impl *m, int rc)
  * errors and SHARDFLOW_COMM_TIMEOUT end the wait with an aborted communicator. */
 static int wait_stream(struct _sf_comm *c, const char *what)
 {
-	struct nccl_impl *m = impl(c);
+	struct nccl_impl *st = impl(c);
 	cudaStream_t s = starpu_cuda_get_local_stream();
 	struct timespec t0, now, nap = {0, 20000}; /* 20 us */
 	clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -309,34 +312,36 @@ static int wait_stream(struct _sf_comm *c, const char *what)
 		if (ce == cudaSuccess)
 			return SF_OK;
 		if (ce != cudaErrorNotReady)
-			return give_up(m, SF_ERR(SF_ERR_COMM, "%s: CUDA error %s", what,
-			                         cudaGetErrorString(ce)));
+			return give_up(st, SF_ERR(SF_ERR_COMM, "%s: CUDA error %s", what,
+			                          cudaGetErrorString(ce)));
 		ncclResult_t ar = ncclSuccess;
-		if (ncclCommGetAsyncError(m->comm, &ar) == ncclSuccess && ar != ncclSuccess &&
+		if (ncclCommGetAsyncError(st->comm, &ar) == ncclSuccess && ar != ncclSuccess &&
 		    ar != ncclInProgress)
-			return give_up(m, nccl_fail(ar, what));
+			return give_up(st, nccl_fail(ar, what));
 		clock_gettime(CLOCK_MONOTONIC, &now);
 		if (c->timeout > 0 && 1e-9 * (double)_sf_ns_between(&t0, &now) > c->timeout)
-			return give_up(m, SF_ERR(SF_ERR_COMM,
-			                         "%s: no progress for %g s (SHARDFLOW_COMM_TIMEOUT): a "
-			                         "peer rank is stopped, stuck or unreachable",
-			                         what, c->timeout));
+			return give_up(
+			    st, SF_ERR(SF_ERR_COMM,
+			               "%s: no progress for %g s (SHARDFLOW_COMM_TIMEOUT): a "
+			               "peer rank is stopped, stuck or unreachable",
+			               what, c->timeout));
 		nanosleep(&nap, NULL);
 	}
 }
 
 static int enqueued(struct _sf_comm *c, ncclResult_t r, const char *what)
 {
-	struct nccl_impl *m = impl(c);
+	struct nccl_impl *st = impl(c);
 	if (r == ncclInProgress) { /* not yet on the stream: NCCL is still enqueueing it */
-		r = settle(c, m->comm);
+		r = settle(c, st->comm);
 		if (r == ncclInProgress)
-			return give_up(m, SF_ERR(SF_ERR_COMM,
-			                         "%s: not enqueued after %g s (SHARDFLOW_COMM_TIMEOUT): a "
-			                         "peer rank is stopped, stuck or unreachable",
-			                         what, c->timeout));
+			return give_up(
+			    st, SF_ERR(SF_ERR_COMM,
+			               "%s: not enqueued after %g s (SHARDFLOW_COMM_TIMEOUT): a "
+			               "peer rank is stopped, stuck or unreachable",
+			               what, c->timeout));
 		if (r != ncclSuccess)
-			return give_up(m, nccl_fail(r, what));
+			return give_up(st, nccl_fail(r, what));
 	}
 	if (r != ncclSuccess)
 		return nccl_fail(r, what);
@@ -365,19 +370,19 @@ static int nccl_reduce_scatter(struct _sf_comm *c, float *grad, size_t S, float 
 /* The device staging of n bf16 (grown, never shrunk: steps meet the same sizes). */
 static int stage_of(struct _sf_comm *c, size_t n, uint16_t **out)
 {
-	struct nccl_impl *m = impl(c);
-	if (n > m->stage_n) {
-		if (m->stage)
-			cudaFree(m->stage);
-		m->stage = NULL;
-		m->stage_n = 0;
-		cudaError_t ce = cudaMalloc((void **)&m->stage, n * sizeof(uint16_t));
+	struct nccl_impl *st = impl(c);
+	if (n > st->stage_n) {
+		if (st->stage)
+			cudaFree(st->stage);
+		st->stage = NULL;
+		st->stage_n = 0;
+		cudaError_t ce = cudaMalloc((void **)&st->stage, n * sizeof(uint16_t));
 		if (ce != cudaSuccess)
 			return SF_ERR(SF_ERR_NOMEM, "bf16 collectives: cudaMalloc of %zu bytes: %s",
 			              n * sizeof(uint16_t), cudaGetErrorString(ce));
-		m->stage_n = n;
+		st->stage_n = n;
 	}
-	*out = m->stage;
+	*out = st->stage;
 	return SF_OK;
 }
 
@@ -453,20 +458,21 @@ static int nccl_bcast(struct _sf_comm *c, void *buf, size_t bytes, int root)
 	return impl(c)->mpi.ops->bcast(&impl(c)->mpi, buf, bytes, root);
 }
 
-static int nccl_gather(struct _sf_comm *c, const void *mine, size_t bytes, void *all, int root)
+static int nccl_gather_bytes(struct _sf_comm *c, const void *mine, size_t bytes, void *all,
+                             int root)
 {
-	return impl(c)->mpi.ops->gather(&impl(c)->mpi, mine, bytes, all, root);
+	return impl(c)->mpi.ops->gather_bytes(&impl(c)->mpi, mine, bytes, all, root);
 }
 
-static int nccl_gatherv(struct _sf_comm *c, const void *mine, size_t bytes, void *all,
-                        const size_t *counts, int root)
+static int nccl_gatherv_bytes(struct _sf_comm *c, const void *mine, size_t bytes, void *all,
+                              const size_t *counts, int root)
 {
-	return impl(c)->mpi.ops->gatherv(&impl(c)->mpi, mine, bytes, all, counts, root);
+	return impl(c)->mpi.ops->gatherv_bytes(&impl(c)->mpi, mine, bytes, all, counts, root);
 }
 
-static int nccl_allgather(struct _sf_comm *c, const void *mine, size_t bytes, void *all)
+static int nccl_allgather_bytes(struct _sf_comm *c, const void *mine, size_t bytes, void *all)
 {
-	return impl(c)->mpi.ops->allgather(&impl(c)->mpi, mine, bytes, all);
+	return impl(c)->mpi.ops->allgather_bytes(&impl(c)->mpi, mine, bytes, all);
 }
 
 static int nccl_min_rank(struct _sf_comm *c, int value, int *min, int *rank)
@@ -476,10 +482,10 @@ static int nccl_min_rank(struct _sf_comm *c, int value, int *min, int *rank)
 
 static void nccl_abort(struct _sf_comm *c, int code)
 {
-	struct nccl_impl *m = impl(c);
-	if (m->attached)
-		ncclCommAbort(m->comm);
-	m->mpi.ops->abort(&m->mpi, code);
+	struct nccl_impl *st = impl(c);
+	if (st->attached)
+		ncclCommAbort(st->comm);
+	st->mpi.ops->abort(&st->mpi, code);
 }
 
 /* ---- the codelets' own copies: on the comm worker's stream, before its collective -- */
@@ -499,7 +505,8 @@ static void dev_copy(void *dst, const void *src, size_t bytes)
 
 static void dev_zero(void *dst, size_t bytes)
 {
-	dev_check(cudaMemsetAsync(dst, 0, bytes, starpu_cuda_get_local_stream()), "cudaMemsetAsync");
+	dev_check(cudaMemsetAsync(dst, 0, bytes, starpu_cuda_get_local_stream()),
+	          "cudaMemsetAsync");
 }
 
 static void dev_to_host(void *host, const void *src, size_t bytes)
@@ -534,9 +541,9 @@ const struct _sf_comm_ops _sf_comm_nccl_ops = {
     .sum_scalar = nccl_sum_scalar,
     .barrier = nccl_barrier,
     .bcast = nccl_bcast,
-    .gather = nccl_gather,
-    .gatherv = nccl_gatherv,
-    .allgather = nccl_allgather,
+    .gather_bytes = nccl_gather_bytes,
+    .gatherv_bytes = nccl_gatherv_bytes,
+    .allgather_bytes = nccl_allgather_bytes,
     .min_rank = nccl_min_rank,
     .abort = nccl_abort,
 };

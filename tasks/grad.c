@@ -39,38 +39,37 @@ SF_BODIES(grad_add, pair_with, _sf_grad_add, _sf_grad_add_cuda)
 SF_BODIES(grad_copy, pair_with, _sf_grad_copy, _sf_grad_copy_cuda)
 SF_BODIES(grad_sqnorm, sq_with, _sf_grad_sqnorm, _sf_grad_sqnorm_cuda)
 
-static struct starpu_perfmodel add_model = {.type = STARPU_HISTORY_BASED,
-                                            .symbol = "sf_grad_add"};
+static struct starpu_perfmodel add_model = {.type = STARPU_HISTORY_BASED, .symbol = "sf_grad_add"};
 static struct starpu_perfmodel copy_model = {.type = STARPU_HISTORY_BASED,
                                              .symbol = "sf_grad_copy"};
 static struct starpu_perfmodel sq_model = {.type = STARPU_HISTORY_BASED,
                                            .symbol = "sf_grad_sqnorm"};
 
 #ifdef SF_HAVE_CUDA
-#define SF_GRAD_CODELET(var, base, m0, m1, pm)                                             \
-	struct starpu_codelet var = {                                                          \
-	    .where = STARPU_CPU | STARPU_CUDA,                                                 \
-	    .cpu_funcs = {base##_cpu},                                                         \
-	    .cpu_funcs_name = {#base "_cpu"},                                                  \
-	    .cuda_funcs = {base##_cuda},                                                       \
-	    .cuda_flags = {STARPU_CUDA_ASYNC},                                                 \
-	    .nbuffers = 2,                                                                     \
-	    .modes = {m0, m1},                                                                 \
-	    .can_execute = _sf_compute_can_execute,                                            \
-	    .model = &pm,                                                                      \
-	    .name = #base,                                                                     \
+#define SF_GRAD_CODELET(var, base, m0, m1, pm)                                                     \
+	struct starpu_codelet var = {                                                              \
+	    .where = STARPU_CPU | STARPU_CUDA,                                                     \
+	    .cpu_funcs = {base##_cpu},                                                             \
+	    .cpu_funcs_name = {#base "_cpu"},                                                      \
+	    .cuda_funcs = {base##_cuda},                                                           \
+	    .cuda_flags = {STARPU_CUDA_ASYNC},                                                     \
+	    .nbuffers = 2,                                                                         \
+	    .modes = {m0, m1},                                                                     \
+	    .can_execute = _sf_compute_can_execute,                                                \
+	    .model = &pm,                                                                          \
+	    .name = #base,                                                                         \
 	}
 #else
-#define SF_GRAD_CODELET(var, base, m0, m1, pm)                                             \
-	struct starpu_codelet var = {                                                          \
-	    .where = STARPU_CPU,                                                               \
-	    .cpu_funcs = {base##_cpu},                                                         \
-	    .cpu_funcs_name = {#base "_cpu"},                                                  \
-	    .nbuffers = 2,                                                                     \
-	    .modes = {m0, m1},                                                                 \
-	    .can_execute = _sf_compute_can_execute,                                            \
-	    .model = &pm,                                                                      \
-	    .name = #base,                                                                     \
+#define SF_GRAD_CODELET(var, base, m0, m1, pm)                                                     \
+	struct starpu_codelet var = {                                                              \
+	    .where = STARPU_CPU,                                                                   \
+	    .cpu_funcs = {base##_cpu},                                                             \
+	    .cpu_funcs_name = {#base "_cpu"},                                                      \
+	    .nbuffers = 2,                                                                         \
+	    .modes = {m0, m1},                                                                     \
+	    .can_execute = _sf_compute_can_execute,                                                \
+	    .model = &pm,                                                                          \
+	    .name = #base,                                                                         \
 	}
 #endif
 
@@ -93,8 +92,7 @@ void _sf_grad_codelets_configure(bool skip)
 /* --- submitting them ------------------------------------------------------------------ */
 
 static int submit_grad(struct starpu_codelet *cl, const struct starpu_data_descr *d,
-                       const struct _sf_grad_args *a, const char *name,
-                       struct _sf_task_done done)
+                       const struct _sf_grad_args *a, const char *name, struct _sf_task_done done)
 {
 	return _sf_task_submit(&(struct _sf_task){.cl = cl,
 	                                          .buf = d,
@@ -114,8 +112,8 @@ int _sf_submit_grad_acc(bool copy, starpu_data_handle_t dst, starpu_data_handle_
 	return submit_grad(copy ? &_sf_cl_grad_copy : &_sf_cl_grad_add, d, &a, name, done);
 }
 
-int _sf_submit_grad_sqnorm(starpu_data_handle_t g, starpu_data_handle_t sq,
-                           struct _sf_grad_args a, const char *name, struct _sf_task_done done)
+int _sf_submit_grad_sqnorm(starpu_data_handle_t g, starpu_data_handle_t sq, struct _sf_grad_args a,
+                           const char *name, struct _sf_task_done done)
 {
 	struct starpu_data_descr d[] = {{g, STARPU_R}, {sq, STARPU_W}};
 	return submit_grad(&_sf_cl_grad_sqnorm, d, &a, name, done);

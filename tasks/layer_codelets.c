@@ -152,8 +152,8 @@ int _sf_submit_layer_bwd(const struct _sf_layer_entry *type, const struct sf_lay
 		d[k++] = (struct starpu_data_descr){saved, STARPU_R};
 	for (int i = 0; i < nin; i++)
 		if (info->need_dinput[i])
-			d[k++] = (struct starpu_data_descr){din[i],
-			                                    info->accumulate[i] ? STARPU_RW : STARPU_W};
+			d[k++] = (struct starpu_data_descr){din[i], info->accumulate[i] ? STARPU_RW
+			                                                                : STARPU_W};
 	if (dparams)
 		d[k++] = (struct starpu_data_descr){dparams, dparams_first ? STARPU_W : STARPU_RW};
 	return _sf_task_submit(&(struct _sf_task){.cl = _sf_layer_codelet(type, true),

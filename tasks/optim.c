@@ -18,31 +18,31 @@ static struct _sf_opt_args unpack(void *cl_arg)
 
 typedef void (*sgd_fn)(size_t, float *, const float *, float *, float, float, float, float,
                        const double *);
-typedef void (*lion_fn)(size_t, float *, const float *, float *, float, float, float, float,
-                        float, const double *);
+typedef void (*lion_fn)(size_t, float *, const float *, float *, float, float, float, float, float,
+                        const double *);
 typedef void (*adamw_fn)(size_t, float *, const float *, float *, float *, float, float, float,
                          float, float, int64_t, float, const double *);
 
 /* The runs of [0, a->n) alternately decayed and not (parameter groups): calls
  * run(begin, end, weight decay) on each non-empty one, in order. The update is
  * element-wise, so a split changes no bit of it. */
-#define FOR_EACH_RUN(a, b_, e_, wd_, body)                                                 \
-	do {                                                                                   \
+#define FOR_EACH_RUN(a, b_, e_, wd_, body)                                                         \
+	do {                                                                                       \
 		size_t at_ = 0;                                                                    \
 		for (int i_ = 0; i_ <= (a).nskip; i_++) {                                          \
-			size_t sb_ = i_ < (a).nskip ? (a).skip[2 * i_] : (a).n;                        \
-			size_t se_ = i_ < (a).nskip ? (a).skip[2 * i_ + 1] : (a).n;                    \
-			size_t b_, e_;                                                                 \
-			float wd_;                                                                     \
-			if (sb_ > at_) {                                                               \
-				b_ = at_, e_ = sb_, wd_ = (a).weight_decay;                                \
-				body;                                                                      \
-			}                                                                              \
-			if (se_ > sb_) {                                                               \
-				b_ = sb_, e_ = se_, wd_ = 0.0f;                                            \
-				body;                                                                      \
-			}                                                                              \
-			at_ = se_;                                                                     \
+			size_t sb_ = i_ < (a).nskip ? (a).skip[2 * i_] : (a).n;                    \
+			size_t se_ = i_ < (a).nskip ? (a).skip[2 * i_ + 1] : (a).n;                \
+			size_t b_, e_;                                                             \
+			float wd_;                                                                 \
+			if (sb_ > at_) {                                                           \
+				b_ = at_, e_ = sb_, wd_ = (a).weight_decay;                        \
+				body;                                                              \
+			}                                                                          \
+			if (se_ > sb_) {                                                           \
+				b_ = sb_, e_ = se_, wd_ = 0.0f;                                    \
+				body;                                                              \
+			}                                                                          \
+			at_ = se_;                                                                 \
 		}                                                                                  \
 	} while (0)
 
@@ -89,8 +89,7 @@ SF_BODIES(adamw, adamw_with, _sf_adamw, _sf_adamw_cuda)
 SF_BODIES(lion, lion_with, _sf_lion, _sf_lion_cuda)
 
 static struct starpu_perfmodel sgd_model = {.type = STARPU_HISTORY_BASED, .symbol = "sf_sgd"};
-static struct starpu_perfmodel adamw_model = {.type = STARPU_HISTORY_BASED,
-                                              .symbol = "sf_adamw"};
+static struct starpu_perfmodel adamw_model = {.type = STARPU_HISTORY_BASED, .symbol = "sf_adamw"};
 static struct starpu_perfmodel lion_model = {.type = STARPU_HISTORY_BASED, .symbol = "sf_lion"};
 
 #ifdef SF_HAVE_CUDA
@@ -105,8 +104,7 @@ struct starpu_codelet _sf_cl_sgd = {
     .where = SF_OPT_WHERE,
     .cpu_funcs = {sgd_cpu},
     .cpu_funcs_name = {"sgd_cpu"},
-    SF_OPT_CUDA(sgd_cuda)
-    .nbuffers = 4,
+    SF_OPT_CUDA(sgd_cuda).nbuffers = 4,
     .modes = {STARPU_RW, STARPU_R, STARPU_RW, STARPU_R},
     .can_execute = _sf_opt_can_execute,
     .model = &sgd_model,
@@ -117,8 +115,7 @@ struct starpu_codelet _sf_cl_adamw = {
     .where = SF_OPT_WHERE,
     .cpu_funcs = {adamw_cpu},
     .cpu_funcs_name = {"adamw_cpu"},
-    SF_OPT_CUDA(adamw_cuda)
-    .nbuffers = 5,
+    SF_OPT_CUDA(adamw_cuda).nbuffers = 5,
     .modes = {STARPU_RW, STARPU_R, STARPU_RW, STARPU_RW, STARPU_R},
     .can_execute = _sf_opt_can_execute,
     .model = &adamw_model,
@@ -129,8 +126,7 @@ struct starpu_codelet _sf_cl_lion = {
     .where = SF_OPT_WHERE,
     .cpu_funcs = {lion_cpu},
     .cpu_funcs_name = {"lion_cpu"},
-    SF_OPT_CUDA(lion_cuda)
-    .nbuffers = 4,
+    SF_OPT_CUDA(lion_cuda).nbuffers = 4,
     .modes = {STARPU_RW, STARPU_R, STARPU_RW, STARPU_R},
     .can_execute = _sf_opt_can_execute,
     .model = &lion_model,

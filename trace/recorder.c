@@ -180,7 +180,7 @@ int _sf_trace_write_report(const char *prefix, const struct _sf_event *all, size
 {
 	int rc = SF_OK;
 	struct _sf_report r;
-	char src[600];
+	char src[SF_PATH_MAX];
 	snprintf(src, sizeof src, "built-in trace %s.rank*.json", prefix);
 	SF_CHECK(_sf_report_build(all, n, &r));
 	rc = _sf_report_write_files(prefix, all, n, &r, src, src);
