@@ -705,6 +705,8 @@ SF_API int sf_model_create(sf_context *ctx, const sf_graph *g, const struct sf_m
 	SF_CHECK(_sf_plan_recompute(m));
 	SF_CHECK(alloc_nodes(m));
 	SF_CHECK(build_units(m));
+	if (m->cfg.grad_accum > 1) /* micro-batches announced: their buffers now too */
+		SF_CHECK(_sf_model_accum_buffers(m));
 	SF_CHECK(build_buffers(m));
 	m->comm_worker_cpu0 = _sf_clock_seconds(ctx->comm_clock);
 	if (m->cfg.trace[0]) {

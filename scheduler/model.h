@@ -187,9 +187,10 @@ void _sf_slots_release(struct _sf_slots *s, int slot);
 int _sf_slots_find(const struct _sf_slots *s, int u);
 
 int _sf_step_submit(struct sf_model *m);
-/* The local-mode sums of gradient accumulation (P floats a unit), allocated once at the
- * first micro-batch that needs them; and for replicated units (sharding none), the
- * reduced gradient the optimizer reads after a clip or a sum (gshard, P floats). */
+/* The local-mode sums of gradient accumulation (P floats a unit) and, for replicated
+ * units (sharding none), the reduced gradient the optimizer reads after a sum
+ * (gshard, P floats): made by sf_model_create when SHARDFLOW_GRAD_ACCUM > 1, else at
+ * the first sf_model_accumulate (a model that never accumulates never pays them). */
 int _sf_model_accum_buffers(struct sf_model *m);
 int _sf_forward_submit(struct sf_model *m, bool train);
 

@@ -13,9 +13,12 @@
 # into the shard; local: a full local sum reduced once), N = 1, 2, 3, for full
 # sharding; grad_op and none on 2 ranks; SGD and AdamW; the MLP (K = 4) and
 # sf_gpt_graph (K = 3, sequences of 5 tokens); and bitwise equality across prefetch
-# depths and backward prefetch policies with accumulation, in both modes.
+# depths and backward prefetch policies with accumulation, in both modes. And the
+# buffers: with SHARDFLOW_GRAD_ACCUM=2 and the local mode, examples/gpt's memory line
+# (sf_model_stats right after sf_model_create) counts the full-unit sums already
+# (4.9 MiB of gradients against 4.0 without): a step then allocates nothing.
 . "$(dirname "$0")/lib.sh"
-require_progs "$TRAIN_DUMP" "$DUMP_COMPARE"
+require_progs "$TRAIN_DUMP" "$DUMP_COMPARE" "$top_builddir/examples/gpt"
 
 rtol=1e-6
 # AdamW divides each element's mean gradient by its root mean square: an element whose
@@ -26,7 +29,7 @@ rtol_adamw=1e-5
 floor=1e-2
 steps=4
 
-plan 18
+plan 19
 
 # model optimizer K B: the reference, one step of K B samples on 1 rank
 ref() {
@@ -73,4 +76,16 @@ EOS
 	compare "$m mode: depth $d1 = depth $d2 with backward prefetch $bwd, bitwise" \
 		"bw-$m-a" "bw-$m-b" --bitwise
 done
+
+# the accumulation buffers exist from sf_model_create when SHARDFLOW_GRAD_ACCUM > 1
+sf_corpus "$tmp/corpus.txt"
+gpt_mem() { # ENV...: the gradients' MiB of examples/gpt's memory line
+	env "$@" "$top_builddir/examples/gpt" --text "$tmp/corpus.txt" --layers 1 --steps 1 \
+		--sample 0 --eval-every 100 </dev/null 2>&1 |
+		sed -n 's/.*memory per rank:.*gradients \([0-9.]*\) MiB.*/\1/p'
+}
+g1=$(gpt_mem SHARDFLOW_ACCUM_MODE=local)
+g2=$(gpt_mem SHARDFLOW_ACCUM_MODE=local SHARDFLOW_GRAD_ACCUM=2)
+[ -n "$g1" ] && [ -n "$g2" ] && awk -v a="$g1" -v b="$g2" 'BEGIN { exit !(b > a) }'
+ok $? "SHARDFLOW_GRAD_ACCUM=2, local mode: the sums are made by sf_model_create (gradients ${g2:-?} MiB at start, ${g1:-?} without)"
 finish
