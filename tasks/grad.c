@@ -91,30 +91,17 @@ void _sf_grad_codelets_configure(bool skip)
 
 /* --- submitting them ------------------------------------------------------------------ */
 
-static int submit_grad(struct starpu_codelet *cl, const struct starpu_data_descr *d,
-                       const struct _sf_grad_args *a, const char *name, struct _sf_task_done done)
-{
-	return _sf_task_submit(&(struct _sf_task){.cl = cl,
-	                                          .buf = d,
-	                                          .nbuf = 2,
-	                                          .arg = a,
-	                                          .arg_size = sizeof *a,
-	                                          .arg_copy = true,
-	                                          .worker = -1,
-	                                          .name = name,
-	                                          .done = done});
-}
-
 int _sf_submit_grad_acc(bool copy, starpu_data_handle_t dst, starpu_data_handle_t src,
                         struct _sf_grad_args a, const char *name, struct _sf_task_done done)
 {
 	struct starpu_data_descr d[] = {{dst, copy ? STARPU_W : STARPU_RW}, {src, STARPU_R}};
-	return submit_grad(copy ? &_sf_cl_grad_copy : &_sf_cl_grad_add, d, &a, name, done);
+	return _sf_task_submit_any(copy ? &_sf_cl_grad_copy : &_sf_cl_grad_add, d, 2, &a, sizeof a,
+	                           true, name, done);
 }
 
 int _sf_submit_grad_sqnorm(starpu_data_handle_t g, starpu_data_handle_t sq, struct _sf_grad_args a,
                            const char *name, struct _sf_task_done done)
 {
 	struct starpu_data_descr d[] = {{g, STARPU_R}, {sq, STARPU_W}};
-	return submit_grad(&_sf_cl_grad_sqnorm, d, &a, name, done);
+	return _sf_task_submit_any(&_sf_cl_grad_sqnorm, d, 2, &a, sizeof a, true, name, done);
 }

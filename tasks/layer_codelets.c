@@ -123,14 +123,8 @@ int _sf_submit_layer_fwd(const struct _sf_layer_entry *type, const struct sf_lay
 	d[k++] = (struct starpu_data_descr){out, STARPU_W};
 	if (saved)
 		d[k++] = (struct starpu_data_descr){saved, STARPU_W};
-	return _sf_task_submit(&(struct _sf_task){.cl = _sf_layer_codelet(type, false),
-	                                          .buf = d,
-	                                          .nbuf = k,
-	                                          .arg = info,
-	                                          .arg_size = sizeof *info,
-	                                          .worker = -1,
-	                                          .name = name,
-	                                          .done = done});
+	return _sf_task_submit_any(_sf_layer_codelet(type, false), d, k, info, sizeof *info, false,
+	                           name, done);
 }
 
 int _sf_submit_layer_bwd(const struct _sf_layer_entry *type, const struct sf_layer_info *info,
@@ -156,14 +150,8 @@ int _sf_submit_layer_bwd(const struct _sf_layer_entry *type, const struct sf_lay
 			                                                                : STARPU_W};
 	if (dparams)
 		d[k++] = (struct starpu_data_descr){dparams, dparams_first ? STARPU_W : STARPU_RW};
-	return _sf_task_submit(&(struct _sf_task){.cl = _sf_layer_codelet(type, true),
-	                                          .buf = d,
-	                                          .nbuf = k,
-	                                          .arg = info,
-	                                          .arg_size = sizeof *info,
-	                                          .worker = -1,
-	                                          .name = name,
-	                                          .done = done});
+	return _sf_task_submit_any(_sf_layer_codelet(type, true), d, k, info, sizeof *info, false,
+	                           name, done);
 }
 
 int _sf_submit_loss(const struct _sf_loss_args *a, starpu_data_handle_t logits,
@@ -172,12 +160,5 @@ int _sf_submit_loss(const struct _sf_loss_args *a, starpu_data_handle_t logits,
 {
 	struct starpu_data_descr d[] = {
 	    {logits, STARPU_R}, {labels, STARPU_R}, {dlogits, STARPU_W}, {loss, STARPU_W}};
-	return _sf_task_submit(&(struct _sf_task){.cl = &_sf_cl_loss,
-	                                          .buf = d,
-	                                          .nbuf = 4,
-	                                          .arg = a,
-	                                          .arg_size = sizeof *a,
-	                                          .worker = -1,
-	                                          .name = name,
-	                                          .done = done});
+	return _sf_task_submit_any(&_sf_cl_loss, d, 4, a, sizeof *a, false, name, done);
 }

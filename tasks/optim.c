@@ -163,13 +163,5 @@ int _sf_submit_opt(int opt, const struct _sf_opt_args *a, starpu_data_handle_t p
 	if (f->nstate == 2)
 		d[k++] = (struct starpu_data_descr){v, STARPU_RW};
 	d[k++] = (struct starpu_data_descr){clip, STARPU_R};
-	return _sf_task_submit(&(struct _sf_task){.cl = f->cl,
-	                                          .buf = d,
-	                                          .nbuf = k,
-	                                          .arg = a,
-	                                          .arg_size = sizeof *a,
-	                                          .arg_copy = true,
-	                                          .worker = -1,
-	                                          .name = name,
-	                                          .done = done});
+	return _sf_task_submit_any(f->cl, d, k, a, sizeof *a, true, name, done);
 }

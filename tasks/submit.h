@@ -41,4 +41,23 @@ struct _sf_task {
 /* Submits t; a status (SF_ERR_STARPU with StarPU's code when it refuses). */
 int _sf_task_submit(const struct _sf_task *t);
 
+/* The two common cases, on any worker the codelet allows: the argument block copied
+ * into the task, or passed by pointer (the model keeps it). */
+static inline int _sf_task_submit_any(struct starpu_codelet *cl,
+                                      const struct starpu_data_descr *buf, int nbuf,
+                                      const void *arg, size_t arg_size, bool arg_copy,
+                                      const char *name, struct _sf_task_done done)
+{
+	struct _sf_task t = {.cl = cl,
+	                     .buf = buf,
+	                     .nbuf = nbuf,
+	                     .arg = arg,
+	                     .arg_size = arg_size,
+	                     .arg_copy = arg_copy,
+	                     .worker = -1,
+	                     .name = name,
+	                     .done = done};
+	return _sf_task_submit(&t);
+}
+
 #endif
