@@ -295,6 +295,20 @@ SF_API int sf_graph_layernorm(sf_graph *g, int x, const char *name, int *out);
 struct sf_layernorm_config {
 	float eps; /**< > 0, added to the variance */
 };
+/** RMS normalisation over the features of each row (Llama's RMSNorm): y = x /
+ *  sqrt(mean(x^2) + eps) * w, w (C) initialised to 1, no bias: a unit of parameters
+ *  (tensor "weight"; weight decay skips it with SF_NO_DECAY_NORM). eps > 0 (Llama 3:
+ *  1e-5; Hugging Face's LlamaConfig default: 1e-6). name must be unique. */
+SF_API int sf_graph_rmsnorm(sf_graph *g, int x, float eps, const char *name, int *out);
+/** The config of an "rmsnorm" node (sf_graph_layer; default eps 1e-5). */
+struct sf_rmsnorm_config {
+	float eps; /**< > 0, added to the mean of the squares */
+};
+/** SiLU (swish), element-wise: y = x sigmoid(x) (no parameters). */
+SF_API int sf_graph_silu(sf_graph *g, int x, int *out);
+/** The element-wise product of two nodes of the same width, y = a * b (no parameters):
+ *  SwiGLU's gate, silu(x W1) * (x W3). */
+SF_API int sf_graph_mul(sf_graph *g, int a, int b, int *out);
 /** The core of causal multi-head self-attention (no parameters). qkv is the output of
  *  the QKV projection, width 3C: columns [0, C) q, [C, 2C) k, [2C, 3C) v, head h of
  *  `heads` using columns h*hs .. (h+1)*hs - 1 of each (hs = C / heads; nanoGPT's

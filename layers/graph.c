@@ -402,6 +402,23 @@ SF_API int sf_graph_layernorm(sf_graph *g, int x, const char *name, int *out)
 	return sf_graph_layer(g, "layernorm", &x, 1, NULL, 0, name, out);
 }
 
+SF_API int sf_graph_rmsnorm(sf_graph *g, int x, float eps, const char *name, int *out)
+{
+	struct sf_rmsnorm_config c = {.eps = eps};
+	return sf_graph_layer(g, "rmsnorm", &x, 1, &c, sizeof c, name, out);
+}
+
+SF_API int sf_graph_silu(sf_graph *g, int x, int *out)
+{
+	return sf_graph_layer(g, "silu", &x, 1, NULL, 0, NULL, out);
+}
+
+SF_API int sf_graph_mul(sf_graph *g, int a, int b, int *out)
+{
+	int in[2] = {a, b};
+	return sf_graph_layer(g, "mul", in, 2, NULL, 0, NULL, out);
+}
+
 SF_API int sf_graph_causal_attention(sf_graph *g, int qkv, int heads, int *out)
 {
 	if (heads <= 0 && g && out)

@@ -12,8 +12,11 @@
 #include "layers/layer.h"
 #include "layers/layernorm.h"
 #include "layers/linear.h"
+#include "layers/mul.h"
 #include "layers/pos_embedding.h"
 #include "layers/relu.h"
+#include "layers/rmsnorm.h"
+#include "layers/silu.h"
 
 #include <math.h>
 #include <string.h>
@@ -28,6 +31,9 @@ static const struct sf_layer_type *const builtin_types[] = {
     &_sf_embedding_type,
     &_sf_attention_type,
     &_sf_pos_embedding_type,
+    &_sf_rmsnorm_type,
+    &_sf_silu_type,
+    &_sf_mul_type,
 };
 
 static struct _sf_layer_entry table[SF_MAX_LAYER_TYPES];

@@ -276,7 +276,7 @@ static void unit_names(struct _sf_unit *u)
 static unsigned tensor_kind(const struct _sf_node *nd, const struct sf_param_tensor *t)
 {
 	const char *type = nd->type->name;
-	if (!strcmp(type, "layernorm"))
+	if (!strcmp(type, "layernorm") || !strcmp(type, "rmsnorm"))
 		return SF_NO_DECAY_NORM;
 	if (!strcmp(type, "embedding") || !strcmp(type, "pos_embedding"))
 		return SF_NO_DECAY_EMBED;

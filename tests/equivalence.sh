@@ -13,7 +13,8 @@
 # batch 24 (divisible by 1..4); batch 25 for two cases so the slices are uneven too;
 # Lion (its sign() turns a gradient's last-bit difference into a 2 lr step only where
 # the interpolation c is within rounding of 0, which these models' gradients are not)
-# on mlp at N = 2, 3, 4, uneven at 3, residual at 2.
+# on mlp at N = 2, 3, 4, uneven at 3, residual at 2; and Llama's block ops (rmsnorm,
+# silu, mul: the swiglu model) with SGD at N = 2, 3 and AdamW at 3.
 . "$(dirname "$0")/lib.sh"
 require_progs "$TRAIN_DUMP" "$DUMP_COMPARE"
 
@@ -22,7 +23,7 @@ rtol=1e-5
 # the floor of the relative difference: see tests/dump_compare.c for why not 1e-6
 floor=1e-3
 
-plan 21
+plan 24
 
 # model optimizer batch ranks-to-compare-with-1-rank
 while read -r model opt batch nps; do
@@ -49,5 +50,7 @@ uneven adamw 25 3
 mlp lion 24 2,3,4
 uneven lion 24 3
 residual lion 24 2
+swiglu sgd 24 2,3
+swiglu adamw 24 3
 EOF
 finish

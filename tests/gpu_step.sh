@@ -9,8 +9,8 @@
 #  - each model on 1 rank on the GPU = on CPU workers (CUDA_VISIBLE_DEVICES=""),
 #    rtol 1e-4 (cuBLAS and OpenBLAS sum in different orders): mlp (linear, GELU,
 #    softmax cross-entropy), residual (add, relu), gpt (token and position
-#    embeddings, layernorm, attention, tied head), nanogpt (sf_gpt_graph), with SGD
-#    and AdamW;
+#    embeddings, layernorm, attention, tied head), nanogpt (sf_gpt_graph), swiglu
+#    (Llama's rmsnorm, silu and mul: not yet run on a GPU), with SGD and AdamW;
 #  - SHARDFLOW_OPTIMIZER_ON=host = device on the GPU, bitwise (nvcc --fmad=false
 #    keeps the optimizers' rounding the CPU's);
 #  - depth 0 = depth 2 on the GPU, bitwise;
@@ -49,9 +49,9 @@ floor=1e-3
 # 9.6e-4 apart relative (docs/gpu.md).
 keys="--ignore 560:570 --ignore 1890:1900"
 gpt_keys="--ignore 1200:1216 --ignore 3160:3176 --ignore 5120:5136"
-plan 19
+plan 21
 
-for model in mlp residual gpt nanogpt; do
+for model in mlp residual gpt nanogpt swiglu; do
 	for opt in sgd adamw; do
 		[ "$model" = mlp ] && [ "$opt" = adamw ] && continue
 		train 1 "cpu-$model-$opt" CUDA_VISIBLE_DEVICES= --model $model --optimizer $opt --steps $steps

@@ -9,9 +9,12 @@
  * GELU's scalar form, which the GPU runs, must agree with the CPU's four-wide
  * vector form (another exponential): the forward to 1e-6 relative, the backward to
  * 1e-6 |dy| (GELU' is O(1) and crosses zero near -0.75, where a relative measure
- * means nothing), NaN for NaN. Layernorm's rows and columns, the loss's rows and
- * their sum, the embeddings' and the bias's gradient columns, as the GPU kernels
- * call them, must equal the CPU kernels bitwise (the same sums in the same order).
+ * means nothing), NaN for NaN. Layernorm's and RMSNorm's rows and columns, the loss's
+ * rows and their sum, the embeddings' and the bias's gradient columns, through nvcc,
+ * must equal the CPU kernels bitwise (the same sums in the same order). The GPU's
+ * normalisation and column kernels sum the same terms in another order (a warp per
+ * row, 32 row groups per column: common/cuda_reduce.cuh), which tests/gpu_step.sh
+ * checks on a GPU (rtol 1e-4). SiLU and the element-wise product agree bitwise.
  * Attention's GPU plan (layers/attention_plan.h: the whole T x T, heads in strided
  * batches) runs here with a reference GEMM and must equal the CPU kernel (row blocks,
  * OpenBLAS) to 1e-5 of the largest value, forward and backward, = and +=.
@@ -25,6 +28,8 @@
 #include "layers/layernorm_math.h"
 #include "layers/linear_math.h"
 #include "layers/relu_math.h"
+#include "layers/rmsnorm_math.h"
+#include "layers/silu_math.h"
 #include "layers/softmax_xent_math.h"
 #include "tasks/optim_math.h"
 #include "common/bf16.h"
@@ -45,6 +50,8 @@ extern "C" {
 #include "layers/linear.h"
 #include "layers/pos_embedding.h"
 #include "layers/relu.h"
+#include "layers/rmsnorm.h"
+#include "layers/silu.h"
 #include "layers/softmax_xent.h"
 #include "tests/tap.h"
 void _sf_sgd(size_t n, float *p, const float *g, float *buf, float lr, float mu, float wd,
@@ -187,7 +194,7 @@ static void test_rows(void)
 		for (int c = 0; c < C; c++)
 			dw1[c] = dw2[c] = 0.25f * c, db1[c] = db2[c] = -0.5f * c;
 		_sf_layernorm_bwd(R, C, x, w, m1, s1, dy, dx1, pacc, dw1, db1, pacc);
-		for (int c = 0; c < C; c++) { /* as layers/layernorm_cuda.cu's dparams_k */
+		for (int c = 0; c < C; c++) { /* the header's terms, each column's rows in order */
 			float ww = pacc ? dw2[c] : 0.0f, bb = pacc ? db2[c] : 0.0f;
 			for (int r = 0; r < R; r++)
 				sf_layernorm_dparam_add(x[r * C + c], dy[r * C + c], m1[r], s1[r], &ww, &bb);
@@ -198,6 +205,28 @@ static void test_rows(void)
 		same &= same_bits(dx1, dx2, R * C) && same_bits(dw1, dw2, C) && same_bits(db1, db2, C);
 	}
 	ok(same, "layernorm: the GPU's rows (forward, dx) and columns (dw, db, = and +=) = the CPU kernel, bitwise");
+
+	/* rmsnorm: the same */
+	float z1[R * C], z2[R * C], r1[R], r2[R];
+	_sf_rmsnorm_fwd(R, C, x, w, 1e-6f, z1, r1);
+	for (int r = 0; r < R; r++)
+		sf_rmsnorm_row_fwd(C, x + r * C, w, 1e-6f, z2 + r * C, &r2[r]);
+	same = same_bits(z1, z2, R * C) && same_bits(r1, r2, R);
+	for (int pacc = 0; pacc <= 1; pacc++) {
+		for (int c = 0; c < C; c++)
+			dw1[c] = dw2[c] = 0.25f * c;
+		_sf_rmsnorm_bwd(R, C, x, w, r1, dy, dx1, pacc, dw1, pacc);
+		for (int c = 0; c < C; c++) {
+			float ww = pacc ? dw2[c] : 0.0f;
+			for (int r = 0; r < R; r++)
+				sf_rmsnorm_dw_add(x[r * C + c], dy[r * C + c], r1[r], &ww);
+			dw2[c] = ww;
+		}
+		for (int r = 0; r < R; r++)
+			sf_rmsnorm_row_dx(C, x + r * C, w, r1[r], dy + r * C, dx2 + r * C, pacc);
+		same &= same_bits(dx1, dx2, R * C) && same_bits(dw1, dw2, C);
+	}
+	ok(same, "rmsnorm: the header's rows (forward, dx) and columns (dw, = and +=) = the CPU kernel, bitwise");
 
 	/* the loss: rows, then their terms summed in order */
 	int32_t lab[R];
@@ -278,7 +307,7 @@ static void test_attention_plan(void)
 
 int main(void)
 {
-	plan(16);
+	plan(18);
 	for (int i = 0; i < N; i++) {
 		x[i] = uniform(-12.0f, 12.0f);
 		y[i] = uniform(-3.0f, 3.0f);
@@ -295,6 +324,15 @@ int main(void)
 	for (int i = 0; i < N; i++)
 		sf_grad_store(&got[i], sf_relu_d(x[i], dy[i]), 0);
 	ok(same_bits(got, ref, N), "relu backward: bitwise over %d values", N);
+	_sf_silu_fwd(N, x, ref);
+	for (int i = 0; i < N; i++)
+		got[i] = sf_silu_f(x[i]);
+	int silu_same = same_bits(got, ref, N);
+	_sf_silu_bwd(N, x, dy, ref, 0);
+	for (int i = 0; i < N; i++)
+		sf_grad_store(&got[i], sf_silu_d(x[i], dy[i]), 0);
+	ok(silu_same && same_bits(got, ref, N),
+	   "silu forward and backward: nvcc's sf_silu_f/d = the C kernel, bitwise over %d values", N);
 
 	_sf_add_fwd(N, x, y, ref);
 	for (int i = 0; i < N; i++)

@@ -39,6 +39,9 @@
 #include "layers/gelu.h"
 #include "layers/gelu_math.h"
 #include "layers/layernorm.h"
+#include "layers/mul.h"
+#include "layers/rmsnorm.h"
+#include "layers/silu.h"
 #include "layers/linear.h"
 #include "layers/pos_embedding.h"
 #include "layers/relu.h"
@@ -403,6 +406,71 @@ static void test_layernorm(int B, int C, float xscale)
 	    free(db2);
 }
 
+/* --- rmsnorm ---------------------------------------------------------------------- */
+
+struct rms_ctx {
+	int B, C;
+	float eps;
+	float *x, *w, *dy, *y, *rstd; /* x dy y (B,C), w (C), rstd (B) */
+};
+
+static double rms_objective(void *p)
+{
+	struct rms_ctx *c = p;
+	_sf_rmsnorm_fwd(c->B, c->C, c->x, c->w, c->eps, c->y, c->rstd);
+	return dot_d(c->dy, c->y, (size_t)c->B * c->C);
+}
+
+/* As layernorm: the forward (and saved rstd) against a double computation of Llama's
+ * formula, dx and dw against finite differences, acc and pacc add. */
+static void test_rmsnorm(int B, int C, float xscale, float eps)
+{
+	char tag[64], what[96];
+	snprintf(tag, sizeof tag, "B=%d C=%d eps=%g", B, C, (double)eps);
+	size_t n = (size_t)B * C;
+	struct rms_ctx c = {B,
+	                    C,
+	                    eps,
+	                    rand_vec(n, xscale),
+	                    rand_vec((size_t)C, 1.0f),
+	                    rand_vec(n, 1.0f),
+	                    zero_vec(n),
+	                    zero_vec((size_t)B)};
+	rms_objective(&c);
+	double max_rel = 0.0;
+	for (int r = 0; r < B; r++) {
+		double ss = 0;
+		for (int k = 0; k < C; k++)
+			ss += (double)c.x[(size_t)r * C + k] * c.x[(size_t)r * C + k];
+		double rs = 1.0 / sqrt(ss / C + (double)eps);
+		for (int k = 0; k < C; k++) {
+			double want = c.x[(size_t)r * C + k] * rs * c.w[k];
+			max_rel = fmax(max_rel, fabs(c.y[(size_t)r * C + k] - want) / fmax(1.0, fabs(want)));
+		}
+		max_rel = fmax(max_rel, fabs(c.rstd[r] - rs) / rs);
+	}
+	ok(max_rel <= 1e-5, "rmsnorm fwd %s vs double, saved rstd too (max rel %.2e, tol 1e-05)",
+	   tag, max_rel);
+	float *dx = zero_vec(n), *dw = zero_vec((size_t)C);
+	_sf_rmsnorm_bwd(B, C, c.x, c.w, c.rstd, c.dy, dx, 0, dw, 0);
+	snprintf(what, sizeof what, "rmsnorm dx %s", tag);
+	check_fd(what, c.x, n, dx, rms_objective, &c);
+	snprintf(what, sizeof what, "rmsnorm dw %s", tag);
+	check_fd(what, c.w, (size_t)C, dw, rms_objective, &c);
+	rms_objective(&c);
+	float *oldx = rand_vec(n, 1.0f), *oldw = rand_vec((size_t)C, 1.0f);
+	float *dx2 = malloc(sizeof(float) * n), *dw2 = malloc(sizeof(float) * C);
+	memcpy(dx2, oldx, sizeof(float) * n);
+	memcpy(dw2, oldw, sizeof(float) * C);
+	_sf_rmsnorm_bwd(B, C, c.x, c.w, c.rstd, c.dy, dx2, 1, dw2, 1);
+	snprintf(what, sizeof what, "rmsnorm dx %s", tag);
+	check_acc(what, dx2, oldx, dx, n);
+	snprintf(what, sizeof what, "rmsnorm dw (pacc) %s", tag);
+	check_acc(what, dw2, oldw, dw, (size_t)C);
+	free(c.x), free(c.w), free(c.dy), free(c.y), free(c.rstd);
+	free(dx), free(dw), free(oldx), free(oldw), free(dx2), free(dw2);
+}
+
 /* --- causal self-attention ------------------------------------------------------ */
 
 struct attn_ctx {
@@ -723,6 +791,63 @@ static void test_add(size_t n)
 	_sf_pass_bwd(n, c.dy, d2, 1);
 	check_acc(what, d2, old, da, n);
 	free(c.a), free(c.b), free(c.dy), free(c.y), free(da), free(db), free(old), free(d2);
+}
+
+struct mul_ctx {
+	size_t n;
+	float *a, *b, *dy, *y;
+};
+
+static double mul_objective(void *p)
+{
+	struct mul_ctx *c = p;
+	_sf_mul_fwd(c->n, c->a, c->b, c->y);
+	return dot_d(c->dy, c->y, c->n);
+}
+
+/* y = a b exactly as the product of the floats; da = dy b, db = dy a by finite
+ * differences; acc adds */
+static void test_mul(size_t n)
+{
+	char what[96];
+	struct mul_ctx c = {n, rand_vec(n, 2.0f), rand_vec(n, 2.0f), rand_vec(n, 1.0f),
+	                    zero_vec(n)};
+	mul_objective(&c);
+	int exact = 1;
+	for (size_t i = 0; i < n; i++)
+		exact &= c.y[i] == c.a[i] * c.b[i];
+	ok(exact, "mul fwd n=%zu: y = a b, bitwise", n);
+	float *da = zero_vec(n), *db = zero_vec(n);
+	_sf_mul_bwd(n, c.b, c.dy, da, 0);
+	_sf_mul_bwd(n, c.a, c.dy, db, 0);
+	snprintf(what, sizeof what, "mul da n=%zu", n);
+	check_fd(what, c.a, n, da, mul_objective, &c);
+	snprintf(what, sizeof what, "mul db n=%zu", n);
+	check_fd(what, c.b, n, db, mul_objective, &c);
+	snprintf(what, sizeof what, "mul da n=%zu", n);
+	float *old = rand_vec(n, 1.0f), *d2 = malloc(sizeof(float) * n);
+	memcpy(d2, old, sizeof(float) * n);
+	_sf_mul_bwd(n, c.b, c.dy, d2, 1);
+	check_acc(what, d2, old, da, n);
+	free(c.a), free(c.b), free(c.dy), free(c.y), free(da), free(db), free(old), free(d2);
+}
+
+/* silu against x / (1 + e^-x) in double, across the range where it bends and its
+ * tails (-90 underflows the sigmoid to 0: y = -0, not NaN) */
+static void test_silu_values(void)
+{
+	static const float xs[] = {-90.0f, -20.0f, -5.0f, -1.0f, -0.1f, 0.0f, 0.1f, 1.0f, 5.0f, 20.0f};
+	double worst = 0.0;
+	int finite = 1;
+	for (size_t i = 0; i < sizeof xs / sizeof xs[0]; i++) {
+		float y;
+		_sf_silu_fwd(1, &xs[i], &y);
+		double want = (double)xs[i] / (1.0 + exp(-(double)xs[i]));
+		finite &= isfinite(y);
+		worst = fmax(worst, fabs(y - want) / fmax(1e-30, fabs(want) > 1e-6 ? fabs(want) : 1.0));
+	}
+	ok(finite && worst <= 1e-6, "silu values vs double from -90 to 20 (max rel %.2e, tol 1e-06)",
+	   worst);
 }
 
 /* --- softmax cross-entropy ----------------------------------------------------- */
@@ -1121,6 +1246,9 @@ int main(void)
 	test_layernorm(1, 4, 1.0f);
 	test_layernorm(5, 16, 3.0f);
 	test_layernorm(3, 64, 0.1f);
+	test_rmsnorm(1, 4, 1.0f, 1e-5f);
+	test_rmsnorm(5, 16, 3.0f, 1e-6f);
+	test_rmsnorm(3, 64, 0.1f, 1e-5f);
 
 	/* (B, T, C, NH, rb): one head, two, three (hs = 3); T = 5 and 7; one block of
 	 * queries (rb >= T) and blocks of 2 and 3 with a remainder; T = 1 */
@@ -1141,6 +1269,11 @@ int main(void)
 	test_unary("gelu", _sf_gelu_fwd, _sf_gelu_bwd, 97, 3.0f, 0.0f);
 	test_add(1);
 	test_add(45);
+	test_silu_values();
+	test_unary("silu", _sf_silu_fwd, _sf_silu_bwd, 1, 3.0f, 0.0f);
+	test_unary("silu", _sf_silu_fwd, _sf_silu_bwd, 97, 6.0f, 0.0f);
+	test_mul(1);
+	test_mul(45);
 
 	test_xent(1, 2, 1.0f, 0.0f);
 	test_xent(5, 7, 1.0f / 5.0f, 0.0f);

@@ -19,6 +19,10 @@
  *            heads, embd 10 (blocks of 1 330 parameters: not divisible by 3 ranks),
  *            the same ids and labels as blocks; the library's names, units and init.
  *   nanogpt-untied  the same with its own lm_head weights (tie_weights 0).
+ *   swiglu   Llama's block ops on float rows (D 24, 10 classes): fc_in (24 -> 32), 2
+ *            blocks of h + w2(silu(w1(rmsnorm(h))) * w3(rmsnorm(h))) (no biases, FFN
+ *            48), each one unit, then rmsnorm and the head: rmsnorm, silu and mul
+ *            under the scheduler (N ranks = 1 rank, tests/equivalence.sh).
  *   gpt      a small GPT on the same token ids and labels, sequences of T = 5: a token
  *            embedding (16 -> 16) and a learned position embedding of 8 positions (rows
  *            t >= T unused) in unit "embed"; 3 transformer blocks, each one unit:
@@ -63,17 +67,18 @@ enum model_kind {
 	MODEL_BLOCKS,
 	MODEL_GPT,
 	MODEL_NANOGPT,
-	MODEL_NANOGPT_UNTIED
+	MODEL_NANOGPT_UNTIED,
+	MODEL_SWIGLU
 };
 
 /* "mlp", "residual", "uneven", "deep", "wide", "blocks", "gpt", "nanogpt",
- * "nanogpt-untied" -> kind; -1 when unknown. */
+ * "nanogpt-untied", "swiglu" -> kind; -1 when unknown. */
 static inline int model_kind_parse(const char *s, enum model_kind *out)
 {
 	static const char *const names[] = {"mlp",  "residual", "uneven",  "deep",
 	                                    "wide", "blocks",   "gpt",     "nanogpt",
-	                                    "nanogpt-untied"};
-	for (int i = 0; i < 9; i++)
+	                                    "nanogpt-untied", "swiglu"};
+	for (int i = 0; i < (int)(sizeof names / sizeof names[0]); i++)
 		if (!strcmp(s, names[i])) {
 			*out = (enum model_kind)i;
 			return 0;
@@ -245,6 +250,36 @@ fail:
 	return -1;
 }
 
+/* The swiglu model's body: Llama's pre-norm SwiGLU blocks on float rows (the
+ * description at the top). */
+static inline int build_swiglu(const char *prog, sf_graph *g, int x, int classes, int *y)
+{
+	int h, a, g1, g3, o, width = 32, ffn = 48;
+	MODEL_CHECK(sf_graph_linear(g, x, width, "fc_in", &h));
+	for (int b = 0; b < 2; b++) {
+		char name[32];
+		snprintf(name, sizeof name, "blk%d", b);
+		MODEL_CHECK(sf_graph_unit_begin(g, name));
+		snprintf(name, sizeof name, "blk%d.norm", b);
+		MODEL_CHECK(sf_graph_rmsnorm(g, h, 1e-5f, name, &a));
+		snprintf(name, sizeof name, "blk%d.w1", b);
+		MODEL_CHECK(sf_graph_layer(g, "linear_nobias", &a, 1, &ffn, sizeof ffn, name, &g1));
+		MODEL_CHECK(sf_graph_silu(g, g1, &g1));
+		snprintf(name, sizeof name, "blk%d.w3", b);
+		MODEL_CHECK(sf_graph_layer(g, "linear_nobias", &a, 1, &ffn, sizeof ffn, name, &g3));
+		MODEL_CHECK(sf_graph_mul(g, g1, g3, &a));
+		snprintf(name, sizeof name, "blk%d.w2", b);
+		MODEL_CHECK(sf_graph_layer(g, "linear_nobias", &a, 1, &width, sizeof width, name, &o));
+		MODEL_CHECK(sf_graph_add(g, h, o, &h));
+		MODEL_CHECK(sf_graph_unit_end(g));
+	}
+	MODEL_CHECK(sf_graph_rmsnorm(g, h, 1e-5f, "norm", &h));
+	MODEL_CHECK(sf_graph_linear(g, h, classes, "head", y));
+	return 0;
+fail:
+	return -1;
+}
+
 /* Builds the chosen model; *D and *C are its input width and number of classes, *T
  * its rows per sample. */
 static inline int build_model(const char *prog, enum model_kind kind, sf_graph **out, int *D,
@@ -271,6 +306,7 @@ static inline int build_model(const char *prog, enum model_kind kind, sf_graph *
 	case MODEL_WIDE: *D = 32, *C = 10; break;
 	case MODEL_BLOCKS: *D = 16, *C = 16; break;
 	case MODEL_GPT: *D = GPT_V, *C = GPT_V; break;
+	case MODEL_SWIGLU: *D = 24, *C = 10; break;
 	case MODEL_NANOGPT:
 	case MODEL_NANOGPT_UNTIED: break;
 	}
@@ -329,6 +365,10 @@ static inline int build_model(const char *prog, enum model_kind kind, sf_graph *
 		break;
 	case MODEL_GPT:
 		if (build_gpt(prog, g, x, &y))
+			goto fail;
+		break;
+	case MODEL_SWIGLU:
+		if (build_swiglu(prog, g, x, *C, &y))
 			goto fail;
 		break;
 	case MODEL_NANOGPT:
