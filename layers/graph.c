@@ -75,9 +75,8 @@ static int push(sf_graph *g, const struct _sf_node *nd, int *out)
 	}
 	g->nodes[g->n] = *nd;
 	g->nodes[g->n].tied_to = nd->kind == SF_NODE_LAYER ? nd->tied_to : -1;
-	g->nodes[g->n].group = nd->kind == SF_NODE_LAYER && nd->nparams && nd->tied_to < 0
-	                           ? g->open_group
-	                           : -1;
+	g->nodes[g->n].group =
+	    nd->kind == SF_NODE_LAYER && nd->nparams && nd->tied_to < 0 ? g->open_group : -1;
 	*out = g->n++;
 	return SF_OK;
 }
@@ -238,18 +237,20 @@ static int check_inputs(const sf_graph *g, const struct _sf_layer_entry *e, cons
 			              e->name, i, x, g->name, g->n);
 		enum _sf_node_kind k = g->nodes[x].kind;
 		if (k == SF_NODE_LABELS || k == SF_NODE_LOSS)
-			return SF_ERR(SF_ERR_INVALID,
-			              "sf_graph_layer(%s): input %d is the %s node; labels only feed "
-			              "the loss",
-			              e->name, i, k == SF_NODE_LABELS ? "label" : "loss");
+			return SF_ERR(
+			    SF_ERR_INVALID,
+			    "sf_graph_layer(%s): input %d is the %s node; labels only feed "
+			    "the loss",
+			    e->name, i, k == SF_NODE_LABELS ? "label" : "loss");
 		bool want_int = (e->type.int_inputs >> i) & 1u;
 		if (want_int != (k == SF_NODE_INT_INPUT))
-			return SF_ERR(SF_ERR_INVALID,
-			              "sf_graph_layer(%s): input %d is node \"%s\", %s node, but the "
-			              "type takes %s there",
-			              e->name, i, g->nodes[x].name,
-			              k == SF_NODE_INT_INPUT ? "an integer" : "a float",
-			              want_int ? "integer ids (sf_graph_int_input)" : "floats");
+			return SF_ERR(
+			    SF_ERR_INVALID,
+			    "sf_graph_layer(%s): input %d is node \"%s\", %s node, but the "
+			    "type takes %s there",
+			    e->name, i, g->nodes[x].name,
+			    k == SF_NODE_INT_INPUT ? "an integer" : "a float",
+			    want_int ? "integer ids (sf_graph_int_input)" : "floats");
 		for (int j = 0; j < i; j++)
 			if (inputs[j] == x)
 				return SF_ERR(SF_ERR_INVALID,
@@ -282,9 +283,8 @@ static int check_positions(const sf_graph *g, const char *fn, const struct _sf_l
 
 /* sf_graph_layer and sf_graph_layer_tied: owner is -1 or the node whose parameters
  * the new node uses. */
-static int add_layer(sf_graph *g, const char *fn, const char *type, const int *inputs,
-                     int ninputs, const void *config, size_t config_size, const char *name,
-                     int owner, int *out)
+static int add_layer(sf_graph *g, const char *fn, const char *type, const int *inputs, int ninputs,
+                     const void *config, size_t config_size, const char *name, int owner, int *out)
 {
 	int rc = begin(g, fn, out);
 	if (rc < 0)
@@ -297,8 +297,9 @@ static int add_layer(sf_graph *g, const char *fn, const char *type, const int *i
 		              "others must be registered with sf_layer_type_register)",
 		              fn, type ? type : "(null)");
 	if (!inputs || ninputs < e->type.min_inputs || ninputs > e->type.max_inputs)
-		return SF_ERR(SF_ERR_INVALID, "%s: layer type \"%s\" takes %d to %d inputs (got %d%s)",
-		              fn, e->name, e->type.min_inputs, e->type.max_inputs, ninputs,
+		return SF_ERR(SF_ERR_INVALID,
+		              "%s: layer type \"%s\" takes %d to %d inputs (got %d%s)", fn, e->name,
+		              e->type.min_inputs, e->type.max_inputs, ninputs,
 		              inputs ? "" : ", inputs is NULL");
 	if ((config == NULL) != (config_size == 0))
 		return SF_ERR(SF_ERR_INVALID,
@@ -359,17 +360,18 @@ SF_API int sf_graph_layer(sf_graph *g, const char *type, const int *inputs, int 
 }
 
 SF_API int sf_graph_layer_tied(sf_graph *g, const char *type, const int *inputs, int ninputs,
-                               const void *config, size_t config_size, const char *name,
-                               int owner, int *out)
+                               const void *config, size_t config_size, const char *name, int owner,
+                               int *out)
 {
-	if (g && out && (owner < 0 || owner >= g->n || g->nodes[owner].kind != SF_NODE_LAYER ||
-	                 !g->nodes[owner].nparams || g->nodes[owner].tied_to >= 0))
+	if (g && out &&
+	    (owner < 0 || owner >= g->n || g->nodes[owner].kind != SF_NODE_LAYER ||
+	     !g->nodes[owner].nparams || g->nodes[owner].tied_to >= 0))
 		return SF_ERR(SF_ERR_INVALID,
 		              "sf_graph_layer_tied: node %d is not a layer of graph \"%s\" with "
 		              "parameters of its own",
 		              owner, g->name);
-	return add_layer(g, "sf_graph_layer_tied", type, inputs, ninputs, config, config_size,
-	                 name, owner, out);
+	return add_layer(g, "sf_graph_layer_tied", type, inputs, ninputs, config, config_size, name,
+	                 owner, out);
 }
 
 SF_API int sf_graph_linear(sf_graph *g, int x, int out_dim, const char *name, int *out)
@@ -393,8 +395,7 @@ SF_API int sf_graph_linear_config(sf_graph *g, int x, const struct sf_linear_con
 		              "sf_graph_linear_config(\"%s\"): out_dim must be > 0 and init_std "
 		              "finite and >= 0 (got %d, %g)",
 		              name ? name : "", c->out_dim, (double)c->init_std);
-	return sf_graph_layer(g, bias ? "linear" : "linear_nobias", &x, 1, c, sizeof *c, name,
-	                      out);
+	return sf_graph_layer(g, bias ? "linear" : "linear_nobias", &x, 1, c, sizeof *c, name, out);
 }
 
 SF_API int sf_graph_layernorm(sf_graph *g, int x, const char *name, int *out)

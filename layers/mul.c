@@ -26,7 +26,8 @@ static void bwd_with(void *buffers[], void *cl_arg,
 	for (int i = 0; i < 2; i++) {
 		float *dx = sf_kernel_dinput(buffers, li, i);
 		if (dx)
-			f(_sf_nelem(li), sf_kernel_input(buffers, li, 1 - i), dy, dx, li->accumulate[i]);
+			f(_sf_nelem(li), sf_kernel_input(buffers, li, 1 - i), dy, dx,
+			  li->accumulate[i]);
 	}
 }
 

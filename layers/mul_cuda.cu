@@ -29,7 +29,8 @@ extern "C" void _sf_mul_fwd_cuda(size_t n, const float *a, const float *b, float
 
 extern "C" void _sf_mul_bwd_cuda(size_t n, const float *other, const float *dy, float *d, int acc)
 {
-	SF_CUDA_CHECK_LAUNCH("mul_bwd_k", mul_bwd_k<<<sf_cuda_blocks(n), SF_CUDA_BLOCK, 0,
-	                                              starpu_cuda_get_local_stream()>>>(n, other,
-	                                                                                dy, d, acc));
+	SF_CUDA_CHECK_LAUNCH(
+	    "mul_bwd_k",
+	    mul_bwd_k<<<sf_cuda_blocks(n), SF_CUDA_BLOCK, 0, starpu_cuda_get_local_stream()>>>(
+	        n, other, dy, d, acc));
 }

@@ -7,8 +7,7 @@
 
 #include <string.h>
 
-void _sf_rmsnorm_fwd(int B, int C, const float *x, const float *w, float eps, float *y,
-                     float *rstd)
+void _sf_rmsnorm_fwd(int B, int C, const float *x, const float *w, float eps, float *y, float *rstd)
 {
 	for (int r = 0; r < B; r++)
 		sf_rmsnorm_row_fwd(C, x + (size_t)r * C, w, eps, y + (size_t)r * C, &rstd[r]);

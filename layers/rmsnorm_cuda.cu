@@ -79,8 +79,9 @@ extern "C" void _sf_rmsnorm_bwd_cuda(int B, int C, const float *x, const float *
                                      float *dw, int pacc)
 {
 	cudaStream_t s = starpu_cuda_get_local_stream();
-	SF_CUDA_CHECK_LAUNCH("rmsnorm dw_k", dw_k<<<sf_cuda_col_grid(C), sf_cuda_col_block(), 0, s>>>(
-	                                         B, C, x, rstd, dy, dw, pacc));
+	SF_CUDA_CHECK_LAUNCH(
+	    "rmsnorm dw_k",
+	    dw_k<<<sf_cuda_col_grid(C), sf_cuda_col_block(), 0, s>>>(B, C, x, rstd, dy, dw, pacc));
 	if (dx)
 		SF_CUDA_CHECK_LAUNCH("rmsnorm dx_k",
 		                     dx_k<<<sf_cuda_row_blocks((size_t)B), SF_CUDA_BLOCK, 0, s>>>(

@@ -75,9 +75,9 @@ enum model_kind {
  * "nanogpt-untied", "swiglu" -> kind; -1 when unknown. */
 static inline int model_kind_parse(const char *s, enum model_kind *out)
 {
-	static const char *const names[] = {"mlp",  "residual", "uneven",  "deep",
-	                                    "wide", "blocks",   "gpt",     "nanogpt",
-	                                    "nanogpt-untied", "swiglu"};
+	static const char *const names[] = {
+	    "mlp",    "residual", "uneven",  "deep",           "wide",
+	    "blocks", "gpt",      "nanogpt", "nanogpt-untied", "swiglu"};
 	for (int i = 0; i < (int)(sizeof names / sizeof names[0]); i++)
 		if (!strcmp(s, names[i])) {
 			*out = (enum model_kind)i;
@@ -106,7 +106,9 @@ static inline void train_options_init(struct train_options *t)
 static inline void train_options_finish(struct train_options *t)
 {
 	if (t->lr <= 0.0f)
-		t->lr = t->optimizer == SF_OPT_LION ? 1e-4f : t->optimizer == SF_OPT_ADAMW ? 1e-3f : 0.01f;
+		t->lr = t->optimizer == SF_OPT_LION    ? 1e-4f
+		        : t->optimizer == SF_OPT_ADAMW ? 1e-3f
+		                                       : 0.01f;
 }
 
 static inline int parse_int(const char *s, int lo, int hi, int *out)
@@ -269,7 +271,8 @@ static inline int build_swiglu(const char *prog, sf_graph *g, int x, int classes
 		MODEL_CHECK(sf_graph_layer(g, "linear_nobias", &a, 1, &ffn, sizeof ffn, name, &g3));
 		MODEL_CHECK(sf_graph_mul(g, g1, g3, &a));
 		snprintf(name, sizeof name, "blk%d.w2", b);
-		MODEL_CHECK(sf_graph_layer(g, "linear_nobias", &a, 1, &width, sizeof width, name, &o));
+		MODEL_CHECK(
+		    sf_graph_layer(g, "linear_nobias", &a, 1, &width, sizeof width, name, &o));
 		MODEL_CHECK(sf_graph_add(g, h, o, &h));
 		MODEL_CHECK(sf_graph_unit_end(g));
 	}
