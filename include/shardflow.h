@@ -304,6 +304,19 @@ SF_API int sf_graph_rmsnorm(sf_graph *g, int x, float eps, const char *name, int
 struct sf_rmsnorm_config {
 	float eps; /**< > 0, added to the mean of the squares */
 };
+/** Rotary position embedding (Llama's RoPE, Hugging Face's rotate_half layout): the
+ *  first `rotated` columns of each row are heads of head_dim features; pair (i, i +
+ *  head_dim/2) of each is rotated by t theta^(-2i/head_dim), t the row's position in
+ *  its sequence; the other columns pass through. For a fused q | k | v projection of
+ *  H query and Hkv key heads, rotated = (H + Hkv) head_dim. No parameters; the
+ *  cos/sin table (T head_dim floats) is saved from forward to backward. */
+SF_API int sf_graph_rope(sf_graph *g, int x, int rotated, int head_dim, float theta, int *out);
+/** The config of a "rope" node (required). */
+struct sf_rope_config {
+	int rotated;  /**< columns rotated, a multiple of head_dim, at most the width */
+	int head_dim; /**< features of a head, even */
+	float theta;  /**< the base of the angles (Llama 2: 10000; Llama 3: 500000) */
+};
 /** SiLU (swish), element-wise: y = x sigmoid(x) (no parameters). */
 SF_API int sf_graph_silu(sf_graph *g, int x, int *out);
 /** The element-wise product of two nodes of the same width, y = a * b (no parameters):

@@ -409,6 +409,12 @@ SF_API int sf_graph_rmsnorm(sf_graph *g, int x, float eps, const char *name, int
 	return sf_graph_layer(g, "rmsnorm", &x, 1, &c, sizeof c, name, out);
 }
 
+SF_API int sf_graph_rope(sf_graph *g, int x, int rotated, int head_dim, float theta, int *out)
+{
+	struct sf_rope_config c = {.rotated = rotated, .head_dim = head_dim, .theta = theta};
+	return sf_graph_layer(g, "rope", &x, 1, &c, sizeof c, NULL, out);
+}
+
 SF_API int sf_graph_silu(sf_graph *g, int x, int *out)
 {
 	return sf_graph_layer(g, "silu", &x, 1, NULL, 0, NULL, out);

@@ -16,6 +16,7 @@
 #include "layers/pos_embedding.h"
 #include "layers/relu.h"
 #include "layers/rmsnorm.h"
+#include "layers/rope.h"
 #include "layers/silu.h"
 
 #include <math.h>
@@ -34,6 +35,7 @@ static const struct sf_layer_type *const builtin_types[] = {
     &_sf_rmsnorm_type,
     &_sf_silu_type,
     &_sf_mul_type,
+    &_sf_rope_type,
 };
 
 static struct _sf_layer_entry table[SF_MAX_LAYER_TYPES];

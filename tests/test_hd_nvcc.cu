@@ -29,6 +29,7 @@
 #include "layers/linear_math.h"
 #include "layers/relu_math.h"
 #include "layers/rmsnorm_math.h"
+#include "layers/rope_math.h"
 #include "layers/silu_math.h"
 #include "layers/softmax_xent_math.h"
 #include "tasks/optim_math.h"
@@ -51,13 +52,14 @@ extern "C" {
 #include "layers/pos_embedding.h"
 #include "layers/relu.h"
 #include "layers/rmsnorm.h"
+#include "layers/rope.h"
 #include "layers/silu.h"
 #include "layers/softmax_xent.h"
 #include "tests/tap.h"
 void _sf_sgd(size_t n, float *p, const float *g, float *buf, float lr, float mu, float wd,
              float scale, const double *clip);
-void _sf_adamw(size_t n, float *p, const float *g, float *m, float *v, float lr, float b1,
-               float b2, float eps, float wd, int64_t t, float scale, const double *clip);
+void _sf_adamw(size_t n, float *p, const float *g, float *m, float *v, float lr, float b1, float b2,
+               float eps, float wd, int64_t t, float scale, const double *clip);
 void _sf_adamw_corrections(float b1, float b2, int64_t t, float *c1, float *c2);
 void _sf_lion(size_t n, float *p, const float *g, float *m, float lr, float b1, float b2, float wd,
               float scale, const double *clip);
@@ -89,8 +91,7 @@ static int same_bits(const float *a, const float *b, size_t n)
 }
 
 /* max |a - b| / scale, scale = |b| (relative) or |s[i]| when s is given; inf = inf */
-static double max_err(const float *a, const float *b, const float *s, size_t n,
-                      int *nan_mismatch)
+static double max_err(const float *a, const float *b, const float *s, size_t n, int *nan_mismatch)
 {
 	double m = 0.0;
 	*nan_mismatch = 0;
@@ -111,8 +112,8 @@ static double max_err(const float *a, const float *b, const float *s, size_t n,
 /* The attention plan's executor on the host: a reference GEMM (double sums) and loops. */
 struct host_exec {
 	void gemm(bool ta, bool tb, int m, int n, int k, float alpha, const float *A, int lda,
-	          long long sA, const float *B, int ldb, long long sB, float beta, float *C, int ldc,
-	          long long sC, int count)
+	          long long sA, const float *B, int ldb, long long sB, float beta, float *C,
+	          int ldc, long long sC, int count)
 	{
 		for (int i = 0; i < count; i++) {
 			const float *a = A + i * sA, *b = B + i * sB;
@@ -121,10 +122,13 @@ struct host_exec {
 				for (int j = 0; j < n; j++) {
 					double acc = 0.0;
 					for (int t = 0; t < k; t++)
-						acc += (double)(ta ? a[(size_t)t * lda + r] : a[(size_t)r * lda + t]) *
-						       (tb ? b[(size_t)j * ldb + t] : b[(size_t)t * ldb + j]);
+						acc += (double)(ta ? a[(size_t)t * lda + r]
+						                   : a[(size_t)r * lda + t]) *
+						       (tb ? b[(size_t)j * ldb + t]
+						           : b[(size_t)t * ldb + j]);
 					float *o = &c[(size_t)r * ldc + j];
-					*o = (float)(alpha * acc + (beta != 0.0f ? (double)beta * *o : 0.0));
+					*o = (float)(alpha * acc +
+					             (beta != 0.0f ? (double)beta * *o : 0.0));
 				}
 		}
 	}
@@ -183,7 +187,8 @@ static void test_rows(void)
 {
 	/* layernorm: rows forward and dx, columns dw/db (from 0, then added to) */
 	enum { R = 37, C = 19 };
-	float *x = vec(R * C, -2, 2), *w = vec(C, 0.5f, 1.5f), *b = vec(C, -1, 1), *dy = vec(R * C, -1, 1);
+	float *x = vec(R * C, -2, 2), *w = vec(C, 0.5f, 1.5f), *b = vec(C, -1, 1),
+	      *dy = vec(R * C, -1, 1);
 	float y1[R * C], y2[R * C], m1[R], m2[R], s1[R], s2[R];
 	_sf_layernorm_fwd(R, C, x, w, b, 1e-5f, y1, m1, s1);
 	for (int r = 0; r < R; r++)
@@ -197,14 +202,18 @@ static void test_rows(void)
 		for (int c = 0; c < C; c++) { /* the header's terms, each column's rows in order */
 			float ww = pacc ? dw2[c] : 0.0f, bb = pacc ? db2[c] : 0.0f;
 			for (int r = 0; r < R; r++)
-				sf_layernorm_dparam_add(x[r * C + c], dy[r * C + c], m1[r], s1[r], &ww, &bb);
+				sf_layernorm_dparam_add(x[r * C + c], dy[r * C + c], m1[r], s1[r],
+				                        &ww, &bb);
 			dw2[c] = ww, db2[c] = bb;
 		}
 		for (int r = 0; r < R; r++)
-			sf_layernorm_row_dx(C, x + r * C, w, m1[r], s1[r], dy + r * C, dx2 + r * C, pacc);
-		same &= same_bits(dx1, dx2, R * C) && same_bits(dw1, dw2, C) && same_bits(db1, db2, C);
+			sf_layernorm_row_dx(C, x + r * C, w, m1[r], s1[r], dy + r * C, dx2 + r * C,
+			                    pacc);
+		same &=
+		    same_bits(dx1, dx2, R * C) && same_bits(dw1, dw2, C) && same_bits(db1, db2, C);
 	}
-	ok(same, "layernorm: the GPU's rows (forward, dx) and columns (dw, db, = and +=) = the CPU kernel, bitwise");
+	ok(same, "layernorm: the GPU's rows (forward, dx) and columns (dw, db, = and +=) = the CPU "
+	         "kernel, bitwise");
 
 	/* rmsnorm: the same */
 	float z1[R * C], z2[R * C], r1[R], r2[R];
@@ -226,7 +235,32 @@ static void test_rows(void)
 			sf_rmsnorm_row_dx(C, x + r * C, w, r1[r], dy + r * C, dx2 + r * C, pacc);
 		same &= same_bits(dx1, dx2, R * C) && same_bits(dw1, dw2, C);
 	}
-	ok(same, "rmsnorm: the header's rows (forward, dx) and columns (dw, = and +=) = the CPU kernel, bitwise");
+	ok(same, "rmsnorm: the header's rows (forward, dx) and columns (dw, = and +=) = the CPU "
+	         "kernel, bitwise");
+
+	/* rope: the table and the rows, forward and inverse (+=), as the GPU's kernels run
+	 * them; 3 heads of 6 rotated (q 2, k 1) of a row of R = 37 > 18 */
+	{
+		enum { TT = 5, BB = 2, D = 6, ROT = 18 };
+		float cs1[TT * D], cs2[TT * D], o1[BB * TT * R], o2[BB * TT * R];
+		float *in = vec(BB * TT * R, -2, 2);
+		_sf_rope_fwd(BB, TT, R, ROT, D, 500000.0f, in, o1, cs1);
+		for (int t = 0; t < TT; t++)
+			for (int i = 0; i < D / 2; i++)
+				sf_rope_cs(t, i, D, 500000.0f, &cs2[t * D + i],
+				           &cs2[t * D + D / 2 + i]);
+		for (int r = 0; r < BB * TT; r++)
+			sf_rope_row(R, ROT, D, cs2 + (r % TT) * D, 1.0f, in + r * R, o2 + r * R, 0);
+		same = same_bits(cs1, cs2, TT * D) && same_bits(o1, o2, BB * TT * R);
+		_sf_rope_bwd(BB, TT, R, ROT, D, cs1, in, o1, 1);
+		for (int r = 0; r < BB * TT; r++)
+			sf_rope_row(R, ROT, D, cs2 + (r % TT) * D, -1.0f, in + r * R, o2 + r * R,
+			            1);
+		same &= same_bits(o1, o2, BB * TT * R);
+		ok(same, "rope: the header's table and rows (forward, inverse +=) = the CPU "
+		         "kernel, bitwise");
+		free(in);
+	}
 
 	/* the loss: rows, then their terms summed in order */
 	int32_t lab[R];
@@ -240,7 +274,9 @@ static void test_rows(void)
 		l2 += terms[r];
 	l2 *= 1.0f / R;
 	ok(same_bits(dz1, dz2, R * C) && memcmp(&l1, &l2, sizeof l1) == 0,
-	   "softmax cross-entropy: the GPU's rows and in-order sum = the CPU kernel, bitwise (loss %.17g, %.17g)", l1, l2);
+	   "softmax cross-entropy: the GPU's rows and in-order sum = the CPU kernel, bitwise (loss "
+	   "%.17g, %.17g)",
+	   l1, l2);
 
 	/* embedding dW by columns (ids repeat), pos_embedding dW by (t, c), linear db by columns */
 	enum { V = 7, T = 5, NB = 4 };
@@ -273,8 +309,10 @@ static void test_rows(void)
 			sf_linear_db_col(R, C, c, dy, db4, pacc);
 		same &= same_bits(db3, db4, C);
 	}
-	ok(same, "embedding dW, position embedding dW and linear db as the GPU's columns = the CPU kernels, bitwise");
-	free(x), free(w), free(b), free(dy), free(dx1), free(dx2), free(e1), free(e2), free(pw1), free(pw2);
+	ok(same, "embedding dW, position embedding dW and linear db as the GPU's columns = the CPU "
+	         "kernels, bitwise");
+	free(x), free(w), free(b), free(dy), free(dx1), free(dx2), free(e1), free(e2), free(pw1),
+	    free(pw2);
 }
 
 static void test_attention_plan(void)
@@ -290,7 +328,8 @@ static void test_attention_plan(void)
 	sf_attention_fwd_plan(hx, B, T, C, NH, qkv, y2, p2);
 	double sy, sp, ey = max_diff(y2, y1, ny, &sy), ep = max_diff(p2, p1, np, &sp);
 	ok(ey <= 1e-5 * sy && ep <= 1e-5 * sp,
-	   "attention forward: the GPU plan (host GEMM) = the CPU kernel (max diff %.2e of %.2e in y, %.2e of %.2e in P)",
+	   "attention forward: the GPU plan (host GEMM) = the CPU kernel (max diff %.2e of %.2e in "
+	   "y, %.2e of %.2e in P)",
 	   ey, sy, ep, sp);
 	float *scr = vec((size_t)rb * T, 0, 0);
 	for (int acc = 0; acc <= 1; acc++) {
@@ -298,7 +337,9 @@ static void test_attention_plan(void)
 		_sf_attention_bwd(B, T, C, NH, rb, qkv, p1, dy, d1, acc, scr);
 		sf_attention_bwd_plan(hx, B, T, C, NH, qkv, p1, dy, d2, acc);
 		double sd, ed = max_diff(d2, d1, nq, &sd);
-		ok(ed <= 1e-5 * sd, "attention backward (%s): the GPU plan = the CPU kernel (max diff %.2e of %.2e in dqkv)",
+		ok(ed <= 1e-5 * sd,
+		   "attention backward (%s): the GPU plan = the CPU kernel (max diff %.2e of %.2e "
+		   "in dqkv)",
 		   acc ? "+=" : "=", ed, sd);
 		free(d1), free(d2);
 	}
@@ -307,7 +348,7 @@ static void test_attention_plan(void)
 
 int main(void)
 {
-	plan(18);
+	plan(19);
 	for (int i = 0; i < N; i++) {
 		x[i] = uniform(-12.0f, 12.0f);
 		y[i] = uniform(-3.0f, 3.0f);
@@ -319,7 +360,8 @@ int main(void)
 	_sf_relu_fwd(N, x, ref);
 	for (int i = 0; i < N; i++)
 		got[i] = sf_relu_f(x[i]);
-	ok(same_bits(got, ref, N), "relu forward: nvcc's sf_relu_f = the C kernel, bitwise over %d values", N);
+	ok(same_bits(got, ref, N),
+	   "relu forward: nvcc's sf_relu_f = the C kernel, bitwise over %d values", N);
 	_sf_relu_bwd(N, x, dy, ref, 0);
 	for (int i = 0; i < N; i++)
 		sf_grad_store(&got[i], sf_relu_d(x[i], dy[i]), 0);
@@ -332,7 +374,8 @@ int main(void)
 	for (int i = 0; i < N; i++)
 		sf_grad_store(&got[i], sf_silu_d(x[i], dy[i]), 0);
 	ok(silu_same && same_bits(got, ref, N),
-	   "silu forward and backward: nvcc's sf_silu_f/d = the C kernel, bitwise over %d values", N);
+	   "silu forward and backward: nvcc's sf_silu_f/d = the C kernel, bitwise over %d values",
+	   N);
 
 	_sf_add_fwd(N, x, y, ref);
 	for (int i = 0; i < N; i++)
@@ -350,12 +393,16 @@ int main(void)
 	for (int i = 0; i < N; i++)
 		got[i] = sf_gelu_f(x[i]);
 	double e = max_err(got, ref, NULL, N, &nanbad);
-	ok(e <= 1e-6 && nanbad == 0, "gelu forward: nvcc's scalar form vs the CPU's vector form, max rel %.2e (<= 1e-6), NaN mismatches %d", e, nanbad);
+	ok(e <= 1e-6 && nanbad == 0,
+	   "gelu forward: nvcc's scalar form vs the CPU's vector form, max rel %.2e (<= 1e-6), NaN "
+	   "mismatches %d",
+	   e, nanbad);
 	_sf_gelu_bwd(N, x, dy, ref, 0);
 	for (int i = 0; i < N; i++)
 		got[i] = sf_gelu_d(x[i], dy[i]);
 	e = max_err(got, ref, dy, N, &nanbad);
-	ok(e <= 1e-6 && nanbad == 0, "gelu backward: max |diff| / |dy| %.2e (<= 1e-6), NaN mismatches %d", e, nanbad);
+	ok(e <= 1e-6 && nanbad == 0,
+	   "gelu backward: max |diff| / |dy| %.2e (<= 1e-6), NaN mismatches %d", e, nanbad);
 
 	/* three steps of each optimizer, element by element vs the C loops */
 	static float p1[N], p2[N], b1[N], b2[N], v1[N], v2[N];
@@ -380,8 +427,8 @@ int main(void)
 		float c1, c2;
 		_sf_adamw_corrections(0.9f, 0.95f, s, &c1, &c2);
 		for (int i = 0; i < N; i++)
-			sf_adamw_elem(&p2[i], dy[i] * gm, &b2[i], &v2[i], 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, c1,
-			              c2);
+			sf_adamw_elem(&p2[i], dy[i] * gm, &b2[i], &v2[i], 1e-3f, 0.9f, 0.95f, 1e-8f,
+			              0.1f, c1, c2);
 		same &= same_bits(p1, p2, N) && same_bits(b1, b2, N) && same_bits(v1, v2, N);
 	}
 	ok(same, "adamw, 3 steps: bitwise (parameters, m and v)");

@@ -41,6 +41,7 @@
 #include "layers/layernorm.h"
 #include "layers/mul.h"
 #include "layers/rmsnorm.h"
+#include "layers/rope.h"
 #include "layers/silu.h"
 #include "layers/linear.h"
 #include "layers/pos_embedding.h"
@@ -277,8 +278,9 @@ static void test_linear_nobias(int B, int I, int O)
 {
 	char what[96];
 	size_t nx = (size_t)B * I, nw = (size_t)O * I, ny = (size_t)B * O;
-	struct linear_ctx c = {B, I, O, rand_vec(nx, 1.0f), rand_vec(nw, 1.0f), NULL,
-	                       rand_vec(ny, 1.0f), zero_vec(ny)};
+	struct linear_ctx c = {
+	    B,           I, O, rand_vec(nx, 1.0f), rand_vec(nw, 1.0f), NULL, rand_vec(ny, 1.0f),
+	    zero_vec(ny)};
 	float *dx = zero_vec(nx), *dw = zero_vec(nw);
 	_sf_linear_bwd(B, I, O, c.x, c.w, c.dy, dx, 0, dw, NULL, 0);
 	snprintf(what, sizeof what, "linear_nobias dx B=%d I=%d O=%d", B, I, O);
@@ -306,15 +308,20 @@ static double emb_objective(void *p)
 static void test_embedding(int B, int V, int C)
 {
 	char what[96];
-	struct emb_ctx c = {B, V, C, malloc(sizeof(int32_t) * (size_t)B),
-	                    rand_vec((size_t)V * C, 1.0f), rand_vec((size_t)B * C, 1.0f),
+	struct emb_ctx c = {B,
+	                    V,
+	                    C,
+	                    malloc(sizeof(int32_t) * (size_t)B),
+	                    rand_vec((size_t)V * C, 1.0f),
+	                    rand_vec((size_t)B * C, 1.0f),
 	                    zero_vec((size_t)B * C)};
 	for (int r = 0; r < B; r++)
 		c.ids[r] = (int32_t)((r * 7 + 3) % V); /* repeats when B > V */
 	emb_objective(&c);
 	int exact = 1;
 	for (int r = 0; r < B; r++)
-		exact &= !memcmp(c.y + (size_t)r * C, c.w + (size_t)c.ids[r] * C, sizeof(float) * C);
+		exact &=
+		    !memcmp(c.y + (size_t)r * C, c.w + (size_t)c.ids[r] * C, sizeof(float) * C);
 	ok(exact, "embedding fwd B=%d V=%d C=%d copies the rows the ids name", B, V, C);
 	float *dw = rand_vec((size_t)V * C, 9.0f); /* stale: "=" overwrites it */
 	_sf_embedding_bwd(B, V, C, c.ids, c.dy, dw, 0);
@@ -371,7 +378,8 @@ static void test_layernorm(int B, int C, float xscale)
 		double rs = 1.0 / sqrt(v / C + 1e-5);
 		for (int k = 0; k < C; k++) {
 			double want = (c.x[(size_t)r * C + k] - m) * rs * c.w[k] + c.b[k];
-			max_rel = fmax(max_rel, fabs(c.y[(size_t)r * C + k] - want) / fmax(1.0, fabs(want)));
+			max_rel = fmax(max_rel,
+			               fabs(c.y[(size_t)r * C + k] - want) / fmax(1.0, fabs(want)));
 		}
 		max_rel = fmax(max_rel, fabs(c.rstd[r] - rs) / rs);
 	}
@@ -445,7 +453,8 @@ static void test_rmsnorm(int B, int C, float xscale, float eps)
 		double rs = 1.0 / sqrt(ss / C + (double)eps);
 		for (int k = 0; k < C; k++) {
 			double want = c.x[(size_t)r * C + k] * rs * c.w[k];
-			max_rel = fmax(max_rel, fabs(c.y[(size_t)r * C + k] - want) / fmax(1.0, fabs(want)));
+			max_rel = fmax(max_rel,
+			               fabs(c.y[(size_t)r * C + k] - want) / fmax(1.0, fabs(want)));
 		}
 		max_rel = fmax(max_rel, fabs(c.rstd[r] - rs) / rs);
 	}
@@ -469,6 +478,74 @@ static void test_rmsnorm(int B, int C, float xscale, float eps)
 	check_acc(what, dw2, oldw, dw, (size_t)C);
 	free(c.x), free(c.w), free(c.dy), free(c.y), free(c.rstd);
 	free(dx), free(dw), free(oldx), free(oldw), free(dx2), free(dw2);
+}
+
+/* --- rotary position embedding ------------------------------------------------------ */
+
+struct rope_ctx {
+	int B, T, W, rot, d;
+	float theta;
+	float *x, *dy, *y, *cs; /* x dy y (B T, W), cs (T d) */
+};
+
+static double rope_objective(void *p)
+{
+	struct rope_ctx *c = p;
+	_sf_rope_fwd(c->B, c->T, c->W, c->rot, c->d, c->theta, c->x, c->y, c->cs);
+	return dot_d(c->dy, c->y, (size_t)c->B * c->T * c->W);
+}
+
+/* The forward against Hugging Face's formula written out in double (x cos +
+ * rotate_half(x) sin, rotate_half(x) = (-x2, x1), angles t theta^(-2 (j mod d/2) / d)),
+ * the columns after rot copied exactly; dx against finite differences; acc adds. */
+static void test_rope(int B, int T, int W, int rot, int d, float theta)
+{
+	char tag[96], what[128];
+	snprintf(tag, sizeof tag, "B=%d T=%d W=%d rot=%d d=%d theta=%g", B, T, W, rot, d,
+	         (double)theta);
+	size_t n = (size_t)B * T * W;
+	struct rope_ctx c = {B,
+	                     T,
+	                     W,
+	                     rot,
+	                     d,
+	                     theta,
+	                     rand_vec(n, 2.0f),
+	                     rand_vec(n, 1.0f),
+	                     zero_vec(n),
+	                     zero_vec((size_t)T * d)};
+	rope_objective(&c);
+	double max_rel = 0.0;
+	int copied = 1;
+	for (size_t r = 0; r < (size_t)B * T; r++) {
+		int t = (int)(r % T);
+		const float *x = c.x + r * W;
+		for (int j = 0; j < W; j++) {
+			float got = c.y[r * W + j];
+			if (j >= rot) {
+				copied &= got == x[j];
+				continue;
+			}
+			int b = j / d * d, k = j % d, h = d / 2;
+			double ang = t * pow((double)theta, -2.0 * (k % h) / d);
+			double rh = k < h ? -(double)x[b + k + h] : (double)x[b + k - h];
+			double want = x[j] * cos(ang) + rh * sin(ang);
+			max_rel = fmax(max_rel, fabs(got - want) / fmax(1.0, fabs(want)));
+		}
+	}
+	ok(max_rel <= 1e-5 && copied,
+	   "rope fwd %s vs Hugging Face's rotate_half in double (max rel %.2e, tol 1e-05), columns "
+	   "from rot copied: %s",
+	   tag, max_rel, copied ? "yes" : "NO");
+	float *dx = zero_vec(n);
+	_sf_rope_bwd(B, T, W, rot, d, c.cs, c.dy, dx, 0);
+	snprintf(what, sizeof what, "rope dx %s", tag);
+	check_fd(what, c.x, n, dx, rope_objective, &c);
+	float *old = rand_vec(n, 1.0f), *dx2 = malloc(sizeof(float) * n);
+	memcpy(dx2, old, sizeof(float) * n);
+	_sf_rope_bwd(B, T, W, rot, d, c.cs, c.dy, dx2, 1);
+	check_acc(what, dx2, old, dx, n);
+	free(c.x), free(c.dy), free(c.y), free(c.cs), free(dx), free(old), free(dx2);
 }
 
 /* --- causal self-attention ------------------------------------------------------ */
@@ -503,7 +580,8 @@ static void check_attn_fwd(struct attn_ctx *c, const char *tag)
 				const float *pr = c->p + (((size_t)b * NH + h) * T + i) * T;
 				double mx = -INFINITY, sum = 0.0, psum = 0.0;
 				for (int j = 0; j <= i; j++) {
-					const float *k = c->qkv + ((size_t)b * T + j) * ld + C + (size_t)h * hs;
+					const float *k =
+					    c->qkv + ((size_t)b * T + j) * ld + C + (size_t)h * hs;
 					double d = 0.0;
 					for (int e = 0; e < hs; e++)
 						d += (double)q[e] * k[e];
@@ -520,13 +598,15 @@ static void check_attn_fwd(struct attn_ctx *c, const char *tag)
 				}
 				for (int j = i + 1; j < T; j++)
 					masked_zero &= pr[j] == 0.0f;
-				max_row = fmax(max_row, isfinite(psum) ? fabs(psum - 1.0) : INFINITY);
+				max_row =
+				    fmax(max_row, isfinite(psum) ? fabs(psum - 1.0) : INFINITY);
 				for (int e = 0; e < hs; e++) {
 					double want = 0.0;
 					for (int j = 0; j <= i; j++)
-						want += sc[j] * c->qkv[((size_t)b * T + j) * ld + 2 * C +
-						                       (size_t)h * hs + e];
-					double got = c->y[((size_t)b * T + i) * C + (size_t)h * hs + e];
+						want += sc[j] * c->qkv[((size_t)b * T + j) * ld +
+						                       2 * C + (size_t)h * hs + e];
+					double got =
+					    c->y[((size_t)b * T + i) * C + (size_t)h * hs + e];
 					double d = fabs(got - want) / fmax(1.0, fabs(want));
 					max_rel = fmax(max_rel, isfinite(d) ? d : INFINITY);
 				}
@@ -548,8 +628,15 @@ static void test_attention(int B, int T, int C, int NH, int rb)
 	snprintf(tag, sizeof tag, "B=%d T=%d C=%d NH=%d rb=%d", B, T, C, NH, rb);
 	size_t nq = (size_t)B * T * 3 * C, ny = (size_t)B * T * C, np = (size_t)B * NH * T * T;
 	/* q and k of scale 2: scores spread enough that P is far from uniform */
-	struct attn_ctx c = {B, T, C, NH, rb, rand_vec(nq, 2.0f), rand_vec(ny, 1.0f),
-	                     zero_vec(ny), rand_vec(np, 9.0f)}; /* stale P: the fwd writes all */
+	struct attn_ctx c = {B,
+	                     T,
+	                     C,
+	                     NH,
+	                     rb,
+	                     rand_vec(nq, 2.0f),
+	                     rand_vec(ny, 1.0f),
+	                     zero_vec(ny),
+	                     rand_vec(np, 9.0f)}; /* stale P: the fwd writes all */
 	int brb = rb < T ? rb : T;
 	float *scratch = rand_vec((size_t)brb * T, 9.0f);
 	check_attn_fwd(&c, tag);
@@ -603,8 +690,8 @@ static void test_pos_embedding(int B, int T, int NP, int C)
 	char tag[64], what[96];
 	snprintf(tag, sizeof tag, "B=%d T=%d NP=%d C=%d", B, T, NP, C);
 	size_t n = (size_t)B * T * C, nw = (size_t)NP * C;
-	struct pos_ctx c = {B, T, NP, C, rand_vec(n, 1.0f), rand_vec(nw, 1.0f), rand_vec(n, 1.0f),
-	                    zero_vec(n)};
+	struct pos_ctx c = {
+	    B, T, NP, C, rand_vec(n, 1.0f), rand_vec(nw, 1.0f), rand_vec(n, 1.0f), zero_vec(n)};
 	pos_objective(&c);
 	int exact = 1;
 	for (int r = 0; r < B * T; r++)
@@ -725,7 +812,8 @@ static void test_gelu_values(void)
 			double v = xs[off + i], k = sqrt(2.0 / M_PI);
 			double t = tanh(k * (v + 0.044715 * v * v * v));
 			double r = 0.5 * v * (1.0 + t);
-			double d = 0.5 * (1.0 + t) + 0.5 * v * (1.0 - t * t) * k * (1.0 + 3 * 0.044715 * v * v);
+			double d = 0.5 * (1.0 + t) +
+			           0.5 * v * (1.0 - t * t) * k * (1.0 + 3 * 0.044715 * v * v);
 			ey = fmax(ey, fabs(r - ys[i]) / fmax(fabs(r), 1.0));
 			ed = fmax(ed, fabs(d - ds[i]) / fmax(fabs(d), 1.0));
 		}
@@ -740,7 +828,8 @@ static void test_gelu_values(void)
 		double v = xs[i], k = sqrt(2.0 / M_PI);
 		double t = tanh(k * (v + 0.044715 * v * v * v));
 		double r = 0.5 * v * (1.0 + t);
-		double d = 0.5 * (1.0 + t) + 0.5 * v * (1.0 - t * t) * k * (1.0 + 3 * 0.044715 * v * v);
+		double d =
+		    0.5 * (1.0 + t) + 0.5 * v * (1.0 - t * t) * k * (1.0 + 3 * 0.044715 * v * v);
 		ey = fmax(ey, fabs(r - sf_gelu_f(xs[i])) / fmax(fabs(r), 1.0));
 		ed = fmax(ed, fabs(d - sf_gelu_d(xs[i], 1.0f)) / fmax(fabs(d), 1.0));
 	}
@@ -836,7 +925,8 @@ static void test_mul(size_t n)
  * tails (-90 underflows the sigmoid to 0: y = -0, not NaN) */
 static void test_silu_values(void)
 {
-	static const float xs[] = {-90.0f, -20.0f, -5.0f, -1.0f, -0.1f, 0.0f, 0.1f, 1.0f, 5.0f, 20.0f};
+	static const float xs[] = {-90.0f, -20.0f, -5.0f, -1.0f, -0.1f,
+	                           0.0f,   0.1f,   1.0f,  5.0f,  20.0f};
 	double worst = 0.0;
 	int finite = 1;
 	for (size_t i = 0; i < sizeof xs / sizeof xs[0]; i++) {
@@ -844,10 +934,11 @@ static void test_silu_values(void)
 		_sf_silu_fwd(1, &xs[i], &y);
 		double want = (double)xs[i] / (1.0 + exp(-(double)xs[i]));
 		finite &= isfinite(y);
-		worst = fmax(worst, fabs(y - want) / fmax(1e-30, fabs(want) > 1e-6 ? fabs(want) : 1.0));
+		worst =
+		    fmax(worst, fabs(y - want) / fmax(1e-30, fabs(want) > 1e-6 ? fabs(want) : 1.0));
 	}
-	ok(finite && worst <= 1e-6, "silu values vs double from -90 to 20 (max rel %.2e, tol 1e-06)",
-	   worst);
+	ok(finite && worst <= 1e-6,
+	   "silu values vs double from -90 to 20 (max rel %.2e, tol 1e-06)", worst);
 }
 
 /* --- softmax cross-entropy ----------------------------------------------------- */
@@ -1109,7 +1200,8 @@ static void test_bf16(void)
 		uint16_t got = sf_bf16_from_float(f), want = bits16_ref(f);
 		if (got != want && !(isnan(f) && isnan(sf_bf16_to_float(got)))) {
 			if (bad++ < 3)
-				diag("bf16 of 0x%08x: got 0x%04x, want 0x%04x", (unsigned)u, got, want);
+				diag("bf16 of 0x%08x: got 0x%04x, want 0x%04x", (unsigned)u, got,
+				     want);
 		}
 	}
 	ok(bad == 0, "bf16 rounding of 2^20 random floats = nearest, ties to even (%ld differ)",
@@ -1161,7 +1253,8 @@ static void test_gemm_bf16(void)
 					for (int k = 0; k < K; k++) {
 						float a = ta ? A[k * lda + i] : A[i * lda + k];
 						float b = tb ? B[j * ldb + k] : B[k * ldb + j];
-						ref += (double)sf_bf16_round(a) * (double)sf_bf16_round(b);
+						ref += (double)sf_bf16_round(a) *
+						       (double)sf_bf16_round(b);
 					}
 					scale = fmax(scale, fabs(ref));
 					worst = fmax(worst, fabs(ref - C[i * N + j]));
@@ -1188,8 +1281,8 @@ static void test_grad_math(void)
 	for (int i = 0; i < N; i++)
 		a[i] = urand(), b[i] = urand(), want += (double)a[i] * a[i];
 	_sf_grad_sqnorm(N, a, &got);
-	ok(fabs(got - want) <= 1e-12 * want, "squared norm of %d floats = the double loop's (%.17g, %.17g)",
-	   N, got, want);
+	ok(fabs(got - want) <= 1e-12 * want,
+	   "squared norm of %d floats = the double loop's (%.17g, %.17g)", N, got, want);
 	_sf_grad_sqnorm(0, a, &got);
 	ok(got == 0.0, "squared norm of nothing is 0");
 	_sf_grad_copy(N, c, a);
@@ -1249,6 +1342,9 @@ int main(void)
 	test_rmsnorm(1, 4, 1.0f, 1e-5f);
 	test_rmsnorm(5, 16, 3.0f, 1e-6f);
 	test_rmsnorm(3, 64, 0.1f, 1e-5f);
+	test_rope(2, 5, 16, 12, 4, 10000.0f);  /* q: 2 heads, k: 1 head of 4, v passes */
+	test_rope(1, 7, 16, 16, 8, 500000.0f); /* every column rotated, Llama 3's theta */
+	test_rope(3, 1, 6, 6, 2, 10000.0f);    /* T = 1: position 0, the identity */
 
 	/* (B, T, C, NH, rb): one head, two, three (hs = 3); T = 5 and 7; one block of
 	 * queries (rb >= T) and blocks of 2 and 3 with a remainder; T = 1 */

@@ -23,6 +23,11 @@
  *            blocks of h + w2(silu(w1(rmsnorm(h))) * w3(rmsnorm(h))) (no biases, FFN
  *            48), each one unit, then rmsnorm and the head: rmsnorm, silu and mul
  *            under the scheduler (N ranks = 1 rank, tests/equivalence.sh).
+ *   llama    a small Llama-shaped decoder on the gpt model's token ids and labels (T =
+ *            5, vocabulary 16, width 16, 2 heads of 8): a token embedding (its own
+ *            unit), 2 blocks of h + o(attn(rope(qkv(rmsnorm(h))))) then h +
+ *            w2(silu(w1(rmsnorm(h))) * w3(rmsnorm(h))) (no biases, rope on q and k,
+ *            theta 10000), each one unit, a final rmsnorm and an untied head in a unit.
  *   gpt      a small GPT on the same token ids and labels, sequences of T = 5: a token
  *            embedding (16 -> 16) and a learned position embedding of 8 positions (rows
  *            t >= T unused) in unit "embed"; 3 transformer blocks, each one unit:
@@ -68,16 +73,17 @@ enum model_kind {
 	MODEL_GPT,
 	MODEL_NANOGPT,
 	MODEL_NANOGPT_UNTIED,
-	MODEL_SWIGLU
+	MODEL_SWIGLU,
+	MODEL_LLAMA
 };
 
 /* "mlp", "residual", "uneven", "deep", "wide", "blocks", "gpt", "nanogpt",
- * "nanogpt-untied", "swiglu" -> kind; -1 when unknown. */
+ * "nanogpt-untied", "swiglu", "llama" -> kind; -1 when unknown. */
 static inline int model_kind_parse(const char *s, enum model_kind *out)
 {
 	static const char *const names[] = {
-	    "mlp",    "residual", "uneven",  "deep",           "wide",
-	    "blocks", "gpt",      "nanogpt", "nanogpt-untied", "swiglu"};
+	    "mlp", "residual", "uneven",         "deep",   "wide", "blocks",
+	    "gpt", "nanogpt",  "nanogpt-untied", "swiglu", "llama"};
 	for (int i = 0; i < (int)(sizeof names / sizeof names[0]); i++)
 		if (!strcmp(s, names[i])) {
 			*out = (enum model_kind)i;
@@ -283,6 +289,50 @@ fail:
 	return -1;
 }
 
+/* The llama model's body (the description at the top) */
+static inline int build_llama(const char *prog, sf_graph *g, int x, int *y)
+{
+	int h, a, o, g1, g3, width = GPT_C, qkv = 3 * GPT_C, ffn = GPT_MLP, classes = GPT_V;
+	MODEL_CHECK(sf_graph_unit_begin(g, "embed"));
+	MODEL_CHECK(sf_graph_layer(g, "embedding", &x, 1, &width, sizeof width, "tok_emb", &h));
+	MODEL_CHECK(sf_graph_unit_end(g));
+	for (int b = 0; b < 2; b++) {
+		char name[32];
+		snprintf(name, sizeof name, "l%d", b);
+		MODEL_CHECK(sf_graph_unit_begin(g, name));
+		snprintf(name, sizeof name, "l%d.attn_norm", b);
+		MODEL_CHECK(sf_graph_rmsnorm(g, h, 1e-5f, name, &a));
+		snprintf(name, sizeof name, "l%d.qkv", b);
+		MODEL_CHECK(sf_graph_layer(g, "linear_nobias", &a, 1, &qkv, sizeof qkv, name, &a));
+		MODEL_CHECK(sf_graph_rope(g, a, 2 * GPT_C, GPT_C / GPT_HEADS, 10000.0f, &a));
+		MODEL_CHECK(sf_graph_causal_attention(g, a, GPT_HEADS, &a));
+		snprintf(name, sizeof name, "l%d.o", b);
+		MODEL_CHECK(
+		    sf_graph_layer(g, "linear_nobias", &a, 1, &width, sizeof width, name, &o));
+		MODEL_CHECK(sf_graph_add(g, h, o, &h));
+		snprintf(name, sizeof name, "l%d.ffn_norm", b);
+		MODEL_CHECK(sf_graph_rmsnorm(g, h, 1e-5f, name, &a));
+		snprintf(name, sizeof name, "l%d.w1", b);
+		MODEL_CHECK(sf_graph_layer(g, "linear_nobias", &a, 1, &ffn, sizeof ffn, name, &g1));
+		MODEL_CHECK(sf_graph_silu(g, g1, &g1));
+		snprintf(name, sizeof name, "l%d.w3", b);
+		MODEL_CHECK(sf_graph_layer(g, "linear_nobias", &a, 1, &ffn, sizeof ffn, name, &g3));
+		MODEL_CHECK(sf_graph_mul(g, g1, g3, &a));
+		snprintf(name, sizeof name, "l%d.w2", b);
+		MODEL_CHECK(
+		    sf_graph_layer(g, "linear_nobias", &a, 1, &width, sizeof width, name, &o));
+		MODEL_CHECK(sf_graph_add(g, h, o, &h));
+		MODEL_CHECK(sf_graph_unit_end(g));
+	}
+	MODEL_CHECK(sf_graph_unit_begin(g, "out"));
+	MODEL_CHECK(sf_graph_rmsnorm(g, h, 1e-5f, "norm", &h));
+	MODEL_CHECK(sf_graph_layer(g, "linear_nobias", &h, 1, &classes, sizeof classes, "head", y));
+	MODEL_CHECK(sf_graph_unit_end(g));
+	return 0;
+fail:
+	return -1;
+}
+
 /* Builds the chosen model; *D and *C are its input width and number of classes, *T
  * its rows per sample. */
 static inline int build_model(const char *prog, enum model_kind kind, sf_graph **out, int *D,
@@ -290,7 +340,7 @@ static inline int build_model(const char *prog, enum model_kind kind, sf_graph *
 {
 	sf_graph *g = NULL;
 	int x, labels, h, y, loss;
-	*T = kind == MODEL_BLOCKS ? 3 : kind == MODEL_GPT ? GPT_T : 1;
+	*T = kind == MODEL_BLOCKS ? 3 : kind == MODEL_GPT || kind == MODEL_LLAMA ? GPT_T : 1;
 	if (kind == MODEL_NANOGPT || kind == MODEL_NANOGPT_UNTIED) {
 		struct sf_gpt_config gc;
 		sf_gpt_config_init(&gc);
@@ -310,12 +360,13 @@ static inline int build_model(const char *prog, enum model_kind kind, sf_graph *
 	case MODEL_BLOCKS: *D = 16, *C = 16; break;
 	case MODEL_GPT: *D = GPT_V, *C = GPT_V; break;
 	case MODEL_SWIGLU: *D = 24, *C = 10; break;
+	case MODEL_LLAMA: *D = GPT_V, *C = GPT_V; break;
 	case MODEL_NANOGPT:
 	case MODEL_NANOGPT_UNTIED: break;
 	}
 	MODEL_CHECK(sf_graph_create("train_dump", &g));
 	MODEL_CHECK(sf_graph_set_seq_len(g, *T));
-	if (kind == MODEL_BLOCKS || kind == MODEL_GPT)
+	if (kind == MODEL_BLOCKS || kind == MODEL_GPT || kind == MODEL_LLAMA)
 		MODEL_CHECK(sf_graph_int_input(g, "tok", *D, &x));
 	else
 		MODEL_CHECK(sf_graph_input(g, "x", *D, &x));
@@ -374,6 +425,10 @@ static inline int build_model(const char *prog, enum model_kind kind, sf_graph *
 		if (build_swiglu(prog, g, x, *C, &y))
 			goto fail;
 		break;
+	case MODEL_LLAMA:
+		if (build_llama(prog, g, x, &y))
+			goto fail;
+		break;
 	case MODEL_NANOGPT:
 	case MODEL_NANOGPT_UNTIED: break; /* built above */
 	}
@@ -394,7 +449,7 @@ static inline int fill_batch(enum model_kind kind, uint64_t seed, int64_t step, 
 {
 	*b = (struct sf_batch){.labels = labels};
 	if (kind != MODEL_BLOCKS && kind != MODEL_GPT && kind != MODEL_NANOGPT &&
-	    kind != MODEL_NANOGPT_UNTIED) {
+	    kind != MODEL_NANOGPT_UNTIED && kind != MODEL_LLAMA) {
 		*xin = x;
 		b->ninputs = 1;
 		b->inputs = xin;

@@ -3,7 +3,8 @@
  * shell tests can compare runs: N ranks against 1 rank, one prefetch depth against
  * another, one sharding mode against another (tests/dump_compare.c compares).
  *
- *   train_dump --model mlp|residual|uneven|deep|wide|blocks|gpt|nanogpt|nanogpt-untied|swiglu
+ *   train_dump --model mlp|residual|uneven|deep|wide|blocks|gpt|nanogpt|nanogpt-untied|swiglu|
+ *                      llama
  *              --steps N --batch B --optimizer sgd|adamw|lion --lr X --seed S --inflight K
  *              [--init W.safetensors] [--export-init W0.safetensors]
  *              [--export W.safetensors] --out FILE
@@ -77,7 +78,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 	        "usage: " PROG " [--model mlp|residual|uneven|deep|wide|blocks|gpt|nanogpt|\n"
-	        "       nanogpt-untied|swiglu] [--steps N] [--batch B] [--optimizer sgd|adamw|lion]\n"
+	        "       nanogpt-untied|swiglu|llama] [--steps N] [--batch B] [--optimizer sgd|adamw|lion]\n"
 	        "       [--lr X] [--seed S] [--inflight K] [--init W.safetensors]\n"
 	        "       [--export-init W0.safetensors] [--export W.safetensors] [--accum K]\n"
 	        "       [--clip X|inf] [--weight-decay X] [--no-decay MASK] [--data FILE]\n"
