@@ -332,6 +332,20 @@ SF_API int sf_graph_mul(sf_graph *g, int a, int b, int *out);
  *  (B: the rank's samples), from forward to backward. (Type "attention", config the
  *  number of heads, an int.) */
 SF_API int sf_graph_causal_attention(sf_graph *g, int qkv, int heads, int *out);
+/** Causal attention with grouped-query heads (Llama 2 70B, Llama 3; Ainslie et al.
+ *  2023): `heads` query heads and `kv_heads` key/value heads (kv_heads divides heads;
+ *  kv_heads = heads is multi-head attention, 1 is multi-query). qkv has width (heads +
+ *  2 kv_heads) hs: the query heads, then the key heads, then the value heads, hs
+ *  features each (Hugging Face's q_proj, k_proj, v_proj outputs side by side); query
+ *  head h uses key/value head h / (heads / kv_heads) (repeat_kv). The output has width
+ *  heads hs; it saves B heads T^2 probabilities, as sf_graph_causal_attention. (Type
+ *  "attention_gqa", config struct sf_attention_config.) */
+SF_API int sf_graph_gqa_attention(sf_graph *g, int qkv, int heads, int kv_heads, int *out);
+/** The config of an "attention_gqa" node (required). */
+struct sf_attention_config {
+	int heads;    /**< query heads */
+	int kv_heads; /**< key/value heads, dividing heads */
+};
 /** y = x + W[t], t the row's position in its sequence (0 .. T-1): a learned position
  *  embedding, W (positions, C) initialised normal(0, 0.02): a unit of parameters. The
  *  graph's seq_len T must be <= positions. name must be unique; the safetensors tensor

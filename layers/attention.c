@@ -37,15 +37,50 @@ static int attention_infer(const int *in_dims, int nin, const void *config, int 
 	return SF_OK;
 }
 
-static int heads_of(const struct sf_layer_info *li)
+/* attention_gqa: W = (NH + 2 NKV) hs, so hs = W / (NH + 2 NKV) and C = NH hs */
+static int attention_gqa_infer(const int *in_dims, int nin, const void *config, int *out_dim,
+                               size_t *nparams)
 {
-	return *(const int *)li->config;
+	(void)nin;
+	if (!config)
+		return sf_error_set(SF_ERR_INVALID,
+		                    "attention_gqa: a struct sf_attention_config is required");
+	const struct sf_attention_config *c = config;
+	if (c->heads <= 0 || c->kv_heads <= 0 || c->heads % c->kv_heads)
+		return sf_error_set(
+		    SF_ERR_INVALID,
+		    "attention_gqa: kv_heads must be > 0 and divide heads (got heads "
+		    "%d, kv_heads %d)",
+		    c->heads, c->kv_heads);
+	int parts = c->heads + 2 * c->kv_heads;
+	if (in_dims[0] % parts)
+		return sf_error_set(
+		    SF_ERR_INVALID,
+		    "attention_gqa: the input holds %d query, %d key and %d value heads "
+		    "of one size side by side, so its width %d must be divisible by %d",
+		    c->heads, c->kv_heads, c->kv_heads, in_dims[0], parts);
+	*out_dim = in_dims[0] / parts * c->heads;
+	*nparams = 0;
+	return SF_OK;
+}
+
+/* the query and key/value heads of a node of either type */
+static void heads_of(const struct sf_layer_info *li, int *NH, int *NKV)
+{
+	if (li->config_size == sizeof(int)) { /* "attention": NH, one key/value head each */
+		*NH = *NKV = *(const int *)li->config;
+		return;
+	}
+	const struct sf_attention_config *c = li->config;
+	*NH = c->heads, *NKV = c->kv_heads;
 }
 
 static size_t attention_saved(const struct sf_layer_info *li)
 {
 	size_t T = (size_t)li->seq_len;
-	return (size_t)li->samples * (size_t)heads_of(li) * T * T;
+	int NH, NKV;
+	heads_of(li, &NH, &NKV);
+	return (size_t)li->samples * (size_t)NH * T * T;
 }
 
 static double attention_flops(const struct sf_layer_info *li)
@@ -58,9 +93,11 @@ static double attention_flops(const struct sf_layer_info *li)
 static void attention_fwd_cpu(void *buffers[], void *cl_arg)
 {
 	const struct sf_layer_info *li = cl_arg;
-	_sf_attention_fwd(li->samples, li->seq_len, li->out_dim, heads_of(li),
-	                  SF_ATTENTION_ROW_BLOCK, sf_kernel_input(buffers, li, 0),
-	                  sf_kernel_output(buffers, li), sf_kernel_saved(buffers, li));
+	int NH, NKV;
+	heads_of(li, &NH, &NKV);
+	_sf_attention_fwd(li->samples, li->seq_len, li->out_dim, NH, NKV, SF_ATTENTION_ROW_BLOCK,
+	                  sf_kernel_input(buffers, li, 0), sf_kernel_output(buffers, li),
+	                  sf_kernel_saved(buffers, li));
 }
 
 /* qkv y dy saved(R) [dqkv] */
@@ -76,9 +113,11 @@ static void attention_bwd_cpu(void *buffers[], void *cl_arg)
 	 * floats (256 KiB at T = 1024), small beside the block's products. */
 	float *scratch = malloc(sizeof(float) * (size_t)rb * (size_t)T);
 	STARPU_ASSERT_MSG(scratch, "attention backward: out of memory for %d x %d floats", rb, T);
-	_sf_attention_bwd(li->samples, T, li->out_dim, heads_of(li), rb,
-	                  sf_kernel_input(buffers, li, 0), sf_kernel_saved(buffers, li),
-	                  sf_kernel_doutput(buffers, li), dqkv, li->accumulate[0], scratch);
+	int NH, NKV;
+	heads_of(li, &NH, &NKV);
+	_sf_attention_bwd(li->samples, T, li->out_dim, NH, NKV, rb, sf_kernel_input(buffers, li, 0),
+	                  sf_kernel_saved(buffers, li), sf_kernel_doutput(buffers, li), dqkv,
+	                  li->accumulate[0], scratch);
 	free(scratch);
 }
 
@@ -88,7 +127,9 @@ static void attention_bwd_cpu(void *buffers[], void *cl_arg)
 static void attention_fwd_cuda(void *buffers[], void *cl_arg)
 {
 	const struct sf_layer_info *li = cl_arg;
-	_sf_attention_fwd_cuda(li->samples, li->seq_len, li->out_dim, heads_of(li),
+	int NH, NKV;
+	heads_of(li, &NH, &NKV);
+	_sf_attention_fwd_cuda(li->samples, li->seq_len, li->out_dim, NH, NKV,
 	                       sf_kernel_input(buffers, li, 0), sf_kernel_output(buffers, li),
 	                       sf_kernel_saved(buffers, li));
 }
@@ -99,7 +140,9 @@ static void attention_bwd_cuda(void *buffers[], void *cl_arg)
 	float *dqkv = sf_kernel_dinput(buffers, li, 0);
 	if (!dqkv)
 		return;
-	_sf_attention_bwd_cuda(li->samples, li->seq_len, li->out_dim, heads_of(li),
+	int NH, NKV;
+	heads_of(li, &NH, &NKV);
+	_sf_attention_bwd_cuda(li->samples, li->seq_len, li->out_dim, NH, NKV,
 	                       sf_kernel_input(buffers, li, 0), sf_kernel_saved(buffers, li),
 	                       sf_kernel_doutput(buffers, li), dqkv, li->accumulate[0]);
 }
@@ -111,6 +154,20 @@ const struct sf_layer_type _sf_attention_type = {
     .min_inputs = 1,
     .max_inputs = 1,
     .infer = attention_infer,
+    .forward_cpu = attention_fwd_cpu,
+    .backward_cpu = attention_bwd_cpu,
+    .forward_cuda = SF_CUDA_BODY(attention_fwd_cuda),
+    .backward_cuda = SF_CUDA_BODY(attention_bwd_cuda),
+    .flops = attention_flops,
+    .saved_floats = attention_saved,
+};
+
+const struct sf_layer_type _sf_attention_gqa_type = {
+    .api_version = SF_LAYER_API_VERSION,
+    .name = "attention_gqa",
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .infer = attention_gqa_infer,
     .forward_cpu = attention_fwd_cpu,
     .backward_cpu = attention_bwd_cpu,
     .forward_cuda = SF_CUDA_BODY(attention_fwd_cuda),

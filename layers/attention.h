@@ -18,6 +18,12 @@
  * meets keys [0, i1), so the GEMMs skip most of the masked triangle (rb = T: one block,
  * full T x T products). Shape letters: B samples, T rows per sample, C features, NH
  * heads, hs = C / NH.
+ *
+ * Grouped-query attention (type "attention_gqa", Llama 2 70B, Llama 3): NKV key/value
+ * heads (NKV divides NH), the input (B*T, C + 2 NKV hs) holding q (C), then the key
+ * heads, then the value heads; query head h reads key/value head h / (NH / NKV), and
+ * the gradients of a key/value head sum its query heads' in head order. NKV = NH is
+ * the plain layout above.
  */
 #ifndef SF_LAYERS_ATTENTION_H
 #define SF_LAYERS_ATTENTION_H
@@ -32,23 +38,27 @@ extern "C" {
 #define SF_ATTENTION_ROW_BLOCK 64
 
 extern const struct sf_layer_type _sf_attention_type;
+extern const struct sf_layer_type _sf_attention_gqa_type;
 
-/* y (B*T, C) = attention of qkv (B*T, 3C); p (B, NH, T, T) receives the probabilities.
- * rb >= 1: query rows per block (any value gives the same math). */
-void _sf_attention_fwd(int B, int T, int C, int NH, int rb, const float *qkv, float *y, float *p);
-/* dqkv (B*T, 3C) (= | += as acc) from dy (B*T, C), qkv and the forward's p; scratch
+/* y (B*T, C) = attention of qkv (B*T, C + 2 NKV hs: q, then NKV key heads, then NKV
+ * value heads; NKV = NH: 3C); p (B, NH, T, T) receives the probabilities. rb >= 1:
+ * query rows per block (any value gives the same math). */
+void _sf_attention_fwd(int B, int T, int C, int NH, int NKV, int rb, const float *qkv, float *y,
+                       float *p);
+/* dqkv (as qkv) (= | += as acc) from dy (B*T, C), qkv and the forward's p; scratch
  * holds min(rb, T) * T floats. */
-void _sf_attention_bwd(int B, int T, int C, int NH, int rb, const float *qkv, const float *p,
-                       const float *dy, float *dqkv, int acc, float *scratch);
+void _sf_attention_bwd(int B, int T, int C, int NH, int NKV, int rb, const float *qkv,
+                       const float *p, const float *dy, float *dqkv, int acc, float *scratch);
 /* The multiply-adds x 2 of the forward's GEMMs with this blocking (the softmax aside). */
 double _sf_attention_fwd_flops(int B, int T, int C, int rb);
 
 #ifdef SF_HAVE_CUDA
 /* layers/attention_cuda.cu: the same on device pointers, on the worker's CUDA stream */
-void _sf_attention_fwd_cuda(int B, int T, int C, int NH, const float *qkv, float *y, float *p);
+void _sf_attention_fwd_cuda(int B, int T, int C, int NH, int NKV, const float *qkv, float *y,
+                            float *p);
 /* dS of one sample's heads goes in a device scratch of NH T^2 floats it allocates on the
  * stream (cudaMallocAsync) */
-void _sf_attention_bwd_cuda(int B, int T, int C, int NH, const float *qkv, const float *p,
+void _sf_attention_bwd_cuda(int B, int T, int C, int NH, int NKV, const float *qkv, const float *p,
                             const float *dy, float *dqkv, int acc);
 #endif
 

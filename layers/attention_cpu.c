@@ -26,12 +26,11 @@
 #include <math.h>
 #include <string.h>
 
-/* One sample's head: q, k, v and y point at its first row (leading dimensions ld = 3C
- * and C), p at its (T, T) probabilities. */
-static void head_fwd(int T, int hs, int C, int rb, float scale, const float *q, const float *k,
-                     const float *v, float *y, float *p)
+/* One sample's head: q, k, v and y point at its first row (leading dimensions ld, the
+ * qkv width, and C), p at its (T, T) probabilities. */
+static void head_fwd(int T, int hs, int ld, int C, int rb, float scale, const float *q,
+                     const float *k, const float *v, float *y, float *p)
 {
-	int ld = 3 * C;
 	for (int i0 = 0; i0 < T; i0 += rb) {
 		int i1 = i0 + rb < T ? i0 + rb : T, m = i1 - i0;
 		float *pi = p + (size_t)i0 * T;
@@ -46,14 +45,28 @@ static void head_fwd(int T, int hs, int C, int rb, float scale, const float *q, 
 	}
 }
 
-void _sf_attention_fwd(int B, int T, int C, int NH, int rb, const float *qkv, float *y, float *p)
+/* Query head h of a row of qkv reads key and value head h / (NH / NKV) (Hugging Face's
+ * repeat_kv: each key/value head serves NH / NKV consecutive query heads): the
+ * offsets of its q, k and v columns. */
+static void head_cols(int h, int hs, int C, int NH, int NKV, size_t *q, size_t *k, size_t *v)
 {
-	int hs = C / NH;
+	int kv = h / (NH / NKV);
+	*q = (size_t)h * hs;
+	*k = (size_t)C + (size_t)kv * hs;
+	*v = (size_t)C + (size_t)NKV * hs + (size_t)kv * hs;
+}
+
+void _sf_attention_fwd(int B, int T, int C, int NH, int NKV, int rb, const float *qkv, float *y,
+                       float *p)
+{
+	int hs = C / NH, ld = C + 2 * NKV * hs;
 	float scale = 1.0f / sqrtf((float)hs);
 	for (int b = 0; b < B; b++)
 		for (int h = 0; h < NH; h++) {
-			const float *q = qkv + (size_t)b * T * 3 * C + (size_t)h * hs;
-			head_fwd(T, hs, C, rb, scale, q, q + C, q + 2 * C,
+			const float *row = qkv + (size_t)b * T * ld;
+			size_t oq, ok, ov;
+			head_cols(h, hs, C, NH, NKV, &oq, &ok, &ov);
+			head_fwd(T, hs, ld, C, rb, scale, row + oq, row + ok, row + ov,
 			         y + (size_t)b * T * C + (size_t)h * hs,
 			         p + ((size_t)b * NH + h) * T * T);
 		}
@@ -67,13 +80,13 @@ static void softmax_bwd_rows(int T, int i0, int i1, const float *p, float *d)
 		sf_softmax_bwd_row(p + (size_t)i * T, d + (size_t)(i - i0) * i1, i, i1);
 }
 
-/* One sample's head, as head_fwd; dq, dk, dv point into dqkv (leading dimension 3C), dk
- * and dv are added to (the caller zeroed them or keeps what was there). */
-static void head_bwd(int T, int hs, int C, int rb, float scale, const float *q, const float *k,
-                     const float *v, const float *p, const float *dy, float *dq, float *dk,
-                     float *dv, int acc, float *scratch)
+/* One sample's head, as head_fwd; dq, dk, dv point into dqkv (leading dimension ld), dk
+ * and dv are added to (the caller zeroed them or keeps what was there; with grouped
+ * heads, the query heads of a group add to their key/value head's in head order). */
+static void head_bwd(int T, int hs, int ld, int C, int rb, float scale, const float *q,
+                     const float *k, const float *v, const float *p, const float *dy, float *dq,
+                     float *dk, float *dv, int acc, float *scratch)
 {
-	int ld = 3 * C;
 	for (int i0 = 0; i0 < T; i0 += rb) {
 		int i1 = i0 + rb < T ? i0 + rb : T, m = i1 - i0;
 		const float *pi = p + (size_t)i0 * T, *dyi = dy + (size_t)i0 * C;
@@ -93,24 +106,24 @@ static void head_bwd(int T, int hs, int C, int rb, float scale, const float *q, 
 	}
 }
 
-void _sf_attention_bwd(int B, int T, int C, int NH, int rb, const float *qkv, const float *p,
-                       const float *dy, float *dqkv, int acc, float *scratch)
+void _sf_attention_bwd(int B, int T, int C, int NH, int NKV, int rb, const float *qkv,
+                       const float *p, const float *dy, float *dqkv, int acc, float *scratch)
 {
-	int hs = C / NH, ld = 3 * C;
+	int hs = C / NH, ld = C + 2 * NKV * hs;
 	float scale = 1.0f / sqrtf((float)hs);
-	/* dK and dV are sums over the query blocks: start them from 0 unless added to */
+	/* dK and dV are sums over the query blocks (and a group's heads): start them from 0
+	 * unless added to */
 	if (!acc)
 		for (size_t r = 0; r < (size_t)B * T; r++)
-			memset(dqkv + r * ld + C, 0, sizeof(float) * 2 * (size_t)C);
+			memset(dqkv + r * ld + C, 0, sizeof(float) * (size_t)(ld - C));
 	for (int b = 0; b < B; b++)
 		for (int h = 0; h < NH; h++) {
-			size_t off = (size_t)b * T * ld + (size_t)h * hs;
-			const float *q = qkv + off;
-			float *dq = dqkv + off;
-			head_bwd(T, hs, C, rb, scale, q, q + C, q + 2 * C,
-			         p + ((size_t)b * NH + h) * T * T,
-			         dy + (size_t)b * T * C + (size_t)h * hs, dq, dq + C, dq + 2 * C,
-			         acc, scratch);
+			size_t row = (size_t)b * T * ld, oq, ok, ov;
+			head_cols(h, hs, C, NH, NKV, &oq, &ok, &ov);
+			head_bwd(T, hs, ld, C, rb, scale, qkv + row + oq, qkv + row + ok,
+			         qkv + row + ov, p + ((size_t)b * NH + h) * T * T,
+			         dy + (size_t)b * T * C + (size_t)h * hs, dqkv + row + oq,
+			         dqkv + row + ok, dqkv + row + ov, acc, scratch);
 		}
 }
 

@@ -61,35 +61,37 @@ static __global__ void softmax_bwd_k(int NH, int T, const float *p, float *d)
 	}
 }
 
-namespace {
+namespace
+{
 struct cuda_exec {
 	cublasHandle_t h;
 	cudaStream_t s;
 
 	void gemm(bool ta, bool tb, int m, int n, int k, float alpha, const float *A, int lda,
-	          long long sA, const float *B, int ldb, long long sB, float beta, float *C, int ldc,
-	          long long sC, int count)
+	          long long sA, const float *B, int ldb, long long sB, float beta, float *C,
+	          int ldc, long long sC, int count)
 	{
-		sf_gemm_rm_batched(h, ta, tb, m, n, k, alpha, A, lda, sA, B, ldb, sB, beta, C, ldc, sC,
-		                   count);
+		sf_gemm_rm_batched(h, ta, tb, m, n, k, alpha, A, lda, sA, B, ldb, sB, beta, C, ldc,
+		                   sC, count);
 	}
 	void softmax_rows(int NH, int T, float *p)
 	{
 		SF_CUDA_CHECK_LAUNCH(
 		    "attention softmax_k",
-		    softmax_k<<<sf_cuda_row_blocks((size_t)NH * T), SF_CUDA_BLOCK, 0, s>>>(NH, T, p));
+		    softmax_k<<<sf_cuda_row_blocks((size_t)NH * T), SF_CUDA_BLOCK, 0, s>>>(NH, T,
+		                                                                           p));
 	}
 	void softmax_bwd_rows(int NH, int T, const float *p, float *d)
 	{
 		SF_CUDA_CHECK_LAUNCH(
 		    "attention softmax_bwd_k",
-		    softmax_bwd_k<<<sf_cuda_row_blocks((size_t)NH * T), SF_CUDA_BLOCK, 0, s>>>(NH, T,
-		                                                                               p, d));
+		    softmax_bwd_k<<<sf_cuda_row_blocks((size_t)NH * T), SF_CUDA_BLOCK, 0, s>>>(
+		        NH, T, p, d));
 	}
 	void zero_cols(float *base, int ld, int width, size_t rows)
 	{
-		SF_CUDA_CHECK(cudaMemset2DAsync(base, sizeof(float) * ld, 0, sizeof(float) * width, rows,
-		                                s));
+		SF_CUDA_CHECK(
+		    cudaMemset2DAsync(base, sizeof(float) * ld, 0, sizeof(float) * width, rows, s));
 	}
 	float *scratch(size_t n)
 	{
@@ -104,16 +106,16 @@ struct cuda_exec {
 };
 } // namespace
 
-extern "C" void _sf_attention_fwd_cuda(int B, int T, int C, int NH, const float *qkv, float *y,
-                                       float *p)
+extern "C" void _sf_attention_fwd_cuda(int B, int T, int C, int NH, int NKV, const float *qkv,
+                                       float *y, float *p)
 {
 	cuda_exec x{starpu_cublas_get_local_handle(), starpu_cuda_get_local_stream()};
-	sf_attention_fwd_plan(x, B, T, C, NH, qkv, y, p);
+	sf_attention_fwd_plan(x, B, T, C, NH, NKV, qkv, y, p);
 }
 
-extern "C" void _sf_attention_bwd_cuda(int B, int T, int C, int NH, const float *qkv,
+extern "C" void _sf_attention_bwd_cuda(int B, int T, int C, int NH, int NKV, const float *qkv,
                                        const float *p, const float *dy, float *dqkv, int acc)
 {
 	cuda_exec x{starpu_cublas_get_local_handle(), starpu_cuda_get_local_stream()};
-	sf_attention_bwd_plan(x, B, T, C, NH, qkv, p, dy, dqkv, acc);
+	sf_attention_bwd_plan(x, B, T, C, NH, NKV, qkv, p, dy, dqkv, acc);
 }

@@ -16,8 +16,9 @@
  *
  * Per sample, the NH heads are one strided batch: head h of Q, K, V starts at column
  * h hs of the qkv rows (leading dimension 3C), of Y at column h hs of the output rows
- * (C), of P at h T^2. The whole T x T scores are computed; the softmax rows write
- * exact zeros after the query, so P V and dS K add nothing past it.
+ * (C), of P at h T^2 (grouped heads: a batch per position in the group, below). The whole T x T
+ * scores are computed; the softmax rows write exact zeros after the query, so P V and dS K add
+ * nothing past it.
  */
 #ifndef SF_LAYERS_ATTENTION_PLAN_H
 #define SF_LAYERS_ATTENTION_PLAN_H
@@ -29,50 +30,68 @@
 #include <math.h>
 #include <stddef.h>
 
+/* With grouped heads (g = NH / NKV query heads per key/value head), query head
+ * h = j g + r reads key/value head j: for each r, the NKV heads j are one strided batch
+ * (q, y, p strided by g heads, k and v by one). g = 1 is one batch of all NH heads. */
 template <class X>
-void sf_attention_fwd_plan(X &x, int B, int T, int C, int NH, const float *qkv, float *y, float *p)
+void sf_attention_fwd_plan(X &x, int B, int T, int C, int NH, int NKV, const float *qkv, float *y,
+                           float *p)
 {
-	int hs = C / NH, ld = 3 * C;
+	int hs = C / NH, g = NH / NKV, ld = C + 2 * NKV * hs;
 	float scale = 1.0f / sqrtf((float)hs);
-	long long tt = (long long)T * T;
+	long long tt = (long long)T * T, sq = (long long)g * hs, sp = (long long)g * tt;
 	for (int b = 0; b < B; b++) {
-		const float *q = qkv + (size_t)b * T * ld, *k = q + C, *v = q + 2 * C;
-		float *pb = p + (size_t)b * NH * tt;
+		const float *q = qkv + (size_t)b * T * ld, *k = q + C, *v = k + (size_t)NKV * hs;
+		float *pb = p + (size_t)b * NH * tt, *yb = y + (size_t)b * T * C;
 		/* S (T, T) = scale Q K^T */
-		x.gemm(false, true, T, T, hs, scale, q, ld, hs, k, ld, hs, 0.0f, pb, T, tt, NH);
+		for (int r = 0; r < g; r++)
+			x.gemm(false, true, T, T, hs, scale, q + (size_t)r * hs, ld, sq, k, ld, hs,
+			       0.0f, pb + (size_t)r * tt, T, sp, NKV);
 		x.softmax_rows(NH, T, pb);
 		/* Y (T, hs) = P V */
-		x.gemm(false, false, T, hs, T, 1.0f, pb, T, tt, v, ld, hs, 0.0f, y + (size_t)b * T * C,
-		       C, hs, NH);
+		for (int r = 0; r < g; r++)
+			x.gemm(false, false, T, hs, T, 1.0f, pb + (size_t)r * tt, T, sp, v, ld, hs,
+			       0.0f, yb + (size_t)r * hs, C, sq, NKV);
 	}
 }
 
 template <class X>
-void sf_attention_bwd_plan(X &x, int B, int T, int C, int NH, const float *qkv, const float *p,
-                           const float *dy, float *dqkv, int acc)
+void sf_attention_bwd_plan(X &x, int B, int T, int C, int NH, int NKV, const float *qkv,
+                           const float *p, const float *dy, float *dqkv, int acc)
 {
-	int hs = C / NH, ld = 3 * C;
+	int hs = C / NH, g = NH / NKV, ld = C + 2 * NKV * hs;
 	float scale = 1.0f / sqrtf((float)hs);
-	long long tt = (long long)T * T;
-	/* dK and dV are sums over the queries: from 0 unless added to */
+	long long tt = (long long)T * T, sq = (long long)g * hs, sp = (long long)g * tt;
+	/* dK and dV are sums over the queries (and a group's heads, in r order): from 0
+	 * unless added to */
 	if (!acc)
-		x.zero_cols(dqkv + C, ld, 2 * C, (size_t)B * T);
+		x.zero_cols(dqkv + C, ld, ld - C, (size_t)B * T);
 	float *ds = x.scratch((size_t)NH * tt); /* dP, then dS, of one sample's heads */
 	for (int b = 0; b < B; b++) {
 		size_t off = (size_t)b * T * ld;
-		const float *q = qkv + off, *k = q + C, *v = q + 2 * C;
+		const float *q = qkv + off, *k = q + C, *v = k + (size_t)NKV * hs;
 		const float *pb = p + (size_t)b * NH * tt, *dyb = dy + (size_t)b * T * C;
-		float *dq = dqkv + off, *dk = dq + C, *dv = dq + 2 * C;
-		/* dV (T, hs) += P^T dY */
-		x.gemm(true, false, T, hs, T, 1.0f, pb, T, tt, dyb, C, hs, 1.0f, dv, ld, hs, NH);
-		/* dP (T, T) = dY V^T */
-		x.gemm(false, true, T, T, hs, 1.0f, dyb, C, hs, v, ld, hs, 0.0f, ds, T, tt, NH);
+		float *dq = dqkv + off, *dk = dq + C, *dv = dk + (size_t)NKV * hs;
+		for (int r = 0; r < g; r++) {
+			const float *pr = pb + (size_t)r * tt, *dyr = dyb + (size_t)r * hs;
+			float *dsr = ds + (size_t)r * tt;
+			/* dV (T, hs) += P^T dY */
+			x.gemm(true, false, T, hs, T, 1.0f, pr, T, sp, dyr, C, sq, 1.0f, dv, ld, hs,
+			       NKV);
+			/* dP (T, T) = dY V^T */
+			x.gemm(false, true, T, T, hs, 1.0f, dyr, C, sq, v, ld, hs, 0.0f, dsr, T, sp,
+			       NKV);
+		}
 		x.softmax_bwd_rows(NH, T, pb, ds);
-		/* dQ (=|+=) scale dS K */
-		x.gemm(false, false, T, hs, T, scale, ds, T, tt, k, ld, hs, acc ? 1.0f : 0.0f, dq, ld, hs,
-		       NH);
-		/* dK += scale dS^T Q */
-		x.gemm(true, false, T, hs, T, scale, ds, T, tt, q, ld, hs, 1.0f, dk, ld, hs, NH);
+		for (int r = 0; r < g; r++) {
+			const float *dsr = ds + (size_t)r * tt;
+			/* dQ (=|+=) scale dS K */
+			x.gemm(false, false, T, hs, T, scale, dsr, T, sp, k, ld, hs,
+			       acc ? 1.0f : 0.0f, dq + (size_t)r * hs, ld, sq, NKV);
+			/* dK += scale dS^T Q */
+			x.gemm(true, false, T, hs, T, scale, dsr, T, sp, q + (size_t)r * hs, ld, sq,
+			       1.0f, dk, ld, hs, NKV);
+		}
 	}
 	x.release(ds);
 }

@@ -415,6 +415,12 @@ SF_API int sf_graph_rope(sf_graph *g, int x, int rotated, int head_dim, float th
 	return sf_graph_layer(g, "rope", &x, 1, &c, sizeof c, NULL, out);
 }
 
+SF_API int sf_graph_gqa_attention(sf_graph *g, int qkv, int heads, int kv_heads, int *out)
+{
+	struct sf_attention_config c = {.heads = heads, .kv_heads = kv_heads};
+	return sf_graph_layer(g, "attention_gqa", &qkv, 1, &c, sizeof c, NULL, out);
+}
+
 SF_API int sf_graph_silu(sf_graph *g, int x, int *out)
 {
 	return sf_graph_layer(g, "silu", &x, 1, NULL, 0, NULL, out);

@@ -36,6 +36,7 @@ static const struct sf_layer_type *const builtin_types[] = {
     &_sf_silu_type,
     &_sf_mul_type,
     &_sf_rope_type,
+    &_sf_attention_gqa_type,
 };
 
 static struct _sf_layer_entry table[SF_MAX_LAYER_TYPES];

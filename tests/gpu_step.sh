@@ -10,8 +10,8 @@
 #    rtol 1e-4 (cuBLAS and OpenBLAS sum in different orders): mlp (linear, GELU,
 #    softmax cross-entropy), residual (add, relu), gpt (token and position
 #    embeddings, layernorm, attention, tied head), nanogpt (sf_gpt_graph), swiglu
-#    (Llama's rmsnorm, silu and mul) and llama (those with rope and attention on
-#    sequences; both not yet run on a GPU), with SGD and AdamW;
+#    (Llama's rmsnorm, silu and mul) and llama (those with rope and grouped-query
+#    attention on sequences; both not yet run on a GPU), with SGD and AdamW;
 #  - SHARDFLOW_OPTIMIZER_ON=host = device on the GPU, bitwise (nvcc --fmad=false
 #    keeps the optimizers' rounding the CPU's);
 #  - depth 0 = depth 2 on the GPU, bitwise;

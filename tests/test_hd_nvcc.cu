@@ -315,32 +315,36 @@ static void test_rows(void)
 	    free(pw2);
 }
 
-static void test_attention_plan(void)
+/* NKV = NH: multi-head; NKV < NH: grouped heads (one strided batch per position in a
+ * group) */
+static void test_attention_plan(int NH, int NKV)
 {
 	/* T = 70: two of the CPU's row blocks of 64, one partial */
-	const int B = 2, T = 70, C = 12, NH = 3;
-	size_t nq = (size_t)B * T * 3 * C, ny = (size_t)B * T * C, np = (size_t)B * NH * T * T;
+	const int B = 2, T = 70, C = 12, hs = C / NH;
+	size_t nq = (size_t)B * T * (C + 2 * NKV * hs), ny = (size_t)B * T * C,
+	       np = (size_t)B * NH * T * T;
 	float *qkv = vec(nq, -1, 1), *dy = vec(ny, -1, 1);
 	float *y1 = vec(ny, 0, 0), *y2 = vec(ny, 0, 0), *p1 = vec(np, 0, 0), *p2 = vec(np, 0, 0);
 	int rb = SF_ATTENTION_ROW_BLOCK;
-	_sf_attention_fwd(B, T, C, NH, rb, qkv, y1, p1);
+	_sf_attention_fwd(B, T, C, NH, NKV, rb, qkv, y1, p1);
 	host_exec hx;
-	sf_attention_fwd_plan(hx, B, T, C, NH, qkv, y2, p2);
+	sf_attention_fwd_plan(hx, B, T, C, NH, NKV, qkv, y2, p2);
 	double sy, sp, ey = max_diff(y2, y1, ny, &sy), ep = max_diff(p2, p1, np, &sp);
 	ok(ey <= 1e-5 * sy && ep <= 1e-5 * sp,
-	   "attention forward: the GPU plan (host GEMM) = the CPU kernel (max diff %.2e of %.2e in "
-	   "y, %.2e of %.2e in P)",
-	   ey, sy, ep, sp);
+	   "attention forward, %d heads on %d key/value heads: the GPU plan (host GEMM) = the CPU "
+	   "kernel (max diff %.2e of %.2e in y, %.2e of %.2e in P)",
+	   NH, NKV, ey, sy, ep, sp);
 	float *scr = vec((size_t)rb * T, 0, 0);
 	for (int acc = 0; acc <= 1; acc++) {
 		float *d1 = vec(nq, -1, 1), *d2 = copy(d1, nq);
-		_sf_attention_bwd(B, T, C, NH, rb, qkv, p1, dy, d1, acc, scr);
-		sf_attention_bwd_plan(hx, B, T, C, NH, qkv, p1, dy, d2, acc);
+		_sf_attention_bwd(B, T, C, NH, NKV, rb, qkv, p1, dy, d1, acc, scr);
+		sf_attention_bwd_plan(hx, B, T, C, NH, NKV, qkv, p1, dy, d2, acc);
 		double sd, ed = max_diff(d2, d1, nq, &sd);
 		ok(ed <= 1e-5 * sd,
-		   "attention backward (%s): the GPU plan = the CPU kernel (max diff %.2e of %.2e "
-		   "in dqkv)",
-		   acc ? "+=" : "=", ed, sd);
+		   "attention backward (%s), %d heads on %d: the GPU plan = the CPU kernel (max "
+		   "diff "
+		   "%.2e of %.2e in dqkv)",
+		   acc ? "+=" : "=", NH, NKV, ed, sd);
 		free(d1), free(d2);
 	}
 	free(qkv), free(dy), free(y1), free(y2), free(p1), free(p2), free(scr);
@@ -348,7 +352,7 @@ static void test_attention_plan(void)
 
 int main(void)
 {
-	plan(19);
+	plan(22);
 	for (int i = 0; i < N; i++) {
 		x[i] = uniform(-12.0f, 12.0f);
 		y[i] = uniform(-3.0f, 3.0f);
@@ -463,6 +467,7 @@ int main(void)
 		ok(same16, "bf16 rounding of %d bit patterns: nvcc's = gcc's", NB);
 	}
 	test_rows();
-	test_attention_plan();
+	test_attention_plan(3, 3);
+	test_attention_plan(6, 2);
 	return done_testing();
 }

@@ -551,24 +551,27 @@ static void test_rope(int B, int T, int W, int rot, int d, float theta)
 /* --- causal self-attention ------------------------------------------------------ */
 
 struct attn_ctx {
-	int B, T, C, NH, rb;
-	float *qkv, *dy, *y, *p; /* qkv (B*T,3C), dy y (B*T,C), p (B,NH,T,T) */
+	int B, T, C, NH, NKV, rb;
+	float *qkv, *dy, *y, *p; /* qkv (B*T, C + 2 NKV hs), dy y (B*T,C), p (B,NH,T,T) */
 };
 
 static double attn_objective(void *v)
 {
 	struct attn_ctx *c = v;
-	_sf_attention_fwd(c->B, c->T, c->C, c->NH, c->rb, c->qkv, c->y, c->p);
+	_sf_attention_fwd(c->B, c->T, c->C, c->NH, c->NKV, c->rb, c->qkv, c->y, c->p);
 	return dot_d(c->dy, c->y, (size_t)c->B * c->T * c->C);
 }
 
 /* The forward against softmax(Q K^T / sqrt(hs)) V computed naively in double from the
  * same float qkv: y and the probabilities to 1e-5 relative (floor 1), every masked
  * probability exactly 0 (the GEMMs of later blocks run over them) and every row of P
- * summing to 1 within 1e-6 (at most 7 float terms, each rounded by ~6e-8). */
+ * summing to 1 within 1e-6 (at most 7 float terms, each rounded by ~6e-8). With
+ * grouped heads, query head h reads key/value head h / (NH / NKV), written here as
+ * Hugging Face's repeat_kv does it: kv = h / group. */
 static void check_attn_fwd(struct attn_ctx *c, const char *tag)
 {
-	int B = c->B, T = c->T, C = c->C, NH = c->NH, hs = C / NH, ld = 3 * C;
+	int B = c->B, T = c->T, C = c->C, NH = c->NH, hs = C / NH, NKV = c->NKV;
+	int ld = C + 2 * NKV * hs;
 	attn_objective(c);
 	double max_rel = 0.0, max_row = 0.0;
 	int masked_zero = 1;
@@ -576,12 +579,13 @@ static void check_attn_fwd(struct attn_ctx *c, const char *tag)
 	for (int b = 0; b < B; b++)
 		for (int h = 0; h < NH; h++)
 			for (int i = 0; i < T; i++) {
+				int kv = h / (NH / NKV);
 				const float *q = c->qkv + ((size_t)b * T + i) * ld + (size_t)h * hs;
 				const float *pr = c->p + (((size_t)b * NH + h) * T + i) * T;
 				double mx = -INFINITY, sum = 0.0, psum = 0.0;
 				for (int j = 0; j <= i; j++) {
 					const float *k =
-					    c->qkv + ((size_t)b * T + j) * ld + C + (size_t)h * hs;
+					    c->qkv + ((size_t)b * T + j) * ld + C + (size_t)kv * hs;
 					double d = 0.0;
 					for (int e = 0; e < hs; e++)
 						d += (double)q[e] * k[e];
@@ -603,8 +607,9 @@ static void check_attn_fwd(struct attn_ctx *c, const char *tag)
 				for (int e = 0; e < hs; e++) {
 					double want = 0.0;
 					for (int j = 0; j <= i; j++)
-						want += sc[j] * c->qkv[((size_t)b * T + j) * ld +
-						                       2 * C + (size_t)h * hs + e];
+						want +=
+						    sc[j] * c->qkv[((size_t)b * T + j) * ld + C +
+						                   (size_t)(NKV + kv) * hs + e];
 					double got =
 					    c->y[((size_t)b * T + i) * C + (size_t)h * hs + e];
 					double d = fabs(got - want) / fmax(1.0, fabs(want));
@@ -622,16 +627,18 @@ static void check_attn_fwd(struct attn_ctx *c, const char *tag)
 /* Q, K and V of every head through finite differences (dqkv overwritten: it starts as
  * garbage), the acc=1 path, and bitwise repeatability of forward and backward. rb
  * (query rows per block) below T cuts the causal GEMMs into blocks with a remainder. */
-static void test_attention(int B, int T, int C, int NH, int rb)
+static void test_attention(int B, int T, int C, int NH, int NKV, int rb)
 {
 	char tag[80], what[112];
-	snprintf(tag, sizeof tag, "B=%d T=%d C=%d NH=%d rb=%d", B, T, C, NH, rb);
-	size_t nq = (size_t)B * T * 3 * C, ny = (size_t)B * T * C, np = (size_t)B * NH * T * T;
+	snprintf(tag, sizeof tag, "B=%d T=%d C=%d NH=%d NKV=%d rb=%d", B, T, C, NH, NKV, rb);
+	size_t W = (size_t)C + 2 * (size_t)NKV * (C / NH);
+	size_t nq = (size_t)B * T * W, ny = (size_t)B * T * C, np = (size_t)B * NH * T * T;
 	/* q and k of scale 2: scores spread enough that P is far from uniform */
 	struct attn_ctx c = {B,
 	                     T,
 	                     C,
 	                     NH,
+	                     NKV,
 	                     rb,
 	                     rand_vec(nq, 2.0f),
 	                     rand_vec(ny, 1.0f),
@@ -642,7 +649,7 @@ static void test_attention(int B, int T, int C, int NH, int rb)
 	check_attn_fwd(&c, tag);
 
 	float *dq = rand_vec(nq, 9.0f); /* stale: acc=0 overwrites every entry */
-	_sf_attention_bwd(B, T, C, NH, rb, c.qkv, c.p, c.dy, dq, 0, scratch);
+	_sf_attention_bwd(B, T, C, NH, NKV, rb, c.qkv, c.p, c.dy, dq, 0, scratch);
 	snprintf(what, sizeof what, "attention dqkv %s", tag);
 	check_fd(what, c.qkv, nq, dq, attn_objective, &c);
 
@@ -652,9 +659,9 @@ static void test_attention(int B, int T, int C, int NH, int rb)
 	attn_objective(&c);
 	memcpy(y0, c.y, sizeof(float) * ny);
 	memcpy(p0, c.p, sizeof(float) * np);
-	_sf_attention_bwd(B, T, C, NH, rb, c.qkv, c.p, c.dy, dq, 0, scratch);
+	_sf_attention_bwd(B, T, C, NH, NKV, rb, c.qkv, c.p, c.dy, dq, 0, scratch);
 	attn_objective(&c);
-	_sf_attention_bwd(B, T, C, NH, rb, c.qkv, c.p, c.dy, dq2, 0, scratch);
+	_sf_attention_bwd(B, T, C, NH, NKV, rb, c.qkv, c.p, c.dy, dq2, 0, scratch);
 	ok(!memcmp(y0, c.y, sizeof(float) * ny) && !memcmp(p0, c.p, sizeof(float) * np) &&
 	       !memcmp(dq, dq2, sizeof(float) * nq),
 	   "attention %s: forward and backward are bitwise repeatable", tag);
@@ -662,7 +669,7 @@ static void test_attention(int B, int T, int C, int NH, int rb)
 	/* acc=1: dqkv += the fresh gradient, in q, k and v alike */
 	float *old = rand_vec(nq, 1.0f), *dq3 = malloc(sizeof(float) * nq);
 	memcpy(dq3, old, sizeof(float) * nq);
-	_sf_attention_bwd(B, T, C, NH, rb, c.qkv, c.p, c.dy, dq3, 1, scratch);
+	_sf_attention_bwd(B, T, C, NH, NKV, rb, c.qkv, c.p, c.dy, dq3, 1, scratch);
 	check_acc(what, dq3, old, dq, nq);
 	free(c.qkv), free(c.dy), free(c.y), free(c.p), free(scratch), free(dq), free(dq2);
 	free(y0), free(p0), free(old), free(dq3);
@@ -1348,12 +1355,17 @@ int main(void)
 
 	/* (B, T, C, NH, rb): one head, two, three (hs = 3); T = 5 and 7; one block of
 	 * queries (rb >= T) and blocks of 2 and 3 with a remainder; T = 1 */
-	test_attention(1, 5, 4, 1, 64);
-	test_attention(2, 7, 6, 2, 64);
-	test_attention(2, 7, 6, 2, 3);
-	test_attention(1, 5, 9, 3, 2);
-	test_attention(2, 5, 9, 3, 5);
-	test_attention(2, 1, 4, 2, 64);
+	test_attention(1, 5, 4, 1, 1, 64);
+	test_attention(2, 7, 6, 2, 2, 64);
+	test_attention(2, 7, 6, 2, 2, 3);
+	test_attention(1, 5, 9, 3, 3, 2);
+	test_attention(2, 5, 9, 3, 3, 5);
+	test_attention(2, 1, 4, 2, 2, 64);
+	/* grouped heads: 4 query heads on 2 key/value heads (blocks of 3), multi-query (1
+	 * key/value head for 3), 6 on 3 with a remainder block */
+	test_attention(2, 7, 8, 4, 2, 3);
+	test_attention(1, 5, 9, 3, 1, 64);
+	test_attention(2, 6, 12, 6, 3, 4);
 	test_pos_embedding(2, 3, 5, 4); /* T < NP: unused rows */
 	test_pos_embedding(1, 4, 4, 3);
 

@@ -24,8 +24,9 @@
  *            48), each one unit, then rmsnorm and the head: rmsnorm, silu and mul
  *            under the scheduler (N ranks = 1 rank, tests/equivalence.sh).
  *   llama    a small Llama-shaped decoder on the gpt model's token ids and labels (T =
- *            5, vocabulary 16, width 16, 2 heads of 8): a token embedding (its own
- *            unit), 2 blocks of h + o(attn(rope(qkv(rmsnorm(h))))) then h +
+ *            5, vocabulary 16, width 16, grouped-query attention: 4 query heads of 4 on
+ *            2 key/value heads, a fused q | k | v projection of 32): a token embedding
+ *            (its own unit), 2 blocks of h + o(attn(rope(qkv(rmsnorm(h))))) then h +
  *            w2(silu(w1(rmsnorm(h))) * w3(rmsnorm(h))) (no biases, rope on q and k,
  *            theta 10000), each one unit, a final rmsnorm and an untied head in a unit.
  *   gpt      a small GPT on the same token ids and labels, sequences of T = 5: a token
@@ -292,7 +293,9 @@ fail:
 /* The llama model's body (the description at the top) */
 static inline int build_llama(const char *prog, sf_graph *g, int x, int *y)
 {
-	int h, a, o, g1, g3, width = GPT_C, qkv = 3 * GPT_C, ffn = GPT_MLP, classes = GPT_V;
+	enum { NH = 4, NKV = 2, HS = GPT_C / NH };
+	int h, a, o, g1, g3, width = GPT_C, qkv = (NH + 2 * NKV) * HS, ffn = GPT_MLP,
+	                     classes = GPT_V;
 	MODEL_CHECK(sf_graph_unit_begin(g, "embed"));
 	MODEL_CHECK(sf_graph_layer(g, "embedding", &x, 1, &width, sizeof width, "tok_emb", &h));
 	MODEL_CHECK(sf_graph_unit_end(g));
@@ -304,8 +307,8 @@ static inline int build_llama(const char *prog, sf_graph *g, int x, int *y)
 		MODEL_CHECK(sf_graph_rmsnorm(g, h, 1e-5f, name, &a));
 		snprintf(name, sizeof name, "l%d.qkv", b);
 		MODEL_CHECK(sf_graph_layer(g, "linear_nobias", &a, 1, &qkv, sizeof qkv, name, &a));
-		MODEL_CHECK(sf_graph_rope(g, a, 2 * GPT_C, GPT_C / GPT_HEADS, 10000.0f, &a));
-		MODEL_CHECK(sf_graph_causal_attention(g, a, GPT_HEADS, &a));
+		MODEL_CHECK(sf_graph_rope(g, a, (NH + NKV) * HS, HS, 10000.0f, &a));
+		MODEL_CHECK(sf_graph_gqa_attention(g, a, NH, NKV, &a));
 		snprintf(name, sizeof name, "l%d.o", b);
 		MODEL_CHECK(
 		    sf_graph_layer(g, "linear_nobias", &a, 1, &width, sizeof width, name, &o));
