@@ -286,6 +286,20 @@ struct sf_linear_config {
  *  ("linear_nobias", y = x W^T). */
 SF_API int sf_graph_linear_config(sf_graph *g, int x, const struct sf_linear_config *c, int bias,
                                   const char *name, int *out);
+/** The most named tensors a layer type's parameters hold (sf_layer_type::param_tensors) */
+#define SF_MAX_PARAM_TENSORS 4
+/** A linear layer without bias whose output rows are several projections side by side,
+ *  exported as one tensor each: Llama's q_proj, k_proj and v_proj as one GEMM (type
+ *  "linear_split"). W (sum rows, I) holds part k's rows after part k-1's; the tensor of
+ *  part k is "<node name>.<names[k]>", (rows[k], I). */
+struct sf_linear_split_config {
+	int nparts;                                    /**< 1 .. SF_MAX_PARAM_TENSORS */
+	int rows[SF_MAX_PARAM_TENSORS];                /**< each part's output width, > 0 */
+	char names[SF_MAX_PARAM_TENSORS][24];          /**< each part's tensor name */
+	float init_std; /**< > 0: W normal(0, init_std); 0: U(-1/sqrt(I), 1/sqrt(I)) */
+};
+SF_API int sf_graph_linear_split(sf_graph *g, int x, const struct sf_linear_split_config *c,
+                                 const char *name, int *out);
 /** Layer normalisation over the features of each row: y = (x - mean) / sqrt(var +
  *  1e-5) * w + b, w (C) initialised to 1 and b (C) to 0: a unit of parameters. name
  *  must be unique. (Another eps: sf_graph_layer(g, "layernorm", ...) with a struct
@@ -402,6 +416,49 @@ SF_API int sf_gpt_config_init(struct sf_gpt_config *c);
  */
 SF_API int sf_gpt_graph(const struct sf_gpt_config *c, sf_graph **out);
 
+/** The shape of a Llama-family decoder (sf_llama_graph()); Hugging Face's LlamaConfig
+ *  field in brackets. */
+struct sf_llama_config {
+	int vocab;     /**< token ids in [0, vocab) [vocab_size]; default 256 */
+	int context;   /**< T, the sequence length [max_position_embeddings]; default 128 */
+	int dim;       /**< the residual stream's width [hidden_size]; default 128 */
+	int layers;    /**< decoder blocks [num_hidden_layers]; default 4 */
+	int heads;     /**< query heads, dividing dim [num_attention_heads]; default 4 */
+	int kv_heads;  /**< key/value heads, dividing heads [num_key_value_heads]; default 2 */
+	int ffn_dim;   /**< the SwiGLU MLP's width [intermediate_size]; 0 (default): Llama's
+	                    rule from dim, multiple_of and ffn_dim_multiplier */
+	int multiple_of;          /**< the rule rounds up to a multiple of it; default 32 */
+	float ffn_dim_multiplier; /**< the rule's multiplier (Llama 3 8B: 1.3); 0: none */
+	float norm_eps;           /**< RMSNorm's eps [rms_norm_eps]; default 1e-5 */
+	float rope_theta;         /**< [rope_theta]; default 10000 (Llama 3: 500000) */
+	int tie_weights;          /**< 1: lm_head reuses embed_tokens [tie_word_embeddings];
+	                               default 0 */
+};
+
+/** Fills *c with the defaults above. */
+SF_API int sf_llama_config_init(struct sf_llama_config *c);
+/** The MLP width sf_llama_graph uses: c->ffn_dim when set, else Llama's rule
+ *  (hidden = 2 (4 dim) / 3, times ffn_dim_multiplier when set, rounded up to a multiple
+ *  of multiple_of). */
+SF_API int sf_llama_ffn_dim(const struct sf_llama_config *c);
+
+/**
+ * Builds a Llama-family decoder as Hugging Face's LlamaForCausalLM computes it: token
+ * embeddings, `layers` pre-norm blocks (x + o_proj(attn(rope(q, k), v)) on
+ * input_layernorm(x); x + down_proj(silu(gate_proj(h)) * up_proj(h)) on
+ * post_attention_layernorm(x)), RMSNorm, grouped-query causal attention with rotary
+ * embeddings, no biases, then model.norm and lm_head, and the mean cross-entropy over
+ * every token. Inputs "idx" (ids) and "targets" (labels), as sf_gpt_graph's. Units:
+ * "model.embed_tokens", one per block ("model.layers.<i>"), and "lm_head" (model.norm
+ * and lm_head; with tied weights both ends are the unit "model"). Node names give
+ * Hugging Face's state_dict keys ("model.embed_tokens.weight",
+ * "model.layers.0.self_attn.q_proj.weight" (q, k and v are one linear_split GEMM
+ * exported as three tensors), ..., "model.norm.weight", "lm_head.weight"), so the
+ * safetensors export loads into transformers. Hugging Face's initialisation: linear and
+ * embedding weights normal(0, 0.02), RMSNorm weights 1.
+ */
+SF_API int sf_llama_graph(const struct sf_llama_config *c, sf_graph **out);
+
 /* ------------------------------------------------------------------------ */
 /* Layer types: write your own                                               */
 /* ------------------------------------------------------------------------ */
@@ -471,7 +528,6 @@ struct sf_param_tensor {
 	int ndim;        /**< 1 or 2 */
 	size_t shape[2]; /**< elements = shape[0] (* shape[1]) */
 };
-#define SF_MAX_PARAM_TENSORS 4
 
 /**
  * A layer type. Buffers a kernel sees (row-major (rows, width) vectors; floats unless

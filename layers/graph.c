@@ -421,6 +421,15 @@ SF_API int sf_graph_gqa_attention(sf_graph *g, int qkv, int heads, int kv_heads,
 	return sf_graph_layer(g, "attention_gqa", &qkv, 1, &c, sizeof c, NULL, out);
 }
 
+SF_API int sf_graph_linear_split(sf_graph *g, int x, const struct sf_linear_split_config *c,
+                                 const char *name, int *out)
+{
+	if (!c && g && out)
+		return SF_ERR(SF_ERR_INVALID, "sf_graph_linear_split(\"%s\"): NULL config",
+		              name ? name : "");
+	return sf_graph_layer(g, "linear_split", &x, 1, c, c ? sizeof *c : 0, name, out);
+}
+
 SF_API int sf_graph_silu(sf_graph *g, int x, int *out)
 {
 	return sf_graph_layer(g, "silu", &x, 1, NULL, 0, NULL, out);

@@ -14,9 +14,11 @@
 #include "layers/kernel_bodies.h"
 #include "layers/layer.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdbool.h>
 #include <starpu.h>
+#include <string.h>
 
 static int linear_infer(const int *in_dims, int nin, const void *config, int *out_dim,
                         size_t *nparams)
@@ -133,5 +135,76 @@ const struct sf_layer_type _sf_linear_nobias_type = {
     .backward_cuda = SF_CUDA_BODY(linear_bwd_cuda),
     .flops = linear_flops,
     .param_tensors = linear_tensors,
+    .backward_params_for_dinput_only = 1,
+};
+
+/* --- linear_split: one GEMM, several named row blocks of W -------------------------- */
+
+static int split_infer(const int *in_dims, int nin, const void *config, int *out_dim,
+                       size_t *nparams)
+{
+	(void)nin;
+	const struct sf_linear_split_config *c = config;
+	if (!c || c->nparts < 1 || c->nparts > SF_MAX_PARAM_TENSORS)
+		return sf_error_set(
+		    SF_ERR_INVALID,
+		    "linear_split: a struct sf_linear_split_config with 1 to %d parts "
+		    "is required (got %d)",
+		    SF_MAX_PARAM_TENSORS, c ? c->nparts : 0);
+	long long O = 0;
+	for (int k = 0; k < c->nparts; k++) {
+		if (c->rows[k] <= 0 || !c->names[k][0] ||
+		    memchr(c->names[k], 0, sizeof c->names[k]) == NULL)
+			return sf_error_set(
+			    SF_ERR_INVALID,
+			    "linear_split: part %d needs rows > 0 (got %d) and a name of "
+			    "1 to %zu characters",
+			    k, c->rows[k], sizeof c->names[k] - 1);
+		O += c->rows[k];
+	}
+	if (O > INT_MAX || !(c->init_std >= 0.0f) || !isfinite(c->init_std))
+		return sf_error_set(
+		    SF_ERR_INVALID,
+		    "linear_split: the parts' rows must sum below 2^31 and init_std "
+		    "must be finite and >= 0");
+	*out_dim = (int)O;
+	*nparams = (size_t)O * (size_t)in_dims[0];
+	return SF_OK;
+}
+
+static void split_init(const struct sf_layer_info *li, struct sf_rng *rng, float *p)
+{
+	const struct sf_linear_split_config *c = li->config;
+	float bound = 1.0f / sqrtf((float)li->in_dim[0]);
+	for (size_t i = 0; i < li->nparams; i++)
+		p[i] = c->init_std > 0.0f ? c->init_std * sf_rng_normal(rng)
+		                          : bound * sf_rng_uniform(rng);
+}
+
+static int split_tensors(const struct sf_layer_info *li, struct sf_param_tensor *t)
+{
+	const struct sf_linear_split_config *c = li->config;
+	size_t I = (size_t)li->in_dim[0], off = 0;
+	for (int k = 0; k < c->nparts; k++) {
+		t[k] = (struct sf_param_tensor){"", off, 2, {(size_t)c->rows[k], I}};
+		memcpy(t[k].suffix, c->names[k], sizeof t[k].suffix);
+		off += (size_t)c->rows[k] * I;
+	}
+	return c->nparts;
+}
+
+const struct sf_layer_type _sf_linear_split_type = {
+    .api_version = SF_LAYER_API_VERSION,
+    .name = "linear_split",
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .infer = split_infer,
+    .init = split_init,
+    .forward_cpu = linear_fwd_cpu,
+    .backward_cpu = linear_bwd_cpu,
+    .forward_cuda = SF_CUDA_BODY(linear_fwd_cuda),
+    .backward_cuda = SF_CUDA_BODY(linear_bwd_cuda),
+    .flops = linear_flops,
+    .param_tensors = split_tensors,
     .backward_params_for_dinput_only = 1,
 };

@@ -37,6 +37,7 @@ static const struct sf_layer_type *const builtin_types[] = {
     &_sf_mul_type,
     &_sf_rope_type,
     &_sf_attention_gqa_type,
+    &_sf_linear_split_type,
 };
 
 static struct _sf_layer_entry table[SF_MAX_LAYER_TYPES];

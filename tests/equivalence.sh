@@ -15,7 +15,8 @@
 # the interpolation c is within rounding of 0, which these models' gradients are not)
 # on mlp at N = 2, 3, 4, uneven at 3, residual at 2; and Llama's block ops (rmsnorm,
 # silu, mul: the swiglu model) with SGD at N = 2, 3 and AdamW at 3; a small Llama (rope
-# and attention too, on sequences) with SGD at N = 2, 3 and AdamW at 2.
+# and attention too, on sequences) with SGD at N = 2, 3 and AdamW at 2; sf_llama_graph
+# itself (llama-hf) with SGD at 2, 3 and AdamW at 3.
 . "$(dirname "$0")/lib.sh"
 require_progs "$TRAIN_DUMP" "$DUMP_COMPARE"
 
@@ -24,7 +25,7 @@ rtol=1e-5
 # the floor of the relative difference: see tests/dump_compare.c for why not 1e-6
 floor=1e-3
 
-plan 27
+plan 30
 
 # model optimizer batch ranks-to-compare-with-1-rank [floor, default $floor]
 # The llama model's floor is its embedding's scale (init std 0.02): RMSNorm divides the
@@ -59,5 +60,7 @@ swiglu sgd 24 2,3
 swiglu adamw 24 3
 llama sgd 24 2,3 1e-2
 llama adamw 24 2 1e-2
+llama-hf sgd 24 2,3 1e-2
+llama-hf adamw 24 3 1e-2
 EOF
 finish

@@ -371,11 +371,12 @@ static void test_model(sf_context *ctx, int size)
 	ok_invalid(sf_model_create(ctx, g, &bad, &dummy), "sf_model_create with no_decay 8");
 	bad = o;
 	bad.optimizer = SF_OPT_COUNT;
-	ok_invalid(sf_model_create(ctx, g, &bad, &dummy), "sf_model_create with optimizer SF_OPT_COUNT");
+	ok_invalid(sf_model_create(ctx, g, &bad, &dummy),
+	           "sf_model_create with optimizer SF_OPT_COUNT");
 	if (!ok_true(strstr(sf_last_error(), "SF_OPT_LION") != NULL,
 	             "its message names the accepted optimizers"))
 		diag("  the message: %s", sf_last_error());
-	bad.optimizer = (enum sf_optimizer)-1;
+	bad.optimizer = (enum sf_optimizer) - 1;
 	ok_invalid(sf_model_create(ctx, g, &bad, &dummy), "sf_model_create with optimizer -1");
 	ok_true(dummy == NULL, "refused sf_model_create calls leave *out alone");
 
@@ -497,7 +498,8 @@ static void test_model(sf_context *ctx, int size)
 		oc.max_grad_norm = 1.0f;
 		if (ok_sf_ok(build_tiny(&gc, 1), "build the tiny graph again") &&
 		    ok_sf_ok(sf_model_create(ctx, gc, &oc, &mc), "a model with max_grad_norm 1")) {
-			ok_sf_ok(sf_model_accumulate(mc, &b, &ta), "sf_model_accumulate (clipping)");
+			ok_sf_ok(sf_model_accumulate(mc, &b, &ta),
+			         "sf_model_accumulate (clipping)");
 			ok_sf_ok(sf_model_step(mc, &b, &ts), "sf_model_step (clipping)");
 			ok_invalid(sf_model_grad_norm(mc, ta, &nrm),
 			           "sf_model_grad_norm of an sf_model_accumulate ticket");
@@ -552,7 +554,6 @@ out:
 	sf_graph_destroy(noloss);
 }
 
-
 /* The v2 graph API: sequence length, integer inputs, unit groups, tied parameters. */
 static void test_graph_v2_misuse(void)
 {
@@ -591,8 +592,9 @@ static void test_graph_v2_misuse(void)
 	         "a linear tied to fc0");
 	int tied = id;
 	int in2[1] = {tied};
-	ok_invalid(sf_graph_layer_tied(g, "linear", in2, 1, &(int){8}, sizeof(int), NULL, tied, &id),
-	           "tied to a tied node");
+	ok_invalid(
+	    sf_graph_layer_tied(g, "linear", in2, 1, &(int){8}, sizeof(int), NULL, tied, &id),
+	    "tied to a tied node");
 	ok_sf_ok(sf_graph_destroy(g), "sf_graph_destroy(v2)");
 }
 
@@ -612,19 +614,18 @@ static void test_gpt_ops_misuse(void)
 	ok_invalid(sf_graph_causal_attention(g, 99, 2, &id), "attention on a node that is not");
 	ok_invalid(sf_graph_causal_attention(g, x, 2, &id), "attention on a width of 8 (not 3C)");
 	ok(strstr(sf_last_error(), "divisible by 3") != NULL,
-	        "the refusal says the width must be divisible by 3 (%s)", sf_last_error());
+	   "the refusal says the width must be divisible by 3 (%s)", sf_last_error());
 	ok_sf_ok(sf_graph_linear(g, x, 24, "qkv", &qkv), "a linear 8 -> 24 (C = 8)");
 	ok_invalid(sf_graph_causal_attention(g, qkv, 0, &id), "attention with 0 heads");
 	ok_invalid(sf_graph_causal_attention(g, qkv, -2, &id), "attention with -2 heads");
 	ok_invalid(sf_graph_causal_attention(g, qkv, 3, &id), "3 heads do not divide C = 8");
 	ok(strstr(sf_last_error(), "not divisible by the 3 heads") != NULL,
-	        "the refusal names C and the heads (%s)", sf_last_error());
+	   "the refusal names C and the heads (%s)", sf_last_error());
 	ok_invalid(sf_graph_layer(g, "attention", &qkv, 1, NULL, 0, NULL, &id),
 	           "an attention node without a config");
 	ok_sf_ok(sf_graph_causal_attention(g, qkv, 4, &a), "attention with 4 heads of 2");
 	ok_invalid(sf_graph_pos_embedding(g, a, 5, "pos", &id), "5 positions for T = 6");
-	ok(strstr(sf_last_error(), "T = 6") != NULL, "the refusal names T (%s)",
-	        sf_last_error());
+	ok(strstr(sf_last_error(), "T = 6") != NULL, "the refusal names T (%s)", sf_last_error());
 	ok_invalid(sf_graph_layer(g, "pos_embedding", &a, 1, &(int){5}, sizeof(int), "pos", &id),
 	           "5 positions for T = 6 through sf_graph_layer");
 	ok_invalid(sf_graph_pos_embedding(g, a, 0, "pos", &id), "0 positions");
@@ -632,6 +633,58 @@ static void test_gpt_ops_misuse(void)
 	ok_invalid(sf_graph_pos_embedding(g, a, 8, "qkv", &id), "a position embedding, name taken");
 	ok_sf_ok(sf_graph_pos_embedding(g, a, 6, "pos", &id), "6 positions for T = 6");
 	ok_sf_ok(sf_graph_destroy(g), "sf_graph_destroy(gpt)");
+}
+
+/* Llama's ops and sf_llama_graph: their refusals, and the MLP width rule against the
+ * published models (Llama 2 7B: 11008; Llama 3 8B: 14336, multiplier 1.3) */
+static void test_llama_ops_misuse(void)
+{
+	struct sf_llama_config c;
+	ok_sf_ok(sf_llama_config_init(&c), "sf_llama_config_init");
+	ok_int_eq(sf_llama_ffn_dim(&c), 352, "the default MLP width: 2 (4 x 128) / 3 up to 32s");
+	c.dim = 4096, c.multiple_of = 256;
+	ok_int_eq(sf_llama_ffn_dim(&c), 11008,
+	          "Llama 2 7B's MLP width (dim 4096, multiple_of 256)");
+	c.ffn_dim_multiplier = 1.3f, c.multiple_of = 1024;
+	ok_int_eq(sf_llama_ffn_dim(&c), 14336, "Llama 3 8B's (multiplier 1.3, multiple_of 1024)");
+	c.ffn_dim = 100;
+	ok_int_eq(sf_llama_ffn_dim(&c), 100, "an explicit ffn_dim wins");
+	sf_graph *g = NULL;
+	sf_llama_config_init(&c);
+	c.kv_heads = 3;
+	ok_invalid(sf_llama_graph(&c, &g), "sf_llama_graph with 3 kv heads for 4 heads");
+	ok_true(strstr(sf_last_error(), "kv_heads (3) must divide heads") != NULL,
+	        "the refusal names kv_heads and heads");
+	sf_llama_config_init(&c);
+	c.heads = 64; /* heads of 2 features: even, fine; 128 heads: 1 feature, odd */
+	ok_sf_ok(sf_llama_graph(&c, &g), "sf_llama_graph with 64 heads of 2 features");
+	sf_graph_destroy(g);
+	g = NULL;
+	c.heads = 128, c.kv_heads = 128;
+	ok_invalid(sf_llama_graph(&c, &g), "sf_llama_graph with heads of 1 feature (odd for rope)");
+	sf_llama_config_init(&c);
+	c.rope_theta = 0.0f;
+	ok_invalid(sf_llama_graph(&c, &g), "sf_llama_graph with rope_theta 0");
+	ok_true(g == NULL, "refused sf_llama_graph calls leave *out NULL");
+
+	int x = -1, y = -1;
+	ok_sf_ok(sf_graph_create("llama-ops", &g), "sf_graph_create(llama-ops)");
+	ok_sf_ok(sf_graph_set_seq_len(g, 4), "sequence length 4");
+	ok_sf_ok(sf_graph_input(g, "x", 24, &x), "input x(24)");
+	ok_invalid(sf_graph_rmsnorm(g, x, 0.0f, "n", &y), "rmsnorm with eps 0");
+	ok_invalid(sf_graph_rope(g, x, 24, 5, 10000.0f, &y), "rope with an odd head_dim");
+	ok_invalid(sf_graph_rope(g, x, 20, 8, 10000.0f, &y), "rope rotating 20 columns in 8s");
+	ok_invalid(sf_graph_rope(g, x, 32, 8, 10000.0f, &y), "rope rotating more than the width");
+	ok_invalid(sf_graph_gqa_attention(g, x, 4, 3, &y), "attention_gqa with 3 kv heads for 4");
+	ok_invalid(sf_graph_gqa_attention(g, x, 3, 3, &y), "attention_gqa: 24 not in 9 parts");
+	ok_true(strstr(sf_last_error(), "divisible by 9") != NULL, "the refusal names the parts");
+	ok_sf_ok(sf_graph_gqa_attention(g, x, 4, 2, &y), "attention_gqa 4 on 2 heads of 3");
+	struct sf_linear_split_config sc = {.nparts = 2, .rows = {8, 0}, .names = {"a", "b"}};
+	ok_invalid(sf_graph_linear_split(g, x, &sc, "split", &y), "linear_split with 0 rows");
+	sc.rows[1] = 4;
+	ok_invalid(sf_graph_linear_split(g, x, NULL, "split", &y), "linear_split without a config");
+	ok_sf_ok(sf_graph_linear_split(g, x, &sc, "split", &y), "linear_split 8 + 4");
+	ok_sf_ok(sf_graph_destroy(g), "sf_graph_destroy(llama-ops)");
 }
 
 int main(int argc, char **argv)
@@ -651,6 +704,7 @@ int main(int argc, char **argv)
 	test_graph_misuse();
 	test_graph_v2_misuse();
 	test_gpt_ops_misuse();
+	test_llama_ops_misuse();
 	test_model(ctx, size);
 	ok_sf_ok(sf_finalize(ctx), "sf_finalize");
 	return done_testing();

@@ -29,6 +29,9 @@
  *            (its own unit), 2 blocks of h + o(attn(rope(qkv(rmsnorm(h))))) then h +
  *            w2(silu(w1(rmsnorm(h))) * w3(rmsnorm(h))) (no biases, rope on q and k,
  *            theta 10000), each one unit, a final rmsnorm and an untied head in a unit.
+ *   llama-hf sf_llama_graph itself (models/llama.c): vocabulary 16, context 5, dim 16,
+ *            2 layers, 4 heads on 2 key/value heads, Llama's MLP rule with multiple_of
+ *            8 (48), untied; the library's names, units and init; the llama model's ids.
  *   gpt      a small GPT on the same token ids and labels, sequences of T = 5: a token
  *            embedding (16 -> 16) and a learned position embedding of 8 positions (rows
  *            t >= T unused) in unit "embed"; 3 transformer blocks, each one unit:
@@ -75,16 +78,17 @@ enum model_kind {
 	MODEL_NANOGPT,
 	MODEL_NANOGPT_UNTIED,
 	MODEL_SWIGLU,
-	MODEL_LLAMA
+	MODEL_LLAMA,
+	MODEL_LLAMA_HF
 };
 
 /* "mlp", "residual", "uneven", "deep", "wide", "blocks", "gpt", "nanogpt",
- * "nanogpt-untied", "swiglu", "llama" -> kind; -1 when unknown. */
+ * "nanogpt-untied", "swiglu", "llama", "llama-hf" -> kind; -1 when unknown. */
 static inline int model_kind_parse(const char *s, enum model_kind *out)
 {
 	static const char *const names[] = {
-	    "mlp", "residual", "uneven",         "deep",   "wide", "blocks",
-	    "gpt", "nanogpt",  "nanogpt-untied", "swiglu", "llama"};
+	    "mlp", "residual", "uneven",         "deep",   "wide",  "blocks",
+	    "gpt", "nanogpt",  "nanogpt-untied", "swiglu", "llama", "llama-hf"};
 	for (int i = 0; i < (int)(sizeof names / sizeof names[0]); i++)
 		if (!strcmp(s, names[i])) {
 			*out = (enum model_kind)i;
@@ -344,6 +348,16 @@ static inline int build_model(const char *prog, enum model_kind kind, sf_graph *
 	sf_graph *g = NULL;
 	int x, labels, h, y, loss;
 	*T = kind == MODEL_BLOCKS ? 3 : kind == MODEL_GPT || kind == MODEL_LLAMA ? GPT_T : 1;
+	if (kind == MODEL_LLAMA_HF) {
+		struct sf_llama_config lc;
+		sf_llama_config_init(&lc);
+		lc.vocab = 16, lc.context = 5, lc.dim = 16, lc.layers = 2, lc.heads = 4;
+		lc.kv_heads = 2, lc.multiple_of = 8;
+		*D = *C = lc.vocab, *T = lc.context;
+		MODEL_CHECK(sf_llama_graph(&lc, &g));
+		*out = g;
+		return 0;
+	}
 	if (kind == MODEL_NANOGPT || kind == MODEL_NANOGPT_UNTIED) {
 		struct sf_gpt_config gc;
 		sf_gpt_config_init(&gc);
@@ -365,7 +379,8 @@ static inline int build_model(const char *prog, enum model_kind kind, sf_graph *
 	case MODEL_SWIGLU: *D = 24, *C = 10; break;
 	case MODEL_LLAMA: *D = GPT_V, *C = GPT_V; break;
 	case MODEL_NANOGPT:
-	case MODEL_NANOGPT_UNTIED: break;
+	case MODEL_NANOGPT_UNTIED:
+	case MODEL_LLAMA_HF: break;
 	}
 	MODEL_CHECK(sf_graph_create("train_dump", &g));
 	MODEL_CHECK(sf_graph_set_seq_len(g, *T));
@@ -433,7 +448,8 @@ static inline int build_model(const char *prog, enum model_kind kind, sf_graph *
 			goto fail;
 		break;
 	case MODEL_NANOGPT:
-	case MODEL_NANOGPT_UNTIED: break; /* built above */
+	case MODEL_NANOGPT_UNTIED:
+	case MODEL_LLAMA_HF: break; /* built above */
 	}
 	MODEL_CHECK(sf_graph_softmax_cross_entropy(g, y, labels, &loss));
 	*out = g;
@@ -452,7 +468,7 @@ static inline int fill_batch(enum model_kind kind, uint64_t seed, int64_t step, 
 {
 	*b = (struct sf_batch){.labels = labels};
 	if (kind != MODEL_BLOCKS && kind != MODEL_GPT && kind != MODEL_NANOGPT &&
-	    kind != MODEL_NANOGPT_UNTIED && kind != MODEL_LLAMA) {
+	    kind != MODEL_NANOGPT_UNTIED && kind != MODEL_LLAMA && kind != MODEL_LLAMA_HF) {
 		*xin = x;
 		b->ninputs = 1;
 		b->inputs = xin;

@@ -1,0 +1,181 @@
+/*
+ * llama.c — a Llama-family decoder as a task graph (sf_llama_graph), on the public
+ * graph API only, with Hugging Face's LlamaForCausalLM names and initialisation.
+ *
+ * Block i (unit "model.layers.<i>"):
+ *   h  = input_layernorm(x)                       rmsnorm
+ *   a  = attn(rope(self_attn(h)))                 one linear_split GEMM: q_proj, k_proj,
+ *                                                 v_proj; rope on q and k; GQA
+ *   x  = x + o_proj(a)
+ *   h  = post_attention_layernorm(x)
+ *   x  = x + down_proj(silu(gate_proj(h)) * up_proj(h))
+ * Then model.norm and lm_head (unit "lm_head"; tied: both in unit "model" with the
+ * embedding, which the head reads at the end as sf_gpt_graph's does).
+ */
+#include "shardflow.h"
+
+#include <math.h>
+#include <stdio.h>
+
+#define LLAMA_NAME_MAX 96 /* "model.layers.<4 digits>.self_attn" and its suffixes */
+#define LLAMA_STD 0.02f   /* Hugging Face's initializer_range */
+
+SF_API int sf_llama_config_init(struct sf_llama_config *c)
+{
+	if (!c)
+		return sf_error_set(SF_ERR_INVALID, "sf_llama_config_init: NULL config");
+	*c = (struct sf_llama_config){.vocab = 256,
+	                              .context = 128,
+	                              .dim = 128,
+	                              .layers = 4,
+	                              .heads = 4,
+	                              .kv_heads = 2,
+	                              .multiple_of = 32,
+	                              .norm_eps = 1e-5f,
+	                              .rope_theta = 10000.0f};
+	return SF_OK;
+}
+
+SF_API int sf_llama_ffn_dim(const struct sf_llama_config *c)
+{
+	if (!c)
+		return sf_error_set(SF_ERR_INVALID, "sf_llama_ffn_dim: NULL config");
+	if (c->ffn_dim > 0)
+		return c->ffn_dim;
+	long long h = 4LL * c->dim;
+	h = 2 * h / 3;
+	if (c->ffn_dim_multiplier > 0.0f)
+		h = (long long)(c->ffn_dim_multiplier * (double)h);
+	int m = c->multiple_of > 0 ? c->multiple_of : 1;
+	h = (h + m - 1) / m * m;
+	return h > 0 && h <= (1 << 24) ? (int)h
+	                               : sf_error_set(SF_ERR_INVALID,
+	                                              "sf_llama_ffn_dim: %lld is out of "
+	                                              "range",
+	                                              h);
+}
+
+static int check(const struct sf_llama_config *c)
+{
+	if (!c)
+		return sf_error_set(SF_ERR_INVALID, "sf_llama_graph: NULL config");
+	if (c->vocab < 2 || c->context < 1 || c->layers < 1 || c->dim < 1 || c->heads < 1 ||
+	    c->kv_heads < 1)
+		return sf_error_set(
+		    SF_ERR_INVALID,
+		    "sf_llama_graph: vocab (%d) must be >= 2, context (%d), dim (%d), "
+		    "layers (%d), heads (%d) and kv_heads (%d) >= 1",
+		    c->vocab, c->context, c->dim, c->layers, c->heads, c->kv_heads);
+	if (c->dim % c->heads || (c->dim / c->heads) % 2 || c->heads % c->kv_heads)
+		return sf_error_set(
+		    SF_ERR_INVALID,
+		    "sf_llama_graph: heads (%d) must divide dim (%d) into heads of an "
+		    "even size (rope pairs their features) and kv_heads (%d) must "
+		    "divide heads",
+		    c->heads, c->dim, c->kv_heads);
+	if (c->layers > 9999 || c->dim > (1 << 18) || c->vocab > (1 << 24) ||
+	    c->context > (1 << 20))
+		return sf_error_set(
+		    SF_ERR_INVALID,
+		    "sf_llama_graph: layers <= 9999, dim <= 262144, vocab <= 2^24 and "
+		    "context <= 2^20 (got %d, %d, %d, %d)",
+		    c->layers, c->dim, c->vocab, c->context);
+	if (!(c->norm_eps > 0.0f) || !(c->rope_theta > 0.0f) || !isfinite(c->rope_theta) ||
+	    c->ffn_dim < 0 || c->multiple_of < 0 || !(c->ffn_dim_multiplier >= 0.0f))
+		return sf_error_set(
+		    SF_ERR_INVALID,
+		    "sf_llama_graph: norm_eps (%g) and rope_theta (%g) must be > 0, "
+		    "ffn_dim (%d), multiple_of (%d) and ffn_dim_multiplier (%g) >= 0",
+		    (double)c->norm_eps, (double)c->rope_theta, c->ffn_dim, c->multiple_of,
+		    (double)c->ffn_dim_multiplier);
+	return sf_llama_ffn_dim(c) < 0 ? SF_ERR_INVALID : SF_OK;
+}
+
+/* A linear node "<prefix>.<what>" without bias, of width out */
+static int proj(sf_graph *g, int x, int out, const char *prefix, const char *what, int *y)
+{
+	char name[LLAMA_NAME_MAX];
+	snprintf(name, sizeof name, "%s.%s", prefix, what);
+	struct sf_linear_config lc = {out, LLAMA_STD};
+	return sf_graph_linear_config(g, x, &lc, 0, name, y);
+}
+
+static int norm(sf_graph *g, int x, float eps, const char *prefix, const char *what, int *y)
+{
+	char name[LLAMA_NAME_MAX];
+	snprintf(name, sizeof name, "%s.%s", prefix, what);
+	return sf_graph_rmsnorm(g, x, eps, name, y);
+}
+
+/* Block i: the attention and MLP branches; *x is the residual stream in and out. */
+static int block(sf_graph *g, const struct sf_llama_config *c, int i, int *x)
+{
+	int rc, h, qkv, a, o, gate, up, m;
+	int hs = c->dim / c->heads, ffn = sf_llama_ffn_dim(c);
+	char pre[LLAMA_NAME_MAX / 2], name[LLAMA_NAME_MAX];
+	snprintf(pre, sizeof pre, "model.layers.%d", i);
+	struct sf_linear_split_config qc = {
+	    .nparts = 3,
+	    .rows = {c->heads * hs, c->kv_heads * hs, c->kv_heads * hs},
+	    .names = {"q_proj.weight", "k_proj.weight", "v_proj.weight"},
+	    .init_std = LLAMA_STD};
+	snprintf(name, sizeof name, "%s.self_attn", pre);
+	if ((rc = sf_graph_unit_begin(g, pre)) < 0 ||
+	    (rc = norm(g, *x, c->norm_eps, pre, "input_layernorm", &h)) < 0 ||
+	    (rc = sf_graph_linear_split(g, h, &qc, name, &qkv)) < 0 ||
+	    (rc = sf_graph_rope(g, qkv, (c->heads + c->kv_heads) * hs, hs, c->rope_theta, &qkv)) <
+	        0 ||
+	    (rc = sf_graph_gqa_attention(g, qkv, c->heads, c->kv_heads, &a)) < 0 ||
+	    (rc = proj(g, a, c->dim, pre, "self_attn.o_proj", &o)) < 0 ||
+	    (rc = sf_graph_add(g, *x, o, x)) < 0 ||
+	    (rc = norm(g, *x, c->norm_eps, pre, "post_attention_layernorm", &h)) < 0 ||
+	    (rc = proj(g, h, ffn, pre, "mlp.gate_proj", &gate)) < 0 ||
+	    (rc = proj(g, h, ffn, pre, "mlp.up_proj", &up)) < 0 ||
+	    (rc = sf_graph_silu(g, gate, &gate)) < 0 || (rc = sf_graph_mul(g, gate, up, &m)) < 0 ||
+	    (rc = proj(g, m, c->dim, pre, "mlp.down_proj", &o)) < 0 ||
+	    (rc = sf_graph_add(g, *x, o, x)) < 0)
+		return rc;
+	return sf_graph_unit_end(g);
+}
+
+SF_API int sf_llama_graph(const struct sf_llama_config *c, sf_graph **out)
+{
+	int rc, idx, targets, x, emb, h, logits, loss;
+	sf_graph *g = NULL;
+	if (!out)
+		return sf_error_set(SF_ERR_INVALID, "sf_llama_graph: NULL out");
+	*out = NULL;
+	if ((rc = check(c)) < 0 || (rc = sf_graph_create("llama", &g)) < 0)
+		return rc;
+	const char *embed_unit = c->tie_weights ? "model" : "model.embed_tokens";
+	struct sf_linear_config head = {c->vocab, LLAMA_STD};
+	int D = c->dim;
+	if ((rc = sf_graph_set_seq_len(g, c->context)) < 0 ||
+	    (rc = sf_graph_int_input(g, "idx", c->vocab, &idx)) < 0 ||
+	    (rc = sf_graph_label_input(g, "targets", c->vocab, &targets)) < 0 ||
+	    (rc = sf_graph_unit_begin(g, embed_unit)) < 0 ||
+	    (rc = sf_graph_layer(g, "embedding", &idx, 1, &D, sizeof D, "model.embed_tokens", &x)) <
+	        0 ||
+	    (rc = sf_graph_unit_end(g)) < 0)
+		goto fail;
+	emb = x; /* the node that owns the (vocab, dim) matrix a tied head reads */
+	for (int i = 0; i < c->layers; i++)
+		if ((rc = block(g, c, i, &x)) < 0)
+			goto fail;
+	if ((rc = sf_graph_unit_begin(g, c->tie_weights ? "model" : "lm_head")) < 0 ||
+	    (rc = sf_graph_rmsnorm(g, x, c->norm_eps, "model.norm", &h)) < 0)
+		goto fail;
+	if (c->tie_weights)
+		rc = sf_graph_layer_tied(g, "linear_nobias", &h, 1, &head, sizeof head, "lm_head",
+		                         emb, &logits);
+	else
+		rc = sf_graph_linear_config(g, h, &head, 0, "lm_head", &logits);
+	if (rc < 0 || (rc = sf_graph_unit_end(g)) < 0 ||
+	    (rc = sf_graph_softmax_cross_entropy(g, logits, targets, &loss)) < 0)
+		goto fail;
+	*out = g;
+	return SF_OK;
+fail:
+	sf_graph_destroy(g);
+	return rc;
+}
