@@ -225,6 +225,131 @@ def build_model(layers, heads, embd, context, vocab, tied, sdpa=False):
     return GPT()
 
 
+def llama_ffn_dim(embd, ffn_dim, multiple_of=32):
+    """sf_llama_ffn_dim's rule (models/llama.c), without a multiplier"""
+    if ffn_dim:
+        return ffn_dim
+    h = 2 * (4 * embd) // 3
+    return (h + multiple_of - 1) // multiple_of * multiple_of
+
+
+def build_llama(layers, heads, kv_heads, embd, context, vocab, tied, ffn_dim, rope_theta,
+                eps=1e-5):
+    """Hugging Face's LlamaForCausalLM (modeling_llama.py, written out: no transformers on
+    Debian 12): RMSNorm, rotate_half rotary embeddings, repeat_kv grouped-query
+    attention, SwiGLU MLP, no biases. The state_dict keys are LlamaForCausalLM's. The
+    rotary angles are computed in float64 and rounded, as shardflow's rope table."""
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+    hs = embd // heads
+    ffn = llama_ffn_dim(embd, ffn_dim)
+
+    class RMSNorm(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.weight = nn.Parameter(torch.ones(embd))
+
+        def forward(self, x):
+            var = x.pow(2).mean(-1, keepdim=True)
+            return self.weight * (x * torch.rsqrt(var + eps))
+
+    t = torch.arange(context, dtype=torch.float64)
+    inv = 1.0 / (rope_theta ** (torch.arange(0, hs, 2, dtype=torch.float64) / hs))
+    ang = torch.outer(t, inv)
+    cos = torch.cat((ang.cos(), ang.cos()), -1).float()
+    sin = torch.cat((ang.sin(), ang.sin()), -1).float()
+
+    def rotate_half(x):
+        x1, x2 = x[..., :hs // 2], x[..., hs // 2:]
+        return torch.cat((-x2, x1), dim=-1)
+
+    class Attention(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.q_proj = nn.Linear(embd, heads * hs, bias=False)
+            self.k_proj = nn.Linear(embd, kv_heads * hs, bias=False)
+            self.v_proj = nn.Linear(embd, kv_heads * hs, bias=False)
+            self.o_proj = nn.Linear(heads * hs, embd, bias=False)
+            self.mask = torch.tril(torch.ones(context, context, dtype=torch.bool))
+
+        def forward(self, x):
+            B, T, C = x.shape
+            q = self.q_proj(x).view(B, T, heads, hs).transpose(1, 2)
+            k = self.k_proj(x).view(B, T, kv_heads, hs).transpose(1, 2)
+            v = self.v_proj(x).view(B, T, kv_heads, hs).transpose(1, 2)
+            c, s = cos[:T].to(x.dtype), sin[:T].to(x.dtype)
+            q = q * c + rotate_half(q) * s
+            k = k * c + rotate_half(k) * s
+            g = heads // kv_heads  # repeat_kv
+            k = k[:, :, None].expand(B, kv_heads, g, T, hs).reshape(B, heads, T, hs)
+            v = v[:, :, None].expand(B, kv_heads, g, T, hs).reshape(B, heads, T, hs)
+            att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hs))
+            att = att.masked_fill(~self.mask[:T, :T], float("-inf"))
+            y = (F.softmax(att, dim=-1) @ v).transpose(1, 2).contiguous().view(B, T, C)
+            return self.o_proj(y)
+
+    class MLP(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.gate_proj = nn.Linear(embd, ffn, bias=False)
+            self.up_proj = nn.Linear(embd, ffn, bias=False)
+            self.down_proj = nn.Linear(ffn, embd, bias=False)
+
+        def forward(self, x):
+            return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+
+    class Layer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.input_layernorm = RMSNorm()
+            self.self_attn = Attention()
+            self.post_attention_layernorm = RMSNorm()
+            self.mlp = MLP()
+
+        def forward(self, x):
+            x = x + self.self_attn(self.input_layernorm(x))
+            return x + self.mlp(self.post_attention_layernorm(x))
+
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed_tokens = nn.Embedding(vocab, embd)
+            self.layers = nn.ModuleList([Layer() for _ in range(layers)])
+            self.norm = RMSNorm()
+
+    class Llama(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.model = Model()
+            self.lm_head = nn.Linear(embd, vocab, bias=False)
+            if tied:
+                self.lm_head.weight = self.model.embed_tokens.weight
+
+        def forward(self, idx):
+            x = self.model.embed_tokens(idx)
+            for layer in self.model.layers:
+                x = layer(x)
+            return self.lm_head(self.model.norm(x))
+
+    return Llama()
+
+
+def make_model(a):
+    """--arch's model, its weights from a.weights, and whether its head is tied"""
+    if getattr(a, "arch", "gpt") == "llama":
+        kv = a.kv_heads or (a.heads // 2 if a.heads % 2 == 0 else a.heads)
+        model = build_llama(a.layers, a.heads, kv, a.embd, a.context, a.vocab, a.tied,
+                            a.ffn_dim, a.rope_theta)
+        sd = read_safetensors(a.weights)
+        if a.tied:
+            sd["lm_head.weight"] = sd["model.embed_tokens.weight"]
+        model.load_state_dict(sd, strict=True)
+        return model
+    model = build_model(a.layers, a.heads, a.embd, a.context, a.vocab, not a.untied)
+    return load_weights(model, a.weights, not a.untied)
+
+
 def load_weights(model, path, tied):
     sd = read_safetensors(path)
     if tied:
@@ -244,6 +369,11 @@ def add_model_args(p, text=True):
     p.add_argument("--context", type=int, default=128)
     p.add_argument("--vocab", type=int, default=256)
     p.add_argument("--untied", action="store_true")
+    p.add_argument("--arch", choices=("gpt", "llama"), default="gpt")
+    p.add_argument("--kv-heads", type=int, default=0)
+    p.add_argument("--ffn-dim", type=int, default=0)
+    p.add_argument("--rope-theta", type=float, default=10000.0)
+    p.add_argument("--tied", action="store_true", help="llama: lm_head is embed_tokens")
     if text:
         p.add_argument("--text", required=True)
     p.add_argument("--batch", type=int, default=16)
@@ -388,8 +518,7 @@ def cmd_train(a):
     world = env_int(["OMPI_COMM_WORLD_SIZE", "WORLD_SIZE"], 1) if a.ddp else 1
     if a.batch < world:
         raise ValueError("--batch %d is smaller than the %d ranks" % (a.batch, world))
-    model = build_model(a.layers, a.heads, a.embd, a.context, a.vocab, not a.untied)
-    load_weights(model, a.weights, not a.untied)
+    model = make_model(a)
     net = model
     if a.ddp:
         import datetime
@@ -408,7 +537,8 @@ def cmd_train(a):
     # shardflow's parameter groups (sf_model_options::no_decay's default)
     decay, nodecay = [], []
     for n, p in model.named_parameters():  # a tied lm_head is wte: named once
-        skip = p.dim() < 2 or "wte" in n or "wpe" in n or ".ln_" in n or "ln_f" in n
+        skip = (p.dim() < 2 or "wte" in n or "wpe" in n or ".ln_" in n or "ln_f" in n
+                or "embed_tokens" in n)
         (nodecay if skip else decay).append(p)
     opt = torch.optim.AdamW([dict(params=decay, weight_decay=a.weight_decay),
                              dict(params=nodecay, weight_decay=0.0)],

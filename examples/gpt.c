@@ -36,7 +36,10 @@
 #endif
 
 struct options {
-	struct sf_gpt_config model;
+	struct sf_gpt_config model; /* the shape; --arch llama maps it onto llama below */
+	int arch;                   /* 0: gpt (sf_gpt_graph), 1: llama (sf_llama_graph) */
+	int kv_heads, ffn_dim, tied;
+	float rope_theta;
 	int batch, eval_batches, sample, gen_tokens, top_k;
 	float lr, min_lr, weight_decay, temperature, val_fraction, grad_clip;
 	int64_t steps, warmup, eval_every, progress_every, ckpt_every, max_steps;
@@ -53,11 +56,20 @@ static void usage(FILE *f)
 	        "Trains a GPT on the bytes of a text with AdamW, one FSDP unit per block,\n"
 	        "sharded over the MPI ranks, then generates text from a prompt.\n"
 	        "model:\n"
+	        "  --arch A              gpt (sf_gpt_graph: GPT-2, nanoGPT's names) or llama\n"
+	        "                        (sf_llama_graph: RMSNorm, RoPE, grouped-query\n"
+	        "                        attention, SwiGLU; Hugging Face's names) (default gpt)\n"
 	        "  --layers N            transformer blocks (default 4)\n"
 	        "  --heads N             attention heads (default 4)\n"
 	        "  --embd C              embedding width, a multiple of --heads (default 128)\n"
 	        "  --context T           sequence length (default 128)\n"
-	        "  --untied              lm_head gets its own weights (default: tied to wte)\n"
+	        "  --untied              gpt: lm_head gets its own weights (default: tied to wte)\n"
+	        "  --tied                llama: lm_head reuses embed_tokens (default: untied)\n"
+	        "  --kv-heads N          llama: key/value heads, dividing --heads (default\n"
+	        "                        heads / 2 when even, else heads)\n"
+	        "  --ffn-dim N           llama: the MLP's width (default Llama's rule: 2/3 of\n"
+	        "                        4 embd, up to a multiple of 32)\n"
+	        "  --rope-theta X        llama: the rotary embedding's base (default 10000)\n"
 	        "training:\n"
 	        "  --batch B             global sequences per step, split over the ranks\n"
 	        "                        (default 16)\n"
@@ -131,6 +143,10 @@ enum option {
 	OPT_TOKENS,
 	OPT_TEMPERATURE,
 	OPT_TOP_K,
+	OPT_ARCH,
+	OPT_KV_HEADS,
+	OPT_FFN_DIM,
+	OPT_ROPE_THETA,
 	NOPTIONS
 };
 
@@ -164,6 +180,10 @@ static const char *const option_names[NOPTIONS] = {
     [OPT_TOKENS] = "--tokens",
     [OPT_TEMPERATURE] = "--temperature",
     [OPT_TOP_K] = "--top-k",
+    [OPT_ARCH] = "--arch",
+    [OPT_KV_HEADS] = "--kv-heads",
+    [OPT_FFN_DIM] = "--ffn-dim",
+    [OPT_ROPE_THETA] = "--rope-theta",
 };
 
 /* A float option in [lo, hi]: 0, or 2 with a message. */
@@ -185,6 +205,15 @@ static int parse_training(enum option k, char *val, struct options *o)
 	case OPT_HEADS: return cli_int(n, val, 1, 1024, &o->model.heads);
 	case OPT_EMBD: return cli_int(n, val, 1, 65536, &o->model.embd);
 	case OPT_CONTEXT: return cli_int(n, val, 1, 65536, &o->model.context);
+	case OPT_ARCH:
+		if (strcmp(val, "gpt") && strcmp(val, "llama"))
+			return cli_bad_usage(
+			    "--arch \"%s\" is invalid: accepted values are gpt, llama", val);
+		o->arch = !strcmp(val, "llama");
+		return 0;
+	case OPT_KV_HEADS: return cli_int(n, val, 1, 1024, &o->kv_heads);
+	case OPT_FFN_DIM: return cli_int(n, val, 1, 1 << 20, &o->ffn_dim);
+	case OPT_ROPE_THETA: return opt_float(k, val, 1.0f, 1e9f, &o->rope_theta);
 	case OPT_BATCH: return cli_int(n, val, 1, 1 << 20, &o->batch);
 	case OPT_STEPS: return cli_steps(n, val, &o->steps);
 	case OPT_LR: return opt_float(k, val, 1e-9f, 10.0f, &o->lr);
@@ -243,8 +272,10 @@ static int on_flag(int j, void *ctx)
 	struct options *o = ctx;
 	if (j == 0)
 		o->resume = 1;
-	else
+	else if (j == 1)
 		o->model.tie_weights = 0;
+	else
+		o->tied = 1;
 	return 0;
 }
 
@@ -267,17 +298,32 @@ static int parse(int argc, char **argv, struct options *o)
 	                      .progress_every = 25,
 	                      .seed = 1,
 	                      .text = SF_DEFAULT_TEXT,
+	                      .rope_theta = 10000.0f,
 	                      .prompt = "\n"};
 	sf_gpt_config_init(&o->model);
 	o->model.context = 128;
-	static const char *const flags[] = {"--resume", "--untied"};
-	const struct cli_spec sp = {option_names, NOPTIONS, flags, 2, on_value, on_flag};
+	static const char *const flags[] = {"--resume", "--untied", "--tied"};
+	const struct cli_spec sp = {option_names, NOPTIONS, flags, 3, on_value, on_flag};
 	int rc = cli_parse(argc, argv, &sp, o);
 	if (rc)
 		return rc;
 	if (o->model.embd % o->model.heads)
 		return cli_bad_usage("--embd %d must be a multiple of --heads %d", o->model.embd,
 		                     o->model.heads);
+	if (!o->arch && (o->kv_heads || o->ffn_dim || o->tied || o->rope_theta != 10000.0f))
+		return cli_bad_usage(
+		    "--kv-heads, --ffn-dim, --rope-theta and --tied need --arch llama");
+	if (o->arch && !o->model.tie_weights)
+		return cli_bad_usage("--untied is --arch gpt's (llama is untied unless --tied)");
+	if (o->arch && !o->kv_heads)
+		o->kv_heads = o->model.heads % 2 ? o->model.heads : o->model.heads / 2;
+	if (o->arch && o->model.heads % o->kv_heads)
+		return cli_bad_usage("--kv-heads %d must divide --heads %d", o->kv_heads,
+		                     o->model.heads);
+	if (o->arch && (o->model.embd / o->model.heads) % 2)
+		return cli_bad_usage("--arch llama needs heads of an even size (rope pairs their "
+		                     "features): --embd %d / --heads %d is odd",
+		                     o->model.embd, o->model.heads);
 	if (o->min_lr < 0)
 		o->min_lr = o->lr / 10;
 	if (o->min_lr > o->lr)
@@ -307,8 +353,8 @@ struct run {
 	int32_t *x, *y;
 	float *logits;
 	FILE *loss_log; /* --loss-log, rank 0 */
-	int64_t step;  /* steps done */
-	int64_t saved; /* the step of the checkpoint loaded or written, or -1 */
+	int64_t step;   /* steps done */
+	int64_t saved;  /* the step of the checkpoint loaded or written, or -1 */
 };
 
 /* Warmup from lr/warmup to lr, then a cosine from lr to min_lr at the last step. */
@@ -385,7 +431,15 @@ static int build_model(struct run *r)
 	struct sf_config cfg;
 	CHECK(sf_context_config(r->ctx, &cfg));
 	r->accum = cfg.grad_accum;
-	CHECK(sf_gpt_graph(&o->model, &g));
+	if (o->arch) {
+		struct sf_llama_config lc;
+		sf_llama_config_init(&lc);
+		lc.vocab = o->model.vocab, lc.context = o->model.context, lc.dim = o->model.embd;
+		lc.layers = o->model.layers, lc.heads = o->model.heads, lc.kv_heads = o->kv_heads;
+		lc.ffn_dim = o->ffn_dim, lc.rope_theta = o->rope_theta, lc.tie_weights = o->tied;
+		CHECK(sf_llama_graph(&lc, &g));
+	} else
+		CHECK(sf_gpt_graph(&o->model, &g));
 	struct sf_model_options mo;
 	sf_model_options_init(&mo);
 	mo.batch = o->batch;
@@ -457,11 +511,14 @@ static void print_banner(const struct run *r)
 	const struct sf_gpt_config *c = &r->o.model;
 	if (r->rank == 0)
 		fprintf(stderr,
-		        PROG ": %d rank(s), %zu parameters (%d layers, %d heads, embd %d, context "
-		             "%d, %s head), %s: %lld bytes for training, %lld for validation; "
-		             "batch %d x %d tokens x %d micro-batch(es), %lld steps\n",
-		        r->size, np, c->layers, c->heads, c->embd, c->context,
-		        c->tie_weights ? "tied" : "untied", r->o.text, (long long)r->text.train_end,
+		        PROG
+		        ": %d rank(s), %zu parameters (%s: %d layers, %d heads%s%.0d, embd %d, "
+		        "context %d, %s head), %s: %lld bytes for training, %lld for validation; "
+		        "batch %d x %d tokens x %d micro-batch(es), %lld steps\n",
+		        r->size, np, r->o.arch ? "llama" : "gpt", c->layers, c->heads,
+		        r->o.arch ? " on kv heads " : "", r->o.arch ? r->o.kv_heads : 0, c->embd,
+		        c->context, (r->o.arch ? r->o.tied : c->tie_weights) ? "tied" : "untied",
+		        r->o.text, (long long)r->text.train_end,
 		        (long long)(r->text.n - r->text.train_end), r->o.batch, r->T, r->accum,
 		        (long long)r->o.steps);
 	struct sf_model_stats st;
@@ -523,7 +580,8 @@ static int take_loss(struct run *r, struct meter *mt)
 			mt->since_norm += norm;
 			if (r->loss_log &&
 			    fprintf(r->loss_log, "%lld %.9g\n", (long long)mt->prev_step, l) < 0) {
-				fprintf(stderr, PROG ": cannot write --loss-log %s\n", r->o.loss_log);
+				fprintf(stderr, PROG ": cannot write --loss-log %s\n",
+				        r->o.loss_log);
 				goto done;
 			}
 		}
@@ -550,7 +608,8 @@ static void print_progress(const struct run *r, struct meter *mt, float lr)
 	char eta[32], norm[48] = "";
 	cli_fmt_eta((double)(last_step(&r->o) - r->step) * per_step / rate, eta, sizeof eta);
 	if (r->o.grad_clip > 0)
-		snprintf(norm, sizeof norm, " grad_norm %.3f", mt->since_norm / (double)mt->since_n);
+		snprintf(norm, sizeof norm, " grad_norm %.3f",
+		         mt->since_norm / (double)mt->since_n);
 	printf("step %lld/%lld loss %.4f lr %.2e%s tokens/s %.0f eta %s\n", (long long)r->step,
 	       (long long)r->o.steps, mt->since_loss / (double)mt->since_n, (double)lr, norm, rate,
 	       eta);

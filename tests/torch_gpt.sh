@@ -15,7 +15,11 @@
 #    batches with the same AdamW and schedule: its per-step losses against shardflow's
 #    (--loss-log), every step 1..30 within 2e-6 relative (measured: 1.6e-7); and the same
 #    with 3 micro-batches a step (SHARDFLOW_GRAD_ACCUM=3) clipped at 0.5, the twin with
-#    --grad-accum 3 --grad-clip 0.5 (its clip_grad_norm_ and nanoGPT's param groups).
+#    --grad-accum 3 --grad-clip 0.5 (its clip_grad_norm_ and nanoGPT's param groups);
+#  - the Llama family: examples/gpt --arch llama (sf_llama_graph) on 1 and 2 ranks
+#    against the twin's LlamaForCausalLM, written out in bench/torch_gpt.py (RMSNorm,
+#    rotate_half RoPE, repeat_kv grouped-query attention, SwiGLU), every step 1..30
+#    within 2e-6 (measured 2.1e-7).
 . "$(dirname "$0")/lib.sh"
 GPT="$top_builddir/examples/gpt"
 LOGITS="$top_builddir/tests/gpt_logits"
@@ -32,7 +36,7 @@ shape="--layers 2 --heads 2 --embd 32 --context 32"
 train="$shape --batch 8 --text $text --val-fraction 0.2 --warmup 5 --lr 0.004 --steps 30"
 quiet="--sample 0 --eval-every 1000 --progress-every 10"
 
-plan 10
+plan 14
 
 # gpt NP NAME ARGS...: examples/gpt on NP ranks, output in $tmp/NAME.out/.err
 gpt() {
@@ -119,4 +123,25 @@ curve accum
 st=$?
 ok $st "3 micro-batches a step, clipped at 0.5 (SHARDFLOW_GRAD_ACCUM=3 --grad-clip 0.5): PyTorch's losses agree ($(cat "$tmp/accum.curve"))" ||
 	diag_file "$tmp/accum.both"
+
+# the Llama family (examples/gpt --arch llama: sf_llama_graph, 4 query heads on 2
+# key/value heads, rope, SwiGLU of 96, untied) against the twin's LlamaForCausalLM
+# (bench/torch_gpt.py build_llama): the same initial weights (the 1- and 2-rank exports
+# are the same file), every step's loss on 1 and 2 ranks (measured 2.1e-7 and 2.2e-7)
+for np in 1 2; do
+	gpt $np "llama$np" --arch llama --heads 4 --export-init "$tmp/lw$np.st" \
+		--loss-log "$tmp/llama$np.sf.loss"
+done
+# shellcheck disable=SC2086
+"$PY" "$TWIN" train --arch llama $shape --heads 4 --batch 8 --text "$text" --val-fraction 0.2 \
+	--warmup 5 --lr 0.004 --steps 30 --weights "$tmp/lw1.st" --out-losses "$tmp/llama1.pt.loss" \
+	>"$tmp/ptl.out" 2>&1 || diag_file "$tmp/ptl.out"
+cp "$tmp/llama1.pt.loss" "$tmp/llama2.pt.loss" 2>/dev/null
+for np in 1 2; do
+	curve "llama$np"
+	st=$?
+	cmp -s "$tmp/lw1.st" "$tmp/lw$np.st" || st=1
+	ok $st "Llama, $np rank(s): PyTorch's LlamaForCausalLM twin from the same weights and batches: losses agree ($(cat "$tmp/llama$np.curve"))" ||
+		diag_file "$tmp/llama$np.both"
+done
 finish
