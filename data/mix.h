@@ -19,4 +19,22 @@ static inline uint64_t _sf_mix64(uint64_t z)
 	return z ^ (z >> 31);
 }
 
+/* The window start of global row g of batch `index` of a split, uniform in [0, count)
+ * (count >= 1): data/text.c's and data/tokens.c's draw. */
+static inline uint64_t _sf_window_start(uint64_t seed, int split, int64_t index, int64_t g,
+                                        uint64_t count)
+{
+	uint64_t key =
+	    _sf_mix64(_sf_mix64(_sf_mix64(_sf_mix64(seed) ^ (uint64_t)split) ^ (uint64_t)index) ^
+	              (uint64_t)g);
+	/* [0, accept) holds a whole number of copies of [0, count): draws above it are
+	 * redrawn (rarely: fewer than count in 2^64) */
+	uint64_t accept = UINT64_MAX - UINT64_MAX % count;
+	for (;;) {
+		uint64_t r = _sf_mix64(key += SF_GOLDEN);
+		if (r < accept)
+			return r % count;
+	}
+}
+
 #endif

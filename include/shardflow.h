@@ -882,6 +882,54 @@ SF_API int sf_text_batch(const struct sf_text *t, int split, uint64_t seed, int6
                          int global_batch, int first, int rows, int T, int32_t *x, int32_t *y);
 
 /* ------------------------------------------------------------------------ */
+/* Datasets: token files (BPE ids, as nanoGPT and llm.c write them)          */
+/* ------------------------------------------------------------------------ */
+
+/** The formats sf_tokens_load() reads. */
+enum sf_tokens_format {
+	SF_TOKENS_AUTO = 0, /**< an llm.c shard when the file starts with its magic, else raw */
+	SF_TOKENS_RAW,      /**< nanoGPT's train.bin / val.bin: little-endian uint16 ids */
+	SF_TOKENS_LLMC,     /**< llm.c's shards: 256 little-endian int32 (magic 20240520,
+	                         version 1, the token count, then zeros), then the uint16 ids */
+	SF_TOKENS_COUNT     /**< the number of values above; not a value */
+};
+
+/** The most tokens sf_tokens_load() reads: 2^30 (2 GiB of uint16). */
+#define SF_TOKENS_MAX ((int64_t)1 << 30)
+
+/** A split's token ids (a file each: train.bin, val.bin, or one shard). */
+struct sf_tokens {
+	int64_t n;     /**< tokens */
+	uint16_t *ids; /**< (n), owned: sf_tokens_free() */
+	int vocab;     /**< every id is below it (checked at load) */
+	int format;    /**< enum sf_tokens_format read: SF_TOKENS_RAW or SF_TOKENS_LLMC */
+	char *path;    /**< the file (owned; named in messages) */
+};
+
+/**
+ * Reads a token file whole and checks it: a raw file of an odd size, an llm.c shard
+ * whose magic, version or count does not match its size, or an id >= vocab (its
+ * position and value named) is SF_ERR_INVALID; the file errors of sf_text_load()
+ * (missing, a directory, a device, empty, larger than SF_TOKENS_MAX tokens) are
+ * SF_ERR_IO; every message names the file. 2 <= vocab <= 65536. *out is zeroed on
+ * failure; on success release it with sf_tokens_free().
+ */
+SF_API int sf_tokens_load(const char *path, int vocab, int format, struct sf_tokens *out);
+/** Frees a token split's ids and path (NULL or an empty struct is accepted). */
+SF_API int sf_tokens_free(struct sf_tokens *t);
+/**
+ * Rows [first, first + rows) of global batch `index`, as sf_text_batch() draws them
+ * from bytes: row r is the window of T + 1 ids at o_r, x its first T, y its last T;
+ * o_r is uniform over the n - T starts, drawn from (seed, split, index, first + r)
+ * alone (split: SF_TEXT_TRAIN or SF_TEXT_VAL, so a validation file draws another
+ * stream than the training one). A file shorter than T + 1 tokens is SF_ERR_INVALID
+ * naming it.
+ */
+SF_API int sf_tokens_batch(const struct sf_tokens *t, int split, uint64_t seed, int64_t index,
+                           int global_batch, int first, int rows, int T, int32_t *x,
+                           int32_t *y);
+
+/* ------------------------------------------------------------------------ */
 /* Checkpoints                                                               */
 /* ------------------------------------------------------------------------ */
 
