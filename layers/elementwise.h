@@ -20,6 +20,22 @@ static inline size_t _sf_nelem(const struct sf_layer_info *li)
 	return (size_t)li->rows * (size_t)li->out_dim;
 }
 
+/* The CPU loops of an element-wise op of one input, from its layers/<op>_math.h
+ * (sf_<op>_f, sf_<op>_d) and layers/add_math.h (sf_grad_store): SF_UNARY_CPU(relu)
+ * defines _sf_relu_fwd (y = f(x)) and _sf_relu_bwd (dx =|+= f'(x) dy), as declared in
+ * layers/<op>.h; layers/unary_cuda.h's SF_UNARY_CUDA is the GPU's. */
+#define SF_UNARY_CPU(op)                                                                   \
+	void _sf_##op##_fwd(size_t n, const float *x, float *y)                                \
+	{                                                                                      \
+		for (size_t i = 0; i < n; i++)                                                     \
+			y[i] = sf_##op##_f(x[i]);                                                      \
+	}                                                                                      \
+	void _sf_##op##_bwd(size_t n, const float *x, const float *dy, float *dx, int acc)     \
+	{                                                                                      \
+		for (size_t i = 0; i < n; i++)                                                     \
+			sf_grad_store(&dx[i], sf_##op##_d(x[i], dy[i]), acc);                          \
+	}
+
 #ifdef __cplusplus
 }
 #endif
