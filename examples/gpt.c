@@ -40,6 +40,7 @@ struct options {
 	int arch;                   /* 0: gpt (sf_gpt_graph), 1: llama (sf_llama_graph) */
 	int kv_heads, ffn_dim, tied;
 	float rope_theta;
+	const char *train_tokens, *val_tokens; /* token files instead of --text */
 	int batch, eval_batches, sample, gen_tokens, top_k;
 	float lr, min_lr, weight_decay, temperature, val_fraction, grad_clip;
 	int64_t steps, warmup, eval_every, progress_every, ckpt_every, max_steps;
@@ -88,6 +89,10 @@ static void usage(FILE *f)
 	        "  --text FILE           the text (default " SF_DEFAULT_TEXT ",\n"
 	        "                        made by scripts/install-deps.sh)\n"
 	        "  --val-fraction X      the tail held out for validation (default 0.1)\n"
+	        "  --train-tokens FILE   train on a token file instead (nanoGPT's uint16 .bin or\n"
+	        "                        an llm.c shard), with --val-tokens FILE for validation\n"
+	        "  --vocab V             token ids of the token files are below V (default 256;\n"
+	        "                        with --text, 256: bytes)\n"
 	        "  --eval-every K        validation loss every K steps (default 250)\n"
 	        "  --eval-batches N      batches per validation (default 8)\n"
 	        "  --progress-every K    a progress line every K steps (default 25)\n"
@@ -147,6 +152,9 @@ enum option {
 	OPT_KV_HEADS,
 	OPT_FFN_DIM,
 	OPT_ROPE_THETA,
+	OPT_TRAIN_TOKENS,
+	OPT_VAL_TOKENS,
+	OPT_VOCAB,
 	NOPTIONS
 };
 
@@ -184,6 +192,9 @@ static const char *const option_names[NOPTIONS] = {
     [OPT_KV_HEADS] = "--kv-heads",
     [OPT_FFN_DIM] = "--ffn-dim",
     [OPT_ROPE_THETA] = "--rope-theta",
+    [OPT_TRAIN_TOKENS] = "--train-tokens",
+    [OPT_VAL_TOKENS] = "--val-tokens",
+    [OPT_VOCAB] = "--vocab",
 };
 
 /* A float option in [lo, hi]: 0, or 2 with a message. */
@@ -247,6 +258,9 @@ static int on_value(int key, char *val, void *ctx)
 		return rc;
 	switch (k) {
 	case OPT_TEXT: o->text = val; return 0;
+	case OPT_TRAIN_TOKENS: o->train_tokens = val; return 0;
+	case OPT_VAL_TOKENS: o->val_tokens = val; return 0;
+	case OPT_VOCAB: return cli_int(n, val, 2, 65536, &o->model.vocab);
 	case OPT_VAL_FRACTION: return opt_float(k, val, 0.001f, 0.5f, &o->val_fraction);
 	case OPT_EVAL_EVERY: return cli_steps(n, val, &o->eval_every);
 	case OPT_EVAL_BATCHES: return cli_int(n, val, 1, 100000, &o->eval_batches);
@@ -338,6 +352,16 @@ static int parse(int argc, char **argv, struct options *o)
 		                     o->sample, o->batch);
 	if (!*o->prompt)
 		o->prompt = "\n";
+	if (!o->train_tokens != !o->val_tokens)
+		return cli_bad_usage("--train-tokens and --val-tokens go together (got only %s)",
+		                     o->train_tokens ? "--train-tokens" : "--val-tokens");
+	if (!o->train_tokens && o->model.vocab != 256)
+		return cli_bad_usage("--vocab %d with --text: a text's tokens are its bytes (256)",
+		                     o->model.vocab);
+	if (o->train_tokens && o->sample)
+		return cli_bad_usage("--sample %d with token files: printing samples needs the "
+		                     "tokenizer's decode table, not there yet; add --sample 0",
+		                     o->sample);
 	return 0;
 }
 
@@ -348,6 +372,7 @@ struct run {
 	sf_context *ctx;
 	sf_model *m;
 	struct sf_text text;
+	struct sf_tokens tokens[2]; /* --train-tokens, --val-tokens */
 	int rank, size, first, rows, T, V;
 	int accum; /* SHARDFLOW_GRAD_ACCUM: micro-batches a step */
 	int32_t *x, *y;
@@ -386,14 +411,24 @@ static double local_loss_sum(const struct run *r)
 	return sum;
 }
 
+/* This rank's rows of batch `index` of a split (SF_TEXT_TRAIN, SF_TEXT_VAL) into r->x,
+ * r->y: the text's windows, or the token files' (the same draws) */
+static int draw(struct run *r, int split, int64_t index)
+{
+	if (r->o.train_tokens)
+		return sf_tokens_batch(&r->tokens[split], split, r->o.seed, index, r->o.batch,
+		                       r->first, r->rows, r->T, r->x, r->y);
+	return sf_text_batch(&r->text, split, r->o.seed, index, r->o.batch, r->first, r->rows, r->T,
+	                     r->x, r->y);
+}
+
 /* Validation: the mean loss over --eval-batches fixed batches of the held-out tail. */
 static int evaluate(struct run *r, double *loss)
 {
 	int rc = SF_OK;
 	double sum = 0;
 	for (int b = 0; b < r->o.eval_batches; b++) {
-		rc = sf_text_batch(&r->text, 1, r->o.seed, b, r->o.batch, r->first, r->rows, r->T,
-		                   r->x, r->y);
+		rc = draw(r, SF_TEXT_VAL, b);
 		const int32_t *ids[1] = {r->x};
 		struct sf_batch batch = {.nint_inputs = 1, .int_inputs = ids};
 		if (rc < 0 || (rc = sf_model_predict(r->m, &batch, r->logits)) < 0)
@@ -409,7 +444,13 @@ static int evaluate(struct run *r, double *loss)
 static int load_data(struct run *r)
 {
 	int status = -1;
-	CHECK(sf_text_load(r->o.text, r->o.val_fraction, &r->text));
+	if (r->o.train_tokens) {
+		CHECK(sf_tokens_load(r->o.train_tokens, r->o.model.vocab, SF_TOKENS_AUTO,
+		                     &r->tokens[SF_TEXT_TRAIN]));
+		CHECK(sf_tokens_load(r->o.val_tokens, r->o.model.vocab, SF_TOKENS_AUTO,
+		                     &r->tokens[SF_TEXT_VAL]));
+	} else
+		CHECK(sf_text_load(r->o.text, r->o.val_fraction, &r->text));
 	if (r->o.batch < r->size) {
 		if (r->rank == 0)
 			fprintf(stderr, PROG ": --batch %d is smaller than the %d ranks\n",
@@ -510,17 +551,20 @@ static void print_banner(const struct run *r)
 	sf_model_param_count(r->m, &np);
 	const struct sf_gpt_config *c = &r->o.model;
 	if (r->rank == 0)
-		fprintf(stderr,
-		        PROG
-		        ": %d rank(s), %zu parameters (%s: %d layers, %d heads%s%.0d, embd %d, "
-		        "context %d, %s head), %s: %lld bytes for training, %lld for validation; "
-		        "batch %d x %d tokens x %d micro-batch(es), %lld steps\n",
-		        r->size, np, r->o.arch ? "llama" : "gpt", c->layers, c->heads,
-		        r->o.arch ? " on kv heads " : "", r->o.arch ? r->o.kv_heads : 0, c->embd,
-		        c->context, (r->o.arch ? r->o.tied : c->tie_weights) ? "tied" : "untied",
-		        r->o.text, (long long)r->text.train_end,
-		        (long long)(r->text.n - r->text.train_end), r->o.batch, r->T, r->accum,
-		        (long long)r->o.steps);
+		fprintf(
+		    stderr,
+		    PROG ": %d rank(s), %zu parameters (%s: %d layers, %d heads%s%.0d, embd %d, "
+		         "context %d, vocab %d, %s head), %s: %lld %s for training, %lld for "
+		         "validation; batch %d x %d tokens x %d micro-batch(es), %lld steps\n",
+		    r->size, np, r->o.arch ? "llama" : "gpt", c->layers, c->heads,
+		    r->o.arch ? " on kv heads " : "", r->o.arch ? r->o.kv_heads : 0, c->embd,
+		    c->context, c->vocab,
+		    (r->o.arch ? r->o.tied : c->tie_weights) ? "tied" : "untied",
+		    r->o.train_tokens ? r->o.train_tokens : r->o.text,
+		    (long long)(r->o.train_tokens ? r->tokens[0].n : r->text.train_end),
+		    r->o.train_tokens ? "tokens" : "bytes",
+		    (long long)(r->o.train_tokens ? r->tokens[1].n : r->text.n - r->text.train_end),
+		    r->o.batch, r->T, r->accum, (long long)r->o.steps);
 	struct sf_model_stats st;
 	if (sf_model_stats(r->m, &st) == SF_OK && r->rank == 0) {
 		const double mib = 1024.0 * 1024.0;
@@ -654,8 +698,7 @@ static int train(struct run *r, double *vl)
 		int64_t ticket;
 		/* micro-batch j of step s is training batch s K + j: K = 1 is the plain run */
 		for (int j = 0; j < r->accum; j++) {
-			CHECK(sf_text_batch(&r->text, 0, o->seed, r->step * r->accum + j, o->batch,
-			                    r->first, r->rows, r->T, r->x, r->y));
+			CHECK(draw(r, SF_TEXT_TRAIN, r->step * r->accum + j));
 			if (j + 1 < r->accum)
 				CHECK(sf_model_accumulate(r->m, &batch, &ticket));
 			else
@@ -835,6 +878,8 @@ done:
 	if (r.loss_log)
 		fclose(r.loss_log);
 	sf_text_free(&r.text);
+	sf_tokens_free(&r.tokens[0]);
+	sf_tokens_free(&r.tokens[1]);
 	if (r.m && sf_model_destroy(r.m) < 0)
 		status = 1;
 	if (r.ctx && status != 0 && r.size > 1) {

@@ -33,7 +33,7 @@ model="--layers 2 --heads 2 --embd 32 --context 32 --batch 8 --text $text --val-
 short="--eval-every 30 --eval-batches 2 --progress-every 10 --warmup 10 --lr 0.004"
 gen="--prompt Sharded --sample 2 --tokens 40"
 
-plan 22
+plan 27
 
 timeout -k 5 "$limit" "$GPT" --help </dev/null >"$tmp/help.out" 2>"$tmp/help.err"
 st=$?
@@ -57,6 +57,8 @@ bad '--context "0"' --context 0
 bad '--sample 9 exceeds --batch 8' --batch 8 --sample 9
 bad '--lr "fast"' --lr fast
 bad '"--bogus"' --bogus
+bad '--train-tokens and --val-tokens go together' --train-tokens x.bin
+bad '--vocab 300 with --text' --vocab 300
 
 # badtext DESC FILE WORD: exit 1, a message naming the file and WORD
 badtext() {
@@ -142,4 +144,27 @@ v1=$(sed -n 's/^val_loss \([0-9.]*\)$/\1/p' "$tmp/one.out")
 diag "validation loss after 30 steps: 1 rank $v1, 2 ranks $v30"
 [ -n "$v1" ] && awk -v a="$v1" -v b="$v30" 'BEGIN { d = a - b; exit !(d < 1e-3 && d > -1e-3) }'
 ok $? "1 rank and 2 ranks reach the same validation loss at step 30 (within 1e-3: $v1, $v30)"
+
+# token files (--train-tokens, --val-tokens): the corpus's training head and validation
+# tail written as uint16 ids, one per byte, give bitwise the text run's losses (the same
+# window draws, data/tokens.c), 20 steps on 2 ranks
+if command -v python3 >/dev/null 2>&1 &&
+	python3 - "$text" "$tmp/tr.bin" "$tmp/va.bin" <<'PY'
+import math, struct, sys
+b = open(sys.argv[1], "rb").read()
+te = len(b) - int(math.floor(len(b) * 0.2))  # sf_text_load's split for --val-fraction 0.2
+open(sys.argv[2], "wb").write(b"".join(struct.pack("<H", x) for x in b[:te]))
+open(sys.argv[3], "wb").write(b"".join(struct.pack("<H", x) for x in b[te:]))
+PY
+then
+	gpt 2 tx --steps 20 --sample 0 --loss-log "$tmp/tx.loss"
+	gpt 2 tk --steps 20 --sample 0 --train-tokens "$tmp/tr.bin" --val-tokens "$tmp/va.bin" \
+		--loss-log "$tmp/tk.loss"
+else
+	skip "2 rank(s): a text run for the token files" "python3 is not installed"
+	skip "2 rank(s): the token-file run" "python3 is not installed"
+fi
+cmp -s "$tmp/tx.loss" "$tmp/tk.loss" && [ -s "$tmp/tx.loss" ] &&
+	[ "$(sed -n 's/^val_loss //p' "$tmp/tx.out")" = "$(sed -n 's/^val_loss //p' "$tmp/tk.out")" ]
+ok $? "token files of the corpus's bytes: every loss and the validation loss are the text run's, bitwise"
 finish
