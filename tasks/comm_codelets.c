@@ -268,19 +268,9 @@ struct starpu_codelet _sf_cl_free = {
 
 /* --- submitting them ------------------------------------------------------------------ */
 
-static int submit_comm(struct starpu_codelet *cl, const struct starpu_data_descr *d, int n,
-                       struct _sf_comm_args *a, int worker, const char *name,
-                       struct _sf_task_done done)
-{
-	return _sf_task_submit(&(struct _sf_task){.cl = cl,
-	                                          .buf = d,
-	                                          .nbuf = n,
-	                                          .arg = a,
-	                                          .arg_size = sizeof *a,
-	                                          .worker = worker,
-	                                          .name = name,
-	                                          .done = done});
-}
+/* every collective's argument block is the model's, passed by pointer */
+#define SUBMIT_COMM(cl, d, n, a, worker, name, done)                                               \
+	_sf_task_submit((cl), (d), (n), (a), sizeof *(a), false, (worker), (name), (done))
 
 int _sf_submit_gather(struct _sf_comm_args *a, starpu_data_handle_t order,
                       starpu_data_handle_t shard, starpu_data_handle_t full,
@@ -289,7 +279,7 @@ int _sf_submit_gather(struct _sf_comm_args *a, starpu_data_handle_t order,
 {
 	struct starpu_data_descr d[] = {
 	    {order, STARPU_RW}, {shard, STARPU_R}, {full, STARPU_W}, {after, STARPU_R}};
-	return submit_comm(after ? &_sf_cl_gather_after : &_sf_cl_gather, d, after ? 4 : 3, a,
+	return SUBMIT_COMM(after ? &_sf_cl_gather_after : &_sf_cl_gather, d, after ? 4 : 3, a,
 	                   worker, name, done);
 }
 
@@ -297,7 +287,7 @@ int _sf_submit_free(struct _sf_comm_args *a, starpu_data_handle_t full, const ch
                     struct _sf_task_done done)
 {
 	struct starpu_data_descr d[] = {{full, STARPU_RW}};
-	return submit_comm(&_sf_cl_free, d, 1, a, -1, name, done);
+	return SUBMIT_COMM(&_sf_cl_free, d, 1, a, -1, name, done);
 }
 
 int _sf_submit_reduce(struct _sf_comm_args *a, starpu_data_handle_t order,
@@ -305,7 +295,7 @@ int _sf_submit_reduce(struct _sf_comm_args *a, starpu_data_handle_t order,
                       const char *name, struct _sf_task_done done)
 {
 	struct starpu_data_descr d[] = {{order, STARPU_RW}, {grad, STARPU_RW}, {out, STARPU_W}};
-	return submit_comm(out ? &_sf_cl_reduce_scatter : &_sf_cl_allreduce, d, out ? 3 : 2, a,
+	return SUBMIT_COMM(out ? &_sf_cl_reduce_scatter : &_sf_cl_allreduce, d, out ? 3 : 2, a,
 	                   worker, name, done);
 }
 
@@ -314,7 +304,7 @@ int _sf_submit_rep_allreduce(struct _sf_comm_args *a, starpu_data_handle_t order
                              struct _sf_task_done done)
 {
 	struct starpu_data_descr d[] = {{order, STARPU_RW}, {v, STARPU_RW}};
-	return submit_comm(&_sf_cl_rep_allreduce, d, 2, a, worker, name, done);
+	return SUBMIT_COMM(&_sf_cl_rep_allreduce, d, 2, a, worker, name, done);
 }
 
 int _sf_submit_loss_sum(struct _sf_comm_args *a, starpu_data_handle_t order,
@@ -322,7 +312,7 @@ int _sf_submit_loss_sum(struct _sf_comm_args *a, starpu_data_handle_t order,
                         struct _sf_task_done done)
 {
 	struct starpu_data_descr d[] = {{order, STARPU_RW}, {loss, STARPU_RW}};
-	return submit_comm(&_sf_cl_loss_sum, d, 2, a, worker, name, done);
+	return SUBMIT_COMM(&_sf_cl_loss_sum, d, 2, a, worker, name, done);
 }
 
 int _sf_submit_grad_norm(const struct _sf_norm_args *a, starpu_data_handle_t order,
@@ -334,13 +324,6 @@ int _sf_submit_grad_norm(const struct _sf_norm_args *a, starpu_data_handle_t ord
 	descr[1] = (struct starpu_data_descr){clip, STARPU_W};
 	for (int u = 0; u < a->nunits; u++)
 		descr[2 + u] = (struct starpu_data_descr){sq[u], STARPU_R};
-	return _sf_task_submit(&(struct _sf_task){.cl = &_sf_cl_grad_norm,
-	                                          .buf = descr,
-	                                          .nbuf = a->nunits + 2,
-	                                          .arg = a,
-	                                          .arg_size = sizeof *a,
-	                                          .arg_copy = true,
-	                                          .worker = worker,
-	                                          .name = name,
-	                                          .done = done});
+	return _sf_task_submit(&_sf_cl_grad_norm, descr, a->nunits + 2, a, sizeof *a, true, worker,
+	                       name, done);
 }

@@ -123,8 +123,8 @@ int _sf_submit_layer_fwd(const struct _sf_layer_entry *type, const struct sf_lay
 	d[k++] = (struct starpu_data_descr){out, STARPU_W};
 	if (saved)
 		d[k++] = (struct starpu_data_descr){saved, STARPU_W};
-	return _sf_task_submit_any(_sf_layer_codelet(type, false), d, k, info, sizeof *info, false,
-	                           name, done);
+	return _sf_task_submit(_sf_layer_codelet(type, false), d, k, info, sizeof *info, false, -1,
+	                       name, done);
 }
 
 int _sf_submit_layer_bwd(const struct _sf_layer_entry *type, const struct sf_layer_info *info,
@@ -150,8 +150,8 @@ int _sf_submit_layer_bwd(const struct _sf_layer_entry *type, const struct sf_lay
 			                                                                : STARPU_W};
 	if (dparams)
 		d[k++] = (struct starpu_data_descr){dparams, dparams_first ? STARPU_W : STARPU_RW};
-	return _sf_task_submit_any(_sf_layer_codelet(type, true), d, k, info, sizeof *info, false,
-	                           name, done);
+	return _sf_task_submit(_sf_layer_codelet(type, true), d, k, info, sizeof *info, false, -1,
+	                       name, done);
 }
 
 int _sf_submit_loss(const struct _sf_loss_args *a, starpu_data_handle_t logits,
@@ -160,5 +160,5 @@ int _sf_submit_loss(const struct _sf_loss_args *a, starpu_data_handle_t logits,
 {
 	struct starpu_data_descr d[] = {
 	    {logits, STARPU_R}, {labels, STARPU_R}, {dlogits, STARPU_W}, {loss, STARPU_W}};
-	return _sf_task_submit_any(&_sf_cl_loss, d, 4, a, sizeof *a, false, name, done);
+	return _sf_task_submit(&_sf_cl_loss, d, 4, a, sizeof *a, false, -1, name, done);
 }

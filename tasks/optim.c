@@ -163,5 +163,5 @@ int _sf_submit_opt(int opt, const struct _sf_opt_args *a, starpu_data_handle_t p
 	if (f->nstate == 2)
 		d[k++] = (struct starpu_data_descr){v, STARPU_RW};
 	d[k++] = (struct starpu_data_descr){clip, STARPU_R};
-	return _sf_task_submit_any(f->cl, d, k, a, sizeof *a, true, name, done);
+	return _sf_task_submit(f->cl, d, k, a, sizeof *a, true, -1, name, done);
 }

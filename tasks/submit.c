@@ -1,36 +1,27 @@
 /* submit.c — _sf_task_submit (tasks/submit.h): one starpu_task_insert per kind of
- * argument block and placement, every buffer through STARPU_DATA_MODE_ARRAY (which
- * also takes more buffers than STARPU_NMAXBUFS). */
+ * argument block, every buffer through STARPU_DATA_MODE_ARRAY (which also takes more
+ * buffers than STARPU_NMAXBUFS); STARPU_EXECUTE_ON_WORKER -1 leaves the placement to
+ * the scheduler. */
 #include "tasks/submit.h"
 
 #include "common/error.h"
 
-int _sf_task_submit(const struct _sf_task *t)
+int _sf_task_submit(struct starpu_codelet *cl, const struct starpu_data_descr *buf, int nbuf,
+                    const void *arg, size_t arg_size, bool arg_copy, int worker, const char *name,
+                    struct _sf_task_done done)
 {
-	struct starpu_data_descr *d = (struct starpu_data_descr *)t->buf;
-	void *arg = (void *)t->arg;
-	int rc;
-	if (t->arg_copy && t->worker >= 0)
-		rc = starpu_task_insert(t->cl, STARPU_DATA_MODE_ARRAY, d, t->nbuf, STARPU_VALUE,
-		                        arg, t->arg_size, STARPU_EXECUTE_ON_WORKER, t->worker,
-		                        STARPU_NAME, t->name, STARPU_CALLBACK_WITH_ARG_NFREE,
-		                        t->done.fn, t->done.arg, 0);
-	else if (t->arg_copy)
-		rc = starpu_task_insert(t->cl, STARPU_DATA_MODE_ARRAY, d, t->nbuf, STARPU_VALUE,
-		                        arg, t->arg_size, STARPU_NAME, t->name,
-		                        STARPU_CALLBACK_WITH_ARG_NFREE, t->done.fn, t->done.arg, 0);
-	else if (t->worker >= 0)
-		rc = starpu_task_insert(t->cl, STARPU_DATA_MODE_ARRAY, d, t->nbuf,
-		                        STARPU_CL_ARGS_NFREE, arg, t->arg_size,
-		                        STARPU_EXECUTE_ON_WORKER, t->worker, STARPU_NAME, t->name,
-		                        STARPU_CALLBACK_WITH_ARG_NFREE, t->done.fn, t->done.arg, 0);
-	else
-		rc =
-		    starpu_task_insert(t->cl, STARPU_DATA_MODE_ARRAY, d, t->nbuf,
-		                       STARPU_CL_ARGS_NFREE, arg, t->arg_size, STARPU_NAME, t->name,
-		                       STARPU_CALLBACK_WITH_ARG_NFREE, t->done.fn, t->done.arg, 0);
+	struct starpu_data_descr *d = (struct starpu_data_descr *)buf;
+	int rc =
+	    arg_copy
+	        ? starpu_task_insert(cl, STARPU_DATA_MODE_ARRAY, d, nbuf, STARPU_VALUE, (void *)arg,
+	                             arg_size, STARPU_EXECUTE_ON_WORKER, worker, STARPU_NAME, name,
+	                             STARPU_CALLBACK_WITH_ARG_NFREE, done.fn, done.arg, 0)
+	        : starpu_task_insert(cl, STARPU_DATA_MODE_ARRAY, d, nbuf, STARPU_CL_ARGS_NFREE,
+	                             (void *)arg, arg_size, STARPU_EXECUTE_ON_WORKER, worker,
+	                             STARPU_NAME, name, STARPU_CALLBACK_WITH_ARG_NFREE, done.fn,
+	                             done.arg, 0);
 	if (rc != 0)
 		return SF_ERR(SF_ERR_STARPU, "starpu_task_insert of \"%s\" failed (%d)",
-		              t->name ? t->name : t->cl->name, rc);
+		              name ? name : cl->name, rc);
 	return SF_OK;
 }

@@ -23,41 +23,14 @@ struct _sf_task_done {
 	void *arg;
 };
 
-struct _sf_task {
-	struct starpu_codelet *cl;
-	const struct starpu_data_descr *buf; /* nbuf buffers, in the codelet's order */
-	int nbuf;
-	/* the argument block: copied into the task (arg_copy: STARPU_VALUE, read with
-	 * starpu_codelet_unpack_args), or passed by pointer and never freed by StarPU
-	 * (it must outlive the task: the model's own structures) */
-	const void *arg;
-	size_t arg_size;
-	bool arg_copy;
-	int worker; /* the worker that must run it, or -1 for any the codelet allows */
-	const char *name;
-	struct _sf_task_done done;
-};
-
-/* Submits t; a status (SF_ERR_STARPU with StarPU's code when it refuses). */
-int _sf_task_submit(const struct _sf_task *t);
-
-/* The two common cases, on any worker the codelet allows: the argument block copied
- * into the task, or passed by pointer (the model keeps it). */
-static inline int _sf_task_submit_any(struct starpu_codelet *cl,
-                                      const struct starpu_data_descr *buf, int nbuf,
-                                      const void *arg, size_t arg_size, bool arg_copy,
-                                      const char *name, struct _sf_task_done done)
-{
-	struct _sf_task t = {.cl = cl,
-	                     .buf = buf,
-	                     .nbuf = nbuf,
-	                     .arg = arg,
-	                     .arg_size = arg_size,
-	                     .arg_copy = arg_copy,
-	                     .worker = -1,
-	                     .name = name,
-	                     .done = done};
-	return _sf_task_submit(&t);
-}
+/* Submits a task of codelet cl on buffers buf (nbuf, in the codelet's order), named
+ * `name`, on `worker` (or -1: any worker the codelet allows), calling done when it is
+ * done. Its argument block (arg_size bytes) is copied into the task when arg_copy
+ * (STARPU_VALUE, read with starpu_codelet_unpack_args), else passed by pointer and
+ * never freed by StarPU (it must outlive the task: the model's own structures). A
+ * status: SF_ERR_STARPU with StarPU's code when it refuses. */
+int _sf_task_submit(struct starpu_codelet *cl, const struct starpu_data_descr *buf, int nbuf,
+                    const void *arg, size_t arg_size, bool arg_copy, int worker, const char *name,
+                    struct _sf_task_done done);
 
 #endif
