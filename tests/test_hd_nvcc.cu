@@ -257,8 +257,23 @@ static void test_rows(void)
 			sf_rope_row(R, ROT, D, cs2 + (r % TT) * D, -1.0f, in + r * R, o2 + r * R,
 			            1);
 		same &= same_bits(o1, o2, BB * TT * R);
-		ok(same, "rope: the header's table and rows (forward, inverse +=) = the CPU "
-		         "kernel, bitwise");
+		/* the GPU's column form, a column at a time in reverse order */
+		float g1[BB * TT * R], g2[BB * TT * R];
+		_sf_rope_fwd(BB, TT, R, ROT, D, 500000.0f, in, o1, cs1);
+		memcpy(g2, o1, sizeof g2); /* the base the inverse adds to */
+		for (int r = 0; r < BB * TT; r++)
+			for (int j = R - 1; j >= 0; j--)
+				sf_rope_col(ROT, D, cs2 + (r % TT) * D, 1.0f, in + r * R,
+				            g1 + r * R, 0, j);
+		same &= same_bits(o1, g1, BB * TT * R);
+		_sf_rope_bwd(BB, TT, R, ROT, D, cs1, in, o1, 1);
+		for (int r = 0; r < BB * TT; r++)
+			for (int j = R - 1; j >= 0; j--)
+				sf_rope_col(ROT, D, cs2 + (r % TT) * D, -1.0f, in + r * R,
+				            g2 + r * R, 1, j);
+		same &= same_bits(o1, g2, BB * TT * R);
+		ok(same, "rope: the header's table, rows and GPU columns (forward, inverse +=) = "
+		         "the CPU kernel, bitwise");
 		free(in);
 	}
 
