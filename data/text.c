@@ -21,14 +21,9 @@
 #include "data/mix.h"
 #include "data/read.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 SF_API int sf_text_free(struct sf_text *t)
 {
