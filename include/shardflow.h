@@ -929,6 +929,40 @@ SF_API int sf_tokens_batch(const struct sf_tokens *t, int split, uint64_t seed, 
                            int global_batch, int first, int rows, int T, int32_t *x,
                            int32_t *y);
 
+/**
+ * A decode table: the bytes of every token id, to print what a model trained on token
+ * files writes. The file is llm.c's tokenizer format (gpt2_tokenizer.bin; what
+ * scripts/install-deps.sh writes as gpt2-vocab.bin with tiktoken's GPT-2 encoding):
+ * 256 little-endian uint32 (magic 20240328, version 1 or 2, the vocabulary size, and
+ * for version 2 the end-of-text id), then per id a length byte (1 to 255) and that
+ * many bytes. Decoding only: the ids are concatenated bytes, so a decoded stream is
+ * the text a BPE encoded, byte for byte (a UTF-8 character may span two ids).
+ */
+struct sf_vocab {
+	int n;            /**< ids: 0 .. n - 1 */
+	int eot;          /**< the end-of-text id (version 2), else -1 */
+	uint8_t *bytes;   /**< every id's bytes, concatenated (owned) */
+	uint32_t *offset; /**< (n + 1): id i is bytes[offset[i] .. offset[i + 1]) (owned) */
+	char *path;       /**< the file (owned; named in messages) */
+};
+
+/**
+ * Reads a decode table and checks it: a wrong magic or version, a size below 2 or
+ * above 65536, a zero length, a truncated or padded file is SF_ERR_INVALID naming the
+ * file and what was wrong; the file errors of sf_text_load() are SF_ERR_IO. *out is
+ * zeroed on failure; on success release it with sf_vocab_free().
+ */
+SF_API int sf_vocab_load(const char *path, struct sf_vocab *out);
+/** Frees a decode table (NULL or an empty struct is accepted). */
+SF_API int sf_vocab_free(struct sf_vocab *v);
+/**
+ * The bytes of ids[0 .. n) into buf (at most cap bytes, not NUL-terminated); *len
+ * (may be NULL) gets the bytes they make, which may exceed cap (then buf holds the
+ * first cap). An id outside [0, v->n) is SF_ERR_INVALID naming it and its position.
+ */
+SF_API int sf_vocab_decode(const struct sf_vocab *v, const int32_t *ids, int64_t n, char *buf,
+                           size_t cap, size_t *len);
+
 /* ------------------------------------------------------------------------ */
 /* Checkpoints                                                               */
 /* ------------------------------------------------------------------------ */

@@ -20,7 +20,14 @@
 # data/Rdata.rdb converted by tools/shardflow-rdb2txt, compiled here on its own with
 # `cc ... -lz` (the project need not be configured yet); the package's Rdata.rdb/.rdx
 # are kept in DIR/janeaustenr/. kjv.txt, the King James Bible (4 298 239 bytes), is
-# printed by bible-kjv's `bible`. A corpus already there with its known size and
+# printed by bible-kjv's `bible`. austen-gpt2-train.bin and austen-gpt2-val.bin are
+# Austen's text (split as the byte runs split it: the last tenth held out) in GPT-2
+# tokens, llm.c shards, with gpt2-vocab.bin, the decode table (llm.c's tokenizer
+# format): the real BPE of the npm registry's tiktoken (pinned, installed with npm
+# into DIR/tiktoken; its gpt2 ranks are bundled, and the encoding runs without the
+# network, under `unshare -n` where that works), made by tools/gpt2-tokens.cjs, which
+# checks decode(encode(text)) == text first. Node.js and npm come from Debian's nodejs
+# and npm when no node is on the PATH. A file already there with its known size and
 # SHA-256 is left as it is; what was done and the time it took are printed.
 set -eu
 
@@ -56,6 +63,12 @@ valgrind
 librsvg2-bin
 clang-14 libclang-rt-14-dev
 "
+
+# GPT-2's tokenizer (tiktoken from the npm registry) runs on Node.js: Debian's unless
+# the machine has its own
+if [ "${make_data}" = yes ] && ! { command -v node && command -v npm; } >/dev/null 2>&1; then
+	PACKAGES="$PACKAGES nodejs npm"
+fi
 
 if [ "$(id -u)" -eq 0 ]; then
 	SUDO=
@@ -163,9 +176,65 @@ make_kjv() {
 	echo "install-deps.sh: made $out with bible-kjv: $(wc -c <"$out") bytes ($(elapsed "$t0"))"
 }
 
+TIKTOKEN_VERSION=1.0.22
+GPT2_TRAIN_BYTES=1788620
+GPT2_TRAIN_SHA256=0190375c5a32ed0a53cbb68ebd7f7095331ae386814e182da4ec5972ddad20ae
+GPT2_VAL_BYTES=200086
+GPT2_VAL_SHA256=8539f9ec2977e59056060df96868e573f50be8d3cc3febcd370ed73ddbd382b1
+GPT2_VOCAB_BYTES=372108
+GPT2_VOCAB_SHA256=6f3abc21e444e4e8300e225f4e03da48ea121cf17e30f67009b8dad7a66c2f13
+
+# austen-gpt2-{train,val}.bin and gpt2-vocab.bin; a failure is a note (the byte-level
+# examples do not need them; the tests that do skip, saying why)
+make_gpt2_tokens() {
+	prefix=$data_prefix/austen-gpt2
+	if has "$prefix-train.bin" $GPT2_TRAIN_BYTES $GPT2_TRAIN_SHA256 &&
+		has "$prefix-val.bin" $GPT2_VAL_BYTES $GPT2_VAL_SHA256 &&
+		has "$data_prefix/gpt2-vocab.bin" $GPT2_VOCAB_BYTES $GPT2_VOCAB_SHA256 &&
+		[ -f "$data_prefix/tiktoken/node_modules/tiktoken/package.json" ]; then
+		echo "install-deps.sh: $prefix-{train,val}.bin and gpt2-vocab.bin are there (GPT-2 tokens)"
+		return 0
+	fi
+	t0=$(now_ms)
+	if ! grep -q "\"version\": \"$TIKTOKEN_VERSION\"" \
+		"$data_prefix/tiktoken/node_modules/tiktoken/package.json" 2>/dev/null; then
+		$SUDO mkdir -p "$data_prefix/tiktoken"
+		if ! $SUDO npm install --prefix "$data_prefix/tiktoken" --no-audit --no-fund \
+			--loglevel=error "tiktoken@$TIKTOKEN_VERSION" >/dev/null; then
+			echo "install-deps.sh: note: npm could not install tiktoken@$TIKTOKEN_VERSION:" \
+				"no GPT-2 token files (the examples on bytes do not need them)" >&2
+			return 0
+		fi
+	fi
+	work=$(mktemp -d "${TMPDIR:-/tmp}/shardflow-data.XXXXXX")
+	# the encoding needs no network: run it without one where a namespace can be made
+	offline=
+	if unshare -n true 2>/dev/null; then offline="unshare -n"; fi
+	$offline node "$top/tools/gpt2-tokens.cjs" --tiktoken "$data_prefix/tiktoken" \
+		--text "$data_prefix/austen.txt" --out "$work/austen-gpt2" \
+		--vocab-out "$work/gpt2-vocab.bin" || {
+		echo "install-deps.sh: tools/gpt2-tokens.cjs failed: no GPT-2 token files" >&2
+		rm -rf "$work"
+		return 1
+	}
+	install_file "$work/austen-gpt2-train.bin" "$prefix-train.bin"
+	install_file "$work/austen-gpt2-val.bin" "$prefix-val.bin"
+	install_file "$work/gpt2-vocab.bin" "$data_prefix/gpt2-vocab.bin"
+	for f in train val; do
+		[ "$f" = train ] && want=$GPT2_TRAIN_SHA256 || want=$GPT2_VAL_SHA256
+		[ "$(sha256sum <"$prefix-$f.bin" | cut -d' ' -f1)" = "$want" ] ||
+			echo "install-deps.sh: note: $prefix-$f.bin differs from the one tiktoken" \
+				"$TIKTOKEN_VERSION made of r-cran-janeaustenr 1.0.0-1's text"
+	done
+	rm -rf "$work"
+	echo "install-deps.sh: made $prefix-{train,val}.bin and gpt2-vocab.bin with tiktoken" \
+		"$TIKTOKEN_VERSION${offline:+ (offline)} ($(elapsed "$t0"))"
+}
+
 if [ "$make_data" = yes ]; then
 	make_austen
 	make_kjv
+	make_gpt2_tokens
 else
 	echo "install-deps.sh: text corpora skipped"
 fi

@@ -15,7 +15,18 @@
  *    without a validation part): the same windows, so a token dataset keeps the byte
  *    dataset's determinism across world sizes; the rows of 3 ranks concatenate to
  *    the 1-rank batch; y is x shifted by one; a file shorter than T + 1 is refused
- *    naming it.
+ *    naming it;
+ *  - decode tables (data/vocab.c, llm.c's tokenizer format): a table of 4 ids loads
+ *    (version 2: its end-of-text id; version 1: none) and decodes ids to their
+ *    concatenated bytes, a UTF-8 character split over two ids included; a short
+ *    buffer gets the first bytes and the full length; refused, naming the file: a wrong
+ *    magic, version 3, 1 id, an end-of-text id past the table, a zero length, a
+ *    truncated and a padded table; an id outside the table is refused naming it;
+ *  - with scripts/install-deps.sh's GPT-2 files ($SF_DATA_PREFIX, default
+ *    /opt/shardflow-data): gpt2-vocab.bin has GPT-2's 50257 ids, "Hello" is 15496,
+ *    " world" 995, 50256 "<|endoftext|>"; austen-gpt2-train.bin then -val.bin decode
+ *    to austen.txt byte for byte (tiktoken's BPE round-trips the corpus, checked here
+ *    without Node.js); skipped with the reason when they are not there.
  */
 #include "shardflow.h"
 #include "tests/tap.h"
@@ -28,7 +39,7 @@
 #include <unistd.h>
 
 static char tmpdir[256];
-static char files[16][320];
+static char files[40][320];
 static int nfiles;
 
 static void bail_out(const char *what)
@@ -39,7 +50,7 @@ static void bail_out(const char *what)
 
 static const char *tpath(const char *name)
 {
-	if (nfiles == 16)
+	if (nfiles == 40)
 		bail_out("too many test files");
 	snprintf(files[nfiles], sizeof files[0], "%s/%s", tmpdir, name);
 	return files[nfiles++];
@@ -181,6 +192,138 @@ static void test_batches(void)
 	sf_tokens_free(&tk);
 }
 
+/* A decode table: header (magic, version, count, eot), then n ids of their bytes */
+static const char *write_vocab(const char *name, uint32_t magic, uint32_t version,
+                               uint32_t count, uint32_t eot, const char *const *tok, int n,
+                               int extra)
+{
+	const char *path = tpath(name);
+	FILE *f = fopen(path, "wb");
+	uint8_t h[1024];
+	llmc_header(h, magic, version, count);
+	for (int b = 0; b < 4; b++)
+		h[12 + b] = (uint8_t)(eot >> (8 * b));
+	if (!f || fwrite(h, 1, sizeof h, f) != sizeof h)
+		bail_out("cannot write a test file");
+	for (int i = 0; i < n; i++) {
+		fputc((int)strlen(tok[i]), f);
+		fputs(tok[i], f);
+	}
+	for (int i = 0; i < extra; i++)
+		fputc('x', f);
+	if (fclose(f) != 0)
+		bail_out("cannot write a test file");
+	return path;
+}
+
+static void vocab_refused(const char *what, const char *path, const char *needle)
+{
+	struct sf_vocab v = {.n = 9};
+	int rc = sf_vocab_load(path, &v);
+	const char *msg = sf_last_error();
+	int good = rc == SF_ERR_INVALID && v.n == 0 && !v.bytes && strstr(msg, path) &&
+	           strstr(msg, needle);
+	ok(good, "decode table, %s: refused naming the file and \"%s\"", what, needle);
+	if (!good)
+		diag("  status %d, message: %s", rc, msg);
+}
+
+static void test_vocab(void)
+{
+	/* "’" is e2 80 99 in UTF-8: split over ids 2 and 3 as a byte-level BPE may */
+	static const char *const tok[4] = {"a", "bc", "\xe2\x80", "\x99!"};
+	const char *p = write_vocab("vocab.bin", 20240328, 2, 4, 3, tok, 4, 0);
+	struct sf_vocab v;
+	int rc = sf_vocab_load(p, &v);
+	ok(rc == SF_OK && v.n == 4 && v.eot == 3, "a table of 4 ids loads (version 2: eot 3)");
+	const int32_t ids[5] = {1, 0, 2, 3, 0};
+	char buf[16];
+	size_t len = 0;
+	rc = sf_vocab_decode(&v, ids, 5, buf, sizeof buf, &len);
+	ok(rc == SF_OK && len == 8 && !memcmp(buf, "bca\xe2\x80\x99!a", 8),
+	   "ids 1 0 2 3 0 decode to \"bca\\u2019!a\" (8 bytes, a character over two ids)");
+	memset(buf, 0, sizeof buf);
+	rc = sf_vocab_decode(&v, ids, 5, buf, 4, &len);
+	ok(rc == SF_OK && len == 8 && !memcmp(buf, "bca\xe2", 4) && buf[4] == 0,
+	   "a 4-byte buffer gets the first 4 bytes and the length 8");
+	const int32_t bad[2] = {0, 4};
+	rc = sf_vocab_decode(&v, bad, 2, buf, sizeof buf, &len);
+	ok(rc == SF_ERR_INVALID && strstr(sf_last_error(), "id 4 at position 1"),
+	   "id 4 of a 4-id table is refused naming it and its position");
+	sf_vocab_free(&v);
+	rc = sf_vocab_load(write_vocab("v1.bin", 20240328, 1, 4, 0, tok, 4, 0), &v);
+	ok(rc == SF_OK && v.n == 4 && v.eot == -1, "version 1: no end-of-text id");
+	sf_vocab_free(&v);
+
+	vocab_refused("a token file's magic", write_vocab("m.bin", 20240520, 2, 4, 3, tok, 4, 0),
+	              "no magic 20240328");
+	vocab_refused("version 3", write_vocab("v3.bin", 20240328, 3, 4, 3, tok, 4, 0),
+	              "version 3, not 1 or 2");
+	vocab_refused("1 id", write_vocab("n1.bin", 20240328, 2, 1, 0, tok, 1, 0), "2 to 65536");
+	vocab_refused("eot 4 of 4 ids", write_vocab("e4.bin", 20240328, 2, 4, 4, tok, 4, 0),
+	              "end-of-text id 4");
+	static const char *const empty[4] = {"a", "", "c", "d"};
+	vocab_refused("a zero length", write_vocab("z.bin", 20240328, 2, 4, 3, empty, 4, 0),
+	              "id 1 has length 0");
+	vocab_refused("3 of its 4 ids", write_vocab("t.bin", 20240328, 2, 4, 3, tok, 3, 0),
+	              "truncated");
+	vocab_refused("2 bytes after its ids", write_vocab("pad.bin", 20240328, 2, 4, 3, tok, 4, 2),
+	              "2 bytes follow its 4 ids");
+}
+
+/* The install's GPT-2 files, when they are there */
+static void test_gpt2_files(void)
+{
+	const char *prefix = getenv("SF_DATA_PREFIX");
+	char vp[512], tp[2][512], ap[512];
+	prefix = prefix && *prefix ? prefix : "/opt/shardflow-data";
+	snprintf(vp, sizeof vp, "%s/gpt2-vocab.bin", prefix);
+	snprintf(tp[0], sizeof tp[0], "%s/austen-gpt2-train.bin", prefix);
+	snprintf(tp[1], sizeof tp[1], "%s/austen-gpt2-val.bin", prefix);
+	snprintf(ap, sizeof ap, "%s/austen.txt", prefix);
+	if (access(vp, R_OK) || access(tp[0], R_OK) || access(tp[1], R_OK) || access(ap, R_OK)) {
+		ok(1, "GPT-2's decode table # SKIP %s or the austen-gpt2 files are not there "
+		      "(scripts/install-deps.sh makes them)",
+		   vp);
+		ok(1, "Austen in GPT-2 tokens # SKIP not there");
+		return;
+	}
+	struct sf_vocab v;
+	struct sf_tokens t[2];
+	struct sf_text text;
+	if (sf_vocab_load(vp, &v) || sf_tokens_load(tp[0], 50257, SF_TOKENS_LLMC, &t[0]) ||
+	    sf_tokens_load(tp[1], 50257, SF_TOKENS_LLMC, &t[1]) || sf_text_load(ap, 0.0, &text)) {
+		diag("  %s", sf_last_error());
+		bail_out("the installed GPT-2 files do not load");
+	}
+	const int32_t hello[3] = {15496, 995, 50256};
+	char buf[64];
+	size_t len = 0;
+	int rc = sf_vocab_decode(&v, hello, 3, buf, sizeof buf, &len);
+	ok(rc == SF_OK && v.n == 50257 && v.eot == 50256 && len == 24 &&
+	       !memcmp(buf, "Hello world<|endoftext|>", 24),
+	   "gpt2-vocab.bin: 50257 ids, 15496 995 50256 decode to \"Hello world<|endoftext|>\"");
+	size_t total = 0, n = (size_t)text.n;
+	char *out = malloc(n);
+	int32_t *ids = malloc((size_t)(t[0].n + t[1].n) * sizeof *ids);
+	if (!out || !ids)
+		bail_out("out of memory");
+	for (int s = 0, k = 0; s < 2; s++)
+		for (int64_t i = 0; i < t[s].n; i++)
+			ids[k++] = t[s].ids[i];
+	rc = sf_vocab_decode(&v, ids, t[0].n + t[1].n, out, n, &total);
+	ok(rc == SF_OK && total == n && !memcmp(out, text.bytes, n),
+	   "austen-gpt2-train.bin then -val.bin (%lld + %lld tokens) decode to austen.txt's "
+	   "%zu bytes exactly",
+	   (long long)t[0].n, (long long)t[1].n, n);
+	free(out);
+	free(ids);
+	sf_vocab_free(&v);
+	sf_tokens_free(&t[0]);
+	sf_tokens_free(&t[1]);
+	sf_text_free(&text);
+}
+
 static void cleanup(void)
 {
 	for (int i = 0; i < nfiles; i++) {
@@ -201,6 +344,8 @@ int main(void)
 	}
 	test_load();
 	test_batches();
+	test_vocab();
+	test_gpt2_files();
 	cleanup();
 	return done_testing();
 }
