@@ -31,9 +31,10 @@
 #include "examples/cli.h"
 
 #define PROG "gpt"
-#ifndef SF_DEFAULT_TEXT
-#define SF_DEFAULT_TEXT "/opt/shardflow-data/austen.txt"
+#ifndef SF_DATA_DIR
+#define SF_DATA_DIR "/opt/shardflow-data"
 #endif
+#define SF_DEFAULT_TEXT SF_DATA_DIR "/austen.txt"
 
 struct options {
 	struct sf_gpt_config model; /* the shape; --arch llama maps it onto llama below */
@@ -41,6 +42,9 @@ struct options {
 	int kv_heads, ffn_dim, tied;
 	float rope_theta;
 	const char *train_tokens, *val_tokens; /* token files instead of --text */
+	const char *vocab_file;                /* their decode table, to print samples */
+	int vocab_set;                         /* --vocab was given */
+	const char *preset;
 	int batch, eval_batches, sample, gen_tokens, top_k;
 	float lr, min_lr, weight_decay, temperature, val_fraction, grad_clip;
 	int64_t steps, warmup, eval_every, progress_every, ckpt_every, max_steps;
@@ -56,6 +60,15 @@ static void usage(FILE *f)
 	        "usage: " PROG " [options]\n"
 	        "Trains a GPT on the bytes of a text with AdamW, one FSDP unit per block,\n"
 	        "sharded over the MPI ranks, then generates text from a prompt.\n"
+	        "  --preset NAME         a model and data of known size, on GPT-2 tokens of\n"
+	        "                        Jane Austen's novels (the files install-deps.sh\n"
+	        "                        makes); options after it override its values:\n"
+	        "                        gpt2: GPT-2 124M (12 layers, 12 heads, embd 768,\n"
+	        "                        context 1024, vocab 50257, tied head);\n"
+	        "                        llama-100m: a Llama of 101.5M (10 layers, 12 heads on\n"
+	        "                        4 kv heads, dim 768, FFN 2048, context 1024, vocab\n"
+	        "                        50257, tied head); both with batch 8, lr 6e-4, weight\n"
+	        "                        decay 0.1, --grad-clip 1, a progress line a step\n"
 	        "model:\n"
 	        "  --arch A              gpt (sf_gpt_graph: GPT-2, nanoGPT's names) or llama\n"
 	        "                        (sf_llama_graph: RMSNorm, RoPE, grouped-query\n"
@@ -64,7 +77,8 @@ static void usage(FILE *f)
 	        "  --heads N             attention heads (default 4)\n"
 	        "  --embd C              embedding width, a multiple of --heads (default 128)\n"
 	        "  --context T           sequence length (default 128)\n"
-	        "  --untied              gpt: lm_head gets its own weights (default: tied to wte)\n"
+	        "  --untied              gpt (and --preset llama-100m): lm_head gets its own\n"
+	        "                        weights (default: tied to wte)\n"
 	        "  --tied                llama: lm_head reuses embed_tokens (default: untied)\n"
 	        "  --kv-heads N          llama: key/value heads, dividing --heads (default\n"
 	        "                        heads / 2 when even, else heads)\n"
@@ -91,8 +105,11 @@ static void usage(FILE *f)
 	        "  --val-fraction X      the tail held out for validation (default 0.1)\n"
 	        "  --train-tokens FILE   train on a token file instead (nanoGPT's uint16 .bin or\n"
 	        "                        an llm.c shard), with --val-tokens FILE for validation\n"
-	        "  --vocab V             token ids of the token files are below V (default 256;\n"
-	        "                        with --text, 256: bytes)\n"
+	        "  --vocab-file FILE     the token files' decode table (llm.c's tokenizer file,\n"
+	        "                        e.g. " SF_DATA_DIR "/gpt2-vocab.bin), to print\n"
+	        "                        samples; its size is the default --vocab\n"
+	        "  --vocab V             token ids of the token files are below V (default the\n"
+	        "                        decode table's size, else 256; with --text, 256: bytes)\n"
 	        "  --eval-every K        validation loss every K steps (default 250)\n"
 	        "  --eval-batches N      batches per validation (default 8)\n"
 	        "  --progress-every K    a progress line every K steps (default 25)\n"
@@ -108,10 +125,11 @@ static void usage(FILE *f)
 	        "  --loss-log FILE       write every step's loss, \"<step> <loss>\" with 9\n"
 	        "                        digits, one line a step\n"
 	        "generation (after training):\n"
-	        "  --prompt TEXT         the start of every sample (default \"\\n\")\n"
+	        "  --prompt TEXT         the start of every sample (default \"\\n\"; token files:\n"
+	        "                        samples start at the decode table's end-of-text id)\n"
 	        "  --sample N            samples to print, 0 for none (default 2, at most the\n"
 	        "                        batch)\n"
-	        "  --tokens N            bytes to generate per sample (default 300)\n"
+	        "  --tokens N            bytes (or tokens) to generate per sample (default 300)\n"
 	        "  --temperature X       softmax temperature (default 0.8)\n"
 	        "  --top-k K             sample among the K likeliest bytes, 0 for all\n"
 	        "                        (default 40)\n"
@@ -155,6 +173,8 @@ enum option {
 	OPT_TRAIN_TOKENS,
 	OPT_VAL_TOKENS,
 	OPT_VOCAB,
+	OPT_VOCAB_FILE,
+	OPT_PRESET,
 	NOPTIONS
 };
 
@@ -195,6 +215,8 @@ static const char *const option_names[NOPTIONS] = {
     [OPT_TRAIN_TOKENS] = "--train-tokens",
     [OPT_VAL_TOKENS] = "--val-tokens",
     [OPT_VOCAB] = "--vocab",
+    [OPT_VOCAB_FILE] = "--vocab-file",
+    [OPT_PRESET] = "--preset",
 };
 
 /* A float option in [lo, hi]: 0, or 2 with a message. */
@@ -260,7 +282,9 @@ static int on_value(int key, char *val, void *ctx)
 	case OPT_TEXT: o->text = val; return 0;
 	case OPT_TRAIN_TOKENS: o->train_tokens = val; return 0;
 	case OPT_VAL_TOKENS: o->val_tokens = val; return 0;
-	case OPT_VOCAB: return cli_int(n, val, 2, 65536, &o->model.vocab);
+	case OPT_VOCAB: o->vocab_set = 1; return cli_int(n, val, 2, 65536, &o->model.vocab);
+	case OPT_VOCAB_FILE: o->vocab_file = val; return 0;
+	case OPT_PRESET: return 0; /* applied before the other options (apply_preset) */
 	case OPT_VAL_FRACTION: return opt_float(k, val, 0.001f, 0.5f, &o->val_fraction);
 	case OPT_EVAL_EVERY: return cli_steps(n, val, &o->eval_every);
 	case OPT_EVAL_BATCHES: return cli_int(n, val, 1, 100000, &o->eval_batches);
@@ -287,9 +311,60 @@ static int on_flag(int j, void *ctx)
 	if (j == 0)
 		o->resume = 1;
 	else if (j == 1)
-		o->model.tie_weights = 0;
+		o->model.tie_weights = 0, o->tied = 0; /* a llama preset's tied head too */
 	else
 		o->tied = 1;
+	return 0;
+}
+
+/* --preset's models: GPT-2 124M and a Llama of 101.5M, on GPT-2 tokens of Austen */
+struct preset {
+	const char *name;
+	int arch, layers, heads, kv_heads, embd, ffn_dim;
+};
+
+static const struct preset presets[] = {
+    {"gpt2", 0, 12, 12, 0, 768, 0},
+    {"llama-100m", 1, 10, 12, 4, 768, 2048},
+};
+
+/* The value of --preset (the last one given) in argv, or NULL */
+static const char *find_preset(int argc, char **argv)
+{
+	const char *name = NULL;
+	for (int i = 1; i < argc; i++) {
+		if (!strncmp(argv[i], "--preset=", 9))
+			name = argv[i] + 9;
+		else if (!strcmp(argv[i], "--preset") && i + 1 < argc)
+			name = argv[++i];
+	}
+	return name;
+}
+
+/* A preset's values, before the command line's other options: 0, or 2 when unknown */
+static int apply_preset(const char *name, struct options *o)
+{
+	const struct preset *p = NULL;
+	for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++)
+		if (!strcmp(presets[i].name, name))
+			p = &presets[i];
+	if (!p)
+		return cli_bad_usage("--preset \"%s\" is invalid: accepted values are gpt2, "
+		                     "llama-100m",
+		                     name);
+	o->preset = p->name;
+	o->arch = p->arch;
+	o->model.layers = p->layers, o->model.heads = p->heads, o->model.embd = p->embd;
+	o->kv_heads = p->kv_heads, o->ffn_dim = p->ffn_dim;
+	o->model.context = 1024, o->model.vocab = 50257, o->vocab_set = 1;
+	o->model.tie_weights = 1, o->tied = p->arch; /* --tied is llama's flag */
+	o->train_tokens = SF_DATA_DIR "/austen-gpt2-train.bin";
+	o->val_tokens = SF_DATA_DIR "/austen-gpt2-val.bin";
+	o->vocab_file = SF_DATA_DIR "/gpt2-vocab.bin";
+	o->batch = 8;
+	o->lr = 6e-4f, o->weight_decay = 0.1f, o->grad_clip = 1.0f;
+	o->eval_every = 100, o->eval_batches = 2, o->progress_every = 1;
+	o->sample = 1, o->gen_tokens = 32;
 	return 0;
 }
 
@@ -312,10 +387,12 @@ static int parse(int argc, char **argv, struct options *o)
 	                      .progress_every = 25,
 	                      .seed = 1,
 	                      .text = SF_DEFAULT_TEXT,
-	                      .rope_theta = 10000.0f,
-	                      .prompt = "\n"};
+	                      .rope_theta = 10000.0f};
 	sf_gpt_config_init(&o->model);
 	o->model.context = 128;
+	const char *preset = find_preset(argc, argv);
+	if (preset && apply_preset(preset, o))
+		return 2;
 	static const char *const flags[] = {"--resume", "--untied", "--tied"};
 	const struct cli_spec sp = {option_names, NOPTIONS, flags, 3, on_value, on_flag};
 	int rc = cli_parse(argc, argv, &sp, o);
@@ -327,7 +404,7 @@ static int parse(int argc, char **argv, struct options *o)
 	if (!o->arch && (o->kv_heads || o->ffn_dim || o->tied || o->rope_theta != 10000.0f))
 		return cli_bad_usage(
 		    "--kv-heads, --ffn-dim, --rope-theta and --tied need --arch llama");
-	if (o->arch && !o->model.tie_weights)
+	if (o->arch && !o->model.tie_weights && !o->preset)
 		return cli_bad_usage("--untied is --arch gpt's (llama is untied unless --tied)");
 	if (o->arch && !o->kv_heads)
 		o->kv_heads = o->model.heads % 2 ? o->model.heads : o->model.heads / 2;
@@ -350,18 +427,25 @@ static int parse(int argc, char **argv, struct options *o)
 	if (o->sample > o->batch)
 		return cli_bad_usage("--sample %d exceeds --batch %d (one sample per sequence)",
 		                     o->sample, o->batch);
-	if (!*o->prompt)
-		o->prompt = "\n";
 	if (!o->train_tokens != !o->val_tokens)
 		return cli_bad_usage("--train-tokens and --val-tokens go together (got only %s)",
 		                     o->train_tokens ? "--train-tokens" : "--val-tokens");
 	if (!o->train_tokens && o->model.vocab != 256)
 		return cli_bad_usage("--vocab %d with --text: a text's tokens are its bytes (256)",
 		                     o->model.vocab);
-	if (o->train_tokens && o->sample)
-		return cli_bad_usage("--sample %d with token files: printing samples needs the "
-		                     "tokenizer's decode table, not there yet; add --sample 0",
+	if (o->vocab_file && !o->train_tokens)
+		return cli_bad_usage("--vocab-file goes with --train-tokens (a text's tokens are "
+		                     "its bytes)");
+	if (o->train_tokens && o->sample && !o->vocab_file)
+		return cli_bad_usage("--sample %d with token files: printing samples needs their "
+		                     "decode table, --vocab-file FILE (" SF_DATA_DIR
+		                     "/gpt2-vocab.bin for GPT-2's tokens); or add --sample 0",
 		                     o->sample);
+	if (o->train_tokens && o->prompt && *o->prompt && o->sample)
+		return cli_bad_usage("--prompt with token files: shardflow has no BPE encoder, "
+		                     "so samples start at the decode table's end-of-text id");
+	if (!o->prompt || !*o->prompt)
+		o->prompt = "\n";
 	return 0;
 }
 
@@ -373,6 +457,7 @@ struct run {
 	sf_model *m;
 	struct sf_text text;
 	struct sf_tokens tokens[2]; /* --train-tokens, --val-tokens */
+	struct sf_vocab vocab;      /* --vocab-file */
 	int rank, size, first, rows, T, V;
 	int accum; /* SHARDFLOW_GRAD_ACCUM: micro-batches a step */
 	int32_t *x, *y;
@@ -380,6 +465,8 @@ struct run {
 	FILE *loss_log; /* --loss-log, rank 0 */
 	int64_t step;   /* steps done */
 	int64_t saved;  /* the step of the checkpoint loaded or written, or -1 */
+	uint64_t rss0;  /* resident set before sf_model_create */
+	uint64_t peak1; /* peak resident set when it returned */
 };
 
 /* Warmup from lr/warmup to lr, then a cosine from lr to min_lr at the last step. */
@@ -444,6 +531,18 @@ static int evaluate(struct run *r, double *loss)
 static int load_data(struct run *r)
 {
 	int status = -1;
+	if (r->o.vocab_file) {
+		CHECK(sf_vocab_load(r->o.vocab_file, &r->vocab));
+		if (!r->o.vocab_set)
+			r->o.model.vocab = r->vocab.n;
+		if (r->o.model.vocab < r->vocab.n) {
+			if (r->rank == 0)
+				fprintf(stderr,
+				        PROG ": --vocab %d is below the %d ids of --vocab-file %s\n",
+				        r->o.model.vocab, r->vocab.n, r->o.vocab_file);
+			goto done;
+		}
+	}
 	if (r->o.train_tokens) {
 		CHECK(sf_tokens_load(r->o.train_tokens, r->o.model.vocab, SF_TOKENS_AUTO,
 		                     &r->tokens[SF_TEXT_TRAIN]));
@@ -490,7 +589,12 @@ static int build_model(struct run *r)
 	mo.weight_decay = o->weight_decay;
 	mo.beta2 = 0.99f; /* nanoGPT's choice for small models: faster adaptation */
 	mo.max_grad_norm = o->grad_clip;
+	struct sf_memory_info mi;
+	CHECK(sf_memory_info(&mi));
+	r->rss0 = mi.rss;
 	CHECK(sf_model_create(r->ctx, g, &mo, &r->m));
+	CHECK(sf_memory_info(&mi));
+	r->peak1 = mi.peak_rss;
 	CHECK(sf_model_local_rows(r->m, &r->first, &r->rows));
 	size_t n = (size_t)r->rows * (size_t)r->T;
 	r->x = malloc(n * sizeof(int32_t));
@@ -577,6 +681,49 @@ static void print_banner(const struct run *r)
 		        (double)st.grad_bytes / mib, (double)st.optimizer_bytes / mib,
 		        (double)st.activation_bytes / mib, r->rows);
 	}
+}
+
+/* Every rank's peak resident set against sf_model_stats's plan: rank 0 prints a line
+ * per rank (tests/memory_limit.sh reads them):
+ *   memory: rank <r> peak RSS <p> MiB: <d> MiB above the <s> MiB before
+ *   sf_model_create; predicted <m> MiB (model) + <b> MiB (this program's batch and
+ *   logits): measured / predicted <ratio>; sf_model_create's peak <c> MiB above the
+ *   start (one unit's parameters: <u> MiB) */
+static int report_memory(const struct run *r)
+{
+	const double mib = 1024.0 * 1024.0;
+	struct sf_memory_info mi;
+	struct sf_model_stats st;
+	int status = -1;
+	CHECK(sf_memory_info(&mi));
+	CHECK(sf_model_stats(r->m, &st));
+	double mine[6] = {
+	    (double)mi.peak_rss, (double)r->rss0,
+	    (double)(st.param_bytes + st.grad_bytes + st.optimizer_bytes + st.activation_bytes +
+	             st.buffer_bytes),
+	    (double)r->rows * r->T * (2 * sizeof(int32_t) + (size_t)r->V * sizeof(float)),
+	    (double)r->peak1, (double)st.largest_unit * sizeof(float)};
+	double *all = r->rank == 0 ? malloc((size_t)r->size * sizeof mine) : NULL;
+	if (r->rank == 0 && !all) {
+		fprintf(stderr, PROG ": out of memory\n");
+		goto done;
+	}
+	MPI_Gather(mine, 6, MPI_DOUBLE, all, 6, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+	for (int i = 0; r->rank == 0 && i < r->size; i++) {
+		const double *v = all + 6 * i;
+		fprintf(stderr,
+		        PROG ": memory: rank %d peak RSS %.1f MiB: %.1f MiB above the %.1f MiB "
+		             "before sf_model_create; predicted %.1f MiB (model) + %.1f MiB (this "
+		             "program's batch and logits): measured / predicted %.3f; "
+		             "sf_model_create's peak %.1f MiB above the start (one unit's "
+		             "parameters: %.1f MiB)\n",
+		        i, v[0] / mib, (v[0] - v[1]) / mib, v[1] / mib, v[2] / mib, v[3] / mib,
+		        (v[0] - v[1]) / (v[2] + v[3]), (v[4] - v[1]) / mib, v[5] / mib);
+	}
+	free(all);
+	status = 0;
+done:
+	return status;
 }
 
 /* A checkpoint of this step, unless it is the one loaded or last written. */
@@ -737,7 +884,7 @@ static int desc(const void *a, const void *b)
 	return x < y ? 1 : x > y ? -1 : 0;
 }
 
-/* One byte from logits z (V) at temperature t among the top k (0: all); p and sorted
+/* One id from logits z (V) at temperature t among the top k (0: all); p and sorted
  * are V scratch values. */
 static int sample_byte(const float *z, int V, float t, int k, uint64_t *rng, double *p,
                        float *sorted)
@@ -759,39 +906,79 @@ static int sample_byte(const float *z, int V, float t, int k, uint64_t *rng, dou
 	return V - 1;
 }
 
-/* Every rank's sequences continue the prompt for --tokens bytes (a window of the last T
- * bytes is fed each time; the forward runs on the whole batch, as sf_model_predict
- * does); rank 0 prints the first --sample of them. */
+/* Rank 0's --sample sequences of L ids each, printed as text: bytes, or the decode
+ * table's bytes of each id */
+static int print_samples(const struct run *r, const int32_t *all, int L)
+{
+	char *text = NULL;
+	size_t cap = 0, len = (size_t)L;
+	int status = -1;
+	if (r->o.train_tokens) {
+		cap = (size_t)L * 256; /* at most 255 bytes an id */
+		text = malloc(cap);
+	} else
+		text = malloc((size_t)L);
+	if (!text) {
+		fprintf(stderr, PROG ": out of memory\n");
+		return -1;
+	}
+	for (int i = 0; i < r->o.sample; i++) {
+		const int32_t *ids = all + (size_t)i * L;
+		if (r->o.train_tokens)
+			CHECK(sf_vocab_decode(&r->vocab, ids, L, text, cap, &len));
+		else
+			for (int k = 0; k < L; k++)
+				text[k] = (char)ids[k];
+		printf("sample %d:\n", i + 1);
+		fwrite(text, 1, len, stdout);
+		printf("\n");
+	}
+	fflush(stdout);
+	status = 0;
+done:
+	free(text);
+	return status;
+}
+
+/* Every rank's sequences continue the prompt (bytes; with token files the decode
+ * table's end-of-text id) for --tokens ids (a window of the last T is fed each time;
+ * the forward runs on the whole batch, as sf_model_predict does); rank 0 prints the
+ * first --sample of them. Ids are drawn among the decode table's (--vocab may be
+ * larger, padded). */
 static int generate(struct run *r)
 {
 	const struct options *o = &r->o;
-	int status = -1, P = (int)strlen(o->prompt), L = P + o->gen_tokens;
-	uint8_t *seq = calloc((size_t)r->rows * (size_t)L + 1, 1);
+	int tokens = o->train_tokens != NULL;
+	int status = -1, P = tokens ? 1 : (int)strlen(o->prompt), L = P + o->gen_tokens;
+	int V = tokens ? r->vocab.n : r->V;
+	int32_t *seq = calloc((size_t)r->rows * (size_t)L + 1, sizeof *seq);
 	uint64_t *rng = calloc((size_t)r->rows + 1, sizeof *rng);
-	double *p = malloc((size_t)r->V * sizeof *p);
-	float *sorted = malloc((size_t)r->V * sizeof *sorted);
-	uint8_t *all = NULL;
+	double *p = malloc((size_t)V * sizeof *p);
+	float *sorted = malloc((size_t)V * sizeof *sorted);
+	int32_t *all = NULL;
 	if (!seq || !rng || !p || !sorted) {
 		fprintf(stderr, PROG ": out of memory\n");
 		goto done;
 	}
 	for (int i = 0; i < r->rows; i++) {
-		memcpy(seq + (size_t)i * L, o->prompt, (size_t)P);
+		for (int k = 0; k < P; k++)
+			seq[(size_t)i * L + k] =
+			    tokens ? (r->vocab.eot >= 0 ? r->vocab.eot : 0) : (uint8_t)o->prompt[k];
 		rng[i] = o->seed * 0x100000001b3ull + (uint64_t)(r->first + i);
 	}
 	for (int len = P; len < L; len++) {
 		int start = len > r->T ? len - r->T : 0, n = len - start;
 		memset(r->x, 0, (size_t)r->rows * r->T * sizeof(int32_t));
 		for (int i = 0; i < r->rows; i++)
-			for (int t = 0; t < n; t++)
-				r->x[(size_t)i * r->T + t] = seq[(size_t)i * L + start + t];
+			memcpy(r->x + (size_t)i * r->T, seq + (size_t)i * L + start,
+			       (size_t)n * sizeof *seq);
 		const int32_t *ids[1] = {r->x};
 		struct sf_batch batch = {.nint_inputs = 1, .int_inputs = ids};
 		CHECK(sf_model_predict(r->m, &batch, r->logits));
 		for (int i = 0; i < r->rows; i++) {
 			const float *z = r->logits + ((size_t)i * r->T + (size_t)(n - 1)) * r->V;
-			seq[(size_t)i * L + len] = (uint8_t)sample_byte(
-			    z, r->V, o->temperature, o->top_k, &rng[i], p, sorted);
+			seq[(size_t)i * L + len] =
+			    sample_byte(z, V, o->temperature, o->top_k, &rng[i], p, sorted);
 		}
 	}
 	/* rank 0 gathers every rank's sequences (ranks hold rows / N each) */
@@ -807,16 +994,13 @@ static int generate(struct run *r)
 	for (int i = 1; i < r->size; i++)
 		displs[i] = displs[i - 1] + counts[i - 1];
 	if (r->rank == 0)
-		all = malloc((size_t)r->o.batch * (size_t)L + 1);
-	MPI_Gatherv(seq, mine, MPI_BYTE, all, counts, displs, MPI_BYTE, 0, MPI_COMM_WORLD);
+		all = malloc(((size_t)r->o.batch * (size_t)L + 1) * sizeof *all);
+	MPI_Gatherv(seq, mine, MPI_INT32_T, all, counts, displs, MPI_INT32_T, 0,
+	            MPI_COMM_WORLD);
 	free(counts);
 	free(displs);
-	for (int i = 0; r->rank == 0 && all && i < o->sample; i++) {
-		printf("sample %d:\n", i + 1);
-		fwrite(all + (size_t)i * L, 1, (size_t)L, stdout);
-		printf("\n");
-	}
-	fflush(stdout);
+	if (r->rank == 0 && all && print_samples(r, all, L) < 0)
+		goto done;
 	status = 0;
 done:
 	free(seq);
@@ -866,6 +1050,8 @@ int main(int argc, char **argv)
 		printf("val_loss %.4f\n", vl);
 		fflush(stdout);
 	}
+	if (report_memory(&r) < 0)
+		goto done;
 	if (r.o.export_path)
 		CHECK(sf_model_export_safetensors(r.m, r.o.export_path));
 	if (r.o.sample > 0 && r.o.gen_tokens > 0 && generate(&r) < 0)
@@ -880,6 +1066,7 @@ done:
 	sf_text_free(&r.text);
 	sf_tokens_free(&r.tokens[0]);
 	sf_tokens_free(&r.tokens[1]);
+	sf_vocab_free(&r.vocab);
 	if (r.m && sf_model_destroy(r.m) < 0)
 		status = 1;
 	if (r.ctx && status != 0 && r.size > 1) {

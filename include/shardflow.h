@@ -181,6 +181,13 @@ struct sf_config {
 	 *  ranks form a node; it must divide the world); 0 (default): the ranks sharing
 	 *  memory (MPI_Comm_split_type), which must be equally many and consecutive. */
 	int node_size;
+	/** SHARDFLOW_MEMORY_CHECK, on (default) or off: sf_model_create() compares what the
+	 *  model will hold on this rank (struct sf_model_stats, planned before anything is
+	 *  allocated) with the memory limit the kernel enforces on the process (its
+	 *  cgroup's memory.max or memory.limit_in_bytes, RLIMIT_AS) and fails with
+	 *  SF_ERR_NOMEM, naming each part and the limit, when it cannot fit; off allocates
+	 *  anyway (and the kernel may kill the rank). */
+	int memory_check;
 };
 
 #define SF_MAX_GRAD_ACCUM 4096 /**< largest SHARDFLOW_GRAD_ACCUM */
@@ -754,6 +761,8 @@ struct sf_model_stats {
 	                              saved buffers (attention probabilities, layernorm
 	                              statistics): allocated once at sf_model_create and
 	                              all live through a step, so this is also the peak */
+	size_t buffer_bytes;     /**< the collectives' scratch buffers (a shard for the
+	                              reduce-scatter, bf16 staging, the replica ring's) */
 	/* What the comm path costs on this rank, since the model was created: */
 	double comm_seconds;            /**< wall time the comm worker spent in the model's
 	                                     collective tasks */
@@ -772,6 +781,23 @@ struct sf_model_stats {
 	                                     idle spinning between tasks included (a
 	                                     StarPU with non-blocking drivers spins) */
 };
+
+/** This process's memory, as the kernel counts it (Linux). */
+struct sf_memory_info {
+	uint64_t rss;       /**< resident set now (VmRSS), bytes */
+	uint64_t peak_rss;  /**< its peak so far (VmHWM), bytes */
+	int limited;        /**< 1: a limit applies (the fields below are set) */
+	uint64_t limit;     /**< the tightest limit: its cgroup's (memory.max, v1's
+	                         memory.limit_in_bytes, ancestors included) or RLIMIT_AS */
+	uint64_t used;      /**< what counts against it now (the cgroup's usage less its
+	                         inactive file cache; the address space for RLIMIT_AS) */
+	char limit_what[600]; /**< which limit, e.g. "cgroup v1 memory.limit_in_bytes of
+	                           /sys/fs/cgroup/memory/job" */
+};
+
+/** Fills *out (what cannot be read is 0, or no limit). SHARDFLOW_MEMORY_CHECK compares
+ *  sf_model_create()'s plan with limit - used. */
+SF_API int sf_memory_info(struct sf_memory_info *out);
 
 /** Counters of the model; waits for submitted steps so the counts are final. */
 SF_API int sf_model_stats(sf_model *m, struct sf_model_stats *out);

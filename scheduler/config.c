@@ -27,6 +27,7 @@ static const char *const known_vars[] = {
     "SHARDFLOW_GRAD_ACCUM",     "SHARDFLOW_ACCUM_MODE",
     "SHARDFLOW_RECOMPUTE",      "SHARDFLOW_PARAM_DTYPE",
     "SHARDFLOW_REDUCE_DTYPE",   "SHARDFLOW_NODE_SIZE",
+    "SHARDFLOW_MEMORY_CHECK",
 };
 #define NKNOWN (sizeof known_vars / sizeof known_vars[0])
 
@@ -158,6 +159,7 @@ SF_API int sf_config_from_env(struct sf_config *out)
 	static const char *const accum[] = {"sharded", "local"};
 	static const char *const recompute[] = {"none", "units"};
 	static const char *const dtype[] = {"fp32", "bf16"};
+	static const char *const onoff[] = {"off", "on"};
 	NAMES_OF(bwd, SF_BWD_COUNT);
 	NAMES_OF(logl, SF_LOG_COUNT);
 	NAMES_OF(skip, SF_SKIP_COUNT);
@@ -204,6 +206,7 @@ SF_API int sf_config_from_env(struct sf_config *out)
 	SF_CHECK(get_choice("SHARDFLOW_REDUCE_DTYPE", dtype, SF_DTYPE_COUNT, SF_DTYPE_FP32, &v));
 	c.reduce_dtype = (enum sf_dtype)v;
 	SF_CHECK(get_int("SHARDFLOW_NODE_SIZE", 0, 1 << 20, 0, &c.node_size));
+	SF_CHECK(get_choice("SHARDFLOW_MEMORY_CHECK", onoff, 2, 1, &c.memory_check));
 	if (c.comm_chunk > 0 && c.comm_chunk < SF_MIN_COMM_CHUNK)
 		return _sf_err(SF_ERR_CONFIG, NULL, 0,
 		               "SHARDFLOW_COMM_CHUNK=\"%s\" is invalid: accepted values are 0 (one "

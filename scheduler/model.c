@@ -11,12 +11,14 @@
  *   grad_op   full N*S, shard S, gshard S    -                      G x N*S_max
  *   none      full P, state P                -                      G x P_max
  */
+#include "common/memlimit.h"
 #include "scheduler/model.h"
 #include "tasks/optim.h"
 #include "tasks/worker.h"
 #include "trace/recorder.h"
 
 #include <math.h>
+#include <sys/mman.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -347,10 +349,18 @@ static int decay_runs(struct sf_model *m, int u)
  * node's slice from a stream named by the seed and the node's index. */
 static int init_unit(struct sf_model *m, int u)
 {
-	int rc = SF_OK;
-	float *full = NULL;
 	struct _sf_unit *un = &m->units[u];
-	SF_CHECK(alloc_floats(&full, un->P, "initial parameters"));
+	/* mapped, not malloc'ed: freeing a block this large would raise glibc's dynamic
+	 * mmap threshold to its size, and the model's later buffers below it would then
+	 * come from the heap, fragmented (measured: 72 MiB more resident on a 25M-parameter
+	 * model, one run in three) */
+	size_t bytes = (un->P ? un->P : 1) * sizeof(float);
+	float *full = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (full == MAP_FAILED)
+		return SF_ERR(SF_ERR_NOMEM,
+		              "sf_model_create: cannot map %zu bytes for the initial parameters "
+		              "of unit \"%s\"",
+		              bytes, un->name);
 	for (int n = un->first; n <= un->last; n++) {
 		const struct _sf_node *nd = &m->gnodes[n];
 		if (m->nodes[n].unit != u || nd->tied_to >= 0 || !nd->type->type.init)
@@ -366,13 +376,13 @@ static int init_unit(struct sf_model *m, int u)
 		_sf_unit_block(m, u, &lo, &n);
 		memcpy(un->shard, full + lo, n * sizeof(float));
 	}
-fail:
-	free(full);
-	return rc;
+	munmap(full, bytes);
+	return SF_OK;
 }
 
-/* Storage and handles of unit u (its P and nodes were planned by plan.c). */
-static int build_unit(struct sf_model *m, int k, size_t *off)
+/* The geometry, names and collective arguments of unit u (its P and nodes were
+ * planned by plan.c); its storage comes after the memory check (build_units). */
+static int size_unit(struct sf_model *m, int k, size_t *off)
 {
 	enum sf_sharding sh = unit_sharding(m);
 	size_t N = (size_t)m->shard_size;
@@ -400,16 +410,27 @@ static int build_unit(struct sf_model *m, int k, size_t *off)
 	};
 	unit_names(u);
 	reg(&u->h_sq, &u->sq, 1, sizeof(double));
-	return unit_vecs_alloc(m, u, false);
+	return SF_OK;
 }
 
-static int build_units(struct sf_model *m)
+static int size_units(struct sf_model *m)
 {
 	int rc = SF_OK;
 	size_t off = 0;
 	for (int k = 0; k < m->nunits; k++)
-		SF_CHECK(build_unit(m, k, &off));
+		SF_CHECK(size_unit(m, k, &off));
 	m->nparams_total = off;
+fail:
+	return rc;
+}
+
+/* Every unit's storage, then its initial parameters (one unit's full vector at a
+ * time), then its weight-decay runs */
+static int build_units(struct sf_model *m)
+{
+	int rc = SF_OK;
+	for (int k = 0; k < m->nunits; k++)
+		SF_CHECK(unit_vecs_alloc(m, &m->units[k], false));
 	for (int k = 0; k < m->nunits; k++)
 		SF_CHECK(init_unit(m, k));
 	for (int k = 0; k < m->nunits; k++)
@@ -491,6 +512,23 @@ fail:
 	return rc;
 }
 
+/* Floats alloc_node gives node n: its activation (ids for an integer input), and for
+ * a layer its gradient and saved buffer; 0 for a recomputed node (its shared buffers
+ * are counted once, as alloc_recomp_bufs makes them). */
+static size_t node_floats(const struct sf_model *m, int n)
+{
+	const struct _sf_node *nd = &m->gnodes[n];
+	const struct _sf_node_state *s = &m->nodes[n];
+	size_t cnt = m->rows_local * (size_t)nd->dim;
+	if (s->recomp_buf >= 0)
+		return 0;
+	if (nd->kind == SF_NODE_INT_INPUT)
+		return m->rows_local;
+	if (nd->kind == SF_NODE_INPUT)
+		return cnt;
+	return nd->kind == SF_NODE_LAYER ? 2 * cnt + s->info.nsaved : 0;
+}
+
 /* The buffers recomputed activations share (SHARDFLOW_RECOMPUTE=units). */
 static int alloc_recomp_bufs(struct sf_model *m)
 {
@@ -529,23 +567,20 @@ static int alloc_node(struct sf_model *m, int n)
 	if (nd->kind == SF_NODE_INT_INPUT) {
 		SF_CHECK(alloc_floats(&s->act, m->rows_local, "integer inputs"));
 		reg(&s->h_act, s->act, m->rows_local, sizeof(int32_t));
-		m->act_bytes += m->rows_local * sizeof(float);
 	}
 	if (nd->kind == SF_NODE_INPUT || nd->kind == SF_NODE_LAYER) {
 		SF_CHECK(alloc_floats(&s->act, cnt, "activations"));
 		reg(&s->h_act, s->act, cnt, sizeof(float));
-		m->act_bytes += cnt * sizeof(float);
 	}
-	if (nd->kind != SF_NODE_LAYER)
-		goto fail;
-	SF_CHECK(alloc_floats(&s->dact, cnt, "activation gradients"));
-	reg(&s->h_dact, s->dact, cnt, sizeof(float));
-	m->act_bytes += cnt * sizeof(float);
-	if (s->info.nsaved) {
+	if (nd->kind == SF_NODE_LAYER) {
+		SF_CHECK(alloc_floats(&s->dact, cnt, "activation gradients"));
+		reg(&s->h_dact, s->dact, cnt, sizeof(float));
+	}
+	if (nd->kind == SF_NODE_LAYER && s->info.nsaved) {
 		SF_CHECK(alloc_floats(&s->saved, s->info.nsaved, "a saved buffer"));
 		reg(&s->h_saved, s->saved, s->info.nsaved, sizeof(float));
-		m->act_bytes += s->info.nsaved * sizeof(float);
 	}
+	m->act_bytes += node_floats(m, n) * sizeof(float);
 fail:
 	return rc;
 }
@@ -647,6 +682,85 @@ fail:
 	return rc;
 }
 
+/* What a rank will hold, in floats, planned from the units' geometry and the nodes
+ * before anything is allocated: the parts of struct sf_model_stats, and `init`, the
+ * one unit's full vector initialisation holds for a moment. */
+struct mem_plan {
+	size_t params, grads, optim, acts, buffers, init;
+};
+
+/* The collectives' scratch floats build_buffers makes */
+static size_t buffer_floats(const struct sf_model *m, size_t smax)
+{
+	size_t n = smax; /* the reduce-scatter's */
+	if (m->cfg.param_dtype == SF_DTYPE_BF16)
+		n += (smax * (size_t)m->shard_size + 1) / 2;
+	if (m->nrep > 1)
+		n += ((size_t)m->nrep + 1) * ((smax + (size_t)m->nrep - 1) / (size_t)m->nrep);
+	return n;
+}
+
+static void plan_memory(const struct sf_model *m, struct mem_plan *p)
+{
+	bool acc = m->cfg.grad_accum > 1;
+	size_t smax = 1, *kind[] = {[VEC_PARAMS] = &p->params, [VEC_GRADS] = &p->grads,
+	                            [VEC_OPTIM] = &p->optim};
+	memset(p, 0, sizeof *p);
+	for (int i = 0; i < m->nunits; i++) {
+		const struct _sf_unit *u = &m->units[i];
+		for (size_t k = 0; k < NUNIT_VECS; k++)
+			*kind[unit_vecs[k].kind] += unit_vecs[k].len(m, u, acc);
+		smax = u->S > smax ? u->S : smax;
+	}
+	p->params += m->largest_NS * (size_t)m->R;
+	p->grads += (size_t)m->G * (m->cfg.sharding == SF_SHARD_NONE ? m->largest_P : m->largest_NS);
+	if (m->cfg.sharding != SF_SHARD_NONE)
+		p->grads += smax; /* the accumulation buffer of a sharded reduce */
+	for (int b = 0; b < m->nrecomp_bufs; b++)
+		p->acts += 2 * m->recomp_bufs[b].nact + m->recomp_bufs[b].nsaved;
+	for (int n = 0; n < m->nnodes; n++)
+		p->acts += node_floats(m, n);
+	p->buffers = buffer_floats(m, smax);
+	p->init = m->largest_P;
+}
+
+/* SHARDFLOW_MEMORY_CHECK: the plan against the limit the kernel enforces, before any
+ * allocation (a cgroup's limit kills the process, it does not fail a malloc) */
+static int check_memory(const struct sf_model *m)
+{
+	const double mib = 1024.0 * 1024.0, f = sizeof(float) / mib;
+	struct mem_plan p;
+	struct _sf_memlimit lim;
+	plan_memory(m, &p);
+	uint64_t need = (uint64_t)(p.params + p.grads + p.optim + p.acts + p.buffers + p.init) *
+	                sizeof(float);
+	if (!m->cfg.memory_check)
+		return SF_OK;
+	_sf_memlimit_get(&lim);
+	if (!lim.found)
+		return SF_OK;
+	uint64_t avail = lim.limit > lim.used ? lim.limit - lim.used : 0;
+	_sf_log(SF_LOG_INFO, "memory: rank %d plans %.1f MiB; %s: %.1f MiB, %.1f MiB in use",
+	        m->rank, (double)need / mib, lim.what, (double)lim.limit / mib,
+	        (double)lim.used / mib);
+	if (need <= avail)
+		return SF_OK;
+	return SF_ERR(
+	    SF_ERR_NOMEM,
+	    "sf_model_create: rank %d needs %.1f MiB for this model (parameters %.1f MiB: its "
+	    "shards and %d ring slots of %zu; gradients %.1f MiB; optimizer state %.1f MiB; "
+	    "activations %.1f MiB of %d samples; collective buffers %.1f MiB; and while "
+	    "initialising, one unit's %.1f MiB) but its memory limit, %s, is %.1f MiB with "
+	    "%.1f MiB in use: %.1f MiB left. Shard it over more ranks (sharding %s over %d), "
+	    "lower the batch, set SHARDFLOW_RECOMPUTE=units, or SHARDFLOW_MEMORY_CHECK=off to "
+	    "try anyway",
+	    m->rank, (double)need / mib, (double)p.params * f, m->R, m->largest_NS,
+	    (double)p.grads * f, (double)p.optim * f, (double)p.acts * f, m->B_local,
+	    (double)p.buffers * f, (double)p.init * f, lim.what, (double)lim.limit / mib,
+	    (double)lim.used / mib, (double)avail / mib, _sf_sharding_names[m->cfg.sharding],
+	    m->shard_size);
+}
+
 SF_API int sf_model_create(sf_context *ctx, const sf_graph *g, const struct sf_model_options *o,
                            sf_model **out)
 {
@@ -703,6 +817,8 @@ SF_API int sf_model_create(sf_context *ctx, const sf_graph *g, const struct sf_m
 	}
 	SF_CHECK(_sf_plan_gradients(m));
 	SF_CHECK(_sf_plan_recompute(m));
+	SF_CHECK(size_units(m));
+	SF_CHECK(check_memory(m));
 	SF_CHECK(alloc_nodes(m));
 	SF_CHECK(build_units(m));
 	if (m->cfg.grad_accum > 1) /* micro-batches announced: their buffers now too */
@@ -895,6 +1011,7 @@ SF_API int sf_model_stats(sf_model *m, struct sf_model_stats *out)
 	out->grad_bytes = gb * sizeof(float);
 	out->optimizer_bytes = ob * sizeof(float);
 	out->activation_bytes = m->act_bytes;
+	out->buffer_bytes = buffer_floats(m, m->largest_NS / N) * sizeof(float);
 	out->comm_seconds = m->comm_acct.wall;
 	out->comm_cpu_seconds = m->comm_acct.cpu;
 	out->comm_bytes = m->comm_acct.bytes;

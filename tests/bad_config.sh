@@ -47,7 +47,7 @@ valid() {
 	fi
 }
 
-plan 112
+plan 116
 
 accepted="accepted values are"
 invalid SHARDFLOW_PREFETCH_DEPTH abc "$accepted"
@@ -74,6 +74,7 @@ invalid SHARDFLOW_RECOMPUTE all "$accepted"
 invalid SHARDFLOW_PARAM_DTYPE fp16 "$accepted"
 invalid SHARDFLOW_REDUCE_DTYPE bfloat16 "$accepted"
 invalid SHARDFLOW_NODE_SIZE -2 "$accepted"
+invalid SHARDFLOW_MEMORY_CHECK 1 "$accepted"
 invalid SHARDFLOW_SHARDING hybrid_shard "$accepted"
 invalid SHARDFLOW_PREFETCH_DEPHT 2 "known variables are"
 # numbers are strict: no blanks, no sign
@@ -107,6 +108,7 @@ valid SHARDFLOW_PARAM_DTYPE bf16
 valid SHARDFLOW_REDUCE_DTYPE bf16
 valid SHARDFLOW_SHARDING hybrid
 valid SHARDFLOW_NODE_SIZE 1
+for v in on off; do valid SHARDFLOW_MEMORY_CHECK $v; done
 
 # SHARDFLOW_COMM=nccl on this machine: no GPU (and, in a CPU build, no NCCL) is a clear
 # error at sf_init, not a crash or a hang

@@ -21,7 +21,16 @@
 #    weights are bitwise those of the uninterrupted run, and so is the generated text;
 #  - 1 rank reaches the same validation loss as 2 at step 30 (within 1e-3: float sums
 #    differ, and later steps are chaotic);
-#  - the export is a safetensors file with nanoGPT's names (a tied lm_head has none).
+#  - the export is a safetensors file with nanoGPT's names (a tied lm_head has none);
+#  - token files holding the corpus's bytes as uint16 ids train bitwise as the text
+#    does, and with a decode table of those bytes (--vocab-file: id i is byte i, the
+#    end-of-text id the newline) their samples are the text run's byte for byte;
+#  - bad uses of --preset, --vocab-file and --prompt with token files: exit 2 naming
+#    them;
+#  - with scripts/install-deps.sh's GPT-2 files: --preset gpt2 and --preset llama-100m
+#    (at context 16) build their exact parameter counts (GPT-2's 124 439 808 less
+#    1 008 x 768 position rows; 101 528 064), train 2 steps and print a sample that
+#    starts at <|endoftext|>, decoded by gpt2-vocab.bin.
 . "$(dirname "$0")/lib.sh"
 GPT="$top_builddir/examples/gpt"
 require_progs "$GPT"
@@ -33,7 +42,7 @@ model="--layers 2 --heads 2 --embd 32 --context 32 --batch 8 --text $text --val-
 short="--eval-every 30 --eval-batches 2 --progress-every 10 --warmup 10 --lr 0.004"
 gen="--prompt Sharded --sample 2 --tokens 40"
 
-plan 27
+plan 34
 
 timeout -k 5 "$limit" "$GPT" --help </dev/null >"$tmp/help.out" 2>"$tmp/help.err"
 st=$?
@@ -59,6 +68,10 @@ bad '--lr "fast"' --lr fast
 bad '"--bogus"' --bogus
 bad '--train-tokens and --val-tokens go together' --train-tokens x.bin
 bad '--vocab 300 with --text' --vocab 300
+bad '--preset "gpt3" is invalid: accepted values are gpt2, llama-100m' --preset gpt3
+bad '--vocab-file goes with --train-tokens' --vocab-file v.bin
+bad 'needs their decode table, --vocab-file FILE' --train-tokens a.bin --val-tokens b.bin
+bad '--prompt with token files' --train-tokens a.bin --val-tokens b.bin --vocab-file v.bin --prompt Hi
 
 # badtext DESC FILE WORD: exit 1, a message naming the file and WORD
 badtext() {
@@ -149,17 +162,21 @@ ok $? "1 rank and 2 ranks reach the same validation loss at step 30 (within 1e-3
 # tail written as uint16 ids, one per byte, give bitwise the text run's losses (the same
 # window draws, data/tokens.c), 20 steps on 2 ranks
 if command -v python3 >/dev/null 2>&1 &&
-	python3 - "$text" "$tmp/tr.bin" "$tmp/va.bin" <<'PY'
+	python3 - "$text" "$tmp/tr.bin" "$tmp/va.bin" "$tmp/bytes.vocab" <<'PY'
 import math, struct, sys
 b = open(sys.argv[1], "rb").read()
 te = len(b) - int(math.floor(len(b) * 0.2))  # sf_text_load's split for --val-fraction 0.2
 open(sys.argv[2], "wb").write(b"".join(struct.pack("<H", x) for x in b[:te]))
 open(sys.argv[3], "wb").write(b"".join(struct.pack("<H", x) for x in b[te:]))
+# the decode table of those ids (llm.c's tokenizer file, version 2): id i is byte i,
+# and the end-of-text id is 10, the newline a text run's samples start with
+h = struct.pack("<4I", 20240328, 2, 256, 10) + bytes(1008)
+open(sys.argv[4], "wb").write(h + b"".join(bytes([1, i]) for i in range(256)))
 PY
 then
-	gpt 2 tx --steps 20 --sample 0 --loss-log "$tmp/tx.loss"
-	gpt 2 tk --steps 20 --sample 0 --train-tokens "$tmp/tr.bin" --val-tokens "$tmp/va.bin" \
-		--loss-log "$tmp/tk.loss"
+	gpt 2 tx --steps 20 --prompt "" --loss-log "$tmp/tx.loss"
+	gpt 2 tk --steps 20 --prompt "" --train-tokens "$tmp/tr.bin" --val-tokens "$tmp/va.bin" \
+		--vocab-file "$tmp/bytes.vocab" --loss-log "$tmp/tk.loss"
 else
 	skip "2 rank(s): a text run for the token files" "python3 is not installed"
 	skip "2 rank(s): the token-file run" "python3 is not installed"
@@ -167,4 +184,34 @@ fi
 cmp -s "$tmp/tx.loss" "$tmp/tk.loss" && [ -s "$tmp/tx.loss" ] &&
 	[ "$(sed -n 's/^val_loss //p' "$tmp/tx.out")" = "$(sed -n 's/^val_loss //p' "$tmp/tk.out")" ]
 ok $? "token files of the corpus's bytes: every loss and the validation loss are the text run's, bitwise"
+grep -v '^step ' "$tmp/tx.out" >"$tmp/tx.samples"
+grep -v '^step ' "$tmp/tk.out" >"$tmp/tk.samples"
+[ "$(grep -c '^sample [12]:$' "$tmp/tk.samples")" -eq 2 ] && cmp -s "$tmp/tx.samples" "$tmp/tk.samples"
+ok $? "... and their samples, printed through --vocab-file's decode table from its end-of-text id, are the text run's from \"\\n\", byte for byte" ||
+	diag_file "$tmp/tk.samples"
+
+# --preset: GPT-2 124M and the Llama of 101.5M on Austen's GPT-2 tokens
+# (scripts/install-deps.sh), their parameter counts exact; a short context keeps the
+# runs to seconds (and --context only moves GPT-2's position table: 1008 x 768 fewer)
+data=${SF_DATA_PREFIX:-/opt/shardflow-data}
+if [ -f "$data/austen-gpt2-train.bin" ] && [ -f "$data/gpt2-vocab.bin" ] &&
+	[ "$data" = /opt/shardflow-data ]; then
+	for p in "gpt2 123665664 gpt: 12 layers, 12 heads, embd 768, context 16, vocab 50257, tied" \
+		"llama-100m 101528064 llama: 10 layers, 12 heads on kv heads 4, embd 768, context 16, vocab 50257, tied"; do
+		set -- $p
+		name=$1 count=$2
+		shift 2
+		timeout -k 5 "$limit" sh "$RUN_MPI" 1 "$GPT" --preset "$name" --context 16 --batch 1 \
+			--steps 2 --eval-batches 1 --tokens 8 </dev/null >"$tmp/$name.out" 2>"$tmp/$name.err"
+		st=$?
+		[ $st -eq 0 ] && grep -qF "1 rank(s), $count parameters ($*" "$tmp/$name.err" &&
+			grep -q "^step 2/2 loss" "$tmp/$name.out" &&
+			[ "$(sed -n '/^sample 1:$/{n;p;}' "$tmp/$name.out" | cut -c1-13)" = "<|endoftext|>" ]
+		ok $? "--preset $name --context 16: exit $st, $count parameters ($*), 2 steps, a sample from <|endoftext|> in GPT-2's text" ||
+			{ diag_file "$tmp/$name.err"; diag_file "$tmp/$name.out"; }
+	done
+else
+	skip "--preset gpt2" "no $data/austen-gpt2-train.bin (scripts/install-deps.sh makes it)"
+	skip "--preset llama-100m" "no $data/austen-gpt2-train.bin"
+fi
 finish
