@@ -4,6 +4,7 @@
 #
 #   bench/gpt_torch.sh [--cluster] [--rate R] [--runs N] [--steps N]
 #                      [--curve-steps N] [--no-curve] [--out DIR] [--build DIR]
+#                      [--model default|gpt2] [--context T] [--batch B] [--depths LIST]
 #
 # (a) Loss curves: examples/gpt (2 ranks, this machine) trains the default GPT
 #     (842 496 parameters, 4 blocks, embd 128, context 128, batch 16, Jane Austen)
@@ -33,6 +34,20 @@
 #   --out DIR   tables.md, raw.tsv, the curves (curve.tsv) and the logs
 #               (default gpt-bench-local or gpt-bench-cluster)
 #   --build DIR a configured and built shardflow tree (default: this checkout)
+#   --model gpt2  GPT-2 124M's shapes instead (examples/gpt --preset gpt2: 12 layers,
+#               12 heads, embd 768, vocab 50 257, tied; lr 6e-4, weight decay 0.1,
+#               --grad-clip 1) on Austen's GPT-2 tokens (install-deps.sh's
+#               austen-gpt2-train.bin), at --context T (default 128) and --batch B
+#               (default 8): the context only changes the position table and the
+#               attention's share, the GEMMs are 124M's. The sgemm row of (c) is then
+#               the whole step's GEMM shapes (a block's four and the head's)
+#   --context T, --batch B  the model's context and global batch (default: the model's)
+#   --depths LIST  the prefetch depths of (b), comma-separated (default 0,1,2,3)
+#   --no-torch-2t  leave out PyTorch in one process with 2 threads (slower than 1 thread
+#               at every size measured here; a round of the 124M shapes is minutes)
+#   --knobs     two more shardflow rows at depth 2: bf16 on the wire
+#               (SHARDFLOW_PARAM_DTYPE=bf16 SHARDFLOW_REDUCE_DTYPE=bf16: half the bytes)
+#               and SHARDFLOW_SHARDING=grad_op (ZeRO-2: one gather a step)
 set -u
 
 prog=gpt_torch.sh
@@ -52,8 +67,14 @@ curve_steps=300
 curve=1
 out=
 build=$top
+model=default
+ctx=
+gbatch=
+depths=0,1,2,3
+torch2t=1
+knobs=0
 
-usage_end=35
+usage_end=50
 . "$(dirname "$0")/cli.sh"
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -65,6 +86,12 @@ while [ $# -gt 0 ]; do
 	--no-curve) curve=0; shift ;;
 	--out) [ $# -ge 2 ] || usage; out=$2; shift 2 ;;
 	--build) [ $# -ge 2 ] || usage; build=$(cd "$2" && pwd) || die "--build $2: no such directory"; shift 2 ;;
+	--model) [ $# -ge 2 ] || usage; case $2 in default | gpt2) model=$2 ;; *) die "--model \"$2\" is invalid: accepted values are default, gpt2" ;; esac; shift 2 ;;
+	--context) [ $# -ge 2 ] || usage; posint "$1" "$2"; ctx=$2; shift 2 ;;
+	--batch) [ $# -ge 2 ] || usage; posint "$1" "$2"; gbatch=$2; shift 2 ;;
+	--depths) [ $# -ge 2 ] || usage; depths=$2; shift 2 ;;
+	--no-torch-2t) torch2t=0; shift ;;
+	--knobs) knobs=1; shift ;;
 	-h | --help) usage 0 ;;
 	*) echo "$prog: unknown option \"$1\"" >&2; usage 2 ;;
 	esac
@@ -93,8 +120,24 @@ mkdir -p "$out/bin"
 "${CC:-cc}" -O2 -o "$out/bin/sgemm_rate" "$here/sgemm_rate.c" $BLAS_CFLAGS $BLAS_LIBS ||
 	die "cannot build bench/sgemm_rate.c"
 
-# the default model of examples/gpt (its --help is the reference)
-L=4 H=4 C=128 T=128 B=16 V=256
+# the model: examples/gpt's default (its --help is the reference), or GPT-2 124M's
+# shapes on GPT-2 tokens; SF_ARGS and PT_ARGS give both programs the same model, data
+# and optimizer
+if [ "$model" = gpt2 ]; then
+	L=12 H=12 C=768 T=${ctx:-128} B=${gbatch:-8} V=50257
+	TOKENS=${SF_GPT_TOKENS:-/opt/shardflow-data/austen-gpt2-train.bin}
+	[ -f "$TOKENS" ] || die "$TOKENS not found: scripts/install-deps.sh makes it (or set SF_GPT_TOKENS)"
+	SF_ARGS=(--preset gpt2 --context "$T" --batch "$B" --train-tokens "$TOKENS"
+		--val-tokens "${TOKENS%-train.bin}-val.bin" --sample 0)
+	PT_ARGS=(--tokens "$TOKENS" --layers $L --heads $H --embd $C --context "$T" --vocab $V
+		--batch "$B" --lr 6e-4 --weight-decay 0.1 --grad-clip 1)
+	DATA="Austen's GPT-2 tokens ($TOKENS)"
+else
+	L=4 H=4 C=128 T=${ctx:-128} B=${gbatch:-16} V=256
+	SF_ARGS=(--text "$TEXT" --context "$T" --batch "$B" --sample 0)
+	PT_ARGS=(--text "$TEXT" --context "$T" --batch "$B")
+	DATA="Jane Austen's bytes"
+fi
 export SF_TEST_TIMEOUT=600
 export SF_TEST_STARPU_HOME=$out/starpu-home
 
@@ -124,7 +167,7 @@ sf_run() {
 	shift 2
 	(
 		for a in "$@"; do export "${a?}"; done
-		args=(--steps "$steps" --progress-every "$WARMUP" --eval-every 100000 --sample 0 --text "$TEXT")
+		args=("${SF_ARGS[@]}" --steps "$steps" --progress-every "$WARMUP" --eval-every 100000)
 		if [ $cluster -eq 1 ]; then
 			"$CLUSTER" run -np 2 --timeout 600 "$GPT" "${args[@]}"
 		else
@@ -134,8 +177,10 @@ sf_run() {
 	# rank 0's progress lines give the mean rate since the start at steps WARMUP and
 	# steps: the tokens of the steps in between over their time
 	awk -v w=$WARMUP -v n="$steps" -v tok=$((B * T)) -v name="$name" -v r="$r" '
-		$1 == "step" && $2 == w "/" n { rw = $8 }
-		$1 == "step" && $2 == n "/" n { rn = $8 }
+		# the value after "tokens/s" (--grad-clip adds "grad_norm x" before it)
+		function rate(i) { for (i = 1; i < NF; i++) if ($i == "tokens/s") return $(i + 1) }
+		$1 == "step" && $2 == w "/" n { rw = rate() }
+		$1 == "step" && $2 == n "/" n { rn = rate() }
 		END { if (rw > 0 && rn > 0) { t = n * tok / rn - w * tok / rw
 		                              printf "sf\t%s\t%s\t%.1f\t\n", name, r, (n - w) * tok / t }
 		      else printf "sf\t%s\t%s\tNA\t\n", name, r }' "$log" >>"$RAW"
@@ -146,7 +191,7 @@ sf_run() {
 # torch_run NAME LOG MODE THREADS: bench/torch_gpt.py train from $W0
 torch_run() {
 	local name=$1 log=$2 mode=$3 threads=$4 targs
-	targs=(train --text "$TEXT" --weights "$W0" --steps "$steps" --time-from "$WARMUP" --threads "$threads")
+	targs=(train "${PT_ARGS[@]}" --weights "$W0" --steps "$steps" --time-from "$WARMUP" --threads "$threads")
 	if [ "$mode" = ddp ]; then
 		if [ $cluster -eq 1 ]; then
 			"$CLUSTER" run -np 2 --timeout 600 -x OMP_NUM_THREADS=1 -- "$PY" "$TWIN" "${targs[@]}" \
@@ -173,7 +218,7 @@ t_start=$(date +%s)
 # ---- initial weights, and StarPU's calibration (not measured) ------------------------
 W0=$out/w0.safetensors
 r=0
-"$RUNMPI" 2 "$GPT" --steps 2 --sample 0 --eval-every 100000 --text "$TEXT" --export-init "$W0" \
+"$RUNMPI" 2 "$GPT" "${SF_ARGS[@]}" --steps 2 --eval-every 100000 --export-init "$W0" \
 	>"$logs/init.log" 2>&1 || die "examples/gpt failed, see $logs/init.log"
 params=$(sed -n 's/^gpt: 2 rank(s), \([0-9]*\) parameters.*/\1/p' "$logs/init.log")
 [ -n "$params" ] || die "cannot read the parameter count from $logs/init.log"
@@ -182,10 +227,10 @@ params=$(sed -n 's/^gpt: 2 rank(s), \([0-9]*\) parameters.*/\1/p' "$logs/init.lo
 # ---- (a) the loss curves ---------------------------------------------------------------
 if [ $curve -eq 1 ]; then
 	echo "$prog: (a) loss curves, $curve_steps steps ($(($(date +%s) - t_start)) s)" >&2
-	"$RUNMPI" 2 "$GPT" --steps "$curve_steps" --sample 0 --eval-every 100000 --text "$TEXT" \
+	"$RUNMPI" 2 "$GPT" "${SF_ARGS[@]}" --steps "$curve_steps" --eval-every 100000 \
 		--progress-every 100 --init "$W0" --loss-log "$out/sf.loss" >"$logs/curve-sf.log" 2>&1 ||
 		die "examples/gpt (curve) failed, see $logs/curve-sf.log"
-	OMP_NUM_THREADS=1 "$PY" "$TWIN" train --text "$TEXT" --weights "$W0" --steps "$curve_steps" \
+	OMP_NUM_THREADS=1 "$PY" "$TWIN" train "${PT_ARGS[@]}" --weights "$W0" --steps "$curve_steps" \
 		--out-losses "$out/pt.loss" >"$logs/curve-torch.log" 2>&1 ||
 		die "PyTorch (curve) failed, see $logs/curve-torch.log"
 	paste "$out/sf.loss" "$out/pt.loss" | awk '{ print $1 "\t" $2 "\t" $4 }' >"$out/curve.tsv"
@@ -194,24 +239,36 @@ fi
 # ---- (b), (c): the measured rounds -----------------------------------------------------
 for r in $(seq 1 "$runs"); do
 	echo "$prog: round $r/$runs ($(($(date +%s) - t_start)) s)" >&2
-	for d in 0 1 2 3; do
+	for d in ${depths//,/ }; do
 		sf_run "depth $d" "$logs/sf-d$d.run$r.log" SHARDFLOW_PREFETCH_DEPTH=$d
 	done
+	if [ $knobs -eq 1 ]; then
+		sf_run "depth 2, bf16 on the wire" "$logs/sf-bf16.run$r.log" SHARDFLOW_PARAM_DTYPE=bf16 \
+			SHARDFLOW_REDUCE_DTYPE=bf16
+		sf_run "depth 2, grad_op (ZeRO-2)" "$logs/sf-grad-op.run$r.log" SHARDFLOW_SHARDING=grad_op
+	fi
 	sf_run "compute only" "$logs/sf-compute.run$r.log" SHARDFLOW_SKIP=comm
 	torch_run "single process, 1 thread" "$logs/torch-1t.run$r.log" single 1
-	torch_run "single process, 2 threads" "$logs/torch-2t.run$r.log" single 2
+	[ $torch2t -eq 1 ] && torch_run "single process, 2 threads" "$logs/torch-2t.run$r.log" single 2
 	torch_run "DDP (gloo), 2 processes" "$logs/torch-ddp.run$r.log" ddp 1
 	OPENBLAS_NUM_THREADS=1 "$out/bin/sgemm_rate" --widths "$C,$((4 * C)),$C" --rows $((B / 2 * T)) --reps 20 |
 		awk -v r="$r" '{ printf "sgemm\tmlp\t%s\t%s\t\n", r, $2 }' >>"$RAW"
+	if [ "$model" = gpt2 ]; then # the attention's projections and the head, too
+		OPENBLAS_NUM_THREADS=1 "$out/bin/sgemm_rate" --widths "$C,$((3 * C))" --rows $((B / 2 * T)) --reps 10 |
+			awk -v r="$r" '{ printf "sgemm\tqkv\t%s\t%s\t\n", r, $2 }' >>"$RAW"
+		OPENBLAS_NUM_THREADS=1 "$out/bin/sgemm_rate" --widths "$C,$V" --rows $((B / 2 * T)) --reps 3 |
+			awk -v r="$r" '{ printf "sgemm\thead\t%s\t%s\t\n", r, $2 }' >>"$RAW"
+	fi
 done
 secs=$(($(date +%s) - t_start))
 
 # ---- tables ------------------------------------------------------------------------------
 "$PY" - "$RAW" "$out" "$where" "$runs" "$steps" "$WARMUP" "$secs" "$params" "$L" "$H" "$C" "$T" "$B" \
-	"$curve" "$curve_steps" <<'PY' | tee "$out/tables.md"
+	"$curve" "$curve_steps" "$model" "$V" "$DATA" "$depths" <<'PY' | tee "$out/tables.md"
 import statistics, sys
-raw, out, where, runs, steps, warm, secs, params, L, H, C, T, B, curve, csteps = sys.argv[1:]
-params, L, H, C, T, B = int(params), int(L), int(H), int(C), int(T), int(B)
+(raw, out, where, runs, steps, warm, secs, params, L, H, C, T, B, curve, csteps, model, V,
+ data, depths) = sys.argv[1:]
+params, L, H, C, T, B, V = int(params), int(L), int(H), int(C), int(T), int(B), int(V)
 vals = {}
 for line in open(raw).read().splitlines()[1:]:
     what, cfg, r, v, _ = (line.split("\t") + [""] * 5)[:5]
@@ -226,12 +283,13 @@ def cell(k, fmt="%.0f"):
         return "failed"
     return (fmt + " (" + fmt + "–" + fmt + ")") % (statistics.median(v), min(v), max(v))
 
-print("## GPT: shardflow vs PyTorch\n")
+print("## GPT%s: shardflow vs PyTorch\n" % (" at GPT-2 124M's shapes" if model == "gpt2" else ""))
 print("%s; StarPU and PyTorch 1.13 (Debian); %s rounds of %s steps (warm-up %s), "
       "medians (min–max); %s s in all.\n" % (where, runs, steps, warm, secs))
-print("Model: examples/gpt's default, %d parameters, %d layers, %d heads, embd %d, "
-      "context %d, batch %d sequences (%d tokens a step), Jane Austen.\n"
-      % (params, L, H, C, T, B, B * T))
+print("Model: %s, %d parameters, %d layers, %d heads, embd %d, vocab %d, "
+      "context %d, batch %d sequences (%d tokens a step), %s.\n"
+      % ("examples/gpt --preset gpt2" if model == "gpt2" else "examples/gpt's default",
+         params, L, H, C, V, T, B, B * T, data))
 if curve == "1":
     rows = [l.split("\t") for l in open(out + "/curve.tsv").read().splitlines()]
     rows = [(int(a), float(b), float(c)) for a, b, c in rows]
@@ -257,13 +315,17 @@ t1 = med(("torch", "single process, 1 thread"))
 tddp = med(("torch", "DDP (gloo), 2 processes"))
 def ratio(a, b):
     return "%.2fx" % (a / b) if a and b else "–"
-for name in ["depth 0", "depth 1", "depth 2", "depth 3", "compute only"]:
+knob_rows = ["depth 2, bf16 on the wire", "depth 2, grad_op (ZeRO-2)"]
+for name in (["depth " + d for d in depths.split(",")] +
+             [k for k in knob_rows if ("sf", k) in vals] + ["compute only"]):
     k = ("sf", name)
     label = "shardflow, 2 ranks, " + (name if name != "compute only" else
                                      "compute only (SHARDFLOW_SKIP=comm)")
     print("| %s | %s | %s | %s |" % (label, cell(k), ratio(med(k), t1), ratio(med(k), tddp)))
 for name in ["single process, 1 thread", "single process, 2 threads", "DDP (gloo), 2 processes"]:
     k = ("torch", name)
+    if k not in vals and name.endswith("2 threads"):
+        continue
     print("| PyTorch, %s | %s | %s | %s |" % (name, cell(k), ratio(med(k), t1), ratio(med(k), tddp)))
 npar = params - T * C  # nanoGPT's count leaves the position embedding out
 fpt = 6 * npar + 12 * L * H * (C // H) * T
@@ -271,11 +333,23 @@ comp = med(("sf", "compute only"))
 sg = med(("sgemm", "mlp"))
 print("\n### (c) Compute efficiency\n")
 print("FLOPs per token (nanoGPT's 6 N + 12 L H Q T, N = %d): %.2f M." % (npar, fpt / 1e6))
+if model == "gpt2" and sg and med(("sgemm", "qkv")) and med(("sgemm", "head")):
+    # the step's GEMM FLOPs by shape, each at its measured rate: a block's qkv (C x 3C),
+    # its output projection and MLP (the "mlp" shapes), and the head (C x V)
+    parts = [(3 * C * C * L, med(("sgemm", "qkv"))), (9 * C * C * L, sg),
+             (C * V, med(("sgemm", "head")))]
+    sg = sum(f for f, _ in parts) / sum(f / r for f, r in parts)
+    print("Single-thread sgemm on the model's own GEMM shapes (%d rows: a block's qkv "
+          "%s, its MLP and projections %s, the head %s GFLOP/s), weighted by their "
+          "FLOPs: %.1f GFLOP/s." % (B // 2 * T, cell(("sgemm", "qkv"), "%.1f"),
+                                   cell(("sgemm", "mlp"), "%.1f"),
+                                   cell(("sgemm", "head"), "%.1f"), sg))
 if comp and sg:
     rate = comp / 2 * fpt / 1e9
-    print("shardflow compute only: %.1f GFLOP/s per rank; single-thread sgemm on a block's "
-          "MLP shapes (%dx%d, %d rows): %s GFLOP/s; ratio %.2f."
-          % (rate, C, 4 * C, B // 2 * T, cell(("sgemm", "mlp"), "%.1f"), rate / sg))
+    print("shardflow compute only: %.1f GFLOP/s per rank; single-thread sgemm on %s: "
+          "%.1f GFLOP/s; ratio %.2f."
+          % (rate, "those shapes" if model == "gpt2" else
+             "a block's MLP shapes (%dx%d, %d rows)" % (C, 4 * C, B // 2 * T), sg, rate / sg))
     if t1:
         print("PyTorch 1 process, 1 thread: %.1f GFLOP/s (the whole step: forward, backward, "
               "AdamW), ratio to sgemm %.2f." % (t1 * fpt / 1e9, t1 * fpt / 1e9 / sg))

@@ -375,7 +375,10 @@ def add_model_args(p, text=True):
     p.add_argument("--rope-theta", type=float, default=10000.0)
     p.add_argument("--tied", action="store_true", help="llama: lm_head is embed_tokens")
     if text:
-        p.add_argument("--text", required=True)
+        src = p.add_mutually_exclusive_group(required=True)
+        src.add_argument("--text")
+        src.add_argument("--tokens", help="a token file (llm.c shard or raw uint16): "
+                         "its windows drawn as sf_tokens_batch draws them")
     p.add_argument("--batch", type=int, default=16)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--val-fraction", type=float, default=0.1)
@@ -430,6 +433,34 @@ def parse_args(argv):
     return a
 
 
+def read_tokens(path):
+    """A token file as sf_tokens_load reads it: an llm.c shard (magic 20240520) or raw
+    little-endian uint16 ids; the whole file is the split (end = its length)."""
+    import array
+    with open(path, "rb") as f:
+        raw = f.read()
+    at = 0
+    if len(raw) >= 1024 and struct.unpack("<i", raw[:4])[0] == 20240520:
+        magic, version, count = struct.unpack("<3i", raw[:12])
+        if version != 1 or 1024 + 2 * count != len(raw):
+            raise ValueError("%s: a bad llm.c shard header" % path)
+        at = 1024
+    ids = array.array("H")
+    ids.frombytes(raw[at:])
+    if sys.byteorder != "little":
+        ids.byteswap()
+    if not ids:
+        raise ValueError("%s holds no token" % path)
+    return ids, len(ids)
+
+
+def read_data(a):
+    """--text's bytes with its validation split, or --tokens' ids (all training)"""
+    if getattr(a, "tokens", None):
+        return read_tokens(a.tokens)
+    return read_text(a.text, a.val_fraction)
+
+
 def read_text(path, val_fraction):
     with open(path, "rb") as f:
         data = f.read()
@@ -462,7 +493,7 @@ def cmd_logits(a):
     if a.perturb:
         with torch.no_grad():
             model.transformer.wte.weight.mul_(1.001)
-    data, end = read_text(a.text, a.val_fraction)
+    data, end = read_data(a)
     rank, worst, scale, rows_seen = 0, 0.0, 0.0, 0
     while os.path.exists("%s.rank%d" % (a.dumps, rank)):
         first, rows, T, V, ids, ref = read_dump("%s.rank%d" % (a.dumps, rank))
@@ -544,7 +575,7 @@ def cmd_train(a):
                              dict(params=nodecay, weight_decay=0.0)],
                             lr=a.lr, betas=(0.9, 0.99), eps=1e-8)
     K = a.grad_accum
-    data, end = read_text(a.text, a.val_fraction)
+    data, end = read_data(a)
     first, rows = local_rows(a.batch, rank, world)
     T, losses, times = a.context, [], []
     for step in range(a.steps):

@@ -19,7 +19,11 @@
 #  - the Llama family: examples/gpt --arch llama (sf_llama_graph) on 1 and 2 ranks
 #    against the twin's LlamaForCausalLM, written out in bench/torch_gpt.py (RMSNorm,
 #    rotate_half RoPE, repeat_kv grouped-query attention, SwiGLU), every step 1..30
-#    within 2e-6 (measured 2.1e-7).
+#    within 2e-6 (measured 2.1e-7);
+#  - GPT-2 tokens: with scripts/install-deps.sh's austen-gpt2-train.bin, examples/gpt
+#    --train-tokens (vocab 50 257) on 2 ranks against the twin reading the same file
+#    (--tokens: sf_tokens_batch's draws), every step 1..30 within 2e-6; skipped when the
+#    file is not there.
 . "$(dirname "$0")/lib.sh"
 GPT="$top_builddir/examples/gpt"
 LOGITS="$top_builddir/tests/gpt_logits"
@@ -36,7 +40,7 @@ shape="--layers 2 --heads 2 --embd 32 --context 32"
 train="$shape --batch 8 --text $text --val-fraction 0.2 --warmup 5 --lr 0.004 --steps 30"
 quiet="--sample 0 --eval-every 1000 --progress-every 10"
 
-plan 14
+plan 15
 
 # gpt NP NAME ARGS...: examples/gpt on NP ranks, output in $tmp/NAME.out/.err
 gpt() {
@@ -144,4 +148,23 @@ for np in 1 2; do
 	ok $st "Llama, $np rank(s): PyTorch's LlamaForCausalLM twin from the same weights and batches: losses agree ($(cat "$tmp/llama$np.curve"))" ||
 		diag_file "$tmp/llama$np.both"
 done
+
+# GPT-2 tokens of Austen, a vocabulary of 50 257: the twin draws the same windows
+data=${SF_DATA_PREFIX:-/opt/shardflow-data}
+if [ -f "$data/austen-gpt2-train.bin" ] && [ -f "$data/austen-gpt2-val.bin" ]; then
+	tok="$shape --batch 8 --warmup 5 --lr 0.004 --steps 30 --vocab 50257"
+	# shellcheck disable=SC2086
+	timeout -k 5 "$limit" sh "$RUN_MPI" 2 "$GPT" $tok $quiet --train-tokens "$data/austen-gpt2-train.bin" \
+		--val-tokens "$data/austen-gpt2-val.bin" --export-init "$tmp/tw0.st" \
+		--loss-log "$tmp/tokens.sf.loss" </dev/null >"$tmp/tokens.out" 2>"$tmp/tokens.err" ||
+		diag_file "$tmp/tokens.err"
+	# shellcheck disable=SC2086
+	"$PY" "$TWIN" train $tok --tokens "$data/austen-gpt2-train.bin" --weights "$tmp/tw0.st" \
+		--out-losses "$tmp/tokens.pt.loss" >"$tmp/ptt.out" 2>&1 || diag_file "$tmp/ptt.out"
+	curve tokens
+	ok $? "GPT-2 tokens (vocab 50257), 2 ranks: the twin reading the same token file agrees ($(cat "$tmp/tokens.curve"))" ||
+		diag_file "$tmp/tokens.both"
+else
+	skip "GPT-2 tokens against the twin" "no $data/austen-gpt2-train.bin (scripts/install-deps.sh makes it)"
+fi
 finish
