@@ -58,17 +58,20 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 	        "usage: " PROG " [options]\n"
-	        "Trains a GPT on the bytes of a text with AdamW, one FSDP unit per block,\n"
-	        "sharded over the MPI ranks, then generates text from a prompt.\n"
+	        "Trains a GPT on the bytes of a text (or on token files) with AdamW, one FSDP\n"
+	        "unit per block, sharded over the MPI ranks, then generates text.\n"
+	        "preset:\n"
 	        "  --preset NAME         a model and data of known size, on GPT-2 tokens of\n"
 	        "                        Jane Austen's novels (the files install-deps.sh\n"
-	        "                        makes); options after it override its values:\n"
+	        "                        makes); the other options override its values:\n"
 	        "                        gpt2: GPT-2 124M (12 layers, 12 heads, embd 768,\n"
 	        "                        context 1024, vocab 50257, tied head);\n"
 	        "                        llama-100m: a Llama of 101.5M (10 layers, 12 heads on\n"
 	        "                        4 kv heads, dim 768, FFN 2048, context 1024, vocab\n"
-	        "                        50257, tied head); both with batch 8, lr 6e-4, weight\n"
-	        "                        decay 0.1, --grad-clip 1, a progress line a step\n"
+	        "                        50257, tied head); both with batch 4, lr 6e-4, weight\n"
+	        "                        decay 0.1, --grad-clip 1, a progress line a step,\n"
+	        "                        validation every 100 steps on 2 batches, 1 sample of\n"
+	        "                        32 tokens\n"
 	        "model:\n"
 	        "  --arch A              gpt (sf_gpt_graph: GPT-2, nanoGPT's names) or llama\n"
 	        "                        (sf_llama_graph: RMSNorm, RoPE, grouped-query\n"
@@ -361,7 +364,7 @@ static int apply_preset(const char *name, struct options *o)
 	o->train_tokens = SF_DATA_DIR "/austen-gpt2-train.bin";
 	o->val_tokens = SF_DATA_DIR "/austen-gpt2-val.bin";
 	o->vocab_file = SF_DATA_DIR "/gpt2-vocab.bin";
-	o->batch = 8;
+	o->batch = 4; /* 2.3 GB of activations a sequence at context 1024 */
 	o->lr = 6e-4f, o->weight_decay = 0.1f, o->grad_clip = 1.0f;
 	o->eval_every = 100, o->eval_batches = 2, o->progress_every = 1;
 	o->sample = 1, o->gen_tokens = 32;
