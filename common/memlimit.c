@@ -31,7 +31,8 @@ static int read_u64(const char *path, const char *key, uint64_t *out)
 		const char *p = line;
 		if (key) {
 			size_t k = strlen(key);
-			if (strncmp(line, key, k) || (line[k] != ' ' && line[k] != ':' && line[k] != '\t'))
+			if (strncmp(line, key, k) ||
+			    (line[k] != ' ' && line[k] != ':' && line[k] != '\t'))
 				continue;
 			p = line + k + 1;
 		}
@@ -89,8 +90,8 @@ static void cgroup_walk(struct _sf_memlimit *out, const char *root, const char *
 				out->limit = lim;
 				out->used = use > inactive ? use - inactive : 0;
 				snprintf(out->what, sizeof out->what, "cgroup %s %s of %s",
-				         v2 ? "v2" : "v1", v2 ? "memory.max" : "memory.limit_in_bytes",
-				         dir);
+				         v2 ? "v2" : "v1",
+				         v2 ? "memory.max" : "memory.limit_in_bytes", dir);
 			}
 		}
 		size_t n = strlen(dir), r = strlen(root);
@@ -132,7 +133,8 @@ void _sf_memlimit_get(struct _sf_memlimit *out)
 		fclose(f);
 	struct rlimit rl;
 	uint64_t vm = 0;
-	if (!getrlimit(RLIMIT_AS, &rl) && rl.rlim_cur != RLIM_INFINITY && !status_kb("VmSize", &vm) &&
+	if (!getrlimit(RLIMIT_AS, &rl) && rl.rlim_cur != RLIM_INFINITY &&
+	    !status_kb("VmSize", &vm) &&
 	    (!out->found || (uint64_t)rl.rlim_cur - (vm < rl.rlim_cur ? vm : rl.rlim_cur) <
 	                        out->limit - (out->used < out->limit ? out->used : out->limit))) {
 		out->found = 1;

@@ -12,11 +12,11 @@
 #include <stdint.h>
 
 struct _sf_memlimit {
-	int found;          /* 0: no limit applies (the other fields are 0) */
-	uint64_t limit;     /* bytes */
-	uint64_t used;      /* bytes already counted against it (a cgroup's usage less
-	                       its inactive file cache; the address space for RLIMIT_AS) */
-	char what[600];     /* "cgroup v1 memory.limit_in_bytes of /sys/fs/cgroup/..." */
+	int found;      /* 0: no limit applies (the other fields are 0) */
+	uint64_t limit; /* bytes */
+	uint64_t used;  /* bytes already counted against it (a cgroup's usage less
+	                   its inactive file cache; the address space for RLIMIT_AS) */
+	char what[600]; /* "cgroup v1 memory.limit_in_bytes of /sys/fs/cgroup/..." */
 };
 
 /* The tightest limit on this process's memory; never fails (what cannot be read is

@@ -1,6 +1,7 @@
 /*
  * read.h — reading a dataset file whole (data/read.c), for the text (data/text.c) and
- * token (data/tokens.c) datasets; and the window draw both use (data/mix.h).
+ * token (data/tokens.c) datasets and decode tables (data/vocab.c); the header words of
+ * llm.c's files; and the window draw both datasets use (data/mix.h).
  */
 #ifndef SF_DATA_READ_H
 #define SF_DATA_READ_H
@@ -14,5 +15,11 @@
  * empty file, one larger than max bytes or one that shrinks while read is SF_ERR_IO
  * naming the file and what is wrong; out of memory SF_ERR_NOMEM. */
 int _sf_data_read_file(const char *path, const char *what, int64_t max, uint8_t **bytes, size_t *n);
+
+/* The little-endian uint32 at p (the headers of llm.c's token and tokenizer files) */
+static inline uint32_t _sf_le32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
 
 #endif

@@ -28,18 +28,13 @@ SF_API int sf_tokens_free(struct sf_tokens *t)
 	return SF_OK;
 }
 
-static uint32_t le32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
 /* The ids' first byte and count in a file of n bytes, by its format */
 static int locate_ids(const uint8_t *b, size_t n, int *format, const char *path, size_t *at,
                       int64_t *count)
 {
 	if (*format == SF_TOKENS_AUTO)
-		*format = n >= LLMC_HEADER_BYTES && le32(b) == LLMC_MAGIC ? SF_TOKENS_LLMC
-		                                                          : SF_TOKENS_RAW;
+		*format = n >= LLMC_HEADER_BYTES && _sf_le32(b) == LLMC_MAGIC ? SF_TOKENS_LLMC
+		                                                              : SF_TOKENS_RAW;
 	if (*format == SF_TOKENS_RAW) {
 		if (n % 2)
 			return SF_ERR(
@@ -50,7 +45,7 @@ static int locate_ids(const uint8_t *b, size_t n, int *format, const char *path,
 		*at = 0, *count = (int64_t)(n / 2);
 		return SF_OK;
 	}
-	if (n < LLMC_HEADER_BYTES || le32(b) != LLMC_MAGIC)
+	if (n < LLMC_HEADER_BYTES || _sf_le32(b) != LLMC_MAGIC)
 		return SF_ERR(SF_ERR_INVALID,
 		              "token file %s is not an llm.c shard: %s (a shard starts with 256 "
 		              "int32, the first the magic %d)",
@@ -58,11 +53,11 @@ static int locate_ids(const uint8_t *b, size_t n, int *format, const char *path,
 		              n < LLMC_HEADER_BYTES ? "shorter than its 1024-byte header"
 		                                    : "no magic 20240520 at its start",
 		              LLMC_MAGIC);
-	if (le32(b + 4) != LLMC_VERSION)
+	if (_sf_le32(b + 4) != LLMC_VERSION)
 		return SF_ERR(SF_ERR_INVALID,
 		              "token file %s: llm.c shard version %u, not %d (uint16 tokens)", path,
-		              le32(b + 4), LLMC_VERSION);
-	uint32_t c = le32(b + 8);
+		              _sf_le32(b + 4), LLMC_VERSION);
+	uint32_t c = _sf_le32(b + 8);
 	if ((uint64_t)c * 2 != n - LLMC_HEADER_BYTES)
 		return SF_ERR(
 		    SF_ERR_INVALID,

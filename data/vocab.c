@@ -27,15 +27,10 @@ SF_API int sf_vocab_free(struct sf_vocab *v)
 	return SF_OK;
 }
 
-static uint32_t le32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
 /* The header's size and end-of-text id, checked against the file's n bytes */
 static int read_header(const uint8_t *b, size_t n, const char *path, int *size, int *eot)
 {
-	if (n < VOCAB_HEADER_BYTES || le32(b) != VOCAB_MAGIC)
+	if (n < VOCAB_HEADER_BYTES || _sf_le32(b) != VOCAB_MAGIC)
 		return SF_ERR(SF_ERR_INVALID,
 		              "decode table %s is not an llm.c tokenizer file: %s (it starts with "
 		              "256 uint32, the first the magic %d)",
@@ -43,7 +38,7 @@ static int read_header(const uint8_t *b, size_t n, const char *path, int *size, 
 		              n < VOCAB_HEADER_BYTES ? "shorter than its 1024-byte header"
 		                                     : "no magic 20240328 at its start",
 		              VOCAB_MAGIC);
-	uint32_t version = le32(b + 4), count = le32(b + 8);
+	uint32_t version = _sf_le32(b + 4), count = _sf_le32(b + 8);
 	if (version != 1 && version != 2)
 		return SF_ERR(SF_ERR_INVALID, "decode table %s: version %u, not 1 or 2", path,
 		              version);
@@ -55,7 +50,7 @@ static int read_header(const uint8_t *b, size_t n, const char *path, int *size, 
 	*size = (int)count;
 	*eot = -1;
 	if (version == 2) {
-		uint32_t e = le32(b + 12);
+		uint32_t e = _sf_le32(b + 12);
 		if (e >= count)
 			return SF_ERR(SF_ERR_INVALID,
 			              "decode table %s: its end-of-text id %u is not below its %u "
@@ -96,9 +91,7 @@ SF_API int sf_vocab_load(const char *path, struct sf_vocab *out)
 		}
 		size_t len = b[at++];
 		if (len == 0 || at + len > n) {
-			rc = SF_ERR(SF_ERR_INVALID,
-			            "decode table %s: id %d %s",
-			            path, i,
+			rc = SF_ERR(SF_ERR_INVALID, "decode table %s: id %d %s", path, i,
 			            len == 0 ? "has length 0 (every id stands for 1 to 255 bytes)"
 			                     : "runs past the end of the file (truncated)");
 			goto fail;
@@ -139,10 +132,11 @@ SF_API int sf_vocab_decode(const struct sf_vocab *v, const int32_t *ids, int64_t
 	size_t total = 0;
 	for (int64_t i = 0; i < n; i++) {
 		if (ids[i] < 0 || ids[i] >= v->n)
-			return SF_ERR(SF_ERR_INVALID,
-			              "sf_vocab_decode: id %d at position %lld is not in [0, %d) of "
-			              "decode table %s",
-			              ids[i], (long long)i, v->n, v->path ? v->path : "(in memory)");
+			return SF_ERR(
+			    SF_ERR_INVALID,
+			    "sf_vocab_decode: id %d at position %lld is not in [0, %d) of "
+			    "decode table %s",
+			    ids[i], (long long)i, v->n, v->path ? v->path : "(in memory)");
 		uint32_t lo = v->offset[ids[i]], k = v->offset[ids[i] + 1] - lo;
 		if (total < cap)
 			memcpy(buf + total, v->bytes + lo, cap - total < k ? cap - total : k);
