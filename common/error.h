@@ -3,9 +3,14 @@
  *
  * The rule of the library: every function returns SF_OK (0) or a negative enum
  * sf_status. An error is raised once, where it is detected, with SF_ERR (which keeps
- * file and line for the printed message and records the text for sf_last_error());
- * callers propagate the status with SF_CHECK and a `fail:` label. Nothing here knows
- * MPI, StarPU or CUDA, so the tools and the trace library link it too.
+ * file and line for the printed message and records the text for sf_last_error()):
+ * `return SF_ERR(...)` before anything is acquired, `rc = SF_ERR(...); goto fail;`
+ * after; callers propagate the status with SF_CHECK and a `fail:` label. sf_error_set
+ * is the public twin, for user layers and models/ (public API only, tests/layout.sh).
+ * Codelets cannot return a status: a comm codelet that fails ends the job (comm_failed
+ * in tasks/comm_codelets.c), and a CUDA error in a kernel aborts with its location
+ * (common/cuda_util.h). Nothing here knows MPI, StarPU or CUDA, so the tools and the
+ * trace library link it too.
  */
 #ifndef SF_COMMON_ERROR_H
 #define SF_COMMON_ERROR_H

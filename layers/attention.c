@@ -19,19 +19,19 @@ static int attention_infer(const int *in_dims, int nin, const void *config, int 
 	(void)nin;
 	int NH = config ? *(const int *)config : 0;
 	if (NH <= 0)
-		return sf_error_set(SF_ERR_INVALID,
-		                    "attention: the number of heads must be > 0 (got %d)", NH);
+		return SF_ERR(SF_ERR_INVALID, "attention: the number of heads must be > 0 (got %d)",
+		              NH);
 	if (in_dims[0] % 3)
-		return sf_error_set(SF_ERR_INVALID,
-		                    "attention: the input holds q, k and v side by side, so its "
-		                    "width must be divisible by 3 (got %d)",
-		                    in_dims[0]);
+		return SF_ERR(SF_ERR_INVALID,
+		              "attention: the input holds q, k and v side by side, so its "
+		              "width must be divisible by 3 (got %d)",
+		              in_dims[0]);
 	int C = in_dims[0] / 3;
 	if (C % NH)
-		return sf_error_set(SF_ERR_INVALID,
-		                    "attention: C = %d (input width %d / 3) is not divisible by "
-		                    "the %d heads",
-		                    C, in_dims[0], NH);
+		return SF_ERR(SF_ERR_INVALID,
+		              "attention: C = %d (input width %d / 3) is not divisible by "
+		              "the %d heads",
+		              C, in_dims[0], NH);
 	*out_dim = C;
 	*nparams = 0;
 	return SF_OK;
@@ -43,22 +43,20 @@ static int attention_gqa_infer(const int *in_dims, int nin, const void *config, 
 {
 	(void)nin;
 	if (!config)
-		return sf_error_set(SF_ERR_INVALID,
-		                    "attention_gqa: a struct sf_attention_config is required");
+		return SF_ERR(SF_ERR_INVALID,
+		              "attention_gqa: a struct sf_attention_config is required");
 	const struct sf_attention_config *c = config;
 	if (c->heads <= 0 || c->kv_heads <= 0 || c->heads % c->kv_heads)
-		return sf_error_set(
-		    SF_ERR_INVALID,
-		    "attention_gqa: kv_heads must be > 0 and divide heads (got heads "
-		    "%d, kv_heads %d)",
-		    c->heads, c->kv_heads);
+		return SF_ERR(SF_ERR_INVALID,
+		              "attention_gqa: kv_heads must be > 0 and divide heads (got heads "
+		              "%d, kv_heads %d)",
+		              c->heads, c->kv_heads);
 	int parts = c->heads + 2 * c->kv_heads;
 	if (in_dims[0] % parts)
-		return sf_error_set(
-		    SF_ERR_INVALID,
-		    "attention_gqa: the input holds %d query, %d key and %d value heads "
-		    "of one size side by side, so its width %d must be divisible by %d",
-		    c->heads, c->kv_heads, c->kv_heads, in_dims[0], parts);
+		return SF_ERR(SF_ERR_INVALID,
+		              "attention_gqa: the input holds %d query, %d key and %d value heads "
+		              "of one size side by side, so its width %d must be divisible by %d",
+		              c->heads, c->kv_heads, c->kv_heads, in_dims[0], parts);
 	*out_dim = in_dims[0] / parts * c->heads;
 	*nparams = 0;
 	return SF_OK;

@@ -18,7 +18,7 @@ static int embedding_infer(const int *in_dims, int nin, const void *config, int 
 	(void)nin;
 	int C = config ? *(const int *)config : 0;
 	if (C <= 0)
-		return sf_error_set(SF_ERR_INVALID, "embedding: width must be > 0 (got %d)", C);
+		return SF_ERR(SF_ERR_INVALID, "embedding: width must be > 0 (got %d)", C);
 	*out_dim = C;
 	*nparams = (size_t)in_dims[0] * (size_t)C; /* in_dims[0]: the id range V */
 	return SF_OK;

@@ -25,9 +25,8 @@ static int layernorm_infer(const int *in_dims, int nin, const void *config, int 
 	(void)nin;
 	float eps = eps_of(config);
 	if (!(eps > 0.0f) || !isfinite(eps))
-		return sf_error_set(SF_ERR_INVALID, "layernorm: eps must be a finite number > 0 "
-		                                    "(got %g)",
-		                    (double)eps);
+		return SF_ERR(SF_ERR_INVALID, "layernorm: eps must be a finite number > 0 (got %g)",
+		              (double)eps);
 	*out_dim = in_dims[0];
 	*nparams = 2 * (size_t)in_dims[0];
 	return SF_OK;

@@ -26,7 +26,7 @@ static int linear_infer(const int *in_dims, int nin, const void *config, int *ou
 	(void)nin;
 	int O = config ? *(const int *)config : 0;
 	if (O <= 0)
-		return sf_error_set(SF_ERR_INVALID, "linear: output width must be > 0 (got %d)", O);
+		return SF_ERR(SF_ERR_INVALID, "linear: output width must be > 0 (got %d)", O);
 	*out_dim = O;
 	*nparams = (size_t)O * (size_t)in_dims[0] + (size_t)O;
 	return SF_OK;
@@ -146,27 +146,24 @@ static int split_infer(const int *in_dims, int nin, const void *config, int *out
 	(void)nin;
 	const struct sf_linear_split_config *c = config;
 	if (!c || c->nparts < 1 || c->nparts > SF_MAX_PARAM_TENSORS)
-		return sf_error_set(
-		    SF_ERR_INVALID,
-		    "linear_split: a struct sf_linear_split_config with 1 to %d parts "
-		    "is required (got %d)",
-		    SF_MAX_PARAM_TENSORS, c ? c->nparts : 0);
+		return SF_ERR(SF_ERR_INVALID,
+		              "linear_split: a struct sf_linear_split_config with 1 to %d parts "
+		              "is required (got %d)",
+		              SF_MAX_PARAM_TENSORS, c ? c->nparts : 0);
 	long long O = 0;
 	for (int k = 0; k < c->nparts; k++) {
 		if (c->rows[k] <= 0 || !c->names[k][0] ||
 		    memchr(c->names[k], 0, sizeof c->names[k]) == NULL)
-			return sf_error_set(
-			    SF_ERR_INVALID,
-			    "linear_split: part %d needs rows > 0 (got %d) and a name of "
-			    "1 to %zu characters",
-			    k, c->rows[k], sizeof c->names[k] - 1);
+			return SF_ERR(SF_ERR_INVALID,
+			              "linear_split: part %d needs rows > 0 (got %d) and a name of "
+			              "1 to %zu characters",
+			              k, c->rows[k], sizeof c->names[k] - 1);
 		O += c->rows[k];
 	}
 	if (O > INT_MAX || !(c->init_std >= 0.0f) || !isfinite(c->init_std))
-		return sf_error_set(
-		    SF_ERR_INVALID,
-		    "linear_split: the parts' rows must sum below 2^31 and init_std "
-		    "must be finite and >= 0");
+		return SF_ERR(SF_ERR_INVALID,
+		              "linear_split: the parts' rows must sum below 2^31 and init_std "
+		              "must be finite and >= 0");
 	*out_dim = (int)O;
 	*nparams = (size_t)O * (size_t)in_dims[0];
 	return SF_OK;

@@ -18,9 +18,8 @@ static int pos_embedding_infer(const int *in_dims, int nin, const void *config, 
 	(void)nin;
 	int NP = config ? *(const int *)config : 0;
 	if (NP <= 0)
-		return sf_error_set(SF_ERR_INVALID,
-		                    "pos_embedding: the number of positions must be > 0 (got %d)",
-		                    NP);
+		return SF_ERR(SF_ERR_INVALID,
+		              "pos_embedding: the number of positions must be > 0 (got %d)", NP);
 	*out_dim = in_dims[0];
 	*nparams = (size_t)NP * (size_t)in_dims[0];
 	return SF_OK;

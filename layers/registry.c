@@ -141,10 +141,10 @@ int _sf_same_width_infer(const int *in_dims, int nin, const void *config, int *o
 	(void)config;
 	for (int i = 1; i < nin; i++)
 		if (in_dims[i] != in_dims[0])
-			return sf_error_set(SF_ERR_INVALID,
-			                    "inputs must have the same width (input 0 has %d, "
-			                    "input %d has %d)",
-			                    in_dims[0], i, in_dims[i]);
+			return SF_ERR(SF_ERR_INVALID,
+			              "inputs must have the same width (input 0 has %d, "
+			              "input %d has %d)",
+			              in_dims[0], i, in_dims[i]);
 	*out_dim = in_dims[0];
 	*nparams = 0;
 	return SF_OK;

@@ -24,9 +24,8 @@ static int rmsnorm_infer(const int *in_dims, int nin, const void *config, int *o
 	(void)nin;
 	float eps = eps_of(config);
 	if (!(eps > 0.0f) || !isfinite(eps))
-		return sf_error_set(SF_ERR_INVALID,
-		                    "rmsnorm: eps must be a finite number > 0 (got %g)",
-		                    (double)eps);
+		return SF_ERR(SF_ERR_INVALID, "rmsnorm: eps must be a finite number > 0 (got %g)",
+		              (double)eps);
 	*out_dim = in_dims[0];
 	*nparams = (size_t)in_dims[0];
 	return SF_OK;

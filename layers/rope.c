@@ -17,22 +17,20 @@ static int rope_infer(const int *in_dims, int nin, const void *config, int *out_
 {
 	(void)nin;
 	if (!config)
-		return sf_error_set(SF_ERR_INVALID, "rope: a struct sf_rope_config is required");
+		return SF_ERR(SF_ERR_INVALID, "rope: a struct sf_rope_config is required");
 	const struct sf_rope_config *c = config;
 	int W = in_dims[0];
 	if (c->head_dim <= 0 || c->head_dim % 2)
-		return sf_error_set(SF_ERR_INVALID, "rope: head_dim must be even and > 0 (got %d)",
-		                    c->head_dim);
+		return SF_ERR(SF_ERR_INVALID, "rope: head_dim must be even and > 0 (got %d)",
+		              c->head_dim);
 	if (c->rotated <= 0 || c->rotated % c->head_dim || c->rotated > W)
-		return sf_error_set(
-		    SF_ERR_INVALID,
-		    "rope: rotated must be a multiple of head_dim %d in (0, %d], the "
-		    "input's width (got %d)",
-		    c->head_dim, W, c->rotated);
+		return SF_ERR(SF_ERR_INVALID,
+		              "rope: rotated must be a multiple of head_dim %d in (0, %d], the "
+		              "input's width (got %d)",
+		              c->head_dim, W, c->rotated);
 	if (!(c->theta > 0.0f) || !isfinite(c->theta))
-		return sf_error_set(SF_ERR_INVALID,
-		                    "rope: theta must be a finite number > 0 (got %g)",
-		                    (double)c->theta);
+		return SF_ERR(SF_ERR_INVALID, "rope: theta must be a finite number > 0 (got %g)",
+		              (double)c->theta);
 	*out_dim = W;
 	*nparams = 0;
 	return SF_OK;
