@@ -194,7 +194,8 @@ static size_t len_acc(const struct sf_model *m, const struct _sf_unit *u, bool a
 	return acc && m->cfg.accum_mode == SF_ACCUM_LOCAL ? u->P : 0;
 }
 
-enum vec_kind { VEC_PARAMS, VEC_GRADS, VEC_OPTIM };
+/* what sf_model_stats (and the memory plan) counts a vector as */
+enum vec_kind { VEC_PARAMS, VEC_GRADS, VEC_OPTIM, VEC_BUFFERS, VEC_KINDS };
 
 static const struct unit_vec {
 	size_t buf, handle; /* offsetof(struct _sf_unit, the float * and its handle) */
@@ -217,13 +218,18 @@ static const struct unit_vec {
 };
 #define NUNIT_VECS (sizeof unit_vecs / sizeof unit_vecs[0])
 
+/* The member at byte offset `off` (a table's offsetof) of the struct at base */
+static void *member(const void *base, size_t off)
+{
+	return (char *)base + off;
+}
 static float **vec_buf(struct _sf_unit *u, const struct unit_vec *v)
 {
-	return (float **)((char *)u + v->buf);
+	return member(u, v->buf);
 }
 static starpu_data_handle_t *vec_handle(struct _sf_unit *u, const struct unit_vec *v)
 {
-	return (starpu_data_handle_t *)((char *)u + v->handle);
+	return member(u, v->handle);
 }
 
 /* Allocates and registers every vector the configuration keeps and the unit lacks */
@@ -259,6 +265,125 @@ static size_t unit_vecs_floats(const struct sf_model *m, struct _sf_unit *u, enu
 	for (size_t k = 0; k < NUNIT_VECS; k++)
 		if (unit_vecs[k].kind == kind && *vec_buf(u, &unit_vecs[k]))
 			n += unit_vecs[k].len(m, u, true);
+	return n;
+}
+
+/* --- the model's shared buffers, from one table ---------------------------------- */
+
+/* S_max: the largest unit's shard (every collective buffer is sized for it) */
+static size_t s_max(const struct sf_model *m)
+{
+	return m->largest_NS / (size_t)m->shard_size;
+}
+static int n_one(const struct sf_model *m)
+{
+	(void)m;
+	return 1;
+}
+static int n_grad(const struct sf_model *m)
+{
+	return m->G;
+}
+static int n_ring(const struct sf_model *m)
+{
+	return m->R;
+}
+/* Each buffer's floats a slot under the model's configuration, 0 when it keeps none */
+static size_t len_grad_slot(const struct sf_model *m)
+{
+	return m->cfg.sharding == SF_SHARD_NONE ? m->largest_P : m->largest_NS;
+}
+static size_t len_ring_slot(const struct sf_model *m)
+{
+	return m->R > 0 ? m->largest_NS : 0;
+}
+static size_t len_rstmp(const struct sf_model *m)
+{
+	return m->cfg.sharding != SF_SHARD_NONE ? s_max(m) : 0;
+}
+static size_t len_scratch(const struct sf_model *m)
+{
+	return s_max(m);
+}
+static size_t len_stage16(const struct sf_model *m) /* floats of two bf16 each */
+{
+	return m->cfg.param_dtype == SF_DTYPE_BF16 ? (s_max(m) * (size_t)m->shard_size + 1) / 2
+	                                           : 0;
+}
+static size_t len_rep(const struct sf_model *m) /* the replica ring's copy and block */
+{
+	size_t q = (s_max(m) + (size_t)m->nrep - 1) / (size_t)m->nrep;
+	return m->nrep > 1 ? ((size_t)m->nrep + 1) * q : 0;
+}
+
+#define NO_HANDLES SIZE_MAX
+static const struct model_buf {
+	size_t buf;     /* offsetof(struct sf_model, the float *) */
+	size_t handles; /* offsetof(struct sf_model, a handle per slot), or NO_HANDLES */
+	int (*slots)(const struct sf_model *m);
+	size_t (*len)(const struct sf_model *m); /* floats a slot */
+	enum vec_kind kind;
+	const char *what; /* for the out-of-memory message */
+} model_bufs[] = {
+    {offsetof(struct sf_model, grad), offsetof(struct sf_model, h_grad), n_grad, len_grad_slot,
+     VEC_GRADS, "gradient slots"},
+    {offsetof(struct sf_model, ring), offsetof(struct sf_model, h_ring), n_ring, len_ring_slot,
+     VEC_PARAMS, "the gather ring"},
+    {offsetof(struct sf_model, rstmp), offsetof(struct sf_model, h_rstmp), n_one, len_rstmp,
+     VEC_GRADS, "the accumulation buffer"},
+    {offsetof(struct sf_model, comm_scratch), NO_HANDLES, n_one, len_scratch, VEC_BUFFERS,
+     "the reduce-scatter buffer"},
+    {offsetof(struct sf_model, stage16), NO_HANDLES, n_one, len_stage16, VEC_BUFFERS,
+     "the bf16 gather buffer"},
+    {offsetof(struct sf_model, rep_scratch), NO_HANDLES, n_one, len_rep, VEC_BUFFERS,
+     "the all-reduce buffer across nodes"},
+};
+#define NMODEL_BUFS (sizeof model_bufs / sizeof model_bufs[0])
+
+/* Allocates every buffer the configuration keeps, registering a handle per slot */
+static int model_bufs_alloc(struct sf_model *m)
+{
+	int rc = SF_OK;
+	for (size_t k = 0; k < NMODEL_BUFS; k++) {
+		const struct model_buf *b = &model_bufs[k];
+		float **buf = member(m, b->buf);
+		starpu_data_handle_t *h = b->handles != NO_HANDLES ? member(m, b->handles) : NULL;
+		size_t len = b->len(m);
+		int slots = b->slots(m);
+		if (len == 0 || slots == 0)
+			continue;
+		SF_CHECK(alloc_floats(buf, len * (size_t)slots, b->what));
+		for (int s = 0; h && s < slots; s++)
+			reg(&h[s], *buf + (size_t)s * len, len, sizeof(float));
+	}
+fail:
+	return rc;
+}
+
+static void model_bufs_release(struct sf_model *m)
+{
+	for (size_t k = 0; k < NMODEL_BUFS; k++) {
+		const struct model_buf *b = &model_bufs[k];
+		float **buf = member(m, b->buf);
+		starpu_data_handle_t *h = b->handles != NO_HANDLES ? member(m, b->handles) : NULL;
+		for (int s = 0; h && s < b->slots(m); s++)
+			unreg(&h[s]);
+		free(*buf);
+		*buf = NULL;
+	}
+}
+
+/* floats of the buffers of one kind: planned (all the configuration keeps), or only
+ * those allocated now */
+static size_t model_bufs_floats(const struct sf_model *m, enum vec_kind kind, bool planned)
+{
+	size_t n = 0;
+	for (size_t k = 0; k < NMODEL_BUFS; k++) {
+		const struct model_buf *b = &model_bufs[k];
+		bool held = *(float **)member(m, b->buf) != NULL;
+		if (b->kind == kind && (planned || held))
+			n += b->len(m) * (size_t)b->slots(m);
+	}
 	return n;
 }
 
@@ -612,42 +737,18 @@ static int check_graph(const sf_graph *g)
 	return SF_OK;
 }
 
-/* The model-wide buffers: gradient slots, gather ring, comm order, labels, losses. */
+/* The model-wide state: the shared buffers (model_bufs), the collectives' view of
+ * them, comm order, labels, losses, clipping. */
 static int build_buffers(struct sf_model *m)
 {
 	int rc = SF_OK;
-	size_t smax = 1;
-	for (int i = 0; i < m->nunits; i++)
-		smax = m->units[i].S > smax ? m->units[i].S : smax;
-	SF_CHECK(alloc_floats(&m->comm_scratch, smax, "the reduce-scatter buffer"));
-	bool p16 = m->cfg.param_dtype == SF_DTYPE_BF16, r16 = m->cfg.reduce_dtype == SF_DTYPE_BF16;
-	if (p16) { /* floats of half the size: N S_max bf16 */
-		float *st = NULL;
-		SF_CHECK(alloc_floats(&st, (smax * (size_t)m->shard_size + 1) / 2,
-		                      "the bf16 gather buffer"));
-		m->stage16 = (uint16_t *)st;
-	}
-	if (m->nrep > 1) { /* the replica ring's padded copy and receive block */
-		size_t q = (smax + (size_t)m->nrep - 1) / (size_t)m->nrep;
-		SF_CHECK(alloc_floats(&m->rep_scratch, ((size_t)m->nrep + 1) * q,
-		                      "the all-reduce buffer across nodes"));
-	}
+	SF_CHECK(model_bufs_alloc(m));
 	for (int i = 0; i < m->nunits; i++) {
 		m->units[i].comm.rep_scratch = m->rep_scratch;
 		m->units[i].comm.scratch = m->comm_scratch;
-		m->units[i].comm.param16 = p16;
-		m->units[i].comm.reduce16 = r16;
-		m->units[i].comm.stage16 = m->stage16;
-	}
-	size_t gsize = m->cfg.sharding == SF_SHARD_NONE ? m->largest_P : m->largest_NS;
-	SF_CHECK(alloc_floats(&m->grad, gsize * (size_t)m->G, "gradient slots"));
-	for (int s = 0; s < m->G; s++)
-		reg(&m->h_grad[s], m->grad + (size_t)s * gsize, gsize, sizeof(float));
-	if (m->R > 0) {
-		SF_CHECK(alloc_floats(&m->ring, m->largest_NS * (size_t)m->R, "the gather ring"));
-		for (int s = 0; s < m->R; s++)
-			reg(&m->h_ring[s], m->ring + (size_t)s * m->largest_NS, m->largest_NS,
-			    sizeof(float));
+		m->units[i].comm.param16 = m->cfg.param_dtype == SF_DTYPE_BF16;
+		m->units[i].comm.reduce16 = m->cfg.reduce_dtype == SF_DTYPE_BF16;
+		m->units[i].comm.stage16 = (uint16_t *)m->stage16;
 	}
 	starpu_void_data_register(&m->h_order);
 	reg(&m->h_noparams, &m->noparams, 1, sizeof(float));
@@ -674,10 +775,6 @@ static int build_buffers(struct sf_model *m)
 		return SF_ERR(SF_ERR_NOMEM, "sf_model_create: out of memory");
 	for (int u = 0; u < m->nunits; u++)
 		m->h_sqs[u] = m->units[u].h_sq;
-	if (m->cfg.sharding != SF_SHARD_NONE) {
-		SF_CHECK(alloc_floats(&m->rstmp, smax, "the accumulation buffer"));
-		reg(&m->h_rstmp, m->rstmp, smax, sizeof(float));
-	}
 fail:
 	return rc;
 }
@@ -689,38 +786,21 @@ struct mem_plan {
 	size_t params, grads, optim, acts, buffers, init;
 };
 
-/* The collectives' scratch floats build_buffers makes */
-static size_t buffer_floats(const struct sf_model *m, size_t smax)
-{
-	size_t n = smax; /* the reduce-scatter's */
-	if (m->cfg.param_dtype == SF_DTYPE_BF16)
-		n += (smax * (size_t)m->shard_size + 1) / 2;
-	if (m->nrep > 1)
-		n += ((size_t)m->nrep + 1) * ((smax + (size_t)m->nrep - 1) / (size_t)m->nrep);
-	return n;
-}
-
 static void plan_memory(const struct sf_model *m, struct mem_plan *p)
 {
 	bool acc = m->cfg.grad_accum > 1;
-	size_t smax = 1, *kind[] = {[VEC_PARAMS] = &p->params, [VEC_GRADS] = &p->grads,
-	                            [VEC_OPTIM] = &p->optim};
+	size_t *kind[VEC_KINDS] = {[VEC_PARAMS] = &p->params, [VEC_GRADS] = &p->grads,
+	                           [VEC_OPTIM] = &p->optim, [VEC_BUFFERS] = &p->buffers};
 	memset(p, 0, sizeof *p);
-	for (int i = 0; i < m->nunits; i++) {
-		const struct _sf_unit *u = &m->units[i];
+	for (int i = 0; i < m->nunits; i++)
 		for (size_t k = 0; k < NUNIT_VECS; k++)
-			*kind[unit_vecs[k].kind] += unit_vecs[k].len(m, u, acc);
-		smax = u->S > smax ? u->S : smax;
-	}
-	p->params += m->largest_NS * (size_t)m->R;
-	p->grads += (size_t)m->G * (m->cfg.sharding == SF_SHARD_NONE ? m->largest_P : m->largest_NS);
-	if (m->cfg.sharding != SF_SHARD_NONE)
-		p->grads += smax; /* the accumulation buffer of a sharded reduce */
+			*kind[unit_vecs[k].kind] += unit_vecs[k].len(m, &m->units[i], acc);
+	for (int k = 0; k < VEC_KINDS; k++)
+		*kind[k] += model_bufs_floats(m, (enum vec_kind)k, true);
 	for (int b = 0; b < m->nrecomp_bufs; b++)
 		p->acts += 2 * m->recomp_bufs[b].nact + m->recomp_bufs[b].nsaved;
 	for (int n = 0; n < m->nnodes; n++)
 		p->acts += node_floats(m, n);
-	p->buffers = buffer_floats(m, smax);
 	p->init = m->largest_P;
 }
 
@@ -731,11 +811,11 @@ static int check_memory(const struct sf_model *m)
 	const double mib = 1024.0 * 1024.0, f = sizeof(float) / mib;
 	struct mem_plan p;
 	struct _sf_memlimit lim;
+	if (!m->cfg.memory_check)
+		return SF_OK;
 	plan_memory(m, &p);
 	uint64_t need = (uint64_t)(p.params + p.grads + p.optim + p.acts + p.buffers + p.init) *
 	                sizeof(float);
-	if (!m->cfg.memory_check)
-		return SF_OK;
 	_sf_memlimit_get(&lim);
 	if (!lim.found)
 		return SF_OK;
@@ -878,25 +958,15 @@ SF_API int sf_model_destroy(sf_model *m)
 		unreg(&u->h_sq);
 		free(u->skip);
 	}
-	for (int s = 0; s < m->G; s++)
-		unreg(&m->h_grad[s]);
-	for (int s = 0; s < m->R; s++)
-		unreg(&m->h_ring[s]);
+	model_bufs_release(m);
 	for (int s = 0; s < SF_LOSS_SLOTS; s++) {
 		unreg(&m->h_loss[s]);
 		unreg(&m->h_clip[s]);
 	}
 	unreg(&m->h_one);
-	unreg(&m->h_rstmp);
-	free(m->rstmp);
 	unreg(&m->h_labels);
 	unreg(&m->h_order);
 	unreg(&m->h_noparams);
-	free(m->grad);
-	free(m->ring);
-	free(m->comm_scratch);
-	free(m->stage16);
-	free(m->rep_scratch);
 	free(m->labels);
 	free(m->h_sqs);
 	free(m->norm_descr);
@@ -996,22 +1066,17 @@ SF_API int sf_model_stats(sf_model *m, struct sf_model_stats *out)
 	out->accumulated = m->accum_k;
 	out->max_resident_units = atomic_load(&m->max_resident);
 	out->ring_slots = m->R;
-	size_t N = (size_t)m->shard_size, pb = 0, gb = 0, ob = 0;
-	for (int i = 0; i < m->nunits; i++) {
-		struct _sf_unit *u = &m->units[i];
-		pb += unit_vecs_floats(m, u, VEC_PARAMS);
-		gb += unit_vecs_floats(m, u, VEC_GRADS);
-		ob += unit_vecs_floats(m, u, VEC_OPTIM);
+	size_t floats[VEC_KINDS];
+	for (int k = 0; k < VEC_KINDS; k++) {
+		floats[k] = model_bufs_floats(m, (enum vec_kind)k, false);
+		for (int i = 0; i < m->nunits; i++)
+			floats[k] += unit_vecs_floats(m, &m->units[i], (enum vec_kind)k);
 	}
-	pb += m->largest_NS * (size_t)m->R;
-	gb += (size_t)m->G * (m->cfg.sharding == SF_SHARD_NONE ? m->largest_P : m->largest_NS);
-	if (m->rstmp)
-		gb += m->largest_NS / N;
-	out->param_bytes = pb * sizeof(float);
-	out->grad_bytes = gb * sizeof(float);
-	out->optimizer_bytes = ob * sizeof(float);
+	out->param_bytes = floats[VEC_PARAMS] * sizeof(float);
+	out->grad_bytes = floats[VEC_GRADS] * sizeof(float);
+	out->optimizer_bytes = floats[VEC_OPTIM] * sizeof(float);
 	out->activation_bytes = m->act_bytes;
-	out->buffer_bytes = buffer_floats(m, m->largest_NS / N) * sizeof(float);
+	out->buffer_bytes = floats[VEC_BUFFERS] * sizeof(float);
 	out->comm_seconds = m->comm_acct.wall;
 	out->comm_cpu_seconds = m->comm_acct.cpu;
 	out->comm_bytes = m->comm_acct.bytes;

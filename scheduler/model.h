@@ -122,7 +122,7 @@ struct sf_model {
 	struct _sf_slots ring_slots;
 
 	float *comm_scratch; /* see struct _sf_comm_args::scratch */
-	uint16_t *stage16;   /* N S_max bf16: gathers with SHARDFLOW_PARAM_DTYPE=bf16 */
+	float *stage16; /* N S_max bf16 (in floats): gathers with SHARDFLOW_PARAM_DTYPE=bf16 */
 	float *rep_scratch;  /* hybrid: see struct _sf_comm_args::rep_scratch */
 
 	/* gradient slots: G = SF_GRAD_SLOTS + width - 1, each a unit's whole gradient */
