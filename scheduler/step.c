@@ -22,7 +22,8 @@
  *             micro-batch (sf_model_accumulate) ends a unit with its sum instead of
  *             opt(u) (reduce_unit); with clipping, opt(u) becomes sqnorm(u).
  *   end     : (clipping) the norm's all-reduce, then every opt(u); (grad_op)
- *             all-gather of updated shards; the loss all-reduce.
+ *             all-gather of the updated shards in forward order (the next step's
+ *             forward overlaps all but the first); the loss all-reduce.
  *
  * Which units, slots and orders: scheduler/plan.c. Nothing is allocated here except
  * StarPU's task structures and the packed optimizer arguments.
@@ -448,8 +449,10 @@ static int backward(struct sf_model *m)
 	}
 	if (m->update && clipping(m))
 		SF_CHECK(update_all(m));
+	/* in forward order: the next step's forward starts on the first unit gathered
+	 * while the later ones are still on the wire */
 	if (m->update && m->cfg.sharding == SF_SHARD_GRAD_OP)
-		for (int u = m->nunits - 1; u >= 0; u--) {
+		for (int u = 0; u < m->nunits; u++) {
 			struct _sf_unit *un = &m->units[u];
 			SF_CHECK(_sf_submit_gather(&un->comm, m->h_order, un->h_shard, un->h_full,
 			                           NULL, m->ctx->comm_worker, un->ag_name,
