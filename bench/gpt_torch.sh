@@ -5,6 +5,7 @@
 #   bench/gpt_torch.sh [--cluster] [--rate R] [--runs N] [--steps N]
 #                      [--curve-steps N] [--no-curve] [--out DIR] [--build DIR]
 #                      [--model default|gpt2] [--context T] [--batch B] [--depths LIST]
+#                      [--no-torch-2t] [--knobs | --knob K...]
 #
 # (a) Loss curves: examples/gpt (2 ranks, this machine) trains the default GPT
 #     (842 496 parameters, 4 blocks, embd 128, context 128, batch 16, Jane Austen)
@@ -48,6 +49,7 @@
 #   --knobs     two more shardflow rows at depth 2: bf16 on the wire
 #               (SHARDFLOW_PARAM_DTYPE=bf16 SHARDFLOW_REDUCE_DTYPE=bf16: half the bytes)
 #               and SHARDFLOW_SHARDING=grad_op (ZeRO-2: one gather a step)
+#   --knob K    one of them: bf16 or grad_op (repeatable)
 set -u
 
 prog=gpt_torch.sh
@@ -72,9 +74,10 @@ ctx=
 gbatch=
 depths=0,1,2,3
 torch2t=1
-knobs=0
+knob_bf16=0
+knob_grad_op=0
 
-usage_end=50
+usage_end=52
 . "$(dirname "$0")/cli.sh"
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -91,7 +94,11 @@ while [ $# -gt 0 ]; do
 	--batch) [ $# -ge 2 ] || usage; posint "$1" "$2"; gbatch=$2; shift 2 ;;
 	--depths) [ $# -ge 2 ] || usage; depths=$2; shift 2 ;;
 	--no-torch-2t) torch2t=0; shift ;;
-	--knobs) knobs=1; shift ;;
+	--knobs) knob_bf16=1 knob_grad_op=1; shift ;;
+	--knob) [ $# -ge 2 ] || usage
+		case $2 in bf16) knob_bf16=1 ;; grad_op) knob_grad_op=1 ;;
+		*) die "--knob \"$2\" is invalid: accepted values are bf16, grad_op" ;; esac
+		shift 2 ;;
 	-h | --help) usage 0 ;;
 	*) echo "$prog: unknown option \"$1\"" >&2; usage 2 ;;
 	esac
@@ -242,11 +249,10 @@ for r in $(seq 1 "$runs"); do
 	for d in ${depths//,/ }; do
 		sf_run "depth $d" "$logs/sf-d$d.run$r.log" SHARDFLOW_PREFETCH_DEPTH=$d
 	done
-	if [ $knobs -eq 1 ]; then
-		sf_run "depth 2, bf16 on the wire" "$logs/sf-bf16.run$r.log" SHARDFLOW_PARAM_DTYPE=bf16 \
-			SHARDFLOW_REDUCE_DTYPE=bf16
-		sf_run "depth 2, grad_op (ZeRO-2)" "$logs/sf-grad-op.run$r.log" SHARDFLOW_SHARDING=grad_op
-	fi
+	[ $knob_bf16 -eq 1 ] && sf_run "depth 2, bf16 on the wire" "$logs/sf-bf16.run$r.log" \
+		SHARDFLOW_PARAM_DTYPE=bf16 SHARDFLOW_REDUCE_DTYPE=bf16
+	[ $knob_grad_op -eq 1 ] && sf_run "depth 2, grad_op (ZeRO-2)" "$logs/sf-grad-op.run$r.log" \
+		SHARDFLOW_SHARDING=grad_op
 	sf_run "compute only" "$logs/sf-compute.run$r.log" SHARDFLOW_SKIP=comm
 	torch_run "single process, 1 thread" "$logs/torch-1t.run$r.log" single 1
 	[ $torch2t -eq 1 ] && torch_run "single process, 2 threads" "$logs/torch-2t.run$r.log" single 2
