@@ -146,30 +146,21 @@ static void attention_bwd_cuda(void *buffers[], void *cl_arg)
 }
 #endif
 
-const struct sf_layer_type _sf_attention_type = {
-    .api_version = SF_LAYER_API_VERSION,
-    .name = "attention",
-    .min_inputs = 1,
-    .max_inputs = 1,
-    .infer = attention_infer,
-    .forward_cpu = attention_fwd_cpu,
-    .backward_cpu = attention_bwd_cpu,
-    .forward_cuda = SF_CUDA_BODY(attention_fwd_cuda),
-    .backward_cuda = SF_CUDA_BODY(attention_bwd_cuda),
-    .flops = attention_flops,
-    .saved_floats = attention_saved,
-};
+/* The two attention types share the bodies; only their config, and so infer, differ. */
+#define ATTENTION_TYPE(var, type_name, infer_fn)                                                   \
+	const struct sf_layer_type var = {                                                         \
+	    .api_version = SF_LAYER_API_VERSION,                                                   \
+	    .name = type_name,                                                                     \
+	    .min_inputs = 1,                                                                       \
+	    .max_inputs = 1,                                                                       \
+	    .infer = infer_fn,                                                                     \
+	    .forward_cpu = attention_fwd_cpu,                                                      \
+	    .backward_cpu = attention_bwd_cpu,                                                     \
+	    .forward_cuda = SF_CUDA_BODY(attention_fwd_cuda),                                      \
+	    .backward_cuda = SF_CUDA_BODY(attention_bwd_cuda),                                     \
+	    .flops = attention_flops,                                                              \
+	    .saved_floats = attention_saved,                                                       \
+	};
 
-const struct sf_layer_type _sf_attention_gqa_type = {
-    .api_version = SF_LAYER_API_VERSION,
-    .name = "attention_gqa",
-    .min_inputs = 1,
-    .max_inputs = 1,
-    .infer = attention_gqa_infer,
-    .forward_cpu = attention_fwd_cpu,
-    .backward_cpu = attention_bwd_cpu,
-    .forward_cuda = SF_CUDA_BODY(attention_fwd_cuda),
-    .backward_cuda = SF_CUDA_BODY(attention_bwd_cuda),
-    .flops = attention_flops,
-    .saved_floats = attention_saved,
-};
+ATTENTION_TYPE(_sf_attention_type, "attention", attention_infer)
+ATTENTION_TYPE(_sf_attention_gqa_type, "attention_gqa", attention_gqa_infer)

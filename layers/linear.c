@@ -106,37 +106,27 @@ static void bwd_with(void *buffers[], void *cl_arg, bwd_fn f)
 SF_BODIES(linear_fwd, fwd_with, _sf_linear_fwd, _sf_linear_fwd_cuda)
 SF_BODIES(linear_bwd, bwd_with, _sf_linear_bwd, _sf_linear_bwd_cuda)
 
-const struct sf_layer_type _sf_linear_type = {
-    .api_version = SF_LAYER_API_VERSION,
-    .name = "linear",
-    .min_inputs = 1,
-    .max_inputs = 1,
-    .infer = linear_infer,
-    .init = linear_init,
-    .forward_cpu = linear_fwd_cpu,
-    .backward_cpu = linear_bwd_cpu,
-    .forward_cuda = SF_CUDA_BODY(linear_fwd_cuda),
-    .backward_cuda = SF_CUDA_BODY(linear_bwd_cuda),
-    .flops = linear_flops,
-    .param_tensors = linear_tensors,
-    .backward_params_for_dinput_only = 1,
-};
+/* The three linear types share the GEMM bodies, the flop count and a backward that reads
+ * W only for dx; they differ in shapes, initialisation and parameter names. */
+#define LINEAR_TYPE(var, type_name, infer_fn, init_fn, tensors_fn)                                 \
+	const struct sf_layer_type var = {                                                         \
+	    .api_version = SF_LAYER_API_VERSION,                                                   \
+	    .name = type_name,                                                                     \
+	    .min_inputs = 1,                                                                       \
+	    .max_inputs = 1,                                                                       \
+	    .infer = infer_fn,                                                                     \
+	    .init = init_fn,                                                                       \
+	    .forward_cpu = linear_fwd_cpu,                                                         \
+	    .backward_cpu = linear_bwd_cpu,                                                        \
+	    .forward_cuda = SF_CUDA_BODY(linear_fwd_cuda),                                         \
+	    .backward_cuda = SF_CUDA_BODY(linear_bwd_cuda),                                        \
+	    .flops = linear_flops,                                                                 \
+	    .param_tensors = tensors_fn,                                                           \
+	    .backward_params_for_dinput_only = 1,                                                  \
+	};
 
-const struct sf_layer_type _sf_linear_nobias_type = {
-    .api_version = SF_LAYER_API_VERSION,
-    .name = "linear_nobias",
-    .min_inputs = 1,
-    .max_inputs = 1,
-    .infer = nobias_infer,
-    .init = linear_init,
-    .forward_cpu = linear_fwd_cpu,
-    .backward_cpu = linear_bwd_cpu,
-    .forward_cuda = SF_CUDA_BODY(linear_fwd_cuda),
-    .backward_cuda = SF_CUDA_BODY(linear_bwd_cuda),
-    .flops = linear_flops,
-    .param_tensors = linear_tensors,
-    .backward_params_for_dinput_only = 1,
-};
+LINEAR_TYPE(_sf_linear_type, "linear", linear_infer, linear_init, linear_tensors)
+LINEAR_TYPE(_sf_linear_nobias_type, "linear_nobias", nobias_infer, linear_init, linear_tensors)
 
 /* --- linear_split: one GEMM, several named row blocks of W -------------------------- */
 
@@ -190,18 +180,4 @@ static int split_tensors(const struct sf_layer_info *li, struct sf_param_tensor 
 	return c->nparts;
 }
 
-const struct sf_layer_type _sf_linear_split_type = {
-    .api_version = SF_LAYER_API_VERSION,
-    .name = "linear_split",
-    .min_inputs = 1,
-    .max_inputs = 1,
-    .infer = split_infer,
-    .init = split_init,
-    .forward_cpu = linear_fwd_cpu,
-    .backward_cpu = linear_bwd_cpu,
-    .forward_cuda = SF_CUDA_BODY(linear_fwd_cuda),
-    .backward_cuda = SF_CUDA_BODY(linear_bwd_cuda),
-    .flops = linear_flops,
-    .param_tensors = split_tensors,
-    .backward_params_for_dinput_only = 1,
-};
+LINEAR_TYPE(_sf_linear_split_type, "linear_split", split_infer, split_init, split_tensors)
