@@ -20,6 +20,7 @@
  * world size.
  */
 #include "shardflow.h"
+#include "models/decoder.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -49,14 +50,8 @@ static int check(const struct sf_gpt_config *c)
 		return sf_error_set(SF_ERR_INVALID,
 		                    "sf_gpt_graph: embd (%d) must be a multiple of heads (%d)",
 		                    c->embd, c->heads);
-	if (c->layers > 9999 || c->embd > (1 << 20) / 4 || c->vocab > (1 << 24) ||
-	    c->context > (1 << 20))
-		return sf_error_set(
-		    SF_ERR_INVALID,
-		    "sf_gpt_graph: layers <= 9999, embd <= 262144, vocab <= 2^24 and "
-		    "context <= 2^20 (got %d, %d, %d, %d)",
-		    c->layers, c->embd, c->vocab, c->context);
-	return SF_OK;
+	return _sf_decoder_check_sizes("sf_gpt_graph", c->layers, "embd", c->embd, c->vocab,
+	                               c->context);
 }
 
 /* A linear node "<prefix>.<what>" of width out, GPT-2 initialised with std. */
@@ -123,9 +118,7 @@ SF_API int sf_gpt_graph(const struct sf_gpt_config *c, sf_graph **out)
 	*out = NULL;
 	if ((rc = check(c)) < 0 || (rc = sf_graph_create("gpt", &g)) < 0)
 		return rc;
-	if ((rc = sf_graph_set_seq_len(g, c->context)) < 0 ||
-	    (rc = sf_graph_int_input(g, "idx", c->vocab, &idx)) < 0 ||
-	    (rc = sf_graph_label_input(g, "targets", c->vocab, &targets)) < 0 ||
+	if ((rc = _sf_decoder_inputs(g, c->context, c->vocab, &idx, &targets)) < 0 ||
 	    (rc = sf_graph_unit_begin(g, "transformer")) < 0)
 		goto fail;
 	int C = c->embd;

@@ -13,6 +13,7 @@
  * embedding, which the head reads at the end as sf_gpt_graph's does).
  */
 #include "shardflow.h"
+#include "models/decoder.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -57,6 +58,7 @@ SF_API int sf_llama_ffn_dim(const struct sf_llama_config *c)
 
 static int check(const struct sf_llama_config *c)
 {
+	int rc;
 	if (!c)
 		return sf_error_set(SF_ERR_INVALID, "sf_llama_graph: NULL config");
 	if (c->vocab < 2 || c->context < 1 || c->layers < 1 || c->dim < 1 || c->heads < 1 ||
@@ -73,13 +75,9 @@ static int check(const struct sf_llama_config *c)
 		    "even size (rope pairs their features) and kv_heads (%d) must "
 		    "divide heads",
 		    c->heads, c->dim, c->kv_heads);
-	if (c->layers > 9999 || c->dim > (1 << 18) || c->vocab > (1 << 24) ||
-	    c->context > (1 << 20))
-		return sf_error_set(
-		    SF_ERR_INVALID,
-		    "sf_llama_graph: layers <= 9999, dim <= 262144, vocab <= 2^24 and "
-		    "context <= 2^20 (got %d, %d, %d, %d)",
-		    c->layers, c->dim, c->vocab, c->context);
+	if ((rc = _sf_decoder_check_sizes("sf_llama_graph", c->layers, "dim", c->dim, c->vocab,
+	                                  c->context)) < 0)
+		return rc;
 	if (!(c->norm_eps > 0.0f) || !(c->rope_theta > 0.0f) || !isfinite(c->rope_theta) ||
 	    c->ffn_dim < 0 || c->multiple_of < 0 || !(c->ffn_dim_multiplier >= 0.0f))
 		return sf_error_set(
@@ -150,9 +148,7 @@ SF_API int sf_llama_graph(const struct sf_llama_config *c, sf_graph **out)
 	const char *embed_unit = c->tie_weights ? "model" : "model.embed_tokens";
 	struct sf_linear_config head = {c->vocab, LLAMA_STD};
 	int D = c->dim;
-	if ((rc = sf_graph_set_seq_len(g, c->context)) < 0 ||
-	    (rc = sf_graph_int_input(g, "idx", c->vocab, &idx)) < 0 ||
-	    (rc = sf_graph_label_input(g, "targets", c->vocab, &targets)) < 0 ||
+	if ((rc = _sf_decoder_inputs(g, c->context, c->vocab, &idx, &targets)) < 0 ||
 	    (rc = sf_graph_unit_begin(g, embed_unit)) < 0 ||
 	    (rc = sf_graph_layer(g, "embedding", &idx, 1, &D, sizeof D, "model.embed_tokens", &x)) <
 	        0 ||
