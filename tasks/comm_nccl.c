@@ -386,48 +386,47 @@ static int stage_of(struct _sf_comm *c, size_t n, uint16_t **out)
 	return SF_OK;
 }
 
-/* bf16 gathers: this rank's shard rounded into its block of the staging, NCCL's
- * all-gather in place in bf16, every block widened into full */
+/* bf16 collectives in place on the device staging (S bf16 per rank): a gather rounds
+ * this rank's shard into its block, all-gathers in bf16 and widens every block into
+ * out; a reduce-scatter rounds the whole gradient, reduce-scatters in bf16 (its sums
+ * are bf16, as FSDP's with reduce_dtype bf16) and widens this rank's block into out. */
+static int nccl_bf16(struct _sf_comm *c, bool gather, const float *in, size_t S, float *out)
+{
+	uint16_t *st;
+	size_t n = S * (size_t)c->size;
+	int rc = stage_of(c, n, &st);
+	if (rc < 0)
+		return rc;
+	uint16_t *mine = st + (size_t)c->rank * S;
+	cudaStream_t stream = starpu_cuda_get_local_stream();
+	if (gather) {
+		_sf_bf16_round_n_cuda(S, in, mine);
+		rc = enqueued(c, ncclAllGather(mine, st, S, ncclBfloat16, impl(c)->comm, stream),
+		              "ncclAllGather(bf16)");
+	} else {
+		_sf_bf16_round_n_cuda(n, in, st);
+		rc = enqueued(
+		    c, ncclReduceScatter(st, mine, S, ncclBfloat16, ncclSum, impl(c)->comm, stream),
+		    "ncclReduceScatter(bf16)");
+	}
+	if (rc < 0)
+		return rc;
+	_sf_bf16_widen_n_cuda(gather ? n : S, gather ? st : mine, out);
+	return wait_stream(c, "bf16 widening");
+}
+
 static int nccl_all_gather16(struct _sf_comm *c, const float *shard, float *full, size_t S,
                              uint16_t *host_stage)
 {
 	(void)host_stage;
-	uint16_t *st;
-	size_t n = S * (size_t)c->size;
-	int rc = stage_of(c, n, &st);
-	if (rc < 0)
-		return rc;
-	_sf_bf16_round_n_cuda(S, shard, st + (size_t)c->rank * S);
-	rc = enqueued(c,
-	              ncclAllGather(st + (size_t)c->rank * S, st, S, ncclBfloat16, impl(c)->comm,
-	                            starpu_cuda_get_local_stream()),
-	              "ncclAllGather(bf16)");
-	if (rc < 0)
-		return rc;
-	_sf_bf16_widen_n_cuda(n, st, full);
-	return wait_stream(c, "bf16 widening");
+	return nccl_bf16(c, true, shard, S, full);
 }
 
-/* bf16 reduce-scatters: the gradient rounded, NCCL's reduce-scatter in bf16 (its sums
- * are bf16, as FSDP's with reduce_dtype bf16), this rank's block widened into out */
 static int nccl_reduce_scatter16(struct _sf_comm *c, float *grad, size_t S, float *out,
                                  float *scratch)
 {
 	(void)scratch;
-	uint16_t *st;
-	size_t n = S * (size_t)c->size;
-	int rc = stage_of(c, n, &st);
-	if (rc < 0)
-		return rc;
-	_sf_bf16_round_n_cuda(n, grad, st);
-	rc = enqueued(c,
-	              ncclReduceScatter(st, st + (size_t)c->rank * S, S, ncclBfloat16, ncclSum,
-	                                impl(c)->comm, starpu_cuda_get_local_stream()),
-	              "ncclReduceScatter(bf16)");
-	if (rc < 0)
-		return rc;
-	_sf_bf16_widen_n_cuda(S, st + (size_t)c->rank * S, out);
-	return wait_stream(c, "bf16 widening");
+	return nccl_bf16(c, false, grad, S, out);
 }
 
 static int nccl_all_reduce(struct _sf_comm *c, float *v, size_t n)
