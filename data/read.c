@@ -1,9 +1,10 @@
-/* read.c — _sf_data_read_file (data/read.h). */
+/* read.c — _sf_data_read_file and _sf_llmc_header_check (data/read.h). */
 #include "data/read.h"
 #include "common/error.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -91,4 +92,18 @@ fail:
 	if (fd >= 0)
 		(void)close(fd);
 	return rc;
+}
+
+int _sf_llmc_header_check(const uint8_t *b, size_t n, uint32_t magic, const char *what,
+                          const char *path, const char *kind, const char *layout)
+{
+	if (_sf_llmc_has_magic(b, n, magic))
+		return SF_OK;
+	char why[64];
+	if (n < SF_LLMC_HEADER_BYTES)
+		snprintf(why, sizeof why, "shorter than its %d-byte header", SF_LLMC_HEADER_BYTES);
+	else
+		snprintf(why, sizeof why, "no magic %u at its start", (unsigned)magic);
+	return SF_ERR(SF_ERR_INVALID, "%s %s is not %s: %s (%s, the first the magic %u)", what,
+	              path, kind, why, layout, (unsigned)magic);
 }

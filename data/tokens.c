@@ -16,7 +16,6 @@
 
 #define LLMC_MAGIC 20240520
 #define LLMC_VERSION 1
-#define LLMC_HEADER_BYTES (256 * 4)
 
 SF_API int sf_tokens_free(struct sf_tokens *t)
 {
@@ -33,8 +32,7 @@ static int locate_ids(const uint8_t *b, size_t n, int *format, const char *path,
                       int64_t *count)
 {
 	if (*format == SF_TOKENS_AUTO)
-		*format = n >= LLMC_HEADER_BYTES && _sf_le32(b) == LLMC_MAGIC ? SF_TOKENS_LLMC
-		                                                              : SF_TOKENS_RAW;
+		*format = _sf_llmc_has_magic(b, n, LLMC_MAGIC) ? SF_TOKENS_LLMC : SF_TOKENS_RAW;
 	if (*format == SF_TOKENS_RAW) {
 		if (n % 2)
 			return SF_ERR(
@@ -45,26 +43,22 @@ static int locate_ids(const uint8_t *b, size_t n, int *format, const char *path,
 		*at = 0, *count = (int64_t)(n / 2);
 		return SF_OK;
 	}
-	if (n < LLMC_HEADER_BYTES || _sf_le32(b) != LLMC_MAGIC)
-		return SF_ERR(SF_ERR_INVALID,
-		              "token file %s is not an llm.c shard: %s (a shard starts with 256 "
-		              "int32, the first the magic %d)",
-		              path,
-		              n < LLMC_HEADER_BYTES ? "shorter than its 1024-byte header"
-		                                    : "no magic 20240520 at its start",
-		              LLMC_MAGIC);
+	int rc = _sf_llmc_header_check(b, n, LLMC_MAGIC, "token file", path, "an llm.c shard",
+	                               "a shard starts with 256 int32");
+	if (rc < 0)
+		return rc;
 	if (_sf_le32(b + 4) != LLMC_VERSION)
 		return SF_ERR(SF_ERR_INVALID,
 		              "token file %s: llm.c shard version %u, not %d (uint16 tokens)", path,
 		              _sf_le32(b + 4), LLMC_VERSION);
 	uint32_t c = _sf_le32(b + 8);
-	if ((uint64_t)c * 2 != n - LLMC_HEADER_BYTES)
+	if ((uint64_t)c * 2 != n - SF_LLMC_HEADER_BYTES)
 		return SF_ERR(
 		    SF_ERR_INVALID,
 		    "token file %s: its header counts %u tokens (%llu bytes) but %zu bytes "
 		    "follow the header: a truncated or padded shard",
-		    path, c, (unsigned long long)c * 2, n - LLMC_HEADER_BYTES);
-	*at = LLMC_HEADER_BYTES, *count = c;
+		    path, c, (unsigned long long)c * 2, n - SF_LLMC_HEADER_BYTES);
+	*at = SF_LLMC_HEADER_BYTES, *count = c;
 	return SF_OK;
 }
 
@@ -88,8 +82,8 @@ SF_API int sf_tokens_load(const char *path, int vocab, int format, struct sf_tok
 		    SF_ERR_INVALID,
 		    "sf_tokens_load: format %d for %s is not SF_TOKENS_AUTO, _RAW or _LLMC", format,
 		    path);
-	SF_CHECK(
-	    _sf_data_read_file(path, "token file", LLMC_HEADER_BYTES + 2 * SF_TOKENS_MAX, &b, &n));
+	SF_CHECK(_sf_data_read_file(path, "token file", SF_LLMC_HEADER_BYTES + 2 * SF_TOKENS_MAX,
+	                            &b, &n));
 	SF_CHECK(locate_ids(b, n, &format, path, &at, &count));
 	if (count == 0) {
 		rc = SF_ERR(SF_ERR_INVALID, "token file %s holds no token", path);

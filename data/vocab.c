@@ -12,9 +12,8 @@
 #include <string.h>
 
 #define VOCAB_MAGIC 20240328
-#define VOCAB_HEADER_BYTES (256 * 4)
 /* 2^16 ids of at most 255 bytes, and the header */
-#define VOCAB_MAX_BYTES (VOCAB_HEADER_BYTES + 65536 * 256)
+#define VOCAB_MAX_BYTES (SF_LLMC_HEADER_BYTES + 65536 * 256)
 
 SF_API int sf_vocab_free(struct sf_vocab *v)
 {
@@ -30,14 +29,10 @@ SF_API int sf_vocab_free(struct sf_vocab *v)
 /* The header's size and end-of-text id, checked against the file's n bytes */
 static int read_header(const uint8_t *b, size_t n, const char *path, int *size, int *eot)
 {
-	if (n < VOCAB_HEADER_BYTES || _sf_le32(b) != VOCAB_MAGIC)
-		return SF_ERR(SF_ERR_INVALID,
-		              "decode table %s is not an llm.c tokenizer file: %s (it starts with "
-		              "256 uint32, the first the magic %d)",
-		              path,
-		              n < VOCAB_HEADER_BYTES ? "shorter than its 1024-byte header"
-		                                     : "no magic 20240328 at its start",
-		              VOCAB_MAGIC);
+	int rc = _sf_llmc_header_check(b, n, VOCAB_MAGIC, "decode table", path,
+	                               "an llm.c tokenizer file", "it starts with 256 uint32");
+	if (rc < 0)
+		return rc;
 	uint32_t version = _sf_le32(b + 4), count = _sf_le32(b + 8);
 	if (version != 1 && version != 2)
 		return SF_ERR(SF_ERR_INVALID, "decode table %s: version %u, not 1 or 2", path,
@@ -75,13 +70,13 @@ SF_API int sf_vocab_load(const char *path, struct sf_vocab *out)
 	if (rc < 0)
 		goto fail;
 	out->offset = malloc(((size_t)size + 1) * sizeof *out->offset);
-	out->bytes = malloc(n - VOCAB_HEADER_BYTES);
+	out->bytes = malloc(n - SF_LLMC_HEADER_BYTES);
 	out->path = strdup(path);
 	if (!out->offset || !out->bytes || !out->path) {
 		rc = SF_ERR(SF_ERR_NOMEM, "cannot allocate decode table %s (%zu bytes)", path, n);
 		goto fail;
 	}
-	size_t at = VOCAB_HEADER_BYTES, total = 0;
+	size_t at = SF_LLMC_HEADER_BYTES, total = 0;
 	for (int i = 0; i < size; i++) {
 		if (at >= n) {
 			rc = SF_ERR(SF_ERR_INVALID,
