@@ -99,6 +99,15 @@ static int get_choice(const char *var, const char *const *choices, int n, int de
 	               choices[def]);
 }
 
+/* get_choice into a field of enum type (the index arrives as an int); a refusal jumps to
+ * the caller's fail label, as SF_CHECK does. */
+#define CHOICE_CHECK(var, choices, n, def, field)                                                  \
+	do {                                                                                       \
+		int choice_;                                                                       \
+		SF_CHECK(get_choice((var), (choices), (n), (def), &choice_));                      \
+		(field) = choice_;                                                                 \
+	} while (0)
+
 static int check_unknown(void)
 {
 	for (char **e = environ; e && *e; e++) {
@@ -168,45 +177,36 @@ SF_API int sf_config_from_env(struct sf_config *out)
 	NAMES_OF(accum, SF_ACCUM_COUNT);
 	NAMES_OF(recompute, SF_RECOMPUTE_COUNT);
 	NAMES_OF(dtype, SF_DTYPE_COUNT);
-	int rc = SF_OK, v;
+	int rc = SF_OK;
 	struct sf_config c;
 
 	if (!out)
 		return SF_ERR(SF_ERR_INVALID, "sf_config_from_env: out is NULL");
 	/* SHARDFLOW_LOG first, so that it governs the messages of the others. */
-	SF_CHECK(get_choice("SHARDFLOW_LOG", logl, SF_LOG_COUNT, SF_LOG_WARN, &v));
-	c.log_level = (enum sf_log_level)v;
+	CHOICE_CHECK("SHARDFLOW_LOG", logl, SF_LOG_COUNT, SF_LOG_WARN, c.log_level);
 	SF_CHECK(check_unknown());
 	SF_CHECK(get_int("SHARDFLOW_PREFETCH_DEPTH", 0, SF_MAX_DEPTH, 2, &c.prefetch_depth));
-	SF_CHECK(get_choice("SHARDFLOW_BACKWARD_PREFETCH", bwd, SF_BWD_COUNT, SF_BWD_PRE, &v));
-	c.bwd_prefetch = (enum sf_backward_prefetch)v;
-	SF_CHECK(get_choice("SHARDFLOW_SHARDING", _sf_sharding_names, SF_SHARD_COUNT, SF_SHARD_FULL,
-	                    &v));
-	c.sharding = (enum sf_sharding)v;
+	CHOICE_CHECK("SHARDFLOW_BACKWARD_PREFETCH", bwd, SF_BWD_COUNT, SF_BWD_PRE, c.bwd_prefetch);
+	CHOICE_CHECK("SHARDFLOW_SHARDING", _sf_sharding_names, SF_SHARD_COUNT, SF_SHARD_FULL,
+	             c.sharding);
 	SF_CHECK(get_prefix("SHARDFLOW_TRACE", c.trace, sizeof c.trace));
-	SF_CHECK(get_choice("SHARDFLOW_SKIP", skip, SF_SKIP_COUNT, SF_SKIP_NONE, &v));
-	c.skip = (enum sf_skip)v;
+	CHOICE_CHECK("SHARDFLOW_SKIP", skip, SF_SKIP_COUNT, SF_SKIP_NONE, c.skip);
 	SF_CHECK(get_int("SHARDFLOW_COMM_CHUNK", 0, SF_MAX_COMM_CHUNK, SF_DEFAULT_COMM_CHUNK,
 	                 &c.comm_chunk));
 	SF_CHECK(get_int("SHARDFLOW_COMM_TIMEOUT", 0, SF_MAX_COMM_TIMEOUT,
 	                 SF_DEFAULT_COMM_TIMEOUT, &c.comm_timeout));
-	SF_CHECK(get_choice("SHARDFLOW_COMM", comm, SF_COMM_COUNT, SF_COMM_MPI, &v));
-	c.comm = (enum sf_comm_backend)v;
-	SF_CHECK(
-	    get_choice("SHARDFLOW_OPTIMIZER_ON", opt_on, SF_OPT_ON_COUNT, SF_OPT_ON_DEVICE, &v));
-	c.optimizer_on = (enum sf_optimizer_on)v;
+	CHOICE_CHECK("SHARDFLOW_COMM", comm, SF_COMM_COUNT, SF_COMM_MPI, c.comm);
+	CHOICE_CHECK("SHARDFLOW_OPTIMIZER_ON", opt_on, SF_OPT_ON_COUNT, SF_OPT_ON_DEVICE,
+	             c.optimizer_on);
 	SF_CHECK(get_int("SHARDFLOW_GRAD_ACCUM", 1, SF_MAX_GRAD_ACCUM, 1, &c.grad_accum));
-	SF_CHECK(get_choice("SHARDFLOW_ACCUM_MODE", accum, SF_ACCUM_COUNT, SF_ACCUM_SHARDED, &v));
-	c.accum_mode = (enum sf_accum_mode)v;
-	SF_CHECK(get_choice("SHARDFLOW_RECOMPUTE", recompute, SF_RECOMPUTE_COUNT, SF_RECOMPUTE_NONE,
-	                    &v));
-	c.recompute = (enum sf_recompute)v;
-	SF_CHECK(get_choice("SHARDFLOW_PARAM_DTYPE", dtype, SF_DTYPE_COUNT, SF_DTYPE_FP32, &v));
-	c.param_dtype = (enum sf_dtype)v;
-	SF_CHECK(get_choice("SHARDFLOW_REDUCE_DTYPE", dtype, SF_DTYPE_COUNT, SF_DTYPE_FP32, &v));
-	c.reduce_dtype = (enum sf_dtype)v;
+	CHOICE_CHECK("SHARDFLOW_ACCUM_MODE", accum, SF_ACCUM_COUNT, SF_ACCUM_SHARDED, c.accum_mode);
+	CHOICE_CHECK("SHARDFLOW_RECOMPUTE", recompute, SF_RECOMPUTE_COUNT, SF_RECOMPUTE_NONE,
+	             c.recompute);
+	CHOICE_CHECK("SHARDFLOW_PARAM_DTYPE", dtype, SF_DTYPE_COUNT, SF_DTYPE_FP32, c.param_dtype);
+	CHOICE_CHECK("SHARDFLOW_REDUCE_DTYPE", dtype, SF_DTYPE_COUNT, SF_DTYPE_FP32,
+	             c.reduce_dtype);
 	SF_CHECK(get_int("SHARDFLOW_NODE_SIZE", 0, 1 << 20, 0, &c.node_size));
-	SF_CHECK(get_choice("SHARDFLOW_MEMORY_CHECK", onoff, 2, 1, &c.memory_check));
+	CHOICE_CHECK("SHARDFLOW_MEMORY_CHECK", onoff, 2, 1, c.memory_check);
 	if (c.comm_chunk > 0 && c.comm_chunk < SF_MIN_COMM_CHUNK)
 		return _sf_err(SF_ERR_CONFIG, NULL, 0,
 		               "SHARDFLOW_COMM_CHUNK=\"%s\" is invalid: accepted values are 0 (one "
