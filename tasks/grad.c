@@ -79,14 +79,10 @@ SF_GRAD_CODELET(_sf_cl_grad_sqnorm, grad_sqnorm, STARPU_R, STARPU_W, sq_model);
 
 void _sf_grad_codelets_configure(bool skip)
 {
-	_sf_cl_grad_add.cpu_funcs[0] = skip ? _sf_noop_kernel : grad_add_cpu;
-	_sf_cl_grad_copy.cpu_funcs[0] = skip ? _sf_noop_kernel : grad_copy_cpu;
-	_sf_cl_grad_sqnorm.cpu_funcs[0] = skip ? _sf_noop_kernel : grad_sqnorm_cpu;
-#ifdef SF_HAVE_CUDA
-	_sf_cl_grad_add.cuda_funcs[0] = skip ? _sf_noop_kernel : grad_add_cuda;
-	_sf_cl_grad_copy.cuda_funcs[0] = skip ? _sf_noop_kernel : grad_copy_cuda;
-	_sf_cl_grad_sqnorm.cuda_funcs[0] = skip ? _sf_noop_kernel : grad_sqnorm_cuda;
-#endif
+	_sf_codelet_bodies(&_sf_cl_grad_add, skip, grad_add_cpu, SF_CUDA_BODY(grad_add_cuda));
+	_sf_codelet_bodies(&_sf_cl_grad_copy, skip, grad_copy_cpu, SF_CUDA_BODY(grad_copy_cuda));
+	_sf_codelet_bodies(&_sf_cl_grad_sqnorm, skip, grad_sqnorm_cpu,
+	                   SF_CUDA_BODY(grad_sqnorm_cuda));
 }
 
 /* --- submitting them ------------------------------------------------------------------ */

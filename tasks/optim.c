@@ -143,14 +143,9 @@ _Static_assert(sizeof _sf_optim_families / sizeof _sf_optim_families[0] == SF_OP
 
 void _sf_optim_codelets_configure(bool skip)
 {
-	_sf_cl_sgd.cpu_funcs[0] = skip ? _sf_noop_kernel : sgd_cpu;
-	_sf_cl_adamw.cpu_funcs[0] = skip ? _sf_noop_kernel : adamw_cpu;
-	_sf_cl_lion.cpu_funcs[0] = skip ? _sf_noop_kernel : lion_cpu;
-#ifdef SF_HAVE_CUDA
-	_sf_cl_sgd.cuda_funcs[0] = skip ? _sf_noop_kernel : sgd_cuda;
-	_sf_cl_adamw.cuda_funcs[0] = skip ? _sf_noop_kernel : adamw_cuda;
-	_sf_cl_lion.cuda_funcs[0] = skip ? _sf_noop_kernel : lion_cuda;
-#endif
+	_sf_codelet_bodies(&_sf_cl_sgd, skip, sgd_cpu, SF_CUDA_BODY(sgd_cuda));
+	_sf_codelet_bodies(&_sf_cl_adamw, skip, adamw_cpu, SF_CUDA_BODY(adamw_cuda));
+	_sf_codelet_bodies(&_sf_cl_lion, skip, lion_cpu, SF_CUDA_BODY(lion_cuda));
 }
 
 int _sf_submit_opt(int opt, const struct _sf_opt_args *a, starpu_data_handle_t param,

@@ -55,6 +55,17 @@ void _sf_noop_kernel(void *buffers[], void *cl_arg)
 	(void)cl_arg;
 }
 
+void _sf_codelet_bodies(struct starpu_codelet *cl, bool skip, starpu_cpu_func_t cpu,
+                        starpu_cuda_func_t cuda)
+{
+	cl->cpu_funcs[0] = skip ? _sf_noop_kernel : cpu;
+#ifdef SF_HAVE_CUDA
+	cl->cuda_funcs[0] = skip ? _sf_noop_kernel : cuda;
+#else
+	(void)cuda;
+#endif
+}
+
 void _sf_workers_configure(int comm_worker, enum sf_skip skip, enum sf_optimizer_on opt_on)
 {
 	_sf_comm_worker = comm_worker;

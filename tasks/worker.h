@@ -62,6 +62,10 @@ void _sf_cuda_stop(void);
 
 /* A codelet body that does nothing (SHARDFLOW_SKIP=compute). */
 void _sf_noop_kernel(void *buffers[], void *cl_arg);
+/* Points cl's CPU body at cpu and, in CUDA builds, its CUDA body at cuda (pass
+ * SF_CUDA_BODY(f), NULL in a CPU build); both at _sf_noop_kernel when skip. */
+void _sf_codelet_bodies(struct starpu_codelet *cl, bool skip, starpu_cpu_func_t cpu,
+                        starpu_cuda_func_t cuda);
 
 /* Reads the CPU-time clock of the thread of StarPU worker `worker` (a task run there,
  * synchronously). */
