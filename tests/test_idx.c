@@ -27,6 +27,7 @@
  */
 #include "shardflow.h"
 #include "tests/tap.h"
+#include "tests/tmpfiles.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -41,33 +42,6 @@
 #endif
 
 /* ---- files written for the test ------------------------------------------------------- */
-
-static char tmpdir[256];
-static char files[64][320];
-static int nfiles;
-
-static void bail_out(const char *what)
-{
-	printf("Bail out! %s\n", what);
-	exit(99);
-}
-
-/* A path in the temporary directory, remembered for the clean-up. */
-static const char *tpath(const char *name)
-{
-	if (nfiles == 64)
-		bail_out("too many test files");
-	snprintf(files[nfiles], sizeof files[0], "%s/%s", tmpdir, name);
-	return files[nfiles++];
-}
-
-static void cleanup(void)
-{
-	for (int i = 0; i < nfiles; i++)
-		(void)unlink(files[i]);
-	if (tmpdir[0])
-		(void)rmdir(tmpdir);
-}
 
 /* A growing byte string: the content of one file. */
 struct blob {
@@ -639,12 +613,7 @@ static void test_real(const char *set, int64_t n, int per_class)
 
 int main(void)
 {
-	const char *base = getenv("TMPDIR");
-	snprintf(tmpdir, sizeof tmpdir, "%s/sf-test-idx.XXXXXX", base && *base ? base : "/tmp");
-	if (!mkdtemp(tmpdir)) {
-		tmpdir[0] = '\0';
-		bail_out("cannot create a temporary directory");
-	}
+	tmpdir_create("sf-test-idx");
 	test_load();
 	test_untrusted_header();
 	test_batches();

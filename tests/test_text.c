@@ -25,6 +25,7 @@
  */
 #include "shardflow.h"
 #include "tests/tap.h"
+#include "tests/tmpfiles.h"
 
 #include <fcntl.h>
 #include <math.h>
@@ -34,35 +35,6 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-
-static char tmpdir[256];
-static char files[16][320];
-static int nfiles;
-
-static void bail_out(const char *what)
-{
-	printf("Bail out! %s\n", what);
-	exit(99);
-}
-
-static const char *tpath(const char *name)
-{
-	if (nfiles == 16)
-		bail_out("too many test files");
-	snprintf(files[nfiles], sizeof files[0], "%s/%s", tmpdir, name);
-	return files[nfiles++];
-}
-
-static void cleanup(void)
-{
-	for (int i = 0; i < nfiles; i++) {
-		(void)chmod(files[i], 0600);
-		(void)unlink(files[i]);
-		(void)rmdir(files[i]);
-	}
-	if (tmpdir[0])
-		(void)rmdir(tmpdir);
-}
 
 /* A file of n bytes, byte i = (i * mul + add) % 256. */
 static const char *make(const char *name, size_t n, unsigned mul, unsigned add)
@@ -412,12 +384,7 @@ static void test_austen(void)
 
 int main(void)
 {
-	const char *base = getenv("TMPDIR");
-	snprintf(tmpdir, sizeof tmpdir, "%s/sf-test-text.XXXXXX", base && *base ? base : "/tmp");
-	if (!mkdtemp(tmpdir)) {
-		tmpdir[0] = '\0';
-		bail_out("cannot create a temporary directory");
-	}
+	tmpdir_create("sf-test-text");
 	test_load();
 	test_batches();
 	test_austen();

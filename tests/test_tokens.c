@@ -30,6 +30,7 @@
  */
 #include "shardflow.h"
 #include "tests/tap.h"
+#include "tests/tmpfiles.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -37,24 +38,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-static char tmpdir[256];
-static char files[40][320];
-static int nfiles;
-
-static void bail_out(const char *what)
-{
-	printf("Bail out! %s\n", what);
-	exit(99);
-}
-
-static const char *tpath(const char *name)
-{
-	if (nfiles == 40)
-		bail_out("too many test files");
-	snprintf(files[nfiles], sizeof files[0], "%s/%s", tmpdir, name);
-	return files[nfiles++];
-}
 
 /* A file of a header (hlen bytes, may be 0) and then n little-endian uint16 ids. */
 static const char *write_ids(const char *name, const uint8_t *header, size_t hlen,
@@ -324,24 +307,9 @@ static void test_gpt2_files(void)
 	sf_text_free(&text);
 }
 
-static void cleanup(void)
-{
-	for (int i = 0; i < nfiles; i++) {
-		(void)unlink(files[i]);
-		(void)rmdir(files[i]);
-	}
-	if (tmpdir[0])
-		(void)rmdir(tmpdir);
-}
-
 int main(void)
 {
-	const char *base = getenv("TMPDIR");
-	snprintf(tmpdir, sizeof tmpdir, "%s/sf-test-tokens.XXXXXX", base && *base ? base : "/tmp");
-	if (!mkdtemp(tmpdir)) {
-		tmpdir[0] = '\0';
-		bail_out("cannot create a temporary directory");
-	}
+	tmpdir_create("sf-test-tokens");
 	test_load();
 	test_batches();
 	test_vocab();
