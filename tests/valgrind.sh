@@ -14,6 +14,10 @@ VG="valgrind --quiet --leak-check=full --show-leak-kinds=definite,indirect \
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/sf-valgrind.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT INT TERM
+# examples/gpt's text: lib.sh's fixed corpus (not the README, whose edits would change
+# what the run reads); lib.sh is sourced in a subshell, which keeps its $tmp and traps
+corpus=$tmp/corpus.txt
+(. "$top_srcdir/tests/lib.sh" && sf_corpus "$corpus") || exit 99
 
 set -- \
 	"kernels|$top_builddir/tests/test_kernels_fd" \
@@ -26,7 +30,7 @@ set -- \
 	"uneven adamw none|env SHARDFLOW_SHARDING=none $top_builddir/tests/train_dump --model uneven --optimizer adamw --steps 3 --out $tmp/d.dump" \
 	"gpt (attention, pos_embedding) adamw|$top_builddir/tests/train_dump --model gpt --optimizer adamw --steps 2 --batch 3 --out $tmp/e.dump" \
 	"nanogpt (sf_gpt_graph) adamw, safetensors export|$top_builddir/tests/train_dump --model nanogpt --optimizer adamw --steps 2 --batch 3 --export-init $tmp/w0.st --out $tmp/f.dump" \
-	"examples/gpt: train, evaluate, checkpoint, export, generate|$top_builddir/examples/gpt --layers 1 --heads 2 --embd 16 --context 16 --batch 2 --steps 3 --eval-every 2 --eval-batches 1 --text $top_srcdir/README.md --checkpoint-dir $tmp/gck --export $tmp/g.st --sample 1 --tokens 8" \
+	"examples/gpt: train, evaluate, checkpoint, export, generate|$top_builddir/examples/gpt --layers 1 --heads 2 --embd 16 --context 16 --batch 2 --steps 3 --eval-every 2 --eval-batches 1 --text $corpus --checkpoint-dir $tmp/gck --export $tmp/g.st --sample 1 --tokens 8" \
 	"custom layer|$top_builddir/examples/custom_layer --steps 3" \
 	"mlp_synthetic|$top_builddir/examples/mlp_synthetic --steps 2 --batch 8 --widths 32,16,10" \
 	"mlp_synthetic traced|env SHARDFLOW_TRACE=$tmp/trace $top_builddir/examples/mlp_synthetic --steps 2 --batch 8 --widths 32,16,16,10"
