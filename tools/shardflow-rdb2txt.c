@@ -6,8 +6,8 @@
  *   shardflow-rdb2txt -o austen.txt .../janeaustenr/data/Rdata sensesensibility \
  *       prideprejudice mansfieldpark emma northangerabbey persuasion
  *
- * scripts/install-deps.sh makes the default text corpus with it (README, "Datasets": the six
- * novels of Debian's r-cran-janeaustenr). The formats and the checks are in tools/rdb.h;
+ * scripts/install-deps.sh makes the default text corpus with it (docs/gpt.md, "Text datasets":
+ * the six novels of Debian's r-cran-janeaustenr). The formats and the checks are in tools/rdb.h;
  * this file reads the two files, calls the parser on their bytes and writes the text.
  * A bad input is a message on stderr and exit status 1 (nothing is written: -o goes
  * through FILE.tmp, renamed at the end); a bad command line prints the usage, exit 2.
