@@ -226,9 +226,35 @@ SF_API int sf_context_world(const sf_context *ctx, int *rank, int *size);
 /** Copies the configuration the context was started with. */
 SF_API int sf_context_config(const sf_context *ctx, struct sf_config *out);
 
-/** Reads and validates the SHARDFLOW_* environment without starting anything
- *  (sf_init() calls it). Useful for tools and tests. */
+/** Reads and validates the SHARDFLOW_* environment without starting anything: the
+ *  defaults with each variable that is set read over them (what sf_init() starts
+ *  with). Useful for tools and tests. */
 SF_API int sf_config_from_env(struct sf_config *out);
+
+/** Fills *c with every knob's default (the values of the README's table, as if no
+ *  SHARDFLOW_* variable were set), for a program that configures in code. */
+SF_API int sf_config_init(struct sf_config *c);
+
+/** Sets one knob from text, as its variable would: name is the field
+ *  ("prefetch_depth") or the variable ("SHARDFLOW_PREFETCH_DEPTH"), value its text
+ *  ("3", "grad_op", "bf16"; "" turns trace off). A bad name or value is refused
+ *  (SF_ERR_CONFIG) naming it and what is accepted, and *c is unchanged. For programs
+ *  that pass knobs on their command line (examples/gpt --set knob=value). */
+SF_API int sf_config_set(struct sf_config *c, const char *name, const char *value);
+
+/**
+ * sf_init() with the program's configuration: the knobs of *cfg (NULL: the defaults,
+ * which is sf_init()), each checked (a value out of range is refused naming the field,
+ * the value and what is accepted). The environment still tunes: a SHARDFLOW_* variable
+ * that is set overrides the program's value, and when the two differ the log says so
+ * once, on rank 0, at level warn ("SHARDFLOW_PREFETCH_DEPTH=3 overrides the program's
+ * 2"). The runtime's knobs (log_level, trace, skip, comm_chunk, comm_timeout, comm,
+ * optimizer_on, node_size, and whether sharding is hybrid) are fixed here; the model's
+ * (prefetch_depth, bwd_prefetch, sharding, grad_accum, accum_mode, recompute,
+ * param_dtype, reduce_dtype, memory_check) are the defaults of every model, which may
+ * set its own (struct sf_model_options::config).
+ */
+SF_API int sf_init_config(int *argc, char ***argv, const struct sf_config *cfg, sf_context **out);
 
 /* ------------------------------------------------------------------------ */
 /* Models as task graphs                                                     */
@@ -271,6 +297,30 @@ SF_API int sf_graph_label_input(sf_graph *g, const char *name, int nclasses, int
 SF_API int sf_graph_unit_begin(sf_graph *g, const char *name);
 /** Ends the group opened by sf_graph_unit_begin(); an empty group is an error. */
 SF_API int sf_graph_unit_end(sf_graph *g);
+
+/** What FSDP2 lets each module choose (fully_shard(block, reshard_after_forward=...,
+ *  mp_policy=...)), for one unit. */
+struct sf_unit_options {
+	/** 1 (default): with full (or hybrid) sharding the unit's gathered parameters are
+	 *  freed after its last forward reader and gathered again for the backward; 0
+	 *  keeps them gathered from forward to backward: one gather a step less, one more
+	 *  ring slot of memory (FSDP2's reshard_after_forward=False). The other shardings
+	 *  keep every unit's parameters whole anyway. */
+	int reshard_after_forward;
+	/** 1: the unit stays in fp32 when the model's param_dtype or reduce_dtype is bf16
+	 *  (its gathers and reduce-scatters move fp32 and its linear layers multiply in
+	 *  fp32: a final norm, a head kept in full precision); 0 (default): the model's
+	 *  dtypes. */
+	int keep_fp32;
+};
+
+/** Fills *o with the defaults above. */
+SF_API int sf_unit_options_init(struct sf_unit_options *o);
+/** Sets the options of unit `unit` (a name given to sf_graph_unit_begin(), before or
+ *  after it ended: a ready-made graph's blocks too, as fully_shard(model.layers[i],
+ *  ...) is called on a built model). Each field is 0 or 1. An unknown unit is refused
+ *  naming the graph's units. */
+SF_API int sf_graph_unit_options(sf_graph *g, const char *unit, const struct sf_unit_options *o);
 /** Like sf_graph_layer(), but the node has no parameters of its own: it uses those of
  *  node `owner` (tied weights, e.g. an output head that reuses the token embedding),
  *  which must have parameters and exactly as many as this node's type asks for. The
@@ -514,6 +564,10 @@ struct sf_layer_info {
 	                                     sf_kernel_params() returns NULL */
 	size_t param_offset;            /**< where the node's parameters start in its unit's
 	                                     flat vector (the accessors add it) */
+	int param_bf16;                 /**< 1 when the node's parameters arrive rounded to
+	                                     bf16 (param_dtype bf16, its unit not kept in
+	                                     fp32): a type may then compute its products in
+	                                     bf16 (the linear layers do, with oneDNN) */
 };
 
 /** A StarPU CPU (or CUDA) implementation: void f(void *buffers[], void *cl_arg). */
@@ -651,6 +705,16 @@ struct sf_model_options {
 	 *  normalisation weights and biases, embeddings: nanoGPT's and the common
 	 *  practice); 0 decays every parameter. */
 	unsigned no_decay;
+	/** The model's own knobs: NULL (default) takes the context's; else a struct
+	 *  sf_config (start from sf_context_config() or sf_config_init()) whose model knobs
+	 *  — prefetch_depth, bwd_prefetch, sharding, grad_accum, accum_mode, recompute,
+	 *  param_dtype, reduce_dtype, memory_check — this model uses, each checked. A
+	 *  SHARDFLOW_* variable set when the context started overrides them, logged as at
+	 *  sf_init_config(). Its runtime knobs must be the context's or the defaults
+	 *  (they are fixed at sf_init_config(); another value is refused), and a model is
+	 *  hybrid exactly when its context is (the node groups are made at start). Read
+	 *  by sf_model_create() only. */
+	const struct sf_config *config;
 };
 
 /** Kinds of parameters for sf_model_options::no_decay. A tensor's kind: a layernorm's

@@ -16,7 +16,8 @@
 #include <stdbool.h>
 #include <stdlib.h>
 
-static atomic_bool enabled;
+/* the choice of the node whose products this worker thread is computing */
+static _Thread_local bool node_bf16;
 
 #ifdef SF_HAVE_DNNL
 #include <oneapi/dnnl/dnnl.h>
@@ -245,17 +246,23 @@ void _sf_gemm_bf16_release(void)
 
 #endif
 
-void _sf_gemm_set_bf16(bool on)
+bool _sf_gemm_bf16_available(void)
 {
 #ifdef SF_HAVE_DNNL
-	atomic_store(&enabled, on);
+	return true;
 #else
-	(void)on;
-	atomic_store(&enabled, false);
+	return false;
 #endif
+}
+
+bool _sf_gemm_bf16_use(bool on)
+{
+	bool was = node_bf16;
+	node_bf16 = on && _sf_gemm_bf16_available();
+	return was;
 }
 
 bool _sf_gemm_bf16_enabled(void)
 {
-	return atomic_load(&enabled);
+	return node_bf16;
 }

@@ -1,7 +1,7 @@
 /*
  * gemm_bf16.h — matrix products in bf16 with fp32 accumulation, through oneDNN's
- * matmul (AVX512-BF16 where the CPU has it), for the linear layer's GEMMs when
- * SHARDFLOW_PARAM_DTYPE=bf16 (bench/bf16_gemm: 3 to 4 times sgemm's rate on the GPT's
+ * matmul (AVX512-BF16 where the CPU has it), for the linear layer's GEMMs of a node
+ * whose parameters arrive in bf16 (param_dtype bf16, its unit not kept in fp32) (bench/bf16_gemm: 3 to 4 times sgemm's rate on the GPT's
  * shapes on this project's CPUs, conversions included). configure builds it when it
  * finds libdnnl (--with-dnnl); without it the products stay sgemm.
  *
@@ -15,9 +15,12 @@
 
 #include <stdbool.h>
 
-/* Whether the linear layers' products run in bf16 (set from SHARDFLOW_PARAM_DTYPE at
- * start-up; false, and ignored, in a build without oneDNN). */
-void _sf_gemm_set_bf16(bool on);
+/* Whether this build can multiply in bf16 (it found oneDNN). */
+bool _sf_gemm_bf16_available(void);
+/* Whether the products this thread computes next run in bf16: a linear layer's body
+ * sets its node's choice (sf_layer_info::param_bf16) around its products; ignored in a
+ * build without oneDNN. Returns the previous choice, for the body to restore. */
+bool _sf_gemm_bf16_use(bool on);
 bool _sf_gemm_bf16_enabled(void);
 /* Releases every thread's cached primitives and buffers (at sf_finalize). */
 void _sf_gemm_bf16_release(void);

@@ -42,6 +42,7 @@ SF_API int sf_graph_destroy(sf_graph *g)
 		free(g->nodes[i].config);
 	free(g->nodes);
 	free(g->group_names);
+	free(g->group_opts);
 	free(g);
 	return SF_OK;
 }
@@ -174,9 +175,47 @@ SF_API int sf_graph_unit_begin(sf_graph *g, const char *name)
 	if (!p)
 		return SF_ERR(SF_ERR_NOMEM, "sf_graph_unit_begin: out of memory");
 	g->group_names = p;
+	struct sf_unit_options *o = realloc(g->group_opts, (size_t)(g->ngroups + 1) * sizeof *o);
+	if (!o)
+		return SF_ERR(SF_ERR_NOMEM, "sf_graph_unit_begin: out of memory");
+	g->group_opts = o;
+	sf_unit_options_init(&g->group_opts[g->ngroups]);
 	strcpy(g->group_names[g->ngroups], name);
 	g->open_group = g->ngroups++;
 	return SF_OK;
+}
+
+SF_API int sf_unit_options_init(struct sf_unit_options *o)
+{
+	if (!o)
+		return SF_ERR(SF_ERR_INVALID, "sf_unit_options_init: o is NULL");
+	*o = (struct sf_unit_options){.reshard_after_forward = 1, .keep_fp32 = 0};
+	return SF_OK;
+}
+
+SF_API int sf_graph_unit_options(sf_graph *g, const char *unit, const struct sf_unit_options *o)
+{
+	if (!g || !unit || !o)
+		return SF_ERR(SF_ERR_INVALID, "sf_graph_unit_options: NULL graph, unit or options");
+	if ((o->reshard_after_forward != 0 && o->reshard_after_forward != 1) ||
+	    (o->keep_fp32 != 0 && o->keep_fp32 != 1))
+		return SF_ERR(SF_ERR_INVALID,
+		              "sf_graph_unit_options: unit \"%s\": reshard_after_forward %d and "
+		              "keep_fp32 %d must each be 0 or 1",
+		              unit, o->reshard_after_forward, o->keep_fp32);
+	for (int i = 0; i < g->ngroups; i++)
+		if (strcmp(g->group_names[i], unit) == 0) {
+			g->group_opts[i] = *o;
+			return SF_OK;
+		}
+	char list[512] = "";
+	for (int i = 0; i < g->ngroups && strlen(list) + SF_NAME_MAX + 8 < sizeof list; i++)
+		snprintf(list + strlen(list), sizeof list - strlen(list), "%s\"%s\"", i ? ", " : "",
+		         g->group_names[i]);
+	return SF_ERR(SF_ERR_INVALID,
+	              "sf_graph_unit_options: graph \"%s\" has no unit \"%s\" (its units, from "
+	              "sf_graph_unit_begin: %s)",
+	              g->name, unit, g->ngroups ? list : "none");
 }
 
 SF_API int sf_graph_unit_end(sf_graph *g)

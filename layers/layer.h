@@ -58,6 +58,7 @@ struct sf_graph {
 	int loss;        /* node id or -1 */
 	int ngroups;
 	char (*group_names)[SF_NAME_MAX];
+	struct sf_unit_options *group_opts; /* each group's (sf_graph_unit_options) */
 	int open_group; /* -1 or the group being filled */
 };
 

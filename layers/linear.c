@@ -10,6 +10,7 @@
  */
 #include "config.h"
 
+#include "layers/gemm_bf16.h"
 #include "layers/linear.h"
 #include "layers/kernel_bodies.h"
 #include "layers/layer.h"
@@ -87,8 +88,10 @@ static void fwd_with(void *buffers[], void *cl_arg, fwd_fn f)
 	                  "linear: parameter buffer holds %u floats, the layer needs %zu at %zu",
 	                  (unsigned)STARPU_VECTOR_GET_NX(buffers[0]), li->nparams,
 	                  li->param_offset);
+	bool was = _sf_gemm_bf16_use(li->param_bf16);
 	f(B, I, O, sf_kernel_input(buffers, li, 0), p, has_bias(li) ? p + (size_t)O * I : NULL,
 	  sf_kernel_output(buffers, li));
+	_sf_gemm_bf16_use(was);
 }
 
 /* [params] x y dy [dx] dparams (W, or RW when tied) */
@@ -98,9 +101,11 @@ static void bwd_with(void *buffers[], void *cl_arg, bwd_fn f)
 	int B = li->rows, I = li->in_dim[0], O = li->out_dim;
 	const float *p = sf_kernel_params(buffers, li);
 	float *dp = sf_kernel_dparams(buffers, li);
+	bool was = _sf_gemm_bf16_use(li->param_bf16);
 	f(B, I, O, sf_kernel_input(buffers, li, 0), p, sf_kernel_doutput(buffers, li),
 	  sf_kernel_dinput(buffers, li, 0), li->accumulate[0], dp,
 	  has_bias(li) ? dp + (size_t)O * I : NULL, li->accumulate_dparams);
+	_sf_gemm_bf16_use(was);
 }
 
 SF_BODIES(linear_fwd, fwd_with, _sf_linear_fwd, _sf_linear_fwd_cuda)

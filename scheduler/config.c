@@ -1,15 +1,20 @@
 /*
- * config.c — the SHARDFLOW_* environment, read once into struct sf_config.
+ * config.c — the knobs of struct sf_config: the program's values (sf_config_init,
+ * sf_config_set, the config given to sf_init_config or a model), the SHARDFLOW_*
+ * environment over them, and the log of what the environment overrode.
  *
- * One typed getter per kind of variable; a malformed value is an error naming the
- * variable, the value and what is accepted, and an unknown SHARDFLOW_* variable is
- * an error too (a misspelt SHARDFLOW_PREFETCH_DEPHT silently ignored would be worse).
+ * One table row per knob (its variable, its field, its kind and range or names, and
+ * whether a model may set it) drives reading, checking and messages. A malformed value
+ * is an error naming the variable (or the field), the value and what is accepted, and
+ * an unknown SHARDFLOW_* variable is an error too (a misspelt SHARDFLOW_PREFETCH_DEPHT
+ * silently ignored would be worse).
  */
 #include "scheduler/runtime.h"
 
 #include <stdio.h>
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <libgen.h>
 #include <stdlib.h>
@@ -18,21 +23,8 @@
 
 extern char **environ;
 
-static const char *const known_vars[] = {
-    "SHARDFLOW_PREFETCH_DEPTH", "SHARDFLOW_BACKWARD_PREFETCH",
-    "SHARDFLOW_SHARDING",       "SHARDFLOW_LOG",
-    "SHARDFLOW_TRACE",          "SHARDFLOW_SKIP",
-    "SHARDFLOW_COMM_CHUNK",     "SHARDFLOW_COMM_TIMEOUT",
-    "SHARDFLOW_COMM",           "SHARDFLOW_OPTIMIZER_ON",
-    "SHARDFLOW_GRAD_ACCUM",     "SHARDFLOW_ACCUM_MODE",
-    "SHARDFLOW_RECOMPUTE",      "SHARDFLOW_PARAM_DTYPE",
-    "SHARDFLOW_REDUCE_DTYPE",   "SHARDFLOW_NODE_SIZE",
-    "SHARDFLOW_MEMORY_CHECK",
-};
-#define NKNOWN (sizeof known_vars / sizeof known_vars[0])
-
 /* The names a table gives the values of an enum, in its order: one per value, so that
- * get_choice's index is the value (a table sized by the count would let a missing name
+ * a choice's index is the value (a table sized by the count would let a missing name
  * be NULL). */
 #define NAMES_OF(names, count)                                                                     \
 	_Static_assert(sizeof names / sizeof names[0] == (count), #names ": one name per value")
@@ -41,6 +33,24 @@ const char *const _sf_sharding_names[] = {"full", "grad_op", "none", "hybrid"};
 const char *const _sf_optimizer_names[] = {"sgd", "adamw", "lion"};
 NAMES_OF(_sf_sharding_names, SF_SHARD_COUNT);
 NAMES_OF(_sf_optimizer_names, SF_OPT_COUNT);
+
+static const char *const bwd_names[] = {"pre", "post", "none"};
+static const char *const log_names[] = {"error", "warn", "info", "debug"};
+static const char *const skip_names[] = {"none", "comm", "compute"};
+static const char *const comm_names[] = {"mpi", "nccl"};
+static const char *const opt_on_names[] = {"device", "host"};
+static const char *const accum_names[] = {"sharded", "local"};
+static const char *const recompute_names[] = {"none", "units"};
+static const char *const dtype_names[] = {"fp32", "bf16"};
+static const char *const onoff_names[] = {"off", "on"};
+NAMES_OF(bwd_names, SF_BWD_COUNT);
+NAMES_OF(log_names, SF_LOG_COUNT);
+NAMES_OF(skip_names, SF_SKIP_COUNT);
+NAMES_OF(comm_names, SF_COMM_COUNT);
+NAMES_OF(opt_on_names, SF_OPT_ON_COUNT);
+NAMES_OF(accum_names, SF_ACCUM_COUNT);
+NAMES_OF(recompute_names, SF_RECOMPUTE_COUNT);
+NAMES_OF(dtype_names, SF_DTYPE_COUNT);
 
 int _sf_parse_long(const char *s, long lo, long hi, long *out)
 {
@@ -60,90 +70,128 @@ int _sf_parse_long(const char *s, long lo, long hi, long *out)
 	return 0;
 }
 
-static int get_int(const char *var, int lo, int hi, int def, int *out)
+/* ---- the knobs: one row each ----------------------------------------------------------- */
+
+enum knob_kind { KNOB_INT, KNOB_CHOICE, KNOB_PREFIX };
+
+struct knob {
+	const char *var;   /* its environment variable */
+	const char *field; /* its member of struct sf_config */
+	size_t off;        /* offsetof(struct sf_config, field) */
+	enum knob_kind kind;
+	int lo, hi;               /* KNOB_INT: the range */
+	int def;                  /* KNOB_INT, KNOB_CHOICE: the default */
+	const char *const *names; /* KNOB_CHOICE: value v is names[v] */
+	int nnames;
+	bool model; /* a model's own (sf_model_options::config); else the runtime's */
+};
+
+#define INT_KNOB(var, f, lo, hi, def, model)                                                       \
+	{var, #f, offsetof(struct sf_config, f), KNOB_INT, lo, hi, def, NULL, 0, model}
+#define CHOICE_KNOB(var, f, names, def, model)                                                     \
+	{var,    #f,    offsetof(struct sf_config, f), KNOB_CHOICE, 0, 0, def,                        \
+	 names,  (int)(sizeof names / sizeof names[0]), model}
+
+/* SHARDFLOW_LOG first, so that it governs the messages of the others */
+static const struct knob knobs[] = {
+    CHOICE_KNOB("SHARDFLOW_LOG", log_level, log_names, SF_LOG_WARN, false),
+    INT_KNOB("SHARDFLOW_PREFETCH_DEPTH", prefetch_depth, 0, SF_MAX_DEPTH, 2, true),
+    CHOICE_KNOB("SHARDFLOW_BACKWARD_PREFETCH", bwd_prefetch, bwd_names, SF_BWD_PRE, true),
+    CHOICE_KNOB("SHARDFLOW_SHARDING", sharding, _sf_sharding_names, SF_SHARD_FULL, true),
+    {"SHARDFLOW_TRACE", "trace", offsetof(struct sf_config, trace), KNOB_PREFIX, 0, 0, 0, NULL, 0,
+     false},
+    CHOICE_KNOB("SHARDFLOW_SKIP", skip, skip_names, SF_SKIP_NONE, false),
+    INT_KNOB("SHARDFLOW_COMM_CHUNK", comm_chunk, 0, SF_MAX_COMM_CHUNK, SF_DEFAULT_COMM_CHUNK, false),
+    INT_KNOB("SHARDFLOW_COMM_TIMEOUT", comm_timeout, 0, SF_MAX_COMM_TIMEOUT,
+             SF_DEFAULT_COMM_TIMEOUT, false),
+    CHOICE_KNOB("SHARDFLOW_COMM", comm, comm_names, SF_COMM_MPI, false),
+    CHOICE_KNOB("SHARDFLOW_OPTIMIZER_ON", optimizer_on, opt_on_names, SF_OPT_ON_DEVICE, false),
+    INT_KNOB("SHARDFLOW_GRAD_ACCUM", grad_accum, 1, SF_MAX_GRAD_ACCUM, 1, true),
+    CHOICE_KNOB("SHARDFLOW_ACCUM_MODE", accum_mode, accum_names, SF_ACCUM_SHARDED, true),
+    CHOICE_KNOB("SHARDFLOW_RECOMPUTE", recompute, recompute_names, SF_RECOMPUTE_NONE, true),
+    CHOICE_KNOB("SHARDFLOW_PARAM_DTYPE", param_dtype, dtype_names, SF_DTYPE_FP32, true),
+    CHOICE_KNOB("SHARDFLOW_REDUCE_DTYPE", reduce_dtype, dtype_names, SF_DTYPE_FP32, true),
+    INT_KNOB("SHARDFLOW_NODE_SIZE", node_size, 0, 1 << 20, 0, false),
+    CHOICE_KNOB("SHARDFLOW_MEMORY_CHECK", memory_check, onoff_names, 1, true),
+};
+#define NKNOBS (sizeof knobs / sizeof knobs[0])
+_Static_assert(NKNOBS <= 32, "a knob's bit in a uint32_t mask");
+
+/* The knob's integer (an enum's value is its index in the names) */
+static int *knob_int(struct sf_config *c, const struct knob *k)
 {
-	const char *s = getenv(var);
-	long v = def;
-	*out = def;
-	if (!s)
-		return SF_OK;
-	if (_sf_parse_long(s, lo, hi, &v) < 0)
-		return _sf_err(SF_ERR_CONFIG, NULL, 0,
-		               "%s=\"%s\" is invalid: accepted values are integers from %d to %d "
-		               "(default %d)",
-		               var, s, lo, hi, def);
-	*out = (int)v;
-	return SF_OK;
+	return (int *)((char *)c + k->off);
+}
+static int knob_value(const struct sf_config *c, const struct knob *k)
+{
+	return *(const int *)((const char *)c + k->off);
+}
+static char *knob_str(struct sf_config *c, const struct knob *k)
+{
+	return (char *)c + k->off;
 }
 
-/* choices: n names; the value's index is returned in *out. */
-static int get_choice(const char *var, const char *const *choices, int n, int def, int *out)
+static bool same_value(const struct sf_config *a, const struct sf_config *b, const struct knob *k)
 {
-	const char *s = getenv(var);
-	*out = def;
-	if (!s)
-		return SF_OK;
-	for (int i = 0; i < n; i++)
-		if (strcmp(s, choices[i]) == 0) {
-			*out = i;
-			return SF_OK;
-		}
-	char list[256] = "";
-	for (int i = 0; i < n; i++) {
-		strncat(list, choices[i], sizeof list - strlen(list) - 1);
-		if (i + 1 < n)
-			strncat(list, ", ", sizeof list - strlen(list) - 1);
-	}
-	return _sf_err(SF_ERR_CONFIG, NULL, 0,
-	               "%s=\"%s\" is invalid: accepted values are %s (default %s)", var, s, list,
-	               choices[def]);
+	if (k->kind == KNOB_PREFIX)
+		return strcmp((const char *)a + k->off, (const char *)b + k->off) == 0;
+	return knob_value(a, k) == knob_value(b, k);
 }
 
-/* get_choice into a field of enum type (the index arrives as an int); a refusal jumps to
- * the caller's fail label, as SF_CHECK does. */
-#define CHOICE_CHECK(var, choices, n, def, field)                                                  \
-	do {                                                                                       \
-		int choice_;                                                                       \
-		SF_CHECK(get_choice((var), (choices), (n), (def), &choice_));                      \
-		(field) = choice_;                                                                 \
-	} while (0)
-
-static int check_unknown(void)
+/* A value as its variable would spell it, into buf */
+static const char *spell(const struct sf_config *c, const struct knob *k, char *buf, size_t n)
 {
-	for (char **e = environ; e && *e; e++) {
-		if (strncmp(*e, "SHARDFLOW_", 10) != 0)
-			continue;
-		size_t len = strcspn(*e, "=");
-		bool known = false;
-		for (size_t k = 0; k < NKNOWN; k++)
-			if (strlen(known_vars[k]) == len && strncmp(*e, known_vars[k], len) == 0)
-				known = true;
-		if (!known) {
-			char list[512] = "";
-			for (size_t k = 0; k < NKNOWN; k++)
-				snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s",
-				         k ? ", " : "", known_vars[k]);
-			return _sf_err(SF_ERR_CONFIG, NULL, 0,
-			               "%.*s is not a shardflow variable: known variables are %s",
-			               (int)len, *e, list);
-		}
+	int v = knob_value(c, k);
+	if (k->kind == KNOB_PREFIX)
+		return (const char *)c + k->off;
+	if (k->kind == KNOB_CHOICE && v >= 0 && v < k->nnames)
+		return k->names[v];
+	snprintf(buf, n, "%d", v);
+	return buf;
+}
+
+/* What the knob accepts, for a message: "accepted values are ... (default ...)" */
+static void accepted(const struct knob *k, char *buf, size_t n)
+{
+	if (k->kind == KNOB_INT) {
+		snprintf(buf, n, "integers from %d to %d (default %d)", k->lo, k->hi, k->def);
+		if (k->off == offsetof(struct sf_config, comm_chunk))
+			snprintf(buf, n,
+			         "0 (one message per ring step) or a number of bytes from %d to %d "
+			         "(default %d)",
+			         SF_MIN_COMM_CHUNK, SF_MAX_COMM_CHUNK, SF_DEFAULT_COMM_CHUNK);
+		return;
 	}
-	return SF_OK;
+	if (k->kind == KNOB_PREFIX) {
+		snprintf(buf, n,
+		         "a file path prefix of at most %zu characters, not ending in '/', in an "
+		         "existing directory (default unset: no trace)",
+		         sizeof((struct sf_config *)0)->trace - 32);
+		return;
+	}
+	buf[0] = '\0';
+	for (int i = 0; i < k->nnames; i++)
+		snprintf(buf + strlen(buf), n - strlen(buf), "%s%s", i ? ", " : "", k->names[i]);
+	snprintf(buf + strlen(buf), n - strlen(buf), " (default %s)", k->names[k->def]);
+}
+
+/* "what=\"text\" is invalid: accepted values are ..." (what: the variable, or the field) */
+static int refuse(const struct knob *k, const char *what, const char *text)
+{
+	char acc[512];
+	accepted(k, acc, sizeof acc);
+	return _sf_err(SF_ERR_CONFIG, NULL, 0, "%s=\"%s\" is invalid: accepted values are %s",
+	               what, text, acc);
 }
 
 /* A path prefix whose directory exists: the trace files are <prefix>.rank<r>.json... */
-static int get_prefix(const char *var, char *out, size_t len)
+static int check_prefix(const struct knob *k, const char *what, const char *s)
 {
-	const char *s = getenv(var);
-	out[0] = '\0';
-	if (!s)
-		return SF_OK;
-	if (!s[0] || strlen(s) + 32 > len || s[strlen(s) - 1] == '/')
-		return _sf_err(SF_ERR_CONFIG, NULL, 0,
-		               "%s=\"%s\" is invalid: accepted values are a file path prefix of at "
-		               "most %zu characters, not ending in '/', in an existing directory "
-		               "(default unset: no trace)",
-		               var, s, len - 32);
+	size_t len = sizeof((struct sf_config *)0)->trace;
+	if (!s[0])
+		return SF_OK; /* unset: no trace */
+	if (strlen(s) + 32 > len || s[strlen(s) - 1] == '/')
+		return refuse(k, what, s);
 	char dir[SF_PATH_MAX];
 	snprintf(dir, sizeof dir, "%s", s);
 	const char *d = dirname(dir);
@@ -153,80 +201,214 @@ static int get_prefix(const char *var, char *out, size_t len)
 		               "%s=\"%s\" is invalid: directory \"%s\" does not exist; accepted "
 		               "values are a file path prefix in an existing directory (default "
 		               "unset: no trace)",
-		               var, s, d);
-	snprintf(out, len, "%s", s);
+		               what, s, d);
 	return SF_OK;
 }
 
-SF_API int sf_config_from_env(struct sf_config *out)
+/* Reads text into the knob's field of c (what names the text in a refusal) */
+static int parse_knob(const struct knob *k, const char *what, const char *text, struct sf_config *c)
 {
-	static const char *const bwd[] = {"pre", "post", "none"};
-	static const char *const logl[] = {"error", "warn", "info", "debug"};
-	static const char *const skip[] = {"none", "comm", "compute"};
-	static const char *const comm[] = {"mpi", "nccl"};
-	static const char *const opt_on[] = {"device", "host"};
-	static const char *const accum[] = {"sharded", "local"};
-	static const char *const recompute[] = {"none", "units"};
-	static const char *const dtype[] = {"fp32", "bf16"};
-	static const char *const onoff[] = {"off", "on"};
-	NAMES_OF(bwd, SF_BWD_COUNT);
-	NAMES_OF(logl, SF_LOG_COUNT);
-	NAMES_OF(skip, SF_SKIP_COUNT);
-	NAMES_OF(comm, SF_COMM_COUNT);
-	NAMES_OF(opt_on, SF_OPT_ON_COUNT);
-	NAMES_OF(accum, SF_ACCUM_COUNT);
-	NAMES_OF(recompute, SF_RECOMPUTE_COUNT);
-	NAMES_OF(dtype, SF_DTYPE_COUNT);
+	long v;
+	switch (k->kind) {
+	case KNOB_INT:
+		if (_sf_parse_long(text, k->lo, k->hi, &v) < 0 ||
+		    (k->off == offsetof(struct sf_config, comm_chunk) && v > 0 && v < SF_MIN_COMM_CHUNK))
+			return refuse(k, what, text);
+		*knob_int(c, k) = (int)v;
+		return SF_OK;
+	case KNOB_CHOICE:
+		for (int i = 0; i < k->nnames; i++)
+			if (strcmp(text, k->names[i]) == 0) {
+				*knob_int(c, k) = i;
+				return SF_OK;
+			}
+		return refuse(k, what, text);
+	case KNOB_PREFIX:
+		if (!text[0]) /* set but empty: a mistake, not "off" */
+			return refuse(k, what, text);
+		if (check_prefix(k, what, text) < 0)
+			return SF_ERR_CONFIG;
+		snprintf(knob_str(c, k), sizeof c->trace, "%s", text);
+		return SF_OK;
+	}
+	return SF_OK;
+}
+
+/* A program's value of the knob, in range (fn: the function the program called) */
+static int check_knob(const struct knob *k, const struct sf_config *c, const char *fn)
+{
+	char what[96], buf[32];
+	snprintf(what, sizeof what, "%s: config.%s", fn, k->field);
+	if (k->kind == KNOB_PREFIX) {
+		const char *s = (const char *)c + k->off;
+		if (!memchr(s, '\0', sizeof c->trace))
+			return _sf_err(SF_ERR_CONFIG, NULL, 0, "%s is not a terminated string", what);
+		return check_prefix(k, what, s);
+	}
+	struct sf_config tmp = *c;
+	return parse_knob(k, what, spell(c, k, buf, sizeof buf), &tmp);
+}
+
+static const struct knob *find_knob(const char *name)
+{
+	for (size_t i = 0; i < NKNOBS; i++)
+		if (strcmp(name, knobs[i].var) == 0 || strcmp(name, knobs[i].field) == 0)
+			return &knobs[i];
+	return NULL;
+}
+
+static void known_list(char *buf, size_t n, bool fields)
+{
+	buf[0] = '\0';
+	for (size_t i = 0; i < NKNOBS; i++)
+		snprintf(buf + strlen(buf), n - strlen(buf), "%s%s", i ? ", " : "",
+		         fields ? knobs[i].field : knobs[i].var);
+}
+
+static int check_unknown(void)
+{
+	for (char **e = environ; e && *e; e++) {
+		if (strncmp(*e, "SHARDFLOW_", 10) != 0)
+			continue;
+		size_t len = strcspn(*e, "=");
+		bool known = false;
+		for (size_t k = 0; k < NKNOBS; k++)
+			if (strlen(knobs[k].var) == len && strncmp(*e, knobs[k].var, len) == 0)
+				known = true;
+		if (!known) {
+			char list[768];
+			known_list(list, sizeof list, false);
+			return _sf_err(SF_ERR_CONFIG, NULL, 0,
+			               "%.*s is not a shardflow variable: known variables are %s",
+			               (int)len, *e, list);
+		}
+	}
+	return SF_OK;
+}
+
+SF_API int sf_config_init(struct sf_config *c)
+{
+	if (!c)
+		return SF_ERR(SF_ERR_INVALID, "sf_config_init: c is NULL");
+	memset(c, 0, sizeof *c);
+	for (size_t i = 0; i < NKNOBS; i++)
+		if (knobs[i].kind != KNOB_PREFIX)
+			*knob_int(c, &knobs[i]) = knobs[i].def;
+	return SF_OK;
+}
+
+SF_API int sf_config_set(struct sf_config *c, const char *name, const char *value)
+{
+	if (!c || !name || !value)
+		return SF_ERR(SF_ERR_INVALID, "sf_config_set: NULL config, name or value");
+	const struct knob *k = find_knob(name);
+	if (!k) {
+		char list[512];
+		known_list(list, sizeof list, true);
+		return SF_ERR(SF_ERR_CONFIG,
+		              "sf_config_set: \"%s\" is not a knob: known knobs are %s (or their "
+		              "SHARDFLOW_* names)",
+		              name, list);
+	}
+	char what[96];
+	snprintf(what, sizeof what, "sf_config_set: %s", k->field);
+	if (k->kind == KNOB_PREFIX && !value[0]) { /* "" turns tracing off */
+		c->trace[0] = '\0';
+		return SF_OK;
+	}
+	return parse_knob(k, what, value, c);
+}
+
+int _sf_config_resolve(const struct sf_config *program, const char *fn, struct sf_config *out,
+                       uint32_t *from_env)
+{
 	int rc = SF_OK;
 	struct sf_config c;
-
-	if (!out)
-		return SF_ERR(SF_ERR_INVALID, "sf_config_from_env: out is NULL");
-	/* SHARDFLOW_LOG first, so that it governs the messages of the others. */
-	CHOICE_CHECK("SHARDFLOW_LOG", logl, SF_LOG_COUNT, SF_LOG_WARN, c.log_level);
-	SF_CHECK(check_unknown());
-	SF_CHECK(get_int("SHARDFLOW_PREFETCH_DEPTH", 0, SF_MAX_DEPTH, 2, &c.prefetch_depth));
-	CHOICE_CHECK("SHARDFLOW_BACKWARD_PREFETCH", bwd, SF_BWD_COUNT, SF_BWD_PRE, c.bwd_prefetch);
-	CHOICE_CHECK("SHARDFLOW_SHARDING", _sf_sharding_names, SF_SHARD_COUNT, SF_SHARD_FULL,
-	             c.sharding);
-	SF_CHECK(get_prefix("SHARDFLOW_TRACE", c.trace, sizeof c.trace));
-	CHOICE_CHECK("SHARDFLOW_SKIP", skip, SF_SKIP_COUNT, SF_SKIP_NONE, c.skip);
-	SF_CHECK(get_int("SHARDFLOW_COMM_CHUNK", 0, SF_MAX_COMM_CHUNK, SF_DEFAULT_COMM_CHUNK,
-	                 &c.comm_chunk));
-	SF_CHECK(get_int("SHARDFLOW_COMM_TIMEOUT", 0, SF_MAX_COMM_TIMEOUT,
-	                 SF_DEFAULT_COMM_TIMEOUT, &c.comm_timeout));
-	CHOICE_CHECK("SHARDFLOW_COMM", comm, SF_COMM_COUNT, SF_COMM_MPI, c.comm);
-	CHOICE_CHECK("SHARDFLOW_OPTIMIZER_ON", opt_on, SF_OPT_ON_COUNT, SF_OPT_ON_DEVICE,
-	             c.optimizer_on);
-	SF_CHECK(get_int("SHARDFLOW_GRAD_ACCUM", 1, SF_MAX_GRAD_ACCUM, 1, &c.grad_accum));
-	CHOICE_CHECK("SHARDFLOW_ACCUM_MODE", accum, SF_ACCUM_COUNT, SF_ACCUM_SHARDED, c.accum_mode);
-	CHOICE_CHECK("SHARDFLOW_RECOMPUTE", recompute, SF_RECOMPUTE_COUNT, SF_RECOMPUTE_NONE,
-	             c.recompute);
-	CHOICE_CHECK("SHARDFLOW_PARAM_DTYPE", dtype, SF_DTYPE_COUNT, SF_DTYPE_FP32, c.param_dtype);
-	CHOICE_CHECK("SHARDFLOW_REDUCE_DTYPE", dtype, SF_DTYPE_COUNT, SF_DTYPE_FP32,
-	             c.reduce_dtype);
-	SF_CHECK(get_int("SHARDFLOW_NODE_SIZE", 0, 1 << 20, 0, &c.node_size));
-	CHOICE_CHECK("SHARDFLOW_MEMORY_CHECK", onoff, 2, 1, c.memory_check);
-	if (c.comm_chunk > 0 && c.comm_chunk < SF_MIN_COMM_CHUNK)
-		return _sf_err(SF_ERR_CONFIG, NULL, 0,
-		               "SHARDFLOW_COMM_CHUNK=\"%s\" is invalid: accepted values are 0 (one "
-		               "message per ring step) or a number of bytes from %d to %d "
-		               "(default %d)",
-		               getenv("SHARDFLOW_COMM_CHUNK"), SF_MIN_COMM_CHUNK, SF_MAX_COMM_CHUNK,
-		               SF_DEFAULT_COMM_CHUNK);
+	*from_env = 0;
+	sf_config_init(&c);
+	if (program) {
+		for (size_t i = 0; i < NKNOBS; i++)
+			SF_CHECK(check_knob(&knobs[i], program, fn));
+		c = *program;
+	}
+	for (size_t i = 0; i < NKNOBS; i++) {
+		const char *s = getenv(knobs[i].var);
+		if (s) {
+			SF_CHECK(parse_knob(&knobs[i], knobs[i].var, s, &c));
+			*from_env |= 1u << i;
+		}
+		if (i == 0) /* a bad SHARDFLOW_LOG first, then a misspelt variable */
+			SF_CHECK(check_unknown());
+	}
 	*out = c;
-	return SF_OK;
 fail:
 	return rc;
 }
 
-void _sf_config_log(void)
+SF_API int sf_config_from_env(struct sf_config *out)
 {
-	for (size_t k = 0; k < NKNOWN; k++) {
-		const char *s = getenv(known_vars[k]);
-		if (s)
-			_sf_log(SF_LOG_INFO, "%s=%s", known_vars[k], s);
+	uint32_t from_env;
+	if (!out)
+		return SF_ERR(SF_ERR_INVALID, "sf_config_from_env: out is NULL");
+	return _sf_config_resolve(NULL, "sf_config_from_env", out, &from_env);
+}
+
+void _sf_config_log(const struct sf_config *program, const struct sf_config *now,
+                    uint32_t from_env, const char *model)
+{
+	char b1[32], b2[32];
+	for (size_t i = 0; i < NKNOBS; i++) {
+		const struct knob *k = &knobs[i];
+		if (!(from_env & (1u << i)) || (model && !k->model))
+			continue;
+		if (!model)
+			_sf_log(SF_LOG_INFO, "%s=%s", k->var, spell(now, k, b1, sizeof b1));
+		if (program && !same_value(program, now, k))
+			_sf_log(SF_LOG_WARN, "%s=%s overrides the program's %s%s%s%s", k->var,
+			        spell(now, k, b1, sizeof b1), spell(program, k, b2, sizeof b2),
+			        model ? " (model \"" : "", model ? model : "", model ? "\")" : "");
 	}
+}
+
+int _sf_config_for_model(const struct sf_context *ctx, const struct sf_config *program,
+                         struct sf_config *out)
+{
+	int rc = SF_OK;
+	const struct sf_config *ctx_cfg = &ctx->cfg;
+	struct sf_config def;
+	char b1[32], b2[32];
+	sf_config_init(&def);
+	*out = *ctx_cfg;
+	if (!program)
+		return SF_OK;
+	for (size_t i = 0; i < NKNOBS; i++) {
+		const struct knob *k = &knobs[i];
+		SF_CHECK(check_knob(k, program, "sf_model_create"));
+		if (!k->model) {
+			/* the runtime's: a copy of sf_config_init's or sf_context_config's is fine */
+			if (same_value(program, ctx_cfg, k) || same_value(program, &def, k) ||
+			    same_value(program, &ctx->cfg_program, k))
+				continue;
+			return SF_ERR(SF_ERR_CONFIG,
+			              "sf_model_create: config.%s=%s is the runtime's, fixed when "
+			              "the context started (%s=%s): set it in the config given to "
+			              "sf_init_config",
+			              k->field, spell(program, k, b1, sizeof b1), k->var,
+			              spell(ctx_cfg, k, b2, sizeof b2));
+		}
+		if (!(ctx->cfg_from_env & (1u << i)))
+			*knob_int(out, k) = knob_value(program, k);
+	}
+	bool hybrid = out->sharding == SF_SHARD_HYBRID, ctx_hybrid = ctx_cfg->sharding == SF_SHARD_HYBRID;
+	if (hybrid != ctx_hybrid)
+		return SF_ERR(SF_ERR_CONFIG,
+		              "sf_model_create: sharding %s on a context started with sharding %s: "
+		              "hybrid's node groups are made (or not) by sf_init, so a model is "
+		              "hybrid exactly when its context is (set sharding hybrid in the "
+		              "config given to sf_init_config, or SHARDFLOW_SHARDING=hybrid)",
+		              _sf_sharding_names[out->sharding], _sf_sharding_names[ctx_cfg->sharding]);
+fail:
+	return rc;
 }
 
 /* ---- StarPU's own variables ---------------------------------------------------------- */

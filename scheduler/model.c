@@ -13,6 +13,7 @@
  */
 #include "common/memlimit.h"
 #include "scheduler/model.h"
+#include "layers/gemm_bf16.h"
 #include "tasks/optim.h"
 #include "tasks/worker.h"
 #include "trace/recorder.h"
@@ -90,9 +91,8 @@ static int check_options(const struct sf_model_options *o, int nranks)
 
 /* Mixed precision needs collectives that move bf16: gathers and reduce-scatters of a
  * backend that has them. */
-static int check_dtypes(const sf_context *ctx)
+static int check_dtypes(const sf_context *ctx, const struct sf_config *c)
 {
-	const struct sf_config *c = &ctx->cfg;
 	const char *var = c->param_dtype == SF_DTYPE_BF16    ? "SHARDFLOW_PARAM_DTYPE"
 	                  : c->reduce_dtype == SF_DTYPE_BF16 ? "SHARDFLOW_REDUCE_DTYPE"
 	                                                     : NULL;
@@ -746,8 +746,9 @@ static int build_buffers(struct sf_model *m)
 	for (int i = 0; i < m->nunits; i++) {
 		m->units[i].comm.rep_scratch = m->rep_scratch;
 		m->units[i].comm.scratch = m->comm_scratch;
-		m->units[i].comm.param16 = m->cfg.param_dtype == SF_DTYPE_BF16;
-		m->units[i].comm.reduce16 = m->cfg.reduce_dtype == SF_DTYPE_BF16;
+		bool fp32 = m->units[i].keep_fp32;
+		m->units[i].comm.param16 = m->cfg.param_dtype == SF_DTYPE_BF16 && !fp32;
+		m->units[i].comm.reduce16 = m->cfg.reduce_dtype == SF_DTYPE_BF16 && !fp32;
 		m->units[i].comm.stage16 = (uint16_t *)m->stage16;
 	}
 	starpu_void_data_register(&m->h_order);
@@ -841,6 +842,28 @@ static int check_memory(const struct sf_model *m)
 	    m->shard_size);
 }
 
+/* What mixed precision does in this model (the log, at info) */
+static void log_precision(const struct sf_model *m, const char *name)
+{
+	int kept = 0;
+	if (m->cfg.param_dtype != SF_DTYPE_BF16 && m->cfg.reduce_dtype != SF_DTYPE_BF16)
+		return;
+	for (int u = 0; u < m->nunits; u++)
+		kept += m->units[u].keep_fp32;
+	int ngpu = (int)starpu_cuda_worker_get_count() - (m->comm->ops->device ? 1 : 0);
+	if (m->cfg.param_dtype == SF_DTYPE_BF16)
+		_sf_log(SF_LOG_INFO,
+		        "model \"%s\": param_dtype bf16: gathers move bf16; the linear layers' "
+		        "products %s",
+		        name,
+		        ngpu > 0 ? "in fp32 through cuBLAS on the GPU (bf16 only on the wire)"
+		        : _sf_gemm_bf16_available() ? "in bf16 through oneDNN (fp32 sums)"
+		                                    : "in fp32 (this build has no oneDNN)");
+	if (kept)
+		_sf_log(SF_LOG_INFO, "model \"%s\": %d of %d units kept in fp32 (keep_fp32)", name,
+		        kept, m->nunits);
+}
+
 SF_API int sf_model_create(sf_context *ctx, const sf_graph *g, const struct sf_model_options *o,
                            sf_model **out)
 {
@@ -859,14 +882,18 @@ SF_API int sf_model_create(sf_context *ctx, const sf_graph *g, const struct sf_m
 		o = &defaults;
 	}
 	SF_CHECK(check_options(o, ctx->size));
-	SF_CHECK(check_dtypes(ctx));
+	struct sf_config cfg;
+	SF_CHECK(_sf_config_for_model(ctx, o->config, &cfg));
+	SF_CHECK(check_dtypes(ctx, &cfg));
+	if (o->config && ctx->rank == 0)
+		_sf_config_log(o->config, &cfg, ctx->cfg_from_env, g->name);
 
 	m = calloc(1, sizeof *m);
 	if (!m)
 		return SF_ERR(SF_ERR_NOMEM, "sf_model_create: out of memory");
 	m->ctx = ctx;
 	m->comm = ctx->comm;
-	m->cfg = ctx->cfg;
+	m->cfg = cfg;
 	m->opt = *o;
 	m->lr = o->lr;
 	m->nranks = ctx->size;
@@ -904,6 +931,7 @@ SF_API int sf_model_create(sf_context *ctx, const sf_graph *g, const struct sf_m
 	if (m->cfg.grad_accum > 1) /* micro-batches announced: their buffers now too */
 		SF_CHECK(_sf_model_accum_buffers(m));
 	SF_CHECK(build_buffers(m));
+	log_precision(m, g->name);
 	m->comm_worker_cpu0 = _sf_clock_seconds(ctx->comm_clock);
 	if (m->cfg.trace[0]) {
 		SF_CHECK(m->comm->ops->barrier(m->comm, false));

@@ -35,6 +35,8 @@ struct _sf_unit {
 	int last;               /* last node (forward order) reading the unit */
 	bool bwd_params;        /* some node's backward reads the parameters */
 	bool keep;              /* stays gathered from forward to backward (full) */
+	bool no_reshard;        /* its options: kept gathered whatever the ring (full) */
+	bool keep_fp32;         /* its options: fp32 on the wire and in products */
 	bool recompute;         /* its segment's inner activations are recomputed */
 	int seg_end;            /* its segment: nodes [first, seg_end) (recompute) */
 	size_t P, S, off; /* off: first parameter in the model's unpadded vector */

@@ -92,6 +92,10 @@ static void lay_out_units(struct sf_model *m, const struct sf_graph *g, size_t *
 			/* the first reader owns parameters (a tied node follows its owner) */
 			snprintf(un->name, sizeof un->name, "%s",
 			         nd->group >= 0 ? g->group_names[nd->group] : nd->name);
+			if (nd->group >= 0) {
+				un->no_reshard = !g->group_opts[nd->group].reshard_after_forward;
+				un->keep_fp32 = g->group_opts[nd->group].keep_fp32;
+			}
 		}
 		un->last = n;
 		if (nd->tied_to < 0) {
@@ -105,6 +109,8 @@ static void lay_out_units(struct sf_model *m, const struct sf_graph *g, size_t *
 			continue;
 		size_t off = owner_off[_sf_node_param_owner(m->gnodes, n)];
 		m->nodes[n].info.param_offset = off;
+		m->nodes[n].info.param_bf16 =
+		    m->cfg.param_dtype == SF_DTYPE_BF16 && !m->units[u].keep_fp32;
 	}
 }
 
@@ -161,12 +167,25 @@ int _sf_plan_units(struct sf_model *m, const struct sf_graph *g)
 		goto fail;
 	}
 	/* what stays gathered from forward to backward: the R units the backward meets
-	 * first (a chain keeps its last R units) */
-	m->R = m->cfg.sharding == SF_SHARD_FULL || m->cfg.sharding == SF_SHARD_HYBRID
-	           ? m->cfg.prefetch_depth + m->width
-	           : 0;
-	for (int k = 0; k < m->nunits && k < m->R; k++)
-		m->units[m->bwd_order[k]].keep = true;
+	 * first (a chain keeps its last R units), and the units whose options ask it, each
+	 * with a ring slot of its own */
+	bool full = m->cfg.sharding == SF_SHARD_FULL || m->cfg.sharding == SF_SHARD_HYBRID;
+	m->R = full ? m->cfg.prefetch_depth + m->width : 0;
+	int extra = 0;
+	for (int k = 0; full && k < m->nunits; k++) {
+		struct _sf_unit *un = &m->units[m->bwd_order[k]];
+		un->keep = k < m->R || un->no_reshard;
+		extra += k >= m->R && un->no_reshard;
+	}
+	m->R += extra;
+	if (m->R > SF_MAX_DEPTH + SF_MAX_WIDTH) {
+		rc = SF_ERR(SF_ERR_INVALID,
+		            "sf_model_create: graph \"%s\" keeps %d units gathered after forward "
+		            "(reshard_after_forward 0) besides its ring of %d; at most %d slots in "
+		            "all",
+		            g->name, extra, m->R - extra, SF_MAX_DEPTH + SF_MAX_WIDTH);
+		goto fail;
+	}
 	m->G = SF_GRAD_SLOTS + m->width - 1;
 fail:
 	free(unit_of_key);

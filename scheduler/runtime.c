@@ -12,7 +12,6 @@
  * (STARPU_WORKERS_GETBIND=1).
  */
 #include "scheduler/runtime.h"
-#include "layers/gemm_bf16.h"
 #include "layers/layer.h"
 #include "scheduler/fxt.h"
 #include "tasks/worker.h"
@@ -219,8 +218,7 @@ static int setup_workers(sf_context *ctx)
 	ctx->ncompute = ncpu + ncuda - 1; /* every worker but the comm worker */
 	SF_CHECK(_sf_worker_cpu_clock(ctx->comm_worker, &ctx->comm_clock));
 	SF_CHECK(fxt_sync_point(ctx));
-	SF_CHECK(_sf_tasks_configure(ctx->comm_worker, ctx->cfg.skip, ctx->cfg.optimizer_on,
-	                             ctx->cfg.param_dtype == SF_DTYPE_BF16));
+	SF_CHECK(_sf_tasks_configure(ctx->comm_worker, ctx->cfg.skip, ctx->cfg.optimizer_on));
 	if (ctx->comm->ops->attach)
 		SF_CHECK(ctx->comm->ops->attach(ctx->comm, ctx->comm_worker));
 	/* the built-in trace reads each task's profiling info in its callback */
@@ -230,13 +228,6 @@ static int setup_workers(sf_context *ctx)
 	/* a GPU compute worker runs every codelet that has a CUDA body, the linear
 	 * layers' included (tasks/worker.c): its products are cuBLAS's, in fp32 */
 	int ngpu = ncuda - (ctx->comm->ops->device ? 1 : 0);
-	if (ctx->cfg.param_dtype == SF_DTYPE_BF16)
-		_sf_log(SF_LOG_INFO, "SHARDFLOW_PARAM_DTYPE=bf16: gathers move bf16; the linear "
-		                     "layers' products %s",
-		        ngpu > 0                  ? "in fp32 through cuBLAS on the GPU (bf16 only on "
-		                                    "the wire)"
-		        : _sf_gemm_bf16_enabled() ? "in bf16 through oneDNN (fp32 sums)"
-		                                  : "in fp32 (this build has no oneDNN)");
 	_sf_log(SF_LOG_INFO, "rank %d/%d: %d compute worker(s) (%d CUDA) + comm worker %d (%s)",
 	        ctx->rank, ctx->size, ctx->ncompute, ngpu, ctx->comm_worker, ctx->comm->ops->name);
 #ifdef STARPU_NON_BLOCKING_DRIVERS
@@ -254,6 +245,11 @@ fail:
 
 SF_API int sf_init(int *argc, char ***argv, sf_context **out)
 {
+	return sf_init_config(argc, argv, NULL, out);
+}
+
+SF_API int sf_init_config(int *argc, char ***argv, const struct sf_config *cfg, sf_context **out)
+{
 	int rc = SF_OK;
 	sf_context *ctx = NULL;
 	bool starpu_up = false;
@@ -268,7 +264,11 @@ SF_API int sf_init(int *argc, char ***argv, sf_context **out)
 	if (!ctx)
 		return SF_ERR(SF_ERR_NOMEM, "sf_init: out of memory");
 
-	SF_CHECK(sf_config_from_env(&ctx->cfg));
+	SF_CHECK(_sf_config_resolve(cfg, "sf_init_config", &ctx->cfg, &ctx->cfg_from_env));
+	if (cfg)
+		ctx->cfg_program = *cfg;
+	else
+		sf_config_init(&ctx->cfg_program);
 	_sf_log_level = ctx->cfg.log_level;
 	if (ctx->cfg.skip != SF_SKIP_NONE)
 		_sf_log(SF_LOG_WARN,
@@ -284,7 +284,7 @@ SF_API int sf_init(int *argc, char ***argv, sf_context **out)
 	if (ctx->size > 1)
 		_sf_log_rank = ctx->rank;
 	if (ctx->rank == 0)
-		_sf_config_log();
+		_sf_config_log(cfg, &ctx->cfg, ctx->cfg_from_env, NULL);
 
 	starpu_defaults(ctx);
 	SF_CHECK(fxt_setup(ctx, &ctx->auto_fxt));

@@ -9,10 +9,13 @@
 #include "tasks/comm.h"
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <time.h>
 
 struct sf_context {
 	struct sf_config cfg;
+	uint32_t cfg_from_env; /* the knobs the environment set (_sf_config_resolve) */
+	struct sf_config cfg_program; /* what the program gave sf_init_config (or defaults) */
 	struct _sf_comm *comm; /* the world: rank and size below are its */
 	int rank, size;
 	int comm_worker;      /* StarPU worker id running every collective */
@@ -32,8 +35,23 @@ bool _sf_runtime_active(void);
 extern const char *const _sf_sharding_names[];
 extern const char *const _sf_optimizer_names[];
 
-/* Logs, once, the SHARDFLOW_* variables that were set (rank 0, at sf_init). */
-void _sf_config_log(void);
+/* *out = the program's configuration (NULL: the defaults; each value checked, `fn`
+ * naming the caller in a refusal) with every SHARDFLOW_* variable of the environment
+ * read over it; bit k of *from_env says that the k-th knob came from the environment. */
+int _sf_config_resolve(const struct sf_config *program, const char *fn, struct sf_config *out,
+                       uint32_t *from_env);
+/* The log of what the environment set (rank 0): each variable at info (unless `model`),
+ * and a warning for each value that overrides the program's: "SHARDFLOW_X=v overrides
+ * the program's w" (for a model, its knobs only, with its name). program may be NULL. */
+void _sf_config_log(const struct sf_config *program, const struct sf_config *now,
+                    uint32_t from_env, const char *model);
+/* A model's configuration: the context's (ctx->cfg), with the model's knobs of
+ * `program` (NULL: none; checked) where the environment did not set them (as resolved
+ * at sf_init). A runtime knob of program that is neither the context's value, nor what
+ * the program gave sf_init_config, nor the default is refused, as is a hybrid model on
+ * a context that is not, and the reverse. */
+int _sf_config_for_model(const struct sf_context *ctx, const struct sf_config *program,
+                         struct sf_config *out);
 
 /* A strict decimal integer in [lo, hi]: an optional '-' and digits only. 0 or -1. */
 int _sf_parse_long(const char *s, long lo, long hi, long *out);

@@ -13,10 +13,8 @@
 #include "tasks/optim.h"
 #include "tasks/worker.h"
 
-int _sf_tasks_configure(int comm_worker, enum sf_skip skip, enum sf_optimizer_on opt_on,
-                        bool gemm_bf16)
+int _sf_tasks_configure(int comm_worker, enum sf_skip skip, enum sf_optimizer_on opt_on)
 {
-	_sf_gemm_set_bf16(gemm_bf16);
 	_sf_workers_configure(comm_worker, skip, opt_on);
 	_sf_optim_codelets_configure(skip == SF_SKIP_COMPUTE);
 	_sf_grad_codelets_configure(skip == SF_SKIP_COMPUTE);
@@ -26,6 +24,5 @@ int _sf_tasks_configure(int comm_worker, enum sf_skip skip, enum sf_optimizer_on
 void _sf_tasks_reset(void)
 {
 	_sf_workers_reset();
-	_sf_gemm_set_bf16(false);
 	_sf_gemm_bf16_release(); /* StarPU's workers are gone: their caches too */
 }

@@ -22,11 +22,9 @@ extern int _sf_comm_worker;
 extern enum sf_skip _sf_skip;
 
 /* Called by sf_init once StarPU is up: the comm worker and the benchmark skip mode
- * every codelet built from now on (and every one built before) follows; gemm_bf16:
- * the linear layers' products in bf16 (SHARDFLOW_PARAM_DTYPE=bf16, oneDNN builds).
- * These two are tasks/configure.c's, which configures every codelet family. */
-int _sf_tasks_configure(int comm_worker, enum sf_skip skip, enum sf_optimizer_on opt_on,
-                        bool gemm_bf16);
+ * every codelet built from now on (and every one built before) follows. These two are
+ * tasks/configure.c's, which configures every codelet family. */
+int _sf_tasks_configure(int comm_worker, enum sf_skip skip, enum sf_optimizer_on opt_on);
 /* Called by sf_finalize. */
 void _sf_tasks_reset(void);
 

@@ -16,6 +16,7 @@
 #include "tests/tap.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -138,8 +139,102 @@ static void test_options_defaults(void)
 	ok(o.batch == 64 && o.seed == 1 && o.optimizer == SF_OPT_SGD && o.lr == 0.01f &&
 	       o.momentum == 0.9f && o.weight_decay == 0.0f && o.beta1 == 0.9f &&
 	       o.beta2 == 0.999f && o.eps == 1e-8f && o.max_grad_norm == 0.0f &&
-	       o.no_decay == SF_NO_DECAY_DEFAULT,
+	       o.no_decay == SF_NO_DECAY_DEFAULT && o.config == NULL,
 	   "sf_model_options_init gives the documented defaults");
+}
+
+static bool has(const char *text)
+{
+	bool found = strstr(sf_last_error(), text) != NULL;
+	if (!found)
+		diag("  the message: %s", sf_last_error());
+	return found;
+}
+
+/* sf_config_init / sf_config_set, and sf_init_config's checks (before any context) */
+static void test_config_in_code(void)
+{
+	struct sf_config a, b;
+	memset(&a, 0xff, sizeof a);
+	ok_sf_ok(sf_config_init(&a), "sf_config_init");
+	ok(a.prefetch_depth == 2 && a.bwd_prefetch == SF_BWD_PRE && a.sharding == SF_SHARD_FULL &&
+	       a.log_level == SF_LOG_WARN && a.trace[0] == '\0' && a.skip == SF_SKIP_NONE &&
+	       a.comm_chunk == SF_DEFAULT_COMM_CHUNK && a.comm_timeout == SF_DEFAULT_COMM_TIMEOUT &&
+	       a.comm == SF_COMM_MPI && a.optimizer_on == SF_OPT_ON_DEVICE && a.grad_accum == 1 &&
+	       a.accum_mode == SF_ACCUM_SHARDED && a.recompute == SF_RECOMPUTE_NONE &&
+	       a.param_dtype == SF_DTYPE_FP32 && a.reduce_dtype == SF_DTYPE_FP32 &&
+	       a.node_size == 0 && a.memory_check == 1,
+	   "sf_config_init gives every knob's documented default");
+	ok_invalid(sf_config_init(NULL), "sf_config_init(NULL)");
+	ok_invalid(sf_config_set(NULL, "prefetch_depth", "1"), "sf_config_set(NULL config)");
+	ok_invalid(sf_config_set(&a, NULL, "1"), "sf_config_set(NULL name)");
+	ok(sf_config_set(&a, "prefetch_depth", "5") == SF_OK && a.prefetch_depth == 5,
+	   "sf_config_set by field name");
+	ok(sf_config_set(&a, "SHARDFLOW_SHARDING", "grad_op") == SF_OK &&
+	       a.sharding == SF_SHARD_GRAD_OP,
+	   "sf_config_set by variable name, a choice");
+	b = a;
+	ok_int_eq(sf_config_set(&a, "prefetch_depth", "65"), SF_ERR_CONFIG,
+	          "sf_config_set refuses a depth of 65");
+	ok_true(has("prefetch_depth=\"65\" is invalid: accepted values are integers from 0 to 64 "
+	            "(default 2)"),
+	        "  naming the knob, the value and the range");
+	ok_true(memcmp(&a, &b, sizeof a) == 0, "a refused sf_config_set leaves the config alone");
+	ok_int_eq(sf_config_set(&a, "sharding", "zero3"), SF_ERR_CONFIG, "sharding zero3 refused");
+	ok_true(has("accepted values are full, grad_op, none, hybrid (default full)"),
+	        "  listing the choices");
+	ok_int_eq(sf_config_set(&a, "comm_chunk", "100"), SF_ERR_CONFIG,
+	          "a comm chunk below the smallest refused");
+	ok_int_eq(sf_config_set(&a, "prefech_depth", "1"), SF_ERR_CONFIG, "an unknown knob refused");
+	ok_true(has("known knobs are") && has("prefetch_depth"), "  listing the known ones");
+	ok_int_eq(sf_config_set(&a, "trace", "/nonexistent-dir/t"), SF_ERR_CONFIG,
+	          "a trace prefix in a missing directory refused");
+	ok(sf_config_set(&a, "trace", "") == SF_OK && a.trace[0] == '\0', "trace \"\" is off");
+
+	sf_context *ctx = NULL;
+	sf_config_init(&a);
+	a.prefetch_depth = 99;
+	ok_int_eq(sf_init_config(NULL, NULL, &a, &ctx), SF_ERR_CONFIG,
+	          "sf_init_config refuses config.prefetch_depth 99");
+	ok_true(has("sf_init_config: config.prefetch_depth=\"99\" is invalid"), "  naming the field");
+	sf_config_init(&a);
+	a.sharding = (enum sf_sharding)7;
+	ok_int_eq(sf_init_config(NULL, NULL, &a, &ctx), SF_ERR_CONFIG,
+	          "sf_init_config refuses sharding 7");
+	sf_config_init(&a);
+	a.trace[0] = 'x';
+	memset(a.trace, 'x', sizeof a.trace);
+	ok_int_eq(sf_init_config(NULL, NULL, &a, &ctx), SF_ERR_CONFIG,
+	          "sf_init_config refuses an unterminated trace prefix");
+	ok_true(ctx == NULL, "a refused sf_init_config leaves *out alone");
+}
+
+static void test_unit_options(void)
+{
+	sf_graph *g = NULL;
+	struct sf_unit_options u;
+	int x, h;
+	memset(&u, 0xff, sizeof u);
+	ok(sf_unit_options_init(&u) == SF_OK && u.reshard_after_forward == 1 && u.keep_fp32 == 0,
+	   "sf_unit_options_init: resharded after forward, the model's dtypes");
+	if (!ok_sf_ok(sf_graph_create("units", &g), "a graph for the unit options"))
+		return;
+	sf_graph_input(g, "x", 4, &x);
+	sf_graph_unit_begin(g, "block");
+	sf_graph_linear(g, x, 4, "fc", &h);
+	sf_graph_unit_end(g);
+	ok_invalid(sf_graph_unit_options(NULL, "block", &u), "sf_graph_unit_options(NULL graph)");
+	ok_invalid(sf_graph_unit_options(g, "block", NULL), "sf_graph_unit_options(NULL options)");
+	u.keep_fp32 = 2;
+	ok_invalid(sf_graph_unit_options(g, "block", &u), "keep_fp32 2 refused");
+	sf_unit_options_init(&u);
+	u.keep_fp32 = 1;
+	ok_sf_ok(sf_graph_unit_options(g, "block", &u), "options of an ended unit");
+	ok_invalid(sf_graph_unit_options(g, "blok", &u), "an unknown unit refused");
+	ok_true(has("graph \"units\" has no unit \"blok\" (its units, from sf_graph_unit_begin: "
+	            "\"block\")"),
+	        "  naming the graph's units");
+	sf_graph_destroy(g);
 }
 
 static void test_context(sf_context *ctx, int *rank, int *size)
@@ -378,6 +473,21 @@ static void test_model(sf_context *ctx, int size)
 		diag("  the message: %s", sf_last_error());
 	bad.optimizer = (enum sf_optimizer) - 1;
 	ok_invalid(sf_model_create(ctx, g, &bad, &dummy), "sf_model_create with optimizer -1");
+	struct sf_config cfg;
+	bad = o;
+	bad.config = &cfg;
+	sf_context_config(ctx, &cfg);
+	cfg.recompute = (enum sf_recompute)5;
+	ok_int_eq(sf_model_create(ctx, g, &bad, &dummy), SF_ERR_CONFIG,
+	          "sf_model_create with config.recompute 5");
+	ok_true(has("sf_model_create: config.recompute=\"5\" is invalid: accepted values are none, "
+	            "units"),
+	        "  naming the field and the choices");
+	sf_context_config(ctx, &cfg);
+	cfg.comm = SF_COMM_NCCL;
+	ok_int_eq(sf_model_create(ctx, g, &bad, &dummy), SF_ERR_CONFIG,
+	          "a model's config with another comm backend than the context's");
+	ok_true(has("config.comm=nccl is the runtime's"), "  saying it is fixed at start");
 	ok_true(dummy == NULL, "refused sf_model_create calls leave *out alone");
 
 	if (!ok_sf_ok(sf_model_create(ctx, g, &o, &m), "sf_model_create of the tiny graph"))
@@ -695,6 +805,8 @@ int main(int argc, char **argv)
 	test_status_strings();
 	test_before_init();
 	test_options_defaults();
+	test_config_in_code();
+	test_unit_options();
 	if (!ok_sf_ok(sf_init(&argc, &argv, &ctx), "sf_init")) {
 		diag("sf_init failed: %s", sf_last_error());
 		return done_testing();

@@ -66,12 +66,19 @@
 #define PROG "train_dump"
 #define MAX_INFLIGHT 16 /* sf_model_loss() keeps the 16 most recent losses */
 
+#define MAX_SETTINGS 32
+
 struct options {
 	struct train_options t;
 	int inflight, accum;
 	float clip, weight_decay;
 	int no_decay;
 	const char *out, *init, *export_init, *export, *data;
+	/* knobs in code: KNOB=VALUE for sf_init_config and for the model's own config;
+	 * UNIT:FIELD=0|1[,FIELD=0|1] for sf_graph_unit_options */
+	const char *init_config[MAX_SETTINGS], *config[MAX_SETTINGS], *unit_opts[MAX_SETTINGS];
+	int ninit_config, nconfig, nunit_opts;
+	int bad_label_rank, bad_label_step; /* --bad-label R:K: one label out of range */
 };
 
 static void usage(FILE *f)
@@ -82,6 +89,9 @@ static void usage(FILE *f)
 	        "       [--lr X] [--seed S] [--inflight K] [--init W.safetensors]\n"
 	        "       [--export-init W0.safetensors] [--export W.safetensors] [--accum K]\n"
 	        "       [--clip X|inf] [--weight-decay X] [--no-decay MASK] [--data FILE]\n"
+	        "       [--init-config KNOB=VALUE]... [--config KNOB=VALUE]...\n"
+	        "       [--unit-options UNIT:reshard_after_forward=0|1,keep_fp32=0|1]...\n"
+	        "       [--bad-label RANK:STEP]\n"
 	        "       --out FILE\n"
 	        "defaults: mlp, 6 steps, batch 24, sgd, lr 0.01 (sgd) / 0.001 (adamw) / 0.0001\n"
 	        "(lion, beta2 0.99), seed 1, inflight 1, accum 1, no clipping, weight decay 0,\n"
@@ -98,7 +108,8 @@ static int bad(const char *opt, const char *val)
 /* Returns -1 to go on, otherwise the exit status. */
 static int parse_options(int argc, char **argv, struct options *o)
 {
-	*o = (struct options){.inflight = 1, .accum = 1, .no_decay = SF_NO_DECAY_DEFAULT};
+	*o = (struct options){
+	    .inflight = 1, .accum = 1, .no_decay = SF_NO_DECAY_DEFAULT, .bad_label_rank = -1};
 	train_options_init(&o->t);
 	for (int i = 1; i < argc; i++) {
 		const char *opt = argv[i];
@@ -131,6 +142,22 @@ static int parse_options(int argc, char **argv, struct options *o)
 			    (isinf(v) && strcmp(opt, "--clip")))
 				return bad(opt, val);
 			*(strcmp(opt, "--clip") ? &o->weight_decay : &o->clip) = (float)v;
+		} else if (!strcmp(opt, "--init-config") || !strcmp(opt, "--config") ||
+		           !strcmp(opt, "--unit-options")) {
+			const char **list = !strcmp(opt, "--config")        ? o->config
+			                    : !strcmp(opt, "--init-config") ? o->init_config
+			                                                    : o->unit_opts;
+			int *n = !strcmp(opt, "--config")        ? &o->nconfig
+			         : !strcmp(opt, "--init-config") ? &o->ninit_config
+			                                         : &o->nunit_opts;
+			if (*n == MAX_SETTINGS || !strchr(val, '='))
+				return bad(opt, val);
+			list[(*n)++] = val;
+		} else if (!strcmp(opt, "--bad-label")) {
+			char extra;
+			if (sscanf(val, "%d:%d%c", &o->bad_label_rank, &o->bad_label_step, &extra) != 2 ||
+			    o->bad_label_rank < 0 || o->bad_label_step < 1)
+				return bad(opt, val);
 		} else if (!strcmp(opt, "--data")) {
 			o->data = val;
 		} else if (!strcmp(opt, "--out")) {
@@ -162,6 +189,48 @@ static int parse_options(int argc, char **argv, struct options *o)
 			goto fail;                                                                 \
 		}                                                                                  \
 	} while (0)
+
+/* c = the defaults with each KNOB=VALUE of list set (sf_config_set checks them) */
+static int config_from(const char *const *list, int n, struct sf_config *c)
+{
+	CHECK(sf_config_init(c));
+	for (int i = 0; i < n; i++) {
+		char name[64];
+		const char *eq = strchr(list[i], '=');
+		snprintf(name, sizeof name, "%.*s", (int)(eq - list[i]), list[i]);
+		CHECK(sf_config_set(c, name, eq + 1));
+	}
+	return 0;
+fail:
+	return -1;
+}
+
+/* UNIT:FIELD=0|1[,FIELD=0|1] for each --unit-options */
+static int unit_options(sf_graph *g, const char *const *list, int n)
+{
+	for (int i = 0; i < n; i++) {
+		char unit[64], rest[128];
+		const char *colon = strchr(list[i], ':');
+		struct sf_unit_options uo;
+		if (!colon || snprintf(unit, sizeof unit, "%.*s", (int)(colon - list[i]), list[i]) >=
+		                  (int)sizeof unit)
+			return bad("--unit-options", list[i]);
+		snprintf(rest, sizeof rest, "%s", colon + 1);
+		CHECK(sf_unit_options_init(&uo));
+		for (char *f = strtok(rest, ","); f; f = strtok(NULL, ",")) {
+			if (!strcmp(f, "reshard_after_forward=0") || !strcmp(f, "reshard_after_forward=1"))
+				uo.reshard_after_forward = f[strlen(f) - 1] - '0';
+			else if (!strcmp(f, "keep_fp32=0") || !strcmp(f, "keep_fp32=1"))
+				uo.keep_fp32 = f[strlen(f) - 1] - '0';
+			else
+				return bad("--unit-options", list[i]);
+		}
+		CHECK(sf_graph_unit_options(g, unit, &uo));
+	}
+	return 0;
+fail:
+	return 1;
+}
 
 /* Step s's loss, the mean of its micro-batches', and (clipping) its norm on stdout. */
 static int collect(sf_model *m, const struct options *o, int s, const int64_t *tickets,
@@ -236,12 +305,20 @@ int main(int argc, char **argv)
 	int rank = 0, size = 1, D = 0, C = 0, T = 1;
 	status = 1;
 
-	CHECK(sf_init(&argc, &argv, &ctx));
+	struct sf_config init_cfg, model_cfg;
+	if (config_from(o.init_config, o.ninit_config, &init_cfg) ||
+	    config_from(o.config, o.nconfig, &model_cfg))
+		goto fail;
+	CHECK(sf_init_config(&argc, &argv, o.ninit_config ? &init_cfg : NULL, &ctx));
 	CHECK(sf_context_world(ctx, &rank, &size));
 	if (build_model(PROG, o.t.model, &g, &D, &C, &T))
 		goto fail;
+	if (unit_options(g, o.unit_opts, o.nunit_opts))
+		goto fail;
 	struct sf_model_options mo;
 	CHECK(sf_model_options_init(&mo));
+	if (o.nconfig)
+		mo.config = &model_cfg;
 	mo.batch = o.t.batch;
 	mo.seed = o.t.seed;
 	mo.optimizer = o.t.optimizer;
@@ -288,6 +365,8 @@ int main(int argc, char **argv)
 				fprintf(stderr, PROG ": cannot generate batch %d\n", k);
 				goto fail;
 			}
+			if (rank == o.bad_label_rank && k == o.bad_label_step)
+				labels[rows - 1] = C + 3; /* tests/bad_batch.sh */
 			int64_t *t = &tickets[(size_t)(k - 1) * (size_t)K + (size_t)j];
 			if (j + 1 < K)
 				CHECK(sf_model_accumulate(m, &batch, t));
