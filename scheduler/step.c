@@ -531,14 +531,37 @@ fail:
 	return rc;
 }
 
-/* Checks a batch and copies it into the model's input handles (labels too when
- * `labels` is set). */
+/* Every float input finite: one NaN would spread through the all-reduces to every
+ * rank's parameters */
+static int check_finite(const struct sf_model *m, const struct sf_batch *b, const char *fn)
+{
+	for (int i = 0; i < m->ninputs; i++) {
+		size_t dim = (size_t)m->gnodes[m->input_nodes[i]].dim;
+		for (size_t k = 0; k < m->rows_local * dim; k++)
+			if (!isfinite(b->inputs[i][k]))
+				return SF_ERR(SF_ERR_INVALID,
+				              "%s: input \"%s\" holds %g at local row %zu, column %zu "
+				              "(sample %d of the global batch): inputs must be finite",
+				              fn, m->gnodes[m->input_nodes[i]].name,
+				              (double)b->inputs[i][k], k / dim,
+				              k % dim, m->row0 + (int)(k / dim / (size_t)m->T));
+	}
+	return SF_OK;
+}
+
+/* Checks a batch on every rank and agrees on the outcome before anything is submitted
+ * (one rank's bad batch fails every rank at once, with that rank's message, instead of
+ * leaving the others in their first collective), then copies it into the model's input
+ * handles (labels too when `labels` is set). */
 static int stage_batch(struct sf_model *m, const struct sf_batch *b, bool labels, const char *fn)
 {
 	int rc = SF_OK;
 	if (!m || !b)
 		return SF_ERR(SF_ERR_INVALID, "%s: %s is NULL", fn, m ? "batch" : "model");
-	SF_CHECK(check_batch(m, b, labels, fn));
+	int crc = check_batch(m, b, labels, fn);
+	if (crc == SF_OK)
+		crc = check_finite(m, b, fn);
+	SF_CHECK(_sf_comm_agree(m->comm, crc, fn));
 	for (int i = 0; i < m->ninputs; i++) {
 		struct _sf_node_state *s = &m->nodes[m->input_nodes[i]];
 		SF_CHECK(stage(s->h_act, s->act, b->inputs[i],
