@@ -12,8 +12,9 @@ lm_head has no tensor of its own). Layernorm eps 1e-5, as shardflow's.
 The data are shardflow's: text_batch() draws the windows sf_text_batch draws (the same
 splitmix64 stream of data/mix.h and data/text.c), so both sides train on the same
 batches. The optimizer is shardflow's AdamW: torch.optim.AdamW with decoupled weight
-decay on every parameter (shardflow has no per-tensor groups), beta2 0.99 and eps
-1e-8 as examples/gpt, the same warmup and cosine schedule.
+decay in shardflow's default parameter groups (none on biases, norms and
+embeddings: see the training options below), beta2 0.99 and eps 1e-8 as
+examples/gpt, the same warmup and cosine schedule.
 
   torch_gpt.py logits --weights W --dumps PREFIX [model options] --text FILE
                       [--batch B --seed S --index I --val-fraction X] [--rtol R]

@@ -701,9 +701,10 @@ struct sf_model_options {
 	 *  INFINITY computes the norm (sf_model_grad_norm()) without clipping. */
 	float max_grad_norm;
 	/** Parameter groups: the parameters weight decay skips, a mask of
-	 *  SF_NO_DECAY_* (both optimizers). Default SF_NO_DECAY_DEFAULT (biases,
-	 *  normalisation weights and biases, embeddings: nanoGPT's and the common
-	 *  practice); 0 decays every parameter. */
+	 *  SF_NO_DECAY_* (every optimizer). Default SF_NO_DECAY_DEFAULT (biases,
+	 *  normalisation weights and biases, embeddings: the common practice; nanoGPT
+	 *  decays its embeddings, as SF_NO_DECAY_BIAS | SF_NO_DECAY_NORM does); 0 decays
+	 *  every parameter. */
 	unsigned no_decay;
 	/** The model's own knobs: NULL (default) takes the context's; else a struct
 	 *  sf_config (start from sf_context_config() or sf_config_init()) whose model knobs
