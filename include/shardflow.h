@@ -809,6 +809,45 @@ SF_API int sf_model_param_count(const sf_model *m, size_t *n);
  *  sf_model_param_count(). */
 SF_API int sf_model_params_get(sf_model *m, float *dst, size_t n);
 
+/** Sets every parameter from memory (src: sf_model_params_get()'s layout, n =
+ *  sf_model_param_count(), the same values on every rank) and resets the optimizer's
+ *  state, as sf_model_import_safetensors() does from a file. Call on every rank, between
+ *  steps (not while micro-batches are accumulated); waits for submitted steps. */
+SF_API int sf_model_params_set(sf_model *m, const float *src, size_t n);
+
+#define SF_TENSOR_NAME_MAX 96 /**< bytes of a tensor's name, with the NUL */
+
+/** A named tensor of a model: what its safetensors export calls it ("fc1.weight" (O,
+ *  I), "fc1.bias" (O), "transformer.h.0.attn.c_attn.weight"; a layer type without
+ *  names: "<node>.params"), its shape and the unit it belongs to. */
+struct sf_tensor_info {
+	char name[SF_TENSOR_NAME_MAX];
+	int ndim;           /**< 1 or 2 */
+	size_t shape[2];    /**< shape[1] is 0 for one dimension */
+	size_t numel;       /**< floats */
+	const char *unit;   /**< the unit's name (valid while the model lives) */
+};
+
+/** How many named tensors the model has (a tied node's are its owner's). */
+SF_API int sf_model_tensor_count(sf_model *m, int *count);
+/** Tensor i (0 <= i < count, the export's order: units in order, a unit's tensors in
+ *  its flat vector's order). */
+SF_API int sf_model_tensor_info(sf_model *m, int i, struct sf_tensor_info *out);
+/** Collective: waits for submitted steps, then copies tensor `name` whole into dst (n
+ *  = its numel floats) on every rank (its unit is gathered). An unknown name is
+ *  SF_ERR_NOT_FOUND, naming the model's tensors. */
+SF_API int sf_model_tensor_get(sf_model *m, const char *name, float *dst, size_t n);
+/** Sets tensor `name` from src (n = its numel floats, the same values on every rank;
+ *  each rank keeps its part). The optimizer's state is left as it is. Call on every
+ *  rank, between steps; waits for submitted steps. */
+SF_API int sf_model_tensor_set(sf_model *m, const char *name, const float *src, size_t n);
+/** Collective: the gradient of tensor `name` that the last sf_model_step() applied —
+ *  of the step's mean loss, averaged over its micro-batches, before clipping — whole on
+ *  every rank (for debugging, logging, or checking a norm). Kept with sharding full,
+ *  grad_op and hybrid, and with clipping or micro-batches; with sharding none
+ *  otherwise the optimizer applies it from a reused slot: SF_ERR_STATE. */
+SF_API int sf_model_grad_get(sf_model *m, const char *name, float *dst, size_t n);
+
 struct sf_model_stats {
 	int nunits;             /**< units (layers with parameters) */
 	size_t largest_unit;    /**< P of the largest unit */

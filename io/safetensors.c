@@ -21,6 +21,7 @@
 #include "io/bytes.h"
 #include "io/fileio.h"
 #include "io/st_header.h"
+#include "io/tensors.h"
 #include "scheduler/model.h"
 
 #include <jansson.h>
@@ -29,50 +30,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#define ST_NAME_MAX (SF_NAME_MAX + 32)
-
-/* How a unit is stored: the named tensors of each of its nodes with parameters of
- * their own (struct sf_layer_type::param_tensors: a linear node "fc1" gives
- * "fc1.weight" and "fc1.bias"; a type without names, "<node>.params"). */
-struct st_tensor {
-	char name[ST_NAME_MAX];
-	int ndim;
-	int64_t shape[2];
-	size_t off, count; /* floats, in the model's flat parameter vector */
-};
-#define ST_UNIT_MAX 64 /* tensors of one unit */
-
-/* The tensors of unit u (at most ST_UNIT_MAX; more is an error). */
-static int unit_tensors(const struct sf_model *m, int u, struct st_tensor *t)
-{
-	const struct _sf_unit *un = &m->units[u];
-	int k = 0;
-	for (int n = un->first; n <= un->last; n++) {
-		const struct _sf_node *nd = &m->gnodes[n];
-		if (m->nodes[n].unit != u || nd->tied_to >= 0)
-			continue;
-		const struct sf_layer_info *li = &m->nodes[n].info;
-		struct sf_param_tensor pt[SF_MAX_PARAM_TENSORS];
-		int np = _sf_node_param_tensors(nd, li, pt);
-		for (int i = 0; i < np; i++) {
-			if (k == ST_UNIT_MAX)
-				return SF_ERR(SF_ERR_INVALID,
-				              "unit \"%s\" has more than %d named tensors",
-				              un->name, ST_UNIT_MAX);
-			size_t count = pt[i].shape[0] * (pt[i].ndim == 2 ? pt[i].shape[1] : 1);
-			t[k] = (struct st_tensor){
-			    .ndim = pt[i].ndim,
-			    .shape = {(int64_t)pt[i].shape[0], (int64_t)pt[i].shape[1]},
-			    .off = un->off + li->param_offset + pt[i].offset,
-			    .count = count};
-			snprintf(t[k].name, sizeof t[k].name, "%.63s.%.23s", nd->name,
-			         pt[i].suffix);
-			k++;
-		}
-	}
-	return k;
-}
 
 /* ---- export ------------------------------------------------------------------------- */
 
@@ -86,8 +43,8 @@ static int build_header(const struct sf_model *m, char **out, size_t *len)
 	json_object_set_new(root, "__metadata__",
 	                    json_pack("{s:s, s:s}", "format", "pt", "producer", "shardflow"));
 	for (int u = 0; u < m->nunits; u++) {
-		struct st_tensor t[ST_UNIT_MAX];
-		int nt = unit_tensors(m, u, t);
+		struct _sf_tensor t[SF_UNIT_TENSORS_MAX];
+		int nt = _sf_unit_tensors(m, u, t);
 		if (nt < 0) {
 			json_decref(root);
 			return nt;
@@ -244,48 +201,19 @@ fail:
 
 /* ---- import ------------------------------------------------------------------------- */
 
-/* Every named tensor of the model, in unit order (*out: *n entries, to free). */
-static int model_tensors(const sf_model *m, struct st_tensor **out, size_t *n)
-{
-	size_t cap = 0, k = 0;
-	struct st_tensor *all = NULL;
-	for (int u = 0; u < m->nunits; u++) {
-		struct st_tensor t[ST_UNIT_MAX];
-		int ntu = unit_tensors(m, u, t);
-		if (ntu < 0) {
-			free(all);
-			return ntu;
-		}
-		if (k + (size_t)ntu > cap) {
-			cap = 2 * (k + (size_t)ntu);
-			struct st_tensor *a = realloc(all, cap * sizeof *a);
-			if (!a) {
-				free(all);
-				return SF_ERR(SF_ERR_NOMEM, "safetensors: out of memory");
-			}
-			all = a;
-		}
-		memcpy(all + k, t, (size_t)ntu * sizeof *t);
-		k += (size_t)ntu;
-	}
-	*out = all;
-	*n = k;
-	return SF_OK;
-}
-
 /* Reads and validates the file; params (nparams_total floats) receives every unit.
  * The header is checked entirely (io/st_header.c) before a tensor is read. */
 static int read_file(const sf_model *m, const char *path, float *params)
 {
 	int rc = SF_OK, fd = -1;
 	char *header = NULL;
-	struct st_tensor *t = NULL;
+	struct _sf_tensor *t = NULL;
 	struct _sf_st_want *want = NULL;
 	uint64_t *begin = NULL, hlen = 0;
 	size_t nt = 0;
 	struct stat st;
 	uint8_t len8[8] = {0};
-	SF_CHECK(model_tensors(m, &t, &nt));
+	SF_CHECK(_sf_model_tensors(m, &t, &nt));
 	want = calloc(nt + 1, sizeof *want);
 	begin = calloc(nt + 1, sizeof *begin);
 	if (!want || !begin) {
@@ -329,34 +257,19 @@ fail:
 SF_API int sf_model_import_safetensors(sf_model *m, const char *path)
 {
 	int rc = SF_OK, lrc = SF_OK;
-	float *params = NULL, *zeros = NULL;
+	float *params = NULL;
 	if (!m || !path || !*path)
 		return SF_ERR(SF_ERR_INVALID, "sf_model_import_safetensors: NULL model or path");
-	if (m->accum_k > 0)
-		return SF_ERR(SF_ERR_STATE,
-		              "sf_model_import_safetensors: %d micro-batches are accumulated; import "
-		              "before sf_model_accumulate or after sf_model_step",
-		              m->accum_k);
+	SF_CHECK(_sf_model_load_check(m, "sf_model_import_safetensors"));
 	lrc = sf_model_sync(m);
 	params = malloc(m->nparams_total * sizeof(float) + 1);
-	zeros = calloc(m->largest_P + 1, sizeof(float));
-	if (lrc >= 0 && (!params || !zeros))
+	if (lrc >= 0 && !params)
 		lrc = SF_ERR(SF_ERR_NOMEM, "sf_model_import_safetensors: out of memory");
 	if (lrc >= 0)
 		lrc = read_file(m, path, params);
 	SF_CHECK(_sf_comm_agree(m->comm, lrc, "sf_model_import_safetensors"));
-
-	/* every rank has every tensor: set the parameters, reset the optimizer */
-	for (int u = 0; u < m->nunits; u++) {
-		SF_CHECK(_sf_unit_set_full(m, u, SF_VEC_PARAM, params + m->units[u].off));
-		for (int v = SF_VEC_M; v <= SF_VEC_V; v++)
-			if (_sf_vec_exists(m, (enum _sf_vec)v))
-				SF_CHECK(_sf_unit_set_full(m, u, (enum _sf_vec)v, zeros));
-	}
-	/* AdamW's bias correction restarts with its moments */
-	m->nsteps = m->nupdates = 0;
+	SF_CHECK(_sf_model_load(m, params));
 fail:
 	free(params);
-	free(zeros);
 	return rc;
 }

@@ -1207,3 +1207,35 @@ int _sf_unit_set_full(struct sf_model *m, int u, enum _sf_vec which, const float
 	}
 	return SF_OK;
 }
+
+/* Copies src's elements that fall in [lo, lo + n) of the unit's logical vector, of
+ * those in [off, off + count), into base (which holds [lo, lo + n)) */
+static void copy_range(float *base, size_t lo, size_t n, size_t off, size_t count,
+                       const float *src)
+{
+	size_t a = off > lo ? off : lo, b = off + count < lo + n ? off + count : lo + n;
+	for (size_t g = a; g < b; g++)
+		base[g - lo] = src[g - off];
+}
+
+int _sf_unit_set_params(struct sf_model *m, int u, size_t off, size_t count, const float *src)
+{
+	struct _sf_unit *un = &m->units[u];
+	starpu_data_handle_t h;
+	float *base;
+	size_t lo, n;
+	int rc = locate(m, u, SF_VEC_PARAM, &h, &base, &lo, &n);
+	if (rc < 0)
+		return rc;
+	if ((rc = _sf_data_acquire(h, STARPU_RW)) < 0)
+		return rc;
+	copy_range(base, lo, n, off, count, src);
+	starpu_data_release(h);
+	if (m->cfg.sharding == SF_SHARD_GRAD_OP) { /* the resident whole copy too */
+		if ((rc = _sf_data_acquire(un->h_full, STARPU_RW)) < 0)
+			return rc;
+		copy_range(un->full, 0, un->P, off, count, src);
+		starpu_data_release(un->h_full);
+	}
+	return SF_OK;
+}

@@ -147,6 +147,7 @@ struct sf_model {
 	int64_t nsteps;   /* tickets issued: steps and accumulated micro-batches */
 	int64_t nupdates; /* optimizer updates (sf_model_step calls): AdamW's t - 1 */
 	int accum_k;      /* micro-batches accumulated since the last update */
+	int grad_mean_of; /* micro-batches the last update's gradient summed (0: none yet) */
 	bool update;      /* the pass being submitted ends in an update (a step) */
 	float *rstmp;     /* S_max: a micro-batch's reduced shard before it is added */
 	starpu_data_handle_t h_rstmp;
@@ -221,5 +222,9 @@ int _sf_unit_get_slice(struct sf_model *m, int u, enum _sf_vec which, float *dst
  * replica) from src, the unit's whole logical vector (P floats). Call after
  * sf_model_sync(). */
 int _sf_unit_set_full(struct sf_model *m, int u, enum _sf_vec which, const float *src);
+/* Sets parameters [off, off + count) of unit u (of its P) from src (count floats, the
+ * same on every rank), where this rank keeps them: its shard's part, or the whole
+ * replica (grad_op: both). The optimizer state is left as it is. After sf_model_sync(). */
+int _sf_unit_set_params(struct sf_model *m, int u, size_t off, size_t count, const float *src);
 
 #endif

@@ -599,6 +599,7 @@ static int submit_pass(sf_model *m, const struct sf_batch *b, int64_t *ticket, b
 	m->nsteps++;
 	if (update) {
 		m->nupdates++;
+		m->grad_mean_of = m->accum_k + 1; /* what sf_model_grad_get divides by */
 		m->accum_k = 0;
 	} else {
 		m->accum_k++;

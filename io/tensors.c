@@ -1,0 +1,273 @@
+/*
+ * tensors.c — a model's parameters by name (include/shardflow.h): the named tensors
+ * (the safetensors files' names and shapes), one tensor gathered or set, every
+ * parameter set from memory, and the gradient the last update applied.
+ *
+ * A tensor lies in one unit's flat vector (struct _sf_tensor). Reading gathers that
+ * unit on every rank (the world's all-gather of its shards, as sf_model_params_get
+ * does) and copies the tensor out; setting needs no communication (every rank is given
+ * the whole tensor and writes the part it keeps).
+ */
+#include "io/tensors.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int _sf_unit_tensors(const struct sf_model *m, int u, struct _sf_tensor *t)
+{
+	const struct _sf_unit *un = &m->units[u];
+	int k = 0;
+	for (int n = un->first; n <= un->last; n++) {
+		const struct _sf_node *nd = &m->gnodes[n];
+		if (m->nodes[n].unit != u || nd->tied_to >= 0)
+			continue;
+		const struct sf_layer_info *li = &m->nodes[n].info;
+		struct sf_param_tensor pt[SF_MAX_PARAM_TENSORS];
+		int np = _sf_node_param_tensors(nd, li, pt);
+		for (int i = 0; i < np; i++) {
+			if (k == SF_UNIT_TENSORS_MAX)
+				return SF_ERR(SF_ERR_INVALID,
+				              "unit \"%s\" has more than %d named tensors",
+				              un->name, SF_UNIT_TENSORS_MAX);
+			size_t count = pt[i].shape[0] * (pt[i].ndim == 2 ? pt[i].shape[1] : 1);
+			t[k] = (struct _sf_tensor){
+			    .ndim = pt[i].ndim,
+			    .shape = {(int64_t)pt[i].shape[0], (int64_t)pt[i].shape[1]},
+			    .off = un->off + li->param_offset + pt[i].offset,
+			    .count = count,
+			    .unit = u};
+			snprintf(t[k].name, sizeof t[k].name, "%.63s.%.23s", nd->name,
+			         pt[i].suffix);
+			k++;
+		}
+	}
+	return k;
+}
+
+int _sf_model_tensors(const struct sf_model *m, struct _sf_tensor **out, size_t *n)
+{
+	size_t cap = 0, k = 0;
+	struct _sf_tensor *all = NULL;
+	for (int u = 0; u < m->nunits; u++) {
+		struct _sf_tensor t[SF_UNIT_TENSORS_MAX];
+		int ntu = _sf_unit_tensors(m, u, t);
+		if (ntu < 0) {
+			free(all);
+			return ntu;
+		}
+		if (k + (size_t)ntu > cap) {
+			cap = 2 * (k + (size_t)ntu);
+			struct _sf_tensor *a = realloc(all, cap * sizeof *a);
+			if (!a) {
+				free(all);
+				return SF_ERR(SF_ERR_NOMEM, "safetensors: out of memory");
+			}
+			all = a;
+		}
+		memcpy(all + k, t, (size_t)ntu * sizeof *t);
+		k += (size_t)ntu;
+	}
+	*out = all;
+	*n = k;
+	return SF_OK;
+}
+
+/* Tensor `name` of the model into *t, or SF_ERR_NOT_FOUND naming a few of its tensors;
+ * with n_given != (size_t)-1, also SF_ERR_INVALID unless it is the tensor's size. */
+static int find(const struct sf_model *m, const char *fn, const char *name, size_t n_given,
+                struct _sf_tensor *out)
+{
+	int rc = SF_OK;
+	struct _sf_tensor *all = NULL;
+	size_t n = 0;
+	if (!m || !name)
+		return SF_ERR(SF_ERR_INVALID, "%s: NULL model or name", fn);
+	SF_CHECK(_sf_model_tensors(m, &all, &n));
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(all[i].name, name) == 0) {
+			*out = all[i];
+			if (n_given != (size_t)-1 && n_given != all[i].count)
+				rc = SF_ERR(SF_ERR_INVALID,
+				            "%s: tensor \"%s\" has %zu floats, n is %zu", fn, name,
+				            all[i].count, n_given);
+			goto fail;
+		}
+	char some[512] = "";
+	for (size_t i = 0; i < n && strlen(some) + SF_TENSOR_NAME_MAX + 8 < sizeof some; i++)
+		snprintf(some + strlen(some), sizeof some - strlen(some), "%s\"%s\"", i ? ", " : "",
+		         all[i].name);
+	rc = SF_ERR(SF_ERR_NOT_FOUND, "%s: the model has no tensor \"%s\" (its %zu tensors: %s%s)",
+	            fn, name, n, some, strlen(some) + SF_TENSOR_NAME_MAX + 8 >= sizeof some ? ", ..." : "");
+fail:
+	free(all);
+	return rc;
+}
+
+SF_API int sf_model_tensor_count(sf_model *m, int *count)
+{
+	int rc = SF_OK;
+	struct _sf_tensor *all = NULL;
+	size_t n = 0;
+	if (!m || !count)
+		return SF_ERR(SF_ERR_INVALID, "sf_model_tensor_count: NULL model or output");
+	SF_CHECK(_sf_model_tensors(m, &all, &n));
+	*count = (int)n;
+fail:
+	free(all);
+	return rc;
+}
+
+SF_API int sf_model_tensor_info(sf_model *m, int i, struct sf_tensor_info *out)
+{
+	int rc = SF_OK;
+	struct _sf_tensor *all = NULL;
+	size_t n = 0;
+	if (!m || !out)
+		return SF_ERR(SF_ERR_INVALID, "sf_model_tensor_info: NULL model or output");
+	SF_CHECK(_sf_model_tensors(m, &all, &n));
+	if (i < 0 || (size_t)i >= n) {
+		rc = SF_ERR(SF_ERR_INVALID, "sf_model_tensor_info: index %d is not in [0, %zu)", i, n);
+		goto fail;
+	}
+	memset(out, 0, sizeof *out);
+	snprintf(out->name, sizeof out->name, "%s", all[i].name);
+	out->ndim = all[i].ndim;
+	out->shape[0] = (size_t)all[i].shape[0];
+	out->shape[1] = all[i].ndim == 2 ? (size_t)all[i].shape[1] : 0;
+	out->numel = all[i].count;
+	out->unit = m->units[all[i].unit].name;
+fail:
+	free(all);
+	return rc;
+}
+
+/* Unit u's parameters (or, `grad`, its reduced gradient) whole on every rank: full
+ * holds P floats. buf: S * nranks floats (sharded). Collective but for replicas. */
+static int gather_unit(struct sf_model *m, int u, bool grad, float *full, float *buf)
+{
+	int rc = SF_OK;
+	struct _sf_unit *un = &m->units[u];
+	bool sharded = m->cfg.sharding != SF_SHARD_NONE;
+	starpu_data_handle_t h = grad ? un->h_gshard : sharded ? un->h_shard : un->h_full;
+	const float *v = grad ? un->gshard : sharded ? un->shard : un->full;
+	SF_CHECK(_sf_data_acquire(h, STARPU_R));
+	if (!sharded) { /* the replica: P floats here */
+		memcpy(full, v, un->P * sizeof(float));
+		starpu_data_release(h);
+		goto fail;
+	}
+	/* the shard group's shards in order (hybrid: the first node's ranks; the other
+	 * nodes hold the same shards again) */
+	int grc = m->comm->ops->allgather_bytes(m->comm, v, un->S * sizeof(float), buf);
+	starpu_data_release(h);
+	SF_CHECK(grc);
+	memcpy(full, buf, un->P * sizeof(float));
+fail:
+	return rc;
+}
+
+/* get: the tensor (grad: its gradient) into dst, on every rank */
+static int get(sf_model *m, const char *fn, const char *name, bool grad, float *dst, size_t n)
+{
+	int rc = SF_OK;
+	struct _sf_tensor t;
+	float *full = NULL, *buf = NULL;
+	if (!dst)
+		return SF_ERR(SF_ERR_INVALID, "%s: dst is NULL", fn);
+	SF_CHECK(find(m, fn, name, n, &t));
+	struct _sf_unit *un = &m->units[t.unit];
+	if (grad && !un->gshard)
+		return SF_ERR(SF_ERR_STATE,
+		              "%s: this model keeps no reduced gradient: with sharding none the "
+		              "optimizer applies it from a slot the next unit reuses; gradients "
+		              "are kept with sharding full, grad_op or hybrid, or with clipping "
+		              "(max_grad_norm > 0) or micro-batches",
+		              fn);
+	if (grad && m->grad_mean_of == 0)
+		return SF_ERR(SF_ERR_STATE, "%s: no step has run yet (sf_model_step)", fn);
+	SF_CHECK(sf_model_sync(m));
+	full = malloc(un->P * sizeof(float) + 1);
+	buf = malloc(un->S * (size_t)m->nranks * sizeof(float) + 1);
+	if (!full || !buf) {
+		rc = SF_ERR(SF_ERR_NOMEM, "%s: out of memory", fn);
+		goto fail;
+	}
+	SF_CHECK(gather_unit(m, t.unit, grad, full, buf));
+	float scale = grad ? 1.0f / (float)m->grad_mean_of : 1.0f;
+	for (size_t i = 0; i < t.count; i++)
+		dst[i] = full[t.off - un->off + i] * scale;
+fail:
+	free(full);
+	free(buf);
+	return rc;
+}
+
+SF_API int sf_model_tensor_get(sf_model *m, const char *name, float *dst, size_t n)
+{
+	return get(m, "sf_model_tensor_get", name, false, dst, n);
+}
+
+SF_API int sf_model_grad_get(sf_model *m, const char *name, float *dst, size_t n)
+{
+	return get(m, "sf_model_grad_get", name, true, dst, n);
+}
+
+SF_API int sf_model_tensor_set(sf_model *m, const char *name, const float *src, size_t n)
+{
+	int rc = SF_OK;
+	struct _sf_tensor t;
+	if (!src)
+		return SF_ERR(SF_ERR_INVALID, "sf_model_tensor_set: src is NULL");
+	SF_CHECK(find(m, "sf_model_tensor_set", name, n, &t));
+	SF_CHECK(sf_model_sync(m));
+	SF_CHECK(_sf_unit_set_params(m, t.unit, t.off - m->units[t.unit].off, t.count, src));
+fail:
+	return rc;
+}
+
+int _sf_model_load_check(const struct sf_model *m, const char *fn)
+{
+	if (m->accum_k > 0)
+		return SF_ERR(SF_ERR_STATE,
+		              "%s: %d micro-batches are accumulated; replace the parameters before "
+		              "sf_model_accumulate or after sf_model_step",
+		              fn, m->accum_k);
+	return SF_OK;
+}
+
+int _sf_model_load(struct sf_model *m, const float *params)
+{
+	int rc = SF_OK;
+	float *zeros = calloc(m->largest_P + 1, sizeof(float));
+	if (!zeros)
+		return SF_ERR(SF_ERR_NOMEM, "loading parameters: out of memory");
+	for (int u = 0; u < m->nunits; u++) {
+		SF_CHECK(_sf_unit_set_full(m, u, SF_VEC_PARAM, params + m->units[u].off));
+		for (int v = SF_VEC_M; v <= SF_VEC_V; v++)
+			if (_sf_vec_exists(m, (enum _sf_vec)v))
+				SF_CHECK(_sf_unit_set_full(m, u, (enum _sf_vec)v, zeros));
+	}
+	/* AdamW's bias correction restarts with its moments */
+	m->nsteps = m->nupdates = 0;
+fail:
+	free(zeros);
+	return rc;
+}
+
+SF_API int sf_model_params_set(sf_model *m, const float *src, size_t n)
+{
+	int rc = SF_OK;
+	if (!m || !src)
+		return SF_ERR(SF_ERR_INVALID, "sf_model_params_set: NULL model or source");
+	if (n != m->nparams_total)
+		return SF_ERR(SF_ERR_INVALID,
+		              "sf_model_params_set: n is %zu, the model has %zu parameters "
+		              "(sf_model_param_count)",
+		              n, m->nparams_total);
+	SF_CHECK(_sf_model_load_check(m, "sf_model_params_set"));
+	SF_CHECK(sf_model_sync(m));
+	SF_CHECK(_sf_model_load(m, src));
+fail:
+	return rc;
+}

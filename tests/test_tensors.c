@@ -1,0 +1,192 @@
+/*
+ * test_tensors.c — parameters by name (io/tensors.c), on any world size and sharding
+ * (tests/tensors.sh runs it under mpirun with SHARDFLOW_SHARDING set):
+ *
+ *  - the named tensors tile the parameter vector: their sizes sum to the parameter
+ *    count, and each tensor read by name is its slice of sf_model_params_get, bitwise;
+ *  - a tensor set by name reads back bitwise, and every other parameter is unchanged;
+ *    sf_model_params_set from memory reads back bitwise;
+ *  - the gradient read after an SGD step (momentum 0, no weight decay) is the one the
+ *    step applied: every parameter moved by -lr * grad (relative 1e-6); with --accum 2,
+ *    the mean over the two micro-batches;
+ *  - refusals: an unknown name (SF_ERR_NOT_FOUND, naming the tensors), a wrong size,
+ *    a gradient before any step, and with sharding none (no clipping, no micro-batches)
+ *    a gradient that is not kept (SF_ERR_STATE, saying why).
+ *
+ * Prints "ok N - ..." / "not ok N - ..." on rank 0 (each check agreed: it fails if it
+ * fails on any rank); exits 1 when a check failed.
+ */
+#include "examples/synthetic.h"
+#include "shardflow.h"
+#include "tests/test_models.h"
+
+#include <math.h>
+#include <mpi.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int rank, nchecks, nfailed;
+
+static void check(bool good, const char *what)
+{
+	int mine = good, all = 0;
+	MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+	nchecks++;
+	nfailed += !all;
+	if (rank == 0)
+		printf("%sok %d - %s\n", all ? "" : "not ", nchecks, what);
+	if (!mine)
+		fprintf(stderr, "test_tensors: rank %d: check \"%s\" failed (last error: %s)\n", rank,
+		        what, sf_last_error());
+}
+
+#define DIE(...)                                                                                   \
+	do {                                                                                       \
+		fprintf(stderr, "test_tensors: " __VA_ARGS__);                                    \
+		fprintf(stderr, ": %s\n", sf_last_error());                                       \
+		return 1;                                                                          \
+	} while (0)
+
+/* one pass: micro-batches j < accum - 1 accumulated, the last a step */
+static int train_step(sf_model *m, int accum, int D, int C, int T, int first, int rows, int B,
+                      float *x, int32_t *ids, int32_t *labels)
+{
+	struct sf_batch b;
+	const float *xin;
+	const int32_t *idin;
+	for (int j = 0; j < accum; j++) {
+		if (fill_batch(MODEL_MLP, 1, 1, first + j * B * T, rows, D, C, x, ids, labels, &b,
+		               &xin, &idin))
+			return -1;
+		int rc = j + 1 < accum ? sf_model_accumulate(m, &b, NULL) : sf_model_step(m, &b, NULL);
+		if (rc != SF_OK)
+			return -1;
+	}
+	return sf_model_sync(m) == SF_OK ? 0 : -1;
+}
+
+int main(int argc, char **argv)
+{
+	int accum = argc > 1 ? atoi(argv[1]) : 1, size = 1, D, C, T;
+	sf_context *ctx = NULL;
+	sf_graph *g = NULL;
+	sf_model *m = NULL;
+	struct sf_config cfg;
+	if (sf_init(&argc, &argv, &ctx) != SF_OK)
+		DIE("sf_init");
+	sf_context_world(ctx, &rank, &size);
+	sf_context_config(ctx, &cfg);
+	if (build_model("test_tensors", MODEL_MLP, &g, &D, &C, &T))
+		return 1;
+	struct sf_model_options o;
+	sf_model_options_init(&o);
+	o.batch = 12, o.lr = 0.05f, o.momentum = 0.0f;
+	if (sf_model_create(ctx, g, &o, &m) != SF_OK)
+		DIE("sf_model_create");
+
+	size_t P = 0;
+	int nt = 0;
+	sf_model_param_count(m, &P);
+	float *all = malloc(P * sizeof(float)), *after = malloc(P * sizeof(float));
+	float *t = malloc(P * sizeof(float)), *gr = malloc(P * sizeof(float));
+	float *src = malloc(P * sizeof(float));
+	int first, rows, B = o.batch;
+	sf_model_local_rows(m, &first, &rows);
+	float *x = malloc(sizeof(float) * (size_t)(rows * T * D + 1));
+	int32_t *ids = malloc(sizeof(int32_t) * (size_t)(rows * T + 1));
+	int32_t *labels = malloc(sizeof(int32_t) * (size_t)(rows * T + 1));
+	if (!all || !after || !t || !gr || !src || !x || !ids || !labels)
+		DIE("out of memory");
+
+	/* the tensors tile the vector, and read as its slices */
+	sf_model_tensor_count(m, &nt);
+	sf_model_params_get(m, all, P);
+	size_t off = 0;
+	bool slices = true, named = true;
+	struct sf_tensor_info ti, t0;
+	for (int i = 0; i < nt; i++) {
+		if (sf_model_tensor_info(m, i, &ti) != SF_OK ||
+		    sf_model_tensor_get(m, ti.name, t, ti.numel) != SF_OK) {
+			slices = false;
+			break;
+		}
+		slices = slices && memcmp(t, all + off, ti.numel * sizeof(float)) == 0;
+		named = named && ti.unit && ti.unit[0] &&
+		        ti.numel == ti.shape[0] * (ti.ndim == 2 ? ti.shape[1] : 1);
+		off += ti.numel;
+	}
+	check(nt == 6 && off == P, "the mlp's 6 named tensors sum to its parameter count");
+	check(slices, "each tensor read by name is its slice of sf_model_params_get, bitwise");
+	check(named, "each names its unit, and its size is its shape's");
+
+	/* refusals */
+	sf_model_tensor_info(m, 0, &t0);
+	check(sf_model_tensor_get(m, "fc9.weight", t, 4) == SF_ERR_NOT_FOUND &&
+	          strstr(sf_last_error(), "no tensor \"fc9.weight\" (its 6 tensors: \"") != NULL,
+	      "an unknown name: SF_ERR_NOT_FOUND, naming the tensors");
+	check(sf_model_tensor_get(m, t0.name, t, t0.numel + 1) == SF_ERR_INVALID &&
+	          sf_model_tensor_set(m, t0.name, t, t0.numel - 1) == SF_ERR_INVALID,
+	      "a wrong size is refused, reading and setting");
+	check(sf_model_grad_get(m, t0.name, gr, t0.numel) == SF_ERR_STATE,
+	      "a gradient before any step: SF_ERR_STATE");
+
+	/* set by name, set all from memory */
+	for (size_t i = 0; i < t0.numel; i++)
+		src[i] = (float)i * 0.001f - 0.5f;
+	sf_model_tensor_set(m, t0.name, src, t0.numel);
+	sf_model_tensor_get(m, t0.name, t, t0.numel);
+	sf_model_params_get(m, after, P);
+	check(memcmp(t, src, t0.numel * sizeof(float)) == 0 &&
+	          memcmp(after + t0.numel, all + t0.numel, (P - t0.numel) * sizeof(float)) == 0,
+	      "a tensor set by name reads back bitwise, every other parameter unchanged");
+	for (size_t i = 0; i < P; i++)
+		src[i] = all[i] * 0.5f + 0.001f;
+	sf_model_params_set(m, src, P);
+	sf_model_params_get(m, after, P);
+	check(memcmp(after, src, P * sizeof(float)) == 0,
+	      "sf_model_params_set from memory reads back bitwise");
+
+	/* the gradient the step applied */
+	if (train_step(m, accum, D, C, T, first * T, rows * T, B, x, ids, labels))
+		DIE("training");
+	sf_model_params_get(m, after, P);
+	bool kept = cfg.sharding != SF_SHARD_NONE || accum > 1;
+	off = 0;
+	double worst = 0.0;
+	bool got = true;
+	for (int i = 0; i < nt; i++) {
+		sf_model_tensor_info(m, i, &ti);
+		int rc = sf_model_grad_get(m, ti.name, gr, ti.numel);
+		if (!kept) {
+			got = got && rc == SF_ERR_STATE && strstr(sf_last_error(), "sharding none");
+			continue;
+		}
+		got = got && rc == SF_OK;
+		for (size_t k = 0; rc == SF_OK && k < ti.numel; k++) {
+			double want = (double)src[off + k] - (double)o.lr * gr[k];
+			double d = fabs(after[off + k] - want) / fmax(1.0, fabs(want));
+			worst = d > worst ? d : worst;
+		}
+		off += ti.numel;
+	}
+	char what[160];
+	if (kept)
+		snprintf(what, sizeof what,
+		         "%d micro-batch(es): every parameter moved by -lr * sf_model_grad_get "
+		         "(worst relative %.1e)",
+		         accum, worst);
+	else
+		snprintf(what, sizeof what, "sharding none: the gradient is not kept, SF_ERR_STATE "
+		                            "saying why");
+	check(got && worst <= 1e-6, what);
+
+	sf_model_destroy(m);
+	sf_graph_destroy(g);
+	sf_finalize(ctx);
+	if (rank == 0)
+		printf("1..%d\n", nchecks);
+	free(all), free(after), free(t), free(gr), free(src), free(x), free(ids), free(labels);
+	return nfailed ? 1 : 0;
+}
