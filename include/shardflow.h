@@ -925,6 +925,29 @@ SF_API int sf_model_trace_write(sf_model *m);
  */
 SF_API int sf_model_predict(sf_model *m, const struct sf_batch *batch, float *logits);
 
+/**
+ * Collective, no labels, no loss, no update: the output of node `node` (its name in
+ * the graph: a layer or a float input) for `samples` samples, any number, given whole
+ * in x on every rank (x's inputs hold samples x T rows; labels are not read), written
+ * whole into out on every rank (n = samples x T x the node's width floats, in sample
+ * order). The samples run in passes of the model's batch, split over the ranks as a
+ * training batch is (the last pass padded with zeros, which nothing returns); each
+ * pass's inputs are checked and agreed across ranks as a step's are. Waits for the
+ * submitted steps first. A node whose activation SHARDFLOW_RECOMPUTE=units shares is
+ * refused (SF_ERR_STATE); an unknown name is SF_ERR_NOT_FOUND.
+ */
+SF_API int sf_model_forward(sf_model *m, const char *node, const struct sf_batch *x, int samples,
+                            float *out, size_t n);
+
+/**
+ * Collective: the mean loss over every row of `samples` samples given whole in x on
+ * every rank (labels required; any number of samples, in passes as sf_model_forward),
+ * the same value on every rank: each row's softmax cross-entropy as the loss task
+ * computes it (log-sum-exp in double), summed in double. No update; the program needs
+ * no MPI call. Waits for the submitted steps first.
+ */
+SF_API int sf_model_evaluate(sf_model *m, const struct sf_batch *x, int samples, double *loss);
+
 /* ------------------------------------------------------------------------ */
 /* Datasets: IDX files (MNIST, Fashion-MNIST), gzip or plain                 */
 /* ------------------------------------------------------------------------ */

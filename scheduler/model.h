@@ -111,6 +111,7 @@ struct sf_model {
 	size_t nparams_total, largest_P, largest_NS;
 	int T;                           /* rows per sample */
 	int B_global, B_local, row0;     /* samples */
+	int sample_base;                 /* messages: the pass's first sample (infer.c) */
 	size_t rows_local;               /* B_local * T */
 	size_t act_bytes;                /* activations, their gradients, saved buffers */
 	int *seg_of;                     /* node -> the unit whose segment holds it, or -1 */
@@ -196,6 +197,10 @@ int _sf_step_submit(struct sf_model *m);
  * the first sf_model_accumulate (a model that never accumulates never pays them). */
 int _sf_model_accum_buffers(struct sf_model *m);
 int _sf_forward_submit(struct sf_model *m, bool train);
+/* Checks a batch of this rank's rows on every rank, agrees on the outcome (one rank's
+ * bad batch fails every rank with its message) and copies it into the model's input
+ * handles (and labels, with `labels`); fn names the caller in messages. */
+int _sf_stage_batch(struct sf_model *m, const struct sf_batch *b, bool labels, const char *fn);
 
 /* ---- host access to a unit's state (scheduler/model.c), for io/ ----------------- */
 

@@ -493,7 +493,7 @@ static int check_ids(const int32_t *v, size_t n, int range, const char *what, co
 			return SF_ERR(SF_ERR_INVALID,
 			              "%s: %s %d of local row %zu (sample %d of the global batch) "
 			              "is outside [0, %d)",
-			              fn, what, (int)v[r], r, m->row0 + (int)(r / (size_t)m->T),
+			              fn, what, (int)v[r], r, m->sample_base + m->row0 + (int)(r / (size_t)m->T),
 			              range);
 	return SF_OK;
 }
@@ -544,7 +544,7 @@ static int check_finite(const struct sf_model *m, const struct sf_batch *b, cons
 				              "(sample %d of the global batch): inputs must be finite",
 				              fn, m->gnodes[m->input_nodes[i]].name,
 				              (double)b->inputs[i][k], k / dim,
-				              k % dim, m->row0 + (int)(k / dim / (size_t)m->T));
+				              k % dim, m->sample_base + m->row0 + (int)(k / dim / (size_t)m->T));
 	}
 	return SF_OK;
 }
@@ -553,7 +553,7 @@ static int check_finite(const struct sf_model *m, const struct sf_batch *b, cons
  * (one rank's bad batch fails every rank at once, with that rank's message, instead of
  * leaving the others in their first collective), then copies it into the model's input
  * handles (labels too when `labels` is set). */
-static int stage_batch(struct sf_model *m, const struct sf_batch *b, bool labels, const char *fn)
+int _sf_stage_batch(struct sf_model *m, const struct sf_batch *b, bool labels, const char *fn)
 {
 	int rc = SF_OK;
 	if (!m || !b)
@@ -584,7 +584,7 @@ static int submit_pass(sf_model *m, const struct sf_batch *b, int64_t *ticket, b
                        const char *fn)
 {
 	int rc = SF_OK;
-	SF_CHECK(stage_batch(m, b, true, fn));
+	SF_CHECK(_sf_stage_batch(m, b, true, fn));
 	if (!update && m->accum_k >= SF_MAX_GRAD_ACCUM)
 		return SF_ERR(SF_ERR_INVALID,
 		              "%s: %d micro-batches are accumulated already, the most one step "
@@ -677,7 +677,7 @@ SF_API int sf_model_predict(sf_model *m, const struct sf_batch *b, float *logits
 	int rc = SF_OK;
 	if (!logits)
 		return SF_ERR(SF_ERR_INVALID, "sf_model_predict: logits is NULL");
-	SF_CHECK(stage_batch(m, b, false, "sf_model_predict"));
+	SF_CHECK(_sf_stage_batch(m, b, false, "sf_model_predict"));
 	/* not a training step: not traced, not counted */
 	struct _sf_recorder *trace = m->trace;
 	m->trace = NULL;

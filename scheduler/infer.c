@@ -1,0 +1,261 @@
+/*
+ * infer.c — forward passes and evaluation over any number of samples
+ * (sf_model_forward, sf_model_evaluate), with no MPI in the caller.
+ *
+ * The model's buffers hold one batch of its geometry: B samples split over the ranks
+ * as a training batch is (rank r: B_r samples from row0_r). Every rank is given all
+ * the samples; they run in passes of B (the last one padded with zero inputs, id 0 and
+ * label 0, which nothing counts), each rank staging its slice (the batch checks agreed
+ * across ranks, as a step's are) and running the forward without loss or backward.
+ * sf_model_forward then all-gathers each rank's rows of the node's output (padded to
+ * the largest slice); sf_model_evaluate sums each valid row's softmax cross-entropy of
+ * the loss's input in double (the loss task's row formula, layers/softmax_xent_math.h)
+ * and all-gathers the ranks' sums, so every rank returns the same mean.
+ */
+#include "scheduler/model.h"
+#include "layers/softmax_xent_math.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Samples of rank r in a batch of B over N ranks, and its first */
+static void slice_of(int B, int N, int r, int *first, int *count)
+{
+	int base = B / N, extra = B % N;
+	*count = base + (r < extra);
+	*first = r * base + (r < extra ? r : extra);
+}
+
+/* The inputs of this rank's slice of pass p (samples p B + row0 ...), copied into
+ * the staging buffers with zeros past `samples`; *b points at them. */
+struct pass_buf {
+	float **in;
+	int32_t **ids;
+	int32_t *labels;
+};
+
+static void pass_free(struct sf_model *m, struct pass_buf *pb)
+{
+	for (int i = 0; pb->in && i < m->ninputs; i++)
+		free(pb->in[i]);
+	for (int i = 0; pb->ids && i < m->nint_inputs; i++)
+		free(pb->ids[i]);
+	free(pb->in);
+	free(pb->ids);
+	free(pb->labels);
+}
+
+static int pass_alloc(struct sf_model *m, struct pass_buf *pb, const char *fn)
+{
+	size_t rows = m->rows_local + 1;
+	pb->in = calloc((size_t)m->ninputs + 1, sizeof *pb->in);
+	pb->ids = calloc((size_t)m->nint_inputs + 1, sizeof *pb->ids);
+	pb->labels = calloc(rows, sizeof *pb->labels);
+	bool ok = pb->in && pb->ids && pb->labels;
+	for (int i = 0; ok && i < m->ninputs; i++)
+		ok = (pb->in[i] = calloc(rows * (size_t)m->gnodes[m->input_nodes[i]].dim,
+		                         sizeof(float))) != NULL;
+	for (int i = 0; ok && i < m->nint_inputs; i++)
+		ok = (pb->ids[i] = calloc(rows, sizeof(int32_t))) != NULL;
+	return ok ? SF_OK : SF_ERR(SF_ERR_NOMEM, "%s: out of memory", fn);
+}
+
+/* Copies this rank's slice of pass p into pb (rows past `samples` zero); returns how
+ * many of its samples are real */
+static int pass_fill(struct sf_model *m, const struct sf_batch *x, int samples, int p,
+                     bool labels, struct pass_buf *pb)
+{
+	size_t T = (size_t)m->T;
+	int s0 = p * m->B_global + m->row0; /* first sample of the slice */
+	int real = samples - s0 < 0 ? 0 : samples - s0 < m->B_local ? samples - s0 : m->B_local;
+	size_t have = (size_t)real * T, all = m->rows_local;
+	for (int i = 0; i < m->ninputs; i++) {
+		size_t d = (size_t)m->gnodes[m->input_nodes[i]].dim;
+		memcpy(pb->in[i], x->inputs[i] + (size_t)s0 * T * d, have * d * sizeof(float));
+		memset(pb->in[i] + have * d, 0, (all - have) * d * sizeof(float));
+	}
+	for (int i = 0; i < m->nint_inputs; i++) {
+		memcpy(pb->ids[i], x->int_inputs[i] + (size_t)s0 * T, have * sizeof(int32_t));
+		memset(pb->ids[i] + have, 0, (all - have) * sizeof(int32_t));
+	}
+	if (labels) {
+		memcpy(pb->labels, x->labels + (size_t)s0 * T, have * sizeof(int32_t));
+		memset(pb->labels + have, 0, (all - have) * sizeof(int32_t));
+	}
+	return real;
+}
+
+/* One forward pass of pass p's slice, waited for */
+static int pass_run(struct sf_model *m, int p, struct pass_buf *pb, bool labels, const char *fn)
+{
+	int rc = SF_OK;
+	struct sf_batch b = {.ninputs = m->ninputs,
+	                     .inputs = (const float *const *)pb->in,
+	                     .nint_inputs = m->nint_inputs,
+	                     .int_inputs = (const int32_t *const *)pb->ids,
+	                     .labels = labels ? pb->labels : NULL};
+	m->sample_base = p * m->B_global; /* a refusal names the caller's sample */
+	rc = _sf_stage_batch(m, &b, labels, fn);
+	m->sample_base = 0;
+	SF_CHECK(rc);
+	struct _sf_recorder *trace = m->trace; /* not a training step: not traced */
+	m->trace = NULL;
+	rc = _sf_forward_submit(m, false);
+	m->trace = trace;
+	SF_CHECK(rc);
+fail:
+	return rc;
+}
+
+static int check_args(struct sf_model *m, const struct sf_batch *x, int samples, bool labels,
+                      const char *fn)
+{
+	if (!m || !x)
+		return SF_ERR(SF_ERR_INVALID, "%s: NULL model or samples", fn);
+	if (samples < 1)
+		return SF_ERR(SF_ERR_INVALID, "%s: samples is %d; at least 1", fn, samples);
+	if (labels && !x->labels)
+		return SF_ERR(SF_ERR_INVALID, "%s: the samples have no labels", fn);
+	if (m->accum_k > 0)
+		return SF_ERR(SF_ERR_STATE,
+		              "%s: %d micro-batches are accumulated (their activations would be "
+		              "overwritten); call sf_model_step first",
+		              fn, m->accum_k);
+	return SF_OK;
+}
+
+/* Every rank passes the same number of samples (the passes are collectives) */
+static int agree_samples(struct sf_model *m, int samples, const char *fn)
+{
+	int rc = SF_OK;
+	int *all = calloc((size_t)m->nranks + 1, sizeof *all);
+	if (!all)
+		return SF_ERR(SF_ERR_NOMEM, "%s: out of memory", fn);
+	SF_CHECK(m->comm->ops->allgather_bytes(m->comm, &samples, sizeof samples, all));
+	for (int r = 0; r < m->nranks; r++)
+		if (all[r] != all[0]) {
+			rc = SF_ERR(SF_ERR_INVALID,
+			            "%s: rank %d passes %d samples, rank 0 %d: every rank passes the "
+			            "same samples",
+			            fn, r, all[r], all[0]);
+			break;
+		}
+fail:
+	free(all);
+	return rc;
+}
+
+static int find_node(struct sf_model *m, const char *name, const char *fn)
+{
+	if (!name)
+		return SF_ERR(SF_ERR_INVALID, "%s: node name is NULL", fn);
+	for (int n = 0; n < m->nnodes; n++) {
+		const struct _sf_node *nd = &m->gnodes[n];
+		if (strcmp(nd->name, name) != 0)
+			continue;
+		if (nd->kind != SF_NODE_LAYER && nd->kind != SF_NODE_INPUT)
+			return SF_ERR(SF_ERR_INVALID,
+			              "%s: node \"%s\" is not a layer or a float input (integer "
+			              "inputs, labels and the loss have no activation to return)",
+			              fn, name);
+		if (m->nodes[n].recomp_buf >= 0)
+			return SF_ERR(SF_ERR_STATE,
+			              "%s: node \"%s\"'s activation is recomputed "
+			              "(SHARDFLOW_RECOMPUTE=units) and its buffer shared with like "
+			              "nodes; ask for its unit's last node, or run without recompute",
+			              fn, name);
+		return n;
+	}
+	return SF_ERR(SF_ERR_NOT_FOUND, "%s: graph has no node \"%s\"", fn, name);
+}
+
+SF_API int sf_model_forward(sf_model *m, const char *node, const struct sf_batch *x, int samples,
+                            float *out, size_t n)
+{
+	const char *fn = "sf_model_forward";
+	int rc = SF_OK;
+	struct pass_buf pb = {0};
+	float *piece = NULL, *all = NULL;
+	SF_CHECK(check_args(m, x, samples, false, fn));
+	SF_CHECK(agree_samples(m, samples, fn));
+	int id = find_node(m, node, fn);
+	if (id < 0)
+		return id;
+	size_t T = (size_t)m->T, dim = (size_t)m->gnodes[id].dim;
+	if (!out || n != (size_t)samples * T * dim)
+		return SF_ERR(SF_ERR_INVALID,
+		              "%s: out must hold samples x rows x width = %d x %zu x %zu floats "
+		              "(n is %zu)",
+		              fn, samples, T, dim, n);
+	int N = m->nranks, most = (m->B_global + N - 1) / N;
+	size_t per = (size_t)most * T * dim; /* floats of the largest slice */
+	SF_CHECK(pass_alloc(m, &pb, fn));
+	piece = calloc(per + 1, sizeof(float));
+	all = calloc(per * (size_t)N + 1, sizeof(float));
+	if (!piece || !all) {
+		rc = SF_ERR(SF_ERR_NOMEM, "%s: out of memory", fn);
+		goto fail;
+	}
+	struct _sf_node_state *s = &m->nodes[id];
+	for (int p = 0; (size_t)p * (size_t)m->B_global < (size_t)samples; p++) {
+		pass_fill(m, x, samples, p, false, &pb);
+		SF_CHECK(pass_run(m, p, &pb, false, fn));
+		SF_CHECK(_sf_data_acquire(s->h_act, STARPU_R));
+		memcpy(piece, s->act, m->rows_local * dim * sizeof(float));
+		starpu_data_release(s->h_act);
+		SF_CHECK(m->comm->ops->allgather_bytes(m->comm, piece, per * sizeof(float), all));
+		for (int r = 0; r < N; r++) { /* rank r's samples of the pass, the real ones */
+			int first, count;
+			slice_of(m->B_global, N, r, &first, &count);
+			int s0 = p * m->B_global + first;
+			int real = samples - s0 < 0 ? 0 : samples - s0 < count ? samples - s0 : count;
+			memcpy(out + (size_t)s0 * T * dim, all + (size_t)r * per,
+			       (size_t)real * T * dim * sizeof(float));
+		}
+	}
+fail:
+	pass_free(m, &pb);
+	free(piece);
+	free(all);
+	return rc;
+}
+
+SF_API int sf_model_evaluate(sf_model *m, const struct sf_batch *x, int samples, double *loss)
+{
+	const char *fn = "sf_model_evaluate";
+	int rc = SF_OK;
+	struct pass_buf pb = {0};
+	float *dr = NULL;
+	double *sums = NULL, mine = 0.0;
+	SF_CHECK(check_args(m, x, samples, true, fn));
+	SF_CHECK(agree_samples(m, samples, fn));
+	if (!loss)
+		return SF_ERR(SF_ERR_INVALID, "%s: loss is NULL", fn);
+	int C = m->loss_args.classes;
+	struct _sf_node_state *z = &m->nodes[m->gnodes[m->loss_node].in[0]];
+	SF_CHECK(pass_alloc(m, &pb, fn));
+	dr = malloc(((size_t)C + 1) * sizeof(float));
+	sums = calloc((size_t)m->nranks + 1, sizeof(double));
+	if (!dr || !sums) {
+		rc = SF_ERR(SF_ERR_NOMEM, "%s: out of memory", fn);
+		goto fail;
+	}
+	for (int p = 0; (size_t)p * (size_t)m->B_global < (size_t)samples; p++) {
+		int real = pass_fill(m, x, samples, p, true, &pb);
+		SF_CHECK(pass_run(m, p, &pb, true, fn));
+		SF_CHECK(_sf_data_acquire(z->h_act, STARPU_R));
+		for (size_t r = 0; r < (size_t)real * (size_t)m->T; r++)
+			mine += sf_softmax_xent_row(C, z->act + r * (size_t)C, pb.labels[r], 1.0f, dr);
+		starpu_data_release(z->h_act);
+	}
+	SF_CHECK(m->comm->ops->allgather_bytes(m->comm, &mine, sizeof mine, sums));
+	double total = 0.0; /* in rank order: the same sum on every rank */
+	for (int r = 0; r < m->nranks; r++)
+		total += sums[r];
+	*loss = total / ((double)samples * (double)m->T);
+fail:
+	pass_free(m, &pb);
+	free(dr);
+	free(sums);
+	return rc;
+}
