@@ -847,6 +847,13 @@ SF_API int sf_model_tensor_set(sf_model *m, const char *name, const float *src, 
  *  grad_op and hybrid, and with clipping or micro-batches; with sharding none
  *  otherwise the optimizer applies it from a reused slot: SF_ERR_STATE. */
 SF_API int sf_model_grad_get(sf_model *m, const char *name, float *dst, size_t n);
+/** Scales tensor `name`'s learning rate (PyTorch's per-param-group lr): its updates,
+ *  weight decay included, use lr x scale; 1 by default, any finite scale >= 0. Scale 0
+ *  freezes its values (its gradient is still computed and its optimizer state still
+ *  moves: a frozen tensor saves no compute or memory yet). Call on every rank, between
+ *  steps; it applies from the next step. Not saved in checkpoints: set it again after
+ *  loading. */
+SF_API int sf_model_tensor_lr_scale(sf_model *m, const char *name, float scale);
 
 struct sf_model_stats {
 	int nunits;             /**< units (layers with parameters) */

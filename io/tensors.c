@@ -1,7 +1,8 @@
 /*
  * tensors.c — a model's parameters by name (include/shardflow.h): the named tensors
  * (the safetensors files' names and shapes), one tensor gathered or set, every
- * parameter set from memory, and the gradient the last update applied.
+ * parameter set from memory, the gradient the last update applied, and a tensor's
+ * learning-rate scale (a parameter group's lr; 0 freezes its values).
  *
  * A tensor lies in one unit's flat vector (struct _sf_tensor). Reading gathers that
  * unit on every rank (the world's all-gather of its shards, as sf_model_params_get
@@ -10,6 +11,7 @@
  */
 #include "io/tensors.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -268,6 +270,21 @@ SF_API int sf_model_params_set(sf_model *m, const float *src, size_t n)
 	SF_CHECK(_sf_model_load_check(m, "sf_model_params_set"));
 	SF_CHECK(sf_model_sync(m));
 	SF_CHECK(_sf_model_load(m, src));
+fail:
+	return rc;
+}
+
+SF_API int sf_model_tensor_lr_scale(sf_model *m, const char *name, float scale)
+{
+	int rc = SF_OK;
+	struct _sf_tensor t;
+	if (!(scale >= 0.0f) || !isfinite(scale))
+		return SF_ERR(SF_ERR_INVALID,
+		              "sf_model_tensor_lr_scale: scale must be a finite number >= 0 (got %g)",
+		              (double)scale);
+	SF_CHECK(find(m, "sf_model_tensor_lr_scale", name, (size_t)-1, &t));
+	SF_CHECK(sf_model_sync(m)); /* the optimizer tasks in flight read the runs */
+	SF_CHECK(_sf_unit_set_lr_scale(m, t.unit, t.off - m->units[t.unit].off, t.count, scale));
 fail:
 	return rc;
 }

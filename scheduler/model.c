@@ -412,27 +412,56 @@ static unsigned tensor_kind(const struct _sf_node *nd, const struct sf_param_ten
 	return 0;
 }
 
+/* A tensor's run of a unit's optimizer vector, before the runs are tiled */
+struct group_run {
+	size_t b, e;
+	float lr_scale;
+	int decay;
+};
+
 static int cmp_run(const void *a, const void *b)
 {
-	const size_t *x = a, *y = b;
-	return x[0] < y[0] ? -1 : x[0] > y[0];
+	const struct group_run *x = a, *y = b;
+	return x->b < y->b ? -1 : x->b > y->b;
 }
 
-/* The runs of unit u's optimizer vector (its shard, or all of it when replicated)
- * that weight decay skips (sf_model_options::no_decay), ascending and merged. */
-static int decay_runs(struct sf_model *m, int u)
+static float lr_scale_of(const struct _sf_unit *un, size_t off)
+{
+	for (int i = 0; i < un->nlr; i++)
+		if (un->lr[i].off == off)
+			return un->lr[i].scale;
+	return 1.0f;
+}
+
+/* Appends [b, e) with its attributes to the runs (merged with the last when alike) */
+static void push_run(struct _sf_unit *un, size_t e, float lr_scale, int decay)
+{
+	struct _sf_opt_run *last = un->nruns ? &un->runs[un->nruns - 1] : NULL;
+	if (last && last->lr_scale == lr_scale && last->decay == decay)
+		last->end = e;
+	else
+		un->runs[un->nruns++] = (struct _sf_opt_run){e, lr_scale, decay};
+}
+
+/* Unit u's optimizer runs (struct _sf_opt_run) over its optimizer vector (its shard,
+ * or all of it when replicated): each tensor's weight decay (sf_model_options::no_decay)
+ * and learning-rate scale, the rest (padding) decayed at scale 1; alike runs merged. */
+static int opt_runs(struct sf_model *m, int u)
 {
 	struct _sf_unit *un = &m->units[u];
 	size_t lo = m->cfg.sharding == SF_SHARD_NONE ? 0 : (size_t)m->shard_rank * un->S;
-	size_t hi = lo + un->opt_n, cap = 0;
-	un->nskip = 0;
-	if (!m->opt.no_decay)
-		return SF_OK;
+	size_t hi = lo + un->opt_n, cap = 1;
+	int nr = 0;
 	for (int n = un->first; n <= un->last; n++)
 		cap += SF_MAX_PARAM_TENSORS;
-	un->skip = malloc(2 * (cap ? cap : 1) * sizeof(size_t));
-	if (!un->skip)
+	struct group_run *r = malloc(cap * sizeof *r);
+	free(un->runs);
+	un->nruns = 0;
+	un->runs = malloc(2 * cap * sizeof *un->runs);
+	if (!r || !un->runs) {
+		free(r);
 		return SF_ERR(SF_ERR_NOMEM, "sf_model_create: out of memory");
+	}
 	for (int n = un->first; n <= un->last; n++) {
 		const struct _sf_node *nd = &m->gnodes[n];
 		const struct sf_layer_info *li = &m->nodes[n].info;
@@ -441,33 +470,44 @@ static int decay_runs(struct sf_model *m, int u)
 		struct sf_param_tensor t[SF_MAX_PARAM_TENSORS];
 		int nt = _sf_node_param_tensors(nd, li, t);
 		for (int i = 0; i < nt; i++) {
-			if (!(tensor_kind(nd, &t[i]) & m->opt.no_decay))
-				continue;
 			size_t b = li->param_offset + t[i].offset;
 			size_t e = b + t[i].shape[0] * (t[i].ndim == 2 ? t[i].shape[1] : 1);
+			float scale = lr_scale_of(un, b);
 			b = b > lo ? b : lo;
 			e = e < hi ? e : hi;
-			if (e > b) {
-				un->skip[2 * un->nskip] = b - lo;
-				un->skip[2 * un->nskip + 1] = e - lo;
-				un->nskip++;
-			}
+			if (e > b)
+				r[nr++] = (struct group_run){b - lo, e - lo, scale,
+				                             !(tensor_kind(nd, &t[i]) & m->opt.no_decay)};
 		}
 	}
-	qsort(un->skip, (size_t)un->nskip, 2 * sizeof(size_t), cmp_run);
-	int k = 0; /* merge touching runs */
-	for (int i = 0; i < un->nskip; i++) {
-		if (k > 0 && un->skip[2 * i] <= un->skip[2 * k - 1]) {
-			if (un->skip[2 * i + 1] > un->skip[2 * k - 1])
-				un->skip[2 * k - 1] = un->skip[2 * i + 1];
-			continue;
-		}
-		un->skip[2 * k] = un->skip[2 * i];
-		un->skip[2 * k + 1] = un->skip[2 * i + 1];
-		k++;
+	qsort(r, (size_t)nr, sizeof *r, cmp_run);
+	size_t at = 0;
+	for (int i = 0; i < nr; i++) {
+		if (r[i].b > at) /* not a named tensor's (a type without names tiles it all) */
+			push_run(un, r[i].b, 1.0f, 1);
+		push_run(un, r[i].e, r[i].lr_scale, r[i].decay);
+		at = r[i].e;
 	}
-	un->nskip = k;
+	push_run(un, un->opt_n, 1.0f, 1); /* the padding, or all of an empty vector */
+	free(r);
 	return SF_OK;
+}
+
+int _sf_unit_set_lr_scale(struct sf_model *m, int u, size_t off, size_t count, float scale)
+{
+	struct _sf_unit *un = &m->units[u];
+	int i = 0;
+	while (i < un->nlr && un->lr[i].off != off)
+		i++;
+	if (i == un->nlr) {
+		struct _sf_lr_range *l = realloc(un->lr, (size_t)(un->nlr + 1) * sizeof *l);
+		if (!l)
+			return SF_ERR(SF_ERR_NOMEM, "sf_model_tensor_lr_scale: out of memory");
+		un->lr = l;
+		un->nlr++;
+	}
+	un->lr[i] = (struct _sf_lr_range){off, count, scale};
+	return opt_runs(m, u);
 }
 
 /* Parameters of unit u, initialised identically on every rank and world size: each
@@ -559,7 +599,7 @@ static int build_units(struct sf_model *m)
 	for (int k = 0; k < m->nunits; k++)
 		SF_CHECK(init_unit(m, k));
 	for (int k = 0; k < m->nunits; k++)
-		SF_CHECK(decay_runs(m, k));
+		SF_CHECK(opt_runs(m, k));
 fail:
 	return rc;
 }
@@ -984,7 +1024,8 @@ SF_API int sf_model_destroy(sf_model *m)
 		struct _sf_unit *u = &m->units[i];
 		unit_vecs_release(u);
 		unreg(&u->h_sq);
-		free(u->skip);
+		free(u->runs);
+		free(u->lr);
 	}
 	model_bufs_release(m);
 	for (int s = 0; s < SF_LOSS_SLOTS; s++) {

@@ -15,6 +15,7 @@
 #include "scheduler/runtime.h"
 #include "tasks/comm.h"
 #include "tasks/comm_codelets.h"
+#include "tasks/optim.h"
 
 #include <starpu.h>
 #include <stdatomic.h>
@@ -47,14 +48,24 @@ struct _sf_unit {
 	float *m, *v;     /* optimizer state, opt_n each (v: AdamW only) */
 	float *acc;       /* P: the micro-batches' local sum (SHARDFLOW_ACCUM_MODE=local) */
 	double sq;        /* this rank's share of the squared gradient norm (clipping) */
-	size_t *skip;     /* nskip runs of [0, opt_n) weight decay skips (struct _sf_opt_args) */
-	int nskip;
+	struct _sf_opt_run *runs; /* the parameter groups' runs of [0, opt_n) (_sf_opt_args) */
+	int nruns;
+	struct _sf_lr_range *lr;  /* nlr tensors' learning-rate scales (not 1) */
+	int nlr;
 	starpu_data_handle_t h_shard, h_full, h_gshard, h_m, h_v, h_acc, h_sq;
 	struct _sf_comm_args comm;
-	char gather_name[SF_NAME_MAX + 16], rs_name[SF_NAME_MAX + 16];
-	char opt_name[SF_NAME_MAX + 16], free_name[SF_NAME_MAX + 16];
-	char ag_name[SF_NAME_MAX + 16], acc_name[SF_NAME_MAX + 16], sq_name[SF_NAME_MAX + 16];
-	char ar_name[SF_NAME_MAX + 16];
+	/* its tasks' names, "gather <name> (L<first>)" (trace/event.h) */
+	char gather_name[SF_NAME_MAX + 32], rs_name[SF_NAME_MAX + 32];
+	char opt_name[SF_NAME_MAX + 32], free_name[SF_NAME_MAX + 32];
+	char ag_name[SF_NAME_MAX + 32], acc_name[SF_NAME_MAX + 32], sq_name[SF_NAME_MAX + 32];
+	char ar_name[SF_NAME_MAX + 32];
+};
+
+/* A tensor's learning-rate scale (sf_model_tensor_lr_scale): parameters [off, off +
+ * count) of its unit */
+struct _sf_lr_range {
+	size_t off, count;
+	float scale;
 };
 
 struct _sf_node_state {
@@ -67,8 +78,9 @@ struct _sf_node_state {
 	bool needs_grad;               /* some parameter depends on this node's output */
 	int recomp_buf;                    /* SHARDFLOW_RECOMPUTE: the shared buffers its act,
 	                                  dact and saved are in (m->recomp_bufs), or -1: its own */
-	char fwd_name[SF_NAME_MAX + 32], bwd_name[SF_NAME_MAX + 32];
-	char rc_name[SF_NAME_MAX + 32];
+	/* its tasks' names, "fwd <name> (<type> L<n>)" (trace/event.h) */
+	char fwd_name[2 * SF_NAME_MAX + 32], bwd_name[2 * SF_NAME_MAX + 32];
+	char rc_name[2 * SF_NAME_MAX + 32];
 };
 
 /* Activation recompute: one position of a group of like segments, in one of its two
@@ -231,5 +243,8 @@ int _sf_unit_set_full(struct sf_model *m, int u, enum _sf_vec which, const float
  * same on every rank), where this rank keeps them: its shard's part, or the whole
  * replica (grad_op: both). The optimizer state is left as it is. After sf_model_sync(). */
 int _sf_unit_set_params(struct sf_model *m, int u, size_t off, size_t count, const float *src);
+/* Sets the learning-rate scale of unit u's parameters [off, off + count) (a tensor) and
+ * rebuilds the unit's optimizer runs. After sf_model_sync(). */
+int _sf_unit_set_lr_scale(struct sf_model *m, int u, size_t off, size_t count, float scale);
 
 #endif

@@ -238,8 +238,8 @@ static int submit_opt(struct sf_model *m, int u, starpu_data_handle_t g)
 	    .eps = m->opt.eps,
 	    .t = m->nupdates + 1,
 	    .grad_scale = grad_scale(m),
-	    .skip = un->skip,
-	    .nskip = un->nskip,
+	    .runs = un->runs,
+	    .nruns = un->nruns,
 	};
 	return _sf_submit_opt(m->opt.optimizer, &a, p, g, un->h_m, un->h_v, clip_handle(m),
 	                      un->opt_name, traced(m, un->opt_name, SF_EV_OPT, un->first));

@@ -23,26 +23,20 @@ typedef void (*lion_fn)(size_t, float *, const float *, float *, float, float, f
 typedef void (*adamw_fn)(size_t, float *, const float *, float *, float *, float, float, float,
                          float, float, int64_t, float, const double *);
 
-/* The runs of [0, a->n) alternately decayed and not (parameter groups): calls
- * run(begin, end, weight decay) on each non-empty one, in order. The update is
- * element-wise, so a split changes no bit of it. */
-#define FOR_EACH_RUN(a, b_, e_, wd_, body)                                                         \
+/* The parameter groups' runs of [0, a->n) (struct _sf_opt_run): runs body on each
+ * non-empty one, [b_, e_) with its learning rate lr_ and weight decay wd_. The update
+ * is element-wise, so a split changes no bit of it (and lr x 1 is lr). */
+#define FOR_EACH_RUN(a, b_, e_, lr_, wd_, body)                                                    \
 	do {                                                                                       \
 		size_t at_ = 0;                                                                    \
-		for (int i_ = 0; i_ <= (a).nskip; i_++) {                                          \
-			size_t sb_ = i_ < (a).nskip ? (a).skip[2 * i_] : (a).n;                    \
-			size_t se_ = i_ < (a).nskip ? (a).skip[2 * i_ + 1] : (a).n;                \
-			size_t b_, e_;                                                             \
-			float wd_;                                                                 \
-			if (sb_ > at_) {                                                           \
-				b_ = at_, e_ = sb_, wd_ = (a).weight_decay;                        \
+		for (int i_ = 0; i_ < (a).nruns; i_++) {                                           \
+			size_t b_ = at_, e_ = (a).runs[i_].end;                                    \
+			float lr_ = (a).lr * (a).runs[i_].lr_scale;                                \
+			float wd_ = (a).runs[i_].decay ? (a).weight_decay : 0.0f;                  \
+			if (e_ > b_) {                                                             \
 				body;                                                              \
 			}                                                                          \
-			if (se_ > sb_) {                                                           \
-				b_ = sb_, e_ = se_, wd_ = 0.0f;                                    \
-				body;                                                              \
-			}                                                                          \
-			at_ = se_;                                                                 \
+			at_ = e_;                                                                  \
 		}                                                                                  \
 	} while (0)
 
@@ -54,8 +48,8 @@ static void sgd_with(void *buffers[], void *cl_arg, sgd_fn f)
 	const float *g = (const float *)STARPU_VECTOR_GET_PTR(buffers[1]);
 	float *buf = (float *)STARPU_VECTOR_GET_PTR(buffers[2]);
 	const double *clip = (const double *)STARPU_VECTOR_GET_PTR(buffers[3]);
-	FOR_EACH_RUN(a, b, e, wd,
-	             f(e - b, p + b, g + b, buf + b, a.lr, a.momentum, wd, a.grad_scale, clip));
+	FOR_EACH_RUN(a, b, e, lr, wd,
+	             f(e - b, p + b, g + b, buf + b, lr, a.momentum, wd, a.grad_scale, clip));
 }
 
 /* param[RW] grad[R] m[RW] v[RW] clip[R] */
@@ -67,8 +61,8 @@ static void adamw_with(void *buffers[], void *cl_arg, adamw_fn f)
 	float *m = (float *)STARPU_VECTOR_GET_PTR(buffers[2]);
 	float *v = (float *)STARPU_VECTOR_GET_PTR(buffers[3]);
 	const double *clip = (const double *)STARPU_VECTOR_GET_PTR(buffers[4]);
-	FOR_EACH_RUN(a, b, e, wd,
-	             f(e - b, p + b, g + b, m + b, v + b, a.lr, a.beta1, a.beta2, a.eps, wd, a.t,
+	FOR_EACH_RUN(a, b, e, lr, wd,
+	             f(e - b, p + b, g + b, m + b, v + b, lr, a.beta1, a.beta2, a.eps, wd, a.t,
 	               a.grad_scale, clip));
 }
 
@@ -80,8 +74,8 @@ static void lion_with(void *buffers[], void *cl_arg, lion_fn f)
 	const float *g = (const float *)STARPU_VECTOR_GET_PTR(buffers[1]);
 	float *m = (float *)STARPU_VECTOR_GET_PTR(buffers[2]);
 	const double *clip = (const double *)STARPU_VECTOR_GET_PTR(buffers[3]);
-	FOR_EACH_RUN(a, b, e, wd,
-	             f(e - b, p + b, g + b, m + b, a.lr, a.beta1, a.beta2, wd, a.grad_scale, clip));
+	FOR_EACH_RUN(a, b, e, lr, wd,
+	             f(e - b, p + b, g + b, m + b, lr, a.beta1, a.beta2, wd, a.grad_scale, clip));
 }
 
 SF_BODIES(sgd, sgd_with, _sf_sgd, _sf_sgd_cuda)

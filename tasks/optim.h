@@ -35,15 +35,24 @@ extern "C" { /* tasks/optim_cuda.cu */
 /* Per-step values travel packed in the task (STARPU_VALUE), so steps in flight never
  * share mutable arguments. The gradient the update uses is g * grad_scale * clip[1]:
  * grad_scale = 1 / the micro-batches summed, clip the step's clip buffer. */
+/* A run of the optimizer's vector that one parameter group covers: elements up to
+ * `end` (from the previous run's end), its learning rate lr x lr_scale, and whether
+ * weight decay applies (parameter groups: sf_model_options::no_decay,
+ * sf_model_tensor_lr_scale) */
+struct _sf_opt_run {
+	size_t end;
+	float lr_scale;
+	int decay;
+};
+
 struct _sf_opt_args {
 	size_t n;
 	float lr, momentum, weight_decay, beta1, beta2, eps;
 	int64_t t; /* AdamW step, from 1 */
 	float grad_scale;
-	/* parameter groups: nskip runs [skip[2i], skip[2i+1]) of [0, n), ascending, that
-	 * weight decay skips (the unit's, fixed at model creation) */
-	const size_t *skip;
-	int nskip;
+	/* nruns runs tiling [0, n) in order (the unit's: fixed between steps) */
+	const struct _sf_opt_run *runs;
+	int nruns;
 };
 
 /* One optimizer family: its codelet (param[RW] grad[R] state[RW] x nstate clip[R],

@@ -16,7 +16,7 @@ run() { # run DESC NP [ENV...] [-- ARGS]
 	env "$@" sh "$RUN_MPI" "$_np" "$PROG" $TT_ARGS </dev/null >"$tmp/t.out" 2>"$tmp/t.err"
 	_st=$?
 	_n=$(grep -c '^ok ' "$tmp/t.out")
-	[ $_st -eq 0 ] && [ "$_n" -ge 9 ] && ! grep -q '^not ok' "$tmp/t.out"
+	[ $_st -eq 0 ] && [ "$_n" -ge 11 ] && ! grep -q '^not ok' "$tmp/t.out"
 	ok $? "$_d: $_n checks pass" || { diag_file "$tmp/t.out"; diag_file "$tmp/t.err"; }
 }
 TT_ARGS=

@@ -9,6 +9,8 @@
  *  - the gradient read after an SGD step (momentum 0, no weight decay) is the one the
  *    step applied: every parameter moved by -lr * grad (relative 1e-6); with --accum 2,
  *    the mean over the two micro-batches;
+ *  - learning-rate scales: 0 freezes a tensor bitwise while the others move, 0.5
+ *    moves one by -0.5 lr * grad; a negative scale and an unknown tensor are refused;
  *  - refusals: an unknown name (SF_ERR_NOT_FOUND, naming the tensors), a wrong size,
  *    a gradient before any step, and with sharding none (no clipping, no micro-batches)
  *    a gradient that is not kept (SF_ERR_STATE, saying why).
@@ -181,6 +183,35 @@ int main(int argc, char **argv)
 		snprintf(what, sizeof what, "sharding none: the gradient is not kept, SF_ERR_STATE "
 		                            "saying why");
 	check(got && worst <= 1e-6, what);
+
+	/* learning-rate scales: tensor 0 frozen, tensor 1 at half the rate */
+	struct sf_tensor_info t1;
+	sf_model_tensor_info(m, 1, &t1);
+	check(sf_model_tensor_lr_scale(m, t0.name, -1.0f) == SF_ERR_INVALID &&
+	          sf_model_tensor_lr_scale(m, "fc9.bias", 1.0f) == SF_ERR_NOT_FOUND,
+	      "a negative scale and an unknown tensor are refused");
+	bool set = sf_model_tensor_lr_scale(m, t0.name, 0.0f) == SF_OK &&
+	           sf_model_tensor_lr_scale(m, t1.name, 0.5f) == SF_OK;
+	memcpy(src, after, P * sizeof(float)); /* the parameters before this step */
+	if (train_step(m, accum, D, C, T, first * T, rows * T, B, x, ids, labels))
+		DIE("training");
+	sf_model_params_get(m, after, P);
+	check(set && memcmp(after, src, t0.numel * sizeof(float)) == 0 &&
+	          memcmp(after + t0.numel, src + t0.numel, t1.numel * sizeof(float)) != 0,
+	      "lr scale 0 freezes a tensor bitwise; the others move");
+	if (kept) {
+		worst = 0.0;
+		sf_model_grad_get(m, t1.name, gr, t1.numel);
+		for (size_t k = 0; k < t1.numel; k++) {
+			double want = (double)src[t0.numel + k] - 0.5 * (double)o.lr * gr[k];
+			double d = fabs(after[t0.numel + k] - want) / fmax(1.0, fabs(want));
+			worst = d > worst ? d : worst;
+		}
+		snprintf(what, sizeof what,
+		         "lr scale 0.5: the tensor moved by -0.5 lr * grad (worst relative %.1e)",
+		         worst);
+		check(worst <= 1e-6, what);
+	}
 
 	sf_model_destroy(m);
 	sf_graph_destroy(g);
