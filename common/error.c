@@ -3,7 +3,9 @@
  *
  * Every error is printed once where it is raised (with file and line, so a user's
  * report points at the check that fired), unless a program asked for quiet
- * (_sf_err_quiet), and kept per thread for sf_last_error().
+ * (_sf_err_quiet, sf_log_set_quiet) or the log is off, and kept per thread for
+ * sf_last_error(). A callback's error (sf_error_set in a layer type's infer) is held
+ * and printed once, by the caller that adds its context (_sf_err_hold).
  */
 #include "common/error.h"
 
@@ -15,6 +17,8 @@ enum sf_log_level _sf_log_level = SF_LOG_WARN;
 int _sf_log_rank = -1;
 bool _sf_err_quiet = false;
 static _Thread_local char last_error[1024];
+static _Thread_local bool held;     /* _sf_err_hold: record, do not print */
+static _Thread_local bool recorded; /* an error was recorded while held */
 
 SF_API const char *sf_strerror(int status)
 {
@@ -45,7 +49,8 @@ static int vset(int status, const char *file, int line, const char *fmt, va_list
 	int n = vsnprintf(last_error, sizeof last_error, fmt, ap);
 	if (n < 0)
 		last_error[0] = '\0';
-	if (!_sf_err_quiet && _sf_log_level >= SF_LOG_ERROR) {
+	recorded = true;
+	if (!held && !_sf_err_quiet && _sf_log_level >= SF_LOG_ERROR) {
 		char where[64] = "";
 		if (_sf_log_rank >= 0)
 			snprintf(where, sizeof where, "[rank %d] ", _sf_log_rank);
@@ -77,10 +82,28 @@ SF_API int sf_error_set(int status, const char *fmt, ...)
 	return status < 0 ? status : SF_ERR_INVALID;
 }
 
+SF_API void sf_log_set_quiet(int quiet)
+{
+	_sf_err_quiet = quiet != 0;
+}
+
+void _sf_err_hold(void)
+{
+	held = true;
+	recorded = false;
+}
+
+bool _sf_err_release(void)
+{
+	held = false;
+	return recorded;
+}
+
 void _sf_log(enum sf_log_level level, const char *fmt, ...)
 {
-	static const char *names[] = {"error", "warn", "info", "debug"};
-	if (level > _sf_log_level)
+	static const char *const names[] = {"off", "error", "warn", "info", "debug"};
+	_Static_assert(sizeof names / sizeof names[0] == SF_LOG_COUNT, "one name per level");
+	if (level <= SF_LOG_OFF || level >= SF_LOG_COUNT || level > _sf_log_level)
 		return;
 	va_list ap;
 	va_start(ap, fmt);

@@ -43,13 +43,21 @@ int _sf_path_printf(char *buf, size_t n, const char *what, const char *fmt, ...)
 	} while (0)
 
 /* Messages at or below this level are printed (SHARDFLOW_LOG; errors print at
- * SF_LOG_ERROR and above). */
+ * SF_LOG_ERROR and above, nothing at SF_LOG_OFF). */
 extern enum sf_log_level _sf_log_level;
 /* true: _sf_err (and sf_error_set) only record the message for sf_last_error(), never
  * print it. For a program that prints sf_last_error() itself, with its own prefix
- * (tools/shardflow-overlap), so that an error is not printed twice. Set it once, at
- * start, before any thread; false by default. */
+ * (tools/shardflow-overlap; sf_log_set_quiet() for programs), so that an error is not
+ * printed twice. Set it once, at start, before any thread; false by default. */
 extern bool _sf_err_quiet;
+
+/* Holds this thread's errors: until _sf_err_release(), _sf_err and sf_error_set record
+ * their message without printing it. For a callback whose error the caller raises
+ * again with its own context (sf_graph_layer and a type's infer()), so that the
+ * message is printed once, with the context. _sf_err_release() says whether an error
+ * was recorded meanwhile (a callback may fail without a message). Not nested. */
+void _sf_err_hold(void);
+bool _sf_err_release(void);
 /* Prefixes messages with "[rank r]" when >= 0 (set by sf_init for worlds of size > 1). */
 extern int _sf_log_rank;
 

@@ -9,8 +9,8 @@
  *
  * Conventions used throughout:
  *  - every function returns SF_OK (0) or a negative enum sf_status; on error a
- *    message naming the problem has been printed on stderr and is also kept in
- *    sf_last_error();
+ *    message naming the problem is kept in sf_last_error() and, unless the program
+ *    asked otherwise, printed once on stderr (see sf_log_set_quiet());
  *  - the library never exits and never aborts on user input;
  *  - "who owns what" is stated at each function; objects made by *_create are
  *    released by the matching *_destroy.
@@ -58,6 +58,20 @@ SF_API const char *sf_strerror(int status);
 /** The detailed message of the last error raised on this thread ("" if none).
  *  The string belongs to the library and is overwritten by the next error. */
 SF_API const char *sf_last_error(void);
+
+/**
+ * Who prints an error. By default the library prints each error once on stderr, where
+ * it is raised ("shardflow: error: <message> (<file>:<line>)"), and returns it: a
+ * program then need only say which of its calls failed (sf_strerror()).
+ * SHARDFLOW_LOG=off (sf_config::log_level SF_LOG_OFF) silences the library entirely,
+ * errors included, once sf_init() has read it. A program that reports errors
+ * itself, printing sf_last_error(), calls sf_log_set_quiet(1) first: errors are then
+ * only returned and kept for sf_last_error(), never printed by the library, while
+ * warnings and the rest still follow SHARDFLOW_LOG. quiet 0 restores printing. Call
+ * it before sf_init() or while no other thread calls the library: it is a
+ * process-wide setting, not synchronised.
+ */
+SF_API void sf_log_set_quiet(int quiet);
 
 /* ------------------------------------------------------------------------ */
 /* Runtime                                                                   */
@@ -137,9 +151,12 @@ enum sf_recompute {
 	SF_RECOMPUTE_COUNT,    /**< the number of values above; not a value */
 };
 
-/** Verbosity of shardflow's own messages (SHARDFLOW_LOG). */
+/** Verbosity of shardflow's own messages on stderr (SHARDFLOW_LOG): a level prints
+ *  its messages and those of the levels above it in this list. */
 enum sf_log_level {
-	SF_LOG_ERROR = 0,
+	SF_LOG_OFF = 0, /**< nothing at all, errors included (they are still returned and
+	                     kept for sf_last_error()) */
+	SF_LOG_ERROR,   /**< errors, each once, where raised (with its file and line) */
 	SF_LOG_WARN,
 	SF_LOG_INFO,
 	SF_LOG_DEBUG,
@@ -524,8 +541,14 @@ SF_API int sf_llama_graph(const struct sf_llama_config *c, sf_graph **out);
 
 /** The version of struct sf_layer_type and struct sf_layer_info this header
  *  describes. A type sets .api_version to it; sf_layer_type_register() refuses a
- *  type built against another version (its kernels would read the wrong fields). */
-#define SF_LAYER_API_VERSION 3
+ *  type built against another version (its kernels would read the wrong fields), but
+ *  for version 3, whose structs are this one's without the accepted config sizes
+ *  (version 4 added nconfig_sizes and config_sizes at the end of struct
+ *  sf_layer_type): such a type is registered as it was, its configs unchecked. */
+#define SF_LAYER_API_VERSION 4
+
+/** The most config sizes a layer type may list (sf_layer_type::config_sizes). */
+#define SF_MAX_CONFIG_SIZES 4
 
 /**
  * What a layer's kernels receive as StarPU cl_arg: the layer's shapes, fixed for the
@@ -639,13 +662,26 @@ struct sf_layer_type {
 	 *  parameters (info->params_absent, sf_kernel_params() NULL) and a sharded unit
 	 *  is not gathered a second time for it. Default 0: the backward always gets them. */
 	int backward_params_for_dinput_only;
+	/** The config sizes, in bytes, that the type accepts (version 4): sf_graph_layer()
+	 *  refuses a node whose config_size is not among the first nconfig_sizes entries,
+	 *  naming the type, the size given and these, before infer() reads the config
+	 *  (infer() does not see the size). An entry 0 accepts no config (NULL, 0). E.g.
+	 *  an optional struct: 2, {0, sizeof(struct my_config)}. nconfig_sizes 0 (the
+	 *  default): any size reaches infer() unchecked. 0 <= nconfig_sizes <=
+	 *  SF_MAX_CONFIG_SIZES. */
+	int nconfig_sizes;
+	size_t config_sizes[SF_MAX_CONFIG_SIZES];
 };
 
 /** Registers a layer type (the struct is copied; name must not be taken). Call
  *  before sf_model_create() of a graph that uses it. Thread-unsafe. */
 SF_API int sf_layer_type_register(const struct sf_layer_type *type);
 
-/** Records a message for sf_last_error() and prints it (for layer type callbacks). */
+/** Raises an error in a layer type's callback (infer()): records the message for
+ *  sf_last_error() and returns status (SF_ERR_INVALID when status is not negative).
+ *  The library function that called the callback adds its context (the type, the
+ *  call) and prints the whole once, as it prints its own errors (sf_log_set_quiet());
+ *  called elsewhere, sf_error_set() prints the message itself. */
 SF_API int sf_error_set(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Buffer accessors for kernels (see struct sf_layer_type for the layout). */

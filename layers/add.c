@@ -37,6 +37,7 @@ const struct sf_layer_type _sf_add_type = {
     .min_inputs = 2,
     .max_inputs = 2,
     .infer = _sf_same_width_infer,
+    SF_CONFIG_SIZES(0),
     .forward_cpu = add_fwd_cpu,
     .backward_cpu = add_bwd_cpu,
     .forward_cuda = SF_CUDA_BODY(add_fwd_cuda),

@@ -146,14 +146,16 @@ static void attention_bwd_cuda(void *buffers[], void *cl_arg)
 }
 #endif
 
-/* The two attention types share the bodies; only their config, and so infer, differ. */
-#define ATTENTION_TYPE(var, type_name, infer_fn)                                                   \
+/* The two attention types share the bodies; only their config, and so infer, differ
+ * (the bodies tell them apart by the config's size). */
+#define ATTENTION_TYPE(var, type_name, infer_fn, config_size)                                      \
 	const struct sf_layer_type var = {                                                         \
 	    .api_version = SF_LAYER_API_VERSION,                                                   \
 	    .name = type_name,                                                                     \
 	    .min_inputs = 1,                                                                       \
 	    .max_inputs = 1,                                                                       \
 	    .infer = infer_fn,                                                                     \
+	    SF_CONFIG_SIZES(config_size),                                                          \
 	    .forward_cpu = attention_fwd_cpu,                                                      \
 	    .backward_cpu = attention_bwd_cpu,                                                     \
 	    .forward_cuda = SF_CUDA_BODY(attention_fwd_cuda),                                      \
@@ -162,5 +164,6 @@ static void attention_bwd_cuda(void *buffers[], void *cl_arg)
 	    .saved_floats = attention_saved,                                                       \
 	};
 
-ATTENTION_TYPE(_sf_attention_type, "attention", attention_infer)
-ATTENTION_TYPE(_sf_attention_gqa_type, "attention_gqa", attention_gqa_infer)
+ATTENTION_TYPE(_sf_attention_type, "attention", attention_infer, sizeof(int)) /* heads */
+ATTENTION_TYPE(_sf_attention_gqa_type, "attention_gqa", attention_gqa_infer,
+               sizeof(struct sf_attention_config))

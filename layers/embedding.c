@@ -67,6 +67,7 @@ const struct sf_layer_type _sf_embedding_type = {
     .max_inputs = 1,
     .int_inputs = 1u,
     .infer = embedding_infer,
+    SF_CONFIG_SIZES(sizeof(int)), /* the width C */
     .init = embedding_init,
     .forward_cpu = embedding_fwd_cpu,
     .backward_cpu = embedding_bwd_cpu,

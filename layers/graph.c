@@ -320,6 +320,44 @@ static int check_positions(const sf_graph *g, const char *fn, const struct _sf_l
 	return SF_OK;
 }
 
+/* A config of a size the type lists (sf_layer_type::config_sizes), checked before
+ * infer() reads it: infer() does not see the size, so a short blob would be read past
+ * its end. A type that lists none takes any size. */
+static int check_config_size(const char *fn, const struct _sf_layer_entry *e, size_t size)
+{
+	const struct sf_layer_type *t = &e->type;
+	bool none_ok = false;
+	int nsizes = 0;
+	for (int i = 0; i < t->nconfig_sizes; i++) {
+		if (t->config_sizes[i] == size)
+			return SF_OK;
+		none_ok |= t->config_sizes[i] == 0;
+		nsizes += t->config_sizes[i] != 0;
+	}
+	if (t->nconfig_sizes == 0)
+		return SF_OK;
+	/* "no config (NULL, 0) or a config of 4, 8 or 12 bytes" */
+	char takes[192];
+	int k = snprintf(takes, sizeof takes, "%s%s", none_ok ? "no config (NULL, 0)" : "",
+	                 none_ok && nsizes ? " or " : "");
+	for (int i = 0, j = 0; i < t->nconfig_sizes; i++) {
+		if (!t->config_sizes[i])
+			continue;
+		k += snprintf(takes + k, sizeof takes - (size_t)k, "%s%zu",
+		              j == 0           ? "a config of "
+		              : j + 1 < nsizes ? ", "
+		                               : " or ",
+		              t->config_sizes[i]);
+		if (++j == nsizes)
+			snprintf(takes + k, sizeof takes - (size_t)k, " bytes");
+	}
+	char got[32] = "none (NULL, 0)";
+	if (size)
+		snprintf(got, sizeof got, "%zu bytes", size);
+	return SF_ERR(SF_ERR_INVALID, "%s: layer type \"%s\" takes %s, got %s", fn, e->name, takes,
+	              got);
+}
+
 /* sf_graph_layer and sf_graph_layer_tied: owner is -1 or the node whose parameters
  * the new node uses. */
 static int add_layer(sf_graph *g, const char *fn, const char *type, const int *inputs, int ninputs,
@@ -343,17 +381,24 @@ static int add_layer(sf_graph *g, const char *fn, const char *type, const int *i
 	if ((config == NULL) != (config_size == 0))
 		return SF_ERR(SF_ERR_INVALID,
 		              "%s: config and config_size must be both set or both empty", fn);
+	if ((rc = check_config_size(fn, e, config_size)) < 0)
+		return rc;
 	struct _sf_node nd = {.kind = SF_NODE_LAYER, .type = e, .nin = ninputs, .tied_to = owner};
 	int dims[SF_MAX_INPUTS];
 	if ((rc = check_inputs(g, e, inputs, ninputs, &nd, dims)) < 0)
 		return rc;
 	int out_dim = 0;
 	size_t np = 0;
+	/* the type's message is held, and printed once below with the node's context */
+	_sf_err_hold();
 	rc = e->type.infer(dims, ninputs, config, &out_dim, &np);
+	bool said = _sf_err_release();
 	if (rc < 0) {
 		/* a copy: SF_ERR writes the buffer sf_last_error() returns while formatting */
 		char why[512];
-		snprintf(why, sizeof why, "%s", sf_last_error());
+		snprintf(why, sizeof why, "%s",
+		         said ? sf_last_error()
+		              : "(no message: infer() should call sf_error_set())");
 		return SF_ERR(rc, "%s: layer type \"%s\" rejected its inputs or config: %s", fn,
 		              e->name, why);
 	}

@@ -26,6 +26,13 @@ enum _sf_node_kind {
 
 #define SF_MAX_LAYER_TYPES 64
 
+/* A built-in type's accepted config sizes (sf_layer_type::config_sizes), in its
+ * initialiser: SF_CONFIG_SIZES(0, sizeof(struct sf_layernorm_config)); 0 is "no
+ * config". Every built-in lists its sizes, so none reads past a short config. */
+#define SF_CONFIG_SIZES(...)                                                                       \
+	.nconfig_sizes = (int)(sizeof((size_t[]){__VA_ARGS__}) / sizeof(size_t)),                  \
+	.config_sizes = {__VA_ARGS__}
+
 /* A registered layer type. The table never shrinks: entries stay valid. */
 struct _sf_layer_entry {
 	struct sf_layer_type type;

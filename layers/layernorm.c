@@ -97,6 +97,7 @@ const struct sf_layer_type _sf_layernorm_type = {
     .min_inputs = 1,
     .max_inputs = 1,
     .infer = layernorm_infer,
+    SF_CONFIG_SIZES(0, sizeof(struct sf_layernorm_config)), /* eps 1e-5, or the config's */
     .init = layernorm_init,
     .forward_cpu = layernorm_fwd_cpu,
     .backward_cpu = layernorm_bwd_cpu,

@@ -112,14 +112,16 @@ SF_BODIES(linear_fwd, fwd_with, _sf_linear_fwd, _sf_linear_fwd_cuda)
 SF_BODIES(linear_bwd, bwd_with, _sf_linear_bwd, _sf_linear_bwd_cuda)
 
 /* The three linear types share the GEMM bodies, the flop count and a backward that reads
- * W only for dx; they differ in shapes, initialisation and parameter names. */
-#define LINEAR_TYPE(var, type_name, infer_fn, init_fn, tensors_fn)                                 \
+ * W only for dx; they differ in shapes, initialisation, parameter names and configs (the
+ * sizes they accept, the last arguments). */
+#define LINEAR_TYPE(var, type_name, infer_fn, init_fn, tensors_fn, ...)                            \
 	const struct sf_layer_type var = {                                                         \
 	    .api_version = SF_LAYER_API_VERSION,                                                   \
 	    .name = type_name,                                                                     \
 	    .min_inputs = 1,                                                                       \
 	    .max_inputs = 1,                                                                       \
 	    .infer = infer_fn,                                                                     \
+	    SF_CONFIG_SIZES(__VA_ARGS__),                                                          \
 	    .init = init_fn,                                                                       \
 	    .forward_cpu = linear_fwd_cpu,                                                         \
 	    .backward_cpu = linear_bwd_cpu,                                                        \
@@ -130,8 +132,11 @@ SF_BODIES(linear_bwd, bwd_with, _sf_linear_bwd, _sf_linear_bwd_cuda)
 	    .backward_params_for_dinput_only = 1,                                                  \
 	};
 
-LINEAR_TYPE(_sf_linear_type, "linear", linear_infer, linear_init, linear_tensors)
-LINEAR_TYPE(_sf_linear_nobias_type, "linear_nobias", nobias_infer, linear_init, linear_tensors)
+/* config: the output width O (an int), or a struct sf_linear_config */
+LINEAR_TYPE(_sf_linear_type, "linear", linear_infer, linear_init, linear_tensors, sizeof(int),
+            sizeof(struct sf_linear_config))
+LINEAR_TYPE(_sf_linear_nobias_type, "linear_nobias", nobias_infer, linear_init, linear_tensors,
+            sizeof(int), sizeof(struct sf_linear_config))
 
 /* --- linear_split: one GEMM, several named row blocks of W -------------------------- */
 
@@ -185,4 +190,5 @@ static int split_tensors(const struct sf_layer_info *li, struct sf_param_tensor 
 	return c->nparts;
 }
 
-LINEAR_TYPE(_sf_linear_split_type, "linear_split", split_infer, split_init, split_tensors)
+LINEAR_TYPE(_sf_linear_split_type, "linear_split", split_infer, split_init, split_tensors,
+            sizeof(struct sf_linear_split_config))

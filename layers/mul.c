@@ -45,6 +45,7 @@ const struct sf_layer_type _sf_mul_type = {
     .min_inputs = 2,
     .max_inputs = 2,
     .infer = _sf_same_width_infer,
+    SF_CONFIG_SIZES(0),
     .forward_cpu = mul_fwd_cpu,
     .backward_cpu = mul_bwd_cpu,
     .forward_cuda = SF_CUDA_BODY(mul_fwd_cuda),

@@ -79,6 +79,7 @@ const struct sf_layer_type _sf_pos_embedding_type = {
     .min_inputs = 1,
     .max_inputs = 1,
     .infer = pos_embedding_infer,
+    SF_CONFIG_SIZES(sizeof(int)), /* the number of positions */
     .init = pos_embedding_init,
     .forward_cpu = pos_embedding_fwd_cpu,
     .backward_cpu = pos_embedding_bwd_cpu,

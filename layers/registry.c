@@ -4,6 +4,9 @@
  * A type is checked and copied here once; the table never shrinks, so entries (and
  * the codelets tasks/ builds from them) stay valid for the life of the process.
  * Adding a built-in op = its family of files plus one line in builtin_types[].
+ * A type of layer API version 3 is its struct without the fields version 4 added at
+ * the end (the accepted config sizes): only that much of it is read, and the rest
+ * left 0 (configs unchecked), so a program built against version 3 still registers.
  */
 #include "layers/add.h"
 #include "layers/attention.h"
@@ -20,6 +23,7 @@
 #include "layers/silu.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <string.h>
 
 static const struct sf_layer_type *const builtin_types[] = {
@@ -57,11 +61,11 @@ static int check_type(const struct sf_layer_type *t)
 {
 	if (!t || !t->name || !t->name[0])
 		return SF_ERR(SF_ERR_INVALID, "sf_layer_type_register: NULL type or empty name");
-	if (t->api_version != SF_LAYER_API_VERSION)
+	if (t->api_version != SF_LAYER_API_VERSION && t->api_version != 3)
 		return SF_ERR(SF_ERR_INVALID,
 		              "sf_layer_type_register(\"%s\"): api_version is %d, this library "
-		              "takes %d: set .api_version = SF_LAYER_API_VERSION and rebuild the "
-		              "type against this shardflow.h",
+		              "takes %d (or 3): set .api_version = SF_LAYER_API_VERSION and "
+		              "rebuild the type against this shardflow.h",
 		              t->name, t->api_version, SF_LAYER_API_VERSION);
 	if (strlen(t->name) >= SF_NAME_MAX)
 		return SF_ERR(SF_ERR_INVALID,
@@ -93,6 +97,11 @@ static int check_type(const struct sf_layer_type *t)
 		              "sf_layer_type_register(\"%s\"): int_inputs 0x%x names inputs "
 		              "beyond max_inputs (%d)",
 		              t->name, t->int_inputs, t->max_inputs);
+	if (t->api_version >= 4 && (t->nconfig_sizes < 0 || t->nconfig_sizes > SF_MAX_CONFIG_SIZES))
+		return SF_ERR(SF_ERR_INVALID,
+		              "sf_layer_type_register(\"%s\"): nconfig_sizes must be 0 (any "
+		              "config) to %d (got %d)",
+		              t->name, SF_MAX_CONFIG_SIZES, t->nconfig_sizes);
 	if (ntypes == SF_MAX_LAYER_TYPES)
 		return SF_ERR(SF_ERR_NOMEM, "sf_layer_type_register: at most %d layer types",
 		              SF_MAX_LAYER_TYPES);
@@ -106,7 +115,8 @@ static int register_type(const struct sf_layer_type *t)
 		return rc;
 	struct _sf_layer_entry *e = &table[ntypes];
 	memset(e, 0, sizeof *e);
-	e->type = *t;
+	memcpy(&e->type, t,
+	       t->api_version == 3 ? offsetof(struct sf_layer_type, nconfig_sizes) : sizeof *t);
 	strcpy(e->name, t->name);
 	e->type.name = e->name;
 	e->index = ntypes++;

@@ -85,6 +85,7 @@ const struct sf_layer_type _sf_rmsnorm_type = {
     .min_inputs = 1,
     .max_inputs = 1,
     .infer = rmsnorm_infer,
+    SF_CONFIG_SIZES(0, sizeof(struct sf_rmsnorm_config)), /* eps 1e-5, or the config's */
     .init = rmsnorm_init,
     .forward_cpu = rmsnorm_fwd_cpu,
     .backward_cpu = rmsnorm_bwd_cpu,

@@ -85,6 +85,7 @@ const struct sf_layer_type _sf_rope_type = {
     .min_inputs = 1,
     .max_inputs = 1,
     .infer = rope_infer,
+    SF_CONFIG_SIZES(sizeof(struct sf_rope_config)),
     .forward_cpu = rope_fwd_cpu,
     .backward_cpu = rope_bwd_cpu,
     .forward_cuda = SF_CUDA_BODY(rope_fwd_cuda),

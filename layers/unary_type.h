@@ -36,6 +36,7 @@ static inline void _sf_unary_bwd_with(void *buffers[], void *cl_arg,
 	    .min_inputs = 1,                                                                       \
 	    .max_inputs = 1,                                                                       \
 	    .infer = _sf_same_width_infer,                                                         \
+	    SF_CONFIG_SIZES(0),                                                                    \
 	    .forward_cpu = op##_fwd_cpu,                                                           \
 	    .backward_cpu = op##_bwd_cpu,                                                          \
 	    .forward_cuda = SF_CUDA_BODY(op##_fwd_cuda),                                           \

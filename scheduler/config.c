@@ -35,7 +35,7 @@ NAMES_OF(_sf_sharding_names, SF_SHARD_COUNT);
 NAMES_OF(_sf_optimizer_names, SF_OPT_COUNT);
 
 static const char *const bwd_names[] = {"pre", "post", "none"};
-static const char *const log_names[] = {"error", "warn", "info", "debug"};
+static const char *const log_names[] = {"off", "error", "warn", "info", "debug"};
 static const char *const skip_names[] = {"none", "comm", "compute"};
 static const char *const comm_names[] = {"mpi", "nccl"};
 static const char *const opt_on_names[] = {"device", "host"};

@@ -10,7 +10,9 @@
  * trains normally afterwards. Alongside, the positive path: a tiny graph trains 3 SGD
  * steps with a finite loss, the parameter count is sum(O*I + O), the parameters read
  * back are finite, every status has a description and sf_last_error() explains the
- * last failure.
+ * last failure. Every layer type refuses a config of a size it does not list, before
+ * reading it; what the library prints on stderr is read back: a type's refusal once,
+ * with the node's context, and nothing under sf_log_set_quiet(1).
  */
 #include "shardflow.h"
 #include "tests/tap.h"
@@ -18,8 +20,10 @@
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* rc is SF_ERR_INVALID or SF_ERR_STATE: for calls where either reading is fair. */
 #define ok_refused(rc, name)                                                                       \
@@ -51,6 +55,14 @@ static int picky_infer(const int *in_dims, int nin, const void *config, int *out
 {
 	(void)in_dims, (void)nin, (void)config, (void)out_dim, (void)nparams;
 	return sf_error_set(SF_ERR_INVALID, "apitest_picky: this type accepts no configuration");
+}
+
+/* Fails without a message of its own: the library must not pass off an older one. */
+static int mute_infer(const int *in_dims, int nin, const void *config, int *out_dim,
+                      size_t *nparams)
+{
+	(void)in_dims, (void)nin, (void)config, (void)out_dim, (void)nparams;
+	return SF_ERR_INVALID;
 }
 
 static void ident_fwd(void *buffers[], void *cl_arg)
@@ -190,6 +202,11 @@ static void test_config_in_code(void)
 	ok_int_eq(sf_config_set(&a, "trace", "/nonexistent-dir/t"), SF_ERR_CONFIG,
 	          "a trace prefix in a missing directory refused");
 	ok(sf_config_set(&a, "trace", "") == SF_OK && a.trace[0] == '\0', "trace \"\" is off");
+	ok(sf_config_set(&a, "SHARDFLOW_LOG", "off") == SF_OK && a.log_level == SF_LOG_OFF,
+	   "SHARDFLOW_LOG=off is a level (SF_LOG_OFF)");
+	ok_int_eq(sf_config_set(&a, "log_level", "none"), SF_ERR_CONFIG, "log_level none refused");
+	ok_true(has("accepted values are off, error, warn, info, debug (default warn)"),
+	        "  listing off among the levels");
 
 	sf_context *ctx = NULL;
 	sf_config_init(&a);
@@ -293,6 +310,203 @@ static void test_layer_types(void)
 	t = ident_type("apitest_picky");
 	t.infer = picky_infer;
 	ok_sf_ok(sf_layer_type_register(&t), "register apitest_picky");
+	t = ident_type("apitest_mute");
+	t.infer = mute_infer;
+	ok_sf_ok(sf_layer_type_register(&t), "register apitest_mute");
+
+	t = ident_type("apitest_manysizes");
+	t.nconfig_sizes = SF_MAX_CONFIG_SIZES + 1;
+	ok_invalid(sf_layer_type_register(&t), "layer type listing SF_MAX_CONFIG_SIZES + 1 sizes");
+	t.nconfig_sizes = -1;
+	ok_invalid(sf_layer_type_register(&t), "layer type listing -1 config sizes");
+	t = ident_type("apitest_sized"); /* no config, or a 12-byte one */
+	t.nconfig_sizes = 2;
+	t.config_sizes[0] = 0;
+	t.config_sizes[1] = 12;
+	ok_sf_ok(sf_layer_type_register(&t), "register apitest_sized (config: none or 12 bytes)");
+	/* a type built against version 3: its struct ends before nconfig_sizes, so what
+	 * lies there is not read (here: a count that version 4 would refuse) */
+	t = ident_type("apitest_v3");
+	t.api_version = 3;
+	t.nconfig_sizes = -1;
+	ok_sf_ok(sf_layer_type_register(&t), "a type of layer API version 3 still registers");
+}
+
+/* --- config sizes: every type refuses a blob it would read past ------------------ */
+
+/* Every built-in type refuses a 2-byte config naming itself, the size and what it takes
+ * (before reading it: "ab" read as an int was an output width of 1811964513), accepts
+ * each of its documented forms, and a registered type's own list is enforced. */
+static void test_config_sizes(void)
+{
+	static const char *const builtins[] = {
+	    "linear",    "linear_nobias", "linear_split", "relu",          "gelu",
+	    "silu",      "add",           "mul",          "layernorm",     "rmsnorm",
+	    "embedding", "pos_embedding", "attention",    "attention_gqa", "rope"};
+	sf_graph *g = NULL;
+	int x = -1, x2 = -1, id = -1;
+	if (!ok_sf_ok(sf_graph_create("config_sizes", &g), "sf_graph_create(config_sizes)"))
+		return;
+	ok_sf_ok(sf_graph_input(g, "x", 12, &x), "input x(12)");
+	ok_sf_ok(sf_graph_input(g, "x2", 12, &x2), "input x2(12)");
+	int two[2] = {x, x2};
+	for (size_t i = 0; i < sizeof builtins / sizeof builtins[0]; i++) {
+		const char *type = builtins[i];
+		int n = !strcmp(type, "add") || !strcmp(type, "mul") ? 2 : 1;
+		int before = id;
+		int rc = sf_graph_layer(g, type, two, n, "ab", 2, "short", &id);
+		char want[96];
+		snprintf(want, sizeof want, "layer type \"%s\" takes ", type);
+		ok(rc == SF_ERR_INVALID && id == before && strstr(sf_last_error(), want) &&
+		       strstr(sf_last_error(), "got 2 bytes"),
+		   "\"%s\" refuses a 2-byte config, naming the type, the size and what it takes",
+		   type);
+		if (rc != SF_ERR_INVALID || !strstr(sf_last_error(), "got 2 bytes"))
+			diag("  rc %d, the message: %s", rc, sf_last_error());
+	}
+	char want[128];
+	snprintf(want, sizeof want,
+	         "layer type \"linear\" takes a config of %zu or %zu bytes, got 2 bytes",
+	         sizeof(int), sizeof(struct sf_linear_config));
+	sf_graph_layer(g, "linear", &x, 1, "ab", 2, "short", &id);
+	ok_true(has(want), "  linear's message, the user's case (\"ab\" was read as a width)");
+	sf_graph_layer(g, "relu", &x, 1, &(int){1}, sizeof(int), NULL, &id);
+	ok_true(has("layer type \"relu\" takes no config (NULL, 0), got 4 bytes"),
+	        "relu takes no config");
+	sf_graph_layer(g, "layernorm", &x, 1, "abcdefgh", 8, "ln", &id);
+	ok_true(has("takes no config (NULL, 0) or a config of 4 bytes, got 8 bytes"),
+	        "layernorm takes none or its struct");
+	ok_invalid(sf_graph_layer(g, "linear", &x, 1, NULL, 0, "fc", &id),
+	           "linear without a config");
+	ok_true(has("layer type \"linear\" takes a config of 4 or 8 bytes, got none (NULL, 0)"),
+	        "  says it needs one");
+
+	struct sf_linear_config lc = {.out_dim = 6, .init_std = 0.02f};
+	struct sf_layernorm_config nc = {.eps = 1e-6f};
+	ok_sf_ok(sf_graph_layer(g, "linear", &x, 1, &(int){6}, sizeof(int), "fc_short", &id),
+	         "linear takes an int");
+	ok_sf_ok(sf_graph_layer(g, "linear", &x, 1, &lc, sizeof lc, "fc_long", &id),
+	         "linear takes a struct sf_linear_config");
+	ok_sf_ok(sf_graph_layer(g, "layernorm", &x, 1, NULL, 0, "ln_default", &id),
+	         "layernorm takes no config");
+	ok_sf_ok(sf_graph_layer(g, "layernorm", &x, 1, &nc, sizeof nc, "ln_eps", &id),
+	         "layernorm takes a struct sf_layernorm_config");
+	ok_sf_ok(sf_graph_layer(g, "relu", &x, 1, NULL, 0, NULL, &id), "relu takes no config");
+
+	char twelve[12] = {0};
+	ok_sf_ok(sf_graph_layer(g, "apitest_sized", &x, 1, NULL, 0, NULL, &id),
+	         "a registered type takes no config where it lists 0");
+	ok_sf_ok(sf_graph_layer(g, "apitest_sized", &x, 1, twelve, sizeof twelve, NULL, &id),
+	         "  and the 12 bytes it lists");
+	ok_invalid(sf_graph_layer(g, "apitest_sized", &x, 1, twelve, 8, NULL, &id),
+	           "  but not 8 bytes");
+	ok_true(has("layer type \"apitest_sized\" takes no config (NULL, 0) or a config of 12 "
+	            "bytes, got 8 bytes"),
+	        "  naming the type, the size and the sizes it lists");
+	ok_sf_ok(sf_graph_layer(g, "apitest_identity", &x, 1, twelve, 5, NULL, &id),
+	         "a registered type that lists no size takes any (as before version 4)");
+	ok_sf_ok(sf_graph_layer(g, "apitest_v3", &x, 1, twelve, 5, NULL, &id),
+	         "a version-3 type's configs are unchecked");
+	ok_sf_ok(sf_graph_destroy(g), "sf_graph_destroy(config_sizes)");
+}
+
+/* --- what reaches stderr ----------------------------------------------------------- */
+
+static FILE *captured;
+static int saved_stderr = -1;
+
+/* Sends stderr to a temporary file until capture_end(). */
+static void capture_begin(void)
+{
+	fflush(stderr);
+	captured = tmpfile();
+	saved_stderr = dup(STDERR_FILENO);
+	if (captured && saved_stderr >= 0)
+		dup2(fileno(captured), STDERR_FILENO);
+}
+
+/* Restores stderr; what was printed since capture_begin() (a static buffer). */
+static const char *capture_end(void)
+{
+	static char text[8192];
+	size_t n = 0;
+	fflush(stderr);
+	if (saved_stderr >= 0) {
+		dup2(saved_stderr, STDERR_FILENO);
+		close(saved_stderr);
+		saved_stderr = -1;
+	}
+	if (captured) {
+		rewind(captured);
+		n = fread(text, 1, sizeof text - 1, captured);
+		fclose(captured);
+		captured = NULL;
+	}
+	text[n] = '\0';
+	return text;
+}
+
+static int occurrences(const char *text, const char *what)
+{
+	int k = 0;
+	for (const char *p = strstr(text, what); p; p = strstr(p + 1, what))
+		k++;
+	return k;
+}
+
+/* A layer type's refusal (sf_error_set in infer) is printed once, with the context
+ * sf_graph_layer adds; a type failing without a message is not given an older one;
+ * sf_log_set_quiet(1) stops the printing of errors, and they are still kept. */
+static void test_error_printing(sf_context *ctx)
+{
+	struct sf_config cfg;
+	if (sf_context_config(ctx, &cfg) != SF_OK || cfg.log_level < SF_LOG_ERROR) {
+		ok(1, "# SKIP SHARDFLOW_LOG=off: the library prints nothing to read back");
+		return;
+	}
+	sf_graph *g = NULL;
+	int x = -1, id = -1;
+	if (!ok_sf_ok(sf_graph_create("printing", &g), "sf_graph_create(printing)"))
+		return;
+	ok_sf_ok(sf_graph_input(g, "x", 4, &x), "input x(4)");
+
+	capture_begin();
+	int rc = sf_graph_layer(g, "apitest_picky", &x, 1, NULL, 0, NULL, &id);
+	const char *err = capture_end();
+	ok_invalid(rc, "apitest_picky refuses");
+	ok(occurrences(err, "this type accepts no configuration") == 1 &&
+	       occurrences(err, "shardflow: error:") == 1,
+	   "a type's message is printed once (printed %d times)",
+	   occurrences(err, "this type accepts no configuration"));
+	ok(strstr(err, "sf_graph_layer: layer type \"apitest_picky\" rejected its inputs or "
+	               "config: apitest_picky: this type accepts no configuration") != NULL,
+	   "  with the context the library adds");
+	if (occurrences(err, "this type accepts no configuration") != 1)
+		diag("  stderr: %s", err);
+
+	sf_error_set(SF_ERR_INVALID, "apitest: an older message");
+	capture_begin();
+	rc = sf_graph_layer(g, "apitest_mute", &x, 1, NULL, 0, NULL, &id);
+	err = capture_end();
+	ok(rc == SF_ERR_INVALID && has("rejected its inputs or config: (no message") &&
+	       !strstr(err, "an older message"),
+	   "a type refusing without a message is not given an older one");
+
+	sf_log_set_quiet(1);
+	capture_begin();
+	rc = sf_graph_layer(g, "apitest_picky", &x, 1, NULL, 0, NULL, &id);
+	int rc2 = sf_error_set(SF_ERR_INVALID, "apitest: quiet marker");
+	err = capture_end();
+	sf_log_set_quiet(0);
+	ok(rc == SF_ERR_INVALID && rc2 == SF_ERR_INVALID && err[0] == '\0',
+	   "sf_log_set_quiet(1): an error is not printed (stderr: \"%.60s\")", err);
+	ok_true(has("apitest: quiet marker"), "  and still kept for sf_last_error()");
+	capture_begin();
+	sf_error_set(SF_ERR_INVALID, "apitest: loud marker");
+	err = capture_end();
+	ok(occurrences(err, "shardflow: error: apitest: loud marker") == 1,
+	   "sf_log_set_quiet(0) prints again (stderr: \"%.60s\")", err);
+	ok_sf_ok(sf_graph_destroy(g), "sf_graph_destroy(printing)");
 }
 
 static void test_graph_misuse(void)
@@ -814,6 +1028,8 @@ int main(int argc, char **argv)
 	test_context(ctx, &rank, &size);
 	test_layer_types();
 	test_graph_misuse();
+	test_config_sizes();
+	test_error_printing(ctx);
 	test_graph_v2_misuse();
 	test_gpt_ops_misuse();
 	test_llama_ops_misuse();
