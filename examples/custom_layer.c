@@ -4,12 +4,13 @@
  * The type is "rms_norm", an RMS norm with a learnable per-feature gain g (D):
  *   y = x / rms(x) * g,   rms(x) = sqrt(mean(x^2) + eps) per row,
  * initialised g = 1 + 0.1 U(-1, 1). Everything a layer type needs is here: infer()
- * (shapes from the config), init() (parameters from the seeded rng), the forward and
- * backward CPU kernels, and a saved buffer: the forward keeps 1/rms of each row
- * (info->rows floats, saved_floats()) and the backward reads it instead of
- * recomputing it. Kernels read their StarPU buffers through the sf_kernel_*
- * accessors and their shapes from the struct sf_layer_info handed to them as cl_arg;
- * its `backward` field tells sf_kernel_saved() which layout it is in:
+ * (shapes from the config), an optional config (eps, the sizes it may have declared
+ * in config_sizes, so the library refuses any other), init() (parameters from the
+ * seeded rng), the forward and backward CPU kernels, and a saved buffer: the forward
+ * keeps 1/rms of each row (info->rows floats, saved_floats()) and the backward reads
+ * it instead of recomputing it. Kernels read their StarPU buffers through the
+ * sf_kernel_* accessors and their shapes from the struct sf_layer_info handed to them
+ * as cl_arg; its `backward` field tells sf_kernel_saved() which layout it is in:
  *   forward : params g, x, y, saved
  *   backward: params g, x, y, dy, saved, [dx], dg
  * The backward honours the flags the graph sets: need_dinput[0] (no dx buffer when
@@ -21,6 +22,10 @@
  *   mpirun -np 2 examples/custom_layer  train input(16) -> linear(32) -> rms_norm ->
  *                                       gelu -> linear(4) -> softmax cross-entropy
  *
+ * It needs only shardflow.h: `cc custom_layer.c $(pkg-config --cflags --libs
+ * shardflow)` builds it against an installed shardflow (tests/install.sh does), and
+ * --check hands the kernels buffers made by sf_kernel_buffers_create().
+ *
  * --type-name NAME registers the same type under another name: a type's name is the
  * user's choice, and reaches task names and traces ("fwd L3 NAME"; see
  * tests/trace_names.sh).
@@ -29,8 +34,10 @@
  * coordinates, so every rank makes only its own rows (sf_model_local_rows) and the
  * problem is the same for any world size. Labels are the argmax of a fixed random
  * linear map of x, a problem the model can learn. Rank 0 prints "step <k> loss
- * <loss>" per step and "final_loss <loss>". Exit status: 0 success, 1 an error,
- * 2 a bad command line. Shape letters: B rows, D features, C classes.
+ * <loss>" per step and "final_loss <loss>". An error is printed by the library, with
+ * the detail and where it was raised; the program adds which of its calls failed.
+ * Exit status: 0 success, 1 an error, 2 a bad command line. Shape letters: B rows, D
+ * features, C classes.
  */
 #include <errno.h>
 #include <limits.h>
@@ -40,8 +47,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <starpu.h> /* struct starpu_vector_interface, for the fake buffers of --check */
-
 #include "shardflow.h"
 
 #define PROG "custom_layer"
@@ -50,12 +55,28 @@
 /* The "rms_norm" layer type                                                       */
 /* ------------------------------------------------------------------------------ */
 
-#define RMS_EPS 1e-5 /* keeps 1/rms finite for a row of zeros */
+#define RMS_EPS 1e-5f /* the default eps: keeps 1/rms finite for a row of zeros */
+
+/* The optional config: sf_graph_layer(g, "rms_norm", &x, 1, &cfg, sizeof cfg, ...), or
+ * NULL, 0 for eps = RMS_EPS. The type lists both sizes (config_sizes), so the library
+ * refuses a blob of any other size before infer() reads it. */
+struct rms_norm_config {
+	float eps; /* > 0, added to mean(x^2) */
+};
+
+static float eps_of(const void *config)
+{
+	return config ? ((const struct rms_norm_config *)config)->eps : RMS_EPS;
+}
 
 static int rms_norm_infer(const int *in_dims, int nin, const void *config, int *out_dim,
                           size_t *nparams)
 {
-	(void)config; /* no configuration: the width comes from the input */
+	/* the message only: sf_graph_layer() adds the node's context and prints it */
+	float eps = eps_of(config);
+	if (!(eps > 0.0f) || isinf(eps))
+		return sf_error_set(SF_ERR_INVALID, "rms_norm: eps must be finite and > 0, got %g",
+		                    (double)eps);
 	if (nin != 1)
 		return sf_error_set(SF_ERR_INVALID, "rms_norm: takes 1 input, got %d", nin);
 	if (in_dims[0] <= 0)
@@ -85,6 +106,7 @@ static void rms_norm_forward_cpu(void *buffers[], void *cl_arg)
 {
 	const struct sf_layer_info *li = cl_arg;
 	const int B = li->rows, D = li->out_dim;
+	const double eps = eps_of(li->config);
 	const float *g = sf_kernel_params(buffers, li);
 	const float *x = sf_kernel_input(buffers, li, 0);
 	float *y = sf_kernel_output(buffers, li);
@@ -95,7 +117,7 @@ static void rms_norm_forward_cpu(void *buffers[], void *cl_arg)
 		double ss = 0.0;
 		for (int d = 0; d < D; d++)
 			ss += (double)xr[d] * xr[d];
-		rinv[r] = (float)(1.0 / sqrt(ss / D + RMS_EPS));
+		rinv[r] = (float)(1.0 / sqrt(ss / D + eps));
 		for (int d = 0; d < D; d++)
 			yr[d] = xr[d] * rinv[r] * g[d];
 	}
@@ -148,6 +170,8 @@ static const struct sf_layer_type rms_norm_type = {
     .min_inputs = 1,
     .max_inputs = 1,
     .infer = rms_norm_infer,
+    .nconfig_sizes = 2, /* no config, or a struct rms_norm_config */
+    .config_sizes = {0, sizeof(struct rms_norm_config)},
     .init = rms_norm_init,
     .forward_cpu = rms_norm_forward_cpu,
     .backward_cpu = rms_norm_backward_cpu,
@@ -159,63 +183,40 @@ static const struct sf_layer_type rms_norm_type = {
 /* --check: the kernels against finite differences, outside any runtime            */
 /* ------------------------------------------------------------------------------ */
 
-/* StarPU hands a kernel an array of data interfaces; for a vector the accessors read
- * its `ptr` (STARPU_VECTOR_GET_PTR), so a filled-in struct is all a kernel needs. */
-static void fake_vector(struct starpu_vector_interface *v, float *ptr, size_t n)
-{
-	memset(v, 0, sizeof *v);
-	v->id = STARPU_VECTOR_INTERFACE_ID;
-	v->ptr = (uintptr_t)ptr;
-	v->nx = (uint32_t)n;
-	v->elemsize = sizeof(float);
-	v->allocsize = n * sizeof(float);
-}
-
 struct check_case {
 	int B, D;
 	float *g, *x, *y, *dy;         /* g (D), x y dy (B,D) */
 	float *saved;                  /* rinv (B) */
 	struct sf_layer_info fwd, bwd; /* the infos the two kernels get; bwd.backward = 1 */
+	void **fwd_buffers;            /* g, x, y, saved, as a step passes them */
 };
 
-/* forward buffers as a step passes them: g, x, y, saved */
 static void run_forward(struct check_case *c)
 {
-	struct starpu_vector_interface v[4];
-	void *buffers[4] = {&v[0], &v[1], &v[2], &v[3]};
-	size_t n = (size_t)c->B * c->D;
-	fake_vector(&v[0], c->g, (size_t)c->D);
-	fake_vector(&v[1], c->x, n);
-	fake_vector(&v[2], c->y, n);
-	fake_vector(&v[3], c->saved, (size_t)c->B);
-	rms_norm_forward_cpu(buffers, &c->fwd);
+	rms_norm_forward_cpu(c->fwd_buffers, &c->fwd);
 }
 
 /* A forward (it fills the saved buffer, as in a step), then the backward on buffers
  * g, x, y, dy, saved, [dx], dg. dx may be NULL: then need_dinput[0] = 0 and no dx
- * buffer is passed. */
-static void run_backward(struct check_case *c, float *dx, int accumulate, float *dg,
-                         int accumulate_dparams)
+ * buffer is passed. Returns -1 if the buffers cannot be made. */
+static int run_backward(struct check_case *c, float *dx, int accumulate, float *dg,
+                        int accumulate_dparams)
 {
-	struct starpu_vector_interface v[7];
-	void *buffers[7];
-	size_t n = (size_t)c->B * c->D;
-	int k = 0;
+	void *ptrs[7] = {c->g, c->x, c->y, c->dy, c->saved};
+	void **buffers;
+	int k = 5;
+	if (dx)
+		ptrs[k++] = dx;
+	ptrs[k++] = dg;
+	if (sf_kernel_buffers_create(ptrs, k, &buffers) != SF_OK)
+		return -1;
 	run_forward(c);
 	c->bwd.need_dinput[0] = dx != NULL;
 	c->bwd.accumulate[0] = accumulate;
 	c->bwd.accumulate_dparams = accumulate_dparams;
-	fake_vector(&v[k++], c->g, (size_t)c->D);
-	fake_vector(&v[k++], c->x, n);
-	fake_vector(&v[k++], c->y, n);
-	fake_vector(&v[k++], c->dy, n);
-	fake_vector(&v[k++], c->saved, (size_t)c->B);
-	if (dx)
-		fake_vector(&v[k++], dx, n);
-	fake_vector(&v[k++], dg, (size_t)c->D);
-	for (int i = 0; i < k; i++)
-		buffers[i] = &v[i];
 	rms_norm_backward_cpu(buffers, &c->bwd);
+	sf_kernel_buffers_destroy(buffers);
+	return 0;
 }
 
 /* L = sum(dy .* y) in double, so dL/dx and dL/dg are what backward(dy) returns. */
@@ -292,11 +293,14 @@ static double max_added_error(const float *got, const float *old, const float *f
 
 #define CHECKS_PER_SHAPE 7
 
+/* Returns 0, or -1 when its memory or buffers cannot be made (the checks not run). */
 static int check_shape(int B, int D, uint64_t *state)
 {
 	char what[96];
 	size_t n = (size_t)B * D, np = (size_t)D;
 	struct check_case c = {.B = B, .D = D};
+	double e;
+	int rc = -1;
 	float *mem = calloc(6 * n + 5 * np + (size_t)B, sizeof(float));
 	if (!mem) {
 		fprintf(stderr, PROG ": out of memory\n");
@@ -307,6 +311,9 @@ static int check_shape(int B, int D, uint64_t *state)
 	c.g = old + n;
 	float *dg = c.g + np, *dg_acc = dg + np, *dg_add = dg_acc + np, *dg_nodx = dg_add + np;
 	c.saved = dg_nodx + np;
+	void *fwd_ptrs[4] = {c.g, c.x, c.y, c.saved};
+	if (sf_kernel_buffers_create(fwd_ptrs, 4, &c.fwd_buffers) != SF_OK)
+		goto fail;
 	c.fwd.rows = B;
 	c.fwd.nin = 1;
 	c.fwd.in_dim[0] = D;
@@ -324,9 +331,10 @@ static int check_shape(int B, int D, uint64_t *state)
 		old[i] = check_uniform(state);
 	}
 
-	run_backward(&c, dx, 0, dg, 0);
+	if (run_backward(&c, dx, 0, dg, 0))
+		goto fail;
 	snprintf(what, sizeof what, "rms_norm B=%d D=%d: dx vs finite differences", B, D);
-	double e = max_fd_error(&c, c.x, n, dx);
+	e = max_fd_error(&c, c.x, n, dx);
 	tap(e <= CHECK_TOL, what, e, CHECK_TOL);
 	snprintf(what, sizeof what, "rms_norm B=%d D=%d: dg vs finite differences", B, D);
 	e = max_fd_error(&c, c.g, np, dg);
@@ -349,7 +357,8 @@ static int check_shape(int B, int D, uint64_t *state)
 	memcpy(dx_acc, old, sizeof(float) * n);
 	for (size_t i = 0; i < np; i++)
 		dg_acc[i] = 100.0f;
-	run_backward(&c, dx_acc, 1, dg_acc, 0);
+	if (run_backward(&c, dx_acc, 1, dg_acc, 0))
+		goto fail;
 	e = max_added_error(dx_acc, old, dx, n);
 	snprintf(what, sizeof what, "rms_norm B=%d D=%d: accumulate adds to dx", B, D);
 	tap(e <= 1e-6, what, e, 1e-6);
@@ -361,19 +370,23 @@ static int check_shape(int B, int D, uint64_t *state)
 	/* accumulate_dparams = 1 (tied parameters): dg = old + fresh. */
 	for (size_t i = 0; i < np; i++)
 		dg_add[i] = old[i];
-	run_backward(&c, dx_acc, 0, dg_add, 1);
+	if (run_backward(&c, dx_acc, 0, dg_add, 1))
+		goto fail;
 	e = max_added_error(dg_add, old, dg, np);
 	snprintf(what, sizeof what, "rms_norm B=%d D=%d: accumulate_dparams adds to dg", B, D);
 	tap(e <= 1e-5, what, e, 1e-5);
 
 	/* need_dinput[0] = 0: no dx buffer, so dg is one buffer earlier; dg unchanged. */
-	run_backward(&c, NULL, 0, dg_nodx, 0);
+	if (run_backward(&c, NULL, 0, dg_nodx, 0))
+		goto fail;
 	e = max_abs_diff(dg_nodx, dg, np);
 	snprintf(what, sizeof what, "rms_norm B=%d D=%d: no dx buffer when need_dinput is 0", B, D);
 	tap(e == 0.0, what, e, 0.0);
-
+	rc = 0;
+fail:
+	sf_kernel_buffers_destroy(c.fwd_buffers);
 	free(mem);
-	return 0;
+	return rc;
 }
 
 static int run_check(void)
@@ -441,13 +454,19 @@ static void make_rows(int step, int first, int rows, float *x, int32_t *labels)
 
 /* The name the type is registered and used under (--type-name). */
 static const char *type_name = "rms_norm";
+/* --eps: the node's config; NULL (no config, eps = RMS_EPS) unless given */
+static struct rms_norm_config eps_config;
+static const struct rms_norm_config *node_config;
 
+/* The library has printed the error, with its detail and where it was raised (the
+ * default; a program printing sf_last_error() itself would call sf_log_set_quiet(1)
+ * first): say which call failed. */
 #define CHECK(call)                                                                                \
 	do {                                                                                       \
 		int check_rc_ = (call);                                                            \
 		if (check_rc_ != SF_OK) {                                                          \
-			fprintf(stderr, PROG ": %s failed at %s:%d: %s: %s\n", #call, __FILE__,    \
-			        __LINE__, sf_strerror(check_rc_), sf_last_error());                \
+			fprintf(stderr, PROG ": %s failed at %s:%d: %s\n", #call, __FILE__,        \
+			        __LINE__, sf_strerror(check_rc_));                                 \
 			goto fail;                                                                 \
 		}                                                                                  \
 	} while (0)
@@ -462,7 +481,8 @@ static int build_graph(sf_graph **out)
 	CHECK(sf_graph_label_input(g, "label", NCLASSES, &labels));
 	CHECK(sf_graph_linear(g, x, HIDDEN, "fc1", &h));
 	/* a layer with parameters needs a unique name: its parameters are a unit */
-	CHECK(sf_graph_layer(g, type_name, &h, 1, NULL, 0, "norm1", &s));
+	size_t config_size = node_config ? sizeof *node_config : 0;
+	CHECK(sf_graph_layer(g, type_name, &h, 1, node_config, config_size, "norm1", &s));
 	CHECK(sf_graph_gelu(g, s, &a));
 	CHECK(sf_graph_linear(g, a, NCLASSES, "fc2", &z));
 	CHECK(sf_graph_softmax_cross_entropy(g, z, labels, &loss));
@@ -575,13 +595,15 @@ static int launcher_rank(void)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: " PROG " [--steps N] [--type-name NAME] [--check] [--help]\n"
+	fprintf(f, "usage: " PROG " [--steps N] [--type-name NAME] [--eps E] [--check] [--help]\n"
 	           "Registers an \"rms_norm\" layer type (y = x / rms(x) * g) and trains\n"
 	           "input(16) -> linear(32) -> rms_norm -> gelu -> linear(4) -> softmax "
 	           "cross-entropy\n"
 	           "on synthetic data, sharded over the MPI ranks.\n"
 	           "  --steps N   training steps, 1..1000000 (default 30)\n"
 	           "  --type-name NAME  register the type under NAME (default rms_norm)\n"
+	           "  --eps E     the rms_norm node's eps, given as its config (default: no\n"
+	           "              config, eps 1e-5); the type's infer() refuses E <= 0\n"
 	           "  --check     check the rms_norm kernels against finite differences (TAP), no "
 	           "MPI\n"
 	           "  --help      print this message and exit\n");
@@ -610,6 +632,15 @@ int main(int argc, char **argv)
 			if (i + 1 == argc)
 				return bad_usage("missing value for", argv[i]);
 			type_name = argv[++i];
+		} else if (!strcmp(argv[i], "--eps")) {
+			if (i + 1 == argc)
+				return bad_usage("missing value for", argv[i]);
+			char *end;
+			errno = 0;
+			eps_config.eps = strtof(argv[++i], &end);
+			if (errno || end == argv[i] || *end)
+				return bad_usage("--eps expects a number, got", argv[i]);
+			node_config = &eps_config; /* its value is infer()'s to judge */
 		} else if (!strcmp(argv[i], "--steps")) {
 			if (i + 1 == argc)
 				return bad_usage("missing value for", argv[i]);

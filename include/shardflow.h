@@ -699,6 +699,15 @@ SF_API float *sf_kernel_saved(void *buffers[], const struct sf_layer_info *li);
 /** NULL when need_dinput[i] is 0. */
 SF_API float *sf_kernel_dinput(void *buffers[], const struct sf_layer_info *li, int i);
 SF_API float *sf_kernel_dparams(void *buffers[], const struct sf_layer_info *li);
+/** For checking a kernel outside a training step (a finite-difference test, as
+ *  examples/custom_layer.c --check does): makes the array of n buffers a kernel is
+ *  given, buffer i holding the data at ptrs[i], which the sf_kernel_* accessors read
+ *  as they read a step's buffers (in the order struct sf_layer_type gives). ptrs[i]
+ *  are not copied and must outlive the array; *out is the caller's, released with
+ *  sf_kernel_buffers_destroy(). SF_ERR_INVALID for NULL arguments or n < 1. */
+SF_API int sf_kernel_buffers_create(void *const ptrs[], int n, void ***out);
+/** Releases an array made by sf_kernel_buffers_create() (NULL: nothing). */
+SF_API void sf_kernel_buffers_destroy(void **buffers);
 
 /* ------------------------------------------------------------------------ */
 /* Models and training steps                                                 */

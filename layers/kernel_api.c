@@ -5,11 +5,14 @@
  *   forward : [params]  in_0 .. in_{n-1}  out  [saved]
  *   backward: [params]  in_0 .. in_{n-1}  out  dout  [saved]  [din_i ...]  [dparams]
  * A node's parameters are its slice of the unit's flat vector: the accessors add
- * sf_layer_info::param_offset.
+ * sf_layer_info::param_offset. sf_kernel_buffers_create makes such buffers around a
+ * program's own arrays, so that a kernel can be checked without a runtime and without
+ * StarPU's header.
  */
 #include "layers/layer.h"
 
 #include <starpu.h>
+#include <stdlib.h>
 
 static int n_dinputs_before(const struct sf_layer_info *li, int i)
 {
@@ -83,4 +86,37 @@ SF_API float *sf_kernel_dparams(void *buffers[], const struct sf_layer_info *li)
 	return (float *)buf(buffers, 1 + li->nin + 2 + (li->nsaved ? 1 : 0) +
 	                                 n_dinputs_before(li, li->nin)) +
 	       li->param_offset;
+}
+
+/* One allocation: the n pointers a kernel is given, then the n vector interfaces they
+ * point to (only ptr set: the accessors read nothing else). */
+SF_API int sf_kernel_buffers_create(void *const ptrs[], int n, void ***out)
+{
+	if (!out)
+		return SF_ERR(SF_ERR_INVALID, "sf_kernel_buffers_create: out is NULL");
+	*out = NULL;
+	if (!ptrs)
+		return SF_ERR(SF_ERR_INVALID, "sf_kernel_buffers_create: ptrs is NULL");
+	if (n < 1)
+		return SF_ERR(SF_ERR_INVALID, "sf_kernel_buffers_create: n must be >= 1 (got %d)",
+		              n);
+	const size_t align = _Alignof(struct starpu_vector_interface);
+	size_t head = (sizeof(void *) * (size_t)n + align - 1) / align * align;
+	char *mem = calloc(1, head + sizeof(struct starpu_vector_interface) * (size_t)n);
+	if (!mem)
+		return SF_ERR(SF_ERR_NOMEM, "sf_kernel_buffers_create: out of memory");
+	void **buffers = (void **)mem;
+	struct starpu_vector_interface *v = (struct starpu_vector_interface *)(mem + head);
+	for (int i = 0; i < n; i++) {
+		v[i].id = STARPU_VECTOR_INTERFACE_ID;
+		v[i].ptr = (uintptr_t)ptrs[i];
+		buffers[i] = &v[i];
+	}
+	*out = buffers;
+	return SF_OK;
+}
+
+SF_API void sf_kernel_buffers_destroy(void **buffers)
+{
+	free(buffers);
 }

@@ -13,7 +13,11 @@
 #  - the 1-rank and 2-rank final losses agree within 1e-4 relative: the data are
 #    the same global batches for any world size, so sharding must not change the
 #    result beyond the order of floating-point sums;
-#  - a bad option exits with status 2.
+#  - a bad option exits with status 2;
+#  - the type's optional config (--eps) reaches its kernels, and a refusal by its
+#    infer() (sf_error_set) is printed once, with the context the library adds (it
+#    was printed twice: by sf_error_set, then again by sf_graph_layer); under
+#    SHARDFLOW_LOG=off the library prints nothing, and the program's own line remains.
 # Needs top_builddir and top_srcdir (absolute), as `make check` sets them.
 
 : "${top_builddir:?top_builddir is not set (run through make check)}"
@@ -28,7 +32,7 @@ trap 'rm -rf "$tmp"' EXIT INT TERM
 
 n=0
 failed=0
-echo "1..10"
+echo "1..14"
 
 # result COND_STATUS DESCRIPTION: one TAP line from a shell status (0 = pass).
 result() {
@@ -155,5 +159,34 @@ limit "$prog" --help >"$tmp/help.out" 2>&1
 rc=$?
 [ $rc -eq 0 ] && grep -q '^usage:' "$tmp/help.out"
 result $? "--help prints the usage and exits 0 (got $rc)"
+
+# 11. a config the type takes: it trains
+limit "$prog" --steps 2 --eps 1e-6 >"$tmp/eps.out" 2>"$tmp/eps.err"
+rc=$?
+[ $rc -ne 0 ] && diag_file "$tmp/eps.err"
+[ $rc -eq 0 ] && [ -n "$(final_loss "$tmp/eps.out")" ]
+result $? "--eps 1e-6, the node's config: 2 steps and a final_loss (exit $rc)"
+
+# 12-13. a config its infer() refuses: exit 1, the message once, with the context
+why='rms_norm: eps must be finite and > 0, got 0'
+limit "$prog" --steps 2 --eps 0 >"$tmp/eps0.out" 2>"$tmp/eps0.err"
+rc=$?
+[ $rc -eq 1 ]
+result $? "--eps 0: infer() refuses, exit 1 (got $rc)"
+times=$(grep -cF "$why" "$tmp/eps0.err")
+[ "$times" -eq 1 ] &&
+	grep -F "$why" "$tmp/eps0.err" | grep -qF 'sf_graph_layer: layer type "rms_norm" rejected'
+st=$?
+result $st "--eps 0: the type's message is printed once (${times}x), after the library's context"
+[ $st -ne 0 ] && diag_file "$tmp/eps0.err"
+
+# 14. SHARDFLOW_LOG=off: nothing from the library, the program still says what failed
+SHARDFLOW_LOG=off limit "$prog" --steps 2 --eps 0 >"$tmp/off.out" 2>"$tmp/off.err"
+rc=$?
+[ $rc -eq 1 ] && ! grep -q '^shardflow' "$tmp/off.err" &&
+	grep -q '^custom_layer: sf_graph_layer(.*) failed at ' "$tmp/off.err"
+st=$?
+result $st "SHARDFLOW_LOG=off: exit 1 ($rc), no line from the library, the program's own remains"
+[ $st -ne 0 ] && diag_file "$tmp/off.err"
 
 [ $failed -eq 0 ]

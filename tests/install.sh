@@ -14,6 +14,10 @@
 #  - it runs on 1 rank and on 2 (tests/run-mpi.sh): exit 0, its 20 steps printed
 #    once, a falling loss, the same losses on both; built without the run path, it
 #    runs with LD_LIBRARY_PATH (the README's other way);
+#  - examples/custom_layer.c, a layer type of the user's own (its kernels, a config,
+#    sf_kernel_buffers_create for its finite-difference check), builds the same way,
+#    with pkg-config's flags and its own -lm alone (no StarPU header: the layer API is
+#    shardflow.h's), passes its --check and trains on 1 rank (tests/run-mpi.sh);
 #  - the README quotes the program as the file has it;
 #  - make uninstall removes every file it installed.
 # It writes only under $tmp (removed on exit), so it also runs under make distcheck.
@@ -26,7 +30,7 @@ limit=${SF_TEST_TIMEOUT:-180}
 prefix=$tmp/prefix
 pcdir=$prefix/lib/pkgconfig
 
-plan 14
+plan 17
 
 # make_prefix TARGET: make TARGET (install, uninstall) with every installation
 # directory under $prefix. An outer make's MAKEFLAGS (make check TESTS=..., its
@@ -86,18 +90,19 @@ cp "$src" "$tmp/hello_shardflow.c" || bail_out "cannot copy $src"
 flags=$(PKG_CONFIG_PATH=$pcdir "$PKG_CONFIG" --cflags --libs shardflow)
 flags=$(echo $flags)
 libdir=$(PKG_CONFIG_PATH=$pcdir "$PKG_CONFIG" --variable=libdir shardflow)
-# build OUTPUT EXTRA_FLAGS...: compile hello_shardflow.c in $tmp, output in $tmp/cc.out
+# build SOURCE OUTPUT EXTRA_FLAGS...: compile SOURCE (copied into $tmp) in $tmp,
+# output in $tmp/cc.out
 build() {
-	_out=$1
-	shift
+	_src=$1 _out=$2
+	shift 2
 	(
 		cd "$tmp" || exit 1
 		unset CPATH C_INCLUDE_PATH LIBRARY_PATH
 		# shellcheck disable=SC2086
-		$MPICC -std=c11 -pedantic -Wall -Wextra hello_shardflow.c -o "$_out" $flags "$@"
+		$MPICC -std=c11 -pedantic -Wall -Wextra "$_src" -o "$_out" $flags "$@"
 	) </dev/null >"$tmp/cc.out" 2>&1
 }
-build hello -Wl,-rpath,"$libdir"
+build hello_shardflow.c hello -Wl,-rpath,"$libdir"
 st=$?
 [ $st -eq 0 ] && [ ! -s "$tmp/cc.out" ]
 ok $? "$MPICC -std=c11 -pedantic -Wall -Wextra hello_shardflow.c $flags -Wl,-rpath,$libdir: no warning (exit $st)" ||
@@ -136,7 +141,7 @@ paste -d ' ' "$tmp/np1.out" "$tmp/np2.out" | awk '{ d = $4 - $8; if (d < 0) d = 
 	if (d > m) m = d } END { printf "# largest difference %.4f\n", m; exit !(NR == 20 && m <= 2e-4) }'
 ok $? "2 ranks print the losses of 1 rank"
 
-build hello_norpath
+build hello_shardflow.c hello_norpath
 st=$?
 (cd "$tmp" && LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
 	timeout -k 5 "$limit" ./hello_norpath) </dev/null >"$tmp/ldpath.out" 2>"$tmp/ldpath.err"
@@ -144,6 +149,26 @@ st2=$?
 [ $st -eq 0 ] && [ $st2 -eq 0 ] && steps_ok "$tmp/ldpath.out"
 ok $? "without the run path, LD_LIBRARY_PATH=$libdir runs it (build exit $st, run exit $st2)" ||
 	{ diag_file "$tmp/cc.out"; diag_file "$tmp/ldpath.err"; }
+
+# examples/custom_layer.c, copied out of the tree: pkg-config's flags and -lm (its own
+# sqrt) alone, no StarPU flags
+cp "$top_srcdir/examples/custom_layer.c" "$tmp/custom_layer.c" || bail_out "cannot copy custom_layer.c"
+build custom_layer.c custom_layer -lm -Wl,-rpath,"$libdir"
+st=$?
+[ $st -eq 0 ] && [ ! -s "$tmp/cc.out" ]
+ok $? "$MPICC -std=c11 -pedantic -Wall -Wextra custom_layer.c $flags -lm: no warning (exit $st)" ||
+	diag_file "$tmp/cc.out"
+(cd "$tmp" && timeout -k 5 "$limit" ./custom_layer --check) </dev/null >"$tmp/cl-check.out" 2>&1
+st=$?
+planned=$(sed -n 's/^1\.\.\([0-9]*\)$/\1/p' "$tmp/cl-check.out")
+[ $st -eq 0 ] && [ -n "$planned" ] && [ "$(grep -c '^ok ' "$tmp/cl-check.out")" -eq "$planned" ]
+ok $? "custom_layer --check: its ${planned:-?} kernel checks pass on buffers of sf_kernel_buffers_create (exit $st)" ||
+	diag_file "$tmp/cl-check.out"
+(cd "$tmp" && run_mpi 1 ./custom_layer --steps 10) >"$tmp/cl.out" 2>"$tmp/cl.err"
+st=$?
+[ $st -eq 0 ] && [ "$(grep -c '^step ' "$tmp/cl.out")" -eq 10 ] && grep -q '^final_loss ' "$tmp/cl.out"
+ok $? "custom_layer on 1 rank (mpirun): exit 0 (exit $st), 10 steps and a final_loss" ||
+	{ diag_file "$tmp/cl.out"; diag_file "$tmp/cl.err"; }
 
 # The README's copy: the ```c block that starts with the file's first line.
 first=$(head -n 1 "$src")

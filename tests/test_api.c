@@ -332,6 +332,25 @@ static void test_layer_types(void)
 	ok_sf_ok(sf_layer_type_register(&t), "a type of layer API version 3 still registers");
 }
 
+/* sf_kernel_buffers_create: its refusals, and buffers the accessors read back */
+static void test_kernel_buffers(void)
+{
+	float x[3], y[3];
+	void *ptrs[2] = {x, y};
+	void **b = (void **)ptrs; /* a refusal sets *out to NULL */
+	ok_invalid(sf_kernel_buffers_create(ptrs, 2, NULL), "sf_kernel_buffers_create(out NULL)");
+	ok_invalid(sf_kernel_buffers_create(NULL, 2, &b), "sf_kernel_buffers_create(ptrs NULL)");
+	ok_true(b == NULL, "  leaves *out NULL");
+	ok_invalid(sf_kernel_buffers_create(ptrs, 0, &b), "sf_kernel_buffers_create(n 0)");
+	if (!ok_sf_ok(sf_kernel_buffers_create(ptrs, 2, &b), "sf_kernel_buffers_create(x, y)"))
+		return;
+	struct sf_layer_info li = {.rows = 1, .nin = 1, .in_dim = {3}, .out_dim = 3};
+	ok_true(sf_kernel_input(b, &li, 0) == x && sf_kernel_output(b, &li) == y,
+	        "  the accessors of a parameterless forward read x and y back");
+	sf_kernel_buffers_destroy(b);
+	sf_kernel_buffers_destroy(NULL);
+}
+
 /* --- config sizes: every type refuses a blob it would read past ------------------ */
 
 /* Every built-in type refuses a 2-byte config naming itself, the size and what it takes
@@ -1029,6 +1048,7 @@ int main(int argc, char **argv)
 	test_layer_types();
 	test_graph_misuse();
 	test_config_sizes();
+	test_kernel_buffers();
 	test_error_printing(ctx);
 	test_graph_v2_misuse();
 	test_gpt_ops_misuse();
