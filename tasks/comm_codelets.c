@@ -86,6 +86,9 @@ static void comm_failed(struct _sf_comm_args *a, int rc, const char *kind)
 	_sf_err(rc, NULL, 0, "%s of %s%s%s failed, ending the job: %s", kind,
 	        a->unit && a->unit[0] ? "unit \"" : "the loss", a->unit ? a->unit : "",
 	        a->unit && a->unit[0] ? "\"" : "", why);
+	/* the program never sees this status: a quiet program's log must still say why */
+	if (_sf_err_quiet)
+		_sf_log(SF_LOG_ERROR, "%s", sf_last_error());
 	a->comm->ops->abort(a->comm, 1);
 }
 
