@@ -450,6 +450,39 @@ SF_API int sf_graph_add(sf_graph *g, int a, int b, int *out);
  *  loss per graph; it must be the last node. logits width must equal nclasses. */
 SF_API int sf_graph_softmax_cross_entropy(sf_graph *g, int logits, int labels, int *out);
 
+/** The losses a graph may end with (sf_graph_loss()); each is a mean over the global
+ *  batch, so any number of ranks gives the 1-rank update. */
+enum sf_loss_kind {
+	SF_LOSS_CROSS_ENTROPY = 0, /**< -log softmax(pred)[label], mean over rows (every token
+	                                with a sequence): sf_graph_softmax_cross_entropy() */
+	SF_LOSS_MSE,               /**< (pred - target)^2, mean over every element: PyTorch's
+	                                MSELoss */
+	SF_LOSS_L1,                /**< |pred - target|, mean over every element (L1Loss; its
+	                                gradient where they are equal is 0) */
+	SF_LOSS_HUBER,             /**< d = pred - target: d^2 / 2 where |d| < delta, else
+	                                delta (|d| - delta / 2), mean over every element
+	                                (HuberLoss) */
+	SF_LOSS_COUNT              /**< the number of values above; not a value */
+};
+
+/** A loss and its parameter. */
+struct sf_loss_config {
+	enum sf_loss_kind kind; /**< default SF_LOSS_CROSS_ENTROPY */
+	float delta;            /**< SF_LOSS_HUBER's threshold, finite and > 0; default 1 */
+};
+
+/** Fills *c with the defaults above. */
+SF_API int sf_loss_config_init(struct sf_loss_config *c);
+
+/** The graph's loss (NULL c: cross-entropy, as sf_graph_softmax_cross_entropy()) of pred
+ *  against target. Cross-entropy: target is the label input, pred's width its classes.
+ *  MSE, L1, Huber: target is a float input (sf_graph_input()) of pred's width, given
+ *  with each batch like any input (sf_batch::inputs, in creation order); the graph
+ *  needs no label input. pred is a layer. Exactly one loss per graph, its last node.
+ *  The regression losses run on CPU workers (no CUDA kernel yet). */
+SF_API int sf_graph_loss(sf_graph *g, const struct sf_loss_config *c, int pred, int target,
+                         int *out);
+
 /** Adds a node of any registered layer type (built-in or sf_layer_type_register()).
  *  config (config_size bytes, may be NULL/0) is copied and handed to the type's
  *  functions. name may be NULL for parameterless layers. */

@@ -565,6 +565,62 @@ SF_API int sf_graph_add(sf_graph *g, int a, int b, int *out)
 	return sf_graph_layer(g, "add", in, 2, NULL, 0, NULL, out);
 }
 
+SF_API int sf_loss_config_init(struct sf_loss_config *c)
+{
+	if (!c)
+		return SF_ERR(SF_ERR_INVALID, "sf_loss_config_init: c is NULL");
+	*c = (struct sf_loss_config){.kind = SF_LOSS_CROSS_ENTROPY, .delta = 1.0f};
+	return SF_OK;
+}
+
+SF_API int sf_graph_loss(sf_graph *g, const struct sf_loss_config *c, int pred, int target,
+                         int *out)
+{
+	static const char *const kinds[] = {"cross-entropy", "MSE", "L1", "Huber"};
+	_Static_assert(sizeof kinds / sizeof kinds[0] == SF_LOSS_COUNT, "a name per loss");
+	if (!c || c->kind == SF_LOSS_CROSS_ENTROPY)
+		return sf_graph_softmax_cross_entropy(g, pred, target, out);
+	int rc = begin(g, "sf_graph_loss", out);
+	if (rc < 0)
+		return rc;
+	if ((int)c->kind < 0 || c->kind >= SF_LOSS_COUNT)
+		return SF_ERR(SF_ERR_INVALID,
+		              "sf_graph_loss: kind %d is not SF_LOSS_CROSS_ENTROPY, SF_LOSS_MSE, "
+		              "SF_LOSS_L1 or SF_LOSS_HUBER",
+		              (int)c->kind);
+	if (c->kind == SF_LOSS_HUBER && !(c->delta > 0.0f && isfinite(c->delta)))
+		return SF_ERR(SF_ERR_INVALID,
+		              "sf_graph_loss: Huber's delta must be a finite number > 0 (got %g)",
+		              (double)c->delta);
+	if (pred < 0 || pred >= g->n || g->nodes[pred].kind != SF_NODE_LAYER)
+		return SF_ERR(SF_ERR_INVALID,
+		              "sf_graph_loss (%s): pred node %d is not a layer of graph \"%s\"",
+		              kinds[c->kind], pred, g->name);
+	if (target < 0 || target >= g->n || g->nodes[target].kind != SF_NODE_INPUT)
+		return SF_ERR(SF_ERR_INVALID,
+		              "sf_graph_loss (%s): target node %d is not a float input "
+		              "(sf_graph_input) of graph \"%s\"",
+		              kinds[c->kind], target, g->name);
+	if (g->nodes[pred].dim != g->nodes[target].dim)
+		return SF_ERR(SF_ERR_INVALID,
+		              "sf_graph_loss (%s): pred \"%s\" has width %d, target \"%s\" %d",
+		              kinds[c->kind], g->nodes[pred].name, g->nodes[pred].dim,
+		              g->nodes[target].name, g->nodes[target].dim);
+	struct _sf_node nd = {.kind = SF_NODE_LOSS, .nin = 2, .in = {pred, target}, .dim = 1};
+	nd.config = malloc(sizeof *c);
+	if (!nd.config)
+		return SF_ERR(SF_ERR_NOMEM, "sf_graph_loss: out of memory");
+	memcpy(nd.config, c, sizeof *c);
+	nd.config_size = sizeof *c;
+	strcpy(nd.name, "loss");
+	if ((rc = push(g, &nd, out)) < 0) {
+		free(nd.config);
+		return rc;
+	}
+	g->loss = *out;
+	return SF_OK;
+}
+
 SF_API int sf_graph_softmax_cross_entropy(sf_graph *g, int logits, int labels, int *out)
 {
 	int rc = begin(g, "sf_graph_softmax_cross_entropy", out);

@@ -10,9 +10,11 @@
  * sf_model_forward then all-gathers each rank's rows of the node's output (padded to
  * the largest slice); sf_model_evaluate sums each valid row's softmax cross-entropy of
  * the loss's input in double (the loss task's row formula, layers/softmax_xent_math.h)
+ * (or each element's regression loss against the staged target, layers/loss_math.h)
  * and all-gathers the ranks' sums, so every rank returns the same mean.
  */
 #include "scheduler/model.h"
+#include "layers/loss_math.h"
 #include "layers/softmax_xent_math.h"
 
 #include <stdlib.h>
@@ -78,7 +80,7 @@ static int pass_fill(struct sf_model *m, const struct sf_batch *x, int samples, 
 		memcpy(pb->ids[i], x->int_inputs[i] + (size_t)s0 * T, have * sizeof(int32_t));
 		memset(pb->ids[i] + have, 0, (all - have) * sizeof(int32_t));
 	}
-	if (labels) {
+	if (labels && m->labels_node >= 0) {
 		memcpy(pb->labels, x->labels + (size_t)s0 * T, have * sizeof(int32_t));
 		memset(pb->labels + have, 0, (all - have) * sizeof(int32_t));
 	}
@@ -114,7 +116,7 @@ static int check_args(struct sf_model *m, const struct sf_batch *x, int samples,
 		return SF_ERR(SF_ERR_INVALID, "%s: NULL model or samples", fn);
 	if (samples < 1)
 		return SF_ERR(SF_ERR_INVALID, "%s: samples is %d; at least 1", fn, samples);
-	if (labels && !x->labels)
+	if (labels && m->labels_node >= 0 && !x->labels)
 		return SF_ERR(SF_ERR_INVALID, "%s: the samples have no labels", fn);
 	if (m->accum_k > 0)
 		return SF_ERR(SF_ERR_STATE,
@@ -232,8 +234,13 @@ SF_API int sf_model_evaluate(sf_model *m, const struct sf_batch *x, int samples,
 	if (!loss)
 		return SF_ERR(SF_ERR_INVALID, "%s: loss is NULL", fn);
 	int C = m->loss_args.classes;
-	struct _sf_node_state *z = &m->nodes[m->gnodes[m->loss_node].in[0]];
+	const struct _sf_node *lnd = &m->gnodes[m->loss_node];
+	struct _sf_node_state *z = &m->nodes[lnd->in[0]];
 	SF_CHECK(pass_alloc(m, &pb, fn));
+	const float *target = NULL; /* a regression loss's: its input's staging buffer */
+	for (int i = 0; i < m->ninputs; i++)
+		if (m->input_nodes[i] == lnd->in[1])
+			target = pb.in[i];
 	dr = malloc(((size_t)C + 1) * sizeof(float));
 	sums = calloc((size_t)m->nranks + 1, sizeof(double));
 	if (!dr || !sums) {
@@ -244,15 +251,24 @@ SF_API int sf_model_evaluate(sf_model *m, const struct sf_batch *x, int samples,
 		int real = pass_fill(m, x, samples, p, true, &pb);
 		SF_CHECK(pass_run(m, p, &pb, true, fn));
 		SF_CHECK(_sf_data_acquire(z->h_act, STARPU_R));
-		for (size_t r = 0; r < (size_t)real * (size_t)m->T; r++)
-			mine += sf_softmax_xent_row(C, z->act + r * (size_t)C, pb.labels[r], 1.0f, dr);
+		size_t valid = (size_t)real * (size_t)m->T;
+		if (m->loss_kind == SF_LOSS_CROSS_ENTROPY)
+			for (size_t r = 0; r < valid; r++)
+				mine += sf_softmax_xent_row(C, z->act + r * (size_t)C, pb.labels[r], 1.0f,
+				                            dr);
+		else /* the regression loss of each element against the staged target */
+			for (size_t i = 0; i < valid * (size_t)C; i++)
+				mine += sf_loss_elem(m->loss_kind, z->act[i] - target[i],
+				                     m->reg_loss_args.delta, dr);
 		starpu_data_release(z->h_act);
 	}
 	SF_CHECK(m->comm->ops->allgather_bytes(m->comm, &mine, sizeof mine, sums));
 	double total = 0.0; /* in rank order: the same sum on every rank */
 	for (int r = 0; r < m->nranks; r++)
 		total += sums[r];
-	*loss = total / ((double)samples * (double)m->T);
+	/* the mean over rows (cross-entropy) or over every element (regression) */
+	*loss = total / ((double)samples * (double)m->T *
+	                 (m->loss_kind == SF_LOSS_CROSS_ENTROPY ? 1.0 : (double)C));
 fail:
 	pass_free(m, &pb);
 	free(dr);

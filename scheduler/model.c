@@ -797,10 +797,21 @@ static int build_buffers(struct sf_model *m)
 	if (!m->labels)
 		return SF_ERR(SF_ERR_NOMEM, "sf_model_create: out of memory");
 	reg(&m->h_labels, m->labels, m->rows_local, sizeof(int32_t));
+	const struct _sf_node *loss = &m->gnodes[m->loss_node];
+	const struct sf_loss_config *lc = loss->config;
+	int width = m->gnodes[loss->in[0]].dim;
+	m->loss_kind = lc ? (int)lc->kind : SF_LOSS_CROSS_ENTROPY;
 	m->loss_args = (struct _sf_loss_args){
 	    .rows = (int)m->rows_local,
-	    .classes = m->gnodes[m->labels_node].dim,
+	    .classes = m->labels_node >= 0 ? m->gnodes[m->labels_node].dim : width,
 	    .scale = 1.0f / (float)((double)m->B_global * m->T),
+	};
+	m->reg_loss_args = (struct _sf_reg_loss_args){
+	    .rows = (int)m->rows_local,
+	    .width = width,
+	    .kind = m->loss_kind,
+	    .delta = lc ? lc->delta : 1.0f,
+	    .scale = (float)(1.0 / ((double)m->B_global * m->T * width)),
 	};
 	m->loss_comm = (struct _sf_comm_args){.comm = m->comm, .acct = &m->comm_acct};
 	for (int s = 0; s < SF_LOSS_SLOTS; s++) {

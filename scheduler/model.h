@@ -11,6 +11,7 @@
 #define SF_SCHEDULER_MODEL_H
 
 #include "layers/layer.h"
+#include "layers/loss.h"
 #include "layers/softmax_xent.h"
 #include "scheduler/runtime.h"
 #include "tasks/comm.h"
@@ -152,7 +153,9 @@ struct sf_model {
 
 	int32_t *labels;
 	starpu_data_handle_t h_labels;
-	struct _sf_loss_args loss_args;
+	int loss_kind;                         /* enum sf_loss_kind of the graph's loss */
+	struct _sf_loss_args loss_args;        /* cross-entropy's */
+	struct _sf_reg_loss_args reg_loss_args; /* MSE, L1, Huber's */
 	struct _sf_comm_args loss_comm;
 	double loss_val[SF_LOSS_SLOTS];
 	starpu_data_handle_t h_loss[SF_LOSS_SLOTS];

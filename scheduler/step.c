@@ -31,6 +31,7 @@
 #include "scheduler/model.h"
 #include "tasks/grad.h"
 #include "tasks/layer_codelets.h"
+#include "tasks/loss.h"
 #include "tasks/optim.h"
 #include "trace/recorder.h"
 
@@ -295,6 +296,11 @@ fail:
 static int submit_loss(struct sf_model *m, const struct _sf_node *nd)
 {
 	int x = nd->in[0];
+	if (m->loss_kind != SF_LOSS_CROSS_ENTROPY)
+		return _sf_submit_reg_loss(&m->reg_loss_args, m->nodes[x].h_act,
+		                           m->nodes[nd->in[1]].h_act, m->nodes[x].h_dact,
+		                           m->h_loss[m->nsteps % SF_LOSS_SLOTS], "loss",
+		                           traced(m, "loss", SF_EV_LOSS, -1));
 	return _sf_submit_loss(&m->loss_args, m->nodes[x].h_act, m->h_labels, m->nodes[x].h_dact,
 	                       m->h_loss[m->nsteps % SF_LOSS_SLOTS], "loss",
 	                       traced(m, "loss", SF_EV_LOSS, -1));
@@ -522,7 +528,7 @@ static int check_batch(struct sf_model *m, const struct sf_batch *b, bool labels
 		snprintf(what, sizeof what, "id of \"%s\"", nd->name);
 		SF_CHECK(check_ids(b->int_inputs[i], m->rows_local, nd->dim, what, fn, m));
 	}
-	if (labels) {
+	if (labels) { /* a graph with a label input (cross-entropy) */
 		if (!b->labels)
 			return SF_ERR(SF_ERR_INVALID, "%s: labels are NULL", fn);
 		SF_CHECK(check_ids(b->labels, m->rows_local, m->loss_args.classes, "label", fn, m));
@@ -558,6 +564,7 @@ int _sf_stage_batch(struct sf_model *m, const struct sf_batch *b, bool labels, c
 	int rc = SF_OK;
 	if (!m || !b)
 		return SF_ERR(SF_ERR_INVALID, "%s: %s is NULL", fn, m ? "batch" : "model");
+	labels = labels && m->labels_node >= 0; /* a regression loss's target is an input */
 	int crc = check_batch(m, b, labels, fn);
 	if (crc == SF_OK)
 		crc = check_finite(m, b, fn);

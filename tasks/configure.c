@@ -10,6 +10,7 @@
 #include "layers/gemm_bf16.h"
 #include "tasks/grad.h"
 #include "tasks/layer_codelets.h"
+#include "tasks/loss.h"
 #include "tasks/optim.h"
 #include "tasks/worker.h"
 
@@ -18,6 +19,7 @@ int _sf_tasks_configure(int comm_worker, enum sf_skip skip, enum sf_optimizer_on
 	_sf_workers_configure(comm_worker, skip, opt_on);
 	_sf_optim_codelets_configure(skip == SF_SKIP_COMPUTE);
 	_sf_grad_codelets_configure(skip == SF_SKIP_COMPUTE);
+	_sf_loss_codelets_configure(skip == SF_SKIP_COMPUTE);
 	return _sf_layer_codelets_configure(skip == SF_SKIP_COMPUTE);
 }
 

@@ -528,6 +528,49 @@ static void test_error_printing(sf_context *ctx)
 	ok_sf_ok(sf_graph_destroy(g), "sf_graph_destroy(printing)");
 }
 
+/* sf_graph_loss's refusals, and a regression graph without labels that trains */
+static void test_losses(sf_context *ctx)
+{
+	sf_graph *g = NULL;
+	sf_model *m = NULL;
+	struct sf_loss_config c;
+	int x, t, t2, h, id;
+	memset(&c, 0xff, sizeof c);
+	ok(sf_loss_config_init(&c) == SF_OK && c.kind == SF_LOSS_CROSS_ENTROPY && c.delta == 1.0f,
+	   "sf_loss_config_init: cross-entropy, delta 1");
+	if (!ok_sf_ok(sf_graph_create("reg", &g), "a regression graph"))
+		return;
+	sf_graph_input(g, "x", 4, &x);
+	sf_graph_input(g, "t", 2, &t);
+	sf_graph_input(g, "t3", 3, &t2);
+	sf_graph_linear(g, x, 2, "fc", &h);
+	c.kind = SF_LOSS_MSE;
+	ok_invalid(sf_graph_loss(g, &c, h, t2, &id), "a target of another width is refused");
+	ok_true(has("pred \"fc\" has width 2, target \"t3\" 3"), "  naming both widths");
+	ok_invalid(sf_graph_loss(g, &c, h, h, &id), "a target that is not a float input is refused");
+	ok_invalid(sf_graph_loss(g, &c, x, t, &id), "a pred that is not a layer is refused");
+	c.kind = SF_LOSS_HUBER, c.delta = 0.0f;
+	ok_invalid(sf_graph_loss(g, &c, h, t, &id), "Huber with delta 0 is refused");
+	c.kind = (enum sf_loss_kind)9;
+	ok_invalid(sf_graph_loss(g, &c, h, t, &id), "loss kind 9 is refused");
+	c.kind = SF_LOSS_L1, c.delta = 1.0f;
+	ok_sf_ok(sf_graph_loss(g, &c, h, t, &id), "an L1 loss between fc and t");
+	ok_refused(sf_graph_loss(g, &c, h, t, &id), "a second loss is refused");
+	struct sf_model_options o;
+	sf_model_options_init(&o);
+	o.batch = 8;
+	float xs[8 * 4] = {0}, ts[8 * 2] = {0}, t3[8 * 3] = {0};
+	const float *in[3] = {xs, ts, t3};
+	struct sf_batch b = {.ninputs = 3, .inputs = in}; /* no labels: none are needed */
+	int64_t ticket;
+	double l = -1.0;
+	ok(sf_model_create(ctx, g, &o, &m) == SF_OK && sf_model_step(m, &b, &ticket) == SF_OK &&
+	       sf_model_loss(m, ticket, &l) == SF_OK && l >= 0.0,
+	   "a regression graph without labels trains a step (loss %g)", l);
+	sf_model_destroy(m);
+	sf_graph_destroy(g);
+}
+
 static void test_graph_misuse(void)
 {
 	sf_graph *g = NULL;
@@ -1054,6 +1097,7 @@ int main(int argc, char **argv)
 	test_gpt_ops_misuse();
 	test_llama_ops_misuse();
 	test_model(ctx, size);
+	test_losses(ctx);
 	ok_sf_ok(sf_finalize(ctx), "sf_finalize");
 	return done_testing();
 }

@@ -46,6 +46,7 @@
 #include "layers/linear.h"
 #include "layers/pos_embedding.h"
 #include "layers/relu.h"
+#include "layers/loss.h"
 #include "layers/softmax_xent.h"
 #include "config.h"
 
@@ -1021,6 +1022,58 @@ static void test_xent(int B, int C, float scale, float offset)
 	free(c.z), free(c.scratch), free(c.labels), free(dz);
 }
 
+/* --- the regression losses --------------------------------------------------- */
+
+struct reg_ctx {
+	struct _sf_reg_loss_args a;
+	float *pred, *target, *scratch;
+};
+
+static double reg_objective(void *p)
+{
+	struct reg_ctx *c = p;
+	return _sf_reg_loss(&c->a, c->pred, c->target, c->scratch);
+}
+
+/* PyTorch's formulas (MSELoss, L1Loss, HuberLoss; reduction mean), written out in
+ * double: the reference for the loss the kernel returns */
+static double reg_naive(int kind, size_t n, const float *p, const float *t, double delta)
+{
+	double sum = 0.0;
+	for (size_t i = 0; i < n; i++) {
+		double d = (double)p[i] - (double)t[i];
+		if (kind == SF_LOSS_MSE)
+			sum += d * d;
+		else if (kind == SF_LOSS_L1)
+			sum += fabs(d);
+		else
+			sum += fabs(d) < delta ? 0.5 * d * d : delta * (fabs(d) - 0.5 * delta);
+	}
+	return sum / (double)n;
+}
+
+static void test_reg_loss(int kind, int B, int W, float delta)
+{
+	static const char *const names[] = {"", "mse", "l1", "huber"};
+	char what[112];
+	size_t n = (size_t)B * W;
+	struct reg_ctx c = {{B, W, kind, delta, (float)(1.0 / (double)n)},
+	                    rand_vec(n, 2.0f),
+	                    rand_vec(n, 2.0f),
+	                    zero_vec(n)};
+	float *dp = zero_vec(n);
+	double loss = _sf_reg_loss(&c.a, c.pred, c.target, dp);
+	double ref = reg_naive(kind, n, c.pred, c.target, delta);
+	double rel = fabs(loss - ref) / fmax(fabs(ref), 1e-30);
+	ok(isfinite(loss) && rel <= 1e-6,
+	   "%s B=%d W=%d delta=%g: loss = PyTorch's formula in double (rel %.2e)", names[kind], B,
+	   W, (double)delta, rel);
+	snprintf(what, sizeof what, "%s dpred B=%d W=%d delta=%g", names[kind], B, W,
+	         (double)delta);
+	check_fd(what, c.pred, n, dp, reg_objective, &c);
+	free(c.pred), free(c.target), free(c.scratch), free(dp);
+}
+
 /* --- optimizers ---------------------------------------------------------------- */
 
 /* max over i of |got - ref| / max(1, |ref|). */
@@ -1388,6 +1441,10 @@ int main(void)
 	test_xent(16, 10, 1.0f / 16.0f, 0.0f);
 	test_xent(3, 4, 0.5f, 0.0f);
 	test_xent(4, 6, 0.25f, 1000.0f); /* exp(1000) overflows unless the max is subtracted */
+	test_reg_loss(SF_LOSS_MSE, 8, 5, 1.0f);
+	test_reg_loss(SF_LOSS_L1, 8, 5, 1.0f);
+	test_reg_loss(SF_LOSS_HUBER, 8, 5, 1.0f);
+	test_reg_loss(SF_LOSS_HUBER, 6, 3, 0.25f); /* most elements on the linear side */
 
 	test_sgd(37, 0.01f, 0.9f, 0.0f, 1.0f, 1.0);
 	test_sgd(37, 0.1f, 0.9f, 1e-3f, 1.0f, 1.0);
