@@ -21,6 +21,10 @@ import re
 import sys
 
 
+# a task's name: "<kind> <node> (<type> L<n>)" or "<kind> <unit> (L<n>)" (trace/event.h)
+NAME = re.compile(r"(\S+) .+ \((?:(.+) )?L\d+\)$", re.S)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("traces", nargs="+", help="PREFIX.rankN.json files of SHARDFLOW_TRACE")
@@ -49,8 +53,11 @@ def main():
             if step < a.skip_steps:
                 continue
             kind = args.get("kind", "?")
-            # "fwd L12 linear" -> "fwd linear"; "gather L4" -> "gather"
-            op = re.sub(r"\s*\bL\d+\b", "", e.get("name", "?")).strip() or kind
+            # "fwd fc1 (linear L2)" -> "fwd linear"; "gather block3 (L4)" -> "gather";
+            # the node's name ends at the last " (" (docs/profiling.md)
+            name = e.get("name", "?")
+            m = NAME.match(name)
+            op = (m.group(1) + (" " + m.group(2) if m.group(2) else "")) if m else name
             key = op if op.startswith(kind) else f"{kind} {op}"
             dur = float(e.get("dur", 0.0)) / 1000.0  # us -> ms
             ts = float(e.get("ts", 0.0)) / 1000.0

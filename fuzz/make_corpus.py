@@ -50,8 +50,9 @@ def trace(ranks, steps, use_job=False):
     for r in ranks:
         order, t = 0, 0.0
         for s in range(steps):
-            names = ["gather L0", "fwd L0 linear", "gather L1", "fwd L1 linear", "loss",
-                     "bwd L1 linear", "rs L1", "opt L1", "bwd L0 linear", "rs L0", "opt L0",
+            names = ["gather fc0 (L0)", "fwd fc0 (linear L0)", "gather fc1 (L1)",
+                     "fwd fc1 (linear L1)", "loss", "bwd fc1 (linear L1)", "rs fc1 (L1)",
+                     "opt fc1 (L1)", "bwd fc0 (linear L0)", "rs fc0 (L0)", "opt fc0 (L0)",
                      "loss allreduce"]
             for nm in names:
                 comm = nm.split()[0] in ("gather", "rs") or nm == "loss allreduce"
@@ -71,13 +72,16 @@ def trace(ranks, steps, use_job=False):
 put("taskrec", "one-rank", trace([None], 2))
 put("taskrec", "two-ranks", trace([0, 1], 2))
 put("taskrec", "jobid", trace([0], 1, use_job=True))
-put("taskrec", "incomplete", trace([0], 1).replace("Name: loss allreduce", "Name: opt L3"))
+put("taskrec", "incomplete", trace([0], 1).replace("Name: loss allreduce", "Name: opt fc3 (L3)"))
+# users' names that look like the suffix (trace/event.h reads the index from the end)
+put("taskrec", "odd-names", trace([0], 1).replace("fc1 (linear L1)", "f (x) (my type L9) L1)")
+    .replace("fc1 (L1)", "b (L7) (L1)"))
 # regressions (trace/report.c): rank + 1 overflowed; arrays were sized by rank and layer
-put("taskrec", "rank-max", rec([("Name", "fwd L0 linear"), ("SubmitOrder", "1"), ("WorkerId", "0"),
+put("taskrec", "rank-max", rec([("Name", "fwd fc0 (linear L0)"), ("SubmitOrder", "1"), ("WorkerId", "0"),
                                ("StartTime", "1"), ("EndTime", "2"), ("MPIRank", "2147483647")]))
-put("taskrec", "layer-1e9", rec([("Name", "gather L900000000"), ("SubmitOrder", "0"), ("WorkerId", "1"),
+put("taskrec", "layer-1e9", rec([("Name", "gather g (L900000000)"), ("SubmitOrder", "0"), ("WorkerId", "1"),
                                 ("StartTime", "0"), ("EndTime", "2")]) +
-    rec([("Name", "fwd L900000000 linear"), ("SubmitOrder", "1"), ("WorkerId", "0"),
+    rec([("Name", "fwd g (linear L900000000)"), ("SubmitOrder", "1"), ("WorkerId", "0"),
          ("StartTime", "1"), ("EndTime", "3")]))
 
 

@@ -387,16 +387,32 @@ static size_t model_bufs_floats(const struct sf_model *m, enum vec_kind kind, bo
 	return n;
 }
 
+/* A task's name, as trace/event.h reads it: the graph's own names, and the index of the
+ * node (for a unit, its first reader) that pairs a unit's gather with the forward
+ * waiting for it. A line break of a user's name becomes a blank: FxT's tasks.rec holds
+ * a field a line. */
+static void task_name(char *buf, size_t len, const char *kind, const char *name, const char *type,
+                      int index)
+{
+	if (type)
+		snprintf(buf, len, "%s %s (%s L%d)", kind, name, type, index);
+	else
+		snprintf(buf, len, "%s %s (L%d)", kind, name, index);
+	for (char *p = buf; *p; p++)
+		if (*p == '\n' || *p == '\r')
+			*p = ' ';
+}
+
 static void unit_names(struct _sf_unit *u)
 {
-	snprintf(u->gather_name, sizeof u->gather_name, "gather L%d", u->first);
-	snprintf(u->rs_name, sizeof u->rs_name, "rs L%d", u->first);
-	snprintf(u->opt_name, sizeof u->opt_name, "opt L%d", u->first);
-	snprintf(u->free_name, sizeof u->free_name, "free L%d", u->first);
-	snprintf(u->ag_name, sizeof u->ag_name, "ag L%d", u->first);
-	snprintf(u->acc_name, sizeof u->acc_name, "acc L%d", u->first);
-	snprintf(u->sq_name, sizeof u->sq_name, "sqnorm L%d", u->first);
-	snprintf(u->ar_name, sizeof u->ar_name, "ar L%d", u->first);
+	task_name(u->gather_name, sizeof u->gather_name, "gather", u->name, NULL, u->first);
+	task_name(u->rs_name, sizeof u->rs_name, "rs", u->name, NULL, u->first);
+	task_name(u->opt_name, sizeof u->opt_name, "opt", u->name, NULL, u->first);
+	task_name(u->free_name, sizeof u->free_name, "free", u->name, NULL, u->first);
+	task_name(u->ag_name, sizeof u->ag_name, "ag", u->name, NULL, u->first);
+	task_name(u->acc_name, sizeof u->acc_name, "acc", u->name, NULL, u->first);
+	task_name(u->sq_name, sizeof u->sq_name, "sqnorm", u->name, NULL, u->first);
+	task_name(u->ar_name, sizeof u->ar_name, "ar", u->name, NULL, u->first);
 }
 
 /* The parameter-group kind of a node's tensor (SF_NO_DECAY_*), 0: it decays. */
@@ -659,12 +675,10 @@ static void build_node(struct sf_model *m, int n)
 		m->input_nodes[m->ninputs++] = n;
 	if (nd->kind == SF_NODE_INT_INPUT)
 		m->int_input_nodes[m->nint_inputs++] = n;
-	snprintf(s->fwd_name, sizeof s->fwd_name, "fwd L%d %s", n,
-	         nd->kind == SF_NODE_LAYER ? nd->type->name : "");
-	snprintf(s->bwd_name, sizeof s->bwd_name, "bwd L%d %s", n,
-	         nd->kind == SF_NODE_LAYER ? nd->type->name : "");
-	snprintf(s->rc_name, sizeof s->rc_name, "recompute L%d %s", n,
-	         nd->kind == SF_NODE_LAYER ? nd->type->name : "");
+	const char *type = nd->kind == SF_NODE_LAYER ? nd->type->name : "input";
+	task_name(s->fwd_name, sizeof s->fwd_name, "fwd", nd->name, type, n);
+	task_name(s->bwd_name, sizeof s->bwd_name, "bwd", nd->name, type, n);
+	task_name(s->rc_name, sizeof s->rc_name, "recompute", nd->name, type, n);
 }
 
 static int build_nodes(struct sf_model *m, const sf_graph *g)

@@ -5,7 +5,10 @@
 # $SF_TASKS_REC when set, else the one tests/fxt_trace.sh keeps
 # (tests/fxt-run.tasks.rec); without either (no FxT StarPU) the test is skipped.
 # Proves: the tool reads it, reports every rank, step and layer, busy <= wall,
-# overlap in [0, 1], writes the text, JSON and SVG files; and every malformed
+# overlap in [0, 1], writes the text, JSON and SVG files; the report's stall rows name
+# the gathered units as their gathers do ("fc1 (L2)"); in fxt_trace.sh's run
+# (mlp_synthetic), FxT recorded the tasks under the graph's names ("fwd fc1 (linear L2)",
+# "gather fc1 (L2)") and the JSON's stall rows say "unit": "fc1"; and every malformed
 # variant derived from the real file (truncated record, missing EndTime, non-numeric
 # WorkerId, malformed task name, no shardflow task, missing file) is refused with
 # exit 1 and a message naming the problem — never a crash.
@@ -16,7 +19,7 @@ require_progs "$TOOL"
 rec=${SF_TASKS_REC:-$top_builddir/tests/fxt-run.tasks.rec}
 [ -s "$rec" ] || skip_all "no tasks.rec from a real FxT run (set SF_TASKS_REC or run tests/fxt_trace.sh with an FxT StarPU)"
 
-plan 17
+plan 19
 
 "$TOOL" --out "$tmp/r" "$rec" >"$tmp/r.out" 2>"$tmp/r.err"
 ok $? "the tool reads the real tasks.rec" || diag_file "$tmp/r.err"
@@ -29,10 +32,24 @@ lines=$(grep -c '^rank [0-9]* step [0-9]* ' "$tmp/r.out")
 [ "$lines" -eq $((ranks * steps)) ] && [ "$steps" -ge 1 ]
 ok $? "a report line for each of $ranks rank(s) x $steps step(s) ($lines)"
 
-units=$(sed -n 's/^Name: gather L\([0-9]*\)$/\1/p' "$rec" | sort -u | wc -l)
-layers=$(grep -c '^  L[0-9]* *mean' "$tmp/r.out")
-[ "$layers" -eq "$units" ] && [ "$units" -ge 1 ]
-ok $? "a forward stall line for each of the $units gathered units ($layers)"
+# the gathered units, "<name> (L<n>)", in the order of their index
+units=$(sed -n 's/^Name: gather \(.* (L\([0-9]*\))\)$/\2 \1/p' "$rec" | sort -u | sort -n | cut -d' ' -f2- |
+	tr '\n' ',')
+rows=$(sed -n 's/^  \(.*)\) *mean .*/\1/p' "$tmp/r.out" | tr '\n' ',')
+[ "$rows" = "$units" ] && [ -n "$units" ]
+ok $? "a forward stall row for each gathered unit, named as its gathers ($rows)" ||
+	{ diag "gathered units: $units"; diag_file "$tmp/r.out"; }
+
+if [ -z "$SF_TASKS_REC" ]; then
+	grep -q '^Name: fwd fc1 (linear L2)$' "$rec" && grep -q '^Name: gather fc1 (L2)$' "$rec" &&
+		grep -q '^Name: bwd relu3 (relu L3)$' "$rec" && grep -q '^Name: rs fc1 (L2)$' "$rec"
+	ok $? "FxT recorded the tasks under the graph's names: fwd fc1 (linear L2), gather fc1 (L2), ..."
+	"$TOOL" --json "$rec" 2>/dev/null | grep -q '{"layer": 2, "unit": "fc1", "mean_ms"'
+	ok $? "the JSON report's stall rows name the unit (\"unit\": \"fc1\")"
+else
+	skip "FxT recorded the tasks under the graph's names" "SF_TASKS_REC is not fxt_trace.sh's run"
+	skip "the JSON report's stall rows name the unit" "SF_TASKS_REC is not fxt_trace.sh's run"
+fi
 
 awk -F'[:,}]' '/"wall_ms"/ {
 	for (i = 1; i < NF; i++) { gsub(/[ "{]/, "", $i); v[$i] = $(i + 1) + 0 }
@@ -68,27 +85,27 @@ refused() {
 
 # 1. truncated in the middle of a shardflow record: keep the lines up to the
 #    StartTime of the 3rd "gather" record
-awk '/^Name: gather L/ {g++} {print} g == 3 && /^StartTime:/ {exit}' "$rec" >"$tmp/trunc.rec"
+awk '/^Name: gather / {g++} {print} g == 3 && /^StartTime:/ {exit}' "$rec" >"$tmp/trunc.rec"
 refused "$tmp/trunc.rec" "truncated" "a file cut inside a task record"
 
 # 2. a task record whose EndTime line was deleted
-awk '/^Name: fwd L/ && !done {inrec = 1} inrec && /^EndTime:/ {inrec = 0; done = 1; next} {print}' \
+awk '/^Name: fwd / && !done {inrec = 1} inrec && /^EndTime:/ {inrec = 0; done = 1; next} {print}' \
 	"$rec" >"$tmp/noend.rec"
 refused "$tmp/noend.rec" "no EndTime" "a task without EndTime"
 
 # 3. a WorkerId that is not a number, in the first "fwd" record (records are
 #    paragraphs; StarPU's own tasks, such as the comm worker's clock task at start,
 #    are skipped by the tool and so not checked)
-awk 'BEGIN {RS = ""; ORS = "\n\n"} /(^|\n)Name: fwd L/ && !done {sub(/WorkerId: [^\n]*/, "WorkerId: one"); done = 1} {print}' \
+awk 'BEGIN {RS = ""; ORS = "\n\n"} /(^|\n)Name: fwd / && !done {sub(/WorkerId: [^\n]*/, "WorkerId: one"); done = 1} {print}' \
 	"$rec" >"$tmp/worker.rec"
 refused "$tmp/worker.rec" 'WorkerId "one" is invalid' "a non-numeric WorkerId"
 
-# 4. a malformed shardflow task name
-awk '/^Name: gather L/ && !done {print "Name: gather Lx"; done = 1; next} {print}' "$rec" >"$tmp/name.rec"
-refused "$tmp/name.rec" 'malformed shardflow task name "gather Lx"' "a malformed task name"
+# 4. a malformed shardflow task name: a gather without its node index
+awk '/^Name: gather / && !done {print "Name: gather fc1"; done = 1; next} {print}' "$rec" >"$tmp/name.rec"
+refused "$tmp/name.rec" 'malformed shardflow task name "gather fc1"' "a malformed task name"
 
 # 5. only StarPU's own records, no task of shardflow's
-awk 'BEGIN {RS = ""; ORS = "\n\n"} !/Name: (gather|fwd|bwd|rs|opt|ag|free) L|Name: loss/' "$rec" >"$tmp/none.rec"
+awk 'BEGIN {RS = ""; ORS = "\n\n"} !/Name: (gather|fwd|bwd|rs|opt|ag|free) |Name: loss/' "$rec" >"$tmp/none.rec"
 refused "$tmp/none.rec" "shardflow run" "a tasks.rec with no shardflow task"
 
 # 6. a missing file, an empty file
@@ -97,7 +114,7 @@ refused "$tmp/no-such-file.rec" "no-such-file.rec" "a missing file"
 refused "$tmp/empty.rec" "shardflow" "an empty file"
 
 # 7. EndTime before StartTime
-awk '/^Name: bwd L/ && !done {inrec = 1} inrec && /^EndTime:/ {print "EndTime: 0.000001"; inrec = 0; done = 1; next} {print}' \
+awk '/^Name: bwd / && !done {inrec = 1} inrec && /^EndTime:/ {print "EndTime: 0.000001"; inrec = 0; done = 1; next} {print}' \
 	"$rec" >"$tmp/back.rec"
 refused "$tmp/back.rec" "before StartTime" "a task that ends before it starts"
 

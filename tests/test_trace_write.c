@@ -1,12 +1,15 @@
 /*
- * test_trace_write.c — the trace library's escapers and error reporting (trace/write.h,
- * trace/report.h), byte for byte.
+ * test_trace_write.c — the trace library's escapers, task names and error reporting
+ * (trace/write.h, trace/event.h, trace/report.h), byte for byte.
  *
- * Names reach the traces from users (layer types, prefixes, titles), so every string a
- * writer prints goes through _sf_json_string or _sf_xml_text: quotes, backslashes,
- * markup, control characters and bytes that are not UTF-8 must all come out as valid
- * JSON and XML. Errors are raised with SF_ERR into sf_last_error() (quietly here, as
- * the tool does), and name the file that could not be written.
+ * Names reach the traces from users (nodes, units, layer types, prefixes, titles), so
+ * every string a writer prints goes through _sf_json_string or _sf_xml_text: quotes,
+ * backslashes, markup, control characters and bytes that are not UTF-8 must all come
+ * out as valid JSON and XML. A task name's kind, index, name and type are read back
+ * whatever the user's names hold (blanks, parentheses, "L3)"), and the overlap
+ * report's stall rows carry the unit's name. Errors are raised with SF_ERR into
+ * sf_last_error() (quietly here, as the tool does), and name the file that could not
+ * be written.
  */
 #include "common/error.h"
 #include "tests/tap.h"
@@ -45,7 +48,7 @@ static void check_all(escaper escape, const char *prefix, const struct escape_ca
 }
 
 static const struct escape_case json_cases[] = {
-    {"fwd L3 linear", "\"fwd L3 linear\"", "a plain name is quoted"},
+    {"fwd fc1 (linear L3)", "\"fwd fc1 (linear L3)\"", "a plain name is quoted"},
     {NULL, "\"\"", "NULL is the empty string"},
     {"a\"b\\c", "\"a\\\"b\\\\c\"", "quote and backslash escaped"},
     {"t\tn\nx\001", "\"t\\u0009n\\u000ax\\u0001\"", "control characters"},
@@ -58,7 +61,7 @@ static const struct escape_case json_cases[] = {
 };
 
 static const struct escape_case xml_cases[] = {
-    {"fwd L3 linear", "fwd L3 linear", "a plain name is unchanged"},
+    {"fwd fc1 (linear L3)", "fwd fc1 (linear L3)", "a plain name is unchanged"},
     {NULL, "", "NULL writes nothing"},
     {"<a & 'b' \"c\">", "&lt;a &amp; &apos;b&apos; &quot;c&quot;&gt;", "markup characters escaped"},
     {"t\tn\nx\001\r", "t\tn\nx??", "tab and newline kept, other controls '?'"},
@@ -66,6 +69,141 @@ static const struct escape_case xml_cases[] = {
     {"cut\303", "cut&#xFFFD;", "a character cut at the end"},
     {"\357\277\276\357\277\277", "&#xFFFD;&#xFFFD;", "U+FFFE and U+FFFF"},
 };
+
+struct name_case {
+	const char *name;
+	int rc;
+	enum _sf_ev_kind kind;
+	int layer;
+	const char *label, *type; /* NULL: none */
+};
+
+static const struct name_case name_cases[] = {
+    {"gather fc1 (L2)", 0, SF_EV_GATHER, 2, "fc1", NULL},
+    {"fwd fc1 (linear L2)", 0, SF_EV_FWD, 2, "fc1", "linear"},
+    {"bwd transformer.h.3.attn.c_attn (linear L12)", 0, SF_EV_BWD, 12,
+     "transformer.h.3.attn.c_attn", "linear"},
+    {"recompute act (gelu L4)", 0, SF_EV_RECOMPUTE, 4, "act", "gelu"},
+    {"rs block 3 (L5)", 0, SF_EV_RS, 5, "block 3", NULL},
+    {"ar block3 (L5)", 0, SF_EV_RS, 5, "block3", NULL},
+    {"opt b (L0)", 0, SF_EV_OPT, 0, "b", NULL},
+    {"ag b (L1)", 0, SF_EV_AG, 1, "b", NULL},
+    {"free b (L1)", 0, SF_EV_FREE, 1, "b", NULL},
+    {"acc b (L1)", 0, SF_EV_GRAD, 1, "b", NULL},
+    {"sqnorm b (L1)", 0, SF_EV_GRAD, 1, "b", NULL},
+    {"loss", 0, SF_EV_LOSS, -1, NULL, NULL},
+    {"loss allreduce", 0, SF_EV_LOSS_SUM, -1, NULL, NULL},
+    {"grad norm", 0, SF_EV_NORM, -1, NULL, NULL},
+    /* the user's names may look like the suffix: the index is the last one */
+    {"gather x (L5) (L3)", 0, SF_EV_GATHER, 3, "x (L5)", NULL},
+    {"fwd n (t L9) L3)", 0, SF_EV_FWD, 3, "n", "t L9)"},
+    {"fwd my node (x) (linear L7)", 0, SF_EV_FWD, 7, "my node (x)", "linear"},
+    {"fwd q\"\\ <&> (sc\"a\\le <&> \tx\303\251 L3)", 0, SF_EV_FWD, 3, "q\"\\ <&>",
+     "sc\"a\\le <&> \tx\303\251"},
+    {"gather g (L1000000000)", 0, SF_EV_GATHER, 1000000000, "g", NULL},
+    /* malformed: shardflow's kind, not its form */
+    {"gather L3", -2, 0, -1, NULL, NULL},
+    {"fwd L3 linear", -2, 0, -1, NULL, NULL},
+    {"gather fc1", -2, 0, -1, NULL, NULL},
+    {"gather fc1 (Lx)", -2, 0, -1, NULL, NULL},
+    {"gather fc1 (L)", -2, 0, -1, NULL, NULL},
+    {"gather (L3)", -2, 0, -1, NULL, NULL},
+    {"gather fc1 (linear L3)", -2, 0, -1, NULL, NULL},
+    {"fwd fc1 (L3)", -2, 0, -1, NULL, NULL},
+    {"fwd  (linear L3)", -2, 0, -1, NULL, NULL},
+    {"fwd fc1 ( L3)", -2, 0, -1, NULL, NULL},
+    {"gather g (L1000000001)", -2, 0, -1, NULL, NULL},
+    {"gather g (L99999999999999999999)", -2, 0, -1, NULL, NULL},
+    /* not shardflow's */
+    {"_starpu_data_acquire_pre", -1, 0, -1, NULL, NULL},
+    {"worker clock", -1, 0, -1, NULL, NULL},
+    {"lossy", -1, 0, -1, NULL, NULL},
+};
+
+static bool span_is(const char *p, size_t n, const char *want)
+{
+	return want ? p && n == strlen(want) && memcmp(p, want, n) == 0 : p == NULL;
+}
+
+static void name_checks(void)
+{
+	for (size_t i = 0; i < sizeof name_cases / sizeof name_cases[0]; i++) {
+		const struct name_case *c = &name_cases[i];
+		struct _sf_ev_name nm;
+		int rc = _sf_ev_parse_name(c->name, &nm);
+		bool good = rc == c->rc && nm.layer == c->layer &&
+		            span_is(nm.label, nm.label_len, c->label) &&
+		            span_is(nm.type, nm.type_len, c->type) &&
+		            (rc != 0 || nm.kind == c->kind);
+		if (!ok(good, "task name [%s]: %d, L%d", c->name, c->rc, c->layer))
+			diag("got %d, kind %d, L%d, label [%.*s], type [%.*s]", rc, (int)nm.kind,
+			     nm.layer, nm.label ? (int)nm.label_len : 6,
+			     nm.label ? nm.label : "(none)", nm.type ? (int)nm.type_len : 6,
+			     nm.type ? nm.type : "(none)");
+	}
+}
+
+/* What write(r, source, f) writes. */
+static char *written(void (*write)(const struct _sf_report *, const char *, FILE *),
+                     const struct _sf_report *r)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	if (!f)
+		return NULL;
+	write(r, "test", f);
+	fclose(f);
+	return buf;
+}
+
+/* The stall rows name the unit, from its gather's task name, in the text and the JSON. */
+static void stall_names(void)
+{
+	struct _sf_event ev[] = {
+	    {.kind = SF_EV_GATHER,
+	     .layer = 5,
+	     .start = 0,
+	     .end = 4000,
+	     .name = "gather block\"3\" (L5)"},
+	    {.kind = SF_EV_FWD,
+	     .layer = 2,
+	     .start = 0,
+	     .end = 1000,
+	     .name = "fwd emb (embedding L2)"},
+	    {.kind = SF_EV_FWD,
+	     .layer = 5,
+	     .start = 4000,
+	     .end = 6000,
+	     .name = "fwd block\"3\".ln (layernorm L5)"},
+	    {.kind = SF_EV_GATHER, .layer = 9, .start = 6000, .end = 7000, .name = "gather L9"},
+	    {.kind = SF_EV_FWD,
+	     .layer = 9,
+	     .start = 7000,
+	     .end = 8000,
+	     .name = "fwd x (linear L9)"},
+	};
+	struct _sf_report r;
+	int rc = _sf_report_build(ev, sizeof ev / sizeof ev[0], &r);
+	ok(rc == SF_OK && r.nlayers == 2 && r.layer_unit[0] &&
+	       !strcmp(r.layer_unit[0], "block\"3\"") && !r.layer_unit[1],
+	   "the stall of L5 is unit block\"3\"'s, from its gather's name; L9's gather names none "
+	   "(rc %d)",
+	   rc);
+	if (rc != SF_OK)
+		return;
+	char *text = written(_sf_report_write_text, &r), *json = written(_sf_report_write_json, &r);
+	if (!ok(text && strstr(text, "\n  block\"3\" (L5) mean     3.000") &&
+	            strstr(text, "\n  L9            mean     1.000"),
+	        "the text report's rows read \"block\"3\" (L5)\" and \"L9\", aligned"))
+		diag("%s", text && strstr(text, "forward") ? strstr(text, "forward") : "(none)");
+	ok(json && strstr(json, "{\"layer\": 5, \"unit\": \"block\\\"3\\\"\", \"mean_ms\"") &&
+	       strstr(json, "{\"layer\": 9, \"unit\": null, "),
+	   "the JSON report names the unit, escaped (null when unknown)");
+	free(text);
+	free(json);
+	_sf_report_free(&r);
+}
 
 static void error_cases(void)
 {
@@ -113,8 +251,7 @@ static void error_cases(void)
 	    {.rank = 0, .step = 0, .kind = SF_EV_FWD, .layer = 900000000, .start = 1, .end = 3},
 	};
 	rc = _sf_report_build(deep, 2, &r);
-	ok(rc == SF_OK && r.nlayers == 1 && r.layers[0] == 900000000 &&
-	       r.layer_stall_max[0] == 1.0,
+	ok(rc == SF_OK && r.nlayers == 1 && r.layers[0] == 900000000 && r.layer_stall_max[0] == 1.0,
 	   "a layer numbered 900000000: one layer, its stall (rc %d)", rc);
 	if (rc == SF_OK)
 		_sf_report_free(&r);
@@ -123,9 +260,11 @@ static void error_cases(void)
 int main(void)
 {
 	_sf_err_quiet = true; /* the checks read sf_last_error() */
-	plan(25);
+	plan(25 + (int)(sizeof name_cases / sizeof name_cases[0]) + 3);
 	check_all(_sf_json_string, "json", json_cases, sizeof json_cases / sizeof json_cases[0]);
 	check_all(_sf_xml_text, "xml", xml_cases, sizeof xml_cases / sizeof xml_cases[0]);
+	name_checks();
+	stall_names();
 	error_cases();
 	return done_testing();
 }

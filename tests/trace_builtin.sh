@@ -10,6 +10,10 @@
 #    fwd of unit l ends (the overlap the ring allows);
 #  - every rank, step and layer appears; busy times never exceed the wall time;
 #    overlap lies in [0, 1];
+#  - tasks carry the graph's names, not only indices: the gathers are "gather fc1 (L2)"
+#    .. "gather fc5 (L10)" (the units, named after their linears), the forwards
+#    "fwd fc1 (linear L2)" .. and "fwd relu3 (relu L3)" (an unnamed node's name, its
+#    type and index), and the report's stall rows read "fc1 (L2)" .. "fc5 (L10)";
 #  - at depth 0 (one ring slot) each unit is gathered twice a step, for forward and
 #    for backward, except the last (kept from forward to backward) and the first,
 #    whose linear backward needs no parameters (it reads the graph's input, so no
@@ -27,28 +31,28 @@ trace() {
 }
 
 # events FILE: "rank step name start end" per task, from the one-event-per-line JSON
+# (the name is every field between step and start: "fwd fc1 (linear L2)")
 events() {
 	sed -n 's/^{"name": "\([^"]*\)", "cat": "[a-z]*", "ph": "X", "ts": \([0-9.]*\), "dur": \([0-9.]*\), "pid": \([0-9]*\), "tid": [0-9]*, "cname": "[a-z_]*", "args": {"step": \([0-9]*\),.*/\4 \5 \2 \3 \1/p' "$1" |
-		awk '{printf "%s %s %s %.3f %.3f\n", $1, $2, $5" "$6" "$7, $3, $3 + $4}' |
-		sed 's/  *$//'
+		awk '{n = $5; for (i = 6; i <= NF; i++) n = n " " $i; printf "%s %s %s %.3f %.3f\n", $1, $2, n, $3, $3 + $4}'
 }
 
 # order FILE: for each rank and step, the forward units in order and, per pair
-# (l, next), whether the first gather of next starts before fwd l ends.
+# (l, next), whether the first gather of next starts before fwd l ends. A task's
+# node index l ends its name: "gather fc2 (L4)", "fwd fc2 (linear L4)".
 # Prints "early N late M" counts.
 early_late() {
 	events "$1" | awk '
 	{
 		rank = $1; step = $2; start = $(NF - 1); end = $NF
 		name = $3; for (i = 4; i <= NF - 2; i++) name = name " " $i
-		split(name, w, " ")
 		key = rank " " step
-		if (w[1] == "fwd" && w[3] == "linear") {
-			l = substr(w[2], 2) + 0
+		l = -1
+		if (match(name, /L[0-9]+\)$/)) l = substr(name, RSTART + 1, RLENGTH - 2) + 0
+		if (name ~ /^fwd .* \(linear L[0-9]+\)$/) {
 			fwd_end[key, l] = end; isunit[key, l] = 1; keys[key] = 1
 		}
-		if (w[1] == "gather") {
-			l = substr(w[2], 2) + 0
+		if (name ~ /^gather /) {
 			if (!((key, l) in g_start) || start < g_start[key, l]) g_start[key, l] = start
 		}
 	}
@@ -68,7 +72,7 @@ early_late() {
 	}'
 }
 
-plan 19
+plan 21
 
 trace d0 0
 ok $? "depth 0: traced 2-rank run succeeds" || diag_file "$tmp/d0.err"
@@ -95,7 +99,7 @@ if command -v python3 >/dev/null 2>&1; then
 		>"$tmp/top.out" 2>&1
 	st=$?
 	want=$( (events "$tmp/d2.rank0.json"; events "$tmp/d2.rank1.json") |
-		awk '$2 >= 1 { n++; if ($3 == "fwd" && $5 == "linear") f++ } END { print n + 0, f + 0 }')
+		awk '$2 >= 1 { n++; if ($3 == "fwd" && $5 == "(linear") f++ } END { print n + 0, f + 0 }')
 	got=$(awk '/^all tasks/ { n = $3 } /^fwd linear / { f = $3 } END { print n + 0, f + 0 }' "$tmp/top.out")
 	[ $st -eq 0 ] && [ "$got" = "$want" ] && [ "${want% *}" -gt 0 ]
 	ok $? "trace_top.py: tasks of steps 1.. and 'fwd linear' tasks = the trace's ($got, want $want)" ||
@@ -133,9 +137,25 @@ ok $? "depth 2: some gathers L(l+1) start before fwd Ll ends ($early of $((2 * 3
 lines=$(grep -c '^rank [01] step [0-2] ' "$tmp/d2.overlap.txt")
 [ "$lines" -eq 6 ]
 ok $? "the report has a line for each of 2 ranks x 3 steps ($lines)"
-layers=$(grep -c '^  L[0-9]* *mean' "$tmp/d2.overlap.txt")
-[ "$layers" -eq $units ]
-ok $? "the report has the forward stall of each of the $units units ($layers)"
+rows=$(sed -n 's/^  \(.*\) mean .* max .*/\1/p' "$tmp/d2.overlap.txt" | sed 's/ *$//' | tr '\n' ',')
+[ "$rows" = "fc1 (L2),fc2 (L4),fc3 (L6),fc4 (L8),fc5 (L10)," ]
+ok $? "the report's stall rows name the $units units: fc1 (L2) .. fc5 (L10) ($rows)" ||
+	diag_file "$tmp/d2.overlap.txt"
+
+# the graph's names in the Chrome trace: mlp_synthetic names its linears fc1..fc5;
+# its relus are unnamed and get sf_graph's "<type><index>"
+names=$(events "$tmp/d2.rank0.json" | awk '{ n = $3; for (i = 4; i <= NF - 2; i++) n = n " " $i; print n }' |
+	grep -E '^(gather|fwd) ' | sort -u | tr '\n' ',')
+want="fwd fc1 (linear L2),fwd fc2 (linear L4),fwd fc3 (linear L6),fwd fc4 (linear L8),fwd fc5 (linear L10),"
+want="${want}fwd relu3 (relu L3),fwd relu5 (relu L5),fwd relu7 (relu L7),fwd relu9 (relu L9),"
+want="${want}gather fc1 (L2),gather fc2 (L4),gather fc3 (L6),gather fc4 (L8),gather fc5 (L10),"
+[ "$names" = "$want" ]
+ok $? "the forwards and gathers carry the nodes' and units' names" ||
+	{ diag "got  $names"; diag "want $want"; }
+
+grep -q '"name": "bwd fc3 (linear L6)"' "$tmp/d2.rank1.json" &&
+	grep -q '"name": "rs fc3 (L6)"' "$tmp/d2.rank1.json" && grep -q '"name": "opt fc3 (L6)"' "$tmp/d2.rank1.json"
+ok $? "so do the backward, the reduce-scatter and the optimizer (rank 1: bwd fc3, rs fc3, opt fc3)"
 
 # per-step figures: one JSON object per line
 awk -F'[:,}]' '/"wall_ms"/ {

@@ -1,30 +1,43 @@
 #!/bin/sh
-# trace_names.sh — a layer type's name is the user's: whatever it holds, the built-in
-# trace (SHARDFLOW_TRACE) stays valid JSON and the timeline valid XML.
+# trace_names.sh — tasks carry the user's names: a layer type's, a node's, a unit's.
+# Whatever they hold, the built-in trace (SHARDFLOW_TRACE) stays valid JSON and the
+# timeline valid XML, and the overlap report names the units.
 #
-# examples/custom_layer --type-name registers its "rms_norm" type under another name, and
-# the task names carry it ("fwd L3 <name>"). Proves, with Python's own parsers:
-#  - a traced 2-rank run with a name holding a quote, a backslash, <, & and >, a tab
-#    (a control character) and a non-ASCII letter writes both Chrome traces, the
-#    report JSON and the SVG; each JSON file parses and gives the task names back
-#    unchanged on both ranks; the SVG parses as XML and its tooltips hold the name;
-#  - a name that the 63-byte task name cuts inside a UTF-8 character still gives
-#    JSON and XML that parse (the cut bytes become U+FFFD).
+# A task's name is "<kind> <node> (<type> L<n>)" or "<kind> <unit> (L<n>)"
+# (trace/event.h). Proves, with Python's own parsers:
+#  - examples/custom_layer --type-name registers its "rms_norm" type under another name,
+#    used by its node "norm1" (L3): a traced 2-rank run with a name holding a quote, a
+#    backslash, <, & and >, a tab (a control character) and a non-ASCII letter writes
+#    both Chrome traces, the report JSON and the SVG; each JSON file parses and gives
+#    "fwd norm1 (NAME L3)" and "bwd norm1 (NAME L3)" back unchanged on both ranks, with
+#    the units' gathers "gather fc1 (L2)", "gather norm1 (L3)", "gather fc2 (L5)"; the
+#    report JSON's stall rows name the units fc1, norm1 and fc2; the SVG parses as XML
+#    and its tooltips hold the name;
+#  - a type name of the longest length (63 bytes, ending in two-byte UTF-8 letters)
+#    comes back whole in the task names, and the files still parse;
+#  - sf_gpt_graph (tests/train_dump --model nanogpt: units of several nodes, names with
+#    dots): the gathers are the units "transformer", "transformer.h.0" and
+#    "transformer.h.1", a block's projection runs as
+#    "fwd transformer.h.1.attn.c_attn (linear L<n>)", and the text report's stall rows
+#    read "transformer.h.0 (L<n>)", ... in the units' forward order.
 # Skipped without python3.
 . "$(dirname "$0")/lib.sh"
 PROG="$top_builddir/examples/custom_layer"
-require_progs "$PROG"
+require_progs "$PROG" "$TRAIN_DUMP"
 command -v python3 >/dev/null 2>&1 ||
 	skip_all "python3 is not installed (its parsers check the JSON and the SVG)"
 
 # check_files PREFIX NRANKS NAME: parses PREFIX.rank*.json, PREFIX.overlap.json and
-# PREFIX.timeline.svg; with NAME, also finds "fwd L3 NAME" and "bwd L3 NAME" in every
-# rank's trace and "fwd L3 NAME (" in an SVG tooltip. Errors on stdout.
+# PREFIX.timeline.svg, and finds custom_layer's names: "fwd norm1 (NAME L3)" and
+# "bwd norm1 (NAME L3)" and the gathers of fc1, norm1 and fc2 in every rank's trace,
+# the units in the stall rows of the report JSON and "fwd norm1 (NAME L3) (" in an SVG
+# tooltip. Errors on stdout.
 check_files() {
 	python3 - "$@" <<'EOF'
 import json, sys
 import xml.etree.ElementTree as ET
 prefix, nranks, name = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+fwd = "fwd norm1 (%s L3)" % name
 bad = 0
 def fail(msg):
     global bad
@@ -37,18 +50,22 @@ for r in range(nranks):
     except Exception as e:
         fail("%s: %s" % (p, e))
         continue
-    for want in ("fwd L3 " + name, "bwd L3 " + name):
-        if name and want not in names:
+    for want in (fwd, "bwd norm1 (%s L3)" % name, "gather fc1 (L2)", "gather norm1 (L3)",
+                 "gather fc2 (L5)"):
+        if want not in names:
             fail("%s: no task named %r among %r" % (p, want, sorted(names)))
 try:
-    json.load(open(prefix + ".overlap.json", encoding="utf-8"))
+    rep = json.load(open(prefix + ".overlap.json", encoding="utf-8"))
+    units = [s["unit"] for s in rep["forward_stalls"]]
+    if units != ["fc1", "norm1", "fc2"]:
+        fail("%s.overlap.json: stall rows of units %r, want fc1, norm1, fc2" % (prefix, units))
 except Exception as e:
     fail("%s.overlap.json: %s" % (prefix, e))
 try:
     svg = ET.parse(prefix + ".timeline.svg")
     titles = [t.text or "" for t in svg.iter("{http://www.w3.org/2000/svg}title")]
-    if name and not any(t.startswith("fwd L3 " + name + " (") for t in titles):
-        fail("%s.timeline.svg: no tooltip for %r" % (prefix, "fwd L3 " + name))
+    if not any(t.startswith(fwd + " (") for t in titles):
+        fail("%s.timeline.svg: no tooltip for %r" % (prefix, fwd))
 except Exception as e:
     fail("%s.timeline.svg: %s" % (prefix, e))
 sys.exit(1 if bad else 0)
@@ -62,7 +79,7 @@ traced() {
 		</dev/null >"$tmp/$1.out" 2>"$tmp/$1.err"
 }
 
-plan 5
+plan 8
 
 # a quote, a backslash, XML's specials, a tab, an e acute (UTF-8)
 name=$(printf 'sc"a\\le <&> \tx\303\251')
@@ -76,16 +93,42 @@ done
 ok $? "it wrote both Chrome traces, the report JSON and the timeline"
 
 check_files "$tmp/t" 2 "$name" >"$tmp/check.out" 2>&1
-ok $? "the JSON files parse and name the tasks exactly, the SVG parses and shows the name" ||
+ok $? "the files parse and name the node, its type and the units exactly" ||
 	diag_file "$tmp/check.out"
 
-# 55 ASCII letters then two 2-byte letters: "fwd L3 " (7 bytes) and the name are cut at
-# 63 bytes, between the two bytes of the first e acute
-long=$(printf 'abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabc\303\251\303\251')
+# 59 ASCII letters then two 2-byte letters: 63 bytes, the longest name sf_layer_type_register
+# takes, comes back whole
+long=$(printf 'abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefg\303\251\303\251')
 traced u 1 "$long"
-ok $? "a traced run with a type name that task names cut inside a UTF-8 character" ||
-	diag_file "$tmp/u.err"
-check_files "$tmp/u" 1 "" >"$tmp/check.out" 2>&1
-ok $? "its JSON files and its SVG still parse" || diag_file "$tmp/check.out"
+ok $? "a traced run with a type name of 63 bytes" || diag_file "$tmp/u.err"
+check_files "$tmp/u" 1 "$long" >"$tmp/check.out" 2>&1
+ok $? "its task names hold the whole name, and its files parse" || diag_file "$tmp/check.out"
+
+# sf_gpt_graph: grouped units, dotted names
+env SHARDFLOW_TRACE="$tmp/g" sh "$RUN_MPI" 2 "$TRAIN_DUMP" --model nanogpt --steps 2 --batch 4 \
+	--out "$tmp/g.dump" </dev/null >"$tmp/g.out" 2>"$tmp/g.err"
+ok $? "a traced 2-rank run of sf_gpt_graph's model" || diag_file "$tmp/g.err"
+
+python3 - "$tmp/g.rank0.json" >"$tmp/gpt.out" 2>&1 <<'EOF'
+import json, re, sys
+names = {e["name"] for e in json.load(open(sys.argv[1], encoding="utf-8"))["traceEvents"]}
+gathers = sorted(n for n in names if n.startswith("gather "))
+units = [re.sub(r" \(L\d+\)$", "", g[len("gather "):]) for g in gathers]
+bad = 0
+if units != ["transformer", "transformer.h.0", "transformer.h.1"]:
+    print("gathers %r: want the units transformer, transformer.h.0, transformer.h.1" % gathers)
+    bad = 1
+if not any(re.fullmatch(r"fwd transformer\.h\.1\.attn\.c_attn \(linear L\d+\)", n) for n in names):
+    print("no \"fwd transformer.h.1.attn.c_attn (linear L<n>)\" among %r" % sorted(names))
+    bad = 1
+sys.exit(bad)
+EOF
+ok $? "its gathers are the units transformer, transformer.h.0, .h.1; its nodes keep their dotted names" ||
+	diag_file "$tmp/gpt.out"
+
+rows=$(sed -n 's/^  \(.*\) (L[0-9]*) *mean .*/\1/p' "$tmp/g.overlap.txt" | tr '\n' ',')
+[ "$rows" = "transformer,transformer.h.0,transformer.h.1," ]
+ok $? "the report's stall rows name the units, in forward order ($rows)" ||
+	diag_file "$tmp/g.overlap.txt"
 
 finish

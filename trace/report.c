@@ -65,6 +65,9 @@ void _sf_report_free(struct _sf_report *r)
 	free(r->steps);
 	free(r->totals);
 	free(r->stalls);
+	for (int i = 0; r->layer_unit && i < r->nlayers; i++)
+		free(r->layer_unit[i]);
+	free(r->layer_unit);
 	free(r->layers);
 	free(r->layer_stall_mean);
 	free(r->layer_stall_max);
@@ -251,6 +254,29 @@ static int cmp_int(const void *x, const void *y)
 	return p < q ? -1 : p > q;
 }
 
+/* The unit's name of each layer with a stall, from the first gather of that layer
+ * whose task name has one (every gather of a unit carries the same name). */
+static int layer_units(const struct _sf_event *ev, size_t n, struct _sf_report *out)
+{
+	out->layer_unit = calloc((size_t)out->nlayers + 1, sizeof *out->layer_unit);
+	if (!out->layer_unit)
+		return SF_ERR(SF_ERR_NOMEM, "out of memory");
+	for (size_t i = 0; i < n; i++) {
+		if (ev[i].kind != SF_EV_GATHER)
+			continue;
+		const int *at = bsearch(&ev[i].layer, out->layers, (size_t)out->nlayers,
+		                        sizeof *out->layers, cmp_int);
+		char **unit = at ? &out->layer_unit[at - out->layers] : NULL;
+		struct _sf_ev_name nm;
+		if (!unit || *unit || _sf_ev_parse_name(ev[i].name, &nm) != 0 || !nm.label)
+			continue;
+		*unit = strndup(nm.label, nm.label_len);
+		if (!*unit)
+			return SF_ERR(SF_ERR_NOMEM, "out of memory");
+	}
+	return SF_OK;
+}
+
 /* Per layer with a stall, ascending: the mean and the max of its stalls. The layers
  * come from the stalls themselves (a layer number can be as large as 10^9: no array
  * indexed by it). */
@@ -298,6 +324,7 @@ int _sf_report_build(const struct _sf_event *ev, size_t n, struct _sf_report *ou
 	SF_CHECK(build_alloc(ev, n, out, &b));
 	SF_CHECK(build_steps(&b, n, out));
 	SF_CHECK(layer_stalls(out));
+	SF_CHECK(layer_units(ev, n, out));
 fail:
 	free(b.ord);
 	free(b.comp);
@@ -305,6 +332,20 @@ fail:
 	if (rc < 0)
 		_sf_report_free(out);
 	return rc;
+}
+
+/* The name of stall row i, "fc1 (L2)" ("L2" when its unit's name is unknown), in buf;
+ * returns its width in characters (UTF-8 sequences count one), to align the rows. */
+static size_t stall_row_name(const struct _sf_report *r, int i, char *buf, size_t len)
+{
+	if (r->layer_unit[i])
+		snprintf(buf, len, "%s (L%d)", r->layer_unit[i], r->layers[i]);
+	else
+		snprintf(buf, len, "L%d", r->layers[i]);
+	size_t w = 0;
+	for (const unsigned char *p = (const unsigned char *)buf; *p; p++)
+		w += (*p & 0xc0) != 0x80;
+	return w;
 }
 
 static void row(FILE *f, const char *who, const struct _sf_step_figures *s)
@@ -338,13 +379,22 @@ void _sf_report_write_text(const struct _sf_report *r, const char *source, FILE 
 		row(f, who, &r->totals[i]);
 	}
 	row(f, "all ranks", &r->all);
-	fprintf(f, "\nforward stalls: how long fwd Ll waited for gather Ll (ms; a deeper prefetch "
-	           "removes them)\n");
+	fprintf(f, "\nforward stalls: how long each unit's first forward (node Ln) waited for "
+	           "the unit's gather (ms; a deeper prefetch removes them)\n");
 	if (!r->nlayers)
 		fprintf(f, "  (no gathers: parameters are not sharded in this run)\n");
-	for (int i = 0; i < r->nlayers; i++)
-		fprintf(f, "  L%-4d mean %9.3f   max %9.3f\n", r->layers[i],
+	size_t width = 0;
+	for (int i = 0; i < r->nlayers; i++) {
+		char who[SF_EV_NAME_MAX + 16];
+		size_t w = stall_row_name(r, i, who, sizeof who);
+		width = w > width ? w : width;
+	}
+	for (int i = 0; i < r->nlayers; i++) {
+		char who[SF_EV_NAME_MAX + 16];
+		size_t w = stall_row_name(r, i, who, sizeof who);
+		fprintf(f, "  %s%*s mean %9.3f   max %9.3f\n", who, (int)(width - w), "",
 		        r->layer_stall_mean[i] / 1e3, r->layer_stall_max[i] / 1e3);
+	}
 }
 
 static void json_fig(FILE *f, const struct _sf_step_figures *s)
@@ -377,9 +427,15 @@ void _sf_report_write_json(const struct _sf_report *r, const char *source, FILE 
 	fprintf(f, "  ],\n  \"total\": ");
 	json_fig(f, &r->all);
 	fprintf(f, ",\n  \"forward_stalls\": [\n");
-	for (int i = 0; i < r->nlayers; i++)
-		fprintf(f, "    {\"layer\": %d, \"mean_ms\": %.6f, \"max_ms\": %.6f}%s\n",
-		        r->layers[i], r->layer_stall_mean[i] / 1e3, r->layer_stall_max[i] / 1e3,
+	for (int i = 0; i < r->nlayers; i++) {
+		fprintf(f, "    {\"layer\": %d, \"unit\": ", r->layers[i]);
+		if (r->layer_unit[i])
+			_sf_json_string(f, r->layer_unit[i]);
+		else
+			fputs("null", f);
+		fprintf(f, ", \"mean_ms\": %.6f, \"max_ms\": %.6f}%s\n",
+		        r->layer_stall_mean[i] / 1e3, r->layer_stall_max[i] / 1e3,
 		        i + 1 < r->nlayers ? "," : "");
+	}
 	fprintf(f, "  ]\n}\n");
 }

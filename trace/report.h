@@ -5,9 +5,10 @@
  * Two sources feed it the same struct _sf_event list: the built-in trace
  * (trace/recorder.c, StarPU profiling info read in each task's callback) and
  * StarPU's own FxT trace (tools/shardflow-overlap.c reads the tasks.rec that
- * starpu_fxt_tool writes). Both name tasks the same way ("gather L3",
- * "fwd L3 linear", "loss", "bwd L3 linear", "rs L3", "opt L3", ...), so one parser
- * of names and one computation serve both, and the two reports can be compared.
+ * starpu_fxt_tool writes). Both name tasks the same way ("gather fc1 (L2)",
+ * "fwd fc1 (linear L2)", "loss", "bwd fc1 (linear L2)", "rs fc1 (L2)", ...:
+ * trace/event.h), so one parser of names and one computation serve both, and the two
+ * reports can be compared.
  *
  * This code (event.c, report.c, svg.c, files.c, write.c, taskrec.c) is the convenience
  * library libsftrace, linked into libshardflow and into the tool; it uses no StarPU and
@@ -38,9 +39,10 @@ struct _sf_step_figures {
 	double ratio;   /* wall / ideal */
 };
 
-/* How long fwd Ll waited for gather Ll, on one rank in one step: the time between
- * the end of the last compute task that ended before fwd Ll started and the end of
- * gather Ll, when the gather ended later (0 otherwise). */
+/* How long a unit's first forward task (the fwd of node l, the unit's first reader)
+ * waited for the unit's gather (whose index is l too), on one rank in one step: the
+ * time between the end of the last compute task that ended before that fwd started
+ * and the end of the gather, when the gather ended later (0 otherwise). */
 struct _sf_stall {
 	int rank, step, layer;
 	double stall;
@@ -53,8 +55,10 @@ struct _sf_report {
 	struct _sf_step_figures all;     /* sums over every rank and step */
 	size_t nstalls;
 	struct _sf_stall *stalls;
-	int nlayers;              /* distinct layers seen in fwd tasks */
+	int nlayers;              /* distinct layers with a stall (a gather before their fwd) */
 	int *layers;              /* their indices, ascending */
+	char **layer_unit;        /* per layer: its unit's name, from its gather's task name
+	                             (NULL when that name has none) */
 	double *layer_stall_mean; /* per layer: mean stall over ranks and steps */
 	double *layer_stall_max;
 };
@@ -69,7 +73,7 @@ void _sf_report_free(struct _sf_report *r);
  * _sf_file_close in trace/write.h), who knows the file's name. */
 
 /* The report for a person: a header saying what each column means, one line per
- * rank and step, totals per rank and overall, and the per-layer stalls. */
+ * rank and step, totals per rank and overall, and the stalls per unit ("fc1 (L2)"). */
 void _sf_report_write_text(const struct _sf_report *r, const char *source, FILE *f);
 /* The same figures for a script (milliseconds). */
 void _sf_report_write_json(const struct _sf_report *r, const char *source, FILE *f);

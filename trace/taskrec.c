@@ -38,11 +38,11 @@ static void record_clear(struct _sf_taskrec_record *r)
 	memset(r, 0, sizeof *r);
 }
 
-/* "record 12 (task "gather L2")" for messages. */
+/* "record 12 (task "gather fc1 (L2)")" for messages. */
 static const char *record_what(const struct _sf_taskrec_record *r, char *buf, size_t len)
 {
 	if (r->value[F_NAME])
-		snprintf(buf, len, "record %zu (task \"%.80s\")", r->index, r->value[F_NAME]);
+		snprintf(buf, len, "record %zu (task \"%.160s\")", r->index, r->value[F_NAME]);
 	else
 		snprintf(buf, len, "record %zu", r->index);
 	return buf;
@@ -52,7 +52,7 @@ static int parse_int(struct _sf_taskrec *rd, enum _sf_taskrec_field f, long long
 {
 	const struct _sf_taskrec_record *r = &rd->rec;
 	const char *s = r->value[f];
-	char *end, what[128];
+	char *end, what[200];
 	errno = 0;
 	long long v = strtoll(s, &end, 10);
 	if (!*s || *end || errno || v < lo || v > hi)
@@ -68,7 +68,7 @@ static int parse_time(struct _sf_taskrec *rd, enum _sf_taskrec_field f, double *
 {
 	const struct _sf_taskrec_record *r = &rd->rec;
 	const char *s = r->value[f];
-	char *end, what[128];
+	char *end, what[200];
 	errno = 0;
 	double v = strtod(s, &end);
 	if (!*s || *end || errno == ERANGE || !isfinite(v))
@@ -162,7 +162,7 @@ static int record_fields(struct _sf_taskrec *rd, const char *what, struct _sf_ev
 static int record_take(struct _sf_taskrec *rd, bool at_eof)
 {
 	struct _sf_taskrec_record *r = &rd->rec;
-	char what[128];
+	char what[200];
 	if (!r->nlines)
 		return 0;
 	rd->nrecords++;
@@ -181,7 +181,10 @@ static int record_take(struct _sf_taskrec *rd, bool at_eof)
 	struct _sf_event e;
 	struct _sf_taskrec_task t;
 	memset(&e, 0, sizeof e);
-	int prc = _sf_ev_parse_name(r->value[F_NAME], &e.kind, &e.layer);
+	struct _sf_ev_name nm;
+	int prc = _sf_ev_parse_name(r->value[F_NAME], &nm);
+	e.kind = nm.kind;
+	e.layer = nm.layer;
 	if (prc == -1) {
 		rd->nskipped++;
 		return 0;
@@ -190,9 +193,10 @@ static int record_take(struct _sf_taskrec *rd, bool at_eof)
 	if (prc != 0)
 		return fail(
 		    rd, SF_ERR_INVALID, r->vline[F_NAME],
-		    "%s: malformed shardflow task name \"%.80s\": expected \"gather L<n>\", "
-		    "\"fwd L<n> <type>\", \"bwd L<n> <type>\", \"rs L<n>\", \"opt L<n>\", "
-		    "\"ag L<n>\", \"free L<n>\", \"loss\" or \"loss allreduce\"",
+		    "%s: malformed shardflow task name \"%.160s\": expected \"<kind> <unit> "
+		    "(L<n>)\" (gather, rs, ar, opt, ag, free, acc, sqnorm), \"<kind> <node> "
+		    "(<type> L<n>)\" (fwd, bwd, recompute), \"loss\", \"loss allreduce\" or "
+		    "\"grad norm\"",
 		    what, r->value[F_NAME]);
 	int rc = record_fields(rd, what, &e, &t);
 	return rc < 0 ? rc : append_task(rd, &e, &t);

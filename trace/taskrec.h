@@ -3,15 +3,15 @@
  * FxT trace into the events of the overlap report (trace/report.h).
  *
  * tasks.rec is a recutils file: records of "Field: value" lines separated by blank
- * lines, one per task. Each record whose Name is one of shardflow's ("gather L3",
- * "fwd L3 linear", "loss allreduce", ...) becomes a struct _sf_event: rank from MPIRank
- * (-1, a run without MPI information, is rank 0), worker from WorkerId, times from
- * StartTime/EndTime (ms, turned into µs). Records of StarPU's own tasks
- * ("_starpu_data_acquire_pre", ...) are skipped and counted. The trace has no step
- * numbers, so they are rebuilt from the submission order: a step's tasks are submitted
- * together and the last one is "loss allreduce", so a rank's tasks, sorted by
- * SubmitOrder (JobId when a record has none), start a new step after each
- * "loss allreduce".
+ * lines, one per task. Each record whose Name is one of shardflow's ("gather fc1 (L2)",
+ * "fwd fc1 (linear L2)", "loss allreduce", ...: trace/event.h) becomes a struct
+ * _sf_event: rank from MPIRank (-1, a run without MPI information, is rank 0), worker
+ * from WorkerId, times from StartTime/EndTime (ms, turned into µs). Records of
+ * StarPU's own tasks ("_starpu_data_acquire_pre", ...) are skipped and counted. The
+ * trace has no step numbers, so they are rebuilt from the submission order: a step's
+ * tasks are submitted together and the last one is "loss allreduce", so a rank's
+ * tasks, sorted by SubmitOrder (JobId when a record has none), start a new step after
+ * each "loss allreduce".
  *
  * The file is streamed line by line and arrays grow geometrically, so traces of long
  * runs fit. A malformed input is an error naming the file, the line, the record and

@@ -2,11 +2,11 @@
  * write.h — what every writer of trace files needs: strings escaped for JSON and XML,
  * and files opened and closed with errors that name them.
  *
- * Names in a trace come from users (a layer type registered with
- * sf_layer_type_register becomes "fwd L3 <type name>"; a trace prefix or a title is a
- * path or a command-line argument), so no writer prints one with a bare %s: the Chrome
- * traces and the report JSON go through _sf_json_string, the SVG through _sf_xml_text.
- * Part of libsftrace (no StarPU, no MPI).
+ * Names in a trace come from users (a node "fc1" of a type registered with
+ * sf_layer_type_register becomes "fwd fc1 (<type name> L3)"; a trace prefix or a title
+ * is a path or a command-line argument), so no writer prints one with a bare %s: the
+ * Chrome traces and the report JSON go through _sf_json_string, the SVG through
+ * _sf_xml_text. Part of libsftrace (no StarPU, no MPI).
  */
 #ifndef SF_TRACE_WRITE_H
 #define SF_TRACE_WRITE_H
