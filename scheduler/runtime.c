@@ -157,6 +157,31 @@ static void starpu_defaults(const sf_context *ctx)
 		setenv("STARPU_SILENT", "1", 1);
 }
 
+/*
+ * Perfmodels. StarPU records a codelet's history-based model (its time per data size
+ * and its tasks' flops: what starpu_perfmodel_display and starpu_perfmodel_plot show)
+ * only while it calibrates: when told to (STARPU_CALIBRATE, starpu_conf::calibrate) or
+ * when a scheduler that reads the models (dm, dmda) meets one not calibrated yet; the
+ * default scheduler, lws, reads none, so by StarPU's defaults nothing is recorded.
+ * Calibrating changes no scheduling decision: each task is timed (two clock reads),
+ * its time added to its model's entry, and the models are written at starpu_shutdown.
+ * So shardflow calibrates by default, where StarPU can save the models: it aborts at
+ * shutdown when it cannot write one. The user's STARPU_CALIBRATE wins (StarPU reads it
+ * over starpu_conf::calibrate); docs/profiling.md has how to read them.
+ */
+static bool perfmodels_writable(void)
+{
+	char path[SF_PATH_MAX];
+	/* the path of a model "sf" in StarPU's model directory, which it creates if needed
+	 * (as starpu_init does for its bus calibration) */
+	starpu_perfmodel_get_model_path("sf", path, sizeof path);
+	char *slash = strrchr(path, '/');
+	if (!slash)
+		return false;
+	*slash = '\0';
+	return access(path, W_OK) == 0;
+}
+
 /* starpu_init, the first rank of each machine alone, then the others: StarPU rewrites
  * its calibration files under $STARPU_HOME when the CPU layout it sees changes, and
  * ranks of one machine starting together could read a file another one rewrites. */
@@ -165,6 +190,8 @@ static int start_starpu(sf_context *ctx, int ncpus)
 	struct starpu_conf conf;
 	starpu_conf_init(&conf);
 	conf.ncpus = ncpus;
+	if (perfmodels_writable())
+		conf.calibrate = 1;
 	/* no CUDA, or no device: CPU workers only */
 	int crc = _sf_cuda_conf(&conf, ctx->comm->node_rank, ctx->comm->ops->device);
 	if (crc < 0)

@@ -91,13 +91,14 @@ int _sf_submit_grad_acc(bool copy, starpu_data_handle_t dst, starpu_data_handle_
                         struct _sf_grad_args a, const char *name, struct _sf_task_done done)
 {
 	struct starpu_data_descr d[] = {{dst, copy ? STARPU_W : STARPU_RW}, {src, STARPU_R}};
-	return _sf_task_submit(copy ? &_sf_cl_grad_copy : &_sf_cl_grad_add, d, 2, &a, sizeof a,
-	                       true, -1, name, done);
+	return _sf_task_submit_flops(copy ? &_sf_cl_grad_copy : &_sf_cl_grad_add, d, 2, &a,
+	                             sizeof a, true, -1, copy ? 0.0 : (double)a.n, name, done);
 }
 
 int _sf_submit_grad_sqnorm(starpu_data_handle_t g, starpu_data_handle_t sq, struct _sf_grad_args a,
                            const char *name, struct _sf_task_done done)
 {
 	struct starpu_data_descr d[] = {{g, STARPU_R}, {sq, STARPU_W}};
-	return _sf_task_submit(&_sf_cl_grad_sqnorm, d, 2, &a, sizeof a, true, -1, name, done);
+	return _sf_task_submit_flops(&_sf_cl_grad_sqnorm, d, 2, &a, sizeof a, true, -1,
+	                             2.0 * (double)a.n, name, done);
 }

@@ -109,6 +109,23 @@ int _sf_layer_codelets_configure(bool skip)
 
 /* --- submitting them ------------------------------------------------------------------ */
 
+/* The floating-point operations of a node's task, from its type's count of the
+ * forward's (0 when the type has none). A backward is counted as twice its forward, the
+ * usual estimate (a linear layer's dX and dW are one forward's product each; attention
+ * makes four products for the forward's two), and as one forward when it computes no
+ * input gradient (the node reads only the graph's inputs: dW alone). */
+static double layer_flops(const struct _sf_layer_entry *type, const struct sf_layer_info *info,
+                          bool backward)
+{
+	double f = type->type.flops ? type->type.flops(info) : 0.0;
+	if (!(f > 0))
+		return 0.0; /* no count (or not a number): StarPU's "none" */
+	bool dinput = false;
+	for (int i = 0; i < info->nin; i++)
+		dinput |= info->need_dinput[i] != 0;
+	return backward && dinput ? 2 * f : f;
+}
+
 int _sf_submit_layer_fwd(const struct _sf_layer_entry *type, const struct sf_layer_info *info,
                          starpu_data_handle_t params, const starpu_data_handle_t *in, int nin,
                          starpu_data_handle_t out, starpu_data_handle_t saved, const char *name,
@@ -123,8 +140,8 @@ int _sf_submit_layer_fwd(const struct _sf_layer_entry *type, const struct sf_lay
 	d[k++] = (struct starpu_data_descr){out, STARPU_W};
 	if (saved)
 		d[k++] = (struct starpu_data_descr){saved, STARPU_W};
-	return _sf_task_submit(_sf_layer_codelet(type, false), d, k, info, sizeof *info, false, -1,
-	                       name, done);
+	return _sf_task_submit_flops(_sf_layer_codelet(type, false), d, k, info, sizeof *info,
+	                             false, -1, layer_flops(type, info, false), name, done);
 }
 
 int _sf_submit_layer_bwd(const struct _sf_layer_entry *type, const struct sf_layer_info *info,
@@ -150,8 +167,8 @@ int _sf_submit_layer_bwd(const struct _sf_layer_entry *type, const struct sf_lay
 			                                                                : STARPU_W};
 	if (dparams)
 		d[k++] = (struct starpu_data_descr){dparams, dparams_first ? STARPU_W : STARPU_RW};
-	return _sf_task_submit(_sf_layer_codelet(type, true), d, k, info, sizeof *info, false, -1,
-	                       name, done);
+	return _sf_task_submit_flops(_sf_layer_codelet(type, true), d, k, info, sizeof *info, false,
+	                             -1, layer_flops(type, info, true), name, done);
 }
 
 int _sf_submit_loss(const struct _sf_loss_args *a, starpu_data_handle_t logits,
@@ -160,5 +177,9 @@ int _sf_submit_loss(const struct _sf_loss_args *a, starpu_data_handle_t logits,
 {
 	struct starpu_data_descr d[] = {
 	    {logits, STARPU_R}, {labels, STARPU_R}, {dlogits, STARPU_W}, {loss, STARPU_W}};
-	return _sf_task_submit(&_sf_cl_loss, d, 4, a, sizeof *a, false, -1, name, done);
+	/* per logit: the max, exp and sum of the log-sum-exp, exp and scale of the
+	 * gradient (layers/softmax_xent_math.h), an exp counted as one */
+	double flops = 7.0 * a->rows * a->classes;
+	return _sf_task_submit_flops(&_sf_cl_loss, d, 4, a, sizeof *a, false, -1, flops, name,
+	                             done);
 }

@@ -5,7 +5,10 @@
  * kernels: CPU (and CUDA when the type has CUDA kernels), a variable number of buffers
  * (layout: layers/kernel_api.c), kept off the comm worker, and a history-based
  * performance model per codelet named "sf_<op>_fwd" / "sf_<op>_bwd", which StarPU's
- * dmda schedulers use and FxT traces show.
+ * dmda schedulers use and FxT traces show. Each task carries its flops, from the
+ * type's flops() (the forward's; a backward counts twice that, once when it computes
+ * no input gradient), so that the models give GFlop/s (docs/profiling.md); the loss
+ * carries its own.
  */
 #ifndef SF_TASKS_LAYER_CODELETS_H
 #define SF_TASKS_LAYER_CODELETS_H

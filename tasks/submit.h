@@ -32,5 +32,12 @@ struct _sf_task_done {
 int _sf_task_submit(struct starpu_codelet *cl, const struct starpu_data_descr *buf, int nbuf,
                     const void *arg, size_t arg_size, bool arg_copy, int worker, const char *name,
                     struct _sf_task_done done);
+/* The same, for a task of `flops` floating-point operations (starpu_task::flop): StarPU
+ * keeps them in the codelet's history-based perfmodel, beside the task's time, which is
+ * how starpu_perfmodel_display and starpu_perfmodel_plot -f get GFlop/s
+ * (docs/profiling.md). The computing codelets give them; a collective has none. */
+int _sf_task_submit_flops(struct starpu_codelet *cl, const struct starpu_data_descr *buf, int nbuf,
+                          const void *arg, size_t arg_size, bool arg_copy, int worker, double flops,
+                          const char *name, struct _sf_task_done done);
 
 #endif
