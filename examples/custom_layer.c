@@ -27,7 +27,7 @@
  * --check hands the kernels buffers made by sf_kernel_buffers_create().
  *
  * --type-name NAME registers the same type under another name: a type's name is the
- * user's choice, and reaches task names and traces ("fwd L3 NAME"; see
+ * user's choice, and reaches task names and traces ("fwd norm1 (NAME L3)"; see
  * tests/trace_names.sh).
  *
  * The data are counter-based: element (step, global row, column) is a hash of those
