@@ -20,29 +20,15 @@
  */
 #include "examples/synthetic.h"
 #include "shardflow.h"
+#include "tests/mpi_check.h"
 #include "tests/test_models.h"
 
 #include <math.h>
-#include <mpi.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static int rank, nchecks, nfailed;
-
-static void check(bool good, const char *what)
-{
-	int mine = good, all = 0;
-	MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-	nchecks++;
-	nfailed += !all;
-	if (rank == 0)
-		printf("%sok %d - %s\n", all ? "" : "not ", nchecks, what);
-	if (!mine)
-		fprintf(stderr, "test_tensors: rank %d: check \"%s\" failed (last error: %s)\n", rank,
-		        what, sf_last_error());
-}
 
 #define DIE(...)                                                                                   \
 	do {                                                                                       \
@@ -78,7 +64,8 @@ int main(int argc, char **argv)
 	struct sf_config cfg;
 	if (sf_init(&argc, &argv, &ctx) != SF_OK)
 		DIE("sf_init");
-	sf_context_world(ctx, &rank, &size);
+	sf_context_world(ctx, &check_rank, &size);
+	check_prog = "test_tensors";
 	sf_context_config(ctx, &cfg);
 	if (build_model("test_tensors", MODEL_MLP, &g, &D, &C, &T))
 		return 1;
@@ -216,8 +203,8 @@ int main(int argc, char **argv)
 	sf_model_destroy(m);
 	sf_graph_destroy(g);
 	sf_finalize(ctx);
-	if (rank == 0)
-		printf("1..%d\n", nchecks);
+	if (check_rank == 0)
+		printf("1..%d\n", check_count);
 	free(all), free(after), free(t), free(gr), free(src), free(x), free(ids), free(labels);
-	return nfailed ? 1 : 0;
+	return check_failed ? 1 : 0;
 }
