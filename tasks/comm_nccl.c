@@ -392,7 +392,7 @@ static int stage_of(struct _sf_comm *c, size_t n, uint16_t **out)
  * are bf16, as FSDP's with reduce_dtype bf16) and widens this rank's block into out. */
 static int nccl_bf16(struct _sf_comm *c, bool gather, const float *in, size_t S, float *out)
 {
-	uint16_t *st;
+	uint16_t *st = NULL;
 	size_t n = S * (size_t)c->size;
 	int rc = stage_of(c, n, &st);
 	if (rc < 0)
