@@ -423,13 +423,32 @@ fail:
 	return rc;
 }
 
+static void mpi_abort(struct _sf_comm *c, int code);
+
 static int mpi_min_rank(struct _sf_comm *c, int value, int *min, int *rank)
 {
 	int rc = SF_OK;
 	struct {
 		int v, r;
 	} in = {value, c->rank}, out;
-	MPI_CHECK(MPI_Allreduce(&in, &out, 1, MPI_2INT, MPI_MINLOC, impl(c)->ctl));
+	/* polled under SHARDFLOW_COMM_TIMEOUT like the step's collectives: a peer stopped
+	 * between two steps must not leave this rank in it for ever; the job ends */
+	MPI_Request req;
+	int mrc = MPI_Iallreduce(&in, &out, 1, MPI_2INT, MPI_MINLOC, impl(c)->ctl, &req);
+	int idx[1];
+	if (mrc == MPI_SUCCESS)
+		mrc = _sf_wait_all(1, &req, idx, SF_COMM_PACE, c->timeout);
+	if (mrc == SF_WAIT_TIMEOUT) {
+		char why[512];
+		wait_status(c, mrc, "ranks' status all-reduce");
+		snprintf(why, sizeof why, "%s", sf_last_error());
+		_sf_err(SF_ERR_MPI, NULL, 0, "all-reduce of the ranks' status failed, ending the job: %s",
+		        why);
+		if (_sf_err_quiet)
+			_sf_log(SF_LOG_ERROR, "%s", sf_last_error());
+		mpi_abort(c, 1);
+	}
+	SF_CHECK(wait_status(c, mrc, "ranks' status all-reduce"));
 	*min = out.v;
 	*rank = out.r;
 fail:
