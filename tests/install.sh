@@ -3,7 +3,9 @@
 #
 # Installs the library into a prefix under $tmp (make install, every installation
 # directory given), then proves:
-#  - the prefix holds the header, libshardflow.so.0 and a shardflow.pc pointing there;
+#  - the prefix holds the header, libshardflow.so.0 and a shardflow.pc pointing there,
+#    and its bin/ the tools (shardflow-run, shardflow-overlap, shardflow-rdb2txt), which
+#    run from there;
 #  - `pkg-config --cflags` and `--libs shardflow` work with shardflow.pc alone on the
 #    search path (no starpu-1.3.pc, zlib.pc, jansson.pc: the public header needs none)
 #    and give only -I, -L and -lshardflow; `--static --libs` adds the private
@@ -13,7 +15,8 @@
 #    and loads the installed libshardflow.so.0;
 #  - it runs on 1 rank and on 2 (tests/run-mpi.sh): exit 0, its 20 steps printed
 #    once, a falling loss, the same losses on both; built without the run path, it
-#    runs with LD_LIBRARY_PATH (the README's other way);
+#    runs with LD_LIBRARY_PATH (the README's other way); the installed shardflow-run
+#    runs it on 2 ranks (its mpirun, no restart);
 #  - examples/custom_layer.c, a layer type of the user's own (its kernels, a config,
 #    sf_kernel_buffers_create for its finite-difference check), builds the same way,
 #    with pkg-config's flags and its own -lm alone (no StarPU header: the layer API is
@@ -30,7 +33,7 @@ limit=${SF_TEST_TIMEOUT:-180}
 prefix=$tmp/prefix
 pcdir=$prefix/lib/pkgconfig
 
-plan 17
+plan 19
 
 # make_prefix TARGET: make TARGET (install, uninstall) with every installation
 # directory under $prefix. An outer make's MAKEFLAGS (make check TESTS=..., its
@@ -51,6 +54,16 @@ ok $st "make install into $prefix (exit $st)" || diag_file "$tmp/make-install.ou
 [ -f "$prefix/include/shardflow.h" ] && [ -e "$prefix/lib/libshardflow.so.0" ] &&
 	grep -qxF "prefix=$prefix" "$pcdir/shardflow.pc"
 ok $? "the prefix holds shardflow.h, libshardflow.so.0 and a shardflow.pc whose prefix is it"
+
+missing=
+for t in shardflow-run shardflow-overlap shardflow-rdb2txt; do
+	[ -x "$prefix/bin/$t" ] || missing="$missing $t"
+done
+"$prefix/bin/shardflow-run" --help >"$tmp/run-help.out" 2>&1
+st=$?
+[ -z "$missing" ] && [ $st -eq 0 ] && grep -q '^usage: shardflow-run ' "$tmp/run-help.out"
+ok $? "the prefix's bin holds the tools${missing:+ (missing:$missing)}; shardflow-run --help runs there (exit $st)" ||
+	diag_file "$tmp/run-help.out"
 
 # pkg-config with shardflow.pc alone on its path; the output on one line, words
 # separated by one blank (split on purpose)
@@ -140,6 +153,14 @@ ok $? "2 ranks: exit 0 (exit $st), the 20 step lines printed once" ||
 paste -d ' ' "$tmp/np1.out" "$tmp/np2.out" | awk '{ d = $4 - $8; if (d < 0) d = -d
 	if (d > m) m = d } END { printf "# largest difference %.4f\n", m; exit !(NR == 20 && m <= 2e-4) }'
 ok $? "2 ranks print the losses of 1 rank"
+
+# the installed launcher (mpirun under it, as tests/run-mpi.sh would run it)
+(cd "$tmp" && timeout -k 10 "$limit" "$prefix/bin/shardflow-run" --np 2 \
+	--mpirun-args "--oversubscribe --bind-to none" -- ./hello) </dev/null >"$tmp/run.out" 2>"$tmp/run.err"
+st=$?
+[ $st -eq 0 ] && steps_ok "$tmp/run.out" && ! grep -q '^shardflow-run: ' "$tmp/run.err"
+ok $? "the installed shardflow-run runs it on 2 ranks: exit 0 (exit $st), the 20 step lines" ||
+	{ diag_file "$tmp/run.out"; diag_file "$tmp/run.err"; }
 
 build hello_shardflow.c hello_norpath
 st=$?
