@@ -205,7 +205,16 @@ struct sf_config {
 	 *  SF_ERR_NOMEM, naming each part and the limit, when it cannot fit; off allocates
 	 *  anyway (and the kernel may kill the rank). */
 	int memory_check;
+	/** SHARDFLOW_FLIGHT_RECORD: how many of its last communication operations each
+	 *  rank keeps (0..65536, default SF_DEFAULT_FLIGHT_RECORD; 0 keeps none). When a
+	 *  collective fails or makes no progress for SHARDFLOW_COMM_TIMEOUT, each rank
+	 *  that still can writes them to flight-rank-K.json (in the checkpoint directory,
+	 *  else beside the trace, else in $TMPDIR or /tmp) and the log names the rank
+	 *  that was behind (docs/robustness.md). */
+	int flight_record;
 };
+
+#define SF_DEFAULT_FLIGHT_RECORD 256 /**< default of SHARDFLOW_FLIGHT_RECORD */
 
 #define SF_MAX_GRAD_ACCUM 4096 /**< largest SHARDFLOW_GRAD_ACCUM */
 

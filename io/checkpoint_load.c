@@ -459,6 +459,7 @@ SF_API int sf_checkpoint_load(sf_model *m, const char *dir, struct sf_checkpoint
 	struct need nd = {0};
 	if (!m || !dir || !*dir)
 		return SF_ERR(SF_ERR_INVALID, "sf_checkpoint_load: NULL model or empty directory");
+	_sf_flight_set_dir(m->comm->flight, dir); /* a failed job's records go here */
 	if (m->accum_k > 0)
 		return SF_ERR(SF_ERR_STATE,
 		              "sf_checkpoint_load: %d micro-batches are accumulated; load before "

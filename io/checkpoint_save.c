@@ -264,6 +264,7 @@ SF_API int sf_checkpoint_save(sf_model *m, const char *dir, const struct sf_chec
 	struct sf_checkpoint_info none = {0};
 	if (!m || !dir || !*dir)
 		return SF_ERR(SF_ERR_INVALID, "sf_checkpoint_save: NULL model or empty directory");
+	_sf_flight_set_dir(m->comm->flight, dir); /* a failed job's records go here */
 	if (m->accum_k > 0)
 		return SF_ERR(SF_ERR_STATE,
 		              "sf_checkpoint_save: %d micro-batches are accumulated and a checkpoint "

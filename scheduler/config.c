@@ -113,6 +113,7 @@ static const struct knob knobs[] = {
     CHOICE_KNOB("SHARDFLOW_REDUCE_DTYPE", reduce_dtype, dtype_names, SF_DTYPE_FP32, true),
     INT_KNOB("SHARDFLOW_NODE_SIZE", node_size, 0, 1 << 20, 0, false),
     CHOICE_KNOB("SHARDFLOW_MEMORY_CHECK", memory_check, onoff_names, 1, true),
+    INT_KNOB("SHARDFLOW_FLIGHT_RECORD", flight_record, 0, 65536, SF_DEFAULT_FLIGHT_RECORD, false),
 };
 #define NKNOBS (sizeof knobs / sizeof knobs[0])
 _Static_assert(NKNOBS <= 32, "a knob's bit in a uint32_t mask");

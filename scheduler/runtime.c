@@ -19,6 +19,7 @@
 #include "config.h"
 
 #include <cblas.h>
+#include <dirent.h>
 #include <errno.h>
 #include <sched.h>
 #include <sys/stat.h>
@@ -30,6 +31,7 @@
 #include <fxt/fut.h>
 #endif
 #include <stdlib.h>
+#include <libgen.h>
 #include <string.h>
 
 static sf_context *the_context;
@@ -182,6 +184,80 @@ static bool perfmodels_writable(void)
 	return access(path, W_OK) == 0;
 }
 
+/* A history model file whole, as StarPU wrote it: every line ends in '\n', and each
+ * "# number of entries" N is followed by its table's header and N rows. StarPU
+ * truncates a model and rewrites it at starpu_shutdown; a process killed meanwhile (a
+ * job ending on one rank's error kills the others) leaves the file cut short, and
+ * StarPU's reader then asserts in every later run on the machine. */
+static bool perfmodel_whole(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return true; /* nothing to judge: StarPU will say */
+	char line[1024];
+	bool whole = true, ended = true;
+	long want = -1, rows = 0; /* the table being read: N, rows seen */
+	int expect_n = 0, in_table = 0;
+	while (fgets(line, sizeof line, f)) {
+		size_t n = strlen(line);
+		ended = n > 0 && line[n - 1] == '\n';
+		if (!ended && n + 1 < sizeof line)
+			break; /* a last line without its end */
+		if (expect_n) {
+			want = strtol(line, NULL, 10);
+			expect_n = 0;
+		} else if (!strncmp(line, "# number of entries", 19)) {
+			if (in_table && rows < want)
+				whole = false;
+			expect_n = 1, in_table = 0, rows = 0;
+		} else if (!strncmp(line, "# hash", 6) && want >= 0) {
+			in_table = 1;
+		} else if (line[0] == '#') {
+			if (in_table && rows < want)
+				whole = false;
+			in_table = 0;
+		} else if (in_table) {
+			rows++;
+		}
+	}
+	if (in_table && rows < want)
+		whole = false;
+	if (expect_n)
+		whole = false;
+	fclose(f);
+	return whole && ended;
+}
+
+/* Moves aside every model file of the directory that is not whole (perfmodel_whole),
+ * with a warning: StarPU then calibrates that codelet anew. */
+static void repair_perfmodels(void)
+{
+	char dir[SF_PATH_MAX];
+	starpu_perfmodel_get_model_path("sf", dir, sizeof dir);
+	char *slash = strrchr(dir, '/');
+	if (!slash)
+		return;
+	*slash = '\0';
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	for (struct dirent *e; (e = readdir(d));) {
+		char path[SF_PATH_MAX], aside[SF_PATH_MAX + 16];
+		if (e->d_name[0] == '.' || strstr(e->d_name, ".corrupt") ||
+		    snprintf(path, sizeof path, "%s/%s", dir, e->d_name) >= (int)sizeof path)
+			continue;
+		if (perfmodel_whole(path))
+			continue;
+		snprintf(aside, sizeof aside, "%s.corrupt", path);
+		if (rename(path, aside) == 0)
+			_sf_log(SF_LOG_WARN,
+			        "StarPU performance model %s was cut short (a process killed while "
+			        "StarPU wrote it); moved aside to %s: StarPU calibrates it anew",
+			        path, aside);
+	}
+	closedir(d);
+}
+
 /* starpu_init, the first rank of each machine alone, then the others: StarPU rewrites
  * its calibration files under $STARPU_HOME when the CPU layout it sees changes, and
  * ranks of one machine starting together could read a file another one rewrites. */
@@ -198,8 +274,10 @@ static int start_starpu(sf_context *ctx, int ncpus)
 		return crc;
 	conf.nopencl = 0;
 	int ret = 0;
-	if (ctx->comm->node_rank == 0)
+	if (ctx->comm->node_rank == 0) {
+		repair_perfmodels();
 		ret = starpu_init(&conf);
+	}
 	int brc = ctx->comm->ops->barrier(ctx->comm, true);
 	if (ctx->comm->node_rank != 0)
 		ret = starpu_init(&conf);
@@ -306,6 +384,11 @@ SF_API int sf_init_config(int *argc, char ***argv, const struct sf_config *cfg, 
 	const struct _sf_comm_ops *backend = NULL;
 	SF_CHECK(_sf_comm_backend(ctx->cfg.comm, &backend));
 	SF_CHECK(_sf_comm_create(backend, &ctx->cfg, argc, argv, &ctx->comm));
+	if (ctx->cfg.trace[0]) { /* the flight record goes beside the trace */
+		char dir[sizeof ctx->cfg.trace];
+		snprintf(dir, sizeof dir, "%s", ctx->cfg.trace);
+		_sf_flight_set_dir(ctx->comm->flight, dirname(dir));
+	}
 	ctx->rank = ctx->comm->rank;
 	ctx->size = ctx->comm->size;
 	if (ctx->size > 1)

@@ -8,8 +8,12 @@
 #include "tasks/comm.h"
 #include "common/error.h"
 
+#include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
 
 /* The backends this build has, by SHARDFLOW_COMM value (a backend is one line here) */
 static const struct _sf_comm_ops *const backends[SF_COMM_COUNT] = {
@@ -50,6 +54,17 @@ int _sf_comm_create(const struct _sf_comm_ops *ops, const struct sf_config *cfg,
 		free(c);
 		return rc;
 	}
+	/* the flight record's job key: rank 0's, so that each rank can tell this job's
+	 * records from an earlier job's */
+	uint64_t key = ((uint64_t)time(NULL) << 22) ^ (uint64_t)getpid();
+	rc = ops->bcast(c, &key, sizeof key, 0);
+	if (rc == SF_OK)
+		rc = _sf_flight_create(cfg->flight_record, c->rank, c->size, key, &c->flight);
+	if (rc < 0) {
+		ops->fini(c);
+		free(c);
+		return rc;
+	}
 	*out = c;
 	return SF_OK;
 }
@@ -59,18 +74,50 @@ int _sf_comm_destroy(struct _sf_comm *c)
 	if (!c)
 		return SF_OK;
 	int rc = c->ops->fini(c);
+	_sf_flight_destroy(c->flight);
 	free(c);
 	return rc;
 }
 
-int _sf_comm_agree(struct _sf_comm *c, int rc, const char *what)
+_Noreturn void _sf_comm_fail_job(struct _sf_comm *c, int rc, enum _sf_flight_channel ch,
+                                 const char *fmt, ...)
+{
+	static atomic_flag failing = ATOMIC_FLAG_INIT;
+	char why[1024], path[4200] = "", blame[2048] = "";
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof why, fmt, ap);
+	va_end(ap);
+	if (atomic_flag_test_and_set(&failing))
+		for (;;) /* the first caller's abort ends this process too */
+			pause();
+	_sf_err(rc, NULL, 0, "%s", why);
+	/* the program never sees this status: a quiet program's log must still say why */
+	if (_sf_err_quiet)
+		_sf_log(SF_LOG_ERROR, "%s", why);
+	if (c->flight && _sf_flight_dump(c->flight, why, path, sizeof path) == SF_OK) {
+		double grace = c->timeout > 0 ? (c->timeout / 2 < 3 ? c->timeout / 2 : 3) : 1;
+		_sf_flight_blame(c->flight, ch, grace, blame, sizeof blame);
+		_sf_log(SF_LOG_ERROR, "flight record written to %s%s%s", path, blame[0] ? ": " : "",
+		        blame);
+	}
+	c->ops->abort(c, 1);
+	abort(); /* an abort that returned */
+}
+
+int _sf_comm_agree_sum(struct _sf_comm *c, int rc, const char *what, int64_t *count)
 {
 	int worst = 0, who = 0;
-	int crc = c->ops->min_rank(c, rc < 0 ? rc : 0, &worst, &who);
+	int64_t sum = 0;
+	c->agreeing = what;
+	int crc = c->ops->min_rank(c, rc < 0 ? rc : 0, count ? *count : 0, &worst, &who, &sum);
 	if (crc < 0)
 		return crc;
-	if (worst == 0)
+	if (worst == 0) {
+		if (count)
+			*count = sum;
 		return SF_OK;
+	}
 	char msg[1024] = "";
 	if (c->rank == who)
 		snprintf(msg, sizeof msg, "%s", sf_last_error());
@@ -82,4 +129,9 @@ int _sf_comm_agree(struct _sf_comm *c, int rc, const char *what)
 	if (rc >= 0)
 		return _sf_err(worst, NULL, 0, "%s failed on rank %d: %s", what, who, msg);
 	return worst;
+}
+
+int _sf_comm_agree(struct _sf_comm *c, int rc, const char *what)
+{
+	return _sf_comm_agree_sum(c, rc, what, NULL);
 }

@@ -14,6 +14,7 @@
 #define SF_TASKS_COMM_H
 
 #include "shardflow.h"
+#include "tasks/flight.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -88,8 +89,10 @@ struct _sf_comm_ops {
 	                     const size_t *counts, int root);
 	/* every rank receives size blocks of `bytes` */
 	int (*allgather_bytes)(struct _sf_comm *c, const void *mine, size_t bytes, void *all);
-	/* the least value over the ranks and the lowest rank holding it */
-	int (*min_rank)(struct _sf_comm *c, int value, int *min, int *rank);
+	/* the least value over the ranks and the lowest rank holding it, and the sum of
+	 * `add` over the ranks (one round trip: a status and a count agreed at once) */
+	int (*min_rank)(struct _sf_comm *c, int value, int64_t add, int *min, int *rank,
+	                int64_t *sum);
 
 	/* Ends the whole job with `code` (a collective that cannot complete): never
 	 * returns. */
@@ -111,7 +114,10 @@ struct _sf_comm {
 	                   SHARDFLOW_NODE_SIZE, else node_size; nodes are consecutive ranks */
 	size_t chunk;   /* SHARDFLOW_COMM_CHUNK in floats (0: whole messages) */
 	double timeout; /* SHARDFLOW_COMM_TIMEOUT in seconds (0: wait forever) */
-	void *impl;     /* the backend's own state */
+	struct _sf_flight *flight; /* the last operations (tasks/flight.h), or NULL */
+	const char *agreeing;      /* the `what` of the agreement under way, or of the
+	                              last one: names the host operations in messages */
+	void *impl;                /* the backend's own state */
 };
 
 extern const struct _sf_comm_ops _sf_comm_mpi_ops;
@@ -130,5 +136,16 @@ int _sf_comm_destroy(struct _sf_comm *c);
 /* Every rank returns the same status: the lowest failing rank's (its message is
  * recorded on the others, prefixed by `what`). Collective. */
 int _sf_comm_agree(struct _sf_comm *c, int rc, const char *what);
+/* Ends the whole job (never returns): records `rc` with the message, prints it even
+ * for a quiet program, writes this rank's flight record and, after waiting a little
+ * for the other ranks' records, says which rank was behind, then aborts through the
+ * backend. Once per process: a second caller (the comm worker and the main thread
+ * may both time out) waits for the first's abort. ch: the channel that failed. */
+_Noreturn void _sf_comm_fail_job(struct _sf_comm *c, int rc, enum _sf_flight_channel ch,
+                                 const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+/* The same, and *count (this rank's on entry) becomes its sum over the ranks (left
+ * as it was when the agreed status is a failure). Collective. */
+int _sf_comm_agree_sum(struct _sf_comm *c, int rc, const char *what, int64_t *count);
 
 #endif

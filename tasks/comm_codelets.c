@@ -83,24 +83,33 @@ static void comm_failed(struct _sf_comm_args *a, int rc, const char *kind)
 {
 	char why[1024];
 	snprintf(why, sizeof why, "%s", sf_last_error()); /* _sf_err overwrites it */
-	_sf_err(rc, NULL, 0, "%s of %s%s%s failed, ending the job: %s", kind,
-	        a->unit && a->unit[0] ? "unit \"" : "the loss", a->unit ? a->unit : "",
-	        a->unit && a->unit[0] ? "\"" : "", why);
-	/* the program never sees this status: a quiet program's log must still say why */
-	if (_sf_err_quiet)
-		_sf_log(SF_LOG_ERROR, "%s", sf_last_error());
-	a->comm->ops->abort(a->comm, 1);
+	_sf_comm_fail_job(a->comm, rc, SF_FLIGHT_STEP, "%s of %s%s%s failed, ending the job: %s",
+	                  kind, a->unit && a->unit[0] ? "unit \"" : "the loss",
+	                  a->unit ? a->unit : "", a->unit && a->unit[0] ? "\"" : "", why);
 }
 
-#define COMM_RUN(a, kind, call)                                                                    \
+/* A collective: its flight record entry (tasks/flight.h), its time in the model's
+ * totals, and the end of the job if it fails. key: the argument block it was
+ * submitted with. */
+#define COMM_RUN(a, key, kind, bytes, call)                                                        \
 	do {                                                                                       \
 		struct acct_mark k_;                                                               \
+		int64_t fl_ = _sf_flight_start((a)->comm->flight, SF_FLIGHT_STEP, (key),            \
+		                               current_name(), (bytes));                           \
 		acct_begin(&k_);                                                                   \
 		int rc_ = (call);                                                                  \
+		_sf_flight_end((a)->comm->flight, fl_, rc_ == SF_OK);                              \
 		if (rc_ != SF_OK)                                                                  \
 			comm_failed((a), rc_, (kind));                                             \
 		acct_end((a), &k_);                                                                \
 	} while (0)
+
+/* the running task's name (the trace's: "gather transformer.h.3 (L34)") */
+static const char *current_name(void)
+{
+	struct starpu_task *t = starpu_task_get_current();
+	return t && t->name ? t->name : "collective";
+}
 
 /* order[RW] shard[R] slot[W] (extra[R]): slot = concatenation of every rank's shard */
 static void gather_run(void *buffers[], void *cl_arg)
@@ -119,11 +128,13 @@ static void gather_run(void *buffers[], void *cl_arg)
 	if (_sf_skip == SF_SKIP_COMM)
 		return;
 	if (a->param16) { /* bf16 on the wire; every block, this rank's too, rounded */
-		COMM_RUN(a, "all-gather", c->ops->all_gather16(c, shard, full, a->S, a->stage16));
+		COMM_RUN(a, a, "all-gather", (double)a->S * c->shard_size * sizeof(uint16_t),
+		         c->ops->all_gather16(c, shard, full, a->S, a->stage16));
 		return;
 	}
 	mo->copy(full + (size_t)c->shard_rank * a->S, shard, a->S * sizeof(float));
-	COMM_RUN(a, "all-gather", c->ops->all_gather(c, full, a->S));
+	COMM_RUN(a, a, "all-gather", (double)a->S * c->shard_size * sizeof(float),
+	         c->ops->all_gather(c, full, a->S));
 }
 
 /* order[RW] grad[RW] gshard[W]: gshard = this rank's block of the sum over ranks */
@@ -140,7 +151,8 @@ static void reduce_scatter_run(void *buffers[], void *cl_arg)
 	acct_bytes(a, (double)a->S * (a->reduce16 ? sizeof(uint16_t) : sizeof(float)));
 	if (_sf_skip == SF_SKIP_COMM)
 		return;
-	COMM_RUN(a, "reduce-scatter",
+	COMM_RUN(a, a, "reduce-scatter",
+	         (double)padded * (a->reduce16 ? sizeof(uint16_t) : sizeof(float)),
 	         a->reduce16 ? c->ops->reduce_scatter16(c, grad, a->S, gshard, a->scratch)
 	                     : c->ops->reduce_scatter(c, grad, a->S, gshard, a->scratch));
 }
@@ -153,7 +165,8 @@ static void allreduce_run(void *buffers[], void *cl_arg)
 	acct_bytes(a, 2.0 * (double)a->P * sizeof(float) / a->comm->size); /* as a ring's */
 	if (_sf_skip == SF_SKIP_COMM)
 		return;
-	COMM_RUN(a, "all-reduce", a->comm->ops->all_reduce(a->comm, grad, a->P));
+	COMM_RUN(a, a, "all-reduce", (double)a->P * sizeof(float),
+	         a->comm->ops->all_reduce(a->comm, grad, a->P));
 }
 
 /* order[RW] gshard[RW]: hybrid sharding's sum of a shard over the replicas */
@@ -165,7 +178,8 @@ static void rep_allreduce_run(void *buffers[], void *cl_arg)
 	acct_bytes_rep(a, 2.0 * (double)a->S * sizeof(float) / c->rep_size);
 	if (_sf_skip == SF_SKIP_COMM)
 		return;
-	COMM_RUN(a, "all-reduce across nodes", c->ops->rep_all_reduce(c, g, a->S, a->rep_scratch));
+	COMM_RUN(a, a, "all-reduce across nodes", (double)a->S * sizeof(float),
+	         c->ops->rep_all_reduce(c, g, a->S, a->rep_scratch));
 }
 
 /* order[RW] loss[RW]: one double summed over ranks */
@@ -175,7 +189,7 @@ static void loss_sum_run(void *buffers[], void *cl_arg)
 	double *v = (double *)STARPU_VECTOR_GET_PTR(buffers[1]);
 	if (_sf_skip == SF_SKIP_COMM)
 		return;
-	COMM_RUN(a, "all-reduce", a->comm->ops->sum_scalar(a->comm, v));
+	COMM_RUN(a, a, "all-reduce", (double)sizeof *v, a->comm->ops->sum_scalar(a->comm, v));
 }
 
 /* order[RW] clip[W] sq_0..sq_{U-1}[R]: the gradient's global 2-norm and clip factor.
@@ -196,7 +210,8 @@ static void grad_norm_run(void *buffers[], void *cl_arg)
 	}
 	if (_sf_skip != SF_SKIP_COMM) {
 		mo->from_host(clip, &sum, sizeof sum);
-		COMM_RUN(a.comm, "all-reduce", a.comm->comm->ops->sum_scalar(a.comm->comm, clip));
+		COMM_RUN(a.comm, a.comm, "all-reduce", (double)sizeof sum,
+		         a.comm->comm->ops->sum_scalar(a.comm->comm, clip));
 		mo->to_host(&sum, clip, sizeof sum);
 	}
 	out[0] = sqrt(sum / a.replicas) * (double)a.scale;
@@ -271,9 +286,17 @@ struct starpu_codelet _sf_cl_free = {
 
 /* --- submitting them ------------------------------------------------------------------ */
 
-/* every collective's argument block is the model's, passed by pointer */
-#define SUBMIT_COMM(cl, d, n, a, worker, name, done)                                               \
-	_sf_task_submit((cl), (d), (n), (a), sizeof *(a), false, (worker), (name), (done))
+/* every collective's argument block is the model's, passed by pointer; each is
+ * queued in the flight record (tasks/flight.h) as it is submitted */
+static int submit_comm(struct starpu_codelet *cl, const struct starpu_data_descr *d, int n,
+                       struct _sf_comm_args *a, int worker, const char *name,
+                       struct _sf_task_done done)
+{
+	if (cl != &_sf_cl_free && _sf_skip != SF_SKIP_COMM)
+		_sf_flight_submit(a->comm->flight, a, name, 0);
+	return _sf_task_submit(cl, d, n, a, sizeof *a, false, worker, name, done);
+}
+#define SUBMIT_COMM(cl, d, n, a, worker, name, done) submit_comm(cl, d, n, a, worker, name, done)
 
 int _sf_submit_gather(struct _sf_comm_args *a, starpu_data_handle_t order,
                       starpu_data_handle_t shard, starpu_data_handle_t full,
@@ -327,6 +350,8 @@ int _sf_submit_grad_norm(const struct _sf_norm_args *a, starpu_data_handle_t ord
 	descr[1] = (struct starpu_data_descr){clip, STARPU_W};
 	for (int u = 0; u < a->nunits; u++)
 		descr[2 + u] = (struct starpu_data_descr){sq[u], STARPU_R};
+	if (_sf_skip != SF_SKIP_COMM)
+		_sf_flight_submit(a->comm->comm->flight, a->comm, name, 0);
 	return _sf_task_submit(&_sf_cl_grad_norm, descr, a->nunits + 2, a, sizeof *a, true, worker,
 	                       name, done);
 }

@@ -17,10 +17,15 @@
 #include "tasks/grad.h"
 #include "tasks/mpi_wait.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <mpi.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 struct mpi_impl {
 	MPI_Comm step;  /* the step's collectives (comm worker) */
@@ -29,6 +34,7 @@ struct mpi_impl {
 	MPI_Comm shard; /* hybrid: the ranks of a node (comm worker); else MPI_COMM_NULL */
 	MPI_Comm rep;   /* hybrid: the ranks holding the same shard (comm worker) */
 	bool own_mpi;   /* init started MPI, so fini stops it */
+	bool started;   /* init completed: fini meets the other ranks before stopping */
 };
 
 /* The communicator of the rings of gathers and reduce-scatters. */
@@ -57,6 +63,10 @@ static int mpi_err(int mpirc, const char *what, const char *file, int line)
 		}                                                                                  \
 	} while (0)
 
+static int host_wait(struct _sf_comm *c, int n, MPI_Request *req, int mrc, const char *what,
+                     double bytes);
+static int host_barrier_on(struct _sf_comm *c, MPI_Comm comm, const char *what);
+
 /* Byte counts of host-side calls travel as ints. */
 static int count_of(size_t bytes, int *out)
 {
@@ -78,8 +88,12 @@ static void free_comms(struct mpi_impl *st)
 static int mpi_fini(struct _sf_comm *c)
 {
 	struct mpi_impl *st = impl(c);
+	int rc = SF_OK;
 	if (!st)
 		return SF_OK;
+	/* MPI_Finalize waits for every rank without a bound: meet them first, bounded */
+	if (st->started && st->own_mpi)
+		rc = host_barrier_on(c, st->ctl, "sf_finalize's last barrier");
 	free_comms(st);
 	if (st->own_mpi) {
 		int fin = 0;
@@ -89,7 +103,7 @@ static int mpi_fini(struct _sf_comm *c)
 	}
 	free(st);
 	c->impl = NULL;
-	return SF_OK;
+	return rc;
 }
 
 /* Nodes of node_k consecutive ranks: SHARDFLOW_NODE_SIZE, or this machine's ranks,
@@ -109,7 +123,10 @@ static int make_groups(struct _sf_comm *c, struct mpi_impl *st)
 		    K, c->size);
 	if (c->node_req == 0) { /* the machine's ranks: equal and consecutive everywhere? */
 		int mine = c->rank % K == c->node_rank && c->size % K == 0, all = 0;
-		MPI_CHECK(MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, st->ctl));
+		MPI_Request req;
+		SF_CHECK(host_wait(c, 1, &req,
+		                   MPI_Iallreduce(&mine, &all, 1, MPI_INT, MPI_MIN, st->ctl, &req),
+		                   "sf_init's all-reduce of the machines' ranks", sizeof mine));
 		if (!all) {
 			c->node_k = c->size; /* the accounting then sees one node */
 			if (c->hybrid)
@@ -124,10 +141,77 @@ static int make_groups(struct _sf_comm *c, struct mpi_impl *st)
 	}
 	if (!c->hybrid)
 		return SF_OK;
+	SF_CHECK(host_barrier_on(c, st->ctl, "sf_init's barrier before the hybrid split"));
 	MPI_CHECK(MPI_Comm_split(st->step, c->rank / K, c->rank, &st->shard));
 	MPI_CHECK(MPI_Comm_split(st->step, c->rank % K, c->rank, &st->rep));
 	c->shard_rank = c->rank % K, c->shard_size = K;
 	c->rep_rank = c->rank / K, c->rep_size = c->size / K;
+fail:
+	return rc;
+}
+
+/*
+ * MPI_Init_thread has no non-blocking form and waits for every rank of the job: a
+ * watchdog thread ends this rank when it has not returned within
+ * SHARDFLOW_COMM_TIMEOUT (mpirun then ends the others).
+ */
+struct init_watch {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool done;
+	double timeout;
+	int rank; /* this rank in mpirun's environment, or -1 */
+};
+
+static void *init_watch_run(void *arg)
+{
+	struct init_watch *w = arg;
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += (time_t)w->timeout;
+	pthread_mutex_lock(&w->mu);
+	int e = 0;
+	while (!w->done && e != ETIMEDOUT)
+		e = pthread_cond_timedwait(&w->cv, &w->mu, &until);
+	bool late = !w->done;
+	pthread_mutex_unlock(&w->mu);
+	if (late) {
+		fprintf(stderr,
+		        "shardflow: error: [rank %d] sf_init: MPI_Init_thread did not return within "
+		        "%g s (SHARDFLOW_COMM_TIMEOUT): a peer rank is stopped, stuck or never "
+		        "started; ending this rank\n",
+		        w->rank, w->timeout);
+		fflush(stderr);
+		_exit(1);
+	}
+	return NULL;
+}
+
+static int init_mpi(struct _sf_comm *c, struct mpi_impl *st, int *argc, char ***argv,
+                    int *provided)
+{
+	int rc = SF_OK;
+	const char *r = getenv("OMPI_COMM_WORLD_RANK");
+	struct init_watch w = {.timeout = c->timeout, .rank = r ? atoi(r) : -1};
+	pthread_t th;
+	bool watched = c->timeout > 0;
+	if (watched) {
+		pthread_mutex_init(&w.mu, NULL);
+		pthread_cond_init(&w.cv, NULL);
+		watched = pthread_create(&th, NULL, init_watch_run, &w) == 0;
+	}
+	int mrc = MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, provided);
+	if (watched) {
+		pthread_mutex_lock(&w.mu);
+		w.done = true;
+		pthread_cond_signal(&w.cv);
+		pthread_mutex_unlock(&w.mu);
+		pthread_join(th, NULL);
+		pthread_cond_destroy(&w.cv);
+		pthread_mutex_destroy(&w.mu);
+	}
+	MPI_CHECK(mrc);
+	st->own_mpi = true;
 fail:
 	return rc;
 }
@@ -141,12 +225,10 @@ static int mpi_init(struct _sf_comm *c, int *argc, char ***argv)
 	st->step = st->ctl = st->node = st->shard = st->rep = MPI_COMM_NULL;
 	c->impl = st;
 	MPI_CHECK(MPI_Initialized(&inited));
-	if (!inited) {
-		MPI_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided));
-		st->own_mpi = true;
-	} else {
+	if (!inited)
+		SF_CHECK(init_mpi(c, st, argc, argv, &provided));
+	else
 		MPI_CHECK(MPI_Query_thread(&provided));
-	}
 	if (provided < MPI_THREAD_MULTIPLE) {
 		rc = SF_ERR(SF_ERR_MPI,
 		            "MPI provides thread level %d, shardflow needs MPI_THREAD_MULTIPLE "
@@ -155,17 +237,23 @@ static int mpi_init(struct _sf_comm *c, int *argc, char ***argv)
 		            provided, MPI_THREAD_MULTIPLE);
 		goto fail;
 	}
-	MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &st->step));
-	MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &st->ctl));
+	/* the start-up exchanges are bounded like every host-side collective (host_wait) */
+	MPI_Request dup[2];
+	int mrc = MPI_Comm_idup(MPI_COMM_WORLD, &st->step, &dup[0]);
+	if (mrc == MPI_SUCCESS)
+		mrc = MPI_Comm_idup(MPI_COMM_WORLD, &st->ctl, &dup[1]);
+	SF_CHECK(host_wait(c, 2, dup, mrc, "sf_init's duplication of MPI_COMM_WORLD", 0));
 	MPI_CHECK(MPI_Comm_set_errhandler(st->ctl, MPI_ERRORS_RETURN));
 	MPI_CHECK(MPI_Comm_rank(st->step, &c->rank));
 	MPI_CHECK(MPI_Comm_size(st->step, &c->size));
+	SF_CHECK(host_barrier_on(c, st->ctl, "sf_init's barrier before the machines' split"));
 	MPI_CHECK(
 	    MPI_Comm_split_type(st->ctl, MPI_COMM_TYPE_SHARED, c->rank, MPI_INFO_NULL, &st->node));
 	MPI_CHECK(MPI_Comm_set_errhandler(st->node, MPI_ERRORS_RETURN));
 	MPI_CHECK(MPI_Comm_rank(st->node, &c->node_rank));
 	MPI_CHECK(MPI_Comm_size(st->node, &c->node_size));
 	SF_CHECK(make_groups(c, st));
+	st->started = true;
 	return SF_OK;
 fail:
 	mpi_fini(c);
@@ -361,19 +449,60 @@ static int mpi_sum_scalar(struct _sf_comm *c, double *v)
 
 /* ---- host side -------------------------------------------------------------- */
 
+/*
+ * Every host-side collective is a non-blocking call waited for with naps under
+ * SHARDFLOW_COMM_TIMEOUT, as the step's are (a blocking MPI call busy-polls, and waits
+ * for ever for a stopped peer): no progress for the timeout ends the job, naming the
+ * operation and the agreement it belongs to, with the flight record (tasks/flight.h).
+ */
+static int host_wait(struct _sf_comm *c, int n, MPI_Request *req, int mrc, const char *what,
+                     double bytes)
+{
+	char name[192];
+	int idx[2];
+	/* a call of the library's own ("sf_init's ...") is named; the others by the
+	 * agreement that came last: the operation they serve began there */
+	if (c->agreeing && strncmp(what, "sf_", 3) != 0)
+		snprintf(name, sizeof name, "%s (after the agreement of %s)", what, c->agreeing);
+	else
+		snprintf(name, sizeof name, "%s", what);
+	int64_t id = _sf_flight_start(c->flight, SF_FLIGHT_HOST, NULL, name, bytes);
+	if (mrc == MPI_SUCCESS)
+		mrc = _sf_wait_all(n, req, idx, SF_COMM_PACE, c->timeout);
+	_sf_flight_end(c->flight, id, mrc == MPI_SUCCESS);
+	if (mrc == SF_WAIT_TIMEOUT)
+		_sf_comm_fail_job(c, SF_ERR_MPI, SF_FLIGHT_HOST,
+		                  "the host-side %s made no progress for %g s "
+		                  "(SHARDFLOW_COMM_TIMEOUT), ending the job: a peer rank is stopped, "
+		                  "stuck or unreachable",
+		                  name, c->timeout);
+	return wait_status(c, mrc, name);
+}
+
+/* Waits until every rank of comm has arrived (host_wait): a blocking collective that
+ * has no non-blocking form (a communicator split) follows one, so that it only waits
+ * for ranks already there. */
+static int host_barrier_on(struct _sf_comm *c, MPI_Comm comm, const char *what)
+{
+	MPI_Request req;
+	return host_wait(c, 1, &req, MPI_Ibarrier(comm, &req), what, 0);
+}
+
 static int mpi_barrier(struct _sf_comm *c, bool node_only)
 {
-	int rc = SF_OK;
-	MPI_CHECK(MPI_Barrier(node_only ? impl(c)->node : impl(c)->ctl));
-fail:
-	return rc;
+	return host_barrier_on(c, node_only ? impl(c)->node : impl(c)->ctl,
+	                       node_only ? "barrier of the machine's ranks" : "barrier");
 }
 
 static int mpi_bcast(struct _sf_comm *c, void *buf, size_t bytes, int root)
 {
 	int rc = SF_OK, n = 0;
+	MPI_Request req;
+	char what[96];
 	SF_CHECK(count_of(bytes, &n));
-	MPI_CHECK(MPI_Bcast(buf, n, MPI_BYTE, root, impl(c)->ctl));
+	snprintf(what, sizeof what, "broadcast of %zu bytes from rank %d", bytes, root);
+	SF_CHECK(host_wait(c, 1, &req, MPI_Ibcast(buf, n, MPI_BYTE, root, impl(c)->ctl, &req),
+	                   what, (double)bytes));
 fail:
 	return rc;
 }
@@ -381,8 +510,13 @@ fail:
 static int mpi_gather_bytes(struct _sf_comm *c, const void *mine, size_t bytes, void *all, int root)
 {
 	int rc = SF_OK, n = 0;
+	MPI_Request req;
+	char what[96];
 	SF_CHECK(count_of(bytes, &n));
-	MPI_CHECK(MPI_Gather(mine, n, MPI_BYTE, all, n, MPI_BYTE, root, impl(c)->ctl));
+	snprintf(what, sizeof what, "gather of %zu bytes a rank to rank %d", bytes, root);
+	SF_CHECK(host_wait(c, 1, &req,
+	                   MPI_Igather(mine, n, MPI_BYTE, all, n, MPI_BYTE, root, impl(c)->ctl, &req),
+	                   what, (double)bytes));
 fail:
 	return rc;
 }
@@ -392,6 +526,8 @@ static int mpi_gatherv_bytes(struct _sf_comm *c, const void *mine, size_t bytes,
 {
 	int rc = SF_OK, n = 0;
 	int *cnt = NULL, *displs = NULL;
+	MPI_Request req;
+	char what[96];
 	SF_CHECK(count_of(bytes, &n));
 	if (c->rank == root) {
 		cnt = calloc((size_t)c->size, sizeof *cnt);
@@ -407,7 +543,11 @@ static int mpi_gatherv_bytes(struct _sf_comm *c, const void *mine, size_t bytes,
 			off += counts[r];
 		}
 	}
-	MPI_CHECK(MPI_Gatherv(mine, n, MPI_BYTE, all, cnt, displs, MPI_BYTE, root, impl(c)->ctl));
+	snprintf(what, sizeof what, "gather of %zu bytes (this rank's) to rank %d", bytes, root);
+	SF_CHECK(host_wait(
+	    c, 1, &req,
+	    MPI_Igatherv(mine, n, MPI_BYTE, all, cnt, displs, MPI_BYTE, root, impl(c)->ctl, &req),
+	    what, (double)bytes));
 fail:
 	free(cnt);
 	free(displs);
@@ -417,42 +557,43 @@ fail:
 static int mpi_allgather_bytes(struct _sf_comm *c, const void *mine, size_t bytes, void *all)
 {
 	int rc = SF_OK, n = 0;
+	MPI_Request req;
+	char what[96];
 	SF_CHECK(count_of(bytes, &n));
-	MPI_CHECK(MPI_Allgather(mine, n, MPI_BYTE, all, n, MPI_BYTE, impl(c)->ctl));
+	snprintf(what, sizeof what, "all-gather of %zu bytes a rank", bytes);
+	SF_CHECK(host_wait(c, 1, &req,
+	                   MPI_Iallgather(mine, n, MPI_BYTE, all, n, MPI_BYTE, impl(c)->ctl, &req),
+	                   what, (double)bytes));
 fail:
 	return rc;
 }
 
 static void mpi_abort(struct _sf_comm *c, int code);
 
-static int mpi_min_rank(struct _sf_comm *c, int value, int *min, int *rank)
+static int mpi_min_rank(struct _sf_comm *c, int value, int64_t add, int *min, int *rank,
+                        int64_t *sum)
 {
-	int rc = SF_OK;
 	struct {
 		int v, r;
 	} in = {value, c->rank}, out;
-	/* polled under SHARDFLOW_COMM_TIMEOUT like the step's collectives: a peer stopped
-	 * between two steps must not leave this rank in it for ever; the job ends */
-	MPI_Request req;
-	int mrc = MPI_Iallreduce(&in, &out, 1, MPI_2INT, MPI_MINLOC, impl(c)->ctl, &req);
-	int idx[1];
+	int64_t total = 0;
+	MPI_Request req[2];
+	int mrc = MPI_Iallreduce(&in, &out, 1, MPI_2INT, MPI_MINLOC, impl(c)->ctl, &req[0]);
 	if (mrc == MPI_SUCCESS)
-		mrc = _sf_wait_all(1, &req, idx, SF_COMM_PACE, c->timeout);
-	if (mrc == SF_WAIT_TIMEOUT) {
-		char why[512];
-		wait_status(c, mrc, "ranks' status all-reduce");
-		snprintf(why, sizeof why, "%s", sf_last_error());
-		_sf_err(SF_ERR_MPI, NULL, 0, "all-reduce of the ranks' status failed, ending the job: %s",
-		        why);
-		if (_sf_err_quiet)
-			_sf_log(SF_LOG_ERROR, "%s", sf_last_error());
-		mpi_abort(c, 1);
-	}
-	SF_CHECK(wait_status(c, mrc, "ranks' status all-reduce"));
+		mrc = MPI_Iallreduce(&add, &total, 1, MPI_INT64_T, MPI_SUM, impl(c)->ctl, &req[1]);
+	char what[160];
+	snprintf(what, sizeof what, "%s's agreement (all-reduce of the ranks' status)",
+	         c->agreeing ? c->agreeing : "sf_?");
+	const char *agreeing = c->agreeing;
+	c->agreeing = NULL; /* named already */
+	int rc = host_wait(c, 2, req, mrc, what, 2 * sizeof(int));
+	c->agreeing = agreeing;
+	if (rc < 0)
+		return rc;
 	*min = out.v;
 	*rank = out.r;
-fail:
-	return rc;
+	*sum = total;
+	return SF_OK;
 }
 
 /* Ends every rank of the job: mpirun reports the code and kills the others, a stopped

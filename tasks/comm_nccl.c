@@ -447,36 +447,46 @@ static int nccl_sum_scalar(struct _sf_comm *c, double *v)
 
 /* ---- host side: the MPI backend's --------------------------------------------------- */
 
+/* The MPI communicator of the host side, with this one's flight record and the
+ * agreement under way (for the names of its operations) */
+static struct _sf_comm *host(struct _sf_comm *c)
+{
+	impl(c)->mpi.flight = c->flight;
+	impl(c)->mpi.agreeing = c->agreeing;
+	return &impl(c)->mpi;
+}
+
 static int nccl_barrier(struct _sf_comm *c, bool node_only)
 {
-	return impl(c)->mpi.ops->barrier(&impl(c)->mpi, node_only);
+	return impl(c)->mpi.ops->barrier(host(c), node_only);
 }
 
 static int nccl_bcast(struct _sf_comm *c, void *buf, size_t bytes, int root)
 {
-	return impl(c)->mpi.ops->bcast(&impl(c)->mpi, buf, bytes, root);
+	return impl(c)->mpi.ops->bcast(host(c), buf, bytes, root);
 }
 
 static int nccl_gather_bytes(struct _sf_comm *c, const void *mine, size_t bytes, void *all,
                              int root)
 {
-	return impl(c)->mpi.ops->gather_bytes(&impl(c)->mpi, mine, bytes, all, root);
+	return impl(c)->mpi.ops->gather_bytes(host(c), mine, bytes, all, root);
 }
 
 static int nccl_gatherv_bytes(struct _sf_comm *c, const void *mine, size_t bytes, void *all,
                               const size_t *counts, int root)
 {
-	return impl(c)->mpi.ops->gatherv_bytes(&impl(c)->mpi, mine, bytes, all, counts, root);
+	return impl(c)->mpi.ops->gatherv_bytes(host(c), mine, bytes, all, counts, root);
 }
 
 static int nccl_allgather_bytes(struct _sf_comm *c, const void *mine, size_t bytes, void *all)
 {
-	return impl(c)->mpi.ops->allgather_bytes(&impl(c)->mpi, mine, bytes, all);
+	return impl(c)->mpi.ops->allgather_bytes(host(c), mine, bytes, all);
 }
 
-static int nccl_min_rank(struct _sf_comm *c, int value, int *min, int *rank)
+static int nccl_min_rank(struct _sf_comm *c, int value, int64_t add, int *min, int *rank,
+                         int64_t *sum)
 {
-	return impl(c)->mpi.ops->min_rank(&impl(c)->mpi, value, min, rank);
+	return impl(c)->mpi.ops->min_rank(host(c), value, add, min, rank, sum);
 }
 
 static void nccl_abort(struct _sf_comm *c, int code)

@@ -36,7 +36,7 @@ ok $? "the job ends with an error once rank 1 is stopped (exit $st, not the test
 [ "$elapsed" -le 60 ]
 ok $? "it ends within the timeout and teardown ($elapsed s in all, timeout 4 s)"
 grep -E 'no progress for 4 s \(SHARDFLOW_COMM_TIMEOUT\)' "$tmp/err" >/dev/null &&
-	grep -E '(all-gather|reduce-scatter|all-reduce) of (unit "[^"]+"|the loss|the ranks'"'"' status) failed' "$tmp/err" >/dev/null
+	grep -E '(all-gather|reduce-scatter|all-reduce) of (unit "[^"]+"|the loss) failed|the host-side sf_model_step'"'"'s agreement' "$tmp/err" >/dev/null
 if ! ok $? "rank 0 names the collective, the unit and SHARDFLOW_COMM_TIMEOUT"; then
 	diag_file "$tmp/err"
 fi

@@ -1,0 +1,170 @@
+/*
+ * stall_driver.c — a 2-rank job whose rank 1 stops (SIGSTOP: alive and silent, as a
+ * hung or cut-off peer) at a chosen point, for tests/watchdog.sh: the other ranks must
+ * end the job within SHARDFLOW_COMM_TIMEOUT, naming what they waited in, with their
+ * flight records written.
+ *
+ *   stall_driver --stop PHASE [--steps N] [--save DIR] [--mark FILE]
+ *
+ * PHASE (where rank 1 stops; the others go on into the next collective):
+ *   init          before sf_init (the others wait in MPI's start-up)
+ *   step          before its 3rd sf_model_step (the others in the batch agreement)
+ *   save          before its sf_checkpoint_save after step 2 (the others inside the
+ *                 save's first agreement)
+ *   save-shards   inside that save, as it renames its rank file into place (the others
+ *                 in the save's later coordination); rename(3) is interposed, as
+ *                 tests/ckpt_driver.c does: the library has no hook
+ *   finalize      before sf_finalize (the others in its last barrier)
+ *   none          nobody stops (the job must succeed)
+ * The MLP of tests/test_models.h trains N steps (default 5) of synthetic batches;
+ * with --save DIR each step is checkpointed. The stopping rank writes its pid to
+ * --mark FILE just before it stops, so that the test knows when the others wait.
+ * Exit status: 0 success, 1 a library error, 2 a bad command line.
+ */
+#include "examples/synthetic.h"
+#include "shardflow.h"
+#include "tests/test_models.h"
+
+#include <dlfcn.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define PROG "stall_driver"
+
+static const char *const phases[] = {"none", "init", "step", "save", "save-shards", "finalize"};
+enum phase { P_NONE, P_INIT, P_STEP, P_SAVE, P_SAVE_SHARDS, P_FINALIZE, P_COUNT };
+
+static const char *mark;
+static int me = -1; /* this rank (mpirun's environment) */
+static enum phase stop_at = P_NONE;
+static int armed; /* save-shards: the save of step 2 runs */
+
+/* Rank 1 stops here when the phase is `p` */
+static void stop_point(enum phase p)
+{
+	if (me != 1 || stop_at != p)
+		return;
+	if (mark) {
+		FILE *f = fopen(mark, "w");
+		if (f) {
+			fprintf(f, "%ld\n", (long)getpid());
+			fclose(f);
+		}
+	}
+	raise(SIGSTOP);
+}
+
+__attribute__((visibility("default"))) int rename(const char *from, const char *to)
+{
+	static int (*real)(const char *, const char *);
+	if (!real)
+		*(void **)&real = dlsym(RTLD_NEXT, "rename");
+	if (!real)
+		return -1;
+	int r = real(from, to);
+	if (armed && strstr(to, "/rank-"))
+		stop_point(P_SAVE_SHARDS);
+	return r;
+}
+
+#define CHECK(call)                                                                                \
+	do {                                                                                       \
+		int rc_ = (call);                                                                  \
+		if (rc_ != SF_OK) {                                                                \
+			fprintf(stderr, PROG ": %s failed: %s: %s\n", #call, sf_strerror(rc_),     \
+			        sf_last_error());                                                  \
+			return 1;                                                                  \
+		}                                                                                  \
+	} while (0)
+
+static int usage(const char *why)
+{
+	fprintf(stderr,
+	        PROG ": %s\nusage: " PROG " --stop none|init|step|save|save-shards|finalize "
+	             "[--steps N] [--save DIR] [--mark FILE]\n",
+	        why);
+	return 2;
+}
+
+int main(int argc, char **argv)
+{
+	int steps = 5;
+	const char *save = NULL;
+	for (int i = 1; i < argc; i++) {
+		if (i + 1 >= argc)
+			return usage("an option lacks its value");
+		if (!strcmp(argv[i], "--stop")) {
+			stop_at = P_COUNT;
+			for (int k = 0; k < P_COUNT; k++)
+				if (!strcmp(argv[i + 1], phases[k]))
+					stop_at = (enum phase)k;
+			if (stop_at == P_COUNT)
+				return usage("--stop: unknown phase");
+		} else if (!strcmp(argv[i], "--steps")) {
+			steps = atoi(argv[i + 1]);
+			if (steps < 3 || steps > 1000)
+				return usage("--steps: 3 to 1000");
+		} else if (!strcmp(argv[i], "--save")) {
+			save = argv[i + 1];
+		} else if (!strcmp(argv[i], "--mark")) {
+			mark = argv[i + 1];
+		} else {
+			return usage("unknown option");
+		}
+		i++;
+	}
+	if ((stop_at == P_SAVE || stop_at == P_SAVE_SHARDS) && !save)
+		return usage("--stop save needs --save DIR");
+	const char *r = getenv("OMPI_COMM_WORLD_RANK");
+	me = r ? atoi(r) : 0;
+
+	stop_point(P_INIT);
+	sf_context *ctx = NULL;
+	sf_graph *g = NULL;
+	sf_model *m = NULL;
+	int rank = 0, size = 1, D, C, T, first, rows;
+	CHECK(sf_init(&argc, &argv, &ctx));
+	CHECK(sf_context_world(ctx, &rank, &size));
+	if (build_model(PROG, MODEL_MLP, &g, &D, &C, &T))
+		return 1;
+	struct sf_model_options o;
+	CHECK(sf_model_options_init(&o));
+	o.batch = 12;
+	CHECK(sf_model_create(ctx, g, &o, &m));
+	CHECK(sf_model_local_rows(m, &first, &rows));
+	float *x = malloc(sizeof(float) * (size_t)(rows * D + 1));
+	int32_t *y = malloc(sizeof(int32_t) * (size_t)(rows + 1));
+	if (!x || !y)
+		return 1;
+	for (int k = 1; k <= steps; k++) {
+		if (k == 3)
+			stop_point(P_STEP);
+		if (sf_synth_rows(1, k, first, rows, D, C, x, y))
+			return 1;
+		struct sf_batch b = {.ninputs = 1, .inputs = (const float *const[]){x}, .labels = y};
+		int64_t t;
+		double loss;
+		CHECK(sf_model_step(m, &b, &t));
+		CHECK(sf_model_loss(m, t, &loss));
+		if (save) {
+			struct sf_checkpoint_info info = {.step = k, .batch = k + 1, .data_seed = 1};
+			if (k == 2)
+				stop_point(P_SAVE);
+			armed = k == 2;
+			CHECK(sf_checkpoint_save(m, save, &info));
+			armed = 0;
+		}
+		if (rank == 0)
+			printf("step %d loss %.6f\n", k, loss);
+	}
+	free(x);
+	free(y);
+	CHECK(sf_model_destroy(m));
+	CHECK(sf_graph_destroy(g));
+	stop_point(P_FINALIZE);
+	CHECK(sf_finalize(ctx));
+	return 0;
+}
