@@ -190,7 +190,7 @@ timeout -k 10 "$limit" "$RUN" --np 2 --max-restarts 2 --backoff 0 --mpirun-args 
 	sh "$tmp/sleeps.sh" --checkpoint-dir "$tmp/ck-none" </dev/null >"$tmp/term.out" 2>"$tmp/term.err" &
 launcher=$!
 i=0
-while { [ ! -s "$tmp/pid.0" ] || [ ! -s "$tmp/pid.1" ]; } && [ $i -lt 300 ]; do
+while { [ ! -s "$tmp/pid.0" ] || [ ! -s "$tmp/pid.1" ]; } && [ $i -lt 600 ]; do
 	sleep 0.1
 	i=$((i + 1))
 done
