@@ -474,11 +474,21 @@ enum sf_loss_kind {
 	SF_LOSS_COUNT              /**< the number of values above; not a value */
 };
 
-/** A loss and its parameter. */
+/** A loss and its parameters. */
 struct sf_loss_config {
 	enum sf_loss_kind kind; /**< default SF_LOSS_CROSS_ENTROPY */
 	float delta;            /**< SF_LOSS_HUBER's threshold, finite and > 0; default 1 */
+	/** SF_LOSS_CROSS_ENTROPY: a row whose label is this value counts for nothing (no
+	 *  loss, no gradient) and the mean is over the other rows of the global batch
+	 *  (PyTorch's ignore_index: padding, a prompt's tokens). Any value; one in [0,
+	 *  classes) makes that class ignored. Default SF_LOSS_IGNORE_INDEX (-100, as
+	 *  PyTorch's), which no valid label equals: every row counts. A batch whose every
+	 *  label is ignored has loss 0 and a zero gradient (PyTorch's mean would be NaN).
+	 *  Fill the struct with sf_loss_config_init(): a zeroed one ignores class 0. */
+	int ignore_index;
 };
+
+#define SF_LOSS_IGNORE_INDEX (-100) /**< default of sf_loss_config::ignore_index */
 
 /** Fills *c with the defaults above. */
 SF_API int sf_loss_config_init(struct sf_loss_config *c);

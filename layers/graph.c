@@ -569,7 +569,8 @@ SF_API int sf_loss_config_init(struct sf_loss_config *c)
 {
 	if (!c)
 		return SF_ERR(SF_ERR_INVALID, "sf_loss_config_init: c is NULL");
-	*c = (struct sf_loss_config){.kind = SF_LOSS_CROSS_ENTROPY, .delta = 1.0f};
+	*c = (struct sf_loss_config){
+	    .kind = SF_LOSS_CROSS_ENTROPY, .delta = 1.0f, .ignore_index = SF_LOSS_IGNORE_INDEX};
 	return SF_OK;
 }
 
@@ -578,8 +579,19 @@ SF_API int sf_graph_loss(sf_graph *g, const struct sf_loss_config *c, int pred, 
 {
 	static const char *const kinds[] = {"cross-entropy", "MSE", "L1", "Huber"};
 	_Static_assert(sizeof kinds / sizeof kinds[0] == SF_LOSS_COUNT, "a name per loss");
-	if (!c || c->kind == SF_LOSS_CROSS_ENTROPY)
+	if (!c)
 		return sf_graph_softmax_cross_entropy(g, pred, target, out);
+	if (c->kind == SF_LOSS_CROSS_ENTROPY) { /* the node of the plain call, with c */
+		int rc = sf_graph_softmax_cross_entropy(g, pred, target, out);
+		if (rc < 0)
+			return rc;
+		struct _sf_node *nd = &g->nodes[*out];
+		if (!(nd->config = malloc(sizeof *c)))
+			return SF_ERR(SF_ERR_NOMEM, "sf_graph_loss: out of memory");
+		memcpy(nd->config, c, sizeof *c);
+		nd->config_size = sizeof *c;
+		return SF_OK;
+	}
 	int rc = begin(g, "sf_graph_loss", out);
 	if (rc < 0)
 		return rc;

@@ -18,10 +18,10 @@ void _sf_softmax_xent_cpu(void *buffers[], void *cl_arg)
 	double *loss = (double *)STARPU_VECTOR_GET_PTR(buffers[3]);
 	for (int r = 0; r < a->rows; r++)
 		STARPU_ASSERT_MSG(
-		    y[r] >= 0 && y[r] < a->classes,
+		    (y[r] >= 0 && y[r] < a->classes) || y[r] == a->ignore,
 		    "label %d of row %d outside [0, %d) (sf_model_step checks labels)", (int)y[r],
 		    r, a->classes);
-	*loss = _sf_softmax_xent(a->rows, a->classes, z, y, a->scale, dz);
+	*loss = _sf_softmax_xent(a->rows, a->classes, z, y, a->ignore, a->scale, dz);
 }
 
 #ifdef SF_HAVE_CUDA
@@ -29,7 +29,7 @@ void _sf_softmax_xent_cuda(void *buffers[], void *cl_arg)
 {
 	const struct _sf_loss_args *a = cl_arg;
 	_sf_softmax_xent_dev(a->rows, a->classes, (const float *)STARPU_VECTOR_GET_PTR(buffers[0]),
-	                     (const int32_t *)STARPU_VECTOR_GET_PTR(buffers[1]), a->scale,
+	                     (const int32_t *)STARPU_VECTOR_GET_PTR(buffers[1]), a->ignore, a->scale,
 	                     (float *)STARPU_VECTOR_GET_PTR(buffers[2]),
 	                     (double *)STARPU_VECTOR_GET_PTR(buffers[3]));
 }

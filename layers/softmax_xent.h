@@ -18,14 +18,17 @@ extern "C" {
 /* The loss codelet's cl_arg. */
 struct _sf_loss_args {
 	int rows, classes;
-	float scale; /* 1 / global rows */
+	int32_t ignore; /* a label that counts for nothing (sf_loss_config::ignore_index) */
+	float scale;    /* 1 / the global batch's rows whose label is not `ignore` (0 when
+	                   none is: the step's loss and gradient are 0) */
 };
 
 /* Softmax cross-entropy over rows: returns scale * sum_rows -log softmax(z)[label]
- * (in double) and writes dz (B,C) = scale * (softmax(z) - onehot(label)).
- * Labels must lie in [0, C) (checked by the caller). */
-double _sf_softmax_xent(int B, int C, const float *z, const int32_t *labels, float scale,
-                        float *dz);
+ * (in double) and writes dz (B,C) = scale * (softmax(z) - onehot(label)); a row whose
+ * label is `ignore` adds 0 and gets dz = 0. Other labels must lie in [0, C) (checked
+ * by the caller). */
+double _sf_softmax_xent(int B, int C, const float *z, const int32_t *labels, int32_t ignore,
+                        float scale, float *dz);
 
 /* The CPU codelet body: logits[R] labels[R] dlogits[W] loss[W] (one double). */
 void _sf_softmax_xent_cpu(void *buffers[], void *cl_arg);
@@ -35,8 +38,8 @@ void _sf_softmax_xent_cpu(void *buffers[], void *cl_arg);
 void _sf_softmax_xent_cuda(void *buffers[], void *cl_arg);
 /* layers/softmax_xent_cuda.cu: _sf_softmax_xent on the worker's stream, the result in
  * *loss (device memory) */
-void _sf_softmax_xent_dev(int B, int C, const float *z, const int32_t *labels, float scale,
-                          float *dz, double *loss);
+void _sf_softmax_xent_dev(int B, int C, const float *z, const int32_t *labels, int32_t ignore,
+                          float scale, float *dz, double *loss);
 #endif
 
 #ifdef __cplusplus

@@ -10,11 +10,11 @@
 
 #include <starpu.h>
 
-static __global__ void rows_k(int B, int C, const float *z, const int32_t *labels, float scale,
-                              float *dz, double *terms)
+static __global__ void rows_k(int B, int C, const float *z, const int32_t *labels, int32_t ignore,
+                              float scale, float *dz, double *terms)
 {
 	SF_CUDA_FOR(r, (size_t)B)
-	terms[r] = sf_softmax_xent_row(C, z + r * C, labels[r], scale, dz + r * C);
+	terms[r] = sf_softmax_xent_row_or_ignore(C, z + r * C, labels[r], ignore, scale, dz + r * C);
 }
 
 static __global__ void sum_k(int B, const double *terms, float scale, double *loss)
@@ -26,14 +26,14 @@ static __global__ void sum_k(int B, const double *terms, float scale, double *lo
 }
 
 extern "C" void _sf_softmax_xent_dev(int B, int C, const float *z, const int32_t *labels,
-                                     float scale, float *dz, double *loss)
+                                     int32_t ignore, float scale, float *dz, double *loss)
 {
 	cudaStream_t s = starpu_cuda_get_local_stream();
 	double *terms = NULL;
 	SF_CUDA_CHECK(cudaMallocAsync((void **)&terms, sizeof(double) * (size_t)(B > 0 ? B : 1), s));
 	SF_CUDA_CHECK_LAUNCH("softmax_xent rows_k",
 	                     rows_k<<<sf_cuda_blocks((size_t)B), SF_CUDA_BLOCK, 0, s>>>(
-	                         B, C, z, labels, scale, dz, terms));
+	                         B, C, z, labels, ignore, scale, dz, terms));
 	SF_CUDA_CHECK_LAUNCH("softmax_xent sum_k", sum_k<<<1, 1, 0, s>>>(B, terms, scale, loss));
 	SF_CUDA_CHECK(cudaFreeAsync(terms, s));
 }

@@ -28,4 +28,16 @@ SF_HD double sf_softmax_xent_row(int C, const float *zr, int32_t label, float sc
 	return logz - zr[label];
 }
 
+/* The same, but a row labelled `ignore` counts for nothing: dr = 0, returns 0 */
+SF_HD double sf_softmax_xent_row_or_ignore(int C, const float *zr, int32_t label, int32_t ignore,
+                                           float scale, float *dr)
+{
+	if (label == ignore) {
+		for (int c = 0; c < C; c++)
+			dr[c] = 0.0f;
+		return 0.0;
+	}
+	return sf_softmax_xent_row(C, zr, label, scale, dr);
+}
+
 #endif

@@ -228,7 +228,7 @@ SF_API int sf_model_evaluate(sf_model *m, const struct sf_batch *x, int samples,
 	int rc = SF_OK;
 	struct pass_buf pb = {0};
 	float *dr = NULL;
-	double *sums = NULL, mine = 0.0;
+	double *sums = NULL, mine[2] = {0.0, 0.0}; /* the rank's sum and rows counted */
 	SF_CHECK(check_args(m, x, samples, true, fn));
 	SF_CHECK(agree_samples(m, samples, fn));
 	if (!loss)
@@ -242,7 +242,7 @@ SF_API int sf_model_evaluate(sf_model *m, const struct sf_batch *x, int samples,
 		if (m->input_nodes[i] == lnd->in[1])
 			target = pb.in[i];
 	dr = malloc(((size_t)C + 1) * sizeof(float));
-	sums = calloc((size_t)m->nranks + 1, sizeof(double));
+	sums = calloc(2 * (size_t)m->nranks + 2, sizeof(double));
 	if (!dr || !sums) {
 		rc = SF_ERR(SF_ERR_NOMEM, "%s: out of memory", fn);
 		goto fail;
@@ -252,23 +252,33 @@ SF_API int sf_model_evaluate(sf_model *m, const struct sf_batch *x, int samples,
 		SF_CHECK(pass_run(m, p, &pb, true, fn));
 		SF_CHECK(_sf_data_acquire(z->h_act, STARPU_R));
 		size_t valid = (size_t)real * (size_t)m->T;
-		if (m->loss_kind == SF_LOSS_CROSS_ENTROPY)
-			for (size_t r = 0; r < valid; r++)
-				mine += sf_softmax_xent_row(C, z->act + r * (size_t)C, pb.labels[r], 1.0f,
-				                            dr);
-		else /* the regression loss of each element against the staged target */
+		if (m->loss_kind == SF_LOSS_CROSS_ENTROPY) {
+			for (size_t r = 0; r < valid; r++) { /* a row of the ignore index adds 0 */
+				mine[0] += sf_softmax_xent_row_or_ignore(
+				    C, z->act + r * (size_t)C, pb.labels[r], m->loss_args.ignore, 1.0f, dr);
+				mine[1] += pb.labels[r] != m->loss_args.ignore;
+			}
+		} else { /* the regression loss of each element against the staged target */
 			for (size_t i = 0; i < valid * (size_t)C; i++)
-				mine += sf_loss_elem(m->loss_kind, z->act[i] - target[i],
-				                     m->reg_loss_args.delta, dr);
+				mine[0] += sf_loss_elem(m->loss_kind, z->act[i] - target[i],
+				                        m->reg_loss_args.delta, dr);
+			mine[1] += (double)valid * (double)C;
+		}
 		starpu_data_release(z->h_act);
 	}
-	SF_CHECK(m->comm->ops->allgather_bytes(m->comm, &mine, sizeof mine, sums));
-	double total = 0.0; /* in rank order: the same sum on every rank */
+	SF_CHECK(m->comm->ops->allgather_bytes(m->comm, mine, sizeof mine, sums));
+	double total = 0.0, counted = 0.0; /* in rank order: the same sum on every rank */
 	for (int r = 0; r < m->nranks; r++)
-		total += sums[r];
-	/* the mean over rows (cross-entropy) or over every element (regression) */
-	*loss = total / ((double)samples * (double)m->T *
-	                 (m->loss_kind == SF_LOSS_CROSS_ENTROPY ? 1.0 : (double)C));
+		total += sums[2 * r], counted += sums[2 * r + 1];
+	/* the mean over the rows that count (cross-entropy) or over every element */
+	if (counted == 0.0) {
+		rc = SF_ERR(SF_ERR_INVALID,
+		            "%s: every label of the %d samples is the ignore index (%d): there is "
+		            "no row to average over",
+		            fn, samples, (int)m->loss_args.ignore);
+		goto fail;
+	}
+	*loss = total / counted;
 fail:
 	pass_free(m, &pb);
 	free(dr);

@@ -818,7 +818,8 @@ static int build_buffers(struct sf_model *m)
 	m->loss_args = (struct _sf_loss_args){
 	    .rows = (int)m->rows_local,
 	    .classes = m->labels_node >= 0 ? m->gnodes[m->labels_node].dim : width,
-	    .scale = 1.0f / (float)((double)m->B_global * m->T),
+	    .ignore = lc ? lc->ignore_index : SF_LOSS_IGNORE_INDEX,
+	    .scale = 1.0f / (float)((double)m->B_global * m->T), /* each step sets it */
 	};
 	m->reg_loss_args = (struct _sf_reg_loss_args){
 	    .rows = (int)m->rows_local,

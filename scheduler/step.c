@@ -36,6 +36,7 @@
 #include "trace/recorder.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -491,11 +492,12 @@ static int stage(starpu_data_handle_t h, void *dst, const void *src, size_t byte
 	return SF_OK;
 }
 
-static int check_ids(const int32_t *v, size_t n, int range, const char *what, const char *fn,
-                     const struct sf_model *m)
+/* ids in [0, range), but `skip` (a label that counts for nothing) */
+static int check_ids(const int32_t *v, size_t n, int range, int64_t skip, const char *what,
+                     const char *fn, const struct sf_model *m)
 {
 	for (size_t r = 0; r < n; r++)
-		if (v[r] < 0 || v[r] >= range)
+		if ((v[r] < 0 || v[r] >= range) && v[r] != skip)
 			return SF_ERR(SF_ERR_INVALID,
 			              "%s: %s %d of local row %zu (sample %d of the global batch) "
 			              "is outside [0, %d)",
@@ -526,12 +528,13 @@ static int check_batch(struct sf_model *m, const struct sf_batch *b, bool labels
 			              i, nd->name);
 		char what[SF_NAME_MAX + 8];
 		snprintf(what, sizeof what, "id of \"%s\"", nd->name);
-		SF_CHECK(check_ids(b->int_inputs[i], m->rows_local, nd->dim, what, fn, m));
+		SF_CHECK(check_ids(b->int_inputs[i], m->rows_local, nd->dim, INT64_MIN, what, fn, m));
 	}
 	if (labels) { /* a graph with a label input (cross-entropy) */
 		if (!b->labels)
 			return SF_ERR(SF_ERR_INVALID, "%s: labels are NULL", fn);
-		SF_CHECK(check_ids(b->labels, m->rows_local, m->loss_args.classes, "label", fn, m));
+		SF_CHECK(check_ids(b->labels, m->rows_local, m->loss_args.classes, m->loss_args.ignore,
+		                   "label", fn, m));
 	}
 fail:
 	return rc;
@@ -555,10 +558,21 @@ static int check_finite(const struct sf_model *m, const struct sf_batch *b, cons
 	return SF_OK;
 }
 
+/* The rows of this rank's labels that count (not the ignore index) */
+static int64_t counted_rows(const struct sf_model *m, const int32_t *labels)
+{
+	int64_t n = 0;
+	for (size_t r = 0; r < m->rows_local; r++)
+		n += labels[r] != m->loss_args.ignore;
+	return n;
+}
+
 /* Checks a batch on every rank and agrees on the outcome before anything is submitted
  * (one rank's bad batch fails every rank at once, with that rank's message, instead of
  * leaving the others in their first collective), then copies it into the model's input
- * handles (labels too when `labels` is set). */
+ * handles (labels too when `labels` is set). With labels, the same agreement counts the
+ * global batch's rows whose label is not the ignore index: the loss's mean is over
+ * them (its scale, set once the previous reader of the labels is done). */
 int _sf_stage_batch(struct sf_model *m, const struct sf_batch *b, bool labels, const char *fn)
 {
 	int rc = SF_OK;
@@ -568,7 +582,8 @@ int _sf_stage_batch(struct sf_model *m, const struct sf_batch *b, bool labels, c
 	int crc = check_batch(m, b, labels, fn);
 	if (crc == SF_OK)
 		crc = check_finite(m, b, fn);
-	SF_CHECK(_sf_comm_agree(m->comm, crc, fn));
+	int64_t counted = crc == SF_OK && labels ? counted_rows(m, b->labels) : 0;
+	SF_CHECK(_sf_comm_agree_sum(m->comm, crc, fn, &counted));
 	for (int i = 0; i < m->ninputs; i++) {
 		struct _sf_node_state *s = &m->nodes[m->input_nodes[i]];
 		SF_CHECK(stage(s->h_act, s->act, b->inputs[i],
@@ -580,8 +595,10 @@ int _sf_stage_batch(struct sf_model *m, const struct sf_batch *b, bool labels, c
 		SF_CHECK(
 		    stage(s->h_act, s->act, b->int_inputs[i], m->rows_local * sizeof(int32_t)));
 	}
-	if (labels)
+	if (labels) {
 		SF_CHECK(stage(m->h_labels, m->labels, b->labels, m->rows_local * sizeof(int32_t)));
+		m->loss_args.scale = counted > 0 ? 1.0f / (float)(double)counted : 0.0f;
+	}
 fail:
 	return rc;
 }

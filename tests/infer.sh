@@ -3,12 +3,13 @@
 # ranks (3: the batch of 12 splits 4/4/4, 2: 6/6; 29 samples are three passes, the
 # last padded): tests/test_infer's checks (its header says what each proves) pass on
 # each world size, and the worlds agree: the evaluation of 29 samples within 1e-8
-# relative and a weighted sum of their forward outputs within 1e-6 of the 1-rank run.
+# relative, a weighted sum of their forward outputs and the loss of a step with
+# ignored labels (cross-entropy's ignore index) within 1e-6 of the 1-rank run.
 . "$(dirname "$0")/lib.sh"
 PROG="$top_builddir/tests/test_infer"
 require_progs "$PROG"
 
-plan 5
+plan 6
 
 for np in 1 2 3; do
 	sh "$RUN_MPI" "$np" "$PROG" </dev/null >"$tmp/n$np.out" 2>"$tmp/n$np.err"
@@ -28,4 +29,6 @@ w=$(close eval 1e-8)
 ok $? "evaluate of 29 samples: 2 and 3 ranks = 1 rank within 1e-8 (worst relative $w)"
 w=$(close fwd 1e-6)
 ok $? "forward of 29 samples: 2 and 3 ranks = 1 rank (worst relative $w)"
+w=$(close ign 1e-6)
+ok $? "a step with ignored labels: 2 and 3 ranks' loss = 1 rank's (worst relative $w)"
 finish

@@ -282,7 +282,7 @@ static void test_rows(void)
 	for (int r = 0; r < R; r++)
 		lab[r] = (r * 7) % C;
 	float dz1[R * C], dz2[R * C];
-	double l1 = _sf_softmax_xent(R, C, x, lab, 1.0f / R, dz1), terms[R], l2 = 0.0;
+	double l1 = _sf_softmax_xent(R, C, x, lab, -100 /* no label ignored */, 1.0f / R, dz1), terms[R], l2 = 0.0;
 	for (int r = 0; r < R; r++)
 		terms[r] = sf_softmax_xent_row(C, x + r * C, lab[r], 1.0f / R, dz2 + r * C);
 	for (int r = 0; r < R; r++)

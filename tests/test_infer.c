@@ -11,8 +11,13 @@
  *    evaluate of 29 samples = the mean cross-entropy of the forward's logits (1e-9),
  *    the same on every rank, and evaluate/forward change no parameter;
  *  - refusals: an unknown node, 0 samples, a wrong output size, no labels, and a label
- *    out of range in the third pass (every rank fails, with the label's message).
- * It prints "eval <loss>" and "fwd <sum>" of 29 samples for the worlds' comparison.
+ *    out of range in the third pass (every rank fails, with the label's message);
+ *  - cross-entropy's ignore index: with 4 of 12 labels ignored, evaluate and a step's
+ *    loss are the mean over the 8 others (the test's own double computation from the
+ *    forward's logits: the count is agreed across ranks); a batch whose every label is
+ *    ignored has loss 0 and changes nothing; evaluating one is refused.
+ * It prints "eval <loss>" and "fwd <sum>" of 29 samples and "ign <loss>" of the step
+ * with ignored labels for the worlds' comparison.
  */
 #include "examples/synthetic.h"
 #include "shardflow.h"
@@ -145,8 +150,73 @@ int main(int argc, char **argv)
 	          strstr(sf_last_error(), "(sample 26 of the global batch)") != NULL,
 	      "a label out of range in the third pass fails every rank, naming it and its sample");
 
+	/* cross-entropy's ignore index (-100, the default): samples 1, 4, 7, 10 of the next
+	 * batch count for nothing (one or two on each rank of 2 and 3) */
+	y[26] = 0;
+	int32_t yi[12];
+	memcpy(yi, y, sizeof yi);
+	for (int i = 1; i < 12; i += 3)
+		yi[i] = SF_LOSS_IGNORE_INDEX;
+	struct sf_batch ign = {.ninputs = 1, .inputs = in, .labels = yi};
+	ok = sf_model_forward(m, "fc3", &all, 12, out, 12 * (size_t)C) == SF_OK;
+	double iref = 0.0; /* the mean over the 8 counted samples, in the test's double */
+	for (int i = 0; i < 12; i++) {
+		if (yi[i] == SF_LOSS_IGNORE_INDEX)
+			continue;
+		const float *z = out + (size_t)i * C;
+		double mx = z[0], se = 0.0;
+		for (int c = 1; c < C; c++)
+			mx = z[c] > mx ? z[c] : mx;
+		for (int c = 0; c < C; c++)
+			se += exp((double)z[c] - mx);
+		iref += log(se) + mx - z[yi[i]];
+	}
+	iref /= 8;
+	double iev = 0.0, il = 0.0;
+	ok = ok && sf_model_evaluate(m, &ign, 12, &iev) == SF_OK;
+	snprintf(what, sizeof what,
+	         "ignore index: evaluate = the mean over the 8 counted samples (%.12g against "
+	         "%.12g)",
+	         iev, iref);
+	check(ok && fabs(iev - iref) <= 1e-9 * fabs(iref), what);
+	struct sf_batch imine = {.ninputs = 1, .inputs = min, .labels = yi + first};
+	ok = sf_model_step(m, &imine, &ticket) == SF_OK && sf_model_loss(m, ticket, &il) == SF_OK;
+	snprintf(what, sizeof what,
+	         "ignore index: a step's loss = that mean, the count agreed across ranks (%.9g "
+	         "against %.9g)",
+	         il, iref);
+	check(ok && fabs(il - iref) <= 1e-6 * fabs(iref), what);
+	/* every label ignored: loss 0 and a zero gradient (momentum still moves SGD's
+	 * parameters) */
+	int32_t none[12];
+	for (int i = 0; i < 12; i++)
+		none[i] = SF_LOSS_IGNORE_INDEX;
+	struct sf_batch inone = {.ninputs = 1, .inputs = min, .labels = none + first};
+	double l0 = -1.0;
+	ok = sf_model_step(m, &inone, &ticket) == SF_OK && sf_model_loss(m, ticket, &l0) == SF_OK;
+	int ntens = 0;
+	size_t nonzero = 0, seen = 0;
+	ok = ok && sf_model_tensor_count(m, &ntens) == SF_OK;
+	for (int t = 0; ok && t < ntens; t++) {
+		struct sf_tensor_info ti;
+		ok = sf_model_tensor_info(m, t, &ti) == SF_OK &&
+		     sf_model_grad_get(m, ti.name, p1, ti.numel) == SF_OK;
+		for (size_t i = 0; ok && i < ti.numel; i++)
+			nonzero += p1[i] != 0.0f;
+		seen += ti.numel;
+	}
+	snprintf(what, sizeof what,
+	         "ignore index: a batch whose every label is ignored has loss 0 (%g) and a zero "
+	         "gradient (%zu of %zu nonzero)",
+	         l0, nonzero, seen);
+	check(ok && l0 == 0.0 && nonzero == 0 && seen == P, what);
+	struct sf_batch anone = {.ninputs = 1, .inputs = in, .labels = none};
+	check(sf_model_evaluate(m, &anone, 12, &ev) == SF_ERR_INVALID &&
+	          strstr(sf_last_error(), "ignore index") != NULL,
+	      "ignore index: evaluate of samples whose every label is ignored is refused");
+
 	if (check_rank == 0)
-		printf("eval %.17g\nfwd %.17g\n1..%d\n", ev29, sum, check_count);
+		printf("eval %.17g\nfwd %.17g\nign %.17g\n1..%d\n", ev29, sum, il, check_count);
 	sf_model_destroy(m);
 	sf_graph_destroy(g);
 	sf_finalize(ctx);

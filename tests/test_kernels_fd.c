@@ -953,6 +953,7 @@ static void test_silu_values(void)
 
 struct xent_ctx {
 	int B, C;
+	int32_t ignore; /* a label counting for nothing */
 	float scale;
 	float *z, *scratch; /* z and scratch (B,C) */
 	int32_t *labels;    /* (B) */
@@ -961,17 +962,20 @@ struct xent_ctx {
 static double xent_objective(void *p)
 {
 	struct xent_ctx *c = p;
-	return _sf_softmax_xent(c->B, c->C, c->z, c->labels, c->scale, c->scratch);
+	return _sf_softmax_xent(c->B, c->C, c->z, c->labels, c->ignore, c->scale, c->scratch);
 }
 
-/* scale * sum_rows (log sum_c exp z - z[label]), in double; stable form (max
- * subtracted) only when asked, so the plain formula is the reference otherwise. */
-static double xent_naive(int B, int C, const float *z, const int32_t *labels, double scale,
-                         int stable)
+/* scale * sum_rows (log sum_c exp z - z[label]), in double, over the rows whose label
+ * is not `ignore`; stable form (max subtracted) only when asked, so the plain formula
+ * is the reference otherwise. */
+static double xent_naive(int B, int C, const float *z, const int32_t *labels, int32_t ignore,
+                         double scale, int stable)
 {
 	double loss = 0.0;
 	for (int r = 0; r < B; r++) {
 		const float *zr = z + (size_t)r * C;
+		if (labels[r] == ignore)
+			continue;
 		double mx = 0.0;
 		if (stable) {
 			mx = zr[0];
@@ -986,22 +990,41 @@ static double xent_naive(int B, int C, const float *z, const int32_t *labels, do
 	return scale * loss;
 }
 
-static void test_xent(int B, int C, float scale, float offset)
+/* ignore_every k > 0: rows r with r % k == 1 get the label `ignore` (-100, or class
+ * 0 when ignore_class: an ignore index inside the classes, as a pad token's id) */
+static void test_xent_ign(int B, int C, float scale, float offset, int ignore_every,
+                          int ignore_class)
 {
-	char tag[80], what[112];
+	char tag[112], what[144];
+	int32_t ignore = ignore_class ? 0 : SF_LOSS_IGNORE_INDEX;
 	snprintf(tag, sizeof tag, "B=%d C=%d scale=%g%s", B, C, scale,
 	         offset != 0.0f ? " large logits" : "");
+	if (ignore_every)
+		snprintf(tag + strlen(tag), sizeof tag - strlen(tag), " ignore %d every %d rows",
+		         (int)ignore, ignore_every);
 	size_t n = (size_t)B * C;
-	struct xent_ctx c = {
-	    B, C, scale, rand_vec(n, 3.0f), zero_vec(n), malloc(sizeof(int32_t) * (size_t)B)};
+	struct xent_ctx c = {B,          C, ignore, scale, rand_vec(n, 3.0f), zero_vec(n),
+	                     malloc(sizeof(int32_t) * (size_t)B)};
 	for (size_t i = 0; i < n; i++)
 		c.z[i] += offset;
-	for (int r = 0; r < B; r++)
+	for (int r = 0; r < B; r++) {
 		c.labels[r] = (int32_t)((urand() + 1.0f) * 0.5f * (float)C) % C;
+		if (ignore_class && c.labels[r] == 0)
+			c.labels[r] = 1; /* class 0 only where planted */
+		if (ignore_every && r % ignore_every == 1)
+			c.labels[r] = ignore;
+	}
 	float *dz = zero_vec(n);
 
-	double loss = _sf_softmax_xent(B, C, c.z, c.labels, scale, dz);
-	double ref = xent_naive(B, C, c.z, c.labels, scale, offset != 0.0f);
+	double loss = _sf_softmax_xent(B, C, c.z, c.labels, ignore, scale, dz);
+	double ref = xent_naive(B, C, c.z, c.labels, ignore, scale, offset != 0.0f);
+	if (ignore_every) { /* an ignored row: no gradient at all */
+		double worst = 0.0;
+		for (int r = 0; r < B; r++)
+			for (int k = 0; r % ignore_every == 1 && k < C; k++)
+				worst = fmax(worst, fabs(dz[(size_t)r * C + k]));
+		ok(worst == 0.0, "xent %s: the ignored rows' dz is 0 (max |dz| %g)", tag, worst);
+	}
 	double rel = fabs(loss - ref) / fmax(fabs(ref), 1e-30);
 	diag("xent %s: loss %.9g, naive double %.9g, rel err %.2e", tag, loss, ref, rel);
 	ok(isfinite(loss) && rel <= XENT_TOL, "xent %s: loss vs naive double (rel %.2e, tol %.0e)",
@@ -1020,6 +1043,11 @@ static void test_xent(int B, int C, float scale, float offset)
 	snprintf(what, sizeof what, "xent dz %s", tag);
 	check_fd(what, c.z, n, dz, xent_objective, &c);
 	free(c.z), free(c.scratch), free(c.labels), free(dz);
+}
+
+static void test_xent(int B, int C, float scale, float offset)
+{
+	test_xent_ign(B, C, scale, offset, 0, 0);
 }
 
 /* --- the regression losses --------------------------------------------------- */
@@ -1441,6 +1469,8 @@ int main(void)
 	test_xent(16, 10, 1.0f / 16.0f, 0.0f);
 	test_xent(3, 4, 0.5f, 0.0f);
 	test_xent(4, 6, 0.25f, 1000.0f); /* exp(1000) overflows unless the max is subtracted */
+	test_xent_ign(9, 5, 1.0f / 6.0f, 0.0f, 3, 0); /* 3 of 9 rows ignored: 1 / 6 */
+	test_xent_ign(8, 6, 1.0f / 4.0f, 0.0f, 2, 1); /* class 0 as the ignore index */
 	test_reg_loss(SF_LOSS_MSE, 8, 5, 1.0f);
 	test_reg_loss(SF_LOSS_L1, 8, 5, 1.0f);
 	test_reg_loss(SF_LOSS_HUBER, 8, 5, 1.0f);
