@@ -31,7 +31,8 @@ struct _sf_flight {
 	pthread_mutex_t mu;
 	int cap, rank, size;
 	uint64_t job;
-	int64_t n; /* entries ever appended; entry i is e[i % cap] */
+	int64_t n;     /* entries ever appended; entry i is e[i % cap] */
+	int64_t qhead; /* no entry before it is queued: where a start's search begins */
 	struct entry *e;
 	int64_t issued[SF_FLIGHT_NCHANNELS], done[SF_FLIGHT_NCHANNELS];
 	char dir[4096];
@@ -118,7 +119,9 @@ int64_t _sf_flight_start(struct _sf_flight *f, enum _sf_flight_channel ch, const
 	int64_t id = -1;
 	pthread_mutex_lock(&f->mu);
 	int64_t first = f->n > f->cap ? f->n - f->cap : 0;
-	for (int64_t i = first; ch == SF_FLIGHT_STEP && i < f->n; i++) {
+	if (f->qhead < first)
+		f->qhead = first;
+	for (int64_t i = f->qhead; ch == SF_FLIGHT_STEP && i < f->n; i++) {
 		struct entry *e = &f->e[i % f->cap];
 		if (e->state == SF_FLIGHT_QUEUED && e->key == key) {
 			id = i;
@@ -130,6 +133,8 @@ int64_t _sf_flight_start(struct _sf_flight *f, enum _sf_flight_channel ch, const
 	e->started = now_s();
 	if (bytes > 0)
 		e->bytes = bytes;
+	while (f->qhead < f->n && f->e[f->qhead % f->cap].state != SF_FLIGHT_QUEUED)
+		f->qhead++;
 	pthread_mutex_unlock(&f->mu);
 	return id;
 }
