@@ -136,3 +136,53 @@ put("manifest", "version-1", bytes([0]) + manifest(1, version=1).encode())
 put("manifest", "steps-max", bytes([1]) + manifest(2, model_steps=2**63 - 1).encode())
 put("manifest", "seed-bad", bytes([1]) + manifest(1, info={"step": 1, "epoch": 0, "batch": 1,
                                                            "data_seed": "-1"}).encode())
+
+
+# ---- tokens: a mode byte (0 auto, 1 raw, 2 llm.c shard, 3 decode table), a u16le word
+# w (token files: vocabulary 2 + w, T = 1 + (w >> 8) % 16), then the file
+GPT2 = 50257 - 2  # w for GPT-2's vocabulary
+
+
+def tok_input(mode, w, file):
+    return bytes([mode]) + struct.pack("<H", w) + file
+
+
+def ids(n, vocab=50257):
+    return b"".join(struct.pack("<H", (i * 7919) % vocab) for i in range(n))
+
+
+def shard(n, magic=20240520, version=1, count=None, extra=b""):
+    h = struct.pack("<3i", magic, version, n if count is None else count) + b"\0" * (1024 - 12)
+    return h + ids(n) + extra
+
+
+def table(entries, version=1, eot=None, count=None, extra=b""):
+    h = [20240328, version, len(entries) if count is None else count]
+    if version == 2:
+        h.append(len(entries) - 1 if eot is None else eot)
+    h = struct.pack("<%dI" % len(h), *h)
+    h += b"\0" * (1024 - len(h))
+    return h + b"".join(bytes([len(e)]) + e for e in entries) + extra
+
+
+put("tokens", "raw-auto", tok_input(0, GPT2, ids(40)))
+put("tokens", "raw", tok_input(1, GPT2, ids(17)))
+put("tokens", "raw-odd", tok_input(1, GPT2, ids(5) + b"\1"))
+put("tokens", "raw-id-too-big", tok_input(1, 254, ids(12)))  # vocab 256, ids up to 50k
+put("tokens", "raw-short-for-T", tok_input(0, 0x0F00, ids(3, 0x0F02)))  # T = 16
+put("tokens", "llmc-auto", tok_input(0, GPT2, shard(64)))
+put("tokens", "llmc", tok_input(2, GPT2, shard(9)))
+put("tokens", "llmc-as-raw", tok_input(1, GPT2, shard(9)))
+put("tokens", "llmc-empty", tok_input(2, GPT2, shard(0)))
+put("tokens", "llmc-truncated", tok_input(0, GPT2, shard(8, count=9)))
+put("tokens", "llmc-padded", tok_input(0, GPT2, shard(8, extra=b"\0\0")))
+put("tokens", "llmc-version-2", tok_input(2, GPT2, shard(8, version=2)))
+put("tokens", "llmc-short-header", tok_input(2, GPT2, shard(8)[:600]))
+words = [b"!", b"a", b"the", b" token", bytes([0xe2, 0x82]), bytes([0xac]), b"x" * 255]
+put("tokens", "vocab-v1", tok_input(3, 64, table(words)))
+put("tokens", "vocab-v2", tok_input(3, 5, table(words + [b"<|endoftext|>"], version=2)))
+put("tokens", "vocab-eot-out", tok_input(3, 5, table(words, version=2, eot=len(words))))
+put("tokens", "vocab-zero-length", tok_input(3, 5, table(words[:3] + [b""] + words[3:])))
+put("tokens", "vocab-truncated", tok_input(3, 5, table(words, count=len(words) + 1)))
+put("tokens", "vocab-padded", tok_input(3, 5, table(words, extra=b"\0")))
+put("tokens", "vocab-version-3", tok_input(3, 5, table(words, version=3)))

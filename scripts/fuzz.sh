@@ -1,9 +1,9 @@
 #!/bin/sh
 # fuzz.sh — builds shardflow's libFuzzer targets (fuzz/) and runs each for a while.
 #
-#   scripts/fuzz.sh [--seconds N] [--build-only] [TARGET...]
+#   scripts/fuzz.sh [--seconds N] [--runs N] [--build-only] [TARGET...]
 #
-# TARGETs: idx, taskrec, safetensors, manifest, rdb (default: all). Each target is one
+# TARGETs: idx, taskrec, safetensors, manifest, rdb, tokens (default: all). Each target is one
 # fuzz/fuzz_<target>.c compiled with the parser's own sources (no StarPU, no MPI) by
 # clang with -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined, into
 # fuzz-build/ (or $SF_FUZZ_BUILD); `make` never builds them, so the normal build needs
@@ -18,13 +18,18 @@
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 seconds=60
+seconds_set=0
+runs=
 build_only=0
 targets=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--seconds) [ $# -ge 2 ] || { echo "fuzz.sh: --seconds needs a value" >&2; exit 2; }
-		seconds=$2; shift 2 ;;
-	--seconds=*) seconds=${1#--seconds=}; shift ;;
+		seconds=$2; seconds_set=1; shift 2 ;;
+	--seconds=*) seconds=${1#--seconds=}; seconds_set=1; shift ;;
+	--runs) [ $# -ge 2 ] || { echo "fuzz.sh: --runs needs a value" >&2; exit 2; }
+		runs=$2; shift 2 ;;
+	--runs=*) runs=${1#--runs=}; shift ;;
 	--build-only) build_only=1; shift ;;
 	-h | --help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	-*) echo "fuzz.sh: unknown option $1" >&2; exit 2 ;;
@@ -32,7 +37,15 @@ while [ $# -gt 0 ]; do
 	esac
 done
 case $seconds in '' | *[!0-9]*) echo "fuzz.sh: --seconds $seconds: expected a whole number" >&2; exit 2 ;; esac
-: "${targets:=idx taskrec safetensors manifest rdb}"
+case ${runs:-1} in '' | *[!0-9]*) echo "fuzz.sh: --runs $runs: expected a whole number" >&2; exit 2 ;; esac
+# --runs N alone: N executions, however long they take; with --seconds too, whichever
+# comes first
+limit="-max_total_time=$seconds"
+if [ -n "$runs" ]; then
+	[ "$seconds_set" -eq 1 ] || limit="-max_total_time=0"
+	limit="$limit -runs=$runs"
+fi
+: "${targets:=idx taskrec safetensors manifest rdb tokens}"
 
 if [ -z "${CLANG:-}" ]; then
 	if command -v clang-14 >/dev/null 2>&1; then CLANG=clang-14; else CLANG=clang; fi
@@ -56,6 +69,7 @@ sources() {
 	safetensors) echo "io/st_header.c common/error.c" ;;
 	manifest) echo "io/manifest.c common/error.c" ;;
 	rdb) echo "tools/rdb.c" ;;
+	tokens) echo "data/tokens.c data/vocab.c data/read.c common/error.c" ;;
 	*) return 1 ;;
 	esac
 }
@@ -74,11 +88,12 @@ max_len() {
 	safetensors) echo 4096 ;; # a header of a few tensors and their data
 	manifest) echo 4096 ;;    # a manifest of a few units and files
 	rdb) echo 8192 ;;      # an index and a few small objects
+	tokens) echo 4096 ;;   # an llm.c header (1024 bytes) and some ids or table entries
 	esac
 }
 
 for t in $targets; do
-	src=$(sources "$t") || { echo "fuzz.sh: unknown target $t (idx, taskrec, safetensors, manifest, rdb)" >&2; exit 2; }
+	src=$(sources "$t") || { echo "fuzz.sh: unknown target $t (idx, taskrec, safetensors, manifest, rdb, tokens)" >&2; exit 2; }
 	files="$top/fuzz/fuzz_$t.c"
 	for s in $src; do files="$files $top/$s"; done
 	echo "== build fuzz_$t"
@@ -98,9 +113,9 @@ for t in $targets; do
 	corpus="$build/corpus/$t"
 	art="$build/artifacts/$t"
 	mkdir -p "$corpus" "$art"
-	echo "== fuzz_$t: $seconds s (max_len $(max_len "$t"))"
+	echo "== fuzz_$t: $limit (max_len $(max_len "$t"))"
 	# shellcheck disable=SC2086
-	"$build/fuzz_$t" -max_total_time="$seconds" -max_len="$(max_len "$t")" -timeout=20 \
+	"$build/fuzz_$t" $limit -max_len="$(max_len "$t")" -timeout=20 \
 		-rss_limit_mb=2048 -malloc_limit_mb=1024 -use_value_profile=1 -print_final_stats=1 \
 		-artifact_prefix="$art/" ${SF_FUZZ_FLAGS:-} \
 		"$corpus" "$top/fuzz/corpus/$t" >"$build/fuzz_$t.log" 2>&1
@@ -114,7 +129,7 @@ for t in $targets; do
 		[ -n "$repro" ] && echo "replay: $build/fuzz_$t $repro"
 		failed="$failed $t"
 	else
-		echo "ok fuzz_$t: no crash in $seconds s"
+		echo "ok fuzz_$t: no crash ($limit)"
 	fi
 done
 if [ -n "$failed" ]; then
