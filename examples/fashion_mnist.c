@@ -224,6 +224,7 @@ struct run {
 	int64_t per_epoch, total; /* steps per epoch, and in all */
 	int64_t step, epoch, b0;  /* steps done; the epoch and its next batch */
 	int64_t saved;            /* the step of the checkpoint loaded or written, or -1 */
+	int agreed; /* the failure is every rank's at once (restore's): no MPI_Abort */
 };
 
 /* Test-set loss and accuracy: the set is cut into global batches (the last one
@@ -371,11 +372,17 @@ done:
 	return status;
 }
 
-/* --init's weights, then --resume's checkpoint and training position. */
+/* The --checkpoint-dir locked for this job (a second job on it is refused here,
+ * before it trains), then --init's weights, then --resume's checkpoint and training
+ * position. Every failure here is every rank's (each call is collective and agrees on
+ * its status, and every rank checks the seed of the same info), so the job ends
+ * without MPI_Abort. */
 static int restore(struct run *r)
 {
 	const struct options *o = &r->o;
 	int status = -1;
+	if (o->ckpt_dir)
+		CHECK(sf_checkpoint_lock(r->m, o->ckpt_dir, SF_CHECKPOINT_WRITE));
 	if (o->init_path)
 		CHECK(sf_model_import_safetensors(r->m, o->init_path));
 	if (o->resume) {
@@ -597,8 +604,12 @@ int main(int argc, char **argv)
 
 	CHECK(sf_init(&argc, &argv, &r.ctx));
 	CHECK(sf_context_world(r.ctx, &r.rank, &r.size));
-	if (load_data(&r) < 0 || build_model(&r) < 0 || restore(&r) < 0)
+	if (load_data(&r) < 0 || build_model(&r) < 0)
 		goto done;
+	if (restore(&r) < 0) {
+		r.agreed = 1;
+		goto done;
+	}
 	print_banner(&r);
 	if (train(&r, &tl, &acc, &stopped) < 0)
 		goto done;
@@ -619,7 +630,7 @@ done:
 	sf_dataset_free(&r.test);
 	if (r.m && sf_model_destroy(r.m) < 0)
 		status = 1;
-	if (r.ctx && status != 0 && r.size > 1) {
+	if (r.ctx && status != 0 && r.size > 1 && !r.agreed) {
 		/* the other ranks may wait in a collective this rank will never join */
 		fprintf(stderr, PROG ": rank %d failed; aborting the job\n", r.rank);
 		MPI_Abort(MPI_COMM_WORLD, 1);

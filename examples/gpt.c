@@ -468,6 +468,7 @@ struct run {
 	FILE *loss_log; /* --loss-log, rank 0 */
 	int64_t step;   /* steps done */
 	int64_t saved;  /* the step of the checkpoint loaded or written, or -1 */
+	int agreed;     /* the failure is every rank's at once (restore's): no MPI_Abort */
 	uint64_t rss0;  /* resident set before sf_model_create */
 	uint64_t peak1; /* peak resident set when it returned */
 };
@@ -613,11 +614,16 @@ done:
 	return status;
 }
 
-/* --init's weights, then --resume's checkpoint and step. */
+/* The --checkpoint-dir locked for this job (a second job on it is refused here,
+ * before it trains), then --init's weights, then --resume's checkpoint and step. Every
+ * failure here is every rank's (each call is collective and agrees on its status, and
+ * every rank checks the seed of the same info), so the job ends without MPI_Abort. */
 static int restore(struct run *r)
 {
 	const struct options *o = &r->o;
 	int status = -1;
+	if (o->ckpt_dir)
+		CHECK(sf_checkpoint_lock(r->m, o->ckpt_dir, SF_CHECKPOINT_WRITE));
 	if (o->init_path)
 		CHECK(sf_model_import_safetensors(r->m, o->init_path));
 	if (o->resume) {
@@ -1027,8 +1033,12 @@ int main(int argc, char **argv)
 
 	CHECK(sf_init(&argc, &argv, &r.ctx));
 	CHECK(sf_context_world(r.ctx, &r.rank, &r.size));
-	if (load_data(&r) < 0 || build_model(&r) < 0 || restore(&r) < 0)
+	if (load_data(&r) < 0 || build_model(&r) < 0)
 		goto done;
+	if (restore(&r) < 0) {
+		r.agreed = 1;
+		goto done;
+	}
 	print_banner(&r);
 	if (r.o.export_init_path)
 		CHECK(sf_model_export_safetensors(r.m, r.o.export_init_path));
@@ -1072,7 +1082,7 @@ done:
 	sf_vocab_free(&r.vocab);
 	if (r.m && sf_model_destroy(r.m) < 0)
 		status = 1;
-	if (r.ctx && status != 0 && r.size > 1) {
+	if (r.ctx && status != 0 && r.size > 1 && !r.agreed) {
 		fprintf(stderr, PROG ": rank %d failed; aborting the job\n", r.rank);
 		MPI_Abort(MPI_COMM_WORLD, 1);
 	}

@@ -1232,6 +1232,31 @@ struct sf_checkpoint_info {
 	uint64_t data_seed; /**< seed of the data order */
 };
 
+/** How a model uses a checkpoint directory (sf_checkpoint_lock()). */
+enum sf_checkpoint_access {
+	SF_CHECKPOINT_WRITE = 0, /**< it saves there: one job at a time (an exclusive lock) */
+	SF_CHECKPOINT_READ = 1,  /**< it only loads: readers share it, never with a writer */
+};
+
+/**
+ * Collective: locks the checkpoint directory `dir` for this model until
+ * sf_model_destroy() (or the process's end): rank 0 holds flock(2) on dir/.lock,
+ * exclusively for SF_CHECKPOINT_WRITE (recording its pid and host; `dir` is created
+ * if needed), shared for SF_CHECKPOINT_READ (given a step directory, on the checkpoint
+ * directory above it; a directory that does not exist is not locked). Nothing waits:
+ * a lock another job holds — a writer, or for a writer also a reader — is SF_ERR_BUSY
+ * at once on every rank, its message naming the directory and the holder's pid and
+ * host. sf_checkpoint_save() locks its directory for writing, and sf_checkpoint_load()
+ * and sf_checkpoint_latest() theirs for reading, unless the model holds it already; a
+ * program calls this to be refused before it trains (a training job locks its
+ * directory for writing at start, resuming or not) or to say that it only reads. A
+ * model may lock several directories, each held once (locking again is a no-op; a
+ * shared lock wanted for writing is converted, SF_ERR_BUSY when another reader holds
+ * it); all are released at destroy. Only rank 0 holds the locks: on a network file
+ * system they protect as far as its flock(2) does.
+ */
+SF_API int sf_checkpoint_lock(sf_model *m, const char *dir, enum sf_checkpoint_access access);
+
 /**
  * Collective: writes a sharded checkpoint of the model under `dir` (created if
  * needed) as dir/step-<step>/: every rank writes its shard of every unit's parameters
@@ -1246,11 +1271,11 @@ struct sf_checkpoint_info {
  * switch. A process killed at any moment leaves a checkpoint sf_checkpoint_load(dir)
  * loads: the previous one, or the new one when its manifest was written.
  *
- * Rank 0 holds an exclusive lock on dir/.lock (flock(2), recording its pid and host)
- * from before the first rank writes until latest is switched: a second job saving
- * into the same directory meanwhile gets SF_ERR_BUSY, with a message naming the
- * directory and the holder. info->step, epoch and batch must lie in 0..2^53-1.
- * (info may be NULL: step = the model's step count, the rest 0.)
+ * The model's first save into `dir` locks it for writing until sf_model_destroy() (see
+ * sf_checkpoint_lock()): while another job holds it, the save is SF_ERR_BUSY, with a
+ * message naming the directory and the holder, and writes nothing. info->step, epoch
+ * and batch must lie in 0..2^53-1. (info may be NULL: step = the model's step count,
+ * the rest 0.)
  */
 SF_API int sf_checkpoint_save(sf_model *m, const char *dir, const struct sf_checkpoint_info *info);
 
@@ -1259,8 +1284,9 @@ SF_API int sf_checkpoint_save(sf_model *m, const char *dir, const struct sf_chec
  * and `path` (`size` bytes; may be NULL) receives its step directory; *found = 0 (and
  * path "") when `dir` holds no checkpoint yet — it does not exist, is empty, or holds
  * only a save killed before its manifest — which is not an error: start from scratch.
- * Every rank gets rank 0's answer. Errors: an unreadable directory, a malformed
- * latest, a path that does not fit.
+ * Every rank gets rank 0's answer. Locks `dir` for reading like sf_checkpoint_load().
+ * Errors: an unreadable directory, a malformed latest, a path that does not fit,
+ * SF_ERR_BUSY.
  */
 SF_API int sf_checkpoint_latest(sf_model *m, const char *dir, int *found, char *path, size_t size);
 
@@ -1276,7 +1302,9 @@ SF_API int sf_checkpoint_latest(sf_model *m, const char *dir, int *found, char *
  * (SF_ERR_IO / SF_ERR_INVALID) and the model is unchanged. A directory holding no
  * checkpoint gives SF_ERR_NOT_FOUND (see sf_checkpoint_latest()). Checkpoints of
  * format version 1 (no manifest.crc32) still load, their fields range-checked.
- * `info` (may be NULL) receives what was saved.
+ * Locks the checkpoint directory for reading when the model holds no lock on it yet
+ * (see sf_checkpoint_lock(); SF_ERR_BUSY while a writer holds it). `info` (may be
+ * NULL) receives what was saved.
  */
 SF_API int sf_checkpoint_load(sf_model *m, const char *dir, struct sf_checkpoint_info *info);
 

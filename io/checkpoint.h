@@ -1,10 +1,11 @@
 /*
  * checkpoint.h — sharded checkpoints that do not depend on the world size or sharding:
  * the format, and what the checkpoint's files share (io/ only; the API is
- * sf_checkpoint_save/load/latest in shardflow.h). checkpoint_layout.c (vectors, names,
- * structure hash, rank file paths) calls none of the others; checkpoint_save.c writes a
- * step, checkpoint_steps.c resolves a directory to its step, checkpoint_load.c reads one
- * (and answers sf_checkpoint_latest), calling checkpoint_steps.c.
+ * sf_checkpoint_save/load/latest/lock in shardflow.h). checkpoint_layout.c (vectors,
+ * names, structure hash, rank file paths) and checkpoint_lock.c (the directory locks)
+ * call none of the others; checkpoint_save.c writes a step, checkpoint_steps.c
+ * resolves a directory to its step, checkpoint_load.c reads one (and answers
+ * sf_checkpoint_latest), calling checkpoint_steps.c.
  *
  * A checkpoint of N ranks is a directory dir/step-<9 digits>/ holding rank-<5 digits>.bin
  * for r < N and manifest.json. Every unit u has logical vectors of P_u floats (the
@@ -35,8 +36,10 @@
  * between these renames leaves it — the newest step-N or step-N.tmp holding a
  * manifest. A step directory without manifest.json is half-written and refused.
  *
- * One writer per directory: rank 0 holds flock(dir/.lock) from before the staging
- * directory is made until latest is switched; a second job is refused (SF_ERR_BUSY).
+ * One writer per directory for a model's whole life: rank 0 takes flock(dir/.lock) at
+ * the model's first lock, save, load or latest of dir and holds it until the model is
+ * destroyed — exclusively for a writer, which records "<pid> <host>" in it, shared for
+ * a reader; a second job is refused at once (SF_ERR_BUSY).
  * The manifest's counts (steps, epoch, batch) are range-checked to 0..2^53-1, so no
  * later arithmetic on them overflows.
  *
@@ -68,5 +71,10 @@ int _sf_ckpt_rank_path(char *out, size_t size, const char *stepdir, int r);
  * the step dir/latest names, else the newest complete step directory; an empty stepdir
  * when dir holds no checkpoint (not an error). stepdir: `size` bytes. */
 int _sf_ckpt_resolve(const char *dir, char *stepdir, size_t size);
+
+/* Rank 0, not collective: locks dir for this model (io/checkpoint_lock.c; see
+ * sf_checkpoint_lock), or finds it locked already; SF_ERR_BUSY when another job holds
+ * it. */
+int _sf_ckpt_lock_dir(struct sf_model *m, const char *dir, enum sf_checkpoint_access access);
 
 #endif

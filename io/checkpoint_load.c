@@ -131,6 +131,8 @@ static int load_manifest(struct sf_model *m, const char *dir, char *stepdir,
 	size_t len = 0;
 	bool has_crc = false;
 	if (m->rank == 0 && lrc >= 0)
+		lrc = _sf_ckpt_lock_dir(m, dir, SF_CHECKPOINT_READ);
+	if (m->rank == 0 && lrc >= 0)
 		lrc = _sf_ckpt_resolve(dir, stepdir, SF_PATH_MAX);
 	if (m->rank == 0 && lrc >= 0 && !*stepdir)
 		lrc = SF_ERR(SF_ERR_NOT_FOUND,
@@ -435,6 +437,8 @@ SF_API int sf_checkpoint_latest(sf_model *m, const char *dir, int *found, char *
 		              "sf_checkpoint_latest: NULL model, directory or found, or a path of "
 		              "0 bytes");
 	if (m->rank == 0)
+		lrc = _sf_ckpt_lock_dir(m, dir, SF_CHECKPOINT_READ);
+	if (m->rank == 0 && lrc >= 0)
 		lrc = _sf_ckpt_resolve(dir, stepdir, sizeof stepdir);
 	SF_CHECK(_sf_comm_agree(m->comm, lrc, "sf_checkpoint_latest"));
 	size_t n = strlen(stepdir);

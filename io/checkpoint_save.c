@@ -1,7 +1,8 @@
 /*
  * checkpoint_save.c — sf_checkpoint_save: every rank writes its file into the staging
- * directory, rank 0 (holding the directory's lock) writes the manifest and switches the
- * step into place. The format and its crash safety: io/checkpoint.h.
+ * directory, rank 0 (holding the directory's lock for the model's life:
+ * checkpoint_lock.c) writes the manifest and switches the step into place. The format
+ * and its crash safety: io/checkpoint.h.
  */
 #include "io/bytes.h"
 #include "io/checkpoint.h"
@@ -14,66 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <fcntl.h>
-#include <sys/file.h>
 #include <sys/stat.h>
-#include <unistd.h>
-
-/* Rank 0: takes dir/.lock (flock, not waiting) and records "<pid> <host>" in it, so
- * that a second job saving into the same directory is refused naming the holder. The
- * lock goes with the descriptor (*fd, closed by unlock_dir) — also when the process
- * dies. */
-static int lock_dir(const char *dir, int *fd)
-{
-	char path[SF_PATH_MAX], who[128] = "";
-	int rc = _sf_path_join(path, sizeof path, dir, ".lock");
-	if (rc < 0)
-		return rc;
-	*fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-	if (*fd < 0)
-		return SF_ERR(SF_ERR_IO, "cannot open the lock %s: %s", path, strerror(errno));
-	if (flock(*fd, LOCK_EX | LOCK_NB) != 0) {
-		int e = errno;
-		ssize_t n = pread(*fd, who, sizeof who - 1, 0);
-		who[n > 0 ? n : 0] = '\0';
-		who[strcspn(who, "\n")] = '\0';
-		close(*fd);
-		*fd = -1;
-		if (e != EWOULDBLOCK)
-			return SF_ERR(SF_ERR_IO, "cannot lock %s: %s", path, strerror(e));
-		char pid[32] = "", host[96] = "";
-		if (sscanf(who, "%31[0-9] %95s", pid, host) < 1)
-			pid[0] = '\0';
-		return SF_ERR(SF_ERR_BUSY,
-		              "checkpoint directory %s is being written by another job (%s%s%s%s "
-		              "holds %s): two jobs must not save into one directory",
-		              dir, *pid ? "pid " : "another process", pid, *host ? " on " : "",
-		              host, path);
-	}
-	char host[64] = "?";
-	if (gethostname(host, sizeof host) != 0)
-		snprintf(host, sizeof host, "?");
-	host[sizeof host - 1] = '\0';
-	int k = snprintf(who, sizeof who, "%ld %s\n", (long)getpid(), host);
-	if (ftruncate(*fd, 0) != 0 || pwrite(*fd, who, (size_t)k, 0) != k) {
-		int e = errno;
-		close(*fd);
-		*fd = -1;
-		return SF_ERR(SF_ERR_IO, "cannot write %s: %s", path, strerror(e));
-	}
-	return SF_OK;
-}
-
-static void unlock_dir(int fd)
-{
-	if (fd < 0)
-		return;
-	/* (a stale pid left in the file is harmless: it is read only while locked) */
-	if (ftruncate(fd, 0) != 0)
-		_sf_log(SF_LOG_DEBUG, "checkpoint: cannot empty the lock file: %s",
-		        strerror(errno));
-	close(fd); /* releases the flock */
-}
 
 /* ---- save --------------------------------------------------------------------------- */
 
@@ -257,7 +199,7 @@ fail:
 
 SF_API int sf_checkpoint_save(sf_model *m, const char *dir, const struct sf_checkpoint_info *info)
 {
-	int rc = SF_OK, lock = -1;
+	int rc = SF_OK;
 	struct save_paths sp;
 	uint64_t *all = NULL, *sizes = NULL;
 	uint32_t *crcs = NULL;
@@ -282,12 +224,11 @@ SF_API int sf_checkpoint_save(sf_model *m, const char *dir, const struct sf_chec
 	if (lrc >= 0)
 		lrc = sf_model_sync(m);
 
-	/* rank 0 makes the directory, takes its lock (held until latest is switched) and
-	 * the staging directory dir/step-N.tmp, where every rank writes */
+	/* rank 0 makes the directory, locks it (or holds it already: until the model is
+	 * destroyed) and makes the staging directory dir/step-N.tmp, where every rank
+	 * writes */
 	if (m->rank == 0 && lrc >= 0) {
-		lrc = _sf_make_dirs(dir);
-		if (lrc >= 0)
-			lrc = lock_dir(dir, &lock);
+		lrc = _sf_ckpt_lock_dir(m, dir, SF_CHECKPOINT_WRITE);
 		if (lrc >= 0)
 			lrc = prepare_stage(dir, &sp);
 		all = calloc((size_t)m->nranks * 2, sizeof *all);
@@ -321,7 +262,6 @@ SF_API int sf_checkpoint_save(sf_model *m, const char *dir, const struct sf_chec
 	SF_CHECK(_sf_comm_agree(m->comm, lrc, "sf_checkpoint_save"));
 	_sf_log(SF_LOG_INFO, "checkpoint %s written (%d ranks)", sp.step, m->shard_size);
 fail:
-	unlock_dir(lock);
 	free(all);
 	free(sizes);
 	free(crcs);

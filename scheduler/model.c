@@ -1073,6 +1073,8 @@ SF_API int sf_model_destroy(sf_model *m)
 	free(m->int_input_nodes);
 	free(m->units);
 	free(m->bwd_order);
+	if (m->ckpt_unlock)
+		m->ckpt_unlock(m);
 	m->ctx->nmodels--;
 	free(m);
 	return rc;

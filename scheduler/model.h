@@ -30,6 +30,7 @@
 #define SF_MAX_WIDTH 8
 
 struct _sf_recorder;
+struct _sf_ckpt_lock;
 
 struct _sf_unit {
 	char name[SF_NAME_MAX]; /* the group's name, or its node's */
@@ -185,6 +186,10 @@ struct sf_model {
 	atomic_int resident, max_resident;
 	struct _sf_comm_acct comm_acct;
 	double comm_worker_cpu0; /* the comm worker thread's CPU clock at model creation */
+	/* the checkpoint directories rank 0 holds locked (io/checkpoint_lock.c), released
+	 * at destroy through ckpt_unlock: a pointer, as scheduler/ calls nothing in io/ */
+	struct _sf_ckpt_lock *ckpt_locks;
+	void (*ckpt_unlock)(struct sf_model *m);
 };
 
 /* ---- the planner (scheduler/plan.c: units and slots; step.c: the passes) -------- */

@@ -6,7 +6,8 @@
  *               [--lr X] [--seed S] [--out FILE] [--dump-losses-from K] [--out-params FILE]
  *               [--save DIR --save-every K] [--crash shards|manifest|switch|latest]
  *               [--latest DIR] [--resume DIR [--resume-may-fail]] [--init FILE]
- *               [--export FILE]
+ *               [--export FILE] [--lock DIR] [--lock-read DIR]
+ *               [--pause FILE [--pause-after K]]
  *
  * Step k (1-based) trains on synthetic global batch k (examples/synthetic.h), so a run
  * resumed from a checkpoint of step s continues with batch s + 1 exactly as the
@@ -36,6 +37,14 @@
  *                              step 1 on the untouched model
  *   --init FILE                sf_model_import_safetensors before training
  *   --export FILE              sf_model_export_safetensors after training
+ *   --lock DIR, --lock-read DIR
+ *                              sf_checkpoint_lock (SF_CHECKPOINT_WRITE, _READ) before
+ *                              anything else, in that order (a refusal exits 1)
+ *   --pause FILE               after step K (--pause-after, default 0: before the
+ *                              first step, after --latest and --resume), rank 0 prints
+ *                              "paused" and every rank waits until FILE exists (at most
+ *                              120 s): the model, and the locks it holds, stay alive
+ *                              while another job runs
  *
  * Exit status: 0 success, 1 a library or I/O error, 2 a bad command line.
  */
@@ -48,6 +57,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "examples/synthetic.h"
 #include "shardflow.h"
@@ -61,7 +71,8 @@ struct options {
 	struct train_options t;
 	int save_every, dump_from;
 	const char *out, *out_params, *save, *resume, *init, *export_path, *latest;
-	int resume_may_fail;
+	const char *lock, *lock_read, *pause;
+	int resume_may_fail, pause_after;
 	enum crash_mode crash;
 };
 
@@ -117,6 +128,7 @@ static void usage(FILE *f)
 	        "       [--dump-losses-from K] [--out-params FILE] [--save DIR --save-every K]\n"
 	        "       [--crash shards|manifest|switch|latest] [--latest DIR]\n"
 	        "       [--resume DIR [--resume-may-fail]] [--init FILE] [--export FILE]\n"
+	        "       [--lock DIR] [--lock-read DIR] [--pause FILE [--pause-after K]]\n"
 	        "defaults: mlp, 6 steps, batch 24, sgd, lr 0.01 (sgd) / 0.001 (adamw) /\n"
 	        "0.0001 (lion, beta2 0.99), seed 1\n");
 }
@@ -182,6 +194,15 @@ static int parse_options(int argc, char **argv, struct options *o)
 			o->init = val;
 		} else if (!strcmp(opt, "--export")) {
 			o->export_path = val;
+		} else if (!strcmp(opt, "--lock")) {
+			o->lock = val;
+		} else if (!strcmp(opt, "--lock-read")) {
+			o->lock_read = val;
+		} else if (!strcmp(opt, "--pause")) {
+			o->pause = val;
+		} else if (!strcmp(opt, "--pause-after")) {
+			if (parse_int(val, 0, INT_MAX, &o->pause_after))
+				return bad(opt, val);
 		} else {
 			return bad("option", opt);
 		}
@@ -190,6 +211,8 @@ static int parse_options(int argc, char **argv, struct options *o)
 		return bad("--save and --save-every", "(give both or neither)");
 	if (o->crash && !o->save)
 		return bad("--crash", "(needs --save)");
+	if (o->pause_after && !o->pause)
+		return bad("--pause-after", "(needs --pause)");
 	train_options_finish(&o->t);
 	return -1;
 }
@@ -203,6 +226,23 @@ static int parse_options(int argc, char **argv, struct options *o)
 			goto fail;                                                                 \
 		}                                                                                  \
 	} while (0)
+
+/* --pause: rank 0 says so, every rank waits for the file (polling: no MPI call, so a
+ * rank ahead of the others only waits in its next collective). */
+static int pause_until(const char *file, int rank)
+{
+	if (rank == 0) {
+		printf("paused\n");
+		fflush(stdout);
+	}
+	for (int i = 0; i < 1200; i++) {
+		if (access(file, F_OK) == 0)
+			return 0;
+		usleep(100000);
+	}
+	fprintf(stderr, PROG ": --pause: %s did not appear within 120 s\n", file);
+	return -1;
+}
 
 int main(int argc, char **argv)
 {
@@ -247,6 +287,10 @@ int main(int argc, char **argv)
 		goto fail;
 	}
 
+	if (o.lock)
+		CHECK(sf_checkpoint_lock(m, o.lock, SF_CHECKPOINT_WRITE));
+	if (o.lock_read)
+		CHECK(sf_checkpoint_lock(m, o.lock_read, SF_CHECKPOINT_READ));
 	if (o.latest) {
 		char path[4096];
 		int found = -1;
@@ -275,6 +319,8 @@ int main(int argc, char **argv)
 		}
 	}
 
+	if (o.pause && o.pause_after < start && pause_until(o.pause, rank) < 0)
+		goto fail;
 	const float *xin;
 	const int32_t *idin;
 	struct sf_batch batch;
@@ -299,6 +345,8 @@ int main(int argc, char **argv)
 			CHECK(sf_checkpoint_save(m, o.save, &info));
 			crash_armed = CRASH_NONE;
 		}
+		if (o.pause && k == o.pause_after && pause_until(o.pause, rank) < 0)
+			goto fail;
 	}
 	if (o.export_path)
 		CHECK(sf_model_export_safetensors(m, o.export_path));
