@@ -700,7 +700,10 @@ struct sf_layer_type {
 	 *  starpu_cuda_get_local_stream()); NULL: the op runs on CPU workers only. */
 	sf_kernel_fn forward_cuda;
 	sf_kernel_fn backward_cuda;
-	double (*flops)(const struct sf_layer_info *info); /**< forward FLOPs, may be NULL */
+	/** The forward's floating-point operations, for StarPU's perfmodels; NULL: none.
+	 *  It is asked for the backward's task too (info->backward = 1), which is counted
+	 *  as twice the value (once when the node computes no input gradient). */
+	double (*flops)(const struct sf_layer_info *info);
 	/** Floats of per-node scratch that the forward writes and the backward reads
 	 *  (layernorm's mean and rstd, attention's probabilities), allocated once per node
 	 *  with the model. NULL: no saved buffer. */

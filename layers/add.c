@@ -31,6 +31,14 @@ static void bwd_with(void *buffers[], void *cl_arg, void (*f)(size_t, const floa
 SF_BODIES(add_fwd, fwd_with, _sf_add_fwd, _sf_add_fwd_cuda)
 SF_BODIES(add_bwd, bwd_with, _sf_pass_bwd, _sf_pass_bwd_cuda)
 
+/* 1 flop an element, the add. The backward, counted twice that, passes dy to both
+ * inputs: 2 adds an element where both gradients accumulate (a residual stream's),
+ * copies where they are overwritten. */
+static double add_flops(const struct sf_layer_info *li)
+{
+	return (double)_sf_nelem(li);
+}
+
 const struct sf_layer_type _sf_add_type = {
     .api_version = SF_LAYER_API_VERSION,
     .name = "add",
@@ -42,4 +50,5 @@ const struct sf_layer_type _sf_add_type = {
     .backward_cpu = add_bwd_cpu,
     .forward_cuda = SF_CUDA_BODY(add_fwd_cuda),
     .backward_cuda = SF_CUDA_BODY(add_bwd_cuda),
+    .flops = add_flops,
 };

@@ -60,6 +60,14 @@ static void bwd_with(void *buffers[], void *cl_arg, bwd_fn f)
 SF_BODIES(embedding_fwd, fwd_with, _sf_embedding_fwd, _sf_embedding_fwd_cuda)
 SF_BODIES(embedding_bwd, bwd_with, _sf_embedding_bwd, _sf_embedding_bwd_cuda)
 
+/* The forward copies rows of W: no flops (StarPU's "none": its time alone). The
+ * backward adds each row of dy into dW's row: B C adds, counted once since an
+ * embedding never computes an input gradient (tasks/layer_codelets.c). */
+static double embedding_flops(const struct sf_layer_info *li)
+{
+	return li->backward ? (double)li->rows * li->out_dim : 0.0;
+}
+
 const struct sf_layer_type _sf_embedding_type = {
     .api_version = SF_LAYER_API_VERSION,
     .name = "embedding",
@@ -74,6 +82,7 @@ const struct sf_layer_type _sf_embedding_type = {
     .forward_cuda = SF_CUDA_BODY(embedding_fwd_cuda),
     .backward_cuda = SF_CUDA_BODY(embedding_bwd_cuda),
     .param_tensors = embedding_tensors,
+    .flops = embedding_flops,
     /* no input gradient ever: the backward needs no parameters */
     .backward_params_for_dinput_only = 1,
 };

@@ -36,7 +36,9 @@ SF_BODIES(mul_bwd, bwd_with, _sf_mul_bwd, _sf_mul_bwd_cuda)
 
 static double mul_flops(const struct sf_layer_info *li)
 {
-	return 3.0 * (double)_sf_nelem(li); /* y, and the two gradients */
+	/* 1 flop an element, the product; the backward, counted twice that, makes one
+	 * product for each input's gradient */
+	return (double)_sf_nelem(li);
 }
 
 const struct sf_layer_type _sf_mul_type = {

@@ -7,4 +7,6 @@
 #include "layers/relu.h"
 #include "layers/unary_type.h"
 
-SF_UNARY_TYPE(relu)
+/* 1 flop an element: the comparison (its backward, by the rule of twice the forward: the
+ * comparison and the select or the accumulating add) */
+SF_UNARY_TYPE(relu, 1)

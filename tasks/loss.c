@@ -5,9 +5,20 @@
 #include "tasks/loss.h"
 #include "tasks/worker.h"
 
+/* A footprint of the buffers' sizes and the loss's kind: MSE, L1 and Huber on the same
+ * shapes take their own times and flops (StarPU marks an entry's flops NaN when two
+ * tasks of one footprint give different counts). The cl_arg is the model's struct
+ * _sf_reg_loss_args, passed by pointer. */
+static uint32_t reg_loss_footprint(struct starpu_task *task)
+{
+	const struct _sf_reg_loss_args *a = task->cl_arg;
+	return starpu_hash_crc32c_be((uint32_t)a->kind, starpu_task_data_footprint(task));
+}
+
 static struct starpu_perfmodel reg_loss_model = {
     .type = STARPU_HISTORY_BASED,
     .symbol = "sf_reg_loss",
+    .footprint = reg_loss_footprint,
 };
 
 struct starpu_codelet _sf_cl_reg_loss = {
@@ -33,5 +44,10 @@ int _sf_submit_reg_loss(const struct _sf_reg_loss_args *a, starpu_data_handle_t 
 {
 	struct starpu_data_descr d[] = {
 	    {pred, STARPU_R}, {target, STARPU_R}, {dpred, STARPU_W}, {loss, STARPU_W}};
-	return _sf_task_submit(&_sf_cl_reg_loss, d, 4, a, sizeof *a, false, -1, name, done);
+	/* per element (layers/loss_math.h): d = pred - target, its loss and derivative,
+	 * the sum and dpred's scale. MSE: d, 2d, d d, +, x = 5; L1: d, sign, |d|, +, x = 5;
+	 * Huber: d, |d| < delta (2), 0.5 d d or delta (|d| - 0.5 delta) (2), +, x = 7. */
+	double per = a->kind == SF_LOSS_HUBER ? 7.0 : 5.0;
+	return _sf_task_submit_flops(&_sf_cl_reg_loss, d, 4, a, sizeof *a, false, -1,
+	                             per * (double)a->rows * (double)a->width, name, done);
 }

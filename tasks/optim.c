@@ -127,10 +127,18 @@ struct starpu_codelet _sf_cl_lion = {
     .name = "lion",
 };
 
+/* Flops per parameter, counting each operation of tasks/optim_math.h's update on one
+ * element and the gradient's multiplier (g x s), a sqrt or a sign as one, and not the
+ * step's constants the compiler hoists (lr wd, 1 - b1, 1 - b2):
+ * SGD: d = g + wd p, buf = mu buf + d, p -= lr buf: 2 + 2 + 2, and g x s = 7;
+ * AdamW: p -= (lr wd) p: 2, m = b1 m + (1 - b1) g: 3, v = b2 v + (1 - b2) g g: 4,
+ * p -= lr (m / c1) / (sqrt(v / c2) + eps): 7, and g x s = 17;
+ * Lion: c = b1 m + (1 - b1) g: 3, its sign: 1, p -= lr (sgn + wd p): 4,
+ * m = b2 m + (1 - b2) g: 3, and g x s = 12. */
 const struct _sf_optim_family _sf_optim_families[] = {
-    [SF_OPT_SGD] = {.cl = &_sf_cl_sgd, .nstate = 1},
-    [SF_OPT_ADAMW] = {.cl = &_sf_cl_adamw, .nstate = 2},
-    [SF_OPT_LION] = {.cl = &_sf_cl_lion, .nstate = 1},
+    [SF_OPT_SGD] = {.cl = &_sf_cl_sgd, .nstate = 1, .flops = 7},
+    [SF_OPT_ADAMW] = {.cl = &_sf_cl_adamw, .nstate = 2, .flops = 17},
+    [SF_OPT_LION] = {.cl = &_sf_cl_lion, .nstate = 1, .flops = 12},
 };
 _Static_assert(sizeof _sf_optim_families / sizeof _sf_optim_families[0] == SF_OPT_COUNT,
                "one _sf_optim_families entry per enum sf_optimizer value");
@@ -152,5 +160,6 @@ int _sf_submit_opt(int opt, const struct _sf_opt_args *a, starpu_data_handle_t p
 	if (f->nstate == 2)
 		d[k++] = (struct starpu_data_descr){v, STARPU_RW};
 	d[k++] = (struct starpu_data_descr){clip, STARPU_R};
-	return _sf_task_submit(f->cl, d, k, a, sizeof *a, true, -1, name, done);
+	return _sf_task_submit_flops(f->cl, d, k, a, sizeof *a, true, -1,
+	                             (double)f->flops * (double)a->n, name, done);
 }

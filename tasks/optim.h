@@ -62,6 +62,8 @@ struct _sf_opt_args {
 struct _sf_optim_family {
 	struct starpu_codelet *cl;
 	int nstate;
+	int flops; /* per parameter, as tasks/optim_math.h writes the update (the task's
+	              starpu_task::flop is this times the shard's length) */
 };
 /* indexed by enum sf_optimizer */
 extern const struct _sf_optim_family _sf_optim_families[];
