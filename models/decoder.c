@@ -1,5 +1,8 @@
-/* decoder.c — the checks and inputs the ready-made decoders share (models/decoder.h). */
+/* decoder.c — the checks, inputs and node names the ready-made decoders share
+ * (models/decoder.h). */
 #include "models/decoder.h"
+
+#include <stdio.h>
 
 int _sf_decoder_check_sizes(const char *fn, int layers, const char *width_name, int width,
                             int vocab, int context)
@@ -19,4 +22,12 @@ int _sf_decoder_inputs(sf_graph *g, int context, int vocab, int *idx, int *targe
 	    (rc = sf_graph_int_input(g, "idx", vocab, idx)) < 0)
 		return rc;
 	return sf_graph_label_input(g, "targets", vocab, targets);
+}
+
+int _sf_decoder_node(sf_graph *g, const char *type, const int *in, int nin, const void *cfg,
+                     size_t size, const char *block, const char *what, int *out)
+{
+	char name[128]; /* more than the graph's 63 characters: a longer name is refused there */
+	snprintf(name, sizeof name, "%s.%s", block, what);
+	return sf_graph_layer(g, type, in, nin, cfg, size, name, out);
 }

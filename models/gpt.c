@@ -13,7 +13,10 @@
  * holding wte, wpe and ln_f (and lm_head when untied): the tied head reads wte's
  * parameters, so they live in one unit, gathered at both ends of the step.
  * Node names are nanoGPT's module names, so an exported safetensors file has its
- * state_dict keys ("transformer.h.0.attn.c_attn.weight", (3C, C) as nn.Linear keeps it).
+ * state_dict keys ("transformer.h.0.attn.c_attn.weight", (3C, C) as nn.Linear keeps it);
+ * the nodes without parameters are named in their block too (".attn.attention",
+ * ".mlp.gelu", ".residual1" and ".residual2", the two adds), so traces and the overlap
+ * report show "fwd transformer.h.3.attn.attention", never an automatic "attention6".
  * Initialisation as GPT-2: linear weights normal(0, 0.02) and zero biases, the two
  * residual projections of each block normal(0, 0.02 / sqrt(2 n_layer)), embeddings
  * normal(0, 0.02), layernorms 1 and 0 — drawn from the model seed, the same for any
@@ -67,26 +70,30 @@ static int linear(sf_graph *g, int x, int out, float std, const char *prefix, co
 /* Block i: two residual branches; *x is the residual stream in and out. */
 static int block(sf_graph *g, const struct sf_gpt_config *c, int i, int *x)
 {
-	int rc = SF_OK, h, qkv, a, p, f;
+	int rc = SF_OK, h, qkv, a, f;
+	int res[2]; /* an add's inputs: the residual stream and the branch's output */
 	char pre[GPT_NAME_MAX / 2], name[GPT_NAME_MAX];
-	int C = c->embd;
+	int C = c->embd, heads = c->heads;
 	float std = 0.02f, proj_std = 0.02f / sqrtf(2.0f * (float)c->layers);
 	snprintf(pre, sizeof pre, "transformer.h.%d", i);
 	if ((rc = sf_graph_unit_begin(g, pre)) < 0)
 		return rc;
 	snprintf(name, sizeof name, "%s.ln_1", pre);
+	res[0] = *x;
 	if ((rc = sf_graph_layernorm(g, *x, name, &h)) < 0 ||
 	    (rc = linear(g, h, 3 * C, std, pre, "attn.c_attn", &qkv)) < 0 ||
-	    (rc = sf_graph_causal_attention(g, qkv, c->heads, &a)) < 0 ||
-	    (rc = linear(g, a, C, proj_std, pre, "attn.c_proj", &p)) < 0 ||
-	    (rc = sf_graph_add(g, *x, p, x)) < 0)
+	    (rc = _sf_decoder_node(g, "attention", &qkv, 1, &heads, sizeof heads, pre,
+	                           "attn.attention", &a)) < 0 ||
+	    (rc = linear(g, a, C, proj_std, pre, "attn.c_proj", &res[1])) < 0 ||
+	    (rc = _sf_decoder_node(g, "add", res, 2, NULL, 0, pre, "residual1", x)) < 0)
 		return rc;
 	snprintf(name, sizeof name, "%s.ln_2", pre);
+	res[0] = *x;
 	if ((rc = sf_graph_layernorm(g, *x, name, &h)) < 0 ||
 	    (rc = linear(g, h, 4 * C, std, pre, "mlp.c_fc", &f)) < 0 ||
-	    (rc = sf_graph_gelu(g, f, &f)) < 0 ||
-	    (rc = linear(g, f, C, proj_std, pre, "mlp.c_proj", &p)) < 0 ||
-	    (rc = sf_graph_add(g, *x, p, x)) < 0)
+	    (rc = _sf_decoder_node(g, "gelu", &f, 1, NULL, 0, pre, "mlp.gelu", &f)) < 0 ||
+	    (rc = linear(g, f, C, proj_std, pre, "mlp.c_proj", &res[1])) < 0 ||
+	    (rc = _sf_decoder_node(g, "add", res, 2, NULL, 0, pre, "residual2", x)) < 0)
 		return rc;
 	return sf_graph_unit_end(g);
 }

@@ -19,7 +19,14 @@
 #    dots): the gathers are the units "transformer", "transformer.h.0" and
 #    "transformer.h.1", a block's projection runs as
 #    "fwd transformer.h.1.attn.c_attn (linear L<n>)", and the text report's stall rows
-#    read "transformer.h.0 (L<n>)", ... in the units' forward order.
+#    read "transformer.h.0 (L<n>)", ... in the units' forward order;
+#  - the nodes without parameters are named in their block too: every forward and
+#    backward of sf_gpt_graph names a node "transformer.*" or "lm_head" (no automatic
+#    "attention6"), among them "transformer.h.1.attn.attention (attention L<n>)",
+#    ".mlp.gelu (gelu", ".residual1 (add" and ".residual2 (add"; and sf_llama_graph's
+#    (train_dump --model llama-hf, one rank) "model.*" or "lm_head", among them
+#    ".self_attn.rotary_emb (rope", ".self_attn.attention (attention_gqa", ".mlp.act_fn
+#    (silu", ".mlp.mul (mul", ".residual1 (add" and ".residual2 (add".
 # Skipped without python3.
 . "$(dirname "$0")/lib.sh"
 PROG="$top_builddir/examples/custom_layer"
@@ -79,7 +86,7 @@ traced() {
 		</dev/null >"$tmp/$1.out" 2>"$tmp/$1.err"
 }
 
-plan 8
+plan 9
 
 # a quote, a backslash, XML's specials, a tab, an e acute (UTF-8)
 name=$(printf 'sc"a\\le <&> \tx\303\251')
@@ -125,6 +132,37 @@ sys.exit(bad)
 EOF
 ok $? "its gathers are the units transformer, transformer.h.0, .h.1; its nodes keep their dotted names" ||
 	diag_file "$tmp/gpt.out"
+
+# named_nodes TRACE PREFIX BLOCK SUFFIX...: every fwd/bwd task of TRACE names a node
+# PREFIX* or lm_head, and "fwd BLOCK.SUFFIX L<n>)" is among them for each SUFFIX
+named_nodes() {
+	python3 - "$@" <<'EOF'
+import json, re, sys
+trace, prefix, block, suffixes = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+names = {e["name"] for e in json.load(open(trace, encoding="utf-8"))["traceEvents"]}
+tasks = sorted(n for n in names if n.startswith(("fwd ", "bwd ")))
+bad = [n for n in tasks if not n.split(" ", 1)[1].startswith((prefix, "lm_head "))]
+if bad or not tasks:
+    print("%s: tasks of unnamed nodes %r (all: %r)" % (trace, bad, tasks))
+for suf in suffixes:
+    want = re.compile(r"fwd %s\.%s L\d+\)" % (re.escape(block), re.escape(suf)))
+    if not any(want.fullmatch(n) for n in tasks):
+        bad.append(suf)
+        print("%s: no task \"fwd %s.%s L<n>)\" among %r" % (trace, block, suf, tasks))
+sys.exit(1 if bad or not tasks else 0)
+EOF
+}
+env SHARDFLOW_TRACE="$tmp/l" sh "$RUN_MPI" 1 "$TRAIN_DUMP" --model llama-hf --steps 1 \
+	--out "$tmp/l.dump" </dev/null >"$tmp/l.out" 2>"$tmp/l.err" || diag_file "$tmp/l.err"
+{
+	named_nodes "$tmp/g.rank0.json" transformer. transformer.h.1 "attn.attention (attention" \
+		"mlp.gelu (gelu" "residual1 (add" "residual2 (add" &&
+		named_nodes "$tmp/l.rank0.json" model. model.layers.1 "self_attn.rotary_emb (rope" \
+			"self_attn.attention (attention_gqa" "mlp.act_fn (silu" "mlp.mul (mul" \
+			"residual1 (add" "residual2 (add"
+} >"$tmp/named.out" 2>&1
+ok $? "the decoders' nodes without parameters are named in their blocks" ||
+	diag_file "$tmp/named.out"
 
 rows=$(sed -n 's/^  \(.*\) (L[0-9]*) *mean .*/\1/p' "$tmp/g.overlap.txt" | tr '\n' ',')
 [ "$rows" = "transformer,transformer.h.0,transformer.h.1," ]
