@@ -338,6 +338,14 @@ struct sf_unit_options {
 	 *  fp32: a final norm, a head kept in full precision); 0 (default): the model's
 	 *  dtypes. */
 	int keep_fp32;
+	/** 1: the unit's parameters are frozen (PyTorch's requires_grad=False on every one
+	 *  of them, as FSDP wants it uniform within a unit): no gradient is reduced or
+	 *  kept, no optimizer state is allocated, no update runs, clipping's norm leaves
+	 *  them out, and the backward of a frozen unit runs only where an earlier
+	 *  trainable unit needs its input gradient (a frozen embedding and first blocks:
+	 *  no backward at all). Checkpoints keep their format (a frozen unit's optimizer
+	 *  state is saved as zeros, and ignored when loaded). 0 (default): trained. */
+	int frozen;
 };
 
 /** Fills *o with the defaults above. */

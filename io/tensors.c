@@ -179,6 +179,11 @@ static int get(sf_model *m, const char *fn, const char *name, bool grad, float *
 		return SF_ERR(SF_ERR_INVALID, "%s: dst is NULL", fn);
 	SF_CHECK(find(m, fn, name, n, &t));
 	struct _sf_unit *un = &m->units[t.unit];
+	if (grad && un->frozen)
+		return SF_ERR(SF_ERR_STATE,
+		              "%s: tensor \"%s\" is in unit \"%s\", which is frozen "
+		              "(sf_unit_options::frozen): it has no gradient",
+		              fn, name, un->name);
 	if (grad && !un->gshard)
 		return SF_ERR(SF_ERR_STATE,
 		              "%s: this model keeps no reduced gradient: with sharding none the "

@@ -189,7 +189,7 @@ SF_API int sf_unit_options_init(struct sf_unit_options *o)
 {
 	if (!o)
 		return SF_ERR(SF_ERR_INVALID, "sf_unit_options_init: o is NULL");
-	*o = (struct sf_unit_options){.reshard_after_forward = 1, .keep_fp32 = 0};
+	*o = (struct sf_unit_options){.reshard_after_forward = 1, .keep_fp32 = 0, .frozen = 0};
 	return SF_OK;
 }
 
@@ -198,11 +198,11 @@ SF_API int sf_graph_unit_options(sf_graph *g, const char *unit, const struct sf_
 	if (!g || !unit || !o)
 		return SF_ERR(SF_ERR_INVALID, "sf_graph_unit_options: NULL graph, unit or options");
 	if ((o->reshard_after_forward != 0 && o->reshard_after_forward != 1) ||
-	    (o->keep_fp32 != 0 && o->keep_fp32 != 1))
+	    (o->keep_fp32 != 0 && o->keep_fp32 != 1) || (o->frozen != 0 && o->frozen != 1))
 		return SF_ERR(SF_ERR_INVALID,
-		              "sf_graph_unit_options: unit \"%s\": reshard_after_forward %d and "
-		              "keep_fp32 %d must each be 0 or 1",
-		              unit, o->reshard_after_forward, o->keep_fp32);
+		              "sf_graph_unit_options: unit \"%s\": reshard_after_forward %d, "
+		              "keep_fp32 %d and frozen %d must each be 0 or 1",
+		              unit, o->reshard_after_forward, o->keep_fp32, o->frozen);
 	for (int i = 0; i < g->ngroups; i++)
 		if (strcmp(g->group_names[i], unit) == 0) {
 			g->group_opts[i] = *o;

@@ -167,6 +167,8 @@ static size_t len_shard(const struct sf_model *m, const struct _sf_unit *u, bool
 }
 static size_t len_gshard(const struct sf_model *m, const struct _sf_unit *u, bool acc)
 {
+	if (u->frozen)
+		return 0;
 	/* replicated: the optimizer's gradient when it cannot read the slot (clipping:
 	 * the slot is reused before the norm; micro-batches: the sum outlives the pass) */
 	if (unit_sharding(m) != SF_SHARD_NONE)
@@ -182,16 +184,16 @@ static size_t len_full(const struct sf_model *m, const struct _sf_unit *u, bool 
 static size_t len_m(const struct sf_model *m, const struct _sf_unit *u, bool acc)
 {
 	(void)m, (void)acc;
-	return u->opt_n;
+	return u->frozen ? 0 : u->opt_n;
 }
 static size_t len_v(const struct sf_model *m, const struct _sf_unit *u, bool acc)
 {
 	(void)acc;
-	return _sf_optim_families[m->opt.optimizer].nstate == 2 ? u->opt_n : 0;
+	return _sf_optim_families[m->opt.optimizer].nstate == 2 && !u->frozen ? u->opt_n : 0;
 }
 static size_t len_acc(const struct sf_model *m, const struct _sf_unit *u, bool acc)
 {
-	return acc && m->cfg.accum_mode == SF_ACCUM_LOCAL ? u->P : 0;
+	return acc && m->cfg.accum_mode == SF_ACCUM_LOCAL && !u->frozen ? u->P : 0;
 }
 
 /* what sf_model_stats (and the memory plan) counts a vector as */
@@ -1219,6 +1221,8 @@ static int locate(struct sf_model *m, int u, enum _sf_vec which, starpu_data_han
 	} else if (which == SF_VEC_PARAM) {
 		*h = un->h_shard, *base = un->shard, *lo = (size_t)m->shard_rank * un->S,
 		*n = un->S;
+	} else if (un->frozen) { /* no optimizer state: read as zeros, written to nowhere */
+		*h = NULL, *base = NULL, *lo = 0, *n = 0;
 	} else {
 		*h = which == SF_VEC_M ? un->h_m : un->h_v;
 		*base = which == SF_VEC_M ? un->m : un->v;
@@ -1238,6 +1242,10 @@ int _sf_unit_get_slice(struct sf_model *m, int u, enum _sf_vec which, float *dst
 	if (rc < 0)
 		return rc;
 	size_t want = (size_t)m->shard_rank * un->S;
+	if (!h) { /* a frozen unit's optimizer state */
+		memset(dst, 0, un->S * sizeof(float));
+		return SF_OK;
+	}
 	rc = _sf_data_acquire(h, STARPU_R);
 	if (rc < 0)
 		return rc;
@@ -1256,7 +1264,7 @@ int _sf_unit_set_full(struct sf_model *m, int u, enum _sf_vec which, const float
 	float *base;
 	size_t lo, n;
 	int rc = locate(m, u, which, &h, &base, &lo, &n);
-	if (rc < 0)
+	if (rc < 0 || !h) /* !h: a frozen unit keeps no optimizer state */
 		return rc;
 	rc = _sf_data_acquire(h, STARPU_W);
 	if (rc < 0)

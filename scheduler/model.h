@@ -40,6 +40,9 @@ struct _sf_unit {
 	bool keep;              /* stays gathered from forward to backward (full) */
 	bool no_reshard;        /* its options: kept gathered whatever the ring (full) */
 	bool keep_fp32;         /* its options: fp32 on the wire and in products */
+	bool frozen;            /* its options: no gradient, no optimizer state, no update */
+	int bwd_first, bwd_last; /* the first and last node its backward runs (reverse
+	                            order: bwd_first > bwd_last), -1: none (_sf_plan_gradients) */
 	bool recompute;         /* its segment's inner activations are recomputed */
 	int seg_end;            /* its segment: nodes [first, seg_end) (recompute) */
 	size_t P, S, off; /* off: first parameter in the model's unpadded vector */

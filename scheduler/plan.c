@@ -95,6 +95,7 @@ static void lay_out_units(struct sf_model *m, const struct sf_graph *g, size_t *
 			if (nd->group >= 0) {
 				un->no_reshard = !g->group_opts[nd->group].reshard_after_forward;
 				un->keep_fp32 = g->group_opts[nd->group].keep_fp32;
+				un->frozen = g->group_opts[nd->group].frozen;
 			}
 		}
 		un->last = n;
@@ -201,7 +202,9 @@ static void plan_need_grad(struct sf_model *m)
 		const struct _sf_node *nd = &m->gnodes[n];
 		bool ng = false;
 		if (nd->kind == SF_NODE_LAYER) {
-			ng = nd->nparams > 0;
+			/* a frozen unit's parameters want no gradient */
+			int u = m->nodes[n].unit;
+			ng = nd->nparams > 0 && !(u >= 0 && m->units[u].frozen);
 			for (int i = 0; i < nd->nin; i++)
 				ng = ng || m->nodes[nd->in[i]].needs_grad;
 		}
@@ -260,8 +263,22 @@ int _sf_plan_gradients(struct sf_model *m)
 		s->bwd_info.params_absent = nd->kind == SF_NODE_LAYER && nd->nparams > 0 &&
 		                            !want_dinput &&
 		                            nd->type->type.backward_params_for_dinput_only;
-		if (s->unit >= 0 && !s->bwd_info.params_absent)
+		if (s->unit >= 0 && !s->bwd_info.params_absent && s->needs_grad)
 			m->units[s->unit].bwd_params = true;
+	}
+	/* each unit's backward: from its last node that runs one to its first (a trained
+	 * unit's last and first readers; a frozen unit's, where an input gradient is
+	 * wanted through it; none when nothing before it trains) */
+	for (int u = 0; u < m->nunits; u++)
+		m->units[u].bwd_first = m->units[u].bwd_last = -1;
+	for (int n = 0; n < m->nnodes; n++) {
+		struct _sf_node_state *s = &m->nodes[n];
+		if (s->unit < 0 || m->gnodes[n].kind != SF_NODE_LAYER || !s->needs_grad)
+			continue;
+		struct _sf_unit *un = &m->units[s->unit];
+		if (un->bwd_last < 0)
+			un->bwd_last = n;
+		un->bwd_first = n;
 	}
 	return SF_OK;
 }

@@ -288,7 +288,8 @@ static int update_all(struct sf_model *m)
 	                              traced(m, "grad norm", SF_EV_NORM, -1)));
 	for (int i = 0; i < m->nunits; i++) {
 		int u = m->bwd_order[i];
-		SF_CHECK(submit_opt(m, u, opt_grad(m, u, m->units[u].h_gshard)));
+		if (!m->units[u].frozen)
+			SF_CHECK(submit_opt(m, u, opt_grad(m, u, m->units[u].h_gshard)));
 	}
 fail:
 	return rc;
@@ -358,7 +359,10 @@ static int bwd_upcoming(const struct sf_model *m, int started)
 static int finish_unit_backward(struct sf_model *m, int u, starpu_data_handle_t grad, int started)
 {
 	int rc = SF_OK;
+	bool frozen = m->units[u].frozen; /* its gradient slot held a scratch: no reduction */
 	if (!full_sharding(m)) {
+		if (frozen)
+			goto fail;
 		SF_CHECK(reduce_unit(m, u, grad));
 		SF_CHECK(finish_reduction(m, u, grad));
 		goto fail;
@@ -370,6 +374,11 @@ static int finish_unit_backward(struct sf_model *m, int u, starpu_data_handle_t 
 	int v = bwd_upcoming(m, started);
 	bool prefetch =
 	    v >= 0 && !resident(m, v) && m->units[v].bwd_params && m->ring_slots.nfree > 0;
+	if (frozen) {
+		if (prefetch)
+			SF_CHECK(submit_gather(m, v, NULL));
+		goto fail;
+	}
 	switch (m->cfg.bwd_prefetch) {
 	case SF_BWD_PRE:
 		if (prefetch)
@@ -435,7 +444,7 @@ static int backward(struct sf_model *m)
 			continue;
 		}
 		struct _sf_unit *un = &m->units[u];
-		bool first = n == un->last;
+		bool first = n == un->bwd_first;
 		started += first;
 		if (first && _sf_slots_take(&m->grad_slots, u) < 0) {
 			rc = SF_ERR(SF_ERR_STATE,
@@ -449,7 +458,7 @@ static int backward(struct sf_model *m)
 		if (first && full && !resident(m, u) && un->bwd_params)
 			SF_CHECK(submit_gather(m, u, NULL));
 		SF_CHECK(submit_bwd(m, n, grad, first));
-		if (n == un->first) {
+		if (n == un->bwd_last) {
 			SF_CHECK(finish_unit_backward(m, u, grad, started));
 			_sf_slots_release(&m->grad_slots, gs);
 		}
@@ -461,6 +470,8 @@ static int backward(struct sf_model *m)
 	if (m->update && m->cfg.sharding == SF_SHARD_GRAD_OP)
 		for (int u = 0; u < m->nunits; u++) {
 			struct _sf_unit *un = &m->units[u];
+			if (un->frozen) /* its gathered copy is still its parameters */
+				continue;
 			SF_CHECK(_sf_submit_gather(&un->comm, m->h_order, un->h_shard, un->h_full,
 			                           NULL, m->ctx->comm_worker, un->ag_name,
 			                           traced(m, un->ag_name, SF_EV_AG, un->first)));

@@ -79,6 +79,7 @@ struct options {
 	const char *init_config[MAX_SETTINGS], *config[MAX_SETTINGS], *unit_opts[MAX_SETTINGS];
 	int ninit_config, nconfig, nunit_opts;
 	int bad_label_rank, bad_label_step; /* --bad-label R:K: one label out of range */
+	const char *lr_zero; /* --lr-zero UNIT: learning-rate scale 0 on its tensors */
 };
 
 static void usage(FILE *f)
@@ -90,8 +91,8 @@ static void usage(FILE *f)
 	        "       [--export-init W0.safetensors] [--export W.safetensors] [--accum K]\n"
 	        "       [--clip X|inf] [--weight-decay X] [--no-decay MASK] [--data FILE]\n"
 	        "       [--init-config KNOB=VALUE]... [--config KNOB=VALUE]...\n"
-	        "       [--unit-options UNIT:reshard_after_forward=0|1,keep_fp32=0|1]...\n"
-	        "       [--bad-label RANK:STEP]\n"
+	        "       [--unit-options UNIT:reshard_after_forward=0|1,keep_fp32=0|1,frozen=0|1]...\n"
+	        "       [--bad-label RANK:STEP] [--lr-zero UNIT]\n"
 	        "       --out FILE\n"
 	        "defaults: mlp, 6 steps, batch 24, sgd, lr 0.01 (sgd) / 0.001 (adamw) / 0.0001\n"
 	        "(lion, beta2 0.99), seed 1, inflight 1, accum 1, no clipping, weight decay 0,\n"
@@ -158,6 +159,8 @@ static int parse_options(int argc, char **argv, struct options *o)
 			if (sscanf(val, "%d:%d%c", &o->bad_label_rank, &o->bad_label_step, &extra) != 2 ||
 			    o->bad_label_rank < 0 || o->bad_label_step < 1)
 				return bad(opt, val);
+		} else if (!strcmp(opt, "--lr-zero")) {
+			o->lr_zero = val;
 		} else if (!strcmp(opt, "--data")) {
 			o->data = val;
 		} else if (!strcmp(opt, "--out")) {
@@ -222,6 +225,8 @@ static int unit_options(sf_graph *g, const char *const *list, int n)
 				uo.reshard_after_forward = f[strlen(f) - 1] - '0';
 			else if (!strcmp(f, "keep_fp32=0") || !strcmp(f, "keep_fp32=1"))
 				uo.keep_fp32 = f[strlen(f) - 1] - '0';
+			else if (!strcmp(f, "frozen=0") || !strcmp(f, "frozen=1"))
+				uo.frozen = f[strlen(f) - 1] - '0';
 			else
 				return bad("--unit-options", list[i]);
 		}
@@ -329,6 +334,22 @@ int main(int argc, char **argv)
 	mo.weight_decay = o.weight_decay;
 	mo.no_decay = (unsigned)o.no_decay;
 	CHECK(sf_model_create(ctx, g, &mo, &m));
+	if (o.lr_zero) { /* a frozen unit's reference: trained with learning rate 0 */
+		int nt = 0, hit = 0;
+		CHECK(sf_model_tensor_count(m, &nt));
+		for (int t = 0; t < nt; t++) {
+			struct sf_tensor_info ti;
+			CHECK(sf_model_tensor_info(m, t, &ti));
+			if (!strcmp(ti.unit, o.lr_zero)) {
+				CHECK(sf_model_tensor_lr_scale(m, ti.name, 0.0f));
+				hit++;
+			}
+		}
+		if (!hit) {
+			fprintf(stderr, PROG ": --lr-zero %s: no tensor is in that unit\n", o.lr_zero);
+			goto fail;
+		}
+	}
 	if (o.init)
 		CHECK(sf_model_import_safetensors(m, o.init));
 	if (o.export_init)
@@ -404,6 +425,7 @@ int main(int argc, char **argv)
 		printf("max_resident %d ring_slots %d nunits %d\n", st.max_resident_units,
 		       st.ring_slots, st.nunits);
 		printf("comm_bytes %.0f\n", st.comm_bytes);
+		printf("optimizer_bytes %zu grad_bytes %zu\n", st.optimizer_bytes, st.grad_bytes);
 		printf("final_loss %.9g\n", losses[o.t.steps - 1]);
 		fflush(stdout);
 	}
