@@ -237,12 +237,14 @@ static int mpi_init(struct _sf_comm *c, int *argc, char ***argv)
 		            provided, MPI_THREAD_MULTIPLE);
 		goto fail;
 	}
-	/* the start-up exchanges are bounded like every host-side collective (host_wait) */
-	MPI_Request dup[2];
-	int mrc = MPI_Comm_idup(MPI_COMM_WORLD, &st->step, &dup[0]);
-	if (mrc == MPI_SUCCESS)
-		mrc = MPI_Comm_idup(MPI_COMM_WORLD, &st->ctl, &dup[1]);
-	SF_CHECK(host_wait(c, 2, dup, mrc, "sf_init's duplication of MPI_COMM_WORLD", 0));
+	/* the start-up exchanges are bounded like every host-side collective (host_wait);
+	 * one duplication at a time: Open MPI has hung on several outstanding on one
+	 * communicator (open-mpi/ompi#2025) */
+	MPI_Request dup;
+	SF_CHECK(host_wait(c, 1, &dup, MPI_Comm_idup(MPI_COMM_WORLD, &st->step, &dup),
+	                   "sf_init's duplication of MPI_COMM_WORLD", 0));
+	SF_CHECK(host_wait(c, 1, &dup, MPI_Comm_idup(MPI_COMM_WORLD, &st->ctl, &dup),
+	                   "sf_init's duplication of MPI_COMM_WORLD", 0));
 	MPI_CHECK(MPI_Comm_set_errhandler(st->ctl, MPI_ERRORS_RETURN));
 	MPI_CHECK(MPI_Comm_rank(st->step, &c->rank));
 	MPI_CHECK(MPI_Comm_size(st->step, &c->size));
@@ -573,27 +575,32 @@ static void mpi_abort(struct _sf_comm *c, int code);
 static int mpi_min_rank(struct _sf_comm *c, int value, int64_t add, int *min, int *rank,
                         int64_t *sum)
 {
-	struct {
-		int v, r;
-	} in = {value, c->rank}, out;
-	int64_t total = 0;
-	MPI_Request req[2];
-	int mrc = MPI_Iallreduce(&in, &out, 1, MPI_2INT, MPI_MINLOC, impl(c)->ctl, &req[0]);
-	if (mrc == MPI_SUCCESS)
-		mrc = MPI_Iallreduce(&add, &total, 1, MPI_INT64_T, MPI_SUM, impl(c)->ctl, &req[1]);
+	/* one all-gather of {value, add} (rather than two reductions in flight on one
+	 * communicator), then the least value, its lowest rank and the sum, in rank order */
+	int64_t mine[2] = {value, add}, *all = malloc(2 * sizeof(int64_t) * (size_t)c->size);
+	if (!all)
+		return SF_ERR(SF_ERR_NOMEM, "the ranks' status all-gather: out of memory");
 	char what[160];
-	snprintf(what, sizeof what, "%s's agreement (all-reduce of the ranks' status)",
+	snprintf(what, sizeof what, "%s's agreement (all-gather of the ranks' status)",
 	         c->agreeing ? c->agreeing : "sf_?");
 	const char *agreeing = c->agreeing;
 	c->agreeing = NULL; /* named already */
-	int rc = host_wait(c, 2, req, mrc, what, 2 * sizeof(int));
+	MPI_Request req;
+	int rc = host_wait(c, 1, &req,
+	                   MPI_Iallgather(mine, 2, MPI_INT64_T, all, 2, MPI_INT64_T, impl(c)->ctl,
+	                                  &req),
+	                   what, sizeof mine);
 	c->agreeing = agreeing;
-	if (rc < 0)
-		return rc;
-	*min = out.v;
-	*rank = out.r;
-	*sum = total;
-	return SF_OK;
+	if (rc == SF_OK) {
+		*min = (int)all[0], *rank = 0, *sum = 0;
+		for (int r = 0; r < c->size; r++) {
+			if (all[2 * r] < *min)
+				*min = (int)all[2 * r], *rank = r;
+			*sum += all[2 * r + 1];
+		}
+	}
+	free(all);
+	return rc;
 }
 
 /* Ends every rank of the job: mpirun reports the code and kills the others, a stopped
