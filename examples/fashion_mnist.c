@@ -372,11 +372,50 @@ done:
 	return status;
 }
 
+/* A checkpoint's training position checked against this run and its data set: the
+ * data seed, an epoch within --epochs, a batch within an epoch's batches (none left
+ * once every epoch is done), and the step that epoch and batch make — info.* as
+ * train_epoch() and end_epoch() write them, with this --batch. A manifest's CRC-32
+ * proves that it is intact, not that it belongs to this run. Every rank gets the same
+ * info: rank 0 prints the refusal naming the field, its value and what is accepted. */
+static int check_position(const struct run *r, const struct sf_checkpoint_info *info)
+{
+	const struct options *o = &r->o;
+	char why[320] = "";
+	int64_t last = info->epoch < o->epochs ? r->per_epoch - 1 : 0;
+	if (info->data_seed != o->seed)
+		snprintf(why, sizeof why, "the checkpoint was trained with --seed %llu, not %llu",
+		         (unsigned long long)info->data_seed, (unsigned long long)o->seed);
+	else if (info->epoch > o->epochs)
+		snprintf(why, sizeof why, "info.epoch is %lld, accepted 0..%d (--epochs)",
+		         (long long)info->epoch, o->epochs);
+	else if (info->batch > last)
+		snprintf(why, sizeof why,
+		         "info.batch is %lld, accepted 0..%lld (%s%lld training images make %lld "
+		         "batches of %d an epoch)",
+		         (long long)info->batch, (long long)last,
+		         last ? "" : "every epoch is done; ", (long long)r->train.n,
+		         (long long)r->per_epoch, o->batch);
+	else if (info->step != info->epoch * r->per_epoch + info->batch)
+		snprintf(why, sizeof why,
+		         "info.step is %lld, accepted %lld..%lld (epoch %lld, batch %lld, %lld "
+		         "batches an epoch: saved with another --batch?)",
+		         (long long)info->step,
+		         (long long)(info->epoch * r->per_epoch + info->batch),
+		         (long long)(info->epoch * r->per_epoch + info->batch),
+		         (long long)info->epoch, (long long)info->batch, (long long)r->per_epoch);
+	if (!*why)
+		return 0;
+	if (r->rank == 0)
+		fprintf(stderr, PROG ": %s: %s\n", o->ckpt_dir, why);
+	return -1;
+}
+
 /* The --checkpoint-dir locked for this job (a second job on it is refused here,
  * before it trains), then --init's weights, then --resume's checkpoint and training
  * position. Every failure here is every rank's (each call is collective and agrees on
- * its status, and every rank checks the seed of the same info), so the job ends
- * without MPI_Abort. */
+ * its status, and every rank checks the same info), so the job ends without
+ * MPI_Abort. */
 static int restore(struct run *r)
 {
 	const struct options *o = &r->o;
@@ -398,15 +437,8 @@ static int restore(struct run *r)
 			goto done;
 		}
 		CHECK(sf_checkpoint_load(r->m, o->ckpt_dir, &info));
-		if (info.data_seed != o->seed) {
-			if (r->rank == 0)
-				fprintf(stderr,
-				        PROG
-				        ": the checkpoint was trained with --seed %llu, not %llu\n",
-				        (unsigned long long)info.data_seed,
-				        (unsigned long long)o->seed);
+		if (check_position(r, &info) < 0)
 			goto done;
-		}
 		r->step = info.step, r->epoch = info.epoch, r->b0 = info.batch;
 		r->saved = info.step;
 		if (r->rank == 0)

@@ -614,10 +614,42 @@ done:
 	return status;
 }
 
+/* A checkpoint's position checked against this run: its data seed, and info.* as
+ * save() writes them (epoch 0: batches are drawn by index, batch = step, the index of
+ * the next training batch; a step within --steps). A manifest's CRC-32 proves that it
+ * is intact, not that it belongs to this run. Every rank gets the same info: rank 0
+ * prints the refusal naming the field, its value and what is accepted. */
+static int check_position(const struct run *r, const struct sf_checkpoint_info *info)
+{
+	const struct options *o = &r->o;
+	char why[256] = "";
+	if (info->data_seed != o->seed)
+		snprintf(why, sizeof why, "the checkpoint was trained with --seed %llu, not %llu",
+		         (unsigned long long)info->data_seed, (unsigned long long)o->seed);
+	else if (info->step > o->steps)
+		snprintf(why, sizeof why, "info.step is %lld, accepted 0..%lld (--steps)",
+		         (long long)info->step, (long long)o->steps);
+	else if (info->epoch != 0)
+		snprintf(why, sizeof why,
+		         "info.epoch is %lld, accepted 0..0 (batches are drawn by index, there "
+		         "are no epochs)",
+		         (long long)info->epoch);
+	else if (info->batch != info->step)
+		snprintf(why, sizeof why,
+		         "info.batch is %lld, accepted %lld..%lld (info.step: the next batch's "
+		         "index)",
+		         (long long)info->batch, (long long)info->step, (long long)info->step);
+	if (!*why)
+		return 0;
+	if (r->rank == 0)
+		fprintf(stderr, PROG ": %s: %s\n", o->ckpt_dir, why);
+	return -1;
+}
+
 /* The --checkpoint-dir locked for this job (a second job on it is refused here,
  * before it trains), then --init's weights, then --resume's checkpoint and step. Every
  * failure here is every rank's (each call is collective and agrees on its status, and
- * every rank checks the seed of the same info), so the job ends without MPI_Abort. */
+ * every rank checks the same info), so the job ends without MPI_Abort. */
 static int restore(struct run *r)
 {
 	const struct options *o = &r->o;
@@ -639,15 +671,8 @@ static int restore(struct run *r)
 			goto done;
 		}
 		CHECK(sf_checkpoint_load(r->m, o->ckpt_dir, &info));
-		if (info.data_seed != o->seed) {
-			if (r->rank == 0)
-				fprintf(stderr,
-				        PROG
-				        ": the checkpoint was trained with --seed %llu, not %llu\n",
-				        (unsigned long long)info.data_seed,
-				        (unsigned long long)o->seed);
+		if (check_position(r, &info) < 0)
 			goto done;
-		}
 		r->step = r->saved = info.step;
 		if (r->rank == 0)
 			fprintf(stderr, PROG ": resumed from %s at step %lld\n", o->ckpt_dir,

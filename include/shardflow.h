@@ -1291,7 +1291,8 @@ SF_API int sf_checkpoint_lock(sf_model *m, const char *dir, enum sf_checkpoint_a
 SF_API int sf_checkpoint_save(sf_model *m, const char *dir, const struct sf_checkpoint_info *info);
 
 /**
- * Collective: which checkpoint sf_checkpoint_load(m, dir, ...) would load. *found = 1
+ * Collective: which checkpoint sf_checkpoint_load(m, dir, ...) tries first (it falls
+ * back to an older step when that one fails its checks). *found = 1
  * and `path` (`size` bytes; may be NULL) receives its step directory; *found = 0 (and
  * path "") when `dir` holds no checkpoint yet — it does not exist, is empty, or holds
  * only a save killed before its manifest — which is not an error: start from scratch.
@@ -1310,7 +1311,13 @@ SF_API int sf_checkpoint_latest(sf_model *m, const char *dir, int *found, char *
  * N -> M). The manifest's CRC-32, its fields (counts in 0..2^53-1), structure hash,
  * the files' sizes and checksums are verified before anything of the model is
  * touched: a corrupted, truncated, mismatched or half-written checkpoint is refused
- * (SF_ERR_IO / SF_ERR_INVALID) and the model is unchanged. A directory holding no
+ * (SF_ERR_IO / SF_ERR_INVALID) and the model is unchanged. Given a checkpoint
+ * directory, a step that fails these checks as damaged (SF_ERR_IO: a manifest that
+ * does not parse or match its CRC-32, a rank file missing, truncated or corrupted)
+ * makes the load try the next older complete step, with a warning naming what was
+ * wrong; it is refused only when no step is valid, its message listing each step's
+ * fault. Another model's checkpoint (SF_ERR_INVALID) is refused at once, and a step
+ * directory given as `dir` loads that step or nothing. A directory holding no
  * checkpoint gives SF_ERR_NOT_FOUND (see sf_checkpoint_latest()). Checkpoints of
  * format version 1 (no manifest.crc32) still load, their fields range-checked.
  * Locks the checkpoint directory for reading when the model holds no lock on it yet

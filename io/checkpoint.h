@@ -3,9 +3,9 @@
  * the format, and what the checkpoint's files share (io/ only; the API is
  * sf_checkpoint_save/load/latest/lock in shardflow.h). checkpoint_layout.c (vectors,
  * names, structure hash, rank file paths) and checkpoint_lock.c (the directory locks)
- * call none of the others; checkpoint_save.c writes a step, checkpoint_steps.c
- * resolves a directory to its step, checkpoint_load.c reads one (and answers
- * sf_checkpoint_latest), calling checkpoint_steps.c.
+ * call none of the others; checkpoint_save.c writes a step, checkpoint_steps.c lists
+ * the steps a directory offers, checkpoint_load.c reads one (falling back to older
+ * ones) and answers sf_checkpoint_latest, calling checkpoint_steps.c.
  *
  * A checkpoint of N ranks is a directory dir/step-<9 digits>/ holding rank-<5 digits>.bin
  * for r < N and manifest.json. Every unit u has logical vectors of P_u floats (the
@@ -34,7 +34,10 @@
  * step-N, dir/latest is rewritten, step-N.old removed. A loader given dir takes the
  * step latest names, or — latest missing, or naming a step without manifest, as a kill
  * between these renames leaves it — the newest step-N or step-N.tmp holding a
- * manifest. A step directory without manifest.json is half-written and refused.
+ * manifest. A step directory without manifest.json is half-written and refused. A
+ * step that fails its checks as damaged (SF_ERR_IO: manifest, rank files) makes the
+ * loader try the other complete steps, newest first (each step number once, step-N
+ * before step-N.tmp), warning with each fault; SF_ERR_INVALID (another model) stops it.
  *
  * One writer per directory for a model's whole life: rank 0 takes flock(dir/.lock) at
  * the model's first lock, save, load or latest of dir and holds it until the model is
@@ -71,6 +74,13 @@ int _sf_ckpt_rank_path(char *out, size_t size, const char *stepdir, int r);
  * the step dir/latest names, else the newest complete step directory; an empty stepdir
  * when dir holds no checkpoint (not an error). stepdir: `size` bytes. */
 int _sf_ckpt_resolve(const char *dir, char *stepdir, size_t size);
+
+/* Rank 0: every step directory a load of `dir` may take, in the order it tries them:
+ * the one _sf_ckpt_resolve gives, then the other complete steps of dir, newest first
+ * (none when dir itself is a step directory). *steps: *n paths, freed with
+ * _sf_ckpt_candidates_free; *n = 0 when dir holds no checkpoint. */
+int _sf_ckpt_candidates(const char *dir, char ***steps, int *n);
+void _sf_ckpt_candidates_free(char **steps, int n);
 
 /* Rank 0, not collective: locks dir for this model (io/checkpoint_lock.c; see
  * sf_checkpoint_lock), or finds it locked already; SF_ERR_BUSY when another job holds

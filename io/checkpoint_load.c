@@ -120,35 +120,19 @@ static void expect_free(struct _sf_manifest_expect *e)
 	free((void *)e->unit_P);
 }
 
-/* Rank 0: which step directory `dir` means and its manifest, for every rank (each
- * parses the same bytes, so they agree on what the manifest says); *mf checked against
- * the model. stepdir: SF_PATH_MAX bytes. */
-static int load_manifest(struct sf_model *m, const char *dir, char *stepdir,
-                         struct _sf_manifest *mf)
+/* The manifest of stepdir (every rank knows the path), read by rank 0, for every rank
+ * (each parses the same bytes, so they agree on what the manifest says); *mf checked
+ * against the model. */
+static int load_manifest(struct sf_model *m, const char *stepdir, struct _sf_manifest *mf)
 {
-	int rc = SF_OK, lrc = sf_model_sync(m);
-	char where[SF_PATH_MAX + 16], *text = NULL, *sd = stepdir;
+	int rc = SF_OK, lrc = SF_OK;
+	char where[SF_PATH_MAX + 16], *text = NULL;
 	size_t len = 0;
 	bool has_crc = false;
-	if (m->rank == 0 && lrc >= 0)
-		lrc = _sf_ckpt_lock_dir(m, dir, SF_CHECKPOINT_READ);
-	if (m->rank == 0 && lrc >= 0)
-		lrc = _sf_ckpt_resolve(dir, stepdir, SF_PATH_MAX);
-	if (m->rank == 0 && lrc >= 0 && !*stepdir)
-		lrc = SF_ERR(SF_ERR_NOT_FOUND,
-		             "no checkpoint in %s yet: no such directory, or neither manifest.json "
-		             "(a step directory), latest nor a complete step-* directory in it",
-		             dir);
-	if (m->rank == 0 && lrc >= 0)
+	if (m->rank == 0)
 		lrc = read_manifest(stepdir, &text, &len, &has_crc);
 	SF_CHECK(_sf_comm_agree(m->comm, lrc, "sf_checkpoint_load"));
 	struct _sf_manifest_expect e;
-	size_t sdlen = strlen(stepdir);
-	SF_CHECK(bcast_string(m, &sd, &sdlen));
-	if (m->rank != 0) {
-		snprintf(stepdir, SF_PATH_MAX, "%s", sd);
-		free(sd);
-	}
 	SF_CHECK(bcast_string(m, &text, &len));
 	uint8_t crc_flag = has_crc;
 	SF_CHECK(m->comm->ops->bcast(m->comm, &crc_flag, 1, 0));
@@ -455,10 +439,95 @@ fail:
 	return rc;
 }
 
+/* One step directory (every rank knows the path) read and verified on every rank into
+ * *mf and nd, the model untouched. Collective; the status is the same on every rank. */
+static int try_step(struct sf_model *m, const char *stepdir, struct _sf_manifest *mf,
+                    struct need *nd)
+{
+	int rc = SF_OK;
+	_sf_manifest_free(mf);
+	SF_CHECK(load_manifest(m, stepdir, mf));
+	/* this rank's slices, from the files holding them, each file verified */
+	SF_CHECK(_sf_comm_agree(m->comm, read_needed(m, stepdir, mf, nd), "sf_checkpoint_load"));
+	if (nd->whole)
+		SF_CHECK(_sf_comm_agree(m->comm, gather_whole(m, nd), "sf_checkpoint_load"));
+fail:
+	return rc;
+}
+
+/* "; step-N: <fault>" appended to faults (`size` bytes, cut short when full). */
+static void add_fault(char *faults, size_t size, const char *stepdir, const char *msg)
+{
+	const char *base = strrchr(stepdir, '/');
+	size_t k = strlen(faults);
+	if (k + 1 < size && snprintf(faults + k, size - k, "%s%s: %s", k ? "; " : "",
+	                             base ? base + 1 : stepdir, msg) < 0)
+		faults[k] = '\0';
+}
+
+/* Rank 0: the steps `dir` offers (checkpoint_steps.c) into *steps, locking it first;
+ * none is SF_ERR_NOT_FOUND. */
+static int list_steps(struct sf_model *m, const char *dir, char ***steps, int *n)
+{
+	int rc = SF_OK;
+	SF_CHECK(_sf_ckpt_lock_dir(m, dir, SF_CHECKPOINT_READ));
+	SF_CHECK(_sf_ckpt_candidates(dir, steps, n));
+	if (*n == 0)
+		rc = SF_ERR(SF_ERR_NOT_FOUND,
+		            "no checkpoint in %s yet: no such directory, or neither manifest.json "
+		            "(a step directory), latest nor a complete step-* directory in it",
+		            dir);
+fail:
+	return rc;
+}
+
+/* Tries the steps rank 0 listed, in order, until one passes every check (*tried: how
+ * many were tried). A damaged step (SF_ERR_IO) is skipped with a warning naming its
+ * fault; another status ends the tries at once. Collective, and every rank takes the
+ * same turns: rank 0 broadcasts each path ("" when none is left) and every rank gets
+ * the same status for it. Errors raised while a step is tried are held and told once
+ * here: in the warning, or in the refusal (a lone step's fault as it was raised). */
+static int try_steps(struct sf_model *m, const char *dir, char **steps, int nsteps, char *stepdir,
+                     struct _sf_manifest *mf, struct need *nd, int *tried)
+{
+	int rc = SF_OK;
+	char faults[1024] = "", msg[1024];
+	for (int i = 0;; i++) {
+		if (m->rank == 0)
+			snprintf(stepdir, SF_PATH_MAX, "%s", i < nsteps ? steps[i] : "");
+		SF_CHECK(m->comm->ops->bcast(m->comm, stepdir, SF_PATH_MAX, 0));
+		stepdir[SF_PATH_MAX - 1] = '\0';
+		if (!*stepdir)
+			break;
+		*tried = i + 1;
+		_sf_err_hold();
+		int trc = try_step(m, stepdir, mf, nd);
+		_sf_err_release();
+		if (trc >= 0)
+			return SF_OK;
+		snprintf(msg, sizeof msg, "%s", sf_last_error());
+		if (trc != SF_ERR_IO)
+			return _sf_err(trc, NULL, 0, "%s", msg); /* as it was raised */
+		add_fault(faults, sizeof faults, stepdir, msg);
+		if (m->rank == 0 && i + 1 < nsteps)
+			_sf_log(SF_LOG_WARN,
+			        "checkpoint %s is damaged, trying the next complete step, %s: %s",
+			        stepdir, steps[i + 1], msg);
+	}
+	if (*tried == 1)
+		return _sf_err(SF_ERR_IO, NULL, 0, "%s", msg);
+	rc = SF_ERR(SF_ERR_IO,
+	            "sf_checkpoint_load: no valid checkpoint in %s: each of its %d complete "
+	            "steps failed its checks: %s",
+	            dir, *tried, faults);
+fail:
+	return rc;
+}
+
 SF_API int sf_checkpoint_load(sf_model *m, const char *dir, struct sf_checkpoint_info *info)
 {
-	int rc = SF_OK, lrc = SF_OK;
-	char stepdir[SF_PATH_MAX] = "";
+	int rc = SF_OK, lrc = SF_OK, nsteps = 0, tried = 0;
+	char stepdir[SF_PATH_MAX] = "", **steps = NULL;
 	struct _sf_manifest mf = {0};
 	struct need nd = {0};
 	if (!m || !dir || !*dir)
@@ -469,17 +538,12 @@ SF_API int sf_checkpoint_load(sf_model *m, const char *dir, struct sf_checkpoint
 		              "sf_checkpoint_load: %d micro-batches are accumulated; load before "
 		              "sf_model_accumulate or after sf_model_step",
 		              m->accum_k);
-	SF_CHECK(load_manifest(m, dir, stepdir, &mf));
-
-	/* this rank's slices, from the files holding them, each file verified */
-	lrc = need_init(m, &nd);
-	if (lrc >= 0)
-		lrc = read_needed(m, stepdir, &mf, &nd);
+	lrc = sf_model_sync(m);
+	if (m->rank == 0 && lrc >= 0)
+		lrc = list_steps(m, dir, &steps, &nsteps);
 	SF_CHECK(_sf_comm_agree(m->comm, lrc, "sf_checkpoint_load"));
-	if (nd.whole) {
-		lrc = gather_whole(m, &nd);
-		SF_CHECK(_sf_comm_agree(m->comm, lrc, "sf_checkpoint_load"));
-	}
+	SF_CHECK(_sf_comm_agree(m->comm, need_init(m, &nd), "sf_checkpoint_load"));
+	SF_CHECK(try_steps(m, dir, steps, nsteps, stepdir, &mf, &nd, &tried));
 
 	/* everything is read and verified on every rank: only now touch the model */
 	SF_CHECK(apply(m, &nd));
@@ -489,6 +553,7 @@ SF_API int sf_checkpoint_load(sf_model *m, const char *dir, struct sf_checkpoint
 	_sf_log(SF_LOG_INFO, "checkpoint %s loaded (written by %d ranks, step %lld)", stepdir,
 	        mf.world_size, (long long)mf.info.step);
 fail:
+	_sf_ckpt_candidates_free(steps, nsteps);
 	need_free(m, &nd);
 	_sf_manifest_free(&mf);
 	return rc;

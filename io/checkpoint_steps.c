@@ -1,7 +1,9 @@
 /*
- * checkpoint_steps.c — which step directory a checkpoint directory means (rank 0, no
- * communication): dir itself, the step dir/latest names, or the newest complete step a
- * killed save left; a half-written step is refused. The format: io/checkpoint.h.
+ * checkpoint_steps.c — which step directories a checkpoint directory offers a loader
+ * (rank 0, no communication): dir itself, the step dir/latest names, or the newest
+ * complete step a killed save left, first; then, for a loader falling back from a
+ * damaged step, the other complete steps, newest first. A half-written step is
+ * refused. The format: io/checkpoint.h.
  */
 #include "io/checkpoint.h"
 
@@ -145,5 +147,105 @@ int _sf_ckpt_resolve(const char *dir, char *stepdir, size_t size)
 	}
 fail:
 	free(latest);
+	return rc;
+}
+
+/* A complete step directory of a checkpoint directory, for the candidates' order. */
+struct step_entry {
+	int64_t k;
+	bool staged;
+	char *path;
+};
+
+/* Newest first; step-N before step-N.tmp. */
+static int newer_first(const void *a, const void *b)
+{
+	const struct step_entry *x = a, *y = b;
+	if (x->k != y->k)
+		return x->k > y->k ? -1 : 1;
+	return (int)x->staged - (int)y->staged;
+}
+
+void _sf_ckpt_candidates_free(char **steps, int n)
+{
+	for (int i = 0; steps && i < n; i++)
+		free(steps[i]);
+	free(steps);
+}
+
+/* Rank 0: the complete step directories of dir (step-N or step-N.tmp holding
+ * manifest.json), in entries (*n of them, each path allocated). */
+static int list_complete(const char *dir, struct step_entry **entries, int *n)
+{
+	int rc = SF_OK, cap = 0;
+	char path[SF_PATH_MAX];
+	DIR *d = opendir(dir);
+	*entries = NULL;
+	*n = 0;
+	if (!d)
+		return SF_ERR(SF_ERR_IO, "cannot read the directory %s: %s", dir, strerror(errno));
+	for (struct dirent *e; (e = readdir(d));) {
+		bool staged = false;
+		int64_t k = step_of(e->d_name, &staged);
+		if (k < 0 || _sf_path_join(path, sizeof path, dir, e->d_name) < 0 ||
+		    !_sf_path_exists(path, "manifest.json"))
+			continue;
+		if (*n == cap) {
+			cap = cap ? 2 * cap : 16;
+			struct step_entry *grown =
+			    realloc(*entries, (size_t)cap * sizeof **entries);
+			if (!grown) {
+				rc = SF_ERR(SF_ERR_NOMEM, "checkpoint: out of memory listing %s",
+				            dir);
+				goto fail;
+			}
+			*entries = grown;
+		}
+		char *copy = strdup(path);
+		if (!copy) {
+			rc = SF_ERR(SF_ERR_NOMEM, "checkpoint: out of memory listing %s", dir);
+			goto fail;
+		}
+		(*entries)[(*n)++] = (struct step_entry){k, staged, copy};
+	}
+	qsort(*entries, (size_t)*n, sizeof **entries, newer_first);
+fail:
+	closedir(d);
+	return rc;
+}
+
+int _sf_ckpt_candidates(const char *dir, char ***steps, int *n)
+{
+	int rc = SF_OK, ne = 0;
+	char first[SF_PATH_MAX];
+	struct step_entry *entries = NULL;
+	*steps = NULL;
+	*n = 0;
+	SF_CHECK(_sf_ckpt_resolve(dir, first, sizeof first));
+	if (!*first)
+		return SF_OK;
+	/* a step directory given itself is that step alone */
+	if (strcmp(first, dir) != 0)
+		SF_CHECK(list_complete(dir, &entries, &ne));
+	*steps = calloc((size_t)ne + 1, sizeof **steps);
+	if (!*steps || !((*steps)[0] = strdup(first))) {
+		rc = SF_ERR(SF_ERR_NOMEM, "checkpoint: out of memory listing %s", dir);
+		goto fail;
+	}
+	*n = 1;
+	for (int i = 0; i < ne; i++)
+		if (strcmp(entries[i].path, first) != 0) {
+			(*steps)[(*n)++] = entries[i].path;
+			entries[i].path = NULL;
+		}
+fail:
+	for (int i = 0; i < ne; i++)
+		free(entries[i].path);
+	free(entries);
+	if (rc < 0) {
+		_sf_ckpt_candidates_free(*steps, *n);
+		*steps = NULL;
+		*n = 0;
+	}
 	return rc;
 }
