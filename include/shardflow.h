@@ -506,7 +506,9 @@ SF_API int sf_loss_config_init(struct sf_loss_config *c);
  *  MSE, L1, Huber: target is a float input (sf_graph_input()) of pred's width, given
  *  with each batch like any input (sf_batch::inputs, in creation order); the graph
  *  needs no label input. pred is a layer. Exactly one loss per graph, its last node.
- *  The regression losses run on CPU workers (no CUDA kernel yet). */
+ *  Every kind runs on CPU workers and, in a CUDA build, on the GPU; the regression
+ *  losses' CUDA kernel is compiled and its math checked through nvcc against the CPU's
+ *  (bitwise), but has not yet run on a GPU. */
 SF_API int sf_graph_loss(sf_graph *g, const struct sf_loss_config *c, int pred, int target,
                          int *out);
 

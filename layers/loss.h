@@ -12,6 +12,10 @@
 
 #include <stddef.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* The codelet's cl_arg */
 struct _sf_reg_loss_args {
 	int rows, width;
@@ -27,5 +31,18 @@ double _sf_reg_loss(const struct _sf_reg_loss_args *a, const float *pred, const 
 
 /* The CPU codelet body: pred[R] target[R] dpred[W] loss[W] (one double). */
 void _sf_reg_loss_cpu(void *buffers[], void *cl_arg);
+
+#ifdef SF_HAVE_CUDA
+/* The CUDA codelet body, same buffers (device pointers). */
+void _sf_reg_loss_cuda(void *buffers[], void *cl_arg);
+/* layers/loss_cuda.cu: _sf_reg_loss on the worker's stream, dpred and *loss in device
+ * memory (a's fields are read on the host) */
+void _sf_reg_loss_dev(const struct _sf_reg_loss_args *a, const float *pred, const float *target,
+                      float *dpred, double *loss);
+#endif
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -1,8 +1,9 @@
 /*
  * loss_math.h — the regression losses of one element (include/shardflow.h's
- * enum sf_loss_kind), for the CPU loop (layers/loss.c) and the checks that compare it
- * with PyTorch's formulas (tests/test_kernels_fd.c); SF_HD, so a GPU kernel can share
- * it (common/hd.h).
+ * enum sf_loss_kind), for the CPU loop (layers/loss_cpu.c), the CUDA kernel
+ * (layers/loss_cuda.cu) and the checks that compare it with PyTorch's formulas
+ * (tests/test_kernels_fd.c); SF_HD (common/hd.h), and tests/test_hd_nvcc checks that
+ * nvcc's build of it equals gcc's, bitwise.
  */
 #ifndef SF_LAYERS_LOSS_MATH_H
 #define SF_LAYERS_LOSS_MATH_H

@@ -1,7 +1,11 @@
 /*
- * loss.c — the regression losses' codelet (MSE, L1, Huber: layers/loss.c computes)
- * and the function that submits its task.
+ * loss.c — the regression losses' codelet (MSE, L1, Huber: layers/loss.c's bodies, on
+ * CPU workers and, in a CUDA build, GPU workers) and the function that submits its
+ * task.
  */
+#include "config.h"
+
+#include "layers/kernel_bodies.h"
 #include "tasks/loss.h"
 #include "tasks/worker.h"
 
@@ -22,7 +26,13 @@ static struct starpu_perfmodel reg_loss_model = {
 };
 
 struct starpu_codelet _sf_cl_reg_loss = {
+#ifdef SF_HAVE_CUDA
+    .where = STARPU_CPU | STARPU_CUDA,
+    .cuda_funcs = {_sf_reg_loss_cuda},
+    .cuda_flags = {STARPU_CUDA_ASYNC},
+#else
     .where = STARPU_CPU,
+#endif
     .cpu_funcs = {_sf_reg_loss_cpu},
     .cpu_funcs_name = {"sf_reg_loss"},
     .nbuffers = 4,
@@ -34,8 +44,8 @@ struct starpu_codelet _sf_cl_reg_loss = {
 
 void _sf_loss_codelets_configure(bool skip)
 {
-	_sf_codelet_bodies(&_sf_cl_reg_loss, skip, _sf_reg_loss_cpu, NULL);
-	_sf_cl_reg_loss.where = STARPU_CPU; /* no CUDA body: CPU workers only */
+	_sf_codelet_bodies(&_sf_cl_reg_loss, skip, _sf_reg_loss_cpu,
+	                   SF_CUDA_BODY(_sf_reg_loss_cuda));
 }
 
 int _sf_submit_reg_loss(const struct _sf_reg_loss_args *a, starpu_data_handle_t pred,

@@ -12,7 +12,7 @@
 #include <stdbool.h>
 
 /* pred[R] target[R] dpred[W] loss[W]; cl_arg struct _sf_reg_loss_args, by pointer (the
- * model keeps it). CPU workers only (no CUDA kernel yet). */
+ * model keeps it). CPU workers, and GPU workers in a CUDA build (layers/loss_cuda.cu). */
 extern struct starpu_codelet _sf_cl_reg_loss;
 
 /* Its body, or the no-op of SHARDFLOW_SKIP=compute */

@@ -14,7 +14,10 @@
  * must equal the CPU kernels bitwise (the same sums in the same order). The GPU's
  * normalisation and column kernels sum the same terms in another order (a warp per
  * row, 32 row groups per column: common/cuda_reduce.cuh), which tests/gpu_step.sh
- * checks on a GPU (rtol 1e-4). SiLU and the element-wise product agree bitwise.
+ * checks on a GPU (rtol 1e-4). SiLU and the element-wise product agree bitwise. The
+ * regression losses (MSE, L1, Huber: layers/loss_math.h) as layers/loss_cuda.cu runs
+ * them, a term and a derivative per element then the terms summed in order, equal the
+ * CPU kernel bitwise: the gradient and the loss.
  * Attention's GPU plan (layers/attention_plan.h: the whole T x T, heads in strided
  * batches) runs here with a reference GEMM and must equal the CPU kernel (row blocks,
  * OpenBLAS) to 1e-5 of the largest value, forward and backward, = and +=.
@@ -27,6 +30,7 @@
 #include "layers/gelu_math.h"
 #include "layers/layernorm_math.h"
 #include "layers/linear_math.h"
+#include "layers/loss_math.h"
 #include "layers/relu_math.h"
 #include "layers/rmsnorm_math.h"
 #include "layers/rope_math.h"
@@ -49,6 +53,7 @@ extern "C" {
 #include "layers/gelu.h"
 #include "layers/layernorm.h"
 #include "layers/linear.h"
+#include "layers/loss.h"
 #include "layers/pos_embedding.h"
 #include "layers/relu.h"
 #include "layers/rmsnorm.h"
@@ -365,9 +370,48 @@ static void test_attention_plan(int NH, int NKV)
 	free(qkv), free(dy), free(y1), free(y2), free(p1), free(p2), free(scr);
 }
 
+/* The regression losses: layers/loss_cuda.cu's steps on the host (a term and a derivative
+ * per element, then the terms summed in element order) against layers/loss_cpu.c, on
+ * differences of every sign, zero (L1's sign(0), Huber's quadratic side) and exactly
+ * +-delta (Huber's linear side), for each kind. */
+static void test_reg_loss(void)
+{
+	enum { R = 103, W = 10 };
+	const size_t n = (size_t)R * W;
+	float *pred = vec(n, -12, 12), *target = vec(n, -3, 3);
+	for (size_t i = 0; i < n; i += 17)
+		target[i] = pred[i];
+	for (size_t i = 5; i < n; i += 23) {
+		target[i] = (float)(int)target[i];
+		pred[i] = target[i] + (i % 2 ? 1.0f : -1.0f); /* |d| = delta exactly */
+	}
+	float *d1 = (float *)malloc(sizeof(float) * n), *d2 = (float *)malloc(sizeof(float) * n);
+	double *terms = (double *)malloc(sizeof(double) * n);
+	int same = 1;
+	for (int kind = 1; kind <= 3; kind++) {
+		struct _sf_reg_loss_args a = {R, W, kind, 1.0f, 1.0f / (float)n};
+		double l1 = _sf_reg_loss(&a, pred, target, d1), l2 = 0.0;
+		for (size_t i = 0; i < n; i++) {
+			float g;
+			terms[i] = sf_loss_elem(a.kind, pred[i] - target[i], a.delta, &g);
+			d2[i] = a.scale * g;
+		}
+		for (size_t i = 0; i < n; i++)
+			l2 += terms[i];
+		l2 *= a.scale;
+		if (!same_bits(d2, d1, n) || memcmp(&l1, &l2, sizeof l1) != 0) {
+			diag("kind %d: loss %.17g (gcc) vs %.17g (nvcc)", kind, l1, l2);
+			same = 0;
+		}
+	}
+	ok(same, "regression losses (MSE, L1, Huber): the GPU's elements and in-order sum = the "
+	         "CPU kernel, bitwise (dpred and the loss)");
+	free(pred), free(target), free(d1), free(d2), free(terms);
+}
+
 int main(void)
 {
-	plan(22);
+	plan(23);
 	for (int i = 0; i < N; i++) {
 		x[i] = uniform(-12.0f, 12.0f);
 		y[i] = uniform(-3.0f, 3.0f);
@@ -482,6 +526,7 @@ int main(void)
 		ok(same16, "bf16 rounding of %d bit patterns: nvcc's = gcc's", NB);
 	}
 	test_rows();
+	test_reg_loss();
 	test_attention_plan(3, 3);
 	test_attention_plan(6, 2);
 	return done_testing();
