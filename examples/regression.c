@@ -6,13 +6,16 @@
  * fixed by --seed; every sample is a hash of (seed, step, row), so a rank makes only
  * its own rows and every world size sees the same global batches. The model is one
  * linear layer "fit" (IN -> OUT) against the target input "y" under --loss mse (default),
- * l1 or huber; AdamW. After training it reads "fit.weight" and "fit.bias" by name
+ * l1 or huber; AdamW. --loss mse-layer writes MSE as a user's loss layer instead: a
+ * layer type "squared_error" (registered here, 30 lines) computes (fit - y)^2 and its
+ * gradient, and the graph's loss (SF_LOSS_MEAN) is the mean of its output: the way to
+ * write any loss the library lacks. After training it reads "fit.weight" and "fit.bias" by name
  * (sf_model_tensor_get) and prints their largest distance to W* and b*, and the mean
  * loss of --val samples drawn apart (sf_model_evaluate); it exits 0 when the fit
  * reached W* and b* within --tol.
  *
  *   mpirun -np 2 examples/regression [--steps 300] [--batch 64] [--lr 0.05]
- *          [--loss mse|l1|huber] [--noise 0.01] [--tol 0.01] [--val 1000] [--seed 1]
+ *          [--loss mse|l1|huber|mse-layer] [--noise 0.01] [--tol 0.01] [--val 1000] [--seed 1]
  */
 #include <shardflow.h>
 
@@ -38,6 +41,57 @@ struct options {
 	float lr, noise, tol;
 	unsigned seed;
 	enum sf_loss_kind loss;
+	int loss_layer; /* --loss mse-layer: MSE as the mean of a "squared_error" layer */
+};
+
+/* ---- a loss written as a layer type: (pred - target)^2 of each element -------- */
+
+static int sqerr_infer(const int *in_dims, int nin, const void *config, int *out_dim,
+                       size_t *nparams)
+{
+	(void)config;
+	if (nin != 2 || in_dims[0] != in_dims[1])
+		return sf_error_set(SF_ERR_INVALID,
+		                    "squared_error: takes a prediction and a target of one width");
+	*out_dim = in_dims[0];
+	*nparams = 0;
+	return SF_OK;
+}
+
+/* y = (p - t)^2 */
+static void sqerr_forward_cpu(void *buffers[], void *cl_arg)
+{
+	const struct sf_layer_info *li = cl_arg;
+	const float *p = sf_kernel_input(buffers, li, 0), *t = sf_kernel_input(buffers, li, 1);
+	float *y = sf_kernel_output(buffers, li);
+	for (size_t i = 0; i < (size_t)li->rows * (size_t)li->out_dim; i++)
+		y[i] = (p[i] - t[i]) * (p[i] - t[i]);
+}
+
+/* dp = dy 2 (p - t): dy is the library's seed, 1 / (the global batch's elements) */
+static void sqerr_backward_cpu(void *buffers[], void *cl_arg)
+{
+	const struct sf_layer_info *li = cl_arg;
+	const float *p = sf_kernel_input(buffers, li, 0), *t = sf_kernel_input(buffers, li, 1);
+	const float *dy = sf_kernel_doutput(buffers, li);
+	float *dp = sf_kernel_dinput(buffers, li, 0), *dt = sf_kernel_dinput(buffers, li, 1);
+	for (size_t i = 0; i < (size_t)li->rows * (size_t)li->out_dim; i++) {
+		float g = dy[i] * (2.0f * (p[i] - t[i]));
+		if (dp)
+			dp[i] = li->accumulate[0] ? dp[i] + g : g;
+		if (dt) /* a target that is itself computed (not the case here) */
+			dt[i] = li->accumulate[1] ? dt[i] - g : -g;
+	}
+}
+
+static const struct sf_layer_type sqerr_type = {
+    .api_version = SF_LAYER_API_VERSION,
+    .name = "squared_error",
+    .min_inputs = 2,
+    .max_inputs = 2,
+    .infer = sqerr_infer,
+    .forward_cpu = sqerr_forward_cpu,
+    .backward_cpu = sqerr_backward_cpu,
 };
 
 /* A uniform float in [-1, 1) from a hash of (seed, a, b, c) */
@@ -79,12 +133,13 @@ static void sample(const struct options *o, int step, int row, float *x, float *
 
 static int parse(int argc, char **argv, struct options *o)
 {
-	*o = (struct options){300, 64, 1000, 0.05f, 0.01f, 0.01f, 1, SF_LOSS_MSE};
+	*o = (struct options){300, 64, 1000, 0.05f, 0.01f, 0.01f, 1, SF_LOSS_MSE, 0};
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 		char *end = NULL;
 		if (!strcmp(a, "--help")) {
-			printf("usage: " PROG " [--steps N] [--batch B] [--lr X] [--loss mse|l1|huber] "
+			printf("usage: " PROG " [--steps N] [--batch B] [--lr X] [--loss "
+			       "mse|l1|huber|mse-layer] "
 			       "[--noise SD] [--tol X] [--val N] [--seed S]\n");
 			exit(0);
 		}
@@ -100,8 +155,12 @@ static int parse(int argc, char **argv, struct options *o)
 				o->loss = SF_LOSS_L1;
 			else if (!strcmp(v, "huber"))
 				o->loss = SF_LOSS_HUBER;
+			else if (!strcmp(v, "mse-layer"))
+				o->loss = SF_LOSS_MEAN, o->loss_layer = 1;
 			else {
-				fprintf(stderr, PROG ": --loss \"%s\": accepted values are mse, l1, huber\n",
+				fprintf(stderr,
+				        PROG ": --loss \"%s\": accepted values are mse, l1, huber, "
+				        "mse-layer\n",
 				        v);
 				return -1;
 			}
@@ -161,7 +220,14 @@ int main(int argc, char **argv)
 	CHECK(sf_graph_input(g, "x", IN, &in));
 	CHECK(sf_graph_input(g, "y", OUT, &target));
 	CHECK(sf_graph_linear(g, in, OUT, "fit", &fit));
-	CHECK(sf_graph_loss(g, &lc, fit, target, &loss));
+	if (o.loss_layer) { /* the loss is the mean of a layer's output */
+		int se, se_in[2] = {fit, target};
+		CHECK(sf_layer_type_register(&sqerr_type));
+		CHECK(sf_graph_layer(g, "squared_error", se_in, 2, NULL, 0, "se", &se));
+		CHECK(sf_graph_loss(g, &lc, se, -1, &loss));
+	} else {
+		CHECK(sf_graph_loss(g, &lc, fit, target, &loss));
+	}
 
 	struct sf_model_options mo;
 	CHECK(sf_model_options_init(&mo));

@@ -479,6 +479,14 @@ enum sf_loss_kind {
 	SF_LOSS_HUBER,             /**< d = pred - target: d^2 / 2 where |d| < delta, else
 	                                delta (|d| - delta / 2), mean over every element
 	                                (HuberLoss) */
+	SF_LOSS_MEAN,              /**< a loss written as a layer type: pred's elements are
+	                                losses (a node of a type whose forward computes each
+	                                row's loss, built in or sf_layer_type_register()'s),
+	                                and the step's loss is their mean over the global
+	                                batch; the backward seeds each element's gradient
+	                                with 1 / (the global batch's elements), from which
+	                                the type's backward computes its inputs' gradients.
+	                                No target (-1): give targets as the layer's inputs */
 	SF_LOSS_COUNT              /**< the number of values above; not a value */
 };
 
@@ -505,8 +513,10 @@ SF_API int sf_loss_config_init(struct sf_loss_config *c);
  *  against target. Cross-entropy: target is the label input, pred's width its classes.
  *  MSE, L1, Huber: target is a float input (sf_graph_input()) of pred's width, given
  *  with each batch like any input (sf_batch::inputs, in creation order); the graph
- *  needs no label input. pred is a layer. Exactly one loss per graph, its last node.
- *  Every kind runs on CPU workers and, in a CUDA build, on the GPU; the regression
+ *  needs no label input. SF_LOSS_MEAN (a loss written as a layer type): target is -1,
+ *  pred the loss layer's node, whose inputs carry the prediction and the target
+ *  (examples/regression.c --loss mse-layer: a 30-line "squared_error" type is MSE).
+ *  pred is a layer. Exactly one loss per graph, its last node. Every kind runs on CPU workers and, in a CUDA build, on the GPU; the regression
  *  losses' CUDA kernel is compiled and its math checked through nvcc against the CPU's
  *  (bitwise), but has not yet run on a GPU. */
 SF_API int sf_graph_loss(sf_graph *g, const struct sf_loss_config *c, int pred, int target,

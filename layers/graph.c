@@ -565,6 +565,24 @@ SF_API int sf_graph_add(sf_graph *g, int a, int b, int *out)
 	return sf_graph_layer(g, "add", in, 2, NULL, 0, NULL, out);
 }
 
+/* The graph's loss node nd, with a copy of c */
+static int push_loss(sf_graph *g, const struct sf_loss_config *c, struct _sf_node *nd, int *out)
+{
+	int rc;
+	nd->config = malloc(sizeof *c);
+	if (!nd->config)
+		return SF_ERR(SF_ERR_NOMEM, "sf_graph_loss: out of memory");
+	memcpy(nd->config, c, sizeof *c);
+	nd->config_size = sizeof *c;
+	strcpy(nd->name, "loss");
+	if ((rc = push(g, nd, out)) < 0) {
+		free(nd->config);
+		return rc;
+	}
+	g->loss = *out;
+	return SF_OK;
+}
+
 SF_API int sf_loss_config_init(struct sf_loss_config *c)
 {
 	if (!c)
@@ -577,7 +595,7 @@ SF_API int sf_loss_config_init(struct sf_loss_config *c)
 SF_API int sf_graph_loss(sf_graph *g, const struct sf_loss_config *c, int pred, int target,
                          int *out)
 {
-	static const char *const kinds[] = {"cross-entropy", "MSE", "L1", "Huber"};
+	static const char *const kinds[] = {"cross-entropy", "MSE", "L1", "Huber", "mean"};
 	_Static_assert(sizeof kinds / sizeof kinds[0] == SF_LOSS_COUNT, "a name per loss");
 	if (!c)
 		return sf_graph_softmax_cross_entropy(g, pred, target, out);
@@ -598,7 +616,7 @@ SF_API int sf_graph_loss(sf_graph *g, const struct sf_loss_config *c, int pred, 
 	if ((int)c->kind < 0 || c->kind >= SF_LOSS_COUNT)
 		return SF_ERR(SF_ERR_INVALID,
 		              "sf_graph_loss: kind %d is not SF_LOSS_CROSS_ENTROPY, SF_LOSS_MSE, "
-		              "SF_LOSS_L1 or SF_LOSS_HUBER",
+		              "SF_LOSS_L1, SF_LOSS_HUBER or SF_LOSS_MEAN",
 		              (int)c->kind);
 	if (c->kind == SF_LOSS_HUBER && !(c->delta > 0.0f && isfinite(c->delta)))
 		return SF_ERR(SF_ERR_INVALID,
@@ -608,6 +626,15 @@ SF_API int sf_graph_loss(sf_graph *g, const struct sf_loss_config *c, int pred, 
 		return SF_ERR(SF_ERR_INVALID,
 		              "sf_graph_loss (%s): pred node %d is not a layer of graph \"%s\"",
 		              kinds[c->kind], pred, g->name);
+	if (c->kind == SF_LOSS_MEAN) { /* the losses are pred's own elements */
+		if (target != -1)
+			return SF_ERR(SF_ERR_INVALID,
+			              "sf_graph_loss (mean): target must be -1: a loss layer takes "
+			              "its targets as inputs (got node %d)",
+			              target);
+		struct _sf_node nd = {.kind = SF_NODE_LOSS, .nin = 1, .in = {pred}, .dim = 1};
+		return push_loss(g, c, &nd, out);
+	}
 	if (target < 0 || target >= g->n || g->nodes[target].kind != SF_NODE_INPUT)
 		return SF_ERR(SF_ERR_INVALID,
 		              "sf_graph_loss (%s): target node %d is not a float input "
@@ -619,18 +646,7 @@ SF_API int sf_graph_loss(sf_graph *g, const struct sf_loss_config *c, int pred, 
 		              kinds[c->kind], g->nodes[pred].name, g->nodes[pred].dim,
 		              g->nodes[target].name, g->nodes[target].dim);
 	struct _sf_node nd = {.kind = SF_NODE_LOSS, .nin = 2, .in = {pred, target}, .dim = 1};
-	nd.config = malloc(sizeof *c);
-	if (!nd.config)
-		return SF_ERR(SF_ERR_NOMEM, "sf_graph_loss: out of memory");
-	memcpy(nd.config, c, sizeof *c);
-	nd.config_size = sizeof *c;
-	strcpy(nd.name, "loss");
-	if ((rc = push(g, &nd, out)) < 0) {
-		free(nd.config);
-		return rc;
-	}
-	g->loss = *out;
-	return SF_OK;
+	return push_loss(g, c, &nd, out);
 }
 
 SF_API int sf_graph_softmax_cross_entropy(sf_graph *g, int logits, int labels, int *out)

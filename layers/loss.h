@@ -19,7 +19,7 @@ extern "C" {
 /* The codelet's cl_arg */
 struct _sf_reg_loss_args {
 	int rows, width;
-	int kind;    /* enum sf_loss_kind: SF_LOSS_MSE, _L1 or _HUBER */
+	int kind;    /* enum sf_loss_kind: SF_LOSS_MSE, _L1, _HUBER or _MEAN (no target) */
 	float delta; /* Huber's threshold */
 	float scale; /* 1 / (global rows x width) */
 };

@@ -10,7 +10,8 @@ double _sf_reg_loss(const struct _sf_reg_loss_args *a, const float *pred, const 
 	double sum = 0.0;
 	for (size_t i = 0; i < n; i++) {
 		float g;
-		sum += sf_loss_elem(a->kind, pred[i] - target[i], a->delta, &g);
+		float t = a->kind == SF_LOSS_MEAN_KIND ? 0.0f : target[i];
+		sum += sf_loss_elem(a->kind, pred[i] - t, a->delta, &g);
 		dpred[i] = a->scale * g;
 	}
 	return sum * a->scale;

@@ -17,7 +17,8 @@ static __global__ void elems_k(size_t n, int kind, const float *pred, const floa
 	SF_CUDA_FOR(i, n)
 	{
 		float g;
-		terms[i] = sf_loss_elem(kind, pred[i] - target[i], delta, &g);
+		float t = kind == SF_LOSS_MEAN_KIND ? 0.0f : target[i];
+		terms[i] = sf_loss_elem(kind, pred[i] - t, delta, &g);
 		dpred[i] = scale * g;
 	}
 }

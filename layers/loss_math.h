@@ -12,11 +12,17 @@
 
 #include <math.h>
 
+#define SF_LOSS_MEAN_KIND 4 /* enum sf_loss_kind's SF_LOSS_MEAN: no target read */
+
 /* kind's loss of d = pred - target (in double, as the sum it joins), and *g its
- * derivative with respect to pred. kind: 1 MSE, 2 L1, 3 Huber (enum sf_loss_kind). */
+ * derivative with respect to pred. kind: 1 MSE, 2 L1, 3 Huber, 4 mean (a loss layer's
+ * output: d = pred, no target, is its own loss) (enum sf_loss_kind). */
 SF_HD double sf_loss_elem(int kind, float d, float delta, float *g)
 {
 	switch (kind) {
+	case 4: /* mean: the element is a loss */
+		*g = 1.0f;
+		return (double)d;
 	case 1: /* MSE */
 		*g = 2.0f * d;
 		return (double)d * (double)d;

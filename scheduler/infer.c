@@ -239,7 +239,7 @@ SF_API int sf_model_evaluate(sf_model *m, const struct sf_batch *x, int samples,
 	SF_CHECK(pass_alloc(m, &pb, fn));
 	const float *target = NULL; /* a regression loss's: its input's staging buffer */
 	for (int i = 0; i < m->ninputs; i++)
-		if (m->input_nodes[i] == lnd->in[1])
+		if (lnd->nin > 1 && m->input_nodes[i] == lnd->in[1])
 			target = pb.in[i];
 	dr = malloc(((size_t)C + 1) * sizeof(float));
 	sums = calloc(2 * (size_t)m->nranks + 2, sizeof(double));
@@ -260,7 +260,7 @@ SF_API int sf_model_evaluate(sf_model *m, const struct sf_batch *x, int samples,
 			}
 		} else { /* the regression loss of each element against the staged target */
 			for (size_t i = 0; i < valid * (size_t)C; i++)
-				mine[0] += sf_loss_elem(m->loss_kind, z->act[i] - target[i],
+				mine[0] += sf_loss_elem(m->loss_kind, z->act[i] - (target ? target[i] : 0.0f),
 				                        m->reg_loss_args.delta, dr);
 			mine[1] += (double)valid * (double)C;
 		}

@@ -298,9 +298,10 @@ fail:
 static int submit_loss(struct sf_model *m, const struct _sf_node *nd)
 {
 	int x = nd->in[0];
-	if (m->loss_kind != SF_LOSS_CROSS_ENTROPY)
+	if (m->loss_kind != SF_LOSS_CROSS_ENTROPY) /* a loss layer's mean reads no target */
 		return _sf_submit_reg_loss(&m->reg_loss_args, m->nodes[x].h_act,
-		                           m->nodes[nd->in[1]].h_act, m->nodes[x].h_dact,
+		                           nd->nin > 1 ? m->nodes[nd->in[1]].h_act : m->h_noparams,
+		                           m->nodes[x].h_dact,
 		                           m->h_loss[m->nsteps % SF_LOSS_SLOTS], "loss",
 		                           traced(m, "loss", SF_EV_LOSS, -1));
 	return _sf_submit_loss(&m->loss_args, m->nodes[x].h_act, m->h_labels, m->nodes[x].h_dact,

@@ -6,8 +6,11 @@
 #include "config.h"
 
 #include "layers/kernel_bodies.h"
+#include "layers/loss_math.h"
 #include "tasks/loss.h"
 #include "tasks/worker.h"
+
+_Static_assert(SF_LOSS_MEAN == SF_LOSS_MEAN_KIND, "loss_math.h's mean is sf_loss_kind's");
 
 /* A footprint of the buffers' sizes and the loss's kind: MSE, L1 and Huber on the same
  * shapes take their own times and flops (StarPU marks an entry's flops NaN when two
@@ -57,7 +60,7 @@ int _sf_submit_reg_loss(const struct _sf_reg_loss_args *a, starpu_data_handle_t 
 	/* per element (layers/loss_math.h): d = pred - target, its loss and derivative,
 	 * the sum and dpred's scale. MSE: d, 2d, d d, +, x = 5; L1: d, sign, |d|, +, x = 5;
 	 * Huber: d, |d| < delta (2), 0.5 d d or delta (|d| - 0.5 delta) (2), +, x = 7. */
-	double per = a->kind == SF_LOSS_HUBER ? 7.0 : 5.0;
+	double per = a->kind == SF_LOSS_HUBER ? 7.0 : a->kind == SF_LOSS_MEAN ? 2.0 : 5.0;
 	return _sf_task_submit_flops(&_sf_cl_reg_loss, d, 4, a, sizeof *a, false, -1,
 	                             per * (double)a->rows * (double)a->width, name, done);
 }

@@ -6,12 +6,15 @@
 #    and 3 ranks' last loss = 1 rank's (relative 1e-4: sharding changes no update);
 #  - L1 (lr 0.01, 600 steps: a sign's steps jitter by the lr) and Huber (delta 0.1) on
 #    2 ranks reach it too;
+#  - MSE written as a user's loss layer (--loss mse-layer: a "squared_error" layer type
+#    and SF_LOSS_MEAN) on 2 ranks reaches it too, its last and held-out losses within
+#    1e-6 of the built-in MSE's on 1 rank (the same sums, in another order);
 #  - a bad --loss is refused naming the accepted ones.
 . "$(dirname "$0")/lib.sh"
 PROG="$top_builddir/examples/regression"
 require_progs "$PROG"
 
-plan 6
+plan 8
 
 run() { # run NAME NP ARGS...
 	_n=$1 _np=$2
@@ -42,8 +45,15 @@ for loss in l1 huber; do
 	ok $? "$(echo "$loss" | tr a-z A-Z), 2 ranks: $(sed -n 's/^regression: \(.*\); held-out.*/\1/p' "$tmp/$loss.out")" ||
 		{ diag_file "$tmp/$loss.out"; diag_file "$tmp/$loss.err"; }
 done
+run layer 2 --loss mse-layer
+ok $? "MSE as a loss layer, 2 ranks: $(sed -n 's/^regression: \(.*\); held-out.*/\1/p' "$tmp/layer.out")" ||
+	{ diag_file "$tmp/layer.out"; diag_file "$tmp/layer.err"; }
+a=$(last_loss mse1) b=$(last_loss layer) c=$(held_out mse1) d=$(held_out layer)
+awk -v a="$a" -v b="$b" -v c="$c" -v d="$d" 'BEGIN { x = a - b; y = c - d; if (x < 0) x = -x
+	if (y < 0) y = -y; exit !(a > 0 && b > 0 && x <= 1e-6 * a && y <= 1e-6 * c) }'
+ok $? "the loss layer = built-in MSE: last loss $b against $a, held-out $d against $c"
 run bad 1 --loss hinge
 st=$?
-[ $st -eq 2 ] && grep -q 'accepted values are mse, l1, huber' "$tmp/bad.err"
+[ $st -eq 2 ] && grep -q 'accepted values are mse, l1, huber, mse-layer' "$tmp/bad.err"
 ok $? "--loss hinge is refused (exit $st), naming the accepted losses"
 finish

@@ -388,12 +388,12 @@ static void test_reg_loss(void)
 	float *d1 = (float *)malloc(sizeof(float) * n), *d2 = (float *)malloc(sizeof(float) * n);
 	double *terms = (double *)malloc(sizeof(double) * n);
 	int same = 1;
-	for (int kind = 1; kind <= 3; kind++) {
+	for (int kind = 1; kind <= SF_LOSS_MEAN_KIND; kind++) {
 		struct _sf_reg_loss_args a = {R, W, kind, 1.0f, 1.0f / (float)n};
 		double l1 = _sf_reg_loss(&a, pred, target, d1), l2 = 0.0;
-		for (size_t i = 0; i < n; i++) {
-			float g;
-			terms[i] = sf_loss_elem(a.kind, pred[i] - target[i], a.delta, &g);
+		for (size_t i = 0; i < n; i++) { /* as layers/loss_cuda.cu's elements */
+			float g, t = kind == SF_LOSS_MEAN_KIND ? 0.0f : target[i];
+			terms[i] = sf_loss_elem(a.kind, pred[i] - t, a.delta, &g);
 			d2[i] = a.scale * g;
 		}
 		for (size_t i = 0; i < n; i++)
@@ -404,7 +404,7 @@ static void test_reg_loss(void)
 			same = 0;
 		}
 	}
-	ok(same, "regression losses (MSE, L1, Huber): the GPU's elements and in-order sum = the "
+	ok(same, "regression losses (MSE, L1, Huber, a loss layer's mean): the GPU's elements and in-order sum = the "
 	         "CPU kernel, bitwise (dpred and the loss)");
 	free(pred), free(target), free(d1), free(d2), free(terms);
 }

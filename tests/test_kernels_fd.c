@@ -1069,6 +1069,10 @@ static double reg_naive(int kind, size_t n, const float *p, const float *t, doub
 {
 	double sum = 0.0;
 	for (size_t i = 0; i < n; i++) {
+		if (kind == SF_LOSS_MEAN) { /* a loss layer's output: its elements' mean */
+			sum += (double)p[i];
+			continue;
+		}
 		double d = (double)p[i] - (double)t[i];
 		if (kind == SF_LOSS_MSE)
 			sum += d * d;
@@ -1082,12 +1086,12 @@ static double reg_naive(int kind, size_t n, const float *p, const float *t, doub
 
 static void test_reg_loss(int kind, int B, int W, float delta)
 {
-	static const char *const names[] = {"", "mse", "l1", "huber"};
+	static const char *const names[] = {"", "mse", "l1", "huber", "mean"};
 	char what[112];
 	size_t n = (size_t)B * W;
 	struct reg_ctx c = {{B, W, kind, delta, (float)(1.0 / (double)n)},
 	                    rand_vec(n, 2.0f),
-	                    rand_vec(n, 2.0f),
+	                    kind == SF_LOSS_MEAN ? NULL : rand_vec(n, 2.0f), /* never read */
 	                    zero_vec(n)};
 	float *dp = zero_vec(n);
 	double loss = _sf_reg_loss(&c.a, c.pred, c.target, dp);
@@ -1475,6 +1479,7 @@ int main(void)
 	test_reg_loss(SF_LOSS_L1, 8, 5, 1.0f);
 	test_reg_loss(SF_LOSS_HUBER, 8, 5, 1.0f);
 	test_reg_loss(SF_LOSS_HUBER, 6, 3, 0.25f); /* most elements on the linear side */
+	test_reg_loss(SF_LOSS_MEAN, 7, 1, 1.0f);    /* a loss layer's per-row losses, no target */
 
 	test_sgd(37, 0.01f, 0.9f, 0.0f, 1.0f, 1.0);
 	test_sgd(37, 0.1f, 0.9f, 1e-3f, 1.0f, 1.0);
