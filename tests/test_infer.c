@@ -33,6 +33,27 @@
 
 #define NS 29 /* samples: passes of 12, the last one padded */
 
+/* The mean cross-entropy of n rows of logits z (n, C) against y, over the rows whose
+ * label is not the ignore index, in the test's own double arithmetic */
+static double mean_xent(const float *out, const int32_t *y, int n, int C)
+{
+	double sum = 0.0;
+	int counted = 0;
+	for (int i = 0; i < n; i++) {
+		if (y[i] == SF_LOSS_IGNORE_INDEX)
+			continue;
+		const float *z = out + (size_t)i * C;
+		double mx = z[0], se = 0.0;
+		for (int c = 1; c < C; c++)
+			mx = z[c] > mx ? z[c] : mx;
+		for (int c = 0; c < C; c++)
+			se += exp((double)z[c] - mx);
+		sum += log(se) + mx - z[y[i]];
+		counted++;
+	}
+	return sum / counted;
+}
+
 int main(int argc, char **argv)
 {
 	int size = 1, D, C, T;
@@ -110,17 +131,7 @@ int main(int argc, char **argv)
 	         "evaluate on a step's batch = the step's loss (%.9g against %.9g)", ev, l);
 	check(ok && fabs(ev - l) <= 1e-6 * fabs(l), what);
 	/* the same mean from the forward's logits, in the test's own double arithmetic */
-	double ref = 0.0;
-	for (int i = 0; i < NS; i++) {
-		const float *z = out + (size_t)i * C;
-		double mx = z[0], se = 0.0;
-		for (int c = 1; c < C; c++)
-			mx = z[c] > mx ? z[c] : mx;
-		for (int c = 0; c < C; c++)
-			se += exp((double)z[c] - mx);
-		ref += log(se) + mx - z[y[i]];
-	}
-	ref /= NS;
+	double ref = mean_xent(out, y, NS, C);
 	snprintf(what, sizeof what,
 	         "evaluate of 29 samples = the mean cross-entropy of their forward logits "
 	         "(%.12g against %.12g)",
@@ -159,19 +170,7 @@ int main(int argc, char **argv)
 		yi[i] = SF_LOSS_IGNORE_INDEX;
 	struct sf_batch ign = {.ninputs = 1, .inputs = in, .labels = yi};
 	ok = sf_model_forward(m, "fc3", &all, 12, out, 12 * (size_t)C) == SF_OK;
-	double iref = 0.0; /* the mean over the 8 counted samples, in the test's double */
-	for (int i = 0; i < 12; i++) {
-		if (yi[i] == SF_LOSS_IGNORE_INDEX)
-			continue;
-		const float *z = out + (size_t)i * C;
-		double mx = z[0], se = 0.0;
-		for (int c = 1; c < C; c++)
-			mx = z[c] > mx ? z[c] : mx;
-		for (int c = 0; c < C; c++)
-			se += exp((double)z[c] - mx);
-		iref += log(se) + mx - z[yi[i]];
-	}
-	iref /= 8;
+	double iref = mean_xent(out, yi, 12, C); /* over the 8 counted samples */
 	double iev = 0.0, il = 0.0;
 	ok = ok && sf_model_evaluate(m, &ign, 12, &iev) == SF_OK;
 	snprintf(what, sizeof what,
