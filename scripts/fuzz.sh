@@ -3,18 +3,20 @@
 #
 #   scripts/fuzz.sh [--seconds N] [--runs N] [--build-only] [TARGET...]
 #
-# TARGETs: idx, taskrec, safetensors, manifest, rdb, tokens (default: all). Each target is one
+# TARGETs: idx, taskrec, safetensors, manifest, rdb, tokens (default: all). Each is
 # fuzz/fuzz_<target>.c compiled with the parser's own sources (no StarPU, no MPI) by
 # clang with -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined, into
 # fuzz-build/ (or $SF_FUZZ_BUILD); `make` never builds them, so the normal build needs
-# no clang. Each runs N seconds (default 60) from its seeds (fuzz/corpus/<target>/,
-# left untouched: what the fuzzer finds goes to fuzz-build/corpus/<target>/, kept
-# between runs). A crash, a sanitizer report, a leak or a timeout stops that target;
-# the script then prints the reproducer's path and how to replay it, runs the other
-# targets, and exits 1. Exit 2: a bad command line or a build failure.
+# no clang. Each runs N seconds (default 60), or N executions with --runs N (given
+# both, whichever ends first), from its seeds (fuzz/corpus/<target>/, left untouched:
+# what the fuzzer finds goes to fuzz-build/corpus/<target>/, kept between runs). A
+# crash, a sanitizer report, a leak or a timeout (20 s on one input) stops that
+# target; the script then prints the reproducer's path and how to replay it, runs the
+# other targets, and exits 1. Exit 2: a bad command line or a build failure.
 #
 # Environment: CLANG (default clang-14, else clang), SF_FUZZ_BUILD, SF_FUZZ_FLAGS (more
-# libFuzzer flags, e.g. -jobs=2).
+# libFuzzer flags; of a flag given twice the last counts: -timeout=300 for a long run
+# at nice 19 on a busy machine, where a starved process can pass 20 s on one input).
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 seconds=60
@@ -31,7 +33,7 @@ while [ $# -gt 0 ]; do
 		runs=$2; shift 2 ;;
 	--runs=*) runs=${1#--runs=}; shift ;;
 	--build-only) build_only=1; shift ;;
-	-h | --help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	-*) echo "fuzz.sh: unknown option $1" >&2; exit 2 ;;
 	*) targets="$targets $1"; shift ;;
 	esac
