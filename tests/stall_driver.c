@@ -15,6 +15,9 @@
  *                 in the save's later coordination); rename(3) is interposed, as
  *                 tests/ckpt_driver.c does: the library has no hook
  *   finalize      before sf_finalize (the others in its last barrier)
+ *   mid-step      inside the first matrix product of step N/2 + 1, on a StarPU worker
+ *                 (the others' comm workers in a step collective); cblas_sgemm is
+ *                 interposed, as rename(3) is: the library has no hook
  *   none          nobody stops (the job must succeed)
  * The MLP of tests/test_models.h trains N steps (default 5) of synthetic batches;
  * with --save DIR each step is checkpointed. The stopping rank writes its pid to
@@ -25,6 +28,8 @@
 #include "shardflow.h"
 #include "tests/test_models.h"
 
+#include <cblas.h>
+#undef I /* OpenBLAS pulls in <complex.h> */
 #include <dlfcn.h>
 #include <signal.h>
 #include <stdio.h>
@@ -34,13 +39,15 @@
 
 #define PROG "stall_driver"
 
-static const char *const phases[] = {"none", "init", "step", "save", "save-shards", "finalize"};
-enum phase { P_NONE, P_INIT, P_STEP, P_SAVE, P_SAVE_SHARDS, P_FINALIZE, P_COUNT };
+static const char *const phases[] = {"none",        "init",     "step",    "save",
+                                     "save-shards", "finalize", "mid-step"};
+enum phase { P_NONE, P_INIT, P_STEP, P_SAVE, P_SAVE_SHARDS, P_FINALIZE, P_MID_STEP, P_COUNT };
 
 static const char *mark;
 static int me = -1; /* this rank (mpirun's environment) */
 static enum phase stop_at = P_NONE;
-static int armed; /* save-shards: the save of step 2 runs */
+static int armed;              /* save-shards: the save of step 2 runs */
+static volatile int armed_mid; /* mid-step: the step rank 1 stops in runs */
 
 /* Rank 1 stops here when the phase is `p` */
 static void stop_point(enum phase p)
@@ -70,6 +77,24 @@ __attribute__((visibility("default"))) int rename(const char *from, const char *
 	return r;
 }
 
+__attribute__((visibility("default"))) void cblas_sgemm(OPENBLAS_CONST enum CBLAS_ORDER order, OPENBLAS_CONST enum CBLAS_TRANSPOSE ta,
+                 OPENBLAS_CONST enum CBLAS_TRANSPOSE tb, OPENBLAS_CONST blasint M,
+                 OPENBLAS_CONST blasint N, OPENBLAS_CONST blasint K, OPENBLAS_CONST float alpha,
+                 OPENBLAS_CONST float *A, OPENBLAS_CONST blasint lda, OPENBLAS_CONST float *B,
+                 OPENBLAS_CONST blasint ldb, OPENBLAS_CONST float beta, float *C,
+                 OPENBLAS_CONST blasint ldc)
+{
+	static void (*real)(enum CBLAS_ORDER, enum CBLAS_TRANSPOSE, enum CBLAS_TRANSPOSE, blasint,
+	                    blasint, blasint, float, const float *, blasint, const float *, blasint,
+	                    float, float *, blasint);
+	if (!real)
+		*(void **)&real = dlsym(RTLD_NEXT, "cblas_sgemm");
+	if (armed_mid)
+		stop_point(P_MID_STEP);
+	if (real)
+		real(order, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
 #define CHECK(call)                                                                                \
 	do {                                                                                       \
 		int rc_ = (call);                                                                  \
@@ -83,7 +108,7 @@ __attribute__((visibility("default"))) int rename(const char *from, const char *
 static int usage(const char *why)
 {
 	fprintf(stderr,
-	        PROG ": %s\nusage: " PROG " --stop none|init|step|save|save-shards|finalize "
+	        PROG ": %s\nusage: " PROG " --stop none|init|step|save|save-shards|finalize|mid-step "
 	             "[--steps N] [--save DIR] [--mark FILE]\n",
 	        why);
 	return 2;
@@ -147,8 +172,10 @@ int main(int argc, char **argv)
 		struct sf_batch b = {.ninputs = 1, .inputs = (const float *const[]){x}, .labels = y};
 		int64_t t;
 		double loss;
+		armed_mid = k == steps / 2 + 1;
 		CHECK(sf_model_step(m, &b, &t));
 		CHECK(sf_model_loss(m, t, &loss));
+		armed_mid = 0;
 		if (save) {
 			struct sf_checkpoint_info info = {.step = k, .batch = k + 1, .data_seed = 1};
 			if (k == 2)
