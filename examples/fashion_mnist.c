@@ -67,7 +67,7 @@ static void usage(FILE *f)
 }
 
 /* The options that take a value, in the order of the usage text. */
-enum option {
+enum opt_key {
 	OPT_EPOCHS,
 	OPT_BATCH,
 	OPT_LR,
@@ -126,7 +126,7 @@ static int parse_widths(const char *val, struct options *o)
 }
 
 /* The value of option k: 0 ok, 2 bad usage */
-static int parse_value(enum option k, char *val, struct options *o)
+static int parse_value(enum opt_key k, char *val, struct options *o)
 {
 	int64_t v = 0;
 	switch (k) {
@@ -177,7 +177,7 @@ static int parse_value(enum option k, char *val, struct options *o)
 
 static int on_value(int k, char *val, void *o)
 {
-	return parse_value((enum option)k, val, o);
+	return parse_value((enum opt_key)k, val, o);
 }
 
 static int on_flag(int j, void *o)

@@ -139,7 +139,7 @@ static void usage(FILE *f)
 	        "  --help                this text\n");
 }
 
-enum option {
+enum opt_key {
 	OPT_LAYERS,
 	OPT_HEADS,
 	OPT_EMBD,
@@ -223,7 +223,7 @@ static const char *const option_names[NOPTIONS] = {
 };
 
 /* A float option in [lo, hi]: 0, or 2 with a message. */
-static int opt_float(enum option k, const char *val, float lo, float hi, float *out)
+static int opt_float(enum opt_key k, const char *val, float lo, float hi, float *out)
 {
 	if (cli_parse_float(val, lo, hi, out))
 		return cli_bad_usage("%s \"%s\" is invalid: expected a number in [%g, %g]",
@@ -232,7 +232,7 @@ static int opt_float(enum option k, const char *val, float lo, float hi, float *
 }
 
 /* The model and training options: 0 ok, 2 bad usage; -1 not one of them. */
-static int parse_training(enum option k, char *val, struct options *o)
+static int parse_training(enum opt_key k, char *val, struct options *o)
 {
 	const char *n = option_names[k];
 	int64_t v;
@@ -276,7 +276,7 @@ static int parse_training(enum option k, char *val, struct options *o)
 static int on_value(int key, char *val, void *ctx)
 {
 	struct options *o = ctx;
-	enum option k = (enum option)key;
+	enum opt_key k = (enum opt_key)key;
 	const char *n = option_names[k];
 	int rc = parse_training(k, val, o);
 	if (rc >= 0)

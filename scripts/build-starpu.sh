@@ -2,11 +2,17 @@
 # build-starpu.sh — builds StarPU 1.3.10 from Debian's own source package into a
 # prefix of your choice, with what Debian's binary package lacks: FxT traces (on by
 # default), more than 4 CPU workers, optionally blocking drivers (idle workers
-# sleep instead of spinning) and optionally CUDA.
+# sleep instead of spinning) and optionally CUDA, or SimGrid's simulated time.
 #
 #   scripts/build-starpu.sh [--prefix DIR] [--no-fxt] [--enable-blocking-drivers]
-#                           [--with-cuda[=DIR]] [--maxcpus N] [--jobs N]
-#                           [--workdir DIR]
+#                           [--with-cuda[=DIR] | --with-simgrid] [--maxcpus N]
+#                           [--jobs N] [--workdir DIR]
+#
+# --with-simgrid builds StarPU for simulation (Debian's libsimgrid-dev 3.32): tasks
+# take their performance model's time instead of running, and with SMPI (smpicc,
+# smpirun) many MPI ranks run inside one process. SMPI's per-rank copies of global
+# variables need static libraries: this StarPU is built --disable-shared. Its default
+# prefix is /opt/starpu-1.3.10-simgrid; tools/shardflow-sim (docs/scale.md) uses it.
 #
 # --with-cuda builds the CUDA driver against the toolkit in DIR (default
 # /usr/local/cuda), up to 16 devices, with scripts/patches/starpu-1.3.10-cuda13.patch
@@ -25,13 +31,14 @@ set -eu
 prefix=
 fxt=yes
 cuda=
+simgrid=no
 blocking=no
 maxcpus=64
 jobs=$(nproc 2>/dev/null || echo 2)
 workdir=${TMPDIR:-/tmp}/shardflow-starpu-build
 
 usage() {
-	sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'
+	sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'
 	exit "${1:-2}"
 }
 
@@ -47,19 +54,35 @@ while [ $# -gt 0 ]; do
 	--workdir) [ $# -ge 2 ] || usage; workdir=$2; shift 2 ;;
 	--with-cuda) cuda=/usr/local/cuda; shift ;;
 	--with-cuda=*) cuda=${1#*=}; shift ;;
+	--with-simgrid) simgrid=yes; shift ;;
 	-h | --help) usage 0 ;;
 	*) echo "build-starpu.sh: unknown option \"$1\"" >&2; usage ;;
 	esac
 done
+# FxT's static library is not position-independent, and SMPI's programs are shared
+# objects: a simulation StarPU has no FxT (shardflow-sim reports from StarPU's clock)
+[ "$simgrid" = yes ] && fxt=no
 case $maxcpus in '' | *[!0-9]*) echo "build-starpu.sh: --maxcpus \"$maxcpus\" is not a number" >&2; exit 2 ;; esac
 case $jobs in '' | *[!0-9]* | 0) echo "build-starpu.sh: --jobs \"$jobs\" is not a positive number" >&2; exit 2 ;; esac
+if [ -n "$cuda" ] && [ "$simgrid" = yes ]; then
+	echo "build-starpu.sh: --with-cuda and --with-simgrid are separate builds (a simulated GPU needs no toolkit): pick one" >&2
+	exit 2
+fi
 if [ -n "$cuda" ]; then
 	case $cuda in /*) ;; *) cuda=$(pwd)/$cuda ;; esac
 	for f in bin/nvcc include/cuda_runtime_api.h include/cublas_v2.h; do
 		[ -e "$cuda/$f" ] || { echo "build-starpu.sh: --with-cuda=$cuda: no $cuda/$f (a CUDA toolkit is needed)" >&2; exit 2; }
 	done
 fi
-[ -n "$prefix" ] || { if [ -n "$cuda" ]; then prefix=/opt/starpu-1.3.10-cuda; else prefix=/opt/starpu-1.3.10; fi; }
+if [ -z "$prefix" ]; then
+	if [ -n "$cuda" ]; then
+		prefix=/opt/starpu-1.3.10-cuda
+	elif [ "$simgrid" = yes ]; then
+		prefix=/opt/starpu-1.3.10-simgrid
+	else
+		prefix=/opt/starpu-1.3.10
+	fi
+fi
 case $prefix in /*) ;; *) prefix=$(pwd)/$prefix ;; esac
 patchfile=$(cd "$(dirname "$0")" && pwd)/patches/starpu-1.3.10-cuda13.patch
 
@@ -72,6 +95,7 @@ configure_options() {
 		echo "--disable-cuda"
 	fi
 	echo "--disable-mpi-master-slave --disable-socl --disable-starpupy"
+	[ "$simgrid" = yes ] && echo "--enable-simgrid --disable-shared --with-pic --enable-mpi"
 	[ "$fxt" = yes ] && echo "--with-fxt"
 	[ "$blocking" = yes ] && echo "--enable-blocking-drivers"
 	true
@@ -111,6 +135,7 @@ fi
 # 2. build dependencies (the subset our configure options need)
 deps="dpkg-dev build-essential pkg-config libhwloc-dev libopenmpi-dev openmpi-bin"
 [ "$fxt" = yes ] && deps="$deps libfxt-dev"
+[ "$simgrid" = yes ] && deps="$deps libsimgrid-dev libboost-dev xsltproc"
 say "installing build dependencies: $deps"
 $SUDO apt-get update >/dev/null
 # shellcheck disable=SC2086
@@ -128,6 +153,7 @@ fi
 version=$(sed -n 's/^Version: //p' dl/starpu_*.dsc 2>/dev/null | head -1)
 say "Debian source package starpu ${version:-?} in $workdir/starpu-src"
 src=starpu-src build=build
+[ "$simgrid" = yes ] && build=build-simgrid
 if [ -n "$cuda" ]; then
 	# the CUDA build patches a copy, so that both builds can share the work directory
 	src=starpu-src-cuda build=build-cuda
@@ -147,6 +173,14 @@ say "configure $opts"
 PATH=${cuda:+$cuda/bin:}$PATH ../$src/configure $opts >configure.log 2>&1 || { tail -30 configure.log; say "configure failed (log: $workdir/$build/configure.log)"; exit 1; }
 if [ "$fxt" = yes ] && ! grep -q "define STARPU_USE_FXT 1" src/common/config.h 2>/dev/null && ! grep -q "define STARPU_USE_FXT 1" include/starpu_config.h 2>/dev/null; then
 	say "configure did not enable FxT (is libfxt-dev installed?)"
+	exit 1
+fi
+if [ "$simgrid" = yes ] && ! grep -q "define STARPU_SIMGRID 1" include/starpu_config.h 2>/dev/null; then
+	say "configure did not enable SimGrid (is libsimgrid-dev installed? log: $workdir/$build/configure.log)"
+	exit 1
+fi
+if [ "$simgrid" = yes ] && ! grep -q "^STARPU_SMPIRUN\|smpirun" mpi/tools/Makefile 2>/dev/null && [ ! -e tools/starpu_smpirun ]; then
+	say "configure did not set up StarPU-MPI with SMPI (log: $workdir/$build/configure.log)"
 	exit 1
 fi
 if [ -n "$cuda" ] && ! grep -q "define STARPU_USE_CUDA 1" include/starpu_config.h 2>/dev/null; then

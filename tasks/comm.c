@@ -17,7 +17,11 @@
 
 /* The backends this build has, by SHARDFLOW_COMM value (a backend is one line here) */
 static const struct _sf_comm_ops *const backends[SF_COMM_COUNT] = {
+#ifdef SF_SIMULATION
+    [SF_COMM_MPI] = &_sf_comm_sim_ops,
+#else
     [SF_COMM_MPI] = &_sf_comm_mpi_ops,
+#endif
 #ifdef SF_HAVE_NCCL
     [SF_COMM_NCCL] = &_sf_comm_nccl_ops,
 #endif

@@ -121,6 +121,12 @@ struct _sf_comm {
 };
 
 extern const struct _sf_comm_ops _sf_comm_mpi_ops;
+/* memcpy and memset: a CPU comm worker's (the MPI backend's) */
+extern const struct _sf_comm_mem _sf_comm_host_mem;
+#ifdef SF_SIMULATION
+/* the MPI backend run by the simulated rank's actor (tasks/comm_sim.c) */
+extern const struct _sf_comm_ops _sf_comm_sim_ops;
+#endif
 #ifdef SF_HAVE_NCCL
 extern const struct _sf_comm_ops _sf_comm_nccl_ops;
 #endif

@@ -254,6 +254,7 @@ static void free_cpu(void *buffers[], void *cl_arg)
 	    .cpu_funcs_name = {#base "_run"},                                                      \
 	    SF_COMM_CUDA(base##_run).nbuffers = n,                                                 \
 	    .modes = {__VA_ARGS__},                                                                \
+	    .flags = SF_SIM_EXECUTE,                                                               \
 	    .name = #base "_cpu",                                                                  \
 	}
 
@@ -281,6 +282,7 @@ struct starpu_codelet _sf_cl_free = {
     .nbuffers = 1,
     .modes = {STARPU_RW},
     .can_execute = _sf_compute_can_execute,
+    .flags = SF_SIM_EXECUTE,
     .name = "free",
 };
 

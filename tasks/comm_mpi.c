@@ -11,6 +11,8 @@
  *
  * Waiting never spins: requests are polled with naps in between (tasks/mpi_wait.h).
  */
+#include "config.h"
+
 #include "common/bf16.h"
 #include "common/error.h"
 #include "tasks/comm.h"
@@ -229,6 +231,9 @@ static int mpi_init(struct _sf_comm *c, int *argc, char ***argv)
 		SF_CHECK(init_mpi(c, st, argc, argv, &provided));
 	else
 		MPI_CHECK(MPI_Query_thread(&provided));
+#ifdef SF_SIMULATION
+	provided = MPI_THREAD_MULTIPLE; /* SMPI says 0, but one actor calls MPI (comm_sim.c) */
+#endif
 	if (provided < MPI_THREAD_MULTIPLE) {
 		rc = SF_ERR(SF_ERR_MPI,
 		            "MPI provides thread level %d, shardflow needs MPI_THREAD_MULTIPLE "
@@ -240,11 +245,17 @@ static int mpi_init(struct _sf_comm *c, int *argc, char ***argv)
 	/* the start-up exchanges are bounded like every host-side collective (host_wait);
 	 * one duplication at a time: Open MPI has hung on several outstanding on one
 	 * communicator (open-mpi/ompi#2025) */
+#ifdef SF_SIMULATION
+	/* SMPI has no MPI_Comm_idup; simulated time needs no watchdog */
+	MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &st->step));
+	MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &st->ctl));
+#else
 	MPI_Request dup;
 	SF_CHECK(host_wait(c, 1, &dup, MPI_Comm_idup(MPI_COMM_WORLD, &st->step, &dup),
 	                   "sf_init's duplication of MPI_COMM_WORLD", 0));
 	SF_CHECK(host_wait(c, 1, &dup, MPI_Comm_idup(MPI_COMM_WORLD, &st->ctl, &dup),
 	                   "sf_init's duplication of MPI_COMM_WORLD", 0));
+#endif
 	MPI_CHECK(MPI_Comm_set_errhandler(st->ctl, MPI_ERRORS_RETURN));
 	MPI_CHECK(MPI_Comm_rank(st->step, &c->rank));
 	MPI_CHECK(MPI_Comm_size(st->step, &c->size));
@@ -622,11 +633,11 @@ static void host_zero(void *dst, size_t bytes)
 	memset(dst, 0, bytes);
 }
 
-static const struct _sf_comm_mem host_mem = {host_copy, host_zero, host_copy, host_copy};
+const struct _sf_comm_mem _sf_comm_host_mem = {host_copy, host_zero, host_copy, host_copy};
 
 const struct _sf_comm_ops _sf_comm_mpi_ops = {
     .name = "mpi",
-    .mem = &host_mem,
+    .mem = &_sf_comm_host_mem,
     .init = mpi_init,
     .fini = mpi_fini,
     .all_gather = mpi_all_gather,

@@ -26,8 +26,17 @@
 #include <mpi.h>
 #include <time.h>
 
+#ifdef SF_SIMULATION
+/* In simulated time (tasks/comm_sim.c) a nap is simulated time that the wait adds to
+ * the collective: short, and between polls the rank's actor serves the other
+ * actor's operation (_sf_sim_serve) */
+#define SF_NAP_MIN_NS 1000L
+#define SF_NAP_MAX_NS 16000L
+void _sf_sim_serve(void);
+#else
 #define SF_NAP_MIN_NS 20000L  /* shortest nap between polls */
 #define SF_NAP_MAX_NS 320000L /* longest nap */
+#endif
 /* The comm worker's pace: 0, the plain policy: a paced nap saved comm CPU but slowed
  * the link-bound step (docs/performance.md; bench/ring_bw --pace measures it). */
 #define SF_COMM_PACE 0.0
@@ -70,6 +79,9 @@ static inline int _sf_wait_all(int n, MPI_Request *req, int *idx, double pace, d
 		} else {
 			nap = 2 * nap < SF_NAP_MAX_NS ? 2 * nap : SF_NAP_MAX_NS;
 		}
+#ifdef SF_SIMULATION
+		_sf_sim_serve();
+#endif
 		struct timespec ts = {0, nap};
 		nanosleep(&ts, NULL);
 	}

@@ -107,6 +107,7 @@ static struct starpu_codelet clock_cl = {
     .cpu_funcs = {clock_cpu},
     .cpu_funcs_name = {"clock_cpu"},
     .nbuffers = 0,
+    .flags = SF_SIM_EXECUTE,
     .name = "worker clock",
 };
 

@@ -71,4 +71,13 @@ int _sf_worker_cpu_clock(int worker, clockid_t *out);
 /* Seconds of CPU time on clock c (0 if it cannot be read). */
 double _sf_clock_seconds(clockid_t c);
 
+/* Codelets that must run even in simulated time (a build with --enable-simulation,
+ * docs/scale.md): the collectives, whose time SMPI simulates, and the bookkeeping
+ * ones; the compute codelets take their performance model's time instead. */
+#ifdef SF_SIMULATION
+#define SF_SIM_EXECUTE STARPU_CODELET_SIMGRID_EXECUTE
+#else
+#define SF_SIM_EXECUTE 0
+#endif
+
 #endif

@@ -45,7 +45,7 @@ static void usage(FILE *f)
 	           "index 0, val fraction 0.1; writes PREFIX.rank<r>\n");
 }
 
-enum option {
+enum opt_key {
 	OPT_LAYERS,
 	OPT_HEADS,
 	OPT_EMBD,
@@ -74,7 +74,7 @@ static int on_value(int key, char *val, void *ctx)
 {
 	struct options *o = ctx;
 	const char *n = option_names[key];
-	switch ((enum option)key) {
+	switch ((enum opt_key)key) {
 	case OPT_LAYERS: return cli_int(n, val, 1, 64, &o->model.layers);
 	case OPT_HEADS: return cli_int(n, val, 1, 64, &o->model.heads);
 	case OPT_EMBD: return cli_int(n, val, 1, 4096, &o->model.embd);

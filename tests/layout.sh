@@ -9,7 +9,8 @@
 # library's files call each other, directly or through others: file A calls file B when
 # A's object file needs (nm: U) a function that B's defines (T, W), so the circle is
 # found in what the compiler emitted, not in what the includes declare. Only the MPI
-# backend (tasks/comm_mpi.c, tasks/mpi_wait.h) includes <mpi.h>, only the layer
+# backend (tasks/comm_mpi.c, its simulated-time proxy tasks/comm_sim.c, tasks/mpi_wait.h)
+# includes <mpi.h>, only the layer
 # families' math files (layers/*_cpu.c) and the optimizer's math are free of StarPU,
 # and shardflow-rdb2txt (tools/rdb.[ch], tools/shardflow-rdb2txt.c) includes nothing of
 # the project but tools/rdb.h: scripts/install-deps.sh compiles it alone with cc -lz.
@@ -149,7 +150,7 @@ else
 fi
 
 mpi=$(grep -l '#include <mpi.h>' common/* layers/* tasks/* trace/* scheduler/* io/* data/* models/* 2>/dev/null |
-	grep -v -e '^tasks/comm_mpi.c$' -e '^tasks/mpi_wait.h$' | tr '\n' ' ')
+	grep -v -e '^tasks/comm_mpi.c$' -e '^tasks/comm_sim.c$' -e '^tasks/mpi_wait.h$' | tr '\n' ' ')
 [ -z "$mpi" ]
 ok $? "only the MPI backend includes <mpi.h> (others: ${mpi:-none})"
 

@@ -77,12 +77,13 @@ __attribute__((visibility("default"))) int rename(const char *from, const char *
 	return r;
 }
 
-__attribute__((visibility("default"))) void cblas_sgemm(OPENBLAS_CONST enum CBLAS_ORDER order, OPENBLAS_CONST enum CBLAS_TRANSPOSE ta,
-                 OPENBLAS_CONST enum CBLAS_TRANSPOSE tb, OPENBLAS_CONST blasint M,
-                 OPENBLAS_CONST blasint N, OPENBLAS_CONST blasint K, OPENBLAS_CONST float alpha,
-                 OPENBLAS_CONST float *A, OPENBLAS_CONST blasint lda, OPENBLAS_CONST float *B,
-                 OPENBLAS_CONST blasint ldb, OPENBLAS_CONST float beta, float *C,
-                 OPENBLAS_CONST blasint ldc)
+__attribute__((visibility("default"))) void
+cblas_sgemm(OPENBLAS_CONST enum CBLAS_ORDER order, OPENBLAS_CONST enum CBLAS_TRANSPOSE ta,
+            OPENBLAS_CONST enum CBLAS_TRANSPOSE tb, OPENBLAS_CONST blasint M,
+            OPENBLAS_CONST blasint N, OPENBLAS_CONST blasint K, OPENBLAS_CONST float alpha,
+            OPENBLAS_CONST float *A, OPENBLAS_CONST blasint lda, OPENBLAS_CONST float *B,
+            OPENBLAS_CONST blasint ldb, OPENBLAS_CONST float beta, float *C,
+            OPENBLAS_CONST blasint ldc)
 {
 	static void (*real)(enum CBLAS_ORDER, enum CBLAS_TRANSPOSE, enum CBLAS_TRANSPOSE, blasint,
 	                    blasint, blasint, float, const float *, blasint, const float *, blasint,
@@ -108,7 +109,8 @@ __attribute__((visibility("default"))) void cblas_sgemm(OPENBLAS_CONST enum CBLA
 static int usage(const char *why)
 {
 	fprintf(stderr,
-	        PROG ": %s\nusage: " PROG " --stop none|init|step|save|save-shards|finalize|mid-step "
+	        PROG ": %s\nusage: " PROG
+	             " --stop none|init|step|save|save-shards|finalize|mid-step "
 	             "[--steps N] [--save DIR] [--mark FILE]\n",
 	        why);
 	return 2;
@@ -169,7 +171,8 @@ int main(int argc, char **argv)
 			stop_point(P_STEP);
 		if (sf_synth_rows(1, k, first, rows, D, C, x, y))
 			return 1;
-		struct sf_batch b = {.ninputs = 1, .inputs = (const float *const[]){x}, .labels = y};
+		struct sf_batch b = {
+		    .ninputs = 1, .inputs = (const float *const[]){x}, .labels = y};
 		int64_t t;
 		double loss;
 		armed_mid = k == steps / 2 + 1;
@@ -177,7 +180,8 @@ int main(int argc, char **argv)
 		CHECK(sf_model_loss(m, t, &loss));
 		armed_mid = 0;
 		if (save) {
-			struct sf_checkpoint_info info = {.step = k, .batch = k + 1, .data_seed = 1};
+			struct sf_checkpoint_info info = {
+			    .step = k, .batch = k + 1, .data_seed = 1};
 			if (k == 2)
 				stop_point(P_SAVE);
 			armed = k == 2;

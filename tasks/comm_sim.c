@@ -1,0 +1,333 @@
+/*
+ * comm_sim.c — the MPI backend in simulated time (a build with --enable-simulation:
+ * StarPU's SimGrid mode, SMPI; docs/scale.md).
+ *
+ * Under SMPI each simulated rank is one SimGrid actor, and only that actor may call
+ * MPI: StarPU's workers and the application's main run as other actors of the rank.
+ * So the rank's actor becomes a proxy. StarPU's main (simulation builds rename the
+ * program's main to starpu_main) calls _starpu_mpi_simgrid_init on the rank's actor,
+ * a hook StarPU-MPI would otherwise fill: it initialises MPI, starts the program's
+ * main as another actor, and then runs the MPI backend's operations (tasks/comm_mpi.c,
+ * unchanged: the same rings, the same agreement) that the program's main (host-side
+ * collectives) and the comm worker (the step's collectives) hand it, one at a time.
+ * While an operation waits for its requests, _sf_wait_all (tasks/mpi_wait.h) serves
+ * the other actor's operation, so a host collective and a step collective in flight
+ * at once on different ranks cannot wait for each other (SMPI progresses posted
+ * requests without their actor). When the program's main returns, the proxy
+ * finalises MPI.
+ */
+#include "config.h"
+
+#include "tasks/comm.h"
+#include "tasks/mpi_wait.h"
+#include "common/error.h"
+
+#include <mpi.h>
+#include <simgrid/actor.h>
+#include <starpu.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* StarPU's internal host lookup by the rank's platform name ("MAIN" ->
+ * "StarPU-MPI<rank>-MAIN"), as StarPU-MPI uses it */
+extern starpu_sg_host_t _starpu_simgrid_get_host_by_name(const char *name);
+
+enum sim_op {
+	OP_INIT,
+	OP_FINI,
+	OP_ALL_GATHER,
+	OP_REDUCE_SCATTER,
+	OP_ALL_GATHER16,
+	OP_REDUCE_SCATTER16,
+	OP_REP_ALL_REDUCE,
+	OP_ALL_REDUCE,
+	OP_SUM_SCALAR,
+	OP_BARRIER,
+	OP_BCAST,
+	OP_GATHER_BYTES,
+	OP_GATHERV_BYTES,
+	OP_ALLGATHER_BYTES,
+	OP_MIN_RANK,
+	OP_ABORT
+};
+
+/* One operation handed to the proxy: its arguments, its status, whether it is done */
+struct sim_req {
+	enum sim_op op;
+	struct _sf_comm *c;
+	float *f1, *f2, *f3;
+	const float *cf;
+	void *v1, *v2;
+	const void *cv;
+	uint16_t *stage;
+	double *d;
+	const size_t *counts;
+	size_t n;
+	int i1, i2;
+	int64_t add;
+	int *pi1, *pi2;
+	int64_t *pl;
+	bool flag;
+	int *argc;
+	char ***argv;
+	int rc;
+	bool done;
+	struct sim_req *next;
+};
+
+static const struct _sf_comm_ops *const mpi = &_sf_comm_mpi_ops;
+static starpu_pthread_mutex_t mu;
+static starpu_pthread_cond_t wake, finished; /* the proxy's, the callers' */
+static struct sim_req *head, *tail;
+static bool main_done;
+static sg_actor_t proxy;
+static int world_rank = -1;
+static int main_ret;
+
+/* StarPU's simulation asks the rank of a simulated process through this hook (weak
+ * in StarPU, StarPU-MPI's otherwise): its actors live on that rank's hosts */
+int starpu_mpi_world_rank(void);
+int starpu_mpi_world_rank(void)
+{
+	return world_rank;
+}
+
+static int run(struct sim_req *r)
+{
+	struct _sf_comm *c = r->c;
+	switch (r->op) {
+	case OP_INIT: return mpi->init(c, r->argc, r->argv);
+	case OP_FINI: return mpi->fini(c);
+	case OP_ALL_GATHER: return mpi->all_gather(c, r->f1, r->n);
+	case OP_REDUCE_SCATTER: return mpi->reduce_scatter(c, r->f1, r->n, r->f2, r->f3);
+	case OP_ALL_GATHER16: return mpi->all_gather16(c, r->cf, r->f1, r->n, r->stage);
+	case OP_REDUCE_SCATTER16: return mpi->reduce_scatter16(c, r->f1, r->n, r->f2, r->f3);
+	case OP_REP_ALL_REDUCE: return mpi->rep_all_reduce(c, r->f1, r->n, r->f2);
+	case OP_ALL_REDUCE: return mpi->all_reduce(c, r->f1, r->n);
+	case OP_SUM_SCALAR: return mpi->sum_scalar(c, r->d);
+	case OP_BARRIER: return mpi->barrier(c, r->flag);
+	case OP_BCAST: return mpi->bcast(c, r->v1, r->n, r->i1);
+	case OP_GATHER_BYTES: return mpi->gather_bytes(c, r->cv, r->n, r->v1, r->i1);
+	case OP_GATHERV_BYTES: return mpi->gatherv_bytes(c, r->cv, r->n, r->v1, r->counts, r->i1);
+	case OP_ALLGATHER_BYTES: return mpi->allgather_bytes(c, r->cv, r->n, r->v1);
+	case OP_MIN_RANK: return mpi->min_rank(c, r->i1, r->add, r->pi1, r->pi2, r->pl);
+	case OP_ABORT: mpi->abort(c, r->i1); return SF_OK;
+	}
+	return SF_ERR(SF_ERR_INVALID, "simulation: unknown operation %d", (int)r->op);
+}
+
+/* Takes the first waiting operation, or NULL; with mu held */
+static struct sim_req *pop(void)
+{
+	struct sim_req *r = head;
+	if (r) {
+		head = r->next;
+		if (!head)
+			tail = NULL;
+	}
+	return r;
+}
+
+static void finish(struct sim_req *r, int rc)
+{
+	STARPU_PTHREAD_MUTEX_LOCK(&mu);
+	r->rc = rc;
+	r->done = true;
+	STARPU_PTHREAD_COND_BROADCAST(&finished);
+	STARPU_PTHREAD_MUTEX_UNLOCK(&mu);
+}
+
+/* Runs an operation on the proxy and waits for it (on the proxy itself: at once) */
+static int call(struct sim_req *r)
+{
+	if (sg_actor_self() == proxy)
+		return run(r);
+	STARPU_PTHREAD_MUTEX_LOCK(&mu);
+	r->next = NULL;
+	if (tail)
+		tail->next = r;
+	else
+		head = r;
+	tail = r;
+	STARPU_PTHREAD_COND_SIGNAL(&wake);
+	while (!r->done)
+		STARPU_PTHREAD_COND_WAIT(&finished, &mu);
+	STARPU_PTHREAD_MUTEX_UNLOCK(&mu);
+	return r->rc;
+}
+
+/* tasks/mpi_wait.h: called by the proxy while it waits; runs another actor's
+ * operation if one waits */
+void _sf_sim_serve(void)
+{
+	if (sg_actor_self() != proxy)
+		return;
+	STARPU_PTHREAD_MUTEX_LOCK(&mu);
+	struct sim_req *r = pop();
+	STARPU_PTHREAD_MUTEX_UNLOCK(&mu);
+	if (r)
+		finish(r, run(r));
+}
+
+/* The program's main, as an actor of the rank; the proxy stops when it returns */
+extern int smpi_simulated_main_(int argc, char *argv[]);
+static void program(int argc, char *argv[])
+{
+	starpu_sleep(0.000001); /* as StarPU-MPI: SMPI's context is set once it runs */
+	int ret = smpi_simulated_main_(argc, argv);
+	STARPU_PTHREAD_MUTEX_LOCK(&mu);
+	main_ret = ret;
+	main_done = true;
+	STARPU_PTHREAD_COND_SIGNAL(&wake);
+	STARPU_PTHREAD_MUTEX_UNLOCK(&mu);
+}
+
+/* StarPU's main calls this on the rank's actor (the hook StarPU-MPI fills when it is
+ * linked; shardflow does not use StarPU-MPI) */
+int _starpu_mpi_simgrid_init(int argc, char *argv[]);
+int _starpu_mpi_simgrid_init(int argc, char *argv[])
+{
+	int provided = 0;
+	if (MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS)
+		return 1;
+	MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+	proxy = sg_actor_self();
+	starpu_pthread_mutex_init(&mu, NULL);
+	starpu_pthread_cond_init(&wake, NULL);
+	starpu_pthread_cond_init(&finished, NULL);
+	/* StarPU keeps each actor's thread-specific data in the actor's data */
+	void **tsd = calloc(64, sizeof(void *));
+	char **args = calloc((size_t)argc + 1, sizeof(char *));
+	if (!tsd || !args)
+		return 1;
+	sg_actor_set_data(proxy, tsd);
+	for (int i = 0; i < argc; i++)
+		args[i] = strdup(argv[i]);
+	_starpu_simgrid_actor_create("main", program, _starpu_simgrid_get_host_by_name("MAIN"),
+	                             argc, args);
+	STARPU_PTHREAD_MUTEX_LOCK(&mu);
+	for (;;) {
+		struct sim_req *r = pop();
+		if (!r && main_done)
+			break;
+		if (!r) {
+			STARPU_PTHREAD_COND_WAIT(&wake, &mu);
+			continue;
+		}
+		STARPU_PTHREAD_MUTEX_UNLOCK(&mu);
+		finish(r, run(r));
+		STARPU_PTHREAD_MUTEX_LOCK(&mu);
+	}
+	STARPU_PTHREAD_MUTEX_UNLOCK(&mu);
+	int fin = 0;
+	MPI_Finalized(&fin);
+	if (!fin)
+		MPI_Finalize();
+	return main_ret;
+}
+
+/* ---- the backend: each operation handed to the proxy ---------------------------- */
+
+#define CALL(...)                                                                                  \
+	do {                                                                                       \
+		struct sim_req r_ = {__VA_ARGS__};                                                 \
+		return call(&r_);                                                                  \
+	} while (0)
+
+static int sim_init(struct _sf_comm *c, int *argc, char ***argv)
+{
+	/* no watchdog in simulated time: a stuck simulation is SimGrid's deadlock report */
+	c->timeout = 0;
+	CALL(.op = OP_INIT, .c = c, .argc = argc, .argv = argv);
+}
+static int sim_fini(struct _sf_comm *c)
+{
+	CALL(.op = OP_FINI, .c = c);
+}
+static int sim_all_gather(struct _sf_comm *c, float *full, size_t S)
+{
+	CALL(.op = OP_ALL_GATHER, .c = c, .f1 = full, .n = S);
+}
+static int sim_reduce_scatter(struct _sf_comm *c, float *grad, size_t S, float *out, float *scratch)
+{
+	CALL(.op = OP_REDUCE_SCATTER, .c = c, .f1 = grad, .n = S, .f2 = out, .f3 = scratch);
+}
+static int sim_all_gather16(struct _sf_comm *c, const float *shard, float *full, size_t S,
+                            uint16_t *stage)
+{
+	CALL(.op = OP_ALL_GATHER16, .c = c, .cf = shard, .f1 = full, .n = S, .stage = stage);
+}
+static int sim_reduce_scatter16(struct _sf_comm *c, float *grad, size_t S, float *out,
+                                float *scratch)
+{
+	CALL(.op = OP_REDUCE_SCATTER16, .c = c, .f1 = grad, .n = S, .f2 = out, .f3 = scratch);
+}
+static int sim_rep_all_reduce(struct _sf_comm *c, float *v, size_t n, float *scratch)
+{
+	CALL(.op = OP_REP_ALL_REDUCE, .c = c, .f1 = v, .n = n, .f2 = scratch);
+}
+static int sim_all_reduce(struct _sf_comm *c, float *v, size_t n)
+{
+	CALL(.op = OP_ALL_REDUCE, .c = c, .f1 = v, .n = n);
+}
+static int sim_sum_scalar(struct _sf_comm *c, double *v)
+{
+	CALL(.op = OP_SUM_SCALAR, .c = c, .d = v);
+}
+static int sim_barrier(struct _sf_comm *c, bool node_only)
+{
+	CALL(.op = OP_BARRIER, .c = c, .flag = node_only);
+}
+static int sim_bcast(struct _sf_comm *c, void *buf, size_t bytes, int root)
+{
+	CALL(.op = OP_BCAST, .c = c, .v1 = buf, .n = bytes, .i1 = root);
+}
+static int sim_gather_bytes(struct _sf_comm *c, const void *mine, size_t bytes, void *all, int root)
+{
+	CALL(.op = OP_GATHER_BYTES, .c = c, .cv = mine, .n = bytes, .v1 = all, .i1 = root);
+}
+static int sim_gatherv_bytes(struct _sf_comm *c, const void *mine, size_t bytes, void *all,
+                             const size_t *counts, int root)
+{
+	CALL(.op = OP_GATHERV_BYTES, .c = c, .cv = mine, .n = bytes, .v1 = all, .counts = counts,
+	     .i1 = root);
+}
+static int sim_allgather_bytes(struct _sf_comm *c, const void *mine, size_t bytes, void *all)
+{
+	CALL(.op = OP_ALLGATHER_BYTES, .c = c, .cv = mine, .n = bytes, .v1 = all);
+}
+static int sim_min_rank(struct _sf_comm *c, int value, int64_t add, int *min, int *rank,
+                        int64_t *sum)
+{
+	CALL(.op = OP_MIN_RANK, .c = c, .i1 = value, .add = add, .pi1 = min, .pi2 = rank,
+	     .pl = sum);
+}
+static void sim_abort(struct _sf_comm *c, int code)
+{
+	struct sim_req r = {.op = OP_ABORT, .c = c, .i1 = code};
+	call(&r);
+	abort(); /* MPI_Abort does not return */
+}
+
+/* The MPI backend's operations, run by the rank's actor */
+const struct _sf_comm_ops _sf_comm_sim_ops = {
+    .name = "mpi",
+    .mem = &_sf_comm_host_mem,
+    .init = sim_init,
+    .fini = sim_fini,
+    .all_gather = sim_all_gather,
+    .reduce_scatter = sim_reduce_scatter,
+    .all_gather16 = sim_all_gather16,
+    .reduce_scatter16 = sim_reduce_scatter16,
+    .rep_all_reduce = sim_rep_all_reduce,
+    .all_reduce = sim_all_reduce,
+    .sum_scalar = sim_sum_scalar,
+    .barrier = sim_barrier,
+    .bcast = sim_bcast,
+    .gather_bytes = sim_gather_bytes,
+    .gatherv_bytes = sim_gatherv_bytes,
+    .allgather_bytes = sim_allgather_bytes,
+    .min_rank = sim_min_rank,
+    .abort = sim_abort,
+};
