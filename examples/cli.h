@@ -160,11 +160,12 @@ static inline int cli_parse(int argc, char **argv, const struct cli_spec *sp, vo
 	return 0;
 }
 
+/* the runtime's clock: simulated time in a simulation build (docs/scale.md) */
 static inline double cli_now(void)
 {
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+	double t = 0;
+	sf_clock(&t);
+	return t;
 }
 
 /* "1h02m" or "3m07s". */

@@ -221,11 +221,12 @@ static int parse_options(int argc, char **argv, struct options *o)
 	return -1;
 }
 
+/* the runtime's clock: simulated time in a simulation build (docs/scale.md) */
 static double now_ms(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+	double t = 0;
+	sf_clock(&t);
+	return t * 1e3;
 }
 
 /* CPU time of the whole process (every thread), user + system, in ms */

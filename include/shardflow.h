@@ -249,6 +249,11 @@ SF_API int sf_finalize(sf_context *ctx);
 /** This process's rank and the world size. */
 SF_API int sf_context_world(const sf_context *ctx, int *rank, int *size);
 
+/** *seconds = the runtime's clock (from an arbitrary origin), for timing steps: the
+ *  monotonic wall clock, or in a simulation build (configure --enable-simulation,
+ *  docs/scale.md) the simulated clock, which the wall clock is not there. */
+SF_API int sf_clock(double *seconds);
+
 /** Copies the configuration the context was started with. */
 SF_API int sf_context_config(const sf_context *ctx, struct sf_config *out);
 

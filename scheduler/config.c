@@ -9,6 +9,8 @@
  * an unknown SHARDFLOW_* variable is an error too (a misspelt SHARDFLOW_PREFETCH_DEPHT
  * silently ignored would be worse).
  */
+#include "config.h"
+
 #include "scheduler/runtime.h"
 
 #include <stdio.h>
@@ -272,6 +274,16 @@ static int check_unknown(void)
 		if (strncmp(*e, "SHARDFLOW_", 10) != 0)
 			continue;
 		size_t len = strcspn(*e, "=");
+		if (len == strlen("SHARDFLOW_SIM_DEVICE") && !strncmp(*e, "SHARDFLOW_SIM_DEVICE", len)) {
+#ifdef SF_SIMULATION
+			continue; /* tasks/sim_device.c reads it */
+#else
+			return _sf_err(SF_ERR_CONFIG, NULL, 0,
+			               "SHARDFLOW_SIM_DEVICE is set, but this shardflow runs tasks "
+			               "for real: only a simulation build (configure "
+			               "--enable-simulation, docs/scale.md) simulates a GPU; unset it");
+#endif
+		}
 		bool known = false;
 		for (size_t k = 0; k < NKNOBS; k++)
 			if (strlen(knobs[k].var) == len && strncmp(*e, knobs[k].var, len) == 0)

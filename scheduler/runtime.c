@@ -14,6 +14,7 @@
 #include "scheduler/runtime.h"
 #include "layers/layer.h"
 #include "scheduler/fxt.h"
+#include "tasks/sim_device.h"
 #include "tasks/worker.h"
 
 #include "config.h"
@@ -323,6 +324,13 @@ static int setup_workers(sf_context *ctx)
 	ctx->ncompute = ncpu + ncuda - 1; /* every worker but the comm worker */
 	SF_CHECK(_sf_worker_cpu_clock(ctx->comm_worker, &ctx->comm_clock));
 	SF_CHECK(fxt_sync_point(ctx));
+	const char *sim_device = NULL;
+	SF_CHECK(_sf_sim_device_setup(&sim_device));
+	if (sim_device)
+		_sf_log(SF_LOG_INFO,
+		        "simulated time: compute tasks take the roofline time of a %s "
+		        "(SHARDFLOW_SIM_DEVICE)",
+		        sim_device);
 	SF_CHECK(_sf_tasks_configure(ctx->comm_worker, ctx->cfg.skip, ctx->cfg.optimizer_on));
 	if (ctx->comm->ops->attach)
 		SF_CHECK(ctx->comm->ops->attach(ctx->comm, ctx->comm_worker));
@@ -467,6 +475,15 @@ SF_API int sf_context_world(const sf_context *ctx, int *rank, int *size)
 		*rank = ctx->rank;
 	if (size)
 		*size = ctx->size;
+	return SF_OK;
+}
+
+SF_API int sf_clock(double *seconds)
+{
+	if (!seconds)
+		return SF_ERR(SF_ERR_INVALID, "sf_clock: NULL output");
+	/* StarPU's clock is SimGrid's in a simulation build, the monotonic one otherwise */
+	*seconds = starpu_timing_now() * 1e-6;
 	return SF_OK;
 }
 

@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 /* rc is SF_ERR_INVALID or SF_ERR_STATE: for calls where either reading is fair. */
@@ -137,6 +138,14 @@ static void test_before_init(void)
 	ok_invalid(sf_config_from_env(NULL), "sf_config_from_env(NULL)");
 	ok_invalid(sf_context_world(NULL, &r, &s), "sf_context_world(NULL ctx)");
 	ok_invalid(sf_context_config(NULL, &cfg), "sf_context_config(NULL ctx)");
+	ok_invalid(sf_clock(NULL), "sf_clock(NULL)");
+	double c0 = -1, c1 = -1;
+	struct timespec nap = {0, 2000000};
+	int crc = sf_clock(&c0);
+	nanosleep(&nap, NULL);
+	crc |= sf_clock(&c1);
+	ok(crc == SF_OK && c0 > 0 && c1 - c0 >= 0.0019 && c1 - c0 < 1.0,
+	   "sf_clock: the wall clock outside a simulation (%.6f s over a 2 ms nap)", c1 - c0);
 	ok_sf_ok(sf_finalize(NULL), "sf_finalize(NULL) does nothing");
 	ok_sf_ok(sf_graph_destroy(NULL), "sf_graph_destroy(NULL) does nothing");
 	ok_sf_ok(sf_model_destroy(NULL), "sf_model_destroy(NULL) does nothing");

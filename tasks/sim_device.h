@@ -1,0 +1,36 @@
+/*
+ * sim_device.h — compute time on a named GPU in simulated runs (tasks/sim_device.c,
+ * docs/scale.md).
+ */
+#ifndef SF_TASKS_SIM_DEVICE_H
+#define SF_TASKS_SIM_DEVICE_H
+
+#include <starpu.h>
+
+/* The efficiencies and the launch cost of the roofline: assumptions, docs/scale.md */
+#define SF_SIM_GEMM_EFF 0.7 /* of the dense peak, for the flops */
+#define SF_SIM_MEM_EFF 0.8  /* of the HBM bandwidth, for the bytes */
+#define SF_SIM_LAUNCH_US 5.0
+
+enum _sf_sim_math { SF_SIM_BF16, SF_SIM_TF32, SF_SIM_FP32, SF_SIM_MATH_COUNT };
+
+struct _sf_sim_device {
+	const char *name;
+	double fp32_tflops, tf32_tflops, bf16_tflops; /* dense peaks */
+	double hbm_tbs;                               /* memory bandwidth, TB/s */
+	double memory_gib;
+};
+
+/* "h100", "h200:fp32", ... -> the device and the math (bf16 when not given) */
+int _sf_sim_device_find(const char *spec, const struct _sf_sim_device **dev,
+                        enum _sf_sim_math *math);
+/* A task's microseconds on d: launch + max(flops at the peak, bytes at the bandwidth) */
+double _sf_sim_roofline_us(const struct _sf_sim_device *d, enum _sf_sim_math math, double flops,
+                           double bytes);
+/* sf_init: SHARDFLOW_SIM_DEVICE (a simulation build) selects the device; *name is its
+ * name, or NULL when the codelets keep their history models */
+int _sf_sim_device_setup(const char **name);
+/* A compute codelet's model becomes the device's roofline (when one is selected) */
+void _sf_sim_model(struct starpu_codelet *cl);
+
+#endif
