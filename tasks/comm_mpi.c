@@ -287,6 +287,16 @@ fail:
  */
 #define RING_TAG 7301
 
+/* In simulated time (a simulation build, docs/scale.md) the step's values are not
+ * computed: the rings' local sums, roundings and copies are skipped (they would cost
+ * real time in proportion to the simulated model's size), the messages, which SMPI
+ * times, remain. */
+#ifdef SF_SIMULATION
+#define SF_TOUCH_DATA 0
+#else
+#define SF_TOUCH_DATA 1
+#endif
+
 /* The status of a wait: MPI's error, or no progress for SHARDFLOW_COMM_TIMEOUT. */
 static int wait_status(struct _sf_comm *c, int mrc, const char *what)
 {
@@ -345,10 +355,11 @@ static int mpi_reduce_scatter(struct _sf_comm *c, float *grad, size_t S, float *
 		if (rc < 0)
 			return rc;
 		float *dst = grad + (size_t)rb * S;
-		for (size_t i = 0; i < S; i++)
+		for (size_t i = 0; SF_TOUCH_DATA && i < S; i++)
 			dst[i] += scratch[i];
 	}
-	memcpy(out, grad + (size_t)r * S, S * sizeof(float));
+	if (SF_TOUCH_DATA)
+		memcpy(out, grad + (size_t)r * S, S * sizeof(float));
 	return SF_OK;
 }
 
@@ -358,7 +369,8 @@ static int mpi_all_gather16(struct _sf_comm *c, const float *shard, float *full,
                             uint16_t *stage)
 {
 	int N = c->shard_size, r = c->shard_rank;
-	_sf_bf16_round_n(S, shard, stage + (size_t)r * S);
+	if (SF_TOUCH_DATA)
+		_sf_bf16_round_n(S, shard, stage + (size_t)r * S);
 	for (int k = 0; k < N - 1; k++) {
 		int sb = (r - k + N) % N, rb = (r - k - 1 + 2 * N) % N;
 		int rc = ring_exchange_t(c, stage + (size_t)sb * S, stage + (size_t)rb * S, S, true,
@@ -366,7 +378,8 @@ static int mpi_all_gather16(struct _sf_comm *c, const float *shard, float *full,
 		if (rc < 0)
 			return rc;
 	}
-	_sf_bf16_widen_n(S * (size_t)N, stage, full);
+	if (SF_TOUCH_DATA)
+		_sf_bf16_widen_n(S * (size_t)N, stage, full);
 	return SF_OK;
 }
 
@@ -380,15 +393,17 @@ static int mpi_reduce_scatter16(struct _sf_comm *c, float *grad, size_t S, float
 	uint16_t *snd = (uint16_t *)scratch, *rcv = snd + S;
 	for (int k = 0; k < N - 1; k++) {
 		int sb = (r - k - 1 + 2 * N) % N, rb = (r - k - 2 + 2 * N) % N;
-		_sf_bf16_round_n(S, grad + (size_t)sb * S, snd);
+		if (SF_TOUCH_DATA)
+			_sf_bf16_round_n(S, grad + (size_t)sb * S, snd);
 		int rc = ring_exchange_t(c, snd, rcv, S, true, "ring reduce-scatter (bf16)");
 		if (rc < 0)
 			return rc;
 		float *dst = grad + (size_t)rb * S;
-		for (size_t i = 0; i < S; i++)
+		for (size_t i = 0; SF_TOUCH_DATA && i < S; i++)
 			dst[i] += sf_bf16_to_float(rcv[i]);
 	}
-	memcpy(out, grad + (size_t)r * S, S * sizeof(float));
+	if (SF_TOUCH_DATA)
+		memcpy(out, grad + (size_t)r * S, S * sizeof(float));
 	return SF_OK;
 }
 
@@ -403,8 +418,10 @@ static int mpi_rep_all_reduce(struct _sf_comm *c, float *v, size_t n, float *scr
 		return SF_OK;
 	size_t q = (n + (size_t)M - 1) / (size_t)M;
 	float *buf = scratch, *tmp = scratch + (size_t)M * q;
-	memcpy(buf, v, n * sizeof(float));
-	memset(buf + n, 0, ((size_t)M * q - n) * sizeof(float));
+	if (SF_TOUCH_DATA) {
+		memcpy(buf, v, n * sizeof(float));
+		memset(buf + n, 0, ((size_t)M * q - n) * sizeof(float));
+	}
 	MPI_Comm rep = impl(c)->rep;
 	int next = (r + 1) % M, prev = (r + M - 1) % M;
 	for (int k = 0; k < M - 1; k++) { /* reduce-scatter: block r ends summed here */
@@ -416,7 +433,7 @@ static int mpi_rep_all_reduce(struct _sf_comm *c, float *v, size_t n, float *scr
 		if (rc < 0)
 			return rc;
 		float *dst = buf + (size_t)rb * q;
-		for (size_t i = 0; i < q; i++)
+		for (size_t i = 0; SF_TOUCH_DATA && i < q; i++)
 			dst[i] += tmp[i];
 	}
 	for (int k = 0; k < M - 1; k++) { /* all-gather of the summed blocks */
@@ -428,7 +445,8 @@ static int mpi_rep_all_reduce(struct _sf_comm *c, float *v, size_t n, float *scr
 		if (rc < 0)
 			return rc;
 	}
-	memcpy(v, buf, n * sizeof(float));
+	if (SF_TOUCH_DATA)
+		memcpy(v, buf, n * sizeof(float));
 	return SF_OK;
 }
 
@@ -625,12 +643,14 @@ static void mpi_abort(struct _sf_comm *c, int code)
 /* The comm worker is a CPU worker: the codelets' buffers are host memory. */
 static void host_copy(void *dst, const void *src, size_t bytes)
 {
-	memcpy(dst, src, bytes);
+	if (SF_TOUCH_DATA)
+		memcpy(dst, src, bytes);
 }
 
 static void host_zero(void *dst, size_t bytes)
 {
-	memset(dst, 0, bytes);
+	if (SF_TOUCH_DATA)
+		memset(dst, 0, bytes);
 }
 
 const struct _sf_comm_mem _sf_comm_host_mem = {host_copy, host_zero, host_copy, host_copy};

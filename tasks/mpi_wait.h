@@ -31,7 +31,7 @@
  * the collective: short, and between polls the rank's actor serves the other
  * actor's operation (_sf_sim_serve) */
 #define SF_NAP_MIN_NS 1000L
-#define SF_NAP_MAX_NS 16000L
+#define SF_NAP_MAX_NS 128000L
 void _sf_sim_serve(void);
 #else
 #define SF_NAP_MIN_NS 20000L  /* shortest nap between polls */

@@ -113,9 +113,15 @@ int _sf_sim_device_setup(const char **name)
 	return SF_OK;
 }
 
-void _sf_sim_model(struct starpu_codelet *cl)
+void _sf_sim_model(struct starpu_codelet *cl, bool skipped)
 {
-	if (!active || !cl->model)
+#ifdef SF_SIMULATION
+	if (skipped)
+		cl->flags |= STARPU_CODELET_SIMGRID_EXECUTE;
+	else
+		cl->flags &= ~STARPU_CODELET_SIMGRID_EXECUTE;
+#endif
+	if (skipped || !active || !cl->model)
 		return;
 	cl->model->type = STARPU_PER_ARCH;
 	cl->model->arch_cost_function = cost;

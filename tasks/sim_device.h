@@ -6,6 +6,7 @@
 #define SF_TASKS_SIM_DEVICE_H
 
 #include <starpu.h>
+#include <stdbool.h>
 
 /* The efficiencies and the launch cost of the roofline: assumptions, docs/scale.md */
 #define SF_SIM_GEMM_EFF 0.7 /* of the dense peak, for the flops */
@@ -30,7 +31,9 @@ double _sf_sim_roofline_us(const struct _sf_sim_device *d, enum _sf_sim_math mat
 /* sf_init: SHARDFLOW_SIM_DEVICE (a simulation build) selects the device; *name is its
  * name, or NULL when the codelets keep their history models */
 int _sf_sim_device_setup(const char **name);
-/* A compute codelet's model becomes the device's roofline (when one is selected) */
-void _sf_sim_model(struct starpu_codelet *cl);
+/* A compute codelet in a simulation build: skipped (SHARDFLOW_SKIP=compute), its empty
+ * body runs and takes no simulated time; else its model becomes the device's roofline
+ * when one is selected */
+void _sf_sim_model(struct starpu_codelet *cl, bool skipped);
 
 #endif

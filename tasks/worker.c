@@ -60,7 +60,7 @@ void _sf_codelet_bodies(struct starpu_codelet *cl, bool skip, starpu_cpu_func_t 
                         starpu_cuda_func_t cuda)
 {
 	cl->cpu_funcs[0] = skip ? _sf_noop_kernel : cpu;
-	_sf_sim_model(cl);
+	_sf_sim_model(cl, skip);
 #ifdef SF_HAVE_CUDA
 	cl->cuda_funcs[0] = skip ? _sf_noop_kernel : cuda;
 #else

@@ -1,0 +1,287 @@
+/*
+ * shardflow-sim-job — the training job that tools/shardflow-sim runs in simulated
+ * time (docs/scale.md); it runs for real under mpirun too, which is how the
+ * simulation is validated against measured step times.
+ *
+ *   shardflow-sim-job [--model NAME | --arch gpt|llama --layers L --dim C --heads H
+ *                     [--kv-heads K] [--ffn F] [--vocab V]] [--context T]
+ *                     [--batch B] [--micro-batches M] [--steps N] [--warmup W]
+ *                     [--optimizer sgd|adamw]
+ *
+ * NAME: gpt2 (124M), gpt2-xl (1.56B), llama-100m, llama-8b (Llama 3 8B), llama-70b
+ * (Llama 3 70B). B is the global batch in sequences of T tokens per micro-batch
+ * (default: 2 per rank, as torchtitan's Llama 3 runs on H100s); M micro-batches make
+ * a step. The tokens are synthetic (a simulation computes no values; a real run
+ * learns nothing from them). The knobs are the library's variables (SHARDFLOW_*).
+ *
+ * Rank 0 prints a line per step and, at the end, one line of key=value fields that
+ * tools/shardflow-sim reads:
+ *   result ranks= params= nonembed_params= tokens_per_step= flops_per_step=
+ *          step_s= step_s_min= step_s_max= param_bytes= grad_bytes= optimizer_bytes=
+ *          activation_bytes= buffer_bytes= comm_bytes_per_step=
+ * step_s is the median of the N timed steps (after W warm-up steps) on the runtime's
+ * clock (sf_clock: simulated time in a simulation build); flops_per_step counts
+ * 6 (non-embedding parameters) + 12 layers T C per token, the formula PaLM's and
+ * torchtitan's MFU use. Exit status: 0 success, 1 a library error, 2 a bad command
+ * line.
+ */
+#include "shardflow.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PROG "shardflow-sim-job"
+
+struct job {
+	int arch; /* 0 gpt, 1 llama */
+	int layers, dim, heads, kv_heads, ffn, vocab, context;
+	int batch, micro, steps, warmup;
+	enum sf_optimizer optimizer;
+};
+
+/* name, arch, layers, dim, heads, kv heads, ffn, vocab, context */
+static const struct preset {
+	const char *name;
+	int arch, layers, dim, heads, kv_heads, ffn, vocab, context;
+} presets[] = {
+    {"gpt2", 0, 12, 768, 12, 0, 0, 50257, 1024},
+    {"gpt2-xl", 0, 48, 1600, 25, 0, 0, 50257, 1024},
+    {"llama-100m", 1, 10, 768, 12, 4, 2048, 50257, 1024},
+    {"llama-8b", 1, 32, 4096, 32, 8, 14336, 128256, 8192},
+    {"llama-70b", 1, 80, 8192, 64, 8, 28672, 128256, 8192},
+};
+
+static int usage(const char *why, const char *arg)
+{
+	if (why)
+		fprintf(stderr, PROG ": %s%s%s%s\n", why, arg ? " \"" : "", arg ? arg : "",
+		        arg ? "\"" : "");
+	fprintf(stderr,
+	        "usage: " PROG " [--model gpt2|gpt2-xl|llama-100m|llama-8b|llama-70b | --arch "
+	        "gpt|llama --layers L --dim C --heads H [--kv-heads K] [--ffn F] [--vocab V]]\n"
+	        "       [--context T] [--batch B] [--micro-batches M] [--steps N] [--warmup W] "
+	        "[--optimizer sgd|adamw]\n");
+	return 2;
+}
+
+static int int_arg(const char *s, int lo, int hi, int *out)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v < lo || v > hi)
+		return -1;
+	*out = (int)v;
+	return 0;
+}
+
+static int parse(int argc, char **argv, struct job *j)
+{
+	memset(j, 0, sizeof *j);
+	j->arch = -1, j->micro = 1, j->steps = 3, j->warmup = 1, j->optimizer = SF_OPT_ADAMW;
+	for (int i = 1; i < argc; i++) {
+		const char *o = argv[i];
+		if (i + 1 >= argc)
+			return usage("an option lacks its value:", o);
+		const char *v = argv[++i];
+		int *target = NULL, lo = 1, hi = 1 << 20;
+		if (!strcmp(o, "--model")) {
+			const struct preset *p = NULL;
+			for (size_t k = 0; k < sizeof presets / sizeof presets[0]; k++)
+				if (!strcmp(presets[k].name, v))
+					p = &presets[k];
+			if (!p)
+				return usage("--model: unknown model", v);
+			j->arch = p->arch, j->layers = p->layers, j->dim = p->dim;
+			j->heads = p->heads, j->kv_heads = p->kv_heads, j->ffn = p->ffn;
+			j->vocab = p->vocab, j->context = p->context;
+			continue;
+		}
+		if (!strcmp(o, "--arch")) {
+			if (strcmp(v, "gpt") && strcmp(v, "llama"))
+				return usage("--arch: gpt or llama, not", v);
+			j->arch = !strcmp(v, "llama");
+			continue;
+		}
+		if (!strcmp(o, "--optimizer")) {
+			if (!strcmp(v, "sgd"))
+				j->optimizer = SF_OPT_SGD;
+			else if (!strcmp(v, "adamw"))
+				j->optimizer = SF_OPT_ADAMW;
+			else
+				return usage("--optimizer: sgd or adamw, not", v);
+			continue;
+		}
+		if (!strcmp(o, "--layers"))
+			target = &j->layers;
+		else if (!strcmp(o, "--dim"))
+			target = &j->dim;
+		else if (!strcmp(o, "--heads"))
+			target = &j->heads;
+		else if (!strcmp(o, "--kv-heads"))
+			target = &j->kv_heads;
+		else if (!strcmp(o, "--ffn"))
+			target = &j->ffn, lo = 0;
+		else if (!strcmp(o, "--vocab"))
+			target = &j->vocab, lo = 2, hi = INT_MAX;
+		else if (!strcmp(o, "--context"))
+			target = &j->context;
+		else if (!strcmp(o, "--batch"))
+			target = &j->batch;
+		else if (!strcmp(o, "--micro-batches"))
+			target = &j->micro, hi = 4096;
+		else if (!strcmp(o, "--steps"))
+			target = &j->steps, hi = 100000;
+		else if (!strcmp(o, "--warmup"))
+			target = &j->warmup, lo = 0, hi = 1000;
+		else
+			return usage("unknown option", o);
+		if (int_arg(v, lo, hi, target))
+			return usage("bad value for", o);
+	}
+	if (j->arch < 0)
+		return usage("give --model, or --arch with the sizes", NULL);
+	if (!j->layers || !j->dim || !j->heads)
+		return usage("--arch needs --layers, --dim and --heads", NULL);
+	if (!j->vocab)
+		j->vocab = 50257;
+	if (!j->context)
+		j->context = 1024;
+	if (j->arch == 1 && !j->kv_heads)
+		j->kv_heads = j->heads;
+	return 0;
+}
+
+#define CHECK(call)                                                                                \
+	do {                                                                                       \
+		int rc_ = (call);                                                                  \
+		if (rc_ != SF_OK) {                                                                \
+			fprintf(stderr, PROG ": %s: %s\n", #call, sf_last_error());                \
+			goto done;                                                                 \
+		}                                                                                  \
+	} while (0)
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+int main(int argc, char **argv)
+{
+	struct job j;
+	sf_context *ctx = NULL;
+	sf_graph *g = NULL;
+	sf_model *m = NULL;
+	int32_t *x = NULL, *y = NULL;
+	double *times = NULL;
+	int status = 1, rank = 0, size = 1;
+	int rc = parse(argc, argv, &j);
+	if (rc)
+		return rc;
+	CHECK(sf_init(&argc, &argv, &ctx));
+	CHECK(sf_context_world(ctx, &rank, &size));
+	if (!j.batch)
+		j.batch = 2 * size;
+	if (j.arch == 0) {
+		struct sf_gpt_config c;
+		CHECK(sf_gpt_config_init(&c));
+		c.vocab = j.vocab, c.context = j.context, c.layers = j.layers;
+		c.heads = j.heads, c.embd = j.dim;
+		CHECK(sf_gpt_graph(&c, &g));
+	} else {
+		struct sf_llama_config c;
+		CHECK(sf_llama_config_init(&c));
+		c.vocab = j.vocab, c.context = j.context, c.dim = j.dim, c.layers = j.layers;
+		c.heads = j.heads, c.kv_heads = j.kv_heads, c.ffn_dim = j.ffn;
+		c.rope_theta = 500000.0f;
+		CHECK(sf_llama_graph(&c, &g));
+		j.ffn = sf_llama_ffn_dim(&c);
+	}
+	struct sf_model_options mo;
+	CHECK(sf_model_options_init(&mo));
+	mo.batch = j.batch;
+	mo.optimizer = j.optimizer;
+	mo.lr = 1e-4f;
+	CHECK(sf_model_create(ctx, g, &mo, &m));
+	int first = 0, rows = 0;
+	CHECK(sf_model_local_rows(m, &first, &rows));
+	size_t n = (size_t)rows * (size_t)j.context;
+	x = malloc((n ? n : 1) * sizeof *x);
+	y = malloc((n ? n : 1) * sizeof *y);
+	times = calloc((size_t)j.steps, sizeof *times);
+	if (!x || !y || !times) {
+		fprintf(stderr, PROG ": out of memory\n");
+		goto done;
+	}
+	for (size_t i = 0; i < n; i++) { /* any ids: nothing is learnt from them */
+		x[i] = (int32_t)((i * 7919u + (size_t)first) % (size_t)j.vocab);
+		y[i] = (int32_t)((i * 104729u + 1u) % (size_t)j.vocab);
+	}
+	struct sf_model_stats st;
+	CHECK(sf_model_stats(m, &st));
+	size_t nparams = 0;
+	CHECK(sf_model_param_count(m, &nparams));
+	double params = (double)nparams;
+	double embed = (double)j.vocab * j.dim * (j.arch == 0 ? 1.0 : 2.0) +
+	               (j.arch == 0 ? (double)j.context * j.dim : 0.0);
+	double nonembed = params - embed;
+	double tokens = (double)j.batch * j.micro * j.context;
+	double flops = tokens * (6.0 * nonembed + 12.0 * j.layers * j.context * j.dim);
+	if (rank == 0)
+		printf(PROG ": %d rank(s), %.0f parameters (%s: %d layers, dim %d, %d heads, %d kv "
+		       "heads, ffn %d, vocab %d), batch %d x %d tokens x %d micro-batch(es), %d "
+		       "warm-up + %d timed steps\n",
+		       size, params, j.arch ? "llama" : "gpt", j.layers, j.dim, j.heads,
+		       j.arch ? j.kv_heads : j.heads, j.arch ? j.ffn : 4 * j.dim, j.vocab, j.batch,
+		       j.context, j.micro, j.warmup, j.steps);
+	const int32_t *ids[1] = {x};
+	struct sf_batch b = {.nint_inputs = 1, .int_inputs = ids, .labels = y};
+	double bytes0 = 0;
+	for (int s = 0; s < j.warmup + j.steps; s++) {
+		double t0, t1, loss;
+		int64_t ticket;
+		if (s == j.warmup) {
+			CHECK(sf_model_stats(m, &st));
+			bytes0 = st.comm_bytes;
+		}
+		CHECK(sf_clock(&t0));
+		for (int k = 0; k + 1 < j.micro; k++)
+			CHECK(sf_model_accumulate(m, &b, &ticket));
+		CHECK(sf_model_step(m, &b, &ticket));
+		CHECK(sf_model_loss(m, ticket, &loss));
+		CHECK(sf_clock(&t1));
+		if (s >= j.warmup)
+			times[s - j.warmup] = t1 - t0;
+		if (rank == 0)
+			printf("step %d/%d %s %.6f s\n", s + 1, j.warmup + j.steps,
+			       s < j.warmup ? "warm-up" : "time", t1 - t0);
+	}
+	CHECK(sf_model_stats(m, &st));
+	qsort(times, (size_t)j.steps, sizeof *times, cmp_double);
+	if (rank == 0)
+		printf("result ranks=%d params=%.0f nonembed_params=%.0f tokens_per_step=%.0f "
+		       "flops_per_step=%.6e step_s=%.6f step_s_min=%.6f step_s_max=%.6f "
+		       "param_bytes=%zu grad_bytes=%zu optimizer_bytes=%zu activation_bytes=%zu "
+		       "buffer_bytes=%zu comm_bytes_per_step=%.0f\n",
+		       size, params, nonembed, tokens, flops, times[j.steps / 2], times[0],
+		       times[j.steps - 1], st.param_bytes, st.grad_bytes, st.optimizer_bytes,
+		       st.activation_bytes, st.buffer_bytes, (st.comm_bytes - bytes0) / j.steps);
+	fflush(stdout);
+	status = 0;
+done:
+	free(x);
+	free(y);
+	free(times);
+	if (m)
+		sf_model_destroy(m);
+	if (g)
+		sf_graph_destroy(g);
+	if (ctx && sf_finalize(ctx) != SF_OK && status == 0)
+		status = 1;
+	return status;
+}
