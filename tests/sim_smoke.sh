@@ -11,13 +11,20 @@
 #  - a link 10 times slower makes the run at least 3 times longer in simulated time
 #    (the collectives really cross the simulated link; with the collectives left
 #    out, or their time not simulated, it would not change).
+# Then tools/shardflow-sim on simulated H100s (the roofline, no recorded models):
+#  - GPT-2 124M on 1 node of 2 GPUs: a report line whose compute-only and comm-only
+#    steps bound the step (max <= step <= sum), hidden in [0, 1], MFU > 0, the
+#    memory per rank the job's own plan, fitting 80 GiB;
+#  - on 2 nodes of 2, NICs of 10 Gbit/s instead of 400: a longer comm-only step;
+#  - a sweep of 2 and 4 GPUs at depths 0 and 1 writes its table and SVG;
+#  - bad arguments are refused with the reason (exit 2).
 . "$(dirname "$0")/lib.sh"
 . "$top_builddir/tests/config.sh"
 SMPIRUN="$STARPU_BINDIR/starpu_smpirun"
 require_progs "$MLP" "$SMPIRUN"
 command -v xsltproc >/dev/null 2>&1 || skip_all "starpu_smpirun needs xsltproc (Debian package xsltproc)"
 
-plan 7
+plan 15
 
 SF_TEST_TIMEOUT=300
 export SF_TEST_TIMEOUT
@@ -81,4 +88,53 @@ ok $? "rank 0 reports each of the 5 steps"
 if ! ok $? "no error, assertion or crash in the simulated runs"; then
 	diag_file "$tmp/d.err"
 fi
+
+SIM="$top_builddir/tools/shardflow-sim"
+# report LINE FIELD: the report's columns by name
+col() {
+	echo "$1" | awk -v k="$2" '{ split("ranks depth step_s compute_s comm_s hidden exposed_s tok mfu mem fits", n, " ")
+		for (i = 1; i <= 11; i++) if (n[i] == k) { v = $i; sub(/%$/, "", v); print v } }'
+}
+"$SIM" --model gpt2 --nodes 1 --gpus-per-node 2 --batch 4 --steps 1 >"$tmp/s1.out" 2>"$tmp/s1.err"
+st=$?
+l1=$(grep -E '^ +2 ' "$tmp/s1.out" | tail -1)
+[ $st -eq 0 ] && [ -n "$l1" ]
+if ! ok $? "shardflow-sim: GPT-2 on 2 simulated H100s reports a line (exit $st): $l1"; then
+	diag_file "$tmp/s1.err"
+fi
+awk -v s="$(col "$l1" step_s)" -v c="$(col "$l1" compute_s)" -v m="$(col "$l1" comm_s)" \
+	-v h="$(col "$l1" hidden)" 'BEGIN {
+	mx = c > m ? c : m; exit !(s > 0 && s >= 0.999 * mx && s <= 1.001 * (c + m) && h >= 0 && h <= 1) }'
+ok $? "the step lies between max(compute, comm) and their sum; hidden in [0, 1]"
+awk -v f="$(col "$l1" mfu)" -v g="$(col "$l1" mem)" 'BEGIN { exit !(f > 0 && f < 100 && g > 1 && g < 80) }' &&
+	[ "$(col "$l1" fits)" = yes ]
+ok $? "MFU in (0, 100) % ($(col "$l1" mfu) %), memory per rank $(col "$l1" mem) GiB, fitting 80 GiB"
+"$SIM" --model gpt2 --nodes 2 --gpus-per-node 2 --batch 4 --steps 1 >"$tmp/s2.out" 2>&1
+"$SIM" --model gpt2 --nodes 2 --gpus-per-node 2 --batch 4 --steps 1 --link 10gbit >"$tmp/s3.out" 2>&1
+l2=$(grep -E '^ +4 ' "$tmp/s2.out" | tail -1)
+l3=$(grep -E '^ +4 ' "$tmp/s3.out" | tail -1)
+[ -n "$l2" ] && [ -n "$l3" ] &&
+	awk -v a="$(col "$l2" comm_s)" -v b="$(col "$l3" comm_s)" 'BEGIN { exit !(b > 5 * a) }'
+ok $? "2 nodes of 2: NICs of 10 Gbit/s instead of 400 make the comm-only step > 5x longer ($(col "$l2" comm_s) -> $(col "$l3" comm_s) s)"
+"$SIM" --model gpt2 --gpus-per-node 2 --batch 4 --steps 1 --sweep 2,4 --depths 0,1 \
+	--out "$tmp/sweep" >"$tmp/s4.out" 2>&1
+[ "$(grep -c -E '^ +[24] +[01] ' "$tmp/sweep/table.md" 2>/dev/null)" = 4 ] &&
+	grep -q '<polyline' "$tmp/sweep/sweep.svg" && grep -q -E '^4 ranks: ' "$tmp/sweep/table.md"
+if ! ok $? "--sweep 2,4 --depths 0,1: 4 rows, the plot and the depth advice"; then
+	diag_file "$tmp/s4.out"
+fi
+"$SIM" --model gpt2 --gpu v100 >"$tmp/b1" 2>&1
+b1=$?
+"$SIM" --model gpt2 --link fast >"$tmp/b2" 2>&1
+b2=$?
+[ $b1 -eq 2 ] && grep -q "accepted h100, h200, a100" "$tmp/b1" && [ $b2 -eq 2 ] &&
+	grep -q -- '--link "fast"' "$tmp/b2"
+ok $? "--gpu v100 and --link fast are refused with the reason (exit $b1, $b2)"
+"$SIM" --model gpt2 --gpus-per-node 2 --sweep 3 --out "$tmp/bad" >"$tmp/b3" 2>&1
+[ $? -eq 2 ] && grep -q "not a multiple of --gpus-per-node 2" "$tmp/b3"
+ok $? "--sweep 3 with 2 GPUs a node: refused"
+SHARDFLOW_SIM_DEVICE=tpu "$SMPIRUN" -platform "$tmp/platform.xml" -hostfile "$tmp/hosts" -np 4 \
+	"$MLP" --steps 1 >"$tmp/b4" 2>&1
+grep -q 'SHARDFLOW_SIM_DEVICE="tpu": unknown GPU' "$tmp/b4"
+ok $? "SHARDFLOW_SIM_DEVICE=tpu: the job refuses it, naming what is accepted"
 finish
