@@ -279,9 +279,10 @@ static int check_unknown(void)
 			continue; /* tasks/sim_device.c reads it */
 #else
 			return _sf_err(SF_ERR_CONFIG, NULL, 0,
-			               "SHARDFLOW_SIM_DEVICE is set, but this shardflow runs tasks "
-			               "for real: only a simulation build (configure "
-			               "--enable-simulation, docs/scale.md) simulates a GPU; unset it");
+			               "SHARDFLOW_SIM_DEVICE=\"%s\" is set, but this shardflow runs "
+			               "tasks for real: only a simulation build (configure "
+			               "--enable-simulation, docs/scale.md) simulates a GPU; unset it",
+			               *e + len + ((*e)[len] == '=' ? 1 : 0));
 #endif
 		}
 		bool known = false;
