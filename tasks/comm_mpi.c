@@ -287,15 +287,11 @@ fail:
  */
 #define RING_TAG 7301
 
-/* In simulated time (a simulation build, docs/scale.md) the step's values are not
+/* In simulated time (SF_SIMULATED, config.h; docs/scale.md) the step's values are not
  * computed: the rings' local sums, roundings and copies are skipped (they would cost
  * real time in proportion to the simulated model's size), the messages, which SMPI
  * times, remain. */
-#ifdef SF_SIMULATION
-#define SF_TOUCH_DATA 0
-#else
-#define SF_TOUCH_DATA 1
-#endif
+#define SF_TOUCH_DATA (!SF_SIMULATED)
 
 /* The status of a wait: MPI's error, or no progress for SHARDFLOW_COMM_TIMEOUT. */
 static int wait_status(struct _sf_comm *c, int mrc, const char *what)

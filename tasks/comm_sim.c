@@ -58,13 +58,13 @@ struct sim_req {
 	struct _sf_comm *c;
 	float *f1, *f2, *f3;
 	const float *cf;
-	void *v1, *v2;
+	void *v1;
 	const void *cv;
 	uint16_t *stage;
 	double *d;
 	const size_t *counts;
 	size_t n;
-	int i1, i2;
+	int i1;
 	int64_t add;
 	int *pi1, *pi2;
 	int64_t *pl;

@@ -76,10 +76,8 @@ double _sf_clock_seconds(clockid_t c);
  * ones; the compute codelets take their performance model's time instead. */
 #ifdef SF_SIMULATION
 #define SF_SIM_EXECUTE STARPU_CODELET_SIMGRID_EXECUTE
-#define SF_SIMULATED 1 /* the step's values are not computed */
 #else
 #define SF_SIM_EXECUTE 0
-#define SF_SIMULATED 0
 #endif
 
 #endif
