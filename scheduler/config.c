@@ -268,21 +268,32 @@ static void known_list(char *buf, size_t n, bool fields)
 		         fields ? knobs[i].field : knobs[i].var);
 }
 
+/* The variables only a simulation build reads (tasks/sim_device.c) */
+static bool sim_only(const char *e, size_t len)
+{
+	static const char *const vars[] = {"SHARDFLOW_SIM_DEVICE", "SHARDFLOW_SIM_SHARED_CPUS",
+	                                   "SHARDFLOW_SIM_NCCL", "SHARDFLOW_SIM_COMM_CPU"};
+	for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
+		if (len == strlen(vars[i]) && !strncmp(e, vars[i], len))
+			return true;
+	return false;
+}
+
 static int check_unknown(void)
 {
 	for (char **e = environ; e && *e; e++) {
 		if (strncmp(*e, "SHARDFLOW_", 10) != 0)
 			continue;
 		size_t len = strcspn(*e, "=");
-		if (len == strlen("SHARDFLOW_SIM_DEVICE") && !strncmp(*e, "SHARDFLOW_SIM_DEVICE", len)) {
+		if (sim_only(*e, len)) {
 #ifdef SF_SIMULATION
-			continue; /* tasks/sim_device.c reads it */
+			continue; /* tasks/sim_device.c reads them */
 #else
 			return _sf_err(SF_ERR_CONFIG, NULL, 0,
-			               "SHARDFLOW_SIM_DEVICE=\"%s\" is set, but this shardflow runs "
-			               "tasks for real: only a simulation build (configure "
-			               "--enable-simulation, docs/scale.md) simulates a GPU; unset it",
-			               *e + len + ((*e)[len] == '=' ? 1 : 0));
+			               "%.*s=\"%s\" is set, but this shardflow runs tasks for real: "
+			               "only a simulation build (configure --enable-simulation, "
+			               "docs/scale.md) simulates; unset it",
+			               (int)len, *e, *e + len + ((*e)[len] == '=' ? 1 : 0));
 #endif
 		}
 		bool known = false;

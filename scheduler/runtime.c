@@ -324,13 +324,18 @@ static int setup_workers(sf_context *ctx)
 	ctx->ncompute = ncpu + ncuda - 1; /* every worker but the comm worker */
 	SF_CHECK(_sf_worker_cpu_clock(ctx->comm_worker, &ctx->comm_clock));
 	SF_CHECK(fxt_sync_point(ctx));
-	const char *sim_device = NULL;
-	SF_CHECK(_sf_sim_device_setup(&sim_device));
+	const char *sim_device = NULL, *sim_shared = NULL;
+	SF_CHECK(_sf_sim_device_setup(&sim_device, &sim_shared));
 	if (sim_device)
 		_sf_log(SF_LOG_INFO,
 		        "simulated time: compute tasks take the roofline time of a %s "
 		        "(SHARDFLOW_SIM_DEVICE)",
 		        sim_device);
+	if (sim_shared)
+		_sf_log(SF_LOG_INFO,
+		        "simulated time: every rank's compute tasks share the cores of host %s "
+		        "(SHARDFLOW_SIM_SHARED_CPUS)",
+		        sim_shared);
 	SF_CHECK(_sf_tasks_configure(ctx->comm_worker, ctx->cfg.skip, ctx->cfg.optimizer_on));
 	if (ctx->comm->ops->attach)
 		SF_CHECK(ctx->comm->ops->attach(ctx->comm, ctx->comm_worker));

@@ -651,6 +651,17 @@ static void host_zero(void *dst, size_t bytes)
 
 const struct _sf_comm_mem _sf_comm_host_mem = {host_copy, host_zero, host_copy, host_copy};
 
+#if SF_SIMULATED
+/* tasks/comm_sim.c's collectives by a cost model: the ranks of the collective's
+ * communicator (0 the shard's, 1 the replicas', 2 the step's) meet first */
+int _sf_comm_mpi_meet(struct _sf_comm *c, int which)
+{
+	MPI_Comm comm = which == 0 ? shard_comm(c) : which == 1 ? impl(c)->rep : impl(c)->step;
+	MPI_Request req;
+	return wait_one(c, &req, MPI_Ibarrier(comm, &req), "barrier of a modelled collective");
+}
+#endif
+
 const struct _sf_comm_ops _sf_comm_mpi_ops = {
     .name = "mpi",
     .mem = &_sf_comm_host_mem,

@@ -15,17 +15,42 @@
  * at once on different ranks cannot wait for each other (SMPI progresses posted
  * requests without their actor). When the program's main returns, the proxy
  * finalises MPI.
+ *
+ * SHARDFLOW_SIM_NCCL=G,NVLINK_BPS,NVLINK_LAT,NIC_BPS,NIC_LAT puts NCCL's ring cost
+ * model in place of the rings' messages (what a GPU job's NCCL backend does, and
+ * the only way to 512 ranks in minutes: a ring on N ranks is N - 1 messages a rank,
+ * so its simulation costs N^2 messages a collective). A step collective is then a
+ * barrier of its communicator's ranks (simulated by SMPI: a rank that comes late
+ * holds the others up) and then, on the calling actor, a wait of
+ *
+ *   all-gather, reduce-scatter of blocks of s bytes:  (n - 1) (lat + s / bw)
+ *   all-reduce of b bytes:                            2 (n - 1) (lat + b / n / bw)
+ *
+ * n the communicator's ranks; bw and lat NVLink's when they are all in one node of
+ * G consecutive ranks, else the NIC's (per GPU: NCCL drives one NIC per GPU). The
+ * loss's scalar sum and the host side stay SMPI's. Not modelled: NCCL's protocol
+ * and algorithm choice (LL, LL128, trees), its channel count, the GPU time its
+ * kernels take from compute.
+ *
+ * SHARDFLOW_SIM_COMM_CPU=NS (with SHARDFLOW_SIM_SHARED_CPUS, a CPU cluster's
+ * emulation) charges the CPU that a CPU rank's rings burn, NS nanoseconds per byte
+ * the rank sends (its copies, the TCP stack, its polls), to the rank's shared host
+ * while the collective runs: the compute tasks there slow down as they do for real,
+ * and the collective ends no sooner than its CPU work.
  */
 #include "config.h"
 
 #include "tasks/comm.h"
 #include "tasks/mpi_wait.h"
+#include "tasks/sim_device.h"
 #include "common/error.h"
 
 #include <mpi.h>
 #include <simgrid/actor.h>
+#include <simgrid/exec.h>
 #include <starpu.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -49,7 +74,8 @@ enum sim_op {
 	OP_GATHERV_BYTES,
 	OP_ALLGATHER_BYTES,
 	OP_MIN_RANK,
-	OP_ABORT
+	OP_ABORT,
+	OP_MEET
 };
 
 /* One operation handed to the proxy: its arguments, its status, whether it is done */
@@ -85,6 +111,16 @@ static sg_actor_t proxy;
 static int world_rank = -1;
 static int main_ret;
 
+/* SHARDFLOW_SIM_COMM_CPU: seconds of CPU a byte sent costs, or 0 */
+static double comm_cpu;
+
+/* SHARDFLOW_SIM_NCCL's model, when set */
+static struct {
+	bool on;
+	int gpn;
+	double nv_bw, nv_lat, nic_bw, nic_lat;
+} nccl;
+
 /* StarPU's simulation asks the rank of a simulated process through this hook (weak
  * in StarPU, StarPU-MPI's otherwise): its actors live on that rank's hosts */
 int starpu_mpi_world_rank(void);
@@ -113,6 +149,7 @@ static int run(struct sim_req *r)
 	case OP_ALLGATHER_BYTES: return mpi->allgather_bytes(c, r->cv, r->n, r->v1);
 	case OP_MIN_RANK: return mpi->min_rank(c, r->i1, r->add, r->pi1, r->pi2, r->pl);
 	case OP_ABORT: mpi->abort(c, r->i1); return SF_OK;
+	case OP_MEET: return _sf_comm_mpi_meet(c, r->i1);
 	}
 	return SF_ERR(SF_ERR_INVALID, "simulation: unknown operation %d", (int)r->op);
 }
@@ -235,41 +272,167 @@ int _starpu_mpi_simgrid_init(int argc, char *argv[])
 		return call(&r_);                                                                  \
 	} while (0)
 
+/* SHARDFLOW_SIM_COMM_CPU: a number of nanoseconds >= 0, with a shared host */
+static int comm_cpu_setup(void)
+{
+	const char *s = getenv("SHARDFLOW_SIM_COMM_CPU");
+	comm_cpu = 0;
+	if (!s || !*s)
+		return SF_OK;
+	double v = 0;
+	int used = 0;
+	if (sscanf(s, "%lf%n", &v, &used) != 1 || s[used] != '\0' || !(v >= 0) || v > 1e6)
+		return SF_ERR(SF_ERR_CONFIG,
+		              "SHARDFLOW_SIM_COMM_CPU=\"%s\" is invalid: accepted is the CPU "
+		              "nanoseconds a byte sent costs, a number from 0 to 1e6",
+		              s);
+	if (!_sf_sim_shared_host())
+		return SF_ERR(SF_ERR_CONFIG,
+		              "SHARDFLOW_SIM_COMM_CPU=\"%s\" needs SHARDFLOW_SIM_SHARED_CPUS: the "
+		              "CPU is charged to the rank's shared host",
+		              s);
+	comm_cpu = v * 1e-9;
+	return SF_OK;
+}
+
+/* An operation on the proxy while its CPU, `sent` bytes' worth, runs on the rank's
+ * shared host (SHARDFLOW_SIM_COMM_CPU) */
+static int call(struct sim_req *r);
+static int with_cpu(struct sim_req *r, double sent)
+{
+	if (!(comm_cpu > 0) || !(sent > 0))
+		return call(r);
+	sg_host_t h = _sf_sim_shared_host();
+	sg_exec_t e = sg_actor_exec_init(comm_cpu * sent * sg_host_get_speed(h));
+	sg_exec_set_host(e, h);
+	sg_exec_start(e);
+	int rc = call(r);
+	sg_exec_wait(e);
+	return rc;
+}
+
+/* SHARDFLOW_SIM_NCCL: five numbers, all positive but the latencies (>= 0) */
+static int nccl_setup(void)
+{
+	const char *s = getenv("SHARDFLOW_SIM_NCCL");
+	nccl.on = false;
+	if (!s || !*s)
+		return SF_OK;
+	double v[5];
+	int used = 0;
+	if (sscanf(s, "%lf,%lf,%lf,%lf,%lf%n", &v[0], &v[1], &v[2], &v[3], &v[4], &used) != 5 ||
+	    s[used] != '\0' || v[0] < 1 || v[0] != (int)v[0] || !(v[1] > 0) || !(v[2] >= 0) ||
+	    !(v[3] > 0) || !(v[4] >= 0))
+		return SF_ERR(SF_ERR_CONFIG,
+		              "SHARDFLOW_SIM_NCCL=\"%s\" is invalid: accepted is "
+		              "G,NVLINK_BPS,NVLINK_LAT,NIC_BPS,NIC_LAT: GPUs a node (an integer >= "
+		              "1), bandwidths in bytes/s (> 0) and latencies in seconds (>= 0)",
+		              s);
+	nccl.on = true;
+	nccl.gpn = (int)v[0];
+	nccl.nv_bw = v[1], nccl.nv_lat = v[2], nccl.nic_bw = v[3], nccl.nic_lat = v[4];
+	return SF_OK;
+}
+
+/* The model's seconds for a collective on communicator `which` (as OP_MEET's) of n
+ * ranks: `steps` ring steps of `bytes` each */
+static double nccl_time(const struct _sf_comm *c, int which, int n, double steps, double bytes)
+{
+	bool spans;
+	if (which == 0) /* the shard's ranks: consecutive */
+		spans = c->shard_size > nccl.gpn;
+	else /* the replicas (a shard apart), or every rank */
+		spans = c->size > nccl.gpn;
+	if (n < 2)
+		return 0;
+	double bw = spans ? (nccl.nic_bw < nccl.nv_bw ? nccl.nic_bw : nccl.nv_bw) : nccl.nv_bw;
+	double lat = spans ? nccl.nic_lat : nccl.nv_lat;
+	return steps * (lat + bytes / bw);
+}
+
+/* A modelled collective: the ranks meet, then the model's time passes here */
+static int modelled(struct _sf_comm *c, int which, double seconds)
+{
+	struct sim_req r = {.op = OP_MEET, .c = c, .i1 = which};
+	int rc = call(&r);
+	if (rc < 0)
+		return rc;
+	if (seconds > 0)
+		sg_actor_sleep_for(seconds);
+	return SF_OK;
+}
+
 static int sim_init(struct _sf_comm *c, int *argc, char ***argv)
 {
 	/* no watchdog in simulated time: a stuck simulation is SimGrid's deadlock report */
 	c->timeout = 0;
+	int rc = nccl_setup();
+	if (rc < 0)
+		return rc;
 	CALL(.op = OP_INIT, .c = c, .argc = argc, .argv = argv);
+}
+/* Once StarPU is up: SHARDFLOW_SIM_COMM_CPU needs sf_init's shared host */
+static int sim_attach(struct _sf_comm *c, int comm_worker)
+{
+	(void)c;
+	(void)comm_worker;
+	return comm_cpu_setup();
 }
 static int sim_fini(struct _sf_comm *c)
 {
 	CALL(.op = OP_FINI, .c = c);
 }
+/* A step collective on the proxy, charged SHARDFLOW_SIM_COMM_CPU for `sent` bytes */
+#define CALL_SENDING(sent, ...)                                                                    \
+	do {                                                                                       \
+		struct sim_req r_ = {__VA_ARGS__};                                                 \
+		return with_cpu(&r_, (sent));                                                      \
+	} while (0)
+/* what a ring step collective sends: N - 1 blocks of S values of w bytes */
+#define RING_SENT(c, S, w) ((double)((c)->shard_size - 1) * (double)(S) * (w))
+
+#define BLOCKS(c, S, w) modelled(c, 0, nccl_time(c, 0, (c)->shard_size, (c)->shard_size - 1, (double)(S) * (w)))
+
 static int sim_all_gather(struct _sf_comm *c, float *full, size_t S)
 {
-	CALL(.op = OP_ALL_GATHER, .c = c, .f1 = full, .n = S);
+	if (nccl.on)
+		return BLOCKS(c, S, 4);
+	CALL_SENDING(RING_SENT(c, S, 4), .op = OP_ALL_GATHER, .c = c, .f1 = full, .n = S);
 }
 static int sim_reduce_scatter(struct _sf_comm *c, float *grad, size_t S, float *out, float *scratch)
 {
-	CALL(.op = OP_REDUCE_SCATTER, .c = c, .f1 = grad, .n = S, .f2 = out, .f3 = scratch);
+	if (nccl.on)
+		return BLOCKS(c, S, 4);
+	CALL_SENDING(RING_SENT(c, S, 4), .op = OP_REDUCE_SCATTER, .c = c, .f1 = grad, .n = S, .f2 = out, .f3 = scratch);
 }
 static int sim_all_gather16(struct _sf_comm *c, const float *shard, float *full, size_t S,
                             uint16_t *stage)
 {
-	CALL(.op = OP_ALL_GATHER16, .c = c, .cf = shard, .f1 = full, .n = S, .stage = stage);
+	if (nccl.on)
+		return BLOCKS(c, S, 2);
+	CALL_SENDING(RING_SENT(c, S, 2), .op = OP_ALL_GATHER16, .c = c, .cf = shard, .f1 = full, .n = S, .stage = stage);
 }
 static int sim_reduce_scatter16(struct _sf_comm *c, float *grad, size_t S, float *out,
                                 float *scratch)
 {
-	CALL(.op = OP_REDUCE_SCATTER16, .c = c, .f1 = grad, .n = S, .f2 = out, .f3 = scratch);
+	if (nccl.on)
+		return BLOCKS(c, S, 2);
+	CALL_SENDING(RING_SENT(c, S, 2), .op = OP_REDUCE_SCATTER16, .c = c, .f1 = grad, .n = S, .f2 = out, .f3 = scratch);
 }
 static int sim_rep_all_reduce(struct _sf_comm *c, float *v, size_t n, float *scratch)
 {
-	CALL(.op = OP_REP_ALL_REDUCE, .c = c, .f1 = v, .n = n, .f2 = scratch);
+	if (nccl.on)
+		return modelled(c, 1,
+		                nccl_time(c, 1, c->rep_size, 2.0 * (c->rep_size - 1),
+		                          4.0 * (double)n / c->rep_size));
+	CALL_SENDING(2.0 * (c->rep_size - 1) * 4.0 * (double)n / c->rep_size, .op = OP_REP_ALL_REDUCE, .c = c, .f1 = v, .n = n, .f2 = scratch);
 }
 static int sim_all_reduce(struct _sf_comm *c, float *v, size_t n)
 {
-	CALL(.op = OP_ALL_REDUCE, .c = c, .f1 = v, .n = n);
+	if (nccl.on)
+		return modelled(c, 2, nccl_time(c, 2, c->size, 2.0 * (c->size - 1),
+		                                4.0 * (double)n / c->size));
+	CALL_SENDING(2.0 * (c->size - 1) * 4.0 * (double)n / c->size, .op = OP_ALL_REDUCE, .c = c, .f1 = v, .n = n);
 }
 static int sim_sum_scalar(struct _sf_comm *c, double *v)
 {
@@ -316,6 +479,7 @@ const struct _sf_comm_ops _sf_comm_sim_ops = {
     .mem = &_sf_comm_host_mem,
     .init = sim_init,
     .fini = sim_fini,
+    .attach = sim_attach,
     .all_gather = sim_all_gather,
     .reduce_scatter = sim_reduce_scatter,
     .all_gather16 = sim_all_gather16,

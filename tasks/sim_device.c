@@ -14,6 +14,16 @@
  * and the launch cost are assumptions stated in docs/scale.md until a GPU window
  * measures them. The math and the table are compiled in every build (test_api checks
  * them); only a simulation build applies them.
+ *
+ * SHARDFLOW_SIM_SHARED_CPUS=HOST[,HOST...] (a simulation build) runs rank r's compute
+ * tasks on host r mod the list's length, which the ranks it gets share as processes
+ * share a machine's cores: SimGrid gives each running task a core of the host while
+ * there are cores enough, else an equal share of them. It is for an emulated cluster
+ * whose ranks run on fewer cores than ranks (bench/sim_validate.sh: one host of one
+ * core per core, as scripts/cluster.sh binds rank i to core i mod nproc). Each task's
+ * length is still its model's (calibrated, or the roofline), and a task whose model
+ * has no value for its size stops the simulation, as StarPU's own simulated
+ * execution does.
  */
 #include "config.h"
 
@@ -21,6 +31,11 @@
 #include "common/error.h"
 
 #include <math.h>
+#ifdef SF_SIMULATION
+#include <simgrid/actor.h>
+#include <simgrid/exec.h>
+#include <simgrid/host.h>
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +52,11 @@ static const char *const maths[SF_SIM_MATH_COUNT] = {"bf16", "tf32", "fp32"};
 /* the one in force (a simulation build, SHARDFLOW_SIM_DEVICE set), or NULL */
 static const struct _sf_sim_device *active;
 static enum _sf_sim_math active_math;
+#ifdef SF_SIMULATION
+/* this rank's host of SHARDFLOW_SIM_SHARED_CPUS, or NULL */
+static sg_host_t shared_cpus;
+int starpu_mpi_world_rank(void); /* tasks/comm_sim.c */
+#endif
 
 int _sf_sim_device_find(const char *spec, const struct _sf_sim_device **dev,
                         enum _sf_sim_math *math)
@@ -97,11 +117,37 @@ static double cost(struct starpu_task *task, struct starpu_perfmodel_arch *arch,
 	return _sf_sim_roofline_us(active, active_math, flops, bytes);
 }
 
-int _sf_sim_device_setup(const char **name)
+int _sf_sim_device_setup(const char **name, const char **shared)
 {
 	*name = NULL;
+	*shared = NULL;
 	active = NULL;
 #ifdef SF_SIMULATION
+	shared_cpus = NULL;
+	const char *hosts = getenv("SHARDFLOW_SIM_SHARED_CPUS");
+	if (hosts && *hosts) {
+		/* rank r computes on the list's host r mod its length */
+		int n = 1;
+		for (const char *p = hosts; *p; p++)
+			n += *p == ',';
+		int k = starpu_mpi_world_rank() % n;
+		const char *h = hosts;
+		for (int i = 0; i < k; i++)
+			h = strchr(h, ',') + 1;
+		char name[256];
+		size_t len = strcspn(h, ",");
+		snprintf(name, sizeof name, "%.*s", (int)(len < sizeof name ? len : sizeof name - 1),
+		         h);
+		shared_cpus = len && len < sizeof name ? sg_host_by_name(name) : NULL;
+		if (!shared_cpus)
+			return SF_ERR(SF_ERR_CONFIG,
+			              "SHARDFLOW_SIM_SHARED_CPUS=\"%s\": the platform has no host "
+			              "\"%s\"; accepted: ids of <host>s of the -platform file, comma "
+			              "separated (rank r computes on host r mod their count; give each "
+			              "core=\"N\", the cores its ranks share)",
+			              hosts, name);
+		*shared = sg_host_get_name(shared_cpus);
+	}
 	const char *spec = getenv("SHARDFLOW_SIM_DEVICE");
 	if (!spec || !*spec)
 		return SF_OK;
@@ -113,6 +159,43 @@ int _sf_sim_device_setup(const char **name)
 	return SF_OK;
 }
 
+#ifdef SF_SIMULATION
+sg_host_t _sf_sim_shared_host(void)
+{
+	return shared_cpus;
+}
+
+/* A compute task's body under SHARDFLOW_SIM_SHARED_CPUS: its model's length, executed
+ * on the shared host (the worker's actor waits for it in simulated time). */
+static void shared_body(void *buffers[], void *cl_arg)
+{
+	(void)buffers;
+	(void)cl_arg;
+	struct starpu_task *task = starpu_task_get_current();
+	int w = starpu_worker_get_id();
+	struct starpu_perfmodel_arch *arch = starpu_worker_get_perf_archtype(w, task->sched_ctx);
+	double us = starpu_task_expected_length(task, arch, starpu_task_get_implementation(task));
+	if (isnan(us) || us < 0) {
+		const char *dir = getenv("STARPU_PERF_MODEL_DIR");
+		fprintf(stderr,
+		        "shardflow: error: simulation: codelet %s has no calibrated model for a "
+		        "task of footprint %08x in %s: calibrate it by a real run "
+		        "(STARPU_CALIBRATE=1, the same STARPU_HOSTNAME) of these sizes\n",
+		        task->cl->model && task->cl->model->symbol ? task->cl->model->symbol
+		                                                   : "(unnamed)",
+		        starpu_task_footprint(task->cl->model, task, arch,
+		                              starpu_task_get_implementation(task)),
+		        dir ? dir : "$STARPU_HOME/.starpu/sampling");
+		abort(); /* StarPU's simulated execution stops so too */
+	}
+	if (us == 0)
+		return;
+	sg_exec_t e = sg_actor_exec_init(us * 1e-6 * sg_host_get_speed(shared_cpus));
+	sg_exec_set_host(e, shared_cpus);
+	sg_exec_wait(e);
+}
+#endif
+
 void _sf_sim_model(struct starpu_codelet *cl, bool skipped)
 {
 #ifdef SF_SIMULATION
@@ -120,6 +203,10 @@ void _sf_sim_model(struct starpu_codelet *cl, bool skipped)
 		cl->flags |= STARPU_CODELET_SIMGRID_EXECUTE;
 	else
 		cl->flags &= ~STARPU_CODELET_SIMGRID_EXECUTE;
+	if (!skipped && shared_cpus) {
+		cl->flags |= STARPU_CODELET_SIMGRID_EXECUTE;
+		cl->cpu_funcs[0] = shared_body;
+	}
 #endif
 	if (skipped || !active || !cl->model)
 		return;

@@ -29,11 +29,18 @@ int _sf_sim_device_find(const char *spec, const struct _sf_sim_device **dev,
 double _sf_sim_roofline_us(const struct _sf_sim_device *d, enum _sf_sim_math math, double flops,
                            double bytes);
 /* sf_init: SHARDFLOW_SIM_DEVICE (a simulation build) selects the device; *name is its
- * name, or NULL when the codelets keep their history models */
-int _sf_sim_device_setup(const char **name);
+ * name, or NULL when the codelets keep their history models; *shared is
+ * SHARDFLOW_SIM_SHARED_CPUS's host, or NULL when each worker computes on its own */
+int _sf_sim_device_setup(const char **name, const char **shared);
 /* A compute codelet in a simulation build: skipped (SHARDFLOW_SKIP=compute), its empty
  * body runs and takes no simulated time; else its model becomes the device's roofline
- * when one is selected */
+ * when one is selected, and its body the model's time on the shared host when
+ * SHARDFLOW_SIM_SHARED_CPUS names one. Call it after setting the codelet's bodies. */
 void _sf_sim_model(struct starpu_codelet *cl, bool skipped);
+#ifdef SF_SIMULATION
+#include <simgrid/host.h>
+/* This rank's host of SHARDFLOW_SIM_SHARED_CPUS, or NULL */
+sg_host_t _sf_sim_shared_host(void);
+#endif
 
 #endif

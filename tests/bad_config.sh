@@ -47,7 +47,7 @@ valid() {
 	fi
 }
 
-plan 118
+plan 120
 
 accepted="accepted values are"
 invalid SHARDFLOW_PREFETCH_DEPTH abc "$accepted"
@@ -79,6 +79,7 @@ invalid SHARDFLOW_SHARDING hybrid_shard "$accepted"
 invalid SHARDFLOW_PREFETCH_DEPHT 2 "known variables are"
 # a simulation build's variable, in a build that runs tasks (docs/scale.md)
 invalid SHARDFLOW_SIM_DEVICE h100 "only a simulation build (configure --enable-simulation"
+invalid SHARDFLOW_SIM_SHARED_CPUS cpus "only a simulation build (configure --enable-simulation"
 # numbers are strict: no blanks, no sign
 invalid SHARDFLOW_PREFETCH_DEPTH " 2" "$accepted"
 invalid SHARDFLOW_PREFETCH_DEPTH "+2" "$accepted"
