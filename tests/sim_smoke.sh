@@ -24,7 +24,7 @@ SMPIRUN="$STARPU_BINDIR/starpu_smpirun"
 require_progs "$MLP" "$SMPIRUN"
 command -v xsltproc >/dev/null 2>&1 || skip_all "starpu_smpirun needs xsltproc (Debian package xsltproc)"
 
-plan 15
+plan 17
 
 SF_TEST_TIMEOUT=300
 export SF_TEST_TIMEOUT
@@ -123,6 +123,18 @@ ok $? "2 nodes of 2: NICs of 10 Gbit/s instead of 400 make the comm-only step > 
 if ! ok $? "--sweep 2,4 --depths 0,1: 4 rows, the plot and the depth advice"; then
 	diag_file "$tmp/s4.out"
 fi
+"$SIM" --model gpt2 --gpus-per-node 4 --batch 8 --steps 1 --collectives mpi >"$tmp/s5.out" 2>&1
+l5=$(grep -E '^ +4 ' "$tmp/s5.out" | tail -1)
+"$SIM" --model gpt2 --gpus-per-node 4 --batch 8 --steps 1 --collectives nccl >"$tmp/s6.out" 2>&1
+l6=$(grep -E '^ +4 ' "$tmp/s6.out" | tail -1)
+[ -n "$l5" ] && [ -n "$l6" ] && awk -v a="$(col "$l5" comm_s)" -v b="$(col "$l6" comm_s)" \
+	'BEGIN { exit !(a > 0 && b > 0 && b < 2 * a && a < 2 * b) }'
+if ! ok $? "4 GPUs of a node: NCCL's cost model and the simulated rings agree within 2x on the comm-only step ($(col "$l5" comm_s) and $(col "$l6" comm_s) s)"; then
+	diag_file "$tmp/s6.out"
+fi
+"$SIM" --model gpt2 --collectives gloo >"$tmp/b5" 2>&1
+[ $? -eq 2 ] && grep -q -- '--collectives "gloo": accepted nccl, mpi' "$tmp/b5"
+ok $? "--collectives gloo: refused, naming what is accepted"
 "$SIM" --model gpt2 --gpu v100 >"$tmp/b1" 2>&1
 b1=$?
 "$SIM" --model gpt2 --link fast >"$tmp/b2" 2>&1
