@@ -123,10 +123,10 @@ struct _sf_comm {
 extern const struct _sf_comm_ops _sf_comm_mpi_ops;
 /* memcpy and memset: a CPU comm worker's (the MPI backend's) */
 extern const struct _sf_comm_mem _sf_comm_host_mem;
+#ifdef SF_SIMULATION
 /* A simulation build's modelled collectives (tasks/comm_sim.c): a barrier of the
  * shard's (0), the replicas' (1) or the step's (2) ranks */
 int _sf_comm_mpi_meet(struct _sf_comm *c, int which);
-#ifdef SF_SIMULATION
 /* the MPI backend run by the simulated rank's actor (tasks/comm_sim.c) */
 extern const struct _sf_comm_ops _sf_comm_sim_ops;
 #endif

@@ -17,9 +17,9 @@
  * finalises MPI.
  *
  * SHARDFLOW_SIM_NCCL=G,NVLINK_BPS,NVLINK_LAT,NIC_BPS,NIC_LAT puts NCCL's ring cost
- * model in place of the rings' messages (what a GPU job's NCCL backend does, and
- * the only way to 512 ranks in minutes: a ring on N ranks is N - 1 messages a rank,
- * so its simulation costs N^2 messages a collective). A step collective is then a
+ * model in place of the rings' messages (what a GPU job's NCCL backend does; and a
+ * ring on N ranks is N - 1 messages a rank, so simulating it costs N^2 messages a
+ * collective, where the model costs a barrier). A step collective is then a
  * barrier of its communicator's ranks (simulated by SMPI: a rank that comes late
  * holds the others up) and then, on the calling actor, a wait of
  *
@@ -334,17 +334,15 @@ static int nccl_setup(void)
 	return SF_OK;
 }
 
-/* The model's seconds for a collective on communicator `which` (as OP_MEET's) of n
- * ranks: `steps` ring steps of `bytes` each */
-static double nccl_time(const struct _sf_comm *c, int which, int n, double steps, double bytes)
+/* The model's seconds for a collective on communicator `which` (as OP_MEET's):
+ * `steps` ring steps of `bytes` each (no step on one rank) */
+static double nccl_time(const struct _sf_comm *c, int which, double steps, double bytes)
 {
 	bool spans;
 	if (which == 0) /* the shard's ranks: consecutive */
 		spans = c->shard_size > nccl.gpn;
 	else /* the replicas (a shard apart), or every rank */
 		spans = c->size > nccl.gpn;
-	if (n < 2)
-		return 0;
 	double bw = spans ? (nccl.nic_bw < nccl.nv_bw ? nccl.nic_bw : nccl.nv_bw) : nccl.nv_bw;
 	double lat = spans ? nccl.nic_lat : nccl.nv_lat;
 	return steps * (lat + bytes / bw);
@@ -382,57 +380,58 @@ static int sim_fini(struct _sf_comm *c)
 {
 	CALL(.op = OP_FINI, .c = c);
 }
-/* A step collective on the proxy, charged SHARDFLOW_SIM_COMM_CPU for `sent` bytes */
-#define CALL_SENDING(sent, ...)                                                                    \
-	do {                                                                                       \
-		struct sim_req r_ = {__VA_ARGS__};                                                 \
-		return with_cpu(&r_, (sent));                                                      \
-	} while (0)
-/* what a ring step collective sends: N - 1 blocks of S values of w bytes */
-#define RING_SENT(c, S, w) ((double)((c)->shard_size - 1) * (double)(S) * (w))
+/*
+ * A step collective of `steps` ring steps of `bytes` each, among the ranks of
+ * communicator `which` (0 the shard's, 1 the replicas', 2 the step's): NCCL's cost
+ * model when SHARDFLOW_SIM_NCCL is set, else r on the proxy, charged the CPU of the
+ * steps x bytes it sends.
+ */
+static int step_collective(struct sim_req *r, int which, double steps, double bytes)
+{
+	if (nccl.on)
+		return modelled(r->c, which, nccl_time(r->c, which, steps, bytes));
+	return with_cpu(r, steps * bytes);
+}
 
-#define BLOCKS(c, S, w) modelled(c, 0, nccl_time(c, 0, (c)->shard_size, (c)->shard_size - 1, (double)(S) * (w)))
+/* the rings: N - 1 steps of a block of S values of w bytes (all-gather,
+ * reduce-scatter); 2 (n - 1) steps of 1/n of the b bytes (all-reduce on n ranks) */
+#define BLOCKS(c, S, w) (double)((c)->shard_size - 1), (double)(S) * (w)
+#define HALVES(n, b) 2.0 * ((n) - 1), (b) / (n)
 
 static int sim_all_gather(struct _sf_comm *c, float *full, size_t S)
 {
-	if (nccl.on)
-		return BLOCKS(c, S, 4);
-	CALL_SENDING(RING_SENT(c, S, 4), .op = OP_ALL_GATHER, .c = c, .f1 = full, .n = S);
+	struct sim_req r = {.op = OP_ALL_GATHER, .c = c, .f1 = full, .n = S};
+	return step_collective(&r, 0, BLOCKS(c, S, 4));
 }
 static int sim_reduce_scatter(struct _sf_comm *c, float *grad, size_t S, float *out, float *scratch)
 {
-	if (nccl.on)
-		return BLOCKS(c, S, 4);
-	CALL_SENDING(RING_SENT(c, S, 4), .op = OP_REDUCE_SCATTER, .c = c, .f1 = grad, .n = S, .f2 = out, .f3 = scratch);
+	struct sim_req r = {
+	    .op = OP_REDUCE_SCATTER, .c = c, .f1 = grad, .n = S, .f2 = out, .f3 = scratch};
+	return step_collective(&r, 0, BLOCKS(c, S, 4));
 }
 static int sim_all_gather16(struct _sf_comm *c, const float *shard, float *full, size_t S,
                             uint16_t *stage)
 {
-	if (nccl.on)
-		return BLOCKS(c, S, 2);
-	CALL_SENDING(RING_SENT(c, S, 2), .op = OP_ALL_GATHER16, .c = c, .cf = shard, .f1 = full, .n = S, .stage = stage);
+	struct sim_req r = {
+	    .op = OP_ALL_GATHER16, .c = c, .cf = shard, .f1 = full, .n = S, .stage = stage};
+	return step_collective(&r, 0, BLOCKS(c, S, 2));
 }
 static int sim_reduce_scatter16(struct _sf_comm *c, float *grad, size_t S, float *out,
                                 float *scratch)
 {
-	if (nccl.on)
-		return BLOCKS(c, S, 2);
-	CALL_SENDING(RING_SENT(c, S, 2), .op = OP_REDUCE_SCATTER16, .c = c, .f1 = grad, .n = S, .f2 = out, .f3 = scratch);
+	struct sim_req r = {
+	    .op = OP_REDUCE_SCATTER16, .c = c, .f1 = grad, .n = S, .f2 = out, .f3 = scratch};
+	return step_collective(&r, 0, BLOCKS(c, S, 2));
 }
 static int sim_rep_all_reduce(struct _sf_comm *c, float *v, size_t n, float *scratch)
 {
-	if (nccl.on)
-		return modelled(c, 1,
-		                nccl_time(c, 1, c->rep_size, 2.0 * (c->rep_size - 1),
-		                          4.0 * (double)n / c->rep_size));
-	CALL_SENDING(2.0 * (c->rep_size - 1) * 4.0 * (double)n / c->rep_size, .op = OP_REP_ALL_REDUCE, .c = c, .f1 = v, .n = n, .f2 = scratch);
+	struct sim_req r = {.op = OP_REP_ALL_REDUCE, .c = c, .f1 = v, .n = n, .f2 = scratch};
+	return step_collective(&r, 1, HALVES(c->rep_size, 4.0 * (double)n));
 }
 static int sim_all_reduce(struct _sf_comm *c, float *v, size_t n)
 {
-	if (nccl.on)
-		return modelled(c, 2, nccl_time(c, 2, c->size, 2.0 * (c->size - 1),
-		                                4.0 * (double)n / c->size));
-	CALL_SENDING(2.0 * (c->size - 1) * 4.0 * (double)n / c->size, .op = OP_ALL_REDUCE, .c = c, .f1 = v, .n = n);
+	struct sim_req r = {.op = OP_ALL_REDUCE, .c = c, .f1 = v, .n = n};
+	return step_collective(&r, 2, HALVES(c->size, 4.0 * (double)n));
 }
 static int sim_sum_scalar(struct _sf_comm *c, double *v)
 {
