@@ -29,9 +29,10 @@ invalid() {
 	grep -F -e "$_var" "$tmp/bad.err" >/dev/null &&
 		{ [ "$_phrase" = "known variables are" ] || grep -F -e "\"$_val\"" "$tmp/bad.err" >/dev/null; } &&
 		grep -F -e "$_phrase" "$tmp/bad.err" >/dev/null
+	_said=$?
 	_what="the variable"
 	[ "$_phrase" = "known variables are" ] || _what="the variable, the value"
-	if ! ok $? "$_var=\"$_val\": stderr names $_what and says \"$_phrase\""; then
+	if ! ok $_said "$_var=\"$_val\": stderr names $_what and says \"$_phrase\""; then
 		diag "stderr was:"
 		diag_file "$tmp/bad.err"
 	fi
