@@ -1,8 +1,9 @@
 /*
  * attention.c — the "attention" layer type: causal multi-head self-attention on the
  * output of a QKV projection. Config: the number of heads NH (an int). One float
- * input of width 3C, output width C, no parameters, a saved buffer of B*NH*T*T floats
- * (the probabilities); the codelet bodies call layers/attention_cpu.c.
+ * input of width 3C, output width C, no parameters, a saved buffer of B*NH*T*2 floats
+ * (each query row's max and inverse sum: the probabilities themselves are computed
+ * again in the backward); the codelet bodies call layers/attention_cpu.c.
  */
 #include "config.h"
 
@@ -78,24 +79,41 @@ static size_t attention_saved(const struct sf_layer_info *li)
 	size_t T = (size_t)li->seq_len;
 	int NH, NKV;
 	heads_of(li, &NH, &NKV);
-	return (size_t)li->samples * (size_t)NH * T * T;
+	return (size_t)li->samples * (size_t)NH * T * 2;
 }
 
+/* The backward is counted as twice what this returns: its five products (the scores
+ * again, dV, dP, dQ, dK) are 2.5 times the forward's two. */
 static double attention_flops(const struct sf_layer_info *li)
 {
-	return _sf_attention_fwd_flops(li->samples, li->seq_len, li->out_dim,
-	                               SF_ATTENTION_ROW_BLOCK);
+	double f = _sf_attention_fwd_flops(li->samples, li->seq_len, li->out_dim,
+	                                   SF_ATTENTION_ROW_BLOCK);
+	return li->backward ? 1.25 * f : f;
 }
 
-/* qkv (B*T, 3C) y(W) (B*T, C) saved(W) (B, NH, T, T) */
+/* A block of query rows' probabilities (nblocks = 1) or those and its dS (2): rb x T
+ * floats each. A kernel cannot report an error and the layer API gives kernels no
+ * writable scratch, so it is allocated in the body: 256 KiB a block at T = 1024. */
+static float *block_scratch(int T, int nblocks)
+{
+	int rb = SF_ATTENTION_ROW_BLOCK < T ? SF_ATTENTION_ROW_BLOCK : T;
+	float *s = malloc(sizeof(float) * (size_t)nblocks * (size_t)rb * (size_t)T);
+	STARPU_ASSERT_MSG(s, "attention: out of memory for %d x %d x %d floats of scratch",
+	                  nblocks, rb, T);
+	return s;
+}
+
+/* qkv (B*T, 3C) y(W) (B*T, C) saved(W) (B, NH, T, 2) */
 static void attention_fwd_cpu(void *buffers[], void *cl_arg)
 {
 	const struct sf_layer_info *li = cl_arg;
 	int NH, NKV;
 	heads_of(li, &NH, &NKV);
+	float *scratch = block_scratch(li->seq_len, 1);
 	_sf_attention_fwd(li->samples, li->seq_len, li->out_dim, NH, NKV, SF_ATTENTION_ROW_BLOCK,
 	                  sf_kernel_input(buffers, li, 0), sf_kernel_output(buffers, li),
-	                  sf_kernel_saved(buffers, li));
+	                  sf_kernel_saved(buffers, li), scratch);
+	free(scratch);
 }
 
 /* qkv y dy saved(R) [dqkv] */
@@ -105,15 +123,11 @@ static void attention_bwd_cpu(void *buffers[], void *cl_arg)
 	float *dqkv = sf_kernel_dinput(buffers, li, 0);
 	if (!dqkv) /* the input needs no gradient (a graph input): nothing to compute */
 		return;
-	int T = li->seq_len, rb = SF_ATTENTION_ROW_BLOCK < T ? SF_ATTENTION_ROW_BLOCK : T;
-	/* dP and dS of one block of queries. A kernel cannot report an error and the layer
-	 * API gives the backward no writable scratch, so it is allocated here: rb x T
-	 * floats (256 KiB at T = 1024), small beside the block's products. */
-	float *scratch = malloc(sizeof(float) * (size_t)rb * (size_t)T);
-	STARPU_ASSERT_MSG(scratch, "attention backward: out of memory for %d x %d floats", rb, T);
 	int NH, NKV;
 	heads_of(li, &NH, &NKV);
-	_sf_attention_bwd(li->samples, T, li->out_dim, NH, NKV, rb, sf_kernel_input(buffers, li, 0),
+	float *scratch = block_scratch(li->seq_len, 2);
+	_sf_attention_bwd(li->samples, li->seq_len, li->out_dim, NH, NKV, SF_ATTENTION_ROW_BLOCK,
+	                  sf_kernel_input(buffers, li, 0),
 	                  sf_kernel_saved(buffers, li), sf_kernel_doutput(buffers, li), dqkv,
 	                  li->accumulate[0], scratch);
 	free(scratch);
@@ -121,7 +135,7 @@ static void attention_bwd_cpu(void *buffers[], void *cl_arg)
 
 #ifdef SF_HAVE_CUDA
 /* the same buffers; the whole T x T scores per head (the masked half is zeroed by the
- * softmax rows), no row blocks: cuBLAS batches the heads */
+ * softmax rows), no row blocks: cuBLAS batches the heads of a sample */
 static void attention_fwd_cuda(void *buffers[], void *cl_arg)
 {
 	const struct sf_layer_info *li = cl_arg;

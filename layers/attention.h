@@ -8,8 +8,10 @@
  *   S = Q K^T / sqrt(hs),  S[i][j] = -inf for j > i (a query sees no later key),
  *   P = softmax(S) row-wise (max subtracted),  Y = P V,
  * and the output (B*T, C) holds the heads side by side (nanoGPT's
- * `y.transpose(1, 2).contiguous().view(B, T, C)`). The forward saves P, (B, NH, T, T)
- * row-major, whose masked entries are exactly 0; the backward reads it:
+ * `y.transpose(1, 2).contiguous().view(B, T, C)`). The forward saves two floats per
+ * query row, (B, NH, T, 2): the row's max m and the inverse of its sum of exponentials,
+ * so that P = exp(S - m) * inv; the backward computes S again, rebuilds P from them
+ * (bitwise the forward's P) and then:
  *   dP = dY V^T,  dV = P^T dY,  dS = P (dP - rowsum(dP P)),
  *   dQ = dS K / sqrt(hs),  dK = dS^T Q / sqrt(hs).
  *
@@ -41,25 +43,26 @@ extern const struct sf_layer_type _sf_attention_type;
 extern const struct sf_layer_type _sf_attention_gqa_type;
 
 /* y (B*T, C) = attention of qkv (B*T, C + 2 NKV hs: q, then NKV key heads, then NKV
- * value heads; NKV = NH: 3C); p (B, NH, T, T) receives the probabilities. rb >= 1:
- * query rows per block (any value gives the same math). */
+ * value heads; NKV = NH: 3C); stat (B, NH, T, 2) receives each query row's max and
+ * inverse sum. rb >= 1: query rows per block (any value gives the same math); scratch
+ * holds min(rb, T) * T floats (one block's probabilities). */
 void _sf_attention_fwd(int B, int T, int C, int NH, int NKV, int rb, const float *qkv, float *y,
-                       float *p);
-/* dqkv (as qkv) (= | += as acc) from dy (B*T, C), qkv and the forward's p; scratch
- * holds min(rb, T) * T floats. */
+                       float *stat, float *scratch);
+/* dqkv (as qkv) (= | += as acc) from dy (B*T, C), qkv and the forward's stat; scratch
+ * holds 2 min(rb, T) * T floats. */
 void _sf_attention_bwd(int B, int T, int C, int NH, int NKV, int rb, const float *qkv,
-                       const float *p, const float *dy, float *dqkv, int acc, float *scratch);
+                       const float *stat, const float *dy, float *dqkv, int acc, float *scratch);
 /* The multiply-adds x 2 of the forward's GEMMs with this blocking (the softmax aside). */
 double _sf_attention_fwd_flops(int B, int T, int C, int rb);
 
 #ifdef SF_HAVE_CUDA
-/* layers/attention_cuda.cu: the same on device pointers, on the worker's CUDA stream */
+/* layers/attention_cuda.cu: the same on device pointers, on the worker's CUDA stream;
+ * one sample's heads at a time, its NH T^2 probabilities (and in the backward its dS as
+ * well) in a device scratch allocated on the stream (cudaMallocAsync) */
 void _sf_attention_fwd_cuda(int B, int T, int C, int NH, int NKV, const float *qkv, float *y,
-                            float *p);
-/* dS of one sample's heads goes in a device scratch of NH T^2 floats it allocates on the
- * stream (cudaMallocAsync) */
-void _sf_attention_bwd_cuda(int B, int T, int C, int NH, int NKV, const float *qkv, const float *p,
-                            const float *dy, float *dqkv, int acc);
+                            float *stat);
+void _sf_attention_bwd_cuda(int B, int T, int C, int NH, int NKV, const float *qkv,
+                            const float *stat, const float *dy, float *dqkv, int acc);
 #endif
 
 #ifdef __cplusplus

@@ -10,6 +10,14 @@
  * functions). The probabilities' masked entries are written as exact zeros, so a block's
  * P V and dS K, which run over keys up to i1 - 1, add nothing for keys after the query.
  *
+ * A block's probabilities live in a scratch of rb x T floats and are dropped after its
+ * P V: the forward keeps two floats per query row (the row's max and the inverse of its
+ * sum), and the backward computes the block's scores again and rebuilds P from them,
+ * bitwise the forward's. This is FlashAttention's trade (Dao et al., 2022): one more
+ * GEMM per block in the backward (five products where the forward has two) for memory
+ * in T instead of T^2 per head, which is what lets a context of 8192 train (Llama 3 8B
+ * held 32 x 8192^2 floats, 8 GiB per sample and layer, of probabilities).
+ *
  * SF_ATTENTION_ROW_BLOCK (64 rows) balances the two costs of a block: smaller blocks
  * make GEMMs too small to run at speed, larger ones compute more of the masked triangle
  * (the timings behind the choice: docs/performance.md, "Choices in the code").
@@ -27,21 +35,22 @@
 #include <string.h>
 
 /* One sample's head: q, k, v and y point at its first row (leading dimensions ld, the
- * qkv width, and C), p at its (T, T) probabilities. */
+ * qkv width, and C), stat at its (T, 2) row statistics; scratch holds a block's
+ * probabilities, min(rb, T) x T floats. */
 static void head_fwd(int T, int hs, int ld, int C, int rb, float scale, const float *q,
-                     const float *k, const float *v, float *y, float *p)
+                     const float *k, const float *v, float *y, float *stat, float *scratch)
 {
 	for (int i0 = 0; i0 < T; i0 += rb) {
 		int i1 = i0 + rb < T ? i0 + rb : T, m = i1 - i0;
-		float *pi = p + (size_t)i0 * T;
-		/* S (m, i1) = scale Q[i0:i1] K[0:i1]^T */
+		/* S (m, i1) = scale Q[i0:i1] K[0:i1]^T, leading dimension i1 */
 		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, i1, hs, scale,
-		            q + (size_t)i0 * ld, ld, k, ld, 0.0f, pi, T);
+		            q + (size_t)i0 * ld, ld, k, ld, 0.0f, scratch, i1);
 		for (int i = i0; i < i1; i++)
-			sf_causal_softmax_row(p + (size_t)i * T, i, T);
+			sf_causal_softmax_row(scratch + (size_t)(i - i0) * i1, i, i1,
+			                      stat + (size_t)i * 2);
 		/* Y[i0:i1] (m, hs) = P[i0:i1, 0:i1] V[0:i1] */
-		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, hs, i1, 1.0f, pi, T, v,
-		            ld, 0.0f, y + (size_t)i0 * C, C);
+		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, hs, i1, 1.0f, scratch, i1,
+		            v, ld, 0.0f, y + (size_t)i0 * C, C);
 	}
 }
 
@@ -57,7 +66,7 @@ static void head_cols(int h, int hs, int C, int NH, int NKV, size_t *q, size_t *
 }
 
 void _sf_attention_fwd(int B, int T, int C, int NH, int NKV, int rb, const float *qkv, float *y,
-                       float *p)
+                       float *stat, float *scratch)
 {
 	int hs = C / NH, ld = C + 2 * NKV * hs;
 	float scale = 1.0f / sqrtf((float)hs);
@@ -68,46 +77,50 @@ void _sf_attention_fwd(int B, int T, int C, int NH, int NKV, int rb, const float
 			head_cols(h, hs, C, NH, NKV, &oq, &ok, &ov);
 			head_fwd(T, hs, ld, C, rb, scale, row + oq, row + ok, row + ov,
 			         y + (size_t)b * T * C + (size_t)h * hs,
-			         p + ((size_t)b * NH + h) * T * T);
+			         stat + ((size_t)b * NH + h) * T * 2, scratch);
 		}
-}
-
-/* dS = P (dP - rowsum(dP P)) for rows [i0, i1), in place in d (leading dimension i1);
- * masked entries, where P is 0, become 0. */
-static void softmax_bwd_rows(int T, int i0, int i1, const float *p, float *d)
-{
-	for (int i = i0; i < i1; i++)
-		sf_softmax_bwd_row(p + (size_t)i * T, d + (size_t)(i - i0) * i1, i, i1);
 }
 
 /* One sample's head, as head_fwd; dq, dk, dv point into dqkv (leading dimension ld), dk
  * and dv are added to (the caller zeroed them or keeps what was there; with grouped
- * heads, the query heads of a group add to their key/value head's in head order). */
+ * heads, the query heads of a group add to their key/value head's in head order).
+ * scratch holds two blocks of min(rb, T) x T floats: the probabilities, rebuilt from the
+ * scores and the forward's row statistics (bitwise the forward's), and dP, then dS. */
 static void head_bwd(int T, int hs, int ld, int C, int rb, float scale, const float *q,
-                     const float *k, const float *v, const float *p, const float *dy, float *dq,
-                     float *dk, float *dv, int acc, float *scratch)
+                     const float *k, const float *v, const float *stat, const float *dy,
+                     float *dq, float *dk, float *dv, int acc, float *scratch)
 {
+	int brb = rb < T ? rb : T;
+	float *p = scratch, *d = scratch + (size_t)brb * T;
 	for (int i0 = 0; i0 < T; i0 += rb) {
 		int i1 = i0 + rb < T ? i0 + rb : T, m = i1 - i0;
-		const float *pi = p + (size_t)i0 * T, *dyi = dy + (size_t)i0 * C;
+		const float *dyi = dy + (size_t)i0 * C;
+		/* P (m, i1): the forward's scores again, then its rows from their statistics */
+		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, i1, hs, scale,
+		            q + (size_t)i0 * ld, ld, k, ld, 0.0f, p, i1);
+		for (int i = i0; i < i1; i++)
+			sf_causal_probs_row(p + (size_t)(i - i0) * i1, i, i1, stat + (size_t)i * 2);
 		/* dV[0:i1] += P[i0:i1, 0:i1]^T dY[i0:i1] */
-		cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, i1, hs, m, 1.0f, pi, T, dyi, C,
+		cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, i1, hs, m, 1.0f, p, i1, dyi, C,
 		            1.0f, dv, ld);
-		/* dP (m, i1) = dY[i0:i1] V[0:i1]^T, in the scratch (leading dimension i1) */
+		/* dP (m, i1) = dY[i0:i1] V[0:i1]^T (leading dimension i1) */
 		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, i1, hs, 1.0f, dyi, C, v, ld,
-		            0.0f, scratch, i1);
-		softmax_bwd_rows(T, i0, i1, p, scratch);
+		            0.0f, d, i1);
+		/* dS = P (dP - rowsum(dP P)) in place; masked entries, where P is 0, become 0 */
+		for (int i = i0; i < i1; i++)
+			sf_softmax_bwd_row(p + (size_t)(i - i0) * i1, d + (size_t)(i - i0) * i1, i,
+			                   i1);
 		/* dQ[i0:i1] (=|+=) scale dS K[0:i1]: a query row is in one block only */
-		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, hs, i1, scale, scratch,
-		            i1, k, ld, acc ? 1.0f : 0.0f, dq + (size_t)i0 * ld, ld);
+		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, hs, i1, scale, d, i1, k,
+		            ld, acc ? 1.0f : 0.0f, dq + (size_t)i0 * ld, ld);
 		/* dK[0:i1] += scale dS^T Q[i0:i1] */
-		cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, i1, hs, m, scale, scratch, i1,
+		cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, i1, hs, m, scale, d, i1,
 		            q + (size_t)i0 * ld, ld, 1.0f, dk, ld);
 	}
 }
 
 void _sf_attention_bwd(int B, int T, int C, int NH, int NKV, int rb, const float *qkv,
-                       const float *p, const float *dy, float *dqkv, int acc, float *scratch)
+                       const float *stat, const float *dy, float *dqkv, int acc, float *scratch)
 {
 	int hs = C / NH, ld = C + 2 * NKV * hs;
 	float scale = 1.0f / sqrtf((float)hs);
@@ -121,7 +134,7 @@ void _sf_attention_bwd(int B, int T, int C, int NH, int NKV, int rb, const float
 			size_t row = (size_t)b * T * ld, oq, ok, ov;
 			head_cols(h, hs, C, NH, NKV, &oq, &ok, &ov);
 			head_bwd(T, hs, ld, C, rb, scale, qkv + row + oq, qkv + row + ok,
-			         qkv + row + ov, p + ((size_t)b * NH + h) * T * T,
+			         qkv + row + ov, stat + ((size_t)b * NH + h) * T * 2,
 			         dy + (size_t)b * T * C + (size_t)h * hs, dqkv + row + oq,
 			         dqkv + row + ok, dqkv + row + ov, acc, scratch);
 		}

@@ -4,7 +4,8 @@
  * and the softmax rows, a warp per row (common/cuda_reduce.cuh: the row's max and its
  * sum in double spread over the lanes; layers/attention_math.h's loops do the same
  * math in another order), all on the worker's stream. No row blocks as on the CPU:
- * the whole T x T scores per head.
+ * the whole T x T scores per head, one sample's heads at a time in a stream-ordered
+ * scratch; the saved buffer holds the rows' statistics only (layers/attention.h).
  */
 #include "config.h"
 
@@ -16,8 +17,9 @@
 #include <starpu.h>
 #include <starpu_cublas_v2.h>
 
-/* row r of the NH T x T scores is query i = r % T: softmax over s[0..i], zeros after */
-static __global__ void softmax_k(int NH, int T, float *p)
+/* row r of the NH T x T scores is query i = r % T: softmax over s[0..i], zeros after;
+ * the row's max and inverse sum to stat + 2 r */
+static __global__ void softmax_k(int NH, int T, float *p, float *stat)
 {
 	SF_CUDA_ROWS(r, lane, (size_t)NH * T)
 	{
@@ -37,6 +39,28 @@ static __global__ void softmax_k(int NH, int T, float *p)
 		float inv = (float)(1.0 / sf_warp_sum(a));
 		for (int j = lane; j <= i; j += SF_WARP)
 			s[j] *= inv;
+		for (int j = i + 1 + lane; j < T; j += SF_WARP)
+			s[j] = 0.0f;
+		if (lane == 0) {
+			stat[2 * r] = mx;
+			stat[2 * r + 1] = inv;
+		}
+	}
+}
+
+/* the rows of softmax_k again from the same scores and its stat: the same two roundings
+ * per entry (expf's, the product's), so the same probabilities */
+static __global__ void probs_k(int NH, int T, float *p, const float *stat)
+{
+	SF_CUDA_ROWS(r, lane, (size_t)NH * T)
+	{
+		float *s = p + r * T;
+		int i = (int)(r % T);
+		float mx = stat[2 * r], inv = stat[2 * r + 1];
+		for (int j = lane; j <= i; j += SF_WARP) {
+			float e = expf(s[j] - mx);
+			s[j] = e * inv;
+		}
 		for (int j = i + 1 + lane; j < T; j += SF_WARP)
 			s[j] = 0.0f;
 	}
@@ -74,12 +98,19 @@ struct cuda_exec {
 		sf_gemm_rm_batched(h, ta, tb, m, n, k, alpha, A, lda, sA, B, ldb, sB, beta, C, ldc,
 		                   sC, count);
 	}
-	void softmax_rows(int NH, int T, float *p)
+	void softmax_rows(int NH, int T, float *p, float *stat)
 	{
 		SF_CUDA_CHECK_LAUNCH(
 		    "attention softmax_k",
-		    softmax_k<<<sf_cuda_row_blocks((size_t)NH * T), SF_CUDA_BLOCK, 0, s>>>(NH, T,
-		                                                                           p));
+		    softmax_k<<<sf_cuda_row_blocks((size_t)NH * T), SF_CUDA_BLOCK, 0, s>>>(NH, T, p,
+		                                                                           stat));
+	}
+	void probs_rows(int NH, int T, float *p, const float *stat)
+	{
+		SF_CUDA_CHECK_LAUNCH(
+		    "attention probs_k",
+		    probs_k<<<sf_cuda_row_blocks((size_t)NH * T), SF_CUDA_BLOCK, 0, s>>>(NH, T, p,
+		                                                                         stat));
 	}
 	void softmax_bwd_rows(int NH, int T, const float *p, float *d)
 	{
@@ -107,15 +138,15 @@ struct cuda_exec {
 } // namespace
 
 extern "C" void _sf_attention_fwd_cuda(int B, int T, int C, int NH, int NKV, const float *qkv,
-                                       float *y, float *p)
+                                       float *y, float *stat)
 {
 	cuda_exec x{starpu_cublas_get_local_handle(), starpu_cuda_get_local_stream()};
-	sf_attention_fwd_plan(x, B, T, C, NH, NKV, qkv, y, p);
+	sf_attention_fwd_plan(x, B, T, C, NH, NKV, qkv, y, stat);
 }
 
 extern "C" void _sf_attention_bwd_cuda(int B, int T, int C, int NH, int NKV, const float *qkv,
-                                       const float *p, const float *dy, float *dqkv, int acc)
+                                       const float *stat, const float *dy, float *dqkv, int acc)
 {
 	cuda_exec x{starpu_cublas_get_local_handle(), starpu_cuda_get_local_stream()};
-	sf_attention_bwd_plan(x, B, T, C, NH, NKV, qkv, p, dy, dqkv, acc);
+	sf_attention_bwd_plan(x, B, T, C, NH, NKV, qkv, stat, dy, dqkv, acc);
 }

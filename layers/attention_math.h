@@ -11,12 +11,15 @@
 
 #include <math.h>
 
-/* Row i of the scaled scores s[0..T): softmax over s[0..i], exact zeros for s[i+1..T).
+/* Row i of the scaled scores s[0..n) (n > i): softmax over s[0..i], exact zeros for
+ * s[i+1..n). stat receives the row's two numbers, its max and the inverse of its sum of
+ * exponentials: all the forward keeps (attention saves (B, NH, T, 2) floats, not the
+ * T x T probabilities), from which sf_causal_probs_row rebuilds the row bitwise.
  * Written for the CPU's speed, which the GPU's thread per row does not mind: the max
  * in 4 lanes, the exponentials before their sum (a sum carried across expf calls is
  * spilled at every element), the sum in double in 4 partial sums in a fixed order
  * (what each of these gained: docs/performance.md, "Choices in the code"). */
-SF_HD void sf_causal_softmax_row(float *s, int i, int T)
+SF_HD void sf_causal_softmax_row(float *s, int i, int n, float *stat)
 {
 	float m0 = s[0], m1 = s[0], m2 = s[0], m3 = s[0];
 	int j = 1;
@@ -45,7 +48,24 @@ SF_HD void sf_causal_softmax_row(float *s, int i, int T)
 	float inv = (float)(1.0 / sum);
 	for (j = 0; j <= i; j++)
 		s[j] *= inv;
-	for (j = i + 1; j < T; j++)
+	for (j = i + 1; j < n; j++)
+		s[j] = 0.0f;
+	stat[0] = mx;
+	stat[1] = inv;
+}
+
+/* The backward's copy of a row of probabilities: the same scores s[0..n) and the
+ * forward's stat give the forward's row bitwise (the same two roundings per entry,
+ * expf's and the product's), exact zeros after i. */
+SF_HD void sf_causal_probs_row(float *s, int i, int n, const float *stat)
+{
+	float mx = stat[0], inv = stat[1];
+	int j = 0;
+	for (; j <= i; j++) {
+		float e = expf(s[j] - mx);
+		s[j] = e * inv;
+	}
+	for (; j < n; j++)
 		s[j] = 0.0f;
 }
 

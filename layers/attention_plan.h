@@ -9,7 +9,9 @@
  *   X::gemm(ta, tb, m, n, k, alpha, A, lda, sA, B, ldb, sB, beta, C, ldc, sC, count):
  *     count row-major GEMMs C_i (m x n) = alpha op(A_i) op(B_i) + beta C_i, the i-th
  *     at A + i sA, B + i sB, C + i sC (as cblas_sgemm(CblasRowMajor, ...));
- *   X::softmax_rows(NH, T, p): sf_causal_softmax_row on the NH T rows of p (NH, T, T);
+ *   X::softmax_rows(NH, T, p, stat): sf_causal_softmax_row on the NH T rows of p
+ *     (NH, T, T), row r's statistics to stat + 2 r;
+ *   X::probs_rows(NH, T, p, stat): sf_causal_probs_row on those rows;
  *   X::softmax_bwd_rows(NH, T, p, d): sf_softmax_bwd_row on those rows of d;
  *   X::zero_cols(base, ld, width, rows): zero `width` floats of `rows` rows;
  *   X::scratch(n), X::release(ptr): a float buffer on the executor's device.
@@ -18,7 +20,9 @@
  * h hs of the qkv rows (leading dimension 3C), of Y at column h hs of the output rows
  * (C), of P at h T^2 (grouped heads: a batch per position in the group, below). The whole T x T
  * scores are computed; the softmax rows write exact zeros after the query, so P V and dS K add
- * nothing past it.
+ * nothing past it. P lives in a scratch of one sample's NH T^2 floats; the forward keeps the
+ * rows' statistics (B, NH, T, 2), and the backward computes the scores again and rebuilds P
+ * from them (layers/attention.h).
  */
 #ifndef SF_LAYERS_ATTENTION_PLAN_H
 #define SF_LAYERS_ATTENTION_PLAN_H
@@ -33,31 +37,42 @@
 /* With grouped heads (g = NH / NKV query heads per key/value head), query head
  * h = j g + r reads key/value head j: for each r, the NKV heads j are one strided batch
  * (q, y, p strided by g heads, k and v by one). g = 1 is one batch of all NH heads. */
+/* S (T, T) = scale Q K^T for every head of one sample into p (NH, T, T) */
 template <class X>
-void sf_attention_fwd_plan(X &x, int B, int T, int C, int NH, int NKV, const float *qkv, float *y,
-                           float *p)
+void sf_attention_scores(X &x, int T, int C, int NH, int NKV, const float *q, float *p)
 {
 	int hs = C / NH, g = NH / NKV, ld = C + 2 * NKV * hs;
 	float scale = 1.0f / sqrtf((float)hs);
 	long long tt = (long long)T * T, sq = (long long)g * hs, sp = (long long)g * tt;
+	const float *k = q + C;
+	for (int r = 0; r < g; r++)
+		x.gemm(false, true, T, T, hs, scale, q + (size_t)r * hs, ld, sq, k, ld, hs, 0.0f,
+		       p + (size_t)r * tt, T, sp, NKV);
+}
+
+template <class X>
+void sf_attention_fwd_plan(X &x, int B, int T, int C, int NH, int NKV, const float *qkv, float *y,
+                           float *stat)
+{
+	int hs = C / NH, g = NH / NKV, ld = C + 2 * NKV * hs;
+	long long tt = (long long)T * T, sq = (long long)g * hs, sp = (long long)g * tt;
+	float *p = x.scratch((size_t)NH * tt); /* one sample's probabilities */
 	for (int b = 0; b < B; b++) {
-		const float *q = qkv + (size_t)b * T * ld, *k = q + C, *v = k + (size_t)NKV * hs;
-		float *pb = p + (size_t)b * NH * tt, *yb = y + (size_t)b * T * C;
-		/* S (T, T) = scale Q K^T */
-		for (int r = 0; r < g; r++)
-			x.gemm(false, true, T, T, hs, scale, q + (size_t)r * hs, ld, sq, k, ld, hs,
-			       0.0f, pb + (size_t)r * tt, T, sp, NKV);
-		x.softmax_rows(NH, T, pb);
+		const float *q = qkv + (size_t)b * T * ld, *v = q + C + (size_t)NKV * hs;
+		float *yb = y + (size_t)b * T * C;
+		sf_attention_scores(x, T, C, NH, NKV, q, p);
+		x.softmax_rows(NH, T, p, stat + (size_t)b * NH * T * 2);
 		/* Y (T, hs) = P V */
 		for (int r = 0; r < g; r++)
-			x.gemm(false, false, T, hs, T, 1.0f, pb + (size_t)r * tt, T, sp, v, ld, hs,
+			x.gemm(false, false, T, hs, T, 1.0f, p + (size_t)r * tt, T, sp, v, ld, hs,
 			       0.0f, yb + (size_t)r * hs, C, sq, NKV);
 	}
+	x.release(p);
 }
 
 template <class X>
 void sf_attention_bwd_plan(X &x, int B, int T, int C, int NH, int NKV, const float *qkv,
-                           const float *p, const float *dy, float *dqkv, int acc)
+                           const float *stat, const float *dy, float *dqkv, int acc)
 {
 	int hs = C / NH, g = NH / NKV, ld = C + 2 * NKV * hs;
 	float scale = 1.0f / sqrtf((float)hs);
@@ -66,14 +81,17 @@ void sf_attention_bwd_plan(X &x, int B, int T, int C, int NH, int NKV, const flo
 	 * unless added to */
 	if (!acc)
 		x.zero_cols(dqkv + C, ld, ld - C, (size_t)B * T);
-	float *ds = x.scratch((size_t)NH * tt); /* dP, then dS, of one sample's heads */
+	/* one sample's P, then its dP and dS */
+	float *p = x.scratch((size_t)NH * tt), *ds = x.scratch((size_t)NH * tt);
 	for (int b = 0; b < B; b++) {
 		size_t off = (size_t)b * T * ld;
 		const float *q = qkv + off, *k = q + C, *v = k + (size_t)NKV * hs;
-		const float *pb = p + (size_t)b * NH * tt, *dyb = dy + (size_t)b * T * C;
+		const float *dyb = dy + (size_t)b * T * C;
 		float *dq = dqkv + off, *dk = dq + C, *dv = dk + (size_t)NKV * hs;
+		sf_attention_scores(x, T, C, NH, NKV, q, p);
+		x.probs_rows(NH, T, p, stat + (size_t)b * NH * T * 2);
 		for (int r = 0; r < g; r++) {
-			const float *pr = pb + (size_t)r * tt, *dyr = dyb + (size_t)r * hs;
+			const float *pr = p + (size_t)r * tt, *dyr = dyb + (size_t)r * hs;
 			float *dsr = ds + (size_t)r * tt;
 			/* dV (T, hs) += P^T dY */
 			x.gemm(true, false, T, hs, T, 1.0f, pr, T, sp, dyr, C, sq, 1.0f, dv, ld, hs,
@@ -82,7 +100,7 @@ void sf_attention_bwd_plan(X &x, int B, int T, int C, int NH, int NKV, const flo
 			x.gemm(false, true, T, T, hs, 1.0f, dyr, C, sq, v, ld, hs, 0.0f, dsr, T, sp,
 			       NKV);
 		}
-		x.softmax_bwd_rows(NH, T, pb, ds);
+		x.softmax_bwd_rows(NH, T, p, ds);
 		for (int r = 0; r < g; r++) {
 			const float *dsr = ds + (size_t)r * tt;
 			/* dQ (=|+=) scale dS K */
@@ -94,6 +112,7 @@ void sf_attention_bwd_plan(X &x, int B, int T, int C, int NH, int NKV, const flo
 		}
 	}
 	x.release(ds);
+	x.release(p);
 }
 
 #endif

@@ -137,10 +137,15 @@ struct host_exec {
 				}
 		}
 	}
-	void softmax_rows(int NH, int T, float *p)
+	void softmax_rows(int NH, int T, float *p, float *stat)
 	{
 		for (size_t r = 0; r < (size_t)NH * T; r++)
-			sf_causal_softmax_row(p + r * T, (int)(r % T), T);
+			sf_causal_softmax_row(p + r * T, (int)(r % T), T, stat + 2 * r);
+	}
+	void probs_rows(int NH, int T, float *p, const float *stat)
+	{
+		for (size_t r = 0; r < (size_t)NH * T; r++)
+			sf_causal_probs_row(p + r * T, (int)(r % T), T, stat + 2 * r);
 	}
 	void softmax_bwd_rows(int NH, int T, const float *p, float *d)
 	{
@@ -342,23 +347,23 @@ static void test_attention_plan(int NH, int NKV)
 	/* T = 70: two of the CPU's row blocks of 64, one partial */
 	const int B = 2, T = 70, C = 12, hs = C / NH;
 	size_t nq = (size_t)B * T * (C + 2 * NKV * hs), ny = (size_t)B * T * C,
-	       np = (size_t)B * NH * T * T;
+	       ns = (size_t)B * NH * T * 2;
 	float *qkv = vec(nq, -1, 1), *dy = vec(ny, -1, 1);
-	float *y1 = vec(ny, 0, 0), *y2 = vec(ny, 0, 0), *p1 = vec(np, 0, 0), *p2 = vec(np, 0, 0);
+	float *y1 = vec(ny, 0, 0), *y2 = vec(ny, 0, 0), *s1 = vec(ns, 0, 0), *s2 = vec(ns, 0, 0);
 	int rb = SF_ATTENTION_ROW_BLOCK;
-	_sf_attention_fwd(B, T, C, NH, NKV, rb, qkv, y1, p1);
+	float *scr = vec(2 * (size_t)rb * T, 0, 0);
+	_sf_attention_fwd(B, T, C, NH, NKV, rb, qkv, y1, s1, scr);
 	host_exec hx;
-	sf_attention_fwd_plan(hx, B, T, C, NH, NKV, qkv, y2, p2);
-	double sy, sp, ey = max_diff(y2, y1, ny, &sy), ep = max_diff(p2, p1, np, &sp);
-	ok(ey <= 1e-5 * sy && ep <= 1e-5 * sp,
+	sf_attention_fwd_plan(hx, B, T, C, NH, NKV, qkv, y2, s2);
+	double sy, ss, ey = max_diff(y2, y1, ny, &sy), es = max_diff(s2, s1, ns, &ss);
+	ok(ey <= 1e-5 * sy && es <= 1e-5 * ss,
 	   "attention forward, %d heads on %d key/value heads: the GPU plan (host GEMM) = the CPU "
-	   "kernel (max diff %.2e of %.2e in y, %.2e of %.2e in P)",
-	   NH, NKV, ey, sy, ep, sp);
-	float *scr = vec((size_t)rb * T, 0, 0);
+	   "kernel (max diff %.2e of %.2e in y, %.2e of %.2e in the rows' max and inverse sum)",
+	   NH, NKV, ey, sy, es, ss);
 	for (int acc = 0; acc <= 1; acc++) {
 		float *d1 = vec(nq, -1, 1), *d2 = copy(d1, nq);
-		_sf_attention_bwd(B, T, C, NH, NKV, rb, qkv, p1, dy, d1, acc, scr);
-		sf_attention_bwd_plan(hx, B, T, C, NH, NKV, qkv, p1, dy, d2, acc);
+		_sf_attention_bwd(B, T, C, NH, NKV, rb, qkv, s1, dy, d1, acc, scr);
+		sf_attention_bwd_plan(hx, B, T, C, NH, NKV, qkv, s1, dy, d2, acc);
 		double sd, ed = max_diff(d2, d1, nq, &sd);
 		ok(ed <= 1e-5 * sd,
 		   "attention backward (%s), %d heads on %d: the GPU plan = the CPU kernel (max "
@@ -367,7 +372,7 @@ static void test_attention_plan(int NH, int NKV)
 		   acc ? "+=" : "=", NH, NKV, ed, sd);
 		free(d1), free(d2);
 	}
-	free(qkv), free(dy), free(y1), free(y2), free(p1), free(p2), free(scr);
+	free(qkv), free(dy), free(y1), free(y2), free(s1), free(s2), free(scr);
 }
 
 /* The regression losses: layers/loss_cuda.cu's steps on the host (a term and a derivative

@@ -11,9 +11,10 @@
  * Shapes include B = 1, non-square weights and I != O. The acc=1 paths must equal
  * "previous content + fresh gradient" within 1e-5 * max(1, |value|).
  *
- * Attention (_sf_attention_*): y and the saved probabilities P against a naive double
- * computation (relative 1e-5, floor 1), P exactly 0 above the diagonal and its rows
- * summing to 1 within 1e-6; dqkv (q, k and v of every head at once) against FD as
+ * Attention (_sf_attention_*): y and the saved row statistics (each query row's max and
+ * inverse sum of exponentials) against a naive double computation (relative 1e-5,
+ * floor 1); a softmax row rebuilt from its statistics (what the backward does) equal to
+ * the forward's bitwise, exactly 0 after the query; dqkv (q, k and v of every head at once) against FD as
  * above, with one, two and three heads, B = 1 and 2, T = 1, 5 and 7, and the query rows
  * in one block or in blocks of 2 and 3 with a remainder; forward and backward bitwise
  * repeatable; acc=1 adds. The position embedding: its forward exactly x + W[t]; dx and
@@ -35,6 +36,7 @@
  */
 #include "layers/add.h"
 #include "layers/attention.h"
+#include "layers/attention_math.h"
 #include "layers/embedding.h"
 #include "layers/gelu.h"
 #include "layers/gelu_math.h"
@@ -553,37 +555,37 @@ static void test_rope(int B, int T, int W, int rot, int d, float theta)
 
 struct attn_ctx {
 	int B, T, C, NH, NKV, rb;
-	float *qkv, *dy, *y, *p; /* qkv (B*T, C + 2 NKV hs), dy y (B*T,C), p (B,NH,T,T) */
+	/* qkv (B*T, C + 2 NKV hs), dy y (B*T,C), stat (B,NH,T,2), scratch 2 min(rb,T) T */
+	float *qkv, *dy, *y, *stat, *scratch;
 };
 
 static double attn_objective(void *v)
 {
 	struct attn_ctx *c = v;
-	_sf_attention_fwd(c->B, c->T, c->C, c->NH, c->NKV, c->rb, c->qkv, c->y, c->p);
+	_sf_attention_fwd(c->B, c->T, c->C, c->NH, c->NKV, c->rb, c->qkv, c->y, c->stat,
+	                  c->scratch);
 	return dot_d(c->dy, c->y, (size_t)c->B * c->T * c->C);
 }
 
 /* The forward against softmax(Q K^T / sqrt(hs)) V computed naively in double from the
- * same float qkv: y and the probabilities to 1e-5 relative (floor 1), every masked
- * probability exactly 0 (the GEMMs of later blocks run over them) and every row of P
- * summing to 1 within 1e-6 (at most 7 float terms, each rounded by ~6e-8). With
- * grouped heads, query head h reads key/value head h / (NH / NKV), written here as
- * Hugging Face's repeat_kv does it: kv = h / group. */
+ * same float qkv: y and each row's statistics, its max and its inverse sum of
+ * exponentials, to 1e-5 relative (floor 1). With grouped heads, query head h reads
+ * key/value head h / (NH / NKV), written here as Hugging Face's repeat_kv does it:
+ * kv = h / group. */
 static void check_attn_fwd(struct attn_ctx *c, const char *tag)
 {
 	int B = c->B, T = c->T, C = c->C, NH = c->NH, hs = C / NH, NKV = c->NKV;
 	int ld = C + 2 * NKV * hs;
 	attn_objective(c);
-	double max_rel = 0.0, max_row = 0.0;
-	int masked_zero = 1;
+	double max_rel = 0.0, max_stat = 0.0;
 	double *sc = malloc(sizeof(double) * (size_t)T);
 	for (int b = 0; b < B; b++)
 		for (int h = 0; h < NH; h++)
 			for (int i = 0; i < T; i++) {
 				int kv = h / (NH / NKV);
 				const float *q = c->qkv + ((size_t)b * T + i) * ld + (size_t)h * hs;
-				const float *pr = c->p + (((size_t)b * NH + h) * T + i) * T;
-				double mx = -INFINITY, sum = 0.0, psum = 0.0;
+				const float *st = c->stat + (((size_t)b * NH + h) * T + i) * 2;
+				double mx = -INFINITY, sum = 0.0;
 				for (int j = 0; j <= i; j++) {
 					const float *k =
 					    c->qkv + ((size_t)b * T + j) * ld + C + (size_t)kv * hs;
@@ -595,16 +597,12 @@ static void check_attn_fwd(struct attn_ctx *c, const char *tag)
 				}
 				for (int j = 0; j <= i; j++)
 					sum += sc[j] = exp(sc[j] - mx);
-				for (int j = 0; j <= i; j++) {
+				double dm = fabs(st[0] - mx) / fmax(1.0, fabs(mx));
+				double di = fabs(st[1] - 1.0 / sum) / fmax(1.0, 1.0 / sum);
+				dm = fmax(dm, di);
+				max_stat = fmax(max_stat, isfinite(dm) ? dm : INFINITY);
+				for (int j = 0; j <= i; j++)
 					sc[j] /= sum;
-					double d = fabs(pr[j] - sc[j]);
-					max_rel = fmax(max_rel, isfinite(d) ? d : INFINITY);
-					psum += pr[j];
-				}
-				for (int j = i + 1; j < T; j++)
-					masked_zero &= pr[j] == 0.0f;
-				max_row =
-				    fmax(max_row, isfinite(psum) ? fabs(psum - 1.0) : INFINITY);
 				for (int e = 0; e < hs; e++) {
 					double want = 0.0;
 					for (int j = 0; j <= i; j++)
@@ -618,11 +616,41 @@ static void check_attn_fwd(struct attn_ctx *c, const char *tag)
 				}
 			}
 	free(sc);
-	ok(max_rel <= 1e-5, "attention fwd %s: y and P vs naive double (max rel %.2e, tol 1e-05)",
-	   tag, max_rel);
-	ok(masked_zero, "attention fwd %s: P is exactly 0 above the diagonal", tag);
-	ok(max_row <= 1e-6, "attention fwd %s: rows of P sum to 1 (max |sum - 1| %.2e, tol 1e-06)",
-	   tag, max_row);
+	ok(max_rel <= 1e-5, "attention fwd %s: y vs naive double (max rel %.2e, tol 1e-05)", tag,
+	   max_rel);
+	ok(max_stat <= 1e-5,
+	   "attention fwd %s: saved row max and inverse sum vs naive double (max rel %.2e, tol "
+	   "1e-05)",
+	   tag, max_stat);
+}
+
+/* What the backward relies on: a row rebuilt by sf_causal_probs_row from the scores
+ * and the statistics sf_causal_softmax_row saved equals the forward's row bitwise, with
+ * exact zeros after the query (later blocks' GEMMs run over them), and sums to 1. */
+static void test_attention_rows(void)
+{
+	enum { N = 97 };
+	int same = 1, zeros = 1;
+	double max_sum = 0.0;
+	for (int i = 0; i < N; i += 8) {
+		float *s = rand_vec(N, 6.0f), *fwd = malloc(sizeof(float) * N), stat[2];
+		memcpy(fwd, s, sizeof(float) * N);
+		sf_causal_softmax_row(fwd, i, N, stat);
+		sf_causal_probs_row(s, i, N, stat);
+		same &= !memcmp(s, fwd, sizeof(float) * N);
+		double sum = 0.0;
+		for (int j = 0; j < N; j++) {
+			if (j > i)
+				zeros &= s[j] == 0.0f;
+			sum += s[j];
+		}
+		max_sum = fmax(max_sum, fabs(sum - 1.0));
+		free(s), free(fwd);
+	}
+	ok(same && zeros && max_sum <= 1e-6,
+	   "attention rows: rebuilt from the saved max and inverse sum = the forward's, bitwise "
+	   "(%s), zeros after the query (%s), rows sum to 1 (max |sum - 1| %.2e, tol 1e-06)",
+	   same ? "yes" : "NO", zeros ? "yes" : "NO", max_sum);
 }
 
 /* Q, K and V of every head through finite differences (dqkv overwritten: it starts as
@@ -633,8 +661,10 @@ static void test_attention(int B, int T, int C, int NH, int NKV, int rb)
 	char tag[80], what[112];
 	snprintf(tag, sizeof tag, "B=%d T=%d C=%d NH=%d NKV=%d rb=%d", B, T, C, NH, NKV, rb);
 	size_t W = (size_t)C + 2 * (size_t)NKV * (C / NH);
-	size_t nq = (size_t)B * T * W, ny = (size_t)B * T * C, np = (size_t)B * NH * T * T;
-	/* q and k of scale 2: scores spread enough that P is far from uniform */
+	size_t nq = (size_t)B * T * W, ny = (size_t)B * T * C, ns = (size_t)B * NH * T * 2;
+	int brb = rb < T ? rb : T;
+	/* q and k of scale 2: scores spread enough that P is far from uniform; the stale
+	 * statistics and scratch: the forward writes all it reads */
 	struct attn_ctx c = {B,
 	                     T,
 	                     C,
@@ -644,36 +674,35 @@ static void test_attention(int B, int T, int C, int NH, int NKV, int rb)
 	                     rand_vec(nq, 2.0f),
 	                     rand_vec(ny, 1.0f),
 	                     zero_vec(ny),
-	                     rand_vec(np, 9.0f)}; /* stale P: the fwd writes all */
-	int brb = rb < T ? rb : T;
-	float *scratch = rand_vec((size_t)brb * T, 9.0f);
+	                     rand_vec(ns, 9.0f),
+	                     rand_vec(2 * (size_t)brb * T, 9.0f)};
 	check_attn_fwd(&c, tag);
 
 	float *dq = rand_vec(nq, 9.0f); /* stale: acc=0 overwrites every entry */
-	_sf_attention_bwd(B, T, C, NH, NKV, rb, c.qkv, c.p, c.dy, dq, 0, scratch);
+	_sf_attention_bwd(B, T, C, NH, NKV, rb, c.qkv, c.stat, c.dy, dq, 0, c.scratch);
 	snprintf(what, sizeof what, "attention dqkv %s", tag);
 	check_fd(what, c.qkv, nq, dq, attn_objective, &c);
 
 	/* the same inputs again: bitwise the same outputs */
-	float *y0 = malloc(sizeof(float) * ny), *p0 = malloc(sizeof(float) * np);
+	float *y0 = malloc(sizeof(float) * ny), *s0 = malloc(sizeof(float) * ns);
 	float *dq2 = rand_vec(nq, 3.0f);
 	attn_objective(&c);
 	memcpy(y0, c.y, sizeof(float) * ny);
-	memcpy(p0, c.p, sizeof(float) * np);
-	_sf_attention_bwd(B, T, C, NH, NKV, rb, c.qkv, c.p, c.dy, dq, 0, scratch);
+	memcpy(s0, c.stat, sizeof(float) * ns);
+	_sf_attention_bwd(B, T, C, NH, NKV, rb, c.qkv, c.stat, c.dy, dq, 0, c.scratch);
 	attn_objective(&c);
-	_sf_attention_bwd(B, T, C, NH, NKV, rb, c.qkv, c.p, c.dy, dq2, 0, scratch);
-	ok(!memcmp(y0, c.y, sizeof(float) * ny) && !memcmp(p0, c.p, sizeof(float) * np) &&
+	_sf_attention_bwd(B, T, C, NH, NKV, rb, c.qkv, c.stat, c.dy, dq2, 0, c.scratch);
+	ok(!memcmp(y0, c.y, sizeof(float) * ny) && !memcmp(s0, c.stat, sizeof(float) * ns) &&
 	       !memcmp(dq, dq2, sizeof(float) * nq),
 	   "attention %s: forward and backward are bitwise repeatable", tag);
 
 	/* acc=1: dqkv += the fresh gradient, in q, k and v alike */
 	float *old = rand_vec(nq, 1.0f), *dq3 = malloc(sizeof(float) * nq);
 	memcpy(dq3, old, sizeof(float) * nq);
-	_sf_attention_bwd(B, T, C, NH, NKV, rb, c.qkv, c.p, c.dy, dq3, 1, scratch);
+	_sf_attention_bwd(B, T, C, NH, NKV, rb, c.qkv, c.stat, c.dy, dq3, 1, c.scratch);
 	check_acc(what, dq3, old, dq, nq);
-	free(c.qkv), free(c.dy), free(c.y), free(c.p), free(scratch), free(dq), free(dq2);
-	free(y0), free(p0), free(old), free(dq3);
+	free(c.qkv), free(c.dy), free(c.y), free(c.stat), free(c.scratch), free(dq), free(dq2);
+	free(y0), free(s0), free(old), free(dq3);
 }
 
 /* --- position embedding ---------------------------------------------------------- */
@@ -1440,6 +1469,7 @@ int main(void)
 
 	/* (B, T, C, NH, rb): one head, two, three (hs = 3); T = 5 and 7; one block of
 	 * queries (rb >= T) and blocks of 2 and 3 with a remainder; T = 1 */
+	test_attention_rows();
 	test_attention(1, 5, 4, 1, 1, 64);
 	test_attention(2, 7, 6, 2, 2, 64);
 	test_attention(2, 7, 6, 2, 2, 3);
