@@ -52,6 +52,13 @@ void _sf_attention_fwd(int B, int T, int C, int NH, int NKV, int rb, const float
  * holds 2 min(rb, T) * T floats. */
 void _sf_attention_bwd(int B, int T, int C, int NH, int NKV, int rb, const float *qkv,
                        const float *stat, const float *dy, float *dqkv, int acc, float *scratch);
+/* Row i of the scaled scores s[0..n) (n > i): softmax over s[0..i], exact zeros for
+ * s[i+1..n); stat receives the row's max and the inverse of its sum of exponentials,
+ * all the forward keeps. */
+void _sf_attention_softmax_row(float *s, int i, int n, float *stat);
+/* The backward's copy of that row: the same scores and stat give the forward's row
+ * bitwise (the same exponential and product per entry), exact zeros after i. */
+void _sf_attention_probs_row(float *s, int i, int n, const float *stat);
 /* The multiply-adds x 2 of the forward's GEMMs with this blocking (the softmax aside). */
 double _sf_attention_fwd_flops(int B, int T, int C, int rb);
 

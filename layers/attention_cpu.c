@@ -6,8 +6,7 @@
  * and Y, dY views of the output rows (C): nothing is copied. The queries go in blocks
  * of rb rows; block [i0, i1) meets keys [0, i1) only, so each GEMM is (i1 - i0) x i1
  * instead of T x T and the masked triangle costs about rb / T of the work instead of
- * half of it. The softmax's rows are layers/attention_math.h's (the GPU runs the same
- * functions). The probabilities' masked entries are written as exact zeros, so a block's
+ * half of it. The probabilities' masked entries are written as exact zeros, so a block's
  * P V and dS K, which run over keys up to i1 - 1, add nothing for keys after the query.
  *
  * A block's probabilities live in a scratch of rb x T floats and are dropped after its
@@ -26,13 +25,73 @@
  * and OpenBLAS runs single-threaded inside a worker (sf_init), so the same inputs give
  * bitwise the same outputs.
  */
+#include "common/vec4.h" /* exp_v4 */
 #include "layers/attention.h"
-#include "layers/attention_math.h" /* the softmax rows, shared with the GPU */
+#include "layers/attention_math.h" /* the softmax backward's rows */
 
 #include <cblas.h>
 #undef I /* OpenBLAS pulls in <complex.h> */
 #include <math.h>
 #include <string.h>
+
+/* s[j] = exp(s[j] - mx) for j < n, four at a time (the tail padded) */
+static void exp_shifted(float *s, int n, float mx)
+{
+	v4f m = v4f_set(mx);
+	int j = 0;
+	for (; j + 4 <= n; j += 4)
+		store4(s + j, exp_v4(load4(s + j) - m));
+	if (j < n)
+		store_tail(s + j, exp_v4(load_tail(s + j, (size_t)(n - j)) - m), (size_t)(n - j));
+}
+
+/* The max in 4 lanes, the exponentials before their sum (a sum carried across the
+ * exponentials is spilled at every element), the sum in double in 4 partial sums in a
+ * fixed order (what each of these gained: docs/performance.md, "Choices in the code"). */
+void _sf_attention_softmax_row(float *s, int i, int n, float *stat)
+{
+	float m0 = s[0], m1 = s[0], m2 = s[0], m3 = s[0];
+	int j = 1;
+	for (; j + 3 <= i; j += 4) {
+		m0 = s[j] > m0 ? s[j] : m0;
+		m1 = s[j + 1] > m1 ? s[j + 1] : m1;
+		m2 = s[j + 2] > m2 ? s[j + 2] : m2;
+		m3 = s[j + 3] > m3 ? s[j + 3] : m3;
+	}
+	for (; j <= i; j++)
+		m0 = s[j] > m0 ? s[j] : m0;
+	float mx = fmaxf(fmaxf(m0, m1), fmaxf(m2, m3));
+	exp_shifted(s, i + 1, mx);
+	double a0 = 0.0, a1 = 0.0, a2 = 0.0, a3 = 0.0;
+	for (j = 0; j + 3 <= i; j += 4) {
+		a0 += s[j];
+		a1 += s[j + 1];
+		a2 += s[j + 2];
+		a3 += s[j + 3];
+	}
+	for (; j <= i; j++)
+		a0 += s[j];
+	double sum = (a0 + a1) + (a2 + a3);
+	/* sum >= 1 (the max's own term), so the division is safe */
+	float inv = (float)(1.0 / sum);
+	for (j = 0; j <= i; j++)
+		s[j] *= inv;
+	for (j = i + 1; j < n; j++)
+		s[j] = 0.0f;
+	stat[0] = mx;
+	stat[1] = inv;
+}
+
+/* the forward's operations on each entry again: the same exponential, the same product */
+void _sf_attention_probs_row(float *s, int i, int n, const float *stat)
+{
+	float inv = stat[1];
+	exp_shifted(s, i + 1, stat[0]);
+	for (int j = 0; j <= i; j++)
+		s[j] *= inv;
+	for (int j = i + 1; j < n; j++)
+		s[j] = 0.0f;
+}
 
 /* One sample's head: q, k, v and y point at its first row (leading dimensions ld, the
  * qkv width, and C), stat at its (T, 2) row statistics; scratch holds a block's
@@ -46,7 +105,7 @@ static void head_fwd(int T, int hs, int ld, int C, int rb, float scale, const fl
 		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, i1, hs, scale,
 		            q + (size_t)i0 * ld, ld, k, ld, 0.0f, scratch, i1);
 		for (int i = i0; i < i1; i++)
-			sf_causal_softmax_row(scratch + (size_t)(i - i0) * i1, i, i1,
+			_sf_attention_softmax_row(scratch + (size_t)(i - i0) * i1, i, i1,
 			                      stat + (size_t)i * 2);
 		/* Y[i0:i1] (m, hs) = P[i0:i1, 0:i1] V[0:i1] */
 		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, hs, i1, 1.0f, scratch, i1,
@@ -99,7 +158,7 @@ static void head_bwd(int T, int hs, int ld, int C, int rb, float scale, const fl
 		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, i1, hs, scale,
 		            q + (size_t)i0 * ld, ld, k, ld, 0.0f, p, i1);
 		for (int i = i0; i < i1; i++)
-			sf_causal_probs_row(p + (size_t)(i - i0) * i1, i, i1, stat + (size_t)i * 2);
+			_sf_attention_probs_row(p + (size_t)(i - i0) * i1, i, i1, stat + (size_t)i * 2);
 		/* dV[0:i1] += P[i0:i1, 0:i1]^T dY[i0:i1] */
 		cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, i1, hs, m, 1.0f, p, i1, dyi, C,
 		            1.0f, dv, ld);

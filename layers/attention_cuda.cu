@@ -2,8 +2,8 @@
  * attention_cuda.cu — causal multi-head attention's CUDA launchers: the plan of
  * layers/attention_plan.h run with cuBLAS strided batched GEMMs (the worker's handle)
  * and the softmax rows, a warp per row (common/cuda_reduce.cuh: the row's max and its
- * sum in double spread over the lanes; layers/attention_math.h's loops do the same
- * math in another order), all on the worker's stream. No row blocks as on the CPU:
+ * sum in double spread over the lanes; the CPU's rows, layers/attention_cpu.c, do the
+ * same math in another order, with another exponential), all on the worker's stream. No row blocks as on the CPU:
  * the whole T x T scores per head, one sample's heads at a time in a stream-ordered
  * scratch; the saved buffer holds the rows' statistics only (layers/attention.h).
  */

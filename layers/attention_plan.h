@@ -9,9 +9,9 @@
  *   X::gemm(ta, tb, m, n, k, alpha, A, lda, sA, B, ldb, sB, beta, C, ldc, sC, count):
  *     count row-major GEMMs C_i (m x n) = alpha op(A_i) op(B_i) + beta C_i, the i-th
  *     at A + i sA, B + i sB, C + i sC (as cblas_sgemm(CblasRowMajor, ...));
- *   X::softmax_rows(NH, T, p, stat): sf_causal_softmax_row on the NH T rows of p
+ *   X::softmax_rows(NH, T, p, stat): _sf_attention_softmax_row on the NH T rows of p
  *     (NH, T, T), row r's statistics to stat + 2 r;
- *   X::probs_rows(NH, T, p, stat): sf_causal_probs_row on those rows;
+ *   X::probs_rows(NH, T, p, stat): _sf_attention_probs_row on those rows;
  *   X::softmax_bwd_rows(NH, T, p, d): sf_softmax_bwd_row on those rows of d;
  *   X::zero_cols(base, ld, width, rows): zero `width` floats of `rows` rows;
  *   X::scratch(n), X::release(ptr): a float buffer on the executor's device.

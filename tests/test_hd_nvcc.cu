@@ -140,12 +140,12 @@ struct host_exec {
 	void softmax_rows(int NH, int T, float *p, float *stat)
 	{
 		for (size_t r = 0; r < (size_t)NH * T; r++)
-			sf_causal_softmax_row(p + r * T, (int)(r % T), T, stat + 2 * r);
+			_sf_attention_softmax_row(p + r * T, (int)(r % T), T, stat + 2 * r);
 	}
 	void probs_rows(int NH, int T, float *p, const float *stat)
 	{
 		for (size_t r = 0; r < (size_t)NH * T; r++)
-			sf_causal_probs_row(p + r * T, (int)(r % T), T, stat + 2 * r);
+			_sf_attention_probs_row(p + r * T, (int)(r % T), T, stat + 2 * r);
 	}
 	void softmax_bwd_rows(int NH, int T, const float *p, float *d)
 	{

@@ -36,7 +36,6 @@
  */
 #include "layers/add.h"
 #include "layers/attention.h"
-#include "layers/attention_math.h"
 #include "layers/embedding.h"
 #include "layers/gelu.h"
 #include "layers/gelu_math.h"
@@ -624,8 +623,8 @@ static void check_attn_fwd(struct attn_ctx *c, const char *tag)
 	   tag, max_stat);
 }
 
-/* What the backward relies on: a row rebuilt by sf_causal_probs_row from the scores
- * and the statistics sf_causal_softmax_row saved equals the forward's row bitwise, with
+/* What the backward relies on: a row rebuilt by _sf_attention_probs_row from the scores
+ * and the statistics _sf_attention_softmax_row saved equals the forward's row bitwise, with
  * exact zeros after the query (later blocks' GEMMs run over them), and sums to 1. */
 static void test_attention_rows(void)
 {
@@ -635,8 +634,8 @@ static void test_attention_rows(void)
 	for (int i = 0; i < N; i += 8) {
 		float *s = rand_vec(N, 6.0f), *fwd = malloc(sizeof(float) * N), stat[2];
 		memcpy(fwd, s, sizeof(float) * N);
-		sf_causal_softmax_row(fwd, i, N, stat);
-		sf_causal_probs_row(s, i, N, stat);
+		_sf_attention_softmax_row(fwd, i, N, stat);
+		_sf_attention_probs_row(s, i, N, stat);
 		same &= !memcmp(s, fwd, sizeof(float) * N);
 		double sum = 0.0;
 		for (int j = 0; j < N; j++) {
