@@ -121,6 +121,11 @@ static struct {
 	double nv_bw, nv_lat, nic_bw, nic_lat;
 } nccl;
 
+bool _sf_comm_sim_modelled(void)
+{
+	return nccl.on;
+}
+
 /* StarPU's simulation asks the rank of a simulated process through this hook (weak
  * in StarPU, StarPU-MPI's otherwise): its actors live on that rank's hosts */
 int starpu_mpi_world_rank(void);
