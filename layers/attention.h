@@ -39,6 +39,12 @@ extern "C" {
 /* Query rows per block in the codelets (see attention_cpu.c for the measurements). */
 #define SF_ATTENTION_ROW_BLOCK 64
 
+/* The GPU plan's scratch, in floats (1 GiB): a sample's heads go in chunks of whole
+ * key/value groups whose T x T probabilities (and in the backward their dS too) fit it,
+ * at least one group (layers/attention_plan.h). Llama 3 8B at context 8192: one group of
+ * 4 heads, 1 GiB, a chunk; GPT-2 at 1024: all 12 heads, 48 MiB. */
+#define SF_ATTENTION_GPU_SCRATCH ((size_t)1 << 28)
+
 extern const struct sf_layer_type _sf_attention_type;
 extern const struct sf_layer_type _sf_attention_gqa_type;
 
@@ -64,8 +70,7 @@ double _sf_attention_fwd_flops(int B, int T, int C, int rb);
 
 #ifdef SF_HAVE_CUDA
 /* layers/attention_cuda.cu: the same on device pointers, on the worker's CUDA stream;
- * one sample's heads at a time, its NH T^2 probabilities (and in the backward its dS as
- * well) in a device scratch allocated on the stream (cudaMallocAsync) */
+ * the scratch allocated on the stream (cudaMallocAsync) */
 void _sf_attention_fwd_cuda(int B, int T, int C, int NH, int NKV, const float *qkv, float *y,
                             float *stat);
 void _sf_attention_bwd_cuda(int B, int T, int C, int NH, int NKV, const float *qkv,

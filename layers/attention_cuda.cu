@@ -4,8 +4,9 @@
  * and the softmax rows, a warp per row (common/cuda_reduce.cuh: the row's max and its
  * sum in double spread over the lanes; the CPU's rows, layers/attention_cpu.c, do the
  * same math in another order, with another exponential), all on the worker's stream. No row blocks as on the CPU:
- * the whole T x T scores per head, one sample's heads at a time in a stream-ordered
- * scratch; the saved buffer holds the rows' statistics only (layers/attention.h).
+ * the whole T x T scores per head, a sample's heads in chunks that fit a stream-ordered
+ * scratch of SF_ATTENTION_GPU_SCRATCH floats; the saved buffer holds the rows'
+ * statistics only (layers/attention.h).
  */
 #include "config.h"
 
@@ -141,12 +142,13 @@ extern "C" void _sf_attention_fwd_cuda(int B, int T, int C, int NH, int NKV, con
                                        float *y, float *stat)
 {
 	cuda_exec x{starpu_cublas_get_local_handle(), starpu_cuda_get_local_stream()};
-	sf_attention_fwd_plan(x, B, T, C, NH, NKV, qkv, y, stat);
+	sf_attention_fwd_plan(x, B, T, C, NH, NKV, qkv, y, stat, SF_ATTENTION_GPU_SCRATCH);
 }
 
 extern "C" void _sf_attention_bwd_cuda(int B, int T, int C, int NH, int NKV, const float *qkv,
                                        const float *stat, const float *dy, float *dqkv, int acc)
 {
 	cuda_exec x{starpu_cublas_get_local_handle(), starpu_cuda_get_local_stream()};
-	sf_attention_bwd_plan(x, B, T, C, NH, NKV, qkv, stat, dy, dqkv, acc);
+	sf_attention_bwd_plan(x, B, T, C, NH, NKV, qkv, stat, dy, dqkv, acc,
+	                      SF_ATTENTION_GPU_SCRATCH);
 }

@@ -20,7 +20,8 @@
  * CPU kernel bitwise: the gradient and the loss.
  * Attention's GPU plan (layers/attention_plan.h: the whole T x T, heads in strided
  * batches) runs here with a reference GEMM and must equal the CPU kernel (row blocks,
- * OpenBLAS) to 1e-5 of the largest value, forward and backward, = and +=.
+ * OpenBLAS) to 1e-5 of the largest value, forward and backward, = and +=, with all the
+ * heads in one chunk and with a key/value group a chunk.
  * Built and run only when configure found CUDA; no GPU is needed.
  */
 #include "layers/add_math.h"
@@ -341,35 +342,37 @@ static void test_rows(void)
 }
 
 /* NKV = NH: multi-head; NKV < NH: grouped heads (one strided batch per position in a
- * group) */
-static void test_attention_plan(int NH, int NKV)
+ * group); budget: the plan's scratch in floats (the library's, or 1: one key/value group
+ * a chunk, the heads in NKV chunks) */
+static void test_attention_plan(int NH, int NKV, size_t budget)
 {
 	/* T = 70: two of the CPU's row blocks of 64, one partial */
 	const int B = 2, T = 70, C = 12, hs = C / NH;
 	size_t nq = (size_t)B * T * (C + 2 * NKV * hs), ny = (size_t)B * T * C,
 	       ns = (size_t)B * NH * T * 2;
+	int chunk = sf_attention_chunk(T, NH, NKV, budget);
 	float *qkv = vec(nq, -1, 1), *dy = vec(ny, -1, 1);
 	float *y1 = vec(ny, 0, 0), *y2 = vec(ny, 0, 0), *s1 = vec(ns, 0, 0), *s2 = vec(ns, 0, 0);
 	int rb = SF_ATTENTION_ROW_BLOCK;
 	float *scr = vec(2 * (size_t)rb * T, 0, 0);
 	_sf_attention_fwd(B, T, C, NH, NKV, rb, qkv, y1, s1, scr);
 	host_exec hx;
-	sf_attention_fwd_plan(hx, B, T, C, NH, NKV, qkv, y2, s2);
+	sf_attention_fwd_plan(hx, B, T, C, NH, NKV, qkv, y2, s2, budget);
 	double sy, ss, ey = max_diff(y2, y1, ny, &sy), es = max_diff(s2, s1, ns, &ss);
 	ok(ey <= 1e-5 * sy && es <= 1e-5 * ss,
-	   "attention forward, %d heads on %d key/value heads: the GPU plan (host GEMM) = the CPU "
-	   "kernel (max diff %.2e of %.2e in y, %.2e of %.2e in the rows' max and inverse sum)",
-	   NH, NKV, ey, sy, es, ss);
+	   "attention forward, %d heads on %d key/value heads, %d a chunk: the GPU plan (host "
+	   "GEMM) = the CPU kernel (max diff %.2e of %.2e in y, %.2e of %.2e in the rows' max "
+	   "and inverse sum)",
+	   NH, NKV, chunk, ey, sy, es, ss);
 	for (int acc = 0; acc <= 1; acc++) {
 		float *d1 = vec(nq, -1, 1), *d2 = copy(d1, nq);
 		_sf_attention_bwd(B, T, C, NH, NKV, rb, qkv, s1, dy, d1, acc, scr);
-		sf_attention_bwd_plan(hx, B, T, C, NH, NKV, qkv, s1, dy, d2, acc);
+		sf_attention_bwd_plan(hx, B, T, C, NH, NKV, qkv, s1, dy, d2, acc, budget);
 		double sd, ed = max_diff(d2, d1, nq, &sd);
 		ok(ed <= 1e-5 * sd,
-		   "attention backward (%s), %d heads on %d: the GPU plan = the CPU kernel (max "
-		   "diff "
-		   "%.2e of %.2e in dqkv)",
-		   acc ? "+=" : "=", NH, NKV, ed, sd);
+		   "attention backward (%s), %d heads on %d, %d a chunk: the GPU plan = the CPU "
+		   "kernel (max diff %.2e of %.2e in dqkv)",
+		   acc ? "+=" : "=", NH, NKV, sf_attention_chunk(T, NH, NKV, budget / 2), ed, sd);
 		free(d1), free(d2);
 	}
 	free(qkv), free(dy), free(y1), free(y2), free(s1), free(s2), free(scr);
@@ -532,7 +535,9 @@ int main(void)
 	}
 	test_rows();
 	test_reg_loss();
-	test_attention_plan(3, 3);
-	test_attention_plan(6, 2);
+	test_attention_plan(3, 3, SF_ATTENTION_GPU_SCRATCH);
+	test_attention_plan(6, 2, SF_ATTENTION_GPU_SCRATCH);
+	test_attention_plan(3, 3, 1);
+	test_attention_plan(6, 2, 1);
 	return done_testing();
 }
