@@ -167,6 +167,19 @@ static int alloc_task_only(float **p, size_t n, const char *what)
 #endif
 }
 
+/* The unit vectors and the model's shared buffers (gather ring, gradient slots, the
+ * collectives' scratch) are written by tasks and collectives alone, and a simulation
+ * initialises no parameter: with the collectives by NCCL's cost model, which moves no
+ * byte, nothing writes them (SMPI's rings, --collectives mpi, copy into them). */
+static void set_bufs_task_only(struct sf_model *m)
+{
+#ifdef SF_SIMULATION
+	m->bufs_task_only = _sf_comm_sim_modelled();
+#else
+	m->bufs_task_only = false;
+#endif
+}
+
 static void free_task_only(float *p)
 {
 #ifdef SF_SIMULATION
@@ -295,18 +308,24 @@ static int unit_vecs_alloc(struct sf_model *m, struct _sf_unit *u, bool accumula
 		float **buf = vec_buf(u, v);
 		if (n == 0 || *buf)
 			continue;
-		SF_CHECK(alloc_floats(buf, n, v->what));
+		if (m->bufs_task_only)
+			SF_CHECK(alloc_task_only(buf, n, v->what));
+		else
+			SF_CHECK(alloc_floats(buf, n, v->what));
 		reg(vec_handle(u, v), *buf, n, sizeof(float));
 	}
 fail:
 	return rc;
 }
 
-static void unit_vecs_release(struct _sf_unit *u)
+static void unit_vecs_release(const struct sf_model *m, struct _sf_unit *u)
 {
 	for (size_t k = 0; k < NUNIT_VECS; k++) {
 		unreg(vec_handle(u, &unit_vecs[k]));
-		free(*vec_buf(u, &unit_vecs[k]));
+		if (m->bufs_task_only)
+			free_task_only(*vec_buf(u, &unit_vecs[k]));
+		else
+			free(*vec_buf(u, &unit_vecs[k]));
 		*vec_buf(u, &unit_vecs[k]) = NULL;
 	}
 }
@@ -397,12 +416,7 @@ static const struct model_buf {
 static int model_bufs_alloc(struct sf_model *m)
 {
 	int rc = SF_OK;
-#ifdef SF_SIMULATION
-	/* the gather ring, the gradient slots and the collectives' buffers are written by
-	 * tasks and collectives alone: with the collectives by their cost model, nothing
-	 * writes them (SMPI's rings, --collectives mpi, copy into them) */
-	m->bufs_task_only = _sf_comm_sim_modelled();
-#endif
+	set_bufs_task_only(m);
 	for (size_t k = 0; k < NMODEL_BUFS; k++) {
 		const struct model_buf *b = &model_bufs[k];
 		float **buf = member(m, b->buf);
@@ -675,6 +689,7 @@ fail:
 static int build_units(struct sf_model *m)
 {
 	int rc = SF_OK;
+	set_bufs_task_only(m);
 	for (int k = 0; k < m->nunits; k++)
 		SF_CHECK(unit_vecs_alloc(m, &m->units[k], false));
 	for (int k = 0; k < m->nunits && !SF_SIMULATED; k++) /* no values in simulated time */
@@ -1119,7 +1134,7 @@ SF_API int sf_model_destroy(sf_model *m)
 	}
 	for (int i = 0; m->units && i < m->nunits; i++) {
 		struct _sf_unit *u = &m->units[i];
-		unit_vecs_release(u);
+		unit_vecs_release(m, u);
 		unreg(&u->h_sq);
 		free(u->runs);
 		free(u->lr);

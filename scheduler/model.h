@@ -115,8 +115,8 @@ struct sf_model {
 	int shard_size, shard_rank; /* the shard group (the world, or a node with hybrid sharding) */
 	int nrep;         /* replicas of each shard (hybrid: nodes; else 1) */
 	int nnodes;
-	/* simulation: the model_bufs are mappings nothing writes (scheduler/model.c,
-	 * alloc_task_only) */
+	/* simulation: the unit vectors and model_bufs are mappings nothing writes
+	 * (scheduler/model.c, alloc_task_only) */
 	bool bufs_task_only;
 	struct _sf_node *gnodes; /* copy of the graph's nodes (configs owned) */
 	struct _sf_node_state *nodes;
