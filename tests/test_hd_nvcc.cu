@@ -419,7 +419,7 @@ static void test_reg_loss(void)
 
 int main(void)
 {
-	plan(23);
+	plan(29);
 	for (int i = 0; i < N; i++) {
 		x[i] = uniform(-12.0f, 12.0f);
 		y[i] = uniform(-3.0f, 3.0f);
