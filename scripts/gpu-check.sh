@@ -6,7 +6,7 @@
 # an H100); each stage has its own time limit.
 #
 #   scripts/gpu-check.sh [--bundle DIR] [--out DIR] [--stages LIST] [--quick]
-#                        [--deadline SECONDS] [--dry-run]
+#                        [--speed-models LIST] [--deadline SECONDS] [--dry-run]
 #
 # --bundle DIR   the bundle: gpu-bundle/ (default) holding shardflow-gpu.tar.xz, which
 #                is unpacked once into $TMPDIR (or SF_GPU_UNPACK) by its checksum; or an
@@ -19,6 +19,8 @@
 #                profile
 #                (default all; probe always runs)
 # --quick        speed: no torch.compile and no 124M-sized runs
+# --speed-models LIST  speed: a comma-separated subset of default, gpt2-124M (default
+#                both; default only with --quick)
 # --deadline S   finish within S seconds of the start: each command's limit is cut to
 #                what is left (less 20 s for the table), and a stage that would start
 #                with under 30 s left is reported as skipped ("deadline"). Killed by
@@ -63,6 +65,7 @@ bundle=$top/gpu-bundle
 out=${OUT:-$top/gpu-check-out}
 stages=probe,hd,cpu,gpu,gpt,trace,speed,profile
 quick=no
+speed_models=
 dry=no
 deadline=
 PY=${SF_PYTHON:-python3}
@@ -85,6 +88,14 @@ while [ $# -gt 0 ]; do
 		done
 		stages=probe,$2; shift 2 ;;
 	--quick) quick=yes; shift ;;
+	--speed-models)
+		[ $# -ge 2 ] || usage
+		for s in ${2//,/ }; do
+			case $s in default | gpt2-124M) ;;
+			*) echo "$prog: --speed-models: unknown model \"$s\" (accepted: default, gpt2-124M)" >&2; exit 2 ;;
+			esac
+		done
+		speed_models=,$2,; shift 2 ;;
 	--deadline)
 		[ $# -ge 2 ] || usage
 		case $2 in '' | *[!0-9]*) echo "$prog: --deadline: \"$2\" is not a whole number of seconds" >&2; exit 2 ;; esac
@@ -92,7 +103,7 @@ while [ $# -gt 0 ]; do
 		deadline=$2; shift 2 ;;
 	--dry-run) dry=yes; shift ;;
 	-h | --help) usage 0 ;;
-	*) echo "$prog: unknown option \"$1\" (accepted: --bundle DIR, --out DIR, --stages LIST, --quick, --deadline SECONDS, --dry-run)" >&2; exit 2 ;;
+	*) echo "$prog: unknown option \"$1\" (accepted: --bundle DIR, --out DIR, --stages LIST, --quick, --speed-models LIST, --deadline SECONDS, --dry-run)" >&2; exit 2 ;;
 	esac
 done
 say() { echo "$prog: [$(($(date +%s) - t0)) s] $*"; }
@@ -470,6 +481,7 @@ if want speed; then
 		[ "$quick" = no ] && models="$models gpt2-124M:12:12:768:1024:8"
 		for m in $models; do
 			IFS=: read -r name L H C T Bt <<<"$m"
+			[ -z "$speed_models" ] || case $speed_models in *",$name,"*) ;; *) continue ;; esac
 			read -r fpt nparams <<<"$(gpt_flops "$L" "$C" "$T")"
 			tok=$((Bt * T))
 			steps=60 pe=20
