@@ -39,10 +39,11 @@ extern "C" {
 /* Query rows per block in the codelets (see attention_cpu.c for the measurements). */
 #define SF_ATTENTION_ROW_BLOCK 64
 
-/* The GPU plan's scratch, in floats (1 GiB): a sample's heads go in chunks of whole
- * key/value groups whose T x T probabilities (and in the backward their dS too) fit it,
- * at least one group (layers/attention_plan.h). Llama 3 8B at context 8192: one group of
- * 4 heads, 1 GiB, a chunk; GPT-2 at 1024: all 12 heads, 48 MiB. */
+/* The GPU plan's scratch, in floats (1 GiB): the batch goes in chunks of whole samples
+ * whose T x T probabilities (and in the backward their dS too) fit it, or where one sample
+ * does not fit, a sample's heads in chunks of whole key/value groups, at least one group
+ * (layers/attention_plan.h). Llama 3 8B at context 8192: one group of 4 heads, 1 GiB, a
+ * chunk; GPT-2 at 1024: 21 samples of 12 heads (48 MiB each) a chunk, 10 in the backward. */
 #define SF_ATTENTION_GPU_SCRATCH ((size_t)1 << 28)
 
 extern const struct sf_layer_type _sf_attention_type;

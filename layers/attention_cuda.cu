@@ -1,12 +1,16 @@
 /*
  * attention_cuda.cu — causal multi-head attention's CUDA launchers: the plan of
- * layers/attention_plan.h run with cuBLAS strided batched GEMMs (the worker's handle)
- * and the softmax rows, a warp per row (common/cuda_reduce.cuh: the row's max and its
- * sum in double spread over the lanes; the CPU's rows, layers/attention_cpu.c, do the
- * same math in another order, with another exponential), all on the worker's stream. No row blocks as on the CPU:
- * the whole T x T scores per head, a sample's heads in chunks that fit a stream-ordered
- * scratch of SF_ATTENTION_GPU_SCRATCH floats; the saved buffer holds the rows'
- * statistics only (layers/attention.h).
+ * layers/attention_plan.h run with cuBLAS batched GEMMs (the worker's handle) and the
+ * softmax rows, a warp per row (common/cuda_reduce.cuh: the row's max and its sum in
+ * double spread over the lanes; the CPU's rows, layers/attention_cpu.c, do the same math
+ * in another order, with another exponential), all on the worker's stream. No row blocks
+ * as on the CPU: the whole T x T scores per head, in chunks of whole samples (or of a
+ * sample's key/value groups) that fit a stream-ordered scratch of
+ * SF_ATTENTION_GPU_SCRATCH floats; the saved buffer holds the rows' statistics only
+ * (layers/attention.h). A chunk of several samples is one cublasSgemmBatched call a
+ * product, its pointer arrays written on the stream by batch_ptrs_k: a pass costs a
+ * handful of launches whatever the batch, where a loop over samples cost seven a sample
+ * in the backward.
  */
 #include "config.h"
 
@@ -86,18 +90,60 @@ static __global__ void softmax_bwd_k(int NH, int T, const float *p, float *d)
 	}
 }
 
+/* the pointer arrays of a batch of count x outer GEMMs: item i = o count + c at
+ * X + o oX + c sX, into ptr[0..n), ptr[n..2n), ptr[2n..3n) for A, B, C */
+static __global__ void batch_ptrs_k(int count, int n, const float *A, long long sA,
+                                    long long oA, const float *B, long long sB, long long oB,
+                                    float *C, long long sC, long long oC, void **ptr)
+{
+	int i = blockIdx.x * blockDim.x + threadIdx.x;
+	if (i >= n)
+		return;
+	long long o = i / count, c = i % count;
+	ptr[i] = (void *)(A + o * oA + c * sA);
+	ptr[n + i] = (void *)(B + o * oB + c * sB);
+	ptr[2 * n + i] = (void *)(C + o * oC + c * sC);
+}
+
 namespace
 {
 struct cuda_exec {
 	cublasHandle_t h;
 	cudaStream_t s;
+	void **ptr = NULL; /* the batches' pointer arrays, stream-ordered: reused call after call */
+	size_t nptr = 0;
 
-	void gemm(bool ta, bool tb, int m, int n, int k, float alpha, const float *A, int lda,
-	          long long sA, const float *B, int ldb, long long sB, float beta, float *C,
-	          int ldc, long long sC, int count)
+	~cuda_exec()
 	{
-		sf_gemm_rm_batched(h, ta, tb, m, n, k, alpha, A, lda, sA, B, ldb, sB, beta, C, ldc,
-		                   sC, count);
+		if (ptr)
+			SF_CUDA_CHECK(cudaFreeAsync(ptr, s));
+	}
+	void gemm(bool ta, bool tb, int m, int n, int k, float alpha, const float *A, int lda,
+	          long long sA, long long oA, const float *B, int ldb, long long sB, long long oB,
+	          float beta, float *C, int ldc, long long sC, long long oC, int count, int outer)
+	{
+		if (outer == 1 || count == 1) { /* one strided batch */
+			int nb = outer == 1 ? count : outer;
+			sf_gemm_rm_batched(h, ta, tb, m, n, k, alpha, A, lda, outer == 1 ? sA : oA, B, ldb,
+			                   outer == 1 ? sB : oB, beta, C, ldc, outer == 1 ? sC : oC, nb);
+			return;
+		}
+		int nb = count * outer;
+		if (nptr < (size_t)nb) {
+			if (ptr)
+				SF_CUDA_CHECK(cudaFreeAsync(ptr, s));
+			SF_CUDA_CHECK(cudaMallocAsync((void **)&ptr, sizeof(void *) * 3 * (size_t)nb, s));
+			nptr = (size_t)nb;
+		}
+		SF_CUDA_CHECK_LAUNCH("attention batch_ptrs_k",
+		                     batch_ptrs_k<<<(nb + 127) / 128, 128, 0, s>>>(
+		                         count, nb, A, sA, oA, B, sB, oB, C, sC, oC, ptr));
+		const float al = alpha, be = beta;
+		/* row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T */
+		SF_CUBLAS_CHECK(cublasSgemmBatched(h, sf_cublas_op(tb), sf_cublas_op(ta), n, m, k, &al,
+		                                   (const float *const *)(ptr + nb), ldb,
+		                                   (const float *const *)ptr, lda, &be,
+		                                   (float *const *)(ptr + 2 * (size_t)nb), ldc, nb));
 	}
 	void softmax_rows(int NH, int T, float *p, float *stat)
 	{

@@ -19,9 +19,10 @@
  * them, a term and a derivative per element then the terms summed in order, equal the
  * CPU kernel bitwise: the gradient and the loss.
  * Attention's GPU plan (layers/attention_plan.h: the whole T x T, heads in strided
- * batches) runs here with a reference GEMM and must equal the CPU kernel (row blocks,
- * OpenBLAS) to 1e-5 of the largest value, forward and backward, = and +=, with all the
- * heads in one chunk and with a key/value group a chunk.
+ * batches repeated over a chunk's samples) runs here with a reference GEMM and must equal
+ * the CPU kernel (row blocks, OpenBLAS) to 1e-5 of the largest value, forward and
+ * backward, = and +=, with the whole batch in one chunk, with chunks of two samples and a
+ * shorter last one, and with a key/value group a chunk.
  * Built and run only when configure found CUDA; no GPU is needed.
  */
 #include "layers/add_math.h"
@@ -118,12 +119,13 @@ static double max_err(const float *a, const float *b, const float *s, size_t n, 
 /* The attention plan's executor on the host: a reference GEMM (double sums) and loops. */
 struct host_exec {
 	void gemm(bool ta, bool tb, int m, int n, int k, float alpha, const float *A, int lda,
-	          long long sA, const float *B, int ldb, long long sB, float beta, float *C,
-	          int ldc, long long sC, int count)
+	          long long sA, long long oA, const float *B, int ldb, long long sB, long long oB,
+	          float beta, float *C, int ldc, long long sC, long long oC, int count, int outer)
 	{
-		for (int i = 0; i < count; i++) {
-			const float *a = A + i * sA, *b = B + i * sB;
-			float *c = C + i * sC;
+		for (int i = 0; i < count * outer; i++) {
+			int o = i / count, ci = i % count;
+			const float *a = A + o * oA + ci * sA, *b = B + o * oB + ci * sB;
+			float *c = C + o * oC + ci * sC;
 			for (int r = 0; r < m; r++)
 				for (int j = 0; j < n; j++) {
 					double acc = 0.0;
@@ -341,16 +343,30 @@ static void test_rows(void)
 	    free(pw2);
 }
 
-/* NKV = NH: multi-head; NKV < NH: grouped heads (one strided batch per position in a
- * group); budget: the plan's scratch in floats (the library's, or 1: one key/value group
- * a chunk, the heads in NKV chunks) */
+/* what a chunk of the plan holds, for the test's description */
+static const char *chunk_desc(char *buf, size_t n, int B, int T, int NH, int NKV, size_t budget)
+{
+	int nb = sf_attention_samples(B, T, NH, budget);
+	if (nb > 0)
+		snprintf(buf, n, "%d sample(s) a chunk", nb);
+	else
+		snprintf(buf, n, "%d key/value head(s) of a sample a chunk",
+		         sf_attention_chunk(T, NH, NKV, budget));
+	return buf;
+}
+
+/* NKV = NH: multi-head; NKV < NH: grouped heads (one batch per position in a group);
+ * budget: the plan's scratch in floats (the library's: the whole batch a chunk; 1: one
+ * key/value group a chunk, the heads in NKV chunks; between: whole samples a chunk, the
+ * last chunk shorter) */
 static void test_attention_plan(int NH, int NKV, size_t budget)
 {
-	/* T = 70: two of the CPU's row blocks of 64, one partial */
-	const int B = 2, T = 70, C = 12, hs = C / NH;
+	/* T = 70: two of the CPU's row blocks of 64, one partial; B = 3: a chunk of two
+	 * samples leaves one */
+	const int B = 3, T = 70, C = 12, hs = C / NH;
 	size_t nq = (size_t)B * T * (C + 2 * NKV * hs), ny = (size_t)B * T * C,
 	       ns = (size_t)B * NH * T * 2;
-	int chunk = sf_attention_chunk(T, NH, NKV, budget);
+	char cf[64], cb[64];
 	float *qkv = vec(nq, -1, 1), *dy = vec(ny, -1, 1);
 	float *y1 = vec(ny, 0, 0), *y2 = vec(ny, 0, 0), *s1 = vec(ns, 0, 0), *s2 = vec(ns, 0, 0);
 	int rb = SF_ATTENTION_ROW_BLOCK;
@@ -360,19 +376,20 @@ static void test_attention_plan(int NH, int NKV, size_t budget)
 	sf_attention_fwd_plan(hx, B, T, C, NH, NKV, qkv, y2, s2, budget);
 	double sy, ss, ey = max_diff(y2, y1, ny, &sy), es = max_diff(s2, s1, ns, &ss);
 	ok(ey <= 1e-5 * sy && es <= 1e-5 * ss,
-	   "attention forward, %d heads on %d key/value heads, %d a chunk: the GPU plan (host "
+	   "attention forward, %d heads on %d key/value heads, %s: the GPU plan (host "
 	   "GEMM) = the CPU kernel (max diff %.2e of %.2e in y, %.2e of %.2e in the rows' max "
 	   "and inverse sum)",
-	   NH, NKV, chunk, ey, sy, es, ss);
+	   NH, NKV, chunk_desc(cf, sizeof cf, B, T, NH, NKV, budget), ey, sy, es, ss);
 	for (int acc = 0; acc <= 1; acc++) {
 		float *d1 = vec(nq, -1, 1), *d2 = copy(d1, nq);
 		_sf_attention_bwd(B, T, C, NH, NKV, rb, qkv, s1, dy, d1, acc, scr);
 		sf_attention_bwd_plan(hx, B, T, C, NH, NKV, qkv, s1, dy, d2, acc, budget);
 		double sd, ed = max_diff(d2, d1, nq, &sd);
 		ok(ed <= 1e-5 * sd,
-		   "attention backward (%s), %d heads on %d, %d a chunk: the GPU plan = the CPU "
+		   "attention backward (%s), %d heads on %d, %s: the GPU plan = the CPU "
 		   "kernel (max diff %.2e of %.2e in dqkv)",
-		   acc ? "+=" : "=", NH, NKV, sf_attention_chunk(T, NH, NKV, budget / 2), ed, sd);
+		   acc ? "+=" : "=", NH, NKV, chunk_desc(cb, sizeof cb, B, T, NH, NKV, budget / 2), ed,
+		   sd);
 		free(d1), free(d2);
 	}
 	free(qkv), free(dy), free(y1), free(y2), free(s1), free(s2), free(scr);
@@ -419,7 +436,7 @@ static void test_reg_loss(void)
 
 int main(void)
 {
-	plan(29);
+	plan(35);
 	for (int i = 0; i < N; i++) {
 		x[i] = uniform(-12.0f, 12.0f);
 		y[i] = uniform(-3.0f, 3.0f);
@@ -539,5 +556,7 @@ int main(void)
 	test_attention_plan(6, 2, SF_ATTENTION_GPU_SCRATCH);
 	test_attention_plan(3, 3, 1);
 	test_attention_plan(6, 2, 1);
+	test_attention_plan(6, 2, 2 * (size_t)6 * 70 * 70 + 1); /* forward 2 + 1 samples, backward 1 */
+	test_attention_plan(3, 3, 4 * (size_t)3 * 70 * 70);     /* forward 3, backward 2 + 1 */
 	return done_testing();
 }
