@@ -7,7 +7,10 @@ Reads the built-in trace of SHARDFLOW_TRACE=PREFIX (docs/tracing.md) and prints,
 the steps after the first K (default 1: the first step carries allocation and
 calibration), one row per (kind, op) — "fwd attention", "bwd linear", "gather",
 "optimizer", ... — with its task count, total time, share of the summed task time,
-mean and longest task (ms), largest first, then the steps' wall time.
+mean and longest task (ms), largest first, then the steps' wall time; then, for each
+worker, its busy and idle time over those steps, and the compute workers' idle gaps
+grouped by the task that ended each gap (a GPU idle between tasks: the host-side cost of what came next —
+its submission, its data's allocation or transfer, a wait — or a dependency).
 
 A task's time is StarPU's start-to-end of the codelet. On a GPU the codelets are
 asynchronous: the end is when the stream's work for the task completed, so a task
@@ -38,6 +41,8 @@ def main():
     rows = {}
     steps = {}
     total = 0.0
+    names = {}  # (path, pid, tid) -> the worker's name
+    tasks = {}  # (path, pid, tid) -> [(start, end, key)] in ms
     for path in a.traces:
         try:
             with open(path) as f:
@@ -46,6 +51,8 @@ def main():
             print(f"trace_top.py: {path}: not a shardflow trace ({e})", file=sys.stderr)
             return 1
         for e in events:
+            if e.get("ph") == "M" and e.get("name") == "thread_name":
+                names[(path, e.get("pid"), e.get("tid"))] = e.get("args", {}).get("name", "")
             if e.get("ph") != "X":
                 continue
             args = e.get("args", {})
@@ -66,6 +73,7 @@ def main():
             r[1] += dur
             r[2] = max(r[2], dur)
             total += dur
+            tasks.setdefault((path, e.get("pid"), e.get("tid")), []).append((ts, ts + dur, key))
             s = steps.setdefault((path, step), [ts, ts + dur])
             s[0] = min(s[0], ts)
             s[1] = max(s[1], ts + dur)
@@ -83,6 +91,34 @@ def main():
     print(f"steps {a.skip_steps}.. ({len(walls)} rank-steps): wall ms median "
           f"{walls[len(walls) // 2]:.3f}, min {walls[0]:.3f}, max {walls[-1]:.3f} "
           f"(first task's start to last task's end)")
+
+    # idle time: a worker's gaps between its tasks (the union of their intervals)
+    print()
+    print(f"{'worker':<28} {'tasks':>7} {'busy ms':>10} {'idle ms':>10} {'idle':>6}")
+    gaps = {}  # (worker, key of the task ending the gap) -> [count, total, max]
+    for w, ts_ in sorted(tasks.items(), key=lambda kv: (kv[0][0], str(kv[0][1]), str(kv[0][2]))):
+        ts_.sort()
+        busy, end = 0.0, ts_[0][0]
+        label = f"rank {w[1]} " + (names.get(w) or f"worker {w[2]}")
+        for start, stop, key in ts_:
+            if start > end and "(comm)" not in label:  # a comm worker waits by design
+                g = gaps.setdefault((label, key), [0, 0.0, 0.0])
+                g[0] += 1
+                g[1] += start - end
+                g[2] = max(g[2], start - end)
+            busy += max(0.0, stop - max(start, end))
+            end = max(end, stop)
+        span = end - ts_[0][0]
+        idle = span - busy
+        print(f"{label:<28} {len(ts_):>7} {busy:>10.3f} {idle:>10.3f} "
+              f"{(idle / span if span > 0 else 0.0):>6.1%}")
+    if gaps:
+        print()
+        print(f"{'compute workers: idle gaps, by the task after':<44} {'gaps':>6} {'total ms':>10} "
+              f"{'mean ms':>9} {'max ms':>9}")
+        for (label, key), (n, t, mx) in sorted(gaps.items(), key=lambda kv: -kv[1][1])[:a.top]:
+            what = f"{label}: {key}"
+            print(f"{what:<44} {n:>6} {t:>10.3f} {t / n:>9.4f} {mx:>9.4f}")
     return 0
 
 

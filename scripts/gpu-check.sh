@@ -13,7 +13,8 @@
 #                unpacked bundle (a folder with MANIFEST and lib/)
 # --out DIR      the results (default $OUT when set, else gpu-check-out/): table.md
 #                (printed last), results.tsv, speed.tsv, logs.tar.gz (every stage's
-#                log), trace.overlap.txt and trace.timeline.svg (the traced run),
+#                log; the traced runs' raw traces, the 124M run's timeline),
+#                trace.overlap.txt and trace.timeline.svg (the traced run),
 #                profile.txt (the profile stage)
 # --stages LIST  a comma-separated subset of: probe, hd, cpu, gpu, gpt, trace, speed,
 #                profile
@@ -432,6 +433,7 @@ if want trace; then
 		if [ $st -eq 0 ] && [ -f "$rep" ]; then
 			cp "$rep" "$out/trace.overlap.txt"
 			"$PY" "$top/bench/trace_top.py" "$work/trace/gt.rank0.json" >"$logs/trace-top.log" 2>&1
+			cp "$work/trace/gt.rank0.json" "$logs/trace.rank0.json" # the raw trace, in logs.tar.gz
 			[ -f "$work/trace/gt.timeline.svg" ] && cp "$work/trace/gt.timeline.svg" "$out/trace.timeline.svg"
 			ncomm=$(grep -c '"cat": *"comm"' "$work/trace/gt.rank0.json" 2>/dev/null)
 			commw=$(grep -o '"worker [0-9]* (comm)[^"]*"' "$work/trace/gt.rank0.json" 2>/dev/null | sort -u | tr '\n' ' ')
@@ -562,6 +564,11 @@ if want profile; then
 			echo
 			"$PY" "$top/bench/trace_top.py" "$work/prof/p.rank0.json" 2>&1
 		} >"$out/profile.txt"
+		# the raw trace and its timeline come back in logs.tar.gz, for what the table
+		# does not show (the idle gaps' neighbours, one worker's order of tasks)
+		for f in rank0.json timeline.svg overlap.txt; do
+			[ -f "$work/prof/p.$f" ] && cp "$work/prof/p.$f" "$logs/profile-124M.$f"
+		done
 		if [ $st -eq 0 ] && [ -f "$work/prof/p.rank0.json" ]; then
 			row profile "where a 124M-sized step's time goes (profile.txt)" INFO \
 				"$(awk '/^## GPT-2/ { g = 1; next } g && NF >= 6 && $(NF - 3) ~ /^[0-9.]+$/ && n < 4 { printf "%s%s %s", n ? "; " : "", substr($0, 1, 28), $(NF - 2); n++ }' "$out/profile.txt" | sed 's/  */ /g')"

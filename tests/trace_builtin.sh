@@ -72,7 +72,7 @@ early_late() {
 	}'
 }
 
-plan 21
+plan 22
 
 trace d0 0
 ok $? "depth 0: traced 2-rank run succeeds" || diag_file "$tmp/d0.err"
@@ -104,12 +104,21 @@ if command -v python3 >/dev/null 2>&1; then
 	[ $st -eq 0 ] && [ "$got" = "$want" ] && [ "${want% *}" -gt 0 ]
 	ok $? "trace_top.py: tasks of steps 1.. and 'fwd linear' tasks = the trace's ($got, want $want)" ||
 		diag_file "$tmp/top.out"
+	# the per-worker table: its task counts add up to the total, busy and idle are >= 0,
+	# and no compute worker is busy longer than the run's steps took
+	awk '/^all tasks/ { n = $3 } /^worker / { w = 1; next } w && /^rank / && NF >= 8 {
+		t += $(NF - 3); if ($(NF - 2) < 0 || $(NF - 1) < 0) bad = 1; rows++ }
+		w && /^$/ && rows { w = 0 }
+		END { exit !(rows == 4 && t == n && !bad) }' "$tmp/top.out"
+	ok $? "trace_top.py: one row per rank and worker, their tasks add up to the total, busy and idle >= 0" ||
+		diag_file "$tmp/top.out"
 	python3 "$top_srcdir/bench/trace_top.py" "$tmp/d2.overlap.txt" >"$tmp/top.bad" 2>&1
 	st=$?
 	[ $st -eq 1 ] && grep -q 'not a shardflow trace' "$tmp/top.bad"
 	ok $? "trace_top.py: a file that is not a trace is refused (exit $st)" || diag_file "$tmp/top.bad"
 else
 	skip "trace_top.py: counts = the trace's" "python3 is not installed"
+	skip "trace_top.py: the per-worker table" "python3 is not installed"
 	skip "trace_top.py: a file that is not a trace is refused" "python3 is not installed"
 fi
 
