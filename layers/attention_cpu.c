@@ -45,6 +45,16 @@ static void exp_shifted(float *s, int n, float mx)
 		store_tail(s + j, exp_v4(load_tail(s + j, (size_t)(n - j)) - m), (size_t)(n - j));
 }
 
+/* A probability row's last steps: its exponentials s[0..i] times the inverse sum, exact
+ * zeros after the query */
+static inline void scale_and_mask(float *s, int i, int n, float inv)
+{
+	for (int j = 0; j <= i; j++)
+		s[j] *= inv;
+	for (int j = i + 1; j < n; j++)
+		s[j] = 0.0f;
+}
+
 /* The max in 4 lanes, the exponentials before their sum (a sum carried across the
  * exponentials is spilled at every element), the sum in double in 4 partial sums in a
  * fixed order (what each of these gained: docs/performance.md, "Choices in the code"). */
@@ -74,10 +84,7 @@ void _sf_attention_softmax_row(float *s, int i, int n, float *stat)
 	double sum = (a0 + a1) + (a2 + a3);
 	/* sum >= 1 (the max's own term), so the division is safe */
 	float inv = (float)(1.0 / sum);
-	for (j = 0; j <= i; j++)
-		s[j] *= inv;
-	for (j = i + 1; j < n; j++)
-		s[j] = 0.0f;
+	scale_and_mask(s, i, n, inv);
 	stat[0] = mx;
 	stat[1] = inv;
 }
@@ -85,12 +92,8 @@ void _sf_attention_softmax_row(float *s, int i, int n, float *stat)
 /* the forward's operations on each entry again: the same exponential, the same product */
 void _sf_attention_probs_row(float *s, int i, int n, const float *stat)
 {
-	float inv = stat[1];
 	exp_shifted(s, i + 1, stat[0]);
-	for (int j = 0; j <= i; j++)
-		s[j] *= inv;
-	for (int j = i + 1; j < n; j++)
-		s[j] = 0.0f;
+	scale_and_mask(s, i, n, stat[1]);
 }
 
 /* One sample's head: q, k, v and y point at its first row (leading dimensions ld, the

@@ -192,6 +192,21 @@ static void free_task_only(float *p)
 #endif
 }
 
+/* The unit vectors' and the model's buffers: task-only where set_bufs_task_only said so
+ * (m->bufs_task_only, kept so that the release matches the allocation) */
+static int alloc_buf(const struct sf_model *m, float **p, size_t n, const char *what)
+{
+	return m->bufs_task_only ? alloc_task_only(p, n, what) : alloc_floats(p, n, what);
+}
+
+static void free_buf(const struct sf_model *m, float *p)
+{
+	if (m->bufs_task_only)
+		free_task_only(p);
+	else
+		free(p);
+}
+
 static void reg(starpu_data_handle_t *h, void *ptr, size_t n, size_t elem)
 {
 	starpu_vector_data_register(h, STARPU_MAIN_RAM, (uintptr_t)ptr, (uint32_t)n, elem);
@@ -308,10 +323,7 @@ static int unit_vecs_alloc(struct sf_model *m, struct _sf_unit *u, bool accumula
 		float **buf = vec_buf(u, v);
 		if (n == 0 || *buf)
 			continue;
-		if (m->bufs_task_only)
-			SF_CHECK(alloc_task_only(buf, n, v->what));
-		else
-			SF_CHECK(alloc_floats(buf, n, v->what));
+		SF_CHECK(alloc_buf(m, buf, n, v->what));
 		reg(vec_handle(u, v), *buf, n, sizeof(float));
 	}
 fail:
@@ -322,10 +334,7 @@ static void unit_vecs_release(const struct sf_model *m, struct _sf_unit *u)
 {
 	for (size_t k = 0; k < NUNIT_VECS; k++) {
 		unreg(vec_handle(u, &unit_vecs[k]));
-		if (m->bufs_task_only)
-			free_task_only(*vec_buf(u, &unit_vecs[k]));
-		else
-			free(*vec_buf(u, &unit_vecs[k]));
+		free_buf(m, *vec_buf(u, &unit_vecs[k]));
 		*vec_buf(u, &unit_vecs[k]) = NULL;
 	}
 }
@@ -425,10 +434,7 @@ static int model_bufs_alloc(struct sf_model *m)
 		int slots = b->slots(m);
 		if (len == 0 || slots == 0)
 			continue;
-		if (m->bufs_task_only)
-			SF_CHECK(alloc_task_only(buf, len * (size_t)slots, b->what));
-		else
-			SF_CHECK(alloc_floats(buf, len * (size_t)slots, b->what));
+		SF_CHECK(alloc_buf(m, buf, len * (size_t)slots, b->what));
 		for (int s = 0; h && s < slots; s++)
 			reg(&h[s], *buf + (size_t)s * len, len, sizeof(float));
 	}
@@ -444,10 +450,7 @@ static void model_bufs_release(struct sf_model *m)
 		starpu_data_handle_t *h = b->handles != NO_HANDLES ? member(m, b->handles) : NULL;
 		for (int s = 0; h && s < b->slots(m); s++)
 			unreg(&h[s]);
-		if (m->bufs_task_only)
-			free_task_only(*buf);
-		else
-			free(*buf);
+		free_buf(m, *buf);
 		*buf = NULL;
 	}
 }

@@ -130,7 +130,7 @@ int _sf_comm_mpi_meet(struct _sf_comm *c, int which);
 /* the MPI backend run by the simulated rank's actor (tasks/comm_sim.c) */
 extern const struct _sf_comm_ops _sf_comm_sim_ops;
 /* true when the step's collectives go by NCCL's cost model (SHARDFLOW_SIM_NCCL, read
- * when the backend attaches): then they move no byte of the model's buffers */
+ * by the simulated backend's init, sim_init): then they move no byte of the model's buffers */
 bool _sf_comm_sim_modelled(void);
 #endif
 #ifdef SF_HAVE_NCCL
