@@ -7,7 +7,10 @@ Reads the built-in trace of SHARDFLOW_TRACE=PREFIX (docs/tracing.md) and prints,
 the steps after the first K (default 1: the first step carries allocation and
 calibration), one row per (kind, op) — "fwd attention", "bwd linear", "gather",
 "optimizer", ... — with its task count, total time, share of the summed task time,
-mean and longest task (ms), largest first, then the steps' wall time; then, for each
+mean and longest task (ms), and the rates it achieved over its summed time (the flops
+its tasks were submitted with, TFLOP/s, and their buffers' bytes, GB/s: against a
+device's ceilings, how far each op is from its roofline), largest first, then the
+steps' wall time; then, for each
 worker, its busy and idle time over those steps, and the compute workers' idle gaps
 grouped by the task that ended each gap (a GPU idle between tasks: the host-side cost of what came next —
 its submission, its data's allocation or transfer, a wait — or a dependency).
@@ -20,12 +23,19 @@ Exit status: 0, 1 on an unreadable or empty trace, 2 on bad usage.
 """
 import argparse
 import json
+import math
 import re
 import sys
 
 
 # a task's name: "<kind> <node> (<type> L<n>)" or "<kind> <unit> (L<n>)" (trace/event.h)
 NAME = re.compile(r"(\S+) .+ \((?:(.+) )?L\d+\)$", re.S)
+
+
+def sig3(x):
+    """x > 0 in 8 columns, fixed point, 3 significant digits (at most 6 decimals)"""
+    d = min(6, max(0, 2 - math.floor(math.log10(x))))
+    return f"{x:8.{d}f}"
 
 
 def main():
@@ -68,10 +78,12 @@ def main():
             key = op if op.startswith(kind) else f"{kind} {op}"
             dur = float(e.get("dur", 0.0)) / 1000.0  # us -> ms
             ts = float(e.get("ts", 0.0)) / 1000.0
-            r = rows.setdefault(key, [0, 0.0, 0.0])
+            r = rows.setdefault(key, [0, 0.0, 0.0, 0.0, 0.0])
             r[0] += 1
             r[1] += dur
             r[2] = max(r[2], dur)
+            r[3] += float(args.get("flops", 0) or 0)  # traces before 2026-11-27 lack them
+            r[4] += float(args.get("bytes", 0) or 0)
             total += dur
             tasks.setdefault((path, e.get("pid"), e.get("tid")), []).append((ts, ts + dur, key))
             s = steps.setdefault((path, step), [ts, ts + dur])
@@ -82,9 +94,13 @@ def main():
               file=sys.stderr)
         return 1
 
-    print(f"{'kind and op':<28} {'tasks':>7} {'total ms':>10} {'share':>6} {'mean ms':>9} {'max ms':>9}")
-    for key, (n, t, mx) in sorted(rows.items(), key=lambda kv: -kv[1][1])[:a.top]:
-        print(f"{key:<28} {n:>7} {t:>10.3f} {t / total:>6.1%} {t / n:>9.4f} {mx:>9.4f}")
+    print(f"{'kind and op':<28} {'tasks':>7} {'total ms':>10} {'share':>6} {'mean ms':>9} "
+          f"{'max ms':>9} {'TFLOP/s':>8} {'GB/s':>8}")
+    for key, (n, t, mx, fl, by) in sorted(rows.items(), key=lambda kv: -kv[1][1])[:a.top]:
+        # achieved rates over the row's summed time: flops and buffer bytes per second
+        tf = sig3(fl / (t * 1e-3) / 1e12) if fl > 0 and t > 0 else f"{'-':>8}"
+        gb = sig3(by / (t * 1e-3) / 1e9) if by > 0 and t > 0 else f"{'-':>8}"
+        print(f"{key:<28} {n:>7} {t:>10.3f} {t / total:>6.1%} {t / n:>9.4f} {mx:>9.4f} {tf} {gb}")
     walls = [s[1] - s[0] for s in steps.values()]
     walls.sort()
     print(f"{'all tasks':<28} {sum(r[0] for r in rows.values()):>7} {total:>10.3f}")

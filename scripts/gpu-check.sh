@@ -571,7 +571,7 @@ if want profile; then
 		done
 		if [ $st -eq 0 ] && [ -f "$work/prof/p.rank0.json" ]; then
 			row profile "where a 124M-sized step's time goes (profile.txt)" INFO \
-				"$(awk '/^## GPT-2/ { g = 1; next } g && NF >= 6 && $(NF - 3) ~ /^[0-9.]+$/ && n < 4 { printf "%s%s %s", n ? "; " : "", substr($0, 1, 28), $(NF - 2); n++ }' "$out/profile.txt" | sed 's/  */ /g')"
+				"$(awk '/^## GPT-2/ { g = 1; next } g && NF >= 8 && $(NF - 5) ~ /^[0-9.]+$/ && n < 4 { printf "%s%s %s", n ? "; " : "", substr($0, 1, 28), $(NF - 4); n++ }' "$out/profile.txt" | sed 's/  */ /g')"
 		else
 			row profile "a traced 124M-sized run" FAIL "exit $st: $(tail -2 "$logs/profile-124M.log" | tr '\n' ' ')"
 		fi

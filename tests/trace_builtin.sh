@@ -72,7 +72,7 @@ early_late() {
 	}'
 }
 
-plan 22
+plan 23
 
 trace d0 0
 ok $? "depth 0: traced 2-rank run succeeds" || diag_file "$tmp/d0.err"
@@ -112,6 +112,12 @@ if command -v python3 >/dev/null 2>&1; then
 		END { exit !(rows == 4 && t == n && !bad) }' "$tmp/top.out"
 	ok $? "trace_top.py: one row per rank and worker, their tasks add up to the total, busy and idle >= 0" ||
 		diag_file "$tmp/top.out"
+	# the tasks' flops and bytes reach the trace: a product's row has a rate of both, a
+	# gather (no flops) only of bytes
+	awk '/^fwd linear / { f = ($(NF - 1) > 0 && $NF > 0) } /^gather / { g = ($(NF - 1) == "-" && $NF > 0) }
+		END { exit !(f && g) }' "$tmp/top.out"
+	ok $? "trace_top.py: the rates from the trace's flops and bytes (fwd linear: both; gather: bytes only)" ||
+		diag_file "$tmp/top.out"
 	python3 "$top_srcdir/bench/trace_top.py" "$tmp/d2.overlap.txt" >"$tmp/top.bad" 2>&1
 	st=$?
 	[ $st -eq 1 ] && grep -q 'not a shardflow trace' "$tmp/top.bad"
@@ -119,6 +125,7 @@ if command -v python3 >/dev/null 2>&1; then
 else
 	skip "trace_top.py: counts = the trace's" "python3 is not installed"
 	skip "trace_top.py: the per-worker table" "python3 is not installed"
+	skip "trace_top.py: the rates" "python3 is not installed"
 	skip "trace_top.py: a file that is not a trace is refused" "python3 is not installed"
 fi
 

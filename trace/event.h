@@ -59,6 +59,8 @@ struct _sf_event {
 	double start, end;
 	char name[SF_EV_NAME_MAX]; /* a longer name (not one of shardflow's) is cut; kind and
 	                              layer come from the full name */
+	double flops; /* what the task was submitted with (0: not counted or unknown) */
+	double bytes; /* the sizes of its buffers, summed (the built-in trace; else 0) */
 };
 
 /* "comm", "compute" or "other". */

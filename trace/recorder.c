@@ -10,6 +10,7 @@
 #include "trace/report.h"
 #include "trace/write.h"
 
+#include <math.h>
 #include <starpu.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -98,6 +99,10 @@ void _sf_recorder_task_done(void *arg)
 	r->ev.start = starpu_timing_timespec_to_us(&pi->start_time) - origin;
 	r->ev.end = starpu_timing_timespec_to_us(&pi->end_time) - origin;
 	r->ev.worker = pi->workerid;
+	r->ev.flops = isnan(task->flops) ? 0.0 : task->flops;
+	r->ev.bytes = 0.0;
+	for (unsigned i = 0; i < STARPU_TASK_GET_NBUFFERS(task); i++)
+		r->ev.bytes += (double)starpu_data_get_size(STARPU_TASK_GET_HANDLE(task, i));
 	atomic_store(&r->done, 1);
 }
 
@@ -163,12 +168,12 @@ int _sf_trace_write_chrome(const char *path, int rank, int nworkers, int comm_wo
 		    f,
 		    ", \"cat\": \"%s\", \"ph\": \"X\", \"ts\": %.3f, \"dur\": %.3f, \"pid\": %d, "
 		    "\"tid\": %d, \"cname\": \"%s\", \"args\": {\"step\": %d, \"layer\": %d, "
-		    "\"kind\": \"%s\"}}%s\n",
+		    "\"kind\": \"%s\", \"flops\": %.0f, \"bytes\": %.0f}}%s\n",
 		    _sf_ev_is_comm(e->kind)      ? "comm"
 		    : _sf_ev_is_compute(e->kind) ? "compute"
 		                                 : "other",
 		    e->start, e->end - e->start, e->rank, e->worker, color(e->kind), e->step,
-		    e->layer, _sf_ev_kind_name(e->kind), i + 1 < n ? "," : "");
+		    e->layer, _sf_ev_kind_name(e->kind), e->flops, e->bytes, i + 1 < n ? "," : "");
 	}
 	fprintf(f, "]}\n");
 	return _sf_file_close(f, path);
