@@ -331,6 +331,13 @@ static int setup_workers(sf_context *ctx)
 		        "simulated time: compute tasks take the roofline time of a %s "
 		        "(SHARDFLOW_SIM_DEVICE)",
 		        sim_device);
+	if (_sf_sim_calibration())
+		_sf_log(SF_LOG_INFO,
+		        "simulated time: compute tasks take the efficiencies measured on %s "
+		        "(SHARDFLOW_SIM_CALIBRATION=%s)",
+		        _sf_sim_calibration()->label[0] ? _sf_sim_calibration()->label
+		                                        : "an unnamed device",
+		        getenv("SHARDFLOW_SIM_CALIBRATION"));
 	if (sim_shared)
 		_sf_log(SF_LOG_INFO,
 		        "simulated time: every rank's compute tasks share the cores of host %s "

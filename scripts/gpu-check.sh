@@ -569,6 +569,20 @@ if want profile; then
 		for f in rank0.json timeline.svg overlap.txt; do
 			[ -f "$work/prof/p.$f" ] && cp "$work/prof/p.$f" "$logs/profile-124M.$f"
 		done
+		# the simulator's calibration from that run (docs/scale.md): fp32 products against
+		# the measured fp32 GEMM ceiling, bytes against the measured copy; at the end of
+		# profile.txt and as logs/calibration-124M.tsv
+		if [ -n "${sg:-}" ] && [ -n "${bw:-}" ] && [ -f "$work/prof/p.rank0.json" ]; then
+			if "$PY" "$top/bench/sim_calibrate.py" --peak-tflops "$sg" --bandwidth-gbs "$bw" \
+				--device "$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1), fp32 cuBLAS (GPT-2 124M-sized, 1 rank)" \
+				--out "$logs/calibration-124M.tsv" "$work/prof/p.rank0.json" >"$logs/calibrate.log" 2>&1; then
+				{ echo; echo "## the simulator's calibration (bench/sim_calibrate.py; SHARDFLOW_SIM_CALIBRATION)"; echo; cat "$logs/calibration-124M.tsv"; } >>"$out/profile.txt"
+			else
+				{ echo; echo "## no calibration: $(tail -1 "$logs/calibrate.log")"; } >>"$out/profile.txt"
+			fi
+		else
+			{ echo; echo "## no calibration: it needs the speed stage's ceilings (--stages ...,speed,profile)"; } >>"$out/profile.txt"
+		fi
 		if [ $st -eq 0 ] && [ -f "$work/prof/p.rank0.json" ]; then
 			row profile "where a 124M-sized step's time goes (profile.txt)" INFO \
 				"$(awk '/^## GPT-2/ { g = 1; next } g && NF >= 8 && $(NF - 5) ~ /^[0-9.]+$/ && n < 4 { printf "%s%s %s", n ? "; " : "", substr($0, 1, 28), $(NF - 4); n++ }' "$out/profile.txt" | sed 's/  */ /g')"

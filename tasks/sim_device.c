@@ -15,6 +15,15 @@
  * measures them. The math and the table are compiled in every build (test_api checks
  * them); only a simulation build applies them.
  *
+ * SHARDFLOW_SIM_CALIBRATION=FILE (a simulation build) replaces the roofline's assumed
+ * efficiencies by measured ones: FILE, written by bench/sim_calibrate.py from the built-in
+ * trace of a real run, holds the ceilings of the device that ran it and, per codelet
+ * model, the median of its tasks' efficiency against them; a task then takes
+ * max(flops / peak, bytes / bandwidth) / efficiency (no launch term: the measured times
+ * include it). A model the file lacks takes the median of all its tasks. It takes
+ * precedence over SHARDFLOW_SIM_DEVICE's roofline, whose GPU still names the peak of
+ * shardflow-sim's MFU and the memory.
+ *
  * SHARDFLOW_SIM_SHARED_CPUS=HOST[,HOST...] (a simulation build) runs rank r's compute
  * tasks on host r mod the list's length, which the ranks it gets share as processes
  * share a machine's cores: SimGrid gives each running task a core of the host while
@@ -30,6 +39,8 @@
 #include "tasks/sim_device.h"
 #include "common/error.h"
 
+#include <ctype.h>
+#include <errno.h>
 #include <math.h>
 #ifdef SF_SIMULATION
 #include <simgrid/actor.h>
@@ -52,6 +63,8 @@ static const char *const maths[SF_SIM_MATH_COUNT] = {"bf16", "tf32", "fp32"};
 /* the one in force (a simulation build, SHARDFLOW_SIM_DEVICE set), or NULL */
 static const struct _sf_sim_device *active;
 static enum _sf_sim_math active_math;
+/* SHARDFLOW_SIM_CALIBRATION's, or NULL */
+static struct _sf_sim_calibration *calibration;
 #ifdef SF_SIMULATION
 /* this rank's host of SHARDFLOW_SIM_SHARED_CPUS, or NULL */
 static sg_host_t shared_cpus;
@@ -105,6 +118,137 @@ double _sf_sim_roofline_us(const struct _sf_sim_device *d, enum _sf_sim_math mat
 	return SF_SIM_LAUNCH_US + 1e6 * (compute > memory ? compute : memory);
 }
 
+/* "<file>:<line>: <what>" */
+static int cal_fail(const char *path, int line, const char *what, const char *text)
+{
+	return SF_ERR(SF_ERR_CONFIG,
+	              "SHARDFLOW_SIM_CALIBRATION=\"%s\": line %d: %s (\"%.60s\"); accepted: "
+	              "what bench/sim_calibrate.py writes: \"# peak_tflops X\", \"# "
+	              "bandwidth_gbs X\", \"# fallback E\" (positive numbers), then lines "
+	              "\"MODEL TASKS EFFICIENCY MEDIAN_US\"",
+	              path, line, what, text);
+}
+
+static bool positive(const char *t, double *v)
+{
+	char *end;
+	errno = 0;
+	*v = strtod(t, &end);
+	while (isspace((unsigned char)*end))
+		end++;
+	return t != end && !*end && errno == 0 && isfinite(*v) && *v > 0;
+}
+
+int _sf_sim_calibration_load(const char *path, struct _sf_sim_calibration **out)
+{
+	int rc = SF_OK, ln = 0;
+	char line[512];
+	*out = NULL;
+	struct _sf_sim_calibration *c = calloc(1, sizeof *c);
+	FILE *f = fopen(path, "r");
+	if (!c || !f) {
+		rc = c ? SF_ERR(SF_ERR_CONFIG, "SHARDFLOW_SIM_CALIBRATION=\"%s\": cannot read it: %s",
+		                path, strerror(errno))
+		       : SF_ERR(SF_ERR_NOMEM, "SHARDFLOW_SIM_CALIBRATION: out of memory");
+		goto fail;
+	}
+	while (fgets(line, sizeof line, f)) {
+		ln++;
+		size_t len = strlen(line);
+		if (len == sizeof line - 1 && line[len - 1] != '\n') {
+			rc = cal_fail(path, ln, "a line longer than 510 characters", line);
+			goto fail;
+		}
+		line[strcspn(line, "\r\n")] = '\0';
+		char key[32], rest[400];
+		if (line[0] == '#') {
+			if (sscanf(line, "# %31s %399[^\n]", key, rest) != 2)
+				continue; /* a comment */
+			double v = 0;
+			double *dst = !strcmp(key, "peak_tflops")     ? &c->peak_flops
+			              : !strcmp(key, "bandwidth_gbs") ? &c->bandwidth
+			              : !strcmp(key, "fallback")      ? &c->fallback
+			                                              : NULL;
+			if (!strcmp(key, "device"))
+				snprintf(c->label, sizeof c->label, "%.127s", rest);
+			else if (dst && !positive(rest, &v)) {
+				rc = cal_fail(path, ln, "not a positive number", line);
+				goto fail;
+			} else if (dst)
+				*dst = v * (dst == &c->peak_flops ? 1e12 : dst == &c->bandwidth ? 1e9 : 1.0);
+			continue;
+		}
+		char model[64], tasks[32], eff[64], us[64], extra[8];
+		int got = sscanf(line, "%63s %31s %63s %63s %7s", model, tasks, eff, us, extra);
+		if (got <= 0 || !strcmp(model, "model"))
+			continue; /* a blank line or the column names */
+		double e = 0, t = 0, m = 0;
+		bool name_ok = strlen(model) < sizeof c->entry[0].model;
+		for (const char *q = model; *q && name_ok; q++)
+			name_ok = isalnum((unsigned char)*q) || *q == '_';
+		if (got != 4 || !name_ok || !positive(tasks, &t) || !positive(eff, &e) ||
+		    !(positive(us, &m) || !strcmp(us, "0"))) {
+			rc = cal_fail(path, ln, "not a row of a model ([A-Za-z0-9_], under 40), its task "
+			              "count, its efficiency and its median microseconds", line);
+			goto fail;
+		}
+		if (c->n == SF_SIM_CAL_MAX) {
+			rc = cal_fail(path, ln, "more than 64 models", line);
+			goto fail;
+		}
+		snprintf(c->entry[c->n].model, sizeof c->entry[c->n].model, "%s", model);
+		c->entry[c->n].efficiency = e;
+		c->n++;
+	}
+	if (ferror(f)) {
+		rc = SF_ERR(SF_ERR_CONFIG, "SHARDFLOW_SIM_CALIBRATION=\"%s\": read error", path);
+		goto fail;
+	}
+	if (c->peak_flops <= 0 || c->bandwidth <= 0 || c->fallback <= 0 || c->n == 0) {
+		rc = SF_ERR(SF_ERR_CONFIG,
+		            "SHARDFLOW_SIM_CALIBRATION=\"%s\": %s is missing; accepted: what "
+		            "bench/sim_calibrate.py writes (# peak_tflops, # bandwidth_gbs, # "
+		            "fallback, then a row per model)",
+		            path,
+		            c->peak_flops <= 0  ? "\"# peak_tflops\""
+		            : c->bandwidth <= 0 ? "\"# bandwidth_gbs\""
+		            : c->fallback <= 0  ? "\"# fallback\""
+		                                : "a model's row");
+		goto fail;
+	}
+	*out = c;
+	c = NULL;
+fail:
+	if (f)
+		fclose(f);
+	free(c);
+	return rc;
+}
+
+void _sf_sim_calibration_free(struct _sf_sim_calibration *c)
+{
+	free(c);
+}
+
+double _sf_sim_calibrated_us(const struct _sf_sim_calibration *c, const char *model,
+                             double flops, double bytes, bool *known)
+{
+	double e = c->fallback;
+	*known = false;
+	for (int i = 0; model && i < c->n; i++)
+		if (!strcmp(c->entry[i].model, model)) {
+			e = c->entry[i].efficiency;
+			*known = true;
+		}
+	double compute = flops / c->peak_flops, memory = bytes / c->bandwidth;
+	return 1e6 * (compute > memory ? compute : memory) / e;
+}
+
+const struct _sf_sim_calibration *_sf_sim_calibration(void)
+{
+	return calibration;
+}
+
 static double cost(struct starpu_task *task, struct starpu_perfmodel_arch *arch, unsigned nimpl)
 {
 	(void)arch;
@@ -114,6 +258,26 @@ static double cost(struct starpu_task *task, struct starpu_perfmodel_arch *arch,
 	for (unsigned i = 0; i < n; i++)
 		bytes += (double)starpu_data_get_size(STARPU_TASK_GET_HANDLE(task, i));
 	double flops = isnan(task->flops) ? 0.0 : task->flops;
+	if (calibration) {
+		const char *model = task->cl && task->cl->model ? task->cl->model->symbol : NULL;
+		bool known;
+		double us = _sf_sim_calibrated_us(calibration, model, flops, bytes, &known);
+		if (!known) { /* said once a model (one process runs every simulated rank) */
+			static char said[SF_SIM_CAL_MAX][40];
+			static int nsaid;
+			bool seen = false;
+			for (int i = 0; i < nsaid && !seen; i++)
+				seen = !strcmp(said[i], model ? model : "");
+			if (!seen && nsaid < SF_SIM_CAL_MAX) {
+				snprintf(said[nsaid++], sizeof said[0], "%s", model ? model : "");
+				_sf_log(SF_LOG_WARN,
+				        "SHARDFLOW_SIM_CALIBRATION: no row for codelet model \"%s\": its "
+				        "tasks take the file's median efficiency (%.3g)",
+				        model ? model : "(none)", calibration->fallback);
+			}
+		}
+		return us;
+	}
 	return _sf_sim_roofline_us(active, active_math, flops, bytes);
 }
 
@@ -147,6 +311,14 @@ int _sf_sim_device_setup(const char **name, const char **shared)
 			              "core=\"N\", the cores its ranks share)",
 			              hosts, name);
 		*shared = sg_host_get_name(shared_cpus);
+	}
+	_sf_sim_calibration_free(calibration);
+	calibration = NULL;
+	const char *cal = getenv("SHARDFLOW_SIM_CALIBRATION");
+	if (cal && *cal) {
+		int crc = _sf_sim_calibration_load(cal, &calibration);
+		if (crc < 0)
+			return crc;
 	}
 	const char *spec = getenv("SHARDFLOW_SIM_DEVICE");
 	if (!spec || !*spec)
@@ -208,7 +380,7 @@ void _sf_sim_model(struct starpu_codelet *cl, bool skipped)
 		cl->cpu_funcs[0] = shared_body;
 	}
 #endif
-	if (skipped || !active || !cl->model)
+	if (skipped || !(active || calibration) || !cl->model)
 		return;
 	cl->model->type = STARPU_PER_ARCH;
 	cl->model->arch_cost_function = cost;

@@ -28,10 +28,37 @@ int _sf_sim_device_find(const char *spec, const struct _sf_sim_device **dev,
 /* A task's microseconds on d: launch + max(flops at the peak, bytes at the bandwidth) */
 double _sf_sim_roofline_us(const struct _sf_sim_device *d, enum _sf_sim_math math, double flops,
                            double bytes);
+/* A calibration (SHARDFLOW_SIM_CALIBRATION=FILE, bench/sim_calibrate.py): the ceilings of
+ * the device a traced run measured, and per codelet model the median efficiency its tasks
+ * reached against them; a task then takes max(flops / peak, bytes / bandwidth) / its
+ * model's efficiency, a model not in the file the median of all the file's tasks. */
+#define SF_SIM_CAL_MAX 64
+struct _sf_sim_calibration {
+	char label[128];        /* where it was measured ("# device" line) */
+	double peak_flops;      /* flop/s */
+	double bandwidth;       /* bytes/s */
+	double fallback;        /* efficiency of a model the file lacks */
+	int n;
+	struct {
+		char model[40];
+		double efficiency;
+	} entry[SF_SIM_CAL_MAX];
+};
+/* Reads FILE into *out (malloc'ed; _sf_sim_calibration_free). Errors name the file, the
+ * line and what is accepted. */
+int _sf_sim_calibration_load(const char *path, struct _sf_sim_calibration **out);
+void _sf_sim_calibration_free(struct _sf_sim_calibration *c);
+/* A task's microseconds by the calibration; *known: its model is in the file */
+double _sf_sim_calibrated_us(const struct _sf_sim_calibration *c, const char *model,
+                             double flops, double bytes, bool *known);
+
 /* sf_init: SHARDFLOW_SIM_DEVICE (a simulation build) selects the device; *name is its
  * name, or NULL when the codelets keep their history models; *shared is
  * SHARDFLOW_SIM_SHARED_CPUS's host, or NULL when each worker computes on its own */
 int _sf_sim_device_setup(const char **name, const char **shared);
+/* after _sf_sim_device_setup: the calibration in force (SHARDFLOW_SIM_CALIBRATION, a
+ * simulation build), or NULL */
+const struct _sf_sim_calibration *_sf_sim_calibration(void);
 /* A compute codelet in a simulation build: skipped (SHARDFLOW_SKIP=compute), its empty
  * body runs and takes no simulated time; else its model becomes the device's roofline
  * when one is selected, and its body the model's time on the shared host when

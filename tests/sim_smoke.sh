@@ -30,7 +30,7 @@ SMPIRUN="$STARPU_BINDIR/starpu_smpirun"
 require_progs "$MLP" "$SMPIRUN"
 command -v xsltproc >/dev/null 2>&1 || skip_all "starpu_smpirun needs xsltproc (Debian package xsltproc)"
 
-plan 18
+plan 20
 
 SF_TEST_TIMEOUT=300
 export SF_TEST_TIMEOUT
@@ -162,8 +162,37 @@ ok $? "--gpu v100 and --link fast are refused with the reason (exit $b1, $b2)"
 "$SIM" --model gpt2 --gpus-per-node 2 --sweep 3 --out "$tmp/bad" >"$tmp/b3" 2>&1
 [ $? -eq 2 ] && grep -q "not a multiple of --gpus-per-node 2" "$tmp/b3"
 ok $? "--sweep 3 with 2 GPUs a node: refused"
-SHARDFLOW_SIM_DEVICE=tpu "$SMPIRUN" -platform "$tmp/platform.xml" -hostfile "$tmp/hosts" -np 4 \
+# the simulated machine of the other runs (without it StarPU describes this one from
+# ~/.starpu, whatever an earlier run left there, and may stop before shardflow's check)
+SHARDFLOW_SIM_DEVICE=tpu STARPU_HOSTNAME=simnode STARPU_PERF_MODEL_DIR="$tmp/models" STARPU_NCPU=2 \
+	"$SMPIRUN" -platform "$tmp/platform.xml" -hostfile "$tmp/hosts" -np 4 \
 	"$MLP" --steps 1 >"$tmp/b4" 2>&1
 grep -q 'SHARDFLOW_SIM_DEVICE="tpu": unknown GPU' "$tmp/b4"
 ok $? "SHARDFLOW_SIM_DEVICE=tpu: the job refuses it, naming what is accepted"
+
+# A calibration (bench/sim_calibrate.py) from a real 1-rank run of this MLP here
+# (tests/sim-calibration-mlp.tsv), every efficiency divided by 4: the simulated step is
+# then 4 times the run's summed task time a step (its models' tasks x their median
+# times), within 15 % (one efficiency a model serves layers of several shapes) —
+# neither the history models' time nor the roofline's.
+awk -F'\t' 'BEGIN { OFS = "\t" } !/^#/ && $1 != "model" { $3 = $3 / 4 } { print }' \
+	"$top_srcdir/tests/sim-calibration-mlp.tsv" >"$tmp/cal.tsv"
+want=$(awk -F'\t' '/^# steps / { split($0, a, " "); s = a[3] }
+	!/^#/ && $1 != "model" { t += $2 * $4 } END { printf "%.4f\n", 4 * t / s / 1000 }' "$tmp/cal.tsv")
+platform 1 125M
+SHARDFLOW_SIM_CALIBRATION="$tmp/cal.tsv" STARPU_HOSTNAME=simnode STARPU_PERF_MODEL_DIR="$tmp/models" \
+	STARPU_NCPU=2 timeout "$SF_TEST_TIMEOUT" "$SMPIRUN" -platform "$tmp/platform.xml" \
+	-hostfile "$tmp/hosts" -np 1 "$MLP" --steps 5 >"$tmp/c1.out" 2>"$tmp/c1.err"
+c1=$?
+got=$(awk '/^step [2-5] / { print $NF }' "$tmp/c1.out" | sort -n | sed -n 2p)
+[ $c1 -eq 0 ] && [ -n "$got" ] && awk -v g="$got" -v w="$want" 'BEGIN { exit !(g > 0.85 * w && g < 1.15 * w) }'
+ok $? "SHARDFLOW_SIM_CALIBRATION: the simulated MLP step is the calibrated run's task time (${got:-no} ms, want $want ms +-15 %)" ||
+	diag_file "$tmp/c1.err"
+printf '# peak_tflops 1\n# bandwidth_gbs 1\n# fallback 0.5\nsf_linear_fwd 1 -2 10\n' >"$tmp/bad.tsv"
+SHARDFLOW_SIM_CALIBRATION="$tmp/bad.tsv" STARPU_HOSTNAME=simnode STARPU_PERF_MODEL_DIR="$tmp/models" \
+	STARPU_NCPU=2 timeout "$SF_TEST_TIMEOUT" "$SMPIRUN" -platform "$tmp/platform.xml" \
+	-hostfile "$tmp/hosts" -np 1 "$MLP" --steps 1 >"$tmp/c2" 2>&1
+[ $? -ne 0 ] && grep -q "SHARDFLOW_SIM_CALIBRATION=.*line 4: not a row" "$tmp/c2"
+ok $? "a calibration with a negative efficiency: the job refuses it, naming the line" ||
+	diag_file "$tmp/c2"
 finish

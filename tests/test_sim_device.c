@@ -2,7 +2,10 @@
  * test_sim_device.c — the roofline of simulated GPUs (tasks/sim_device.c): the
  * SHARDFLOW_SIM_DEVICE parser accepts what docs/scale.md lists and names what it
  * refuses, and a task's time is the launch cost plus the larger of its compute and
- * memory times at the stated efficiencies.
+ * memory times at the stated efficiencies; a calibration file (bench/sim_calibrate.py's)
+ * is read as written, a task of a model it lists takes max(flops / peak, bytes /
+ * bandwidth) / that model's efficiency, another model the file's median, and a
+ * malformed file is refused naming the line and what is accepted.
  */
 #include "tasks/sim_device.h"
 #include "shardflow.h"
@@ -10,7 +13,10 @@
 
 #include <math.h>
 #include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static bool near(double a, double b)
 {
@@ -21,7 +27,7 @@ int main(void)
 {
 	const struct _sf_sim_device *d = NULL;
 	enum _sf_sim_math m = SF_SIM_MATH_COUNT;
-	plan(9);
+	plan(15);
 
 	ok(_sf_sim_device_find("h100", &d, &m) == SF_OK && d && !strcmp(d->name, "h100") &&
 	       m == SF_SIM_BF16,
@@ -55,5 +61,66 @@ int main(void)
 	ok(rc == SF_ERR_CONFIG && strstr(sf_last_error(), "\"fp8\"") &&
 	       strstr(sf_last_error(), "bf16, tf32, fp32"),
 	   "\"h100:fp8\": the math refused, naming what is accepted");
+
+	/* calibration files */
+	char path[] = "/tmp/test_sim_device_XXXXXX";
+	int fd = mkstemp(path);
+	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+	struct _sf_sim_calibration *c = NULL;
+	if (f) {
+		fputs("# shardflow-sim calibration\n# device NVIDIA H100 80GB HBM3, fp32\n"
+		      "# peak_tflops 50\n# bandwidth_gbs 2000\n# steps 3\n# fallback 0.25\n"
+		      "model\ttasks\tefficiency\tmedian_us\n"
+		      "sf_linear_fwd\t144\t0.5\t1023.4\nsf_gelu_bwd\t36\t0.8\t12.5\n",
+		      f);
+		fclose(f);
+	}
+	rc = _sf_sim_calibration_load(path, &c);
+	ok(rc == SF_OK && c && c->n == 2 && c->peak_flops == 50e12 && c->bandwidth == 2000e9 &&
+	       c->fallback == 0.25 && !strcmp(c->label, "NVIDIA H100 80GB HBM3, fp32"),
+	   "a calibration file: its ceilings, fallback, device and 2 models read (%s)",
+	   rc == SF_OK ? "ok" : sf_last_error());
+	bool known = false;
+	/* 1 TFLOP at 50 TFLOP/s is 20 ms, at an efficiency of 0.5 40 ms */
+	ok(c && near(_sf_sim_calibrated_us(c, "sf_linear_fwd", 1e12, 1e6, &known), 40000.0) &&
+	       known,
+	   "sf_linear_fwd, 1 TFLOP: 1e12 / 50e12 / 0.5 s = 40 ms");
+	/* 2 GB at 2000 GB/s is 1 ms, at 0.8 1.25 ms */
+	ok(c && near(_sf_sim_calibrated_us(c, "sf_gelu_bwd", 1e6, 2e9, &known), 1250.0) && known,
+	   "sf_gelu_bwd, 2 GB: memory-bound, 1 ms / 0.8");
+	ok(c && near(_sf_sim_calibrated_us(c, "sf_rope_fwd", 1e12, 0, &known), 80000.0) && !known,
+	   "a model the file lacks takes the fallback efficiency (0.25: 80 ms)");
+	_sf_sim_calibration_free(c);
+	c = NULL;
+	static const char *const bad[][2] = {
+	    {"# peak_tflops 50\n# fallback 0.5\nsf_a 1 0.5 10\n", "\"# bandwidth_gbs\" is missing"},
+	    {"# peak_tflops fast\n", "line 1: not a positive number"},
+	};
+	bool refused = true;
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		f = fopen(path, "w");
+		if (f) {
+			fputs(bad[i][0], f);
+			fclose(f);
+		}
+		rc = _sf_sim_calibration_load(path, &c);
+		if (rc != SF_ERR_CONFIG || c || !strstr(sf_last_error(), bad[i][1])) {
+			diag("file %zu: %s", i, sf_last_error());
+			refused = false;
+		}
+	}
+	ok(refused, "a file without its bandwidth, or with a peak that is not a number: refused, "
+	            "naming the line or the key");
+	f = fopen(path, "w");
+	if (f) {
+		fputs("# peak_tflops 50\n# bandwidth_gbs 2000\n# fallback 0.5\nsf-linear 12 0.5 10\n",
+		      f);
+		fclose(f);
+	}
+	rc = _sf_sim_calibration_load(path, &c);
+	ok(rc == SF_ERR_CONFIG && !c && strstr(sf_last_error(), "line 4") &&
+	       strstr(sf_last_error(), "accepted"),
+	   "a row whose model is not a codelet's name: refused at its line (%s)", sf_last_error());
+	unlink(path);
 	return done_testing();
 }

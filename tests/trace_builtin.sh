@@ -72,7 +72,7 @@ early_late() {
 	}'
 }
 
-plan 23
+plan 24
 
 trace d0 0
 ok $? "depth 0: traced 2-rank run succeeds" || diag_file "$tmp/d0.err"
@@ -118,6 +118,19 @@ if command -v python3 >/dev/null 2>&1; then
 		END { exit !(f && g) }' "$tmp/top.out"
 	ok $? "trace_top.py: the rates from the trace's flops and bytes (fwd linear: both; gather: bytes only)" ||
 		diag_file "$tmp/top.out"
+	# bench/sim_calibrate.py: a row per codelet model, sf_linear_fwd's task count the
+	# trace's fwd linear tasks, a positive efficiency; the ceilings are required
+	python3 "$top_srcdir/bench/sim_calibrate.py" --peak-tflops 0.1 --bandwidth-gbs 10 \
+		--device "this machine" --out "$tmp/cal.tsv" "$tmp/d2.rank0.json" "$tmp/d2.rank1.json" \
+		>"$tmp/cal.out" 2>&1
+	st=$?
+	python3 "$top_srcdir/bench/sim_calibrate.py" "$tmp/d2.rank0.json" >"$tmp/cal.bad" 2>&1
+	st2=$?
+	[ $st -eq 0 ] && [ $st2 -eq 2 ] && grep -q '^# fallback 0*[.0-9]' "$tmp/cal.tsv" &&
+		awk -F'\t' -v want="${want#* }" '$1 == "sf_linear_fwd" && $2 == want && $3 > 0 { found = 1 }
+			END { exit !found }' "$tmp/cal.tsv"
+	ok $? "sim_calibrate.py: a row per model, sf_linear_fwd's tasks = the trace's fwd linear tasks (${want#* }), positive efficiency; no ceilings: exit $st2" ||
+		{ diag_file "$tmp/cal.tsv"; diag_file "$tmp/cal.out"; }
 	python3 "$top_srcdir/bench/trace_top.py" "$tmp/d2.overlap.txt" >"$tmp/top.bad" 2>&1
 	st=$?
 	[ $st -eq 1 ] && grep -q 'not a shardflow trace' "$tmp/top.bad"
@@ -126,6 +139,7 @@ else
 	skip "trace_top.py: counts = the trace's" "python3 is not installed"
 	skip "trace_top.py: the per-worker table" "python3 is not installed"
 	skip "trace_top.py: the rates" "python3 is not installed"
+	skip "sim_calibrate.py: a row per model" "python3 is not installed"
 	skip "trace_top.py: a file that is not a trace is refused" "python3 is not installed"
 fi
 

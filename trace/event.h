@@ -61,6 +61,7 @@ struct _sf_event {
 	                              layer come from the full name */
 	double flops; /* what the task was submitted with (0: not counted or unknown) */
 	double bytes; /* the sizes of its buffers, summed (the built-in trace; else 0) */
+	char model[40]; /* its codelet's performance model ("sf_linear_fwd"; "" if none) */
 };
 
 /* "comm", "compute" or "other". */

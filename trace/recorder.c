@@ -103,6 +103,8 @@ void _sf_recorder_task_done(void *arg)
 	r->ev.bytes = 0.0;
 	for (unsigned i = 0; i < STARPU_TASK_GET_NBUFFERS(task); i++)
 		r->ev.bytes += (double)starpu_data_get_size(STARPU_TASK_GET_HANDLE(task, i));
+	const char *sym = task->cl && task->cl->model ? task->cl->model->symbol : NULL;
+	snprintf(r->ev.model, sizeof r->ev.model, "%s", sym ? sym : "");
 	atomic_store(&r->done, 1);
 }
 
@@ -168,12 +170,14 @@ int _sf_trace_write_chrome(const char *path, int rank, int nworkers, int comm_wo
 		    f,
 		    ", \"cat\": \"%s\", \"ph\": \"X\", \"ts\": %.3f, \"dur\": %.3f, \"pid\": %d, "
 		    "\"tid\": %d, \"cname\": \"%s\", \"args\": {\"step\": %d, \"layer\": %d, "
-		    "\"kind\": \"%s\", \"flops\": %.0f, \"bytes\": %.0f}}%s\n",
+		    "\"kind\": \"%s\", \"flops\": %.0f, \"bytes\": %.0f, \"model\": ",
 		    _sf_ev_is_comm(e->kind)      ? "comm"
 		    : _sf_ev_is_compute(e->kind) ? "compute"
 		                                 : "other",
 		    e->start, e->end - e->start, e->rank, e->worker, color(e->kind), e->step,
-		    e->layer, _sf_ev_kind_name(e->kind), e->flops, e->bytes, i + 1 < n ? "," : "");
+		    e->layer, _sf_ev_kind_name(e->kind), e->flops, e->bytes);
+		_sf_json_string(f, e->model);
+		fprintf(f, "}}%s\n", i + 1 < n ? "," : "");
 	}
 	fprintf(f, "]}\n");
 	return _sf_file_close(f, path);
