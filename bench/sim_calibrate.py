@@ -29,10 +29,11 @@ Exit status: 0; 1 on an unreadable trace or one without a task to calibrate from
 (a trace written before 2026-11-27 has no flops, bytes or models); 2 on bad usage.
 """
 import argparse
-import json
 import os
 import statistics
 import sys
+
+from sf_trace import load_events
 
 
 def main():
@@ -57,11 +58,8 @@ def main():
     per_model = {}  # model -> ([efficiency], [duration us])
     steps = set()
     for path in a.traces:
-        try:
-            with open(path) as f:
-                events = json.load(f)["traceEvents"]
-        except (OSError, ValueError, KeyError, TypeError) as e:
-            print(f"sim_calibrate.py: {path}: not a shardflow trace ({e})", file=sys.stderr)
+        events = load_events(path, "sim_calibrate.py")
+        if events is None:
             return 1
         for e in events:
             if e.get("ph") != "X" or e.get("cat") != "compute":

@@ -22,10 +22,11 @@ to which ops cost most, not a kernel profile (ncu gives that).
 Exit status: 0, 1 on an unreadable or empty trace, 2 on bad usage.
 """
 import argparse
-import json
 import math
 import re
 import sys
+
+from sf_trace import load_events
 
 
 # a task's name: "<kind> <node> (<type> L<n>)" or "<kind> <unit> (L<n>)" (trace/event.h)
@@ -54,11 +55,8 @@ def main():
     names = {}  # (path, pid, tid) -> the worker's name
     tasks = {}  # (path, pid, tid) -> [(start, end, key)] in ms
     for path in a.traces:
-        try:
-            with open(path) as f:
-                events = json.load(f)["traceEvents"]
-        except (OSError, ValueError, KeyError, TypeError) as e:
-            print(f"trace_top.py: {path}: not a shardflow trace ({e})", file=sys.stderr)
+        events = load_events(path, "trace_top.py")
+        if events is None:
             return 1
         for e in events:
             if e.get("ph") == "M" and e.get("name") == "thread_name":

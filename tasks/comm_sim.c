@@ -21,16 +21,14 @@
  * ring on N ranks is N - 1 messages a rank, so simulating it costs N^2 messages a
  * collective, where the model costs a barrier). A step collective is then a
  * barrier of its communicator's ranks (simulated by SMPI: a rank that comes late
- * holds the others up) and then, on the calling actor, a wait of
- *
- *   all-gather, reduce-scatter of blocks of s bytes:  (n - 1) (lat + s / bw)
- *   all-reduce of b bytes:                            2 (n - 1) (lat + b / n / bw)
- *
- * n the communicator's ranks; bw and lat NVLink's when they are all in one node of
- * G consecutive ranks, else the NIC's (per GPU: NCCL drives one NIC per GPU). The
- * loss's scalar sum and the host side stay SMPI's. Not modelled: NCCL's protocol
- * and algorithm choice (LL, LL128, trees), its channel count, the GPU time its
- * kernels take from compute.
+ * holds the others up) and then, on the calling actor, a wait of NCCL's own tuning
+ * model's time for it (_sf_nccl_time, tasks/sim_device.c: rings for all-gathers and
+ * reduce-scatters, rings or trees for all-reduces, the fastest of the LL, LL128 and
+ * Simple protocols); about (n - 1) (lat + s / bw) for blocks of s bytes on n ranks,
+ * bw NVLink's when they are all in one node of G consecutive ranks, else the NIC's
+ * (per GPU: NCCL drives one NIC per GPU). The loss's scalar sum and the host side
+ * stay SMPI's. Not modelled: NCCL's channel count, the GPU time its kernels take from
+ * compute.
  *
  * SHARDFLOW_SIM_COMM_CPU=NS (with SHARDFLOW_SIM_SHARED_CPUS, a CPU cluster's
  * emulation) charges the CPU that a CPU rank's rings burn, NS nanoseconds per byte
@@ -339,18 +337,24 @@ static int nccl_setup(void)
 	return SF_OK;
 }
 
-/* The model's seconds for a collective on communicator `which` (as OP_MEET's):
- * `steps` ring steps of `bytes` each (no step on one rank) */
-static double nccl_time(const struct _sf_comm *c, int which, double steps, double bytes)
+/* The model's seconds for collective `coll` of `bytes` in all (the gathered output, the
+ * scattered input, the reduced vector) on communicator `which` (as OP_MEET's) */
+static double nccl_time(const struct _sf_comm *c, int which, enum _sf_nccl_coll coll,
+                        double bytes)
 {
-	bool spans;
-	if (which == 0) /* the shard's ranks: consecutive */
-		spans = c->shard_size > nccl.gpn;
-	else /* the replicas (a shard apart), or every rank */
-		spans = c->size > nccl.gpn;
-	double bw = spans ? (nccl.nic_bw < nccl.nv_bw ? nccl.nic_bw : nccl.nv_bw) : nccl.nv_bw;
-	double lat = spans ? nccl.nic_lat : nccl.nv_lat;
-	return steps * (lat + bytes / bw);
+	/* the shard's ranks are consecutive; the replicas a shard apart; the step's all */
+	int n = which == 0 ? c->shard_size : which == 1 ? c->rep_size : c->size;
+	int g = nccl.gpn, S = c->shard_size;
+	bool spans = (which == 0 ? n : c->size) > g; /* as NCCL sees it: a NIC on the way */
+	int nodes = which == 1 ? (S >= g ? n : (n * S + g - 1) / g) : (n + g - 1) / g;
+	struct _sf_nccl_link l = {
+	    .nranks = n,
+	    .nnodes = spans ? nodes : 1,
+	    .bw = spans ? (nccl.nic_bw < nccl.nv_bw ? nccl.nic_bw : nccl.nv_bw) : nccl.nv_bw,
+	    .intra_lat = nccl.nv_lat,
+	    .inter_lat = nccl.nic_lat,
+	};
+	return _sf_nccl_time(coll, &l, bytes, NULL, NULL);
 }
 
 /* A modelled collective: the ranks meet, then the model's time passes here */
@@ -386,57 +390,60 @@ static int sim_fini(struct _sf_comm *c)
 	CALL(.op = OP_FINI, .c = c);
 }
 /*
- * A step collective of `steps` ring steps of `bytes` each, among the ranks of
- * communicator `which` (0 the shard's, 1 the replicas', 2 the step's): NCCL's cost
- * model when SHARDFLOW_SIM_NCCL is set, else r on the proxy, charged the CPU of the
- * steps x bytes it sends.
+ * A step collective among the ranks of communicator `which` (0 the shard's, 1 the
+ * replicas', 2 the step's): NCCL's cost model of `coll` on `total` bytes when
+ * SHARDFLOW_SIM_NCCL is set, else r on the proxy, charged the CPU of the `steps` ring
+ * steps of `bytes` each that it sends.
  */
-static int step_collective(struct sim_req *r, int which, double steps, double bytes)
+static int step_collective(struct sim_req *r, int which, enum _sf_nccl_coll coll, double total,
+                           double steps, double bytes)
 {
 	if (nccl.on)
-		return modelled(r->c, which, nccl_time(r->c, which, steps, bytes));
+		return modelled(r->c, which, nccl_time(r->c, which, coll, total));
 	return with_cpu(r, steps * bytes);
 }
 
-/* the rings: N - 1 steps of a block of S values of w bytes (all-gather,
- * reduce-scatter); 2 (n - 1) steps of 1/n of the b bytes (all-reduce on n ranks) */
-#define BLOCKS(c, S, w) (double)((c)->shard_size - 1), (double)(S) * (w)
-#define HALVES(n, b) 2.0 * ((n) - 1), (b) / (n)
+/* the rings: N - 1 steps of a block of S values of w bytes (all-gather, reduce-scatter:
+ * N S w in all); 2 (n - 1) steps of 1/n of the b bytes (all-reduce on n ranks) */
+#define BLOCKS(c, S, w)                                                                    \
+	(double)(c)->shard_size * (double)(S) * (w), (double)((c)->shard_size - 1),           \
+	    (double)(S) * (w)
+#define HALVES(n, b) (b), 2.0 * ((n) - 1), (b) / (n)
 
 static int sim_all_gather(struct _sf_comm *c, float *full, size_t S)
 {
 	struct sim_req r = {.op = OP_ALL_GATHER, .c = c, .f1 = full, .n = S};
-	return step_collective(&r, 0, BLOCKS(c, S, 4));
+	return step_collective(&r, 0, SF_NCCL_ALL_GATHER, BLOCKS(c, S, 4));
 }
 static int sim_reduce_scatter(struct _sf_comm *c, float *grad, size_t S, float *out, float *scratch)
 {
 	struct sim_req r = {
 	    .op = OP_REDUCE_SCATTER, .c = c, .f1 = grad, .n = S, .f2 = out, .f3 = scratch};
-	return step_collective(&r, 0, BLOCKS(c, S, 4));
+	return step_collective(&r, 0, SF_NCCL_REDUCE_SCATTER, BLOCKS(c, S, 4));
 }
 static int sim_all_gather16(struct _sf_comm *c, const float *shard, float *full, size_t S,
                             uint16_t *stage)
 {
 	struct sim_req r = {
 	    .op = OP_ALL_GATHER16, .c = c, .cf = shard, .f1 = full, .n = S, .stage = stage};
-	return step_collective(&r, 0, BLOCKS(c, S, 2));
+	return step_collective(&r, 0, SF_NCCL_ALL_GATHER, BLOCKS(c, S, 2));
 }
 static int sim_reduce_scatter16(struct _sf_comm *c, float *grad, size_t S, float *out,
                                 float *scratch)
 {
 	struct sim_req r = {
 	    .op = OP_REDUCE_SCATTER16, .c = c, .f1 = grad, .n = S, .f2 = out, .f3 = scratch};
-	return step_collective(&r, 0, BLOCKS(c, S, 2));
+	return step_collective(&r, 0, SF_NCCL_REDUCE_SCATTER, BLOCKS(c, S, 2));
 }
 static int sim_rep_all_reduce(struct _sf_comm *c, float *v, size_t n, float *scratch)
 {
 	struct sim_req r = {.op = OP_REP_ALL_REDUCE, .c = c, .f1 = v, .n = n, .f2 = scratch};
-	return step_collective(&r, 1, HALVES(c->rep_size, 4.0 * (double)n));
+	return step_collective(&r, 1, SF_NCCL_ALL_REDUCE, HALVES(c->rep_size, 4.0 * (double)n));
 }
 static int sim_all_reduce(struct _sf_comm *c, float *v, size_t n)
 {
 	struct sim_req r = {.op = OP_ALL_REDUCE, .c = c, .f1 = v, .n = n};
-	return step_collective(&r, 2, HALVES(c->size, 4.0 * (double)n));
+	return step_collective(&r, 2, SF_NCCL_ALL_REDUCE, HALVES(c->size, 4.0 * (double)n));
 }
 static int sim_sum_scalar(struct _sf_comm *c, double *v)
 {

@@ -118,6 +118,90 @@ double _sf_sim_roofline_us(const struct _sf_sim_device *d, enum _sf_sim_math mat
 	return SF_SIM_LAUNCH_US + 1e6 * (compute > memory ? compute : memory);
 }
 
+/*
+ * NCCL's tuning model (NCCL's src/graph/tuning.cc, release 2.8: its latency table, its
+ * protocols' bandwidth factors and its ring and tree step counts), for H100-class nodes
+ * (NVLink inside a node, one NIC a GPU between nodes):
+ *
+ *   latency = base[a][p] + intra steps x hw[intra][a][p] + inter steps x hw[net][a][p]
+ *     ring: n - 1 steps for an all-gather or reduce-scatter, 2 (n - 1) for an
+ *           all-reduce, of which (nodes - 1), 2 (nodes - 1) cross the network;
+ *     tree (all-reduce): 2 ((n / nodes - 1) intra + log2(nodes) inter);
+ *     LL's intra-node step 1.8 times longer when the ranks span nodes;
+ *   bus bandwidth = the link's, x 1/3 for ring LL (1/4 across nodes or for an
+ *     all-reduce), x 0.92 for ring LL128; tree: x 0.9, and x 1/3.8 (LL) or x 7/9 (one
+ *     node), 0.915 (across nodes) for LL128;
+ *   algorithm bandwidth = bus x n / steps (ring), x 1/2 (tree);
+ *   time = latency + bytes / algorithm bandwidth, the fastest (algorithm, protocol).
+ *
+ * A step's latency is at least the platform's link latency. Left out: NCCL's channel
+ * count and per-channel caps (the link's bandwidth stands for all its channels), the
+ * tree's per-size correction factors, the ring's all-reduce plateau, PAT and NVLS (newer
+ * releases), and which protocols a given GPU and topology enable (all three here).
+ */
+static const double nccl_base_us[2][3] = {{4.4, 4.4, 0.0}, {3.6, 10.0, 8.4}};
+static const double nccl_hw_us[2][2][3] = {
+    /* NVLink: tree, ring */ {{0.52, 1.2, 28.0}, {0.47, 1.9, 3.4}},
+    /* network: tree, ring */ {{5.0, 8.5, 50.0}, {2.7, 4.0, 9.6}},
+};
+
+double _sf_nccl_time(enum _sf_nccl_coll coll, const struct _sf_nccl_link *l, double bytes,
+                     enum _sf_nccl_algo *algo, enum _sf_nccl_proto *proto)
+{
+	int n = l->nranks, nodes = l->nnodes < 1 ? 1 : l->nnodes;
+	double best = -1.0;
+	if (n <= 1) {
+		if (algo)
+			*algo = SF_NCCL_RING;
+		if (proto)
+			*proto = SF_NCCL_SIMPLE;
+		return 0.0;
+	}
+	bool ar = coll == SF_NCCL_ALL_REDUCE;
+	double steps = ar ? 2.0 * (n - 1) : (double)(n - 1);
+	double inter_steps = ar ? 2.0 * (nodes - 1) : (double)(nodes - 1);
+	int log2_nodes = 0;
+	while ((1 << (log2_nodes + 1)) <= nodes)
+		log2_nodes++;
+	for (int a = SF_NCCL_TREE; a <= SF_NCCL_RING; a++) {
+		if (a == SF_NCCL_TREE && !ar)
+			continue; /* all-gather and reduce-scatter are rings */
+		for (int p = SF_NCCL_LL; p <= SF_NCCL_SIMPLE; p++) {
+			double intra = nccl_hw_us[0][a][p] * 1e-6, inter = nccl_hw_us[1][a][p] * 1e-6;
+			if (nodes > 1 && p == SF_NCCL_LL)
+				intra *= 1.8;
+			intra = intra > l->intra_lat ? intra : l->intra_lat;
+			inter = inter > l->inter_lat ? inter : l->inter_lat;
+			double lat = nccl_base_us[a][p] * 1e-6, bus = l->bw, alg;
+			if (a == SF_NCCL_RING) {
+				lat += (steps - inter_steps) * intra + inter_steps * inter;
+				if (p == SF_NCCL_LL)
+					bus *= nodes > 1 || ar ? 0.25 : 1.0 / 3.0;
+				else if (p == SF_NCCL_LL128)
+					bus *= 0.92;
+				alg = bus * n / steps;
+			} else {
+				lat += 2.0 * ((n / nodes - 1) * intra + log2_nodes * inter);
+				bus *= 0.9;
+				if (p == SF_NCCL_LL)
+					bus /= 3.8;
+				else if (p == SF_NCCL_LL128)
+					bus *= nodes == 1 ? 7.0 / 9.0 : 0.915;
+				alg = bus * 0.5;
+			}
+			double t = lat + bytes / alg;
+			if (best < 0 || t < best) {
+				best = t;
+				if (algo)
+					*algo = (enum _sf_nccl_algo)a;
+				if (proto)
+					*proto = (enum _sf_nccl_proto)p;
+			}
+		}
+	}
+	return best;
+}
+
 /* "<file>:<line>: <what>" */
 static int cal_fail(const char *path, int line, const char *what, const char *text)
 {

@@ -52,6 +52,26 @@ void _sf_sim_calibration_free(struct _sf_sim_calibration *c);
 double _sf_sim_calibrated_us(const struct _sf_sim_calibration *c, const char *model,
                              double flops, double bytes, bool *known);
 
+/* NCCL's cost model of a collective (tasks/comm_sim.c, SHARDFLOW_SIM_NCCL; docs/scale.md):
+ * NCCL's own tuning model, in the form its tuning.cc states it: for each algorithm (ring;
+ * for an all-reduce also tree) and protocol (LL, LL128, Simple), a latency of a base plus
+ * a per-step hardware latency over the ring's or the tree's steps, and a bandwidth of
+ * the link's derated by the protocol; the collective takes the fastest,
+ * latency + bytes / algorithm bandwidth, as NCCL picks it. */
+enum _sf_nccl_coll { SF_NCCL_ALL_GATHER, SF_NCCL_REDUCE_SCATTER, SF_NCCL_ALL_REDUCE };
+enum _sf_nccl_algo { SF_NCCL_TREE, SF_NCCL_RING };
+enum _sf_nccl_proto { SF_NCCL_LL, SF_NCCL_LL128, SF_NCCL_SIMPLE };
+struct _sf_nccl_link {
+	int nranks, nnodes; /* the communicator's ranks and the nodes they span */
+	double bw;          /* bytes/s a GPU sends: NVLink's in one node, else its NIC's */
+	double intra_lat;   /* seconds, at least, a step inside a node (the link's latency) */
+	double inter_lat;   /* and a step between nodes */
+};
+/* seconds for `bytes` (the whole buffer: the gathered output, the scattered input, the
+ * reduced vector); *algo and *proto (may be NULL) say what won */
+double _sf_nccl_time(enum _sf_nccl_coll coll, const struct _sf_nccl_link *l, double bytes,
+                     enum _sf_nccl_algo *algo, enum _sf_nccl_proto *proto);
+
 /* sf_init: SHARDFLOW_SIM_DEVICE (a simulation build) selects the device; *name is its
  * name, or NULL when the codelets keep their history models; *shared is
  * SHARDFLOW_SIM_SHARED_CPUS's host, or NULL when each worker computes on its own */

@@ -27,7 +27,7 @@ int main(void)
 {
 	const struct _sf_sim_device *d = NULL;
 	enum _sf_sim_math m = SF_SIM_MATH_COUNT;
-	plan(15);
+	plan(19);
 
 	ok(_sf_sim_device_find("h100", &d, &m) == SF_OK && d && !strcmp(d->name, "h100") &&
 	       m == SF_SIM_BF16,
@@ -122,5 +122,33 @@ int main(void)
 	       strstr(sf_last_error(), "accepted"),
 	   "a row whose model is not a codelet's name: refused at its line (%s)", sf_last_error());
 	unlink(path);
+
+	/* NCCL's tuning model */
+	enum _sf_nccl_algo al;
+	enum _sf_nccl_proto pr;
+	struct _sf_nccl_link node = {.nranks = 8, .nnodes = 1, .bw = 450e9, .intra_lat = 1e-6,
+	                             .inter_lat = 5e-6};
+	/* 8 GB gathered on 8 GPUs of a node: ring Simple, 8.4 us + 7 steps of 3.4 us + 7/8 of
+	 * the bytes at the link's rate */
+	double t = _sf_nccl_time(SF_NCCL_ALL_GATHER, &node, 8e9, &al, &pr);
+	ok(al == SF_NCCL_RING && pr == SF_NCCL_SIMPLE &&
+	       near(t, 8.4e-6 + 7 * 3.4e-6 + 8e9 / (450e9 * 8.0 / 7.0)),
+	   "NCCL model: 8 GB all-gathered on 8 NVLink GPUs: ring, Simple, %.6f s", t);
+	t = _sf_nccl_time(SF_NCCL_REDUCE_SCATTER, &node, 8192, &al, &pr);
+	ok(al == SF_NCCL_RING && pr == SF_NCCL_LL && near(t, 3.6e-6 + 7 * 1e-6 + 8192 / (450e9 / 3 * 8 / 7)),
+	   "8 KB reduce-scattered there: LL (its 0.47 us steps floored at the link's 1 us), %.2f us",
+	   t * 1e6);
+	struct _sf_nccl_link wide = {.nranks = 1024, .nnodes = 128, .bw = 50e9, .intra_lat = 1e-6,
+	                             .inter_lat = 5e-6};
+	double small = _sf_nccl_time(SF_NCCL_ALL_REDUCE, &wide, 1 << 20, &al, &pr);
+	bool tree_small = al == SF_NCCL_TREE;
+	double big = _sf_nccl_time(SF_NCCL_ALL_REDUCE, &wide, 4e9, &al, &pr);
+	ok(tree_small && al == SF_NCCL_RING && pr == SF_NCCL_SIMPLE && small < 1e-3 && big > 0.15,
+	   "1024 GPUs on 128 nodes: a 1 MiB all-reduce takes the tree (%.0f us), 4 GB the ring, "
+	   "Simple (%.3f s)",
+	   small * 1e6, big);
+	struct _sf_nccl_link one = {.nranks = 1, .nnodes = 1, .bw = 450e9};
+	ok(_sf_nccl_time(SF_NCCL_ALL_REDUCE, &one, 1e9, NULL, NULL) == 0.0,
+	   "one rank: no time");
 	return done_testing();
 }
