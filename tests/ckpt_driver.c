@@ -48,7 +48,6 @@
  *
  * Exit status: 0 success, 1 a library or I/O error, 2 a bad command line.
  */
-#include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -61,6 +60,7 @@
 
 #include "examples/synthetic.h"
 #include "shardflow.h"
+#include "tests/interpose.h"
 #include "tests/test_models.h"
 
 #define PROG "ckpt_driver"
@@ -94,25 +94,15 @@ static int is_step_dir(const char *path)
 	return !strncmp(base, "step-", 5) && !strchr(base, '.');
 }
 
-/* default visibility: the build hides symbols, and a hidden definition would not
- * interpose libc's for the library */
-__attribute__((visibility("default"))) int rename(const char *from, const char *to)
+SF_INTERPOSE int rename(const char *from, const char *to)
 {
-	static int (*real)(const char *, const char *);
-	if (!real) {
-		*(void **)&real = dlsym(RTLD_NEXT, "rename");
-		if (!real) {
-			errno = ENOSYS;
-			return -1;
-		}
-	}
 	if (crash_armed == CRASH_MANIFEST && ends_with(to, "/manifest.json"))
 		raise(SIGKILL);
 	if (crash_armed == CRASH_SWITCH && ends_with(from, ".tmp") && is_step_dir(to))
 		raise(SIGKILL);
 	if (crash_armed == CRASH_LATEST && ends_with(to, "/latest"))
 		raise(SIGKILL);
-	int r = real(from, to);
+	int r = sf_real_rename(from, to);
 	if (r == 0 && crash_armed == CRASH_SHARDS && strstr(to, "/rank-") && ends_with(to, ".bin"))
 		raise(SIGKILL);
 	return r;

@@ -15,7 +15,8 @@
  * directory (io/fileio.c's atomic write), and this rename(3) wins over libc's, as
  * tests/ckpt_driver.c's does inside that program. Without SF_KILL_SAVE it only renames.
  */
-#include <dlfcn.h>
+#include "tests/interpose.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -62,19 +63,9 @@ static int armed(long rank, long long step)
 	return 0;
 }
 
-/* default visibility: the build hides symbols, and a hidden definition would not
- * interpose libc's */
-__attribute__((visibility("default"))) int rename(const char *from, const char *to)
+SF_INTERPOSE int rename(const char *from, const char *to)
 {
-	static int (*real)(const char *, const char *);
-	if (!real) {
-		*(void **)&real = dlsym(RTLD_NEXT, "rename");
-		if (!real) {
-			errno = ENOSYS;
-			return -1;
-		}
-	}
-	int r = real(from, to);
+	int r = sf_real_rename(from, to);
 	const char *rank = getenv("OMPI_COMM_WORLD_RANK");
 	long long step;
 	if (r == 0 && rank && (step = rank_file_step(to)) >= 0 && armed(atol(rank), step)) {

@@ -26,11 +26,11 @@
  */
 #include "examples/synthetic.h"
 #include "shardflow.h"
+#include "tests/interpose.h"
 #include "tests/test_models.h"
 
 #include <cblas.h>
 #undef I /* OpenBLAS pulls in <complex.h> */
-#include <dlfcn.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,20 +64,15 @@ static void stop_point(enum phase p)
 	raise(SIGSTOP);
 }
 
-__attribute__((visibility("default"))) int rename(const char *from, const char *to)
+SF_INTERPOSE int rename(const char *from, const char *to)
 {
-	static int (*real)(const char *, const char *);
-	if (!real)
-		*(void **)&real = dlsym(RTLD_NEXT, "rename");
-	if (!real)
-		return -1;
-	int r = real(from, to);
+	int r = sf_real_rename(from, to);
 	if (armed && strstr(to, "/rank-"))
 		stop_point(P_SAVE_SHARDS);
 	return r;
 }
 
-__attribute__((visibility("default"))) void
+SF_INTERPOSE void
 cblas_sgemm(OPENBLAS_CONST enum CBLAS_ORDER order, OPENBLAS_CONST enum CBLAS_TRANSPOSE ta,
             OPENBLAS_CONST enum CBLAS_TRANSPOSE tb, OPENBLAS_CONST blasint M,
             OPENBLAS_CONST blasint N, OPENBLAS_CONST blasint K, OPENBLAS_CONST float alpha,
@@ -88,8 +83,7 @@ cblas_sgemm(OPENBLAS_CONST enum CBLAS_ORDER order, OPENBLAS_CONST enum CBLAS_TRA
 	static void (*real)(enum CBLAS_ORDER, enum CBLAS_TRANSPOSE, enum CBLAS_TRANSPOSE, blasint,
 	                    blasint, blasint, float, const float *, blasint, const float *, blasint,
 	                    float, float *, blasint);
-	if (!real)
-		*(void **)&real = dlsym(RTLD_NEXT, "cblas_sgemm");
+	SF_NEXT(real, "cblas_sgemm");
 	if (armed_mid)
 		stop_point(P_MID_STEP);
 	if (real)
