@@ -121,6 +121,14 @@ enum sf_optimizer_on {
 	SF_OPT_ON_COUNT,      /**< the number of values above; not a value */
 };
 
+/** SHARDFLOW_GPU_MATH: how cuBLAS computes the matrix products on a GPU */
+enum sf_gpu_math {
+	SF_GPU_MATH_FP32 = 0, /**< full fp32 (default; PyTorch's default for fp32 matmuls) */
+	SF_GPU_MATH_TF32,     /**< fp32 in and out, products on the tensor cores with 10-bit
+	                           mantissas (PyTorch's allow_tf32, "high" precision) */
+	SF_GPU_MATH_COUNT,    /**< the number of values above; not a value */
+};
+
 /** Where gradient accumulation keeps the micro-batches' sum (SHARDFLOW_ACCUM_MODE),
  *  see sf_model_accumulate(). */
 enum sf_accum_mode {
@@ -212,6 +220,10 @@ struct sf_config {
 	 *  else beside the trace, else in $TMPDIR or /tmp) and the log names the rank
 	 *  that was behind (docs/robustness.md). */
 	int flight_record;
+	/** SHARDFLOW_GPU_MATH, default fp32: the cuBLAS math of every CUDA worker's
+	 *  products (tf32: the tensor cores, about 8 times the fp32 rate on an H100, with
+	 *  TF32's rounding of the inputs). No effect on CPU workers. */
+	enum sf_gpu_math gpu_math;
 };
 
 #define SF_DEFAULT_FLIGHT_RECORD 256 /**< default of SHARDFLOW_FLIGHT_RECORD */

@@ -41,6 +41,7 @@ static const char *const log_names[] = {"off", "error", "warn", "info", "debug"}
 static const char *const skip_names[] = {"none", "comm", "compute"};
 static const char *const comm_names[] = {"mpi", "nccl"};
 static const char *const opt_on_names[] = {"device", "host"};
+static const char *const gpu_math_names[] = {"fp32", "tf32"};
 static const char *const accum_names[] = {"sharded", "local"};
 static const char *const recompute_names[] = {"none", "units"};
 static const char *const dtype_names[] = {"fp32", "bf16"};
@@ -116,6 +117,7 @@ static const struct knob knobs[] = {
     INT_KNOB("SHARDFLOW_NODE_SIZE", node_size, 0, 1 << 20, 0, false),
     CHOICE_KNOB("SHARDFLOW_MEMORY_CHECK", memory_check, onoff_names, 1, true),
     INT_KNOB("SHARDFLOW_FLIGHT_RECORD", flight_record, 0, 65536, SF_DEFAULT_FLIGHT_RECORD, false),
+    CHOICE_KNOB("SHARDFLOW_GPU_MATH", gpu_math, gpu_math_names, SF_GPU_MATH_FP32, false),
 };
 #define NKNOBS (sizeof knobs / sizeof knobs[0])
 _Static_assert(NKNOBS <= 32, "a knob's bit in a uint32_t mask");

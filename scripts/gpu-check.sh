@@ -488,10 +488,11 @@ if want speed; then
 			tok=$((Bt * T))
 			steps=60 pe=20
 			[ "$name" = default ] || { steps=12; pe=4; }
-			for prec in fp32 bf16; do
+			for prec in fp32 tf32 bf16; do
 				say "speed: shardflow $name $prec"
 				penv=
 				[ "$prec" = bf16 ] && penv="SHARDFLOW_PARAM_DTYPE=bf16 SHARDFLOW_REDUCE_DTYPE=bf16"
+				[ "$prec" = tf32 ] && penv="SHARDFLOW_GPU_MATH=tf32"
 				# shellcheck disable=SC2086
 				timed "speed-sf-$name-$prec" 150 env SHARDFLOW_COMM=$comm $penv sh "$RUN_MPI" 1 "$B/examples/gpt" --text "$TEXT" \
 					--layers "$L" --heads "$H" --embd "$C" --context "$T" --batch "$Bt" --steps $steps \
@@ -500,11 +501,18 @@ if want speed; then
 				r=$(rate_between "$logs/speed-sf-$name-$prec.log" "$tok")
 				if [ $st -eq 0 ] && [ -n "$r" ]; then
 					read -r tps ms <<<"$r"
-					ceil=$sg # shardflow's GPU products are fp32 cuBLAS in both cases
+					ceil=$sg # shardflow's GPU products are fp32 cuBLAS, or TF32 with tf32
+					cname=fp32
+					[ "$prec" = tf32 ] && [ -n "${tf:-}" ] && ceil=$tf cname=TF32
 					mfu=$(mfu_of "$tps" "$fpt" "$ceil")
+					case $prec in
+					bf16) what="bf16 gathers, fp32 cuBLAS products" ;;
+					tf32) what="SHARDFLOW_GPU_MATH=tf32: TF32 cuBLAS products" ;;
+					*) what=fp32 ;;
+					esac
 					printf 'shardflow\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$prec" "$tps" "$ms" "$mfu" \
-						"1 rank, SHARDFLOW_COMM=$comm; $([ "$prec" = bf16 ] && echo "bf16 gathers, fp32 cuBLAS products" || echo "fp32")" >>"$speed"
-					row speed "shardflow $name ($nparams params) $prec" INFO "$tps tokens/s, $ms ms/step, $mfu of the fp32 GEMM ceiling"
+						"1 rank, SHARDFLOW_COMM=$comm; $what" >>"$speed"
+					row speed "shardflow $name ($nparams params) $prec" INFO "$tps tokens/s, $ms ms/step, $mfu of the $cname GEMM ceiling"
 				else
 					row speed "shardflow $name $prec" FAIL "exit $st: $(tail -2 "$logs/speed-sf-$name-$prec.log" | tr '\n' ' ')"
 				fi

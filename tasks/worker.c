@@ -17,6 +17,8 @@
 #ifdef SF_HAVE_CUDA
 #include <cuda_runtime_api.h>
 #include <starpu_cublas.h>
+#include <starpu_cublas_v2.h>
+#include <stdatomic.h>
 #endif
 
 int _sf_comm_worker = -1;
@@ -188,12 +190,26 @@ int _sf_cuda_conf(struct starpu_conf *conf, int node_rank, bool comm_stream)
 #endif
 }
 
-int _sf_cuda_start(void)
+#ifdef SF_HAVE_CUDA
+/* on each CUDA worker: its cuBLAS handle's math (SHARDFLOW_GPU_MATH) */
+static _Atomic int math_failed;
+static void set_math(void *arg)
+{
+	cublasMath_t mode = *(const cublasMath_t *)arg;
+	if (cublasSetMathMode(starpu_cublas_get_local_handle(), mode) != CUBLAS_STATUS_SUCCESS)
+		atomic_store(&math_failed, 1);
+}
+#endif
+
+int _sf_cuda_start(enum sf_gpu_math math)
 {
 #ifdef SF_HAVE_CUDA
 	int w;
-	if (starpu_worker_get_ids_by_type(STARPU_CUDA_WORKER, &w, 1) == 0)
+	if (starpu_worker_get_ids_by_type(STARPU_CUDA_WORKER, &w, 1) == 0) {
+		if (math == SF_GPU_MATH_TF32)
+			_sf_log(SF_LOG_INFO, "SHARDFLOW_GPU_MATH=tf32: no CUDA worker, no effect");
 		return SF_OK;
+	}
 	/* starpu_cublas_init also makes a handle on this thread, in its current device's
 	 * context: the rank's GPU, not device 0 (where every rank would open a context) */
 	int dev = starpu_worker_get_devid(w);
@@ -202,6 +218,19 @@ int _sf_cuda_start(void)
 		return SF_ERR(SF_ERR_STARPU, "cudaSetDevice(%d) on the main thread failed: %s", dev,
 		              cudaGetErrorString(ce));
 	starpu_cublas_init();
+	if (math == SF_GPU_MATH_TF32) {
+		cublasMath_t mode = CUBLAS_TF32_TENSOR_OP_MATH;
+		atomic_store(&math_failed, 0);
+		starpu_execute_on_each_worker(set_math, &mode, STARPU_CUDA);
+		if (atomic_load(&math_failed))
+			return SF_ERR(SF_ERR_STARPU,
+			              "SHARDFLOW_GPU_MATH=tf32: cublasSetMathMode failed on a CUDA "
+			              "worker (TF32 needs compute capability 8.0 or newer)");
+		_sf_log(SF_LOG_INFO, "GPU products in TF32 (SHARDFLOW_GPU_MATH=tf32)");
+	}
+#else
+	if (math == SF_GPU_MATH_TF32)
+		_sf_log(SF_LOG_INFO, "SHARDFLOW_GPU_MATH=tf32: this shardflow has no CUDA, no effect");
 #endif
 	return SF_OK;
 }

@@ -55,7 +55,7 @@ int _sf_opt_can_execute(unsigned workerid, struct starpu_task *task, unsigned ni
  * starpu_shutdown) releases them. */
 int _sf_cuda_device(int node_rank, int ndev);
 int _sf_cuda_conf(struct starpu_conf *conf, int node_rank, bool comm_stream);
-int _sf_cuda_start(void);
+int _sf_cuda_start(enum sf_gpu_math math);
 void _sf_cuda_stop(void);
 
 /* A codelet body that does nothing (SHARDFLOW_SKIP=compute). */

@@ -50,7 +50,7 @@ floor=1e-3
 # 9.6e-4 apart relative (docs/gpu.md).
 keys="--ignore 560:570 --ignore 1890:1900"
 gpt_keys="--ignore 1200:1216 --ignore 3160:3176 --ignore 5120:5136"
-plan 23
+plan 24
 
 for model in mlp residual gpt nanogpt swiglu llama; do
 	for opt in sgd adamw; do
@@ -72,6 +72,19 @@ compare "nanogpt, adamw, GPU: SHARDFLOW_OPTIMIZER_ON=host = device (bitwise)" \
 	gpu-host gpu-nanogpt-adamw --bitwise
 train 1 gpu-d0 SHARDFLOW_PREFETCH_DEPTH=0 --model nanogpt --optimizer adamw --steps $steps
 compare "nanogpt, adamw, GPU: depth 0 = depth 2 (bitwise)" gpu-d0 gpu-nanogpt-adamw --bitwise
+# TF32 products: within TF32's rounding of the fp32 run (whether cuBLAS took the tensor
+# cores for these small products is its choice: said, not required; the speed stage
+# measures the effect)
+train 1 gpu-tf32 SHARDFLOW_GPU_MATH=tf32 --model gpt --optimizer sgd --steps $steps
+"$DUMP_COMPARE" --rtol 2e-2 --floor 0.02 "$tmp/gpu-tf32.dump" "$tmp/gpu-gpt-sgd.dump" \
+	>"$tmp/compare.out" 2>&1
+ok $? "gpt, sgd, GPU: SHARDFLOW_GPU_MATH=tf32 = fp32 within TF32's error (rtol 2e-2)"
+sed 's/^/#   /' "$tmp/compare.out"
+if "$DUMP_COMPARE" --bitwise "$tmp/gpu-tf32.dump" "$tmp/gpu-gpt-sgd.dump" >/dev/null 2>&1; then
+	diag "tf32: bitwise equal to fp32 (cuBLAS kept fp32 kernels for these sizes)"
+else
+	diag "tf32: not bitwise equal to fp32 (the tensor cores ran)"
+fi
 
 # NCCL on one rank against the same GPU run over MPI, bitwise
 for v in plain clip bf16; do
