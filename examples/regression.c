@@ -19,6 +19,8 @@
  */
 #include <shardflow.h>
 
+#include "examples/cli.h"
+
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -131,71 +133,73 @@ static void sample(const struct options *o, int step, int row, float *x, float *
 	}
 }
 
-static int parse(int argc, char **argv, struct options *o)
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: " PROG " [--steps N] [--batch B] [--lr X] [--loss "
+	           "mse|l1|huber|mse-layer] [--noise SD] [--tol X] [--val N] [--seed S]\n");
+}
+
+static const char *const opt_names[] = {"--steps", "--batch", "--val", "--seed",
+                                        "--lr",    "--tol",   "--noise", "--loss"};
+enum { O_STEPS, O_BATCH, O_VAL, O_SEED, O_LR, O_TOL, O_NOISE, O_LOSS };
+
+static int on_value(int k, char *v, void *ctx)
+{
+	struct options *o = ctx;
+	const char *name = opt_names[k];
+	int n = 0;
+	switch (k) {
+	case O_STEPS:
+		return cli_int(name, v, 1, 10000000, &o->steps);
+	case O_BATCH:
+		return cli_int(name, v, 1, 10000000, &o->batch);
+	case O_VAL:
+		return cli_int(name, v, 1, 10000000, &o->val);
+	case O_SEED:
+		if (cli_int(name, v, 1, 10000000, &n))
+			return 2;
+		o->seed = (unsigned)n;
+		return 0;
+	case O_LR:
+	case O_TOL:
+		if (cli_parse_float(v, 0.0f, INFINITY, k == O_LR ? &o->lr : &o->tol) ||
+		    !((k == O_LR ? o->lr : o->tol) > 0))
+			return cli_bad_usage("%s \"%s\" is invalid: expected a positive number", name,
+			                     v);
+		return 0;
+	case O_NOISE:
+		if (cli_parse_float(v, 0.0f, INFINITY, &o->noise))
+			return cli_bad_usage("%s \"%s\" is invalid: expected a number >= 0", name, v);
+		return 0;
+	default: /* O_LOSS */
+		if (!strcmp(v, "mse"))
+			o->loss = SF_LOSS_MSE;
+		else if (!strcmp(v, "l1"))
+			o->loss = SF_LOSS_L1;
+		else if (!strcmp(v, "huber"))
+			o->loss = SF_LOSS_HUBER;
+		else if (!strcmp(v, "mse-layer"))
+			o->loss = SF_LOSS_MEAN, o->loss_layer = 1;
+		else
+			return cli_bad_usage("--loss \"%s\": accepted values are mse, l1, huber, "
+			                     "mse-layer",
+			                     v);
+		return 0;
+	}
+}
+
+/* 0, or the exit status: 0 after --help, 2 on bad usage (printed) */
+static int parse(int argc, char **argv, struct options *o, int *exit_status)
 {
 	*o = (struct options){300, 64, 1000, 0.05f, 0.01f, 0.01f, 1, SF_LOSS_MSE, 0};
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-		char *end = NULL;
-		if (!strcmp(a, "--help")) {
-			printf("usage: " PROG " [--steps N] [--batch B] [--lr X] [--loss "
-			       "mse|l1|huber|mse-layer] "
-			       "[--noise SD] [--tol X] [--val N] [--seed S]\n");
-			exit(0);
-		}
-		if (!v) {
-			fprintf(stderr, PROG ": %s needs a value\n", a);
-			return -1;
-		}
-		i++;
-		if (!strcmp(a, "--loss")) {
-			if (!strcmp(v, "mse"))
-				o->loss = SF_LOSS_MSE;
-			else if (!strcmp(v, "l1"))
-				o->loss = SF_LOSS_L1;
-			else if (!strcmp(v, "huber"))
-				o->loss = SF_LOSS_HUBER;
-			else if (!strcmp(v, "mse-layer"))
-				o->loss = SF_LOSS_MEAN, o->loss_layer = 1;
-			else {
-				fprintf(stderr,
-				        PROG ": --loss \"%s\": accepted values are mse, l1, huber, "
-				        "mse-layer\n",
-				        v);
-				return -1;
-			}
-			continue;
-		}
-		double d = strtod(v, &end);
-		int bad = end == v || *end || !isfinite(d);
-		if (!strcmp(a, "--steps") || !strcmp(a, "--batch") || !strcmp(a, "--val") ||
-		    !strcmp(a, "--seed")) {
-			bad = bad || d < 1 || d > 1e7 || d != floor(d);
-			int n = (int)d;
-			if (!strcmp(a, "--steps"))
-				o->steps = n;
-			else if (!strcmp(a, "--batch"))
-				o->batch = n;
-			else if (!strcmp(a, "--val"))
-				o->val = n;
-			else
-				o->seed = (unsigned)n;
-		} else if (!strcmp(a, "--lr") || !strcmp(a, "--tol")) {
-			bad = bad || !(d > 0);
-			*(!strcmp(a, "--lr") ? &o->lr : &o->tol) = (float)d;
-		} else if (!strcmp(a, "--noise")) {
-			bad = bad || d < 0;
-			o->noise = (float)d;
-		} else {
-			fprintf(stderr, PROG ": unknown option \"%s\" (--help lists them)\n", a);
-			return -1;
-		}
-		if (bad) {
-			fprintf(stderr, PROG ": %s \"%s\" is invalid\n", a, v);
-			return -1;
-		}
-	}
-	return 0;
+	cli_prog = PROG;
+	cli_usage = usage;
+	const struct cli_spec spec = {opt_names, (int)(sizeof opt_names / sizeof opt_names[0]),
+	                              NULL,      0,
+	                              on_value,  NULL};
+	int rc = cli_parse(argc, argv, &spec, o);
+	*exit_status = rc == 1 ? 0 : rc;
+	return rc;
 }
 
 int main(int argc, char **argv)
@@ -206,8 +210,9 @@ int main(int argc, char **argv)
 	sf_model *m = NULL;
 	float *x = NULL, *y = NULL, *vx = NULL, *vy = NULL;
 	int status = 1, rank, first, rows, in, target, fit, loss;
-	if (parse(argc, argv, &o))
-		return 2;
+	int parse_status;
+	if (parse(argc, argv, &o, &parse_status))
+		return parse_status;
 	sf_log_set_quiet(1); /* CHECK prints each error */
 	CHECK(sf_init(&argc, &argv, &ctx));
 	CHECK(sf_context_world(ctx, &rank, NULL));
