@@ -482,17 +482,11 @@ static int mpi_sum_scalar(struct _sf_comm *c, double *v)
  * for ever for a stopped peer): no progress for the timeout ends the job, naming the
  * operation and the agreement it belongs to, with the flight record (tasks/flight.h).
  */
-static int host_wait(struct _sf_comm *c, int n, MPI_Request *req, int mrc, const char *what,
-                     double bytes)
+/* host_wait's work for an operation already named in full */
+static int host_wait_named(struct _sf_comm *c, int n, MPI_Request *req, int mrc,
+                           const char *name, double bytes)
 {
-	char name[192];
 	int idx[2];
-	/* a call of the library's own ("sf_init's ...") is named; the others by the
-	 * agreement that came last: the operation they serve began there */
-	if (c->agreeing && strncmp(what, "sf_", 3) != 0)
-		snprintf(name, sizeof name, "%s (after the agreement of %s)", what, c->agreeing);
-	else
-		snprintf(name, sizeof name, "%s", what);
 	int64_t id = _sf_flight_start(c->flight, SF_FLIGHT_HOST, NULL, name, bytes);
 	if (mrc == MPI_SUCCESS)
 		mrc = _sf_wait_all(n, req, idx, SF_COMM_PACE, c->timeout);
@@ -504,6 +498,19 @@ static int host_wait(struct _sf_comm *c, int n, MPI_Request *req, int mrc, const
 		                  "stuck or unreachable",
 		                  name, c->timeout);
 	return wait_status(c, mrc, name);
+}
+
+static int host_wait(struct _sf_comm *c, int n, MPI_Request *req, int mrc, const char *what,
+                     double bytes)
+{
+	char name[192];
+	/* a call of the library's own ("sf_init's ...") is named; the others by the
+	 * agreement that came last: the operation they serve began there */
+	if (c->agreeing && strncmp(what, "sf_", 3) != 0)
+		snprintf(name, sizeof name, "%s (after the agreement of %s)", what, c->agreeing);
+	else
+		snprintf(name, sizeof name, "%s", what);
+	return host_wait_named(c, n, req, mrc, name, bytes);
 }
 
 /* Waits until every rank of comm has arrived (host_wait): a blocking collective that
@@ -608,14 +615,11 @@ static int mpi_min_rank(struct _sf_comm *c, int value, int64_t add, int *min, in
 	char what[160];
 	snprintf(what, sizeof what, "%s's agreement (all-gather of the ranks' status)",
 	         c->agreeing ? c->agreeing : "sf_?");
-	const char *agreeing = c->agreeing;
-	c->agreeing = NULL; /* named already */
 	MPI_Request req;
-	int rc = host_wait(c, 1, &req,
-	                   MPI_Iallgather(mine, 2, MPI_INT64_T, all, 2, MPI_INT64_T, impl(c)->ctl,
-	                                  &req),
-	                   what, sizeof mine);
-	c->agreeing = agreeing;
+	int rc = host_wait_named(c, 1, &req,
+	                         MPI_Iallgather(mine, 2, MPI_INT64_T, all, 2, MPI_INT64_T,
+	                                        impl(c)->ctl, &req),
+	                         what, sizeof mine);
 	if (rc == SF_OK) {
 		*min = (int)all[0], *rank = 0, *sum = 0;
 		for (int r = 0; r < c->size; r++) {
