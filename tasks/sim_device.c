@@ -396,13 +396,19 @@ int _sf_sim_device_setup(const char **name, const char **shared)
 			              hosts, name);
 		*shared = sg_host_get_name(shared_cpus);
 	}
-	_sf_sim_calibration_free(calibration);
-	calibration = NULL;
+	/* every simulated rank is an actor of this one process and comes here: the file is
+	 * read by the first, the others keep it (unless the variable names another) */
+	static char cal_path[4096];
 	const char *cal = getenv("SHARDFLOW_SIM_CALIBRATION");
-	if (cal && *cal) {
-		int crc = _sf_sim_calibration_load(cal, &calibration);
-		if (crc < 0)
-			return crc;
+	if (!cal || !*cal || !calibration || strcmp(cal, cal_path) != 0) {
+		_sf_sim_calibration_free(calibration);
+		calibration = NULL;
+		if (cal && *cal) {
+			int crc = _sf_sim_calibration_load(cal, &calibration);
+			if (crc < 0)
+				return crc;
+			snprintf(cal_path, sizeof cal_path, "%s", cal);
+		}
 	}
 	const char *spec = getenv("SHARDFLOW_SIM_DEVICE");
 	if (!spec || !*spec)
