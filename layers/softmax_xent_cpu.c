@@ -1,16 +1,83 @@
-/* softmax_xent_cpu.c — softmax cross-entropy and its gradient on plain pointers, the
- * log-sum-exp of each row in double. */
+/* softmax_xent_cpu.c — softmax cross-entropy and its gradient on plain pointers.
+ *
+ * The CPU row is layers/softmax_xent_math.h's, four floats at a time: the row's max,
+ * then one exponential per logit (exp_v4, common/vec4.h) kept in dz and summed in
+ * double, then dz scaled by scale / sum. The log-sum-exp stays in double. The math
+ * header's row takes two double exponentials per logit; at GPT-2's vocabulary (512 rows
+ * of 50 257 logits a step on a rank) that was 118 ms of a step whose head the link
+ * waits on (docs/performance.md). The GPU keeps the header's row. */
 #include "layers/softmax_xent.h"
-#include "layers/softmax_xent_math.h" /* the row, shared with the GPU */
+#include "layers/softmax_xent_math.h" /* the ignored row, shared with the GPU */
+
+#include "common/vec4.h"
 
 #include <math.h>
+
+static float row_max(int C, const float *z)
+{
+	int c = 0;
+	float mx = z[0];
+	if (C >= 4) {
+		v4f m = load4(z);
+		for (c = 4; c + 4 <= C; c += 4) {
+			v4f v = load4(z + c);
+			m = v4f_select(v > m, v, m);
+		}
+		float l[4];
+		store4(l, m);
+		for (int k = 0; k < 4; k++)
+			mx = l[k] > mx ? l[k] : mx;
+	}
+	for (; c < C; c++)
+		mx = z[c] > mx ? z[c] : mx;
+	return mx;
+}
+
+/* dr = scale (softmax(zr) - onehot(label)); returns logsumexp(zr) - zr[label] */
+static double xent_row(int C, const float *zr, int32_t label, float scale, float *dr)
+{
+	float mx = row_max(C, zr);
+	v4f vmx = v4f_set(mx);
+	double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
+	int c = 0;
+	for (; c + 4 <= C; c += 4) {
+		float e[4];
+		store4(e, exp_v4(load4(zr + c) - vmx));
+		store4(dr + c, load4(e));
+		s0 += e[0];
+		s1 += e[1];
+		s2 += e[2];
+		s3 += e[3];
+	}
+	if (c < C) {
+		size_t m = (size_t)(C - c);
+		float e[4];
+		store4(e, exp_v4(load_tail(zr + c, m) - vmx));
+		store_tail(dr + c, load4(e), m);
+		for (size_t k = 0; k < m; k++)
+			s0 += e[k];
+	}
+	double sum = (s0 + s1) + (s2 + s3);
+	float inv = (float)(scale / sum);
+	v4f vinv = v4f_set(inv);
+	for (c = 0; c + 4 <= C; c += 4)
+		store4(dr + c, load4(dr + c) * vinv);
+	for (; c < C; c++)
+		dr[c] *= inv;
+	dr[label] -= scale;
+	return log(sum) + mx - zr[label];
+}
 
 double _sf_softmax_xent(int B, int C, const float *z, const int32_t *labels, int32_t ignore,
                         float scale, float *dz)
 {
 	double loss = 0.0;
-	for (int r = 0; r < B; r++)
-		loss += sf_softmax_xent_row_or_ignore(C, z + (size_t)r * C, labels[r], ignore, scale,
-		                                      dz + (size_t)r * C);
+	for (int r = 0; r < B; r++) {
+		const float *zr = z + (size_t)r * C;
+		float *dr = dz + (size_t)r * C;
+		loss += labels[r] == ignore ? sf_softmax_xent_row_or_ignore(C, zr, ignore, ignore,
+		                                                            scale, dr)
+		                            : xent_row(C, zr, labels[r], scale, dr);
+	}
 	return loss * scale;
 }

@@ -1502,6 +1502,8 @@ int main(void)
 	test_xent(16, 10, 1.0f / 16.0f, 0.0f);
 	test_xent(3, 4, 0.5f, 0.0f);
 	test_xent(4, 6, 0.25f, 1000.0f); /* exp(1000) overflows unless the max is subtracted */
+	test_xent(2, 1031, 0.5f, 0.0f);  /* the CPU row's four lanes, then a tail of 3 */
+	test_xent(3, 259, 1.0f / 3.0f, -1000.0f);
 	test_xent_ign(9, 5, 1.0f / 6.0f, 0.0f, 3, 0); /* 3 of 9 rows ignored: 1 / 6 */
 	test_xent_ign(8, 6, 1.0f / 4.0f, 0.0f, 2, 1); /* class 0 as the ignore index */
 	test_reg_loss(SF_LOSS_MSE, 8, 5, 1.0f);
