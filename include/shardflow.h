@@ -224,6 +224,13 @@ struct sf_config {
 	 *  products (tf32: the tensor cores, about 8 times the fp32 rate on an H100, with
 	 *  TF32's rounding of the inputs). No effect on CPU workers. */
 	enum sf_gpu_math gpu_math;
+	/** SHARDFLOW_SPLIT_BACKWARD, on (default) or off: a node whose unit is read again
+	 *  at the other end of the graph (a tied output head) runs its backward as two
+	 *  tasks where its type allows (the linear types): the input gradient at once, so
+	 *  the units before it start their backward and their reduce-scatters sooner, and
+	 *  the weight gradient later, just before the unit's other end adds to it. The
+	 *  same products in the same order: bitwise the results of off. */
+	int split_backward;
 };
 
 #define SF_DEFAULT_FLIGHT_RECORD 256 /**< default of SHARDFLOW_FLIGHT_RECORD */
@@ -680,6 +687,10 @@ struct sf_layer_info {
 	                                     bf16 (param_dtype bf16, its unit not kept in
 	                                     fp32): a type may then compute its products in
 	                                     bf16 (the linear layers do, with oneDNN) */
+	int dparams_absent;             /**< backward: 1 in the input-gradient half of a split
+	                                     backward (SHARDFLOW_SPLIT_BACKWARD; built-in
+	                                     linear types only): no [dparams] buffer, and
+	                                     sf_kernel_dparams() returns NULL */
 };
 
 /** A StarPU CPU (or CUDA) implementation: void f(void *buffers[], void *cl_arg). */

@@ -81,7 +81,7 @@ SF_API float *sf_kernel_dinput(void *buffers[], const struct sf_layer_info *li, 
 
 SF_API float *sf_kernel_dparams(void *buffers[], const struct sf_layer_info *li)
 {
-	if (!li->nparams)
+	if (!li->nparams || li->dparams_absent)
 		return NULL;
 	return (float *)buf(buffers, 1 + li->nin + 2 + (li->nsaved ? 1 : 0) +
 	                                 n_dinputs_before(li, li->nin)) +

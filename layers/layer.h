@@ -37,7 +37,9 @@ enum _sf_node_kind {
 struct _sf_layer_entry {
 	struct sf_layer_type type;
 	char name[SF_NAME_MAX];
-	int index; /* position in the table */
+	int index;            /* position in the table */
+	bool splits_backward; /* built-in: its backward can run as an input-gradient half
+	                         (info.dparams_absent) and a weight-gradient half */
 };
 
 struct _sf_node {

@@ -94,7 +94,8 @@ static void fwd_with(void *buffers[], void *cl_arg, fwd_fn f)
 	_sf_gemm_bf16_use(was);
 }
 
-/* [params] x y dy [dx] dparams (W, or RW when tied) */
+/* [params] x y dy [dx] [dparams] (W, or RW when tied; absent in a split backward's
+ * input-gradient half) */
 static void bwd_with(void *buffers[], void *cl_arg, bwd_fn f)
 {
 	const struct sf_layer_info *li = cl_arg;
@@ -104,7 +105,7 @@ static void bwd_with(void *buffers[], void *cl_arg, bwd_fn f)
 	bool was = _sf_gemm_bf16_use(li->param_bf16);
 	f(B, I, O, sf_kernel_input(buffers, li, 0), p, sf_kernel_doutput(buffers, li),
 	  sf_kernel_dinput(buffers, li, 0), li->accumulate[0], dp,
-	  has_bias(li) ? dp + (size_t)O * I : NULL, li->accumulate_dparams);
+	  dp && has_bias(li) ? dp + (size_t)O * I : NULL, li->accumulate_dparams);
 	_sf_gemm_bf16_use(was);
 }
 

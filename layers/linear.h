@@ -25,7 +25,7 @@ extern const struct sf_layer_type _sf_linear_split_type;
 void _sf_linear_fwd(int B, int I, int O, const float *x, const float *w, const float *b, float *y);
 /* dx (B,I) (=|+=) dy (B,O) w (O,I); dw (O,I) (=|+=) dy^T x; db (O) (=|+=) sum_rows dy.
  * dx may be NULL (input needs no gradient), db NULL (no bias). acc: dx is added to;
- * pacc: dw and db are added to (tied parameters). */
+ * pacc: dw and db are added to (tied parameters). dw NULL: dx only (db NULL too). */
 void _sf_linear_bwd(int B, int I, int O, const float *x, const float *w, const float *dy, float *dx,
                     int acc, float *dw, float *db, int pacc);
 

@@ -37,6 +37,8 @@ void _sf_linear_bwd(int B, int I, int O, const float *x, const float *w, const f
 {
 	if (dx)
 		gemm(false, false, B, I, O, dy, O, w, I, acc ? 1.0f : 0.0f, dx, I);
+	if (!dw) /* a split backward's input-gradient half */
+		return;
 	gemm(true, false, O, I, B, dy, O, x, I, pacc ? 1.0f : 0.0f, dw, I);
 	if (!db)
 		return;

@@ -59,6 +59,8 @@ extern "C" void _sf_linear_bwd_cuda(int B, int I, int O, const float *x, const f
 	/* dx (B, I) (=|+=) dy (B, O) w (O, I) */
 	if (dx)
 		sf_gemm_rm(h, false, false, B, I, O, 1.0f, dy, O, w, I, acc ? 1.0f : 0.0f, dx, I);
+	if (!dw) /* a split backward's input-gradient half */
+		return;
 	/* dw (O, I) (=|+=) dy^T x */
 	sf_gemm_rm(h, true, false, O, I, B, 1.0f, dy, O, x, I, pacc ? 1.0f : 0.0f, dw, I);
 	if (db) {

@@ -133,6 +133,11 @@ int _sf_layers_builtin_init(void)
 		int rc = register_type(builtin_types[i]);
 		if (rc < 0)
 			return rc;
+		/* the linear types' backward honours info->dparams_absent (layers/linear.c) */
+		const struct sf_layer_type *t = builtin_types[i];
+		table[ntypes - 1].splits_backward = t == &_sf_linear_type ||
+		                                    t == &_sf_linear_nobias_type ||
+		                                    t == &_sf_linear_split_type;
 	}
 	return SF_OK;
 }

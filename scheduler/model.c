@@ -1075,6 +1075,7 @@ SF_API int sf_model_create(sf_context *ctx, const sf_graph *g, const struct sf_m
 	}
 	SF_CHECK(_sf_plan_gradients(m));
 	SF_CHECK(_sf_plan_recompute(m));
+	_sf_plan_split_backward(m);
 	SF_CHECK(size_units(m));
 	SF_CHECK(check_memory(m));
 	SF_CHECK(alloc_nodes(m));

@@ -44,6 +44,8 @@ struct _sf_unit {
 	int bwd_first, bwd_last; /* the first and last node its backward runs (reverse
 	                            order: bwd_first > bwd_last), -1: none (_sf_plan_gradients) */
 	bool recompute;         /* its segment's inner activations are recomputed */
+	bool bwd_wrote;         /* backward(): a task of this pass has written its gradient
+	                           slot (the next writes add or fill other slices) */
 	int seg_end;            /* its segment: nodes [first, seg_end) (recompute) */
 	size_t P, S, off; /* off: first parameter in the model's unpadded vector */
 	size_t opt_n;     /* elements the optimizer updates: S (sharded) or P */
@@ -86,6 +88,12 @@ struct _sf_node_state {
 	/* its tasks' names, "fwd <name> (<type> L<n>)" (trace/event.h) */
 	char fwd_name[2 * SF_NAME_MAX + 32], bwd_name[2 * SF_NAME_MAX + 32];
 	char rc_name[2 * SF_NAME_MAX + 32];
+	/* SHARDFLOW_SPLIT_BACKWARD (scheduler/plan.c): the node before whose backward this
+	 * node's weight-gradient half runs, or -1 when its backward is one task; then
+	 * bwd_info is the input-gradient half (dparams_absent) and dw_info the other */
+	int dw_before;
+	struct sf_layer_info dw_info;
+	char dw_name[2 * SF_NAME_MAX + 40];
 };
 
 /* Activation recompute: one position of a group of like segments, in one of its two
@@ -208,6 +216,8 @@ int _sf_plan_gradients(struct sf_model *m);
 /* SHARDFLOW_RECOMPUTE=units: the segments, the nodes whose activations are dropped
  * and the shared buffers they use (sizes only: model.c allocates). */
 int _sf_plan_recompute(struct sf_model *m);
+/* SHARDFLOW_SPLIT_BACKWARD: which nodes' backward runs as two tasks (dw_before). */
+void _sf_plan_split_backward(struct sf_model *m);
 
 void _sf_slots_reset(struct _sf_slots *s, int n);
 /* A free slot for unit u (the oldest freed), or -1 when none is free. */

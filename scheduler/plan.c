@@ -410,3 +410,70 @@ fail:
 	free(group);
 	return rc;
 }
+
+/* ---- split backward (SHARDFLOW_SPLIT_BACKWARD) --------------------------------------- *
+ *
+ * A unit read at both ends of the graph (a tied head and its embedding) finishes its
+ * gradient only when the backward pass reaches the graph's start. Its node at the far
+ * end, the head, is the first backward task of the pass, and its weight gradient (half
+ * of its work: a third of the model's products for GPT-2 124M at a short context) holds
+ * up every unit between: their gradients, and so their reduce-scatters, come that much
+ * later, while the link has nothing to send. A node of such a unit whose type can
+ * split (the linear types) runs its input gradient at once and its weight gradient as
+ * a second task just before the unit's next node after the other units (the
+ * embedding's end), which adds to the same gradient after it: the same products in
+ * the same order, only later, so the results are bitwise those of one task. The
+ * second task waits for that node's output gradient (the last of the other units'
+ * backward) rather than running as soon as it could: on one compute worker it would
+ * otherwise still run first. Not split: a node with no input gradient (nothing to
+ * gain), a frozen unit, a node whose own or input activations live in recompute's
+ * shared buffers (the other segments' recomputes rewrite them in between), and a
+ * node followed, before the gap, by another reader of the same parameters. */
+static int split_point(const struct sf_model *m, int n)
+{
+	const struct _sf_node *nd = &m->gnodes[n];
+	const struct _sf_node_state *s = &m->nodes[n];
+	int u = s->unit;
+	if (nd->kind != SF_NODE_LAYER || !nd->type->splits_backward ||
+	    !nd->type->type.backward_params_for_dinput_only || !s->needs_grad || u < 0 ||
+	    m->units[u].frozen || s->bwd_info.params_absent || s->recomp_buf >= 0)
+		return -1;
+	for (int i = 0; i < nd->nin; i++)
+		if (m->nodes[nd->in[i]].recomp_buf >= 0)
+			return -1;
+	int owner = _sf_node_param_owner(m->gnodes, n);
+	bool gap = false;
+	for (int j = n - 1; j >= 0; j--) {
+		const struct _sf_node_state *t = &m->nodes[j];
+		if (m->gnodes[j].kind != SF_NODE_LAYER || !t->needs_grad || t->unit < 0)
+			continue;
+		if (t->unit != u)
+			gap = true;
+		else if (gap)
+			return j;
+		else if (_sf_node_param_owner(m->gnodes, j) == owner)
+			return -1;
+	}
+	return -1;
+}
+
+void _sf_plan_split_backward(struct sf_model *m)
+{
+	for (int n = 0; n < m->nnodes; n++) {
+		struct _sf_node_state *s = &m->nodes[n];
+		s->dw_before = m->cfg.split_backward ? split_point(m, n) : -1;
+		if (s->dw_before < 0)
+			continue;
+		s->dw_info = s->bwd_info;
+		for (int i = 0; i < s->dw_info.nin; i++)
+			s->dw_info.need_dinput[i] = s->dw_info.accumulate[i] = 0;
+		s->dw_info.params_absent = 1; /* the weight gradient reads x and dy only */
+		s->bwd_info.dparams_absent = 1;
+		/* "bwd <name> (<type> L<n>)" -> "bwd <name>.dW (<type> L<n>)" */
+		snprintf(s->dw_name, sizeof s->dw_name, "bwd %s.dW (%s L%d)", m->gnodes[n].name,
+		         m->gnodes[n].type->name, n);
+		for (char *p = s->dw_name; *p; p++)
+			if (*p == '\n' || *p == '\r')
+				*p = ' ';
+	}
+}

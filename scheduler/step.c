@@ -121,24 +121,41 @@ static int submit_fwd_named(struct sf_model *m, int n, const char *name, enum _s
 	                            s->h_act, s->h_saved, name, traced(m, name, kind, n));
 }
 
-/* grad: the unit's gradient slot; first: this node is the first writer of it in this
- * backward pass (its other slices are written by the unit's later nodes) */
-static int submit_bwd(struct sf_model *m, int n, starpu_data_handle_t grad, bool first)
+/* A node's backward task, or its input-gradient half (a split backward: dw_before >= 0,
+ * bwd_info.dparams_absent) or, dw, its weight-gradient half. grad: the unit's gradient
+ * slot, written (W) by the pass's first task that writes it, added to or filled in
+ * slices (RW) by the later ones. */
+static int submit_bwd_part(struct sf_model *m, int n, starpu_data_handle_t grad, bool dw)
 {
 	const struct _sf_node *nd = &m->gnodes[n];
 	struct _sf_node_state *s = &m->nodes[n];
-	const struct sf_layer_info *li = &s->bwd_info;
+	const struct sf_layer_info *li = dw ? &s->dw_info : &s->bwd_info;
+	const char *name = dw ? s->dw_name : s->bwd_name;
 	starpu_data_handle_t in[SF_MAX_INPUTS], din[SF_MAX_INPUTS];
 	for (int i = 0; i < nd->nin; i++) {
 		in[i] = m->nodes[nd->in[i]].h_act;
 		din[i] = m->nodes[nd->in[i]].h_dact;
 	}
-	starpu_data_handle_t params = NULL;
-	if (s->unit >= 0)
+	starpu_data_handle_t params = NULL, dparams = NULL, after = NULL;
+	bool first = false;
+	if (s->unit >= 0) {
 		params = li->params_absent ? m->h_noparams : param_handle(m, s->unit);
+		if (!li->dparams_absent) {
+			dparams = grad;
+			first = !m->units[s->unit].bwd_wrote;
+			m->units[s->unit].bwd_wrote = true;
+		}
+	}
+	if (dw) /* after the other units' backward, which ends writing this node's dout */
+		after = m->nodes[s->dw_before].h_dact;
 	return _sf_submit_layer_bwd(nd->type, li, params, in, nd->nin, s->h_act, s->h_dact,
-	                            s->h_saved, din, s->unit >= 0 ? grad : NULL, first, s->bwd_name,
-	                            traced(m, s->bwd_name, SF_EV_BWD, n));
+	                            s->h_saved, din, dparams, first, after, name,
+	                            traced(m, name, SF_EV_BWD, n));
+}
+
+static int submit_bwd(struct sf_model *m, int n, starpu_data_handle_t grad)
+{
+	return submit_bwd_part(m, n, grad, false);
 }
 
 static int submit_reduce(struct sf_model *m, int u, starpu_data_handle_t grad,
@@ -441,12 +458,14 @@ static int backward(struct sf_model *m)
 				SF_CHECK(recompute_segment(m, seg));
 		}
 		if (u < 0) {
-			SF_CHECK(submit_bwd(m, n, NULL, false));
+			SF_CHECK(submit_bwd(m, n, NULL));
 			continue;
 		}
 		struct _sf_unit *un = &m->units[u];
 		bool first = n == un->bwd_first;
 		started += first;
+		if (first)
+			un->bwd_wrote = false;
 		if (first && _sf_slots_take(&m->grad_slots, u) < 0) {
 			rc = SF_ERR(SF_ERR_STATE,
 			            "step planner: no free gradient slot for unit \"%s\" (%d "
@@ -458,7 +477,11 @@ static int backward(struct sf_model *m)
 		starpu_data_handle_t grad = m->h_grad[gs];
 		if (first && full && !resident(m, u) && un->bwd_params)
 			SF_CHECK(submit_gather(m, u, NULL));
-		SF_CHECK(submit_bwd(m, n, grad, first));
+		/* the deferred weight-gradient halves that go before this node (plan.c) */
+		for (int k = n + 1; k <= un->bwd_first; k++)
+			if (m->nodes[k].dw_before == n)
+				SF_CHECK(submit_bwd_part(m, k, grad, true));
+		SF_CHECK(submit_bwd(m, n, grad));
 		if (n == un->bwd_last) {
 			SF_CHECK(finish_unit_backward(m, u, grad, started));
 			_sf_slots_release(&m->grad_slots, gs);

@@ -152,10 +152,10 @@ int _sf_submit_layer_bwd(const struct _sf_layer_entry *type, const struct sf_lay
                          starpu_data_handle_t params, const starpu_data_handle_t *in, int nin,
                          starpu_data_handle_t out, starpu_data_handle_t dout,
                          starpu_data_handle_t saved, const starpu_data_handle_t *din,
-                         starpu_data_handle_t dparams, bool dparams_first, const char *name,
-                         struct _sf_task_done done)
+                         starpu_data_handle_t dparams, bool dparams_first,
+                         starpu_data_handle_t after, const char *name, struct _sf_task_done done)
 {
-	struct starpu_data_descr d[2 * SF_MAX_INPUTS + 5];
+	struct starpu_data_descr d[2 * SF_MAX_INPUTS + 6];
 	int k = 0;
 	if (params)
 		d[k++] = (struct starpu_data_descr){params, STARPU_R};
@@ -171,6 +171,8 @@ int _sf_submit_layer_bwd(const struct _sf_layer_entry *type, const struct sf_lay
 			                                                                : STARPU_W};
 	if (dparams)
 		d[k++] = (struct starpu_data_descr){dparams, dparams_first ? STARPU_W : STARPU_RW};
+	if (after) /* read by no kernel: the task waits for that buffer's writers */
+		d[k++] = (struct starpu_data_descr){after, STARPU_R};
 	return _sf_task_submit_flops(_sf_layer_codelet(type, true), d, k, info, sizeof *info, false,
 	                             -1, layer_flops(type, info, true), name, done);
 }

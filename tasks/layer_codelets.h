@@ -42,13 +42,14 @@ int _sf_submit_layer_fwd(const struct _sf_layer_entry *type, const struct sf_lay
  * then din[i] for each input info->need_dinput asks for (W for its first consumer,
  * RW where info->accumulate[i]: "+="), then dparams (NULL: none; W when
  * dparams_first, this node the first writer of the unit's gradient in the pass, else
- * RW) */
+ * RW), then `after` (NULL: none; R, read by no kernel: the task waits for its writers,
+ * as a split backward's weight-gradient half does) */
 int _sf_submit_layer_bwd(const struct _sf_layer_entry *type, const struct sf_layer_info *info,
                          starpu_data_handle_t params, const starpu_data_handle_t *in, int nin,
                          starpu_data_handle_t out, starpu_data_handle_t dout,
                          starpu_data_handle_t saved, const starpu_data_handle_t *din,
-                         starpu_data_handle_t dparams, bool dparams_first, const char *name,
-                         struct _sf_task_done done);
+                         starpu_data_handle_t dparams, bool dparams_first,
+                         starpu_data_handle_t after, const char *name, struct _sf_task_done done);
 /* the loss: logits[R] labels[R] dlogits[W] loss[W] */
 int _sf_submit_loss(const struct _sf_loss_args *a, starpu_data_handle_t logits,
                     starpu_data_handle_t labels, starpu_data_handle_t dlogits,

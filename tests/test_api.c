@@ -184,7 +184,8 @@ static void test_config_in_code(void)
 	       a.comm == SF_COMM_MPI && a.optimizer_on == SF_OPT_ON_DEVICE && a.grad_accum == 1 &&
 	       a.accum_mode == SF_ACCUM_SHARDED && a.recompute == SF_RECOMPUTE_NONE &&
 	       a.param_dtype == SF_DTYPE_FP32 && a.reduce_dtype == SF_DTYPE_FP32 &&
-	       a.node_size == 0 && a.memory_check == 1 && a.gpu_math == SF_GPU_MATH_FP32,
+	       a.node_size == 0 && a.memory_check == 1 && a.gpu_math == SF_GPU_MATH_FP32 &&
+	       a.split_backward == 1,
 	   "sf_config_init gives every knob's documented default");
 	ok_invalid(sf_config_init(NULL), "sf_config_init(NULL)");
 	ok_invalid(sf_config_set(NULL, "prefetch_depth", "1"), "sf_config_set(NULL config)");

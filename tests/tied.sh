@@ -9,15 +9,20 @@
 #    and both untied moves are far from zero (each gradient matters);
 #  - a tied run whose head gradient is dropped would fail: the untied embedding's move
 #    alone is checked to differ from the tied move.
+# And the split backward (SHARDFLOW_SPLIT_BACKWARD, on by default): the tied head's
+# backward runs as an input-gradient task and a weight-gradient task deferred to just
+# before the embedding's end. It must happen (the trace names "bwd lm_head.dW") and
+# change nothing: on = off bitwise (dump_compare --bitwise) for AdamW with clipping on
+# 1 and 2 ranks at depths 0 and 2, ZeRO-2, gradient accumulation and recompute.
 # SGD, one step, lr 0.5: the first step of SGD with momentum is -lr * gradient, linear,
 # so moves add (AdamW's normalised step would not).
 . "$(dirname "$0")/lib.sh"
-require_progs "$TRAIN_DUMP"
+require_progs "$TRAIN_DUMP" "$DUMP_COMPARE"
 command -v python3 >/dev/null 2>&1 || skip_all "python3 is not installed"
 ST="python3 $top_srcdir/tests/st_tool.py"
 args="--optimizer sgd --lr 0.5 --steps 1 --batch 6"
 
-plan 5
+plan 12
 
 run() {
 	_np=$1 _name=$2
@@ -49,6 +54,28 @@ st=$?
 diag_file "$tmp/neg.out"
 [ $st -eq 1 ]
 ok $? "the embedding's move alone is refused as a tied move (exit $st)"
+
+# split on = off, bitwise: NP TAG [SHARDFLOW_*=V...] [train_dump args...]
+split_case() {
+	_snp=$1 _tag=$2
+	shift 2
+	train "$_snp" "on-$_tag" SHARDFLOW_SPLIT_BACKWARD=on "$@" &&
+		train "$_snp" "off-$_tag" SHARDFLOW_SPLIT_BACKWARD=off "$@" &&
+		compare "$_snp rank(s), $_tag: split backward on = off (bitwise)" "on-$_tag" "off-$_tag" --bitwise ||
+		ok 1 "$_snp rank(s), $_tag: split backward on = off (a run failed)"
+}
+sargs="--model nanogpt --optimizer adamw --steps 3 --batch 6 --clip 0.5"
+mkdir -p "$tmp/tr"
+train 2 traced SHARDFLOW_TRACE="$tmp/tr/p" $sargs &&
+	grep -q '"bwd lm_head.dW (linear_nobias L[0-9]*)"' "$tmp/tr/p.rank0.json" &&
+	grep -q '"bwd lm_head (linear_nobias L[0-9]*)"' "$tmp/tr/p.rank0.json"
+ok $? "the tied head's backward runs as two tasks (the trace names bwd lm_head and bwd lm_head.dW)"
+split_case 1 "adamw, clip" $sargs
+split_case 2 "adamw, clip, depth 2" $sargs
+split_case 2 "adamw, clip, depth 0" SHARDFLOW_PREFETCH_DEPTH=0 $sargs
+split_case 2 "ZeRO-2" SHARDFLOW_SHARDING=grad_op $sargs
+split_case 2 "3 micro-batches" $sargs --accum 3
+split_case 2 "recompute" SHARDFLOW_RECOMPUTE=units $sargs
 
 # a malformed file is an error, not a pass
 printf 'not a safetensors file' >"$tmp/bad.st"
