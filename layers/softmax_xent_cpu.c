@@ -1,11 +1,12 @@
 /* softmax_xent_cpu.c — softmax cross-entropy and its gradient on plain pointers.
  *
- * The CPU row is layers/softmax_xent_math.h's, four floats at a time: the row's max,
- * then one exponential per logit (exp_v4, common/vec4.h) kept in dz and summed in
- * double, then dz scaled by scale / sum. The log-sum-exp stays in double. The math
- * header's row takes two double exponentials per logit; at GPT-2's vocabulary (512 rows
- * of 50 257 logits a step on a rank) that was 118 ms of a step whose head the link
- * waits on (docs/performance.md). The GPU keeps the header's row. */
+ * The row of layers/softmax_xent_math.h (which the GPU runs a thread a row), four
+ * logits at a time: the row's max, one exponential a logit (exp_v4, common/vec4.h,
+ * whose lanes sf_exp_poly mirrors) kept in dz and summed in double in four lanes, dz
+ * scaled by scale / sum, the log-sum-exp in double: the header's bits
+ * (tests/test_hd_nvcc.cu). At GPT-2's vocabulary (512 rows of 50 257 logits a step on
+ * a rank) the row of two double exponentials a logit before it took 118 ms of a step
+ * whose head the link waits on (docs/performance.md); this one 35 ms. */
 #include "layers/softmax_xent.h"
 #include "layers/softmax_xent_math.h" /* the ignored row, shared with the GPU */
 

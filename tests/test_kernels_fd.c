@@ -49,6 +49,7 @@
 #include "layers/relu.h"
 #include "layers/loss.h"
 #include "layers/softmax_xent.h"
+#include "layers/softmax_xent_math.h"
 #include "config.h"
 
 #include "common/bf16.h"
@@ -1078,6 +1079,33 @@ static void test_xent(int B, int C, float scale, float offset)
 	test_xent_ign(B, C, scale, offset, 0, 0);
 }
 
+/* The CPU's four-lane rows = the math header's row (the GPU's), bitwise, at widths
+ * around a multiple of 4; and sf_exp_poly within float's rounding of exp. */
+static void test_xent_lanes(void)
+{
+	int same = 1;
+	for (int C = 1; C <= 13; C++) {
+		enum { B = 3 };
+		float *z = rand_vec((size_t)B * C, 8.0f), *d1 = zero_vec((size_t)B * C),
+		      *d2 = zero_vec((size_t)B * C);
+		int32_t lab[B] = {0, C / 2, C - 1};
+		double l1 = _sf_softmax_xent(B, C, z, lab, SF_LOSS_IGNORE_INDEX, 0.25f, d1), l2 = 0.0;
+		for (int r = 0; r < B; r++)
+			l2 += sf_softmax_xent_row(C, z + (size_t)r * C, lab[r], 0.25f, d2 + (size_t)r * C);
+		l2 *= 0.25f;
+		same &= memcmp(d1, d2, sizeof(float) * (size_t)B * C) == 0 && memcmp(&l1, &l2, sizeof l1) == 0;
+		free(z), free(d1), free(d2);
+	}
+	ok(same, "xent: the CPU's four-lane rows = the header's row (the GPU's), bitwise, C = 1..13");
+	double worst = 0.0;
+	for (int i = 0; i <= 88000; i++) {
+		float x = -87.0f + (float)i * 1e-3f;
+		double rel = fabs((double)sf_exp_poly(x) - exp((double)x)) / exp((double)x);
+		worst = fmax(worst, rel);
+	}
+	ok(worst <= 3e-7, "xent: sf_exp_poly on [-87, 1] within 3e-7 of exp (max rel %.2e)", worst);
+}
+
 /* --- the regression losses --------------------------------------------------- */
 
 struct reg_ctx {
@@ -1504,6 +1532,7 @@ int main(void)
 	test_xent(4, 6, 0.25f, 1000.0f); /* exp(1000) overflows unless the max is subtracted */
 	test_xent(2, 1031, 0.5f, 0.0f);  /* the CPU row's four lanes, then a tail of 3 */
 	test_xent(3, 259, 1.0f / 3.0f, -1000.0f);
+	test_xent_lanes();
 	test_xent_ign(9, 5, 1.0f / 6.0f, 0.0f, 3, 0); /* 3 of 9 rows ignored: 1 / 6 */
 	test_xent_ign(8, 6, 1.0f / 4.0f, 0.0f, 2, 1); /* class 0 as the ignore index */
 	test_reg_loss(SF_LOSS_MSE, 8, 5, 1.0f);
