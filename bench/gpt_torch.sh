@@ -49,7 +49,9 @@
 #   --knobs     two more shardflow rows at depth 2: bf16 on the wire
 #               (SHARDFLOW_PARAM_DTYPE=bf16 SHARDFLOW_REDUCE_DTYPE=bf16: half the bytes)
 #               and SHARDFLOW_SHARDING=grad_op (ZeRO-2: one gather a step)
-#   --knob K    one of them: bf16 or grad_op (repeatable)
+#   --knob K    one of them: bf16 or grad_op (repeatable); or grad_op_split, ZeRO-2
+#               with SHARDFLOW_SPLIT_BACKWARD=on (the tied head's weight gradient as
+#               a second task), beside grad_op for the split's effect
 set -u
 
 prog=gpt_torch.sh
@@ -76,6 +78,7 @@ depths=0,1,2,3
 torch2t=1
 knob_bf16=0
 knob_grad_op=0
+knob_split=0
 
 usage_end=52
 . "$(dirname "$0")/cli.sh"
@@ -96,8 +99,8 @@ while [ $# -gt 0 ]; do
 	--no-torch-2t) torch2t=0; shift ;;
 	--knobs) knob_bf16=1 knob_grad_op=1; shift ;;
 	--knob) [ $# -ge 2 ] || usage
-		case $2 in bf16) knob_bf16=1 ;; grad_op) knob_grad_op=1 ;;
-		*) die "--knob \"$2\" is invalid: accepted values are bf16, grad_op" ;; esac
+		case $2 in bf16) knob_bf16=1 ;; grad_op) knob_grad_op=1 ;; grad_op_split) knob_split=1 ;;
+		*) die "--knob \"$2\" is invalid: accepted values are bf16, grad_op, grad_op_split" ;; esac
 		shift 2 ;;
 	-h | --help) usage 0 ;;
 	*) echo "$prog: unknown option \"$1\"" >&2; usage 2 ;;
@@ -253,6 +256,8 @@ for r in $(seq 1 "$runs"); do
 		SHARDFLOW_PARAM_DTYPE=bf16 SHARDFLOW_REDUCE_DTYPE=bf16
 	[ $knob_grad_op -eq 1 ] && sf_run "depth 2, grad_op (ZeRO-2)" "$logs/sf-grad-op.run$r.log" \
 		SHARDFLOW_SHARDING=grad_op
+	[ $knob_split -eq 1 ] && sf_run "depth 2, grad_op, split backward" \
+		"$logs/sf-grad-op-split.run$r.log" SHARDFLOW_SHARDING=grad_op SHARDFLOW_SPLIT_BACKWARD=on
 	sf_run "compute only" "$logs/sf-compute.run$r.log" SHARDFLOW_SKIP=comm
 	torch_run "single process, 1 thread" "$logs/torch-1t.run$r.log" single 1
 	[ $torch2t -eq 1 ] && torch_run "single process, 2 threads" "$logs/torch-2t.run$r.log" single 2
@@ -321,7 +326,8 @@ t1 = med(("torch", "single process, 1 thread"))
 tddp = med(("torch", "DDP (gloo), 2 processes"))
 def ratio(a, b):
     return "%.2fx" % (a / b) if a and b else "–"
-knob_rows = ["depth 2, bf16 on the wire", "depth 2, grad_op (ZeRO-2)"]
+knob_rows = ["depth 2, bf16 on the wire", "depth 2, grad_op (ZeRO-2)",
+             "depth 2, grad_op, split backward"]
 for name in (["depth " + d for d in depths.split(",")] +
              [k for k in knob_rows if ("sf", k) in vals] + ["compute only"]):
     k = ("sf", name)

@@ -224,12 +224,13 @@ struct sf_config {
 	 *  products (tf32: the tensor cores, about 8 times the fp32 rate on an H100, with
 	 *  TF32's rounding of the inputs). No effect on CPU workers. */
 	enum sf_gpu_math gpu_math;
-	/** SHARDFLOW_SPLIT_BACKWARD, on (default) or off: a node whose unit is read again
-	 *  at the other end of the graph (a tied output head) runs its backward as two
-	 *  tasks where its type allows (the linear types): the input gradient at once, so
-	 *  the units before it start their backward and their reduce-scatters sooner, and
-	 *  the weight gradient later, just before the unit's other end adds to it. The
-	 *  same products in the same order: bitwise the results of off. */
+	/** SHARDFLOW_SPLIT_BACKWARD, off (default) or on: on, a node whose unit is read
+	 *  again at the other end of the graph (a tied output head) runs its backward as
+	 *  two tasks where its type allows (the linear types): the input gradient at
+	 *  once, so the units before it start their backward and their reduce-scatters
+	 *  sooner, and the weight gradient later, just before the unit's other end adds to
+	 *  it. The same products in the same order: bitwise the results of off. Measured
+	 *  neutral on CPU ranks (docs/performance.md), hence off. */
 	int split_backward;
 };
 

@@ -118,7 +118,7 @@ static const struct knob knobs[] = {
     CHOICE_KNOB("SHARDFLOW_MEMORY_CHECK", memory_check, onoff_names, 1, true),
     INT_KNOB("SHARDFLOW_FLIGHT_RECORD", flight_record, 0, 65536, SF_DEFAULT_FLIGHT_RECORD, false),
     CHOICE_KNOB("SHARDFLOW_GPU_MATH", gpu_math, gpu_math_names, SF_GPU_MATH_FP32, false),
-    CHOICE_KNOB("SHARDFLOW_SPLIT_BACKWARD", split_backward, onoff_names, 1, true),
+    CHOICE_KNOB("SHARDFLOW_SPLIT_BACKWARD", split_backward, onoff_names, 0, true),
 };
 #define NKNOBS (sizeof knobs / sizeof knobs[0])
 _Static_assert(NKNOBS <= 32, "a knob's bit in a uint32_t mask");

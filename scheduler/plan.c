@@ -449,8 +449,8 @@ static int split_point(const struct sf_model *m, int n)
 			continue;
 		if (t->unit != u)
 			gap = true;
-		else if (gap)
-			return j;
+		else if (gap) /* its output gradient must be its own buffer to wait on */
+			return t->recomp_buf < 0 ? j : -1;
 		else if (_sf_node_param_owner(m->gnodes, j) == owner)
 			return -1;
 	}

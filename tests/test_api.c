@@ -185,7 +185,7 @@ static void test_config_in_code(void)
 	       a.accum_mode == SF_ACCUM_SHARDED && a.recompute == SF_RECOMPUTE_NONE &&
 	       a.param_dtype == SF_DTYPE_FP32 && a.reduce_dtype == SF_DTYPE_FP32 &&
 	       a.node_size == 0 && a.memory_check == 1 && a.gpu_math == SF_GPU_MATH_FP32 &&
-	       a.split_backward == 1,
+	       a.split_backward == 0,
 	   "sf_config_init gives every knob's documented default");
 	ok_invalid(sf_config_init(NULL), "sf_config_init(NULL)");
 	ok_invalid(sf_config_set(NULL, "prefetch_depth", "1"), "sf_config_set(NULL config)");

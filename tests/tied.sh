@@ -9,7 +9,7 @@
 #    and both untied moves are far from zero (each gradient matters);
 #  - a tied run whose head gradient is dropped would fail: the untied embedding's move
 #    alone is checked to differ from the tied move.
-# And the split backward (SHARDFLOW_SPLIT_BACKWARD, on by default): the tied head's
+# And the split backward (SHARDFLOW_SPLIT_BACKWARD=on; off by default): the tied head's
 # backward runs as an input-gradient task and a weight-gradient task deferred to just
 # before the embedding's end. It must happen (the trace names "bwd lm_head.dW") and
 # change nothing: on = off bitwise (dump_compare --bitwise) for AdamW with clipping on
@@ -66,7 +66,7 @@ split_case() {
 }
 sargs="--model nanogpt --optimizer adamw --steps 3 --batch 6 --clip 0.5"
 mkdir -p "$tmp/tr"
-train 2 traced SHARDFLOW_TRACE="$tmp/tr/p" $sargs &&
+train 2 traced SHARDFLOW_SPLIT_BACKWARD=on SHARDFLOW_TRACE="$tmp/tr/p" $sargs &&
 	grep -q '"bwd lm_head.dW (linear_nobias L[0-9]*)"' "$tmp/tr/p.rank0.json" &&
 	grep -q '"bwd lm_head (linear_nobias L[0-9]*)"' "$tmp/tr/p.rank0.json"
 ok $? "the tied head's backward runs as two tasks (the trace names bwd lm_head and bwd lm_head.dW)"
