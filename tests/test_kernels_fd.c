@@ -50,6 +50,7 @@
 #include "layers/loss.h"
 #include "layers/softmax_xent.h"
 #include "layers/softmax_xent_math.h"
+#include "tasks/optim_math.h"
 #include "config.h"
 
 #include "common/bf16.h"
@@ -1446,6 +1447,53 @@ static void test_grad_math(void)
  * p = 0 (no weight decay, so p does not enter the update and only the update's own
  * rounding is left), must match the double computation to 1e-6 relative (floor 0.1),
  * for t = 1..10. */
+/* The optimizers' four-lane loops = the math header's element (the GPU's), bitwise,
+ * for n = 1..13 (lanes, then a tail), with decay, clipping and a NaN-free mix of signs
+ * (Lion's sign 0 included). */
+static void test_optim_lanes(void)
+{
+	int sgd = 1, adamw = 1, lion = 1;
+	const double clip[2] = {0.0, 0.75};
+	for (size_t n = 1; n <= 13; n++) {
+		float *g = rand_vec(n, 1.0f), *p0 = rand_vec(n, 1.0f), *m0 = rand_vec(n, 0.1f),
+		      *v0 = rand_vec(n, 0.01f);
+		for (size_t i = 0; i < n; i++)
+			v0[i] = fabsf(v0[i]);
+		g[0] = 0.0f, m0[0] = 0.0f; /* Lion: c = 0 */
+		float *p1 = malloc(4 * n), *p2 = malloc(4 * n), *m1 = malloc(4 * n),
+		      *m2 = malloc(4 * n), *v1 = malloc(4 * n), *v2 = malloc(4 * n);
+		float s = sf_grad_mult(0.5f, clip), c1, c2;
+#define RESET()                                                                                    \
+	memcpy(p1, p0, 4 * n), memcpy(p2, p0, 4 * n), memcpy(m1, m0, 4 * n), memcpy(m2, m0, 4 * n), \
+	    memcpy(v1, v0, 4 * n), memcpy(v2, v0, 4 * n)
+#define SAME() (!memcmp(p1, p2, 4 * n) && !memcmp(m1, m2, 4 * n) && !memcmp(v1, v2, 4 * n))
+		RESET();
+		_sf_sgd(n, p1, g, m1, 0.1f, 0.9f, 0.01f, 0.5f, clip);
+		for (size_t i = 0; i < n; i++)
+			sf_sgd_elem(&p2[i], g[i] * s, &m2[i], 0.1f, 0.9f, 0.01f);
+		sgd &= SAME();
+		RESET();
+		_sf_adamw(n, p1, g, m1, v1, 0.01f, 0.9f, 0.95f, 1e-8f, 0.1f, 3, 0.5f, clip);
+		_sf_adamw_corrections(0.9f, 0.95f, 3, &c1, &c2);
+		for (size_t i = 0; i < n; i++)
+			sf_adamw_elem(&p2[i], g[i] * s, &m2[i], &v2[i], 0.01f, 0.9f, 0.95f, 1e-8f, 0.1f,
+			              c1, c2);
+		adamw &= SAME();
+		RESET();
+		_sf_lion(n, p1, g, m1, 1e-3f, 0.9f, 0.99f, 0.1f, 0.5f, clip);
+		for (size_t i = 0; i < n; i++)
+			sf_lion_elem(&p2[i], g[i] * s, &m2[i], 1e-3f, 0.9f, 0.99f, 0.1f);
+		lion &= SAME();
+#undef RESET
+#undef SAME
+		free(g), free(p0), free(m0), free(v0), free(p1), free(p2), free(m1), free(m2), free(v1),
+		    free(v2);
+	}
+	ok(sgd, "sgd: the four-lane loop = the header's element (the GPU's), bitwise, n = 1..13");
+	ok(adamw, "adamw: the four-lane loop = the header's element (the GPU's), bitwise, n = 1..13");
+	ok(lion, "lion: the four-lane loop = the header's element (the GPU's), bitwise, n = 1..13");
+}
+
 static void test_adamw_bias_correction(void)
 {
 	enum { N = 64 };
@@ -1533,6 +1581,7 @@ int main(void)
 	test_xent(2, 1031, 0.5f, 0.0f);  /* the CPU row's four lanes, then a tail of 3 */
 	test_xent(3, 259, 1.0f / 3.0f, -1000.0f);
 	test_xent_lanes();
+	test_optim_lanes();
 	test_xent_ign(9, 5, 1.0f / 6.0f, 0.0f, 3, 0); /* 3 of 9 rows ignored: 1 / 6 */
 	test_xent_ign(8, 6, 1.0f / 4.0f, 0.0f, 2, 1); /* class 0 as the ignore index */
 	test_reg_loss(SF_LOSS_MSE, 8, 5, 1.0f);
