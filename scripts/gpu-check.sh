@@ -349,12 +349,16 @@ if want cpu; then
 		echo "exit $?" >>"$logs/cpu-np$np.log"
 	done
 	[ "$cvd" = unset ] && unset CUDA_VISIBLE_DEVICES
-	if "$B/tests/dump_compare" --rtol 1e-5 --floor 1e-3 --ignore 560:570 --ignore 1890:1900 \
+	# floor 1e-2, the embeddings' scale (init std 0.02), as tests/equivalence.sh's Llama
+	# rows: an entry that AdamW moves across zero differs by its rounding, ~1e-8 to
+	# 8e-8, over 1e-5 of a 1e-3 floor (1.16e-5 once the loss's row changed, where two
+	# index ranges had been ignored) and 7.9e-6 of 1e-2 with nothing ignored
+	if "$B/tests/dump_compare" --rtol 1e-5 --floor 1e-2 \
 		"$work/cpu-np2.dump" "$work/cpu-np1.dump" >"$logs/cpu-compare.log" 2>&1; then
 		row cpu "2 ranks (FSDP, CPU workers, the bundle's MPI) = 1 rank (rtol 1e-5)" PASS "$(tail -1 "$logs/cpu-compare.log")"
 	else
 		row cpu "2 ranks (FSDP, CPU workers, the bundle's MPI) = 1 rank (rtol 1e-5)" FAIL \
-			"$(tail -3 "$logs/cpu-compare.log" "$logs/cpu-np2.log" | tr '\n' ' ' | cut -c1-300)"
+			"$(tail -n 3 "$logs/cpu-compare.log" "$logs/cpu-np2.log" | tr '\n' ' ' | cut -c1-300)"
 	fi
 fi
 
