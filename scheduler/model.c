@@ -762,6 +762,10 @@ static void build_node(struct sf_model *m, int n)
 	task_name(s->fwd_name, sizeof s->fwd_name, "fwd", nd->name, type, n);
 	task_name(s->bwd_name, sizeof s->bwd_name, "bwd", nd->name, type, n);
 	task_name(s->rc_name, sizeof s->rc_name, "recompute", nd->name, type, n);
+	/* a split backward's weight-gradient half (scheduler/plan.c): "bwd <name>.dW (...)" */
+	char dw[SF_NAME_MAX + 4];
+	snprintf(dw, sizeof dw, "%s.dW", nd->name);
+	task_name(s->dw_name, sizeof s->dw_name, "bwd", dw, type, n);
 }
 
 static int build_nodes(struct sf_model *m, const sf_graph *g)

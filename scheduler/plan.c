@@ -469,11 +469,5 @@ void _sf_plan_split_backward(struct sf_model *m)
 			s->dw_info.need_dinput[i] = s->dw_info.accumulate[i] = 0;
 		s->dw_info.params_absent = 1; /* the weight gradient reads x and dy only */
 		s->bwd_info.dparams_absent = 1;
-		/* "bwd <name> (<type> L<n>)" -> "bwd <name>.dW (<type> L<n>)" */
-		snprintf(s->dw_name, sizeof s->dw_name, "bwd %s.dW (%s L%d)", m->gnodes[n].name,
-		         m->gnodes[n].type->name, n);
-		for (char *p = s->dw_name; *p; p++)
-			if (*p == '\n' || *p == '\r')
-				*p = ' ';
 	}
 }

@@ -478,7 +478,7 @@ static int backward(struct sf_model *m)
 		if (first && full && !resident(m, u) && un->bwd_params)
 			SF_CHECK(submit_gather(m, u, NULL));
 		/* the deferred weight-gradient halves that go before this node (plan.c) */
-		for (int k = n + 1; k <= un->bwd_first; k++)
+		for (int k = n + 1; m->cfg.split_backward && k <= un->bwd_first; k++)
 			if (m->nodes[k].dw_before == n)
 				SF_CHECK(submit_bwd_part(m, k, grad, true));
 		SF_CHECK(submit_bwd(m, n, grad));
