@@ -500,6 +500,19 @@ int _sf_starpu_env_check(int maxcpus)
 			               "values are integers >= 0 (0 or 1), or unset",
 			               numbers[i], s);
 	}
+	/* percentages of a GPU's buffers StarPU keeps written back to RAM (runtime.c sets
+	 * both to 0 where unset) */
+	static const char *const percents[] = {"STARPU_MINIMUM_CLEAN_BUFFERS",
+	                                       "STARPU_TARGET_CLEAN_BUFFERS"};
+	for (size_t i = 0; i < sizeof percents / sizeof percents[0]; i++) {
+		const char *s = getenv(percents[i]);
+		if (s && _sf_parse_long(s, 0, 100, &v) < 0)
+			return _sf_err(SF_ERR_CONFIG, NULL, 0,
+			               "%s=\"%s\" is invalid: StarPU reads it as the percentage of a "
+			               "GPU's buffers to keep copied back to RAM; accepted values are "
+			               "integers from 0 to 100, or unset (shardflow's default: 0)",
+			               percents[i], s);
+	}
 	static const char *const lists[] = {"STARPU_WORKERS_CPUID", "STARPU_WORKERS_COREID"};
 	for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++) {
 		const char *s = getenv(lists[i]);

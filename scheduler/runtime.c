@@ -158,6 +158,15 @@ static void starpu_defaults(const sf_context *ctx)
 	 * unless the user asks for debug output or set STARPU_SILENT. */
 	if (!env_set("STARPU_SILENT") && ctx->cfg.log_level < SF_LOG_DEBUG)
 		setenv("STARPU_SILENT", "1", 1);
+	/* StarPU keeps 5 to 10 % of a GPU's buffers "clean" by copying dirty ones back to
+	 * their home in RAM in the background (starpu_memchunk_tidy). A step rewrites every
+	 * activation and gradient on the device, so those copies never end, and the CUDA
+	 * worker's thread makes them between tasks: no buffer of a step has to go back to
+	 * RAM, so none is copied (docs/gpu.md, run 7). */
+	if (!env_set("STARPU_MINIMUM_CLEAN_BUFFERS"))
+		setenv("STARPU_MINIMUM_CLEAN_BUFFERS", "0", 1);
+	if (!env_set("STARPU_TARGET_CLEAN_BUFFERS"))
+		setenv("STARPU_TARGET_CLEAN_BUFFERS", "0", 1);
 }
 
 /*

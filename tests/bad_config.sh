@@ -48,7 +48,7 @@ valid() {
 	fi
 }
 
-plan 129
+plan 135
 
 accepted="accepted values are"
 invalid SHARDFLOW_PREFETCH_DEPTH abc "$accepted"
@@ -96,6 +96,8 @@ invalid STARPU_WORKERS_NOBIND true "$accepted"
 invalid STARPU_WORKERS_GETBIND -1 "$accepted"
 invalid STARPU_WORKERS_CPUID x "$accepted"
 invalid STARPU_WORKERS_CPUID "3-1" "$accepted"
+invalid STARPU_MINIMUM_CLEAN_BUFFERS "5%" "integers from 0 to 100"
+invalid STARPU_TARGET_CLEAN_BUFFERS 101 "integers from 0 to 100"
 
 for v in 0 64; do valid SHARDFLOW_PREFETCH_DEPTH $v; done
 for v in pre post none; do valid SHARDFLOW_BACKWARD_PREFETCH $v; done
@@ -106,6 +108,7 @@ for v in 0 1024 1073741824; do valid SHARDFLOW_COMM_CHUNK $v; done
 valid STARPU_NCPU 2
 for v in 0 86400; do valid SHARDFLOW_COMM_TIMEOUT $v; done
 valid STARPU_SILENT 0
+for v in 0 100; do valid STARPU_TARGET_CLEAN_BUFFERS $v; done
 valid SHARDFLOW_COMM mpi
 for v in device host; do valid SHARDFLOW_OPTIMIZER_ON $v; done
 valid SHARDFLOW_GPU_MATH tf32 # CPU workers: accepted, no effect

@@ -1083,6 +1083,17 @@ static void test_llama_ops_misuse(void)
 	ok_sf_ok(sf_graph_destroy(g), "sf_graph_destroy(llama-ops)");
 }
 
+/* sf_init's StarPU defaults: the GPU buffers' background write-back off where the user
+ * left it unset, the user's value kept where set (main sets one, unsets the other) */
+static void test_starpu_defaults(void)
+{
+	const char *m = getenv("STARPU_MINIMUM_CLEAN_BUFFERS");
+	const char *t = getenv("STARPU_TARGET_CLEAN_BUFFERS");
+	ok_true(m && strcmp(m, "0") == 0,
+	        "STARPU_MINIMUM_CLEAN_BUFFERS unset: sf_init sets it to 0 (no write-back of GPU buffers)");
+	ok_true(t && strcmp(t, "7") == 0, "STARPU_TARGET_CLEAN_BUFFERS set by the user: kept");
+}
+
 int main(int argc, char **argv)
 {
 	sf_context *ctx = NULL;
@@ -1093,11 +1104,14 @@ int main(int argc, char **argv)
 	test_options_defaults();
 	test_config_in_code();
 	test_unit_options();
+	unsetenv("STARPU_MINIMUM_CLEAN_BUFFERS");
+	setenv("STARPU_TARGET_CLEAN_BUFFERS", "7", 1);
 	if (!ok_sf_ok(sf_init(&argc, &argv, &ctx), "sf_init")) {
 		diag("sf_init failed: %s", sf_last_error());
 		return done_testing();
 	}
 	test_context(ctx, &rank, &size);
+	test_starpu_defaults();
 	test_layer_types();
 	test_graph_misuse();
 	test_config_sizes();
