@@ -162,7 +162,7 @@ static void starpu_defaults(const sf_context *ctx)
 	 * their home in RAM in the background (starpu_memchunk_tidy). A step rewrites every
 	 * activation and gradient on the device, so those copies never end, and the CUDA
 	 * worker's thread makes them between tasks: no buffer of a step has to go back to
-	 * RAM, so none is copied (docs/gpu.md, run 7). */
+	 * RAM, so none is copied (docs/gpu.md, runs 7 and 8). */
 	if (!env_set("STARPU_MINIMUM_CLEAN_BUFFERS"))
 		setenv("STARPU_MINIMUM_CLEAN_BUFFERS", "0", 1);
 	if (!env_set("STARPU_TARGET_CLEAN_BUFFERS"))
