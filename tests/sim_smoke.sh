@@ -30,7 +30,7 @@ SMPIRUN="$STARPU_BINDIR/starpu_smpirun"
 require_progs "$MLP" "$SMPIRUN"
 command -v xsltproc >/dev/null 2>&1 || skip_all "starpu_smpirun needs xsltproc (Debian package xsltproc)"
 
-plan 20
+plan 22
 
 SF_TEST_TIMEOUT=300
 export SF_TEST_TIMEOUT
@@ -159,6 +159,10 @@ b2=$?
 [ $b1 -eq 2 ] && grep -q "accepted h100, h200, a100" "$tmp/b1" && [ $b2 -eq 2 ] &&
 	grep -q -- '--link "fast"' "$tmp/b2"
 ok $? "--gpu v100 and --link fast are refused with the reason (exit $b1, $b2)"
+"$SIM" --model gpt2 --gpus-per-node 4 --batch 2 --no-breakdown >"$tmp/b6" 2>&1
+[ $? -ne 0 ] && grep -q "batch 2 is smaller than the 4 ranks" "$tmp/b6"
+ok $? "a job that fails in the simulation: shardflow-sim shows its reason (batch 2 on 4 GPUs)" ||
+	diag_file "$tmp/b6"
 "$SIM" --model gpt2 --gpus-per-node 2 --sweep 3 --out "$tmp/bad" >"$tmp/b3" 2>&1
 [ $? -eq 2 ] && grep -q "not a multiple of --gpus-per-node 2" "$tmp/b3"
 ok $? "--sweep 3 with 2 GPUs a node: refused"
@@ -188,6 +192,17 @@ got=$(awk '/^step [2-5] / { print $NF }' "$tmp/c1.out" | sort -n | sed -n 2p)
 [ $c1 -eq 0 ] && [ -n "$got" ] && awk -v g="$got" -v w="$want" 'BEGIN { exit !(g > 0.85 * w && g < 1.15 * w) }'
 ok $? "SHARDFLOW_SIM_CALIBRATION: the simulated MLP step is the calibrated run's task time (${got:-no} ms, want $want ms +-15 %)" ||
 	diag_file "$tmp/c1.err"
+# The H100's calibration (docs/gpu.md, run 8: the profile stage's traced run of the
+# 124M-sized GPT in fp32) carries that run back: the simulated step within 10 % of the
+# speed stage's measured 155.5 ms (another run of the same job in the same call).
+"$SIM" --arch gpt --layers 12 --dim 768 --heads 12 --vocab 256 --context 1024 --batch 8 \
+	--gpu h100:fp32 --gpus-per-node 1 \
+	--calibration "$top_srcdir/bench/calibrations/h100-fp32-gpt124m.tsv" \
+	--no-breakdown >"$tmp/h1.out" 2>&1
+lh=$(grep -E '^ +1 ' "$tmp/h1.out" | tail -1)
+[ -n "$lh" ] && awk -v s="$(col "$lh" step_s)" 'BEGIN { exit !(s > 0.9 * 0.1555 && s < 1.1 * 0.1555) }'
+ok $? "the H100's calibration: the 124M-sized step simulated at $(col "$lh" step_s) s, measured 0.1555 (+-10 %)" ||
+	diag_file "$tmp/h1.out"
 printf '# peak_tflops 1\n# bandwidth_gbs 1\n# fallback 0.5\nsf_linear_fwd 1 -2 10\n' >"$tmp/bad.tsv"
 SHARDFLOW_SIM_CALIBRATION="$tmp/bad.tsv" STARPU_HOSTNAME=simnode STARPU_PERF_MODEL_DIR="$tmp/models" \
 	STARPU_NCPU=2 timeout "$SF_TEST_TIMEOUT" "$SMPIRUN" -platform "$tmp/platform.xml" \
