@@ -22,6 +22,9 @@
 # --quick        speed: no torch.compile and no 124M-sized runs
 # --speed-models LIST  speed: a comma-separated subset of default, gpt2-124M (default
 #                both; default only with --quick)
+# --profile-math LIST  profile: the traced 124M-sized runs, a comma-separated subset of
+#                fp32, tf32 (SHARDFLOW_GPU_MATH) (default fp32); each gets its section
+#                of profile.txt and its calibration (tf32's against the TF32 ceiling)
 # --deadline S   finish within S seconds of the start: each command's limit is cut to
 #                what is left (less 20 s for the table), and a stage that would start
 #                with under 30 s left is reported as skipped ("deadline"). Killed by
@@ -67,6 +70,7 @@ out=${OUT:-$top/gpu-check-out}
 stages=probe,hd,cpu,gpu,gpt,trace,speed,profile
 quick=no
 speed_models=
+profile_math=fp32
 dry=no
 deadline=
 PY=${SF_PYTHON:-python3}
@@ -97,6 +101,14 @@ while [ $# -gt 0 ]; do
 			esac
 		done
 		speed_models=,$2,; shift 2 ;;
+	--profile-math)
+		[ $# -ge 2 ] || usage
+		for s in ${2//,/ }; do
+			case $s in fp32 | tf32) ;;
+			*) echo "$prog: --profile-math: unknown math \"$s\" (accepted: fp32, tf32)" >&2; exit 2 ;;
+			esac
+		done
+		profile_math=${2//,/ }; shift 2 ;;
 	--deadline)
 		[ $# -ge 2 ] || usage
 		case $2 in '' | *[!0-9]*) echo "$prog: --deadline: \"$2\" is not a whole number of seconds" >&2; exit 2 ;; esac
@@ -104,7 +116,7 @@ while [ $# -gt 0 ]; do
 		deadline=$2; shift 2 ;;
 	--dry-run) dry=yes; shift ;;
 	-h | --help) usage 0 ;;
-	*) echo "$prog: unknown option \"$1\" (accepted: --bundle DIR, --out DIR, --stages LIST, --quick, --speed-models LIST, --deadline SECONDS, --dry-run)" >&2; exit 2 ;;
+	*) echo "$prog: unknown option \"$1\" (accepted: --bundle DIR, --out DIR, --stages LIST, --quick, --speed-models LIST, --profile-math LIST, --deadline SECONDS, --dry-run)" >&2; exit 2 ;;
 	esac
 done
 say() { echo "$prog: [$(($(date +%s) - t0)) s] $*"; }
@@ -525,13 +537,15 @@ if want speed; then
 				row speed "PyTorch $name" SKIP "$torch_info"
 				continue
 			fi
-			tconf="fp32:manual:eager fp32:sdpa:eager bf16:sdpa:eager"
+			tconf="fp32:manual:eager fp32:sdpa:eager tf32:sdpa:eager bf16:sdpa:eager"
 			[ "$quick" = no ] && tconf="$tconf bf16:sdpa:compile"
 			for tc in $tconf; do
 				IFS=: read -r prec attn mode <<<"$tc"
 				say "speed: PyTorch $name $prec $attn $mode"
 				[ "$dry" = yes ] && [ "$attn" = sdpa ] && attn=manual
-				targs="--device $tdev --layers $L --heads $H --embd $C --context $T --batch $Bt --precision $prec --attn $attn"
+				tprec=$prec
+				[ "$prec" = tf32 ] && tprec="fp32 --tf32" # allow_tf32: TF32 products, as SHARDFLOW_GPU_MATH=tf32
+				targs="--device $tdev --layers $L --heads $H --embd $C --context $T --batch $Bt --precision $tprec --attn $attn"
 				[ "$mode" = compile ] && targs="$targs --compile --warmup-steps 5"
 				[ "$name" = default ] && targs="$targs --steps 40" || targs="$targs --steps 10"
 				# shellcheck disable=SC2086
@@ -541,6 +555,7 @@ if want speed; then
 					ms=$(json_num step_ms_median "$j")
 					ceil=$sg
 					[ "$prec" = bf16 ] && ceil=$bf
+					[ "$prec" = tf32 ] && [ -n "${tf:-}" ] && ceil=$tf
 					mfu=$(mfu_of "$tps" "$fpt" "$ceil")
 					printf 'pytorch\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$prec" "$tps" "$ms" "$mfu" "$attn attention, $mode" >>"$speed"
 					row speed "PyTorch $name $prec, $attn attention, $mode" INFO "$tps tokens/s, $ms ms/step, $mfu of the $prec GEMM ceiling"
@@ -557,50 +572,61 @@ fi
 # --- profile: where the time goes --------------------------------------------------------
 if want profile; then
 	if [ "$ndev" -gt 0 ]; then
-		say "profile: a traced GPT-2 124M-sized run"
 		mkdir -p "$work/prof"
 		shape="--layers 12 --heads 12 --embd 768 --context 1024 --batch 8"
 		[ "$dry" = yes ] && shape="--layers 2 --heads 2 --embd 64 --context 64 --batch 4" # CPU workers
-		# shellcheck disable=SC2086
-		timed profile-124M 180 env SHARDFLOW_COMM=$comm SHARDFLOW_TRACE="$work/prof/p" sh "$RUN_MPI" 1 "$B/examples/gpt" \
-			--text "$TEXT" $shape --steps 4 --progress-every 1 --eval-every 100000 --eval-batches 1 --sample 0 </dev/null
-		st=$?
-		{
-			if [ -s "$logs/trace-top.log" ]; then
+		if [ -s "$logs/trace-top.log" ]; then
+			{
 				echo "## the trace stage's run (the default model, steps 1-11)"
 				echo
 				cat "$logs/trace-top.log"
 				echo
-			fi
-			echo "## GPT-2 124M-sized (12 layers, 12 heads, 768, context 1024, batch 8), steps 1-3"
-			echo
-			"$PY" "$top/bench/trace_top.py" "$work/prof/p.rank0.json" 2>&1
-		} >"$out/profile.txt"
-		# the raw trace and its timeline come back in logs.tar.gz, for what the table
-		# does not show (the idle gaps' neighbours, one worker's order of tasks)
-		for f in rank0.json timeline.svg overlap.txt; do
-			[ -f "$work/prof/p.$f" ] && cp "$work/prof/p.$f" "$logs/profile-124M.$f"
-		done
-		# the simulator's calibration from that run (docs/scale.md): fp32 products against
-		# the measured fp32 GEMM ceiling, bytes against the measured copy; at the end of
-		# profile.txt and as logs/calibration-124M.tsv
-		if [ -n "${sg:-}" ] && [ -n "${bw:-}" ] && [ -f "$work/prof/p.rank0.json" ]; then
-			if "$PY" "$top/bench/sim_calibrate.py" --peak-tflops "$sg" --bandwidth-gbs "$bw" \
-				--device "$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1), fp32 cuBLAS (GPT-2 124M-sized, 1 rank)" \
-				--out "$logs/calibration-124M.tsv" "$work/prof/p.rank0.json" >"$logs/calibrate.log" 2>&1; then
-				{ echo; echo "## the simulator's calibration (bench/sim_calibrate.py; SHARDFLOW_SIM_CALIBRATION)"; echo; cat "$logs/calibration-124M.tsv"; } >>"$out/profile.txt"
+			} >"$out/profile.txt"
+		else
+			: >"$out/profile.txt"
+		fi
+		for math in $profile_math; do
+			# fp32 keeps the names of the first windows' files; tf32's carry the math
+			sfx='' peak=${sg:-} cname=fp32
+			[ "$math" = tf32 ] && sfx=-tf32 peak=${tf:-} cname=TF32
+			say "profile: a traced GPT-2 124M-sized run, $math"
+			# shellcheck disable=SC2086
+			timed profile-124M$sfx 180 env SHARDFLOW_COMM=$comm SHARDFLOW_GPU_MATH=$math \
+				SHARDFLOW_TRACE="$work/prof/p$sfx" sh "$RUN_MPI" 1 "$B/examples/gpt" \
+				--text "$TEXT" $shape --steps 4 --progress-every 1 --eval-every 100000 --eval-batches 1 --sample 0 </dev/null
+			st=$?
+			{
+				echo "## GPT-2 124M-sized (12 layers, 12 heads, 768, context 1024, batch 8), $math, steps 1-3"
+				echo
+				"$PY" "$top/bench/trace_top.py" "$work/prof/p$sfx.rank0.json" 2>&1
+			} >"$work/prof/top$sfx.txt"
+			cat "$work/prof/top$sfx.txt" >>"$out/profile.txt"
+			# the raw trace and its timeline come back in logs.tar.gz, for what the table
+			# does not show (the idle gaps' neighbours, one worker's order of tasks)
+			for f in rank0.json timeline.svg overlap.txt; do
+				[ -f "$work/prof/p$sfx.$f" ] && cp "$work/prof/p$sfx.$f" "$logs/profile-124M$sfx.$f"
+			done
+			# the simulator's calibration from that run (docs/scale.md): the products
+			# against the measured GEMM ceiling of the math they ran in, bytes against the
+			# measured copy; at the end of the run's section and as logs/calibration-124M$sfx.tsv
+			if [ -n "$peak" ] && [ -n "${bw:-}" ] && [ -f "$work/prof/p$sfx.rank0.json" ]; then
+				if "$PY" "$top/bench/sim_calibrate.py" --peak-tflops "$peak" --bandwidth-gbs "$bw" \
+					--device "$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1), $cname cuBLAS (GPT-2 124M-sized, 1 rank)" \
+					--out "$logs/calibration-124M$sfx.tsv" "$work/prof/p$sfx.rank0.json" >"$logs/calibrate$sfx.log" 2>&1; then
+					{ echo; echo "## the simulator's calibration, $math (bench/sim_calibrate.py; SHARDFLOW_SIM_CALIBRATION)"; echo; cat "$logs/calibration-124M$sfx.tsv"; echo; } >>"$out/profile.txt"
+				else
+					{ echo; echo "## no calibration ($math): $(tail -1 "$logs/calibrate$sfx.log")"; echo; } >>"$out/profile.txt"
+				fi
 			else
-				{ echo; echo "## no calibration: $(tail -1 "$logs/calibrate.log")"; } >>"$out/profile.txt"
+				{ echo; echo "## no calibration ($math): it needs the speed stage's ceilings (--stages ...,speed,profile)"; echo; } >>"$out/profile.txt"
 			fi
-		else
-			{ echo; echo "## no calibration: it needs the speed stage's ceilings (--stages ...,speed,profile)"; } >>"$out/profile.txt"
-		fi
-		if [ $st -eq 0 ] && [ -f "$work/prof/p.rank0.json" ]; then
-			row profile "where a 124M-sized step's time goes (profile.txt)" INFO \
-				"$(awk '/^## GPT-2/ { g = 1; next } g && NF >= 8 && $(NF - 5) ~ /^[0-9.]+$/ && n < 4 { printf "%s%s %s", n ? "; " : "", substr($0, 1, 28), $(NF - 4); n++ }' "$out/profile.txt" | sed 's/  */ /g')"
-		else
-			row profile "a traced 124M-sized run" FAIL "exit $st: $(tail -2 "$logs/profile-124M.log" | tr '\n' ' ')"
-		fi
+			if [ $st -eq 0 ] && [ -f "$work/prof/p$sfx.rank0.json" ]; then
+				row profile "where a 124M-sized $math step's time goes (profile.txt)" INFO \
+					"$(awk '/^## GPT-2/ { g = 1; next } g && NF >= 8 && $(NF - 5) ~ /^[0-9.]+$/ && n < 4 { printf "%s%s %s", n ? "; " : "", substr($0, 1, 28), $(NF - 4); n++ }' "$work/prof/top$sfx.txt" | sed 's/  */ /g')"
+			else
+				row profile "a traced 124M-sized run, $math" FAIL "exit $st: $(tail -2 "$logs/profile-124M$sfx.log" | tr '\n' ' ')"
+			fi
+		done
 	else
 		row profile "where the time goes" SKIP "$nogpu_reason"
 	fi

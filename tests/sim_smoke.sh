@@ -30,7 +30,7 @@ SMPIRUN="$STARPU_BINDIR/starpu_smpirun"
 require_progs "$MLP" "$SMPIRUN"
 command -v xsltproc >/dev/null 2>&1 || skip_all "starpu_smpirun needs xsltproc (Debian package xsltproc)"
 
-plan 22
+plan 23
 
 SF_TEST_TIMEOUT=300
 export SF_TEST_TIMEOUT
@@ -192,17 +192,22 @@ got=$(awk '/^step [2-5] / { print $NF }' "$tmp/c1.out" | sort -n | sed -n 2p)
 [ $c1 -eq 0 ] && [ -n "$got" ] && awk -v g="$got" -v w="$want" 'BEGIN { exit !(g > 0.85 * w && g < 1.15 * w) }'
 ok $? "SHARDFLOW_SIM_CALIBRATION: the simulated MLP step is the calibrated run's task time (${got:-no} ms, want $want ms +-15 %)" ||
 	diag_file "$tmp/c1.err"
-# The H100's calibration (docs/gpu.md, run 8: the profile stage's traced run of the
-# 124M-sized GPT in fp32) carries that run back: the simulated step within 10 % of the
-# speed stage's measured 155.5 ms (another run of the same job in the same call).
-"$SIM" --arch gpt --layers 12 --dim 768 --heads 12 --vocab 256 --context 1024 --batch 8 \
-	--gpu h100:fp32 --gpus-per-node 1 \
-	--calibration "$top_srcdir/bench/calibrations/h100-fp32-gpt124m.tsv" \
-	--no-breakdown >"$tmp/h1.out" 2>&1
-lh=$(grep -E '^ +1 ' "$tmp/h1.out" | tail -1)
-[ -n "$lh" ] && awk -v s="$(col "$lh" step_s)" 'BEGIN { exit !(s > 0.9 * 0.1555 && s < 1.1 * 0.1555) }'
-ok $? "the H100's calibration: the 124M-sized step simulated at $(col "$lh" step_s) s, measured 0.1555 (+-10 %)" ||
-	diag_file "$tmp/h1.out"
+# The H100's calibrations (docs/gpu.md, runs 8 and 9: the profile stage's traced runs
+# of the 124M-sized GPT, fp32 and TF32) carry their runs back: the simulated step within
+# 10 % of the speed stage's measured 155.5 ms (fp32, run 8) and 70.6 ms (TF32, run 9),
+# other runs of the same job in the same calls. The roofline's assumed efficiencies
+# give 112 and 24 ms.
+for hc in fp32:0.1555 tf32:0.0706; do
+	math=${hc%%:*} want=${hc#*:}
+	"$SIM" --arch gpt --layers 12 --dim 768 --heads 12 --vocab 256 --context 1024 --batch 8 \
+		--gpu "h100:$math" --gpus-per-node 1 \
+		--calibration "$top_srcdir/bench/calibrations/h100-$math-gpt124m.tsv" \
+		--no-breakdown >"$tmp/h-$math.out" 2>&1
+	lh=$(grep -E '^ +1 ' "$tmp/h-$math.out" | tail -1)
+	[ -n "$lh" ] && awk -v s="$(col "$lh" step_s)" -v w="$want" 'BEGIN { exit !(s > 0.9 * w && s < 1.1 * w) }'
+	ok $? "the H100's $math calibration: the 124M-sized step simulated at $(col "$lh" step_s) s, measured $want (+-10 %)" ||
+		diag_file "$tmp/h-$math.out"
+done
 printf '# peak_tflops 1\n# bandwidth_gbs 1\n# fallback 0.5\nsf_linear_fwd 1 -2 10\n' >"$tmp/bad.tsv"
 SHARDFLOW_SIM_CALIBRATION="$tmp/bad.tsv" STARPU_HOSTNAME=simnode STARPU_PERF_MODEL_DIR="$tmp/models" \
 	STARPU_NCPU=2 timeout "$SF_TEST_TIMEOUT" "$SMPIRUN" -platform "$tmp/platform.xml" \
