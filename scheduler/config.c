@@ -479,7 +479,7 @@ int _sf_starpu_env_check(int maxcpus)
 	 * integer aborts inside starpu_init, and "" reads as 0 */
 	static const char *const numbers[] = {"STARPU_WORKERS_GETBIND", "STARPU_WORKERS_NOBIND",
 	                                      "STARPU_SILENT", "STARPU_FXT_TRACE",
-	                                      "STARPU_CALIBRATE"};
+	                                      "STARPU_CALIBRATE", "STARPU_LAST_WORKER_AWAKE"};
 	static const char *const ncpu[] = {"STARPU_NCPU", "STARPU_NCPUS"};
 	long v;
 	for (size_t i = 0; i < sizeof ncpu / sizeof ncpu[0]; i++) {

@@ -19,10 +19,15 @@
 # applied (StarPU 1.3.10 predates CUDA 13). Its default prefix is
 # /opt/starpu-1.3.10-cuda. Without a GPU that StarPU starts with CPU workers only.
 #
+# --enable-blocking-drivers (without SimGrid) applies
+# scripts/patches/starpu-1.3.10-last-worker-sleeps.patch: the last awake worker sleeps
+# like the others instead of spinning (STARPU_LAST_WORKER_AWAKE=1 restores StarPU's
+# spin).
+#
 # Then build shardflow against it:  ./configure --with-starpu=DIR
 # (the library and programs get an rpath to DIR/lib; no LD_LIBRARY_PATH needed).
 #
-# Idempotent: the prefix records the options (and the CUDA patch's hash) it was built
+# Idempotent: the prefix records the options (and the patches' hash) it was built
 # with (DIR/share/shardflow-starpu.stamp); a second run with the same ones does
 # nothing. Needs root (or sudo) once, to add a deb-src entry and the build
 # dependencies.
@@ -38,7 +43,7 @@ jobs=$(nproc 2>/dev/null || echo 2)
 workdir=${TMPDIR:-/tmp}/shardflow-starpu-build
 
 usage() {
-	sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'
+	sed -n '2,/^set -eu/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'
 	exit "${1:-2}"
 }
 
@@ -84,7 +89,11 @@ if [ -z "$prefix" ]; then
 	fi
 fi
 case $prefix in /*) ;; *) prefix=$(pwd)/$prefix ;; esac
-patchfile=$(cd "$(dirname "$0")" && pwd)/patches/starpu-1.3.10-cuda13.patch
+patchdir=$(cd "$(dirname "$0")" && pwd)/patches
+# the patches this build applies, in order
+patches=
+[ -n "$cuda" ] && patches="$patches $patchdir/starpu-1.3.10-cuda13.patch"
+[ "$blocking" = yes ] && [ "$simgrid" = no ] && patches="$patches $patchdir/starpu-1.3.10-last-worker-sleeps.patch"
 
 configure_options() {
 	echo "--prefix=$prefix --enable-maxcpus=$maxcpus --disable-starpufft --disable-build-doc"
@@ -102,12 +111,13 @@ configure_options() {
 }
 opts=$(configure_options | tr '\n' ' ' | sed 's/ *$//')
 stamp=$prefix/share/shardflow-starpu.stamp
-# the stamp holds the options and, with CUDA, the patch's hash: a changed patch
-# rebuilds the prefix (and re-patches the source copy)
+# the stamp holds the options and the patches' hash: a changed patch rebuilds the
+# prefix (and re-patches the source copy)
 stamped=$opts
 patchsum=
-if [ -n "$cuda" ]; then
-	patchsum=$(sha256sum <"$patchfile" | cut -d' ' -f1)
+if [ -n "$patches" ]; then
+	# shellcheck disable=SC2086
+	patchsum=$(cat $patches | sha256sum | cut -d' ' -f1)
 	stamped="$opts patch-sha256=$patchsum"
 fi
 
@@ -154,14 +164,17 @@ version=$(sed -n 's/^Version: //p' dl/starpu_*.dsc 2>/dev/null | head -1)
 say "Debian source package starpu ${version:-?} in $workdir/starpu-src"
 src=starpu-src build=build
 [ "$simgrid" = yes ] && build=build-simgrid
-if [ -n "$cuda" ]; then
-	# the CUDA build patches a copy, so that both builds can share the work directory
-	src=starpu-src-cuda build=build-cuda
-	if [ "$(cat "$src/.shardflow-cuda13-patched" 2>/dev/null)" != "$patchsum" ]; then
+if [ -n "$patches" ]; then
+	# a patched build patches a copy, so that the builds can share the work directory
+	src=starpu-src-blocking
+	[ -n "$cuda" ] && src=starpu-src-cuda build=build-cuda
+	if [ "$(cat "$src/.shardflow-patched" 2>/dev/null)" != "$patchsum" ]; then
 		rm -rf "$src" && cp -a starpu-src "$src"
-		say "applying $patchfile"
-		(cd "$src" && patch -p1 --quiet <"$patchfile") || { say "the CUDA 13 patch does not apply to $workdir/$src"; exit 1; }
-		echo "$patchsum" >"$src/.shardflow-cuda13-patched"
+		for p in $patches; do
+			say "applying $p"
+			(cd "$src" && patch -p1 --quiet <"$p") || { say "$(basename "$p") does not apply to $workdir/$src"; exit 1; }
+		done
+		echo "$patchsum" >"$src/.shardflow-patched"
 	fi
 fi
 

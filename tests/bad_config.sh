@@ -48,7 +48,7 @@ valid() {
 	fi
 }
 
-plan 135
+plan 138
 
 accepted="accepted values are"
 invalid SHARDFLOW_PREFETCH_DEPTH abc "$accepted"
@@ -94,6 +94,7 @@ invalid STARPU_NCPU four "$accepted"
 invalid STARPU_SILENT yes "$accepted"
 invalid STARPU_WORKERS_NOBIND true "$accepted"
 invalid STARPU_WORKERS_GETBIND -1 "$accepted"
+invalid STARPU_LAST_WORKER_AWAKE yes "$accepted"
 invalid STARPU_WORKERS_CPUID x "$accepted"
 invalid STARPU_WORKERS_CPUID "3-1" "$accepted"
 invalid STARPU_MINIMUM_CLEAN_BUFFERS "5%" "integers from 0 to 100"
@@ -109,6 +110,7 @@ valid STARPU_NCPU 2
 for v in 0 86400; do valid SHARDFLOW_COMM_TIMEOUT $v; done
 valid STARPU_SILENT 0
 for v in 0 100; do valid STARPU_TARGET_CLEAN_BUFFERS $v; done
+valid STARPU_LAST_WORKER_AWAKE 1
 valid SHARDFLOW_COMM mpi
 for v in device host; do valid SHARDFLOW_OPTIMIZER_ON $v; done
 valid SHARDFLOW_GPU_MATH tf32 # CPU workers: accepted, no effect
