@@ -76,7 +76,8 @@ static void usage(FILE *f)
 	        "then rank 0's averages over the steps after the warm-up: \"comm_stats steps <n>\n"
 	        "wall_ms <step> comm_ms <in collectives> comm_cpu_ms <comm worker CPU in\n"
 	        "collectives> comm_worker_cpu_ms <comm worker CPU in all> process_cpu_ms\n"
-	        "<process CPU, user + system>\" (each per step).\n"
+	        "<process CPU, user + system> main_thread_cpu_ms <this thread's CPU>\" (each per\n"
+	        "step).\n"
 	        "The runtime reads SHARDFLOW_PREFETCH_DEPTH, SHARDFLOW_BACKWARD_PREFETCH,\n"
 	        "SHARDFLOW_SHARDING and SHARDFLOW_LOG from the environment.\n");
 }
