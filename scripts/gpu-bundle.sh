@@ -253,6 +253,12 @@ fi
 text=${SF_GPT_TEXT:-/opt/shardflow-data/austen.txt}
 [ -f "$text" ] || die "no corpus $text (scripts/install-deps.sh makes it; SF_GPT_TEXT=FILE)"
 cp "$text" "$stage/data/austen.txt"
+# and GPT-2's tokens of it, for gpu-check's gpt2-124M-bpe speed rows (50 257 logits)
+for f in austen-gpt2-train.bin austen-gpt2-val.bin; do
+	tf=$(dirname "$text")/$f
+	[ -f "$tf" ] || die "no token file $tf (scripts/install-deps.sh makes it)"
+	cp "$tf" "$stage/data/$f"
+done
 
 # strip what is ours to strip (the CUDA fat binaries are kept: they are allocated
 # sections); keep symbol tables out, debug info out

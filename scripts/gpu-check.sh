@@ -20,8 +20,9 @@
 #                profile
 #                (default all; probe always runs)
 # --quick        speed: no torch.compile and no 124M-sized runs
-# --speed-models LIST  speed: a comma-separated subset of default, gpt2-124M (default
-#                both; default only with --quick)
+# --speed-models LIST  speed: a comma-separated subset of default, gpt2-124M,
+#                gpt2-124M-bpe (default the first two; default only with --quick);
+#                gpt2-124M-bpe is GPT-2 124M itself, on GPT-2's tokens (50 257 logits)
 # --profile-math LIST  profile: the traced 124M-sized runs, a comma-separated subset of
 #                fp32, tf32 (SHARDFLOW_GPU_MATH) (default fp32); each gets its section
 #                of profile.txt and its calibration (tf32's against the TF32 ceiling)
@@ -96,8 +97,8 @@ while [ $# -gt 0 ]; do
 	--speed-models)
 		[ $# -ge 2 ] || usage
 		for s in ${2//,/ }; do
-			case $s in default | gpt2-124M) ;;
-			*) echo "$prog: --speed-models: unknown model \"$s\" (accepted: default, gpt2-124M)" >&2; exit 2 ;;
+			case $s in default | gpt2-124M | gpt2-124M-bpe) ;;
+			*) echo "$prog: --speed-models: unknown model \"$s\" (accepted: default, gpt2-124M, gpt2-124M-bpe)" >&2; exit 2 ;;
 			esac
 		done
 		speed_models=,$2,; shift 2 ;;
@@ -469,9 +470,9 @@ fi
 
 # --- speed --------------------------------------------------------------------------------
 # nanoGPT's FLOPs per token of our GPT (tied, vocab 256): 6 N + 12 L C T, N without wpe
-gpt_flops() { # L C T
-	awk -v L="$1" -v C="$2" -v T="$3" 'BEGIN {
-		n = 256 * C + L * (12 * C * C + 13 * C) + 2 * C
+gpt_flops() { # L C T V
+	awk -v L="$1" -v C="$2" -v T="$3" -v V="$4" 'BEGIN {
+		n = V * C + L * (12 * C * C + 13 * C) + 2 * C
 		printf "%.0f %.0f\n", 6 * n + 12 * L * C * T, n + T * C }'
 }
 json_num() { # KEY LINE: a number from one line of JSON (the Python benches' output)
@@ -495,12 +496,16 @@ if want speed; then
 		else
 			row speed "ceilings" SKIP "PyTorch with a GPU is needed ($torch_info)"
 		fi
-		models="default:4:4:128:128:16"
-		[ "$quick" = no ] && models="$models gpt2-124M:12:12:768:1024:8"
+		models="default:4:4:128:128:16:256"
+		[ "$quick" = no ] && models="$models gpt2-124M:12:12:768:1024:8:256"
+		# GPT-2 124M itself (its vocabulary, on GPT-2's tokens of the corpus): when named
+		case ${speed_models:-} in *",gpt2-124M-bpe,"*) models="$models gpt2-124M-bpe:12:12:768:1024:8:50257" ;; esac
 		for m in $models; do
-			IFS=: read -r name L H C T Bt <<<"$m"
+			IFS=: read -r name L H C T Bt V <<<"$m"
 			[ -z "$speed_models" ] || case $speed_models in *",$name,"*) ;; *) continue ;; esac
-			read -r fpt nparams <<<"$(gpt_flops "$L" "$C" "$T")"
+			read -r fpt nparams <<<"$(gpt_flops "$L" "$C" "$T" "$V")"
+			data="--text $TEXT"
+			[ "$V" = 256 ] || data="--vocab $V --train-tokens $B/data/austen-gpt2-train.bin --val-tokens $B/data/austen-gpt2-val.bin"
 			tok=$((Bt * T))
 			steps=60 pe=20
 			[ "$name" = default ] || { steps=12; pe=4; }
@@ -510,7 +515,7 @@ if want speed; then
 				[ "$prec" = bf16 ] && penv="SHARDFLOW_PARAM_DTYPE=bf16 SHARDFLOW_REDUCE_DTYPE=bf16"
 				[ "$prec" = tf32 ] && penv="SHARDFLOW_GPU_MATH=tf32"
 				# shellcheck disable=SC2086
-				timed "speed-sf-$name-$prec" 150 env SHARDFLOW_COMM=$comm $penv sh "$RUN_MPI" 1 "$B/examples/gpt" --text "$TEXT" \
+				timed "speed-sf-$name-$prec" 150 env SHARDFLOW_COMM=$comm $penv sh "$RUN_MPI" 1 "$B/examples/gpt" $data \
 					--layers "$L" --heads "$H" --embd "$C" --context "$T" --batch "$Bt" --steps $steps \
 					--progress-every $pe --eval-every 100000 --eval-batches 1 --sample 0 </dev/null
 				st=$?
@@ -545,7 +550,7 @@ if want speed; then
 				[ "$dry" = yes ] && [ "$attn" = sdpa ] && attn=manual
 				tprec=$prec
 				[ "$prec" = tf32 ] && tprec="fp32 --tf32" # allow_tf32: TF32 products, as SHARDFLOW_GPU_MATH=tf32
-				targs="--device $tdev --layers $L --heads $H --embd $C --context $T --batch $Bt --precision $tprec --attn $attn"
+				targs="--device $tdev --layers $L --heads $H --embd $C --context $T --batch $Bt --vocab $V --precision $tprec --attn $attn"
 				[ "$mode" = compile ] && targs="$targs --compile --warmup-steps 5"
 				[ "$name" = default ] && targs="$targs --steps 40" || targs="$targs --steps 10"
 				# shellcheck disable=SC2086
