@@ -66,7 +66,8 @@ extern "C" void _sf_softmax_xent_dev(int B, int C, const float *z, const int32_t
 {
 	cudaStream_t s = starpu_cuda_get_local_stream();
 	double *terms = NULL;
-	SF_CUDA_CHECK(cudaMallocAsync((void **)&terms, sizeof(double) * (size_t)(B > 0 ? B : 1), s));
+	SF_CUDA_CHECK(
+	    cudaMallocAsync((void **)&terms, sizeof(double) * (size_t)(B > 0 ? B : 1), s));
 	SF_CUDA_CHECK_LAUNCH("softmax_xent rows_k",
 	                     rows_k<<<sf_cuda_row_blocks((size_t)B), SF_CUDA_BLOCK, 0, s>>>(
 	                         B, C, z, labels, ignore, scale, dz, terms));

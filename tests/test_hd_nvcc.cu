@@ -302,7 +302,8 @@ static void test_rows(void)
 		l2 += terms[r];
 	l2 *= 1.0f / R;
 	ok(same_bits(dz1, dz2, R * C) && memcmp(&l1, &l2, sizeof l1) == 0,
-	   "softmax cross-entropy: the GPU's rows and in-order sum = the CPU kernel, bitwise (loss "
+	   "softmax cross-entropy: the header's rows (sf_exp_poly: the GPU's exponentials) and "
+	   "in-order sum = the CPU kernel, bitwise (loss "
 	   "%.17g, %.17g)",
 	   l1, l2);
 
@@ -311,11 +312,28 @@ static void test_rows(void)
 	int32_t ids[R];
 	for (int r = 0; r < R; r++)
 		ids[r] = (r * 3) % V;
-	float *e1 = vec(V * C, -1, 1), *e2 = copy(e1, V * C);
+	float *e1 = vec(V * C, -1, 1), *e2 = copy(e1, V * C), *e3 = copy(e1, V * C);
 	_sf_embedding_bwd(R, V, C, ids, dy, e1, 1);
 	for (int c = 0; c < C; c++)
 		sf_embedding_dw_col(R, C, c, ids, dy, e2);
 	same = same_bits(e1, e2, V * C);
+	/* the CUDA kernel's order: the ids sorted stably (here by counting, as CUB's radix
+	 * sort orders them), then each id's segment a column at a time */
+	{
+		int32_t keys[R], rows[R];
+		int at = 0;
+		for (int v = 0; v < V; v++)
+			for (int r = 0; r < R; r++)
+				if (ids[r] == v)
+					keys[at] = v, rows[at++] = r;
+		for (int j = 0; j < R;) {
+			int end = j;
+			for (int c = 0; c < C; c++)
+				end = sf_embedding_dw_segment(R, C, c, j, keys, rows, dy, e3);
+			j = end;
+		}
+		same &= same_bits(e1, e3, V * C);
+	}
 	float *pw1 = vec(T * C, -1, 1), *pw2 = copy(pw1, T * C), pdx[NB * T * C];
 	_sf_pos_embedding_bwd(NB, T, T, C, dy, pdx, 0, pw1, 1);
 	for (int t = 0; t < T; t++)
@@ -337,10 +355,10 @@ static void test_rows(void)
 			sf_linear_db_col(R, C, c, dy, db4, pacc);
 		same &= same_bits(db3, db4, C);
 	}
-	ok(same, "embedding dW, position embedding dW and linear db as the GPU's columns = the CPU "
-	         "kernels, bitwise");
-	free(x), free(w), free(b), free(dy), free(dx1), free(dx2), free(e1), free(e2), free(pw1),
-	    free(pw2);
+	ok(same, "embedding dW (by columns, and by sorted segments: the GPU kernel's order), "
+	         "position embedding dW and linear db as the GPU's columns = the CPU kernels, bitwise");
+	free(x), free(w), free(b), free(dy), free(dx1), free(dx2), free(e1), free(e2), free(e3);
+	free(pw1), free(pw2);
 }
 
 /* what a chunk of the plan holds, for the test's description */
