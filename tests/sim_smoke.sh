@@ -30,7 +30,7 @@ SMPIRUN="$STARPU_BINDIR/starpu_smpirun"
 require_progs "$MLP" "$SMPIRUN"
 command -v xsltproc >/dev/null 2>&1 || skip_all "starpu_smpirun needs xsltproc (Debian package xsltproc)"
 
-plan 23
+plan 24
 
 SF_TEST_TIMEOUT=300
 export SF_TEST_TIMEOUT
@@ -204,10 +204,18 @@ for hc in fp32:0.1555 tf32:0.0706; do
 		--calibration "$top_srcdir/bench/calibrations/h100-$math-gpt124m.tsv" \
 		--no-breakdown >"$tmp/h-$math.out" 2>&1
 	lh=$(grep -E '^ +1 ' "$tmp/h-$math.out" | tail -1)
-	[ -n "$lh" ] && awk -v s="$(col "$lh" step_s)" -v w="$want" 'BEGIN { exit !(s > 0.9 * w && s < 1.1 * w) }'
-	ok $? "the H100's $math calibration: the 124M-sized step simulated at $(col "$lh" step_s) s, measured $want (+-10 %)" ||
+	[ -n "$lh" ] && awk -v s="$(col "$lh" step_s)" -v w="$want" 'BEGIN { exit !(s > 0.9 * w && s < 1.1 * w) }' &&
+		! grep -q "warning" "$tmp/h-$math.out"
+	ok $? "the H100's $math calibration: the 124M-sized step simulated at $(col "$lh" step_s) s, measured $want (+-10 %), no warning" ||
 		diag_file "$tmp/h-$math.out"
 done
+# the TF32 calibration with --gpu h100:fp32: the MFU column's peak is another math's
+"$SIM" --arch gpt --layers 2 --dim 64 --heads 2 --vocab 256 --context 64 --batch 2 \
+	--gpu h100:fp32 --gpus-per-node 1 --calibration "$top_srcdir/bench/calibrations/h100-tf32-gpt124m.tsv" \
+	--no-breakdown >"$tmp/h-mix.out" 2>&1
+grep -q "warning: --gpu h100:fp32 has a peak of 66.9 TFLOP/s, the calibration's run measured against 409.97" "$tmp/h-mix.out"
+ok $? "a TF32 calibration with --gpu h100:fp32: warned that the MFU column's peak is another math's" ||
+	diag_file "$tmp/h-mix.out"
 printf '# peak_tflops 1\n# bandwidth_gbs 1\n# fallback 0.5\nsf_linear_fwd 1 -2 10\n' >"$tmp/bad.tsv"
 SHARDFLOW_SIM_CALIBRATION="$tmp/bad.tsv" STARPU_HOSTNAME=simnode STARPU_PERF_MODEL_DIR="$tmp/models" \
 	STARPU_NCPU=2 timeout "$SF_TEST_TIMEOUT" "$SMPIRUN" -platform "$tmp/platform.xml" \
