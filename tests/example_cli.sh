@@ -6,7 +6,8 @@
 # "step <k> loss <x> ms <t>" line per step and "final_loss <x>" equal to the last
 # step's loss, then a "comm_stats" line whose figures hold together (time in
 # collectives > 0 and below the step, the comm worker's CPU in them below their wall
-# time and below its CPU in all), and the loss falls over 30 steps (the synthetic data
+# time and below its CPU in all, the main thread's CPU > 0 and within the process's),
+# and the loss falls over 30 steps (the synthetic data
 # is learnable).
 # Prefetch depth 0 and 2 give the identical final loss (prefetching only reorders
 # communication), and 1 and 2 ranks with the same global batch agree to 1e-4.
@@ -63,8 +64,9 @@ ok $? "the line after the steps is final_loss ($final), the loss of step 30 ($la
 stats=$(tail -n 1 "$tmp/n2.out")
 echo "$stats" | awk '$1 == "comm_stats" && $2 == "steps" && $3 == 25 && $4 == "wall_ms" &&
 	$6 == "comm_ms" && $8 == "comm_cpu_ms" && $10 == "comm_worker_cpu_ms" &&
-	$12 == "process_cpu_ms" && NF == 13 &&
-	$7 > 0 && $7 < $5 && $9 > 0 && $9 <= $7 * 1.05 + 0.05 && $11 >= $9 * 0.95 && $13 > 0 {
+	$12 == "process_cpu_ms" && $14 == "main_thread_cpu_ms" && NF == 15 &&
+	$7 > 0 && $7 < $5 && $9 > 0 && $9 <= $7 * 1.05 + 0.05 && $11 >= $9 * 0.95 && $13 > 0 &&
+	$15 > 0 && $15 <= $13 {
 	found = 1 } END { exit !found }'
 ok $? "the last line is comm_stats over the 25 steps after --warmup 5, consistent: $stats"
 
