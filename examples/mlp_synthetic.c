@@ -230,8 +230,7 @@ static double now_ms(void)
 	return t * 1e3;
 }
 
-/* CPU time of the whole process (every thread), user + system, in ms */
-/* this thread's CPU (the main thread: the batch, the step's submission) */
+/* this thread's CPU (the main thread: the batch, the step's submission), in ms */
 static double thread_cpu_ms(void)
 {
 	struct timespec ts;
@@ -240,6 +239,7 @@ static double thread_cpu_ms(void)
 	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
+/* CPU time of the whole process (every thread), user + system, in ms */
 static double process_cpu_ms(void)
 {
 	struct rusage ru;

@@ -1,8 +1,9 @@
 /*
- * softmax_xent_math.h — softmax cross-entropy of one row, for the CPU loop
- * (layers/softmax_xent_cpu.c) and the CUDA kernel (layers/softmax_xent_cuda.cu)
- * alike (common/hd.h): float exponentials summed in double, the log-sum-exp in double;
- * the loss is the sum of the rows' returns, in row order, times scale.
+ * softmax_xent_math.h — softmax cross-entropy of one row (common/hd.h): float
+ * exponentials summed in double, the log-sum-exp in double; the loss is the sum of the
+ * rows' returns, in row order, times scale. The CPU loop (layers/softmax_xent_cpu.c)
+ * computes this row four logits at a time; the CUDA kernel (layers/softmax_xent_cuda.cu)
+ * takes a row a warp, with sf_exp_poly's exponentials and the warp's order of sums.
  */
 #ifndef SF_LAYERS_SOFTMAX_XENT_MATH_H
 #define SF_LAYERS_SOFTMAX_XENT_MATH_H

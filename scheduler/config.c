@@ -476,10 +476,28 @@ static bool cpu_list_ok(const char *s)
 int _sf_starpu_env_check(int maxcpus)
 {
 	/* StarPU reads these with starpu_get_env_number: anything but a non-negative
-	 * integer aborts inside starpu_init, and "" reads as 0 */
-	static const char *const numbers[] = {"STARPU_WORKERS_GETBIND", "STARPU_WORKERS_NOBIND",
-	                                      "STARPU_SILENT", "STARPU_FXT_TRACE",
-	                                      "STARPU_CALIBRATE", "STARPU_LAST_WORKER_AWAKE"};
+	 * integer aborts inside starpu_init, and "" reads as 0. Each with its range, what
+	 * StarPU reads it as, and what is accepted. */
+	static const struct {
+		const char *name;
+		long max;
+		const char *reads_as, *accepted;
+	} numbers[] = {
+	    {"STARPU_WORKERS_GETBIND", INT32_MAX, "a number", "integers >= 0 (0 or 1), or unset"},
+	    {"STARPU_WORKERS_NOBIND", INT32_MAX, "a number", "integers >= 0 (0 or 1), or unset"},
+	    {"STARPU_SILENT", INT32_MAX, "a number", "integers >= 0 (0 or 1), or unset"},
+	    {"STARPU_FXT_TRACE", INT32_MAX, "a number", "integers >= 0 (0 or 1), or unset"},
+	    {"STARPU_CALIBRATE", INT32_MAX, "a number", "integers >= 0 (0 or 1), or unset"},
+	    {"STARPU_LAST_WORKER_AWAKE", INT32_MAX, "a number", "integers >= 0 (0 or 1), or unset"},
+	    /* the percentage of a GPU's buffers StarPU keeps written back to RAM (runtime.c
+	     * sets both to 0 where unset) */
+	    {"STARPU_MINIMUM_CLEAN_BUFFERS", 100,
+	     "the percentage of a GPU's buffers to keep copied back to RAM",
+	     "integers from 0 to 100, or unset (shardflow's default: 0)"},
+	    {"STARPU_TARGET_CLEAN_BUFFERS", 100,
+	     "the percentage of a GPU's buffers to keep copied back to RAM",
+	     "integers from 0 to 100, or unset (shardflow's default: 0)"},
+	};
 	static const char *const ncpu[] = {"STARPU_NCPU", "STARPU_NCPUS"};
 	long v;
 	for (size_t i = 0; i < sizeof ncpu / sizeof ncpu[0]; i++) {
@@ -493,25 +511,12 @@ int _sf_starpu_env_check(int maxcpus)
 			               ncpu[i], s, maxcpus, maxcpus);
 	}
 	for (size_t i = 0; i < sizeof numbers / sizeof numbers[0]; i++) {
-		const char *s = getenv(numbers[i]);
-		if (s && _sf_parse_long(s, 0, INT32_MAX, &v) < 0)
+		const char *s = getenv(numbers[i].name);
+		if (s && _sf_parse_long(s, 0, numbers[i].max, &v) < 0)
 			return _sf_err(SF_ERR_CONFIG, NULL, 0,
-			               "%s=\"%s\" is invalid: StarPU reads it as a number; accepted "
-			               "values are integers >= 0 (0 or 1), or unset",
-			               numbers[i], s);
-	}
-	/* percentages of a GPU's buffers StarPU keeps written back to RAM (runtime.c sets
-	 * both to 0 where unset) */
-	static const char *const percents[] = {"STARPU_MINIMUM_CLEAN_BUFFERS",
-	                                       "STARPU_TARGET_CLEAN_BUFFERS"};
-	for (size_t i = 0; i < sizeof percents / sizeof percents[0]; i++) {
-		const char *s = getenv(percents[i]);
-		if (s && _sf_parse_long(s, 0, 100, &v) < 0)
-			return _sf_err(SF_ERR_CONFIG, NULL, 0,
-			               "%s=\"%s\" is invalid: StarPU reads it as the percentage of a "
-			               "GPU's buffers to keep copied back to RAM; accepted values are "
-			               "integers from 0 to 100, or unset (shardflow's default: 0)",
-			               percents[i], s);
+			               "%s=\"%s\" is invalid: StarPU reads it as %s; accepted values "
+			               "are %s",
+			               numbers[i].name, s, numbers[i].reads_as, numbers[i].accepted);
 	}
 	static const char *const lists[] = {"STARPU_WORKERS_CPUID", "STARPU_WORKERS_COREID"};
 	for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++) {
