@@ -232,7 +232,18 @@ struct sf_config {
 	 *  it. The same products in the same order: bitwise the results of off. Measured
 	 *  neutral on CPU ranks (docs/performance.md), hence off. */
 	int split_backward;
+	/** SHARDFLOW_TP, 1..SF_MAX_TP, default 1: the tensor-parallel degree K. The world
+	 *  is dp x K: groups of K consecutive ranks (inside a node) split the linear_col
+	 *  and linear_row layers' weights and run their activation all-reduces; FSDP
+	 *  shards each unit over the world / K ranks of the same place in every group,
+	 *  and the batch is split over those dp ranks (docs/training.md, "Tensor
+	 *  parallelism"). K must divide the world; not with SHARDFLOW_SHARDING=hybrid,
+	 *  nor with SHARDFLOW_COMM=nccl yet. Fixed by sf_init. */
+	int tp;
 };
+
+/** The largest SHARDFLOW_TP */
+#define SF_MAX_TP 64
 
 #define SF_DEFAULT_FLIGHT_RECORD 256 /**< default of SHARDFLOW_FLIGHT_RECORD */
 
@@ -402,6 +413,36 @@ struct sf_linear_config {
  *  ("linear_nobias", y = x W^T). */
 SF_API int sf_graph_linear_config(sf_graph *g, int x, const struct sf_linear_config *c, int bias,
                                   const char *name, int *out);
+/**
+ * Tensor-parallel linear layers (types "linear_col" and "linear_row"), Megatron's split
+ * over the SHARDFLOW_TP ranks of a TP group. A graph holds the whole layer (its
+ * widths, parameters and safetensors names are those of a "linear" node); a model of
+ * TP degree K gives each TP rank its slice:
+ * - linear_col: W's output rows split in K (each of the nparts blocks of rows split
+ *   in K: a fused QKV projection has 3, so each rank holds its heads' queries, keys
+ *   and values), the bias with them; its output is split (out_dim / K columns a rank).
+ *   Its backward's input gradient is a partial sum, all-reduced over the TP group by
+ *   a comm task.
+ * - linear_row: W's input columns split in K; its input must be split (a linear_col's
+ *   output, or ops between that keep the split: attention, the element-wise ops); the
+ *   partial outputs are all-reduced over the TP group by a comm task after its forward,
+ *   the bias added once (by TP rank 0). Its backward needs no communication.
+ * With K = 1 both are a "linear" layer, bitwise.
+ */
+struct sf_linear_tp_config {
+	int out_dim;    /**< O, > 0: the whole layer's output width */
+	int bias;       /**< 1: y = x W^T + b; 0: no bias */
+	float init_std; /**< as struct sf_linear_config: > 0 W normal(0, init_std) and b = 0;
+	                     0 U(-1/sqrt(I), 1/sqrt(I)) for W and b */
+	int nparts;     /**< linear_col: equal blocks of output rows, each split over the TP
+	                     ranks (3 for a fused QKV projection); 0 or 1: one. linear_row: 0 */
+};
+/** A column-parallel linear node (type "linear_col"). */
+SF_API int sf_graph_linear_col(sf_graph *g, int x, const struct sf_linear_tp_config *c,
+                               const char *name, int *out);
+/** A row-parallel linear node (type "linear_row"). */
+SF_API int sf_graph_linear_row(sf_graph *g, int x, const struct sf_linear_tp_config *c,
+                               const char *name, int *out);
 /** The most named tensors a layer type's parameters hold (sf_layer_type::param_tensors) */
 #define SF_MAX_PARAM_TENSORS 4
 /** A linear layer without bias whose output rows are several projections side by side,
@@ -565,6 +606,13 @@ struct sf_gpt_config {
 	int heads;       /**< attention heads; embd must be a multiple; default 4 */
 	int embd;        /**< C: the width of the residual stream; default 128 */
 	int tie_weights; /**< 1 (default): lm_head reuses wte's (V, C) matrix; 0: its own */
+	/** 1: Megatron's split of each block for SHARDFLOW_TP (struct
+	 *  sf_linear_tp_config): attn.c_attn and mlp.c_fc column-parallel ("linear_col";
+	 *  c_attn's three blocks q, k, v each split, so a TP rank holds whole heads),
+	 *  attn.c_proj and mlp.c_proj row-parallel ("linear_row"); the embeddings, the
+	 *  layernorms and lm_head replicated. Same names, shapes and initial values as 0;
+	 *  with SHARDFLOW_TP=1 bitwise the same model. 0 (default): "linear" nodes. */
+	int tensor_parallel;
 };
 
 /** Fills *c with the defaults above. */
@@ -642,7 +690,7 @@ SF_API int sf_llama_graph(const struct sf_llama_config *c, sf_graph **out);
  *  for version 3, whose structs are this one's without the accepted config sizes
  *  (version 4 added nconfig_sizes and config_sizes at the end of struct
  *  sf_layer_type): such a type is registered as it was, its configs unchecked. */
-#define SF_LAYER_API_VERSION 4
+#define SF_LAYER_API_VERSION 5
 
 /** The most config sizes a layer type may list (sf_layer_type::config_sizes). */
 #define SF_MAX_CONFIG_SIZES 4
@@ -692,6 +740,15 @@ struct sf_layer_info {
 	                                     backward (SHARDFLOW_SPLIT_BACKWARD; built-in
 	                                     linear types only): no [dparams] buffer, and
 	                                     sf_kernel_dparams() returns NULL */
+	/* version 5 */
+	int tp_size;                    /**< the TP group's size (SHARDFLOW_TP; 1: none) */
+	int tp_rank;                    /**< this rank's place in its TP group */
+	int tp_split;                   /**< 1 when the node computes this rank's slice of a
+	                                     tensor-parallel layer: its widths (in_dim, out_dim,
+	                                     nparams) are the slice's, as docs/training.md's
+	                                     "Tensor parallelism" says (linear_col's output,
+	                                     linear_row's input, the attention heads between);
+	                                     0: the whole layer, replicated on the TP ranks */
 };
 
 /** A StarPU CPU (or CUDA) implementation: void f(void *buffers[], void *cl_arg). */

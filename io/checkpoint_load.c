@@ -526,6 +526,7 @@ fail:
 
 SF_API int sf_checkpoint_load(sf_model *m, const char *dir, struct sf_checkpoint_info *info)
 {
+	SF_TP_REFUSE(m, "sf_checkpoint_load");
 	int rc = SF_OK, lrc = SF_OK, nsteps = 0, tried = 0;
 	char stepdir[SF_PATH_MAX] = "", **steps = NULL;
 	struct _sf_manifest mf = {0};

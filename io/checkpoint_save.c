@@ -199,6 +199,7 @@ fail:
 
 SF_API int sf_checkpoint_save(sf_model *m, const char *dir, const struct sf_checkpoint_info *info)
 {
+	SF_TP_REFUSE(m, "sf_checkpoint_save");
 	int rc = SF_OK;
 	struct save_paths sp;
 	uint64_t *all = NULL, *sizes = NULL;

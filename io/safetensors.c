@@ -167,6 +167,7 @@ fail:
 
 SF_API int sf_model_export_safetensors(sf_model *m, const char *path)
 {
+	SF_TP_REFUSE(m, "sf_model_export_safetensors");
 	int rc = SF_OK, lrc = SF_OK;
 	float *params = NULL, *shard = NULL, *recv = NULL;
 	size_t smax = 0;
@@ -256,6 +257,7 @@ fail:
 
 SF_API int sf_model_import_safetensors(sf_model *m, const char *path)
 {
+	SF_TP_REFUSE(m, "sf_model_import_safetensors");
 	int rc = SF_OK, lrc = SF_OK;
 	float *params = NULL;
 	if (!m || !path || !*path)

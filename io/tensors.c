@@ -108,6 +108,7 @@ fail:
 
 SF_API int sf_model_tensor_count(sf_model *m, int *count)
 {
+	SF_TP_REFUSE(m, "sf_model_tensor_count");
 	int rc = SF_OK;
 	struct _sf_tensor *all = NULL;
 	size_t n = 0;
@@ -122,6 +123,7 @@ fail:
 
 SF_API int sf_model_tensor_info(sf_model *m, int i, struct sf_tensor_info *out)
 {
+	SF_TP_REFUSE(m, "sf_model_tensor_info");
 	int rc = SF_OK;
 	struct _sf_tensor *all = NULL;
 	size_t n = 0;
@@ -212,16 +214,19 @@ fail:
 
 SF_API int sf_model_tensor_get(sf_model *m, const char *name, float *dst, size_t n)
 {
+	SF_TP_REFUSE(m, "sf_model_tensor_get");
 	return get(m, "sf_model_tensor_get", name, false, dst, n);
 }
 
 SF_API int sf_model_grad_get(sf_model *m, const char *name, float *dst, size_t n)
 {
+	SF_TP_REFUSE(m, "sf_model_grad_get");
 	return get(m, "sf_model_grad_get", name, true, dst, n);
 }
 
 SF_API int sf_model_tensor_set(sf_model *m, const char *name, const float *src, size_t n)
 {
+	SF_TP_REFUSE(m, "sf_model_tensor_set");
 	int rc = SF_OK;
 	struct _sf_tensor t;
 	if (!src)
@@ -264,6 +269,7 @@ fail:
 
 SF_API int sf_model_params_set(sf_model *m, const float *src, size_t n)
 {
+	SF_TP_REFUSE(m, "sf_model_params_set");
 	int rc = SF_OK;
 	if (!m || !src)
 		return SF_ERR(SF_ERR_INVALID, "sf_model_params_set: NULL model or source");
@@ -281,6 +287,7 @@ fail:
 
 SF_API int sf_model_tensor_lr_scale(sf_model *m, const char *name, float scale)
 {
+	SF_TP_REFUSE(m, "sf_model_tensor_lr_scale");
 	int rc = SF_OK;
 	struct _sf_tensor t;
 	if (!(scale >= 0.0f) || !isfinite(scale))

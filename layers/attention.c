@@ -68,10 +68,12 @@ static void heads_of(const struct sf_layer_info *li, int *NH, int *NKV)
 {
 	if (li->config_size == sizeof(int)) { /* "attention": NH, one key/value head each */
 		*NH = *NKV = *(const int *)li->config;
-		return;
+	} else {
+		const struct sf_attention_config *c = li->config;
+		*NH = c->heads, *NKV = c->kv_heads;
 	}
-	const struct sf_attention_config *c = li->config;
-	*NH = c->heads, *NKV = c->kv_heads;
+	if (li->tp_split) /* this TP rank's heads (layers/tp.c checked they divide) */
+		*NH /= li->tp_size, *NKV /= li->tp_size;
 }
 
 static size_t attention_saved(const struct sf_layer_info *li)

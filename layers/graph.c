@@ -514,6 +514,24 @@ SF_API int sf_graph_linear_split(sf_graph *g, int x, const struct sf_linear_spli
 	return sf_graph_layer(g, "linear_split", &x, 1, c, c ? sizeof *c : 0, name, out);
 }
 
+SF_API int sf_graph_linear_col(sf_graph *g, int x, const struct sf_linear_tp_config *c,
+                               const char *name, int *out)
+{
+	if (!c && g && out)
+		return SF_ERR(SF_ERR_INVALID, "sf_graph_linear_col(\"%s\"): NULL config",
+		              name ? name : "");
+	return sf_graph_layer(g, "linear_col", &x, 1, c, c ? sizeof *c : 0, name, out);
+}
+
+SF_API int sf_graph_linear_row(sf_graph *g, int x, const struct sf_linear_tp_config *c,
+                               const char *name, int *out)
+{
+	if (!c && g && out)
+		return SF_ERR(SF_ERR_INVALID, "sf_graph_linear_row(\"%s\"): NULL config",
+		              name ? name : "");
+	return sf_graph_layer(g, "linear_row", &x, 1, c, c ? sizeof *c : 0, name, out);
+}
+
 SF_API int sf_graph_silu(sf_graph *g, int x, int *out)
 {
 	return sf_graph_layer(g, "silu", &x, 1, NULL, 0, NULL, out);

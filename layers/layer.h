@@ -33,6 +33,16 @@ enum _sf_node_kind {
 	.nconfig_sizes = (int)(sizeof((size_t[]){__VA_ARGS__}) / sizeof(size_t)),                  \
 	.config_sizes = {__VA_ARGS__}
 
+/* How a node takes a tensor-parallel split of its inputs (layers/tp.c): a split
+ * activation holds this rank's slice of its columns. */
+enum _sf_tp_kind {
+	SF_TP_NONE,        /* whole inputs only (a user's type, the norms, embeddings) */
+	SF_TP_ELEMENTWISE, /* inputs all split or all whole; the output as they are */
+	SF_TP_HEADS,       /* attention: a split input holds this rank's heads */
+	SF_TP_COL,         /* linear_col: a whole input, a split output */
+	SF_TP_ROW,         /* linear_row: a split input, a whole output (all-reduced) */
+};
+
 /* A registered layer type. The table never shrinks: entries stay valid. */
 struct _sf_layer_entry {
 	struct sf_layer_type type;
@@ -40,6 +50,7 @@ struct _sf_layer_entry {
 	int index;            /* position in the table */
 	bool splits_backward; /* built-in: its backward can run as an input-gradient half
 	                         (info.dparams_absent) and a weight-gradient half */
+	enum _sf_tp_kind tp;  /* built-in: how it takes a TP split; else SF_TP_NONE */
 };
 
 struct _sf_node {
@@ -81,5 +92,19 @@ int _sf_node_param_owner(const struct _sf_node *nodes, int n);
  * SF_MAX_PARAM_TENSORS; a type without param_tensors gives one "params" tensor. */
 int _sf_node_param_tensors(const struct _sf_node *nd, const struct sf_layer_info *li,
                            struct sf_param_tensor *out);
+
+/* Tensor parallelism (layers/tp.c). A node's shapes on one TP rank of K: from its
+ * inputs' whole widths in_full and whether each input is split (in_split), the
+ * widths this rank's kernels see (in_local, *out_local), its parameters' count
+ * (*np_local) and whether its output is split; SF_ERR_INVALID naming the node when
+ * it cannot take its inputs so (names: the graph's nodes, for the message). K = 1:
+ * the whole shapes, nothing split. */
+int _sf_tp_local(const struct _sf_node *nodes, int n, int K, const bool *in_split,
+                 int *in_local, int *out_local, size_t *np_local, bool *out_split);
+/* Between a TP node's whole parameters (whole_info: the node's whole shapes) and
+ * TP rank r's slice of them (K ranks): to_local copies the slice out of whole, else
+ * into it. A node that is not split (not linear_col or linear_row) copies all. */
+void _sf_tp_params(const struct _sf_node *nd, const struct sf_layer_info *whole_info, int K,
+                   int r, float *whole, float *local, bool to_local);
 
 #endif

@@ -193,3 +193,113 @@ static int split_tensors(const struct sf_layer_info *li, struct sf_param_tensor 
 
 LINEAR_TYPE(_sf_linear_split_type, "linear_split", split_infer, split_init, split_tensors,
             sizeof(struct sf_linear_split_config))
+
+/* --- linear_col and linear_row: tensor-parallel slices of one linear layer ----------
+ * A graph holds the whole layer; a model of TP degree K hands each rank's kernels its
+ * slice's shapes (info->tp_split, layers/tp.c), so the GEMM bodies above serve both.
+ * linear_row's forward adds the bias on TP rank 0 only: the partial outputs are then
+ * summed over the TP group (a comm task), and the bias counts once. */
+
+static int tp_config_check(const char *type, const struct sf_linear_tp_config *c, bool col)
+{
+	if (!c || c->out_dim <= 0 || (c->bias != 0 && c->bias != 1) || !(c->init_std >= 0.0f) ||
+	    !isfinite(c->init_std))
+		return SF_ERR(SF_ERR_INVALID,
+		              "%s: a struct sf_linear_tp_config with out_dim > 0 (got %d), bias 0 "
+		              "or 1 (got %d) and a finite init_std >= 0 is required",
+		              type, c ? c->out_dim : 0, c ? c->bias : 0);
+	int np = c->nparts > 1 ? c->nparts : 1;
+	if (c->nparts < 0 || (!col && np != 1) || c->out_dim % np != 0)
+		return SF_ERR(SF_ERR_INVALID,
+		              "%s: nparts must be %s (got %d, out_dim %d)", type,
+		              col ? "0, 1 or a divisor of out_dim (equal blocks of rows)"
+		                  : "0 or 1 (linear_row splits its input, not blocks of rows)",
+		              c->nparts, c->out_dim);
+	return SF_OK;
+}
+
+static int tp_infer(const char *type, bool col, const int *in_dims, const void *config,
+                    int *out_dim, size_t *nparams)
+{
+	const struct sf_linear_tp_config *c = config;
+	int rc = tp_config_check(type, c, col);
+	if (rc < 0)
+		return rc;
+	*out_dim = c->out_dim;
+	*nparams = (size_t)c->out_dim * (size_t)in_dims[0] + (c->bias ? (size_t)c->out_dim : 0);
+	return SF_OK;
+}
+
+static int col_infer(const int *in_dims, int nin, const void *config, int *out_dim,
+                     size_t *nparams)
+{
+	(void)nin;
+	return tp_infer("linear_col", true, in_dims, config, out_dim, nparams);
+}
+
+static int row_infer(const int *in_dims, int nin, const void *config, int *out_dim,
+                     size_t *nparams)
+{
+	(void)nin;
+	return tp_infer("linear_row", false, in_dims, config, out_dim, nparams);
+}
+
+/* as linear_init, on the whole layer (the model slices it: layers/tp.c) */
+static void tp_init(const struct sf_layer_info *li, struct sf_rng *rng, float *p)
+{
+	const struct sf_linear_tp_config *c = li->config;
+	size_t nw = (size_t)li->out_dim * (size_t)li->in_dim[0];
+	float bound = 1.0f / sqrtf((float)li->in_dim[0]);
+	for (size_t i = 0; i < li->nparams; i++)
+		p[i] = c->init_std > 0.0f ? (i < nw ? c->init_std * sf_rng_normal(rng) : 0.0f)
+		                          : bound * sf_rng_uniform(rng);
+}
+
+/* linear_row: the bias by TP rank 0 only (the others' partial outputs have none) */
+static void row_fwd_with(void *buffers[], void *cl_arg, fwd_fn f)
+{
+	const struct sf_layer_info *li = cl_arg;
+	int B = li->rows, I = li->in_dim[0], O = li->out_dim;
+	const float *p = sf_kernel_params(buffers, li);
+	bool was = _sf_gemm_bf16_use(li->param_bf16);
+	bool bias = has_bias(li) && (!li->tp_split || li->tp_rank == 0);
+	f(B, I, O, sf_kernel_input(buffers, li, 0), p, bias ? p + (size_t)O * I : NULL,
+	  sf_kernel_output(buffers, li));
+	_sf_gemm_bf16_use(was);
+}
+
+SF_BODIES(linear_row_fwd, row_fwd_with, _sf_linear_fwd, _sf_linear_fwd_cuda)
+
+const struct sf_layer_type _sf_linear_col_type = {
+    .api_version = SF_LAYER_API_VERSION,
+    .name = "linear_col",
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .infer = col_infer,
+    SF_CONFIG_SIZES(sizeof(struct sf_linear_tp_config)),
+    .init = tp_init,
+    .forward_cpu = linear_fwd_cpu,
+    .backward_cpu = linear_bwd_cpu,
+    .forward_cuda = SF_CUDA_BODY(linear_fwd_cuda),
+    .backward_cuda = SF_CUDA_BODY(linear_bwd_cuda),
+    .flops = linear_flops,
+    .param_tensors = linear_tensors,
+    .backward_params_for_dinput_only = 1,
+};
+
+const struct sf_layer_type _sf_linear_row_type = {
+    .api_version = SF_LAYER_API_VERSION,
+    .name = "linear_row",
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .infer = row_infer,
+    SF_CONFIG_SIZES(sizeof(struct sf_linear_tp_config)),
+    .init = tp_init,
+    .forward_cpu = linear_row_fwd_cpu,
+    .backward_cpu = linear_bwd_cpu,
+    .forward_cuda = SF_CUDA_BODY(linear_row_fwd_cuda),
+    .backward_cuda = SF_CUDA_BODY(linear_bwd_cuda),
+    .flops = linear_flops,
+    .param_tensors = linear_tensors,
+    .backward_params_for_dinput_only = 1,
+};

@@ -20,6 +20,9 @@ extern const struct sf_layer_type _sf_linear_type;
 /* The same without a bias (an output head tied to a token embedding): W (O, I) only. */
 extern const struct sf_layer_type _sf_linear_nobias_type;
 extern const struct sf_layer_type _sf_linear_split_type;
+/* Tensor-parallel slices of a linear layer (struct sf_linear_tp_config) */
+extern const struct sf_layer_type _sf_linear_col_type;
+extern const struct sf_layer_type _sf_linear_row_type;
 
 /* y (B,O) = x (B,I) w^T (O,I) + b (O); b may be NULL (no bias) */
 void _sf_linear_fwd(int B, int I, int O, const float *x, const float *w, const float *b, float *y);

@@ -42,9 +42,27 @@ static const struct sf_layer_type *const builtin_types[] = {
     &_sf_rope_type,
     &_sf_attention_gqa_type,
     &_sf_linear_split_type,
+    &_sf_linear_col_type,
+    &_sf_linear_row_type,
 };
 
 static struct _sf_layer_entry table[SF_MAX_LAYER_TYPES];
+
+/* How a built-in type takes a tensor-parallel split (layers/tp.c); a user's type runs
+ * replicated. */
+static enum _sf_tp_kind _sf_builtin_tp_kind(const struct sf_layer_type *t)
+{
+	if (t == &_sf_linear_col_type)
+		return SF_TP_COL;
+	if (t == &_sf_linear_row_type)
+		return SF_TP_ROW;
+	if (t == &_sf_attention_type || t == &_sf_attention_gqa_type)
+		return SF_TP_HEADS;
+	if (t == &_sf_relu_type || t == &_sf_gelu_type || t == &_sf_silu_type ||
+	    t == &_sf_mul_type || t == &_sf_add_type)
+		return SF_TP_ELEMENTWISE;
+	return SF_TP_NONE;
+}
 static int ntypes;
 
 const struct _sf_layer_entry *_sf_layer_find(const char *name)
@@ -61,10 +79,10 @@ static int check_type(const struct sf_layer_type *t)
 {
 	if (!t || !t->name || !t->name[0])
 		return SF_ERR(SF_ERR_INVALID, "sf_layer_type_register: NULL type or empty name");
-	if (t->api_version != SF_LAYER_API_VERSION && t->api_version != 3)
+	if (t->api_version != SF_LAYER_API_VERSION && t->api_version != 4 && t->api_version != 3)
 		return SF_ERR(SF_ERR_INVALID,
 		              "sf_layer_type_register(\"%s\"): api_version is %d, this library "
-		              "takes %d (or 3): set .api_version = SF_LAYER_API_VERSION and "
+		              "takes %d (or 3, 4): set .api_version = SF_LAYER_API_VERSION and "
 		              "rebuild the type against this shardflow.h",
 		              t->name, t->api_version, SF_LAYER_API_VERSION);
 	if (strlen(t->name) >= SF_NAME_MAX)
@@ -138,6 +156,7 @@ int _sf_layers_builtin_init(void)
 		table[ntypes - 1].splits_backward = t == &_sf_linear_type ||
 		                                    t == &_sf_linear_nobias_type ||
 		                                    t == &_sf_linear_split_type;
+		table[ntypes - 1].tp = _sf_builtin_tp_kind(t);
 	}
 	return SF_OK;
 }

@@ -49,6 +49,10 @@ static int check(const struct sf_gpt_config *c)
 		    "sf_gpt_graph: vocab (%d) must be >= 2, context (%d), layers (%d), "
 		    "heads (%d) and embd (%d) >= 1",
 		    c->vocab, c->context, c->layers, c->heads, c->embd);
+	if (c->tensor_parallel != 0 && c->tensor_parallel != 1)
+		return sf_error_set(SF_ERR_INVALID,
+		                    "sf_gpt_graph: tensor_parallel must be 0 or 1 (got %d)",
+		                    c->tensor_parallel);
 	if (c->embd % c->heads)
 		return sf_error_set(SF_ERR_INVALID,
 		                    "sf_gpt_graph: embd (%d) must be a multiple of heads (%d)",
@@ -57,12 +61,19 @@ static int check(const struct sf_gpt_config *c)
 	                               c->context);
 }
 
-/* A linear node "<prefix>.<what>" of width out, GPT-2 initialised with std. */
-static int linear(sf_graph *g, int x, int out, float std, const char *prefix, const char *what,
-                  int *y)
+/* A linear node "<prefix>.<what>" of width out, GPT-2 initialised with std. tp: 0 a
+ * "linear"; with c->tensor_parallel, 'c' a linear_col of `parts` blocks, 'r' a
+ * linear_row (the same initial values: both draw as "linear" does). */
+static int linear(sf_graph *g, const struct sf_gpt_config *c, int x, int out, float std,
+                  char tp, int parts, const char *prefix, const char *what, int *y)
 {
 	char name[GPT_NAME_MAX];
 	snprintf(name, sizeof name, "%s.%s", prefix, what);
+	if (c->tensor_parallel && tp) {
+		struct sf_linear_tp_config tc = {out, 1, std, tp == 'c' ? parts : 0};
+		return tp == 'c' ? sf_graph_linear_col(g, x, &tc, name, y)
+		                 : sf_graph_linear_row(g, x, &tc, name, y);
+	}
 	struct sf_linear_config lc = {out, std};
 	return sf_graph_linear_config(g, x, &lc, 1, name, y);
 }
@@ -81,18 +92,18 @@ static int block(sf_graph *g, const struct sf_gpt_config *c, int i, int *x)
 	snprintf(name, sizeof name, "%s.ln_1", pre);
 	res[0] = *x;
 	if ((rc = sf_graph_layernorm(g, *x, name, &h)) < 0 ||
-	    (rc = linear(g, h, 3 * C, std, pre, "attn.c_attn", &qkv)) < 0 ||
+	    (rc = linear(g, c, h, 3 * C, std, 'c', 3, pre, "attn.c_attn", &qkv)) < 0 ||
 	    (rc = _sf_decoder_node(g, "attention", &qkv, 1, &heads, sizeof heads, pre,
 	                           "attn.attention", &a)) < 0 ||
-	    (rc = linear(g, a, C, proj_std, pre, "attn.c_proj", &res[1])) < 0 ||
+	    (rc = linear(g, c, a, C, proj_std, 'r', 0, pre, "attn.c_proj", &res[1])) < 0 ||
 	    (rc = _sf_decoder_node(g, "add", res, 2, NULL, 0, pre, "residual1", x)) < 0)
 		return rc;
 	snprintf(name, sizeof name, "%s.ln_2", pre);
 	res[0] = *x;
 	if ((rc = sf_graph_layernorm(g, *x, name, &h)) < 0 ||
-	    (rc = linear(g, h, 4 * C, std, pre, "mlp.c_fc", &f)) < 0 ||
+	    (rc = linear(g, c, h, 4 * C, std, 'c', 1, pre, "mlp.c_fc", &f)) < 0 ||
 	    (rc = _sf_decoder_node(g, "gelu", &f, 1, NULL, 0, pre, "mlp.gelu", &f)) < 0 ||
-	    (rc = linear(g, f, C, proj_std, pre, "mlp.c_proj", &res[1])) < 0 ||
+	    (rc = linear(g, c, f, C, proj_std, 'r', 0, pre, "mlp.c_proj", &res[1])) < 0 ||
 	    (rc = _sf_decoder_node(g, "add", res, 2, NULL, 0, pre, "residual2", x)) < 0)
 		return rc;
 	return sf_graph_unit_end(g);

@@ -119,6 +119,7 @@ static const struct knob knobs[] = {
     INT_KNOB("SHARDFLOW_FLIGHT_RECORD", flight_record, 0, 65536, SF_DEFAULT_FLIGHT_RECORD, false),
     CHOICE_KNOB("SHARDFLOW_GPU_MATH", gpu_math, gpu_math_names, SF_GPU_MATH_FP32, false),
     CHOICE_KNOB("SHARDFLOW_SPLIT_BACKWARD", split_backward, onoff_names, 0, true),
+    INT_KNOB("SHARDFLOW_TP", tp, 1, SF_MAX_TP, 1, false),
 };
 #define NKNOBS (sizeof knobs / sizeof knobs[0])
 _Static_assert(NKNOBS <= 32, "a knob's bit in a uint32_t mask");

@@ -189,11 +189,16 @@ SF_API int sf_model_forward(sf_model *m, const char *node, const struct sf_batch
 		              "%s: out must hold samples x rows x width = %d x %zu x %zu floats "
 		              "(n is %zu)",
 		              fn, samples, T, dim, n);
-	int N = m->nranks, most = (m->B_global + N - 1) / N;
+	if (m->nodes[id].tp_out_split)
+		return SF_ERR(SF_ERR_INVALID,
+		              "%s: node \"%s\"'s activation is split over the %d TP ranks "
+		              "(SHARDFLOW_TP); ask for a node after its linear_row",
+		              fn, node, m->tp);
+	int N = m->dp_size, most = (m->B_global + N - 1) / N;
 	size_t per = (size_t)most * T * dim; /* floats of the largest slice */
 	SF_CHECK(pass_alloc(m, &pb, fn));
 	piece = calloc(per + 1, sizeof(float));
-	all = calloc(per * (size_t)N + 1, sizeof(float));
+	all = calloc(per * (size_t)m->nranks + 1, sizeof(float));
 	if (!piece || !all) {
 		rc = SF_ERR(SF_ERR_NOMEM, "%s: out of memory", fn);
 		goto fail;
@@ -206,12 +211,12 @@ SF_API int sf_model_forward(sf_model *m, const char *node, const struct sf_batch
 		memcpy(piece, s->act, m->rows_local * dim * sizeof(float));
 		starpu_data_release(s->h_act);
 		SF_CHECK(m->comm->ops->allgather_bytes(m->comm, piece, per * sizeof(float), all));
-		for (int r = 0; r < N; r++) { /* rank r's samples of the pass, the real ones */
+		for (int r = 0; r < N; r++) { /* dp rank r's samples of the pass, the real ones */
 			int first, count;
 			slice_of(m->B_global, N, r, &first, &count);
 			int s0 = p * m->B_global + first;
 			int real = samples - s0 < 0 ? 0 : samples - s0 < count ? samples - s0 : count;
-			memcpy(out + (size_t)s0 * T * dim, all + (size_t)r * per,
+			memcpy(out + (size_t)s0 * T * dim, all + (size_t)r * m->tp * per,
 			       (size_t)real * T * dim * sizeof(float));
 		}
 	}
@@ -268,7 +273,7 @@ SF_API int sf_model_evaluate(sf_model *m, const struct sf_batch *x, int samples,
 	}
 	SF_CHECK(m->comm->ops->allgather_bytes(m->comm, mine, sizeof mine, sums));
 	double total = 0.0, counted = 0.0; /* in rank order: the same sum on every rank */
-	for (int r = 0; r < m->nranks; r++)
+	for (int r = 0; r < m->nranks; r += m->tp) /* a TP group's first rank counts */
 		total += sums[2 * r], counted += sums[2 * r + 1];
 	/* the mean over the rows that count (cross-entropy) or over every element */
 	if (counted == 0.0) {

@@ -49,8 +49,8 @@ static int check_options(const struct sf_model_options *o, int nranks)
 {
 	if (o->batch < nranks)
 		return SF_ERR(SF_ERR_INVALID,
-		              "sf_model_create: batch %d is smaller than the %d ranks; "
-		              "every rank needs at least one row",
+		              "sf_model_create: batch %d is smaller than the %d data-parallel "
+		              "ranks; every rank needs at least one row",
 		              o->batch, nranks);
 	if ((int)o->optimizer < 0 || o->optimizer >= SF_OPT_COUNT)
 		return SF_ERR(SF_ERR_INVALID,
@@ -397,6 +397,12 @@ static size_t len_rep(const struct sf_model *m) /* the replica ring's copy and b
 	return m->nrep > 1 ? ((size_t)m->nrep + 1) * q : 0;
 }
 
+static size_t len_tp(const struct sf_model *m) /* the TP ring's copy and block */
+{
+	size_t q = (m->tp_max + (size_t)m->tp - 1) / (size_t)m->tp;
+	return m->tp > 1 && m->tp_max ? ((size_t)m->tp + 1) * q : 0;
+}
+
 #define NO_HANDLES SIZE_MAX
 static const struct model_buf {
 	size_t buf;     /* offsetof(struct sf_model, the float *) */
@@ -418,6 +424,8 @@ static const struct model_buf {
      "the bf16 gather buffer"},
     {offsetof(struct sf_model, rep_scratch), NO_HANDLES, n_one, len_rep, VEC_BUFFERS,
      "the all-reduce buffer across nodes"},
+    {offsetof(struct sf_model, tp_scratch), NO_HANDLES, n_one, len_tp, VEC_BUFFERS,
+     "the tensor-parallel all-reduce buffer"},
 };
 #define NMODEL_BUFS (sizeof model_bufs / sizeof model_bufs[0])
 
@@ -608,6 +616,20 @@ int _sf_unit_set_lr_scale(struct sf_model *m, int u, size_t off, size_t count, f
 	return opt_runs(m, u);
 }
 
+/* Node n's info with the whole layer's shapes (its graph's), for its initialisation
+ * and its tensors' whole names and shapes */
+static void tp_whole_info(const struct sf_model *m, int n, struct sf_layer_info *li)
+{
+	const struct _sf_node *nd = &m->gnodes[n];
+	*li = m->nodes[n].info;
+	for (int i = 0; i < li->nin; i++)
+		if (!li->in_int[i])
+			li->in_dim[i] = m->nodes[nd->in[i]].whole_dim;
+	li->out_dim = m->nodes[n].whole_dim;
+	li->nparams = m->nodes[n].whole_nparams;
+	li->tp_split = 0;
+}
+
 /* Parameters of unit u, initialised identically on every rank and world size: each
  * node's slice from a stream named by the seed and the node's index. */
 static int init_unit(struct sf_model *m, int u)
@@ -630,7 +652,25 @@ static int init_unit(struct sf_model *m, int u)
 			continue;
 		struct sf_rng rng = {m->opt.seed * 0x9E3779B97F4A7C15ull ^
 		                     (0xD1B54A32D192ED03ull * (uint64_t)(n + 1))};
-		nd->type->type.init(&m->nodes[n].info, &rng, full + m->nodes[n].info.param_offset);
+		float *mine = full + m->nodes[n].info.param_offset;
+		if (m->tp == 1 || nd->nparams == m->nodes[n].whole_nparams) {
+			nd->type->type.init(&m->nodes[n].info, &rng, mine);
+			continue;
+		}
+		/* a TP slice: the whole layer drawn as on one rank, this rank's slice kept */
+		struct sf_layer_info whole;
+		tp_whole_info(m, n, &whole);
+		float *w = malloc(whole.nparams * sizeof(float));
+		if (!w) {
+			munmap(full, bytes);
+			return SF_ERR(SF_ERR_NOMEM,
+			              "sf_model_create: out of memory for node \"%s\"'s %zu "
+			              "initial parameters",
+			              nd->name, whole.nparams);
+		}
+		nd->type->type.init(&whole, &rng, w);
+		_sf_tp_params(nd, &whole, m->tp, m->tp_rank, w, mine, true);
+		free(w);
 	}
 	if (un->full)
 		memcpy(un->full, full, un->P * sizeof(float));
@@ -640,6 +680,66 @@ static int init_unit(struct sf_model *m, int u)
 		memcpy(un->shard, full + lo, n * sizeof(float));
 	}
 	munmap(full, bytes);
+	return SF_OK;
+}
+
+/* Appends [lo, hi) of the unit's vector, within the window [wlo, whi) this rank
+ * counts, to its runs, as runs of the buffer the norm reads (element `base` of the
+ * vector at its element 0); an empty intersection adds nothing, and a run touching
+ * the previous one joins it. */
+static void tp_seg_add(struct _sf_unit *u, size_t lo, size_t hi, size_t wlo, size_t whi,
+                       size_t base)
+{
+	lo = lo > wlo ? lo : wlo;
+	hi = hi < whi ? hi : whi;
+	if (lo >= hi)
+		return;
+	struct _sf_seg *last = u->nsq_segs ? &u->sq_segs[u->nsq_segs - 1] : NULL;
+	if (last && last->off + last->n == lo - base) {
+		last->n += hi - lo;
+		return;
+	}
+	u->sq_segs[u->nsq_segs++] = (struct _sf_seg){lo - base, hi - lo};
+}
+
+/* Clipping with TP: the runs of unit k's gradient this rank counts in the global norm.
+ * A linear_col's parameters and a linear_row's weight are this TP rank's slice (each
+ * counted by its own rank); the rest (a row's bias, the norms, embeddings) every TP
+ * rank holds alike, and only TP rank 0 counts it. Within this rank's shard, or its
+ * block of the unit (sharding none), as the sqnorm task reads it. */
+static int tp_norm_segs(struct sf_model *m, int k)
+{
+	struct _sf_unit *u = &m->units[k];
+	size_t wlo, wn, base = 0; /* sharding none: the unit's whole gradient is read */
+	if (m->cfg.sharding == SF_SHARD_NONE)
+		_sf_unit_block(m, k, &wlo, &wn);
+	else
+		wlo = base = (size_t)m->shard_rank * u->S, wn = u->S;
+	size_t whi = wlo + wn, nodes = (size_t)(u->last - u->first + 1);
+	u->sq_segs = calloc(2 * nodes + 1, sizeof *u->sq_segs);
+	if (!u->sq_segs)
+		return SF_ERR(SF_ERR_NOMEM, "sf_model_create: out of memory");
+	for (int n = u->first; n <= u->last; n++) {
+		const struct _sf_node *nd = &m->gnodes[n];
+		const struct sf_layer_info *li = &m->nodes[n].info;
+		if (m->nodes[n].unit != k || nd->tied_to >= 0 || !nd->nparams)
+			continue;
+		size_t lo = li->param_offset, hi = lo + nd->nparams, mine = lo;
+		enum _sf_tp_kind kind = nd->type->tp;
+		if (kind == SF_TP_COL)
+			mine = hi;
+		else if (kind == SF_TP_ROW)
+			mine = lo + (size_t)li->out_dim * (size_t)li->in_dim[0];
+		tp_seg_add(u, lo, mine, wlo, whi, base);
+		if (m->tp_rank == 0)
+			tp_seg_add(u, mine, hi, wlo, whi, base);
+	}
+	if (u->nsq_segs == 0) /* nothing counted here: one empty run, sum 0 */
+		u->sq_segs[u->nsq_segs++] = (struct _sf_seg){0, 0};
+	u->sqv = calloc((size_t)u->nsq_segs, sizeof *u->sqv);
+	if (!u->sqv)
+		return SF_ERR(SF_ERR_NOMEM, "sf_model_create: out of memory");
+	reg(&u->h_sq, u->sqv, (size_t)u->nsq_segs, sizeof(double));
 	return SF_OK;
 }
 
@@ -672,6 +772,8 @@ static int size_unit(struct sf_model *m, int k, size_t *off)
 	    .max_resident = &m->max_resident,
 	};
 	unit_names(u);
+	if (m->tp > 1)
+		return tp_norm_segs(m, k);
 	reg(&u->h_sq, &u->sq, 1, sizeof(double));
 	return SF_OK;
 }
@@ -683,6 +785,10 @@ static int size_units(struct sf_model *m)
 	for (int k = 0; k < m->nunits; k++)
 		SF_CHECK(size_unit(m, k, &off));
 	m->nparams_total = off;
+	m->nparams_whole = 0; /* with TP, every rank's slices together */
+	for (int n = 0; n < m->nnodes; n++)
+		if (m->nodes[n].unit >= 0 && m->gnodes[n].tied_to < 0)
+			m->nparams_whole += m->nodes[n].whole_nparams;
 fail:
 	return rc;
 }
@@ -725,6 +831,61 @@ static int copy_nodes(struct sf_model *m, const sf_graph *g)
 	return SF_OK;
 }
 
+/* Tensor parallelism: node n's shapes on this rank (layers/tp.c), its gnodes entry
+ * made this rank's (dim, nparams), the whole ones kept; which all-reduces it has. */
+static int tp_shapes(struct sf_model *m, int n)
+{
+	struct _sf_node *nd = &m->gnodes[n];
+	struct _sf_node_state *s = &m->nodes[n];
+	bool in_split[SF_MAX_INPUTS] = {false};
+	int in_local[SF_MAX_INPUTS], out_local;
+	size_t np_local;
+	int nin = nd->kind == SF_NODE_LAYER || nd->kind == SF_NODE_LOSS ? nd->nin : 0;
+	s->whole_dim = nd->dim;
+	s->whole_nparams = nd->nparams;
+	for (int i = 0; i < nin; i++)
+		in_split[i] = m->nodes[nd->in[i]].tp_out_split;
+	/* the inputs' whole widths: tp.c reads them from the nodes it is given */
+	struct _sf_node *whole = malloc((size_t)(n + 1) * sizeof *whole);
+	if (!whole)
+		return SF_ERR(SF_ERR_NOMEM, "sf_model_create: out of memory");
+	memcpy(whole, m->gnodes, (size_t)(n + 1) * sizeof *whole);
+	for (int k = 0; k < n; k++)
+		whole[k].dim = m->nodes[k].whole_dim;
+	int rc = _sf_tp_local(whole, n, m->tp, in_split, in_local, &out_local, &np_local,
+	                      &s->tp_out_split);
+	free(whole);
+	if (rc < 0)
+		return rc; /* tp.c's message names the node */
+	nd->dim = out_local;
+	if (nd->tied_to < 0)
+		nd->nparams = np_local;
+	enum _sf_tp_kind kind = nd->kind == SF_NODE_LAYER ? nd->type->tp : SF_TP_NONE;
+	s->tp_fwd_ar = m->tp > 1 && kind == SF_TP_ROW;
+	s->tp_bwd_ar = m->tp > 1 && kind == SF_TP_COL; /* if its input gradient is wanted */
+	return SF_OK;
+}
+
+/* Tensor parallelism, once the gradients are planned: a linear_col whose input
+ * gradient is wanted writes it (a partial sum) into its own buffer, overwriting; its
+ * all-reduce then writes or adds it where the plan said the node would. */
+static void tp_plan(struct sf_model *m)
+{
+	for (int n = 0; n < m->nnodes && m->tp > 1; n++) {
+		struct _sf_node_state *s = &m->nodes[n];
+		if (s->tp_bwd_ar && !s->bwd_info.need_dinput[0])
+			s->tp_bwd_ar = false;
+		if (s->tp_bwd_ar) {
+			s->tp_comm.tp_acc = s->bwd_info.accumulate[0];
+			s->bwd_info.accumulate[0] = 0;
+		}
+		size_t n_ar = s->tp_fwd_ar ? (size_t)s->info.out_dim
+		              : s->tp_bwd_ar ? (size_t)s->info.in_dim[0] : 0;
+		if (n_ar * m->rows_local > m->tp_max)
+			m->tp_max = n_ar * m->rows_local;
+	}
+}
+
 static void fill_info(struct sf_model *m, int n)
 {
 	const struct _sf_node *nd = &m->gnodes[n];
@@ -744,15 +905,23 @@ static void fill_info(struct sf_model *m, int n)
 	li->config = nd->config;
 	li->config_size = nd->config_size;
 	li->layer_index = n;
+	li->tp_size = m->tp;
+	li->tp_rank = m->tp_rank;
+	li->tp_split = m->nodes[n].tp_out_split;
+	for (int i = 0; i < li->nin; i++)
+		li->tp_split |= m->nodes[nd->in[i]].tp_out_split;
 	if (nd->kind == SF_NODE_LAYER && nd->type->type.saved_floats)
 		li->nsaved = nd->type->type.saved_floats(li);
 }
 
 /* A node's shape, names and place among the inputs (its buffers: alloc_node). */
-static void build_node(struct sf_model *m, int n)
+static int build_node(struct sf_model *m, int n)
 {
-	const struct _sf_node *nd = &m->gnodes[n];
+	struct _sf_node *nd = &m->gnodes[n];
 	struct _sf_node_state *s = &m->nodes[n];
+	int rc = tp_shapes(m, n);
+	if (rc < 0)
+		return rc;
 	fill_info(m, n);
 	if (nd->kind == SF_NODE_INPUT)
 		m->input_nodes[m->ninputs++] = n;
@@ -766,6 +935,8 @@ static void build_node(struct sf_model *m, int n)
 	char dw[SF_NAME_MAX + 4];
 	snprintf(dw, sizeof dw, "%s.dW", nd->name);
 	task_name(s->dw_name, sizeof s->dw_name, "bwd", dw, type, n);
+	task_name(s->tp_name, sizeof s->tp_name, "tp_ar", nd->name, type, n);
+	return SF_OK;
 }
 
 static int build_nodes(struct sf_model *m, const sf_graph *g)
@@ -773,7 +944,7 @@ static int build_nodes(struct sf_model *m, const sf_graph *g)
 	int rc = SF_OK;
 	SF_CHECK(copy_nodes(m, g));
 	for (int n = 0; n < g->n; n++)
-		build_node(m, n);
+		SF_CHECK(build_node(m, n));
 fail:
 	return rc;
 }
@@ -792,7 +963,8 @@ static size_t node_floats(const struct sf_model *m, int n)
 		return m->rows_local;
 	if (nd->kind == SF_NODE_INPUT)
 		return cnt;
-	return nd->kind == SF_NODE_LAYER ? 2 * cnt + s->info.nsaved : 0;
+	size_t tp = s->tp_bwd_ar ? m->rows_local * (size_t)s->info.in_dim[0] : 0;
+	return nd->kind == SF_NODE_LAYER ? 2 * cnt + s->info.nsaved + tp : 0;
 }
 
 /* The buffers recomputed activations share (SHARDFLOW_RECOMPUTE=units). */
@@ -848,6 +1020,11 @@ static int alloc_node(struct sf_model *m, int n)
 		SF_CHECK(alloc_task_only(&s->saved, s->info.nsaved, "a saved buffer"));
 		reg(&s->h_saved, s->saved, s->info.nsaved, sizeof(float));
 	}
+	if (s->tp_bwd_ar) { /* a linear_col's partial input gradient */
+		size_t nt = m->rows_local * (size_t)s->info.in_dim[0];
+		SF_CHECK(alloc_task_only(&s->tpbuf, nt, "a tensor-parallel input gradient"));
+		reg(&s->h_tpbuf, s->tpbuf, nt, sizeof(float));
+	}
 	m->act_bytes += node_floats(m, n) * sizeof(float);
 fail:
 	return rc;
@@ -893,6 +1070,18 @@ static int build_buffers(struct sf_model *m)
 		m->units[i].comm.param16 = m->cfg.param_dtype == SF_DTYPE_BF16 && !fp32;
 		m->units[i].comm.reduce16 = m->cfg.reduce_dtype == SF_DTYPE_BF16 && !fp32;
 		m->units[i].comm.stage16 = (uint16_t *)m->stage16;
+	}
+	for (int n = 0; n < m->nnodes; n++) {
+		struct _sf_node_state *ns = &m->nodes[n];
+		bool acc = ns->tp_comm.tp_acc;
+		ns->tp_comm = (struct _sf_comm_args){
+		    .comm = m->comm,
+		    .unit = m->gnodes[n].name,
+		    .acct = &m->comm_acct,
+		    .P = m->rows_local * (size_t)(ns->tp_fwd_ar ? ns->info.out_dim : ns->info.in_dim[0]),
+		    .tp_scratch = m->tp_scratch,
+		    .tp_acc = acc,
+		};
 	}
 	starpu_void_data_register(&m->h_order);
 	reg(&m->h_noparams, &m->noparams, 1, sizeof(float));
@@ -1036,7 +1225,7 @@ SF_API int sf_model_create(sf_context *ctx, const sf_graph *g, const struct sf_m
 		sf_model_options_init(&defaults);
 		o = &defaults;
 	}
-	SF_CHECK(check_options(o, ctx->size));
+	SF_CHECK(check_options(o, ctx->size / ctx->comm->tp_size));
 	struct sf_config cfg;
 	SF_CHECK(_sf_config_for_model(ctx, o->config, &cfg));
 	SF_CHECK(check_dtypes(ctx, &cfg));
@@ -1053,6 +1242,10 @@ SF_API int sf_model_create(sf_context *ctx, const sf_graph *g, const struct sf_m
 	m->lr = o->lr;
 	m->nranks = ctx->size;
 	m->rank = ctx->rank;
+	m->tp = ctx->comm->tp_size;
+	m->tp_rank = ctx->comm->tp_rank;
+	m->dp_size = m->nranks / m->tp;
+	m->dp_rank = m->rank / m->tp;
 	m->shard_size = ctx->comm->shard_size;
 	m->shard_rank = ctx->comm->shard_rank;
 	m->nrep = ctx->comm->rep_size;
@@ -1060,9 +1253,9 @@ SF_API int sf_model_create(sf_context *ctx, const sf_graph *g, const struct sf_m
 	m->labels_node = g->labels;
 	m->T = g->seq_len;
 	m->B_global = o->batch;
-	int base = o->batch / m->nranks, extra = o->batch % m->nranks;
-	m->B_local = base + (m->rank < extra);
-	m->row0 = m->rank * base + (m->rank < extra ? m->rank : extra);
+	int base = o->batch / m->dp_size, extra = o->batch % m->dp_size, r = m->dp_rank;
+	m->B_local = base + (r < extra);
+	m->row0 = r * base + (r < extra ? r : extra);
 	m->rows_local = (size_t)m->B_local * (size_t)m->T;
 	atomic_init(&m->resident, 0);
 	atomic_init(&m->max_resident, 0);
@@ -1080,6 +1273,7 @@ SF_API int sf_model_create(sf_context *ctx, const sf_graph *g, const struct sf_m
 	SF_CHECK(_sf_plan_gradients(m));
 	SF_CHECK(_sf_plan_recompute(m));
 	_sf_plan_split_backward(m);
+	tp_plan(m);
 	SF_CHECK(size_units(m));
 	SF_CHECK(check_memory(m));
 	SF_CHECK(alloc_nodes(m));
@@ -1096,7 +1290,7 @@ SF_API int sf_model_create(sf_context *ctx, const sf_graph *g, const struct sf_m
 	_sf_log(SF_LOG_INFO,
 	        "model \"%s\": %d units, %zu parameters, batch %d (%d local samples of %d "
 	        "rows), sharding %s, ring %d",
-	        g->name, m->nunits, m->nparams_total, m->B_global, m->B_local, m->T,
+	        g->name, m->nunits, m->nparams_whole, m->B_global, m->B_local, m->T,
 	        _sf_sharding_names[m->cfg.sharding], m->R);
 	*out = m;
 	return SF_OK;
@@ -1132,6 +1326,8 @@ SF_API int sf_model_destroy(sf_model *m)
 		unreg(&m->nodes[n].h_act);
 		unreg(&m->nodes[n].h_dact);
 		unreg(&m->nodes[n].h_saved);
+		unreg(&m->nodes[n].h_tpbuf);
+		free_task_only(m->nodes[n].tpbuf);
 		if (m->gnodes[n].kind == SF_NODE_LAYER) {
 			free_task_only(m->nodes[n].act);
 			free_task_only(m->nodes[n].dact);
@@ -1144,6 +1340,8 @@ SF_API int sf_model_destroy(sf_model *m)
 		struct _sf_unit *u = &m->units[i];
 		unit_vecs_release(m, u);
 		unreg(&u->h_sq);
+		free(u->sq_segs);
+		free(u->sqv);
 		free(u->runs);
 		free(u->lr);
 	}
@@ -1174,6 +1372,17 @@ SF_API int sf_model_destroy(sf_model *m)
 	return rc;
 }
 
+int _sf_model_tp_refuse(const struct sf_model *m, const char *fn)
+{
+	if (!m || m->tp == 1)
+		return SF_OK;
+	return SF_ERR(SF_ERR_CONFIG,
+	              "%s: not yet with SHARDFLOW_TP=%d (each rank holds its slice of the "
+	              "tensor-parallel layers, and the reassembly of whole tensors is not "
+	              "built); accepted: SHARDFLOW_TP=1",
+	              fn, m->tp);
+}
+
 SF_API int sf_model_local_rows(const sf_model *m, int *first, int *rows)
 {
 	if (!m || (!first && !rows))
@@ -1189,7 +1398,7 @@ SF_API int sf_model_param_count(const sf_model *m, size_t *n)
 {
 	if (!m || !n)
 		return SF_ERR(SF_ERR_INVALID, "sf_model_param_count: NULL model or output");
-	*n = m->nparams_total;
+	*n = m->nparams_whole;
 	return SF_OK;
 }
 
@@ -1206,18 +1415,69 @@ SF_API int sf_model_set_lr(sf_model *m, float lr)
 	return SF_OK;
 }
 
+/* The whole model's parameters a model of SHARDFLOW_TP > 1 holds in slices: for each
+ * unit, every rank's shard (or whole vector, sharding none) over the world; TP place t's
+ * unit vector is the blocks of ranks t, t + K, ...; each node's whole parameters are
+ * the K places' slices put together (layers/tp.c). Collective. */
+static int tp_params_get(struct sf_model *m, float *dst)
+{
+	int rc = SF_OK, K = m->tp;
+	bool none = m->cfg.sharding == SF_SHARD_NONE;
+	size_t blk = none ? m->largest_P : m->largest_NS / (size_t)m->shard_size;
+	float *tmp = NULL, *loc = NULL;
+	SF_CHECK(alloc_floats(&tmp, blk * (size_t)m->nranks, "sf_model_params_get"));
+	SF_CHECK(alloc_floats(&loc, m->largest_NS > m->largest_P ? m->largest_NS : m->largest_P,
+	                      "sf_model_params_get"));
+	size_t woff = 0;
+	for (int i = 0; i < m->nunits; i++) {
+		struct _sf_unit *u = &m->units[i];
+		size_t b = none ? u->P : u->S;
+		starpu_data_handle_t h = none ? u->h_full : u->h_shard;
+		SF_CHECK(_sf_data_acquire(h, STARPU_R));
+		int grc = m->comm->ops->allgather_bytes(m->comm, none ? u->full : u->shard,
+		                                        b * sizeof(float), tmp);
+		starpu_data_release(h);
+		SF_CHECK(grc);
+		for (int t = 0; t < K; t++) {
+			for (int j = 0; j < m->dp_size && !none; j++) /* shard j of place t */
+				memcpy(loc + (size_t)j * b, tmp + ((size_t)j * K + t) * b, b * sizeof(float));
+			if (none)
+				memcpy(loc, tmp + (size_t)t * b, b * sizeof(float));
+			size_t nw = woff;
+			for (int n = u->first; n <= u->last; n++) {
+				const struct _sf_node *nd = &m->gnodes[n];
+				if (m->nodes[n].unit != i || nd->tied_to >= 0 || !nd->nparams)
+					continue;
+				struct sf_layer_info wi;
+				tp_whole_info(m, n, &wi);
+				_sf_tp_params(nd, &wi, K, t, dst + nw, loc + m->nodes[n].info.param_offset,
+				              false);
+				nw += wi.nparams;
+			}
+			if (t == K - 1)
+				woff = nw;
+		}
+	}
+fail:
+	free(tmp);
+	free(loc);
+	return rc;
+}
+
 SF_API int sf_model_params_get(sf_model *m, float *dst, size_t n)
 {
 	int rc = SF_OK;
 	float *tmp = NULL;
 	if (!m || !dst)
 		return SF_ERR(SF_ERR_INVALID, "sf_model_params_get: NULL model or destination");
-	if (n != m->nparams_total)
+	if (n != m->nparams_whole)
 		return SF_ERR(SF_ERR_INVALID,
 		              "sf_model_params_get: n is %zu, the model has %zu "
 		              "parameters (sf_model_param_count)",
-		              n, m->nparams_total);
+		              n, m->nparams_whole);
 	SF_CHECK(sf_model_sync(m));
+	if (m->tp > 1)
+		return tp_params_get(m, dst);
 	/* every rank's shard: the first node's ranks hold the whole vector in order
 	 * (hybrid: the other nodes hold the same shards again) */
 	if (m->cfg.sharding != SF_SHARD_NONE)

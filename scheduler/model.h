@@ -16,6 +16,7 @@
 #include "scheduler/runtime.h"
 #include "tasks/comm.h"
 #include "tasks/comm_codelets.h"
+#include "tasks/grad.h"
 #include "tasks/optim.h"
 
 #include <starpu.h>
@@ -55,6 +56,12 @@ struct _sf_unit {
 	float *m, *v;     /* optimizer state, opt_n each (v: AdamW only) */
 	float *acc;       /* P: the micro-batches' local sum (SHARDFLOW_ACCUM_MODE=local) */
 	double sq;        /* this rank's share of the squared gradient norm (clipping) */
+	/* SHARDFLOW_TP > 1: the runs of its gradient buffer this rank counts in the norm
+	 * (a parameter every TP rank holds counts on TP rank 0 only), and their sums
+	 * (h_sq: nsq_segs doubles); 0 runs: sq, the shard's (or block's) whole sum */
+	struct _sf_seg *sq_segs;
+	int nsq_segs;
+	double *sqv;
 	struct _sf_opt_run *runs; /* the parameter groups' runs of [0, opt_n) (_sf_opt_args) */
 	int nruns;
 	struct _sf_lr_range *lr;  /* nlr tensors' learning-rate scales (not 1) */
@@ -94,6 +101,20 @@ struct _sf_node_state {
 	int dw_before;
 	struct sf_layer_info dw_info;
 	char dw_name[2 * SF_NAME_MAX + 40];
+	/* tensor parallelism (layers/tp.c): the graph's whole width and parameter count
+	 * (the node's gnodes entry holds this rank's), whether its output is split over
+	 * the TP group, and its activation all-reduce: a linear_row's output after its
+	 * forward, or a linear_col's input gradient, which its backward writes (a
+	 * partial sum) into tpbuf (rows x the input's width) to be summed into the
+	 * input's gradient (tp_comm.tp_acc: added to it) */
+	int whole_dim;
+	size_t whole_nparams;
+	bool tp_out_split;
+	bool tp_fwd_ar, tp_bwd_ar;
+	float *tpbuf;
+	starpu_data_handle_t h_tpbuf;
+	struct _sf_comm_args tp_comm;
+	char tp_name[2 * SF_NAME_MAX + 40];
 };
 
 /* Activation recompute: one position of a group of like segments, in one of its two
@@ -119,7 +140,12 @@ struct sf_model {
 	struct _sf_comm *comm;
 	struct sf_config cfg;
 	struct sf_model_options opt;
-	int nranks, rank; /* the world: the batch is split over it */
+	int nranks, rank; /* the world */
+	/* SHARDFLOW_TP: K ranks of a TP group, this rank's place in it; the data-parallel
+	 * ranks (world / K, this rank's rank / K): the batch is split over them */
+	int tp, tp_rank, dp_size, dp_rank;
+	size_t tp_max; /* floats of the largest activation a TP all-reduce sums */
+	float *tp_scratch; /* the TP ring's copy and block (tp_comm.tp_scratch) */
 	int shard_size, shard_rank; /* the shard group (the world, or a node with hybrid sharding) */
 	int nrep;         /* replicas of each shard (hybrid: nodes; else 1) */
 	int nnodes;
@@ -137,6 +163,7 @@ struct sf_model {
 	int *bwd_order; /* units in the order the backward pass first meets them */
 	int width;      /* most units in use at once (1 for a chain) */
 	size_t nparams_total, largest_P, largest_NS;
+	size_t nparams_whole; /* the model's (with TP: nparams_total is this rank's slices') */
 	int T;                           /* rows per sample */
 	int B_global, B_local, row0;     /* samples */
 	int sample_base;                 /* messages: the pass's first sample (infer.c) */
@@ -270,5 +297,16 @@ int _sf_unit_set_params(struct sf_model *m, int u, size_t off, size_t count, con
 /* Sets the learning-rate scale of unit u's parameters [off, off + count) (a tensor) and
  * rebuilds the unit's optimizer runs. After sf_model_sync(). */
 int _sf_unit_set_lr_scale(struct sf_model *m, int u, size_t off, size_t count, float scale);
+
+/* Tensor parallelism's limit for now: what reads or writes the parameters as whole
+ * tensors (checkpoints, safetensors, tensors by name, the flat vector) is refused
+ * with SHARDFLOW_TP > 1, saying so; SF_OK otherwise. */
+int _sf_model_tp_refuse(const struct sf_model *m, const char *fn);
+#define SF_TP_REFUSE(m, fn)                                                                        \
+	do {                                                                                       \
+		int tp_rc_ = _sf_model_tp_refuse((m), (fn));                                       \
+		if (tp_rc_ < 0)                                                                    \
+			return tp_rc_;                                                             \
+	} while (0)
 
 #endif

@@ -116,9 +116,15 @@ static int submit_fwd_named(struct sf_model *m, int n, const char *name, enum _s
 	starpu_data_handle_t in[SF_MAX_INPUTS];
 	for (int i = 0; i < nd->nin; i++)
 		in[i] = m->nodes[nd->in[i]].h_act;
-	return _sf_submit_layer_fwd(nd->type, &s->info,
-	                            s->unit >= 0 ? param_handle(m, s->unit) : NULL, in, nd->nin,
-	                            s->h_act, s->h_saved, name, traced(m, name, kind, n));
+	int rc = _sf_submit_layer_fwd(nd->type, &s->info,
+	                              s->unit >= 0 ? param_handle(m, s->unit) : NULL, in, nd->nin,
+	                              s->h_act, s->h_saved, name, traced(m, name, kind, n));
+	if (rc < 0 || !s->tp_fwd_ar)
+		return rc;
+	/* a linear_row's partial outputs, summed over the TP group in place */
+	return _sf_submit_tp_allreduce(&s->tp_comm, m->h_order, s->h_act, NULL,
+	                               m->ctx->comm_worker, s->tp_name,
+	                               traced(m, s->tp_name, SF_EV_TP_AR, n));
 }
 
 /* A node's backward task, or its input-gradient half (a split backward: dw_before >= 0,
@@ -148,9 +154,18 @@ static int submit_bwd_part(struct sf_model *m, int n, starpu_data_handle_t grad,
 	}
 	if (dw) /* after the other units' backward, which ends writing this node's dout */
 		after = m->nodes[s->dw_before].h_dact;
-	return _sf_submit_layer_bwd(nd->type, li, params, in, nd->nin, s->h_act, s->h_dact,
-	                            s->h_saved, din, dparams, first, after, name,
-	                            traced(m, name, SF_EV_BWD, n));
+	bool tp = s->tp_bwd_ar && !dw;
+	if (tp) /* a linear_col's partial input gradient: into its own buffer first */
+		din[0] = s->h_tpbuf;
+	int rc = _sf_submit_layer_bwd(nd->type, li, params, in, nd->nin, s->h_act, s->h_dact,
+	                              s->h_saved, din, dparams, first, after, name,
+	                              traced(m, name, SF_EV_BWD, n));
+	if (rc < 0 || !tp)
+		return rc;
+	/* summed over the TP group, then written (or added) where the input's gradient is */
+	return _sf_submit_tp_allreduce(&s->tp_comm, m->h_order, s->h_tpbuf,
+	                               m->nodes[nd->in[0]].h_dact, m->ctx->comm_worker, s->tp_name,
+	                               traced(m, s->tp_name, SF_EV_TP_AR, n));
 }
 
 static int submit_bwd(struct sf_model *m, int n, starpu_data_handle_t grad)
@@ -269,7 +284,7 @@ static int submit_opt(struct sf_model *m, int u, starpu_data_handle_t g)
 static int submit_sqnorm(struct sf_model *m, int u, starpu_data_handle_t g)
 {
 	struct _sf_unit *un = &m->units[u];
-	struct _sf_grad_args a = {.off = 0, .n = un->S};
+	struct _sf_grad_args a = {.off = 0, .n = un->S, .segs = un->sq_segs, .nsegs = un->nsq_segs};
 	if (m->cfg.sharding == SF_SHARD_NONE)
 		_sf_unit_block(m, u, &a.off, &a.n);
 	return _sf_submit_grad_sqnorm(g, un->h_sq, a, un->sq_name,
@@ -617,7 +632,9 @@ int _sf_stage_batch(struct sf_model *m, const struct sf_batch *b, bool labels, c
 	int crc = check_batch(m, b, labels, fn);
 	if (crc == SF_OK)
 		crc = check_finite(m, b, fn);
-	int64_t counted = crc == SF_OK && labels ? counted_rows(m, b->labels) : 0;
+	/* (the K ranks of a TP group hold the same rows: the first one counts them) */
+	int64_t counted =
+	    crc == SF_OK && labels && m->tp_rank == 0 ? counted_rows(m, b->labels) : 0;
 	SF_CHECK(_sf_comm_agree_sum(m->comm, crc, fn, &counted));
 	for (int i = 0; i < m->ninputs; i++) {
 		struct _sf_node_state *s = &m->nodes[m->input_nodes[i]];

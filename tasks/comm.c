@@ -51,10 +51,21 @@ int _sf_comm_create(const struct _sf_comm_ops *ops, const struct sf_config *cfg,
 	c->ops = ops;
 	c->hybrid = cfg->sharding == SF_SHARD_HYBRID;
 	c->node_req = cfg->node_size;
+	c->tp_req = cfg->tp > 1 ? cfg->tp : 1;
 	c->chunk = (size_t)cfg->comm_chunk / sizeof(float);
 	c->timeout = (double)cfg->comm_timeout;
+	c->tp_rank = 0, c->tp_size = 1;
 	int rc = ops->init(c, argc, argv);
 	if (rc < 0) {
+		free(c);
+		return rc;
+	}
+	if (c->tp_req > 1 && (c->tp_size != c->tp_req || !ops->tp_all_reduce)) { /* no TP here */
+		rc = SF_ERR(SF_ERR_CONFIG,
+		            "SHARDFLOW_TP=%d: the %s backend has no tensor-parallel groups yet; "
+		            "accepted with it: SHARDFLOW_TP=1 (use SHARDFLOW_COMM=mpi for TP)",
+		            c->tp_req, ops->name);
+		ops->fini(c);
 		free(c);
 		return rc;
 	}

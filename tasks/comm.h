@@ -71,6 +71,11 @@ struct _sf_comm_ops {
 	 * same bits on every replica (a ring: each sum made once, then passed on).
 	 * scratch: (rep_size + 1) * ceil(n / rep_size) floats. */
 	int (*rep_all_reduce)(struct _sf_comm *c, float *v, size_t n, float *scratch);
+	/* Tensor parallelism (optional: NULL when the backend has none, and SHARDFLOW_TP
+	 * is then refused): v (n floats) = its sum over the TP group, the same bits on
+	 * every member (a ring, as rep_all_reduce). scratch: (tp_size + 1) *
+	 * ceil(n / tp_size) floats. */
+	int (*tp_all_reduce)(struct _sf_comm *c, float *v, size_t n, float *scratch);
 	/* v (n floats) = its sum over the ranks */
 	int (*all_reduce)(struct _sf_comm *c, float *v, size_t n);
 	/* *v = its sum over the ranks */
@@ -108,6 +113,11 @@ struct _sf_comm {
 	 * SHARDFLOW_SHARDING=hybrid: a node of `shard_size` consecutive ranks, and
 	 * rep_size = size / shard_size nodes. Set by init. */
 	int shard_rank, shard_size, rep_rank, rep_size;
+	/* The TP group: tp_size consecutive ranks (SHARDFLOW_TP; 1: none). With tp_size >
+	 * 1 the shard group is the world / tp_size ranks of the same place in every TP
+	 * group (shard_rank = rank / tp_size): the data-parallel ranks. Set by init. */
+	int tp_rank, tp_size;
+	int tp_req;     /* init's request: SHARDFLOW_TP */
 	bool hybrid;    /* init's request: SHARDFLOW_SHARDING=hybrid */
 	int node_req;   /* init's request: SHARDFLOW_NODE_SIZE (0: the machine's ranks) */
 	int node_k;     /* ranks per node as the accounting counts them (set by init):

@@ -182,11 +182,53 @@ static void rep_allreduce_run(void *buffers[], void *cl_arg)
 	         c->ops->rep_all_reduce(c, g, a->S, a->rep_scratch));
 }
 
-/* order[RW] loss[RW]: one double summed over ranks */
+/* Tensor parallelism: v (P floats) summed over the TP group, as a ring all-reduce
+ * (every member gets the same bits); with a destination, dst = v (or dst += v when
+ * a->tp_acc: another consumer of the layer's input wrote its gradient first).
+ *   tp_allreduce     : order[RW] v[RW]           (linear_row's partial outputs)
+ *   tp_allreduce_into: order[RW] v[RW] dst[RW]   (linear_col's partial input gradient) */
+static void tp_allreduce_sum(void *buffers[], struct _sf_comm_args *a)
+{
+	struct _sf_comm *c = a->comm;
+	float *v = (float *)STARPU_VECTOR_GET_PTR(buffers[1]);
+	if (a->acct && _sf_skip != SF_SKIP_COMM) /* a ring's sends: 2 (K - 1) blocks of P / K */
+		a->acct->bytes += 2.0 * (double)(c->tp_size - 1) / c->tp_size * (double)a->P *
+		                  sizeof(float);
+	if (_sf_skip == SF_SKIP_COMM)
+		return;
+	COMM_RUN(a, a, "tensor-parallel all-reduce", (double)a->P * sizeof(float),
+	         c->ops->tp_all_reduce(c, v, a->P, a->tp_scratch));
+}
+
+static void tp_allreduce_run(void *buffers[], void *cl_arg)
+{
+	tp_allreduce_sum(buffers, cl_arg);
+}
+
+static void tp_allreduce_into_run(void *buffers[], void *cl_arg)
+{
+	struct _sf_comm_args *a = cl_arg;
+	tp_allreduce_sum(buffers, a);
+	const float *v = (const float *)STARPU_VECTOR_GET_PTR(buffers[1]);
+	float *dst = (float *)STARPU_VECTOR_GET_PTR(buffers[2]);
+	if (!a->tp_acc) {
+		a->comm->ops->mem->copy(dst, v, a->P * sizeof(float));
+		return;
+	}
+	for (size_t i = 0; i < a->P; i++) /* a CPU comm worker's (TP: the MPI backend) */
+		dst[i] += v[i];
+}
+
+/* order[RW] loss[RW]: one double summed over ranks (with TP, the K members of a TP
+ * group computed the same loss: only the first one's counts) */
 static void loss_sum_run(void *buffers[], void *cl_arg)
 {
 	struct _sf_comm_args *a = cl_arg;
 	double *v = (double *)STARPU_VECTOR_GET_PTR(buffers[1]);
+	if (a->comm->tp_rank != 0) {
+		double zero = 0.0;
+		a->comm->ops->mem->from_host(v, &zero, sizeof zero);
+	}
 	if (_sf_skip == SF_SKIP_COMM)
 		return;
 	COMM_RUN(a, a, "all-reduce", (double)sizeof *v, a->comm->ops->sum_scalar(a->comm, v));
@@ -203,10 +245,12 @@ static void grad_norm_run(void *buffers[], void *cl_arg)
 	const struct _sf_comm_mem *mo = a.comm->comm->ops->mem;
 	double *clip = (double *)STARPU_VECTOR_GET_PTR(buffers[1]);
 	double sum = 0.0, part, out[2];
-	for (int u = 0; u < a.nunits; u++) {
-		mo->to_host(&part, (const double *)STARPU_VECTOR_GET_PTR(buffers[2 + u]),
-		            sizeof part);
-		sum += part;
+	for (int u = 0; u < a.nunits; u++) { /* its runs' sums (one, but with TP), in order */
+		const double *sq = (const double *)STARPU_VECTOR_GET_PTR(buffers[2 + u]);
+		for (size_t k = 0; k < STARPU_VECTOR_GET_NX(buffers[2 + u]); k++) {
+			mo->to_host(&part, sq + k, sizeof part);
+			sum += part;
+		}
 	}
 	if (_sf_skip != SF_SKIP_COMM) {
 		mo->from_host(clip, &sum, sizeof sum);
@@ -264,6 +308,10 @@ COMM_CODELET(_sf_cl_reduce_scatter, reduce_scatter, 3, STARPU_RW, STARPU_RW, STA
 COMM_CODELET(_sf_cl_allreduce, allreduce, 2, STARPU_RW, STARPU_RW);
 COMM_CODELET(_sf_cl_rep_allreduce, rep_allreduce, 2, STARPU_RW, STARPU_RW);
 COMM_CODELET(_sf_cl_loss_sum, loss_sum, 2, STARPU_RW, STARPU_RW);
+COMM_CODELET(_sf_cl_tp_allreduce, tp_allreduce, 2, STARPU_RW, STARPU_RW);
+COMM_CODELET(_sf_cl_tp_allreduce_into, tp_allreduce_into, 3, STARPU_RW, STARPU_RW, STARPU_RW);
+/* the same body, its destination overwritten (a->tp_acc 0) */
+COMM_CODELET(_sf_cl_tp_allreduce_set, tp_allreduce_into, 3, STARPU_RW, STARPU_RW, STARPU_W);
 COMM_CODELET(_sf_cl_grad_norm, grad_norm, STARPU_VARIABLE_NBUFFERS, 0);
 
 /* a compute codelet, where the unit's slot is: no data moves (CUDA builds: the GPU's
@@ -333,6 +381,18 @@ int _sf_submit_rep_allreduce(struct _sf_comm_args *a, starpu_data_handle_t order
 {
 	struct starpu_data_descr d[] = {{order, STARPU_RW}, {v, STARPU_RW}};
 	return SUBMIT_COMM(&_sf_cl_rep_allreduce, d, 2, a, worker, name, done);
+}
+
+int _sf_submit_tp_allreduce(struct _sf_comm_args *a, starpu_data_handle_t order,
+                            starpu_data_handle_t v, starpu_data_handle_t dst, int worker,
+                            const char *name, struct _sf_task_done done)
+{
+	struct starpu_data_descr d[] = {
+	    {order, STARPU_RW}, {v, STARPU_RW}, {dst, a->tp_acc ? STARPU_RW : STARPU_W}};
+	struct starpu_codelet *cl = !dst ? &_sf_cl_tp_allreduce
+	                            : a->tp_acc ? &_sf_cl_tp_allreduce_into
+	                                        : &_sf_cl_tp_allreduce_set;
+	return SUBMIT_COMM(cl, d, dst ? 3 : 2, a, worker, name, done);
 }
 
 int _sf_submit_loss_sum(struct _sf_comm_args *a, starpu_data_handle_t order,

@@ -12,6 +12,8 @@
  *   rs       : order[RW] grad[RW] gshard[W]             idem (pads grad with zeros)
  *   allreduce: order[RW] grad[RW]                       idem (sum of P floats, in place)
  *   loss_sum : order[RW] loss[RW]                       idem (sum of one double)
+ *   tp_ar    : order[RW] v[RW] (dst[W|RW])              idem (TP: an activation or its
+ *                                                        gradient summed over the TP group)
  *   grad_norm: order[RW] clip[W] sq_0 .. sq_{U-1}[R]     packed struct _sf_norm_args
  *              (clip = {norm, factor}: the units' squared norms summed, then over
  *              the ranks)
@@ -59,6 +61,11 @@ struct _sf_comm_args {
 	bool param16, reduce16;
 	uint16_t *stage16;
 	float *rep_scratch; /* hybrid: see rep_all_reduce */
+	/* tensor parallelism: a node's activation all-reduce over the TP group (P: its
+	 * floats; unit: the node's name): the ring's scratch (one per model), and for a
+	 * linear_col's input gradient whether it is added to the destination */
+	float *tp_scratch;
+	bool tp_acc;
 };
 
 /* The gradient norm's arguments (packed by value: the scale changes per step). */
@@ -80,6 +87,9 @@ extern struct starpu_codelet _sf_cl_reduce_scatter;
 extern struct starpu_codelet _sf_cl_allreduce;
 extern struct starpu_codelet _sf_cl_rep_allreduce;
 extern struct starpu_codelet _sf_cl_loss_sum;
+extern struct starpu_codelet _sf_cl_tp_allreduce;
+extern struct starpu_codelet _sf_cl_tp_allreduce_into; /* dst[RW]: added to */
+extern struct starpu_codelet _sf_cl_tp_allreduce_set;  /* dst[W]: overwritten */
 extern struct starpu_codelet _sf_cl_grad_norm; /* order[RW] clip[W] sq_u[R]..., packed
                                                   struct _sf_norm_args */
 extern struct starpu_codelet _sf_cl_free;
@@ -106,6 +116,11 @@ int _sf_submit_reduce(struct _sf_comm_args *a, starpu_data_handle_t order,
 int _sf_submit_rep_allreduce(struct _sf_comm_args *a, starpu_data_handle_t order,
                              starpu_data_handle_t v, int worker, const char *name,
                              struct _sf_task_done done);
+/* tensor parallelism: v summed over the TP group, order[RW] v[RW]; with dst, then
+ * copied (a->tp_acc: added) into it, dst[W] (dst[RW]) */
+int _sf_submit_tp_allreduce(struct _sf_comm_args *a, starpu_data_handle_t order,
+                            starpu_data_handle_t v, starpu_data_handle_t dst, int worker,
+                            const char *name, struct _sf_task_done done);
 /* the step's loss summed over the ranks: order[RW] loss[RW] */
 int _sf_submit_loss_sum(struct _sf_comm_args *a, starpu_data_handle_t order,
                         starpu_data_handle_t loss, int worker, const char *name,

@@ -35,6 +35,7 @@ struct mpi_impl {
 	MPI_Comm node;  /* the ranks of this machine (host side) */
 	MPI_Comm shard; /* hybrid: the ranks of a node (comm worker); else MPI_COMM_NULL */
 	MPI_Comm rep;   /* hybrid: the ranks holding the same shard (comm worker) */
+	MPI_Comm tp;    /* SHARDFLOW_TP > 1: the TP group's ranks (comm worker) */
 	bool own_mpi;   /* init started MPI, so fini stops it */
 	bool started;   /* init completed: fini meets the other ranks before stopping */
 };
@@ -81,7 +82,7 @@ static int count_of(size_t bytes, int *out)
 
 static void free_comms(struct mpi_impl *st)
 {
-	MPI_Comm *cs[] = {&st->step, &st->ctl, &st->node, &st->shard, &st->rep};
+	MPI_Comm *cs[] = {&st->step, &st->ctl, &st->node, &st->shard, &st->rep, &st->tp};
 	for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++)
 		if (*cs[i] != MPI_COMM_NULL)
 			MPI_Comm_free(cs[i]);
@@ -105,6 +106,37 @@ static int mpi_fini(struct _sf_comm *c)
 	}
 	free(st);
 	c->impl = NULL;
+	return rc;
+}
+
+/* SHARDFLOW_TP=K: groups of K consecutive ranks (the TP groups), and the ranks of the
+ * same place in every group (the shard group, the data-parallel ranks). */
+static int make_tp_groups(struct _sf_comm *c, struct mpi_impl *st)
+{
+	int rc = SF_OK, K = c->tp_req;
+	if (c->size % K != 0)
+		return SF_ERR(SF_ERR_CONFIG,
+		              "SHARDFLOW_TP=%d does not divide the %d ranks: accepted values are "
+		              "divisors of the world size (world = dp x tp, TP groups of "
+		              "consecutive ranks)",
+		              K, c->size);
+	if (c->hybrid)
+		return SF_ERR(SF_ERR_CONFIG,
+		              "SHARDFLOW_TP=%d with SHARDFLOW_SHARDING=hybrid: not supported "
+		              "(hybrid shards inside a node, where the TP groups are); accepted "
+		              "with TP: sharding full, grad_op or none",
+		              K);
+	if (c->node_k % K != 0 && c->rank == 0)
+		_sf_log(SF_LOG_WARN,
+		        "SHARDFLOW_TP=%d: nodes of %d ranks do not hold whole TP groups; the "
+		        "activation all-reduces will cross nodes",
+		        K, c->node_k);
+	SF_CHECK(host_barrier_on(c, st->ctl, "sf_init's barrier before the TP split"));
+	MPI_CHECK(MPI_Comm_split(st->step, c->rank / K, c->rank, &st->tp));
+	MPI_CHECK(MPI_Comm_split(st->step, c->rank % K, c->rank, &st->shard));
+	c->tp_rank = c->rank % K, c->tp_size = K;
+	c->shard_rank = c->rank / K, c->shard_size = c->size / K;
+fail:
 	return rc;
 }
 
@@ -141,6 +173,8 @@ static int make_groups(struct _sf_comm *c, struct mpi_impl *st)
 				    c->node_size, c->rank, c->node_rank);
 		}
 	}
+	if (c->tp_req > 1)
+		return make_tp_groups(c, st);
 	if (!c->hybrid)
 		return SF_OK;
 	SF_CHECK(host_barrier_on(c, st->ctl, "sf_init's barrier before the hybrid split"));
@@ -224,7 +258,7 @@ static int mpi_init(struct _sf_comm *c, int *argc, char ***argv)
 	struct mpi_impl *st = calloc(1, sizeof *st);
 	if (!st)
 		return SF_ERR(SF_ERR_NOMEM, "sf_init: out of memory");
-	st->step = st->ctl = st->node = st->shard = st->rep = MPI_COMM_NULL;
+	st->step = st->ctl = st->node = st->shard = st->rep = st->tp = MPI_COMM_NULL;
 	c->impl = st;
 	MPI_CHECK(MPI_Initialized(&inited));
 	if (!inited)
@@ -407,9 +441,9 @@ static int mpi_reduce_scatter16(struct _sf_comm *c, float *grad, size_t S, float
  * of M blocks of q = ceil(n / M), then their all-gather): each element is summed once,
  * in ring order, and passed on, so every replica has the same bits. scratch: M q
  * floats of v padded with zeros, then q to receive. */
-static int mpi_rep_all_reduce(struct _sf_comm *c, float *v, size_t n, float *scratch)
+static int ring_all_reduce(struct _sf_comm *c, MPI_Comm rep, int M, int r, float *v, size_t n,
+                           float *scratch, const char *what)
 {
-	int M = c->rep_size, r = c->rep_rank;
 	if (M == 1)
 		return SF_OK;
 	size_t q = (n + (size_t)M - 1) / (size_t)M;
@@ -418,14 +452,13 @@ static int mpi_rep_all_reduce(struct _sf_comm *c, float *v, size_t n, float *scr
 		memcpy(buf, v, n * sizeof(float));
 		memset(buf + n, 0, ((size_t)M * q - n) * sizeof(float));
 	}
-	MPI_Comm rep = impl(c)->rep;
 	int next = (r + 1) % M, prev = (r + M - 1) % M;
 	for (int k = 0; k < M - 1; k++) { /* reduce-scatter: block r ends summed here */
 		int sb = (r - k - 1 + 2 * M) % M, rb = (r - k - 2 + 2 * M) % M;
 		int mrc =
 		    _sf_ring_exchange(rep, next, prev, RING_TAG, buf + (size_t)sb * q, tmp, q,
 		                      MPI_FLOAT, sizeof(float), c->chunk, SF_COMM_PACE, c->timeout);
-		int rc = wait_status(c, mrc, "ring all-reduce across nodes");
+		int rc = wait_status(c, mrc, what);
 		if (rc < 0)
 			return rc;
 		float *dst = buf + (size_t)rb * q;
@@ -437,13 +470,25 @@ static int mpi_rep_all_reduce(struct _sf_comm *c, float *v, size_t n, float *scr
 		int mrc = _sf_ring_exchange(rep, next, prev, RING_TAG, buf + (size_t)sb * q,
 		                            buf + (size_t)rb * q, q, MPI_FLOAT, sizeof(float),
 		                            c->chunk, SF_COMM_PACE, c->timeout);
-		int rc = wait_status(c, mrc, "ring all-reduce across nodes");
+		int rc = wait_status(c, mrc, what);
 		if (rc < 0)
 			return rc;
 	}
 	if (SF_TOUCH_DATA)
 		memcpy(v, buf, n * sizeof(float));
 	return SF_OK;
+}
+
+static int mpi_rep_all_reduce(struct _sf_comm *c, float *v, size_t n, float *scratch)
+{
+	return ring_all_reduce(c, impl(c)->rep, c->rep_size, c->rep_rank, v, n, scratch,
+	                       "ring all-reduce across nodes");
+}
+
+static int mpi_tp_all_reduce(struct _sf_comm *c, float *v, size_t n, float *scratch)
+{
+	return ring_all_reduce(c, impl(c)->tp, c->tp_size, c->tp_rank, v, n, scratch,
+	                       "ring all-reduce in the TP group");
 }
 
 /* A non-blocking call waited for with naps (tasks/mpi_wait.h). */
@@ -462,7 +507,7 @@ static int mpi_all_reduce(struct _sf_comm *c, float *v, size_t n)
 		return SF_ERR(SF_ERR_INVALID, "all-reduce of %zu floats is over MPI's limit", n);
 	return wait_one(
 	    c, &req,
-	    MPI_Iallreduce(MPI_IN_PLACE, v, (int)n, MPI_FLOAT, MPI_SUM, impl(c)->step, &req),
+	    MPI_Iallreduce(MPI_IN_PLACE, v, (int)n, MPI_FLOAT, MPI_SUM, shard_comm(c), &req),
 	    "MPI_Iallreduce");
 }
 
@@ -676,6 +721,7 @@ const struct _sf_comm_ops _sf_comm_mpi_ops = {
     .all_gather16 = mpi_all_gather16,
     .reduce_scatter16 = mpi_reduce_scatter16,
     .rep_all_reduce = mpi_rep_all_reduce,
+    .tp_all_reduce = mpi_tp_all_reduce,
     .all_reduce = mpi_all_reduce,
     .sum_scalar = mpi_sum_scalar,
     .barrier = mpi_barrier,

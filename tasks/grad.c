@@ -31,8 +31,14 @@ static void pair_with(void *buffers[], void *cl_arg, pair_fn f)
 static void sq_with(void *buffers[], void *cl_arg, sq_fn f)
 {
 	struct _sf_grad_args a = unpack(cl_arg);
-	f(a.n, (const float *)STARPU_VECTOR_GET_PTR(buffers[0]) + a.off,
-	  (double *)STARPU_VECTOR_GET_PTR(buffers[1]));
+	const float *g = (const float *)STARPU_VECTOR_GET_PTR(buffers[0]);
+	double *sq = (double *)STARPU_VECTOR_GET_PTR(buffers[1]);
+	if (a.nsegs == 0) {
+		f(a.n, g + a.off, sq);
+		return;
+	}
+	for (int k = 0; k < a.nsegs; k++)
+		f(a.segs[k].n, g + a.segs[k].off, sq + k);
 }
 
 SF_BODIES(grad_add, pair_with, _sf_grad_add, _sf_grad_add_cuda)

@@ -7,6 +7,7 @@
  *   grad_add   : dst[RW] src[R]    dst += src        packed struct _sf_grad_args
  *   grad_copy  : dst[W]  src[R]    dst  = src        idem
  *   grad_sqnorm: g[R]    sq[W]     sq (one double) = sum of g[off, off + n)^2, in double
+ *                                  (or sq[k] = that of run segs[k], k < nsegs)
  *
  * And the conversions the bf16 collectives make (called by the backends).
  */
@@ -24,8 +25,18 @@
 extern "C" { /* tasks/grad_cuda.cu */
 #endif
 
+/* A run of elements [off, off + n) of a buffer */
+struct _sf_seg {
+	size_t off, n;
+};
+
 struct _sf_grad_args {
 	size_t off, n; /* elements [off, off + n) of the buffers */
+	/* grad_sqnorm only: nsegs > 0 sums each run segs[k] into sq[k] instead (sq holds
+	 * nsegs doubles; the model keeps segs): tensor parallelism's norm, where a TP rank
+	 * counts only the parameters it alone holds */
+	const struct _sf_seg *segs;
+	int nsegs;
 };
 
 extern struct starpu_codelet _sf_cl_grad_add;

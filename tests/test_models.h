@@ -79,16 +79,20 @@ enum model_kind {
 	MODEL_NANOGPT_UNTIED,
 	MODEL_SWIGLU,
 	MODEL_LLAMA,
-	MODEL_LLAMA_HF
+	MODEL_LLAMA_HF,
+	MODEL_MLP_TP,
+	MODEL_NANOGPT_TP
 };
 
 /* "mlp", "residual", "uneven", "deep", "wide", "blocks", "gpt", "nanogpt",
- * "nanogpt-untied", "swiglu", "llama", "llama-hf" -> kind; -1 when unknown. */
+ * "nanogpt-untied", "swiglu", "llama", "llama-hf", "mlp-tp", "nanogpt-tp" -> kind; -1
+ * when unknown. */
 static inline int model_kind_parse(const char *s, enum model_kind *out)
 {
 	static const char *const names[] = {
 	    "mlp", "residual", "uneven",         "deep",   "wide",  "blocks",
-	    "gpt", "nanogpt",  "nanogpt-untied", "swiglu", "llama", "llama-hf"};
+	    "gpt", "nanogpt",  "nanogpt-untied", "swiglu", "llama", "llama-hf",
+	    "mlp-tp", "nanogpt-tp"};
 	for (int i = 0; i < (int)(sizeof names / sizeof names[0]); i++)
 		if (!strcmp(s, names[i])) {
 			*out = (enum model_kind)i;
@@ -358,18 +362,20 @@ static inline int build_model(const char *prog, enum model_kind kind, sf_graph *
 		*out = g;
 		return 0;
 	}
-	if (kind == MODEL_NANOGPT || kind == MODEL_NANOGPT_UNTIED) {
+	if (kind == MODEL_NANOGPT || kind == MODEL_NANOGPT_UNTIED || kind == MODEL_NANOGPT_TP) {
 		struct sf_gpt_config gc;
 		sf_gpt_config_init(&gc);
 		gc.vocab = 16, gc.context = 5, gc.layers = 2, gc.heads = 2, gc.embd = 10;
-		gc.tie_weights = kind == MODEL_NANOGPT;
+		gc.tie_weights = kind != MODEL_NANOGPT_UNTIED;
+		gc.tensor_parallel = kind == MODEL_NANOGPT_TP;
 		*D = *C = gc.vocab, *T = gc.context;
 		MODEL_CHECK(sf_gpt_graph(&gc, &g));
 		*out = g;
 		return 0;
 	}
 	switch (kind) {
-	case MODEL_MLP: *D = 32, *C = 10; break;
+	case MODEL_MLP:
+	case MODEL_MLP_TP: *D = 32, *C = 10; break;
 	case MODEL_RESIDUAL: *D = 24, *C = 10; break;
 	case MODEL_UNEVEN: *D = 12, *C = 5; break;
 	case MODEL_DEEP: *D = 16, *C = 10; break;
@@ -380,6 +386,7 @@ static inline int build_model(const char *prog, enum model_kind kind, sf_graph *
 	case MODEL_LLAMA: *D = GPT_V, *C = GPT_V; break;
 	case MODEL_NANOGPT:
 	case MODEL_NANOGPT_UNTIED:
+	case MODEL_NANOGPT_TP:
 	case MODEL_LLAMA_HF: break;
 	}
 	MODEL_CHECK(sf_graph_create("train_dump", &g));
@@ -447,8 +454,18 @@ static inline int build_model(const char *prog, enum model_kind kind, sf_graph *
 		if (build_llama(prog, g, x, &y))
 			goto fail;
 		break;
+	case MODEL_MLP_TP: { /* the mlp's fc1 and fc2 as Megatron's MLP: column, then row */
+		struct sf_linear_tp_config col = {64, 1, 0.0f, 1}, row = {64, 1, 0.0f, 0};
+		MODEL_CHECK(sf_graph_linear_col(g, x, &col, "fc1", &h));
+		MODEL_CHECK(sf_graph_gelu(g, h, &h));
+		MODEL_CHECK(sf_graph_linear_row(g, h, &row, "fc2", &h));
+		MODEL_CHECK(sf_graph_gelu(g, h, &h));
+		MODEL_CHECK(sf_graph_linear(g, h, *C, "fc3", &y));
+		break;
+	}
 	case MODEL_NANOGPT:
 	case MODEL_NANOGPT_UNTIED:
+	case MODEL_NANOGPT_TP:
 	case MODEL_LLAMA_HF: break; /* built above */
 	}
 	MODEL_CHECK(sf_graph_softmax_cross_entropy(g, y, labels, &loss));
@@ -468,7 +485,8 @@ static inline int fill_batch(enum model_kind kind, uint64_t seed, int64_t step, 
 {
 	*b = (struct sf_batch){.labels = labels};
 	if (kind != MODEL_BLOCKS && kind != MODEL_GPT && kind != MODEL_NANOGPT &&
-	    kind != MODEL_NANOGPT_UNTIED && kind != MODEL_LLAMA && kind != MODEL_LLAMA_HF) {
+	    kind != MODEL_NANOGPT_UNTIED && kind != MODEL_NANOGPT_TP && kind != MODEL_LLAMA &&
+	    kind != MODEL_LLAMA_HF) {
 		*xin = x;
 		b->ninputs = 1;
 		b->inputs = xin;

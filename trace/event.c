@@ -12,7 +12,7 @@
 
 static const char *const kind_names[SF_EV_NKINDS] = {
     "gather",         "fwd",  "loss", "bwd",       "rs",        "opt", "ag",
-    "loss allreduce", "free", "grad", "grad norm", "recompute",
+    "loss allreduce", "free", "grad", "grad norm", "recompute", "tp allreduce",
 };
 
 const char *_sf_ev_kind_name(enum _sf_ev_kind k)
@@ -23,7 +23,7 @@ const char *_sf_ev_kind_name(enum _sf_ev_kind k)
 bool _sf_ev_is_comm(enum _sf_ev_kind k)
 {
 	return k == SF_EV_GATHER || k == SF_EV_RS || k == SF_EV_AG || k == SF_EV_LOSS_SUM ||
-	       k == SF_EV_NORM;
+	       k == SF_EV_NORM || k == SF_EV_TP_AR;
 }
 
 bool _sf_ev_is_compute(enum _sf_ev_kind k)
@@ -99,6 +99,7 @@ int _sf_ev_parse_name(const char *name, struct _sf_ev_name *out)
 	    {"acc ", SF_EV_GRAD, false},
 	    {"sqnorm ", SF_EV_GRAD, false},
 	    {"recompute ", SF_EV_RECOMPUTE, true},
+	    {"tp_ar ", SF_EV_TP_AR, true},
 	};
 	static const struct {
 		const char *name;

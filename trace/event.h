@@ -46,6 +46,9 @@ enum _sf_ev_kind {
 	SF_EV_NORM,       /* comm: all-reduce of the gradient's norm, clipping ("grad norm") */
 	SF_EV_RECOMPUTE,  /* compute: a dropped activation's forward again before the
 	                     backward ("recompute act (gelu L3)") */
+	SF_EV_TP_AR,      /* comm: tensor parallelism's all-reduce of a linear_row's output or
+	                     a linear_col's input gradient over the TP group
+	                     ("tp_ar attn.c_proj (linear_row L7)") */
 	SF_EV_NKINDS
 };
 
