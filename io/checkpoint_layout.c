@@ -60,8 +60,9 @@ void _sf_ckpt_structure_hash(const struct sf_model *m, char out[17])
 		fnv_u64(&h, (uint64_t)nd->kind);
 		fnv_str(&h, nd->kind == SF_NODE_LAYER && nd->type ? nd->type->name : "");
 		fnv_str(&h, nd->name);
-		fnv_u64(&h, (uint64_t)(int64_t)nd->dim);
-		fnv_u64(&h, (uint64_t)nd->nparams);
+		/* the whole layer's (with SHARDFLOW_TP the node holds this rank's slice) */
+		fnv_u64(&h, (uint64_t)(int64_t)m->nodes[n].whole_dim);
+		fnv_u64(&h, (uint64_t)m->nodes[n].whole_nparams);
 		fnv_u64(&h, (uint64_t)nd->nin);
 		for (int i = 0; i < nd->nin; i++)
 			fnv_u64(&h, (uint64_t)(int64_t)nd->in[i]);

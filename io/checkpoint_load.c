@@ -107,7 +107,7 @@ static int expect_init(const struct sf_model *m, struct _sf_manifest_expect *e)
 	}
 	for (int u = 0; u < m->nunits; u++) {
 		names[u] = _sf_ckpt_unit_name(m, u);
-		P[u] = m->units[u].P;
+		P[u] = m->units[u].Pw; /* the whole model's (any TP layout wrote it so) */
 	}
 	e->unit_names = names;
 	e->unit_P = P;
@@ -177,7 +177,8 @@ static void need_free(const struct sf_model *m, struct need *nd)
 static int need_init(const struct sf_model *m, struct need *nd)
 {
 	size_t nu = (size_t)m->nunits, smax = 0;
-	bool grad_op = m->cfg.sharding == SF_SHARD_GRAD_OP, ok = true;
+	/* with TP, set_whole keeps grad_op's resident copy from each rank's own slices */
+	bool grad_op = m->cfg.sharding == SF_SHARD_GRAD_OP && m->tp == 1, ok = true;
 	nd->lo = calloc(nu, sizeof *nd->lo);
 	nd->hi = calloc(nu, sizeof *nd->hi);
 	nd->vec = calloc(nu * 3, sizeof *nd->vec);
@@ -187,11 +188,12 @@ static int need_init(const struct sf_model *m, struct need *nd)
 	if (!nd->lo || !nd->hi || !nd->vec || !nd->scratch || (grad_op && !nd->whole))
 		return SF_ERR(SF_ERR_NOMEM, "sf_checkpoint_load: out of memory");
 	for (int u = 0; u < m->nunits; u++) {
-		size_t P = m->units[u].P, S = m->units[u].S, lo, n;
+		size_t S = m->units[u].S, lo, n;
 		_sf_unit_block(m, u, &lo, &n);
-		bool none = m->cfg.sharding == SF_SHARD_NONE;
+		/* with TP a rank's slices lie all over the whole layout: it reads every unit */
+		bool none = m->cfg.sharding == SF_SHARD_NONE || m->tp > 1;
 		nd->lo[u] = none ? 0 : lo;
-		nd->hi[u] = none ? P : lo + n;
+		nd->hi[u] = none ? m->units[u].Pw : lo + n;
 		for (int v = SF_VEC_PARAM; v <= SF_VEC_V; v++)
 			if (_sf_vec_exists(m, (enum _sf_vec)v)) {
 				nd->vec[u * 3 + v] =
@@ -228,7 +230,7 @@ static bool file_extents(const struct sf_model *m, int W, const struct need *nd,
 	uint64_t off = SF_CKPT_HEADER;
 	ex[k++] = (struct extent){0, SF_CKPT_HEADER, hdr};
 	for (int u = 0; u < m->nunits; u++) {
-		size_t P = m->units[u].P, S = _sf_ckpt_shard(P, W), first = (size_t)w * S;
+		size_t P = m->units[u].Pw, S = _sf_ckpt_shard(P, W), first = (size_t)w * S;
 		/* [a, b): the elements of unit u both in this file and kept here */
 		size_t a = first > nd->lo[u] ? first : nd->lo[u];
 		size_t b = first + S < nd->hi[u] ? first + S : nd->hi[u];
@@ -400,6 +402,10 @@ static int apply(struct sf_model *m, struct need *nd)
 			const float *src = nd->vec[u * 3 + v];
 			if (!_sf_vec_exists(m, (enum _sf_vec)v))
 				continue;
+			if (m->tp > 1) { /* the whole layout read: this rank's slices of it */
+				SF_CHECK(_sf_unit_set_whole(m, u, (enum _sf_vec)v, src));
+				continue;
+			}
 			if (nd->whole && v == SF_VEC_PARAM) {
 				src = nd->whole[u];
 			} else if (lo > 0 || hi < m->units[u].P) {
@@ -526,7 +532,6 @@ fail:
 
 SF_API int sf_checkpoint_load(sf_model *m, const char *dir, struct sf_checkpoint_info *info)
 {
-	SF_TP_REFUSE(m, "sf_checkpoint_load");
 	int rc = SF_OK, lrc = SF_OK, nsteps = 0, tried = 0;
 	char stepdir[SF_PATH_MAX] = "", **steps = NULL;
 	struct _sf_manifest mf = {0};

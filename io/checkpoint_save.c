@@ -19,20 +19,55 @@
 
 /* ---- save --------------------------------------------------------------------------- */
 
-/* Writes this rank's file and commits it atomically; *size and *crc describe what was
- * written. */
-static int write_rank_file(struct sf_model *m, const char *stepdir, uint64_t *size, uint32_t *crc)
+/* A unit's slice in the checkpoint: this rank's block of S floats of each vector's
+ * whole layout (with SHARDFLOW_TP, every TP rank's slices of it put together first:
+ * a collective, which every rank makes, writing or not; scratch: Pw floats). */
+static int unit_slice(struct sf_model *m, int u, enum _sf_vec v, size_t S, float *buf,
+                      float *scratch)
 {
-	int rc = SF_OK, fd = -1;
+	if (m->tp == 1)
+		return _sf_unit_get_slice(m, u, v, buf);
+	const struct _sf_unit *un = &m->units[u];
+	if (v != SF_VEC_PARAM && un->frozen) { /* no optimizer state: zeros */
+		memset(buf, 0, S * sizeof(float));
+		return SF_OK;
+	}
+	int rc = _sf_unit_get_whole(m, u, v, false, scratch);
+	for (size_t i = 0, g = (size_t)m->shard_rank * S; rc >= 0 && i < S; i++, g++)
+		buf[i] = g < un->Pw ? scratch[g] : 0.0f;
+	return rc;
+}
+
+/* Writes this rank's file and commits it atomically; *size and *crc describe what was
+ * written. With TP every rank comes here (its slices go into the whole vectors, a
+ * collective) and the ranks of TP place 0 write (`write`). */
+static int write_rank_file(struct sf_model *m, const char *stepdir, bool write, uint64_t *size,
+                           uint32_t *crc)
+{
+	int rc = SF_OK, fd = -1, wrc = SF_OK;
 	char path[SF_PATH_MAX], tmp[SF_PATH_MAX + 8];
-	float *buf = NULL;
-	size_t smax = 0;
-	for (int u = 0; u < m->nunits; u++)
-		if (m->units[u].S > smax)
-			smax = m->units[u].S;
+	float *buf = NULL, *scratch = NULL;
+	size_t smax = 0, pmax = 0;
+	for (int u = 0; u < m->nunits; u++) {
+		size_t S = _sf_ckpt_shard(m->units[u].Pw, m->shard_size);
+		smax = S > smax ? S : smax;
+		pmax = m->units[u].Pw > pmax ? m->units[u].Pw : pmax;
+	}
 	buf = malloc(smax * sizeof(float) + 1);
-	if (!buf)
-		return SF_ERR(SF_ERR_NOMEM, "checkpoint: cannot allocate %zu bytes", smax * 4);
+	scratch = m->tp > 1 ? malloc(pmax * sizeof(float) + 1) : NULL;
+	if (!buf || (m->tp > 1 && !scratch)) {
+		rc = SF_ERR(SF_ERR_NOMEM, "checkpoint: cannot allocate %zu bytes", (smax + pmax) * 4);
+		goto fail;
+	}
+	if (!write) { /* TP: the collectives only */
+		for (int u = 0; u < m->nunits; u++)
+			for (int v = SF_VEC_PARAM; v <= SF_VEC_V; v++)
+				if (_sf_vec_exists(m, (enum _sf_vec)v))
+					SF_CHECK(unit_slice(m, u, (enum _sf_vec)v,
+					                    _sf_ckpt_shard(m->units[u].Pw, m->shard_size),
+					                    buf, scratch));
+		goto fail;
+	}
 	SF_CHECK(_sf_ckpt_rank_path(path, sizeof path, stepdir, m->shard_rank));
 	SF_CHECK(_sf_create_tmp(path, tmp, sizeof tmp, &fd));
 
@@ -46,17 +81,23 @@ static int write_rank_file(struct sf_model *m, const char *stepdir, uint64_t *si
 	uint64_t total = sizeof hdr;
 	SF_CHECK(_sf_write_all(fd, hdr, sizeof hdr, tmp));
 	for (int u = 0; u < m->nunits; u++) {
-		size_t S = m->units[u].S;
+		size_t S = _sf_ckpt_shard(m->units[u].Pw, m->shard_size);
 		for (int v = SF_VEC_PARAM; v <= SF_VEC_V; v++) {
 			if (!_sf_vec_exists(m, (enum _sf_vec)v))
 				continue;
-			SF_CHECK(_sf_unit_get_slice(m, u, (enum _sf_vec)v, buf));
+			/* with TP a collective: made even after a failed write */
+			SF_CHECK(unit_slice(m, u, (enum _sf_vec)v, S, buf, scratch));
+			if (wrc < 0)
+				continue;
 			_sf_floats_le(buf, S);
 			c = _sf_crc32(c, buf, S * sizeof(float));
 			total += S * sizeof(float);
-			SF_CHECK(_sf_write_all(fd, buf, S * sizeof(float), tmp));
+			wrc = _sf_write_all(fd, buf, S * sizeof(float), tmp);
+			if (wrc < 0 && m->tp == 1)
+				SF_CHECK(wrc);
 		}
 	}
+	SF_CHECK(wrc);
 	rc = _sf_commit_file(fd, tmp, path, stepdir);
 	fd = -1;
 	SF_CHECK(rc);
@@ -66,6 +107,7 @@ fail:
 	if (fd >= 0)
 		_sf_abandon_file(fd, tmp);
 	free(buf);
+	free(scratch);
 	return rc;
 }
 
@@ -82,7 +124,7 @@ static json_t *manifest_build(struct sf_model *m, const struct sf_checkpoint_inf
 	for (int u = 0; u < m->nunits; u++)
 		json_array_append_new(units,
 		                      json_pack("{s:s, s:I}", "name", _sf_ckpt_unit_name(m, u), "P",
-		                                (json_int_t)m->units[u].P));
+		                                (json_int_t)m->units[u].Pw));
 	for (int r = 0; r < m->shard_size; r++) {
 		char name[32];
 		_sf_ckpt_rank_name(name, sizeof name, r);
@@ -90,10 +132,12 @@ static json_t *manifest_build(struct sf_model *m, const struct sf_checkpoint_inf
 		                                       (json_int_t)sizes[r], "crc32",
 		                                       (json_int_t)crcs[r]));
 	}
-	return json_pack("{s:s, s:i, s:i, s:s, s:s, s:s, s:s, s:I, s:{s:I, s:I, s:I, s:s}, "
+	/* the layout it was written at (SHARDFLOW_TP); the files hold the whole model's
+	 * vectors whatever it was, so any layout loads them */
+	return json_pack("{s:s, s:i, s:i, s:i, s:s, s:s, s:s, s:s, s:I, s:{s:I, s:I, s:I, s:s}, "
 	                 "s:o, s:o, s:o}",
 	                 "format", SF_CKPT_FORMAT, "version", SF_CKPT_VERSION, "world_size",
-	                 m->shard_size, "sharding", _sf_sharding_names[m->cfg.sharding], "optimizer",
+	                 m->shard_size, "tp", m->tp, "sharding", _sf_sharding_names[m->cfg.sharding], "optimizer",
 	                 _sf_optimizer_names[m->opt.optimizer], "structure_hash", hash, "dtype",
 	                 "f32", "model_steps", (json_int_t)m->nupdates, "info", "step",
 	                 (json_int_t)info->step, "epoch", (json_int_t)info->epoch, "batch",
@@ -199,7 +243,6 @@ fail:
 
 SF_API int sf_checkpoint_save(sf_model *m, const char *dir, const struct sf_checkpoint_info *info)
 {
-	SF_TP_REFUSE(m, "sf_checkpoint_save");
 	int rc = SF_OK;
 	struct save_paths sp;
 	uint64_t *all = NULL, *sizes = NULL;
@@ -244,7 +287,10 @@ SF_API int sf_checkpoint_save(sf_model *m, const char *dir, const struct sf_chec
 	uint32_t crc = 0;
 	/* hybrid: the first node's ranks hold every shard once (the files of a checkpoint
 	 * written by shard_size ranks); the other nodes' are the same again and write nothing */
-	lrc = m->rank < m->shard_size ? write_rank_file(m, sp.stage, &mine[0], &crc) : SF_OK;
+	/* with TP the ranks of TP place 0 hold every slice's file (and every rank joins the
+	 * collectives that put the slices together) */
+	bool writer = m->tp > 1 ? m->tp_rank == 0 : m->rank < m->shard_size;
+	lrc = writer || m->tp > 1 ? write_rank_file(m, sp.stage, writer, &mine[0], &crc) : SF_OK;
 	mine[1] = crc;
 	/* every rank reaches the gather, failed or not, so collectives stay matched */
 	SF_CHECK(m->comm->ops->gather_bytes(m->comm, mine, sizeof mine, all, 0));
@@ -254,9 +300,9 @@ SF_API int sf_checkpoint_save(sf_model *m, const char *dir, const struct sf_chec
 
 	lrc = SF_OK;
 	if (m->rank == 0) {
-		for (int r = 0; r < m->shard_size; r++) {
-			sizes[r] = all[2 * r];
-			crcs[r] = (uint32_t)all[2 * r + 1];
+		for (int r = 0; r < m->shard_size; r++) { /* file r: world rank r tp */
+			sizes[r] = all[2 * r * m->tp];
+			crcs[r] = (uint32_t)all[2 * r * m->tp + 1];
 		}
 		lrc = publish(m, dir, &sp, info, sizes, crcs);
 	}

@@ -100,7 +100,7 @@ static void dir_of(const char *path, char *dir, size_t size)
 }
 
 /* Rank 0: path.tmp, synced, renamed to path. params (converted to little-endian in
- * place) holds the model's nparams_total parameters. */
+ * place) holds the model's nparams_whole parameters. */
 static int write_file(const sf_model *m, const char *path, float *params)
 {
 	int rc = SF_OK, fd = -1;
@@ -111,10 +111,10 @@ static int write_file(const sf_model *m, const char *path, float *params)
 	SF_CHECK(build_header(m, &header, &hlen));
 	_sf_put_le(len8, (uint64_t)hlen, 8);
 	SF_CHECK(_sf_create_tmp(path, tmp, sizeof tmp, &fd));
-	_sf_floats_le(params, m->nparams_total);
+	_sf_floats_le(params, m->nparams_whole);
 	SF_CHECK(_sf_write_all(fd, len8, 8, tmp));
 	SF_CHECK(_sf_write_all(fd, header, hlen, tmp));
-	SF_CHECK(_sf_write_all(fd, params, m->nparams_total * sizeof(float), tmp));
+	SF_CHECK(_sf_write_all(fd, params, m->nparams_whole * sizeof(float), tmp));
 	rc = _sf_commit_file(fd, tmp, path, dir);
 	fd = -1;
 fail:
@@ -128,7 +128,7 @@ fail:
  * keeps each message within what the communicator takes. */
 #define ST_PIECE ((size_t)1 << 24)
 
-/* Collects every unit's parameters on rank 0 into params (nparams_total floats; NULL
+/* Collects every unit's parameters on rank 0 into params (nparams_whole floats; NULL
  * on the other ranks, which only send their shards). With sharding none rank 0 holds
  * every unit already. recv (rank 0): N * min(ST_PIECE, largest S) floats; shard:
  * largest S floats. Collective but for sharding none. */
@@ -137,6 +137,15 @@ static int gather_params(struct sf_model *m, float *params, float *shard, float 
 	int rc = SF_OK;
 	for (int u = 0; u < m->nunits; u++) {
 		struct _sf_unit *un = &m->units[u];
+		if (m->tp > 1) { /* every TP rank's slices, put together on every rank */
+			float *w = m->rank == 0 ? params + un->woff : malloc(un->Pw * sizeof(float) + 1);
+			int grc = w ? _sf_unit_get_whole(m, u, SF_VEC_PARAM, false, w)
+			            : SF_ERR(SF_ERR_NOMEM, "safetensors: out of memory");
+			if (m->rank != 0)
+				free(w);
+			SF_CHECK(grc);
+			continue;
+		}
 		if (m->cfg.sharding == SF_SHARD_NONE) {
 			if (m->rank != 0)
 				continue;
@@ -167,7 +176,6 @@ fail:
 
 SF_API int sf_model_export_safetensors(sf_model *m, const char *path)
 {
-	SF_TP_REFUSE(m, "sf_model_export_safetensors");
 	int rc = SF_OK, lrc = SF_OK;
 	float *params = NULL, *shard = NULL, *recv = NULL;
 	size_t smax = 0;
@@ -179,7 +187,7 @@ SF_API int sf_model_export_safetensors(sf_model *m, const char *path)
 	bool sharded = m->cfg.sharding != SF_SHARD_NONE;
 	lrc = sf_model_sync(m);
 	if (m->rank == 0)
-		params = malloc(m->nparams_total * sizeof(float) + 1);
+		params = malloc(m->nparams_whole * sizeof(float) + 1);
 	if (sharded)
 		shard = malloc(smax * sizeof(float) + 1);
 	if (sharded && m->rank == 0)
@@ -202,7 +210,7 @@ fail:
 
 /* ---- import ------------------------------------------------------------------------- */
 
-/* Reads and validates the file; params (nparams_total floats) receives every unit.
+/* Reads and validates the file; params (nparams_whole floats) receives every unit.
  * The header is checked entirely (io/st_header.c) before a tensor is read. */
 static int read_file(const sf_model *m, const char *path, float *params)
 {
@@ -257,14 +265,13 @@ fail:
 
 SF_API int sf_model_import_safetensors(sf_model *m, const char *path)
 {
-	SF_TP_REFUSE(m, "sf_model_import_safetensors");
 	int rc = SF_OK, lrc = SF_OK;
 	float *params = NULL;
 	if (!m || !path || !*path)
 		return SF_ERR(SF_ERR_INVALID, "sf_model_import_safetensors: NULL model or path");
 	SF_CHECK(_sf_model_load_check(m, "sf_model_import_safetensors"));
 	lrc = sf_model_sync(m);
-	params = malloc(m->nparams_total * sizeof(float) + 1);
+	params = malloc(m->nparams_whole * sizeof(float) + 1);
 	if (lrc >= 0 && !params)
 		lrc = SF_ERR(SF_ERR_NOMEM, "sf_model_import_safetensors: out of memory");
 	if (lrc >= 0)

@@ -25,19 +25,27 @@ int _sf_unit_tensors(const struct sf_model *m, int u, struct _sf_tensor *t)
 		if (m->nodes[n].unit != u || nd->tied_to >= 0)
 			continue;
 		const struct sf_layer_info *li = &m->nodes[n].info;
-		struct sf_param_tensor pt[SF_MAX_PARAM_TENSORS];
+		struct sf_layer_info wi; /* the whole layer's shapes (with TP; else li's) */
+		_sf_node_whole_info(m, n, &wi);
+		struct sf_param_tensor pt[SF_MAX_PARAM_TENSORS], wt[SF_MAX_PARAM_TENSORS];
 		int np = _sf_node_param_tensors(nd, li, pt);
+		if (_sf_node_param_tensors(nd, &wi, wt) != np)
+			return SF_ERR(SF_ERR_INVALID, "node \"%s\": its slice and its whole layer "
+			              "name different tensors", nd->name);
 		for (int i = 0; i < np; i++) {
 			if (k == SF_UNIT_TENSORS_MAX)
 				return SF_ERR(SF_ERR_INVALID,
 				              "unit \"%s\" has more than %d named tensors",
 				              un->name, SF_UNIT_TENSORS_MAX);
-			size_t count = pt[i].shape[0] * (pt[i].ndim == 2 ? pt[i].shape[1] : 1);
+			size_t count = wt[i].shape[0] * (wt[i].ndim == 2 ? wt[i].shape[1] : 1);
+			size_t lcount = pt[i].shape[0] * (pt[i].ndim == 2 ? pt[i].shape[1] : 1);
 			t[k] = (struct _sf_tensor){
-			    .ndim = pt[i].ndim,
-			    .shape = {(int64_t)pt[i].shape[0], (int64_t)pt[i].shape[1]},
-			    .off = un->off + li->param_offset + pt[i].offset,
+			    .ndim = wt[i].ndim,
+			    .shape = {(int64_t)wt[i].shape[0], (int64_t)wt[i].shape[1]},
+			    .off = un->woff + m->nodes[n].wpoff + wt[i].offset,
 			    .count = count,
+			    .loff = un->off + li->param_offset + pt[i].offset,
+			    .lcount = lcount,
 			    .unit = u};
 			snprintf(t[k].name, sizeof t[k].name, "%.63s.%.23s", nd->name,
 			         pt[i].suffix);
@@ -108,7 +116,6 @@ fail:
 
 SF_API int sf_model_tensor_count(sf_model *m, int *count)
 {
-	SF_TP_REFUSE(m, "sf_model_tensor_count");
 	int rc = SF_OK;
 	struct _sf_tensor *all = NULL;
 	size_t n = 0;
@@ -123,7 +130,6 @@ fail:
 
 SF_API int sf_model_tensor_info(sf_model *m, int i, struct sf_tensor_info *out)
 {
-	SF_TP_REFUSE(m, "sf_model_tensor_info");
 	int rc = SF_OK;
 	struct _sf_tensor *all = NULL;
 	size_t n = 0;
@@ -196,16 +202,19 @@ static int get(sf_model *m, const char *fn, const char *name, bool grad, float *
 	if (grad && m->grad_mean_of == 0)
 		return SF_ERR(SF_ERR_STATE, "%s: no step has run yet (sf_model_step)", fn);
 	SF_CHECK(sf_model_sync(m));
-	full = malloc(un->P * sizeof(float) + 1);
+	full = malloc(un->Pw * sizeof(float) + 1);
 	buf = malloc(un->S * (size_t)m->nranks * sizeof(float) + 1);
 	if (!full || !buf) {
 		rc = SF_ERR(SF_ERR_NOMEM, "%s: out of memory", fn);
 		goto fail;
 	}
-	SF_CHECK(gather_unit(m, t.unit, grad, full, buf));
+	if (m->tp > 1) /* every TP rank's slices */
+		SF_CHECK(_sf_unit_get_whole(m, t.unit, SF_VEC_PARAM, grad, full));
+	else
+		SF_CHECK(gather_unit(m, t.unit, grad, full, buf));
 	float scale = grad ? 1.0f / (float)m->grad_mean_of : 1.0f;
 	for (size_t i = 0; i < t.count; i++)
-		dst[i] = full[t.off - un->off + i] * scale;
+		dst[i] = full[t.off - un->woff + i] * scale;
 fail:
 	free(full);
 	free(buf);
@@ -214,27 +223,39 @@ fail:
 
 SF_API int sf_model_tensor_get(sf_model *m, const char *name, float *dst, size_t n)
 {
-	SF_TP_REFUSE(m, "sf_model_tensor_get");
 	return get(m, "sf_model_tensor_get", name, false, dst, n);
 }
 
 SF_API int sf_model_grad_get(sf_model *m, const char *name, float *dst, size_t n)
 {
-	SF_TP_REFUSE(m, "sf_model_grad_get");
 	return get(m, "sf_model_grad_get", name, true, dst, n);
 }
 
 SF_API int sf_model_tensor_set(sf_model *m, const char *name, const float *src, size_t n)
 {
-	SF_TP_REFUSE(m, "sf_model_tensor_set");
 	int rc = SF_OK;
 	struct _sf_tensor t;
+	float *whole = NULL;
 	if (!src)
 		return SF_ERR(SF_ERR_INVALID, "sf_model_tensor_set: src is NULL");
 	SF_CHECK(find(m, "sf_model_tensor_set", name, n, &t));
 	SF_CHECK(sf_model_sync(m));
-	SF_CHECK(_sf_unit_set_params(m, t.unit, t.off - m->units[t.unit].off, t.count, src));
+	if (m->tp == 1) {
+		SF_CHECK(_sf_unit_set_params(m, t.unit, t.off - m->units[t.unit].off, t.count, src));
+		goto fail;
+	}
+	/* with TP: the unit whole, the tensor replaced, every rank's slices taken again */
+	struct _sf_unit *un = &m->units[t.unit];
+	whole = malloc(un->Pw * sizeof(float) + 1);
+	if (!whole) {
+		rc = SF_ERR(SF_ERR_NOMEM, "sf_model_tensor_set: out of memory");
+		goto fail;
+	}
+	SF_CHECK(_sf_unit_get_whole(m, t.unit, SF_VEC_PARAM, false, whole));
+	memcpy(whole + (t.off - un->woff), src, t.count * sizeof(float));
+	SF_CHECK(_sf_unit_set_whole(m, t.unit, SF_VEC_PARAM, whole));
 fail:
+	free(whole);
 	return rc;
 }
 
@@ -255,7 +276,7 @@ int _sf_model_load(struct sf_model *m, const float *params)
 	if (!zeros)
 		return SF_ERR(SF_ERR_NOMEM, "loading parameters: out of memory");
 	for (int u = 0; u < m->nunits; u++) {
-		SF_CHECK(_sf_unit_set_full(m, u, SF_VEC_PARAM, params + m->units[u].off));
+		SF_CHECK(_sf_unit_set_whole(m, u, SF_VEC_PARAM, params + m->units[u].woff));
 		for (int v = SF_VEC_M; v <= SF_VEC_V; v++)
 			if (_sf_vec_exists(m, (enum _sf_vec)v))
 				SF_CHECK(_sf_unit_set_full(m, u, (enum _sf_vec)v, zeros));
@@ -269,15 +290,14 @@ fail:
 
 SF_API int sf_model_params_set(sf_model *m, const float *src, size_t n)
 {
-	SF_TP_REFUSE(m, "sf_model_params_set");
 	int rc = SF_OK;
 	if (!m || !src)
 		return SF_ERR(SF_ERR_INVALID, "sf_model_params_set: NULL model or source");
-	if (n != m->nparams_total)
+	if (n != m->nparams_whole)
 		return SF_ERR(SF_ERR_INVALID,
 		              "sf_model_params_set: n is %zu, the model has %zu parameters "
 		              "(sf_model_param_count)",
-		              n, m->nparams_total);
+		              n, m->nparams_whole);
 	SF_CHECK(_sf_model_load_check(m, "sf_model_params_set"));
 	SF_CHECK(sf_model_sync(m));
 	SF_CHECK(_sf_model_load(m, src));
@@ -287,7 +307,6 @@ fail:
 
 SF_API int sf_model_tensor_lr_scale(sf_model *m, const char *name, float scale)
 {
-	SF_TP_REFUSE(m, "sf_model_tensor_lr_scale");
 	int rc = SF_OK;
 	struct _sf_tensor t;
 	if (!(scale >= 0.0f) || !isfinite(scale))
@@ -296,7 +315,8 @@ SF_API int sf_model_tensor_lr_scale(sf_model *m, const char *name, float scale)
 		              (double)scale);
 	SF_CHECK(find(m, "sf_model_tensor_lr_scale", name, (size_t)-1, &t));
 	SF_CHECK(sf_model_sync(m)); /* the optimizer tasks in flight read the runs */
-	SF_CHECK(_sf_unit_set_lr_scale(m, t.unit, t.off - m->units[t.unit].off, t.count, scale));
+	/* this rank's part of it (with TP, its slice) */
+	SF_CHECK(_sf_unit_set_lr_scale(m, t.unit, t.loff - m->units[t.unit].off, t.lcount, scale));
 fail:
 	return rc;
 }

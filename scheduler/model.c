@@ -618,7 +618,7 @@ int _sf_unit_set_lr_scale(struct sf_model *m, int u, size_t off, size_t count, f
 
 /* Node n's info with the whole layer's shapes (its graph's), for its initialisation
  * and its tensors' whole names and shapes */
-static void tp_whole_info(const struct sf_model *m, int n, struct sf_layer_info *li)
+void _sf_node_whole_info(const struct sf_model *m, int n, struct sf_layer_info *li)
 {
 	const struct _sf_node *nd = &m->gnodes[n];
 	*li = m->nodes[n].info;
@@ -659,7 +659,7 @@ static int init_unit(struct sf_model *m, int u)
 		}
 		/* a TP slice: the whole layer drawn as on one rank, this rank's slice kept */
 		struct sf_layer_info whole;
-		tp_whole_info(m, n, &whole);
+		_sf_node_whole_info(m, n, &whole);
 		float *w = malloc(whole.nparams * sizeof(float));
 		if (!w) {
 			munmap(full, bytes);
@@ -786,9 +786,20 @@ static int size_units(struct sf_model *m)
 		SF_CHECK(size_unit(m, k, &off));
 	m->nparams_total = off;
 	m->nparams_whole = 0; /* with TP, every rank's slices together */
-	for (int n = 0; n < m->nnodes; n++)
-		if (m->nodes[n].unit >= 0 && m->gnodes[n].tied_to < 0)
-			m->nparams_whole += m->nodes[n].whole_nparams;
+	for (int k = 0; k < m->nunits; k++) {
+		struct _sf_unit *u = &m->units[k];
+		u->woff = m->nparams_whole, u->Pw = 0;
+		for (int n = u->first; n <= u->last; n++) {
+			if (m->nodes[n].unit != k || m->gnodes[n].tied_to >= 0)
+				continue;
+			m->nodes[n].wpoff = u->Pw;
+			u->Pw += m->nodes[n].whole_nparams;
+		}
+		m->nparams_whole += u->Pw;
+	}
+	for (int n = 0; n < m->nnodes; n++) /* a tied node reads its owner's */
+		if (m->gnodes[n].tied_to >= 0)
+			m->nodes[n].wpoff = m->nodes[_sf_node_param_owner(m->gnodes, n)].wpoff;
 fail:
 	return rc;
 }
@@ -1372,17 +1383,6 @@ SF_API int sf_model_destroy(sf_model *m)
 	return rc;
 }
 
-int _sf_model_tp_refuse(const struct sf_model *m, const char *fn)
-{
-	if (!m || m->tp == 1)
-		return SF_OK;
-	return SF_ERR(SF_ERR_CONFIG,
-	              "%s: not yet with SHARDFLOW_TP=%d (each rank holds its slice of the "
-	              "tensor-parallel layers, and the reassembly of whole tensors is not "
-	              "built); accepted: SHARDFLOW_TP=1",
-	              fn, m->tp);
-}
-
 SF_API int sf_model_local_rows(const sf_model *m, int *first, int *rows)
 {
 	if (!m || (!first && !rows))
@@ -1415,52 +1415,14 @@ SF_API int sf_model_set_lr(sf_model *m, float lr)
 	return SF_OK;
 }
 
-/* The whole model's parameters a model of SHARDFLOW_TP > 1 holds in slices: for each
- * unit, every rank's shard (or whole vector, sharding none) over the world; TP place t's
- * unit vector is the blocks of ranks t, t + K, ...; each node's whole parameters are
- * the K places' slices put together (layers/tp.c). Collective. */
+/* The whole model's parameters a model of SHARDFLOW_TP > 1 holds in slices, unit by
+ * unit (_sf_unit_get_whole). Collective. */
 static int tp_params_get(struct sf_model *m, float *dst)
 {
-	int rc = SF_OK, K = m->tp;
-	bool none = m->cfg.sharding == SF_SHARD_NONE;
-	size_t blk = none ? m->largest_P : m->largest_NS / (size_t)m->shard_size;
-	float *tmp = NULL, *loc = NULL;
-	SF_CHECK(alloc_floats(&tmp, blk * (size_t)m->nranks, "sf_model_params_get"));
-	SF_CHECK(alloc_floats(&loc, m->largest_NS > m->largest_P ? m->largest_NS : m->largest_P,
-	                      "sf_model_params_get"));
-	size_t woff = 0;
-	for (int i = 0; i < m->nunits; i++) {
-		struct _sf_unit *u = &m->units[i];
-		size_t b = none ? u->P : u->S;
-		starpu_data_handle_t h = none ? u->h_full : u->h_shard;
-		SF_CHECK(_sf_data_acquire(h, STARPU_R));
-		int grc = m->comm->ops->allgather_bytes(m->comm, none ? u->full : u->shard,
-		                                        b * sizeof(float), tmp);
-		starpu_data_release(h);
-		SF_CHECK(grc);
-		for (int t = 0; t < K; t++) {
-			for (int j = 0; j < m->dp_size && !none; j++) /* shard j of place t */
-				memcpy(loc + (size_t)j * b, tmp + ((size_t)j * K + t) * b, b * sizeof(float));
-			if (none)
-				memcpy(loc, tmp + (size_t)t * b, b * sizeof(float));
-			size_t nw = woff;
-			for (int n = u->first; n <= u->last; n++) {
-				const struct _sf_node *nd = &m->gnodes[n];
-				if (m->nodes[n].unit != i || nd->tied_to >= 0 || !nd->nparams)
-					continue;
-				struct sf_layer_info wi;
-				tp_whole_info(m, n, &wi);
-				_sf_tp_params(nd, &wi, K, t, dst + nw, loc + m->nodes[n].info.param_offset,
-				              false);
-				nw += wi.nparams;
-			}
-			if (t == K - 1)
-				woff = nw;
-		}
-	}
+	int rc = SF_OK;
+	for (int i = 0; i < m->nunits; i++)
+		SF_CHECK(_sf_unit_get_whole(m, i, SF_VEC_PARAM, false, dst + m->units[i].woff));
 fail:
-	free(tmp);
-	free(loc);
 	return rc;
 }
 
@@ -1635,6 +1597,70 @@ int _sf_unit_set_full(struct sf_model *m, int u, enum _sf_vec which, const float
 		starpu_data_release(un->h_full);
 	}
 	return SF_OK;
+}
+
+int _sf_unit_get_whole(struct sf_model *m, int u, enum _sf_vec which, bool grad, float *whole)
+{
+	int rc = SF_OK, K = m->tp;
+	struct _sf_unit *un = &m->units[u];
+	float *mine = NULL, *all = NULL, *loc = NULL;
+	SF_CHECK(alloc_floats(&mine, un->S, "a unit's whole vector"));
+	SF_CHECK(alloc_floats(&all, un->S * (size_t)m->nranks, "a unit's whole vector"));
+	if (grad) { /* the reduced gradient's shard */
+		SF_CHECK(_sf_data_acquire(un->h_gshard, STARPU_R));
+		memcpy(mine, un->gshard, un->S * sizeof(float));
+		starpu_data_release(un->h_gshard);
+	} else {
+		SF_CHECK(_sf_unit_get_slice(m, u, which, mine));
+	}
+	SF_CHECK(m->comm->ops->allgather_bytes(m->comm, mine, un->S * sizeof(float), all));
+	if (K == 1) { /* the shard group's slices in order (hybrid: the first node's ranks) */
+		memcpy(whole, all, un->P * sizeof(float));
+		goto fail;
+	}
+	SF_CHECK(alloc_floats(&loc, un->S * (size_t)m->shard_size, "a unit's whole vector"));
+	for (int t = 0; t < K; t++) { /* TP place t: its slices are ranks t, t + K, ... */
+		for (int j = 0; j < m->shard_size; j++)
+			memcpy(loc + (size_t)j * un->S, all + ((size_t)j * K + t) * un->S,
+			       un->S * sizeof(float));
+		for (int n = un->first; n <= un->last; n++) {
+			const struct _sf_node *nd = &m->gnodes[n];
+			if (m->nodes[n].unit != u || nd->tied_to >= 0 || !nd->nparams)
+				continue;
+			struct sf_layer_info wi;
+			_sf_node_whole_info(m, n, &wi);
+			_sf_tp_params(nd, &wi, K, t, whole + m->nodes[n].wpoff,
+			              loc + m->nodes[n].info.param_offset, false);
+		}
+	}
+fail:
+	free(mine);
+	free(all);
+	free(loc);
+	return rc;
+}
+
+int _sf_unit_set_whole(struct sf_model *m, int u, enum _sf_vec which, const float *whole)
+{
+	int rc = SF_OK;
+	struct _sf_unit *un = &m->units[u];
+	float *loc = NULL;
+	if (m->tp == 1)
+		return _sf_unit_set_full(m, u, which, whole);
+	SF_CHECK(alloc_floats(&loc, un->P, "a unit's slices"));
+	for (int n = un->first; n <= un->last; n++) {
+		const struct _sf_node *nd = &m->gnodes[n];
+		if (m->nodes[n].unit != u || nd->tied_to >= 0 || !nd->nparams)
+			continue;
+		struct sf_layer_info wi;
+		_sf_node_whole_info(m, n, &wi);
+		_sf_tp_params(nd, &wi, m->tp, m->tp_rank, (float *)whole + m->nodes[n].wpoff,
+		              loc + m->nodes[n].info.param_offset, true);
+	}
+	rc = _sf_unit_set_full(m, u, which, loc);
+fail:
+	free(loc);
+	return rc;
 }
 
 /* Copies src's elements that fall in [lo, lo + n) of the unit's logical vector, of

@@ -49,6 +49,8 @@ struct _sf_unit {
 	                           slot (the next writes add or fill other slices) */
 	int seg_end;            /* its segment: nodes [first, seg_end) (recompute) */
 	size_t P, S, off; /* off: first parameter in the model's unpadded vector */
+	size_t Pw, woff;  /* the same in the whole model's layout (with TP, every TP rank's
+	                     slices together; else P and off) */
 	size_t opt_n;     /* elements the optimizer updates: S (sharded) or P */
 	float *shard;     /* S: owned parameters (full, grad_op) */
 	float *full;      /* N*S or P: resident parameters (grad_op, none) */
@@ -109,6 +111,7 @@ struct _sf_node_state {
 	 * input's gradient (tp_comm.tp_acc: added to it) */
 	int whole_dim;
 	size_t whole_nparams;
+	size_t wpoff; /* where its whole parameters start in its unit's whole vector */
 	bool tp_out_split;
 	bool tp_fwd_ar, tp_bwd_ar;
 	float *tpbuf;
@@ -290,6 +293,15 @@ int _sf_unit_get_slice(struct sf_model *m, int u, enum _sf_vec which, float *dst
  * replica) from src, the unit's whole logical vector (P floats). Call after
  * sf_model_sync(). */
 int _sf_unit_set_full(struct sf_model *m, int u, enum _sf_vec which, const float *src);
+/* Unit u's vector `which` (grad: its reduced gradient, kept with sharding full,
+ * grad_op or hybrid) in the whole model's layout, Pw floats, on every rank: with
+ * SHARDFLOW_TP, every TP rank's slices put together (layers/tp.c); else the P floats
+ * _sf_unit_get_slice gives over the shard group. Collective over the world. After
+ * sf_model_sync(). */
+int _sf_unit_get_whole(struct sf_model *m, int u, enum _sf_vec which, bool grad, float *whole);
+/* Sets this rank's copy of vector `which` of unit u from its whole layout (Pw floats,
+ * the same on every rank): with TP this rank's slices of it. After sf_model_sync(). */
+int _sf_unit_set_whole(struct sf_model *m, int u, enum _sf_vec which, const float *whole);
 /* Sets parameters [off, off + count) of unit u (of its P) from src (count floats, the
  * same on every rank), where this rank keeps them: its shard's part, or the whole
  * replica (grad_op: both). The optimizer state is left as it is. After sf_model_sync(). */
@@ -298,15 +310,8 @@ int _sf_unit_set_params(struct sf_model *m, int u, size_t off, size_t count, con
  * rebuilds the unit's optimizer runs. After sf_model_sync(). */
 int _sf_unit_set_lr_scale(struct sf_model *m, int u, size_t off, size_t count, float scale);
 
-/* Tensor parallelism's limit for now: what reads or writes the parameters as whole
- * tensors (checkpoints, safetensors, tensors by name, the flat vector) is refused
- * with SHARDFLOW_TP > 1, saying so; SF_OK otherwise. */
-int _sf_model_tp_refuse(const struct sf_model *m, const char *fn);
-#define SF_TP_REFUSE(m, fn)                                                                        \
-	do {                                                                                       \
-		int tp_rc_ = _sf_model_tp_refuse((m), (fn));                                       \
-		if (tp_rc_ < 0)                                                                    \
-			return tp_rc_;                                                             \
-	} while (0)
+/* Node n's info with the whole layer's shapes (with SHARDFLOW_TP: its graph's widths
+ * and parameter count, not this rank's slice's; else its info) */
+void _sf_node_whole_info(const struct sf_model *m, int n, struct sf_layer_info *li);
 
 #endif
