@@ -463,6 +463,7 @@ struct run {
 	struct sf_vocab vocab;      /* --vocab-file */
 	int rank, size, first, rows, T, V;
 	int accum; /* SHARDFLOW_GRAD_ACCUM: micro-batches a step */
+	int tp;    /* SHARDFLOW_TP: the ranks of a TP group (consecutive) hold the same rows */
 	int32_t *x, *y;
 	float *logits;
 	FILE *loss_log; /* --loss-log, rank 0 */
@@ -526,6 +527,8 @@ static int evaluate(struct run *r, double *loss)
 			return rc;
 		sum += local_loss_sum(r);
 	}
+	if (r->rank % r->tp != 0) /* its TP group's first rank counts their rows */
+		sum = 0;
 	MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
 	*loss = sum / ((double)r->o.eval_batches * r->o.batch * r->T);
 	return rc;
@@ -575,6 +578,7 @@ static int build_model(struct run *r)
 	struct sf_config cfg;
 	CHECK(sf_context_config(r->ctx, &cfg));
 	r->accum = cfg.grad_accum;
+	r->tp = cfg.tp;
 	if (o->arch) {
 		struct sf_llama_config lc;
 		sf_llama_config_init(&lc);
@@ -582,8 +586,11 @@ static int build_model(struct run *r)
 		lc.layers = o->model.layers, lc.heads = o->model.heads, lc.kv_heads = o->kv_heads;
 		lc.ffn_dim = o->ffn_dim, lc.rope_theta = o->rope_theta, lc.tie_weights = o->tied;
 		CHECK(sf_llama_graph(&lc, &g));
-	} else
-		CHECK(sf_gpt_graph(&o->model, &g));
+	} else {
+		struct sf_gpt_config gc = o->model;
+		gc.tensor_parallel = cfg.tp > 1; /* Megatron's split of each block (SHARDFLOW_TP) */
+		CHECK(sf_gpt_graph(&gc, &g));
+	}
 	struct sf_model_options mo;
 	sf_model_options_init(&mo);
 	mo.batch = o->batch;
@@ -1015,10 +1022,11 @@ static int generate(struct run *r)
 			    sample_byte(z, V, o->temperature, o->top_k, &rng[i], p, sorted);
 		}
 	}
-	/* rank 0 gathers every rank's sequences (ranks hold rows / N each) */
+	/* rank 0 gathers every rank's sequences (ranks hold rows / N each; with TP, the
+	 * first rank of each TP group its group's) */
 	int *counts = calloc((size_t)r->size, sizeof(int)),
 	    *displs = calloc((size_t)r->size, sizeof(int));
-	int mine = r->rows * L;
+	int mine = r->rank % r->tp == 0 ? r->rows * L : 0; /* a TP group's rows once */
 	if (!counts || !displs) {
 		free(counts);
 		free(displs);

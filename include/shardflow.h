@@ -1097,6 +1097,17 @@ struct sf_model_stats {
 	double comm_worker_cpu_seconds; /**< CPU time of the comm worker's thread in all,
 	                                     idle spinning between tasks included (a
 	                                     StarPU with non-blocking drivers spins) */
+	/* The 2-D layout (SHARDFLOW_TP): the model split K ways inside a TP group, then
+	 * each TP rank's slice sharded over the dp ranks of its TP place. */
+	int tp;                   /**< K, the TP group's ranks (1: no TP) */
+	int dp;                   /**< the data-parallel ranks: world / K */
+	size_t model_bytes;       /**< the whole model's parameters (fp32) */
+	size_t tp_slice_bytes;    /**< this rank's TP slice of them (model_bytes with K 1;
+	                               what every TP rank holds alike, norms and embeddings,
+	                               counts whole): what FSDP then shards over dp */
+	double tp_comm_bytes;     /**< of comm_bytes, those of the TP all-reduces of
+	                               activations and their gradients (a ring's 2 (K - 1)
+	                               / K of each) */
 };
 
 /** This process's memory, as the kernel counts it (Linux). */

@@ -877,6 +877,21 @@ static int tp_shapes(struct sf_model *m, int n)
 	return SF_OK;
 }
 
+/* SHARDFLOW_TP > 1 on a graph without tensor-parallel layers: every TP rank computes
+ * the whole model (correct, but the TP ranks only repeat each other): say so. */
+static void tp_warn_unsplit(const struct sf_model *m, const char *graph)
+{
+	bool any = false;
+	for (int n = 0; n < m->nnodes; n++)
+		any |= m->nodes[n].tp_out_split;
+	if (m->tp > 1 && !any && m->rank == 0)
+		_sf_log(SF_LOG_WARN,
+		        "model \"%s\": SHARDFLOW_TP=%d but the graph has no linear_col: every TP "
+		        "rank computes the whole model, and the batch is split over %d ranks only "
+		        "(sf_gpt_config.tensor_parallel = 1 splits the GPT's blocks)",
+		        graph, m->tp, m->dp_size);
+}
+
 /* Tensor parallelism, once the gradients are planned: a linear_col whose input
  * gradient is wanted writes it (a partial sum) into its own buffer, overwriting; its
  * all-reduce then writes or adds it where the plan said the node would. */
@@ -1273,6 +1288,7 @@ SF_API int sf_model_create(sf_context *ctx, const sf_graph *g, const struct sf_m
 	ctx->nmodels++; /* sf_model_destroy below undoes it */
 
 	SF_CHECK(build_nodes(m, g));
+	tp_warn_unsplit(m, g->name);
 	SF_CHECK(_sf_plan_units(m, g));
 	if (m->nunits == 0) {
 		rc = SF_ERR(SF_ERR_INVALID,
@@ -1494,6 +1510,11 @@ SF_API int sf_model_stats(sf_model *m, struct sf_model_stats *out)
 	out->comm_cpu_seconds = m->comm_acct.cpu;
 	out->comm_bytes = m->comm_acct.bytes;
 	out->comm_bytes_inter = m->comm_acct.bytes_inter;
+	out->tp = m->tp;
+	out->dp = m->dp_size;
+	out->model_bytes = m->nparams_whole * sizeof(float);
+	out->tp_slice_bytes = m->nparams_total * sizeof(float);
+	out->tp_comm_bytes = m->comm_acct.bytes_tp;
 	out->comm_worker_cpu_seconds = _sf_clock_seconds(m->ctx->comm_clock) - m->comm_worker_cpu0;
 fail:
 	return rc;

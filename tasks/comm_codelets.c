@@ -191,9 +191,16 @@ static void tp_allreduce_sum(void *buffers[], struct _sf_comm_args *a)
 {
 	struct _sf_comm *c = a->comm;
 	float *v = (float *)STARPU_VECTOR_GET_PTR(buffers[1]);
-	if (a->acct && _sf_skip != SF_SKIP_COMM) /* a ring's sends: 2 (K - 1) blocks of P / K */
-		a->acct->bytes += 2.0 * (double)(c->tp_size - 1) / c->tp_size * (double)a->P *
-		                  sizeof(float);
+	if (a->acct && _sf_skip != SF_SKIP_COMM) { /* a ring's sends: 2 (K - 1) blocks of P / K */
+		double sent = 2.0 * (double)(c->tp_size - 1) / c->tp_size * (double)a->P * sizeof(float);
+		a->acct->bytes += sent;
+		a->acct->bytes_tp += sent;
+		/* TP groups are consecutive ranks: the ring leaves a node only where a group
+		 * spans two (SHARDFLOW_TP not dividing the node's ranks) */
+		int first = c->rank - c->tp_rank, last = first + c->tp_size - 1;
+		if (first / c->node_k != last / c->node_k)
+			a->acct->bytes_inter += sent / c->tp_size; /* about one hop in K */
+	}
 	if (_sf_skip == SF_SKIP_COMM)
 		return;
 	COMM_RUN(a, a, "tensor-parallel all-reduce", (double)a->P * sizeof(float),

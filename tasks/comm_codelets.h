@@ -44,6 +44,7 @@ struct _sf_comm_acct {
 	double bytes;     /* bytes this rank sent in the collectives (rings: (N-1) blocks;
 	                     all-reduces: what a ring all-reduce sends, 2 (N-1)/N of them) */
 	double bytes_inter; /* of which to a rank of another node (struct _sf_comm::node_k) */
+	double bytes_tp;    /* of which in TP all-reduces (tp_allreduce) */
 };
 
 /* Static arguments of a unit's collectives (pointer handed as cl_arg). */

@@ -81,18 +81,19 @@ enum model_kind {
 	MODEL_LLAMA,
 	MODEL_LLAMA_HF,
 	MODEL_MLP_TP,
-	MODEL_NANOGPT_TP
+	MODEL_NANOGPT_TP,
+	MODEL_RESIDUAL_TP
 };
 
 /* "mlp", "residual", "uneven", "deep", "wide", "blocks", "gpt", "nanogpt",
- * "nanogpt-untied", "swiglu", "llama", "llama-hf", "mlp-tp", "nanogpt-tp" -> kind; -1
- * when unknown. */
+ * "nanogpt-untied", "swiglu", "llama", "llama-hf", "mlp-tp", "nanogpt-tp",
+ * "residual-tp" -> kind; -1 when unknown. */
 static inline int model_kind_parse(const char *s, enum model_kind *out)
 {
 	static const char *const names[] = {
 	    "mlp", "residual", "uneven",         "deep",   "wide",  "blocks",
 	    "gpt", "nanogpt",  "nanogpt-untied", "swiglu", "llama", "llama-hf",
-	    "mlp-tp", "nanogpt-tp"};
+	    "mlp-tp", "nanogpt-tp", "residual-tp"};
 	for (int i = 0; i < (int)(sizeof names / sizeof names[0]); i++)
 		if (!strcmp(s, names[i])) {
 			*out = (enum model_kind)i;
@@ -376,7 +377,8 @@ static inline int build_model(const char *prog, enum model_kind kind, sf_graph *
 	switch (kind) {
 	case MODEL_MLP:
 	case MODEL_MLP_TP: *D = 32, *C = 10; break;
-	case MODEL_RESIDUAL: *D = 24, *C = 10; break;
+	case MODEL_RESIDUAL:
+	case MODEL_RESIDUAL_TP: *D = 24, *C = 10; break;
 	case MODEL_UNEVEN: *D = 12, *C = 5; break;
 	case MODEL_DEEP: *D = 16, *C = 10; break;
 	case MODEL_WIDE: *D = 32, *C = 10; break;
@@ -461,6 +463,18 @@ static inline int build_model(const char *prog, enum model_kind kind, sf_graph *
 		MODEL_CHECK(sf_graph_linear_row(g, h, &row, "fc2", &h));
 		MODEL_CHECK(sf_graph_gelu(g, h, &h));
 		MODEL_CHECK(sf_graph_linear(g, h, *C, "fc3", &y));
+		break;
+	}
+	case MODEL_RESIDUAL_TP: { /* h feeds a col and the add: its gradient is summed */
+		struct sf_linear_tp_config col = {64, 1, 0.0f, 1}, row = {32, 1, 0.0f, 0};
+		int a, r;
+		MODEL_CHECK(sf_graph_linear(g, x, 32, "fc1", &h));
+		MODEL_CHECK(sf_graph_linear_col(g, h, &col, "fc_a", &a));
+		MODEL_CHECK(sf_graph_gelu(g, a, &a));
+		MODEL_CHECK(sf_graph_linear_row(g, a, &row, "fc_b", &a));
+		MODEL_CHECK(sf_graph_add(g, h, a, &r));
+		MODEL_CHECK(sf_graph_relu(g, r, &r));
+		MODEL_CHECK(sf_graph_linear(g, r, *C, "fc3", &y));
 		break;
 	}
 	case MODEL_NANOGPT:

@@ -48,7 +48,8 @@
  *   int64 nparams; float params[nparams]   (sf_model_params_get order)
  * and prints "max_resident <n> ring_slots <n> nunits <n>", "comm_bytes <bytes rank 0
  * sent in collectives>" and "final_loss <loss>"; every rank prints "rank <r> comm_bytes
- * <b> inter_node <bytes of them to another node>".
+ * <b> inter_node <bytes of them to another node>" (with SHARDFLOW_TP also "rank <r> tp <K>
+ * dp <n> model_bytes <b> tp_slice_bytes <b> tp_comm_bytes <b>", sf_model_stats').
  * Exit status: 0 success, 1 a library or I/O error, 2 a bad command line.
  */
 #include <errno.h>
@@ -418,6 +419,9 @@ int main(int argc, char **argv)
 	status = 0;
 	/* every rank's own bytes (mpirun merges the lines) */
 	printf("rank %d comm_bytes %.0f inter_node %.0f\n", rank, st.comm_bytes, st.comm_bytes_inter);
+	if (st.tp > 1)
+		printf("rank %d tp %d dp %d model_bytes %zu tp_slice_bytes %zu tp_comm_bytes %.0f\n",
+		       rank, st.tp, st.dp, st.model_bytes, st.tp_slice_bytes, st.tp_comm_bytes);
 	fflush(stdout);
 	if (rank == 0) {
 		if (write_dump(PROG, o.out, losses, o.t.steps, params, (int64_t)n))

@@ -1,0 +1,339 @@
+/*
+ * test_tp.c — tensor parallelism's arithmetic, on one process (layers/tp.c and the
+ * linear layers' CPU math, no StarPU, no MPI): K simulated TP ranks each compute their
+ * slice of Megatron's MLP y = row(gelu(col(x))), and the pieces put together must be
+ * the whole layers' results.
+ *
+ *  - slicing: a rank's slice of linear_col's rows (each of nparts blocks split) and of
+ *    linear_row's columns, put back, is the whole layer bitwise; linear_row's bias is
+ *    whole on every rank;
+ *  - forward: the ranks' col outputs side by side (block by block) = the whole col
+ *    output; the sum of the row partials (bias by rank 0 only) = the whole output;
+ *  - backward: the sum of the col partial input gradients = the whole input gradient;
+ *    each rank's weight gradients = its slice of the whole ones;
+ *  - finite differences: the gradient the K ranks' pieces give of a loss of the
+ *    output, against central differences of that loss, for x, W1, b1, W2 and b2;
+ *  - the shape rules (_sf_tp_local): what splits, what keeps a split, what joins it,
+ *    and the refusals naming the node (a split input into a whole-only op, a
+ *    linear_row on a whole input, split and whole inputs joined, heads or widths
+ *    that do not divide by K).
+ * Shapes: B 3 rows, I 4, hidden O1 12, O2 5, K = 2, 3 and 4 (a col of 3 blocks: its
+ * slices alone, as a fused QKV feeds attention, not a linear_row).
+ */
+#include "layers/layer.h"
+#include "layers/linear.h"
+#include "shardflow.h"
+#include "tests/tap.h"
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define B 3
+#define I 4
+#define O1 12
+#define O2 5
+
+static float frand(unsigned *s)
+{
+	*s = *s * 1103515245u + 12345u;
+	return (float)((*s >> 8) & 0xffff) / 32768.0f - 1.0f;
+}
+
+static float gelu(float x)
+{
+	return 0.5f * x * (1.0f + tanhf(0.7978845608f * (x + 0.044715f * x * x * x)));
+}
+
+static float gelu_d(float x)
+{
+	float u = 0.7978845608f * (x + 0.044715f * x * x * x), t = tanhf(u);
+	return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * 0.7978845608f *
+	                               (1.0f + 3.0f * 0.044715f * x * x);
+}
+
+/* a fake registry entry and node of a layer of kind k */
+static struct _sf_layer_entry entry(const char *name, enum _sf_tp_kind k)
+{
+	struct _sf_layer_entry e;
+	memset(&e, 0, sizeof e);
+	snprintf(e.name, sizeof e.name, "%s", name);
+	e.type.name = e.name;
+	e.tp = k;
+	return e;
+}
+
+static struct _sf_node node(const char *name, const struct _sf_layer_entry *e, int in0, int in1,
+                            int dim, size_t nparams, void *config, size_t config_size)
+{
+	struct _sf_node n;
+	memset(&n, 0, sizeof n);
+	n.kind = e ? SF_NODE_LAYER : SF_NODE_INPUT;
+	snprintf(n.name, sizeof n.name, "%s", name);
+	n.type = e;
+	n.nin = in0 < 0 ? 0 : in1 < 0 ? 1 : 2;
+	n.in[0] = in0, n.in[1] = in1;
+	n.dim = dim;
+	n.nparams = nparams;
+	n.tied_to = -1;
+	n.group = -1;
+	n.config = config;
+	n.config_size = config_size;
+	return n;
+}
+
+/* The whole MLP's loss L = sum(y * g) and its gradients, in double-checked float */
+struct mlp {
+	float x[B * I], w1[O1 * I + O1], w2[O2 * O1 + O2], g[B * O2];
+};
+
+static float whole_loss(const struct mlp *p)
+{
+	float h[B * O1], y[B * O2];
+	_sf_linear_fwd(B, I, O1, p->x, p->w1, p->w1 + O1 * I, h);
+	for (int i = 0; i < B * O1; i++)
+		h[i] = gelu(h[i]);
+	_sf_linear_fwd(B, O1, O2, h, p->w2, p->w2 + O2 * O1, y);
+	double l = 0.0;
+	for (int i = 0; i < B * O2; i++)
+		l += (double)y[i] * p->g[i];
+	return (float)l;
+}
+
+/* The K ranks' pieces: the loss's gradients, put together as the TP step does */
+struct grads {
+	float dx[B * I], dw1[O1 * I + O1], dw2[O2 * O1 + O2], y[B * O2];
+};
+
+static void tp_grads(const struct mlp *p, int K, int parts, struct grads *out)
+{
+	struct sf_linear_tp_config c1 = {O1, 1, 0.0f, parts}, c2 = {O2, 1, 0.0f, 0};
+	struct _sf_layer_entry ecol = entry("linear_col", SF_TP_COL),
+	                       erow = entry("linear_row", SF_TP_ROW);
+	struct _sf_node ncol = node("fc1", &ecol, 0, -1, O1, O1 * I + O1, &c1, sizeof c1),
+	                nrow = node("fc2", &erow, 1, -1, O2, O2 * O1 + O2, &c2, sizeof c2);
+	struct sf_layer_info wcol = {.in_dim = {I}, .out_dim = O1, .nparams = O1 * I + O1},
+	                     wrow = {.in_dim = {O1}, .out_dim = O2, .nparams = O2 * O1 + O2};
+	int L = O1 / K; /* a rank's hidden columns */
+	memset(out, 0, sizeof *out);
+	float w1l[O1 * I + O1], w2l[O2 * O1 + O2], hpre[B * O1], h[B * O1], yr[B * O2];
+	float dy[B * O2], dh[B * O1], dxr[B * I], dw1l[O1 * I + O1], dw2l[O2 * O1 + O2];
+	float w1c[O1 * I + O1], w2c[O2 * O1 + O2];
+	memcpy(w1c, p->w1, sizeof w1c);
+	memcpy(w2c, p->w2, sizeof w2c);
+	memcpy(dy, p->g, sizeof dy);
+	for (int r = 0; r < K; r++) { /* forward: row partials summed (the all-reduce) */
+		_sf_tp_params(&ncol, &wcol, K, r, w1c, w1l, true);
+		_sf_tp_params(&nrow, &wrow, K, r, w2c, w2l, true);
+		_sf_linear_fwd(B, I, L, p->x, w1l, w1l + L * I, hpre);
+		for (int i = 0; i < B * L; i++)
+			h[i] = gelu(hpre[i]);
+		_sf_linear_fwd(B, L, O2, h, w2l, r == 0 ? w2l + O2 * L : NULL, yr);
+		for (int i = 0; i < B * O2; i++)
+			out->y[i] += yr[i];
+	}
+	for (int r = 0; r < K; r++) { /* backward: col partial input gradients summed */
+		_sf_tp_params(&ncol, &wcol, K, r, w1c, w1l, true);
+		_sf_tp_params(&nrow, &wrow, K, r, w2c, w2l, true);
+		_sf_linear_fwd(B, I, L, p->x, w1l, w1l + L * I, hpre);
+		for (int i = 0; i < B * L; i++)
+			h[i] = gelu(hpre[i]);
+		_sf_linear_bwd(B, L, O2, h, w2l, dy, dh, 0, dw2l, dw2l + O2 * L, 0);
+		for (int i = 0; i < B * L; i++)
+			dh[i] *= gelu_d(hpre[i]);
+		_sf_linear_bwd(B, I, L, p->x, w1l, dh, dxr, 0, dw1l, dw1l + L * I, 0);
+		for (int i = 0; i < B * I; i++)
+			out->dx[i] += dxr[i];
+		_sf_tp_params(&ncol, &wcol, K, r, out->dw1, dw1l, false);
+		/* the row's weight slice is this rank's; its bias gradient is whole on each */
+		_sf_tp_params(&nrow, &wrow, K, r, out->dw2, dw2l, false);
+	}
+}
+
+static void check_mlp(int K, int parts)
+{
+	unsigned s = 7u + (unsigned)(K * 10 + parts);
+	struct mlp p;
+	for (int i = 0; i < B * I; i++)
+		p.x[i] = frand(&s);
+	for (int i = 0; i < O1 * I + O1; i++)
+		p.w1[i] = 0.5f * frand(&s);
+	for (int i = 0; i < O2 * O1 + O2; i++)
+		p.w2[i] = 0.5f * frand(&s);
+	for (int i = 0; i < B * O2; i++)
+		p.g[i] = frand(&s);
+	struct grads tg;
+	tp_grads(&p, K, parts, &tg);
+
+	/* the whole layers */
+	float h[B * O1], hpre[B * O1], y[B * O2], dh[B * O1], dx[B * I];
+	float dw1[O1 * I + O1], dw2[O2 * O1 + O2];
+	_sf_linear_fwd(B, I, O1, p.x, p.w1, p.w1 + O1 * I, hpre);
+	for (int i = 0; i < B * O1; i++)
+		h[i] = gelu(hpre[i]);
+	_sf_linear_fwd(B, O1, O2, h, p.w2, p.w2 + O2 * O1, y);
+	_sf_linear_bwd(B, O1, O2, h, p.w2, p.g, dh, 0, dw2, dw2 + O2 * O1, 0);
+	for (int i = 0; i < B * O1; i++)
+		dh[i] *= gelu_d(hpre[i]);
+	_sf_linear_bwd(B, I, O1, p.x, p.w1, dh, dx, 0, dw1, dw1 + O1 * I, 0);
+	double e_y = 0, e_dx = 0, e_w1 = 0, e_w2 = 0;
+	for (int i = 0; i < B * O2; i++)
+		e_y = fmax(e_y, fabs(tg.y[i] - y[i]));
+	for (int i = 0; i < B * I; i++)
+		e_dx = fmax(e_dx, fabs(tg.dx[i] - dx[i]));
+	for (int i = 0; i < O1 * I + O1; i++)
+		e_w1 = fmax(e_w1, fabs(tg.dw1[i] - dw1[i]));
+	for (int i = 0; i < O2 * O1 + O2; i++)
+		e_w2 = fmax(e_w2, fabs(tg.dw2[i] - dw2[i]));
+	char name[160];
+	snprintf(name, sizeof name,
+	         "K %d, col of %d block(s): outputs, input and weight gradients = the whole "
+	         "layers' (max |diff| %.2g %.2g %.2g %.2g)",
+	         K, parts, e_y, e_dx, e_w1, e_w2);
+	ok_true(e_y < 1e-5 && e_dx < 1e-5 && e_w1 < 1e-5 && e_w2 < 1e-5, name);
+
+	/* finite differences of the loss, against the TP gradients */
+	double worst = 0.0;
+	const float eps = 1e-2f;
+	float *vars[] = {p.x, p.w1, p.w2};
+	const float *gs[] = {tg.dx, tg.dw1, tg.dw2};
+	int ns[] = {B * I, O1 * I + O1, O2 * O1 + O2};
+	for (int v = 0; v < 3; v++)
+		for (int i = 0; i < ns[v]; i++) {
+			float keep = vars[v][i];
+			vars[v][i] = keep + eps;
+			double lp = whole_loss(&p);
+			vars[v][i] = keep - eps;
+			double lm = whole_loss(&p);
+			vars[v][i] = keep;
+			double fd = (lp - lm) / (2.0 * eps), d = fabs(fd - gs[v][i]);
+			worst = fmax(worst, d / fmax(1.0, fabs(fd)));
+		}
+	snprintf(name, sizeof name,
+	         "K %d, col of %d block(s): the TP pieces' gradient = finite differences (worst "
+	         "%.2g)",
+	         K, parts, worst);
+	ok_true(worst < 2e-3, name);
+}
+
+static void check_slices(void)
+{
+	unsigned s = 99;
+	float whole[O1 * I + O1], back[O1 * I + O1], local[O1 * I + O1];
+	for (int i = 0; i < O1 * I + O1; i++)
+		whole[i] = frand(&s);
+	struct sf_linear_tp_config c = {O1, 1, 0.0f, 3};
+	struct _sf_layer_entry ecol = entry("linear_col", SF_TP_COL);
+	struct _sf_node n = node("qkv", &ecol, 0, -1, O1, O1 * I + O1, &c, sizeof c);
+	struct sf_layer_info wi = {.in_dim = {I}, .out_dim = O1, .nparams = O1 * I + O1};
+	memset(back, 0, sizeof back);
+	for (int r = 0; r < 2; r++) {
+		_sf_tp_params(&n, &wi, 2, r, whole, local, true);
+		_sf_tp_params(&n, &wi, 2, r, back, local, false);
+	}
+	ok_true(memcmp(back, whole, sizeof whole) == 0,
+	        "col of 3 blocks, K 2: the slices put back = the whole layer, bitwise");
+	/* rank 1's first local row is block 0's row 2 (rows of a block: 4, 2 a rank);
+	 * its third local row is block 1's row 2, i.e. whole row 6 */
+	_sf_tp_params(&n, &wi, 2, 1, whole, local, true);
+	ok_true(memcmp(local, whole + 2 * I, I * sizeof(float)) == 0 &&
+	            memcmp(local + 2 * I, whole + 6 * I, I * sizeof(float)) == 0 &&
+	            local[6 * I] == whole[O1 * I + 2],
+	        "col of 3 blocks: rank 1 holds rows 2-3 of each block, with their biases");
+	float w2[O2 * O1 + O2], l2[O2 * O1 + O2];
+	for (int i = 0; i < O2 * O1 + O2; i++)
+		w2[i] = frand(&s);
+	struct sf_linear_tp_config c2 = {O2, 1, 0.0f, 0};
+	struct _sf_layer_entry erow = entry("linear_row", SF_TP_ROW);
+	struct _sf_node n2 = node("proj", &erow, 0, -1, O2, O2 * O1 + O2, &c2, sizeof c2);
+	struct sf_layer_info wi2 = {.in_dim = {O1}, .out_dim = O2, .nparams = O2 * O1 + O2};
+	_sf_tp_params(&n2, &wi2, 4, 3, w2, l2, true);
+	ok_true(memcmp(l2, w2 + 9, 3 * sizeof(float)) == 0 &&
+	            memcmp(l2 + 3, w2 + O1 + 9, 3 * sizeof(float)) == 0 &&
+	            memcmp(l2 + O2 * 3, w2 + O2 * O1, O2 * sizeof(float)) == 0,
+	        "row, K 4: rank 3 holds columns 9-11 of every row, and the whole bias");
+}
+
+/* the shape rules, on small hand-made graphs */
+static void check_rules(void)
+{
+	struct _sf_layer_entry ecol = entry("linear_col", SF_TP_COL),
+	                       erow = entry("linear_row", SF_TP_ROW),
+	                       egelu = entry("gelu", SF_TP_ELEMENTWISE),
+	                       eadd = entry("add", SF_TP_ELEMENTWISE),
+	                       eln = entry("layernorm", SF_TP_NONE),
+	                       eatt = entry("attention", SF_TP_HEADS);
+	struct sf_linear_tp_config col = {24, 1, 0.0f, 3}, row = {8, 1, 0.0f, 0};
+	int heads = 4;
+	struct _sf_node g[8];
+	g[0] = node("x", NULL, -1, -1, 8, 0, NULL, 0);
+	g[1] = node("c_attn", &ecol, 0, -1, 24, 24 * 8 + 24, &col, sizeof col);
+	g[2] = node("attn", &eatt, 1, -1, 8, 0, &heads, sizeof heads);
+	g[3] = node("c_proj", &erow, 2, -1, 8, 8 * 8 + 8, &row, sizeof row);
+	g[4] = node("ln", &eln, 2, -1, 8, 16, NULL, 0);       /* a split input: refused */
+	g[5] = node("mix", &eadd, 0, 2, 8, 0, NULL, 0);        /* whole + split: refused */
+	g[6] = node("bad_row", &erow, 0, -1, 8, 72, &row, sizeof row); /* whole input */
+	g[7] = node("gelu", &egelu, 2, -1, 8, 0, NULL, 0);
+	bool split[8] = {false}, in_split[SF_MAX_INPUTS];
+	int in_local[SF_MAX_INPUTS], out_local = 0;
+	size_t np = 0;
+	int rc[8];
+	sf_log_set_quiet(1);
+	for (int n = 1; n < 8; n++) {
+		for (int i = 0; i < g[n].nin; i++)
+			in_split[i] = split[g[n].in[i]];
+		rc[n] = _sf_tp_local(g, n, 2, in_split, in_local, &out_local, &np, &split[n]);
+		if (n == 1)
+			ok_true(rc[n] == SF_OK && split[1] && out_local == 12 && np == 12 * 8 + 12,
+			        "linear_col, K 2: output split, 12 of 24 columns, (12, 8) + 12 "
+			        "parameters");
+		if (n == 2)
+			ok_true(rc[n] == SF_OK && split[2] && out_local == 4 && in_local[0] == 12,
+			        "attention on a split QKV: split, 2 of its 4 heads");
+		if (n == 3)
+			ok_true(rc[n] == SF_OK && !split[3] && in_local[0] == 4 && out_local == 8 &&
+			            np == 8 * 4 + 8,
+			        "linear_row on a split input: whole output, (8, 4) + 8 parameters");
+		if (n == 4)
+			ok_true(rc[n] < 0 && strstr(sf_last_error(), "\"ln\"") &&
+			            strstr(sf_last_error(), "end the split with a linear_row"),
+			        "a layernorm on a split input is refused, naming it");
+		if (n == 5)
+			ok_true(rc[n] < 0 && strstr(sf_last_error(), "\"mix\"") &&
+			            strstr(sf_last_error(), "all be split or all whole"),
+			        "an add of a whole and a split input is refused, naming it");
+		if (n == 6)
+			ok_true(rc[n] < 0 && strstr(sf_last_error(), "\"bad_row\"") &&
+			            strstr(sf_last_error(), "takes a split input"),
+			        "a linear_row on a whole input is refused, naming it");
+		if (n == 7)
+			ok_true(rc[n] == SF_OK && split[7] && out_local == 4,
+			        "gelu on a split input keeps the split");
+	}
+	/* K 5: col of 3 blocks of 8 rows refused; attention of 6 heads on K 4 */
+	rc[1] = _sf_tp_local(g, 1, 5, (bool[]){false}, in_local, &out_local, &np, &split[1]);
+	ok_true(rc[1] < 0 && strstr(sf_last_error(), "does not split over SHARDFLOW_TP=5"),
+	        "linear_col whose blocks do not divide by K is refused");
+	heads = 6;
+	rc[2] = _sf_tp_local(g, 2, 4, (bool[]){true}, in_local, &out_local, &np, &split[2]);
+	ok_true(rc[2] < 0 && strstr(sf_last_error(), "6 heads") &&
+	            strstr(sf_last_error(), "divisible by SHARDFLOW_TP=4"),
+	        "attention of 6 heads on K 4 is refused, naming the heads");
+	rc[4] = _sf_tp_local(g, 4, 1, (bool[]){false}, in_local, &out_local, &np, &split[4]);
+	ok_true(rc[4] == SF_OK && out_local == 8 && np == 16 && !split[4],
+	        "K 1: every node as the graph has it");
+	sf_log_set_quiet(0);
+}
+
+int main(void)
+{
+	plan(19);
+	check_slices();
+	check_mlp(2, 1);
+	check_mlp(3, 1);
+	check_mlp(4, 1);
+	check_rules();
+	return done_testing();
+}
