@@ -585,6 +585,7 @@ static int build_model(struct run *r)
 		lc.vocab = o->model.vocab, lc.context = o->model.context, lc.dim = o->model.embd;
 		lc.layers = o->model.layers, lc.heads = o->model.heads, lc.kv_heads = o->kv_heads;
 		lc.ffn_dim = o->ffn_dim, lc.rope_theta = o->rope_theta, lc.tie_weights = o->tied;
+		lc.tensor_parallel = cfg.tp > 1; /* Megatron's split of each block (SHARDFLOW_TP) */
 		CHECK(sf_llama_graph(&lc, &g));
 	} else {
 		struct sf_gpt_config gc = o->model;
@@ -729,7 +730,10 @@ static void print_banner(const struct run *r)
  *   memory: rank <r> peak RSS <p> MiB: <d> MiB above the <s> MiB before
  *   sf_model_create; predicted <m> MiB (model) + <b> MiB (this program's batch and
  *   logits): measured / predicted <ratio>; sf_model_create's peak <c> MiB above the
- *   start (one unit's parameters: <u> MiB) */
+ *   start (one unit's parameters: <u> MiB)
+ * and what it sent (sf_model_stats):
+ *   comm: rank <r> sent <x> MiB in the steps' collectives, <y> MiB of them to another
+ *   node, <z> MiB in TP all-reduces; activations <a> MiB */
 static int report_memory(const struct run *r)
 {
 	const double mib = 1024.0 * 1024.0;
@@ -738,20 +742,26 @@ static int report_memory(const struct run *r)
 	int status = -1;
 	CHECK(sf_memory_info(&mi));
 	CHECK(sf_model_stats(r->m, &st));
-	double mine[6] = {
-	    (double)mi.peak_rss, (double)r->rss0,
-	    (double)(st.param_bytes + st.grad_bytes + st.optimizer_bytes + st.activation_bytes +
-	             st.buffer_bytes),
-	    (double)r->rows * r->T * (2 * sizeof(int32_t) + (size_t)r->V * sizeof(float)),
-	    (double)r->peak1, (double)st.largest_unit * sizeof(float)};
+	double mine[10] = {(double)mi.peak_rss,
+	                   (double)r->rss0,
+	                   (double)(st.param_bytes + st.grad_bytes + st.optimizer_bytes +
+	                            st.activation_bytes + st.buffer_bytes),
+	                   (double)r->rows * r->T *
+	                       (2 * sizeof(int32_t) + (size_t)r->V * sizeof(float)),
+	                   (double)r->peak1,
+	                   (double)st.largest_unit * sizeof(float),
+	                   st.comm_bytes,
+	                   st.comm_bytes_inter,
+	                   st.tp_comm_bytes,
+	                   (double)st.activation_bytes};
 	double *all = r->rank == 0 ? malloc((size_t)r->size * sizeof mine) : NULL;
 	if (r->rank == 0 && !all) {
 		fprintf(stderr, PROG ": out of memory\n");
 		goto done;
 	}
-	MPI_Gather(mine, 6, MPI_DOUBLE, all, 6, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+	MPI_Gather(mine, 10, MPI_DOUBLE, all, 10, MPI_DOUBLE, 0, MPI_COMM_WORLD);
 	for (int i = 0; r->rank == 0 && i < r->size; i++) {
-		const double *v = all + 6 * i;
+		const double *v = all + 10 * i;
 		fprintf(stderr,
 		        PROG ": memory: rank %d peak RSS %.1f MiB: %.1f MiB above the %.1f MiB "
 		             "before sf_model_create; predicted %.1f MiB (model) + %.1f MiB (this "
@@ -760,6 +770,11 @@ static int report_memory(const struct run *r)
 		             "parameters: %.1f MiB)\n",
 		        i, v[0] / mib, (v[0] - v[1]) / mib, v[1] / mib, v[2] / mib, v[3] / mib,
 		        (v[0] - v[1]) / (v[2] + v[3]), (v[4] - v[1]) / mib, v[5] / mib);
+		fprintf(stderr,
+		        PROG ": comm: rank %d sent %.1f MiB in the steps' collectives, %.1f MiB of "
+		             "them to another node, %.1f MiB in TP all-reduces; activations %.1f "
+		             "MiB\n",
+		        i, v[6] / mib, v[7] / mib, v[8] / mib, v[9] / mib);
 	}
 	free(all);
 	status = 0;

@@ -413,6 +413,8 @@ struct sf_linear_config {
  *  ("linear_nobias", y = x W^T). */
 SF_API int sf_graph_linear_config(sf_graph *g, int x, const struct sf_linear_config *c, int bias,
                                   const char *name, int *out);
+/** The most named tensors a layer type's parameters hold (sf_layer_type::param_tensors) */
+#define SF_MAX_PARAM_TENSORS 4
 /**
  * Tensor-parallel linear layers (types "linear_col" and "linear_row"), Megatron's split
  * over the SHARDFLOW_TP ranks of a TP group. A graph holds the whole layer (its
@@ -434,8 +436,15 @@ struct sf_linear_tp_config {
 	int bias;       /**< 1: y = x W^T + b; 0: no bias */
 	float init_std; /**< as struct sf_linear_config: > 0 W normal(0, init_std) and b = 0;
 	                     0 U(-1/sqrt(I), 1/sqrt(I)) for W and b */
-	int nparts;     /**< linear_col: equal blocks of output rows, each split over the TP
-	                     ranks (3 for a fused QKV projection); 0 or 1: one. linear_row: 0 */
+	int nparts;     /**< linear_col: blocks of output rows, each split over the TP ranks
+	                     (3 for a fused QKV projection); 0 or 1: one. linear_row: 0 */
+	/** linear_col with nparts > 1: each block's rows (summing to out_dim; Llama's q, k
+	 *  and v of grouped-query attention differ); all 0: nparts equal blocks */
+	int part_rows[SF_MAX_PARAM_TENSORS];
+	/** linear_col: each block a tensor of its own, "<node name>.<part_names[k]>", as
+	 *  linear_split's parts ("q_proj.weight"; no bias then); all "": one "weight" and
+	 *  "bias" */
+	char part_names[SF_MAX_PARAM_TENSORS][24];
 };
 /** A column-parallel linear node (type "linear_col"). */
 SF_API int sf_graph_linear_col(sf_graph *g, int x, const struct sf_linear_tp_config *c,
@@ -443,8 +452,6 @@ SF_API int sf_graph_linear_col(sf_graph *g, int x, const struct sf_linear_tp_con
 /** A row-parallel linear node (type "linear_row"). */
 SF_API int sf_graph_linear_row(sf_graph *g, int x, const struct sf_linear_tp_config *c,
                                const char *name, int *out);
-/** The most named tensors a layer type's parameters hold (sf_layer_type::param_tensors) */
-#define SF_MAX_PARAM_TENSORS 4
 /** A linear layer without bias whose output rows are several projections side by side,
  *  exported as one tensor each: Llama's q_proj, k_proj and v_proj as one GEMM (type
  *  "linear_split"). W (sum rows, I) holds part k's rows after part k-1's; the tensor of
@@ -652,6 +659,14 @@ struct sf_llama_config {
 	float rope_theta;         /**< [rope_theta]; default 10000 (Llama 3: 500000) */
 	int tie_weights;          /**< 1: lm_head reuses embed_tokens [tie_word_embeddings];
 	                               default 0 */
+	/** 1: Megatron's split of each block for SHARDFLOW_TP (struct
+	 *  sf_linear_tp_config): the fused q | k | v projection column-parallel in its three
+	 *  blocks (a TP rank holds its query and key/value heads: heads and kv_heads must
+	 *  divide by K), o_proj row-parallel, gate_proj and up_proj column-parallel,
+	 *  down_proj row-parallel; embeddings, norms and lm_head replicated. Same names,
+	 *  shapes and initial values as 0; bitwise the same model with SHARDFLOW_TP=1.
+	 *  0 (default): "linear" nodes. */
+	int tensor_parallel;
 };
 
 /** Fills *c with the defaults above. */
@@ -741,14 +756,14 @@ struct sf_layer_info {
 	                                     linear types only): no [dparams] buffer, and
 	                                     sf_kernel_dparams() returns NULL */
 	/* version 5 */
-	int tp_size;                    /**< the TP group's size (SHARDFLOW_TP; 1: none) */
-	int tp_rank;                    /**< this rank's place in its TP group */
-	int tp_split;                   /**< 1 when the node computes this rank's slice of a
-	                                     tensor-parallel layer: its widths (in_dim, out_dim,
-	                                     nparams) are the slice's, as docs/training.md's
-	                                     "Tensor parallelism" says (linear_col's output,
-	                                     linear_row's input, the attention heads between);
-	                                     0: the whole layer, replicated on the TP ranks */
+	int tp_size;  /**< the TP group's size (SHARDFLOW_TP; 1: none) */
+	int tp_rank;  /**< this rank's place in its TP group */
+	int tp_split; /**< 1 when the node computes this rank's slice of a
+	                   tensor-parallel layer: its widths (in_dim, out_dim,
+	                   nparams) are the slice's, as docs/training.md's
+	                   "Tensor parallelism" says (linear_col's output,
+	                   linear_row's input, the attention heads between);
+	                   0: the whole layer, replicated on the TP ranks */
 };
 
 /** A StarPU CPU (or CUDA) implementation: void f(void *buffers[], void *cl_arg). */
@@ -1099,15 +1114,15 @@ struct sf_model_stats {
 	                                     StarPU with non-blocking drivers spins) */
 	/* The 2-D layout (SHARDFLOW_TP): the model split K ways inside a TP group, then
 	 * each TP rank's slice sharded over the dp ranks of its TP place. */
-	int tp;                   /**< K, the TP group's ranks (1: no TP) */
-	int dp;                   /**< the data-parallel ranks: world / K */
-	size_t model_bytes;       /**< the whole model's parameters (fp32) */
-	size_t tp_slice_bytes;    /**< this rank's TP slice of them (model_bytes with K 1;
-	                               what every TP rank holds alike, norms and embeddings,
-	                               counts whole): what FSDP then shards over dp */
-	double tp_comm_bytes;     /**< of comm_bytes, those of the TP all-reduces of
-	                               activations and their gradients (a ring's 2 (K - 1)
-	                               / K of each) */
+	int tp;                /**< K, the TP group's ranks (1: no TP) */
+	int dp;                /**< the data-parallel ranks: world / K */
+	size_t model_bytes;    /**< the whole model's parameters (fp32) */
+	size_t tp_slice_bytes; /**< this rank's TP slice of them (model_bytes with K 1;
+	                            what every TP rank holds alike, norms and embeddings,
+	                            counts whole): what FSDP then shards over dp */
+	double tp_comm_bytes;  /**< of comm_bytes, those of the TP all-reduces of
+	                            activations and their gradients (a ring's 2 (K - 1)
+	                            / K of each) */
 };
 
 /** This process's memory, as the kernel counts it (Linux). */

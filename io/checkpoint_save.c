@@ -56,16 +56,18 @@ static int write_rank_file(struct sf_model *m, const char *stepdir, bool write, 
 	buf = malloc(smax * sizeof(float) + 1);
 	scratch = m->tp > 1 ? malloc(pmax * sizeof(float) + 1) : NULL;
 	if (!buf || (m->tp > 1 && !scratch)) {
-		rc = SF_ERR(SF_ERR_NOMEM, "checkpoint: cannot allocate %zu bytes", (smax + pmax) * 4);
+		rc = SF_ERR(SF_ERR_NOMEM, "checkpoint: cannot allocate %zu bytes",
+		            (smax + pmax) * 4);
 		goto fail;
 	}
 	if (!write) { /* TP: the collectives only */
 		for (int u = 0; u < m->nunits; u++)
 			for (int v = SF_VEC_PARAM; v <= SF_VEC_V; v++)
 				if (_sf_vec_exists(m, (enum _sf_vec)v))
-					SF_CHECK(unit_slice(m, u, (enum _sf_vec)v,
-					                    _sf_ckpt_shard(m->units[u].Pw, m->shard_size),
-					                    buf, scratch));
+					SF_CHECK(unit_slice(
+					    m, u, (enum _sf_vec)v,
+					    _sf_ckpt_shard(m->units[u].Pw, m->shard_size), buf,
+					    scratch));
 		goto fail;
 	}
 	SF_CHECK(_sf_ckpt_rank_path(path, sizeof path, stepdir, m->shard_rank));
@@ -134,15 +136,15 @@ static json_t *manifest_build(struct sf_model *m, const struct sf_checkpoint_inf
 	}
 	/* the layout it was written at (SHARDFLOW_TP); the files hold the whole model's
 	 * vectors whatever it was, so any layout loads them */
-	return json_pack("{s:s, s:i, s:i, s:i, s:s, s:s, s:s, s:s, s:I, s:{s:I, s:I, s:I, s:s}, "
-	                 "s:o, s:o, s:o}",
-	                 "format", SF_CKPT_FORMAT, "version", SF_CKPT_VERSION, "world_size",
-	                 m->shard_size, "tp", m->tp, "sharding", _sf_sharding_names[m->cfg.sharding], "optimizer",
-	                 _sf_optimizer_names[m->opt.optimizer], "structure_hash", hash, "dtype",
-	                 "f32", "model_steps", (json_int_t)m->nupdates, "info", "step",
-	                 (json_int_t)info->step, "epoch", (json_int_t)info->epoch, "batch",
-	                 (json_int_t)info->batch, "data_seed", seed, "vectors", vecs, "units",
-	                 units, "files", files);
+	return json_pack(
+	    "{s:s, s:i, s:i, s:i, s:s, s:s, s:s, s:s, s:I, s:{s:I, s:I, s:I, s:s}, "
+	    "s:o, s:o, s:o}",
+	    "format", SF_CKPT_FORMAT, "version", SF_CKPT_VERSION, "world_size", m->shard_size, "tp",
+	    m->tp, "sharding", _sf_sharding_names[m->cfg.sharding], "optimizer",
+	    _sf_optimizer_names[m->opt.optimizer], "structure_hash", hash, "dtype", "f32",
+	    "model_steps", (json_int_t)m->nupdates, "info", "step", (json_int_t)info->step, "epoch",
+	    (json_int_t)info->epoch, "batch", (json_int_t)info->batch, "data_seed", seed, "vectors",
+	    vecs, "units", units, "files", files);
 }
 
 /* The paths of one save: the step directory, where it is staged, and where a copy it

@@ -138,7 +138,8 @@ static int gather_params(struct sf_model *m, float *params, float *shard, float 
 	for (int u = 0; u < m->nunits; u++) {
 		struct _sf_unit *un = &m->units[u];
 		if (m->tp > 1) { /* every TP rank's slices, put together on every rank */
-			float *w = m->rank == 0 ? params + un->woff : malloc(un->Pw * sizeof(float) + 1);
+			float *w =
+			    m->rank == 0 ? params + un->woff : malloc(un->Pw * sizeof(float) + 1);
 			int grc = w ? _sf_unit_get_whole(m, u, SF_VEC_PARAM, false, w)
 			            : SF_ERR(SF_ERR_NOMEM, "safetensors: out of memory");
 			if (m->rank != 0)

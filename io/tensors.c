@@ -30,8 +30,10 @@ int _sf_unit_tensors(const struct sf_model *m, int u, struct _sf_tensor *t)
 		struct sf_param_tensor pt[SF_MAX_PARAM_TENSORS], wt[SF_MAX_PARAM_TENSORS];
 		int np = _sf_node_param_tensors(nd, li, pt);
 		if (_sf_node_param_tensors(nd, &wi, wt) != np)
-			return SF_ERR(SF_ERR_INVALID, "node \"%s\": its slice and its whole layer "
-			              "name different tensors", nd->name);
+			return SF_ERR(SF_ERR_INVALID,
+			              "node \"%s\": its slice and its whole layer "
+			              "name different tensors",
+			              nd->name);
 		for (int i = 0; i < np; i++) {
 			if (k == SF_UNIT_TENSORS_MAX)
 				return SF_ERR(SF_ERR_INVALID,
@@ -241,7 +243,8 @@ SF_API int sf_model_tensor_set(sf_model *m, const char *name, const float *src, 
 	SF_CHECK(find(m, "sf_model_tensor_set", name, n, &t));
 	SF_CHECK(sf_model_sync(m));
 	if (m->tp == 1) {
-		SF_CHECK(_sf_unit_set_params(m, t.unit, t.off - m->units[t.unit].off, t.count, src));
+		SF_CHECK(
+		    _sf_unit_set_params(m, t.unit, t.off - m->units[t.unit].off, t.count, src));
 		goto fail;
 	}
 	/* with TP: the unit whole, the tensor replaced, every rank's slices taken again */

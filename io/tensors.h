@@ -17,8 +17,8 @@ struct _sf_tensor {
 	char name[SF_TENSOR_NAME_MAX];
 	int ndim;
 	int64_t shape[2];
-	size_t off, count; /* floats, in the whole model's flat parameter vector (with
-	                      SHARDFLOW_TP, every TP rank's slices together: its shape's) */
+	size_t off, count;   /* floats, in the whole model's flat parameter vector (with
+	                        SHARDFLOW_TP, every TP rank's slices together: its shape's) */
 	size_t loff, lcount; /* this rank's part, in its own flat vector (with TP, its
 	                        slice; else off and count) */
 	int unit;          /* the unit holding it; off - its off is the place in the unit */

@@ -39,6 +39,7 @@ enum _sf_tp_kind {
 	SF_TP_NONE,        /* whole inputs only (a user's type, the norms, embeddings) */
 	SF_TP_ELEMENTWISE, /* inputs all split or all whole; the output as they are */
 	SF_TP_HEADS,       /* attention: a split input holds this rank's heads */
+	SF_TP_ROPE,        /* rope: a split input holds this rank's heads, rotated alike */
 	SF_TP_COL,         /* linear_col: a whole input, a split output */
 	SF_TP_ROW,         /* linear_row: a split input, a whole output (all-reduced) */
 };
@@ -99,12 +100,12 @@ int _sf_node_param_tensors(const struct _sf_node *nd, const struct sf_layer_info
  * (*np_local) and whether its output is split; SF_ERR_INVALID naming the node when
  * it cannot take its inputs so (names: the graph's nodes, for the message). K = 1:
  * the whole shapes, nothing split. */
-int _sf_tp_local(const struct _sf_node *nodes, int n, int K, const bool *in_split,
-                 int *in_local, int *out_local, size_t *np_local, bool *out_split);
+int _sf_tp_local(const struct _sf_node *nodes, int n, int K, const bool *in_split, int *in_local,
+                 int *out_local, size_t *np_local, bool *out_split);
 /* Between a TP node's whole parameters (whole_info: the node's whole shapes) and
  * TP rank r's slice of them (K ranks): to_local copies the slice out of whole, else
  * into it. A node that is not split (not linear_col or linear_row) copies all. */
-void _sf_tp_params(const struct _sf_node *nd, const struct sf_layer_info *whole_info, int K,
-                   int r, float *whole, float *local, bool to_local);
+void _sf_tp_params(const struct _sf_node *nd, const struct sf_layer_info *whole_info, int K, int r,
+                   float *whole, float *local, bool to_local);
 
 #endif

@@ -209,13 +209,51 @@ static int tp_config_check(const char *type, const struct sf_linear_tp_config *c
 		              "or 1 (got %d) and a finite init_std >= 0 is required",
 		              type, c ? c->out_dim : 0, c ? c->bias : 0);
 	int np = c->nparts > 1 ? c->nparts : 1;
-	if (c->nparts < 0 || (!col && np != 1) || c->out_dim % np != 0)
-		return SF_ERR(SF_ERR_INVALID,
-		              "%s: nparts must be %s (got %d, out_dim %d)", type,
-		              col ? "0, 1 or a divisor of out_dim (equal blocks of rows)"
-		                  : "0 or 1 (linear_row splits its input, not blocks of rows)",
+	bool rows = false, names = false;
+	long long sum = 0;
+	for (int k = 0; k < SF_MAX_PARAM_TENSORS; k++) {
+		rows |= c->part_rows[k] != 0;
+		names |= c->part_names[k][0] != '\0';
+		sum += k < np ? c->part_rows[k] : 0;
+	}
+	if (c->nparts < 0 || c->nparts > SF_MAX_PARAM_TENSORS ||
+	    (!col && (np != 1 || rows || names)) || (!rows && c->out_dim % np != 0))
+		return SF_ERR(SF_ERR_INVALID, "%s: nparts must be %s (got %d, out_dim %d)", type,
+		              col ? "0, 1 or up to 4 blocks of rows (equal ones: dividing out_dim)"
+		                  : "0, with no part_rows or part_names (linear_row splits its "
+		                    "input, not blocks of rows)",
 		              c->nparts, c->out_dim);
+	for (int k = 0; col && k < SF_MAX_PARAM_TENSORS; k++) {
+		bool in = k < np;
+		if ((rows && in && c->part_rows[k] <= 0) || (!in && c->part_rows[k] != 0) ||
+		    (names && in &&
+		     (!c->part_names[k][0] ||
+		      !memchr(c->part_names[k], 0, sizeof c->part_names[k]))) ||
+		    (!in && c->part_names[k][0]))
+			return SF_ERR(
+			    SF_ERR_INVALID,
+			    "%s: part %d: part_rows must be > 0 for each of the nparts %d "
+			    "blocks (or all 0) and part_names 1 to 23 characters for each "
+			    "(or all empty), nothing past nparts",
+			    type, k, np);
+	}
+	if (rows && sum != c->out_dim)
+		return SF_ERR(SF_ERR_INVALID, "%s: part_rows sum to %lld, out_dim is %d", type, sum,
+		              c->out_dim);
+	if (names && c->bias)
+		return SF_ERR(SF_ERR_INVALID,
+		              "%s: named parts (part_names) take no bias: set bias 0", type);
 	return SF_OK;
+}
+
+/* linear_col's block k's rows in the shapes li has (the whole layer's, or a TP rank's
+ * slice when li->tp_split) */
+int _sf_linear_col_part_rows(const struct sf_layer_info *li, int k)
+{
+	const struct sf_linear_tp_config *c = li->config;
+	int np = c->nparts > 1 ? c->nparts : 1, K = li->tp_split ? li->tp_size : 1;
+	int whole = c->part_rows[0] ? c->part_rows[k] : c->out_dim / np;
+	return whole / K;
 }
 
 static int tp_infer(const char *type, bool col, const int *in_dims, const void *config,
@@ -230,15 +268,13 @@ static int tp_infer(const char *type, bool col, const int *in_dims, const void *
 	return SF_OK;
 }
 
-static int col_infer(const int *in_dims, int nin, const void *config, int *out_dim,
-                     size_t *nparams)
+static int col_infer(const int *in_dims, int nin, const void *config, int *out_dim, size_t *nparams)
 {
 	(void)nin;
 	return tp_infer("linear_col", true, in_dims, config, out_dim, nparams);
 }
 
-static int row_infer(const int *in_dims, int nin, const void *config, int *out_dim,
-                     size_t *nparams)
+static int row_infer(const int *in_dims, int nin, const void *config, int *out_dim, size_t *nparams)
 {
 	(void)nin;
 	return tp_infer("linear_row", false, in_dims, config, out_dim, nparams);
@@ -270,6 +306,23 @@ static void row_fwd_with(void *buffers[], void *cl_arg, fwd_fn f)
 
 SF_BODIES(linear_row_fwd, row_fwd_with, _sf_linear_fwd, _sf_linear_fwd_cuda)
 
+/* linear_col's tensors: "weight" and "bias", or one per named block (no bias) */
+static int col_tensors(const struct sf_layer_info *li, struct sf_param_tensor *t)
+{
+	const struct sf_linear_tp_config *c = li->config;
+	if (!c->part_names[0][0])
+		return linear_tensors(li, t);
+	int np = c->nparts > 1 ? c->nparts : 1;
+	size_t I = (size_t)li->in_dim[0], off = 0;
+	for (int k = 0; k < np; k++) {
+		size_t rows = (size_t)_sf_linear_col_part_rows(li, k);
+		t[k] = (struct sf_param_tensor){"", off, 2, {rows, I}};
+		memcpy(t[k].suffix, c->part_names[k], sizeof t[k].suffix);
+		off += rows * I;
+	}
+	return np;
+}
+
 const struct sf_layer_type _sf_linear_col_type = {
     .api_version = SF_LAYER_API_VERSION,
     .name = "linear_col",
@@ -283,7 +336,7 @@ const struct sf_layer_type _sf_linear_col_type = {
     .forward_cuda = SF_CUDA_BODY(linear_fwd_cuda),
     .backward_cuda = SF_CUDA_BODY(linear_bwd_cuda),
     .flops = linear_flops,
-    .param_tensors = linear_tensors,
+    .param_tensors = col_tensors,
     .backward_params_for_dinput_only = 1,
 };
 

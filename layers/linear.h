@@ -23,6 +23,8 @@ extern const struct sf_layer_type _sf_linear_split_type;
 /* Tensor-parallel slices of a linear layer (struct sf_linear_tp_config) */
 extern const struct sf_layer_type _sf_linear_col_type;
 extern const struct sf_layer_type _sf_linear_row_type;
+/* linear_col's block k's rows in li's shapes (whole, or a TP rank's slice) */
+int _sf_linear_col_part_rows(const struct sf_layer_info *li, int k);
 
 /* y (B,O) = x (B,I) w^T (O,I) + b (O); b may be NULL (no bias) */
 void _sf_linear_fwd(int B, int I, int O, const float *x, const float *w, const float *b, float *y);

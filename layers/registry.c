@@ -27,22 +27,10 @@
 #include <string.h>
 
 static const struct sf_layer_type *const builtin_types[] = {
-    &_sf_linear_type,
-    &_sf_relu_type,
-    &_sf_gelu_type,
-    &_sf_add_type,
-    &_sf_layernorm_type,
-    &_sf_linear_nobias_type,
-    &_sf_embedding_type,
-    &_sf_attention_type,
-    &_sf_pos_embedding_type,
-    &_sf_rmsnorm_type,
-    &_sf_silu_type,
-    &_sf_mul_type,
-    &_sf_rope_type,
-    &_sf_attention_gqa_type,
-    &_sf_linear_split_type,
-    &_sf_linear_col_type,
+    &_sf_linear_type,        &_sf_relu_type,          &_sf_gelu_type,         &_sf_add_type,
+    &_sf_layernorm_type,     &_sf_linear_nobias_type, &_sf_embedding_type,    &_sf_attention_type,
+    &_sf_pos_embedding_type, &_sf_rmsnorm_type,       &_sf_silu_type,         &_sf_mul_type,
+    &_sf_rope_type,          &_sf_attention_gqa_type, &_sf_linear_split_type, &_sf_linear_col_type,
     &_sf_linear_row_type,
 };
 
@@ -58,6 +46,8 @@ static enum _sf_tp_kind _sf_builtin_tp_kind(const struct sf_layer_type *t)
 		return SF_TP_ROW;
 	if (t == &_sf_attention_type || t == &_sf_attention_gqa_type)
 		return SF_TP_HEADS;
+	if (t == &_sf_rope_type)
+		return SF_TP_ROPE;
 	if (t == &_sf_relu_type || t == &_sf_gelu_type || t == &_sf_silu_type ||
 	    t == &_sf_mul_type || t == &_sf_add_type)
 		return SF_TP_ELEMENTWISE;

@@ -41,6 +41,12 @@ static const struct sf_rope_config *cfg(const struct sf_layer_info *li)
 	return li->config;
 }
 
+/* the columns rotated in li's shapes: a TP rank's slice holds its heads' share */
+static int rotated(const struct sf_layer_info *li)
+{
+	return li->tp_split ? cfg(li)->rotated / li->tp_size : cfg(li)->rotated;
+}
+
 static size_t rope_saved(const struct sf_layer_info *li)
 {
 	return (size_t)li->seq_len * (size_t)cfg(li)->head_dim;
@@ -54,7 +60,7 @@ static void fwd_with(void *buffers[], void *cl_arg, fwd_fn f)
 {
 	const struct sf_layer_info *li = cl_arg;
 	const struct sf_rope_config *c = cfg(li);
-	f(li->samples, li->seq_len, li->out_dim, c->rotated, c->head_dim, c->theta,
+	f(li->samples, li->seq_len, li->out_dim, rotated(li), c->head_dim, c->theta,
 	  sf_kernel_input(buffers, li, 0), sf_kernel_output(buffers, li),
 	  sf_kernel_saved(buffers, li));
 }
@@ -66,7 +72,7 @@ static void bwd_with(void *buffers[], void *cl_arg, bwd_fn f)
 	const struct sf_rope_config *c = cfg(li);
 	float *dx = sf_kernel_dinput(buffers, li, 0);
 	if (dx)
-		f(li->samples, li->seq_len, li->out_dim, c->rotated, c->head_dim,
+		f(li->samples, li->seq_len, li->out_dim, rotated(li), c->head_dim,
 		  sf_kernel_saved(buffers, li), sf_kernel_doutput(buffers, li), dx,
 		  li->accumulate[0]);
 }
@@ -76,7 +82,7 @@ SF_BODIES(rope_bwd, bwd_with, _sf_rope_bwd, _sf_rope_bwd_cuda)
 
 static double rope_flops(const struct sf_layer_info *li)
 {
-	return 3.0 * li->rows * (double)cfg(li)->rotated;
+	return 3.0 * li->rows * (double)rotated(li);
 }
 
 const struct sf_layer_type _sf_rope_type = {

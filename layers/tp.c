@@ -5,8 +5,8 @@
  * An activation is whole (every TP rank holds all its columns) or split (rank r holds
  * its slice: the columns of its output rows of a linear_col, each of the layer's
  * nparts blocks in turn). linear_col takes a whole input and splits; the ops that act
- * on columns independently (element-wise ones, attention on whole heads) keep the
- * split; linear_row takes it back to whole (its partial outputs summed over the
+ * on columns independently (element-wise ones, attention and rope on whole heads)
+ * keep the split; linear_row takes it back to whole (its partial outputs summed over the
  * group). Every other op needs whole inputs. The graph holds whole widths; these
  * rules run at sf_model_create, once per node in creation (topological) order.
  */
@@ -24,6 +24,13 @@ static int col_parts(const struct _sf_node *nd)
 	return c->nparts > 1 ? c->nparts : 1;
 }
 
+/* Block k's rows in the whole layer: its part_rows, or an equal share */
+static size_t col_block(const struct _sf_node *nd, int k)
+{
+	const struct sf_linear_tp_config *c = nd->config;
+	return (size_t)(c->part_rows[0] ? c->part_rows[k] : c->out_dim / col_parts(nd));
+}
+
 static int heads_split(const struct _sf_node *nd, int K)
 {
 	int h, kv;
@@ -35,14 +42,15 @@ static int heads_split(const struct _sf_node *nd, int K)
 	}
 	if (h % K != 0 || kv % K != 0)
 		return SF_ERR(SF_ERR_INVALID,
-		              "sf_model_create: node \"%s\" (%s): its %d heads and %d key/value heads must be "
+		              "sf_model_create: node \"%s\" (%s): its %d heads and %d key/value "
+		              "heads must be "
 		              "divisible by SHARDFLOW_TP=%d (each TP rank computes whole heads)",
 		              nd->name, nd->type->name, h, kv, K);
 	return SF_OK;
 }
 
-int _sf_tp_local(const struct _sf_node *nodes, int n, int K, const bool *in_split,
-                 int *in_local, int *out_local, size_t *np_local, bool *out_split)
+int _sf_tp_local(const struct _sf_node *nodes, int n, int K, const bool *in_split, int *in_local,
+                 int *out_local, size_t *np_local, bool *out_split)
 {
 	const struct _sf_node *nd = &nodes[n];
 	int nin = nd->kind == SF_NODE_LAYER || nd->kind == SF_NODE_LOSS ? nd->nin : 0;
@@ -61,38 +69,58 @@ int _sf_tp_local(const struct _sf_node *nodes, int n, int K, const bool *in_spli
 	int split_in = -1; /* an input that is split where the node needs it whole */
 	for (int i = 0; i < nin && split_in < 0; i++)
 		if (in_split[i] && kind != SF_TP_ELEMENTWISE && kind != SF_TP_HEADS &&
-		    kind != SF_TP_ROW)
+		    kind != SF_TP_ROPE && kind != SF_TP_ROW)
 			split_in = i;
 	if (split_in >= 0)
 		return SF_ERR(SF_ERR_INVALID,
-		              "sf_model_create: node \"%s\" (%s) reads \"%s\", which is split over the %d TP ranks "
+		              "sf_model_create: node \"%s\" (%s) reads \"%s\", which is split over "
+		              "the %d TP ranks "
 		              "(a linear_col's output, or an op after it); a %s needs it whole: "
 		              "end the split with a linear_row first",
 		              nd->name, type, nodes[nd->in[split_in]].name, K, type);
 	if (nd->tied_to >= 0 && (kind == SF_TP_COL || kind == SF_TP_ROW))
 		return SF_ERR(SF_ERR_INVALID,
-		              "sf_model_create: node \"%s\" (%s): a tensor-parallel layer cannot share another "
+		              "sf_model_create: node \"%s\" (%s): a tensor-parallel layer cannot "
+		              "share another "
 		              "node's parameters (tied)",
 		              nd->name, type);
 	for (int i = 0; i < nin; i++)
 		if (in_split[i] && in_local[i] % K != 0)
-			return SF_ERR(SF_ERR_INVALID, "sf_model_create: node \"%s\": input width %d is not divisible "
-			              "by SHARDFLOW_TP=%d", nd->name, in_local[i], K);
+			return SF_ERR(
+			    SF_ERR_INVALID,
+			    "sf_model_create: node \"%s\": input width %d is not divisible "
+			    "by SHARDFLOW_TP=%d",
+			    nd->name, in_local[i], K);
 	for (int i = 0; i < nin; i++)
 		if (in_split[i])
 			in_local[i] /= K;
 	switch (kind) {
-	case SF_TP_NONE:
-		return SF_OK;
+	case SF_TP_NONE: return SF_OK;
 	case SF_TP_ELEMENTWISE:
 		if (any && !all)
 			return SF_ERR(SF_ERR_INVALID,
-			              "sf_model_create: node \"%s\" (%s) joins inputs split over the %d TP ranks with "
+			              "sf_model_create: node \"%s\" (%s) joins inputs split over "
+			              "the %d TP ranks with "
 			              "whole ones; its inputs must all be split or all whole",
 			              nd->name, type, K);
 		*out_split = any;
 		*out_local = any ? nd->dim / K : nd->dim;
 		return SF_OK;
+	case SF_TP_ROPE: {
+		if (!any)
+			return SF_OK;
+		const struct sf_rope_config *c = nd->config;
+		if (c->rotated % (c->head_dim * K) != 0)
+			return SF_ERR(
+			    SF_ERR_INVALID,
+			    "sf_model_create: node \"%s\" (rope): its %d rotated heads of %d "
+			    "must be divisible by SHARDFLOW_TP=%d (each TP rank rotates whole "
+			    "heads)",
+			    nd->name, c->rotated / c->head_dim, c->head_dim, K);
+		*out_split = true;
+		*out_local = nd->dim / K;
+		return SF_OK;
+	}
 	case SF_TP_HEADS:
 		if (!any)
 			return SF_OK;
@@ -104,35 +132,40 @@ int _sf_tp_local(const struct _sf_node *nodes, int n, int K, const bool *in_spli
 	case SF_TP_COL: {
 		const struct sf_linear_tp_config *c = nd->config;
 		int parts = col_parts(nd);
-		if (c->out_dim % (parts * K) != 0)
-			return SF_ERR(SF_ERR_INVALID,
-			              "sf_model_create: node \"%s\" (linear_col): out_dim %d in %d block(s) does not "
-			              "split over SHARDFLOW_TP=%d ranks (each block's rows must be "
-			              "divisible by it)",
-			              nd->name, c->out_dim, parts, K);
+		for (int k = 0; k < parts; k++)
+			if (col_block(nd, k) % (size_t)K != 0)
+				return SF_ERR(
+				    SF_ERR_INVALID,
+				    "sf_model_create: node \"%s\" (linear_col): out_dim %d in "
+				    "%d block(s) does not split over SHARDFLOW_TP=%d ranks (block "
+				    "%d's %zu rows: each block's rows must be divisible by it)",
+				    nd->name, c->out_dim, parts, K, k, col_block(nd, k));
 		*out_split = true;
 		*out_local = c->out_dim / K;
-		*np_local = (size_t)*out_local * (size_t)in_local[0] +
-		            (c->bias ? (size_t)*out_local : 0);
+		*np_local =
+		    (size_t)*out_local * (size_t)in_local[0] + (c->bias ? (size_t)*out_local : 0);
 		return SF_OK;
 	}
 	case SF_TP_ROW: {
 		const struct sf_linear_tp_config *c = nd->config;
 		if (!in_split[0])
-			return SF_ERR(SF_ERR_INVALID,
-			              "sf_model_create: node \"%s\" (linear_row) reads \"%s\", which is whole; a "
-			              "linear_row takes a split input (a linear_col's output, or an "
-			              "op after it)",
-			              nd->name, nodes[nd->in[0]].name);
-		*np_local = (size_t)c->out_dim * (size_t)in_local[0] + (c->bias ? (size_t)c->out_dim : 0);
+			return SF_ERR(
+			    SF_ERR_INVALID,
+			    "sf_model_create: node \"%s\" (linear_row) reads \"%s\", which is "
+			    "whole; a "
+			    "linear_row takes a split input (a linear_col's output, or an "
+			    "op after it)",
+			    nd->name, nodes[nd->in[0]].name);
+		*np_local =
+		    (size_t)c->out_dim * (size_t)in_local[0] + (c->bias ? (size_t)c->out_dim : 0);
 		return SF_OK;
 	}
 	}
 	return SF_OK;
 }
 
-void _sf_tp_params(const struct _sf_node *nd, const struct sf_layer_info *whole_info, int K,
-                   int r, float *whole, float *local, bool to_local)
+void _sf_tp_params(const struct _sf_node *nd, const struct sf_layer_info *whole_info, int K, int r,
+                   float *whole, float *local, bool to_local)
 {
 	size_t I = (size_t)whole_info->in_dim[0], O = (size_t)whole_info->out_dim;
 	enum _sf_tp_kind kind = nd->kind == SF_NODE_LAYER ? nd->type->tp : SF_TP_NONE;
@@ -144,16 +177,20 @@ void _sf_tp_params(const struct _sf_node *nd, const struct sf_layer_info *whole_
 		return;
 	}
 	bool bias = whole_info->nparams > O * I;
-	if (kind == SF_TP_COL) { /* local row j: block j / q, its row r q + j % q */
-		size_t np = (size_t)col_parts(nd), q = O / np / (size_t)K, rows = np * q;
-		for (size_t j = 0; j < rows; j++) {
-			size_t src = (j / q) * (O / np) + (size_t)r * q + j % q;
-			float *w = whole + src * I, *l = local + j * I;
-			memcpy(to_local ? l : w, to_local ? w : l, I * sizeof(float));
-			if (bias) {
-				float *wb = whole + O * I + src, *lb = local + rows * I + j;
-				*(to_local ? lb : wb) = *(to_local ? wb : lb);
+	if (kind == SF_TP_COL) { /* block k's q = rows / K local rows: its rows r q .. */
+		size_t rows = O / (size_t)K, j = 0, first = 0;
+		for (int k = 0; k < col_parts(nd); k++) {
+			size_t q = col_block(nd, k) / (size_t)K;
+			for (size_t i = 0; i < q; i++, j++) {
+				size_t src = first + (size_t)r * q + i;
+				float *w = whole + src * I, *l = local + j * I;
+				memcpy(to_local ? l : w, to_local ? w : l, I * sizeof(float));
+				if (bias) {
+					float *wb = whole + O * I + src, *lb = local + rows * I + j;
+					*(to_local ? lb : wb) = *(to_local ? wb : lb);
+				}
 			}
+			first += col_block(nd, k);
 		}
 		return;
 	}
@@ -163,6 +200,6 @@ void _sf_tp_params(const struct _sf_node *nd, const struct sf_layer_info *whole_
 		memcpy(to_local ? l : w, to_local ? w : l, c * sizeof(float));
 	}
 	if (bias)
-		memcpy(to_local ? local + O * c : whole + O * I, to_local ? whole + O * I : local + O * c,
-		       O * sizeof(float));
+		memcpy(to_local ? local + O * c : whole + O * I,
+		       to_local ? whole + O * I : local + O * c, O * sizeof(float));
 }

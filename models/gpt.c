@@ -64,13 +64,14 @@ static int check(const struct sf_gpt_config *c)
 /* A linear node "<prefix>.<what>" of width out, GPT-2 initialised with std. tp: 0 a
  * "linear"; with c->tensor_parallel, 'c' a linear_col of `parts` blocks, 'r' a
  * linear_row (the same initial values: both draw as "linear" does). */
-static int linear(sf_graph *g, const struct sf_gpt_config *c, int x, int out, float std,
-                  char tp, int parts, const char *prefix, const char *what, int *y)
+static int linear(sf_graph *g, const struct sf_gpt_config *c, int x, int out, float std, char tp,
+                  int parts, const char *prefix, const char *what, int *y)
 {
 	char name[GPT_NAME_MAX];
 	snprintf(name, sizeof name, "%s.%s", prefix, what);
 	if (c->tensor_parallel && tp) {
-		struct sf_linear_tp_config tc = {out, 1, std, tp == 'c' ? parts : 0};
+		struct sf_linear_tp_config tc = {
+		    .out_dim = out, .bias = 1, .init_std = std, .nparts = tp == 'c' ? parts : 0};
 		return tp == 'c' ? sf_graph_linear_col(g, x, &tc, name, y)
 		                 : sf_graph_linear_row(g, x, &tc, name, y);
 	}

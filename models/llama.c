@@ -89,16 +89,51 @@ static int check(const struct sf_llama_config *c)
 		    "ffn_dim (%d), multiple_of (%d) and ffn_dim_multiplier (%g) >= 0",
 		    (double)c->norm_eps, (double)c->rope_theta, c->ffn_dim, c->multiple_of,
 		    (double)c->ffn_dim_multiplier);
+	if (c->tensor_parallel != 0 && c->tensor_parallel != 1)
+		return sf_error_set(SF_ERR_INVALID,
+		                    "sf_llama_graph: tensor_parallel must be 0 or 1 (got %d)",
+		                    c->tensor_parallel);
 	return sf_llama_ffn_dim(c) < 0 ? SF_ERR_INVALID : SF_OK;
 }
 
-/* A linear node "<prefix>.<what>" without bias, of width out */
-static int proj(sf_graph *g, int x, int out, const char *prefix, const char *what, int *y)
+/* A linear node "<prefix>.<what>" without bias, of width out; with tensor_parallel,
+ * tp 'c' makes it a linear_col, 'r' a linear_row (the same initial values) */
+static int proj(sf_graph *g, const struct sf_llama_config *c, int x, int out, char tp,
+                const char *prefix, const char *what, int *y)
 {
 	char name[LLAMA_NAME_MAX];
 	snprintf(name, sizeof name, "%s.%s", prefix, what);
+	if (c->tensor_parallel) {
+		struct sf_linear_tp_config tc = {.out_dim = out, .init_std = LLAMA_STD};
+		return tp == 'c' ? sf_graph_linear_col(g, x, &tc, name, y)
+		                 : sf_graph_linear_row(g, x, &tc, name, y);
+	}
 	struct sf_linear_config lc = {out, LLAMA_STD};
 	return sf_graph_linear_config(g, x, &lc, 0, name, y);
+}
+
+/* The fused q | k | v projection "<prefix>.self_attn": a linear_split of three named
+ * parts, or with tensor_parallel a linear_col of the same three blocks */
+static int qkv_proj(sf_graph *g, const struct sf_llama_config *c, int x, int hs, const char *name,
+                    int *y)
+{
+	int rows[3] = {c->heads * hs, c->kv_heads * hs, c->kv_heads * hs};
+	const char *names[3] = {"q_proj.weight", "k_proj.weight", "v_proj.weight"};
+	if (c->tensor_parallel) {
+		struct sf_linear_tp_config tc = {
+		    .out_dim = rows[0] + rows[1] + rows[2], .init_std = LLAMA_STD, .nparts = 3};
+		for (int k = 0; k < 3; k++) {
+			tc.part_rows[k] = rows[k];
+			snprintf(tc.part_names[k], sizeof tc.part_names[k], "%s", names[k]);
+		}
+		return sf_graph_linear_col(g, x, &tc, name, y);
+	}
+	struct sf_linear_split_config qc = {.nparts = 3, .init_std = LLAMA_STD};
+	for (int k = 0; k < 3; k++) {
+		qc.rows[k] = rows[k];
+		snprintf(qc.names[k], sizeof qc.names[k], "%s", names[k]);
+	}
+	return sf_graph_linear_split(g, x, &qc, name, y);
 }
 
 static int norm(sf_graph *g, int x, float eps, const char *prefix, const char *what, int *y)
@@ -117,32 +152,27 @@ static int block(sf_graph *g, const struct sf_llama_config *c, int i, int *x)
 	int hs = c->dim / c->heads, ffn = sf_llama_ffn_dim(c);
 	char pre[LLAMA_NAME_MAX / 2], name[LLAMA_NAME_MAX];
 	snprintf(pre, sizeof pre, "model.layers.%d", i);
-	struct sf_linear_split_config qc = {
-	    .nparts = 3,
-	    .rows = {c->heads * hs, c->kv_heads * hs, c->kv_heads * hs},
-	    .names = {"q_proj.weight", "k_proj.weight", "v_proj.weight"},
-	    .init_std = LLAMA_STD};
 	struct sf_rope_config rope = {(c->heads + c->kv_heads) * hs, hs, c->rope_theta};
 	struct sf_attention_config attn = {c->heads, c->kv_heads};
 	snprintf(name, sizeof name, "%s.self_attn", pre);
 	res[0] = *x;
 	if ((rc = sf_graph_unit_begin(g, pre)) < 0 ||
 	    (rc = norm(g, *x, c->norm_eps, pre, "input_layernorm", &h)) < 0 ||
-	    (rc = sf_graph_linear_split(g, h, &qc, name, &qkv)) < 0 ||
+	    (rc = qkv_proj(g, c, h, hs, name, &qkv)) < 0 ||
 	    (rc = _sf_decoder_node(g, "rope", &qkv, 1, &rope, sizeof rope, pre,
 	                           "self_attn.rotary_emb", &qkv)) < 0 ||
 	    (rc = _sf_decoder_node(g, "attention_gqa", &qkv, 1, &attn, sizeof attn, pre,
 	                           "self_attn.attention", &a)) < 0 ||
-	    (rc = proj(g, a, c->dim, pre, "self_attn.o_proj", &res[1])) < 0 ||
+	    (rc = proj(g, c, a, c->dim, 'r', pre, "self_attn.o_proj", &res[1])) < 0 ||
 	    (rc = _sf_decoder_node(g, "add", res, 2, NULL, 0, pre, "residual1", x)) < 0)
 		return rc;
 	res[0] = *x;
 	if ((rc = norm(g, *x, c->norm_eps, pre, "post_attention_layernorm", &h)) < 0 ||
-	    (rc = proj(g, h, ffn, pre, "mlp.gate_proj", &gate)) < 0 ||
-	    (rc = proj(g, h, ffn, pre, "mlp.up_proj", &gu[1])) < 0 ||
+	    (rc = proj(g, c, h, ffn, 'c', pre, "mlp.gate_proj", &gate)) < 0 ||
+	    (rc = proj(g, c, h, ffn, 'c', pre, "mlp.up_proj", &gu[1])) < 0 ||
 	    (rc = _sf_decoder_node(g, "silu", &gate, 1, NULL, 0, pre, "mlp.act_fn", &gu[0])) < 0 ||
 	    (rc = _sf_decoder_node(g, "mul", gu, 2, NULL, 0, pre, "mlp.mul", &m)) < 0 ||
-	    (rc = proj(g, m, c->dim, pre, "mlp.down_proj", &res[1])) < 0 ||
+	    (rc = proj(g, c, m, c->dim, 'r', pre, "mlp.down_proj", &res[1])) < 0 ||
 	    (rc = _sf_decoder_node(g, "add", res, 2, NULL, 0, pre, "residual2", x)) < 0)
 		return rc;
 	return sf_graph_unit_end(g);

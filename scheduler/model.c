@@ -905,8 +905,9 @@ static void tp_plan(struct sf_model *m)
 			s->tp_comm.tp_acc = s->bwd_info.accumulate[0];
 			s->bwd_info.accumulate[0] = 0;
 		}
-		size_t n_ar = s->tp_fwd_ar ? (size_t)s->info.out_dim
-		              : s->tp_bwd_ar ? (size_t)s->info.in_dim[0] : 0;
+		size_t n_ar = s->tp_fwd_ar   ? (size_t)s->info.out_dim
+		              : s->tp_bwd_ar ? (size_t)s->info.in_dim[0]
+		                             : 0;
 		if (n_ar * m->rows_local > m->tp_max)
 			m->tp_max = n_ar * m->rows_local;
 	}
@@ -1104,7 +1105,8 @@ static int build_buffers(struct sf_model *m)
 		    .comm = m->comm,
 		    .unit = m->gnodes[n].name,
 		    .acct = &m->comm_acct,
-		    .P = m->rows_local * (size_t)(ns->tp_fwd_ar ? ns->info.out_dim : ns->info.in_dim[0]),
+		    .P = m->rows_local *
+		         (size_t)(ns->tp_fwd_ar ? ns->info.out_dim : ns->info.in_dim[0]),
 		    .tp_scratch = m->tp_scratch,
 		    .tp_acc = acc,
 		};

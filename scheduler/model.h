@@ -147,8 +147,8 @@ struct sf_model {
 	/* SHARDFLOW_TP: K ranks of a TP group, this rank's place in it; the data-parallel
 	 * ranks (world / K, this rank's rank / K): the batch is split over them */
 	int tp, tp_rank, dp_size, dp_rank;
-	size_t tp_max; /* floats of the largest activation a TP all-reduce sums */
-	float *tp_scratch; /* the TP ring's copy and block (tp_comm.tp_scratch) */
+	size_t tp_max;              /* floats of the largest activation a TP all-reduce sums */
+	float *tp_scratch;          /* the TP ring's copy and block (tp_comm.tp_scratch) */
 	int shard_size, shard_rank; /* the shard group (the world, or a node with hybrid sharding) */
 	int nrep;         /* replicas of each shard (hybrid: nodes; else 1) */
 	int nnodes;

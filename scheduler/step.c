@@ -116,15 +116,14 @@ static int submit_fwd_named(struct sf_model *m, int n, const char *name, enum _s
 	starpu_data_handle_t in[SF_MAX_INPUTS];
 	for (int i = 0; i < nd->nin; i++)
 		in[i] = m->nodes[nd->in[i]].h_act;
-	int rc = _sf_submit_layer_fwd(nd->type, &s->info,
-	                              s->unit >= 0 ? param_handle(m, s->unit) : NULL, in, nd->nin,
-	                              s->h_act, s->h_saved, name, traced(m, name, kind, n));
+	int rc =
+	    _sf_submit_layer_fwd(nd->type, &s->info, s->unit >= 0 ? param_handle(m, s->unit) : NULL,
+	                         in, nd->nin, s->h_act, s->h_saved, name, traced(m, name, kind, n));
 	if (rc < 0 || !s->tp_fwd_ar)
 		return rc;
 	/* a linear_row's partial outputs, summed over the TP group in place */
-	return _sf_submit_tp_allreduce(&s->tp_comm, m->h_order, s->h_act, NULL,
-	                               m->ctx->comm_worker, s->tp_name,
-	                               traced(m, s->tp_name, SF_EV_TP_AR, n));
+	return _sf_submit_tp_allreduce(&s->tp_comm, m->h_order, s->h_act, NULL, m->ctx->comm_worker,
+	                               s->tp_name, traced(m, s->tp_name, SF_EV_TP_AR, n));
 }
 
 /* A node's backward task, or its input-gradient half (a split backward: dw_before >= 0,
@@ -157,9 +156,9 @@ static int submit_bwd_part(struct sf_model *m, int n, starpu_data_handle_t grad,
 	bool tp = s->tp_bwd_ar && !dw;
 	if (tp) /* a linear_col's partial input gradient: into its own buffer first */
 		din[0] = s->h_tpbuf;
-	int rc = _sf_submit_layer_bwd(nd->type, li, params, in, nd->nin, s->h_act, s->h_dact,
-	                              s->h_saved, din, dparams, first, after, name,
-	                              traced(m, name, SF_EV_BWD, n));
+	int rc =
+	    _sf_submit_layer_bwd(nd->type, li, params, in, nd->nin, s->h_act, s->h_dact, s->h_saved,
+	                         din, dparams, first, after, name, traced(m, name, SF_EV_BWD, n));
 	if (rc < 0 || !tp)
 		return rc;
 	/* summed over the TP group, then written (or added) where the input's gradient is */

@@ -192,7 +192,8 @@ static void tp_allreduce_sum(void *buffers[], struct _sf_comm_args *a)
 	struct _sf_comm *c = a->comm;
 	float *v = (float *)STARPU_VECTOR_GET_PTR(buffers[1]);
 	if (a->acct && _sf_skip != SF_SKIP_COMM) { /* a ring's sends: 2 (K - 1) blocks of P / K */
-		double sent = 2.0 * (double)(c->tp_size - 1) / c->tp_size * (double)a->P * sizeof(float);
+		double sent =
+		    2.0 * (double)(c->tp_size - 1) / c->tp_size * (double)a->P * sizeof(float);
 		a->acct->bytes += sent;
 		a->acct->bytes_tp += sent;
 		/* TP groups are consecutive ranks: the ring leaves a node only where a group
@@ -396,7 +397,7 @@ int _sf_submit_tp_allreduce(struct _sf_comm_args *a, starpu_data_handle_t order,
 {
 	struct starpu_data_descr d[] = {
 	    {order, STARPU_RW}, {v, STARPU_RW}, {dst, a->tp_acc ? STARPU_RW : STARPU_W}};
-	struct starpu_codelet *cl = !dst ? &_sf_cl_tp_allreduce
+	struct starpu_codelet *cl = !dst        ? &_sf_cl_tp_allreduce
 	                            : a->tp_acc ? &_sf_cl_tp_allreduce_into
 	                                        : &_sf_cl_tp_allreduce_set;
 	return SUBMIT_COMM(cl, d, dst ? 3 : 2, a, worker, name, done);

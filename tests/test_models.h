@@ -82,18 +82,19 @@ enum model_kind {
 	MODEL_LLAMA_HF,
 	MODEL_MLP_TP,
 	MODEL_NANOGPT_TP,
-	MODEL_RESIDUAL_TP
+	MODEL_RESIDUAL_TP,
+	MODEL_LLAMA_HF_TP
 };
 
 /* "mlp", "residual", "uneven", "deep", "wide", "blocks", "gpt", "nanogpt",
  * "nanogpt-untied", "swiglu", "llama", "llama-hf", "mlp-tp", "nanogpt-tp",
- * "residual-tp" -> kind; -1 when unknown. */
+ * "residual-tp", "llama-hf-tp" -> kind; -1 when unknown. */
 static inline int model_kind_parse(const char *s, enum model_kind *out)
 {
 	static const char *const names[] = {
-	    "mlp", "residual", "uneven",         "deep",   "wide",  "blocks",
-	    "gpt", "nanogpt",  "nanogpt-untied", "swiglu", "llama", "llama-hf",
-	    "mlp-tp", "nanogpt-tp", "residual-tp"};
+	    "mlp",    "residual",   "uneven",         "deep",       "wide",  "blocks",
+	    "gpt",    "nanogpt",    "nanogpt-untied", "swiglu",     "llama", "llama-hf",
+	    "mlp-tp", "nanogpt-tp", "residual-tp",    "llama-hf-tp"};
 	for (int i = 0; i < (int)(sizeof names / sizeof names[0]); i++)
 		if (!strcmp(s, names[i])) {
 			*out = (enum model_kind)i;
@@ -353,11 +354,12 @@ static inline int build_model(const char *prog, enum model_kind kind, sf_graph *
 	sf_graph *g = NULL;
 	int x, labels, h, y, loss;
 	*T = kind == MODEL_BLOCKS ? 3 : kind == MODEL_GPT || kind == MODEL_LLAMA ? GPT_T : 1;
-	if (kind == MODEL_LLAMA_HF) {
+	if (kind == MODEL_LLAMA_HF || kind == MODEL_LLAMA_HF_TP) {
 		struct sf_llama_config lc;
 		sf_llama_config_init(&lc);
 		lc.vocab = 16, lc.context = 5, lc.dim = 16, lc.layers = 2, lc.heads = 4;
 		lc.kv_heads = 2, lc.multiple_of = 8;
+		lc.tensor_parallel = kind == MODEL_LLAMA_HF_TP;
 		*D = *C = lc.vocab, *T = lc.context;
 		MODEL_CHECK(sf_llama_graph(&lc, &g));
 		*out = g;
@@ -389,7 +391,8 @@ static inline int build_model(const char *prog, enum model_kind kind, sf_graph *
 	case MODEL_NANOGPT:
 	case MODEL_NANOGPT_UNTIED:
 	case MODEL_NANOGPT_TP:
-	case MODEL_LLAMA_HF: break;
+	case MODEL_LLAMA_HF:
+	case MODEL_LLAMA_HF_TP: break;
 	}
 	MODEL_CHECK(sf_graph_create("train_dump", &g));
 	MODEL_CHECK(sf_graph_set_seq_len(g, *T));
@@ -457,7 +460,9 @@ static inline int build_model(const char *prog, enum model_kind kind, sf_graph *
 			goto fail;
 		break;
 	case MODEL_MLP_TP: { /* the mlp's fc1 and fc2 as Megatron's MLP: column, then row */
-		struct sf_linear_tp_config col = {64, 1, 0.0f, 1}, row = {64, 1, 0.0f, 0};
+		struct sf_linear_tp_config
+		    col = {.out_dim = 64, .bias = 1, .init_std = 0.0f, .nparts = 1},
+		    row = {.out_dim = 64, .bias = 1, .init_std = 0.0f, .nparts = 0};
 		MODEL_CHECK(sf_graph_linear_col(g, x, &col, "fc1", &h));
 		MODEL_CHECK(sf_graph_gelu(g, h, &h));
 		MODEL_CHECK(sf_graph_linear_row(g, h, &row, "fc2", &h));
@@ -466,7 +471,9 @@ static inline int build_model(const char *prog, enum model_kind kind, sf_graph *
 		break;
 	}
 	case MODEL_RESIDUAL_TP: { /* h feeds a col and the add: its gradient is summed */
-		struct sf_linear_tp_config col = {64, 1, 0.0f, 1}, row = {32, 1, 0.0f, 0};
+		struct sf_linear_tp_config
+		    col = {.out_dim = 64, .bias = 1, .init_std = 0.0f, .nparts = 1},
+		    row = {.out_dim = 32, .bias = 1, .init_std = 0.0f, .nparts = 0};
 		int a, r;
 		MODEL_CHECK(sf_graph_linear(g, x, 32, "fc1", &h));
 		MODEL_CHECK(sf_graph_linear_col(g, h, &col, "fc_a", &a));
@@ -480,7 +487,8 @@ static inline int build_model(const char *prog, enum model_kind kind, sf_graph *
 	case MODEL_NANOGPT:
 	case MODEL_NANOGPT_UNTIED:
 	case MODEL_NANOGPT_TP:
-	case MODEL_LLAMA_HF: break; /* built above */
+	case MODEL_LLAMA_HF:
+	case MODEL_LLAMA_HF_TP: break; /* built above */
 	}
 	MODEL_CHECK(sf_graph_softmax_cross_entropy(g, y, labels, &loss));
 	*out = g;
@@ -500,7 +508,7 @@ static inline int fill_batch(enum model_kind kind, uint64_t seed, int64_t step, 
 	*b = (struct sf_batch){.labels = labels};
 	if (kind != MODEL_BLOCKS && kind != MODEL_GPT && kind != MODEL_NANOGPT &&
 	    kind != MODEL_NANOGPT_UNTIED && kind != MODEL_NANOGPT_TP && kind != MODEL_LLAMA &&
-	    kind != MODEL_LLAMA_HF) {
+	    kind != MODEL_LLAMA_HF && kind != MODEL_LLAMA_HF_TP) {
 		*xin = x;
 		b->ninputs = 1;
 		b->inputs = xin;

@@ -50,8 +50,8 @@ static float gelu(float x)
 static float gelu_d(float x)
 {
 	float u = 0.7978845608f * (x + 0.044715f * x * x * x), t = tanhf(u);
-	return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * 0.7978845608f *
-	                               (1.0f + 3.0f * 0.044715f * x * x);
+	return 0.5f * (1.0f + t) +
+	       0.5f * x * (1.0f - t * t) * 0.7978845608f * (1.0f + 3.0f * 0.044715f * x * x);
 }
 
 /* a fake registry entry and node of a layer of kind k */
@@ -109,7 +109,11 @@ struct grads {
 
 static void tp_grads(const struct mlp *p, int K, int parts, struct grads *out)
 {
-	struct sf_linear_tp_config c1 = {O1, 1, 0.0f, parts}, c2 = {O2, 1, 0.0f, 0};
+	struct sf_linear_tp_config c1 = {.out_dim = O1,
+	                                 .bias = 1,
+	                                 .init_std = 0.0f,
+	                                 .nparts = parts},
+	                           c2 = {.out_dim = O2, .bias = 1, .init_std = 0.0f, .nparts = 0};
 	struct _sf_layer_entry ecol = entry("linear_col", SF_TP_COL),
 	                       erow = entry("linear_row", SF_TP_ROW);
 	struct _sf_node ncol = node("fc1", &ecol, 0, -1, O1, O1 * I + O1, &c1, sizeof c1),
@@ -224,7 +228,7 @@ static void check_slices(void)
 	float whole[O1 * I + O1], back[O1 * I + O1], local[O1 * I + O1];
 	for (int i = 0; i < O1 * I + O1; i++)
 		whole[i] = frand(&s);
-	struct sf_linear_tp_config c = {O1, 1, 0.0f, 3};
+	struct sf_linear_tp_config c = {.out_dim = O1, .bias = 1, .init_std = 0.0f, .nparts = 3};
 	struct _sf_layer_entry ecol = entry("linear_col", SF_TP_COL);
 	struct _sf_node n = node("qkv", &ecol, 0, -1, O1, O1 * I + O1, &c, sizeof c);
 	struct sf_layer_info wi = {.in_dim = {I}, .out_dim = O1, .nparams = O1 * I + O1};
@@ -242,10 +246,27 @@ static void check_slices(void)
 	            memcmp(local + 2 * I, whole + 6 * I, I * sizeof(float)) == 0 &&
 	            local[6 * I] == whole[O1 * I + 2],
 	        "col of 3 blocks: rank 1 holds rows 2-3 of each block, with their biases");
+	/* unequal blocks (grouped-query attention's q, k, v): 6, 3 and 3 rows on K 3,
+	 * rank 2 holds rows 4-5, 8 and 11 */
+	struct sf_linear_tp_config cu = {.out_dim = O1, .nparts = 3, .part_rows = {6, 3, 3}};
+	struct _sf_node nu = node("qkv_gqa", &ecol, 0, -1, O1, O1 * I, &cu, sizeof cu);
+	struct sf_layer_info wu = {.in_dim = {I}, .out_dim = O1, .nparams = O1 * I};
+	memset(back, 0, sizeof back);
+	for (int r = 0; r < 3; r++) {
+		_sf_tp_params(&nu, &wu, 3, r, whole, local, true);
+		_sf_tp_params(&nu, &wu, 3, r, back, local, false);
+	}
+	_sf_tp_params(&nu, &wu, 3, 2, whole, local, true);
+	ok_true(memcmp(back, whole, O1 * I * sizeof(float)) == 0 &&
+	            memcmp(local, whole + 4 * I, 2 * I * sizeof(float)) == 0 &&
+	            memcmp(local + 2 * I, whole + 8 * I, I * sizeof(float)) == 0 &&
+	            memcmp(local + 3 * I, whole + 11 * I, I * sizeof(float)) == 0,
+	        "col of blocks of 6, 3, 3 rows, K 3: rank 2 holds rows 4-5, 8, 11; put back "
+	        "bitwise");
 	float w2[O2 * O1 + O2], l2[O2 * O1 + O2];
 	for (int i = 0; i < O2 * O1 + O2; i++)
 		w2[i] = frand(&s);
-	struct sf_linear_tp_config c2 = {O2, 1, 0.0f, 0};
+	struct sf_linear_tp_config c2 = {.out_dim = O2, .bias = 1, .init_std = 0.0f, .nparts = 0};
 	struct _sf_layer_entry erow = entry("linear_row", SF_TP_ROW);
 	struct _sf_node n2 = node("proj", &erow, 0, -1, O2, O2 * O1 + O2, &c2, sizeof c2);
 	struct sf_layer_info wi2 = {.in_dim = {O1}, .out_dim = O2, .nparams = O2 * O1 + O2};
@@ -265,15 +286,16 @@ static void check_rules(void)
 	                       eadd = entry("add", SF_TP_ELEMENTWISE),
 	                       eln = entry("layernorm", SF_TP_NONE),
 	                       eatt = entry("attention", SF_TP_HEADS);
-	struct sf_linear_tp_config col = {24, 1, 0.0f, 3}, row = {8, 1, 0.0f, 0};
+	struct sf_linear_tp_config col = {.out_dim = 24, .bias = 1, .init_std = 0.0f, .nparts = 3},
+	                           row = {.out_dim = 8, .bias = 1, .init_std = 0.0f, .nparts = 0};
 	int heads = 4;
 	struct _sf_node g[8];
 	g[0] = node("x", NULL, -1, -1, 8, 0, NULL, 0);
 	g[1] = node("c_attn", &ecol, 0, -1, 24, 24 * 8 + 24, &col, sizeof col);
 	g[2] = node("attn", &eatt, 1, -1, 8, 0, &heads, sizeof heads);
 	g[3] = node("c_proj", &erow, 2, -1, 8, 8 * 8 + 8, &row, sizeof row);
-	g[4] = node("ln", &eln, 2, -1, 8, 16, NULL, 0);       /* a split input: refused */
-	g[5] = node("mix", &eadd, 0, 2, 8, 0, NULL, 0);        /* whole + split: refused */
+	g[4] = node("ln", &eln, 2, -1, 8, 16, NULL, 0);                /* a split input: refused */
+	g[5] = node("mix", &eadd, 0, 2, 8, 0, NULL, 0);                /* whole + split: refused */
 	g[6] = node("bad_row", &erow, 0, -1, 8, 72, &row, sizeof row); /* whole input */
 	g[7] = node("gelu", &egelu, 2, -1, 8, 0, NULL, 0);
 	bool split[8] = {false}, in_split[SF_MAX_INPUTS];
@@ -312,6 +334,18 @@ static void check_rules(void)
 			ok_true(rc[n] == SF_OK && split[7] && out_local == 4,
 			        "gelu on a split input keeps the split");
 	}
+	/* rope on the split QKV: its q and k heads (rotated 16 of 24 columns, heads of 4) */
+	struct _sf_layer_entry erope = entry("rope", SF_TP_ROPE);
+	struct sf_rope_config rc8 = {16, 4, 10000.0f};
+	struct _sf_node gr[2] = {g[0], g[1]};
+	struct _sf_node rn = node("rope", &erope, 1, -1, 24, 0, &rc8, sizeof rc8);
+	struct _sf_node rg[3] = {gr[0], gr[1], rn};
+	int rrc = _sf_tp_local(rg, 2, 2, (bool[]){true}, in_local, &out_local, &np, &split[2]);
+	bool rsplit = split[2];
+	rc8.rotated = 12; /* 3 heads: not divisible by 2 */
+	int rrc2 = _sf_tp_local(rg, 2, 2, (bool[]){true}, in_local, &out_local, &np, &split[2]);
+	ok_true(rrc == SF_OK && rsplit && rrc2 < 0 && strstr(sf_last_error(), "3 rotated heads"),
+	        "rope keeps a split of whole heads; 3 rotated heads on K 2 are refused");
 	/* K 5: col of 3 blocks of 8 rows refused; attention of 6 heads on K 4 */
 	rc[1] = _sf_tp_local(g, 1, 5, (bool[]){false}, in_local, &out_local, &np, &split[1]);
 	ok_true(rc[1] < 0 && strstr(sf_last_error(), "does not split over SHARDFLOW_TP=5"),
@@ -329,7 +363,7 @@ static void check_rules(void)
 
 int main(void)
 {
-	plan(19);
+	plan(21);
 	check_slices();
 	check_mlp(2, 1);
 	check_mlp(3, 1);

@@ -3,11 +3,13 @@
 #
 # Models (tests/test_models.h): mlp-tp, the mlp with fc1 a linear_col and fc2 a
 # linear_row (Megatron's MLP); residual-tp, where h feeds both such an MLP and the
-# residual add (the col's all-reduced input gradient is added to the add's); and
-# nanogpt-tp, sf_gpt_graph with tensor_parallel 1
-# (c_attn a linear_col of 3 blocks, so each TP rank holds whole heads; c_fc a col;
-# both c_proj rows). Checked:
-#  - K 1 is a "linear" model bitwise: nanogpt-tp on 1 rank = nanogpt on 1 rank;
+# residual add (the col's all-reduced input gradient is added to the add's);
+# nanogpt-tp, sf_gpt_graph with tensor_parallel 1 (c_attn a linear_col of 3 blocks, so
+# each TP rank holds whole heads; c_fc a col; both c_proj rows); and llama-hf-tp,
+# sf_llama_graph with tensor_parallel 1 (the q | k | v projection a linear_col of 3
+# named blocks of unequal rows, grouped-query attention 4 on 2 heads, rope on a rank's
+# heads, o_proj and down_proj rows, gate_proj and up_proj cols). Checked:
+#  - K 1 is a "linear" model bitwise: nanogpt-tp = nanogpt, llama-hf-tp = llama-hf;
 #  - tp 2 on 2 ranks and dp 2 x tp 2 on 4 ranks = 1 rank, SGD and AdamW (rtol 1e-5;
 #    AdamW on nanogpt-tp with floor 0.1: c_attn's key bias has an exact zero gradient
 #    (softmax ignores a constant added to every score), so AdamW's step there is noise
@@ -29,7 +31,7 @@
 . "$(dirname "$0")/lib.sh"
 require_progs "$TRAIN_DUMP" "$DUMP_COMPARE"
 
-plan 32
+plan 37
 
 rtol=1e-5
 floor=1e-3
@@ -39,12 +41,18 @@ train 1 gpt1 --model nanogpt --optimizer adamw --steps 4
 train 1 gpttp1 --model nanogpt-tp --optimizer adamw --steps 4
 compare "nanogpt-tp on 1 rank = nanogpt (linear_col/row with K 1 are linear), bitwise" \
 	gpttp1 gpt1 --bitwise
+train 1 llama1 --model llama-hf --optimizer adamw --steps 4
+train 1 llamatp1 --model llama-hf-tp --optimizer adamw --steps 4
+compare "llama-hf-tp on 1 rank = llama-hf (its split QKV, a linear_col of 3 named blocks), bitwise" \
+	llamatp1 llama1 --bitwise
 
 # layouts against 1 rank
-for c in mlp-tp:sgd mlp-tp:adamw residual-tp:sgd nanogpt-tp:sgd nanogpt-tp:adamw; do
+for c in mlp-tp:sgd mlp-tp:adamw residual-tp:sgd nanogpt-tp:sgd nanogpt-tp:adamw \
+	llama-hf-tp:sgd llama-hf-tp:adamw; do
 	model=${c%:*} opt=${c#*:}
 	fl=$floor
 	[ "$c" = nanogpt-tp:adamw ] && fl=0.1
+	[ "$model" = llama-hf-tp ] && fl=1e-2 # equivalence.sh's floor for llama (its reason)
 	train 1 "r1-$model-$opt" --model "$model" --optimizer "$opt" --steps 6
 	train 2 "t2-$model-$opt" SHARDFLOW_TP=2 --model "$model" --optimizer "$opt" --steps 6
 	compare "$model, $opt: tp 2 on 2 ranks = 1 rank (rtol $rtol, floor $fl)" \

@@ -420,8 +420,9 @@ int main(int argc, char **argv)
 	/* every rank's own bytes (mpirun merges the lines) */
 	printf("rank %d comm_bytes %.0f inter_node %.0f\n", rank, st.comm_bytes, st.comm_bytes_inter);
 	if (st.tp > 1)
-		printf("rank %d tp %d dp %d model_bytes %zu tp_slice_bytes %zu tp_comm_bytes %.0f\n",
-		       rank, st.tp, st.dp, st.model_bytes, st.tp_slice_bytes, st.tp_comm_bytes);
+		printf(
+		    "rank %d tp %d dp %d model_bytes %zu tp_slice_bytes %zu tp_comm_bytes %.0f\n",
+		    rank, st.tp, st.dp, st.model_bytes, st.tp_slice_bytes, st.tp_comm_bytes);
 	fflush(stdout);
 	if (rank == 0) {
 		if (write_dump(PROG, o.out, losses, o.t.steps, params, (int64_t)n))

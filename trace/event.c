@@ -11,7 +11,7 @@
 #include <string.h>
 
 static const char *const kind_names[SF_EV_NKINDS] = {
-    "gather",         "fwd",  "loss", "bwd",       "rs",        "opt", "ag",
+    "gather",         "fwd",  "loss", "bwd",       "rs",        "opt",          "ag",
     "loss allreduce", "free", "grad", "grad norm", "recompute", "tp allreduce",
 };
 
