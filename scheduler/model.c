@@ -1622,6 +1622,23 @@ int _sf_unit_set_full(struct sf_model *m, int u, enum _sf_vec which, const float
 	return SF_OK;
 }
 
+/* Between unit u's whole vector and TP place t's slices of it (loc: the unit's vector
+ * as that place holds it): each node's parameters, to_local or back (layers/tp.c) */
+static void unit_tp_copy(const struct sf_model *m, int u, int t, float *whole, float *loc,
+                         bool to_local)
+{
+	const struct _sf_unit *un = &m->units[u];
+	for (int n = un->first; n <= un->last; n++) {
+		const struct _sf_node *nd = &m->gnodes[n];
+		if (m->nodes[n].unit != u || nd->tied_to >= 0 || !nd->nparams)
+			continue;
+		struct sf_layer_info wi;
+		_sf_node_whole_info(m, n, &wi);
+		_sf_tp_params(nd, &wi, m->tp, t, whole + m->nodes[n].wpoff,
+		              loc + m->nodes[n].info.param_offset, to_local);
+	}
+}
+
 int _sf_unit_get_whole(struct sf_model *m, int u, enum _sf_vec which, bool grad, float *whole)
 {
 	int rc = SF_OK, K = m->tp;
@@ -1646,15 +1663,7 @@ int _sf_unit_get_whole(struct sf_model *m, int u, enum _sf_vec which, bool grad,
 		for (int j = 0; j < m->shard_size; j++)
 			memcpy(loc + (size_t)j * un->S, all + ((size_t)j * K + t) * un->S,
 			       un->S * sizeof(float));
-		for (int n = un->first; n <= un->last; n++) {
-			const struct _sf_node *nd = &m->gnodes[n];
-			if (m->nodes[n].unit != u || nd->tied_to >= 0 || !nd->nparams)
-				continue;
-			struct sf_layer_info wi;
-			_sf_node_whole_info(m, n, &wi);
-			_sf_tp_params(nd, &wi, K, t, whole + m->nodes[n].wpoff,
-			              loc + m->nodes[n].info.param_offset, false);
-		}
+		unit_tp_copy(m, u, t, whole, loc, false);
 	}
 fail:
 	free(mine);
@@ -1671,15 +1680,7 @@ int _sf_unit_set_whole(struct sf_model *m, int u, enum _sf_vec which, const floa
 	if (m->tp == 1)
 		return _sf_unit_set_full(m, u, which, whole);
 	SF_CHECK(alloc_floats(&loc, un->P, "a unit's slices"));
-	for (int n = un->first; n <= un->last; n++) {
-		const struct _sf_node *nd = &m->gnodes[n];
-		if (m->nodes[n].unit != u || nd->tied_to >= 0 || !nd->nparams)
-			continue;
-		struct sf_layer_info wi;
-		_sf_node_whole_info(m, n, &wi);
-		_sf_tp_params(nd, &wi, m->tp, m->tp_rank, (float *)whole + m->nodes[n].wpoff,
-		              loc + m->nodes[n].info.param_offset, true);
-	}
+	unit_tp_copy(m, u, m->tp_rank, (float *)whole, loc, true);
 	rc = _sf_unit_set_full(m, u, which, loc);
 fail:
 	free(loc);

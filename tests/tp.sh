@@ -29,6 +29,7 @@
 #  - refused with the reason: K not dividing the world, hybrid sharding with TP, a
 #    model whose blocks do not split over K, a bad value.
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/ckpt_lib.sh"
 require_progs "$TRAIN_DUMP" "$DUMP_COMPARE"
 
 plan 37
@@ -126,25 +127,15 @@ train 2 i2 SHARDFLOW_TP=2 --model nanogpt-tp --optimizer sgd --steps 3 --init "$
 compare "a 2 x 2 export imported at tp 2 = imported on 1 rank (rtol $rtol)" i2 i1 --rtol $rtol \
 	--floor $floor
 
-# checkpoints across layouts
-DRV="$top_builddir/tests/ckpt_driver"
-drv() { # drv NAME NP ENV... -- ARGS
-	d_name=$1 d_np=$2
-	shift 2
-	d_env=
-	while [ "$1" != -- ]; do d_env="$d_env $1"; shift; done
-	shift
-	# shellcheck disable=SC2086
-	env $d_env sh "$RUN_MPI" "$d_np" "$DRV" --model nanogpt-tp "$@" \
-		</dev/null >"$tmp/$d_name.out" 2>"$tmp/$d_name.err" || diag_file "$tmp/$d_name.err"
-}
+# checkpoints across layouts (ckpt_lib.sh's drv NP NAME ENV... ARGS)
 for opt in sgd adamw; do
 	rm -rf "$tmp/ck1-$opt" "$tmp/ck2-$opt"
-	drv "cu-$opt" 1 -- --optimizer $opt --steps 6 --out-params "$tmp/cu-$opt.p"
-	drv "c22-$opt" 4 $t22 -- --optimizer $opt --steps 2 --save "$tmp/ck1-$opt" --save-every 2
-	drv "c41-$opt" 4 -- --optimizer $opt --steps 4 --resume "$tmp/ck1-$opt" \
+	drv 1 "cu-$opt" --model nanogpt-tp --optimizer $opt --steps 6 --out-params "$tmp/cu-$opt.p"
+	drv 4 "c22-$opt" $t22 --model nanogpt-tp --optimizer $opt --steps 2 \
+		--save "$tmp/ck1-$opt" --save-every 2
+	drv 4 "c41-$opt" --model nanogpt-tp --optimizer $opt --steps 4 --resume "$tmp/ck1-$opt" \
 		--save "$tmp/ck2-$opt" --save-every 4
-	drv "c11-$opt" 1 -- --optimizer $opt --steps 6 --resume "$tmp/ck2-$opt" \
+	drv 1 "c11-$opt" --model nanogpt-tp --optimizer $opt --steps 6 --resume "$tmp/ck2-$opt" \
 		--out-params "$tmp/c11-$opt.p"
 	"$DUMP_COMPARE" --rtol $rtol --floor 0.1 "$tmp/c11-$opt.p" "$tmp/cu-$opt.p" \
 		>"$tmp/ck.cmp" 2>&1 &&
@@ -152,9 +143,13 @@ for opt in sgd adamw; do
 	ok $? "$opt: checkpoint 2 x 2 (manifest tp 2) -> 4 x 1 -> 1 x 1 = 1 rank uninterrupted" ||
 		diag_file "$tmp/ck.cmp"
 done
-drv cu22 4 $t22 -- --optimizer adamw --steps 4 --out "$tmp/cu22.dump" --dump-losses-from 2
-drv cs22 4 $t22 -- --optimizer adamw --steps 2 --save "$tmp/ck22" --save-every 2
-drv cr22 4 $t22 -- --optimizer adamw --steps 4 --resume "$tmp/ck22" --out "$tmp/cr22.dump"
+a22="$t22 --model nanogpt-tp --optimizer adamw"
+# shellcheck disable=SC2086
+drv 4 cu22 $a22 --steps 4 --out "$tmp/cu22.dump" --dump-losses-from 2
+# shellcheck disable=SC2086
+drv 4 cs22 $a22 --steps 2 --save "$tmp/ck22" --save-every 2
+# shellcheck disable=SC2086
+drv 4 cr22 $a22 --steps 4 --resume "$tmp/ck22" --out "$tmp/cr22.dump"
 compare "2 x 2 resumed from its own checkpoint = uninterrupted, bitwise" cr22 cu22 --bitwise
 
 # the TP all-reduces' bytes, tp 2 on 2 ranks (dp 1: rings of one rank send nothing).
@@ -177,7 +172,7 @@ ok $? "sf_model_stats at 2 x 2: tp 2, dp 2, the model's 11560 bytes, a TP slice 
 	diag_file "$tmp/t22-nanogpt-tp-sgd.out"
 
 # refusals
-refused() { # refused DESC NP PATTERN ENV...
+tp_refused() { # tp_refused DESC NP PATTERN ENV...
 	r_desc=$1 r_np=$2 r_pat=$3
 	shift 3
 	env "$@" sh "$RUN_MPI" "$r_np" "$TRAIN_DUMP" --model nanogpt-tp --steps 1 \
@@ -186,12 +181,12 @@ refused() { # refused DESC NP PATTERN ENV...
 	[ $r_st -ne 0 ] && grep -q "$r_pat" "$tmp/bad.err"
 	ok $? "$r_desc: refused with the reason (exit $r_st)" || diag_file "$tmp/bad.err"
 }
-refused "SHARDFLOW_TP=3 on 4 ranks" 4 'SHARDFLOW_TP=3 does not divide the 4 ranks' SHARDFLOW_TP=3
-refused "SHARDFLOW_TP=2 with hybrid sharding" 4 'SHARDFLOW_TP=2 with SHARDFLOW_SHARDING=hybrid' \
+tp_refused "SHARDFLOW_TP=3 on 4 ranks" 4 'SHARDFLOW_TP=3 does not divide the 4 ranks' SHARDFLOW_TP=3
+tp_refused "SHARDFLOW_TP=2 with hybrid sharding" 4 'SHARDFLOW_TP=2 with SHARDFLOW_SHARDING=hybrid' \
 	SHARDFLOW_TP=2 SHARDFLOW_SHARDING=hybrid SHARDFLOW_NODE_SIZE=2
-refused "SHARDFLOW_TP=4 on nanogpt-tp (c_attn: 3 blocks of 10 rows)" 4 \
+tp_refused "SHARDFLOW_TP=4 on nanogpt-tp (c_attn: 3 blocks of 10 rows)" 4 \
 	'transformer.h.0.attn.c_attn" (linear_col): out_dim 30 in 3 block(s) does not split over SHARDFLOW_TP=4' \
 	SHARDFLOW_TP=4
-refused "SHARDFLOW_TP=two" 2 'SHARDFLOW_TP="two" is invalid' SHARDFLOW_TP=two
+tp_refused "SHARDFLOW_TP=two" 2 'SHARDFLOW_TP="two" is invalid' SHARDFLOW_TP=two
 
 finish
