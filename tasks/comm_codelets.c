@@ -32,9 +32,20 @@ static void acct_begin(struct acct_mark *k)
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &k->cpu);
 }
 
+/* Whether this rank's sends in a ring leave its node: a ring of n members `stride`
+ * ranks apart, this rank its member `pos`, sends to the next member (nodes: node_k
+ * consecutive ranks) */
+static bool ring_sends_out(const struct _sf_comm *c, int n, int pos, int stride)
+{
+	int next = c->rank + (pos + 1 < n ? stride : -(n - 1) * stride);
+	return n > 1 && next / c->node_k != c->rank / c->node_k;
+}
+
 /* Bytes a rank sends in a ring of the shard group: N - 1 blocks of `bytes`; those of
- * its sends that leave the node (the world's ring crosses a node boundary at the
- * node's last rank; a hybrid node's ring never does) count as inter-node. */
+ * its sends that leave the node count as inter-node (the world's ring crosses a node
+ * boundary at the node's last rank; a hybrid node's ring never does; with TP the shard
+ * group's members are tp_size ranks apart, so on nodes of whole TP groups every send
+ * crosses). */
 static void acct_bytes(struct _sf_comm_args *a, double bytes)
 {
 	struct _sf_comm *c = a->comm;
@@ -42,9 +53,7 @@ static void acct_bytes(struct _sf_comm_args *a, double bytes)
 		return;
 	double sent = (double)(c->shard_size - 1) * bytes;
 	a->acct->bytes += sent;
-	bool crosses =
-	    c->rep_size == 1 && c->node_k < c->size && c->rank % c->node_k == c->node_k - 1;
-	if (crosses)
+	if (ring_sends_out(c, c->shard_size, c->shard_rank, c->tp_size))
 		a->acct->bytes_inter += sent;
 }
 
@@ -198,9 +207,8 @@ static void tp_allreduce_sum(void *buffers[], struct _sf_comm_args *a)
 		a->acct->bytes_tp += sent;
 		/* TP groups are consecutive ranks: the ring leaves a node only where a group
 		 * spans two (SHARDFLOW_TP not dividing the node's ranks) */
-		int first = c->rank - c->tp_rank, last = first + c->tp_size - 1;
-		if (first / c->node_k != last / c->node_k)
-			a->acct->bytes_inter += sent / c->tp_size; /* about one hop in K */
+		if (ring_sends_out(c, c->tp_size, c->tp_rank, 1))
+			a->acct->bytes_inter += sent;
 	}
 	if (_sf_skip == SF_SKIP_COMM)
 		return;

@@ -32,7 +32,7 @@
 . "$(dirname "$0")/ckpt_lib.sh"
 require_progs "$TRAIN_DUMP" "$DUMP_COMPARE"
 
-plan 37
+plan 39
 
 rtol=1e-5
 floor=1e-3
@@ -170,6 +170,26 @@ ok $? "tp 2, 6 steps: rank 0 sent $got bytes, all in TP all-reduces ($gtp; want 
 grep -q '^rank 3 tp 2 dp 2 model_bytes 11560 tp_slice_bytes 6480 ' "$tmp/t22-nanogpt-tp-sgd.out"
 ok $? "sf_model_stats at 2 x 2: tp 2, dp 2, the model's 11560 bytes, a TP slice of 6480" ||
 	diag_file "$tmp/t22-nanogpt-tp-sgd.out"
+
+# what leaves a node (nodes of 2 ranks, SHARDFLOW_NODE_SIZE=2): at 2 x 2 the TP groups
+# are the nodes and the shard groups ({0, 2}, {1, 3}) span them, so every gather and
+# reduce-scatter byte leaves its node and no TP byte does; at tp 4 the TP ring leaves a
+# node at ranks 1 and 3, half of its bytes
+bytes() { # bytes NAME: "<comm> <inter> <tp>" summed over the ranks
+	awk '$1 == "rank" && $3 == "comm_bytes" { c += $4; i += $6 }
+	     $1 == "rank" && $3 == "tp" { t += $NF } END { printf "%.0f %.0f %.0f\n", c, i, t }' \
+		"$tmp/$1.out"
+}
+train 4 n22 $t22 SHARDFLOW_NODE_SIZE=2 --model nanogpt-tp --optimizer sgd --steps 3
+# shellcheck disable=SC2046
+set -- $(bytes n22)
+[ "$2" -gt 0 ] && [ "$2" -eq $(($1 - $3)) ]
+ok $? "2 x 2 on nodes of 2: the bytes leaving a node ($2) = the FSDP rings' (all $1 less TP's $3)"
+train 4 n4 SHARDFLOW_TP=4 SHARDFLOW_NODE_SIZE=2 --model mlp-tp --optimizer sgd --steps 3
+# shellcheck disable=SC2046
+set -- $(bytes n4)
+[ "$2" -gt 0 ] && [ "$1" -eq "$3" ] && [ $((2 * $2)) -eq "$3" ]
+ok $? "tp 4 on nodes of 2: half the TP ring's bytes leave a node ($2 of $3; all $1 sent are TP's)"
 
 # refusals
 tp_refused() { # tp_refused DESC NP PATTERN ENV...

@@ -1,0 +1,193 @@
+#!/bin/bash
+# tp.sh — tensor parallelism on the emulated cluster: GPT-2 124M's shapes on 2 nodes of
+# 2 ranks, FSDP over 4 ranks against FSDP x TP layouts and PyTorch DDP, side by side in
+# one run, as a markdown table.
+#
+#   bench/tp.sh [--runs N] [--steps N] [--rate R] [--context T] [--batch B]
+#               [--out DIR] [--build DIR] [--local]
+#
+# Rows, each on 4 ranks (2 nodes x 2, TP groups of consecutive ranks, so a group of 2
+# is inside a node and a group of 4 spans both):
+#   dp 4        SHARDFLOW_TP=1: every unit sharded over the 4 ranks (FSDP)
+#   dp 2 x tp 2 SHARDFLOW_TP=2: the blocks split in 2 inside a node, FSDP over the 2 nodes
+#   tp 4        SHARDFLOW_TP=4: the blocks split in 4, no data parallelism
+#   PyTorch DDP bench/torch_gpt.py --ddp, 4 processes over gloo (1 thread each)
+# For each: tokens/s (the steps after a warm-up of 3, median of --runs interleaved
+# rounds, with min and max), and for shardflow what sf_model_stats counted per step on
+# the whole job (examples/gpt's "gpt: comm:" lines): bytes sent in the collectives, of
+# them across the link between the nodes, of them in TP all-reduces, and a rank's
+# activation memory. examples/gpt --preset gpt2 (12 layers, 12 heads, embd 768, vocab
+# 50 257, tied head; AdamW, --grad-clip 1) on Austen's GPT-2 tokens at --context T
+# (default 64) and --batch B (default 8 sequences a step for the whole job).
+#
+#   --rate R   the links of the emulated cluster (scripts/cluster.sh; default 1gbit)
+#   --local    this machine's shared memory instead of the cluster (no root needed)
+#   --runs N   rounds (default 5); --steps N steps a run (default 6: 3 timed)
+#   --out DIR  tables.md, raw.tsv and the logs (default tp-bench-cluster or -local)
+#   --build DIR a configured and built shardflow tree (default: this checkout)
+set -u
+
+prog=tp.sh
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/.." && pwd)
+PY=/usr/bin/python3
+TWIN=$here/torch_gpt.py
+WARMUP=3
+
+die() {
+	echo "$prog: $*" >&2
+	exit 1
+}
+usage() {
+	sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'
+	exit "${1:-2}"
+}
+int_arg() { [[ $2 =~ ^[1-9][0-9]*$ ]] || die "$1 \"$2\" is invalid: expected a positive integer"; }
+
+runs=5 steps=6 rate=1gbit ctx=64 gbatch=8 out="" build=$top cluster=1
+while [ $# -gt 0 ]; do
+	case $1 in
+	--runs) int_arg "$1" "${2:-}"; runs=$2; shift 2 ;;
+	--steps) int_arg "$1" "${2:-}"; steps=$2; shift 2 ;;
+	--context) int_arg "$1" "${2:-}"; ctx=$2; shift 2 ;;
+	--batch) int_arg "$1" "${2:-}"; gbatch=$2; shift 2 ;;
+	--rate) [ -n "${2:-}" ] || die "--rate needs a value (e.g. 1gbit)"; rate=$2; shift 2 ;;
+	--out) [ -n "${2:-}" ] || die "--out needs a directory"; out=$2; shift 2 ;;
+	--build) [ -n "${2:-}" ] || die "--build needs a directory"; build=$2; shift 2 ;;
+	--local) cluster=0; shift ;;
+	-h | --help) usage 0 ;;
+	*) echo "$prog: unknown option \"$1\"" >&2; usage ;;
+	esac
+done
+[ "$steps" -gt $WARMUP ] || die "--steps $steps: at least $((WARMUP + 1)) (a warm-up of $WARMUP)"
+[ $((gbatch % 4)) -eq 0 ] || die "--batch $gbatch: a multiple of 4 (the 4 ranks of dp 4)"
+GPT=$build/examples/gpt
+[ -x "$GPT" ] || die "$GPT is not built (make, or --build DIR)"
+"$PY" -c 'import torch, torch.distributed as d; assert d.is_gloo_available()' 2>/dev/null ||
+	die "$PY cannot import torch with gloo (apt-get install -y python3-torch)"
+TOKENS=${SF_GPT_TOKENS:-/opt/shardflow-data/austen-gpt2-train.bin}
+[ -f "$TOKENS" ] || die "$TOKENS not found: scripts/install-deps.sh makes it (or set SF_GPT_TOKENS)"
+[ -n "$out" ] || out=tp-bench-$([ $cluster -eq 1 ] && echo cluster || echo local)
+mkdir -p "$out/logs" || die "cannot create $out/logs"
+logs=$out/logs
+L=12 H=12 C=768 T=$ctx B=$gbatch V=50257
+SF_ARGS=(--preset gpt2 --context "$T" --batch "$B" --train-tokens "$TOKENS"
+	--val-tokens "${TOKENS%-train.bin}-val.bin" --sample 0)
+PT_ARGS=(--tokens "$TOKENS" --layers "$L" --heads "$H" --embd "$C" --context "$T" --vocab "$V"
+	--batch "$B" --lr 6e-4 --weight-decay 0.1 --grad-clip 1)
+RUNMPI=$top/tests/run-mpi.sh
+CLUSTER=$top/scripts/cluster.sh
+export SF_TEST_TIMEOUT=900
+export SF_TEST_STARPU_HOME=$out/starpu-home
+
+cleanup() {
+	[ $cluster -eq 1 ] && { "$CLUSTER" down >/dev/null 2>&1 || echo "$prog: warning: scripts/cluster.sh down failed" >&2; }
+	return 0
+}
+if [ $cluster -eq 1 ]; then
+	[ "$(id -u)" -eq 0 ] || die "the cluster needs root (network namespaces); --local runs without"
+	"$CLUSTER" down >/dev/null 2>&1
+	trap cleanup EXIT
+	trap 'exit 130' INT
+	trap 'exit 143' TERM
+	"$CLUSTER" up --nodes 2 --rate "$rate" >"$logs/cluster-up.log" 2>&1 ||
+		die "scripts/cluster.sh up failed: $(tail -3 "$logs/cluster-up.log")"
+	CLUSTER_MASTER=10.213.0.1
+	where="the emulated cluster: 2 nodes of 2 ranks, $rate links (tbf: rate only)"
+else
+	where="this machine (2 cores, 4 ranks, shared memory)"
+fi
+
+RAW=$out/raw.tsv
+printf 'what\tconfig\trun\ttokens_per_s\tbytes_step\tinter_step\ttp_step\tact_mib\n' >"$RAW"
+
+# sf_run NAME LOG ENV...: examples/gpt on 4 ranks for --steps steps
+sf_run() {
+	local name=$1 log=$2
+	shift 2
+	(
+		for a in "$@"; do export "${a?}"; done
+		args=("${SF_ARGS[@]}" --steps "$steps" --progress-every "$WARMUP" --eval-every 100000)
+		if [ $cluster -eq 1 ]; then
+			"$CLUSTER" run -np 4 --per-node 2 --timeout 900 "$GPT" "${args[@]}"
+		else
+			SF_TEST_BIND=none "$RUNMPI" 4 "$GPT" "${args[@]}"
+		fi
+	) >"$log" 2>&1
+	# the rate of the steps after the warm-up (rank 0's progress lines give the mean
+	# since the start at steps WARMUP and steps); the bytes of every rank's "gpt: comm:"
+	# line summed and divided by the steps; rank 0's activations
+	awk -v w=$WARMUP -v n="$steps" -v tok=$((B * T)) -v name="$name" -v r="$r" '
+		function rate(i) { for (i = 1; i < NF; i++) if ($i == "tokens/s") return $(i + 1) }
+		$1 == "step" && $2 == w "/" n { rw = rate() }
+		$1 == "step" && $2 == n "/" n { rn = rate() }
+		$1 == "gpt:" && $2 == "comm:" { sent += $6; inter += $12; tp += $19
+		                                 if ($4 == 0) act = $(NF - 1) }
+		END { if (rw > 0 && rn > 0) { t = n * tok / rn - w * tok / rw; v = (n - w) * tok / t }
+		      printf "sf\t%s\t%s\t%s\t%.3f\t%.3f\t%.3f\t%s\n", name, r, (v > 0 ? sprintf("%.2f", v) : "NA"),
+		             sent / n, inter / n, tp / n, act }' "$log" >>"$RAW"
+	grep -q "	NA	" <(tail -1 "$RAW") && echo "$prog: warning: shardflow $name failed, see $log" >&2
+	return 0
+}
+
+# ddp_run LOG: PyTorch DDP on 4 processes from $W0
+ddp_run() {
+	local log=$1 targs v
+	targs=(train "${PT_ARGS[@]}" --weights "$W0" --steps "$steps" --time-from "$WARMUP" --threads 1)
+	if [ $cluster -eq 1 ]; then
+		"$CLUSTER" run -np 4 --per-node 2 --timeout 900 -x OMP_NUM_THREADS=1 -- "$PY" "$TWIN" \
+			"${targs[@]}" --ddp --master-addr "$CLUSTER_MASTER" --ifname sf0 >"$log" 2>&1
+	else
+		local root=()
+		[ "$(id -u)" -eq 0 ] && root=(--allow-run-as-root)
+		timeout -k 10 900 mpirun "${root[@]}" -np 4 --bind-to none -x OMP_NUM_THREADS=1 \
+			"$PY" "$TWIN" "${targs[@]}" --ddp --master-addr 127.0.0.1 --ifname lo \
+			</dev/null >"$log" 2>&1
+	fi
+	v=$(grep '^{' "$log" | tail -1 | "$PY" -c 'import json,sys; print(json.loads(sys.stdin.read())["tokens_per_s"])' 2>/dev/null)
+	[ -n "$v" ] || { v=NA; echo "$prog: warning: PyTorch DDP failed, see $log" >&2; }
+	printf 'torch\tPyTorch DDP (gloo, 4 processes)\t%s\t%s\t\t\t\t\n' "$r" "$v" >>"$RAW"
+}
+
+echo "$prog: $where; $runs rounds of $steps steps (warm-up $WARMUP)" >&2
+t_start=$(date +%s)
+W0=$out/w0.safetensors
+r=0
+"$RUNMPI" 2 "$GPT" "${SF_ARGS[@]}" --steps 1 --eval-every 100000 --export-init "$W0" \
+	>"$logs/init.log" 2>&1 || die "examples/gpt failed, see $logs/init.log"
+
+for r in $(seq 1 "$runs"); do
+	echo "$prog: round $r/$runs ($(($(date +%s) - t_start)) s)" >&2
+	sf_run "dp 4" "$logs/dp4.run$r.log" SHARDFLOW_TP=1
+	sf_run "dp 2 x tp 2" "$logs/dp2tp2.run$r.log" SHARDFLOW_TP=2
+	sf_run "tp 4" "$logs/tp4.run$r.log" SHARDFLOW_TP=4
+	ddp_run "$logs/ddp.run$r.log"
+done
+
+"$PY" - "$RAW" "$where" "$runs" "$steps" "$T" "$B" >"$out/tables.md" <<'EOF'
+import csv, statistics, sys
+raw, where, runs, steps, T, B = sys.argv[1:]
+rows = list(csv.DictReader(open(raw), delimiter="\t"))
+order = []
+for x in rows:
+    if x["config"] not in order:
+        order.append(x["config"])
+def med(c, k):
+    v = [float(x[k]) for x in rows if x["config"] == c and x[k] not in ("", "NA")]
+    return (statistics.median(v), min(v), max(v)) if v else None
+ddp = med("PyTorch DDP (gloo, 4 processes)", "tokens_per_s")
+print(f"GPT-2 124M's shapes (context {T}, {B} sequences a step), 4 ranks on {where}; "
+      f"median of {runs} interleaved rounds of {steps} steps (min-max)\n")
+print("| layout | tokens/s | vs DDP | MiB sent a step (all ranks) | of it across the link | of it in TP all-reduces | activations MiB a rank |")
+print("| --- | --- | --- | --- | --- | --- | --- |")
+for c in order:
+    t = med(c, "tokens_per_s")
+    ts = f"{t[0]:.1f} ({t[1]:.1f}-{t[2]:.1f})" if t else "failed"
+    vs = f"{t[0] / ddp[0]:.2f}x" if t and ddp else ""
+    def m(k):
+        v = med(c, k)
+        return f"{v[0]:.1f}" if v else "not counted"
+    print(f"| {c} | {ts} | {vs} | {m('bytes_step')} | {m('inter_step')} | {m('tp_step')} | {m('act_mib')} |")
+EOF
+cat "$out/tables.md"
+echo "$prog: done in $(($(date +%s) - t_start)) s; $out/tables.md, $RAW" >&2
