@@ -237,8 +237,8 @@ struct sf_config {
 	 *  and linear_row layers' weights and run their activation all-reduces; FSDP
 	 *  shards each unit over the world / K ranks of the same place in every group,
 	 *  and the batch is split over those dp ranks (docs/training.md, "Tensor
-	 *  parallelism"). K must divide the world; not with SHARDFLOW_SHARDING=hybrid,
-	 *  nor with SHARDFLOW_COMM=nccl yet. Fixed by sf_init. */
+	 *  parallelism"). K must divide the world; not with SHARDFLOW_SHARDING=hybrid.
+	 *  Fixed by sf_init. */
 	int tp;
 };
 

@@ -31,6 +31,11 @@ struct _sf_comm_mem {
 	/* a few bytes between the buffer and the host, waiting for them */
 	void (*to_host)(void *host, const void *src, size_t bytes);
 	void (*from_host)(void *dst, const void *host, size_t bytes);
+	/* dst += src, n floats (TP: a linear_col's input gradient added in), and done when
+	 * it returns */
+	void (*add)(float *dst, const float *src, size_t n);
+	/* waits for the copies enqueued so far (a device's stream; nothing on the host) */
+	void (*sync)(void);
 };
 
 struct _sf_comm_ops {

@@ -227,12 +227,13 @@ static void tp_allreduce_into_run(void *buffers[], void *cl_arg)
 	tp_allreduce_sum(buffers, a);
 	const float *v = (const float *)STARPU_VECTOR_GET_PTR(buffers[1]);
 	float *dst = (float *)STARPU_VECTOR_GET_PTR(buffers[2]);
-	if (!a->tp_acc) {
-		a->comm->ops->mem->copy(dst, v, a->P * sizeof(float));
+	const struct _sf_comm_mem *mo = a->comm->ops->mem;
+	if (a->tp_acc) {
+		mo->add(dst, v, a->P);
 		return;
 	}
-	for (size_t i = 0; i < a->P; i++) /* a CPU comm worker's (TP: the MPI backend) */
-		dst[i] += v[i];
+	mo->copy(dst, v, a->P * sizeof(float));
+	mo->sync(); /* a device backend's copy is on its stream: done before the task ends */
 }
 
 /* order[RW] loss[RW]: one double summed over ranks (with TP, the K members of a TP

@@ -698,7 +698,18 @@ static void host_zero(void *dst, size_t bytes)
 		memset(dst, 0, bytes);
 }
 
-const struct _sf_comm_mem _sf_comm_host_mem = {host_copy, host_zero, host_copy, host_copy};
+static void host_add(float *dst, const float *src, size_t n)
+{
+	for (size_t i = 0; SF_TOUCH_DATA && i < n; i++)
+		dst[i] += src[i];
+}
+
+static void host_sync(void)
+{
+}
+
+const struct _sf_comm_mem _sf_comm_host_mem = {host_copy, host_zero, host_copy,
+                                               host_copy, host_add,  host_sync};
 
 #if SF_SIMULATED
 /* tasks/comm_sim.c's collectives by a cost model: the ranks of the collective's

@@ -45,6 +45,10 @@ struct nccl_impl {
 	struct _sf_comm mpi; /* host side and bootstrap */
 	ncclUniqueId id;
 	ncclComm_t comm;
+	/* SHARDFLOW_TP > 1: split from comm on the comm worker, the shard group (the dp
+	 * ranks of this rank's TP place: gathers, reduce-scatters) and the TP group (the
+	 * activations' all-reduces); NULL otherwise */
+	ncclComm_t shard, tp;
 	bool attached;
 	int attach_rc; /* attach's status, set on the comm worker's thread */
 	char attach_msg[512];
@@ -57,6 +61,23 @@ struct nccl_impl {
 static struct nccl_impl *impl(struct _sf_comm *c)
 {
 	return c->impl;
+}
+
+/* The communicator of the gathers and reduce-scatters: the shard group's */
+static ncclComm_t step_comm(struct _sf_comm *c)
+{
+	return impl(c)->shard ? impl(c)->shard : impl(c)->comm;
+}
+
+/* Every communicator this rank holds, aborted (a failed or stalled collective) */
+static void abort_all(struct nccl_impl *st)
+{
+	ncclComm_t *cs[] = {&st->tp, &st->shard, &st->comm};
+	for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++)
+		if (*cs[i]) {
+			ncclCommAbort(*cs[i]);
+			*cs[i] = NULL;
+		}
 }
 
 static int nccl_fail(ncclResult_t r, const char *what)
@@ -136,6 +157,23 @@ static int nccl_init(struct _sf_comm *c, int *argc, char ***argv)
 	c->node_size = st->mpi.node_size;
 	c->shard_rank = c->rank, c->shard_size = c->size, c->rep_rank = 0, c->rep_size = 1;
 	c->node_k = st->mpi.node_k;
+	int K = c->tp_req;
+	if (K > 1 && c->size % K == 0 && !c->hybrid) { /* TP groups split at attach */
+		c->tp_rank = c->rank % K, c->tp_size = K;
+		c->shard_rank = c->rank / K, c->shard_size = c->size / K;
+	} else if (K > 1) {
+		rc =
+		    SF_ERR(SF_ERR_CONFIG,
+		           c->hybrid ? "SHARDFLOW_TP=%d with SHARDFLOW_SHARDING=hybrid: not "
+		                       "supported; accepted with TP: sharding full, grad_op or none"
+		                     : "SHARDFLOW_TP=%d does not divide the %d ranks: accepted "
+		                       "values are divisors of the world size",
+		           K, c->size);
+		_sf_comm_mpi_ops.fini(&st->mpi);
+		free(st);
+		c->impl = NULL;
+		return rc;
+	}
 	if (c->hybrid) {
 		rc = SF_ERR(SF_ERR_CONFIG,
 		            "SHARDFLOW_SHARDING=hybrid: the NCCL backend has no hybrid groups yet; "
@@ -220,11 +258,27 @@ static void attach_on_worker(void *arg)
 		snprintf(st->attach_msg, sizeof st->attach_msg,
 		         "ncclCommInitRankConfig failed: %s (NCCL %d): %s", ncclGetErrorString(r),
 		         (int)r, ncclGetLastError(st->comm));
-	/* aborting closes this rank's connections, which ends the peers' wait early */
-	if (r != ncclSuccess && st->comm) {
-		ncclCommAbort(st->comm);
-		st->comm = NULL;
+	/* SHARDFLOW_TP: the shard group (same TP place) and the TP group (same dp rank) */
+	int K = c->tp_size;
+	struct {
+		ncclComm_t *out;
+		int color;
+		const char *what;
+	} splits[] = {{&st->shard, c->rank % K, "ncclCommSplit (shard group)"},
+	              {&st->tp, c->rank / K, "ncclCommSplit (TP group)"}};
+	for (int i = 0; i < 2 && K > 1 && r == ncclSuccess; i++) {
+		r = ncclCommSplit(st->comm, splits[i].color, c->rank, splits[i].out, &config);
+		if ((r == ncclSuccess || r == ncclInProgress) && *splits[i].out)
+			r = settle(c, *splits[i].out);
+		if (r != ncclSuccess)
+			snprintf(st->attach_msg, sizeof st->attach_msg, "%s failed: %s (NCCL %d)",
+			         splits[i].what, ncclGetErrorString(r), (int)r);
 	}
+	if (r != ncclSuccess && st->attach_rc == SF_OK)
+		st->attach_rc = SF_ERR_COMM;
+	/* aborting closes this rank's connections, which ends the peers' wait early */
+	if (r != ncclSuccess)
+		abort_all(st);
 }
 
 static int nccl_attach(struct _sf_comm *c, int worker)
@@ -238,10 +292,8 @@ static int nccl_attach(struct _sf_comm *c, int worker)
 	starpu_execute_on_specific_workers(attach_on_worker, c, 1, &w, "shardflow nccl init");
 	int rc = st->attach_rc < 0 ? SF_ERR(st->attach_rc, "%s", st->attach_msg) : SF_OK;
 	rc = _sf_comm_agree(&st->mpi, rc, "ncclCommInitRankConfig");
-	if (rc < 0 && st->comm) { /* made here, failed on another rank */
-		ncclCommAbort(st->comm);
-		st->comm = NULL;
-	}
+	if (rc < 0) /* made here, failed on another rank */
+		abort_all(st);
 	st->attached = rc >= 0;
 	return rc;
 }
@@ -253,14 +305,19 @@ static void destroy_on_worker(void *arg)
 {
 	struct _sf_comm *c = arg;
 	struct nccl_impl *st = impl(c);
-	ncclResult_t r = ncclCommFinalize(st->comm);
-	if (r == ncclSuccess || r == ncclInProgress)
-		r = settle(c, st->comm);
-	if (r == ncclSuccess)
-		ncclCommDestroy(st->comm);
-	else
-		ncclCommAbort(st->comm);
-	st->comm = NULL;
+	ncclComm_t *cs[] = {&st->tp, &st->shard, &st->comm};
+	for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
+		if (!*cs[i])
+			continue;
+		ncclResult_t r = ncclCommFinalize(*cs[i]);
+		if (r == ncclSuccess || r == ncclInProgress)
+			r = settle(c, *cs[i]);
+		if (r == ncclSuccess)
+			ncclCommDestroy(*cs[i]);
+		else
+			ncclCommAbort(*cs[i]);
+		*cs[i] = NULL;
+	}
 	if (st->stage)
 		cudaFree(st->stage);
 	st->stage = NULL;
@@ -284,7 +341,7 @@ static int nccl_fini(struct _sf_comm *c)
 	if (!st)
 		return SF_OK;
 	if (st->attached) /* detach was not called (an error path): release what we can */
-		ncclCommAbort(st->comm);
+		abort_all(st);
 	int rc = _sf_comm_mpi_ops.fini(&st->mpi);
 	free(st);
 	c->impl = NULL;
@@ -294,7 +351,7 @@ static int nccl_fini(struct _sf_comm *c)
 /* The communicator cannot be trusted any more: abort it, and fail with `rc`. */
 static int give_up(struct nccl_impl *st, int rc)
 {
-	ncclCommAbort(st->comm);
+	abort_all(st);
 	st->attached = false;
 	return rc;
 }
@@ -314,10 +371,13 @@ static int wait_stream(struct _sf_comm *c, const char *what)
 		if (ce != cudaErrorNotReady)
 			return give_up(st, SF_ERR(SF_ERR_COMM, "%s: CUDA error %s", what,
 			                          cudaGetErrorString(ce)));
-		ncclResult_t ar = ncclSuccess;
-		if (ncclCommGetAsyncError(st->comm, &ar) == ncclSuccess && ar != ncclSuccess &&
-		    ar != ncclInProgress)
-			return give_up(st, nccl_fail(ar, what));
+		ncclComm_t cs[] = {st->comm, st->shard, st->tp};
+		for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
+			ncclResult_t ar = ncclSuccess;
+			if (cs[i] && ncclCommGetAsyncError(cs[i], &ar) == ncclSuccess &&
+			    ar != ncclSuccess && ar != ncclInProgress)
+				return give_up(st, nccl_fail(ar, what));
+		}
 		clock_gettime(CLOCK_MONOTONIC, &now);
 		if (c->timeout > 0 && 1e-9 * (double)_sf_ns_between(&t0, &now) > c->timeout)
 			return give_up(
@@ -329,11 +389,12 @@ static int wait_stream(struct _sf_comm *c, const char *what)
 	}
 }
 
-static int enqueued(struct _sf_comm *c, ncclResult_t r, const char *what)
+/* r: what enqueueing a collective on `comm` returned */
+static int enqueued(struct _sf_comm *c, ncclComm_t comm, ncclResult_t r, const char *what)
 {
 	struct nccl_impl *st = impl(c);
 	if (r == ncclInProgress) { /* not yet on the stream: NCCL is still enqueueing it */
-		r = settle(c, st->comm);
+		r = settle(c, comm);
 		if (r == ncclInProgress)
 			return give_up(
 			    st, SF_ERR(SF_ERR_COMM,
@@ -348,11 +409,12 @@ static int enqueued(struct _sf_comm *c, ncclResult_t r, const char *what)
 	return wait_stream(c, what);
 }
 
-/* in place: block `rank` of full is this rank's shard */
+/* in place: block `shard_rank` of full is this rank's shard */
 static int nccl_all_gather(struct _sf_comm *c, float *full, size_t S)
 {
-	return enqueued(c,
-	                ncclAllGather(full + (size_t)c->rank * S, full, S, ncclFloat, impl(c)->comm,
+	ncclComm_t sc = step_comm(c);
+	return enqueued(c, sc,
+	                ncclAllGather(full + (size_t)c->shard_rank * S, full, S, ncclFloat, sc,
 	                              starpu_cuda_get_local_stream()),
 	                "ncclAllGather");
 }
@@ -361,10 +423,11 @@ static int nccl_reduce_scatter(struct _sf_comm *c, float *grad, size_t S, float 
                                float *scratch)
 {
 	(void)scratch;
-	return enqueued(c,
-	                ncclReduceScatter(grad, out, S, ncclFloat, ncclSum, impl(c)->comm,
-	                                  starpu_cuda_get_local_stream()),
-	                "ncclReduceScatter");
+	ncclComm_t sc = step_comm(c);
+	return enqueued(
+	    c, sc,
+	    ncclReduceScatter(grad, out, S, ncclFloat, ncclSum, sc, starpu_cuda_get_local_stream()),
+	    "ncclReduceScatter");
 }
 
 /* The device staging of n bf16 (grown, never shrunk: steps meet the same sizes). */
@@ -393,21 +456,22 @@ static int stage_of(struct _sf_comm *c, size_t n, uint16_t **out)
 static int nccl_bf16(struct _sf_comm *c, bool gather, const float *in, size_t S, float *out)
 {
 	uint16_t *st = NULL;
-	size_t n = S * (size_t)c->size;
+	size_t n = S * (size_t)c->shard_size;
 	int rc = stage_of(c, n, &st);
 	if (rc < 0)
 		return rc;
-	uint16_t *mine = st + (size_t)c->rank * S;
+	uint16_t *mine = st + (size_t)c->shard_rank * S;
 	cudaStream_t stream = starpu_cuda_get_local_stream();
+	ncclComm_t sc = step_comm(c);
 	if (gather) {
 		_sf_bf16_round_n_cuda(S, in, mine);
-		rc = enqueued(c, ncclAllGather(mine, st, S, ncclBfloat16, impl(c)->comm, stream),
+		rc = enqueued(c, sc, ncclAllGather(mine, st, S, ncclBfloat16, sc, stream),
 		              "ncclAllGather(bf16)");
 	} else {
 		_sf_bf16_round_n_cuda(n, in, st);
-		rc = enqueued(
-		    c, ncclReduceScatter(st, mine, S, ncclBfloat16, ncclSum, impl(c)->comm, stream),
-		    "ncclReduceScatter(bf16)");
+		rc = enqueued(c, sc,
+		              ncclReduceScatter(st, mine, S, ncclBfloat16, ncclSum, sc, stream),
+		              "ncclReduceScatter(bf16)");
 	}
 	if (rc < 0)
 		return rc;
@@ -429,17 +493,33 @@ static int nccl_reduce_scatter16(struct _sf_comm *c, float *grad, size_t S, floa
 	return nccl_bf16(c, false, grad, S, out);
 }
 
+/* sharding none: the gradient summed over the shard group (the dp ranks with TP) */
 static int nccl_all_reduce(struct _sf_comm *c, float *v, size_t n)
 {
-	return enqueued(c,
-	                ncclAllReduce(v, v, n, ncclFloat, ncclSum, impl(c)->comm,
-	                              starpu_cuda_get_local_stream()),
-	                "ncclAllReduce");
+	ncclComm_t sc = step_comm(c);
+	return enqueued(
+	    c, sc, ncclAllReduce(v, v, n, ncclFloat, ncclSum, sc, starpu_cuda_get_local_stream()),
+	    "ncclAllReduce");
+}
+
+/* SHARDFLOW_TP: an activation (or its gradient) summed over the TP group. NCCL's ring
+ * and tree all-reduces leave every rank the same bits, as the MPI backend's ring does,
+ * so what every TP rank holds alike stays alike. scratch: unused (NCCL's own). */
+static int nccl_tp_all_reduce(struct _sf_comm *c, float *v, size_t n, float *scratch)
+{
+	(void)scratch;
+	struct nccl_impl *st = impl(c);
+	if (!st->tp)
+		return SF_OK; /* K 1: nothing to sum */
+	return enqueued(
+	    c, st->tp,
+	    ncclAllReduce(v, v, n, ncclFloat, ncclSum, st->tp, starpu_cuda_get_local_stream()),
+	    "ncclAllReduce(TP)");
 }
 
 static int nccl_sum_scalar(struct _sf_comm *c, double *v)
 {
-	return enqueued(c,
+	return enqueued(c, impl(c)->comm,
 	                ncclAllReduce(v, v, 1, ncclDouble, ncclSum, impl(c)->comm,
 	                              starpu_cuda_get_local_stream()),
 	                "ncclAllReduce(loss)");
@@ -493,7 +573,7 @@ static void nccl_abort(struct _sf_comm *c, int code)
 {
 	struct nccl_impl *st = impl(c);
 	if (st->attached)
-		ncclCommAbort(st->comm);
+		abort_all(st);
 	st->mpi.ops->abort(&st->mpi, code);
 }
 
@@ -532,7 +612,19 @@ static void dev_from_host(void *dst, const void *host, size_t bytes)
 	dev_check(cudaStreamSynchronize(st), "cudaStreamSynchronize");
 }
 
-static const struct _sf_comm_mem dev_mem = {dev_copy, dev_zero, dev_to_host, dev_from_host};
+static void dev_add(float *dst, const float *src, size_t n)
+{
+	_sf_grad_add_cuda(n, dst, src); /* on the worker's stream */
+	dev_check(cudaStreamSynchronize(starpu_cuda_get_local_stream()), "cudaStreamSynchronize");
+}
+
+static void dev_sync(void)
+{
+	dev_check(cudaStreamSynchronize(starpu_cuda_get_local_stream()), "cudaStreamSynchronize");
+}
+
+static const struct _sf_comm_mem dev_mem = {dev_copy,      dev_zero, dev_to_host,
+                                            dev_from_host, dev_add,  dev_sync};
 
 const struct _sf_comm_ops _sf_comm_nccl_ops = {
     .name = "nccl",
@@ -547,6 +639,7 @@ const struct _sf_comm_ops _sf_comm_nccl_ops = {
     .all_gather16 = nccl_all_gather16,
     .reduce_scatter16 = nccl_reduce_scatter16,
     .all_reduce = nccl_all_reduce,
+    .tp_all_reduce = nccl_tp_all_reduce,
     .sum_scalar = nccl_sum_scalar,
     .barrier = nccl_barrier,
     .bcast = nccl_bcast,

@@ -26,11 +26,15 @@
 #    Not against MPI: its bf16 reduce-scatter rounds only what travels (partial sums,
 #    added in fp32), so on 1 rank it rounds nothing (README, SHARDFLOW_REDUCE_DTYPE);
 #  - 2 ranks sharing the GPU, MPI collectives = the 1-rank CPU step (rtol 1e-4);
+#  - 2 ranks sharing the GPU with SHARDFLOW_TP=2 (MPI: a CPU comm worker all-reduces
+#    the device's activations): nanogpt-tp = the CPU's nanogpt, llama-hf-tp = its
+#    1-rank CPU run (rtol 1e-4; floor 1e-2 for Llama, as tests/equivalence.sh);
 #  - 2 ranks sharing the GPU with SHARDFLOW_COMM=nccl: refused on every rank with a
 #    message (NCCL cannot put two ranks on one GPU), within 60 s, not a hang.
 # With 2 GPUs: the 2-rank FSDP step with NCCL (a comm stream per GPU) = the 1-rank
-# CPU step (rtol 1e-4), bitwise across depths 0 and 2; and 2 ranks with MPI
-# collectives and GPU compute = the same.
+# CPU step (rtol 1e-4), bitwise across depths 0 and 2; 2 ranks with MPI
+# collectives and GPU compute = the same; and SHARDFLOW_TP=2 over NCCL (its
+# ncclCommSplit groups) = the same.
 . "$(dirname "$0")/lib.sh"
 require_progs "$TRAIN_DUMP" "$DUMP_COMPARE"
 [ "$SF_HAVE_CUDA" = yes ] ||
@@ -50,7 +54,7 @@ floor=1e-3
 # 9.6e-4 apart relative (docs/gpu.md).
 keys="--ignore 560:570 --ignore 1890:1900"
 gpt_keys="--ignore 1200:1216 --ignore 3160:3176 --ignore 5120:5136"
-plan 24
+plan 27
 
 for model in mlp residual gpt nanogpt swiglu llama; do
 	for opt in sgd adamw; do
@@ -110,6 +114,17 @@ train 2 shared-mpi --model nanogpt --optimizer adamw --steps $steps
 # shellcheck disable=SC2086
 compare "2 ranks sharing the GPU, MPI collectives: = the 1-rank CPU step (rtol $rtol)" \
 	shared-mpi cpu-nanogpt-adamw --rtol $rtol --floor $floor $keys
+# tensor parallelism on the GPU: the TP kernels (linear_row's bias on TP rank 0,
+# attention on a rank's heads, rope on its heads, the split GQA projection) and the
+# all-reduces of device activations by the CPU comm worker
+train 2 shared-tp SHARDFLOW_TP=2 --model nanogpt-tp --optimizer adamw --steps $steps
+# shellcheck disable=SC2086
+compare "2 ranks sharing the GPU, SHARDFLOW_TP=2 over MPI: nanogpt-tp = the 1-rank CPU nanogpt (rtol $rtol)" \
+	shared-tp cpu-nanogpt-adamw --rtol $rtol --floor $floor $keys
+train 1 cpu-llamatp CUDA_VISIBLE_DEVICES= --model llama-hf-tp --optimizer sgd --steps $steps
+train 2 shared-llamatp SHARDFLOW_TP=2 --model llama-hf-tp --optimizer sgd --steps $steps
+compare "2 ranks sharing the GPU, SHARDFLOW_TP=2 over MPI: llama-hf-tp = the 1-rank CPU step (rtol $rtol)" \
+	shared-llamatp cpu-llamatp --rtol $rtol --floor 1e-2
 if [ "$ndev" -eq 1 ]; then
 	SF_TEST_TIMEOUT=60
 	export SF_TEST_TIMEOUT
@@ -143,9 +158,15 @@ if [ "$ndev" -ge 2 ]; then
 	train 2 nccl-sgd SHARDFLOW_COMM=nccl --model gpt --optimizer sgd --steps $steps
 	compare "2 GPUs, NCCL, gpt with SGD: = the 1-rank CPU step (rtol $rtol)" nccl-sgd \
 		cpu-gpt-sgd --rtol $rtol --floor $floor
+	train 2 nccl-tp SHARDFLOW_COMM=nccl SHARDFLOW_TP=2 --model nanogpt-tp --optimizer adamw \
+		--steps $steps
+	# shellcheck disable=SC2086
+	compare "2 GPUs, NCCL, SHARDFLOW_TP=2 (ncclCommSplit groups): = the 1-rank CPU step (rtol $rtol)" \
+		nccl-tp cpu-nanogpt-adamw --rtol $rtol --floor $floor $keys
 else
 	for t in "2 GPUs, NCCL, FSDP = 1-rank CPU" "2 GPUs, NCCL: depth 0 = depth 2" \
-		"2 GPUs, MPI collectives = 1-rank CPU" "2 GPUs, NCCL, gpt with SGD = 1-rank CPU"; do
+		"2 GPUs, MPI collectives = 1-rank CPU" "2 GPUs, NCCL, gpt with SGD = 1-rank CPU" \
+		"2 GPUs, NCCL, SHARDFLOW_TP=2 = 1-rank CPU"; do
 		skip "$t" "$ndev GPU on this machine, 2 needed"
 	done
 fi
