@@ -160,7 +160,7 @@ b2=$?
 	grep -q -- '--link "fast"' "$tmp/b2"
 ok $? "--gpu v100 and --link fast are refused with the reason (exit $b1, $b2)"
 "$SIM" --model gpt2 --gpus-per-node 4 --batch 2 --no-breakdown >"$tmp/b6" 2>&1
-[ $? -ne 0 ] && grep -q "batch 2 is smaller than the 4 ranks" "$tmp/b6"
+[ $? -ne 0 ] && grep -q "batch 2 is smaller than the 4 data-parallel ranks" "$tmp/b6"
 ok $? "a job that fails in the simulation: shardflow-sim shows its reason (batch 2 on 4 GPUs)" ||
 	diag_file "$tmp/b6"
 "$SIM" --model gpt2 --gpus-per-node 2 --sweep 3 --out "$tmp/bad" >"$tmp/b3" 2>&1
