@@ -445,6 +445,12 @@ struct sf_linear_tp_config {
 	 *  linear_split's parts ("q_proj.weight"; no bias then); all "": one "weight" and
 	 *  "bias" */
 	char part_names[SF_MAX_PARAM_TENSORS][24];
+	/** linear_col: 1 all-gathers the output over the TP group after the forward (a
+	 *  comm task), so the output is whole and any op may read it; the backward then
+	 *  takes this rank's columns of the output's gradient (Megatron's gather_output).
+	 *  0 (default): the output stays split, for the ops that keep a split and a
+	 *  linear_row after them. linear_row: 0 */
+	int gather_output;
 };
 /** A column-parallel linear node (type "linear_col"). */
 SF_API int sf_graph_linear_col(sf_graph *g, int x, const struct sf_linear_tp_config *c,

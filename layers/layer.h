@@ -102,6 +102,14 @@ int _sf_node_param_tensors(const struct _sf_node *nd, const struct sf_layer_info
  * the whole shapes, nothing split. */
 int _sf_tp_local(const struct _sf_node *nodes, int n, int K, const bool *in_split, int *in_local,
                  int *out_local, size_t *np_local, bool *out_split);
+/* linear_col's columns on TP rank r of K as runs: its local output columns [local,
+ * local + n) are the whole output's [whole, whole + n), one run a block of rows (at
+ * most SF_MAX_PARAM_TENSORS); returns their number (gather_output's all-gather and
+ * the backward's slice of the output's gradient move them) */
+struct _sf_tp_run {
+	size_t local, whole, n;
+};
+int _sf_tp_col_runs(const struct _sf_node *nd, int K, int r, struct _sf_tp_run *runs);
 /* Between a TP node's whole parameters (whole_info: the node's whole shapes) and
  * TP rank r's slice of them (K ranks): to_local copies the slice out of whole, else
  * into it. A node that is not split (not linear_col or linear_row) copies all. */

@@ -243,6 +243,10 @@ static int tp_config_check(const char *type, const struct sf_linear_tp_config *c
 	if (names && c->bias)
 		return SF_ERR(SF_ERR_INVALID,
 		              "%s: named parts (part_names) take no bias: set bias 0", type);
+	if (c->gather_output != 0 && (c->gather_output != 1 || !col))
+		return SF_ERR(SF_ERR_INVALID, "%s: gather_output must be %s (got %d)", type,
+		              col ? "0 or 1" : "0 (a linear_row's output is whole)",
+		              c->gather_output);
 	return SF_OK;
 }
 

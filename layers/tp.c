@@ -140,10 +140,11 @@ int _sf_tp_local(const struct _sf_node *nodes, int n, int K, const bool *in_spli
 				    "%d block(s) does not split over SHARDFLOW_TP=%d ranks (block "
 				    "%d's %zu rows: each block's rows must be divisible by it)",
 				    nd->name, c->out_dim, parts, K, k, col_block(nd, k));
-		*out_split = true;
-		*out_local = c->out_dim / K;
-		*np_local =
-		    (size_t)*out_local * (size_t)in_local[0] + (c->bias ? (size_t)*out_local : 0);
+		/* gather_output: the activation whole (the kernel's own width stays O / K) */
+		int L = c->out_dim / K;
+		*out_split = !c->gather_output;
+		*out_local = c->gather_output ? c->out_dim : L;
+		*np_local = (size_t)L * (size_t)in_local[0] + (c->bias ? (size_t)L : 0);
 		return SF_OK;
 	}
 	case SF_TP_ROW: {
@@ -162,6 +163,19 @@ int _sf_tp_local(const struct _sf_node *nodes, int n, int K, const bool *in_spli
 	}
 	}
 	return SF_OK;
+}
+
+int _sf_tp_col_runs(const struct _sf_node *nd, int K, int r, struct _sf_tp_run *runs)
+{
+	size_t first = 0, local = 0;
+	int n = col_parts(nd);
+	for (int k = 0; k < n; k++) {
+		size_t q = col_block(nd, k) / (size_t)K;
+		runs[k] = (struct _sf_tp_run){local, first + (size_t)r * q, q};
+		local += q;
+		first += col_block(nd, k);
+	}
+	return n;
 }
 
 void _sf_tp_params(const struct _sf_node *nd, const struct sf_layer_info *whole_info, int K, int r,

@@ -874,6 +874,17 @@ static int tp_shapes(struct sf_model *m, int n)
 	enum _sf_tp_kind kind = nd->kind == SF_NODE_LAYER ? nd->type->tp : SF_TP_NONE;
 	s->tp_fwd_ar = m->tp > 1 && kind == SF_TP_ROW;
 	s->tp_bwd_ar = m->tp > 1 && kind == SF_TP_COL; /* if its input gradient is wanted */
+	s->tp_gather = m->tp > 1 && kind == SF_TP_COL &&
+	               ((const struct sf_linear_tp_config *)nd->config)->gather_output;
+	if (s->tp_gather) { /* every TP rank's columns */
+		s->tp_runs = calloc((size_t)m->tp * SF_MAX_PARAM_TENSORS, sizeof *s->tp_runs);
+		if (!s->tp_runs)
+			return SF_ERR(SF_ERR_NOMEM, "sf_model_create: out of memory");
+		int nr = 0;
+		for (int t = 0; t < m->tp; t++)
+			nr = _sf_tp_col_runs(nd, m->tp, t, s->tp_runs + (size_t)t * SF_MAX_PARAM_TENSORS);
+		s->tp_gcomm.tp_nruns = nr;
+	}
 	return SF_OK;
 }
 
@@ -910,6 +921,9 @@ static void tp_plan(struct sf_model *m)
 		                             : 0;
 		if (n_ar * m->rows_local > m->tp_max)
 			m->tp_max = n_ar * m->rows_local;
+		/* a gather's K local outputs, side by side in the scratch */
+		if (s->tp_gather && (size_t)s->whole_dim * m->rows_local > m->tp_max)
+			m->tp_max = (size_t)s->whole_dim * m->rows_local;
 	}
 }
 
@@ -950,6 +964,8 @@ static int build_node(struct sf_model *m, int n)
 	if (rc < 0)
 		return rc;
 	fill_info(m, n);
+	if (s->tp_gather) /* its activation is whole; its kernels compute O / K columns */
+		s->info.out_dim = s->whole_dim / m->tp;
 	if (nd->kind == SF_NODE_INPUT)
 		m->input_nodes[m->ninputs++] = n;
 	if (nd->kind == SF_NODE_INT_INPUT)
@@ -963,6 +979,8 @@ static int build_node(struct sf_model *m, int n)
 	snprintf(dw, sizeof dw, "%s.dW", nd->name);
 	task_name(s->dw_name, sizeof s->dw_name, "bwd", dw, type, n);
 	task_name(s->tp_name, sizeof s->tp_name, "tp_ar", nd->name, type, n);
+	task_name(s->tp_ag_name, sizeof s->tp_ag_name, "tp_ag", nd->name, type, n);
+	task_name(s->tp_sl_name, sizeof s->tp_sl_name, "tp_slice", nd->name, type, n);
 	return SF_OK;
 }
 
@@ -990,7 +1008,8 @@ static size_t node_floats(const struct sf_model *m, int n)
 		return m->rows_local;
 	if (nd->kind == SF_NODE_INPUT)
 		return cnt;
-	size_t tp = s->tp_bwd_ar ? m->rows_local * (size_t)s->info.in_dim[0] : 0;
+	size_t tp = (s->tp_bwd_ar ? m->rows_local * (size_t)s->info.in_dim[0] : 0) +
+	            (s->tp_gather ? 2 * m->rows_local * (size_t)s->info.out_dim : 0);
 	return nd->kind == SF_NODE_LAYER ? 2 * cnt + s->info.nsaved + tp : 0;
 }
 
@@ -1046,6 +1065,13 @@ static int alloc_node(struct sf_model *m, int n)
 	if (nd->kind == SF_NODE_LAYER && s->info.nsaved) {
 		SF_CHECK(alloc_task_only(&s->saved, s->info.nsaved, "a saved buffer"));
 		reg(&s->h_saved, s->saved, s->info.nsaved, sizeof(float));
+	}
+	if (s->tp_gather) { /* gather_output: the kernel's columns and their gradient */
+		size_t nl = m->rows_local * (size_t)s->info.out_dim;
+		SF_CHECK(alloc_task_only(&s->tpbuf_o, nl, "a tensor-parallel output slice"));
+		reg(&s->h_tpbuf_o, s->tpbuf_o, nl, sizeof(float));
+		SF_CHECK(alloc_task_only(&s->tpbuf_do, nl, "a tensor-parallel output slice"));
+		reg(&s->h_tpbuf_do, s->tpbuf_do, nl, sizeof(float));
 	}
 	if (s->tp_bwd_ar) { /* a linear_col's partial input gradient */
 		size_t nt = m->rows_local * (size_t)s->info.in_dim[0];
@@ -1109,6 +1135,18 @@ static int build_buffers(struct sf_model *m)
 		         (size_t)(ns->tp_fwd_ar ? ns->info.out_dim : ns->info.in_dim[0]),
 		    .tp_scratch = m->tp_scratch,
 		    .tp_acc = acc,
+		};
+		ns->tp_gcomm = (struct _sf_comm_args){
+		    .comm = m->comm,
+		    .unit = m->gnodes[n].name,
+		    .acct = &m->comm_acct,
+		    .P = m->rows_local * (size_t)ns->info.out_dim,
+		    .tp_scratch = m->tp_scratch,
+		    .tp_runs = ns->tp_runs,
+		    .tp_nruns = ns->tp_gcomm.tp_nruns,
+		    .tp_rows = m->rows_local,
+		    .tp_cols = (size_t)ns->whole_dim,
+		    .tp_lcols = (size_t)ns->info.out_dim,
 		};
 	}
 	starpu_void_data_register(&m->h_order);
@@ -1357,6 +1395,11 @@ SF_API int sf_model_destroy(sf_model *m)
 		unreg(&m->nodes[n].h_saved);
 		unreg(&m->nodes[n].h_tpbuf);
 		free_task_only(m->nodes[n].tpbuf);
+		unreg(&m->nodes[n].h_tpbuf_o);
+		free_task_only(m->nodes[n].tpbuf_o);
+		unreg(&m->nodes[n].h_tpbuf_do);
+		free_task_only(m->nodes[n].tpbuf_do);
+		free(m->nodes[n].tp_runs);
 		if (m->gnodes[n].kind == SF_NODE_LAYER) {
 			free_task_only(m->nodes[n].act);
 			free_task_only(m->nodes[n].dact);

@@ -117,6 +117,15 @@ struct _sf_node_state {
 	float *tpbuf;
 	starpu_data_handle_t h_tpbuf;
 	struct _sf_comm_args tp_comm;
+	/* a linear_col's gather_output: its kernel's own output (rows x O / K) and the
+	 * gradient of it the backward reads, the all-gather's and the slice's arguments and
+	 * every TP rank's runs of columns */
+	bool tp_gather;
+	float *tpbuf_o, *tpbuf_do;
+	starpu_data_handle_t h_tpbuf_o, h_tpbuf_do;
+	struct _sf_comm_args tp_gcomm;
+	struct _sf_tp_run *tp_runs;
+	char tp_ag_name[2 * SF_NAME_MAX + 40], tp_sl_name[2 * SF_NAME_MAX + 40];
 	char tp_name[2 * SF_NAME_MAX + 40];
 };
 

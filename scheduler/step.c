@@ -116,9 +116,14 @@ static int submit_fwd_named(struct sf_model *m, int n, const char *name, enum _s
 	starpu_data_handle_t in[SF_MAX_INPUTS];
 	for (int i = 0; i < nd->nin; i++)
 		in[i] = m->nodes[nd->in[i]].h_act;
-	int rc =
-	    _sf_submit_layer_fwd(nd->type, &s->info, s->unit >= 0 ? param_handle(m, s->unit) : NULL,
-	                         in, nd->nin, s->h_act, s->h_saved, name, traced(m, name, kind, n));
+	int rc = _sf_submit_layer_fwd(nd->type, &s->info,
+	                              s->unit >= 0 ? param_handle(m, s->unit) : NULL, in, nd->nin,
+	                              s->tp_gather ? s->h_tpbuf_o : s->h_act, s->h_saved, name,
+	                              traced(m, name, kind, n));
+	if (rc >= 0 && s->tp_gather) /* gather_output: every TP rank's columns, whole */
+		return _sf_submit_tp_gather(&s->tp_gcomm, m->h_order, s->h_tpbuf_o, s->h_act,
+		                            m->ctx->comm_worker, s->tp_ag_name,
+		                            traced(m, s->tp_ag_name, SF_EV_TP_AR, n));
 	if (rc < 0 || !s->tp_fwd_ar)
 		return rc;
 	/* a linear_row's partial outputs, summed over the TP group in place */
@@ -156,9 +161,17 @@ static int submit_bwd_part(struct sf_model *m, int n, starpu_data_handle_t grad,
 	bool tp = s->tp_bwd_ar && !dw;
 	if (tp) /* a linear_col's partial input gradient: into its own buffer first */
 		din[0] = s->h_tpbuf;
-	int rc =
-	    _sf_submit_layer_bwd(nd->type, li, params, in, nd->nin, s->h_act, s->h_dact, s->h_saved,
-	                         din, dparams, first, after, name, traced(m, name, SF_EV_BWD, n));
+	starpu_data_handle_t out = s->h_act, dout = s->h_dact;
+	if (s->tp_gather) { /* gather_output: this rank's columns of dout, then its kernel */
+		int src = _sf_submit_tp_slice(&s->tp_gcomm, s->h_dact, s->h_tpbuf_do,
+		                              m->ctx->comm_worker, s->tp_sl_name,
+		                              traced(m, s->tp_sl_name, SF_EV_FREE, n));
+		if (src < 0)
+			return src;
+		out = s->h_tpbuf_o, dout = s->h_tpbuf_do;
+	}
+	int rc = _sf_submit_layer_bwd(nd->type, li, params, in, nd->nin, out, dout, s->h_saved, din,
+	                              dparams, first, after, name, traced(m, name, SF_EV_BWD, n));
 	if (rc < 0 || !tp)
 		return rc;
 	/* summed over the TP group, then written (or added) where the input's gradient is */

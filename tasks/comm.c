@@ -60,7 +60,8 @@ int _sf_comm_create(const struct _sf_comm_ops *ops, const struct sf_config *cfg,
 		free(c);
 		return rc;
 	}
-	if (c->tp_req > 1 && (c->tp_size != c->tp_req || !ops->tp_all_reduce)) { /* no TP here */
+	if (c->tp_req > 1 &&
+	    (c->tp_size != c->tp_req || !ops->tp_all_reduce || !ops->tp_all_gather)) { /* no TP */
 		rc = SF_ERR(SF_ERR_CONFIG,
 		            "SHARDFLOW_TP=%d: the %s backend has no tensor-parallel groups; "
 		            "accepted with it: SHARDFLOW_TP=1 (SHARDFLOW_COMM=mpi or nccl has them)",

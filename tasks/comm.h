@@ -36,6 +36,9 @@ struct _sf_comm_mem {
 	void (*add)(float *dst, const float *src, size_t n);
 	/* waits for the copies enqueued so far (a device's stream; nothing on the host) */
 	void (*sync)(void);
+	/* rows of `width` bytes, `spitch` bytes apart in src, to `dpitch` apart in dst */
+	void (*copy2d)(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
+	               size_t rows);
 };
 
 struct _sf_comm_ops {
@@ -81,6 +84,9 @@ struct _sf_comm_ops {
 	 * every member (a ring, as rep_all_reduce). scratch: (tp_size + 1) *
 	 * ceil(n / tp_size) floats. */
 	int (*tp_all_reduce)(struct _sf_comm *c, float *v, size_t n, float *scratch);
+	/* full: tp_size blocks of S, block tp_rank filled; on return every block is (a
+	 * linear_col's gather_output). Optional as tp_all_reduce, needed with it. */
+	int (*tp_all_gather)(struct _sf_comm *c, float *full, size_t S);
 	/* v (n floats) = its sum over the ranks */
 	int (*all_reduce)(struct _sf_comm *c, float *v, size_t n);
 	/* *v = its sum over the ranks */

@@ -236,6 +236,53 @@ static void tp_allreduce_into_run(void *buffers[], void *cl_arg)
 	mo->sync(); /* a device backend's copy is on its stream: done before the task ends */
 }
 
+/* order[RW] local[R] whole[W]: gather_output's all-gather over the TP group */
+static void tp_gather_run(void *buffers[], void *cl_arg)
+{
+	struct _sf_comm_args *a = cl_arg;
+	struct _sf_comm *c = a->comm;
+	const struct _sf_comm_mem *mo = c->ops->mem;
+	const float *mine = (const float *)STARPU_VECTOR_GET_PTR(buffers[1]);
+	float *whole = (float *)STARPU_VECTOR_GET_PTR(buffers[2]), *all = a->tp_scratch;
+	size_t n = a->tp_rows * a->tp_lcols, K = (size_t)c->tp_size;
+	if (a->acct && _sf_skip != SF_SKIP_COMM) { /* a ring's sends: K - 1 blocks */
+		double sent = (double)(K - 1) * (double)n * sizeof(float);
+		a->acct->bytes += sent;
+		a->acct->bytes_tp += sent;
+		if (ring_sends_out(c, c->tp_size, c->tp_rank, 1))
+			a->acct->bytes_inter += sent;
+	}
+	mo->copy(all + (size_t)c->tp_rank * n, mine, n * sizeof(float));
+	if (_sf_skip != SF_SKIP_COMM)
+		COMM_RUN(a, a, "tensor-parallel all-gather", (double)n * K * sizeof(float),
+		         c->ops->tp_all_gather(c, all, n));
+	for (size_t t = 0; t < K; t++) /* rank t's columns into their places */
+		for (int k = 0; k < a->tp_nruns; k++) {
+			const struct _sf_tp_run *u = &a->tp_runs[t * SF_MAX_PARAM_TENSORS + (size_t)k];
+			mo->copy2d(whole + u->whole, a->tp_cols * sizeof(float),
+			           all + t * n + u->local, a->tp_lcols * sizeof(float),
+			           u->n * sizeof(float), a->tp_rows);
+		}
+	mo->sync();
+}
+
+/* whole[R] local[W]: this rank's columns of gather_output's gradient */
+static void tp_slice_run(void *buffers[], void *cl_arg)
+{
+	struct _sf_comm_args *a = cl_arg;
+	struct _sf_comm *c = a->comm;
+	const struct _sf_comm_mem *mo = c->ops->mem;
+	const float *whole = (const float *)STARPU_VECTOR_GET_PTR(buffers[0]);
+	float *mine = (float *)STARPU_VECTOR_GET_PTR(buffers[1]);
+	for (int k = 0; k < a->tp_nruns; k++) {
+		const struct _sf_tp_run *u =
+		    &a->tp_runs[(size_t)c->tp_rank * SF_MAX_PARAM_TENSORS + (size_t)k];
+		mo->copy2d(mine + u->local, a->tp_lcols * sizeof(float), whole + u->whole,
+		           a->tp_cols * sizeof(float), u->n * sizeof(float), a->tp_rows);
+	}
+	mo->sync();
+}
+
 /* order[RW] loss[RW]: one double summed over ranks (with TP, the K members of a TP
  * group computed the same loss: only the first one's counts) */
 static void loss_sum_run(void *buffers[], void *cl_arg)
@@ -329,6 +376,8 @@ COMM_CODELET(_sf_cl_tp_allreduce, tp_allreduce, 2, STARPU_RW, STARPU_RW);
 COMM_CODELET(_sf_cl_tp_allreduce_into, tp_allreduce_into, 3, STARPU_RW, STARPU_RW, STARPU_RW);
 /* the same body, its destination overwritten (a->tp_acc 0) */
 COMM_CODELET(_sf_cl_tp_allreduce_set, tp_allreduce_into, 3, STARPU_RW, STARPU_RW, STARPU_W);
+COMM_CODELET(_sf_cl_tp_gather, tp_gather, 3, STARPU_RW, STARPU_R, STARPU_W);
+COMM_CODELET(_sf_cl_tp_slice, tp_slice, 2, STARPU_R, STARPU_W);
 COMM_CODELET(_sf_cl_grad_norm, grad_norm, STARPU_VARIABLE_NBUFFERS, 0);
 
 /* a compute codelet, where the unit's slot is: no data moves (CUDA builds: the GPU's
@@ -410,6 +459,23 @@ int _sf_submit_tp_allreduce(struct _sf_comm_args *a, starpu_data_handle_t order,
 	                            : a->tp_acc ? &_sf_cl_tp_allreduce_into
 	                                        : &_sf_cl_tp_allreduce_set;
 	return SUBMIT_COMM(cl, d, dst ? 3 : 2, a, worker, name, done);
+}
+
+int _sf_submit_tp_gather(struct _sf_comm_args *a, starpu_data_handle_t order,
+                         starpu_data_handle_t local, starpu_data_handle_t whole, int worker,
+                         const char *name, struct _sf_task_done done)
+{
+	struct starpu_data_descr d[] = {{order, STARPU_RW}, {local, STARPU_R}, {whole, STARPU_W}};
+	return SUBMIT_COMM(&_sf_cl_tp_gather, d, 3, a, worker, name, done);
+}
+
+int _sf_submit_tp_slice(struct _sf_comm_args *a, starpu_data_handle_t whole,
+                        starpu_data_handle_t local, int worker, const char *name,
+                        struct _sf_task_done done)
+{
+	struct starpu_data_descr d[] = {{whole, STARPU_R}, {local, STARPU_W}};
+	/* no collective: not in the flight record */
+	return _sf_task_submit(&_sf_cl_tp_slice, d, 2, a, sizeof *a, false, worker, name, done);
 }
 
 int _sf_submit_loss_sum(struct _sf_comm_args *a, starpu_data_handle_t order,

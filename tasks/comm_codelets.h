@@ -14,6 +14,8 @@
  *   loss_sum : order[RW] loss[RW]                       idem (sum of one double)
  *   tp_ar    : order[RW] v[RW] (dst[W|RW])              idem (TP: an activation or its
  *                                                        gradient summed over the TP group)
+ *   tp_ag    : order[RW] local[R] whole[W]              idem (TP: gather_output)
+ *   tp_slice : whole[R] local[W]                        idem (its backward's columns)
  *   grad_norm: order[RW] clip[W] sq_0 .. sq_{U-1}[R]     packed struct _sf_norm_args
  *              (clip = {norm, factor}: the units' squared norms summed, then over
  *              the ranks)
@@ -27,6 +29,7 @@
 #ifndef SF_TASKS_COMM_CODELETS_H
 #define SF_TASKS_COMM_CODELETS_H
 
+#include "layers/layer.h"
 #include "tasks/submit.h"
 
 #include <starpu.h>
@@ -67,6 +70,12 @@ struct _sf_comm_args {
 	 * linear_col's input gradient whether it is added to the destination */
 	float *tp_scratch;
 	bool tp_acc;
+	/* a linear_col's gather_output: its output's rows (tp_rows), whole and local widths
+	 * (tp_cols, tp_lcols), and each TP rank's runs of columns (tp_nruns a rank, rank t's
+	 * from tp_runs + t * SF_MAX_PARAM_TENSORS; layers/layer.h) */
+	const struct _sf_tp_run *tp_runs;
+	int tp_nruns;
+	size_t tp_rows, tp_cols, tp_lcols;
 };
 
 /* The gradient norm's arguments (packed by value: the scale changes per step). */
@@ -91,6 +100,8 @@ extern struct starpu_codelet _sf_cl_loss_sum;
 extern struct starpu_codelet _sf_cl_tp_allreduce;
 extern struct starpu_codelet _sf_cl_tp_allreduce_into; /* dst[RW]: added to */
 extern struct starpu_codelet _sf_cl_tp_allreduce_set;  /* dst[W]: overwritten */
+extern struct starpu_codelet _sf_cl_tp_gather; /* order[RW] local[R] whole[W] */
+extern struct starpu_codelet _sf_cl_tp_slice;  /* whole[R] local[W] (no collective) */
 extern struct starpu_codelet _sf_cl_grad_norm; /* order[RW] clip[W] sq_u[R]..., packed
                                                   struct _sf_norm_args */
 extern struct starpu_codelet _sf_cl_free;
@@ -122,6 +133,17 @@ int _sf_submit_rep_allreduce(struct _sf_comm_args *a, starpu_data_handle_t order
 int _sf_submit_tp_allreduce(struct _sf_comm_args *a, starpu_data_handle_t order,
                             starpu_data_handle_t v, starpu_data_handle_t dst, int worker,
                             const char *name, struct _sf_task_done done);
+/* gather_output: the TP group's local outputs (rows x tp_lcols each) all-gathered into
+ * the whole output (rows x tp_cols), each rank's columns where its runs say:
+ * order[RW] local[R] whole[W] */
+int _sf_submit_tp_gather(struct _sf_comm_args *a, starpu_data_handle_t order,
+                         starpu_data_handle_t local, starpu_data_handle_t whole, int worker,
+                         const char *name, struct _sf_task_done done);
+/* gather_output's backward: this rank's columns of the whole output's gradient, on the
+ * comm worker (a copy, no collective): whole[R] local[W] */
+int _sf_submit_tp_slice(struct _sf_comm_args *a, starpu_data_handle_t whole,
+                        starpu_data_handle_t local, int worker, const char *name,
+                        struct _sf_task_done done);
 /* the step's loss summed over the ranks: order[RW] loss[RW] */
 int _sf_submit_loss_sum(struct _sf_comm_args *a, starpu_data_handle_t order,
                         starpu_data_handle_t loss, int worker, const char *name,

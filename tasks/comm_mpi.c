@@ -485,6 +485,22 @@ static int mpi_rep_all_reduce(struct _sf_comm *c, float *v, size_t n, float *scr
 	                       "ring all-reduce across nodes");
 }
 
+/* In place, over the TP group's ring: block tp_rank of full is this rank's */
+static int mpi_tp_all_gather(struct _sf_comm *c, float *full, size_t S)
+{
+	int N = c->tp_size, r = c->tp_rank, next = (r + 1) % N, prev = (r + N - 1) % N;
+	for (int k = 0; k < N - 1; k++) {
+		int sb = (r - k + N) % N, rb = (r - k - 1 + 2 * N) % N;
+		int mrc = _sf_ring_exchange(impl(c)->tp, next, prev, RING_TAG, full + (size_t)sb * S,
+		                            full + (size_t)rb * S, S, MPI_FLOAT, sizeof(float),
+		                            c->chunk, SF_COMM_PACE, c->timeout);
+		int rc = wait_status(c, mrc, "ring all-gather in the TP group");
+		if (rc < 0)
+			return rc;
+	}
+	return SF_OK;
+}
+
 static int mpi_tp_all_reduce(struct _sf_comm *c, float *v, size_t n, float *scratch)
 {
 	return ring_all_reduce(c, impl(c)->tp, c->tp_size, c->tp_rank, v, n, scratch,
@@ -708,8 +724,15 @@ static void host_sync(void)
 {
 }
 
-const struct _sf_comm_mem _sf_comm_host_mem = {host_copy, host_zero, host_copy,
-                                               host_copy, host_add,  host_sync};
+static void host_copy2d(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
+                        size_t rows)
+{
+	for (size_t i = 0; SF_TOUCH_DATA && i < rows; i++)
+		memcpy((char *)dst + i * dpitch, (const char *)src + i * spitch, width);
+}
+
+const struct _sf_comm_mem _sf_comm_host_mem = {host_copy, host_zero, host_copy, host_copy,
+                                               host_add,  host_sync, host_copy2d};
 
 #if SF_SIMULATED
 /* tasks/comm_sim.c's collectives by a cost model: the ranks of the collective's
@@ -733,6 +756,7 @@ const struct _sf_comm_ops _sf_comm_mpi_ops = {
     .reduce_scatter16 = mpi_reduce_scatter16,
     .rep_all_reduce = mpi_rep_all_reduce,
     .tp_all_reduce = mpi_tp_all_reduce,
+    .tp_all_gather = mpi_tp_all_gather,
     .all_reduce = mpi_all_reduce,
     .sum_scalar = mpi_sum_scalar,
     .barrier = mpi_barrier,

@@ -517,6 +517,18 @@ static int nccl_tp_all_reduce(struct _sf_comm *c, float *v, size_t n, float *scr
 	    "ncclAllReduce(TP)");
 }
 
+/* In place over the TP group: block tp_rank of full is this rank's */
+static int nccl_tp_all_gather(struct _sf_comm *c, float *full, size_t S)
+{
+	struct nccl_impl *st = impl(c);
+	if (!st->tp)
+		return SF_OK;
+	return enqueued(c, st->tp,
+	                ncclAllGather(full + (size_t)c->tp_rank * S, full, S, ncclFloat, st->tp,
+	                              starpu_cuda_get_local_stream()),
+	                "ncclAllGather(TP)");
+}
+
 static int nccl_sum_scalar(struct _sf_comm *c, double *v)
 {
 	return enqueued(c, impl(c)->comm,
@@ -623,8 +635,16 @@ static void dev_sync(void)
 	dev_check(cudaStreamSynchronize(starpu_cuda_get_local_stream()), "cudaStreamSynchronize");
 }
 
-static const struct _sf_comm_mem dev_mem = {dev_copy,      dev_zero, dev_to_host,
-                                            dev_from_host, dev_add,  dev_sync};
+static void dev_copy2d(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
+                       size_t rows)
+{
+	dev_check(cudaMemcpy2DAsync(dst, dpitch, src, spitch, width, rows, cudaMemcpyDeviceToDevice,
+	                            starpu_cuda_get_local_stream()),
+	          "cudaMemcpy2DAsync");
+}
+
+static const struct _sf_comm_mem dev_mem = {dev_copy, dev_zero, dev_to_host, dev_from_host,
+                                            dev_add,  dev_sync, dev_copy2d};
 
 const struct _sf_comm_ops _sf_comm_nccl_ops = {
     .name = "nccl",
@@ -640,6 +660,7 @@ const struct _sf_comm_ops _sf_comm_nccl_ops = {
     .reduce_scatter16 = nccl_reduce_scatter16,
     .all_reduce = nccl_all_reduce,
     .tp_all_reduce = nccl_tp_all_reduce,
+    .tp_all_gather = nccl_tp_all_gather,
     .sum_scalar = nccl_sum_scalar,
     .barrier = nccl_barrier,
     .bcast = nccl_bcast,

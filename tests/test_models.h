@@ -83,18 +83,19 @@ enum model_kind {
 	MODEL_MLP_TP,
 	MODEL_NANOGPT_TP,
 	MODEL_RESIDUAL_TP,
-	MODEL_LLAMA_HF_TP
+	MODEL_LLAMA_HF_TP,
+	MODEL_MLP_TP_GATHER
 };
 
 /* "mlp", "residual", "uneven", "deep", "wide", "blocks", "gpt", "nanogpt",
  * "nanogpt-untied", "swiglu", "llama", "llama-hf", "mlp-tp", "nanogpt-tp",
- * "residual-tp", "llama-hf-tp" -> kind; -1 when unknown. */
+ * "residual-tp", "llama-hf-tp", "mlp-tp-gather" -> kind; -1 when unknown. */
 static inline int model_kind_parse(const char *s, enum model_kind *out)
 {
 	static const char *const names[] = {
-	    "mlp",    "residual",   "uneven",         "deep",       "wide",  "blocks",
-	    "gpt",    "nanogpt",    "nanogpt-untied", "swiglu",     "llama", "llama-hf",
-	    "mlp-tp", "nanogpt-tp", "residual-tp",    "llama-hf-tp"};
+	    "mlp",    "residual",   "uneven",         "deep",        "wide",         "blocks",
+	    "gpt",    "nanogpt",    "nanogpt-untied", "swiglu",      "llama",        "llama-hf",
+	    "mlp-tp", "nanogpt-tp", "residual-tp",    "llama-hf-tp", "mlp-tp-gather"};
 	for (int i = 0; i < (int)(sizeof names / sizeof names[0]); i++)
 		if (!strcmp(s, names[i])) {
 			*out = (enum model_kind)i;
@@ -378,7 +379,8 @@ static inline int build_model(const char *prog, enum model_kind kind, sf_graph *
 	}
 	switch (kind) {
 	case MODEL_MLP:
-	case MODEL_MLP_TP: *D = 32, *C = 10; break;
+	case MODEL_MLP_TP:
+	case MODEL_MLP_TP_GATHER: *D = 32, *C = 10; break;
 	case MODEL_RESIDUAL:
 	case MODEL_RESIDUAL_TP: *D = 24, *C = 10; break;
 	case MODEL_UNEVEN: *D = 12, *C = 5; break;
@@ -466,6 +468,15 @@ static inline int build_model(const char *prog, enum model_kind kind, sf_graph *
 		MODEL_CHECK(sf_graph_linear_col(g, x, &col, "fc1", &h));
 		MODEL_CHECK(sf_graph_gelu(g, h, &h));
 		MODEL_CHECK(sf_graph_linear_row(g, h, &row, "fc2", &h));
+		MODEL_CHECK(sf_graph_gelu(g, h, &h));
+		MODEL_CHECK(sf_graph_linear(g, h, *C, "fc3", &y));
+		break;
+	}
+	case MODEL_MLP_TP_GATHER: { /* fc1 a linear_col whose output is gathered: whole */
+		struct sf_linear_tp_config col = {.out_dim = 64, .bias = 1, .gather_output = 1};
+		MODEL_CHECK(sf_graph_linear_col(g, x, &col, "fc1", &h));
+		MODEL_CHECK(sf_graph_gelu(g, h, &h));
+		MODEL_CHECK(sf_graph_linear(g, h, 64, "fc2", &h));
 		MODEL_CHECK(sf_graph_gelu(g, h, &h));
 		MODEL_CHECK(sf_graph_linear(g, h, *C, "fc3", &y));
 		break;

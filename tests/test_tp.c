@@ -257,6 +257,13 @@ static void check_slices(void)
 		_sf_tp_params(&nu, &wu, 3, r, back, local, false);
 	}
 	_sf_tp_params(&nu, &wu, 3, 2, whole, local, true);
+	struct _sf_tp_run runs[SF_MAX_PARAM_TENSORS];
+	int nr = _sf_tp_col_runs(&nu, 3, 2, runs);
+	ok_true(nr == 3 && runs[0].local == 0 && runs[0].whole == 4 && runs[0].n == 2 &&
+	            runs[1].local == 2 && runs[1].whole == 8 && runs[1].n == 1 &&
+	            runs[2].local == 3 && runs[2].whole == 11 && runs[2].n == 1,
+	        "col of blocks of 6, 3, 3, K 3: rank 2's output columns as runs (0->4 x2, 2->8, "
+	        "3->11), what gather_output moves");
 	ok_true(memcmp(back, whole, O1 * I * sizeof(float)) == 0 &&
 	            memcmp(local, whole + 4 * I, 2 * I * sizeof(float)) == 0 &&
 	            memcmp(local + 2 * I, whole + 8 * I, I * sizeof(float)) == 0 &&
@@ -346,6 +353,12 @@ static void check_rules(void)
 	int rrc2 = _sf_tp_local(rg, 2, 2, (bool[]){true}, in_local, &out_local, &np, &split[2]);
 	ok_true(rrc == SF_OK && rsplit && rrc2 < 0 && strstr(sf_last_error(), "3 rotated heads"),
 	        "rope keeps a split of whole heads; 3 rotated heads on K 2 are refused");
+	/* gather_output: a whole output, the kernel's width still O / K */
+	struct sf_linear_tp_config gcol = {.out_dim = 24, .bias = 1, .gather_output = 1};
+	struct _sf_node gn[2] = {g[0], node("fc", &ecol, 0, -1, 24, 24 * 8 + 24, &gcol, sizeof gcol)};
+	int grc = _sf_tp_local(gn, 1, 2, (bool[]){false}, in_local, &out_local, &np, &split[1]);
+	ok_true(grc == SF_OK && !split[1] && out_local == 24 && np == 12 * 8 + 12,
+	        "linear_col with gather_output, K 2: whole output (24), (12, 8) + 12 parameters");
 	/* K 5: col of 3 blocks of 8 rows refused; attention of 6 heads on K 4 */
 	rc[1] = _sf_tp_local(g, 1, 5, (bool[]){false}, in_local, &out_local, &np, &split[1]);
 	ok_true(rc[1] < 0 && strstr(sf_last_error(), "does not split over SHARDFLOW_TP=5"),
@@ -363,7 +376,7 @@ static void check_rules(void)
 
 int main(void)
 {
-	plan(21);
+	plan(23);
 	check_slices();
 	check_mlp(2, 1);
 	check_mlp(3, 1);

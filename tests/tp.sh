@@ -2,7 +2,8 @@
 # tp.sh — tensor parallelism (SHARDFLOW_TP=K, world = dp x K) against 1 rank.
 #
 # Models (tests/test_models.h): mlp-tp, the mlp with fc1 a linear_col and fc2 a
-# linear_row (Megatron's MLP); residual-tp, where h feeds both such an MLP and the
+# linear_row (Megatron's MLP); mlp-tp-gather, fc1 a linear_col with gather_output (its
+# output all-gathered, plain layers after it); residual-tp, where h feeds both such an MLP and the
 # residual add (the col's all-reduced input gradient is added to the add's);
 # nanogpt-tp, sf_gpt_graph with tensor_parallel 1 (c_attn a linear_col of 3 blocks, so
 # each TP rank holds whole heads; c_fc a col; both c_proj rows); and llama-hf-tp,
@@ -32,7 +33,7 @@
 . "$(dirname "$0")/ckpt_lib.sh"
 require_progs "$TRAIN_DUMP" "$DUMP_COMPARE"
 
-plan 39
+plan 41
 
 rtol=1e-5
 floor=1e-3
@@ -62,6 +63,14 @@ for c in mlp-tp:sgd mlp-tp:adamw residual-tp:sgd nanogpt-tp:sgd nanogpt-tp:adamw
 	compare "$model, $opt: dp 2 x tp 2 on 4 ranks = 1 rank (rtol $rtol, floor $fl)" \
 		"t22-$model-$opt" "r1-$model-$opt" --rtol $rtol --floor $fl
 done
+train 1 r1-gather --model mlp-tp-gather --optimizer adamw --steps 6
+train 2 t2-gather SHARDFLOW_TP=2 --model mlp-tp-gather --optimizer adamw --steps 6
+compare "gather_output (a col whose output is gathered, then plain layers): tp 2 = 1 rank" \
+	t2-gather r1-gather --rtol $rtol --floor $floor
+train 4 t22-gather SHARDFLOW_TP=2 SHARDFLOW_RECOMPUTE=units --model mlp-tp-gather \
+	--optimizer adamw --steps 6
+compare "gather_output at dp 2 x tp 2, with recompute: = 1 rank" t22-gather r1-gather \
+	--rtol $rtol --floor $floor
 train 4 t4-mlp SHARDFLOW_TP=4 --model mlp-tp --optimizer sgd --steps 6
 compare "mlp-tp, sgd: tp 4 on 4 ranks = 1 rank (rtol $rtol)" t4-mlp r1-mlp-tp-sgd --rtol $rtol \
 	--floor $floor

@@ -100,6 +100,8 @@ int _sf_ev_parse_name(const char *name, struct _sf_ev_name *out)
 	    {"sqnorm ", SF_EV_GRAD, false},
 	    {"recompute ", SF_EV_RECOMPUTE, true},
 	    {"tp_ar ", SF_EV_TP_AR, true},
+	    {"tp_ag ", SF_EV_TP_AR, true},
+	    {"tp_slice ", SF_EV_FREE, true},
 	};
 	static const struct {
 		const char *name;

@@ -40,7 +40,9 @@ enum _sf_ev_kind {
 	SF_EV_OPT,        /* compute: optimizer on the shard ("opt fc1 (L2)") */
 	SF_EV_AG,         /* comm: all-gather of updated shards, grad_op ("ag fc1 (L2)") */
 	SF_EV_LOSS_SUM,   /* comm: all-reduce of the loss ("loss allreduce") */
-	SF_EV_FREE,       /* bookkeeping: a ring slot is released ("free fc1 (L2)") */
+	SF_EV_FREE,       /* bookkeeping: a ring slot is released ("free fc1 (L2)"); a
+	                     gather_output's columns of its gradient taken
+	                     ("tp_slice fc1 (linear_col L2)") */
 	SF_EV_GRAD,       /* compute: a gradient's sum over micro-batches ("acc fc1 (L2)") or
 	                     its share of the squared norm ("sqnorm fc1 (L2)") */
 	SF_EV_NORM,       /* comm: all-reduce of the gradient's norm, clipping ("grad norm") */
@@ -48,7 +50,8 @@ enum _sf_ev_kind {
 	                     backward ("recompute act (gelu L3)") */
 	SF_EV_TP_AR,      /* comm: tensor parallelism's all-reduce of a linear_row's output or
 	                     a linear_col's input gradient over the TP group
-	                     ("tp_ar attn.c_proj (linear_row L7)") */
+	                     ("tp_ar attn.c_proj (linear_row L7)"), and a gather_output's
+	                     all-gather ("tp_ag fc1 (linear_col L2)") */
 	SF_EV_NKINDS
 };
 
