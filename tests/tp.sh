@@ -28,12 +28,12 @@
 #    so no gather or reduce-scatter sends anything); sf_model_stats' model and TP
 #    slice bytes;
 #  - refused with the reason: K not dividing the world, hybrid sharding with TP, a
-#    model whose blocks do not split over K, a bad value.
+#    model whose blocks do not split over K, heads not divisible by K, a bad value.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/ckpt_lib.sh"
 require_progs "$TRAIN_DUMP" "$DUMP_COMPARE"
 
-plan 41
+plan 42
 
 rtol=1e-5
 floor=1e-3
@@ -216,6 +216,9 @@ tp_refused "SHARDFLOW_TP=2 with hybrid sharding" 4 'SHARDFLOW_TP=2 with SHARDFLO
 tp_refused "SHARDFLOW_TP=4 on nanogpt-tp (c_attn: 3 blocks of 10 rows)" 4 \
 	'transformer.h.0.attn.c_attn" (linear_col): out_dim 30 in 3 block(s) does not split over SHARDFLOW_TP=4' \
 	SHARDFLOW_TP=4
+tp_refused "SHARDFLOW_TP=5 on nanogpt-tp (2 heads; its blocks of 10 rows split)" 5 \
+	'transformer.h.0.attn.attention" (attention): its 2 heads and 2 key/value heads must be divisible by SHARDFLOW_TP=5' \
+	SHARDFLOW_TP=5
 tp_refused "SHARDFLOW_TP=two" 2 'SHARDFLOW_TP="two" is invalid' SHARDFLOW_TP=two
 
 finish
