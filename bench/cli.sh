@@ -13,3 +13,22 @@ die() {
 posint() {
 	case $2 in '' | *[!0-9]* | 0*) echo "$prog: $1 \"$2\" is invalid: expected a positive integer" >&2; usage 2 ;; esac
 }
+
+# bench_cluster_up CLUSTER RATE LOG: scripts/cluster.sh's 2 emulated nodes with RATE
+# links, taken down again when the script exits (root); dies with the log's end when
+# they cannot be made. Sets CLUSTER_MASTER, the first node's address.
+bench_cluster_up() {
+	[ "$(id -u)" -eq 0 ] || die "the emulated cluster needs root (network namespaces)"
+	BENCH_CLUSTER=$1
+	"$BENCH_CLUSTER" down >/dev/null 2>&1
+	trap 'bench_cluster_down' EXIT
+	trap 'exit 130' INT
+	trap 'exit 143' TERM
+	"$BENCH_CLUSTER" up --nodes 2 --rate "$2" >"$3" 2>&1 ||
+		die "scripts/cluster.sh up failed: $(tail -3 "$3")"
+	CLUSTER_MASTER=10.213.0.1
+}
+bench_cluster_down() {
+	"$BENCH_CLUSTER" down >/dev/null 2>&1 || echo "$prog: warning: scripts/cluster.sh down failed" >&2
+	return 0
+}

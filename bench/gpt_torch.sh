@@ -151,18 +151,8 @@ fi
 export SF_TEST_TIMEOUT=600
 export SF_TEST_STARPU_HOME=$out/starpu-home
 
-cleanup() {
-	[ $cluster -eq 1 ] && { "$CLUSTER" down >/dev/null 2>&1 || echo "$prog: warning: scripts/cluster.sh down failed" >&2; }
-	return 0
-}
 if [ $cluster -eq 1 ]; then
-	[ "$(id -u)" -eq 0 ] || die "--cluster needs root (network namespaces)"
-	"$CLUSTER" down >/dev/null 2>&1
-	trap cleanup EXIT
-	trap 'exit 130' INT
-	trap 'exit 143' TERM
-	"$CLUSTER" up --nodes 2 --rate "$rate" >"$out/cluster-up.log" 2>&1 ||
-		die "scripts/cluster.sh up failed: $(tail -3 "$out/cluster-up.log")"
+	bench_cluster_up "$CLUSTER" "$rate" "$out/cluster-up.log"
 	where="shardflow and DDP on the emulated cluster: 2 nodes, $rate links (tbf: rate only), one rank per node"
 else
 	where="this machine (2 cores, shared memory)"

@@ -34,23 +34,16 @@ PY=/usr/bin/python3
 TWIN=$here/torch_gpt.py
 WARMUP=3
 
-die() {
-	echo "$prog: $*" >&2
-	exit 1
-}
-usage() {
-	sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'
-	exit "${1:-2}"
-}
-int_arg() { [[ $2 =~ ^[1-9][0-9]*$ ]] || die "$1 \"$2\" is invalid: expected a positive integer"; }
+usage_end=27
+. "$here/cli.sh"
 
 runs=5 steps=6 rate=1gbit ctx=64 gbatch=8 out="" build=$top cluster=1
 while [ $# -gt 0 ]; do
 	case $1 in
-	--runs) int_arg "$1" "${2:-}"; runs=$2; shift 2 ;;
-	--steps) int_arg "$1" "${2:-}"; steps=$2; shift 2 ;;
-	--context) int_arg "$1" "${2:-}"; ctx=$2; shift 2 ;;
-	--batch) int_arg "$1" "${2:-}"; gbatch=$2; shift 2 ;;
+	--runs) [ $# -ge 2 ] || usage; posint "$1" "$2"; runs=$2; shift 2 ;;
+	--steps) [ $# -ge 2 ] || usage; posint "$1" "$2"; steps=$2; shift 2 ;;
+	--context) [ $# -ge 2 ] || usage; posint "$1" "$2"; ctx=$2; shift 2 ;;
+	--batch) [ $# -ge 2 ] || usage; posint "$1" "$2"; gbatch=$2; shift 2 ;;
 	--rate) [ -n "${2:-}" ] || die "--rate needs a value (e.g. 1gbit)"; rate=$2; shift 2 ;;
 	--out) [ -n "${2:-}" ] || die "--out needs a directory"; out=$2; shift 2 ;;
 	--build) [ -n "${2:-}" ] || die "--build needs a directory"; build=$2; shift 2 ;;
@@ -80,19 +73,8 @@ CLUSTER=$top/scripts/cluster.sh
 export SF_TEST_TIMEOUT=900
 export SF_TEST_STARPU_HOME=$out/starpu-home
 
-cleanup() {
-	[ $cluster -eq 1 ] && { "$CLUSTER" down >/dev/null 2>&1 || echo "$prog: warning: scripts/cluster.sh down failed" >&2; }
-	return 0
-}
 if [ $cluster -eq 1 ]; then
-	[ "$(id -u)" -eq 0 ] || die "the cluster needs root (network namespaces); --local runs without"
-	"$CLUSTER" down >/dev/null 2>&1
-	trap cleanup EXIT
-	trap 'exit 130' INT
-	trap 'exit 143' TERM
-	"$CLUSTER" up --nodes 2 --rate "$rate" >"$logs/cluster-up.log" 2>&1 ||
-		die "scripts/cluster.sh up failed: $(tail -3 "$logs/cluster-up.log")"
-	CLUSTER_MASTER=10.213.0.1
+	bench_cluster_up "$CLUSTER" "$rate" "$logs/cluster-up.log"
 	where="the emulated cluster: 2 nodes of 2 ranks, $rate links (tbf: rate only)"
 else
 	where="this machine (2 cores, 4 ranks, shared memory)"
