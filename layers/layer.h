@@ -95,11 +95,11 @@ int _sf_node_param_tensors(const struct _sf_node *nd, const struct sf_layer_info
                            struct sf_param_tensor *out);
 
 /* Tensor parallelism (layers/tp.c). A node's shapes on one TP rank of K: from its
- * inputs' whole widths in_full and whether each input is split (in_split), the
- * widths this rank's kernels see (in_local, *out_local), its parameters' count
- * (*np_local) and whether its output is split; SF_ERR_INVALID naming the node when
- * it cannot take its inputs so (names: the graph's nodes, for the message). K = 1:
- * the whole shapes, nothing split. */
+ * inputs' whole widths (in_local on entry, in input order) and whether each input is
+ * split (in_split), the widths this rank's kernels see (in_local on return,
+ * *out_local), its parameters' count (*np_local) and whether its output is split;
+ * SF_ERR_INVALID naming the node when it cannot take its inputs so (nodes: the graph's,
+ * for the names and configs). K = 1: the whole shapes, nothing split. */
 int _sf_tp_local(const struct _sf_node *nodes, int n, int K, const bool *in_split, int *in_local,
                  int *out_local, size_t *np_local, bool *out_split);
 /* linear_col's columns on TP rank r of K as runs: its local output columns [local,

@@ -49,35 +49,24 @@ static int heads_split(const struct _sf_node *nd, int K)
 	return SF_OK;
 }
 
-int _sf_tp_local(const struct _sf_node *nodes, int n, int K, const bool *in_split, int *in_local,
-                 int *out_local, size_t *np_local, bool *out_split)
+/* The refusals every kind shares: a split input where the node needs it whole, a
+ * tied TP layer, a split width that does not divide by K */
+static int check_inputs(const struct _sf_node *nodes, int n, int K, enum _sf_tp_kind kind,
+                        const bool *in_split, const int *in_local)
 {
 	const struct _sf_node *nd = &nodes[n];
 	int nin = nd->kind == SF_NODE_LAYER || nd->kind == SF_NODE_LOSS ? nd->nin : 0;
-	bool any = false, all = true;
-	for (int i = 0; i < nin; i++) {
-		in_local[i] = nodes[nd->in[i]].dim;
-		any |= in_split[i], all &= in_split[i];
-	}
-	*out_local = nd->dim;
-	*np_local = nd->nparams;
-	*out_split = false;
-	if (K == 1)
-		return SF_OK;
-	enum _sf_tp_kind kind = nd->kind == SF_NODE_LAYER ? nd->type->tp : SF_TP_NONE;
 	const char *type = nd->kind == SF_NODE_LAYER ? nd->type->name : "loss";
-	int split_in = -1; /* an input that is split where the node needs it whole */
-	for (int i = 0; i < nin && split_in < 0; i++)
+	for (int i = 0; i < nin; i++)
 		if (in_split[i] && kind != SF_TP_ELEMENTWISE && kind != SF_TP_HEADS &&
 		    kind != SF_TP_ROPE && kind != SF_TP_ROW)
-			split_in = i;
-	if (split_in >= 0)
-		return SF_ERR(SF_ERR_INVALID,
-		              "sf_model_create: node \"%s\" (%s) reads \"%s\", which is split over "
-		              "the %d TP ranks "
-		              "(a linear_col's output, or an op after it); a %s needs it whole: "
-		              "end the split with a linear_row first",
-		              nd->name, type, nodes[nd->in[split_in]].name, K, type);
+			return SF_ERR(
+			    SF_ERR_INVALID,
+			    "sf_model_create: node \"%s\" (%s) reads \"%s\", which is split "
+			    "over the %d TP ranks "
+			    "(a linear_col's output, or an op after it); a %s needs it "
+			    "whole: end the split with a linear_row first",
+			    nd->name, type, nodes[nd->in[i]].name, K, type);
 	if (nd->tied_to >= 0 && (kind == SF_TP_COL || kind == SF_TP_ROW))
 		return SF_ERR(SF_ERR_INVALID,
 		              "sf_model_create: node \"%s\" (%s): a tensor-parallel layer cannot "
@@ -91,6 +80,26 @@ int _sf_tp_local(const struct _sf_node *nodes, int n, int K, const bool *in_spli
 			    "sf_model_create: node \"%s\": input width %d is not divisible "
 			    "by SHARDFLOW_TP=%d",
 			    nd->name, in_local[i], K);
+	return SF_OK;
+}
+
+int _sf_tp_local(const struct _sf_node *nodes, int n, int K, const bool *in_split, int *in_local,
+                 int *out_local, size_t *np_local, bool *out_split)
+{
+	const struct _sf_node *nd = &nodes[n];
+	int nin = nd->kind == SF_NODE_LAYER || nd->kind == SF_NODE_LOSS ? nd->nin : 0;
+	bool any = false, all = true;
+	for (int i = 0; i < nin; i++)
+		any |= in_split[i], all &= in_split[i];
+	*out_local = nd->dim;
+	*np_local = nd->nparams;
+	*out_split = false;
+	if (K == 1)
+		return SF_OK;
+	enum _sf_tp_kind kind = nd->kind == SF_NODE_LAYER ? nd->type->tp : SF_TP_NONE;
+	const char *type = nd->kind == SF_NODE_LAYER ? nd->type->name : "loss";
+	if (check_inputs(nodes, n, K, kind, in_split, in_local) < 0)
+		return SF_ERR_INVALID;
 	for (int i = 0; i < nin; i++)
 		if (in_split[i])
 			in_local[i] /= K;

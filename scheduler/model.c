@@ -854,18 +854,12 @@ static int tp_shapes(struct sf_model *m, int n)
 	int nin = nd->kind == SF_NODE_LAYER || nd->kind == SF_NODE_LOSS ? nd->nin : 0;
 	s->whole_dim = nd->dim;
 	s->whole_nparams = nd->nparams;
-	for (int i = 0; i < nin; i++)
+	for (int i = 0; i < nin; i++) { /* the inputs' whole widths (their gnodes hold ours) */
 		in_split[i] = m->nodes[nd->in[i]].tp_out_split;
-	/* the inputs' whole widths: tp.c reads them from the nodes it is given */
-	struct _sf_node *whole = malloc((size_t)(n + 1) * sizeof *whole);
-	if (!whole)
-		return SF_ERR(SF_ERR_NOMEM, "sf_model_create: out of memory");
-	memcpy(whole, m->gnodes, (size_t)(n + 1) * sizeof *whole);
-	for (int k = 0; k < n; k++)
-		whole[k].dim = m->nodes[k].whole_dim;
-	int rc = _sf_tp_local(whole, n, m->tp, in_split, in_local, &out_local, &np_local,
+		in_local[i] = m->nodes[nd->in[i]].whole_dim;
+	}
+	int rc = _sf_tp_local(m->gnodes, n, m->tp, in_split, in_local, &out_local, &np_local,
 	                      &s->tp_out_split);
-	free(whole);
 	if (rc < 0)
 		return rc; /* tp.c's message names the node */
 	nd->dim = out_local;

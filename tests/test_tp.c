@@ -284,6 +284,16 @@ static void check_slices(void)
 	        "row, K 4: rank 3 holds columns 9-11 of every row, and the whole bias");
 }
 
+/* _sf_tp_local with node n's inputs' whole widths read from the graph, as
+ * sf_model_create gives them */
+static int tp_local(const struct _sf_node *g, int n, int K, const bool *in_split, int *in_local,
+                    int *out_local, size_t *np, bool *out_split)
+{
+	for (int i = 0; i < g[n].nin; i++)
+		in_local[i] = g[g[n].in[i]].dim;
+	return _sf_tp_local(g, n, K, in_split, in_local, out_local, np, out_split);
+}
+
 /* the shape rules, on small hand-made graphs */
 static void check_rules(void)
 {
@@ -313,7 +323,7 @@ static void check_rules(void)
 	for (int n = 1; n < 8; n++) {
 		for (int i = 0; i < g[n].nin; i++)
 			in_split[i] = split[g[n].in[i]];
-		rc[n] = _sf_tp_local(g, n, 2, in_split, in_local, &out_local, &np, &split[n]);
+		rc[n] = tp_local(g, n, 2, in_split, in_local, &out_local, &np, &split[n]);
 		if (n == 1)
 			ok_true(rc[n] == SF_OK && split[1] && out_local == 12 && np == 12 * 8 + 12,
 			        "linear_col, K 2: output split, 12 of 24 columns, (12, 8) + 12 "
@@ -347,28 +357,29 @@ static void check_rules(void)
 	struct _sf_node gr[2] = {g[0], g[1]};
 	struct _sf_node rn = node("rope", &erope, 1, -1, 24, 0, &rc8, sizeof rc8);
 	struct _sf_node rg[3] = {gr[0], gr[1], rn};
-	int rrc = _sf_tp_local(rg, 2, 2, (bool[]){true}, in_local, &out_local, &np, &split[2]);
+	int rrc = tp_local(rg, 2, 2, (bool[]){true}, in_local, &out_local, &np, &split[2]);
 	bool rsplit = split[2];
 	rc8.rotated = 12; /* 3 heads: not divisible by 2 */
-	int rrc2 = _sf_tp_local(rg, 2, 2, (bool[]){true}, in_local, &out_local, &np, &split[2]);
+	int rrc2 = tp_local(rg, 2, 2, (bool[]){true}, in_local, &out_local, &np, &split[2]);
 	ok_true(rrc == SF_OK && rsplit && rrc2 < 0 && strstr(sf_last_error(), "3 rotated heads"),
 	        "rope keeps a split of whole heads; 3 rotated heads on K 2 are refused");
 	/* gather_output: a whole output, the kernel's width still O / K */
 	struct sf_linear_tp_config gcol = {.out_dim = 24, .bias = 1, .gather_output = 1};
-	struct _sf_node gn[2] = {g[0], node("fc", &ecol, 0, -1, 24, 24 * 8 + 24, &gcol, sizeof gcol)};
-	int grc = _sf_tp_local(gn, 1, 2, (bool[]){false}, in_local, &out_local, &np, &split[1]);
+	struct _sf_node gn[2] = {g[0],
+	                         node("fc", &ecol, 0, -1, 24, 24 * 8 + 24, &gcol, sizeof gcol)};
+	int grc = tp_local(gn, 1, 2, (bool[]){false}, in_local, &out_local, &np, &split[1]);
 	ok_true(grc == SF_OK && !split[1] && out_local == 24 && np == 12 * 8 + 12,
 	        "linear_col with gather_output, K 2: whole output (24), (12, 8) + 12 parameters");
 	/* K 5: col of 3 blocks of 8 rows refused; attention of 6 heads on K 4 */
-	rc[1] = _sf_tp_local(g, 1, 5, (bool[]){false}, in_local, &out_local, &np, &split[1]);
+	rc[1] = tp_local(g, 1, 5, (bool[]){false}, in_local, &out_local, &np, &split[1]);
 	ok_true(rc[1] < 0 && strstr(sf_last_error(), "does not split over SHARDFLOW_TP=5"),
 	        "linear_col whose blocks do not divide by K is refused");
 	heads = 6;
-	rc[2] = _sf_tp_local(g, 2, 4, (bool[]){true}, in_local, &out_local, &np, &split[2]);
+	rc[2] = tp_local(g, 2, 4, (bool[]){true}, in_local, &out_local, &np, &split[2]);
 	ok_true(rc[2] < 0 && strstr(sf_last_error(), "6 heads") &&
 	            strstr(sf_last_error(), "divisible by SHARDFLOW_TP=4"),
 	        "attention of 6 heads on K 4 is refused, naming the heads");
-	rc[4] = _sf_tp_local(g, 4, 1, (bool[]){false}, in_local, &out_local, &np, &split[4]);
+	rc[4] = tp_local(g, 4, 1, (bool[]){false}, in_local, &out_local, &np, &split[4]);
 	ok_true(rc[4] == SF_OK && out_local == 8 && np == 16 && !split[4],
 	        "K 1: every node as the graph has it");
 	sf_log_set_quiet(0);
