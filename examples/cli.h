@@ -168,6 +168,15 @@ static inline double cli_now(void)
 	return t;
 }
 
+/* this thread's CPU time, user + system, in ms (0 where the clock is missing) */
+static inline double cli_thread_cpu_ms(void)
+{
+	struct timespec ts;
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
+		return 0;
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
 /* "1h02m" or "3m07s". */
 static inline void cli_fmt_eta(double s, char *buf, size_t len)
 {

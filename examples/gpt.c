@@ -472,6 +472,11 @@ struct run {
 	int agreed;     /* the failure is every rank's at once (restore's): no MPI_Abort */
 	uint64_t rss0;  /* resident set before sf_model_create */
 	uint64_t peak1; /* peak resident set when it returned */
+	/* the host's work in this run's training steps after the first, evaluation left
+	 * out (the host line; bench/sim_validate.sh calibrates the simulation by it) */
+	int host_steps;
+	double host_main_ms; /* this (the main) thread's CPU */
+	double host_comm[4]; /* comm seconds, comm CPU seconds, comm worker CPU seconds, bytes */
 };
 
 /* Warmup from lr/warmup to lr, then a cosine from lr to min_lr at the last step. */
@@ -733,7 +738,10 @@ static void print_banner(const struct run *r)
  *   start (one unit's parameters: <u> MiB)
  * and what it sent (sf_model_stats):
  *   comm: rank <r> sent <x> MiB in the steps' collectives, <y> MiB of them to another
- *   node, <z> MiB in TP all-reduces; activations <a> MiB */
+ *   node, <z> MiB in TP all-reduces; activations <a> MiB
+ * and what rank 0's host did a training step (the first and the evaluations left out):
+ *   host: rank 0, a step (the last <n>, evaluation left out): main thread <m> ms CPU;
+ *   comm worker <c> ms CPU in <t> ms of collectives, <o> ms CPU outside them; <b> MB sent */
 static int report_memory(const struct run *r)
 {
 	const double mib = 1024.0 * 1024.0;
@@ -775,6 +783,16 @@ static int report_memory(const struct run *r)
 		             "them to another node, %.1f MiB in TP all-reduces; activations %.1f "
 		             "MiB\n",
 		        i, v[6] / mib, v[7] / mib, v[8] / mib, v[9] / mib);
+	}
+	if (r->rank == 0 && r->host_steps > 0) {
+		double n = r->host_steps;
+		const double *c = r->host_comm;
+		fprintf(stderr,
+		        PROG ": host: rank 0, a step (the last %d, evaluation left out): main "
+		             "thread %.3f ms CPU; comm worker %.3f ms CPU in %.3f ms of "
+		             "collectives, %.3f ms CPU outside them; %.3f MB sent\n",
+		        r->host_steps, r->host_main_ms / n, 1e3 * c[1] / n, 1e3 * c[0] / n,
+		        1e3 * (c[2] - c[1]) / n, 1e-6 * c[3] / n);
 	}
 	free(all);
 	status = 0;
@@ -865,14 +883,33 @@ static void print_progress(const struct run *r, struct meter *mt, float lr)
 }
 
 /* Every --eval-every steps: the validation loss (the step's own loss read first). */
-static int maybe_evaluate(struct run *r, struct meter *mt, double *vl)
+/* sf_model_stats's comm figures, as struct run's host_comm counts them */
+static int comm_figures(const struct run *r, double v[4])
+{
+	struct sf_model_stats st;
+	int rc = sf_model_stats(r->m, &st);
+	if (rc < 0)
+		return rc;
+	v[0] = st.comm_seconds, v[1] = st.comm_cpu_seconds;
+	v[2] = st.comm_worker_cpu_seconds, v[3] = st.comm_bytes;
+	return 0;
+}
+
+/* The evaluation, when this step has one; what its collectives cost is added to
+ * eval_comm (as host_comm counts it) */
+static int maybe_evaluate(struct run *r, struct meter *mt, double *vl, double eval_comm[4])
 {
 	int status = -1;
+	double a[4], b[4];
 	if (r->step % r->o.eval_every != 0 && r->step != last_step(&r->o))
 		return 0;
 	if (take_loss(r, mt) < 0)
 		goto done;
+	CHECK(comm_figures(r, a));
 	CHECK(evaluate(r, vl));
+	CHECK(comm_figures(r, b));
+	for (int i = 0; i < 4; i++)
+		eval_comm[i] += b[i] - a[i];
 	if (r->rank == 0) {
 		printf("step %lld val_loss %.4f train_loss %.4f time %.1f\n", (long long)r->step,
 		       *vl, mt->eval_n ? mt->eval_loss / (double)mt->eval_n : 0.0,
@@ -893,7 +930,9 @@ static int train(struct run *r, double *vl)
 	struct meter mt = {.t_start = cli_now(), .prev_ticket = -1};
 	int status = -1;
 	int64_t end = last_step(o);
+	double first[4] = {0}, last[4], eval_comm[4] = {0};
 	while (r->step < end) {
+		double cpu0 = cli_thread_cpu_ms();
 		float lr = lr_at(o, r->step);
 		CHECK(sf_model_set_lr(r->m, lr));
 		const int32_t *ids[1] = {r->x};
@@ -915,10 +954,24 @@ static int train(struct run *r, double *vl)
 		if (o->ckpt_every && r->step % o->ckpt_every == 0 && save(r) < 0)
 			goto done;
 		print_progress(r, &mt, lr);
-		if (maybe_evaluate(r, &mt, vl) < 0)
+		if (mt.done_here == 1) { /* the host line's window starts after the first step */
+			CHECK(comm_figures(r, first));
+			memset(eval_comm, 0, sizeof eval_comm);
+		} else {
+			r->host_main_ms += cli_thread_cpu_ms() - cpu0;
+			r->host_steps++;
+		}
+		if (maybe_evaluate(r, &mt, vl, eval_comm) < 0)
 			goto done;
 	}
-	if (take_loss(r, &mt) < 0 || (o->ckpt_dir && save(r) < 0))
+	if (take_loss(r, &mt) < 0)
+		goto done;
+	if (r->host_steps > 0) {
+		CHECK(comm_figures(r, last));
+		for (int i = 0; i < 4; i++)
+			r->host_comm[i] = last[i] - first[i] - eval_comm[i];
+	}
+	if (o->ckpt_dir && save(r) < 0)
 		goto done;
 	status = 0;
 done:

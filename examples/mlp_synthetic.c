@@ -56,30 +56,31 @@ static int launcher_rank(void)
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-	        "usage: " PROG " [options]\n"
-	        "Trains an MLP on synthetic linearly separable data, sharded over the MPI ranks.\n"
-	        "  --steps N          training steps (default 20)\n"
-	        "  --batch B          global batch rows, split over the ranks (default 64)\n"
-	        "  --widths D,H...,C  layer widths: input, hidden..., classes; at least 2\n"
-	        "                     (default 784,512,512,10)\n"
-	        "  --optimizer NAME   sgd, adamw or lion (default sgd)\n"
-	        "  --lr X             learning rate (default 0.1 for sgd, 0.001 for adamw, 0.0001 for\n"
-	        "                     lion; lion's beta2 is 0.99)\n"
-	        "  --seed S           seed of the data and the initial parameters, an unsigned\n"
-	        "                     integer (default 1)\n"
-	        "  --warmup K         steps left out of the comm_stats line, 0 <= K < steps\n"
-	        "                     (default 0)\n"
-	        "  --help             print this message and exit\n"
-	        "Prints \"step <k> loss <loss> ms <milliseconds>\" per step, \"final_loss "
-	        "<loss>\",\n"
-	        "then rank 0's averages over the steps after the warm-up: \"comm_stats steps <n>\n"
-	        "wall_ms <step> comm_ms <in collectives> comm_cpu_ms <comm worker CPU in\n"
-	        "collectives> comm_worker_cpu_ms <comm worker CPU in all> process_cpu_ms\n"
-	        "<process CPU, user + system> main_thread_cpu_ms <this thread's CPU>\" (each per\n"
-	        "step).\n"
-	        "The runtime reads SHARDFLOW_PREFETCH_DEPTH, SHARDFLOW_BACKWARD_PREFETCH,\n"
-	        "SHARDFLOW_SHARDING and SHARDFLOW_LOG from the environment.\n");
+	fprintf(
+	    f,
+	    "usage: " PROG " [options]\n"
+	    "Trains an MLP on synthetic linearly separable data, sharded over the MPI ranks.\n"
+	    "  --steps N          training steps (default 20)\n"
+	    "  --batch B          global batch rows, split over the ranks (default 64)\n"
+	    "  --widths D,H...,C  layer widths: input, hidden..., classes; at least 2\n"
+	    "                     (default 784,512,512,10)\n"
+	    "  --optimizer NAME   sgd, adamw or lion (default sgd)\n"
+	    "  --lr X             learning rate (default 0.1 for sgd, 0.001 for adamw, 0.0001 for\n"
+	    "                     lion; lion's beta2 is 0.99)\n"
+	    "  --seed S           seed of the data and the initial parameters, an unsigned\n"
+	    "                     integer (default 1)\n"
+	    "  --warmup K         steps left out of the comm_stats line, 0 <= K < steps\n"
+	    "                     (default 0)\n"
+	    "  --help             print this message and exit\n"
+	    "Prints \"step <k> loss <loss> ms <milliseconds>\" per step, \"final_loss "
+	    "<loss>\",\n"
+	    "then rank 0's averages over the steps after the warm-up: \"comm_stats steps <n>\n"
+	    "wall_ms <step> comm_ms <in collectives> comm_cpu_ms <comm worker CPU in\n"
+	    "collectives> comm_worker_cpu_ms <comm worker CPU in all> process_cpu_ms\n"
+	    "<process CPU, user + system> main_thread_cpu_ms <this thread's CPU> comm_mb\n"
+	    "<MB sent in the collectives>\" (each per step).\n"
+	    "The runtime reads SHARDFLOW_PREFETCH_DEPTH, SHARDFLOW_BACKWARD_PREFETCH,\n"
+	    "SHARDFLOW_SHARDING and SHARDFLOW_LOG from the environment.\n");
 }
 
 /* Reports a bad command line, naming the option and the value; returns the exit
@@ -407,12 +408,14 @@ int main(int argc, char **argv)
 	if (rank == 0) {
 		printf("final_loss %.9g\n", loss);
 		printf("comm_stats steps %d wall_ms %.3f comm_ms %.3f comm_cpu_ms %.3f "
-		       "comm_worker_cpu_ms %.3f process_cpu_ms %.3f main_thread_cpu_ms %.3f\n",
+		       "comm_worker_cpu_ms %.3f process_cpu_ms %.3f main_thread_cpu_ms %.3f "
+		       "comm_mb %.3f\n",
 		       o.steps - o.warmup, (now_ms() - t_start) / n,
 		       1e3 * (st.comm_seconds - st0.comm_seconds) / n,
 		       1e3 * (st.comm_cpu_seconds - st0.comm_cpu_seconds) / n,
 		       1e3 * (st.comm_worker_cpu_seconds - st0.comm_worker_cpu_seconds) / n,
-		       (process_cpu_ms() - cpu_start) / n, (thread_cpu_ms() - main_start) / n);
+		       (process_cpu_ms() - cpu_start) / n, (thread_cpu_ms() - main_start) / n,
+		       1e-6 * (st.comm_bytes - st0.comm_bytes) / n);
 		fflush(stdout);
 	}
 	status = 0;

@@ -64,9 +64,9 @@ ok $? "the line after the steps is final_loss ($final), the loss of step 30 ($la
 stats=$(tail -n 1 "$tmp/n2.out")
 echo "$stats" | awk '$1 == "comm_stats" && $2 == "steps" && $3 == 25 && $4 == "wall_ms" &&
 	$6 == "comm_ms" && $8 == "comm_cpu_ms" && $10 == "comm_worker_cpu_ms" &&
-	$12 == "process_cpu_ms" && $14 == "main_thread_cpu_ms" && NF == 15 &&
+	$12 == "process_cpu_ms" && $14 == "main_thread_cpu_ms" && $16 == "comm_mb" && NF == 17 &&
 	$7 > 0 && $7 < $5 && $9 > 0 && $9 <= $7 * 1.05 + 0.05 && $11 >= $9 * 0.95 && $13 > 0 &&
-	$15 > 0 && $15 <= $13 {
+	$15 > 0 && $15 <= $13 && $17 > 0 {
 	found = 1 } END { exit !found }'
 ok $? "the last line is comm_stats over the 25 steps after --warmup 5, consistent: $stats"
 
