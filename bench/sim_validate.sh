@@ -14,10 +14,14 @@
 #     preempt each other's longer tasks and the recorded times count both; so the
 #     layers' tasks are calibrated again by a run on as many ranks as cores with the
 #     same rows per rank (a smaller global batch), whose times replace those of the
-#     same sizes. The network's: bench/ring_bw times a plain MPI ring exchange of
-#     4 MB in the library's pieces on that many ranks (the link's bandwidth as a ring
-#     sees it, and the CPU a byte sent costs the busiest rank: its copies, the TCP
-#     stack, its polls), and a TCP ping gives the latency;
+#     same sizes. The host's: the calibration run's own line of what a step cost rank
+#     0's host (mlp_synthetic's comm_stats, gpt's host line): the CPU its collectives
+#     took a byte sent (copies, TCP, polls), the main thread's CPU a step (the batch,
+#     the submission) and the comm worker's outside the collectives; with the
+#     kernel's softirq time over the run (/proc/stat) a byte sent. The network's:
+#     bench/ring_bw times a plain MPI ring exchange of the MLP's step (11.7 MB a rank
+#     on 2 ranks) in the library's pieces on that many ranks (the link's bandwidth as
+#     a long ring sees it), and a TCP ping gives the latency;
 #  2. measurement: --runs rounds of every depth, interleaved, each --steps steps;
 #     a run's step time is the median of its steps after the first 3, a row's the
 #     median of its runs (min-max printed);
@@ -27,7 +31,8 @@
 #     the ranks' compute tasks on one host of one core per core of this machine, as
 #     scripts/cluster.sh binds rank i to core i mod nproc (SHARDFLOW_SIM_SHARED_CPUS:
 #     two ranks on a core share it), where the collectives burn the calibrated CPU
-#     per byte (SHARDFLOW_SIM_COMM_CPU).
+#     per byte (SHARDFLOW_SIM_COMM_CPU) and every step the host's calibrated CPU
+#     outside tasks (SHARDFLOW_SIM_HOST_CPU).
 # Nothing of the measured runs' step times goes into the prediction. --predict-only
 # redoes step 3 alone with OUT's calibration and measurements (no root needed).
 #
@@ -35,7 +40,8 @@
 # 256), gpt is examples/gpt's default model (842k parameters, context 128, batch 32),
 # global batches the same on 2 and 4 ranks.
 #
-# Writes OUT/table.md (the table docs/scale.md shows), OUT/raw.tsv and the logs.
+# Writes OUT/table.md (the table docs/scale.md shows), OUT/raw.tsv, OUT/network.tsv,
+# OUT/host.tsv (the calibrations) and the logs.
 # Options: --build DIR the normal build (default: this tree), --sim-build DIR the
 # simulation build (required), --rates (tc rates, default 1gbit,10gbit), --ranks
 # (default 2,4), --depths (SHARDFLOW_PREFETCH_DEPTH values, default 0,1,2,3),
@@ -46,7 +52,7 @@ set -u
 prog=sim_validate.sh
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
-usage_end=43
+usage_end=49
 . "$here/cli.sh"
 
 build=$top
@@ -104,8 +110,8 @@ command -v xsltproc >/dev/null || die "starpu_smpirun needs xsltproc (apt-get in
 mkdir -p "$out" || die "cannot create $out"
 out=$(cd "$out" && pwd)
 if [ $predict_only = 1 ]; then
-	[ -f "$out/raw.tsv" ] && [ -f "$out/network.tsv" ] ||
-		die "--predict-only: $out has no raw.tsv and network.tsv of an earlier run"
+	[ -f "$out/raw.tsv" ] && [ -f "$out/network.tsv" ] && [ -f "$out/host.tsv" ] ||
+		die "--predict-only: $out has no raw.tsv, network.tsv and host.tsv of an earlier run"
 fi
 logs=$out/logs
 mkdir -p "$logs" "$out/models" "$out/bin"
@@ -141,6 +147,21 @@ merge() {
 }
 prog_of() { case $1 in mlp) echo examples/mlp_synthetic ;; gpt) echo examples/gpt ;; esac; }
 
+# softirq_ms: the machine's softirq time so far (/proc/stat, ms)
+softirq_ms() { awk -v hz="$(getconf CLK_TCK)" '$1 == "cpu" { printf "%.0f", $8 * 1000 / hz }' /proc/stat; }
+
+# host_costs MODEL LOG: what a step cost rank 0's host, from the run's own line:
+# "COMM_CPU_NS_PER_BYTE MAIN_MS COMM_OTHER_MS MB_SENT"
+host_costs() {
+	case $1 in
+	mlp) awk '$1 == "comm_stats" { for (i = 2; i < NF; i++) v[$i] = $(i + 1)
+		if (v["comm_mb"] > 0) printf "%.3f %.3f %.3f %.3f\n", v["comm_cpu_ms"] / v["comm_mb"],
+			v["main_thread_cpu_ms"], v["comm_worker_cpu_ms"] - v["comm_cpu_ms"], v["comm_mb"] }' "$2" ;;
+	gpt) sed -n 's/.*host: rank 0, .*main thread \([0-9.]*\) ms CPU; comm worker \([0-9.]*\) ms CPU in [0-9.]* ms of collectives, \([0-9.]*\) ms CPU outside them; \([0-9.]*\) MB sent.*/\1 \2 \3 \4/p' "$2" |
+		awk '$4 > 0 { printf "%.3f %.3f %.3f %.3f\n", $2 / $4, $1, $3, $4 }' ;;
+	esac | tail -1
+}
+
 # step_ms MODEL LOG: the median step time (ms) of the steps after the warm-up, or NA.
 # mlp prints each step's ms; gpt prints the mean tokens/s since the start after every
 # step, so step k ends at k * tokens / rate_k.
@@ -173,8 +194,16 @@ EOF
 	seq 0 $(($1 - 1)) | sed 's/^/node/' >"$out/hosts"
 }
 
+# Does a thread's CPU time leave out the softirq work done in its context? Only with
+# the kernel's CONFIG_IRQ_TIME_ACCOUNTING; with tick accounting, a tick that lands in
+# a softirq counts for /proc/stat's softirq and for the interrupted thread both, so
+# the collectives' CPU (and the compute tasks' calibrated times) hold it already.
+irq_apart=0
+{ grep -qx 'CONFIG_IRQ_TIME_ACCOUNTING=y' "/boot/config-$(uname -r)" 2>/dev/null ||
+	zcat /proc/config.gz 2>/dev/null | grep -qx 'CONFIG_IRQ_TIME_ACCOUNTING=y'; } && irq_apart=1
 RAW=$out/raw.tsv
 NET=$out/network.tsv
+HOST=$out/host.tsv
 if [ $predict_only = 1 ]; then
 	# the predictions redone: those of --rates and --models
 	awk -F'\t' -v r=",$rates," -v m=",$models," '!($5 == "simulated" && index(r, "," $1 ",") &&
@@ -182,6 +211,7 @@ if [ $predict_only = 1 ]; then
 else
 	printf 'rate\tmodel\tranks\tdepth\twhat\trun\tms\n' >"$RAW"
 	printf 'rate\tranks\tring_mbit\tline_mbit\trtt_ms\tcpu_ns_per_byte\n' >"$NET"
+	printf 'rate\tmodel\tranks\tcomm_cpu_ns_per_byte\tsoftirq_ns_per_byte\tmain_ms\tcomm_other_ms\tmb_per_step\n' >"$HOST"
 fi
 t0=$(date +%s)
 for rate in ${rates//,/ }; do
@@ -195,7 +225,7 @@ for rate in ${rates//,/ }; do
 	line_mbit=$(awk -v r="$rate" 'BEGIN { n = r + 0; u = tolower(r); sub(/^[0-9.]+/, "", u);
 		print n * (u == "gbit" ? 1000 : u == "mbit" ? 1 : 0.001) }')
 	for np in ${ranks//,/ }; do
-		"$CLUSTER" run -np "$np" --timeout 300 "$out/bin/ring_bw" --widths 1024,1024 --reps 9 \
+		"$CLUSTER" run -np "$np" --timeout 300 "$out/bin/ring_bw" --reps 15 \
 			--rate-mbit "$line_mbit" >"$logs/ring_bw-$rate-np$np.log" 2>&1
 		# the pieces' rate a direction, and their CPU ms a step over the MB a rank sends
 		set -- $(awk -F'|' '/MB sent per rank and step/ { split($0, w, " "); for (i = 1; i < length(w); i++) if (w[i + 1] == "MB") mb = w[i] }
@@ -211,11 +241,20 @@ for rate in ${rates//,/ }; do
 			rm -rf "$mdir"
 			mkdir -p "$mdir"
 			# calibration
+			irq0=$(softirq_ms)
 			# shellcheck disable=SC2046
 			STARPU_HOSTNAME=simnode STARPU_PERF_MODEL_DIR=$mdir STARPU_CALIBRATE=1 \
 				"$CLUSTER" run -np "$np" --timeout 300 "$build/$(prog_of $model)" $(args $model) \
 				>"$logs/calibrate-$rate-$model-np$np.log" 2>&1 ||
 				die "the calibration run failed, see $logs/calibrate-$rate-$model-np$np.log"
+			irq1=$(softirq_ms)
+			# shellcheck disable=SC2046
+			set -- $(host_costs $model "$logs/calibrate-$rate-$model-np$np.log")
+			[ $# -eq 4 ] || die "the calibration run printed no host costs, see $logs/calibrate-$rate-$model-np$np.log"
+			# the kernel's softirq work (TCP receive) over the run, a byte a rank sent
+			irq=$(awk -v a="$irq0" -v b="$irq1" -v n="$np" -v s="$steps" -v mb="$4" \
+				'BEGIN { printf "%.3f", (mb > 0 ? (b - a) / (n * s * mb) : 0) }')
+			printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$rate" "$model" "$np" "$1" "$irq" "$2" "$3" "$4" >>"$HOST"
 			if [ "$np" -gt "$ncores" ]; then
 				b=$(($(batch_of $model) * ncores / np))
 				# shellcheck disable=SC2046
@@ -259,14 +298,19 @@ for rate in ${rates//,/ }; do
 	for model in ${models//,/ }; do
 		for np in ${ranks//,/ }; do
 			mbit=$(awk -v r="$rate" -v n="$np" '$1 == r && $2 == n { print $3 }' "$NET")
-			cpu=$(awk -v r="$rate" -v n="$np" '$1 == r && $2 == n { print $6 }' "$NET")
+			# the CPU a byte sent costs: the collectives' own, and the kernel's softirq
+			# where the threads' times leave it out (irq_apart)
+			cpu=$(awk -F'\t' -v r="$rate" -v m="$model" -v n="$np" -v i="$irq_apart" \
+				'$1 == r && $2 == m && $3 == n { printf "%.3f", $4 + i * $5 }' "$HOST")
+			hostcpu=$(awk -F'\t' -v r="$rate" -v m="$model" -v n="$np" '$1 == r && $2 == m && $3 == n { print $6 "," $7 }' "$HOST")
+			[ -n "$cpu" ] && [ -n "$hostcpu" ] || die "$HOST has no calibration of $rate, $model, $np ranks"
 			platform "$np" "$(awk -v m="$mbit" 'BEGIN { printf "%.0f", m * 1e6 / 8 }')" \
 				"$(awk -v t="$rtt" 'BEGIN { printf "%.9f", t / 4000 }')"
 			for d in ${depths//,/ }; do
 				log=$logs/sim-$rate-$model-np$np-d$d.log
 				# shellcheck disable=SC2046
 				STARPU_HOSTNAME=simnode STARPU_PERF_MODEL_DIR=$out/models/$rate-$model-np$np \
-					SHARDFLOW_SIM_SHARED_CPUS=$cores SHARDFLOW_SIM_COMM_CPU=$cpu STARPU_NCPU=2 STARPU_SILENT=1 SHARDFLOW_PREFETCH_DEPTH=$d \
+					SHARDFLOW_SIM_SHARED_CPUS=$cores SHARDFLOW_SIM_COMM_CPU=$cpu SHARDFLOW_SIM_HOST_CPU=$hostcpu STARPU_NCPU=2 STARPU_SILENT=1 SHARDFLOW_PREFETCH_DEPTH=$d \
 					timeout 600 "$SMPIRUN" -platform "$out/platform.xml" -hostfile "$out/hosts" \
 					-np "$np" "$sim_build/$(prog_of $model)" $(args $model) \
 					--cfg=smpi/send-is-detached-thresh:0 --cfg=smpi/test:0 \
@@ -300,12 +344,18 @@ done
 			meas = c ? sprintf("%.1f (%.1f-%.1f)", med, v[1], v[c]) : "NA"
 			printf "| %s | %s | %s | %s | %s | %s | %s |\n", f[1], f[2], f[3], f[4], meas, s == "NA" ? s : sprintf("%.1f", s), err } }' "$RAW"
 	echo
-	echo "Network calibration (bench/ring_bw, a plain MPI ring exchange of 4 MB in 61440-byte pieces, its CPU on the busiest rank; TCP rtt from scripts/cluster.sh bench):"
+	echo "Network calibration (bench/ring_bw, a plain MPI ring exchange of the MLP's step in 61440-byte pieces, its CPU on the busiest rank, for comparison; TCP rtt from scripts/cluster.sh bench):"
 	echo
-	echo "| link | ranks | ring Mbit/s a direction | line Mbit/s | rtt ms | CPU ns a byte sent |"
+	echo "| link | ranks | ring Mbit/s a direction | line Mbit/s | rtt ms | ring_bw's CPU ns a byte sent |"
 	echo "| --- | --- | --- | --- | --- | --- |"
 	awk -F'\t' 'NR > 1 { printf "| %s | %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5, $6 }' "$NET"
 	echo
-	echo "Command: bench/sim_validate.sh --sim-build $sim_build --rates $rates --ranks $ranks --depths $depths --models $models --runs $runs --steps $steps ($(($(date +%s) - t0)) s)"
+	echo "Host calibration (the calibration run's own line, rank 0, a step; softirq from /proc/stat over the run, a rank): SHARDFLOW_SIM_COMM_CPU is the collectives' CPU a byte$([ $irq_apart = 1 ] && echo " + softirq (this kernel accounts it apart: CONFIG_IRQ_TIME_ACCOUNTING)" || echo " (softirq not added: this kernel's tick accounting charges it to the interrupted threads too)"), SHARDFLOW_SIM_HOST_CPU the main thread's and the comm worker's outside collectives."
+	echo
+	echo "| link | model | ranks | collectives' CPU ns a byte | softirq ns a byte | main thread ms | comm worker outside ms | MB sent |"
+	echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
+	awk -F'\t' 'NR > 1 { printf "| %s | %s | %s | %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5, $6, $7, $8 }' "$HOST"
+	echo
+	echo "Command: bench/sim_validate.sh --sim-build $sim_build --rates $rates --ranks $ranks --depths $depths --models $models --runs $runs --steps $steps$([ $predict_only = 1 ] && echo " --predict-only") ($(($(date +%s) - t0)) s)"
 } >"$out/table.md"
 cat "$out/table.md"

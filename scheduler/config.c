@@ -276,9 +276,9 @@ static void known_list(char *buf, size_t n, bool fields)
 /* The variables only a simulation build reads (tasks/sim_device.c) */
 static bool sim_only(const char *e, size_t len)
 {
-	static const char *const vars[] = {"SHARDFLOW_SIM_DEVICE", "SHARDFLOW_SIM_SHARED_CPUS",
-	                                   "SHARDFLOW_SIM_NCCL", "SHARDFLOW_SIM_COMM_CPU",
-	                                   "SHARDFLOW_SIM_CALIBRATION"};
+	static const char *const vars[] = {"SHARDFLOW_SIM_DEVICE",      "SHARDFLOW_SIM_SHARED_CPUS",
+	                                   "SHARDFLOW_SIM_NCCL",        "SHARDFLOW_SIM_COMM_CPU",
+	                                   "SHARDFLOW_SIM_CALIBRATION", "SHARDFLOW_SIM_HOST_CPU"};
 	for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
 		if (len == strlen(vars[i]) && !strncmp(e, vars[i], len))
 			return true;

@@ -466,6 +466,7 @@ SF_API int sf_finalize(sf_context *ctx)
 		              "sf_model_destroy() first",
 		              ctx->nmodels);
 	starpu_task_wait_for_all();
+	_sf_sim_host_fini();
 	if (ctx->comm->ops->detach)
 		ctx->comm->ops->detach(ctx->comm, ctx->comm_worker);
 	_sf_cuda_stop();

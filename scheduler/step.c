@@ -33,6 +33,7 @@
 #include "tasks/layer_codelets.h"
 #include "tasks/loss.h"
 #include "tasks/optim.h"
+#include "tasks/sim_device.h"
 #include "trace/recorder.h"
 
 #include <math.h>
@@ -672,6 +673,7 @@ static int submit_pass(sf_model *m, const struct sf_batch *b, int64_t *ticket, b
                        const char *fn)
 {
 	int rc = SF_OK;
+	_sf_sim_host_step();
 	SF_CHECK(_sf_stage_batch(m, b, true, fn));
 	if (!update && m->accum_k >= SF_MAX_GRAD_ACCUM)
 		return SF_ERR(SF_ERR_INVALID,

@@ -33,6 +33,15 @@
  * length is still its model's (calibrated, or the roofline), and a task whose model
  * has no value for its size stops the simulation, as StarPU's own simulated
  * execution does.
+ *
+ * SHARDFLOW_SIM_HOST_CPU=MAIN_MS[,BG_MS] (with SHARDFLOW_SIM_SHARED_CPUS) charges the
+ * host CPU that runs outside tasks, per sf_model_step or sf_model_accumulate call, to
+ * the rank's shared host: MAIN_MS of the calling thread (the program's batch, the
+ * graph's submission), which waits for it before submitting, as the real thread does
+ * that work before its tasks exist; and BG_MS of work beside the tasks (the comm
+ * worker between collectives, the kernel's), which shares the host with them until
+ * done. Real runs measure both (bench/sim_validate.sh takes them from its
+ * calibration run).
  */
 #include "config.h"
 
@@ -69,6 +78,10 @@ static struct _sf_sim_calibration *calibration;
 /* this rank's host of SHARDFLOW_SIM_SHARED_CPUS, or NULL */
 static sg_host_t shared_cpus;
 int starpu_mpi_world_rank(void); /* tasks/comm_sim.c */
+/* SHARDFLOW_SIM_HOST_CPU: seconds a step of the main thread and beside the tasks, and
+ * the last step's work beside the tasks while it runs */
+static double host_main_s, host_bg_s;
+static sg_exec_t host_bg;
 #endif
 
 int _sf_sim_device_find(const char *spec, const struct _sf_sim_device **dev,
@@ -365,6 +378,74 @@ static double cost(struct starpu_task *task, struct starpu_perfmodel_arch *arch,
 	return _sf_sim_roofline_us(active, active_math, flops, bytes);
 }
 
+#ifdef SF_SIMULATION
+/* SHARDFLOW_SIM_HOST_CPU: one or two numbers of milliseconds >= 0, with a shared host */
+static int host_cpu_setup(void)
+{
+	const char *s = getenv("SHARDFLOW_SIM_HOST_CPU");
+	host_main_s = host_bg_s = 0;
+	host_bg = NULL;
+	if (!s || !*s)
+		return SF_OK;
+	double v[2] = {0, 0};
+	int used = 0, n = 0;
+	if (sscanf(s, "%lf%n", &v[0], &used) == 1) {
+		n = 1;
+		if (s[used] == ',') {
+			int more = 0;
+			if (sscanf(s + used + 1, "%lf%n", &v[1], &more) == 1 && more > 0)
+				n = 2, used += 1 + more;
+			else
+				n = 0;
+		}
+	}
+	if (n == 0 || s[used] != '\0' || !(v[0] >= 0 && v[0] <= 1e6) || !(v[1] >= 0 && v[1] <= 1e6))
+		return SF_ERR(SF_ERR_CONFIG,
+		              "SHARDFLOW_SIM_HOST_CPU=\"%s\" is invalid: accepted is MAIN_MS or "
+		              "MAIN_MS,BG_MS: the milliseconds of host CPU a step costs on the "
+		              "thread that submits it and beside the tasks, numbers from 0 to 1e6",
+		              s);
+	if (!shared_cpus)
+		return SF_ERR(SF_ERR_CONFIG,
+		              "SHARDFLOW_SIM_HOST_CPU=\"%s\" needs SHARDFLOW_SIM_SHARED_CPUS: the "
+		              "CPU is charged to the rank's shared host",
+		              s);
+	host_main_s = v[0] * 1e-3;
+	host_bg_s = v[1] * 1e-3;
+	return SF_OK;
+}
+#endif
+
+void _sf_sim_host_step(void)
+{
+#ifdef SF_SIMULATION
+	if (!shared_cpus)
+		return;
+	double speed = sg_host_get_speed(shared_cpus);
+	if (host_bg_s > 0) {
+		if (host_bg) /* the last step's, done by now unless the host is that busy */
+			sg_exec_wait(host_bg);
+		host_bg = sg_actor_exec_init(host_bg_s * speed);
+		sg_exec_set_host(host_bg, shared_cpus);
+		sg_exec_start(host_bg);
+	}
+	if (host_main_s > 0) {
+		sg_exec_t e = sg_actor_exec_init(host_main_s * speed);
+		sg_exec_set_host(e, shared_cpus);
+		sg_exec_wait(e);
+	}
+#endif
+}
+
+void _sf_sim_host_fini(void)
+{
+#ifdef SF_SIMULATION
+	if (host_bg)
+		sg_exec_wait(host_bg);
+	host_bg = NULL;
+#endif
+}
+
 int _sf_sim_device_setup(const char **name, const char **shared)
 {
 	*name = NULL;
@@ -396,6 +477,9 @@ int _sf_sim_device_setup(const char **name, const char **shared)
 			              hosts, name);
 		*shared = sg_host_get_name(shared_cpus);
 	}
+	int hrc = host_cpu_setup();
+	if (hrc < 0)
+		return hrc;
 	/* every simulated rank is an actor of this one process and comes here: the file is
 	 * read by the first, the others keep it (unless the variable names another) */
 	static char cal_path[4096];

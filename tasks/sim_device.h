@@ -76,6 +76,11 @@ double _sf_nccl_time(enum _sf_nccl_coll coll, const struct _sf_nccl_link *l, dou
  * name, or NULL when the codelets keep their history models; *shared is
  * SHARDFLOW_SIM_SHARED_CPUS's host, or NULL when each worker computes on its own */
 int _sf_sim_device_setup(const char **name, const char **shared);
+/* sf_model_step and sf_model_accumulate, first: SHARDFLOW_SIM_HOST_CPU's charge for the
+ * step (a simulation build; nothing otherwise) */
+void _sf_sim_host_step(void);
+/* sf_finalize: the last step's charge beside the tasks waited for */
+void _sf_sim_host_fini(void);
 /* after _sf_sim_device_setup: the calibration in force (SHARDFLOW_SIM_CALIBRATION, a
  * simulation build), or NULL */
 const struct _sf_sim_calibration *_sf_sim_calibration(void);

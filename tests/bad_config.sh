@@ -48,7 +48,7 @@ valid() {
 	fi
 }
 
-plan 138
+plan 140
 
 accepted="accepted values are"
 invalid SHARDFLOW_PREFETCH_DEPTH abc "$accepted"
@@ -84,6 +84,7 @@ invalid SHARDFLOW_PREFETCH_DEPHT 2 "known variables are"
 invalid SHARDFLOW_SIM_DEVICE h100 "only a simulation build (configure --enable-simulation"
 invalid SHARDFLOW_SIM_SHARED_CPUS cpus "only a simulation build (configure --enable-simulation"
 invalid SHARDFLOW_SIM_CALIBRATION /tmp/h100.tsv "only a simulation build (configure --enable-simulation"
+invalid SHARDFLOW_SIM_HOST_CPU 1.5,1 "only a simulation build (configure --enable-simulation"
 # numbers are strict: no blanks, no sign
 invalid SHARDFLOW_PREFETCH_DEPTH " 2" "$accepted"
 invalid SHARDFLOW_PREFETCH_DEPTH "+2" "$accepted"

@@ -4,17 +4,22 @@
 #
 # tests/sim/emulated/ holds what one run of bench/sim_validate.sh recorded on this
 # kind of machine: the MLP's codelet models calibrated on the emulated cluster at
-# 1 Gbit/s (mlp-np2, mlp-np4) and expect.tsv: per rank count and depth, the link's
-# calibrated bandwidth, latency and CPU per byte, the measured median step time
-# there and the simulation's prediction. For each row this test simulates the same
-# job on the same platform (SHARDFLOW_SIM_SHARED_CPUS: the machine's 2 cores shared
-# by the ranks as scripts/cluster.sh binds them; SHARDFLOW_SIM_COMM_CPU) and checks
+# 1 and 10 Gbit/s (RATE-mlp-npN) and expect.tsv: per rate, rank count and depth, the link's
+# calibrated bandwidth, latency, CPU per byte and host CPU a step, the measured
+# median step time there and the simulation's prediction. For each row this test
+# simulates the same job on the same platform (SHARDFLOW_SIM_SHARED_CPUS: the
+# machine's 2 cores shared by the ranks as scripts/cluster.sh binds them;
+# SHARDFLOW_SIM_COMM_CPU, SHARDFLOW_SIM_HOST_CPU) and checks
 #  - the prediction is the recorded one (to 0.5 %: the simulation is deterministic;
 #    the margin covers another libm or SimGrid build), and
 #  - it is within 10 % of the step time measured on the emulated cluster.
 # Then SHARDFLOW_SIM_SHARED_CPUS's effect and refusals: the compute of 4 ranks on
 # one shared core takes longer than on two, a host the platform lacks is refused by
-# name, and SHARDFLOW_SIM_COMM_CPU without a shared host is refused.
+# name, and SHARDFLOW_SIM_COMM_CPU without a shared host is refused. And
+# SHARDFLOW_SIM_HOST_CPU's: the main thread's charge adds itself to a step of this
+# job (it waits for each step), the charge beside the tasks hides in the cores' idle
+# time and otherwise adds some of itself and no more, a malformed value or one
+# without a shared host is refused.
 . "$(dirname "$0")/lib.sh"
 . "$top_builddir/tests/config.sh"
 SMPIRUN="$STARPU_BINDIR/starpu_smpirun"
@@ -23,12 +28,12 @@ command -v xsltproc >/dev/null 2>&1 || skip_all "starpu_smpirun needs xsltproc (
 
 rec="$top_srcdir/tests/sim/emulated"
 rows=$(grep -c '^[0-9]' "$rec/expect.tsv")
-plan $((2 * rows + 3))
+plan $((2 * rows + 8))
 
 SF_TEST_TIMEOUT=300
 export SF_TEST_TIMEOUT
 args=$(sed -n "s/^# args //p" "$rec/expect.tsv")
-bw=125000000 lat=0.00001
+bw=125000000 lat=0.00001 rate=1gbit
 
 # platform N: N hosts on one switch at link $bw bytes/s, $lat s, and cores core0, core1
 platform() {
@@ -59,11 +64,12 @@ EOF
 sim() {
 	n=$1 d=$2 cores=$3 out=$4
 	shift 4
-	mkdir -p "$tmp/m$n"
-	[ -d "$tmp/m$n/codelets" ] || { cp -r "$rec/mlp-np$n/codelets" "$tmp/m$n/" && cp -r "$top_srcdir/tests/sim/bus" "$tmp/m$n/"; }
+	m=$tmp/m-$rate-$n
+	mkdir -p "$m"
+	[ -d "$m/codelets" ] || { cp -r "$rec/$rate-mlp-np$n/codelets" "$m/" && cp -r "$top_srcdir/tests/sim/bus" "$m/"; }
 	platform "$n"
 	# shellcheck disable=SC2086
-	env STARPU_HOSTNAME=simnode STARPU_PERF_MODEL_DIR="$tmp/m$n" STARPU_NCPU=2 STARPU_SILENT=1 \
+	env STARPU_HOSTNAME=simnode STARPU_PERF_MODEL_DIR="$m" STARPU_NCPU=2 STARPU_SILENT=1 \
 		SHARDFLOW_PREFETCH_DEPTH="$d" SHARDFLOW_SIM_SHARED_CPUS="$cores" "$@" \
 		timeout "$SF_TEST_TIMEOUT" "$SMPIRUN" -platform "$tmp/platform.xml" -hostfile "$tmp/hosts" \
 		-np "$n" "$MLP" $args --cfg=smpi/send-is-detached-thresh:0 --cfg=smpi/test:0 \
@@ -74,24 +80,26 @@ sim() {
 }
 
 grep '^[0-9]' "$rec/expect.tsv" >"$tmp/rows"
-while read -r n d measured predicted rbw rlat cpu; do
+while read -r rate n d measured predicted rbw rlat cpu host; do
 	bw=$rbw lat=$rlat
-	got=$(sim "$n" "$d" core0,core1 "$tmp/r$n-$d" SHARDFLOW_SIM_COMM_CPU="$cpu")
+	got=$(sim "$n" "$d" core0,core1 "$tmp/r$rate-$n-$d" SHARDFLOW_SIM_COMM_CPU="$cpu" SHARDFLOW_SIM_HOST_CPU="$host")
 	[ -n "$got" ] && awk -v a="$got" -v b="$predicted" 'BEGIN { e = (a - b) / b; exit !(e < 0.005 && e > -0.005) }'
-	if ! ok $? "$n ranks, depth $d: the recorded prediction, $predicted ms (now ${got:-none})"; then
-		diag_file "$tmp/r$n-$d.err"
+	if ! ok $? "$rate, $n ranks, depth $d: the recorded prediction, $predicted ms (now ${got:-none})"; then
+		diag_file "$tmp/r$rate-$n-$d.err"
 	fi
 	[ -n "$got" ] && awk -v a="$got" -v b="$measured" 'BEGIN { e = (a - b) / b; exit !(e <= 0.10 && e >= -0.10) }'
-	ok $? "$n ranks, depth $d: within 10 % of the emulated cluster's $measured ms ($(awk -v a="${got:-0}" -v b="$measured" 'BEGIN { printf "%+.1f %%", 100 * (a - b) / b }'))"
+	ok $? "$rate, $n ranks, depth $d: within 10 % of the emulated cluster's $measured ms ($(awk -v a="${got:-0}" -v b="$measured" 'BEGIN { printf "%+.1f %%", 100 * (a - b) / b }'))"
 done <"$tmp/rows"
-bw=125000000 lat=0.00001
+bw=125000000 lat=0.00001 rate=1gbit rate=1gbit
 
 one=$(sim 4 2 core0 "$tmp/one" SHARDFLOW_SKIP=comm)
 two=$(sim 4 2 core0,core1 "$tmp/two" SHARDFLOW_SKIP=comm)
 [ -n "$one" ] && [ -n "$two" ] && awk -v a="$one" -v b="$two" 'BEGIN { exit !(a > 1.6 * b) }'
 ok $? "compute only: 4 ranks sharing one core take over 1.6 times as long as on two ($two -> ${one:-none} ms)"
-sim 2 2 core0,nosuch "$tmp/bad" >/dev/null
-grep -q 'SHARDFLOW_SIM_SHARED_CPUS="core0,nosuch": the platform has no host "nosuch"' "$tmp/bad.err"
+# every rank's host missing: a rank that got one would wait for the other in MPI
+# until the timeout (the simulation has no watchdog)
+sim 2 2 nosuch,nosuch2 "$tmp/bad" >/dev/null
+grep -q 'SHARDFLOW_SIM_SHARED_CPUS="nosuch,nosuch2": the platform has no host "nosuch"' "$tmp/bad.err"
 if ! ok $? "SHARDFLOW_SIM_SHARED_CPUS naming a host the platform lacks: refused by name"; then
 	diag_file "$tmp/bad.err"
 fi
@@ -99,5 +107,37 @@ sim 2 2 "" "$tmp/bad2" SHARDFLOW_SIM_COMM_CPU=1.5 >/dev/null
 grep -q 'SHARDFLOW_SIM_COMM_CPU="1.5" needs SHARDFLOW_SIM_SHARED_CPUS' "$tmp/bad2.err"
 if ! ok $? "SHARDFLOW_SIM_COMM_CPU without a shared host: refused with the reason"; then
 	diag_file "$tmp/bad2.err"
+fi
+
+# on a 1 Gbit/s link the cores wait for the collectives much of a step: the main
+# thread's charge comes before the step's tasks exist and adds itself; the charge
+# beside the tasks mostly fills the wait. With the compute alone (no collectives) the
+# latter shows.
+base=$(sim 2 2 core0,core1 "$tmp/h0")
+main=$(sim 2 2 core0,core1 "$tmp/h1" SHARDFLOW_SIM_HOST_CPU=10)
+[ -n "$base" ] && [ -n "$main" ] && awk -v a="$main" -v b="$base" 'BEGIN { d = a - b; exit !(d > 9.5 && d < 10.5) }'
+if ! ok $? "SHARDFLOW_SIM_HOST_CPU=10: the main thread's 10 ms added to the step ($base -> ${main:-none} ms)"; then
+	diag_file "$tmp/h1.err"
+fi
+bg=$(sim 2 2 core0,core1 "$tmp/h2" SHARDFLOW_SIM_HOST_CPU=0,10)
+[ -n "$base" ] && [ -n "$bg" ] && awk -v a="$bg" -v b="$base" 'BEGIN { d = a - b; exit !(d >= 0 && d < 5) }'
+if ! ok $? "SHARDFLOW_SIM_HOST_CPU=0,10: 10 ms beside the tasks mostly hidden by the collectives' waits ($base -> ${bg:-none} ms)"; then
+	diag_file "$tmp/h2.err"
+fi
+base=$(sim 2 2 core0,core1 "$tmp/h3" SHARDFLOW_SKIP=comm)
+bg=$(sim 2 2 core0,core1 "$tmp/h4" SHARDFLOW_SKIP=comm SHARDFLOW_SIM_HOST_CPU=0,10)
+[ -n "$base" ] && [ -n "$bg" ] && awk -v a="$bg" -v b="$base" 'BEGIN { d = a - b; exit !(d > 0.5 && d < 10.5) }'
+if ! ok $? "SHARDFLOW_SIM_HOST_CPU=0,10, compute only: the 10 ms slow the busy cores' step, by no more ($base -> ${bg:-none} ms)"; then
+	diag_file "$tmp/h4.err"
+fi
+sim 2 2 core0,core1 "$tmp/bad3" SHARDFLOW_SIM_HOST_CPU=1,2,3 >/dev/null
+grep -q 'SHARDFLOW_SIM_HOST_CPU="1,2,3" is invalid: accepted is MAIN_MS or MAIN_MS,BG_MS' "$tmp/bad3.err"
+if ! ok $? "SHARDFLOW_SIM_HOST_CPU=1,2,3: refused, saying what is accepted"; then
+	diag_file "$tmp/bad3.err"
+fi
+sim 2 2 "" "$tmp/bad4" SHARDFLOW_SIM_HOST_CPU=1 >/dev/null
+grep -q 'SHARDFLOW_SIM_HOST_CPU="1" needs SHARDFLOW_SIM_SHARED_CPUS' "$tmp/bad4.err"
+if ! ok $? "SHARDFLOW_SIM_HOST_CPU without a shared host: refused with the reason"; then
+	diag_file "$tmp/bad4.err"
 fi
 finish
