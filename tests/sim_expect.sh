@@ -96,48 +96,46 @@ one=$(sim 4 2 core0 "$tmp/one" SHARDFLOW_SKIP=comm)
 two=$(sim 4 2 core0,core1 "$tmp/two" SHARDFLOW_SKIP=comm)
 [ -n "$one" ] && [ -n "$two" ] && awk -v a="$one" -v b="$two" 'BEGIN { exit !(a > 1.6 * b) }'
 ok $? "compute only: 4 ranks sharing one core take over 1.6 times as long as on two ($two -> ${one:-none} ms)"
+# refused CORES NAME PATTERN WHAT [ENV...]: a run of 2 ranks on CORES fails, its stderr
+# matching PATTERN
+refused() {
+	_c=$1 _n=$2 _p=$3 _w=$4
+	shift 4
+	sim 2 2 "$_c" "$tmp/$_n" "$@" >/dev/null
+	grep -q -- "$_p" "$tmp/$_n.err"
+	if ! ok $? "$_w"; then
+		diag_file "$tmp/$_n.err"
+	fi
+}
+# grows BASE GOT LO HI WHAT ERR: GOT - BASE (ms) in [LO, HI)
+grows() {
+	[ -n "$1" ] && [ -n "$2" ] && awk -v a="$2" -v b="$1" -v lo="$3" -v hi="$4" 'BEGIN { d = a - b; exit !(d >= lo && d < hi) }'
+	if ! ok $? "$5 ($1 -> ${2:-none} ms)"; then
+		diag_file "$6"
+	fi
+}
+
 # every rank's host missing: a rank that got one would wait for the other in MPI
 # until the timeout (the simulation has no watchdog)
-sim 2 2 nosuch,nosuch2 "$tmp/bad" >/dev/null
-grep -q 'SHARDFLOW_SIM_SHARED_CPUS="nosuch,nosuch2": the platform has no host "nosuch"' "$tmp/bad.err"
-if ! ok $? "SHARDFLOW_SIM_SHARED_CPUS naming a host the platform lacks: refused by name"; then
-	diag_file "$tmp/bad.err"
-fi
-sim 2 2 "" "$tmp/bad2" SHARDFLOW_SIM_COMM_CPU=1.5 >/dev/null
-grep -q 'SHARDFLOW_SIM_COMM_CPU="1.5" needs SHARDFLOW_SIM_SHARED_CPUS' "$tmp/bad2.err"
-if ! ok $? "SHARDFLOW_SIM_COMM_CPU without a shared host: refused with the reason"; then
-	diag_file "$tmp/bad2.err"
-fi
+refused nosuch,nosuch2 bad 'SHARDFLOW_SIM_SHARED_CPUS="nosuch,nosuch2": the platform has no host "nosuch"' \
+	"SHARDFLOW_SIM_SHARED_CPUS naming a host the platform lacks: refused by name"
+refused "" bad2 'SHARDFLOW_SIM_COMM_CPU="1.5" needs SHARDFLOW_SIM_SHARED_CPUS' \
+	"SHARDFLOW_SIM_COMM_CPU without a shared host: refused with the reason" SHARDFLOW_SIM_COMM_CPU=1.5
 
 # on a 1 Gbit/s link the cores wait for the collectives much of a step: the main
 # thread's charge comes before the step's tasks exist and adds itself; the charge
 # beside the tasks mostly fills the wait. With the compute alone (no collectives) the
 # latter shows.
 base=$(sim 2 2 core0,core1 "$tmp/h0")
-main=$(sim 2 2 core0,core1 "$tmp/h1" SHARDFLOW_SIM_HOST_CPU=10)
-[ -n "$base" ] && [ -n "$main" ] && awk -v a="$main" -v b="$base" 'BEGIN { d = a - b; exit !(d > 9.5 && d < 10.5) }'
-if ! ok $? "SHARDFLOW_SIM_HOST_CPU=10: the main thread's 10 ms added to the step ($base -> ${main:-none} ms)"; then
-	diag_file "$tmp/h1.err"
-fi
-bg=$(sim 2 2 core0,core1 "$tmp/h2" SHARDFLOW_SIM_HOST_CPU=0,10)
-[ -n "$base" ] && [ -n "$bg" ] && awk -v a="$bg" -v b="$base" 'BEGIN { d = a - b; exit !(d >= 0 && d < 5) }'
-if ! ok $? "SHARDFLOW_SIM_HOST_CPU=0,10: 10 ms beside the tasks mostly hidden by the collectives' waits ($base -> ${bg:-none} ms)"; then
-	diag_file "$tmp/h2.err"
-fi
+grows "$base" "$(sim 2 2 core0,core1 "$tmp/h1" SHARDFLOW_SIM_HOST_CPU=10)" 9.5 10.5 \
+	"SHARDFLOW_SIM_HOST_CPU=10: the main thread's 10 ms added to the step" "$tmp/h1.err"
+grows "$base" "$(sim 2 2 core0,core1 "$tmp/h2" SHARDFLOW_SIM_HOST_CPU=0,10)" 0 5 \
+	"SHARDFLOW_SIM_HOST_CPU=0,10: 10 ms beside the tasks mostly hidden by the collectives' waits" "$tmp/h2.err"
 base=$(sim 2 2 core0,core1 "$tmp/h3" SHARDFLOW_SKIP=comm)
-bg=$(sim 2 2 core0,core1 "$tmp/h4" SHARDFLOW_SKIP=comm SHARDFLOW_SIM_HOST_CPU=0,10)
-[ -n "$base" ] && [ -n "$bg" ] && awk -v a="$bg" -v b="$base" 'BEGIN { d = a - b; exit !(d > 0.5 && d < 10.5) }'
-if ! ok $? "SHARDFLOW_SIM_HOST_CPU=0,10, compute only: the 10 ms slow the busy cores' step, by no more ($base -> ${bg:-none} ms)"; then
-	diag_file "$tmp/h4.err"
-fi
-sim 2 2 core0,core1 "$tmp/bad3" SHARDFLOW_SIM_HOST_CPU=1,2,3 >/dev/null
-grep -q 'SHARDFLOW_SIM_HOST_CPU="1,2,3" is invalid: accepted is MAIN_MS or MAIN_MS,BG_MS' "$tmp/bad3.err"
-if ! ok $? "SHARDFLOW_SIM_HOST_CPU=1,2,3: refused, saying what is accepted"; then
-	diag_file "$tmp/bad3.err"
-fi
-sim 2 2 "" "$tmp/bad4" SHARDFLOW_SIM_HOST_CPU=1 >/dev/null
-grep -q 'SHARDFLOW_SIM_HOST_CPU="1" needs SHARDFLOW_SIM_SHARED_CPUS' "$tmp/bad4.err"
-if ! ok $? "SHARDFLOW_SIM_HOST_CPU without a shared host: refused with the reason"; then
-	diag_file "$tmp/bad4.err"
-fi
+grows "$base" "$(sim 2 2 core0,core1 "$tmp/h4" SHARDFLOW_SKIP=comm SHARDFLOW_SIM_HOST_CPU=0,10)" 0.5 10.5 \
+	"SHARDFLOW_SIM_HOST_CPU=0,10, compute only: the 10 ms slow the busy cores' step, by no more" "$tmp/h4.err"
+refused core0,core1 bad3 'SHARDFLOW_SIM_HOST_CPU="1,2,3" is invalid: accepted is MAIN_MS or MAIN_MS,BG_MS' \
+	"SHARDFLOW_SIM_HOST_CPU=1,2,3: refused, saying what is accepted" SHARDFLOW_SIM_HOST_CPU=1,2,3
+refused "" bad4 'SHARDFLOW_SIM_HOST_CPU="1" needs SHARDFLOW_SIM_SHARED_CPUS' \
+	"SHARDFLOW_SIM_HOST_CPU without a shared host: refused with the reason" SHARDFLOW_SIM_HOST_CPU=1
 finish
