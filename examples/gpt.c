@@ -739,9 +739,9 @@ static void print_banner(const struct run *r)
  * and what it sent (sf_model_stats):
  *   comm: rank <r> sent <x> MiB in the steps' collectives, <y> MiB of them to another
  *   node, <z> MiB in TP all-reduces; activations <a> MiB
- * and what rank 0's host did a training step (the first and the evaluations left out):
- *   host: rank 0, a step (the last <n>, evaluation left out): main thread <m> ms CPU;
- *   comm worker <c> ms CPU in <t> ms of collectives, <o> ms CPU outside them; <b> MB sent */
+ * and what rank 0's host did a training step (the first, the evaluations and the checkpoints left
+ * out): host: rank 0, a step (the last <n>; evaluations and checkpoints left out): main thread <m>
+ * ms CPU; comm worker <c> ms CPU in <t> ms of collectives, <o> ms CPU outside them; <b> MB sent */
 static int report_memory(const struct run *r)
 {
 	const double mib = 1024.0 * 1024.0;
@@ -788,7 +788,8 @@ static int report_memory(const struct run *r)
 		double n = r->host_steps;
 		const double *c = r->host_comm;
 		fprintf(stderr,
-		        PROG ": host: rank 0, a step (the last %d, evaluation left out): main "
+		        PROG ": host: rank 0, a step (the last %d; evaluations and checkpoints "
+		             "left out): main "
 		             "thread %.3f ms CPU; comm worker %.3f ms CPU in %.3f ms of "
 		             "collectives, %.3f ms CPU outside them; %.3f MB sent\n",
 		        r->host_steps, r->host_main_ms / n, 1e3 * c[1] / n, 1e3 * c[0] / n,
@@ -895,9 +896,26 @@ static int comm_figures(const struct run *r, double v[4])
 	return 0;
 }
 
+/* A checkpoint of --ckpt-every; what its collectives cost is added to outside (as
+ * host_comm counts it) */
+static int save_outside(struct run *r, double outside[4])
+{
+	int status = -1;
+	double a[4], b[4];
+	CHECK(comm_figures(r, a));
+	if (save(r) < 0)
+		goto done;
+	CHECK(comm_figures(r, b));
+	for (int i = 0; i < 4; i++)
+		outside[i] += b[i] - a[i];
+	status = 0;
+done:
+	return status;
+}
+
 /* The evaluation, when this step has one; what its collectives cost is added to
- * eval_comm (as host_comm counts it) */
-static int maybe_evaluate(struct run *r, struct meter *mt, double *vl, double eval_comm[4])
+ * outside (as host_comm counts it) */
+static int maybe_evaluate(struct run *r, struct meter *mt, double *vl, double outside[4])
 {
 	int status = -1;
 	double a[4], b[4];
@@ -909,7 +927,7 @@ static int maybe_evaluate(struct run *r, struct meter *mt, double *vl, double ev
 	CHECK(evaluate(r, vl));
 	CHECK(comm_figures(r, b));
 	for (int i = 0; i < 4; i++)
-		eval_comm[i] += b[i] - a[i];
+		outside[i] += b[i] - a[i];
 	if (r->rank == 0) {
 		printf("step %lld val_loss %.4f train_loss %.4f time %.1f\n", (long long)r->step,
 		       *vl, mt->eval_n ? mt->eval_loss / (double)mt->eval_n : 0.0,
@@ -930,7 +948,7 @@ static int train(struct run *r, double *vl)
 	struct meter mt = {.t_start = cli_now(), .prev_ticket = -1};
 	int status = -1;
 	int64_t end = last_step(o);
-	double first[4] = {0}, last[4], eval_comm[4] = {0};
+	double first[4] = {0}, last[4], outside[4] = {0};
 	while (r->step < end) {
 		double cpu0 = cli_thread_cpu_ms();
 		float lr = lr_at(o, r->step);
@@ -951,17 +969,18 @@ static int train(struct run *r, double *vl)
 			mt.prev_step = r->step + 1;
 		}
 		r->step++, mt.done_here++;
-		if (o->ckpt_every && r->step % o->ckpt_every == 0 && save(r) < 0)
-			goto done;
 		print_progress(r, &mt, lr);
 		if (mt.done_here == 1) { /* the host line's window starts after the first step */
 			CHECK(comm_figures(r, first));
-			memset(eval_comm, 0, sizeof eval_comm);
+			memset(outside, 0, sizeof outside);
 		} else {
 			r->host_main_ms += cli_thread_cpu_ms() - cpu0;
 			r->host_steps++;
 		}
-		if (maybe_evaluate(r, &mt, vl, eval_comm) < 0)
+		/* checkpoints and evaluations stay out of the host line */
+		if (o->ckpt_every && r->step % o->ckpt_every == 0 && save_outside(r, outside) < 0)
+			goto done;
+		if (maybe_evaluate(r, &mt, vl, outside) < 0)
 			goto done;
 	}
 	if (take_loss(r, &mt) < 0)
@@ -969,7 +988,7 @@ static int train(struct run *r, double *vl)
 	if (r->host_steps > 0) {
 		CHECK(comm_figures(r, last));
 		for (int i = 0; i < 4; i++)
-			r->host_comm[i] = last[i] - first[i] - eval_comm[i];
+			r->host_comm[i] = last[i] - first[i] - outside[i];
 	}
 	if (o->ckpt_dir && save(r) < 0)
 		goto done;

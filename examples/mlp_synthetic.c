@@ -25,6 +25,7 @@
 
 #include "examples/synthetic.h"
 #include "shardflow.h"
+#include "examples/cli.h"
 
 #define PROG "mlp_synthetic"
 #define MAX_WIDTHS 64
@@ -231,15 +232,6 @@ static double now_ms(void)
 	return t * 1e3;
 }
 
-/* this thread's CPU (the main thread: the batch, the step's submission), in ms */
-static double thread_cpu_ms(void)
-{
-	struct timespec ts;
-	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
-		return 0;
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
-
 /* CPU time of the whole process (every thread), user + system, in ms */
 static double process_cpu_ms(void)
 {
@@ -363,7 +355,7 @@ int main(int argc, char **argv)
 	struct sf_batch batch = {.ninputs = 1, .inputs = inputs, .labels = labels};
 
 	double loss = 0.0, t_start = now_ms(), cpu_start = process_cpu_ms();
-	double main_start = thread_cpu_ms();
+	double main_start = cli_thread_cpu_ms();
 	struct sf_model_stats st0;
 	CHECK(sf_model_stats(m, &st0));
 	for (int k = 1; k <= o.steps; k++) {
@@ -399,7 +391,7 @@ int main(int argc, char **argv)
 			CHECK(sf_model_stats(m, &st0));
 			t_start = now_ms();
 			cpu_start = process_cpu_ms();
-			main_start = thread_cpu_ms();
+			main_start = cli_thread_cpu_ms();
 		}
 	}
 	struct sf_model_stats st;
@@ -414,7 +406,7 @@ int main(int argc, char **argv)
 		       1e3 * (st.comm_seconds - st0.comm_seconds) / n,
 		       1e3 * (st.comm_cpu_seconds - st0.comm_cpu_seconds) / n,
 		       1e3 * (st.comm_worker_cpu_seconds - st0.comm_worker_cpu_seconds) / n,
-		       (process_cpu_ms() - cpu_start) / n, (thread_cpu_ms() - main_start) / n,
+		       (process_cpu_ms() - cpu_start) / n, (cli_thread_cpu_ms() - main_start) / n,
 		       1e-6 * (st.comm_bytes - st0.comm_bytes) / n);
 		fflush(stdout);
 	}

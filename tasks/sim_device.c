@@ -387,19 +387,17 @@ static int host_cpu_setup(void)
 	host_bg = NULL;
 	if (!s || !*s)
 		return SF_OK;
+	/* "A" or "A,B": B after the comma, or 0; end: where the parse stopped */
 	double v[2] = {0, 0};
-	int used = 0, n = 0;
-	if (sscanf(s, "%lf%n", &v[0], &used) == 1) {
-		n = 1;
-		if (s[used] == ',') {
-			int more = 0;
-			if (sscanf(s + used + 1, "%lf%n", &v[1], &more) == 1 && more > 0)
-				n = 2, used += 1 + more;
-			else
-				n = 0;
-		}
+	char *end = (char *)s;
+	v[0] = strtod(s, &end);
+	bool ok = end != s;
+	if (ok && *end == ',') {
+		const char *b = end + 1;
+		v[1] = strtod(b, &end);
+		ok = end != b;
 	}
-	if (n == 0 || s[used] != '\0' || !(v[0] >= 0 && v[0] <= 1e6) || !(v[1] >= 0 && v[1] <= 1e6))
+	if (!ok || *end != '\0' || !(v[0] >= 0 && v[0] <= 1e6) || !(v[1] >= 0 && v[1] <= 1e6))
 		return SF_ERR(SF_ERR_CONFIG,
 		              "SHARDFLOW_SIM_HOST_CPU=\"%s\" is invalid: accepted is MAIN_MS or "
 		              "MAIN_MS,BG_MS: the milliseconds of host CPU a step costs on the "
@@ -421,19 +419,13 @@ void _sf_sim_host_step(void)
 #ifdef SF_SIMULATION
 	if (!shared_cpus)
 		return;
-	double speed = sg_host_get_speed(shared_cpus);
 	if (host_bg_s > 0) {
 		if (host_bg) /* the last step's, done by now unless the host is that busy */
 			sg_exec_wait(host_bg);
-		host_bg = sg_actor_exec_init(host_bg_s * speed);
-		sg_exec_set_host(host_bg, shared_cpus);
-		sg_exec_start(host_bg);
+		host_bg = _sf_sim_host_exec(host_bg_s);
 	}
-	if (host_main_s > 0) {
-		sg_exec_t e = sg_actor_exec_init(host_main_s * speed);
-		sg_exec_set_host(e, shared_cpus);
-		sg_exec_wait(e);
-	}
+	if (host_main_s > 0)
+		sg_exec_wait(_sf_sim_host_exec(host_main_s));
 #endif
 }
 
@@ -511,6 +503,14 @@ sg_host_t _sf_sim_shared_host(void)
 	return shared_cpus;
 }
 
+sg_exec_t _sf_sim_host_exec(double seconds)
+{
+	sg_exec_t e = sg_actor_exec_init(seconds * sg_host_get_speed(shared_cpus));
+	sg_exec_set_host(e, shared_cpus);
+	sg_exec_start(e);
+	return e;
+}
+
 /* A compute task's body under SHARDFLOW_SIM_SHARED_CPUS: its model's length, executed
  * on the shared host (the worker's actor waits for it in simulated time). */
 static void shared_body(void *buffers[], void *cl_arg)
@@ -536,9 +536,7 @@ static void shared_body(void *buffers[], void *cl_arg)
 	}
 	if (us == 0)
 		return;
-	sg_exec_t e = sg_actor_exec_init(us * 1e-6 * sg_host_get_speed(shared_cpus));
-	sg_exec_set_host(e, shared_cpus);
-	sg_exec_wait(e);
+	sg_exec_wait(_sf_sim_host_exec(us * 1e-6));
 }
 #endif
 

@@ -90,9 +90,13 @@ const struct _sf_sim_calibration *_sf_sim_calibration(void);
  * SHARDFLOW_SIM_SHARED_CPUS names one. Call it after setting the codelet's bodies. */
 void _sf_sim_model(struct starpu_codelet *cl, bool skipped);
 #ifdef SF_SIMULATION
+#include <simgrid/exec.h>
 #include <simgrid/host.h>
 /* This rank's host of SHARDFLOW_SIM_SHARED_CPUS, or NULL */
 sg_host_t _sf_sim_shared_host(void);
+/* `seconds` of that host's time, started on it for the calling actor: the caller waits
+ * for it (sg_exec_wait) when the time is its own, or later when it runs beside */
+sg_exec_t _sf_sim_host_exec(double seconds);
 #endif
 
 #endif
