@@ -21,6 +21,7 @@
 #include "trace/recorder.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <sys/mman.h>
 #include <stdlib.h>
 #include <string.h>
@@ -123,10 +124,12 @@ static int alloc_floats(float **p, size_t n, const char *what)
 	size_t bytes = (n ? n : 1) * sizeof(float);
 	bytes = (bytes + 63) & ~(size_t)63;
 #ifdef SF_SIMULATION
-	/* simulated time computes no values: SMPI's malloc folds the large blocks onto
-	 * shared pages (tools/shardflow-sim sets its threshold), so a simulated model of
-	 * any size fits this machine (docs/scale.md) */
-	*p = malloc(bytes);
+	/* simulated time computes no values: SMPI folds the large blocks onto shared
+	 * pages (tools/shardflow-sim sets the threshold), so a simulated model of any size
+	 * fits this machine (docs/scale.md). Only these buffers: the build compiles with
+	 * SMPI_NO_OVERRIDE_MALLOC, as SMPI's interception of every malloc would fold the
+	 * library's own tables too, where each rank keeps its own handles (configure.ac) */
+	*p = smpi_shared_malloc_intercept(bytes, __FILE__, __LINE__);
 #else
 	*p = aligned_alloc(64, bytes);
 #endif
@@ -139,28 +142,66 @@ static int alloc_floats(float **p, size_t n, const char *what)
 	return SF_OK;
 }
 
+/* Releases what alloc_floats gave */
+static void free_floats(float *p)
+{
+#ifdef SF_SIMULATION
+	smpi_shared_free(p);
+#else
+	free(p);
+#endif
+}
+
 /* A buffer that only tasks read and write: activations, their gradients and saved
  * buffers (the main thread fills the graph's inputs, which are not of this kind). A
  * simulation runs no task body, so there they get address space that no page backs:
  * an anonymous mapping, never written, which costs the kernel nothing whatever its
  * size, where SMPI's folded memory costs it time in proportion to the bytes folded
- * (Llama 3 8B at context 8192 on 128 simulated GPUs: 10 TB; docs/scale.md). The
- * mapping's length sits in a page before the buffer, for its release. */
-#define TASK_ONLY_HEAD 4096
+ * (Llama 3 8B at context 8192 on 128 simulated GPUs: 10 TB; docs/scale.md).
+ *
+ * Even unbacked, address space runs out: every simulated rank lives in the one SMPI
+ * process, whose 128 TiB Llama 3 70B's activations at 512 ranks exceed. So the
+ * buffers of one size class (the power of two at or above their size) share one
+ * mapping, counted by its users: a rank maps at most twice its largest buffer. StarPU
+ * accepts handles on one address (its pointer lookup keeps the first). */
+#ifdef SF_SIMULATION
+static struct task_only_class {
+	void *base;
+	int users;
+} task_only_pool[64];
+static pthread_mutex_t task_only_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int task_only_class(size_t bytes)
+{
+	int c = 12; /* a page at least */
+	while (((size_t)1 << c) < bytes)
+		c++;
+	return c;
+}
+#endif
 
 static int alloc_task_only(float **p, size_t n, const char *what)
 {
 #ifdef SF_SIMULATION
-	size_t bytes = ((n ? n : 1) * sizeof(float) + 63) & ~(size_t)63;
-	void *base = mmap(NULL, TASK_ONLY_HEAD + bytes, PROT_READ | PROT_WRITE,
-	                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (base == MAP_FAILED)
-		return SF_ERR(SF_ERR_NOMEM,
-		              "sf_model_create: cannot map %zu bytes of address space for %s "
-		              "(simulation: nothing is written there)",
-		              bytes, what);
-	*(size_t *)base = TASK_ONLY_HEAD + bytes;
-	*p = (float *)((char *)base + TASK_ONLY_HEAD);
+	size_t bytes = (n ? n : 1) * sizeof(float);
+	int c = task_only_class(bytes);
+	struct task_only_class *k = &task_only_pool[c];
+	pthread_mutex_lock(&task_only_lock);
+	if (!k->base) {
+		void *base = mmap(NULL, (size_t)1 << c, PROT_READ | PROT_WRITE,
+		                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if (base == MAP_FAILED) {
+			pthread_mutex_unlock(&task_only_lock);
+			return SF_ERR(SF_ERR_NOMEM,
+			              "sf_model_create: cannot map %zu bytes of address space "
+			              "for %s (simulation: nothing is written there)",
+			              (size_t)1 << c, what);
+		}
+		k->base = base;
+	}
+	k->users++;
+	*p = k->base;
+	pthread_mutex_unlock(&task_only_lock);
 	return SF_OK;
 #else
 	return alloc_floats(p, n, what);
@@ -183,10 +224,20 @@ static void set_bufs_task_only(struct sf_model *m)
 static void free_task_only(float *p)
 {
 #ifdef SF_SIMULATION
-	if (p) {
-		char *base = (char *)p - TASK_ONLY_HEAD;
-		munmap(base, *(size_t *)base);
+	if (!p)
+		return;
+	pthread_mutex_lock(&task_only_lock);
+	for (int c = 0; c < 64; c++) {
+		struct task_only_class *k = &task_only_pool[c];
+		if (k->base == p) {
+			if (--k->users == 0) {
+				munmap(k->base, (size_t)1 << c);
+				k->base = NULL;
+			}
+			break;
+		}
 	}
+	pthread_mutex_unlock(&task_only_lock);
 #else
 	free(p);
 #endif
@@ -204,7 +255,7 @@ static void free_buf(const struct sf_model *m, float *p)
 	if (m->bufs_task_only)
 		free_task_only(p);
 	else
-		free(p);
+		free_floats(p);
 }
 
 static void reg(starpu_data_handle_t *h, void *ptr, size_t n, size_t elem)
@@ -1399,7 +1450,7 @@ SF_API int sf_model_destroy(sf_model *m)
 			free_task_only(m->nodes[n].dact);
 			free_task_only(m->nodes[n].saved);
 		} else {
-			free(m->nodes[n].act);
+			free_floats(m->nodes[n].act);
 		}
 	}
 	for (int i = 0; m->units && i < m->nunits; i++) {
@@ -1517,7 +1568,7 @@ SF_API int sf_model_params_get(sf_model *m, float *dst, size_t n)
 		memcpy(dst + u->off, tmp, u->P * sizeof(float));
 	}
 fail:
-	free(tmp);
+	free_floats(tmp);
 	return rc;
 }
 
@@ -1703,9 +1754,9 @@ int _sf_unit_get_whole(struct sf_model *m, int u, enum _sf_vec which, bool grad,
 		unit_tp_copy(m, u, t, whole, loc, false);
 	}
 fail:
-	free(mine);
-	free(all);
-	free(loc);
+	free_floats(mine);
+	free_floats(all);
+	free_floats(loc);
 	return rc;
 }
 
@@ -1720,7 +1771,7 @@ int _sf_unit_set_whole(struct sf_model *m, int u, enum _sf_vec which, const floa
 	unit_tp_copy(m, u, m->tp_rank, (float *)whole, loc, true);
 	rc = _sf_unit_set_full(m, u, which, loc);
 fail:
-	free(loc);
+	free_floats(loc);
 	return rc;
 }
 
