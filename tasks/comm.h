@@ -145,9 +145,9 @@ extern const struct _sf_comm_ops _sf_comm_mpi_ops;
 /* memcpy and memset: a CPU comm worker's (the MPI backend's) */
 extern const struct _sf_comm_mem _sf_comm_host_mem;
 #ifdef SF_SIMULATION
-/* A simulation build's modelled collectives (tasks/comm_sim.c): a barrier of the
- * shard's (0), the replicas' (1) or the step's (2) ranks */
-int _sf_comm_mpi_meet(struct _sf_comm *c, int which);
+/* A simulation build's modelled collectives (tasks/comm_sim.c): the lowest world rank
+ * and the size of the shard's (0), the replicas' (1) or the step's (2) ranks */
+int _sf_comm_mpi_group(struct _sf_comm *c, int which, int *first, int *size);
 /* the MPI backend run by the simulated rank's actor (tasks/comm_sim.c) */
 extern const struct _sf_comm_ops _sf_comm_sim_ops;
 /* true when the step's collectives go by NCCL's cost model (SHARDFLOW_SIM_NCCL, read

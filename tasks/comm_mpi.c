@@ -735,13 +735,17 @@ const struct _sf_comm_mem _sf_comm_host_mem = {host_copy, host_zero, host_copy, 
                                                host_add,  host_sync, host_copy2d};
 
 #if SF_SIMULATED
-/* tasks/comm_sim.c's collectives by a cost model: the ranks of the collective's
- * communicator (0 the shard's, 1 the replicas', 2 the step's) meet first */
-int _sf_comm_mpi_meet(struct _sf_comm *c, int which)
+/* tasks/comm_sim.c's collectives by a cost model: which ranks meet on communicator
+ * `which` (0 the shard's, 1 the replicas', 2 the step's), as its lowest world rank
+ * (the group's name) and its size; a collective of that communicator */
+int _sf_comm_mpi_group(struct _sf_comm *c, int which, int *first, int *size)
 {
 	MPI_Comm comm = which == 0 ? shard_comm(c) : which == 1 ? impl(c)->rep : impl(c)->step;
 	MPI_Request req;
-	return wait_one(c, &req, MPI_Ibarrier(comm, &req), "barrier of a modelled collective");
+	int me = c->rank;
+	MPI_Comm_size(comm, size);
+	return wait_one(c, &req, MPI_Iallreduce(&me, first, 1, MPI_INT, MPI_MIN, comm, &req),
+	                "naming the ranks of a modelled collective");
 }
 #endif
 

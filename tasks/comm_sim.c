@@ -45,6 +45,7 @@
 
 #include <mpi.h>
 #include <simgrid/actor.h>
+#include <simgrid/barrier.h>
 #include <simgrid/exec.h>
 #include <starpu.h>
 #include <stdbool.h>
@@ -73,7 +74,7 @@ enum sim_op {
 	OP_ALLGATHER_BYTES,
 	OP_MIN_RANK,
 	OP_ABORT,
-	OP_MEET
+	OP_GROUP
 };
 
 /* One operation handed to the proxy: its arguments, its status, whether it is done */
@@ -152,7 +153,7 @@ static int run(struct sim_req *r)
 	case OP_ALLGATHER_BYTES: return mpi->allgather_bytes(c, r->cv, r->n, r->v1);
 	case OP_MIN_RANK: return mpi->min_rank(c, r->i1, r->add, r->pi1, r->pi2, r->pl);
 	case OP_ABORT: mpi->abort(c, r->i1); return SF_OK;
-	case OP_MEET: return _sf_comm_mpi_meet(c, r->i1);
+	case OP_GROUP: return _sf_comm_mpi_group(c, r->i1, r->pi1, r->pi2);
 	}
 	return SF_ERR(SF_ERR_INVALID, "simulation: unknown operation %d", (int)r->op);
 }
@@ -305,10 +306,7 @@ static int with_cpu(struct sim_req *r, double sent)
 {
 	if (!(comm_cpu > 0) || !(sent > 0))
 		return call(r);
-	sg_host_t h = _sf_sim_shared_host();
-	sg_exec_t e = sg_actor_exec_init(comm_cpu * sent * sg_host_get_speed(h));
-	sg_exec_set_host(e, h);
-	sg_exec_start(e);
+	sg_exec_t e = _sf_sim_host_exec(comm_cpu * sent);
 	int rc = call(r);
 	sg_exec_wait(e);
 	return rc;
@@ -338,7 +336,7 @@ static int nccl_setup(void)
 }
 
 /* The model's seconds for collective `coll` of `bytes` in all (the gathered output, the
- * scattered input, the reduced vector) on communicator `which` (as OP_MEET's) */
+ * scattered input, the reduced vector) on communicator `which` (as meet's) */
 static double nccl_time(const struct _sf_comm *c, int which, enum _sf_nccl_coll coll,
                         double bytes)
 {
@@ -357,11 +355,49 @@ static double nccl_time(const struct _sf_comm *c, int which, enum _sf_nccl_coll 
 	return _sf_nccl_time(coll, &l, bytes, NULL, NULL);
 }
 
+/*
+ * A modelled collective's ranks meet on a SimGrid barrier, waited for by the calling
+ * actor (the comm worker) itself: an MPI barrier waited for by polling, as the proxy
+ * must (it serves the other actors between polls), cost a poll every few simulated
+ * microseconds of every wait, which at 512 ranks was most of the simulation's time
+ * (docs/scale.md). Every rank lives in the one process, but SMPI gives each its own
+ * copy of this file's variables: the barrier of a group is found by name in the
+ * process's environment, which SMPI does not copy, made by the first of its ranks to
+ * get there (the actors run one at a time, so no other can come in between).
+ */
+static sg_bar_t meet_bar[3]; /* this rank's, by communicator */
+
+static int meet(struct _sf_comm *c, int which)
+{
+	if (!meet_bar[which]) {
+		int first = -1, size = 0;
+		struct sim_req r = {
+		    .op = OP_GROUP, .c = c, .i1 = which, .pi1 = &first, .pi2 = &size};
+		int rc = call(&r);
+		if (rc < 0)
+			return rc;
+		char key[64], val[32];
+		snprintf(key, sizeof key, "SF_SIM_MEET_%d_%d_%d", which, first, size);
+		const char *v = getenv(key);
+		void *bar = NULL;
+		if (v && sscanf(v, "%p", &bar) == 1 && bar) {
+			meet_bar[which] = bar;
+		} else {
+			meet_bar[which] = sg_barrier_init((unsigned)size);
+			snprintf(val, sizeof val, "%p", (void *)meet_bar[which]);
+			if (setenv(key, val, 1) != 0)
+				return SF_ERR(SF_ERR_NOMEM,
+				              "simulation: cannot record the barrier %s", key);
+		}
+	}
+	sg_barrier_wait(meet_bar[which]);
+	return SF_OK;
+}
+
 /* A modelled collective: the ranks meet, then the model's time passes here */
 static int modelled(struct _sf_comm *c, int which, double seconds)
 {
-	struct sim_req r = {.op = OP_MEET, .c = c, .i1 = which};
-	int rc = call(&r);
+	int rc = meet(c, which);
 	if (rc < 0)
 		return rc;
 	if (seconds > 0)
