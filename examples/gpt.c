@@ -739,9 +739,11 @@ static void print_banner(const struct run *r)
  * and what it sent (sf_model_stats):
  *   comm: rank <r> sent <x> MiB in the steps' collectives, <y> MiB of them to another
  *   node, <z> MiB in TP all-reduces; activations <a> MiB
- * and what rank 0's host did a training step (the first, the evaluations and the checkpoints left
- * out): host: rank 0, a step (the last <n>; evaluations and checkpoints left out): main thread <m>
- * ms CPU; comm worker <c> ms CPU in <t> ms of collectives, <o> ms CPU outside them; <b> MB sent */
+ * and what rank 0's host did a training step (the first, the evaluations and the
+ * checkpoints left out):
+ *   host: rank 0, a step (the last <n>; evaluations and checkpoints left out):
+ *   main thread <m> ms CPU; comm worker <c> ms CPU in <t> ms of collectives, <o> ms CPU
+ *   outside them; <b> MB sent */
 static int report_memory(const struct run *r)
 {
 	const double mib = 1024.0 * 1024.0;
