@@ -11,13 +11,21 @@
 # --with-simgrid builds StarPU for simulation (Debian's libsimgrid-dev 3.32): tasks
 # take their performance model's time instead of running, and with SMPI (smpicc,
 # smpirun) many MPI ranks run inside one process. SMPI's per-rank copies of global
-# variables need static libraries: this StarPU is built --disable-shared. Its default
-# prefix is /opt/starpu-1.3.10-simgrid; tools/shardflow-sim (docs/scale.md) uses it.
+# variables need static libraries: this StarPU is built --disable-shared. It is sized
+# for a simulated rank (2 memory nodes, --maxcpus 4 unless given, one slot per kind of
+# accelerator), which keeps many simulated ranks' memory small. Its default prefix is
+# /opt/starpu-1.3.10-simgrid; tools/shardflow-sim (docs/scale.md) uses it.
 #
 # --with-cuda builds the CUDA driver against the toolkit in DIR (default
 # /usr/local/cuda), up to 16 devices, with scripts/patches/starpu-1.3.10-cuda13.patch
 # applied (StarPU 1.3.10 predates CUDA 13). Its default prefix is
 # /opt/starpu-1.3.10-cuda. Without a GPU that StarPU starts with CPU workers only.
+#
+# --with-simgrid applies scripts/patches/starpu-1.3.10-simgrid-coop-mutex.patch
+# (StarPU's mutexes and conditions become cooperative ones that cost no SimGrid call
+# when free) and starpu-1.3.10-simgrid-fetch-cost.patch (a task's 1 us a buffer of
+# simulated fetching cost in one sleep): the same simulated times, a fraction of the
+# simulation's own time.
 #
 # --enable-blocking-drivers (without SimGrid) applies
 # scripts/patches/starpu-1.3.10-last-worker-sleeps.patch: the last awake worker sleeps
@@ -38,7 +46,7 @@ fxt=yes
 cuda=
 simgrid=no
 blocking=no
-maxcpus=64
+maxcpus=
 jobs=$(nproc 2>/dev/null || echo 2)
 workdir=${TMPDIR:-/tmp}/shardflow-starpu-build
 
@@ -67,6 +75,8 @@ done
 # FxT's static library is not position-independent, and SMPI's programs are shared
 # objects: a simulation StarPU has no FxT (shardflow-sim reports from StarPU's clock)
 [ "$simgrid" = yes ] && fxt=no
+# a simulated rank runs 2 CPU workers (shardflow-sim's STARPU_NCPU)
+[ -n "$maxcpus" ] || { [ "$simgrid" = yes ] && maxcpus=4 || maxcpus=64; }
 case $maxcpus in '' | *[!0-9]*) echo "build-starpu.sh: --maxcpus \"$maxcpus\" is not a number" >&2; exit 2 ;; esac
 case $jobs in '' | *[!0-9]* | 0) echo "build-starpu.sh: --jobs \"$jobs\" is not a positive number" >&2; exit 2 ;; esac
 if [ -n "$cuda" ] && [ "$simgrid" = yes ]; then
@@ -94,6 +104,7 @@ patchdir=$(cd "$(dirname "$0")" && pwd)/patches
 patches=
 [ -n "$cuda" ] && patches="$patches $patchdir/starpu-1.3.10-cuda13.patch"
 [ "$blocking" = yes ] && [ "$simgrid" = no ] && patches="$patches $patchdir/starpu-1.3.10-last-worker-sleeps.patch"
+[ "$simgrid" = yes ] && patches="$patches $patchdir/starpu-1.3.10-simgrid-coop-mutex.patch $patchdir/starpu-1.3.10-simgrid-fetch-cost.patch"
 
 configure_options() {
 	echo "--prefix=$prefix --enable-maxcpus=$maxcpus --disable-starpufft --disable-build-doc"
@@ -105,6 +116,10 @@ configure_options() {
 	fi
 	echo "--disable-mpi-master-slave --disable-socl --disable-starpupy"
 	[ "$simgrid" = yes ] && echo "--enable-simgrid --disable-shared --with-pic --enable-mpi"
+	# a simulated rank is one memory node and a few CPU workers: StarPU's tables sized
+	# for 32 nodes and 144 workers (its SimGrid defaults, room for virtual GPUs) were
+	# most of a simulated rank's memory and a third of its time (docs/scale.md)
+	[ "$simgrid" = yes ] && echo "--enable-maxnodes=2 --enable-maxcudadev=1 --enable-maxopencldev=1 --enable-maxmicthreads=1"
 	[ "$fxt" = yes ] && echo "--with-fxt"
 	[ "$blocking" = yes ] && echo "--enable-blocking-drivers"
 	true
@@ -168,6 +183,7 @@ if [ -n "$patches" ]; then
 	# a patched build patches a copy, so that the builds can share the work directory
 	src=starpu-src-blocking
 	[ -n "$cuda" ] && src=starpu-src-cuda build=build-cuda
+	[ "$simgrid" = yes ] && src=starpu-src-simgrid
 	if [ "$(cat "$src/.shardflow-patched" 2>/dev/null)" != "$patchsum" ]; then
 		rm -rf "$src" && cp -a starpu-src "$src"
 		for p in $patches; do
