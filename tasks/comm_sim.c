@@ -367,28 +367,37 @@ static double nccl_time(const struct _sf_comm *c, int which, enum _sf_nccl_coll 
  */
 static sg_bar_t meet_bar[3]; /* this rank's, by communicator */
 
+/* communicator `which`'s barrier, found or made (a collective of its ranks: sim_init
+ * calls it for every communicator, so that no step pays the naming's all-reduce) */
+static int meet_find(struct _sf_comm *c, int which)
+{
+	int first = -1, size = 0;
+	struct sim_req r = {.op = OP_GROUP, .c = c, .i1 = which, .pi1 = &first, .pi2 = &size};
+	int rc = call(&r);
+	if (rc < 0)
+		return rc;
+	char key[64], val[32];
+	snprintf(key, sizeof key, "SF_SIM_MEET_%d_%d_%d", which, first, size);
+	const char *v = getenv(key);
+	void *bar = NULL;
+	if (v && sscanf(v, "%p", &bar) == 1 && bar) {
+		meet_bar[which] = bar;
+	} else {
+		meet_bar[which] = sg_barrier_init((unsigned)size);
+		snprintf(val, sizeof val, "%p", (void *)meet_bar[which]);
+		if (setenv(key, val, 1) != 0)
+			return SF_ERR(SF_ERR_NOMEM, "simulation: cannot record the barrier %s",
+			              key);
+	}
+	return SF_OK;
+}
+
 static int meet(struct _sf_comm *c, int which)
 {
 	if (!meet_bar[which]) {
-		int first = -1, size = 0;
-		struct sim_req r = {
-		    .op = OP_GROUP, .c = c, .i1 = which, .pi1 = &first, .pi2 = &size};
-		int rc = call(&r);
+		int rc = meet_find(c, which);
 		if (rc < 0)
 			return rc;
-		char key[64], val[32];
-		snprintf(key, sizeof key, "SF_SIM_MEET_%d_%d_%d", which, first, size);
-		const char *v = getenv(key);
-		void *bar = NULL;
-		if (v && sscanf(v, "%p", &bar) == 1 && bar) {
-			meet_bar[which] = bar;
-		} else {
-			meet_bar[which] = sg_barrier_init((unsigned)size);
-			snprintf(val, sizeof val, "%p", (void *)meet_bar[which]);
-			if (setenv(key, val, 1) != 0)
-				return SF_ERR(SF_ERR_NOMEM,
-				              "simulation: cannot record the barrier %s", key);
-		}
 	}
 	sg_barrier_wait(meet_bar[which]);
 	return SF_OK;
@@ -412,7 +421,13 @@ static int sim_init(struct _sf_comm *c, int *argc, char ***argv)
 	int rc = nccl_setup();
 	if (rc < 0)
 		return rc;
-	CALL(.op = OP_INIT, .c = c, .argc = argc, .argv = argv);
+	struct sim_req r = {.op = OP_INIT, .c = c, .argc = argc, .argv = argv};
+	rc = call(&r);
+	/* the step's and the shard's communicators, and the replicas' where there are */
+	for (int which = 0; rc >= 0 && nccl.on && which < 3; which++)
+		if (which != 1 || c->rep_size > 1)
+			rc = meet_find(c, which);
+	return rc;
 }
 /* Once StarPU is up: SHARDFLOW_SIM_COMM_CPU needs sf_init's shared host */
 static int sim_attach(struct _sf_comm *c, int comm_worker)
