@@ -898,14 +898,15 @@ static int comm_figures(const struct run *r, double v[4])
 	return 0;
 }
 
-/* A checkpoint of --ckpt-every; what its collectives cost is added to outside (as
- * host_comm counts it) */
-static int save_outside(struct run *r, double outside[4])
+/* act(r, arg), a checkpoint or an evaluation between steps (act reports its own
+ * failure), with what its collectives cost added to outside (as host_comm counts it) */
+static int outside_steps(struct run *r, int (*act)(struct run *, void *), void *arg,
+                         double outside[4])
 {
 	int status = -1;
 	double a[4], b[4];
 	CHECK(comm_figures(r, a));
-	if (save(r) < 0)
+	if (act(r, arg) < 0)
 		goto done;
 	CHECK(comm_figures(r, b));
 	for (int i = 0; i < 4; i++)
@@ -915,21 +916,31 @@ done:
 	return status;
 }
 
-/* The evaluation, when this step has one; what its collectives cost is added to
- * outside (as host_comm counts it) */
+static int save_act(struct run *r, void *unused)
+{
+	(void)unused;
+	return save(r);
+}
+
+static int evaluate_act(struct run *r, void *vl)
+{
+	int status = -1;
+	CHECK(evaluate(r, vl));
+	status = 0;
+done:
+	return status;
+}
+
+/* The evaluation, when this step has one */
 static int maybe_evaluate(struct run *r, struct meter *mt, double *vl, double outside[4])
 {
 	int status = -1;
-	double a[4], b[4];
 	if (r->step % r->o.eval_every != 0 && r->step != last_step(&r->o))
 		return 0;
 	if (take_loss(r, mt) < 0)
 		goto done;
-	CHECK(comm_figures(r, a));
-	CHECK(evaluate(r, vl));
-	CHECK(comm_figures(r, b));
-	for (int i = 0; i < 4; i++)
-		outside[i] += b[i] - a[i];
+	if (outside_steps(r, evaluate_act, vl, outside) < 0)
+		goto done;
 	if (r->rank == 0) {
 		printf("step %lld val_loss %.4f train_loss %.4f time %.1f\n", (long long)r->step,
 		       *vl, mt->eval_n ? mt->eval_loss / (double)mt->eval_n : 0.0,
@@ -980,7 +991,8 @@ static int train(struct run *r, double *vl)
 			r->host_steps++;
 		}
 		/* checkpoints and evaluations stay out of the host line */
-		if (o->ckpt_every && r->step % o->ckpt_every == 0 && save_outside(r, outside) < 0)
+		if (o->ckpt_every && r->step % o->ckpt_every == 0 &&
+		    outside_steps(r, save_act, NULL, outside) < 0)
 			goto done;
 		if (maybe_evaluate(r, &mt, vl, outside) < 0)
 			goto done;

@@ -239,7 +239,7 @@ static void free_task_only(float *p)
 	}
 	pthread_mutex_unlock(&task_only_lock);
 #else
-	free(p);
+	free_floats(p); /* alloc_task_only's alloc_floats */
 #endif
 }
 
