@@ -46,7 +46,7 @@ fxt=yes
 cuda=
 simgrid=no
 blocking=no
-maxcpus=
+maxcpus=default
 jobs=$(nproc 2>/dev/null || echo 2)
 workdir=${TMPDIR:-/tmp}/shardflow-starpu-build
 
@@ -76,7 +76,7 @@ done
 # objects: a simulation StarPU has no FxT (shardflow-sim reports from StarPU's clock)
 [ "$simgrid" = yes ] && fxt=no
 # a simulated rank runs 2 CPU workers (shardflow-sim's STARPU_NCPU)
-[ -n "$maxcpus" ] || { [ "$simgrid" = yes ] && maxcpus=4 || maxcpus=64; }
+[ "$maxcpus" != default ] || { [ "$simgrid" = yes ] && maxcpus=4 || maxcpus=64; }
 case $maxcpus in '' | *[!0-9]*) echo "build-starpu.sh: --maxcpus \"$maxcpus\" is not a number" >&2; exit 2 ;; esac
 case $jobs in '' | *[!0-9]* | 0) echo "build-starpu.sh: --jobs \"$jobs\" is not a positive number" >&2; exit 2 ;; esac
 if [ -n "$cuda" ] && [ "$simgrid" = yes ]; then
