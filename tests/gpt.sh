@@ -42,7 +42,7 @@ model="--layers 2 --heads 2 --embd 32 --context 32 --batch 8 --text $text --val-
 short="--eval-every 30 --eval-batches 2 --progress-every 10 --warmup 10 --lr 0.004"
 gen="--prompt Sharded --sample 2 --tokens 40"
 
-plan 34
+plan 35
 
 timeout -k 5 "$limit" "$GPT" --help </dev/null >"$tmp/help.out" 2>"$tmp/help.err"
 st=$?
@@ -214,4 +214,17 @@ else
 	skip "--preset gpt2" "no $data/austen-gpt2-train.bin (scripts/install-deps.sh makes it)"
 	skip "--preset llama-100m" "no $data/austen-gpt2-train.bin"
 fi
+# The host line leaves checkpoints and evaluations out: its bytes a step are the
+# steps' own, whether a checkpoint and an evaluation follow every step or not
+hostmb() {
+	# shellcheck disable=SC2086
+	timeout -k 5 "$limit" sh "$RUN_MPI" 2 "$GPT" $model --steps 5 "$@" </dev/null \
+		>"$tmp/host.out" 2>&1
+	sed -n 's/^gpt: host: .* \([0-9.]*\) MB sent$/\1/p' "$tmp/host.out"
+}
+h0=$(hostmb --eval-every 100)
+h1=$(hostmb --eval-every 1 --checkpoint-dir "$tmp/ck-host" --checkpoint-every 1)
+[ -n "$h0" ] && [ "$h0" = "$h1" ]
+ok $? "the host line's MB sent a step: ${h0:-none} alone, ${h1:-none} with a checkpoint and an evaluation every step" ||
+	diag_file "$tmp/host.out"
 finish
