@@ -62,6 +62,10 @@ struct _sf_comm_ops {
 	/* In tasks, on the comm worker. full: N blocks of S, block `rank` filled; on
 	 * return every block is. */
 	int (*all_gather)(struct _sf_comm *c, float *full, size_t S);
+	/* Optional (NULL: the caller copies shard into its block of full, then calls
+	 * all_gather): the same from the shard, which the backend copies itself (the MPI
+	 * rings while the pieces travel). */
+	int (*all_gather_from)(struct _sf_comm *c, const float *shard, float *full, size_t S);
 	/* grad: N blocks of S, summed over the ranks; block `rank` of the sum goes to out.
 	 * scratch: S floats. grad is clobbered. */
 	int (*reduce_scatter)(struct _sf_comm *c, float *grad, size_t S, float *out,

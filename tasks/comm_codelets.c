@@ -141,6 +141,11 @@ static void gather_run(void *buffers[], void *cl_arg)
 		         c->ops->all_gather16(c, shard, full, a->S, a->stage16));
 		return;
 	}
+	if (c->ops->all_gather_from) {
+		COMM_RUN(a, a, "all-gather", (double)a->S * c->shard_size * sizeof(float),
+		         c->ops->all_gather_from(c, shard, full, a->S));
+		return;
+	}
 	mo->copy(full + (size_t)c->shard_rank * a->S, shard, a->S * sizeof(float));
 	COMM_RUN(a, a, "all-gather", (double)a->S * c->shard_size * sizeof(float),
 	         c->ops->all_gather(c, full, a->S));

@@ -346,21 +346,76 @@ static MPI_Comm shard_comm(struct _sf_comm *c)
 	return impl(c)->shard != MPI_COMM_NULL ? impl(c)->shard : impl(c)->step;
 }
 
+static int ring_exchange_fn(struct _sf_comm *c, const void *sbuf, void *rbuf, size_t S, bool bf16,
+                            _sf_piece_fn on_recv, void *ctx, const char *what)
+{
+	int N = c->shard_size, r = c->shard_rank;
+	int mrc = _sf_ring_exchange_fn(
+	    shard_comm(c), (r + 1) % N, (r + N - 1) % N, RING_TAG, sbuf, rbuf, S,
+	    bf16 ? MPI_UINT16_T : MPI_FLOAT, bf16 ? sizeof(uint16_t) : sizeof(float),
+	    bf16 ? 2 * c->chunk : c->chunk, SF_COMM_PACE, c->timeout, on_recv, ctx);
+	return wait_status(c, mrc, what);
+}
+
 static int ring_exchange_t(struct _sf_comm *c, const void *sbuf, void *rbuf, size_t S, bool bf16,
                            const char *what)
 {
-	int N = c->shard_size, r = c->shard_rank;
-	int mrc = _sf_ring_exchange(shard_comm(c), (r + 1) % N, (r + N - 1) % N, RING_TAG, sbuf,
-	                            rbuf, S, bf16 ? MPI_UINT16_T : MPI_FLOAT,
-	                            bf16 ? sizeof(uint16_t) : sizeof(float),
-	                            bf16 ? 2 * c->chunk : c->chunk, SF_COMM_PACE, c->timeout);
-	return wait_status(c, mrc, what);
+	return ring_exchange_fn(c, sbuf, rbuf, S, bf16, NULL, NULL, what);
 }
 
 static int ring_exchange(struct _sf_comm *c, const float *sbuf, float *rbuf, size_t S,
                          const char *what)
 {
 	return ring_exchange_t(c, sbuf, rbuf, S, false, what);
+}
+
+/* What the rings do with each piece as it arrives (_sf_piece_fn), so that the link
+ * is not idle while a whole block is copied or summed after its exchange:
+ *   copy_own : the all-gather's first step also copies that piece of this rank's
+ *              shard into its block of full (the ring sends from the shard itself);
+ *   add_into : a reduce-scatter step's sum, dst += the piece received (add16_into:
+ *              received as bf16);
+ *   add_out  : its last step, out = this rank's block + the piece received (the sum
+ *              goes straight where it belongs; the same additions, the same bits). */
+struct piece_work {
+	float *dst;          /* add_into: the block summed into; add_out: out */
+	const float *src;    /* add_out: this rank's block of grad; copy_own: the shard */
+	const float *rbuf;   /* what arrived */
+	float *own;          /* copy_own: this rank's block of full */
+	const uint16_t *r16; /* add16_into: what arrived, bf16 */
+};
+
+static void copy_own(void *ctx, size_t off, size_t len)
+{
+	struct piece_work *p = ctx;
+	memcpy(p->own + off, p->src + off, len * sizeof(float));
+}
+
+static void add_into(void *ctx, size_t off, size_t len)
+{
+	struct piece_work *p = ctx;
+	float *d = p->dst + off;
+	const float *x = p->rbuf + off;
+	for (size_t i = 0; i < len; i++)
+		d[i] += x[i];
+}
+
+static void add16_into(void *ctx, size_t off, size_t len)
+{
+	struct piece_work *p = ctx;
+	float *d = p->dst + off;
+	const uint16_t *x = p->r16 + off;
+	for (size_t i = 0; i < len; i++)
+		d[i] += sf_bf16_to_float(x[i]);
+}
+
+static void add_out(void *ctx, size_t off, size_t len)
+{
+	struct piece_work *p = ctx;
+	float *d = p->dst + off;
+	const float *a = p->src + off, *x = p->rbuf + off;
+	for (size_t i = 0; i < len; i++)
+		d[i] = a[i] + x[i];
 }
 
 static int mpi_all_gather(struct _sf_comm *c, float *full, size_t S)
@@ -376,19 +431,48 @@ static int mpi_all_gather(struct _sf_comm *c, float *full, size_t S)
 	return SF_OK;
 }
 
+/* The same from the shard: the first step sends it as it is and copies it into full
+ * piece by piece while the pieces travel. */
+static int mpi_all_gather_from(struct _sf_comm *c, const float *shard, float *full, size_t S)
+{
+	int N = c->shard_size, r = c->shard_rank;
+	float *own = full + (size_t)r * S;
+	if (N == 1) {
+		if (SF_TOUCH_DATA)
+			memcpy(own, shard, S * sizeof(float));
+		return SF_OK;
+	}
+	struct piece_work p = {.src = shard, .own = own};
+	for (int k = 0; k < N - 1; k++) {
+		int sb = (r - k + N) % N, rb = (r - k - 1 + 2 * N) % N;
+		bool first = k == 0;
+		int rc = ring_exchange_fn(
+		    c, first ? shard : full + (size_t)sb * S, full + (size_t)rb * S, S, false,
+		    first && SF_TOUCH_DATA ? copy_own : NULL, &p, "ring all-gather");
+		if (rc < 0)
+			return rc;
+	}
+	return SF_OK;
+}
+
 static int mpi_reduce_scatter(struct _sf_comm *c, float *grad, size_t S, float *out, float *scratch)
 {
 	int N = c->shard_size, r = c->shard_rank;
 	for (int k = 0; k < N - 1; k++) {
 		int sb = (r - k - 1 + 2 * N) % N, rb = (r - k - 2 + 2 * N) % N;
-		int rc = ring_exchange(c, grad + (size_t)sb * S, scratch, S, "ring reduce-scatter");
+		bool last = k == N - 2; /* rb == r: the sum is this rank's block */
+		struct piece_work p = {.dst = last ? out : grad + (size_t)rb * S,
+		                       .src = grad + (size_t)rb * S,
+		                       .rbuf = scratch};
+		int rc = ring_exchange_fn(c, grad + (size_t)sb * S, scratch, S, false,
+		                          !SF_TOUCH_DATA ? NULL
+		                          : last         ? add_out
+		                                         : add_into,
+		                          &p, "ring reduce-scatter");
 		if (rc < 0)
 			return rc;
-		float *dst = grad + (size_t)rb * S;
-		for (size_t i = 0; SF_TOUCH_DATA && i < S; i++)
-			dst[i] += scratch[i];
 	}
-	if (SF_TOUCH_DATA)
+	if (N == 1 && SF_TOUCH_DATA)
 		memcpy(out, grad + (size_t)r * S, S * sizeof(float));
 	return SF_OK;
 }
@@ -425,12 +509,11 @@ static int mpi_reduce_scatter16(struct _sf_comm *c, float *grad, size_t S, float
 		int sb = (r - k - 1 + 2 * N) % N, rb = (r - k - 2 + 2 * N) % N;
 		if (SF_TOUCH_DATA)
 			_sf_bf16_round_n(S, grad + (size_t)sb * S, snd);
-		int rc = ring_exchange_t(c, snd, rcv, S, true, "ring reduce-scatter (bf16)");
+		struct piece_work p = {.dst = grad + (size_t)rb * S, .r16 = rcv};
+		int rc = ring_exchange_fn(c, snd, rcv, S, true, SF_TOUCH_DATA ? add16_into : NULL,
+		                          &p, "ring reduce-scatter (bf16)");
 		if (rc < 0)
 			return rc;
-		float *dst = grad + (size_t)rb * S;
-		for (size_t i = 0; SF_TOUCH_DATA && i < S; i++)
-			dst[i] += sf_bf16_to_float(rcv[i]);
 	}
 	if (SF_TOUCH_DATA)
 		memcpy(out, grad + (size_t)r * S, S * sizeof(float));
@@ -455,15 +538,13 @@ static int ring_all_reduce(struct _sf_comm *c, MPI_Comm rep, int M, int r, float
 	int next = (r + 1) % M, prev = (r + M - 1) % M;
 	for (int k = 0; k < M - 1; k++) { /* reduce-scatter: block r ends summed here */
 		int sb = (r - k - 1 + 2 * M) % M, rb = (r - k - 2 + 2 * M) % M;
-		int mrc =
-		    _sf_ring_exchange(rep, next, prev, RING_TAG, buf + (size_t)sb * q, tmp, q,
-		                      MPI_FLOAT, sizeof(float), c->chunk, SF_COMM_PACE, c->timeout);
+		struct piece_work p = {.dst = buf + (size_t)rb * q, .rbuf = tmp};
+		int mrc = _sf_ring_exchange_fn(rep, next, prev, RING_TAG, buf + (size_t)sb * q, tmp,
+		                               q, MPI_FLOAT, sizeof(float), c->chunk, SF_COMM_PACE,
+		                               c->timeout, SF_TOUCH_DATA ? add_into : NULL, &p);
 		int rc = wait_status(c, mrc, what);
 		if (rc < 0)
 			return rc;
-		float *dst = buf + (size_t)rb * q;
-		for (size_t i = 0; SF_TOUCH_DATA && i < q; i++)
-			dst[i] += tmp[i];
 	}
 	for (int k = 0; k < M - 1; k++) { /* all-gather of the summed blocks */
 		int sb = (r - k + M) % M, rb = (r - k - 1 + 2 * M) % M;
@@ -755,6 +836,7 @@ const struct _sf_comm_ops _sf_comm_mpi_ops = {
     .init = mpi_init,
     .fini = mpi_fini,
     .all_gather = mpi_all_gather,
+    .all_gather_from = mpi_all_gather_from,
     .reduce_scatter = mpi_reduce_scatter,
     .all_gather16 = mpi_all_gather16,
     .reduce_scatter16 = mpi_reduce_scatter16,

@@ -24,6 +24,7 @@
 #include "common/clock.h"
 
 #include <mpi.h>
+#include <stdbool.h>
 #include <time.h>
 
 #ifdef SF_SIMULATION
@@ -46,80 +47,155 @@ void _sf_sim_serve(void);
  * are >= 0). */
 #define SF_WAIT_TIMEOUT (-1)
 
+/* The naps of one wait: after a poll that completed `got` requests (0: none), how
+ * long to sleep, or SF_WAIT_TIMEOUT when nothing completed for `timeout` seconds. */
+struct _sf_napper {
+	long nap, mean;
+	struct timespec last;
+	double pace, timeout;
+};
+
+static inline void _sf_napper_init(struct _sf_napper *w, double pace, double timeout)
+{
+	w->nap = SF_NAP_MIN_NS;
+	w->mean = 0;
+	w->pace = pace;
+	w->timeout = timeout;
+	clock_gettime(CLOCK_MONOTONIC, &w->last);
+}
+
+/* Sleeps after a poll that completed `got` requests; SF_WAIT_TIMEOUT or 0. */
+static inline int _sf_napper_sleep(struct _sf_napper *w, int got)
+{
+	struct timespec now;
+	if (got == 0 && w->timeout > 0) {
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (_sf_ns_between(&w->last, &now) > (long)(w->timeout * 1e9))
+			return SF_WAIT_TIMEOUT;
+	}
+	if (got > 0) {
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		long each = _sf_ns_between(&w->last, &now) / got;
+		w->last = now;
+		w->mean = w->mean ? (3 * w->mean + each) / 4 : each;
+		w->nap = w->pace > 0 ? (long)(w->pace * (double)w->mean) : SF_NAP_MIN_NS;
+		if (w->nap < SF_NAP_MIN_NS)
+			w->nap = SF_NAP_MIN_NS;
+		if (w->nap > SF_NAP_MAX_NS)
+			w->nap = SF_NAP_MAX_NS;
+	} else {
+		w->nap = 2 * w->nap < SF_NAP_MAX_NS ? 2 * w->nap : SF_NAP_MAX_NS;
+	}
+#ifdef SF_SIMULATION
+	_sf_sim_serve();
+#endif
+	struct timespec ts = {0, w->nap};
+	nanosleep(&ts, NULL);
+	return 0;
+}
+
 /* Waits for the n requests; idx: n ints of scratch. Returns MPI_Testsome's error,
  * SF_WAIT_TIMEOUT when no request completed for `timeout` seconds (0: wait forever),
  * or MPI_SUCCESS once every request has completed. */
 static inline int _sf_wait_all(int n, MPI_Request *req, int *idx, double pace, double timeout)
 {
 	int left = n, got = 0;
-	long nap = SF_NAP_MIN_NS, mean = 0;
-	struct timespec last, now;
-	clock_gettime(CLOCK_MONOTONIC, &last);
+	struct _sf_napper w;
+	_sf_napper_init(&w, pace, timeout);
 	for (;;) {
 		int rc = MPI_Testsome(n, req, &got, idx, MPI_STATUSES_IGNORE);
 		if (rc != MPI_SUCCESS)
 			return rc;
 		if (got == MPI_UNDEFINED || (left -= got) == 0)
 			return MPI_SUCCESS;
-		if (got == 0 && timeout > 0) {
-			clock_gettime(CLOCK_MONOTONIC, &now);
-			if (_sf_ns_between(&last, &now) > (long)(timeout * 1e9))
-				return SF_WAIT_TIMEOUT;
-		}
-		if (got > 0) {
-			clock_gettime(CLOCK_MONOTONIC, &now);
-			long each = _sf_ns_between(&last, &now) / got;
-			last = now;
-			mean = mean ? (3 * mean + each) / 4 : each;
-			nap = pace > 0 ? (long)(pace * (double)mean) : SF_NAP_MIN_NS;
-			if (nap < SF_NAP_MIN_NS)
-				nap = SF_NAP_MIN_NS;
-			if (nap > SF_NAP_MAX_NS)
-				nap = SF_NAP_MAX_NS;
-		} else {
-			nap = 2 * nap < SF_NAP_MAX_NS ? 2 * nap : SF_NAP_MAX_NS;
-		}
-#ifdef SF_SIMULATION
-		_sf_sim_serve();
-#endif
-		struct timespec ts = {0, nap};
-		nanosleep(&ts, NULL);
+		if (_sf_napper_sleep(&w, got) == SF_WAIT_TIMEOUT)
+			return SF_WAIT_TIMEOUT;
 	}
 }
+
+/* What a ring step does with each piece as it arrives (elements [off, off + len) of
+ * rbuf), while the later pieces are on the wire: a reduce-scatter's sums. */
+typedef void (*_sf_piece_fn)(void *ctx, size_t off, size_t len);
 
 /*
  * One ring step: S elements of `type` (esize bytes each: floats, or bf16 as
  * MPI_UINT16_T) from sbuf to rank `next`, S from rank `prev` into rbuf, cut into
- * pieces of at most `piece` elements (0: one message), up to SF_RING_WINDOW of them in
- * flight each way, waited for by _sf_wait_all (timeout as there). Pieces of one step
- * match in order (same tag and peers). Returns the first MPI error, or MPI_SUCCESS.
+ * pieces of at most `piece` elements (0: one message). A sliding window: up to
+ * SF_RING_WINDOW pieces are in flight each way, and each piece that completes makes
+ * room for the next one at once, so the sockets never drain between batches of
+ * pieces. Pieces of one step match in order (same tag and peers; receives and sends
+ * are each posted in piece order). on_recv (NULL: none) runs on each received piece,
+ * in the order they complete. Waited for with naps (_sf_napper; timeout as
+ * _sf_wait_all's). Returns the first MPI error, SF_WAIT_TIMEOUT, or MPI_SUCCESS.
  */
+static inline int _sf_ring_exchange_fn(MPI_Comm comm, int next, int prev, int tag, const void *sbuf,
+                                       void *rbuf, size_t S, MPI_Datatype type, size_t esize,
+                                       size_t piece, double pace, double timeout,
+                                       _sf_piece_fn on_recv, void *ctx)
+{
+	MPI_Request req[2 * SF_RING_WINDOW]; /* [0, W): receives, [W, 2W): sends */
+	size_t at[2 * SF_RING_WINDOW];       /* each request's piece (its first element) */
+	int idx[2 * SF_RING_WINDOW], rc, got;
+	const char *sb = sbuf;
+	char *rb = rbuf;
+	if (piece == 0)
+		piece = S ? S : 1;
+	size_t npieces = (S + piece - 1) / piece, nrecv = 0, nsend = 0, done = 0;
+	for (int i = 0; i < 2 * SF_RING_WINDOW; i++)
+		req[i] = MPI_REQUEST_NULL;
+	struct _sf_napper w;
+	_sf_napper_init(&w, pace, timeout);
+	for (int i = 0; i < SF_RING_WINDOW && (size_t)i < npieces; i++) {
+		size_t off = (size_t)i * piece;
+		int len = (int)(S - off < piece ? S - off : piece);
+		at[i] = at[SF_RING_WINDOW + i] = off;
+		if ((rc = MPI_Irecv(rb + off * esize, len, type, prev, tag, comm, &req[i])) !=
+		    MPI_SUCCESS)
+			return rc;
+		if ((rc = MPI_Isend(sb + off * esize, len, type, next, tag, comm,
+		                    &req[SF_RING_WINDOW + i])) != MPI_SUCCESS)
+			return rc;
+		nrecv++, nsend++;
+	}
+	while (done < 2 * npieces) {
+		rc = MPI_Testsome(2 * SF_RING_WINDOW, req, &got, idx, MPI_STATUSES_IGNORE);
+		if (rc != MPI_SUCCESS)
+			return rc;
+		if (got == MPI_UNDEFINED) /* cannot happen while pieces are left */
+			break;
+		for (int j = 0; j < got; j++) {
+			int i = idx[j];
+			bool recv = i < SF_RING_WINDOW;
+			size_t off = at[i];
+			done++;
+			if (recv && on_recv)
+				on_recv(ctx, off, S - off < piece ? S - off : piece);
+			size_t *posted = recv ? &nrecv : &nsend;
+			if (*posted == npieces)
+				continue;
+			off = *posted * piece;
+			int len = (int)(S - off < piece ? S - off : piece);
+			at[i] = off;
+			rc = recv
+			         ? MPI_Irecv(rb + off * esize, len, type, prev, tag, comm, &req[i])
+			         : MPI_Isend(sb + off * esize, len, type, next, tag, comm, &req[i]);
+			if (rc != MPI_SUCCESS)
+				return rc;
+			(*posted)++;
+		}
+		if (done < 2 * npieces && _sf_napper_sleep(&w, got) == SF_WAIT_TIMEOUT)
+			return SF_WAIT_TIMEOUT;
+	}
+	return MPI_SUCCESS;
+}
+
+/* The same without work on the pieces (an all-gather's step). */
 static inline int _sf_ring_exchange(MPI_Comm comm, int next, int prev, int tag, const void *sbuf,
                                     void *rbuf, size_t S, MPI_Datatype type, size_t esize,
                                     size_t piece, double pace, double timeout)
 {
-	MPI_Request req[2 * SF_RING_WINDOW];
-	int idx[2 * SF_RING_WINDOW], rc;
-	const char *sb = sbuf;
-	char *rb = rbuf;
-	if (piece == 0)
-		piece = S;
-	for (size_t off = 0; off < S;) {
-		int n = 0;
-		for (; n < SF_RING_WINDOW && off < S; n++, off += piece) {
-			int len = (int)(S - off < piece ? S - off : piece);
-			rc = MPI_Irecv(rb + off * esize, len, type, prev, tag, comm, &req[2 * n]);
-			if (rc != MPI_SUCCESS)
-				return rc;
-			rc = MPI_Isend(sb + off * esize, len, type, next, tag, comm, &req[2 * n + 1]);
-			if (rc != MPI_SUCCESS)
-				return rc;
-		}
-		rc = _sf_wait_all(2 * n, req, idx, pace, timeout);
-		if (rc != MPI_SUCCESS)
-			return rc;
-	}
-	return MPI_SUCCESS;
+	return _sf_ring_exchange_fn(comm, next, prev, tag, sbuf, rbuf, S, type, esize, piece, pace,
+	                            timeout, NULL, NULL);
 }
 
 #endif
