@@ -135,58 +135,50 @@ static inline int _sf_ring_exchange_fn(MPI_Comm comm, int next, int prev, int ta
 {
 	MPI_Request req[2 * SF_RING_WINDOW]; /* [0, W): receives, [W, 2W): sends */
 	size_t at[2 * SF_RING_WINDOW];       /* each request's piece (its first element) */
-	int idx[2 * SF_RING_WINDOW], rc, got;
+	int idx[2 * SF_RING_WINDOW], rc, got = 2 * SF_RING_WINDOW;
 	const char *sb = sbuf;
 	char *rb = rbuf;
 	if (piece == 0)
 		piece = S ? S : 1;
 	size_t npieces = (S + piece - 1) / piece, nrecv = 0, nsend = 0, done = 0;
-	for (int i = 0; i < 2 * SF_RING_WINDOW; i++)
+	for (int i = 0; i < got; i++) {
 		req[i] = MPI_REQUEST_NULL;
+		idx[i] = i;
+	}
 	struct _sf_napper w;
 	_sf_napper_init(&w, pace, timeout);
-	for (int i = 0; i < SF_RING_WINDOW && (size_t)i < npieces; i++) {
-		size_t off = (size_t)i * piece;
-		int len = (int)(S - off < piece ? S - off : piece);
-		at[i] = at[SF_RING_WINDOW + i] = off;
-		if ((rc = MPI_Irecv(rb + off * esize, len, type, prev, tag, comm, &req[i])) !=
-		    MPI_SUCCESS)
-			return rc;
-		if ((rc = MPI_Isend(sb + off * esize, len, type, next, tag, comm,
-		                    &req[SF_RING_WINDOW + i])) != MPI_SUCCESS)
-			return rc;
-		nrecv++, nsend++;
-	}
-	while (done < 2 * npieces) {
-		rc = MPI_Testsome(2 * SF_RING_WINDOW, req, &got, idx, MPI_STATUSES_IGNORE);
-		if (rc != MPI_SUCCESS)
-			return rc;
-		if (got == MPI_UNDEFINED) /* cannot happen while pieces are left */
-			break;
+	/* The first pass fills every slot; after it, the slots Testsome found complete
+	 * are done with their piece and take the next one of their direction. */
+	for (bool filling = true;; filling = false) {
 		for (int j = 0; j < got; j++) {
 			int i = idx[j];
 			bool recv = i < SF_RING_WINDOW;
-			size_t off = at[i];
-			done++;
-			if (recv && on_recv)
-				on_recv(ctx, off, S - off < piece ? S - off : piece);
+			if (!filling) {
+				done++;
+				if (recv && on_recv)
+					on_recv(ctx, at[i], S - at[i] < piece ? S - at[i] : piece);
+			}
 			size_t *posted = recv ? &nrecv : &nsend;
 			if (*posted == npieces)
 				continue;
-			off = *posted * piece;
+			size_t off = at[i] = (*posted)++ * piece;
 			int len = (int)(S - off < piece ? S - off : piece);
-			at[i] = off;
 			rc = recv
 			         ? MPI_Irecv(rb + off * esize, len, type, prev, tag, comm, &req[i])
 			         : MPI_Isend(sb + off * esize, len, type, next, tag, comm, &req[i]);
 			if (rc != MPI_SUCCESS)
 				return rc;
-			(*posted)++;
 		}
-		if (done < 2 * npieces && _sf_napper_sleep(&w, got) == SF_WAIT_TIMEOUT)
+		if (done == 2 * npieces)
+			return MPI_SUCCESS;
+		if (!filling && _sf_napper_sleep(&w, got) == SF_WAIT_TIMEOUT)
 			return SF_WAIT_TIMEOUT;
+		rc = MPI_Testsome(2 * SF_RING_WINDOW, req, &got, idx, MPI_STATUSES_IGNORE);
+		if (rc != MPI_SUCCESS)
+			return rc;
+		if (got == MPI_UNDEFINED) /* cannot happen while pieces are left */
+			return MPI_SUCCESS;
 	}
-	return MPI_SUCCESS;
 }
 
 /* The same without work on the pieces (an all-gather's step). */
