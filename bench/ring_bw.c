@@ -4,10 +4,10 @@
  * Runs the communication of one training step of the benchmark MLP as plain MPI:
  * for every unit an all-gather ring (forward), then a reduce-scatter ring per unit in
  * reverse order (backward), each ring step an MPI_Irecv + MPI_Isend pair like
- * tasks/comm_mpi.c. The same pattern is timed with three ways of waiting:
+ * comm/comm_mpi.c. The same pattern is timed with three ways of waiting:
  *
  *   whole, polled       one message per ring step, waited for as the comm worker
- *                       does (tasks/mpi_wait.h: MPI_Testsome and naps paced by the
+ *                       does (comm/mpi_wait.h: MPI_Testsome and naps paced by the
  *                       completions, --pace; SHARDFLOW_COMM_CHUNK=0)
  *   whole, MPI_Waitall  the same, waited for by MPI_Waitall (Open MPI busy-polls)
  *   pieces, polled      each ring step cut into pieces of --chunk bytes (default
@@ -34,7 +34,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "tasks/mpi_wait.h"
+#include "comm/mpi_wait.h"
 
 #define MAXU 64
 
@@ -43,7 +43,7 @@ static const char *mode_name[NMODES] = {"whole, polled", "whole, MPI_Waitall", "
 
 static int rank, nranks;
 static size_t chunk_bytes = 61440; /* SHARDFLOW_COMM_CHUNK's default */
-static double pace = SF_COMM_PACE; /* tasks/mpi_wait.h; the library's by default */
+static double pace = SF_COMM_PACE; /* comm/mpi_wait.h; the library's by default */
 
 static double now(void)
 {

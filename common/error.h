@@ -8,7 +8,7 @@
  * after; callers propagate the status with SF_CHECK and a `fail:` label. sf_error_set
  * is the public twin, for user layers and models/ (public API only, tests/layout.sh).
  * Codelets cannot return a status: a comm codelet that fails ends the job (comm_failed
- * in tasks/comm_codelets.c), and a CUDA error in a kernel aborts with its location
+ * in comm/comm_codelets.c), and a CUDA error in a kernel aborts with its location
  * (common/cuda_util.h). Nothing here knows MPI, StarPU or CUDA, so the tools and the
  * trace library link it too.
  */

@@ -273,7 +273,7 @@ static void known_list(char *buf, size_t n, bool fields)
 		         fields ? knobs[i].field : knobs[i].var);
 }
 
-/* The variables only a simulation build reads (tasks/sim_device.c) */
+/* The variables only a simulation build reads (sim/sim_device.c) */
 static bool sim_only(const char *e, size_t len)
 {
 	static const char *const vars[] = {"SHARDFLOW_SIM_DEVICE",      "SHARDFLOW_SIM_SHARED_CPUS",
@@ -293,7 +293,7 @@ static int check_unknown(void)
 		size_t len = strcspn(*e, "=");
 		if (sim_only(*e, len)) {
 #ifdef SF_SIMULATION
-			continue; /* tasks/sim_device.c reads them */
+			continue; /* sim/sim_device.c reads them */
 #else
 			return _sf_err(SF_ERR_CONFIG, NULL, 0,
 			               "%.*s=\"%s\" is set, but this shardflow runs tasks for real: "

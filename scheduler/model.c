@@ -16,6 +16,7 @@
 #include "common/memlimit.h"
 #include "scheduler/model.h"
 #include "layers/gemm_bf16.h"
+#include "sim/comm_sim.h"
 #include "tasks/optim.h"
 #include "tasks/worker.h"
 #include "trace/recorder.h"

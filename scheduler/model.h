@@ -14,8 +14,8 @@
 #include "layers/loss.h"
 #include "layers/softmax_xent.h"
 #include "scheduler/runtime.h"
-#include "tasks/comm.h"
-#include "tasks/comm_codelets.h"
+#include "comm/comm.h"
+#include "comm/comm_codelets.h"
 #include "tasks/grad.h"
 #include "tasks/optim.h"
 
@@ -230,7 +230,7 @@ struct sf_model {
 	double one[2];
 	starpu_data_handle_t h_one;
 	/* the norm task's inputs: every unit's h_sq in order, and room for its nunits + 2
-	 * buffer descriptors (tasks/comm_codelets.h), made once */
+	 * buffer descriptors (comm/comm_codelets.h), made once */
 	starpu_data_handle_t *h_sqs;
 	struct starpu_data_descr *norm_descr;
 	float lr;

@@ -14,7 +14,7 @@
 #include "scheduler/runtime.h"
 #include "layers/layer.h"
 #include "scheduler/fxt.h"
-#include "tasks/sim_device.h"
+#include "sim/sim_device.h"
 #include "tasks/worker.h"
 
 #include "config.h"
@@ -334,7 +334,8 @@ static int setup_workers(sf_context *ctx)
 	SF_CHECK(_sf_worker_cpu_clock(ctx->comm_worker, &ctx->comm_clock));
 	SF_CHECK(fxt_sync_point(ctx));
 	const char *sim_device = NULL, *sim_shared = NULL;
-	SF_CHECK(_sf_sim_device_setup(&sim_device, &sim_shared));
+	SF_CHECK(_sf_sim_device_setup(ctx->comm->rank, &sim_device, &sim_shared));
+	_sf_codelet_timing_set(_sf_sim_model); /* the simulation's device model, below tasks/ */
 	if (sim_device)
 		_sf_log(SF_LOG_INFO,
 		        "simulated time: compute tasks take the roofline time of a %s "

@@ -6,7 +6,7 @@
 #define SF_SCHEDULER_RUNTIME_H
 
 #include "common/error.h"
-#include "tasks/comm.h"
+#include "comm/comm.h"
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -33,7 +33,7 @@
 #include "tasks/layer_codelets.h"
 #include "tasks/loss.h"
 #include "tasks/optim.h"
-#include "tasks/sim_device.h"
+#include "sim/sim_device.h"
 #include "trace/recorder.h"
 
 #include <math.h>

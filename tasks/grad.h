@@ -1,7 +1,7 @@
 /*
  * grad.h — the tasks a unit's gradient meets between its backward and its optimizer
  * step: accumulation over micro-batches and the squared norm of a shard for global-norm
- * clipping (the norm's all-reduce is a comm codelet, tasks/comm_codelets.h). The math
+ * clipping (the norm's all-reduce is a comm codelet, comm/comm_codelets.h). The math
  * is in grad_cpu.c (and grad_cuda.cu), the codelets in grad.c.
  *
  *   grad_add   : dst[RW] src[R]    dst += src        packed struct _sf_grad_args

@@ -9,7 +9,6 @@
 #include "tasks/layer_codelets.h"
 #include "layers/softmax_xent.h"
 #include "tasks/worker.h"
-#include "tasks/sim_device.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -33,8 +32,8 @@ static void point(struct layer_codelets *c)
 	c->cl[1].cpu_funcs[0] = skip_compute ? _sf_noop_kernel : t->backward_cpu;
 	c->cl[0].cuda_funcs[0] = skip_compute ? _sf_noop_kernel : t->forward_cuda;
 	c->cl[1].cuda_funcs[0] = skip_compute ? _sf_noop_kernel : t->backward_cuda;
-	_sf_sim_model(&c->cl[0], skip_compute);
-	_sf_sim_model(&c->cl[1], skip_compute);
+	_sf_codelet_timing(&c->cl[0], skip_compute);
+	_sf_codelet_timing(&c->cl[1], skip_compute);
 }
 
 static void build(struct layer_codelets *c, const struct _sf_layer_entry *e)
@@ -104,7 +103,7 @@ int _sf_layer_codelets_configure(bool skip)
 		if (table[i].built)
 			point(&table[i]);
 	_sf_cl_loss.cpu_funcs[0] = skip ? _sf_noop_kernel : _sf_softmax_xent_cpu;
-	_sf_sim_model(&_sf_cl_loss, skip);
+	_sf_codelet_timing(&_sf_cl_loss, skip);
 #ifdef SF_HAVE_CUDA
 	_sf_cl_loss.cuda_funcs[0] = skip ? _sf_noop_kernel : _sf_softmax_xent_cuda;
 #endif

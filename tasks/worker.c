@@ -8,7 +8,6 @@
 #include "config.h"
 
 #include "tasks/worker.h"
-#include "tasks/sim_device.h"
 #include "common/error.h"
 
 #include <pthread.h>
@@ -58,11 +57,24 @@ void _sf_noop_kernel(void *buffers[], void *cl_arg)
 	(void)cl_arg;
 }
 
+static _sf_codelet_timing_fn timing;
+
+void _sf_codelet_timing_set(_sf_codelet_timing_fn fn)
+{
+	timing = fn;
+}
+
+void _sf_codelet_timing(struct starpu_codelet *cl, bool skipped)
+{
+	if (timing)
+		timing(cl, skipped);
+}
+
 void _sf_codelet_bodies(struct starpu_codelet *cl, bool skip, starpu_cpu_func_t cpu,
                         starpu_cuda_func_t cuda)
 {
 	cl->cpu_funcs[0] = skip ? _sf_noop_kernel : cpu;
-	_sf_sim_model(cl, skip);
+	_sf_codelet_timing(cl, skip);
 #ifdef SF_HAVE_CUDA
 	cl->cuda_funcs[0] = skip ? _sf_noop_kernel : cuda;
 #else
@@ -87,6 +99,7 @@ void _sf_workers_reset(void)
 	_sf_skip = SF_SKIP_NONE;
 	gpu_compute = false;
 	optimizer_on = SF_OPT_ON_DEVICE;
+	timing = NULL;
 }
 
 struct clock_query {

@@ -64,6 +64,14 @@ void _sf_noop_kernel(void *buffers[], void *cl_arg);
  * SF_CUDA_BODY(f), NULL in a CPU build); both at _sf_noop_kernel when skip. */
 void _sf_codelet_bodies(struct starpu_codelet *cl, bool skip, starpu_cpu_func_t cpu,
                         starpu_cuda_func_t cuda);
+/* The compute codelets' timing in simulated time (the device model's roofline or
+ * calibration, a shared host's cores): a hook that sim/sim_device.c plugs in at sf_init,
+ * before the codelets are configured, and _sf_workers_reset unplugs, so that tasks/
+ * never calls into sim/. _sf_codelet_timing applies it to a compute codelet once its
+ * bodies are set (_sf_codelet_bodies does); with no hook it does nothing. */
+typedef void (*_sf_codelet_timing_fn)(struct starpu_codelet *cl, bool skipped);
+void _sf_codelet_timing_set(_sf_codelet_timing_fn fn);
+void _sf_codelet_timing(struct starpu_codelet *cl, bool skipped);
 
 /* Reads the CPU-time clock of the thread of StarPU worker `worker` (a task run there,
  * synchronously). */

@@ -1,7 +1,7 @@
 #!/bin/sh
 # comm_chunk.sh — cutting a collective into pieces changes the messages, never the sums.
 #
-# SHARDFLOW_COMM_CHUNK sets the largest MPI message of a ring step (tasks/comm_mpi.c):
+# SHARDFLOW_COMM_CHUNK sets the largest MPI message of a ring step (comm/comm_mpi.c):
 # 0 sends each block whole, the default (61440 bytes) and 1024 (the smallest) cut it
 # into pieces, up to 64 in flight at a time. The ring still adds the same blocks in
 # the same order, so every setting must give bitwise identical losses and parameters.

@@ -1,5 +1,5 @@
 /*
- * test_sim_device.c — the roofline of simulated GPUs (tasks/sim_device.c): the
+ * test_sim_device.c — the roofline of simulated GPUs (sim/sim_device.c): the
  * SHARDFLOW_SIM_DEVICE parser accepts what docs/scale.md lists and names what it
  * refuses, and a task's time is the launch cost plus the larger of its compute and
  * memory times at the stated efficiencies; a calibration file (bench/sim_calibrate.py's)
@@ -7,7 +7,7 @@
  * bandwidth) / that model's efficiency, another model the file's median, and a
  * malformed file is refused naming the line and what is accepted.
  */
-#include "tasks/sim_device.h"
+#include "sim/sim_device.h"
 #include "shardflow.h"
 #include "tests/tap.h"
 

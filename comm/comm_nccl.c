@@ -21,7 +21,7 @@
  * ncclCommGetAsyncError with naps: an asynchronous NCCL error (a peer died, a
  * network failed) or no completion for SHARDFLOW_COMM_TIMEOUT seconds aborts the
  * communicator (ncclCommAbort) and fails the collective, which ends the job with a
- * message naming it (tasks/comm_codelets.c), as with MPI.
+ * message naming it (comm/comm_codelets.c), as with MPI.
  *
  * What of it has run where (with a GPU and without one): docs/gpu.md, "What has run,
  * and what has not".
@@ -30,7 +30,7 @@
 
 #include "common/clock.h"
 #include "common/error.h"
-#include "tasks/comm.h"
+#include "comm/comm.h"
 #include "tasks/grad.h"
 #include "tasks/worker.h"
 

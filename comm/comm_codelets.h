@@ -1,6 +1,6 @@
 /*
- * comm_codelets.h — the codelets that run a step's collectives (tasks/comm_codelets.c),
- * over whichever backend (tasks/comm.h) the model's communicator has, and the
+ * comm_codelets.h — the codelets that run a step's collectives (comm/comm_codelets.c),
+ * over whichever backend (comm/comm.h) the model's communicator has, and the
  * arguments the scheduler hands them.
  *
  * Comm codelets take the comm-order handle as buffer 0 in STARPU_RW, so StarPU runs
@@ -26,8 +26,8 @@
  * and ends the whole job through the backend's abort: no rank waits forever.
  * Shape letters: N ranks, P parameters of a unit, S = ceil(P / N) its shard.
  */
-#ifndef SF_TASKS_COMM_CODELETS_H
-#define SF_TASKS_COMM_CODELETS_H
+#ifndef SF_COMM_CODELETS_H
+#define SF_COMM_CODELETS_H
 
 #include "layers/layer.h"
 #include "tasks/submit.h"

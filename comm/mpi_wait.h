@@ -1,7 +1,7 @@
 /*
  * mpi_wait.h — waiting for MPI requests without spinning.
  *
- * Shared by the comm worker (tasks/comm_mpi.c) and bench/ring_bw.c, so that the
+ * Shared by the comm worker (comm/comm_mpi.c) and bench/ring_bw.c, so that the
  * benchmark measures the library's own waiting. A blocking MPI wait busy-polls, and on
  * a rank that has one core for its compute and comm workers the poller takes that
  * core from the compute worker. Instead each poll (MPI_Testsome) drives MPI's
@@ -28,12 +28,13 @@
 #include <time.h>
 
 #ifdef SF_SIMULATION
-/* In simulated time (tasks/comm_sim.c) a nap is simulated time that the wait adds to
+/* In simulated time (sim/comm_sim.c) a nap is simulated time that the wait adds to
  * the collective: short, and between polls the rank's actor serves the other
- * actor's operation (_sf_sim_serve) */
+ * actor's operation: the proxy plugs that in here (NULL: nothing to serve), so that
+ * comm/ calls nothing of sim/ (defined in comm/comm_mpi.c) */
 #define SF_NAP_MIN_NS 1000L
 #define SF_NAP_MAX_NS 128000L
-void _sf_sim_serve(void);
+extern void (*_sf_wait_serve)(void);
 #else
 #define SF_NAP_MIN_NS 20000L  /* shortest nap between polls */
 #define SF_NAP_MAX_NS 320000L /* longest nap */
@@ -87,7 +88,8 @@ static inline int _sf_napper_sleep(struct _sf_napper *w, int got)
 		w->nap = 2 * w->nap < SF_NAP_MAX_NS ? 2 * w->nap : SF_NAP_MAX_NS;
 	}
 #ifdef SF_SIMULATION
-	_sf_sim_serve();
+	if (_sf_wait_serve)
+		_sf_wait_serve();
 #endif
 	struct timespec ts = {0, w->nap};
 	nanosleep(&ts, NULL);

@@ -1,11 +1,11 @@
 /*
- * comm.c — what every backend shares (tasks/comm.h): the backend SHARDFLOW_COMM names,
+ * comm.c — what every backend shares (comm/comm.h): the backend SHARDFLOW_COMM names,
  * a communicator's creation and destruction, and the agreement of every rank on a
  * status.
  */
 #include "config.h"
 
-#include "tasks/comm.h"
+#include "comm/comm.h"
 #include "common/error.h"
 
 #include <stdarg.h>
@@ -15,17 +15,23 @@
 #include <time.h>
 #include <unistd.h>
 
-/* The backends this build has, by SHARDFLOW_COMM value (a backend is one line here) */
-static const struct _sf_comm_ops *const backends[SF_COMM_COUNT] = {
-#ifdef SF_SIMULATION
-    [SF_COMM_MPI] = &_sf_comm_sim_ops,
-#else
+/* The backends this build has, by SHARDFLOW_COMM value (a backend is one line here);
+ * a simulation build's proxy takes the MPI row before the program starts
+ * (_sf_comm_backend_plug, from sim/comm_sim.c: comm/ never names the simulation) */
+static const struct _sf_comm_ops *backends[SF_COMM_COUNT] = {
     [SF_COMM_MPI] = &_sf_comm_mpi_ops,
-#endif
 #ifdef SF_HAVE_NCCL
     [SF_COMM_NCCL] = &_sf_comm_nccl_ops,
 #endif
 };
+
+int _sf_comm_backend_plug(enum sf_comm_backend which, const struct _sf_comm_ops *ops)
+{
+	if ((int)which < 0 || which >= SF_COMM_COUNT || !ops)
+		return SF_ERR(SF_ERR_INVALID, "a communication backend plugged in as %d", (int)which);
+	backends[which] = ops;
+	return SF_OK;
+}
 
 int _sf_comm_backend(enum sf_comm_backend which, const struct _sf_comm_ops **out)
 {

@@ -1,9 +1,9 @@
 /*
- * flight.c — the flight record (tasks/flight.h): a ring of the last N communication
+ * flight.c — the flight record (comm/flight.h): a ring of the last N communication
  * operations per rank, its file, and the reading of the other ranks' files that
  * names the rank behind.
  */
-#include "tasks/flight.h"
+#include "comm/flight.h"
 #include "common/error.h"
 
 #include <errno.h>

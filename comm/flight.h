@@ -23,8 +23,8 @@
  * _sf_flight_dump; _sf_flight_blame reads the others' files and says which rank was
  * behind. docs/robustness.md shows a record and how to read it.
  */
-#ifndef SF_TASKS_FLIGHT_H
-#define SF_TASKS_FLIGHT_H
+#ifndef SF_COMM_FLIGHT_H
+#define SF_COMM_FLIGHT_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -45,7 +45,7 @@
  */
 #include "config.h"
 
-#include "tasks/sim_device.h"
+#include "sim/sim_device.h"
 #include "common/error.h"
 
 #include <ctype.h>
@@ -77,7 +77,6 @@ static struct _sf_sim_calibration *calibration;
 #ifdef SF_SIMULATION
 /* this rank's host of SHARDFLOW_SIM_SHARED_CPUS, or NULL */
 static sg_host_t shared_cpus;
-int starpu_mpi_world_rank(void); /* tasks/comm_sim.c */
 /* SHARDFLOW_SIM_HOST_CPU: seconds a step of the main thread and beside the tasks, and
  * the last step's work beside the tasks while it runs */
 static double host_main_s, host_bg_s;
@@ -438,12 +437,14 @@ void _sf_sim_host_fini(void)
 #endif
 }
 
-int _sf_sim_device_setup(const char **name, const char **shared)
+int _sf_sim_device_setup(int rank, const char **name, const char **shared)
 {
 	*name = NULL;
 	*shared = NULL;
 	active = NULL;
-#ifdef SF_SIMULATION
+#ifndef SF_SIMULATION
+	(void)rank;
+#else
 	shared_cpus = NULL;
 	const char *hosts = getenv("SHARDFLOW_SIM_SHARED_CPUS");
 	if (hosts && *hosts) {
@@ -451,7 +452,7 @@ int _sf_sim_device_setup(const char **name, const char **shared)
 		int n = 1;
 		for (const char *p = hosts; *p; p++)
 			n += *p == ',';
-		int k = starpu_mpi_world_rank() % n;
+		int k = rank % n;
 		const char *h = hosts;
 		for (int i = 0; i < k; i++)
 			h = strchr(h, ',') + 1;

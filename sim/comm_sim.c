@@ -7,11 +7,11 @@
  * So the rank's actor becomes a proxy. StarPU's main (simulation builds rename the
  * program's main to starpu_main) calls _starpu_mpi_simgrid_init on the rank's actor,
  * a hook StarPU-MPI would otherwise fill: it initialises MPI, starts the program's
- * main as another actor, and then runs the MPI backend's operations (tasks/comm_mpi.c,
+ * main as another actor, and then runs the MPI backend's operations (comm/comm_mpi.c,
  * unchanged: the same rings, the same agreement) that the program's main (host-side
  * collectives) and the comm worker (the step's collectives) hand it, one at a time.
- * While an operation waits for its requests, _sf_wait_all (tasks/mpi_wait.h) serves
- * the other actor's operation, so a host collective and a step collective in flight
+ * While an operation waits for its requests, _sf_wait_all (comm/mpi_wait.h) serves
+ * the other actor's operation (serve, plugged in as _sf_wait_serve), so a host collective and a step collective in flight
  * at once on different ranks cannot wait for each other (SMPI progresses posted
  * requests without their actor). When the program's main returns, the proxy
  * finalises MPI.
@@ -22,7 +22,7 @@
  * collective, where the model costs a barrier). A step collective is then a
  * barrier of its communicator's ranks (simulated by SMPI: a rank that comes late
  * holds the others up) and then, on the calling actor, a wait of NCCL's own tuning
- * model's time for it (_sf_nccl_time, tasks/sim_device.c: rings for all-gathers and
+ * model's time for it (_sf_nccl_time, sim/sim_device.c: rings for all-gathers and
  * reduce-scatters, rings or trees for all-reduces, the fastest of the LL, LL128 and
  * Simple protocols); about (n - 1) (lat + s / bw) for blocks of s bytes on n ranks,
  * bw NVLink's when they are all in one node of G consecutive ranks, else the NIC's
@@ -38,9 +38,10 @@
  */
 #include "config.h"
 
-#include "tasks/comm.h"
-#include "tasks/mpi_wait.h"
-#include "tasks/sim_device.h"
+#include "sim/comm_sim.h"
+#include "comm/comm.h"
+#include "comm/mpi_wait.h"
+#include "sim/sim_device.h"
 #include "common/error.h"
 
 #include <mpi.h>
@@ -198,9 +199,9 @@ static int call(struct sim_req *r)
 	return r->rc;
 }
 
-/* tasks/mpi_wait.h: called by the proxy while it waits; runs another actor's
- * operation if one waits */
-void _sf_sim_serve(void)
+/* comm/mpi_wait.h's _sf_wait_serve: called by the proxy while it waits; runs another
+ * actor's operation if one waits */
+static void serve(void)
 {
 	if (sg_actor_self() != proxy)
 		return;
@@ -224,6 +225,8 @@ static void program(int argc, char *argv[])
 	STARPU_PTHREAD_MUTEX_UNLOCK(&mu);
 }
 
+static const struct _sf_comm_ops sim_ops;
+
 /* StarPU's main calls this on the rank's actor (the hook StarPU-MPI fills when it is
  * linked; shardflow does not use StarPU-MPI) */
 int _starpu_mpi_simgrid_init(int argc, char *argv[]);
@@ -234,6 +237,10 @@ int _starpu_mpi_simgrid_init(int argc, char *argv[])
 		return 1;
 	MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
 	proxy = sg_actor_self();
+	/* the MPI backend's row and its waits' idle hook, before the program starts */
+	if (_sf_comm_backend_plug(SF_COMM_MPI, &sim_ops) < 0)
+		return 1;
+	_sf_wait_serve = serve;
 	starpu_pthread_mutex_init(&mu, NULL);
 	starpu_pthread_cond_init(&wake, NULL);
 	starpu_pthread_cond_init(&finished, NULL);
@@ -536,7 +543,7 @@ static void sim_abort(struct _sf_comm *c, int code)
 }
 
 /* The MPI backend's operations, run by the rank's actor */
-const struct _sf_comm_ops _sf_comm_sim_ops = {
+static const struct _sf_comm_ops sim_ops = {
     .name = "mpi",
     .mem = &_sf_comm_host_mem,
     .init = sim_init,

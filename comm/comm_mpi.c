@@ -9,15 +9,15 @@
  * rather than leave the others waiting); `ctl`, for the host side, returns errors as
  * codes, which become SF_ERR_MPI with MPI's message.
  *
- * Waiting never spins: requests are polled with naps in between (tasks/mpi_wait.h).
+ * Waiting never spins: requests are polled with naps in between (comm/mpi_wait.h).
  */
 #include "config.h"
 
 #include "common/bf16.h"
 #include "common/error.h"
-#include "tasks/comm.h"
+#include "comm/comm.h"
 #include "tasks/grad.h"
-#include "tasks/mpi_wait.h"
+#include "comm/mpi_wait.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -338,7 +338,7 @@ static int wait_status(struct _sf_comm *c, int mrc, const char *what)
 	return mrc == MPI_SUCCESS ? SF_OK : mpi_err(mrc, what, __FILE__, __LINE__);
 }
 
-/* One ring step (tasks/mpi_wait.h): S elements to rank+1 while S come from rank-1, cut
+/* One ring step (comm/mpi_wait.h): S elements to rank+1 while S come from rank-1, cut
  * into pieces of c->chunk floats' bytes (SHARDFLOW_COMM_CHUNK; docs/performance.md has
  * why); floats, or bf16 (half the bytes: twice the elements a piece). */
 static MPI_Comm shard_comm(struct _sf_comm *c)
@@ -588,7 +588,7 @@ static int mpi_tp_all_reduce(struct _sf_comm *c, float *v, size_t n, float *scra
 	                       "ring all-reduce in the TP group");
 }
 
-/* A non-blocking call waited for with naps (tasks/mpi_wait.h). */
+/* A non-blocking call waited for with naps (comm/mpi_wait.h). */
 static int wait_one(struct _sf_comm *c, MPI_Request *req, int mrc, const char *what)
 {
 	int idx[1];
@@ -622,7 +622,7 @@ static int mpi_sum_scalar(struct _sf_comm *c, double *v)
  * Every host-side collective is a non-blocking call waited for with naps under
  * SHARDFLOW_COMM_TIMEOUT, as the step's are (a blocking MPI call busy-polls, and waits
  * for ever for a stopped peer): no progress for the timeout ends the job, naming the
- * operation and the agreement it belongs to, with the flight record (tasks/flight.h).
+ * operation and the agreement it belongs to, with the flight record (comm/flight.h).
  */
 /* host_wait's work for an operation already named in full */
 static int host_wait_named(struct _sf_comm *c, int n, MPI_Request *req, int mrc,
@@ -816,7 +816,9 @@ const struct _sf_comm_mem _sf_comm_host_mem = {host_copy, host_zero, host_copy, 
                                                host_add,  host_sync, host_copy2d};
 
 #if SF_SIMULATED
-/* tasks/comm_sim.c's collectives by a cost model: which ranks meet on communicator
+void (*_sf_wait_serve)(void); /* comm/mpi_wait.h */
+
+/* sim/comm_sim.c's collectives by a cost model: which ranks meet on communicator
  * `which` (0 the shard's, 1 the replicas', 2 the step's), as its lowest world rank
  * (the group's name) and its size; a collective of that communicator */
 int _sf_comm_mpi_group(struct _sf_comm *c, int which, int *first, int *size)

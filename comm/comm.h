@@ -1,20 +1,21 @@
 /*
- * comm.h — the communication backends behind one interface (tasks/comm.c: picking one,
+ * comm.h — the communication backends behind one interface (comm/comm.c: picking one,
  * creating and destroying a communicator, agreeing on a status).
  *
- * A backend (tasks/comm_mpi.c; tasks/comm_nccl.c in NCCL builds) is a table of
+ * A backend (comm/comm_mpi.c; comm/comm_nccl.c in NCCL builds) is a table of
  * functions. The step's collectives (all_gather, reduce_scatter, all_reduce,
  * sum_scalar) run inside tasks on the comm worker (the codelets of
- * tasks/comm_codelets.h); the host-side operations (barrier, bcast, gather, gatherv,
+ * comm/comm_codelets.h); the host-side operations (barrier, bcast, gather, gatherv,
  * allgather, min_rank) run on the calling thread, for model setup, checkpoints and
- * traces. Nothing above tasks/ names MPI: the scheduler and io/ call these.
+ * traces. Nothing outside comm/ (and the simulation's proxy, sim/) names MPI: the scheduler
+ * and io/ call these.
  * Shape letters: N ranks, S a block (a shard) of floats.
  */
-#ifndef SF_TASKS_COMM_H
-#define SF_TASKS_COMM_H
+#ifndef SF_COMM_COMM_H
+#define SF_COMM_COMM_H
 
 #include "shardflow.h"
-#include "tasks/flight.h"
+#include "comm/flight.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -139,7 +140,7 @@ struct _sf_comm {
 	                   SHARDFLOW_NODE_SIZE, else node_size; nodes are consecutive ranks */
 	size_t chunk;   /* SHARDFLOW_COMM_CHUNK in floats (0: whole messages) */
 	double timeout; /* SHARDFLOW_COMM_TIMEOUT in seconds (0: wait forever) */
-	struct _sf_flight *flight; /* the last operations (tasks/flight.h), or NULL */
+	struct _sf_flight *flight; /* the last operations (comm/flight.h), or NULL */
 	const char *agreeing;      /* the `what` of the agreement under way, or of the
 	                              last one: names the host operations in messages */
 	void *impl;                /* the backend's own state */
@@ -149,19 +150,17 @@ extern const struct _sf_comm_ops _sf_comm_mpi_ops;
 /* memcpy and memset: a CPU comm worker's (the MPI backend's) */
 extern const struct _sf_comm_mem _sf_comm_host_mem;
 #ifdef SF_SIMULATION
-/* A simulation build's modelled collectives (tasks/comm_sim.c): the lowest world rank
+/* A simulation build's modelled collectives (sim/comm_sim.c): the lowest world rank
  * and the size of the shard's (0), the replicas' (1) or the step's (2) ranks */
 int _sf_comm_mpi_group(struct _sf_comm *c, int which, int *first, int *size);
-/* the MPI backend run by the simulated rank's actor (tasks/comm_sim.c) */
-extern const struct _sf_comm_ops _sf_comm_sim_ops;
-/* true when the step's collectives go by NCCL's cost model (SHARDFLOW_SIM_NCCL, read
- * by the simulated backend's init, sim_init): then they move no byte of the model's buffers */
-bool _sf_comm_sim_modelled(void);
 #endif
 #ifdef SF_HAVE_NCCL
 extern const struct _sf_comm_ops _sf_comm_nccl_ops;
 #endif
 
+/* Puts ops in the row of SHARDFLOW_COMM value `which` (a simulation build's proxy of
+ * the MPI backend, sim/comm_sim.c, before the program's main runs). */
+int _sf_comm_backend_plug(enum sf_comm_backend which, const struct _sf_comm_ops *ops);
 /* The backend SHARDFLOW_COMM names, or an error when this build has none such. */
 int _sf_comm_backend(enum sf_comm_backend which, const struct _sf_comm_ops **out);
 

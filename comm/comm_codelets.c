@@ -1,5 +1,5 @@
 /*
- * comm_codelets.c — the step's comm codelets (tasks/comm_codelets.h), over whichever
+ * comm_codelets.c — the step's comm codelets (comm/comm_codelets.h), over whichever
  * backend the model's communicator has: the backend's table says how its collectives
  * run and how its memory is copied, so nothing here depends on which backends the
  * build has.
@@ -11,9 +11,9 @@
  */
 #include "config.h"
 
-#include "tasks/comm_codelets.h"
+#include "comm/comm_codelets.h"
 #include "common/error.h"
-#include "tasks/comm.h"
+#include "comm/comm.h"
 #include "tasks/worker.h"
 
 #include <math.h>
@@ -97,7 +97,7 @@ static void comm_failed(struct _sf_comm_args *a, int rc, const char *kind)
 	                  a->unit ? a->unit : "", a->unit && a->unit[0] ? "\"" : "", why);
 }
 
-/* A collective: its flight record entry (tasks/flight.h), its time in the model's
+/* A collective: its flight record entry (comm/flight.h), its time in the model's
  * totals, and the end of the job if it fails. key: the argument block it was
  * submitted with. */
 #define COMM_RUN(a, key, kind, bytes, call)                                                        \
@@ -408,7 +408,7 @@ struct starpu_codelet _sf_cl_free = {
 /* --- submitting them ------------------------------------------------------------------ */
 
 /* every collective's argument block is the model's, passed by pointer; each is
- * queued in the flight record (tasks/flight.h) as it is submitted */
+ * queued in the flight record (comm/flight.h) as it is submitted */
 static int submit_comm(struct starpu_codelet *cl, const struct starpu_data_descr *d, int n,
                        struct _sf_comm_args *a, int worker, const char *name,
                        struct _sf_task_done done)

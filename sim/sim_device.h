@@ -1,9 +1,9 @@
 /*
- * sim_device.h — compute time on a named GPU in simulated runs (tasks/sim_device.c,
+ * sim_device.h — compute time on a named GPU in simulated runs (sim/sim_device.c,
  * docs/scale.md).
  */
-#ifndef SF_TASKS_SIM_DEVICE_H
-#define SF_TASKS_SIM_DEVICE_H
+#ifndef SF_SIM_DEVICE_H
+#define SF_SIM_DEVICE_H
 
 #include <starpu.h>
 #include <stdbool.h>
@@ -52,7 +52,7 @@ void _sf_sim_calibration_free(struct _sf_sim_calibration *c);
 double _sf_sim_calibrated_us(const struct _sf_sim_calibration *c, const char *model,
                              double flops, double bytes, bool *known);
 
-/* NCCL's cost model of a collective (tasks/comm_sim.c, SHARDFLOW_SIM_NCCL; docs/scale.md):
+/* NCCL's cost model of a collective (sim/comm_sim.c, SHARDFLOW_SIM_NCCL; docs/scale.md):
  * NCCL's own tuning model, in the form its tuning.cc states it: for each algorithm (ring;
  * for an all-reduce also tree) and protocol (LL, LL128, Simple), a latency of a base plus
  * a per-step hardware latency over the ring's or the tree's steps, and a bandwidth of
@@ -72,10 +72,18 @@ struct _sf_nccl_link {
 double _sf_nccl_time(enum _sf_nccl_coll coll, const struct _sf_nccl_link *l, double bytes,
                      enum _sf_nccl_algo *algo, enum _sf_nccl_proto *proto);
 
-/* sf_init: SHARDFLOW_SIM_DEVICE (a simulation build) selects the device; *name is its
- * name, or NULL when the codelets keep their history models; *shared is
- * SHARDFLOW_SIM_SHARED_CPUS's host, or NULL when each worker computes on its own */
-int _sf_sim_device_setup(const char **name, const char **shared);
+/* sf_init, once the communicator is up (rank: the world rank): SHARDFLOW_SIM_DEVICE (a
+ * simulation build) selects the device; *name is its name, or NULL when the codelets
+ * keep their history models; *shared is SHARDFLOW_SIM_SHARED_CPUS's host, or NULL when
+ * each worker computes on its own. */
+int _sf_sim_device_setup(int rank, const char **name, const char **shared);
+/* The compute codelets' timing (sf_init plugs it into tasks/ before the codelets are
+ * configured: _sf_codelet_timing_set): in a simulation build, a codelet skipped
+ * (SHARDFLOW_SKIP=compute) runs its empty body and takes no simulated time; else its
+ * model becomes the device's roofline or the calibration when one is selected, and its
+ * body the model's time on the shared host when SHARDFLOW_SIM_SHARED_CPUS names one.
+ * Nothing in other builds. */
+void _sf_sim_model(struct starpu_codelet *cl, bool skipped);
 /* sf_model_step and sf_model_accumulate, first: SHARDFLOW_SIM_HOST_CPU's charge for the
  * step (a simulation build; nothing otherwise) */
 void _sf_sim_host_step(void);
@@ -84,11 +92,6 @@ void _sf_sim_host_fini(void);
 /* after _sf_sim_device_setup: the calibration in force (SHARDFLOW_SIM_CALIBRATION, a
  * simulation build), or NULL */
 const struct _sf_sim_calibration *_sf_sim_calibration(void);
-/* A compute codelet in a simulation build: skipped (SHARDFLOW_SKIP=compute), its empty
- * body runs and takes no simulated time; else its model becomes the device's roofline
- * when one is selected, and its body the model's time on the shared host when
- * SHARDFLOW_SIM_SHARED_CPUS names one. Call it after setting the codelet's bodies. */
-void _sf_sim_model(struct starpu_codelet *cl, bool skipped);
 #ifdef SF_SIMULATION
 #include <simgrid/exec.h>
 #include <simgrid/host.h>
