@@ -12,17 +12,21 @@
  * "previous content + fresh gradient" within 1e-5 * max(1, |value|).
  *
  * Attention (_sf_attention_*): y and the saved row statistics (each query row's max and
- * inverse sum of exponentials) against a naive double computation (relative 1e-5,
- * floor 1); a softmax row rebuilt from its statistics (what the backward does) equal to
- * the forward's bitwise, exactly 0 after the query; dqkv (q, k and v of every head at once) against FD as
- * above, with one, two and three heads, B = 1 and 2, T = 1, 5 and 7, and the query rows
- * in one block or in blocks of 2 and 3 with a remainder; forward and backward bitwise
- * repeatable; acc=1 adds. The position embedding: its forward exactly x + W[t]; dx and
- * dW (all NP rows, T < NP: unused rows must come out 0) against FD; acc, pacc add.
+ * inverse sum of exponentials) against a naive double computation (within their
+ * float32 rounding, check_attn_fwd); a softmax row rebuilt from its statistics (what
+ * the backward does) equal to the forward's bitwise (the same operations on the same
+ * scores), exactly 0 after the query; dqkv (q, k and v of every head at once) against
+ * FD as above, with one, two and three heads, B = 1 and 2, T = 1, 5 and 7, and the
+ * query rows in one block or in blocks of 2 and 3 with a remainder; forward and
+ * backward bitwise repeatable (one computation twice); acc=1 adds. The position
+ * embedding: its forward exactly x + W[t]; dx and dW (all NP rows, T < NP: unused rows
+ * must come out 0) against FD; acc, pacc add.
  *
  * _sf_softmax_xent's returned loss is checked against a naive double computation
- * (relative 1e-6), its dz against FD of that loss, and the rows of dz must sum to
- * ~0 (|sum| <= 1e-6) since softmax rows sum to 1.
+ * (within its float32 rounding, tests/fp32_bounds.h: |scale| x the counted rows x
+ * sf_fp32_xent_row(C) eps32), its dz against FD of that loss, and the rows of dz must
+ * sum to ~0 (|sum| <= 1e-6, above their rounding of 3 eps32 |scale|: the float inverse
+ * of the sum, the products, the label's subtraction) since softmax rows sum to 1.
  *
  * _sf_sgd and _sf_adamw run 3 steps, _sf_lion 3 to 10 (written from the paper), against a
  * naive double-precision loop fed the same float inputs: |float - double| <= 1e-6 *
@@ -57,6 +61,7 @@
 #include "layers/gemm_bf16.h"
 #include "tasks/grad.h"
 #include "tasks/optim.h"
+#include "tests/fp32_bounds.h"
 #include "tests/tap.h"
 
 #include <math.h>
@@ -68,7 +73,7 @@
 #define FD_EPS 1e-3f
 #define FD_TOL 2e-3   /* on |fd - g| / max(1, |g|) */
 #define ACC_TOL 1e-5  /* on |acc - (old + fresh)| / max(1, |value|) */
-#define XENT_TOL 1e-6 /* loss vs naive double, relative; and |row sum of dz| */
+#define XENT_TOL 1e-6 /* |row sum of dz| (the loss: its float32 rounding, test_xent_ign) */
 #define OPT_TOL 1e-6  /* optimizer vs double loop, relative to max(1, |ref|) */
 
 /* --- deterministic random numbers (xorshift64*) ------------------------------ */
@@ -193,22 +198,30 @@ static double linear_objective(void *p)
 	return dot_d(c->dy, c->y, (size_t)c->B * c->O);
 }
 
-/* The forward against a naive double loop, so FD differentiates the right function. */
+/* The forward against a naive double loop, so FD differentiates the right function:
+ * each output within its float32 rounding, (I + 1) eps32 (sum |x w| + |b|) (the I
+ * products and the bias summed in whatever order OpenBLAS's kernel for this CPU and
+ * shape takes, tests/fp32_bounds.h); "rel" is the largest error over that bound. */
 static void check_linear_fwd(struct linear_ctx *c, const char *tag)
 {
 	_sf_linear_fwd(c->B, c->I, c->O, c->x, c->w, c->b, c->y);
 	double max_rel = 0.0;
 	for (int r = 0; r < c->B; r++)
 		for (int o = 0; o < c->O; o++) {
-			double s = c->b[o];
-			for (int i = 0; i < c->I; i++)
-				s +=
+			double s = c->b[o], mag = fabs((double)c->b[o]);
+			for (int i = 0; i < c->I; i++) {
+				double t =
 				    (double)c->x[(size_t)r * c->I + i] * c->w[(size_t)o * c->I + i];
-			double d = fabs(s - c->y[(size_t)r * c->O + o]) / fmax(1.0, fabs(s));
+				s += t, mag += fabs(t);
+			}
+			double tol = sf_fp32_linear(0.0, c->I) * SF_EPS32 * mag;
+			double d = fabs(s - c->y[(size_t)r * c->O + o]) / fmax(tol, 1e-300);
 			max_rel = fmax(max_rel, isfinite(d) ? d : INFINITY);
 		}
-	ok(max_rel <= 1e-5, "linear fwd %s vs naive double (max rel %.2e, tol 1e-05)", tag,
-	   max_rel);
+	ok(max_rel <= 1.0,
+	   "linear fwd %s vs naive double (max error %.2e of its float32 rounding (I + 1) eps32 "
+	   "sum |x w|)",
+	   tag, max_rel);
 }
 
 static void test_linear(int B, int I, int O)
@@ -570,58 +583,75 @@ static double attn_objective(void *v)
 
 /* The forward against softmax(Q K^T / sqrt(hs)) V computed naively in double from the
  * same float qkv: y and each row's statistics, its max and its inverse sum of
- * exponentials, to 1e-5 relative (floor 1). With grouped heads, query head h reads
- * key/value head h / (NH / NKV), written here as Hugging Face's repeat_kv does it:
- * kv = h / group. */
+ * exponentials, each within its float32 rounding (tests/fp32_bounds.h; "rel" is the
+ * largest error over that bound). A score (OpenBLAS's hs-term dot, times the float
+ * 1 / sqrtf(hs)) errs by D_j = (hs + 3) eps32 scale sum |q k_j|, the max by max D; an
+ * exponential by 2 max D + (|x_j| + SF_EXP_POLY_EPS) eps32 (x_j = s_j - max, rounded
+ * once), their double sum by 2 max D + sf_fp32_xent_row(n) eps32 (n keys), a
+ * probability by both + 2 eps32; y_e, a T-term sum of p_j v_je, by sum p_j |v_je|
+ * (T eps32 + its p_j's error). With grouped heads, query head h reads key/value head
+ * h / (NH / NKV), written here as Hugging Face's repeat_kv does it: kv = h / group. */
 static void check_attn_fwd(struct attn_ctx *c, const char *tag)
 {
 	int B = c->B, T = c->T, C = c->C, NH = c->NH, hs = C / NH, NKV = c->NKV;
 	int ld = C + 2 * NKV * hs;
 	attn_objective(c);
 	double max_rel = 0.0, max_stat = 0.0;
-	double *sc = malloc(sizeof(double) * (size_t)T);
+	double *sc = malloc(sizeof(double) * (size_t)T), *xs = malloc(sizeof(double) * (size_t)T);
 	for (int b = 0; b < B; b++)
 		for (int h = 0; h < NH; h++)
 			for (int i = 0; i < T; i++) {
 				int kv = h / (NH / NKV);
 				const float *q = c->qkv + ((size_t)b * T + i) * ld + (size_t)h * hs;
 				const float *st = c->stat + (((size_t)b * NH + h) * T + i) * 2;
-				double mx = -INFINITY, sum = 0.0;
+				double mx = -INFINITY, sum = 0.0, dmax = 0.0;
 				for (int j = 0; j <= i; j++) {
 					const float *k =
 					    c->qkv + ((size_t)b * T + j) * ld + C + (size_t)kv * hs;
-					double d = 0.0;
-					for (int e = 0; e < hs; e++)
+					double d = 0.0, a = 0.0;
+					for (int e = 0; e < hs; e++) {
 						d += (double)q[e] * k[e];
+						a += fabs((double)q[e] * k[e]);
+					}
 					sc[j] = d / sqrt((double)hs);
+					a *= (hs + 3) * SF_EPS32 / sqrt((double)hs);
+					dmax = fmax(dmax, a);
 					mx = fmax(mx, sc[j]);
 				}
-				for (int j = 0; j <= i; j++)
-					sum += sc[j] = exp(sc[j] - mx);
-				double dm = fabs(st[0] - mx) / fmax(1.0, fabs(mx));
-				double di = fabs(st[1] - 1.0 / sum) / fmax(1.0, 1.0 / sum);
+				for (int j = 0; j <= i; j++) {
+					xs[j] = sc[j] - mx;
+					sum += sc[j] = exp(xs[j]);
+				}
+				double rsum = 2.0 * dmax + sf_fp32_xent_row(i + 1) * SF_EPS32;
+				double dm = fabs(st[0] - mx) / fmax(dmax, 1e-300);
+				double di = fabs(st[1] - 1.0 / sum) / ((rsum + SF_EPS32) / sum);
 				dm = fmax(dm, di);
 				max_stat = fmax(max_stat, isfinite(dm) ? dm : INFINITY);
 				for (int j = 0; j <= i; j++)
 					sc[j] /= sum;
 				for (int e = 0; e < hs; e++) {
-					double want = 0.0;
-					for (int j = 0; j <= i; j++)
-						want +=
-						    sc[j] * c->qkv[((size_t)b * T + j) * ld + C +
-						                   (size_t)(NKV + kv) * hs + e];
+					double want = 0.0, tol = 0.0;
+					for (int j = 0; j <= i; j++) {
+						double v = c->qkv[((size_t)b * T + j) * ld + C +
+						                  (size_t)(NKV + kv) * hs + e];
+						double pe = fabs(xs[j]) + SF_EXP_POLY_EPS + 2.0 + T;
+						pe = 2.0 * dmax + pe * SF_EPS32;
+						want += sc[j] * v;
+						tol += sc[j] * fabs(v) * (pe + rsum);
+					}
 					double got =
 					    c->y[((size_t)b * T + i) * C + (size_t)h * hs + e];
-					double d = fabs(got - want) / fmax(1.0, fabs(want));
+					double d = fabs(got - want) / fmax(tol, 1e-300);
 					max_rel = fmax(max_rel, isfinite(d) ? d : INFINITY);
 				}
 			}
-	free(sc);
-	ok(max_rel <= 1e-5, "attention fwd %s: y vs naive double (max rel %.2e, tol 1e-05)", tag,
+	free(sc), free(xs);
+	ok(max_rel <= 1.0,
+	   "attention fwd %s: y vs naive double (max error %.2f of its float32 rounding)", tag,
 	   max_rel);
-	ok(max_stat <= 1e-5,
-	   "attention fwd %s: saved row max and inverse sum vs naive double (max rel %.2e, tol "
-	   "1e-05)",
+	ok(max_stat <= 1.0,
+	   "attention fwd %s: saved row max and inverse sum vs naive double (max error %.2f of "
+	   "their float32 rounding)",
 	   tag, max_stat);
 }
 
@@ -831,12 +861,15 @@ static void test_gelu_values(void)
 		double r = 0.5 * v * (1.0 + tanh(sqrt(2.0 / M_PI) * (v + 0.044715 * v * v * v)));
 		max_abs = fmax(max_abs, fabs(r - y[i]));
 	}
+	/* 1e-6 is above the float32 rounding there, 15 eps32 = 8.9e-7 (fp32_bounds.h) */
 	ok(max_abs <= 1e-6, "gelu fwd vs double formula on [-5, 5] (max abs %.2e, tol 1e-06)",
 	   max_abs);
 
 	/* Forward and derivative on [-12, 12] (both tails of the logistic, every lane
 	 * and tail length of the 4-wide code: n = 4001, then n = 1..7) against double:
-	 * |error| / max(|want|, 1). */
+	 * |error| / max(|want|, 1), within their float32 rounding (fp32_bounds.h): the
+	 * forward's is 8.4 eps32 (1e-6 is above it), the derivative's SF_GELU_D_EPS. */
+	const double dtol = SF_GELU_D_EPS * SF_EPS32;
 	enum { N = 4001 };
 	static float xs[N], ys[N], ones[N], ds[N];
 	double ey = 0.0, ed = 0.0;
@@ -856,10 +889,10 @@ static void test_gelu_values(void)
 			ed = fmax(ed, fabs(d - ds[i]) / fmax(fabs(d), 1.0));
 		}
 	}
-	ok(ey <= 1e-6 && ed <= 1e-6,
+	ok(ey <= 1e-6 && ed <= dtol,
 	   "gelu fwd and derivative vs double on [-12, 12], n = 1..7 and 4001 (max %.2e and "
-	   "%.2e, tol 1e-06)",
-	   ey, ed);
+	   "%.2e, tol 1e-06 and %.1e)",
+	   ey, ed, dtol);
 	/* the scalar form the CUDA kernels run (layers/gelu_math.h), same measure */
 	ey = ed = 0.0;
 	for (int i = 0; i < N; i++) {
@@ -871,11 +904,11 @@ static void test_gelu_values(void)
 		ey = fmax(ey, fabs(r - sf_gelu_f(xs[i])) / fmax(fabs(r), 1.0));
 		ed = fmax(ed, fabs(d - sf_gelu_d(xs[i], 1.0f)) / fmax(fabs(d), 1.0));
 	}
-	ok(ey <= 1e-6 && ed <= 1e-6 && isnan(sf_gelu_f(NAN)) && isnan(sf_gelu_d(NAN, 1.0f)) &&
+	ok(ey <= 1e-6 && ed <= dtol && isnan(sf_gelu_f(NAN)) && isnan(sf_gelu_d(NAN, 1.0f)) &&
 	       fabsf(sf_gelu_d(-100.0f, 1.0f)) < 1e-30f && sf_gelu_d(100.0f, 1.0f) == 1.0f,
 	   "gelu's scalar form (the GPU's, gelu_math.h) vs double on [-12, 12] (max %.2e and "
-	   "%.2e, tol 1e-06), NaN stays NaN, derivative 0 and 1 at -100 and 100",
-	   ey, ed);
+	   "%.2e, tol 1e-06 and %.1e), NaN stays NaN, derivative 0 and 1 at -100 and 100",
+	   ey, ed, dtol);
 	float nan_in[5] = {NAN, -100.0f, 100.0f, 0.0f, -0.0f}, out[5], dout[5];
 	float one5[5] = {1, 1, 1, 1, 1};
 	_sf_gelu_fwd(5, nan_in, out);
@@ -1048,6 +1081,12 @@ static void test_xent_ign(int B, int C, float scale, float offset, int ignore_ev
 
 	double loss = _sf_softmax_xent(B, C, c.z, c.labels, ignore, scale, dz);
 	double ref = xent_naive(B, C, c.z, c.labels, ignore, scale, offset != 0.0f);
+	/* each counted row within sf_fp32_xent_row(C) eps32 of its exact loss (the float
+	 * logits'), times the same scale on both sides; an ignored row is 0 on both */
+	int counted = 0;
+	for (int r = 0; r < B; r++)
+		counted += c.labels[r] != ignore;
+	double tol = fabs((double)scale) * counted * sf_fp32_xent_row(C) * SF_EPS32;
 	if (ignore_every) { /* an ignored row: no gradient at all */
 		double worst = 0.0;
 		for (int r = 0; r < B; r++)
@@ -1055,10 +1094,11 @@ static void test_xent_ign(int B, int C, float scale, float offset, int ignore_ev
 				worst = fmax(worst, fabs(dz[(size_t)r * C + k]));
 		ok(worst == 0.0, "xent %s: the ignored rows' dz is 0 (max |dz| %g)", tag, worst);
 	}
-	double rel = fabs(loss - ref) / fmax(fabs(ref), 1e-30);
-	diag("xent %s: loss %.9g, naive double %.9g, rel err %.2e", tag, loss, ref, rel);
-	ok(isfinite(loss) && rel <= XENT_TOL, "xent %s: loss vs naive double (rel %.2e, tol %.0e)",
-	   tag, rel, XENT_TOL);
+	double err = fabs(loss - ref);
+	diag("xent %s: loss %.9g, naive double %.9g, abs err %.2e", tag, loss, ref, err);
+	ok(isfinite(loss) && err <= tol,
+	   "xent %s: loss vs naive double (abs err %.2e, its float32 rounding %.2e)", tag, err,
+	   tol);
 
 	double worst_row = 0.0;
 	for (int r = 0; r < B; r++) {
@@ -1081,7 +1121,9 @@ static void test_xent(int B, int C, float scale, float offset)
 }
 
 /* The CPU's four-lane rows = the math header's row (the GPU's), bitwise, at widths
- * around a multiple of 4; and sf_exp_poly within float's rounding of exp. */
+ * around a multiple of 4 (the same float operations in the same order); and
+ * sf_exp_poly within its derived bound of exp (SF_EXP_POLY_EPS, fp32_bounds.h, which
+ * the loss's bounds rest on). */
 static void test_xent_lanes(void)
 {
 	int same = 1;
@@ -1104,7 +1146,9 @@ static void test_xent_lanes(void)
 		double rel = fabs((double)sf_exp_poly(x) - exp((double)x)) / exp((double)x);
 		worst = fmax(worst, rel);
 	}
-	ok(worst <= 3e-7, "xent: sf_exp_poly on [-87, 1] within 3e-7 of exp (max rel %.2e)", worst);
+	ok(worst <= SF_EXP_POLY_EPS * SF_EPS32,
+	   "xent: sf_exp_poly on [-87, 1] within %g eps32 = %.2e of exp (max rel %.2e)",
+	   SF_EXP_POLY_EPS, SF_EXP_POLY_EPS * SF_EPS32, worst);
 }
 
 /* --- the regression losses --------------------------------------------------- */
@@ -1365,8 +1409,10 @@ static void test_bf16(void)
 
 /* The bf16 products (layers/gemm_bf16.h, oneDNN builds): every transposition the
  * linear layer uses, beta 0 and 1, against a double GEMM of the bf16-rounded inputs
- * (what bf16 products with fp32 sums compute: only the sums' rounding is left), and
- * twice the same call gives bitwise the same result. */
+ * (what bf16 products with fp32 sums compute: only the sums' rounding is left, within
+ * (K + 1) eps32 (sum |a b| + |beta c|) in whatever order oneDNN's kernel for this CPU
+ * takes, tests/fp32_bounds.h), and twice the same call gives bitwise the same result
+ * (one call repeated). */
 static void test_gemm_bf16(void)
 {
 #ifdef SF_HAVE_DNNL
@@ -1398,19 +1444,22 @@ static void test_gemm_bf16(void)
 			double worst = 0.0, scale = 0.0;
 			for (int i = 0; i < M; i++)
 				for (int j = 0; j < N; j++) {
-					double ref = beta ? C0[i * N + j] : 0.0;
+					double ref = beta ? C0[i * N + j] : 0.0, mag = fabs(ref);
 					for (int k = 0; k < K; k++) {
 						float a = ta ? A[k * lda + i] : A[i * lda + k];
 						float b = tb ? B[j * ldb + k] : B[k * ldb + j];
-						ref += (double)sf_bf16_round(a) *
-						       (double)sf_bf16_round(b);
+						double t = (double)sf_bf16_round(a) *
+						           (double)sf_bf16_round(b);
+						ref += t, mag += fabs(t);
 					}
 					scale = fmax(scale, fabs(ref));
-					worst = fmax(worst, fabs(ref - C[i * N + j]));
+					double tol = sf_fp32_linear(0.0, K) * SF_EPS32 * mag;
+					worst = fmax(worst,
+					             fabs(ref - C[i * N + j]) / fmax(tol, 1e-300));
 				}
-			ok(rc == 0 && worst <= 1e-6 * scale && !memcmp(C, C2, sizeof C),
+			ok(rc == 0 && worst <= 1.0 && !memcmp(C, C2, sizeof C),
 			   "bf16 product %c%c beta %d (%dx%dx%d) = double GEMM of bf16 inputs (max "
-			   "err %.1e of %.1e), the same twice",
+			   "err %.2f of its float32 rounding, values up to %.1e), the same twice",
 			   ta ? 'T' : 'N', tb ? 'T' : 'N', beta, M, N, K, worst, scale);
 		}
 	_sf_gemm_bf16_release();
@@ -1514,6 +1563,11 @@ static void test_adamw_bias_correction(void)
 			worst = fmax(worst, fabs(got - want) / fmax(fabs(want), 0.1));
 		}
 	}
+	/* Not a float32 rounding bound (m's worst case over 10 steps, at an update of 0.1,
+	 * is about 50 eps32 = 3e-6), and it needs not be one: _sf_adamw is plain float C (no
+	 * BLAS, IEEE sqrtf, the corrections from double pow), the same operations on every
+	 * x86-64, so the error this checks is fixed by the code, not by the CPU; and the bug
+	 * it is there for, 1 - b^t in float, is 3.6e-6 off. */
 	ok(worst <= 1e-6,
 	   "adamw t = 1..10 at lr 1: every update matches double bias corrections (max rel "
 	   "%.2e, tol 1e-06)",
