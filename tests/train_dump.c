@@ -7,7 +7,7 @@
  *                      llama
  *              --steps N --batch B --optimizer sgd|adamw|lion --lr X --seed S --inflight K
  *              [--init W.safetensors] [--export-init W0.safetensors]
- *              [--export W.safetensors] --out FILE
+ *              [--export W.safetensors] [--export-steps PREFIX] --out FILE
  *
  * Models (D input width, C classes):
  *   mlp      32 -> linear 64 -> gelu -> linear 64 -> gelu -> linear 10      (3 units)
@@ -28,7 +28,10 @@
  *
  * --init starts from a safetensors file (sf_model_import_safetensors), --export-init
  * writes the weights before the first step and --export those after the last
- * (tests/tied.sh: a tied head against an untied one holding the same values).
+ * (tests/tied.sh: a tied head against an untied one holding the same values);
+ * --export-steps PREFIX writes those after each step k to PREFIX.k (with --inflight 1
+ * only: a later step must not have been submitted), so that an outside reference can
+ * start each of its steps from this run's parameters (tests/torch_clip.py --per-step).
  *
  * --inflight K keeps up to K steps submitted before waiting for the oldest loss
  * (default 1: wait for each step), to exercise steps that overlap each other.
@@ -74,7 +77,7 @@ struct options {
 	int inflight, accum;
 	float clip, weight_decay;
 	int no_decay;
-	const char *out, *init, *export_init, *export, *data;
+	const char *out, *init, *export_init, *export, *export_steps, *data;
 	/* knobs in code: KNOB=VALUE for sf_init_config and for the model's own config;
 	 * UNIT:FIELD=0|1[,FIELD=0|1] for sf_graph_unit_options */
 	const char *init_config[MAX_SETTINGS], *config[MAX_SETTINGS], *unit_opts[MAX_SETTINGS];
@@ -89,7 +92,8 @@ static void usage(FILE *f)
 	        "usage: " PROG " [--model mlp|residual|uneven|deep|wide|blocks|gpt|nanogpt|\n"
 	        "       nanogpt-untied|swiglu|llama] [--steps N] [--batch B] [--optimizer sgd|adamw|lion]\n"
 	        "       [--lr X] [--seed S] [--inflight K] [--init W.safetensors]\n"
-	        "       [--export-init W0.safetensors] [--export W.safetensors] [--accum K]\n"
+	        "       [--export-init W0.safetensors] [--export W.safetensors]\n"
+	        "       [--export-steps PREFIX] [--accum K]\n"
 	        "       [--clip X|inf] [--weight-decay X] [--no-decay MASK] [--data FILE]\n"
 	        "       [--init-config KNOB=VALUE]... [--config KNOB=VALUE]...\n"
 	        "       [--unit-options UNIT:reshard_after_forward=0|1,keep_fp32=0|1,frozen=0|1]...\n"
@@ -172,6 +176,8 @@ static int parse_options(int argc, char **argv, struct options *o)
 			o->export_init = val;
 		} else if (!strcmp(opt, "--export")) {
 			o->export = val;
+		} else if (!strcmp(opt, "--export-steps")) {
+			o->export_steps = val;
 		} else {
 			return bad("option", opt);
 		}
@@ -180,6 +186,9 @@ static int parse_options(int argc, char **argv, struct options *o)
 		return bad("--out", "(missing)");
 	if (o->inflight * o->accum > MAX_INFLIGHT)
 		return bad("--inflight x --accum", "(more tickets in flight than the model keeps)");
+	if (o->export_steps && o->inflight != 1)
+		return bad("--export-steps",
+		           "(needs --inflight 1: each step done before the next)");
 	train_options_finish(&o->t);
 	return -1;
 }
@@ -398,6 +407,16 @@ int main(int argc, char **argv)
 		for (; waited <= k - o.inflight; waited++)
 			if (collect(m, &o, waited, tickets, losses, rank))
 				goto fail;
+		if (o.export_steps) {
+			char path[PATH_MAX];
+			if (snprintf(path, sizeof path, "%s.%d", o.export_steps, k) >=
+			    (int)sizeof path) {
+				fprintf(stderr, PROG ": --export-steps %s: the name is too long\n",
+				        o.export_steps);
+				goto fail;
+			}
+			CHECK(sf_model_export_safetensors(m, path));
+		}
 	}
 	for (; waited < o.t.steps; waited++)
 		if (collect(m, &o, waited, tickets, losses, rank))
