@@ -7,7 +7,7 @@
 # Copies the working tree's sources (tracked and untracked, not ignored) into
 # sanitize-build/src (or $SF_SANITIZE_BUILD/src), configures it with
 # CFLAGS=LDFLAGS=-fsanitize=address,undefined -fno-sanitize-recover=undefined (through
-# configure's mpicc, so gcc), builds with make -jN (default 2), and runs `make check`
+# configure's mpicc, so gcc), builds with make -jN (default 2), and runs `make -jN check`
 # with TESTS set to the 1-rank C tests and the shell tests below (or the TESTs given),
 # printing automake's summary. Every sanitizer report goes to a file of its own
 # (log_path), so a test that swallows its programs' stderr cannot hide one: the script
@@ -76,7 +76,7 @@ UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:exitcode=86:log_path=$reports/
 export ASAN_OPTIONS UBSAN_OPTIONS
 # tests/run-mpi.sh exports only SHARDFLOW_* and STARPU_* to the ranks: mpirun passes the
 # rest of the environment to local ranks anyway, which is all the tests use.
-(cd "$src" && make check -j1 TESTS="$(echo $tests)") >"$build/check.log" 2>&1
+(cd "$src" && make check -j"$jobs" TESTS="$(echo $tests)") >"$build/check.log" 2>&1
 check_rc=$?
 sed -n '/^=*$/,$p' "$build/check.log" | grep -E "^(# |PASS|FAIL|ERROR|SKIP|XPASS)" | head -40
 grep -E "^(FAIL|ERROR|XPASS):" "$build/check.log" | sed 's/^/   /'
