@@ -7,6 +7,7 @@
 #include "io/checkpoint.h"
 #include "io/manifest.h"
 #include "scheduler/model.h"
+#include "scheduler/model_access.h"
 
 #include <inttypes.h>
 #include <stdio.h>

@@ -8,6 +8,8 @@
 #include "io/checkpoint.h"
 #include "io/manifest.h"
 #include "scheduler/model.h"
+#include "scheduler/model_access.h"
+#include "scheduler/model_layout.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -8,6 +8,7 @@
 #include "io/checkpoint.h"
 #include "io/manifest.h"
 #include "scheduler/model.h"
+#include "scheduler/model_access.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -23,6 +23,8 @@
 #include "io/st_header.h"
 #include "io/tensors.h"
 #include "scheduler/model.h"
+#include "scheduler/model_access.h"
+#include "scheduler/model_storage.h"
 
 #include <jansson.h>
 #include <stdio.h>

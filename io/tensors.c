@@ -10,6 +10,9 @@
  * the whole tensor and writes the part it keeps).
  */
 #include "io/tensors.h"
+#include "scheduler/model_access.h"
+#include "scheduler/model_layout.h"
+#include "scheduler/model_storage.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -14,6 +14,7 @@
  * and all-gathers the ranks' sums, so every rank returns the same mean.
  */
 #include "scheduler/model.h"
+#include "scheduler/model_storage.h"
 #include "layers/loss_math.h"
 #include "layers/softmax_xent_math.h"
 

@@ -1,6 +1,8 @@
 /*
  * model.h — a graph made into a model: units, shards, buffers and handles
- * (scheduler/model.c), and the step planner that submits its tasks (step.c, plan.c).
+ * (scheduler/model.c; its layout, storage and host access: model_layout.h,
+ * model_storage.h, model_access.h), and the step planner that submits its tasks
+ * (step.c, plan.c).
  *
  * Shape letters: B local samples, T rows per sample, N ranks, P parameters of a unit,
  * S = ceil(P / N) its shard. A unit is the set of parameters gathered, reduced and
@@ -162,7 +164,7 @@ struct sf_model {
 	int nrep;         /* replicas of each shard (hybrid: nodes; else 1) */
 	int nnodes;
 	/* simulation: the unit vectors and model_bufs are mappings nothing writes
-	 * (scheduler/model.c, alloc_task_only) */
+	 * (scheduler/model_storage.c, alloc_task_only) */
 	bool bufs_task_only;
 	struct _sf_node *gnodes; /* copy of the graph's nodes (configs owned) */
 	struct _sf_node_state *nodes;
@@ -253,7 +255,7 @@ int _sf_plan_units(struct sf_model *m, const struct sf_graph *g);
 /* Which node inputs and parameters need a gradient, "=" or "+=" (backward order). */
 int _sf_plan_gradients(struct sf_model *m);
 /* SHARDFLOW_RECOMPUTE=units: the segments, the nodes whose activations are dropped
- * and the shared buffers they use (sizes only: model.c allocates). */
+ * and the shared buffers they use (sizes only: model_storage.c allocates). */
 int _sf_plan_recompute(struct sf_model *m);
 /* SHARDFLOW_SPLIT_BACKWARD: which nodes' backward runs as two tasks (dw_before). */
 void _sf_plan_split_backward(struct sf_model *m);
@@ -266,61 +268,10 @@ void _sf_slots_release(struct _sf_slots *s, int slot);
 int _sf_slots_find(const struct _sf_slots *s, int u);
 
 int _sf_step_submit(struct sf_model *m);
-/* The local-mode sums of gradient accumulation (P floats a unit) and, for replicated
- * units (sharding none), the reduced gradient the optimizer reads after a sum
- * (gshard, P floats): made by sf_model_create when SHARDFLOW_GRAD_ACCUM > 1, else at
- * the first sf_model_accumulate (a model that never accumulates never pays them). */
-int _sf_model_accum_buffers(struct sf_model *m);
 int _sf_forward_submit(struct sf_model *m, bool train);
 /* Checks a batch of this rank's rows on every rank, agrees on the outcome (one rank's
  * bad batch fails every rank with its message) and copies it into the model's input
  * handles (and labels, with `labels`); fn names the caller in messages. */
 int _sf_stage_batch(struct sf_model *m, const struct sf_batch *b, bool labels, const char *fn);
-
-/* ---- host access to a unit's state (scheduler/model.c), for io/ ----------------- */
-
-/* The logical vectors of a unit, each P floats whatever the sharding: parameters,
- * first moment (AdamW m, SGD momentum buffer) and second moment (AdamW v). */
-enum _sf_vec { SF_VEC_PARAM = 0, SF_VEC_M, SF_VEC_V };
-
-/* starpu_data_acquire(h, mode) with its result checked: SF_OK, or SF_ERR_STARPU (then
- * nothing is acquired and the caller releases nothing). A success is undone with
- * starpu_data_release(h). */
-int _sf_data_acquire(starpu_data_handle_t h, enum starpu_data_access_mode mode);
-
-/* true when the model's optimizer keeps vector `which` (V: AdamW only). */
-bool _sf_vec_exists(const struct sf_model *m, enum _sf_vec which);
-/* Copies this rank's slice [rank*S, rank*S + S) of vector `which` of unit u into
- * dst (S floats; zeros past P). Call after sf_model_sync(). */
-/* This rank's block of unit u: elements [*lo, *lo + *n) of its P parameters, block
- * m->shard_rank of S = ceil(P / m->shard_size), clipped to P (padding not counted; *n may be 0). It
- * is where the shard's real elements sit, and with replicated parameters the rank's
- * share of work over them (the gradient norm). */
-void _sf_unit_block(const struct sf_model *m, int u, size_t *lo, size_t *n);
-int _sf_unit_get_slice(struct sf_model *m, int u, enum _sf_vec which, float *dst);
-/* Sets this rank's copy of vector `which` of unit u (its shard, or the whole
- * replica) from src, the unit's whole logical vector (P floats). Call after
- * sf_model_sync(). */
-int _sf_unit_set_full(struct sf_model *m, int u, enum _sf_vec which, const float *src);
-/* Unit u's vector `which` (grad: its reduced gradient, kept with sharding full,
- * grad_op or hybrid) in the whole model's layout, Pw floats, on every rank: with
- * SHARDFLOW_TP, every TP rank's slices put together (layers/tp.c); else the P floats
- * _sf_unit_get_slice gives over the shard group. Collective over the world. After
- * sf_model_sync(). */
-int _sf_unit_get_whole(struct sf_model *m, int u, enum _sf_vec which, bool grad, float *whole);
-/* Sets this rank's copy of vector `which` of unit u from its whole layout (Pw floats,
- * the same on every rank): with TP this rank's slices of it. After sf_model_sync(). */
-int _sf_unit_set_whole(struct sf_model *m, int u, enum _sf_vec which, const float *whole);
-/* Sets parameters [off, off + count) of unit u (of its P) from src (count floats, the
- * same on every rank), where this rank keeps them: its shard's part, or the whole
- * replica (grad_op: both). The optimizer state is left as it is. After sf_model_sync(). */
-int _sf_unit_set_params(struct sf_model *m, int u, size_t off, size_t count, const float *src);
-/* Sets the learning-rate scale of unit u's parameters [off, off + count) (a tensor) and
- * rebuilds the unit's optimizer runs. After sf_model_sync(). */
-int _sf_unit_set_lr_scale(struct sf_model *m, int u, size_t off, size_t count, float scale);
-
-/* Node n's info with the whole layer's shapes (with SHARDFLOW_TP: its graph's widths
- * and parameter count, not this rank's slice's; else its info) */
-void _sf_node_whole_info(const struct sf_model *m, int n, struct sf_layer_info *li);
 
 #endif

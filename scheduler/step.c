@@ -29,6 +29,8 @@
  * StarPU's task structures and the packed optimizer arguments.
  */
 #include "scheduler/model.h"
+#include "scheduler/model_layout.h"
+#include "scheduler/model_storage.h"
 #include "tasks/grad.h"
 #include "tasks/layer_codelets.h"
 #include "tasks/loss.h"

@@ -6,7 +6,8 @@
  * Two sources produce these: the built-in trace (trace/recorder.c, StarPU's profiling
  * info read in each task's callback) and StarPU's own FxT trace
  * (tools/shardflow-overlap.c reads the tasks.rec that starpu_fxt_tool writes). Both
- * name tasks the same way, with the graph's own names (scheduler/model.c builds them):
+ * name tasks the same way, with the graph's own names (scheduler/model_layout.c
+ * builds them):
  *
  *   <kind> <unit> (L<n>)          gather, rs, ar, opt, ag, free, acc, sqnorm:
  *                                 "gather transformer.h.3 (L9)"

@@ -1,0 +1,246 @@
+/*
+ * model_access.c — the host's access to a model's vectors between steps: a unit's
+ * parameters and optimizer state read and written, whole or as this rank's slice,
+ * wherever this rank keeps them (its shard, its replica, with SHARDFLOW_TP its
+ * slices of the whole layers), and sf_model_params_get. io/ (checkpoints,
+ * safetensors, parameters by name) goes through it; every call comes after
+ * sf_model_sync, and the collective ones on every rank.
+ */
+#include "config.h"
+
+#include "scheduler/model_access.h"
+#include "scheduler/model_layout.h"
+#include "scheduler/model_storage.h"
+
+#include <string.h>
+
+bool _sf_vec_exists(const struct sf_model *m, enum _sf_vec which)
+{
+	return which != SF_VEC_V || _sf_optim_families[m->opt.optimizer].nstate == 2;
+}
+
+/* Where this rank keeps vector `which` of unit u, and how it is laid out:
+ * *base holds elements [*lo, *lo + *n) of the logical vector. Fails when the
+ * optimizer keeps no such vector. */
+static int locate(struct sf_model *m, int u, enum _sf_vec which, starpu_data_handle_t *h,
+                  float **base, size_t *lo, size_t *n)
+{
+	struct _sf_unit *un = &m->units[u];
+	if (!_sf_vec_exists(m, which))
+		return SF_ERR(SF_ERR_INVALID, "unit %d has no optimizer vector %d", u, (int)which);
+	if (which == SF_VEC_PARAM && m->cfg.sharding == SF_SHARD_NONE) {
+		*h = un->h_full, *base = un->full, *lo = 0, *n = un->P;
+	} else if (which == SF_VEC_PARAM) {
+		*h = un->h_shard, *base = un->shard, *lo = (size_t)m->shard_rank * un->S,
+		*n = un->S;
+	} else if (un->frozen) { /* no optimizer state: read as zeros, written to nowhere */
+		*h = NULL, *base = NULL, *lo = 0, *n = 0;
+	} else {
+		*h = which == SF_VEC_M ? un->h_m : un->h_v;
+		*base = which == SF_VEC_M ? un->m : un->v;
+		*lo = m->cfg.sharding != SF_SHARD_NONE ? (size_t)m->shard_rank * un->S : 0;
+		*n = un->opt_n;
+	}
+	return SF_OK;
+}
+
+int _sf_unit_get_slice(struct sf_model *m, int u, enum _sf_vec which, float *dst)
+{
+	struct _sf_unit *un = &m->units[u];
+	starpu_data_handle_t h;
+	float *base;
+	size_t lo, n;
+	int rc = locate(m, u, which, &h, &base, &lo, &n);
+	if (rc < 0)
+		return rc;
+	size_t want = (size_t)m->shard_rank * un->S;
+	if (!h) { /* a frozen unit's optimizer state */
+		memset(dst, 0, un->S * sizeof(float));
+		return SF_OK;
+	}
+	rc = _sf_data_acquire(h, STARPU_R);
+	if (rc < 0)
+		return rc;
+	for (size_t i = 0; i < un->S; i++) {
+		size_t g = want + i; /* logical index */
+		dst[i] = g < un->P && g >= lo && g < lo + n ? base[g - lo] : 0.0f;
+	}
+	starpu_data_release(h);
+	return SF_OK;
+}
+
+int _sf_unit_set_full(struct sf_model *m, int u, enum _sf_vec which, const float *src)
+{
+	struct _sf_unit *un = &m->units[u];
+	starpu_data_handle_t h;
+	float *base;
+	size_t lo, n;
+	int rc = locate(m, u, which, &h, &base, &lo, &n);
+	if (rc < 0 || !h) /* !h: a frozen unit keeps no optimizer state */
+		return rc;
+	rc = _sf_data_acquire(h, STARPU_W);
+	if (rc < 0)
+		return rc;
+	for (size_t i = 0; i < n; i++)
+		base[i] = lo + i < un->P ? src[lo + i] : 0.0f;
+	starpu_data_release(h);
+	/* grad_op also keeps the whole parameters resident */
+	if (which == SF_VEC_PARAM && m->cfg.sharding == SF_SHARD_GRAD_OP) {
+		size_t nf = un->S * (size_t)m->shard_size;
+		rc = _sf_data_acquire(un->h_full, STARPU_W);
+		if (rc < 0)
+			return rc;
+		for (size_t i = 0; i < nf; i++)
+			un->full[i] = i < un->P ? src[i] : 0.0f;
+		starpu_data_release(un->h_full);
+	}
+	return SF_OK;
+}
+
+/* Between unit u's whole vector and TP place t's slices of it (loc: the unit's vector
+ * as that place holds it): each node's parameters, to_local or back (layers/tp.c) */
+static void unit_tp_copy(const struct sf_model *m, int u, int t, float *whole, float *loc,
+                         bool to_local)
+{
+	const struct _sf_unit *un = &m->units[u];
+	for (int n = un->first; n <= un->last; n++) {
+		const struct _sf_node *nd = &m->gnodes[n];
+		if (m->nodes[n].unit != u || nd->tied_to >= 0 || !nd->nparams)
+			continue;
+		struct sf_layer_info wi;
+		_sf_node_whole_info(m, n, &wi);
+		_sf_tp_params(nd, &wi, m->tp, t, whole + m->nodes[n].wpoff,
+		              loc + m->nodes[n].info.param_offset, to_local);
+	}
+}
+
+int _sf_unit_get_whole(struct sf_model *m, int u, enum _sf_vec which, bool grad, float *whole)
+{
+	int rc = SF_OK, K = m->tp;
+	struct _sf_unit *un = &m->units[u];
+	float *mine = NULL, *all = NULL, *loc = NULL;
+	SF_CHECK(_sf_alloc_floats(&mine, un->S, "a unit's whole vector"));
+	SF_CHECK(_sf_alloc_floats(&all, un->S * (size_t)m->nranks, "a unit's whole vector"));
+	if (grad) { /* the reduced gradient's shard */
+		SF_CHECK(_sf_data_acquire(un->h_gshard, STARPU_R));
+		memcpy(mine, un->gshard, un->S * sizeof(float));
+		starpu_data_release(un->h_gshard);
+	} else {
+		SF_CHECK(_sf_unit_get_slice(m, u, which, mine));
+	}
+	SF_CHECK(m->comm->ops->allgather_bytes(m->comm, mine, un->S * sizeof(float), all));
+	if (K == 1) { /* the shard group's slices in order (hybrid: the first node's ranks) */
+		memcpy(whole, all, un->P * sizeof(float));
+		goto fail;
+	}
+	SF_CHECK(_sf_alloc_floats(&loc, un->S * (size_t)m->shard_size, "a unit's whole vector"));
+	for (int t = 0; t < K; t++) { /* TP place t: its slices are ranks t, t + K, ... */
+		for (int j = 0; j < m->shard_size; j++)
+			memcpy(loc + (size_t)j * un->S, all + ((size_t)j * K + t) * un->S,
+			       un->S * sizeof(float));
+		unit_tp_copy(m, u, t, whole, loc, false);
+	}
+fail:
+	_sf_free_floats(mine);
+	_sf_free_floats(all);
+	_sf_free_floats(loc);
+	return rc;
+}
+
+int _sf_unit_set_whole(struct sf_model *m, int u, enum _sf_vec which, const float *whole)
+{
+	int rc = SF_OK;
+	struct _sf_unit *un = &m->units[u];
+	float *loc = NULL;
+	if (m->tp == 1)
+		return _sf_unit_set_full(m, u, which, whole);
+	SF_CHECK(_sf_alloc_floats(&loc, un->P, "a unit's slices"));
+	unit_tp_copy(m, u, m->tp_rank, (float *)whole, loc, true);
+	rc = _sf_unit_set_full(m, u, which, loc);
+fail:
+	_sf_free_floats(loc);
+	return rc;
+}
+
+/* Copies src's elements that fall in [lo, lo + n) of the unit's logical vector, of
+ * those in [off, off + count), into base (which holds [lo, lo + n)) */
+static void copy_range(float *base, size_t lo, size_t n, size_t off, size_t count,
+                       const float *src)
+{
+	size_t a = off > lo ? off : lo, b = off + count < lo + n ? off + count : lo + n;
+	for (size_t g = a; g < b; g++)
+		base[g - lo] = src[g - off];
+}
+
+int _sf_unit_set_params(struct sf_model *m, int u, size_t off, size_t count, const float *src)
+{
+	struct _sf_unit *un = &m->units[u];
+	starpu_data_handle_t h;
+	float *base;
+	size_t lo, n;
+	int rc = locate(m, u, SF_VEC_PARAM, &h, &base, &lo, &n);
+	if (rc < 0)
+		return rc;
+	if ((rc = _sf_data_acquire(h, STARPU_RW)) < 0)
+		return rc;
+	copy_range(base, lo, n, off, count, src);
+	starpu_data_release(h);
+	if (m->cfg.sharding == SF_SHARD_GRAD_OP) { /* the resident whole copy too */
+		if ((rc = _sf_data_acquire(un->h_full, STARPU_RW)) < 0)
+			return rc;
+		copy_range(un->full, 0, un->P, off, count, src);
+		starpu_data_release(un->h_full);
+	}
+	return SF_OK;
+}
+
+/* The whole model's parameters a model of SHARDFLOW_TP > 1 holds in slices, unit by
+ * unit (_sf_unit_get_whole). Collective. */
+static int tp_params_get(struct sf_model *m, float *dst)
+{
+	int rc = SF_OK;
+	for (int i = 0; i < m->nunits; i++)
+		SF_CHECK(_sf_unit_get_whole(m, i, SF_VEC_PARAM, false, dst + m->units[i].woff));
+fail:
+	return rc;
+}
+
+SF_API int sf_model_params_get(sf_model *m, float *dst, size_t n)
+{
+	int rc = SF_OK;
+	float *tmp = NULL;
+	if (!m || !dst)
+		return SF_ERR(SF_ERR_INVALID, "sf_model_params_get: NULL model or destination");
+	if (n != m->nparams_whole)
+		return SF_ERR(SF_ERR_INVALID,
+		              "sf_model_params_get: n is %zu, the model has %zu "
+		              "parameters (sf_model_param_count)",
+		              n, m->nparams_whole);
+	SF_CHECK(sf_model_sync(m));
+	if (m->tp > 1)
+		return tp_params_get(m, dst);
+	/* every rank's shard: the first node's ranks hold the whole vector in order
+	 * (hybrid: the other nodes hold the same shards again) */
+	if (m->cfg.sharding != SF_SHARD_NONE)
+		SF_CHECK(_sf_alloc_floats(&tmp,
+		                          m->largest_NS / (size_t)m->shard_size * (size_t)m->nranks,
+		                          "sf_model_params_get"));
+	for (int i = 0; i < m->nunits; i++) {
+		struct _sf_unit *u = &m->units[i];
+		if (m->cfg.sharding == SF_SHARD_NONE) {
+			SF_CHECK(_sf_data_acquire(u->h_full, STARPU_R));
+			memcpy(dst + u->off, u->full, u->P * sizeof(float));
+			starpu_data_release(u->h_full);
+			continue;
+		}
+		SF_CHECK(_sf_data_acquire(u->h_shard, STARPU_R));
+		int grc =
+		    m->comm->ops->allgather_bytes(m->comm, u->shard, u->S * sizeof(float), tmp);
+		starpu_data_release(u->h_shard);
+		SF_CHECK(grc);
+		memcpy(dst + u->off, tmp, u->P * sizeof(float));
+	}
+fail:
+	_sf_free_floats(tmp);
+	return rc;
+}
