@@ -3,12 +3,19 @@
 #
 # Proves there is no invalid access and no leak in shardflow's code: any memcheck
 # error, or a definitely/indirectly lost block outside the Open MPI and StarPU
-# internals listed in tests/valgrind.supp, fails the program's line.
+# internals listed in tests/valgrind.supp, fails the program's line. A program linked
+# against the uninstalled shared library is a libtool wrapper script: valgrind runs
+# under libtool's execute mode, which puts the real binary (and its library path) in
+# the wrapper's place, so memcheck watches the program, not the shell; and a run's
+# environment is set before valgrind, not through env(1), whose exec memcheck would
+# not follow.
 top_builddir=${top_builddir:-$(pwd)}
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
 export STARPU_SILENT=1
 
-VG="valgrind --quiet --leak-check=full --show-leak-kinds=definite,indirect \
+LT="$top_builddir/libtool"
+[ -x "$LT" ] || { echo "Bail out! no $LT: configure the build first"; exit 99; }
+VG="$LT --mode=execute valgrind --quiet --leak-check=full --show-leak-kinds=definite,indirect \
  --errors-for-leak-kinds=definite,indirect --num-callers=50 --error-exitcode=99 \
  --suppressions=$top_srcdir/tests/valgrind.supp"
 
@@ -43,8 +50,19 @@ for t in "$@"; do
 	n=$((n + 1))
 	name=${t%%|*}
 	cmd=${t#*|}
+	# "env A=1 B=2 PROGRAM ARGS": the assignments go before valgrind
+	vars=
+	case $cmd in
+	"env "*)
+		cmd=${cmd#env }
+		while :; do
+			w=${cmd%% *}
+			case $w in *=*) vars="$vars $w"; cmd=${cmd#"$w" } ;; *) break ;; esac
+		done
+		;;
+	esac
 	# shellcheck disable=SC2086
-	if $VG $cmd >"$tmp/out" 2>"$tmp/err"; then
+	if env $vars $VG $cmd >"$tmp/out" 2>"$tmp/err"; then
 		echo "ok $n - valgrind clean: $name"
 	else
 		rc=$?
