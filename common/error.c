@@ -5,7 +5,9 @@
  * report points at the check that fired), unless a program asked for quiet
  * (_sf_err_quiet, sf_log_set_quiet) or the log is off, and kept per thread for
  * sf_last_error(). A callback's error (sf_error_set in a layer type's infer) is held
- * and printed once, by the caller that adds its context (_sf_err_hold).
+ * and printed once, by the caller that adds its context (_sf_err_hold); a name lookup's
+ * (sf_optimizer_from_name and the like) is only recorded, for the program to print
+ * with the option it parsed (_sf_err_record).
  */
 #include "common/error.h"
 
@@ -44,13 +46,14 @@ SF_API const char *sf_last_error(void)
 	return last_error;
 }
 
-static int vset(int status, const char *file, int line, const char *fmt, va_list ap)
+/* Records the message; prints it unless held, quiet, the log is off or `print` is false */
+static int vset(int status, const char *file, int line, bool print, const char *fmt, va_list ap)
 {
 	int n = vsnprintf(last_error, sizeof last_error, fmt, ap);
 	if (n < 0)
 		last_error[0] = '\0';
 	recorded = true;
-	if (!held && !_sf_err_quiet && _sf_log_level >= SF_LOG_ERROR) {
+	if (print && !held && !_sf_err_quiet && _sf_log_level >= SF_LOG_ERROR) {
 		char where[64] = "";
 		if (_sf_log_rank >= 0)
 			snprintf(where, sizeof where, "[rank %d] ", _sf_log_rank);
@@ -68,7 +71,16 @@ int _sf_err(int status, const char *file, int line, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	vset(status, file, line, fmt, ap);
+	vset(status, file, line, true, fmt, ap);
+	va_end(ap);
+	return status;
+}
+
+int _sf_err_record(int status, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vset(status, NULL, 0, false, fmt, ap);
 	va_end(ap);
 	return status;
 }
@@ -77,7 +89,7 @@ SF_API int sf_error_set(int status, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	vset(status < 0 ? status : SF_ERR_INVALID, NULL, 0, fmt, ap);
+	vset(status < 0 ? status : SF_ERR_INVALID, NULL, 0, true, fmt, ap);
 	va_end(ap);
 	return status < 0 ? status : SF_ERR_INVALID;
 }

@@ -25,6 +25,10 @@
 int _sf_err(int status, const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 #define SF_ERR(status, ...) _sf_err((status), __FILE__, __LINE__, __VA_ARGS__)
+/* Records a message for sf_last_error() without ever printing it; returns status. For a
+ * lookup whose caller knows where the text came from (sf_optimizer_from_name and the
+ * like, on a program's option) and prints the message once, with that, itself. */
+int _sf_err_record(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Formats a file path into buf (n bytes, SF_PATH_MAX for the library's): SF_OK, or
  * SF_ERR_INVALID saying that the path `what` names would be too long. */

@@ -183,15 +183,8 @@ static int parse_options(int argc, char **argv, struct options *o)
 				                 "expected at least 2 comma-separated positive "
 				                 "integers (input,...,classes)");
 		} else if (!strcmp(name, "--optimizer")) {
-			if (!strcmp(val, "sgd"))
-				o->optimizer = SF_OPT_SGD;
-			else if (!strcmp(val, "adamw"))
-				o->optimizer = SF_OPT_ADAMW;
-			else if (!strcmp(val, "lion"))
-				o->optimizer = SF_OPT_LION;
-			else
-				return bad_usage("--optimizer \"%s\" is invalid: %s", val,
-				                 "accepted values are sgd, adamw, lion");
+			if (sf_optimizer_from_name(val, &o->optimizer) != SF_OK)
+				return bad_usage("--optimizer %s", sf_last_error());
 		} else if (!strcmp(name, "--lr")) {
 			char *end;
 			errno = 0;
@@ -240,16 +233,6 @@ static double process_cpu_ms(void)
 		return 0;
 	return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 +
 	       (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-3;
-}
-
-static const char *sharding_name(enum sf_sharding s)
-{
-	return s == SF_SHARD_FULL ? "full" : s == SF_SHARD_GRAD_OP ? "grad_op" : s == SF_SHARD_HYBRID ? "hybrid" : "none";
-}
-
-static const char *bwd_name(enum sf_backward_prefetch b)
-{
-	return b == SF_BWD_PRE ? "pre" : b == SF_BWD_POST ? "post" : "none";
 }
 
 /* Library calls: on failure the library has already printed the detailed message;
@@ -330,17 +313,13 @@ int main(int argc, char **argv)
 		fprintf(stderr,
 		        PROG ": %d rank%s, sharding %s, prefetch depth %d, backward prefetch %s, "
 		             "%zu parameters, widths",
-		        size, size == 1 ? "" : "s", sharding_name(cfg.sharding), cfg.prefetch_depth,
-		        bwd_name(cfg.bwd_prefetch), nparams);
+		        size, size == 1 ? "" : "s", sf_sharding_name(cfg.sharding),
+		        cfg.prefetch_depth, sf_backward_prefetch_name(cfg.bwd_prefetch), nparams);
 		for (int i = 0; i < o.nwidths; i++)
 			fprintf(stderr, "%c%d", i ? ',' : ' ', o.widths[i]);
 		fprintf(stderr, ", batch %d x %d micro-batch(es), %d steps, %s lr %g, seed %llu\n",
-		        o.batch, cfg.grad_accum, o.steps,
-		        o.optimizer == SF_OPT_LION    ? "lion"
-		        : o.optimizer == SF_OPT_ADAMW ? "adamw"
-		                                      : "sgd",
-		        (double)o.lr,
-		        (unsigned long long)o.seed);
+		        o.batch, cfg.grad_accum, o.steps, sf_optimizer_name(o.optimizer),
+		        (double)o.lr, (unsigned long long)o.seed);
 	}
 
 	/* This rank's rows of every batch; at least one element so malloc never sees 0. */

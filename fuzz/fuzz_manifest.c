@@ -13,8 +13,10 @@
 #include "fuzz/common.h"
 #include "io/manifest.h"
 
-/* the names sf_checkpoint_load accepts (scheduler/config.c's tables): one per value of
- * the public enums, so that a new sharding or optimizer fails this build until named */
+/* the names sf_checkpoint_load accepts: a copy of scheduler/config.c's tables (public as
+ * sf_sharding_name and sf_optimizer_name), because this target links io/manifest.c
+ * alone, not the library; one per value of the public enums, so that a new sharding or
+ * optimizer fails this build until named here too */
 static const char *const shardings[] = {"full", "grad_op", "none", "hybrid"};
 static const char *const optimizers[] = {"sgd", "adamw", "lion"};
 _Static_assert(sizeof shardings / sizeof *shardings == SF_SHARD_COUNT, "one name per sharding");

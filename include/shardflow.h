@@ -259,6 +259,65 @@ struct sf_config {
 #define SF_DEFAULT_COMM_TIMEOUT 600
 #define SF_MAX_COMM_TIMEOUT 86400 /**< largest SHARDFLOW_COMM_TIMEOUT (a day) */
 
+/*
+ * The names of the enums' values: every enum a user names (by a SHARDFLOW_* variable,
+ * in a checkpoint) has a pair of functions over the library's one table of its names,
+ * so that a program never spells them itself:
+ *  - sf_<enum>_from_name(name, out): *out = the value `name` names, exactly (case and
+ *    whole word), and SF_OK; else SF_ERR_INVALID, *out unchanged, for an unknown name,
+ *    a NULL name or a NULL out. The message, kept for sf_last_error(), quotes the name
+ *    and lists the accepted names ("\"rmsprop\" is not an optimizer: accepted names
+ *    are sgd, adamw, lion"); it is never printed by the library, whatever
+ *    sf_log_set_quiet() says, because the program knows which option the name came
+ *    from and prints it once ("--optimizer \"rmsprop\" is not an optimizer: ...").
+ *  - sf_<enum>_name(value): the value's name, a static string the library owns; NULL
+ *    for a value out of range (its _COUNT, a stray integer).
+ * The names are those of the variables (README's table) and of sf_config_set(). Both
+ * work before sf_init() and from any thread.
+ */
+
+/** The enum sf_sharding value named as SHARDFLOW_SHARDING names it (see above). */
+SF_API int sf_sharding_from_name(const char *name, enum sf_sharding *out);
+/** The name of an enum sf_sharding value ("full", ...), or NULL out of range. */
+SF_API const char *sf_sharding_name(enum sf_sharding value);
+/** The enum sf_backward_prefetch value named as SHARDFLOW_BACKWARD_PREFETCH names it. */
+SF_API int sf_backward_prefetch_from_name(const char *name, enum sf_backward_prefetch *out);
+/** The name of an enum sf_backward_prefetch value ("pre", ...), or NULL out of range. */
+SF_API const char *sf_backward_prefetch_name(enum sf_backward_prefetch value);
+/** The enum sf_skip value named as SHARDFLOW_SKIP names it. */
+SF_API int sf_skip_from_name(const char *name, enum sf_skip *out);
+/** The name of an enum sf_skip value ("none", ...), or NULL out of range. */
+SF_API const char *sf_skip_name(enum sf_skip value);
+/** The enum sf_comm_backend value named as SHARDFLOW_COMM names it. */
+SF_API int sf_comm_backend_from_name(const char *name, enum sf_comm_backend *out);
+/** The name of an enum sf_comm_backend value ("mpi", ...), or NULL out of range. */
+SF_API const char *sf_comm_backend_name(enum sf_comm_backend value);
+/** The enum sf_optimizer_on value named as SHARDFLOW_OPTIMIZER_ON names it. */
+SF_API int sf_optimizer_on_from_name(const char *name, enum sf_optimizer_on *out);
+/** The name of an enum sf_optimizer_on value ("device", ...), or NULL out of range. */
+SF_API const char *sf_optimizer_on_name(enum sf_optimizer_on value);
+/** The enum sf_gpu_math value named as SHARDFLOW_GPU_MATH names it. */
+SF_API int sf_gpu_math_from_name(const char *name, enum sf_gpu_math *out);
+/** The name of an enum sf_gpu_math value ("fp32", ...), or NULL out of range. */
+SF_API const char *sf_gpu_math_name(enum sf_gpu_math value);
+/** The enum sf_accum_mode value named as SHARDFLOW_ACCUM_MODE names it. */
+SF_API int sf_accum_mode_from_name(const char *name, enum sf_accum_mode *out);
+/** The name of an enum sf_accum_mode value ("sharded", ...), or NULL out of range. */
+SF_API const char *sf_accum_mode_name(enum sf_accum_mode value);
+/** The enum sf_dtype value named as SHARDFLOW_PARAM_DTYPE and SHARDFLOW_REDUCE_DTYPE
+ *  name it. */
+SF_API int sf_dtype_from_name(const char *name, enum sf_dtype *out);
+/** The name of an enum sf_dtype value ("fp32", ...), or NULL out of range. */
+SF_API const char *sf_dtype_name(enum sf_dtype value);
+/** The enum sf_recompute value named as SHARDFLOW_RECOMPUTE names it. */
+SF_API int sf_recompute_from_name(const char *name, enum sf_recompute *out);
+/** The name of an enum sf_recompute value ("none", ...), or NULL out of range. */
+SF_API const char *sf_recompute_name(enum sf_recompute value);
+/** The enum sf_log_level value named as SHARDFLOW_LOG names it. */
+SF_API int sf_log_level_from_name(const char *name, enum sf_log_level *out);
+/** The name of an enum sf_log_level value ("off", ...), or NULL out of range. */
+SF_API const char *sf_log_level_name(enum sf_log_level value);
+
 /** The runtime: MPI, StarPU and the comm worker of one process. */
 typedef struct sf_context sf_context;
 
@@ -906,6 +965,13 @@ enum sf_optimizer {
 	SF_OPT_LION,
 	SF_OPT_COUNT, /**< the number of values above; not a value */
 };
+
+/** The enum sf_optimizer value of a name, as checkpoints record it and programs take it
+ *  on their command line (these pairs of functions are described above
+ *  sf_sharding_from_name()). */
+SF_API int sf_optimizer_from_name(const char *name, enum sf_optimizer *out);
+/** The name of an enum sf_optimizer value ("sgd", ...), or NULL out of range. */
+SF_API const char *sf_optimizer_name(enum sf_optimizer value);
 
 struct sf_model_options {
 	/** Global samples per step (rows, or sequences of T rows), default 64. It must be

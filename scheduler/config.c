@@ -8,6 +8,10 @@
  * is an error naming the variable (or the field), the value and what is accepted, and
  * an unknown SHARDFLOW_* variable is an error too (a misspelt SHARDFLOW_PREFETCH_DEPHT
  * silently ignored would be worse).
+ *
+ * The names of the enums' values live here too, one table per enum, and are public
+ * through one pair of functions each (sf_optimizer_from_name, sf_optimizer_name, ...),
+ * so that no program spells them again.
  */
 #include "config.h"
 
@@ -27,14 +31,9 @@ extern char **environ;
 
 /* The names a table gives the values of an enum, in its order: one per value, so that
  * a choice's index is the value (a table sized by the count would let a missing name
- * be NULL). */
-#define NAMES_OF(names, count)                                                                     \
-	_Static_assert(sizeof names / sizeof names[0] == (count), #names ": one name per value")
-
+ * be NULL). Each enum's table is also its public names (NAMED_ENUM below). */
 const char *const _sf_sharding_names[] = {"full", "grad_op", "none", "hybrid"};
 const char *const _sf_optimizer_names[] = {"sgd", "adamw", "lion"};
-NAMES_OF(_sf_sharding_names, SF_SHARD_COUNT);
-NAMES_OF(_sf_optimizer_names, SF_OPT_COUNT);
 
 static const char *const bwd_names[] = {"pre", "post", "none"};
 static const char *const log_names[] = {"off", "error", "warn", "info", "debug"};
@@ -46,14 +45,86 @@ static const char *const accum_names[] = {"sharded", "local"};
 static const char *const recompute_names[] = {"none", "units"};
 static const char *const dtype_names[] = {"fp32", "bf16"};
 static const char *const onoff_names[] = {"off", "on"};
-NAMES_OF(bwd_names, SF_BWD_COUNT);
-NAMES_OF(log_names, SF_LOG_COUNT);
-NAMES_OF(skip_names, SF_SKIP_COUNT);
-NAMES_OF(comm_names, SF_COMM_COUNT);
-NAMES_OF(opt_on_names, SF_OPT_ON_COUNT);
-NAMES_OF(accum_names, SF_ACCUM_COUNT);
-NAMES_OF(recompute_names, SF_RECOMPUTE_COUNT);
-NAMES_OF(dtype_names, SF_DTYPE_COUNT);
+
+/* ---- the enums' names, public: sf_optimizer_from_name and the like ------------------- */
+
+/* The index of s in names, or -1 (s NULL included) */
+static int name_index(const char *const *names, int n, const char *s)
+{
+	for (int i = 0; s && i < n; i++)
+		if (strcmp(s, names[i]) == 0)
+			return i;
+	return -1;
+}
+
+/* "a, b, c" into buf */
+static void name_list(const char *const *names, int n, char *buf, size_t size)
+{
+	buf[0] = '\0';
+	for (int i = 0; i < n; i++)
+		snprintf(buf + strlen(buf), size - strlen(buf), "%s%s", i ? ", " : "", names[i]);
+}
+
+/* *v = the index of name in names; else SF_ERR_INVALID, recorded, not printed: the
+ * program prints it with its option ("--optimizer " + the message). what: "an
+ * optimizer"; fn: the public function. */
+static int from_name(const char *fn, const char *what, const char *const *names, int n,
+                     const char *name, int *v)
+{
+	char list[256];
+	int i = name_index(names, n, name);
+	if (i >= 0 && v) {
+		*v = i;
+		return SF_OK;
+	}
+	if (!v)
+		return _sf_err_record(SF_ERR_INVALID, "%s: out is NULL", fn);
+	name_list(names, n, list, sizeof list);
+	if (!name)
+		return _sf_err_record(SF_ERR_INVALID,
+		                      "%s: a NULL name is not %s: accepted names are %s", fn, what,
+		                      list);
+	return _sf_err_record(SF_ERR_INVALID, "\"%s\" is not %s: accepted names are %s", name, what,
+	                      list);
+}
+
+/* The public pair of an enum whose value v is names[v]: from_fn(name, &value) writes
+ * the value only on success; name_fn(value) is NULL out of range. The build fails until
+ * every value has a name. */
+#define NAMED_ENUM(from_fn, name_fn, type, names, count, what)                                     \
+	_Static_assert(sizeof names / sizeof names[0] == (count), #names ": one name per value");  \
+	SF_API int from_fn(const char *name, type *out)                                            \
+	{                                                                                          \
+		int v = 0, rc = from_name(#from_fn, what, names, (count), name, out ? &v : NULL);  \
+		if (rc == SF_OK)                                                                   \
+			*out = (type)v;                                                            \
+		return rc;                                                                         \
+	}                                                                                          \
+	SF_API const char *name_fn(type value)                                                     \
+	{                                                                                          \
+		return (int)value >= 0 && (int)value < (count) ? names[value] : NULL;              \
+	}
+
+NAMED_ENUM(sf_optimizer_from_name, sf_optimizer_name, enum sf_optimizer, _sf_optimizer_names,
+           SF_OPT_COUNT, "an optimizer")
+NAMED_ENUM(sf_sharding_from_name, sf_sharding_name, enum sf_sharding, _sf_sharding_names,
+           SF_SHARD_COUNT, "a sharding")
+NAMED_ENUM(sf_backward_prefetch_from_name, sf_backward_prefetch_name, enum sf_backward_prefetch,
+           bwd_names, SF_BWD_COUNT, "a backward prefetch policy")
+NAMED_ENUM(sf_comm_backend_from_name, sf_comm_backend_name, enum sf_comm_backend, comm_names,
+           SF_COMM_COUNT, "a comm backend")
+NAMED_ENUM(sf_dtype_from_name, sf_dtype_name, enum sf_dtype, dtype_names, SF_DTYPE_COUNT, "a dtype")
+NAMED_ENUM(sf_log_level_from_name, sf_log_level_name, enum sf_log_level, log_names, SF_LOG_COUNT,
+           "a log level")
+NAMED_ENUM(sf_skip_from_name, sf_skip_name, enum sf_skip, skip_names, SF_SKIP_COUNT, "a skip mode")
+NAMED_ENUM(sf_optimizer_on_from_name, sf_optimizer_on_name, enum sf_optimizer_on, opt_on_names,
+           SF_OPT_ON_COUNT, "an optimizer placement")
+NAMED_ENUM(sf_gpu_math_from_name, sf_gpu_math_name, enum sf_gpu_math, gpu_math_names,
+           SF_GPU_MATH_COUNT, "a GPU math mode")
+NAMED_ENUM(sf_accum_mode_from_name, sf_accum_mode_name, enum sf_accum_mode, accum_names,
+           SF_ACCUM_COUNT, "an accumulation mode")
+NAMED_ENUM(sf_recompute_from_name, sf_recompute_name, enum sf_recompute, recompute_names,
+           SF_RECOMPUTE_COUNT, "a recompute mode")
 
 int _sf_parse_long(const char *s, long lo, long hi, long *out)
 {
@@ -177,9 +248,7 @@ static void accepted(const struct knob *k, char *buf, size_t n)
 		         sizeof((struct sf_config *)0)->trace - 32);
 		return;
 	}
-	buf[0] = '\0';
-	for (int i = 0; i < k->nnames; i++)
-		snprintf(buf + strlen(buf), n - strlen(buf), "%s%s", i ? ", " : "", k->names[i]);
+	name_list(k->names, k->nnames, buf, n);
 	snprintf(buf + strlen(buf), n - strlen(buf), " (default %s)", k->names[k->def]);
 }
 
@@ -225,12 +294,10 @@ static int parse_knob(const struct knob *k, const char *what, const char *text, 
 		*knob_int(c, k) = (int)v;
 		return SF_OK;
 	case KNOB_CHOICE:
-		for (int i = 0; i < k->nnames; i++)
-			if (strcmp(text, k->names[i]) == 0) {
-				*knob_int(c, k) = i;
-				return SF_OK;
-			}
-		return refuse(k, what, text);
+		if ((v = name_index(k->names, k->nnames, text)) < 0)
+			return refuse(k, what, text);
+		*knob_int(c, k) = (int)v;
+		return SF_OK;
 	case KNOB_PREFIX:
 		if (!text[0]) /* set but empty: a mistake, not "off" */
 			return refuse(k, what, text);

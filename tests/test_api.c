@@ -19,6 +19,7 @@
 
 #include <math.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -481,6 +482,174 @@ static int occurrences(const char *text, const char *what)
 	for (const char *p = strstr(text, what); p; p = strstr(p + 1, what))
 		k++;
 	return k;
+}
+
+/* --- the enums' names (sf_optimizer_from_name and the like) ----------------------- */
+
+/* Each public pair seen through ints, so that one loop checks them all: from() leaves
+ * *v at -7 unless the library writes the value. */
+#define NAME_PAIR(stem, type)                                                                      \
+	static int stem##_from(const char *s, int *v)                                              \
+	{                                                                                          \
+		type e = (type)-7;                                                                 \
+		int rc = sf_##stem##_from_name(s, &e);                                             \
+		*v = (int)e;                                                                       \
+		return rc;                                                                         \
+	}                                                                                          \
+	static const char *stem##_to(int v)                                                        \
+	{                                                                                          \
+		return sf_##stem##_name((type)v);                                                  \
+	}
+NAME_PAIR(optimizer, enum sf_optimizer)
+NAME_PAIR(sharding, enum sf_sharding)
+NAME_PAIR(backward_prefetch, enum sf_backward_prefetch)
+NAME_PAIR(skip, enum sf_skip)
+NAME_PAIR(comm_backend, enum sf_comm_backend)
+NAME_PAIR(optimizer_on, enum sf_optimizer_on)
+NAME_PAIR(gpu_math, enum sf_gpu_math)
+NAME_PAIR(accum_mode, enum sf_accum_mode)
+NAME_PAIR(dtype, enum sf_dtype)
+NAME_PAIR(recompute, enum sf_recompute)
+NAME_PAIR(log_level, enum sf_log_level)
+
+struct named_enum {
+	const char *stem;
+	int (*from)(const char *, int *);
+	const char *(*to)(int);
+	int count;
+	const char *knob;     /* its sf_config_set name (NULL: none), which reads the same names */
+	size_t off;           /* the knob's field in struct sf_config */
+	const char *what;     /* how a refusal calls a value ("an optimizer") */
+	const char *names[6]; /* the documented names (README, docs/api.md), in value order */
+};
+
+/* A row's functions by their stem, and the knob (field) that reads the same names */
+#define NAMED(s, field)                                                                            \
+	.stem = #s, .from = s##_from, .to = s##_to, .knob = #field,                                \
+	.off = offsetof(struct sf_config, field)
+static const struct named_enum named_enums[] = {
+    {.stem = "optimizer",
+     .from = optimizer_from,
+     .to = optimizer_to,
+     .count = SF_OPT_COUNT,
+     .what = "an optimizer",
+     .names = {"sgd", "adamw", "lion"}},
+    {NAMED(sharding, sharding), .count = SF_SHARD_COUNT, .what = "a sharding",
+     .names = {"full", "grad_op", "none", "hybrid"}},
+    {NAMED(backward_prefetch, bwd_prefetch), .count = SF_BWD_COUNT,
+     .what = "a backward prefetch policy", .names = {"pre", "post", "none"}},
+    {NAMED(skip, skip), .count = SF_SKIP_COUNT, .what = "a skip mode",
+     .names = {"none", "comm", "compute"}},
+    {NAMED(comm_backend, comm), .count = SF_COMM_COUNT, .what = "a comm backend",
+     .names = {"mpi", "nccl"}},
+    {NAMED(optimizer_on, optimizer_on), .count = SF_OPT_ON_COUNT, .what = "an optimizer placement",
+     .names = {"device", "host"}},
+    {NAMED(gpu_math, gpu_math), .count = SF_GPU_MATH_COUNT, .what = "a GPU math mode",
+     .names = {"fp32", "tf32"}},
+    {NAMED(accum_mode, accum_mode), .count = SF_ACCUM_COUNT, .what = "an accumulation mode",
+     .names = {"sharded", "local"}},
+    {NAMED(dtype, param_dtype), .count = SF_DTYPE_COUNT, .what = "a dtype",
+     .names = {"fp32", "bf16"}},
+    {NAMED(recompute, recompute), .count = SF_RECOMPUTE_COUNT, .what = "a recompute mode",
+     .names = {"none", "units"}},
+    {NAMED(log_level, log_level), .count = SF_LOG_COUNT, .what = "a log level",
+     .names = {"off", "error", "warn", "info", "debug"}},
+};
+
+/* The message of a refusal: `who` (the quoted name, or "sf_<stem>_from_name: a NULL
+ * name") "is not <what>: accepted names are a, b, c" */
+static bool refusal_is(const struct named_enum *e, const char *who)
+{
+	char want[512];
+	snprintf(want, sizeof want, "%s is not %s: accepted names are ", who, e->what);
+	for (int i = 0; i < e->count; i++)
+		snprintf(want + strlen(want), sizeof want - strlen(want), "%s%s", i ? ", " : "",
+		         e->names[i]);
+	if (strcmp(sf_last_error(), want) == 0)
+		return true;
+	diag("  sf_%s_from_name: got \"%s\", expected \"%s\"", e->stem, sf_last_error(), want);
+	return false;
+}
+
+/* One enum: name -> value -> name for every value and the documented names exactly;
+ * sf_config_set reads the same names; anything else (unknown, a prefix, a longer word,
+ * another case, "", NULL) refused, *out untouched, with a message listing the names;
+ * values out of range have no name. */
+static void check_named_enum(const struct named_enum *e)
+{
+	bool all = e->names[e->count] == NULL;
+	for (int v = 0; v < e->count; v++) {
+		const char *n = e->to(v);
+		int back = -1, rc = n ? e->from(n, &back) : SF_ERR_INVALID;
+		if (!n || strcmp(n, e->names[v]) != 0 || rc != SF_OK || back != v ||
+		    e->to(back) != n) {
+			diag("  value %d: named \"%s\" (documented \"%s\"), read back as %d "
+			     "(status %d)",
+			     v, n ? n : "(NULL)", e->names[v], back, rc);
+			all = false;
+		}
+		struct sf_config c;
+		sf_config_init(&c);
+		if (e->knob && (sf_config_set(&c, e->knob, e->names[v]) != SF_OK ||
+		                *(const int *)((const char *)&c + e->off) != v)) {
+			diag("  sf_config_set(%s, \"%s\") does not give value %d", e->knob,
+			     e->names[v], v);
+			all = false;
+		}
+	}
+	ok(all, "sf_%s_name/_from_name: the %d documented names, name -> value -> name%s", e->stem,
+	   e->count, e->knob ? ", as sf_config_set reads them" : "");
+
+	int v = 0;
+	int rc = e->from("x-bogus", &v);
+	ok(rc == SF_ERR_INVALID && v == -7 && refusal_is(e, "\"x-bogus\""),
+	   "  an unknown name refused (%d), *out untouched, the accepted names listed", rc);
+
+	/* near misses: a prefix, a longer word, another case, the empty name */
+	char near[4][32];
+	snprintf(near[0], sizeof near[0], "%.*s", (int)strlen(e->names[0]) - 1, e->names[0]);
+	snprintf(near[1], sizeof near[1], "%sx", e->names[e->count - 1]);
+	snprintf(near[2], sizeof near[2], "%s", e->names[1]);
+	for (char *p = near[2]; *p; p++)
+		*p = (char)(*p >= 'a' && *p <= 'z' ? *p - 'a' + 'A' : *p);
+	near[3][0] = '\0';
+	all = true;
+	for (int i = 0; i < 4; i++) {
+		v = 0;
+		if ((rc = e->from(near[i], &v)) != SF_ERR_INVALID || v != -7) {
+			diag("  \"%s\": status %d, value %d", near[i], rc, v);
+			all = false;
+		}
+	}
+	ok(all, "  \"%s\", \"%s\", \"%s\" and \"\" refused", near[0], near[1], near[2]);
+
+	char who[96];
+	snprintf(who, sizeof who, "sf_%s_from_name: a NULL name", e->stem);
+	v = 0;
+	rc = e->from(NULL, &v);
+	ok(rc == SF_ERR_INVALID && v == -7 && refusal_is(e, who),
+	   "  a NULL name refused (%d), the accepted names listed", rc);
+
+	ok(e->to(e->count) == NULL && e->to(-1) == NULL && e->to(INT32_MAX) == NULL,
+	   "  no name for %d (the count), -1 or INT32_MAX", e->count);
+}
+
+static void test_enum_names(void)
+{
+	for (size_t i = 0; i < sizeof named_enums / sizeof named_enums[0]; i++)
+		check_named_enum(&named_enums[i]);
+	ok_invalid(sf_optimizer_from_name("sgd", NULL), "sf_optimizer_from_name(name, NULL)");
+	ok_true(has("sf_optimizer_from_name: out is NULL"), "  saying so");
+	ok_invalid(sf_dtype_from_name("bf16", NULL), "sf_dtype_from_name(name, NULL)");
+
+	/* a refusal is kept, never printed: the program prints it with its option */
+	enum sf_optimizer o = SF_OPT_ADAMW;
+	capture_begin();
+	int rc = sf_optimizer_from_name("rmsprop", &o);
+	const char *err = capture_end();
+	ok(rc == SF_ERR_INVALID && o == SF_OPT_ADAMW && err[0] == '\0' &&
+	       has("\"rmsprop\" is not an optimizer: accepted names are sgd, adamw, lion"),
+	   "\"rmsprop\": refused, not printed (stderr: \"%.60s\"), kept for sf_last_error()", err);
 }
 
 /* A layer type's refusal (sf_error_set in infer) is printed once, with the context
@@ -1103,6 +1272,7 @@ int main(int argc, char **argv)
 	test_before_init();
 	test_options_defaults();
 	test_config_in_code();
+	test_enum_names();
 	test_unit_options();
 	unsetenv("STARPU_MINIMUM_CLEAN_BUFFERS");
 	setenv("STARPU_TARGET_CLEAN_BUFFERS", "7", 1);

@@ -152,17 +152,8 @@ static inline int train_option(struct train_options *t, const char *opt, const c
 		return parse_int(val, min_steps, INT_MAX, &t->steps) ? -1 : 1;
 	if (!strcmp(opt, "--batch"))
 		return parse_int(val, 1, INT_MAX, &t->batch) ? -1 : 1;
-	if (!strcmp(opt, "--optimizer")) {
-		if (!strcmp(val, "sgd"))
-			t->optimizer = SF_OPT_SGD;
-		else if (!strcmp(val, "adamw"))
-			t->optimizer = SF_OPT_ADAMW;
-		else if (!strcmp(val, "lion"))
-			t->optimizer = SF_OPT_LION;
-		else
-			return -1;
-		return 1;
-	}
+	if (!strcmp(opt, "--optimizer"))
+		return sf_optimizer_from_name(val, &t->optimizer) ? -1 : 1;
 	if (!strcmp(opt, "--lr")) {
 		errno = 0;
 		double v = strtod(val, &end);

@@ -6,7 +6,7 @@
  *   shardflow-sim-job [--model NAME | --arch gpt|llama --layers L --dim C --heads H
  *                     [--kv-heads K] [--ffn F] [--vocab V]] [--context T]
  *                     [--batch B] [--micro-batches M] [--steps N] [--warmup W]
- *                     [--optimizer sgd|adamw]
+ *                     [--optimizer sgd|adamw|lion]
  *
  * NAME: gpt2 (124M), gpt2-xl (1.56B), llama-100m, llama-8b (Llama 3 8B), llama-70b
  * (Llama 3 70B). B is the global batch in sequences of T tokens per micro-batch
@@ -64,7 +64,7 @@ static int usage(const char *why, const char *arg)
 	        "usage: " PROG " [--model gpt2|gpt2-xl|llama-100m|llama-8b|llama-70b | --arch "
 	        "gpt|llama --layers L --dim C --heads H [--kv-heads K] [--ffn F] [--vocab V]]\n"
 	        "       [--context T] [--batch B] [--micro-batches M] [--steps N] [--warmup W] "
-	        "[--optimizer sgd|adamw]\n");
+	        "[--optimizer sgd|adamw|lion]\n");
 	return 2;
 }
 
@@ -108,13 +108,11 @@ static int parse(int argc, char **argv, struct job *j)
 			continue;
 		}
 		if (!strcmp(o, "--optimizer")) {
-			if (!strcmp(v, "sgd"))
-				j->optimizer = SF_OPT_SGD;
-			else if (!strcmp(v, "adamw"))
-				j->optimizer = SF_OPT_ADAMW;
-			else
-				return usage("--optimizer: sgd or adamw, not", v);
-			continue;
+			char why[512];
+			if (sf_optimizer_from_name(v, &j->optimizer) == SF_OK)
+				continue;
+			snprintf(why, sizeof why, "--optimizer %s", sf_last_error());
+			return usage(why, NULL);
 		}
 		if (!strcmp(o, "--layers"))
 			target = &j->layers;
