@@ -6,7 +6,6 @@
  */
 #include "io/checkpoint.h"
 #include "io/manifest.h"
-#include "scheduler/model.h"
 #include "scheduler/model_access.h"
 
 #include <inttypes.h>
@@ -25,7 +24,9 @@ int _sf_ckpt_nvectors(const struct sf_model *m)
 
 const char *_sf_ckpt_unit_name(const struct sf_model *m, int u)
 {
-	return m->units[u].name;
+	struct _sf_unit_desc d;
+	_sf_unit_describe(m, u, &d);
+	return d.name;
 }
 
 /* FNV-1a 64 over what makes two models interchangeable: per node its kind, type,
@@ -55,15 +56,19 @@ static void fnv_str(uint64_t *h, const char *s)
 void _sf_ckpt_structure_hash(const struct sf_model *m, char out[17])
 {
 	uint64_t h = 0xcbf29ce484222325ull;
-	fnv_u64(&h, (uint64_t)m->nnodes);
-	for (int n = 0; n < m->nnodes; n++) {
-		const struct _sf_node *nd = &m->gnodes[n];
+	struct _sf_model_geometry g;
+	_sf_model_describe(m, &g);
+	fnv_u64(&h, (uint64_t)g.nnodes);
+	for (int n = 0; n < g.nnodes; n++) {
+		struct _sf_node_desc d;
+		_sf_node_describe(m, n, &d);
+		const struct _sf_node *nd = d.node;
 		fnv_u64(&h, (uint64_t)nd->kind);
 		fnv_str(&h, nd->kind == SF_NODE_LAYER && nd->type ? nd->type->name : "");
 		fnv_str(&h, nd->name);
 		/* the whole layer's (with SHARDFLOW_TP the node holds this rank's slice) */
-		fnv_u64(&h, (uint64_t)(int64_t)m->nodes[n].whole_dim);
-		fnv_u64(&h, (uint64_t)m->nodes[n].whole_nparams);
+		fnv_u64(&h, (uint64_t)(int64_t)d.whole.out_dim);
+		fnv_u64(&h, (uint64_t)d.whole.nparams);
 		fnv_u64(&h, (uint64_t)nd->nin);
 		for (int i = 0; i < nd->nin; i++)
 			fnv_u64(&h, (uint64_t)(int64_t)nd->in[i]);
@@ -73,8 +78,8 @@ void _sf_ckpt_structure_hash(const struct sf_model *m, char out[17])
 			fnv_u64(&h, (uint64_t)(int64_t)nd->tied_to);
 		}
 	}
-	if (m->T != 1)
-		fnv_u64(&h, (uint64_t)m->T);
+	if (g.T != 1)
+		fnv_u64(&h, (uint64_t)g.T);
 	snprintf(out, 17, "%016" PRIx64, h);
 }
 

@@ -7,9 +7,7 @@
 #include "io/bytes.h"
 #include "io/checkpoint.h"
 #include "io/manifest.h"
-#include "scheduler/model.h"
 #include "scheduler/model_access.h"
-#include "scheduler/model_layout.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -63,10 +61,13 @@ fail:
 static int bcast_string(struct sf_model *m, char **s, size_t *len)
 {
 	int rc = SF_OK;
-	uint64_t n = m->rank == 0 ? *len : 0;
-	SF_CHECK(m->comm->ops->bcast(m->comm, &n, sizeof n, 0));
+	struct _sf_comm *comm = _sf_model_comm(m);
+	struct _sf_model_geometry g;
+	_sf_model_describe(m, &g);
+	uint64_t n = g.rank == 0 ? *len : 0;
+	SF_CHECK(comm->ops->bcast(comm, &n, sizeof n, 0));
 	int arc = SF_OK;
-	if (m->rank != 0) {
+	if (g.rank != 0) {
 		*s = malloc(n + 1);
 		if (!*s)
 			arc = SF_ERR(SF_ERR_NOMEM, "cannot allocate %llu bytes",
@@ -74,10 +75,10 @@ static int bcast_string(struct sf_model *m, char **s, size_t *len)
 		*len = *s ? n : 0;
 	}
 	/* every rank learns that one could not allocate, so none waits in the bcast */
-	SF_CHECK(_sf_comm_agree(m->comm, arc, "sf_checkpoint_load"));
+	SF_CHECK(_sf_comm_agree(comm, arc, "sf_checkpoint_load"));
 	for (uint64_t off = 0; off < n;) {
 		int k = n - off > (1u << 30) ? (1 << 30) : (int)(n - off);
-		SF_CHECK(m->comm->ops->bcast(m->comm, *s + off, (size_t)k, 0));
+		SF_CHECK(comm->ops->bcast(comm, *s + off, (size_t)k, 0));
 		off += (uint64_t)k;
 	}
 	(*s)[n] = '\0';
@@ -88,28 +89,32 @@ fail:
 /* What this model expects of a manifest (io/manifest.h). */
 static int expect_init(const struct sf_model *m, struct _sf_manifest_expect *e)
 {
+	struct _sf_model_geometry g;
+	_sf_model_describe(m, &g);
 	*e = (struct _sf_manifest_expect){
 	    .shardings = _sf_sharding_names,
 	    .nshardings = SF_SHARD_COUNT,
 	    .optimizers = _sf_optimizer_names,
 	    .noptimizers = SF_OPT_COUNT,
-	    .optimizer = (int)m->opt.optimizer,
+	    .optimizer = (int)g.optimizer,
 	    /* the vectors a model keeps are always a prefix of param, m, v */
 	    .vectors = _sf_ckpt_vec_names,
 	    .nvectors = _sf_ckpt_nvectors(m),
-	    .nunits = m->nunits,
+	    .nunits = g.nunits,
 	};
 	_sf_ckpt_structure_hash(m, e->structure_hash);
-	const char **names = calloc((size_t)m->nunits + 1, sizeof *names);
-	size_t *P = calloc((size_t)m->nunits + 1, sizeof *P);
+	const char **names = calloc((size_t)g.nunits + 1, sizeof *names);
+	size_t *P = calloc((size_t)g.nunits + 1, sizeof *P);
 	if (!names || !P) {
 		free(names);
 		free(P);
 		return SF_ERR(SF_ERR_NOMEM, "checkpoint load: out of memory");
 	}
-	for (int u = 0; u < m->nunits; u++) {
+	for (int u = 0; u < g.nunits; u++) {
+		struct _sf_unit_desc d;
+		_sf_unit_describe(m, u, &d);
 		names[u] = _sf_ckpt_unit_name(m, u);
-		P[u] = m->units[u].Pw; /* the whole model's (any TP layout wrote it so) */
+		P[u] = d.Pw; /* the whole model's (any TP layout wrote it so) */
 	}
 	e->unit_names = names;
 	e->unit_P = P;
@@ -131,19 +136,22 @@ static int load_manifest(struct sf_model *m, const char *stepdir, struct _sf_man
 	char where[SF_PATH_MAX + 16], *text = NULL;
 	size_t len = 0;
 	bool has_crc = false;
-	if (m->rank == 0)
+	struct _sf_comm *comm = _sf_model_comm(m);
+	struct _sf_model_geometry g;
+	_sf_model_describe(m, &g);
+	if (g.rank == 0)
 		lrc = read_manifest(stepdir, &text, &len, &has_crc);
-	SF_CHECK(_sf_comm_agree(m->comm, lrc, "sf_checkpoint_load"));
+	SF_CHECK(_sf_comm_agree(comm, lrc, "sf_checkpoint_load"));
 	struct _sf_manifest_expect e;
 	SF_CHECK(bcast_string(m, &text, &len));
 	uint8_t crc_flag = has_crc;
-	SF_CHECK(m->comm->ops->bcast(m->comm, &crc_flag, 1, 0));
+	SF_CHECK(comm->ops->bcast(comm, &crc_flag, 1, 0));
 	snprintf(where, sizeof where, "%s/manifest.json", stepdir);
 	lrc = expect_init(m, &e);
 	if (lrc >= 0)
 		lrc = _sf_manifest_parse(&e, text, len, where, crc_flag != 0, mf);
 	expect_free(&e);
-	SF_CHECK(_sf_comm_agree(m->comm, lrc, "sf_checkpoint_load"));
+	SF_CHECK(_sf_comm_agree(comm, lrc, "sf_checkpoint_load"));
 fail:
 	free(text);
 	return rc;
@@ -164,9 +172,11 @@ struct need {
 
 static void need_free(const struct sf_model *m, struct need *nd)
 {
-	for (int i = 0; nd->vec && i < m->nunits * 3; i++)
+	struct _sf_model_geometry g;
+	_sf_model_describe(m, &g);
+	for (int i = 0; nd->vec && i < g.nunits * 3; i++)
 		free(nd->vec[i]);
-	for (int u = 0; nd->whole && u < m->nunits; u++)
+	for (int u = 0; nd->whole && u < g.nunits; u++)
 		free(nd->whole[u]);
 	free(nd->lo);
 	free(nd->hi);
@@ -178,24 +188,27 @@ static void need_free(const struct sf_model *m, struct need *nd)
 
 static int need_init(const struct sf_model *m, struct need *nd)
 {
-	size_t nu = (size_t)m->nunits, smax = 0;
+	struct _sf_model_geometry g;
+	_sf_model_describe(m, &g);
+	size_t nu = (size_t)g.nunits, smax = 0;
 	/* with TP, set_whole keeps grad_op's resident copy from each rank's own slices */
-	bool grad_op = m->cfg.sharding == SF_SHARD_GRAD_OP && m->tp == 1, ok = true;
+	bool grad_op = g.sharding == SF_SHARD_GRAD_OP && g.tp == 1, ok = true;
 	nd->lo = calloc(nu, sizeof *nd->lo);
 	nd->hi = calloc(nu, sizeof *nd->hi);
 	nd->vec = calloc(nu * 3, sizeof *nd->vec);
-	nd->scratch = malloc(m->largest_P * sizeof(float) + 1);
+	nd->scratch = malloc(g.largest_P * sizeof(float) + 1);
 	if (grad_op)
 		nd->whole = calloc(nu, sizeof *nd->whole);
 	if (!nd->lo || !nd->hi || !nd->vec || !nd->scratch || (grad_op && !nd->whole))
 		return SF_ERR(SF_ERR_NOMEM, "sf_checkpoint_load: out of memory");
-	for (int u = 0; u < m->nunits; u++) {
-		size_t S = m->units[u].S, lo, n;
-		_sf_unit_block(m, u, &lo, &n);
+	for (int u = 0; u < g.nunits; u++) {
+		struct _sf_unit_desc d;
+		_sf_unit_describe(m, u, &d);
+		size_t S = d.S;
 		/* with TP a rank's slices lie all over the whole layout: it reads every unit */
-		bool none = m->cfg.sharding == SF_SHARD_NONE || m->tp > 1;
-		nd->lo[u] = none ? 0 : lo;
-		nd->hi[u] = none ? m->units[u].Pw : lo + n;
+		bool none = g.sharding == SF_SHARD_NONE || g.tp > 1;
+		nd->lo[u] = none ? 0 : d.lo;
+		nd->hi[u] = none ? d.Pw : d.lo + d.n;
 		for (int v = SF_VEC_PARAM; v <= SF_VEC_V; v++)
 			if (_sf_vec_exists(m, (enum _sf_vec)v)) {
 				nd->vec[u * 3 + v] =
@@ -203,7 +216,7 @@ static int need_init(const struct sf_model *m, struct need *nd)
 				ok = ok && nd->vec[u * 3 + v];
 			}
 		if (grad_op) {
-			nd->whole[u] = malloc(S * (size_t)m->nranks * sizeof(float) + 1);
+			nd->whole[u] = malloc(S * (size_t)g.nranks * sizeof(float) + 1);
 			ok = ok && nd->whole[u];
 		}
 		smax = S > smax ? S : smax;
@@ -230,9 +243,13 @@ static bool file_extents(const struct sf_model *m, int W, const struct need *nd,
 	size_t k = 0;
 	bool needed = false;
 	uint64_t off = SF_CKPT_HEADER;
+	struct _sf_model_geometry g;
+	_sf_model_describe(m, &g);
 	ex[k++] = (struct extent){0, SF_CKPT_HEADER, hdr};
-	for (int u = 0; u < m->nunits; u++) {
-		size_t P = m->units[u].Pw, S = _sf_ckpt_shard(P, W), first = (size_t)w * S;
+	for (int u = 0; u < g.nunits; u++) {
+		struct _sf_unit_desc d;
+		_sf_unit_describe(m, u, &d);
+		size_t P = d.Pw, S = _sf_ckpt_shard(P, W), first = (size_t)w * S;
 		/* [a, b): the elements of unit u both in this file and kept here */
 		size_t a = first > nd->lo[u] ? first : nd->lo[u];
 		size_t b = first + S < nd->hi[u] ? first + S : nd->hi[u];
@@ -323,6 +340,8 @@ static int read_rank_file(const struct sf_model *m, const char *stepdir,
 	char path[SF_PATH_MAX];
 	struct stat st;
 	uint32_t crc = 0;
+	struct _sf_model_geometry g;
+	_sf_model_describe(m, &g);
 	SF_CHECK(_sf_ckpt_rank_path(path, sizeof path, stepdir, w));
 	_sf_log(SF_LOG_DEBUG, "checkpoint: reading %s", path);
 	SF_CHECK(_sf_open_read(path, &fd, &st));
@@ -335,12 +354,12 @@ static int read_rank_file(const struct sf_model *m, const char *stepdir,
 	}
 	if (memcmp(hdr, CKPT_MAGIC, 8) || _sf_get_le(hdr + 8, 4) != (uint32_t)w ||
 	    _sf_get_le(hdr + 12, 4) != (uint32_t)mf->world_size ||
-	    _sf_get_le(hdr + 16, 4) != (uint32_t)m->nunits ||
+	    _sf_get_le(hdr + 16, 4) != (uint32_t)g.nunits ||
 	    _sf_get_le(hdr + 20, 4) != (uint32_t)nv) {
 		rc = SF_ERR(SF_ERR_IO,
 		            "%s: bad header (expected \"" CKPT_MAGIC "\", rank %d of %d, %d units, "
 		            "%d vectors)",
-		            path, w, mf->world_size, m->nunits, nv);
+		            path, w, mf->world_size, g.nunits, nv);
 		goto fail;
 	}
 fail:
@@ -356,10 +375,12 @@ static int read_needed(const struct sf_model *m, const char *stepdir, const stru
 {
 	int rc = SF_OK, nread = 0;
 	uint8_t hdr[SF_CKPT_HEADER];
-	struct extent *ex = calloc(1 + 3 * (size_t)m->nunits, sizeof *ex);
+	struct _sf_model_geometry g;
+	_sf_model_describe(m, &g);
+	struct extent *ex = calloc(1 + 3 * (size_t)g.nunits, sizeof *ex);
 	if (!ex)
 		return SF_ERR(SF_ERR_NOMEM, "sf_checkpoint_load: out of memory");
-	if (m->rank == 0)
+	if (g.rank == 0)
 		SF_CHECK(check_all_sizes(stepdir, mf));
 	for (int w = 0; w < mf->world_size; w++) {
 		size_t nex = 0;
@@ -368,7 +389,7 @@ static int read_needed(const struct sf_model *m, const char *stepdir, const stru
 		SF_CHECK(read_rank_file(m, stepdir, mf, w, ex, nex, hdr));
 		nread++;
 	}
-	for (int u = 0; u < m->nunits; u++)
+	for (int u = 0; u < g.nunits; u++)
 		for (int v = SF_VEC_PARAM; v <= SF_VEC_V; v++)
 			if (_sf_vec_exists(m, (enum _sf_vec)v))
 				_sf_floats_le(nd->vec[u * 3 + v], nd->hi[u] - nd->lo[u]);
@@ -382,12 +403,17 @@ fail:
 static int gather_whole(struct sf_model *m, struct need *nd)
 {
 	int rc = SF_OK;
-	for (int u = 0; u < m->nunits; u++) {
-		size_t S = m->units[u].S, n = nd->hi[u] - nd->lo[u];
+	struct _sf_comm *comm = _sf_model_comm(m);
+	struct _sf_model_geometry g;
+	_sf_model_describe(m, &g);
+	for (int u = 0; u < g.nunits; u++) {
+		struct _sf_unit_desc d;
+		_sf_unit_describe(m, u, &d);
+		size_t S = d.S, n = nd->hi[u] - nd->lo[u];
 		memcpy(nd->send, nd->vec[u * 3 + SF_VEC_PARAM], n * sizeof(float));
 		memset(nd->send + n, 0, (S - n) * sizeof(float));
-		SF_CHECK(m->comm->ops->allgather_bytes(m->comm, nd->send, S * sizeof(float),
-		                                       nd->whole[u]));
+		SF_CHECK(
+		    comm->ops->allgather_bytes(comm, nd->send, S * sizeof(float), nd->whole[u]));
 	}
 fail:
 	return rc;
@@ -398,19 +424,23 @@ fail:
 static int apply(struct sf_model *m, struct need *nd)
 {
 	int rc = SF_OK;
-	for (int u = 0; u < m->nunits; u++)
+	struct _sf_model_geometry g;
+	_sf_model_describe(m, &g);
+	for (int u = 0; u < g.nunits; u++)
 		for (int v = SF_VEC_PARAM; v <= SF_VEC_V; v++) {
+			struct _sf_unit_desc d;
+			_sf_unit_describe(m, u, &d);
 			size_t lo = nd->lo[u], hi = nd->hi[u];
 			const float *src = nd->vec[u * 3 + v];
 			if (!_sf_vec_exists(m, (enum _sf_vec)v))
 				continue;
-			if (m->tp > 1) { /* the whole layout read: this rank's slices of it */
+			if (g.tp > 1) { /* the whole layout read: this rank's slices of it */
 				SF_CHECK(_sf_unit_set_whole(m, u, (enum _sf_vec)v, src));
 				continue;
 			}
 			if (nd->whole && v == SF_VEC_PARAM) {
 				src = nd->whole[u];
-			} else if (lo > 0 || hi < m->units[u].P) {
+			} else if (lo > 0 || hi < d.P) {
 				memcpy(nd->scratch + lo, src, (hi - lo) * sizeof(float));
 				src = nd->scratch;
 			}
@@ -428,14 +458,16 @@ SF_API int sf_checkpoint_latest(sf_model *m, const char *dir, int *found, char *
 		return SF_ERR(SF_ERR_INVALID,
 		              "sf_checkpoint_latest: NULL model, directory or found, or a path of "
 		              "0 bytes");
-	if (m->rank == 0)
+	struct _sf_model_geometry g;
+	_sf_model_describe(m, &g);
+	if (g.rank == 0)
 		lrc = _sf_ckpt_lock_dir(m, dir, SF_CHECKPOINT_READ);
-	if (m->rank == 0 && lrc >= 0)
+	if (g.rank == 0 && lrc >= 0)
 		lrc = _sf_ckpt_resolve(dir, stepdir, sizeof stepdir);
-	SF_CHECK(_sf_comm_agree(m->comm, lrc, "sf_checkpoint_latest"));
+	SF_CHECK(_sf_comm_agree(_sf_model_comm(m), lrc, "sf_checkpoint_latest"));
 	size_t n = strlen(stepdir);
 	SF_CHECK(bcast_string(m, &sd, &n));
-	if (m->rank != 0) {
+	if (g.rank != 0) {
 		snprintf(stepdir, sizeof stepdir, "%s", sd);
 		free(sd);
 	}
@@ -453,12 +485,13 @@ static int try_step(struct sf_model *m, const char *stepdir, struct _sf_manifest
                     struct need *nd)
 {
 	int rc = SF_OK;
+	struct _sf_comm *comm = _sf_model_comm(m);
 	_sf_manifest_free(mf);
 	SF_CHECK(load_manifest(m, stepdir, mf));
 	/* this rank's slices, from the files holding them, each file verified */
-	SF_CHECK(_sf_comm_agree(m->comm, read_needed(m, stepdir, mf, nd), "sf_checkpoint_load"));
+	SF_CHECK(_sf_comm_agree(comm, read_needed(m, stepdir, mf, nd), "sf_checkpoint_load"));
 	if (nd->whole)
-		SF_CHECK(_sf_comm_agree(m->comm, gather_whole(m, nd), "sf_checkpoint_load"));
+		SF_CHECK(_sf_comm_agree(comm, gather_whole(m, nd), "sf_checkpoint_load"));
 fail:
 	return rc;
 }
@@ -500,10 +533,13 @@ static int try_steps(struct sf_model *m, const char *dir, char **steps, int nste
 {
 	int rc = SF_OK;
 	char faults[1024] = "", msg[1024];
+	struct _sf_comm *comm = _sf_model_comm(m);
+	struct _sf_model_geometry g;
+	_sf_model_describe(m, &g);
 	for (int i = 0;; i++) {
-		if (m->rank == 0)
+		if (g.rank == 0)
 			snprintf(stepdir, SF_PATH_MAX, "%s", i < nsteps ? steps[i] : "");
-		SF_CHECK(m->comm->ops->bcast(m->comm, stepdir, SF_PATH_MAX, 0));
+		SF_CHECK(comm->ops->bcast(comm, stepdir, SF_PATH_MAX, 0));
 		stepdir[SF_PATH_MAX - 1] = '\0';
 		if (!*stepdir)
 			break;
@@ -517,7 +553,7 @@ static int try_steps(struct sf_model *m, const char *dir, char **steps, int nste
 		if (trc != SF_ERR_IO)
 			return _sf_err(trc, NULL, 0, "%s", msg); /* as it was raised */
 		add_fault(faults, sizeof faults, stepdir, msg);
-		if (m->rank == 0 && i + 1 < nsteps)
+		if (g.rank == 0 && i + 1 < nsteps)
 			_sf_log(SF_LOG_WARN,
 			        "checkpoint %s is damaged, trying the next complete step, %s: %s",
 			        stepdir, steps[i + 1], msg);
@@ -540,22 +576,27 @@ SF_API int sf_checkpoint_load(sf_model *m, const char *dir, struct sf_checkpoint
 	struct need nd = {0};
 	if (!m || !dir || !*dir)
 		return SF_ERR(SF_ERR_INVALID, "sf_checkpoint_load: NULL model or empty directory");
-	_sf_flight_set_dir(m->comm->flight, dir); /* a failed job's records go here */
-	if (m->accum_k > 0)
+	struct _sf_comm *comm = _sf_model_comm(m);
+	struct _sf_model_geometry g;
+	struct _sf_model_counters c;
+	_sf_model_describe(m, &g);
+	_sf_model_counters_get(m, &c);
+	_sf_flight_set_dir(comm->flight, dir); /* a failed job's records go here */
+	if (c.accum_k > 0)
 		return SF_ERR(SF_ERR_STATE,
 		              "sf_checkpoint_load: %d micro-batches are accumulated; load before "
 		              "sf_model_accumulate or after sf_model_step",
-		              m->accum_k);
+		              c.accum_k);
 	lrc = sf_model_sync(m);
-	if (m->rank == 0 && lrc >= 0)
+	if (g.rank == 0 && lrc >= 0)
 		lrc = list_steps(m, dir, &steps, &nsteps);
-	SF_CHECK(_sf_comm_agree(m->comm, lrc, "sf_checkpoint_load"));
-	SF_CHECK(_sf_comm_agree(m->comm, need_init(m, &nd), "sf_checkpoint_load"));
+	SF_CHECK(_sf_comm_agree(comm, lrc, "sf_checkpoint_load"));
+	SF_CHECK(_sf_comm_agree(comm, need_init(m, &nd), "sf_checkpoint_load"));
 	SF_CHECK(try_steps(m, dir, steps, nsteps, stepdir, &mf, &nd, &tried));
 
 	/* everything is read and verified on every rank: only now touch the model */
 	SF_CHECK(apply(m, &nd));
-	m->nsteps = m->nupdates = mf.model_steps;
+	_sf_model_counters_set(m, mf.model_steps, mf.model_steps);
 	if (info)
 		*info = mf.info;
 	_sf_log(SF_LOG_INFO, "checkpoint %s loaded (written by %d ranks, step %lld)", stepdir,

@@ -8,11 +8,12 @@
  * once, naming the directory and the holder.
  *
  * The locks of a model are a list keyed by the lock file's device and inode (two
- * spellings of one directory are one lock); scheduler/model.c releases them through
- * the model's ckpt_unlock pointer, since scheduler/ does not call into io/.
+ * spellings of one directory are one lock), whose head the model keeps
+ * (_sf_model_ckpt_locks); sf_model_destroy releases them through the hook registered
+ * with _sf_model_ckpt_hook_set, since scheduler/ does not call into io/.
  */
 #include "io/checkpoint.h"
-#include "scheduler/model.h"
+#include "scheduler/model_access.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -46,11 +47,12 @@ static void release(struct _sf_ckpt_lock *l)
 /* sf_model_destroy's hook: every lock of the model released. */
 static void release_all(struct sf_model *m)
 {
-	for (struct _sf_ckpt_lock *l = m->ckpt_locks, *next; l; l = next) {
+	struct _sf_ckpt_lock **head = _sf_model_ckpt_locks(m);
+	for (struct _sf_ckpt_lock *l = *head, *next; l; l = next) {
 		next = l->next;
 		release(l);
 	}
-	m->ckpt_locks = NULL;
+	*head = NULL;
 }
 
 /* The directory whose lock covers `dir`: dir itself, or for a reader given a step
@@ -150,7 +152,7 @@ static int upgrade(struct sf_model *m, struct _sf_ckpt_lock *l, const char *dir,
 	int rc = e == EWOULDBLOCK ? busy(l->fd, dir, path, true)
 	                          : SF_ERR(SF_ERR_IO, "cannot lock %s: %s", path, strerror(e));
 	if (flock(l->fd, LOCK_SH | LOCK_NB) != 0) {
-		struct _sf_ckpt_lock **p = &m->ckpt_locks;
+		struct _sf_ckpt_lock **p = _sf_model_ckpt_locks(m);
 		while (*p != l)
 			p = &(*p)->next;
 		*p = l->next;
@@ -201,7 +203,8 @@ int _sf_ckpt_lock_dir(struct sf_model *m, const char *dir, enum sf_checkpoint_ac
 		rc = SF_ERR(SF_ERR_IO, "cannot stat %s: %s", path, strerror(errno));
 		goto fail;
 	}
-	for (struct _sf_ckpt_lock *l = m->ckpt_locks; l; l = l->next)
+	struct _sf_ckpt_lock **head = _sf_model_ckpt_locks(m);
+	for (struct _sf_ckpt_lock *l = *head; l; l = l->next)
 		if (l->dev == st.st_dev && l->ino == st.st_ino) {
 			close(fd); /* a second descriptor's flock would conflict with ours */
 			return write && !l->write ? upgrade(m, l, target, path) : SF_OK;
@@ -219,9 +222,9 @@ int _sf_ckpt_lock_dir(struct sf_model *m, const char *dir, enum sf_checkpoint_ac
 		rc = SF_ERR(SF_ERR_NOMEM, "checkpoint: out of memory for the lock of %s", target);
 		goto fail;
 	}
-	*l = (struct _sf_ckpt_lock){st.st_dev, st.st_ino, fd, write, m->ckpt_locks};
-	m->ckpt_locks = l;
-	m->ckpt_unlock = release_all;
+	*l = (struct _sf_ckpt_lock){st.st_dev, st.st_ino, fd, write, *head};
+	*head = l;
+	_sf_model_ckpt_hook_set(m, release_all);
 	_sf_log(SF_LOG_DEBUG, "checkpoint: %s locked %s", path, write ? "for writing" : "shared");
 	return SF_OK;
 fail:
@@ -240,6 +243,8 @@ SF_API int sf_checkpoint_lock(sf_model *m, const char *dir, enum sf_checkpoint_a
 		    "sf_checkpoint_lock: access %d is neither SF_CHECKPOINT_WRITE (%d) nor "
 		    "SF_CHECKPOINT_READ (%d)",
 		    (int)access, SF_CHECKPOINT_WRITE, SF_CHECKPOINT_READ);
-	int lrc = m->rank == 0 ? _sf_ckpt_lock_dir(m, dir, access) : SF_OK;
-	return _sf_comm_agree(m->comm, lrc, "sf_checkpoint_lock");
+	struct _sf_model_geometry g;
+	_sf_model_describe(m, &g);
+	int lrc = g.rank == 0 ? _sf_ckpt_lock_dir(m, dir, access) : SF_OK;
+	return _sf_comm_agree(_sf_model_comm(m), lrc, "sf_checkpoint_lock");
 }

@@ -7,7 +7,6 @@
 #include "io/bytes.h"
 #include "io/checkpoint.h"
 #include "io/manifest.h"
-#include "scheduler/model.h"
 #include "scheduler/model_access.h"
 
 #include <errno.h>
@@ -26,17 +25,28 @@
 static int unit_slice(struct sf_model *m, int u, enum _sf_vec v, size_t S, float *buf,
                       float *scratch)
 {
-	if (m->tp == 1)
+	struct _sf_model_geometry mg;
+	struct _sf_unit_desc un;
+	_sf_model_describe(m, &mg);
+	if (mg.tp == 1)
 		return _sf_unit_get_slice(m, u, v, buf);
-	const struct _sf_unit *un = &m->units[u];
-	if (v != SF_VEC_PARAM && un->frozen) { /* no optimizer state: zeros */
+	_sf_unit_describe(m, u, &un);
+	if (v != SF_VEC_PARAM && un.frozen) { /* no optimizer state: zeros */
 		memset(buf, 0, S * sizeof(float));
 		return SF_OK;
 	}
 	int rc = _sf_unit_get_whole(m, u, v, false, scratch);
-	for (size_t i = 0, g = (size_t)m->shard_rank * S; rc >= 0 && i < S; i++, g++)
-		buf[i] = g < un->Pw ? scratch[g] : 0.0f;
+	for (size_t i = 0, g = (size_t)mg.shard_rank * S; rc >= 0 && i < S; i++, g++)
+		buf[i] = g < un.Pw ? scratch[g] : 0.0f;
 	return rc;
+}
+
+/* Unit u's whole-layout length Pw (the checkpoint's P of it). */
+static size_t unit_Pw(const struct sf_model *m, int u)
+{
+	struct _sf_unit_desc d;
+	_sf_unit_describe(m, u, &d);
+	return d.Pw;
 }
 
 /* Writes this rank's file and commits it atomically; *size and *crc describe what was
@@ -49,42 +59,44 @@ static int write_rank_file(struct sf_model *m, const char *stepdir, bool write, 
 	char path[SF_PATH_MAX], tmp[SF_PATH_MAX + 8];
 	float *buf = NULL, *scratch = NULL;
 	size_t smax = 0, pmax = 0;
-	for (int u = 0; u < m->nunits; u++) {
-		size_t S = _sf_ckpt_shard(m->units[u].Pw, m->shard_size);
+	struct _sf_model_geometry g;
+	_sf_model_describe(m, &g);
+	for (int u = 0; u < g.nunits; u++) {
+		size_t Pw = unit_Pw(m, u), S = _sf_ckpt_shard(Pw, g.shard_size);
 		smax = S > smax ? S : smax;
-		pmax = m->units[u].Pw > pmax ? m->units[u].Pw : pmax;
+		pmax = Pw > pmax ? Pw : pmax;
 	}
 	buf = malloc(smax * sizeof(float) + 1);
-	scratch = m->tp > 1 ? malloc(pmax * sizeof(float) + 1) : NULL;
-	if (!buf || (m->tp > 1 && !scratch)) {
+	scratch = g.tp > 1 ? malloc(pmax * sizeof(float) + 1) : NULL;
+	if (!buf || (g.tp > 1 && !scratch)) {
 		rc = SF_ERR(SF_ERR_NOMEM, "checkpoint: cannot allocate %zu bytes",
 		            (smax + pmax) * 4);
 		goto fail;
 	}
 	if (!write) { /* TP: the collectives only */
-		for (int u = 0; u < m->nunits; u++)
+		for (int u = 0; u < g.nunits; u++)
 			for (int v = SF_VEC_PARAM; v <= SF_VEC_V; v++)
 				if (_sf_vec_exists(m, (enum _sf_vec)v))
-					SF_CHECK(unit_slice(
-					    m, u, (enum _sf_vec)v,
-					    _sf_ckpt_shard(m->units[u].Pw, m->shard_size), buf,
-					    scratch));
+					SF_CHECK(
+					    unit_slice(m, u, (enum _sf_vec)v,
+					               _sf_ckpt_shard(unit_Pw(m, u), g.shard_size),
+					               buf, scratch));
 		goto fail;
 	}
-	SF_CHECK(_sf_ckpt_rank_path(path, sizeof path, stepdir, m->shard_rank));
+	SF_CHECK(_sf_ckpt_rank_path(path, sizeof path, stepdir, g.shard_rank));
 	SF_CHECK(_sf_create_tmp(path, tmp, sizeof tmp, &fd));
 
 	uint8_t hdr[SF_CKPT_HEADER];
 	memcpy(hdr, CKPT_MAGIC, 8);
-	_sf_put_le(hdr + 8, (uint32_t)m->shard_rank, 4);
-	_sf_put_le(hdr + 12, (uint32_t)m->shard_size, 4);
-	_sf_put_le(hdr + 16, (uint32_t)m->nunits, 4);
+	_sf_put_le(hdr + 8, (uint32_t)g.shard_rank, 4);
+	_sf_put_le(hdr + 12, (uint32_t)g.shard_size, 4);
+	_sf_put_le(hdr + 16, (uint32_t)g.nunits, 4);
 	_sf_put_le(hdr + 20, (uint32_t)_sf_ckpt_nvectors(m), 4);
 	uint32_t c = _sf_crc32(0, hdr, sizeof hdr);
 	uint64_t total = sizeof hdr;
 	SF_CHECK(_sf_write_all(fd, hdr, sizeof hdr, tmp));
-	for (int u = 0; u < m->nunits; u++) {
-		size_t S = _sf_ckpt_shard(m->units[u].Pw, m->shard_size);
+	for (int u = 0; u < g.nunits; u++) {
+		size_t S = _sf_ckpt_shard(unit_Pw(m, u), g.shard_size);
 		for (int v = SF_VEC_PARAM; v <= SF_VEC_V; v++) {
 			if (!_sf_vec_exists(m, (enum _sf_vec)v))
 				continue;
@@ -96,7 +108,7 @@ static int write_rank_file(struct sf_model *m, const char *stepdir, bool write, 
 			c = _sf_crc32(c, buf, S * sizeof(float));
 			total += S * sizeof(float);
 			wrc = _sf_write_all(fd, buf, S * sizeof(float), tmp);
-			if (wrc < 0 && m->tp == 1)
+			if (wrc < 0 && g.tp == 1)
 				SF_CHECK(wrc);
 		}
 	}
@@ -118,17 +130,21 @@ static json_t *manifest_build(struct sf_model *m, const struct sf_checkpoint_inf
                               const uint64_t *sizes, const uint32_t *crcs)
 {
 	char hash[17], seed[32];
+	struct _sf_model_geometry g;
+	struct _sf_model_counters c;
+	_sf_model_describe(m, &g);
+	_sf_model_counters_get(m, &c);
 	_sf_ckpt_structure_hash(m, hash);
 	snprintf(seed, sizeof seed, "%" PRIu64, info->data_seed);
 	json_t *vecs = json_array(), *units = json_array(), *files = json_array();
 	for (int v = SF_VEC_PARAM; v <= SF_VEC_V; v++)
 		if (_sf_vec_exists(m, (enum _sf_vec)v))
 			json_array_append_new(vecs, json_string(_sf_ckpt_vec_names[v]));
-	for (int u = 0; u < m->nunits; u++)
+	for (int u = 0; u < g.nunits; u++)
 		json_array_append_new(units,
 		                      json_pack("{s:s, s:I}", "name", _sf_ckpt_unit_name(m, u), "P",
-		                                (json_int_t)m->units[u].Pw));
-	for (int r = 0; r < m->shard_size; r++) {
+		                                (json_int_t)unit_Pw(m, u)));
+	for (int r = 0; r < g.shard_size; r++) {
 		char name[32];
 		_sf_ckpt_rank_name(name, sizeof name, r);
 		json_array_append_new(files, json_pack("{s:s, s:I, s:I}", "name", name, "size",
@@ -140,10 +156,10 @@ static json_t *manifest_build(struct sf_model *m, const struct sf_checkpoint_inf
 	return json_pack(
 	    "{s:s, s:i, s:i, s:i, s:s, s:s, s:s, s:s, s:I, s:{s:I, s:I, s:I, s:s}, "
 	    "s:o, s:o, s:o}",
-	    "format", SF_CKPT_FORMAT, "version", SF_CKPT_VERSION, "world_size", m->shard_size, "tp",
-	    m->tp, "sharding", _sf_sharding_names[m->cfg.sharding], "optimizer",
-	    _sf_optimizer_names[m->opt.optimizer], "structure_hash", hash, "dtype", "f32",
-	    "model_steps", (json_int_t)m->nupdates, "info", "step", (json_int_t)info->step, "epoch",
+	    "format", SF_CKPT_FORMAT, "version", SF_CKPT_VERSION, "world_size", g.shard_size, "tp",
+	    g.tp, "sharding", _sf_sharding_names[g.sharding], "optimizer",
+	    _sf_optimizer_names[g.optimizer], "structure_hash", hash, "dtype", "f32",
+	    "model_steps", (json_int_t)c.nupdates, "info", "step", (json_int_t)info->step, "epoch",
 	    (json_int_t)info->epoch, "batch", (json_int_t)info->batch, "data_seed", seed, "vectors",
 	    vecs, "units", units, "files", files);
 }
@@ -253,20 +269,25 @@ SF_API int sf_checkpoint_save(sf_model *m, const char *dir, const struct sf_chec
 	struct sf_checkpoint_info none = {0};
 	if (!m || !dir || !*dir)
 		return SF_ERR(SF_ERR_INVALID, "sf_checkpoint_save: NULL model or empty directory");
-	_sf_flight_set_dir(m->comm->flight, dir); /* a failed job's records go here */
-	if (m->accum_k > 0)
+	struct _sf_comm *comm = _sf_model_comm(m);
+	struct _sf_model_geometry g;
+	struct _sf_model_counters c;
+	_sf_model_describe(m, &g);
+	_sf_model_counters_get(m, &c);
+	_sf_flight_set_dir(comm->flight, dir); /* a failed job's records go here */
+	if (c.accum_k > 0)
 		return SF_ERR(SF_ERR_STATE,
 		              "sf_checkpoint_save: %d micro-batches are accumulated and a checkpoint "
 		              "does not keep them; save after sf_model_step",
-		              m->accum_k);
+		              c.accum_k);
 	if (!info) {
-		none.step = m->nupdates;
+		none.step = c.nupdates;
 		info = &none;
 	}
 	SF_CHECK(check_count("info->step", info->step));
 	SF_CHECK(check_count("info->epoch", info->epoch));
 	SF_CHECK(check_count("info->batch", info->batch));
-	SF_CHECK(check_count("the model's step count", m->nupdates));
+	SF_CHECK(check_count("the model's step count", c.nupdates));
 	int lrc = save_paths_init(dir, info->step, &sp);
 	if (lrc >= 0)
 		lrc = sf_model_sync(m);
@@ -274,17 +295,17 @@ SF_API int sf_checkpoint_save(sf_model *m, const char *dir, const struct sf_chec
 	/* rank 0 makes the directory, locks it (or holds it already: until the model is
 	 * destroyed) and makes the staging directory dir/step-N.tmp, where every rank
 	 * writes */
-	if (m->rank == 0 && lrc >= 0) {
+	if (g.rank == 0 && lrc >= 0) {
 		lrc = _sf_ckpt_lock_dir(m, dir, SF_CHECKPOINT_WRITE);
 		if (lrc >= 0)
 			lrc = prepare_stage(dir, &sp);
-		all = calloc((size_t)m->nranks * 2, sizeof *all);
-		sizes = calloc((size_t)m->nranks, sizeof *sizes);
-		crcs = calloc((size_t)m->nranks, sizeof *crcs);
+		all = calloc((size_t)g.nranks * 2, sizeof *all);
+		sizes = calloc((size_t)g.nranks, sizeof *sizes);
+		crcs = calloc((size_t)g.nranks, sizeof *crcs);
 		if ((!all || !sizes || !crcs) && lrc >= 0)
 			lrc = SF_ERR(SF_ERR_NOMEM, "sf_checkpoint_save: out of memory");
 	}
-	SF_CHECK(_sf_comm_agree(m->comm, lrc, "sf_checkpoint_save"));
+	SF_CHECK(_sf_comm_agree(comm, lrc, "sf_checkpoint_save"));
 
 	uint64_t mine[2] = {0, 0};
 	uint32_t crc = 0;
@@ -292,25 +313,25 @@ SF_API int sf_checkpoint_save(sf_model *m, const char *dir, const struct sf_chec
 	 * written by shard_size ranks); the other nodes' are the same again and write nothing */
 	/* with TP the ranks of TP place 0 hold every slice's file (and every rank joins the
 	 * collectives that put the slices together) */
-	bool writer = m->tp > 1 ? m->tp_rank == 0 : m->rank < m->shard_size;
-	lrc = writer || m->tp > 1 ? write_rank_file(m, sp.stage, writer, &mine[0], &crc) : SF_OK;
+	bool writer = g.tp > 1 ? g.tp_rank == 0 : g.rank < g.shard_size;
+	lrc = writer || g.tp > 1 ? write_rank_file(m, sp.stage, writer, &mine[0], &crc) : SF_OK;
 	mine[1] = crc;
 	/* every rank reaches the gather, failed or not, so collectives stay matched */
-	SF_CHECK(m->comm->ops->gather_bytes(m->comm, mine, sizeof mine, all, 0));
+	SF_CHECK(comm->ops->gather_bytes(comm, mine, sizeof mine, all, 0));
 	/* the all-reduce inside agree() is also the barrier: no manifest before every
 	 * rank has renamed its file */
-	SF_CHECK(_sf_comm_agree(m->comm, lrc, "sf_checkpoint_save"));
+	SF_CHECK(_sf_comm_agree(comm, lrc, "sf_checkpoint_save"));
 
 	lrc = SF_OK;
-	if (m->rank == 0) {
-		for (int r = 0; r < m->shard_size; r++) { /* file r: world rank r tp */
-			sizes[r] = all[2 * r * m->tp];
-			crcs[r] = (uint32_t)all[2 * r * m->tp + 1];
+	if (g.rank == 0) {
+		for (int r = 0; r < g.shard_size; r++) { /* file r: world rank r tp */
+			sizes[r] = all[2 * r * g.tp];
+			crcs[r] = (uint32_t)all[2 * r * g.tp + 1];
 		}
 		lrc = publish(m, dir, &sp, info, sizes, crcs);
 	}
-	SF_CHECK(_sf_comm_agree(m->comm, lrc, "sf_checkpoint_save"));
-	_sf_log(SF_LOG_INFO, "checkpoint %s written (%d ranks)", sp.step, m->shard_size);
+	SF_CHECK(_sf_comm_agree(comm, lrc, "sf_checkpoint_save"));
+	_sf_log(SF_LOG_INFO, "checkpoint %s written (%d ranks)", sp.step, g.shard_size);
 fail:
 	free(all);
 	free(sizes);

@@ -22,9 +22,7 @@
 #include "io/fileio.h"
 #include "io/st_header.h"
 #include "io/tensors.h"
-#include "scheduler/model.h"
 #include "scheduler/model_access.h"
-#include "scheduler/model_storage.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -40,11 +38,13 @@ static int build_header(const struct sf_model *m, char **out, size_t *len)
 {
 	json_t *root = json_object();
 	char *text = NULL;
+	struct _sf_model_geometry g;
 	if (!root)
 		return SF_ERR(SF_ERR_NOMEM, "safetensors: out of memory");
+	_sf_model_describe(m, &g);
 	json_object_set_new(root, "__metadata__",
 	                    json_pack("{s:s, s:s}", "format", "pt", "producer", "shardflow"));
-	for (int u = 0; u < m->nunits; u++) {
+	for (int u = 0; u < g.nunits; u++) {
 		struct _sf_tensor t[SF_UNIT_TENSORS_MAX];
 		int nt = _sf_unit_tensors(m, u, t);
 		if (nt < 0) {
@@ -109,14 +109,16 @@ static int write_file(const sf_model *m, const char *path, float *params)
 	char *header = NULL, tmp[4096], dir[4096];
 	size_t hlen = 0;
 	uint8_t len8[8];
+	struct _sf_model_geometry g;
+	_sf_model_describe(m, &g);
 	dir_of(path, dir, sizeof dir);
 	SF_CHECK(build_header(m, &header, &hlen));
 	_sf_put_le(len8, (uint64_t)hlen, 8);
 	SF_CHECK(_sf_create_tmp(path, tmp, sizeof tmp, &fd));
-	_sf_floats_le(params, m->nparams_whole);
+	_sf_floats_le(params, g.nparams_whole);
 	SF_CHECK(_sf_write_all(fd, len8, 8, tmp));
 	SF_CHECK(_sf_write_all(fd, header, hlen, tmp));
-	SF_CHECK(_sf_write_all(fd, params, m->nparams_whole * sizeof(float), tmp));
+	SF_CHECK(_sf_write_all(fd, params, g.nparams_whole * sizeof(float), tmp));
 	rc = _sf_commit_file(fd, tmp, path, dir);
 	fd = -1;
 fail:
@@ -137,38 +139,40 @@ fail:
 static int gather_params(struct sf_model *m, float *params, float *shard, float *recv)
 {
 	int rc = SF_OK;
-	for (int u = 0; u < m->nunits; u++) {
-		struct _sf_unit *un = &m->units[u];
-		if (m->tp > 1) { /* every TP rank's slices, put together on every rank */
+	struct _sf_comm *comm = _sf_model_comm(m);
+	struct _sf_model_geometry g;
+	_sf_model_describe(m, &g);
+	for (int u = 0; u < g.nunits; u++) {
+		struct _sf_unit_desc un;
+		_sf_unit_describe(m, u, &un);
+		if (g.tp > 1) { /* every TP rank's slices, put together on every rank */
 			float *w =
-			    m->rank == 0 ? params + un->woff : malloc(un->Pw * sizeof(float) + 1);
+			    g.rank == 0 ? params + un.woff : malloc(un.Pw * sizeof(float) + 1);
 			int grc = w ? _sf_unit_get_whole(m, u, SF_VEC_PARAM, false, w)
 			            : SF_ERR(SF_ERR_NOMEM, "safetensors: out of memory");
-			if (m->rank != 0)
+			if (g.rank != 0)
 				free(w);
 			SF_CHECK(grc);
 			continue;
 		}
-		if (m->cfg.sharding == SF_SHARD_NONE) {
-			if (m->rank != 0)
+		if (g.sharding == SF_SHARD_NONE) { /* rank 0's replica: no communication */
+			if (g.rank != 0)
 				continue;
-			SF_CHECK(_sf_data_acquire(un->h_full, STARPU_R));
-			memcpy(params + un->off, un->full, un->P * sizeof(float));
-			starpu_data_release(un->h_full);
+			SF_CHECK(_sf_unit_gather(m, u, false, params + un.off));
 			continue;
 		}
 		SF_CHECK(_sf_unit_get_slice(m, u, SF_VEC_PARAM, shard));
-		for (size_t k = 0; k < un->S; k += ST_PIECE) {
-			size_t n = un->S - k < ST_PIECE ? un->S - k : ST_PIECE;
+		for (size_t k = 0; k < un.S; k += ST_PIECE) {
+			size_t n = un.S - k < ST_PIECE ? un.S - k : ST_PIECE;
 			SF_CHECK(
-			    m->comm->ops->gather_bytes(m->comm, shard + k, n * sizeof(float), recv, 0));
+			    comm->ops->gather_bytes(comm, shard + k, n * sizeof(float), recv, 0));
 			/* rank r's piece holds elements r S + k .. r S + k + n, those below P
 			 * (hybrid: the first node's ranks are the shard group's, in order) */
-			for (int r = 0; m->rank == 0 && r < m->shard_size; r++) {
-				size_t first = (size_t)r * un->S + k;
-				if (first < un->P)
-					memcpy(params + un->off + first, recv + (size_t)r * n,
-					       (un->P - first < n ? un->P - first : n) *
+			for (int r = 0; g.rank == 0 && r < g.shard_size; r++) {
+				size_t first = (size_t)r * un.S + k;
+				if (first < un.P)
+					memcpy(params + un.off + first, recv + (size_t)r * n,
+					       (un.P - first < n ? un.P - first : n) *
 					           sizeof(float));
 			}
 		}
@@ -182,28 +186,33 @@ SF_API int sf_model_export_safetensors(sf_model *m, const char *path)
 	int rc = SF_OK, lrc = SF_OK;
 	float *params = NULL, *shard = NULL, *recv = NULL;
 	size_t smax = 0;
+	struct _sf_model_geometry g;
 	if (!m || !path || !*path)
 		return SF_ERR(SF_ERR_INVALID, "sf_model_export_safetensors: NULL model or path");
-	for (int u = 0; u < m->nunits; u++)
-		smax = m->units[u].S > smax ? m->units[u].S : smax;
+	_sf_model_describe(m, &g);
+	for (int u = 0; u < g.nunits; u++) {
+		struct _sf_unit_desc d;
+		_sf_unit_describe(m, u, &d);
+		smax = d.S > smax ? d.S : smax;
+	}
 	size_t piece = smax < ST_PIECE ? smax : ST_PIECE;
-	bool sharded = m->cfg.sharding != SF_SHARD_NONE;
+	bool sharded = g.sharding != SF_SHARD_NONE;
 	lrc = sf_model_sync(m);
-	if (m->rank == 0)
-		params = malloc(m->nparams_whole * sizeof(float) + 1);
+	if (g.rank == 0)
+		params = malloc(g.nparams_whole * sizeof(float) + 1);
 	if (sharded)
 		shard = malloc(smax * sizeof(float) + 1);
-	if (sharded && m->rank == 0)
-		recv = malloc(piece * (size_t)m->nranks * sizeof(float) + 1);
-	if (lrc >= 0 && ((m->rank == 0 && !params) || (sharded && !shard) ||
-	                 (sharded && m->rank == 0 && !recv)))
+	if (sharded && g.rank == 0)
+		recv = malloc(piece * (size_t)g.nranks * sizeof(float) + 1);
+	if (lrc >= 0 && ((g.rank == 0 && !params) || (sharded && !shard) ||
+	                 (sharded && g.rank == 0 && !recv)))
 		lrc = SF_ERR(SF_ERR_NOMEM, "sf_model_export_safetensors: out of memory");
-	SF_CHECK(_sf_comm_agree(m->comm, lrc, "sf_model_export_safetensors"));
+	SF_CHECK(_sf_comm_agree(_sf_model_comm(m), lrc, "sf_model_export_safetensors"));
 	/* rank 0 receives every unit, the others send their shards */
 	lrc = gather_params(m, params, shard, recv);
-	if (lrc >= 0 && m->rank == 0)
+	if (lrc >= 0 && g.rank == 0)
 		lrc = write_file(m, path, params);
-	SF_CHECK(_sf_comm_agree(m->comm, lrc, "sf_model_export_safetensors"));
+	SF_CHECK(_sf_comm_agree(_sf_model_comm(m), lrc, "sf_model_export_safetensors"));
 fail:
 	free(params);
 	free(shard);
@@ -270,16 +279,18 @@ SF_API int sf_model_import_safetensors(sf_model *m, const char *path)
 {
 	int rc = SF_OK, lrc = SF_OK;
 	float *params = NULL;
+	struct _sf_model_geometry g;
 	if (!m || !path || !*path)
 		return SF_ERR(SF_ERR_INVALID, "sf_model_import_safetensors: NULL model or path");
+	_sf_model_describe(m, &g);
 	SF_CHECK(_sf_model_load_check(m, "sf_model_import_safetensors"));
 	lrc = sf_model_sync(m);
-	params = malloc(m->nparams_whole * sizeof(float) + 1);
+	params = malloc(g.nparams_whole * sizeof(float) + 1);
 	if (lrc >= 0 && !params)
 		lrc = SF_ERR(SF_ERR_NOMEM, "sf_model_import_safetensors: out of memory");
 	if (lrc >= 0)
 		lrc = read_file(m, path, params);
-	SF_CHECK(_sf_comm_agree(m->comm, lrc, "sf_model_import_safetensors"));
+	SF_CHECK(_sf_comm_agree(_sf_model_comm(m), lrc, "sf_model_import_safetensors"));
 	SF_CHECK(_sf_model_load(m, params));
 fail:
 	free(params);

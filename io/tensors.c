@@ -11,8 +11,6 @@
  */
 #include "io/tensors.h"
 #include "scheduler/model_access.h"
-#include "scheduler/model_layout.h"
-#include "scheduler/model_storage.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -21,18 +19,20 @@
 
 int _sf_unit_tensors(const struct sf_model *m, int u, struct _sf_tensor *t)
 {
-	const struct _sf_unit *un = &m->units[u];
+	struct _sf_unit_desc un;
+	_sf_unit_describe(m, u, &un);
 	int k = 0;
-	for (int n = un->first; n <= un->last; n++) {
-		const struct _sf_node *nd = &m->gnodes[n];
-		if (m->nodes[n].unit != u || nd->tied_to >= 0)
+	for (int n = un.first; n <= un.last; n++) {
+		struct _sf_node_desc d;
+		_sf_node_describe(m, n, &d);
+		const struct _sf_node *nd = d.node;
+		if (d.unit != u || nd->tied_to >= 0)
 			continue;
-		const struct sf_layer_info *li = &m->nodes[n].info;
-		struct sf_layer_info wi; /* the whole layer's shapes (with TP; else li's) */
-		_sf_node_whole_info(m, n, &wi);
+		const struct sf_layer_info *li = d.info;
+		const struct sf_layer_info *wi = &d.whole; /* with TP; else li's shapes */
 		struct sf_param_tensor pt[SF_MAX_PARAM_TENSORS], wt[SF_MAX_PARAM_TENSORS];
 		int np = _sf_node_param_tensors(nd, li, pt);
-		if (_sf_node_param_tensors(nd, &wi, wt) != np)
+		if (_sf_node_param_tensors(nd, wi, wt) != np)
 			return SF_ERR(SF_ERR_INVALID,
 			              "node \"%s\": its slice and its whole layer "
 			              "name different tensors",
@@ -40,16 +40,16 @@ int _sf_unit_tensors(const struct sf_model *m, int u, struct _sf_tensor *t)
 		for (int i = 0; i < np; i++) {
 			if (k == SF_UNIT_TENSORS_MAX)
 				return SF_ERR(SF_ERR_INVALID,
-				              "unit \"%s\" has more than %d named tensors",
-				              un->name, SF_UNIT_TENSORS_MAX);
+				              "unit \"%s\" has more than %d named tensors", un.name,
+				              SF_UNIT_TENSORS_MAX);
 			size_t count = wt[i].shape[0] * (wt[i].ndim == 2 ? wt[i].shape[1] : 1);
 			size_t lcount = pt[i].shape[0] * (pt[i].ndim == 2 ? pt[i].shape[1] : 1);
 			t[k] = (struct _sf_tensor){
 			    .ndim = wt[i].ndim,
 			    .shape = {(int64_t)wt[i].shape[0], (int64_t)wt[i].shape[1]},
-			    .off = un->woff + m->nodes[n].wpoff + wt[i].offset,
+			    .off = un.woff + d.wpoff + wt[i].offset,
 			    .count = count,
-			    .loff = un->off + li->param_offset + pt[i].offset,
+			    .loff = un.off + li->param_offset + pt[i].offset,
 			    .lcount = lcount,
 			    .unit = u};
 			snprintf(t[k].name, sizeof t[k].name, "%.63s.%.23s", nd->name,
@@ -64,7 +64,9 @@ int _sf_model_tensors(const struct sf_model *m, struct _sf_tensor **out, size_t 
 {
 	size_t cap = 0, k = 0;
 	struct _sf_tensor *all = NULL;
-	for (int u = 0; u < m->nunits; u++) {
+	struct _sf_model_geometry g;
+	_sf_model_describe(m, &g);
+	for (int u = 0; u < g.nunits; u++) {
 		struct _sf_tensor t[SF_UNIT_TENSORS_MAX];
 		int ntu = _sf_unit_tensors(m, u, t);
 		if (ntu < 0) {
@@ -151,34 +153,11 @@ SF_API int sf_model_tensor_info(sf_model *m, int i, struct sf_tensor_info *out)
 	out->shape[0] = (size_t)all[i].shape[0];
 	out->shape[1] = all[i].ndim == 2 ? (size_t)all[i].shape[1] : 0;
 	out->numel = all[i].count;
-	out->unit = m->units[all[i].unit].name;
+	struct _sf_unit_desc d;
+	_sf_unit_describe(m, all[i].unit, &d);
+	out->unit = d.name;
 fail:
 	free(all);
-	return rc;
-}
-
-/* Unit u's parameters (or, `grad`, its reduced gradient) whole on every rank: full
- * holds P floats. buf: S * nranks floats (sharded). Collective but for replicas. */
-static int gather_unit(struct sf_model *m, int u, bool grad, float *full, float *buf)
-{
-	int rc = SF_OK;
-	struct _sf_unit *un = &m->units[u];
-	bool sharded = m->cfg.sharding != SF_SHARD_NONE;
-	starpu_data_handle_t h = grad ? un->h_gshard : sharded ? un->h_shard : un->h_full;
-	const float *v = grad ? un->gshard : sharded ? un->shard : un->full;
-	SF_CHECK(_sf_data_acquire(h, STARPU_R));
-	if (!sharded) { /* the replica: P floats here */
-		memcpy(full, v, un->P * sizeof(float));
-		starpu_data_release(h);
-		goto fail;
-	}
-	/* the shard group's shards in order (hybrid: the first node's ranks; the other
-	 * nodes hold the same shards again) */
-	int grc = m->comm->ops->allgather_bytes(m->comm, v, un->S * sizeof(float), buf);
-	starpu_data_release(h);
-	SF_CHECK(grc);
-	memcpy(full, buf, un->P * sizeof(float));
-fail:
 	return rc;
 }
 
@@ -187,42 +166,40 @@ static int get(sf_model *m, const char *fn, const char *name, bool grad, float *
 {
 	int rc = SF_OK;
 	struct _sf_tensor t;
-	float *full = NULL, *buf = NULL;
+	struct _sf_unit_desc un;
+	struct _sf_model_counters c;
+	float *full = NULL;
 	if (!dst)
 		return SF_ERR(SF_ERR_INVALID, "%s: dst is NULL", fn);
 	SF_CHECK(find(m, fn, name, n, &t));
-	struct _sf_unit *un = &m->units[t.unit];
-	if (grad && un->frozen)
+	_sf_unit_describe(m, t.unit, &un);
+	_sf_model_counters_get(m, &c);
+	if (grad && un.frozen)
 		return SF_ERR(SF_ERR_STATE,
 		              "%s: tensor \"%s\" is in unit \"%s\", which is frozen "
 		              "(sf_unit_options::frozen): it has no gradient",
-		              fn, name, un->name);
-	if (grad && !un->gshard)
+		              fn, name, un.name);
+	if (grad && !un.has_grad)
 		return SF_ERR(SF_ERR_STATE,
 		              "%s: this model keeps no reduced gradient: with sharding none the "
 		              "optimizer applies it from a slot the next unit reuses; gradients "
 		              "are kept with sharding full, grad_op or hybrid, or with clipping "
 		              "(max_grad_norm > 0) or micro-batches",
 		              fn);
-	if (grad && m->grad_mean_of == 0)
+	if (grad && c.grad_mean_of == 0)
 		return SF_ERR(SF_ERR_STATE, "%s: no step has run yet (sf_model_step)", fn);
 	SF_CHECK(sf_model_sync(m));
-	full = malloc(un->Pw * sizeof(float) + 1);
-	buf = malloc(un->S * (size_t)m->nranks * sizeof(float) + 1);
-	if (!full || !buf) {
+	full = malloc(un.Pw * sizeof(float) + 1);
+	if (!full) {
 		rc = SF_ERR(SF_ERR_NOMEM, "%s: out of memory", fn);
 		goto fail;
 	}
-	if (m->tp > 1) /* every TP rank's slices */
-		SF_CHECK(_sf_unit_get_whole(m, t.unit, SF_VEC_PARAM, grad, full));
-	else
-		SF_CHECK(gather_unit(m, t.unit, grad, full, buf));
-	float scale = grad ? 1.0f / (float)m->grad_mean_of : 1.0f;
+	SF_CHECK(_sf_unit_gather(m, t.unit, grad, full));
+	float scale = grad ? 1.0f / (float)c.grad_mean_of : 1.0f;
 	for (size_t i = 0; i < t.count; i++)
-		dst[i] = full[t.off - un->woff + i] * scale;
+		dst[i] = full[t.off - un.woff + i] * scale;
 fail:
 	free(full);
-	free(buf);
 	return rc;
 }
 
@@ -240,25 +217,27 @@ SF_API int sf_model_tensor_set(sf_model *m, const char *name, const float *src, 
 {
 	int rc = SF_OK;
 	struct _sf_tensor t;
+	struct _sf_model_geometry g;
+	struct _sf_unit_desc un;
 	float *whole = NULL;
 	if (!src)
 		return SF_ERR(SF_ERR_INVALID, "sf_model_tensor_set: src is NULL");
 	SF_CHECK(find(m, "sf_model_tensor_set", name, n, &t));
 	SF_CHECK(sf_model_sync(m));
-	if (m->tp == 1) {
-		SF_CHECK(
-		    _sf_unit_set_params(m, t.unit, t.off - m->units[t.unit].off, t.count, src));
+	_sf_model_describe(m, &g);
+	_sf_unit_describe(m, t.unit, &un);
+	if (g.tp == 1) {
+		SF_CHECK(_sf_unit_set_params(m, t.unit, t.off - un.off, t.count, src));
 		goto fail;
 	}
 	/* with TP: the unit whole, the tensor replaced, every rank's slices taken again */
-	struct _sf_unit *un = &m->units[t.unit];
-	whole = malloc(un->Pw * sizeof(float) + 1);
+	whole = malloc(un.Pw * sizeof(float) + 1);
 	if (!whole) {
 		rc = SF_ERR(SF_ERR_NOMEM, "sf_model_tensor_set: out of memory");
 		goto fail;
 	}
 	SF_CHECK(_sf_unit_get_whole(m, t.unit, SF_VEC_PARAM, false, whole));
-	memcpy(whole + (t.off - un->woff), src, t.count * sizeof(float));
+	memcpy(whole + (t.off - un.woff), src, t.count * sizeof(float));
 	SF_CHECK(_sf_unit_set_whole(m, t.unit, SF_VEC_PARAM, whole));
 fail:
 	free(whole);
@@ -267,28 +246,34 @@ fail:
 
 int _sf_model_load_check(const struct sf_model *m, const char *fn)
 {
-	if (m->accum_k > 0)
+	struct _sf_model_counters c;
+	_sf_model_counters_get(m, &c);
+	if (c.accum_k > 0)
 		return SF_ERR(SF_ERR_STATE,
 		              "%s: %d micro-batches are accumulated; replace the parameters before "
 		              "sf_model_accumulate or after sf_model_step",
-		              fn, m->accum_k);
+		              fn, c.accum_k);
 	return SF_OK;
 }
 
 int _sf_model_load(struct sf_model *m, const float *params)
 {
 	int rc = SF_OK;
-	float *zeros = calloc(m->largest_P + 1, sizeof(float));
+	struct _sf_model_geometry g;
+	_sf_model_describe(m, &g);
+	float *zeros = calloc(g.largest_P + 1, sizeof(float));
 	if (!zeros)
 		return SF_ERR(SF_ERR_NOMEM, "loading parameters: out of memory");
-	for (int u = 0; u < m->nunits; u++) {
-		SF_CHECK(_sf_unit_set_whole(m, u, SF_VEC_PARAM, params + m->units[u].woff));
+	for (int u = 0; u < g.nunits; u++) {
+		struct _sf_unit_desc d;
+		_sf_unit_describe(m, u, &d);
+		SF_CHECK(_sf_unit_set_whole(m, u, SF_VEC_PARAM, params + d.woff));
 		for (int v = SF_VEC_M; v <= SF_VEC_V; v++)
 			if (_sf_vec_exists(m, (enum _sf_vec)v))
 				SF_CHECK(_sf_unit_set_full(m, u, (enum _sf_vec)v, zeros));
 	}
 	/* AdamW's bias correction restarts with its moments */
-	m->nsteps = m->nupdates = 0;
+	_sf_model_counters_set(m, 0, 0);
 fail:
 	free(zeros);
 	return rc;
@@ -297,13 +282,15 @@ fail:
 SF_API int sf_model_params_set(sf_model *m, const float *src, size_t n)
 {
 	int rc = SF_OK;
+	struct _sf_model_geometry g;
 	if (!m || !src)
 		return SF_ERR(SF_ERR_INVALID, "sf_model_params_set: NULL model or source");
-	if (n != m->nparams_whole)
+	_sf_model_describe(m, &g);
+	if (n != g.nparams_whole)
 		return SF_ERR(SF_ERR_INVALID,
 		              "sf_model_params_set: n is %zu, the model has %zu parameters "
 		              "(sf_model_param_count)",
-		              n, m->nparams_whole);
+		              n, g.nparams_whole);
 	SF_CHECK(_sf_model_load_check(m, "sf_model_params_set"));
 	SF_CHECK(sf_model_sync(m));
 	SF_CHECK(_sf_model_load(m, src));
@@ -322,7 +309,9 @@ SF_API int sf_model_tensor_lr_scale(sf_model *m, const char *name, float scale)
 	SF_CHECK(find(m, "sf_model_tensor_lr_scale", name, (size_t)-1, &t));
 	SF_CHECK(sf_model_sync(m)); /* the optimizer tasks in flight read the runs */
 	/* this rank's part of it (with TP, its slice) */
-	SF_CHECK(_sf_unit_set_lr_scale(m, t.unit, t.loff - m->units[t.unit].off, t.lcount, scale));
+	struct _sf_unit_desc d;
+	_sf_unit_describe(m, t.unit, &d);
+	SF_CHECK(_sf_unit_lr_scale(m, t.unit, t.loff - d.off, t.lcount, scale));
 fail:
 	return rc;
 }

@@ -6,7 +6,7 @@
 #ifndef SF_IO_TENSORS_H
 #define SF_IO_TENSORS_H
 
-#include "scheduler/model.h"
+#include "scheduler/model_access.h"
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,18 +1,98 @@
 /*
- * model_access.c — the host's access to a model's vectors between steps: a unit's
- * parameters and optimizer state read and written, whole or as this rank's slice,
- * wherever this rank keeps them (its shard, its replica, with SHARDFLOW_TP its
+ * model_access.c — io/'s access to a model (scheduler/model_access.h): the model, its
+ * units and nodes described, the counters a checkpoint restores, the communicator and
+ * the checkpoint locks' hook; and the host's access to its vectors between steps: a
+ * unit's parameters and optimizer state read and written, whole or as this rank's
+ * slice, wherever this rank keeps them (its shard, its replica, with SHARDFLOW_TP its
  * slices of the whole layers), and sf_model_params_get. io/ (checkpoints,
- * safetensors, parameters by name) goes through it; every call comes after
+ * safetensors, parameters by name) reads and writes a model only through it, so that
+ * struct sf_model stays opaque there; every access to a vector comes after
  * sf_model_sync, and the collective ones on every rank.
  */
 #include "config.h"
 
+#include "scheduler/model.h"
 #include "scheduler/model_access.h"
 #include "scheduler/model_layout.h"
 #include "scheduler/model_storage.h"
 
 #include <string.h>
+
+/* ---- the model described -------------------------------------------------------- */
+
+void _sf_model_describe(const struct sf_model *m, struct _sf_model_geometry *g)
+{
+	*g = (struct _sf_model_geometry){
+	    .rank = m->rank,
+	    .nranks = m->nranks,
+	    .tp = m->tp,
+	    .tp_rank = m->tp_rank,
+	    .shard_size = m->shard_size,
+	    .shard_rank = m->shard_rank,
+	    .nunits = m->nunits,
+	    .nnodes = m->nnodes,
+	    .T = m->T,
+	    .sharding = m->cfg.sharding,
+	    .optimizer = m->opt.optimizer,
+	    .nparams_whole = m->nparams_whole,
+	    .largest_P = m->largest_P,
+	};
+}
+
+void _sf_model_counters_get(const struct sf_model *m, struct _sf_model_counters *c)
+{
+	*c = (struct _sf_model_counters){m->nsteps, m->nupdates, m->accum_k, m->grad_mean_of};
+}
+
+void _sf_model_counters_set(struct sf_model *m, int64_t nsteps, int64_t nupdates)
+{
+	m->nsteps = nsteps;
+	m->nupdates = nupdates;
+}
+
+void _sf_unit_describe(const struct sf_model *m, int u, struct _sf_unit_desc *d)
+{
+	const struct _sf_unit *un = &m->units[u];
+	*d = (struct _sf_unit_desc){
+	    .name = un->name,
+	    .first = un->first,
+	    .last = un->last,
+	    .frozen = un->frozen,
+	    .has_grad = un->gshard != NULL,
+	    .P = un->P,
+	    .S = un->S,
+	    .off = un->off,
+	    .Pw = un->Pw,
+	    .woff = un->woff,
+	};
+	_sf_unit_block(m, u, &d->lo, &d->n);
+}
+
+void _sf_node_describe(const struct sf_model *m, int n, struct _sf_node_desc *d)
+{
+	d->node = &m->gnodes[n];
+	d->unit = m->nodes[n].unit;
+	d->info = &m->nodes[n].info;
+	_sf_node_whole_info(m, n, &d->whole);
+	d->wpoff = m->nodes[n].wpoff;
+}
+
+struct _sf_comm *_sf_model_comm(const struct sf_model *m)
+{
+	return m->comm;
+}
+
+struct _sf_ckpt_lock **_sf_model_ckpt_locks(struct sf_model *m)
+{
+	return &m->ckpt_locks;
+}
+
+void _sf_model_ckpt_hook_set(struct sf_model *m, void (*unlock)(struct sf_model *m))
+{
+	m->ckpt_unlock = unlock;
+}
+
+/* ---- the units' vectors ----------------------------------------------------------- */
 
 bool _sf_vec_exists(const struct sf_model *m, enum _sf_vec which)
 {
@@ -147,6 +227,35 @@ fail:
 	return rc;
 }
 
+int _sf_unit_gather(struct sf_model *m, int u, bool grad, float *whole)
+{
+	int rc = SF_OK;
+	struct _sf_unit *un = &m->units[u];
+	float *buf = NULL;
+	if (m->tp > 1) /* every TP rank's slices */
+		return _sf_unit_get_whole(m, u, SF_VEC_PARAM, grad, whole);
+	bool sharded = m->cfg.sharding != SF_SHARD_NONE;
+	starpu_data_handle_t h = grad ? un->h_gshard : sharded ? un->h_shard : un->h_full;
+	const float *v = grad ? un->gshard : sharded ? un->shard : un->full;
+	if (sharded)
+		SF_CHECK(_sf_alloc_floats(&buf, un->S * (size_t)m->nranks, "a unit's gather"));
+	SF_CHECK(_sf_data_acquire(h, STARPU_R));
+	if (!sharded) { /* the replica: P floats here */
+		memcpy(whole, v, un->P * sizeof(float));
+		starpu_data_release(h);
+		goto fail;
+	}
+	/* the shard group's shards in order (hybrid: the first node's ranks; the other
+	 * nodes hold the same shards again) */
+	int grc = m->comm->ops->allgather_bytes(m->comm, v, un->S * sizeof(float), buf);
+	starpu_data_release(h);
+	SF_CHECK(grc);
+	memcpy(whole, buf, un->P * sizeof(float));
+fail:
+	_sf_free_floats(buf);
+	return rc;
+}
+
 int _sf_unit_set_whole(struct sf_model *m, int u, enum _sf_vec which, const float *whole)
 {
 	int rc = SF_OK;
@@ -192,6 +301,11 @@ int _sf_unit_set_params(struct sf_model *m, int u, size_t off, size_t count, con
 		starpu_data_release(un->h_full);
 	}
 	return SF_OK;
+}
+
+int _sf_unit_lr_scale(struct sf_model *m, int u, size_t off, size_t count, float scale)
+{
+	return _sf_unit_set_lr_scale(m, u, off, count, scale);
 }
 
 /* The whole model's parameters a model of SHARDFLOW_TP > 1 holds in slices, unit by
