@@ -23,10 +23,13 @@
 # are free of StarPU; and
 # shardflow-rdb2txt (tools/rdb.[ch], tools/shardflow-rdb2txt.c) includes nothing of
 # the project but tools/rdb.h: scripts/install-deps.sh compiles it alone with cc -lz.
+# Last, io/ reads and writes a model only through scheduler/model_access.h: no file of
+# io/ reaches scheduler/model.h (struct sf_model) through its includes, directly or
+# through another header, so the compiler keeps the struct opaque there.
 . "$(dirname "$0")/lib.sh"
 cd "$top_srcdir" || bail_out "no source tree"
 
-plan 9
+plan 10
 
 FOLDERS="common layers tasks comm sim trace scheduler io data models"
 allowed() { # folder -> the folders its files may include and use
@@ -226,4 +229,27 @@ for f in tools/rdb.h tools/rdb.c tools/shardflow-rdb2txt.c; do
 done
 [ -z "$standalone" ]
 ok $? "shardflow-rdb2txt needs only libc and zlib (violations:${standalone:- none})"
+
+# io/'s view of a model: the transitive includes of each io/ file stop short of
+# scheduler/model.h
+model_struct=
+for f in io/*.c io/*.h; do
+	[ -f "$f" ] || continue
+	seen= todo=$f
+	while [ -n "$todo" ]; do
+		set -- $todo
+		cur=$1
+		shift
+		todo=$*
+		for inc in $(sed -n 's/^#include "\([^"]*\)".*/\1/p' "$cur"); do
+			[ -f "$inc" ] || continue
+			case " $seen " in *" $inc "*) continue ;; esac
+			seen="$seen $inc"
+			todo="$todo $inc"
+			[ "$inc" = scheduler/model.h ] && model_struct="$model_struct $f(via $cur)"
+		done
+	done
+done
+[ -z "$model_struct" ]
+ok $? "io/ sees a model only through scheduler/model_access.h, never scheduler/model.h (violations:${model_struct:- none})"
 finish
