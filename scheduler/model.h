@@ -241,8 +241,9 @@ struct sf_model {
 	atomic_int resident, max_resident;
 	struct _sf_comm_acct comm_acct;
 	double comm_worker_cpu0; /* the comm worker thread's CPU clock at model creation */
-	/* the checkpoint directories rank 0 holds locked (io/checkpoint_lock.c), released
-	 * at destroy through ckpt_unlock: a pointer, as scheduler/ calls nothing in io/ */
+	/* the checkpoint directories rank 0 holds locked (io/checkpoint_lock.c, through
+	 * model_access.h), released at destroy through ckpt_unlock: a pointer io sets
+	 * (_sf_model_ckpt_hook_set), as scheduler/ calls nothing in io/ */
 	struct _sf_ckpt_lock *ckpt_locks;
 	void (*ckpt_unlock)(struct sf_model *m);
 };
