@@ -57,12 +57,12 @@ static int mpi_err(int mpirc, const char *what, const char *file, int line)
 	return _sf_err(SF_ERR_MPI, file, line, "%s failed: %s", what, msg);
 }
 
-#define MPI_CHECK(call)                                                                            \
+#define MPI_CHECK_GOTO(call, label)                                                                \
 	do {                                                                                       \
 		int mpi_rc_ = (call);                                                              \
 		if (mpi_rc_ != MPI_SUCCESS) {                                                      \
 			rc = mpi_err(mpi_rc_, #call, __FILE__, __LINE__);                          \
-			goto fail;                                                                 \
+			goto label;                                                                \
 		}                                                                                  \
 	} while (0)
 
@@ -131,12 +131,12 @@ static int make_tp_groups(struct _sf_comm *c, struct mpi_impl *st)
 		        "SHARDFLOW_TP=%d: nodes of %d ranks do not hold whole TP groups; the "
 		        "activation all-reduces will cross nodes",
 		        K, c->node_k);
-	SF_CHECK(host_barrier_on(c, st->ctl, "sf_init's barrier before the TP split"));
-	MPI_CHECK(MPI_Comm_split(st->step, c->rank / K, c->rank, &st->tp));
-	MPI_CHECK(MPI_Comm_split(st->step, c->rank % K, c->rank, &st->shard));
+	SF_CHECK_GOTO(host_barrier_on(c, st->ctl, "sf_init's barrier before the TP split"), out);
+	MPI_CHECK_GOTO(MPI_Comm_split(st->step, c->rank / K, c->rank, &st->tp), out);
+	MPI_CHECK_GOTO(MPI_Comm_split(st->step, c->rank % K, c->rank, &st->shard), out);
 	c->tp_rank = c->rank % K, c->tp_size = K;
 	c->shard_rank = c->rank / K, c->shard_size = c->size / K;
-fail:
+out:
 	return rc;
 }
 
@@ -158,9 +158,9 @@ static int make_groups(struct _sf_comm *c, struct mpi_impl *st)
 	if (c->node_req == 0) { /* the machine's ranks: equal and consecutive everywhere? */
 		int mine = c->rank % K == c->node_rank && c->size % K == 0, all = 0;
 		MPI_Request req;
-		SF_CHECK(host_wait(c, 1, &req,
+		SF_CHECK_GOTO(host_wait(c, 1, &req,
 		                   MPI_Iallreduce(&mine, &all, 1, MPI_INT, MPI_MIN, st->ctl, &req),
-		                   "sf_init's all-reduce of the machines' ranks", sizeof mine));
+		                   "sf_init's all-reduce of the machines' ranks", sizeof mine), out);
 		if (!all) {
 			c->node_k = c->size; /* the accounting then sees one node */
 			if (c->hybrid)
@@ -177,12 +177,12 @@ static int make_groups(struct _sf_comm *c, struct mpi_impl *st)
 		return make_tp_groups(c, st);
 	if (!c->hybrid)
 		return SF_OK;
-	SF_CHECK(host_barrier_on(c, st->ctl, "sf_init's barrier before the hybrid split"));
-	MPI_CHECK(MPI_Comm_split(st->step, c->rank / K, c->rank, &st->shard));
-	MPI_CHECK(MPI_Comm_split(st->step, c->rank % K, c->rank, &st->rep));
+	SF_CHECK_GOTO(host_barrier_on(c, st->ctl, "sf_init's barrier before the hybrid split"), out);
+	MPI_CHECK_GOTO(MPI_Comm_split(st->step, c->rank / K, c->rank, &st->shard), out);
+	MPI_CHECK_GOTO(MPI_Comm_split(st->step, c->rank % K, c->rank, &st->rep), out);
 	c->shard_rank = c->rank % K, c->shard_size = K;
 	c->rep_rank = c->rank / K, c->rep_size = c->size / K;
-fail:
+out:
 	return rc;
 }
 
@@ -246,9 +246,9 @@ static int init_mpi(struct _sf_comm *c, struct mpi_impl *st, int *argc, char ***
 		pthread_cond_destroy(&w.cv);
 		pthread_mutex_destroy(&w.mu);
 	}
-	MPI_CHECK(mrc);
+	MPI_CHECK_GOTO(mrc, out);
 	st->own_mpi = true;
-fail:
+out:
 	return rc;
 }
 
@@ -260,11 +260,11 @@ static int mpi_init(struct _sf_comm *c, int *argc, char ***argv)
 		return SF_ERR(SF_ERR_NOMEM, "sf_init: out of memory");
 	st->step = st->ctl = st->node = st->shard = st->rep = st->tp = MPI_COMM_NULL;
 	c->impl = st;
-	MPI_CHECK(MPI_Initialized(&inited));
+	MPI_CHECK_GOTO(MPI_Initialized(&inited), fail);
 	if (!inited)
-		SF_CHECK(init_mpi(c, st, argc, argv, &provided));
+		SF_CHECK_GOTO(init_mpi(c, st, argc, argv, &provided), fail);
 	else
-		MPI_CHECK(MPI_Query_thread(&provided));
+		MPI_CHECK_GOTO(MPI_Query_thread(&provided), fail);
 #ifdef SF_SIMULATION
 	provided = MPI_THREAD_MULTIPLE; /* SMPI says 0, but one actor calls MPI (comm_sim.c) */
 #endif
@@ -281,25 +281,25 @@ static int mpi_init(struct _sf_comm *c, int *argc, char ***argv)
 	 * communicator (open-mpi/ompi#2025) */
 #ifdef SF_SIMULATION
 	/* SMPI has no MPI_Comm_idup; simulated time needs no watchdog */
-	MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &st->step));
-	MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &st->ctl));
+	MPI_CHECK_GOTO(MPI_Comm_dup(MPI_COMM_WORLD, &st->step), fail);
+	MPI_CHECK_GOTO(MPI_Comm_dup(MPI_COMM_WORLD, &st->ctl), fail);
 #else
 	MPI_Request dup;
-	SF_CHECK(host_wait(c, 1, &dup, MPI_Comm_idup(MPI_COMM_WORLD, &st->step, &dup),
-	                   "sf_init's duplication of MPI_COMM_WORLD", 0));
-	SF_CHECK(host_wait(c, 1, &dup, MPI_Comm_idup(MPI_COMM_WORLD, &st->ctl, &dup),
-	                   "sf_init's duplication of MPI_COMM_WORLD", 0));
+	SF_CHECK_GOTO(host_wait(c, 1, &dup, MPI_Comm_idup(MPI_COMM_WORLD, &st->step, &dup),
+	                   "sf_init's duplication of MPI_COMM_WORLD", 0), fail);
+	SF_CHECK_GOTO(host_wait(c, 1, &dup, MPI_Comm_idup(MPI_COMM_WORLD, &st->ctl, &dup),
+	                   "sf_init's duplication of MPI_COMM_WORLD", 0), fail);
 #endif
-	MPI_CHECK(MPI_Comm_set_errhandler(st->ctl, MPI_ERRORS_RETURN));
-	MPI_CHECK(MPI_Comm_rank(st->step, &c->rank));
-	MPI_CHECK(MPI_Comm_size(st->step, &c->size));
-	SF_CHECK(host_barrier_on(c, st->ctl, "sf_init's barrier before the machines' split"));
-	MPI_CHECK(
-	    MPI_Comm_split_type(st->ctl, MPI_COMM_TYPE_SHARED, c->rank, MPI_INFO_NULL, &st->node));
-	MPI_CHECK(MPI_Comm_set_errhandler(st->node, MPI_ERRORS_RETURN));
-	MPI_CHECK(MPI_Comm_rank(st->node, &c->node_rank));
-	MPI_CHECK(MPI_Comm_size(st->node, &c->node_size));
-	SF_CHECK(make_groups(c, st));
+	MPI_CHECK_GOTO(MPI_Comm_set_errhandler(st->ctl, MPI_ERRORS_RETURN), fail);
+	MPI_CHECK_GOTO(MPI_Comm_rank(st->step, &c->rank), fail);
+	MPI_CHECK_GOTO(MPI_Comm_size(st->step, &c->size), fail);
+	SF_CHECK_GOTO(host_barrier_on(c, st->ctl, "sf_init's barrier before the machines' split"), fail);
+	MPI_CHECK_GOTO(
+	    MPI_Comm_split_type(st->ctl, MPI_COMM_TYPE_SHARED, c->rank, MPI_INFO_NULL, &st->node), fail);
+	MPI_CHECK_GOTO(MPI_Comm_set_errhandler(st->node, MPI_ERRORS_RETURN), fail);
+	MPI_CHECK_GOTO(MPI_Comm_rank(st->node, &c->node_rank), fail);
+	MPI_CHECK_GOTO(MPI_Comm_size(st->node, &c->node_size), fail);
+	SF_CHECK_GOTO(make_groups(c, st), fail);
 	st->started = true;
 	return SF_OK;
 fail:
@@ -679,7 +679,6 @@ static int mpi_bcast(struct _sf_comm *c, void *buf, size_t bytes, int root)
 	snprintf(what, sizeof what, "broadcast of %zu bytes from rank %d", bytes, root);
 	SF_CHECK(host_wait(c, 1, &req, MPI_Ibcast(buf, n, MPI_BYTE, root, impl(c)->ctl, &req),
 	                   what, (double)bytes));
-fail:
 	return rc;
 }
 
@@ -693,7 +692,6 @@ static int mpi_gather_bytes(struct _sf_comm *c, const void *mine, size_t bytes, 
 	SF_CHECK(host_wait(c, 1, &req,
 	                   MPI_Igather(mine, n, MPI_BYTE, all, n, MPI_BYTE, root, impl(c)->ctl, &req),
 	                   what, (double)bytes));
-fail:
 	return rc;
 }
 
@@ -704,27 +702,27 @@ static int mpi_gatherv_bytes(struct _sf_comm *c, const void *mine, size_t bytes,
 	int *cnt = NULL, *displs = NULL;
 	MPI_Request req;
 	char what[96];
-	SF_CHECK(count_of(bytes, &n));
+	SF_CHECK_GOTO(count_of(bytes, &n), out);
 	if (c->rank == root) {
 		cnt = calloc((size_t)c->size, sizeof *cnt);
 		displs = calloc((size_t)c->size, sizeof *displs);
 		if (!cnt || !displs) {
 			rc = SF_ERR(SF_ERR_NOMEM, "gatherv: out of memory");
-			goto fail;
+			goto out;
 		}
 		size_t off = 0;
 		for (int r = 0; r < c->size; r++) {
-			SF_CHECK(count_of(counts[r], &cnt[r]));
-			SF_CHECK(count_of(off, &displs[r]));
+			SF_CHECK_GOTO(count_of(counts[r], &cnt[r]), out);
+			SF_CHECK_GOTO(count_of(off, &displs[r]), out);
 			off += counts[r];
 		}
 	}
 	snprintf(what, sizeof what, "gather of %zu bytes (this rank's) to rank %d", bytes, root);
-	SF_CHECK(host_wait(
+	SF_CHECK_GOTO(host_wait(
 	    c, 1, &req,
 	    MPI_Igatherv(mine, n, MPI_BYTE, all, cnt, displs, MPI_BYTE, root, impl(c)->ctl, &req),
-	    what, (double)bytes));
-fail:
+	    what, (double)bytes), out);
+out:
 	free(cnt);
 	free(displs);
 	return rc;
@@ -740,7 +738,6 @@ static int mpi_allgather_bytes(struct _sf_comm *c, const void *mine, size_t byte
 	SF_CHECK(host_wait(c, 1, &req,
 	                   MPI_Iallgather(mine, n, MPI_BYTE, all, n, MPI_BYTE, impl(c)->ctl, &req),
 	                   what, (double)bytes));
-fail:
 	return rc;
 }
 

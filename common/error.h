@@ -5,7 +5,9 @@
  * sf_status. An error is raised once, where it is detected, with SF_ERR (which keeps
  * file and line for the printed message and records the text for sf_last_error()):
  * `return SF_ERR(...)` before anything is acquired, `rc = SF_ERR(...); goto fail;`
- * after; callers propagate the status with SF_CHECK and a `fail:` label. sf_error_set
+ * after; callers propagate the status with SF_CHECK (which returns it) or
+ * SF_CHECK_GOTO (which jumps to a label: `fail:` reached by failures only, `out:` the
+ * exit the success path shares). sf_error_set
  * is the public twin, for user layers and models/ (public API only, tests/layout.sh).
  * Codelets cannot return a status: a comm codelet that fails ends the job (comm_failed
  * in comm/comm_codelets.c), and a CUDA error in a kernel aborts with its location
@@ -35,14 +37,23 @@ int _sf_err_record(int status, const char *fmt, ...) __attribute__((format(print
 int _sf_path_printf(char *buf, size_t n, const char *what, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
-/* Propagates a negative status to the enclosing function's `fail:` label (which
- * returns `rc`). */
+/* The two ways a status propagates, named by their control flow (NCCL's NCCLCHECK and
+ * NCCLCHECKGOTO): SF_CHECK returns a negative status from the enclosing function at
+ * once (nothing to release yet); SF_CHECK_GOTO stores it in the enclosing function's
+ * `rc` and jumps to `label`: `fail` when only a failure gets there, `out` when the
+ * success path ends there too (the function's one exit, releasing what it holds). */
 #define SF_CHECK(call)                                                                             \
+	do {                                                                                       \
+		int sf_check_rc_ = (call);                                                         \
+		if (sf_check_rc_ < 0)                                                              \
+			return sf_check_rc_;                                                       \
+	} while (0)
+#define SF_CHECK_GOTO(call, label)                                                                 \
 	do {                                                                                       \
 		int sf_check_rc_ = (call);                                                         \
 		if (sf_check_rc_ < 0) {                                                            \
 			rc = sf_check_rc_;                                                         \
-			goto fail;                                                                 \
+			goto label;                                                                \
 		}                                                                                  \
 	} while (0)
 

@@ -276,10 +276,10 @@ SF_API int sf_dataset_load_idx(const char *images_path, const char *labels_path,
 		              : !labels_path ? "labels_path"
 		                             : "out");
 
-	SF_CHECK(idx_open(&im));
-	SF_CHECK(read_header(&im));
-	SF_CHECK(idx_open(&lb));
-	SF_CHECK(read_header(&lb));
+	SF_CHECK_GOTO(idx_open(&im), fail);
+	SF_CHECK_GOTO(read_header(&im), fail);
+	SF_CHECK_GOTO(idx_open(&lb), fail);
+	SF_CHECK_GOTO(read_header(&lb), fail);
 	if (im.count != lb.count) {
 		rc = SF_ERR(SF_ERR_IO, "%s has %u images but %s has %u labels", images_path,
 		            im.count, labels_path, lb.count);
@@ -301,15 +301,15 @@ SF_API int sf_dataset_load_idx(const char *images_path, const char *labels_path,
 		goto fail;
 	}
 	size_t first_im = 0, first_lb = 0;
-	SF_CHECK(first_alloc(&im, n * D, "pixel data", &first_im));
-	SF_CHECK(first_alloc(&lb, n, "labels", &first_lb));
+	SF_CHECK_GOTO(first_alloc(&im, n * D, "pixel data", &first_im), fail);
+	SF_CHECK_GOTO(first_alloc(&lb, n, "labels", &first_lb), fail);
 	float lut[256];
 	for (int b = 0; b < 256; b++)
 		lut[b] = (float)b / 255.0f;
-	SF_CHECK(read_body(&im, n * D, "pixel data", stage, lut, (void **)&images, first_im));
-	SF_CHECK(read_body(&lb, n, "labels", stage, NULL, (void **)&labels, first_lb));
-	SF_CHECK(idx_close(&im));
-	SF_CHECK(idx_close(&lb));
+	SF_CHECK_GOTO(read_body(&im, n * D, "pixel data", stage, lut, (void **)&images, first_im), fail);
+	SF_CHECK_GOTO(read_body(&lb, n, "labels", stage, NULL, (void **)&labels, first_lb), fail);
+	SF_CHECK_GOTO(idx_close(&im), fail);
+	SF_CHECK_GOTO(idx_close(&lb), fail);
 
 	/* Labels are bytes, so always < 256; the class count is what they use. */
 	int32_t max = 0;
@@ -463,13 +463,13 @@ SF_API int sf_dataset_batch(const struct sf_dataset *ds, uint64_t seed, int64_t 
 	int rc = SF_OK;
 	if (pthread_mutex_lock(&perm_lock) != 0)
 		return SF_ERR(SF_ERR_STATE, "sf_dataset_batch: cannot lock the order cache");
-	SF_CHECK(perm_get(ds->n, seed, epoch, &idx));
+	SF_CHECK_GOTO(perm_get(ds->n, seed, epoch, &idx), out);
 	const uint32_t *pos = idx + batch * global_batch + first;
 	for (int r = 0; r < rows; r++) {
 		memcpy(x + (size_t)r * D, ds->images + (size_t)pos[r] * D, D * sizeof *x);
 		y[r] = ds->labels[pos[r]];
 	}
-fail:
+out:
 	(void)pthread_mutex_unlock(&perm_lock);
 	return rc;
 }

@@ -53,7 +53,7 @@ SF_API int sf_text_load(const char *path, double val_fraction, struct sf_text *o
 		              val_fraction, path);
 
 	size_t n;
-	SF_CHECK(_sf_data_read_file(path, "text file", SF_TEXT_MAX_BYTES, &bytes, &n));
+	SF_CHECK_GOTO(_sf_data_read_file(path, "text file", SF_TEXT_MAX_BYTES, &bytes, &n), fail);
 	pcopy = strdup(path);
 	if (!pcopy) {
 		rc = SF_ERR(SF_ERR_NOMEM, "cannot copy the path of text file %s", path);

@@ -82,9 +82,9 @@ SF_API int sf_tokens_load(const char *path, int vocab, int format, struct sf_tok
 		    SF_ERR_INVALID,
 		    "sf_tokens_load: format %d for %s is not SF_TOKENS_AUTO, _RAW or _LLMC", format,
 		    path);
-	SF_CHECK(_sf_data_read_file(path, "token file", SF_LLMC_HEADER_BYTES + 2 * SF_TOKENS_MAX,
-	                            &b, &n));
-	SF_CHECK(locate_ids(b, n, &format, path, &at, &count));
+	SF_CHECK_GOTO(_sf_data_read_file(path, "token file", SF_LLMC_HEADER_BYTES + 2 * SF_TOKENS_MAX,
+	                            &b, &n), fail);
+	SF_CHECK_GOTO(locate_ids(b, n, &format, path, &at, &count), fail);
 	if (count == 0) {
 		rc = SF_ERR(SF_ERR_INVALID, "token file %s holds no token", path);
 		goto fail;

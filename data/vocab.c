@@ -65,7 +65,7 @@ SF_API int sf_vocab_load(const char *path, struct sf_vocab *out)
 		memset(out, 0, sizeof *out);
 	if (!path || !out)
 		return SF_ERR(SF_ERR_INVALID, "sf_vocab_load: %s is NULL", !path ? "path" : "out");
-	SF_CHECK(_sf_data_read_file(path, "decode table", VOCAB_MAX_BYTES, &b, &n));
+	SF_CHECK_GOTO(_sf_data_read_file(path, "decode table", VOCAB_MAX_BYTES, &b, &n), fail);
 	rc = read_header(b, n, path, &size, &eot);
 	if (rc < 0)
 		goto fail;

@@ -26,19 +26,19 @@ static int read_manifest(const char *stepdir, char **text, size_t *len, bool *ha
 	int rc = SF_OK;
 	char path[SF_PATH_MAX], *line = NULL;
 	size_t n;
-	SF_CHECK(_sf_path_join(path, sizeof path, stepdir, "manifest.json"));
-	SF_CHECK(_sf_read_small_file(path, CKPT_MANIFEST_MAX, text, len));
+	SF_CHECK_GOTO(_sf_path_join(path, sizeof path, stepdir, "manifest.json"), out);
+	SF_CHECK_GOTO(_sf_read_small_file(path, CKPT_MANIFEST_MAX, text, len), out);
 	*has_crc = _sf_path_exists(stepdir, "manifest.crc32");
 	if (!*has_crc)
 		return SF_OK;
-	SF_CHECK(_sf_path_join(path, sizeof path, stepdir, "manifest.crc32"));
-	SF_CHECK(_sf_read_small_file(path, 64, &line, &n));
+	SF_CHECK_GOTO(_sf_path_join(path, sizeof path, stepdir, "manifest.crc32"), out);
+	SF_CHECK_GOTO(_sf_read_small_file(path, 64, &line, &n), out);
 	unsigned want = 0;
 	char tail[2];
 	if (strspn(line, "0123456789abcdef") != 8 || sscanf(line, "%8x%1s", &want, tail) != 1) {
 		rc = SF_ERR(SF_ERR_IO, "%s should hold 8 hex digits, it holds \"%.16s\"", path,
 		            line);
-		goto fail;
+		goto out;
 	}
 	uint32_t got = _sf_crc32(0, *text, *len);
 	if (got != want) {
@@ -46,9 +46,9 @@ static int read_manifest(const char *stepdir, char **text, size_t *len, bool *ha
 		            "%s/manifest.json: CRC-32 is %08x, manifest.crc32 says %08x "
 		            "(corrupted or edited)",
 		            stepdir, got, want);
-		goto fail;
+		goto out;
 	}
-fail:
+out:
 	if (rc < 0) {
 		free(*text);
 		*text = NULL;
@@ -82,7 +82,6 @@ static int bcast_string(struct sf_model *m, char **s, size_t *len)
 		off += (uint64_t)k;
 	}
 	(*s)[n] = '\0';
-fail:
 	return rc;
 }
 
@@ -141,18 +140,18 @@ static int load_manifest(struct sf_model *m, const char *stepdir, struct _sf_man
 	_sf_model_describe(m, &g);
 	if (g.rank == 0)
 		lrc = read_manifest(stepdir, &text, &len, &has_crc);
-	SF_CHECK(_sf_comm_agree(comm, lrc, "sf_checkpoint_load"));
+	SF_CHECK_GOTO(_sf_comm_agree(comm, lrc, "sf_checkpoint_load"), out);
 	struct _sf_manifest_expect e;
-	SF_CHECK(bcast_string(m, &text, &len));
+	SF_CHECK_GOTO(bcast_string(m, &text, &len), out);
 	uint8_t crc_flag = has_crc;
-	SF_CHECK(comm->ops->bcast(comm, &crc_flag, 1, 0));
+	SF_CHECK_GOTO(comm->ops->bcast(comm, &crc_flag, 1, 0), out);
 	snprintf(where, sizeof where, "%s/manifest.json", stepdir);
 	lrc = expect_init(m, &e);
 	if (lrc >= 0)
 		lrc = _sf_manifest_parse(&e, text, len, where, crc_flag != 0, mf);
 	expect_free(&e);
-	SF_CHECK(_sf_comm_agree(comm, lrc, "sf_checkpoint_load"));
-fail:
+	SF_CHECK_GOTO(_sf_comm_agree(comm, lrc, "sf_checkpoint_load"), out);
+out:
 	free(text);
 	return rc;
 }
@@ -284,7 +283,7 @@ static int stream_file(int fd, const char *path, uint64_t size, const struct ext
 	for (uint64_t off = 0; off < size;) {
 		size_t k = size - off < piece ? (size_t)(size - off) : piece;
 		uint64_t end = off + k;
-		SF_CHECK(_sf_read_at(fd, buf, k, (off_t)off, path));
+		SF_CHECK_GOTO(_sf_read_at(fd, buf, k, (off_t)off, path), out);
 		c = _sf_crc32(c, buf, k);
 		for (size_t i = e; i < nex && ex[i].off < end; i++) {
 			uint64_t a = ex[i].off > off ? ex[i].off : off;
@@ -298,7 +297,7 @@ static int stream_file(int fd, const char *path, uint64_t size, const struct ext
 		off = end;
 	}
 	*crc = c;
-fail:
+out:
 	free(buf);
 	return rc;
 }
@@ -326,7 +325,6 @@ static int check_all_sizes(const char *stepdir, const struct _sf_manifest *mf)
 			return SF_ERR(SF_ERR_IO, "cannot stat %s: %s", path, strerror(errno));
 		SF_CHECK(check_size(path, &st, mf->sizes[w]));
 	}
-fail:
 	return rc;
 }
 
@@ -342,15 +340,15 @@ static int read_rank_file(const struct sf_model *m, const char *stepdir,
 	uint32_t crc = 0;
 	struct _sf_model_geometry g;
 	_sf_model_describe(m, &g);
-	SF_CHECK(_sf_ckpt_rank_path(path, sizeof path, stepdir, w));
+	SF_CHECK_GOTO(_sf_ckpt_rank_path(path, sizeof path, stepdir, w), out);
 	_sf_log(SF_LOG_DEBUG, "checkpoint: reading %s", path);
-	SF_CHECK(_sf_open_read(path, &fd, &st));
-	SF_CHECK(check_size(path, &st, mf->sizes[w]));
-	SF_CHECK(stream_file(fd, path, mf->sizes[w], ex, nex, &crc));
+	SF_CHECK_GOTO(_sf_open_read(path, &fd, &st), out);
+	SF_CHECK_GOTO(check_size(path, &st, mf->sizes[w]), out);
+	SF_CHECK_GOTO(stream_file(fd, path, mf->sizes[w], ex, nex, &crc), out);
 	if (crc != mf->crcs[w]) {
 		rc = SF_ERR(SF_ERR_IO, "%s: CRC-32 is %08x, the manifest says %08x (corrupted)",
 		            path, crc, mf->crcs[w]);
-		goto fail;
+		goto out;
 	}
 	if (memcmp(hdr, CKPT_MAGIC, 8) || _sf_get_le(hdr + 8, 4) != (uint32_t)w ||
 	    _sf_get_le(hdr + 12, 4) != (uint32_t)mf->world_size ||
@@ -360,9 +358,9 @@ static int read_rank_file(const struct sf_model *m, const char *stepdir,
 		            "%s: bad header (expected \"" CKPT_MAGIC "\", rank %d of %d, %d units, "
 		            "%d vectors)",
 		            path, w, mf->world_size, g.nunits, nv);
-		goto fail;
+		goto out;
 	}
-fail:
+out:
 	if (fd >= 0)
 		close(fd);
 	return rc;
@@ -381,12 +379,12 @@ static int read_needed(const struct sf_model *m, const char *stepdir, const stru
 	if (!ex)
 		return SF_ERR(SF_ERR_NOMEM, "sf_checkpoint_load: out of memory");
 	if (g.rank == 0)
-		SF_CHECK(check_all_sizes(stepdir, mf));
+		SF_CHECK_GOTO(check_all_sizes(stepdir, mf), out);
 	for (int w = 0; w < mf->world_size; w++) {
 		size_t nex = 0;
 		if (!file_extents(m, mf->world_size, nd, w, hdr, ex, &nex))
 			continue;
-		SF_CHECK(read_rank_file(m, stepdir, mf, w, ex, nex, hdr));
+		SF_CHECK_GOTO(read_rank_file(m, stepdir, mf, w, ex, nex, hdr), out);
 		nread++;
 	}
 	for (int u = 0; u < g.nunits; u++)
@@ -394,7 +392,7 @@ static int read_needed(const struct sf_model *m, const char *stepdir, const stru
 			if (_sf_vec_exists(m, (enum _sf_vec)v))
 				_sf_floats_le(nd->vec[u * 3 + v], nd->hi[u] - nd->lo[u]);
 	_sf_log(SF_LOG_DEBUG, "checkpoint: read %d of %d rank files", nread, mf->world_size);
-fail:
+out:
 	free(ex);
 	return rc;
 }
@@ -415,7 +413,6 @@ static int gather_whole(struct sf_model *m, struct need *nd)
 		SF_CHECK(
 		    comm->ops->allgather_bytes(comm, nd->send, S * sizeof(float), nd->whole[u]));
 	}
-fail:
 	return rc;
 }
 
@@ -446,7 +443,6 @@ static int apply(struct sf_model *m, struct need *nd)
 			}
 			SF_CHECK(_sf_unit_set_full(m, u, (enum _sf_vec)v, src));
 		}
-fail:
 	return rc;
 }
 
@@ -475,7 +471,6 @@ SF_API int sf_checkpoint_latest(sf_model *m, const char *dir, int *found, char *
 	if (path && snprintf(path, size, "%s", stepdir) >= (int)size)
 		rc = SF_ERR(SF_ERR_INVALID, "sf_checkpoint_latest: %s does not fit in %zu bytes",
 		            stepdir, size);
-fail:
 	return rc;
 }
 
@@ -492,7 +487,6 @@ static int try_step(struct sf_model *m, const char *stepdir, struct _sf_manifest
 	SF_CHECK(_sf_comm_agree(comm, read_needed(m, stepdir, mf, nd), "sf_checkpoint_load"));
 	if (nd->whole)
 		SF_CHECK(_sf_comm_agree(comm, gather_whole(m, nd), "sf_checkpoint_load"));
-fail:
 	return rc;
 }
 
@@ -518,7 +512,6 @@ static int list_steps(struct sf_model *m, const char *dir, char ***steps, int *n
 		            "no checkpoint in %s yet: no such directory, or neither manifest.json "
 		            "(a step directory), latest nor a complete step-* directory in it",
 		            dir);
-fail:
 	return rc;
 }
 
@@ -564,7 +557,6 @@ static int try_steps(struct sf_model *m, const char *dir, char **steps, int nste
 	            "sf_checkpoint_load: no valid checkpoint in %s: each of its %d complete "
 	            "steps failed its checks: %s",
 	            dir, *tried, faults);
-fail:
 	return rc;
 }
 
@@ -590,18 +582,18 @@ SF_API int sf_checkpoint_load(sf_model *m, const char *dir, struct sf_checkpoint
 	lrc = sf_model_sync(m);
 	if (g.rank == 0 && lrc >= 0)
 		lrc = list_steps(m, dir, &steps, &nsteps);
-	SF_CHECK(_sf_comm_agree(comm, lrc, "sf_checkpoint_load"));
-	SF_CHECK(_sf_comm_agree(comm, need_init(m, &nd), "sf_checkpoint_load"));
-	SF_CHECK(try_steps(m, dir, steps, nsteps, stepdir, &mf, &nd, &tried));
+	SF_CHECK_GOTO(_sf_comm_agree(comm, lrc, "sf_checkpoint_load"), out);
+	SF_CHECK_GOTO(_sf_comm_agree(comm, need_init(m, &nd), "sf_checkpoint_load"), out);
+	SF_CHECK_GOTO(try_steps(m, dir, steps, nsteps, stepdir, &mf, &nd, &tried), out);
 
 	/* everything is read and verified on every rank: only now touch the model */
-	SF_CHECK(apply(m, &nd));
+	SF_CHECK_GOTO(apply(m, &nd), out);
 	_sf_model_counters_set(m, mf.model_steps, mf.model_steps);
 	if (info)
 		*info = mf.info;
 	_sf_log(SF_LOG_INFO, "checkpoint %s loaded (written by %d ranks, step %lld)", stepdir,
 	        mf.world_size, (long long)mf.info.step);
-fail:
+out:
 	_sf_ckpt_candidates_free(steps, nsteps);
 	need_free(m, &nd);
 	_sf_manifest_free(&mf);

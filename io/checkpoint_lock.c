@@ -190,13 +190,13 @@ int _sf_ckpt_lock_dir(struct sf_model *m, const char *dir, enum sf_checkpoint_ac
 	bool write = access == SF_CHECKPOINT_WRITE;
 	char target[SF_PATH_MAX], path[SF_PATH_MAX];
 	struct stat st;
-	SF_CHECK(lock_target(dir, write, target));
+	SF_CHECK_GOTO(lock_target(dir, write, target), fail);
 	if (write)
-		SF_CHECK(_sf_make_dirs(target));
+		SF_CHECK_GOTO(_sf_make_dirs(target), fail);
 	else if (!_sf_is_dir(target))
 		return SF_OK; /* nothing to read, nothing to protect: a writer creates it */
-	SF_CHECK(_sf_path_join(path, sizeof path, target, ".lock"));
-	SF_CHECK(open_lock(path, write, &fd));
+	SF_CHECK_GOTO(_sf_path_join(path, sizeof path, target, ".lock"), fail);
+	SF_CHECK_GOTO(open_lock(path, write, &fd), fail);
 	if (fd < 0)
 		return SF_OK;
 	if (fstat(fd, &st) != 0) {
@@ -216,7 +216,7 @@ int _sf_ckpt_lock_dir(struct sf_model *m, const char *dir, enum sf_checkpoint_ac
 		goto fail;
 	}
 	if (write)
-		SF_CHECK(record(fd, path));
+		SF_CHECK_GOTO(record(fd, path), fail);
 	struct _sf_ckpt_lock *l = malloc(sizeof *l);
 	if (!l) {
 		rc = SF_ERR(SF_ERR_NOMEM, "checkpoint: out of memory for the lock of %s", target);

@@ -71,20 +71,20 @@ static int write_rank_file(struct sf_model *m, const char *stepdir, bool write, 
 	if (!buf || (g.tp > 1 && !scratch)) {
 		rc = SF_ERR(SF_ERR_NOMEM, "checkpoint: cannot allocate %zu bytes",
 		            (smax + pmax) * 4);
-		goto fail;
+		goto out;
 	}
 	if (!write) { /* TP: the collectives only */
 		for (int u = 0; u < g.nunits; u++)
 			for (int v = SF_VEC_PARAM; v <= SF_VEC_V; v++)
 				if (_sf_vec_exists(m, (enum _sf_vec)v))
-					SF_CHECK(
+					SF_CHECK_GOTO(
 					    unit_slice(m, u, (enum _sf_vec)v,
 					               _sf_ckpt_shard(unit_Pw(m, u), g.shard_size),
-					               buf, scratch));
-		goto fail;
+					               buf, scratch), out);
+		goto out;
 	}
-	SF_CHECK(_sf_ckpt_rank_path(path, sizeof path, stepdir, g.shard_rank));
-	SF_CHECK(_sf_create_tmp(path, tmp, sizeof tmp, &fd));
+	SF_CHECK_GOTO(_sf_ckpt_rank_path(path, sizeof path, stepdir, g.shard_rank), out);
+	SF_CHECK_GOTO(_sf_create_tmp(path, tmp, sizeof tmp, &fd), out);
 
 	uint8_t hdr[SF_CKPT_HEADER];
 	memcpy(hdr, CKPT_MAGIC, 8);
@@ -94,14 +94,14 @@ static int write_rank_file(struct sf_model *m, const char *stepdir, bool write, 
 	_sf_put_le(hdr + 20, (uint32_t)_sf_ckpt_nvectors(m), 4);
 	uint32_t c = _sf_crc32(0, hdr, sizeof hdr);
 	uint64_t total = sizeof hdr;
-	SF_CHECK(_sf_write_all(fd, hdr, sizeof hdr, tmp));
+	SF_CHECK_GOTO(_sf_write_all(fd, hdr, sizeof hdr, tmp), out);
 	for (int u = 0; u < g.nunits; u++) {
 		size_t S = _sf_ckpt_shard(unit_Pw(m, u), g.shard_size);
 		for (int v = SF_VEC_PARAM; v <= SF_VEC_V; v++) {
 			if (!_sf_vec_exists(m, (enum _sf_vec)v))
 				continue;
 			/* with TP a collective: made even after a failed write */
-			SF_CHECK(unit_slice(m, u, (enum _sf_vec)v, S, buf, scratch));
+			SF_CHECK_GOTO(unit_slice(m, u, (enum _sf_vec)v, S, buf, scratch), out);
 			if (wrc < 0)
 				continue;
 			_sf_floats_le(buf, S);
@@ -109,16 +109,16 @@ static int write_rank_file(struct sf_model *m, const char *stepdir, bool write, 
 			total += S * sizeof(float);
 			wrc = _sf_write_all(fd, buf, S * sizeof(float), tmp);
 			if (wrc < 0 && g.tp == 1)
-				SF_CHECK(wrc);
+				SF_CHECK_GOTO(wrc, out);
 		}
 	}
-	SF_CHECK(wrc);
+	SF_CHECK_GOTO(wrc, out);
 	rc = _sf_commit_file(fd, tmp, path, stepdir);
 	fd = -1;
-	SF_CHECK(rc);
+	SF_CHECK_GOTO(rc, out);
 	*size = total;
 	*crc = c;
-fail:
+out:
 	if (fd >= 0)
 		_sf_abandon_file(fd, tmp);
 	free(buf);
@@ -188,7 +188,6 @@ static int prepare_stage(const char *dir, const struct save_paths *sp)
 	if (mkdir(sp->stage, 0777) != 0)
 		return SF_ERR(SF_ERR_IO, "cannot create directory %s: %s", sp->stage,
 		              strerror(errno));
-fail:
 	return rc;
 }
 
@@ -213,29 +212,29 @@ static int publish(struct sf_model *m, const char *dir, const struct save_paths 
 		return SF_ERR(SF_ERR_NOMEM, "checkpoint: cannot serialise the manifest");
 	size_t n = strlen(text);
 	int k = snprintf(line, sizeof line, "%08x\n", (unsigned)_sf_crc32(0, text, n));
-	SF_CHECK(_sf_path_join(path, sizeof path, sp->stage, "manifest.crc32"));
-	SF_CHECK(_sf_write_file_atomic(path, sp->stage, line, (size_t)k));
-	SF_CHECK(_sf_path_join(path, sizeof path, sp->stage, "manifest.json"));
-	SF_CHECK(_sf_write_file_atomic(path, sp->stage, text, n));
+	SF_CHECK_GOTO(_sf_path_join(path, sizeof path, sp->stage, "manifest.crc32"), out);
+	SF_CHECK_GOTO(_sf_write_file_atomic(path, sp->stage, line, (size_t)k), out);
+	SF_CHECK_GOTO(_sf_path_join(path, sizeof path, sp->stage, "manifest.json"), out);
+	SF_CHECK_GOTO(_sf_write_file_atomic(path, sp->stage, text, n), out);
 
 	bool replacing = _sf_is_dir(sp->step);
 	if (replacing && rename(sp->step, sp->old) != 0) {
 		rc = SF_ERR(SF_ERR_IO, "cannot rename %s to %s: %s", sp->step, sp->old,
 		            strerror(errno));
-		goto fail;
+		goto out;
 	}
 	if (rename(sp->stage, sp->step) != 0) {
 		rc = SF_ERR(SF_ERR_IO, "cannot rename %s to %s: %s", sp->stage, sp->step,
 		            strerror(errno));
-		goto fail;
+		goto out;
 	}
-	SF_CHECK(_sf_fsync_dir(dir));
-	SF_CHECK(_sf_path_join(path, sizeof path, dir, "latest"));
+	SF_CHECK_GOTO(_sf_fsync_dir(dir), out);
+	SF_CHECK_GOTO(_sf_path_join(path, sizeof path, dir, "latest"), out);
 	k = snprintf(line, sizeof line, "%s\n", sp->name);
-	SF_CHECK(_sf_write_file_atomic(path, dir, line, (size_t)k));
+	SF_CHECK_GOTO(_sf_write_file_atomic(path, dir, line, (size_t)k), out);
 	if (replacing)
-		SF_CHECK(_sf_remove_dir(sp->old));
-fail:
+		SF_CHECK_GOTO(_sf_remove_dir(sp->old), out);
+out:
 	free(text);
 	return rc;
 }
@@ -256,7 +255,6 @@ static int save_paths_init(const char *dir, int64_t step, struct save_paths *sp)
 	SF_CHECK(_sf_path_join(sp->step, sizeof sp->step, dir, sp->name));
 	snprintf(sp->stage, sizeof sp->stage, "%s.tmp", sp->step);
 	snprintf(sp->old, sizeof sp->old, "%s.old", sp->step);
-fail:
 	return rc;
 }
 
@@ -284,10 +282,10 @@ SF_API int sf_checkpoint_save(sf_model *m, const char *dir, const struct sf_chec
 		none.step = c.nupdates;
 		info = &none;
 	}
-	SF_CHECK(check_count("info->step", info->step));
-	SF_CHECK(check_count("info->epoch", info->epoch));
-	SF_CHECK(check_count("info->batch", info->batch));
-	SF_CHECK(check_count("the model's step count", c.nupdates));
+	SF_CHECK_GOTO(check_count("info->step", info->step), out);
+	SF_CHECK_GOTO(check_count("info->epoch", info->epoch), out);
+	SF_CHECK_GOTO(check_count("info->batch", info->batch), out);
+	SF_CHECK_GOTO(check_count("the model's step count", c.nupdates), out);
 	int lrc = save_paths_init(dir, info->step, &sp);
 	if (lrc >= 0)
 		lrc = sf_model_sync(m);
@@ -305,7 +303,7 @@ SF_API int sf_checkpoint_save(sf_model *m, const char *dir, const struct sf_chec
 		if ((!all || !sizes || !crcs) && lrc >= 0)
 			lrc = SF_ERR(SF_ERR_NOMEM, "sf_checkpoint_save: out of memory");
 	}
-	SF_CHECK(_sf_comm_agree(comm, lrc, "sf_checkpoint_save"));
+	SF_CHECK_GOTO(_sf_comm_agree(comm, lrc, "sf_checkpoint_save"), out);
 
 	uint64_t mine[2] = {0, 0};
 	uint32_t crc = 0;
@@ -317,10 +315,10 @@ SF_API int sf_checkpoint_save(sf_model *m, const char *dir, const struct sf_chec
 	lrc = writer || g.tp > 1 ? write_rank_file(m, sp.stage, writer, &mine[0], &crc) : SF_OK;
 	mine[1] = crc;
 	/* every rank reaches the gather, failed or not, so collectives stay matched */
-	SF_CHECK(comm->ops->gather_bytes(comm, mine, sizeof mine, all, 0));
+	SF_CHECK_GOTO(comm->ops->gather_bytes(comm, mine, sizeof mine, all, 0), out);
 	/* the all-reduce inside agree() is also the barrier: no manifest before every
 	 * rank has renamed its file */
-	SF_CHECK(_sf_comm_agree(comm, lrc, "sf_checkpoint_save"));
+	SF_CHECK_GOTO(_sf_comm_agree(comm, lrc, "sf_checkpoint_save"), out);
 
 	lrc = SF_OK;
 	if (g.rank == 0) {
@@ -330,9 +328,9 @@ SF_API int sf_checkpoint_save(sf_model *m, const char *dir, const struct sf_chec
 		}
 		lrc = publish(m, dir, &sp, info, sizes, crcs);
 	}
-	SF_CHECK(_sf_comm_agree(comm, lrc, "sf_checkpoint_save"));
+	SF_CHECK_GOTO(_sf_comm_agree(comm, lrc, "sf_checkpoint_save"), out);
 	_sf_log(SF_LOG_INFO, "checkpoint %s written (%d ranks)", sp.step, g.shard_size);
-fail:
+out:
 	free(all);
 	free(sizes);
 	free(crcs);

@@ -108,8 +108,8 @@ int _sf_ckpt_resolve(const char *dir, char *stepdir, size_t size)
 		return SF_OK;
 	}
 	if (_sf_path_exists(dir, "latest")) {
-		SF_CHECK(_sf_path_join(path, sizeof path, dir, "latest"));
-		SF_CHECK(_sf_read_small_file(path, 256, &latest, &n));
+		SF_CHECK_GOTO(_sf_path_join(path, sizeof path, dir, "latest"), out);
+		SF_CHECK_GOTO(_sf_read_small_file(path, 256, &latest, &n), out);
 		while (n > 0 && (latest[n - 1] == '\n' || latest[n - 1] == '\r'))
 			latest[--n] = '\0';
 		size_t digits = n > 5 ? strspn(latest + 5, "0123456789") : 0;
@@ -118,9 +118,9 @@ int _sf_ckpt_resolve(const char *dir, char *stepdir, size_t size)
 			            "%s should hold \"step-<digits>\", it holds \"%.64s\" "
 			            "(not a shardflow checkpoint directory?)",
 			            path, latest);
-			goto fail;
+			goto out;
 		}
-		SF_CHECK(_sf_path_join(named, sizeof named, dir, latest));
+		SF_CHECK_GOTO(_sf_path_join(named, sizeof named, dir, latest), out);
 		if (_sf_path_exists(named, "manifest.json")) {
 			free(latest);
 			if (snprintf(stepdir, size, "%s", named) >= (int)size)
@@ -145,7 +145,7 @@ int _sf_ckpt_resolve(const char *dir, char *stepdir, size_t size)
 		    "the checkpoint directory's latest",
 		    dir);
 	}
-fail:
+out:
 	free(latest);
 	return rc;
 }
@@ -197,19 +197,19 @@ static int list_complete(const char *dir, struct step_entry **entries, int *n)
 			if (!grown) {
 				rc = SF_ERR(SF_ERR_NOMEM, "checkpoint: out of memory listing %s",
 				            dir);
-				goto fail;
+				goto out;
 			}
 			*entries = grown;
 		}
 		char *copy = strdup(path);
 		if (!copy) {
 			rc = SF_ERR(SF_ERR_NOMEM, "checkpoint: out of memory listing %s", dir);
-			goto fail;
+			goto out;
 		}
 		(*entries)[(*n)++] = (struct step_entry){k, staged, copy};
 	}
 	qsort(*entries, (size_t)*n, sizeof **entries, newer_first);
-fail:
+out:
 	closedir(d);
 	return rc;
 }
@@ -221,16 +221,16 @@ int _sf_ckpt_candidates(const char *dir, char ***steps, int *n)
 	struct step_entry *entries = NULL;
 	*steps = NULL;
 	*n = 0;
-	SF_CHECK(_sf_ckpt_resolve(dir, first, sizeof first));
+	SF_CHECK_GOTO(_sf_ckpt_resolve(dir, first, sizeof first), out);
 	if (!*first)
 		return SF_OK;
 	/* a step directory given itself is that step alone */
 	if (strcmp(first, dir) != 0)
-		SF_CHECK(list_complete(dir, &entries, &ne));
+		SF_CHECK_GOTO(list_complete(dir, &entries, &ne), out);
 	*steps = calloc((size_t)ne + 1, sizeof **steps);
 	if (!*steps || !((*steps)[0] = strdup(first))) {
 		rc = SF_ERR(SF_ERR_NOMEM, "checkpoint: out of memory listing %s", dir);
-		goto fail;
+		goto out;
 	}
 	*n = 1;
 	for (int i = 0; i < ne; i++)
@@ -238,7 +238,7 @@ int _sf_ckpt_candidates(const char *dir, char ***steps, int *n)
 			(*steps)[(*n)++] = entries[i].path;
 			entries[i].path = NULL;
 		}
-fail:
+out:
 	for (int i = 0; i < ne; i++)
 		free(entries[i].path);
 	free(entries);

@@ -173,8 +173,8 @@ int _sf_write_file_atomic(const char *path, const char *dir, const void *data, s
 {
 	int rc = SF_OK, fd = -1;
 	char tmp[SF_PATH_MAX];
-	SF_CHECK(_sf_create_tmp(path, tmp, sizeof tmp, &fd));
-	SF_CHECK(_sf_write_all(fd, data, n, tmp));
+	SF_CHECK_GOTO(_sf_create_tmp(path, tmp, sizeof tmp, &fd), fail);
+	SF_CHECK_GOTO(_sf_write_all(fd, data, n, tmp), fail);
 	return _sf_commit_file(fd, tmp, path, dir);
 fail:
 	if (fd >= 0)
@@ -196,15 +196,15 @@ int _sf_remove_dir(const char *path)
 	for (struct dirent *e; (e = readdir(d));) {
 		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
 			continue;
-		SF_CHECK(_sf_path_join(p, sizeof p, path, e->d_name));
+		SF_CHECK_GOTO(_sf_path_join(p, sizeof p, path, e->d_name), out);
 		if (unlink(p) != 0 && errno != ENOENT) {
 			rc = SF_ERR(SF_ERR_IO, "cannot remove %s: %s", p, strerror(errno));
-			goto fail;
+			goto out;
 		}
 	}
 	if (rmdir(path) != 0 && errno != ENOENT)
 		rc = SF_ERR(SF_ERR_IO, "cannot remove %s: %s", path, strerror(errno));
-fail:
+out:
 	closedir(d);
 	return rc;
 }
@@ -220,7 +220,7 @@ int _sf_read_small_file(const char *path, size_t max, char **out, size_t *len)
 	int rc = SF_OK, fd = -1;
 	char *buf = NULL;
 	struct stat st;
-	SF_CHECK(_sf_open_read(path, &fd, &st));
+	SF_CHECK_GOTO(_sf_open_read(path, &fd, &st), fail);
 	if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size > max) {
 		rc = SF_ERR(SF_ERR_IO, "%s is not a regular file of at most %zu bytes", path, max);
 		goto fail;
@@ -231,7 +231,7 @@ int _sf_read_small_file(const char *path, size_t max, char **out, size_t *len)
 		            (long long)st.st_size, path);
 		goto fail;
 	}
-	SF_CHECK(_sf_read_at(fd, buf, (size_t)st.st_size, 0, path));
+	SF_CHECK_GOTO(_sf_read_at(fd, buf, (size_t)st.st_size, 0, path), fail);
 	buf[st.st_size] = '\0';
 	*out = buf;
 	*len = (size_t)st.st_size;

@@ -86,76 +86,76 @@ static int parse_identity(const struct _sf_manifest_expect *e_, json_t *root, co
 	const char *s;
 	int64_t x;
 	char alt[128];
-	SF_CHECK(get_str(root, "format", &s, where));
+	SF_CHECK_GOTO(get_str(root, "format", &s, where), out);
 	if (strcmp(s, SF_CKPT_FORMAT)) {
 		rc = SF_ERR(SF_ERR_IO, "%s: format is \"%s\", expected \"" SF_CKPT_FORMAT "\"",
 		            where, s);
-		goto fail;
+		goto out;
 	}
-	SF_CHECK(get_int(root, "version", INT64_MIN, INT64_MAX, &x, where));
+	SF_CHECK_GOTO(get_int(root, "version", INT64_MIN, INT64_MAX, &x, where), out);
 	if (x < 1 || x > SF_CKPT_VERSION) {
 		rc = SF_ERR(SF_ERR_IO,
 		            "%s: format version %lld, this shardflow reads versions 1 to %d", where,
 		            (long long)x, SF_CKPT_VERSION);
-		goto fail;
+		goto out;
 	}
 	if (x >= 2 && !has_crc) {
 		rc = SF_ERR(SF_ERR_IO,
 		            "%s: format version %lld keeps the manifest's CRC-32 in "
 		            "manifest.crc32, which is missing",
 		            where, (long long)x);
-		goto fail;
+		goto out;
 	}
 	if (x == 1 && !has_crc)
 		_sf_log(SF_LOG_INFO,
 		        "%s: format version 1 (an older shardflow): the manifest has no "
 		        "checksum; its fields are range-checked only",
 		        where);
-	SF_CHECK(get_int(root, "world_size", 1, SF_CKPT_WORLD_MAX, &x, where));
+	SF_CHECK_GOTO(get_int(root, "world_size", 1, SF_CKPT_WORLD_MAX, &x, where), out);
 	mf->world_size = (int)x;
-	SF_CHECK(get_str(root, "sharding", &s, where));
+	SF_CHECK_GOTO(get_str(root, "sharding", &s, where), out);
 	if (pick(s, e_->shardings, e_->nshardings) < 0) {
 		rc = SF_ERR(SF_ERR_IO, "%s: sharding \"%s\" is not %s", where, s,
 		            alternatives(e_->shardings, e_->nshardings, alt, sizeof alt));
-		goto fail;
+		goto out;
 	}
-	SF_CHECK(get_str(root, "dtype", &s, where));
+	SF_CHECK_GOTO(get_str(root, "dtype", &s, where), out);
 	if (strcmp(s, "f32")) {
 		rc = SF_ERR(SF_ERR_IO, "%s: dtype \"%s\", only \"f32\" is supported", where, s);
-		goto fail;
+		goto out;
 	}
-	SF_CHECK(get_str(root, "structure_hash", &s, where));
+	SF_CHECK_GOTO(get_str(root, "structure_hash", &s, where), out);
 	if (strcmp(s, e_->structure_hash)) {
 		rc = SF_ERR(SF_ERR_INVALID,
 		            "%s: checkpoint was written for another model (structure hash %s, "
 		            "this model %s)",
 		            where, s, e_->structure_hash);
-		goto fail;
+		goto out;
 	}
-	SF_CHECK(get_str(root, "optimizer", &s, where));
+	SF_CHECK_GOTO(get_str(root, "optimizer", &s, where), out);
 	int o = pick(s, e_->optimizers, e_->noptimizers);
 	if (o < 0) {
 		rc = SF_ERR(SF_ERR_IO, "%s: optimizer \"%s\" is not %s", where, s,
 		            alternatives(e_->optimizers, e_->noptimizers, alt, sizeof alt));
-		goto fail;
+		goto out;
 	}
 	if (o != e_->optimizer) {
 		rc = SF_ERR(SF_ERR_INVALID,
 		            "%s: checkpoint has %s optimizer state, this model uses %s", where, s,
 		            e_->optimizers[e_->optimizer]);
-		goto fail;
+		goto out;
 	}
-	SF_CHECK(get_int(root, "model_steps", 0, SF_CKPT_COUNT_MAX, &mf->model_steps, where));
+	SF_CHECK_GOTO(get_int(root, "model_steps", 0, SF_CKPT_COUNT_MAX, &mf->model_steps, where), out);
 
 	json_t *info = json_object_get(root, "info");
 	if (!json_is_object(info)) {
 		rc = bad_field(where, "info", "an object");
-		goto fail;
+		goto out;
 	}
-	SF_CHECK(get_int(info, "step", 0, SF_CKPT_COUNT_MAX, &mf->info.step, where));
-	SF_CHECK(get_int(info, "epoch", 0, SF_CKPT_COUNT_MAX, &mf->info.epoch, where));
-	SF_CHECK(get_int(info, "batch", 0, SF_CKPT_COUNT_MAX, &mf->info.batch, where));
-	SF_CHECK(get_str(info, "data_seed", &s, where));
+	SF_CHECK_GOTO(get_int(info, "step", 0, SF_CKPT_COUNT_MAX, &mf->info.step, where), out);
+	SF_CHECK_GOTO(get_int(info, "epoch", 0, SF_CKPT_COUNT_MAX, &mf->info.epoch, where), out);
+	SF_CHECK_GOTO(get_int(info, "batch", 0, SF_CKPT_COUNT_MAX, &mf->info.batch, where), out);
+	SF_CHECK_GOTO(get_str(info, "data_seed", &s, where), out);
 	{
 		char *end;
 		errno = 0;
@@ -164,11 +164,11 @@ static int parse_identity(const struct _sf_manifest_expect *e_, json_t *root, co
 			rc = SF_ERR(SF_ERR_IO,
 			            "%s: info.data_seed \"%s\" is not a decimal 64-bit integer",
 			            where, s);
-			goto fail;
+			goto out;
 		}
 		mf->info.data_seed = (uint64_t)seed;
 	}
-fail:
+out:
 	return rc;
 }
 
@@ -182,31 +182,31 @@ static int parse_layout(const struct _sf_manifest_expect *e_, json_t *root, cons
 	json_t *vecs = json_object_get(root, "vectors");
 	if (!json_is_array(vecs)) {
 		rc = bad_field(where, "vectors", "an array");
-		goto fail;
+		goto out;
 	}
 	if (json_array_size(vecs) != (size_t)e_->nvectors) {
 		rc = SF_ERR(SF_ERR_IO, "%s: %zu vectors per unit, %s keeps %d", where,
 		            json_array_size(vecs), opt, e_->nvectors);
-		goto fail;
+		goto out;
 	}
 	for (int v = 0; v < e_->nvectors; v++) {
 		json_t *e = json_array_get(vecs, (size_t)v);
 		if (!json_is_string(e) || strcmp(json_string_value(e), e_->vectors[v])) {
 			rc = SF_ERR(SF_ERR_IO, "%s: vectors should be the %d vectors of %s", where,
 			            e_->nvectors, opt);
-			goto fail;
+			goto out;
 		}
 	}
 
 	json_t *units = json_object_get(root, "units");
 	if (!json_is_array(units)) {
 		rc = bad_field(where, "units", "an array");
-		goto fail;
+		goto out;
 	}
 	if (json_array_size(units) != (size_t)e_->nunits) {
 		rc = SF_ERR(SF_ERR_INVALID, "%s: %zu units, this model has %d", where,
 		            json_array_size(units), e_->nunits);
-		goto fail;
+		goto out;
 	}
 	for (int u = 0; u < e_->nunits; u++) {
 		json_t *e = json_array_get(units, (size_t)u);
@@ -214,19 +214,19 @@ static int parse_layout(const struct _sf_manifest_expect *e_, json_t *root, cons
 		snprintf(w, sizeof w, "%s: units[%d]", where, u);
 		if (!json_is_object(e)) {
 			rc = SF_ERR(SF_ERR_IO, "%s is not an object", w);
-			goto fail;
+			goto out;
 		}
-		SF_CHECK(get_str(e, "name", &s, w));
-		SF_CHECK(get_int(e, "P", 0, INT64_MAX, &x, w));
+		SF_CHECK_GOTO(get_str(e, "name", &s, w), out);
+		SF_CHECK_GOTO(get_int(e, "P", 0, INT64_MAX, &x, w), out);
 		if (strcmp(s, e_->unit_names[u]) || (uint64_t)x != e_->unit_P[u]) {
 			rc = SF_ERR(SF_ERR_INVALID,
 			            "%s is \"%s\" with %lld parameters, this model's unit %d is "
 			            "\"%s\" with %zu",
 			            w, s, (long long)x, u, e_->unit_names[u], e_->unit_P[u]);
-			goto fail;
+			goto out;
 		}
 	}
-fail:
+out:
 	return rc;
 }
 
@@ -241,18 +241,18 @@ static int parse_files(const struct _sf_manifest_expect *e_, json_t *root, const
 	json_t *files = json_object_get(root, "files");
 	if (!json_is_array(files)) {
 		rc = bad_field(where, "files", "an array");
-		goto fail;
+		goto out;
 	}
 	if (json_array_size(files) != (size_t)mf->world_size) {
 		rc = SF_ERR(SF_ERR_IO, "%s: %zu files for a world of %d ranks", where,
 		            json_array_size(files), mf->world_size);
-		goto fail;
+		goto out;
 	}
 	mf->sizes = calloc((size_t)mf->world_size, sizeof *mf->sizes);
 	mf->crcs = calloc((size_t)mf->world_size, sizeof *mf->crcs);
 	if (!mf->sizes || !mf->crcs) {
 		rc = SF_ERR(SF_ERR_NOMEM, "checkpoint load: out of memory");
-		goto fail;
+		goto out;
 	}
 	/* the size every file must have, from the units and the saving world size */
 	uint64_t want = SF_CKPT_HEADER;
@@ -265,16 +265,16 @@ static int parse_files(const struct _sf_manifest_expect *e_, json_t *root, const
 		_sf_ckpt_rank_name(name, sizeof name, r);
 		if (!json_is_object(e)) {
 			rc = SF_ERR(SF_ERR_IO, "%s is not an object", w);
-			goto fail;
+			goto out;
 		}
 		/* the name is checked, never used: a manifest cannot make us open
 		 * another path */
-		SF_CHECK(get_str(e, "name", &s, w));
+		SF_CHECK_GOTO(get_str(e, "name", &s, w), out);
 		if (strcmp(s, name)) {
 			rc = SF_ERR(SF_ERR_IO, "%s: name is \"%s\", expected \"%s\"", w, s, name);
-			goto fail;
+			goto out;
 		}
-		SF_CHECK(get_int(e, "size", 0, INT64_MAX, &x, w));
+		SF_CHECK_GOTO(get_int(e, "size", 0, INT64_MAX, &x, w), out);
 		mf->sizes[r] = (uint64_t)x;
 		if (mf->sizes[r] != want) {
 			rc = SF_ERR(SF_ERR_IO,
@@ -282,12 +282,12 @@ static int parse_files(const struct _sf_manifest_expect *e_, json_t *root, const
 			            "bytes",
 			            w, (unsigned long long)x, e_->nunits, mf->world_size,
 			            (unsigned long long)want);
-			goto fail;
+			goto out;
 		}
-		SF_CHECK(get_int(e, "crc32", 0, UINT32_MAX, &x, w));
+		SF_CHECK_GOTO(get_int(e, "crc32", 0, UINT32_MAX, &x, w), out);
 		mf->crcs[r] = (uint32_t)x;
 	}
-fail:
+out:
 	return rc;
 }
 
@@ -303,12 +303,12 @@ int _sf_manifest_parse(const struct _sf_manifest_expect *e_, const char *text, s
 		              jerr.text);
 	if (!json_is_object(root)) {
 		rc = SF_ERR(SF_ERR_IO, "%s: not a JSON object", where);
-		goto fail;
+		goto out;
 	}
-	SF_CHECK(parse_identity(e_, root, where, has_crc, mf));
-	SF_CHECK(parse_layout(e_, root, where));
-	SF_CHECK(parse_files(e_, root, where, mf));
-fail:
+	SF_CHECK_GOTO(parse_identity(e_, root, where, has_crc, mf), out);
+	SF_CHECK_GOTO(parse_layout(e_, root, where), out);
+	SF_CHECK_GOTO(parse_files(e_, root, where, mf), out);
+out:
 	if (rc < 0)
 		_sf_manifest_free(mf);
 	json_decref(root);

@@ -112,16 +112,16 @@ static int write_file(const sf_model *m, const char *path, float *params)
 	struct _sf_model_geometry g;
 	_sf_model_describe(m, &g);
 	dir_of(path, dir, sizeof dir);
-	SF_CHECK(build_header(m, &header, &hlen));
+	SF_CHECK_GOTO(build_header(m, &header, &hlen), out);
 	_sf_put_le(len8, (uint64_t)hlen, 8);
-	SF_CHECK(_sf_create_tmp(path, tmp, sizeof tmp, &fd));
+	SF_CHECK_GOTO(_sf_create_tmp(path, tmp, sizeof tmp, &fd), out);
 	_sf_floats_le(params, g.nparams_whole);
-	SF_CHECK(_sf_write_all(fd, len8, 8, tmp));
-	SF_CHECK(_sf_write_all(fd, header, hlen, tmp));
-	SF_CHECK(_sf_write_all(fd, params, g.nparams_whole * sizeof(float), tmp));
+	SF_CHECK_GOTO(_sf_write_all(fd, len8, 8, tmp), out);
+	SF_CHECK_GOTO(_sf_write_all(fd, header, hlen, tmp), out);
+	SF_CHECK_GOTO(_sf_write_all(fd, params, g.nparams_whole * sizeof(float), tmp), out);
 	rc = _sf_commit_file(fd, tmp, path, dir);
 	fd = -1;
-fail:
+out:
 	if (fd >= 0)
 		_sf_abandon_file(fd, tmp);
 	free(header);
@@ -177,7 +177,6 @@ static int gather_params(struct sf_model *m, float *params, float *shard, float 
 			}
 		}
 	}
-fail:
 	return rc;
 }
 
@@ -207,13 +206,13 @@ SF_API int sf_model_export_safetensors(sf_model *m, const char *path)
 	if (lrc >= 0 && ((g.rank == 0 && !params) || (sharded && !shard) ||
 	                 (sharded && g.rank == 0 && !recv)))
 		lrc = SF_ERR(SF_ERR_NOMEM, "sf_model_export_safetensors: out of memory");
-	SF_CHECK(_sf_comm_agree(_sf_model_comm(m), lrc, "sf_model_export_safetensors"));
+	SF_CHECK_GOTO(_sf_comm_agree(_sf_model_comm(m), lrc, "sf_model_export_safetensors"), out);
 	/* rank 0 receives every unit, the others send their shards */
 	lrc = gather_params(m, params, shard, recv);
 	if (lrc >= 0 && g.rank == 0)
 		lrc = write_file(m, path, params);
-	SF_CHECK(_sf_comm_agree(_sf_model_comm(m), lrc, "sf_model_export_safetensors"));
-fail:
+	SF_CHECK_GOTO(_sf_comm_agree(_sf_model_comm(m), lrc, "sf_model_export_safetensors"), out);
+out:
 	free(params);
 	free(shard);
 	free(recv);
@@ -234,38 +233,38 @@ static int read_file(const sf_model *m, const char *path, float *params)
 	size_t nt = 0;
 	struct stat st;
 	uint8_t len8[8] = {0};
-	SF_CHECK(_sf_model_tensors(m, &t, &nt));
+	SF_CHECK_GOTO(_sf_model_tensors(m, &t, &nt), out);
 	want = calloc(nt + 1, sizeof *want);
 	begin = calloc(nt + 1, sizeof *begin);
 	if (!want || !begin) {
 		rc = SF_ERR(SF_ERR_NOMEM, "%s: out of memory", path);
-		goto fail;
+		goto out;
 	}
 	for (size_t i = 0; i < nt; i++)
 		want[i] =
 		    (struct _sf_st_want){t[i].name, t[i].ndim, {t[i].shape[0], t[i].shape[1]}};
-	SF_CHECK(_sf_open_read(path, &fd, &st));
+	SF_CHECK_GOTO(_sf_open_read(path, &fd, &st), out);
 	uint64_t fsize = (uint64_t)st.st_size;
 	if (fsize >= 8)
-		SF_CHECK(_sf_read_at(fd, len8, 8, 0, path));
-	SF_CHECK(_sf_st_header_length(path, len8, fsize, &hlen));
+		SF_CHECK_GOTO(_sf_read_at(fd, len8, 8, 0, path), out);
+	SF_CHECK_GOTO(_sf_st_header_length(path, len8, fsize, &hlen), out);
 	header = malloc(hlen + 1);
 	if (!header) {
 		rc = SF_ERR(SF_ERR_NOMEM, "%s: cannot allocate the header", path);
-		goto fail;
+		goto out;
 	}
-	SF_CHECK(_sf_read_at(fd, header, hlen, 8, path));
+	SF_CHECK_GOTO(_sf_read_at(fd, header, hlen, 8, path), out);
 	header[hlen] = '\0';
 	uint64_t data0 = 8 + hlen;
-	SF_CHECK(_sf_st_header_check(path, header, hlen, fsize - data0, want, nt, begin));
+	SF_CHECK_GOTO(_sf_st_header_check(path, header, hlen, fsize - data0, want, nt, begin), out);
 
 	/* every check passed: read */
 	for (size_t i = 0; i < nt; i++) {
-		SF_CHECK(_sf_read_at(fd, params + t[i].off, t[i].count * sizeof(float),
-		                     (off_t)(data0 + begin[i]), path));
+		SF_CHECK_GOTO(_sf_read_at(fd, params + t[i].off, t[i].count * sizeof(float),
+		                     (off_t)(data0 + begin[i]), path), out);
 		_sf_floats_le(params + t[i].off, t[i].count);
 	}
-fail:
+out:
 	free(header);
 	free(t);
 	free(want);
@@ -283,16 +282,16 @@ SF_API int sf_model_import_safetensors(sf_model *m, const char *path)
 	if (!m || !path || !*path)
 		return SF_ERR(SF_ERR_INVALID, "sf_model_import_safetensors: NULL model or path");
 	_sf_model_describe(m, &g);
-	SF_CHECK(_sf_model_load_check(m, "sf_model_import_safetensors"));
+	SF_CHECK_GOTO(_sf_model_load_check(m, "sf_model_import_safetensors"), out);
 	lrc = sf_model_sync(m);
 	params = malloc(g.nparams_whole * sizeof(float) + 1);
 	if (lrc >= 0 && !params)
 		lrc = SF_ERR(SF_ERR_NOMEM, "sf_model_import_safetensors: out of memory");
 	if (lrc >= 0)
 		lrc = read_file(m, path, params);
-	SF_CHECK(_sf_comm_agree(_sf_model_comm(m), lrc, "sf_model_import_safetensors"));
-	SF_CHECK(_sf_model_load(m, params));
-fail:
+	SF_CHECK_GOTO(_sf_comm_agree(_sf_model_comm(m), lrc, "sf_model_import_safetensors"), out);
+	SF_CHECK_GOTO(_sf_model_load(m, params), out);
+out:
 	free(params);
 	return rc;
 }

@@ -155,7 +155,7 @@ static int check_all_entries(const char *path, json_t *root, uint64_t data_len)
 			json_t *mv;
 			if (!json_is_object(val)) {
 				rc = SF_ERR(SF_ERR_IO, "%s: __metadata__ is not an object", path);
-				goto fail;
+				goto out;
 			}
 			json_object_foreach(val, mk, mv)
 			{
@@ -163,12 +163,12 @@ static int check_all_entries(const char *path, json_t *root, uint64_t data_len)
 					rc = SF_ERR(SF_ERR_IO,
 					            "%s: __metadata__ value \"%s\" is not a string",
 					            path, mk);
-					goto fail;
+					goto out;
 				}
 			}
 			continue;
 		}
-		SF_CHECK(check_entry(path, key, val, data_len, &ranges[k++], &dt, &shape));
+		SF_CHECK_GOTO(check_entry(path, key, val, data_len, &ranges[k++], &dt, &shape), out);
 	}
 	qsort(ranges, k, sizeof *ranges, cmp_range);
 	uint64_t end = 0;
@@ -180,7 +180,7 @@ static int check_all_entries(const char *path, json_t *root, uint64_t data_len)
 			           "be contiguous and not overlap)",
 			           path, ranges[i].begin < end ? "overlaps" : "leaves a hole",
 			           (unsigned long long)end);
-			goto fail;
+			goto out;
 		}
 		end = ranges[i].end;
 	}
@@ -189,7 +189,7 @@ static int check_all_entries(const char *path, json_t *root, uint64_t data_len)
 		            "%s: the tensors hold %llu bytes but the file has %llu after the "
 		            "header (truncated or trailing bytes)",
 		            path, (unsigned long long)end, (unsigned long long)data_len);
-fail:
+out:
 	free(ranges);
 	return rc;
 }
@@ -203,12 +203,12 @@ int _sf_st_header_check(const char *path, const char *header, size_t hlen, uint6
 	if (!root || !json_is_object(root)) {
 		rc = SF_ERR(SF_ERR_IO, "%s: the header is not a JSON object (%s)", path,
 		            root ? "another JSON value" : jerr.text);
-		goto fail;
+		goto out;
 	}
 	/* the tensors the caller needs (the clearer message first), then every entry */
-	SF_CHECK(check_wanted(path, root, data_len, want, nwant, begin));
-	SF_CHECK(check_all_entries(path, root, data_len));
-fail:
+	SF_CHECK_GOTO(check_wanted(path, root, data_len, want, nwant, begin), out);
+	SF_CHECK_GOTO(check_all_entries(path, root, data_len), out);
+out:
 	json_decref(root);
 	return rc;
 }

@@ -100,7 +100,7 @@ static int find(const struct sf_model *m, const char *fn, const char *name, size
 	size_t n = 0;
 	if (!m || !name)
 		return SF_ERR(SF_ERR_INVALID, "%s: NULL model or name", fn);
-	SF_CHECK(_sf_model_tensors(m, &all, &n));
+	SF_CHECK_GOTO(_sf_model_tensors(m, &all, &n), out);
 	for (size_t i = 0; i < n; i++)
 		if (strcmp(all[i].name, name) == 0) {
 			*out = all[i];
@@ -108,7 +108,7 @@ static int find(const struct sf_model *m, const char *fn, const char *name, size
 				rc = SF_ERR(SF_ERR_INVALID,
 				            "%s: tensor \"%s\" has %zu floats, n is %zu", fn, name,
 				            all[i].count, n_given);
-			goto fail;
+			goto out;
 		}
 	char some[512] = "";
 	for (size_t i = 0; i < n && strlen(some) + SF_TENSOR_NAME_MAX + 8 < sizeof some; i++)
@@ -116,7 +116,7 @@ static int find(const struct sf_model *m, const char *fn, const char *name, size
 		         all[i].name);
 	rc = SF_ERR(SF_ERR_NOT_FOUND, "%s: the model has no tensor \"%s\" (its %zu tensors: %s%s)",
 	            fn, name, n, some, strlen(some) + SF_TENSOR_NAME_MAX + 8 >= sizeof some ? ", ..." : "");
-fail:
+out:
 	free(all);
 	return rc;
 }
@@ -128,9 +128,9 @@ SF_API int sf_model_tensor_count(sf_model *m, int *count)
 	size_t n = 0;
 	if (!m || !count)
 		return SF_ERR(SF_ERR_INVALID, "sf_model_tensor_count: NULL model or output");
-	SF_CHECK(_sf_model_tensors(m, &all, &n));
+	SF_CHECK_GOTO(_sf_model_tensors(m, &all, &n), out);
 	*count = (int)n;
-fail:
+out:
 	free(all);
 	return rc;
 }
@@ -142,10 +142,10 @@ SF_API int sf_model_tensor_info(sf_model *m, int i, struct sf_tensor_info *out)
 	size_t n = 0;
 	if (!m || !out)
 		return SF_ERR(SF_ERR_INVALID, "sf_model_tensor_info: NULL model or output");
-	SF_CHECK(_sf_model_tensors(m, &all, &n));
+	SF_CHECK_GOTO(_sf_model_tensors(m, &all, &n), out);
 	if (i < 0 || (size_t)i >= n) {
 		rc = SF_ERR(SF_ERR_INVALID, "sf_model_tensor_info: index %d is not in [0, %zu)", i, n);
-		goto fail;
+		goto out;
 	}
 	memset(out, 0, sizeof *out);
 	snprintf(out->name, sizeof out->name, "%s", all[i].name);
@@ -156,7 +156,7 @@ SF_API int sf_model_tensor_info(sf_model *m, int i, struct sf_tensor_info *out)
 	struct _sf_unit_desc d;
 	_sf_unit_describe(m, all[i].unit, &d);
 	out->unit = d.name;
-fail:
+out:
 	free(all);
 	return rc;
 }
@@ -171,7 +171,7 @@ static int get(sf_model *m, const char *fn, const char *name, bool grad, float *
 	float *full = NULL;
 	if (!dst)
 		return SF_ERR(SF_ERR_INVALID, "%s: dst is NULL", fn);
-	SF_CHECK(find(m, fn, name, n, &t));
+	SF_CHECK_GOTO(find(m, fn, name, n, &t), out);
 	_sf_unit_describe(m, t.unit, &un);
 	_sf_model_counters_get(m, &c);
 	if (grad && un.frozen)
@@ -188,17 +188,17 @@ static int get(sf_model *m, const char *fn, const char *name, bool grad, float *
 		              fn);
 	if (grad && c.grad_mean_of == 0)
 		return SF_ERR(SF_ERR_STATE, "%s: no step has run yet (sf_model_step)", fn);
-	SF_CHECK(sf_model_sync(m));
+	SF_CHECK_GOTO(sf_model_sync(m), out);
 	full = malloc(un.Pw * sizeof(float) + 1);
 	if (!full) {
 		rc = SF_ERR(SF_ERR_NOMEM, "%s: out of memory", fn);
-		goto fail;
+		goto out;
 	}
-	SF_CHECK(_sf_unit_gather(m, t.unit, grad, full));
+	SF_CHECK_GOTO(_sf_unit_gather(m, t.unit, grad, full), out);
 	float scale = grad ? 1.0f / (float)c.grad_mean_of : 1.0f;
 	for (size_t i = 0; i < t.count; i++)
 		dst[i] = full[t.off - un.woff + i] * scale;
-fail:
+out:
 	free(full);
 	return rc;
 }
@@ -222,24 +222,24 @@ SF_API int sf_model_tensor_set(sf_model *m, const char *name, const float *src, 
 	float *whole = NULL;
 	if (!src)
 		return SF_ERR(SF_ERR_INVALID, "sf_model_tensor_set: src is NULL");
-	SF_CHECK(find(m, "sf_model_tensor_set", name, n, &t));
-	SF_CHECK(sf_model_sync(m));
+	SF_CHECK_GOTO(find(m, "sf_model_tensor_set", name, n, &t), out);
+	SF_CHECK_GOTO(sf_model_sync(m), out);
 	_sf_model_describe(m, &g);
 	_sf_unit_describe(m, t.unit, &un);
 	if (g.tp == 1) {
-		SF_CHECK(_sf_unit_set_params(m, t.unit, t.off - un.off, t.count, src));
-		goto fail;
+		SF_CHECK_GOTO(_sf_unit_set_params(m, t.unit, t.off - un.off, t.count, src), out);
+		goto out;
 	}
 	/* with TP: the unit whole, the tensor replaced, every rank's slices taken again */
 	whole = malloc(un.Pw * sizeof(float) + 1);
 	if (!whole) {
 		rc = SF_ERR(SF_ERR_NOMEM, "sf_model_tensor_set: out of memory");
-		goto fail;
+		goto out;
 	}
-	SF_CHECK(_sf_unit_get_whole(m, t.unit, SF_VEC_PARAM, false, whole));
+	SF_CHECK_GOTO(_sf_unit_get_whole(m, t.unit, SF_VEC_PARAM, false, whole), out);
 	memcpy(whole + (t.off - un.woff), src, t.count * sizeof(float));
-	SF_CHECK(_sf_unit_set_whole(m, t.unit, SF_VEC_PARAM, whole));
-fail:
+	SF_CHECK_GOTO(_sf_unit_set_whole(m, t.unit, SF_VEC_PARAM, whole), out);
+out:
 	free(whole);
 	return rc;
 }
@@ -267,14 +267,14 @@ int _sf_model_load(struct sf_model *m, const float *params)
 	for (int u = 0; u < g.nunits; u++) {
 		struct _sf_unit_desc d;
 		_sf_unit_describe(m, u, &d);
-		SF_CHECK(_sf_unit_set_whole(m, u, SF_VEC_PARAM, params + d.woff));
+		SF_CHECK_GOTO(_sf_unit_set_whole(m, u, SF_VEC_PARAM, params + d.woff), out);
 		for (int v = SF_VEC_M; v <= SF_VEC_V; v++)
 			if (_sf_vec_exists(m, (enum _sf_vec)v))
-				SF_CHECK(_sf_unit_set_full(m, u, (enum _sf_vec)v, zeros));
+				SF_CHECK_GOTO(_sf_unit_set_full(m, u, (enum _sf_vec)v, zeros), out);
 	}
 	/* AdamW's bias correction restarts with its moments */
 	_sf_model_counters_set(m, 0, 0);
-fail:
+out:
 	free(zeros);
 	return rc;
 }
@@ -294,7 +294,6 @@ SF_API int sf_model_params_set(sf_model *m, const float *src, size_t n)
 	SF_CHECK(_sf_model_load_check(m, "sf_model_params_set"));
 	SF_CHECK(sf_model_sync(m));
 	SF_CHECK(_sf_model_load(m, src));
-fail:
 	return rc;
 }
 
@@ -312,6 +311,5 @@ SF_API int sf_model_tensor_lr_scale(sf_model *m, const char *name, float scale)
 	struct _sf_unit_desc d;
 	_sf_unit_describe(m, t.unit, &d);
 	SF_CHECK(_sf_unit_lr_scale(m, t.unit, t.loff - d.off, t.lcount, scale));
-fail:
 	return rc;
 }

@@ -439,7 +439,6 @@ int _sf_config_resolve(const struct sf_config *program, const char *fn, struct s
 			SF_CHECK(check_unknown());
 	}
 	*out = c;
-fail:
 	return rc;
 }
 
@@ -505,7 +504,6 @@ int _sf_config_for_model(const struct sf_context *ctx, const struct sf_config *p
 		              "hybrid exactly when its context is (set sharding hybrid in the "
 		              "config given to sf_init_config, or SHARDFLOW_SHARDING=hybrid)",
 		              _sf_sharding_names[out->sharding], _sf_sharding_names[ctx_cfg->sharding]);
-fail:
 	return rc;
 }
 

@@ -103,11 +103,11 @@ int _sf_fxt_merge(const char *prefix, int nranks)
 	int k = 0;
 	if (!argv)
 		return SF_ERR(SF_ERR_NOMEM, "out of memory");
-	SF_CHECK(_sf_path_printf(dir, sizeof dir, "SHARDFLOW_TRACE", "%s.fxt", prefix));
-	SF_CHECK(
-	    _sf_path_printf(log, sizeof log, "SHARDFLOW_TRACE", "%s/starpu_fxt_tool.log", dir));
-	SF_CHECK(_sf_path_printf(rec, sizeof rec, "SHARDFLOW_TRACE", "%s/tasks.rec", dir));
-	SF_CHECK(_sf_path_printf(out, sizeof out, "SHARDFLOW_TRACE", "%s.fxt", prefix));
+	SF_CHECK_GOTO(_sf_path_printf(dir, sizeof dir, "SHARDFLOW_TRACE", "%s.fxt", prefix), out);
+	SF_CHECK_GOTO(
+	    _sf_path_printf(log, sizeof log, "SHARDFLOW_TRACE", "%s/starpu_fxt_tool.log", dir), out);
+	SF_CHECK_GOTO(_sf_path_printf(rec, sizeof rec, "SHARDFLOW_TRACE", "%s/tasks.rec", dir), out);
+	SF_CHECK_GOTO(_sf_path_printf(out, sizeof out, "SHARDFLOW_TRACE", "%s.fxt", prefix), out);
 	const char *user = getenv("USER");
 	char tool[SF_PATH_MAX];
 	fxt_tool_path(tool, sizeof tool);
@@ -117,33 +117,33 @@ int _sf_fxt_merge(const char *prefix, int nranks)
 	argv[k++] = "-i";
 	for (int r = 0; r < nranks; r++) {
 		char f[SF_PATH_MAX];
-		SF_CHECK(_sf_path_printf(f, sizeof f, "SHARDFLOW_TRACE", "%s/prof_file_%s_%d", dir,
-		                         user ? user : "", r));
+		SF_CHECK_GOTO(_sf_path_printf(f, sizeof f, "SHARDFLOW_TRACE", "%s/prof_file_%s_%d", dir,
+		                         user ? user : "", r), out);
 		if (access(f, R_OK) != 0) {
 			rc = SF_ERR(
 			    SF_ERR_IO,
 			    "SHARDFLOW_TRACE: rank %d's FxT file %s is not there (%s): every "
 			    "rank must see the trace directory (a shared file system)",
 			    r, f, strerror(errno));
-			goto fail;
+			goto out;
 		}
 		if (!(argv[k++] = strdup(f))) {
 			rc = SF_ERR(SF_ERR_NOMEM, "out of memory");
-			goto fail;
+			goto out;
 		}
 	}
 	unlink(rec); /* a previous run's */
-	SF_CHECK(run_tool(argv, log));
+	SF_CHECK_GOTO(run_tool(argv, log), out);
 	rd.path = rec;
-	SF_CHECK(_sf_taskrec_load(&rd, NULL));
+	SF_CHECK_GOTO(_sf_taskrec_load(&rd, NULL), out);
 	drop_incomplete_step(&rd, nranks);
-	SF_CHECK(_sf_report_build(rd.ev, rd.n, &rep));
+	SF_CHECK_GOTO(_sf_report_build(rd.ev, rd.n, &rep), out);
 	have_rep = true;
-	SF_CHECK(_sf_report_write_files(out, rd.ev, rd.n, &rep, rec, rec));
+	SF_CHECK_GOTO(_sf_report_write_files(out, rd.ev, rd.n, &rep, rec, rec), out);
 	_sf_log(SF_LOG_INFO,
 	        "SHARDFLOW_TRACE: StarPU's FxT trace in %s, its report in %s.overlap.txt", rec,
 	        out);
-fail:
+out:
 	if (have_rep)
 		_sf_report_free(&rep);
 	_sf_taskrec_free(&rd);

@@ -106,7 +106,6 @@ static int pass_run(struct sf_model *m, int p, struct pass_buf *pb, bool labels,
 	rc = _sf_forward_submit(m, false);
 	m->trace = trace;
 	SF_CHECK(rc);
-fail:
 	return rc;
 }
 
@@ -134,7 +133,7 @@ static int agree_samples(struct sf_model *m, int samples, const char *fn)
 	int *all = calloc((size_t)m->nranks + 1, sizeof *all);
 	if (!all)
 		return SF_ERR(SF_ERR_NOMEM, "%s: out of memory", fn);
-	SF_CHECK(m->comm->ops->allgather_bytes(m->comm, &samples, sizeof samples, all));
+	SF_CHECK_GOTO(m->comm->ops->allgather_bytes(m->comm, &samples, sizeof samples, all), out);
 	for (int r = 0; r < m->nranks; r++)
 		if (all[r] != all[0]) {
 			rc = SF_ERR(SF_ERR_INVALID,
@@ -143,7 +142,7 @@ static int agree_samples(struct sf_model *m, int samples, const char *fn)
 			            fn, r, all[r], all[0]);
 			break;
 		}
-fail:
+out:
 	free(all);
 	return rc;
 }
@@ -179,8 +178,8 @@ SF_API int sf_model_forward(sf_model *m, const char *node, const struct sf_batch
 	int rc = SF_OK;
 	struct pass_buf pb = {0};
 	float *piece = NULL, *all = NULL;
-	SF_CHECK(check_args(m, x, samples, false, fn));
-	SF_CHECK(agree_samples(m, samples, fn));
+	SF_CHECK_GOTO(check_args(m, x, samples, false, fn), out);
+	SF_CHECK_GOTO(agree_samples(m, samples, fn), out);
 	int id = find_node(m, node, fn);
 	if (id < 0)
 		return id;
@@ -197,21 +196,21 @@ SF_API int sf_model_forward(sf_model *m, const char *node, const struct sf_batch
 		              fn, node, m->tp);
 	int N = m->dp_size, most = (m->B_global + N - 1) / N;
 	size_t per = (size_t)most * T * dim; /* floats of the largest slice */
-	SF_CHECK(pass_alloc(m, &pb, fn));
+	SF_CHECK_GOTO(pass_alloc(m, &pb, fn), out);
 	piece = calloc(per + 1, sizeof(float));
 	all = calloc(per * (size_t)m->nranks + 1, sizeof(float));
 	if (!piece || !all) {
 		rc = SF_ERR(SF_ERR_NOMEM, "%s: out of memory", fn);
-		goto fail;
+		goto out;
 	}
 	struct _sf_node_state *s = &m->nodes[id];
 	for (int p = 0; (size_t)p * (size_t)m->B_global < (size_t)samples; p++) {
 		pass_fill(m, x, samples, p, false, &pb);
-		SF_CHECK(pass_run(m, p, &pb, false, fn));
-		SF_CHECK(_sf_data_acquire(s->h_act, STARPU_R));
+		SF_CHECK_GOTO(pass_run(m, p, &pb, false, fn), out);
+		SF_CHECK_GOTO(_sf_data_acquire(s->h_act, STARPU_R), out);
 		memcpy(piece, s->act, m->rows_local * dim * sizeof(float));
 		starpu_data_release(s->h_act);
-		SF_CHECK(m->comm->ops->allgather_bytes(m->comm, piece, per * sizeof(float), all));
+		SF_CHECK_GOTO(m->comm->ops->allgather_bytes(m->comm, piece, per * sizeof(float), all), out);
 		for (int r = 0; r < N; r++) { /* dp rank r's samples of the pass, the real ones */
 			int first, count;
 			slice_of(m->B_global, N, r, &first, &count);
@@ -221,7 +220,7 @@ SF_API int sf_model_forward(sf_model *m, const char *node, const struct sf_batch
 			       (size_t)real * T * dim * sizeof(float));
 		}
 	}
-fail:
+out:
 	pass_free(m, &pb);
 	free(piece);
 	free(all);
@@ -235,14 +234,14 @@ SF_API int sf_model_evaluate(sf_model *m, const struct sf_batch *x, int samples,
 	struct pass_buf pb = {0};
 	float *dr = NULL;
 	double *sums = NULL, mine[2] = {0.0, 0.0}; /* the rank's sum and rows counted */
-	SF_CHECK(check_args(m, x, samples, true, fn));
-	SF_CHECK(agree_samples(m, samples, fn));
+	SF_CHECK_GOTO(check_args(m, x, samples, true, fn), out);
+	SF_CHECK_GOTO(agree_samples(m, samples, fn), out);
 	if (!loss)
 		return SF_ERR(SF_ERR_INVALID, "%s: loss is NULL", fn);
 	int C = m->loss_args.classes;
 	const struct _sf_node *lnd = &m->gnodes[m->loss_node];
 	struct _sf_node_state *z = &m->nodes[lnd->in[0]];
-	SF_CHECK(pass_alloc(m, &pb, fn));
+	SF_CHECK_GOTO(pass_alloc(m, &pb, fn), out);
 	const float *target = NULL; /* a regression loss's: its input's staging buffer */
 	for (int i = 0; i < m->ninputs; i++)
 		if (lnd->nin > 1 && m->input_nodes[i] == lnd->in[1])
@@ -251,12 +250,12 @@ SF_API int sf_model_evaluate(sf_model *m, const struct sf_batch *x, int samples,
 	sums = calloc(2 * (size_t)m->nranks + 2, sizeof(double));
 	if (!dr || !sums) {
 		rc = SF_ERR(SF_ERR_NOMEM, "%s: out of memory", fn);
-		goto fail;
+		goto out;
 	}
 	for (int p = 0; (size_t)p * (size_t)m->B_global < (size_t)samples; p++) {
 		int real = pass_fill(m, x, samples, p, true, &pb);
-		SF_CHECK(pass_run(m, p, &pb, true, fn));
-		SF_CHECK(_sf_data_acquire(z->h_act, STARPU_R));
+		SF_CHECK_GOTO(pass_run(m, p, &pb, true, fn), out);
+		SF_CHECK_GOTO(_sf_data_acquire(z->h_act, STARPU_R), out);
 		size_t valid = (size_t)real * (size_t)m->T;
 		if (m->loss_kind == SF_LOSS_CROSS_ENTROPY) {
 			for (size_t r = 0; r < valid; r++) { /* a row of the ignore index adds 0 */
@@ -272,7 +271,7 @@ SF_API int sf_model_evaluate(sf_model *m, const struct sf_batch *x, int samples,
 		}
 		starpu_data_release(z->h_act);
 	}
-	SF_CHECK(m->comm->ops->allgather_bytes(m->comm, mine, sizeof mine, sums));
+	SF_CHECK_GOTO(m->comm->ops->allgather_bytes(m->comm, mine, sizeof mine, sums), out);
 	double total = 0.0, counted = 0.0; /* in rank order: the same sum on every rank */
 	for (int r = 0; r < m->nranks; r += m->tp) /* a TP group's first rank counts */
 		total += sums[2 * r], counted += sums[2 * r + 1];
@@ -282,10 +281,10 @@ SF_API int sf_model_evaluate(sf_model *m, const struct sf_batch *x, int samples,
 		            "%s: every label of the %d samples is the ignore index (%d): there is "
 		            "no row to average over",
 		            fn, samples, (int)m->loss_args.ignore);
-		goto fail;
+		goto out;
 	}
 	*loss = total / counted;
-fail:
+out:
 	pass_free(m, &pb);
 	free(dr);
 	free(sums);

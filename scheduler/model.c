@@ -149,15 +149,15 @@ SF_API int sf_model_create(sf_context *ctx, const sf_graph *g, const struct sf_m
 	*out = NULL;
 	if (!ctx || !_sf_runtime_active())
 		return SF_ERR(SF_ERR_STATE, "sf_model_create: no runtime; call sf_init first");
-	SF_CHECK(_sf_check_graph(g));
+	SF_CHECK_GOTO(_sf_check_graph(g), fail);
 	if (!o) {
 		sf_model_options_init(&defaults);
 		o = &defaults;
 	}
-	SF_CHECK(check_options(o, ctx->size / ctx->comm->tp_size));
+	SF_CHECK_GOTO(check_options(o, ctx->size / ctx->comm->tp_size), fail);
 	struct sf_config cfg;
-	SF_CHECK(_sf_config_for_model(ctx, o->config, &cfg));
-	SF_CHECK(check_dtypes(ctx, &cfg));
+	SF_CHECK_GOTO(_sf_config_for_model(ctx, o->config, &cfg), fail);
+	SF_CHECK_GOTO(check_dtypes(ctx, &cfg), fail);
 	if (o->config && ctx->rank == 0)
 		_sf_config_log(o->config, &cfg, ctx->cfg_from_env, g->name);
 
@@ -190,9 +190,9 @@ SF_API int sf_model_create(sf_context *ctx, const sf_graph *g, const struct sf_m
 	atomic_init(&m->max_resident, 0);
 	ctx->nmodels++; /* sf_model_destroy below undoes it */
 
-	SF_CHECK(_sf_build_nodes(m, g));
+	SF_CHECK_GOTO(_sf_build_nodes(m, g), fail);
 	_sf_tp_warn_unsplit(m, g->name);
-	SF_CHECK(_sf_plan_units(m, g));
+	SF_CHECK_GOTO(_sf_plan_units(m, g), fail);
 	if (m->nunits == 0) {
 		rc = SF_ERR(SF_ERR_INVALID,
 		            "sf_model_create: graph \"%s\" has no layer with parameters; there "
@@ -200,23 +200,23 @@ SF_API int sf_model_create(sf_context *ctx, const sf_graph *g, const struct sf_m
 		            g->name);
 		goto fail;
 	}
-	SF_CHECK(_sf_plan_gradients(m));
-	SF_CHECK(_sf_plan_recompute(m));
+	SF_CHECK_GOTO(_sf_plan_gradients(m), fail);
+	SF_CHECK_GOTO(_sf_plan_recompute(m), fail);
 	_sf_plan_split_backward(m);
 	_sf_tp_plan(m);
-	SF_CHECK(_sf_size_units(m));
-	SF_CHECK(_sf_sq_register(m));
-	SF_CHECK(_sf_check_memory(m));
-	SF_CHECK(_sf_alloc_nodes(m));
-	SF_CHECK(_sf_build_units(m));
+	SF_CHECK_GOTO(_sf_size_units(m), fail);
+	SF_CHECK_GOTO(_sf_sq_register(m), fail);
+	SF_CHECK_GOTO(_sf_check_memory(m), fail);
+	SF_CHECK_GOTO(_sf_alloc_nodes(m), fail);
+	SF_CHECK_GOTO(_sf_build_units(m), fail);
 	if (m->cfg.grad_accum > 1) /* micro-batches announced: their buffers now too */
-		SF_CHECK(_sf_model_accum_buffers(m));
-	SF_CHECK(_sf_build_buffers(m));
+		SF_CHECK_GOTO(_sf_model_accum_buffers(m), fail);
+	SF_CHECK_GOTO(_sf_build_buffers(m), fail);
 	log_precision(m, g->name);
 	m->comm_worker_cpu0 = _sf_clock_seconds(ctx->comm_clock);
 	if (m->cfg.trace[0]) {
-		SF_CHECK(m->comm->ops->barrier(m->comm, false));
-		SF_CHECK(_sf_recorder_create(m->rank, &m->trace));
+		SF_CHECK_GOTO(m->comm->ops->barrier(m->comm, false), fail);
+		SF_CHECK_GOTO(_sf_recorder_create(m->rank, &m->trace), fail);
 	}
 	_sf_log(SF_LOG_INFO,
 	        "model \"%s\": %d units, %zu parameters, batch %d (%d local samples of %d "
@@ -311,6 +311,5 @@ SF_API int sf_model_stats(sf_model *m, struct sf_model_stats *out)
 	out->tp_slice_bytes = m->nparams_total * sizeof(float);
 	out->tp_comm_bytes = m->comm_acct.bytes_tp;
 	out->comm_worker_cpu_seconds = _sf_clock_seconds(m->ctx->comm_clock) - m->comm_worker_cpu0;
-fail:
 	return rc;
 }

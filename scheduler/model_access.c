@@ -199,28 +199,28 @@ int _sf_unit_get_whole(struct sf_model *m, int u, enum _sf_vec which, bool grad,
 	int rc = SF_OK, K = m->tp;
 	struct _sf_unit *un = &m->units[u];
 	float *mine = NULL, *all = NULL, *loc = NULL;
-	SF_CHECK(_sf_alloc_floats(&mine, un->S, "a unit's whole vector"));
-	SF_CHECK(_sf_alloc_floats(&all, un->S * (size_t)m->nranks, "a unit's whole vector"));
+	SF_CHECK_GOTO(_sf_alloc_floats(&mine, un->S, "a unit's whole vector"), out);
+	SF_CHECK_GOTO(_sf_alloc_floats(&all, un->S * (size_t)m->nranks, "a unit's whole vector"), out);
 	if (grad) { /* the reduced gradient's shard */
-		SF_CHECK(_sf_data_acquire(un->h_gshard, STARPU_R));
+		SF_CHECK_GOTO(_sf_data_acquire(un->h_gshard, STARPU_R), out);
 		memcpy(mine, un->gshard, un->S * sizeof(float));
 		starpu_data_release(un->h_gshard);
 	} else {
-		SF_CHECK(_sf_unit_get_slice(m, u, which, mine));
+		SF_CHECK_GOTO(_sf_unit_get_slice(m, u, which, mine), out);
 	}
-	SF_CHECK(m->comm->ops->allgather_bytes(m->comm, mine, un->S * sizeof(float), all));
+	SF_CHECK_GOTO(m->comm->ops->allgather_bytes(m->comm, mine, un->S * sizeof(float), all), out);
 	if (K == 1) { /* the shard group's slices in order (hybrid: the first node's ranks) */
 		memcpy(whole, all, un->P * sizeof(float));
-		goto fail;
+		goto out;
 	}
-	SF_CHECK(_sf_alloc_floats(&loc, un->S * (size_t)m->shard_size, "a unit's whole vector"));
+	SF_CHECK_GOTO(_sf_alloc_floats(&loc, un->S * (size_t)m->shard_size, "a unit's whole vector"), out);
 	for (int t = 0; t < K; t++) { /* TP place t: its slices are ranks t, t + K, ... */
 		for (int j = 0; j < m->shard_size; j++)
 			memcpy(loc + (size_t)j * un->S, all + ((size_t)j * K + t) * un->S,
 			       un->S * sizeof(float));
 		unit_tp_copy(m, u, t, whole, loc, false);
 	}
-fail:
+out:
 	_sf_free_floats(mine);
 	_sf_free_floats(all);
 	_sf_free_floats(loc);
@@ -238,20 +238,20 @@ int _sf_unit_gather(struct sf_model *m, int u, bool grad, float *whole)
 	starpu_data_handle_t h = grad ? un->h_gshard : sharded ? un->h_shard : un->h_full;
 	const float *v = grad ? un->gshard : sharded ? un->shard : un->full;
 	if (sharded)
-		SF_CHECK(_sf_alloc_floats(&buf, un->S * (size_t)m->nranks, "a unit's gather"));
-	SF_CHECK(_sf_data_acquire(h, STARPU_R));
+		SF_CHECK_GOTO(_sf_alloc_floats(&buf, un->S * (size_t)m->nranks, "a unit's gather"), out);
+	SF_CHECK_GOTO(_sf_data_acquire(h, STARPU_R), out);
 	if (!sharded) { /* the replica: P floats here */
 		memcpy(whole, v, un->P * sizeof(float));
 		starpu_data_release(h);
-		goto fail;
+		goto out;
 	}
 	/* the shard group's shards in order (hybrid: the first node's ranks; the other
 	 * nodes hold the same shards again) */
 	int grc = m->comm->ops->allgather_bytes(m->comm, v, un->S * sizeof(float), buf);
 	starpu_data_release(h);
-	SF_CHECK(grc);
+	SF_CHECK_GOTO(grc, out);
 	memcpy(whole, buf, un->P * sizeof(float));
-fail:
+out:
 	_sf_free_floats(buf);
 	return rc;
 }
@@ -263,10 +263,10 @@ int _sf_unit_set_whole(struct sf_model *m, int u, enum _sf_vec which, const floa
 	float *loc = NULL;
 	if (m->tp == 1)
 		return _sf_unit_set_full(m, u, which, whole);
-	SF_CHECK(_sf_alloc_floats(&loc, un->P, "a unit's slices"));
+	SF_CHECK_GOTO(_sf_alloc_floats(&loc, un->P, "a unit's slices"), out);
 	unit_tp_copy(m, u, m->tp_rank, (float *)whole, loc, true);
 	rc = _sf_unit_set_full(m, u, which, loc);
-fail:
+out:
 	_sf_free_floats(loc);
 	return rc;
 }
@@ -315,7 +315,6 @@ static int tp_params_get(struct sf_model *m, float *dst)
 	int rc = SF_OK;
 	for (int i = 0; i < m->nunits; i++)
 		SF_CHECK(_sf_unit_get_whole(m, i, SF_VEC_PARAM, false, dst + m->units[i].woff));
-fail:
 	return rc;
 }
 
@@ -330,31 +329,31 @@ SF_API int sf_model_params_get(sf_model *m, float *dst, size_t n)
 		              "sf_model_params_get: n is %zu, the model has %zu "
 		              "parameters (sf_model_param_count)",
 		              n, m->nparams_whole);
-	SF_CHECK(sf_model_sync(m));
+	SF_CHECK_GOTO(sf_model_sync(m), out);
 	if (m->tp > 1)
 		return tp_params_get(m, dst);
 	/* every rank's shard: the first node's ranks hold the whole vector in order
 	 * (hybrid: the other nodes hold the same shards again) */
 	if (m->cfg.sharding != SF_SHARD_NONE)
-		SF_CHECK(_sf_alloc_floats(&tmp,
+		SF_CHECK_GOTO(_sf_alloc_floats(&tmp,
 		                          m->largest_NS / (size_t)m->shard_size * (size_t)m->nranks,
-		                          "sf_model_params_get"));
+		                          "sf_model_params_get"), out);
 	for (int i = 0; i < m->nunits; i++) {
 		struct _sf_unit *u = &m->units[i];
 		if (m->cfg.sharding == SF_SHARD_NONE) {
-			SF_CHECK(_sf_data_acquire(u->h_full, STARPU_R));
+			SF_CHECK_GOTO(_sf_data_acquire(u->h_full, STARPU_R), out);
 			memcpy(dst + u->off, u->full, u->P * sizeof(float));
 			starpu_data_release(u->h_full);
 			continue;
 		}
-		SF_CHECK(_sf_data_acquire(u->h_shard, STARPU_R));
+		SF_CHECK_GOTO(_sf_data_acquire(u->h_shard, STARPU_R), out);
 		int grc =
 		    m->comm->ops->allgather_bytes(m->comm, u->shard, u->S * sizeof(float), tmp);
 		starpu_data_release(u->h_shard);
-		SF_CHECK(grc);
+		SF_CHECK_GOTO(grc, out);
 		memcpy(dst + u->off, tmp, u->P * sizeof(float));
 	}
-fail:
+out:
 	_sf_free_floats(tmp);
 	return rc;
 }

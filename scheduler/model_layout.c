@@ -301,7 +301,6 @@ int _sf_size_units(struct sf_model *m)
 	for (int n = 0; n < m->nnodes; n++) /* a tied node reads its owner's */
 		if (m->gnodes[n].tied_to >= 0)
 			m->nodes[n].wpoff = m->nodes[_sf_node_param_owner(m->gnodes, n)].wpoff;
-fail:
 	return rc;
 }
 
@@ -471,7 +470,6 @@ int _sf_build_nodes(struct sf_model *m, const sf_graph *g)
 	SF_CHECK(copy_nodes(m, g));
 	for (int n = 0; n < g->n; n++)
 		SF_CHECK(build_node(m, n));
-fail:
 	return rc;
 }
 

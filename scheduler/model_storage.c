@@ -285,7 +285,6 @@ static int unit_vecs_alloc(struct sf_model *m, struct _sf_unit *u, bool accumula
 		SF_CHECK(alloc_buf(m, buf, n, v->what));
 		reg(vec_handle(u, v), *buf, n, sizeof(float));
 	}
-fail:
 	return rc;
 }
 
@@ -405,7 +404,6 @@ static int model_bufs_alloc(struct sf_model *m)
 		for (int s = 0; h && s < slots; s++)
 			reg(&h[s], *buf + (size_t)s * len, len, sizeof(float));
 	}
-fail:
 	return rc;
 }
 
@@ -521,7 +519,6 @@ int _sf_build_units(struct sf_model *m)
 		SF_CHECK(init_unit(m, k));
 	for (int k = 0; k < m->nunits; k++)
 		SF_CHECK(_sf_unit_opt_runs(m, k));
-fail:
 	return rc;
 }
 
@@ -530,7 +527,6 @@ int _sf_model_accum_buffers(struct sf_model *m)
 	int rc = SF_OK;
 	for (int i = 0; i < m->nunits; i++)
 		SF_CHECK(unit_vecs_alloc(m, &m->units[i], true));
-fail:
 	return rc;
 }
 
@@ -570,7 +566,6 @@ static int alloc_recomp_bufs(struct sf_model *m)
 			m->act_bytes += r->nsaved * sizeof(float);
 		}
 	}
-fail:
 	return rc;
 }
 
@@ -586,40 +581,40 @@ static int alloc_node(struct sf_model *m, int n)
 		struct _sf_recomp_buf *r = &m->recomp_bufs[s->recomp_buf];
 		s->act = r->act, s->dact = r->dact, s->saved = r->saved;
 		s->h_act = r->h_act, s->h_dact = r->h_dact, s->h_saved = r->h_saved;
-		goto fail;
+		goto out;
 	}
 	if (nd->kind == SF_NODE_INT_INPUT) {
-		SF_CHECK(_sf_alloc_floats(&s->act, m->rows_local, "integer inputs"));
+		SF_CHECK_GOTO(_sf_alloc_floats(&s->act, m->rows_local, "integer inputs"), out);
 		reg(&s->h_act, s->act, m->rows_local, sizeof(int32_t));
 	}
 	if (nd->kind == SF_NODE_INPUT) { /* the main thread writes the batch there */
-		SF_CHECK(_sf_alloc_floats(&s->act, cnt, "inputs"));
+		SF_CHECK_GOTO(_sf_alloc_floats(&s->act, cnt, "inputs"), out);
 		reg(&s->h_act, s->act, cnt, sizeof(float));
 	}
 	if (nd->kind == SF_NODE_LAYER) {
-		SF_CHECK(alloc_task_only(&s->act, cnt, "activations"));
+		SF_CHECK_GOTO(alloc_task_only(&s->act, cnt, "activations"), out);
 		reg(&s->h_act, s->act, cnt, sizeof(float));
-		SF_CHECK(alloc_task_only(&s->dact, cnt, "activation gradients"));
+		SF_CHECK_GOTO(alloc_task_only(&s->dact, cnt, "activation gradients"), out);
 		reg(&s->h_dact, s->dact, cnt, sizeof(float));
 	}
 	if (nd->kind == SF_NODE_LAYER && s->info.nsaved) {
-		SF_CHECK(alloc_task_only(&s->saved, s->info.nsaved, "a saved buffer"));
+		SF_CHECK_GOTO(alloc_task_only(&s->saved, s->info.nsaved, "a saved buffer"), out);
 		reg(&s->h_saved, s->saved, s->info.nsaved, sizeof(float));
 	}
 	if (s->tp_gather) { /* gather_output: the kernel's columns and their gradient */
 		size_t nl = m->rows_local * (size_t)s->info.out_dim;
-		SF_CHECK(alloc_task_only(&s->tpbuf_o, nl, "a tensor-parallel output slice"));
+		SF_CHECK_GOTO(alloc_task_only(&s->tpbuf_o, nl, "a tensor-parallel output slice"), out);
 		reg(&s->h_tpbuf_o, s->tpbuf_o, nl, sizeof(float));
-		SF_CHECK(alloc_task_only(&s->tpbuf_do, nl, "a tensor-parallel output slice"));
+		SF_CHECK_GOTO(alloc_task_only(&s->tpbuf_do, nl, "a tensor-parallel output slice"), out);
 		reg(&s->h_tpbuf_do, s->tpbuf_do, nl, sizeof(float));
 	}
 	if (s->tp_bwd_ar) { /* a linear_col's partial input gradient */
 		size_t nt = m->rows_local * (size_t)s->info.in_dim[0];
-		SF_CHECK(alloc_task_only(&s->tpbuf, nt, "a tensor-parallel input gradient"));
+		SF_CHECK_GOTO(alloc_task_only(&s->tpbuf, nt, "a tensor-parallel input gradient"), out);
 		reg(&s->h_tpbuf, s->tpbuf, nt, sizeof(float));
 	}
 	m->act_bytes += node_floats(m, n) * sizeof(float);
-fail:
+out:
 	return rc;
 }
 
@@ -629,7 +624,6 @@ int _sf_alloc_nodes(struct sf_model *m)
 	SF_CHECK(alloc_recomp_bufs(m));
 	for (int n = 0; n < m->nnodes; n++)
 		SF_CHECK(alloc_node(m, n));
-fail:
 	return rc;
 }
 
@@ -709,7 +703,6 @@ int _sf_build_buffers(struct sf_model *m)
 		return SF_ERR(SF_ERR_NOMEM, "sf_model_create: out of memory");
 	for (int u = 0; u < m->nunits; u++)
 		m->h_sqs[u] = m->units[u].h_sq;
-fail:
 	return rc;
 }
 

@@ -136,7 +136,7 @@ int _sf_plan_units(struct sf_model *m, const struct sf_graph *g)
 	size_t *owner_off = calloc((size_t)m->nnodes, sizeof *owner_off);
 	if (!unit_of_key || !owner_off) {
 		rc = SF_ERR(SF_ERR_NOMEM, "sf_model_create: out of memory");
-		goto fail;
+		goto out;
 	}
 	for (int k = 0; k < nkeys; k++)
 		unit_of_key[k] = -1;
@@ -147,7 +147,7 @@ int _sf_plan_units(struct sf_model *m, const struct sf_graph *g)
 	m->bwd_order = calloc((size_t)(m->nunits ? m->nunits : 1), sizeof *m->bwd_order);
 	if (!m->units || !m->bwd_order) {
 		rc = SF_ERR(SF_ERR_NOMEM, "sf_model_create: out of memory");
-		goto fail;
+		goto out;
 	}
 	lay_out_units(m, g, owner_off);
 	/* backward meets units by last use, descending (insertion sort: few units) */
@@ -165,7 +165,7 @@ int _sf_plan_units(struct sf_model *m, const struct sf_graph *g)
 		            "sf_model_create: %d units of graph \"%s\" are in use at once (their "
 		            "first and last readers interleave); at most %d are supported",
 		            m->width, g->name, SF_MAX_WIDTH);
-		goto fail;
+		goto out;
 	}
 	/* what stays gathered from forward to backward: the R units the backward meets
 	 * first (a chain keeps its last R units), and the units whose options ask it, each
@@ -185,10 +185,10 @@ int _sf_plan_units(struct sf_model *m, const struct sf_graph *g)
 		            "(reshard_after_forward 0) besides its ring of %d; at most %d slots in "
 		            "all",
 		            g->name, extra, m->R - extra, SF_MAX_DEPTH + SF_MAX_WIDTH);
-		goto fail;
+		goto out;
 	}
 	m->G = SF_GRAD_SLOTS + m->width - 1;
-fail:
+out:
 	free(unit_of_key);
 	free(owner_off);
 	return rc;
@@ -326,7 +326,7 @@ int _sf_plan_recompute(struct sf_model *m)
 	m->seg_of = malloc((size_t)m->nnodes * sizeof *m->seg_of);
 	if (!drop || !group || !m->seg_of) {
 		rc = SF_ERR(SF_ERR_NOMEM, "sf_model_create: out of memory");
-		goto fail;
+		goto out;
 	}
 	for (int n = 0; n < m->nnodes; n++) {
 		m->seg_of[n] = -1;
@@ -338,7 +338,7 @@ int _sf_plan_recompute(struct sf_model *m)
 			m->seg_of[n] = u;
 	}
 	if (m->cfg.recompute != SF_RECOMPUTE_UNITS)
-		goto fail;
+		goto out;
 	for (int n = 0; n < m->nnodes; n++) {
 		const struct _sf_node *nd = &m->gnodes[n];
 		int s = m->seg_of[n], u = m->nodes[n].unit;
@@ -396,7 +396,7 @@ int _sf_plan_recompute(struct sf_model *m)
 	m->recomp_bufs = calloc((size_t)(nb ? nb : 1), sizeof *m->recomp_bufs);
 	if (!m->recomp_bufs) {
 		rc = SF_ERR(SF_ERR_NOMEM, "sf_model_create: out of memory");
-		goto fail;
+		goto out;
 	}
 	for (int n = 0; n < m->nnodes; n++) {
 		int b = m->nodes[n].recomp_buf;
@@ -405,7 +405,7 @@ int _sf_plan_recompute(struct sf_model *m)
 		m->recomp_bufs[b].nact = m->rows_local * (size_t)m->gnodes[n].dim;
 		m->recomp_bufs[b].nsaved = m->nodes[n].info.nsaved;
 	}
-fail:
+out:
 	free(drop);
 	free(group);
 	return rc;

@@ -99,11 +99,11 @@ static int fxt_sync_point(sf_context *ctx)
 	if (!starpu_fxt_is_enabled())
 		return SF_OK;
 	int key = ctx->rank == 0 ? (int)(time(NULL) & 0x7fffffff) : 0;
-	SF_CHECK(ctx->comm->ops->bcast(ctx->comm, &key, sizeof key, 0));
-	SF_CHECK(ctx->comm->ops->barrier(ctx->comm, false));
+	SF_CHECK_GOTO(ctx->comm->ops->bcast(ctx->comm, &key, sizeof key, 0), out);
+	SF_CHECK_GOTO(ctx->comm->ops->barrier(ctx->comm, false), out);
 	FUT_DO_ALWAYS_PROBE4(0x5203 /* _STARPU_MPI_FUT_BARRIER */, ctx->rank, ctx->size, key,
 	                     (long)syscall(SYS_gettid));
-fail:
+out:
 	return rc;
 #else
 	(void)ctx;
@@ -374,7 +374,6 @@ static int setup_workers(sf_context *ctx)
 		        "--enable-blocking-drivers lets idle workers sleep (docs/performance.md)",
 		        ncpu, allowed_cpus());
 #endif
-fail:
 	return rc;
 }
 
@@ -399,7 +398,7 @@ SF_API int sf_init_config(int *argc, char ***argv, const struct sf_config *cfg, 
 	if (!ctx)
 		return SF_ERR(SF_ERR_NOMEM, "sf_init: out of memory");
 
-	SF_CHECK(_sf_config_resolve(cfg, "sf_init_config", &ctx->cfg, &ctx->cfg_from_env));
+	SF_CHECK_GOTO(_sf_config_resolve(cfg, "sf_init_config", &ctx->cfg, &ctx->cfg_from_env), fail);
 	if (cfg)
 		ctx->cfg_program = *cfg;
 	else
@@ -412,8 +411,8 @@ SF_API int sf_init_config(int *argc, char ***argv, const struct sf_config *cfg, 
 		        ctx->cfg.skip == SF_SKIP_COMM ? "comm" : "compute",
 		        ctx->cfg.skip == SF_SKIP_COMM ? "communication" : "computation");
 	const struct _sf_comm_ops *backend = NULL;
-	SF_CHECK(_sf_comm_backend(ctx->cfg.comm, &backend));
-	SF_CHECK(_sf_comm_create(backend, &ctx->cfg, argc, argv, &ctx->comm));
+	SF_CHECK_GOTO(_sf_comm_backend(ctx->cfg.comm, &backend), fail);
+	SF_CHECK_GOTO(_sf_comm_create(backend, &ctx->cfg, argc, argv, &ctx->comm), fail);
 	if (ctx->cfg.trace[0]) { /* the flight record goes beside the trace */
 		char dir[sizeof ctx->cfg.trace];
 		snprintf(dir, sizeof dir, "%s", ctx->cfg.trace);
@@ -427,9 +426,9 @@ SF_API int sf_init_config(int *argc, char ***argv, const struct sf_config *cfg, 
 		_sf_config_log(cfg, &ctx->cfg, ctx->cfg_from_env, NULL);
 
 	starpu_defaults(ctx);
-	SF_CHECK(fxt_setup(ctx, &ctx->auto_fxt));
+	SF_CHECK_GOTO(fxt_setup(ctx, &ctx->auto_fxt), fail);
 	int total = 0;
-	SF_CHECK(plan_workers(&total));
+	SF_CHECK_GOTO(plan_workers(&total), fail);
 #ifdef SF_HAVE_FXT
 	/* each rank writes its own prof_file_<user>_<rank> (only FxT builds have this) */
 	starpu_profiling_set_id(ctx->rank);
@@ -437,9 +436,9 @@ SF_API int sf_init_config(int *argc, char ***argv, const struct sf_config *cfg, 
 	/* One BLAS thread per worker: parallelism comes from the task graph, and a
 	 * single-threaded sgemm is deterministic whichever worker runs it. */
 	openblas_set_num_threads(1);
-	SF_CHECK(start_starpu(ctx, total));
+	SF_CHECK_GOTO(start_starpu(ctx, total), fail);
 	starpu_up = true;
-	SF_CHECK(setup_workers(ctx));
+	SF_CHECK_GOTO(setup_workers(ctx), fail);
 	the_context = ctx;
 	*out = ctx;
 	return SF_OK;

@@ -240,24 +240,24 @@ static int reduce_unit(struct sf_model *m, int u, starpu_data_handle_t grad)
 	bool local = m->cfg.accum_mode == SF_ACCUM_LOCAL, first = m->accum_k == 0;
 	bool replicated = m->cfg.sharding == SF_SHARD_NONE;
 	if (!m->update && local) {
-		SF_CHECK(submit_acc(m, u, un->h_acc, grad, first, un->P));
-		goto fail;
+		SF_CHECK_GOTO(submit_acc(m, u, un->h_acc, grad, first, un->P), out);
+		goto out;
 	}
 	if (m->update && local && !first)
-		SF_CHECK(submit_acc(m, u, grad, un->h_acc, false, un->P));
+		SF_CHECK_GOTO(submit_acc(m, u, grad, un->h_acc, false, un->P), out);
 	/* now grad is all this rank has to reduce */
 	bool sum = !local && !first; /* into the sum of earlier micro-batches */
 	if (!replicated) {
-		SF_CHECK(submit_reduce(m, u, grad, sum ? m->h_rstmp : un->h_gshard));
+		SF_CHECK_GOTO(submit_reduce(m, u, grad, sum ? m->h_rstmp : un->h_gshard), out);
 		if (sum)
-			SF_CHECK(submit_acc(m, u, un->h_gshard, m->h_rstmp, false, un->S));
-		goto fail;
+			SF_CHECK_GOTO(submit_acc(m, u, un->h_gshard, m->h_rstmp, false, un->S), out);
+		goto out;
 	}
-	SF_CHECK(submit_reduce(m, u, grad, NULL));
+	SF_CHECK_GOTO(submit_reduce(m, u, grad, NULL), out);
 	starpu_data_handle_t g = m->update ? opt_grad(m, u, grad) : un->h_gshard;
 	if (g != grad)
-		SF_CHECK(submit_acc(m, u, g, grad, !sum, un->P));
-fail:
+		SF_CHECK_GOTO(submit_acc(m, u, g, grad, !sum, un->P), out);
+out:
 	return rc;
 }
 
@@ -338,7 +338,6 @@ static int update_all(struct sf_model *m)
 		if (!m->units[u].frozen)
 			SF_CHECK(submit_opt(m, u, opt_grad(m, u, m->units[u].h_gshard)));
 	}
-fail:
 	return rc;
 }
 
@@ -366,7 +365,6 @@ static int prefetch_forward(struct sf_model *m, int u, int *next)
 			break;
 		SF_CHECK(submit_gather(m, *next, NULL));
 	}
-fail:
 	return rc;
 }
 
@@ -391,7 +389,6 @@ int _sf_forward_submit(struct sf_model *m, bool train)
 		if (full && u >= 0 && n == m->units[u].last && !(train && m->units[u].keep))
 			SF_CHECK(submit_free(m, u));
 	}
-fail:
 	return rc;
 }
 
@@ -410,13 +407,13 @@ static int finish_unit_backward(struct sf_model *m, int u, starpu_data_handle_t 
 	bool frozen = m->units[u].frozen; /* its gradient slot held a scratch: no reduction */
 	if (!full_sharding(m)) {
 		if (frozen)
-			goto fail;
-		SF_CHECK(reduce_unit(m, u, grad));
-		SF_CHECK(finish_reduction(m, u, grad));
-		goto fail;
+			goto out;
+		SF_CHECK_GOTO(reduce_unit(m, u, grad), out);
+		SF_CHECK_GOTO(finish_reduction(m, u, grad), out);
+		goto out;
 	}
 	if (resident(m, u))
-		SF_CHECK(submit_free(m, u));
+		SF_CHECK_GOTO(submit_free(m, u), out);
 	/* gather the next unit of backward early, unless its backward needs no
 	 * parameters (a first layer) or no slot is free */
 	int v = bwd_upcoming(m, started);
@@ -424,32 +421,32 @@ static int finish_unit_backward(struct sf_model *m, int u, starpu_data_handle_t 
 	    v >= 0 && !resident(m, v) && m->units[v].bwd_params && m->ring_slots.nfree > 0;
 	if (frozen) {
 		if (prefetch)
-			SF_CHECK(submit_gather(m, v, NULL));
-		goto fail;
+			SF_CHECK_GOTO(submit_gather(m, v, NULL), out);
+		goto out;
 	}
 	switch (m->cfg.bwd_prefetch) {
 	case SF_BWD_PRE:
 		if (prefetch)
-			SF_CHECK(submit_gather(m, v, NULL));
-		SF_CHECK(reduce_unit(m, u, grad));
-		SF_CHECK(finish_reduction(m, u, grad));
+			SF_CHECK_GOTO(submit_gather(m, v, NULL), out);
+		SF_CHECK_GOTO(reduce_unit(m, u, grad), out);
+		SF_CHECK_GOTO(finish_reduction(m, u, grad), out);
 		break;
 	case SF_BWD_POST:
-		SF_CHECK(reduce_unit(m, u, grad));
+		SF_CHECK_GOTO(reduce_unit(m, u, grad), out);
 		if (prefetch)
-			SF_CHECK(submit_gather(m, v, NULL));
-		SF_CHECK(finish_reduction(m, u, grad));
+			SF_CHECK_GOTO(submit_gather(m, v, NULL), out);
+		SF_CHECK_GOTO(finish_reduction(m, u, grad), out);
 		break;
 	case SF_BWD_NONE:
-		SF_CHECK(reduce_unit(m, u, grad));
-		SF_CHECK(finish_reduction(m, u, grad));
+		SF_CHECK_GOTO(reduce_unit(m, u, grad), out);
+		SF_CHECK_GOTO(finish_reduction(m, u, grad), out);
 		/* reading shard u makes the gather wait for opt(u) */
 		if (prefetch)
-			SF_CHECK(submit_gather(m, v, m->units[u].h_shard));
+			SF_CHECK_GOTO(submit_gather(m, v, m->units[u].h_shard), out);
 		break;
 	case SF_BWD_COUNT: break; /* not a value: sf_config_from_env gives one of the three */
 	}
-fail:
+out:
 	return rc;
 }
 
@@ -466,7 +463,6 @@ static int recompute_segment(struct sf_model *m, int s)
 		if (st->recomp_buf >= 0)
 			SF_CHECK(submit_fwd_named(m, n, st->rc_name, SF_EV_RECOMPUTE));
 	}
-fail:
 	return rc;
 }
 
@@ -485,10 +481,10 @@ static int backward(struct sf_model *m)
 		if (m->seg_of[n] != seg) {
 			seg = m->seg_of[n];
 			if (seg >= 0 && m->units[seg].recompute)
-				SF_CHECK(recompute_segment(m, seg));
+				SF_CHECK_GOTO(recompute_segment(m, seg), out);
 		}
 		if (u < 0) {
-			SF_CHECK(submit_bwd(m, n, NULL));
+			SF_CHECK_GOTO(submit_bwd(m, n, NULL), out);
 			continue;
 		}
 		struct _sf_unit *un = &m->units[u];
@@ -501,24 +497,24 @@ static int backward(struct sf_model *m)
 			            "step planner: no free gradient slot for unit \"%s\" (%d "
 			            "slots); please report this graph",
 			            un->name, m->G);
-			goto fail;
+			goto out;
 		}
 		int gs = _sf_slots_find(&m->grad_slots, u);
 		starpu_data_handle_t grad = m->h_grad[gs];
 		if (first && full && !resident(m, u) && un->bwd_params)
-			SF_CHECK(submit_gather(m, u, NULL));
+			SF_CHECK_GOTO(submit_gather(m, u, NULL), out);
 		/* the deferred weight-gradient halves that go before this node (plan.c) */
 		for (int k = n + 1; m->cfg.split_backward && k <= un->bwd_first; k++)
 			if (m->nodes[k].dw_before == n)
-				SF_CHECK(submit_bwd_part(m, k, grad, true));
-		SF_CHECK(submit_bwd(m, n, grad));
+				SF_CHECK_GOTO(submit_bwd_part(m, k, grad, true), out);
+		SF_CHECK_GOTO(submit_bwd(m, n, grad), out);
 		if (n == un->bwd_last) {
-			SF_CHECK(finish_unit_backward(m, u, grad, started));
+			SF_CHECK_GOTO(finish_unit_backward(m, u, grad, started), out);
 			_sf_slots_release(&m->grad_slots, gs);
 		}
 	}
 	if (m->update && clipping(m))
-		SF_CHECK(update_all(m));
+		SF_CHECK_GOTO(update_all(m), out);
 	/* in forward order: the next step's forward starts on the first unit gathered
 	 * while the later ones are still on the wire */
 	if (m->update && m->cfg.sharding == SF_SHARD_GRAD_OP)
@@ -526,11 +522,11 @@ static int backward(struct sf_model *m)
 			struct _sf_unit *un = &m->units[u];
 			if (un->frozen) /* its gathered copy is still its parameters */
 				continue;
-			SF_CHECK(_sf_submit_gather(&un->comm, m->h_order, un->h_shard, un->h_full,
+			SF_CHECK_GOTO(_sf_submit_gather(&un->comm, m->h_order, un->h_shard, un->h_full,
 			                           NULL, m->ctx->comm_worker, un->ag_name,
-			                           traced(m, un->ag_name, SF_EV_AG, un->first)));
+			                           traced(m, un->ag_name, SF_EV_AG, un->first)), out);
 		}
-fail:
+out:
 	return rc;
 }
 
@@ -542,7 +538,6 @@ int _sf_step_submit(struct sf_model *m)
 	SF_CHECK(_sf_submit_loss_sum(
 	    &m->loss_comm, m->h_order, m->h_loss[m->nsteps % SF_LOSS_SLOTS], m->ctx->comm_worker,
 	    "loss allreduce", traced(m, "loss allreduce", SF_EV_LOSS_SUM, -1)));
-fail:
 	return rc;
 }
 
@@ -601,7 +596,6 @@ static int check_batch(struct sf_model *m, const struct sf_batch *b, bool labels
 		SF_CHECK(check_ids(b->labels, m->rows_local, m->loss_args.classes, m->loss_args.ignore,
 		                   "label", fn, m));
 	}
-fail:
 	return rc;
 }
 
@@ -666,7 +660,6 @@ int _sf_stage_batch(struct sf_model *m, const struct sf_batch *b, bool labels, c
 		SF_CHECK(stage(m->h_labels, m->labels, b->labels, m->rows_local * sizeof(int32_t)));
 		m->loss_args.scale = counted > 0 ? 1.0f / (float)(double)counted : 0.0f;
 	}
-fail:
 	return rc;
 }
 
@@ -696,7 +689,6 @@ static int submit_pass(sf_model *m, const struct sf_batch *b, int64_t *ticket, b
 	} else {
 		m->accum_k++;
 	}
-fail:
 	return rc;
 }
 
@@ -782,6 +774,5 @@ SF_API int sf_model_predict(sf_model *m, const struct sf_batch *b, float *logits
 		return SF_ERR(SF_ERR_STARPU, "starpu_data_acquire failed (%d)", ret);
 	memcpy(logits, out->act, m->rows_local * (size_t)m->loss_args.classes * sizeof(float));
 	starpu_data_release(out->h_act);
-fail:
 	return rc;
 }

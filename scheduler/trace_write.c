@@ -22,7 +22,7 @@ static int collect(struct sf_model *m, const struct _sf_event *mine, size_t n,
 	}
 	/* every rank takes part in the gathers whatever failed locally */
 	int grc = c->ops->gather_bytes(c, &bytes, sizeof bytes, counts, 0);
-	SF_CHECK(grc);
+	SF_CHECK_GOTO(grc, out);
 	size_t sum = 0;
 	for (int r = 0; counts && r < m->nranks; r++)
 		sum += counts[r];
@@ -35,7 +35,7 @@ static int collect(struct sf_model *m, const struct _sf_event *mine, size_t n,
 	if (rc == SF_OK)
 		rc = grc;
 	*total = sum / sizeof **all;
-fail:
+out:
 	free(counts);
 	return rc;
 }
@@ -49,7 +49,7 @@ SF_API int sf_model_trace_write(sf_model *m)
 		return SF_ERR(SF_ERR_INVALID, "sf_model_trace_write: model is NULL");
 	if (!m->trace)
 		return SF_OK;
-	SF_CHECK(sf_model_sync(m));
+	SF_CHECK_GOTO(sf_model_sync(m), out);
 	int lrc = _sf_recorder_events(m->trace, &mine, &n);
 	if (lrc == SF_OK) {
 		char path[SF_PATH_MAX];
@@ -57,14 +57,14 @@ SF_API int sf_model_trace_write(sf_model *m)
 		lrc = _sf_trace_write_chrome(path, m->rank, (int)starpu_worker_get_count(),
 		                             m->ctx->comm_worker, mine, n);
 	}
-	SF_CHECK(collect(m, mine, n, &all, &total));
+	SF_CHECK_GOTO(collect(m, mine, n, &all, &total), out);
 	m->trace_written = m->nsteps;
-	SF_CHECK(lrc);
+	SF_CHECK_GOTO(lrc, out);
 	if (m->rank == 0)
-		SF_CHECK(_sf_trace_write_report(m->cfg.trace, all, total));
+		SF_CHECK_GOTO(_sf_trace_write_report(m->cfg.trace, all, total), out);
 	if (_sf_recorder_incomplete(m->trace))
 		_sf_log(SF_LOG_WARN, "SHARDFLOW_TRACE: the trace is incomplete (out of memory)");
-fail:
+out:
 	free(mine);
 	free(all);
 	return rc;

@@ -246,14 +246,14 @@ int _sf_sim_calibration_load(const char *path, struct _sf_sim_calibration **out)
 		rc = c ? SF_ERR(SF_ERR_CONFIG, "SHARDFLOW_SIM_CALIBRATION=\"%s\": cannot read it: %s",
 		                path, strerror(errno))
 		       : SF_ERR(SF_ERR_NOMEM, "SHARDFLOW_SIM_CALIBRATION: out of memory");
-		goto fail;
+		goto out;
 	}
 	while (fgets(line, sizeof line, f)) {
 		ln++;
 		size_t len = strlen(line);
 		if (len == sizeof line - 1 && line[len - 1] != '\n') {
 			rc = cal_fail(path, ln, "a line longer than 510 characters", line);
-			goto fail;
+			goto out;
 		}
 		line[strcspn(line, "\r\n")] = '\0';
 		char key[32], rest[400];
@@ -269,7 +269,7 @@ int _sf_sim_calibration_load(const char *path, struct _sf_sim_calibration **out)
 				snprintf(c->label, sizeof c->label, "%.127s", rest);
 			else if (dst && !positive(rest, &v)) {
 				rc = cal_fail(path, ln, "not a positive number", line);
-				goto fail;
+				goto out;
 			} else if (dst)
 				*dst = v * (dst == &c->peak_flops ? 1e12 : dst == &c->bandwidth ? 1e9 : 1.0);
 			continue;
@@ -286,11 +286,11 @@ int _sf_sim_calibration_load(const char *path, struct _sf_sim_calibration **out)
 		    !(positive(us, &m) || !strcmp(us, "0"))) {
 			rc = cal_fail(path, ln, "not a row of a model ([A-Za-z0-9_], under 40), its task "
 			              "count, its efficiency and its median microseconds", line);
-			goto fail;
+			goto out;
 		}
 		if (c->n == SF_SIM_CAL_MAX) {
 			rc = cal_fail(path, ln, "more than 64 models", line);
-			goto fail;
+			goto out;
 		}
 		snprintf(c->entry[c->n].model, sizeof c->entry[c->n].model, "%s", model);
 		c->entry[c->n].efficiency = e;
@@ -298,7 +298,7 @@ int _sf_sim_calibration_load(const char *path, struct _sf_sim_calibration **out)
 	}
 	if (ferror(f)) {
 		rc = SF_ERR(SF_ERR_CONFIG, "SHARDFLOW_SIM_CALIBRATION=\"%s\": read error", path);
-		goto fail;
+		goto out;
 	}
 	if (c->peak_flops <= 0 || c->bandwidth <= 0 || c->fallback <= 0 || c->n == 0) {
 		rc = SF_ERR(SF_ERR_CONFIG,
@@ -310,11 +310,11 @@ int _sf_sim_calibration_load(const char *path, struct _sf_sim_calibration **out)
 		            : c->bandwidth <= 0 ? "\"# bandwidth_gbs\""
 		            : c->fallback <= 0  ? "\"# fallback\""
 		                                : "a model's row");
-		goto fail;
+		goto out;
 	}
 	*out = c;
 	c = NULL;
-fail:
+out:
 	if (f)
 		fclose(f);
 	free(c);

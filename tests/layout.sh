@@ -64,11 +64,11 @@ done
 [ -z "$bad" ]
 ok $? "includes point one way (violations:${bad:- none})"
 
-# transitive includes of each header; a header that reaches itself is a cycle
-cycles=
-for h in common/*.h layers/*.h tasks/*.h comm/*.h sim/*.h trace/*.h scheduler/*.h io/*.h data/*.h; do
-	[ -f "$h" ] || continue
-	seen= todo=$h
+# reach FILE: every #include "..." met on the way from FILE through the files it
+# includes, directly or through others (each file followed once), as "INCLUDED VIA"
+# (VIA: the file whose #include names it)
+reach() {
+	seen= todo=$1
 	while [ -n "$todo" ]; do
 		set -- $todo
 		cur=$1
@@ -76,12 +76,19 @@ for h in common/*.h layers/*.h tasks/*.h comm/*.h sim/*.h trace/*.h scheduler/*.
 		todo=$*
 		for inc in $(sed -n 's/^#include "\([^"]*\)".*/\1/p' "$cur"); do
 			[ -f "$inc" ] || continue
-			[ "$inc" = "$h" ] && cycles="$cycles $h"
+			echo "$inc $cur"
 			case " $seen " in *" $inc "*) continue ;; esac
 			seen="$seen $inc"
 			todo="$todo $inc"
 		done
 	done
+}
+
+# a header that reaches itself is a cycle
+cycles=
+for h in common/*.h layers/*.h tasks/*.h comm/*.h sim/*.h trace/*.h scheduler/*.h io/*.h data/*.h; do
+	[ -f "$h" ] || continue
+	reach "$h" | grep -q "^$h " && cycles="$cycles $h"
 done
 [ -z "$cycles" ]
 ok $? "no header includes itself through others (cycles:${cycles:- none})"
@@ -235,20 +242,8 @@ ok $? "shardflow-rdb2txt needs only libc and zlib (violations:${standalone:- non
 model_struct=
 for f in io/*.c io/*.h; do
 	[ -f "$f" ] || continue
-	seen= todo=$f
-	while [ -n "$todo" ]; do
-		set -- $todo
-		cur=$1
-		shift
-		todo=$*
-		for inc in $(sed -n 's/^#include "\([^"]*\)".*/\1/p' "$cur"); do
-			[ -f "$inc" ] || continue
-			case " $seen " in *" $inc "*) continue ;; esac
-			seen="$seen $inc"
-			todo="$todo $inc"
-			[ "$inc" = scheduler/model.h ] && model_struct="$model_struct $f(via $cur)"
-		done
-	done
+	via=$(reach "$f" | sed -n 's|^scheduler/model\.h ||p' | head -1)
+	[ -n "$via" ] && model_struct="$model_struct $f(via $via)"
 done
 [ -z "$model_struct" ]
 ok $? "io/ sees a model only through scheduler/model_access.h, never scheduler/model.h (violations:${model_struct:- none})"

@@ -25,7 +25,7 @@ static int write_file(const char *prefix, enum out_kind kind, const struct _sf_e
 	if (!path)
 		return SF_ERR(SF_ERR_NOMEM, "out of memory");
 	snprintf(path, len, "%s.%s", prefix, suffix[kind]);
-	SF_CHECK(_sf_file_create(path, &f));
+	SF_CHECK_GOTO(_sf_file_create(path, &f), out);
 	if (kind == OUT_TEXT)
 		_sf_report_write_text(r, source, f);
 	else if (kind == OUT_JSON)
@@ -36,7 +36,7 @@ static int write_file(const char *prefix, enum out_kind kind, const struct _sf_e
 		rc = _sf_file_close(f, path);
 	else
 		fclose(f); /* the error is raised: a second one would hide it */
-fail:
+out:
 	free(path);
 	return rc;
 }

@@ -194,6 +194,5 @@ int _sf_trace_write_report(const char *prefix, const struct _sf_event *all, size
 	SF_CHECK(_sf_report_build(all, n, &r));
 	rc = _sf_report_write_files(prefix, all, n, &r, src, src);
 	_sf_report_free(&r);
-fail:
 	return rc;
 }

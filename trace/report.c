@@ -320,12 +320,12 @@ int _sf_report_build(const struct _sf_event *ev, size_t n, struct _sf_report *ou
 	memset(out, 0, sizeof *out);
 	if (!ev || n == 0)
 		return SF_ERR(SF_ERR_INVALID, "no shardflow task to report on");
-	SF_CHECK(scan_events(ev, n, out));
-	SF_CHECK(build_alloc(ev, n, out, &b));
-	SF_CHECK(build_steps(&b, n, out));
-	SF_CHECK(layer_stalls(out));
-	SF_CHECK(layer_units(ev, n, out));
-fail:
+	SF_CHECK_GOTO(scan_events(ev, n, out), out);
+	SF_CHECK_GOTO(build_alloc(ev, n, out, &b), out);
+	SF_CHECK_GOTO(build_steps(&b, n, out), out);
+	SF_CHECK_GOTO(layer_stalls(out), out);
+	SF_CHECK_GOTO(layer_units(ev, n, out), out);
+out:
 	free(b.ord);
 	free(b.comp);
 	free(b.comm);

@@ -344,9 +344,9 @@ int _sf_timeline_write_svg(const struct _sf_event *ev, size_t n, const struct _s
 	diff = malloc(2 * n * sizeof *diff);
 	if (!lay.rows || !comm || !comp || !diff) {
 		rc = SF_ERR(SF_ERR_NOMEM, "timeline: out of memory for %zu events", n);
-		goto fail;
+		goto out;
 	}
-	SF_CHECK(lay_out(ev, n, &lay));
+	SF_CHECK_GOTO(lay_out(ev, n, &lay), out);
 	write_head(f, title ? title : "shardflow timeline", r, lay.height);
 	write_legend(f);
 	write_rows(f, &lay);
@@ -358,7 +358,7 @@ int _sf_timeline_write_svg(const struct _sf_event *ev, size_t n, const struct _s
 	if (r && r->steps)
 		write_step_lines(f, r, &lay);
 	fprintf(f, "</svg>\n");
-fail:
+out:
 	free(lay.rows);
 	free(comm);
 	free(comp);
