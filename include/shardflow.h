@@ -445,10 +445,16 @@ struct sf_unit_options {
 
 /** Fills *o with the defaults above. */
 SF_API int sf_unit_options_init(struct sf_unit_options *o);
-/** Sets the options of unit `unit` (a name given to sf_graph_unit_begin(), before or
+/** Sets the options of unit `unit`: a name given to sf_graph_unit_begin() (before or
  *  after it ended: a ready-made graph's blocks too, as fully_shard(model.layers[i],
- *  ...) is called on a built model). Each field is 0 or 1. An unknown unit is refused
- *  naming the graph's units. */
+ *  ...) is called on a built model), or the name of a layer with parameters outside
+ *  any group, which is a unit of its own (the unit sf_tensor_info::unit names). Each
+ *  field is 0 or 1. An unknown unit is refused naming the graph's units (a layer of a
+ *  group: naming its unit). Only before the graph's first successful
+ *  sf_model_create(): the model copies the options and is not changed by its graph
+ *  afterwards, so from then on the call is refused (SF_ERR_STATE), also once that
+ *  model is destroyed, and every later model of the graph has the same options; for
+ *  other options, build the graph again. A refused sf_model_create() fixes nothing. */
 SF_API int sf_graph_unit_options(sf_graph *g, const char *unit, const struct sf_unit_options *o);
 /** Like sf_graph_layer(), but the node has no parameters of its own: it uses those of
  *  node `owner` (tied weights, e.g. an output head that reuses the token embedding),

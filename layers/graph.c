@@ -4,7 +4,10 @@
  * A node may only take earlier nodes as inputs, so creation order is a topological
  * order and the scheduler unrolls forward in that order and backward in reverse.
  * Every builder validates its arguments (ids, widths, names) and leaves the graph
- * unchanged on error, so a failed call can be corrected and the graph reused.
+ * unchanged on error, so a failed call can be corrected and the graph reused. Once
+ * sf_model_create has made a model of a graph, its unit options are refused: the model
+ * copied them, and a change would reach only later models, never the one the caller
+ * holds.
  */
 #include "layers/layer.h"
 
@@ -78,6 +81,7 @@ static int push(sf_graph *g, const struct _sf_node *nd, int *out)
 	g->nodes[g->n].tied_to = nd->kind == SF_NODE_LAYER ? nd->tied_to : -1;
 	g->nodes[g->n].group =
 	    nd->kind == SF_NODE_LAYER && nd->nparams && nd->tied_to < 0 ? g->open_group : -1;
+	sf_unit_options_init(&g->nodes[g->n].unit_opts);
 	*out = g->n++;
 	return SF_OK;
 }
@@ -193,6 +197,52 @@ SF_API int sf_unit_options_init(struct sf_unit_options *o)
 	return SF_OK;
 }
 
+/* A node that is a unit of its own: a layer with parameters of its own, outside a group */
+static bool lone_unit(const struct _sf_node *nd)
+{
+	return nd->kind == SF_NODE_LAYER && nd->nparams && nd->tied_to < 0 && nd->group < 0;
+}
+
+/* Appends "name" to the list list[0..*k), while it fits */
+static void list_name(char *list, size_t len, size_t *k, const char *name)
+{
+	if (*k + SF_NAME_MAX + 8 < len)
+		*k += (size_t)snprintf(list + *k, len - *k, "%s\"%s\"", *k ? ", " : "", name);
+}
+
+/* Why g has no unit `unit`, naming what it has: the refusal of sf_graph_unit_options */
+static int no_unit(const sf_graph *g, const char *unit)
+{
+	for (int i = 0; i < g->n; i++) {
+		const struct _sf_node *nd = &g->nodes[i];
+		if (strcmp(nd->name, unit) != 0 || nd->kind != SF_NODE_LAYER)
+			continue;
+		int owner = _sf_node_param_owner(g->nodes, i);
+		if (g->nodes[owner].group >= 0)
+			return SF_ERR(SF_ERR_INVALID,
+			              "sf_graph_unit_options: \"%s\" is a layer of unit \"%s\" of "
+			              "graph \"%s\"; set that unit's options",
+			              unit, g->group_names[g->nodes[owner].group], g->name);
+		if (owner != i)
+			return SF_ERR(
+			    SF_ERR_INVALID,
+			    "sf_graph_unit_options: layer \"%s\" of graph \"%s\" uses the "
+			    "parameters of \"%s\"; set the options of unit \"%s\"",
+			    unit, g->name, g->nodes[owner].name, g->nodes[owner].name);
+	}
+	char list[512] = "";
+	size_t k = 0;
+	for (int i = 0; i < g->ngroups; i++)
+		list_name(list, sizeof list, &k, g->group_names[i]);
+	for (int i = 0; i < g->n; i++)
+		if (lone_unit(&g->nodes[i]))
+			list_name(list, sizeof list, &k, g->nodes[i].name);
+	return SF_ERR(SF_ERR_INVALID,
+	              "sf_graph_unit_options: graph \"%s\" has no unit \"%s\" (its units, named "
+	              "by sf_graph_unit_begin or by a layer with parameters outside a group: %s)",
+	              g->name, unit, k ? list : "none");
+}
+
 SF_API int sf_graph_unit_options(sf_graph *g, const char *unit, const struct sf_unit_options *o)
 {
 	if (!g || !unit || !o)
@@ -203,19 +253,33 @@ SF_API int sf_graph_unit_options(sf_graph *g, const char *unit, const struct sf_
 		              "sf_graph_unit_options: unit \"%s\": reshard_after_forward %d, "
 		              "keep_fp32 %d and frozen %d must each be 0 or 1",
 		              unit, o->reshard_after_forward, o->keep_fp32, o->frozen);
-	for (int i = 0; i < g->ngroups; i++)
-		if (strcmp(g->group_names[i], unit) == 0) {
-			g->group_opts[i] = *o;
-			return SF_OK;
-		}
-	char list[512] = "";
-	for (int i = 0; i < g->ngroups && strlen(list) + SF_NAME_MAX + 8 < sizeof list; i++)
-		snprintf(list + strlen(list), sizeof list - strlen(list), "%s\"%s\"", i ? ", " : "",
-		         g->group_names[i]);
-	return SF_ERR(SF_ERR_INVALID,
-	              "sf_graph_unit_options: graph \"%s\" has no unit \"%s\" (its units, from "
-	              "sf_graph_unit_begin: %s)",
-	              g->name, unit, g->ngroups ? list : "none");
+	/* a group's name first: sf_graph_unit_begin's names are the units' names */
+	struct sf_unit_options *to = NULL;
+	for (int i = 0; i < g->ngroups && !to; i++)
+		if (strcmp(g->group_names[i], unit) == 0)
+			to = &g->group_opts[i];
+	for (int i = 0; i < g->n && !to; i++)
+		if (lone_unit(&g->nodes[i]) && strcmp(g->nodes[i].name, unit) == 0)
+			to = &g->nodes[i].unit_opts;
+	if (!to)
+		return no_unit(g, unit);
+	if (g->model_made)
+		return SF_ERR(SF_ERR_STATE,
+		              "sf_graph_unit_options: unit \"%s\" of graph \"%s\": a model was "
+		              "already made of this graph, and a created model is not changed by "
+		              "its graph afterwards; set unit options before sf_model_create (for "
+		              "a model with other options, build the graph again)",
+		              unit, g->name);
+	*to = *o;
+	return SF_OK;
+}
+
+/* sf_model_create takes the graph const: it changes nothing the graph describes. That
+ * a model was made of it is the graph's record about itself, kept here; every graph
+ * is allocated writable by sf_graph_create, so writing through the cast is defined. */
+void _sf_graph_model_made(const sf_graph *g)
+{
+	((sf_graph *)g)->model_made = true;
 }
 
 SF_API int sf_graph_unit_end(sf_graph *g)

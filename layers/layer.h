@@ -66,6 +66,8 @@ struct _sf_node {
 	int group;      /* sf_graph_unit_begin group, or -1 (a unit of its own) */
 	void *config;   /* owned copy of the user's config */
 	size_t config_size;
+	/* a unit of its own (group -1, parameters of its own): its sf_graph_unit_options */
+	struct sf_unit_options unit_opts;
 };
 
 struct sf_graph {
@@ -81,8 +83,13 @@ struct sf_graph {
 	char (*group_names)[SF_NAME_MAX];
 	struct sf_unit_options *group_opts; /* each group's (sf_graph_unit_options) */
 	int open_group; /* -1 or the group being filled */
+	/* sf_model_create made a model of it: its unit options are fixed from then on */
+	bool model_made;
 };
 
+/* sf_model_create's record that it made a model of g: from then on the graph refuses
+ * unit options (the model has copied them, and is not changed by its graph). */
+void _sf_graph_model_made(const sf_graph *g);
 /* The type named `name`, or NULL (after making sure the built-ins are registered). */
 const struct _sf_layer_entry *_sf_layer_find(const char *name);
 /* Registers the built-in types once (every op family's line is in registry.c). */

@@ -223,6 +223,7 @@ SF_API int sf_model_create(sf_context *ctx, const sf_graph *g, const struct sf_m
 	        "rows), sharding %s, ring %d",
 	        g->name, m->nunits, m->nparams_whole, m->B_global, m->B_local, m->T,
 	        _sf_sharding_names[m->cfg.sharding], m->R);
+	_sf_graph_model_made(g);
 	*out = m;
 	return SF_OK;
 fail:

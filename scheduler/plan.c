@@ -92,11 +92,11 @@ static void lay_out_units(struct sf_model *m, const struct sf_graph *g, size_t *
 			/* the first reader owns parameters (a tied node follows its owner) */
 			snprintf(un->name, sizeof un->name, "%s",
 			         nd->group >= 0 ? g->group_names[nd->group] : nd->name);
-			if (nd->group >= 0) {
-				un->no_reshard = !g->group_opts[nd->group].reshard_after_forward;
-				un->keep_fp32 = g->group_opts[nd->group].keep_fp32;
-				un->frozen = g->group_opts[nd->group].frozen;
-			}
+			const struct sf_unit_options *uo =
+			    nd->group >= 0 ? &g->group_opts[nd->group] : &nd->unit_opts;
+			un->no_reshard = !uo->reshard_after_forward;
+			un->keep_fp32 = uo->keep_fp32;
+			un->frozen = uo->frozen;
 		}
 		un->last = n;
 		if (nd->tied_to < 0) {

@@ -12,7 +12,9 @@
  * back are finite, every status has a description and sf_last_error() explains the
  * last failure. Every layer type refuses a config of a size it does not list, before
  * reading it; what the library prints on stderr is read back: a type's refusal once,
- * with the node's context, and nothing under sf_log_set_quiet(1).
+ * with the node's context, and nothing under sf_log_set_quiet(1). Unit options reach
+ * the model by a group's name or a lone layer's (a frozen fc1 stays bitwise), and
+ * once a model is made of the graph they are refused (SF_ERR_STATE) and change nothing.
  */
 #include "shardflow.h"
 #include "tests/tap.h"
@@ -259,8 +261,8 @@ static void test_unit_options(void)
 	u.keep_fp32 = 1;
 	ok_sf_ok(sf_graph_unit_options(g, "block", &u), "options of an ended unit");
 	ok_invalid(sf_graph_unit_options(g, "blok", &u), "an unknown unit refused");
-	ok_true(has("graph \"units\" has no unit \"blok\" (its units, from sf_graph_unit_begin: "
-	            "\"block\")"),
+	ok_true(has("graph \"units\" has no unit \"blok\" (its units, named by sf_graph_unit_begin "
+	            "or by a layer with parameters outside a group: \"block\")"),
 	        "  naming the graph's units");
 	sf_graph_destroy(g);
 }
@@ -1119,6 +1121,117 @@ out:
 	sf_graph_destroy(noloss);
 }
 
+/* Max |a - b| over n floats, and whether any differs at all. */
+static float max_diff(const float *a, const float *b, size_t n, bool *differs)
+{
+	float d = 0.0f;
+	*differs = false;
+	for (size_t i = 0; i < n; i++) {
+		*differs |= a[i] != b[i];
+		d = fabsf(a[i] - b[i]) > d ? fabsf(a[i] - b[i]) : d;
+	}
+	return d;
+}
+
+/* Unit options and models: a layer that is a unit of its own takes options by the name
+ * sf_model_tensor_info reports for its unit, and they reach the model (frozen: its
+ * parameters stay bitwise after 3 steps, the next unit's move); a refused
+ * sf_model_create leaves the options open; once a model is made from the graph they are
+ * refused with SF_ERR_STATE naming the unit, the model trains as before, and they stay
+ * refused after that model is destroyed. */
+static void test_unit_options_model(sf_context *ctx, int size)
+{
+	sf_graph *g = NULL;
+	sf_model *m = NULL, *dummy = NULL;
+	struct sf_unit_options u;
+	struct sf_model_options o;
+	float *x = NULL, *w1[2] = {NULL, NULL}, *w2[2] = {NULL, NULL};
+	int32_t *y = NULL;
+	sf_model_options_init(&o);
+	o.batch = 8 * size;
+	o.lr = 0.1f;
+	/* the tiny graph, its head in a unit of sf_graph_unit_begin: x, y, fc1, relu3, fc2 */
+	int xi, yi, h, r, z, l;
+	int built =
+	    sf_graph_create("tinyhead", &g) == SF_OK && sf_graph_input(g, "x", IN, &xi) == SF_OK &&
+	    sf_graph_label_input(g, "y", NCLS, &yi) == SF_OK &&
+	    sf_graph_linear(g, xi, HID, "fc1", &h) == SF_OK && sf_graph_relu(g, h, &r) == SF_OK &&
+	    sf_graph_unit_begin(g, "head") == SF_OK &&
+	    sf_graph_linear(g, r, NCLS, "fc2", &z) == SF_OK && sf_graph_unit_end(g) == SF_OK &&
+	    sf_graph_softmax_cross_entropy(g, z, yi, &l) == SF_OK;
+	if (!ok_true(built, "build the tiny graph with unit \"head\""))
+		goto out;
+	sf_unit_options_init(&u);
+	u.frozen = 1;
+	ok_invalid(sf_graph_unit_options(g, "relu3", &u), "a layer without parameters is no unit");
+	ok_true(has("graph \"tinyhead\" has no unit \"relu3\""), "  naming the graph and the name");
+	ok_invalid(sf_graph_unit_options(g, "fc2", &u), "a layer of unit \"head\" is not a unit");
+	ok_true(has("\"fc2\" is a layer of unit \"head\""), "  naming its unit");
+	ok_sf_ok(sf_graph_unit_options(g, "fc1", &u), "a lone layer's unit \"fc1\" takes options");
+	struct sf_model_options bad = o;
+	bad.batch = 0;
+	ok_invalid(sf_model_create(ctx, g, &bad, &dummy), "a refused sf_model_create (batch 0)");
+	sf_unit_options_init(&u);
+	ok_sf_ok(sf_graph_unit_options(g, "head", &u), "  makes no model: options still accepted");
+	if (!ok_sf_ok(sf_model_create(ctx, g, &o, &m), "a model of the graph, fc1 frozen"))
+		goto out;
+	u.frozen = 1;
+	ok_int_eq(sf_graph_unit_options(g, "head", &u), SF_ERR_STATE,
+	          "unit options after sf_model_create of the graph are refused");
+	ok_true(has("unit \"head\"") && has("before sf_model_create"),
+	        "  naming the unit and when to set them");
+	ok_int_eq(sf_graph_unit_options(g, "fc1", &u), SF_ERR_STATE,
+	          "  and a lone layer's unit's too");
+
+	struct sf_tensor_info ti;
+	ok(sf_model_tensor_info(m, 0, &ti) == SF_OK && !strcmp(ti.name, "fc1.weight") && ti.unit &&
+	       !strcmp(ti.unit, "fc1"),
+	   "sf_model_tensor_info: fc1.weight is in unit \"fc1\"");
+	ok(sf_model_tensor_info(m, 2, &ti) == SF_OK && !strcmp(ti.name, "fc2.weight") && ti.unit &&
+	       !strcmp(ti.unit, "head"),
+	   "  and fc2.weight in unit \"head\"");
+	int first = 0, rows = 0;
+	sf_model_local_rows(m, &first, &rows);
+	x = malloc(sizeof(float) * (size_t)rows * IN);
+	y = malloc(sizeof(int32_t) * (size_t)rows);
+	for (int k = 0; k < 2; k++) {
+		w1[k] = malloc(sizeof(float) * HID * IN);
+		w2[k] = malloc(sizeof(float) * NCLS * HID);
+	}
+	if (!x || !y || !w1[0] || !w1[1] || !w2[0] || !w2[1])
+		goto out;
+	fill_batch(first, rows, x, y);
+	const float *inputs[1] = {x};
+	struct sf_batch b = {.ninputs = 1, .inputs = inputs, .labels = y};
+	int st = sf_model_tensor_get(m, "fc1.weight", w1[0], HID * IN) == SF_OK &&
+	         sf_model_tensor_get(m, "fc2.weight", w2[0], NCLS * HID) == SF_OK;
+	for (int k = 0; k < 3 && st; k++)
+		st = sf_model_step(m, &b, NULL) == SF_OK;
+	st = st && sf_model_tensor_get(m, "fc1.weight", w1[1], HID * IN) == SF_OK &&
+	     sf_model_tensor_get(m, "fc2.weight", w2[1], NCLS * HID) == SF_OK;
+	ok_true(st, "3 steps, fc1.weight and fc2.weight read before and after");
+	bool moved1 = true, moved2 = false;
+	float d1 = st ? max_diff(w1[0], w1[1], HID * IN, &moved1) : NAN;
+	float d2 = st ? max_diff(w2[0], w2[1], NCLS * HID, &moved2) : NAN;
+	ok(st && !moved1, "frozen by its lone layer's name, fc1.weight stays bitwise (max diff %g)",
+	   (double)d1);
+	ok(st && moved2, "the refused options left unit head training (max diff %g)", (double)d2);
+
+	sf_model_destroy(m);
+	m = NULL;
+	ok_int_eq(sf_graph_unit_options(g, "head", &u), SF_ERR_STATE,
+	          "still refused once the model is destroyed (the graph made one)");
+out:
+	for (int k = 0; k < 2; k++) {
+		free(w1[k]);
+		free(w2[k]);
+	}
+	free(x);
+	free(y);
+	sf_model_destroy(m);
+	sf_graph_destroy(g);
+}
+
 /* The v2 graph API: sequence length, integer inputs, unit groups, tied parameters. */
 static void test_graph_v2_misuse(void)
 {
@@ -1291,6 +1404,7 @@ int main(int argc, char **argv)
 	test_gpt_ops_misuse();
 	test_llama_ops_misuse();
 	test_model(ctx, size);
+	test_unit_options_model(ctx, size);
 	test_losses(ctx);
 	ok_sf_ok(sf_finalize(ctx), "sf_finalize");
 	return done_testing();
