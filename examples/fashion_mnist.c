@@ -470,11 +470,38 @@ struct meter {
 	double t_start, t_epoch;       /* when training, and this epoch, started */
 	double since_loss, epoch_loss; /* loss sums since the last progress line, this epoch */
 	int64_t since_n, epoch_n;      /* ... and their counts */
-	int64_t done_here;             /* steps run by this process (not resumed ones) */
+	int64_t read_here;             /* steps of this process whose loss is read (not
+	                                  resumed ones) */
 	int64_t prev_ticket;           /* the step whose loss is not read yet, or -1 */
+	int64_t prev_step;             /* its step (1-based) */
 };
 
-/* Reads the loss of the step left in flight, if any, into the sums. */
+/* Rank 0, every --progress-every steps, once step `step`'s loss is read: the mean loss
+ * since the last line, the rate and the time left. The loss is read a step late (a
+ * step stays in flight), so the line comes then, under the step the loss belongs to;
+ * samples/s is the samples of the steps read over the time since training started. */
+static void print_progress(const struct run *r, struct meter *mt, int64_t step)
+{
+	const struct options *o = &r->o;
+	if (step % o->progress_every != 0 || r->rank != 0 || !mt->since_n)
+		return;
+	double el = cli_now() - mt->t_start;
+	double rate = (double)mt->read_here * o->batch / el;
+	char eta[32];
+	int64_t left = r->total - step;
+	if (o->max_steps && o->max_steps - step < left)
+		left = o->max_steps - step;
+	cli_fmt_eta((double)left * o->batch / rate, eta, sizeof eta);
+	printf("epoch %lld/%d step %lld/%lld loss %.4f samples/s %.1f eta %s\n",
+	       (long long)r->epoch + 1, o->epochs, (long long)step, (long long)r->total,
+	       mt->since_loss / (double)mt->since_n, rate, eta);
+	fflush(stdout);
+	mt->since_loss = 0, mt->since_n = 0;
+}
+
+/* Reads the loss of the step left in flight, if any, into the sums, and prints its
+ * progress line (a step's loss is read within its epoch: train_epoch reads the last
+ * before returning). */
 static int take_loss(struct run *r, struct meter *mt)
 {
 	int status = -1;
@@ -483,31 +510,12 @@ static int take_loss(struct run *r, struct meter *mt)
 		CHECK(sf_model_loss(r->m, mt->prev_ticket, &l));
 		mt->since_loss += l, mt->since_n++, mt->epoch_loss += l, mt->epoch_n++;
 		mt->prev_ticket = -1;
+		mt->read_here++;
+		print_progress(r, mt, mt->prev_step);
 	}
 	status = 0;
 done:
 	return status;
-}
-
-/* Rank 0, every --progress-every steps: the mean loss since the last line, the rate
- * and the time left. */
-static void print_progress(const struct run *r, struct meter *mt)
-{
-	const struct options *o = &r->o;
-	if (r->step % o->progress_every != 0 || r->rank != 0 || !mt->since_n)
-		return;
-	double el = cli_now() - mt->t_start;
-	double rate = (double)mt->done_here * o->batch / el;
-	char eta[32];
-	int64_t left = r->total - r->step;
-	if (o->max_steps && o->max_steps - r->step < left)
-		left = o->max_steps - r->step;
-	cli_fmt_eta((double)left * o->batch / rate, eta, sizeof eta);
-	printf("epoch %lld/%d step %lld/%lld loss %.4f samples/s %.1f eta %s\n",
-	       (long long)r->epoch + 1, o->epochs, (long long)r->step, (long long)r->total,
-	       mt->since_loss / (double)mt->since_n, rate, eta);
-	fflush(stdout);
-	mt->since_loss = 0, mt->since_n = 0;
 }
 
 /* A checkpoint of the position `info`, unless this step is already the one loaded or
@@ -547,15 +555,16 @@ static int train_epoch(struct run *r, struct meter *mt, int *stopped)
 		if (take_loss(r, mt) < 0) /* the previous step's */
 			goto done;
 		mt->prev_ticket = ticket;
-		r->step++, mt->done_here++;
+		r->step++;
+		mt->prev_step = r->step;
 		if (o->ckpt_every && r->step % o->ckpt_every == 0) {
 			struct sf_checkpoint_info info = {r->step, r->epoch, b + 1, o->seed};
 			if (b + 1 == r->per_epoch)
 				info.epoch = r->epoch + 1, info.batch = 0;
-			if (save(r, &info) < 0)
+			/* the save waits for the step: its loss first, at no cost */
+			if (take_loss(r, mt) < 0 || save(r, &info) < 0)
 				goto done;
 		}
-		print_progress(r, mt);
 	}
 	if (take_loss(r, mt) < 0)
 		goto done;

@@ -822,16 +822,46 @@ struct meter {
 	double since_loss, eval_loss, since_norm; /* sums since the last progress line /
 	                                              evaluation */
 	int64_t since_n, eval_n;
-	int64_t done_here;   /* steps run by this process */
+	int64_t done_here;   /* steps submitted by this process */
+	int64_t read_here;   /* ... and those of them whose loss is read */
 	int64_t prev_ticket; /* the micro-batch whose loss is not read yet, or -1 */
 	int64_t prev_step;   /* its step (1-based) */
 	double part;         /* the sum of the losses read of that step's micro-batches */
 	int part_n;
 };
 
+static int64_t last_step(const struct options *o)
+{
+	return o->max_steps && o->max_steps < o->steps ? o->max_steps : o->steps;
+}
+
+/* Rank 0, when step `step` (1-based) is a progress step and its loss was just read:
+ * its line. The loss is read a step late (a step stays in flight), so the line comes
+ * then, under the step the loss belongs to; tokens/s is the tokens of the steps read
+ * over the time since training started. */
+static void print_progress(const struct run *r, struct meter *mt, int64_t step)
+{
+	if ((step % r->o.progress_every != 0 && step != last_step(&r->o)) || r->rank != 0 ||
+	    !mt->since_n)
+		return;
+	double el = cli_now() - mt->t_start;
+	double per_step = (double)r->o.batch * r->T * r->accum; /* tokens */
+	double rate = (double)mt->read_here * per_step / el;
+	char eta[32], norm[48] = "";
+	cli_fmt_eta((double)(last_step(&r->o) - step) * per_step / rate, eta, sizeof eta);
+	if (r->o.grad_clip > 0)
+		snprintf(norm, sizeof norm, " grad_norm %.3f",
+		         mt->since_norm / (double)mt->since_n);
+	printf("step %lld/%lld loss %.4f lr %.2e%s tokens/s %.0f eta %s\n", (long long)step,
+	       (long long)r->o.steps, mt->since_loss / (double)mt->since_n,
+	       (double)lr_at(&r->o, step - 1), norm, rate, eta);
+	fflush(stdout);
+	mt->since_loss = 0, mt->since_n = 0, mt->since_norm = 0;
+}
+
 /* Reads the loss of the micro-batch in flight (one behind the newest: the model keeps
  * the 16 most recent); the step's last one completes its mean of the micro-batches
- * and, with --grad-clip, its gradient norm. */
+ * and, with --grad-clip, its gradient norm, and prints that step's progress line. */
 static int take_loss(struct run *r, struct meter *mt)
 {
 	int status = -1;
@@ -852,37 +882,14 @@ static int take_loss(struct run *r, struct meter *mt)
 				        r->o.loss_log);
 				goto done;
 			}
+			mt->read_here++;
+			print_progress(r, mt, mt->prev_step);
 		}
 		mt->prev_ticket = -1;
 	}
 	status = 0;
 done:
 	return status;
-}
-
-static int64_t last_step(const struct options *o)
-{
-	return o->max_steps && o->max_steps < o->steps ? o->max_steps : o->steps;
-}
-
-static void print_progress(const struct run *r, struct meter *mt, float lr)
-{
-	if ((r->step % r->o.progress_every != 0 && r->step != last_step(&r->o)) || r->rank != 0 ||
-	    !mt->since_n)
-		return;
-	double el = cli_now() - mt->t_start;
-	double per_step = (double)r->o.batch * r->T * r->accum; /* tokens */
-	double rate = (double)mt->done_here * per_step / el;
-	char eta[32], norm[48] = "";
-	cli_fmt_eta((double)(last_step(&r->o) - r->step) * per_step / rate, eta, sizeof eta);
-	if (r->o.grad_clip > 0)
-		snprintf(norm, sizeof norm, " grad_norm %.3f",
-		         mt->since_norm / (double)mt->since_n);
-	printf("step %lld/%lld loss %.4f lr %.2e%s tokens/s %.0f eta %s\n", (long long)r->step,
-	       (long long)r->o.steps, mt->since_loss / (double)mt->since_n, (double)lr, norm, rate,
-	       eta);
-	fflush(stdout);
-	mt->since_loss = 0, mt->since_n = 0, mt->since_norm = 0;
 }
 
 /* Every --eval-every steps: the validation loss (the step's own loss read first). */
@@ -954,7 +961,8 @@ done:
 }
 
 /* The steps from r->step to --steps (or --max-steps). One step stays in flight while
- * the next is submitted. */
+ * the next is submitted: its loss, and so its progress line, comes once the next is
+ * submitted, or before a checkpoint or an evaluation, or after the last step. */
 static int train(struct run *r, double *vl)
 {
 	const struct options *o = &r->o;
@@ -982,7 +990,6 @@ static int train(struct run *r, double *vl)
 			mt.prev_step = r->step + 1;
 		}
 		r->step++, mt.done_here++;
-		print_progress(r, &mt, lr);
 		if (mt.done_here == 1) { /* the host line's window starts after the first step */
 			CHECK(comm_figures(r, first));
 			memset(outside, 0, sizeof outside);
@@ -990,9 +997,10 @@ static int train(struct run *r, double *vl)
 			r->host_main_ms += cli_thread_cpu_ms() - cpu0;
 			r->host_steps++;
 		}
-		/* checkpoints and evaluations stay out of the host line */
+		/* checkpoints and evaluations stay out of the host line; they wait for the step,
+		 * so its loss is read (and its line printed) first at no cost */
 		if (o->ckpt_every && r->step % o->ckpt_every == 0 &&
-		    outside_steps(r, save_act, NULL, outside) < 0)
+		    (take_loss(r, &mt) < 0 || outside_steps(r, save_act, NULL, outside) < 0))
 			goto done;
 		if (maybe_evaluate(r, &mt, vl, outside) < 0)
 			goto done;

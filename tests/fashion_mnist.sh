@@ -4,6 +4,9 @@
 # Proves, on Debian's Fashion-MNIST (skipped when dataset-fashion-mnist is absent):
 #  - 2-rank training prints the documented progress and epoch lines and ends with
 #    "test_accuracy <x>"; the loss falls and the model beats chance by far;
+#  - a progress line carries its own step: with --progress-every 1 steps 1, 2, 3 each
+#    get a line, and with --progress-every 3 the line of step 3 is the mean of those
+#    three (issue 46: a line once showed the losses up to the step before it);
 #  - stop and resume: 20 steps, stop (checkpoint), resume to 40 gives bitwise the
 #    same weights (exported safetensors compared byte for byte) as 40 steps straight;
 #    resumed with --max-steps 20 already reached, the job does not save step 20 again
@@ -19,7 +22,7 @@ require_progs "$FM"
 data=/usr/share/datasets/fashion-mnist
 [ -f "$data/train-images-idx3-ubyte.gz" ] || skip_all "Debian's dataset-fashion-mnist is not installed"
 
-plan 16
+plan 17
 small="--widths 784,128,10 --batch 64 --progress-every 10"
 
 sh "$RUN_MPI" 2 "$FM" $small --max-steps 40 --export "$tmp/straight.st" \
@@ -35,6 +38,16 @@ first=$(awk '/ step 10\// {print $6}' "$tmp/a.out")
 last=$(awk '/ step 40\// {print $6}' "$tmp/a.out")
 awk -v f="$first" -v l="$last" -v a="$acc" 'BEGIN {exit !(l < f && a > 0.5)}'
 ok $? "the loss falls ($first -> $last) and accuracy beats chance by far ($acc)"
+
+sh "$RUN_MPI" 2 "$FM" $small --max-steps 3 --progress-every 1 </dev/null >"$tmp/p1.out" 2>&1
+sh "$RUN_MPI" 2 "$FM" $small --max-steps 3 --progress-every 3 </dev/null >"$tmp/p3.out" 2>&1
+labels=$(awk '$3 == "step" { split($4, s, "/"); l = l (l == "" ? "" : " ") s[1] } END { print l }' "$tmp/p1.out")
+mean=$(awk '$3 == "step" { m += $6; n++ } END { if (n) printf "%.5f", m / n }' "$tmp/p1.out")
+three=$(awk '$3 == "step" && $4 ~ /^3\// { print $6 }' "$tmp/p3.out")
+[ "$labels" = "1 2 3" ] && [ -n "$three" ] &&
+	awk -v a="$mean" -v b="$three" 'BEGIN { d = a - b; exit !(d < 1.5e-4 && d > -1.5e-4) }'
+ok $? "each progress line is its own step's: steps $labels a line each, step 3's mean of 1-3 ${three:-none} = ${mean:-none} (within rounding)" ||
+	{ diag_file "$tmp/p1.out"; diag_file "$tmp/p3.out"; }
 
 sh "$RUN_MPI" 2 "$FM" $small --max-steps 20 --checkpoint-dir "$tmp/ck" \
 	</dev/null >"$tmp/b1.out" 2>"$tmp/b1.err"

@@ -14,6 +14,9 @@
 #    steps, validation lines at steps 30 and 60, "val_loss x", then the samples, each
 #    starting with the prompt; the validation loss falls below ln 256 (the loss of a
 #    uniform guess) and from step 30 to 60;
+#  - with --progress-every 1, every step's progress line carries that step's own loss
+#    (the --loss-log value at %.4f), step 1 and the last included (issue 46: a line
+#    once showed the loss of the step before it);
 #  - AdamW trains at its rate from the first steps: the training loss of steps 11-30
 #    averages below 3.7 (measured 3.38; 4.00 with a bias correction c1 = 1 + b1^t,
 #    whose first steps are 1/19 of what they should be);
@@ -42,7 +45,7 @@ model="--layers 2 --heads 2 --embd 32 --context 32 --batch 8 --text $text --val-
 short="--eval-every 30 --eval-batches 2 --progress-every 10 --warmup 10 --lr 0.004"
 gen="--prompt Sharded --sample 2 --tokens 40"
 
-plan 35
+plan 37
 
 timeout -k 5 "$limit" "$GPT" --help </dev/null >"$tmp/help.out" 2>"$tmp/help.err"
 st=$?
@@ -119,6 +122,18 @@ early=$(awk '$1 > 10 && $1 <= 30 { s += $2; n++ } END { if (n == 20) printf "%.4
 	"$tmp/full.loss")
 [ -n "$early" ] && awk -v a="$early" 'BEGIN { exit !(a < 3.7) }'
 ok $? "AdamW's early steps: the training loss of steps 11-30 averages $early < 3.7 (measured 3.38)"
+# Each line's own step: the loss is read one step late, to keep a step in flight, and
+# a line must carry the step it was read for (%.4f of the log's %.9g: equal unless the
+# loss lies within 1e-9 of a rounding tie)
+gpt 2 each --steps 4 --progress-every 1 --loss-log "$tmp/each.loss"
+pairs=$(awk 'NR == FNR { want[$1] = sprintf("%.4f", $2); next }
+	$1 == "step" && $3 == "loss" { split($2, s, "/"); got[s[1]] = got[s[1]] $4; n++ }
+	END { for (i = 1; i <= 4; i++) {
+		printf("%s%d: %s/%s", (i > 1 ? ", " : ""), i, (got[i] == "" ? "none" : got[i]), want[i])
+		if (got[i] != want[i]) bad = 1 }
+	      exit bad || n != 4 }' "$tmp/each.loss" "$tmp/each.out")
+ok $? "--progress-every 1: one line a step, each with its own step's loss (line/log: $pairs)" ||
+	diag_file "$tmp/each.out"
 nsamp=$(grep -c '^sample [12]:$' "$tmp/full.out")
 first=$(sed -n '/^sample 1:$/{n;p;}' "$tmp/full.out")
 [ "$nsamp" -eq 2 ] && case $first in Sharded*) true ;; *) false ;; esac
