@@ -672,19 +672,19 @@ static int mpi_barrier(struct _sf_comm *c, bool node_only)
 
 static int mpi_bcast(struct _sf_comm *c, void *buf, size_t bytes, int root)
 {
-	int rc = SF_OK, n = 0;
+	int n = 0;
 	MPI_Request req;
 	char what[96];
 	SF_CHECK(count_of(bytes, &n));
 	snprintf(what, sizeof what, "broadcast of %zu bytes from rank %d", bytes, root);
 	SF_CHECK(host_wait(c, 1, &req, MPI_Ibcast(buf, n, MPI_BYTE, root, impl(c)->ctl, &req),
 	                   what, (double)bytes));
-	return rc;
+	return SF_OK;
 }
 
 static int mpi_gather_bytes(struct _sf_comm *c, const void *mine, size_t bytes, void *all, int root)
 {
-	int rc = SF_OK, n = 0;
+	int n = 0;
 	MPI_Request req;
 	char what[96];
 	SF_CHECK(count_of(bytes, &n));
@@ -692,7 +692,7 @@ static int mpi_gather_bytes(struct _sf_comm *c, const void *mine, size_t bytes, 
 	SF_CHECK(host_wait(c, 1, &req,
 	                   MPI_Igather(mine, n, MPI_BYTE, all, n, MPI_BYTE, root, impl(c)->ctl, &req),
 	                   what, (double)bytes));
-	return rc;
+	return SF_OK;
 }
 
 static int mpi_gatherv_bytes(struct _sf_comm *c, const void *mine, size_t bytes, void *all,
@@ -730,7 +730,7 @@ out:
 
 static int mpi_allgather_bytes(struct _sf_comm *c, const void *mine, size_t bytes, void *all)
 {
-	int rc = SF_OK, n = 0;
+	int n = 0;
 	MPI_Request req;
 	char what[96];
 	SF_CHECK(count_of(bytes, &n));
@@ -738,7 +738,7 @@ static int mpi_allgather_bytes(struct _sf_comm *c, const void *mine, size_t byte
 	SF_CHECK(host_wait(c, 1, &req,
 	                   MPI_Iallgather(mine, n, MPI_BYTE, all, n, MPI_BYTE, impl(c)->ctl, &req),
 	                   what, (double)bytes));
-	return rc;
+	return SF_OK;
 }
 
 static void mpi_abort(struct _sf_comm *c, int code);

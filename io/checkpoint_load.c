@@ -60,7 +60,6 @@ out:
 /* Broadcasts a NUL-terminated string of rank 0 (allocating it on the others). */
 static int bcast_string(struct sf_model *m, char **s, size_t *len)
 {
-	int rc = SF_OK;
 	struct _sf_comm *comm = _sf_model_comm(m);
 	struct _sf_model_geometry g;
 	_sf_model_describe(m, &g);
@@ -82,7 +81,7 @@ static int bcast_string(struct sf_model *m, char **s, size_t *len)
 		off += (uint64_t)k;
 	}
 	(*s)[n] = '\0';
-	return rc;
+	return SF_OK;
 }
 
 /* What this model expects of a manifest (io/manifest.h). */
@@ -316,7 +315,6 @@ static int check_size(const char *path, const struct stat *st, uint64_t want)
  * reads, so that a truncated checkpoint is refused whatever each rank keeps. */
 static int check_all_sizes(const char *stepdir, const struct _sf_manifest *mf)
 {
-	int rc = SF_OK;
 	char path[SF_PATH_MAX];
 	for (int w = 0; w < mf->world_size; w++) {
 		struct stat st;
@@ -325,7 +323,7 @@ static int check_all_sizes(const char *stepdir, const struct _sf_manifest *mf)
 			return SF_ERR(SF_ERR_IO, "cannot stat %s: %s", path, strerror(errno));
 		SF_CHECK(check_size(path, &st, mf->sizes[w]));
 	}
-	return rc;
+	return SF_OK;
 }
 
 /* Reads rank file w entirely, checks its size, CRC-32 and header, and copies the
@@ -400,7 +398,6 @@ out:
 /* grad_op: every rank's parameter slice, all-gathered into whole vectors. Collective. */
 static int gather_whole(struct sf_model *m, struct need *nd)
 {
-	int rc = SF_OK;
 	struct _sf_comm *comm = _sf_model_comm(m);
 	struct _sf_model_geometry g;
 	_sf_model_describe(m, &g);
@@ -413,14 +410,13 @@ static int gather_whole(struct sf_model *m, struct need *nd)
 		SF_CHECK(
 		    comm->ops->allgather_bytes(comm, nd->send, S * sizeof(float), nd->whole[u]));
 	}
-	return rc;
+	return SF_OK;
 }
 
 /* Sets the model's vectors from what was read (and verified on every rank). A sharded
  * vector's slice goes to its place in scratch: _sf_unit_set_full reads no more of it. */
 static int apply(struct sf_model *m, struct need *nd)
 {
-	int rc = SF_OK;
 	struct _sf_model_geometry g;
 	_sf_model_describe(m, &g);
 	for (int u = 0; u < g.nunits; u++)
@@ -443,7 +439,7 @@ static int apply(struct sf_model *m, struct need *nd)
 			}
 			SF_CHECK(_sf_unit_set_full(m, u, (enum _sf_vec)v, src));
 		}
-	return rc;
+	return SF_OK;
 }
 
 SF_API int sf_checkpoint_latest(sf_model *m, const char *dir, int *found, char *path, size_t size)
@@ -479,7 +475,6 @@ SF_API int sf_checkpoint_latest(sf_model *m, const char *dir, int *found, char *
 static int try_step(struct sf_model *m, const char *stepdir, struct _sf_manifest *mf,
                     struct need *nd)
 {
-	int rc = SF_OK;
 	struct _sf_comm *comm = _sf_model_comm(m);
 	_sf_manifest_free(mf);
 	SF_CHECK(load_manifest(m, stepdir, mf));
@@ -487,7 +482,7 @@ static int try_step(struct sf_model *m, const char *stepdir, struct _sf_manifest
 	SF_CHECK(_sf_comm_agree(comm, read_needed(m, stepdir, mf, nd), "sf_checkpoint_load"));
 	if (nd->whole)
 		SF_CHECK(_sf_comm_agree(comm, gather_whole(m, nd), "sf_checkpoint_load"));
-	return rc;
+	return SF_OK;
 }
 
 /* "; step-N: <fault>" appended to faults (`size` bytes, cut short when full). */

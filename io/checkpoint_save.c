@@ -176,7 +176,6 @@ struct save_paths {
  * complete copy — finish that switch; then drop what earlier saves of N left over. */
 static int prepare_stage(const char *dir, const struct save_paths *sp)
 {
-	int rc = SF_OK;
 	if (!_sf_is_dir(sp->step) && _sf_path_exists(sp->stage, "manifest.json")) {
 		if (rename(sp->stage, sp->step) != 0)
 			return SF_ERR(SF_ERR_IO, "cannot rename %s to %s: %s", sp->stage, sp->step,
@@ -188,7 +187,7 @@ static int prepare_stage(const char *dir, const struct save_paths *sp)
 	if (mkdir(sp->stage, 0777) != 0)
 		return SF_ERR(SF_ERR_IO, "cannot create directory %s: %s", sp->stage,
 		              strerror(errno));
-	return rc;
+	return SF_OK;
 }
 
 /* Rank 0, every rank file in the staging directory: manifest.crc32 and manifest.json
@@ -250,12 +249,11 @@ static int check_count(const char *what, int64_t x)
 
 static int save_paths_init(const char *dir, int64_t step, struct save_paths *sp)
 {
-	int rc = SF_OK;
 	snprintf(sp->name, sizeof sp->name, "step-%09lld", (long long)step);
 	SF_CHECK(_sf_path_join(sp->step, sizeof sp->step, dir, sp->name));
 	snprintf(sp->stage, sizeof sp->stage, "%s.tmp", sp->step);
 	snprintf(sp->old, sizeof sp->old, "%s.old", sp->step);
-	return rc;
+	return SF_OK;
 }
 
 SF_API int sf_checkpoint_save(sf_model *m, const char *dir, const struct sf_checkpoint_info *info)

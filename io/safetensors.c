@@ -138,7 +138,6 @@ out:
  * largest S floats. Collective but for sharding none. */
 static int gather_params(struct sf_model *m, float *params, float *shard, float *recv)
 {
-	int rc = SF_OK;
 	struct _sf_comm *comm = _sf_model_comm(m);
 	struct _sf_model_geometry g;
 	_sf_model_describe(m, &g);
@@ -177,7 +176,7 @@ static int gather_params(struct sf_model *m, float *params, float *shard, float 
 			}
 		}
 	}
-	return rc;
+	return SF_OK;
 }
 
 SF_API int sf_model_export_safetensors(sf_model *m, const char *path)

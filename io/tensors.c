@@ -281,7 +281,6 @@ out:
 
 SF_API int sf_model_params_set(sf_model *m, const float *src, size_t n)
 {
-	int rc = SF_OK;
 	struct _sf_model_geometry g;
 	if (!m || !src)
 		return SF_ERR(SF_ERR_INVALID, "sf_model_params_set: NULL model or source");
@@ -294,12 +293,11 @@ SF_API int sf_model_params_set(sf_model *m, const float *src, size_t n)
 	SF_CHECK(_sf_model_load_check(m, "sf_model_params_set"));
 	SF_CHECK(sf_model_sync(m));
 	SF_CHECK(_sf_model_load(m, src));
-	return rc;
+	return SF_OK;
 }
 
 SF_API int sf_model_tensor_lr_scale(sf_model *m, const char *name, float scale)
 {
-	int rc = SF_OK;
 	struct _sf_tensor t;
 	if (!(scale >= 0.0f) || !isfinite(scale))
 		return SF_ERR(SF_ERR_INVALID,
@@ -311,5 +309,5 @@ SF_API int sf_model_tensor_lr_scale(sf_model *m, const char *name, float scale)
 	struct _sf_unit_desc d;
 	_sf_unit_describe(m, t.unit, &d);
 	SF_CHECK(_sf_unit_lr_scale(m, t.unit, t.loff - d.off, t.lcount, scale));
-	return rc;
+	return SF_OK;
 }

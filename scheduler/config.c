@@ -420,7 +420,6 @@ SF_API int sf_config_set(struct sf_config *c, const char *name, const char *valu
 int _sf_config_resolve(const struct sf_config *program, const char *fn, struct sf_config *out,
                        uint32_t *from_env)
 {
-	int rc = SF_OK;
 	struct sf_config c;
 	*from_env = 0;
 	sf_config_init(&c);
@@ -439,7 +438,7 @@ int _sf_config_resolve(const struct sf_config *program, const char *fn, struct s
 			SF_CHECK(check_unknown());
 	}
 	*out = c;
-	return rc;
+	return SF_OK;
 }
 
 SF_API int sf_config_from_env(struct sf_config *out)
@@ -470,7 +469,6 @@ void _sf_config_log(const struct sf_config *program, const struct sf_config *now
 int _sf_config_for_model(const struct sf_context *ctx, const struct sf_config *program,
                          struct sf_config *out)
 {
-	int rc = SF_OK;
 	const struct sf_config *ctx_cfg = &ctx->cfg;
 	struct sf_config def;
 	char b1[32], b2[32];
@@ -504,7 +502,7 @@ int _sf_config_for_model(const struct sf_context *ctx, const struct sf_config *p
 		              "hybrid exactly when its context is (set sharding hybrid in the "
 		              "config given to sf_init_config, or SHARDFLOW_SHARDING=hybrid)",
 		              _sf_sharding_names[out->sharding], _sf_sharding_names[ctx_cfg->sharding]);
-	return rc;
+	return SF_OK;
 }
 
 /* ---- StarPU's own variables ---------------------------------------------------------- */

@@ -284,7 +284,6 @@ SF_API int sf_model_set_lr(sf_model *m, float lr)
 
 SF_API int sf_model_stats(sf_model *m, struct sf_model_stats *out)
 {
-	int rc = SF_OK;
 	if (!m || !out)
 		return SF_ERR(SF_ERR_INVALID, "sf_model_stats: NULL model or output");
 	SF_CHECK(sf_model_sync(m));
@@ -312,5 +311,5 @@ SF_API int sf_model_stats(sf_model *m, struct sf_model_stats *out)
 	out->tp_slice_bytes = m->nparams_total * sizeof(float);
 	out->tp_comm_bytes = m->comm_acct.bytes_tp;
 	out->comm_worker_cpu_seconds = _sf_clock_seconds(m->ctx->comm_clock) - m->comm_worker_cpu0;
-	return rc;
+	return SF_OK;
 }

@@ -312,10 +312,9 @@ int _sf_unit_lr_scale(struct sf_model *m, int u, size_t off, size_t count, float
  * unit (_sf_unit_get_whole). Collective. */
 static int tp_params_get(struct sf_model *m, float *dst)
 {
-	int rc = SF_OK;
 	for (int i = 0; i < m->nunits; i++)
 		SF_CHECK(_sf_unit_get_whole(m, i, SF_VEC_PARAM, false, dst + m->units[i].woff));
-	return rc;
+	return SF_OK;
 }
 
 SF_API int sf_model_params_get(sf_model *m, float *dst, size_t n)

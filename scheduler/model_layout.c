@@ -281,7 +281,6 @@ static int size_unit(struct sf_model *m, int k, size_t *off)
 
 int _sf_size_units(struct sf_model *m)
 {
-	int rc = SF_OK;
 	size_t off = 0;
 	for (int k = 0; k < m->nunits; k++)
 		SF_CHECK(size_unit(m, k, &off));
@@ -301,7 +300,7 @@ int _sf_size_units(struct sf_model *m)
 	for (int n = 0; n < m->nnodes; n++) /* a tied node reads its owner's */
 		if (m->gnodes[n].tied_to >= 0)
 			m->nodes[n].wpoff = m->nodes[_sf_node_param_owner(m->gnodes, n)].wpoff;
-	return rc;
+	return SF_OK;
 }
 
 /* --- nodes --------------------------------------------------------------------- */
@@ -466,11 +465,10 @@ static int build_node(struct sf_model *m, int n)
 
 int _sf_build_nodes(struct sf_model *m, const sf_graph *g)
 {
-	int rc = SF_OK;
 	SF_CHECK(copy_nodes(m, g));
 	for (int n = 0; n < g->n; n++)
 		SF_CHECK(build_node(m, n));
-	return rc;
+	return SF_OK;
 }
 
 int _sf_check_graph(const sf_graph *g)

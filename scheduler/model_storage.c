@@ -275,7 +275,6 @@ static starpu_data_handle_t *vec_handle(struct _sf_unit *u, const struct unit_ve
 /* Allocates and registers every vector the configuration keeps and the unit lacks */
 static int unit_vecs_alloc(struct sf_model *m, struct _sf_unit *u, bool accumulating)
 {
-	int rc = SF_OK;
 	for (size_t k = 0; k < NUNIT_VECS; k++) {
 		const struct unit_vec *v = &unit_vecs[k];
 		size_t n = v->len(m, u, accumulating);
@@ -285,7 +284,7 @@ static int unit_vecs_alloc(struct sf_model *m, struct _sf_unit *u, bool accumula
 		SF_CHECK(alloc_buf(m, buf, n, v->what));
 		reg(vec_handle(u, v), *buf, n, sizeof(float));
 	}
-	return rc;
+	return SF_OK;
 }
 
 static void unit_vecs_release(const struct sf_model *m, struct _sf_unit *u)
@@ -390,7 +389,6 @@ static const struct model_buf {
 /* Allocates every buffer the configuration keeps, registering a handle per slot */
 static int model_bufs_alloc(struct sf_model *m)
 {
-	int rc = SF_OK;
 	set_bufs_task_only(m);
 	for (size_t k = 0; k < NMODEL_BUFS; k++) {
 		const struct model_buf *b = &model_bufs[k];
@@ -404,7 +402,7 @@ static int model_bufs_alloc(struct sf_model *m)
 		for (int s = 0; h && s < slots; s++)
 			reg(&h[s], *buf + (size_t)s * len, len, sizeof(float));
 	}
-	return rc;
+	return SF_OK;
 }
 
 static void model_bufs_release(struct sf_model *m)
@@ -511,7 +509,6 @@ static int init_unit(struct sf_model *m, int u)
  * time), then its weight-decay runs */
 int _sf_build_units(struct sf_model *m)
 {
-	int rc = SF_OK;
 	set_bufs_task_only(m);
 	for (int k = 0; k < m->nunits; k++)
 		SF_CHECK(unit_vecs_alloc(m, &m->units[k], false));
@@ -519,15 +516,14 @@ int _sf_build_units(struct sf_model *m)
 		SF_CHECK(init_unit(m, k));
 	for (int k = 0; k < m->nunits; k++)
 		SF_CHECK(_sf_unit_opt_runs(m, k));
-	return rc;
+	return SF_OK;
 }
 
 int _sf_model_accum_buffers(struct sf_model *m)
 {
-	int rc = SF_OK;
 	for (int i = 0; i < m->nunits; i++)
 		SF_CHECK(unit_vecs_alloc(m, &m->units[i], true));
-	return rc;
+	return SF_OK;
 }
 
 /* Floats alloc_node gives node n: its activation (ids for an integer input), and for
@@ -552,7 +548,6 @@ static size_t node_floats(const struct sf_model *m, int n)
 /* The buffers recomputed activations share (SHARDFLOW_RECOMPUTE=units). */
 static int alloc_recomp_bufs(struct sf_model *m)
 {
-	int rc = SF_OK;
 	for (int b = 0; b < m->nrecomp_bufs; b++) {
 		struct _sf_recomp_buf *r = &m->recomp_bufs[b];
 		SF_CHECK(alloc_task_only(&r->act, r->nact, "recomputed activations"));
@@ -566,7 +561,7 @@ static int alloc_recomp_bufs(struct sf_model *m)
 			m->act_bytes += r->nsaved * sizeof(float);
 		}
 	}
-	return rc;
+	return SF_OK;
 }
 
 /* A node's activation (and gradient, and saved buffer) of this rank's rows: its own,
@@ -620,18 +615,16 @@ out:
 
 int _sf_alloc_nodes(struct sf_model *m)
 {
-	int rc = SF_OK;
 	SF_CHECK(alloc_recomp_bufs(m));
 	for (int n = 0; n < m->nnodes; n++)
 		SF_CHECK(alloc_node(m, n));
-	return rc;
+	return SF_OK;
 }
 
 /* The model-wide state: the shared buffers (model_bufs), the collectives' view of
  * them, comm order, labels, losses, clipping. */
 int _sf_build_buffers(struct sf_model *m)
 {
-	int rc = SF_OK;
 	SF_CHECK(model_bufs_alloc(m));
 	for (int i = 0; i < m->nunits; i++) {
 		m->units[i].comm.rep_scratch = m->rep_scratch;
@@ -703,7 +696,7 @@ int _sf_build_buffers(struct sf_model *m)
 		return SF_ERR(SF_ERR_NOMEM, "sf_model_create: out of memory");
 	for (int u = 0; u < m->nunits; u++)
 		m->h_sqs[u] = m->units[u].h_sq;
-	return rc;
+	return SF_OK;
 }
 
 /* --- the memory plan, the floats held, the release ---------------------------------- */

@@ -306,7 +306,6 @@ static int start_starpu(sf_context *ctx, int ncpus)
 /* The comm worker (the last CPU worker) and what the tasks need to know. */
 static int setup_workers(sf_context *ctx)
 {
-	int rc = SF_OK;
 	int ncpu = (int)starpu_cpu_worker_get_count(), ncuda = (int)starpu_cuda_worker_get_count();
 	int ids[STARPU_NMAXWORKERS];
 	if (ctx->comm->ops->device) {
@@ -374,7 +373,7 @@ static int setup_workers(sf_context *ctx)
 		        "--enable-blocking-drivers lets idle workers sleep (docs/performance.md)",
 		        ncpu, allowed_cpus());
 #endif
-	return rc;
+	return SF_OK;
 }
 
 SF_API int sf_init(int *argc, char ***argv, sf_context **out)

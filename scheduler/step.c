@@ -320,7 +320,6 @@ static int finish_reduction(struct sf_model *m, int u, starpu_data_handle_t grad
 /* Clipping: the norm's all-reduce, then every unit's update, in backward order. */
 static int update_all(struct sf_model *m)
 {
-	int rc = SF_OK;
 	int slot = (int)(m->nsteps % SF_LOSS_SLOTS);
 	struct _sf_norm_args a = {
 	    .comm = &m->loss_comm,
@@ -338,7 +337,7 @@ static int update_all(struct sf_model *m)
 		if (!m->units[u].frozen)
 			SF_CHECK(submit_opt(m, u, opt_grad(m, u, m->units[u].h_gshard)));
 	}
-	return rc;
+	return SF_OK;
 }
 
 static int submit_loss(struct sf_model *m, const struct _sf_node *nd)
@@ -359,20 +358,18 @@ static int submit_loss(struct sf_model *m, const struct _sf_node *nd)
  * up to u + depth while ring slots are free. *next: the first unit not gathered yet. */
 static int prefetch_forward(struct sf_model *m, int u, int *next)
 {
-	int rc = SF_OK;
 	for (; *next < m->nunits && *next <= u + m->cfg.prefetch_depth; (*next)++) {
 		if (*next > u && m->ring_slots.nfree == 0)
 			break;
 		SF_CHECK(submit_gather(m, *next, NULL));
 	}
-	return rc;
+	return SF_OK;
 }
 
 /* The forward pass; `train` keeps the units the backward meets first gathered and
  * computes the loss, otherwise every unit is freed after its last reader. */
 int _sf_forward_submit(struct sf_model *m, bool train)
 {
-	int rc = SF_OK;
 	bool full = full_sharding(m);
 	int next = 0; /* next unit to gather */
 	_sf_slots_reset(&m->ring_slots, m->R);
@@ -389,7 +386,7 @@ int _sf_forward_submit(struct sf_model *m, bool train)
 		if (full && u >= 0 && n == m->units[u].last && !(train && m->units[u].keep))
 			SF_CHECK(submit_free(m, u));
 	}
-	return rc;
+	return SF_OK;
 }
 
 /* The next unit the backward pass will start (bwd_order from *started on), or -1. */
@@ -454,7 +451,6 @@ out:
  * order, with its unit gathered (it stays for the backward: gathered once for both). */
 static int recompute_segment(struct sf_model *m, int s)
 {
-	int rc = SF_OK;
 	struct _sf_unit *un = &m->units[s];
 	if (full_sharding(m) && !resident(m, s))
 		SF_CHECK(submit_gather(m, s, NULL));
@@ -463,7 +459,7 @@ static int recompute_segment(struct sf_model *m, int s)
 		if (st->recomp_buf >= 0)
 			SF_CHECK(submit_fwd_named(m, n, st->rc_name, SF_EV_RECOMPUTE));
 	}
-	return rc;
+	return SF_OK;
 }
 
 static int backward(struct sf_model *m)
@@ -532,13 +528,12 @@ out:
 
 int _sf_step_submit(struct sf_model *m)
 {
-	int rc = SF_OK;
 	SF_CHECK(_sf_forward_submit(m, true));
 	SF_CHECK(backward(m));
 	SF_CHECK(_sf_submit_loss_sum(
 	    &m->loss_comm, m->h_order, m->h_loss[m->nsteps % SF_LOSS_SLOTS], m->ctx->comm_worker,
 	    "loss allreduce", traced(m, "loss allreduce", SF_EV_LOSS_SUM, -1)));
-	return rc;
+	return SF_OK;
 }
 
 static int stage(starpu_data_handle_t h, void *dst, const void *src, size_t bytes)
@@ -568,7 +563,6 @@ static int check_ids(const int32_t *v, size_t n, int range, int64_t skip, const 
 
 static int check_batch(struct sf_model *m, const struct sf_batch *b, bool labels, const char *fn)
 {
-	int rc = SF_OK;
 	if (b->ninputs != m->ninputs || (m->ninputs && !b->inputs))
 		return SF_ERR(SF_ERR_INVALID,
 		              "%s: the graph has %d float input(s), the batch gives %d", fn,
@@ -596,7 +590,7 @@ static int check_batch(struct sf_model *m, const struct sf_batch *b, bool labels
 		SF_CHECK(check_ids(b->labels, m->rows_local, m->loss_args.classes, m->loss_args.ignore,
 		                   "label", fn, m));
 	}
-	return rc;
+	return SF_OK;
 }
 
 /* Every float input finite: one NaN would spread through the all-reduces to every
@@ -634,7 +628,6 @@ static int64_t counted_rows(const struct sf_model *m, const int32_t *labels)
  * them (its scale, set once the previous reader of the labels is done). */
 int _sf_stage_batch(struct sf_model *m, const struct sf_batch *b, bool labels, const char *fn)
 {
-	int rc = SF_OK;
 	if (!m || !b)
 		return SF_ERR(SF_ERR_INVALID, "%s: %s is NULL", fn, m ? "batch" : "model");
 	labels = labels && m->labels_node >= 0; /* a regression loss's target is an input */
@@ -660,14 +653,13 @@ int _sf_stage_batch(struct sf_model *m, const struct sf_batch *b, bool labels, c
 		SF_CHECK(stage(m->h_labels, m->labels, b->labels, m->rows_local * sizeof(int32_t)));
 		m->loss_args.scale = counted > 0 ? 1.0f / (float)(double)counted : 0.0f;
 	}
-	return rc;
+	return SF_OK;
 }
 
 /* One pass over a batch: a step (update) or a micro-batch kept for the next step. */
 static int submit_pass(sf_model *m, const struct sf_batch *b, int64_t *ticket, bool update,
                        const char *fn)
 {
-	int rc = SF_OK;
 	_sf_sim_host_step();
 	SF_CHECK(_sf_stage_batch(m, b, true, fn));
 	if (!update && m->accum_k >= SF_MAX_GRAD_ACCUM)
@@ -689,7 +681,7 @@ static int submit_pass(sf_model *m, const struct sf_batch *b, int64_t *ticket, b
 	} else {
 		m->accum_k++;
 	}
-	return rc;
+	return SF_OK;
 }
 
 SF_API int sf_model_step(sf_model *m, const struct sf_batch *b, int64_t *ticket)
