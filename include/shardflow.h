@@ -126,6 +126,10 @@ enum sf_gpu_math {
 	SF_GPU_MATH_FP32 = 0, /**< full fp32 (default; PyTorch's default for fp32 matmuls) */
 	SF_GPU_MATH_TF32,     /**< fp32 in and out, products on the tensor cores with 10-bit
 	                           mantissas (PyTorch's allow_tf32, "high" precision) */
+	SF_GPU_MATH_BF16,     /**< fp32 buffers, products on the tensor cores in bf16: each
+	                           GEMM's operands rounded to bf16, fp32 accumulation and
+	                           output, and attention fused in bf16 (layers/attention_flash.cuh;
+	                           the math of PyTorch's bf16 autocast, activations kept fp32) */
 	SF_GPU_MATH_COUNT,    /**< the number of values above; not a value */
 };
 
@@ -220,9 +224,10 @@ struct sf_config {
 	 *  else beside the trace, else in $TMPDIR or /tmp) and the log names the rank
 	 *  that was behind (docs/robustness.md). */
 	int flight_record;
-	/** SHARDFLOW_GPU_MATH, default fp32: the cuBLAS math of every CUDA worker's
-	 *  products (tf32: the tensor cores, about 8 times the fp32 rate on an H100, with
-	 *  TF32's rounding of the inputs). No effect on CPU workers. */
+	/** SHARDFLOW_GPU_MATH, default fp32: the math of every CUDA worker's products
+	 *  (tf32: the tensor cores, about 8 times the fp32 rate on an H100, with TF32's
+	 *  rounding of the inputs; bf16: the products' operands and attention's tiles in
+	 *  bf16 with fp32 sums). No effect on CPU workers. */
 	enum sf_gpu_math gpu_math;
 	/** SHARDFLOW_SPLIT_BACKWARD, off (default) or on: on, a node whose unit is read
 	 *  again at the other end of the graph (a tied output head) runs its backward as

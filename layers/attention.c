@@ -157,8 +157,9 @@ static void attention_bwd_cuda(void *buffers[], void *cl_arg)
 	int NH, NKV;
 	heads_of(li, &NH, &NKV);
 	_sf_attention_bwd_cuda(li->samples, li->seq_len, li->out_dim, NH, NKV,
-	                       sf_kernel_input(buffers, li, 0), sf_kernel_saved(buffers, li),
-	                       sf_kernel_doutput(buffers, li), dqkv, li->accumulate[0]);
+	                       sf_kernel_input(buffers, li, 0), sf_kernel_output(buffers, li),
+	                       sf_kernel_saved(buffers, li), sf_kernel_doutput(buffers, li), dqkv,
+	                       li->accumulate[0]);
 }
 #endif
 

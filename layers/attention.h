@@ -71,11 +71,13 @@ double _sf_attention_fwd_flops(int B, int T, int C, int rb);
 
 #ifdef SF_HAVE_CUDA
 /* layers/attention_cuda.cu: the same on device pointers, on the worker's CUDA stream;
- * the scratch allocated on the stream (cudaMallocAsync) */
+ * the scratch allocated on the stream (cudaMallocAsync). The backward reads y (the
+ * forward's output) only with SHARDFLOW_GPU_MATH=bf16's fused kernels. */
 void _sf_attention_fwd_cuda(int B, int T, int C, int NH, int NKV, const float *qkv, float *y,
                             float *stat);
 void _sf_attention_bwd_cuda(int B, int T, int C, int NH, int NKV, const float *qkv,
-                            const float *stat, const float *dy, float *dqkv, int acc);
+                            const float *y, const float *stat, const float *dy, float *dqkv,
+                            int acc);
 #endif
 
 #ifdef __cplusplus

@@ -11,13 +11,20 @@
  * product, its pointer arrays written on the stream by batch_ptrs_k: a pass costs a
  * handful of launches whatever the batch, where a loop over samples cost seven a sample
  * in the backward.
+ *
+ * With SHARDFLOW_GPU_MATH=bf16 and a head size they serve (a multiple of 16 up to 128,
+ * aligned buffers), the fused bf16 kernels of layers/attention_flash.cuh run instead:
+ * no T x T buffer, the same saved statistics, a scratch of B NH T floats in the
+ * backward.
  */
 #include "config.h"
 
 #include "common/cublas_rm.h"
 #include "common/cuda_reduce.cuh"
 #include "layers/attention.h"
+#include "layers/attention_flash.cuh"
 #include "layers/attention_plan.h"
+#include "layers/gpu_math.h"
 
 #include <starpu.h>
 #include <starpu_cublas_v2.h>
@@ -184,16 +191,39 @@ struct cuda_exec {
 };
 } // namespace
 
+/* the fused kernels serve this call */
+static bool use_flash(int C, int NH, int NKV, const float *qkv, const float *y, const float *dy,
+                      const float *dqkv)
+{
+	int hs = C / NH;
+	return _sf_gpu_math() == SF_GPU_MATH_BF16 &&
+	       sf_flash_supported(hs, C + 2 * NKV * hs, qkv, y, dy, dqkv);
+}
+
 extern "C" void _sf_attention_fwd_cuda(int B, int T, int C, int NH, int NKV, const float *qkv,
                                        float *y, float *stat)
 {
+	if (use_flash(C, NH, NKV, qkv, y, NULL, NULL)) {
+		SF_CUDA_CHECK(
+		    sf_flash_fwd(B, T, C, NH, NKV, qkv, y, stat, starpu_cuda_get_local_stream()));
+		return;
+	}
 	cuda_exec x{starpu_cublas_get_local_handle(), starpu_cuda_get_local_stream()};
 	sf_attention_fwd_plan(x, B, T, C, NH, NKV, qkv, y, stat, SF_ATTENTION_GPU_SCRATCH);
 }
 
 extern "C" void _sf_attention_bwd_cuda(int B, int T, int C, int NH, int NKV, const float *qkv,
-                                       const float *stat, const float *dy, float *dqkv, int acc)
+                                       const float *y, const float *stat, const float *dy,
+                                       float *dqkv, int acc)
 {
+	if (use_flash(C, NH, NKV, qkv, y, dy, dqkv)) {
+		cudaStream_t s = starpu_cuda_get_local_stream();
+		float *Dd = NULL;
+		SF_CUDA_CHECK(cudaMallocAsync((void **)&Dd, sizeof(float) * B * NH * T, s));
+		SF_CUDA_CHECK(sf_flash_bwd(B, T, C, NH, NKV, qkv, y, stat, dy, dqkv, acc, Dd, s));
+		SF_CUDA_CHECK(cudaFreeAsync(Dd, s));
+		return;
+	}
 	cuda_exec x{starpu_cublas_get_local_handle(), starpu_cuda_get_local_stream()};
 	sf_attention_bwd_plan(x, B, T, C, NH, NKV, qkv, stat, dy, dqkv, acc,
 	                      SF_ATTENTION_GPU_SCRATCH);

@@ -9,6 +9,7 @@
  * program's own arrays, so that a kernel can be checked without a runtime and without
  * StarPU's header.
  */
+#include "layers/gpu_math.h"
 #include "layers/layer.h"
 
 #include <starpu.h>
@@ -119,4 +120,17 @@ SF_API int sf_kernel_buffers_create(void *const ptrs[], int n, void ***out)
 SF_API void sf_kernel_buffers_destroy(void **buffers)
 {
 	free(buffers);
+}
+
+/* layers/gpu_math.h: written by sf_init before the first task, read by the CUDA bodies */
+static enum sf_gpu_math gpu_math = SF_GPU_MATH_FP32;
+
+void _sf_gpu_math_set(enum sf_gpu_math math)
+{
+	gpu_math = math;
+}
+
+enum sf_gpu_math _sf_gpu_math(void)
+{
+	return gpu_math;
 }

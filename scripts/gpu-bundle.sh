@@ -106,7 +106,7 @@ if [ ! -f "$src/Makefile" ] || [ "$(cat "$build/configured" 2>/dev/null)" != "$c
 fi
 grep -h "^configure: \(StarPU\|GPU\):" "$log" "$src/config.log" 2>/dev/null | head -2
 grep -q "^#define SF_HAVE_NCCL 1" "$src/config.h" || die "configure did not enable NCCL (see $log)"
-progs="tests/train_dump tests/dump_compare tests/test_hd_nvcc tests/cuda_devices tests/bf16_probe
+progs="tests/train_dump tests/dump_compare tests/test_hd_nvcc tests/test_flash_gpu bench/gemm_modes tests/cuda_devices tests/bf16_probe
 examples/gpt examples/mlp_synthetic tools/shardflow-overlap"
 # shellcheck disable=SC2086
 (cd "$src" && make -j"$jobs" all && make -j"$jobs" $progs) >>"$log" 2>&1 || {
@@ -117,7 +117,7 @@ examples/gpt examples/mlp_synthetic tools/shardflow-overlap"
 # --- 3. the bundle ---------------------------------------------------------------------
 say "3. gathering [$(elapsed)]"
 stage=$build/stage
-rm -rf "$stage" && mkdir -p "$stage/lib" "$stage/tests" "$stage/examples" "$stage/tools" "$stage/data" ||
+rm -rf "$stage" && mkdir -p "$stage/lib" "$stage/tests" "$stage/bench" "$stage/examples" "$stage/tools" "$stage/data" ||
 	die "cannot create $stage"
 real_bin() { # libtool keeps the real executable in .libs/ when it links the .so
 	local d b

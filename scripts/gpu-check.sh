@@ -24,7 +24,7 @@
 #                gpt2-124M-bpe (default the first two; default only with --quick);
 #                gpt2-124M-bpe is GPT-2 124M itself, on GPT-2's tokens (50 257 logits)
 # --profile-math LIST  profile: the traced 124M-sized runs, a comma-separated subset of
-#                fp32, tf32 (SHARDFLOW_GPU_MATH) (default fp32); each gets its section
+#                fp32, tf32, bf16 (SHARDFLOW_GPU_MATH) (default fp32); each gets its section
 #                of profile.txt and its calibration (tf32's against the TF32 ceiling)
 # --deadline S   finish within S seconds of the start: each command's limit is cut to
 #                what is left (less 20 s for the table), and a stage that would start
@@ -34,6 +34,11 @@
 #                instead of NCCL, PyTorch on the CPU): checks this script's own logic
 #                on a machine without a GPU; its figures mean nothing
 # SF_PYTHON      the Python with PyTorch (default python3)
+# SF_SPEED_MATHS shardflow's rows of the speed stage (default "fp32 tf32 bf16", the
+#                SHARDFLOW_GPU_MATH values; bf16 with bf16 gathers and reduce-scatters)
+# SF_TORCH_ROWS  PyTorch's rows, PRECISION:ATTENTION:MODE words (default
+#                "fp32:manual:eager fp32:sdpa:eager tf32:sdpa:eager bf16:sdpa:eager
+#                bf16:sdpa:compile"; the last one not with --quick)
 #
 # Stages:
 #   probe  nvidia-smi, the driver's and the runtime's CUDA, each device, glibc against
@@ -45,7 +50,9 @@
 #   gpu    tests/gpu_step.sh: every test model on the GPU = on CPU workers; host =
 #          device optimizer; depths; NCCL on 1 rank = MPI (plain, clipping with
 #          micro-batches, bf16); 2 ranks sharing the GPU over MPI = 1-rank CPU; 2 ranks
-#          on one GPU with NCCL refused
+#          on one GPU with NCCL refused; tests/test_flash_gpu: the fused bf16 attention
+#          against a float64 reference (forward, statistics, every gradient, GQA,
+#          ragged sizes, head sizes 16-128, +=, two backward runs bitwise)
 #   gpt    examples/gpt, 200 steps on the GPU against the same 200 steps on CPU
 #          workers (4 ranks): the first 10 steps' losses, the last 50 steps' mean and
 #          the validation loss
@@ -105,8 +112,8 @@ while [ $# -gt 0 ]; do
 	--profile-math)
 		[ $# -ge 2 ] || usage
 		for s in ${2//,/ }; do
-			case $s in fp32 | tf32) ;;
-			*) echo "$prog: --profile-math: unknown math \"$s\" (accepted: fp32, tf32)" >&2; exit 2 ;;
+			case $s in fp32 | tf32 | bf16) ;;
+			*) echo "$prog: --profile-math: unknown math \"$s\" (accepted: fp32, tf32, bf16)" >&2; exit 2 ;;
 			esac
 		done
 		profile_math=${2//,/ }; shift 2 ;;
@@ -381,6 +388,9 @@ if want gpu; then
 		say "gpu: tests/gpu_step.sh"
 		timed gpu_step 300 env top_builddir="$B" top_srcdir="$top" sh "$top/tests/gpu_step.sh"
 		tap_rows gpu "$logs/gpu_step.log"
+		say "gpu: tests/test_flash_gpu (the fused bf16 attention against float64)"
+		timed test_flash_gpu 120 "$B/tests/test_flash_gpu"
+		tap_rows gpu "$logs/test_flash_gpu.log"
 	else
 		row gpu "tests/gpu_step.sh (models on the GPU = CPU, NCCL on 1 rank, 2 ranks on one GPU)" SKIP "$nogpu_reason"
 	fi
@@ -409,6 +419,15 @@ if want gpt; then
 		timed gpt-cpu 200 env CUDA_VISIBLE_DEVICES= STARPU_NCPU=3 sh "$RUN_MPI" 4 "$B/examples/gpt" $gpt_common \
 			--loss-log "$work/gpt-cpu.loss" </dev/null
 		st_c=$?
+		# mixed precision as FSDP's: bf16 products and fused attention (the default
+		# model's heads of 32), bf16 gathers and reduce-scatters; at depth 2 and 0
+		for d in 2 0; do
+			# shellcheck disable=SC2086
+			timed gpt-gpu-bf16-d$d 150 env SHARDFLOW_GPU_MATH=bf16 SHARDFLOW_PARAM_DTYPE=bf16 \
+				SHARDFLOW_REDUCE_DTYPE=bf16 SHARDFLOW_PREFETCH_DEPTH=$d sh "$RUN_MPI" 1 "$B/examples/gpt" \
+				$gpt_common --loss-log "$work/gpt-gpu-bf16-d$d.loss" </dev/null
+			echo "exit $?" >>"$logs/gpt-gpu-bf16-d$d.log"
+		done
 		if [ $st_g -ne 0 ] || [ $st_c -ne 0 ]; then
 			row gpt "examples/gpt, 200 steps: GPU = CPU" FAIL "exit $st_g (GPU), $st_c (CPU): $(tail -2 "$logs/gpt-gpu.log" | tr '\n' ' ')"
 		else
@@ -431,6 +450,34 @@ if want gpt; then
 			fi
 			r=$(rate_between "$logs/gpt-gpu.log" $((gpt_batch * gpt_context)))
 			row gpt "examples/gpt on the GPU, default model" INFO "${r%% *} tokens/s (steps 151-200)"
+		fi
+		# bf16 against the CPU's fp32: a statistical comparison (issue 44): the last 50
+		# steps' mean loss and the validation loss within 2 %
+		if ! grep -q "^exit 0" "$logs/gpt-gpu-bf16-d2.log" || [ $st_c -ne 0 ]; then
+			row gpt "examples/gpt, 200 steps: GPU bf16 = CPU fp32 within 2 %" FAIL "$(tail -3 "$logs/gpt-gpu-bf16-d2.log" | tr '\n' ' ' | cut -c1-300)"
+		else
+			res=$(awk 'NR == FNR { if ($1 ~ /^[0-9]+$/) g[$1] = $2; next }
+				$1 ~ /^[0-9]+$/ { c[$1] = $2 }
+				END { gl = 0; cl = 0; for (s = 151; s <= 200; s++) { gl += g[s]; cl += c[s] }
+					d = (gl - cl) / cl; if (d < 0) d = -d
+					printf "%.3g %.4f %.4f\n", d, gl / 50, cl / 50 }' "$work/gpt-gpu-bf16-d2.loss" "$work/gpt-cpu.loss")
+			set -- $res
+			vg=$(sed -n 's/^val_loss \([0-9.]*\).*/\1/p' "$logs/gpt-gpu-bf16-d2.log" | tail -1)
+			vc=$(sed -n 's/^val_loss \([0-9.]*\).*/\1/p' "$logs/gpt-cpu.log" | tail -1)
+			dv=$(awk -v a="$vg" -v b="$vc" 'BEGIN { d = (a - b) / b; if (d < 0) d = -d; printf "%.3g", d }')
+			detail="steps 151-200 mean $2 (bf16) vs $3 (fp32; rel $1); val_loss $vg vs $vc (rel $dv)"
+			if awk -v m="$1" -v v="$dv" 'BEGIN { exit !(m <= 2e-2 && v <= 2e-2) }'; then
+				row gpt "examples/gpt, 200 steps: GPU bf16 (SHARDFLOW_GPU_MATH=bf16, bf16 gathers and reduce) = CPU fp32 within 2 %" PASS "$detail"
+			else
+				row gpt "examples/gpt, 200 steps: GPU bf16 (SHARDFLOW_GPU_MATH=bf16, bf16 gathers and reduce) = CPU fp32 within 2 %" FAIL "$detail"
+			fi
+			r=$(rate_between "$logs/gpt-gpu-bf16-d2.log" $((gpt_batch * gpt_context)))
+			row gpt "examples/gpt on the GPU in bf16, default model" INFO "${r%% *} tokens/s (steps 151-200)"
+			if grep -q "^exit 0" "$logs/gpt-gpu-bf16-d0.log" && cmp -s "$work/gpt-gpu-bf16-d2.loss" "$work/gpt-gpu-bf16-d0.loss"; then
+				row gpt "examples/gpt, 200 steps in bf16: depth 0 = depth 2 (the loss log, bitwise)" PASS
+			else
+				row gpt "examples/gpt, 200 steps in bf16: depth 0 = depth 2 (the loss log, bitwise)" FAIL "$(cmp "$work/gpt-gpu-bf16-d2.loss" "$work/gpt-gpu-bf16-d0.loss" 2>&1 | head -1)"
+			fi
 		fi
 	else
 		row gpt "examples/gpt, 200 steps: GPU = CPU" SKIP "$nogpu_reason"
@@ -496,6 +543,22 @@ if want speed; then
 		else
 			row speed "ceilings" SKIP "PyTorch with a GPU is needed ($torch_info)"
 		fi
+		# the kernels apart: attention fused (shardflow's, PyTorch's SDPA) and the GEMM
+		# in each math, at the 124M-sized and Llama-100m shapes
+		if [ "$dry" = no ]; then
+			say "speed: kernels (attention, GEMM modes)"
+			timed flash-bench 90 "$B/tests/test_flash_gpu" --bench
+			sed -n 's/^# bench //p' "$logs/flash-bench.log" | while IFS= read -r l; do
+				row speed "shardflow fused attention, bf16: ${l%%:*}" INFO "${l#*: }"; done
+			if [ "$have_torch_gpu" = yes ] && timed torch-sdpa 90 "$PY" "$top/bench/torch_sdpa.py"; then
+				sed -n 's/^# torch sdpa //p' "$logs/torch-sdpa.log" | while IFS= read -r l; do
+					row speed "PyTorch SDPA, bf16: ${l%%:*}" INFO "${l#*: }"; done
+			fi
+			if timed gemm-modes 90 "$B/bench/gemm_modes"; then
+				row speed "cuBLAS TFLOP/s by math (fp32 / tf32 / fp32 buffers with bf16 products / bf16 buffers)" INFO \
+					"$(awk -F'|' 'NR > 2 { gsub(/ +$/, "", $2); printf "%s%s: %s/%s/%s/%s", n++ ? "; " : "", $2, $3, $4, $5, $6 }' "$logs/gemm-modes.log" | tr -s ' ')"
+			fi
+		fi
 		models="default:4:4:128:128:16:256"
 		[ "$quick" = no ] && models="$models gpt2-124M:12:12:768:1024:8:256"
 		# GPT-2 124M itself (its vocabulary, on GPT-2's tokens of the corpus): when named
@@ -509,10 +572,10 @@ if want speed; then
 			tok=$((Bt * T))
 			steps=60 pe=20
 			[ "$name" = default ] || { steps=12; pe=4; }
-			for prec in fp32 tf32 bf16; do
+			for prec in ${SF_SPEED_MATHS:-fp32 tf32 bf16}; do
 				say "speed: shardflow $name $prec"
 				penv=
-				[ "$prec" = bf16 ] && penv="SHARDFLOW_PARAM_DTYPE=bf16 SHARDFLOW_REDUCE_DTYPE=bf16"
+				[ "$prec" = bf16 ] && penv="SHARDFLOW_GPU_MATH=bf16 SHARDFLOW_PARAM_DTYPE=bf16 SHARDFLOW_REDUCE_DTYPE=bf16"
 				[ "$prec" = tf32 ] && penv="SHARDFLOW_GPU_MATH=tf32"
 				# shellcheck disable=SC2086
 				timed "speed-sf-$name-$prec" 150 env SHARDFLOW_COMM=$comm $penv sh "$RUN_MPI" 1 "$B/examples/gpt" $data \
@@ -522,12 +585,13 @@ if want speed; then
 				r=$(rate_between "$logs/speed-sf-$name-$prec.log" "$tok")
 				if [ $st -eq 0 ] && [ -n "$r" ]; then
 					read -r tps ms <<<"$r"
-					ceil=$sg # shardflow's GPU products are fp32 cuBLAS, or TF32 with tf32
+					ceil=$sg # the ceiling of the math the products ran in
 					cname=fp32
 					[ "$prec" = tf32 ] && [ -n "${tf:-}" ] && ceil=$tf cname=TF32
+					[ "$prec" = bf16 ] && [ -n "${bf:-}" ] && ceil=$bf cname=bf16
 					mfu=$(mfu_of "$tps" "$fpt" "$ceil")
 					case $prec in
-					bf16) what="bf16 gathers, fp32 cuBLAS products" ;;
+					bf16) what="SHARDFLOW_GPU_MATH=bf16: bf16 products, fused bf16 attention; bf16 gathers and reduce-scatters" ;;
 					tf32) what="SHARDFLOW_GPU_MATH=tf32: TF32 cuBLAS products" ;;
 					*) what=fp32 ;;
 					esac
@@ -544,6 +608,7 @@ if want speed; then
 			fi
 			tconf="fp32:manual:eager fp32:sdpa:eager tf32:sdpa:eager bf16:sdpa:eager"
 			[ "$quick" = no ] && tconf="$tconf bf16:sdpa:compile"
+			tconf=${SF_TORCH_ROWS:-$tconf}
 			for tc in $tconf; do
 				IFS=: read -r prec attn mode <<<"$tc"
 				say "speed: PyTorch $name $prec $attn $mode"
@@ -594,6 +659,7 @@ if want profile; then
 			# fp32 keeps the names of the first windows' files; tf32's carry the math
 			sfx='' peak=${sg:-} cname=fp32
 			[ "$math" = tf32 ] && sfx=-tf32 peak=${tf:-} cname=TF32
+			[ "$math" = bf16 ] && sfx=-bf16 peak=${bf:-} cname=bf16
 			say "profile: a traced GPT-2 124M-sized run, $math"
 			# shellcheck disable=SC2086
 			timed profile-124M$sfx 180 env SHARDFLOW_COMM=$comm SHARDFLOW_GPU_MATH=$math \

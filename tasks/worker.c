@@ -9,6 +9,7 @@
 
 #include "tasks/worker.h"
 #include "common/error.h"
+#include "layers/gpu_math.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -216,11 +217,13 @@ static void set_math(void *arg)
 
 int _sf_cuda_start(enum sf_gpu_math math)
 {
+	const char *name = sf_gpu_math_name(math);
+	_sf_gpu_math_set(math);
 #ifdef SF_HAVE_CUDA
 	int w;
 	if (starpu_worker_get_ids_by_type(STARPU_CUDA_WORKER, &w, 1) == 0) {
-		if (math == SF_GPU_MATH_TF32)
-			_sf_log(SF_LOG_INFO, "SHARDFLOW_GPU_MATH=tf32: no CUDA worker, no effect");
+		if (math != SF_GPU_MATH_FP32)
+			_sf_log(SF_LOG_INFO, "SHARDFLOW_GPU_MATH=%s: no CUDA worker, no effect", name);
 		return SF_OK;
 	}
 	/* starpu_cublas_init also makes a handle on this thread, in its current device's
@@ -230,6 +233,18 @@ int _sf_cuda_start(enum sf_gpu_math math)
 	if (ce != cudaSuccess)
 		return SF_ERR(SF_ERR_STARPU, "cudaSetDevice(%d) on the main thread failed: %s", dev,
 		              cudaGetErrorString(ce));
+	if (math != SF_GPU_MATH_FP32) {
+		struct cudaDeviceProp prop;
+		ce = cudaGetDeviceProperties(&prop, dev);
+		if (ce != cudaSuccess)
+			return SF_ERR(SF_ERR_STARPU, "cudaGetDeviceProperties(%d) failed: %s", dev,
+			              cudaGetErrorString(ce));
+		if (prop.major < 8)
+			return SF_ERR(SF_ERR_CONFIG,
+			              "SHARDFLOW_GPU_MATH=%s needs a GPU of compute capability 8.0 or "
+			              "newer (device %d, %s, is %d.%d); fp32 runs on any",
+			              name, dev, prop.name, prop.major, prop.minor);
+	}
 	starpu_cublas_init();
 	if (math == SF_GPU_MATH_TF32) {
 		cublasMath_t mode = CUBLAS_TF32_TENSOR_OP_MATH;
@@ -240,10 +255,14 @@ int _sf_cuda_start(enum sf_gpu_math math)
 			              "SHARDFLOW_GPU_MATH=tf32: cublasSetMathMode failed on a CUDA "
 			              "worker (TF32 needs compute capability 8.0 or newer)");
 		_sf_log(SF_LOG_INFO, "GPU products in TF32 (SHARDFLOW_GPU_MATH=tf32)");
+	} else if (math == SF_GPU_MATH_BF16) {
+		_sf_log(SF_LOG_INFO, "GPU products and attention in bf16 with fp32 sums "
+		                     "(SHARDFLOW_GPU_MATH=bf16)");
 	}
 #else
-	if (math == SF_GPU_MATH_TF32)
-		_sf_log(SF_LOG_INFO, "SHARDFLOW_GPU_MATH=tf32: this shardflow has no CUDA, no effect");
+	if (math != SF_GPU_MATH_FP32)
+		_sf_log(SF_LOG_INFO, "SHARDFLOW_GPU_MATH=%s: this shardflow has no CUDA, no effect",
+		        name);
 #endif
 	return SF_OK;
 }

@@ -48,7 +48,7 @@ valid() {
 	fi
 }
 
-plan 140
+plan 141
 
 accepted="accepted values are"
 invalid SHARDFLOW_PREFETCH_DEPTH abc "$accepted"
@@ -67,7 +67,7 @@ invalid SHARDFLOW_COMM_TIMEOUT -1 "$accepted"
 invalid SHARDFLOW_COMM_TIMEOUT 10s "$accepted"
 invalid SHARDFLOW_COMM gloo "$accepted"
 invalid SHARDFLOW_OPTIMIZER_ON cpu "$accepted"
-invalid SHARDFLOW_GPU_MATH bf16 "$accepted"
+invalid SHARDFLOW_GPU_MATH fp16 "$accepted"
 invalid SHARDFLOW_GRAD_ACCUM 0 "$accepted"
 invalid SHARDFLOW_GRAD_ACCUM 4097 "$accepted"
 invalid SHARDFLOW_GRAD_ACCUM four "$accepted"
@@ -114,7 +114,7 @@ for v in 0 100; do valid STARPU_TARGET_CLEAN_BUFFERS $v; done
 valid STARPU_LAST_WORKER_AWAKE 1
 valid SHARDFLOW_COMM mpi
 for v in device host; do valid SHARDFLOW_OPTIMIZER_ON $v; done
-valid SHARDFLOW_GPU_MATH tf32 # CPU workers: accepted, no effect
+for v in tf32 bf16; do valid SHARDFLOW_GPU_MATH $v; done # CPU workers: accepted, no effect
 valid SHARDFLOW_GRAD_ACCUM 4096
 for v in sharded local; do valid SHARDFLOW_ACCUM_MODE $v; done
 for v in none units; do valid SHARDFLOW_RECOMPUTE $v; done

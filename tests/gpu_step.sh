@@ -15,6 +15,8 @@
 #  - SHARDFLOW_OPTIMIZER_ON=host = device on the GPU, bitwise (nvcc --fmad=false
 #    keeps the optimizers' rounding the CPU's);
 #  - depth 0 = depth 2 on the GPU, bitwise;
+#  - SHARDFLOW_GPU_MATH=tf32 and bf16 = fp32 within their rounding (bf16: and not
+#    bitwise equal, so its path ran);
 #  - NCCL on 1 rank (SHARDFLOW_COMM=nccl: the comm worker's stream, its collectives
 #    as copies, the watchdog's polling) = the same GPU run over MPI, bitwise: plain;
 #    with clipping and 2 micro-batches (sqnorm, the device grad norm, grad_add /
@@ -54,7 +56,7 @@ floor=1e-3
 # 9.6e-4 apart relative (docs/gpu.md).
 keys="--ignore 560:570 --ignore 1890:1900"
 gpt_keys="--ignore 1200:1216 --ignore 3160:3176 --ignore 5120:5136"
-plan 27
+plan 29
 
 for model in mlp residual gpt nanogpt swiglu llama; do
 	for opt in sgd adamw; do
@@ -89,6 +91,19 @@ if "$DUMP_COMPARE" --bitwise "$tmp/gpu-tf32.dump" "$tmp/gpu-gpt-sgd.dump" >/dev/
 else
 	diag "tf32: not bitwise equal to fp32 (the tensor cores ran)"
 fi
+# bf16 products (SHARDFLOW_GPU_MATH=bf16: linear's operands rounded to bf16, fp32 sums
+# and outputs): within bf16's error of the fp32 run (tests/bf16.sh's bound for SGD,
+# rtol 4e-2 above 0.02: bf16's unit roundoff 2^-8 on every operand), and not bitwise
+# equal to it, so the bf16 path ran. The test models' heads (8 features) are below the
+# fused attention's 16, so attention takes the cuBLAS plan here: tests/test_flash_gpu
+# checks the fused kernels, gpu-check's gpt stage trains with them.
+train 1 gpu-bf16 SHARDFLOW_GPU_MATH=bf16 --model gpt --optimizer sgd --steps $steps
+"$DUMP_COMPARE" --rtol 4e-2 --floor 0.02 "$tmp/gpu-bf16.dump" "$tmp/gpu-gpt-sgd.dump" \
+	>"$tmp/compare.out" 2>&1
+ok $? "gpt, sgd, GPU: SHARDFLOW_GPU_MATH=bf16 = fp32 within bf16's error (rtol 4e-2)"
+sed 's/^/#   /' "$tmp/compare.out"
+! "$DUMP_COMPARE" --bitwise "$tmp/gpu-bf16.dump" "$tmp/gpu-gpt-sgd.dump" >/dev/null 2>&1
+ok $? "gpt, sgd, GPU: SHARDFLOW_GPU_MATH=bf16 is not bitwise the fp32 run (the bf16 products ran)"
 
 # NCCL on one rank against the same GPU run over MPI, bitwise
 for v in plain clip bf16; do

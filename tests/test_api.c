@@ -547,7 +547,7 @@ static const struct named_enum named_enums[] = {
     {NAMED(optimizer_on, optimizer_on), .count = SF_OPT_ON_COUNT, .what = "an optimizer placement",
      .names = {"device", "host"}},
     {NAMED(gpu_math, gpu_math), .count = SF_GPU_MATH_COUNT, .what = "a GPU math mode",
-     .names = {"fp32", "tf32"}},
+     .names = {"fp32", "tf32", "bf16"}},
     {NAMED(accum_mode, accum_mode), .count = SF_ACCUM_COUNT, .what = "an accumulation mode",
      .names = {"sharded", "local"}},
     {NAMED(dtype, param_dtype), .count = SF_DTYPE_COUNT, .what = "a dtype",
