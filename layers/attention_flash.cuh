@@ -479,6 +479,29 @@ __device__ __forceinline__ void mma_rows(float (*acc)[4], const uint32_t (*a)[4]
 		}
 }
 
+/* acc[nb] += A (16 x 16 K) B, where B[k][n] = x[(kb 16 + k) ld + 8 nb + n]: B stored
+ * k-major (V in P V, dY and Q in dV and dK, K in dQ), its fragments loaded transposed by
+ * ldmatrix (.trans: lane l receives rows 2 (l % 4), +1 of column l / 4 of each 8 x 8
+ * matrix, which is the B fragment's layout); the rows' addresses 16-byte aligned */
+template <int KB, int NB>
+__device__ __forceinline__ void mma_rows_k(float (*acc)[4], const uint32_t (*a)[4], const bf16 *x,
+                                           int ld)
+{
+	int lane = threadIdx.x & 31;
+#pragma unroll
+	for (int kb = 0; kb < KB; kb++)
+#pragma unroll
+		for (int nb = 0; nb < NB; nb++) {
+			/* lanes 0-7 address rows kb 16 + 0..7, lanes 8-15 rows kb 16 + 8..15 */
+			const bf16 *p = x + (kb * 16 + (lane & 15)) * ld + nb * 8;
+			uint32_t b0, b1, sa = (uint32_t)__cvta_generic_to_shared(p);
+			asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\n"
+			             : "=r"(b0), "=r"(b1)
+			             : "r"(sa));
+			mma16816(acc[nb], a[kb], b0, b1);
+		}
+}
+
 /* the A fragments (16 x 64, 4 of 16 x 16) of a 16 x 64 fp32 accumulator (8 blocks of 16 x 8),
  * rounded to bf16: FlashAttention-2's reuse of C's layout as A's */
 __device__ __forceinline__ void acc_to_a(uint32_t (*a)[4], const float (*c)[4])
@@ -539,7 +562,7 @@ __device__ __forceinline__ void store_acc(const float (*acc)[4], float f, float 
 }
 
 /* Forward: a block per (query tile, head, sample), warp w owns queries 16w..16w+15. */
-template <int D>
+template <int D, bool LDM>
 __global__ void __launch_bounds__(SF_FLASH_THREADS)
     fwd2_k(shape s, const float *__restrict__ qkv, float *__restrict__ y, float *__restrict__ stat)
 {
@@ -547,9 +570,10 @@ __global__ void __launch_bounds__(SF_FLASH_THREADS)
 	constexpr int BL = D + 8;
 	bf16 *Qs = (bf16 *)smem;
 	bf16 *Ks = Qs + SF_FLASH_TILE * BL;
-	bf16 *Vt = Ks + SF_FLASH_TILE * BL; /* D x 64 */
+	bf16 *Vt = Ks + SF_FLASH_TILE * BL; /* D x 64; with LDM, V as loaded (64 x D) */
 
-	int qt = blockIdx.x, h = blockIdx.y, b = blockIdx.z;
+	/* the last query tiles, which meet the most key tiles, first: no long tail */
+	int qt = gridDim.x - 1 - blockIdx.x, h = blockIdx.y, b = blockIdx.z;
 	int gh = h / (s.NH / s.NKV);
 	int t0 = qt * SF_FLASH_TILE;
 	int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -572,7 +596,10 @@ __global__ void __launch_bounds__(SF_FLASH_THREADS)
 		int k0 = kt * SF_FLASH_TILE;
 		__syncthreads();
 		load_tile<D>(Ks, qkv, s.row(b, k0), k0, s.T, s.W, s.kcol(gh));
-		load_tile_t<D>(Vt, qkv, s.row(b, k0), k0, s.T, s.W, s.vcol(gh));
+		if constexpr (LDM)
+			load_tile<D>(Vt, qkv, s.row(b, k0), k0, s.T, s.W, s.vcol(gh));
+		else
+			load_tile_t<D>(Vt, qkv, s.row(b, k0), k0, s.T, s.W, s.vcol(gh));
 		__syncthreads();
 		float sc[SF_FLASH_TILE / 8][4];
 #pragma unroll
@@ -615,7 +642,10 @@ __global__ void __launch_bounds__(SF_FLASH_THREADS)
 		}
 		uint32_t pf[SF_FLASH_TILE / 16][4];
 		acc_to_a(pf, sc);
-		mma_rows<SF_FLASH_TILE / 16, D / 8>(o, pf, Vt, SF_FLASH_TLD);
+		if constexpr (LDM)
+			mma_rows_k<SF_FLASH_TILE / 16, D / 8>(o, pf, Vt, BL);
+		else
+			mma_rows<SF_FLASH_TILE / 16, D / 8>(o, pf, Vt, SF_FLASH_TLD);
 	}
 	float inv[2];
 #pragma unroll
@@ -643,7 +673,7 @@ __global__ void __launch_bounds__(SF_FLASH_THREADS)
 /* Backward, dK and dV: a block per (key tile, key/value head, sample), warp w owns keys
  * 16w..16w+15; the query heads of the group in order, each one's query tiles from the
  * diagonal on. */
-template <int D>
+template <int D, bool LDM>
 __global__ void __launch_bounds__(SF_FLASH_THREADS)
     bwd_kv2_k(shape s, const float *__restrict__ qkv, const float *__restrict__ stat,
               const float *__restrict__ Dd, const float *__restrict__ dy,
@@ -655,9 +685,9 @@ __global__ void __launch_bounds__(SF_FLASH_THREADS)
 	bf16 *Vs = Ks + SF_FLASH_TILE * BL;
 	bf16 *Qs = Vs + SF_FLASH_TILE * BL;
 	bf16 *Gs = Qs + SF_FLASH_TILE * BL;        /* dY */
-	bf16 *Qt = Gs + SF_FLASH_TILE * BL;        /* D x 64 */
-	bf16 *Gt = Qt + D * SF_FLASH_TLD;          /* D x 64 */
-	float *Mq = (float *)(Gt + D * SF_FLASH_TLD); /* a query's m, inv, D */
+	bf16 *Qt = Gs + SF_FLASH_TILE * BL;        /* D x 64 (not with LDM) */
+	bf16 *Gt = Qt + (LDM ? 0 : D * SF_FLASH_TLD); /* D x 64 (not with LDM) */
+	float *Mq = (float *)(Gt + (LDM ? 0 : D * SF_FLASH_TLD)); /* a query's m, inv, D */
 	float *Iq = Mq + SF_FLASH_TILE;
 	float *Dq = Iq + SF_FLASH_TILE;
 
@@ -684,8 +714,10 @@ __global__ void __launch_bounds__(SF_FLASH_THREADS)
 			__syncthreads();
 			load_tile<D>(Qs, qkv, s.row(b, q0), q0, s.T, s.W, s.qcol(h));
 			load_tile<D>(Gs, dy, s.row(b, q0), q0, s.T, s.C, s.qcol(h));
-			load_tile_t<D>(Qt, qkv, s.row(b, q0), q0, s.T, s.W, s.qcol(h));
-			load_tile_t<D>(Gt, dy, s.row(b, q0), q0, s.T, s.C, s.qcol(h));
+			if constexpr (!LDM) {
+				load_tile_t<D>(Qt, qkv, s.row(b, q0), q0, s.T, s.W, s.qcol(h));
+				load_tile_t<D>(Gt, dy, s.row(b, q0), q0, s.T, s.C, s.qcol(h));
+			}
 			for (int i = threadIdx.x; i < SF_FLASH_TILE; i += SF_FLASH_THREADS) {
 				bool in = q0 + i < s.T;
 				Mq[i] = in ? stat[s.stat(b, h, q0 + i)] : 0.0f;
@@ -716,7 +748,10 @@ __global__ void __launch_bounds__(SF_FLASH_THREADS)
 			uint32_t pf[SF_FLASH_TILE / 16][4];
 			acc_to_a(pf, st);
 			/* dV += P^T dY */
-			mma_rows<SF_FLASH_TILE / 16, D / 8>(dv, pf, Gt, SF_FLASH_TLD);
+			if constexpr (LDM)
+				mma_rows_k<SF_FLASH_TILE / 16, D / 8>(dv, pf, Gs, BL);
+			else
+				mma_rows<SF_FLASH_TILE / 16, D / 8>(dv, pf, Gt, SF_FLASH_TLD);
 			/* dP^T = V dY^T */
 			float dp[SF_FLASH_TILE / 8][4];
 #pragma unroll
@@ -734,7 +769,10 @@ __global__ void __launch_bounds__(SF_FLASH_THREADS)
 					dp[nb][e] = st[nb][e] * (dp[nb][e] - Dq[nb * 8 + t * 2 + (e & 1)]);
 			acc_to_a(pf, dp);
 			/* dK += dS^T Q */
-			mma_rows<SF_FLASH_TILE / 16, D / 8>(dk, pf, Qt, SF_FLASH_TLD);
+			if constexpr (LDM)
+				mma_rows_k<SF_FLASH_TILE / 16, D / 8>(dk, pf, Qs, BL);
+			else
+				mma_rows<SF_FLASH_TILE / 16, D / 8>(dk, pf, Qt, SF_FLASH_TLD);
 		}
 	}
 	store_acc<D>(dk, s.scale, dqkv, s.row(b, k0 + warp * 16), k0 + warp * 16, s.T, s.W,
@@ -745,7 +783,7 @@ __global__ void __launch_bounds__(SF_FLASH_THREADS)
 
 /* Backward, dQ: a block per (query tile, head, sample), warp w owns queries
  * 16w..16w+15, the key tiles up to the diagonal. */
-template <int D>
+template <int D, bool LDM>
 __global__ void __launch_bounds__(SF_FLASH_THREADS)
     bwd_q2_k(shape s, const float *__restrict__ qkv, const float *__restrict__ stat,
              const float *__restrict__ Dd, const float *__restrict__ dy, float *__restrict__ dqkv,
@@ -759,7 +797,8 @@ __global__ void __launch_bounds__(SF_FLASH_THREADS)
 	bf16 *Vs = Ks + SF_FLASH_TILE * BL;
 	bf16 *Kt = Vs + SF_FLASH_TILE * BL; /* D x 64 */
 
-	int qt = blockIdx.x, h = blockIdx.y, b = blockIdx.z;
+	/* the last query tiles, which meet the most key tiles, first: no long tail */
+	int qt = gridDim.x - 1 - blockIdx.x, h = blockIdx.y, b = blockIdx.z;
 	int gh = h / (s.NH / s.NKV);
 	int q0 = qt * SF_FLASH_TILE;
 	int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -792,7 +831,8 @@ __global__ void __launch_bounds__(SF_FLASH_THREADS)
 		__syncthreads();
 		load_tile<D>(Ks, qkv, s.row(b, k0), k0, s.T, s.W, s.kcol(gh));
 		load_tile<D>(Vs, qkv, s.row(b, k0), k0, s.T, s.W, s.vcol(gh));
-		load_tile_t<D>(Kt, qkv, s.row(b, k0), k0, s.T, s.W, s.kcol(gh));
+		if constexpr (!LDM)
+			load_tile_t<D>(Kt, qkv, s.row(b, k0), k0, s.T, s.W, s.kcol(gh));
 		__syncthreads();
 		float sc[SF_FLASH_TILE / 8][4], dp[SF_FLASH_TILE / 8][4];
 #pragma unroll
@@ -812,24 +852,28 @@ __global__ void __launch_bounds__(SF_FLASH_THREADS)
 			}
 		uint32_t pf[SF_FLASH_TILE / 16][4];
 		acc_to_a(pf, dp);
-		mma_rows<SF_FLASH_TILE / 16, D / 8>(dq, pf, Kt, SF_FLASH_TLD);
+		if constexpr (LDM)
+			mma_rows_k<SF_FLASH_TILE / 16, D / 8>(dq, pf, Ks, BL);
+		else
+			mma_rows<SF_FLASH_TILE / 16, D / 8>(dq, pf, Kt, SF_FLASH_TLD);
 	}
 	store_acc<D>(dq, s.scale, dqkv, s.row(b, q0 + warp * 16), q0 + warp * 16, s.T, s.W,
 	             s.qcol(h), acc_out);
 }
 
-static inline size_t fwd2_smem(int D)
+static inline size_t fwd2_smem(int D, bool ldm)
 {
-	return sizeof(bf16) * (2 * SF_FLASH_TILE * (D + 8) + D * SF_FLASH_TLD);
+	size_t v = ldm ? SF_FLASH_TILE * (D + 8) : D * SF_FLASH_TLD;
+	return sizeof(bf16) * (2 * SF_FLASH_TILE * (D + 8) + v);
 }
-static inline size_t bwd_kv2_smem(int D)
+static inline size_t bwd_kv2_smem(int D, bool ldm)
 {
-	return sizeof(bf16) * (4 * SF_FLASH_TILE * (D + 8) + 2 * D * SF_FLASH_TLD) +
+	return sizeof(bf16) * (4 * SF_FLASH_TILE * (D + 8) + (ldm ? 0 : 2 * D * SF_FLASH_TLD)) +
 	       sizeof(float) * 3 * SF_FLASH_TILE;
 }
-static inline size_t bwd_q2_smem(int D)
+static inline size_t bwd_q2_smem(int D, bool ldm)
 {
-	return sizeof(bf16) * (4 * SF_FLASH_TILE * (D + 8) + D * SF_FLASH_TLD);
+	return sizeof(bf16) * (4 * SF_FLASH_TILE * (D + 8) + (ldm ? 0 : D * SF_FLASH_TLD));
 }
 
 /* shared memory of each kernel for head size D */
@@ -850,21 +894,26 @@ static inline size_t bwd_q_smem(int D)
 }
 
 /* the kernels: 1, the WMMA ones (scores through shared memory); 2, the mma.sync ones
- * (scores in registers, the default) */
+ * (scores in registers) with transposed tiles loaded from global memory; 3, the same
+ * with those operands read from the row-major tiles by ldmatrix.trans (the default) */
 template <int D>
 static cudaError_t fwd_launch(int impl, const shape &s, const float *qkv, float *y, float *stat,
                               cudaStream_t st)
 {
-	size_t sm = impl == 1 ? fwd_smem(D) : fwd2_smem(D);
-	const void *k = impl == 1 ? (const void *)fwd_k<D> : (const void *)fwd2_k<D>;
+	size_t sm = impl == 1 ? fwd_smem(D) : fwd2_smem(D, impl == 3);
+	const void *k = impl == 1   ? (const void *)fwd_k<D>
+	                : impl == 2 ? (const void *)fwd2_k<D, false>
+	                            : (const void *)fwd2_k<D, true>;
 	cudaError_t e = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sm);
 	if (e != cudaSuccess)
 		return e;
 	dim3 grid((s.T + SF_FLASH_TILE - 1) / SF_FLASH_TILE, s.NH, s.B);
 	if (impl == 1)
 		fwd_k<D><<<grid, SF_FLASH_THREADS, sm, st>>>(s, qkv, y, stat);
+	else if (impl == 2)
+		fwd2_k<D, false><<<grid, SF_FLASH_THREADS, sm, st>>>(s, qkv, y, stat);
 	else
-		fwd2_k<D><<<grid, SF_FLASH_THREADS, sm, st>>>(s, qkv, y, stat);
+		fwd2_k<D, true><<<grid, SF_FLASH_THREADS, sm, st>>>(s, qkv, y, stat);
 	return cudaGetLastError();
 }
 
@@ -873,10 +922,14 @@ static cudaError_t bwd_launch(int impl, const shape &s, const float *qkv, const 
                               const float *Dd, const float *dy, float *dqkv, int acc,
                               cudaStream_t st)
 {
-	size_t sk = impl == 1 ? bwd_kv_smem(D) : bwd_kv2_smem(D);
-	size_t sq = impl == 1 ? bwd_q_smem(D) : bwd_q2_smem(D);
-	const void *kk = impl == 1 ? (const void *)bwd_kv_k<D> : (const void *)bwd_kv2_k<D>;
-	const void *kq = impl == 1 ? (const void *)bwd_q_k<D> : (const void *)bwd_q2_k<D>;
+	size_t sk = impl == 1 ? bwd_kv_smem(D) : bwd_kv2_smem(D, impl == 3);
+	size_t sq = impl == 1 ? bwd_q_smem(D) : bwd_q2_smem(D, impl == 3);
+	const void *kk = impl == 1   ? (const void *)bwd_kv_k<D>
+	                 : impl == 2 ? (const void *)bwd_kv2_k<D, false>
+	                             : (const void *)bwd_kv2_k<D, true>;
+	const void *kq = impl == 1   ? (const void *)bwd_q_k<D>
+	                 : impl == 2 ? (const void *)bwd_q2_k<D, false>
+	                             : (const void *)bwd_q2_k<D, true>;
 	cudaError_t e = cudaFuncSetAttribute(kk, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sk);
 	if (e == cudaSuccess)
 		e = cudaFuncSetAttribute(kq, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sq);
@@ -886,15 +939,19 @@ static cudaError_t bwd_launch(int impl, const shape &s, const float *qkv, const 
 	dim3 gk(nt, s.NKV, s.B), gq(nt, s.NH, s.B);
 	if (impl == 1)
 		bwd_kv_k<D><<<gk, SF_FLASH_THREADS, sk, st>>>(s, qkv, stat, Dd, dy, dqkv, acc);
+	else if (impl == 2)
+		bwd_kv2_k<D, false><<<gk, SF_FLASH_THREADS, sk, st>>>(s, qkv, stat, Dd, dy, dqkv, acc);
 	else
-		bwd_kv2_k<D><<<gk, SF_FLASH_THREADS, sk, st>>>(s, qkv, stat, Dd, dy, dqkv, acc);
+		bwd_kv2_k<D, true><<<gk, SF_FLASH_THREADS, sk, st>>>(s, qkv, stat, Dd, dy, dqkv, acc);
 	e = cudaGetLastError();
 	if (e != cudaSuccess)
 		return e;
 	if (impl == 1)
 		bwd_q_k<D><<<gq, SF_FLASH_THREADS, sq, st>>>(s, qkv, stat, Dd, dy, dqkv, acc);
+	else if (impl == 2)
+		bwd_q2_k<D, false><<<gq, SF_FLASH_THREADS, sq, st>>>(s, qkv, stat, Dd, dy, dqkv, acc);
 	else
-		bwd_q2_k<D><<<gq, SF_FLASH_THREADS, sq, st>>>(s, qkv, stat, Dd, dy, dqkv, acc);
+		bwd_q2_k<D, true><<<gq, SF_FLASH_THREADS, sq, st>>>(s, qkv, stat, Dd, dy, dqkv, acc);
 	return cudaGetLastError();
 }
 } // namespace sf_flash
@@ -909,9 +966,9 @@ static inline sf_flash::shape sf_flash_shape(int B, int T, int C, int NH, int NK
 }
 
 /* y, stat = the fused forward (sf_flash_supported must hold); a CUDA error or cudaSuccess.
- * impl: 2, the mma.sync kernels; 1, the WMMA ones (tests/test_flash_gpu checks both) */
+ * impl: 3 (the default), 2, 1: the kernel sets above (tests/test_flash_gpu checks each) */
 static inline cudaError_t sf_flash_fwd(int B, int T, int C, int NH, int NKV, const float *qkv,
-                                       float *y, float *stat, cudaStream_t st, int impl = 2)
+                                       float *y, float *stat, cudaStream_t st, int impl = 3)
 {
 	sf_flash::shape s = sf_flash_shape(B, T, C, NH, NKV);
 	switch (s.hs) {
@@ -932,7 +989,7 @@ static inline cudaError_t sf_flash_fwd(int B, int T, int C, int NH, int NKV, con
 static inline cudaError_t sf_flash_bwd(int B, int T, int C, int NH, int NKV, const float *qkv,
                                        const float *y, const float *stat, const float *dy,
                                        float *dqkv, int acc, float *Dd, cudaStream_t st,
-                                       int impl = 2)
+                                       int impl = 3)
 {
 	sf_flash::shape s = sf_flash_shape(B, T, C, NH, NKV);
 	size_t rows = (size_t)B * NH * T;

@@ -4,8 +4,8 @@
  * output and statistics, and every gradient of the backward (dQ, dK, dV, summed over the
  * query heads of a group), at sizes that are not multiples of the 64-row tiles, with
  * grouped and multi-query heads and head sizes 16 to 128; the backward's accumulate mode;
- * two backward runs bitwise equal (no atomics); both implementations (mma.sync, the
- * layer's, and WMMA). TAP on stdout; needs a GPU (skips all
+ * two backward runs bitwise equal (no atomics); each of the three kernel sets (3,
+ * mma.sync with ldmatrix, the layer's; 2, mma.sync with transposed tiles; 1, WMMA). TAP on stdout; needs a GPU (skips all
  * without one). `--bench` then times the kernels at GPT-2 124M's and Llama-100m's
  * attention shapes (medians of 7 runs with CUDA events).
  *
@@ -203,6 +203,11 @@ static cmp compare(const float *got, const std::vector<double> &want,
 	return c;
 }
 
+static const char *impl_name(int impl)
+{
+	return impl == 1 ? "wmma" : impl == 2 ? "mma" : "mma+ldmatrix";
+}
+
 static void run_case(const problem &p, bool accumulate, int impl)
 {
 	int B = p.B, T = p.T, C = p.C(), W = p.W();
@@ -246,8 +251,8 @@ static void run_case(const problem &p, bool accumulate, int impl)
 	CK(cudaMemcpy(g2.data(), dqkv2, nq * 4, cudaMemcpyDeviceToHost));
 
 	char name[160];
-	snprintf(name, sizeof name, "%s: B %d T %d heads %d kv %d hs %d%s", impl == 1 ? "wmma" : "mma",
-	         B, T, p.NH, p.NKV, p.hs, accumulate ? " (+=)" : "");
+	snprintf(name, sizeof name, "%s: B %d T %d heads %d kv %d hs %d%s", impl_name(impl), B, T,
+	         p.NH, p.NKV, p.hs, accumulate ? " (+=)" : "");
 	cmp cy = compare(y.data(), r.y, r.ybound, 0.0);
 	ok(cy.worst <= 1.0, "%s: forward y within its bf16 bound (worst %.3g of it; normwise %.3g)",
 	   name, cy.worst, cy.norm);
@@ -327,7 +332,7 @@ static void bench(const char *name, int B, int T, int NH, int NKV, int hs, int i
 	double mf = median(tf), mb = median(tb);
 	printf("# bench %s %s (B %d T %d heads %d kv %d hs %d): forward %.3f ms (%.1f TFLOP/s), "
 	       "backward %.3f ms (%.1f TFLOP/s of 2.5x the forward's products)\n",
-	       name, impl == 1 ? "wmma" : "mma", B, T, NH, NKV, hs, mf, f / mf / 1e9, mb, 2.5 * f / mb / 1e9);
+	       name, impl_name(impl), B, T, NH, NKV, hs, mf, f / mf / 1e9, mb, 2.5 * f / mb / 1e9);
 	for (float *x : {qkv, y, dy, st, Dd, dqkv})
 		CK(cudaFree(x));
 }
@@ -346,14 +351,14 @@ int main(int argc, char **argv)
 	    {2, 77, 4, 4, 64},  {1, 200, 8, 2, 64}, {2, 130, 4, 1, 128}, {1, 64, 2, 2, 16},
 	    {1, 333, 6, 3, 48}, {1, 1024, 4, 4, 64}, {1, 100, 2, 1, 112},
 	};
-	for (int impl = 2; impl >= 1; impl--) {
+	for (int impl = 3; impl >= 1; impl--) {
 		for (const problem &p : cases)
 			run_case(p, false, impl);
 		run_case(cases[1], true, impl);
 	}
 	printf("1..%d\n", ntest);
 	if (argc > 1 && !strcmp(argv[1], "--bench")) {
-		for (int impl = 2; impl >= 1; impl--) {
+		for (int impl = 3; impl >= 1; impl--) {
 			bench("gpt2-124M", 8, 1024, 12, 12, 64, impl);
 			bench("llama-100m", 8, 1024, 12, 4, 64, impl);
 			bench("hs128", 4, 2048, 16, 8, 128, impl);
