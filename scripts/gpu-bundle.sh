@@ -128,6 +128,22 @@ real_bin() { # libtool keeps the real executable in .libs/ when it links the .so
 for p in $progs; do
 	cp "$(real_bin "$p")" "$stage/$p" || die "cannot copy $p"
 done
+# the GPU mutants (tests/mutants/gpu/*.patch, bugs only a GPU can show): the fused
+# attention's test built with each bug in, for gpu-check.sh's mutants stage, where each
+# must fail (sm_90 only: the windows' cards)
+mkdir -p "$stage/tests/mutants" || die "cannot create $stage/tests/mutants"
+for m in "$top"/tests/mutants/gpu/*.patch; do
+	[ -f "$m" ] || continue
+	n=$(basename "$m" .patch)
+	md=$build/mutants/$n
+	rm -rf "$md" && mkdir -p "$md/layers" "$md/tests" || die "cannot create $md"
+	cp "$src/layers/attention_flash.cuh" "$md/layers/" && cp "$src/tests/test_flash_gpu.cu" "$md/tests/" ||
+		die "cannot copy the fused attention's files for mutant $n"
+	(cd "$md" && patch -p1 -s -f <"$m") >>"$log" 2>&1 || die "GPU mutant $n does not apply (log: $log)"
+	"$cuda/bin/nvcc" -std=c++17 -O3 --fmad=false -gencode arch=compute_90,code=sm_90 -I"$md" -I"$src/include" \
+		"$md/tests/test_flash_gpu.cu" -o "$stage/tests/mutants/$n" >>"$log" 2>&1 ||
+		die "GPU mutant $n does not compile (log: $log)"
+done
 cp -P "$src"/.libs/libshardflow.so* "$stage/lib/" || die "no libshardflow.so in $src/.libs"
 # tests/config.sh as lib.sh reads it, without the build machine's paths
 sed -e "s|^STARPU_BINDIR=.*|STARPU_BINDIR=|" -e "s|^MPICC=.*|MPICC=mpicc|" \

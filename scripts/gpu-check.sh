@@ -16,8 +16,8 @@
 #                log; the traced runs' raw traces, the 124M run's timeline),
 #                trace.overlap.txt and trace.timeline.svg (the traced run),
 #                profile.txt (the profile stage)
-# --stages LIST  a comma-separated subset of: probe, hd, cpu, gpu, gpt, trace, speed,
-#                profile
+# --stages LIST  a comma-separated subset of: probe, hd, cpu, gpu, flash, gpt, trace,
+#                speed, profile
 #                (default all; probe always runs)
 # --quick        speed: no torch.compile and no 124M-sized runs
 # --speed-models LIST  speed: a comma-separated subset of default, gpt2-124M,
@@ -50,9 +50,11 @@
 #   gpu    tests/gpu_step.sh: every test model on the GPU = on CPU workers; host =
 #          device optimizer; depths; NCCL on 1 rank = MPI (plain, clipping with
 #          micro-batches, bf16); 2 ranks sharing the GPU over MPI = 1-rank CPU; 2 ranks
-#          on one GPU with NCCL refused; tests/test_flash_gpu: the fused bf16 attention
-#          against a float64 reference (forward, statistics, every gradient, GQA,
-#          ragged sizes, head sizes 16-128, +=, two backward runs bitwise)
+#          on one GPU with NCCL refused
+#   flash  the fused bf16 attention: tests/test_flash_gpu against a float64 reference
+#          (forward, statistics, every gradient, GQA, ragged sizes, head sizes 16-128,
+#          +=, two backward runs bitwise; each kernel set), then the GPU mutants
+#          (tests/mutants/gpu/*.patch, built into the bundle): each must fail it
 #   gpt    examples/gpt, 200 steps on the GPU against the same 200 steps on CPU
 #          workers (4 ranks): the first 10 steps' losses, the last 50 steps' mean and
 #          the validation loss
@@ -75,7 +77,7 @@ prog=gpu-check.sh
 top=$(cd "$(dirname "$0")/.." && pwd)
 bundle=$top/gpu-bundle
 out=${OUT:-$top/gpu-check-out}
-stages=probe,hd,cpu,gpu,gpt,trace,speed,profile
+stages=probe,hd,cpu,gpu,flash,gpt,trace,speed,profile
 quick=no
 speed_models=
 profile_math=fp32
@@ -95,8 +97,8 @@ while [ $# -gt 0 ]; do
 	--stages)
 		[ $# -ge 2 ] || usage
 		for s in ${2//,/ }; do
-			case $s in probe | hd | cpu | gpu | gpt | trace | speed | profile) ;;
-			*) echo "$prog: --stages: unknown stage \"$s\" (accepted: probe,hd,cpu,gpu,gpt,trace,speed,profile)" >&2; exit 2 ;;
+			case $s in probe | hd | cpu | gpu | flash | gpt | trace | speed | profile) ;;
+			*) echo "$prog: --stages: unknown stage \"$s\" (accepted: probe,hd,cpu,gpu,flash,gpt,trace,speed,profile)" >&2; exit 2 ;;
 			esac
 		done
 		stages=probe,$2; shift 2 ;;
@@ -388,11 +390,35 @@ if want gpu; then
 		say "gpu: tests/gpu_step.sh"
 		timed gpu_step 300 env top_builddir="$B" top_srcdir="$top" sh "$top/tests/gpu_step.sh"
 		tap_rows gpu "$logs/gpu_step.log"
-		say "gpu: tests/test_flash_gpu (the fused bf16 attention against float64)"
-		timed test_flash_gpu 120 "$B/tests/test_flash_gpu"
-		tap_rows gpu "$logs/test_flash_gpu.log"
 	else
 		row gpu "tests/gpu_step.sh (models on the GPU = CPU, NCCL on 1 rank, 2 ranks on one GPU)" SKIP "$nogpu_reason"
+	fi
+fi
+
+# --- flash: the fused attention against float64, then the GPU mutants --------------------
+if want flash; then
+	if [ "$ndev" -gt 0 ] && [ "$dry" = no ]; then
+		say "flash: tests/test_flash_gpu (the fused bf16 attention against float64)"
+		timed test_flash_gpu 120 "$B/tests/test_flash_gpu"
+		tap_rows flash "$logs/test_flash_gpu.log"
+		for m in "$B"/tests/mutants/*; do
+			[ -x "$m" ] || continue
+			n=$(basename "$m")
+			say "flash: mutant $n"
+			timed "mutant-$n" 120 "$m"
+			st=$?
+			nbad=$(grep -c "^not ok" "$logs/mutant-$n.log")
+			npts=$(grep -c -E "^(not )?ok" "$logs/mutant-$n.log")
+			if [ $st -ne 0 ] && [ "$nbad" -gt 0 ]; then
+				row flash "mutant $n ($(sed -n 's/^Mutant: //p' "$top/tests/mutants/gpu/$n.patch" 2>/dev/null | cut -c1-80)): killed by tests/test_flash_gpu" PASS "$nbad of $npts points failed"
+			elif [ $st -ne 0 ]; then
+				row flash "mutant $n: killed by tests/test_flash_gpu" PASS "no point failed, but it exited $st: $(tail -1 "$logs/mutant-$n.log" | cut -c1-200)"
+			else
+				row flash "mutant $n: survived tests/test_flash_gpu" FAIL "every point passed with the bug in"
+			fi
+		done
+	else
+		row flash "tests/test_flash_gpu and the GPU mutants (tests/mutants/gpu)" SKIP "${nogpu_reason}"
 	fi
 fi
 
