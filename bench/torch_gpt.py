@@ -235,11 +235,13 @@ def llama_ffn_dim(embd, ffn_dim, multiple_of=32):
 
 
 def build_llama(layers, heads, kv_heads, embd, context, vocab, tied, ffn_dim, rope_theta,
-                eps=1e-5):
+                eps=1e-5, sdpa=False):
     """Hugging Face's LlamaForCausalLM (modeling_llama.py, written out: no transformers on
     Debian 12): RMSNorm, rotate_half rotary embeddings, repeat_kv grouped-query
     attention, SwiGLU MLP, no biases. The state_dict keys are LlamaForCausalLM's. The
-    rotary angles are computed in float64 and rounded, as shardflow's rope table."""
+    rotary angles are computed in float64 and rounded, as shardflow's rope table.
+    sdpa: attention by F.scaled_dot_product_attention (causal, enable_gqa), as a user
+    runs it fast (the speed command; PyTorch 2.5 or newer)."""
     import torch
     import torch.nn as nn
     import torch.nn.functional as F
@@ -272,16 +274,25 @@ def build_llama(layers, heads, kv_heads, embd, context, vocab, tied, ffn_dim, ro
             self.k_proj = nn.Linear(embd, kv_heads * hs, bias=False)
             self.v_proj = nn.Linear(embd, kv_heads * hs, bias=False)
             self.o_proj = nn.Linear(heads * hs, embd, bias=False)
-            self.mask = torch.tril(torch.ones(context, context, dtype=torch.bool))
+            # buffers that are not state: they follow .to(device), load_state_dict
+            # (strict) does not see them
+            self.register_buffer("mask", torch.tril(torch.ones(context, context, dtype=torch.bool)),
+                                 persistent=False)
+            self.register_buffer("cos", cos, persistent=False)
+            self.register_buffer("sin", sin, persistent=False)
 
         def forward(self, x):
             B, T, C = x.shape
             q = self.q_proj(x).view(B, T, heads, hs).transpose(1, 2)
             k = self.k_proj(x).view(B, T, kv_heads, hs).transpose(1, 2)
             v = self.v_proj(x).view(B, T, kv_heads, hs).transpose(1, 2)
-            c, s = cos[:T].to(x.dtype), sin[:T].to(x.dtype)
+            c, s = self.cos[:T].to(q.dtype), self.sin[:T].to(q.dtype)
             q = q * c + rotate_half(q) * s
             k = k * c + rotate_half(k) * s
+            if sdpa:
+                y = F.scaled_dot_product_attention(q, k, v, is_causal=True,
+                                                   enable_gqa=kv_heads != heads)
+                return self.o_proj(y.transpose(1, 2).contiguous().view(B, T, C))
             g = heads // kv_heads  # repeat_kv
             k = k[:, :, None].expand(B, kv_heads, g, T, hs).reshape(B, heads, T, hs)
             v = v[:, :, None].expand(B, kv_heads, g, T, hs).reshape(B, heads, T, hs)
@@ -642,8 +653,13 @@ def cmd_speed(a):
     torch.backends.cuda.matmul.allow_tf32 = a.tf32
     torch.backends.cudnn.allow_tf32 = a.tf32
     torch.manual_seed(a.seed)
-    model = build_model(a.layers, a.heads, a.embd, a.context, a.vocab, not a.untied,
-                        sdpa=a.attn == "sdpa")
+    if a.arch == "llama":
+        kv = a.kv_heads or (a.heads // 2 if a.heads % 2 == 0 else a.heads)
+        model = build_llama(a.layers, a.heads, kv, a.embd, a.context, a.vocab, a.tied,
+                            a.ffn_dim, a.rope_theta, sdpa=a.attn == "sdpa")
+    else:
+        model = build_model(a.layers, a.heads, a.embd, a.context, a.vocab, not a.untied,
+                            sdpa=a.attn == "sdpa")
     for mod in model.modules():  # nanoGPT's initialisation (PyTorch's default
         if isinstance(mod, (torch.nn.Linear, torch.nn.Embedding)):  # gives a tied head
             torch.nn.init.normal_(mod.weight, 0.0, 0.02)  # logits in the hundreds)
@@ -652,7 +668,8 @@ def cmd_speed(a):
     model = model.to(dev)
     params = {id(p): p for p in model.parameters()}.values()
     n_params = sum(p.numel() for p in params)
-    n_flops = n_params - model.transformer.wpe.weight.numel()
+    # nanoGPT's count leaves the position table out; a Llama has none
+    n_flops = n_params - (0 if a.arch == "llama" else model.transformer.wpe.weight.numel())
     hs = a.embd // a.heads
     flops_per_token = 6 * n_flops + 12 * a.layers * a.heads * hs * a.context
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, betas=(0.9, 0.99), eps=1e-8,

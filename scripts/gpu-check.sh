@@ -21,8 +21,11 @@
 #                (default all; probe always runs)
 # --quick        speed: no torch.compile and no 124M-sized runs
 # --speed-models LIST  speed: a comma-separated subset of default, gpt2-124M,
-#                gpt2-124M-bpe (default the first two; default only with --quick);
-#                gpt2-124M-bpe is GPT-2 124M itself, on GPT-2's tokens (50 257 logits)
+#                gpt2-124M-bpe, llama-100m (default all but gpt2-124M-bpe; default
+#                only with --quick); gpt2-124M-bpe is GPT-2 124M itself, on GPT-2's
+#                tokens (50 257 logits); llama-100m the Llama-100m preset's shapes (10
+#                layers, 12 heads on 4, FFN 2048, context 1024, batch 8) on bytes,
+#                against bench/torch_gpt.py's LlamaForCausalLM twin
 # --profile-math LIST  profile: the traced 124M-sized runs, a comma-separated subset of
 #                fp32, tf32, bf16 (SHARDFLOW_GPU_MATH) (default fp32); each gets its section
 #                of profile.txt and its calibration (tf32's against the TF32 ceiling)
@@ -106,8 +109,8 @@ while [ $# -gt 0 ]; do
 	--speed-models)
 		[ $# -ge 2 ] || usage
 		for s in ${2//,/ }; do
-			case $s in default | gpt2-124M | gpt2-124M-bpe) ;;
-			*) echo "$prog: --speed-models: unknown model \"$s\" (accepted: default, gpt2-124M, gpt2-124M-bpe)" >&2; exit 2 ;;
+			case $s in default | gpt2-124M | gpt2-124M-bpe | llama-100m) ;;
+			*) echo "$prog: --speed-models: unknown model \"$s\" (accepted: default, gpt2-124M, gpt2-124M-bpe, llama-100m)" >&2; exit 2 ;;
 			esac
 		done
 		speed_models=,$2,; shift 2 ;;
@@ -548,6 +551,12 @@ gpt_flops() { # L C T V
 		n = V * C + L * (12 * C * C + 13 * C) + 2 * C
 		printf "%.0f %.0f\n", 6 * n + 12 * L * C * T, n + T * C }'
 }
+llama_flops() { # L C T V H KV F: untied head, no biases, SwiGLU, no position table
+	awk -v L="$1" -v C="$2" -v T="$3" -v V="$4" -v H="$5" -v KV="$6" -v F="$7" 'BEGIN {
+		hs = C / H
+		n = 2 * V * C + L * (C * (C + 2 * KV * hs) + C * C + 3 * C * F + 2 * C) + C
+		printf "%.0f %.0f\n", 6 * n + 12 * L * C * T, n }'
+}
 json_num() { # KEY LINE: a number from one line of JSON (the Python benches' output)
 	echo "$2" | sed -n "s/.*\"$1\": \([0-9.]*\).*/\1/p"
 }
@@ -585,14 +594,23 @@ if want speed; then
 					"$(awk -F'|' 'NR > 2 { gsub(/ +$/, "", $2); printf "%s%s: %s/%s/%s/%s", n++ ? "; " : "", $2, $3, $4, $5, $6 }' "$logs/gemm-modes.log" | tr -s ' ')"
 			fi
 		fi
+		# NAME:LAYERS:HEADS:EMBD:CONTEXT:BATCH:VOCAB[:KV_HEADS:FFN: a Llama]
 		models="default:4:4:128:128:16:256"
 		[ "$quick" = no ] && models="$models gpt2-124M:12:12:768:1024:8:256"
 		# GPT-2 124M itself (its vocabulary, on GPT-2's tokens of the corpus): when named
 		case ${speed_models:-} in *",gpt2-124M-bpe,"*) models="$models gpt2-124M-bpe:12:12:768:1024:8:50257" ;; esac
+		# the Llama-100m preset's shapes (10 layers, 12 heads on 4, FFN 2048) on bytes
+		[ "$quick" = no ] && models="$models llama-100m:10:12:768:1024:8:256:4:2048"
 		for m in $models; do
-			IFS=: read -r name L H C T Bt V <<<"$m"
+			IFS=: read -r name L H C T Bt V KV F <<<"$m"
 			[ -z "$speed_models" ] || case $speed_models in *",$name,"*) ;; *) continue ;; esac
-			read -r fpt nparams <<<"$(gpt_flops "$L" "$C" "$T" "$V")"
+			arch=
+			if [ -n "${KV:-}" ]; then
+				arch="--arch llama --kv-heads $KV --ffn-dim $F"
+				read -r fpt nparams <<<"$(llama_flops "$L" "$C" "$T" "$V" "$H" "$KV" "$F")"
+			else
+				read -r fpt nparams <<<"$(gpt_flops "$L" "$C" "$T" "$V")"
+			fi
 			data="--text $TEXT"
 			[ "$V" = 256 ] || data="--vocab $V --train-tokens $B/data/austen-gpt2-train.bin --val-tokens $B/data/austen-gpt2-val.bin"
 			tok=$((Bt * T))
@@ -605,7 +623,7 @@ if want speed; then
 				[ "$prec" = tf32 ] && penv="SHARDFLOW_GPU_MATH=tf32"
 				# shellcheck disable=SC2086
 				timed "speed-sf-$name-$prec" 150 env SHARDFLOW_COMM=$comm $penv sh "$RUN_MPI" 1 "$B/examples/gpt" $data \
-					--layers "$L" --heads "$H" --embd "$C" --context "$T" --batch "$Bt" --steps $steps \
+					$arch --layers "$L" --heads "$H" --embd "$C" --context "$T" --batch "$Bt" --steps $steps \
 					--progress-every $pe --eval-every 100000 --eval-batches 1 --sample 0 </dev/null
 				st=$?
 				r=$(rate_between "$logs/speed-sf-$name-$prec.log" "$tok")
@@ -641,7 +659,7 @@ if want speed; then
 				[ "$dry" = yes ] && [ "$attn" = sdpa ] && attn=manual
 				tprec=$prec
 				[ "$prec" = tf32 ] && tprec="fp32 --tf32" # allow_tf32: TF32 products, as SHARDFLOW_GPU_MATH=tf32
-				targs="--device $tdev --layers $L --heads $H --embd $C --context $T --batch $Bt --vocab $V --precision $tprec --attn $attn"
+				targs="--device $tdev $arch --layers $L --heads $H --embd $C --context $T --batch $Bt --vocab $V --precision $tprec --attn $attn"
 				[ "$mode" = compile ] && targs="$targs --compile --warmup-steps 5"
 				[ "$name" = default ] && targs="$targs --steps 40" || targs="$targs --steps 10"
 				# shellcheck disable=SC2086

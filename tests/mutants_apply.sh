@@ -1,5 +1,6 @@
 #!/bin/sh
-# mutants_apply.sh — every planted bug of tests/mutants/ still applies to this tree,
+# mutants_apply.sh — every planted bug of tests/mutants/ (and of tests/mutants/gpu/,
+# which gpu-bundle.sh builds for gpu-check's flash stage) still applies to this tree,
 # so that CI's daily share (scripts/mutants.sh --rotate) never meets a stale patch:
 # per patch, its preamble names the bug ("Mutant: ...") and tests that exist
 # ("Killed-by: ...", programs or scripts of tests/), and `git apply --check` accepts
@@ -10,16 +11,19 @@
 command -v git >/dev/null 2>&1 || skip_all "git is not installed"
 (cd "$top_srcdir" && git rev-parse --show-toplevel >/dev/null 2>&1) ||
 	skip_all "$top_srcdir is not a git checkout"
-set -- "$top_srcdir"/tests/mutants/*.patch
+set -- "$top_srcdir"/tests/mutants/*.patch "$top_srcdir"/tests/mutants/gpu/*.patch
 [ -e "$1" ] || skip_all "no patch in tests/mutants/"
+[ -e "$top_srcdir/tests/mutants/gpu/*.patch" ] && shift # the glob matched nothing
 plan $#
 for p in "$@"; do
 	name=$(basename "$p" .patch)
+	case $p in */gpu/*) name=gpu/$name ;; esac
 	what=$(sed -n '1s/^Mutant: //p' "$p")
 	tests=$(sed -n '2s/^Killed-by: //p' "$p")
 	missing=
 	for t in $tests; do
-		[ -e "$top_srcdir/$t" ] || [ -e "$top_srcdir/$t.c" ] || missing="$missing $t"
+		[ -e "$top_srcdir/$t" ] || [ -e "$top_srcdir/$t.c" ] || [ -e "$top_srcdir/$t.cu" ] ||
+			missing="$missing $t"
 	done
 	(cd "$top_srcdir" && git apply --check "$p") >"$tmp/apply.err" 2>&1
 	st=$?
