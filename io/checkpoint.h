@@ -54,6 +54,7 @@
 
 #include "io/fileio.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 
 struct sf_model;
@@ -65,8 +66,11 @@ extern const char *const _sf_ckpt_vec_names[];
 /* How many vectors per unit this model keeps (always a prefix of param, m, v). */
 int _sf_ckpt_nvectors(const struct sf_model *m);
 const char *_sf_ckpt_unit_name(const struct sf_model *m, int u);
-/* 16 hex digits and a NUL: a hash of what makes two models interchangeable. */
-void _sf_ckpt_structure_hash(const struct sf_model *m, char out[17]);
+/* 16 hex digits and a NUL: a hash of what makes two models interchangeable (each
+ * node's kind, parameter layout, name, shapes, inputs, unit). legacy: the hash of
+ * checkpoints written before 2026-11-28, which took each layer's type name instead of
+ * its layout (loading accepts both). */
+void _sf_ckpt_structure_hash(const struct sf_model *m, bool legacy, char out[17]);
 /* stepdir/rank-<5 digits>.bin, rank r's file. */
 int _sf_ckpt_rank_path(char *out, size_t size, const char *stepdir, int r);
 

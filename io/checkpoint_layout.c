@@ -53,7 +53,7 @@ static void fnv_str(uint64_t *h, const char *s)
 	fnv(h, s, strlen(s) + 1);
 }
 
-void _sf_ckpt_structure_hash(const struct sf_model *m, char out[17])
+void _sf_ckpt_structure_hash(const struct sf_model *m, bool legacy, char out[17])
 {
 	uint64_t h = 0xcbf29ce484222325ull;
 	struct _sf_model_geometry g;
@@ -64,7 +64,12 @@ void _sf_ckpt_structure_hash(const struct sf_model *m, char out[17])
 		_sf_node_describe(m, n, &d);
 		const struct _sf_node *nd = d.node;
 		fnv_u64(&h, (uint64_t)nd->kind);
-		fnv_str(&h, nd->kind == SF_NODE_LAYER && nd->type ? nd->type->name : "");
+		/* the parameters' layout, not the type: the linear types are one (layers/layer.h,
+		 * layout); checkpoints before 2026-11-28 hashed the type's own name (legacy) */
+		const char *tn = "";
+		if (nd->kind == SF_NODE_LAYER && nd->type)
+			tn = legacy ? nd->type->name : nd->type->layout;
+		fnv_str(&h, tn);
 		fnv_str(&h, nd->name);
 		/* the whole layer's (with SHARDFLOW_TP the node holds this rank's slice) */
 		fnv_u64(&h, (uint64_t)(int64_t)d.whole.out_dim);

@@ -100,7 +100,8 @@ static int expect_init(const struct sf_model *m, struct _sf_manifest_expect *e)
 	    .nvectors = _sf_ckpt_nvectors(m),
 	    .nunits = g.nunits,
 	};
-	_sf_ckpt_structure_hash(m, e->structure_hash);
+	_sf_ckpt_structure_hash(m, false, e->structure_hash);
+	_sf_ckpt_structure_hash(m, true, e->structure_hash_legacy);
 	const char **names = calloc((size_t)g.nunits + 1, sizeof *names);
 	size_t *P = calloc((size_t)g.nunits + 1, sizeof *P);
 	if (!names || !P) {

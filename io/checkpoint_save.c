@@ -134,7 +134,7 @@ static json_t *manifest_build(struct sf_model *m, const struct sf_checkpoint_inf
 	struct _sf_model_counters c;
 	_sf_model_describe(m, &g);
 	_sf_model_counters_get(m, &c);
-	_sf_ckpt_structure_hash(m, hash);
+	_sf_ckpt_structure_hash(m, false, hash);
 	snprintf(seed, sizeof seed, "%" PRIu64, info->data_seed);
 	json_t *vecs = json_array(), *units = json_array(), *files = json_array();
 	for (int v = SF_VEC_PARAM; v <= SF_VEC_V; v++)

@@ -125,7 +125,8 @@ static int parse_identity(const struct _sf_manifest_expect *e_, json_t *root, co
 		goto out;
 	}
 	SF_CHECK_GOTO(get_str(root, "structure_hash", &s, where), out);
-	if (strcmp(s, e_->structure_hash)) {
+	if (strcmp(s, e_->structure_hash) &&
+	    (!e_->structure_hash_legacy[0] || strcmp(s, e_->structure_hash_legacy))) {
 		rc = SF_ERR(SF_ERR_INVALID,
 		            "%s: checkpoint was written for another model (structure hash %s, "
 		            "this model %s)",

@@ -24,7 +24,8 @@
 
 /* What the loading model expects a manifest to say. */
 struct _sf_manifest_expect {
-	char structure_hash[17];       /* the model's (16 hex digits) */
+	char structure_hash[17];        /* the model's (16 hex digits) */
+	char structure_hash_legacy[17]; /* and its older form (io/checkpoint.h), or "" */
 	const char *const *shardings;  /* the sharding names a manifest may give ... */
 	int nshardings;                /* ... (any of them loads: resharding) */
 	const char *const *optimizers; /* the optimizer names ... */

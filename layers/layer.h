@@ -52,6 +52,12 @@ struct _sf_layer_entry {
 	bool splits_backward; /* built-in: its backward can run as an input-gradient half
 	                         (info.dparams_absent) and a weight-gradient half */
 	enum _sf_tp_kind tp;  /* built-in: how it takes a TP split; else SF_TP_NONE */
+	/* the name of its whole parameters' layout, which a checkpoint's structure hash
+	 * takes: "linear" for every linear type (linear, linear_nobias, linear_split,
+	 * linear_col, linear_row: W (out x in) rows, then the bias if any), so that a model
+	 * built with linear_col/linear_row at tp > 1 resumes at tp 1 where its builder takes
+	 * linear/linear_split, and back; the type's own name otherwise */
+	const char *layout;
 };
 
 struct _sf_node {

@@ -127,6 +127,7 @@ static int register_type(const struct sf_layer_type *t)
 	       t->api_version == 3 ? offsetof(struct sf_layer_type, nconfig_sizes) : sizeof *t);
 	strcpy(e->name, t->name);
 	e->type.name = e->name;
+	e->layout = e->name;
 	e->index = ntypes++;
 	return SF_OK;
 }
@@ -147,6 +148,9 @@ int _sf_layers_builtin_init(void)
 		                                    t == &_sf_linear_nobias_type ||
 		                                    t == &_sf_linear_split_type;
 		table[ntypes - 1].tp = _sf_builtin_tp_kind(t);
+		if (t == &_sf_linear_type || t == &_sf_linear_nobias_type ||
+		    t == &_sf_linear_split_type || t == &_sf_linear_col_type || t == &_sf_linear_row_type)
+			table[ntypes - 1].layout = "linear";
 	}
 	return SF_OK;
 }
