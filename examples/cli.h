@@ -45,8 +45,9 @@ static inline int cli_launcher_rank(void)
 		}                                                                                  \
 	} while (0)
 
-/* Prints "<prog>: <message>" and the usage (rank 0 only); returns 2, the status of a
- * bad command line. */
+/* Prints "<prog>: <message>" and one line pointing at --help (rank 0 only), as GNU
+ * tools do: the whole usage after a one-line mistake buried it; returns 2, the status
+ * of a bad command line. */
 __attribute__((format(printf, 1, 2))) static inline int cli_bad_usage(const char *fmt, ...)
 {
 	if (cli_launcher_rank() == 0) {
@@ -57,7 +58,8 @@ __attribute__((format(printf, 1, 2))) static inline int cli_bad_usage(const char
 		va_end(ap);
 		fprintf(stderr, "\n");
 		if (cli_usage)
-			cli_usage(stderr);
+			fprintf(stderr, "usage: %s [options]; '%s --help' lists them\n", cli_prog,
+			        cli_prog);
 	}
 	return 2;
 }

@@ -365,7 +365,8 @@ SF_API int sf_config_init(struct sf_config *c);
  *  ("prefetch_depth") or the variable ("SHARDFLOW_PREFETCH_DEPTH"), value its text
  *  ("3", "grad_op", "bf16"; "" turns trace off). A bad name or value is refused
  *  (SF_ERR_CONFIG) naming it and what is accepted, and *c is unchanged. For programs
- *  that pass knobs on their command line (examples/gpt --set knob=value). */
+ *  that take knobs from their own command line or files rather than the
+ *  environment (tests/config_code.sh shows one). */
 SF_API int sf_config_set(struct sf_config *c, const char *name, const char *value);
 
 /**
@@ -582,8 +583,9 @@ SF_API int sf_graph_mul(sf_graph *g, int a, int b, int *out);
  *  `c_attn(x).split(C, dim=2)`). Per sample and head: softmax(Q K^T / sqrt(hs)) V, a
  *  row of the sequence seeing itself and the rows before it only; the output (width C)
  *  holds the heads side by side. The graph's seq_len is T. 3 must divide the width of
- *  qkv and `heads` must divide C. The node saves its probabilities, B*heads*T*T floats
- *  (B: the rank's samples), from forward to backward. (Type "attention", config the
+ *  qkv and `heads` must divide C. The node saves each query row's softmax statistics
+ *  (its max and inverse sum), B*heads*T*2 floats (B: the rank's samples), from forward
+ *  to backward, which computes the probabilities again. (Type "attention", config the
  *  number of heads, an int.) */
 SF_API int sf_graph_causal_attention(sf_graph *g, int qkv, int heads, int *out);
 /** Causal attention with grouped-query heads (Llama 2 70B, Llama 3; Ainslie et al.
@@ -592,8 +594,9 @@ SF_API int sf_graph_causal_attention(sf_graph *g, int qkv, int heads, int *out);
  *  2 kv_heads) hs: the query heads, then the key heads, then the value heads, hs
  *  features each (Hugging Face's q_proj, k_proj, v_proj outputs side by side); query
  *  head h uses key/value head h / (heads / kv_heads) (repeat_kv). The output has width
- *  heads hs; it saves B heads T^2 probabilities, as sf_graph_causal_attention. (Type
- *  "attention_gqa", config struct sf_attention_config.) */
+ *  heads hs; it saves B heads T 2 floats, the rows' statistics, as
+ *  sf_graph_causal_attention. (Type "attention_gqa", config struct
+ *  sf_attention_config.) */
 SF_API int sf_graph_gqa_attention(sf_graph *g, int qkv, int heads, int kv_heads, int *out);
 /** The config of an "attention_gqa" node (required). */
 struct sf_attention_config {
@@ -902,7 +905,7 @@ struct sf_layer_type {
 	 *  as twice the value (once when the node computes no input gradient). */
 	double (*flops)(const struct sf_layer_info *info);
 	/** Floats of per-node scratch that the forward writes and the backward reads
-	 *  (layernorm's mean and rstd, attention's probabilities), allocated once per node
+	 *  (layernorm's mean and rstd, attention's row statistics), allocated once per node
 	 *  with the model. NULL: no saved buffer. */
 	size_t (*saved_floats)(const struct sf_layer_info *info);
 	/** The named tensors of the flat parameters (at most SF_MAX_PARAM_TENSORS); returns
@@ -1173,7 +1176,7 @@ struct sf_model_stats {
 	size_t optimizer_bytes; /**< optimizer state (momentum, or AdamW m and v) */
 	size_t activation_bytes; /**< this rank's activations (its rows of every node's
 	                              output, inputs included), their gradients and the
-	                              saved buffers (attention probabilities, layernorm
+	                              saved buffers (attention's and layernorm's row
 	                              statistics): allocated once at sf_model_create and
 	                              all live through a step, so this is also the peak */
 	size_t buffer_bytes;     /**< the collectives' scratch buffers (a shard for the
@@ -1264,8 +1267,10 @@ SF_API int sf_model_forward(sf_model *m, const char *node, const struct sf_batch
 /**
  * Collective: the mean loss over every row of `samples` samples given whole in x on
  * every rank (labels required; any number of samples, in passes as sf_model_forward),
- * the same value on every rank: each row's softmax cross-entropy as the loss task
- * computes it (log-sum-exp in double), summed in double. No update; the program needs
+ * the same value on every rank: the graph's loss as the loss task computes it, each
+ * row's softmax cross-entropy (log-sum-exp in double; rows labelled with the ignore
+ * index left out) or each element's regression loss of sf_graph_loss (MSE, L1,
+ * Huber, against the batch's targets), summed in double. No update; the program needs
  * no MPI call. Waits for the submitted steps first.
  */
 SF_API int sf_model_evaluate(sf_model *m, const struct sf_batch *x, int samples, double *loss);

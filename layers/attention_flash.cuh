@@ -24,10 +24,9 @@
 #ifndef SF_LAYERS_ATTENTION_FLASH_CUH
 #define SF_LAYERS_ATTENTION_FLASH_CUH
 
-#include <cuda_bf16.h>
-#include <cuda_runtime.h>
+#include "common/cuda_mma.cuh"
+
 #include <math.h>
-#include <mma.h>
 #include <stdint.h>
 
 #define SF_FLASH_TILE 64   /* queries and keys a tile */

@@ -431,12 +431,14 @@ static int add_layer(sf_graph *g, const char *fn, const char *type, const int *i
 	if (rc < 0)
 		return rc;
 	const struct _sf_layer_entry *e = _sf_layer_find(type);
-	if (!e)
+	if (!e) {
+		char known[1024];
+		_sf_layer_type_names(known, sizeof known);
 		return SF_ERR(SF_ERR_INVALID,
-		              "%s: unknown layer type \"%s\" (built-in: linear, linear_nobias, "
-		              "relu, gelu, add, layernorm, embedding, attention, pos_embedding; "
-		              "others must be registered with sf_layer_type_register)",
-		              fn, type ? type : "(null)");
+		              "%s: unknown layer type \"%s\" (known: %s; others must be "
+		              "registered with sf_layer_type_register)",
+		              fn, type ? type : "(null)", known);
+	}
 	if (!inputs || ninputs < e->type.min_inputs || ninputs > e->type.max_inputs)
 		return SF_ERR(SF_ERR_INVALID,
 		              "%s: layer type \"%s\" takes %d to %d inputs (got %d%s)", fn, e->name,

@@ -98,6 +98,9 @@ struct sf_graph {
 void _sf_graph_model_made(const sf_graph *g);
 /* The type named `name`, or NULL (after making sure the built-ins are registered). */
 const struct _sf_layer_entry *_sf_layer_find(const char *name);
+/* "linear, linear_nobias, ...": every registered type's name, built-in ones first, in
+ * out (truncated to size). */
+void _sf_layer_type_names(char *out, size_t size);
 /* Registers the built-in types once (every op family's line is in registry.c). */
 int _sf_layers_builtin_init(void);
 /* The node owning the parameters node n reads: n itself, or the node it is tied to. */

@@ -13,7 +13,6 @@
 #include "layers/linear.h"
 #include "layers/linear_math.h"
 
-#include <cuda_bf16.h>
 #include <starpu.h>
 #include <starpu_cublas_v2.h>
 #include <stdint.h>

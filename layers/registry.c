@@ -24,6 +24,7 @@
 
 #include <math.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 static const struct sf_layer_type *const builtin_types[] = {
@@ -63,6 +64,21 @@ const struct _sf_layer_entry *_sf_layer_find(const char *name)
 		if (strcmp(table[i].name, name) == 0)
 			return &table[i];
 	return NULL;
+}
+
+void _sf_layer_type_names(char *out, size_t size)
+{
+	size_t k = 0;
+	if (size)
+		out[0] = '\0';
+	if (_sf_layers_builtin_init() < 0)
+		return;
+	for (int i = 0; i < ntypes && k < size; i++) {
+		int w = snprintf(out + k, size - k, "%s%s", i ? ", " : "", table[i].name);
+		if (w < 0)
+			return;
+		k += (size_t)w;
+	}
 }
 
 static int check_type(const struct sf_layer_type *t)

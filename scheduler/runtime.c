@@ -297,7 +297,7 @@ static int start_starpu(sf_context *ctx, int ncpus)
 		return brc;
 	if (ret != 0)
 		return SF_ERR(SF_ERR_STARPU, "starpu_init failed (%d): %s", ret, strerror(-ret));
-	int rc = _sf_cuda_start(ctx->cfg.gpu_math);
+	int rc = _sf_cuda_start(ctx->cfg.gpu_math, sf_gpu_math_name(ctx->cfg.gpu_math));
 	if (rc < 0)
 		starpu_shutdown();
 	return rc;

@@ -215,9 +215,8 @@ static void set_math(void *arg)
 }
 #endif
 
-int _sf_cuda_start(enum sf_gpu_math math)
+int _sf_cuda_start(enum sf_gpu_math math, const char *name)
 {
-	const char *name = sf_gpu_math_name(math);
 	_sf_gpu_math_set(math);
 #ifdef SF_HAVE_CUDA
 	int w;

@@ -51,11 +51,12 @@ int _sf_opt_can_execute(unsigned workerid, struct starpu_task *task, unsigned ni
  * STARPU_CUDA_THREAD_PER_WORKER=1), the second for the collectives; that needs a
  * device and a StarPU with non-blocking drivers (an error otherwise).
  * _sf_cuda_start (after starpu_init) makes the rank's device the calling thread's and
- * gives the CUDA workers their cuBLAS handles on their streams; _sf_cuda_stop (before
- * starpu_shutdown) releases them. */
+ * gives the CUDA workers their cuBLAS handles on their streams, in the math of
+ * SHARDFLOW_GPU_MATH (name: its value's name, for the messages; layers/gpu_math.h
+ * tells the launchers); _sf_cuda_stop (before starpu_shutdown) releases them. */
 int _sf_cuda_device(int node_rank, int ndev);
 int _sf_cuda_conf(struct starpu_conf *conf, int node_rank, bool comm_stream);
-int _sf_cuda_start(enum sf_gpu_math math);
+int _sf_cuda_start(enum sf_gpu_math math, const char *name);
 void _sf_cuda_stop(void);
 
 /* A codelet body that does nothing (SHARDFLOW_SKIP=compute). */

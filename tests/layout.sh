@@ -211,12 +211,13 @@ nccl=$(grep -l '#include <nccl.h>' $lib_files 2>/dev/null | grep -v -e '^comm/co
 [ -z "$nccl" ]
 ok $? "only the NCCL backend includes <nccl.h> (others: ${nccl:-none})"
 
-# CUDA's own headers: the launch checks and cuBLAS's row-major wrappers (common/), the
+# CUDA's own headers: the launch checks, cuBLAS's row-major wrappers and the tensor
+# cores' types (common/cuda_util.h, cublas_rm.h, cuda_mma.cuh), the
 # rank's device and its handles (tasks/worker.c) and the NCCL backend; the .cu files
 # reach them through common/cuda_util.h. The scheduler asks StarPU and tasks/ instead.
-cuda=$(grep -l -E '#include <(cuda|cublas|cudnn|nccl)[a-zA-Z_]*\.h>' $lib_files 2>/dev/null |
-	grep -v -e '^common/cuda_util.h$' -e '^common/cublas_rm.h$' -e '^tasks/worker.c$' \
-		-e '^comm/comm_nccl.c$' | tr '\n' ' ')
+cuda=$(grep -l -E '#include <(cuda|cublas|cudnn|nccl|mma)[a-zA-Z0-9_]*\.h>' $lib_files 2>/dev/null |
+	grep -v -e '^common/cuda_util.h$' -e '^common/cublas_rm.h$' -e '^common/cuda_mma.cuh$' \
+		-e '^tasks/worker.c$' -e '^comm/comm_nccl.c$' | tr '\n' ' ')
 [ -z "$cuda" ]
 ok $? "only common/'s CUDA helpers, tasks/worker.c and the NCCL backend include CUDA's headers (others: ${cuda:-none})"
 

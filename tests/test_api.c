@@ -802,6 +802,26 @@ static void test_graph_misuse(void)
 	           "sf_graph_layer(NULL graph)");
 	ok_invalid(sf_graph_layer(g, "no_such_type", &r, 1, NULL, 0, NULL, &id),
 	           "sf_graph_layer of unknown type \"no_such_type\"");
+	{ /* the message lists every registered type: the 17 built-in ones and this test's */
+		static const char *const types[] = {
+		    "linear",      "linear_nobias", "relu",          "gelu",       "add",
+		    "layernorm",   "embedding",     "attention",     "pos_embedding", "rmsnorm",
+		    "silu",        "mul",           "rope",          "attention_gqa", "linear_split",
+		    "linear_col",  "linear_row",    "apitest_identity"};
+		const char *msg = sf_last_error();
+		int all = 1;
+		for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+			char q[64];
+			snprintf(q, sizeof q, "%s,", types[i]);
+			char q2[64];
+			snprintf(q2, sizeof q2, "%s;", types[i]);
+			if (!strstr(msg, q) && !strstr(msg, q2)) {
+				diag("not in the message: %s", types[i]);
+				all = 0;
+			}
+		}
+		ok(all, "  its message lists every registered type (18)");
+	}
 	ok_invalid(sf_graph_layer(g, NULL, &r, 1, NULL, 0, NULL, &id),
 	           "sf_graph_layer with a NULL type name");
 	ok_invalid(sf_graph_layer(g, "apitest_identity", NULL, 1, NULL, 0, NULL, &id),
