@@ -609,12 +609,13 @@ static void usage(FILE *f)
 	           "  --help      print this message and exit\n");
 }
 
-/* A bad command line: the problem and the usage on stderr (rank 0 only), status 2. */
+/* A bad command line: the problem and where the usage is on stderr (rank 0 only),
+ * status 2. */
 static int bad_usage(const char *problem, const char *arg)
 {
 	if (launcher_rank() == 0) {
 		fprintf(stderr, PROG ": %s \"%s\"\n", problem, arg);
-		usage(stderr);
+		fprintf(stderr, "usage: " PROG " [options]; '" PROG " --help' lists them\n");
 	}
 	return 2;
 }

@@ -84,8 +84,9 @@ static void usage(FILE *f)
 	    "SHARDFLOW_SHARDING and SHARDFLOW_LOG from the environment.\n");
 }
 
-/* Reports a bad command line, naming the option and the value; returns the exit
- * status 2. */
+/* Reports a bad command line, naming the option and the value, and where the usage is
+ * (one line, as GNU tools: the whole usage after it buried the mistake); returns the
+ * exit status 2. */
 __attribute__((format(printf, 1, 2))) static int bad_usage(const char *fmt, ...)
 {
 	if (launcher_rank() == 0) {
@@ -95,7 +96,7 @@ __attribute__((format(printf, 1, 2))) static int bad_usage(const char *fmt, ...)
 		vfprintf(stderr, fmt, ap);
 		fputc('\n', stderr);
 		va_end(ap);
-		usage(stderr);
+		fprintf(stderr, "usage: " PROG " [options]; '" PROG " --help' lists them\n");
 	}
 	return 2;
 }

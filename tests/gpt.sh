@@ -52,15 +52,18 @@ st=$?
 [ $st -eq 0 ] && grep -i '^usage:' "$tmp/help.out" >/dev/null && [ ! -s "$tmp/help.err" ]
 ok $? "--help: usage on stdout, nothing on stderr, exit 0 (exit $st)"
 
-# bad WORD ARGS...: exit 2, usage on stderr naming WORD, nothing on stdout
+# bad WORD ARGS...: exit 2, two lines on stderr naming WORD and --help, nothing on stdout
 bad() {
 	_word=$1
 	shift
 	timeout -k 5 "$limit" "$GPT" "$@" </dev/null >"$tmp/bad.out" 2>"$tmp/bad.err"
 	_st=$?
-	[ $_st -eq 2 ] && grep -i 'usage:' "$tmp/bad.err" >/dev/null &&
-		grep -F -e "$_word" "$tmp/bad.err" >/dev/null && [ ! -s "$tmp/bad.out" ]
-	if ! ok $? "'$*': exit 2 (exit $_st), usage on stderr naming '$_word'"; then
+	# two lines: the mistake, then where the usage is (the whole usage after it buried
+	# the one line that mattered: issue 46)
+	[ $_st -eq 2 ] && grep -i "^usage: .*--help" "$tmp/bad.err" >/dev/null &&
+		grep -F -e "$_word" "$tmp/bad.err" >/dev/null && [ ! -s "$tmp/bad.out" ] &&
+		[ "$(wc -l <"$tmp/bad.err")" -eq 2 ]
+	if ! ok $? "'$*': exit 2 (exit $_st), two lines on stderr naming '$_word' and --help"; then
 		diag_file "$tmp/bad.err"
 	fi
 }
