@@ -47,7 +47,7 @@ struct options {
 	const char *preset;
 	int batch, eval_batches, sample, gen_tokens, top_k;
 	float lr, min_lr, weight_decay, temperature, val_fraction, grad_clip;
-	int64_t steps, warmup, eval_every, progress_every, ckpt_every, max_steps;
+	int64_t steps, warmup, eval_every, progress_every, ckpt_every, ckpt_keep, max_steps;
 	uint64_t seed;
 	const char *text, *prompt, *ckpt_dir, *export_path, *init_path, *export_init_path,
 	    *loss_log;
@@ -119,6 +119,8 @@ static void usage(FILE *f)
 	        "checkpoints and weights:\n"
 	        "  --checkpoint-dir D    write sharded checkpoints under D\n"
 	        "  --checkpoint-every K  ... every K steps (default: at the end only)\n"
+	        "  --checkpoint-keep N   keep the newest N checkpoints, removing older ones\n"
+	        "                        after each save (default: keep all)\n"
 	        "  --resume              continue from D's last checkpoint (none: start afresh)\n"
 	        "  --max-steps N         stop after N steps in all (counting resumed ones)\n"
 	        "  --export FILE         write the final weights as safetensors (nanoGPT names)\n"
@@ -159,6 +161,7 @@ enum opt_key {
 	OPT_PROGRESS_EVERY,
 	OPT_CHECKPOINT_DIR,
 	OPT_CHECKPOINT_EVERY,
+	OPT_CHECKPOINT_KEEP,
 	OPT_MAX_STEPS,
 	OPT_EXPORT,
 	OPT_INIT,
@@ -201,6 +204,7 @@ static const char *const option_names[NOPTIONS] = {
     [OPT_PROGRESS_EVERY] = "--progress-every",
     [OPT_CHECKPOINT_DIR] = "--checkpoint-dir",
     [OPT_CHECKPOINT_EVERY] = "--checkpoint-every",
+    [OPT_CHECKPOINT_KEEP] = "--checkpoint-keep",
     [OPT_MAX_STEPS] = "--max-steps",
     [OPT_EXPORT] = "--export",
     [OPT_INIT] = "--init",
@@ -294,6 +298,7 @@ static int on_value(int key, char *val, void *ctx)
 	case OPT_PROGRESS_EVERY: return cli_steps(n, val, &o->progress_every);
 	case OPT_CHECKPOINT_DIR: o->ckpt_dir = val; return 0;
 	case OPT_CHECKPOINT_EVERY: return cli_steps(n, val, &o->ckpt_every);
+	case OPT_CHECKPOINT_KEEP: return cli_steps(n, val, &o->ckpt_keep);
 	case OPT_MAX_STEPS: return cli_steps(n, val, &o->max_steps);
 	case OPT_EXPORT: o->export_path = val; return 0;
 	case OPT_INIT: o->init_path = val; return 0;
@@ -425,6 +430,8 @@ static int parse(int argc, char **argv, struct options *o)
 		                     (double)o->lr);
 	if (o->resume && !o->ckpt_dir)
 		return cli_bad_usage("--resume needs --checkpoint-dir");
+	if (o->ckpt_keep && !o->ckpt_dir)
+		return cli_bad_usage("--checkpoint-keep needs --checkpoint-dir");
 	if (o->ckpt_every && !o->ckpt_dir)
 		return cli_bad_usage("--checkpoint-every needs --checkpoint-dir");
 	if (o->sample > o->batch)
@@ -803,14 +810,28 @@ done:
 	return status;
 }
 
-/* A checkpoint of this step, unless it is the one loaded or last written. */
+/* A checkpoint of this step, unless it is the one loaded or last written; a line says
+ * where it went and what it took, and --checkpoint-keep's older ones go. */
 static int save(struct run *r)
 {
 	int status = -1;
 	if (r->step != r->saved) {
 		struct sf_checkpoint_info info = {r->step, 0, r->step, r->o.seed};
+		double t0 = cli_now();
 		CHECK(sf_checkpoint_save(r->m, r->o.ckpt_dir, &info));
+		double t1 = cli_now();
 		r->saved = r->step;
+		int removed = 0;
+		if (r->o.ckpt_keep)
+			CHECK(sf_checkpoint_prune(r->m, r->o.ckpt_dir, (int)r->o.ckpt_keep, &removed));
+		if (r->rank == 0) {
+			fprintf(stderr, PROG ": checkpoint of step %lld saved in %s (%.1f s)",
+			        (long long)r->step, r->o.ckpt_dir, t1 - t0);
+			if (removed)
+				fprintf(stderr, "; %d older one%s removed (--checkpoint-keep %lld)",
+				        removed, removed == 1 ? "" : "s", (long long)r->o.ckpt_keep);
+			fprintf(stderr, "\n");
+		}
 	}
 	status = 0;
 done:

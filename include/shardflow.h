@@ -1515,6 +1515,19 @@ SF_API int sf_checkpoint_save(sf_model *m, const char *dir, const struct sf_chec
 SF_API int sf_checkpoint_latest(sf_model *m, const char *dir, int *found, char *path, size_t size);
 
 /**
+ * Collective: retention, as torchtitan's keep_latest_k: removes dir's checkpoints but
+ * the newest `keep` (>= 1) and the one dir/latest names. Each step's manifest goes
+ * first, so a prune killed half-way leaves no step a loader would take half (a step
+ * without its manifest is no checkpoint: sf_checkpoint_load skips it); a save's
+ * staging directory (step-N.tmp) is left alone. Locks dir for writing as
+ * sf_checkpoint_save does (SF_ERR_BUSY while another job holds it). *removed (may be
+ * NULL): how many steps went, on rank 0 (0 on the other ranks). keep < 1 is
+ * SF_ERR_INVALID; an unreadable directory SF_ERR_IO; the status is the same on every
+ * rank.
+ */
+SF_API int sf_checkpoint_prune(sf_model *m, const char *dir, int keep, int *removed);
+
+/**
  * Collective: loads a checkpoint into the model: `dir` itself when it is a step
  * directory holding a manifest, else the step dir/latest names, else — latest missing
  * or naming a step without a manifest, as a save killed before its switch leaves it —

@@ -86,6 +86,12 @@ int _sf_ckpt_resolve(const char *dir, char *stepdir, size_t size);
 int _sf_ckpt_candidates(const char *dir, char ***steps, int *n);
 void _sf_ckpt_candidates_free(char **steps, int n);
 
+/* Rank 0: removes dir's complete step directories but the newest `keep` (keep >= 1)
+ * and the one dir/latest names, each manifest first (so a prune stopped half-way
+ * leaves no step a loader would take half); staged ones (step-N.tmp) are left alone.
+ * *removed: how many went. */
+int _sf_ckpt_prune(const char *dir, int keep, int *removed);
+
 /* Rank 0, not collective: locks dir for this model (io/checkpoint_lock.c; see
  * sf_checkpoint_lock), or finds it locked already; SF_ERR_BUSY when another job holds
  * it. */

@@ -334,3 +334,23 @@ out:
 	free(crcs);
 	return rc;
 }
+
+SF_API int sf_checkpoint_prune(sf_model *m, const char *dir, int keep, int *removed)
+{
+	int lrc = SF_OK, n = 0;
+	if (!m || !dir || !*dir)
+		return SF_ERR(SF_ERR_INVALID, "sf_checkpoint_prune: NULL model or empty directory");
+	if (keep < 1)
+		return SF_ERR(SF_ERR_INVALID,
+		              "sf_checkpoint_prune: keep is %d; at least 1 checkpoint is kept", keep);
+	struct _sf_model_geometry g;
+	_sf_model_describe(m, &g);
+	if (g.rank == 0)
+		lrc = _sf_ckpt_lock_dir(m, dir, SF_CHECKPOINT_WRITE);
+	if (g.rank == 0 && lrc >= 0)
+		lrc = _sf_ckpt_prune(dir, keep, &n);
+	SF_CHECK(_sf_comm_agree(_sf_model_comm(m), lrc, "sf_checkpoint_prune"));
+	if (removed)
+		*removed = n; /* rank 0's count; 0 elsewhere */
+	return SF_OK;
+}

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* A step directory whose writer stopped before the manifest: named step-*, or holding
  * rank files or a temporary manifest. */
@@ -247,5 +248,42 @@ out:
 		*steps = NULL;
 		*n = 0;
 	}
+	return rc;
+}
+
+int _sf_ckpt_prune(const char *dir, int keep, int *removed)
+{
+	int rc = SF_OK, n = 0;
+	struct step_entry *entries = NULL;
+	char latest[SF_PATH_MAX], manifest[SF_PATH_MAX];
+	*removed = 0;
+	/* the step dir/latest names is never removed, whatever its age */
+	SF_CHECK(_sf_ckpt_resolve(dir, latest, sizeof latest));
+	SF_CHECK(list_complete(dir, &entries, &n));
+	int kept = 0;
+	for (int i = 0; i < n; i++) { /* newest first */
+		if (entries[i].staged)
+			continue; /* a save in flight, or one a crash left: not ours to judge */
+		if (kept < keep || !strcmp(entries[i].path, latest)) {
+			kept++;
+			continue;
+		}
+		/* the manifest first: a step without one is no checkpoint to any loader, so a
+		 * prune stopped half-way leaves nothing that loads half */
+		SF_CHECK_GOTO(_sf_path_join(manifest, sizeof manifest, entries[i].path,
+		                            "manifest.json"),
+		              out);
+		if (unlink(manifest) != 0 && errno != ENOENT) {
+			rc = SF_ERR(SF_ERR_IO, "cannot remove %s: %s", manifest, strerror(errno));
+			goto out;
+		}
+		SF_CHECK_GOTO(_sf_remove_dir(entries[i].path), out);
+		(*removed)++;
+	}
+	rc = _sf_fsync_dir(dir);
+out:
+	for (int i = 0; i < n; i++)
+		free(entries[i].path);
+	free(entries);
 	return rc;
 }

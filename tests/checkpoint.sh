@@ -26,6 +26,9 @@
 #    kills itself at that point) leaves dir/latest on the previous checkpoint, which
 #    resumes bitwise, and the half-written staging directory step-N.tmp is refused
 #    when named directly. (tests/checkpoint_safety.sh kills saves at other points.)
+#  - retention (sf_checkpoint_prune): keep 2 of 4 steps leaves the newest two and a
+#    staged step-N.tmp alone, and latest still resumes bitwise; the step latest names
+#    stays whatever its age; keep 0 is refused and removes nothing.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/ckpt_lib.sh"
 
@@ -66,7 +69,7 @@ flip_byte() {
 	printf "\\$(printf %o "$_nb")" | dd of="$1" bs=1 seek="$2" conv=notrunc 2>/dev/null
 }
 
-plan 27
+plan 31
 
 # --- resume equals uninterrupted, bitwise -----------------------------------------------
 for opt in sgd adamw lion; do
@@ -233,4 +236,30 @@ compare "after the crash, dir/latest resumes bitwise like the uninterrupted run"
 	after-crash full-sgd --bitwise
 drv 1 half --steps 0 --resume "$tmp/crash-shards/step-000000006.tmp" --resume-may-fail
 refused half "half-written" "the half-written step 6 (staged), named directly, is refused"
+
+# --- retention: sf_checkpoint_prune ----------------------------------------------------
+# steps 2, 4, 6, 8 saved; a staged step-000000005.tmp with a manifest (a save in flight)
+keepd=$tmp/keep
+rm -rf "$keepd"
+steps_of() { (cd "$1" && ls -d step-* 2>/dev/null | tr '\n' ' '); }
+drv 2 keep-save --steps 8 --save "$keepd" --save-every 2 &&
+	mkdir "$keepd/step-000000005.tmp" && cp "$keepd/step-000000004/manifest.json" "$keepd/step-000000005.tmp/" &&
+	drv 2 keep-2 --steps 0 --prune "$keepd" --keep 2 &&
+	grep -q "^prune_removed 2$" "$tmp/keep-2.out" &&
+	[ "$(steps_of "$keepd")" = "step-000000005.tmp step-000000006 step-000000008 " ]
+ok $? "keep 2 of steps 2, 4, 6, 8: 6 and 8 stay, the staged step-5.tmp is left alone ($(steps_of "$keepd"))"
+drv 2 keep-resume --steps 8 --resume "$keepd" --out-params "$tmp/keep-resume.dump" &&
+	drv 2 keep-full --steps 8 --out-params "$tmp/keep-full.dump"
+compare "after the prune, dir/latest (step 8) loads the uninterrupted run's parameters, bitwise" \
+	keep-resume keep-full --bitwise
+# latest naming an older step: that one stays too
+echo step-000000006 >"$keepd/latest"
+drv 1 keep-1 --steps 0 --prune "$keepd" --keep 1 &&
+	grep -q "^prune_removed 0$" "$tmp/keep-1.out" &&
+	[ "$(steps_of "$keepd")" = "step-000000005.tmp step-000000006 step-000000008 " ]
+ok $? "keep 1 with latest naming step 6: the newest (8) and latest's (6) both stay"
+drv 1 keep-0 --steps 0 --prune "$keepd" --keep 0
+grep -q "prune_refused.*keep is 0" "$tmp/keep-0.out" &&
+	[ "$(steps_of "$keepd")" = "step-000000005.tmp step-000000006 step-000000008 " ]
+ok $? "keep 0 is refused, nothing removed: $(cut -c1-100 "$tmp/keep-0.out")"
 finish

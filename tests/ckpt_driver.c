@@ -37,6 +37,9 @@
  *                              step 1 on the untouched model
  *   --init FILE                sf_model_import_safetensors before training
  *   --export FILE              sf_model_export_safetensors after training
+ *   --prune DIR --keep K       sf_checkpoint_prune(DIR, K) after training: rank 0 prints
+ *                              "prune_removed <n>", or "prune_refused <status>: <msg>"
+ *                              (exit 0 for SF_ERR_INVALID, so a bad keep is testable)
  *   --lock DIR, --lock-read DIR
  *                              sf_checkpoint_lock (SF_CHECKPOINT_WRITE, _READ) before
  *                              anything else, in that order (a refusal exits 1)
@@ -69,8 +72,8 @@ enum crash_mode { CRASH_NONE, CRASH_SHARDS, CRASH_MANIFEST, CRASH_SWITCH, CRASH_
 
 struct options {
 	struct train_options t;
-	int save_every, dump_from;
-	const char *out, *out_params, *save, *resume, *init, *export_path, *latest;
+	int save_every, dump_from, keep;
+	const char *out, *out_params, *save, *resume, *init, *export_path, *latest, *prune;
 	const char *lock, *lock_read, *pause;
 	int resume_may_fail, pause_after;
 	enum crash_mode crash;
@@ -184,6 +187,11 @@ static int parse_options(int argc, char **argv, struct options *o)
 			o->init = val;
 		} else if (!strcmp(opt, "--export")) {
 			o->export_path = val;
+		} else if (!strcmp(opt, "--prune")) {
+			o->prune = val;
+		} else if (!strcmp(opt, "--keep")) {
+			if (parse_int(val, 0, INT_MAX, &o->keep))
+				return bad(opt, val);
 		} else if (!strcmp(opt, "--lock")) {
 			o->lock = val;
 		} else if (!strcmp(opt, "--lock-read")) {
@@ -340,6 +348,15 @@ int main(int argc, char **argv)
 	}
 	if (o.export_path)
 		CHECK(sf_model_export_safetensors(m, o.export_path));
+	if (o.prune) {
+		int removed = -1, prc = sf_checkpoint_prune(m, o.prune, o.keep, &removed);
+		if (rank == 0 && prc == SF_OK)
+			printf("prune_removed %d\n", removed);
+		else if (rank == 0)
+			printf("prune_refused %d: %s\n", prc, sf_last_error());
+		if (prc != SF_OK && prc != SF_ERR_INVALID)
+			goto fail;
+	}
 
 	size_t n;
 	CHECK(sf_model_param_count(m, &n));

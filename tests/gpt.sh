@@ -22,6 +22,8 @@
 #    whose first steps are 1/19 of what they should be);
 #  - stopped at step 30 (--max-steps, a checkpoint) and resumed to 60: the exported
 #    weights are bitwise those of the uninterrupted run, and so is the generated text;
+#  - each checkpoint saved prints a line (step, directory, seconds), and
+#    --checkpoint-keep 1 leaves the newest step alone, saying what it removed;
 #  - 1 rank reaches the same validation loss as 2 at step 30 (within 1e-3: float sums
 #    differ, and later steps are chaotic);
 #  - the export is a safetensors file with nanoGPT's names (a tied lm_head has none);
@@ -45,7 +47,7 @@ model="--layers 2 --heads 2 --embd 32 --context 32 --batch 8 --text $text --val-
 short="--eval-every 30 --eval-batches 2 --progress-every 10 --warmup 10 --lr 0.004"
 gen="--prompt Sharded --sample 2 --tokens 40"
 
-plan 37
+plan 40
 
 timeout -k 5 "$limit" "$GPT" --help </dev/null >"$tmp/help.out" 2>"$tmp/help.err"
 st=$?
@@ -78,6 +80,7 @@ bad '--preset "gpt3" is invalid: accepted values are gpt2, llama-100m' --preset 
 bad '--vocab-file goes with --train-tokens' --vocab-file v.bin
 bad 'needs their decode table, --vocab-file FILE' --train-tokens a.bin --val-tokens b.bin
 bad '--prompt with token files' --train-tokens a.bin --val-tokens b.bin --vocab-file v.bin --prompt Hi
+bad '--checkpoint-keep needs --checkpoint-dir' --checkpoint-keep 2
 
 # badtext DESC FILE WORD: exit 1, a message naming the file and WORD
 badtext() {
@@ -165,6 +168,13 @@ sed -n '/^sample 1:$/,$p' "$tmp/full.out" >"$tmp/full.samples"
 sed -n '/^sample 1:$/,$p' "$tmp/rest.out" >"$tmp/rest.samples"
 cmp -s "$tmp/full.samples" "$tmp/rest.samples"
 ok $? "... and the generated text is the same"
+
+# a line a checkpoint, and --checkpoint-keep's retention (issue 46: nothing was logged)
+gpt 1 keep --steps 6 --checkpoint-dir "$tmp/ck-keep" --checkpoint-every 2 --checkpoint-keep 1
+n=$(grep -c "^gpt: checkpoint of step [246] saved in $tmp/ck-keep ([0-9.]* s)" "$tmp/keep.err")
+[ "$n" -eq 3 ] && grep -q "step 6 saved .*; 1 older one removed (--checkpoint-keep 1)" "$tmp/keep.err" &&
+	[ "$(cd "$tmp/ck-keep" && ls -d step-*)" = step-000000006 ]
+ok $? "--checkpoint-every 2 --checkpoint-keep 1: a line each save ($n of 3), step 6 alone kept"
 
 # 1 rank: the same batches and arithmetic up to the order of float sums. Runs of this
 # size are chaotic past step ~35 (a loss spike there turns 1e-7 differences into 1e-2
