@@ -33,14 +33,22 @@ static inline int cli_launcher_rank(void)
 	return 0;
 }
 
+/* "<prog>: <function> failed: <status>" for a failed call given as its source text:
+ * the function's name alone, not its arguments (the library has logged the details,
+ * and a user reads no C). */
+static inline void cli_call_failed(const char *prog, const char *call, const char *status)
+{
+	fprintf(stderr, "%s: %.*s failed: %s\n", prog, (int)strcspn(call, "( "), call, status);
+}
+
 /* A shardflow call in a function with a `done:` label: on failure, prints
- * "<prog>: <call> failed: <status>" (the library has logged the details) and jumps
- * there. The caller includes shardflow.h. */
+ * "<prog>: <function> failed: <status>" (cli_call_failed) and jumps there. The caller
+ * includes shardflow.h. */
 #define CLI_CHECK(call)                                                                    \
 	do {                                                                                   \
 		int rc_ = (call);                                                                  \
 		if (rc_ < 0) {                                                                     \
-			fprintf(stderr, "%s: %s failed: %s\n", cli_prog, #call, sf_strerror(rc_));     \
+			cli_call_failed(cli_prog, #call, sf_strerror(rc_));                            \
 			goto done;                                                                     \
 		}                                                                                  \
 	} while (0)
