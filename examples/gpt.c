@@ -471,6 +471,7 @@ struct run {
 	int rank, size, first, rows, T, V;
 	int accum; /* SHARDFLOW_GRAD_ACCUM: micro-batches a step */
 	int tp;    /* SHARDFLOW_TP: the ranks of a TP group (consecutive) hold the same rows */
+	char trace[512]; /* SHARDFLOW_TRACE's prefix, "" when off: said at the end */
 	int32_t *x, *y;
 	float *logits;
 	FILE *loss_log; /* --loss-log, rank 0 */
@@ -591,6 +592,7 @@ static int build_model(struct run *r)
 	CHECK(sf_context_config(r->ctx, &cfg));
 	r->accum = cfg.grad_accum;
 	r->tp = cfg.tp;
+	snprintf(r->trace, sizeof r->trace, "%s", cfg.trace);
 	if (o->arch) {
 		struct sf_llama_config lc;
 		sf_llama_config_init(&lc);
@@ -1245,6 +1247,11 @@ done:
 	sf_vocab_free(&r.vocab);
 	if (r.m && sf_model_destroy(r.m) < 0)
 		status = 1;
+	else if (r.m && r.rank == 0 && r.trace[0]) /* destroy wrote the trace */
+		fprintf(stderr,
+		        PROG ": trace: %s.rank<r>.json (Perfetto, chrome://tracing), the overlap "
+		        "report %s.overlap.txt, the timeline %s.timeline.svg\n",
+		        r.trace, r.trace, r.trace);
 	if (r.ctx && status != 0 && r.size > 1 && !r.agreed) {
 		fprintf(stderr, PROG ": rank %d failed; aborting the job\n", r.rank);
 		MPI_Abort(MPI_COMM_WORLD, 1);

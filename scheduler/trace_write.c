@@ -60,8 +60,15 @@ SF_API int sf_model_trace_write(sf_model *m)
 	SF_CHECK_GOTO(collect(m, mine, n, &all, &total), out);
 	m->trace_written = m->nsteps;
 	SF_CHECK_GOTO(lrc, out);
-	if (m->rank == 0)
+	if (m->rank == 0) {
 		SF_CHECK_GOTO(_sf_trace_write_report(m->cfg.trace, all, total), out);
+		/* where it went (issue 46: no line said so) */
+		_sf_log(SF_LOG_INFO,
+		        "SHARDFLOW_TRACE: each rank's trace in %s.rank<r>.json (Perfetto, "
+		        "chrome://tracing), the overlap report in %s.overlap.txt and .json, the "
+		        "timeline in %s.timeline.svg",
+		        m->cfg.trace, m->cfg.trace, m->cfg.trace);
+	}
 	if (_sf_recorder_incomplete(m->trace))
 		_sf_log(SF_LOG_WARN, "SHARDFLOW_TRACE: the trace is incomplete (out of memory)");
 out:
