@@ -1451,7 +1451,8 @@ SF_API int sf_vocab_decode(const struct sf_vocab *v, const int32_t *ids, int64_t
 struct sf_checkpoint_info {
 	int64_t step;       /**< steps done (the model's own count is saved too) */
 	int64_t epoch;      /**< data order: epoch ... */
-	int64_t batch;      /**< ... and next batch within it */
+	int64_t batch;      /**< ... and the index of the next batch within it (a position in
+	                         the data order, not a batch size; the manifest's "batch") */
 	uint64_t data_seed; /**< seed of the data order */
 };
 
