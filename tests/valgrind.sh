@@ -38,7 +38,7 @@ set -- \
 	"gpt (attention, pos_embedding) adamw|$top_builddir/tests/train_dump --model gpt --optimizer adamw --steps 2 --batch 3 --out $tmp/e.dump" \
 	"nanogpt (sf_gpt_graph) adamw, safetensors export|$top_builddir/tests/train_dump --model nanogpt --optimizer adamw --steps 2 --batch 3 --export-init $tmp/w0.st --out $tmp/f.dump" \
 	"llama-hf-tp (linear_col of named blocks, linear_row; K 1) clipped, export|$top_builddir/tests/train_dump --model llama-hf-tp --optimizer adamw --clip 0.5 --steps 2 --batch 3 --export $tmp/tp.st --out $tmp/t.dump" \
-	"examples/gpt: train, evaluate, checkpoint, export, generate|$top_builddir/examples/gpt --layers 1 --heads 2 --embd 16 --context 16 --batch 2 --steps 3 --eval-every 2 --eval-batches 1 --text $corpus --checkpoint-dir $tmp/gck --export $tmp/g.st --sample 1 --tokens 8" \
+	"examples/gpt: train, evaluate, checkpoint (and retention), export, generate|$top_builddir/examples/gpt --layers 1 --heads 2 --embd 16 --context 16 --batch 2 --steps 3 --eval-every 2 --eval-batches 1 --text $corpus --checkpoint-dir $tmp/gck --checkpoint-every 1 --checkpoint-keep 1 --export $tmp/g.st --sample 1 --tokens 8" \
 	"custom layer|$top_builddir/examples/custom_layer --steps 3" \
 	"mlp_synthetic|$top_builddir/examples/mlp_synthetic --steps 2 --batch 8 --widths 32,16,10" \
 	"mlp_synthetic traced|env SHARDFLOW_TRACE=$tmp/trace $top_builddir/examples/mlp_synthetic --steps 2 --batch 8 --widths 32,16,16,10"
