@@ -140,7 +140,9 @@ for m in "$top"/tests/mutants/gpu/*.patch; do
 	cp "$src/layers/attention_flash.cuh" "$md/layers/" && cp "$src/tests/test_flash_gpu.cu" "$md/tests/" ||
 		die "cannot copy the fused attention's files for mutant $n"
 	(cd "$md" && patch -p1 -s -f <"$m") >>"$log" 2>&1 || die "GPU mutant $n does not apply (log: $log)"
-	"$cuda/bin/nvcc" -std=c++17 -O3 --fmad=false -gencode arch=compute_90,code=sm_90 -I"$md" -I"$src" -I"$src/include" \
+	# NVCC as configure takes it (CI: "ccache nvcc"), else the toolkit's
+	# shellcheck disable=SC2086
+	${NVCC:-"$cuda/bin/nvcc"} -std=c++17 -O3 --fmad=false -gencode arch=compute_90,code=sm_90 -I"$md" -I"$src" -I"$src/include" \
 		"$md/tests/test_flash_gpu.cu" -o "$stage/tests/mutants/$n" >>"$log" 2>&1 ||
 		die "GPU mutant $n does not compile (log: $log)"
 done
