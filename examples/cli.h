@@ -53,6 +53,19 @@ static inline void cli_call_failed(const char *prog, const char *call, const cha
 		}                                                                                  \
 	} while (0)
 
+/* CLI_CHECK for a call that fails alike on every rank, as sf_init does on a bad
+ * SHARDFLOW_* variable (the environment is every rank's): the launcher's rank 0 alone
+ * says so, as the library does. */
+#define CLI_CHECK_ALIKE(call)                                                              \
+	do {                                                                                   \
+		int rc_ = (call);                                                                  \
+		if (rc_ < 0) {                                                                     \
+			if (cli_launcher_rank() == 0)                                                  \
+				cli_call_failed(cli_prog, #call, sf_strerror(rc_));                        \
+			goto done;                                                                     \
+		}                                                                                  \
+	} while (0)
+
 /* Prints "<prog>: <message>" and one line pointing at --help (rank 0 only), as GNU
  * tools do: the whole usage after a one-line mistake buried it; returns 2, the status
  * of a bad command line. */

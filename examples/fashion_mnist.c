@@ -643,7 +643,7 @@ int main(int argc, char **argv)
 	if (prc)
 		return prc == 1 ? 0 : 2;
 
-	CHECK(sf_init(&argc, &argv, &r.ctx));
+	CLI_CHECK_ALIKE(sf_init(&argc, &argv, &r.ctx));
 	CHECK(sf_context_world(r.ctx, &r.rank, &r.size));
 	if (load_data(&r) < 0 || build_model(&r) < 0)
 		goto done;

@@ -381,6 +381,38 @@ SF_API int sf_init(int *argc, char ***argv, sf_context **out)
 	return sf_init_config(argc, argv, NULL, out);
 }
 
+/* This process's rank as its launcher gives it (Open MPI, PMIx, PMI), before MPI is up;
+ * 0 without one */
+static int launcher_rank(void)
+{
+	static const char *const vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"};
+	for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+		const char *v = getenv(vars[i]);
+		if (v && *v)
+			return atoi(v);
+	}
+	return 0;
+}
+
+/* The configuration from the program and the environment. Every rank reads the same
+ * variables (a launcher gives them all the same environment), so a bad one is said
+ * once, by the launcher's rank 0; the others return the same status quietly
+ * (issue 46: each of N ranks printed the same message). The one check that depends on
+ * the rank's machine, SHARDFLOW_TRACE's directory, is said by every rank it fails on. */
+static int resolve_config(const struct sf_config *cfg, sf_context *ctx)
+{
+	bool quiet = _sf_err_quiet;
+	if (launcher_rank() != 0)
+		_sf_err_quiet = true;
+	int rc = _sf_config_resolve(cfg, "sf_init_config", &ctx->cfg, &ctx->cfg_from_env);
+	bool local = rc < 0 && strstr(sf_last_error(), "SHARDFLOW_TRACE=") &&
+	             strstr(sf_last_error(), "does not exist");
+	_sf_err_quiet = quiet;
+	if (local && launcher_rank() != 0) /* again, to be said */
+		rc = _sf_config_resolve(cfg, "sf_init_config", &ctx->cfg, &ctx->cfg_from_env);
+	return rc;
+}
+
 SF_API int sf_init_config(int *argc, char ***argv, const struct sf_config *cfg, sf_context **out)
 {
 	int rc = SF_OK;
@@ -397,7 +429,7 @@ SF_API int sf_init_config(int *argc, char ***argv, const struct sf_config *cfg, 
 	if (!ctx)
 		return SF_ERR(SF_ERR_NOMEM, "sf_init: out of memory");
 
-	SF_CHECK_GOTO(_sf_config_resolve(cfg, "sf_init_config", &ctx->cfg, &ctx->cfg_from_env), fail);
+	SF_CHECK_GOTO(resolve_config(cfg, ctx), fail);
 	if (cfg)
 		ctx->cfg_program = *cfg;
 	else
