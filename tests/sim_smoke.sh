@@ -32,7 +32,7 @@ SMPIRUN="$STARPU_BINDIR/starpu_smpirun"
 require_progs "$MLP" "$SMPIRUN"
 command -v xsltproc >/dev/null 2>&1 || skip_all "starpu_smpirun needs xsltproc (Debian package xsltproc)"
 
-plan 26
+plan 29
 
 SF_TEST_TIMEOUT=300
 export SF_TEST_TIMEOUT
@@ -237,6 +237,27 @@ done
 grep -q "warning: --gpu h100:fp32 has a peak of 66.9 TFLOP/s, the calibration's run measured against 409.97" "$tmp/h-mix.out"
 ok $? "a TF32 calibration with --gpu h100:fp32: warned that the MFU column's peak is another math's" ||
 	diag_file "$tmp/h-mix.out"
+# a named GPU takes its measured calibration where one exists (issue 44): h100:tf32
+# finds bench/calibrations' TF32 file and says so; --calibration none keeps the
+# roofline; h100 (bf16) has none yet, and the output says the efficiencies are assumed
+small="--arch gpt --layers 2 --dim 64 --heads 2 --vocab 256 --context 64 --batch 2 --gpus-per-node 1 --no-breakdown"
+# shellcheck disable=SC2086
+"$SIM" $small --gpu h100:tf32 >"$tmp/a1.out" 2>&1 &&
+	grep -q "^shardflow-sim: compute: the measured efficiencies of .*/h100-tf32-gpt124m.tsv (NVIDIA H100" "$tmp/a1.out" &&
+	! grep -q warning "$tmp/a1.out"
+ok $? "--gpu h100:tf32 without --calibration: the measured TF32 calibration, said in the output" ||
+	diag_file "$tmp/a1.out"
+# shellcheck disable=SC2086
+"$SIM" $small --gpu h100:tf32 --calibration none >"$tmp/a2.out" 2>&1 &&
+	grep -q "^shardflow-sim: compute: the roofline's assumed efficiencies (--calibration none" "$tmp/a2.out" &&
+	[ "$(grep -E '^ +1 ' "$tmp/a1.out" | tail -1)" != "$(grep -E '^ +1 ' "$tmp/a2.out" | tail -1)" ]
+ok $? "--calibration none: the roofline, another step time than the measured one's" ||
+	diag_file "$tmp/a2.out"
+# shellcheck disable=SC2086
+"$SIM" $small --gpu h100 >"$tmp/a3.out" 2>&1 &&
+	grep -q "^shardflow-sim: compute: the roofline's assumed efficiencies: no measured calibration of h100 bf16" "$tmp/a3.out"
+ok $? "--gpu h100 (bf16, no measured calibration yet): the roofline, said so" ||
+	diag_file "$tmp/a3.out"
 printf '# peak_tflops 1\n# bandwidth_gbs 1\n# fallback 0.5\nsf_linear_fwd 1 -2 10\n' >"$tmp/bad.tsv"
 SHARDFLOW_SIM_CALIBRATION="$tmp/bad.tsv" STARPU_HOSTNAME=simnode STARPU_PERF_MODEL_DIR="$tmp/models" \
 	STARPU_NCPU=2 timeout "$SF_TEST_TIMEOUT" "$SMPIRUN" -platform "$tmp/platform.xml" \
