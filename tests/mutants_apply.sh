@@ -1,6 +1,7 @@
 #!/bin/sh
 # mutants_apply.sh — every planted bug of tests/mutants/ (and of tests/mutants/gpu/,
-# which gpu-bundle.sh builds for gpu-check's flash stage) still applies to this tree,
+# which gpu-bundle.sh builds for gpu-check's flash stage, and tests/mutants/sim/, the
+# simulation build's, planted by hand there) still applies to this tree,
 # so that CI's daily share (scripts/mutants.sh --rotate) never meets a stale patch:
 # per patch, its preamble names the bug ("Mutant: ...") and tests that exist
 # ("Killed-by: ...", programs or scripts of tests/), and `git apply --check` accepts
@@ -11,13 +12,16 @@
 command -v git >/dev/null 2>&1 || skip_all "git is not installed"
 (cd "$top_srcdir" && git rev-parse --show-toplevel >/dev/null 2>&1) ||
 	skip_all "$top_srcdir is not a git checkout"
-set -- "$top_srcdir"/tests/mutants/*.patch "$top_srcdir"/tests/mutants/gpu/*.patch
-[ -e "$1" ] || skip_all "no patch in tests/mutants/"
-[ -e "$top_srcdir/tests/mutants/gpu/*.patch" ] && shift # the glob matched nothing
+set --
+for p in "$top_srcdir"/tests/mutants/*.patch "$top_srcdir"/tests/mutants/gpu/*.patch \
+	"$top_srcdir"/tests/mutants/sim/*.patch; do
+	[ -e "$p" ] && set -- "$@" "$p" # a glob that matched nothing stays as written
+done
+[ $# -gt 0 ] || skip_all "no patch in tests/mutants/"
 plan $#
 for p in "$@"; do
 	name=$(basename "$p" .patch)
-	case $p in */gpu/*) name=gpu/$name ;; esac
+	case $p in */gpu/*) name=gpu/$name ;; */sim/*) name=sim/$name ;; esac
 	what=$(sed -n '1s/^Mutant: //p' "$p")
 	tests=$(sed -n '2s/^Killed-by: //p' "$p")
 	missing=
