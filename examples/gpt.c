@@ -725,6 +725,14 @@ static void print_banner(const struct run *r)
 		    r->o.train_tokens ? "tokens" : "bytes",
 		    (long long)(r->o.train_tokens ? r->tokens[1].n : r->text.n - r->text.train_end),
 		    r->o.batch, r->T, r->accum, (long long)r->o.steps);
+	/* the effective settings, once (issue 46: the layout, depth, sharding and dtypes
+	 * were said nowhere): the knobs' values as sf_config_set reads them */
+	struct sf_config cfg;
+	char settings[2048];
+	if (r->rank == 0 && sf_context_config(r->ctx, &cfg) == SF_OK &&
+	    sf_config_describe(&cfg, 1, settings, sizeof settings) == SF_OK)
+		fprintf(stderr, PROG ": layout dp %d x tp %d; settings: %s\n", r->size / r->tp, r->tp,
+		        settings);
 	struct sf_model_stats st;
 	if (sf_model_stats(r->m, &st) == SF_OK && r->rank == 0) {
 		const double mib = 1024.0 * 1024.0;

@@ -369,6 +369,15 @@ SF_API int sf_config_init(struct sf_config *c);
  *  environment (tests/config_code.sh shows one). */
 SF_API int sf_config_set(struct sf_config *c, const char *name, const char *value);
 
+/** Writes the settings of *c as "field=value" words separated by spaces, in the
+ *  README's order, with the names and values sf_config_set() reads ("prefetch_depth=2
+ *  sharding=full ..."; an unset trace is "trace=", as sf_config_set takes it, so each
+ *  word read back by sf_config_set gives the same settings): every knob when all is
+ *  non-zero, else only those that differ from the defaults (an empty string when none
+ *  does). For a program's start-up line and a run's records. SF_ERR_INVALID for NULL
+ *  arguments or when `size` bytes are too few (*out then holds a truncated prefix). */
+SF_API int sf_config_describe(const struct sf_config *c, int all, char *out, size_t size);
+
 /**
  * sf_init() with the program's configuration: the knobs of *cfg (NULL: the defaults,
  * which is sf_init()), each checked (a value out of range is refused naming the field,

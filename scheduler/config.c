@@ -595,3 +595,26 @@ int _sf_starpu_env_check(int maxcpus)
 	}
 	return SF_OK;
 }
+
+SF_API int sf_config_describe(const struct sf_config *c, int all, char *out, size_t size)
+{
+	if (!c || !out || !size)
+		return SF_ERR(SF_ERR_INVALID, "sf_config_describe: NULL config or output, or size 0");
+	struct sf_config d;
+	sf_config_init(&d);
+	size_t k = 0;
+	out[0] = '\0';
+	for (size_t i = 0; i < NKNOBS; i++) {
+		char b1[32], b2[32];
+		const char *v = spell(c, &knobs[i], b1, sizeof b1);
+		if (!all && strcmp(v, spell(&d, &knobs[i], b2, sizeof b2)) == 0)
+			continue;
+		int w = snprintf(out + k, size - k, "%s%s=%s", k ? " " : "", knobs[i].field, v);
+		if (w < 0 || (size_t)w >= size - k)
+			return SF_ERR(SF_ERR_INVALID,
+			              "sf_config_describe: %zu bytes are too few for the settings",
+			              size);
+		k += (size_t)w;
+	}
+	return SF_OK;
+}

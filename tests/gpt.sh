@@ -22,6 +22,8 @@
 #    whose first steps are 1/19 of what they should be);
 #  - stopped at step 30 (--max-steps, a checkpoint) and resumed to 60: the exported
 #    weights are bitwise those of the uninterrupted run, and so is the generated text;
+#  - one line at start gives the layout (dp x tp) and every setting
+#    (sf_config_describe);
 #  - each checkpoint saved prints a line (step, directory, seconds), and
 #    --checkpoint-keep 1 leaves the newest step alone, saying what it removed;
 #  - 1 rank reaches the same validation loss as 2 at step 30 (within 1e-3: float sums
@@ -47,7 +49,7 @@ model="--layers 2 --heads 2 --embd 32 --context 32 --batch 8 --text $text --val-
 short="--eval-every 30 --eval-batches 2 --progress-every 10 --warmup 10 --lr 0.004"
 gen="--prompt Sharded --sample 2 --tokens 40"
 
-plan 40
+plan 41
 
 timeout -k 5 "$limit" "$GPT" --help </dev/null >"$tmp/help.out" 2>"$tmp/help.err"
 st=$?
@@ -168,6 +170,11 @@ sed -n '/^sample 1:$/,$p' "$tmp/full.out" >"$tmp/full.samples"
 sed -n '/^sample 1:$/,$p' "$tmp/rest.out" >"$tmp/rest.samples"
 cmp -s "$tmp/full.samples" "$tmp/rest.samples"
 ok $? "... and the generated text is the same"
+
+# the effective settings at start, once (issue 46): the layout and every knob
+n=$(grep -c "^gpt: layout dp 2 x tp 1; settings: log_level=warn prefetch_depth=2 .*sharding=full .*param_dtype=fp32 .*tp=1$" "$tmp/full.err")
+[ "$n" -eq 1 ]
+ok $? "2 ranks: one line at start with the layout (dp 2 x tp 1) and every setting ($n)"
 
 # a line a checkpoint, and --checkpoint-keep's retention (issue 46: nothing was logged)
 gpt 1 keep --steps 6 --checkpoint-dir "$tmp/ck-keep" --checkpoint-every 2 --checkpoint-keep 1

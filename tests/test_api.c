@@ -221,6 +221,44 @@ static void test_config_in_code(void)
 	ok_true(has("accepted values are off, error, warn, info, debug (default warn)"),
 	        "  listing off among the levels");
 
+	/* sf_config_describe: the defaults differ in nothing; every knob's word read back
+	 * by sf_config_set gives the same settings; too small a buffer refused */
+	char desc[2048], again[2048];
+	sf_config_init(&a);
+	ok(sf_config_describe(&a, 0, desc, sizeof desc) == SF_OK && desc[0] == '\0',
+	   "sf_config_describe of the defaults, changes only: empty");
+	a.sharding = SF_SHARD_GRAD_OP, a.prefetch_depth = 3, a.gpu_math = SF_GPU_MATH_BF16;
+	ok_sf_ok(sf_config_describe(&a, 0, desc, sizeof desc), "sf_config_describe, changes only");
+	ok_true(!strcmp(desc, "prefetch_depth=3 sharding=grad_op gpu_math=bf16"),
+	        "  names the three changed knobs, in the README's order");
+	ok_sf_ok(sf_config_describe(&a, 1, desc, sizeof desc), "sf_config_describe, every knob");
+	{
+		struct sf_config b;
+		sf_config_init(&b);
+		int read_back = 1;
+		char copy[2048];
+		snprintf(copy, sizeof copy, "%s", desc);
+		for (char *save = NULL, *w = strtok_r(copy, " ", &save); w;
+		     w = strtok_r(NULL, " ", &save)) {
+			char *eq = strchr(w, '=');
+			if (!eq) {
+				read_back = 0;
+				break;
+			}
+			*eq = '\0';
+			if (sf_config_set(&b, w, eq + 1) != SF_OK)
+				read_back = 0;
+		}
+		ok_true(read_back && sf_config_describe(&b, 1, again, sizeof again) == SF_OK &&
+		            !strcmp(desc, again) && b.sharding == SF_SHARD_GRAD_OP &&
+		            b.prefetch_depth == 3 && b.gpu_math == SF_GPU_MATH_BF16,
+		        "  each word read back by sf_config_set gives the same settings");
+	}
+	ok_int_eq(sf_config_describe(&a, 1, desc, 16), SF_ERR_INVALID,
+	          "sf_config_describe into 16 bytes refused");
+	ok_int_eq(sf_config_describe(NULL, 1, desc, sizeof desc), SF_ERR_INVALID,
+	          "sf_config_describe(NULL config) refused");
+
 	sf_context *ctx = NULL;
 	sf_config_init(&a);
 	a.prefetch_depth = 99;
