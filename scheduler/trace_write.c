@@ -61,7 +61,13 @@ SF_API int sf_model_trace_write(sf_model *m)
 	m->trace_written = m->nsteps;
 	SF_CHECK_GOTO(lrc, out);
 	if (m->rank == 0) {
-		SF_CHECK_GOTO(_sf_trace_write_report(m->cfg.trace, all, total), out);
+		/* what was measured (issue 46: the report did not say) */
+		char settings[1536], config[1700];
+		if (sf_config_describe(&m->cfg, 1, settings, sizeof settings) < 0)
+			settings[0] = '\0';
+		snprintf(config, sizeof config, "%d rank(s), dp %d x tp %d; settings: %s", m->nranks,
+		         m->dp_size, m->tp, settings);
+		SF_CHECK_GOTO(_sf_trace_write_report(m->cfg.trace, config, all, total), out);
 		/* where it went (issue 46: no line said so) */
 		_sf_log(SF_LOG_INFO,
 		        "SHARDFLOW_TRACE: each rank's trace in %s.rank<r>.json (Perfetto, "

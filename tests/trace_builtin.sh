@@ -72,7 +72,7 @@ early_late() {
 	}'
 }
 
-plan 24
+plan 25
 
 trace d0 0
 ok $? "depth 0: traced 2-rank run succeeds" || diag_file "$tmp/d0.err"
@@ -167,6 +167,13 @@ ok $? "depth 2: some gathers L(l+1) start before fwd Ll ends ($early of $((2 * 3
 lines=$(grep -c '^rank [01] step [0-2] ' "$tmp/d2.overlap.txt")
 [ "$lines" -eq 6 ]
 ok $? "the report has a line for each of 2 ranks x 3 steps ($lines)"
+# what was measured, in each file (issue 46: the report did not record it)
+cfg='2 rank(s), dp 2 x tp 1; settings: log_level=[a-z]* prefetch_depth=2 '
+head -1 "$tmp/d2.overlap.txt" | grep -q "; $cfg" &&
+	grep -q "\"source\": *\"[^\"]*; $cfg" "$tmp/d2.overlap.json" &&
+	grep -q "$cfg" "$tmp/d2.timeline.svg"
+ok $? "the report, its JSON and the timeline record the layout and settings they measured" ||
+	diag "$(head -1 "$tmp/d2.overlap.txt")"
 rows=$(sed -n 's/^  \(.*\) mean .* max .*/\1/p' "$tmp/d2.overlap.txt" | sed 's/ *$//' | tr '\n' ',')
 [ "$rows" = "fc1 (L2),fc2 (L4),fc3 (L6),fc4 (L8),fc5 (L10)," ]
 ok $? "the report's stall rows name the $units units: fc1 (L2) .. fc5 (L10) ($rows)" ||

@@ -185,12 +185,14 @@ int _sf_trace_write_chrome(const char *path, int rank, int nworkers, int comm_wo
 
 /* Errors are raised where they are found (report.c, svg.c, write.c), so that each is
  * printed once; their messages name the file or say what the events lack. */
-int _sf_trace_write_report(const char *prefix, const struct _sf_event *all, size_t n)
+int _sf_trace_write_report(const char *prefix, const char *config, const struct _sf_event *all,
+                           size_t n)
 {
 	int rc = SF_OK;
 	struct _sf_report r;
-	char src[SF_PATH_MAX];
-	snprintf(src, sizeof src, "built-in trace %s.rank*.json", prefix);
+	char src[SF_PATH_MAX + 2048];
+	snprintf(src, sizeof src, "built-in trace %s.rank*.json%s%s", prefix, config ? "; " : "",
+	         config ? config : "");
 	SF_CHECK(_sf_report_build(all, n, &r));
 	rc = _sf_report_write_files(prefix, all, n, &r, src, src);
 	_sf_report_free(&r);

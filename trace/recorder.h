@@ -40,7 +40,10 @@ bool _sf_recorder_incomplete(const struct _sf_recorder *r);
 int _sf_trace_write_chrome(const char *path, int rank, int nworkers, int comm_worker,
                            const struct _sf_event *ev, size_t n);
 /* Writes <prefix>.overlap.txt, .overlap.json and .timeline.svg from every rank's
- * records. */
-int _sf_trace_write_report(const char *prefix, const struct _sf_event *all, size_t n);
+ * records; config (or NULL): the run's layout and settings, which each file records
+ * beside its source (the text's first line, the JSON's "source", the timeline's
+ * title). */
+int _sf_trace_write_report(const char *prefix, const char *config, const struct _sf_event *all,
+                           size_t n);
 
 #endif
