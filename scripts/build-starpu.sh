@@ -225,6 +225,12 @@ $SUDO mkdir -p "$prefix/share"
 echo "$stamped" | $SUDO tee "$stamp" >/dev/null
 took=$(($(date +%s) - start))
 say "built and installed in $((took / 60)) min $((took % 60)) s"
-say "done: ./configure --with-starpu=$prefix"
+if [ "$simgrid" = yes ]; then
+	say "done: in a copy of the tree (scripts/copy-tree.sh . ../shardflow-sim; docs/scale.md): ./autogen.sh && ./configure --with-starpu=$prefix --enable-simulation --without-cuda --without-dnnl"
+elif [ -n "$cuda" ]; then
+	say "done: ./configure --with-starpu=$prefix --with-cuda=$cuda --with-nccl (or scripts/gpu-bundle.sh --starpu-prefix $prefix)"
+else
+	say "done: ./configure --with-starpu=$prefix"
+fi
 [ "$fxt" = yes ] && say "FxT tools: $prefix/bin/starpu_fxt_tool"
 exit 0
