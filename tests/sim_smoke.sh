@@ -32,7 +32,7 @@ SMPIRUN="$STARPU_BINDIR/starpu_smpirun"
 require_progs "$MLP" "$SMPIRUN"
 command -v xsltproc >/dev/null 2>&1 || skip_all "starpu_smpirun needs xsltproc (Debian package xsltproc)"
 
-plan 29
+plan 30
 
 SF_TEST_TIMEOUT=300
 export SF_TEST_TIMEOUT
@@ -180,6 +180,16 @@ b2=$?
 [ $b1 -eq 2 ] && grep -q "accepted h100, h200, a100" "$tmp/b1" && [ $b2 -eq 2 ] &&
 	grep -q -- '--link "fast"' "$tmp/b2"
 ok $? "--gpu v100 and --link fast are refused with the reason (exit $b1, $b2)"
+# the job's options checked before the launch: one line, not one per simulated rank
+# (issue 46: 16 copies of "unknown model")
+"$SIM" --model gpt3 --gpus-per-node 4 >"$tmp/b7" 2>&1
+b7=$?
+"$SIM" --model gpt2 --layers x --gpus-per-node 4 >"$tmp/b8" 2>&1
+b8=$?
+[ $b7 -eq 2 ] && [ "$(wc -l <"$tmp/b7")" -eq 1 ] && grep -q -- '--model "gpt3": accepted gpt2, ' "$tmp/b7" &&
+	[ $b8 -eq 2 ] && [ "$(wc -l <"$tmp/b8")" -eq 1 ] && grep -q -- '--layers "x": a positive number' "$tmp/b8"
+ok $? "--model gpt3 and --layers x on 4 GPUs: refused in one line each before the launch (exit $b7, $b8)" ||
+	diag_file "$tmp/b7"
 "$SIM" --model gpt2 --gpus-per-node 4 --batch 2 --no-breakdown >"$tmp/b6" 2>&1
 [ $? -ne 0 ] && grep -q "batch 2 is smaller than the 4 data-parallel ranks" "$tmp/b6"
 ok $? "a job that fails in the simulation: shardflow-sim shows its reason (batch 2 on 4 GPUs)" ||
