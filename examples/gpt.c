@@ -18,6 +18,7 @@
  *
  * Exit status: 0 success, 1 an error (data, library, checkpoint), 2 a bad command line.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -26,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "shardflow.h"
 #include "examples/cli.h"
@@ -820,8 +822,27 @@ done:
 	return status;
 }
 
+/* The bytes of the files in directory path (a checkpoint's step); -1 if unreadable */
+static double dir_bytes(const char *path)
+{
+	DIR *d = opendir(path);
+	if (!d)
+		return -1;
+	double total = 0;
+	char f[4096];
+	for (struct dirent *e; (e = readdir(d));) {
+		struct stat st;
+		if (snprintf(f, sizeof f, "%s/%s", path, e->d_name) >= (int)sizeof f)
+			continue;
+		if (stat(f, &st) == 0 && S_ISREG(st.st_mode))
+			total += (double)st.st_size;
+	}
+	closedir(d);
+	return total;
+}
+
 /* A checkpoint of this step, unless it is the one loaded or last written; a line says
- * where it went and what it took, and --checkpoint-keep's older ones go. */
+ * where it went, its size and what it took, and --checkpoint-keep's older ones go. */
 static int save(struct run *r)
 {
 	int status = -1;
@@ -835,8 +856,12 @@ static int save(struct run *r)
 		if (r->o.ckpt_keep)
 			CHECK(sf_checkpoint_prune(r->m, r->o.ckpt_dir, (int)r->o.ckpt_keep, &removed));
 		if (r->rank == 0) {
-			fprintf(stderr, PROG ": checkpoint of step %lld saved in %s (%.1f s)",
-			        (long long)r->step, r->o.ckpt_dir, t1 - t0);
+			char step_dir[4096];
+			snprintf(step_dir, sizeof step_dir, "%s/step-%09lld", r->o.ckpt_dir,
+			         (long long)r->step);
+			double mib = dir_bytes(step_dir) / (1024.0 * 1024.0);
+			fprintf(stderr, PROG ": checkpoint of step %lld saved in %s (%.1f MiB, %.1f s)",
+			        (long long)r->step, r->o.ckpt_dir, mib, t1 - t0);
 			if (removed)
 				fprintf(stderr, "; %d older one%s removed (--checkpoint-keep %lld)",
 				        removed, removed == 1 ? "" : "s", (long long)r->o.ckpt_keep);

@@ -178,7 +178,7 @@ ok $? "2 ranks: one line at start with the layout (dp 2 x tp 1) and every settin
 
 # a line a checkpoint, and --checkpoint-keep's retention (issue 46: nothing was logged)
 gpt 1 keep --steps 6 --checkpoint-dir "$tmp/ck-keep" --checkpoint-every 2 --checkpoint-keep 1
-n=$(grep -c "^gpt: checkpoint of step [246] saved in $tmp/ck-keep ([0-9.]* s)" "$tmp/keep.err")
+n=$(grep -c "^gpt: checkpoint of step [246] saved in $tmp/ck-keep ([0-9.]* MiB, [0-9.]* s)" "$tmp/keep.err")
 [ "$n" -eq 3 ] && grep -q "step 6 saved .*; 1 older one removed (--checkpoint-keep 1)" "$tmp/keep.err" &&
 	[ "$(cd "$tmp/ck-keep" && ls -d step-*)" = step-000000006 ]
 ok $? "--checkpoint-every 2 --checkpoint-keep 1: a line each save ($n of 3), step 6 alone kept"
