@@ -226,7 +226,7 @@ echo "$stamped" | $SUDO tee "$stamp" >/dev/null
 took=$(($(date +%s) - start))
 say "built and installed in $((took / 60)) min $((took % 60)) s"
 if [ "$simgrid" = yes ]; then
-	say "done: in a copy of the tree (scripts/copy-tree.sh . ../shardflow-sim; docs/scale.md): ./autogen.sh && ./configure --with-starpu=$prefix --enable-simulation --without-cuda --without-dnnl"
+	say "done: scripts/build-sim.sh --prefix $prefix builds shardflow's simulation against it (docs/scale.md)"
 elif [ -n "$cuda" ]; then
 	say "done: ./configure --with-starpu=$prefix --with-cuda=$cuda --with-nccl (or scripts/gpu-bundle.sh --starpu-prefix $prefix)"
 else
