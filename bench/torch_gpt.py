@@ -707,7 +707,40 @@ def cmd_speed(a):
     return 0
 
 
+def cmd_hf_load(args):
+    """hf-load CONFIG.JSON WEIGHTS.safetensors: Hugging Face's way in: the
+    LlamaForCausalLM twin built from config.json's fields alone (what
+    from_pretrained reads), then the weights loaded strictly. Prints one JSON line;
+    exit 0 when every tensor matched, 2 otherwise (the first mismatch named)."""
+    if len(args) != 2:
+        print("usage: %s hf-load CONFIG.JSON WEIGHTS.safetensors" % PROG, file=sys.stderr)
+        return 2
+    with open(args[0]) as f:
+        c = json.load(f)
+    if c.get("model_type") != "llama" or c.get("architectures") != ["LlamaForCausalLM"]:
+        raise ValueError("%s: not a LlamaForCausalLM config (model_type %r)" %
+                         (args[0], c.get("model_type")))
+    model = build_llama(c["num_hidden_layers"], c["num_attention_heads"],
+                        c["num_key_value_heads"], c["hidden_size"],
+                        c["max_position_embeddings"], c["vocab_size"],
+                        c["tie_word_embeddings"], c["intermediate_size"], c["rope_theta"],
+                        eps=c["rms_norm_eps"])
+    sd = read_safetensors(args[1])
+    if c["tie_word_embeddings"]:
+        sd["lm_head.weight"] = sd["model.embed_tokens.weight"]
+    model.load_state_dict(sd, strict=True)
+    n = sum(p.numel() for p in {id(p): p for p in model.parameters()}.values())
+    print(json.dumps(dict(ok=True, params=n, config=args[0])))
+    return 0
+
+
 def main(argv):
+    if argv[:1] == ["hf-load"]:
+        try:
+            return cmd_hf_load(argv[1:])
+        except (OSError, ValueError, KeyError, RuntimeError) as e:
+            print("%s: error: %s" % (PROG, e), file=sys.stderr)
+            return 2
     a = parse_args(argv)
     try:
         import torch  # noqa: F401

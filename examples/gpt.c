@@ -474,6 +474,7 @@ struct run {
 	int accum; /* SHARDFLOW_GRAD_ACCUM: micro-batches a step */
 	int tp;    /* SHARDFLOW_TP: the ranks of a TP group (consecutive) hold the same rows */
 	char trace[512]; /* SHARDFLOW_TRACE's prefix, "" when off: said at the end */
+	struct sf_llama_config lc; /* --arch llama's, for the exports' config.json */
 	int32_t *x, *y;
 	float *logits;
 	FILE *loss_log; /* --loss-log, rank 0 */
@@ -602,6 +603,7 @@ static int build_model(struct run *r)
 		lc.layers = o->model.layers, lc.heads = o->model.heads, lc.kv_heads = o->kv_heads;
 		lc.ffn_dim = o->ffn_dim, lc.rope_theta = o->rope_theta, lc.tie_weights = o->tied;
 		lc.tensor_parallel = cfg.tp > 1; /* Megatron's split of each block (SHARDFLOW_TP) */
+		r->lc = lc;
 		CHECK(sf_llama_graph(&lc, &g));
 	} else {
 		struct sf_gpt_config gc = o->model;
@@ -817,6 +819,26 @@ static int report_memory(const struct run *r)
 		        1e3 * (c[2] - c[1]) / n, 1e-6 * c[3] / n);
 	}
 	free(all);
+	status = 0;
+done:
+	return status;
+}
+
+/* A safetensors export at path, and with --arch llama Hugging Face's config.json beside
+ * it (rank 0), so that the directory loads in transformers' LlamaForCausalLM. GPT-2's
+ * export keeps nanoGPT's (out, in) layout, which GPT2LMHeadModel's Conv1D (in, out)
+ * does not take: no config.json for it. */
+static int export_weights(struct run *r, const char *path)
+{
+	int status = -1;
+	CHECK(sf_model_export_safetensors(r->m, path));
+	if (r->o.arch && r->rank == 0) {
+		char cfg[4096];
+		const char *slash = strrchr(path, '/');
+		int dl = slash ? (int)(slash - path) : 1;
+		snprintf(cfg, sizeof cfg, "%.*s/config.json", dl, slash ? path : ".");
+		CHECK(sf_llama_config_write_hf(&r->lc, cfg));
+	}
 	status = 0;
 done:
 	return status;
@@ -1238,8 +1260,8 @@ int main(int argc, char **argv)
 		goto done;
 	}
 	print_banner(&r);
-	if (r.o.export_init_path)
-		CHECK(sf_model_export_safetensors(r.m, r.o.export_init_path));
+	if (r.o.export_init_path && export_weights(&r, r.o.export_init_path) < 0)
+		goto done;
 	if (r.o.loss_log && r.rank == 0 && !(r.loss_log = fopen(r.o.loss_log, "w"))) {
 		fprintf(stderr, PROG ": cannot write --loss-log %s: %s\n", r.o.loss_log,
 		        strerror(errno));
@@ -1263,8 +1285,8 @@ int main(int argc, char **argv)
 	}
 	if (report_memory(&r) < 0)
 		goto done;
-	if (r.o.export_path)
-		CHECK(sf_model_export_safetensors(r.m, r.o.export_path));
+	if (r.o.export_path && export_weights(&r, r.o.export_path) < 0)
+		goto done;
 	if (r.o.sample > 0 && r.o.gen_tokens > 0 && generate(&r) < 0)
 		goto done;
 	status = 0;

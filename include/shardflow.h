@@ -763,6 +763,16 @@ SF_API int sf_llama_config_init(struct sf_llama_config *c);
  *  (hidden = 2 (4 dim) / 3, times ffn_dim_multiplier when set, rounded up to a multiple
  *  of multiple_of). */
 SF_API int sf_llama_ffn_dim(const struct sf_llama_config *c);
+/** Writes Hugging Face's config.json of the model *c builds (LlamaForCausalLM:
+ *  hidden_size, intermediate_size (sf_llama_ffn_dim), heads, key/value heads, layers,
+ *  vocab_size, max_position_embeddings, rms_norm_eps, rope_theta,
+ *  tie_word_embeddings, torch_dtype float32) to path, whole or not at all (a temporary
+ *  file renamed over it), so that a directory holding it and the model's
+ *  sf_model_export_safetensors() file loads in transformers'
+ *  LlamaForCausalLM.from_pretrained (the export's names and layouts are Hugging
+ *  Face's). SF_ERR_INVALID for NULL arguments or a config sf_llama_ffn_dim refuses;
+ *  SF_ERR_IO naming the file. */
+SF_API int sf_llama_config_write_hf(const struct sf_llama_config *c, const char *path);
 
 /**
  * Builds a Llama-family decoder as Hugging Face's LlamaForCausalLM computes it: token

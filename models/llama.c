@@ -18,8 +18,13 @@
 #include "shardflow.h"
 #include "models/decoder.h"
 
+#include <errno.h>
+#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #define LLAMA_NAME_MAX 96 /* "model.layers.<4 digits>.self_attn" and its suffixes */
 #define LLAMA_STD 0.02f   /* Hugging Face's initializer_range */
@@ -215,5 +220,63 @@ SF_API int sf_llama_graph(const struct sf_llama_config *c, sf_graph **out)
 	return SF_OK;
 fail:
 	sf_graph_destroy(g);
+	return rc;
+}
+
+SF_API int sf_llama_config_write_hf(const struct sf_llama_config *c, const char *path)
+{
+	if (!c || !path || !*path)
+		return sf_error_set(SF_ERR_INVALID, "sf_llama_config_write_hf: NULL config or path");
+	int ffn = sf_llama_ffn_dim(c);
+	if (ffn < 0)
+		return ffn;
+	json_t *o = json_pack(
+	    "{s:[s], s:s, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:f, s:f, s:b, s:s, s:b, s:b, s:s}",
+	    "architectures", "LlamaForCausalLM", "model_type", "llama", "hidden_size", c->dim,
+	    "intermediate_size", ffn, "num_attention_heads", c->heads, "num_key_value_heads",
+	    c->kv_heads, "num_hidden_layers", c->layers, "vocab_size", c->vocab,
+	    "max_position_embeddings", c->context, "rms_norm_eps", (double)c->norm_eps,
+	    "rope_theta", (double)c->rope_theta, "tie_word_embeddings", c->tie_weights != 0,
+	    "hidden_act", "silu", "attention_bias", 0, "mlp_bias", 0, "torch_dtype", "float32");
+	/* reals as the float they are (7 digits): rms_norm_eps 1e-05, not 9.99999974e-06 */
+	char *text = o ? json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(7))
+	               : NULL;
+	json_decref(o);
+	if (!text)
+		return sf_error_set(SF_ERR_NOMEM, "sf_llama_config_write_hf: out of memory");
+	/* written whole or not at all: a temporary file, flushed, renamed over path */
+	size_t n = strlen(path) + 16;
+	char *tmp = malloc(n);
+	FILE *f = NULL;
+	int rc = SF_OK;
+	if (!tmp) {
+		rc = sf_error_set(SF_ERR_NOMEM, "sf_llama_config_write_hf: out of memory");
+		goto out;
+	}
+	snprintf(tmp, n, "%s.tmp%ld", path, (long)getpid());
+	f = fopen(tmp, "w");
+	if (!f || fputs(text, f) < 0 || fputc('\n', f) < 0 || fflush(f) != 0 ||
+	    fsync(fileno(f)) != 0) {
+		rc = sf_error_set(SF_ERR_IO, "sf_llama_config_write_hf: cannot write %s: %s", tmp,
+		                  strerror(errno));
+		goto out;
+	}
+	if (fclose(f) != 0) {
+		f = NULL;
+		rc = sf_error_set(SF_ERR_IO, "sf_llama_config_write_hf: cannot write %s: %s", tmp,
+		                  strerror(errno));
+		goto out;
+	}
+	f = NULL;
+	if (rename(tmp, path) != 0)
+		rc = sf_error_set(SF_ERR_IO, "sf_llama_config_write_hf: cannot rename %s to %s: %s",
+		                  tmp, path, strerror(errno));
+out:
+	if (f)
+		fclose(f);
+	if (rc < 0 && tmp)
+		unlink(tmp);
+	free(tmp);
+	free(text);
 	return rc;
 }

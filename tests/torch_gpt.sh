@@ -16,6 +16,9 @@
 #    (--loss-log), every step 1..30 within 2e-6 relative (measured: 1.6e-7); and the same
 #    with 3 micro-batches a step (SHARDFLOW_GRAD_ACCUM=3) clipped at 0.5, the twin with
 #    --grad-accum 3 --grad-clip 0.5 (its clip_grad_norm_ and nanoGPT's param groups);
+#  - --arch llama's export writes Hugging Face's config.json beside it: the twin built
+#    from that file alone (as from_pretrained reads it) loads the weights strictly, and
+#    a config with the key/value heads wrong is refused naming the mismatch;
 #  - the Llama family: examples/gpt --arch llama (sf_llama_graph) on 1 and 2 ranks
 #    against the twin's LlamaForCausalLM, written out in bench/torch_gpt.py (RMSNorm,
 #    rotate_half RoPE, repeat_kv grouped-query attention, SwiGLU), every step 1..30
@@ -40,7 +43,7 @@ shape="--layers 2 --heads 2 --embd 32 --context 32"
 train="$shape --batch 8 --text $text --val-fraction 0.2 --warmup 5 --lr 0.004 --steps 30"
 quiet="--sample 0 --eval-every 1000 --progress-every 10"
 
-plan 15
+plan 17
 
 # gpt NP NAME ARGS...: examples/gpt on NP ranks, output in $tmp/NAME.out/.err
 gpt() {
@@ -148,6 +151,18 @@ for np in 1 2; do
 	ok $st "Llama, $np rank(s): PyTorch's LlamaForCausalLM twin from the same weights and batches: losses agree ($(cat "$tmp/llama$np.curve"))" ||
 		diag_file "$tmp/llama$np.both"
 done
+# Hugging Face's way in (issue 46): the export's config.json alone builds the twin
+# (as from_pretrained reads it) and the weights load into it strictly; a config with
+# one field wrong names the first mismatching tensor
+"$PY" "$TWIN" hf-load "$tmp/config.json" "$tmp/lw1.st" >"$tmp/hf.out" 2>&1 &&
+	grep -q '"ok": true' "$tmp/hf.out" && grep -q '"intermediate_size": 96' "$tmp/config.json"
+ok $? "--arch llama's export writes config.json beside it: LlamaForCausalLM built from it alone loads the weights strictly" ||
+	diag_file "$tmp/hf.out"
+sed 's/"num_key_value_heads": 2/"num_key_value_heads": 4/' "$tmp/config.json" >"$tmp/config-bad.json"
+! "$PY" "$TWIN" hf-load "$tmp/config-bad.json" "$tmp/lw1.st" >"$tmp/hf-bad.out" 2>&1 &&
+	grep -q "size mismatch" "$tmp/hf-bad.out"
+ok $? "a config.json with the key/value heads wrong: refused, naming the mismatch" ||
+	diag_file "$tmp/hf-bad.out"
 
 # GPT-2 tokens of Austen, a vocabulary of 50 257: the twin draws the same windows
 data=${SF_DATA_PREFIX:-/opt/shardflow-data}
