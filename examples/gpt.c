@@ -48,7 +48,7 @@ struct options {
 	int vocab_set;                         /* --vocab was given */
 	const char *preset;
 	int batch, eval_batches, sample, gen_tokens, top_k;
-	float lr, min_lr, weight_decay, temperature, val_fraction, grad_clip;
+	float lr, min_lr, weight_decay, temperature, val_fraction, grad_clip, peak_tflops;
 	int64_t steps, warmup, eval_every, progress_every, ckpt_every, ckpt_keep, max_steps;
 	uint64_t seed;
 	const char *text, *prompt, *ckpt_dir, *export_path, *init_path, *export_init_path,
@@ -117,7 +117,11 @@ static void usage(FILE *f)
 	        "                        decode table's size, else 256; with --text, 256: bytes)\n"
 	        "  --eval-every K        validation loss every K steps (default 250)\n"
 	        "  --eval-batches N      batches per validation (default 8)\n"
-	        "  --progress-every K    a progress line every K steps (default 25)\n"
+	        "  --progress-every K    a progress line every K steps (default 25): step, loss,\n"
+	        "                        lr, tokens/s, the model's TFLOP/s (nanoGPT's 6N +\n"
+	        "                        12LCT a token), rank 0's memory, time, eta\n"
+	        "  --peak-tflops X       a rank's peak TFLOP/s: the lines give MFU against the\n"
+	        "                        ranks' sum (default: no MFU)\n"
 	        "checkpoints and weights:\n"
 	        "  --checkpoint-dir D    write sharded checkpoints under D\n"
 	        "  --checkpoint-every K  ... every K steps (default: at the end only)\n"
@@ -183,6 +187,7 @@ enum opt_key {
 	OPT_VOCAB,
 	OPT_VOCAB_FILE,
 	OPT_PRESET,
+	OPT_PEAK_TFLOPS,
 	NOPTIONS
 };
 
@@ -226,6 +231,7 @@ static const char *const option_names[NOPTIONS] = {
     [OPT_VOCAB] = "--vocab",
     [OPT_VOCAB_FILE] = "--vocab-file",
     [OPT_PRESET] = "--preset",
+    [OPT_PEAK_TFLOPS] = "--peak-tflops",
 };
 
 /* A float option in [lo, hi]: 0, or 2 with a message. */
@@ -294,6 +300,7 @@ static int on_value(int key, char *val, void *ctx)
 	case OPT_VOCAB: o->vocab_set = 1; return cli_int(n, val, 2, 65536, &o->model.vocab);
 	case OPT_VOCAB_FILE: o->vocab_file = val; return 0;
 	case OPT_PRESET: return 0; /* applied before the other options (apply_preset) */
+	case OPT_PEAK_TFLOPS: return opt_float(k, val, 1e-6f, 1e6f, &o->peak_tflops);
 	case OPT_VAL_FRACTION: return opt_float(k, val, 0.001f, 0.5f, &o->val_fraction);
 	case OPT_EVAL_EVERY: return cli_steps(n, val, &o->eval_every);
 	case OPT_EVAL_BATCHES: return cli_int(n, val, 1, 100000, &o->eval_batches);
@@ -474,6 +481,7 @@ struct run {
 	int accum; /* SHARDFLOW_GRAD_ACCUM: micro-batches a step */
 	int tp;    /* SHARDFLOW_TP: the ranks of a TP group (consecutive) hold the same rows */
 	char trace[512]; /* SHARDFLOW_TRACE's prefix, "" when off: said at the end */
+	double flops_token; /* the model's FLOPs a token (nanoGPT's 6N + 12LCT), for the lines */
 	struct sf_llama_config lc; /* --arch llama's, for the exports' config.json */
 	int32_t *x, *y;
 	float *logits;
@@ -625,6 +633,13 @@ static int build_model(struct run *r)
 	CHECK(sf_model_create(r->ctx, g, &mo, &r->m));
 	CHECK(sf_memory_info(&mi));
 	r->peak1 = mi.peak_rss;
+	{ /* nanoGPT's FLOPs a token: 6 N (N without the position table) + 12 L C T */
+		size_t np = 0;
+		CHECK(sf_model_param_count(r->m, &np));
+		double C = o->model.embd, T = o->model.context, L = o->model.layers;
+		double n = (double)np - (o->arch ? 0.0 : T * C);
+		r->flops_token = 6.0 * n + 12.0 * L * C * T;
+	}
 	CHECK(sf_model_local_rows(r->m, &r->first, &r->rows));
 	size_t n = (size_t)r->rows * (size_t)r->T;
 	r->x = malloc(n * sizeof(int32_t));
@@ -925,14 +940,22 @@ static void print_progress(const struct run *r, struct meter *mt, int64_t step)
 	double el = cli_now() - mt->t_start;
 	double per_step = (double)r->o.batch * r->T * r->accum; /* tokens */
 	double rate = (double)mt->read_here * per_step / el;
-	char eta[32], norm[48] = "";
+	char eta[32], took[32], norm[48] = "", mfu[32] = "";
 	cli_fmt_eta((double)(last_step(&r->o) - step) * per_step / rate, eta, sizeof eta);
+	cli_fmt_eta(el, took, sizeof took);
 	if (r->o.grad_clip > 0)
 		snprintf(norm, sizeof norm, " grad_norm %.3f",
 		         mt->since_norm / (double)mt->since_n);
-	printf("step %lld/%lld loss %.4f lr %.2e%s tokens/s %.0f eta %s\n", (long long)step,
-	       (long long)r->o.steps, mt->since_loss / (double)mt->since_n,
-	       (double)lr_at(&r->o, step - 1), norm, rate, eta);
+	double tflops = rate * r->flops_token / 1e12; /* the job's model FLOP/s */
+	if (r->o.peak_tflops > 0)
+		snprintf(mfu, sizeof mfu, " mfu %.3f", tflops / ((double)r->o.peak_tflops * r->size));
+	struct sf_memory_info mi = {0};
+	sf_memory_info(&mi);
+	printf("step %lld/%lld loss %.4f lr %.2e%s tokens/s %.0f tflops %.3g%s mem %.2fGiB "
+	       "time %s eta %s\n",
+	       (long long)step, (long long)r->o.steps, mt->since_loss / (double)mt->since_n,
+	       (double)lr_at(&r->o, step - 1), norm, rate, tflops, mfu,
+	       (double)mi.rss / (1024.0 * 1024.0 * 1024.0), took, eta);
 	fflush(stdout);
 	mt->since_loss = 0, mt->since_n = 0, mt->since_norm = 0;
 }

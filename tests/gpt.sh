@@ -10,8 +10,9 @@
 #    naming it;
 #  - bad text files (missing, empty, a directory, shorter than the context): exit 1
 #    with a message naming the file;
-#  - 2 ranks, 60 steps: progress lines "step s/S loss x lr y tokens/s z eta t" every 10
-#    steps, validation lines at steps 30 and 60, "val_loss x", then the samples, each
+#  - 2 ranks, 60 steps: progress lines "step s/S loss x lr y tokens/s z tflops f mem
+#    mGiB time t eta t" every 10 steps (tflops: tokens/s x nanoGPT's FLOPs a token),
+#    validation lines at steps 30 and 60, "val_loss x", then the samples, each
 #    starting with the prompt; the validation loss falls below ln 256 (the loss of a
 #    uniform guess) and from step 30 to 60;
 #  - with --progress-every 1, every step's progress line carries that step's own loss
@@ -49,7 +50,7 @@ model="--layers 2 --heads 2 --embd 32 --context 32 --batch 8 --text $text --val-
 short="--eval-every 30 --eval-batches 2 --progress-every 10 --warmup 10 --lr 0.004"
 gen="--prompt Sharded --sample 2 --tokens 40"
 
-plan 41
+plan 43
 
 timeout -k 5 "$limit" "$GPT" --help </dev/null >"$tmp/help.out" 2>"$tmp/help.err"
 st=$?
@@ -83,6 +84,7 @@ bad '--vocab-file goes with --train-tokens' --vocab-file v.bin
 bad 'needs their decode table, --vocab-file FILE' --train-tokens a.bin --val-tokens b.bin
 bad '--prompt with token files' --train-tokens a.bin --val-tokens b.bin --vocab-file v.bin --prompt Hi
 bad '--checkpoint-keep needs --checkpoint-dir' --checkpoint-keep 2
+bad '--peak-tflops "0"' --peak-tflops 0
 
 # badtext DESC FILE WORD: exit 1, a message naming the file and WORD
 badtext() {
@@ -116,9 +118,21 @@ gpt() {
 
 gpt 2 full --steps 60 --checkpoint-dir "$tmp/ck-full" --export "$tmp/full.safetensors" \
 	--loss-log "$tmp/full.loss"
-nprog=$(grep -cE '^step [0-9]+/60 loss [0-9.]+ lr [0-9.e+-]+ tokens/s [0-9]+ eta [0-9]+m[0-9]+s$' "$tmp/full.out")
+nprog=$(grep -cE '^step [0-9]+/60 loss [0-9.]+ lr [0-9.e+-]+ tokens/s [0-9]+ tflops [0-9.e+-]+ mem [0-9.]+GiB time [0-9]+m[0-9]+s eta [0-9]+m[0-9]+s$' "$tmp/full.out")
 [ "$nprog" -eq 6 ]
-ok $? "6 progress lines 'step s/60 loss x lr y tokens/s z eta t' ($nprog)" || diag_file "$tmp/full.out"
+ok $? "6 progress lines 'step s/60 loss x lr y tokens/s z tflops f mem mGiB time t eta t' ($nprog)" ||
+	diag_file "$tmp/full.out"
+# the model's FLOP/s: tokens/s times nanoGPT's 6 N + 12 L C T a token, N the parameters
+# less the position table: this model's 2 blocks of embd 32 (12 C^2 + 13 C each),
+# tied token embeddings of 256 x 32, the final layernorm: N = 34 688 - 1 024 (32 x 32);
+# within the 3 significant digits printed
+fpt=$(awk 'BEGIN { C = 32; T = 32; L = 2; n = 256 * C + L * (12 * C * C + 13 * C) + 2 * C; print 6 * n + 12 * L * C * T }')
+awk -v fpt="$fpt" '$1 == "step" && $3 == "loss" {
+		for (i = 1; i < NF; i++) { if ($i == "tokens/s") r = $(i + 1); if ($i == "tflops") f = $(i + 1) }
+		d = f * 1e12 / (r * fpt) - 1; if (d < 0) d = -d; if (d > 0.006) bad++; n++ }
+	END { exit !(n == 6 && bad == 0) }' "$tmp/full.out"
+ok $? "each line's tflops is tokens/s x nanoGPT's FLOPs a token ($fpt) within its 3 digits" ||
+	diag_file "$tmp/full.out"
 v30=$(sed -n 's/^step 30 val_loss \([0-9.]*\) train_loss [0-9.]* time [0-9.]*$/\1/p' "$tmp/full.out")
 v60=$(sed -n 's/^step 60 val_loss \([0-9.]*\) train_loss [0-9.]* time [0-9.]*$/\1/p' "$tmp/full.out")
 final=$(sed -n 's/^val_loss \([0-9.]*\)$/\1/p' "$tmp/full.out")
