@@ -16,6 +16,7 @@
 #error "common/cuda_util.h is for nvcc-compiled files"
 #endif
 
+#include <cuda_bf16.h>
 #include <cuda_runtime.h>
 #include <stddef.h>
 #include <stdio.h>
