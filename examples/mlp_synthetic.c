@@ -242,8 +242,7 @@ static double process_cpu_ms(void)
 	do {                                                                                       \
 		int check_rc_ = (call);                                                            \
 		if (check_rc_ != SF_OK) {                                                          \
-			fprintf(stderr, PROG ": %.*s failed: %s\n", (int)strcspn(#call, "( "), #call, \
-			        sf_strerror(check_rc_));                                           \
+			cli_call_failed(PROG, #call, sf_strerror(check_rc_));                      \
 			goto fail;                                                                 \
 		}                                                                                  \
 	} while (0)
