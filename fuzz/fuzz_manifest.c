@@ -12,13 +12,16 @@
  */
 #include "fuzz/common.h"
 #include "io/manifest.h"
+#include "tasks/optimizers/list.h"
 
-/* the names sf_checkpoint_load accepts: a copy of scheduler/config.c's tables (public as
+/* the names sf_checkpoint_load accepts, as scheduler/config.c's tables (public as
  * sf_sharding_name and sf_optimizer_name), because this target links io/manifest.c
- * alone, not the library; one per value of the public enums, so that a new sharding or
- * optimizer fails this build until named here too */
+ * alone, not the library: the shardings' a copy, one per value of the public enum, so
+ * that a new sharding fails this build until named here too; the optimizers' from
+ * their files' list, as config.c's */
 static const char *const shardings[] = {"full", "grad_op", "none", "hybrid"};
-static const char *const optimizers[] = {"sgd", "adamw", "lion"};
+#define OPT_NAME(name, NAME) [SF_OPT_##NAME] = #name,
+static const char *const optimizers[] = {SF_OPTIMIZER_LIST(OPT_NAME)};
 _Static_assert(sizeof shardings / sizeof *shardings == SF_SHARD_COUNT, "one name per sharding");
 _Static_assert(sizeof optimizers / sizeof *optimizers == SF_OPT_COUNT, "one name per optimizer");
 static const char *const vectors[] = {"param", "m", "v"};

@@ -3,37 +3,43 @@
  *
  * A type is checked and copied here once; the table never shrinks, so entries (and
  * the codelets tasks/ builds from them) stay valid for the life of the process.
- * Adding a built-in op = its family of files plus one line in builtin_types[].
+ * Adding a built-in op = its family of files plus one line in SF_BUILTIN_TYPES.
  * A type of layer API version 3 is its struct without the fields version 4 added at
  * the end (the accepted config sizes): only that much of it is read, and the rest
  * left 0 (configs unchecked), so a program built against version 3 still registers.
  */
-#include "layers/add.h"
-#include "layers/attention.h"
-#include "layers/embedding.h"
-#include "layers/gelu.h"
 #include "layers/layer.h"
-#include "layers/layernorm.h"
-#include "layers/linear.h"
-#include "layers/mul.h"
-#include "layers/pos_embedding.h"
-#include "layers/relu.h"
-#include "layers/rmsnorm.h"
-#include "layers/rope.h"
-#include "layers/silu.h"
 
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
-static const struct sf_layer_type *const builtin_types[] = {
-    &_sf_linear_type,        &_sf_relu_type,          &_sf_gelu_type,         &_sf_add_type,
-    &_sf_layernorm_type,     &_sf_linear_nobias_type, &_sf_embedding_type,    &_sf_attention_type,
-    &_sf_pos_embedding_type, &_sf_rmsnorm_type,       &_sf_silu_type,         &_sf_mul_type,
-    &_sf_rope_type,          &_sf_attention_gqa_type, &_sf_linear_split_type, &_sf_linear_col_type,
-    &_sf_linear_row_type,
-};
+/* The built-in types, one line each (X(name): the family's _sf_<name>_type), in the
+ * order sf_graph_layer's unknown-type message lists them. */
+#define SF_BUILTIN_TYPES(X)                                                                        \
+	X(linear)                                                                                  \
+	X(relu)                                                                                    \
+	X(gelu)                                                                                    \
+	X(add)                                                                                     \
+	X(layernorm)                                                                               \
+	X(linear_nobias)                                                                           \
+	X(embedding)                                                                               \
+	X(attention)                                                                               \
+	X(pos_embedding)                                                                           \
+	X(rmsnorm)                                                                                 \
+	X(silu)                                                                                    \
+	X(mul)                                                                                     \
+	X(rope)                                                                                    \
+	X(attention_gqa)                                                                           \
+	X(linear_split)                                                                            \
+	X(linear_col)                                                                              \
+	X(linear_row)
+
+#define SF_TYPE_DECLARE(name) extern const struct sf_layer_type _sf_##name##_type;
+SF_BUILTIN_TYPES(SF_TYPE_DECLARE)
+#define SF_TYPE_ADDRESS(name) &_sf_##name##_type,
+static const struct sf_layer_type *const builtin_types[] = {SF_BUILTIN_TYPES(SF_TYPE_ADDRESS)};
 
 static struct _sf_layer_entry table[SF_MAX_LAYER_TYPES];
 

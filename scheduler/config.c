@@ -16,6 +16,7 @@
 #include "config.h"
 
 #include "scheduler/runtime.h"
+#include "tasks/optimizers/list.h"
 
 #include <stdio.h>
 
@@ -33,7 +34,10 @@ extern char **environ;
  * a choice's index is the value (a table sized by the count would let a missing name
  * be NULL). Each enum's table is also its public names (NAMED_ENUM below). */
 const char *const _sf_sharding_names[] = {"full", "grad_op", "none", "hybrid"};
-const char *const _sf_optimizer_names[] = {"sgd", "adamw", "lion"};
+/* the optimizers' names are their files' (tasks/optimizers/), each at its value */
+#define OPT_NAME(name, NAME) [SF_OPT_##NAME] = #name,
+const char *const _sf_optimizer_names[] = {SF_OPTIMIZER_LIST(OPT_NAME)};
+#undef OPT_NAME
 
 static const char *const bwd_names[] = {"pre", "post", "none"};
 static const char *const log_names[] = {"off", "error", "warn", "info", "debug"};

@@ -1,26 +1,33 @@
 /*
- * optim.h — the optimizer: its math (optim_cpu.c, plain C) and its codelets
- * (optim.c), each updating one unit's local shard, or the whole unit when the
- * parameters are replicated, in place.
+ * optim.h — the optimizers: each is one file of tasks/optimizers/ (its per-element
+ * update, its CPU lanes and its SF_OPTIMIZER line), which this folder turns into its
+ * CPU loop (optim_cpu.c), its CUDA kernel (optim_cuda.cu), its codelet and its row of
+ * _sf_optim_families (optim.c), each updating one unit's local shard, or the whole
+ * unit when the parameters are replicated, in place.
  *
- *   sgd  : param[RW] grad[R] buf[RW] clip[R]          packed struct _sf_opt_args
- *   adamw: param[RW] grad[R] m[RW] v[RW] clip[R]      packed struct _sf_opt_args
- *   lion : param[RW] grad[R] m[RW] clip[R]            packed struct _sf_opt_args
+ *   param[RW] grad[R] s0[RW] (s1[RW]) clip[R]      packed struct _sf_opt_args
  *
- * clip: the step's two doubles {gradient norm, clip factor} (factor 1 when the model
- * does not clip), written on device by the norm's all-reduce: the factor reaches the
- * update without a host round trip.
+ * s0, s1: the 1 or 2 state vectors, as long as the parameters ("m" and "v" in
+ * checkpoints). clip: the step's two doubles {gradient norm, clip factor} (factor 1
+ * when the model does not clip), written on device by the norm's all-reduce: the
+ * factor reaches the update without a host round trip.
  *
- * Every optimizer is one family, the same buffer order with 1 or 2 state vectors,
- * described by one entry of _sf_optim_families (optim.c): the model allocates, the
- * step submits, checkpoints save and reshard what the entry says. Adding one = its
- * enum value (include/shardflow.h) and name (scheduler/config.c), its per-element
- * math (optim_math.h), CPU and CUDA loops (optim_cpu.c, optim_cuda.cu), its codelet
- * and its entry (optim.c). docs/architecture.md, "Add an optimizer".
+ * An optimizer file tasks/optimizers/<name>.h holds, in this order:
+ *   SF_HD void sf_<name>_elem(float *p, float g, float *s0, float *s1,
+ *                             const struct _sf_opt_hyper *h)   one element (optim_math.h)
+ *   #ifdef SF_OPTIM_CPU: static size_t <name>_lanes(n, p, g, s0, s1, s, h)
+ *       the same operations four elements at a time (common/vec4.h), returning how
+ *       many it did (0 is allowed: the element then does them all)
+ *   SF_OPTIMIZER(<name>, <state vectors: 1 or 2>, <flops a parameter>)
+ * and its value SF_OPT_<NAME> in enum sf_optimizer (include/shardflow.h). Its name is
+ * the file's; scripts/families.sh (autogen.sh) lists the files (tasks/optimizers/list.h).
+ * docs/architecture.md, "An optimizer".
  */
 #ifndef SF_TASKS_OPTIM_H
 #define SF_TASKS_OPTIM_H
 
+#include "tasks/optim_math.h"
+#include "tasks/optimizers/list.h"
 #include "tasks/submit.h"
 
 #include <starpu.h>
@@ -55,22 +62,37 @@ struct _sf_opt_args {
 	int nruns;
 };
 
-/* One optimizer family: its codelet (param[RW] grad[R] state[RW] x nstate clip[R],
- * arguments struct _sf_opt_args) and its number of state vectors, each as long as
- * the parameters it updates: 1 (m: SGD's momentum buffer, Lion's momentum) or 2
- * (m, v: AdamW's moments). Checkpoints hold them as the vectors "m" and "v". */
+/* The uniform signature of an optimizer's loop on n elements (its CPU loop
+ * _sf_opt_cpu_<name>; its CUDA launcher _sf_opt_cuda_<name>, on device pointers and
+ * the worker's stream): the gradient it applies is g * scale * clip[1]
+ * (sf_grad_mult); s1 is NULL for a family of one state vector. */
+#define SF_OPT_LOOP_PARAMS                                                                         \
+	size_t n, float *p, const float *g, float *s0, float *s1, const struct _sf_opt_hyper *h,   \
+	    float scale, const double *clip
+typedef void (*_sf_opt_loop)(SF_OPT_LOOP_PARAMS);
+
+#define SF_OPT_DECLARE_CPU(name, NAME) void _sf_opt_cpu_##name(SF_OPT_LOOP_PARAMS);
+SF_OPTIMIZER_LIST(SF_OPT_DECLARE_CPU)
+#undef SF_OPT_DECLARE_CPU
+#ifdef SF_HAVE_CUDA
+#define SF_OPT_DECLARE_CUDA(name, NAME) void _sf_opt_cuda_##name(SF_OPT_LOOP_PARAMS);
+SF_OPTIMIZER_LIST(SF_OPT_DECLARE_CUDA)
+#undef SF_OPT_DECLARE_CUDA
+#endif
+
+/* One optimizer family (indexed by enum sf_optimizer): its name (its file's), its
+ * codelet (param[RW] grad[R] state[RW] x nstate clip[R], arguments struct
+ * _sf_opt_args), its number of state vectors, 1 or 2, and its CPU loop. The model
+ * allocates, the step submits, checkpoints save and reshard what the row says. */
 struct _sf_optim_family {
+	const char *name;
 	struct starpu_codelet *cl;
 	int nstate;
-	int flops; /* per parameter, as tasks/optim_math.h writes the update (the task's
+	int flops; /* per parameter, as its file writes the update (the task's
 	              starpu_task::flop is this times the shard's length) */
+	_sf_opt_loop cpu;
 };
-/* indexed by enum sf_optimizer */
 extern const struct _sf_optim_family _sf_optim_families[];
-
-extern struct starpu_codelet _sf_cl_sgd;
-extern struct starpu_codelet _sf_cl_adamw;
-extern struct starpu_codelet _sf_cl_lion;
 
 /* Bodies that return at once when skip is set (SHARDFLOW_SKIP=compute). */
 void _sf_optim_codelets_configure(bool skip);
@@ -81,34 +103,11 @@ int _sf_submit_opt(int opt, const struct _sf_opt_args *a, starpu_data_handle_t p
                    starpu_data_handle_t grad, starpu_data_handle_t m, starpu_data_handle_t v,
                    starpu_data_handle_t clip, const char *name, struct _sf_task_done done);
 
-/* SGD with momentum and L2 weight decay (PyTorch's formulation), on the gradient
- * g s, s = scale * (float)clip[1] (clip: a pointer to the clip buffer's two doubles):
- *   g' = g s + wd p;  buf = mu buf + g';  p -= lr buf
- * buf starts at zero, so the first step gives buf = g' exactly. */
-void _sf_sgd(size_t n, float *p, const float *g, float *buf, float lr, float mu, float wd,
-             float scale, const double *clip);
-
-/* AdamW (decoupled weight decay), step t >= 1, on the gradient g s as above:
- *   p -= lr wd p;  m = b1 m + (1-b1) g;  v = b2 v + (1-b2) g^2;
- *   p -= lr (m / (1-b1^t)) / (sqrt(v / (1-b2^t)) + eps) */
-void _sf_adamw(size_t n, float *p, const float *g, float *m, float *v, float lr, float b1, float b2,
-               float eps, float wd, int64_t t, float scale, const double *clip);
-/* Lion (decoupled weight decay), on the gradient g s as above:
- *   c = b1 m + (1-b1) g;  p -= lr (sign(c) + wd p);  m = b2 m + (1-b2) g */
-void _sf_lion(size_t n, float *p, const float *g, float *m, float lr, float b1, float b2, float wd,
-              float scale, const double *clip);
+/* The hyper-parameters of run `run` of a's runs: its learning rate and decay, and
+ * AdamW's bias corrections for step a->t (1 - b^t in double, rounded to float). */
+struct _sf_opt_hyper _sf_opt_hyper_of(const struct _sf_opt_args *a, int run);
 /* AdamW's bias corrections c1 = 1 - b1^t, c2 = 1 - b2^t, in double, rounded to float */
 void _sf_adamw_corrections(float b1, float b2, int64_t t, float *c1, float *c2);
-
-#ifdef SF_HAVE_CUDA
-/* tasks/optim_cuda.cu: the same on device pointers, on the worker's CUDA stream */
-void _sf_sgd_cuda(size_t n, float *p, const float *g, float *buf, float lr, float mu, float wd,
-                  float scale, const double *clip);
-void _sf_adamw_cuda(size_t n, float *p, const float *g, float *m, float *v, float lr, float b1,
-                    float b2, float eps, float wd, int64_t t, float scale, const double *clip);
-void _sf_lion_cuda(size_t n, float *p, const float *g, float *m, float lr, float b1, float b2,
-                   float wd, float scale, const double *clip);
-#endif
 
 #ifdef __cplusplus
 }

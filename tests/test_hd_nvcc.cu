@@ -39,6 +39,10 @@
 #include "layers/silu_math.h"
 #include "layers/softmax_xent_math.h"
 #include "tasks/optim_math.h"
+/* the optimizers' elements as nvcc builds them (tasks/optimizers/), and each one's
+ * number of state vectors */
+#define SF_OPTIMIZER(name, nstate, flops) enum { name##_nstate = (nstate) };
+#include "tasks/optimizers/list.h"
 #include "common/bf16.h"
 
 #include <math.h>
@@ -63,13 +67,13 @@ extern "C" {
 #include "layers/silu.h"
 #include "layers/softmax_xent.h"
 #include "tests/tap.h"
-void _sf_sgd(size_t n, float *p, const float *g, float *buf, float lr, float mu, float wd,
-             float scale, const double *clip);
-void _sf_adamw(size_t n, float *p, const float *g, float *m, float *v, float lr, float b1, float b2,
-               float eps, float wd, int64_t t, float scale, const double *clip);
+/* the optimizers' CPU loops, gcc's build (tasks/optim_cpu.c) */
+#define OPT_LOOP(name, NAME)                                                                       \
+	void _sf_opt_cpu_##name(size_t n, float *p, const float *g, float *s0, float *s1,          \
+	                        const struct _sf_opt_hyper *h, float scale, const double *clip);
+SF_OPTIMIZER_LIST(OPT_LOOP)
+#undef OPT_LOOP
 void _sf_adamw_corrections(float b1, float b2, int64_t t, float *c1, float *c2);
-void _sf_lion(size_t n, float *p, const float *g, float *m, float lr, float b1, float b2, float wd,
-              float scale, const double *clip);
 void _sf_bf16_round_n(size_t n, const float *src, uint16_t *dst);
 }
 
@@ -510,44 +514,31 @@ int main(void)
 	ok(e <= 1e-6 && nanbad == 0,
 	   "gelu backward: max |diff| / |dy| %.2e (<= 1e-6), NaN mismatches %d", e, nanbad);
 
-	/* three steps of each optimizer, element by element vs the C loops */
+	/* three steps of each optimizer, element by element vs the C loops: every file of
+	 * tasks/optimizers/, with momentum, weight decay and AdamW's corrections */
 	static float p1[N], p2[N], b1[N], b2[N], v1[N], v2[N];
-	for (int i = 0; i < N; i++)
-		p1[i] = p2[i] = y[i], b1[i] = b2[i] = 0.0f;
-	int same = 1;
 	/* a step of 2 micro-batches, clipped by 0.75: the gradient times 0.5 x 0.75 */
 	const double clip[2] = {1.0, 0.75};
 	const float gm = sf_grad_mult(0.5f, clip);
-	for (int s = 0; s < 3; s++) {
-		_sf_sgd(N, p1, dy, b1, 0.1f, 0.9f, 0.01f, 0.5f, clip);
-		for (int i = 0; i < N; i++)
-			sf_sgd_elem(&p2[i], dy[i] * gm, &b2[i], 0.1f, 0.9f, 0.01f);
-		same &= same_bits(p1, p2, N) && same_bits(b1, b2, N);
+#define OPT_SAME(name, NAME)                                                                       \
+	{                                                                                          \
+		for (int i = 0; i < N; i++)                                                        \
+			p1[i] = p2[i] = y[i], b1[i] = b2[i] = v1[i] = v2[i] = 0.0f;                \
+		int same = 1;                                                                      \
+		for (int s = 1; s <= 3; s++) {                                                     \
+			struct _sf_opt_hyper h = {1e-3f, 0.1f, 0.9f, 0.9f, 0.95f, 1e-8f, 0.0f, 0.0f}; \
+			_sf_adamw_corrections(h.b1, h.b2, s, &h.c1, &h.c2);                         \
+			_sf_opt_cpu_##name(N, p1, dy, b1, name##_nstate > 1 ? v1 : NULL, &h, 0.5f, clip); \
+			for (int i = 0; i < N; i++)                                                \
+				sf_##name##_elem(&p2[i], dy[i] * gm, &b2[i],                      \
+				                 name##_nstate > 1 ? &v2[i] : NULL, &h);           \
+			same &= same_bits(p1, p2, N) && same_bits(b1, b2, N) &&                    \
+			        same_bits(v1, v2, N);                                              \
+		}                                                                                  \
+		ok(same, "%s, 3 steps: bitwise (parameters and state)", #name);                    \
 	}
-	ok(same, "sgd with momentum and weight decay, 3 steps: bitwise");
-	for (int i = 0; i < N; i++)
-		p1[i] = p2[i] = y[i], b1[i] = b2[i] = v1[i] = v2[i] = 0.0f;
-	same = 1;
-	for (int s = 1; s <= 3; s++) {
-		_sf_adamw(N, p1, dy, b1, v1, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, s, 0.5f, clip);
-		float c1, c2;
-		_sf_adamw_corrections(0.9f, 0.95f, s, &c1, &c2);
-		for (int i = 0; i < N; i++)
-			sf_adamw_elem(&p2[i], dy[i] * gm, &b2[i], &v2[i], 1e-3f, 0.9f, 0.95f, 1e-8f,
-			              0.1f, c1, c2);
-		same &= same_bits(p1, p2, N) && same_bits(b1, b2, N) && same_bits(v1, v2, N);
-	}
-	ok(same, "adamw, 3 steps: bitwise (parameters, m and v)");
-	for (int i = 0; i < N; i++)
-		p1[i] = p2[i] = y[i], b1[i] = b2[i] = 0.0f;
-	same = 1;
-	for (int s = 0; s < 3; s++) {
-		_sf_lion(N, p1, dy, b1, 1e-3f, 0.9f, 0.99f, 0.1f, 0.5f, clip);
-		for (int i = 0; i < N; i++)
-			sf_lion_elem(&p2[i], dy[i] * gm, &b2[i], 1e-3f, 0.9f, 0.99f, 0.1f);
-		same &= same_bits(p1, p2, N) && same_bits(b1, b2, N);
-	}
-	ok(same, "lion, 3 steps: bitwise (parameters and m)");
+	SF_OPTIMIZER_LIST(OPT_SAME)
+#undef OPT_SAME
 	/* bf16 rounding (the bf16 collectives' kernels): nvcc's build of common/bf16.h
 	 * against gcc's, on random bit patterns (NaNs, infinities and ties included) */
 	{

@@ -28,7 +28,7 @@
  * sum to ~0 (|sum| <= 1e-6, above their rounding of 3 eps32 |scale|: the float inverse
  * of the sum, the products, the label's subtraction) since softmax rows sum to 1.
  *
- * _sf_sgd and _sf_adamw run 3 steps, _sf_lion 3 to 10 (written from the paper), against a
+ * SGD and AdamW (_sf_opt_cpu_<name>) run 3 steps, Lion 3 to 10 (written from the paper), against a
  * naive double-precision loop fed the same float inputs: |float - double| <= 1e-6 *
  * max(1, |double|) for p and state.
  * AdamW's update for t = 1..10 at lr 1 from p = 0 matches double bias corrections to
@@ -63,6 +63,10 @@
 #include "tasks/optim.h"
 #include "tests/fp32_bounds.h"
 #include "tests/tap.h"
+/* the optimizers' elements (tasks/optimizers/), their files included as they are, and
+ * each one's number of state vectors */
+#define SF_OPTIMIZER(name, nstate, flops) enum { name##_nstate = (nstate) };
+#include "tasks/optimizers/list.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -1209,6 +1213,15 @@ static void test_reg_loss(int kind, int B, int W, float delta)
 
 /* --- optimizers ---------------------------------------------------------------- */
 
+/* the hyper-parameters a step's run hands an optimizer (tasks/optim.c) */
+static struct _sf_opt_hyper hyper(float lr, float wd, float mu, float b1, float b2, float eps,
+                                  int64_t t)
+{
+	struct _sf_opt_hyper h = {.lr = lr, .wd = wd, .mu = mu, .b1 = b1, .b2 = b2, .eps = eps};
+	_sf_adamw_corrections(b1, b2, t, &h.c1, &h.c2);
+	return h;
+}
+
 /* max over i of |got - ref| / max(1, |ref|). */
 static double opt_err(const float *got, const double *ref, size_t n)
 {
@@ -1232,7 +1245,8 @@ static void test_sgd(size_t n, float lr, float mu, float wd, float scale, double
 	double ep = 0.0, eb = 0.0;
 	for (int t = 1; t <= 3; t++) {
 		float *g = rand_vec(n, 1.0f);
-		_sf_sgd(n, p, g, buf, lr, mu, wd, scale, clip);
+		_sf_opt_cpu_sgd(n, p, g, buf, NULL, &(struct _sf_opt_hyper){.lr = lr, .wd = wd, .mu = mu}, scale,
+		                clip);
 		for (size_t i = 0; i < n; i++) {
 			double d = (double)g[i] * s + (double)wd * rp[i];
 			rbuf[i] = (double)mu * rbuf[i] + d;
@@ -1263,7 +1277,8 @@ static void test_adamw(size_t n, float lr, float b1, float b2, float eps, float 
 	double ep = 0.0, em = 0.0, ev = 0.0;
 	for (int64_t t = 1; t <= 3; t++) {
 		float *g = rand_vec(n, 1.0f);
-		_sf_adamw(n, p, g, m, v, lr, b1, b2, eps, wd, t, scale, clip);
+		struct _sf_opt_hyper h = hyper(lr, wd, 0.0f, b1, b2, eps, t);
+		_sf_opt_cpu_adamw(n, p, g, m, v, &h, scale, clip);
 		/* the float hyper-parameters the kernel received, promoted */
 		double c1 = 1.0 - pow((double)b1, (double)t), c2 = 1.0 - pow((double)b2, (double)t);
 		for (size_t i = 0; i < n; i++) {
@@ -1303,7 +1318,8 @@ static void test_lion(size_t n, float lr, float b1, float b2, float wd, float sc
 		float *g = rand_vec(n, 1.0f);
 		for (size_t i = 0; i < n; i += 7)
 			g[i] = 0.0f;
-		_sf_lion(n, p, g, m, lr, b1, b2, wd, scale, clip);
+		struct _sf_opt_hyper h = hyper(lr, wd, 0.0f, b1, b2, 0.0f, 1);
+		_sf_opt_cpu_lion(n, p, g, m, NULL, &h, scale, clip);
 		for (size_t i = 0; i < n; i++) {
 			double gi = (double)g[i] * s;
 			double c = (double)b1 * rm[i] + (1.0 - (double)b1) * gi;
@@ -1496,13 +1512,15 @@ static void test_grad_math(void)
  * p = 0 (no weight decay, so p does not enter the update and only the update's own
  * rounding is left), must match the double computation to 1e-6 relative (floor 0.1),
  * for t = 1..10. */
-/* The optimizers' four-lane loops = the math header's element (the GPU's), bitwise,
- * for n = 1..13 (lanes, then a tail), with decay, clipping and a NaN-free mix of signs
- * (Lion's sign 0 included). */
-static void test_optim_lanes(void)
+/* The optimizers' four-lane loops = their file's element (the GPU's), bitwise, for
+ * n = 1..13 (lanes, then a tail), with decay, clipping and a NaN-free mix of signs
+ * (Lion's sign 0 included): every file of tasks/optimizers/. */
+typedef void (*opt_elem)(float *, float, float *, float *, const struct _sf_opt_hyper *);
+static void test_optim_lanes(const char *name, _sf_opt_loop loop, opt_elem elem, int nstate)
 {
-	int sgd = 1, adamw = 1, lion = 1;
+	int same = 1;
 	const double clip[2] = {0.0, 0.75};
+	const struct _sf_opt_hyper h = hyper(0.01f, 0.1f, 0.9f, 0.9f, 0.95f, 1e-8f, 3);
 	for (size_t n = 1; n <= 13; n++) {
 		float *g = rand_vec(n, 1.0f), *p0 = rand_vec(n, 1.0f), *m0 = rand_vec(n, 0.1f),
 		      *v0 = rand_vec(n, 0.01f);
@@ -1511,36 +1529,17 @@ static void test_optim_lanes(void)
 		g[0] = 0.0f, m0[0] = 0.0f; /* Lion: c = 0 */
 		float *p1 = malloc(4 * n), *p2 = malloc(4 * n), *m1 = malloc(4 * n),
 		      *m2 = malloc(4 * n), *v1 = malloc(4 * n), *v2 = malloc(4 * n);
-		float s = sf_grad_mult(0.5f, clip), c1, c2;
-#define RESET()                                                                                    \
-	memcpy(p1, p0, 4 * n), memcpy(p2, p0, 4 * n), memcpy(m1, m0, 4 * n), memcpy(m2, m0, 4 * n), \
-	    memcpy(v1, v0, 4 * n), memcpy(v2, v0, 4 * n)
-#define SAME() (!memcmp(p1, p2, 4 * n) && !memcmp(m1, m2, 4 * n) && !memcmp(v1, v2, 4 * n))
-		RESET();
-		_sf_sgd(n, p1, g, m1, 0.1f, 0.9f, 0.01f, 0.5f, clip);
+		float s = sf_grad_mult(0.5f, clip);
+		memcpy(p1, p0, 4 * n), memcpy(p2, p0, 4 * n), memcpy(m1, m0, 4 * n);
+		memcpy(m2, m0, 4 * n), memcpy(v1, v0, 4 * n), memcpy(v2, v0, 4 * n);
+		loop(n, p1, g, m1, nstate > 1 ? v1 : NULL, &h, 0.5f, clip);
 		for (size_t i = 0; i < n; i++)
-			sf_sgd_elem(&p2[i], g[i] * s, &m2[i], 0.1f, 0.9f, 0.01f);
-		sgd &= SAME();
-		RESET();
-		_sf_adamw(n, p1, g, m1, v1, 0.01f, 0.9f, 0.95f, 1e-8f, 0.1f, 3, 0.5f, clip);
-		_sf_adamw_corrections(0.9f, 0.95f, 3, &c1, &c2);
-		for (size_t i = 0; i < n; i++)
-			sf_adamw_elem(&p2[i], g[i] * s, &m2[i], &v2[i], 0.01f, 0.9f, 0.95f, 1e-8f, 0.1f,
-			              c1, c2);
-		adamw &= SAME();
-		RESET();
-		_sf_lion(n, p1, g, m1, 1e-3f, 0.9f, 0.99f, 0.1f, 0.5f, clip);
-		for (size_t i = 0; i < n; i++)
-			sf_lion_elem(&p2[i], g[i] * s, &m2[i], 1e-3f, 0.9f, 0.99f, 0.1f);
-		lion &= SAME();
-#undef RESET
-#undef SAME
+			elem(&p2[i], g[i] * s, &m2[i], nstate > 1 ? &v2[i] : NULL, &h);
+		same &= !memcmp(p1, p2, 4 * n) && !memcmp(m1, m2, 4 * n) && !memcmp(v1, v2, 4 * n);
 		free(g), free(p0), free(m0), free(v0), free(p1), free(p2), free(m1), free(m2), free(v1),
 		    free(v2);
 	}
-	ok(sgd, "sgd: the four-lane loop = the header's element (the GPU's), bitwise, n = 1..13");
-	ok(adamw, "adamw: the four-lane loop = the header's element (the GPU's), bitwise, n = 1..13");
-	ok(lion, "lion: the four-lane loop = the header's element (the GPU's), bitwise, n = 1..13");
+	ok(same, "%s: the four-lane loop = the file's element (the GPU's), bitwise, n = 1..13", name);
 }
 
 static void test_adamw_bias_correction(void)
@@ -1553,7 +1552,8 @@ static void test_adamw_bias_correction(void)
 		float before[N];
 		for (int i = 0; i < N; i++)
 			g[i] = urand(), p[i] = before[i] = 0.0f;
-		_sf_adamw(N, p, g, m, v, 1.0f, b1, b2, eps, 0.0f, t, 1.0f, (const double[2]){0, 1});
+		struct _sf_opt_hyper h = hyper(1.0f, 0.0f, 0.0f, b1, b2, eps, t);
+		_sf_opt_cpu_adamw(N, p, g, m, v, &h, 1.0f, (const double[2]){0, 1});
 		double c1 = 1.0 - pow((double)b1, (double)t), c2 = 1.0 - pow((double)b2, (double)t);
 		for (int i = 0; i < N; i++) {
 			rm[i] = (double)b1 * rm[i] + (1.0 - (double)b1) * g[i];
@@ -1564,7 +1564,7 @@ static void test_adamw_bias_correction(void)
 		}
 	}
 	/* Not a float32 rounding bound (m's worst case over 10 steps, at an update of 0.1,
-	 * is about 50 eps32 = 3e-6), and it needs not be one: _sf_adamw is plain float C (no
+	 * is about 50 eps32 = 3e-6), and it needs not be one: _sf_opt_cpu_adamw is plain float C (no
 	 * BLAS, IEEE sqrtf, the corrections from double pow), the same operations on every
 	 * x86-64, so the error this checks is fixed by the code, not by the CPU; and the bug
 	 * it is there for, 1 - b^t in float, is 3.6e-6 off. */
@@ -1635,7 +1635,11 @@ int main(void)
 	test_xent(2, 1031, 0.5f, 0.0f);  /* the CPU row's four lanes, then a tail of 3 */
 	test_xent(3, 259, 1.0f / 3.0f, -1000.0f);
 	test_xent_lanes();
-	test_optim_lanes();
+#define LANES(name, NAME)                                                                          \
+	test_optim_lanes(#name, _sf_opt_cpu_##name, sf_##name##_elem,                              \
+	                 name##_nstate);
+	SF_OPTIMIZER_LIST(LANES)
+#undef LANES
 	test_xent_ign(9, 5, 1.0f / 6.0f, 0.0f, 3, 0); /* 3 of 9 rows ignored: 1 / 6 */
 	test_xent_ign(8, 6, 1.0f / 4.0f, 0.0f, 2, 1); /* class 0 as the ignore index */
 	test_reg_loss(SF_LOSS_MSE, 8, 5, 1.0f);
