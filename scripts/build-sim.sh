@@ -67,5 +67,5 @@ else
 fi
 grep -h "^configure: StarPU:" "$log" | tail -1
 say "4. make -j$jobs"
-(cd "$dir" && make -j"$jobs") >>"$log" 2>&1 || fail "make" "$log"
+(cd "$dir" && sh scripts/families.sh . && make -j"$jobs") >>"$log" 2>&1 || fail "make" "$log"
 say "done: $dir/tools/shardflow-sim --model gpt2 --nodes 2 --gpus-per-node 8; make -C $dir check runs the simulation's tests (log: $log)"

@@ -109,7 +109,7 @@ grep -q "^#define SF_HAVE_NCCL 1" "$src/config.h" || die "configure did not enab
 progs="tests/train_dump tests/dump_compare tests/test_hd_nvcc tests/test_flash_gpu bench/gemm_modes tests/cuda_devices tests/bf16_probe
 examples/gpt examples/mlp_synthetic tools/shardflow-overlap"
 # shellcheck disable=SC2086
-(cd "$src" && make -j"$jobs" all && make -j"$jobs" $progs) >>"$log" 2>&1 || {
+(cd "$src" && sh scripts/families.sh . && make -j"$jobs" all && make -j"$jobs" $progs) >>"$log" 2>&1 || {
 	grep -E "error|Error" "$log" | tail -20
 	die "the build failed (log: $log)"
 }

@@ -58,6 +58,7 @@ echo "== configure and build (CFLAGS: -g -O1 $san)"
 		{ [ -x configure ] && [ configure -nt configure.ac ] || ./autogen.sh; } &&
 		{ [ -f Makefile ] || ./configure CFLAGS="-g -O1 -fno-omit-frame-pointer $san" \
 			LDFLAGS="$san"; } &&
+		sh scripts/families.sh . &&
 		make -j"$jobs" &&
 		# shellcheck disable=SC2086
 		make -j"$jobs" $(echo "$tests" | tr ' ' '\n' | grep -v '\.sh$') tests/train_dump \
