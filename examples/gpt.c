@@ -31,8 +31,13 @@
 
 #include "shardflow.h"
 #include "examples/cli.h"
+#include "examples/job.h"
 
+/* examples/gpt, and the installed trainer shardflow-train (Makefile.am builds both
+ * from this file) */
+#ifndef PROG
 #define PROG "gpt"
+#endif
 #ifndef SF_DATA_DIR
 #define SF_DATA_DIR "/opt/shardflow-data"
 #endif
@@ -62,6 +67,12 @@ static void usage(FILE *f)
 	        "usage: " PROG " [options]\n"
 	        "Trains a GPT on the bytes of a text (or on token files) with AdamW, one FSDP\n"
 	        "unit per block, sharded over the MPI ranks, then generates text.\n"
+	        "job file:\n"
+	        "  --job FILE            read options from FILE, JSON with the sections below\n"
+	        "                        (\"preset\": NAME, \"model\": {\"layers\": 12, ...}, ...,\n"
+	        "                        \"shardflow\": {SHARDFLOW_* settings}); the command\n"
+	        "                        line's options override the file's, the environment's\n"
+	        "                        SHARDFLOW_* its settings (docs/training.md, \"Job files\")\n"
 	        "preset:\n"
 	        "  --preset NAME         a model and data of known size, on GPT-2 tokens of\n"
 	        "                        Jane Austen's novels (the files install-deps.sh\n"
@@ -233,6 +244,53 @@ static const char *const option_names[NOPTIONS] = {
     [OPT_PRESET] = "--preset",
     [OPT_PEAK_TFLOPS] = "--peak-tflops",
 };
+
+enum { NFLAGS = 3 };
+static const char *const flags[NFLAGS] = {"--resume", "--untied", "--tied"};
+
+/* The job file's sections (examples/job.h), as the usage groups the options: every
+ * option and flag in one of them (check_sections) */
+static const char *const model_options[] = {"--arch",  "--layers",   "--heads",
+                                            "--embd",  "--context",  "--untied",
+                                            "--tied",  "--kv-heads", "--ffn-dim",
+                                            "--rope-theta", NULL};
+static const char *const training_options[] = {"--batch",        "--steps",     "--lr",
+                                               "--min-lr",       "--warmup",    "--weight-decay",
+                                               "--grad-clip",    "--seed",      NULL};
+static const char *const data_options[] = {"--text",         "--val-fraction",   "--train-tokens",
+                                           "--val-tokens",   "--vocab-file",     "--vocab",
+                                           "--eval-every",   "--eval-batches",   "--progress-every",
+                                           "--peak-tflops",  NULL};
+static const char *const checkpoint_options[] = {"--checkpoint-dir", "--checkpoint-every",
+                                                 "--checkpoint-keep", "--resume",
+                                                 "--max-steps",       "--export",
+                                                 "--init",            "--export-init",
+                                                 "--loss-log",        NULL};
+static const char *const generation_options[] = {"--prompt", "--sample", "--tokens",
+                                                 "--temperature", "--top-k", NULL};
+static const struct job_section sections[] = {
+    {"model", model_options},           {"training", training_options},
+    {"data", data_options},             {"checkpoints", checkpoint_options},
+    {"generation", generation_options},
+};
+enum { NSECTIONS = sizeof sections / sizeof sections[0] };
+
+/* Every option but --preset in one job section: 0, or 2 naming the one that is not
+ * (a program's bug, found by any run) */
+static int check_sections(void)
+{
+	for (int k = 0; k < NOPTIONS + NFLAGS; k++) {
+		const char *name = k < NOPTIONS ? option_names[k] : flags[k - NOPTIONS];
+		int found = !strcmp(name, "--preset");
+		for (int j = 0; j < NSECTIONS; j++)
+			for (const char *const *o = sections[j].options; *o; o++)
+				found += !strcmp(*o, name);
+		if (found != 1)
+			return cli_bad_usage("option %s is in %d job-file sections, not one (a bug)", name,
+			                     found);
+	}
+	return 0;
+}
 
 /* A float option in [lo, hi]: 0, or 2 with a message. */
 static int opt_float(enum opt_key k, const char *val, float lo, float hi, float *out)
@@ -410,8 +468,7 @@ static int parse(int argc, char **argv, struct options *o)
 	const char *preset = find_preset(argc, argv);
 	if (preset && apply_preset(preset, o))
 		return 2;
-	static const char *const flags[] = {"--resume", "--untied", "--tied"};
-	const struct cli_spec sp = {option_names, NOPTIONS, flags, 3, on_value, on_flag};
+	const struct cli_spec sp = {option_names, NOPTIONS, flags, NFLAGS, on_value, on_flag};
 	int rc = cli_parse(argc, argv, &sp, o);
 	if (rc)
 		return rc;
@@ -472,6 +529,9 @@ static int parse(int argc, char **argv, struct options *o)
 
 struct run {
 	struct options o;
+	const char *job;  /* --job FILE, or NULL */
+	int argc;         /* the options the run was given: the job file's, then the */
+	char **argv;      /* command line's (job_load) */
 	sf_context *ctx;
 	sf_model *m;
 	struct sf_text text;
@@ -724,6 +784,23 @@ done:
 	return status;
 }
 
+/* The run's effective job (examples/job.h) beside its checkpoints: <dir>/job.json,
+ * what it was given and every SHARDFLOW_* setting it has. Rank 0; a failure is said
+ * and the run goes on (the record is not the run). */
+static void write_effective_job(const struct run *r, const char *settings)
+{
+	if (!r->o.ckpt_dir)
+		return;
+	char path[4096], layout[64];
+	snprintf(path, sizeof path, "%s/job.json", r->o.ckpt_dir);
+	snprintf(layout, sizeof layout, "dp %d x tp %d", r->size / r->tp, r->tp);
+	if ((mkdir(r->o.ckpt_dir, 0777) != 0 && errno != EEXIST) ||
+	    job_write_effective(path, r->argc, r->argv, sections, NSECTIONS, flags, NFLAGS,
+	                        settings, layout) != 0)
+		fprintf(stderr, PROG ": cannot write the run's job to %s: %s\n", path,
+		        strerror(errno));
+}
+
 static void print_banner(const struct run *r)
 {
 	size_t np = 0;
@@ -750,8 +827,11 @@ static void print_banner(const struct run *r)
 	char settings[2048];
 	if (r->rank == 0 && sf_context_config(r->ctx, &cfg) == SF_OK &&
 	    sf_config_describe(&cfg, 1, settings, sizeof settings) == SF_OK)
-		fprintf(stderr, PROG ": layout dp %d x tp %d; settings: %s\n", r->size / r->tp, r->tp,
-		        settings);
+	{
+		fprintf(stderr, PROG ": layout dp %d x tp %d; settings: %s%s%s\n", r->size / r->tp,
+		        r->tp, settings, r->job ? "; job file " : "", r->job ? r->job : "");
+		write_effective_job(r, settings);
+	}
 	struct sf_model_stats st;
 	if (sf_model_stats(r->m, &st) == SF_OK && r->rank == 0) {
 		const double mib = 1024.0 * 1024.0;
@@ -1270,6 +1350,15 @@ int main(int argc, char **argv)
 	double vl = NAN;
 	cli_prog = PROG;
 	cli_usage = usage;
+	if (check_sections())
+		return 2;
+	/* a job file's options first, the command line's after them (a later one wins) */
+	const char *job = job_path(argc, argv);
+	if (!job && argc > 1 && !strcmp(argv[argc - 1], "--job"))
+		return cli_bad_usage("option --job needs a value");
+	if (job && job_load(job, argc, argv, sections, NSECTIONS, flags, NFLAGS, &argc, &argv))
+		return 2;
+	r.job = job, r.argc = argc, r.argv = argv;
 	int prc = parse(argc, argv, &r.o);
 	if (prc)
 		return prc == 1 ? 0 : 2;

@@ -369,6 +369,11 @@ SF_API int sf_config_init(struct sf_config *c);
  *  environment (tests/config_code.sh shows one). */
 SF_API int sf_config_set(struct sf_config *c, const char *name, const char *value);
 
+/** The environment variable of a knob named as sf_config_set() takes it (its field,
+ *  "log_level", or its variable, "SHARDFLOW_LOG"): "SHARDFLOW_LOG"; NULL for a name
+ *  that is no knob. For programs that hand settings on through the environment. */
+SF_API const char *sf_config_variable(const char *name);
+
 /** Writes the settings of *c as "field=value" words separated by spaces, in the
  *  README's order, with the names and values sf_config_set() reads ("prefetch_depth=2
  *  sharding=full ..."; an unset trace is "trace=", as sf_config_set takes it, so each

@@ -399,6 +399,12 @@ SF_API int sf_config_init(struct sf_config *c)
 	return SF_OK;
 }
 
+SF_API const char *sf_config_variable(const char *name)
+{
+	const struct knob *k = name ? find_knob(name) : NULL;
+	return k ? k->var : NULL;
+}
+
 SF_API int sf_config_set(struct sf_config *c, const char *name, const char *value)
 {
 	if (!c || !name || !value)

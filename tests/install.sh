@@ -4,7 +4,8 @@
 # Installs the library into a prefix under $tmp (make install, every installation
 # directory given), then proves:
 #  - the prefix holds the header, libshardflow.so.0 and a shardflow.pc pointing there,
-#    and its bin/ the tools (shardflow-run, shardflow-overlap, shardflow-rdb2txt), which
+#    and its bin/ the tools (shardflow-run, shardflow-train, shardflow-overlap,
+#    shardflow-rdb2txt), which
 #    run from there;
 #  - `pkg-config --cflags` and `--libs shardflow` work with shardflow.pc alone on the
 #    search path (no starpu-1.3.pc, zlib.pc, jansson.pc: the public header needs none)
@@ -33,7 +34,7 @@ limit=${SF_TEST_TIMEOUT:-180}
 prefix=$tmp/prefix
 pcdir=$prefix/lib/pkgconfig
 
-plan 19
+plan 20
 
 # make_prefix TARGET: make TARGET (install, uninstall) with every installation
 # directory under $prefix. An outer make's MAKEFLAGS (make check TESTS=..., its
@@ -56,7 +57,7 @@ ok $st "make install into $prefix (exit $st)" || diag_file "$tmp/make-install.ou
 ok $? "the prefix holds shardflow.h, libshardflow.so.0 and a shardflow.pc whose prefix is it"
 
 missing=
-for t in shardflow-run shardflow-overlap shardflow-rdb2txt; do
+for t in shardflow-run shardflow-train shardflow-overlap shardflow-rdb2txt; do
 	[ -x "$prefix/bin/$t" ] || missing="$missing $t"
 done
 "$prefix/bin/shardflow-run" --help >"$tmp/run-help.out" 2>&1
@@ -161,6 +162,26 @@ st=$?
 [ $st -eq 0 ] && steps_ok "$tmp/run.out" && ! grep -q '^shardflow-run: ' "$tmp/run.err"
 ok $? "the installed shardflow-run runs it on 2 ranks: exit 0 (exit $st), the 20 step lines" ||
 	{ diag_file "$tmp/run.out"; diag_file "$tmp/run.err"; }
+
+# the installed trainer, from a job file (the README's quick start, small); its run
+# path is the configured libdir, not this test's prefix: LD_LIBRARY_PATH (docs/api.md)
+i=0
+while [ $i -lt 100 ]; do
+	echo "It is a truth universally acknowledged, that a single man in possession of a good fortune"
+	i=$((i + 1))
+done >"$tmp/train.txt"
+cat >"$tmp/train.json" <<EOF
+{"model": {"layers": 1, "heads": 2, "embd": 16, "context": 8},
+ "training": {"batch": 4, "steps": 3}, "data": {"text": "$tmp/train.txt", "eval-batches": 1},
+ "generation": {"sample": 0}}
+EOF
+(cd "$tmp" && LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
+	timeout -k 10 "$limit" "$prefix/bin/shardflow-train" --job train.json) \
+	</dev/null >"$tmp/train.out" 2>"$tmp/train.err"
+st=$?
+[ $st -eq 0 ] && grep -q '^step 3/3 loss' "$tmp/train.out" && grep -q '^val_loss ' "$tmp/train.out"
+ok $? "the installed shardflow-train trains from a job file: exit 0 (exit $st), 3 steps, val_loss" ||
+	{ diag_file "$tmp/train.out"; diag_file "$tmp/train.err"; }
 
 build hello_shardflow.c hello_norpath
 st=$?

@@ -256,6 +256,15 @@ static void test_config_in_code(void)
 	}
 	ok_int_eq(sf_config_describe(&a, 1, desc, 16), SF_ERR_INVALID,
 	          "sf_config_describe into 16 bytes refused");
+	/* sf_config_variable: a knob's variable, by field or variable name; the two whose
+	 * variable is not SHARDFLOW_ and the field in capitals */
+	ok_true(!strcmp(sf_config_variable("log_level"), "SHARDFLOW_LOG") &&
+	            !strcmp(sf_config_variable("bwd_prefetch"), "SHARDFLOW_BACKWARD_PREFETCH") &&
+	            !strcmp(sf_config_variable("SHARDFLOW_TP"), "SHARDFLOW_TP") &&
+	            !strcmp(sf_config_variable("prefetch_depth"), "SHARDFLOW_PREFETCH_DEPTH"),
+	        "sf_config_variable: log_level, bwd_prefetch, SHARDFLOW_TP, prefetch_depth");
+	ok_true(sf_config_variable("prefetch") == NULL && sf_config_variable(NULL) == NULL,
+	        "sf_config_variable of no knob, and of NULL: NULL");
 	ok_int_eq(sf_config_describe(NULL, 1, desc, sizeof desc), SF_ERR_INVALID,
 	          "sf_config_describe(NULL config) refused");
 
