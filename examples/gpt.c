@@ -32,6 +32,7 @@
 #include "shardflow.h"
 #include "examples/cli.h"
 #include "examples/job.h"
+#include "examples/metrics.h"
 
 /* examples/gpt, and the installed trainer shardflow-train (Makefile.am builds both
  * from this file) */
@@ -58,6 +59,7 @@ struct options {
 	uint64_t seed;
 	const char *text, *prompt, *ckpt_dir, *export_path, *init_path, *export_init_path,
 	    *loss_log;
+	const char *metrics; /* --metrics: JSON lines, rank 0 */
 	int resume;
 };
 
@@ -146,6 +148,10 @@ static void usage(FILE *f)
 	        "                        point of bench/gpt_torch.sh's PyTorch twin)\n"
 	        "  --loss-log FILE       write every step's loss, \"<step> <loss>\" with 9\n"
 	        "                        digits, one line a step\n"
+	        "  --metrics FILE        write every step's figures as a JSON object a line\n"
+	        "                        (continued on --resume), and FILE.svg, the loss and\n"
+	        "                        tokens/s curves, at each checkpoint and at the end\n"
+	        "                        (shardflow-plot FILE draws it on demand)\n"
 	        "generation (after training):\n"
 	        "  --prompt TEXT         the start of every sample (default \"\\n\"; token files:\n"
 	        "                        samples start at the decode table's end-of-text id)\n"
@@ -184,6 +190,7 @@ enum opt_key {
 	OPT_INIT,
 	OPT_EXPORT_INIT,
 	OPT_LOSS_LOG,
+	OPT_METRICS,
 	OPT_PROMPT,
 	OPT_SAMPLE,
 	OPT_TOKENS,
@@ -228,6 +235,7 @@ static const char *const option_names[NOPTIONS] = {
     [OPT_INIT] = "--init",
     [OPT_EXPORT_INIT] = "--export-init",
     [OPT_LOSS_LOG] = "--loss-log",
+    [OPT_METRICS] = "--metrics",
     [OPT_PROMPT] = "--prompt",
     [OPT_SAMPLE] = "--sample",
     [OPT_TOKENS] = "--tokens",
@@ -265,7 +273,8 @@ static const char *const checkpoint_options[] = {"--checkpoint-dir", "--checkpoi
                                                  "--checkpoint-keep", "--resume",
                                                  "--max-steps",       "--export",
                                                  "--init",            "--export-init",
-                                                 "--loss-log",        NULL};
+                                                 "--loss-log",        "--metrics",
+                                                 NULL};
 static const char *const generation_options[] = {"--prompt", "--sample", "--tokens",
                                                  "--temperature", "--top-k", NULL};
 static const struct job_section sections[] = {
@@ -371,6 +380,7 @@ static int on_value(int key, char *val, void *ctx)
 	case OPT_INIT: o->init_path = val; return 0;
 	case OPT_EXPORT_INIT: o->export_init_path = val; return 0;
 	case OPT_LOSS_LOG: o->loss_log = val; return 0;
+	case OPT_METRICS: o->metrics = val; return 0;
 	case OPT_PROMPT: o->prompt = val; return 0;
 	case OPT_SAMPLE: return cli_int(n, val, 0, 1 << 20, &o->sample);
 	case OPT_TOKENS: return cli_int(n, val, 0, 1 << 20, &o->gen_tokens);
@@ -546,6 +556,7 @@ struct run {
 	int32_t *x, *y;
 	float *logits;
 	FILE *loss_log; /* --loss-log, rank 0 */
+	int metrics_fd; /* --metrics, rank 0; -1 when none */
 	int64_t step;   /* steps done */
 	int64_t saved;  /* the step of the checkpoint loaded or written, or -1 */
 	int agreed;     /* the failure is every rank's at once (restore's): no MPI_Abort */
@@ -784,21 +795,30 @@ done:
 	return status;
 }
 
-/* The run's effective job (examples/job.h) beside its checkpoints: <dir>/job.json,
- * what it was given and every SHARDFLOW_* setting it has. Rank 0; a failure is said
- * and the run goes on (the record is not the run). */
-static void write_effective_job(const struct run *r, const char *settings)
+/* The run's effective job (examples/job.h) beside its records: <checkpoint-dir>/job.json,
+ * <metrics>.job.json and <trace prefix>.job.json, what it was given and every
+ * SHARDFLOW_* setting it has. Rank 0; a failure is said and the run goes on (the record
+ * is not the run). */
+static void write_effective_job(const struct run *r, const struct sf_config *cfg,
+                                const char *settings)
 {
-	if (!r->o.ckpt_dir)
-		return;
 	char path[4096], layout[64];
-	snprintf(path, sizeof path, "%s/job.json", r->o.ckpt_dir);
 	snprintf(layout, sizeof layout, "dp %d x tp %d", r->size / r->tp, r->tp);
-	if ((mkdir(r->o.ckpt_dir, 0777) != 0 && errno != EEXIST) ||
-	    job_write_effective(path, r->argc, r->argv, sections, NSECTIONS, flags, NFLAGS,
-	                        settings, layout) != 0)
-		fprintf(stderr, PROG ": cannot write the run's job to %s: %s\n", path,
-		        strerror(errno));
+	for (int k = 0; k < 3; k++) {
+		const char *base = k == 0 ? r->o.ckpt_dir : k == 1 ? r->o.metrics : cfg->trace;
+		if (!base || !base[0])
+			continue;
+		if (k == 0 && mkdir(base, 0777) != 0 && errno != EEXIST) {
+			fprintf(stderr, PROG ": cannot create %s: %s\n", base, strerror(errno));
+			continue;
+		}
+		if (snprintf(path, sizeof path, k == 0 ? "%s/job.json" : "%s.job.json", base) >=
+		        (int)sizeof path ||
+		    job_write_effective(path, r->argc, r->argv, sections, NSECTIONS, flags, NFLAGS,
+		                        settings, layout) != 0)
+			fprintf(stderr, PROG ": cannot write the run's job to %s: %s\n", path,
+			        strerror(errno));
+	}
 }
 
 static void print_banner(const struct run *r)
@@ -830,7 +850,7 @@ static void print_banner(const struct run *r)
 	{
 		fprintf(stderr, PROG ": layout dp %d x tp %d; settings: %s%s%s\n", r->size / r->tp,
 		        r->tp, settings, r->job ? "; job file " : "", r->job ? r->job : "");
-		write_effective_job(r, settings);
+		write_effective_job(r, &cfg, settings);
 	}
 	struct sf_model_stats st;
 	if (sf_model_stats(r->m, &st) == SF_OK && r->rank == 0) {
@@ -983,6 +1003,8 @@ static int save(struct run *r)
 				fprintf(stderr, "; %d older one%s removed (--checkpoint-keep %lld)",
 				        removed, removed == 1 ? "" : "s", (long long)r->o.ckpt_keep);
 			fprintf(stderr, "\n");
+			if (r->metrics_fd >= 0) /* the curves so far; a failure costs no training */
+				(void)metrics_plot(r->o.metrics, PROG);
 		}
 	}
 	status = 0;
@@ -1008,36 +1030,77 @@ static int64_t last_step(const struct options *o)
 	return o->max_steps && o->max_steps < o->steps ? o->max_steps : o->steps;
 }
 
+/* What a progress line and a --metrics line say of the steps read so far: seconds
+ * since training started in this process, tokens/s (the tokens of the steps read over
+ * that time), the model's TFLOP/s, MFU (NAN without --peak-tflops), rank 0's resident
+ * GiB. */
+struct figures {
+	double el, rate, tflops, mfu, mem_gib;
+};
+
+static void figures_now(const struct run *r, const struct meter *mt, struct figures *f)
+{
+	double per_step = (double)r->o.batch * r->T * r->accum; /* tokens */
+	struct sf_memory_info mi = {0};
+	f->el = cli_now() - mt->t_start;
+	f->rate = (double)mt->read_here * per_step / f->el;
+	f->tflops = f->rate * r->flops_token / 1e12; /* the job's model FLOP/s */
+	f->mfu = r->o.peak_tflops > 0 ? f->tflops / ((double)r->o.peak_tflops * r->size) : NAN;
+	sf_memory_info(&mi);
+	f->mem_gib = (double)mi.rss / (1024.0 * 1024.0 * 1024.0);
+}
+
 /* Rank 0, when step `step` (1-based) is a progress step and its loss was just read:
  * its line. The loss is read a step late (a step stays in flight), so the line comes
- * then, under the step the loss belongs to; tokens/s is the tokens of the steps read
- * over the time since training started. */
+ * then, under the step the loss belongs to. */
 static void print_progress(const struct run *r, struct meter *mt, int64_t step)
 {
 	if ((step % r->o.progress_every != 0 && step != last_step(&r->o)) || r->rank != 0 ||
 	    !mt->since_n)
 		return;
-	double el = cli_now() - mt->t_start;
-	double per_step = (double)r->o.batch * r->T * r->accum; /* tokens */
-	double rate = (double)mt->read_here * per_step / el;
+	struct figures f;
+	figures_now(r, mt, &f);
 	char eta[32], took[32], norm[48] = "", mfu[32] = "";
-	cli_fmt_eta((double)(last_step(&r->o) - step) * per_step / rate, eta, sizeof eta);
-	cli_fmt_eta(el, took, sizeof took);
+	cli_fmt_eta((double)(last_step(&r->o) - step) * r->o.batch * r->T * r->accum / f.rate, eta,
+	            sizeof eta);
+	cli_fmt_eta(f.el, took, sizeof took);
 	if (r->o.grad_clip > 0)
 		snprintf(norm, sizeof norm, " grad_norm %.3f",
 		         mt->since_norm / (double)mt->since_n);
-	double tflops = rate * r->flops_token / 1e12; /* the job's model FLOP/s */
 	if (r->o.peak_tflops > 0)
-		snprintf(mfu, sizeof mfu, " mfu %.3f", tflops / ((double)r->o.peak_tflops * r->size));
-	struct sf_memory_info mi = {0};
-	sf_memory_info(&mi);
+		snprintf(mfu, sizeof mfu, " mfu %.3f", f.mfu);
 	printf("step %lld/%lld loss %.4f lr %.2e%s tokens/s %.0f tflops %.3g%s mem %.2fGiB "
 	       "time %s eta %s\n",
 	       (long long)step, (long long)r->o.steps, mt->since_loss / (double)mt->since_n,
-	       (double)lr_at(&r->o, step - 1), norm, rate, tflops, mfu,
-	       (double)mi.rss / (1024.0 * 1024.0 * 1024.0), took, eta);
+	       (double)lr_at(&r->o, step - 1), norm, f.rate, f.tflops, mfu, f.mem_gib, took, eta);
 	fflush(stdout);
 	mt->since_loss = 0, mt->since_n = 0, mt->since_norm = 0;
+}
+
+/* Rank 0 with --metrics: step `step`'s line, its own loss and gradient norm (not the
+ * progress line's means) and the figures its progress line would give. */
+static int metrics_step(const struct run *r, const struct meter *mt, int64_t step, double loss,
+                        double norm)
+{
+	if (r->metrics_fd < 0)
+		return 0;
+	struct figures f;
+	struct metrics_line l;
+	figures_now(r, mt, &f);
+	metrics_begin(&l);
+	metrics_num(&l, "step", "%.0f", (double)step);
+	metrics_num(&l, "loss", "%.9g", loss);
+	metrics_num(&l, "lr", "%.9g", (double)lr_at(&r->o, step - 1));
+	if (r->o.grad_clip > 0)
+		metrics_num(&l, "grad_norm", "%.6g", norm);
+	metrics_num(&l, "tokens", "%.0f", (double)step * r->o.batch * r->T * r->accum);
+	metrics_num(&l, "tokens_per_s", "%.6g", f.rate);
+	metrics_num(&l, "tflops", "%.6g", f.tflops);
+	if (r->o.peak_tflops > 0)
+		metrics_num(&l, "mfu", "%.6g", f.mfu);
+	metrics_num(&l, "mem_gib", "%.4f", f.mem_gib);
+	metrics_num(&l, "time_s", "%.3f", f.el);
+	return metrics_write(&l, r->metrics_fd, PROG, r->o.metrics);
 }
 
 /* Reads the loss of the micro-batch in flight (one behind the newest: the model keeps
@@ -1064,6 +1127,8 @@ static int take_loss(struct run *r, struct meter *mt)
 				goto done;
 			}
 			mt->read_here++;
+			if (metrics_step(r, mt, mt->prev_step, l, norm) < 0)
+				goto done;
 			print_progress(r, mt, mt->prev_step);
 		}
 		mt->prev_ticket = -1;
@@ -1134,6 +1199,18 @@ static int maybe_evaluate(struct run *r, struct meter *mt, double *vl, double ou
 		       *vl, mt->eval_n ? mt->eval_loss / (double)mt->eval_n : 0.0,
 		       cli_now() - mt->t_start);
 		fflush(stdout);
+		if (r->metrics_fd >= 0) {
+			struct metrics_line l;
+			metrics_begin(&l);
+			metrics_word(&l, "kind", "eval");
+			metrics_num(&l, "step", "%.0f", (double)r->step);
+			metrics_num(&l, "val_loss", "%.9g", *vl);
+			metrics_num(&l, "train_loss", "%.9g",
+			            mt->eval_n ? mt->eval_loss / (double)mt->eval_n : NAN);
+			metrics_num(&l, "time_s", "%.3f", cli_now() - mt->t_start);
+			if (metrics_write(&l, r->metrics_fd, PROG, r->o.metrics) < 0)
+				goto done;
+		}
 	}
 	mt->eval_loss = 0, mt->eval_n = 0;
 	status = 0;
@@ -1345,7 +1422,7 @@ done:
 
 int main(int argc, char **argv)
 {
-	struct run r = {.saved = -1};
+	struct run r = {.saved = -1, .metrics_fd = -1};
 	int status = 1;
 	double vl = NAN;
 	cli_prog = PROG;
@@ -1379,8 +1456,12 @@ int main(int argc, char **argv)
 		        strerror(errno));
 		goto done;
 	}
+	if (r.o.metrics && r.rank == 0 && metrics_open(r.o.metrics, r.step, &r.metrics_fd, PROG) < 0)
+		goto done;
 	if (train(&r, &vl) < 0)
 		goto done;
+	if (r.metrics_fd >= 0) /* the curves of the whole file, resumed runs' steps too */
+		(void)metrics_plot(r.o.metrics, PROG);
 	if (r.loss_log) {
 		int bad = fclose(r.loss_log);
 		r.loss_log = NULL;
@@ -1408,6 +1489,8 @@ done:
 	free(r.logits);
 	if (r.loss_log)
 		fclose(r.loss_log);
+	if (r.metrics_fd >= 0)
+		close(r.metrics_fd);
 	sf_text_free(&r.text);
 	sf_tokens_free(&r.tokens[0]);
 	sf_tokens_free(&r.tokens[1]);

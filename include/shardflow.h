@@ -1267,6 +1267,30 @@ SF_API int sf_model_stats(sf_model *m, struct sf_model_stats *out);
 SF_API int sf_model_trace_write(sf_model *m);
 
 /**
+ * A metrics file is JSON lines, one object a line: a training step
+ * {"step": s, "loss": x, ..., "tokens_per_s": r} or an evaluation
+ * {"kind": "eval", "step": s, "val_loss": v}, a non-finite loss written null
+ * (docs/gpt.md lists examples/gpt's fields). sf_metrics_continue() readies `path` for
+ * a run that goes on from step `step` (0: a fresh run): it keeps the longest run of
+ * whole lines, from the start, that parse as objects of steps up to `step`, and cuts
+ * the rest (lines of steps to be trained again, a line torn by a crash), creating the
+ * file if absent. The program then appends a line at a time (one write each). Not
+ * collective; SF_OK or SF_ERR_IO.
+ */
+SF_API int sf_metrics_continue(const char *path, int64_t step);
+
+/**
+ * Draws a metrics file as SVG at `svg` (written to svg.tmp, then renamed): the
+ * training and validation loss and the tokens/s against the step, non-finite losses
+ * skipped and counted in the legend; a file of no step or one still gives a picture.
+ * A malformed line (not a JSON object; no integer "step"; a training line without
+ * "loss", an evaluation without "val_loss") is SF_ERR_INVALID with a message naming
+ * the file and the line number; a last line with no newline that does not parse (a
+ * write under way) is left out. Not collective.
+ */
+SF_API int sf_metrics_plot(const char *metrics, const char *svg);
+
+/**
  * Forward pass only (no loss, no backward, no update): writes this rank's logits
  * (rows, classes) — the input of the graph's loss — into `logits`
  * (sf_model_local_rows() rows). Labels are ignored (may be NULL). Collective: every

@@ -83,7 +83,8 @@ grep -q "prefetch_depth=1 .*sharding=grad_op" "$tmp/set.err" &&
 ok $? "the file's settings reach the run, and SHARDFLOW_PREFETCH_DEPTH=2 overrides its depth 1" ||
 	{ diag_file "$tmp/set.err"; diag_file "$tmp/setenv.err"; }
 
-run eff 2 -- --job "$tmp/set.json" --checkpoint-dir "$tmp/ck" --loss-log "$tmp/eff.loss"
+run eff 2 -- --job "$tmp/set.json" --checkpoint-dir "$tmp/ck" --loss-log "$tmp/eff.loss" \
+	--metrics "$tmp/eff.jsonl"
 python3 - "$tmp/ck/job.json" <<'EOF' >"$tmp/eff.check" 2>&1
 import json, sys
 j = json.load(open(sys.argv[1]))
@@ -93,7 +94,8 @@ assert j["checkpoints"]["checkpoint-dir"].endswith("/ck"), j["checkpoints"]
 assert j["shardflow"]["sharding"] == "grad_op" and j["shardflow"]["prefetch_depth"] == "1"
 assert "comm_timeout" in j["shardflow"] and j["layout"] == "dp 2 x tp 1", j
 EOF
-ok $? "the run writes its effective job in its checkpoint directory (options, every setting, layout)" ||
+[ $? -eq 0 ] && cmp -s "$tmp/ck/job.json" "$tmp/eff.jsonl.job.json"
+ok $? "the run writes its effective job in its checkpoint directory (options, every setting, layout), and beside its metrics" ||
 	{ diag_file "$tmp/eff.check"; diag_file "$tmp/eff.err"; }
 run again 2 -- --job "$tmp/ck/job.json" --checkpoint-dir "$tmp/ck2" --loss-log "$tmp/again.loss"
 [ $st -eq 0 ] && [ "$(grep -c . "$tmp/again.loss")" -eq 6 ] && cmp -s "$tmp/eff.loss" "$tmp/again.loss"

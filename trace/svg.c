@@ -17,6 +17,7 @@
  */
 #include "trace/report.h"
 #include "common/error.h"
+#include "trace/plot.h"
 #include "trace/write.h"
 
 #include <math.h>
@@ -78,15 +79,6 @@ static size_t subtract(const struct _sf_ival *x, size_t nx, const struct _sf_iva
 			out[k++] = (struct _sf_ival){a, x[i].b};
 	}
 	return k;
-}
-
-/* A round tick spacing (1, 2 or 5 times a power of ten) giving about `want` ticks. */
-static double tick_step(double range, int want)
-{
-	double raw = range / want;
-	double p = pow(10.0, floor(log10(raw)));
-	double m = raw / p;
-	return (m < 1.5 ? 1 : m < 3.5 ? 2 : m < 7.5 ? 5 : 10) * p;
 }
 
 static const char *color_of(enum _sf_ev_kind k)
@@ -224,7 +216,7 @@ static void write_rows(FILE *f, const struct layout *lay)
 static void write_axis(FILE *f, const struct layout *lay)
 {
 	const struct scale *sc = &lay->sc;
-	double step_ms = tick_step(lay->span / 1e3, 10);
+	double step_ms = _sf_tick_step(lay->span / 1e3, 10);
 	int decimals = step_ms >= 1 ? 0 : (int)ceil(-log10(step_ms) - 1e-9);
 	fprintf(f, "<g stroke=\"#999\" stroke-width=\"0.5\">\n");
 	int nticks = (int)floor(lay->span / 1e3 / step_ms + 1e-6) + 1;
