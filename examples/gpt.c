@@ -54,6 +54,7 @@ struct options {
 	const char *text, *prompt, *ckpt_dir, *export_path, *init_path, *export_init_path,
 	    *loss_log;
 	int resume;
+	int nanogpt_layout; /* --export-layout nanogpt: GPT-2's weights (O, I) */
 };
 
 static void usage(FILE *f)
@@ -129,8 +130,16 @@ static void usage(FILE *f)
 	        "                        after each save (default: keep all)\n"
 	        "  --resume              continue from D's last checkpoint (none: start afresh)\n"
 	        "  --max-steps N         stop after N steps in all (counting resumed ones)\n"
-	        "  --export FILE         write the final weights as safetensors (nanoGPT names)\n"
-	        "  --init FILE           start from these safetensors weights\n"
+	        "  --export FILE         write the final weights as safetensors (Hugging Face's\n"
+	        "                        names) and config.json beside it\n"
+	        "  --export-layout L     hf: GPT-2's weights as GPT2LMHeadModel's Conv1D keeps\n"
+	        "                        them, (in, out); nanogpt: nanoGPT's (out, in); for\n"
+	        "                        --export, --export-init and --init FILE (default hf;\n"
+	        "                        llama has one layout, Hugging Face's)\n"
+	        "  --init PATH           start from these safetensors weights: a file, or a\n"
+	        "                        Hugging Face model directory (config.json checked\n"
+	        "                        against the model; model.safetensors, or\n"
+	        "                        model.safetensors.index.json and its shards)\n"
 	        "  --export-init FILE    write the weights before the first step (the starting\n"
 	        "                        point of bench/gpt_torch.sh's PyTorch twin)\n"
 	        "  --loss-log FILE       write every step's loss, \"<step> <loss>\" with 9\n"
@@ -188,6 +197,7 @@ enum opt_key {
 	OPT_VOCAB_FILE,
 	OPT_PRESET,
 	OPT_PEAK_TFLOPS,
+	OPT_EXPORT_LAYOUT,
 	NOPTIONS
 };
 
@@ -232,6 +242,7 @@ static const char *const option_names[NOPTIONS] = {
     [OPT_VOCAB_FILE] = "--vocab-file",
     [OPT_PRESET] = "--preset",
     [OPT_PEAK_TFLOPS] = "--peak-tflops",
+    [OPT_EXPORT_LAYOUT] = "--export-layout",
 };
 
 /* A float option in [lo, hi]: 0, or 2 with a message. */
@@ -310,6 +321,12 @@ static int on_value(int key, char *val, void *ctx)
 	case OPT_CHECKPOINT_KEEP: return cli_steps(n, val, &o->ckpt_keep);
 	case OPT_MAX_STEPS: return cli_steps(n, val, &o->max_steps);
 	case OPT_EXPORT: o->export_path = val; return 0;
+	case OPT_EXPORT_LAYOUT:
+		if (strcmp(val, "hf") && strcmp(val, "nanogpt"))
+			return cli_bad_usage(
+			    "--export-layout \"%s\" is invalid: accepted values are hf, nanogpt", val);
+		o->nanogpt_layout = !strcmp(val, "nanogpt");
+		return 0;
 	case OPT_INIT: o->init_path = val; return 0;
 	case OPT_EXPORT_INIT: o->export_init_path = val; return 0;
 	case OPT_LOSS_LOG: o->loss_log = val; return 0;
@@ -687,6 +704,39 @@ static int check_position(const struct run *r, const struct sf_checkpoint_info *
 	return -1;
 }
 
+/* GPT-2's layout of --export-layout (NULL: the model's own, nanoGPT's) into *l */
+static const struct sf_safetensors_layout *weights_layout(const struct run *r,
+                                                          struct sf_safetensors_layout *l)
+{
+	if (r->o.arch || r->o.nanogpt_layout || sf_gpt_hf_layout(l) < 0)
+		return NULL;
+	return l;
+}
+
+/* --init: a safetensors file in --export-layout's layout, or a Hugging Face directory
+ * (its config.json checked against the model first; GPT-2 in Conv1D's layout) */
+static int init_weights(struct run *r)
+{
+	const char *p = r->o.init_path;
+	struct sf_safetensors_layout l, hf;
+	struct stat st;
+	char cfg[4096];
+	int status = -1;
+	if (stat(p, &st) != 0 || !S_ISDIR(st.st_mode)) {
+		CHECK(sf_model_import_safetensors_layout(r->m, p, weights_layout(r, &l)));
+		return 0;
+	}
+	snprintf(cfg, sizeof cfg, "%s/config.json", p);
+	if (r->o.arch)
+		CHECK(sf_llama_config_check_hf(&r->lc, cfg));
+	else
+		CHECK(sf_gpt_config_check_hf(&r->o.model, cfg));
+	CHECK(sf_model_import_hf(r->m, p, r->o.arch ? NULL : (sf_gpt_hf_layout(&hf), &hf)));
+	status = 0;
+done:
+	return status;
+}
+
 /* The --checkpoint-dir locked for this job (a second job on it is refused here,
  * before it trains), then --init's weights, then --resume's checkpoint and step. Every
  * failure here is every rank's (each call is collective and agrees on its status, and
@@ -697,8 +747,8 @@ static int restore(struct run *r)
 	int status = -1;
 	if (o->ckpt_dir)
 		CHECK(sf_checkpoint_lock(r->m, o->ckpt_dir, SF_CHECKPOINT_WRITE));
-	if (o->init_path)
-		CHECK(sf_model_import_safetensors(r->m, o->init_path));
+	if (o->init_path && init_weights(r) < 0)
+		goto done;
 	if (o->resume) {
 		struct sf_checkpoint_info info;
 		int found = 0;
@@ -839,20 +889,23 @@ done:
 	return status;
 }
 
-/* A safetensors export at path, and with --arch llama Hugging Face's config.json beside
- * it (rank 0), so that the directory loads in transformers' LlamaForCausalLM. GPT-2's
- * export keeps nanoGPT's (out, in) layout, which GPT2LMHeadModel's Conv1D (in, out)
- * does not take: no config.json for it. */
+/* A safetensors export at path in --export-layout's layout, and Hugging Face's
+ * config.json beside it (rank 0): with the default layout the directory loads in
+ * transformers' GPT2LMHeadModel (or LlamaForCausalLM) as it is. */
 static int export_weights(struct run *r, const char *path)
 {
 	int status = -1;
-	CHECK(sf_model_export_safetensors(r->m, path));
-	if (r->o.arch && r->rank == 0) {
+	struct sf_safetensors_layout l;
+	CHECK(sf_model_export_safetensors_layout(r->m, path, weights_layout(r, &l)));
+	if (r->rank == 0) {
 		char cfg[4096];
 		const char *slash = strrchr(path, '/');
 		int dl = slash ? (int)(slash - path) : 1;
 		snprintf(cfg, sizeof cfg, "%.*s/config.json", dl, slash ? path : ".");
-		CHECK(sf_llama_config_write_hf(&r->lc, cfg));
+		if (r->o.arch)
+			CHECK(sf_llama_config_write_hf(&r->lc, cfg));
+		else
+			CHECK(sf_gpt_config_write_hf(&r->o.model, cfg));
 	}
 	status = 0;
 done:
