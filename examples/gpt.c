@@ -146,7 +146,8 @@ static void usage(FILE *f)
 	        "                        digits, one line a step\n"
 	        "generation (after training):\n"
 	        "  --prompt TEXT         the start of every sample (default \"\\n\"; token files:\n"
-	        "                        samples start at the decode table's end-of-text id)\n"
+	        "                        GPT-2's BPE of TEXT with --vocab-file's ids, default\n"
+	        "                        the end-of-text id)\n"
 	        "  --sample N            samples to print, 0 for none (default 2, at most the\n"
 	        "                        batch)\n"
 	        "  --tokens N            bytes (or tokens) to generate per sample (default 300)\n"
@@ -477,11 +478,8 @@ static int parse(int argc, char **argv, struct options *o)
 		                     "decode table, --vocab-file FILE (" SF_DATA_DIR
 		                     "/gpt2-vocab.bin for GPT-2's tokens); or add --sample 0",
 		                     o->sample);
-	if (o->train_tokens && o->prompt && *o->prompt && o->sample)
-		return cli_bad_usage("--prompt with token files: shardflow has no BPE encoder, "
-		                     "so samples start at the decode table's end-of-text id");
-	if (!o->prompt || !*o->prompt)
-		o->prompt = "\n";
+	if (!o->prompt || !*o->prompt) /* token files: the end-of-text id */
+		o->prompt = o->train_tokens ? NULL : "\n";
 	return 0;
 }
 
@@ -1244,6 +1242,29 @@ done:
 	return status;
 }
 
+/* --prompt as GPT-2's BPE ids of the decode table (token files): *ids (P of them,
+ * freed by the caller) */
+static int prompt_ids(const struct run *r, int32_t **ids, int *P)
+{
+	size_t n = strlen(r->o.prompt);
+	int64_t count = 0;
+	int status = -1;
+	*ids = malloc((n + 1) * sizeof **ids); /* at most one id a byte */
+	if (!*ids) {
+		fprintf(stderr, PROG ": out of memory\n");
+		return -1;
+	}
+	CHECK(sf_vocab_encode(&r->vocab, r->o.prompt, n, *ids, (int64_t)n + 1, &count));
+	*P = (int)count;
+	status = 0;
+done:
+	if (status) {
+		free(*ids);
+		*ids = NULL;
+	}
+	return status;
+}
+
 /* Every rank's sequences continue the prompt (bytes; with token files the decode
  * table's end-of-text id) for --tokens ids (a window of the last T is fed each time;
  * the forward runs on the whole batch, as sf_model_predict does); rank 0 prints the
@@ -1253,7 +1274,11 @@ static int generate(struct run *r)
 {
 	const struct options *o = &r->o;
 	int tokens = o->train_tokens != NULL;
-	int status = -1, P = tokens ? 1 : (int)strlen(o->prompt), L = P + o->gen_tokens;
+	int32_t *prompt = NULL;
+	int status = -1, P = tokens ? 1 : (int)strlen(o->prompt), L;
+	if (tokens && o->prompt && prompt_ids(r, &prompt, &P) < 0)
+		return -1;
+	L = P + o->gen_tokens;
 	int V = tokens ? r->vocab.n : r->V;
 	int32_t *seq = calloc((size_t)r->rows * (size_t)L + 1, sizeof *seq);
 	uint64_t *rng = calloc((size_t)r->rows + 1, sizeof *rng);
@@ -1266,8 +1291,9 @@ static int generate(struct run *r)
 	}
 	for (int i = 0; i < r->rows; i++) {
 		for (int k = 0; k < P; k++)
-			seq[(size_t)i * L + k] =
-			    tokens ? (r->vocab.eot >= 0 ? r->vocab.eot : 0) : (uint8_t)o->prompt[k];
+			seq[(size_t)i * L + k] = prompt ? prompt[k]
+			                         : tokens ? (r->vocab.eot >= 0 ? r->vocab.eot : 0)
+			                                  : (uint8_t)o->prompt[k];
 		rng[i] = o->seed * 0x100000001b3ull + (uint64_t)(r->first + i);
 	}
 	for (int len = P; len < L; len++) {
@@ -1313,6 +1339,7 @@ done:
 	free(p);
 	free(sorted);
 	free(all);
+	free(prompt);
 	return status;
 }
 

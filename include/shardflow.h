@@ -1495,6 +1495,17 @@ SF_API int sf_vocab_free(struct sf_vocab *v);
  */
 SF_API int sf_vocab_decode(const struct sf_vocab *v, const int32_t *ids, int64_t n, char *buf,
                            size_t cap, size_t *len);
+/**
+ * GPT-2's byte-level BPE: the ids of text[0 .. len) into ids (at most cap; *count gets
+ * how many the text makes, which may exceed cap), with a decode table whose ids are
+ * the merge ranks (GPT-2's, as tools/gpt2-tokens.cjs writes it from tiktoken): the
+ * text cut by GPT-2's pattern ('s 't 're 've 'm 'll 'd, ` ?` letters, ` ?` numbers,
+ * ` ?` other, whitespace), each piece merged from its bytes by the lowest id first.
+ * Letters and numbers are the C.UTF-8 locale's classes (close to Unicode's); the end of
+ * text id is never produced. A table without a token for every byte is SF_ERR_INVALID.
+ */
+SF_API int sf_vocab_encode(const struct sf_vocab *v, const char *text, size_t len,
+                           int32_t *ids, int64_t cap, int64_t *count);
 
 /* ------------------------------------------------------------------------ */
 /* Checkpoints                                                               */
