@@ -78,10 +78,11 @@ static int table_build(const struct sf_vocab *v, struct table *t)
 		uint8_t b = (uint8_t)c;
 		if (lookup(t, &b, 1) < 0) {
 			free(t->slot);
-			return SF_ERR(SF_ERR_INVALID,
-			              "sf_vocab_encode: decode table %s has no token for byte 0x%02x: "
-			              "not a byte-level BPE vocabulary (GPT-2's)",
-			              v->path ? v->path : "", c);
+			return SF_ERR(
+			    SF_ERR_INVALID,
+			    "sf_vocab_encode: decode table %s has no token for byte 0x%02x: "
+			    "not a byte-level BPE vocabulary (GPT-2's)",
+			    v->path ? v->path : "", c);
 		}
 	}
 	return SF_OK;
@@ -93,9 +94,11 @@ static int table_build(const struct sf_vocab *v, struct table *t)
  * length 1) */
 static int32_t utf8(const uint8_t *s, size_t n, size_t *len)
 {
-	int k = s[0] < 0x80 ? 1 : (s[0] & 0xe0) == 0xc0 ? 2 : (s[0] & 0xf0) == 0xe0 ? 3
-	      : (s[0] & 0xf8) == 0xf0                   ? 4
-	                                                : 0;
+	int k = s[0] < 0x80             ? 1
+	        : (s[0] & 0xe0) == 0xc0 ? 2
+	        : (s[0] & 0xf0) == 0xe0 ? 3
+	        : (s[0] & 0xf8) == 0xf0 ? 4
+	                                : 0;
 	*len = 1;
 	if (k == 0 || (size_t)k > n)
 		return -1;
@@ -128,8 +131,8 @@ static enum cls classify(int32_t c, locale_t loc)
 		return C_SPACE;
 	if (c < 0x80)
 		return (c | 0x20) >= 'a' && (c | 0x20) <= 'z' ? C_LETTER
-		       : c >= '0' && c <= '9'                ? C_NUMBER
-		                                             : C_OTHER;
+		       : c >= '0' && c <= '9'                 ? C_NUMBER
+		                                              : C_OTHER;
 	if (loc && iswdigit_l((wint_t)c, loc))
 		return C_NUMBER;
 	if (loc && iswalpha_l((wint_t)c, loc))
@@ -174,8 +177,8 @@ static size_t piece(const struct cp *p, size_t i, size_t n)
 
 /* The ids of piece b[0 .. n) appended to ids (while below cap), *count advanced;
  * start: n + 1 scratch offsets */
-static void merge(const struct table *t, const uint8_t *b, size_t n, size_t *start,
-                  int32_t *ids, int64_t cap, int64_t *count)
+static void merge(const struct table *t, const uint8_t *b, size_t n, size_t *start, int32_t *ids,
+                  int64_t cap, int64_t *count)
 {
 	size_t parts = n;
 	for (size_t i = 0; i <= n; i++)
@@ -201,8 +204,8 @@ static void merge(const struct table *t, const uint8_t *b, size_t n, size_t *sta
 			ids[*count] = lookup(t, b + start[i], start[i + 1] - start[i]);
 }
 
-SF_API int sf_vocab_encode(const struct sf_vocab *v, const char *text, size_t len,
-                           int32_t *ids, int64_t cap, int64_t *count)
+SF_API int sf_vocab_encode(const struct sf_vocab *v, const char *text, size_t len, int32_t *ids,
+                           int64_t cap, int64_t *count)
 {
 	int rc = SF_OK;
 	struct table t = {0};

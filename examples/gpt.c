@@ -325,7 +325,8 @@ static int on_value(int key, char *val, void *ctx)
 	case OPT_EXPORT_LAYOUT:
 		if (strcmp(val, "hf") && strcmp(val, "nanogpt"))
 			return cli_bad_usage(
-			    "--export-layout \"%s\" is invalid: accepted values are hf, nanogpt", val);
+			    "--export-layout \"%s\" is invalid: accepted values are hf, nanogpt",
+			    val);
 		o->nanogpt_layout = !strcmp(val, "nanogpt");
 		return 0;
 	case OPT_INIT: o->init_path = val; return 0;
@@ -798,8 +799,8 @@ static void print_banner(const struct run *r)
 	char settings[2048];
 	if (r->rank == 0 && sf_context_config(r->ctx, &cfg) == SF_OK &&
 	    sf_config_describe(&cfg, 1, settings, sizeof settings) == SF_OK)
-		fprintf(stderr, PROG ": layout dp %d x tp %d; settings: %s\n", r->size / r->tp, r->tp,
-		        settings);
+		fprintf(stderr, PROG ": layout dp %d x tp %d; settings: %s\n", r->size / r->tp,
+		        r->tp, settings);
 	struct sf_model_stats st;
 	if (sf_model_stats(r->m, &st) == SF_OK && r->rank == 0) {
 		const double mib = 1024.0 * 1024.0;
@@ -1291,7 +1292,7 @@ static int generate(struct run *r)
 	}
 	for (int i = 0; i < r->rows; i++) {
 		for (int k = 0; k < P; k++)
-			seq[(size_t)i * L + k] = prompt ? prompt[k]
+			seq[(size_t)i * L + k] = prompt   ? prompt[k]
 			                         : tokens ? (r->vocab.eot >= 0 ? r->vocab.eot : 0)
 			                                  : (uint8_t)o->prompt[k];
 		rng[i] = o->seed * 0x100000001b3ull + (uint64_t)(r->first + i);

@@ -54,8 +54,8 @@ static void transpose(float *a, size_t r, size_t c, float *scratch)
 
 /* Each tensor of l's in params (nparams_whole floats) transposed: from the model's
  * (O, I) to the file's (I, O) when to_file, else back */
-static int transpose_all(const sf_model *m, const struct sf_safetensors_layout *l,
-                         float *params, bool to_file)
+static int transpose_all(const sf_model *m, const struct sf_safetensors_layout *l, float *params,
+                         bool to_file)
 {
 	struct _sf_tensor *t = NULL;
 	size_t nt = 0, big = 0;
@@ -87,8 +87,8 @@ static int transpose_all(const sf_model *m, const struct sf_safetensors_layout *
 /* ---- export ------------------------------------------------------------------------- */
 
 /* The header text, padded with spaces to a multiple of 8. */
-static int build_header(const struct sf_model *m, const struct sf_safetensors_layout *l,
-                        char **out, size_t *len)
+static int build_header(const struct sf_model *m, const struct sf_safetensors_layout *l, char **out,
+                        size_t *len)
 {
 	json_t *root = json_object();
 	char *text = NULL;
@@ -145,8 +145,8 @@ static int build_header(const struct sf_model *m, const struct sf_safetensors_la
 
 /* Rank 0: path.tmp, synced, renamed to path. params (converted to little-endian in
  * place) holds the model's nparams_whole parameters. */
-static int write_file(const sf_model *m, const char *path,
-                      const struct sf_safetensors_layout *l, float *params)
+static int write_file(const sf_model *m, const char *path, const struct sf_safetensors_layout *l,
+                      float *params)
 {
 	int rc = SF_OK, fd = -1;
 	char *header = NULL, tmp[4096], dir[4096];
@@ -274,9 +274,8 @@ out:
  * tensors t[sel[k]], k < nsel (sel NULL: every one of t's nt), as the file keeps them
  * (layout l's transposed). The header is checked entirely (io/st_header.c) before a
  * tensor is read. */
-static int read_part(const char *path, const struct _sf_tensor *t, size_t nt,
-                     const size_t *sel, size_t nsel, const struct sf_safetensors_layout *l,
-                     float *params)
+static int read_part(const char *path, const struct _sf_tensor *t, size_t nt, const size_t *sel,
+                     size_t nsel, const struct sf_safetensors_layout *l, float *params)
 {
 	int rc = SF_OK, fd = -1;
 	char *header = NULL;
@@ -368,16 +367,18 @@ static int map_shards(const char *ipath, json_t *index, const struct _sf_tensor 
 			              "%s: weight_map[\"%s\"] must be a file name in the directory",
 			              ipath, key);
 		if (i == nt)
-			return SF_ERR(SF_ERR_INVALID,
-			              "%s: weight_map names tensor \"%s\", which the model does not "
-			              "have (the model's first is \"%s\")",
-			              ipath, key, nt ? t[0].name : "");
+			return SF_ERR(
+			    SF_ERR_INVALID,
+			    "%s: weight_map names tensor \"%s\", which the model does not "
+			    "have (the model's first is \"%s\")",
+			    ipath, key, nt ? t[0].name : "");
 		file[i] = f;
 	}
 	for (size_t i = 0; i < nt; i++)
 		if (!file[i])
-			return SF_ERR(SF_ERR_INVALID, "%s: weight_map has no \"%s\", a tensor of the model",
-			              ipath, t[i].name);
+			return SF_ERR(SF_ERR_INVALID,
+			              "%s: weight_map has no \"%s\", a tensor of the model", ipath,
+			              t[i].name);
 	return SF_OK;
 }
 

@@ -41,9 +41,8 @@ int _sf_decoder_write_json(const char *fn, json_t *o, const char *path)
 		json_decref(o);
 		return sf_error_set(SF_ERR_INVALID, "%s: NULL path", fn);
 	}
-	char *text = o ? json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER |
-	                                   JSON_REAL_PRECISION(7))
-	               : NULL;
+	char *text =
+	    o ? json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(7)) : NULL;
 	json_decref(o);
 	if (!text)
 		return sf_error_set(SF_ERR_NOMEM, "%s: out of memory", fn);
@@ -90,8 +89,7 @@ static int field_ok(const struct _sf_hf_field *f, const json_t *v)
 	return 0;
 }
 
-int _sf_decoder_check_json(const char *fn, const char *path, const struct _sf_hf_field *f,
-                           int n)
+int _sf_decoder_check_json(const char *fn, const char *path, const struct _sf_hf_field *f, int n)
 {
 	json_error_t err;
 	if (!path)
@@ -110,8 +108,9 @@ int _sf_decoder_check_json(const char *fn, const char *path, const struct _sf_hf
 		char got[64], want[64];
 		show(v, got, sizeof got);
 		if (f[i].kind == SF_HF_STR)
-			snprintf(want, sizeof want, "\"%s\"%s%s%s", f[i].s, f[i].alt ? " or \"" : "",
-			         f[i].alt ? f[i].alt : "", f[i].alt ? "\"" : "");
+			snprintf(want, sizeof want, "\"%s\"%s%s%s", f[i].s,
+			         f[i].alt ? " or \"" : "", f[i].alt ? f[i].alt : "",
+			         f[i].alt ? "\"" : "");
 		else if (f[i].kind == SF_HF_BOOL)
 			snprintf(want, sizeof want, "%s", f[i].v != 0 ? "true" : "false");
 		else

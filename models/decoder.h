@@ -40,16 +40,15 @@ enum _sf_hf_kind { SF_HF_INT, SF_HF_REAL, SF_HF_BOOL, SF_HF_STR };
 struct _sf_hf_field {
 	const char *key;
 	enum _sf_hf_kind kind;
-	double v;           /* the model's number (int, real, bool 0/1) */
+	double v;            /* the model's number (int, real, bool 0/1) */
 	const char *s, *alt; /* SF_HF_STR: the accepted strings (alt may be NULL) */
-	int min;            /* 1: file >= model for SF_HF_INT */
-	int missing;        /* 0: required; 1: absent means v; 2: absent or null is fine */
+	int min;             /* 1: file >= model for SF_HF_INT */
+	int missing;         /* 0: required; 1: absent means v; 2: absent or null is fine */
 };
 
 /* Reads the JSON object at path and checks fields[0..n) in order: SF_OK, or
  * SF_ERR_INVALID naming path, the first key that differs, its value there and the
  * model's; SF_ERR_IO when it cannot be read or parsed. */
-int _sf_decoder_check_json(const char *fn, const char *path, const struct _sf_hf_field *f,
-                           int n);
+int _sf_decoder_check_json(const char *fn, const char *path, const struct _sf_hf_field *f, int n);
 
 #endif

@@ -164,13 +164,13 @@ SF_API int sf_gpt_config_write_hf(const struct sf_gpt_config *c, const char *pat
 {
 	if (!c)
 		return sf_error_set(SF_ERR_INVALID, "sf_gpt_config_write_hf: NULL config");
-	json_t *o = json_pack(
-	    "{s:[s], s:s, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:f, s:s, s:b, s:s}",
-	    "architectures", "GPT2LMHeadModel", "model_type", "gpt2", "n_embd", c->embd,
-	    "n_layer", c->layers, "n_head", c->heads, "n_positions", c->context, "n_ctx",
-	    c->context, "n_inner", 4 * c->embd, "vocab_size", c->vocab, "layer_norm_epsilon",
-	    (double)GPT_LN_EPS, "activation_function", "gelu_new", "tie_word_embeddings",
-	    c->tie_weights != 0, "torch_dtype", "float32");
+	json_t *o =
+	    json_pack("{s:[s], s:s, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:f, s:s, s:b, s:s}",
+	              "architectures", "GPT2LMHeadModel", "model_type", "gpt2", "n_embd", c->embd,
+	              "n_layer", c->layers, "n_head", c->heads, "n_positions", c->context, "n_ctx",
+	              c->context, "n_inner", 4 * c->embd, "vocab_size", c->vocab,
+	              "layer_norm_epsilon", (double)GPT_LN_EPS, "activation_function", "gelu_new",
+	              "tie_word_embeddings", c->tie_weights != 0, "torch_dtype", "float32");
 	return _sf_decoder_write_json("sf_gpt_config_write_hf", o, path);
 }
 
