@@ -799,8 +799,8 @@ static void print_banner(const struct run *r)
 	char settings[2048];
 	if (r->rank == 0 && sf_context_config(r->ctx, &cfg) == SF_OK &&
 	    sf_config_describe(&cfg, 1, settings, sizeof settings) == SF_OK)
-		fprintf(stderr, PROG ": layout dp %d x tp %d; settings: %s\n", r->size / r->tp,
-		        r->tp, settings);
+		fprintf(stderr, PROG ": layout dp %d x tp %d; settings: %s\n", r->size / r->tp, r->tp,
+		        settings);
 	struct sf_model_stats st;
 	if (sf_model_stats(r->m, &st) == SF_OK && r->rank == 0) {
 		const double mib = 1024.0 * 1024.0;
