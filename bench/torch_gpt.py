@@ -147,6 +147,60 @@ def read_safetensors(path):
     return out
 
 
+def write_safetensors(path, tensors):
+    """tensors (name -> float32 tensor) as a safetensors file, in the given order"""
+    header, off, blobs = {}, 0, []
+    for name, t in tensors.items():
+        b = t.detach().contiguous().to(dtype=__import__("torch").float32).numpy().astype("<f4").tobytes()
+        header[name] = dict(dtype="F32", shape=list(t.shape), data_offsets=[off, off + len(b)])
+        off += len(b)
+        blobs.append(b)
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
+
+
+# Hugging Face's model directory: config.json, then model.safetensors or
+# model.safetensors.index.json ({"weight_map": name -> shard}) and its shards
+
+def read_hf_dir(d):
+    index = os.path.join(d, "model.safetensors.index.json")
+    if not os.path.exists(index):
+        return read_safetensors(os.path.join(d, "model.safetensors"))
+    with open(index) as f:
+        wm = json.load(f)["weight_map"]
+    out = {}
+    for shard in sorted(set(wm.values())):
+        part = read_safetensors(os.path.join(d, shard))
+        for name, t in part.items():
+            if wm.get(name) != shard:
+                raise ValueError("%s: %s is in %s, the index says %s" % (d, name, shard, wm.get(name)))
+            out[name] = t
+    missing = set(wm) - set(out)
+    if missing:
+        raise ValueError("%s: the index names %s, in no shard" % (d, sorted(missing)[0]))
+    return out
+
+
+def write_hf_dir(d, config, sd, shards):
+    """config.json, then sd in `shards` files (model-0000i-of-0000n.safetensors) with
+    their index, the tensors split in order into parts of about equal count"""
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "config.json"), "w") as f:
+        json.dump(config, f, indent=2)
+    names = list(sd)
+    wm, total = {}, 0
+    for i in range(shards):
+        part = names[i * len(names) // shards:(i + 1) * len(names) // shards]
+        fn = "model-%05d-of-%05d.safetensors" % (i + 1, shards)
+        write_safetensors(os.path.join(d, fn), {n: sd[n] for n in part})
+        wm.update({n: fn for n in part})
+        total += sum(sd[n].numel() * 4 for n in part)
+    with open(os.path.join(d, "model.safetensors.index.json"), "w") as f:
+        json.dump(dict(metadata=dict(total_size=total), weight_map=wm), f, indent=2)
+
+
 # --- the model ------------------------------------------------------------------------
 
 def build_model(layers, heads, embd, context, vocab, tied, sdpa=False):
@@ -224,6 +278,123 @@ def build_model(layers, heads, embd, context, vocab, tied, sdpa=False):
             return self.lm_head(self.transformer.ln_f(x))
 
     return GPT()
+
+
+CONV1D = ("attn.c_attn.weight", "attn.c_proj.weight", "mlp.c_fc.weight", "mlp.c_proj.weight")
+
+
+def build_hf_gpt2(c):
+    """transformers' GPT2LMHeadModel as its modules and state_dict keys are, written
+    out from its config.json (the package is not here): Conv1D layers, whose weight is
+    (in, out) and which compute x @ W + b; gelu_new; lm_head tied to wte unless
+    tie_word_embeddings is false"""
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+    embd, heads, layers = c["n_embd"], c["n_head"], c["n_layer"]
+    ctx, vocab, eps = c["n_positions"], c["vocab_size"], c.get("layer_norm_epsilon", 1e-5)
+    inner = c.get("n_inner") or 4 * embd
+    if c.get("activation_function", "gelu_new") not in ("gelu_new", "gelu_pytorch_tanh"):
+        raise ValueError("activation_function %r: the twin has gelu_new only"
+                         % c["activation_function"])
+
+    class Conv1D(nn.Module):
+        def __init__(self, nf, nx):
+            super().__init__()
+            self.weight = nn.Parameter(torch.zeros(nx, nf))
+            self.bias = nn.Parameter(torch.zeros(nf))
+
+        def forward(self, x):
+            return torch.addmm(self.bias, x.reshape(-1, x.shape[-1]), self.weight).view(
+                *x.shape[:-1], self.weight.shape[1])
+
+    class Attention(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.c_attn = Conv1D(3 * embd, embd)
+            self.c_proj = Conv1D(embd, embd)
+
+        def forward(self, x):
+            B, T, C = x.shape
+            hs = C // heads
+            q, k, v = (t.view(B, T, heads, hs).transpose(1, 2)
+                       for t in self.c_attn(x).split(C, dim=2))
+            att = (q @ k.transpose(-2, -1)) / math.sqrt(hs)
+            mask = torch.tril(torch.ones(T, T, dtype=torch.bool))
+            att = F.softmax(att.masked_fill(~mask, float("-inf")), dim=-1)
+            return self.c_proj((att @ v).transpose(1, 2).contiguous().view(B, T, C))
+
+    class MLP(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.c_fc = Conv1D(inner, embd)
+            self.c_proj = Conv1D(embd, inner)
+
+        def forward(self, x):
+            return self.c_proj(F.gelu(self.c_fc(x), approximate="tanh"))
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln_1 = nn.LayerNorm(embd, eps=eps)
+            self.attn = Attention()
+            self.ln_2 = nn.LayerNorm(embd, eps=eps)
+            self.mlp = MLP()
+
+        def forward(self, x):
+            x = x + self.attn(self.ln_1(x))
+            return x + self.mlp(self.ln_2(x))
+
+    class Transformer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.wte = nn.Embedding(vocab, embd)
+            self.wpe = nn.Embedding(ctx, embd)
+            self.h = nn.ModuleList([Block() for _ in range(layers)])
+            self.ln_f = nn.LayerNorm(embd, eps=eps)
+
+    class GPT2LMHeadModel(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.transformer = Transformer()
+            self.lm_head = nn.Linear(embd, vocab, bias=False)
+            if c.get("tie_word_embeddings", True):
+                self.lm_head.weight = self.transformer.wte.weight
+
+        def forward(self, idx):
+            t = self.transformer
+            x = t.wte(idx) + t.wpe(torch.arange(idx.shape[1]))
+            for blk in t.h:
+                x = blk(x)
+            return self.lm_head(t.ln_f(x))
+
+    return GPT2LMHeadModel()
+
+
+def load_hf(d):
+    """the twin of d's config.json (GPT2LMHeadModel or LlamaForCausalLM), d's weights
+    loaded into it strictly (a tied head's weight is the embedding's)"""
+    with open(os.path.join(d, "config.json")) as f:
+        c = json.load(f)
+    sd = read_hf_dir(d)
+    if c.get("model_type") == "gpt2":
+        model = build_hf_gpt2(c)
+        if c.get("tie_word_embeddings", True):
+            sd["lm_head.weight"] = sd["transformer.wte.weight"]
+    else:
+        model = llama_from_config(c)
+        if c["tie_word_embeddings"]:
+            sd["lm_head.weight"] = sd["model.embed_tokens.weight"]
+    model.load_state_dict(sd, strict=True)
+    return model
+
+
+def llama_from_config(c):
+    return build_llama(c["num_hidden_layers"], c["num_attention_heads"],
+                       c["num_key_value_heads"], c["hidden_size"],
+                       c["max_position_embeddings"], c["vocab_size"],
+                       c["tie_word_embeddings"], c["intermediate_size"], c["rope_theta"],
+                       eps=c["rms_norm_eps"])
 
 
 def llama_ffn_dim(embd, ffn_dim, multiple_of=32):
@@ -401,7 +572,9 @@ def parse_args(argv):
     sub = ap.add_subparsers(dest="cmd", required=True)
     lg = sub.add_parser("logits", help="compare one batch's logits with tests/gpt_logits'")
     add_model_args(lg)
-    lg.add_argument("--weights", required=True)
+    lg.add_argument("--weights")
+    lg.add_argument("--hf", help="a Hugging Face directory instead of --weights: "
+                    "GPT2LMHeadModel (Conv1D) built from its config.json alone")
     lg.add_argument("--dumps", required=True)
     lg.add_argument("--index", type=int, default=0)
     lg.add_argument("--rtol", type=float, default=1e-4)
@@ -424,6 +597,12 @@ def parse_args(argv):
     tr.add_argument("--master-addr")
     tr.add_argument("--master-port", type=int, default=0)
     tr.add_argument("--ifname")
+    hs = sub.add_parser("hf-save", help="--weights (shardflow's own layout) as a Hugging "
+                        "Face directory, in --shards files with their index")
+    add_model_args(hs, text=False)
+    hs.add_argument("--weights", required=True)
+    hs.add_argument("--out", required=True)
+    hs.add_argument("--shards", type=int, default=2)
     sp = sub.add_parser("speed", help="tokens/s of training on a device, as a user runs it fast")
     add_model_args(sp, text=False)
     sp.add_argument("--device", default="cuda")
@@ -440,6 +619,8 @@ def parse_args(argv):
             ap.error("--%s %d is invalid: expected a positive integer" % (name, getattr(a, name)))
     if a.embd % a.heads:
         ap.error("--embd %d must be a multiple of --heads %d" % (a.embd, a.heads))
+    if a.cmd == "logits" and not (a.weights or a.hf):
+        ap.error("logits needs --weights or --hf")
     if a.cmd == "train" and a.min_lr < 0:
         a.min_lr = a.lr / 10
     return a
@@ -500,8 +681,11 @@ def read_dump(path):
 def cmd_logits(a):
     import torch
     torch.set_num_threads(1)
-    model = build_model(a.layers, a.heads, a.embd, a.context, a.vocab, not a.untied)
-    load_weights(model, a.weights, not a.untied)
+    if a.hf:
+        model = load_hf(a.hf)
+    else:
+        model = build_model(a.layers, a.heads, a.embd, a.context, a.vocab, not a.untied)
+        load_weights(model, a.weights, not a.untied)
     if a.perturb:
         with torch.no_grad():
             model.transformer.wte.weight.mul_(1.001)
@@ -707,6 +891,37 @@ def cmd_speed(a):
     return 0
 
 
+def cmd_hf_save(a):
+    """The model of --weights in transformers' layout and config.json, written by the
+    twin alone: GPT-2's Conv1D weights transposed to (in, out)"""
+    import torch
+    model = make_model(a)
+    sd = {k: v for k, v in model.state_dict().items()}
+    if a.arch == "llama":
+        kv = a.kv_heads or (a.heads // 2 if a.heads % 2 == 0 else a.heads)
+        config = dict(architectures=["LlamaForCausalLM"], model_type="llama",
+                      hidden_size=a.embd, num_hidden_layers=a.layers,
+                      num_attention_heads=a.heads, num_key_value_heads=kv,
+                      intermediate_size=llama_ffn_dim(a.embd, a.ffn_dim),
+                      vocab_size=a.vocab, max_position_embeddings=a.context,
+                      rms_norm_eps=1e-5, rope_theta=a.rope_theta,
+                      tie_word_embeddings=a.tied)
+        if a.tied:
+            del sd["lm_head.weight"]
+    else:
+        config = dict(architectures=["GPT2LMHeadModel"], model_type="gpt2", n_embd=a.embd,
+                      n_layer=a.layers, n_head=a.heads, n_positions=a.context,
+                      vocab_size=a.vocab, layer_norm_epsilon=1e-5,
+                      activation_function="gelu_new", tie_word_embeddings=not a.untied)
+        if not a.untied:
+            del sd["lm_head.weight"]
+        sd = {k: (v.t().contiguous() if k.endswith(CONV1D) else v) for k, v in sd.items()}
+    with torch.no_grad():
+        write_hf_dir(a.out, config, sd, a.shards)
+    print(json.dumps(dict(ok=True, tensors=len(sd), shards=a.shards, out=a.out)))
+    return 0
+
+
 def cmd_hf_load(args):
     """hf-load CONFIG.JSON WEIGHTS.safetensors: Hugging Face's way in: the
     LlamaForCausalLM twin built from config.json's fields alone (what
@@ -752,6 +967,8 @@ def main(argv):
     try:
         if a.cmd == "speed":
             return cmd_speed(a)
+        if a.cmd == "hf-save":
+            return cmd_hf_save(a)
         return cmd_logits(a) if a.cmd == "logits" else cmd_train(a)
     except (OSError, ValueError, KeyError, RuntimeError) as e:
         print("%s: error: %s" % (PROG, e), file=sys.stderr)

@@ -61,6 +61,7 @@ struct options {
 	    *loss_log;
 	const char *metrics; /* --metrics: JSON lines, rank 0 */
 	int resume;
+	int nanogpt_layout; /* --export-layout nanogpt: GPT-2's weights (O, I) */
 };
 
 static void usage(FILE *f)
@@ -142,8 +143,16 @@ static void usage(FILE *f)
 	        "                        after each save (default: keep all)\n"
 	        "  --resume              continue from D's last checkpoint (none: start afresh)\n"
 	        "  --max-steps N         stop after N steps in all (counting resumed ones)\n"
-	        "  --export FILE         write the final weights as safetensors (nanoGPT names)\n"
-	        "  --init FILE           start from these safetensors weights\n"
+	        "  --export FILE         write the final weights as safetensors (Hugging Face's\n"
+	        "                        names) and config.json beside it\n"
+	        "  --export-layout L     hf: GPT-2's weights as GPT2LMHeadModel's Conv1D keeps\n"
+	        "                        them, (in, out); nanogpt: nanoGPT's (out, in); for\n"
+	        "                        --export, --export-init and --init FILE (default hf;\n"
+	        "                        llama has one layout, Hugging Face's)\n"
+	        "  --init PATH           start from these safetensors weights: a file, or a\n"
+	        "                        Hugging Face model directory (config.json checked\n"
+	        "                        against the model; model.safetensors, or\n"
+	        "                        model.safetensors.index.json and its shards)\n"
 	        "  --export-init FILE    write the weights before the first step (the starting\n"
 	        "                        point of bench/gpt_torch.sh's PyTorch twin)\n"
 	        "  --loss-log FILE       write every step's loss, \"<step> <loss>\" with 9\n"
@@ -154,7 +163,8 @@ static void usage(FILE *f)
 	        "                        (shardflow-plot FILE draws it on demand)\n"
 	        "generation (after training):\n"
 	        "  --prompt TEXT         the start of every sample (default \"\\n\"; token files:\n"
-	        "                        samples start at the decode table's end-of-text id)\n"
+	        "                        GPT-2's BPE of TEXT with --vocab-file's ids, default\n"
+	        "                        the end-of-text id)\n"
 	        "  --sample N            samples to print, 0 for none (default 2, at most the\n"
 	        "                        batch)\n"
 	        "  --tokens N            bytes (or tokens) to generate per sample (default 300)\n"
@@ -206,6 +216,7 @@ enum opt_key {
 	OPT_VOCAB_FILE,
 	OPT_PRESET,
 	OPT_PEAK_TFLOPS,
+	OPT_EXPORT_LAYOUT,
 	NOPTIONS
 };
 
@@ -251,6 +262,7 @@ static const char *const option_names[NOPTIONS] = {
     [OPT_VOCAB_FILE] = "--vocab-file",
     [OPT_PRESET] = "--preset",
     [OPT_PEAK_TFLOPS] = "--peak-tflops",
+    [OPT_EXPORT_LAYOUT] = "--export-layout",
 };
 
 enum { NFLAGS = 3 };
@@ -274,7 +286,7 @@ static const char *const checkpoint_options[] = {"--checkpoint-dir", "--checkpoi
                                                  "--max-steps",       "--export",
                                                  "--init",            "--export-init",
                                                  "--loss-log",        "--metrics",
-                                                 NULL};
+                                                 "--export-layout",   NULL};
 static const char *const generation_options[] = {"--prompt", "--sample", "--tokens",
                                                  "--temperature", "--top-k", NULL};
 static const struct job_section sections[] = {
@@ -377,6 +389,13 @@ static int on_value(int key, char *val, void *ctx)
 	case OPT_CHECKPOINT_KEEP: return cli_steps(n, val, &o->ckpt_keep);
 	case OPT_MAX_STEPS: return cli_steps(n, val, &o->max_steps);
 	case OPT_EXPORT: o->export_path = val; return 0;
+	case OPT_EXPORT_LAYOUT:
+		if (strcmp(val, "hf") && strcmp(val, "nanogpt"))
+			return cli_bad_usage(
+			    "--export-layout \"%s\" is invalid: accepted values are hf, nanogpt",
+			    val);
+		o->nanogpt_layout = !strcmp(val, "nanogpt");
+		return 0;
 	case OPT_INIT: o->init_path = val; return 0;
 	case OPT_EXPORT_INIT: o->export_init_path = val; return 0;
 	case OPT_LOSS_LOG: o->loss_log = val; return 0;
@@ -527,11 +546,8 @@ static int parse(int argc, char **argv, struct options *o)
 		                     "decode table, --vocab-file FILE (" SF_DATA_DIR
 		                     "/gpt2-vocab.bin for GPT-2's tokens); or add --sample 0",
 		                     o->sample);
-	if (o->train_tokens && o->prompt && *o->prompt && o->sample)
-		return cli_bad_usage("--prompt with token files: shardflow has no BPE encoder, "
-		                     "so samples start at the decode table's end-of-text id");
-	if (!o->prompt || !*o->prompt)
-		o->prompt = "\n";
+	if (!o->prompt || !*o->prompt) /* token files: the end-of-text id */
+		o->prompt = o->train_tokens ? NULL : "\n";
 	return 0;
 }
 
@@ -758,6 +774,39 @@ static int check_position(const struct run *r, const struct sf_checkpoint_info *
 	return -1;
 }
 
+/* GPT-2's layout of --export-layout (NULL: the model's own, nanoGPT's) into *l */
+static const struct sf_safetensors_layout *weights_layout(const struct run *r,
+                                                          struct sf_safetensors_layout *l)
+{
+	if (r->o.arch || r->o.nanogpt_layout || sf_gpt_hf_layout(l) < 0)
+		return NULL;
+	return l;
+}
+
+/* --init: a safetensors file in --export-layout's layout, or a Hugging Face directory
+ * (its config.json checked against the model first; GPT-2 in Conv1D's layout) */
+static int init_weights(struct run *r)
+{
+	const char *p = r->o.init_path;
+	struct sf_safetensors_layout l, hf;
+	struct stat st;
+	char cfg[4096];
+	int status = -1;
+	if (stat(p, &st) != 0 || !S_ISDIR(st.st_mode)) {
+		CHECK(sf_model_import_safetensors_layout(r->m, p, weights_layout(r, &l)));
+		return 0;
+	}
+	snprintf(cfg, sizeof cfg, "%s/config.json", p);
+	if (r->o.arch)
+		CHECK(sf_llama_config_check_hf(&r->lc, cfg));
+	else
+		CHECK(sf_gpt_config_check_hf(&r->o.model, cfg));
+	CHECK(sf_model_import_hf(r->m, p, r->o.arch ? NULL : (sf_gpt_hf_layout(&hf), &hf)));
+	status = 0;
+done:
+	return status;
+}
+
 /* The --checkpoint-dir locked for this job (a second job on it is refused here,
  * before it trains), then --init's weights, then --resume's checkpoint and step. Every
  * failure here is every rank's (each call is collective and agrees on its status, and
@@ -768,8 +817,8 @@ static int restore(struct run *r)
 	int status = -1;
 	if (o->ckpt_dir)
 		CHECK(sf_checkpoint_lock(r->m, o->ckpt_dir, SF_CHECKPOINT_WRITE));
-	if (o->init_path)
-		CHECK(sf_model_import_safetensors(r->m, o->init_path));
+	if (o->init_path && init_weights(r) < 0)
+		goto done;
 	if (o->resume) {
 		struct sf_checkpoint_info info;
 		int found = 0;
@@ -939,20 +988,23 @@ done:
 	return status;
 }
 
-/* A safetensors export at path, and with --arch llama Hugging Face's config.json beside
- * it (rank 0), so that the directory loads in transformers' LlamaForCausalLM. GPT-2's
- * export keeps nanoGPT's (out, in) layout, which GPT2LMHeadModel's Conv1D (in, out)
- * does not take: no config.json for it. */
+/* A safetensors export at path in --export-layout's layout, and Hugging Face's
+ * config.json beside it (rank 0): with the default layout the directory loads in
+ * transformers' GPT2LMHeadModel (or LlamaForCausalLM) as it is. */
 static int export_weights(struct run *r, const char *path)
 {
 	int status = -1;
-	CHECK(sf_model_export_safetensors(r->m, path));
-	if (r->o.arch && r->rank == 0) {
+	struct sf_safetensors_layout l;
+	CHECK(sf_model_export_safetensors_layout(r->m, path, weights_layout(r, &l)));
+	if (r->rank == 0) {
 		char cfg[4096];
 		const char *slash = strrchr(path, '/');
 		int dl = slash ? (int)(slash - path) : 1;
 		snprintf(cfg, sizeof cfg, "%.*s/config.json", dl, slash ? path : ".");
-		CHECK(sf_llama_config_write_hf(&r->lc, cfg));
+		if (r->o.arch)
+			CHECK(sf_llama_config_write_hf(&r->lc, cfg));
+		else
+			CHECK(sf_gpt_config_write_hf(&r->o.model, cfg));
 	}
 	status = 0;
 done:
@@ -1348,6 +1400,29 @@ done:
 	return status;
 }
 
+/* --prompt as GPT-2's BPE ids of the decode table (token files): *ids (P of them,
+ * freed by the caller) */
+static int prompt_ids(const struct run *r, int32_t **ids, int *P)
+{
+	size_t n = strlen(r->o.prompt);
+	int64_t count = 0;
+	int status = -1;
+	*ids = malloc((n + 1) * sizeof **ids); /* at most one id a byte */
+	if (!*ids) {
+		fprintf(stderr, PROG ": out of memory\n");
+		return -1;
+	}
+	CHECK(sf_vocab_encode(&r->vocab, r->o.prompt, n, *ids, (int64_t)n + 1, &count));
+	*P = (int)count;
+	status = 0;
+done:
+	if (status) {
+		free(*ids);
+		*ids = NULL;
+	}
+	return status;
+}
+
 /* Every rank's sequences continue the prompt (bytes; with token files the decode
  * table's end-of-text id) for --tokens ids (a window of the last T is fed each time;
  * the forward runs on the whole batch, as sf_model_predict does); rank 0 prints the
@@ -1357,7 +1432,11 @@ static int generate(struct run *r)
 {
 	const struct options *o = &r->o;
 	int tokens = o->train_tokens != NULL;
-	int status = -1, P = tokens ? 1 : (int)strlen(o->prompt), L = P + o->gen_tokens;
+	int32_t *prompt = NULL;
+	int status = -1, P = tokens ? 1 : (int)strlen(o->prompt), L;
+	if (tokens && o->prompt && prompt_ids(r, &prompt, &P) < 0)
+		return -1;
+	L = P + o->gen_tokens;
 	int V = tokens ? r->vocab.n : r->V;
 	int32_t *seq = calloc((size_t)r->rows * (size_t)L + 1, sizeof *seq);
 	uint64_t *rng = calloc((size_t)r->rows + 1, sizeof *rng);
@@ -1370,8 +1449,9 @@ static int generate(struct run *r)
 	}
 	for (int i = 0; i < r->rows; i++) {
 		for (int k = 0; k < P; k++)
-			seq[(size_t)i * L + k] =
-			    tokens ? (r->vocab.eot >= 0 ? r->vocab.eot : 0) : (uint8_t)o->prompt[k];
+			seq[(size_t)i * L + k] = prompt   ? prompt[k]
+			                         : tokens ? (r->vocab.eot >= 0 ? r->vocab.eot : 0)
+			                                  : (uint8_t)o->prompt[k];
 		rng[i] = o->seed * 0x100000001b3ull + (uint64_t)(r->first + i);
 	}
 	for (int len = P; len < L; len++) {
@@ -1417,6 +1497,7 @@ done:
 	free(p);
 	free(sorted);
 	free(all);
+	free(prompt);
 	return status;
 }
 

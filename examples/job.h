@@ -27,7 +27,6 @@
 #include "examples/cli.h"
 
 #include <jansson.h>
-#include <unistd.h>
 
 /* A job file's section: its name and its options ("--name"), in the usage's order */
 struct job_section {
@@ -229,8 +228,8 @@ out:
 	return rc;
 }
 
-/* Writes the run's effective job, JSON, to path (through a temporary file and a
- * rename): the options the run was given in sections (argv after job_load, the job
+/* Writes the run's effective job, JSON, to path whole or not at all
+ * (sf_file_write_atomic): the options the run was given in sections (argv after job_load, the job
  * file's and the command line's), and every SHARDFLOW_* setting as the run has it
  * (sf_config_describe's words). 0 or -1 (errno). */
 static int job_write_effective(const char *path, int argc, char **argv,
@@ -289,18 +288,18 @@ static int job_write_effective(const char *path, int argc, char **argv,
 	json_object_set_new(root, "shardflow", shard);
 	if (layout)
 		json_object_set_new(root, "layout", json_string(layout));
-	char tmp[4200];
-	if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp) {
-		json_decref(root);
-		errno = ENAMETOOLONG;
+	char *text = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	json_decref(root);
+	if (!text) {
+		errno = ENOMEM;
 		return -1;
 	}
-	int rc = json_dump_file(root, tmp, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-	json_decref(root);
-	if (rc != 0 || rename(tmp, path) != 0) {
-		int e = errno;
-		unlink(tmp);
-		errno = e;
+	sf_log_set_quiet(1); /* the caller says it, once */
+	int rc = sf_file_write_atomic(path, text, strlen(text));
+	sf_log_set_quiet(0);
+	free(text);
+	if (rc != SF_OK) {
+		errno = EIO;
 		return -1;
 	}
 	return 0;

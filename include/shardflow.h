@@ -698,6 +698,14 @@ SF_API int sf_graph_layer(sf_graph *g, const char *type, const int *inputs, int 
 /* Models: a GPT                                                             */
 /* ------------------------------------------------------------------------ */
 
+/** How a safetensors file lays its tensors out beside the model's own names and
+ *  shapes: the 2-D tensors whose names end with one of `transposed` are stored
+ *  transposed, (I, O) as Hugging Face's Conv1D keeps them, not (O, I). */
+struct sf_safetensors_layout {
+	const char *const *transposed; /**< name suffixes, e.g. ".attn.c_attn.weight" */
+	int ntransposed;
+};
+
 /** The shape of a GPT-2-style decoder (sf_gpt_graph()). */
 struct sf_gpt_config {
 	int vocab;       /**< V: token ids in [0, V); default 256 (bytes) */
@@ -734,6 +742,25 @@ SF_API int sf_gpt_config_init(struct sf_gpt_config *c);
  * with sf_graph_destroy().
  */
 SF_API int sf_gpt_graph(const struct sf_gpt_config *c, sf_graph **out);
+
+/** Writes Hugging Face's config.json of the model *c builds (GPT2LMHeadModel: n_embd,
+ *  n_layer, n_head, n_positions and n_ctx (context), vocab_size, n_inner (4 embd),
+ *  layer_norm_epsilon 1e-5, activation_function "gelu_new" (the tanh form),
+ *  tie_word_embeddings, torch_dtype float32) to path, whole or not at all
+ *  (sf_file_write_atomic). With an export in sf_gpt_hf_layout() the directory loads in
+ *  transformers' GPT2LMHeadModel.from_pretrained. SF_ERR_INVALID for NULL arguments,
+ *  SF_ERR_IO naming the file. */
+SF_API int sf_gpt_config_write_hf(const struct sf_gpt_config *c, const char *path);
+/** Checks Hugging Face's config.json at path against *c: model_type "gpt2", then
+ *  n_layer, n_head, n_embd, vocab_size, n_positions (at least context), n_inner (null or
+ *  4 embd), tie_word_embeddings (absent: tied) and activation_function (gelu_new or
+ *  gelu_pytorch_tanh). The first mismatch is SF_ERR_INVALID naming the key, the file's
+ *  value and the model's; an unreadable file SF_ERR_IO. */
+SF_API int sf_gpt_config_check_hf(const struct sf_gpt_config *c, const char *path);
+/** GPT2LMHeadModel's layout (sf_safetensors_layout): its Conv1D keeps attn.c_attn,
+ *  attn.c_proj, mlp.c_fc and mlp.c_proj as (I, O), where sf_gpt_graph's linear nodes
+ *  (and nanoGPT) keep (O, I). *l points at static data. */
+SF_API int sf_gpt_hf_layout(struct sf_safetensors_layout *l);
 
 /** The shape of a Llama-family decoder (sf_llama_graph()); Hugging Face's LlamaConfig
  *  field in brackets. */
@@ -778,6 +805,13 @@ SF_API int sf_llama_ffn_dim(const struct sf_llama_config *c);
  *  Face's). SF_ERR_INVALID for NULL arguments or a config sf_llama_ffn_dim refuses;
  *  SF_ERR_IO naming the file. */
 SF_API int sf_llama_config_write_hf(const struct sf_llama_config *c, const char *path);
+/** Checks Hugging Face's config.json at path against *c: model_type "llama", then
+ *  num_hidden_layers, num_attention_heads, num_key_value_heads (absent: the heads),
+ *  hidden_size, intermediate_size (sf_llama_ffn_dim), vocab_size,
+ *  max_position_embeddings (at least context), rms_norm_eps, rope_theta and
+ *  tie_word_embeddings (absent: untied). The first mismatch is SF_ERR_INVALID naming
+ *  the key, the file's value and the model's; an unreadable file SF_ERR_IO. */
+SF_API int sf_llama_config_check_hf(const struct sf_llama_config *c, const char *path);
 
 /**
  * Builds a Llama-family decoder as Hugging Face's LlamaForCausalLM computes it: token
@@ -1490,6 +1524,17 @@ SF_API int sf_vocab_free(struct sf_vocab *v);
  */
 SF_API int sf_vocab_decode(const struct sf_vocab *v, const int32_t *ids, int64_t n, char *buf,
                            size_t cap, size_t *len);
+/**
+ * GPT-2's byte-level BPE: the ids of text[0 .. len) into ids (at most cap; *count gets
+ * how many the text makes, which may exceed cap), with a decode table whose ids are
+ * the merge ranks (GPT-2's, as tools/gpt2-tokens.cjs writes it from tiktoken): the
+ * text cut by GPT-2's pattern ('s 't 're 've 'm 'll 'd, ` ?` letters, ` ?` numbers,
+ * ` ?` other, whitespace), each piece merged from its bytes by the lowest id first.
+ * Letters and numbers are the C.UTF-8 locale's classes (close to Unicode's); the end of
+ * text id is never produced. A table without a token for every byte is SF_ERR_INVALID.
+ */
+SF_API int sf_vocab_encode(const struct sf_vocab *v, const char *text, size_t len,
+                           int32_t *ids, int64_t cap, int64_t *count);
 
 /* ------------------------------------------------------------------------ */
 /* Checkpoints                                                               */
@@ -1615,6 +1660,32 @@ SF_API int sf_model_export_safetensors(sf_model *m, const char *path);
  * dtype or shape, or a malformed file is refused and the model is unchanged.
  */
 SF_API int sf_model_import_safetensors(sf_model *m, const char *path);
+
+/** sf_model_export_safetensors() in layout *l (NULL: the model's own): the tensors it
+ *  names written transposed, their shapes in the header too. */
+SF_API int sf_model_export_safetensors_layout(sf_model *m, const char *path,
+                                              const struct sf_safetensors_layout *l);
+/** sf_model_import_safetensors() of a file in layout *l (NULL: the model's own): the
+ *  tensors it names are read with their shapes transposed and turned back. */
+SF_API int sf_model_import_safetensors_layout(sf_model *m, const char *path,
+                                              const struct sf_safetensors_layout *l);
+
+/**
+ * Collective: every rank reads the parameters of a Hugging Face model directory dir:
+ * "model.safetensors", or "model.safetensors.index.json" and the shard files its
+ * "weight_map" names (tensor -> file in dir), in layout *l (NULL: the model's own;
+ * transposed tensors are turned back on load). Every tensor of the model must be in
+ * its file, F32, with its shape: the first one missing or of another shape is refused
+ * naming it and the file, as is a weight_map entry the model lacks. All or nothing, as
+ * sf_model_import_safetensors() (whose notes hold); config.json is not read here
+ * (sf_gpt_config_check_hf, sf_llama_config_check_hf).
+ */
+SF_API int sf_model_import_hf(sf_model *m, const char *dir,
+                              const struct sf_safetensors_layout *l);
+
+/** Writes n bytes of data to path whole or not at all: path.tmp written and synced,
+ *  renamed to path, its directory synced. SF_ERR_IO naming the file. */
+SF_API int sf_file_write_atomic(const char *path, const void *data, size_t n);
 
 #ifdef __cplusplus
 }

@@ -182,6 +182,30 @@ fail:
 	return rc;
 }
 
+/* The public face of _sf_write_file_atomic, for small files that other modules (a
+ * model's config.json) write: the directory synced is path's own. */
+SF_API int sf_file_write_atomic(const char *path, const void *data, size_t n)
+{
+	char dir[SF_PATH_MAX];
+	if (!path || !*path || (!data && n))
+		return SF_ERR(SF_ERR_INVALID, "sf_file_write_atomic: NULL path or data");
+	_sf_dir_of(path, dir, sizeof dir);
+	return _sf_write_file_atomic(path, dir, data, n);
+}
+
+/* The directory holding path ("." for a bare name, "/" for the root's files) */
+void _sf_dir_of(const char *path, char *dir, size_t size)
+{
+	snprintf(dir, size, "%s", path);
+	char *slash = strrchr(dir, '/');
+	if (!slash)
+		snprintf(dir, size, ".");
+	else if (slash == dir)
+		dir[1] = '\0';
+	else
+		*slash = '\0';
+}
+
 /* Removes a directory of files (a checkpoint's staging or old step); a missing one is
  * fine. */
 int _sf_remove_dir(const char *path)

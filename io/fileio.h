@@ -34,6 +34,8 @@ void _sf_abandon_file(int fd, const char *tmp);
 /* The whole atomic write of a small file: path.tmp written, synced, renamed to path,
  * then `dir` synced so that the rename itself is durable. */
 int _sf_write_file_atomic(const char *path, const char *dir, const void *data, size_t n);
+/* The directory holding path, into dir (`size` bytes): "." for a bare name. */
+void _sf_dir_of(const char *path, char *dir, size_t size);
 /* Reads a regular file of at most `max` bytes whole into *out (NUL-terminated, freed by
  * the caller), its length in *len. */
 int _sf_read_small_file(const char *path, size_t max, char **out, size_t *len);

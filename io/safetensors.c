@@ -31,10 +31,64 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* Whether tensor t is stored transposed in layout l (NULL: never) */
+static bool is_transposed(const struct sf_safetensors_layout *l, const struct _sf_tensor *t)
+{
+	size_t n = strlen(t->name);
+	for (int i = 0; l && t->ndim == 2 && i < l->ntransposed; i++) {
+		size_t k = strlen(l->transposed[i]);
+		if (k <= n && !strcmp(t->name + n - k, l->transposed[i]))
+			return true;
+	}
+	return false;
+}
+
+/* Transposes the (r, c) matrix at a in place into (c, r), through scratch (r c floats) */
+static void transpose(float *a, size_t r, size_t c, float *scratch)
+{
+	for (size_t i = 0; i < r; i++)
+		for (size_t j = 0; j < c; j++)
+			scratch[j * r + i] = a[i * c + j];
+	memcpy(a, scratch, r * c * sizeof *a);
+}
+
+/* Each tensor of l's in params (nparams_whole floats) transposed: from the model's
+ * (O, I) to the file's (I, O) when to_file, else back */
+static int transpose_all(const sf_model *m, const struct sf_safetensors_layout *l, float *params,
+                         bool to_file)
+{
+	struct _sf_tensor *t = NULL;
+	size_t nt = 0, big = 0;
+	float *scratch = NULL;
+	if (!l || !l->ntransposed)
+		return SF_OK;
+	SF_CHECK(_sf_model_tensors(m, &t, &nt));
+	for (size_t i = 0; i < nt; i++)
+		big = is_transposed(l, &t[i]) && t[i].count > big ? t[i].count : big;
+	scratch = malloc(big * sizeof(float) + 1);
+	if (!scratch) {
+		free(t);
+		return SF_ERR(SF_ERR_NOMEM, "safetensors: out of memory");
+	}
+	for (size_t i = 0; i < nt; i++) {
+		if (!is_transposed(l, &t[i]))
+			continue;
+		size_t r = (size_t)t[i].shape[0], c = (size_t)t[i].shape[1];
+		if (to_file)
+			transpose(params + t[i].off, r, c, scratch);
+		else
+			transpose(params + t[i].off, c, r, scratch);
+	}
+	free(scratch);
+	free(t);
+	return SF_OK;
+}
+
 /* ---- export ------------------------------------------------------------------------- */
 
 /* The header text, padded with spaces to a multiple of 8. */
-static int build_header(const struct sf_model *m, char **out, size_t *len)
+static int build_header(const struct sf_model *m, const struct sf_safetensors_layout *l, char **out,
+                        size_t *len)
 {
 	json_t *root = json_object();
 	char *text = NULL;
@@ -60,9 +114,10 @@ static int build_header(const struct sf_model *m, char **out, size_t *len)
 				    "a layer",
 				    t[i].name);
 			}
+			int tr = is_transposed(l, &t[i]);
 			json_t *shape = t[i].ndim == 2
-			                    ? json_pack("[I, I]", (json_int_t)t[i].shape[0],
-			                                (json_int_t)t[i].shape[1])
+			                    ? json_pack("[I, I]", (json_int_t)t[i].shape[tr],
+			                                (json_int_t)t[i].shape[!tr])
 			                    : json_pack("[I]", (json_int_t)t[i].shape[0]);
 			json_object_set_new(
 			    root, t[i].name,
@@ -88,22 +143,10 @@ static int build_header(const struct sf_model *m, char **out, size_t *len)
 	return SF_OK;
 }
 
-/* The directory holding path (for its sync after the rename); dir: 4096 bytes. */
-static void dir_of(const char *path, char *dir, size_t size)
-{
-	snprintf(dir, size, "%s", path);
-	char *slash = strrchr(dir, '/');
-	if (!slash)
-		snprintf(dir, size, ".");
-	else if (slash == dir)
-		dir[1] = '\0';
-	else
-		*slash = '\0';
-}
-
 /* Rank 0: path.tmp, synced, renamed to path. params (converted to little-endian in
  * place) holds the model's nparams_whole parameters. */
-static int write_file(const sf_model *m, const char *path, float *params)
+static int write_file(const sf_model *m, const char *path, const struct sf_safetensors_layout *l,
+                      float *params)
 {
 	int rc = SF_OK, fd = -1;
 	char *header = NULL, tmp[4096], dir[4096];
@@ -111,8 +154,9 @@ static int write_file(const sf_model *m, const char *path, float *params)
 	uint8_t len8[8];
 	struct _sf_model_geometry g;
 	_sf_model_describe(m, &g);
-	dir_of(path, dir, sizeof dir);
-	SF_CHECK_GOTO(build_header(m, &header, &hlen), out);
+	_sf_dir_of(path, dir, sizeof dir);
+	SF_CHECK_GOTO(build_header(m, l, &header, &hlen), out);
+	SF_CHECK_GOTO(transpose_all(m, l, params, true), out);
 	_sf_put_le(len8, (uint64_t)hlen, 8);
 	SF_CHECK_GOTO(_sf_create_tmp(path, tmp, sizeof tmp, &fd), out);
 	_sf_floats_le(params, g.nparams_whole);
@@ -181,6 +225,12 @@ static int gather_params(struct sf_model *m, float *params, float *shard, float 
 
 SF_API int sf_model_export_safetensors(sf_model *m, const char *path)
 {
+	return sf_model_export_safetensors_layout(m, path, NULL);
+}
+
+SF_API int sf_model_export_safetensors_layout(sf_model *m, const char *path,
+                                              const struct sf_safetensors_layout *l)
+{
 	int rc = SF_OK, lrc = SF_OK;
 	float *params = NULL, *shard = NULL, *recv = NULL;
 	size_t smax = 0;
@@ -209,7 +259,7 @@ SF_API int sf_model_export_safetensors(sf_model *m, const char *path)
 	/* rank 0 receives every unit, the others send their shards */
 	lrc = gather_params(m, params, shard, recv);
 	if (lrc >= 0 && g.rank == 0)
-		lrc = write_file(m, path, params);
+		lrc = write_file(m, path, l, params);
 	SF_CHECK_GOTO(_sf_comm_agree(_sf_model_comm(m), lrc, "sf_model_export_safetensors"), out);
 out:
 	free(params);
@@ -220,28 +270,31 @@ out:
 
 /* ---- import ------------------------------------------------------------------------- */
 
-/* Reads and validates the file; params (nparams_whole floats) receives every unit.
- * The header is checked entirely (io/st_header.c) before a tensor is read. */
-static int read_file(const sf_model *m, const char *path, float *params)
+/* Reads and validates the file at path; params (nparams_whole floats) receives the
+ * tensors t[sel[k]], k < nsel (sel NULL: every one of t's nt), as the file keeps them
+ * (layout l's transposed). The header is checked entirely (io/st_header.c) before a
+ * tensor is read. */
+static int read_part(const char *path, const struct _sf_tensor *t, size_t nt, const size_t *sel,
+                     size_t nsel, const struct sf_safetensors_layout *l, float *params)
 {
 	int rc = SF_OK, fd = -1;
 	char *header = NULL;
-	struct _sf_tensor *t = NULL;
 	struct _sf_st_want *want = NULL;
 	uint64_t *begin = NULL, hlen = 0;
-	size_t nt = 0;
 	struct stat st;
 	uint8_t len8[8] = {0};
-	SF_CHECK_GOTO(_sf_model_tensors(m, &t, &nt), out);
-	want = calloc(nt + 1, sizeof *want);
-	begin = calloc(nt + 1, sizeof *begin);
+	size_t n = sel ? nsel : nt;
+	want = calloc(n + 1, sizeof *want);
+	begin = calloc(n + 1, sizeof *begin);
 	if (!want || !begin) {
 		rc = SF_ERR(SF_ERR_NOMEM, "%s: out of memory", path);
 		goto out;
 	}
-	for (size_t i = 0; i < nt; i++)
-		want[i] =
-		    (struct _sf_st_want){t[i].name, t[i].ndim, {t[i].shape[0], t[i].shape[1]}};
+	for (size_t k = 0; k < n; k++) {
+		const struct _sf_tensor *ti = &t[sel ? sel[k] : k];
+		int tr = is_transposed(l, ti);
+		want[k] = (struct _sf_st_want){ti->name, ti->ndim, {ti->shape[tr], ti->shape[!tr]}};
+	}
 	SF_CHECK_GOTO(_sf_open_read(path, &fd, &st), out);
 	uint64_t fsize = (uint64_t)st.st_size;
 	if (fsize >= 8)
@@ -255,17 +308,18 @@ static int read_file(const sf_model *m, const char *path, float *params)
 	SF_CHECK_GOTO(_sf_read_at(fd, header, hlen, 8, path), out);
 	header[hlen] = '\0';
 	uint64_t data0 = 8 + hlen;
-	SF_CHECK_GOTO(_sf_st_header_check(path, header, hlen, fsize - data0, want, nt, begin), out);
+	SF_CHECK_GOTO(_sf_st_header_check(path, header, hlen, fsize - data0, want, n, begin), out);
 
 	/* every check passed: read */
-	for (size_t i = 0; i < nt; i++) {
-		SF_CHECK_GOTO(_sf_read_at(fd, params + t[i].off, t[i].count * sizeof(float),
-		                     (off_t)(data0 + begin[i]), path), out);
-		_sf_floats_le(params + t[i].off, t[i].count);
+	for (size_t k = 0; k < n; k++) {
+		const struct _sf_tensor *ti = &t[sel ? sel[k] : k];
+		SF_CHECK_GOTO(_sf_read_at(fd, params + ti->off, ti->count * sizeof(float),
+		                          (off_t)(data0 + begin[k]), path),
+		              out);
+		_sf_floats_le(params + ti->off, ti->count);
 	}
 out:
 	free(header);
-	free(t);
 	free(want);
 	free(begin);
 	if (fd >= 0)
@@ -273,7 +327,147 @@ out:
 	return rc;
 }
 
+static int read_file(const sf_model *m, const char *path, const struct sf_safetensors_layout *l,
+                     float *params)
+{
+	struct _sf_tensor *t = NULL;
+	size_t nt = 0;
+	SF_CHECK(_sf_model_tensors(m, &t, &nt));
+	int rc = read_part(path, t, nt, NULL, 0, l, params);
+	free(t);
+	return rc < 0 ? rc : transpose_all(m, l, params, false);
+}
+
+/* ---- a Hugging Face directory ------------------------------------------------------- */
+
+#define HF_INDEX "model.safetensors.index.json"
+#define HF_SINGLE "model.safetensors"
+#define HF_INDEX_MAX ((size_t)64 << 20)
+
+/* file[i]: the shard (a name in dir, pointing into index) holding t[i], from the
+ * index's weight_map; every one of the model's tensors must be there, and every entry
+ * of the map a tensor of the model's */
+static int map_shards(const char *ipath, json_t *index, const struct _sf_tensor *t, size_t nt,
+                      const char **file)
+{
+	json_t *map = json_is_object(index) ? json_object_get(index, "weight_map") : NULL;
+	const char *key;
+	json_t *v;
+	if (!json_is_object(map))
+		return SF_ERR(SF_ERR_IO, "%s: no \"weight_map\" object (tensor name -> file)",
+		              ipath);
+	json_object_foreach(map, key, v)
+	{
+		size_t i = 0;
+		while (i < nt && strcmp(t[i].name, key))
+			i++;
+		const char *f = json_string_value(v);
+		if (!f || !*f || strchr(f, '/'))
+			return SF_ERR(SF_ERR_IO,
+			              "%s: weight_map[\"%s\"] must be a file name in the directory",
+			              ipath, key);
+		if (i == nt)
+			return SF_ERR(
+			    SF_ERR_INVALID,
+			    "%s: weight_map names tensor \"%s\", which the model does not "
+			    "have (the model's first is \"%s\")",
+			    ipath, key, nt ? t[0].name : "");
+		file[i] = f;
+	}
+	for (size_t i = 0; i < nt; i++)
+		if (!file[i])
+			return SF_ERR(SF_ERR_INVALID,
+			              "%s: weight_map has no \"%s\", a tensor of the model", ipath,
+			              t[i].name);
+	return SF_OK;
+}
+
+/* Every tensor of the model from dir's shards (or its one file) into params */
+static int read_hf(const sf_model *m, const char *dir, const struct sf_safetensors_layout *l,
+                   float *params)
+{
+	int rc = SF_OK;
+	struct _sf_tensor *t = NULL;
+	size_t nt = 0, *sel = NULL;
+	const char **file = NULL;
+	char ipath[SF_PATH_MAX], fpath[SF_PATH_MAX], *text = NULL;
+	size_t tlen = 0;
+	json_t *index = NULL;
+	SF_CHECK_GOTO(_sf_model_tensors(m, &t, &nt), out);
+	if (!_sf_path_exists(dir, HF_INDEX)) { /* one file */
+		SF_CHECK_GOTO(_sf_path_join(fpath, sizeof fpath, dir, HF_SINGLE), out);
+		SF_CHECK_GOTO(read_part(fpath, t, nt, NULL, 0, l, params), out);
+		goto out;
+	}
+	SF_CHECK_GOTO(_sf_path_join(ipath, sizeof ipath, dir, HF_INDEX), out);
+	SF_CHECK_GOTO(_sf_read_small_file(ipath, HF_INDEX_MAX, &text, &tlen), out);
+	json_error_t err;
+	index = json_loadb(text, tlen, JSON_REJECT_DUPLICATES, &err);
+	if (!index) {
+		rc = SF_ERR(SF_ERR_IO, "%s: not JSON: %s (line %d)", ipath, err.text, err.line);
+		goto out;
+	}
+	file = calloc(nt + 1, sizeof *file);
+	sel = calloc(nt + 1, sizeof *sel);
+	if (!file || !sel) {
+		rc = SF_ERR(SF_ERR_NOMEM, "%s: out of memory", ipath);
+		goto out;
+	}
+	SF_CHECK_GOTO(map_shards(ipath, index, t, nt, file), out);
+	/* each shard once, in the order the model first needs it */
+	for (size_t i = 0; i < nt; i++) {
+		bool seen = false;
+		for (size_t j = 0; j < i && !seen; j++)
+			seen = !strcmp(file[j], file[i]);
+		if (seen)
+			continue;
+		size_t n = 0;
+		for (size_t j = i; j < nt; j++)
+			if (!strcmp(file[j], file[i]))
+				sel[n++] = j;
+		SF_CHECK_GOTO(_sf_path_join(fpath, sizeof fpath, dir, file[i]), out);
+		SF_CHECK_GOTO(read_part(fpath, t, nt, sel, n, l, params), out);
+	}
+out:
+	if (rc >= 0)
+		rc = transpose_all(m, l, params, false);
+	json_decref(index);
+	free(text);
+	free(file);
+	free(sel);
+	free(t);
+	return rc;
+}
+
+SF_API int sf_model_import_hf(sf_model *m, const char *dir, const struct sf_safetensors_layout *l)
+{
+	int rc = SF_OK, lrc = SF_OK;
+	float *params = NULL;
+	struct _sf_model_geometry g;
+	if (!m || !dir || !*dir)
+		return SF_ERR(SF_ERR_INVALID, "sf_model_import_hf: NULL model or directory");
+	_sf_model_describe(m, &g);
+	SF_CHECK_GOTO(_sf_model_load_check(m, "sf_model_import_hf"), out);
+	lrc = sf_model_sync(m);
+	params = malloc(g.nparams_whole * sizeof(float) + 1);
+	if (lrc >= 0 && !params)
+		lrc = SF_ERR(SF_ERR_NOMEM, "sf_model_import_hf: out of memory");
+	if (lrc >= 0)
+		lrc = read_hf(m, dir, l, params);
+	SF_CHECK_GOTO(_sf_comm_agree(_sf_model_comm(m), lrc, "sf_model_import_hf"), out);
+	SF_CHECK_GOTO(_sf_model_load(m, params), out);
+out:
+	free(params);
+	return rc;
+}
+
 SF_API int sf_model_import_safetensors(sf_model *m, const char *path)
+{
+	return sf_model_import_safetensors_layout(m, path, NULL);
+}
+
+SF_API int sf_model_import_safetensors_layout(sf_model *m, const char *path,
+                                              const struct sf_safetensors_layout *l)
 {
 	int rc = SF_OK, lrc = SF_OK;
 	float *params = NULL;
@@ -287,7 +481,7 @@ SF_API int sf_model_import_safetensors(sf_model *m, const char *path)
 	if (lrc >= 0 && !params)
 		lrc = SF_ERR(SF_ERR_NOMEM, "sf_model_import_safetensors: out of memory");
 	if (lrc >= 0)
-		lrc = read_file(m, path, params);
+		lrc = read_file(m, path, l, params);
 	SF_CHECK_GOTO(_sf_comm_agree(_sf_model_comm(m), lrc, "sf_model_import_safetensors"), out);
 	SF_CHECK_GOTO(_sf_model_load(m, params), out);
 out:

@@ -28,6 +28,7 @@
 #include <math.h>
 #include <stdio.h>
 
+#define GPT_LN_EPS 1e-5f /* sf_graph_layernorm's, GPT-2's layer_norm_epsilon */
 #define GPT_NAME_MAX 192 /* room for any name; the graph refuses those over 63 characters */
 
 SF_API int sf_gpt_config_init(struct sf_gpt_config *c)
@@ -157,4 +158,52 @@ SF_API int sf_gpt_graph(const struct sf_gpt_config *c, sf_graph **out)
 fail:
 	sf_graph_destroy(g);
 	return rc;
+}
+
+SF_API int sf_gpt_config_write_hf(const struct sf_gpt_config *c, const char *path)
+{
+	if (!c)
+		return sf_error_set(SF_ERR_INVALID, "sf_gpt_config_write_hf: NULL config");
+	json_t *o =
+	    json_pack("{s:[s], s:s, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:f, s:s, s:b, s:s}",
+	              "architectures", "GPT2LMHeadModel", "model_type", "gpt2", "n_embd", c->embd,
+	              "n_layer", c->layers, "n_head", c->heads, "n_positions", c->context, "n_ctx",
+	              c->context, "n_inner", 4 * c->embd, "vocab_size", c->vocab,
+	              "layer_norm_epsilon", (double)GPT_LN_EPS, "activation_function", "gelu_new",
+	              "tie_word_embeddings", c->tie_weights != 0, "torch_dtype", "float32");
+	return _sf_decoder_write_json("sf_gpt_config_write_hf", o, path);
+}
+
+SF_API int sf_gpt_config_check_hf(const struct sf_gpt_config *c, const char *path)
+{
+	if (!c)
+		return sf_error_set(SF_ERR_INVALID, "sf_gpt_config_check_hf: NULL config");
+	const struct _sf_hf_field f[] = {
+	    {"model_type", SF_HF_STR, 0, "gpt2", NULL, 0, 0},
+	    {"n_layer", SF_HF_INT, c->layers, NULL, NULL, 0, 0},
+	    {"n_head", SF_HF_INT, c->heads, NULL, NULL, 0, 0},
+	    {"n_embd", SF_HF_INT, c->embd, NULL, NULL, 0, 0},
+	    {"vocab_size", SF_HF_INT, c->vocab, NULL, NULL, 0, 0},
+	    {"n_positions", SF_HF_INT, c->context, NULL, NULL, 1, 0},
+	    {"n_inner", SF_HF_INT, 4 * c->embd, NULL, NULL, 0, 2},
+	    {"layer_norm_epsilon", SF_HF_REAL, GPT_LN_EPS, NULL, NULL, 0, 1},
+	    {"activation_function", SF_HF_STR, 0, "gelu_new", "gelu_pytorch_tanh", 0, 1},
+	    {"tie_word_embeddings", SF_HF_BOOL, c->tie_weights != 0, NULL, NULL, 0,
+	     c->tie_weights != 0},
+	};
+	return _sf_decoder_check_json("sf_gpt_config_check_hf", path, f,
+	                              (int)(sizeof f / sizeof f[0]));
+}
+
+/* Conv1D's weights: GPT2LMHeadModel keeps them (I, O) */
+static const char *const hf_transposed[] = {".attn.c_attn.weight", ".attn.c_proj.weight",
+                                            ".mlp.c_fc.weight", ".mlp.c_proj.weight"};
+
+SF_API int sf_gpt_hf_layout(struct sf_safetensors_layout *l)
+{
+	if (!l)
+		return sf_error_set(SF_ERR_INVALID, "sf_gpt_hf_layout: NULL layout");
+	*l = (struct sf_safetensors_layout){hf_transposed,
+	                                    (int)(sizeof hf_transposed / sizeof hf_transposed[0])};
+	return SF_OK;
 }

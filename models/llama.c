@@ -18,13 +18,11 @@
 #include "shardflow.h"
 #include "models/decoder.h"
 
-#include <errno.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #define LLAMA_NAME_MAX 96 /* "model.layers.<4 digits>.self_attn" and its suffixes */
 #define LLAMA_STD 0.02f   /* Hugging Face's initializer_range */
@@ -238,45 +236,30 @@ SF_API int sf_llama_config_write_hf(const struct sf_llama_config *c, const char 
 	    "max_position_embeddings", c->context, "rms_norm_eps", (double)c->norm_eps,
 	    "rope_theta", (double)c->rope_theta, "tie_word_embeddings", c->tie_weights != 0,
 	    "hidden_act", "silu", "attention_bias", 0, "mlp_bias", 0, "torch_dtype", "float32");
-	/* reals as the float they are (7 digits): rms_norm_eps 1e-05, not 9.99999974e-06 */
-	char *text = o ? json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(7))
-	               : NULL;
-	json_decref(o);
-	if (!text)
-		return sf_error_set(SF_ERR_NOMEM, "sf_llama_config_write_hf: out of memory");
-	/* written whole or not at all: a temporary file, flushed, renamed over path */
-	size_t n = strlen(path) + 16;
-	char *tmp = malloc(n);
-	FILE *f = NULL;
-	int rc = SF_OK;
-	if (!tmp) {
-		rc = sf_error_set(SF_ERR_NOMEM, "sf_llama_config_write_hf: out of memory");
-		goto out;
-	}
-	snprintf(tmp, n, "%s.tmp%ld", path, (long)getpid());
-	f = fopen(tmp, "w");
-	if (!f || fputs(text, f) < 0 || fputc('\n', f) < 0 || fflush(f) != 0 ||
-	    fsync(fileno(f)) != 0) {
-		rc = sf_error_set(SF_ERR_IO, "sf_llama_config_write_hf: cannot write %s: %s", tmp,
-		                  strerror(errno));
-		goto out;
-	}
-	if (fclose(f) != 0) {
-		f = NULL;
-		rc = sf_error_set(SF_ERR_IO, "sf_llama_config_write_hf: cannot write %s: %s", tmp,
-		                  strerror(errno));
-		goto out;
-	}
-	f = NULL;
-	if (rename(tmp, path) != 0)
-		rc = sf_error_set(SF_ERR_IO, "sf_llama_config_write_hf: cannot rename %s to %s: %s",
-		                  tmp, path, strerror(errno));
-out:
-	if (f)
-		fclose(f);
-	if (rc < 0 && tmp)
-		unlink(tmp);
-	free(tmp);
-	free(text);
-	return rc;
+	return _sf_decoder_write_json("sf_llama_config_write_hf", o, path);
+}
+
+SF_API int sf_llama_config_check_hf(const struct sf_llama_config *c, const char *path)
+{
+	if (!c)
+		return sf_error_set(SF_ERR_INVALID, "sf_llama_config_check_hf: NULL config");
+	int ffn = sf_llama_ffn_dim(c);
+	if (ffn < 0)
+		return ffn;
+	const struct _sf_hf_field f[] = {
+	    {"model_type", SF_HF_STR, 0, "llama", NULL, 0, 0},
+	    {"num_hidden_layers", SF_HF_INT, c->layers, NULL, NULL, 0, 0},
+	    {"num_attention_heads", SF_HF_INT, c->heads, NULL, NULL, 0, 0},
+	    {"num_key_value_heads", SF_HF_INT, c->kv_heads, NULL, NULL, 0, c->kv_heads == c->heads},
+	    {"hidden_size", SF_HF_INT, c->dim, NULL, NULL, 0, 0},
+	    {"intermediate_size", SF_HF_INT, ffn, NULL, NULL, 0, 0},
+	    {"vocab_size", SF_HF_INT, c->vocab, NULL, NULL, 0, 0},
+	    {"max_position_embeddings", SF_HF_INT, c->context, NULL, NULL, 1, 0},
+	    {"rms_norm_eps", SF_HF_REAL, c->norm_eps, NULL, NULL, 0, 0},
+	    {"rope_theta", SF_HF_REAL, c->rope_theta, NULL, NULL, 0, c->rope_theta == 10000.0f},
+	    {"tie_word_embeddings", SF_HF_BOOL, c->tie_weights != 0, NULL, NULL, 0,
+	     c->tie_weights == 0},
+	};
+	return _sf_decoder_check_json("sf_llama_config_check_hf", path, f,
+	                              (int)(sizeof f / sizeof f[0]));
 }

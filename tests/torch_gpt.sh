@@ -41,7 +41,7 @@ text="$tmp/corpus.txt"
 sf_corpus "$text" # fixed bytes: the docs change, the tolerances below must not
 shape="--layers 2 --heads 2 --embd 32 --context 32"
 train="$shape --batch 8 --text $text --val-fraction 0.2 --warmup 5 --lr 0.004 --steps 30"
-quiet="--sample 0 --eval-every 1000 --progress-every 10"
+quiet="--sample 0 --eval-every 1000 --progress-every 10 --export-layout nanogpt"
 
 plan 17
 
