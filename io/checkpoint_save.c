@@ -7,6 +7,7 @@
 #include "io/bytes.h"
 #include "io/checkpoint.h"
 #include "io/manifest.h"
+#include "io/tensors.h"
 #include "scheduler/model_access.h"
 
 #include <errno.h>
@@ -126,6 +127,26 @@ out:
 	return rc;
 }
 
+/* The model's named tensors as the manifest lists them (a loader has its own; a tool
+ * without the model reads these: tools/shardflow-ckpt), or NULL. */
+static json_t *tensors_build(const struct sf_model *m)
+{
+	struct _sf_tensor *t = NULL;
+	size_t n = 0;
+	if (_sf_model_tensors(m, &t, &n) < 0)
+		return NULL;
+	json_t *a = json_array();
+	for (size_t i = 0; a && i < n; i++) {
+		json_t *shape = t[i].ndim == 2 ? json_pack("[I, I]", (json_int_t)t[i].shape[0],
+		                                           (json_int_t)t[i].shape[1])
+		                               : json_pack("[I]", (json_int_t)t[i].shape[0]);
+		json_array_append_new(a, json_pack("{s:s, s:o, s:I}", "name", t[i].name, "shape",
+		                                   shape, "offset", (json_int_t)t[i].off));
+	}
+	free(t);
+	return a;
+}
+
 static json_t *manifest_build(struct sf_model *m, const struct sf_checkpoint_info *info,
                               const uint64_t *sizes, const uint32_t *crcs)
 {
@@ -151,17 +172,24 @@ static json_t *manifest_build(struct sf_model *m, const struct sf_checkpoint_inf
 		                                       (json_int_t)sizes[r], "crc32",
 		                                       (json_int_t)crcs[r]));
 	}
-	/* the layout it was written at (SHARDFLOW_TP); the files hold the whole model's
-	 * vectors whatever it was, so any layout loads them */
+	json_t *tensors = tensors_build(m);
+	if (!tensors) {
+		json_decref(vecs);
+		json_decref(units);
+		json_decref(files);
+		return NULL;
+	}
+	/* the layout it was written at (ranks, SHARDFLOW_TP); the files hold the whole
+	 * model's vectors whatever it was, so any layout loads them */
 	return json_pack(
-	    "{s:s, s:i, s:i, s:i, s:s, s:s, s:s, s:s, s:I, s:{s:I, s:I, s:I, s:s}, "
-	    "s:o, s:o, s:o}",
-	    "format", SF_CKPT_FORMAT, "version", SF_CKPT_VERSION, "world_size", g.shard_size, "tp",
-	    g.tp, "sharding", _sf_sharding_names[g.sharding], "optimizer",
+	    "{s:s, s:i, s:i, s:i, s:i, s:s, s:s, s:s, s:s, s:I, s:{s:I, s:I, s:I, s:s}, "
+	    "s:o, s:o, s:o, s:o}",
+	    "format", SF_CKPT_FORMAT, "version", SF_CKPT_VERSION, "world_size", g.shard_size,
+	    "ranks", g.nranks, "tp", g.tp, "sharding", _sf_sharding_names[g.sharding], "optimizer",
 	    _sf_optimizer_names[g.optimizer], "structure_hash", hash, "dtype", "f32",
 	    "model_steps", (json_int_t)c.nupdates, "info", "step", (json_int_t)info->step, "epoch",
 	    (json_int_t)info->epoch, "batch", (json_int_t)info->batch, "data_seed", seed, "vectors",
-	    vecs, "units", units, "files", files);
+	    vecs, "units", units, "tensors", tensors, "files", files);
 }
 
 /* The paths of one save: the step directory, where it is staged, and where a copy it
