@@ -5,7 +5,9 @@
  * names, structure hash, rank file paths) and checkpoint_lock.c (the directory locks)
  * call none of the others; checkpoint_save.c writes a step, checkpoint_steps.c lists
  * the steps a directory offers, checkpoint_load.c reads one (falling back to older
- * ones) and answers sf_checkpoint_latest, calling checkpoint_steps.c.
+ * ones) and answers sf_checkpoint_latest, calling checkpoint_steps.c and
+ * checkpoint_read.c, which reads a step without a model (for tools/shardflow-ckpt
+ * too: docs/checkpoints.md).
  *
  * A checkpoint of N ranks is a directory dir/step-<9 digits>/ holding rank-<5 digits>.bin
  * for r < N and manifest.json. Every unit u has logical vectors of P_u floats (the
