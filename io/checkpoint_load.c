@@ -424,6 +424,7 @@ SF_API int sf_checkpoint_load(sf_model *m, const char *dir, struct sf_checkpoint
 	_sf_model_describe(m, &g);
 	_sf_model_counters_get(m, &c);
 	_sf_flight_set_dir(comm->flight, dir); /* a failed job's records go here */
+	SF_CHECK(sf_checkpoint_wait(m)); /* a pending save of this model first */
 	if (c.accum_k > 0)
 		return SF_ERR(SF_ERR_STATE,
 		              "sf_checkpoint_load: %d micro-batches are accumulated; load before "
