@@ -494,7 +494,7 @@ struct run {
 	FILE *loss_log; /* --loss-log, rank 0 */
 	int64_t step;   /* steps done */
 	int64_t saved;  /* the step of the checkpoint loaded or written, or -1 */
-	int64_t async_step; /* --checkpoint-async: the step being written, or -1 */
+	int64_t async_step;          /* --checkpoint-async: the step being written, or -1 */
 	double async_t0, async_held; /* when it began; what the step boundary spent on it */
 	int agreed;     /* the failure is every rank's at once (restore's): no MPI_Abort */
 	uint64_t rss0;  /* resident set before sf_model_create */
@@ -896,7 +896,8 @@ static int saved_line(struct run *r, int64_t step, double seconds, double held)
 		CHECK(sf_checkpoint_prune(r->m, r->o.ckpt_dir, (int)r->o.ckpt_keep, &removed));
 	if (r->rank == 0) {
 		char step_dir[4096];
-		snprintf(step_dir, sizeof step_dir, "%s/step-%09lld", r->o.ckpt_dir, (long long)step);
+		snprintf(step_dir, sizeof step_dir, "%s/step-%09lld", r->o.ckpt_dir,
+		         (long long)step);
 		double mib = dir_bytes(step_dir) / (1024.0 * 1024.0);
 		fprintf(stderr, PROG ": checkpoint of step %lld saved in %s (%.1f MiB, %.1f s",
 		        (long long)step, r->o.ckpt_dir, mib, seconds);
@@ -904,8 +905,8 @@ static int saved_line(struct run *r, int64_t step, double seconds, double held)
 			fprintf(stderr, ", asynchronous: %.3f s at the step", held);
 		fprintf(stderr, ")");
 		if (removed)
-			fprintf(stderr, "; %d older one%s removed (--checkpoint-keep %lld)", removed,
-			        removed == 1 ? "" : "s", (long long)r->o.ckpt_keep);
+			fprintf(stderr, "; %d older one%s removed (--checkpoint-keep %lld)",
+			        removed, removed == 1 ? "" : "s", (long long)r->o.ckpt_keep);
 		fprintf(stderr, "\n");
 	}
 	status = 0;

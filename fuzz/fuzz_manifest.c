@@ -69,7 +69,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (mf.nvectors < 1 || mf.nvectors > SF_CKPT_VECTORS_MAX || (ep && mf.nunits != 3))
 			abort();
 		for (int u = 0; u < mf.nunits; u++) {
-			want += _sf_ckpt_shard(mf.units[u].P, mf.world_size) * (size_t)mf.nvectors * 4;
+			want +=
+			    _sf_ckpt_shard(mf.units[u].P, mf.world_size) * (size_t)mf.nvectors * 4;
 			P += mf.units[u].P;
 			if (!mf.units[u].name || (ep && mf.units[u].P != unit_P[u]))
 				abort();

@@ -207,9 +207,9 @@ static bool file_extents(const struct sf_model *m, int W, const struct need *nd,
 				continue;
 			if (a < b) {
 				uint8_t *dst = (uint8_t *)nd->vec[u * 3 + v];
-				ex[k++] = (struct _sf_ckpt_extent){off + (a - first) * sizeof(float),
-				                          (b - a) * sizeof(float),
-				                          dst + (a - nd->lo[u]) * sizeof(float)};
+				ex[k++] = (struct _sf_ckpt_extent){
+				    off + (a - first) * sizeof(float), (b - a) * sizeof(float),
+				    dst + (a - nd->lo[u]) * sizeof(float)};
 				needed = true;
 			}
 			off += S * sizeof(float);
@@ -424,7 +424,7 @@ SF_API int sf_checkpoint_load(sf_model *m, const char *dir, struct sf_checkpoint
 	_sf_model_describe(m, &g);
 	_sf_model_counters_get(m, &c);
 	_sf_flight_set_dir(comm->flight, dir); /* a failed job's records go here */
-	SF_CHECK(sf_checkpoint_wait(m)); /* a pending save of this model first */
+	SF_CHECK(sf_checkpoint_wait(m));       /* a pending save of this model first */
 	if (c.accum_k > 0)
 		return SF_ERR(SF_ERR_STATE,
 		              "sf_checkpoint_load: %d micro-batches are accumulated; load before "

@@ -209,8 +209,8 @@ static json_t *manifest_build(struct sf_model *m, const struct save_paths *sp,
 	    "s:o, s:o, s:o, s:o}",
 	    "format", SF_CKPT_FORMAT, "version", SF_CKPT_VERSION, "world_size", g.shard_size,
 	    "ranks", g.nranks, "tp", g.tp, "sharding", _sf_sharding_names[g.sharding], "optimizer",
-	    _sf_optimizer_names[g.optimizer], "structure_hash", hash, "dtype", "f32",
-	    "model_steps", (json_int_t)sp->model_steps, "info", "step", (json_int_t)info->step, "epoch",
+	    _sf_optimizer_names[g.optimizer], "structure_hash", hash, "dtype", "f32", "model_steps",
+	    (json_int_t)sp->model_steps, "info", "step", (json_int_t)info->step, "epoch",
 	    (json_int_t)info->epoch, "batch", (json_int_t)info->batch, "data_seed", seed, "vectors",
 	    vecs, "units", units, "tensors", tensors, "files", files);
 }
@@ -420,15 +420,15 @@ struct _sf_ckpt_async {
 	float *snap, *scratch; /* the pieces (cap floats); TP's whole unit (Pmax) */
 	size_t cap, n;
 	uint8_t hdr[SF_CKPT_HEADER];
-	bool pending;          /* a save begun and not yet ended (the same on every rank) */
-	bool writing;          /* this rank's writer thread was started and not joined */
+	bool pending; /* a save begun and not yet ended (the same on every rank) */
+	bool writing; /* this rank's writer thread was started and not joined */
 	pthread_t thread;
-	atomic_bool done;      /* the writer has finished: rc, msg, size, crc are set */
+	atomic_bool done; /* the writer has finished: rc, msg, size, crc are set */
 	int rc;
 	char msg[1024];
 	uint64_t size;
 	uint32_t crc;
-	int file;              /* this rank's file number */
+	int file; /* this rank's file number */
 	char dir[SF_PATH_MAX];
 	struct save_paths sp;
 	struct sf_checkpoint_info info;

@@ -312,8 +312,8 @@ static int parse_tensors(json_t *root, const char *where, struct _sf_manifest *m
 			json_t *k = json_array_get(shape, (size_t)d);
 			json_int_t v = json_is_integer(k) ? json_integer_value(k) : -1;
 			if (v < 0 || (uint64_t)v > mf->nparams) {
-				rc = SF_ERR(SF_ERR_IO, "%s: shape[%d] is not an integer in 0..%llu", w,
-				            d, (unsigned long long)mf->nparams);
+				rc = SF_ERR(SF_ERR_IO, "%s: shape[%d] is not an integer in 0..%llu",
+				            w, d, (unsigned long long)mf->nparams);
 				goto out;
 			}
 			t->shape[d] = (int64_t)v;
@@ -322,9 +322,10 @@ static int parse_tensors(json_t *root, const char *where, struct _sf_manifest *m
 		SF_CHECK_GOTO(get_int(e, "offset", 0, (int64_t)mf->nparams, &x, w), out);
 		t->off = (size_t)x;
 		if (t->count > mf->nparams - t->off) {
-			rc = SF_ERR(SF_ERR_IO,
-			            "%s: %zu elements from %zu run past the model's %llu parameters",
-			            w, t->count, t->off, (unsigned long long)mf->nparams);
+			rc =
+			    SF_ERR(SF_ERR_IO,
+			           "%s: %zu elements from %zu run past the model's %llu parameters",
+			           w, t->count, t->off, (unsigned long long)mf->nparams);
 			goto out;
 		}
 	}
@@ -358,7 +359,8 @@ static int parse_files(json_t *root, const char *where, struct _sf_manifest *mf)
 	/* the size every file must have, from the units and the saving world size */
 	uint64_t want = SF_CKPT_HEADER;
 	for (int u = 0; u < mf->nunits; u++)
-		want += (uint64_t)_sf_ckpt_shard(mf->units[u].P, mf->world_size) * k * sizeof(float);
+		want +=
+		    (uint64_t)_sf_ckpt_shard(mf->units[u].P, mf->world_size) * k * sizeof(float);
 	for (int r = 0; r < mf->world_size; r++) {
 		json_t *e = json_array_get(files, (size_t)r);
 		char w[MF_WHERE_MAX], name[32];

@@ -53,18 +53,18 @@ struct _sf_manifest_unit {
 /* Everything a manifest says, validated. The strings point into the parsed text,
  * which *mf keeps until _sf_manifest_free. */
 struct _sf_manifest {
-	int world_size;          /* the saving ranks: one file each */
-	int ranks, tp;           /* the writer's whole world and its TP degree (0 and 1
-	                            when not recorded: checkpoints before 2026-11-28) */
+	int world_size; /* the saving ranks: one file each */
+	int ranks, tp;  /* the writer's whole world and its TP degree (0 and 1
+	                   when not recorded: checkpoints before 2026-11-28) */
 	const char *sharding, *optimizer, *structure_hash, *dtype;
 	int64_t model_steps;
 	struct sf_checkpoint_info info;
-	int nvectors;            /* a prefix of _sf_ckpt_vec_names */
+	int nvectors; /* a prefix of _sf_ckpt_vec_names */
 	int nunits;
 	struct _sf_manifest_unit *units; /* nunits */
-	uint64_t nparams;        /* the units' P summed: the model's parameters */
-	struct _sf_st_tensor *tensors; /* ntensors, each in the units' parameters laid
-	                                  end to end; NULL when not recorded */
+	uint64_t nparams;                /* the units' P summed: the model's parameters */
+	struct _sf_st_tensor *tensors;   /* ntensors, each in the units' parameters laid
+	                                    end to end; NULL when not recorded */
 	int ntensors;
 	uint64_t *sizes; /* world_size: bytes of each rank file */
 	uint32_t *crcs;  /* world_size: CRC-32 of each rank file */

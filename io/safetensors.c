@@ -50,8 +50,8 @@ static int write_file(const sf_model *m, const char *path, float *params)
 		goto out;
 	}
 	for (size_t i = 0; i < nt; i++)
-		st[i] = (struct _sf_st_tensor){t[i].name, t[i].ndim, {t[i].shape[0], t[i].shape[1]},
-		                               t[i].off, t[i].count};
+		st[i] = (struct _sf_st_tensor){
+		    t[i].name, t[i].ndim, {t[i].shape[0], t[i].shape[1]}, t[i].off, t[i].count};
 	SF_CHECK_GOTO(_sf_st_header_build(st, nt, &header, &hlen), out);
 	SF_CHECK_GOTO(_sf_st_write(path, header, hlen, params, g.nparams_whole), out);
 out:

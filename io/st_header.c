@@ -35,10 +35,11 @@ int _sf_st_header_build(const struct _sf_st_tensor *t, size_t nt, char **out, si
 		json_t *shape = t[i].ndim == 2 ? json_pack("[I, I]", (json_int_t)t[i].shape[0],
 		                                           (json_int_t)t[i].shape[1])
 		                               : json_pack("[I]", (json_int_t)t[i].shape[0]);
-		json_object_set_new(root, t[i].name,
-		                    json_pack("{s:s, s:o, s:[I, I]}", "dtype", "F32", "shape", shape,
-		                              "data_offsets", (json_int_t)(t[i].off * sizeof(float)),
-		                              (json_int_t)((t[i].off + t[i].count) * sizeof(float))));
+		json_object_set_new(
+		    root, t[i].name,
+		    json_pack("{s:s, s:o, s:[I, I]}", "dtype", "F32", "shape", shape,
+		              "data_offsets", (json_int_t)(t[i].off * sizeof(float)),
+		              (json_int_t)((t[i].off + t[i].count) * sizeof(float))));
 	}
 	text = json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER);
 	json_decref(root);

@@ -1,7 +1,7 @@
 /*
  * kill_save.c — an LD_PRELOAD library that kills a rank in the middle of a checkpoint
- * save, for tests/shardflow_run.sh and tests/checkpoint_async.sh: a crash at a chosen step of an unmodified program
- * (examples/gpt), without timing.
+ * save, for tests/shardflow_run.sh and tests/checkpoint_async.sh: a crash at a chosen step of an
+ * unmodified program (examples/gpt), without timing.
  *
  *   SF_KILL_SAVE="R:S,..."   rank R (OMPI_COMM_WORLD_RANK) dies of SIGKILL right after
  *                            it has put its rank file of step S's checkpoint in place:
