@@ -60,7 +60,7 @@ struct options {
 	const char *text, *prompt, *ckpt_dir, *export_path, *init_path, *export_init_path,
 	    *loss_log;
 	const char *metrics; /* --metrics: JSON lines, rank 0 */
-	int resume;
+	int resume, ckpt_async;
 	int nanogpt_layout; /* --export-layout nanogpt: GPT-2's weights (O, I) */
 };
 
@@ -141,6 +141,8 @@ static void usage(FILE *f)
 	        "  --checkpoint-every K  ... every K steps (default: at the end only)\n"
 	        "  --checkpoint-keep N   keep the newest N checkpoints, removing older ones\n"
 	        "                        after each save (default: keep all)\n"
+	        "  --checkpoint-async    write checkpoints from a thread while training goes on\n"
+	        "                        (the shards copied to host buffers at the step)\n"
 	        "  --resume              continue from D's last checkpoint (none: start afresh)\n"
 	        "  --max-steps N         stop after N steps in all (counting resumed ones)\n"
 	        "  --export FILE         write the final weights as safetensors (Hugging Face's\n"
@@ -265,8 +267,8 @@ static const char *const option_names[NOPTIONS] = {
     [OPT_EXPORT_LAYOUT] = "--export-layout",
 };
 
-enum { NFLAGS = 3 };
-static const char *const flags[NFLAGS] = {"--resume", "--untied", "--tied"};
+enum { NFLAGS = 4 };
+static const char *const flags[NFLAGS] = {"--resume", "--untied", "--tied", "--checkpoint-async"};
 
 /* The job file's sections (examples/job.h), as the usage groups the options: every
  * option and flag in one of them (check_sections) */
@@ -283,6 +285,7 @@ static const char *const data_options[] = {"--text",         "--val-fraction",  
                                            "--peak-tflops",  NULL};
 static const char *const checkpoint_options[] = {"--checkpoint-dir", "--checkpoint-every",
                                                  "--checkpoint-keep", "--resume",
+                                                 "--checkpoint-async",
                                                  "--max-steps",       "--export",
                                                  "--init",            "--export-init",
                                                  "--loss-log",        "--metrics",
@@ -416,8 +419,10 @@ static int on_flag(int j, void *ctx)
 		o->resume = 1;
 	else if (j == 1)
 		o->model.tie_weights = 0, o->tied = 0; /* a llama preset's tied head too */
-	else
+	else if (j == 2)
 		o->tied = 1;
+	else
+		o->ckpt_async = 1;
 	return 0;
 }
 
@@ -529,6 +534,8 @@ static int parse(int argc, char **argv, struct options *o)
 		return cli_bad_usage("--checkpoint-keep needs --checkpoint-dir");
 	if (o->ckpt_every && !o->ckpt_dir)
 		return cli_bad_usage("--checkpoint-every needs --checkpoint-dir");
+	if (o->ckpt_async && !o->ckpt_dir)
+		return cli_bad_usage("--checkpoint-async needs --checkpoint-dir");
 	if (o->sample > o->batch)
 		return cli_bad_usage("--sample %d exceeds --batch %d (one sample per sequence)",
 		                     o->sample, o->batch);
@@ -575,6 +582,8 @@ struct run {
 	int metrics_fd; /* --metrics, rank 0; -1 when none */
 	int64_t step;   /* steps done */
 	int64_t saved;  /* the step of the checkpoint loaded or written, or -1 */
+	int64_t async_step;          /* --checkpoint-async: the step being written, or -1 */
+	double async_t0, async_held; /* when it began; what the step boundary spent on it */
 	int agreed;     /* the failure is every rank's at once (restore's): no MPI_Abort */
 	uint64_t rss0;  /* resident set before sf_model_create */
 	uint64_t peak1; /* peak resident set when it returned */
@@ -1030,34 +1039,77 @@ static double dir_bytes(const char *path)
 	return total;
 }
 
-/* A checkpoint of this step, unless it is the one loaded or last written; a line says
- * where it went, its size and what it took, and --checkpoint-keep's older ones go. */
+/* The line of a finished save (rank 0): where it went, its size and what it took
+ * (held: the seconds the steps waited for it, asynchronous saves), and
+ * --checkpoint-keep's older ones removed. */
+static int saved_line(struct run *r, int64_t step, double seconds, double held)
+{
+	int status = -1, removed = 0;
+	if (r->o.ckpt_keep)
+		CHECK(sf_checkpoint_prune(r->m, r->o.ckpt_dir, (int)r->o.ckpt_keep, &removed));
+	if (r->rank == 0) {
+		char step_dir[4096];
+		snprintf(step_dir, sizeof step_dir, "%s/step-%09lld", r->o.ckpt_dir,
+		         (long long)step);
+		double mib = dir_bytes(step_dir) / (1024.0 * 1024.0);
+		fprintf(stderr, PROG ": checkpoint of step %lld saved in %s (%.1f MiB, %.1f s",
+		        (long long)step, r->o.ckpt_dir, mib, seconds);
+		if (held >= 0)
+			fprintf(stderr, ", asynchronous: %.3f s at the step", held);
+		fprintf(stderr, ")");
+		if (removed)
+			fprintf(stderr, "; %d older one%s removed (--checkpoint-keep %lld)",
+			        removed, removed == 1 ? "" : "s", (long long)r->o.ckpt_keep);
+		fprintf(stderr, "\n");
+		if (r->metrics_fd >= 0) /* the curves so far; a failure costs no training */
+			(void)metrics_plot(r->o.metrics, PROG);
+	}
+	status = 0;
+done:
+	return status;
+}
+
+/* --checkpoint-async: ends the save being written once every rank's file is (block:
+ * waits for it), then says so; a failed write fails the run here. */
+static int async_finish(struct run *r, int block)
+{
+	int status = -1, pending = 0;
+	if (r->async_step < 0)
+		return 0;
+	if (block)
+		CHECK(sf_checkpoint_wait(r->m));
+	else
+		CHECK(sf_checkpoint_poll(r->m, &pending));
+	if (!pending) {
+		int64_t step = r->async_step;
+		r->async_step = -1;
+		if (saved_line(r, step, cli_now() - r->async_t0, r->async_held) < 0)
+			goto done;
+	}
+	status = 0;
+done:
+	return status;
+}
+
+/* A checkpoint of this step, unless it is the one loaded or last written (with
+ * --checkpoint-async begun here and ended by async_finish at a later step). */
 static int save(struct run *r)
 {
 	int status = -1;
 	if (r->step != r->saved) {
 		struct sf_checkpoint_info info = {r->step, 0, r->step, r->o.seed};
 		double t0 = cli_now();
-		CHECK(sf_checkpoint_save(r->m, r->o.ckpt_dir, &info));
-		double t1 = cli_now();
-		r->saved = r->step;
-		int removed = 0;
-		if (r->o.ckpt_keep)
-			CHECK(sf_checkpoint_prune(r->m, r->o.ckpt_dir, (int)r->o.ckpt_keep, &removed));
-		if (r->rank == 0) {
-			char step_dir[4096];
-			snprintf(step_dir, sizeof step_dir, "%s/step-%09lld", r->o.ckpt_dir,
-			         (long long)r->step);
-			double mib = dir_bytes(step_dir) / (1024.0 * 1024.0);
-			fprintf(stderr, PROG ": checkpoint of step %lld saved in %s (%.1f MiB, %.1f s)",
-			        (long long)r->step, r->o.ckpt_dir, mib, t1 - t0);
-			if (removed)
-				fprintf(stderr, "; %d older one%s removed (--checkpoint-keep %lld)",
-				        removed, removed == 1 ? "" : "s", (long long)r->o.ckpt_keep);
-			fprintf(stderr, "\n");
-			if (r->metrics_fd >= 0) /* the curves so far; a failure costs no training */
-				(void)metrics_plot(r->o.metrics, PROG);
+		if (r->o.ckpt_async) {
+			if (async_finish(r, 1) < 0) /* one at a time */
+				goto done;
+			CHECK(sf_checkpoint_save_async(r->m, r->o.ckpt_dir, &info));
+			r->async_step = r->step, r->async_t0 = t0, r->async_held = cli_now() - t0;
+		} else {
+			CHECK(sf_checkpoint_save(r->m, r->o.ckpt_dir, &info));
+			if (saved_line(r, r->step, cli_now() - t0, -1) < 0)
+				goto done;
 		}
+		r->saved = r->step;
 	}
 	status = 0;
 done:
@@ -1309,6 +1361,8 @@ static int train(struct run *r, double *vl)
 		}
 		/* checkpoints and evaluations stay out of the host line; they wait for the step,
 		 * so its loss is read (and its line printed) first at no cost */
+		if (async_finish(r, 0) < 0)
+			goto done;
 		if (o->ckpt_every && r->step % o->ckpt_every == 0 &&
 		    (take_loss(r, &mt) < 0 || outside_steps(r, save_act, NULL, outside) < 0))
 			goto done;
@@ -1322,7 +1376,7 @@ static int train(struct run *r, double *vl)
 		for (int i = 0; i < 4; i++)
 			r->host_comm[i] = last[i] - first[i] - outside[i];
 	}
-	if (o->ckpt_dir && save(r) < 0)
+	if (o->ckpt_dir && (save(r) < 0 || async_finish(r, 1) < 0))
 		goto done;
 	status = 0;
 done:
@@ -1503,7 +1557,7 @@ done:
 
 int main(int argc, char **argv)
 {
-	struct run r = {.saved = -1, .metrics_fd = -1};
+	struct run r = {.saved = -1, .metrics_fd = -1, .async_step = -1};
 	int status = 1;
 	double vl = NAN;
 	cli_prog = PROG;

@@ -1597,6 +1597,40 @@ SF_API int sf_checkpoint_lock(sf_model *m, const char *dir, enum sf_checkpoint_a
 SF_API int sf_checkpoint_save(sf_model *m, const char *dir, const struct sf_checkpoint_info *info);
 
 /**
+ * Collective: sf_checkpoint_save() in the background. At the step boundary (now) every
+ * rank copies what its file holds into host buffers (allocated at the model's first
+ * asynchronous save and kept for the next; the size of its rank file) and rank 0
+ * makes the staging directory; a thread per writing rank then writes and commits the
+ * file while the caller trains on. The save ends — manifest, switch, latest, in the
+ * order and with the crash safety of sf_checkpoint_save() — at the first
+ * sf_checkpoint_poll() that finds every rank's file written, or at
+ * sf_checkpoint_wait(). The files are bitwise those sf_checkpoint_save() would write
+ * now. One save at a time: a save, load or prune (synchronous or not) waits for the
+ * pending one first. Errors here are those of the snapshot and of
+ * sf_checkpoint_save()'s checks; a failed write is the status of the poll or wait
+ * that ends the save. A model destroyed with a save pending abandons it (a warning;
+ * its staging directory has no manifest, so loads take the previous step).
+ */
+SF_API int sf_checkpoint_save_async(sf_model *m, const char *dir,
+                                    const struct sf_checkpoint_info *info);
+
+/**
+ * Collective, for every step boundary: ends the pending asynchronous save when every
+ * rank's writer has finished, else returns at once (one small all-reduce). *pending
+ * (may be NULL): 1 while the save is still being written, else 0 (none pending, or
+ * ended by this call). The status is the write's or the publication's when the save
+ * failed (the same on every rank; the save is then over, its step not written).
+ */
+SF_API int sf_checkpoint_poll(sf_model *m, int *pending);
+
+/**
+ * Collective: waits for the pending asynchronous save and ends it (see
+ * sf_checkpoint_poll()); SF_OK at once when none is pending. Call it before the model
+ * is destroyed, or the save is abandoned.
+ */
+SF_API int sf_checkpoint_wait(sf_model *m);
+
+/**
  * Collective: which checkpoint sf_checkpoint_load(m, dir, ...) tries first (it falls
  * back to an older step when that one fails its checks). *found = 1
  * and `path` (`size` bytes; may be NULL) receives its step directory; *found = 0 (and

@@ -243,6 +243,8 @@ SF_API int sf_model_destroy(sf_model *m)
 	_sf_recorder_destroy(m->trace);
 	_sf_storage_release(m);
 	_sf_layout_release(m);
+	if (m->ckpt_async_end)
+		m->ckpt_async_end(m);
 	if (m->ckpt_unlock)
 		m->ckpt_unlock(m);
 	m->ctx->nmodels--;

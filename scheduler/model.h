@@ -34,6 +34,7 @@
 
 struct _sf_recorder;
 struct _sf_ckpt_lock;
+struct _sf_ckpt_async;
 
 struct _sf_unit {
 	char name[SF_NAME_MAX]; /* the group's name, or its node's */
@@ -246,6 +247,10 @@ struct sf_model {
 	 * (_sf_model_ckpt_hook_set), as scheduler/ calls nothing in io/ */
 	struct _sf_ckpt_lock *ckpt_locks;
 	void (*ckpt_unlock)(struct sf_model *m);
+	/* the asynchronous save (io/checkpoint_save.c): its snapshot and writer, ended
+	 * at destroy through ckpt_async_end, before the locks go */
+	struct _sf_ckpt_async *ckpt_async;
+	void (*ckpt_async_end)(struct sf_model *m);
 };
 
 /* ---- the planner (scheduler/plan.c: units and slots; step.c: the passes) -------- */
