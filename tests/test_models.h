@@ -178,32 +178,28 @@ static inline int train_option(struct train_options *t, const char *opt, const c
 static inline int build_blocks(sf_graph *g, int x, int *y)
 {
 	int e, h, a, width = 16;
-	CLI_CHECK_GOTO(sf_graph_unit_begin(g, "embed"), fail);
-	CLI_CHECK_GOTO(sf_graph_layer(g, "embedding", &x, 1, &width, sizeof width, "embed", &e),
-	               fail);
-	CLI_CHECK_GOTO(sf_graph_unit_end(g), fail);
+	CLI_CHECK_RETURN(sf_graph_unit_begin(g, "embed"));
+	CLI_CHECK_RETURN(sf_graph_layer(g, "embedding", &x, 1, &width, sizeof width, "embed", &e));
+	CLI_CHECK_RETURN(sf_graph_unit_end(g));
 	h = e;
 	for (int b = 0; b < 3; b++) {
 		char name[32];
 		snprintf(name, sizeof name, "block%d", b);
-		CLI_CHECK_GOTO(sf_graph_unit_begin(g, name), fail);
+		CLI_CHECK_RETURN(sf_graph_unit_begin(g, name));
 		snprintf(name, sizeof name, "block%d.ln", b);
-		CLI_CHECK_GOTO(sf_graph_layernorm(g, h, name, &a), fail);
+		CLI_CHECK_RETURN(sf_graph_layernorm(g, h, name, &a));
 		snprintf(name, sizeof name, "block%d.fc_a", b);
-		CLI_CHECK_GOTO(sf_graph_linear(g, a, 24, name, &a), fail);
-		CLI_CHECK_GOTO(sf_graph_gelu(g, a, &a), fail);
+		CLI_CHECK_RETURN(sf_graph_linear(g, a, 24, name, &a));
+		CLI_CHECK_RETURN(sf_graph_gelu(g, a, &a));
 		snprintf(name, sizeof name, "block%d.fc_b", b);
-		CLI_CHECK_GOTO(sf_graph_linear(g, a, 16, name, &a), fail);
-		CLI_CHECK_GOTO(sf_graph_add(g, h, a, &h), fail);
-		CLI_CHECK_GOTO(sf_graph_unit_end(g), fail);
+		CLI_CHECK_RETURN(sf_graph_linear(g, a, 16, name, &a));
+		CLI_CHECK_RETURN(sf_graph_add(g, h, a, &h));
+		CLI_CHECK_RETURN(sf_graph_unit_end(g));
 	}
 	int in[1] = {h};
-	CLI_CHECK_GOTO(
-	    sf_graph_layer_tied(g, "linear_nobias", in, 1, &width, sizeof width, "head", e, y),
-	    fail);
+	CLI_CHECK_RETURN(
+	    sf_graph_layer_tied(g, "linear_nobias", in, 1, &width, sizeof width, "head", e, y));
 	return 0;
-fail:
-	return -1;
 }
 
 /* The gpt model's shapes (grad_check computes parameter offsets from them). */
@@ -220,40 +216,36 @@ fail:
 static inline int build_gpt(sf_graph *g, int x, int *y)
 {
 	int e, h, a, width = GPT_C, classes = GPT_V;
-	CLI_CHECK_GOTO(sf_graph_unit_begin(g, "embed"), fail);
-	CLI_CHECK_GOTO(sf_graph_layer(g, "embedding", &x, 1, &width, sizeof width, "wte", &e),
-	               fail);
-	CLI_CHECK_GOTO(sf_graph_pos_embedding(g, e, GPT_NP, "wpe", &h), fail);
-	CLI_CHECK_GOTO(sf_graph_unit_end(g), fail);
+	CLI_CHECK_RETURN(sf_graph_unit_begin(g, "embed"));
+	CLI_CHECK_RETURN(sf_graph_layer(g, "embedding", &x, 1, &width, sizeof width, "wte", &e));
+	CLI_CHECK_RETURN(sf_graph_pos_embedding(g, e, GPT_NP, "wpe", &h));
+	CLI_CHECK_RETURN(sf_graph_unit_end(g));
 	for (int b = 0; b < GPT_N; b++) {
 		char name[32];
 		snprintf(name, sizeof name, "h%d", b);
-		CLI_CHECK_GOTO(sf_graph_unit_begin(g, name), fail);
+		CLI_CHECK_RETURN(sf_graph_unit_begin(g, name));
 		snprintf(name, sizeof name, "h%d.ln_1", b);
-		CLI_CHECK_GOTO(sf_graph_layernorm(g, h, name, &a), fail);
+		CLI_CHECK_RETURN(sf_graph_layernorm(g, h, name, &a));
 		snprintf(name, sizeof name, "h%d.attn.c_attn", b);
-		CLI_CHECK_GOTO(sf_graph_linear(g, a, 3 * GPT_C, name, &a), fail);
-		CLI_CHECK_GOTO(sf_graph_causal_attention(g, a, GPT_HEADS, &a), fail);
+		CLI_CHECK_RETURN(sf_graph_linear(g, a, 3 * GPT_C, name, &a));
+		CLI_CHECK_RETURN(sf_graph_causal_attention(g, a, GPT_HEADS, &a));
 		snprintf(name, sizeof name, "h%d.attn.c_proj", b);
-		CLI_CHECK_GOTO(sf_graph_linear(g, a, GPT_C, name, &a), fail);
-		CLI_CHECK_GOTO(sf_graph_add(g, h, a, &h), fail);
+		CLI_CHECK_RETURN(sf_graph_linear(g, a, GPT_C, name, &a));
+		CLI_CHECK_RETURN(sf_graph_add(g, h, a, &h));
 		snprintf(name, sizeof name, "h%d.ln_2", b);
-		CLI_CHECK_GOTO(sf_graph_layernorm(g, h, name, &a), fail);
+		CLI_CHECK_RETURN(sf_graph_layernorm(g, h, name, &a));
 		snprintf(name, sizeof name, "h%d.mlp.c_fc", b);
-		CLI_CHECK_GOTO(sf_graph_linear(g, a, GPT_MLP, name, &a), fail);
-		CLI_CHECK_GOTO(sf_graph_gelu(g, a, &a), fail);
+		CLI_CHECK_RETURN(sf_graph_linear(g, a, GPT_MLP, name, &a));
+		CLI_CHECK_RETURN(sf_graph_gelu(g, a, &a));
 		snprintf(name, sizeof name, "h%d.mlp.c_proj", b);
-		CLI_CHECK_GOTO(sf_graph_linear(g, a, GPT_C, name, &a), fail);
-		CLI_CHECK_GOTO(sf_graph_add(g, h, a, &h), fail);
-		CLI_CHECK_GOTO(sf_graph_unit_end(g), fail);
+		CLI_CHECK_RETURN(sf_graph_linear(g, a, GPT_C, name, &a));
+		CLI_CHECK_RETURN(sf_graph_add(g, h, a, &h));
+		CLI_CHECK_RETURN(sf_graph_unit_end(g));
 	}
 	int in[1] = {h};
-	CLI_CHECK_GOTO(
-	    sf_graph_layer_tied(g, "linear_nobias", in, 1, &classes, sizeof classes, "head", e, y),
-	    fail);
+	CLI_CHECK_RETURN(
+	    sf_graph_layer_tied(g, "linear_nobias", in, 1, &classes, sizeof classes, "head", e, y));
 	return 0;
-fail:
-	return -1;
 }
 
 /* The swiglu model's body: Llama's pre-norm SwiGLU blocks on float rows (the
@@ -261,33 +253,30 @@ fail:
 static inline int build_swiglu(sf_graph *g, int x, int classes, int *y)
 {
 	int h, a, g1, g3, o, width = 32, ffn = 48;
-	CLI_CHECK_GOTO(sf_graph_linear(g, x, width, "fc_in", &h), fail);
+	CLI_CHECK_RETURN(sf_graph_linear(g, x, width, "fc_in", &h));
 	for (int b = 0; b < 2; b++) {
 		char name[32];
 		snprintf(name, sizeof name, "blk%d", b);
-		CLI_CHECK_GOTO(sf_graph_unit_begin(g, name), fail);
+		CLI_CHECK_RETURN(sf_graph_unit_begin(g, name));
 		snprintf(name, sizeof name, "blk%d.norm", b);
-		CLI_CHECK_GOTO(sf_graph_rmsnorm(g, h, 1e-5f, name, &a), fail);
+		CLI_CHECK_RETURN(sf_graph_rmsnorm(g, h, 1e-5f, name, &a));
 		snprintf(name, sizeof name, "blk%d.w1", b);
-		CLI_CHECK_GOTO(
-		    sf_graph_layer(g, "linear_nobias", &a, 1, &ffn, sizeof ffn, name, &g1), fail);
-		CLI_CHECK_GOTO(sf_graph_silu(g, g1, &g1), fail);
+		CLI_CHECK_RETURN(
+		    sf_graph_layer(g, "linear_nobias", &a, 1, &ffn, sizeof ffn, name, &g1));
+		CLI_CHECK_RETURN(sf_graph_silu(g, g1, &g1));
 		snprintf(name, sizeof name, "blk%d.w3", b);
-		CLI_CHECK_GOTO(
-		    sf_graph_layer(g, "linear_nobias", &a, 1, &ffn, sizeof ffn, name, &g3), fail);
-		CLI_CHECK_GOTO(sf_graph_mul(g, g1, g3, &a), fail);
+		CLI_CHECK_RETURN(
+		    sf_graph_layer(g, "linear_nobias", &a, 1, &ffn, sizeof ffn, name, &g3));
+		CLI_CHECK_RETURN(sf_graph_mul(g, g1, g3, &a));
 		snprintf(name, sizeof name, "blk%d.w2", b);
-		CLI_CHECK_GOTO(
-		    sf_graph_layer(g, "linear_nobias", &a, 1, &width, sizeof width, name, &o),
-		    fail);
-		CLI_CHECK_GOTO(sf_graph_add(g, h, o, &h), fail);
-		CLI_CHECK_GOTO(sf_graph_unit_end(g), fail);
+		CLI_CHECK_RETURN(
+		    sf_graph_layer(g, "linear_nobias", &a, 1, &width, sizeof width, name, &o));
+		CLI_CHECK_RETURN(sf_graph_add(g, h, o, &h));
+		CLI_CHECK_RETURN(sf_graph_unit_end(g));
 	}
-	CLI_CHECK_GOTO(sf_graph_rmsnorm(g, h, 1e-5f, "norm", &h), fail);
-	CLI_CHECK_GOTO(sf_graph_linear(g, h, classes, "head", y), fail);
+	CLI_CHECK_RETURN(sf_graph_rmsnorm(g, h, 1e-5f, "norm", &h));
+	CLI_CHECK_RETURN(sf_graph_linear(g, h, classes, "head", y));
 	return 0;
-fail:
-	return -1;
 }
 
 /* The llama model's body (the description at the top) */
@@ -296,51 +285,47 @@ static inline int build_llama(sf_graph *g, int x, int *y)
 	enum { NH = 4, NKV = 2, HS = GPT_C / NH };
 	int h, a, o, g1, g3, width = GPT_C, qkv = (NH + 2 * NKV) * HS, ffn = GPT_MLP,
 	                     classes = GPT_V;
-	CLI_CHECK_GOTO(sf_graph_unit_begin(g, "embed"), fail);
-	CLI_CHECK_GOTO(sf_graph_layer(g, "embedding", &x, 1, &width, sizeof width, "tok_emb", &h),
-	               fail);
-	CLI_CHECK_GOTO(sf_graph_unit_end(g), fail);
+	CLI_CHECK_RETURN(sf_graph_unit_begin(g, "embed"));
+	CLI_CHECK_RETURN(
+	    sf_graph_layer(g, "embedding", &x, 1, &width, sizeof width, "tok_emb", &h));
+	CLI_CHECK_RETURN(sf_graph_unit_end(g));
 	for (int b = 0; b < 2; b++) {
 		char name[32];
 		snprintf(name, sizeof name, "l%d", b);
-		CLI_CHECK_GOTO(sf_graph_unit_begin(g, name), fail);
+		CLI_CHECK_RETURN(sf_graph_unit_begin(g, name));
 		snprintf(name, sizeof name, "l%d.attn_norm", b);
-		CLI_CHECK_GOTO(sf_graph_rmsnorm(g, h, 1e-5f, name, &a), fail);
+		CLI_CHECK_RETURN(sf_graph_rmsnorm(g, h, 1e-5f, name, &a));
 		snprintf(name, sizeof name, "l%d.qkv", b);
-		CLI_CHECK_GOTO(
-		    sf_graph_layer(g, "linear_nobias", &a, 1, &qkv, sizeof qkv, name, &a), fail);
-		CLI_CHECK_GOTO(sf_graph_rope(g, a, (NH + NKV) * HS, HS, 10000.0f, &a), fail);
-		CLI_CHECK_GOTO(sf_graph_gqa_attention(g, a, NH, NKV, &a), fail);
+		CLI_CHECK_RETURN(
+		    sf_graph_layer(g, "linear_nobias", &a, 1, &qkv, sizeof qkv, name, &a));
+		CLI_CHECK_RETURN(sf_graph_rope(g, a, (NH + NKV) * HS, HS, 10000.0f, &a));
+		CLI_CHECK_RETURN(sf_graph_gqa_attention(g, a, NH, NKV, &a));
 		snprintf(name, sizeof name, "l%d.o", b);
-		CLI_CHECK_GOTO(
-		    sf_graph_layer(g, "linear_nobias", &a, 1, &width, sizeof width, name, &o),
-		    fail);
-		CLI_CHECK_GOTO(sf_graph_add(g, h, o, &h), fail);
+		CLI_CHECK_RETURN(
+		    sf_graph_layer(g, "linear_nobias", &a, 1, &width, sizeof width, name, &o));
+		CLI_CHECK_RETURN(sf_graph_add(g, h, o, &h));
 		snprintf(name, sizeof name, "l%d.ffn_norm", b);
-		CLI_CHECK_GOTO(sf_graph_rmsnorm(g, h, 1e-5f, name, &a), fail);
+		CLI_CHECK_RETURN(sf_graph_rmsnorm(g, h, 1e-5f, name, &a));
 		snprintf(name, sizeof name, "l%d.w1", b);
-		CLI_CHECK_GOTO(
-		    sf_graph_layer(g, "linear_nobias", &a, 1, &ffn, sizeof ffn, name, &g1), fail);
-		CLI_CHECK_GOTO(sf_graph_silu(g, g1, &g1), fail);
+		CLI_CHECK_RETURN(
+		    sf_graph_layer(g, "linear_nobias", &a, 1, &ffn, sizeof ffn, name, &g1));
+		CLI_CHECK_RETURN(sf_graph_silu(g, g1, &g1));
 		snprintf(name, sizeof name, "l%d.w3", b);
-		CLI_CHECK_GOTO(
-		    sf_graph_layer(g, "linear_nobias", &a, 1, &ffn, sizeof ffn, name, &g3), fail);
-		CLI_CHECK_GOTO(sf_graph_mul(g, g1, g3, &a), fail);
+		CLI_CHECK_RETURN(
+		    sf_graph_layer(g, "linear_nobias", &a, 1, &ffn, sizeof ffn, name, &g3));
+		CLI_CHECK_RETURN(sf_graph_mul(g, g1, g3, &a));
 		snprintf(name, sizeof name, "l%d.w2", b);
-		CLI_CHECK_GOTO(
-		    sf_graph_layer(g, "linear_nobias", &a, 1, &width, sizeof width, name, &o),
-		    fail);
-		CLI_CHECK_GOTO(sf_graph_add(g, h, o, &h), fail);
-		CLI_CHECK_GOTO(sf_graph_unit_end(g), fail);
+		CLI_CHECK_RETURN(
+		    sf_graph_layer(g, "linear_nobias", &a, 1, &width, sizeof width, name, &o));
+		CLI_CHECK_RETURN(sf_graph_add(g, h, o, &h));
+		CLI_CHECK_RETURN(sf_graph_unit_end(g));
 	}
-	CLI_CHECK_GOTO(sf_graph_unit_begin(g, "out"), fail);
-	CLI_CHECK_GOTO(sf_graph_rmsnorm(g, h, 1e-5f, "norm", &h), fail);
-	CLI_CHECK_GOTO(
-	    sf_graph_layer(g, "linear_nobias", &h, 1, &classes, sizeof classes, "head", y), fail);
-	CLI_CHECK_GOTO(sf_graph_unit_end(g), fail);
+	CLI_CHECK_RETURN(sf_graph_unit_begin(g, "out"));
+	CLI_CHECK_RETURN(sf_graph_rmsnorm(g, h, 1e-5f, "norm", &h));
+	CLI_CHECK_RETURN(
+	    sf_graph_layer(g, "linear_nobias", &h, 1, &classes, sizeof classes, "head", y));
+	CLI_CHECK_RETURN(sf_graph_unit_end(g));
 	return 0;
-fail:
-	return -1;
 }
 
 /* Builds the chosen model; *D and *C are its input width and number of classes, *T
