@@ -48,7 +48,6 @@
 #include <string.h>
 
 #include "shardflow.h"
-#include "examples/cli.h"
 
 #define PROG "custom_layer"
 
@@ -459,22 +458,34 @@ static const char *type_name = "rms_norm";
 static struct rms_norm_config eps_config;
 static const struct rms_norm_config *node_config;
 
+/* The library has printed the error, with its detail and where it was raised (the
+ * default; a program printing sf_last_error() itself would call sf_log_set_quiet(1)
+ * first): say which call failed. */
+#define CHECK(call)                                                                                \
+	do {                                                                                       \
+		int check_rc_ = (call);                                                            \
+		if (check_rc_ != SF_OK) {                                                          \
+			fprintf(stderr, PROG ": %.*s failed: %s\n", (int)strcspn(#call, "( "),     \
+			        #call, sf_strerror(check_rc_));                                    \
+			goto fail;                                                                 \
+		}                                                                                  \
+	} while (0)
+
 /* input(16) -> linear(32) -> rms_norm -> gelu -> linear(4) -> softmax cross-entropy */
 static int build_graph(sf_graph **out)
 {
 	sf_graph *g = NULL;
 	int x, labels, h, s, a, z, loss;
-	CLI_CHECK_GOTO(sf_graph_create("custom_layer", &g), fail);
-	CLI_CHECK_GOTO(sf_graph_input(g, "x", D_IN, &x), fail);
-	CLI_CHECK_GOTO(sf_graph_label_input(g, "label", NCLASSES, &labels), fail);
-	CLI_CHECK_GOTO(sf_graph_linear(g, x, HIDDEN, "fc1", &h), fail);
+	CHECK(sf_graph_create("custom_layer", &g));
+	CHECK(sf_graph_input(g, "x", D_IN, &x));
+	CHECK(sf_graph_label_input(g, "label", NCLASSES, &labels));
+	CHECK(sf_graph_linear(g, x, HIDDEN, "fc1", &h));
 	/* a layer with parameters needs a unique name: its parameters are a unit */
 	size_t config_size = node_config ? sizeof *node_config : 0;
-	CLI_CHECK_GOTO(sf_graph_layer(g, type_name, &h, 1, node_config, config_size, "norm1", &s),
-	               fail);
-	CLI_CHECK_GOTO(sf_graph_gelu(g, s, &a), fail);
-	CLI_CHECK_GOTO(sf_graph_linear(g, a, NCLASSES, "fc2", &z), fail);
-	CLI_CHECK_GOTO(sf_graph_softmax_cross_entropy(g, z, labels, &loss), fail);
+	CHECK(sf_graph_layer(g, type_name, &h, 1, node_config, config_size, "norm1", &s));
+	CHECK(sf_graph_gelu(g, s, &a));
+	CHECK(sf_graph_linear(g, a, NCLASSES, "fc2", &z));
+	CHECK(sf_graph_softmax_cross_entropy(g, z, labels, &loss));
 	*out = g;
 	return 0;
 fail:
@@ -505,23 +516,23 @@ static int train(int *argc, char ***argv, int steps)
 	int rank = 0, size = 1, first, rows, status = 1;
 	double loss = NAN;
 
-	CLI_CHECK_GOTO(sf_init(argc, argv, &ctx), fail);
-	CLI_CHECK_GOTO(sf_context_world(ctx, &rank, &size), fail);
+	CHECK(sf_init(argc, argv, &ctx));
+	CHECK(sf_context_world(ctx, &rank, &size));
 	struct sf_layer_type type = rms_norm_type;
 	type.name = type_name; /* the registry keeps its own copy of the name */
-	CLI_CHECK_GOTO(sf_layer_type_register(&type), fail);
+	CHECK(sf_layer_type_register(&type));
 	if (build_graph(&g))
 		goto fail;
 
 	struct sf_model_options mo;
-	CLI_CHECK_GOTO(sf_model_options_init(&mo), fail);
+	CHECK(sf_model_options_init(&mo));
 	mo.batch = BATCH;
 	mo.seed = SEED;
 	mo.lr = 0.05f;
-	CLI_CHECK_GOTO(sf_model_create(ctx, g, &mo, &m), fail);
+	CHECK(sf_model_create(ctx, g, &mo, &m));
 	sf_graph_destroy(g); /* the model keeps what it needs */
 	g = NULL;
-	CLI_CHECK_GOTO(sf_model_local_rows(m, &first, &rows), fail);
+	CHECK(sf_model_local_rows(m, &first, &rows));
 
 	/* The batch is copied by sf_model_step, so one buffer serves every step. */
 	x = malloc(sizeof(float) * ((size_t)rows * D_IN + 1));
@@ -536,14 +547,14 @@ static int train(int *argc, char ***argv, int steps)
 
 	for (int k = 1; k <= steps; k++) {
 		make_rows(k, first, rows, x, labels);
-		CLI_CHECK_GOTO(sf_model_step(m, &batch, &tickets[k - 1]), fail);
+		CHECK(sf_model_step(m, &batch, &tickets[k - 1]));
 		if (k > LAG) {
-			CLI_CHECK_GOTO(sf_model_loss(m, tickets[k - 1 - LAG], &loss), fail);
+			CHECK(sf_model_loss(m, tickets[k - 1 - LAG], &loss));
 			print_loss(rank, k - LAG, loss);
 		}
 	}
 	for (int k = steps - LAG + 1 > 1 ? steps - LAG + 1 : 1; k <= steps; k++) {
-		CLI_CHECK_GOTO(sf_model_loss(m, tickets[k - 1], &loss), fail);
+		CHECK(sf_model_loss(m, tickets[k - 1], &loss));
 		print_loss(rank, k, loss);
 	}
 	if (!isfinite(loss)) {
@@ -569,6 +580,19 @@ fail:
 
 /* ------------------------------------------------------------------------------ */
 
+/* Before sf_init() we do not know our rank; under mpirun the launcher tells us, so
+ * that a bad command line prints one usage message, not one per rank. */
+static int launcher_rank(void)
+{
+	static const char *vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"};
+	for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+		const char *v = getenv(vars[i]);
+		if (v && *v)
+			return atoi(v);
+	}
+	return 0;
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: " PROG " [--steps N] [--type-name NAME] [--eps E] [--check] [--help]\n"
@@ -585,45 +609,54 @@ static void usage(FILE *f)
 	           "  --help      print this message and exit\n");
 }
 
-struct options {
-	int steps, check;
-};
-
-static const char *const option_names[] = {"--steps", "--type-name", "--eps"};
-static const char *const flag_names[] = {"--check"};
-
-static int on_value(int k, char *val, void *ctx)
+/* A bad command line: the problem and where the usage is on stderr (rank 0 only),
+ * status 2. */
+static int bad_usage(const char *problem, const char *arg)
 {
-	struct options *o = ctx;
-	switch (k) {
-	case 0: return cli_int("--steps", val, 1, 1000000, &o->steps);
-	case 1: type_name = val; return 0;
-	default:
-		/* any number: its value is infer()'s to judge */
-		if (cli_parse_float(val, -INFINITY, INFINITY, &eps_config.eps))
-			return cli_bad_usage("--eps \"%s\" is invalid: expected a number", val);
-		node_config = &eps_config;
-		return 0;
+	if (launcher_rank() == 0) {
+		fprintf(stderr, PROG ": %s \"%s\"\n", problem, arg);
+		fprintf(stderr, "usage: " PROG " [options]; '" PROG " --help' lists them\n");
 	}
-}
-
-static int on_flag(int j, void *ctx)
-{
-	(void)j;
-	((struct options *)ctx)->check = 1;
-	return 0;
+	return 2;
 }
 
 int main(int argc, char **argv)
 {
-	struct options o = {.steps = 30};
-	const struct cli_spec sp = {option_names, 3, flag_names, 1, on_value, on_flag};
-	cli_prog = PROG;
-	cli_usage = usage;
-	int rc = cli_parse(argc, argv, &sp, &o);
-	if (rc)
-		return rc == 1 ? 0 : rc;
-	if (o.check)
+	int steps = 30, check = 0;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			usage(stdout);
+			return 0;
+		} else if (!strcmp(argv[i], "--check")) {
+			check = 1;
+		} else if (!strcmp(argv[i], "--type-name")) {
+			if (i + 1 == argc)
+				return bad_usage("missing value for", argv[i]);
+			type_name = argv[++i];
+		} else if (!strcmp(argv[i], "--eps")) {
+			if (i + 1 == argc)
+				return bad_usage("missing value for", argv[i]);
+			char *end;
+			errno = 0;
+			eps_config.eps = strtof(argv[++i], &end);
+			if (errno || end == argv[i] || *end)
+				return bad_usage("--eps expects a number, got", argv[i]);
+			node_config = &eps_config; /* its value is infer()'s to judge */
+		} else if (!strcmp(argv[i], "--steps")) {
+			if (i + 1 == argc)
+				return bad_usage("missing value for", argv[i]);
+			char *end;
+			errno = 0;
+			long v = strtol(argv[++i], &end, 10);
+			if (errno || end == argv[i] || *end || v < 1 || v > 1000000)
+				return bad_usage("--steps expects an integer in 1..1000000, got",
+				                 argv[i]);
+			steps = (int)v;
+		} else {
+			return bad_usage("unknown option", argv[i]);
+		}
+	}
+	if (check)
 		return run_check();
-	return train(&argc, &argv, o.steps);
+	return train(&argc, &argv, steps);
 }
