@@ -23,7 +23,8 @@
  * passed on. Out of the terminal's process group, mpirun would be stopped reading it:
  * its input is /dev/null when the launcher's is a terminal (training jobs read none).
  *
- * libc only: no MPI, no StarPU, nothing of the library; it runs wherever mpirun does.
+ * libc only (and the header-only tools/cli.h, the command line every program shares):
+ * no MPI, no StarPU, nothing of the library; it runs wherever mpirun does.
  * Exit status: 0 when a run succeeds; the last run's status when it gives up (mpirun
  * reports a rank killed by signal S as 128 + S; mpirun itself killed by S also gives
  * 128 + S); 128 + S when stopped by signal S; 2 for a bad command line; 127 when
@@ -44,6 +45,8 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "tools/cli.h"
 
 extern char **environ;
 
@@ -77,16 +80,9 @@ static const char *const usage_text =
     "128 + S when stopped by signal S; 2 for a bad command line; 127 when mpirun\n"
     "cannot be started.\n";
 
-static void usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-static void usage_error(const char *fmt, ...)
+static void usage(FILE *f)
 {
-	va_list ap;
-	fprintf(stderr, PROG ": ");
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "\n%s", usage_text);
-	exit(2);
+	fputs(usage_text, f);
 }
 
 static void log_line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -115,30 +111,27 @@ struct options {
 	bool has_resume;      /* the program's arguments hold --resume already */
 };
 
-/* A whole decimal integer in [lo, hi], or a usage error naming the option. */
-static long parse_int(const char *opt, const char *s, long lo, long hi)
+/* A whole decimal integer in [lo, hi], digits only: 0, or 2 after a message naming
+ * the option. */
+static int parse_int(const char *opt, const char *s, long lo, long hi, long *out)
 {
-	char *end = NULL;
-	errno = 0;
-	long v = strtol(s, &end, 10);
-	if (!*s || *end || errno || v < lo || v > hi || strspn(s, "0123456789") != strlen(s))
-		usage_error("%s \"%s\" is invalid: accepted values are integers from %ld to %ld",
-		            opt, s, lo, hi);
-	return v;
+	int64_t v;
+	if (strspn(s, "0123456789") != strlen(s) || cli_parse_i64(s, lo, hi, &v))
+		return cli_bad_usage("%s \"%s\" is invalid: accepted values are integers from %ld "
+		                     "to %ld",
+		                     opt, s, lo, hi);
+	*out = (long)v;
+	return 0;
 }
 
-/* Seconds: a plain decimal number in [0, MAX_BACKOFF], or a usage error. */
-static double parse_seconds(const char *opt, const char *s)
+/* Seconds: a plain decimal number in [0, MAX_BACKOFF]: 0, or 2 after a message. */
+static int parse_seconds(const char *opt, const char *s, double *out)
 {
-	char *end = NULL;
-	errno = 0;
-	double v = strtod(s, &end);
-	if (!*s || *end || errno || strspn(s, "0123456789.") != strlen(s) || !(v >= 0) ||
-	    v > MAX_BACKOFF)
-		usage_error("%s \"%s\" is invalid: accepted values are numbers of seconds from 0 "
-		            "to %.0f (e.g. 1, 0.5)",
-		            opt, s, MAX_BACKOFF);
-	return v;
+	if (strspn(s, "0123456789.") != strlen(s) || cli_parse_double(s, 0, MAX_BACKOFF, out))
+		return cli_bad_usage("%s \"%s\" is invalid: accepted values are numbers of "
+		                     "seconds from 0 to %.0f (e.g. 1, 0.5)",
+		                     opt, s, MAX_BACKOFF);
+	return 0;
 }
 
 /* Appends the blank-separated words of s to o->mpirun_args. */
@@ -161,23 +154,6 @@ static void add_mpirun_words(struct options *o, const char *s)
 	}
 }
 
-/* "--name value" or "--name=value": the value, advancing *i past it; NULL when a is
- * another option. */
-static const char *option_value(int argc, char **argv, int *i, const char *name)
-{
-	const char *a = argv[*i];
-	size_t n = strlen(name);
-	if (strncmp(a, name, n) != 0)
-		return NULL;
-	if (a[n] == '=')
-		return a + n + 1;
-	if (a[n] != '\0')
-		return NULL;
-	if (*i + 1 >= argc)
-		usage_error("%s needs a value", name);
-	return argv[++*i];
-}
-
 /* The program's own --checkpoint-dir (the last one given) and --resume. */
 static void scan_program_args(struct options *o)
 {
@@ -192,52 +168,52 @@ static void scan_program_args(struct options *o)
 	}
 }
 
-static void parse_args(int argc, char **argv, struct options *o)
+static const char *const option_names[] = {"--np",      "-np",      "--max-restarts",
+                                           "--backoff", "--mpirun", "--mpirun-args"};
+
+static int on_value(int k, char *v, void *ctx)
 {
-	const char *v;
-	int i = 1;
-	for (; i < argc; i++) {
-		const char *a = argv[i];
-		if (!strcmp(a, "--")) {
-			i++;
-			break;
-		}
-		if (a[0] != '-')
-			break;
-		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-			fputs(usage_text, stdout);
-			exit(0);
-		} else if ((v = option_value(argc, argv, &i, "--np")) ||
-		           (v = option_value(argc, argv, &i, "-np"))) {
-			o->np = parse_int("--np", v, 1, 1000000);
-		} else if ((v = option_value(argc, argv, &i, "--max-restarts"))) {
-			o->max_restarts = parse_int("--max-restarts", v, 0, MAX_RESTARTS);
-		} else if ((v = option_value(argc, argv, &i, "--backoff"))) {
-			o->backoff = parse_seconds("--backoff", v);
-		} else if ((v = option_value(argc, argv, &i, "--mpirun-args"))) {
-			add_mpirun_words(o, v);
-		} else if ((v = option_value(argc, argv, &i, "--mpirun"))) {
-			if (!*v)
-				usage_error("--mpirun needs a program (a name or a path)");
-			o->mpirun = v;
-		} else {
-			usage_error(
-			    "unknown option \"%s\": accepted options are --np, --max-restarts, "
-			    "--backoff, --mpirun-args, --mpirun and --help; PROGRAM and its "
-			    "arguments follow them (or --)",
-			    a);
-		}
+	struct options *o = ctx;
+	switch (k) {
+	case 0:
+	case 1: return parse_int("--np", v, 1, 1000000, &o->np);
+	case 2: return parse_int("--max-restarts", v, 0, MAX_RESTARTS, &o->max_restarts);
+	case 3: return parse_seconds("--backoff", v, &o->backoff);
+	case 4:
+		if (!*v)
+			return cli_bad_usage("--mpirun needs a program (a name or a path)");
+		o->mpirun = v;
+		return 0;
+	default: add_mpirun_words(o, v); return 0;
 	}
-	if (i >= argc)
-		usage_error("no PROGRAM to run");
-	o->prog = argv + i;
-	o->nprog = argc - i;
+}
+
+/* PROGRAM: it and its ARGS end the options (they are the program's) */
+static int on_operand(char **argp, void *ctx)
+{
+	((struct options *)ctx)->prog = argp;
+	return CLI_STOP;
+}
+
+/* The command line: 0, 1 (--help printed) or 2 (bad, said). */
+static int parse_args(int argc, char **argv, struct options *o)
+{
+	const struct cli_spec sp = {option_names, 6, NULL, 0, on_value, NULL};
+	cli_prog = PROG;
+	cli_usage = usage;
+	int rc = cli_parse_operands(argc, argv, &sp, on_operand, o);
+	if (rc)
+		return rc;
+	if (!o->prog)
+		return cli_bad_usage("no PROGRAM to run");
+	o->nprog = (int)(argc - (o->prog - argv));
 	scan_program_args(o);
 	if (o->max_restarts > 0 && !o->ckpt_dir)
-		usage_error("--max-restarts %ld needs checkpoints to restart from, and %s has no "
-		            "--checkpoint-dir DIR: give it one (with --checkpoint-every K), or "
-		            "--max-restarts 0 to run once",
-		            o->max_restarts, o->prog[0]);
+		return cli_bad_usage("--max-restarts %ld needs checkpoints to restart from, and %s "
+		                     "has no --checkpoint-dir DIR: give it one (with "
+		                     "--checkpoint-every K), or --max-restarts 0 to run once",
+		                     o->max_restarts, o->prog[0]);
+	return 0;
 }
 
 /* ---- signals ---------------------------------------------------------------------- */
@@ -498,7 +474,9 @@ int main(int argc, char **argv)
 {
 	struct options o = {.backoff = 1.0};
 	o.mpirun = getenv("MPIRUN") && *getenv("MPIRUN") ? getenv("MPIRUN") : "mpirun";
-	parse_args(argc, argv, &o);
+	int prc = parse_args(argc, argv, &o);
+	if (prc)
+		return prc == 1 ? 0 : prc;
 
 	sigset_t stops;
 	install_handlers(&stops);
