@@ -45,10 +45,6 @@
 		}                                                                                  \
 	} while (0)
 
-/* The older spellings, which jump to `done:`; examples/gpt.c still uses them. */
-#define CLI_CHECK(call) CLI_CHECK_GOTO(call, done)
-#define CLI_CHECK_ALIKE(call) CLI_CHECK_ALIKE_GOTO(call, done)
-
 /* the runtime's clock: simulated time in a simulation build (docs/scale.md) */
 static inline double cli_now(void)
 {

@@ -558,7 +558,6 @@ static int parse(int argc, char **argv, struct options *o)
 	return 0;
 }
 
-#define CHECK CLI_CHECK
 
 struct run {
 	struct options o;
@@ -659,7 +658,7 @@ static int load_data(struct run *r)
 {
 	int status = -1;
 	if (r->o.vocab_file) {
-		CHECK(sf_vocab_load(r->o.vocab_file, &r->vocab));
+		CLI_CHECK_GOTO(sf_vocab_load(r->o.vocab_file, &r->vocab), done);
 		if (!r->o.vocab_set)
 			r->o.model.vocab = r->vocab.n;
 		if (r->o.model.vocab < r->vocab.n) {
@@ -671,12 +670,12 @@ static int load_data(struct run *r)
 		}
 	}
 	if (r->o.train_tokens) {
-		CHECK(sf_tokens_load(r->o.train_tokens, r->o.model.vocab, SF_TOKENS_AUTO,
-		                     &r->tokens[SF_TEXT_TRAIN]));
-		CHECK(sf_tokens_load(r->o.val_tokens, r->o.model.vocab, SF_TOKENS_AUTO,
-		                     &r->tokens[SF_TEXT_VAL]));
+		CLI_CHECK_GOTO(sf_tokens_load(r->o.train_tokens, r->o.model.vocab, SF_TOKENS_AUTO,
+		                     &r->tokens[SF_TEXT_TRAIN]), done);
+		CLI_CHECK_GOTO(sf_tokens_load(r->o.val_tokens, r->o.model.vocab, SF_TOKENS_AUTO,
+		                     &r->tokens[SF_TEXT_VAL]), done);
 	} else
-		CHECK(sf_text_load(r->o.text, r->o.val_fraction, &r->text));
+		CLI_CHECK_GOTO(sf_text_load(r->o.text, r->o.val_fraction, &r->text), done);
 	if (r->o.batch < r->size) {
 		if (r->rank == 0)
 			fprintf(stderr, PROG ": --batch %d is smaller than the %d ranks\n",
@@ -696,7 +695,7 @@ static int build_model(struct run *r)
 	int status = -1;
 	r->T = o->model.context, r->V = o->model.vocab;
 	struct sf_config cfg;
-	CHECK(sf_context_config(r->ctx, &cfg));
+	CLI_CHECK_GOTO(sf_context_config(r->ctx, &cfg), done);
 	r->accum = cfg.grad_accum;
 	r->tp = cfg.tp;
 	snprintf(r->trace, sizeof r->trace, "%s", cfg.trace);
@@ -708,11 +707,11 @@ static int build_model(struct run *r)
 		lc.ffn_dim = o->ffn_dim, lc.rope_theta = o->rope_theta, lc.tie_weights = o->tied;
 		lc.tensor_parallel = cfg.tp > 1; /* Megatron's split of each block (SHARDFLOW_TP) */
 		r->lc = lc;
-		CHECK(sf_llama_graph(&lc, &g));
+		CLI_CHECK_GOTO(sf_llama_graph(&lc, &g), done);
 	} else {
 		struct sf_gpt_config gc = o->model;
 		gc.tensor_parallel = cfg.tp > 1; /* Megatron's split of each block (SHARDFLOW_TP) */
-		CHECK(sf_gpt_graph(&gc, &g));
+		CLI_CHECK_GOTO(sf_gpt_graph(&gc, &g), done);
 	}
 	struct sf_model_options mo;
 	sf_model_options_init(&mo);
@@ -724,19 +723,19 @@ static int build_model(struct run *r)
 	mo.beta2 = 0.99f; /* nanoGPT's choice for small models: faster adaptation */
 	mo.max_grad_norm = o->grad_clip;
 	struct sf_memory_info mi;
-	CHECK(sf_memory_info(&mi));
+	CLI_CHECK_GOTO(sf_memory_info(&mi), done);
 	r->rss0 = mi.rss;
-	CHECK(sf_model_create(r->ctx, g, &mo, &r->m));
-	CHECK(sf_memory_info(&mi));
+	CLI_CHECK_GOTO(sf_model_create(r->ctx, g, &mo, &r->m), done);
+	CLI_CHECK_GOTO(sf_memory_info(&mi), done);
 	r->peak1 = mi.peak_rss;
 	{ /* nanoGPT's FLOPs a token: 6 N (N without the position table) + 12 L C T */
 		size_t np = 0;
-		CHECK(sf_model_param_count(r->m, &np));
+		CLI_CHECK_GOTO(sf_model_param_count(r->m, &np), done);
 		double C = o->model.embd, T = o->model.context, L = o->model.layers;
 		double n = (double)np - (o->arch ? 0.0 : T * C);
 		r->flops_token = 6.0 * n + 12.0 * L * C * T;
 	}
-	CHECK(sf_model_local_rows(r->m, &r->first, &r->rows));
+	CLI_CHECK_GOTO(sf_model_local_rows(r->m, &r->first, &r->rows), done);
 	size_t n = (size_t)r->rows * (size_t)r->T;
 	r->x = malloc(n * sizeof(int32_t));
 	r->y = malloc(n * sizeof(int32_t));
@@ -802,15 +801,15 @@ static int init_weights(struct run *r)
 	char cfg[4096];
 	int status = -1;
 	if (stat(p, &st) != 0 || !S_ISDIR(st.st_mode)) {
-		CHECK(sf_model_import_safetensors_layout(r->m, p, weights_layout(r, &l)));
+		CLI_CHECK_GOTO(sf_model_import_safetensors_layout(r->m, p, weights_layout(r, &l)), done);
 		return 0;
 	}
 	snprintf(cfg, sizeof cfg, "%s/config.json", p);
 	if (r->o.arch)
-		CHECK(sf_llama_config_check_hf(&r->lc, cfg));
+		CLI_CHECK_GOTO(sf_llama_config_check_hf(&r->lc, cfg), done);
 	else
-		CHECK(sf_gpt_config_check_hf(&r->o.model, cfg));
-	CHECK(sf_model_import_hf(r->m, p, r->o.arch ? NULL : (sf_gpt_hf_layout(&hf), &hf)));
+		CLI_CHECK_GOTO(sf_gpt_config_check_hf(&r->o.model, cfg), done);
+	CLI_CHECK_GOTO(sf_model_import_hf(r->m, p, r->o.arch ? NULL : (sf_gpt_hf_layout(&hf), &hf)), done);
 	status = 0;
 done:
 	return status;
@@ -825,13 +824,13 @@ static int restore(struct run *r)
 	const struct options *o = &r->o;
 	int status = -1;
 	if (o->ckpt_dir)
-		CHECK(sf_checkpoint_lock(r->m, o->ckpt_dir, SF_CHECKPOINT_WRITE));
+		CLI_CHECK_GOTO(sf_checkpoint_lock(r->m, o->ckpt_dir, SF_CHECKPOINT_WRITE), done);
 	if (o->init_path && init_weights(r) < 0)
 		goto done;
 	if (o->resume) {
 		struct sf_checkpoint_info info;
 		int found = 0;
-		CHECK(sf_checkpoint_latest(r->m, o->ckpt_dir, &found, NULL, 0));
+		CLI_CHECK_GOTO(sf_checkpoint_latest(r->m, o->ckpt_dir, &found, NULL, 0), done);
 		if (!found) {
 			if (r->rank == 0)
 				fprintf(stderr,
@@ -840,7 +839,7 @@ static int restore(struct run *r)
 			status = 0;
 			goto done;
 		}
-		CHECK(sf_checkpoint_load(r->m, o->ckpt_dir, &info));
+		CLI_CHECK_GOTO(sf_checkpoint_load(r->m, o->ckpt_dir, &info), done);
 		if (check_position(r, &info) < 0)
 			goto done;
 		r->step = r->saved = info.step;
@@ -944,8 +943,8 @@ static int report_memory(const struct run *r)
 	struct sf_memory_info mi;
 	struct sf_model_stats st;
 	int status = -1;
-	CHECK(sf_memory_info(&mi));
-	CHECK(sf_model_stats(r->m, &st));
+	CLI_CHECK_GOTO(sf_memory_info(&mi), done);
+	CLI_CHECK_GOTO(sf_model_stats(r->m, &st), done);
 	double mine[10] = {(double)mi.peak_rss,
 	                   (double)r->rss0,
 	                   (double)(st.param_bytes + st.grad_bytes + st.optimizer_bytes +
@@ -1004,16 +1003,16 @@ static int export_weights(struct run *r, const char *path)
 {
 	int status = -1;
 	struct sf_safetensors_layout l;
-	CHECK(sf_model_export_safetensors_layout(r->m, path, weights_layout(r, &l)));
+	CLI_CHECK_GOTO(sf_model_export_safetensors_layout(r->m, path, weights_layout(r, &l)), done);
 	if (r->rank == 0) {
 		char cfg[4096];
 		const char *slash = strrchr(path, '/');
 		int dl = slash ? (int)(slash - path) : 1;
 		snprintf(cfg, sizeof cfg, "%.*s/config.json", dl, slash ? path : ".");
 		if (r->o.arch)
-			CHECK(sf_llama_config_write_hf(&r->lc, cfg));
+			CLI_CHECK_GOTO(sf_llama_config_write_hf(&r->lc, cfg), done);
 		else
-			CHECK(sf_gpt_config_write_hf(&r->o.model, cfg));
+			CLI_CHECK_GOTO(sf_gpt_config_write_hf(&r->o.model, cfg), done);
 	}
 	status = 0;
 done:
@@ -1046,7 +1045,7 @@ static int saved_line(struct run *r, int64_t step, double seconds, double held)
 {
 	int status = -1, removed = 0;
 	if (r->o.ckpt_keep)
-		CHECK(sf_checkpoint_prune(r->m, r->o.ckpt_dir, (int)r->o.ckpt_keep, &removed));
+		CLI_CHECK_GOTO(sf_checkpoint_prune(r->m, r->o.ckpt_dir, (int)r->o.ckpt_keep, &removed), done);
 	if (r->rank == 0) {
 		char step_dir[4096];
 		snprintf(step_dir, sizeof step_dir, "%s/step-%09lld", r->o.ckpt_dir,
@@ -1077,9 +1076,9 @@ static int async_finish(struct run *r, int block)
 	if (r->async_step < 0)
 		return 0;
 	if (block)
-		CHECK(sf_checkpoint_wait(r->m));
+		CLI_CHECK_GOTO(sf_checkpoint_wait(r->m), done);
 	else
-		CHECK(sf_checkpoint_poll(r->m, &pending));
+		CLI_CHECK_GOTO(sf_checkpoint_poll(r->m, &pending), done);
 	if (!pending) {
 		int64_t step = r->async_step;
 		r->async_step = -1;
@@ -1102,10 +1101,10 @@ static int save(struct run *r)
 		if (r->o.ckpt_async) {
 			if (async_finish(r, 1) < 0) /* one at a time */
 				goto done;
-			CHECK(sf_checkpoint_save_async(r->m, r->o.ckpt_dir, &info));
+			CLI_CHECK_GOTO(sf_checkpoint_save_async(r->m, r->o.ckpt_dir, &info), done);
 			r->async_step = r->step, r->async_t0 = t0, r->async_held = cli_now() - t0;
 		} else {
-			CHECK(sf_checkpoint_save(r->m, r->o.ckpt_dir, &info));
+			CLI_CHECK_GOTO(sf_checkpoint_save(r->m, r->o.ckpt_dir, &info), done);
 			if (saved_line(r, r->step, cli_now() - t0, -1) < 0)
 				goto done;
 		}
@@ -1215,11 +1214,11 @@ static int take_loss(struct run *r, struct meter *mt)
 	int status = -1;
 	if (mt->prev_ticket >= 0) {
 		double l, norm = 0;
-		CHECK(sf_model_loss(r->m, mt->prev_ticket, &l));
+		CLI_CHECK_GOTO(sf_model_loss(r->m, mt->prev_ticket, &l), done);
 		mt->part += l, mt->part_n++;
 		if (mt->part_n == r->accum) {
 			if (r->o.grad_clip > 0)
-				CHECK(sf_model_grad_norm(r->m, mt->prev_ticket, &norm));
+				CLI_CHECK_GOTO(sf_model_grad_norm(r->m, mt->prev_ticket, &norm), done);
 			l = mt->part / r->accum;
 			mt->part = 0, mt->part_n = 0;
 			mt->since_loss += l, mt->since_n++, mt->eval_loss += l, mt->eval_n++;
@@ -1262,10 +1261,10 @@ static int outside_steps(struct run *r, int (*act)(struct run *, void *), void *
 {
 	int status = -1;
 	double a[4], b[4];
-	CHECK(comm_figures(r, a));
+	CLI_CHECK_GOTO(comm_figures(r, a), done);
 	if (act(r, arg) < 0)
 		goto done;
-	CHECK(comm_figures(r, b));
+	CLI_CHECK_GOTO(comm_figures(r, b), done);
 	for (int i = 0; i < 4; i++)
 		outside[i] += b[i] - a[i];
 	status = 0;
@@ -1282,7 +1281,7 @@ static int save_act(struct run *r, void *unused)
 static int evaluate_act(struct run *r, void *vl)
 {
 	int status = -1;
-	CHECK(evaluate(r, vl));
+	CLI_CHECK_GOTO(evaluate(r, vl), done);
 	status = 0;
 done:
 	return status;
@@ -1335,17 +1334,17 @@ static int train(struct run *r, double *vl)
 	while (r->step < end) {
 		double cpu0 = cli_thread_cpu_ms();
 		float lr = lr_at(o, r->step);
-		CHECK(sf_model_set_lr(r->m, lr));
+		CLI_CHECK_GOTO(sf_model_set_lr(r->m, lr), done);
 		const int32_t *ids[1] = {r->x};
 		struct sf_batch batch = {.nint_inputs = 1, .int_inputs = ids, .labels = r->y};
 		int64_t ticket;
 		/* micro-batch j of step s is training batch s K + j: K = 1 is the plain run */
 		for (int j = 0; j < r->accum; j++) {
-			CHECK(draw(r, SF_TEXT_TRAIN, r->step * r->accum + j));
+			CLI_CHECK_GOTO(draw(r, SF_TEXT_TRAIN, r->step * r->accum + j), done);
 			if (j + 1 < r->accum)
-				CHECK(sf_model_accumulate(r->m, &batch, &ticket));
+				CLI_CHECK_GOTO(sf_model_accumulate(r->m, &batch, &ticket), done);
 			else
-				CHECK(sf_model_step(r->m, &batch, &ticket));
+				CLI_CHECK_GOTO(sf_model_step(r->m, &batch, &ticket), done);
 			if (take_loss(r, &mt) < 0)
 				goto done;
 			mt.prev_ticket = ticket;
@@ -1353,7 +1352,7 @@ static int train(struct run *r, double *vl)
 		}
 		r->step++, mt.done_here++;
 		if (mt.done_here == 1) { /* the host line's window starts after the first step */
-			CHECK(comm_figures(r, first));
+			CLI_CHECK_GOTO(comm_figures(r, first), done);
 			memset(outside, 0, sizeof outside);
 		} else {
 			r->host_main_ms += cli_thread_cpu_ms() - cpu0;
@@ -1372,7 +1371,7 @@ static int train(struct run *r, double *vl)
 	if (take_loss(r, &mt) < 0)
 		goto done;
 	if (r->host_steps > 0) {
-		CHECK(comm_figures(r, last));
+		CLI_CHECK_GOTO(comm_figures(r, last), done);
 		for (int i = 0; i < 4; i++)
 			r->host_comm[i] = last[i] - first[i] - outside[i];
 	}
@@ -1439,7 +1438,7 @@ static int print_samples(const struct run *r, const int32_t *all, int L)
 	for (int i = 0; i < r->o.sample; i++) {
 		const int32_t *ids = all + (size_t)i * L;
 		if (r->o.train_tokens)
-			CHECK(sf_vocab_decode(&r->vocab, ids, L, text, cap, &len));
+			CLI_CHECK_GOTO(sf_vocab_decode(&r->vocab, ids, L, text, cap, &len), done);
 		else
 			for (int k = 0; k < L; k++)
 				text[k] = (char)ids[k];
@@ -1466,7 +1465,7 @@ static int prompt_ids(const struct run *r, int32_t **ids, int *P)
 		fprintf(stderr, PROG ": out of memory\n");
 		return -1;
 	}
-	CHECK(sf_vocab_encode(&r->vocab, r->o.prompt, n, *ids, (int64_t)n + 1, &count));
+	CLI_CHECK_GOTO(sf_vocab_encode(&r->vocab, r->o.prompt, n, *ids, (int64_t)n + 1, &count), done);
 	*P = (int)count;
 	status = 0;
 done:
@@ -1516,7 +1515,7 @@ static int generate(struct run *r)
 			       (size_t)n * sizeof *seq);
 		const int32_t *ids[1] = {r->x};
 		struct sf_batch batch = {.nint_inputs = 1, .int_inputs = ids};
-		CHECK(sf_model_predict(r->m, &batch, r->logits));
+		CLI_CHECK_GOTO(sf_model_predict(r->m, &batch, r->logits), done);
 		for (int i = 0; i < r->rows; i++) {
 			const float *z = r->logits + ((size_t)i * r->T + (size_t)(n - 1)) * r->V;
 			seq[(size_t)i * L + len] =
@@ -1575,8 +1574,8 @@ int main(int argc, char **argv)
 	if (prc)
 		return prc == 1 ? 0 : 2;
 
-	CLI_CHECK_ALIKE(sf_init(&argc, &argv, &r.ctx));
-	CHECK(sf_context_world(r.ctx, &r.rank, &r.size));
+	CLI_CHECK_ALIKE_GOTO(sf_init(&argc, &argv, &r.ctx), done);
+	CLI_CHECK_GOTO(sf_context_world(r.ctx, &r.rank, &r.size), done);
 	if (load_data(&r) < 0 || build_model(&r) < 0)
 		goto done;
 	if (restore(&r) < 0) {
