@@ -205,6 +205,7 @@ SF_API int sf_model_create(sf_context *ctx, const sf_graph *g, const struct sf_m
 	_sf_plan_split_backward(m);
 	_sf_tp_plan(m);
 	SF_CHECK_GOTO(_sf_size_units(m), fail);
+	_sf_plan_slots(m);
 	SF_CHECK_GOTO(_sf_sq_register(m), fail);
 	SF_CHECK_GOTO(_sf_check_memory(m), fail);
 	SF_CHECK_GOTO(_sf_alloc_nodes(m), fail);

@@ -85,6 +85,11 @@ static int submit_gather(struct sf_model *m, int u, starpu_data_handle_t after)
 		              "step planner: no free ring slot to gather unit \"%s\" (%d slots); "
 		              "please report this graph",
 		              un->name, m->R);
+	if (m->ring_len[s] < _sf_ring_need(m, u)) /* plan.c's replay drifted from the pass */
+		return SF_ERR(SF_ERR_STATE,
+		              "step planner: ring slot %d holds %zu floats, unit \"%s\" needs %zu; "
+		              "please report this graph",
+		              s, m->ring_len[s], un->name, _sf_ring_need(m, u));
 	return _sf_submit_gather(&un->comm, m->h_order, un->h_shard, m->h_ring[s], after,
 	                         m->ctx->comm_worker, un->gather_name,
 	                         traced(m, un->gather_name, SF_EV_GATHER, un->first));
@@ -496,6 +501,13 @@ static int backward(struct sf_model *m)
 			goto out;
 		}
 		int gs = _sf_slots_find(&m->grad_slots, u);
+		if (first && m->grad_len[gs] < _sf_grad_need(m, u)) {
+			rc = SF_ERR(SF_ERR_STATE,
+			            "step planner: gradient slot %d holds %zu floats, unit \"%s\" "
+			            "needs %zu; please report this graph",
+			            gs, m->grad_len[gs], un->name, _sf_grad_need(m, u));
+			goto out;
+		}
 		starpu_data_handle_t grad = m->h_grad[gs];
 		if (first && full && !resident(m, u) && un->bwd_params)
 			SF_CHECK_GOTO(submit_gather(m, u, NULL), out);
