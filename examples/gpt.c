@@ -914,7 +914,8 @@ static void print_banner(const struct run *r)
 		const double mib = 1024.0 * 1024.0;
 		fprintf(stderr,
 		        PROG ": memory per rank: parameters %.1f MiB (the shards and %d ring "
-		             "slots of the largest unit, %zu parameters), gradients %.1f MiB, "
+		             "slots, each sized by the largest unit it holds; the largest has %zu "
+		             "parameters), gradients %.1f MiB, "
 		             "optimizer %.1f MiB, activations %.1f MiB (outputs, their gradients "
 		             "and saved buffers of %d sequences)\n",
 		        (double)st.param_bytes / mib, st.ring_slots, st.largest_unit,
