@@ -61,6 +61,8 @@ int _sf_comm_create(const struct _sf_comm_ops *ops, const struct sf_config *cfg,
 	c->chunk = (size_t)cfg->comm_chunk / sizeof(float);
 	c->timeout = (double)cfg->comm_timeout;
 	c->tp_rank = 0, c->tp_size = 1;
+	c->pp_req = cfg->pp > 1 ? cfg->pp : 1;
+	c->pp_rank = 0, c->pp_size = 1;
 	int rc = ops->init(c, argc, argv);
 	if (rc < 0) {
 		free(c);
@@ -72,6 +74,15 @@ int _sf_comm_create(const struct _sf_comm_ops *ops, const struct sf_config *cfg,
 		            "SHARDFLOW_TP=%d: the %s backend has no tensor-parallel groups; "
 		            "accepted with it: SHARDFLOW_TP=1 (SHARDFLOW_COMM=mpi or nccl has them)",
 		            c->tp_req, ops->name);
+		ops->fini(c);
+		free(c);
+		return rc;
+	}
+	if (c->pp_req > 1 && (c->pp_size != c->pp_req || !ops->p2p)) { /* no pipeline */
+		rc = SF_ERR(SF_ERR_CONFIG,
+		            "SHARDFLOW_PP=%d: the %s backend has no point-to-point transfers "
+		            "yet; accepted with it: SHARDFLOW_PP=1 (SHARDFLOW_COMM=mpi has them)",
+		            c->pp_req, ops->name);
 		ops->fini(c);
 		free(c);
 		return rc;

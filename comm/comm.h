@@ -92,6 +92,11 @@ struct _sf_comm_ops {
 	/* full: tp_size blocks of S, block tp_rank filled; on return every block is (a
 	 * linear_col's gather_output). Optional as tp_all_reduce, needed with it. */
 	int (*tp_all_gather)(struct _sf_comm *c, float *full, size_t S);
+	/* Pipeline parallelism (optional: NULL when the backend has none, and SHARDFLOW_PP
+	 * is then refused): v (n floats) sent to world rank `peer` (send) or received from
+	 * it, point to point. Two ranks run their transfers to each other in the same order
+	 * (the pipeline's planner, scheduler/pipeline.c, submits them so). */
+	int (*p2p)(struct _sf_comm *c, float *v, size_t n, int peer, bool send);
 	/* v (n floats) = its sum over the ranks */
 	int (*all_reduce)(struct _sf_comm *c, float *v, size_t n);
 	/* *v = its sum over the ranks */
@@ -134,6 +139,10 @@ struct _sf_comm {
 	 * group (shard_rank = rank / tp_size): the data-parallel ranks. Set by init. */
 	int tp_rank, tp_size;
 	int tp_req;     /* init's request: SHARDFLOW_TP */
+	/* The pipeline's stages: pp_size groups of size / pp_size consecutive ranks, this
+	 * rank's stage pp_rank (SHARDFLOW_PP; 1: none). With pp_size > 1 the shard group
+	 * is the stage's ranks. Set by init, from pp_req (SHARDFLOW_PP). */
+	int pp_rank, pp_size, pp_req;
 	bool hybrid;    /* init's request: SHARDFLOW_SHARDING=hybrid */
 	int node_req;   /* init's request: SHARDFLOW_NODE_SIZE (0: the machine's ranks) */
 	int node_k;     /* ranks per node as the accounting counts them (set by init):

@@ -289,12 +289,13 @@ static void tp_slice_run(void *buffers[], void *cl_arg)
 }
 
 /* order[RW] loss[RW]: one double summed over ranks (with TP, the K members of a TP
- * group computed the same loss: only the first one's counts) */
+ * group computed the same loss: only the first one's counts; with a pipeline, only the
+ * last stage computes one) */
 static void loss_sum_run(void *buffers[], void *cl_arg)
 {
 	struct _sf_comm_args *a = cl_arg;
 	double *v = (double *)STARPU_VECTOR_GET_PTR(buffers[1]);
-	if (a->comm->tp_rank != 0) {
+	if (a->comm->tp_rank != 0 || a->comm->pp_rank != a->comm->pp_size - 1) {
 		double zero = 0.0;
 		a->comm->ops->mem->from_host(v, &zero, sizeof zero);
 	}
@@ -341,6 +342,32 @@ double _sf_clip_factor(double norm, float max_norm)
 	return f < 1.0 ? f : 1.0;
 }
 
+/* order[RW] v[R] / v[W]: a pipeline stage's boundary tensor to or from the peer */
+static void pp_transfer(void *buffers[], struct _sf_p2p_args *a, bool send)
+{
+	float *v = (float *)STARPU_VECTOR_GET_PTR(buffers[1]);
+	size_t n = STARPU_VECTOR_GET_NX(buffers[1]);
+	if (_sf_skip == SF_SKIP_COMM)
+		return;
+	COMM_RUN(&a->comm, a, send ? "pipeline send" : "pipeline receive",
+	         (double)(n * sizeof *v), a->comm.comm->ops->p2p(a->comm.comm, v, n, a->peer, send));
+	if (send && a->comm.acct) {
+		a->comm.acct->bytes += (double)(n * sizeof *v);
+		if (a->peer / a->comm.comm->node_k != a->comm.comm->rank / a->comm.comm->node_k)
+			a->comm.acct->bytes_inter += (double)(n * sizeof *v);
+	}
+}
+
+static void pp_send_run(void *buffers[], void *cl_arg)
+{
+	pp_transfer(buffers, cl_arg, true);
+}
+
+static void pp_recv_run(void *buffers[], void *cl_arg)
+{
+	pp_transfer(buffers, cl_arg, false);
+}
+
 /* slot[RW]: the unit's last reader is done; the slot may be gathered into again */
 static void free_cpu(void *buffers[], void *cl_arg)
 {
@@ -384,6 +411,8 @@ COMM_CODELET(_sf_cl_tp_allreduce_set, tp_allreduce_into, 3, STARPU_RW, STARPU_RW
 COMM_CODELET(_sf_cl_tp_gather, tp_gather, 3, STARPU_RW, STARPU_R, STARPU_W);
 COMM_CODELET(_sf_cl_tp_slice, tp_slice, 2, STARPU_R, STARPU_W);
 COMM_CODELET(_sf_cl_grad_norm, grad_norm, STARPU_VARIABLE_NBUFFERS, 0);
+COMM_CODELET(_sf_cl_pp_send, pp_send, 2, STARPU_RW, STARPU_R);
+COMM_CODELET(_sf_cl_pp_recv, pp_recv, 2, STARPU_RW, STARPU_W);
 
 /* a compute codelet, where the unit's slot is: no data moves (CUDA builds: the GPU's
  * compute worker when there is one, by the placement rule of tasks/worker.c; its body
@@ -489,6 +518,17 @@ int _sf_submit_loss_sum(struct _sf_comm_args *a, starpu_data_handle_t order,
 {
 	struct starpu_data_descr d[] = {{order, STARPU_RW}, {loss, STARPU_RW}};
 	return SUBMIT_COMM(&_sf_cl_loss_sum, d, 2, a, worker, name, done);
+}
+
+int _sf_submit_pp_transfer(struct _sf_p2p_args *a, bool send, starpu_data_handle_t order,
+                           starpu_data_handle_t v, int worker, const char *name,
+                           struct _sf_task_done done)
+{
+	struct starpu_data_descr d[] = {{order, STARPU_RW}, {v, send ? STARPU_R : STARPU_W}};
+	if (_sf_skip != SF_SKIP_COMM)
+		_sf_flight_submit(a->comm.comm->flight, a, name, 0);
+	return _sf_task_submit(send ? &_sf_cl_pp_send : &_sf_cl_pp_recv, d, 2, a, sizeof *a, false,
+	                       worker, name, done);
 }
 
 int _sf_submit_grad_norm(const struct _sf_norm_args *a, starpu_data_handle_t order,

@@ -19,6 +19,9 @@
  *   grad_norm: order[RW] clip[W] sq_0 .. sq_{U-1}[R]     packed struct _sf_norm_args
  *              (clip = {norm, factor}: the units' squared norms summed, then over
  *              the ranks)
+ *   pp_send  : order[RW] v[R]                          struct _sf_p2p_args* (a pipeline
+ *   pp_recv  : order[RW] v[W]                          stage's activation or its gradient,
+ *                                                        to or from the peer stage's rank)
  *   free     : slot[RW]                                 idem (drops the unit's residency;
  *                                                        a compute codelet)
  * A collective that fails (an MPI error, or no progress for SHARDFLOW_COMM_TIMEOUT
@@ -87,6 +90,14 @@ struct _sf_norm_args {
 	int replicas;   /* hybrid: each shard is held this many times over the world */
 };
 
+/* A pipeline transfer's arguments (pointer handed as cl_arg: the model keeps them):
+ * the model's comm arguments (no unit: comm->unit names the tensor moved) and the
+ * world rank at the other end. */
+struct _sf_p2p_args {
+	struct _sf_comm_args comm;
+	int peer;
+};
+
 /* The clip factor of a gradient of 2-norm `norm`: min(1, max_norm / (norm + 1e-6)),
  * 1 when max_norm is infinite (torch.nn.utils.clip_grad_norm_). */
 double _sf_clip_factor(double norm, float max_norm);
@@ -104,6 +115,8 @@ extern struct starpu_codelet _sf_cl_tp_gather; /* order[RW] local[R] whole[W] */
 extern struct starpu_codelet _sf_cl_tp_slice;  /* whole[R] local[W] (no collective) */
 extern struct starpu_codelet _sf_cl_grad_norm; /* order[RW] clip[W] sq_u[R]..., packed
                                                   struct _sf_norm_args */
+extern struct starpu_codelet _sf_cl_pp_send; /* order[RW] v[R] */
+extern struct starpu_codelet _sf_cl_pp_recv; /* order[RW] v[W] */
 extern struct starpu_codelet _sf_cl_free;
 
 /* Submitting them (tasks/submit.h). Every collective runs on `worker` (the comm
@@ -148,6 +161,10 @@ int _sf_submit_tp_slice(struct _sf_comm_args *a, starpu_data_handle_t whole,
 int _sf_submit_loss_sum(struct _sf_comm_args *a, starpu_data_handle_t order,
                         starpu_data_handle_t loss, int worker, const char *name,
                         struct _sf_task_done done);
+/* a pipeline transfer of v to (send) or from a->peer: order[RW] v[R] (v[W]) */
+int _sf_submit_pp_transfer(struct _sf_p2p_args *a, bool send, starpu_data_handle_t order,
+                           starpu_data_handle_t v, int worker, const char *name,
+                           struct _sf_task_done done);
 /* the gradient's norm and clip factor: order[RW] clip[W] sq[R] x nunits; descr: room
  * for nunits + 2 buffers (the model's, allocated once); a copied into the task */
 int _sf_submit_grad_norm(const struct _sf_norm_args *a, starpu_data_handle_t order,

@@ -140,6 +140,32 @@ out:
 	return rc;
 }
 
+/* SHARDFLOW_PP=S: S stages of size / S consecutive ranks; a stage's ranks are its
+ * shard group (its units' gathers and reduce-scatters); the transfers between stages
+ * run on the step communicator (mpi_p2p). */
+static int make_pp_groups(struct _sf_comm *c, struct mpi_impl *st)
+{
+	int rc = SF_OK, S = c->pp_req;
+	if (c->size % S != 0)
+		return SF_ERR(SF_ERR_CONFIG,
+		              "SHARDFLOW_PP=%d does not divide the %d ranks: accepted values are "
+		              "divisors of the world size (world = pp x dp, a stage's dp ranks "
+		              "consecutive)",
+		              S, c->size);
+	if (c->tp_req > 1 || c->hybrid)
+		return SF_ERR(SF_ERR_CONFIG,
+		              "SHARDFLOW_PP=%d with %s: not supported yet; accepted with a "
+		              "pipeline: SHARDFLOW_TP=1 and sharding full",
+		              S, c->hybrid ? "SHARDFLOW_SHARDING=hybrid" : "SHARDFLOW_TP > 1");
+	int dp = c->size / S;
+	SF_CHECK_GOTO(host_barrier_on(c, st->ctl, "sf_init's barrier before the PP split"), out);
+	MPI_CHECK_GOTO(MPI_Comm_split(st->step, c->rank / dp, c->rank, &st->shard), out);
+	c->pp_rank = c->rank / dp, c->pp_size = S;
+	c->shard_rank = c->rank % dp, c->shard_size = dp;
+out:
+	return rc;
+}
+
 /* Nodes of node_k consecutive ranks: SHARDFLOW_NODE_SIZE, or this machine's ranks,
  * which must then be equally many everywhere and consecutive (mpirun's default
  * --map-by slot). Hybrid sharding splits the step communicator into the node's ranks
@@ -173,6 +199,8 @@ static int make_groups(struct _sf_comm *c, struct mpi_impl *st)
 				    c->node_size, c->rank, c->node_rank);
 		}
 	}
+	if (c->pp_req > 1)
+		return make_pp_groups(c, st);
 	if (c->tp_req > 1)
 		return make_tp_groups(c, st);
 	if (!c->hybrid)
@@ -597,6 +625,23 @@ static int wait_one(struct _sf_comm *c, MPI_Request *req, int mrc, const char *w
 	return wait_status(c, mrc, what);
 }
 
+/* Activations and their gradients between pipeline stages: one message on the step
+ * communicator under a tag of its own (the rings' messages are on the shard group's).
+ * Two ranks submit their transfers to each other in one order, and MPI does not let
+ * messages of one tag between two ranks overtake each other. */
+#define PP_TAG 7302
+
+static int mpi_p2p(struct _sf_comm *c, float *v, size_t n, int peer, bool send)
+{
+	MPI_Request req;
+	if (n > INT_MAX)
+		return SF_ERR(SF_ERR_INVALID, "a pipeline transfer of %zu floats is over MPI's limit",
+		              n);
+	int mrc = send ? MPI_Isend(v, (int)n, MPI_FLOAT, peer, PP_TAG, impl(c)->step, &req)
+	               : MPI_Irecv(v, (int)n, MPI_FLOAT, peer, PP_TAG, impl(c)->step, &req);
+	return wait_one(c, &req, mrc, send ? "MPI_Isend (pipeline)" : "MPI_Irecv (pipeline)");
+}
+
 static int mpi_all_reduce(struct _sf_comm *c, float *v, size_t n)
 {
 	MPI_Request req;
@@ -842,6 +887,7 @@ const struct _sf_comm_ops _sf_comm_mpi_ops = {
     .rep_all_reduce = mpi_rep_all_reduce,
     .tp_all_reduce = mpi_tp_all_reduce,
     .tp_all_gather = mpi_tp_all_gather,
+    .p2p = mpi_p2p,
     .all_reduce = mpi_all_reduce,
     .sum_scalar = mpi_sum_scalar,
     .barrier = mpi_barrier,

@@ -163,6 +163,16 @@ enum sf_recompute {
 	SF_RECOMPUTE_COUNT,    /**< the number of values above; not a value */
 };
 
+/** A pipeline schedule (SHARDFLOW_PP_SCHEDULE): the order in which a stage runs its
+ *  micro-batches' forwards and backwards (docs/training.md, "Pipeline parallelism").
+ *  Both sum the micro-batches' gradients in the same order: bitwise the same step. */
+enum sf_pp_schedule {
+	SF_PP_GPIPE = 0, /**< every forward, then every backward (micro-batch order) */
+	SF_PP_1F1B,      /**< S - 1 - stage forwards, then one backward after each forward:
+	                      a stage holds at most S micro-batches' activations */
+	SF_PP_SCHEDULE_COUNT, /**< the number of values above; not a value */
+};
+
 /** Verbosity of shardflow's own messages on stderr (SHARDFLOW_LOG): a level prints
  *  its messages and those of the levels above it in this list. */
 enum sf_log_level {
@@ -245,10 +255,25 @@ struct sf_config {
 	 *  parallelism"). K must divide the world; not with SHARDFLOW_SHARDING=hybrid.
 	 *  Fixed by sf_init. */
 	int tp;
+	/** SHARDFLOW_PP, 1..SF_MAX_PP, default 1: the pipeline-parallel degree S. The
+	 *  world is S x dp: stage s is the dp consecutive ranks [s dp, (s + 1) dp), which
+	 *  hold the s-th run of the graph's units (balanced by parameters) and shard them
+	 *  (FSDP over the stage's dp ranks); activations and their gradients go from stage
+	 *  to stage point to point (docs/training.md, "Pipeline parallelism"). S must
+	 *  divide the world; not with SHARDFLOW_TP > 1 or SHARDFLOW_SHARDING=hybrid.
+	 *  Fixed by sf_init. */
+	int pp;
+	/** SHARDFLOW_PP_MICROBATCHES, 0..SF_MAX_GRAD_ACCUM, default 0: the micro-batches a
+	 *  step of a pipeline takes (0: 2 S); each dp rank's samples must divide by it. */
+	int pp_microbatches;
+	/** SHARDFLOW_PP_SCHEDULE, default 1f1b: the pipeline's schedule. */
+	enum sf_pp_schedule pp_schedule;
 };
 
 /** The largest SHARDFLOW_TP */
 #define SF_MAX_TP 64
+/** The largest SHARDFLOW_PP */
+#define SF_MAX_PP 64
 
 #define SF_DEFAULT_FLIGHT_RECORD 256 /**< default of SHARDFLOW_FLIGHT_RECORD */
 
@@ -318,6 +343,10 @@ SF_API const char *sf_dtype_name(enum sf_dtype value);
 SF_API int sf_recompute_from_name(const char *name, enum sf_recompute *out);
 /** The name of an enum sf_recompute value ("none", ...), or NULL out of range. */
 SF_API const char *sf_recompute_name(enum sf_recompute value);
+/** The enum sf_pp_schedule value named as SHARDFLOW_PP_SCHEDULE names it. */
+SF_API int sf_pp_schedule_from_name(const char *name, enum sf_pp_schedule *out);
+/** The name of an enum sf_pp_schedule value ("gpipe", ...), or NULL out of range. */
+SF_API const char *sf_pp_schedule_name(enum sf_pp_schedule value);
 /** The enum sf_log_level value named as SHARDFLOW_LOG names it. */
 SF_API int sf_log_level_from_name(const char *name, enum sf_log_level *out);
 /** The name of an enum sf_log_level value ("off", ...), or NULL out of range. */

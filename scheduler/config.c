@@ -49,6 +49,7 @@ static const char *const accum_names[] = {"sharded", "local"};
 static const char *const recompute_names[] = {"none", "units"};
 static const char *const dtype_names[] = {"fp32", "bf16"};
 static const char *const onoff_names[] = {"off", "on"};
+static const char *const pp_schedule_names[] = {"gpipe", "1f1b"};
 
 /* ---- the enums' names, public: sf_optimizer_from_name and the like ------------------- */
 
@@ -129,6 +130,8 @@ NAMED_ENUM(sf_accum_mode_from_name, sf_accum_mode_name, enum sf_accum_mode, accu
            SF_ACCUM_COUNT, "an accumulation mode")
 NAMED_ENUM(sf_recompute_from_name, sf_recompute_name, enum sf_recompute, recompute_names,
            SF_RECOMPUTE_COUNT, "a recompute mode")
+NAMED_ENUM(sf_pp_schedule_from_name, sf_pp_schedule_name, enum sf_pp_schedule, pp_schedule_names,
+           SF_PP_SCHEDULE_COUNT, "a pipeline schedule")
 
 int _sf_parse_long(const char *s, long lo, long hi, long *out)
 {
@@ -196,6 +199,9 @@ static const struct knob knobs[] = {
     CHOICE_KNOB("SHARDFLOW_GPU_MATH", gpu_math, gpu_math_names, SF_GPU_MATH_FP32, false),
     CHOICE_KNOB("SHARDFLOW_SPLIT_BACKWARD", split_backward, onoff_names, 0, true),
     INT_KNOB("SHARDFLOW_TP", tp, 1, SF_MAX_TP, 1, false),
+    INT_KNOB("SHARDFLOW_PP", pp, 1, SF_MAX_PP, 1, false),
+    INT_KNOB("SHARDFLOW_PP_MICROBATCHES", pp_microbatches, 0, SF_MAX_GRAD_ACCUM, 0, true),
+    CHOICE_KNOB("SHARDFLOW_PP_SCHEDULE", pp_schedule, pp_schedule_names, SF_PP_1F1B, true),
 };
 #define NKNOBS (sizeof knobs / sizeof knobs[0])
 _Static_assert(NKNOBS <= 32, "a knob's bit in a uint32_t mask");

@@ -92,6 +92,11 @@ static int pass_fill(struct sf_model *m, const struct sf_batch *x, int samples, 
 static int pass_run(struct sf_model *m, int p, struct pass_buf *pb, bool labels, const char *fn)
 {
 	int rc = SF_OK;
+	if (m->pp_size > 1)
+		return SF_ERR(SF_ERR_INVALID,
+		              "%s: not with a pipeline yet (SHARDFLOW_PP=%d): a rank holds one "
+		              "stage; accepted: SHARDFLOW_PP=1",
+		              fn, m->pp_size);
 	struct sf_batch b = {.ninputs = m->ninputs,
 	                     .inputs = (const float *const *)pb->in,
 	                     .nint_inputs = m->nint_inputs,

@@ -16,6 +16,7 @@
 #include "scheduler/model.h"
 #include "scheduler/model_layout.h"
 #include "scheduler/model_storage.h"
+#include "scheduler/pipeline.h"
 #include "layers/gemm_bf16.h"
 #include "tasks/worker.h"
 #include "trace/recorder.h"
@@ -154,7 +155,7 @@ SF_API int sf_model_create(sf_context *ctx, const sf_graph *g, const struct sf_m
 		sf_model_options_init(&defaults);
 		o = &defaults;
 	}
-	SF_CHECK_GOTO(check_options(o, ctx->size / ctx->comm->tp_size), fail);
+	SF_CHECK_GOTO(check_options(o, ctx->size / ctx->comm->tp_size / ctx->comm->pp_size), fail);
 	struct sf_config cfg;
 	SF_CHECK_GOTO(_sf_config_for_model(ctx, o->config, &cfg), fail);
 	SF_CHECK_GOTO(check_dtypes(ctx, &cfg), fail);
@@ -173,8 +174,11 @@ SF_API int sf_model_create(sf_context *ctx, const sf_graph *g, const struct sf_m
 	m->rank = ctx->rank;
 	m->tp = ctx->comm->tp_size;
 	m->tp_rank = ctx->comm->tp_rank;
-	m->dp_size = m->nranks / m->tp;
-	m->dp_rank = m->rank / m->tp;
+	m->pp_size = ctx->comm->pp_size;
+	m->pp_stage = ctx->comm->pp_rank;
+	m->pp_micro = 1;
+	m->dp_size = m->nranks / m->tp / m->pp_size;
+	m->dp_rank = m->pp_size > 1 ? ctx->comm->shard_rank : m->rank / m->tp;
 	m->shard_size = ctx->comm->shard_size;
 	m->shard_rank = ctx->comm->shard_rank;
 	m->nrep = ctx->comm->rep_size;
@@ -189,6 +193,7 @@ SF_API int sf_model_create(sf_context *ctx, const sf_graph *g, const struct sf_m
 	atomic_init(&m->resident, 0);
 	atomic_init(&m->max_resident, 0);
 	ctx->nmodels++; /* sf_model_destroy below undoes it */
+	SF_CHECK_GOTO(_sf_pipeline_layout(m), fail); /* a pipeline's micro-batches */
 
 	SF_CHECK_GOTO(_sf_build_nodes(m, g), fail);
 	_sf_tp_warn_unsplit(m, g->name);
@@ -203,6 +208,7 @@ SF_API int sf_model_create(sf_context *ctx, const sf_graph *g, const struct sf_m
 	SF_CHECK_GOTO(_sf_plan_gradients(m), fail);
 	SF_CHECK_GOTO(_sf_plan_recompute(m), fail);
 	_sf_plan_split_backward(m);
+	SF_CHECK_GOTO(_sf_pipeline_plan(m, g->name), fail);
 	_sf_tp_plan(m);
 	SF_CHECK_GOTO(_sf_size_units(m), fail);
 	_sf_plan_slots(m);
@@ -213,6 +219,7 @@ SF_API int sf_model_create(sf_context *ctx, const sf_graph *g, const struct sf_m
 	if (m->cfg.grad_accum > 1) /* micro-batches announced: their buffers now too */
 		SF_CHECK_GOTO(_sf_model_accum_buffers(m), fail);
 	SF_CHECK_GOTO(_sf_build_buffers(m), fail);
+	SF_CHECK_GOTO(_sf_pipeline_build(m), fail);
 	log_precision(m, g->name);
 	m->comm_worker_cpu0 = _sf_clock_seconds(ctx->comm_clock);
 	if (m->cfg.trace[0]) {
@@ -242,6 +249,7 @@ SF_API int sf_model_destroy(sf_model *m)
 		rc = sf_model_trace_write(m);
 	starpu_task_wait_for_all();
 	_sf_recorder_destroy(m->trace);
+	_sf_pipeline_release(m);
 	_sf_storage_release(m);
 	_sf_layout_release(m);
 	if (m->ckpt_async_end)
@@ -260,7 +268,7 @@ SF_API int sf_model_local_rows(const sf_model *m, int *first, int *rows)
 	if (first)
 		*first = m->row0;
 	if (rows)
-		*rows = m->B_local;
+		*rows = m->B_local * m->pp_micro; /* a pipeline's step: all its micro-batches */
 	return SF_OK;
 }
 

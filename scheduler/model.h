@@ -33,6 +33,7 @@
 #define SF_MAX_WIDTH 8
 
 struct _sf_recorder;
+struct _sf_pipeline;
 struct _sf_ckpt_lock;
 struct _sf_ckpt_async;
 
@@ -55,6 +56,7 @@ struct _sf_unit {
 	size_t Pw, woff;  /* the same in the whole model's layout (with TP, every TP rank's
 	                     slices together; else P and off) */
 	size_t opt_n;     /* elements the optimizer updates: S (sharded) or P */
+	int stage;        /* SHARDFLOW_PP: the pipeline stage holding it (0 without one) */
 	float *shard;     /* S: owned parameters (full, grad_op) */
 	float *full;      /* N*S or P: resident parameters (grad_op, none) */
 	float *gshard;    /* S: reduced gradient (full, grad_op) */
@@ -162,6 +164,19 @@ struct sf_model {
 	size_t tp_max;              /* floats of the largest activation a TP all-reduce sums */
 	float *tp_scratch;          /* the TP ring's copy and block (tp_comm.tp_scratch) */
 	int shard_size, shard_rank; /* the shard group (the world, or a node with hybrid sharding) */
+	/* SHARDFLOW_PP (scheduler/pipeline.c): pp_size stages, this rank's pp_stage, the
+	 * micro-batches a step takes (pp_micro; 1 without a pipeline: B_local and
+	 * rows_local are then a micro-batch's), and the span the passes of step.c and
+	 * plan.c's replays walk: the stage's nodes [node_lo, node_hi), units [unit_lo,
+	 * unit_hi) and their run [bwd_lo, bwd_hi) of bwd_order (without a pipeline: the
+	 * whole graph). pp_step: the pipeline's step, which sf_model_step hands a step to
+	 * (set by the pipeline, which step.c does not call); pp_loss: where the loss task
+	 * writes (a micro-batch's loss), NULL: the step's loss slot. */
+	int pp_size, pp_stage, pp_micro;
+	int node_lo, node_hi, unit_lo, unit_hi, bwd_lo, bwd_hi;
+	struct _sf_pipeline *pp;
+	int (*pp_step)(struct sf_model *m, const struct sf_batch *b, int64_t *ticket);
+	starpu_data_handle_t pp_loss;
 	int nrep;         /* replicas of each shard (hybrid: nodes; else 1) */
 	int nnodes;
 	/* simulation: the unit vectors and model_bufs are mappings nothing writes
@@ -286,6 +301,14 @@ int _sf_slots_find(const struct _sf_slots *s, int u);
 
 int _sf_step_submit(struct sf_model *m);
 int _sf_forward_submit(struct sf_model *m, bool train);
+/* A training step's backward pass alone (_sf_step_submit's second part), without
+ * the step's end; then _sf_update_submit: with clipping the norm's all-reduce and
+ * every update, with grad_op the updated shards' gathers (when m->update). The
+ * pipeline (scheduler/pipeline.c) runs them apart: its stages' transfers go between. */
+int _sf_backward_submit(struct sf_model *m);
+int _sf_update_submit(struct sf_model *m);
+/* The step's loss summed over the ranks (into its slot, m->nsteps) */
+int _sf_loss_sum_submit(struct sf_model *m);
 /* Checks a batch of this rank's rows on every rank, agrees on the outcome (one rank's
  * bad batch fails every rank with its message) and copies it into the model's input
  * handles (and labels, with `labels`); fn names the caller in messages. */

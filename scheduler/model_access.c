@@ -204,6 +204,14 @@ static void unit_tp_copy(const struct sf_model *m, int u, int t, float *whole, f
 	}
 }
 
+/* Where the ranks holding unit u's shards begin in a world's all-gather of them, in
+ * floats: the world's (or the first node's) first rank, or its pipeline stage's (every
+ * rank holds a copy of every unit's vectors, only its stage's are trained) */
+static size_t holders(const struct sf_model *m, const struct _sf_unit *un)
+{
+	return (size_t)un->stage * (size_t)m->shard_size * un->S;
+}
+
 int _sf_unit_get_whole(struct sf_model *m, int u, enum _sf_vec which, bool grad, float *whole)
 {
 	int rc = SF_OK, K = m->tp;
@@ -220,7 +228,7 @@ int _sf_unit_get_whole(struct sf_model *m, int u, enum _sf_vec which, bool grad,
 	}
 	SF_CHECK_GOTO(m->comm->ops->allgather_bytes(m->comm, mine, un->S * sizeof(float), all), out);
 	if (K == 1) { /* the shard group's slices in order (hybrid: the first node's ranks) */
-		memcpy(whole, all, un->P * sizeof(float));
+		memcpy(whole, all + holders(m, un), un->P * sizeof(float));
 		goto out;
 	}
 	SF_CHECK_GOTO(_sf_alloc_floats(&loc, un->S * (size_t)m->shard_size, "a unit's whole vector"), out);
@@ -260,7 +268,7 @@ int _sf_unit_gather(struct sf_model *m, int u, bool grad, float *whole)
 	int grc = m->comm->ops->allgather_bytes(m->comm, v, un->S * sizeof(float), buf);
 	starpu_data_release(h);
 	SF_CHECK_GOTO(grc, out);
-	memcpy(whole, buf, un->P * sizeof(float));
+	memcpy(whole, buf + holders(m, un), un->P * sizeof(float));
 out:
 	_sf_free_floats(buf);
 	return rc;
@@ -360,7 +368,7 @@ SF_API int sf_model_params_get(sf_model *m, float *dst, size_t n)
 		    m->comm->ops->allgather_bytes(m->comm, u->shard, u->S * sizeof(float), tmp);
 		starpu_data_release(u->h_shard);
 		SF_CHECK_GOTO(grc, out);
-		memcpy(dst + u->off, tmp, u->P * sizeof(float));
+		memcpy(dst + u->off, tmp + holders(m, u), u->P * sizeof(float));
 	}
 out:
 	_sf_free_floats(tmp);

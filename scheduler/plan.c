@@ -514,13 +514,13 @@ static void vacate(struct _sf_slots *s, int u)
 /* step.c's _sf_forward_submit and prefetch_forward, slots only (full sharding) */
 static void replay_forward(struct sf_model *m, struct _sf_slots *ring, bool train)
 {
-	int next = 0;
+	int next = m->unit_lo;
 	_sf_slots_reset(ring, m->R);
-	for (int n = 0; n < m->nnodes; n++) {
+	for (int n = m->node_lo; n < m->node_hi; n++) {
 		int u = m->nodes[n].unit;
 		if (m->gnodes[n].kind != SF_NODE_LAYER || u < 0)
 			continue;
-		for (; next < m->nunits && next <= u + m->cfg.prefetch_depth; next++) {
+		for (; next < m->unit_hi && next <= u + m->cfg.prefetch_depth; next++) {
 			if (next > u && ring->nfree == 0)
 				break;
 			occupy(ring, m->ring_len, next, _sf_ring_need(m, next));
@@ -535,9 +535,9 @@ static void replay_forward(struct sf_model *m, struct _sf_slots *ring, bool trai
 static void replay_backward(struct sf_model *m, struct _sf_slots *ring, struct _sf_slots *grads)
 {
 	bool full = m->R > 0;
-	int started = 0, seg = -1;
+	int started = m->bwd_lo, seg = -1;
 	_sf_slots_reset(grads, m->G);
-	for (int n = m->nnodes - 1; n >= 0; n--) {
+	for (int n = m->node_hi - 1; n >= m->node_lo; n--) {
 		int u = m->nodes[n].unit;
 		if (m->gnodes[n].kind != SF_NODE_LAYER || !m->nodes[n].needs_grad)
 			continue;
@@ -559,7 +559,7 @@ static void replay_backward(struct sf_model *m, struct _sf_slots *ring, struct _
 			continue;
 		if (full) {
 			vacate(ring, u);
-			int v = started < m->nunits ? m->bwd_order[started] : -1;
+			int v = started < m->bwd_hi ? m->bwd_order[started] : -1;
 			if (v >= 0 && _sf_slots_find(ring, v) < 0 && m->units[v].bwd_params &&
 			    ring->nfree > 0)
 				occupy(ring, m->ring_len, v, _sf_ring_need(m, v));
@@ -579,6 +579,13 @@ void _sf_plan_slots(struct sf_model *m)
 		replay_forward(m, &ring, true);
 	}
 	replay_backward(m, &ring, &grads);
+	/* a pipeline (scheduler/pipeline.c) runs backwards back to back (its schedules'
+	 * last micro-batches), from ring states one pass after a forward never has: there
+	 * every ring slot holds the stage's largest unit */
+	for (int u = m->unit_lo; m->pp_size > 1 && u < m->unit_hi; u++)
+		for (int s = 0; s < m->R; s++)
+			if (m->ring_len[s] < _sf_ring_need(m, u))
+				m->ring_len[s] = _sf_ring_need(m, u);
 	/* a slot no pass takes (a ring deeper than the units) keeps a float for its handle */
 	for (int s = 0; s < m->R; s++)
 		m->ring_len[s] += m->ring_len[s] == 0;

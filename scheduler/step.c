@@ -337,7 +337,7 @@ static int update_all(struct sf_model *m)
 	SF_CHECK(_sf_submit_grad_norm(&a, m->h_order, m->h_clip[slot], m->h_sqs, m->norm_descr,
 	                              m->ctx->comm_worker, "grad norm",
 	                              traced(m, "grad norm", SF_EV_NORM, -1)));
-	for (int i = 0; i < m->nunits; i++) {
+	for (int i = m->bwd_lo; i < m->bwd_hi; i++) {
 		int u = m->bwd_order[i];
 		if (!m->units[u].frozen)
 			SF_CHECK(submit_opt(m, u, opt_grad(m, u, m->units[u].h_gshard)));
@@ -348,22 +348,21 @@ static int update_all(struct sf_model *m)
 static int submit_loss(struct sf_model *m, const struct _sf_node *nd)
 {
 	int x = nd->in[0];
+	starpu_data_handle_t out = m->pp_loss ? m->pp_loss : m->h_loss[m->nsteps % SF_LOSS_SLOTS];
 	if (m->loss_kind != SF_LOSS_CROSS_ENTROPY) /* a loss layer's mean reads no target */
 		return _sf_submit_reg_loss(&m->reg_loss_args, m->nodes[x].h_act,
 		                           nd->nin > 1 ? m->nodes[nd->in[1]].h_act : m->h_noparams,
-		                           m->nodes[x].h_dact,
-		                           m->h_loss[m->nsteps % SF_LOSS_SLOTS], "loss",
+		                           m->nodes[x].h_dact, out, "loss",
 		                           traced(m, "loss", SF_EV_LOSS, -1));
 	return _sf_submit_loss(&m->loss_args, m->nodes[x].h_act, m->h_labels, m->nodes[x].h_dact,
-	                       m->h_loss[m->nsteps % SF_LOSS_SLOTS], "loss",
-	                       traced(m, "loss", SF_EV_LOSS, -1));
+	                       out, "loss", traced(m, "loss", SF_EV_LOSS, -1));
 }
 
 /* Gathers, in forward order, unit u if it is not resident, then the units after it
  * up to u + depth while ring slots are free. *next: the first unit not gathered yet. */
 static int prefetch_forward(struct sf_model *m, int u, int *next)
 {
-	for (; *next < m->nunits && *next <= u + m->cfg.prefetch_depth; (*next)++) {
+	for (; *next < m->unit_hi && *next <= u + m->cfg.prefetch_depth; (*next)++) {
 		if (*next > u && m->ring_slots.nfree == 0)
 			break;
 		SF_CHECK(submit_gather(m, *next, NULL));
@@ -376,9 +375,9 @@ static int prefetch_forward(struct sf_model *m, int u, int *next)
 int _sf_forward_submit(struct sf_model *m, bool train)
 {
 	bool full = full_sharding(m);
-	int next = 0; /* next unit to gather */
+	int next = m->unit_lo; /* next unit to gather */
 	_sf_slots_reset(&m->ring_slots, m->R);
-	for (int n = 0; n < m->nnodes; n++) {
+	for (int n = m->node_lo; n < m->node_hi; n++) {
 		const struct _sf_node *nd = &m->gnodes[n];
 		int u = m->nodes[n].unit;
 		if (nd->kind == SF_NODE_LOSS && train)
@@ -397,7 +396,7 @@ int _sf_forward_submit(struct sf_model *m, bool train)
 /* The next unit the backward pass will start (bwd_order from *started on), or -1. */
 static int bwd_upcoming(const struct sf_model *m, int started)
 {
-	return started < m->nunits ? m->bwd_order[started] : -1;
+	return started < m->bwd_hi ? m->bwd_order[started] : -1;
 }
 
 /* Unit u's last backward reader is done: free it, reduce its gradient, update it, and
@@ -467,14 +466,14 @@ static int recompute_segment(struct sf_model *m, int s)
 	return SF_OK;
 }
 
-static int backward(struct sf_model *m)
+int _sf_backward_submit(struct sf_model *m)
 {
 	int rc = SF_OK;
 	bool full = full_sharding(m);
-	int started = 0; /* units of bwd_order whose backward has begun */
-	int seg = -1;    /* the segment whose backward is running */
+	int started = m->bwd_lo; /* units of bwd_order whose backward has begun */
+	int seg = -1;            /* the segment whose backward is running */
 	_sf_slots_reset(&m->grad_slots, m->G);
-	for (int n = m->nnodes - 1; n >= 0; n--) {
+	for (int n = m->node_hi - 1; n >= m->node_lo; n--) {
 		const struct _sf_node *nd = &m->gnodes[n];
 		int u = m->nodes[n].unit;
 		if (nd->kind != SF_NODE_LAYER || !m->nodes[n].needs_grad)
@@ -521,12 +520,19 @@ static int backward(struct sf_model *m)
 			_sf_slots_release(&m->grad_slots, gs);
 		}
 	}
+out:
+	return rc;
+}
+
+int _sf_update_submit(struct sf_model *m)
+{
+	int rc = SF_OK;
 	if (m->update && clipping(m))
 		SF_CHECK_GOTO(update_all(m), out);
 	/* in forward order: the next step's forward starts on the first unit gathered
 	 * while the later ones are still on the wire */
 	if (m->update && m->cfg.sharding == SF_SHARD_GRAD_OP)
-		for (int u = 0; u < m->nunits; u++) {
+		for (int u = m->unit_lo; u < m->unit_hi; u++) {
 			struct _sf_unit *un = &m->units[u];
 			if (un->frozen) /* its gathered copy is still its parameters */
 				continue;
@@ -538,14 +544,19 @@ out:
 	return rc;
 }
 
+int _sf_loss_sum_submit(struct sf_model *m)
+{
+	return _sf_submit_loss_sum(&m->loss_comm, m->h_order, m->h_loss[m->nsteps % SF_LOSS_SLOTS],
+	                           m->ctx->comm_worker, "loss allreduce",
+	                           traced(m, "loss allreduce", SF_EV_LOSS_SUM, -1));
+}
+
 int _sf_step_submit(struct sf_model *m)
 {
 	SF_CHECK(_sf_forward_submit(m, true));
-	SF_CHECK(backward(m));
-	SF_CHECK(_sf_submit_loss_sum(
-	    &m->loss_comm, m->h_order, m->h_loss[m->nsteps % SF_LOSS_SLOTS], m->ctx->comm_worker,
-	    "loss allreduce", traced(m, "loss allreduce", SF_EV_LOSS_SUM, -1)));
-	return SF_OK;
+	SF_CHECK(_sf_backward_submit(m));
+	SF_CHECK(_sf_update_submit(m));
+	return _sf_loss_sum_submit(m);
 }
 
 static int stage(starpu_data_handle_t h, void *dst, const void *src, size_t bytes)
@@ -646,9 +657,11 @@ int _sf_stage_batch(struct sf_model *m, const struct sf_batch *b, bool labels, c
 	int crc = check_batch(m, b, labels, fn);
 	if (crc == SF_OK)
 		crc = check_finite(m, b, fn);
-	/* (the K ranks of a TP group hold the same rows: the first one counts them) */
-	int64_t counted =
-	    crc == SF_OK && labels && m->tp_rank == 0 ? counted_rows(m, b->labels) : 0;
+	/* (the K ranks of a TP group hold the same rows: the first one counts them; a
+	 * pipeline's stages too: the last one, which computes the loss) */
+	int64_t counted = crc == SF_OK && labels && m->tp_rank == 0 && m->pp_stage == m->pp_size - 1
+	                      ? counted_rows(m, b->labels)
+	                      : 0;
 	SF_CHECK(_sf_comm_agree_sum(m->comm, crc, fn, &counted));
 	for (int i = 0; i < m->ninputs; i++) {
 		struct _sf_node_state *s = &m->nodes[m->input_nodes[i]];
@@ -673,6 +686,15 @@ static int submit_pass(sf_model *m, const struct sf_batch *b, int64_t *ticket, b
                        const char *fn)
 {
 	_sf_sim_host_step();
+	if (m && m->pp_step) { /* a pipeline: the step takes its micro-batches itself */
+		if (!update)
+			return SF_ERR(SF_ERR_INVALID,
+			              "%s: a pipeline (SHARDFLOW_PP=%d) splits each step into its "
+			              "%d micro-batches itself (SHARDFLOW_PP_MICROBATCHES); call "
+			              "sf_model_step with the whole batch",
+			              fn, m->pp_size, m->pp_micro);
+		return m->pp_step(m, b, ticket);
+	}
 	SF_CHECK(_sf_stage_batch(m, b, true, fn));
 	if (!update && m->accum_k >= SF_MAX_GRAD_ACCUM)
 		return SF_ERR(SF_ERR_INVALID,
@@ -765,6 +787,11 @@ SF_API int sf_model_predict(sf_model *m, const struct sf_batch *b, float *logits
 	int rc = SF_OK;
 	if (!logits)
 		return SF_ERR(SF_ERR_INVALID, "sf_model_predict: logits is NULL");
+	if (m && m->pp_size > 1)
+		return SF_ERR(SF_ERR_INVALID,
+		              "sf_model_predict: not with a pipeline yet (SHARDFLOW_PP=%d): a "
+		              "rank holds one stage; accepted: SHARDFLOW_PP=1",
+		              m->pp_size);
 	SF_CHECK(_sf_stage_batch(m, b, false, "sf_model_predict"));
 	/* not a training step: not traced, not counted */
 	struct _sf_recorder *trace = m->trace;

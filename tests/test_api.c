@@ -560,6 +560,7 @@ NAME_PAIR(accum_mode, enum sf_accum_mode)
 NAME_PAIR(dtype, enum sf_dtype)
 NAME_PAIR(recompute, enum sf_recompute)
 NAME_PAIR(log_level, enum sf_log_level)
+NAME_PAIR(pp_schedule, enum sf_pp_schedule)
 
 struct named_enum {
 	const char *stem;
@@ -603,6 +604,8 @@ static const struct named_enum named_enums[] = {
      .names = {"none", "units"}},
     {NAMED(log_level, log_level), .count = SF_LOG_COUNT, .what = "a log level",
      .names = {"off", "error", "warn", "info", "debug"}},
+    {NAMED(pp_schedule, pp_schedule), .count = SF_PP_SCHEDULE_COUNT,
+     .what = "a pipeline schedule", .names = {"gpipe", "1f1b"}},
 };
 
 /* The message of a refusal: `who` (the quoted name, or "sf_<stem>_from_name: a NULL

@@ -1,0 +1,626 @@
+/*
+ * pipeline.c — pipeline parallelism (SHARDFLOW_PP): a step as a task graph of stages
+ * and micro-batches (scheduler/pipeline.h; docs/training.md, "Pipeline parallelism").
+ *
+ * Stages. The units, in forward order, are cut into S runs of consecutive units
+ * balanced by parameters; stage s is the nodes from its first unit's first node to
+ * the next stage's (the first stage from the graph's start: inputs and the embedding;
+ * the last to its end: the head and the loss). A graph whose units overlap (a tied
+ * head reads the embedding's unit at the other end) is refused: a cut between units
+ * is then no cut. The world is S x dp, stage s the dp consecutive ranks [s dp, (s+1)
+ * dp) (comm/: their shard group), so FSDP shards a stage's units over its dp ranks
+ * and the passes of step.c run unchanged on the stage's span of the graph
+ * (m->node_lo ..). Every rank still builds the whole graph's buffers (a first
+ * version: the other stages' are never touched by a task).
+ *
+ * The boundary. An activation a node of stage s + 1 reads from stage s goes there
+ * point to point after stage s's forward of a micro-batch, and its gradient comes back
+ * before stage s's backward of it; a node may read only its own stage, the one before
+ * and the graph's inputs. Stage s + 1's readers write that gradient first in backward
+ * order (_sf_plan_gradients), so stage s receives it whole ("=") and its own readers
+ * add to it, as on one rank.
+ *
+ * Micro-batches. A step takes M micro-batches of B_local / M samples; each has its
+ * own activations, gradients and saved buffers (those of micro-batch 0 are the nodes'
+ * own: model_storage.c's), labels and loss, which bind() puts into the nodes before
+ * a pass is submitted. The backwards sum the gradients as sf_model_accumulate's
+ * micro-batches do (m->accum_k, m->update), in micro-batch order under every
+ * schedule: gpipe and 1f1b give the same bits.
+ *
+ * Order. Transfers are comm tasks on the comm-order handle, so a rank runs them in
+ * submission order, among its stage's collectives. Two neighbour stages must run their
+ * transfers to each other in one order: stage s + 1 receives activation k just before
+ * its forward of k and sends gradient k just after its backward of k, in its own
+ * schedule's order; stage s replays that order (the link's events, from stage s + 1's
+ * schedule), sending an activation as soon as its forward is submitted and the events
+ * before it are, and receiving gradient k just before its backward of k. The step's
+ * end (the clip norm's all-reduce over the world, the updates, the loss) comes after
+ * every transfer, on every stage.
+ */
+#include "scheduler/pipeline.h"
+#include "scheduler/model_storage.h"
+#include "comm/comm_codelets.h"
+#include "tasks/microbatch.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* A node's buffers for one micro-batch (NULL where the node has none) */
+struct pp_buf {
+	float *act, *dact, *saved;
+	starpu_data_handle_t h_act, h_dact, h_saved;
+};
+
+/* A tensor that crosses to or from the neighbour stage: its node, its place in the
+ * bound nodes, the transfer's arguments and its tasks' names (act, its gradient) */
+struct pp_edge {
+	int node, idx;
+	struct _sf_p2p_args args;
+	char act_name[SF_NAME_MAX + 32], grad_name[SF_NAME_MAX + 32];
+};
+
+/* One pass of the schedule: the forward or the backward of micro-batch mb */
+struct pp_op {
+	bool bwd;
+	int mb;
+};
+
+struct _sf_pipeline {
+	int M;
+	int nbound;          /* nodes whose buffers are a micro-batch's */
+	int *bound;          /* their ids */
+	struct pp_buf *buf;  /* M x nbound: micro-batch k's at [k nbound, (k+1) nbound) */
+	int32_t **labels;    /* M, labels[0] the model's */
+	starpu_data_handle_t *h_labels;
+	double *loss;        /* M */
+	starpu_data_handle_t *h_loss;
+	float *scale;        /* M: the loss scale each micro-batch's staging set */
+	struct starpu_data_descr *descr; /* M + 1: the loss mean's buffers */
+	int nin, nout;
+	struct pp_edge *in, *out; /* from the previous stage; to the next */
+	struct pp_op *ops;   /* 4 M: this stage's schedule, then the next stage's */
+	bool *fwd_done;      /* M */
+	const float **xs;    /* ninputs: a micro-batch's view of the batch */
+	const int32_t **ids; /* nint_inputs */
+};
+
+/* ---- layout and stages ------------------------------------------------------------ */
+
+int _sf_pipeline_layout(struct sf_model *m)
+{
+	int S = m->pp_size;
+	if (S <= 1)
+		return SF_OK;
+	int M = m->cfg.pp_microbatches ? m->cfg.pp_microbatches : 2 * S;
+	if (m->cfg.sharding != SF_SHARD_FULL)
+		return SF_ERR(SF_ERR_CONFIG,
+		              "sf_model_create: SHARDFLOW_PP=%d with SHARDFLOW_SHARDING=%s: not "
+		              "supported yet; accepted with a pipeline: sharding full",
+		              S, _sf_sharding_names[m->cfg.sharding]);
+	if (m->cfg.recompute != SF_RECOMPUTE_NONE)
+		return SF_ERR(SF_ERR_CONFIG,
+		              "sf_model_create: SHARDFLOW_PP=%d with SHARDFLOW_RECOMPUTE=units: "
+		              "not supported yet; accepted with a pipeline: SHARDFLOW_RECOMPUTE=none",
+		              S);
+	if (m->B_global % (m->dp_size * M) != 0)
+		return SF_ERR(SF_ERR_INVALID,
+		              "sf_model_create: batch %d does not split into %d data-parallel "
+		              "ranks x %d micro-batches (SHARDFLOW_PP_MICROBATCHES%s); accepted: a "
+		              "batch that is a multiple of %d",
+		              m->B_global, m->dp_size, M,
+		              m->cfg.pp_microbatches ? "" : " = 2 x SHARDFLOW_PP, its default",
+		              m->dp_size * M);
+	m->pp_micro = M;
+	m->B_local /= M;
+	m->rows_local = (size_t)m->B_local * (size_t)m->T;
+	return SF_OK;
+}
+
+/* The first unit of each stage (cut[S] = U): stage s takes the units from cut[s] on
+ * whose parameters lie closest to s / S of the model's, one unit at least each. */
+static void cut_units(const struct sf_model *m, int S, int *cut)
+{
+	int U = m->nunits;
+	double total = 0.0, *before = malloc(((size_t)U + 1) * sizeof *before);
+	for (int u = 0; u < U; u++)
+		total += (double)m->units[u].P;
+	cut[0] = 0, cut[S] = U;
+	if (!before) { /* out of memory: as many units each */
+		for (int s = 1; s < S; s++)
+			cut[s] = s * U / S;
+		return;
+	}
+	before[0] = 0.0;
+	for (int u = 0; u < U; u++)
+		before[u + 1] = before[u] + (double)m->units[u].P;
+	for (int s = 1; s < S; s++) {
+		double target = total * s / S, best = -1.0;
+		for (int c = cut[s - 1] + 1; c <= U - (S - s); c++) {
+			double d = before[c] > target ? before[c] - target : target - before[c];
+			if (best < 0.0 || d < best)
+				best = d, cut[s] = c;
+		}
+	}
+	free(before);
+}
+
+static int stage_of(const int *lo, int S, int n)
+{
+	int s = 0;
+	while (s + 1 < S && n >= lo[s + 1])
+		s++;
+	return s;
+}
+
+static bool is_input(const struct sf_model *m, int n)
+{
+	enum _sf_node_kind k = m->gnodes[n].kind;
+	return k == SF_NODE_INPUT || k == SF_NODE_INT_INPUT || k == SF_NODE_LABELS;
+}
+
+/* The graph's checks: units that follow each other, reads from the stage before at
+ * most, the loss in the last stage. lo: each stage's first node. */
+static int check_stages(const struct sf_model *m, const char *name, const int *lo, int S)
+{
+	for (int u = 0; u < m->nunits; u++)
+		for (int v = u + 1; v < m->nunits; v++)
+			if (m->units[v].first <= m->units[u].last)
+				return SF_ERR(
+				    SF_ERR_INVALID,
+				    "sf_model_create: graph \"%s\": units \"%s\" and \"%s\" are in use "
+				    "at once (a tied head reads its embedding's unit at the other end "
+				    "of the graph); a pipeline cuts the graph between units, so not "
+				    "with SHARDFLOW_PP=%d yet; accepted: a graph whose units follow "
+				    "each other (an untied head), or SHARDFLOW_PP=1",
+				    name, m->units[u].name, m->units[v].name, S);
+	for (int u = 0; u < m->nunits; u++)
+		if (m->units[u].no_reshard)
+			return SF_ERR(SF_ERR_INVALID,
+			              "sf_model_create: graph \"%s\": unit \"%s\" stays gathered "
+			              "(reshard_after_forward 0), which a pipeline's micro-batches "
+			              "do not keep yet; accepted with SHARDFLOW_PP > 1: "
+			              "reshard_after_forward 1",
+			              name, m->units[u].name);
+	for (int n = 0; n < m->nnodes; n++) {
+		const struct _sf_node *nd = &m->gnodes[n];
+		if (nd->kind != SF_NODE_LAYER && nd->kind != SF_NODE_LOSS)
+			continue;
+		int s = stage_of(lo, S, n);
+		if (nd->kind == SF_NODE_LOSS && s != S - 1)
+			return SF_ERR(SF_ERR_INVALID,
+			              "sf_model_create: graph \"%s\": the loss falls in stage %d of "
+			              "%d; a pipeline computes it in the last (add the loss after "
+			              "the last layer)",
+			              name, s, S);
+		for (int i = 0; i < nd->nin; i++) {
+			int x = nd->in[i], t = stage_of(lo, S, x);
+			if (!is_input(m, x) && t != s && t != s - 1)
+				return SF_ERR(SF_ERR_INVALID,
+				              "sf_model_create: graph \"%s\": node \"%s\" of pipeline "
+				              "stage %d reads \"%s\" of stage %d; a stage reads only its "
+				              "own nodes, the stage before's and the graph's inputs; "
+				              "accepted: fewer stages (SHARDFLOW_PP) or a graph whose "
+				              "skips stay within a stage",
+				              name, nd->name, s, m->gnodes[x].name, t);
+		}
+	}
+	return SF_OK;
+}
+
+int _sf_pipeline_plan(struct sf_model *m, const char *name)
+{
+	int S = m->pp_size, U = m->nunits, rc = SF_OK;
+	m->node_lo = 0, m->node_hi = m->nnodes;
+	m->unit_lo = 0, m->unit_hi = U;
+	m->bwd_lo = 0, m->bwd_hi = U;
+	if (S <= 1)
+		return SF_OK;
+	if (S > U)
+		return SF_ERR(SF_ERR_INVALID,
+		              "sf_model_create: graph \"%s\" has %d units, fewer than the %d "
+		              "pipeline stages (SHARDFLOW_PP): every stage takes one unit at "
+		              "least; accepted: SHARDFLOW_PP <= %d",
+		              name, U, S, U);
+	int *cut = malloc(((size_t)S + 1) * sizeof *cut);
+	int *lo = malloc(((size_t)S + 1) * sizeof *lo);
+	if (!cut || !lo) {
+		rc = SF_ERR(SF_ERR_NOMEM, "sf_model_create: out of memory");
+		goto out;
+	}
+	cut_units(m, S, cut);
+	for (int s = 0; s < S; s++)
+		lo[s] = s ? m->units[cut[s]].first : 0;
+	lo[S] = m->nnodes;
+	SF_CHECK_GOTO(check_stages(m, name, lo, S), out);
+	int s = m->pp_stage;
+	m->node_lo = lo[s], m->node_hi = lo[s + 1];
+	m->unit_lo = cut[s], m->unit_hi = cut[s + 1];
+	/* units follow each other: the backward meets the stages' units last stage first */
+	m->bwd_lo = U - cut[s + 1], m->bwd_hi = U - cut[s];
+	for (int u = 0; u < U; u++) {
+		m->units[u].stage = stage_of(lo, S, m->units[u].first);
+		/* every pass gathers its units again: micro-batches interleave */
+		m->units[u].keep = false;
+	}
+	for (int k = m->bwd_lo; k < m->bwd_hi; k++)
+		if (m->units[m->bwd_order[k]].stage != s) { /* the orders disagree: a bug */
+			rc = SF_ERR(SF_ERR_STATE,
+			            "sf_model_create: the backward order of graph \"%s\" does not "
+			            "hold stage %d's units together; please report this graph",
+			            name, s);
+			goto out;
+		}
+	_sf_log(SF_LOG_INFO,
+	        "model \"%s\": pipeline stage %d of %d: units %d..%d, nodes %d..%d, %d "
+	        "micro-batches of %d samples, %s",
+	        name, s, S, m->unit_lo, m->unit_hi - 1, m->node_lo, m->node_hi - 1, m->pp_micro,
+	        m->B_local, sf_pp_schedule_name(m->cfg.pp_schedule));
+out:
+	free(cut);
+	free(lo);
+	return rc;
+}
+
+/* ---- buffers -------------------------------------------------------------------------- */
+
+static void reg(starpu_data_handle_t *h, void *ptr, size_t n, size_t elem)
+{
+	starpu_vector_data_register(h, STARPU_MAIN_RAM, (uintptr_t)ptr, (uint32_t)n, elem);
+}
+
+/* Micro-batch k's buffers of node n (k > 0), as model_storage.c makes the nodes' own */
+static int alloc_buf(struct sf_model *m, int n, struct pp_buf *b)
+{
+	const struct _sf_node *nd = &m->gnodes[n];
+	const struct _sf_node_state *s = &m->nodes[n];
+	size_t cnt = m->rows_local * (size_t)nd->dim;
+	if (nd->kind == SF_NODE_INT_INPUT) {
+		SF_CHECK(_sf_alloc_floats(&b->act, m->rows_local, "a micro-batch's integer inputs"));
+		reg(&b->h_act, b->act, m->rows_local, sizeof(int32_t));
+		return SF_OK;
+	}
+	SF_CHECK(_sf_alloc_floats(&b->act, cnt, "a micro-batch's activations"));
+	reg(&b->h_act, b->act, cnt, sizeof(float));
+	if (nd->kind != SF_NODE_LAYER)
+		return SF_OK;
+	SF_CHECK(_sf_alloc_floats(&b->dact, cnt, "a micro-batch's activation gradients"));
+	reg(&b->h_dact, b->dact, cnt, sizeof(float));
+	if (s->info.nsaved) {
+		SF_CHECK(_sf_alloc_floats(&b->saved, s->info.nsaved, "a micro-batch's saved buffer"));
+		reg(&b->h_saved, b->saved, s->info.nsaved, sizeof(float));
+	}
+	return SF_OK;
+}
+
+static void unreg(starpu_data_handle_t *h)
+{
+	if (*h)
+		starpu_data_unregister(*h);
+	*h = NULL;
+}
+
+/* Micro-batch k's buffers, labels, loss and loss scale into the nodes and the model */
+static void bind(struct sf_model *m, int k)
+{
+	struct _sf_pipeline *pp = m->pp;
+	for (int i = 0; i < pp->nbound; i++) {
+		struct _sf_node_state *s = &m->nodes[pp->bound[i]];
+		const struct pp_buf *b = &pp->buf[(size_t)k * (size_t)pp->nbound + (size_t)i];
+		s->act = b->act, s->dact = b->dact, s->saved = b->saved;
+		s->h_act = b->h_act, s->h_dact = b->h_dact, s->h_saved = b->h_saved;
+	}
+	m->labels = pp->labels[k];
+	m->h_labels = pp->h_labels[k];
+	m->pp_loss = pp->h_loss[k];
+	m->loss_args.scale = pp->scale[k];
+}
+
+/* The nodes whose buffers are a micro-batch's: the inputs, the stage's layers and what
+ * it reads from the stage before; the edges to and from the neighbours. */
+static int find_bound(struct sf_model *m, struct _sf_pipeline *pp)
+{
+	int N = m->nnodes;
+	char *role = calloc((size_t)N, 1); /* bit 0: bound, 1: from before, 2: to the next */
+	pp->bound = malloc((size_t)N * sizeof *pp->bound);
+	pp->in = calloc((size_t)N, sizeof *pp->in);
+	pp->out = calloc((size_t)N, sizeof *pp->out);
+	if (!role || !pp->bound || !pp->in || !pp->out) {
+		free(role);
+		return SF_ERR(SF_ERR_NOMEM, "sf_model_create: out of memory");
+	}
+	for (int n = 0; n < N; n++) {
+		const struct _sf_node *nd = &m->gnodes[n];
+		bool mine = n >= m->node_lo && n < m->node_hi;
+		if (is_input(m, n) && nd->kind != SF_NODE_LABELS)
+			role[n] |= 1;
+		if (nd->kind == SF_NODE_LAYER && mine)
+			role[n] |= 1;
+		if ((nd->kind != SF_NODE_LAYER && nd->kind != SF_NODE_LOSS) || is_input(m, n))
+			continue;
+		for (int i = 0; i < nd->nin; i++) {
+			int x = nd->in[i];
+			if (is_input(m, x))
+				continue;
+			bool x_mine = x >= m->node_lo && x < m->node_hi;
+			if (mine && x < m->node_lo)
+				role[x] |= 1 | 2;
+			if (!mine && n >= m->node_hi && x_mine)
+				role[x] |= 4;
+		}
+	}
+	pp->nbound = pp->nin = pp->nout = 0;
+	int dp = m->dp_size;
+	for (int n = 0; n < N; n++) {
+		if (!(role[n] & 1))
+			continue;
+		int idx = pp->nbound++;
+		pp->bound[idx] = n;
+		for (int dir = 0; dir < 2; dir++) {
+			if (!(role[n] & (dir ? 4 : 2)))
+				continue;
+			struct pp_edge *e = dir ? &pp->out[pp->nout++] : &pp->in[pp->nin++];
+			e->node = n, e->idx = idx;
+			e->args = (struct _sf_p2p_args){
+			    .comm = {.comm = m->comm, .unit = m->gnodes[n].name, .acct = &m->comm_acct},
+			    .peer = m->rank + (dir ? dp : -dp)};
+			/* dir 0: the activation comes in, its gradient goes back; dir 1: out, back in */
+			snprintf(e->act_name, sizeof e->act_name, "pp %s %s", dir ? "send" : "recv",
+			         m->gnodes[n].name);
+			snprintf(e->grad_name, sizeof e->grad_name, "pp %s d%s", dir ? "recv" : "send",
+			         m->gnodes[n].name);
+		}
+	}
+	free(role);
+	return SF_OK;
+}
+
+static int pipeline_step(struct sf_model *m, const struct sf_batch *b, int64_t *ticket);
+
+int _sf_pipeline_build(struct sf_model *m)
+{
+	if (m->pp_size <= 1)
+		return SF_OK;
+	if (m->loss_kind != SF_LOSS_CROSS_ENTROPY)
+		return SF_ERR(SF_ERR_INVALID,
+		              "sf_model_create: SHARDFLOW_PP=%d with a regression loss: not "
+		              "supported yet; accepted with a pipeline: the cross-entropy loss",
+		              m->pp_size);
+	int M = m->pp_micro;
+	struct _sf_pipeline *pp = calloc(1, sizeof *pp);
+	if (!pp)
+		return SF_ERR(SF_ERR_NOMEM, "sf_model_create: out of memory");
+	m->pp = pp;
+	pp->M = M;
+	SF_CHECK(find_bound(m, pp));
+	pp->buf = calloc((size_t)M * (size_t)pp->nbound, sizeof *pp->buf);
+	pp->labels = calloc((size_t)M, sizeof *pp->labels);
+	pp->h_labels = calloc((size_t)M, sizeof *pp->h_labels);
+	pp->loss = calloc((size_t)M, sizeof *pp->loss);
+	pp->h_loss = calloc((size_t)M, sizeof *pp->h_loss);
+	pp->scale = calloc((size_t)M, sizeof *pp->scale);
+	pp->descr = calloc((size_t)M + 1, sizeof *pp->descr);
+	pp->ops = calloc(4 * (size_t)M, sizeof *pp->ops);
+	pp->fwd_done = calloc((size_t)M, sizeof *pp->fwd_done);
+	pp->xs = calloc((size_t)m->ninputs + 1, sizeof *pp->xs);
+	pp->ids = calloc((size_t)m->nint_inputs + 1, sizeof *pp->ids);
+	if (!pp->buf || !pp->labels || !pp->h_labels || !pp->loss || !pp->h_loss || !pp->scale ||
+	    !pp->descr || !pp->ops || !pp->fwd_done || !pp->xs || !pp->ids)
+		return SF_ERR(SF_ERR_NOMEM, "sf_model_create: out of memory");
+	for (int i = 0; i < pp->nbound; i++) { /* micro-batch 0: the nodes' own */
+		const struct _sf_node_state *s = &m->nodes[pp->bound[i]];
+		pp->buf[i] = (struct pp_buf){s->act, s->dact, s->saved, s->h_act, s->h_dact, s->h_saved};
+	}
+	pp->labels[0] = m->labels, pp->h_labels[0] = m->h_labels;
+	for (int k = 0; k < M; k++) {
+		for (int i = 0; k > 0 && i < pp->nbound; i++)
+			SF_CHECK(alloc_buf(m, pp->bound[i], &pp->buf[(size_t)k * pp->nbound + i]));
+		if (k > 0) {
+			float *l = NULL;
+			SF_CHECK(_sf_alloc_floats(&l, m->rows_local, "a micro-batch's labels"));
+			pp->labels[k] = (int32_t *)l;
+			reg(&pp->h_labels[k], l, m->rows_local, sizeof(int32_t));
+		}
+		reg(&pp->h_loss[k], &pp->loss[k], 1, sizeof(double));
+		pp->scale[k] = m->loss_args.scale;
+	}
+	m->pp_step = pipeline_step;
+	return SF_OK;
+}
+
+void _sf_pipeline_release(struct sf_model *m)
+{
+	struct _sf_pipeline *pp = m->pp;
+	if (!pp)
+		return;
+	if (pp->buf && pp->labels && pp->h_labels && pp->h_loss && pp->scale)
+		bind(m, 0);
+	m->pp_loss = NULL;
+	for (int k = 0; k < pp->M; k++) {
+		for (int i = 0; k > 0 && pp->buf && i < pp->nbound; i++) {
+			struct pp_buf *b = &pp->buf[(size_t)k * pp->nbound + i];
+			unreg(&b->h_act);
+			unreg(&b->h_dact);
+			unreg(&b->h_saved);
+			_sf_free_floats(b->act);
+			_sf_free_floats(b->dact);
+			_sf_free_floats(b->saved);
+		}
+		if (k > 0 && pp->h_labels && pp->labels) {
+			unreg(&pp->h_labels[k]);
+			_sf_free_floats((float *)pp->labels[k]);
+		}
+		if (pp->h_loss)
+			unreg(&pp->h_loss[k]);
+	}
+	free(pp->bound), free(pp->buf), free(pp->labels), free(pp->h_labels);
+	free(pp->loss), free(pp->h_loss), free(pp->scale), free(pp->descr);
+	free(pp->in), free(pp->out), free(pp->ops), free(pp->fwd_done);
+	free(pp->xs), free(pp->ids);
+	free(pp);
+	m->pp = NULL;
+}
+
+/* ---- a step ------------------------------------------------------------------------- */
+
+/* Stage s's passes in schedule order (2 M of them). gpipe: every forward, then every
+ * backward. 1f1b: S - 1 - s forwards, then a forward and a backward in turn, then the
+ * backwards left: stage s holds at most S - s micro-batches' activations at once.
+ * Backwards in micro-batch order in both: the gradient sums are the same. */
+static int schedule(enum sf_pp_schedule sched, int S, int s, int M, struct pp_op *ops)
+{
+	int n = 0, w = sched == SF_PP_GPIPE ? M : (S - 1 - s < M ? S - 1 - s : M);
+	for (int k = 0; k < w; k++)
+		ops[n++] = (struct pp_op){false, k};
+	for (int i = 0; i < M - w; i++) {
+		ops[n++] = (struct pp_op){false, w + i};
+		ops[n++] = (struct pp_op){true, i};
+	}
+	for (int i = M - w; i < M; i++)
+		ops[n++] = (struct pp_op){true, i};
+	return n;
+}
+
+/* Micro-batch k's tensors to or from a neighbour: next, the stage after (else before);
+ * grad, the activations' gradients (else the activations); send, else receive. A
+ * gradient nothing before needs is not sent (both stages know it from the plan). */
+static int transfer(struct sf_model *m, int k, bool next, bool grad, bool send)
+{
+	struct _sf_pipeline *pp = m->pp;
+	int ne = next ? pp->nout : pp->nin;
+	for (int i = 0; i < ne; i++) {
+		struct pp_edge *e = next ? &pp->out[i] : &pp->in[i];
+		if (grad && !m->nodes[e->node].needs_grad)
+			continue;
+		const struct pp_buf *b = &pp->buf[(size_t)k * pp->nbound + (size_t)e->idx];
+		SF_CHECK(_sf_submit_pp_transfer(&e->args, send, m->h_order, grad ? b->h_dact : b->h_act,
+		                                m->ctx->comm_worker, grad ? e->grad_name : e->act_name,
+		                                (struct _sf_task_done){0}));
+	}
+	return SF_OK;
+}
+
+/* Micro-batch k of the batch into its buffers (checked and agreed on by every rank,
+ * the loss scale counted by the last stage), through _sf_stage_batch */
+static int stage_micro(struct sf_model *m, const struct sf_batch *b, int k)
+{
+	struct _sf_pipeline *pp = m->pp;
+	bool whole = !b || b->ninputs != m->ninputs || b->nint_inputs != m->nint_inputs ||
+	             (m->ninputs && !b->inputs) || (m->nint_inputs && !b->int_inputs) ||
+	             (m->labels_node >= 0 && !b->labels);
+	for (int i = 0; !whole && i < m->ninputs; i++)
+		whole = !b->inputs[i];
+	for (int i = 0; !whole && i < m->nint_inputs; i++)
+		whole = !b->int_inputs[i];
+	if (whole) { /* a malformed batch: the staging's own message, on every rank */
+		int rc = _sf_stage_batch(m, b, true, "sf_model_step");
+		return rc < 0 ? rc : SF_ERR(SF_ERR_INVALID, "sf_model_step: a malformed batch");
+	}
+	size_t rows = m->rows_local, off = (size_t)k * rows;
+	for (int i = 0; i < m->ninputs; i++)
+		pp->xs[i] = b->inputs[i] + off * (size_t)m->gnodes[m->input_nodes[i]].dim;
+	for (int i = 0; i < m->nint_inputs; i++)
+		pp->ids[i] = b->int_inputs[i] + off;
+	struct sf_batch mb = {.ninputs = m->ninputs,
+	                      .inputs = pp->xs,
+	                      .labels = b->labels ? b->labels + off : NULL,
+	                      .nint_inputs = m->nint_inputs,
+	                      .int_inputs = pp->ids};
+	bind(m, k);
+	m->sample_base = k * m->B_local; /* a refusal names the rank's sample */
+	int rc = _sf_stage_batch(m, &mb, true, "sf_model_step");
+	m->sample_base = 0;
+	pp->scale[k] = m->loss_args.scale;
+	return rc;
+}
+
+/* The link to the next stage, in its order (down, nd events), from event *p on: the
+ * activations whose forward is submitted are sent; until_grad >= 0: and on to the
+ * receipt of micro-batch until_grad's gradient. */
+static int link_advance(struct sf_model *m, const struct pp_op *down, int nd, int *p,
+                        int until_grad)
+{
+	struct _sf_pipeline *pp = m->pp;
+	while (*p < nd) {
+		struct pp_op e = down[*p];
+		if (!e.bwd) {
+			if (!pp->fwd_done[e.mb]) {
+				if (until_grad < 0)
+					return SF_OK;
+				return SF_ERR(SF_ERR_STATE,
+				              "pipeline: stage %d would receive micro-batch %d's gradient "
+				              "before sending micro-batch %d's activations; please "
+				              "report this schedule",
+				              m->pp_stage, until_grad, e.mb);
+			}
+			SF_CHECK(transfer(m, e.mb, true, false, true));
+		} else {
+			if (until_grad < 0)
+				return SF_OK;
+			SF_CHECK(transfer(m, e.mb, true, true, false));
+			if (e.mb == until_grad) {
+				(*p)++;
+				return link_advance(m, down, nd, p, -1);
+			}
+		}
+		(*p)++;
+	}
+	return SF_OK;
+}
+
+static int pipeline_step(struct sf_model *m, const struct sf_batch *b, int64_t *ticket)
+{
+	struct _sf_pipeline *pp = m->pp;
+	int rc = SF_OK, M = pp->M, S = m->pp_size, s = m->pp_stage;
+	for (int k = 0; k < M; k++)
+		SF_CHECK_GOTO(stage_micro(m, b, k), out);
+	if (M > 1)
+		SF_CHECK_GOTO(_sf_model_accum_buffers(m), out);
+	struct pp_op *mine = pp->ops, *down = pp->ops + 2 * M;
+	int nmine = schedule(m->cfg.pp_schedule, S, s, M, mine);
+	int nd = s + 1 < S ? schedule(m->cfg.pp_schedule, S, s + 1, M, down) : 0;
+	int p = 0, nbwd = 0;
+	memset(pp->fwd_done, 0, (size_t)M * sizeof *pp->fwd_done);
+	for (int i = 0; i < nmine; i++) {
+		int k = mine[i].mb;
+		if (!mine[i].bwd) {
+			bind(m, k);
+			if (s > 0)
+				SF_CHECK_GOTO(transfer(m, k, false, false, false), out);
+			SF_CHECK_GOTO(_sf_forward_submit(m, true), out);
+			pp->fwd_done[k] = true;
+			SF_CHECK_GOTO(link_advance(m, down, nd, &p, -1), out);
+			continue;
+		}
+		SF_CHECK_GOTO(link_advance(m, down, nd, &p, k), out);
+		bind(m, k);
+		m->accum_k = nbwd; /* the micro-batches' sum, as sf_model_accumulate's */
+		m->update = nbwd == M - 1;
+		SF_CHECK_GOTO(_sf_backward_submit(m), out);
+		nbwd++;
+		if (s > 0)
+			SF_CHECK_GOTO(transfer(m, k, false, true, true), out);
+	}
+	if (p != nd) {
+		rc = SF_ERR(SF_ERR_STATE,
+		            "pipeline: stage %d left %d of its %d transfers with stage %d "
+		            "unsubmitted; please report this schedule",
+		            s, nd - p, nd, s + 1);
+		goto out;
+	}
+	SF_CHECK_GOTO(_sf_update_submit(m), out);
+	if (s == S - 1)
+		SF_CHECK_GOTO(_sf_submit_loss_mean(m->h_loss[m->nsteps % SF_LOSS_SLOTS], pp->h_loss, M,
+		                                   pp->descr, "loss mean", (struct _sf_task_done){0}),
+		              out);
+	SF_CHECK_GOTO(_sf_loss_sum_submit(m), out);
+	if (ticket)
+		*ticket = m->nsteps;
+	m->nsteps++;
+	m->nupdates++;
+	m->grad_mean_of = M;
+out:
+	m->accum_k = 0;
+	bind(m, 0);
+	m->pp_loss = NULL;
+	return rc;
+}

@@ -1,0 +1,29 @@
+/*
+ * pipeline.h — pipeline parallelism (SHARDFLOW_PP; scheduler/pipeline.c): the graph's
+ * units cut into stages, one stage a group of dp ranks, and a step of M micro-batches
+ * unrolled as the stage's forward and backward passes (step.c's, on the stage's span
+ * of the graph) with the transfers of the activations and their gradients between
+ * stages, in the order a schedule (gpipe, 1f1b) gives. sf_model_create runs the three
+ * passes in this order; without a pipeline they only set the span to the whole graph.
+ */
+#ifndef SF_SCHEDULER_PIPELINE_H
+#define SF_SCHEDULER_PIPELINE_H
+
+#include "scheduler/model.h"
+
+/* After the batch's split over the dp ranks (B_local): the micro-batches, each
+ * B_local / M samples from then on; the refusals of what a pipeline does not take. */
+int _sf_pipeline_layout(struct sf_model *m);
+/* After the planner's units and gradients: the stages (units balanced by parameters),
+ * this rank's span (m->node_lo .. bwd_hi), the boundary tensors; before the slots'
+ * replay (plan.c), which walks the span. `name`: the graph's, for messages. */
+int _sf_pipeline_plan(struct sf_model *m, const char *name);
+/* After the model's buffers: every micro-batch's own activations (those of micro-batch
+ * 0 are the nodes' own), labels and loss, and the transfers' arguments; sets
+ * m->pp_step. */
+int _sf_pipeline_build(struct sf_model *m);
+/* Puts micro-batch 0's buffers back into the nodes and frees the others (after every
+ * task is done, before the model's storage goes). NULL m->pp: nothing. */
+void _sf_pipeline_release(struct sf_model *m);
+
+#endif
