@@ -31,6 +31,7 @@ struct _sf_ckpt_async;
 struct _sf_model_geometry {
 	int rank, nranks;           /* the world */
 	int tp, tp_rank;            /* SHARDFLOW_TP: K ranks of a TP group, this rank's place */
+	int pp;                     /* SHARDFLOW_PP: pipeline stages (1: none) */
 	int shard_size, shard_rank; /* the shard group (the world, or a node with hybrid) */
 	int nunits, nnodes;
 	int T; /* rows per sample */
@@ -62,6 +63,7 @@ struct _sf_unit_desc {
 	size_t P, S, off; /* off: its first parameter in this rank's flat vector */
 	size_t Pw, woff;  /* the same in the whole model's layout */
 	size_t lo, n;     /* this rank's block of it: [lo, lo + n) of P (_sf_unit_block) */
+	int stage;        /* SHARDFLOW_PP: the stage whose ranks hold and train it (0: none) */
 };
 void _sf_unit_describe(const struct sf_model *m, int u, struct _sf_unit_desc *d);
 

@@ -15,6 +15,8 @@
 #    = 1 rank, SGD and AdamW, with clipping (max norm 0.5: the norm summed across the
 #    stages, printed and compared) and both accumulation modes;
 #  - gpipe = 1f1b bitwise (both sum the micro-batches' gradients in micro-batch order);
+#  - the safetensors export of pp 2 (each unit from its stage's ranks) = 1 rank's,
+#    byte for byte (dp 1: the same sums in the same order);
 #  - the transfers' bytes, exactly: pp 2 on 2 ranks (dp 1: no ring sends anything),
 #    each stage sends steps x rows x 24 floats (deep's cut after its third unit);
 #  - refused with the reason: S not dividing the world, more stages than units, a bad
@@ -23,7 +25,7 @@
 . "$(dirname "$0")/lib.sh"
 require_progs "$TRAIN_DUMP" "$DUMP_COMPARE"
 
-plan 17
+plan 18
 
 floor=1e-2
 
@@ -44,12 +46,16 @@ same_norms() {
 }
 
 # deep, SGD, clipping: pp 2 (M 4), pp 4 (M 8) against 1 rank
-train 1 deep-r4 --model deep --optimizer sgd --steps 4 --batch 2 --accum 4 --clip 0.5 ||
+train 1 deep-r4 --model deep --optimizer sgd --steps 4 --batch 2 --accum 4 --clip 0.5 \
+	--export "$tmp/deep-r4.st" ||
 	bail_out "the reference run failed"
-train 2 deep-p2 SHARDFLOW_PP=2 --model deep --optimizer sgd --steps 4 --batch 8 --clip 0.5
+train 2 deep-p2 SHARDFLOW_PP=2 --model deep --optimizer sgd --steps 4 --batch 8 --clip 0.5 \
+	--export "$tmp/deep-p2.st"
 compare "deep, sgd, clip: pp 2 on 2 ranks (4 micro-batches) = 1 rank (rtol 1e-6)" \
 	deep-p2 deep-r4 --rtol 1e-6 --floor $floor
 same_norms "deep: the clip norm of pp 2 = 1 rank's (both stages' units)" deep-p2 deep-r4 1e-6
+cmp -s "$tmp/deep-p2.st" "$tmp/deep-r4.st"
+ok $? "deep: pp 2's safetensors export = 1 rank's, byte for byte (each unit from its stage)"
 train 2 deep-p2g SHARDFLOW_PP=2 SHARDFLOW_PP_SCHEDULE=gpipe --model deep --optimizer sgd \
 	--steps 4 --batch 8 --clip 0.5
 compare "deep: gpipe = 1f1b on 2 stages, bitwise" deep-p2g deep-p2 --bitwise
