@@ -161,11 +161,13 @@ static int gather_params(struct sf_model *m, float *params, float *shard, float 
 			SF_CHECK(
 			    comm->ops->gather_bytes(comm, shard + k, n * sizeof(float), recv, 0));
 			/* rank r's piece holds elements r S + k .. r S + k + n, those below P
-			 * (hybrid: the first node's ranks are the shard group's, in order) */
+			 * (hybrid: the first node's ranks are the shard group's, in order; a
+			 * pipeline: the unit's stage's ranks) */
+			const float *held = recv + (size_t)un.stage * (size_t)g.shard_size * n;
 			for (int r = 0; g.rank == 0 && r < g.shard_size; r++) {
 				size_t first = (size_t)r * un.S + k;
 				if (first < un.P)
-					memcpy(params + un.off + first, recv + (size_t)r * n,
+					memcpy(params + un.off + first, held + (size_t)r * n,
 					       (un.P - first < n ? un.P - first : n) *
 					           sizeof(float));
 			}

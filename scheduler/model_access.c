@@ -27,6 +27,7 @@ void _sf_model_describe(const struct sf_model *m, struct _sf_model_geometry *g)
 	    .nranks = m->nranks,
 	    .tp = m->tp,
 	    .tp_rank = m->tp_rank,
+	    .pp = m->pp_size,
 	    .shard_size = m->shard_size,
 	    .shard_rank = m->shard_rank,
 	    .nunits = m->nunits,
@@ -64,6 +65,7 @@ void _sf_unit_describe(const struct sf_model *m, int u, struct _sf_unit_desc *d)
 	    .off = un->off,
 	    .Pw = un->Pw,
 	    .woff = un->woff,
+	    .stage = un->stage,
 	};
 	_sf_unit_block(m, u, &d->lo, &d->n);
 }
