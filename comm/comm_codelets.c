@@ -349,8 +349,8 @@ static void pp_transfer(void *buffers[], struct _sf_p2p_args *a, bool send)
 	size_t n = STARPU_VECTOR_GET_NX(buffers[1]);
 	if (_sf_skip == SF_SKIP_COMM)
 		return;
-	COMM_RUN(&a->comm, a, send ? "pipeline send" : "pipeline receive",
-	         (double)(n * sizeof *v), a->comm.comm->ops->p2p(a->comm.comm, v, n, a->peer, send));
+	COMM_RUN(&a->comm, a, send ? "pipeline send" : "pipeline receive", (double)(n * sizeof *v),
+	         a->comm.comm->ops->p2p(a->comm.comm, v, n, a->peer, send));
 	if (send && a->comm.acct) {
 		a->comm.acct->bytes += (double)(n * sizeof *v);
 		if (a->peer / a->comm.comm->node_k != a->comm.comm->rank / a->comm.comm->node_k)

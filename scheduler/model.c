@@ -193,7 +193,8 @@ SF_API int sf_model_create(sf_context *ctx, const sf_graph *g, const struct sf_m
 	atomic_init(&m->resident, 0);
 	atomic_init(&m->max_resident, 0);
 	ctx->nmodels++; /* sf_model_destroy below undoes it */
-	SF_CHECK_GOTO(_sf_pipeline_layout(m), fail); /* a pipeline's micro-batches */
+	/* a pipeline's micro-batches: B_local becomes one micro-batch's */
+	SF_CHECK_GOTO(_sf_pipeline_layout(m), fail);
 
 	SF_CHECK_GOTO(_sf_build_nodes(m, g), fail);
 	_sf_tp_warn_unsplit(m, g->name);

@@ -67,21 +67,21 @@ struct pp_op {
 
 struct _sf_pipeline {
 	int M;
-	int nbound;          /* nodes whose buffers are a micro-batch's */
-	int *bound;          /* their ids */
-	struct pp_buf *buf;  /* M x nbound: micro-batch k's at [k nbound, (k+1) nbound) */
-	int32_t **labels;    /* M, labels[0] the model's */
+	int nbound;         /* nodes whose buffers are a micro-batch's */
+	int *bound;         /* their ids */
+	struct pp_buf *buf; /* M x nbound: micro-batch k's at [k nbound, (k+1) nbound) */
+	int32_t **labels;   /* M, labels[0] the model's */
 	starpu_data_handle_t *h_labels;
-	double *loss;        /* M */
+	double *loss; /* M */
 	starpu_data_handle_t *h_loss;
-	float *scale;        /* M: the loss scale each micro-batch's staging set */
+	float *scale;                    /* M: the loss scale each micro-batch's staging set */
 	struct starpu_data_descr *descr; /* M + 1: the loss mean's buffers */
 	int nin, nout;
 	struct pp_edge *in, *out; /* from the previous stage; to the next */
-	struct pp_op *ops;   /* 4 M: this stage's schedule, then the next stage's */
-	bool *fwd_done;      /* M */
-	const float **xs;    /* ninputs: a micro-batch's view of the batch */
-	const int32_t **ids; /* nint_inputs */
+	struct pp_op *ops;        /* 4 M: this stage's schedule, then the next stage's */
+	bool *fwd_done;           /* M */
+	const float **xs;         /* ninputs: a micro-batch's view of the batch */
+	const int32_t **ids;      /* nint_inputs */
 };
 
 /* ---- layout and stages ------------------------------------------------------------ */
@@ -98,10 +98,11 @@ int _sf_pipeline_layout(struct sf_model *m)
 		              "supported yet; accepted with a pipeline: sharding full",
 		              S, _sf_sharding_names[m->cfg.sharding]);
 	if (m->cfg.recompute != SF_RECOMPUTE_NONE)
-		return SF_ERR(SF_ERR_CONFIG,
-		              "sf_model_create: SHARDFLOW_PP=%d with SHARDFLOW_RECOMPUTE=units: "
-		              "not supported yet; accepted with a pipeline: SHARDFLOW_RECOMPUTE=none",
-		              S);
+		return SF_ERR(
+		    SF_ERR_CONFIG,
+		    "sf_model_create: SHARDFLOW_PP=%d with SHARDFLOW_RECOMPUTE=units: "
+		    "not supported yet; accepted with a pipeline: SHARDFLOW_RECOMPUTE=none",
+		    S);
 	if (m->B_global % (m->dp_size * M) != 0)
 		return SF_ERR(SF_ERR_INVALID,
 		              "sf_model_create: batch %d does not split into %d data-parallel "
@@ -167,11 +168,12 @@ static int check_stages(const struct sf_model *m, const char *name, const int *l
 			if (m->units[v].first <= m->units[u].last)
 				return SF_ERR(
 				    SF_ERR_INVALID,
-				    "sf_model_create: graph \"%s\": units \"%s\" and \"%s\" are in use "
-				    "at once (a tied head reads its embedding's unit at the other end "
-				    "of the graph); a pipeline cuts the graph between units, so not "
-				    "with SHARDFLOW_PP=%d yet; accepted: a graph whose units follow "
-				    "each other (an untied head), or SHARDFLOW_PP=1",
+				    "sf_model_create: graph \"%s\": units \"%s\" and \"%s\" "
+				    "are in use at once (a tied head reads its embedding's "
+				    "unit at the other end of the graph); a pipeline cuts the "
+				    "graph between units, so not with SHARDFLOW_PP=%d yet; "
+				    "accepted: a graph whose units follow each other (an "
+				    "untied head), or SHARDFLOW_PP=1",
 				    name, m->units[u].name, m->units[v].name, S);
 	for (int u = 0; u < m->nunits; u++)
 		if (m->units[u].no_reshard)
@@ -187,21 +189,23 @@ static int check_stages(const struct sf_model *m, const char *name, const int *l
 			continue;
 		int s = stage_of(lo, S, n);
 		if (nd->kind == SF_NODE_LOSS && s != S - 1)
-			return SF_ERR(SF_ERR_INVALID,
-			              "sf_model_create: graph \"%s\": the loss falls in stage %d of "
-			              "%d; a pipeline computes it in the last (add the loss after "
-			              "the last layer)",
-			              name, s, S);
+			return SF_ERR(
+			    SF_ERR_INVALID,
+			    "sf_model_create: graph \"%s\": the loss falls in stage %d of "
+			    "%d; a pipeline computes it in the last (add the loss after "
+			    "the last layer)",
+			    name, s, S);
 		for (int i = 0; i < nd->nin; i++) {
 			int x = nd->in[i], t = stage_of(lo, S, x);
 			if (!is_input(m, x) && t != s && t != s - 1)
-				return SF_ERR(SF_ERR_INVALID,
-				              "sf_model_create: graph \"%s\": node \"%s\" of pipeline "
-				              "stage %d reads \"%s\" of stage %d; a stage reads only its "
-				              "own nodes, the stage before's and the graph's inputs; "
-				              "accepted: fewer stages (SHARDFLOW_PP) or a graph whose "
-				              "skips stay within a stage",
-				              name, nd->name, s, m->gnodes[x].name, t);
+				return SF_ERR(
+				    SF_ERR_INVALID,
+				    "sf_model_create: graph \"%s\": node \"%s\" of pipeline "
+				    "stage %d reads \"%s\" of stage %d; a stage reads only its "
+				    "own nodes, the stage before's and the graph's inputs; "
+				    "accepted: fewer stages (SHARDFLOW_PP) or a graph whose "
+				    "skips stay within a stage",
+				    name, nd->name, s, m->gnodes[x].name, t);
 		}
 	}
 	return SF_OK;
@@ -275,7 +279,8 @@ static int alloc_buf(struct sf_model *m, int n, struct pp_buf *b)
 	const struct _sf_node_state *s = &m->nodes[n];
 	size_t cnt = m->rows_local * (size_t)nd->dim;
 	if (nd->kind == SF_NODE_INT_INPUT) {
-		SF_CHECK(_sf_alloc_floats(&b->act, m->rows_local, "a micro-batch's integer inputs"));
+		SF_CHECK(
+		    _sf_alloc_floats(&b->act, m->rows_local, "a micro-batch's integer inputs"));
 		reg(&b->h_act, b->act, m->rows_local, sizeof(int32_t));
 		return SF_OK;
 	}
@@ -286,7 +291,8 @@ static int alloc_buf(struct sf_model *m, int n, struct pp_buf *b)
 	SF_CHECK(_sf_alloc_floats(&b->dact, cnt, "a micro-batch's activation gradients"));
 	reg(&b->h_dact, b->dact, cnt, sizeof(float));
 	if (s->info.nsaved) {
-		SF_CHECK(_sf_alloc_floats(&b->saved, s->info.nsaved, "a micro-batch's saved buffer"));
+		SF_CHECK(
+		    _sf_alloc_floats(&b->saved, s->info.nsaved, "a micro-batch's saved buffer"));
 		reg(&b->h_saved, b->saved, s->info.nsaved, sizeof(float));
 	}
 	return SF_OK;
@@ -360,14 +366,16 @@ static int find_bound(struct sf_model *m, struct _sf_pipeline *pp)
 				continue;
 			struct pp_edge *e = dir ? &pp->out[pp->nout++] : &pp->in[pp->nin++];
 			e->node = n, e->idx = idx;
-			e->args = (struct _sf_p2p_args){
-			    .comm = {.comm = m->comm, .unit = m->gnodes[n].name, .acct = &m->comm_acct},
-			    .peer = m->rank + (dir ? dp : -dp)};
-			/* dir 0: the activation comes in, its gradient goes back; dir 1: out, back in */
+			e->args = (struct _sf_p2p_args){.comm = {.comm = m->comm,
+			                                         .unit = m->gnodes[n].name,
+			                                         .acct = &m->comm_acct},
+			                                .peer = m->rank + (dir ? dp : -dp)};
+			/* dir 0: the activation comes in, its gradient goes back; dir 1: out, back
+			 * in */
 			snprintf(e->act_name, sizeof e->act_name, "pp %s %s", dir ? "send" : "recv",
 			         m->gnodes[n].name);
-			snprintf(e->grad_name, sizeof e->grad_name, "pp %s d%s", dir ? "recv" : "send",
-			         m->gnodes[n].name);
+			snprintf(e->grad_name, sizeof e->grad_name, "pp %s d%s",
+			         dir ? "recv" : "send", m->gnodes[n].name);
 		}
 	}
 	free(role);
@@ -408,7 +416,8 @@ int _sf_pipeline_build(struct sf_model *m)
 		return SF_ERR(SF_ERR_NOMEM, "sf_model_create: out of memory");
 	for (int i = 0; i < pp->nbound; i++) { /* micro-batch 0: the nodes' own */
 		const struct _sf_node_state *s = &m->nodes[pp->bound[i]];
-		pp->buf[i] = (struct pp_buf){s->act, s->dact, s->saved, s->h_act, s->h_dact, s->h_saved};
+		pp->buf[i] =
+		    (struct pp_buf){s->act, s->dact, s->saved, s->h_act, s->h_dact, s->h_saved};
 	}
 	pp->labels[0] = m->labels, pp->h_labels[0] = m->h_labels;
 	for (int k = 0; k < M; k++) {
@@ -492,9 +501,9 @@ static int transfer(struct sf_model *m, int k, bool next, bool grad, bool send)
 		if (grad && !m->nodes[e->node].needs_grad)
 			continue;
 		const struct pp_buf *b = &pp->buf[(size_t)k * pp->nbound + (size_t)e->idx];
-		SF_CHECK(_sf_submit_pp_transfer(&e->args, send, m->h_order, grad ? b->h_dact : b->h_act,
-		                                m->ctx->comm_worker, grad ? e->grad_name : e->act_name,
-		                                (struct _sf_task_done){0}));
+		SF_CHECK(_sf_submit_pp_transfer(
+		    &e->args, send, m->h_order, grad ? b->h_dact : b->h_act, m->ctx->comm_worker,
+		    grad ? e->grad_name : e->act_name, (struct _sf_task_done){0}));
 	}
 	return SF_OK;
 }
@@ -546,11 +555,12 @@ static int link_advance(struct sf_model *m, const struct pp_op *down, int nd, in
 			if (!pp->fwd_done[e.mb]) {
 				if (until_grad < 0)
 					return SF_OK;
-				return SF_ERR(SF_ERR_STATE,
-				              "pipeline: stage %d would receive micro-batch %d's gradient "
-				              "before sending micro-batch %d's activations; please "
-				              "report this schedule",
-				              m->pp_stage, until_grad, e.mb);
+				return SF_ERR(
+				    SF_ERR_STATE,
+				    "pipeline: stage %d would receive micro-batch %d's gradient "
+				    "before sending micro-batch %d's activations; please "
+				    "report this schedule",
+				    m->pp_stage, until_grad, e.mb);
 			}
 			SF_CHECK(transfer(m, e.mb, true, false, true));
 		} else {
@@ -609,8 +619,9 @@ static int pipeline_step(struct sf_model *m, const struct sf_batch *b, int64_t *
 	}
 	SF_CHECK_GOTO(_sf_update_submit(m), out);
 	if (s == S - 1)
-		SF_CHECK_GOTO(_sf_submit_loss_mean(m->h_loss[m->nsteps % SF_LOSS_SLOTS], pp->h_loss, M,
-		                                   pp->descr, "loss mean", (struct _sf_task_done){0}),
+		SF_CHECK_GOTO(_sf_submit_loss_mean(m->h_loss[m->nsteps % SF_LOSS_SLOTS], pp->h_loss,
+		                                   M, pp->descr, "loss mean",
+		                                   (struct _sf_task_done){0}),
 		              out);
 	SF_CHECK_GOTO(_sf_loss_sum_submit(m), out);
 	if (ticket)
