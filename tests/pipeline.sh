@@ -14,6 +14,8 @@
 #  - pp 2 on 2 ranks, pp 4 on 4 ranks (8 micro-batches) and pp 2 x dp 2 on 4 ranks
 #    = 1 rank, SGD and AdamW, with clipping (max norm 0.5: the norm summed across the
 #    stages, printed and compared) and both accumulation modes;
+#  - fewer micro-batches than stages; one micro-batch with 3 steps in flight and no
+#    prefetch = a plain 1-rank step, bitwise;
 #  - gpipe = 1f1b bitwise (both sum the micro-batches' gradients in micro-batch order);
 #  - the safetensors export of pp 2 (each unit from its stage's ranks) = 1 rank's,
 #    byte for byte (dp 1: the same sums in the same order);
@@ -25,7 +27,7 @@
 . "$(dirname "$0")/lib.sh"
 require_progs "$TRAIN_DUMP" "$DUMP_COMPARE"
 
-plan 18
+plan 20
 
 floor=1e-2
 
@@ -75,6 +77,21 @@ compare "deep, sgd, clip: pp 4 on 4 ranks (8 micro-batches, 1f1b) = 1 rank (rtol
 train 4 deep-p4g SHARDFLOW_PP=4 SHARDFLOW_PP_MICROBATCHES=8 SHARDFLOW_PP_SCHEDULE=gpipe \
 	--model deep --optimizer sgd --steps 3 --batch 8 --clip 0.5
 compare "deep: gpipe = 1f1b on 4 stages, bitwise" deep-p4g deep-p4 --bitwise
+
+# fewer micro-batches than stages (AdamW); one micro-batch, steps in flight, no
+# prefetch: a plain step of the whole batch, bitwise
+train 1 deep-r2 --model deep --optimizer adamw --steps 3 --batch 4 --accum 2 ||
+	bail_out "the reference run failed"
+train 4 deep-p4m2 SHARDFLOW_PP=4 SHARDFLOW_PP_MICROBATCHES=2 --model deep --optimizer adamw \
+	--steps 3 --batch 8
+compare "deep, adamw: pp 4 with 2 micro-batches (fewer than the stages) = 1 rank (rtol 1e-5)" \
+	deep-p4m2 deep-r2 --rtol 1e-5 --floor $floor
+train 1 deep-r1 --model deep --optimizer sgd --steps 3 --batch 8 ||
+	bail_out "the reference run failed"
+train 2 deep-p2m1 SHARDFLOW_PP=2 SHARDFLOW_PP_MICROBATCHES=1 SHARDFLOW_PREFETCH_DEPTH=0 \
+	SHARDFLOW_BACKWARD_PREFETCH=none --model deep --optimizer sgd --steps 3 --batch 8 --inflight 3
+compare "deep: pp 2 with 1 micro-batch, 3 steps in flight, depth 0 = 1 rank's step, bitwise" \
+	deep-p2m1 deep-r1 --bitwise
 
 # llama, pp 2 x dp 2 on 4 ranks: SGD; AdamW with clipping, both schedules
 for opt in sgd adamw; do
