@@ -195,6 +195,8 @@ struct sf_model {
 	size_t ring_len[SF_MAX_DEPTH + SF_MAX_WIDTH];
 	starpu_data_handle_t h_ring[SF_MAX_DEPTH + SF_MAX_WIDTH];
 	struct _sf_slots ring_slots;
+	struct _sf_footprint_as ring_fp; /* every ring slot's performance-model key: the
+	                                    largest slot's length (tasks/submit.h) */
 
 	float *comm_scratch; /* see struct _sf_comm_args::scratch */
 	float *stage16; /* N S_max bf16 (in floats): gathers with SHARDFLOW_PARAM_DTYPE=bf16 */
@@ -207,6 +209,7 @@ struct sf_model {
 	size_t grad_len[SF_GRAD_SLOTS + SF_MAX_DEPTH + SF_MAX_WIDTH];
 	starpu_data_handle_t h_grad[SF_GRAD_SLOTS + SF_MAX_DEPTH + SF_MAX_WIDTH];
 	struct _sf_slots grad_slots;
+	struct _sf_footprint_as grad_fp; /* the same for the gradient slots */
 
 	starpu_data_handle_t h_order; /* comm order: every collective accesses it RW */
 	float noparams;               /* stands for the parameters of a backward without */

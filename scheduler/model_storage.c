@@ -371,27 +371,31 @@ static size_t len_tp(const struct sf_model *m, int s) /* the TP ring's copy and 
 }
 
 #define NO_HANDLES SIZE_MAX
+#define NO_KEY SIZE_MAX
 static const struct model_buf {
 	size_t buf;     /* offsetof(struct sf_model, the float *) */
 	size_t handles; /* offsetof(struct sf_model, a handle per slot), or NO_HANDLES */
+	size_t key; /* offsetof(struct sf_model, the struct _sf_footprint_as its slots' handles
+	               carry: the largest slot's length, so that a task's performance-model
+	               key does not depend on which slot it uses), or NO_KEY */
 	int (*slots)(const struct sf_model *m);
 	size_t (*len)(const struct sf_model *m, int slot); /* floats of a slot */
 	enum vec_kind kind;
 	const char *what; /* for the out-of-memory message */
 } model_bufs[] = {
-    {offsetof(struct sf_model, grad), offsetof(struct sf_model, h_grad), n_grad, len_grad_slot,
-     VEC_GRADS, "gradient slots"},
-    {offsetof(struct sf_model, ring), offsetof(struct sf_model, h_ring), n_ring, len_ring_slot,
-     VEC_PARAMS, "the gather ring"},
-    {offsetof(struct sf_model, rstmp), offsetof(struct sf_model, h_rstmp), n_one, len_rstmp,
-     VEC_GRADS, "the accumulation buffer"},
-    {offsetof(struct sf_model, comm_scratch), NO_HANDLES, n_one, len_scratch, VEC_BUFFERS,
-     "the reduce-scatter buffer"},
-    {offsetof(struct sf_model, stage16), NO_HANDLES, n_one, len_stage16, VEC_BUFFERS,
+    {offsetof(struct sf_model, grad), offsetof(struct sf_model, h_grad),
+     offsetof(struct sf_model, grad_fp), n_grad, len_grad_slot, VEC_GRADS, "gradient slots"},
+    {offsetof(struct sf_model, ring), offsetof(struct sf_model, h_ring),
+     offsetof(struct sf_model, ring_fp), n_ring, len_ring_slot, VEC_PARAMS, "the gather ring"},
+    {offsetof(struct sf_model, rstmp), offsetof(struct sf_model, h_rstmp), NO_KEY, n_one,
+     len_rstmp, VEC_GRADS, "the accumulation buffer"},
+    {offsetof(struct sf_model, comm_scratch), NO_HANDLES, NO_KEY, n_one, len_scratch,
+     VEC_BUFFERS, "the reduce-scatter buffer"},
+    {offsetof(struct sf_model, stage16), NO_HANDLES, NO_KEY, n_one, len_stage16, VEC_BUFFERS,
      "the bf16 gather buffer"},
-    {offsetof(struct sf_model, rep_scratch), NO_HANDLES, n_one, len_rep, VEC_BUFFERS,
+    {offsetof(struct sf_model, rep_scratch), NO_HANDLES, NO_KEY, n_one, len_rep, VEC_BUFFERS,
      "the all-reduce buffer across nodes"},
-    {offsetof(struct sf_model, tp_scratch), NO_HANDLES, n_one, len_tp, VEC_BUFFERS,
+    {offsetof(struct sf_model, tp_scratch), NO_HANDLES, NO_KEY, n_one, len_tp, VEC_BUFFERS,
      "the tensor-parallel all-reduce buffer"},
 };
 #define NMODEL_BUFS (sizeof model_bufs / sizeof model_bufs[0])
@@ -427,8 +431,14 @@ static int model_bufs_alloc(struct sf_model *m)
 		if (len == 0)
 			continue;
 		SF_CHECK(alloc_buf(m, buf, len, b->what));
-		for (int s = 0; h && s < b->slots(m); off += b->len(m, s), s++)
+		struct _sf_footprint_as *key = b->key != NO_KEY ? member(m, b->key) : NULL;
+		for (int s = 0; key && s < b->slots(m); s++)
+			key->nx = b->len(m, s) > key->nx ? b->len(m, s) : key->nx;
+		for (int s = 0; h && s < b->slots(m); off += b->len(m, s), s++) {
 			reg(&h[s], *buf + off, b->len(m, s), sizeof(float));
+			if (key)
+				starpu_data_set_user_data(h[s], key);
+		}
 	}
 	return SF_OK;
 }
