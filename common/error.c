@@ -21,8 +21,8 @@ enum sf_log_level _sf_log_level = SF_LOG_WARN;
 int _sf_log_rank = -1;
 bool _sf_err_quiet = false;
 static _Thread_local char last_error[1024];
-static _Thread_local bool held;     /* _sf_err_hold: record, do not print */
-static _Thread_local bool recorded; /* an error was recorded while held */
+static _Thread_local bool held;          /* _sf_err_hold: record, do not print */
+static _Thread_local bool recorded;      /* an error was recorded while held */
 static _Thread_local int last_peer = -1; /* _sf_err_peer: the rank that failed first */
 
 SF_API const char *sf_strerror(int status)
@@ -94,10 +94,12 @@ int _sf_err_peer(int status, int peer, const char *what, const char *fmt, ...)
 	last_peer = peer;
 	if (!held && !_sf_err_quiet && _sf_log_level >= SF_LOG_ERROR) {
 		if (_sf_log_rank >= 0)
-			fprintf(stderr, "shardflow: error: [rank %d] %s: stopping: rank %d failed\n",
+			fprintf(stderr,
+			        "shardflow: error: [rank %d] %s: stopping: rank %d failed\n",
 			        _sf_log_rank, what, peer);
 		else
-			fprintf(stderr, "shardflow: error: %s: stopping: rank %d failed\n", what, peer);
+			fprintf(stderr, "shardflow: error: %s: stopping: rank %d failed\n", what,
+			        peer);
 		fflush(stderr);
 	}
 	return status;
