@@ -126,8 +126,9 @@ ok $? "a reader (SF_CHECKPOINT_READ) is refused while the writer holds it, namin
 	diag_file "$tmp/r-under-w.err"
 drv 2 load-under-w --steps 3 --resume "$lk" >/dev/null
 st=$?
-[ $st -ne 0 ] && grep -q "sf_checkpoint_load failed on rank 0: checkpoint directory $lk is being written by another job (pid $pid" "$tmp/load-under-w.err" &&
-	grep -q '^ckpt_driver: sf_checkpoint_load failed: busy$' "$tmp/load-under-w.err"
+[ $st -ne 0 ] && grep -q "\[rank 0\] checkpoint directory $lk is being written by another job (pid $pid" "$tmp/load-under-w.err" &&
+	grep -q "\[rank 1\] sf_checkpoint_load: stopping: rank 0 failed" "$tmp/load-under-w.err" &&
+	[ "$(grep -c '^ckpt_driver: sf_checkpoint_load failed: busy$' "$tmp/load-under-w.err")" -eq 1 ]
 ok $? "... and so is a plain sf_checkpoint_load, which locks for reading (exit $st)" ||
 	diag_file "$tmp/load-under-w.err"
 resume w1 $paused
