@@ -147,9 +147,10 @@ int _sf_comm_agree_sum(struct _sf_comm *c, int rc, const char *what, int64_t *co
 	if (crc < 0)
 		return crc;
 	msg[sizeof msg - 1] = '\0';
-	/* a rank that failed itself keeps its own message */
+	/* a rank that failed itself keeps its own message; the others relay it and say
+	 * only that they stop (the failing rank printed it) */
 	if (rc >= 0)
-		return _sf_err(worst, NULL, 0, "%s failed on rank %d: %s", what, who, msg);
+		return _sf_err_peer(worst, who, what, "%s failed on rank %d: %s", what, who, msg);
 	return worst;
 }
 

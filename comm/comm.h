@@ -169,8 +169,10 @@ int _sf_comm_create(const struct _sf_comm_ops *ops, const struct sf_config *cfg,
                     char ***argv, struct _sf_comm **out);
 int _sf_comm_destroy(struct _sf_comm *c);
 
-/* Every rank returns the same status: the lowest failing rank's (its message is
- * recorded on the others, prefixed by `what`). Collective. */
+/* Every rank returns the same status: the lowest failing rank's. Its message is
+ * recorded on the others ("<what> failed on rank N: <message>",
+ * sf_last_error_peer() N), which print only "<what>: stopping: rank N failed"
+ * (_sf_err_peer): the job's log says the failure once. Collective. */
 int _sf_comm_agree(struct _sf_comm *c, int rc, const char *what);
 /* Ends the whole job (never returns): records `rc` with the message, prints it even
  * for a quiet program, writes this rank's flight record and, after waiting a little

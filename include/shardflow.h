@@ -59,6 +59,16 @@ SF_API const char *sf_strerror(int status);
  *  The string belongs to the library and is overwritten by the next error. */
 SF_API const char *sf_last_error(void);
 
+/** The rank whose failure the last error on this thread relays, or -1 when the error
+ *  is this process's own. A rank that stops because another failed (a bad batch or an
+ *  unreadable checkpoint on rank N, which every rank agrees on; a diverged loss,
+ *  which every rank sees and rank 0 reports) gets the same status as that rank, the
+ *  message in sf_last_error(), and this rank's number N; the library printed only
+ *  "<function>: stopping: rank N failed" for it, so that a job's failure is said once,
+ *  by the rank that failed. A program's own line about the failed call belongs on
+ *  the failing rank only: it prints it when this is -1. */
+SF_API int sf_last_error_peer(void);
+
 /**
  * Who prints an error. By default the library prints each error once on stderr, where
  * it is raised ("shardflow: error: <message> (<file>:<line>)"), and returns it: a

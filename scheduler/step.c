@@ -751,13 +751,19 @@ SF_API int sf_model_loss(sf_model *m, int64_t ticket, double *loss)
 		return SF_ERR(SF_ERR_STARPU, "starpu_data_acquire failed (%d)", ret);
 	*loss = m->loss_val[ticket % SF_LOSS_SLOTS];
 	starpu_data_release(h);
-	if (!isfinite(*loss) && m->cfg.skip == SF_SKIP_NONE)
-		return SF_ERR(SF_ERR_NONFINITE,
-		              "the loss of step %lld (ticket %lld) is %g: training diverged (try a "
-		              "lower learning rate) or the parameters hold NaN or Inf (check the "
-		              "initial weights)",
-		              (long long)ticket + 1, (long long)ticket, *loss);
-	return SF_OK;
+	if (isfinite(*loss) || m->cfg.skip != SF_SKIP_NONE)
+		return SF_OK;
+	/* the loss is the global mean, the same on every rank: rank 0 says it, the others
+	 * that they stop because of it */
+#define SF_DIVERGED                                                                                \
+	"the loss of step %lld (ticket %lld) is %g: training diverged (try a lower learning "      \
+	"rate) or the parameters hold NaN or Inf (check the initial weights)"
+	if (m->comm && m->comm->rank != 0)
+		return _sf_err_peer(SF_ERR_NONFINITE, 0, "sf_model_loss", SF_DIVERGED,
+		                    (long long)ticket + 1, (long long)ticket, *loss);
+	return SF_ERR(SF_ERR_NONFINITE, SF_DIVERGED, (long long)ticket + 1, (long long)ticket,
+	              *loss);
+#undef SF_DIVERGED
 }
 
 SF_API int sf_model_predict(sf_model *m, const struct sf_batch *b, float *logits)
