@@ -23,11 +23,15 @@
 #include <limits.h>
 #include <mpi.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 
 struct mpi_impl {
 	MPI_Comm step;  /* the step's collectives (comm worker) */
@@ -223,11 +227,35 @@ static void *init_watch_run(void *arg)
 	return NULL;
 }
 
+/*
+ * A rank that mpirun (or its daemon, orted) started ends with it. Open MPI's ranks see
+ * the loss of their launcher only as a closed socket, on which Open MPI 4 does nothing:
+ * orphans of a killed mpirun trained and saved on until a write to their closed output
+ * killed them, holding the checkpoint directory's lock meanwhile. The kernel's
+ * parent-death signal ends them at once (Linux); SIGKILL, as mpirun ends ranks.
+ * launcher: the parent before MPI_Init_thread, so that one gone since is seen.
+ */
+static void end_with_launcher(pid_t launcher)
+{
+#ifdef __linux__
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) == 0 && getppid() != launcher) {
+		fprintf(stderr, "shardflow: error: sf_init: this rank's launcher (pid %ld) has "
+		                "ended; ending this rank\n",
+		        (long)launcher);
+		fflush(stderr);
+		_exit(1);
+	}
+#else
+	(void)launcher;
+#endif
+}
+
 static int init_mpi(struct _sf_comm *c, struct mpi_impl *st, int *argc, char ***argv,
                     int *provided)
 {
 	int rc = SF_OK;
 	const char *r = getenv("OMPI_COMM_WORLD_RANK");
+	pid_t launcher = getppid();
 	struct init_watch w = {.timeout = c->timeout, .rank = r ? atoi(r) : -1};
 	pthread_t th;
 	bool watched = c->timeout > 0;
@@ -248,6 +276,8 @@ static int init_mpi(struct _sf_comm *c, struct mpi_impl *st, int *argc, char ***
 	}
 	MPI_CHECK_GOTO(mrc, out);
 	st->own_mpi = true;
+	if (r)
+		end_with_launcher(launcher);
 out:
 	return rc;
 }
