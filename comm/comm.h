@@ -141,6 +141,11 @@ struct _sf_comm {
 	size_t chunk;   /* SHARDFLOW_COMM_CHUNK in floats (0: whole messages) */
 	double timeout; /* SHARDFLOW_COMM_TIMEOUT in seconds (0: wait forever) */
 	struct _sf_flight *flight; /* the last operations (comm/flight.h), or NULL */
+	/* the record's entries (SHARDFLOW_FLIGHT_RECORD) and directory (beside the trace,
+	 * "" for $TMPDIR), set before init so that a start-up that stalls before the record
+	 * exists (MPI_Init_thread) leaves one too */
+	int flight_cap;
+	char flight_dir[4096];
 	const char *agreeing;      /* the `what` of the agreement under way, or of the
 	                              last one: names the host operations in messages */
 	void *impl;                /* the backend's own state */

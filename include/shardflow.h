@@ -1459,7 +1459,11 @@ SF_API int sf_text_batch(const struct sf_text *t, int split, uint64_t seed, int6
 
 /** The formats sf_tokens_load() reads. */
 enum sf_tokens_format {
-	SF_TOKENS_AUTO = 0, /**< an llm.c shard when the file starts with its magic, else raw */
+	SF_TOKENS_AUTO = 0, /**< an llm.c shard when the file starts with its magic, else raw;
+	                         one that looks like a damaged shard (even, at least a header
+	                         long, and its first int32 within 2^16 of the magic, or its
+	                         header counting the ids after it, or version 1 then zeros)
+	                         is refused: force _RAW or _LLMC for it */
 	SF_TOKENS_RAW,      /**< nanoGPT's train.bin / val.bin: little-endian uint16 ids */
 	SF_TOKENS_LLMC,     /**< llm.c's shards: 256 little-endian int32 (magic 20240520,
 	                         version 1, the token count, then zeros), then the uint16 ids */
