@@ -161,16 +161,7 @@ static int lay_out(const struct _sf_event *ev, size_t n, struct layout *lay)
 /* The XML prolog, the <svg> element, the title and the run's summary. */
 static void write_head(FILE *f, const char *title, const struct _sf_report *r, double height)
 {
-	fprintf(f,
-	        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-	        "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"%.0f\" "
-	        "height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" font-family=\"sans-serif\" "
-	        "font-size=\"12\">\n",
-	        SVG_WIDTH, height, SVG_WIDTH, height);
-	fprintf(f, "<rect x=\"0\" y=\"0\" width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
-	fprintf(f, "<text x=\"%.1f\" y=\"24\" font-size=\"17\" font-weight=\"bold\">", LEFT);
-	_sf_xml_text(f, title);
-	fprintf(f, "</text>\n");
+	_sf_svg_begin(f, SVG_WIDTH, height, LEFT, 17, title);
 	if (r)
 		fprintf(f,
 		        "<text x=\"%.1f\" y=\"24\" text-anchor=\"end\" fill=\"#444\">%d rank(s), "
