@@ -1651,7 +1651,8 @@ SF_API int sf_checkpoint_wait(sf_model *m);
  * path "") when `dir` holds no checkpoint yet — it does not exist, is empty, or holds
  * only a save killed before its manifest — which is not an error: start from scratch.
  * Every rank gets rank 0's answer. Locks `dir` for reading like sf_checkpoint_load().
- * Errors: an unreadable directory, a malformed latest, a path that does not fit,
+ * Errors: an unreadable directory, a damaged latest with no complete step
+ * (SF_ERR_IO; with one, that step, and a warning), a path that does not fit,
  * SF_ERR_BUSY.
  */
 SF_API int sf_checkpoint_latest(sf_model *m, const char *dir, int *found, char *path, size_t size);
@@ -1671,16 +1672,19 @@ SF_API int sf_checkpoint_prune(sf_model *m, const char *dir, int keep, int *remo
 
 /**
  * Collective: loads a checkpoint into the model: `dir` itself when it is a step
- * directory holding a manifest, else the step dir/latest names, else — latest missing
- * or naming a step without a manifest, as a save killed before its switch leaves it —
- * the newest complete step directory (a warning says so). Parameters, optimizer state
+ * directory holding a manifest, else the step an intact dir/latest names, else — any
+ * damage to latest: missing, a directory, empty, garbage, naming a step without a
+ * manifest as a save killed before its switch leaves it — the newest complete step
+ * directory (a warning names the damage). Parameters, optimizer state
  * and step count are restored whatever world size and sharding saved it (resharding
  * N -> M). The manifest's CRC-32, its fields (counts in 0..2^53-1), structure hash,
  * the files' sizes and checksums are verified before anything of the model is
  * touched: a corrupted, truncated, mismatched or half-written checkpoint is refused
  * (SF_ERR_IO / SF_ERR_INVALID) and the model is unchanged. Given a checkpoint
  * directory, a step that fails these checks as damaged (SF_ERR_IO: a manifest that
- * does not parse or match its CRC-32, a rank file missing, truncated or corrupted)
+ * does not parse or match its CRC-32 or whose counters disagree — info.step against
+ * model_steps where the manifest says how they relate — a rank file missing,
+ * truncated or corrupted)
  * makes the load try the next older complete step, with a warning naming what was
  * wrong; it is refused only when no step is valid, its message listing each step's
  * fault. Another model's checkpoint (SF_ERR_INVALID) is refused at once, and a step
