@@ -176,9 +176,16 @@ int _sf_ckpt_resolve(const char *dir, char *stepdir, size_t size)
 		         path, named);
 	}
 	if (newest_complete(dir, stepdir, size)) {
-		_sf_log(SF_LOG_WARN,
-		        "checkpoint %s: %s; falling back to the newest complete step, %s", dir,
-		        damage, stepdir);
+		/* said once a process: a program that asks sf_checkpoint_latest and then
+		 * loads resolves the same damage twice */
+		static char said[2 * SF_PATH_MAX + 160];
+		char msg[sizeof said];
+		snprintf(msg, sizeof msg, "checkpoint %s: %s; falling back to the newest complete step, %s",
+		         dir, damage, stepdir);
+		if (strcmp(msg, said) != 0) {
+			_sf_log(SF_LOG_WARN, "%s", msg);
+			snprintf(said, sizeof said, "%s", msg);
+		}
 		return SF_OK;
 	}
 	if (has_latest)
