@@ -118,6 +118,9 @@ int _sf_node_param_tensors(const struct _sf_node *nd, const struct sf_layer_info
  * for the names and configs). K = 1: the whole shapes, nothing split. */
 int _sf_tp_local(const struct _sf_node *nodes, int n, int K, const bool *in_split, int *in_local,
                  int *out_local, size_t *np_local, bool *out_split);
+/* Node n is a cross-entropy loss (logits and labels), which takes split logits: the
+ * vocabulary-parallel loss (layers/xent_vp.h) */
+bool _sf_tp_vocab_parallel_loss(const struct _sf_node *nodes, int n);
 /* linear_col's columns on TP rank r of K as runs: its local output columns [local,
  * local + n) are the whole output's [whole, whole + n), one run a block of rows (at
  * most SF_MAX_PARAM_TENSORS); returns their number (gather_output's all-gather and

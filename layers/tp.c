@@ -7,7 +7,9 @@
  * nparts blocks in turn). linear_col takes a whole input and splits; the ops that act
  * on columns independently (element-wise ones, attention and rope on whole heads)
  * keep the split; linear_row takes it back to whole (its partial outputs summed over the
- * group). Every other op needs whole inputs. The graph holds whole widths; these
+ * group); the cross-entropy loss takes split logits as they are (the vocabulary-parallel
+ * loss, layers/xent_vp.h: each rank holds V / K classes). Every other op needs whole
+ * inputs. The graph holds whole widths; these
  * rules run at sf_model_create, once per node in creation (topological) order.
  */
 #include "config.h"
@@ -49,6 +51,12 @@ static int heads_split(const struct _sf_node *nd, int K)
 	return SF_OK;
 }
 
+bool _sf_tp_vocab_parallel_loss(const struct _sf_node *nodes, int n)
+{
+	const struct _sf_node *nd = &nodes[n];
+	return nd->kind == SF_NODE_LOSS && nd->nin == 2 && nodes[nd->in[1]].kind == SF_NODE_LABELS;
+}
+
 /* The refusals every kind shares: a split input where the node needs it whole, a
  * tied TP layer, a split width that does not divide by K */
 static int check_inputs(const struct _sf_node *nodes, int n, int K, enum _sf_tp_kind kind,
@@ -59,7 +67,8 @@ static int check_inputs(const struct _sf_node *nodes, int n, int K, enum _sf_tp_
 	const char *type = nd->kind == SF_NODE_LAYER ? nd->type->name : "loss";
 	for (int i = 0; i < nin; i++)
 		if (in_split[i] && kind != SF_TP_ELEMENTWISE && kind != SF_TP_HEADS &&
-		    kind != SF_TP_ROPE && kind != SF_TP_ROW)
+		    kind != SF_TP_ROPE && kind != SF_TP_ROW &&
+		    !(i == 0 && _sf_tp_vocab_parallel_loss(nodes, n)))
 			return SF_ERR(
 			    SF_ERR_INVALID,
 			    "sf_model_create: node \"%s\" (%s) reads \"%s\", which is split "

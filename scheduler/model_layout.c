@@ -351,6 +351,9 @@ static int tp_shapes(struct sf_model *m, int n)
 	if (nd->tied_to < 0)
 		nd->nparams = np_local;
 	enum _sf_tp_kind kind = nd->kind == SF_NODE_LAYER ? nd->type->tp : SF_TP_NONE;
+	/* a loss reading split logits: the vocabulary-parallel cross-entropy */
+	if (nd->kind == SF_NODE_LOSS && m->nodes[nd->in[0]].tp_out_split)
+		m->vp = true;
 	s->tp_fwd_ar = m->tp > 1 && kind == SF_TP_ROW;
 	s->tp_bwd_ar = m->tp > 1 && kind == SF_TP_COL; /* if its input gradient is wanted */
 	s->tp_gather = m->tp > 1 && kind == SF_TP_COL &&
@@ -368,7 +371,8 @@ static int tp_shapes(struct sf_model *m, int n)
 }
 
 /* SHARDFLOW_TP > 1 on a graph without tensor-parallel layers: every TP rank computes
- * the whole model (correct, but the TP ranks only repeat each other): say so. */
+ * the whole model (correct, but the TP ranks only repeat each other): say so; and
+ * (SHARDFLOW_LOG=info) that the loss is vocabulary-parallel. */
 void _sf_tp_warn_unsplit(const struct sf_model *m, const char *graph)
 {
 	bool any = false;
@@ -380,6 +384,12 @@ void _sf_tp_warn_unsplit(const struct sf_model *m, const char *graph)
 		        "rank computes the whole model, and the batch is split over %d ranks only "
 		        "(sf_gpt_config.tensor_parallel = 1 splits the GPT's blocks)",
 		        graph, m->tp, m->dp_size);
+	if (m->vp && m->rank == 0)
+		_sf_log(SF_LOG_INFO,
+		        "model \"%s\": the loss is vocabulary-parallel: each of the %d TP ranks "
+		        "holds %d of the %d classes' logits",
+		        graph, m->tp, m->nodes[m->gnodes[m->loss_node].in[0]].info.out_dim,
+		        m->nodes[m->gnodes[m->loss_node].in[0]].whole_dim);
 }
 
 /* Tensor parallelism, once the gradients are planned: a linear_col whose input
@@ -404,6 +414,10 @@ void _sf_tp_plan(struct sf_model *m)
 		if (s->tp_gather && (size_t)s->whole_dim * m->rows_local > m->tp_max)
 			m->tp_max = (size_t)s->whole_dim * m->rows_local;
 	}
+	/* the vocabulary-parallel loss's all-gather: K ranks' partials, 3 floats a row */
+	size_t vp = (size_t)m->tp * m->rows_local * SF_XENT_VP_STATS;
+	if (m->vp && vp > m->tp_max)
+		m->tp_max = vp;
 }
 
 static void fill_info(struct sf_model *m, int n)

@@ -40,6 +40,8 @@
  * sf_model_accumulate, then sf_model_step): micro-batch j of step k is rows
  * [j B, (j + 1) B) of global batch k, so it covers the rows a run with --batch K B
  * takes in one step, and its loss is the mean of the micro-batches' losses.
+ * --ignore-every N labels every global row r with r % N == 0 with the ignore index
+ * (SF_LOSS_IGNORE_INDEX), the same rows whatever the layout.
  * --clip X sets max_grad_norm (inf: the norm only) and rank 0 prints
  * "norm <step> <norm>" for each step; --weight-decay X and --no-decay MASK
  * (sf_model_options::no_decay) set the decay; --data FILE makes rank 0 write each
@@ -83,6 +85,8 @@ struct options {
 	const char *init_config[MAX_SETTINGS], *config[MAX_SETTINGS], *unit_opts[MAX_SETTINGS];
 	int ninit_config, nconfig, nunit_opts;
 	int bad_label_rank, bad_label_step; /* --bad-label R:K: one label out of range */
+	int ignore_every; /* --ignore-every N: global rows r with r % N == 0 labelled
+	                     SF_LOSS_IGNORE_INDEX (0: none) */
 	const char *lr_zero; /* --lr-zero UNIT: learning-rate scale 0 on its tensors */
 };
 
@@ -93,7 +97,7 @@ static void usage(FILE *f)
 	        "       nanogpt-untied|swiglu|llama] [--steps N] [--batch B] [--optimizer sgd|adamw|lion]\n"
 	        "       [--lr X] [--seed S] [--inflight K] [--init W.safetensors]\n"
 	        "       [--export-init W0.safetensors] [--export W.safetensors]\n"
-	        "       [--export-steps PREFIX] [--accum K]\n"
+	        "       [--export-steps PREFIX] [--accum K] [--ignore-every N]\n"
 	        "       [--clip X|inf] [--weight-decay X] [--no-decay MASK] [--data FILE]\n"
 	        "       [--init-config KNOB=VALUE]... [--config KNOB=VALUE]...\n"
 	        "       [--unit-options UNIT:reshard_after_forward=0|1,keep_fp32=0|1,frozen=0|1]...\n"
@@ -136,6 +140,9 @@ static int parse_options(int argc, char **argv, struct options *o)
 				return bad(opt, val);
 		} else if (!strcmp(opt, "--accum")) {
 			if (parse_int(val, 1, 64, &o->accum))
+				return bad(opt, val);
+		} else if (!strcmp(opt, "--ignore-every")) {
+			if (parse_int(val, 1, 1 << 20, &o->ignore_every))
 				return bad(opt, val);
 		} else if (!strcmp(opt, "--no-decay")) {
 			if (parse_int(val, 0, 7, &o->no_decay))
@@ -396,6 +403,9 @@ int main(int argc, char **argv)
 				fprintf(stderr, PROG ": cannot generate batch %d\n", k);
 				goto fail;
 			}
+			for (int r = 0; o.ignore_every && r < rows; r++)
+				if ((row0 + r) % o.ignore_every == 0)
+					labels[r] = SF_LOSS_IGNORE_INDEX;
 			if (rank == o.bad_label_rank && k == o.bad_label_step)
 				labels[rows - 1] = C + 3; /* tests/bad_batch.sh */
 			int64_t *t = &tickets[(size_t)(k - 1) * (size_t)K + (size_t)j];

@@ -1,0 +1,168 @@
+#!/bin/sh
+# tp_vocab.sh — the vocabulary-parallel head and cross-entropy (SHARDFLOW_TP=K, issue 48
+# item 1) against 1 rank.
+#
+# Models (tests/test_models.h): nanogpt-vp and llama-hf-vp, nanogpt-tp and llama-hf-tp
+# with an untied lm_head that is a linear_col (vocab_parallel 1): each TP rank holds
+# V / K rows of it and computes V / K columns of the logits, and the loss combines the
+# rows' max, sum of exponentials and target logit over the TP group (layers/xent_vp.h)
+# without gathering the logits. Checked:
+#  - K 1 is the untied model bitwise (nanogpt-vp = nanogpt-untied, llama-hf-vp =
+#    llama-hf): the same names, shapes and initial values;
+#  - tp 2 on 2 ranks and dp 2 x tp 2 on 4 ranks = 1 rank, SGD and AdamW, both models
+#    (tests/tp.sh's bounds: rtol 1e-5; floors as there);
+#  - bitwise across prefetch depths; 3 micro-batches = one batch; clipping's norm
+#    and run = 1 rank's; ignored labels (every third row): the loss counted once,
+#    = 1 rank;
+#  - the bytes of the TP collectives, exactly: the blocks' all-reduces, lm_head's
+#    input-gradient all-reduce and the loss's all-gather of 3 floats a row — nothing of
+#    the B x T x V logits; sf_model_stats' TP slice holds half of lm_head;
+#  - checkpoints: 2 x 2 -> 4 x 1 -> 1 x 1 = 1 rank uninterrupted (the checkpoint holds
+#    the whole model whatever the layout);
+#  - examples/gpt --untied at tp 2 (SHARDFLOW_VOCAB_PARALLEL auto: on, said at
+#    SHARDFLOW_LOG=info) = tp 1: every step's loss, the validation loss
+#    (sf_model_evaluate's vocabulary-parallel path) and the sampled text
+#    (sf_model_predict's logits made whole); off keeps the head replicated;
+#  - refused with the reason: on with a tied head, a bad value.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/ckpt_lib.sh"
+GPT="$top_builddir/examples/gpt"
+require_progs "$TRAIN_DUMP" "$DUMP_COMPARE" "$GPT"
+
+plan 23
+
+rtol=1e-5
+floor=1e-3
+
+train 1 u1 --model nanogpt-untied --optimizer adamw --steps 4
+train 1 v1 --model nanogpt-vp --optimizer adamw --steps 4
+compare "nanogpt-vp on 1 rank = nanogpt-untied (lm_head a linear_col of K 1), bitwise" v1 u1 \
+	--bitwise
+train 1 lu1 --model llama-hf --optimizer adamw --steps 4
+train 1 lv1 --model llama-hf-vp --optimizer adamw --steps 4
+compare "llama-hf-vp on 1 rank = llama-hf, bitwise" lv1 lu1 --bitwise
+
+# layouts against 1 rank
+for c in nanogpt-vp:sgd nanogpt-vp:adamw llama-hf-vp:sgd llama-hf-vp:adamw; do
+	model=${c%:*} opt=${c#*:}
+	fl=$floor
+	[ "$c" = nanogpt-vp:adamw ] && fl=0.1       # tp.sh's reason: c_attn's key bias
+	[ "$model" = llama-hf-vp ] && fl=1e-2       # equivalence.sh's floor for llama
+	train 1 "r1-$model-$opt" --model "$model" --optimizer "$opt" --steps 6
+	train 2 "t2-$model-$opt" SHARDFLOW_TP=2 --model "$model" --optimizer "$opt" --steps 6
+	compare "$model, $opt: tp 2 on 2 ranks = 1 rank (rtol $rtol, floor $fl)" \
+		"t2-$model-$opt" "r1-$model-$opt" --rtol $rtol --floor $fl
+	train 4 "t22-$model-$opt" SHARDFLOW_TP=2 --model "$model" --optimizer "$opt" --steps 6
+	compare "$model, $opt: dp 2 x tp 2 on 4 ranks = 1 rank (rtol $rtol, floor $fl)" \
+		"t22-$model-$opt" "r1-$model-$opt" --rtol $rtol --floor $fl
+done
+
+t22="SHARDFLOW_TP=2"
+for d in 0 3; do
+	train 4 "d$d" $t22 SHARDFLOW_PREFETCH_DEPTH=$d --model nanogpt-vp --optimizer sgd --steps 6
+done
+"$DUMP_COMPARE" --bitwise "$tmp/d0.dump" "$tmp/d3.dump" >"$tmp/d.cmp" 2>&1 &&
+	"$DUMP_COMPARE" --bitwise "$tmp/d0.dump" "$tmp/t22-nanogpt-vp-sgd.dump" >>"$tmp/d.cmp" 2>&1
+ok $? "2 x 2: prefetch depths 0, 2 and 3 bitwise equal" || diag_file "$tmp/d.cmp"
+train 4 acc $t22 --model nanogpt-vp --optimizer sgd --steps 6 --batch 8 --accum 3
+compare "2 x 2, 3 micro-batches of 8 = one batch of 24 on 1 rank (rtol $rtol)" acc \
+	r1-nanogpt-vp-sgd --rtol $rtol --floor $floor
+
+train 1 clip1 --model nanogpt-vp --optimizer sgd --steps 4 --clip 0.05
+train 4 clip22 $t22 --model nanogpt-vp --optimizer sgd --steps 4 --clip 0.05
+n1=$(sed -n 's/^norm 4 //p' "$tmp/clip1.out") n4=$(sed -n 's/^norm 4 //p' "$tmp/clip22.out")
+awk -v a="${n1:-0}" -v b="${n4:-1}" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a > 0 && d <= 1e-6 * a) }' &&
+	"$DUMP_COMPARE" --rtol $rtol --floor $floor "$tmp/clip22.dump" "$tmp/clip1.dump" \
+		>"$tmp/clip.cmp" 2>&1
+ok $? "2 x 2 clipped: norm $n4 = 1 rank's $n1 (lm_head's halves counted once), the run = 1 rank's" ||
+	diag_file "$tmp/clip.cmp"
+
+for m in nanogpt-vp llama-hf-vp; do
+	train 1 "ig1-$m" --model $m --optimizer adamw --steps 5 --ignore-every 3
+	train 4 "ig22-$m" $t22 --model $m --optimizer adamw --steps 5 --ignore-every 3
+	compare "$m, every third label ignored: 2 x 2 = 1 rank (the loss counted once)" \
+		"ig22-$m" "ig1-$m" --rtol $rtol --floor 0.1
+done
+
+# the TP collectives' bytes, tp 2 on 2 ranks (dp 1: the FSDP rings send nothing).
+# 24 samples of T 5 rows, width 10: each step the 2 blocks all-reduce 4 activations of
+# 1 200 floats, lm_head's input gradient 1 200 (a ring of K 2 sends n floats of n), and
+# the loss all-gathers 3 floats a row (K - 1 blocks of 360 floats): the logits (24 x 5
+# x 16) never travel. 6 steps, 4 bytes.
+want=$((6 * (2 * 4 * 1200 + 1200 + 360) * 4))
+got=$(sed -n 's/^rank 0 comm_bytes \([0-9]*\) .*/\1/p' "$tmp/t2-nanogpt-vp-sgd.out")
+gtp=$(sed -n 's/^rank 0 tp 2 dp 1 .* tp_comm_bytes \([0-9]*\)$/\1/p' "$tmp/t2-nanogpt-vp-sgd.out")
+[ "${got:-0}" -eq "$want" ] && [ "${gtp:-0}" -eq "$want" ]
+ok $? "tp 2, 6 steps: rank 0 sent $got bytes, all TP's ($gtp; want $want: no logits)" ||
+	diag_file "$tmp/t2-nanogpt-vp-sgd.out"
+# nanogpt-vp holds 3 050 parameters (nanogpt-tp's 2 890 and lm_head's 160); a TP
+# rank's slice is nanogpt-tp's 1 620 and half of lm_head, 80
+grep -q '^rank 3 tp 2 dp 2 model_bytes 12200 tp_slice_bytes 6800 ' "$tmp/t22-nanogpt-vp-sgd.out"
+ok $? "sf_model_stats at 2 x 2: the model's 12200 bytes, a TP slice of 6800 (lm_head split)" ||
+	diag_file "$tmp/t22-nanogpt-vp-sgd.out"
+
+# checkpoints across layouts (ckpt_lib.sh's drv NP NAME ENV... ARGS)
+for opt in sgd adamw; do
+	rm -rf "$tmp/ck1-$opt" "$tmp/ck2-$opt"
+	drv 1 "cu-$opt" --model nanogpt-vp --optimizer $opt --steps 6 --out-params "$tmp/cu-$opt.p"
+	drv 4 "c22-$opt" $t22 --model nanogpt-vp --optimizer $opt --steps 2 \
+		--save "$tmp/ck1-$opt" --save-every 2
+	drv 4 "c41-$opt" --model nanogpt-vp --optimizer $opt --steps 4 --resume "$tmp/ck1-$opt" \
+		--save "$tmp/ck2-$opt" --save-every 4
+	drv 1 "c11-$opt" --model nanogpt-vp --optimizer $opt --steps 6 --resume "$tmp/ck2-$opt" \
+		--out-params "$tmp/c11-$opt.p"
+	"$DUMP_COMPARE" --rtol $rtol --floor 0.1 "$tmp/c11-$opt.p" "$tmp/cu-$opt.p" \
+		>"$tmp/ck.cmp" 2>&1 &&
+		grep -q '"tp": 2' "$tmp/ck1-$opt/step-000000002/manifest.json"
+	ok $? "$opt: checkpoint 2 x 2 (manifest tp 2) -> 4 x 1 -> 1 x 1 = 1 rank uninterrupted" ||
+		diag_file "$tmp/ck.cmp"
+done
+
+# examples/gpt: SHARDFLOW_VOCAB_PARALLEL auto takes the untied head vocabulary-parallel
+text="$tmp/corpus.txt"
+sf_corpus "$text"
+common="--layers 2 --heads 4 --embd 32 --context 32 --batch 8 --text $text --sample 1 \
+--tokens 20 --eval-every 4 --eval-batches 1 --progress-every 1 --lr 0.004 --warmup 2 --steps 4"
+gpt() { # gpt NP NAME ENV... ARGS: examples/gpt, output in NAME.*
+	g_np=$1 g_name=$2
+	shift 2
+	g_env=
+	while [ $# -gt 0 ]; do
+		case $1 in
+		SHARDFLOW_*=*) g_env="$g_env $1"; shift ;;
+		*) break ;;
+		esac
+	done
+	# shellcheck disable=SC2086
+	env $g_env sh "$RUN_MPI" "$g_np" "$GPT" $common "$@" </dev/null \
+		>"$tmp/$g_name.out" 2>"$tmp/$g_name.err"
+}
+# the loss lines, the validation loss and the samples, less the timings
+filtered() { sed -e 's/ tokens\/s.*//' -e 's/ time [0-9.]*$//' "$tmp/$1.out"; }
+gpt 1 g1 --untied --loss-log "$tmp/g1.loss"
+gpt 2 g2 SHARDFLOW_TP=2 SHARDFLOW_LOG=info --untied --loss-log "$tmp/g2.loss"
+st=$?
+awk 'NR == FNR { a[$1] = $2; n++; next }
+	{ m++; d = $2 - a[$1]; if (d < 0) d = -d; if (!($1 in a) || d > 1e-5 * $2) bad++ }
+	END { exit !(st == 0 && n == m && m == 4 && bad == 0) }' st=$st "$tmp/g1.loss" "$tmp/g2.loss" &&
+	grep -q 'the loss is vocabulary-parallel: each of the 2 TP ranks holds 128 of the 256' \
+		"$tmp/g2.err" &&
+	filtered g1 >"$tmp/g1.f" && filtered g2 >"$tmp/g2.f" && cmp "$tmp/g1.f" "$tmp/g2.f" >/dev/null &&
+	grep -q '^val_loss' "$tmp/g2.f" && grep -q '^sample 1:' "$tmp/g2.f"
+ok $? "examples/gpt --untied, tp 2 (vocabulary-parallel) = tp 1: losses, val_loss, sample" ||
+	{ diag_file "$tmp/g2.err"; diff "$tmp/g1.f" "$tmp/g2.f" | sed 's/^/# /'; }
+gpt 2 g2off SHARDFLOW_TP=2 SHARDFLOW_LOG=info SHARDFLOW_VOCAB_PARALLEL=off --untied
+[ $? -eq 0 ] && ! grep -q 'vocabulary-parallel' "$tmp/g2off.err"
+ok $? "SHARDFLOW_VOCAB_PARALLEL=off: the head replicated" || diag_file "$tmp/g2off.err"
+
+gpt 2 gtied SHARDFLOW_TP=2 SHARDFLOW_VOCAB_PARALLEL=on
+[ $? -ne 0 ] && grep -q 'vocab_parallel takes an untied head (tie_weights 0)' "$tmp/gtied.err"
+ok $? "SHARDFLOW_VOCAB_PARALLEL=on with a tied head: refused with the reason" ||
+	diag_file "$tmp/gtied.err"
+gpt 2 gbad SHARDFLOW_TP=2 SHARDFLOW_VOCAB_PARALLEL=yes --untied
+[ $? -ne 0 ] && grep -q 'SHARDFLOW_VOCAB_PARALLEL="yes"' "$tmp/gbad.err" &&
+	grep -q 'auto' "$tmp/gbad.err"
+ok $? "SHARDFLOW_VOCAB_PARALLEL=yes: refused, naming the accepted values" ||
+	diag_file "$tmp/gbad.err"
+
+finish
