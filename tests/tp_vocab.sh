@@ -13,14 +13,15 @@
 #    (tests/tp.sh's bounds: rtol 1e-5; floors as there);
 #  - bitwise across prefetch depths; 3 micro-batches = one batch; clipping's norm
 #    and run = 1 rank's; ignored labels (every third row): the loss counted once,
-#    = 1 rank;
+#    = 1 rank, and sf_model_evaluate's vocabulary-parallel path = 1 rank's (dp 2:
+#    each TP group's partials combined);
 #  - the bytes of the TP collectives, exactly: the blocks' all-reduces, lm_head's
 #    input-gradient all-reduce and the loss's all-gather of 3 floats a row — nothing of
 #    the B x T x V logits; sf_model_stats' TP slice holds half of lm_head;
 #  - checkpoints: 2 x 2 -> 4 x 1 -> 1 x 1 = 1 rank uninterrupted (the checkpoint holds
 #    the whole model whatever the layout);
-#  - examples/gpt --untied at tp 2 (SHARDFLOW_VOCAB_PARALLEL auto: on, said at
-#    SHARDFLOW_LOG=info) = tp 1: every step's loss, the validation loss
+#  - examples/gpt --untied at dp 2 x tp 2 (SHARDFLOW_VOCAB_PARALLEL auto: on, said at
+#    SHARDFLOW_LOG=info) = 1 rank: every step's loss, the validation loss
 #    (sf_model_evaluate's vocabulary-parallel path) and the sampled text
 #    (sf_model_predict's logits made whole); off keeps the head replicated;
 #  - refused with the reason: on with a tied head, a bad value.
@@ -29,7 +30,7 @@
 GPT="$top_builddir/examples/gpt"
 require_progs "$TRAIN_DUMP" "$DUMP_COMPARE" "$GPT"
 
-plan 23
+plan 25
 
 rtol=1e-5
 floor=1e-3
@@ -78,10 +79,14 @@ ok $? "2 x 2 clipped: norm $n4 = 1 rank's $n1 (lm_head's halves counted once), t
 	diag_file "$tmp/clip.cmp"
 
 for m in nanogpt-vp llama-hf-vp; do
-	train 1 "ig1-$m" --model $m --optimizer adamw --steps 5 --ignore-every 3
-	train 4 "ig22-$m" $t22 --model $m --optimizer adamw --steps 5 --ignore-every 3
+	train 1 "ig1-$m" --model $m --optimizer adamw --steps 5 --ignore-every 3 --evaluate 30
+	train 4 "ig22-$m" $t22 --model $m --optimizer adamw --steps 5 --ignore-every 3 \
+		--evaluate 30
 	compare "$m, every third label ignored: 2 x 2 = 1 rank (the loss counted once)" \
 		"ig22-$m" "ig1-$m" --rtol $rtol --floor 0.1
+	e1=$(sed -n 's/^eval //p' "$tmp/ig1-$m.out") e4=$(sed -n 's/^eval //p' "$tmp/ig22-$m.out")
+	awk -v a="${e1:-0}" -v b="${e4:-1}" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a > 0 && d <= 1e-6 * a) }'
+	ok $? "$m: sf_model_evaluate of 30 samples (2 passes, labels ignored) at 2 x 2 = 1 rank's: $e4, $e1"
 done
 
 # the TP collectives' bytes, tp 2 on 2 ranks (dp 1: the FSDP rings send nothing).
@@ -140,7 +145,7 @@ gpt() { # gpt NP NAME ENV... ARGS: examples/gpt, output in NAME.*
 # the loss lines, the validation loss and the samples, less the timings
 filtered() { sed -e 's/ tokens\/s.*//' -e 's/ time [0-9.]*$//' "$tmp/$1.out"; }
 gpt 1 g1 --untied --loss-log "$tmp/g1.loss"
-gpt 2 g2 SHARDFLOW_TP=2 SHARDFLOW_LOG=info --untied --loss-log "$tmp/g2.loss"
+gpt 4 g2 SHARDFLOW_TP=2 SHARDFLOW_LOG=info --untied --loss-log "$tmp/g2.loss"
 st=$?
 awk 'NR == FNR { a[$1] = $2; n++; next }
 	{ m++; d = $2 - a[$1]; if (d < 0) d = -d; if (!($1 in a) || d > 1e-5 * $2) bad++ }
@@ -149,7 +154,7 @@ awk 'NR == FNR { a[$1] = $2; n++; next }
 		"$tmp/g2.err" &&
 	filtered g1 >"$tmp/g1.f" && filtered g2 >"$tmp/g2.f" && cmp "$tmp/g1.f" "$tmp/g2.f" >/dev/null &&
 	grep -q '^val_loss' "$tmp/g2.f" && grep -q '^sample 1:' "$tmp/g2.f"
-ok $? "examples/gpt --untied, tp 2 (vocabulary-parallel) = tp 1: losses, val_loss, sample" ||
+ok $? "examples/gpt --untied, 2 x 2 (vocabulary-parallel) = 1 rank: losses, val_loss, sample" ||
 	{ diag_file "$tmp/g2.err"; diff "$tmp/g1.f" "$tmp/g2.f" | sed 's/^/# /'; }
 gpt 2 g2off SHARDFLOW_TP=2 SHARDFLOW_LOG=info SHARDFLOW_VOCAB_PARALLEL=off --untied
 [ $? -eq 0 ] && ! grep -q 'vocabulary-parallel' "$tmp/g2off.err"

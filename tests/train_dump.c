@@ -42,6 +42,9 @@
  * takes in one step, and its loss is the mean of the micro-batches' losses.
  * --ignore-every N labels every global row r with r % N == 0 with the ignore index
  * (SF_LOSS_IGNORE_INDEX), the same rows whatever the layout.
+ * --evaluate S: after training, rank 0 prints "eval <loss>", sf_model_evaluate of S
+ * samples (global batch 1000's generator, --ignore-every applied), every rank
+ * passing them all.
  * --clip X sets max_grad_norm (inf: the norm only) and rank 0 prints
  * "norm <step> <norm>" for each step; --weight-decay X and --no-decay MASK
  * (sf_model_options::no_decay) set the decay; --data FILE makes rank 0 write each
@@ -87,8 +90,43 @@ struct options {
 	int bad_label_rank, bad_label_step; /* --bad-label R:K: one label out of range */
 	int ignore_every; /* --ignore-every N: global rows r with r % N == 0 labelled
 	                     SF_LOSS_IGNORE_INDEX (0: none) */
+	int evaluate;     /* --evaluate S: sf_model_evaluate of S samples after training */
 	const char *lr_zero; /* --lr-zero UNIT: learning-rate scale 0 on its tensors */
 };
+
+/* --evaluate S: the loss of S samples, every rank passing them all */
+static int evaluate(sf_model *m, const struct options *o, int D, int C, int T, int rank)
+{
+	int status = 1;
+	size_t rows = (size_t)o->evaluate * (size_t)T;
+	float *x = malloc(sizeof(float) * (rows * (size_t)D + 1));
+	int32_t *ids = malloc(sizeof(int32_t) * (rows + 1)), *labels = malloc(sizeof(int32_t) * (rows + 1));
+	const float *xin;
+	const int32_t *idin;
+	struct sf_batch b;
+	double loss;
+	if (!x || !ids || !labels ||
+	    fill_batch(o->t.model, o->t.seed, 1000, 0, (int)rows, D, C, x, ids, labels, &b, &xin,
+	               &idin)) {
+		fprintf(stderr, PROG ": cannot generate the evaluation's samples\n");
+		goto out;
+	}
+	for (size_t r = 0; o->ignore_every && r < rows; r++)
+		if (r % (size_t)o->ignore_every == 0)
+			labels[r] = SF_LOSS_IGNORE_INDEX;
+	if (sf_model_evaluate(m, &b, o->evaluate, &loss) != SF_OK) {
+		fprintf(stderr, PROG ": sf_model_evaluate failed: %s\n", sf_last_error());
+		goto out;
+	}
+	if (rank == 0)
+		printf("eval %.17g\n", loss);
+	status = 0;
+out:
+	free(x);
+	free(ids);
+	free(labels);
+	return status;
+}
 
 static void usage(FILE *f)
 {
@@ -97,7 +135,7 @@ static void usage(FILE *f)
 	        "       nanogpt-untied|swiglu|llama] [--steps N] [--batch B] [--optimizer sgd|adamw|lion]\n"
 	        "       [--lr X] [--seed S] [--inflight K] [--init W.safetensors]\n"
 	        "       [--export-init W0.safetensors] [--export W.safetensors]\n"
-	        "       [--export-steps PREFIX] [--accum K] [--ignore-every N]\n"
+	        "       [--export-steps PREFIX] [--accum K] [--ignore-every N] [--evaluate S]\n"
 	        "       [--clip X|inf] [--weight-decay X] [--no-decay MASK] [--data FILE]\n"
 	        "       [--init-config KNOB=VALUE]... [--config KNOB=VALUE]...\n"
 	        "       [--unit-options UNIT:reshard_after_forward=0|1,keep_fp32=0|1,frozen=0|1]...\n"
@@ -140,6 +178,9 @@ static int parse_options(int argc, char **argv, struct options *o)
 				return bad(opt, val);
 		} else if (!strcmp(opt, "--accum")) {
 			if (parse_int(val, 1, 64, &o->accum))
+				return bad(opt, val);
+		} else if (!strcmp(opt, "--evaluate")) {
+			if (parse_int(val, 1, 4096, &o->evaluate))
 				return bad(opt, val);
 		} else if (!strcmp(opt, "--ignore-every")) {
 			if (parse_int(val, 1, 1 << 20, &o->ignore_every))
@@ -431,6 +472,9 @@ int main(int argc, char **argv)
 	for (; waited < o.t.steps; waited++)
 		if (collect(m, &o, waited, tickets, losses, rank))
 			goto fail;
+
+	if (o.evaluate && evaluate(m, &o, D, C, T, rank))
+		goto fail;
 
 	size_t n;
 	CHECK(sf_model_param_count(m, &n));
