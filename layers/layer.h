@@ -42,6 +42,8 @@ enum _sf_tp_kind {
 	SF_TP_ROPE,        /* rope: a split input holds this rank's heads, rotated alike */
 	SF_TP_COL,         /* linear_col: a whole input, a split output */
 	SF_TP_ROW,         /* linear_row: a split input, a whole output (all-reduced) */
+	SF_TP_VOCAB,       /* embedding_vp: a slice of the rows of W; its partial output
+	                      (zeros for the ids of other slices) all-reduced */
 };
 
 /* A registered layer type. The table never shrinks: entries stay valid. */
@@ -131,7 +133,8 @@ struct _sf_tp_run {
 int _sf_tp_col_runs(const struct _sf_node *nd, int K, int r, struct _sf_tp_run *runs);
 /* Between a TP node's whole parameters (whole_info: the node's whole shapes) and
  * TP rank r's slice of them (K ranks): to_local copies the slice out of whole, else
- * into it. A node that is not split (not linear_col or linear_row) copies all. */
+ * into it. A node that is not split (not linear_col, linear_row or embedding_vp)
+ * copies all. */
 void _sf_tp_params(const struct _sf_node *nd, const struct sf_layer_info *whole_info, int K, int r,
                    float *whole, float *local, bool to_local);
 

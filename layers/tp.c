@@ -7,7 +7,8 @@
  * nparts blocks in turn). linear_col takes a whole input and splits; the ops that act
  * on columns independently (element-wise ones, attention and rope on whole heads)
  * keep the split; linear_row takes it back to whole (its partial outputs summed over the
- * group); the cross-entropy loss takes split logits as they are (the vocabulary-parallel
+ * group); embedding_vp holds a slice of W's rows and its partial lookups are summed
+ * as a linear_row's outputs; the cross-entropy loss takes split logits as they are (the vocabulary-parallel
  * loss, layers/xent_vp.h: each rank holds V / K classes). Every other op needs whole
  * inputs. The graph holds whole widths; these
  * rules run at sf_model_create, once per node in creation (topological) order.
@@ -76,12 +77,20 @@ static int check_inputs(const struct _sf_node *nodes, int n, int K, enum _sf_tp_
 			    "(a linear_col's output, or an op after it); a %s needs it "
 			    "whole: end the split with a linear_row first",
 			    nd->name, type, nodes[nd->in[i]].name, K, type);
-	if (nd->tied_to >= 0 && (kind == SF_TP_COL || kind == SF_TP_ROW))
+	if (nd->tied_to >= 0 &&
+	    (kind == SF_TP_COL || kind == SF_TP_ROW || kind == SF_TP_VOCAB))
 		return SF_ERR(SF_ERR_INVALID,
 		              "sf_model_create: node \"%s\" (%s): a tensor-parallel layer cannot "
 		              "share another "
 		              "node's parameters (tied)",
 		              nd->name, type);
+	const struct _sf_node *own = nd->tied_to >= 0 ? &nodes[nd->tied_to] : NULL;
+	if (own && own->kind == SF_NODE_LAYER && own->type->tp == SF_TP_VOCAB)
+		return SF_ERR(SF_ERR_INVALID,
+		              "sf_model_create: node \"%s\" (%s) is tied to \"%s\" (embedding_vp), "
+		              "whose rows are split over the %d TP ranks: a tied "
+		              "vocabulary-parallel head is not built (untie it)",
+		              nd->name, type, own->name, K);
 	for (int i = 0; i < nin; i++)
 		if (in_split[i] && in_local[i] % K != 0)
 			return SF_ERR(
@@ -165,6 +174,15 @@ int _sf_tp_local(const struct _sf_node *nodes, int n, int K, const bool *in_spli
 		*np_local = (size_t)L * (size_t)in_local[0] + (c->bias ? (size_t)L : 0);
 		return SF_OK;
 	}
+	case SF_TP_VOCAB: /* in_local[0]: the id range V */
+		if (in_local[0] % K != 0)
+			return SF_ERR(SF_ERR_INVALID,
+			              "sf_model_create: node \"%s\" (embedding_vp): its %d ids do not "
+			              "split over SHARDFLOW_TP=%d ranks (the vocabulary must be "
+			              "divisible by it)",
+			              nd->name, in_local[0], K);
+		*np_local = (size_t)(in_local[0] / K) * (size_t)nd->dim;
+		return SF_OK;
 	case SF_TP_ROW: {
 		const struct sf_linear_tp_config *c = nd->config;
 		if (!in_split[0])
@@ -201,6 +219,12 @@ void _sf_tp_params(const struct _sf_node *nd, const struct sf_layer_info *whole_
 {
 	size_t I = (size_t)whole_info->in_dim[0], O = (size_t)whole_info->out_dim;
 	enum _sf_tp_kind kind = nd->kind == SF_NODE_LAYER ? nd->type->tp : SF_TP_NONE;
+	if (kind == SF_TP_VOCAB && K > 1) { /* rows [r V / K, (r + 1) V / K) of W */
+		size_t n = whole_info->nparams / (size_t)K;
+		memcpy(to_local ? local : whole + (size_t)r * n, to_local ? whole + (size_t)r * n : local,
+		       n * sizeof(float));
+		return;
+	}
 	if (K == 1 || (kind != SF_TP_COL && kind != SF_TP_ROW)) {
 		if (to_local)
 			memcpy(local, whole, whole_info->nparams * sizeof(float));

@@ -154,8 +154,9 @@ SF_API int sf_gpt_graph(const struct sf_gpt_config *c, sf_graph **out)
 	    (rc = sf_graph_unit_begin(g, "transformer")) < 0)
 		goto fail;
 	int C = c->embd;
-	if ((rc = sf_graph_layer(g, "embedding", &idx, 1, &C, sizeof C, "transformer.wte", &tok)) <
-	        0 ||
+	/* vocab_parallel: each TP rank holds V / K rows of wte, its lookups all-reduced */
+	const char *emb = c->vocab_parallel ? "embedding_vp" : "embedding";
+	if ((rc = sf_graph_layer(g, emb, &idx, 1, &C, sizeof C, "transformer.wte", &tok)) < 0 ||
 	    (rc = sf_graph_pos_embedding(g, tok, c->context, "transformer.wpe", &x)) < 0 ||
 	    (rc = sf_graph_unit_end(g)) < 0)
 		goto fail;

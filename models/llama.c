@@ -203,8 +203,8 @@ SF_API int sf_llama_graph(const struct sf_llama_config *c, sf_graph **out)
 	int D = c->dim;
 	if ((rc = _sf_decoder_inputs(g, c->context, c->vocab, &idx, &targets)) < 0 ||
 	    (rc = sf_graph_unit_begin(g, embed_unit)) < 0 ||
-	    (rc = sf_graph_layer(g, "embedding", &idx, 1, &D, sizeof D, "model.embed_tokens", &x)) <
-	        0 ||
+	    (rc = sf_graph_layer(g, c->vocab_parallel ? "embedding_vp" : "embedding", &idx, 1, &D,
+	                         sizeof D, "model.embed_tokens", &x)) < 0 ||
 	    (rc = sf_graph_unit_end(g)) < 0)
 		goto fail;
 	emb = x; /* the node that owns the (vocab, dim) matrix a tied head reads */

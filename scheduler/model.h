@@ -108,8 +108,8 @@ struct _sf_node_state {
 	char dw_name[2 * SF_NAME_MAX + 40];
 	/* tensor parallelism (layers/tp.c): the graph's whole width and parameter count
 	 * (the node's gnodes entry holds this rank's), whether its output is split over
-	 * the TP group, and its activation all-reduce: a linear_row's output after its
-	 * forward, or a linear_col's input gradient, which its backward writes (a
+	 * the TP group, and its activation all-reduce: a linear_row's (or an
+	 * embedding_vp's) output after its forward, or a linear_col's input gradient, which its backward writes (a
 	 * partial sum) into tpbuf (rows x the input's width) to be summed into the
 	 * input's gradient (tp_comm.tp_acc: added to it) */
 	int whole_dim;

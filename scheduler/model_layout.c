@@ -69,7 +69,8 @@ static unsigned tensor_kind(const struct _sf_node *nd, const struct sf_param_ten
 	const char *type = nd->type->name;
 	if (!strcmp(type, "layernorm") || !strcmp(type, "rmsnorm"))
 		return SF_NO_DECAY_NORM;
-	if (!strcmp(type, "embedding") || !strcmp(type, "pos_embedding"))
+	if (!strcmp(type, "embedding") || !strcmp(type, "embedding_vp") ||
+	    !strcmp(type, "pos_embedding"))
 		return SF_NO_DECAY_EMBED;
 	if (nd->type->type.param_tensors && t->ndim == 1)
 		return SF_NO_DECAY_BIAS;
@@ -208,7 +209,8 @@ static void tp_seg_add(struct _sf_unit *u, size_t lo, size_t hi, size_t wlo, siz
 }
 
 /* Clipping with TP: the runs of unit k's gradient this rank counts in the global norm.
- * A linear_col's parameters and a linear_row's weight are this TP rank's slice (each
+ * A linear_col's parameters, a linear_row's weight and an embedding_vp's rows are this
+ * TP rank's slice (each
  * counted by its own rank); the rest (a row's bias, the norms, embeddings) every TP
  * rank holds alike, and only TP rank 0 counts it. Within this rank's shard, or its
  * block of the unit (sharding none), as the sqnorm task reads it; the sums' buffer and
@@ -232,7 +234,7 @@ static int tp_norm_segs(struct sf_model *m, int k)
 			continue;
 		size_t lo = li->param_offset, hi = lo + nd->nparams, mine = lo;
 		enum _sf_tp_kind kind = nd->type->tp;
-		if (kind == SF_TP_COL)
+		if (kind == SF_TP_COL || kind == SF_TP_VOCAB)
 			mine = hi;
 		else if (kind == SF_TP_ROW)
 			mine = lo + (size_t)li->out_dim * (size_t)li->in_dim[0];
@@ -354,7 +356,7 @@ static int tp_shapes(struct sf_model *m, int n)
 	/* a loss reading split logits: the vocabulary-parallel cross-entropy */
 	if (nd->kind == SF_NODE_LOSS && m->nodes[nd->in[0]].tp_out_split)
 		m->vp = true;
-	s->tp_fwd_ar = m->tp > 1 && kind == SF_TP_ROW;
+	s->tp_fwd_ar = m->tp > 1 && (kind == SF_TP_ROW || kind == SF_TP_VOCAB);
 	s->tp_bwd_ar = m->tp > 1 && kind == SF_TP_COL; /* if its input gradient is wanted */
 	s->tp_gather = m->tp > 1 && kind == SF_TP_COL &&
 	               ((const struct sf_linear_tp_config *)nd->config)->gather_output;
@@ -441,7 +443,8 @@ static void fill_info(struct sf_model *m, int n)
 	li->layer_index = n;
 	li->tp_size = m->tp;
 	li->tp_rank = m->tp_rank;
-	li->tp_split = m->nodes[n].tp_out_split;
+	li->tp_split = m->nodes[n].tp_out_split ||
+	               (m->tp > 1 && nd->kind == SF_NODE_LAYER && nd->type->tp == SF_TP_VOCAB);
 	for (int i = 0; i < li->nin; i++)
 		li->tp_split |= m->nodes[nd->in[i]].tp_out_split;
 	if (nd->kind == SF_NODE_LAYER && nd->type->type.saved_floats)

@@ -22,6 +22,10 @@
  * embedding: its forward exactly x + W[t]; dx and dW (all NP rows, T < NP: unused rows
  * must come out 0) against FD; acc, pacc add.
  *
+ * The vocabulary-parallel embedding (_sf_embedding_vp_*): K slices' masked lookups sum
+ * to the embedding's output bitwise, their dW are its dW's rows bitwise, and against FD
+ * of the summed lookup; pacc adds.
+ *
  * _sf_softmax_xent's returned loss is checked against a naive double computation
  * (within its float32 rounding, tests/fp32_bounds.h: |scale| x the counted rows x
  * sf_fp32_xent_row(C) eps32), its dz against FD of that loss, and the rows of dz must
@@ -50,6 +54,7 @@
 #include "layers/add.h"
 #include "layers/attention.h"
 #include "layers/embedding.h"
+#include "layers/embedding_vp.h"
 #include "layers/gelu.h"
 #include "layers/gelu_math.h"
 #include "layers/layernorm.h"
@@ -364,6 +369,67 @@ static void test_embedding(int B, int V, int C)
 	snprintf(what, sizeof what, "embedding dW (pacc) B=%d V=%d C=%d", B, V, C);
 	check_acc(what, dw2, old, dw, (size_t)V * C);
 	free(c.ids), free(c.w), free(c.dy), free(c.y), free(dw), free(old), free(dw2);
+}
+
+/* The vocabulary-parallel embedding's K slices of W (rows [k V / K, (k + 1) V / K)),
+ * their masked lookups summed as the TP all-reduce sums them */
+struct emb_vp_ctx {
+	int B, V, C, K;
+	const int32_t *ids;
+	float *w, *dy, *y, *part; /* w (V, C); dy y part (B, C) */
+};
+
+static double emb_vp_objective(void *p)
+{
+	struct emb_vp_ctx *c = p;
+	int Vl = c->V / c->K;
+	size_t n = (size_t)c->B * c->C;
+	memset(c->y, 0, n * sizeof(float));
+	for (int k = 0; k < c->K; k++) {
+		_sf_embedding_vp_fwd(c->B, Vl, k * Vl, c->C, c->ids, c->w + (size_t)k * Vl * c->C,
+		                     c->part);
+		for (size_t i = 0; i < n; i++)
+			c->y[i] += c->part[i];
+	}
+	return dot_d(c->dy, c->y, n);
+}
+
+/* The masked lookup: each slice writes its own ids' rows and zeros elsewhere, so the
+ * K partial outputs sum to embedding's output bitwise (one nonzero term a row); each
+ * slice's dW = its rows of embedding's dW bitwise, and against finite differences of
+ * the summed lookup; pacc adds. */
+static void test_embedding_vp(int B, int V, int C, int K)
+{
+	char what[96];
+	int Vl = V / K;
+	size_t n = (size_t)B * C, nw = (size_t)V * C;
+	int32_t *ids = malloc(sizeof(int32_t) * (size_t)B);
+	for (int r = 0; r < B; r++)
+		ids[r] = (int32_t)((r * 7 + 3) % V);
+	struct emb_vp_ctx c = {B, V, C, K, ids, rand_vec(nw, 1.0f), rand_vec(n, 1.0f), zero_vec(n),
+	                       zero_vec(n)};
+	emb_vp_objective(&c);
+	float *ref = zero_vec(n), *dref = zero_vec(nw), *dw = rand_vec(nw, 9.0f);
+	_sf_embedding_fwd(B, C, ids, c.w, ref);
+	ok(!memcmp(ref, c.y, n * sizeof(float)),
+	   "embedding_vp fwd B=%d V=%d C=%d K=%d: the slices' lookups sum to embedding's, bitwise",
+	   B, V, C, K);
+	_sf_embedding_bwd(B, V, C, ids, c.dy, dref, 0);
+	for (int k = 0; k < K; k++) /* stale dW: "=" overwrites it */
+		_sf_embedding_vp_bwd(B, Vl, k * Vl, C, ids, c.dy, dw + (size_t)k * Vl * C, 0);
+	ok(!memcmp(dref, dw, nw * sizeof(float)),
+	   "embedding_vp dW B=%d V=%d C=%d K=%d: each slice's rows of embedding's dW, bitwise", B,
+	   V, C, K);
+	snprintf(what, sizeof what, "embedding_vp dW B=%d V=%d C=%d K=%d", B, V, C, K);
+	check_fd(what, c.w, nw, dw, emb_vp_objective, &c);
+	float *old = rand_vec(nw, 1.0f), *dw2 = malloc(sizeof(float) * nw);
+	memcpy(dw2, old, sizeof(float) * nw);
+	for (int k = 0; k < K; k++)
+		_sf_embedding_vp_bwd(B, Vl, k * Vl, C, ids, c.dy, dw2 + (size_t)k * Vl * C, 1);
+	snprintf(what, sizeof what, "embedding_vp dW (pacc) B=%d V=%d C=%d K=%d", B, V, C, K);
+	check_acc(what, dw2, old, dw, nw);
+	free(ids), free(c.w), free(c.dy), free(c.y), free(c.part), free(ref), free(dref);
+	free(dw), free(old), free(dw2);
 }
 
 /* --- layernorm ------------------------------------------------------------------ */
@@ -1707,6 +1773,9 @@ int main(void)
 	test_linear_nobias(6, 16, 16);
 	test_embedding(1, 3, 4);
 	test_embedding(12, 5, 8); /* ids repeat */
+	test_embedding_vp(1, 4, 3, 2);
+	test_embedding_vp(12, 6, 5, 3); /* ids repeat, every slice hit */
+	test_embedding_vp(9, 16, 4, 4);
 
 	test_layernorm(1, 4, 1.0f);
 	test_layernorm(5, 16, 3.0f);

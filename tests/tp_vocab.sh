@@ -6,18 +6,21 @@
 # with an untied lm_head that is a linear_col (vocab_parallel 1): each TP rank holds
 # V / K rows of it and computes V / K columns of the logits, and the loss combines the
 # rows' max, sum of exponentials and target logit over the TP group (layers/xent_vp.h)
-# without gathering the logits. Checked:
+# without gathering the logits; the token embedding an embedding_vp, each rank holding
+# V / K of its rows, its masked lookups all-reduced. Checked:
 #  - K 1 is the untied model bitwise (nanogpt-vp = nanogpt-untied, llama-hf-vp =
-#    llama-hf): the same names, shapes and initial values;
+#    llama-hf): the same names, shapes and initial values (embedding_vp and linear_col
+#    at K 1 are embedding and linear);
 #  - tp 2 on 2 ranks and dp 2 x tp 2 on 4 ranks = 1 rank, SGD and AdamW, both models
 #    (tests/tp.sh's bounds: rtol 1e-5; floors as there);
 #  - bitwise across prefetch depths; 3 micro-batches = one batch; clipping's norm
 #    and run = 1 rank's; ignored labels (every third row): the loss counted once,
 #    = 1 rank, and sf_model_evaluate's vocabulary-parallel path = 1 rank's (dp 2:
 #    each TP group's partials combined);
-#  - the bytes of the TP collectives, exactly: the blocks' all-reduces, lm_head's
-#    input-gradient all-reduce and the loss's all-gather of 3 floats a row — nothing of
-#    the B x T x V logits; sf_model_stats' TP slice holds half of lm_head;
+#  - the bytes of the TP collectives, exactly: wte's forward all-reduce, the blocks'
+#    all-reduces, lm_head's input-gradient all-reduce and the loss's all-gather of 3
+#    floats a row — nothing of the B x T x V logits, nothing for wte's backward;
+#    sf_model_stats' TP slice holds half of wte and of lm_head;
 #  - checkpoints: 2 x 2 -> 4 x 1 -> 1 x 1 = 1 rank uninterrupted (the checkpoint holds
 #    the whole model whatever the layout);
 #  - examples/gpt --untied at dp 2 x tp 2 (SHARDFLOW_VOCAB_PARALLEL auto: on, said at
@@ -90,20 +93,22 @@ for m in nanogpt-vp llama-hf-vp; do
 done
 
 # the TP collectives' bytes, tp 2 on 2 ranks (dp 1: the FSDP rings send nothing).
-# 24 samples of T 5 rows, width 10: each step the 2 blocks all-reduce 4 activations of
-# 1 200 floats, lm_head's input gradient 1 200 (a ring of K 2 sends n floats of n), and
-# the loss all-gathers 3 floats a row (K - 1 blocks of 360 floats): the logits (24 x 5
-# x 16) never travel. 6 steps, 4 bytes.
-want=$((6 * (2 * 4 * 1200 + 1200 + 360) * 4))
+# 24 samples of T 5 rows, width 10: each step wte's partial lookups (1 200 floats) are
+# all-reduced, the 2 blocks all-reduce 4 activations of 1 200 floats, lm_head's input
+# gradient 1 200 (a ring of K 2 sends n floats of n), and the loss all-gathers 3
+# floats a row (K - 1 blocks of 360 floats): the logits (24 x 5 x 16) never travel, and
+# wte's backward sends nothing. 6 steps, 4 bytes.
+want=$((6 * (1200 + 2 * 4 * 1200 + 1200 + 360) * 4))
 got=$(sed -n 's/^rank 0 comm_bytes \([0-9]*\) .*/\1/p' "$tmp/t2-nanogpt-vp-sgd.out")
 gtp=$(sed -n 's/^rank 0 tp 2 dp 1 .* tp_comm_bytes \([0-9]*\)$/\1/p' "$tmp/t2-nanogpt-vp-sgd.out")
 [ "${got:-0}" -eq "$want" ] && [ "${gtp:-0}" -eq "$want" ]
 ok $? "tp 2, 6 steps: rank 0 sent $got bytes, all TP's ($gtp; want $want: no logits)" ||
 	diag_file "$tmp/t2-nanogpt-vp-sgd.out"
 # nanogpt-vp holds 3 050 parameters (nanogpt-tp's 2 890 and lm_head's 160); a TP
-# rank's slice is nanogpt-tp's 1 620 and half of lm_head, 80
-grep -q '^rank 3 tp 2 dp 2 model_bytes 12200 tp_slice_bytes 6800 ' "$tmp/t22-nanogpt-vp-sgd.out"
-ok $? "sf_model_stats at 2 x 2: the model's 12200 bytes, a TP slice of 6800 (lm_head split)" ||
+# rank's slice is nanogpt-tp's 1 620 less half of wte (80: its 16 x 10 rows split) and
+# half of lm_head (80)
+grep -q '^rank 3 tp 2 dp 2 model_bytes 12200 tp_slice_bytes 6480 ' "$tmp/t22-nanogpt-vp-sgd.out"
+ok $? "sf_model_stats at 2 x 2: the model's 12200 bytes, a TP slice of 6480 (wte, lm_head split)" ||
 	diag_file "$tmp/t22-nanogpt-vp-sgd.out"
 
 # checkpoints across layouts (ckpt_lib.sh's drv NP NAME ENV... ARGS)
