@@ -737,13 +737,13 @@ struct sf_gpt_config {
 	 *  layernorms and lm_head replicated. Same names, shapes and initial values as 0;
 	 *  with SHARDFLOW_TP=1 bitwise the same model. 0 (default): "linear" nodes. */
 	int tensor_parallel;
-	/** 1, with an untied head: lm_head column-parallel (a
-	 *  "linear_col" without bias, each TP rank holding V / K rows of it) and the loss
-	 *  vocabulary-parallel (its max, sum of exponentials and target logit combined over
-	 *  the TP group: the B x T x V logits are never gathered); V must divide by
-	 *  SHARDFLOW_TP. Same names, shapes and initial values as 0. Refused with
-	 *  tie_weights (a tied vocabulary-parallel head is not built). 0 (default): lm_head
-	 *  replicated. */
+	/** 1, with an untied head: wte an "embedding_vp" and lm_head a "linear_col"
+	 *  without bias, each TP rank holding V / K rows of each (the embedding's masked
+	 *  lookups summed over the TP group), and the loss vocabulary-parallel (its max,
+	 *  sum of exponentials and target logit combined over the TP group: the B x T x V
+	 *  logits are never gathered); V must divide by SHARDFLOW_TP. Same names, shapes
+	 *  and initial values as 0. Refused with tie_weights (a tied vocabulary-parallel
+	 *  head is not built). 0 (default): both replicated. */
 	int vocab_parallel;
 };
 
@@ -811,7 +811,7 @@ struct sf_llama_config {
 	 *  shapes and initial values as 0; bitwise the same model with SHARDFLOW_TP=1.
 	 *  0 (default): "linear" nodes. */
 	int tensor_parallel;
-	/** 1, with an untied head: lm_head vocabulary-parallel, as
+	/** 1, with an untied head: embed_tokens and lm_head vocabulary-parallel, as
 	 *  sf_gpt_config::vocab_parallel; refused with tie_weights. 0 (default):
 	 *  replicated. */
 	int vocab_parallel;

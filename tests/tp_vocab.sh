@@ -9,8 +9,8 @@
 # without gathering the logits; the token embedding an embedding_vp, each rank holding
 # V / K of its rows, its masked lookups all-reduced. Checked:
 #  - K 1 is the untied model bitwise (nanogpt-vp = nanogpt-untied, llama-hf-vp =
-#    llama-hf): the same names, shapes and initial values (embedding_vp and linear_col
-#    at K 1 are embedding and linear);
+#    llama-hf), AdamW with weight decay: the same names, shapes, initial values and
+#    parameter groups (embedding_vp and linear_col at K 1 are embedding and linear);
 #  - tp 2 on 2 ranks and dp 2 x tp 2 on 4 ranks = 1 rank, SGD and AdamW, both models
 #    (tests/tp.sh's bounds: rtol 1e-5; floors as there);
 #  - bitwise across prefetch depths; 3 micro-batches = one batch; clipping's norm
@@ -27,23 +27,26 @@
 #    SHARDFLOW_LOG=info) = 1 rank: every step's loss, the validation loss
 #    (sf_model_evaluate's vocabulary-parallel path) and the sampled text
 #    (sf_model_predict's logits made whole); off keeps the head replicated;
-#  - refused with the reason: on with a tied head, a bad value.
+#  - auto keeps a vocabulary K does not divide replicated; refused with the reason: on
+#    with such a vocabulary, on with a tied head, a bad value.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/ckpt_lib.sh"
 GPT="$top_builddir/examples/gpt"
 require_progs "$TRAIN_DUMP" "$DUMP_COMPARE" "$GPT"
 
-plan 25
+plan 27
 
 rtol=1e-5
 floor=1e-3
 
-train 1 u1 --model nanogpt-untied --optimizer adamw --steps 4
-train 1 v1 --model nanogpt-vp --optimizer adamw --steps 4
-compare "nanogpt-vp on 1 rank = nanogpt-untied (lm_head a linear_col of K 1), bitwise" v1 u1 \
-	--bitwise
-train 1 lu1 --model llama-hf --optimizer adamw --steps 4
-train 1 lv1 --model llama-hf-vp --optimizer adamw --steps 4
+# weight decay 0.1: an embedding_vp is of the embeddings' group, spared as embedding is
+wd="--optimizer adamw --steps 4 --weight-decay 0.1"
+train 1 u1 --model nanogpt-untied $wd
+train 1 v1 --model nanogpt-vp $wd
+compare "nanogpt-vp on 1 rank = nanogpt-untied (embedding_vp, linear_col of K 1), bitwise" \
+	v1 u1 --bitwise
+train 1 lu1 --model llama-hf $wd
+train 1 lv1 --model llama-hf-vp $wd
 compare "llama-hf-vp on 1 rank = llama-hf, bitwise" lv1 lu1 --bitwise
 
 # layouts against 1 rank
@@ -131,7 +134,7 @@ done
 # examples/gpt: SHARDFLOW_VOCAB_PARALLEL auto takes the untied head vocabulary-parallel
 text="$tmp/corpus.txt"
 sf_corpus "$text"
-common="--layers 2 --heads 4 --embd 32 --context 32 --batch 8 --text $text --sample 1 \
+common="--layers 2 --heads 4 --embd 32 --context 32 --batch 8 --sample 1 \
 --tokens 20 --eval-every 4 --eval-batches 1 --progress-every 1 --lr 0.004 --warmup 2 --steps 4"
 gpt() { # gpt NP NAME ENV... ARGS: examples/gpt, output in NAME.*
 	g_np=$1 g_name=$2
@@ -149,8 +152,8 @@ gpt() { # gpt NP NAME ENV... ARGS: examples/gpt, output in NAME.*
 }
 # the loss lines, the validation loss and the samples, less the timings
 filtered() { sed -e 's/ tokens\/s.*//' -e 's/ time [0-9.]*$//' "$tmp/$1.out"; }
-gpt 1 g1 --untied --loss-log "$tmp/g1.loss"
-gpt 4 g2 SHARDFLOW_TP=2 SHARDFLOW_LOG=info --untied --loss-log "$tmp/g2.loss"
+gpt 1 g1 --text "$text" --untied --loss-log "$tmp/g1.loss"
+gpt 4 g2 SHARDFLOW_TP=2 SHARDFLOW_LOG=info --text "$text" --untied --loss-log "$tmp/g2.loss"
 st=$?
 awk 'NR == FNR { a[$1] = $2; n++; next }
 	{ m++; d = $2 - a[$1]; if (d < 0) d = -d; if (!($1 in a) || d > 1e-5 * $2) bad++ }
@@ -161,15 +164,39 @@ awk 'NR == FNR { a[$1] = $2; n++; next }
 	grep -q '^val_loss' "$tmp/g2.f" && grep -q '^sample 1:' "$tmp/g2.f"
 ok $? "examples/gpt --untied, 2 x 2 (vocabulary-parallel) = 1 rank: losses, val_loss, sample" ||
 	{ diag_file "$tmp/g2.err"; diff "$tmp/g1.f" "$tmp/g2.f" | sed 's/^/# /'; }
-gpt 2 g2off SHARDFLOW_TP=2 SHARDFLOW_LOG=info SHARDFLOW_VOCAB_PARALLEL=off --untied
+gpt 2 g2off SHARDFLOW_TP=2 SHARDFLOW_LOG=info SHARDFLOW_VOCAB_PARALLEL=off --text "$text" \
+	--untied
 [ $? -eq 0 ] && ! grep -q 'vocabulary-parallel' "$tmp/g2off.err"
 ok $? "SHARDFLOW_VOCAB_PARALLEL=off: the head replicated" || diag_file "$tmp/g2off.err"
 
-gpt 2 gtied SHARDFLOW_TP=2 SHARDFLOW_VOCAB_PARALLEL=on
+# a vocabulary of 257 (token files of the corpus's bytes, tests/gpt.sh's, the vocabulary
+# padded): auto keeps it replicated, on is refused naming wte
+python3 - "$text" "$tmp/tr.bin" "$tmp/va.bin" "$tmp/bytes.vocab" <<'PY'
+import math, struct, sys
+b = open(sys.argv[1], "rb").read()
+te = len(b) - int(math.floor(len(b) * 0.2))
+open(sys.argv[2], "wb").write(b"".join(struct.pack("<H", x) for x in b[:te]))
+open(sys.argv[3], "wb").write(b"".join(struct.pack("<H", x) for x in b[te:]))
+h = struct.pack("<4I", 20240328, 2, 256, 10) + bytes(1008)
+open(sys.argv[4], "wb").write(h + b"".join(bytes([1, i]) for i in range(256)))
+PY
+tok="--train-tokens $tmp/tr.bin --val-tokens $tmp/va.bin --vocab-file $tmp/bytes.vocab --vocab 257"
+# shellcheck disable=SC2086
+gpt 2 g257 SHARDFLOW_TP=2 SHARDFLOW_LOG=info --prompt "" $tok --untied
+[ $? -eq 0 ] && ! grep -q 'vocabulary-parallel' "$tmp/g257.err"
+ok $? "auto with --vocab 257 at tp 2: the head replicated (257 does not divide by 2)" ||
+	diag_file "$tmp/g257.err"
+# shellcheck disable=SC2086
+gpt 2 g257on SHARDFLOW_TP=2 SHARDFLOW_VOCAB_PARALLEL=on --prompt "" $tok --untied
+[ $? -ne 0 ] && grep -q '"transformer.wte" (embedding_vp): its 257 ids do not split over SHARDFLOW_TP=2' \
+	"$tmp/g257on.err"
+ok $? "on with --vocab 257 at tp 2: refused, naming transformer.wte" || diag_file "$tmp/g257on.err"
+
+gpt 2 gtied SHARDFLOW_TP=2 SHARDFLOW_VOCAB_PARALLEL=on --text "$text"
 [ $? -ne 0 ] && grep -q 'vocab_parallel takes an untied head (tie_weights 0)' "$tmp/gtied.err"
 ok $? "SHARDFLOW_VOCAB_PARALLEL=on with a tied head: refused with the reason" ||
 	diag_file "$tmp/gtied.err"
-gpt 2 gbad SHARDFLOW_TP=2 SHARDFLOW_VOCAB_PARALLEL=yes --untied
+gpt 2 gbad SHARDFLOW_TP=2 SHARDFLOW_VOCAB_PARALLEL=yes --text "$text" --untied
 [ $? -ne 0 ] && grep -q 'SHARDFLOW_VOCAB_PARALLEL="yes"' "$tmp/gbad.err" &&
 	grep -q 'auto' "$tmp/gbad.err"
 ok $? "SHARDFLOW_VOCAB_PARALLEL=yes: refused, naming the accepted values" ||
