@@ -104,9 +104,9 @@ CLUSTER=$top/scripts/cluster.sh
 # ---- helpers built next to the results -------------------------------------------
 mkdir -p "$out/bin"
 # shellcheck disable=SC2086
-"${CC:-cc}" -O2 -o "$out/bin/sgemm_rate" "$here/sgemm_rate.c" $BLAS_CFLAGS $BLAS_LIBS ||
+"${CC:-cc}" -O2 -I"$srcdir" -o "$out/bin/sgemm_rate" "$here/sgemm_rate.c" $BLAS_CFLAGS $BLAS_LIBS ||
 	die "cannot build bench/sgemm_rate.c"
-"${CC:-mpicc}" -O2 -I"$srcdir/include" -o "$out/bin/mem_report" "$here/mem_report.c" \
+"${CC:-mpicc}" -O2 -I"$srcdir" -I"$srcdir/include" -o "$out/bin/mem_report" "$here/mem_report.c" \
 	-L"$build/.libs" -lshardflow -Wl,-rpath,"$build/.libs" || die "cannot build bench/mem_report.c"
 "${CC:-mpicc}" -O2 -std=c11 -D_POSIX_C_SOURCE=200809L -I"$srcdir" -o "$out/bin/ring_bw" "$here/ring_bw.c" ||
 	die "cannot build bench/ring_bw.c"

@@ -29,13 +29,15 @@
 #include <string.h>
 #include <time.h>
 
-#define CHECK(call)                                                                        \
-	do {                                                                               \
-		dnnl_status_t s_ = (call);                                                 \
-		if (s_ != dnnl_success) {                                                  \
-			fprintf(stderr, "bf16_gemm: %s failed (%d)\n", #call, (int)s_);    \
-			exit(1);                                                           \
-		}                                                                          \
+#include "tools/cli.h"
+
+#define DNNL_CHECK_EXIT(call)                                                                      \
+	do {                                                                                       \
+		dnnl_status_t s_ = (call);                                                         \
+		if (s_ != dnnl_success) {                                                          \
+			fprintf(stderr, "bf16_gemm: %s failed (%d)\n", #call, (int)s_);            \
+			exit(1);                                                                   \
+		}                                                                                  \
 	} while (0)
 
 static double now_s(void)
@@ -79,30 +81,30 @@ static void mm_init(struct mm *p, dnnl_engine_t eng, int M, int N, int K, float 
 {
 	dnnl_memory_desc_t x32d, w32d, x16d, w16d, yd;
 	dnnl_dims_t xd = {M, K}, wd = {K, N}, ydims = {M, N};
-	CHECK(dnnl_memory_desc_init_by_tag(&x32d, 2, xd, dnnl_f32, dnnl_ab));
-	CHECK(dnnl_memory_desc_init_by_tag(&w32d, 2, wd, dnnl_f32, dnnl_ba));
-	CHECK(dnnl_memory_desc_init_by_tag(&x16d, 2, xd, dnnl_bf16, dnnl_ab));
-	CHECK(dnnl_memory_desc_init_by_tag(&w16d, 2, wd, dnnl_bf16, dnnl_ba));
-	CHECK(dnnl_memory_desc_init_by_tag(&yd, 2, ydims, dnnl_f32, dnnl_ab));
-	CHECK(dnnl_memory_create(&p->x32, &x32d, eng, x));
-	CHECK(dnnl_memory_create(&p->w32, &w32d, eng, w));
-	CHECK(dnnl_memory_create(&p->x16, &x16d, eng, DNNL_MEMORY_ALLOCATE));
-	CHECK(dnnl_memory_create(&p->w16, &w16d, eng, DNNL_MEMORY_ALLOCATE));
-	CHECK(dnnl_memory_create(&p->y, &yd, eng, y));
+	DNNL_CHECK_EXIT(dnnl_memory_desc_init_by_tag(&x32d, 2, xd, dnnl_f32, dnnl_ab));
+	DNNL_CHECK_EXIT(dnnl_memory_desc_init_by_tag(&w32d, 2, wd, dnnl_f32, dnnl_ba));
+	DNNL_CHECK_EXIT(dnnl_memory_desc_init_by_tag(&x16d, 2, xd, dnnl_bf16, dnnl_ab));
+	DNNL_CHECK_EXIT(dnnl_memory_desc_init_by_tag(&w16d, 2, wd, dnnl_bf16, dnnl_ba));
+	DNNL_CHECK_EXIT(dnnl_memory_desc_init_by_tag(&yd, 2, ydims, dnnl_f32, dnnl_ab));
+	DNNL_CHECK_EXIT(dnnl_memory_create(&p->x32, &x32d, eng, x));
+	DNNL_CHECK_EXIT(dnnl_memory_create(&p->w32, &w32d, eng, w));
+	DNNL_CHECK_EXIT(dnnl_memory_create(&p->x16, &x16d, eng, DNNL_MEMORY_ALLOCATE));
+	DNNL_CHECK_EXIT(dnnl_memory_create(&p->w16, &w16d, eng, DNNL_MEMORY_ALLOCATE));
+	DNNL_CHECK_EXIT(dnnl_memory_create(&p->y, &yd, eng, y));
 	dnnl_matmul_desc_t md;
 	dnnl_primitive_desc_t pd;
-	CHECK(dnnl_matmul_desc_init(&md, &x16d, &w16d, NULL, &yd));
-	CHECK(dnnl_primitive_desc_create(&pd, &md, NULL, eng, NULL));
+	DNNL_CHECK_EXIT(dnnl_matmul_desc_init(&md, &x16d, &w16d, NULL, &yd));
+	DNNL_CHECK_EXIT(dnnl_primitive_desc_create(&pd, &md, NULL, eng, NULL));
 	const char *impl = NULL;
 	dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
 	fprintf(stderr, "bf16_gemm: %d x %d x %d: oneDNN matmul %s\n", M, N, K, impl ? impl : "?");
-	CHECK(dnnl_primitive_create(&p->mat, pd));
+	DNNL_CHECK_EXIT(dnnl_primitive_create(&p->mat, pd));
 	dnnl_primitive_desc_destroy(pd);
-	CHECK(dnnl_reorder_primitive_desc_create(&pd, &x32d, eng, &x16d, eng, NULL));
-	CHECK(dnnl_primitive_create(&p->rx, pd));
+	DNNL_CHECK_EXIT(dnnl_reorder_primitive_desc_create(&pd, &x32d, eng, &x16d, eng, NULL));
+	DNNL_CHECK_EXIT(dnnl_primitive_create(&p->rx, pd));
 	dnnl_primitive_desc_destroy(pd);
-	CHECK(dnnl_reorder_primitive_desc_create(&pd, &w32d, eng, &w16d, eng, NULL));
-	CHECK(dnnl_primitive_create(&p->rw, pd));
+	DNNL_CHECK_EXIT(dnnl_reorder_primitive_desc_create(&pd, &w32d, eng, &w16d, eng, NULL));
+	DNNL_CHECK_EXIT(dnnl_primitive_create(&p->rw, pd));
 	dnnl_primitive_desc_destroy(pd);
 }
 
@@ -110,37 +112,53 @@ static void run_reorders(struct mm *p, dnnl_stream_t st)
 {
 	dnnl_exec_arg_t ax[2] = {{DNNL_ARG_FROM, p->x32}, {DNNL_ARG_TO, p->x16}};
 	dnnl_exec_arg_t aw[2] = {{DNNL_ARG_FROM, p->w32}, {DNNL_ARG_TO, p->w16}};
-	CHECK(dnnl_primitive_execute(p->rx, st, 2, ax));
-	CHECK(dnnl_primitive_execute(p->rw, st, 2, aw));
+	DNNL_CHECK_EXIT(dnnl_primitive_execute(p->rx, st, 2, ax));
+	DNNL_CHECK_EXIT(dnnl_primitive_execute(p->rw, st, 2, aw));
 }
 
 static void run_matmul(struct mm *p, dnnl_stream_t st)
 {
 	dnnl_exec_arg_t a[3] = {
 	    {DNNL_ARG_SRC, p->x16}, {DNNL_ARG_WEIGHTS, p->w16}, {DNNL_ARG_DST, p->y}};
-	CHECK(dnnl_primitive_execute(p->mat, st, 3, a));
-	CHECK(dnnl_stream_wait(st));
+	DNNL_CHECK_EXIT(dnnl_primitive_execute(p->mat, st, 3, a));
+	DNNL_CHECK_EXIT(dnnl_stream_wait(st));
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: bf16_gemm [--reps N] [--shape M,N,K]...\n");
+}
+
+struct options {
+	int reps, ns, shapes[32][3];
+};
+
+static const char *const option_names[] = {"--reps", "--shape"};
+
+static int on_value(int k, char *val, void *ctx)
+{
+	struct options *o = ctx;
+	int n;
+	if (k == 0)
+		return cli_int("--reps", val, 1, 1000000, &o->reps);
+	if (o->ns == 32)
+		return cli_bad_usage("--shape: 32 shapes at most");
+	if (cli_int_list("--shape", val, 1, 1 << 20, 3, 3, o->shapes[o->ns], &n))
+		return 2;
+	o->ns++;
+	return 0;
 }
 
 int main(int argc, char **argv)
 {
-	int reps = 15, ns = 0, shapes[32][3];
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--reps") && i + 1 < argc) {
-			reps = atoi(argv[++i]);
-		} else if (!strcmp(argv[i], "--shape") && i + 1 < argc && ns < 32) {
-			if (sscanf(argv[++i], "%d,%d,%d", &shapes[ns][0], &shapes[ns][1],
-			           &shapes[ns][2]) != 3)
-				goto usage;
-			ns++;
-		} else {
-		usage:
-			fprintf(stderr, "usage: bf16_gemm [--reps N] [--shape M,N,K]...\n");
-			return 2;
-		}
-	}
-	if (reps < 1)
-		goto usage;
+	static struct options o = {.reps = 15};
+	const struct cli_spec sp = {option_names, 2, NULL, 0, on_value, NULL};
+	cli_prog = "bf16_gemm";
+	cli_usage = usage;
+	int prc = cli_parse(argc, argv, &sp, &o);
+	if (prc)
+		return prc == 1 ? 0 : prc;
+	int reps = o.reps, ns = o.ns, (*shapes)[3] = o.shapes;
 	if (!ns) {
 		static const int def[5][3] = {
 		    {1024, 384, 128}, {1024, 128, 128}, {1024, 512, 128}, {1024, 128, 512}, {32, 1024, 1024}};
@@ -149,8 +167,8 @@ int main(int argc, char **argv)
 	}
 	dnnl_engine_t eng;
 	dnnl_stream_t st;
-	CHECK(dnnl_engine_create(&eng, dnnl_cpu, 0));
-	CHECK(dnnl_stream_create(&st, eng, dnnl_stream_default_flags));
+	DNNL_CHECK_EXIT(dnnl_engine_create(&eng, dnnl_cpu, 0));
+	DNNL_CHECK_EXIT(dnnl_stream_create(&st, eng, dnnl_stream_default_flags));
 	printf("| M x N x K | sgemm GFLOP/s | bf16 GFLOP/s | bf16 / sgemm | bf16+cvt GFLOP/s | bf16+cvt / sgemm | max rel diff |\n");
 	printf("| --- | --- | --- | --- | --- | --- | --- |\n");
 	for (int s = 0; s < ns; s++) {

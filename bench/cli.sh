@@ -32,3 +32,13 @@ bench_cluster_down() {
 	"$BENCH_CLUSTER" down >/dev/null 2>&1 || echo "$prog: warning: scripts/cluster.sh down failed" >&2
 	return 0
 }
+
+# progress_rates LOG: examples/gpt's progress lines ("step K/N loss ... tokens/s R ...")
+# as "K N R", one a line: R is the mean tokens/s since the start, after step K of N. The
+# rate is the value after "tokens/s", wherever it stands (--grad-clip puts "grad_norm x"
+# before it); the one reading of that line for every benchmark.
+progress_rates() {
+	awk '$1 == "step" && $2 ~ /^[0-9]+\/[0-9]+$/ && $3 == "loss" {
+		for (i = 4; i < NF; i++)
+			if ($i == "tokens/s") { split($2, s, "/"); print s[1], s[2], $(i + 1); next } }' "$1"
+}

@@ -127,7 +127,7 @@ RUNMPI=$top/tests/run-mpi.sh
 CLUSTER=$top/scripts/cluster.sh
 mkdir -p "$out/bin"
 # shellcheck disable=SC2086
-"${CC:-cc}" -O2 -o "$out/bin/sgemm_rate" "$here/sgemm_rate.c" $BLAS_CFLAGS $BLAS_LIBS ||
+"${CC:-cc}" -O2 -I"$top" -o "$out/bin/sgemm_rate" "$here/sgemm_rate.c" $BLAS_CFLAGS $BLAS_LIBS ||
 	die "cannot build bench/sgemm_rate.c"
 
 # the model: examples/gpt's default (its --help is the reference), or GPT-2 124M's
@@ -176,14 +176,12 @@ sf_run() {
 	) >"$log" 2>&1
 	# rank 0's progress lines give the mean rate since the start at steps WARMUP and
 	# steps: the tokens of the steps in between over their time
-	awk -v w=$WARMUP -v n="$steps" -v tok=$((B * T)) -v name="$name" -v r="$r" '
-		# the value after "tokens/s" (--grad-clip adds "grad_norm x" before it)
-		function rate(i) { for (i = 1; i < NF; i++) if ($i == "tokens/s") return $(i + 1) }
-		$1 == "step" && $2 == w "/" n { rw = rate() }
-		$1 == "step" && $2 == n "/" n { rn = rate() }
+	progress_rates "$log" | awk -v w=$WARMUP -v n="$steps" -v tok=$((B * T)) -v name="$name" -v r="$r" '
+		$1 == w && $2 == n { rw = $3 }
+		$1 == n && $2 == n { rn = $3 }
 		END { if (rw > 0 && rn > 0) { t = n * tok / rn - w * tok / rw
 		                              printf "sf\t%s\t%s\t%.1f\t\n", name, r, (n - w) * tok / t }
-		      else printf "sf\t%s\t%s\tNA\t\n", name, r }' "$log" >>"$RAW"
+		      else printf "sf\t%s\t%s\tNA\t\n", name, r }' >>"$RAW"
 	grep -q "NA" <(tail -1 "$RAW") && echo "$prog: warning: shardflow $name failed, see $log" >&2
 	return 0
 }

@@ -65,7 +65,7 @@ one() {
 		--layers "$layers" --batch "$b" --steps "$steps" --progress-every "$steps" \
 		--eval-every 100000 --sample 0 "$@" >"$log" 2>&1
 	local tps act rss
-	tps=$(awk '$1 == "step" && $3 == "loss" { for (i = 1; i < NF; i++) if ($i == "tokens/s") v = $(i + 1) } END { print v ? v : "NA" }' "$log")
+	tps=$(progress_rates "$log" | awk '{ v = $3 } END { print v ? v : "NA" }')
 	act=$(sed -n 's/.*activations \([0-9.]*\) MiB.*/\1/p' "$log" | head -1)
 	rss=$(awk '$1 == "maxrss_kb" && $2 > m { m = $2 } END { if (m) printf "%.1f", m / 1024; else print "NA" }' "$log")
 	[ "$tps" = NA ] && echo "$prog: warning: $name run $r failed, see $log" >&2

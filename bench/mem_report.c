@@ -14,73 +14,74 @@
 #include <string.h>
 
 #include "shardflow.h"
+#include "examples/cli.h"
 
-#define CHECK(call)                                                                        \
-	do {                                                                               \
-		if ((call) != SF_OK) {                                                     \
-			fprintf(stderr, "mem_report: %s failed: %s\n", #call, sf_last_error()); \
-			goto fail;                                                         \
-		}                                                                          \
-	} while (0)
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: mem_report [--widths D,H...,C] [--batch B]\n"
+	           "defaults: --widths 784,1024,1024,1024,10 --batch 64\n");
+}
+
+struct options {
+	int w[64], nw, batch;
+};
+
+static const char *const option_names[] = {"--widths", "--batch"};
+
+static int on_value(int k, char *val, void *ctx)
+{
+	struct options *o = ctx;
+	if (k == 0)
+		return cli_int_list("--widths", val, 1, 1 << 20, 2, 64, o->w, &o->nw);
+	return cli_int("--batch", val, 1, 1 << 20, &o->batch);
+}
 
 int main(int argc, char **argv)
 {
-	int w[64], nw = 0, batch = 64, status = 1;
-	const char *ws = "784,1024,1024,1024,10";
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--widths") && i + 1 < argc)
-			ws = argv[++i];
-		else if (!strcmp(argv[i], "--batch") && i + 1 < argc)
-			batch = atoi(argv[++i]);
-		else {
-			fprintf(stderr, "usage: mem_report [--widths D,H...,C] [--batch B]\n");
-			return 2;
-		}
-	}
-	for (char *p = (char *)ws; *p && nw < 64;) {
-		w[nw++] = (int)strtol(p, &p, 10);
-		if (*p == ',')
-			p++;
-	}
-	if (nw < 2 || batch <= 0) {
-		fprintf(stderr, "mem_report: bad --widths or --batch\n");
-		return 2;
-	}
+	struct options o = {{784, 1024, 1024, 1024, 10}, 5, 64};
+	const struct cli_spec sp = {option_names, 2, NULL, 0, on_value, NULL};
+	int status = 1;
+	cli_prog = "mem_report";
+	cli_usage = usage;
+	int prc = cli_parse(argc, argv, &sp, &o);
+	if (prc)
+		return prc == 1 ? 0 : prc;
+	const int *w = o.w, nw = o.nw, batch = o.batch;
 
 	sf_context *ctx = NULL;
 	sf_graph *g = NULL;
 	sf_model *m = NULL;
 	int h, labels, loss, rank = 0, size = 1;
-	CHECK(sf_init(&argc, &argv, &ctx));
-	CHECK(sf_context_world(ctx, &rank, &size));
-	CHECK(sf_graph_create("mlp", &g));
-	CHECK(sf_graph_input(g, "x", w[0], &h));
-	CHECK(sf_graph_label_input(g, "label", w[nw - 1], &labels));
+	CLI_CHECK_GOTO(sf_init(&argc, &argv, &ctx), out);
+	CLI_CHECK_GOTO(sf_context_world(ctx, &rank, &size), out);
+	CLI_CHECK_GOTO(sf_graph_create("mlp", &g), out);
+	CLI_CHECK_GOTO(sf_graph_input(g, "x", w[0], &h), out);
+	CLI_CHECK_GOTO(sf_graph_label_input(g, "label", w[nw - 1], &labels), out);
 	for (int i = 1; i < nw; i++) {
 		char name[32];
 		snprintf(name, sizeof(name), "fc%d", i);
-		CHECK(sf_graph_linear(g, h, w[i], name, &h));
+		CLI_CHECK_GOTO(sf_graph_linear(g, h, w[i], name, &h), out);
 		if (i < nw - 1)
-			CHECK(sf_graph_relu(g, h, &h));
+			CLI_CHECK_GOTO(sf_graph_relu(g, h, &h), out);
 	}
-	CHECK(sf_graph_softmax_cross_entropy(g, h, labels, &loss));
+	CLI_CHECK_GOTO(sf_graph_softmax_cross_entropy(g, h, labels, &loss), out);
 	struct sf_model_options mo;
-	CHECK(sf_model_options_init(&mo));
+	CLI_CHECK_GOTO(sf_model_options_init(&mo), out);
 	mo.batch = batch;
-	CHECK(sf_model_create(ctx, g, &mo, &m));
+	CLI_CHECK_GOTO(sf_model_create(ctx, g, &mo, &m), out);
 	struct sf_model_stats st;
 	struct sf_config cfg;
 	size_t np;
-	CHECK(sf_model_stats(m, &st));
-	CHECK(sf_context_config(ctx, &cfg));
-	CHECK(sf_model_param_count(m, &np));
+	CLI_CHECK_GOTO(sf_model_stats(m, &st), out);
+	CLI_CHECK_GOTO(sf_context_config(ctx, &cfg), out);
+	CLI_CHECK_GOTO(sf_model_param_count(m, &np), out);
 	if (rank == 0)
 		printf("ranks %d depth %d units %d largest_unit %zu params %zu param_bytes %zu "
 		       "grad_bytes %zu optimizer_bytes %zu\n",
 		       size, cfg.prefetch_depth, st.nunits, st.largest_unit, np, st.param_bytes,
 		       st.grad_bytes, st.optimizer_bytes);
 	status = 0;
-fail:
+out:
 	sf_graph_destroy(g);
 	if (sf_model_destroy(m) != SF_OK)
 		status = 1;

@@ -35,6 +35,7 @@
 #include <time.h>
 
 #include "comm/mpi_wait.h"
+#include "tools/cli.h"
 
 #define MAXU 64
 
@@ -82,55 +83,70 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: ring_bw [--widths W] [--reps N] [--chunk BYTES] [--rate-mbit R] "
+	           "[--regather] [--pace X]\n");
+}
+
+struct options {
+	int w[MAXU + 1], nw, reps, regather;
+	double rate_mbit;
+};
+
+static const char *const option_names[] = {"--widths", "--reps", "--chunk", "--rate-mbit",
+                                           "--pace"};
+static const char *const flag_names[] = {"--regather"};
+
+static int on_value(int k, char *val, void *ctx)
+{
+	struct options *o = ctx;
+	int64_t v;
+	switch (k) {
+	case 0: return cli_int_list("--widths", val, 1, 1 << 20, 2, MAXU + 1, o->w, &o->nw);
+	case 1: return cli_int("--reps", val, 1, 1000000, &o->reps);
+	case 2:
+		if (cli_parse_i64(val, 0, INT64_MAX, &v))
+			return cli_bad_usage(
+			    "--chunk \"%s\" is invalid: expected a number of bytes >= 0", val);
+		chunk_bytes = (size_t)v;
+		return 0;
+	case 3: return cli_double("--rate-mbit", val, 1e-3, 1e9, &o->rate_mbit);
+	default: return cli_double("--pace", val, 0, 1e9, &pace);
+	}
+}
+
+static int on_flag(int j, void *ctx)
+{
+	(void)j;
+	((struct options *)ctx)->regather = 1;
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
-	char widths[512] = "784,1024,1024,1024,10";
-	int reps = 15, regather = 0;
-	double rate_mbit = 1000;
+	struct options o = {{784, 1024, 1024, 1024, 10}, 5, 15, 0, 1000};
+	const struct cli_spec sp = {option_names, 5, flag_names, 1, on_value, on_flag};
 	MPI_Init(&argc, &argv);
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &nranks);
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--widths") && i + 1 < argc)
-			snprintf(widths, sizeof widths, "%s", argv[++i]);
-		else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
-			reps = atoi(argv[++i]);
-		else if (!strcmp(argv[i], "--chunk") && i + 1 < argc)
-			chunk_bytes = strtoul(argv[++i], NULL, 10);
-		else if (!strcmp(argv[i], "--rate-mbit") && i + 1 < argc)
-			rate_mbit = atof(argv[++i]);
-		else if (!strcmp(argv[i], "--pace") && i + 1 < argc)
-			pace = atof(argv[++i]);
-		else if (!strcmp(argv[i], "--regather"))
-			regather = 1;
-		else {
-			if (rank == 0)
-				fprintf(stderr,
-				        "usage: ring_bw [--widths W] [--reps N] [--chunk BYTES] "
-				        "[--rate-mbit R] [--regather] [--pace X]\n"
-				        "unknown or incomplete "
-				        "argument \"%s\"\n",
-				        argv[i]);
-			MPI_Finalize();
-			return 2;
-		}
-	}
-	if (reps < 1 || nranks < 2) {
-		if (rank == 0)
-			fprintf(stderr, "ring_bw: needs --reps >= 1 and at least 2 ranks\n");
+	cli_prog = "ring_bw";
+	cli_usage = usage;
+	int prc = cli_parse(argc, argv, &sp, &o);
+	if (!prc && nranks < 2)
+		prc = cli_bad_usage("needs at least 2 ranks (mpirun -np 2)");
+	if (prc) {
 		MPI_Finalize();
-		return 2;
+		return prc == 1 ? 0 : prc;
 	}
+	int reps = o.reps, regather = o.regather;
+	double rate_mbit = o.rate_mbit;
 	/* units: one per linear layer, I*O + O parameters, padded to a multiple of N */
 	size_t S[MAXU];
-	int nu = 0, prevw = -1;
-	for (char *p = strtok(widths, ","); p; p = strtok(NULL, ",")) {
-		int w = atoi(p);
-		if (prevw > 0 && nu < MAXU) {
-			size_t P = (size_t)prevw * (size_t)w + (size_t)w;
-			S[nu++] = (P + (size_t)nranks - 1) / (size_t)nranks;
-		}
-		prevw = w;
+	int nu = 0;
+	for (int l = 1; l < o.nw; l++) {
+		size_t P = (size_t)o.w[l - 1] * (size_t)o.w[l] + (size_t)o.w[l];
+		S[nu++] = (P + (size_t)nranks - 1) / (size_t)nranks;
 	}
 	size_t maxS = 0, sent_floats = 0;
 	for (int u = 0; u < nu; u++) {

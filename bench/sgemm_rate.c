@@ -19,6 +19,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "tools/cli.h"
+
 static double now_ms(void)
 {
 	struct timespec ts;
@@ -44,30 +46,40 @@ static float *buf(size_t n)
 	return p;
 }
 
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: sgemm_rate --widths D,H...,C [--rows B] [--reps N]\n"
+	           "defaults: --rows 32 --reps 20\n");
+}
+
+struct options {
+	int w[64], nw, rows, reps;
+};
+
+static const char *const option_names[] = {"--widths", "--rows", "--reps"};
+
+static int on_value(int k, char *val, void *ctx)
+{
+	struct options *o = ctx;
+	switch (k) {
+	case 0: return cli_int_list("--widths", val, 1, 1 << 20, 2, 64, o->w, &o->nw);
+	case 1: return cli_int("--rows", val, 1, 1 << 20, &o->rows);
+	default: return cli_int("--reps", val, 1, 1000000, &o->reps);
+	}
+}
+
 int main(int argc, char **argv)
 {
-	int w[64], nw = 0, B = 32, reps = 20;
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--widths") && i + 1 < argc) {
-			char *p = argv[++i];
-			while (*p && nw < 64) {
-				w[nw++] = (int)strtol(p, &p, 10);
-				if (*p == ',')
-					p++;
-			}
-		} else if (!strcmp(argv[i], "--rows") && i + 1 < argc) {
-			B = atoi(argv[++i]);
-		} else if (!strcmp(argv[i], "--reps") && i + 1 < argc) {
-			reps = atoi(argv[++i]);
-		} else {
-			fprintf(stderr, "usage: sgemm_rate --widths D,H...,C --rows B [--reps N]\n");
-			return 2;
-		}
-	}
-	if (nw < 2 || B <= 0 || reps <= 0) {
-		fprintf(stderr, "usage: sgemm_rate --widths D,H...,C --rows B [--reps N]\n");
-		return 2;
-	}
+	struct options o = {.rows = 32, .reps = 20};
+	const struct cli_spec sp = {option_names, 3, NULL, 0, on_value, NULL};
+	cli_prog = "sgemm_rate";
+	cli_usage = usage;
+	int prc = cli_parse(argc, argv, &sp, &o);
+	if (!prc && !o.nw)
+		prc = cli_bad_usage("--widths D,H...,C is required");
+	if (prc)
+		return prc == 1 ? 0 : prc;
+	const int *w = o.w, nw = o.nw, B = o.rows, reps = o.reps;
 	float *x[64], *W[64], *dy[64], *dx[64], *dW[64];
 	double flop = 0;
 	for (int l = 1; l < nw; l++) {

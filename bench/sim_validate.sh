@@ -168,9 +168,8 @@ host_costs() {
 step_ms() {
 	case $1 in
 	mlp) awk -v w=$WARMUP '$1 == "step" && $2 > w && $5 == "ms" { print $6 }' "$2" ;;
-	gpt) awk -v w=$WARMUP '$1 == "step" && $2 ~ /^[0-9]+\/[0-9]+$/ {
-		split($2, s, "/"); for (i = 1; i < NF; i++) if ($i == "tokens/s") r = $(i + 1)
-		t = s[1] * 32 * 128 / r; if (s[1] > w && prev != "") print 1000 * (t - prev); prev = t }' "$2" ;;
+	gpt) progress_rates "$2" | awk -v w=$WARMUP '{
+		t = $1 * 32 * 128 / $3; if ($1 > w && prev != "") print 1000 * (t - prev); prev = t }' ;;
 	esac | sort -g | awk '{ v[NR] = $1 } END { if (!NR) print "NA"; else if (NR % 2) print v[(NR + 1) / 2];
 		else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }

@@ -99,10 +99,11 @@ sf_run() {
 	# the rate of the steps after the warm-up (rank 0's progress lines give the mean
 	# since the start at steps WARMUP and steps); the bytes of every rank's "gpt: comm:"
 	# line summed and divided by the steps; rank 0's activations
-	awk -v w=$WARMUP -v n="$steps" -v tok=$((B * T)) -v name="$name" -v r="$r" '
-		function rate(i) { for (i = 1; i < NF; i++) if ($i == "tokens/s") return $(i + 1) }
-		$1 == "step" && $2 == w "/" n { rw = rate() }
-		$1 == "step" && $2 == n "/" n { rn = rate() }
+	local rw rn
+	rw=$(progress_rates "$log" | awk -v k=$WARMUP -v n="$steps" '$1 == k && $2 == n { print $3 }')
+	rn=$(progress_rates "$log" | awk -v n="$steps" '$1 == n && $2 == n { print $3 }')
+	awk -v w=$WARMUP -v n="$steps" -v tok=$((B * T)) -v name="$name" -v r="$r" -v rw="${rw:-0}" \
+		-v rn="${rn:-0}" '
 		$1 == "gpt:" && $2 == "comm:" { sent += $6; inter += $12; tp += $19
 		                                 if ($4 == 0) act = $(NF - 1) }
 		END { if (rw > 0 && rn > 0) { t = n * tok / rn - w * tok / rw; v = (n - w) * tok / t }

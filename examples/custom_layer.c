@@ -465,8 +465,8 @@ static const struct rms_norm_config *node_config;
 	do {                                                                                       \
 		int check_rc_ = (call);                                                            \
 		if (check_rc_ != SF_OK) {                                                          \
-			fprintf(stderr, PROG ": %.*s failed: %s\n", (int)strcspn(#call, "( "), #call, \
-			        sf_strerror(check_rc_));                                           \
+			fprintf(stderr, PROG ": %.*s failed: %s\n", (int)strcspn(#call, "( "),     \
+			        #call, sf_strerror(check_rc_));                                    \
 			goto fail;                                                                 \
 		}                                                                                  \
 	} while (0)

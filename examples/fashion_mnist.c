@@ -211,8 +211,6 @@ static int parse(int argc, char **argv, struct options *o)
 	return 0;
 }
 
-#define CHECK CLI_CHECK
-
 struct run {
 	struct options o;
 	sf_context *ctx;
@@ -295,8 +293,8 @@ static int load_data(struct run *r)
 {
 	const struct options *o = &r->o;
 	int status = -1;
-	CHECK(load_set(o->data_dir, "train", &r->train));
-	CHECK(load_set(o->data_dir, "t10k", &r->test));
+	CLI_CHECK_GOTO(load_set(o->data_dir, "train", &r->train), done);
+	CLI_CHECK_GOTO(load_set(o->data_dir, "t10k", &r->test), done);
 	r->dim = r->train.dim;
 	r->classes = o->widths[o->nwidths - 1];
 	if (o->widths[0] != r->dim || r->classes < r->train.classes) {
@@ -338,18 +336,19 @@ static int build_model(struct run *r)
 	const struct options *o = &r->o;
 	sf_graph *g = NULL;
 	int status = -1, x, lab, h, loss;
-	CHECK(sf_graph_create("fashion_mnist", &g));
-	CHECK(sf_graph_input(g, "pixels", r->dim, &x));
-	CHECK(sf_graph_label_input(g, "label", r->classes, &lab));
+	CLI_CHECK_GOTO(sf_graph_create("fashion_mnist", &g), done);
+	CLI_CHECK_GOTO(sf_graph_input(g, "pixels", r->dim, &x), done);
+	CLI_CHECK_GOTO(sf_graph_label_input(g, "label", r->classes, &lab), done);
 	h = x;
 	for (int i = 1; i < o->nwidths; i++) {
 		char name[32];
 		snprintf(name, sizeof name, "fc%d", i);
-		CHECK(sf_graph_linear(g, h, o->widths[i], name, &h));
+		CLI_CHECK_GOTO(sf_graph_linear(g, h, o->widths[i], name, &h), done);
 		if (i + 1 < o->nwidths)
-			CHECK(o->relu ? sf_graph_relu(g, h, &h) : sf_graph_gelu(g, h, &h));
+			CLI_CHECK_GOTO(o->relu ? sf_graph_relu(g, h, &h) : sf_graph_gelu(g, h, &h),
+			               done);
 	}
-	CHECK(sf_graph_softmax_cross_entropy(g, h, lab, &loss));
+	CLI_CHECK_GOTO(sf_graph_softmax_cross_entropy(g, h, lab, &loss), done);
 	struct sf_model_options mo;
 	sf_model_options_init(&mo);
 	mo.batch = o->batch;
@@ -357,8 +356,8 @@ static int build_model(struct run *r)
 	mo.optimizer = SF_OPT_ADAMW;
 	mo.lr = o->lr;
 	mo.weight_decay = o->weight_decay;
-	CHECK(sf_model_create(r->ctx, g, &mo, &r->m));
-	CHECK(sf_model_local_rows(r->m, &r->first, &r->rows));
+	CLI_CHECK_GOTO(sf_model_create(r->ctx, g, &mo, &r->m), done);
+	CLI_CHECK_GOTO(sf_model_local_rows(r->m, &r->first, &r->rows), done);
 	r->x = malloc((size_t)r->rows * (size_t)r->dim * sizeof(float));
 	r->y = malloc((size_t)r->rows * sizeof(int32_t));
 	r->logits = malloc((size_t)r->rows * (size_t)r->classes * sizeof(float));
@@ -421,13 +420,13 @@ static int restore(struct run *r)
 	const struct options *o = &r->o;
 	int status = -1;
 	if (o->ckpt_dir)
-		CHECK(sf_checkpoint_lock(r->m, o->ckpt_dir, SF_CHECKPOINT_WRITE));
+		CLI_CHECK_GOTO(sf_checkpoint_lock(r->m, o->ckpt_dir, SF_CHECKPOINT_WRITE), done);
 	if (o->init_path)
-		CHECK(sf_model_import_safetensors(r->m, o->init_path));
+		CLI_CHECK_GOTO(sf_model_import_safetensors(r->m, o->init_path), done);
 	if (o->resume) {
 		struct sf_checkpoint_info info;
 		int found = 0; /* every rank gets the same answer */
-		CHECK(sf_checkpoint_latest(r->m, o->ckpt_dir, &found, NULL, 0));
+		CLI_CHECK_GOTO(sf_checkpoint_latest(r->m, o->ckpt_dir, &found, NULL, 0), done);
 		if (!found) {
 			if (r->rank == 0)
 				fprintf(stderr,
@@ -436,7 +435,7 @@ static int restore(struct run *r)
 			status = 0;
 			goto done;
 		}
-		CHECK(sf_checkpoint_load(r->m, o->ckpt_dir, &info));
+		CLI_CHECK_GOTO(sf_checkpoint_load(r->m, o->ckpt_dir, &info), done);
 		if (check_position(r, &info) < 0)
 			goto done;
 		r->step = info.step, r->epoch = info.epoch, r->b0 = info.batch;
@@ -507,7 +506,7 @@ static int take_loss(struct run *r, struct meter *mt)
 	int status = -1;
 	if (mt->prev_ticket >= 0) {
 		double l;
-		CHECK(sf_model_loss(r->m, mt->prev_ticket, &l));
+		CLI_CHECK_GOTO(sf_model_loss(r->m, mt->prev_ticket, &l), done);
 		mt->since_loss += l, mt->since_n++, mt->epoch_loss += l, mt->epoch_n++;
 		mt->prev_ticket = -1;
 		mt->read_here++;
@@ -524,7 +523,7 @@ static int save(struct run *r, const struct sf_checkpoint_info *info)
 {
 	int status = -1;
 	if (info->step != r->saved) {
-		CHECK(sf_checkpoint_save(r->m, r->o.ckpt_dir, info));
+		CLI_CHECK_GOTO(sf_checkpoint_save(r->m, r->o.ckpt_dir, info), done);
 		r->saved = info->step;
 	}
 	status = 0;
@@ -545,13 +544,14 @@ static int train_epoch(struct run *r, struct meter *mt, int *stopped)
 			r->b0 = b;
 			break;
 		}
-		CHECK(sf_dataset_batch(&r->train, o->seed, r->epoch, b, o->batch, r->first, r->rows,
-		                       r->x, r->y));
-		CHECK(sf_model_set_lr(r->m, cosine_lr(o, r->step, r->total)));
+		CLI_CHECK_GOTO(sf_dataset_batch(&r->train, o->seed, r->epoch, b, o->batch, r->first,
+		                                r->rows, r->x, r->y),
+		               done);
+		CLI_CHECK_GOTO(sf_model_set_lr(r->m, cosine_lr(o, r->step, r->total)), done);
 		const float *in[1] = {r->x};
 		struct sf_batch batch = {.ninputs = 1, .inputs = in, .labels = r->y};
 		int64_t ticket;
-		CHECK(sf_model_step(r->m, &batch, &ticket));
+		CLI_CHECK_GOTO(sf_model_step(r->m, &batch, &ticket), done);
 		if (take_loss(r, mt) < 0) /* the previous step's */
 			goto done;
 		mt->prev_ticket = ticket;
@@ -579,7 +579,7 @@ static int end_epoch(struct run *r, struct meter *mt, double *tl, double *acc)
 {
 	const struct options *o = &r->o;
 	int status = -1;
-	CHECK(evaluate(r, tl, acc));
+	CLI_CHECK_GOTO(evaluate(r, tl, acc), done);
 	if (r->rank == 0) {
 		printf("epoch %lld time %.1f train_loss %.4f test_loss %.4f test_accuracy %.4f\n",
 		       (long long)r->epoch + 1, cli_now() - mt->t_epoch,
@@ -623,7 +623,7 @@ static int end_stopped(struct run *r, double *tl, double *acc)
 		if (save(r, &info) < 0)
 			goto done;
 	}
-	CHECK(evaluate(r, tl, acc));
+	CLI_CHECK_GOTO(evaluate(r, tl, acc), done);
 	if (r->rank == 0)
 		fprintf(stderr, PROG ": stopped after %lld steps (--max-steps)\n",
 		        (long long)r->step);
@@ -643,8 +643,8 @@ int main(int argc, char **argv)
 	if (prc)
 		return prc == 1 ? 0 : 2;
 
-	CLI_CHECK_ALIKE(sf_init(&argc, &argv, &r.ctx));
-	CHECK(sf_context_world(r.ctx, &r.rank, &r.size));
+	CLI_CHECK_ALIKE_GOTO(sf_init(&argc, &argv, &r.ctx), done);
+	CLI_CHECK_GOTO(sf_context_world(r.ctx, &r.rank, &r.size), done);
 	if (load_data(&r) < 0 || build_model(&r) < 0)
 		goto done;
 	if (restore(&r) < 0) {
@@ -657,7 +657,7 @@ int main(int argc, char **argv)
 	if (stopped && end_stopped(&r, &tl, &acc) < 0)
 		goto done;
 	if (r.o.export_path)
-		CHECK(sf_model_export_safetensors(r.m, r.o.export_path));
+		CLI_CHECK_GOTO(sf_model_export_safetensors(r.m, r.o.export_path), done);
 	if (r.rank == 0) {
 		printf("test_accuracy %.4f\n", acc);
 		fflush(stdout);

@@ -51,6 +51,7 @@ struct options {
 	float rope_theta;
 	const char *train_tokens, *val_tokens; /* token files instead of --text */
 	const char *vocab_file;                /* their decode table, to print samples */
+	int token_format;                      /* --token-format: SF_TOKENS_AUTO, ... */
 	int vocab_set;                         /* --vocab was given */
 	const char *preset;
 	int batch, eval_batches, sample, gen_tokens, top_k;
@@ -60,7 +61,7 @@ struct options {
 	const char *text, *prompt, *ckpt_dir, *export_path, *init_path, *export_init_path,
 	    *loss_log;
 	const char *metrics; /* --metrics: JSON lines, rank 0 */
-	int resume;
+	int resume, ckpt_async;
 	int nanogpt_layout; /* --export-layout nanogpt: GPT-2's weights (O, I) */
 };
 
@@ -124,6 +125,9 @@ static void usage(FILE *f)
 	        "  --val-fraction X      the tail held out for validation (default 0.1)\n"
 	        "  --train-tokens FILE   train on a token file instead (nanoGPT's uint16 .bin or\n"
 	        "                        an llm.c shard), with --val-tokens FILE for validation\n"
+	        "  --token-format F      the token files' format: auto (an llm.c shard when it\n"
+	        "                        starts with the magic, raw when nothing says shard;\n"
+	        "                        a damaged shard is refused), raw, llmc (default auto)\n"
 	        "  --vocab-file FILE     the token files' decode table (llm.c's tokenizer file,\n"
 	        "                        e.g. " SF_DATA_DIR "/gpt2-vocab.bin), to print\n"
 	        "                        samples; its size is the default --vocab\n"
@@ -141,6 +145,8 @@ static void usage(FILE *f)
 	        "  --checkpoint-every K  ... every K steps (default: at the end only)\n"
 	        "  --checkpoint-keep N   keep the newest N checkpoints, removing older ones\n"
 	        "                        after each save (default: keep all)\n"
+	        "  --checkpoint-async    write checkpoints from a thread while training goes on\n"
+	        "                        (the shards copied to host buffers at the step)\n"
 	        "  --resume              continue from D's last checkpoint (none: start afresh)\n"
 	        "  --max-steps N         stop after N steps in all (counting resumed ones)\n"
 	        "  --export FILE         write the final weights as safetensors (Hugging Face's\n"
@@ -217,6 +223,7 @@ enum opt_key {
 	OPT_PRESET,
 	OPT_PEAK_TFLOPS,
 	OPT_EXPORT_LAYOUT,
+	OPT_TOKEN_FORMAT,
 	NOPTIONS
 };
 
@@ -263,10 +270,11 @@ static const char *const option_names[NOPTIONS] = {
     [OPT_PRESET] = "--preset",
     [OPT_PEAK_TFLOPS] = "--peak-tflops",
     [OPT_EXPORT_LAYOUT] = "--export-layout",
+    [OPT_TOKEN_FORMAT] = "--token-format",
 };
 
-enum { NFLAGS = 3 };
-static const char *const flags[NFLAGS] = {"--resume", "--untied", "--tied"};
+enum { NFLAGS = 4 };
+static const char *const flags[NFLAGS] = {"--resume", "--untied", "--tied", "--checkpoint-async"};
 
 /* The job file's sections (examples/job.h), as the usage groups the options: every
  * option and flag in one of them (check_sections) */
@@ -280,9 +288,10 @@ static const char *const training_options[] = {"--batch",        "--steps",     
 static const char *const data_options[] = {"--text",         "--val-fraction",   "--train-tokens",
                                            "--val-tokens",   "--vocab-file",     "--vocab",
                                            "--eval-every",   "--eval-batches",   "--progress-every",
-                                           "--peak-tflops",  NULL};
+                                           "--peak-tflops",  "--token-format", NULL};
 static const char *const checkpoint_options[] = {"--checkpoint-dir", "--checkpoint-every",
                                                  "--checkpoint-keep", "--resume",
+                                                 "--checkpoint-async",
                                                  "--max-steps",       "--export",
                                                  "--init",            "--export-init",
                                                  "--loss-log",        "--metrics",
@@ -378,6 +387,15 @@ static int on_value(int key, char *val, void *ctx)
 	case OPT_VAL_TOKENS: o->val_tokens = val; return 0;
 	case OPT_VOCAB: o->vocab_set = 1; return cli_int(n, val, 2, 65536, &o->model.vocab);
 	case OPT_VOCAB_FILE: o->vocab_file = val; return 0;
+	case OPT_TOKEN_FORMAT:
+		if (strcmp(val, "auto") && strcmp(val, "raw") && strcmp(val, "llmc"))
+			return cli_bad_usage(
+			    "--token-format \"%s\" is invalid: accepted values are auto, raw, llmc",
+			    val);
+		o->token_format = !strcmp(val, "raw")    ? SF_TOKENS_RAW
+		                  : !strcmp(val, "llmc") ? SF_TOKENS_LLMC
+		                                         : SF_TOKENS_AUTO;
+		return 0;
 	case OPT_PRESET: return 0; /* applied before the other options (apply_preset) */
 	case OPT_PEAK_TFLOPS: return opt_float(k, val, 1e-6f, 1e6f, &o->peak_tflops);
 	case OPT_VAL_FRACTION: return opt_float(k, val, 0.001f, 0.5f, &o->val_fraction);
@@ -416,8 +434,10 @@ static int on_flag(int j, void *ctx)
 		o->resume = 1;
 	else if (j == 1)
 		o->model.tie_weights = 0, o->tied = 0; /* a llama preset's tied head too */
-	else
+	else if (j == 2)
 		o->tied = 1;
+	else
+		o->ckpt_async = 1;
 	return 0;
 }
 
@@ -529,6 +549,8 @@ static int parse(int argc, char **argv, struct options *o)
 		return cli_bad_usage("--checkpoint-keep needs --checkpoint-dir");
 	if (o->ckpt_every && !o->ckpt_dir)
 		return cli_bad_usage("--checkpoint-every needs --checkpoint-dir");
+	if (o->ckpt_async && !o->ckpt_dir)
+		return cli_bad_usage("--checkpoint-async needs --checkpoint-dir");
 	if (o->sample > o->batch)
 		return cli_bad_usage("--sample %d exceeds --batch %d (one sample per sequence)",
 		                     o->sample, o->batch);
@@ -551,7 +573,6 @@ static int parse(int argc, char **argv, struct options *o)
 	return 0;
 }
 
-#define CHECK CLI_CHECK
 
 struct run {
 	struct options o;
@@ -575,6 +596,8 @@ struct run {
 	int metrics_fd; /* --metrics, rank 0; -1 when none */
 	int64_t step;   /* steps done */
 	int64_t saved;  /* the step of the checkpoint loaded or written, or -1 */
+	int64_t async_step;          /* --checkpoint-async: the step being written, or -1 */
+	double async_t0, async_held; /* when it began; what the step boundary spent on it */
 	int agreed;     /* the failure is every rank's at once (restore's): no MPI_Abort */
 	uint64_t rss0;  /* resident set before sf_model_create */
 	uint64_t peak1; /* peak resident set when it returned */
@@ -650,7 +673,7 @@ static int load_data(struct run *r)
 {
 	int status = -1;
 	if (r->o.vocab_file) {
-		CHECK(sf_vocab_load(r->o.vocab_file, &r->vocab));
+		CLI_CHECK_GOTO(sf_vocab_load(r->o.vocab_file, &r->vocab), done);
 		if (!r->o.vocab_set)
 			r->o.model.vocab = r->vocab.n;
 		if (r->o.model.vocab < r->vocab.n) {
@@ -662,12 +685,12 @@ static int load_data(struct run *r)
 		}
 	}
 	if (r->o.train_tokens) {
-		CHECK(sf_tokens_load(r->o.train_tokens, r->o.model.vocab, SF_TOKENS_AUTO,
-		                     &r->tokens[SF_TEXT_TRAIN]));
-		CHECK(sf_tokens_load(r->o.val_tokens, r->o.model.vocab, SF_TOKENS_AUTO,
-		                     &r->tokens[SF_TEXT_VAL]));
+		CLI_CHECK_GOTO(sf_tokens_load(r->o.train_tokens, r->o.model.vocab, r->o.token_format,
+		                     &r->tokens[SF_TEXT_TRAIN]), done);
+		CLI_CHECK_GOTO(sf_tokens_load(r->o.val_tokens, r->o.model.vocab, r->o.token_format,
+		                     &r->tokens[SF_TEXT_VAL]), done);
 	} else
-		CHECK(sf_text_load(r->o.text, r->o.val_fraction, &r->text));
+		CLI_CHECK_GOTO(sf_text_load(r->o.text, r->o.val_fraction, &r->text), done);
 	if (r->o.batch < r->size) {
 		if (r->rank == 0)
 			fprintf(stderr, PROG ": --batch %d is smaller than the %d ranks\n",
@@ -697,7 +720,7 @@ static int build_model(struct run *r)
 	int status = -1;
 	r->T = o->model.context, r->V = o->model.vocab;
 	struct sf_config cfg;
-	CHECK(sf_context_config(r->ctx, &cfg));
+	CLI_CHECK_GOTO(sf_context_config(r->ctx, &cfg), done);
 	r->accum = cfg.grad_accum;
 	r->tp = cfg.tp;
 	snprintf(r->trace, sizeof r->trace, "%s", cfg.trace);
@@ -710,12 +733,12 @@ static int build_model(struct run *r)
 		lc.tensor_parallel = cfg.tp > 1; /* Megatron's split of each block (SHARDFLOW_TP) */
 		lc.vocab_parallel = vocab_parallel(&cfg, lc.tie_weights, lc.vocab);
 		r->lc = lc;
-		CHECK(sf_llama_graph(&lc, &g));
+		CLI_CHECK_GOTO(sf_llama_graph(&lc, &g), done);
 	} else {
 		struct sf_gpt_config gc = o->model;
 		gc.tensor_parallel = cfg.tp > 1; /* Megatron's split of each block (SHARDFLOW_TP) */
 		gc.vocab_parallel = vocab_parallel(&cfg, gc.tie_weights, gc.vocab);
-		CHECK(sf_gpt_graph(&gc, &g));
+		CLI_CHECK_GOTO(sf_gpt_graph(&gc, &g), done);
 	}
 	struct sf_model_options mo;
 	sf_model_options_init(&mo);
@@ -727,19 +750,19 @@ static int build_model(struct run *r)
 	mo.beta2 = 0.99f; /* nanoGPT's choice for small models: faster adaptation */
 	mo.max_grad_norm = o->grad_clip;
 	struct sf_memory_info mi;
-	CHECK(sf_memory_info(&mi));
+	CLI_CHECK_GOTO(sf_memory_info(&mi), done);
 	r->rss0 = mi.rss;
-	CHECK(sf_model_create(r->ctx, g, &mo, &r->m));
-	CHECK(sf_memory_info(&mi));
+	CLI_CHECK_GOTO(sf_model_create(r->ctx, g, &mo, &r->m), done);
+	CLI_CHECK_GOTO(sf_memory_info(&mi), done);
 	r->peak1 = mi.peak_rss;
 	{ /* nanoGPT's FLOPs a token: 6 N (N without the position table) + 12 L C T */
 		size_t np = 0;
-		CHECK(sf_model_param_count(r->m, &np));
+		CLI_CHECK_GOTO(sf_model_param_count(r->m, &np), done);
 		double C = o->model.embd, T = o->model.context, L = o->model.layers;
 		double n = (double)np - (o->arch ? 0.0 : T * C);
 		r->flops_token = 6.0 * n + 12.0 * L * C * T;
 	}
-	CHECK(sf_model_local_rows(r->m, &r->first, &r->rows));
+	CLI_CHECK_GOTO(sf_model_local_rows(r->m, &r->first, &r->rows), done);
 	size_t n = (size_t)r->rows * (size_t)r->T;
 	r->x = malloc(n * sizeof(int32_t));
 	r->y = malloc(n * sizeof(int32_t));
@@ -805,15 +828,15 @@ static int init_weights(struct run *r)
 	char cfg[4096];
 	int status = -1;
 	if (stat(p, &st) != 0 || !S_ISDIR(st.st_mode)) {
-		CHECK(sf_model_import_safetensors_layout(r->m, p, weights_layout(r, &l)));
+		CLI_CHECK_GOTO(sf_model_import_safetensors_layout(r->m, p, weights_layout(r, &l)), done);
 		return 0;
 	}
 	snprintf(cfg, sizeof cfg, "%s/config.json", p);
 	if (r->o.arch)
-		CHECK(sf_llama_config_check_hf(&r->lc, cfg));
+		CLI_CHECK_GOTO(sf_llama_config_check_hf(&r->lc, cfg), done);
 	else
-		CHECK(sf_gpt_config_check_hf(&r->o.model, cfg));
-	CHECK(sf_model_import_hf(r->m, p, r->o.arch ? NULL : (sf_gpt_hf_layout(&hf), &hf)));
+		CLI_CHECK_GOTO(sf_gpt_config_check_hf(&r->o.model, cfg), done);
+	CLI_CHECK_GOTO(sf_model_import_hf(r->m, p, r->o.arch ? NULL : (sf_gpt_hf_layout(&hf), &hf)), done);
 	status = 0;
 done:
 	return status;
@@ -828,13 +851,13 @@ static int restore(struct run *r)
 	const struct options *o = &r->o;
 	int status = -1;
 	if (o->ckpt_dir)
-		CHECK(sf_checkpoint_lock(r->m, o->ckpt_dir, SF_CHECKPOINT_WRITE));
+		CLI_CHECK_GOTO(sf_checkpoint_lock(r->m, o->ckpt_dir, SF_CHECKPOINT_WRITE), done);
 	if (o->init_path && init_weights(r) < 0)
 		goto done;
 	if (o->resume) {
 		struct sf_checkpoint_info info;
 		int found = 0;
-		CHECK(sf_checkpoint_latest(r->m, o->ckpt_dir, &found, NULL, 0));
+		CLI_CHECK_GOTO(sf_checkpoint_latest(r->m, o->ckpt_dir, &found, NULL, 0), done);
 		if (!found) {
 			if (r->rank == 0)
 				fprintf(stderr,
@@ -843,7 +866,7 @@ static int restore(struct run *r)
 			status = 0;
 			goto done;
 		}
-		CHECK(sf_checkpoint_load(r->m, o->ckpt_dir, &info));
+		CLI_CHECK_GOTO(sf_checkpoint_load(r->m, o->ckpt_dir, &info), done);
 		if (check_position(r, &info) < 0)
 			goto done;
 		r->step = r->saved = info.step;
@@ -918,7 +941,8 @@ static void print_banner(const struct run *r)
 		const double mib = 1024.0 * 1024.0;
 		fprintf(stderr,
 		        PROG ": memory per rank: parameters %.1f MiB (the shards and %d ring "
-		             "slots of the largest unit, %zu parameters), gradients %.1f MiB, "
+		             "slots, each sized by the largest unit it holds; the largest has %zu "
+		             "parameters), gradients %.1f MiB, "
 		             "optimizer %.1f MiB, activations %.1f MiB (outputs, their gradients "
 		             "and saved buffers of %d sequences)\n",
 		        (double)st.param_bytes / mib, st.ring_slots, st.largest_unit,
@@ -947,8 +971,8 @@ static int report_memory(const struct run *r)
 	struct sf_memory_info mi;
 	struct sf_model_stats st;
 	int status = -1;
-	CHECK(sf_memory_info(&mi));
-	CHECK(sf_model_stats(r->m, &st));
+	CLI_CHECK_GOTO(sf_memory_info(&mi), done);
+	CLI_CHECK_GOTO(sf_model_stats(r->m, &st), done);
 	double mine[10] = {(double)mi.peak_rss,
 	                   (double)r->rss0,
 	                   (double)(st.param_bytes + st.grad_bytes + st.optimizer_bytes +
@@ -1007,16 +1031,16 @@ static int export_weights(struct run *r, const char *path)
 {
 	int status = -1;
 	struct sf_safetensors_layout l;
-	CHECK(sf_model_export_safetensors_layout(r->m, path, weights_layout(r, &l)));
+	CLI_CHECK_GOTO(sf_model_export_safetensors_layout(r->m, path, weights_layout(r, &l)), done);
 	if (r->rank == 0) {
 		char cfg[4096];
 		const char *slash = strrchr(path, '/');
 		int dl = slash ? (int)(slash - path) : 1;
 		snprintf(cfg, sizeof cfg, "%.*s/config.json", dl, slash ? path : ".");
 		if (r->o.arch)
-			CHECK(sf_llama_config_write_hf(&r->lc, cfg));
+			CLI_CHECK_GOTO(sf_llama_config_write_hf(&r->lc, cfg), done);
 		else
-			CHECK(sf_gpt_config_write_hf(&r->o.model, cfg));
+			CLI_CHECK_GOTO(sf_gpt_config_write_hf(&r->o.model, cfg), done);
 	}
 	status = 0;
 done:
@@ -1042,34 +1066,77 @@ static double dir_bytes(const char *path)
 	return total;
 }
 
-/* A checkpoint of this step, unless it is the one loaded or last written; a line says
- * where it went, its size and what it took, and --checkpoint-keep's older ones go. */
+/* The line of a finished save (rank 0): where it went, its size and what it took
+ * (held: the seconds the steps waited for it, asynchronous saves), and
+ * --checkpoint-keep's older ones removed. */
+static int saved_line(struct run *r, int64_t step, double seconds, double held)
+{
+	int status = -1, removed = 0;
+	if (r->o.ckpt_keep)
+		CLI_CHECK_GOTO(sf_checkpoint_prune(r->m, r->o.ckpt_dir, (int)r->o.ckpt_keep, &removed), done);
+	if (r->rank == 0) {
+		char step_dir[4096];
+		snprintf(step_dir, sizeof step_dir, "%s/step-%09lld", r->o.ckpt_dir,
+		         (long long)step);
+		double mib = dir_bytes(step_dir) / (1024.0 * 1024.0);
+		fprintf(stderr, PROG ": checkpoint of step %lld saved in %s (%.1f MiB, %.1f s",
+		        (long long)step, r->o.ckpt_dir, mib, seconds);
+		if (held >= 0)
+			fprintf(stderr, ", asynchronous: %.3f s at the step", held);
+		fprintf(stderr, ")");
+		if (removed)
+			fprintf(stderr, "; %d older one%s removed (--checkpoint-keep %lld)",
+			        removed, removed == 1 ? "" : "s", (long long)r->o.ckpt_keep);
+		fprintf(stderr, "\n");
+		if (r->metrics_fd >= 0) /* the curves so far; a failure costs no training */
+			(void)metrics_plot(r->o.metrics, PROG);
+	}
+	status = 0;
+done:
+	return status;
+}
+
+/* --checkpoint-async: ends the save being written once every rank's file is (block:
+ * waits for it), then says so; a failed write fails the run here. */
+static int async_finish(struct run *r, int block)
+{
+	int status = -1, pending = 0;
+	if (r->async_step < 0)
+		return 0;
+	if (block)
+		CLI_CHECK_GOTO(sf_checkpoint_wait(r->m), done);
+	else
+		CLI_CHECK_GOTO(sf_checkpoint_poll(r->m, &pending), done);
+	if (!pending) {
+		int64_t step = r->async_step;
+		r->async_step = -1;
+		if (saved_line(r, step, cli_now() - r->async_t0, r->async_held) < 0)
+			goto done;
+	}
+	status = 0;
+done:
+	return status;
+}
+
+/* A checkpoint of this step, unless it is the one loaded or last written (with
+ * --checkpoint-async begun here and ended by async_finish at a later step). */
 static int save(struct run *r)
 {
 	int status = -1;
 	if (r->step != r->saved) {
 		struct sf_checkpoint_info info = {r->step, 0, r->step, r->o.seed};
 		double t0 = cli_now();
-		CHECK(sf_checkpoint_save(r->m, r->o.ckpt_dir, &info));
-		double t1 = cli_now();
-		r->saved = r->step;
-		int removed = 0;
-		if (r->o.ckpt_keep)
-			CHECK(sf_checkpoint_prune(r->m, r->o.ckpt_dir, (int)r->o.ckpt_keep, &removed));
-		if (r->rank == 0) {
-			char step_dir[4096];
-			snprintf(step_dir, sizeof step_dir, "%s/step-%09lld", r->o.ckpt_dir,
-			         (long long)r->step);
-			double mib = dir_bytes(step_dir) / (1024.0 * 1024.0);
-			fprintf(stderr, PROG ": checkpoint of step %lld saved in %s (%.1f MiB, %.1f s)",
-			        (long long)r->step, r->o.ckpt_dir, mib, t1 - t0);
-			if (removed)
-				fprintf(stderr, "; %d older one%s removed (--checkpoint-keep %lld)",
-				        removed, removed == 1 ? "" : "s", (long long)r->o.ckpt_keep);
-			fprintf(stderr, "\n");
-			if (r->metrics_fd >= 0) /* the curves so far; a failure costs no training */
-				(void)metrics_plot(r->o.metrics, PROG);
+		if (r->o.ckpt_async) {
+			if (async_finish(r, 1) < 0) /* one at a time */
+				goto done;
+			CLI_CHECK_GOTO(sf_checkpoint_save_async(r->m, r->o.ckpt_dir, &info), done);
+			r->async_step = r->step, r->async_t0 = t0, r->async_held = cli_now() - t0;
+		} else {
+			CLI_CHECK_GOTO(sf_checkpoint_save(r->m, r->o.ckpt_dir, &info), done);
+			if (saved_line(r, r->step, cli_now() - t0, -1) < 0)
+				goto done;
 		}
+		r->saved = r->step;
 	}
 	status = 0;
 done:
@@ -1175,11 +1242,11 @@ static int take_loss(struct run *r, struct meter *mt)
 	int status = -1;
 	if (mt->prev_ticket >= 0) {
 		double l, norm = 0;
-		CHECK(sf_model_loss(r->m, mt->prev_ticket, &l));
+		CLI_CHECK_GOTO(sf_model_loss(r->m, mt->prev_ticket, &l), done);
 		mt->part += l, mt->part_n++;
 		if (mt->part_n == r->accum) {
 			if (r->o.grad_clip > 0)
-				CHECK(sf_model_grad_norm(r->m, mt->prev_ticket, &norm));
+				CLI_CHECK_GOTO(sf_model_grad_norm(r->m, mt->prev_ticket, &norm), done);
 			l = mt->part / r->accum;
 			mt->part = 0, mt->part_n = 0;
 			mt->since_loss += l, mt->since_n++, mt->eval_loss += l, mt->eval_n++;
@@ -1222,10 +1289,10 @@ static int outside_steps(struct run *r, int (*act)(struct run *, void *), void *
 {
 	int status = -1;
 	double a[4], b[4];
-	CHECK(comm_figures(r, a));
+	CLI_CHECK_GOTO(comm_figures(r, a), done);
 	if (act(r, arg) < 0)
 		goto done;
-	CHECK(comm_figures(r, b));
+	CLI_CHECK_GOTO(comm_figures(r, b), done);
 	for (int i = 0; i < 4; i++)
 		outside[i] += b[i] - a[i];
 	status = 0;
@@ -1242,7 +1309,7 @@ static int save_act(struct run *r, void *unused)
 static int evaluate_act(struct run *r, void *vl)
 {
 	int status = -1;
-	CHECK(evaluate(r, vl));
+	CLI_CHECK_GOTO(evaluate(r, vl), done);
 	status = 0;
 done:
 	return status;
@@ -1295,17 +1362,17 @@ static int train(struct run *r, double *vl)
 	while (r->step < end) {
 		double cpu0 = cli_thread_cpu_ms();
 		float lr = lr_at(o, r->step);
-		CHECK(sf_model_set_lr(r->m, lr));
+		CLI_CHECK_GOTO(sf_model_set_lr(r->m, lr), done);
 		const int32_t *ids[1] = {r->x};
 		struct sf_batch batch = {.nint_inputs = 1, .int_inputs = ids, .labels = r->y};
 		int64_t ticket;
 		/* micro-batch j of step s is training batch s K + j: K = 1 is the plain run */
 		for (int j = 0; j < r->accum; j++) {
-			CHECK(draw(r, SF_TEXT_TRAIN, r->step * r->accum + j));
+			CLI_CHECK_GOTO(draw(r, SF_TEXT_TRAIN, r->step * r->accum + j), done);
 			if (j + 1 < r->accum)
-				CHECK(sf_model_accumulate(r->m, &batch, &ticket));
+				CLI_CHECK_GOTO(sf_model_accumulate(r->m, &batch, &ticket), done);
 			else
-				CHECK(sf_model_step(r->m, &batch, &ticket));
+				CLI_CHECK_GOTO(sf_model_step(r->m, &batch, &ticket), done);
 			if (take_loss(r, &mt) < 0)
 				goto done;
 			mt.prev_ticket = ticket;
@@ -1313,7 +1380,7 @@ static int train(struct run *r, double *vl)
 		}
 		r->step++, mt.done_here++;
 		if (mt.done_here == 1) { /* the host line's window starts after the first step */
-			CHECK(comm_figures(r, first));
+			CLI_CHECK_GOTO(comm_figures(r, first), done);
 			memset(outside, 0, sizeof outside);
 		} else {
 			r->host_main_ms += cli_thread_cpu_ms() - cpu0;
@@ -1321,6 +1388,8 @@ static int train(struct run *r, double *vl)
 		}
 		/* checkpoints and evaluations stay out of the host line; they wait for the step,
 		 * so its loss is read (and its line printed) first at no cost */
+		if (async_finish(r, 0) < 0)
+			goto done;
 		if (o->ckpt_every && r->step % o->ckpt_every == 0 &&
 		    (take_loss(r, &mt) < 0 || outside_steps(r, save_act, NULL, outside) < 0))
 			goto done;
@@ -1330,11 +1399,11 @@ static int train(struct run *r, double *vl)
 	if (take_loss(r, &mt) < 0)
 		goto done;
 	if (r->host_steps > 0) {
-		CHECK(comm_figures(r, last));
+		CLI_CHECK_GOTO(comm_figures(r, last), done);
 		for (int i = 0; i < 4; i++)
 			r->host_comm[i] = last[i] - first[i] - outside[i];
 	}
-	if (o->ckpt_dir && save(r) < 0)
+	if (o->ckpt_dir && (save(r) < 0 || async_finish(r, 1) < 0))
 		goto done;
 	status = 0;
 done:
@@ -1397,7 +1466,7 @@ static int print_samples(const struct run *r, const int32_t *all, int L)
 	for (int i = 0; i < r->o.sample; i++) {
 		const int32_t *ids = all + (size_t)i * L;
 		if (r->o.train_tokens)
-			CHECK(sf_vocab_decode(&r->vocab, ids, L, text, cap, &len));
+			CLI_CHECK_GOTO(sf_vocab_decode(&r->vocab, ids, L, text, cap, &len), done);
 		else
 			for (int k = 0; k < L; k++)
 				text[k] = (char)ids[k];
@@ -1424,7 +1493,7 @@ static int prompt_ids(const struct run *r, int32_t **ids, int *P)
 		fprintf(stderr, PROG ": out of memory\n");
 		return -1;
 	}
-	CHECK(sf_vocab_encode(&r->vocab, r->o.prompt, n, *ids, (int64_t)n + 1, &count));
+	CLI_CHECK_GOTO(sf_vocab_encode(&r->vocab, r->o.prompt, n, *ids, (int64_t)n + 1, &count), done);
 	*P = (int)count;
 	status = 0;
 done:
@@ -1474,7 +1543,7 @@ static int generate(struct run *r)
 			       (size_t)n * sizeof *seq);
 		const int32_t *ids[1] = {r->x};
 		struct sf_batch batch = {.nint_inputs = 1, .int_inputs = ids};
-		CHECK(sf_model_predict(r->m, &batch, r->logits));
+		CLI_CHECK_GOTO(sf_model_predict(r->m, &batch, r->logits), done);
 		for (int i = 0; i < r->rows; i++) {
 			const float *z = r->logits + ((size_t)i * r->T + (size_t)(n - 1)) * r->V;
 			seq[(size_t)i * L + len] =
@@ -1515,7 +1584,7 @@ done:
 
 int main(int argc, char **argv)
 {
-	struct run r = {.saved = -1, .metrics_fd = -1};
+	struct run r = {.saved = -1, .metrics_fd = -1, .async_step = -1};
 	int status = 1;
 	double vl = NAN;
 	cli_prog = PROG;
@@ -1533,8 +1602,8 @@ int main(int argc, char **argv)
 	if (prc)
 		return prc == 1 ? 0 : 2;
 
-	CLI_CHECK_ALIKE(sf_init(&argc, &argv, &r.ctx));
-	CHECK(sf_context_world(r.ctx, &r.rank, &r.size));
+	CLI_CHECK_ALIKE_GOTO(sf_init(&argc, &argv, &r.ctx), done);
+	CLI_CHECK_GOTO(sf_context_world(r.ctx, &r.rank, &r.size), done);
 	if (load_data(&r) < 0 || build_model(&r) < 0)
 		goto done;
 	if (restore(&r) < 0) {

@@ -42,19 +42,6 @@ struct options {
 	int warmup; /* steps left out of the comm_stats line */
 };
 
-/* Before sf_init() we do not know our rank; under mpirun the launcher tells us, so
- * that a bad command line prints one usage message, not one per rank. */
-static int launcher_rank(void)
-{
-	static const char *vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"};
-	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
-		const char *v = getenv(vars[i]);
-		if (v && *v)
-			return atoi(v);
-	}
-	return 0;
-}
-
 static void usage(FILE *f)
 {
 	fprintf(
@@ -84,52 +71,51 @@ static void usage(FILE *f)
 	    "SHARDFLOW_SHARDING and SHARDFLOW_LOG from the environment.\n");
 }
 
-/* Reports a bad command line, naming the option and the value, and where the usage is
- * (one line, as GNU tools: the whole usage after it buried the mistake); returns the
- * exit status 2. */
-__attribute__((format(printf, 1, 2))) static int bad_usage(const char *fmt, ...)
-{
-	if (launcher_rank() == 0) {
-		va_list ap;
-		va_start(ap, fmt);
-		fprintf(stderr, PROG ": ");
-		vfprintf(stderr, fmt, ap);
-		fputc('\n', stderr);
-		va_end(ap);
-		fprintf(stderr, "usage: " PROG " [options]; '" PROG " --help' lists them\n");
-	}
-	return 2;
-}
+enum { OPT_STEPS, OPT_BATCH, OPT_WIDTHS, OPT_OPTIMIZER, OPT_LR, OPT_SEED, OPT_WARMUP };
+static const char *const option_names[] = {"--steps", "--batch", "--widths", "--optimizer",
+                                           "--lr",    "--seed",  "--warmup"};
 
-static int parse_positive_int(const char *s, int max, int *out)
+static int on_value(int k, char *val, void *ctx)
 {
-	char *end;
-	errno = 0;
-	long v = strtol(s, &end, 10);
-	if (end == s || *end || errno || v <= 0 || v > max)
-		return -1;
-	*out = (int)v;
-	return 0;
-}
-
-static int parse_widths(const char *s, int *w, int *n)
-{
-	*n = 0;
-	const char *p = s;
-	for (;;) {
-		char *end;
-		errno = 0;
-		long v = strtol(p, &end, 10);
-		if (end == p || errno || v <= 0 || v > MAX_WIDTH || *n == MAX_WIDTHS)
-			return -1;
-		w[(*n)++] = (int)v;
-		if (*end == '\0')
-			break;
-		if (*end != ',')
-			return -1;
-		p = end + 1;
+	struct options *o = ctx;
+	int64_t v;
+	switch (k) {
+	case OPT_STEPS:
+	case OPT_BATCH:
+		if (cli_parse_i64(val, 1, INT_MAX, &v))
+			return cli_bad_usage("%s \"%s\" is invalid: expected a positive integer",
+			                     option_names[k], val);
+		*(k == OPT_STEPS ? &o->steps : &o->batch) = (int)v;
+		return 0;
+	case OPT_WIDTHS:
+		if (cli_int_list("--widths", val, 1, MAX_WIDTH, 2, MAX_WIDTHS, o->widths,
+		                 &o->nwidths))
+			return 2;
+		return 0;
+	case OPT_OPTIMIZER:
+		if (sf_optimizer_from_name(val, &o->optimizer) != SF_OK)
+			return cli_bad_usage("--optimizer %s", sf_last_error());
+		return 0;
+	case OPT_LR:
+		if (cli_parse_float(val, 0.0f, 1e6f, &o->lr) || o->lr <= 0.0f)
+			return cli_bad_usage("--lr \"%s\" is invalid: expected a positive number",
+			                     val);
+		return 0;
+	case OPT_SEED:
+		if (cli_parse_i64(val, 0, INT64_MAX, &v))
+			return cli_bad_usage("--seed \"%s\" is invalid: expected an integer >= 0",
+			                     val);
+		o->seed = (uint64_t)v;
+		return 0;
+	default:
+		if (cli_parse_i64(val, 0, INT_MAX, &v))
+			return cli_bad_usage(
+			    "--warmup \"%s\" is invalid: expected an integer >= 0, "
+			    "below --steps",
+			    val);
+		o->warmup = (int)v;
+		return 0;
 	}
-	return *n >= 2 ? 0 : -1;
 }
 
 /* Returns -1 to go on, otherwise the exit status (0 after --help, 2 on a bad line). */
@@ -140,79 +126,16 @@ static int parse_options(int argc, char **argv, struct options *o)
 	    .steps = 20, .batch = 64, .optimizer = SF_OPT_SGD, .lr = 0.0f, .seed = 1};
 	o->nwidths = 4;
 	memcpy(o->widths, default_widths, sizeof(default_widths));
-
-	for (int i = 1; i < argc; i++) {
-		const char *arg = argv[i];
-		if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
-			usage(stdout);
-			return 0;
-		}
-		if (strncmp(arg, "--", 2) != 0)
-			return bad_usage("unexpected argument \"%s\"", arg);
-		/* --name value or --name=value */
-		char name[32];
-		const char *val;
-		const char *eq = strchr(arg, '=');
-		size_t len = eq ? (size_t)(eq - arg) : strlen(arg);
-		if (len >= sizeof(name))
-			return bad_usage("unknown option \"%s\"", arg);
-		memcpy(name, arg, len);
-		name[len] = '\0';
-		if (strcmp(name, "--steps") && strcmp(name, "--batch") &&
-		    strcmp(name, "--widths") && strcmp(name, "--optimizer") &&
-		    strcmp(name, "--lr") && strcmp(name, "--seed") && strcmp(name, "--warmup"))
-			return bad_usage("unknown option \"%s\"", name);
-		if (eq) {
-			val = eq + 1;
-		} else {
-			if (i + 1 >= argc)
-				return bad_usage("option %s needs a value", name);
-			val = argv[++i];
-		}
-
-		if (!strcmp(name, "--steps")) {
-			if (parse_positive_int(val, INT_MAX, &o->steps))
-				return bad_usage("--steps \"%s\" is invalid: %s", val,
-				                 "expected a positive integer");
-		} else if (!strcmp(name, "--batch")) {
-			if (parse_positive_int(val, INT_MAX, &o->batch))
-				return bad_usage("--batch \"%s\" is invalid: %s", val,
-				                 "expected a positive integer");
-		} else if (!strcmp(name, "--widths")) {
-			if (parse_widths(val, o->widths, &o->nwidths))
-				return bad_usage("--widths \"%s\" is invalid: %s", val,
-				                 "expected at least 2 comma-separated positive "
-				                 "integers (input,...,classes)");
-		} else if (!strcmp(name, "--optimizer")) {
-			if (sf_optimizer_from_name(val, &o->optimizer) != SF_OK)
-				return bad_usage("--optimizer %s", sf_last_error());
-		} else if (!strcmp(name, "--lr")) {
-			char *end;
-			errno = 0;
-			double v = strtod(val, &end);
-			if (end == val || *end || errno || !isfinite(v) || v <= 0.0 || v > 1e6)
-				return bad_usage("--lr \"%s\" is invalid: %s", val,
-				                 "expected a positive number");
-			o->lr = (float)v;
-		} else if (!strcmp(name, "--warmup")) {
-			o->warmup = 0;
-			if (strcmp(val, "0") != 0 && parse_positive_int(val, INT_MAX, &o->warmup))
-				return bad_usage("--warmup \"%s\" is invalid: %s", val,
-				                 "expected an integer >= 0, below --steps");
-		} else { /* --seed */
-			char *end;
-			errno = 0;
-			unsigned long long v = strtoull(val, &end, 10);
-			if (end == val || *end || errno || val[0] < '0' || val[0] > '9')
-				return bad_usage("--seed \"%s\" is invalid: %s", val,
-				                 "expected an unsigned integer");
-			o->seed = (uint64_t)v;
-		}
-	}
+	const struct cli_spec sp = {option_names, 7, NULL, 0, on_value, NULL};
+	cli_prog = PROG;
+	cli_usage = usage;
+	int rc = cli_parse(argc, argv, &sp, o);
+	if (rc)
+		return rc == 1 ? 0 : rc;
 	if (o->warmup >= o->steps)
-		return bad_usage("--warmup \"%d\" is invalid: expected an integer >= 0, below "
-		                 "--steps (%d)",
-		                 o->warmup, o->steps);
+		return cli_bad_usage("--warmup \"%d\" is invalid: expected an integer >= 0, below "
+		                     "--steps (%d)",
+		                     o->warmup, o->steps);
 	if (o->lr <= 0.0f)
 		o->lr = o->optimizer == SF_OPT_LION ? 1e-4f : o->optimizer == SF_OPT_ADAMW ? 1e-3f : 0.1f;
 	return -1;
@@ -236,33 +159,22 @@ static double process_cpu_ms(void)
 	       (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-3;
 }
 
-/* Library calls: on failure the library has already printed the detailed message;
- * we add which call failed and leave through `fail`. */
-#define CHECK(call)                                                                                \
-	do {                                                                                       \
-		int check_rc_ = (call);                                                            \
-		if (check_rc_ != SF_OK) {                                                          \
-			cli_call_failed(PROG, #call, sf_strerror(check_rc_));                      \
-			goto fail;                                                                 \
-		}                                                                                  \
-	} while (0)
-
 /* input(D) -> [linear -> relu]* -> linear(C) -> softmax cross-entropy */
 static int build_graph(const struct options *o, sf_graph **out)
 {
 	sf_graph *g = NULL;
 	int h, labels, loss;
-	CHECK(sf_graph_create("mlp", &g));
-	CHECK(sf_graph_input(g, "x", o->widths[0], &h));
-	CHECK(sf_graph_label_input(g, "label", o->widths[o->nwidths - 1], &labels));
+	CLI_CHECK_GOTO(sf_graph_create("mlp", &g), fail);
+	CLI_CHECK_GOTO(sf_graph_input(g, "x", o->widths[0], &h), fail);
+	CLI_CHECK_GOTO(sf_graph_label_input(g, "label", o->widths[o->nwidths - 1], &labels), fail);
 	for (int i = 1; i < o->nwidths; i++) {
 		char name[32];
 		snprintf(name, sizeof(name), "fc%d", i);
-		CHECK(sf_graph_linear(g, h, o->widths[i], name, &h));
+		CLI_CHECK_GOTO(sf_graph_linear(g, h, o->widths[i], name, &h), fail);
 		if (i < o->nwidths - 1)
-			CHECK(sf_graph_relu(g, h, &h));
+			CLI_CHECK_GOTO(sf_graph_relu(g, h, &h), fail);
 	}
-	CHECK(sf_graph_softmax_cross_entropy(g, h, labels, &loss));
+	CLI_CHECK_GOTO(sf_graph_softmax_cross_entropy(g, h, labels, &loss), fail);
 	*out = g;
 	return 0;
 fail:
@@ -286,29 +198,29 @@ int main(int argc, char **argv)
 	const int D = o.widths[0], C = o.widths[o.nwidths - 1];
 	status = 1;
 
-	CHECK(sf_init(&argc, &argv, &ctx));
-	CHECK(sf_context_world(ctx, &rank, &size));
+	CLI_CHECK_GOTO(sf_init(&argc, &argv, &ctx), fail);
+	CLI_CHECK_GOTO(sf_context_world(ctx, &rank, &size), fail);
 	if (build_graph(&o, &g))
 		goto fail;
 
 	struct sf_model_options mo;
-	CHECK(sf_model_options_init(&mo));
+	CLI_CHECK_GOTO(sf_model_options_init(&mo), fail);
 	mo.batch = o.batch;
 	mo.seed = o.seed;
 	mo.optimizer = o.optimizer;
 	if (mo.optimizer == SF_OPT_LION)
 		mo.beta2 = 0.99f; /* the paper's default */
 	mo.lr = o.lr;
-	CHECK(sf_model_create(ctx, g, &mo, &m));
+	CLI_CHECK_GOTO(sf_model_create(ctx, g, &mo, &m), fail);
 	sf_graph_destroy(g);
 	g = NULL;
 
 	struct sf_config cfg;
 	size_t nparams;
 	int first, rows;
-	CHECK(sf_context_config(ctx, &cfg));
-	CHECK(sf_model_param_count(m, &nparams));
-	CHECK(sf_model_local_rows(m, &first, &rows));
+	CLI_CHECK_GOTO(sf_context_config(ctx, &cfg), fail);
+	CLI_CHECK_GOTO(sf_model_param_count(m, &nparams), fail);
+	CLI_CHECK_GOTO(sf_model_local_rows(m, &first, &rows), fail);
 	if (rank == 0) {
 		fprintf(stderr,
 		        PROG ": %d rank%s, sharding %s, prefetch depth %d, backward prefetch %s, "
@@ -336,7 +248,7 @@ int main(int argc, char **argv)
 	double loss = 0.0, t_start = now_ms(), cpu_start = process_cpu_ms();
 	double main_start = cli_thread_cpu_ms();
 	struct sf_model_stats st0;
-	CHECK(sf_model_stats(m, &st0));
+	CLI_CHECK_GOTO(sf_model_stats(m, &st0), fail);
 	for (int k = 1; k <= o.steps; k++) {
 		/* SHARDFLOW_GRAD_ACCUM = K: K micro-batches of --batch rows, micro-batch j
 		 * being rows [j B, (j + 1) B) of global batch k; the loss is their mean */
@@ -349,17 +261,17 @@ int main(int argc, char **argv)
 				goto fail;
 			}
 			if (j + 1 < cfg.grad_accum)
-				CHECK(sf_model_accumulate(m, &batch, &ticket));
+				CLI_CHECK_GOTO(sf_model_accumulate(m, &batch, &ticket), fail);
 			else
-				CHECK(sf_model_step(m, &batch, &ticket));
+				CLI_CHECK_GOTO(sf_model_step(m, &batch, &ticket), fail);
 			/* the previous micro-batch's loss, one behind: the model keeps 16 */
 			if (prev >= 0) {
-				CHECK(sf_model_loss(m, prev, &l));
+				CLI_CHECK_GOTO(sf_model_loss(m, prev, &l), fail);
 				loss += l / cfg.grad_accum;
 			}
 			prev = ticket;
 		}
-		CHECK(sf_model_loss(m, prev, &l));
+		CLI_CHECK_GOTO(sf_model_loss(m, prev, &l), fail);
 		loss += l / cfg.grad_accum;
 		double ms = now_ms() - t0;
 		if (rank == 0) {
@@ -367,14 +279,14 @@ int main(int argc, char **argv)
 			fflush(stdout);
 		}
 		if (k == o.warmup) { /* the window of comm_stats starts here */
-			CHECK(sf_model_stats(m, &st0));
+			CLI_CHECK_GOTO(sf_model_stats(m, &st0), fail);
 			t_start = now_ms();
 			cpu_start = process_cpu_ms();
 			main_start = cli_thread_cpu_ms();
 		}
 	}
 	struct sf_model_stats st;
-	CHECK(sf_model_stats(m, &st));
+	CLI_CHECK_GOTO(sf_model_stats(m, &st), fail);
 	double n = o.steps - o.warmup;
 	if (rank == 0) {
 		printf("final_loss %.9g\n", loss);

@@ -30,14 +30,6 @@
 #define PROG "regression"
 enum { IN = 8, OUT = 3 };
 
-#define CHECK(call)                                                                                \
-	do {                                                                                       \
-		if ((call) != SF_OK) {                                                             \
-			fprintf(stderr, PROG ": %s: %s\n", #call, sf_last_error());                \
-			goto out;                                                                  \
-		}                                                                                  \
-	} while (0)
-
 struct options {
 	int steps, batch, val;
 	float lr, noise, tol;
@@ -213,35 +205,35 @@ int main(int argc, char **argv)
 	int parse_status;
 	if (parse(argc, argv, &o, &parse_status))
 		return parse_status;
-	sf_log_set_quiet(1); /* CHECK prints each error */
-	CHECK(sf_init(&argc, &argv, &ctx));
-	CHECK(sf_context_world(ctx, &rank, NULL));
+	CLI_CHECK_GOTO(sf_init(&argc, &argv, &ctx), out);
+	CLI_CHECK_GOTO(sf_context_world(ctx, &rank, NULL), out);
 
 	struct sf_loss_config lc;
-	CHECK(sf_loss_config_init(&lc));
+	CLI_CHECK_GOTO(sf_loss_config_init(&lc), out);
 	lc.kind = o.loss;
 	lc.delta = 0.1f;
-	CHECK(sf_graph_create("regression", &g));
-	CHECK(sf_graph_input(g, "x", IN, &in));
-	CHECK(sf_graph_input(g, "y", OUT, &target));
-	CHECK(sf_graph_linear(g, in, OUT, "fit", &fit));
+	CLI_CHECK_GOTO(sf_graph_create("regression", &g), out);
+	CLI_CHECK_GOTO(sf_graph_input(g, "x", IN, &in), out);
+	CLI_CHECK_GOTO(sf_graph_input(g, "y", OUT, &target), out);
+	CLI_CHECK_GOTO(sf_graph_linear(g, in, OUT, "fit", &fit), out);
 	if (o.loss_layer) { /* the loss is the mean of a layer's output */
 		int se, se_in[2] = {fit, target};
-		CHECK(sf_layer_type_register(&sqerr_type));
-		CHECK(sf_graph_layer(g, "squared_error", se_in, 2, NULL, 0, "se", &se));
-		CHECK(sf_graph_loss(g, &lc, se, -1, &loss));
+		CLI_CHECK_GOTO(sf_layer_type_register(&sqerr_type), out);
+		CLI_CHECK_GOTO(sf_graph_layer(g, "squared_error", se_in, 2, NULL, 0, "se", &se),
+		               out);
+		CLI_CHECK_GOTO(sf_graph_loss(g, &lc, se, -1, &loss), out);
 	} else {
-		CHECK(sf_graph_loss(g, &lc, fit, target, &loss));
+		CLI_CHECK_GOTO(sf_graph_loss(g, &lc, fit, target, &loss), out);
 	}
 
 	struct sf_model_options mo;
-	CHECK(sf_model_options_init(&mo));
+	CLI_CHECK_GOTO(sf_model_options_init(&mo), out);
 	mo.batch = o.batch;
 	mo.optimizer = SF_OPT_ADAMW;
 	mo.lr = o.lr;
 	mo.seed = o.seed;
-	CHECK(sf_model_create(ctx, g, &mo, &m));
-	CHECK(sf_model_local_rows(m, &first, &rows));
+	CLI_CHECK_GOTO(sf_model_create(ctx, g, &mo, &m), out);
+	CLI_CHECK_GOTO(sf_model_local_rows(m, &first, &rows), out);
 
 	x = malloc(sizeof(float) * (size_t)rows * IN);
 	y = malloc(sizeof(float) * (size_t)rows * OUT);
@@ -258,9 +250,9 @@ int main(int argc, char **argv)
 	for (int s = 1; s <= o.steps; s++) {
 		for (int r = 0; r < rows; r++)
 			sample(&o, s, first + r, x + (size_t)r * IN, y + (size_t)r * OUT);
-		CHECK(sf_model_step(m, &batch, &ticket));
+		CLI_CHECK_GOTO(sf_model_step(m, &batch, &ticket), out);
 		if (s % 100 == 0 || s == o.steps) {
-			CHECK(sf_model_loss(m, ticket, &l));
+			CLI_CHECK_GOTO(sf_model_loss(m, ticket, &l), out);
 			if (rank == 0)
 				printf("step %d/%d loss %.6g\n", s, o.steps, l);
 		}
@@ -268,8 +260,8 @@ int main(int argc, char **argv)
 
 	/* the fit against the truth, read by name; the held-out loss, evaluated whole */
 	float w[OUT * IN], b[OUT];
-	CHECK(sf_model_tensor_get(m, "fit.weight", w, OUT * IN));
-	CHECK(sf_model_tensor_get(m, "fit.bias", b, OUT));
+	CLI_CHECK_GOTO(sf_model_tensor_get(m, "fit.weight", w, OUT * IN), out);
+	CLI_CHECK_GOTO(sf_model_tensor_get(m, "fit.bias", b, OUT), out);
 	double ew = 0.0, eb = 0.0, val = 0.0;
 	for (int r = 0; r < OUT; r++) {
 		eb = fmax(eb, fabs((double)b[r] - truth_b(&o, r)));
@@ -280,7 +272,7 @@ int main(int argc, char **argv)
 		sample(&o, 0, r, vx + (size_t)r * IN, vy + (size_t)r * OUT);
 	const float *vin[2] = {vx, vy};
 	struct sf_batch vb = {.ninputs = 2, .inputs = vin};
-	CHECK(sf_model_evaluate(m, &vb, o.val, &val));
+	CLI_CHECK_GOTO(sf_model_evaluate(m, &vb, o.val, &val), out);
 	int reached = ew <= o.tol && eb <= o.tol;
 	if (rank == 0)
 		printf(PROG ": |W - W*| %.2e, |b - b*| %.2e (tolerance %g, noise sd %g); held-out "

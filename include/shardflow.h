@@ -59,6 +59,16 @@ SF_API const char *sf_strerror(int status);
  *  The string belongs to the library and is overwritten by the next error. */
 SF_API const char *sf_last_error(void);
 
+/** The rank whose failure the last error on this thread relays, or -1 when the error
+ *  is this process's own. A rank that stops because another failed (a bad batch or an
+ *  unreadable checkpoint on rank N, which every rank agrees on; a diverged loss,
+ *  which every rank sees and rank 0 reports) gets the same status as that rank, the
+ *  message in sf_last_error(), and this rank's number N; the library printed only
+ *  "<function>: stopping: rank N failed" for it, so that a job's failure is said once,
+ *  by the rank that failed. A program's own line about the failed call belongs on
+ *  the failing rank only: it prints it when this is -1. */
+SF_API int sf_last_error_peer(void);
+
 /**
  * Who prints an error. By default the library prints each error once on stderr, where
  * it is raised ("shardflow: error: <message> (<file>:<line>)"), and returns it: a
@@ -1477,7 +1487,11 @@ SF_API int sf_text_batch(const struct sf_text *t, int split, uint64_t seed, int6
 
 /** The formats sf_tokens_load() reads. */
 enum sf_tokens_format {
-	SF_TOKENS_AUTO = 0, /**< an llm.c shard when the file starts with its magic, else raw */
+	SF_TOKENS_AUTO = 0, /**< an llm.c shard when the file starts with its magic, else raw;
+	                         one that looks like a damaged shard (even, at least a header
+	                         long, and its first int32 within 2^16 of the magic, or its
+	                         header counting the ids after it, or version 1 then zeros)
+	                         is refused: force _RAW or _LLMC for it */
 	SF_TOKENS_RAW,      /**< nanoGPT's train.bin / val.bin: little-endian uint16 ids */
 	SF_TOKENS_LLMC,     /**< llm.c's shards: 256 little-endian int32 (magic 20240520,
 	                         version 1, the token count, then zeros), then the uint16 ids */
@@ -1623,6 +1637,40 @@ SF_API int sf_checkpoint_lock(sf_model *m, const char *dir, enum sf_checkpoint_a
  * the rest 0.)
  */
 SF_API int sf_checkpoint_save(sf_model *m, const char *dir, const struct sf_checkpoint_info *info);
+
+/**
+ * Collective: sf_checkpoint_save() in the background. At the step boundary (now) every
+ * rank copies what its file holds into host buffers (allocated at the model's first
+ * asynchronous save and kept for the next; the size of its rank file) and rank 0
+ * makes the staging directory; a thread per writing rank then writes and commits the
+ * file while the caller trains on. The save ends — manifest, switch, latest, in the
+ * order and with the crash safety of sf_checkpoint_save() — at the first
+ * sf_checkpoint_poll() that finds every rank's file written, or at
+ * sf_checkpoint_wait(). The files are bitwise those sf_checkpoint_save() would write
+ * now. One save at a time: a save, load or prune (synchronous or not) waits for the
+ * pending one first. Errors here are those of the snapshot and of
+ * sf_checkpoint_save()'s checks; a failed write is the status of the poll or wait
+ * that ends the save. A model destroyed with a save pending abandons it (a warning;
+ * its staging directory has no manifest, so loads take the previous step).
+ */
+SF_API int sf_checkpoint_save_async(sf_model *m, const char *dir,
+                                    const struct sf_checkpoint_info *info);
+
+/**
+ * Collective, for every step boundary: ends the pending asynchronous save when every
+ * rank's writer has finished, else returns at once (one small all-reduce). *pending
+ * (may be NULL): 1 while the save is still being written, else 0 (none pending, or
+ * ended by this call). The status is the write's or the publication's when the save
+ * failed (the same on every rank; the save is then over, its step not written).
+ */
+SF_API int sf_checkpoint_poll(sf_model *m, int *pending);
+
+/**
+ * Collective: waits for the pending asynchronous save and ends it (see
+ * sf_checkpoint_poll()); SF_OK at once when none is pending. Call it before the model
+ * is destroyed, or the save is abandoned.
+ */
+SF_API int sf_checkpoint_wait(sf_model *m);
 
 /**
  * Collective: which checkpoint sf_checkpoint_load(m, dir, ...) tries first (it falls

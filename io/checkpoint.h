@@ -5,7 +5,9 @@
  * names, structure hash, rank file paths) and checkpoint_lock.c (the directory locks)
  * call none of the others; checkpoint_save.c writes a step, checkpoint_steps.c lists
  * the steps a directory offers, checkpoint_load.c reads one (falling back to older
- * ones) and answers sf_checkpoint_latest, calling checkpoint_steps.c.
+ * ones) and answers sf_checkpoint_latest, calling checkpoint_steps.c and
+ * checkpoint_read.c, which reads a step without a model (for tools/shardflow-ckpt
+ * too: docs/checkpoints.md).
  *
  * A checkpoint of N ranks is a directory dir/step-<9 digits>/ holding rank-<5 digits>.bin
  * for r < N and manifest.json. Every unit u has logical vectors of P_u floats (the
@@ -56,13 +58,13 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct sf_model;
+struct _sf_manifest;
 
 #define CKPT_MAGIC "SFCKPT1" /* and its NUL: 8 bytes */
 
-/* The names of the vectors of a unit, in file order: param, m, v. */
-extern const char *const _sf_ckpt_vec_names[];
 /* How many vectors per unit this model keeps (always a prefix of param, m, v). */
 int _sf_ckpt_nvectors(const struct sf_model *m);
 const char *_sf_ckpt_unit_name(const struct sf_model *m, int u);
@@ -91,6 +93,34 @@ void _sf_ckpt_candidates_free(char **steps, int n);
  * leaves no step a loader would take half); staged ones (step-N.tmp) are left alone.
  * *removed: how many went. */
 int _sf_ckpt_prune(const char *dir, int keep, int *removed);
+
+/* ---- reading without a model (checkpoint_read.c): rank 0's, or a tool's ---- */
+
+/* stepdir's manifest.json (*text: *len bytes and a NUL, to free), checked against
+ * manifest.crc32 when there is one (*has_crc; format version 1 has none). */
+int _sf_ckpt_read_manifest(const char *stepdir, char **text, size_t *len, bool *has_crc);
+/* stepdir's manifest read and parsed without a model (_sf_manifest_parse with no
+ * expectations) into *mf, freed with _sf_manifest_free. */
+int _sf_ckpt_open(const char *stepdir, struct _sf_manifest *mf);
+
+/* One stretch of a rank file a reader keeps: bytes [off, off + len) go to dst. */
+struct _sf_ckpt_extent {
+	uint64_t off, len;
+	uint8_t *dst;
+};
+/* Every rank file of stepdir has the size the manifest gives. */
+int _sf_ckpt_check_sizes(const char *stepdir, const struct _sf_manifest *mf);
+/* Reads rank file w from start to end, checks its size, CRC-32 and header, and copies
+ * the extents ex (sorted, disjoint; ex[0] the header's 24 bytes) where they go. */
+int _sf_ckpt_read_file(const char *stepdir, const struct _sf_manifest *mf, int w,
+                       const struct _sf_ckpt_extent *ex, size_t nex);
+/* Every rank file of stepdir as _sf_ckpt_read_file checks it, sizes first; the first
+ * bad one is the error (SF_ERR_IO, naming it). */
+int _sf_ckpt_verify(const char *stepdir, const struct _sf_manifest *mf);
+/* The weights of stepdir (every rank file verified) written to `path` as
+ * sf_model_export_safetensors writes them, from the tensors the manifest names
+ * (SF_ERR_INVALID for a manifest without them). */
+int _sf_ckpt_export(const char *stepdir, const struct _sf_manifest *mf, const char *path);
 
 /* Rank 0, not collective: locks dir for this model (io/checkpoint_lock.c; see
  * sf_checkpoint_lock), or finds it locked already; SF_ERR_BUSY when another job holds

@@ -12,8 +12,6 @@
 #include <stdio.h>
 #include <string.h>
 
-const char *const _sf_ckpt_vec_names[] = {"param", "m", "v"};
-
 int _sf_ckpt_nvectors(const struct sf_model *m)
 {
 	int k = 0;
@@ -86,12 +84,4 @@ void _sf_ckpt_structure_hash(const struct sf_model *m, bool legacy, char out[17]
 	if (g.T != 1)
 		fnv_u64(&h, (uint64_t)g.T);
 	snprintf(out, 17, "%016" PRIx64, h);
-}
-
-/* "rank-<5 digits>.bin", the name of rank r's file (32 bytes are enough). */
-int _sf_ckpt_rank_path(char *out, size_t size, const char *stepdir, int r)
-{
-	char name[32];
-	_sf_ckpt_rank_name(name, sizeof name, r);
-	return _sf_path_join(out, size, stepdir, name);
 }

@@ -9,53 +9,9 @@
 #include "io/manifest.h"
 #include "scheduler/model_access.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#define CKPT_MANIFEST_MAX ((size_t)64 << 20)
-#define CKPT_PIECE ((size_t)4 << 20) /* bytes a loader reads at a time */
-
-/* Rank 0: reads the manifest of stepdir and checks it against manifest.crc32 when there
- * is one (*has_crc; checkpoints of format version 1 have none). */
-static int read_manifest(const char *stepdir, char **text, size_t *len, bool *has_crc)
-{
-	int rc = SF_OK;
-	char path[SF_PATH_MAX], *line = NULL;
-	size_t n;
-	SF_CHECK_GOTO(_sf_path_join(path, sizeof path, stepdir, "manifest.json"), out);
-	SF_CHECK_GOTO(_sf_read_small_file(path, CKPT_MANIFEST_MAX, text, len), out);
-	*has_crc = _sf_path_exists(stepdir, "manifest.crc32");
-	if (!*has_crc)
-		return SF_OK;
-	SF_CHECK_GOTO(_sf_path_join(path, sizeof path, stepdir, "manifest.crc32"), out);
-	SF_CHECK_GOTO(_sf_read_small_file(path, 64, &line, &n), out);
-	unsigned want = 0;
-	char tail[2];
-	if (strspn(line, "0123456789abcdef") != 8 || sscanf(line, "%8x%1s", &want, tail) != 1) {
-		rc = SF_ERR(SF_ERR_IO, "%s should hold 8 hex digits, it holds \"%.16s\"", path,
-		            line);
-		goto out;
-	}
-	uint32_t got = _sf_crc32(0, *text, *len);
-	if (got != want) {
-		rc = SF_ERR(SF_ERR_IO,
-		            "%s/manifest.json: CRC-32 is %08x, manifest.crc32 says %08x "
-		            "(corrupted or edited)",
-		            stepdir, got, want);
-		goto out;
-	}
-out:
-	if (rc < 0) {
-		free(*text);
-		*text = NULL;
-	}
-	free(line);
-	return rc;
-}
 
 /* Broadcasts a NUL-terminated string of rank 0 (allocating it on the others). */
 static int bcast_string(struct sf_model *m, char **s, size_t *len)
@@ -139,7 +95,7 @@ static int load_manifest(struct sf_model *m, const char *stepdir, struct _sf_man
 	struct _sf_model_geometry g;
 	_sf_model_describe(m, &g);
 	if (g.rank == 0)
-		lrc = read_manifest(stepdir, &text, &len, &has_crc);
+		lrc = _sf_ckpt_read_manifest(stepdir, &text, &len, &has_crc);
 	SF_CHECK_GOTO(_sf_comm_agree(comm, lrc, "sf_checkpoint_load"), out);
 	struct _sf_manifest_expect e;
 	SF_CHECK_GOTO(bcast_string(m, &text, &len), out);
@@ -227,24 +183,18 @@ static int need_init(const struct sf_model *m, struct need *nd)
 	return ok ? SF_OK : SF_ERR(SF_ERR_NOMEM, "sf_checkpoint_load: out of memory");
 }
 
-/* One stretch of a rank file that this rank keeps: bytes [off, off + len) go to dst. */
-struct extent {
-	uint64_t off, len;
-	uint8_t *dst;
-};
-
 /* The stretches of rank file w (of a world of W) that this rank keeps, in file order:
  * the header (into hdr), then its part of every vector. Returns whether the file holds
  * any of what this rank keeps. ex: room for 1 + 3 * nunits. */
 static bool file_extents(const struct sf_model *m, int W, const struct need *nd, int w,
-                         uint8_t *hdr, struct extent *ex, size_t *nex)
+                         uint8_t *hdr, struct _sf_ckpt_extent *ex, size_t *nex)
 {
 	size_t k = 0;
 	bool needed = false;
 	uint64_t off = SF_CKPT_HEADER;
 	struct _sf_model_geometry g;
 	_sf_model_describe(m, &g);
-	ex[k++] = (struct extent){0, SF_CKPT_HEADER, hdr};
+	ex[k++] = (struct _sf_ckpt_extent){0, SF_CKPT_HEADER, hdr};
 	for (int u = 0; u < g.nunits; u++) {
 		struct _sf_unit_desc d;
 		_sf_unit_describe(m, u, &d);
@@ -257,9 +207,9 @@ static bool file_extents(const struct sf_model *m, int W, const struct need *nd,
 				continue;
 			if (a < b) {
 				uint8_t *dst = (uint8_t *)nd->vec[u * 3 + v];
-				ex[k++] = (struct extent){off + (a - first) * sizeof(float),
-				                          (b - a) * sizeof(float),
-				                          dst + (a - nd->lo[u]) * sizeof(float)};
+				ex[k++] = (struct _sf_ckpt_extent){
+				    off + (a - first) * sizeof(float), (b - a) * sizeof(float),
+				    dst + (a - nd->lo[u]) * sizeof(float)};
 				needed = true;
 			}
 			off += S * sizeof(float);
@@ -267,102 +217,6 @@ static bool file_extents(const struct sf_model *m, int W, const struct need *nd,
 	}
 	*nex = k;
 	return needed;
-}
-
-/* Reads a file of `size` bytes from start to end in pieces, returning its CRC-32 in
- * *crc and copying the extents (sorted, disjoint) where they go. */
-static int stream_file(int fd, const char *path, uint64_t size, const struct extent *ex, size_t nex,
-                       uint32_t *crc)
-{
-	int rc = SF_OK;
-	size_t piece = size < CKPT_PIECE ? (size_t)size : CKPT_PIECE, e = 0;
-	uint8_t *buf = malloc(piece + 1);
-	uint32_t c = 0;
-	if (!buf)
-		return SF_ERR(SF_ERR_NOMEM, "cannot allocate %zu bytes to read %s", piece, path);
-	for (uint64_t off = 0; off < size;) {
-		size_t k = size - off < piece ? (size_t)(size - off) : piece;
-		uint64_t end = off + k;
-		SF_CHECK_GOTO(_sf_read_at(fd, buf, k, (off_t)off, path), out);
-		c = _sf_crc32(c, buf, k);
-		for (size_t i = e; i < nex && ex[i].off < end; i++) {
-			uint64_t a = ex[i].off > off ? ex[i].off : off;
-			uint64_t b = ex[i].off + ex[i].len < end ? ex[i].off + ex[i].len : end;
-			if (a < b)
-				memcpy(ex[i].dst + (a - ex[i].off), buf + (a - off),
-				       (size_t)(b - a));
-		}
-		while (e < nex && ex[e].off + ex[e].len <= end)
-			e++;
-		off = end;
-	}
-	*crc = c;
-out:
-	free(buf);
-	return rc;
-}
-
-static int check_size(const char *path, const struct stat *st, uint64_t want)
-{
-	if ((uint64_t)st->st_size != want)
-		return SF_ERR(SF_ERR_IO,
-		              "%s is %lld bytes, the manifest says %llu (truncated or "
-		              "replaced?)",
-		              path, (long long)st->st_size, (unsigned long long)want);
-	return SF_OK;
-}
-
-/* Rank 0: every rank file has the size the manifest gives — also the files no rank
- * reads, so that a truncated checkpoint is refused whatever each rank keeps. */
-static int check_all_sizes(const char *stepdir, const struct _sf_manifest *mf)
-{
-	char path[SF_PATH_MAX];
-	for (int w = 0; w < mf->world_size; w++) {
-		struct stat st;
-		SF_CHECK(_sf_ckpt_rank_path(path, sizeof path, stepdir, w));
-		if (stat(path, &st) != 0)
-			return SF_ERR(SF_ERR_IO, "cannot stat %s: %s", path, strerror(errno));
-		SF_CHECK(check_size(path, &st, mf->sizes[w]));
-	}
-	return SF_OK;
-}
-
-/* Reads rank file w entirely, checks its size, CRC-32 and header, and copies the
- * extents ex (hdr, the first, is where the header goes) where they go. */
-static int read_rank_file(const struct sf_model *m, const char *stepdir,
-                          const struct _sf_manifest *mf, int w, const struct extent *ex, size_t nex,
-                          const uint8_t *hdr)
-{
-	int rc = SF_OK, fd = -1, nv = _sf_ckpt_nvectors(m);
-	char path[SF_PATH_MAX];
-	struct stat st;
-	uint32_t crc = 0;
-	struct _sf_model_geometry g;
-	_sf_model_describe(m, &g);
-	SF_CHECK_GOTO(_sf_ckpt_rank_path(path, sizeof path, stepdir, w), out);
-	_sf_log(SF_LOG_DEBUG, "checkpoint: reading %s", path);
-	SF_CHECK_GOTO(_sf_open_read(path, &fd, &st), out);
-	SF_CHECK_GOTO(check_size(path, &st, mf->sizes[w]), out);
-	SF_CHECK_GOTO(stream_file(fd, path, mf->sizes[w], ex, nex, &crc), out);
-	if (crc != mf->crcs[w]) {
-		rc = SF_ERR(SF_ERR_IO, "%s: CRC-32 is %08x, the manifest says %08x (corrupted)",
-		            path, crc, mf->crcs[w]);
-		goto out;
-	}
-	if (memcmp(hdr, CKPT_MAGIC, 8) || _sf_get_le(hdr + 8, 4) != (uint32_t)w ||
-	    _sf_get_le(hdr + 12, 4) != (uint32_t)mf->world_size ||
-	    _sf_get_le(hdr + 16, 4) != (uint32_t)g.nunits ||
-	    _sf_get_le(hdr + 20, 4) != (uint32_t)nv) {
-		rc = SF_ERR(SF_ERR_IO,
-		            "%s: bad header (expected \"" CKPT_MAGIC "\", rank %d of %d, %d units, "
-		            "%d vectors)",
-		            path, w, mf->world_size, g.nunits, nv);
-		goto out;
-	}
-out:
-	if (fd >= 0)
-		close(fd);
-	return rc;
 }
 
 /* Reads what this rank keeps from the rank files holding it, each verified, and brings
@@ -374,16 +228,16 @@ static int read_needed(const struct sf_model *m, const char *stepdir, const stru
 	uint8_t hdr[SF_CKPT_HEADER];
 	struct _sf_model_geometry g;
 	_sf_model_describe(m, &g);
-	struct extent *ex = calloc(1 + 3 * (size_t)g.nunits, sizeof *ex);
+	struct _sf_ckpt_extent *ex = calloc(1 + 3 * (size_t)g.nunits, sizeof *ex);
 	if (!ex)
 		return SF_ERR(SF_ERR_NOMEM, "sf_checkpoint_load: out of memory");
 	if (g.rank == 0)
-		SF_CHECK_GOTO(check_all_sizes(stepdir, mf), out);
+		SF_CHECK_GOTO(_sf_ckpt_check_sizes(stepdir, mf), out);
 	for (int w = 0; w < mf->world_size; w++) {
 		size_t nex = 0;
 		if (!file_extents(m, mf->world_size, nd, w, hdr, ex, &nex))
 			continue;
-		SF_CHECK_GOTO(read_rank_file(m, stepdir, mf, w, ex, nex, hdr), out);
+		SF_CHECK_GOTO(_sf_ckpt_read_file(stepdir, mf, w, ex, nex), out);
 		nread++;
 	}
 	for (int u = 0; u < g.nunits; u++)
@@ -517,11 +371,21 @@ static int list_steps(struct sf_model *m, const char *dir, char ***steps, int *n
  * same turns: rank 0 broadcasts each path ("" when none is left) and every rank gets
  * the same status for it. Errors raised while a step is tried are held and told once
  * here: in the warning, or in the refusal (a lone step's fault as it was raised). */
+/* A held error (message msg) raised again, once: by the rank that failed, while a rank
+ * that relays another's failure (peer >= 0) says only that it stops. */
+static int raise_again(int status, int peer, const char *msg)
+{
+	if (peer >= 0)
+		return _sf_err_peer(status, peer, "sf_checkpoint_load", "%s", msg);
+	return _sf_err(status, NULL, 0, "%s", msg);
+}
+
 static int try_steps(struct sf_model *m, const char *dir, char **steps, int nsteps, char *stepdir,
                      struct _sf_manifest *mf, struct need *nd, int *tried)
 {
 	int rc = SF_OK;
 	char faults[1024] = "", msg[1024];
+	int peer = -1;
 	struct _sf_comm *comm = _sf_model_comm(m);
 	struct _sf_model_geometry g;
 	_sf_model_describe(m, &g);
@@ -539,8 +403,9 @@ static int try_steps(struct sf_model *m, const char *dir, char **steps, int nste
 		if (trc >= 0)
 			return SF_OK;
 		snprintf(msg, sizeof msg, "%s", sf_last_error());
+		peer = sf_last_error_peer();
 		if (trc != SF_ERR_IO)
-			return _sf_err(trc, NULL, 0, "%s", msg); /* as it was raised */
+			return raise_again(trc, peer, msg); /* as it was raised */
 		add_fault(faults, sizeof faults, stepdir, msg);
 		if (g.rank == 0 && i + 1 < nsteps)
 			_sf_log(SF_LOG_WARN,
@@ -548,7 +413,7 @@ static int try_steps(struct sf_model *m, const char *dir, char **steps, int nste
 			        stepdir, steps[i + 1], msg);
 	}
 	if (*tried == 1)
-		return _sf_err(SF_ERR_IO, NULL, 0, "%s", msg);
+		return raise_again(SF_ERR_IO, peer, msg);
 	rc = SF_ERR(SF_ERR_IO,
 	            "sf_checkpoint_load: no valid checkpoint in %s: each of its %d complete "
 	            "steps failed its checks: %s",
@@ -570,6 +435,7 @@ SF_API int sf_checkpoint_load(sf_model *m, const char *dir, struct sf_checkpoint
 	_sf_model_describe(m, &g);
 	_sf_model_counters_get(m, &c);
 	_sf_flight_set_dir(comm->flight, dir); /* a failed job's records go here */
+	SF_CHECK(sf_checkpoint_wait(m));       /* a pending save of this model first */
 	if (c.accum_k > 0)
 		return SF_ERR(SF_ERR_STATE,
 		              "sf_checkpoint_load: %d micro-batches are accumulated; load before "

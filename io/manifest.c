@@ -1,6 +1,7 @@
 /*
  * manifest.c — a checkpoint manifest parsed and checked field by field against what
- * the loading model expects (see manifest.h; the format is described in checkpoint.h).
+ * the loading model expects, or without a model for tools/shardflow-ckpt (see
+ * manifest.h; the format is described in checkpoint.h).
  * Nothing read is trusted: every field is type- and range-checked before it is used,
  * and file names are compared, never used to open anything.
  */
@@ -14,6 +15,8 @@
 
 #define MF_WHERE_MAX 4200 /* a path and "files[r]" */
 
+const char *const _sf_ckpt_vec_names[] = {"param", "m", "v"};
+
 void _sf_ckpt_rank_name(char *name, size_t size, int r)
 {
 	snprintf(name, size, "rank-%05d.bin", r);
@@ -23,8 +26,10 @@ void _sf_manifest_free(struct _sf_manifest *mf)
 {
 	free(mf->sizes);
 	free(mf->crcs);
-	mf->sizes = NULL;
-	mf->crcs = NULL;
+	free(mf->units);
+	free(mf->tensors);
+	json_decref(mf->json);
+	*mf = (struct _sf_manifest){0};
 }
 
 /* "a, b or c" of n names, in buf. */
@@ -78,7 +83,8 @@ static int pick(const char *s, const char *const *names, int n)
 }
 
 /* The manifest's identity fields: format, version, world, sharding, dtype, structure
- * hash and optimizer (which must match this model), steps and the caller's info. */
+ * hash and optimizer (which must match this model, when there is one: e_), steps and
+ * the caller's info. */
 static int parse_identity(const struct _sf_manifest_expect *e_, json_t *root, const char *where,
                           bool has_crc, struct _sf_manifest *mf)
 {
@@ -113,19 +119,33 @@ static int parse_identity(const struct _sf_manifest_expect *e_, json_t *root, co
 		        where);
 	SF_CHECK_GOTO(get_int(root, "world_size", 1, SF_CKPT_WORLD_MAX, &x, where), out);
 	mf->world_size = (int)x;
+	/* the writer's world and TP degree: recorded since 2026-11-28 */
+	mf->ranks = 0;
+	mf->tp = 1;
+	if (json_object_get(root, "ranks")) {
+		SF_CHECK_GOTO(get_int(root, "ranks", 1, SF_CKPT_WORLD_MAX, &x, where), out);
+		mf->ranks = (int)x;
+	}
+	if (json_object_get(root, "tp")) {
+		SF_CHECK_GOTO(get_int(root, "tp", 1, SF_CKPT_WORLD_MAX, &x, where), out);
+		mf->tp = (int)x;
+	}
 	SF_CHECK_GOTO(get_str(root, "sharding", &s, where), out);
-	if (pick(s, e_->shardings, e_->nshardings) < 0) {
+	mf->sharding = s;
+	if (e_ && pick(s, e_->shardings, e_->nshardings) < 0) {
 		rc = SF_ERR(SF_ERR_IO, "%s: sharding \"%s\" is not %s", where, s,
 		            alternatives(e_->shardings, e_->nshardings, alt, sizeof alt));
 		goto out;
 	}
 	SF_CHECK_GOTO(get_str(root, "dtype", &s, where), out);
+	mf->dtype = s;
 	if (strcmp(s, "f32")) {
 		rc = SF_ERR(SF_ERR_IO, "%s: dtype \"%s\", only \"f32\" is supported", where, s);
 		goto out;
 	}
 	SF_CHECK_GOTO(get_str(root, "structure_hash", &s, where), out);
-	if (strcmp(s, e_->structure_hash) &&
+	mf->structure_hash = s;
+	if (e_ && strcmp(s, e_->structure_hash) &&
 	    (!e_->structure_hash_legacy[0] || strcmp(s, e_->structure_hash_legacy))) {
 		rc = SF_ERR(SF_ERR_INVALID,
 		            "%s: checkpoint was written for another model (structure hash %s, "
@@ -134,13 +154,14 @@ static int parse_identity(const struct _sf_manifest_expect *e_, json_t *root, co
 		goto out;
 	}
 	SF_CHECK_GOTO(get_str(root, "optimizer", &s, where), out);
-	int o = pick(s, e_->optimizers, e_->noptimizers);
+	mf->optimizer = s;
+	int o = e_ ? pick(s, e_->optimizers, e_->noptimizers) : 0;
 	if (o < 0) {
 		rc = SF_ERR(SF_ERR_IO, "%s: optimizer \"%s\" is not %s", where, s,
 		            alternatives(e_->optimizers, e_->noptimizers, alt, sizeof alt));
 		goto out;
 	}
-	if (o != e_->optimizer) {
+	if (e_ && o != e_->optimizer) {
 		rc = SF_ERR(SF_ERR_INVALID,
 		            "%s: checkpoint has %s optimizer state, this model uses %s", where, s,
 		            e_->optimizers[e_->optimizer]);
@@ -173,28 +194,33 @@ out:
 	return rc;
 }
 
-/* The vectors per unit and the units, which must be this model's. */
-static int parse_layout(const struct _sf_manifest_expect *e_, json_t *root, const char *where)
+/* The vectors per unit (a prefix of param, m, v: the model's optimizer's) and the
+ * units, which must be this model's (e_; any, without a model), into mf. */
+static int parse_layout(const struct _sf_manifest_expect *e_, json_t *root, const char *where,
+                        struct _sf_manifest *mf)
 {
 	int rc = SF_OK;
 	const char *s;
 	int64_t x;
-	const char *opt = e_->optimizers[e_->optimizer];
+	const char *opt = e_ ? e_->optimizers[e_->optimizer] : mf->optimizer;
 	json_t *vecs = json_object_get(root, "vectors");
 	if (!json_is_array(vecs)) {
 		rc = bad_field(where, "vectors", "an array");
 		goto out;
 	}
-	if (json_array_size(vecs) != (size_t)e_->nvectors) {
-		rc = SF_ERR(SF_ERR_IO, "%s: %zu vectors per unit, %s keeps %d", where,
-		            json_array_size(vecs), opt, e_->nvectors);
+	size_t nv = json_array_size(vecs);
+	if (e_ ? nv != (size_t)e_->nvectors : nv < 1 || nv > SF_CKPT_VECTORS_MAX) {
+		rc = SF_ERR(SF_ERR_IO, "%s: %zu vectors per unit, %s keeps %d", where, nv, opt,
+		            e_ ? e_->nvectors : SF_CKPT_VECTORS_MAX);
 		goto out;
 	}
-	for (int v = 0; v < e_->nvectors; v++) {
+	mf->nvectors = (int)nv;
+	for (int v = 0; v < mf->nvectors; v++) {
 		json_t *e = json_array_get(vecs, (size_t)v);
-		if (!json_is_string(e) || strcmp(json_string_value(e), e_->vectors[v])) {
+		const char *want = e_ ? e_->vectors[v] : _sf_ckpt_vec_names[v];
+		if (!json_is_string(e) || strcmp(json_string_value(e), want)) {
 			rc = SF_ERR(SF_ERR_IO, "%s: vectors should be the %d vectors of %s", where,
-			            e_->nvectors, opt);
+			            mf->nvectors, opt);
 			goto out;
 		}
 	}
@@ -204,12 +230,23 @@ static int parse_layout(const struct _sf_manifest_expect *e_, json_t *root, cons
 		rc = bad_field(where, "units", "an array");
 		goto out;
 	}
-	if (json_array_size(units) != (size_t)e_->nunits) {
-		rc = SF_ERR(SF_ERR_INVALID, "%s: %zu units, this model has %d", where,
-		            json_array_size(units), e_->nunits);
+	size_t nu = json_array_size(units);
+	if (e_ && nu != (size_t)e_->nunits) {
+		rc = SF_ERR(SF_ERR_INVALID, "%s: %zu units, this model has %d", where, nu,
+		            e_->nunits);
 		goto out;
 	}
-	for (int u = 0; u < e_->nunits; u++) {
+	if (nu > INT32_MAX) {
+		rc = SF_ERR(SF_ERR_IO, "%s: %zu units", where, nu);
+		goto out;
+	}
+	mf->nunits = (int)nu;
+	mf->units = calloc(nu + 1, sizeof *mf->units);
+	if (!mf->units) {
+		rc = SF_ERR(SF_ERR_NOMEM, "checkpoint load: out of memory");
+		goto out;
+	}
+	for (int u = 0; u < mf->nunits; u++) {
 		json_t *e = json_array_get(units, (size_t)u);
 		char w[MF_WHERE_MAX];
 		snprintf(w, sizeof w, "%s: units[%d]", where, u);
@@ -218,12 +255,77 @@ static int parse_layout(const struct _sf_manifest_expect *e_, json_t *root, cons
 			goto out;
 		}
 		SF_CHECK_GOTO(get_str(e, "name", &s, w), out);
-		SF_CHECK_GOTO(get_int(e, "P", 0, INT64_MAX, &x, w), out);
-		if (strcmp(s, e_->unit_names[u]) || (uint64_t)x != e_->unit_P[u]) {
+		/* below 2^53 in all, as counts are: no sum of them overflows */
+		SF_CHECK_GOTO(get_int(e, "P", 0, SF_CKPT_COUNT_MAX - (int64_t)mf->nparams, &x, w),
+		              out);
+		if (e_ && (strcmp(s, e_->unit_names[u]) || (uint64_t)x != e_->unit_P[u])) {
 			rc = SF_ERR(SF_ERR_INVALID,
 			            "%s is \"%s\" with %lld parameters, this model's unit %d is "
 			            "\"%s\" with %zu",
 			            w, s, (long long)x, u, e_->unit_names[u], e_->unit_P[u]);
+			goto out;
+		}
+		mf->units[u] = (struct _sf_manifest_unit){s, (uint64_t)x};
+		mf->nparams += (uint64_t)x;
+	}
+out:
+	return rc;
+}
+
+/* The named tensors (recorded since 2026-11-28; without them mf->tensors stays NULL):
+ * each a name, a shape of 1 or 2 dimensions and an offset, lying in the parameters. */
+static int parse_tensors(json_t *root, const char *where, struct _sf_manifest *mf)
+{
+	int rc = SF_OK;
+	const char *s;
+	int64_t x;
+	json_t *ts = json_object_get(root, "tensors");
+	if (!ts)
+		return SF_OK;
+	if (!json_is_array(ts) || json_array_size(ts) > (size_t)INT32_MAX)
+		return bad_field(where, "tensors", "an array");
+	size_t nt = json_array_size(ts);
+	mf->tensors = calloc(nt + 1, sizeof *mf->tensors);
+	if (!mf->tensors)
+		return SF_ERR(SF_ERR_NOMEM, "checkpoint: out of memory");
+	mf->ntensors = (int)nt;
+	for (size_t i = 0; i < nt; i++) {
+		json_t *e = json_array_get(ts, i), *shape;
+		struct _sf_st_tensor *t = &mf->tensors[i];
+		char w[MF_WHERE_MAX];
+		snprintf(w, sizeof w, "%s: tensors[%zu]", where, i);
+		if (!json_is_object(e)) {
+			rc = SF_ERR(SF_ERR_IO, "%s is not an object", w);
+			goto out;
+		}
+		SF_CHECK_GOTO(get_str(e, "name", &s, w), out);
+		t->name = s;
+		shape = json_object_get(e, "shape");
+		if (!json_is_array(shape) || json_array_size(shape) < 1 ||
+		    json_array_size(shape) > 2) {
+			rc = bad_field(w, "shape", "an array of 1 or 2 integers");
+			goto out;
+		}
+		t->ndim = (int)json_array_size(shape);
+		t->count = 1;
+		for (int d = 0; d < t->ndim; d++) {
+			json_t *k = json_array_get(shape, (size_t)d);
+			json_int_t v = json_is_integer(k) ? json_integer_value(k) : -1;
+			if (v < 0 || (uint64_t)v > mf->nparams) {
+				rc = SF_ERR(SF_ERR_IO, "%s: shape[%d] is not an integer in 0..%llu",
+				            w, d, (unsigned long long)mf->nparams);
+				goto out;
+			}
+			t->shape[d] = (int64_t)v;
+			t->count *= (size_t)v; /* both <= nparams < 2^53: no overflow */
+		}
+		SF_CHECK_GOTO(get_int(e, "offset", 0, (int64_t)mf->nparams, &x, w), out);
+		t->off = (size_t)x;
+		if (t->count > mf->nparams - t->off) {
+			rc =
+			    SF_ERR(SF_ERR_IO,
+			           "%s: %zu elements from %zu run past the model's %llu parameters",
+			           w, t->count, t->off, (unsigned long long)mf->nparams);
 			goto out;
 		}
 	}
@@ -232,13 +334,12 @@ out:
 }
 
 /* The rank files: names, the size the layout implies, CRC-32s. */
-static int parse_files(const struct _sf_manifest_expect *e_, json_t *root, const char *where,
-                       struct _sf_manifest *mf)
+static int parse_files(json_t *root, const char *where, struct _sf_manifest *mf)
 {
 	int rc = SF_OK;
 	const char *s;
 	int64_t x;
-	size_t k = (size_t)e_->nvectors;
+	size_t k = (size_t)mf->nvectors;
 	json_t *files = json_object_get(root, "files");
 	if (!json_is_array(files)) {
 		rc = bad_field(where, "files", "an array");
@@ -257,8 +358,9 @@ static int parse_files(const struct _sf_manifest_expect *e_, json_t *root, const
 	}
 	/* the size every file must have, from the units and the saving world size */
 	uint64_t want = SF_CKPT_HEADER;
-	for (int u = 0; u < e_->nunits; u++)
-		want += (uint64_t)_sf_ckpt_shard(e_->unit_P[u], mf->world_size) * k * sizeof(float);
+	for (int u = 0; u < mf->nunits; u++)
+		want +=
+		    (uint64_t)_sf_ckpt_shard(mf->units[u].P, mf->world_size) * k * sizeof(float);
 	for (int r = 0; r < mf->world_size; r++) {
 		json_t *e = json_array_get(files, (size_t)r);
 		char w[MF_WHERE_MAX], name[32];
@@ -281,7 +383,7 @@ static int parse_files(const struct _sf_manifest_expect *e_, json_t *root, const
 			rc = SF_ERR(SF_ERR_IO,
 			            "%s: size %llu, but %d units on %d ranks make files of %llu "
 			            "bytes",
-			            w, (unsigned long long)x, e_->nunits, mf->world_size,
+			            w, (unsigned long long)x, mf->nunits, mf->world_size,
 			            (unsigned long long)want);
 			goto out;
 		}
@@ -302,16 +404,18 @@ int _sf_manifest_parse(const struct _sf_manifest_expect *e_, const char *text, s
 	if (!root)
 		return SF_ERR(SF_ERR_IO, "%s: not valid JSON (line %d: %s)", where, jerr.line,
 		              jerr.text);
+	mf->json = root; /* the strings *mf points to are its */
 	if (!json_is_object(root)) {
 		rc = SF_ERR(SF_ERR_IO, "%s: not a JSON object", where);
-		goto out;
+		goto fail;
 	}
-	SF_CHECK_GOTO(parse_identity(e_, root, where, has_crc, mf), out);
-	SF_CHECK_GOTO(parse_layout(e_, root, where), out);
-	SF_CHECK_GOTO(parse_files(e_, root, where, mf), out);
-out:
-	if (rc < 0)
-		_sf_manifest_free(mf);
-	json_decref(root);
+	SF_CHECK_GOTO(parse_identity(e_, root, where, has_crc, mf), fail);
+	SF_CHECK_GOTO(parse_layout(e_, root, where, mf), fail);
+	if (!e_)
+		SF_CHECK_GOTO(parse_tensors(root, where, mf), fail);
+	SF_CHECK_GOTO(parse_files(root, where, mf), fail);
+	return SF_OK;
+fail:
+	_sf_manifest_free(mf);
 	return rc;
 }

@@ -9,6 +9,7 @@
 #define SF_IO_MANIFEST_H
 
 #include "common/error.h"
+#include "io/st_header.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -21,6 +22,11 @@
  * epoch * steps_per_epoch or a double holding them cannot overflow or round */
 #define SF_CKPT_COUNT_MAX (((int64_t)1 << 53) - 1)
 #define SF_CKPT_WORLD_MAX (1 << 24)
+
+/* The names of the vectors of a unit, in file order: param, m, v (a checkpoint keeps a
+ * prefix of them: the optimizer's). */
+extern const char *const _sf_ckpt_vec_names[];
+#define SF_CKPT_VECTORS_MAX 3
 
 /* What the loading model expects a manifest to say. */
 struct _sf_manifest_expect {
@@ -38,13 +44,31 @@ struct _sf_manifest_expect {
 	const size_t *unit_P;          /* nunits: parameters per unit */
 };
 
-/* Everything a manifest says, validated. */
+/* A unit as a manifest records it. */
+struct _sf_manifest_unit {
+	const char *name;
+	uint64_t P; /* parameters (the whole model's layout) */
+};
+
+/* Everything a manifest says, validated. The strings point into the parsed text,
+ * which *mf keeps until _sf_manifest_free. */
 struct _sf_manifest {
-	int world_size;
+	int world_size; /* the saving ranks: one file each */
+	int ranks, tp;  /* the writer's whole world and its TP degree (0 and 1
+	                   when not recorded: checkpoints before 2026-11-28) */
+	const char *sharding, *optimizer, *structure_hash, *dtype;
 	int64_t model_steps;
 	struct sf_checkpoint_info info;
+	int nvectors; /* a prefix of _sf_ckpt_vec_names */
+	int nunits;
+	struct _sf_manifest_unit *units; /* nunits */
+	uint64_t nparams;                /* the units' P summed: the model's parameters */
+	struct _sf_st_tensor *tensors;   /* ntensors, each in the units' parameters laid
+	                                    end to end; NULL when not recorded */
+	int ntensors;
 	uint64_t *sizes; /* world_size: bytes of each rank file */
 	uint32_t *crcs;  /* world_size: CRC-32 of each rank file */
+	void *json;      /* the parsed text (jansson), owning the strings */
 };
 
 /* Floats per rank of a unit of P parameters saved by nranks ranks. */
@@ -59,7 +83,9 @@ void _sf_ckpt_rank_name(char *name, size_t size, int r);
 /* Parses len bytes of manifest text (has_crc: manifest.crc32 was present and matched)
  * and checks every field against *e: format and version, world size, sharding, dtype,
  * structure hash, optimizer, counts in 0..2^53-1, vectors, units (names and sizes),
- * one file per saving rank with the size the layout implies and a CRC-32. `where` names
+ * one file per saving rank with the size the layout implies and a CRC-32. With e NULL
+ * (no model: tools/shardflow-ckpt) the same checks but those naming the model, and the
+ * tensors too, which a loader (having its model's) does not read. `where` names
  * the file in messages. On success *mf owns its arrays (_sf_manifest_free); on failure
  * nothing is left allocated. Errors: SF_ERR_IO (malformed), SF_ERR_INVALID (another
  * model's checkpoint), SF_ERR_NOMEM. */

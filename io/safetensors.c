@@ -86,89 +86,40 @@ static int transpose_all(const sf_model *m, const struct sf_safetensors_layout *
 
 /* ---- export ------------------------------------------------------------------------- */
 
-/* The header text, padded with spaces to a multiple of 8. */
-static int build_header(const struct sf_model *m, const struct sf_safetensors_layout *l, char **out,
-                        size_t *len)
-{
-	json_t *root = json_object();
-	char *text = NULL;
-	struct _sf_model_geometry g;
-	if (!root)
-		return SF_ERR(SF_ERR_NOMEM, "safetensors: out of memory");
-	_sf_model_describe(m, &g);
-	json_object_set_new(root, "__metadata__",
-	                    json_pack("{s:s, s:s}", "format", "pt", "producer", "shardflow"));
-	for (int u = 0; u < g.nunits; u++) {
-		struct _sf_tensor t[SF_UNIT_TENSORS_MAX];
-		int nt = _sf_unit_tensors(m, u, t);
-		if (nt < 0) {
-			json_decref(root);
-			return nt;
-		}
-		for (int i = 0; i < nt; i++) {
-			if (json_object_get(root, t[i].name)) {
-				json_decref(root);
-				return SF_ERR(
-				    SF_ERR_INVALID,
-				    "safetensors: two tensors would be named \"%s\"; rename "
-				    "a layer",
-				    t[i].name);
-			}
-			int tr = is_transposed(l, &t[i]);
-			json_t *shape = t[i].ndim == 2
-			                    ? json_pack("[I, I]", (json_int_t)t[i].shape[tr],
-			                                (json_int_t)t[i].shape[!tr])
-			                    : json_pack("[I]", (json_int_t)t[i].shape[0]);
-			json_object_set_new(
-			    root, t[i].name,
-			    json_pack("{s:s, s:o, s:[I, I]}", "dtype", "F32", "shape", shape,
-			              "data_offsets", (json_int_t)(t[i].off * sizeof(float)),
-			              (json_int_t)((t[i].off + t[i].count) * sizeof(float))));
-		}
-	}
-	text = json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER);
-	json_decref(root);
-	if (!text)
-		return SF_ERR(SF_ERR_NOMEM, "safetensors: cannot serialise the header");
-	size_t n = strlen(text), padded = (n + 7) & ~(size_t)7;
-	char *t2 = realloc(text, padded + 1);
-	if (!t2) {
-		free(text);
-		return SF_ERR(SF_ERR_NOMEM, "safetensors: out of memory");
-	}
-	memset(t2 + n, ' ', padded - n);
-	t2[padded] = '\0';
-	*out = t2;
-	*len = padded;
-	return SF_OK;
-}
-
-/* Rank 0: path.tmp, synced, renamed to path. params (converted to little-endian in
- * place) holds the model's nparams_whole parameters. */
+/* Rank 0: the file at path (io/st_header.c writes it) from params, the model's
+ * nparams_whole parameters (in the layout l: its transposed tensors stored (in, out);
+ * converted to little-endian in place). */
 static int write_file(const sf_model *m, const char *path, const struct sf_safetensors_layout *l,
                       float *params)
 {
-	int rc = SF_OK, fd = -1;
-	char *header = NULL, tmp[4096], dir[4096];
-	size_t hlen = 0;
-	uint8_t len8[8];
+	int rc = SF_OK;
+	char *header = NULL;
+	size_t hlen = 0, nt = 0;
+	struct _sf_tensor *t = NULL;
+	struct _sf_st_tensor *st = NULL;
 	struct _sf_model_geometry g;
 	_sf_model_describe(m, &g);
-	_sf_dir_of(path, dir, sizeof dir);
-	SF_CHECK_GOTO(build_header(m, l, &header, &hlen), out);
+	SF_CHECK_GOTO(_sf_model_tensors(m, &t, &nt), out);
+	st = calloc(nt + 1, sizeof *st);
+	if (!st) {
+		rc = SF_ERR(SF_ERR_NOMEM, "safetensors: out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < nt; i++) {
+		int tr = t[i].ndim == 2 && is_transposed(l, &t[i]);
+		st[i] = (struct _sf_st_tensor){t[i].name,
+		                               t[i].ndim,
+		                               {t[i].shape[tr], t[i].shape[!tr]},
+		                               t[i].off,
+		                               t[i].count};
+	}
+	SF_CHECK_GOTO(_sf_st_header_build(st, nt, &header, &hlen), out);
 	SF_CHECK_GOTO(transpose_all(m, l, params, true), out);
-	_sf_put_le(len8, (uint64_t)hlen, 8);
-	SF_CHECK_GOTO(_sf_create_tmp(path, tmp, sizeof tmp, &fd), out);
-	_sf_floats_le(params, g.nparams_whole);
-	SF_CHECK_GOTO(_sf_write_all(fd, len8, 8, tmp), out);
-	SF_CHECK_GOTO(_sf_write_all(fd, header, hlen, tmp), out);
-	SF_CHECK_GOTO(_sf_write_all(fd, params, g.nparams_whole * sizeof(float), tmp), out);
-	rc = _sf_commit_file(fd, tmp, path, dir);
-	fd = -1;
+	SF_CHECK_GOTO(_sf_st_write(path, header, hlen, params, g.nparams_whole), out);
 out:
-	if (fd >= 0)
-		_sf_abandon_file(fd, tmp);
 	free(header);
+	free(st);
+	free(t);
 	return rc;
 }
 

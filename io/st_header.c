@@ -1,10 +1,13 @@
 /*
- * st_header.c — validation of a safetensors header against the tensors a caller needs
- * (see st_header.h). Nothing here trusts the bytes: every length, offset and shape is
- * checked before it is used, and a success guarantees that each wanted tensor lies
- * inside the data area.
+ * st_header.c — the safetensors header without a model (see st_header.h): built and
+ * written from a list of tensors (export, from a model or from a checkpoint's
+ * manifest: tools/shardflow-ckpt), and validated against the tensors a caller needs
+ * (import). Nothing read is trusted: every length, offset and shape is checked before
+ * it is used, and a success guarantees that each wanted tensor lies inside the data
+ * area.
  */
 #include "io/bytes.h"
+#include "io/fileio.h"
 #include "io/st_header.h"
 
 #include <jansson.h>
@@ -12,6 +15,81 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+int _sf_st_header_build(const struct _sf_st_tensor *t, size_t nt, char **out, size_t *len)
+{
+	json_t *root = json_object();
+	char *text = NULL;
+	if (!root)
+		return SF_ERR(SF_ERR_NOMEM, "safetensors: out of memory");
+	json_object_set_new(root, "__metadata__",
+	                    json_pack("{s:s, s:s}", "format", "pt", "producer", "shardflow"));
+	for (size_t i = 0; i < nt; i++) {
+		if (json_object_get(root, t[i].name)) {
+			json_decref(root);
+			return SF_ERR(SF_ERR_INVALID,
+			              "safetensors: two tensors would be named \"%s\"; rename a "
+			              "layer",
+			              t[i].name);
+		}
+		json_t *shape = t[i].ndim == 2 ? json_pack("[I, I]", (json_int_t)t[i].shape[0],
+		                                           (json_int_t)t[i].shape[1])
+		                               : json_pack("[I]", (json_int_t)t[i].shape[0]);
+		json_object_set_new(
+		    root, t[i].name,
+		    json_pack("{s:s, s:o, s:[I, I]}", "dtype", "F32", "shape", shape,
+		              "data_offsets", (json_int_t)(t[i].off * sizeof(float)),
+		              (json_int_t)((t[i].off + t[i].count) * sizeof(float))));
+	}
+	text = json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	json_decref(root);
+	if (!text)
+		return SF_ERR(SF_ERR_NOMEM, "safetensors: cannot serialise the header");
+	size_t n = strlen(text), padded = (n + 7) & ~(size_t)7;
+	char *t2 = realloc(text, padded + 1);
+	if (!t2) {
+		free(text);
+		return SF_ERR(SF_ERR_NOMEM, "safetensors: out of memory");
+	}
+	memset(t2 + n, ' ', padded - n);
+	t2[padded] = '\0';
+	*out = t2;
+	*len = padded;
+	return SF_OK;
+}
+
+/* The directory holding path (for its sync after the rename). */
+static void dir_of(const char *path, char *dir, size_t size)
+{
+	snprintf(dir, size, "%s", path);
+	char *slash = strrchr(dir, '/');
+	if (!slash)
+		snprintf(dir, size, ".");
+	else if (slash == dir)
+		dir[1] = '\0';
+	else
+		*slash = '\0';
+}
+
+int _sf_st_write(const char *path, const char *header, size_t hlen, float *params, size_t n)
+{
+	int rc = SF_OK, fd = -1;
+	char tmp[4096], dir[4096];
+	uint8_t len8[8];
+	dir_of(path, dir, sizeof dir);
+	_sf_put_le(len8, (uint64_t)hlen, 8);
+	SF_CHECK_GOTO(_sf_create_tmp(path, tmp, sizeof tmp, &fd), out);
+	_sf_floats_le(params, n);
+	SF_CHECK_GOTO(_sf_write_all(fd, len8, 8, tmp), out);
+	SF_CHECK_GOTO(_sf_write_all(fd, header, hlen, tmp), out);
+	SF_CHECK_GOTO(_sf_write_all(fd, params, n * sizeof(float), tmp), out);
+	rc = _sf_commit_file(fd, tmp, path, dir);
+	fd = -1;
+out:
+	if (fd >= 0)
+		_sf_abandon_file(fd, tmp);
+	return rc;
+}
 
 int _sf_st_header_length(const char *path, const uint8_t len8[8], uint64_t fsize, uint64_t *hlen)
 {

@@ -24,6 +24,25 @@ struct _sf_st_want {
 	int64_t shape[2]; /* shape[1] unused when ndim == 1 */
 };
 
+/* A tensor of a file being written: name, F32 of this shape, at element `off` of the
+ * data area (count elements: the shape's product). */
+struct _sf_st_tensor {
+	const char *name;
+	int ndim;         /* 1 or 2 */
+	int64_t shape[2]; /* shape[1] unused when ndim == 1 */
+	size_t off, count;
+};
+
+/* The header of a file holding these n tensors (the data area: their elements, in
+ * order, without gaps), shardflow's __metadata__ first, padded with spaces to a
+ * multiple of 8: *out (*len bytes and a NUL) to free. SF_ERR_INVALID when two tensors
+ * share a name. */
+int _sf_st_header_build(const struct _sf_st_tensor *t, size_t n, char **out, size_t *len);
+
+/* Writes path atomically (path.tmp, synced, renamed): the header, then the data area
+ * `params` of n floats, converted to little-endian in place. */
+int _sf_st_write(const char *path, const char *header, size_t hlen, float *params, size_t n);
+
 /* The header length from the first 8 bytes of a file of fsize bytes: an error unless
  * 2 <= n <= SF_ST_HEADER_MAX and the header fits in the file. */
 int _sf_st_header_length(const char *path, const uint8_t len8[8], uint64_t fsize, uint64_t *hlen);

@@ -271,6 +271,13 @@ static int refuse(const struct knob *k, const char *what, const char *text)
 	               what, text, acc);
 }
 
+/* While _sf_config_resolve runs for a rank that does not speak (its `alike_quiet`):
+ * the errors every rank meets alike are not printed there (rank 0 says them), but the
+ * one that depends on the rank's machine, a trace directory missing on its host, is,
+ * as the caller's own setting (sf_log_set_quiet) says. */
+static bool resolving_alike_quiet;
+static bool caller_quiet;
+
 /* A path prefix whose directory exists: the trace files are <prefix>.rank<r>.json... */
 static int check_prefix(const struct knob *k, const char *what, const char *s)
 {
@@ -283,13 +290,18 @@ static int check_prefix(const struct knob *k, const char *what, const char *s)
 	snprintf(dir, sizeof dir, "%s", s);
 	const char *d = dirname(dir);
 	struct stat st;
-	if (stat(d, &st) != 0 || !S_ISDIR(st.st_mode))
-		return _sf_err(SF_ERR_CONFIG, NULL, 0,
-		               "%s=\"%s\" is invalid: directory \"%s\" does not exist; accepted "
-		               "values are a file path prefix in an existing directory (default "
-		               "unset: no trace)",
-		               what, s, d);
-	return SF_OK;
+	if (stat(d, &st) == 0 && S_ISDIR(st.st_mode))
+		return SF_OK;
+	bool q = _sf_err_quiet;
+	if (resolving_alike_quiet) /* this rank's own finding: said by it */
+		_sf_err_quiet = caller_quiet;
+	int rc = _sf_err(SF_ERR_CONFIG, NULL, 0,
+	                 "%s=\"%s\" is invalid: directory \"%s\" does not exist; accepted "
+	                 "values are a file path prefix in an existing directory (default unset: "
+	                 "no trace)",
+	                 what, s, d);
+	_sf_err_quiet = q;
+	return rc;
 }
 
 /* Reads text into the knob's field of c (what names the text in a refusal) */
@@ -433,8 +445,8 @@ SF_API int sf_config_set(struct sf_config *c, const char *name, const char *valu
 	return parse_knob(k, what, value, c);
 }
 
-int _sf_config_resolve(const struct sf_config *program, const char *fn, struct sf_config *out,
-                       uint32_t *from_env)
+static int resolve(const struct sf_config *program, const char *fn, struct sf_config *out,
+                   uint32_t *from_env)
 {
 	struct sf_config c;
 	*from_env = 0;
@@ -457,12 +469,25 @@ int _sf_config_resolve(const struct sf_config *program, const char *fn, struct s
 	return SF_OK;
 }
 
+int _sf_config_resolve(const struct sf_config *program, const char *fn, struct sf_config *out,
+                       uint32_t *from_env, bool alike_quiet)
+{
+	caller_quiet = _sf_err_quiet;
+	resolving_alike_quiet = alike_quiet;
+	if (alike_quiet)
+		_sf_err_quiet = true;
+	int rc = resolve(program, fn, out, from_env);
+	_sf_err_quiet = caller_quiet;
+	resolving_alike_quiet = false;
+	return rc;
+}
+
 SF_API int sf_config_from_env(struct sf_config *out)
 {
 	uint32_t from_env;
 	if (!out)
 		return SF_ERR(SF_ERR_INVALID, "sf_config_from_env: out is NULL");
-	return _sf_config_resolve(NULL, "sf_config_from_env", out, &from_env);
+	return _sf_config_resolve(NULL, "sf_config_from_env", out, &from_env, false);
 }
 
 void _sf_config_log(const struct sf_config *program, const struct sf_config *now,

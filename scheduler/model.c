@@ -205,6 +205,7 @@ SF_API int sf_model_create(sf_context *ctx, const sf_graph *g, const struct sf_m
 	_sf_plan_split_backward(m);
 	_sf_tp_plan(m);
 	SF_CHECK_GOTO(_sf_size_units(m), fail);
+	_sf_plan_slots(m);
 	SF_CHECK_GOTO(_sf_sq_register(m), fail);
 	SF_CHECK_GOTO(_sf_check_memory(m), fail);
 	SF_CHECK_GOTO(_sf_alloc_nodes(m), fail);
@@ -243,6 +244,8 @@ SF_API int sf_model_destroy(sf_model *m)
 	_sf_recorder_destroy(m->trace);
 	_sf_storage_release(m);
 	_sf_layout_release(m);
+	if (m->ckpt_async_end)
+		m->ckpt_async_end(m);
 	if (m->ckpt_unlock)
 		m->ckpt_unlock(m);
 	m->ctx->nmodels--;

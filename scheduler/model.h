@@ -35,6 +35,7 @@
 
 struct _sf_recorder;
 struct _sf_ckpt_lock;
+struct _sf_ckpt_async;
 
 struct _sf_unit {
 	char name[SF_NAME_MAX]; /* the group's name, or its node's */
@@ -188,21 +189,28 @@ struct sf_model {
 	int nrecomp_bufs;                    /* SHARDFLOW_RECOMPUTE's shared buffers */
 	struct _sf_recomp_buf *recomp_bufs;
 
-	/* gather ring (full sharding): R = depth + width slots of N*S_max floats */
+	/* gather ring (full sharding): R = depth + width slots, slot s of ring_len[s]
+	 * floats: N*S of the largest unit it ever holds (plan.c, _sf_plan_slots) */
 	int R;
 	float *ring;
+	size_t ring_len[SF_MAX_DEPTH + SF_MAX_WIDTH];
 	starpu_data_handle_t h_ring[SF_MAX_DEPTH + SF_MAX_WIDTH];
 	struct _sf_slots ring_slots;
+	struct _sf_footprint_as ring_fp; /* every ring slot's performance-model key: the
+	                                    largest slot's length (tasks/submit.h) */
 
 	float *comm_scratch; /* see struct _sf_comm_args::scratch */
 	float *stage16; /* N S_max bf16 (in floats): gathers with SHARDFLOW_PARAM_DTYPE=bf16 */
 	float *rep_scratch;  /* hybrid: see struct _sf_comm_args::rep_scratch */
 
-	/* gradient slots: G = SF_GRAD_SLOTS + width - 1, each a unit's whole gradient */
+	/* gradient slots: G = SF_GRAD_SLOTS + width - 1, slot s of grad_len[s] floats: the
+	 * whole gradient of the largest unit it ever holds (plan.c, _sf_plan_slots) */
 	int G;
 	float *grad;
+	size_t grad_len[SF_GRAD_SLOTS + SF_MAX_DEPTH + SF_MAX_WIDTH];
 	starpu_data_handle_t h_grad[SF_GRAD_SLOTS + SF_MAX_DEPTH + SF_MAX_WIDTH];
 	struct _sf_slots grad_slots;
+	struct _sf_footprint_as grad_fp; /* the same for the gradient slots */
 
 	starpu_data_handle_t h_order; /* comm order: every collective accesses it RW */
 	float noparams;               /* stands for the parameters of a backward without */
@@ -258,6 +266,10 @@ struct sf_model {
 	 * (_sf_model_ckpt_hook_set), as scheduler/ calls nothing in io/ */
 	struct _sf_ckpt_lock *ckpt_locks;
 	void (*ckpt_unlock)(struct sf_model *m);
+	/* the asynchronous save (io/checkpoint_save.c): its snapshot and writer, ended
+	 * at destroy through ckpt_async_end, before the locks go */
+	struct _sf_ckpt_async *ckpt_async;
+	void (*ckpt_async_end)(struct sf_model *m);
 };
 
 /* ---- the planner (scheduler/plan.c: units and slots; step.c: the passes) -------- */
@@ -272,6 +284,13 @@ int _sf_plan_gradients(struct sf_model *m);
 int _sf_plan_recompute(struct sf_model *m);
 /* SHARDFLOW_SPLIT_BACKWARD: which nodes' backward runs as two tasks (dw_before). */
 void _sf_plan_split_backward(struct sf_model *m);
+/* Each ring slot's and gradient slot's length (ring_len, grad_len): the passes' slot
+ * bookkeeping replayed, each slot sized by the largest unit it ever holds. After the
+ * units' geometry (_sf_size_units), before the memory plan. */
+void _sf_plan_slots(struct sf_model *m);
+/* Floats unit u needs in a ring slot and in a gradient slot */
+size_t _sf_ring_need(const struct sf_model *m, int u);
+size_t _sf_grad_need(const struct sf_model *m, int u);
 
 void _sf_slots_reset(struct _sf_slots *s, int n);
 /* A free slot for unit u (the oldest freed), or -1 when none is free. */

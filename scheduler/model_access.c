@@ -92,6 +92,16 @@ void _sf_model_ckpt_hook_set(struct sf_model *m, void (*unlock)(struct sf_model 
 	m->ckpt_unlock = unlock;
 }
 
+struct _sf_ckpt_async **_sf_model_ckpt_async(struct sf_model *m)
+{
+	return &m->ckpt_async;
+}
+
+void _sf_model_ckpt_async_hook_set(struct sf_model *m, void (*end)(struct sf_model *m))
+{
+	m->ckpt_async_end = end;
+}
+
 /* ---- the units' vectors ----------------------------------------------------------- */
 
 bool _sf_vec_exists(const struct sf_model *m, enum _sf_vec which)

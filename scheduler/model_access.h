@@ -23,6 +23,7 @@
 
 struct sf_model;
 struct _sf_ckpt_lock;
+struct _sf_ckpt_async;
 
 /* ---- the model described -------------------------------------------------------- */
 
@@ -82,6 +83,10 @@ struct _sf_comm *_sf_model_comm(const struct sf_model *m);
  * release them (scheduler/ calls nothing in io/). */
 struct _sf_ckpt_lock **_sf_model_ckpt_locks(struct sf_model *m);
 void _sf_model_ckpt_hook_set(struct sf_model *m, void (*unlock)(struct sf_model *m));
+/* The asynchronous save's state (io/checkpoint_save.c), which the model only keeps,
+ * and the hook sf_model_destroy calls (before the locks' hook) to end it. */
+struct _sf_ckpt_async **_sf_model_ckpt_async(struct sf_model *m);
+void _sf_model_ckpt_async_hook_set(struct sf_model *m, void (*end)(struct sf_model *m));
 
 /* ---- the units' vectors ----------------------------------------------------------- */
 

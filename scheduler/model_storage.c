@@ -15,9 +15,13 @@
  * (1 for a chain of units, scheduler/plan.c).
  *
  *   sharding  resident per unit              ring (gather)          grad slots
- *   full      shard S, gshard S, state S     R = depth+w x N*S_max  G = 1+w x N*S_max
- *   grad_op   full N*S, shard S, gshard S    -                      G x N*S_max
- *   none      full P, state P                -                      G x P_max
+ *   full      shard S, gshard S, state S     R = depth+w slots, N*S G = 1+w slots, N*S
+ *   grad_op   full N*S, shard S, gshard S    -                      G slots, N*S
+ *   none      full P, state P                -                      G slots, P
+ *
+ * A slot holds the N*S (or P) of the largest unit that ever takes it, not S_max: the
+ * step's slot order is replayed at planning (scheduler/plan.c, _sf_plan_slots), so a
+ * tied embedding far larger than the blocks sizes only the slot it holds.
  */
 #include "config.h"
 
@@ -327,67 +331,96 @@ static int n_ring(const struct sf_model *m)
 {
 	return m->R;
 }
-/* Each buffer's floats a slot under the model's configuration, 0 when it keeps none */
-static size_t len_grad_slot(const struct sf_model *m)
+/* Each buffer's floats in slot s under the model's configuration, 0 when it keeps
+ * none; the slots' own lengths are the planner's (_sf_plan_slots) */
+static size_t len_grad_slot(const struct sf_model *m, int s)
 {
-	return m->cfg.sharding == SF_SHARD_NONE ? m->largest_P : m->largest_NS;
+	return m->grad_len[s];
 }
-static size_t len_ring_slot(const struct sf_model *m)
+static size_t len_ring_slot(const struct sf_model *m, int s)
 {
-	return m->R > 0 ? m->largest_NS : 0;
+	return m->R > 0 ? m->ring_len[s] : 0;
 }
-static size_t len_rstmp(const struct sf_model *m)
+static size_t len_rstmp(const struct sf_model *m, int s)
 {
+	(void)s;
 	return m->cfg.sharding != SF_SHARD_NONE ? s_max(m) : 0;
 }
-static size_t len_scratch(const struct sf_model *m)
+static size_t len_scratch(const struct sf_model *m, int s)
 {
+	(void)s;
 	return s_max(m);
 }
-static size_t len_stage16(const struct sf_model *m) /* floats of two bf16 each */
+static size_t len_stage16(const struct sf_model *m, int s) /* floats of two bf16 each */
 {
+	(void)s;
 	return m->cfg.param_dtype == SF_DTYPE_BF16 ? (s_max(m) * (size_t)m->shard_size + 1) / 2
 	                                           : 0;
 }
-static size_t len_rep(const struct sf_model *m) /* the replica ring's copy and block */
+static size_t len_rep(const struct sf_model *m, int s) /* the replica ring's copy and block */
 {
+	(void)s;
 	size_t q = (s_max(m) + (size_t)m->nrep - 1) / (size_t)m->nrep;
 	return m->nrep > 1 ? ((size_t)m->nrep + 1) * q : 0;
 }
 
-static size_t len_tp(const struct sf_model *m) /* the TP ring's copy and block */
+static size_t len_tp(const struct sf_model *m, int s) /* the TP ring's copy and block */
 {
+	(void)s;
 	size_t q = (m->tp_max + (size_t)m->tp - 1) / (size_t)m->tp;
 	return m->tp > 1 && m->tp_max ? ((size_t)m->tp + 1) * q : 0;
 }
 
 #define NO_HANDLES SIZE_MAX
+#define NO_KEY SIZE_MAX
 static const struct model_buf {
 	size_t buf;     /* offsetof(struct sf_model, the float *) */
 	size_t handles; /* offsetof(struct sf_model, a handle per slot), or NO_HANDLES */
+	size_t key; /* offsetof(struct sf_model, the struct _sf_footprint_as its slots' handles
+	               carry: the largest slot's length, so that a task's performance-model
+	               key does not depend on which slot it uses), or NO_KEY */
 	int (*slots)(const struct sf_model *m);
-	size_t (*len)(const struct sf_model *m); /* floats a slot */
+	size_t (*len)(const struct sf_model *m, int slot); /* floats of a slot */
 	enum vec_kind kind;
 	const char *what; /* for the out-of-memory message */
 } model_bufs[] = {
-    {offsetof(struct sf_model, grad), offsetof(struct sf_model, h_grad), n_grad, len_grad_slot,
-     VEC_GRADS, "gradient slots"},
-    {offsetof(struct sf_model, ring), offsetof(struct sf_model, h_ring), n_ring, len_ring_slot,
-     VEC_PARAMS, "the gather ring"},
-    {offsetof(struct sf_model, rstmp), offsetof(struct sf_model, h_rstmp), n_one, len_rstmp,
-     VEC_GRADS, "the accumulation buffer"},
-    {offsetof(struct sf_model, comm_scratch), NO_HANDLES, n_one, len_scratch, VEC_BUFFERS,
-     "the reduce-scatter buffer"},
-    {offsetof(struct sf_model, stage16), NO_HANDLES, n_one, len_stage16, VEC_BUFFERS,
+    {offsetof(struct sf_model, grad), offsetof(struct sf_model, h_grad),
+     offsetof(struct sf_model, grad_fp), n_grad, len_grad_slot, VEC_GRADS, "gradient slots"},
+    {offsetof(struct sf_model, ring), offsetof(struct sf_model, h_ring),
+     offsetof(struct sf_model, ring_fp), n_ring, len_ring_slot, VEC_PARAMS, "the gather ring"},
+    {offsetof(struct sf_model, rstmp), offsetof(struct sf_model, h_rstmp), NO_KEY, n_one,
+     len_rstmp, VEC_GRADS, "the accumulation buffer"},
+    {offsetof(struct sf_model, comm_scratch), NO_HANDLES, NO_KEY, n_one, len_scratch,
+     VEC_BUFFERS, "the reduce-scatter buffer"},
+    {offsetof(struct sf_model, stage16), NO_HANDLES, NO_KEY, n_one, len_stage16, VEC_BUFFERS,
      "the bf16 gather buffer"},
-    {offsetof(struct sf_model, rep_scratch), NO_HANDLES, n_one, len_rep, VEC_BUFFERS,
+    {offsetof(struct sf_model, rep_scratch), NO_HANDLES, NO_KEY, n_one, len_rep, VEC_BUFFERS,
      "the all-reduce buffer across nodes"},
-    {offsetof(struct sf_model, tp_scratch), NO_HANDLES, n_one, len_tp, VEC_BUFFERS,
+    {offsetof(struct sf_model, tp_scratch), NO_HANDLES, NO_KEY, n_one, len_tp, VEC_BUFFERS,
      "the tensor-parallel all-reduce buffer"},
 };
 #define NMODEL_BUFS (sizeof model_bufs / sizeof model_bufs[0])
 
-/* Allocates every buffer the configuration keeps, registering a handle per slot */
+/* Floats of every slot of buffer b */
+static size_t model_buf_len(const struct sf_model *m, const struct model_buf *b)
+{
+	size_t n = 0;
+	for (int s = 0; s < b->slots(m); s++)
+		n += b->len(m, s);
+	return n;
+}
+
+/* Floats of the whole gather ring */
+static size_t ring_floats(const struct sf_model *m)
+{
+	size_t n = 0;
+	for (int s = 0; s < n_ring(m); s++)
+		n += len_ring_slot(m, s);
+	return n;
+}
+
+/* Allocates every buffer the configuration keeps, its slots one after the other,
+ * registering a handle per slot */
 static int model_bufs_alloc(struct sf_model *m)
 {
 	set_bufs_task_only(m);
@@ -395,13 +428,18 @@ static int model_bufs_alloc(struct sf_model *m)
 		const struct model_buf *b = &model_bufs[k];
 		float **buf = member(m, b->buf);
 		starpu_data_handle_t *h = b->handles != NO_HANDLES ? member(m, b->handles) : NULL;
-		size_t len = b->len(m);
-		int slots = b->slots(m);
-		if (len == 0 || slots == 0)
+		size_t len = model_buf_len(m, b), off = 0;
+		if (len == 0)
 			continue;
-		SF_CHECK(alloc_buf(m, buf, len * (size_t)slots, b->what));
-		for (int s = 0; h && s < slots; s++)
-			reg(&h[s], *buf + (size_t)s * len, len, sizeof(float));
+		SF_CHECK(alloc_buf(m, buf, len, b->what));
+		struct _sf_footprint_as *key = b->key != NO_KEY ? member(m, b->key) : NULL;
+		for (int s = 0; key && s < b->slots(m); s++)
+			key->nx = b->len(m, s) > key->nx ? b->len(m, s) : key->nx;
+		for (int s = 0; h && s < b->slots(m); off += b->len(m, s), s++) {
+			reg(&h[s], *buf + off, b->len(m, s), sizeof(float));
+			if (key)
+				starpu_data_set_user_data(h[s], key);
+		}
 	}
 	return SF_OK;
 }
@@ -428,7 +466,7 @@ static size_t model_bufs_floats(const struct sf_model *m, enum vec_kind kind, bo
 		const struct model_buf *b = &model_bufs[k];
 		bool held = *(float **)member(m, b->buf) != NULL;
 		if (b->kind == kind && (planned || held))
-			n += b->len(m) * (size_t)b->slots(m);
+			n += model_buf_len(m, b);
 	}
 	return n;
 }
@@ -794,13 +832,14 @@ int _sf_check_memory(const struct sf_model *m)
 	return SF_ERR(
 	    SF_ERR_NOMEM,
 	    "sf_model_create: rank %d needs %.1f MiB for this model (parameters %.1f MiB: its "
-	    "shards and %d ring slots of %zu; gradients %.1f MiB; optimizer state %.1f MiB; "
+	    "shards and %d ring slots of %zu floats in all; gradients %.1f MiB; optimizer state %.1f MiB; "
 	    "activations %.1f MiB of %d samples; collective buffers %.1f MiB; and while "
 	    "initialising, one unit's %.1f MiB) but its memory limit, %s, is %.1f MiB with "
 	    "%.1f MiB in use: %.1f MiB left. Shard it over more ranks (sharding %s over %d), "
 	    "lower the batch, set SHARDFLOW_RECOMPUTE=units, or SHARDFLOW_MEMORY_CHECK=off to "
 	    "try anyway",
-	    m->rank, (double)need / mib, (double)p.params * f, m->R, m->largest_NS,
+	    m->rank, (double)need / mib, (double)p.params * f, m->R,
+	    ring_floats(m),
 	    (double)p.grads * f, (double)p.optim * f, (double)p.acts * f, m->B_local,
 	    (double)p.buffers * f, (double)p.init * f, lim.what, (double)lim.limit / mib,
 	    (double)lim.used / mib, (double)avail / mib, _sf_sharding_names[m->cfg.sharding],

@@ -471,3 +471,117 @@ void _sf_plan_split_backward(struct sf_model *m)
 		s->bwd_info.dparams_absent = 1;
 	}
 }
+
+/* ---- slot sizes --------------------------------------------------------------------- *
+ *
+ * A slot is sized by the largest unit it will ever hold, not every slot by the model's
+ * largest unit: GPT-2's tied embedding (38.6M parameters against 7.1M a block) would
+ * otherwise size every ring slot and gradient slot. Which unit takes which slot is
+ * decided at submission (step.c: the oldest freed slot first), but the passes' slot
+ * operations depend only on the plan (the units' spans, keep, bwd_params, recompute,
+ * the depth), never on timing or values, and not on the backward policy (each policy
+ * frees a unit's slot before it gathers the next). So they are replayed here, once, in
+ * step.c's order: the forward of evaluation and inference, then a training step's
+ * forward and backward (every micro-batch repeats it: each forward starts from an empty
+ * ring). step.c checks each slot it hands out against these lengths, so a replay that
+ * drifted from the passes fails the step with a message, never writes out of bounds. */
+
+size_t _sf_ring_need(const struct sf_model *m, int u)
+{
+	return m->units[u].S * (size_t)m->shard_size;
+}
+
+size_t _sf_grad_need(const struct sf_model *m, int u)
+{
+	return m->cfg.sharding == SF_SHARD_NONE ? m->units[u].P : _sf_ring_need(m, u);
+}
+
+/* unit u takes a slot as the pass would; the slot grows to hold it */
+static void occupy(struct _sf_slots *s, size_t *len, int u, size_t need)
+{
+	int k = _sf_slots_take(s, u);
+	if (k >= 0 && need > len[k])
+		len[k] = need;
+}
+
+static void vacate(struct _sf_slots *s, int u)
+{
+	int k = _sf_slots_find(s, u);
+	if (k >= 0)
+		_sf_slots_release(s, k);
+}
+
+/* step.c's _sf_forward_submit and prefetch_forward, slots only (full sharding) */
+static void replay_forward(struct sf_model *m, struct _sf_slots *ring, bool train)
+{
+	int next = 0;
+	_sf_slots_reset(ring, m->R);
+	for (int n = 0; n < m->nnodes; n++) {
+		int u = m->nodes[n].unit;
+		if (m->gnodes[n].kind != SF_NODE_LAYER || u < 0)
+			continue;
+		for (; next < m->nunits && next <= u + m->cfg.prefetch_depth; next++) {
+			if (next > u && ring->nfree == 0)
+				break;
+			occupy(ring, m->ring_len, next, _sf_ring_need(m, next));
+		}
+		if (n == m->units[u].last && !(train && m->units[u].keep))
+			vacate(ring, u);
+	}
+}
+
+/* step.c's backward, recompute_segment and finish_unit_backward, slots only; the ring
+ * as the training forward left it (full sharding), or none */
+static void replay_backward(struct sf_model *m, struct _sf_slots *ring, struct _sf_slots *grads)
+{
+	bool full = m->R > 0;
+	int started = 0, seg = -1;
+	_sf_slots_reset(grads, m->G);
+	for (int n = m->nnodes - 1; n >= 0; n--) {
+		int u = m->nodes[n].unit;
+		if (m->gnodes[n].kind != SF_NODE_LAYER || !m->nodes[n].needs_grad)
+			continue;
+		if (m->seg_of[n] != seg) {
+			seg = m->seg_of[n];
+			if (full && seg >= 0 && m->units[seg].recompute && _sf_slots_find(ring, seg) < 0)
+				occupy(ring, m->ring_len, seg, _sf_ring_need(m, seg));
+		}
+		if (u < 0)
+			continue;
+		const struct _sf_unit *un = &m->units[u];
+		bool first = n == un->bwd_first;
+		started += first;
+		if (first)
+			occupy(grads, m->grad_len, u, _sf_grad_need(m, u));
+		if (first && full && _sf_slots_find(ring, u) < 0 && un->bwd_params)
+			occupy(ring, m->ring_len, u, _sf_ring_need(m, u));
+		if (n != un->bwd_last)
+			continue;
+		if (full) {
+			vacate(ring, u);
+			int v = started < m->nunits ? m->bwd_order[started] : -1;
+			if (v >= 0 && _sf_slots_find(ring, v) < 0 && m->units[v].bwd_params &&
+			    ring->nfree > 0)
+				occupy(ring, m->ring_len, v, _sf_ring_need(m, v));
+		}
+		vacate(grads, u);
+	}
+}
+
+void _sf_plan_slots(struct sf_model *m)
+{
+	struct _sf_slots ring, grads;
+	memset(m->ring_len, 0, sizeof m->ring_len);
+	memset(m->grad_len, 0, sizeof m->grad_len);
+	_sf_slots_reset(&ring, m->R);
+	if (m->R > 0) {
+		replay_forward(m, &ring, false);
+		replay_forward(m, &ring, true);
+	}
+	replay_backward(m, &ring, &grads);
+	/* a slot no pass takes (a ring deeper than the units) keeps a float for its handle */
+	for (int s = 0; s < m->R; s++)
+		m->ring_len[s] += m->ring_len[s] == 0;
+	for (int s = 0; s < m->G; s++)
+		m->grad_len[s] += m->grad_len[s] == 0;
+}

@@ -32,7 +32,6 @@
 #include <fxt/fut.h>
 #endif
 #include <stdlib.h>
-#include <libgen.h>
 #include <string.h>
 
 static sf_context *the_context;
@@ -401,16 +400,8 @@ static int launcher_rank(void)
  * the rank's machine, SHARDFLOW_TRACE's directory, is said by every rank it fails on. */
 static int resolve_config(const struct sf_config *cfg, sf_context *ctx)
 {
-	bool quiet = _sf_err_quiet;
-	if (launcher_rank() != 0)
-		_sf_err_quiet = true;
-	int rc = _sf_config_resolve(cfg, "sf_init_config", &ctx->cfg, &ctx->cfg_from_env);
-	bool local = rc < 0 && strstr(sf_last_error(), "SHARDFLOW_TRACE=") &&
-	             strstr(sf_last_error(), "does not exist");
-	_sf_err_quiet = quiet;
-	if (local && launcher_rank() != 0) /* again, to be said */
-		rc = _sf_config_resolve(cfg, "sf_init_config", &ctx->cfg, &ctx->cfg_from_env);
-	return rc;
+	return _sf_config_resolve(cfg, "sf_init_config", &ctx->cfg, &ctx->cfg_from_env,
+	                          launcher_rank() != 0);
 }
 
 SF_API int sf_init_config(int *argc, char ***argv, const struct sf_config *cfg, sf_context **out)
@@ -444,11 +435,6 @@ SF_API int sf_init_config(int *argc, char ***argv, const struct sf_config *cfg, 
 	const struct _sf_comm_ops *backend = NULL;
 	SF_CHECK_GOTO(_sf_comm_backend(ctx->cfg.comm, &backend), fail);
 	SF_CHECK_GOTO(_sf_comm_create(backend, &ctx->cfg, argc, argv, &ctx->comm), fail);
-	if (ctx->cfg.trace[0]) { /* the flight record goes beside the trace */
-		char dir[sizeof ctx->cfg.trace];
-		snprintf(dir, sizeof dir, "%s", ctx->cfg.trace);
-		_sf_flight_set_dir(ctx->comm->flight, dirname(dir));
-	}
 	ctx->rank = ctx->comm->rank;
 	ctx->size = ctx->comm->size;
 	if (ctx->size > 1)

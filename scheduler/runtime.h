@@ -37,9 +37,12 @@ extern const char *const _sf_optimizer_names[];
 
 /* *out = the program's configuration (NULL: the defaults; each value checked, `fn`
  * naming the caller in a refusal) with every SHARDFLOW_* variable of the environment
- * read over it; bit k of *from_env says that the k-th knob came from the environment. */
+ * read over it; bit k of *from_env says that the k-th knob came from the environment.
+ * alike_quiet: a refusal every rank meets alike is returned but not printed (the
+ * launcher's rank 0 says it); one that depends on this rank's machine (a trace
+ * directory missing here) is printed still. */
 int _sf_config_resolve(const struct sf_config *program, const char *fn, struct sf_config *out,
-                       uint32_t *from_env);
+                       uint32_t *from_env, bool alike_quiet);
 /* The log of what the environment set (rank 0): each variable at info (unless `model`),
  * and a warning for each value that overrides the program's: "SHARDFLOW_X=v overrides
  * the program's w" (for a model, its knobs only, with its name). program may be NULL. */

@@ -85,6 +85,11 @@ static int submit_gather(struct sf_model *m, int u, starpu_data_handle_t after)
 		              "step planner: no free ring slot to gather unit \"%s\" (%d slots); "
 		              "please report this graph",
 		              un->name, m->R);
+	if (m->ring_len[s] < _sf_ring_need(m, u)) /* plan.c's replay drifted from the pass */
+		return SF_ERR(SF_ERR_STATE,
+		              "step planner: ring slot %d holds %zu floats, unit \"%s\" needs %zu; "
+		              "please report this graph",
+		              s, m->ring_len[s], un->name, _sf_ring_need(m, u));
 	return _sf_submit_gather(&un->comm, m->h_order, un->h_shard, m->h_ring[s], after,
 	                         m->ctx->comm_worker, un->gather_name,
 	                         traced(m, un->gather_name, SF_EV_GATHER, un->first));
@@ -518,6 +523,13 @@ static int backward(struct sf_model *m)
 			goto out;
 		}
 		int gs = _sf_slots_find(&m->grad_slots, u);
+		if (first && m->grad_len[gs] < _sf_grad_need(m, u)) {
+			rc = SF_ERR(SF_ERR_STATE,
+			            "step planner: gradient slot %d holds %zu floats, unit \"%s\" "
+			            "needs %zu; please report this graph",
+			            gs, m->grad_len[gs], un->name, _sf_grad_need(m, u));
+			goto out;
+		}
 		starpu_data_handle_t grad = m->h_grad[gs];
 		if (first && full && !resident(m, u) && un->bwd_params)
 			SF_CHECK_GOTO(submit_gather(m, u, NULL), out);
@@ -761,13 +773,19 @@ SF_API int sf_model_loss(sf_model *m, int64_t ticket, double *loss)
 		return SF_ERR(SF_ERR_STARPU, "starpu_data_acquire failed (%d)", ret);
 	*loss = m->loss_val[ticket % SF_LOSS_SLOTS];
 	starpu_data_release(h);
-	if (!isfinite(*loss) && m->cfg.skip == SF_SKIP_NONE)
-		return SF_ERR(SF_ERR_NONFINITE,
-		              "the loss of step %lld (ticket %lld) is %g: training diverged (try a "
-		              "lower learning rate) or the parameters hold NaN or Inf (check the "
-		              "initial weights)",
-		              (long long)ticket + 1, (long long)ticket, *loss);
-	return SF_OK;
+	if (isfinite(*loss) || m->cfg.skip != SF_SKIP_NONE)
+		return SF_OK;
+	/* the loss is the global mean, the same on every rank: rank 0 says it, the others
+	 * that they stop because of it */
+#define SF_DIVERGED                                                                                \
+	"the loss of step %lld (ticket %lld) is %g: training diverged (try a lower learning "      \
+	"rate) or the parameters hold NaN or Inf (check the initial weights)"
+	if (m->comm && m->comm->rank != 0)
+		return _sf_err_peer(SF_ERR_NONFINITE, 0, "sf_model_loss", SF_DIVERGED,
+		                    (long long)ticket + 1, (long long)ticket, *loss);
+	return SF_ERR(SF_ERR_NONFINITE, SF_DIVERGED, (long long)ticket + 1, (long long)ticket,
+	              *loss);
+#undef SF_DIVERGED
 }
 
 /* The vocabulary-parallel head's logits made whole (rows x V) from this rank's

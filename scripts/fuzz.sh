@@ -68,7 +68,7 @@ sources() {
 	case $1 in
 	idx) echo "data/idx.c common/error.c" ;;
 	taskrec) echo "trace/taskrec.c trace/event.c trace/report.c trace/svg.c trace/files.c trace/write.c common/error.c" ;;
-	safetensors) echo "io/st_header.c common/error.c" ;;
+	safetensors) echo "io/st_header.c io/fileio.c common/error.c" ;;
 	manifest) echo "io/manifest.c common/error.c" ;;
 	rdb) echo "tools/rdb.c" ;;
 	tokens) echo "data/tokens.c data/vocab.c data/read.c common/error.c" ;;
@@ -79,7 +79,8 @@ libs() {
 	case $1 in
 	idx) echo "-lz -lpthread" ;;
 	taskrec) echo "-lm" ;;
-	safetensors | manifest) echo "-ljansson" ;;
+	safetensors) echo "-ljansson -lz" ;;
+	manifest) echo "-ljansson" ;;
 	rdb) echo "-lz" ;;
 	esac
 }

@@ -48,7 +48,7 @@ valid() {
 	fi
 }
 
-plan 146
+plan 147
 
 accepted="accepted values are"
 invalid SHARDFLOW_PREFETCH_DEPTH abc "$accepted"
@@ -161,4 +161,13 @@ n=$(grep -c -F 'SHARDFLOW_SHARDING="zero3"' "$tmp/np2b.err")
 if ! ok $? "2 ranks under mpirun: non-zero exit ($st), no hang, the message on stderr once ($n times: the launcher's rank 0 says it)"; then
 	diag_file "$tmp/np2b.err"
 fi
+# The one refusal that depends on a rank's machine, a trace directory missing on its
+# host, is said by each rank it fails on (through the wrapper: each rank runs to its
+# own failure).
+# shellcheck disable=SC2016,SC2086
+env SHARDFLOW_TRACE="$tmp/missing/t" sh "$RUN_MPI" 2 sh -c '"$@"; true' sh "$MLP" $small \
+	</dev/null >"$tmp/np2c.out" 2>"$tmp/np2c.err"
+n=$(grep -c 'does not exist' "$tmp/np2c.err")
+[ "$n" -eq 2 ]
+ok $? "2 ranks, a trace directory missing: each rank says it ($n times)" || diag_file "$tmp/np2c.err"
 finish

@@ -20,6 +20,7 @@
  * comparison. ref_bf16 is itself checked first on hard-coded bit patterns.
  */
 #include "shardflow.h"
+#include "examples/cli.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -28,15 +29,6 @@
 
 #define D 16
 #define C 23
-
-#define CHECK(call)                                                                        \
-	do {                                                                               \
-		int rc_ = (call);                                                          \
-		if (rc_ != SF_OK) {                                                        \
-			fprintf(stderr, "bf16_probe: %s failed: %s\n", #call, sf_strerror(rc_)); \
-			goto out;                                                          \
-		}                                                                          \
-	} while (0)
 
 /* f rounded to the nearest bfloat16 (the top 16 bits of a float), ties to the even top
  * half; a NaN becomes a quiet NaN of the same sign; above the largest bf16, infinity */
@@ -86,36 +78,47 @@ static const char *ref_bf16_check(void)
 	return NULL;
 }
 
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: bf16_probe [STEPS] (training steps, 1..1000, default 3)\n");
+}
+
 int main(int argc, char **argv)
 {
-	int steps = argc > 1 ? atoi(argv[1]) : 3, status = 1, rank = 0, size = 1;
+	int steps = 3, status = 1, rank = 0, size = 1;
+	cli_prog = "bf16_probe";
+	cli_usage = usage;
+	int prc = cli_parse_int_operand(argc, argv, "STEPS", 1, 1000, &steps);
+	if (prc)
+		return prc == 1 ? 0 : prc;
 	sf_context *ctx = NULL;
 	sf_graph *g = NULL;
 	sf_model *m = NULL;
 	float x[D * D], logits[D * C], W[C * D];
 	int32_t y[D];
-	CHECK(sf_init(&argc, &argv, &ctx));
-	CHECK(sf_context_world(ctx, &rank, &size));
+	CLI_CHECK_GOTO(sf_init(&argc, &argv, &ctx), out);
+	CLI_CHECK_GOTO(sf_context_world(ctx, &rank, &size), out);
 	const char *bad = ref_bf16_check();
 	if (bad) {
 		fprintf(stderr, "bf16_probe: the probe's own reference is wrong: %s\n", bad);
 		goto out;
 	}
 	struct sf_config cfg;
-	CHECK(sf_context_config(ctx, &cfg));
+	CLI_CHECK_GOTO(sf_context_config(ctx, &cfg), out);
 	int in, h, labels, loss;
-	CHECK(sf_graph_create("probe", &g));
-	CHECK(sf_graph_input(g, "x", D, &in));
-	CHECK(sf_graph_layer(g, "linear_nobias", &in, 1, &(int){C}, sizeof(int), "w", &h));
-	CHECK(sf_graph_label_input(g, "y", C, &labels));
-	CHECK(sf_graph_softmax_cross_entropy(g, h, labels, &loss));
+	CLI_CHECK_GOTO(sf_graph_create("probe", &g), out);
+	CLI_CHECK_GOTO(sf_graph_input(g, "x", D, &in), out);
+	CLI_CHECK_GOTO(sf_graph_layer(g, "linear_nobias", &in, 1, &(int){C}, sizeof(int), "w", &h),
+	               out);
+	CLI_CHECK_GOTO(sf_graph_label_input(g, "y", C, &labels), out);
+	CLI_CHECK_GOTO(sf_graph_softmax_cross_entropy(g, h, labels, &loss), out);
 	struct sf_model_options o;
 	sf_model_options_init(&o);
 	o.batch = D;
 	o.lr = 0.5f;
-	CHECK(sf_model_create(ctx, g, &o, &m));
+	CLI_CHECK_GOTO(sf_model_create(ctx, g, &o, &m), out);
 	int first, rows;
-	CHECK(sf_model_local_rows(m, &first, &rows));
+	CLI_CHECK_GOTO(sf_model_local_rows(m, &first, &rows), out);
 	const float *inputs[1] = {x};
 	struct sf_batch b = {.ninputs = 1, .inputs = inputs, .labels = y};
 	for (int s = 0; s < steps; s++) { /* random rows, labels i mod C */
@@ -123,15 +126,15 @@ int main(int argc, char **argv)
 			x[i] = (float)((i * 7919 + s * 104729 + first * 31) % 2001) / 1000.0f - 1.0f;
 		for (int i = 0; i < rows; i++)
 			y[i] = (first + i + s) % C;
-		CHECK(sf_model_step(m, &b, NULL));
+		CLI_CHECK_GOTO(sf_model_step(m, &b, NULL), out);
 	}
 	size_t n;
-	CHECK(sf_model_param_count(m, &n));
-	CHECK(sf_model_params_get(m, W, n)); /* (C, D), row-major */
+	CLI_CHECK_GOTO(sf_model_param_count(m, &n), out);
+	CLI_CHECK_GOTO(sf_model_params_get(m, W, n), out); /* (C, D), row-major */
 	memset(x, 0, sizeof x);
 	for (int i = 0; i < rows; i++)
 		x[i * D + first + i] = 1.0f;
-	CHECK(sf_model_predict(m, &b, logits));
+	CLI_CHECK_GOTO(sf_model_predict(m, &b, logits), out);
 	int eq16 = 0, eq32 = 0, total = rows * C;
 	for (int i = 0; i < rows; i++)
 		for (int c = 0; c < C; c++) {

@@ -128,9 +128,83 @@ static void usage(FILE *f)
 
 static int bad(const char *opt, const char *val)
 {
-	fprintf(stderr, PROG ": %s \"%s\" is invalid\n", opt, val ? val : "");
-	usage(stderr);
-	return 2;
+	return cli_bad_usage("%s \"%s\" is invalid", opt, val);
+}
+
+static const char *const option_names[] = {
+    "--model",  "--steps",      "--batch",      "--optimizer",
+    "--lr",     "--seed",       "--save-every", "--dump-losses-from",
+    "--crash",  "--out",        "--out-params", "--save",
+    "--resume", "--latest",     "--init",       "--export",
+    "--prune",  "--keep",       "--lock",       "--lock-read",
+    "--pause",  "--pause-after"};
+
+/* One option's value: 0 or 2 (cli_parse's contract). */
+static int on_value(int k, char *value, void *ctx)
+{
+	struct options *o = ctx;
+	const char *opt = option_names[k], *val = value;
+	int taken = train_option(&o->t, opt, val, 0);
+	if (taken < 0)
+		return bad(opt, val);
+	if (taken > 0)
+		return 0;
+	if (!strcmp(opt, "--save-every")) {
+		if (parse_int(val, 1, INT_MAX, &o->save_every))
+			return bad(opt, val);
+	} else if (!strcmp(opt, "--dump-losses-from")) {
+		if (parse_int(val, 0, INT_MAX, &o->dump_from))
+			return bad(opt, val);
+	} else if (!strcmp(opt, "--crash")) {
+		if (!strcmp(val, "shards"))
+			o->crash = CRASH_SHARDS;
+		else if (!strcmp(val, "manifest"))
+			o->crash = CRASH_MANIFEST;
+		else if (!strcmp(val, "switch"))
+			o->crash = CRASH_SWITCH;
+		else if (!strcmp(val, "latest"))
+			o->crash = CRASH_LATEST;
+		else
+			return bad(opt, val);
+	} else if (!strcmp(opt, "--out")) {
+		o->out = val;
+	} else if (!strcmp(opt, "--out-params")) {
+		o->out_params = val;
+	} else if (!strcmp(opt, "--save")) {
+		o->save = val;
+	} else if (!strcmp(opt, "--resume")) {
+		o->resume = val;
+	} else if (!strcmp(opt, "--latest")) {
+		o->latest = val;
+	} else if (!strcmp(opt, "--init")) {
+		o->init = val;
+	} else if (!strcmp(opt, "--export")) {
+		o->export_path = val;
+	} else if (!strcmp(opt, "--prune")) {
+		o->prune = val;
+	} else if (!strcmp(opt, "--keep")) {
+		if (parse_int(val, 0, INT_MAX, &o->keep))
+			return bad(opt, val);
+	} else if (!strcmp(opt, "--lock")) {
+		o->lock = val;
+	} else if (!strcmp(opt, "--lock-read")) {
+		o->lock_read = val;
+	} else if (!strcmp(opt, "--pause")) {
+		o->pause = val;
+	} else if (!strcmp(opt, "--pause-after")) {
+		if (parse_int(val, 0, INT_MAX, &o->pause_after))
+			return bad(opt, val);
+	}
+	return 0;
+}
+
+static const char *const flag_names[] = {"--resume-may-fail"};
+
+static int on_flag(int j, void *ctx)
+{
+	(void)j;
+	((struct options *)ctx)->resume_may_fail = 1;
+	return 0;
 }
 
 /* Returns -1 to go on, otherwise the exit status. */
@@ -138,92 +212,24 @@ static int parse_options(int argc, char **argv, struct options *o)
 {
 	*o = (struct options){0};
 	train_options_init(&o->t);
-	for (int i = 1; i < argc; i++) {
-		const char *opt = argv[i];
-		if (!strcmp(opt, "--help")) {
-			usage(stdout);
-			return 0;
-		}
-		if (!strcmp(opt, "--resume-may-fail")) {
-			o->resume_may_fail = 1;
-			continue;
-		}
-		if (i + 1 >= argc)
-			return bad(opt, "(missing value)");
-		const char *val = argv[++i];
-		int taken = train_option(&o->t, opt, val, 0);
-		if (taken < 0)
-			return bad(opt, val);
-		if (taken > 0)
-			continue;
-		if (!strcmp(opt, "--save-every")) {
-			if (parse_int(val, 1, INT_MAX, &o->save_every))
-				return bad(opt, val);
-		} else if (!strcmp(opt, "--dump-losses-from")) {
-			if (parse_int(val, 0, INT_MAX, &o->dump_from))
-				return bad(opt, val);
-		} else if (!strcmp(opt, "--crash")) {
-			if (!strcmp(val, "shards"))
-				o->crash = CRASH_SHARDS;
-			else if (!strcmp(val, "manifest"))
-				o->crash = CRASH_MANIFEST;
-			else if (!strcmp(val, "switch"))
-				o->crash = CRASH_SWITCH;
-			else if (!strcmp(val, "latest"))
-				o->crash = CRASH_LATEST;
-			else
-				return bad(opt, val);
-		} else if (!strcmp(opt, "--out")) {
-			o->out = val;
-		} else if (!strcmp(opt, "--out-params")) {
-			o->out_params = val;
-		} else if (!strcmp(opt, "--save")) {
-			o->save = val;
-		} else if (!strcmp(opt, "--resume")) {
-			o->resume = val;
-		} else if (!strcmp(opt, "--latest")) {
-			o->latest = val;
-		} else if (!strcmp(opt, "--init")) {
-			o->init = val;
-		} else if (!strcmp(opt, "--export")) {
-			o->export_path = val;
-		} else if (!strcmp(opt, "--prune")) {
-			o->prune = val;
-		} else if (!strcmp(opt, "--keep")) {
-			if (parse_int(val, 0, INT_MAX, &o->keep))
-				return bad(opt, val);
-		} else if (!strcmp(opt, "--lock")) {
-			o->lock = val;
-		} else if (!strcmp(opt, "--lock-read")) {
-			o->lock_read = val;
-		} else if (!strcmp(opt, "--pause")) {
-			o->pause = val;
-		} else if (!strcmp(opt, "--pause-after")) {
-			if (parse_int(val, 0, INT_MAX, &o->pause_after))
-				return bad(opt, val);
-		} else {
-			return bad("option", opt);
-		}
-	}
+	const struct cli_spec sp = {option_names, (int)(sizeof option_names / sizeof *option_names),
+	                            flag_names,   1,
+	                            on_value,     on_flag};
+	cli_prog = PROG;
+	cli_usage = usage;
+	int rc = cli_parse(argc, argv, &sp, o);
+	if (rc)
+		return rc == 1 ? 0 : rc;
 	if (!!o->save != !!o->save_every)
-		return bad("--save and --save-every", "(give both or neither)");
+		return cli_bad_usage("--save and --save-every go together (got only %s)",
+		                     o->save ? "--save" : "--save-every");
 	if (o->crash && !o->save)
-		return bad("--crash", "(needs --save)");
+		return cli_bad_usage("--crash needs --save");
 	if (o->pause_after && !o->pause)
-		return bad("--pause-after", "(needs --pause)");
+		return cli_bad_usage("--pause-after needs --pause");
 	train_options_finish(&o->t);
 	return -1;
 }
-
-#define CHECK(call)                                                                                \
-	do {                                                                                       \
-		int check_rc_ = (call);                                                            \
-		if (check_rc_ != SF_OK) {                                                          \
-			fprintf(stderr, PROG ": %s failed at %s:%d: %s: %s\n", #call, __FILE__,    \
-			        __LINE__, sf_strerror(check_rc_), sf_last_error());                \
-			goto fail;                                                                 \
-		}                                                                                  \
-	} while (0)
 
 /* --pause: rank 0 says so, every rank waits for the file (polling: no MPI call, so a
  * rank ahead of the others only waits in its next collective). */
@@ -258,22 +264,22 @@ int main(int argc, char **argv)
 	int rank = 0, size = 1, D = 0, C = 0, T = 1;
 	status = 1;
 
-	CHECK(sf_init(&argc, &argv, &ctx));
-	CHECK(sf_context_world(ctx, &rank, &size));
-	if (build_model(PROG, o.t.model, &g, &D, &C, &T))
+	CLI_CHECK_GOTO(sf_init(&argc, &argv, &ctx), fail);
+	CLI_CHECK_GOTO(sf_context_world(ctx, &rank, &size), fail);
+	if (build_model(o.t.model, &g, &D, &C, &T))
 		goto fail;
 	struct sf_model_options mo;
-	CHECK(sf_model_options_init(&mo));
+	CLI_CHECK_GOTO(sf_model_options_init(&mo), fail);
 	mo.batch = o.t.batch;
 	mo.seed = o.t.seed;
 	mo.optimizer = o.t.optimizer;
 	if (mo.optimizer == SF_OPT_LION)
 		mo.beta2 = 0.99f; /* the paper's default, as train_dump's */
 	mo.lr = o.t.lr;
-	CHECK(sf_model_create(ctx, g, &mo, &m));
+	CLI_CHECK_GOTO(sf_model_create(ctx, g, &mo, &m), fail);
 
 	int first, rows;
-	CHECK(sf_model_local_rows(m, &first, &rows));
+	CLI_CHECK_GOTO(sf_model_local_rows(m, &first, &rows), fail);
 	first *= T; /* samples of T rows: rows from here on */
 	rows *= T;
 	x = malloc(sizeof(float) * ((size_t)rows * (size_t)D + 1));
@@ -286,18 +292,18 @@ int main(int argc, char **argv)
 	}
 
 	if (o.lock)
-		CHECK(sf_checkpoint_lock(m, o.lock, SF_CHECKPOINT_WRITE));
+		CLI_CHECK_GOTO(sf_checkpoint_lock(m, o.lock, SF_CHECKPOINT_WRITE), fail);
 	if (o.lock_read)
-		CHECK(sf_checkpoint_lock(m, o.lock_read, SF_CHECKPOINT_READ));
+		CLI_CHECK_GOTO(sf_checkpoint_lock(m, o.lock_read, SF_CHECKPOINT_READ), fail);
 	if (o.latest) {
 		char path[4096];
 		int found = -1;
-		CHECK(sf_checkpoint_latest(m, o.latest, &found, path, sizeof path));
+		CLI_CHECK_GOTO(sf_checkpoint_latest(m, o.latest, &found, path, sizeof path), fail);
 		if (rank == 0)
 			printf("latest %d %s\n", found, path);
 	}
 	if (o.init)
-		CHECK(sf_model_import_safetensors(m, o.init));
+		CLI_CHECK_GOTO(sf_model_import_safetensors(m, o.init), fail);
 	int start = 1;
 	uint64_t data_seed = o.t.seed;
 	if (o.resume) {
@@ -313,7 +319,9 @@ int main(int argc, char **argv)
 			if (rank == 0)
 				printf("resume_refused %d: %s\n", rc, sf_last_error());
 		} else {
-			CHECK(rc);
+			if (sf_last_error_peer() < 0) /* else the failing rank says it */
+				cli_call_failed(PROG, "sf_checkpoint_load", sf_strerror(rc));
+			goto fail;
 		}
 	}
 
@@ -331,8 +339,8 @@ int main(int argc, char **argv)
 			fprintf(stderr, PROG ": cannot generate batch %d\n", k);
 			goto fail;
 		}
-		CHECK(sf_model_step(m, &batch, &ticket));
-		CHECK(sf_model_loss(m, ticket, &loss));
+		CLI_CHECK_GOTO(sf_model_step(m, &batch, &ticket), fail);
+		CLI_CHECK_GOTO(sf_model_loss(m, ticket, &loss), fail);
 		if (k > o.dump_from)
 			losses[nlosses++] = loss;
 		if (o.save && k % o.save_every == 0) {
@@ -340,14 +348,14 @@ int main(int argc, char **argv)
 			    .step = k, .epoch = 0, .batch = k + 1, .data_seed = data_seed};
 			if (k == o.t.steps)
 				crash_armed = o.crash;
-			CHECK(sf_checkpoint_save(m, o.save, &info));
+			CLI_CHECK_GOTO(sf_checkpoint_save(m, o.save, &info), fail);
 			crash_armed = CRASH_NONE;
 		}
 		if (o.pause && k == o.pause_after && pause_until(o.pause, rank) < 0)
 			goto fail;
 	}
 	if (o.export_path)
-		CHECK(sf_model_export_safetensors(m, o.export_path));
+		CLI_CHECK_GOTO(sf_model_export_safetensors(m, o.export_path), fail);
 	if (o.prune) {
 		int removed = -1, prc = sf_checkpoint_prune(m, o.prune, o.keep, &removed);
 		if (rank == 0 && prc == SF_OK)
@@ -359,13 +367,13 @@ int main(int argc, char **argv)
 	}
 
 	size_t n;
-	CHECK(sf_model_param_count(m, &n));
+	CLI_CHECK_GOTO(sf_model_param_count(m, &n), fail);
 	params = malloc(sizeof(float) * (n + 1));
 	if (!params) {
 		fprintf(stderr, PROG ": out of memory for %zu parameters\n", n);
 		goto fail;
 	}
-	CHECK(sf_model_params_get(m, params, n));
+	CLI_CHECK_GOTO(sf_model_params_get(m, params, n), fail);
 	status = 0;
 	if (rank == 0 && o.out && write_dump(PROG, o.out, losses, nlosses, params, (int64_t)n))
 		status = 1;

@@ -8,6 +8,11 @@
 #    --ignore'd; equal non-empty dumps are (so the refusals are not a broken tool);
 #    one parameter changed by 1 ulp (1.2e-7) fails --bitwise and passes --rtol 1e-6
 #    while a 2e-5 change fails it; a different parameter count fails;
+#  - its command line is the shared parser of tools/cli.h, checked here where it is
+#    cheap: "--name=value", "--" before the operands and options after them work; a
+#    flag given a value, a number with trailing text, an unknown option and a third
+#    operand are bad usage (exit 2, one line naming the mistake, one pointing at
+#    --help);
 # tests/st_tool.py tied-check (files written with its own writer; skipped without
 # python3): a consistent tied step and its untied twin compare equal (exit 0); a bias
 # of another size, a head of another size or shape than wte (the same 12 values as
@@ -16,7 +21,7 @@
 . "$(dirname "$0")/lib.sh"
 require_progs "$DUMP_COMPARE"
 
-plan 13
+plan 19
 
 # The byte strings below are printf formats on purpose (octal escapes).
 # shellcheck disable=SC2059
@@ -80,6 +85,31 @@ status 0 "dump_compare --rtol 1e-6: 1 ulp (1.2e-7) is within" --rtol 1e-6 \
 	"$tmp/ulp.dump" "$tmp/a.dump"
 status 1 "dump_compare --rtol 1e-6: 2e-5 is not" --rtol 1e-6 "$tmp/e5.dump" "$tmp/a.dump"
 status 1 "dump_compare: 1 parameter against 2 differs" --rtol 1 "$tmp/short.dump" \
+	"$tmp/a.dump"
+
+# the shared command line (tools/cli.h)
+status 0 "dump_compare --rtol=1e-6: the --name=value form" --rtol=1e-6 "$tmp/ulp.dump" \
+	"$tmp/a.dump"
+status 1 "dump_compare A B --bitwise -- : an option after the operands, then --" \
+	"$tmp/ulp.dump" "$tmp/a.dump" --bitwise --
+# bad_usage TEXT DESC ARGS...: exit 2, stdout empty, stderr two lines: TEXT, then the
+# pointer at --help
+bad_usage() {
+	_t=$1 _d=$2
+	shift 2
+	"$DUMP_COMPARE" "$@" >"$tmp/dc.out" 2>"$tmp/dc.err"
+	_st=$?
+	[ $_st -eq 2 ] && [ ! -s "$tmp/dc.out" ] && [ "$(wc -l <"$tmp/dc.err")" -eq 2 ] &&
+		head -n 1 "$tmp/dc.err" | grep -qF -e "dump_compare: $_t" &&
+		tail -n 1 "$tmp/dc.err" | grep -qF "'dump_compare --help' lists them"
+	ok $? "$_d: exit 2 (exit $_st), '$_t'" || diag_file "$tmp/dc.err"
+}
+bad_usage '--bitwise takes no value' "a flag given a value" --bitwise=1 "$tmp/a.dump" \
+	"$tmp/b.dump"
+bad_usage '--rtol "1e-6x" is invalid: expected a non-negative number' \
+	"a number with trailing text" --rtol 1e-6x "$tmp/a.dump" "$tmp/b.dump"
+bad_usage 'unknown option "--bogus"' "an unknown option" --bogus "$tmp/a.dump" "$tmp/b.dump"
+bad_usage "unexpected argument \"$tmp/a.dump\"" "a third operand" "$tmp/a.dump" "$tmp/b.dump" \
 	"$tmp/a.dump"
 
 # --- st_tool.py tied-check --------------------------------------------------------------

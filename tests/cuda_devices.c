@@ -13,6 +13,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "tools/cli.h"
+
 static const char *mode_name(int m)
 {
 	switch (m) {
@@ -37,13 +39,29 @@ static void versions(void)
 		printf("runtime CUDA unknown (%s)\n", cudaGetErrorString(e2));
 }
 
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: cuda_devices [-v]\n");
+}
+
+static const char *const flag_names[] = {"-v"};
+
+static int on_flag(int j, void *ctx)
+{
+	(void)j;
+	*(int *)ctx = 1;
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
-	int verbose = argc > 1 && !strcmp(argv[1], "-v");
-	if (argc > 2 || (argc == 2 && !verbose)) {
-		fprintf(stderr, "usage: cuda_devices [-v]\n");
-		return 2;
-	}
+	int verbose = 0;
+	const struct cli_spec sp = {NULL, 0, flag_names, 1, NULL, on_flag};
+	cli_prog = "cuda_devices";
+	cli_usage = usage;
+	int prc = cli_parse(argc, argv, &sp, &verbose);
+	if (prc)
+		return prc == 1 ? 0 : prc;
 	int n = 0;
 	cudaError_t e = cudaGetDeviceCount(&n);
 	if (e != cudaSuccess) {

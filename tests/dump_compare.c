@@ -44,6 +44,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tools/cli.h"
+
 #define PROG "dump_compare"
 #define DUMP_MAGIC "SFDUMP1\n"
 
@@ -179,55 +181,69 @@ static int parse_range(const char *s, int64_t *from, int64_t *to)
 	return 0;
 }
 
+struct options {
+	int bitwise, nignore;
+	int64_t ig_from[MAX_IGNORE], ig_to[MAX_IGNORE];
+	double rtol, floor_;
+	char *files[3]; /* A, B */
+	int nfiles;
+};
+
+static const char *const option_names[] = {"--ignore", "--rtol", "--floor"};
+static const char *const flag_names[] = {"--bitwise"};
+
+static int on_value(int k, char *val, void *ctx)
+{
+	struct options *o = ctx;
+	if (k == 0) {
+		if (o->nignore == MAX_IGNORE ||
+		    parse_range(val, &o->ig_from[o->nignore], &o->ig_to[o->nignore]))
+			return cli_bad_usage(
+			    "--ignore \"%s\" is invalid: expected FROM:TO with 0 <= "
+			    "FROM < TO, at most %d of them",
+			    val, MAX_IGNORE);
+		o->nignore++;
+		return 0;
+	}
+	const char *opt = option_names[k];
+	if (cli_parse_double(val, 0.0, INFINITY, k == 1 ? &o->rtol : &o->floor_))
+		return cli_bad_usage("%s \"%s\" is invalid: expected a non-negative number", opt,
+		                     val);
+	return 0;
+}
+
+static int on_flag(int j, void *ctx)
+{
+	(void)j;
+	((struct options *)ctx)->bitwise = 1;
+	return 0;
+}
+
+static int on_operand(char **argp, void *ctx)
+{
+	struct options *o = ctx;
+	if (o->nfiles == 2)
+		return cli_bad_usage("unexpected argument \"%s\": two dumps, A and B, are compared",
+		                     *argp);
+	o->files[o->nfiles++] = *argp;
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
-	int bitwise = 0, nignore = 0;
-	int64_t ig_from[MAX_IGNORE], ig_to[MAX_IGNORE];
-	double rtol = 1e-5, floor_ = 1e-6;
-	int i = 1;
-	for (; i < argc && argv[i][0] == '-' && argv[i][1] == '-'; i++) {
-		if (!strcmp(argv[i], "--bitwise")) {
-			bitwise = 1;
-		} else if (!strcmp(argv[i], "--ignore") && i + 1 < argc) {
-			if (nignore == MAX_IGNORE ||
-			    parse_range(argv[++i], &ig_from[nignore], &ig_to[nignore])) {
-				fprintf(stderr,
-				        PROG ": --ignore \"%s\" is invalid: expected FROM:TO with "
-				             "0 <= FROM < TO, at most %d of them\n",
-				        argv[i], MAX_IGNORE);
-				usage(stderr);
-				return 2;
-			}
-			nignore++;
-		} else if ((!strcmp(argv[i], "--rtol") || !strcmp(argv[i], "--floor")) &&
-		           i + 1 < argc) {
-			const char *opt = argv[i];
-			char *end;
-			errno = 0;
-			double v = strtod(argv[++i], &end);
-			if (end == argv[i] || *end || errno || !(v >= 0.0) || isinf(v)) {
-				fprintf(stderr,
-				        PROG ": %s \"%s\" is invalid: expected a "
-				             "non-negative number\n",
-				        opt, argv[i]);
-				usage(stderr);
-				return 2;
-			}
-			if (!strcmp(opt, "--rtol"))
-				rtol = v;
-			else
-				floor_ = v;
-		} else {
-			fprintf(stderr, PROG ": unknown option \"%s\"\n", argv[i]);
-			usage(stderr);
-			return 2;
-		}
-	}
-	if (argc - i != 2) {
-		usage(stderr);
-		return 2;
-	}
-	const char *pa = argv[i], *pb = argv[i + 1];
+	static struct options o = {.rtol = 1e-5, .floor_ = 1e-6};
+	const struct cli_spec sp = {option_names, 3, flag_names, 1, on_value, on_flag};
+	cli_prog = PROG;
+	cli_usage = usage;
+	int prc = cli_parse_operands(argc, argv, &sp, on_operand, &o);
+	if (!prc && o.nfiles != 2)
+		prc = cli_bad_usage("two dumps to compare, A and B, expected (got %d)", o.nfiles);
+	if (prc)
+		return prc == 1 ? 0 : prc;
+	int bitwise = o.bitwise, nignore = o.nignore;
+	const int64_t *ig_from = o.ig_from, *ig_to = o.ig_to;
+	double rtol = o.rtol, floor_ = o.floor_;
+	const char *pa = o.files[0], *pb = o.files[1];
 	struct dump a, b;
 	if (dump_read(pa, &a))
 		return 2;

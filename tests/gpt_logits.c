@@ -127,8 +127,6 @@ static int parse(int argc, char **argv, struct options *o)
 	return 0;
 }
 
-#define CHECK CLI_CHECK
-
 static int write_rows(const char *prefix, int rank, int first, int rows, int T, int V,
                       const int32_t *x, const float *logits)
 {
@@ -170,20 +168,20 @@ int main(int argc, char **argv)
 	struct sf_text text = {0};
 	int32_t *x = NULL, *y = NULL;
 	float *logits = NULL;
-	CHECK(sf_init(&argc, &argv, &ctx));
-	CHECK(sf_context_world(ctx, &rank, &size));
-	CHECK(sf_text_load(o.text, o.val_fraction, &text));
-	CHECK(sf_gpt_graph(&o.model, &g));
+	CLI_CHECK_GOTO(sf_init(&argc, &argv, &ctx), done);
+	CLI_CHECK_GOTO(sf_context_world(ctx, &rank, &size), done);
+	CLI_CHECK_GOTO(sf_text_load(o.text, o.val_fraction, &text), done);
+	CLI_CHECK_GOTO(sf_gpt_graph(&o.model, &g), done);
 	struct sf_model_options mo;
-	CHECK(sf_model_options_init(&mo));
+	CLI_CHECK_GOTO(sf_model_options_init(&mo), done);
 	mo.batch = o.batch;
 	mo.seed = (uint64_t)o.seed;
-	CHECK(sf_model_create(ctx, g, &mo, &m));
+	CLI_CHECK_GOTO(sf_model_create(ctx, g, &mo, &m), done);
 	if (o.init)
-		CHECK(sf_model_import_safetensors(m, o.init));
+		CLI_CHECK_GOTO(sf_model_import_safetensors(m, o.init), done);
 	if (o.export_path)
-		CHECK(sf_model_export_safetensors(m, o.export_path));
-	CHECK(sf_model_local_rows(m, &first, &rows));
+		CLI_CHECK_GOTO(sf_model_export_safetensors(m, o.export_path), done);
+	CLI_CHECK_GOTO(sf_model_local_rows(m, &first, &rows), done);
 	int T = o.model.context, V = o.model.vocab;
 	size_t n = (size_t)rows * (size_t)T;
 	x = malloc((n + 1) * sizeof *x);
@@ -193,11 +191,12 @@ int main(int argc, char **argv)
 		fprintf(stderr, PROG ": out of memory\n");
 		goto done;
 	}
-	CHECK(sf_text_batch(&text, SF_TEXT_TRAIN, (uint64_t)o.seed, o.index, o.batch, first, rows,
-	                    T, x, y));
+	CLI_CHECK_GOTO(sf_text_batch(&text, SF_TEXT_TRAIN, (uint64_t)o.seed, o.index, o.batch,
+	                             first, rows, T, x, y),
+	               done);
 	const int32_t *ids[1] = {x};
 	struct sf_batch batch = {.nint_inputs = 1, .int_inputs = ids};
-	CHECK(sf_model_predict(m, &batch, logits));
+	CLI_CHECK_GOTO(sf_model_predict(m, &batch, logits), done);
 	if (write_rows(o.out, rank, first, rows, T, V, x, logits) < 0)
 		goto done;
 	status = 0;

@@ -160,6 +160,7 @@ static long sample(int i, size_t n)
 int main(int argc, char **argv)
 {
 	sf_context *ctx = NULL;
+	cli_prog = PROG; /* the name in CLI_CHECK_GOTO's messages */
 	sf_graph *g = NULL;
 	struct run r = {0};
 	float *p0 = NULL, *p1 = NULL;
@@ -167,7 +168,7 @@ int main(int argc, char **argv)
 	double loss0 = 0, step_loss = 0;
 	size_t n = 0;
 
-	if (sf_init(&argc, &argv, &ctx) != SF_OK || build_model(PROG, MODEL_GPT, &g, &r.D, &r.C, &r.T))
+	if (sf_init(&argc, &argv, &ctx) != SF_OK || build_model(MODEL_GPT, &g, &r.D, &r.C, &r.T))
 		goto fail;
 	struct sf_model_options o;
 	sf_model_options_init(&o);

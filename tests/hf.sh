@@ -17,13 +17,7 @@
 #  - refusals, exit 1 naming the first mismatch: config.json's n_layer (file 3, model
 #    2); an index naming a tensor the model lacks; a shard whose wpe has another shape.
 . "$(dirname "$0")/lib.sh"
-GPT="$top_builddir/examples/gpt"
-LOGITS="$top_builddir/tests/gpt_logits"
-require_progs "$GPT" "$LOGITS"
-PY=/usr/bin/python3
-TWIN="$top_srcdir/bench/torch_gpt.py"
-"$PY" -c 'import torch' >/dev/null 2>&1 ||
-	skip_all "$PY cannot import torch (apt-get install -y python3-torch)"
+twin_setup
 
 limit=${SF_TEST_TIMEOUT:-300}
 text="$tmp/corpus.txt"

@@ -10,6 +10,7 @@
  * CPU); with the StarPU of scripts/build-starpu.sh it sleeps (tests/idle_spin.sh).
  */
 #include "shardflow.h"
+#include "examples/cli.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,18 +26,21 @@ static double cpu_ms(void)
 	       (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-3;
 }
 
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: idle_probe [MS] (1..60000, default 1000)\n");
+}
+
 int main(int argc, char **argv)
 {
-	long ms = argc > 1 ? strtol(argv[1], NULL, 10) : 1000;
-	if (ms <= 0 || ms > 60000) {
-		fprintf(stderr, "usage: idle_probe [MS] (1..60000, default 1000)\n");
-		return 2;
-	}
+	int ms = 1000;
+	cli_prog = "idle_probe";
+	cli_usage = usage;
+	int prc = cli_parse_int_operand(argc, argv, "MS", 1, 60000, &ms);
+	if (prc)
+		return prc == 1 ? 0 : prc;
 	sf_context *ctx = NULL;
-	if (sf_init(&argc, &argv, &ctx) != SF_OK) {
-		fprintf(stderr, "idle_probe: sf_init failed: %s\n", sf_last_error());
-		return 1;
-	}
+	CLI_CHECK_GOTO(sf_init(&argc, &argv, &ctx), fail);
 	/* the workers find nothing to do within a few ms: let them settle first */
 	struct timespec settle = {0, 100 * 1000 * 1000};
 	nanosleep(&settle, NULL);
@@ -45,6 +49,9 @@ int main(int argc, char **argv)
 	while (nanosleep(&t, &t) != 0)
 		;
 	double c1 = cpu_ms();
-	printf("idle_ms %ld cpu_ms %.1f\n", ms, c1 - c0);
-	return sf_finalize(ctx) == SF_OK ? 0 : 1;
+	printf("idle_ms %d cpu_ms %.1f\n", ms, c1 - c0);
+	CLI_CHECK_GOTO(sf_finalize(ctx), fail);
+	return 0;
+fail:
+	return 1;
 }

@@ -5,7 +5,7 @@
 # directory given), then proves:
 #  - the prefix holds the header, libshardflow.so.0 and a shardflow.pc pointing there,
 #    and its bin/ the tools (shardflow-run, shardflow-train, shardflow-overlap,
-#    shardflow-rdb2txt, shardflow-plot), which
+#    shardflow-rdb2txt, shardflow-plot, shardflow-ckpt), which
 #    run from there;
 #  - `pkg-config --cflags` and `--libs shardflow` work with shardflow.pc alone on the
 #    search path (no starpu-1.3.pc, zlib.pc, jansson.pc: the public header needs none)
@@ -57,7 +57,7 @@ ok $st "make install into $prefix (exit $st)" || diag_file "$tmp/make-install.ou
 ok $? "the prefix holds shardflow.h, libshardflow.so.0 and a shardflow.pc whose prefix is it"
 
 missing=
-for t in shardflow-run shardflow-train shardflow-overlap shardflow-rdb2txt shardflow-plot; do
+for t in shardflow-run shardflow-train shardflow-overlap shardflow-rdb2txt shardflow-plot shardflow-ckpt; do
 	[ -x "$prefix/bin/$t" ] || missing="$missing $t"
 done
 "$prefix/bin/shardflow-run" --help >"$tmp/run-help.out" 2>&1

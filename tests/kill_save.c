@@ -1,12 +1,14 @@
 /*
  * kill_save.c — an LD_PRELOAD library that kills a rank in the middle of a checkpoint
- * save, for tests/shardflow_run.sh: a crash at a chosen step of an unmodified program
- * (examples/gpt), without timing.
+ * save, for tests/shardflow_run.sh and tests/checkpoint_async.sh: a crash at a chosen step of an
+ * unmodified program (examples/gpt), without timing.
  *
  *   SF_KILL_SAVE="R:S,..."   rank R (OMPI_COMM_WORLD_RANK) dies of SIGKILL right after
  *                            it has put its rank file of step S's checkpoint in place:
  *                            the step never completes, and a resume takes the one
  *                            before it
+ *   SF_FAIL_SAVE="R:S,..."   rank R's rename of that file fails instead (EIO, nothing
+ *                            renamed): a failed write, which the save reports
  *   SF_KILL_STAMPS=DIR       each R:S kills once: DIR/killed-R-S is created (O_EXCL)
  *                            first, and a run that finds it there lives on — so the run
  *                            restarted from an older step saves step S this time
@@ -39,10 +41,11 @@ static long long rank_file_step(const char *to)
 	return strtoll(dir + 5, NULL, 10);
 }
 
-/* Whether SF_KILL_SAVE names (rank, step) and its stamp was not there yet. */
-static int armed(long rank, long long step)
+/* Whether the variable `var` (SF_KILL_SAVE, SF_FAIL_SAVE) names (rank, step) and its
+ * stamp was not there yet. */
+static int armed(const char *var, long rank, long long step)
 {
-	const char *spec = getenv("SF_KILL_SAVE"), *stamps = getenv("SF_KILL_STAMPS");
+	const char *spec = getenv(var), *stamps = getenv("SF_KILL_STAMPS");
 	char path[4096];
 	long r;
 	long long s;
@@ -65,10 +68,15 @@ static int armed(long rank, long long step)
 
 SF_INTERPOSE int rename(const char *from, const char *to)
 {
-	int r = sf_real_rename(from, to);
 	const char *rank = getenv("OMPI_COMM_WORLD_RANK");
-	long long step;
-	if (r == 0 && rank && (step = rank_file_step(to)) >= 0 && armed(atol(rank), step)) {
+	long long step = rank ? rank_file_step(to) : -1;
+	if (step >= 0 && armed("SF_FAIL_SAVE", atol(rank), step)) {
+		fprintf(stderr, "kill_save: rank %s fails renaming %s\n", rank, to);
+		errno = EIO;
+		return -1;
+	}
+	int r = sf_real_rename(from, to);
+	if (r == 0 && step >= 0 && armed("SF_KILL_SAVE", atol(rank), step)) {
 		fprintf(stderr, "kill_save: rank %s killed after writing %s\n", rank, to);
 		raise(SIGKILL);
 	}

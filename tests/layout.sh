@@ -22,7 +22,9 @@
 # files (layers/*_cpu.c), the optimizer's and gradient's math, common/ and libsftrace
 # are free of StarPU; and
 # shardflow-rdb2txt (tools/rdb.[ch], tools/shardflow-rdb2txt.c) includes nothing of
-# the project but tools/rdb.h: scripts/install-deps.sh compiles it alone with cc -lz.
+# the project but tools/rdb.h and the libc-only command line tools/cli.h (which
+# shardflow-run, libc only too, shares): scripts/install-deps.sh compiles it alone
+# with cc -lz.
 # Last, io/ reads and writes a model only through scheduler/model_access.h: no file of
 # io/ reaches scheduler/model.h (struct sf_model) through its includes, directly or
 # through another header, so the compiler keeps the struct opaque there.
@@ -229,14 +231,19 @@ starpu=$(grep -l '#include <starpu.h>' layers/*_cpu.c tasks/optim_cpu.c tasks/gr
 ok $? "the ops' math, the optimizer's and the gradient's math, common/ and libsftrace include no <starpu.h> (${starpu:-none does})"
 
 standalone=
-for f in tools/rdb.h tools/rdb.c tools/shardflow-rdb2txt.c; do
+for f in tools/rdb.h tools/rdb.c tools/shardflow-rdb2txt.c tools/cli.h tools/shardflow-run.c; do
 	for inc in $(sed -n 's/^#include "\([^"]*\)".*/\1/p' "$f"); do
-		[ "$inc" = tools/rdb.h ] || standalone="$standalone $f->$inc"
+		case $f:$inc in
+		tools/rdb.[ch]:tools/rdb.h | tools/shardflow-rdb2txt.c:tools/rdb.h) ;;
+		tools/shardflow-rdb2txt.c:tools/cli.h | tools/shardflow-run.c:tools/cli.h) ;;
+		*) standalone="$standalone $f->$inc" ;;
+		esac
 	done
-	grep -q -E '^#include <(starpu|mpi|jansson|cblas)\.h>' "$f" && standalone="$standalone $f->(a dependency)"
+	grep -q -E '^#include <(starpu|mpi|jansson|cblas|zlib)\.h>' "$f" &&
+		case $f in tools/rdb.c) ;; *) standalone="$standalone $f->(a dependency)" ;; esac
 done
 [ -z "$standalone" ]
-ok $? "shardflow-rdb2txt needs only libc and zlib (violations:${standalone:- none})"
+ok $? "shardflow-rdb2txt needs only libc and zlib, shardflow-run and the command line they share (tools/cli.h) only libc (violations:${standalone:- none})"
 
 # io/'s view of a model: the transitive includes of each io/ file stop short of
 # scheduler/model.h

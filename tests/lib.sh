@@ -19,6 +19,8 @@
 #                           its summary (the max relative difference) as diagnostics
 #   crc32 FILE              a file's CRC-32 as 8 hex digits (from gzip's trailer)
 #   ckpt_reseal STEPDIR     rewrites STEPDIR/manifest.crc32 for its (edited) manifest
+#   sf_corpus FILE          a fixed English-like corpus (below)
+#   twin_setup              $GPT, $LOGITS and the PyTorch twin ($PY $TWIN), or skip all
 #   finish                  check the plan was honoured; exit 0 if all passed, else 1
 # and sets $top_builddir, $top_srcdir (absolute; make's AM_TESTS_ENVIRONMENT sets
 # them, a manual run defaults both to this script's directory/..), $tmp (a fresh
@@ -231,4 +233,18 @@ BEGIN {
 			det[r(nd)], noun[r(nn)], prep[r(np)], det[r(nd)], place[r(nl)]
 }' >"$1" || bail_out "cannot make the corpus"
 	[ "$(wc -c <"$1")" -eq 32612 ] || bail_out "the corpus is $(wc -c <"$1") bytes, not 32612"
+}
+
+# twin_setup: examples/gpt, tests/gpt_logits and the PyTorch twin (bench/torch_gpt.py,
+# run by /usr/bin/python3, Debian's torch) for the tests that compare with it: sets
+# $GPT, $LOGITS, $PY and $TWIN, bails out without the programs and skips the whole
+# script when torch cannot be imported.
+twin_setup() {
+	GPT="$top_builddir/examples/gpt"
+	LOGITS="$top_builddir/tests/gpt_logits"
+	require_progs "$GPT" "$LOGITS"
+	PY=/usr/bin/python3
+	TWIN="$top_srcdir/bench/torch_gpt.py"
+	"$PY" -c 'import torch' >/dev/null 2>&1 ||
+		skip_all "$PY cannot import torch (apt-get install -y python3-torch)"
 }

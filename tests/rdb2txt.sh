@@ -150,7 +150,7 @@ cp "$tmp/v2/Rdata.rdx" "$tmp/g/Rdata.rdx"
 refused "a directory as database" "is not a regular file" "$tmp/g/Rdata"
 
 "$TOOL" --frobnicate "$tmp/v3/Rdata" >/dev/null 2>"$tmp/u.err"
-[ $? -eq 2 ] && grep -q "unknown option --frobnicate" "$tmp/u.err"
+[ $? -eq 2 ] && grep -q 'unknown option "--frobnicate"' "$tmp/u.err"
 ok $? "an unknown option: exit 2, named"
 "$TOOL" >/dev/null 2>"$tmp/u.err"
 [ $? -eq 2 ] && grep -q "no database given" "$tmp/u.err"

@@ -30,6 +30,8 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "tools/cli.h"
+
 struct buf {
 	unsigned char *p;
 	size_t len, cap;
@@ -363,13 +365,46 @@ static void seed(const char *dir, const char *name, int mode, const struct buf *
 	free(s.p);
 }
 
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: rdb_fixture DIR VARIANT | rdb_fixture --seeds DIR\n");
+}
+
+struct options {
+	int seeds, n;
+	char *args[2]; /* DIR VARIANT, or DIR */
+};
+
+static const char *const flag_names[] = {"--seeds"};
+
+static int on_flag(int j, void *ctx)
+{
+	(void)j;
+	((struct options *)ctx)->seeds = 1;
+	return 0;
+}
+
+static int on_operand(char **argp, void *ctx)
+{
+	struct options *o = ctx;
+	if (o->n == 2)
+		return cli_bad_usage("unexpected argument \"%s\"", *argp);
+	o->args[o->n++] = *argp;
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
-	if (argc != 3) {
-		fprintf(stderr, "usage: rdb_fixture DIR VARIANT | rdb_fixture --seeds DIR\n");
-		return 2;
-	}
-	if (!strcmp(argv[1], "--seeds")) {
+	struct options o = {0};
+	const struct cli_spec sp = {NULL, 0, flag_names, 1, NULL, on_flag};
+	cli_prog = "rdb_fixture";
+	cli_usage = usage;
+	int prc = cli_parse_operands(argc, argv, &sp, on_operand, &o);
+	if (!prc && o.n != 2 - o.seeds)
+		prc = cli_bad_usage(o.seeds ? "--seeds DIR expected" : "DIR VARIANT expected");
+	if (prc)
+		return prc == 1 ? 0 : prc;
+	if (o.seeds) {
 		static const char *const variants[] = {"v3", "v2", "stored", "xz"};
 		for (int v = 0; v < 4; v++) {
 			struct db d = make(variants[v]);
@@ -394,12 +429,12 @@ int main(int argc, char **argv)
 				put(&rdx, d.rdx_ser.p, d.rdx_ser.len);
 			}
 			snprintf(name, sizeof name, "db-%s", variants[v]);
-			seed(argv[2], name, 0, &rdx, &d.rdb);
+			seed(o.args[0], name, 0, &rdx, &d.rdb);
 			if (v == 0) {
-				seed(argv[2], "index-plain", 0, &d.rdx_ser, &d.rdb);
+				seed(o.args[0], "index-plain", 0, &d.rdx_ser, &d.rdb);
 				for (int i = 0; i < 4; i++) {
 					snprintf(name, sizeof name, "object-%d", i);
-					seed(argv[2], name, 1, &d.objs[i], NULL);
+					seed(o.args[0], name, 1, &d.objs[i], NULL);
 				}
 			}
 			free(rdx.p);
@@ -407,10 +442,10 @@ int main(int argc, char **argv)
 		}
 		return 0;
 	}
-	struct db d = make(argv[2]);
-	write_file(argv[1], "Rdata.rdb", d.rdb.p, d.rdb.len, 0);
-	write_file(argv[1], "Rdata.rdx", d.rdx_ser.p, d.rdx_ser.len, d.gzip_rdx);
-	write_file(argv[1], "expected.txt", expected, sizeof expected - 1, 0);
+	struct db d = make(o.args[1]);
+	write_file(o.args[0], "Rdata.rdb", d.rdb.p, d.rdb.len, 0);
+	write_file(o.args[0], "Rdata.rdx", d.rdx_ser.p, d.rdx_ser.len, d.gzip_rdx);
+	write_file(o.args[0], "expected.txt", expected, sizeof expected - 1, 0);
 	free_db(&d);
 	return 0;
 }

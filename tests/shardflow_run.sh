@@ -74,7 +74,7 @@ bad '--max-restarts "-1" is invalid: accepted values are integers from 0 to 1000
 bad '--backoff "soon" is invalid: accepted values are numbers of seconds from 0 to 600' \
 	--backoff soon true
 bad '--np "0" is invalid: accepted values are integers from 1 to' --np=0 true
-bad 'unknown option "--restarts": accepted options are --np, --max-restarts, --backoff, --mpirun-args, --mpirun and --help' \
+bad 'unknown option "--restarts"' \
 	--restarts 2 true
 bad '--max-restarts needs a value' --max-restarts
 bad 'no PROGRAM to run' --np 2 --

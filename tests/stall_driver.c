@@ -90,55 +90,51 @@ cblas_sgemm(OPENBLAS_CONST enum CBLAS_ORDER order, OPENBLAS_CONST enum CBLAS_TRA
 		real(order, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
-#define CHECK(call)                                                                                \
-	do {                                                                                       \
-		int rc_ = (call);                                                                  \
-		if (rc_ != SF_OK) {                                                                \
-			fprintf(stderr, PROG ": %s failed: %s: %s\n", #call, sf_strerror(rc_),     \
-			        sf_last_error());                                                  \
-			return 1;                                                                  \
-		}                                                                                  \
-	} while (0)
-
-static int usage(const char *why)
+static void usage(FILE *f)
 {
-	fprintf(stderr,
-	        PROG ": %s\nusage: " PROG
-	             " --stop none|init|step|save|save-shards|finalize|mid-step "
-	             "[--steps N] [--save DIR] [--mark FILE]\n",
-	        why);
-	return 2;
+	fprintf(f, "usage: " PROG " --stop none|init|step|save|save-shards|finalize|mid-step "
+	           "[--steps N] [--save DIR] [--mark FILE]\n");
+}
+
+struct options {
+	int steps;
+	const char *save;
+};
+
+static const char *const option_names[] = {"--stop", "--steps", "--save", "--mark"};
+
+static int on_value(int k, char *val, void *ctx)
+{
+	struct options *o = ctx;
+	switch (k) {
+	case 0:
+		for (int p = 0; p < P_COUNT; p++)
+			if (!strcmp(val, phases[p])) {
+				stop_at = (enum phase)p;
+				return 0;
+			}
+		return cli_bad_usage("--stop \"%s\" is invalid: accepted values are none, init, "
+		                     "step, save, save-shards, finalize, mid-step",
+		                     val);
+	case 1: return cli_int("--steps", val, 3, 1000, &o->steps);
+	case 2: o->save = val; return 0;
+	default: mark = val; return 0;
+	}
 }
 
 int main(int argc, char **argv)
 {
-	int steps = 5;
-	const char *save = NULL;
-	for (int i = 1; i < argc; i++) {
-		if (i + 1 >= argc)
-			return usage("an option lacks its value");
-		if (!strcmp(argv[i], "--stop")) {
-			stop_at = P_COUNT;
-			for (int k = 0; k < P_COUNT; k++)
-				if (!strcmp(argv[i + 1], phases[k]))
-					stop_at = (enum phase)k;
-			if (stop_at == P_COUNT)
-				return usage("--stop: unknown phase");
-		} else if (!strcmp(argv[i], "--steps")) {
-			steps = atoi(argv[i + 1]);
-			if (steps < 3 || steps > 1000)
-				return usage("--steps: 3 to 1000");
-		} else if (!strcmp(argv[i], "--save")) {
-			save = argv[i + 1];
-		} else if (!strcmp(argv[i], "--mark")) {
-			mark = argv[i + 1];
-		} else {
-			return usage("unknown option");
-		}
-		i++;
-	}
+	struct options opt = {.steps = 5};
+	const struct cli_spec sp = {option_names, 4, NULL, 0, on_value, NULL};
+	cli_prog = PROG;
+	cli_usage = usage;
+	int prc = cli_parse(argc, argv, &sp, &opt);
+	if (prc)
+		return prc == 1 ? 0 : prc;
+	int steps = opt.steps;
+	const char *save = opt.save;
 	if ((stop_at == P_SAVE || stop_at == P_SAVE_SHARDS) && !save)
-		return usage("--stop save needs --save DIR");
+		return cli_bad_usage("--stop %s needs --save DIR", phases[stop_at]);
 	const char *r = getenv("OMPI_COMM_WORLD_RANK");
 	me = r ? atoi(r) : 0;
 
@@ -147,15 +143,15 @@ int main(int argc, char **argv)
 	sf_graph *g = NULL;
 	sf_model *m = NULL;
 	int rank = 0, size = 1, D, C, T, first, rows;
-	CHECK(sf_init(&argc, &argv, &ctx));
-	CHECK(sf_context_world(ctx, &rank, &size));
-	if (build_model(PROG, MODEL_MLP, &g, &D, &C, &T))
+	CLI_CHECK_GOTO(sf_init(&argc, &argv, &ctx), fail);
+	CLI_CHECK_GOTO(sf_context_world(ctx, &rank, &size), fail);
+	if (build_model(MODEL_MLP, &g, &D, &C, &T))
 		return 1;
 	struct sf_model_options o;
-	CHECK(sf_model_options_init(&o));
+	CLI_CHECK_GOTO(sf_model_options_init(&o), fail);
 	o.batch = 12;
-	CHECK(sf_model_create(ctx, g, &o, &m));
-	CHECK(sf_model_local_rows(m, &first, &rows));
+	CLI_CHECK_GOTO(sf_model_create(ctx, g, &o, &m), fail);
+	CLI_CHECK_GOTO(sf_model_local_rows(m, &first, &rows), fail);
 	float *x = malloc(sizeof(float) * (size_t)(rows * D + 1));
 	int32_t *y = malloc(sizeof(int32_t) * (size_t)(rows + 1));
 	if (!x || !y)
@@ -170,8 +166,8 @@ int main(int argc, char **argv)
 		int64_t t;
 		double loss;
 		armed_mid = k == steps / 2 + 1;
-		CHECK(sf_model_step(m, &b, &t));
-		CHECK(sf_model_loss(m, t, &loss));
+		CLI_CHECK_GOTO(sf_model_step(m, &b, &t), fail);
+		CLI_CHECK_GOTO(sf_model_loss(m, t, &loss), fail);
 		armed_mid = 0;
 		if (save) {
 			struct sf_checkpoint_info info = {
@@ -179,7 +175,7 @@ int main(int argc, char **argv)
 			if (k == 2)
 				stop_point(P_SAVE);
 			armed = k == 2;
-			CHECK(sf_checkpoint_save(m, save, &info));
+			CLI_CHECK_GOTO(sf_checkpoint_save(m, save, &info), fail);
 			armed = 0;
 		}
 		if (rank == 0)
@@ -187,9 +183,11 @@ int main(int argc, char **argv)
 	}
 	free(x);
 	free(y);
-	CHECK(sf_model_destroy(m));
-	CHECK(sf_graph_destroy(g));
+	CLI_CHECK_GOTO(sf_model_destroy(m), fail);
+	CLI_CHECK_GOTO(sf_graph_destroy(g), fail);
 	stop_point(P_FINALIZE);
-	CHECK(sf_finalize(ctx));
+	CLI_CHECK_GOTO(sf_finalize(ctx), fail);
 	return 0;
+fail:
+	return 1;
 }

@@ -143,13 +143,14 @@ int main(int argc, char **argv)
 {
 	int size = 1, D, C, T;
 	sf_context *ctx = NULL;
+	cli_prog = "test_infer"; /* the name in CLI_CHECK_GOTO's messages */
 	sf_graph *g = NULL;
 	sf_model *m = NULL;
 	if (sf_init(&argc, &argv, &ctx) != SF_OK)
 		return 1;
 	sf_context_world(ctx, &check_rank, &size);
 	check_prog = "test_infer";
-	if (build_model("test_infer", MODEL_MLP, &g, &D, &C, &T))
+	if (build_model(MODEL_MLP, &g, &D, &C, &T))
 		return 1;
 	struct sf_model_options o;
 	sf_model_options_init(&o);

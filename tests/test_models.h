@@ -64,6 +64,7 @@
 
 #include "examples/synthetic.h"
 #include "shardflow.h"
+#include "examples/cli.h"
 
 #define DUMP_MAGIC "SFDUMP1\n"
 
@@ -178,44 +179,32 @@ static inline int train_option(struct train_options *t, const char *opt, const c
 	return 0;
 }
 
-#define MODEL_CHECK(call)                                                                          \
-	do {                                                                                       \
-		int check_rc_ = (call);                                                            \
-		if (check_rc_ != SF_OK) {                                                          \
-			fprintf(stderr, "%s: %s failed at %s:%d: %s: %s\n", prog, #call, __FILE__, \
-			        __LINE__, sf_strerror(check_rc_), sf_last_error());                \
-			goto fail;                                                                 \
-		}                                                                                  \
-	} while (0)
-
 /* The blocks model's body: embed, 3 grouped blocks, a head tied to the embedding. */
-static inline int build_blocks(const char *prog, sf_graph *g, int x, int *y)
+static inline int build_blocks(sf_graph *g, int x, int *y)
 {
 	int e, h, a, width = 16;
-	MODEL_CHECK(sf_graph_unit_begin(g, "embed"));
-	MODEL_CHECK(sf_graph_layer(g, "embedding", &x, 1, &width, sizeof width, "embed", &e));
-	MODEL_CHECK(sf_graph_unit_end(g));
+	CLI_CHECK_RETURN(sf_graph_unit_begin(g, "embed"));
+	CLI_CHECK_RETURN(sf_graph_layer(g, "embedding", &x, 1, &width, sizeof width, "embed", &e));
+	CLI_CHECK_RETURN(sf_graph_unit_end(g));
 	h = e;
 	for (int b = 0; b < 3; b++) {
 		char name[32];
 		snprintf(name, sizeof name, "block%d", b);
-		MODEL_CHECK(sf_graph_unit_begin(g, name));
+		CLI_CHECK_RETURN(sf_graph_unit_begin(g, name));
 		snprintf(name, sizeof name, "block%d.ln", b);
-		MODEL_CHECK(sf_graph_layernorm(g, h, name, &a));
+		CLI_CHECK_RETURN(sf_graph_layernorm(g, h, name, &a));
 		snprintf(name, sizeof name, "block%d.fc_a", b);
-		MODEL_CHECK(sf_graph_linear(g, a, 24, name, &a));
-		MODEL_CHECK(sf_graph_gelu(g, a, &a));
+		CLI_CHECK_RETURN(sf_graph_linear(g, a, 24, name, &a));
+		CLI_CHECK_RETURN(sf_graph_gelu(g, a, &a));
 		snprintf(name, sizeof name, "block%d.fc_b", b);
-		MODEL_CHECK(sf_graph_linear(g, a, 16, name, &a));
-		MODEL_CHECK(sf_graph_add(g, h, a, &h));
-		MODEL_CHECK(sf_graph_unit_end(g));
+		CLI_CHECK_RETURN(sf_graph_linear(g, a, 16, name, &a));
+		CLI_CHECK_RETURN(sf_graph_add(g, h, a, &h));
+		CLI_CHECK_RETURN(sf_graph_unit_end(g));
 	}
 	int in[1] = {h};
-	MODEL_CHECK(
+	CLI_CHECK_RETURN(
 	    sf_graph_layer_tied(g, "linear_nobias", in, 1, &width, sizeof width, "head", e, y));
 	return 0;
-fail:
-	return -1;
 }
 
 /* The gpt model's shapes (grad_check computes parameter offsets from them). */
@@ -229,124 +218,124 @@ fail:
 
 /* The gpt model's body: token and position embeddings, 3 grouped transformer blocks, a
  * head tied to the token embedding. */
-static inline int build_gpt(const char *prog, sf_graph *g, int x, int *y)
+static inline int build_gpt(sf_graph *g, int x, int *y)
 {
 	int e, h, a, width = GPT_C, classes = GPT_V;
-	MODEL_CHECK(sf_graph_unit_begin(g, "embed"));
-	MODEL_CHECK(sf_graph_layer(g, "embedding", &x, 1, &width, sizeof width, "wte", &e));
-	MODEL_CHECK(sf_graph_pos_embedding(g, e, GPT_NP, "wpe", &h));
-	MODEL_CHECK(sf_graph_unit_end(g));
+	CLI_CHECK_RETURN(sf_graph_unit_begin(g, "embed"));
+	CLI_CHECK_RETURN(sf_graph_layer(g, "embedding", &x, 1, &width, sizeof width, "wte", &e));
+	CLI_CHECK_RETURN(sf_graph_pos_embedding(g, e, GPT_NP, "wpe", &h));
+	CLI_CHECK_RETURN(sf_graph_unit_end(g));
 	for (int b = 0; b < GPT_N; b++) {
 		char name[32];
 		snprintf(name, sizeof name, "h%d", b);
-		MODEL_CHECK(sf_graph_unit_begin(g, name));
+		CLI_CHECK_RETURN(sf_graph_unit_begin(g, name));
 		snprintf(name, sizeof name, "h%d.ln_1", b);
-		MODEL_CHECK(sf_graph_layernorm(g, h, name, &a));
+		CLI_CHECK_RETURN(sf_graph_layernorm(g, h, name, &a));
 		snprintf(name, sizeof name, "h%d.attn.c_attn", b);
-		MODEL_CHECK(sf_graph_linear(g, a, 3 * GPT_C, name, &a));
-		MODEL_CHECK(sf_graph_causal_attention(g, a, GPT_HEADS, &a));
+		CLI_CHECK_RETURN(sf_graph_linear(g, a, 3 * GPT_C, name, &a));
+		CLI_CHECK_RETURN(sf_graph_causal_attention(g, a, GPT_HEADS, &a));
 		snprintf(name, sizeof name, "h%d.attn.c_proj", b);
-		MODEL_CHECK(sf_graph_linear(g, a, GPT_C, name, &a));
-		MODEL_CHECK(sf_graph_add(g, h, a, &h));
+		CLI_CHECK_RETURN(sf_graph_linear(g, a, GPT_C, name, &a));
+		CLI_CHECK_RETURN(sf_graph_add(g, h, a, &h));
 		snprintf(name, sizeof name, "h%d.ln_2", b);
-		MODEL_CHECK(sf_graph_layernorm(g, h, name, &a));
+		CLI_CHECK_RETURN(sf_graph_layernorm(g, h, name, &a));
 		snprintf(name, sizeof name, "h%d.mlp.c_fc", b);
-		MODEL_CHECK(sf_graph_linear(g, a, GPT_MLP, name, &a));
-		MODEL_CHECK(sf_graph_gelu(g, a, &a));
+		CLI_CHECK_RETURN(sf_graph_linear(g, a, GPT_MLP, name, &a));
+		CLI_CHECK_RETURN(sf_graph_gelu(g, a, &a));
 		snprintf(name, sizeof name, "h%d.mlp.c_proj", b);
-		MODEL_CHECK(sf_graph_linear(g, a, GPT_C, name, &a));
-		MODEL_CHECK(sf_graph_add(g, h, a, &h));
-		MODEL_CHECK(sf_graph_unit_end(g));
+		CLI_CHECK_RETURN(sf_graph_linear(g, a, GPT_C, name, &a));
+		CLI_CHECK_RETURN(sf_graph_add(g, h, a, &h));
+		CLI_CHECK_RETURN(sf_graph_unit_end(g));
 	}
 	int in[1] = {h};
-	MODEL_CHECK(
+	CLI_CHECK_RETURN(
 	    sf_graph_layer_tied(g, "linear_nobias", in, 1, &classes, sizeof classes, "head", e, y));
 	return 0;
-fail:
-	return -1;
 }
 
 /* The swiglu model's body: Llama's pre-norm SwiGLU blocks on float rows (the
  * description at the top). */
-static inline int build_swiglu(const char *prog, sf_graph *g, int x, int classes, int *y)
+static inline int build_swiglu(sf_graph *g, int x, int classes, int *y)
 {
 	int h, a, g1, g3, o, width = 32, ffn = 48;
-	MODEL_CHECK(sf_graph_linear(g, x, width, "fc_in", &h));
+	CLI_CHECK_RETURN(sf_graph_linear(g, x, width, "fc_in", &h));
 	for (int b = 0; b < 2; b++) {
 		char name[32];
 		snprintf(name, sizeof name, "blk%d", b);
-		MODEL_CHECK(sf_graph_unit_begin(g, name));
+		CLI_CHECK_RETURN(sf_graph_unit_begin(g, name));
 		snprintf(name, sizeof name, "blk%d.norm", b);
-		MODEL_CHECK(sf_graph_rmsnorm(g, h, 1e-5f, name, &a));
+		CLI_CHECK_RETURN(sf_graph_rmsnorm(g, h, 1e-5f, name, &a));
 		snprintf(name, sizeof name, "blk%d.w1", b);
-		MODEL_CHECK(sf_graph_layer(g, "linear_nobias", &a, 1, &ffn, sizeof ffn, name, &g1));
-		MODEL_CHECK(sf_graph_silu(g, g1, &g1));
+		CLI_CHECK_RETURN(
+		    sf_graph_layer(g, "linear_nobias", &a, 1, &ffn, sizeof ffn, name, &g1));
+		CLI_CHECK_RETURN(sf_graph_silu(g, g1, &g1));
 		snprintf(name, sizeof name, "blk%d.w3", b);
-		MODEL_CHECK(sf_graph_layer(g, "linear_nobias", &a, 1, &ffn, sizeof ffn, name, &g3));
-		MODEL_CHECK(sf_graph_mul(g, g1, g3, &a));
+		CLI_CHECK_RETURN(
+		    sf_graph_layer(g, "linear_nobias", &a, 1, &ffn, sizeof ffn, name, &g3));
+		CLI_CHECK_RETURN(sf_graph_mul(g, g1, g3, &a));
 		snprintf(name, sizeof name, "blk%d.w2", b);
-		MODEL_CHECK(
+		CLI_CHECK_RETURN(
 		    sf_graph_layer(g, "linear_nobias", &a, 1, &width, sizeof width, name, &o));
-		MODEL_CHECK(sf_graph_add(g, h, o, &h));
-		MODEL_CHECK(sf_graph_unit_end(g));
+		CLI_CHECK_RETURN(sf_graph_add(g, h, o, &h));
+		CLI_CHECK_RETURN(sf_graph_unit_end(g));
 	}
-	MODEL_CHECK(sf_graph_rmsnorm(g, h, 1e-5f, "norm", &h));
-	MODEL_CHECK(sf_graph_linear(g, h, classes, "head", y));
+	CLI_CHECK_RETURN(sf_graph_rmsnorm(g, h, 1e-5f, "norm", &h));
+	CLI_CHECK_RETURN(sf_graph_linear(g, h, classes, "head", y));
 	return 0;
-fail:
-	return -1;
 }
 
 /* The llama model's body (the description at the top) */
-static inline int build_llama(const char *prog, sf_graph *g, int x, int *y)
+static inline int build_llama(sf_graph *g, int x, int *y)
 {
 	enum { NH = 4, NKV = 2, HS = GPT_C / NH };
 	int h, a, o, g1, g3, width = GPT_C, qkv = (NH + 2 * NKV) * HS, ffn = GPT_MLP,
 	                     classes = GPT_V;
-	MODEL_CHECK(sf_graph_unit_begin(g, "embed"));
-	MODEL_CHECK(sf_graph_layer(g, "embedding", &x, 1, &width, sizeof width, "tok_emb", &h));
-	MODEL_CHECK(sf_graph_unit_end(g));
+	CLI_CHECK_RETURN(sf_graph_unit_begin(g, "embed"));
+	CLI_CHECK_RETURN(
+	    sf_graph_layer(g, "embedding", &x, 1, &width, sizeof width, "tok_emb", &h));
+	CLI_CHECK_RETURN(sf_graph_unit_end(g));
 	for (int b = 0; b < 2; b++) {
 		char name[32];
 		snprintf(name, sizeof name, "l%d", b);
-		MODEL_CHECK(sf_graph_unit_begin(g, name));
+		CLI_CHECK_RETURN(sf_graph_unit_begin(g, name));
 		snprintf(name, sizeof name, "l%d.attn_norm", b);
-		MODEL_CHECK(sf_graph_rmsnorm(g, h, 1e-5f, name, &a));
+		CLI_CHECK_RETURN(sf_graph_rmsnorm(g, h, 1e-5f, name, &a));
 		snprintf(name, sizeof name, "l%d.qkv", b);
-		MODEL_CHECK(sf_graph_layer(g, "linear_nobias", &a, 1, &qkv, sizeof qkv, name, &a));
-		MODEL_CHECK(sf_graph_rope(g, a, (NH + NKV) * HS, HS, 10000.0f, &a));
-		MODEL_CHECK(sf_graph_gqa_attention(g, a, NH, NKV, &a));
+		CLI_CHECK_RETURN(
+		    sf_graph_layer(g, "linear_nobias", &a, 1, &qkv, sizeof qkv, name, &a));
+		CLI_CHECK_RETURN(sf_graph_rope(g, a, (NH + NKV) * HS, HS, 10000.0f, &a));
+		CLI_CHECK_RETURN(sf_graph_gqa_attention(g, a, NH, NKV, &a));
 		snprintf(name, sizeof name, "l%d.o", b);
-		MODEL_CHECK(
+		CLI_CHECK_RETURN(
 		    sf_graph_layer(g, "linear_nobias", &a, 1, &width, sizeof width, name, &o));
-		MODEL_CHECK(sf_graph_add(g, h, o, &h));
+		CLI_CHECK_RETURN(sf_graph_add(g, h, o, &h));
 		snprintf(name, sizeof name, "l%d.ffn_norm", b);
-		MODEL_CHECK(sf_graph_rmsnorm(g, h, 1e-5f, name, &a));
+		CLI_CHECK_RETURN(sf_graph_rmsnorm(g, h, 1e-5f, name, &a));
 		snprintf(name, sizeof name, "l%d.w1", b);
-		MODEL_CHECK(sf_graph_layer(g, "linear_nobias", &a, 1, &ffn, sizeof ffn, name, &g1));
-		MODEL_CHECK(sf_graph_silu(g, g1, &g1));
+		CLI_CHECK_RETURN(
+		    sf_graph_layer(g, "linear_nobias", &a, 1, &ffn, sizeof ffn, name, &g1));
+		CLI_CHECK_RETURN(sf_graph_silu(g, g1, &g1));
 		snprintf(name, sizeof name, "l%d.w3", b);
-		MODEL_CHECK(sf_graph_layer(g, "linear_nobias", &a, 1, &ffn, sizeof ffn, name, &g3));
-		MODEL_CHECK(sf_graph_mul(g, g1, g3, &a));
+		CLI_CHECK_RETURN(
+		    sf_graph_layer(g, "linear_nobias", &a, 1, &ffn, sizeof ffn, name, &g3));
+		CLI_CHECK_RETURN(sf_graph_mul(g, g1, g3, &a));
 		snprintf(name, sizeof name, "l%d.w2", b);
-		MODEL_CHECK(
+		CLI_CHECK_RETURN(
 		    sf_graph_layer(g, "linear_nobias", &a, 1, &width, sizeof width, name, &o));
-		MODEL_CHECK(sf_graph_add(g, h, o, &h));
-		MODEL_CHECK(sf_graph_unit_end(g));
+		CLI_CHECK_RETURN(sf_graph_add(g, h, o, &h));
+		CLI_CHECK_RETURN(sf_graph_unit_end(g));
 	}
-	MODEL_CHECK(sf_graph_unit_begin(g, "out"));
-	MODEL_CHECK(sf_graph_rmsnorm(g, h, 1e-5f, "norm", &h));
-	MODEL_CHECK(sf_graph_layer(g, "linear_nobias", &h, 1, &classes, sizeof classes, "head", y));
-	MODEL_CHECK(sf_graph_unit_end(g));
+	CLI_CHECK_RETURN(sf_graph_unit_begin(g, "out"));
+	CLI_CHECK_RETURN(sf_graph_rmsnorm(g, h, 1e-5f, "norm", &h));
+	CLI_CHECK_RETURN(
+	    sf_graph_layer(g, "linear_nobias", &h, 1, &classes, sizeof classes, "head", y));
+	CLI_CHECK_RETURN(sf_graph_unit_end(g));
 	return 0;
-fail:
-	return -1;
 }
 
 /* Builds the chosen model; *D and *C are its input width and number of classes, *T
  * its rows per sample. */
-static inline int build_model(const char *prog, enum model_kind kind, sf_graph **out, int *D,
-                              int *C, int *T)
+static inline int build_model(enum model_kind kind, sf_graph **out, int *D, int *C, int *T)
 {
 	sf_graph *g = NULL;
 	int x, labels, h, y, loss;
@@ -359,7 +348,7 @@ static inline int build_model(const char *prog, enum model_kind kind, sf_graph *
 		lc.tensor_parallel = kind == MODEL_LLAMA_HF_TP || kind == MODEL_LLAMA_HF_VP;
 		lc.vocab_parallel = kind == MODEL_LLAMA_HF_VP;
 		*D = *C = lc.vocab, *T = lc.context;
-		MODEL_CHECK(sf_llama_graph(&lc, &g));
+		CLI_CHECK_GOTO(sf_llama_graph(&lc, &g), fail);
 		*out = g;
 		return 0;
 	}
@@ -372,7 +361,7 @@ static inline int build_model(const char *prog, enum model_kind kind, sf_graph *
 		gc.tensor_parallel = kind == MODEL_NANOGPT_TP || kind == MODEL_NANOGPT_VP;
 		gc.vocab_parallel = kind == MODEL_NANOGPT_VP;
 		*D = *C = gc.vocab, *T = gc.context;
-		MODEL_CHECK(sf_gpt_graph(&gc, &g));
+		CLI_CHECK_GOTO(sf_gpt_graph(&gc, &g), fail);
 		*out = g;
 		return 0;
 	}
@@ -397,89 +386,89 @@ static inline int build_model(const char *prog, enum model_kind kind, sf_graph *
 	case MODEL_NANOGPT_VP:
 	case MODEL_LLAMA_HF_VP: break;
 	}
-	MODEL_CHECK(sf_graph_create("train_dump", &g));
-	MODEL_CHECK(sf_graph_set_seq_len(g, *T));
+	CLI_CHECK_GOTO(sf_graph_create("train_dump", &g), fail);
+	CLI_CHECK_GOTO(sf_graph_set_seq_len(g, *T), fail);
 	if (kind == MODEL_BLOCKS || kind == MODEL_GPT || kind == MODEL_LLAMA)
-		MODEL_CHECK(sf_graph_int_input(g, "tok", *D, &x));
+		CLI_CHECK_GOTO(sf_graph_int_input(g, "tok", *D, &x), fail);
 	else
-		MODEL_CHECK(sf_graph_input(g, "x", *D, &x));
-	MODEL_CHECK(sf_graph_label_input(g, "label", *C, &labels));
+		CLI_CHECK_GOTO(sf_graph_input(g, "x", *D, &x), fail);
+	CLI_CHECK_GOTO(sf_graph_label_input(g, "label", *C, &labels), fail);
 	switch (kind) {
 	case MODEL_MLP:
-		MODEL_CHECK(sf_graph_linear(g, x, 64, "fc1", &h));
-		MODEL_CHECK(sf_graph_gelu(g, h, &h));
-		MODEL_CHECK(sf_graph_linear(g, h, 64, "fc2", &h));
-		MODEL_CHECK(sf_graph_gelu(g, h, &h));
-		MODEL_CHECK(sf_graph_linear(g, h, *C, "fc3", &y));
+		CLI_CHECK_GOTO(sf_graph_linear(g, x, 64, "fc1", &h), fail);
+		CLI_CHECK_GOTO(sf_graph_gelu(g, h, &h), fail);
+		CLI_CHECK_GOTO(sf_graph_linear(g, h, 64, "fc2", &h), fail);
+		CLI_CHECK_GOTO(sf_graph_gelu(g, h, &h), fail);
+		CLI_CHECK_GOTO(sf_graph_linear(g, h, *C, "fc3", &y), fail);
 		break;
 	case MODEL_RESIDUAL: {
 		int a, r;
-		MODEL_CHECK(sf_graph_linear(g, x, 32, "fc1", &h));
-		MODEL_CHECK(sf_graph_gelu(g, h, &a));
-		MODEL_CHECK(sf_graph_linear(g, a, 32, "fc2", &a));
-		MODEL_CHECK(sf_graph_add(g, h, a, &r));
-		MODEL_CHECK(sf_graph_relu(g, r, &r));
-		MODEL_CHECK(sf_graph_linear(g, r, *C, "fc3", &y));
+		CLI_CHECK_GOTO(sf_graph_linear(g, x, 32, "fc1", &h), fail);
+		CLI_CHECK_GOTO(sf_graph_gelu(g, h, &a), fail);
+		CLI_CHECK_GOTO(sf_graph_linear(g, a, 32, "fc2", &a), fail);
+		CLI_CHECK_GOTO(sf_graph_add(g, h, a, &r), fail);
+		CLI_CHECK_GOTO(sf_graph_relu(g, r, &r), fail);
+		CLI_CHECK_GOTO(sf_graph_linear(g, r, *C, "fc3", &y), fail);
 		break;
 	}
 	case MODEL_UNEVEN:
-		MODEL_CHECK(sf_graph_linear(g, x, 13, "fc1", &h));
-		MODEL_CHECK(sf_graph_gelu(g, h, &h));
-		MODEL_CHECK(sf_graph_linear(g, h, 25, "fc2", &h));
-		MODEL_CHECK(sf_graph_gelu(g, h, &h));
-		MODEL_CHECK(sf_graph_linear(g, h, *C, "fc3", &y));
+		CLI_CHECK_GOTO(sf_graph_linear(g, x, 13, "fc1", &h), fail);
+		CLI_CHECK_GOTO(sf_graph_gelu(g, h, &h), fail);
+		CLI_CHECK_GOTO(sf_graph_linear(g, h, 25, "fc2", &h), fail);
+		CLI_CHECK_GOTO(sf_graph_gelu(g, h, &h), fail);
+		CLI_CHECK_GOTO(sf_graph_linear(g, h, *C, "fc3", &y), fail);
 		break;
 	case MODEL_DEEP:
 		h = x;
 		for (int i = 1; i <= 6; i++) {
 			char name[16];
 			snprintf(name, sizeof(name), "fc%d", i);
-			MODEL_CHECK(sf_graph_linear(g, h, 24, name, &h));
-			MODEL_CHECK(sf_graph_gelu(g, h, &h));
+			CLI_CHECK_GOTO(sf_graph_linear(g, h, 24, name, &h), fail);
+			CLI_CHECK_GOTO(sf_graph_gelu(g, h, &h), fail);
 		}
-		MODEL_CHECK(sf_graph_linear(g, h, *C, "fc7", &y));
+		CLI_CHECK_GOTO(sf_graph_linear(g, h, *C, "fc7", &y), fail);
 		break;
 	case MODEL_WIDE: /* fc2: 65 792 parameters, a shard of many comm pieces */
-		MODEL_CHECK(sf_graph_linear(g, x, 256, "fc1", &h));
-		MODEL_CHECK(sf_graph_relu(g, h, &h));
-		MODEL_CHECK(sf_graph_linear(g, h, 256, "fc2", &h));
-		MODEL_CHECK(sf_graph_relu(g, h, &h));
-		MODEL_CHECK(sf_graph_linear(g, h, *C, "fc3", &y));
+		CLI_CHECK_GOTO(sf_graph_linear(g, x, 256, "fc1", &h), fail);
+		CLI_CHECK_GOTO(sf_graph_relu(g, h, &h), fail);
+		CLI_CHECK_GOTO(sf_graph_linear(g, h, 256, "fc2", &h), fail);
+		CLI_CHECK_GOTO(sf_graph_relu(g, h, &h), fail);
+		CLI_CHECK_GOTO(sf_graph_linear(g, h, *C, "fc3", &y), fail);
 		break;
 	case MODEL_BLOCKS:
-		if (build_blocks(prog, g, x, &y))
+		if (build_blocks(g, x, &y))
 			goto fail;
 		break;
 	case MODEL_GPT:
-		if (build_gpt(prog, g, x, &y))
+		if (build_gpt(g, x, &y))
 			goto fail;
 		break;
 	case MODEL_SWIGLU:
-		if (build_swiglu(prog, g, x, *C, &y))
+		if (build_swiglu(g, x, *C, &y))
 			goto fail;
 		break;
 	case MODEL_LLAMA:
-		if (build_llama(prog, g, x, &y))
+		if (build_llama(g, x, &y))
 			goto fail;
 		break;
 	case MODEL_MLP_TP: { /* the mlp's fc1 and fc2 as Megatron's MLP: column, then row */
 		struct sf_linear_tp_config
 		    col = {.out_dim = 64, .bias = 1, .init_std = 0.0f, .nparts = 1},
 		    row = {.out_dim = 64, .bias = 1, .init_std = 0.0f, .nparts = 0};
-		MODEL_CHECK(sf_graph_linear_col(g, x, &col, "fc1", &h));
-		MODEL_CHECK(sf_graph_gelu(g, h, &h));
-		MODEL_CHECK(sf_graph_linear_row(g, h, &row, "fc2", &h));
-		MODEL_CHECK(sf_graph_gelu(g, h, &h));
-		MODEL_CHECK(sf_graph_linear(g, h, *C, "fc3", &y));
+		CLI_CHECK_GOTO(sf_graph_linear_col(g, x, &col, "fc1", &h), fail);
+		CLI_CHECK_GOTO(sf_graph_gelu(g, h, &h), fail);
+		CLI_CHECK_GOTO(sf_graph_linear_row(g, h, &row, "fc2", &h), fail);
+		CLI_CHECK_GOTO(sf_graph_gelu(g, h, &h), fail);
+		CLI_CHECK_GOTO(sf_graph_linear(g, h, *C, "fc3", &y), fail);
 		break;
 	}
 	case MODEL_MLP_TP_GATHER: { /* fc1 a linear_col whose output is gathered: whole */
 		struct sf_linear_tp_config col = {.out_dim = 64, .bias = 1, .gather_output = 1};
-		MODEL_CHECK(sf_graph_linear_col(g, x, &col, "fc1", &h));
-		MODEL_CHECK(sf_graph_gelu(g, h, &h));
-		MODEL_CHECK(sf_graph_linear(g, h, 64, "fc2", &h));
-		MODEL_CHECK(sf_graph_gelu(g, h, &h));
-		MODEL_CHECK(sf_graph_linear(g, h, *C, "fc3", &y));
+		CLI_CHECK_GOTO(sf_graph_linear_col(g, x, &col, "fc1", &h), fail);
+		CLI_CHECK_GOTO(sf_graph_gelu(g, h, &h), fail);
+		CLI_CHECK_GOTO(sf_graph_linear(g, h, 64, "fc2", &h), fail);
+		CLI_CHECK_GOTO(sf_graph_gelu(g, h, &h), fail);
+		CLI_CHECK_GOTO(sf_graph_linear(g, h, *C, "fc3", &y), fail);
 		break;
 	}
 	case MODEL_RESIDUAL_TP: { /* h feeds a col and the add: its gradient is summed */
@@ -487,13 +476,13 @@ static inline int build_model(const char *prog, enum model_kind kind, sf_graph *
 		    col = {.out_dim = 64, .bias = 1, .init_std = 0.0f, .nparts = 1},
 		    row = {.out_dim = 32, .bias = 1, .init_std = 0.0f, .nparts = 0};
 		int a, r;
-		MODEL_CHECK(sf_graph_linear(g, x, 32, "fc1", &h));
-		MODEL_CHECK(sf_graph_linear_col(g, h, &col, "fc_a", &a));
-		MODEL_CHECK(sf_graph_gelu(g, a, &a));
-		MODEL_CHECK(sf_graph_linear_row(g, a, &row, "fc_b", &a));
-		MODEL_CHECK(sf_graph_add(g, h, a, &r));
-		MODEL_CHECK(sf_graph_relu(g, r, &r));
-		MODEL_CHECK(sf_graph_linear(g, r, *C, "fc3", &y));
+		CLI_CHECK_GOTO(sf_graph_linear(g, x, 32, "fc1", &h), fail);
+		CLI_CHECK_GOTO(sf_graph_linear_col(g, h, &col, "fc_a", &a), fail);
+		CLI_CHECK_GOTO(sf_graph_gelu(g, a, &a), fail);
+		CLI_CHECK_GOTO(sf_graph_linear_row(g, a, &row, "fc_b", &a), fail);
+		CLI_CHECK_GOTO(sf_graph_add(g, h, a, &r), fail);
+		CLI_CHECK_GOTO(sf_graph_relu(g, r, &r), fail);
+		CLI_CHECK_GOTO(sf_graph_linear(g, r, *C, "fc3", &y), fail);
 		break;
 	}
 	case MODEL_NANOGPT:
@@ -504,7 +493,7 @@ static inline int build_model(const char *prog, enum model_kind kind, sf_graph *
 	case MODEL_NANOGPT_VP:
 	case MODEL_LLAMA_HF_VP: break; /* built above */
 	}
-	MODEL_CHECK(sf_graph_softmax_cross_entropy(g, y, labels, &loss));
+	CLI_CHECK_GOTO(sf_graph_softmax_cross_entropy(g, y, labels, &loss), fail);
 	*out = g;
 	return 0;
 fail:

@@ -55,9 +55,19 @@ static int train_step(sf_model *m, int accum, int D, int C, int T, int first, in
 	return sf_model_sync(m) == SF_OK ? 0 : -1;
 }
 
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: test_tensors [ACCUM] (micro-batches a step, 1..64, default 1)\n");
+}
+
 int main(int argc, char **argv)
 {
-	int accum = argc > 1 ? atoi(argv[1]) : 1, size = 1, D, C, T;
+	int accum = 1, size = 1, D, C, T;
+	cli_prog = "test_tensors";
+	cli_usage = usage;
+	int prc = cli_parse_int_operand(argc, argv, "ACCUM", 1, 64, &accum);
+	if (prc)
+		return prc == 1 ? 0 : prc;
 	sf_context *ctx = NULL;
 	sf_graph *g = NULL;
 	sf_model *m = NULL;
@@ -67,7 +77,7 @@ int main(int argc, char **argv)
 	sf_context_world(ctx, &check_rank, &size);
 	check_prog = "test_tensors";
 	sf_context_config(ctx, &cfg);
-	if (build_model("test_tensors", MODEL_MLP, &g, &D, &C, &T))
+	if (build_model(MODEL_MLP, &g, &D, &C, &T))
 		return 1;
 	struct sf_model_options o;
 	sf_model_options_init(&o);

@@ -28,13 +28,7 @@
 #    (--tokens: sf_tokens_batch's draws), every step 1..30 within 2e-6; skipped when the
 #    file is not there.
 . "$(dirname "$0")/lib.sh"
-GPT="$top_builddir/examples/gpt"
-LOGITS="$top_builddir/tests/gpt_logits"
-require_progs "$GPT" "$LOGITS"
-PY=/usr/bin/python3
-TWIN="$top_srcdir/bench/torch_gpt.py"
-"$PY" -c 'import torch' >/dev/null 2>&1 ||
-	skip_all "$PY cannot import torch (apt-get install -y python3-torch)"
+twin_setup
 
 limit=${SF_TEST_TIMEOUT:-300}
 text="$tmp/corpus.txt"

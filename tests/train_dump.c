@@ -148,9 +148,81 @@ static void usage(FILE *f)
 
 static int bad(const char *opt, const char *val)
 {
-	fprintf(stderr, PROG ": %s \"%s\" is invalid\n", opt, val ? val : "");
-	usage(stderr);
-	return 2;
+	return cli_bad_usage("%s \"%s\" is invalid", opt, val);
+}
+
+static const char *const option_names[] = {
+    "--model",        "--steps",       "--batch",  "--optimizer",    "--lr",
+    "--seed",         "--inflight",    "--accum",  "--no-decay",     "--clip",
+    "--weight-decay", "--init-config", "--config", "--unit-options", "--bad-label",
+    "--lr-zero",      "--data",        "--out",    "--init",         "--export-init",
+    "--export",       "--export-steps", "--ignore-every", "--evaluate"};
+
+/* One option's value: 0 or 2 (cli_parse's contract). */
+static int on_value(int k, char *value, void *ctx)
+{
+	struct options *o = ctx;
+	const char *opt = option_names[k], *val = value;
+	int taken = train_option(&o->t, opt, val, 1);
+	if (taken < 0)
+		return bad(opt, val);
+	if (taken > 0)
+		return 0;
+	if (!strcmp(opt, "--inflight")) {
+		if (parse_int(val, 1, MAX_INFLIGHT, &o->inflight))
+			return bad(opt, val);
+	} else if (!strcmp(opt, "--accum")) {
+		if (parse_int(val, 1, 64, &o->accum))
+			return bad(opt, val);
+	} else if (!strcmp(opt, "--evaluate")) {
+		if (parse_int(val, 1, 4096, &o->evaluate))
+			return bad(opt, val);
+	} else if (!strcmp(opt, "--ignore-every")) {
+		if (parse_int(val, 1, 1 << 20, &o->ignore_every))
+			return bad(opt, val);
+	} else if (!strcmp(opt, "--no-decay")) {
+		if (parse_int(val, 0, 7, &o->no_decay))
+			return bad(opt, val);
+	} else if (!strcmp(opt, "--clip") || !strcmp(opt, "--weight-decay")) {
+		char *end;
+		errno = 0;
+		double v = strtod(val, &end);
+		if (end == val || *end || errno || !(v >= 0.0) ||
+		    (isinf(v) && strcmp(opt, "--clip")))
+			return bad(opt, val);
+		*(strcmp(opt, "--clip") ? &o->weight_decay : &o->clip) = (float)v;
+	} else if (!strcmp(opt, "--init-config") || !strcmp(opt, "--config") ||
+	           !strcmp(opt, "--unit-options")) {
+		const char **list = !strcmp(opt, "--config")        ? o->config
+		                    : !strcmp(opt, "--init-config") ? o->init_config
+		                                                    : o->unit_opts;
+		int *n = !strcmp(opt, "--config")        ? &o->nconfig
+		         : !strcmp(opt, "--init-config") ? &o->ninit_config
+		                                         : &o->nunit_opts;
+		if (*n == MAX_SETTINGS || !strchr(val, '='))
+			return bad(opt, val);
+		list[(*n)++] = val;
+	} else if (!strcmp(opt, "--bad-label")) {
+		char extra;
+		if (sscanf(val, "%d:%d%c", &o->bad_label_rank, &o->bad_label_step, &extra) != 2 ||
+		    o->bad_label_rank < 0 || o->bad_label_step < 1)
+			return bad(opt, val);
+	} else if (!strcmp(opt, "--lr-zero")) {
+		o->lr_zero = val;
+	} else if (!strcmp(opt, "--data")) {
+		o->data = val;
+	} else if (!strcmp(opt, "--out")) {
+		o->out = val;
+	} else if (!strcmp(opt, "--init")) {
+		o->init = val;
+	} else if (!strcmp(opt, "--export-init")) {
+		o->export_init = val;
+	} else if (!strcmp(opt, "--export")) {
+		o->export = val;
+	} else if (!strcmp(opt, "--export-steps")) {
+		o->export_steps = val;
+	}
+	return 0;
 }
 
 /* Returns -1 to go on, otherwise the exit status. */
@@ -159,107 +231,36 @@ static int parse_options(int argc, char **argv, struct options *o)
 	*o = (struct options){
 	    .inflight = 1, .accum = 1, .no_decay = SF_NO_DECAY_DEFAULT, .bad_label_rank = -1};
 	train_options_init(&o->t);
-	for (int i = 1; i < argc; i++) {
-		const char *opt = argv[i];
-		if (!strcmp(opt, "--help")) {
-			usage(stdout);
-			return 0;
-		}
-		if (i + 1 >= argc)
-			return bad(opt, "(missing value)");
-		const char *val = argv[++i];
-		int taken = train_option(&o->t, opt, val, 1);
-		if (taken < 0)
-			return bad(opt, val);
-		if (taken > 0)
-			continue;
-		if (!strcmp(opt, "--inflight")) {
-			if (parse_int(val, 1, MAX_INFLIGHT, &o->inflight))
-				return bad(opt, val);
-		} else if (!strcmp(opt, "--accum")) {
-			if (parse_int(val, 1, 64, &o->accum))
-				return bad(opt, val);
-		} else if (!strcmp(opt, "--evaluate")) {
-			if (parse_int(val, 1, 4096, &o->evaluate))
-				return bad(opt, val);
-		} else if (!strcmp(opt, "--ignore-every")) {
-			if (parse_int(val, 1, 1 << 20, &o->ignore_every))
-				return bad(opt, val);
-		} else if (!strcmp(opt, "--no-decay")) {
-			if (parse_int(val, 0, 7, &o->no_decay))
-				return bad(opt, val);
-		} else if (!strcmp(opt, "--clip") || !strcmp(opt, "--weight-decay")) {
-			char *end;
-			errno = 0;
-			double v = strtod(val, &end);
-			if (end == val || *end || errno || !(v >= 0.0) ||
-			    (isinf(v) && strcmp(opt, "--clip")))
-				return bad(opt, val);
-			*(strcmp(opt, "--clip") ? &o->weight_decay : &o->clip) = (float)v;
-		} else if (!strcmp(opt, "--init-config") || !strcmp(opt, "--config") ||
-		           !strcmp(opt, "--unit-options")) {
-			const char **list = !strcmp(opt, "--config")        ? o->config
-			                    : !strcmp(opt, "--init-config") ? o->init_config
-			                                                    : o->unit_opts;
-			int *n = !strcmp(opt, "--config")        ? &o->nconfig
-			         : !strcmp(opt, "--init-config") ? &o->ninit_config
-			                                         : &o->nunit_opts;
-			if (*n == MAX_SETTINGS || !strchr(val, '='))
-				return bad(opt, val);
-			list[(*n)++] = val;
-		} else if (!strcmp(opt, "--bad-label")) {
-			char extra;
-			if (sscanf(val, "%d:%d%c", &o->bad_label_rank, &o->bad_label_step, &extra) != 2 ||
-			    o->bad_label_rank < 0 || o->bad_label_step < 1)
-				return bad(opt, val);
-		} else if (!strcmp(opt, "--lr-zero")) {
-			o->lr_zero = val;
-		} else if (!strcmp(opt, "--data")) {
-			o->data = val;
-		} else if (!strcmp(opt, "--out")) {
-			o->out = val;
-		} else if (!strcmp(opt, "--init")) {
-			o->init = val;
-		} else if (!strcmp(opt, "--export-init")) {
-			o->export_init = val;
-		} else if (!strcmp(opt, "--export")) {
-			o->export = val;
-		} else if (!strcmp(opt, "--export-steps")) {
-			o->export_steps = val;
-		} else {
-			return bad("option", opt);
-		}
-	}
+	const struct cli_spec sp = {option_names, (int)(sizeof option_names / sizeof *option_names),
+	                            NULL,         0,
+	                            on_value,     NULL};
+	cli_prog = PROG;
+	cli_usage = usage;
+	int rc = cli_parse(argc, argv, &sp, o);
+	if (rc)
+		return rc == 1 ? 0 : rc;
 	if (!o->out)
-		return bad("--out", "(missing)");
+		return cli_bad_usage("--out FILE is required");
 	if (o->inflight * o->accum > MAX_INFLIGHT)
-		return bad("--inflight x --accum", "(more tickets in flight than the model keeps)");
+		return cli_bad_usage("--inflight %d x --accum %d exceeds the %d tickets in flight "
+		                     "the model keeps",
+		                     o->inflight, o->accum, MAX_INFLIGHT);
 	if (o->export_steps && o->inflight != 1)
-		return bad("--export-steps",
-		           "(needs --inflight 1: each step done before the next)");
+		return cli_bad_usage("--export-steps needs --inflight 1 (each step done before "
+		                     "the next)");
 	train_options_finish(&o->t);
 	return -1;
 }
 
-#define CHECK(call)                                                                                \
-	do {                                                                                       \
-		int check_rc_ = (call);                                                            \
-		if (check_rc_ != SF_OK) {                                                          \
-			fprintf(stderr, PROG ": %s failed at %s:%d: %s\n", #call, __FILE__,        \
-			        __LINE__, sf_strerror(check_rc_));                                 \
-			goto fail;                                                                 \
-		}                                                                                  \
-	} while (0)
-
 /* c = the defaults with each KNOB=VALUE of list set (sf_config_set checks them) */
 static int config_from(const char *const *list, int n, struct sf_config *c)
 {
-	CHECK(sf_config_init(c));
+	CLI_CHECK_GOTO(sf_config_init(c), fail);
 	for (int i = 0; i < n; i++) {
 		char name[64];
 		const char *eq = strchr(list[i], '=');
 		snprintf(name, sizeof name, "%.*s", (int)(eq - list[i]), list[i]);
-		CHECK(sf_config_set(c, name, eq + 1));
+		CLI_CHECK_GOTO(sf_config_set(c, name, eq + 1), fail);
 	}
 	return 0;
 fail:
@@ -277,7 +278,7 @@ static int unit_options(sf_graph *g, const char *const *list, int n)
 		                  (int)sizeof unit)
 			return bad("--unit-options", list[i]);
 		snprintf(rest, sizeof rest, "%s", colon + 1);
-		CHECK(sf_unit_options_init(&uo));
+		CLI_CHECK_GOTO(sf_unit_options_init(&uo), fail);
 		for (char *f = strtok(rest, ","); f; f = strtok(NULL, ",")) {
 			if (!strcmp(f, "reshard_after_forward=0") || !strcmp(f, "reshard_after_forward=1"))
 				uo.reshard_after_forward = f[strlen(f) - 1] - '0';
@@ -288,7 +289,7 @@ static int unit_options(sf_graph *g, const char *const *list, int n)
 			else
 				return bad("--unit-options", list[i]);
 		}
-		CHECK(sf_graph_unit_options(g, unit, &uo));
+		CLI_CHECK_GOTO(sf_graph_unit_options(g, unit, &uo), fail);
 	}
 	return 0;
 fail:
@@ -301,12 +302,15 @@ static int collect(sf_model *m, const struct options *o, int s, const int64_t *t
 {
 	double sum = 0.0, l, norm;
 	for (int j = 0; j < o->accum; j++) {
-		CHECK(sf_model_loss(m, tickets[(size_t)s * (size_t)o->accum + (size_t)j], &l));
+		CLI_CHECK_GOTO(
+		    sf_model_loss(m, tickets[(size_t)s * (size_t)o->accum + (size_t)j], &l), fail);
 		sum += l;
 	}
 	losses[s] = sum / o->accum;
 	if (o->clip > 0.0f) {
-		CHECK(sf_model_grad_norm(m, tickets[(size_t)(s + 1) * (size_t)o->accum - 1], &norm));
+		CLI_CHECK_GOTO(
+		    sf_model_grad_norm(m, tickets[(size_t)(s + 1) * (size_t)o->accum - 1], &norm),
+		    fail);
 		if (rank == 0)
 			printf("norm %d %.17g\n", s + 1, norm);
 	}
@@ -372,14 +376,14 @@ int main(int argc, char **argv)
 	if (config_from(o.init_config, o.ninit_config, &init_cfg) ||
 	    config_from(o.config, o.nconfig, &model_cfg))
 		goto fail;
-	CHECK(sf_init_config(&argc, &argv, o.ninit_config ? &init_cfg : NULL, &ctx));
-	CHECK(sf_context_world(ctx, &rank, &size));
-	if (build_model(PROG, o.t.model, &g, &D, &C, &T))
+	CLI_CHECK_GOTO(sf_init_config(&argc, &argv, o.ninit_config ? &init_cfg : NULL, &ctx), fail);
+	CLI_CHECK_GOTO(sf_context_world(ctx, &rank, &size), fail);
+	if (build_model(o.t.model, &g, &D, &C, &T))
 		goto fail;
 	if (unit_options(g, o.unit_opts, o.nunit_opts))
 		goto fail;
 	struct sf_model_options mo;
-	CHECK(sf_model_options_init(&mo));
+	CLI_CHECK_GOTO(sf_model_options_init(&mo), fail);
 	if (o.nconfig)
 		mo.config = &model_cfg;
 	mo.batch = o.t.batch;
@@ -391,15 +395,15 @@ int main(int argc, char **argv)
 	mo.max_grad_norm = o.clip;
 	mo.weight_decay = o.weight_decay;
 	mo.no_decay = (unsigned)o.no_decay;
-	CHECK(sf_model_create(ctx, g, &mo, &m));
+	CLI_CHECK_GOTO(sf_model_create(ctx, g, &mo, &m), fail);
 	if (o.lr_zero) { /* a frozen unit's reference: trained with learning rate 0 */
 		int nt = 0, hit = 0;
-		CHECK(sf_model_tensor_count(m, &nt));
+		CLI_CHECK_GOTO(sf_model_tensor_count(m, &nt), fail);
 		for (int t = 0; t < nt; t++) {
 			struct sf_tensor_info ti;
-			CHECK(sf_model_tensor_info(m, t, &ti));
+			CLI_CHECK_GOTO(sf_model_tensor_info(m, t, &ti), fail);
 			if (!strcmp(ti.unit, o.lr_zero)) {
-				CHECK(sf_model_tensor_lr_scale(m, ti.name, 0.0f));
+				CLI_CHECK_GOTO(sf_model_tensor_lr_scale(m, ti.name, 0.0f), fail);
 				hit++;
 			}
 		}
@@ -409,12 +413,12 @@ int main(int argc, char **argv)
 		}
 	}
 	if (o.init)
-		CHECK(sf_model_import_safetensors(m, o.init));
+		CLI_CHECK_GOTO(sf_model_import_safetensors(m, o.init), fail);
 	if (o.export_init)
-		CHECK(sf_model_export_safetensors(m, o.export_init));
+		CLI_CHECK_GOTO(sf_model_export_safetensors(m, o.export_init), fail);
 
 	int first, rows;
-	CHECK(sf_model_local_rows(m, &first, &rows));
+	CLI_CHECK_GOTO(sf_model_local_rows(m, &first, &rows), fail);
 	first *= T; /* samples of T rows: rows from here on */
 	rows *= T;
 	x = malloc(sizeof(float) * ((size_t)rows * (size_t)D + 1));
@@ -451,9 +455,9 @@ int main(int argc, char **argv)
 				labels[rows - 1] = C + 3; /* tests/bad_batch.sh */
 			int64_t *t = &tickets[(size_t)(k - 1) * (size_t)K + (size_t)j];
 			if (j + 1 < K)
-				CHECK(sf_model_accumulate(m, &batch, t));
+				CLI_CHECK_GOTO(sf_model_accumulate(m, &batch, t), fail);
 			else
-				CHECK(sf_model_step(m, &batch, t));
+				CLI_CHECK_GOTO(sf_model_step(m, &batch, t), fail);
 		}
 		for (; waited <= k - o.inflight; waited++)
 			if (collect(m, &o, waited, tickets, losses, rank))
@@ -466,7 +470,7 @@ int main(int argc, char **argv)
 				        o.export_steps);
 				goto fail;
 			}
-			CHECK(sf_model_export_safetensors(m, path));
+			CLI_CHECK_GOTO(sf_model_export_safetensors(m, path), fail);
 		}
 	}
 	for (; waited < o.t.steps; waited++)
@@ -477,17 +481,17 @@ int main(int argc, char **argv)
 		goto fail;
 
 	size_t n;
-	CHECK(sf_model_param_count(m, &n));
+	CLI_CHECK_GOTO(sf_model_param_count(m, &n), fail);
 	params = malloc(sizeof(float) * (n + 1));
 	if (!params) {
 		fprintf(stderr, PROG ": out of memory for %zu parameters\n", n);
 		goto fail;
 	}
-	CHECK(sf_model_params_get(m, params, n));
+	CLI_CHECK_GOTO(sf_model_params_get(m, params, n), fail);
 	struct sf_model_stats st;
-	CHECK(sf_model_stats(m, &st));
+	CLI_CHECK_GOTO(sf_model_stats(m, &st), fail);
 	if (o.export)
-		CHECK(sf_model_export_safetensors(m, o.export));
+		CLI_CHECK_GOTO(sf_model_export_safetensors(m, o.export), fail);
 
 	status = 0;
 	/* every rank's own bytes (mpirun merges the lines) */

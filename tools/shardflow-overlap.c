@@ -9,12 +9,13 @@
  * How tasks.rec is read (and its steps rebuilt) is in trace/taskrec.h; the figures
  * come from trace/report.c, the same code as the built-in trace, so both reports can
  * be compared. A malformed input is an error (exit 1) naming the file, the line, the
- * record and what was expected; a bad command line prints the usage (exit 2). Only
+ * record and what was expected; a bad command line says what is wrong (exit 2). Only
  * libc and libsftrace are used, and libsfcommon for errors:
  * every error is raised with SF_ERR, kept quiet (_sf_err_quiet), and printed by main
  * from sf_last_error() after "shardflow-overlap: error: ".
  */
 #include "common/error.h"
+#include "tools/cli.h"
 #include "trace/report.h"
 #include "trace/taskrec.h"
 
@@ -48,15 +49,9 @@ static const char *const usage_text =
     "  --title T     title of the timeline (default: shardflow timeline - TASKS.REC)\n"
     "  --help        print this help and exit\n";
 
-static void usage_error(const char *fmt, ...)
+static void usage(FILE *f)
 {
-	va_list ap;
-	fprintf(stderr, "shardflow-overlap: ");
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "\n%s", usage_text);
-	exit(2);
+	fputs(usage_text, f);
 }
 
 /* ------------------------------------------------------------------------------------ */
@@ -169,40 +164,47 @@ struct options {
 	bool json;
 };
 
-/* The command line; exits on --help (0) and on a bad one (2). */
-static void parse_args(int argc, char **argv, struct options *o)
+static const char *const option_names[] = {"--out", "--title"};
+static const char *const flag_names[] = {"--json"};
+
+static int on_value(int k, char *val, void *ctx)
 {
-	bool options_done = false;
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (options_done || a[0] != '-' || strcmp(a, "-") == 0) {
-			if (o->input)
-				usage_error("one TASKS.REC expected, got \"%s\" and \"%s\"",
-				            o->input, a);
-			o->input = a;
-		} else if (strcmp(a, "--") == 0) {
-			options_done = true;
-		} else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-			fputs(usage_text, stdout);
-			exit(0);
-		} else if (strcmp(a, "--json") == 0) {
-			o->json = true;
-		} else if (strcmp(a, "--out") == 0 || strcmp(a, "--title") == 0) {
-			if (i + 1 >= argc)
-				usage_error("option \"%s\" needs a value", a);
-			*(a[2] == 'o' ? &o->prefix : &o->title) = argv[++i];
-		} else if (strncmp(a, "--out=", 6) == 0) {
-			o->prefix = a + 6;
-		} else if (strncmp(a, "--title=", 8) == 0) {
-			o->title = a + 8;
-		} else {
-			usage_error("unknown option \"%s\"", a);
-		}
-	}
+	struct options *o = ctx;
+	*(k == 0 ? &o->prefix : &o->title) = val;
+	return 0;
+}
+
+static int on_flag(int j, void *ctx)
+{
+	(void)j;
+	((struct options *)ctx)->json = true;
+	return 0;
+}
+
+static int on_operand(char **argp, void *ctx)
+{
+	struct options *o = ctx;
+	if (o->input)
+		return cli_bad_usage("one TASKS.REC expected, got \"%s\" and \"%s\"", o->input,
+		                     *argp);
+	o->input = *argp;
+	return 0;
+}
+
+/* The command line: 0, 1 (--help printed) or 2 (bad, said). */
+static int parse_args(int argc, char **argv, struct options *o)
+{
+	const struct cli_spec sp = {option_names, 2, flag_names, 1, on_value, on_flag};
+	cli_prog = "shardflow-overlap";
+	cli_usage = usage;
+	int rc = cli_parse_operands(argc, argv, &sp, on_operand, o);
+	if (rc)
+		return rc;
 	if (!o->input)
-		usage_error("no TASKS.REC given");
+		return cli_bad_usage("no TASKS.REC given");
 	if (o->prefix && !*o->prefix)
-		usage_error("--out \"\": expected a non-empty file name prefix");
+		return cli_bad_usage("--out \"\": expected a non-empty file name prefix");
+	return 0;
 }
 
 /* The tasks of the file, numbered into steps. Returns 0 or -1 after a message. */
@@ -224,7 +226,9 @@ int main(int argc, char **argv)
 {
 	struct options o = {0};
 	_sf_err_quiet = true; /* main prints every error, after its own prefix */
-	parse_args(argc, argv, &o);
+	int prc = parse_args(argc, argv, &o);
+	if (prc)
+		return prc == 1 ? 0 : prc;
 
 	struct _sf_taskrec rd = {.path = o.input};
 	struct _sf_report rep;

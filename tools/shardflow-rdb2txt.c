@@ -10,10 +10,12 @@
  * the six novels of Debian's r-cran-janeaustenr). The formats and the checks are in tools/rdb.h;
  * this file reads the two files, calls the parser on their bytes and writes the text.
  * A bad input is a message on stderr and exit status 1 (nothing is written: -o goes
- * through FILE.tmp, renamed at the end); a bad command line prints the usage, exit 2.
- * Only libc and zlib, so it compiles alone: cc -I. tools/shardflow-rdb2txt.c
+ * through FILE.tmp, renamed at the end); a bad command line is one message (the
+ * shared command line of tools/cli.h), exit 2. Only libc and zlib (tools/cli.h is
+ * header-only and libc's), so it compiles alone: cc -I. tools/shardflow-rdb2txt.c
  * tools/rdb.c -lz.
  */
+#include "tools/cli.h"
 #include "tools/rdb.h"
 
 #include <errno.h>
@@ -51,15 +53,39 @@ static const char *const usage_text =
     "Exit status: 0 done, 1 an input that cannot be read or is not as described\n"
     "(the message says which file and what is wrong), 2 a bad command line.\n";
 
-static void usage_error(const char *fmt, ...)
+static void usage(FILE *f)
 {
-	va_list ap;
-	fprintf(stderr, "shardflow-rdb2txt: ");
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "\n%s", usage_text);
-	exit(2);
+	fputs(usage_text, f);
+}
+
+struct options {
+	const char *out;
+	int list;
+	char **db; /* DB NAME..., NULL-terminated (argv's tail) */
+};
+
+static const char *const option_names[] = {"-o", "--output"};
+static const char *const flag_names[] = {"-l", "--list"};
+
+static int on_value(int k, char *val, void *ctx)
+{
+	(void)k;
+	((struct options *)ctx)->out = val;
+	return 0;
+}
+
+static int on_flag(int j, void *ctx)
+{
+	(void)j;
+	((struct options *)ctx)->list = 1;
+	return 0;
+}
+
+/* DB: it and the NAMEs after it end the options */
+static int on_operand(char **argp, void *ctx)
+{
+	((struct options *)ctx)->db = argp;
+	return CLI_STOP;
 }
 
 __attribute__((format(printf, 1, 2))) static int error(const char *fmt, ...)
@@ -189,38 +215,22 @@ static int write_text(const char *path, const struct rdb_text *t)
 
 int main(int argc, char **argv)
 {
-	const char *out = NULL, *db = NULL;
-	int list = 0, first_name = argc, i;
-	for (i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-			fputs(usage_text, stdout);
-			return 0;
-		} else if (!strcmp(a, "-l") || !strcmp(a, "--list")) {
-			list = 1;
-		} else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
-			if (i + 1 >= argc)
-				usage_error("%s needs a file name", a);
-			out = argv[++i];
-		} else if (!strncmp(a, "--output=", 9)) {
-			out = a + 9;
-		} else if (!strcmp(a, "--")) {
-			i++;
-			break;
-		} else if (a[0] == '-' && a[1]) {
-			usage_error("unknown option %s", a);
-		} else {
-			break;
-		}
-	}
-	if (i >= argc)
-		usage_error("no database given");
-	db = argv[i];
-	first_name = i + 1;
+	struct options o = {0};
+	const struct cli_spec sp = {option_names, 2, flag_names, 2, on_value, on_flag};
+	cli_prog = "shardflow-rdb2txt";
+	cli_usage = usage;
+	int prc = cli_parse_operands(argc, argv, &sp, on_operand, &o);
+	if (prc)
+		return prc == 1 ? 0 : prc;
+	if (!o.db)
+		return cli_bad_usage("no database given");
+	const char *out = o.out, *db = o.db[0];
+	int list = o.list;
+	char **names = o.db + 1;
 	if (out && !*out)
-		usage_error("-o needs a file name");
+		return cli_bad_usage("-o needs a file name");
 	if (list && out)
-		usage_error("--list writes no text: -o makes no sense with it");
+		return cli_bad_usage("--list writes no text: -o makes no sense with it");
 
 	char *rdb_path = NULL, *rdx_path = NULL;
 	unsigned char *rdb = NULL, *rdx = NULL;
@@ -259,11 +269,11 @@ int main(int argc, char **argv)
 		status = 0;
 		goto done;
 	}
-	if (first_name < argc) {
-		for (int k = first_name; k < argc; k++) {
-			const struct rdb_var *v = rdb_index_find(&idx, argv[k]);
+	if (*names) {
+		for (char **k = names; *k; k++) {
+			const struct rdb_var *v = rdb_index_find(&idx, *k);
 			if (!v) {
-				error("%s has no object '%s' (it has %d: run --list)", rdx_path, argv[k],
+				error("%s has no object '%s' (it has %d: run --list)", rdx_path, *k,
 				      idx.nvars);
 				goto done;
 			}

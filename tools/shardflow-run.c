@@ -9,10 +9,17 @@
  * failure adds --resume to the program's arguments, so that the examples (and any
  * program that takes --checkpoint-dir and --resume as they do) continue from the newest
  * complete checkpoint. What is loaded is the program's business: the launcher reads the
- * checkpoint directory only to say, in its log line, which step a restart resumes from.
+ * checkpoint directory only to say, in its log line, which step a restart resumes from
+ * (and to wait for its lock, below).
  * Restarts need that directory, so --max-restarts above 0 without the program's
  * --checkpoint-dir is refused before anything runs; exit status 2 (the examples' bad
  * command line) is not retried, as a restart would repeat it.
+ *
+ * Before a restart the launcher waits, at most LEFTOVER_WAIT seconds, for what the
+ * failed run left: the ranks of a killed mpirun run on until they notice, rank 0
+ * holding the checkpoint directory's lock, and would have the restart refused. It is
+ * a subreaper (Linux), so those ranks become its children; it waits until none is left
+ * and the lock is free, then kills what is left (wait_for_leftovers).
  *
  * SIGINT, SIGTERM and SIGHUP stop the job for good: the first is passed on to mpirun,
  * which ends the ranks, and no restart follows. mpirun runs in a process group of its
@@ -23,7 +30,8 @@
  * passed on. Out of the terminal's process group, mpirun would be stopped reading it:
  * its input is /dev/null when the launcher's is a terminal (training jobs read none).
  *
- * libc only: no MPI, no StarPU, nothing of the library; it runs wherever mpirun does.
+ * libc only (and the header-only tools/cli.h, the command line every program shares):
+ * no MPI, no StarPU, nothing of the library; it runs wherever mpirun does.
  * Exit status: 0 when a run succeeds; the last run's status when it gives up (mpirun
  * reports a rank killed by signal S as 128 + S; mpirun itself killed by S also gives
  * 128 + S); 128 + S when stopped by signal S; 2 for a bad command line; 127 when
@@ -39,17 +47,24 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/select.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
+
+#include "tools/cli.h"
 
 extern char **environ;
 
 #define PROG "shardflow-run"
 enum { MAX_RESTARTS = 1000 };
-static const double MAX_BACKOFF = 600.0; /* seconds: the doubling stops there */
+static const double MAX_BACKOFF = 600.0;  /* seconds: the doubling stops there */
+static const double LEFTOVER_WAIT = 30.0; /* seconds for a failed run's ranks to end */
 
 static const char *const usage_text =
     "usage: " PROG " [options] [--] PROGRAM [ARGS...]\n"
@@ -58,6 +73,8 @@ static const char *const usage_text =
     "runs it again with --resume added to its arguments, up to --max-restarts times:\n"
     "PROGRAM continues from the newest checkpoint of its --checkpoint-dir DIR, which\n"
     "restarts need. A line on stderr says why each restart happens and from which step.\n"
+    "Before a restart it waits, at most 30 s (then kills them, and waits as long again),\n"
+    "for the failed run's processes to end and DIR's lock to be free.\n"
     "Exit status 2 (a bad command line) is not retried. SIGINT, SIGTERM and SIGHUP stop\n"
     "the job (passed on to mpirun), with no restart.\n"
     "\n"
@@ -77,16 +94,9 @@ static const char *const usage_text =
     "128 + S when stopped by signal S; 2 for a bad command line; 127 when mpirun\n"
     "cannot be started.\n";
 
-static void usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-static void usage_error(const char *fmt, ...)
+static void usage(FILE *f)
 {
-	va_list ap;
-	fprintf(stderr, PROG ": ");
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "\n%s", usage_text);
-	exit(2);
+	fputs(usage_text, f);
 }
 
 static void log_line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -115,30 +125,27 @@ struct options {
 	bool has_resume;      /* the program's arguments hold --resume already */
 };
 
-/* A whole decimal integer in [lo, hi], or a usage error naming the option. */
-static long parse_int(const char *opt, const char *s, long lo, long hi)
+/* A whole decimal integer in [lo, hi], digits only: 0, or 2 after a message naming
+ * the option. */
+static int parse_int(const char *opt, const char *s, long lo, long hi, long *out)
 {
-	char *end = NULL;
-	errno = 0;
-	long v = strtol(s, &end, 10);
-	if (!*s || *end || errno || v < lo || v > hi || strspn(s, "0123456789") != strlen(s))
-		usage_error("%s \"%s\" is invalid: accepted values are integers from %ld to %ld",
-		            opt, s, lo, hi);
-	return v;
+	int64_t v;
+	if (strspn(s, "0123456789") != strlen(s) || cli_parse_i64(s, lo, hi, &v))
+		return cli_bad_usage("%s \"%s\" is invalid: accepted values are integers from %ld "
+		                     "to %ld",
+		                     opt, s, lo, hi);
+	*out = (long)v;
+	return 0;
 }
 
-/* Seconds: a plain decimal number in [0, MAX_BACKOFF], or a usage error. */
-static double parse_seconds(const char *opt, const char *s)
+/* Seconds: a plain decimal number in [0, MAX_BACKOFF]: 0, or 2 after a message. */
+static int parse_seconds(const char *opt, const char *s, double *out)
 {
-	char *end = NULL;
-	errno = 0;
-	double v = strtod(s, &end);
-	if (!*s || *end || errno || strspn(s, "0123456789.") != strlen(s) || !(v >= 0) ||
-	    v > MAX_BACKOFF)
-		usage_error("%s \"%s\" is invalid: accepted values are numbers of seconds from 0 "
-		            "to %.0f (e.g. 1, 0.5)",
-		            opt, s, MAX_BACKOFF);
-	return v;
+	if (strspn(s, "0123456789.") != strlen(s) || cli_parse_double(s, 0, MAX_BACKOFF, out))
+		return cli_bad_usage("%s \"%s\" is invalid: accepted values are numbers of "
+		                     "seconds from 0 to %.0f (e.g. 1, 0.5)",
+		                     opt, s, MAX_BACKOFF);
+	return 0;
 }
 
 /* Appends the blank-separated words of s to o->mpirun_args. */
@@ -161,23 +168,6 @@ static void add_mpirun_words(struct options *o, const char *s)
 	}
 }
 
-/* "--name value" or "--name=value": the value, advancing *i past it; NULL when a is
- * another option. */
-static const char *option_value(int argc, char **argv, int *i, const char *name)
-{
-	const char *a = argv[*i];
-	size_t n = strlen(name);
-	if (strncmp(a, name, n) != 0)
-		return NULL;
-	if (a[n] == '=')
-		return a + n + 1;
-	if (a[n] != '\0')
-		return NULL;
-	if (*i + 1 >= argc)
-		usage_error("%s needs a value", name);
-	return argv[++*i];
-}
-
 /* The program's own --checkpoint-dir (the last one given) and --resume. */
 static void scan_program_args(struct options *o)
 {
@@ -192,52 +182,52 @@ static void scan_program_args(struct options *o)
 	}
 }
 
-static void parse_args(int argc, char **argv, struct options *o)
+static const char *const option_names[] = {"--np",      "-np",      "--max-restarts",
+                                           "--backoff", "--mpirun", "--mpirun-args"};
+
+static int on_value(int k, char *v, void *ctx)
 {
-	const char *v;
-	int i = 1;
-	for (; i < argc; i++) {
-		const char *a = argv[i];
-		if (!strcmp(a, "--")) {
-			i++;
-			break;
-		}
-		if (a[0] != '-')
-			break;
-		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-			fputs(usage_text, stdout);
-			exit(0);
-		} else if ((v = option_value(argc, argv, &i, "--np")) ||
-		           (v = option_value(argc, argv, &i, "-np"))) {
-			o->np = parse_int("--np", v, 1, 1000000);
-		} else if ((v = option_value(argc, argv, &i, "--max-restarts"))) {
-			o->max_restarts = parse_int("--max-restarts", v, 0, MAX_RESTARTS);
-		} else if ((v = option_value(argc, argv, &i, "--backoff"))) {
-			o->backoff = parse_seconds("--backoff", v);
-		} else if ((v = option_value(argc, argv, &i, "--mpirun-args"))) {
-			add_mpirun_words(o, v);
-		} else if ((v = option_value(argc, argv, &i, "--mpirun"))) {
-			if (!*v)
-				usage_error("--mpirun needs a program (a name or a path)");
-			o->mpirun = v;
-		} else {
-			usage_error(
-			    "unknown option \"%s\": accepted options are --np, --max-restarts, "
-			    "--backoff, --mpirun-args, --mpirun and --help; PROGRAM and its "
-			    "arguments follow them (or --)",
-			    a);
-		}
+	struct options *o = ctx;
+	switch (k) {
+	case 0:
+	case 1: return parse_int("--np", v, 1, 1000000, &o->np);
+	case 2: return parse_int("--max-restarts", v, 0, MAX_RESTARTS, &o->max_restarts);
+	case 3: return parse_seconds("--backoff", v, &o->backoff);
+	case 4:
+		if (!*v)
+			return cli_bad_usage("--mpirun needs a program (a name or a path)");
+		o->mpirun = v;
+		return 0;
+	default: add_mpirun_words(o, v); return 0;
 	}
-	if (i >= argc)
-		usage_error("no PROGRAM to run");
-	o->prog = argv + i;
-	o->nprog = argc - i;
+}
+
+/* PROGRAM: it and its ARGS end the options (they are the program's) */
+static int on_operand(char **argp, void *ctx)
+{
+	((struct options *)ctx)->prog = argp;
+	return CLI_STOP;
+}
+
+/* The command line: 0, 1 (--help printed) or 2 (bad, said). */
+static int parse_args(int argc, char **argv, struct options *o)
+{
+	const struct cli_spec sp = {option_names, 6, NULL, 0, on_value, NULL};
+	cli_prog = PROG;
+	cli_usage = usage;
+	int rc = cli_parse_operands(argc, argv, &sp, on_operand, o);
+	if (rc)
+		return rc;
+	if (!o->prog)
+		return cli_bad_usage("no PROGRAM to run");
+	o->nprog = (int)(argc - (o->prog - argv));
 	scan_program_args(o);
 	if (o->max_restarts > 0 && !o->ckpt_dir)
-		usage_error("--max-restarts %ld needs checkpoints to restart from, and %s has no "
-		            "--checkpoint-dir DIR: give it one (with --checkpoint-every K), or "
-		            "--max-restarts 0 to run once",
-		            o->max_restarts, o->prog[0]);
+		return cli_bad_usage("--max-restarts %ld needs checkpoints to restart from, and %s "
+		                     "has no --checkpoint-dir DIR: give it one (with "
+		                     "--checkpoint-every K), or --max-restarts 0 to run once",
+		                     o->max_restarts, o->prog[0]);
+	return 0;
 }
 
 /* ---- signals ---------------------------------------------------------------------- */
@@ -494,14 +484,150 @@ static long long newest_checkpoint(const char *dir, char *buf, size_t n)
 	return best;
 }
 
+/* ---- what a failed run leaves behind -------------------------------------------------- */
+
+/* The launcher's children, mpirun being gone: the launcher is a subreaper (Linux), so
+ * ranks that outlive a killed mpirun become its children. Reaps those that ended;
+ * returns how many are left, the first n of their pids in pids. */
+static int leftovers(pid_t *pids, int n)
+{
+	int status, k = 0;
+	while (waitpid(-1, &status, WNOHANG) > 0)
+		;
+	if (waitpid(-1, &status, WNOHANG) < 0 && errno == ECHILD)
+		return 0;
+	DIR *d = opendir("/proc");
+	if (!d)
+		return 1; /* some, which only waitpid can tell */
+	for (struct dirent *e; (e = readdir(d));) {
+		char path[300], line[512];
+		if (!strspn(e->d_name, "0123456789"))
+			continue;
+		snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
+		FILE *f = fopen(path, "r");
+		if (!f)
+			continue;
+		/* "pid (comm) state ppid ...": comm may hold blanks and parentheses */
+		char *close_paren = fgets(line, sizeof line, f) ? strrchr(line, ')') : NULL;
+		char state = 0;
+		long ppid = 0;
+		fclose(f);
+		if (close_paren && sscanf(close_paren + 1, " %c %ld", &state, &ppid) == 2 &&
+		    ppid == (long)getpid() && state != 'Z') {
+			if (k < n)
+				pids[k] = (pid_t)atol(e->d_name);
+			k++;
+		}
+	}
+	closedir(d);
+	return k;
+}
+
+/* Whether a job holds dir/.lock (the flock io/checkpoint_lock.c takes): false when it
+ * is free or absent; the holder as its record says ("pid P on HOST") in who. Taken and given back
+ * at once. */
+static bool lock_held(const char *dir, char *who, size_t n)
+{
+	char path[4096];
+	snprintf(path, sizeof path, "%s/.lock", dir);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	bool held = flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+	if (!held)
+		flock(fd, LOCK_UN);
+	char rec[256] = "", host[200] = "";
+	long pid = 0;
+	ssize_t got = held ? pread(fd, rec, sizeof rec - 1, 0) : 0;
+	rec[got > 0 ? got : 0] = '\0';
+	if (sscanf(rec, "%ld %199s", &pid, host) == 2)
+		snprintf(who, n, "pid %ld on %s", pid, host);
+	else
+		snprintf(who, n, "a process");
+	close(fd);
+	return held;
+}
+
+/* "2 processes (pids 31 32) and the lock of ck (held by pid 31 on node1)" */
+static void describe_leftovers(int k, const pid_t *pids, int n, bool held, const char *who,
+                               const char *dir, char *buf, size_t size)
+{
+	size_t at = 0;
+	buf[0] = '\0';
+	if (k > 0) {
+		at += (size_t)snprintf(buf, size, "%d process%s (pid%s", k, k == 1 ? "" : "es",
+		                       k == 1 ? "" : "s");
+		for (int i = 0; i < k && i < n && at < size; i++)
+			at += (size_t)snprintf(buf + at, size - at, " %ld", (long)pids[i]);
+		if (at < size)
+			at += (size_t)snprintf(buf + at, size - at, "%s)", k > n ? " ..." : "");
+	}
+	if (held && at < size)
+		snprintf(buf + at, size - at, "%sthe lock of %s (held by %s)", k > 0 ? " and " : "",
+		         dir, who);
+}
+
+/*
+ * Before a restart: a failed run's ranks may outlive it (orphans of a killed mpirun run
+ * on until they notice) and rank 0 still hold the checkpoint directory's lock, so that
+ * the restart would be refused. Waits, at most LEFTOVER_WAIT seconds and saying so,
+ * until the launcher has no child left and the lock is free; then kills the children
+ * left (SIGKILL, as mpirun would have) and waits as long again. A lock held past that
+ * (a rank of another machine, another job) is left to the restart to meet. Returns -1
+ * when stopped by a signal.
+ */
+static int wait_for_leftovers(const char *dir, long run, const sigset_t *stops)
+{
+	enum { N = 8 };
+	pid_t pids[N];
+	char who[256], what[1024];
+	double t0 = now(), until = t0 + LEFTOVER_WAIT;
+	bool said = false, killed = false;
+	for (;;) {
+		int k = leftovers(pids, N);
+		bool held = dir && lock_held(dir, who, sizeof who);
+		if (k == 0 && !held) {
+			if (said)
+				log_line("run %ld's leftovers ended after %.1f s", run, now() - t0);
+			return 0;
+		}
+		describe_leftovers(k, pids, N, held, who, dir, what, sizeof what);
+		if (!said) {
+			log_line("waiting up to %.0f s for what run %ld left to end: %s",
+			         LEFTOVER_WAIT, run, what);
+			said = true;
+		}
+		if (now() >= until) {
+			if (k == 0 || killed) {
+				log_line("%s still there after %.0f s; going on", what, now() - t0);
+				return 0;
+			}
+			log_line("killing what run %ld left after %.0f s (SIGKILL): %s", run,
+			         LEFTOVER_WAIT, what);
+			for (int i = 0; i < k && i < N; i++)
+				kill(pids[i], SIGKILL);
+			killed = true;
+			until = now() + LEFTOVER_WAIT;
+		}
+		if (backoff_sleep(0.02, stops) < 0)
+			return -1;
+	}
+}
+
 int main(int argc, char **argv)
 {
 	struct options o = {.backoff = 1.0};
 	o.mpirun = getenv("MPIRUN") && *getenv("MPIRUN") ? getenv("MPIRUN") : "mpirun";
-	parse_args(argc, argv, &o);
+	int prc = parse_args(argc, argv, &o);
+	if (prc)
+		return prc == 1 ? 0 : prc;
 
 	sigset_t stops;
 	install_handlers(&stops);
+#ifdef __linux__
+	/* a killed mpirun's ranks become the launcher's children (wait_for_leftovers) */
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
+#endif
 	double start = now(), wait_s = o.backoff;
 	char why[160], took[32], where[4096 + 64];
 	for (long restarts = 0;; restarts++) {
@@ -560,6 +686,12 @@ int main(int argc, char **argv)
 			    why, code);
 			return code;
 		}
+		if (wait_for_leftovers(o.ckpt_dir, restarts + 1, &stops) < 0) {
+			log_line("stopped by %s while waiting to restart; no restart",
+			         signal_name(stop_signal));
+			return 128 + stop_signal;
+		}
+		/* read after the wait: leftover ranks may have saved a later step meanwhile */
 		long long step = newest_checkpoint(o.ckpt_dir, where, sizeof where);
 		char from[4096 + 128];
 		if (step >= 0)

@@ -26,6 +26,7 @@
  * line.
  */
 #include "shardflow.h"
+#include "examples/cli.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -55,96 +56,74 @@ static const struct preset {
     {"llama-70b", 1, 80, 8192, 64, 8, 28672, 128256, 8192},
 };
 
-static int usage(const char *why, const char *arg)
+static void usage(FILE *f)
 {
-	if (why)
-		fprintf(stderr, PROG ": %s%s%s%s\n", why, arg ? " \"" : "", arg ? arg : "",
-		        arg ? "\"" : "");
-	fprintf(stderr,
-	        "usage: " PROG " [--model gpt2|gpt2-xl|llama-100m|llama-8b|llama-70b | --arch "
-	        "gpt|llama --layers L --dim C --heads H [--kv-heads K] [--ffn F] [--vocab V]]\n"
-	        "       [--context T] [--batch B] [--micro-batches M] [--steps N] [--warmup W] "
-	        "[--optimizer sgd|adamw|lion]\n");
-	return 2;
+	fprintf(f, "usage: " PROG " [--model gpt2|gpt2-xl|llama-100m|llama-8b|llama-70b | --arch "
+	           "gpt|llama --layers L --dim C --heads H [--kv-heads K] [--ffn F] [--vocab V]]\n"
+	           "       [--context T] [--batch B] [--micro-batches M] [--steps N] [--warmup W] "
+	           "[--optimizer sgd|adamw|lion]\n");
 }
 
-static int int_arg(const char *s, int lo, int hi, int *out)
+/* the options after the first three, sizes each an int in [lo, hi] */
+enum { OPT_MODEL, OPT_ARCH, OPT_OPTIMIZER };
+static const char *const option_names[] = {
+    "--model", "--arch",  "--optimizer", "--layers", "--dim",           "--heads", "--kv-heads",
+    "--ffn",   "--vocab", "--context",   "--batch",  "--micro-batches", "--steps", "--warmup"};
+static const int size_lo[] = {1, 1, 1, 1, 0, 2, 1, 1, 1, 1, 0};
+static const int size_hi[] = {1 << 20, 1 << 20, 1 << 20, 1 << 20, 1 << 20, INT_MAX,
+                              1 << 20, 1 << 20, 4096,    100000,  1000};
+
+static int on_value(int k, char *v, void *ctx)
 {
-	char *end;
-	errno = 0;
-	long v = strtol(s, &end, 10);
-	if (errno || end == s || *end || v < lo || v > hi)
-		return -1;
-	*out = (int)v;
-	return 0;
+	struct job *j = ctx;
+	if (k == OPT_MODEL) {
+		for (size_t p = 0; p < sizeof presets / sizeof presets[0]; p++)
+			if (!strcmp(presets[p].name, v)) {
+				const struct preset *q = &presets[p];
+				j->arch = q->arch, j->layers = q->layers, j->dim = q->dim;
+				j->heads = q->heads, j->kv_heads = q->kv_heads, j->ffn = q->ffn;
+				j->vocab = q->vocab, j->context = q->context;
+				return 0;
+			}
+		return cli_bad_usage(
+		    "--model \"%s\" is invalid: accepted values are gpt2, gpt2-xl, "
+		    "llama-100m, llama-8b, llama-70b",
+		    v);
+	}
+	if (k == OPT_ARCH) {
+		if (strcmp(v, "gpt") && strcmp(v, "llama"))
+			return cli_bad_usage(
+			    "--arch \"%s\" is invalid: accepted values are gpt, llama", v);
+		j->arch = !strcmp(v, "llama");
+		return 0;
+	}
+	if (k == OPT_OPTIMIZER) {
+		if (sf_optimizer_from_name(v, &j->optimizer) == SF_OK)
+			return 0;
+		return cli_bad_usage("--optimizer %s", sf_last_error());
+	}
+	int *sizes[] = {&j->layers,  &j->dim,   &j->heads, &j->kv_heads, &j->ffn,   &j->vocab,
+	                &j->context, &j->batch, &j->micro, &j->steps,    &j->warmup};
+	k -= OPT_OPTIMIZER + 1;
+	return cli_int(option_names[k + OPT_OPTIMIZER + 1], v, size_lo[k], size_hi[k], sizes[k]);
 }
 
 static int parse(int argc, char **argv, struct job *j)
 {
 	memset(j, 0, sizeof *j);
 	j->arch = -1, j->micro = 1, j->steps = 3, j->warmup = 1, j->optimizer = SF_OPT_ADAMW;
-	for (int i = 1; i < argc; i++) {
-		const char *o = argv[i];
-		if (i + 1 >= argc)
-			return usage("an option lacks its value:", o);
-		const char *v = argv[++i];
-		int *target = NULL, lo = 1, hi = 1 << 20;
-		if (!strcmp(o, "--model")) {
-			const struct preset *p = NULL;
-			for (size_t k = 0; k < sizeof presets / sizeof presets[0]; k++)
-				if (!strcmp(presets[k].name, v))
-					p = &presets[k];
-			if (!p)
-				return usage("--model: unknown model", v);
-			j->arch = p->arch, j->layers = p->layers, j->dim = p->dim;
-			j->heads = p->heads, j->kv_heads = p->kv_heads, j->ffn = p->ffn;
-			j->vocab = p->vocab, j->context = p->context;
-			continue;
-		}
-		if (!strcmp(o, "--arch")) {
-			if (strcmp(v, "gpt") && strcmp(v, "llama"))
-				return usage("--arch: gpt or llama, not", v);
-			j->arch = !strcmp(v, "llama");
-			continue;
-		}
-		if (!strcmp(o, "--optimizer")) {
-			char why[512];
-			if (sf_optimizer_from_name(v, &j->optimizer) == SF_OK)
-				continue;
-			snprintf(why, sizeof why, "--optimizer %s", sf_last_error());
-			return usage(why, NULL);
-		}
-		if (!strcmp(o, "--layers"))
-			target = &j->layers;
-		else if (!strcmp(o, "--dim"))
-			target = &j->dim;
-		else if (!strcmp(o, "--heads"))
-			target = &j->heads;
-		else if (!strcmp(o, "--kv-heads"))
-			target = &j->kv_heads;
-		else if (!strcmp(o, "--ffn"))
-			target = &j->ffn, lo = 0;
-		else if (!strcmp(o, "--vocab"))
-			target = &j->vocab, lo = 2, hi = INT_MAX;
-		else if (!strcmp(o, "--context"))
-			target = &j->context;
-		else if (!strcmp(o, "--batch"))
-			target = &j->batch;
-		else if (!strcmp(o, "--micro-batches"))
-			target = &j->micro, hi = 4096;
-		else if (!strcmp(o, "--steps"))
-			target = &j->steps, hi = 100000;
-		else if (!strcmp(o, "--warmup"))
-			target = &j->warmup, lo = 0, hi = 1000;
-		else
-			return usage("unknown option", o);
-		if (int_arg(v, lo, hi, target))
-			return usage("bad value for", o);
-	}
+	const struct cli_spec sp = {option_names, (int)(sizeof option_names / sizeof *option_names),
+	                            NULL,         0,
+	                            on_value,     NULL};
+	cli_prog = PROG;
+	cli_usage = usage;
+	int rc = cli_parse(argc, argv, &sp, j);
+	if (rc)
+		return rc;
 	if (j->arch < 0)
-		return usage("give --model, or --arch with the sizes", NULL);
+		return cli_bad_usage("give --model, or --arch with the sizes");
 	if (!j->layers || !j->dim || !j->heads)
-		return usage("--arch needs --layers, --dim and --heads", NULL);
+		return cli_bad_usage("--arch needs --layers, --dim and --heads");
 	if (!j->vocab)
 		j->vocab = 50257;
 	if (!j->context)
@@ -153,15 +132,6 @@ static int parse(int argc, char **argv, struct job *j)
 		j->kv_heads = j->heads;
 	return 0;
 }
-
-#define CHECK(call)                                                                                \
-	do {                                                                                       \
-		int rc_ = (call);                                                                  \
-		if (rc_ != SF_OK) {                                                                \
-			fprintf(stderr, PROG ": %s: %s\n", #call, sf_last_error());                \
-			goto done;                                                                 \
-		}                                                                                  \
-	} while (0)
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -180,34 +150,34 @@ int main(int argc, char **argv)
 	int status = 1, rank = 0, size = 1;
 	int rc = parse(argc, argv, &j);
 	if (rc)
-		return rc;
-	CHECK(sf_init(&argc, &argv, &ctx));
-	CHECK(sf_context_world(ctx, &rank, &size));
+		return rc == 1 ? 0 : rc;
+	CLI_CHECK_GOTO(sf_init(&argc, &argv, &ctx), done);
+	CLI_CHECK_GOTO(sf_context_world(ctx, &rank, &size), done);
 	if (!j.batch)
 		j.batch = 2 * size;
 	if (j.arch == 0) {
 		struct sf_gpt_config c;
-		CHECK(sf_gpt_config_init(&c));
+		CLI_CHECK_GOTO(sf_gpt_config_init(&c), done);
 		c.vocab = j.vocab, c.context = j.context, c.layers = j.layers;
 		c.heads = j.heads, c.embd = j.dim;
-		CHECK(sf_gpt_graph(&c, &g));
+		CLI_CHECK_GOTO(sf_gpt_graph(&c, &g), done);
 	} else {
 		struct sf_llama_config c;
-		CHECK(sf_llama_config_init(&c));
+		CLI_CHECK_GOTO(sf_llama_config_init(&c), done);
 		c.vocab = j.vocab, c.context = j.context, c.dim = j.dim, c.layers = j.layers;
 		c.heads = j.heads, c.kv_heads = j.kv_heads, c.ffn_dim = j.ffn;
 		c.rope_theta = 500000.0f;
-		CHECK(sf_llama_graph(&c, &g));
+		CLI_CHECK_GOTO(sf_llama_graph(&c, &g), done);
 		j.ffn = sf_llama_ffn_dim(&c);
 	}
 	struct sf_model_options mo;
-	CHECK(sf_model_options_init(&mo));
+	CLI_CHECK_GOTO(sf_model_options_init(&mo), done);
 	mo.batch = j.batch;
 	mo.optimizer = j.optimizer;
 	mo.lr = 1e-4f;
-	CHECK(sf_model_create(ctx, g, &mo, &m));
+	CLI_CHECK_GOTO(sf_model_create(ctx, g, &mo, &m), done);
 	int first = 0, rows = 0;
-	CHECK(sf_model_local_rows(m, &first, &rows));
+	CLI_CHECK_GOTO(sf_model_local_rows(m, &first, &rows), done);
 	size_t n = (size_t)rows * (size_t)j.context;
 	x = malloc((n ? n : 1) * sizeof *x);
 	y = malloc((n ? n : 1) * sizeof *y);
@@ -221,9 +191,9 @@ int main(int argc, char **argv)
 		y[i] = (int32_t)((i * 104729u + 1u) % (size_t)j.vocab);
 	}
 	struct sf_model_stats st;
-	CHECK(sf_model_stats(m, &st));
+	CLI_CHECK_GOTO(sf_model_stats(m, &st), done);
 	size_t nparams = 0;
-	CHECK(sf_model_param_count(m, &nparams));
+	CLI_CHECK_GOTO(sf_model_param_count(m, &nparams), done);
 	double params = (double)nparams;
 	double embed = (double)j.vocab * j.dim * (j.arch == 0 ? 1.0 : 2.0) +
 	               (j.arch == 0 ? (double)j.context * j.dim : 0.0);
@@ -244,22 +214,22 @@ int main(int argc, char **argv)
 		double t0, t1, loss;
 		int64_t ticket;
 		if (s == j.warmup) {
-			CHECK(sf_model_stats(m, &st));
+			CLI_CHECK_GOTO(sf_model_stats(m, &st), done);
 			bytes0 = st.comm_bytes;
 		}
-		CHECK(sf_clock(&t0));
+		CLI_CHECK_GOTO(sf_clock(&t0), done);
 		for (int k = 0; k + 1 < j.micro; k++)
-			CHECK(sf_model_accumulate(m, &b, &ticket));
-		CHECK(sf_model_step(m, &b, &ticket));
-		CHECK(sf_model_loss(m, ticket, &loss));
-		CHECK(sf_clock(&t1));
+			CLI_CHECK_GOTO(sf_model_accumulate(m, &b, &ticket), done);
+		CLI_CHECK_GOTO(sf_model_step(m, &b, &ticket), done);
+		CLI_CHECK_GOTO(sf_model_loss(m, ticket, &loss), done);
+		CLI_CHECK_GOTO(sf_clock(&t1), done);
 		if (s >= j.warmup)
 			times[s - j.warmup] = t1 - t0;
 		if (rank == 0)
 			printf("step %d/%d %s %.6f s\n", s + 1, j.warmup + j.steps,
 			       s < j.warmup ? "warm-up" : "time", t1 - t0);
 	}
-	CHECK(sf_model_stats(m, &st));
+	CLI_CHECK_GOTO(sf_model_stats(m, &st), done);
 	qsort(times, (size_t)j.steps, sizeof *times, cmp_double);
 	if (rank == 0)
 		printf("result ranks=%d params=%.0f nonembed_params=%.0f tokens_per_step=%.0f "
