@@ -176,7 +176,7 @@ enum sf_recompute {
 /** SHARDFLOW_VOCAB_PARALLEL: whether a model builder is asked for a vocabulary-parallel
  *  head (struct sf_config::vocab_parallel) */
 enum sf_vocab_parallel {
-	SF_VOCAB_PARALLEL_AUTO = 0, /**< where it applies: an untied head, V divisible by K */
+	SF_VOCAB_PARALLEL_AUTO = 0, /**< where it applies: V divisible by K */
 	SF_VOCAB_PARALLEL_ON,       /**< always (refused where it cannot apply) */
 	SF_VOCAB_PARALLEL_OFF,      /**< never: the head replicated on the TP ranks */
 	SF_VOCAB_PARALLEL_COUNT,    /**< the number of values above; not a value */
@@ -266,10 +266,10 @@ struct sf_config {
 	int tp;
 	/** SHARDFLOW_VOCAB_PARALLEL, auto (default), on or off: under SHARDFLOW_TP > 1,
 	 *  whether a program that builds the GPT or the Llama (examples/gpt) asks for the
-	 *  vocabulary-parallel head and loss (sf_gpt_config::vocab_parallel): auto where it
-	 *  applies (an untied head whose vocabulary divides by K), on always (refused where
-	 *  it cannot apply), off never (the head replicated). The library itself builds
-	 *  the loss vocabulary-parallel whenever the graph gives it split logits. */
+	 *  vocabulary-parallel embedding, head and loss (sf_gpt_config::vocab_parallel):
+	 *  auto where it applies (a vocabulary that divides by K), on always (refused
+	 *  where it cannot apply), off never (replicated). The library itself builds the
+	 *  loss vocabulary-parallel whenever the graph gives it split logits. */
 	enum sf_vocab_parallel vocab_parallel;
 };
 
@@ -747,13 +747,13 @@ struct sf_gpt_config {
 	 *  layernorms and lm_head replicated. Same names, shapes and initial values as 0;
 	 *  with SHARDFLOW_TP=1 bitwise the same model. 0 (default): "linear" nodes. */
 	int tensor_parallel;
-	/** 1, with an untied head: wte an "embedding_vp" and lm_head a "linear_col"
-	 *  without bias, each TP rank holding V / K rows of each (the embedding's masked
-	 *  lookups summed over the TP group), and the loss vocabulary-parallel (its max,
-	 *  sum of exponentials and target logit combined over the TP group: the B x T x V
-	 *  logits are never gathered); V must divide by SHARDFLOW_TP. Same names, shapes
-	 *  and initial values as 0. Refused with tie_weights (a tied vocabulary-parallel
-	 *  head is not built). 0 (default): both replicated. */
+	/** 1: wte an "embedding_vp", each TP rank holding V / K of its rows (its masked
+	 *  lookups summed over the TP group), and lm_head computing those V / K columns of
+	 *  the logits (untied: a "linear_col" without bias; tied: wte's rows of the rank),
+	 *  the loss vocabulary-parallel (its max, sum of exponentials and target logit
+	 *  combined over the TP group: the B x T x V logits are never gathered); V must
+	 *  divide by SHARDFLOW_TP. Same names, shapes and initial values as 0. 0
+	 *  (default): both replicated. */
 	int vocab_parallel;
 };
 
@@ -821,9 +821,8 @@ struct sf_llama_config {
 	 *  shapes and initial values as 0; bitwise the same model with SHARDFLOW_TP=1.
 	 *  0 (default): "linear" nodes. */
 	int tensor_parallel;
-	/** 1, with an untied head: embed_tokens and lm_head vocabulary-parallel, as
-	 *  sf_gpt_config::vocab_parallel; refused with tie_weights. 0 (default):
-	 *  replicated. */
+	/** 1: embed_tokens and lm_head (tied or not) vocabulary-parallel, as
+	 *  sf_gpt_config::vocab_parallel. 0 (default): replicated. */
 	int vocab_parallel;
 };
 

@@ -120,6 +120,10 @@ int _sf_node_param_tensors(const struct _sf_node *nd, const struct sf_layer_info
  * for the names and configs). K = 1: the whole shapes, nothing split. */
 int _sf_tp_local(const struct _sf_node *nodes, int n, int K, const bool *in_split, int *in_local,
                  int *out_local, size_t *np_local, bool *out_split);
+/* Node n is tied to an embedding_vp (layers/tp.c): a head reading this TP rank's rows
+ * of the embedding, so computing their columns of the logits (a split output, and a
+ * partial input gradient all-reduced as a linear_col's) */
+bool _sf_tp_tied_vocab(const struct _sf_node *nodes, int n);
 /* Node n is a cross-entropy loss (logits and labels), which takes split logits: the
  * vocabulary-parallel loss (layers/xent_vp.h) */
 bool _sf_tp_vocab_parallel_loss(const struct _sf_node *nodes, int n);

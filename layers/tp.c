@@ -8,7 +8,9 @@
  * on columns independently (element-wise ones, attention and rope on whole heads)
  * keep the split; linear_row takes it back to whole (its partial outputs summed over the
  * group); embedding_vp holds a slice of W's rows and its partial lookups are summed
- * as a linear_row's outputs; the cross-entropy loss takes split logits as they are (the vocabulary-parallel
+ * as a linear_row's outputs, and a linear_nobias head tied to it reads those rows as a
+ * linear_col would (its output split); the cross-entropy loss takes split logits as
+ * they are (the vocabulary-parallel
  * loss, layers/xent_vp.h: each rank holds V / K classes). Every other op needs whole
  * inputs. The graph holds whole widths; these
  * rules run at sf_model_create, once per node in creation (topological) order.
@@ -52,6 +54,22 @@ static int heads_split(const struct _sf_node *nd, int K)
 	return SF_OK;
 }
 
+/* the node whose parameters n reads (registry.c's _sf_node_param_owner; here so that
+ * this file's rules stand alone, as tests/test_tp links them) */
+static int owner_of(const struct _sf_node *nodes, int n)
+{
+	return nodes[n].tied_to >= 0 ? nodes[n].tied_to : n;
+}
+
+bool _sf_tp_tied_vocab(const struct _sf_node *nodes, int n)
+{
+	const struct _sf_node *nd = &nodes[n];
+	if (nd->kind != SF_NODE_LAYER || nd->tied_to < 0)
+		return false;
+	const struct _sf_node *own = &nodes[owner_of(nodes, n)];
+	return own->kind == SF_NODE_LAYER && own->type->tp == SF_TP_VOCAB;
+}
+
 bool _sf_tp_vocab_parallel_loss(const struct _sf_node *nodes, int n)
 {
 	const struct _sf_node *nd = &nodes[n];
@@ -84,13 +102,12 @@ static int check_inputs(const struct _sf_node *nodes, int n, int K, enum _sf_tp_
 		              "share another "
 		              "node's parameters (tied)",
 		              nd->name, type);
-	const struct _sf_node *own = nd->tied_to >= 0 ? &nodes[nd->tied_to] : NULL;
-	if (own && own->kind == SF_NODE_LAYER && own->type->tp == SF_TP_VOCAB)
+	if (_sf_tp_tied_vocab(nodes, n) && strcmp(type, "linear_nobias") != 0)
 		return SF_ERR(SF_ERR_INVALID,
 		              "sf_model_create: node \"%s\" (%s) is tied to \"%s\" (embedding_vp), "
-		              "whose rows are split over the %d TP ranks: a tied "
-		              "vocabulary-parallel head is not built (untie it)",
-		              nd->name, type, own->name, K);
+		              "whose rows are split over the %d TP ranks: only a linear_nobias "
+		              "head may read them (its columns of the logits)",
+		              nd->name, type, nodes[owner_of(nodes, n)].name, K);
 	for (int i = 0; i < nin; i++)
 		if (in_split[i] && in_local[i] % K != 0)
 			return SF_ERR(
@@ -121,6 +138,12 @@ int _sf_tp_local(const struct _sf_node *nodes, int n, int K, const bool *in_spli
 	for (int i = 0; i < nin; i++)
 		if (in_split[i])
 			in_local[i] /= K;
+	if (_sf_tp_tied_vocab(nodes, n)) { /* the embedding's V / K rows: as a linear_col */
+		*out_split = true;
+		*out_local = nd->dim / K;
+		*np_local = (size_t)*out_local * (size_t)in_local[0];
+		return SF_OK;
+	}
 	switch (kind) {
 	case SF_TP_NONE: return SF_OK;
 	case SF_TP_ELEMENTWISE:

@@ -96,10 +96,6 @@ static int check(const struct sf_llama_config *c)
 		return sf_error_set(SF_ERR_INVALID,
 		                    "sf_llama_graph: vocab_parallel must be 0 or 1 (got %d)",
 		                    c->vocab_parallel);
-	if (c->vocab_parallel && c->tie_weights)
-		return sf_error_set(SF_ERR_INVALID,
-		                    "sf_llama_graph: vocab_parallel takes an untied head "
-		                    "(tie_weights 0): a tied vocabulary-parallel head is not built");
 	if (c->tensor_parallel != 0 && c->tensor_parallel != 1)
 		return sf_error_set(SF_ERR_INVALID,
 		                    "sf_llama_graph: tensor_parallel must be 0 or 1 (got %d)",

@@ -350,14 +350,16 @@ static int tp_shapes(struct sf_model *m, int n)
 	if (rc < 0)
 		return rc; /* tp.c's message names the node */
 	nd->dim = out_local;
-	if (nd->tied_to < 0)
+	bool tied_vocab = m->tp > 1 && _sf_tp_tied_vocab(m->gnodes, n);
+	if (nd->tied_to < 0 || tied_vocab) /* a tied head reads its owner's slice */
 		nd->nparams = np_local;
 	enum _sf_tp_kind kind = nd->kind == SF_NODE_LAYER ? nd->type->tp : SF_TP_NONE;
 	/* a loss reading split logits: the vocabulary-parallel cross-entropy */
 	if (nd->kind == SF_NODE_LOSS && m->nodes[nd->in[0]].tp_out_split)
 		m->vp = true;
 	s->tp_fwd_ar = m->tp > 1 && (kind == SF_TP_ROW || kind == SF_TP_VOCAB);
-	s->tp_bwd_ar = m->tp > 1 && kind == SF_TP_COL; /* if its input gradient is wanted */
+	/* if its input gradient is wanted */
+	s->tp_bwd_ar = m->tp > 1 && (kind == SF_TP_COL || tied_vocab);
 	s->tp_gather = m->tp > 1 && kind == SF_TP_COL &&
 	               ((const struct sf_linear_tp_config *)nd->config)->gather_output;
 	if (s->tp_gather) { /* every TP rank's columns */

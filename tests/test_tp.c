@@ -311,8 +311,9 @@ static int tp_local(const struct _sf_node *g, int n, int K, const bool *in_split
 }
 
 /* The vocabulary-parallel pieces: embedding_vp's rows split and its output whole; a
- * cross-entropy loss takes split logits (labels whole), a regression loss does not;
- * a vocabulary that does not divide by K and a node tied to an embedding_vp refused;
+ * cross-entropy loss takes split logits (labels whole), a regression loss does not; a
+ * linear_nobias head tied to an embedding_vp computes its rows' columns (split), any
+ * other tied type and a vocabulary that does not divide by K are refused;
  * embedding_vp's slice of W is its block of rows, put back bitwise. */
 static void check_vocab_rules(void)
 {
@@ -349,11 +350,19 @@ static void check_vocab_rules(void)
 	ok_true(rc < 0 && strstr(sf_last_error(), "\"lm_head\"") &&
 	            !_sf_tp_vocab_parallel_loss(g, 6),
 	        "a regression loss on split predictions is refused, naming its input");
-	g[2] = node("lm_head", &ehead, 1, -1, 12, 12 * 8, &head, sizeof head);
+	g[2] = node("lm_head", &ehead, 1, -1, 12, 12 * 8, NULL, 0);
 	g[2].tied_to = 1;
 	rc = tp_local(g, 2, 3, (bool[]){false}, in_local, &out_local, &np, &split);
-	ok_true(rc < 0 && strstr(sf_last_error(), "tied to \"wte\" (embedding_vp)"),
-	        "a head tied to an embedding_vp is refused, naming both");
+	ok_true(rc == SF_OK && split && out_local == 4 && np == 4 * 8 &&
+	            _sf_tp_tied_vocab(g, 2),
+	        "a linear_nobias head tied to an embedding_vp, K 3: its 4 of 12 logit columns, "
+	        "the embedding's 4 x 8 rows");
+	struct _sf_layer_entry eln = entry("layernorm", SF_TP_NONE);
+	g[2] = node("odd", &eln, 1, -1, 8, 12 * 8, NULL, 0);
+	g[2].tied_to = 1;
+	rc = tp_local(g, 2, 3, (bool[]){false}, in_local, &out_local, &np, &split);
+	ok_true(rc < 0 && strstr(sf_last_error(), "\"odd\" (layernorm) is tied to \"wte\""),
+	        "another type tied to an embedding_vp is refused, naming both");
 	float whole[12 * 8], local[4 * 8], back[12 * 8];
 	for (int i = 0; i < 12 * 8; i++)
 		whole[i] = (float)i, back[i] = -1.0f;
@@ -463,7 +472,7 @@ static void check_rules(void)
 
 int main(void)
 {
-	plan(29);
+	plan(30);
 	check_slices();
 	check_mlp(2, 1);
 	check_mlp(3, 1);
