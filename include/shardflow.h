@@ -173,6 +173,15 @@ enum sf_recompute {
 	SF_RECOMPUTE_COUNT,    /**< the number of values above; not a value */
 };
 
+/** SHARDFLOW_VOCAB_PARALLEL: whether a model builder is asked for a vocabulary-parallel
+ *  head (struct sf_config::vocab_parallel) */
+enum sf_vocab_parallel {
+	SF_VOCAB_PARALLEL_AUTO = 0, /**< where it applies: V divisible by K */
+	SF_VOCAB_PARALLEL_ON,       /**< always (refused where it cannot apply) */
+	SF_VOCAB_PARALLEL_OFF,      /**< never: the head replicated on the TP ranks */
+	SF_VOCAB_PARALLEL_COUNT,    /**< the number of values above; not a value */
+};
+
 /** Verbosity of shardflow's own messages on stderr (SHARDFLOW_LOG): a level prints
  *  its messages and those of the levels above it in this list. */
 enum sf_log_level {
@@ -255,6 +264,13 @@ struct sf_config {
 	 *  parallelism"). K must divide the world; not with SHARDFLOW_SHARDING=hybrid.
 	 *  Fixed by sf_init. */
 	int tp;
+	/** SHARDFLOW_VOCAB_PARALLEL, auto (default), on or off: under SHARDFLOW_TP > 1,
+	 *  whether a program that builds the GPT or the Llama (examples/gpt) asks for the
+	 *  vocabulary-parallel embedding, head and loss (sf_gpt_config::vocab_parallel):
+	 *  auto where it applies (a vocabulary that divides by K), on always (refused
+	 *  where it cannot apply), off never (replicated). The library itself builds the
+	 *  loss vocabulary-parallel whenever the graph gives it split logits. */
+	enum sf_vocab_parallel vocab_parallel;
 };
 
 /** The largest SHARDFLOW_TP */
@@ -731,6 +747,14 @@ struct sf_gpt_config {
 	 *  layernorms and lm_head replicated. Same names, shapes and initial values as 0;
 	 *  with SHARDFLOW_TP=1 bitwise the same model. 0 (default): "linear" nodes. */
 	int tensor_parallel;
+	/** 1: wte an "embedding_vp", each TP rank holding V / K of its rows (its masked
+	 *  lookups summed over the TP group), and lm_head computing those V / K columns of
+	 *  the logits (untied: a "linear_col" without bias; tied: wte's rows of the rank),
+	 *  the loss vocabulary-parallel (its max, sum of exponentials and target logit
+	 *  combined over the TP group: the B x T x V logits are never gathered); V must
+	 *  divide by SHARDFLOW_TP. Same names, shapes and initial values as 0. 0
+	 *  (default): both replicated. */
+	int vocab_parallel;
 };
 
 /** Fills *c with the defaults above. */
@@ -797,6 +821,9 @@ struct sf_llama_config {
 	 *  shapes and initial values as 0; bitwise the same model with SHARDFLOW_TP=1.
 	 *  0 (default): "linear" nodes. */
 	int tensor_parallel;
+	/** 1: embed_tokens and lm_head (tied or not) vocabulary-parallel, as
+	 *  sf_gpt_config::vocab_parallel. 0 (default): replicated. */
+	int vocab_parallel;
 };
 
 /** Fills *c with the defaults above. */

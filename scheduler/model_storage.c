@@ -33,6 +33,7 @@
 
 #include <pthread.h>
 #include <sys/mman.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -659,6 +660,47 @@ int _sf_alloc_nodes(struct sf_model *m)
 	return SF_OK;
 }
 
+/* The vocabulary-parallel loss's partials, this rank's and the TP group's, and the
+ * all-gather that moves them (tp_gather's, one run a TP rank: rank t's partials are
+ * block t of vp_all) */
+static int vp_buffers(struct sf_model *m)
+{
+	size_t n = m->rows_local * SF_XENT_VP_STATS, K = (size_t)m->tp;
+	m->vp_stats = calloc(n, sizeof(float));
+	m->vp_all = calloc(K * n, sizeof(float));
+	m->vp_runs = calloc(K * SF_MAX_PARAM_TENSORS, sizeof *m->vp_runs);
+	if (!m->vp_stats || !m->vp_all || !m->vp_runs)
+		return SF_ERR(SF_ERR_NOMEM, "sf_model_create: out of memory");
+	for (size_t t = 0; t < K; t++)
+		m->vp_runs[t * SF_MAX_PARAM_TENSORS] = (struct _sf_tp_run){0, t * n, n};
+	reg(&m->h_vp_stats, m->vp_stats, n, sizeof(float));
+	reg(&m->h_vp_all, m->vp_all, K * n, sizeof(float));
+	int V = m->nodes[m->gnodes[m->loss_node].in[0]].info.out_dim; /* this rank's classes */
+	m->vp_args = (struct _sf_xent_vp_args){
+	    .rows = (int)m->rows_local,
+	    .classes = V,
+	    .first = m->tp_rank * V,
+	    .tp = m->tp,
+	    .ignore = m->loss_args.ignore,
+	    .scale = m->loss_args.scale,
+	};
+	m->vp_comm = (struct _sf_comm_args){
+	    .comm = m->comm,
+	    .unit = "loss",
+	    .acct = &m->comm_acct,
+	    .P = n,
+	    .tp_scratch = m->tp_scratch,
+	    .tp_runs = m->vp_runs,
+	    .tp_nruns = 1,
+	    .tp_rows = 1,
+	    .tp_cols = K * n,
+	    .tp_lcols = n,
+	};
+	snprintf(m->vp_fwd_name, sizeof m->vp_fwd_name, "fwd loss (xent_vp L%d)", m->loss_node);
+	snprintf(m->vp_ag_name, sizeof m->vp_ag_name, "tp_ag loss (xent_vp L%d)", m->loss_node);
+	return SF_OK;
+}
+
 /* The model-wide state: the shared buffers (model_bufs), the collectives' view of
  * them, comm order, labels, losses, clipping. */
 int _sf_build_buffers(struct sf_model *m)
@@ -721,6 +763,8 @@ int _sf_build_buffers(struct sf_model *m)
 	    .scale = (float)(1.0 / ((double)m->B_global * m->T * width)),
 	};
 	m->loss_comm = (struct _sf_comm_args){.comm = m->comm, .acct = &m->comm_acct};
+	if (m->vp)
+		SF_CHECK(vp_buffers(m));
 	for (int s = 0; s < SF_LOSS_SLOTS; s++) {
 		reg(&m->h_loss[s], &m->loss_val[s], 1, sizeof(double));
 		reg(&m->h_clip[s], m->clip_val[s], 2, sizeof(double));
@@ -860,6 +904,11 @@ void _sf_storage_release(struct sf_model *m)
 	}
 	unreg(&m->h_one);
 	unreg(&m->h_labels);
+	unreg(&m->h_vp_stats);
+	unreg(&m->h_vp_all);
+	free(m->vp_stats);
+	free(m->vp_all);
+	free(m->vp_runs);
 	unreg(&m->h_order);
 	unreg(&m->h_noparams);
 	free(m->labels);
