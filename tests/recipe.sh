@@ -31,7 +31,9 @@ plan 6
 command -v git >/dev/null 2>&1 || bail_out "git is needed"
 [ -d "$top_srcdir/.git" ] || git -C "$top_srcdir" rev-parse >/dev/null 2>&1 ||
 	bail_out "$top_srcdir is not a git checkout"
-cfg=${SF_RECIPE_CONFIGURE:-$(sed -n "s/^  \$ .*configure \(.*\)$/\1/p" "$top_builddir/config.log" | head -1)}
+# (config.status --recheck adds --no-create --no-recursion: not the build's own options)
+cfg=${SF_RECIPE_CONFIGURE:-$(sed -n "s/^  \$ .*configure \(.*\)$/\1/p" "$top_builddir/config.log" |
+	head -1 | sed -e 's/ *--no-create//' -e 's/ *--no-recursion//')}
 
 s=$tmp/src
 mkdir -p "$s"
