@@ -40,6 +40,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <jansson.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdarg.h>
@@ -168,9 +169,26 @@ static void add_mpirun_words(struct options *o, const char *s)
 	}
 }
 
-/* The program's own --checkpoint-dir (the last one given) and --resume. */
+/* A job file's (shardflow-train --job FILE, examples/job.h) "checkpoints" section:
+ * its checkpoint-dir and resume, where the command line gives none. jansson reads it;
+ * a file it cannot read is the program's to refuse, not ours. */
+static void scan_job_file(struct options *o, const char *path)
+{
+	json_t *root = json_load_file(path, 0, NULL);
+	json_t *sec = root ? json_object_get(root, "checkpoints") : NULL;
+	json_t *dir = sec ? json_object_get(sec, "checkpoint-dir") : NULL;
+	if (!o->ckpt_dir && json_is_string(dir) && *json_string_value(dir))
+		o->ckpt_dir = strdup(json_string_value(dir)); /* lives as long as the process */
+	if (sec && json_is_true(json_object_get(sec, "resume")))
+		o->has_resume = true;
+	json_decref(root);
+}
+
+/* The program's own --checkpoint-dir (the last one given) and --resume, on its
+ * command line or, below it, in its job file (--job FILE). */
 static void scan_program_args(struct options *o)
 {
+	const char *job = NULL;
 	for (int i = 1; i < o->nprog; i++) {
 		const char *a = o->prog[i];
 		if (!strcmp(a, "--resume"))
@@ -179,7 +197,13 @@ static void scan_program_args(struct options *o)
 			o->ckpt_dir = a + 17;
 		else if (!strcmp(a, "--checkpoint-dir") && i + 1 < o->nprog)
 			o->ckpt_dir = o->prog[++i];
+		else if (!strncmp(a, "--job=", 6) && a[6])
+			job = a + 6;
+		else if (!strcmp(a, "--job") && i + 1 < o->nprog)
+			job = o->prog[++i];
 	}
+	if (job)
+		scan_job_file(o, job);
 }
 
 static const char *const option_names[] = {"--np",      "-np",      "--max-restarts",
