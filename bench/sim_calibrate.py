@@ -46,7 +46,8 @@ def main():
     ap.add_argument("--device", default="", metavar="LABEL",
                     help="where the run was measured (the file's '# device' line)")
     ap.add_argument("--skip-steps", type=int, default=1, metavar="K",
-                    help="leave out steps 0 .. K-1 (default 1: allocation and warm-up)")
+                    help="leave out the first K steps, 1 .. K (default 1: allocation and "
+                         "warm-up)")
     ap.add_argument("--out", metavar="FILE", help="the calibration file (default stdout)")
     a = ap.parse_args()
     if not (a.peak_tflops > 0 and a.bandwidth_gbs > 0) or a.skip_steps < 0:
@@ -65,9 +66,9 @@ def main():
             if e.get("ph") != "X" or e.get("cat") != "compute":
                 continue
             args = e.get("args", {})
-            step = args.get("step", -1)
+            step = args.get("step", 0)  # from 1, as the progress lines count
             model = args.get("model", "")
-            if step < a.skip_steps or not model:
+            if step <= a.skip_steps or not model:
                 continue
             flops = float(args.get("flops", 0) or 0)
             nbytes = float(args.get("bytes", 0) or 0)

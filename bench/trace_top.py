@@ -43,7 +43,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("traces", nargs="+", help="PREFIX.rankN.json files of SHARDFLOW_TRACE")
     ap.add_argument("--skip-steps", type=int, default=1, metavar="K",
-                    help="leave out steps 0 .. K-1 (default 1)")
+                    help="leave out the first K steps, 1 .. K (default 1)")
     ap.add_argument("--top", type=int, default=30, metavar="N", help="rows printed (default 30)")
     a = ap.parse_args()
     if a.skip_steps < 0 or a.top < 1:
@@ -64,8 +64,8 @@ def main():
             if e.get("ph") != "X":
                 continue
             args = e.get("args", {})
-            step = args.get("step", -1)
-            if step < a.skip_steps:
+            step = args.get("step", 0)  # from 1, as the progress lines count
+            if step <= a.skip_steps:
                 continue
             kind = args.get("kind", "?")
             # "fwd fc1 (linear L2)" -> "fwd linear"; "gather block3 (L4)" -> "gather";
@@ -88,7 +88,7 @@ def main():
             s[0] = min(s[0], ts)
             s[1] = max(s[1], ts + dur)
     if not rows:
-        print(f"trace_top.py: no task after step {a.skip_steps - 1} in {', '.join(a.traces)}",
+        print(f"trace_top.py: no task after step {a.skip_steps} in {', '.join(a.traces)}",
               file=sys.stderr)
         return 1
 
@@ -102,7 +102,7 @@ def main():
     walls = [s[1] - s[0] for s in steps.values()]
     walls.sort()
     print(f"{'all tasks':<28} {sum(r[0] for r in rows.values()):>7} {total:>10.3f}")
-    print(f"steps {a.skip_steps}.. ({len(walls)} rank-steps): wall ms median "
+    print(f"steps {a.skip_steps + 1}.. ({len(walls)} rank-steps): wall ms median "
           f"{walls[len(walls) // 2]:.3f}, min {walls[0]:.3f}, max {walls[-1]:.3f} "
           f"(first task's start to last task's end)")
 

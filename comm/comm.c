@@ -8,6 +8,7 @@
 #include "comm/comm.h"
 #include "common/error.h"
 
+#include <libgen.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -63,6 +64,12 @@ int _sf_comm_create(const struct _sf_comm_ops *ops, const struct sf_config *cfg,
 	c->tp_rank = 0, c->tp_size = 1;
 	c->pp_req = cfg->pp > 1 ? cfg->pp : 1;
 	c->pp_rank = 0, c->pp_size = 1;
+	c->flight_cap = cfg->flight_record;
+	if (cfg->trace[0]) { /* the flight record goes beside the trace */
+		char dir[sizeof cfg->trace];
+		snprintf(dir, sizeof dir, "%s", cfg->trace);
+		snprintf(c->flight_dir, sizeof c->flight_dir, "%s", dirname(dir));
+	}
 	int rc = ops->init(c, argc, argv);
 	if (rc < 0) {
 		free(c);
@@ -92,7 +99,8 @@ int _sf_comm_create(const struct _sf_comm_ops *ops, const struct sf_config *cfg,
 	uint64_t key = ((uint64_t)time(NULL) << 22) ^ (uint64_t)getpid();
 	rc = ops->bcast(c, &key, sizeof key, 0);
 	if (rc == SF_OK)
-		rc = _sf_flight_create(cfg->flight_record, c->rank, c->size, key, &c->flight);
+		rc = _sf_flight_create(c->flight_cap, c->rank, c->size, key, &c->flight);
+	_sf_flight_set_dir(c->flight, c->flight_dir);
 	if (rc < 0) {
 		ops->fini(c);
 		free(c);
@@ -158,9 +166,10 @@ int _sf_comm_agree_sum(struct _sf_comm *c, int rc, const char *what, int64_t *co
 	if (crc < 0)
 		return crc;
 	msg[sizeof msg - 1] = '\0';
-	/* a rank that failed itself keeps its own message */
+	/* a rank that failed itself keeps its own message; the others relay it and say
+	 * only that they stop (the failing rank printed it) */
 	if (rc >= 0)
-		return _sf_err(worst, NULL, 0, "%s failed on rank %d: %s", what, who, msg);
+		return _sf_err_peer(worst, who, what, "%s failed on rank %d: %s", what, who, msg);
 	return worst;
 }
 

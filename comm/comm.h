@@ -150,6 +150,11 @@ struct _sf_comm {
 	size_t chunk;   /* SHARDFLOW_COMM_CHUNK in floats (0: whole messages) */
 	double timeout; /* SHARDFLOW_COMM_TIMEOUT in seconds (0: wait forever) */
 	struct _sf_flight *flight; /* the last operations (comm/flight.h), or NULL */
+	/* the record's entries (SHARDFLOW_FLIGHT_RECORD) and directory (beside the trace,
+	 * "" for $TMPDIR), set before init so that a start-up that stalls before the record
+	 * exists (MPI_Init_thread) leaves one too */
+	int flight_cap;
+	char flight_dir[4096];
 	const char *agreeing;      /* the `what` of the agreement under way, or of the
 	                              last one: names the host operations in messages */
 	void *impl;                /* the backend's own state */
@@ -178,8 +183,10 @@ int _sf_comm_create(const struct _sf_comm_ops *ops, const struct sf_config *cfg,
                     char ***argv, struct _sf_comm **out);
 int _sf_comm_destroy(struct _sf_comm *c);
 
-/* Every rank returns the same status: the lowest failing rank's (its message is
- * recorded on the others, prefixed by `what`). Collective. */
+/* Every rank returns the same status: the lowest failing rank's. Its message is
+ * recorded on the others ("<what> failed on rank N: <message>",
+ * sf_last_error_peer() N), which print only "<what>: stopping: rank N failed"
+ * (_sf_err_peer): the job's log says the failure once. Collective. */
 int _sf_comm_agree(struct _sf_comm *c, int rc, const char *what);
 /* Ends the whole job (never returns): records `rc` with the message, prints it even
  * for a quiet program, writes this rank's flight record and, after waiting a little

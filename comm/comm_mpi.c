@@ -23,11 +23,15 @@
 #include <limits.h>
 #include <mpi.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 
 struct mpi_impl {
 	MPI_Comm step;  /* the step's collectives (comm worker) */
@@ -217,22 +221,70 @@ out:
 /*
  * MPI_Init_thread has no non-blocking form and waits for every rank of the job: a
  * watchdog thread ends this rank when it has not returned within
- * SHARDFLOW_COMM_TIMEOUT (mpirun then ends the others).
+ * SHARDFLOW_COMM_TIMEOUT (mpirun then ends the others). Before it does, it leaves a
+ * flight record as a later stall does, so that the ranks that arrived name the one
+ * that did not: the record's rank, size and job come from the launcher's environment
+ * (MPI cannot be asked yet), its one operation is MPI_Init_thread.
  */
 struct init_watch {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	bool done;
-	double timeout;
-	int rank; /* this rank in mpirun's environment, or -1 */
+	struct _sf_comm *c;
+	int rank;              /* this rank in mpirun's environment, or -1 */
+	struct _sf_flight *f; /* the start-up's record (init_record), or NULL */
 };
+
+/* The job's key for the start-up record: a hash of the launcher's name for the job
+ * (PMIx's namespace, Open MPI's job id), which every rank of it sees; 0 when there is
+ * none. */
+static uint64_t launcher_job_key(void)
+{
+	const char *id = getenv("PMIX_NAMESPACE");
+	if (!id || !*id)
+		id = getenv("OMPI_MCA_ess_base_jobid");
+	if (!id || !*id)
+		return 0;
+	uint64_t h = 1469598103934665603ull; /* FNV-1a */
+	for (const unsigned char *p = (const unsigned char *)id; *p; p++)
+		h = (h ^ *p) * 1099511628211ull;
+	return h;
+}
+
+/* The start-up's record, MPI_Init_thread started in it; NULL without one (no record
+ * wanted, or no launcher to say the rank, size and job) */
+static struct _sf_flight *init_record(const struct _sf_comm *c, int rank)
+{
+	const char *s = getenv("OMPI_COMM_WORLD_SIZE");
+	int size = s ? atoi(s) : 0;
+	uint64_t key = launcher_job_key();
+	struct _sf_flight *f = NULL;
+	if (rank < 0 || size < 1 || rank >= size || !key || c->flight_cap < 1 ||
+	    _sf_flight_create(1, rank, size, key, &f) < 0 || !f)
+		return NULL;
+	_sf_flight_set_dir(f, c->flight_dir);
+	_sf_flight_start(f, SF_FLIGHT_HOST, NULL, "MPI_Init_thread", 0);
+	return f;
+}
+
+/* A start-up that did not end: its record written, the ranks it blames logged */
+static void init_watch_record(const struct init_watch *w, const char *why)
+{
+	char path[4200], blame[2048] = "";
+	if (w->f && _sf_flight_dump(w->f, why, path, sizeof path) == SF_OK) {
+		double t = w->c->timeout, grace = t / 2 < 3 ? t / 2 : 3;
+		_sf_flight_blame(w->f, SF_FLIGHT_HOST, grace, blame, sizeof blame);
+		fprintf(stderr, "shardflow: error: [rank %d] flight record written to %s%s%s\n",
+		        w->rank, path, blame[0] ? ": " : "", blame);
+	}
+}
 
 static void *init_watch_run(void *arg)
 {
 	struct init_watch *w = arg;
 	struct timespec until;
 	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += (time_t)w->timeout;
+	until.tv_sec += (time_t)w->c->timeout;
 	pthread_mutex_lock(&w->mu);
 	int e = 0;
 	while (!w->done && e != ETIMEDOUT)
@@ -240,15 +292,42 @@ static void *init_watch_run(void *arg)
 	bool late = !w->done;
 	pthread_mutex_unlock(&w->mu);
 	if (late) {
-		fprintf(stderr,
-		        "shardflow: error: [rank %d] sf_init: MPI_Init_thread did not return within "
-		        "%g s (SHARDFLOW_COMM_TIMEOUT): a peer rank is stopped, stuck or never "
-		        "started; ending this rank\n",
-		        w->rank, w->timeout);
+		char why[256];
+		snprintf(why, sizeof why,
+		         "sf_init: MPI_Init_thread did not return within %g s "
+		         "(SHARDFLOW_COMM_TIMEOUT): a peer rank is stopped, stuck or never started; "
+		         "ending this rank",
+		         w->c->timeout);
+		fprintf(stderr, "shardflow: error: [rank %d] %s\n", w->rank, why);
+		fflush(stderr);
+		init_watch_record(w, why);
 		fflush(stderr);
 		_exit(1);
 	}
 	return NULL;
+}
+
+/*
+ * A rank that mpirun (or its daemon, orted) started ends with it. Open MPI's ranks see
+ * the loss of their launcher only as a closed socket, on which Open MPI 4 does nothing:
+ * orphans of a killed mpirun trained and saved on until a write to their closed output
+ * killed them, holding the checkpoint directory's lock meanwhile. The kernel's
+ * parent-death signal ends them at once (Linux); SIGKILL, as mpirun ends ranks.
+ * launcher: the parent before MPI_Init_thread, so that one gone since is seen.
+ */
+static void end_with_launcher(pid_t launcher)
+{
+#ifdef __linux__
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) == 0 && getppid() != launcher) {
+		fprintf(stderr, "shardflow: error: sf_init: this rank's launcher (pid %ld) has "
+		                "ended; ending this rank\n",
+		        (long)launcher);
+		fflush(stderr);
+		_exit(1);
+	}
+#else
+	(void)launcher;
+#endif
 }
 
 static int init_mpi(struct _sf_comm *c, struct mpi_impl *st, int *argc, char ***argv,
@@ -256,10 +335,12 @@ static int init_mpi(struct _sf_comm *c, struct mpi_impl *st, int *argc, char ***
 {
 	int rc = SF_OK;
 	const char *r = getenv("OMPI_COMM_WORLD_RANK");
-	struct init_watch w = {.timeout = c->timeout, .rank = r ? atoi(r) : -1};
+	pid_t launcher = getppid();
+	struct init_watch w = {.c = c, .rank = r ? atoi(r) : -1};
 	pthread_t th;
 	bool watched = c->timeout > 0;
 	if (watched) {
+		w.f = init_record(c, w.rank);
 		pthread_mutex_init(&w.mu, NULL);
 		pthread_cond_init(&w.cv, NULL);
 		watched = pthread_create(&th, NULL, init_watch_run, &w) == 0;
@@ -274,8 +355,11 @@ static int init_mpi(struct _sf_comm *c, struct mpi_impl *st, int *argc, char ***
 		pthread_cond_destroy(&w.cv);
 		pthread_mutex_destroy(&w.mu);
 	}
+	_sf_flight_destroy(w.f);
 	MPI_CHECK_GOTO(mrc, out);
 	st->own_mpi = true;
+	if (r)
+		end_with_launcher(launcher);
 out:
 	return rc;
 }

@@ -7,7 +7,9 @@
  * sf_last_error(). A callback's error (sf_error_set in a layer type's infer) is held
  * and printed once, by the caller that adds its context (_sf_err_hold); a name lookup's
  * (sf_optimizer_from_name and the like) is only recorded, for the program to print
- * with the option it parsed (_sf_err_record).
+ * with the option it parsed (_sf_err_record). A failure another rank raised and this
+ * rank only relays (_sf_err_peer) prints one short line, "stopping: rank N failed":
+ * the failing rank prints the message, once for the job, not once per rank.
  */
 #include "common/error.h"
 
@@ -19,8 +21,9 @@ enum sf_log_level _sf_log_level = SF_LOG_WARN;
 int _sf_log_rank = -1;
 bool _sf_err_quiet = false;
 static _Thread_local char last_error[1024];
-static _Thread_local bool held;     /* _sf_err_hold: record, do not print */
-static _Thread_local bool recorded; /* an error was recorded while held */
+static _Thread_local bool held;          /* _sf_err_hold: record, do not print */
+static _Thread_local bool recorded;      /* an error was recorded while held */
+static _Thread_local int last_peer = -1; /* _sf_err_peer: the rank that failed first */
 
 SF_API const char *sf_strerror(int status)
 {
@@ -46,6 +49,11 @@ SF_API const char *sf_last_error(void)
 	return last_error;
 }
 
+SF_API int sf_last_error_peer(void)
+{
+	return last_peer;
+}
+
 /* Records the message; prints it unless held, quiet, the log is off or `print` is false */
 static int vset(int status, const char *file, int line, bool print, const char *fmt, va_list ap)
 {
@@ -53,6 +61,7 @@ static int vset(int status, const char *file, int line, bool print, const char *
 	if (n < 0)
 		last_error[0] = '\0';
 	recorded = true;
+	last_peer = -1;
 	if (print && !held && !_sf_err_quiet && _sf_log_level >= SF_LOG_ERROR) {
 		char where[64] = "";
 		if (_sf_log_rank >= 0)
@@ -73,6 +82,26 @@ int _sf_err(int status, const char *file, int line, const char *fmt, ...)
 	va_start(ap, fmt);
 	vset(status, file, line, true, fmt, ap);
 	va_end(ap);
+	return status;
+}
+
+int _sf_err_peer(int status, int peer, const char *what, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vset(status, NULL, 0, false, fmt, ap);
+	va_end(ap);
+	last_peer = peer;
+	if (!held && !_sf_err_quiet && _sf_log_level >= SF_LOG_ERROR) {
+		if (_sf_log_rank >= 0)
+			fprintf(stderr,
+			        "shardflow: error: [rank %d] %s: stopping: rank %d failed\n",
+			        _sf_log_rank, what, peer);
+		else
+			fprintf(stderr, "shardflow: error: %s: stopping: rank %d failed\n", what,
+			        peer);
+		fflush(stderr);
+	}
 	return status;
 }
 

@@ -32,6 +32,14 @@ int _sf_err(int status, const char *file, int line, const char *fmt, ...)
  * like, on a program's option) and prints the message once, with that, itself. */
 int _sf_err_record(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* The error of a rank that stops because rank `peer` failed (an agreement relayed that
+ * rank's failure, or every rank saw the same one and `peer` reports it): records the
+ * message for sf_last_error() and `peer` for sf_last_error_peer(), and prints only
+ * "<what>: stopping: rank <peer> failed" (unless quiet or held), since `peer` prints
+ * the message itself; returns status. */
+int _sf_err_peer(int status, int peer, const char *what, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
 /* Formats a file path into buf (n bytes, SF_PATH_MAX for the library's): SF_OK, or
  * SF_ERR_INVALID saying that the path `what` names would be too long. */
 int _sf_path_printf(char *buf, size_t n, const char *what, const char *fmt, ...)

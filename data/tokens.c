@@ -3,7 +3,10 @@
  * little-endian uint16 .bin and llm.c's shards (a header of 256 little-endian int32:
  * magic 20240520, version 1, the token count; then the count uint16 ids). The whole
  * file is read (data/read.c) and checked before any batch: size, header, every id
- * below the vocabulary. Batches draw windows exactly as data/text.c draws them from
+ * below the vocabulary. SF_TOKENS_AUTO reads a file without the magic as raw ids unless
+ * it looks like a damaged shard (looks_like_shard): a header whose magic was garbled
+ * would otherwise pass as 512 tokens of noise, or fail on the vocabulary with a
+ * message about a token. Batches draw windows exactly as data/text.c draws them from
  * bytes (data/mix.h), so the same (seed, split, index, row) gives the same start on
  * any world size.
  */
@@ -11,6 +14,8 @@
 #include "data/mix.h"
 #include "data/read.h"
 
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,10 +32,56 @@ SF_API int sf_tokens_free(struct sf_tokens *t)
 	return SF_OK;
 }
 
+/*
+ * Whether a file of n bytes without the magic looks like a damaged llm.c shard: it is
+ * as long as a header and whole ids, and its first int32 is within 2^16 of the magic
+ * (the magic's high half, the low one garbled), or its header counts exactly the ids
+ * that follow it, or it is shaped like one (version 1, then 253 zero words). Raw ids
+ * do this by chance about once in 20 000 files (a second id of 307 to 309); those are
+ * read with the format forced. why: the sign seen, for the message.
+ */
+static bool looks_like_shard(const uint8_t *b, size_t n, char *why, size_t size)
+{
+	if (n < SF_LLMC_HEADER_BYTES || n % 2)
+		return false;
+	uint32_t first = _sf_le32(b), count = _sf_le32(b + 8);
+	int64_t off = (int64_t)first - LLMC_MAGIC;
+	if (off > -65536 && off < 65536) {
+		snprintf(why, size, "its first int32 is %u, %lld from the magic %d", first,
+		         (long long)off, LLMC_MAGIC);
+		return true;
+	}
+	if ((uint64_t)count * 2 == n - SF_LLMC_HEADER_BYTES) {
+		snprintf(why, size,
+		         "its third int32 is %u, the count of the uint16 ids after a %d-byte "
+		         "header",
+		         count, SF_LLMC_HEADER_BYTES);
+		return true;
+	}
+	bool zeros = true;
+	for (size_t i = 12; i < SF_LLMC_HEADER_BYTES && zeros; i++)
+		zeros = b[i] == 0;
+	if (zeros && _sf_le32(b + 4) == LLMC_VERSION) {
+		snprintf(why, size,
+		         "its first %d bytes are shaped like a header (version %d, then zeros)",
+		         SF_LLMC_HEADER_BYTES, LLMC_VERSION);
+		return true;
+	}
+	return false;
+}
+
 /* The ids' first byte and count in a file of n bytes, by its format */
 static int locate_ids(const uint8_t *b, size_t n, int *format, const char *path, size_t *at,
                       int64_t *count)
 {
+	char why[160];
+	if (*format == SF_TOKENS_AUTO && !_sf_llmc_has_magic(b, n, LLMC_MAGIC) &&
+	    looks_like_shard(b, n, why, sizeof why))
+		return SF_ERR(SF_ERR_INVALID,
+		              "token file %s looks like a damaged llm.c shard: no magic %d at its "
+		              "start, but %s; if it is raw uint16 ids (nanoGPT's .bin), force "
+		              "the format (SF_TOKENS_RAW; examples/gpt --token-format raw)",
+		              path, LLMC_MAGIC, why);
 	if (*format == SF_TOKENS_AUTO)
 		*format = _sf_llmc_has_magic(b, n, LLMC_MAGIC) ? SF_TOKENS_LLMC : SF_TOKENS_RAW;
 	if (*format == SF_TOKENS_RAW) {

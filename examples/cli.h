@@ -10,13 +10,23 @@
 #include "shardflow.h"
 #include "tools/cli.h"
 
+/* "<prog>: <function> failed: <status>" (cli_call_failed) for a library call that
+ * failed, except on a rank that stops because another rank failed
+ * (sf_last_error_peer): the library's "stopping: rank N failed" is that rank's one
+ * line, and the failing rank says which call failed. */
+static inline void cli_lib_call_failed(const char *call, int status)
+{
+	if (sf_last_error_peer() < 0)
+		cli_call_failed(cli_prog, call, sf_strerror(status));
+}
+
 /* A library call that can fail: on failure, "<prog>: <function> failed: <status>"
- * (cli_call_failed; the library has logged the detail) and a jump to `label`. */
+ * (cli_lib_call_failed; the library has logged the detail) and a jump to `label`. */
 #define CLI_CHECK_GOTO(call, label)                                                                \
 	do {                                                                                       \
 		int check_rc_ = (call);                                                            \
 		if (check_rc_ < 0) {                                                               \
-			cli_call_failed(cli_prog, #call, sf_strerror(check_rc_));                  \
+			cli_lib_call_failed(#call, check_rc_);                                     \
 			goto label;                                                                \
 		}                                                                                  \
 	} while (0)
@@ -27,7 +37,7 @@
 	do {                                                                                       \
 		int check_rc_ = (call);                                                            \
 		if (check_rc_ < 0) {                                                               \
-			cli_call_failed(cli_prog, #call, sf_strerror(check_rc_));                  \
+			cli_lib_call_failed(#call, check_rc_);                                     \
 			return check_rc_;                                                          \
 		}                                                                                  \
 	} while (0)

@@ -51,6 +51,7 @@ struct options {
 	float rope_theta;
 	const char *train_tokens, *val_tokens; /* token files instead of --text */
 	const char *vocab_file;                /* their decode table, to print samples */
+	int token_format;                      /* --token-format: SF_TOKENS_AUTO, ... */
 	int vocab_set;                         /* --vocab was given */
 	const char *preset;
 	int batch, eval_batches, sample, gen_tokens, top_k;
@@ -124,6 +125,9 @@ static void usage(FILE *f)
 	        "  --val-fraction X      the tail held out for validation (default 0.1)\n"
 	        "  --train-tokens FILE   train on a token file instead (nanoGPT's uint16 .bin or\n"
 	        "                        an llm.c shard), with --val-tokens FILE for validation\n"
+	        "  --token-format F      the token files' format: auto (an llm.c shard when it\n"
+	        "                        starts with the magic, raw when nothing says shard;\n"
+	        "                        a damaged shard is refused), raw, llmc (default auto)\n"
 	        "  --vocab-file FILE     the token files' decode table (llm.c's tokenizer file,\n"
 	        "                        e.g. " SF_DATA_DIR "/gpt2-vocab.bin), to print\n"
 	        "                        samples; its size is the default --vocab\n"
@@ -219,6 +223,7 @@ enum opt_key {
 	OPT_PRESET,
 	OPT_PEAK_TFLOPS,
 	OPT_EXPORT_LAYOUT,
+	OPT_TOKEN_FORMAT,
 	NOPTIONS
 };
 
@@ -265,6 +270,7 @@ static const char *const option_names[NOPTIONS] = {
     [OPT_PRESET] = "--preset",
     [OPT_PEAK_TFLOPS] = "--peak-tflops",
     [OPT_EXPORT_LAYOUT] = "--export-layout",
+    [OPT_TOKEN_FORMAT] = "--token-format",
 };
 
 enum { NFLAGS = 4 };
@@ -282,7 +288,7 @@ static const char *const training_options[] = {"--batch",        "--steps",     
 static const char *const data_options[] = {"--text",         "--val-fraction",   "--train-tokens",
                                            "--val-tokens",   "--vocab-file",     "--vocab",
                                            "--eval-every",   "--eval-batches",   "--progress-every",
-                                           "--peak-tflops",  NULL};
+                                           "--peak-tflops",  "--token-format", NULL};
 static const char *const checkpoint_options[] = {"--checkpoint-dir", "--checkpoint-every",
                                                  "--checkpoint-keep", "--resume",
                                                  "--checkpoint-async",
@@ -381,6 +387,15 @@ static int on_value(int key, char *val, void *ctx)
 	case OPT_VAL_TOKENS: o->val_tokens = val; return 0;
 	case OPT_VOCAB: o->vocab_set = 1; return cli_int(n, val, 2, 65536, &o->model.vocab);
 	case OPT_VOCAB_FILE: o->vocab_file = val; return 0;
+	case OPT_TOKEN_FORMAT:
+		if (strcmp(val, "auto") && strcmp(val, "raw") && strcmp(val, "llmc"))
+			return cli_bad_usage(
+			    "--token-format \"%s\" is invalid: accepted values are auto, raw, llmc",
+			    val);
+		o->token_format = !strcmp(val, "raw")    ? SF_TOKENS_RAW
+		                  : !strcmp(val, "llmc") ? SF_TOKENS_LLMC
+		                                         : SF_TOKENS_AUTO;
+		return 0;
 	case OPT_PRESET: return 0; /* applied before the other options (apply_preset) */
 	case OPT_PEAK_TFLOPS: return opt_float(k, val, 1e-6f, 1e6f, &o->peak_tflops);
 	case OPT_VAL_FRACTION: return opt_float(k, val, 0.001f, 0.5f, &o->val_fraction);
@@ -670,9 +685,9 @@ static int load_data(struct run *r)
 		}
 	}
 	if (r->o.train_tokens) {
-		CLI_CHECK_GOTO(sf_tokens_load(r->o.train_tokens, r->o.model.vocab, SF_TOKENS_AUTO,
+		CLI_CHECK_GOTO(sf_tokens_load(r->o.train_tokens, r->o.model.vocab, r->o.token_format,
 		                     &r->tokens[SF_TEXT_TRAIN]), done);
-		CLI_CHECK_GOTO(sf_tokens_load(r->o.val_tokens, r->o.model.vocab, SF_TOKENS_AUTO,
+		CLI_CHECK_GOTO(sf_tokens_load(r->o.val_tokens, r->o.model.vocab, r->o.token_format,
 		                     &r->tokens[SF_TEXT_VAL]), done);
 	} else
 		CLI_CHECK_GOTO(sf_text_load(r->o.text, r->o.val_fraction, &r->text), done);
@@ -685,6 +700,16 @@ static int load_data(struct run *r)
 	status = 0;
 done:
 	return status;
+}
+
+/* SHARDFLOW_VOCAB_PARALLEL under SHARDFLOW_TP > 1: the embedding and the head
+ * vocabulary-parallel (auto: where it applies, a vocabulary that divides by K; on:
+ * always, the library refusing where it cannot apply) */
+static int vocab_parallel(const struct sf_config *cfg, int V)
+{
+	if (cfg->tp < 2 || cfg->vocab_parallel == SF_VOCAB_PARALLEL_OFF)
+		return 0;
+	return cfg->vocab_parallel == SF_VOCAB_PARALLEL_ON || V % cfg->tp == 0;
 }
 
 /* The GPT trained with AdamW, and this rank's batch buffers. */
@@ -706,11 +731,13 @@ static int build_model(struct run *r)
 		lc.layers = o->model.layers, lc.heads = o->model.heads, lc.kv_heads = o->kv_heads;
 		lc.ffn_dim = o->ffn_dim, lc.rope_theta = o->rope_theta, lc.tie_weights = o->tied;
 		lc.tensor_parallel = cfg.tp > 1; /* Megatron's split of each block (SHARDFLOW_TP) */
+		lc.vocab_parallel = vocab_parallel(&cfg, lc.vocab);
 		r->lc = lc;
 		CLI_CHECK_GOTO(sf_llama_graph(&lc, &g), done);
 	} else {
 		struct sf_gpt_config gc = o->model;
 		gc.tensor_parallel = cfg.tp > 1; /* Megatron's split of each block (SHARDFLOW_TP) */
+		gc.vocab_parallel = vocab_parallel(&cfg, gc.vocab);
 		CLI_CHECK_GOTO(sf_gpt_graph(&gc, &g), done);
 	}
 	struct sf_model_options mo;

@@ -59,6 +59,16 @@ SF_API const char *sf_strerror(int status);
  *  The string belongs to the library and is overwritten by the next error. */
 SF_API const char *sf_last_error(void);
 
+/** The rank whose failure the last error on this thread relays, or -1 when the error
+ *  is this process's own. A rank that stops because another failed (a bad batch or an
+ *  unreadable checkpoint on rank N, which every rank agrees on; a diverged loss,
+ *  which every rank sees and rank 0 reports) gets the same status as that rank, the
+ *  message in sf_last_error(), and this rank's number N; the library printed only
+ *  "<function>: stopping: rank N failed" for it, so that a job's failure is said once,
+ *  by the rank that failed. A program's own line about the failed call belongs on
+ *  the failing rank only: it prints it when this is -1. */
+SF_API int sf_last_error_peer(void);
+
 /**
  * Who prints an error. By default the library prints each error once on stderr, where
  * it is raised ("shardflow: error: <message> (<file>:<line>)"), and returns it: a
@@ -163,6 +173,15 @@ enum sf_recompute {
 	SF_RECOMPUTE_COUNT,    /**< the number of values above; not a value */
 };
 
+/** SHARDFLOW_VOCAB_PARALLEL: whether a model builder is asked for a vocabulary-parallel
+ *  head (struct sf_config::vocab_parallel) */
+enum sf_vocab_parallel {
+	SF_VOCAB_PARALLEL_AUTO = 0, /**< where it applies: V divisible by K */
+	SF_VOCAB_PARALLEL_ON,       /**< always (refused where it cannot apply) */
+	SF_VOCAB_PARALLEL_OFF,      /**< never: the head replicated on the TP ranks */
+	SF_VOCAB_PARALLEL_COUNT,    /**< the number of values above; not a value */
+};
+
 /** A pipeline schedule (SHARDFLOW_PP_SCHEDULE): the order in which a stage runs its
  *  micro-batches' forwards and backwards (docs/training.md, "Pipeline parallelism").
  *  Both sum the micro-batches' gradients in the same order: bitwise the same step. */
@@ -255,6 +274,13 @@ struct sf_config {
 	 *  parallelism"). K must divide the world; not with SHARDFLOW_SHARDING=hybrid.
 	 *  Fixed by sf_init. */
 	int tp;
+	/** SHARDFLOW_VOCAB_PARALLEL, auto (default), on or off: under SHARDFLOW_TP > 1,
+	 *  whether a program that builds the GPT or the Llama (examples/gpt) asks for the
+	 *  vocabulary-parallel embedding, head and loss (sf_gpt_config::vocab_parallel):
+	 *  auto where it applies (a vocabulary that divides by K), on always (refused
+	 *  where it cannot apply), off never (replicated). The library itself builds the
+	 *  loss vocabulary-parallel whenever the graph gives it split logits. */
+	enum sf_vocab_parallel vocab_parallel;
 	/** SHARDFLOW_PP, 1..SF_MAX_PP, default 1: the pipeline-parallel degree S. The
 	 *  world is S x dp: stage s is the dp consecutive ranks [s dp, (s + 1) dp), which
 	 *  hold the s-th run of the graph's units (balanced by parameters) and shard them
@@ -750,6 +776,14 @@ struct sf_gpt_config {
 	 *  layernorms and lm_head replicated. Same names, shapes and initial values as 0;
 	 *  with SHARDFLOW_TP=1 bitwise the same model. 0 (default): "linear" nodes. */
 	int tensor_parallel;
+	/** 1: wte an "embedding_vp", each TP rank holding V / K of its rows (its masked
+	 *  lookups summed over the TP group), and lm_head computing those V / K columns of
+	 *  the logits (untied: a "linear_col" without bias; tied: wte's rows of the rank),
+	 *  the loss vocabulary-parallel (its max, sum of exponentials and target logit
+	 *  combined over the TP group: the B x T x V logits are never gathered); V must
+	 *  divide by SHARDFLOW_TP. Same names, shapes and initial values as 0. 0
+	 *  (default): both replicated. */
+	int vocab_parallel;
 };
 
 /** Fills *c with the defaults above. */
@@ -816,6 +850,9 @@ struct sf_llama_config {
 	 *  shapes and initial values as 0; bitwise the same model with SHARDFLOW_TP=1.
 	 *  0 (default): "linear" nodes. */
 	int tensor_parallel;
+	/** 1: embed_tokens and lm_head (tied or not) vocabulary-parallel, as
+	 *  sf_gpt_config::vocab_parallel. 0 (default): replicated. */
+	int vocab_parallel;
 };
 
 /** Fills *c with the defaults above. */
@@ -1478,7 +1515,11 @@ SF_API int sf_text_batch(const struct sf_text *t, int split, uint64_t seed, int6
 
 /** The formats sf_tokens_load() reads. */
 enum sf_tokens_format {
-	SF_TOKENS_AUTO = 0, /**< an llm.c shard when the file starts with its magic, else raw */
+	SF_TOKENS_AUTO = 0, /**< an llm.c shard when the file starts with its magic, else raw;
+	                         one that looks like a damaged shard (even, at least a header
+	                         long, and its first int32 within 2^16 of the magic, or its
+	                         header counting the ids after it, or version 1 then zeros)
+	                         is refused: force _RAW or _LLMC for it */
 	SF_TOKENS_RAW,      /**< nanoGPT's train.bin / val.bin: little-endian uint16 ids */
 	SF_TOKENS_LLMC,     /**< llm.c's shards: 256 little-endian int32 (magic 20240520,
 	                         version 1, the token count, then zeros), then the uint16 ids */
@@ -1666,7 +1707,8 @@ SF_API int sf_checkpoint_wait(sf_model *m);
  * path "") when `dir` holds no checkpoint yet — it does not exist, is empty, or holds
  * only a save killed before its manifest — which is not an error: start from scratch.
  * Every rank gets rank 0's answer. Locks `dir` for reading like sf_checkpoint_load().
- * Errors: an unreadable directory, a malformed latest, a path that does not fit,
+ * Errors: an unreadable directory, a damaged latest with no complete step
+ * (SF_ERR_IO; with one, that step, and a warning), a path that does not fit,
  * SF_ERR_BUSY.
  */
 SF_API int sf_checkpoint_latest(sf_model *m, const char *dir, int *found, char *path, size_t size);
@@ -1686,16 +1728,19 @@ SF_API int sf_checkpoint_prune(sf_model *m, const char *dir, int keep, int *remo
 
 /**
  * Collective: loads a checkpoint into the model: `dir` itself when it is a step
- * directory holding a manifest, else the step dir/latest names, else — latest missing
- * or naming a step without a manifest, as a save killed before its switch leaves it —
- * the newest complete step directory (a warning says so). Parameters, optimizer state
+ * directory holding a manifest, else the step an intact dir/latest names, else — any
+ * damage to latest: missing, a directory, empty, garbage, naming a step without a
+ * manifest as a save killed before its switch leaves it — the newest complete step
+ * directory (a warning names the damage). Parameters, optimizer state
  * and step count are restored whatever world size and sharding saved it (resharding
  * N -> M). The manifest's CRC-32, its fields (counts in 0..2^53-1), structure hash,
  * the files' sizes and checksums are verified before anything of the model is
  * touched: a corrupted, truncated, mismatched or half-written checkpoint is refused
  * (SF_ERR_IO / SF_ERR_INVALID) and the model is unchanged. Given a checkpoint
  * directory, a step that fails these checks as damaged (SF_ERR_IO: a manifest that
- * does not parse or match its CRC-32, a rank file missing, truncated or corrupted)
+ * does not parse or match its CRC-32 or whose counters disagree — info.step against
+ * model_steps where the manifest says how they relate — a rank file missing,
+ * truncated or corrupted)
  * makes the load try the next older complete step, with a warning naming what was
  * wrong; it is refused only when no step is valid, its message listing each step's
  * fault. Another model's checkpoint (SF_ERR_INVALID) is refused at once, and a step

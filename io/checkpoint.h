@@ -33,20 +33,25 @@
  * (which carries every rank file's size and CRC-32; its own CRC-32 is in
  * manifest.crc32, written just before it) comes only after every rank has renamed its
  * file. Then the switch: an existing step-N is renamed to step-N.old, step-N.tmp to
- * step-N, dir/latest is rewritten, step-N.old removed. A loader given dir takes the
- * step latest names, or — latest missing, or naming a step without manifest, as a kill
- * between these renames leaves it — the newest step-N or step-N.tmp holding a
- * manifest. A step directory without manifest.json is half-written and refused. A
- * step that fails its checks as damaged (SF_ERR_IO: manifest, rank files) makes the
- * loader try the other complete steps, newest first (each step number once, step-N
- * before step-N.tmp), warning with each fault; SF_ERR_INVALID (another model) stops it.
+ * step-N, dir/latest is rewritten, step-N.old removed. A save clears first what would
+ * stop it after the switch (a directory where latest goes, whatever step-N.old holds).
+ * One rule for a loader given dir: the step an intact latest names; any damage to
+ * latest (missing, a directory, empty, garbage, naming a step without manifest, as a
+ * kill between these renames leaves it) or to that step falls back to the newest
+ * valid complete step (step-N or step-N.tmp holding a manifest), with a warning naming
+ * the damage; only no valid step refuses. A step directory without manifest.json is
+ * half-written and refused. A step that fails its checks as damaged (SF_ERR_IO:
+ * manifest, its counters disagreeing included, rank files) makes the loader try the
+ * other complete steps, newest first (each step number once, step-N before
+ * step-N.tmp), warning with each fault; SF_ERR_INVALID (another model) stops it.
  *
  * One writer per directory for a model's whole life: rank 0 takes flock(dir/.lock) at
  * the model's first lock, save, load or latest of dir and holds it until the model is
  * destroyed — exclusively for a writer, which records "<pid> <host>" in it, shared for
  * a reader; a second job is refused at once (SF_ERR_BUSY).
  * The manifest's counts (steps, epoch, batch) are range-checked to 0..2^53-1, so no
- * later arithmetic on them overflows.
+ * later arithmetic on them overflows; info.step is checked against model_steps where
+ * info_steps_per_update says how they relate (io/manifest.c).
  *
  * Every failure of one rank becomes the same status on every rank (_sf_comm_agree), and
  * every check happens before the first byte of the model is touched.
@@ -77,8 +82,10 @@ void _sf_ckpt_structure_hash(const struct sf_model *m, bool legacy, char out[17]
 int _sf_ckpt_rank_path(char *out, size_t size, const char *stepdir, int r);
 
 /* Rank 0: which step directory `dir` means: dir itself when it holds a manifest, else
- * the step dir/latest names, else the newest complete step directory; an empty stepdir
- * when dir holds no checkpoint (not an error). stepdir: `size` bytes. */
+ * the complete step an intact dir/latest names, else (latest damaged in any way) the
+ * newest complete step directory, with a warning naming the damage; SF_ERR_IO when
+ * latest is there but no step is complete; an empty stepdir when dir holds no
+ * checkpoint (not an error). stepdir: `size` bytes. */
 int _sf_ckpt_resolve(const char *dir, char *stepdir, size_t size);
 
 /* Rank 0: every step directory a load of `dir` may take, in the order it tries them:

@@ -371,11 +371,21 @@ static int list_steps(struct sf_model *m, const char *dir, char ***steps, int *n
  * same turns: rank 0 broadcasts each path ("" when none is left) and every rank gets
  * the same status for it. Errors raised while a step is tried are held and told once
  * here: in the warning, or in the refusal (a lone step's fault as it was raised). */
+/* A held error (message msg) raised again, once: by the rank that failed, while a rank
+ * that relays another's failure (peer >= 0) says only that it stops. */
+static int raise_again(int status, int peer, const char *msg)
+{
+	if (peer >= 0)
+		return _sf_err_peer(status, peer, "sf_checkpoint_load", "%s", msg);
+	return _sf_err(status, NULL, 0, "%s", msg);
+}
+
 static int try_steps(struct sf_model *m, const char *dir, char **steps, int nsteps, char *stepdir,
                      struct _sf_manifest *mf, struct need *nd, int *tried)
 {
 	int rc = SF_OK;
 	char faults[1024] = "", msg[1024];
+	int peer = -1;
 	struct _sf_comm *comm = _sf_model_comm(m);
 	struct _sf_model_geometry g;
 	_sf_model_describe(m, &g);
@@ -393,8 +403,9 @@ static int try_steps(struct sf_model *m, const char *dir, char **steps, int nste
 		if (trc >= 0)
 			return SF_OK;
 		snprintf(msg, sizeof msg, "%s", sf_last_error());
+		peer = sf_last_error_peer();
 		if (trc != SF_ERR_IO)
-			return _sf_err(trc, NULL, 0, "%s", msg); /* as it was raised */
+			return raise_again(trc, peer, msg); /* as it was raised */
 		add_fault(faults, sizeof faults, stepdir, msg);
 		if (g.rank == 0 && i + 1 < nsteps)
 			_sf_log(SF_LOG_WARN,
@@ -402,7 +413,7 @@ static int try_steps(struct sf_model *m, const char *dir, char **steps, int nste
 			        stepdir, steps[i + 1], msg);
 	}
 	if (*tried == 1)
-		return _sf_err(SF_ERR_IO, NULL, 0, "%s", msg);
+		return raise_again(SF_ERR_IO, peer, msg);
 	rc = SF_ERR(SF_ERR_IO,
 	            "sf_checkpoint_load: no valid checkpoint in %s: each of its %d complete "
 	            "steps failed its checks: %s",

@@ -144,11 +144,12 @@ out:
 
 /* One save: the step directory, where it is staged, where a copy it replaces waits
  * for its removal, and the model's update count when it began (an asynchronous save
- * is published steps later). */
+ * is published steps later), with how info.step relates to it (the manifest's
+ * info_steps_per_update; 0: the caller's step counts something else). */
 struct save_paths {
 	char name[32]; /* step-<9 digits> */
 	char step[SF_PATH_MAX], stage[SF_PATH_MAX + 8], old[SF_PATH_MAX + 8];
-	int64_t model_steps;
+	int64_t model_steps, steps_per_update;
 };
 
 /* The model's named tensors as the manifest lists them (a loader has its own; a tool
@@ -204,22 +205,51 @@ static json_t *manifest_build(struct sf_model *m, const struct save_paths *sp,
 	}
 	/* the layout it was written at (ranks, SHARDFLOW_TP); the files hold the whole
 	 * model's vectors whatever it was, so any layout loads them */
-	return json_pack(
-	    "{s:s, s:i, s:i, s:i, s:i, s:s, s:s, s:s, s:s, s:I, s:{s:I, s:I, s:I, s:s}, "
+	json_t *root = json_pack(
+	    "{s:s, s:i, s:i, s:i, s:i, s:s, s:s, s:s, s:s, s:I, s:I, s:{s:I, s:I, s:I, s:s}, "
 	    "s:o, s:o, s:o, s:o}",
 	    "format", SF_CKPT_FORMAT, "version", SF_CKPT_VERSION, "world_size", g.shard_size,
 	    "ranks", g.nranks, "tp", g.tp, "sharding", _sf_sharding_names[g.sharding], "optimizer",
 	    _sf_optimizer_names[g.optimizer], "structure_hash", hash, "dtype", "f32", "model_steps",
-	    (json_int_t)sp->model_steps, "info", "step", (json_int_t)info->step, "epoch",
-	    (json_int_t)info->epoch, "batch", (json_int_t)info->batch, "data_seed", seed, "vectors",
-	    vecs, "units", units, "tensors", tensors, "files", files);
+	    (json_int_t)sp->model_steps, "info_steps_per_update", (json_int_t)sp->steps_per_update,
+	    "info", "step", (json_int_t)info->step, "epoch", (json_int_t)info->epoch, "batch",
+	    (json_int_t)info->batch, "data_seed", seed, "vectors", vecs, "units", units, "tensors",
+	    tensors, "files", files);
+	/* only where the counters determine each other (the loader checks it then) */
+	if (root && sp->steps_per_update == 0)
+		json_object_del(root, "info_steps_per_update");
+	return root;
+}
+
+/* Rank 0, holding the lock: what would stop the save after its switch is cleared
+ * before it starts — a file where step-N (a directory) goes, and a directory where
+ * latest or latest.tmp (files) go — so that a save fails, if it does, before it
+ * touches a step. step-N.old and step-N.tmp go whatever they hold. */
+static int clear_in_way(const char *dir, const struct save_paths *sp)
+{
+	char path[SF_PATH_MAX + 8];
+	struct stat st;
+	if (lstat(sp->step, &st) == 0 && !S_ISDIR(st.st_mode)) {
+		_sf_log(SF_LOG_WARN, "checkpoint: %s is not a directory; removing it", sp->step);
+		SF_CHECK(_sf_remove_dir(sp->step));
+	}
+	SF_CHECK(_sf_path_join(path, sizeof path, dir, "latest"));
+	if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+		_sf_log(SF_LOG_WARN, "checkpoint: %s is a directory, not a file; removing it",
+		        path);
+		SF_CHECK(_sf_remove_dir(path));
+	}
+	SF_CHECK(_sf_path_join(path, sizeof path, dir, "latest.tmp"));
+	return _sf_remove_dir(path);
 }
 
 /* Rank 0, holding the lock: a save of step N killed between moving the old step-N
  * aside and renaming its staging directory into place left step-N.tmp as the only
- * complete copy — finish that switch; then drop what earlier saves of N left over. */
+ * complete copy — finish that switch; then drop what earlier saves of N left over,
+ * and anything else in the save's way (clear_in_way). */
 static int prepare_stage(const char *dir, const struct save_paths *sp)
 {
+	SF_CHECK(clear_in_way(dir, sp));
 	if (!_sf_is_dir(sp->step) && _sf_path_exists(sp->stage, "manifest.json")) {
 		if (rename(sp->stage, sp->step) != 0)
 			return SF_ERR(SF_ERR_IO, "cannot rename %s to %s: %s", sp->stage, sp->step,
@@ -291,6 +321,19 @@ static int check_count(const char *what, int64_t x)
 	return SF_OK;
 }
 
+/* How info.step relates to the model's update count, for the manifest: 1 when they are
+ * equal (it counts updates), the last update's micro-batches k when it is k times the
+ * updates (it counts micro-batches), else 0 (it counts something of the caller's). */
+static int64_t steps_per_update(int64_t step, const struct _sf_model_counters *c)
+{
+	int64_t k = c->grad_mean_of;
+	if (step == c->nupdates)
+		return 1;
+	if (k > 1 && step % k == 0 && step / k == c->nupdates)
+		return k;
+	return 0;
+}
+
 static int save_paths_init(const char *dir, int64_t step, struct save_paths *sp)
 {
 	snprintf(sp->name, sizeof sp->name, "step-%09lld", (long long)step);
@@ -329,6 +372,7 @@ static int save_begin(struct sf_model *m, const char *dir, const char *fn,
 	SF_CHECK(check_count("the model's step count", c.nupdates));
 	int lrc = save_paths_init(dir, (*info)->step, sp);
 	sp->model_steps = c.nupdates;
+	sp->steps_per_update = steps_per_update((*info)->step, &c);
 	if (lrc >= 0)
 		lrc = sf_model_sync(m);
 	/* rank 0 makes the directory, locks it (or holds it already: until the model is

@@ -1,14 +1,15 @@
 /*
  * checkpoint_steps.c — which step directories a checkpoint directory offers a loader
- * (rank 0, no communication): dir itself, the step dir/latest names, or the newest
- * complete step a killed save left, first; then, for a loader falling back from a
- * damaged step, the other complete steps, newest first. A half-written step is
- * refused. The format: io/checkpoint.h.
+ * (rank 0, no communication): dir itself, the step an intact dir/latest names, or —
+ * latest damaged in any way — the newest complete step, first; then, for a loader
+ * falling back from a damaged step, the other complete steps, newest first. A
+ * half-written step is refused. The format: io/checkpoint.h.
  */
 #include "io/checkpoint.h"
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -83,17 +84,71 @@ static bool newest_complete(const char *dir, char *stepdir, size_t size)
 	return best >= 0;
 }
 
+/* What dir/latest (at `path`) says: the step directory it names, in named, when it is
+ * intact; else its damage in words, in damage: missing, not a regular file, unreadable,
+ * empty, or not "step-<digits>" and a newline. Returns whether there is a latest at
+ * all. Never an error: a resume treats every kind of damage alike (it falls back to
+ * the newest complete step). */
+static bool read_latest(const char *dir, const char *path, char *named, size_t nsize, char *damage,
+                        size_t dsize)
+{
+	char buf[64];
+	struct stat st;
+	ssize_t n = -1;
+	named[0] = damage[0] = '\0';
+	if (stat(path, &st) != 0) {
+		bool gone = errno == ENOENT;
+		snprintf(damage, dsize, "%s: %s", path, gone ? "missing" : strerror(errno));
+		return !gone;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		snprintf(damage, dsize, "%s is %s, not a file", path,
+		         S_ISDIR(st.st_mode) ? "a directory" : "something else");
+		return true;
+	}
+	int fd = open(path, O_RDONLY);
+	if (fd >= 0) {
+		n = read(fd, buf, sizeof buf - 1);
+		close(fd);
+	}
+	if (n < 0) {
+		snprintf(damage, dsize, "%s cannot be read: %s", path, strerror(errno));
+		return true;
+	}
+	buf[n] = '\0';
+	if (n == 0 && st.st_size == 0) {
+		snprintf(damage, dsize, "%s is empty", path);
+		return true;
+	}
+	size_t k = (size_t)n;
+	while (k > 0 && (buf[k - 1] == '\n' || buf[k - 1] == '\r'))
+		buf[--k] = '\0';
+	size_t digits = k > 5 ? strspn(buf + 5, "0123456789") : 0;
+	if (k < 6 || strncmp(buf, "step-", 5) != 0 || digits != k - 5 ||
+	    st.st_size > (off_t)sizeof buf - 1) {
+		for (size_t i = 0; i < k; i++) /* the message shows it: printable only */
+			if (buf[i] < 0x20 || buf[i] > 0x7e)
+				buf[i] = '?';
+		snprintf(damage, dsize, "%s holds \"%.32s\", not \"step-<digits>\"", path, buf);
+		return true;
+	}
+	if (_sf_path_join(named, nsize, dir, buf) < 0) {
+		named[0] = '\0';
+		snprintf(damage, dsize, "%s names %s, a path too long", path, buf);
+	}
+	return true;
+}
+
 /* Rank 0: which step directory `dir` means: dir itself when it holds a manifest, else
- * the step dir/latest names, else (latest missing, or naming a step without a manifest:
- * a save killed before latest was switched) the newest complete step directory. An
- * empty stepdir when dir holds no checkpoint at all (missing, empty, or only saves
- * killed before their manifest): not an error here. */
+ * the step an intact dir/latest names when that step is complete, else — any damage to
+ * latest (missing, a directory, empty, garbage, naming a step without manifest: a save
+ * killed before latest was switched) — the newest complete step directory, with a
+ * warning naming the damage. latest damaged and no step complete: SF_ERR_IO. An empty
+ * stepdir when dir holds no checkpoint at all (missing, empty, or only saves killed
+ * before their manifest, and no latest): not an error here. */
 int _sf_ckpt_resolve(const char *dir, char *stepdir, size_t size)
 {
-	int rc = SF_OK;
-	char path[SF_PATH_MAX], named[SF_PATH_MAX] = "";
-	char *latest = NULL;
-	size_t n;
+	char path[SF_PATH_MAX], named[SF_PATH_MAX], damage[SF_PATH_MAX + 128];
 	struct stat st;
 	stepdir[0] = '\0';
 	if (stat(dir, &st) != 0) {
@@ -108,47 +163,42 @@ int _sf_ckpt_resolve(const char *dir, char *stepdir, size_t size)
 			return SF_ERR(SF_ERR_INVALID, "path %s is too long", dir);
 		return SF_OK;
 	}
-	if (_sf_path_exists(dir, "latest")) {
-		SF_CHECK_GOTO(_sf_path_join(path, sizeof path, dir, "latest"), out);
-		SF_CHECK_GOTO(_sf_read_small_file(path, 256, &latest, &n), out);
-		while (n > 0 && (latest[n - 1] == '\n' || latest[n - 1] == '\r'))
-			latest[--n] = '\0';
-		size_t digits = n > 5 ? strspn(latest + 5, "0123456789") : 0;
-		if (n < 6 || strncmp(latest, "step-", 5) != 0 || digits != n - 5) {
-			rc = SF_ERR(SF_ERR_IO,
-			            "%s should hold \"step-<digits>\", it holds \"%.64s\" "
-			            "(not a shardflow checkpoint directory?)",
-			            path, latest);
-			goto out;
-		}
-		SF_CHECK_GOTO(_sf_path_join(named, sizeof named, dir, latest), out);
+	SF_CHECK(_sf_path_join(path, sizeof path, dir, "latest"));
+	bool has_latest = read_latest(dir, path, named, sizeof named, damage, sizeof damage);
+	if (*named) {
 		if (_sf_path_exists(named, "manifest.json")) {
-			free(latest);
 			if (snprintf(stepdir, size, "%s", named) >= (int)size)
 				return SF_ERR(SF_ERR_INVALID, "path %s is too long", named);
 			return SF_OK;
 		}
+		snprintf(damage, sizeof damage,
+		         "%s names %s, which has no manifest.json (a half-written or removed step)",
+		         path, named);
 	}
 	if (newest_complete(dir, stepdir, size)) {
-		_sf_log(SF_LOG_WARN, "checkpoint %s: %s%s%s; loading the newest complete step, %s",
-		        dir, *named ? "latest names " : "latest is missing", named,
-		        *named ? ", which has no manifest.json" : "", stepdir);
-	} else if (*named) {
-		rc = SF_ERR(SF_ERR_IO,
-		            "%s names %s, which has no manifest.json (a half-written or removed "
-		            "checkpoint), and no other step directory is complete",
-		            path, named);
-	} else if (half_written(dir)) {
-		rc = SF_ERR(
+		/* said once a process: a program that asks sf_checkpoint_latest and then
+		 * loads resolves the same damage twice */
+		static char said[2 * SF_PATH_MAX + 160];
+		char msg[sizeof said];
+		snprintf(msg, sizeof msg, "checkpoint %s: %s; falling back to the newest complete step, %s",
+		         dir, damage, stepdir);
+		if (strcmp(msg, said) != 0) {
+			_sf_log(SF_LOG_WARN, "%s", msg);
+			snprintf(said, sizeof said, "%s", msg);
+		}
+		return SF_OK;
+	}
+	if (has_latest)
+		return SF_ERR(SF_ERR_IO, "checkpoint %s: %s, and no step directory is complete",
+		              dir, damage);
+	if (half_written(dir))
+		return SF_ERR(
 		    SF_ERR_IO,
 		    "%s is a step directory without manifest.json: a half-written checkpoint "
 		    "(its writer stopped before the manifest); load a complete step or "
 		    "the checkpoint directory's latest",
 		    dir);
-	}
-out:
-	free(latest);
-	return rc;
+	return SF_OK;
 }
 
 /* A complete step directory of a checkpoint directory, for the candidates' order. */

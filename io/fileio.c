@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -206,12 +207,27 @@ void _sf_dir_of(const char *path, char *dir, size_t size)
 		*slash = '\0';
 }
 
-/* Removes a directory of files (a checkpoint's staging or old step); a missing one is
- * fine. */
-int _sf_remove_dir(const char *path)
+/* Removes path and whatever it holds, directories included (never following a
+ * symbolic link: the link goes, not what it points to), or a file or link at path; a
+ * missing one is fine. A checkpoint's staging or old step may hold what a hand or a
+ * fault put there (a directory where manifest.json belongs): a save clears it rather
+ * than stopping half-way. depth bounds the recursion (paths are SF_PATH_MAX long). */
+static int remove_tree(const char *path, int depth)
 {
 	int rc = SF_OK;
 	char p[SF_PATH_MAX];
+	struct stat st;
+	if (lstat(path, &st) != 0)
+		return errno == ENOENT
+		           ? SF_OK
+		           : SF_ERR(SF_ERR_IO, "cannot stat %s: %s", path, strerror(errno));
+	if (!S_ISDIR(st.st_mode)) {
+		if (unlink(path) != 0 && errno != ENOENT)
+			return SF_ERR(SF_ERR_IO, "cannot remove %s: %s", path, strerror(errno));
+		return SF_OK;
+	}
+	if (depth > 64)
+		return SF_ERR(SF_ERR_IO, "cannot remove %s: directories nested too deep", path);
 	DIR *d = opendir(path);
 	if (!d)
 		return errno == ENOENT
@@ -221,16 +237,18 @@ int _sf_remove_dir(const char *path)
 		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
 			continue;
 		SF_CHECK_GOTO(_sf_path_join(p, sizeof p, path, e->d_name), out);
-		if (unlink(p) != 0 && errno != ENOENT) {
-			rc = SF_ERR(SF_ERR_IO, "cannot remove %s: %s", p, strerror(errno));
-			goto out;
-		}
+		SF_CHECK_GOTO(remove_tree(p, depth + 1), out);
 	}
 	if (rmdir(path) != 0 && errno != ENOENT)
 		rc = SF_ERR(SF_ERR_IO, "cannot remove %s: %s", path, strerror(errno));
 out:
 	closedir(d);
 	return rc;
+}
+
+int _sf_remove_dir(const char *path)
+{
+	return remove_tree(path, 0);
 }
 
 bool _sf_is_dir(const char *path)

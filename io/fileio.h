@@ -47,7 +47,8 @@ int _sf_path_exists(const char *dir, const char *name);
 bool _sf_is_dir(const char *path);
 /* mkdir -p; path must then be a directory. */
 int _sf_make_dirs(const char *path);
-/* Removes a directory of files (not of directories); a missing one is fine. */
+/* Removes path and everything under it (a file or link at path: that alone; links are
+ * never followed); a missing one is fine. */
 int _sf_remove_dir(const char *path);
 
 /* CRC-32 (zlib's) of n bytes, continuing from crc (0 to start); any n. */

@@ -82,6 +82,29 @@ static int pick(const char *s, const char *const *names, int n)
 	return -1;
 }
 
+/* The counters checked against each other where the writer said how they relate
+ * (written since 2026-11-29; an older manifest, or a caller whose info.step counts
+ * something else, has no "info_steps_per_update"): info.step = model_steps x f, f 1
+ * (info.step counts optimizer updates) or the updates' micro-batches (it counts them).
+ * A mismatch is damage (SF_ERR_IO): loading it would resume AdamW's bias correction, or
+ * the caller's position, at another step than the weights were trained to. */
+static int check_counters(json_t *root, const char *where, struct _sf_manifest *mf)
+{
+	int64_t f;
+	mf->steps_per_update = 0;
+	if (!json_object_get(root, "info_steps_per_update"))
+		return SF_OK;
+	SF_CHECK(get_int(root, "info_steps_per_update", 1, SF_CKPT_WORLD_MAX, &f, where));
+	mf->steps_per_update = f;
+	if (mf->info.step % f != 0 || mf->info.step / f != mf->model_steps)
+		return SF_ERR(SF_ERR_IO,
+		              "%s: the counters disagree: info.step is %lld, but model_steps %lld "
+		              "x info_steps_per_update %lld does not make it",
+		              where, (long long)mf->info.step, (long long)mf->model_steps,
+		              (long long)f);
+	return SF_OK;
+}
+
 /* The manifest's identity fields: format, version, world, sharding, dtype, structure
  * hash and optimizer (which must match this model, when there is one: e_), steps and
  * the caller's info. */
@@ -190,6 +213,7 @@ static int parse_identity(const struct _sf_manifest_expect *e_, json_t *root, co
 		}
 		mf->info.data_seed = (uint64_t)seed;
 	}
+	SF_CHECK_GOTO(check_counters(root, where, mf), out);
 out:
 	return rc;
 }

@@ -58,6 +58,7 @@ struct _sf_manifest {
 	                   when not recorded: checkpoints before 2026-11-28) */
 	const char *sharding, *optimizer, *structure_hash, *dtype;
 	int64_t model_steps;
+	int64_t steps_per_update; /* info.step = model_steps x this; 0: not recorded */
 	struct sf_checkpoint_info info;
 	int nvectors; /* a prefix of _sf_ckpt_vec_names */
 	int nunits;
@@ -82,7 +83,8 @@ void _sf_ckpt_rank_name(char *name, size_t size, int r);
 
 /* Parses len bytes of manifest text (has_crc: manifest.crc32 was present and matched)
  * and checks every field against *e: format and version, world size, sharding, dtype,
- * structure hash, optimizer, counts in 0..2^53-1, vectors, units (names and sizes),
+ * structure hash, optimizer, counts in 0..2^53-1 (info.step against model_steps where
+ * info_steps_per_update says how they relate), vectors, units (names and sizes),
  * one file per saving rank with the size the layout implies and a CRC-32. With e NULL
  * (no model: tools/shardflow-ckpt) the same checks but those naming the model, and the
  * tensors too, which a loader (having its model's) does not read. `where` names

@@ -42,6 +42,8 @@ enum _sf_tp_kind {
 	SF_TP_ROPE,        /* rope: a split input holds this rank's heads, rotated alike */
 	SF_TP_COL,         /* linear_col: a whole input, a split output */
 	SF_TP_ROW,         /* linear_row: a split input, a whole output (all-reduced) */
+	SF_TP_VOCAB,       /* embedding_vp: a slice of the rows of W; its partial output
+	                      (zeros for the ids of other slices) all-reduced */
 };
 
 /* A registered layer type. The table never shrinks: entries stay valid. */
@@ -118,6 +120,13 @@ int _sf_node_param_tensors(const struct _sf_node *nd, const struct sf_layer_info
  * for the names and configs). K = 1: the whole shapes, nothing split. */
 int _sf_tp_local(const struct _sf_node *nodes, int n, int K, const bool *in_split, int *in_local,
                  int *out_local, size_t *np_local, bool *out_split);
+/* Node n is tied to an embedding_vp (layers/tp.c): a head reading this TP rank's rows
+ * of the embedding, so computing their columns of the logits (a split output, and a
+ * partial input gradient all-reduced as a linear_col's) */
+bool _sf_tp_tied_vocab(const struct _sf_node *nodes, int n);
+/* Node n is a cross-entropy loss (logits and labels), which takes split logits: the
+ * vocabulary-parallel loss (layers/xent_vp.h) */
+bool _sf_tp_vocab_parallel_loss(const struct _sf_node *nodes, int n);
 /* linear_col's columns on TP rank r of K as runs: its local output columns [local,
  * local + n) are the whole output's [whole, whole + n), one run a block of rows (at
  * most SF_MAX_PARAM_TENSORS); returns their number (gather_output's all-gather and
@@ -128,7 +137,8 @@ struct _sf_tp_run {
 int _sf_tp_col_runs(const struct _sf_node *nd, int K, int r, struct _sf_tp_run *runs);
 /* Between a TP node's whole parameters (whole_info: the node's whole shapes) and
  * TP rank r's slice of them (K ranks): to_local copies the slice out of whole, else
- * into it. A node that is not split (not linear_col or linear_row) copies all. */
+ * into it. A node that is not split (not linear_col, linear_row or embedding_vp)
+ * copies all. */
 void _sf_tp_params(const struct _sf_node *nd, const struct sf_layer_info *whole_info, int K, int r,
                    float *whole, float *local, bool to_local);
 

@@ -34,7 +34,8 @@
 	X(attention_gqa)                                                                           \
 	X(linear_split)                                                                            \
 	X(linear_col)                                                                              \
-	X(linear_row)
+	X(linear_row)                                                                              \
+	X(embedding_vp)
 
 #define SF_TYPE_DECLARE(name) extern const struct sf_layer_type _sf_##name##_type;
 SF_BUILTIN_TYPES(SF_TYPE_DECLARE)
@@ -51,6 +52,8 @@ static enum _sf_tp_kind _sf_builtin_tp_kind(const struct sf_layer_type *t)
 		return SF_TP_COL;
 	if (t == &_sf_linear_row_type)
 		return SF_TP_ROW;
+	if (t == &_sf_embedding_vp_type)
+		return SF_TP_VOCAB;
 	if (t == &_sf_attention_type || t == &_sf_attention_gqa_type)
 		return SF_TP_HEADS;
 	if (t == &_sf_rope_type)
@@ -173,6 +176,8 @@ int _sf_layers_builtin_init(void)
 		if (t == &_sf_linear_type || t == &_sf_linear_nobias_type ||
 		    t == &_sf_linear_split_type || t == &_sf_linear_col_type || t == &_sf_linear_row_type)
 			table[ntypes - 1].layout = "linear";
+		if (t == &_sf_embedding_vp_type) /* an embedding's W, whatever the layout */
+			table[ntypes - 1].layout = "embedding";
 	}
 	return SF_OK;
 }

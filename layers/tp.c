@@ -7,7 +7,12 @@
  * nparts blocks in turn). linear_col takes a whole input and splits; the ops that act
  * on columns independently (element-wise ones, attention and rope on whole heads)
  * keep the split; linear_row takes it back to whole (its partial outputs summed over the
- * group). Every other op needs whole inputs. The graph holds whole widths; these
+ * group); embedding_vp holds a slice of W's rows and its partial lookups are summed
+ * as a linear_row's outputs, and a linear_nobias head tied to it reads those rows as a
+ * linear_col would (its output split); the cross-entropy loss takes split logits as
+ * they are (the vocabulary-parallel
+ * loss, layers/xent_vp.h: each rank holds V / K classes). Every other op needs whole
+ * inputs. The graph holds whole widths; these
  * rules run at sf_model_create, once per node in creation (topological) order.
  */
 #include "config.h"
@@ -49,6 +54,28 @@ static int heads_split(const struct _sf_node *nd, int K)
 	return SF_OK;
 }
 
+/* the node whose parameters n reads (registry.c's _sf_node_param_owner; here so that
+ * this file's rules stand alone, as tests/test_tp links them) */
+static int owner_of(const struct _sf_node *nodes, int n)
+{
+	return nodes[n].tied_to >= 0 ? nodes[n].tied_to : n;
+}
+
+bool _sf_tp_tied_vocab(const struct _sf_node *nodes, int n)
+{
+	const struct _sf_node *nd = &nodes[n];
+	if (nd->kind != SF_NODE_LAYER || nd->tied_to < 0)
+		return false;
+	const struct _sf_node *own = &nodes[owner_of(nodes, n)];
+	return own->kind == SF_NODE_LAYER && own->type->tp == SF_TP_VOCAB;
+}
+
+bool _sf_tp_vocab_parallel_loss(const struct _sf_node *nodes, int n)
+{
+	const struct _sf_node *nd = &nodes[n];
+	return nd->kind == SF_NODE_LOSS && nd->nin == 2 && nodes[nd->in[1]].kind == SF_NODE_LABELS;
+}
+
 /* The refusals every kind shares: a split input where the node needs it whole, a
  * tied TP layer, a split width that does not divide by K */
 static int check_inputs(const struct _sf_node *nodes, int n, int K, enum _sf_tp_kind kind,
@@ -59,7 +86,8 @@ static int check_inputs(const struct _sf_node *nodes, int n, int K, enum _sf_tp_
 	const char *type = nd->kind == SF_NODE_LAYER ? nd->type->name : "loss";
 	for (int i = 0; i < nin; i++)
 		if (in_split[i] && kind != SF_TP_ELEMENTWISE && kind != SF_TP_HEADS &&
-		    kind != SF_TP_ROPE && kind != SF_TP_ROW)
+		    kind != SF_TP_ROPE && kind != SF_TP_ROW &&
+		    !(i == 0 && _sf_tp_vocab_parallel_loss(nodes, n)))
 			return SF_ERR(
 			    SF_ERR_INVALID,
 			    "sf_model_create: node \"%s\" (%s) reads \"%s\", which is split "
@@ -67,12 +95,19 @@ static int check_inputs(const struct _sf_node *nodes, int n, int K, enum _sf_tp_
 			    "(a linear_col's output, or an op after it); a %s needs it "
 			    "whole: end the split with a linear_row first",
 			    nd->name, type, nodes[nd->in[i]].name, K, type);
-	if (nd->tied_to >= 0 && (kind == SF_TP_COL || kind == SF_TP_ROW))
+	if (nd->tied_to >= 0 &&
+	    (kind == SF_TP_COL || kind == SF_TP_ROW || kind == SF_TP_VOCAB))
 		return SF_ERR(SF_ERR_INVALID,
 		              "sf_model_create: node \"%s\" (%s): a tensor-parallel layer cannot "
 		              "share another "
 		              "node's parameters (tied)",
 		              nd->name, type);
+	if (_sf_tp_tied_vocab(nodes, n) && strcmp(type, "linear_nobias") != 0)
+		return SF_ERR(SF_ERR_INVALID,
+		              "sf_model_create: node \"%s\" (%s) is tied to \"%s\" (embedding_vp), "
+		              "whose rows are split over the %d TP ranks: only a linear_nobias "
+		              "head may read them (its columns of the logits)",
+		              nd->name, type, nodes[owner_of(nodes, n)].name, K);
 	for (int i = 0; i < nin; i++)
 		if (in_split[i] && in_local[i] % K != 0)
 			return SF_ERR(
@@ -103,6 +138,12 @@ int _sf_tp_local(const struct _sf_node *nodes, int n, int K, const bool *in_spli
 	for (int i = 0; i < nin; i++)
 		if (in_split[i])
 			in_local[i] /= K;
+	if (_sf_tp_tied_vocab(nodes, n)) { /* the embedding's V / K rows: as a linear_col */
+		*out_split = true;
+		*out_local = nd->dim / K;
+		*np_local = (size_t)*out_local * (size_t)in_local[0];
+		return SF_OK;
+	}
 	switch (kind) {
 	case SF_TP_NONE: return SF_OK;
 	case SF_TP_ELEMENTWISE:
@@ -156,6 +197,15 @@ int _sf_tp_local(const struct _sf_node *nodes, int n, int K, const bool *in_spli
 		*np_local = (size_t)L * (size_t)in_local[0] + (c->bias ? (size_t)L : 0);
 		return SF_OK;
 	}
+	case SF_TP_VOCAB: /* in_local[0]: the id range V */
+		if (in_local[0] % K != 0)
+			return SF_ERR(SF_ERR_INVALID,
+			              "sf_model_create: node \"%s\" (embedding_vp): its %d ids do not "
+			              "split over SHARDFLOW_TP=%d ranks (the vocabulary must be "
+			              "divisible by it)",
+			              nd->name, in_local[0], K);
+		*np_local = (size_t)(in_local[0] / K) * (size_t)nd->dim;
+		return SF_OK;
 	case SF_TP_ROW: {
 		const struct sf_linear_tp_config *c = nd->config;
 		if (!in_split[0])
@@ -192,6 +242,12 @@ void _sf_tp_params(const struct _sf_node *nd, const struct sf_layer_info *whole_
 {
 	size_t I = (size_t)whole_info->in_dim[0], O = (size_t)whole_info->out_dim;
 	enum _sf_tp_kind kind = nd->kind == SF_NODE_LAYER ? nd->type->tp : SF_TP_NONE;
+	if (kind == SF_TP_VOCAB && K > 1) { /* rows [r V / K, (r + 1) V / K) of W */
+		size_t n = whole_info->nparams / (size_t)K;
+		memcpy(to_local ? local : whole + (size_t)r * n, to_local ? whole + (size_t)r * n : local,
+		       n * sizeof(float));
+		return;
+	}
 	if (K == 1 || (kind != SF_TP_COL && kind != SF_TP_ROW)) {
 		if (to_local)
 			memcpy(local, whole, whole_info->nparams * sizeof(float));

@@ -50,6 +50,10 @@ static int check(const struct sf_gpt_config *c)
 		    "sf_gpt_graph: vocab (%d) must be >= 2, context (%d), layers (%d), "
 		    "heads (%d) and embd (%d) >= 1",
 		    c->vocab, c->context, c->layers, c->heads, c->embd);
+	if (c->vocab_parallel != 0 && c->vocab_parallel != 1)
+		return sf_error_set(SF_ERR_INVALID,
+		                    "sf_gpt_graph: vocab_parallel must be 0 or 1 (got %d)",
+		                    c->vocab_parallel);
 	if (c->tensor_parallel != 0 && c->tensor_parallel != 1)
 		return sf_error_set(SF_ERR_INVALID,
 		                    "sf_gpt_graph: tensor_parallel must be 0 or 1 (got %d)",
@@ -119,9 +123,12 @@ static int head(sf_graph *g, const struct sf_gpt_config *c, int x, int wte, int 
 	    (rc = sf_graph_layernorm(g, x, "transformer.ln_f", &h)) < 0)
 		return rc;
 	struct sf_linear_config lc = {c->vocab, 0.02f};
+	struct sf_linear_tp_config vc = {.out_dim = c->vocab, .init_std = 0.02f};
 	if (c->tie_weights)
 		rc = sf_graph_layer_tied(g, "linear_nobias", &h, 1, &lc, sizeof lc, "lm_head", wte,
 		                         &logits);
+	else if (c->vocab_parallel) /* each TP rank's V / K rows: the loss vocabulary-parallel */
+		rc = sf_graph_linear_col(g, h, &vc, "lm_head", &logits);
 	else
 		rc = sf_graph_linear_config(g, h, &lc, 0, "lm_head", &logits);
 	if (rc < 0 || (rc = sf_graph_unit_end(g)) < 0)
@@ -142,8 +149,9 @@ SF_API int sf_gpt_graph(const struct sf_gpt_config *c, sf_graph **out)
 	    (rc = sf_graph_unit_begin(g, "transformer")) < 0)
 		goto fail;
 	int C = c->embd;
-	if ((rc = sf_graph_layer(g, "embedding", &idx, 1, &C, sizeof C, "transformer.wte", &tok)) <
-	        0 ||
+	/* vocab_parallel: each TP rank holds V / K rows of wte, its lookups all-reduced */
+	const char *emb = c->vocab_parallel ? "embedding_vp" : "embedding";
+	if ((rc = sf_graph_layer(g, emb, &idx, 1, &C, sizeof C, "transformer.wte", &tok)) < 0 ||
 	    (rc = sf_graph_pos_embedding(g, tok, c->context, "transformer.wpe", &x)) < 0 ||
 	    (rc = sf_graph_unit_end(g)) < 0)
 		goto fail;

@@ -92,6 +92,10 @@ static int check(const struct sf_llama_config *c)
 		    "ffn_dim (%d), multiple_of (%d) and ffn_dim_multiplier (%g) >= 0",
 		    (double)c->norm_eps, (double)c->rope_theta, c->ffn_dim, c->multiple_of,
 		    (double)c->ffn_dim_multiplier);
+	if (c->vocab_parallel != 0 && c->vocab_parallel != 1)
+		return sf_error_set(SF_ERR_INVALID,
+		                    "sf_llama_graph: vocab_parallel must be 0 or 1 (got %d)",
+		                    c->vocab_parallel);
 	if (c->tensor_parallel != 0 && c->tensor_parallel != 1)
 		return sf_error_set(SF_ERR_INVALID,
 		                    "sf_llama_graph: tensor_parallel must be 0 or 1 (got %d)",
@@ -195,8 +199,8 @@ SF_API int sf_llama_graph(const struct sf_llama_config *c, sf_graph **out)
 	int D = c->dim;
 	if ((rc = _sf_decoder_inputs(g, c->context, c->vocab, &idx, &targets)) < 0 ||
 	    (rc = sf_graph_unit_begin(g, embed_unit)) < 0 ||
-	    (rc = sf_graph_layer(g, "embedding", &idx, 1, &D, sizeof D, "model.embed_tokens", &x)) <
-	        0 ||
+	    (rc = sf_graph_layer(g, c->vocab_parallel ? "embedding_vp" : "embedding", &idx, 1, &D,
+	                         sizeof D, "model.embed_tokens", &x)) < 0 ||
 	    (rc = sf_graph_unit_end(g)) < 0)
 		goto fail;
 	emb = x; /* the node that owns the (vocab, dim) matrix a tied head reads */
@@ -209,6 +213,10 @@ SF_API int sf_llama_graph(const struct sf_llama_config *c, sf_graph **out)
 	if (c->tie_weights)
 		rc = sf_graph_layer_tied(g, "linear_nobias", &h, 1, &head, sizeof head, "lm_head",
 		                         emb, &logits);
+	else if (c->vocab_parallel) /* each TP rank's V / K rows: the loss vocabulary-parallel */
+		rc = sf_graph_linear_col(
+		    g, h, &(struct sf_linear_tp_config){.out_dim = c->vocab, .init_std = LLAMA_STD},
+		    "lm_head", &logits);
 	else
 		rc = sf_graph_linear_config(g, h, &head, 0, "lm_head", &logits);
 	if (rc < 0 || (rc = sf_graph_unit_end(g)) < 0 ||

@@ -49,6 +49,10 @@ static const char *const accum_names[] = {"sharded", "local"};
 static const char *const recompute_names[] = {"none", "units"};
 static const char *const dtype_names[] = {"fp32", "bf16"};
 static const char *const onoff_names[] = {"off", "on"};
+static const char *const vocab_parallel_names[] = {"auto", "on", "off"};
+_Static_assert(sizeof vocab_parallel_names / sizeof vocab_parallel_names[0] ==
+                   SF_VOCAB_PARALLEL_COUNT,
+               "a name for each enum sf_vocab_parallel");
 static const char *const pp_schedule_names[] = {"gpipe", "1f1b"};
 
 /* ---- the enums' names, public: sf_optimizer_from_name and the like ------------------- */
@@ -199,6 +203,8 @@ static const struct knob knobs[] = {
     CHOICE_KNOB("SHARDFLOW_GPU_MATH", gpu_math, gpu_math_names, SF_GPU_MATH_FP32, false),
     CHOICE_KNOB("SHARDFLOW_SPLIT_BACKWARD", split_backward, onoff_names, 0, true),
     INT_KNOB("SHARDFLOW_TP", tp, 1, SF_MAX_TP, 1, false),
+    CHOICE_KNOB("SHARDFLOW_VOCAB_PARALLEL", vocab_parallel, vocab_parallel_names,
+                SF_VOCAB_PARALLEL_AUTO, false),
     INT_KNOB("SHARDFLOW_PP", pp, 1, SF_MAX_PP, 1, false),
     INT_KNOB("SHARDFLOW_PP_MICROBATCHES", pp_microbatches, 0, SF_MAX_GRAD_ACCUM, 0, true),
     CHOICE_KNOB("SHARDFLOW_PP_SCHEDULE", pp_schedule, pp_schedule_names, SF_PP_1F1B, true),

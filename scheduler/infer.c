@@ -17,6 +17,7 @@
 #include "scheduler/model_storage.h"
 #include "layers/loss_math.h"
 #include "layers/softmax_xent_math.h"
+#include "layers/xent_vp.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -232,6 +233,39 @@ out:
 	return rc;
 }
 
+/* The vocabulary-parallel loss of a pass's first `valid` local rows (logits z, this
+ * rank's V / K classes), added to mine[0] and the rows that count to mine[1]: each
+ * rank's partials (layers/xent_vp.h) all-gathered over the world, this TP group's
+ * combined as the training step's kernel does. */
+static int eval_vp(struct sf_model *m, const float *z, const int32_t *labels, size_t valid,
+                   double *mine)
+{
+	int rc = SF_OK;
+	size_t most = (size_t)((m->B_global + m->dp_size - 1) / m->dp_size) * (size_t)m->T;
+	size_t n = most * SF_XENT_VP_STATS, K = (size_t)m->tp, v3 = valid * SF_XENT_VP_STATS;
+	float *st = calloc(n, sizeof(float)), *world = calloc(n * (size_t)m->nranks, sizeof(float));
+	float *group = calloc(K * v3 + 1, sizeof(float));
+	if (!st || !world || !group) {
+		rc = SF_ERR(SF_ERR_NOMEM, "sf_model_evaluate: out of memory");
+		goto out;
+	}
+	const struct _sf_xent_vp_args *a = &m->vp_args;
+	_sf_xent_vp_partials((int)valid, a->classes, a->first, z, labels, a->ignore, st);
+	SF_CHECK_GOTO(m->comm->ops->allgather_bytes(m->comm, st, n * sizeof(float), world), out);
+	size_t base = (size_t)(m->rank - m->tp_rank); /* the TP group's first rank */
+	for (size_t t = 0; t < K; t++)
+		memcpy(group + t * v3, world + (base + t) * n, v3 * sizeof(float));
+	mine[0] += _sf_xent_vp_finish((int)valid, a->classes, a->first, m->tp, z, labels, a->ignore,
+	                              1.0f, group, NULL);
+	for (size_t r = 0; r < valid; r++)
+		mine[1] += labels[r] != a->ignore;
+out:
+	free(st);
+	free(world);
+	free(group);
+	return rc;
+}
+
 SF_API int sf_model_evaluate(sf_model *m, const struct sf_batch *x, int samples, double *loss)
 {
 	const char *fn = "sf_model_evaluate";
@@ -262,6 +296,13 @@ SF_API int sf_model_evaluate(sf_model *m, const struct sf_batch *x, int samples,
 		SF_CHECK_GOTO(pass_run(m, p, &pb, true, fn), out);
 		SF_CHECK_GOTO(_sf_data_acquire(z->h_act, STARPU_R), out);
 		size_t valid = (size_t)real * (size_t)m->T;
+		if (m->vp) { /* the logits split over the TP group: their partials travel */
+			rc = eval_vp(m, z->act, pb.labels, valid, mine);
+			starpu_data_release(z->h_act);
+			if (rc < 0)
+				goto out;
+			continue;
+		}
 		if (m->loss_kind == SF_LOSS_CROSS_ENTROPY) {
 			for (size_t r = 0; r < valid; r++) { /* a row of the ignore index adds 0 */
 				mine[0] += sf_softmax_xent_row_or_ignore(

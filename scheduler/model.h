@@ -15,6 +15,7 @@
 #include "layers/layer.h"
 #include "layers/loss.h"
 #include "layers/softmax_xent.h"
+#include "layers/xent_vp.h"
 #include "scheduler/runtime.h"
 #include "comm/comm.h"
 #include "comm/comm_codelets.h"
@@ -110,8 +111,8 @@ struct _sf_node_state {
 	char dw_name[2 * SF_NAME_MAX + 40];
 	/* tensor parallelism (layers/tp.c): the graph's whole width and parameter count
 	 * (the node's gnodes entry holds this rank's), whether its output is split over
-	 * the TP group, and its activation all-reduce: a linear_row's output after its
-	 * forward, or a linear_col's input gradient, which its backward writes (a
+	 * the TP group, and its activation all-reduce: a linear_row's (or an
+	 * embedding_vp's) output after its forward, or a linear_col's input gradient, which its backward writes (a
 	 * partial sum) into tpbuf (rows x the input's width) to be summed into the
 	 * input's gradient (tp_comm.tp_acc: added to it) */
 	int whole_dim;
@@ -210,6 +211,8 @@ struct sf_model {
 	size_t ring_len[SF_MAX_DEPTH + SF_MAX_WIDTH];
 	starpu_data_handle_t h_ring[SF_MAX_DEPTH + SF_MAX_WIDTH];
 	struct _sf_slots ring_slots;
+	struct _sf_footprint_as ring_fp; /* every ring slot's performance-model key: the
+	                                    largest slot's length (tasks/submit.h) */
 
 	float *comm_scratch; /* see struct _sf_comm_args::scratch */
 	float *stage16; /* N S_max bf16 (in floats): gathers with SHARDFLOW_PARAM_DTYPE=bf16 */
@@ -222,6 +225,7 @@ struct sf_model {
 	size_t grad_len[SF_GRAD_SLOTS + SF_MAX_DEPTH + SF_MAX_WIDTH];
 	starpu_data_handle_t h_grad[SF_GRAD_SLOTS + SF_MAX_DEPTH + SF_MAX_WIDTH];
 	struct _sf_slots grad_slots;
+	struct _sf_footprint_as grad_fp; /* the same for the gradient slots */
 
 	starpu_data_handle_t h_order; /* comm order: every collective accesses it RW */
 	float noparams;               /* stands for the parameters of a backward without */
@@ -233,6 +237,17 @@ struct sf_model {
 	struct _sf_loss_args loss_args;        /* cross-entropy's */
 	struct _sf_reg_loss_args reg_loss_args; /* MSE, L1, Huber's */
 	struct _sf_comm_args loss_comm;
+	/* the vocabulary-parallel cross-entropy (SHARDFLOW_TP, the logits split over the TP
+	 * group: layers/xent_vp.h): its kernels' arguments, this rank's partials (rows x 3)
+	 * and the group's all-gathered (K x rows x 3), the all-gather's arguments (one run a
+	 * TP rank: vp_runs) */
+	bool vp;
+	struct _sf_xent_vp_args vp_args;
+	float *vp_stats, *vp_all;
+	starpu_data_handle_t h_vp_stats, h_vp_all;
+	struct _sf_comm_args vp_comm;
+	struct _sf_tp_run *vp_runs;
+	char vp_fwd_name[48], vp_ag_name[48]; /* "fwd loss (xent_vp L<n>)", "tp_ag loss ..." */
 	double loss_val[SF_LOSS_SLOTS];
 	starpu_data_handle_t h_loss[SF_LOSS_SLOTS];
 

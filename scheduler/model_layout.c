@@ -69,7 +69,8 @@ static unsigned tensor_kind(const struct _sf_node *nd, const struct sf_param_ten
 	const char *type = nd->type->name;
 	if (!strcmp(type, "layernorm") || !strcmp(type, "rmsnorm"))
 		return SF_NO_DECAY_NORM;
-	if (!strcmp(type, "embedding") || !strcmp(type, "pos_embedding"))
+	if (!strcmp(type, "embedding") || !strcmp(type, "embedding_vp") ||
+	    !strcmp(type, "pos_embedding"))
 		return SF_NO_DECAY_EMBED;
 	if (nd->type->type.param_tensors && t->ndim == 1)
 		return SF_NO_DECAY_BIAS;
@@ -208,7 +209,8 @@ static void tp_seg_add(struct _sf_unit *u, size_t lo, size_t hi, size_t wlo, siz
 }
 
 /* Clipping with TP: the runs of unit k's gradient this rank counts in the global norm.
- * A linear_col's parameters and a linear_row's weight are this TP rank's slice (each
+ * A linear_col's parameters, a linear_row's weight and an embedding_vp's rows are this
+ * TP rank's slice (each
  * counted by its own rank); the rest (a row's bias, the norms, embeddings) every TP
  * rank holds alike, and only TP rank 0 counts it. Within this rank's shard, or its
  * block of the unit (sharding none), as the sqnorm task reads it; the sums' buffer and
@@ -232,7 +234,7 @@ static int tp_norm_segs(struct sf_model *m, int k)
 			continue;
 		size_t lo = li->param_offset, hi = lo + nd->nparams, mine = lo;
 		enum _sf_tp_kind kind = nd->type->tp;
-		if (kind == SF_TP_COL)
+		if (kind == SF_TP_COL || kind == SF_TP_VOCAB)
 			mine = hi;
 		else if (kind == SF_TP_ROW)
 			mine = lo + (size_t)li->out_dim * (size_t)li->in_dim[0];
@@ -348,11 +350,16 @@ static int tp_shapes(struct sf_model *m, int n)
 	if (rc < 0)
 		return rc; /* tp.c's message names the node */
 	nd->dim = out_local;
-	if (nd->tied_to < 0)
+	bool tied_vocab = m->tp > 1 && _sf_tp_tied_vocab(m->gnodes, n);
+	if (nd->tied_to < 0 || tied_vocab) /* a tied head reads its owner's slice */
 		nd->nparams = np_local;
 	enum _sf_tp_kind kind = nd->kind == SF_NODE_LAYER ? nd->type->tp : SF_TP_NONE;
-	s->tp_fwd_ar = m->tp > 1 && kind == SF_TP_ROW;
-	s->tp_bwd_ar = m->tp > 1 && kind == SF_TP_COL; /* if its input gradient is wanted */
+	/* a loss reading split logits: the vocabulary-parallel cross-entropy */
+	if (nd->kind == SF_NODE_LOSS && m->nodes[nd->in[0]].tp_out_split)
+		m->vp = true;
+	s->tp_fwd_ar = m->tp > 1 && (kind == SF_TP_ROW || kind == SF_TP_VOCAB);
+	/* if its input gradient is wanted */
+	s->tp_bwd_ar = m->tp > 1 && (kind == SF_TP_COL || tied_vocab);
 	s->tp_gather = m->tp > 1 && kind == SF_TP_COL &&
 	               ((const struct sf_linear_tp_config *)nd->config)->gather_output;
 	if (s->tp_gather) { /* every TP rank's columns */
@@ -368,7 +375,8 @@ static int tp_shapes(struct sf_model *m, int n)
 }
 
 /* SHARDFLOW_TP > 1 on a graph without tensor-parallel layers: every TP rank computes
- * the whole model (correct, but the TP ranks only repeat each other): say so. */
+ * the whole model (correct, but the TP ranks only repeat each other): say so; and
+ * (SHARDFLOW_LOG=info) that the loss is vocabulary-parallel. */
 void _sf_tp_warn_unsplit(const struct sf_model *m, const char *graph)
 {
 	bool any = false;
@@ -380,6 +388,12 @@ void _sf_tp_warn_unsplit(const struct sf_model *m, const char *graph)
 		        "rank computes the whole model, and the batch is split over %d ranks only "
 		        "(sf_gpt_config.tensor_parallel = 1 splits the GPT's blocks)",
 		        graph, m->tp, m->dp_size);
+	if (m->vp && m->rank == 0)
+		_sf_log(SF_LOG_INFO,
+		        "model \"%s\": the loss is vocabulary-parallel: each of the %d TP ranks "
+		        "holds %d of the %d classes' logits",
+		        graph, m->tp, m->nodes[m->gnodes[m->loss_node].in[0]].info.out_dim,
+		        m->nodes[m->gnodes[m->loss_node].in[0]].whole_dim);
 }
 
 /* Tensor parallelism, once the gradients are planned: a linear_col whose input
@@ -404,6 +418,10 @@ void _sf_tp_plan(struct sf_model *m)
 		if (s->tp_gather && (size_t)s->whole_dim * m->rows_local > m->tp_max)
 			m->tp_max = (size_t)s->whole_dim * m->rows_local;
 	}
+	/* the vocabulary-parallel loss's all-gather: K ranks' partials, 3 floats a row */
+	size_t vp = (size_t)m->tp * m->rows_local * SF_XENT_VP_STATS;
+	if (m->vp && vp > m->tp_max)
+		m->tp_max = vp;
 }
 
 static void fill_info(struct sf_model *m, int n)
@@ -427,7 +445,8 @@ static void fill_info(struct sf_model *m, int n)
 	li->layer_index = n;
 	li->tp_size = m->tp;
 	li->tp_rank = m->tp_rank;
-	li->tp_split = m->nodes[n].tp_out_split;
+	li->tp_split = m->nodes[n].tp_out_split ||
+	               (m->tp > 1 && nd->kind == SF_NODE_LAYER && nd->type->tp == SF_TP_VOCAB);
 	for (int i = 0; i < li->nin; i++)
 		li->tp_split |= m->nodes[nd->in[i]].tp_out_split;
 	if (nd->kind == SF_NODE_LAYER && nd->type->type.saved_floats)

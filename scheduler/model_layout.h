@@ -16,7 +16,8 @@ int _sf_check_graph(const sf_graph *g);
  * tasks' names and its place among the inputs. */
 int _sf_build_nodes(struct sf_model *m, const sf_graph *g);
 /* Warns (rank 0) when SHARDFLOW_TP > 1 but no node's output is split: every TP rank
- * then computes the whole model. */
+ * then computes the whole model; says (SF_LOG_INFO) when the loss is
+ * vocabulary-parallel. */
 void _sf_tp_warn_unsplit(const struct sf_model *m, const char *graph);
 /* Tensor parallelism, once the gradients are planned: which all-reduces each node has
  * and the largest activation they sum (m->tp_max). */

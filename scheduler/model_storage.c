@@ -33,6 +33,7 @@
 
 #include <pthread.h>
 #include <sys/mman.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -371,27 +372,31 @@ static size_t len_tp(const struct sf_model *m, int s) /* the TP ring's copy and 
 }
 
 #define NO_HANDLES SIZE_MAX
+#define NO_KEY SIZE_MAX
 static const struct model_buf {
 	size_t buf;     /* offsetof(struct sf_model, the float *) */
 	size_t handles; /* offsetof(struct sf_model, a handle per slot), or NO_HANDLES */
+	size_t key; /* offsetof(struct sf_model, the struct _sf_footprint_as its slots' handles
+	               carry: the largest slot's length, so that a task's performance-model
+	               key does not depend on which slot it uses), or NO_KEY */
 	int (*slots)(const struct sf_model *m);
 	size_t (*len)(const struct sf_model *m, int slot); /* floats of a slot */
 	enum vec_kind kind;
 	const char *what; /* for the out-of-memory message */
 } model_bufs[] = {
-    {offsetof(struct sf_model, grad), offsetof(struct sf_model, h_grad), n_grad, len_grad_slot,
-     VEC_GRADS, "gradient slots"},
-    {offsetof(struct sf_model, ring), offsetof(struct sf_model, h_ring), n_ring, len_ring_slot,
-     VEC_PARAMS, "the gather ring"},
-    {offsetof(struct sf_model, rstmp), offsetof(struct sf_model, h_rstmp), n_one, len_rstmp,
-     VEC_GRADS, "the accumulation buffer"},
-    {offsetof(struct sf_model, comm_scratch), NO_HANDLES, n_one, len_scratch, VEC_BUFFERS,
-     "the reduce-scatter buffer"},
-    {offsetof(struct sf_model, stage16), NO_HANDLES, n_one, len_stage16, VEC_BUFFERS,
+    {offsetof(struct sf_model, grad), offsetof(struct sf_model, h_grad),
+     offsetof(struct sf_model, grad_fp), n_grad, len_grad_slot, VEC_GRADS, "gradient slots"},
+    {offsetof(struct sf_model, ring), offsetof(struct sf_model, h_ring),
+     offsetof(struct sf_model, ring_fp), n_ring, len_ring_slot, VEC_PARAMS, "the gather ring"},
+    {offsetof(struct sf_model, rstmp), offsetof(struct sf_model, h_rstmp), NO_KEY, n_one,
+     len_rstmp, VEC_GRADS, "the accumulation buffer"},
+    {offsetof(struct sf_model, comm_scratch), NO_HANDLES, NO_KEY, n_one, len_scratch,
+     VEC_BUFFERS, "the reduce-scatter buffer"},
+    {offsetof(struct sf_model, stage16), NO_HANDLES, NO_KEY, n_one, len_stage16, VEC_BUFFERS,
      "the bf16 gather buffer"},
-    {offsetof(struct sf_model, rep_scratch), NO_HANDLES, n_one, len_rep, VEC_BUFFERS,
+    {offsetof(struct sf_model, rep_scratch), NO_HANDLES, NO_KEY, n_one, len_rep, VEC_BUFFERS,
      "the all-reduce buffer across nodes"},
-    {offsetof(struct sf_model, tp_scratch), NO_HANDLES, n_one, len_tp, VEC_BUFFERS,
+    {offsetof(struct sf_model, tp_scratch), NO_HANDLES, NO_KEY, n_one, len_tp, VEC_BUFFERS,
      "the tensor-parallel all-reduce buffer"},
 };
 #define NMODEL_BUFS (sizeof model_bufs / sizeof model_bufs[0])
@@ -427,8 +432,14 @@ static int model_bufs_alloc(struct sf_model *m)
 		if (len == 0)
 			continue;
 		SF_CHECK(alloc_buf(m, buf, len, b->what));
-		for (int s = 0; h && s < b->slots(m); off += b->len(m, s), s++)
+		struct _sf_footprint_as *key = b->key != NO_KEY ? member(m, b->key) : NULL;
+		for (int s = 0; key && s < b->slots(m); s++)
+			key->nx = b->len(m, s) > key->nx ? b->len(m, s) : key->nx;
+		for (int s = 0; h && s < b->slots(m); off += b->len(m, s), s++) {
 			reg(&h[s], *buf + off, b->len(m, s), sizeof(float));
+			if (key)
+				starpu_data_set_user_data(h[s], key);
+		}
 	}
 	return SF_OK;
 }
@@ -649,6 +660,47 @@ int _sf_alloc_nodes(struct sf_model *m)
 	return SF_OK;
 }
 
+/* The vocabulary-parallel loss's partials, this rank's and the TP group's, and the
+ * all-gather that moves them (tp_gather's, one run a TP rank: rank t's partials are
+ * block t of vp_all) */
+static int vp_buffers(struct sf_model *m)
+{
+	size_t n = m->rows_local * SF_XENT_VP_STATS, K = (size_t)m->tp;
+	m->vp_stats = calloc(n, sizeof(float));
+	m->vp_all = calloc(K * n, sizeof(float));
+	m->vp_runs = calloc(K * SF_MAX_PARAM_TENSORS, sizeof *m->vp_runs);
+	if (!m->vp_stats || !m->vp_all || !m->vp_runs)
+		return SF_ERR(SF_ERR_NOMEM, "sf_model_create: out of memory");
+	for (size_t t = 0; t < K; t++)
+		m->vp_runs[t * SF_MAX_PARAM_TENSORS] = (struct _sf_tp_run){0, t * n, n};
+	reg(&m->h_vp_stats, m->vp_stats, n, sizeof(float));
+	reg(&m->h_vp_all, m->vp_all, K * n, sizeof(float));
+	int V = m->nodes[m->gnodes[m->loss_node].in[0]].info.out_dim; /* this rank's classes */
+	m->vp_args = (struct _sf_xent_vp_args){
+	    .rows = (int)m->rows_local,
+	    .classes = V,
+	    .first = m->tp_rank * V,
+	    .tp = m->tp,
+	    .ignore = m->loss_args.ignore,
+	    .scale = m->loss_args.scale,
+	};
+	m->vp_comm = (struct _sf_comm_args){
+	    .comm = m->comm,
+	    .unit = "loss",
+	    .acct = &m->comm_acct,
+	    .P = n,
+	    .tp_scratch = m->tp_scratch,
+	    .tp_runs = m->vp_runs,
+	    .tp_nruns = 1,
+	    .tp_rows = 1,
+	    .tp_cols = K * n,
+	    .tp_lcols = n,
+	};
+	snprintf(m->vp_fwd_name, sizeof m->vp_fwd_name, "fwd loss (xent_vp L%d)", m->loss_node);
+	snprintf(m->vp_ag_name, sizeof m->vp_ag_name, "tp_ag loss (xent_vp L%d)", m->loss_node);
+	return SF_OK;
+}
+
 /* The model-wide state: the shared buffers (model_bufs), the collectives' view of
  * them, comm order, labels, losses, clipping. */
 int _sf_build_buffers(struct sf_model *m)
@@ -711,6 +763,8 @@ int _sf_build_buffers(struct sf_model *m)
 	    .scale = (float)(1.0 / ((double)m->B_global * m->T * width)),
 	};
 	m->loss_comm = (struct _sf_comm_args){.comm = m->comm, .acct = &m->comm_acct};
+	if (m->vp)
+		SF_CHECK(vp_buffers(m));
 	for (int s = 0; s < SF_LOSS_SLOTS; s++) {
 		reg(&m->h_loss[s], &m->loss_val[s], 1, sizeof(double));
 		reg(&m->h_clip[s], m->clip_val[s], 2, sizeof(double));
@@ -850,6 +904,11 @@ void _sf_storage_release(struct sf_model *m)
 	}
 	unreg(&m->h_one);
 	unreg(&m->h_labels);
+	unreg(&m->h_vp_stats);
+	unreg(&m->h_vp_all);
+	free(m->vp_stats);
+	free(m->vp_all);
+	free(m->vp_runs);
 	unreg(&m->h_order);
 	unreg(&m->h_noparams);
 	free(m->labels);

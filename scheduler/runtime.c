@@ -32,7 +32,6 @@
 #include <fxt/fut.h>
 #endif
 #include <stdlib.h>
-#include <libgen.h>
 #include <string.h>
 
 static sf_context *the_context;
@@ -436,11 +435,6 @@ SF_API int sf_init_config(int *argc, char ***argv, const struct sf_config *cfg, 
 	const struct _sf_comm_ops *backend = NULL;
 	SF_CHECK_GOTO(_sf_comm_backend(ctx->cfg.comm, &backend), fail);
 	SF_CHECK_GOTO(_sf_comm_create(backend, &ctx->cfg, argc, argv, &ctx->comm), fail);
-	if (ctx->cfg.trace[0]) { /* the flight record goes beside the trace */
-		char dir[sizeof ctx->cfg.trace];
-		snprintf(dir, sizeof dir, "%s", ctx->cfg.trace);
-		_sf_flight_set_dir(ctx->comm->flight, dirname(dir));
-	}
 	ctx->rank = ctx->comm->rank;
 	ctx->size = ctx->comm->size;
 	if (ctx->size > 1)

@@ -345,6 +345,26 @@ static int update_all(struct sf_model *m)
 	return SF_OK;
 }
 
+/* The vocabulary-parallel cross-entropy of logits x, split over the TP group
+ * (layers/xent_vp.h): this rank's partials of each row, their all-gather over the
+ * group (on the comm worker, in the comm order), then the loss and this rank's columns
+ * of the logits' gradient. Every TP rank computes the same loss; the loss's sum over
+ * the world counts TP rank 0's. */
+static int submit_loss_vp(struct sf_model *m, int x)
+{
+	struct _sf_node_state *z = &m->nodes[x];
+	m->vp_args.scale = m->loss_args.scale; /* this step's */
+	SF_CHECK(_sf_submit_xent_vp_partials(&m->vp_args, z->h_act, m->h_labels, m->h_vp_stats,
+	                                     m->vp_fwd_name,
+	                                     traced(m, m->vp_fwd_name, SF_EV_FWD, m->loss_node)));
+	SF_CHECK(_sf_submit_tp_gather(&m->vp_comm, m->h_order, m->h_vp_stats, m->h_vp_all,
+	                              m->ctx->comm_worker, m->vp_ag_name,
+	                              traced(m, m->vp_ag_name, SF_EV_TP_AR, m->loss_node)));
+	return _sf_submit_xent_vp_finish(&m->vp_args, z->h_act, m->h_labels, m->h_vp_all,
+	                                 z->h_dact, m->h_loss[m->nsteps % SF_LOSS_SLOTS], "loss",
+	                                 traced(m, "loss", SF_EV_LOSS, -1));
+}
+
 static int submit_loss(struct sf_model *m, const struct _sf_node *nd)
 {
 	int x = nd->in[0];
@@ -354,6 +374,8 @@ static int submit_loss(struct sf_model *m, const struct _sf_node *nd)
 		                           nd->nin > 1 ? m->nodes[nd->in[1]].h_act : m->h_noparams,
 		                           m->nodes[x].h_dact, out, "loss",
 		                           traced(m, "loss", SF_EV_LOSS, -1));
+	if (m->vp)
+		return submit_loss_vp(m, x);
 	return _sf_submit_loss(&m->loss_args, m->nodes[x].h_act, m->h_labels, m->nodes[x].h_dact,
 	                       out, "loss", traced(m, "loss", SF_EV_LOSS, -1));
 }
@@ -773,13 +795,47 @@ SF_API int sf_model_loss(sf_model *m, int64_t ticket, double *loss)
 		return SF_ERR(SF_ERR_STARPU, "starpu_data_acquire failed (%d)", ret);
 	*loss = m->loss_val[ticket % SF_LOSS_SLOTS];
 	starpu_data_release(h);
-	if (!isfinite(*loss) && m->cfg.skip == SF_SKIP_NONE)
-		return SF_ERR(SF_ERR_NONFINITE,
-		              "the loss of step %lld (ticket %lld) is %g: training diverged (try a "
-		              "lower learning rate) or the parameters hold NaN or Inf (check the "
-		              "initial weights)",
-		              (long long)ticket + 1, (long long)ticket, *loss);
-	return SF_OK;
+	if (isfinite(*loss) || m->cfg.skip != SF_SKIP_NONE)
+		return SF_OK;
+	/* the loss is the global mean, the same on every rank: rank 0 says it, the others
+	 * that they stop because of it */
+#define SF_DIVERGED                                                                                \
+	"the loss of step %lld (ticket %lld) is %g: training diverged (try a lower learning "      \
+	"rate) or the parameters hold NaN or Inf (check the initial weights)"
+	if (m->comm && m->comm->rank != 0)
+		return _sf_err_peer(SF_ERR_NONFINITE, 0, "sf_model_loss", SF_DIVERGED,
+		                    (long long)ticket + 1, (long long)ticket, *loss);
+	return SF_ERR(SF_ERR_NONFINITE, SF_DIVERGED, (long long)ticket + 1, (long long)ticket,
+	              *loss);
+#undef SF_DIVERGED
+}
+
+/* The vocabulary-parallel head's logits made whole (rows x V) from this rank's
+ * columns (rows x V / K): every rank's all-gathered (the world's, each padded to the
+ * largest slice of rows), this TP group's put in their columns. */
+static int whole_logits(struct sf_model *m, const float *mine, float *out)
+{
+	int rc = SF_OK;
+	size_t Vl = (size_t)m->vp_args.classes, V = Vl * (size_t)m->tp, rows = m->rows_local;
+	size_t most = (size_t)((m->B_global + m->dp_size - 1) / m->dp_size) * (size_t)m->T;
+	float *piece = calloc(most * Vl + 1, sizeof(float));
+	float *all = calloc(most * Vl * (size_t)m->nranks + 1, sizeof(float));
+	if (!piece || !all) {
+		rc = SF_ERR(SF_ERR_NOMEM, "sf_model_predict: out of memory");
+		goto out;
+	}
+	memcpy(piece, mine, rows * Vl * sizeof(float));
+	SF_CHECK_GOTO(
+	    m->comm->ops->allgather_bytes(m->comm, piece, most * Vl * sizeof(float), all), out);
+	for (int t = 0; t < m->tp; t++) {
+		const float *src = all + (size_t)(m->rank - m->tp_rank + t) * most * Vl;
+		for (size_t r = 0; r < rows; r++)
+			memcpy(out + r * V + (size_t)t * Vl, src + r * Vl, Vl * sizeof(float));
+	}
+out:
+	free(piece);
+	free(all);
+	return rc;
 }
 
 SF_API int sf_model_predict(sf_model *m, const struct sf_batch *b, float *logits)
@@ -803,7 +859,10 @@ SF_API int sf_model_predict(sf_model *m, const struct sf_batch *b, float *logits
 	int ret = starpu_data_acquire(out->h_act, STARPU_R);
 	if (ret != 0)
 		return SF_ERR(SF_ERR_STARPU, "starpu_data_acquire failed (%d)", ret);
-	memcpy(logits, out->act, m->rows_local * (size_t)m->loss_args.classes * sizeof(float));
+	if (m->vp)
+		rc = whole_logits(m, out->act, logits);
+	else
+		memcpy(logits, out->act, m->rows_local * (size_t)m->loss_args.classes * sizeof(float));
 	starpu_data_release(out->h_act);
 	return rc;
 }

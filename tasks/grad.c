@@ -45,11 +45,13 @@ SF_BODIES(grad_add, pair_with, _sf_grad_add, _sf_grad_add_cuda)
 SF_BODIES(grad_copy, pair_with, _sf_grad_copy, _sf_grad_copy_cuda)
 SF_BODIES(grad_sqnorm, sq_with, _sf_grad_sqnorm, _sf_grad_sqnorm_cuda)
 
-static struct starpu_perfmodel add_model = {.type = STARPU_HISTORY_BASED, .symbol = "sf_grad_add"};
-static struct starpu_perfmodel copy_model = {.type = STARPU_HISTORY_BASED,
-                                             .symbol = "sf_grad_copy"};
-static struct starpu_perfmodel sq_model = {.type = STARPU_HISTORY_BASED,
-                                           .symbol = "sf_grad_sqnorm"};
+/* keyed by _sf_task_footprint: a gradient slot's history is not its capacity's */
+static struct starpu_perfmodel add_model = {
+    .type = STARPU_HISTORY_BASED, .symbol = "sf_grad_add", .footprint = _sf_task_footprint};
+static struct starpu_perfmodel copy_model = {
+    .type = STARPU_HISTORY_BASED, .symbol = "sf_grad_copy", .footprint = _sf_task_footprint};
+static struct starpu_perfmodel sq_model = {
+    .type = STARPU_HISTORY_BASED, .symbol = "sf_grad_sqnorm", .footprint = _sf_task_footprint};
 
 #ifdef SF_HAVE_CUDA
 #define SF_GRAD_CODELET(var, base, m0, m1, pm)                                                     \

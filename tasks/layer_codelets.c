@@ -51,6 +51,7 @@ static void build(struct layer_codelets *c, const struct _sf_layer_entry *e)
 				*p = '_';
 		c->model[k].type = STARPU_HISTORY_BASED;
 		c->model[k].symbol = c->symbol[k];
+		c->model[k].footprint = _sf_task_footprint;
 		cl->where = STARPU_CPU;
 		if (e->type.forward_cuda) {
 			cl->where |= STARPU_CUDA;
@@ -77,6 +78,7 @@ struct starpu_codelet *_sf_layer_codelet(const struct _sf_layer_entry *e, bool b
 static struct starpu_perfmodel loss_model = {
     .type = STARPU_HISTORY_BASED,
     .symbol = "sf_softmax_xent",
+    .footprint = _sf_task_footprint,
 };
 
 struct starpu_codelet _sf_cl_loss = {

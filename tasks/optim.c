@@ -71,7 +71,8 @@ static void opt_body(void *buffers[], void *cl_arg, int nstate, _sf_opt_loop f)
 	}                                                                                          \
 	SF_OPT_CUDA_BODY(opt)                                                                     \
 	static struct starpu_perfmodel opt##_model = {.type = STARPU_HISTORY_BASED,               \
-	                                               .symbol = "sf_" #opt};                     \
+	                                               .symbol = "sf_" #opt,                      \
+	                                               .footprint = _sf_task_footprint};          \
 	static struct starpu_codelet opt##_cl = {                                                 \
 	    .where = SF_OPT_WHERE,                                                                 \
 	    .cpu_funcs = {opt##_cpu},                                                             \

@@ -33,3 +33,21 @@ int _sf_task_submit(struct starpu_codelet *cl, const struct starpu_data_descr *b
 	return _sf_task_submit_flops(cl, buf, nbuf, arg, arg_size, arg_copy, worker, 0.0, name,
 	                             done);
 }
+
+uint32_t _sf_task_footprint(struct starpu_task *task)
+{
+	uint32_t fp = 0;
+	unsigned n = STARPU_TASK_GET_NBUFFERS(task);
+	for (unsigned b = 0; b < n; b++) {
+		starpu_data_handle_t h = STARPU_TASK_GET_HANDLE(task, b);
+		enum starpu_data_interface_id id = starpu_data_get_interface_id(h);
+		if (id != STARPU_VECTOR_INTERFACE_ID) /* not ours to key: StarPU's own */
+			return starpu_task_data_footprint(task);
+		const struct _sf_footprint_as *as = starpu_data_get_user_data(h);
+		uint32_t nx = as ? (uint32_t)as->nx : starpu_vector_get_nx(h);
+		/* as the vector interface keys a handle, then as StarPU folds them */
+		uint32_t hfp = starpu_hash_crc32c_be(starpu_hash_crc32c_be(nx, 0), (uint32_t)id);
+		fp = starpu_hash_crc32c_be(hfp, fp);
+	}
+	return fp;
+}

@@ -40,4 +40,17 @@ int _sf_task_submit_flops(struct starpu_codelet *cl, const struct starpu_data_de
                           const void *arg, size_t arg_size, bool arg_copy, int worker, double flops,
                           const char *name, struct _sf_task_done done);
 
+/* A task's footprint, the key of its history-based performance model: StarPU's own
+ * (each buffer's vector length, folded by CRC-32C), except that a buffer whose handle
+ * carries a struct _sf_footprint_as as its user data counts as a vector of that
+ * length. The model's gather-ring and gradient slots carry one (the largest slot's
+ * length, scheduler/model_storage.c): a slot is sized by the largest unit it holds,
+ * so a unit's tasks would otherwise key their history by the slot they land in, and
+ * models recorded before the slots were sized per unit (tests/sim/, a calibration)
+ * would no longer be found. Set as every history-based model's footprint in tasks/. */
+struct _sf_footprint_as {
+	size_t nx;
+};
+uint32_t _sf_task_footprint(struct starpu_task *task);
+
 #endif

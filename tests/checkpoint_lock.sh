@@ -66,7 +66,7 @@ if [ -f "$text" ]; then
 		grep -q "\[rank 0\] checkpoint directory $ck is being written by another job (pid $pid on $host holds $ck/.lock)" "$tmp/second.err"
 	ok $? "a second gpt job on $ck is refused with SF_ERR_BUSY naming the directory, pid $pid and $host (exit $st)" ||
 		{ diag_file "$tmp/second.err"; [ $running -eq 0 ] || diag "the first job had ended already"; }
-	grep -q "\[rank 1\] sf_checkpoint_lock failed on rank 0: checkpoint directory $ck is being written" "$tmp/second.err" &&
+	grep -q "\[rank 1\] sf_checkpoint_lock: stopping: rank 0 failed" "$tmp/second.err" &&
 		grep -q 'sf_checkpoint_lock.*failed: busy' "$tmp/second.err" && ! grep -q '^step ' "$tmp/second.out"
 	ok $? "... on both ranks, before a step of training" || { diag_file "$tmp/second.err"; diag_file "$tmp/second.out"; }
 	wait $first
@@ -126,8 +126,9 @@ ok $? "a reader (SF_CHECKPOINT_READ) is refused while the writer holds it, namin
 	diag_file "$tmp/r-under-w.err"
 drv 2 load-under-w --steps 3 --resume "$lk" >/dev/null
 st=$?
-[ $st -ne 0 ] && grep -q "sf_checkpoint_load failed on rank 0: checkpoint directory $lk is being written by another job (pid $pid" "$tmp/load-under-w.err" &&
-	grep -q '^ckpt_driver: sf_checkpoint_load failed: busy$' "$tmp/load-under-w.err"
+[ $st -ne 0 ] && grep -q "\[rank 0\] checkpoint directory $lk is being written by another job (pid $pid" "$tmp/load-under-w.err" &&
+	grep -q "\[rank 1\] sf_checkpoint_load: stopping: rank 0 failed" "$tmp/load-under-w.err" &&
+	[ "$(grep -c '^ckpt_driver: sf_checkpoint_load failed: busy$' "$tmp/load-under-w.err")" -eq 1 ]
 ok $? "... and so is a plain sf_checkpoint_load, which locks for reading (exit $st)" ||
 	diag_file "$tmp/load-under-w.err"
 resume w1 $paused

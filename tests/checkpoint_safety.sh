@@ -58,7 +58,7 @@ cp -r "$tmp/ref" "$tmp/incomplete"
 rm "$tmp/incomplete/step-000000006/manifest.json"
 drv 2 incomplete --steps 3 --resume "$tmp/incomplete" --out-params "$tmp/incomplete.dump"
 same incomplete ref3 "latest naming a step without manifest: the newest complete (3) loads"
-grep -q "latest names .*step-000000006, which has no manifest.json; loading" \
+grep -q "latest names .*step-000000006, which has no manifest.json (a half-written or removed step); falling back to the newest complete step" \
 	"$tmp/incomplete.err"
 ok $? "... with a warning saying so" || diag_file "$tmp/incomplete.err"
 

@@ -319,7 +319,8 @@ int main(int argc, char **argv)
 			if (rank == 0)
 				printf("resume_refused %d: %s\n", rc, sf_last_error());
 		} else {
-			cli_call_failed(PROG, "sf_checkpoint_load", sf_strerror(rc));
+			if (sf_last_error_peer() < 0) /* else the failing rank says it */
+				cli_call_failed(PROG, "sf_checkpoint_load", sf_strerror(rc));
 			goto fail;
 		}
 	}

@@ -34,6 +34,8 @@
 #  - token files holding the corpus's bytes as uint16 ids train bitwise as the text
 #    does, and with a decode table of those bytes (--vocab-file: id i is byte i, the
 #    end-of-text id the newline) their samples are the text run's byte for byte;
+#  - a damaged llm.c shard (magic 20240521) is refused as one, not trained on as raw
+#    ids, and --token-format raw trains on it as raw ids; a bad --token-format exits 2;
 #  - bad uses of --preset and --vocab-file: exit 2 naming them (--prompt with token
 #    files is GPT-2's BPE: tests/bpe.sh);
 #  - with scripts/install-deps.sh's GPT-2 files: --preset gpt2 and --preset llama-100m
@@ -51,7 +53,7 @@ model="--layers 2 --heads 2 --embd 32 --context 32 --batch 8 --text $text --val-
 short="--eval-every 30 --eval-batches 2 --progress-every 10 --warmup 10 --lr 0.004"
 gen="--prompt Sharded --sample 2 --tokens 40"
 
-plan 42
+plan 45
 
 timeout -k 5 "$limit" "$GPT" --help </dev/null >"$tmp/help.out" 2>"$tmp/help.err"
 st=$?
@@ -85,6 +87,7 @@ bad '--vocab-file goes with --train-tokens' --vocab-file v.bin
 bad 'needs their decode table, --vocab-file FILE' --train-tokens a.bin --val-tokens b.bin
 bad '--checkpoint-keep needs --checkpoint-dir' --checkpoint-keep 2
 bad '--peak-tflops "0"' --peak-tflops 0
+bad '--token-format "bin" is invalid: accepted values are auto, raw, llmc' --token-format bin
 
 # badtext DESC FILE WORD: exit 1, a message naming the file and WORD
 badtext() {
@@ -188,7 +191,7 @@ cmp -s "$tmp/full.samples" "$tmp/rest.samples"
 ok $? "... and the generated text is the same"
 
 # the effective settings at start, once (issue 46): the layout and every knob
-n=$(grep -c "^gpt: layout dp 2 x tp 1; settings: log_level=warn prefetch_depth=2 .*sharding=full .*param_dtype=fp32 .*tp=1 pp=1 pp_microbatches=0 pp_schedule=1f1b$" "$tmp/full.err")
+n=$(grep -c "^gpt: layout dp 2 x tp 1; settings: log_level=warn prefetch_depth=2 .*sharding=full .*param_dtype=fp32 .*tp=1 vocab_parallel=auto pp=1 pp_microbatches=0 pp_schedule=1f1b$" "$tmp/full.err")
 [ "$n" -eq 1 ]
 ok $? "2 ranks: one line at start with the layout (dp 2 x tp 1) and every setting ($n)"
 
@@ -240,6 +243,34 @@ grep -v '^step ' "$tmp/tk.out" >"$tmp/tk.samples"
 [ "$(grep -c '^sample [12]:$' "$tmp/tk.samples")" -eq 2 ] && cmp -s "$tmp/tx.samples" "$tmp/tk.samples"
 ok $? "... and their samples, printed through --vocab-file's decode table from its end-of-text id, are the text run's from \"\\n\", byte for byte" ||
 	diag_file "$tmp/tk.samples"
+
+# a damaged llm.c shard (issue 47 item 6): the training ids behind a header whose magic
+# is 20240521, not 20240520; refused as such with the vocabulary that would take its
+# header as ids, trained on as raw ids with --token-format raw
+if [ -s "$tmp/tr.bin" ] && python3 - "$tmp/tr.bin" "$tmp/near.bin" <<'PY'
+import os, struct, sys
+n = os.path.getsize(sys.argv[1]) // 2
+open(sys.argv[2], "wb").write(struct.pack("<3I", 20240521, 1, n) + bytes(1012) +
+                              open(sys.argv[1], "rb").read())
+PY
+then
+	near="--steps 2 --sample 0 --vocab 65536 --train-tokens $tmp/near.bin --val-tokens $tmp/va.bin"
+	# shellcheck disable=SC2086
+	timeout -k 5 "$limit" "$GPT" $model $near </dev/null >"$tmp/near.out" 2>"$tmp/near.err"
+	_st=$?
+	[ $_st -eq 1 ] && grep -F -e "$tmp/near.bin looks like a damaged llm.c shard" "$tmp/near.err" >/dev/null
+	ok $? "a shard with magic 20240521 and --vocab 65536: refused as a damaged shard (exit $_st)" ||
+		diag_file "$tmp/near.err"
+	# shellcheck disable=SC2086
+	timeout -k 5 "$limit" "$GPT" $model $near --token-format raw </dev/null >"$tmp/near.out" 2>"$tmp/near.err"
+	_st=$?
+	[ $_st -eq 0 ] && grep -q '^step 2/2 ' "$tmp/near.out"
+	ok $? "... and with --token-format raw, read as raw ids: 2 steps, exit 0 (exit $_st)" ||
+		diag_file "$tmp/near.err"
+else
+	skip "a damaged shard refused" "python3 is not installed"
+	skip "a damaged shard as raw ids" "python3 is not installed"
+fi
 
 # --preset: GPT-2 124M and the Llama of 101.5M on Austen's GPT-2 tokens
 # (scripts/install-deps.sh), their parameter counts exact; a short context keeps the

@@ -31,7 +31,9 @@ plan 6
 command -v git >/dev/null 2>&1 || bail_out "git is needed"
 [ -d "$top_srcdir/.git" ] || git -C "$top_srcdir" rev-parse >/dev/null 2>&1 ||
 	bail_out "$top_srcdir is not a git checkout"
-cfg=${SF_RECIPE_CONFIGURE:-$(sed -n "s/^  \$ .*configure \(.*\)$/\1/p" "$top_builddir/config.log" | head -1)}
+# (config.status --recheck adds --no-create --no-recursion: not the build's own options)
+cfg=${SF_RECIPE_CONFIGURE:-$(sed -n "s/^  \$ .*configure \(.*\)$/\1/p" "$top_builddir/config.log" |
+	head -1 | sed -e 's/ *--no-create//' -e 's/ *--no-recursion//')}
 
 s=$tmp/src
 mkdir -p "$s"
@@ -75,7 +77,9 @@ cat >layers/twice.c <<'EOF'
 #include "layers/unary_type.h"
 SF_UNARY_TYPE(twice, 1)
 EOF
-sed -i 's/^\tX(linear_row)$/\tX(linear_row) \\\n\tX(twice)/' layers/registry.c
+# the registry's one line, first in the list (the list's last line has no backslash)
+awk '{ print } /^#define SF_BUILTIN_TYPES\(X\)/ { print "\tX(twice) \\" }' layers/registry.c \
+	>layers/registry.c.new && mv layers/registry.c.new layers/registry.c
 sed -i 's|^#include "layers/silu.h"$|#include "layers/silu.h"\n#include "layers/twice.h"|' tests/test_kernels_fd.c
 sed -i 's|^\ttest_silu_values();$|\ttest_silu_values();\n\ttest_unary("twice", _sf_twice_fwd, _sf_twice_bwd, 97, 6.0f, 0.0f);|' \
 	tests/test_kernels_fd.c

@@ -22,11 +22,24 @@
  * embedding: its forward exactly x + W[t]; dx and dW (all NP rows, T < NP: unused rows
  * must come out 0) against FD; acc, pacc add.
  *
+ * The vocabulary-parallel embedding (_sf_embedding_vp_*): K slices' masked lookups sum
+ * to the embedding's output bitwise, their dW are its dW's rows bitwise, and against FD
+ * of the summed lookup; pacc adds.
+ *
  * _sf_softmax_xent's returned loss is checked against a naive double computation
  * (within its float32 rounding, tests/fp32_bounds.h: |scale| x the counted rows x
  * sf_fp32_xent_row(C) eps32), its dz against FD of that loss, and the rows of dz must
  * sum to ~0 (|sum| <= 1e-6, above their rounding of 3 eps32 |scale|: the float inverse
  * of the sum, the products, the label's subtraction) since softmax rows sum to 1.
+ *
+ * The vocabulary-parallel cross-entropy (_sf_xent_vp_partials, _sf_xent_vp_finish: the
+ * logits' V columns in K slices, each slice's partials gathered and combined as the TP
+ * ranks do): every slice's returned loss equal, bitwise; the loss against the naive
+ * double one within the single-rank loss's bound plus the float partials' rounding
+ * (K + 2 eps32 a row: s_k rounded to float, the rescaling of each, their sum); the
+ * slices' dz put side by side against FD of that loss, and equal to _sf_softmax_xent's
+ * within 1e-6 |scale| (both scale (softmax - onehot), from sums in another order);
+ * ignored rows (the ignore index outside and inside the vocabulary) add 0, dz 0.
  *
  * SGD and AdamW (_sf_opt_cpu_<name>) run 3 steps, Lion 3 to 10 (written from the paper), against a
  * naive double-precision loop fed the same float inputs: |float - double| <= 1e-6 *
@@ -41,6 +54,7 @@
 #include "layers/add.h"
 #include "layers/attention.h"
 #include "layers/embedding.h"
+#include "layers/embedding_vp.h"
 #include "layers/gelu.h"
 #include "layers/gelu_math.h"
 #include "layers/layernorm.h"
@@ -54,6 +68,7 @@
 #include "layers/loss.h"
 #include "layers/softmax_xent.h"
 #include "layers/softmax_xent_math.h"
+#include "layers/xent_vp.h"
 #include "tasks/optim_math.h"
 #include "config.h"
 
@@ -354,6 +369,67 @@ static void test_embedding(int B, int V, int C)
 	snprintf(what, sizeof what, "embedding dW (pacc) B=%d V=%d C=%d", B, V, C);
 	check_acc(what, dw2, old, dw, (size_t)V * C);
 	free(c.ids), free(c.w), free(c.dy), free(c.y), free(dw), free(old), free(dw2);
+}
+
+/* The vocabulary-parallel embedding's K slices of W (rows [k V / K, (k + 1) V / K)),
+ * their masked lookups summed as the TP all-reduce sums them */
+struct emb_vp_ctx {
+	int B, V, C, K;
+	const int32_t *ids;
+	float *w, *dy, *y, *part; /* w (V, C); dy y part (B, C) */
+};
+
+static double emb_vp_objective(void *p)
+{
+	struct emb_vp_ctx *c = p;
+	int Vl = c->V / c->K;
+	size_t n = (size_t)c->B * c->C;
+	memset(c->y, 0, n * sizeof(float));
+	for (int k = 0; k < c->K; k++) {
+		_sf_embedding_vp_fwd(c->B, Vl, k * Vl, c->C, c->ids, c->w + (size_t)k * Vl * c->C,
+		                     c->part);
+		for (size_t i = 0; i < n; i++)
+			c->y[i] += c->part[i];
+	}
+	return dot_d(c->dy, c->y, n);
+}
+
+/* The masked lookup: each slice writes its own ids' rows and zeros elsewhere, so the
+ * K partial outputs sum to embedding's output bitwise (one nonzero term a row); each
+ * slice's dW = its rows of embedding's dW bitwise, and against finite differences of
+ * the summed lookup; pacc adds. */
+static void test_embedding_vp(int B, int V, int C, int K)
+{
+	char what[96];
+	int Vl = V / K;
+	size_t n = (size_t)B * C, nw = (size_t)V * C;
+	int32_t *ids = malloc(sizeof(int32_t) * (size_t)B);
+	for (int r = 0; r < B; r++)
+		ids[r] = (int32_t)((r * 7 + 3) % V);
+	struct emb_vp_ctx c = {B, V, C, K, ids, rand_vec(nw, 1.0f), rand_vec(n, 1.0f), zero_vec(n),
+	                       zero_vec(n)};
+	emb_vp_objective(&c);
+	float *ref = zero_vec(n), *dref = zero_vec(nw), *dw = rand_vec(nw, 9.0f);
+	_sf_embedding_fwd(B, C, ids, c.w, ref);
+	ok(!memcmp(ref, c.y, n * sizeof(float)),
+	   "embedding_vp fwd B=%d V=%d C=%d K=%d: the slices' lookups sum to embedding's, bitwise",
+	   B, V, C, K);
+	_sf_embedding_bwd(B, V, C, ids, c.dy, dref, 0);
+	for (int k = 0; k < K; k++) /* stale dW: "=" overwrites it */
+		_sf_embedding_vp_bwd(B, Vl, k * Vl, C, ids, c.dy, dw + (size_t)k * Vl * C, 0);
+	ok(!memcmp(dref, dw, nw * sizeof(float)),
+	   "embedding_vp dW B=%d V=%d C=%d K=%d: each slice's rows of embedding's dW, bitwise", B,
+	   V, C, K);
+	snprintf(what, sizeof what, "embedding_vp dW B=%d V=%d C=%d K=%d", B, V, C, K);
+	check_fd(what, c.w, nw, dw, emb_vp_objective, &c);
+	float *old = rand_vec(nw, 1.0f), *dw2 = malloc(sizeof(float) * nw);
+	memcpy(dw2, old, sizeof(float) * nw);
+	for (int k = 0; k < K; k++)
+		_sf_embedding_vp_bwd(B, Vl, k * Vl, C, ids, c.dy, dw2 + (size_t)k * Vl * C, 1);
+	snprintf(what, sizeof what, "embedding_vp dW (pacc) B=%d V=%d C=%d K=%d", B, V, C, K);
+	check_acc(what, dw2, old, dw, nw);
+	free(ids), free(c.w), free(c.dy), free(c.y), free(c.part), free(ref), free(dref);
+	free(dw), free(old), free(dw2);
 }
 
 /* --- layernorm ------------------------------------------------------------------ */
@@ -1124,6 +1200,118 @@ static void test_xent(int B, int C, float scale, float offset)
 	test_xent_ign(B, C, scale, offset, 0, 0);
 }
 
+/* --- the vocabulary-parallel cross-entropy ------------------------------------- */
+
+struct xent_vp_ctx {
+	int B, V, K;
+	int32_t ignore;
+	float scale;
+	const float *z; /* (B, V) whole */
+	const int32_t *labels;
+	float *slice, *st, *all, *dz; /* K slices (B, V / K); (B, 3); K (B, 3); (B, V) */
+	double loss[8];               /* each slice's returned loss */
+};
+
+/* The K TP ranks' computation: slice k holds columns [k V / K, (k + 1) V / K); each
+ * slice's partials into block k of all, then each slice's loss and dz (put back in
+ * its columns of c->dz). Returns slice 0's loss. */
+static double xent_vp_run(struct xent_vp_ctx *c)
+{
+	int Vl = c->V / c->K;
+	size_t n3 = (size_t)c->B * SF_XENT_VP_STATS;
+	for (int k = 0; k < c->K; k++) {
+		float *zk = c->slice + (size_t)k * c->B * Vl;
+		for (int r = 0; r < c->B; r++)
+			memcpy(zk + (size_t)r * Vl, c->z + (size_t)r * c->V + (size_t)k * Vl,
+			       (size_t)Vl * sizeof(float));
+		_sf_xent_vp_partials(c->B, Vl, k * Vl, zk, c->labels, c->ignore, c->all + k * n3);
+	}
+	float *dzk = malloc(sizeof(float) * (size_t)c->B * Vl);
+	for (int k = 0; k < c->K; k++) {
+		const float *zk = c->slice + (size_t)k * c->B * Vl;
+		c->loss[k] = _sf_xent_vp_finish(c->B, Vl, k * Vl, c->K, zk, c->labels, c->ignore,
+		                                c->scale, c->all, dzk);
+		for (int r = 0; r < c->B; r++)
+			memcpy(c->dz + (size_t)r * c->V + (size_t)k * Vl, dzk + (size_t)r * Vl,
+			       (size_t)Vl * sizeof(float));
+	}
+	free(dzk);
+	return c->loss[0];
+}
+
+static double xent_vp_objective(void *p)
+{
+	return xent_vp_run(p);
+}
+
+static void test_xent_vp(int B, int V, int K, float scale, float offset, int ignore_every,
+                         int ignore_class)
+{
+	char tag[112], what[144];
+	int32_t ignore = ignore_class ? 0 : SF_LOSS_IGNORE_INDEX;
+	snprintf(tag, sizeof tag, "B=%d V=%d K=%d scale=%g%s", B, V, K, scale,
+	         offset != 0.0f ? " large logits" : "");
+	if (ignore_every)
+		snprintf(tag + strlen(tag), sizeof tag - strlen(tag), " ignore %d every %d rows",
+		         (int)ignore, ignore_every);
+	size_t n = (size_t)B * V;
+	float *z = rand_vec(n, 3.0f), *dz = zero_vec(n), *dref = zero_vec(n);
+	int32_t *labels = malloc(sizeof(int32_t) * (size_t)B);
+	for (size_t i = 0; i < n; i++)
+		z[i] += offset;
+	for (int r = 0; r < B; r++) {
+		labels[r] = (int32_t)((urand() + 1.0f) * 0.5f * (float)V) % V;
+		if (ignore_class && labels[r] == 0)
+			labels[r] = 1;
+		if (ignore_every && r % ignore_every == 1)
+			labels[r] = ignore;
+	}
+	struct xent_vp_ctx c = {B,
+	                        V,
+	                        K,
+	                        ignore,
+	                        scale,
+	                        z,
+	                        labels,
+	                        zero_vec(n),
+	                        NULL,
+	                        zero_vec((size_t)K * B * SF_XENT_VP_STATS),
+	                        dz,
+	                        {0}};
+	double loss = xent_vp_run(&c);
+	int same = 1;
+	for (int k = 1; k < K; k++)
+		same &= memcmp(&c.loss[k], &c.loss[0], sizeof loss) == 0;
+	ok(same, "xent_vp %s: every slice's loss the same bits", tag);
+
+	double ref = xent_naive(B, V, z, labels, ignore, scale, offset != 0.0f);
+	int counted = 0;
+	for (int r = 0; r < B; r++)
+		counted += labels[r] != ignore;
+	double tol = fabs((double)scale) * counted * (sf_fp32_xent_row(V) + K + 2) * SF_EPS32;
+	double err = fabs(loss - ref);
+	ok(isfinite(loss) && err <= tol,
+	   "xent_vp %s: loss vs naive double (abs err %.2e, bound %.2e)", tag, err, tol);
+
+	float *scratch = zero_vec(n);
+	_sf_softmax_xent(B, V, z, labels, ignore, scale, dref);
+	double worst = 0.0, worst_ign = 0.0;
+	for (size_t i = 0; i < n; i++) {
+		worst = fmax(worst, isfinite(dz[i]) ? fabs(dz[i] - dref[i]) : INFINITY);
+		if (labels[i / (size_t)V] == ignore)
+			worst_ign = fmax(worst_ign, fabs(dz[i]));
+	}
+	ok(worst <= 1e-6 * fabs(scale) && worst_ign == 0.0,
+	   "xent_vp %s: dz = the single-rank loss's (max diff %.2e, tol %.0e), ignored rows 0",
+	   tag, worst, 1e-6 * fabs(scale));
+	snprintf(what, sizeof what, "xent_vp dz %s", tag);
+	float *g = malloc(sizeof(float) * n);
+	memcpy(g, dz, sizeof(float) * n);
+	check_fd(what, z, n, g, xent_vp_objective, &c);
+	free(g), free(scratch), free(z), free(dz), free(dref), free(labels), free(c.slice);
+	free(c.all);
+}
+
 /* The CPU's four-lane rows = the math header's row (the GPU's), bitwise, at widths
  * around a multiple of 4 (the same float operations in the same order); and
  * sf_exp_poly within its derived bound of exp (SF_EXP_POLY_EPS, fp32_bounds.h, which
@@ -1585,6 +1773,9 @@ int main(void)
 	test_linear_nobias(6, 16, 16);
 	test_embedding(1, 3, 4);
 	test_embedding(12, 5, 8); /* ids repeat */
+	test_embedding_vp(1, 4, 3, 2);
+	test_embedding_vp(12, 6, 5, 3); /* ids repeat, every slice hit */
+	test_embedding_vp(9, 16, 4, 4);
 
 	test_layernorm(1, 4, 1.0f);
 	test_layernorm(5, 16, 3.0f);
@@ -1635,6 +1826,12 @@ int main(void)
 	test_xent(2, 1031, 0.5f, 0.0f);  /* the CPU row's four lanes, then a tail of 3 */
 	test_xent(3, 259, 1.0f / 3.0f, -1000.0f);
 	test_xent_lanes();
+	test_xent_vp(1, 4, 2, 1.0f, 0.0f, 0, 0);
+	test_xent_vp(5, 12, 3, 1.0f / 5.0f, 0.0f, 0, 0);
+	test_xent_vp(6, 16, 4, 1.0f / 4.0f, 0.0f, 3, 0);   /* ignored rows, -100 */
+	test_xent_vp(6, 16, 2, 1.0f / 4.0f, 0.0f, 2, 1);   /* the ignore index a class */
+	test_xent_vp(4, 8, 2, 0.25f, 1000.0f, 0, 0);       /* the max subtracted */
+	test_xent_vp(3, 1032, 8, 1.0f / 3.0f, -1000.0f, 0, 0);
 #define LANES(name, NAME)                                                                          \
 	test_optim_lanes(#name, _sf_opt_cpu_##name, sf_##name##_elem,                              \
 	                 name##_nstate);

@@ -85,18 +85,28 @@ enum model_kind {
 	MODEL_NANOGPT_TP,
 	MODEL_RESIDUAL_TP,
 	MODEL_LLAMA_HF_TP,
-	MODEL_MLP_TP_GATHER
+	MODEL_MLP_TP_GATHER,
+	MODEL_NANOGPT_VP,
+	MODEL_LLAMA_HF_VP,
+	MODEL_NANOGPT_VPT,
+	MODEL_LLAMA_HF_VPT
 };
 
 /* "mlp", "residual", "uneven", "deep", "wide", "blocks", "gpt", "nanogpt",
  * "nanogpt-untied", "swiglu", "llama", "llama-hf", "mlp-tp", "nanogpt-tp",
- * "residual-tp", "llama-hf-tp", "mlp-tp-gather" -> kind; -1 when unknown. */
+ * "residual-tp", "llama-hf-tp", "mlp-tp-gather", "nanogpt-vp", "llama-hf-vp",
+ * "nanogpt-vpt", "llama-hf-vpt" -> kind; -1 when unknown. The -vp models are the -tp
+ * ones vocabulary-parallel (vocab_parallel 1: the token embedding an embedding_vp,
+ * the untied lm_head a linear_col, the loss over split logits); -vpt the same with the
+ * head tied to the embedding (reading its rows of this TP rank). */
 static inline int model_kind_parse(const char *s, enum model_kind *out)
 {
 	static const char *const names[] = {
-	    "mlp",    "residual",   "uneven",         "deep",        "wide",         "blocks",
-	    "gpt",    "nanogpt",    "nanogpt-untied", "swiglu",      "llama",        "llama-hf",
-	    "mlp-tp", "nanogpt-tp", "residual-tp",    "llama-hf-tp", "mlp-tp-gather"};
+	    "mlp",         "residual",      "uneven",     "deep",           "wide",
+	    "blocks",      "gpt",           "nanogpt",    "nanogpt-untied", "swiglu",
+	    "llama",       "llama-hf",      "mlp-tp",     "nanogpt-tp",     "residual-tp",
+	    "llama-hf-tp", "mlp-tp-gather", "nanogpt-vp", "llama-hf-vp", "nanogpt-vpt",
+	    "llama-hf-vpt"};
 	for (int i = 0; i < (int)(sizeof names / sizeof names[0]); i++)
 		if (!strcmp(s, names[i])) {
 			*out = (enum model_kind)i;
@@ -335,23 +345,30 @@ static inline int build_model(enum model_kind kind, sf_graph **out, int *D, int 
 	sf_graph *g = NULL;
 	int x, labels, h, y, loss;
 	*T = kind == MODEL_BLOCKS ? 3 : kind == MODEL_GPT || kind == MODEL_LLAMA ? GPT_T : 1;
-	if (kind == MODEL_LLAMA_HF || kind == MODEL_LLAMA_HF_TP) {
+	if (kind == MODEL_LLAMA_HF || kind == MODEL_LLAMA_HF_TP || kind == MODEL_LLAMA_HF_VP ||
+	    kind == MODEL_LLAMA_HF_VPT) {
 		struct sf_llama_config lc;
 		sf_llama_config_init(&lc);
 		lc.vocab = 16, lc.context = 5, lc.dim = 16, lc.layers = 2, lc.heads = 4;
 		lc.kv_heads = 2, lc.multiple_of = 8;
-		lc.tensor_parallel = kind == MODEL_LLAMA_HF_TP;
+		lc.tensor_parallel = kind == MODEL_LLAMA_HF_TP || kind == MODEL_LLAMA_HF_VP ||
+		                     kind == MODEL_LLAMA_HF_VPT;
+		lc.vocab_parallel = kind == MODEL_LLAMA_HF_VP || kind == MODEL_LLAMA_HF_VPT;
+		lc.tie_weights = kind == MODEL_LLAMA_HF_VPT;
 		*D = *C = lc.vocab, *T = lc.context;
 		CLI_CHECK_GOTO(sf_llama_graph(&lc, &g), fail);
 		*out = g;
 		return 0;
 	}
-	if (kind == MODEL_NANOGPT || kind == MODEL_NANOGPT_UNTIED || kind == MODEL_NANOGPT_TP) {
+	if (kind == MODEL_NANOGPT || kind == MODEL_NANOGPT_UNTIED || kind == MODEL_NANOGPT_TP ||
+	    kind == MODEL_NANOGPT_VP || kind == MODEL_NANOGPT_VPT) {
 		struct sf_gpt_config gc;
 		sf_gpt_config_init(&gc);
 		gc.vocab = 16, gc.context = 5, gc.layers = 2, gc.heads = 2, gc.embd = 10;
-		gc.tie_weights = kind != MODEL_NANOGPT_UNTIED;
-		gc.tensor_parallel = kind == MODEL_NANOGPT_TP;
+		gc.tie_weights = kind != MODEL_NANOGPT_UNTIED && kind != MODEL_NANOGPT_VP;
+		gc.tensor_parallel =
+		    kind == MODEL_NANOGPT_TP || kind == MODEL_NANOGPT_VP || kind == MODEL_NANOGPT_VPT;
+		gc.vocab_parallel = kind == MODEL_NANOGPT_VP || kind == MODEL_NANOGPT_VPT;
 		*D = *C = gc.vocab, *T = gc.context;
 		CLI_CHECK_GOTO(sf_gpt_graph(&gc, &g), fail);
 		*out = g;
@@ -374,7 +391,11 @@ static inline int build_model(enum model_kind kind, sf_graph **out, int *D, int 
 	case MODEL_NANOGPT_UNTIED:
 	case MODEL_NANOGPT_TP:
 	case MODEL_LLAMA_HF:
-	case MODEL_LLAMA_HF_TP: break;
+	case MODEL_LLAMA_HF_TP:
+	case MODEL_NANOGPT_VP:
+	case MODEL_LLAMA_HF_VP:
+	case MODEL_NANOGPT_VPT:
+	case MODEL_LLAMA_HF_VPT: break;
 	}
 	CLI_CHECK_GOTO(sf_graph_create("train_dump", &g), fail);
 	CLI_CHECK_GOTO(sf_graph_set_seq_len(g, *T), fail);
@@ -479,7 +500,11 @@ static inline int build_model(enum model_kind kind, sf_graph **out, int *D, int 
 	case MODEL_NANOGPT_UNTIED:
 	case MODEL_NANOGPT_TP:
 	case MODEL_LLAMA_HF:
-	case MODEL_LLAMA_HF_TP: break; /* built above */
+	case MODEL_LLAMA_HF_TP:
+	case MODEL_NANOGPT_VP:
+	case MODEL_LLAMA_HF_VP:
+	case MODEL_NANOGPT_VPT:
+	case MODEL_LLAMA_HF_VPT: break; /* built above */
 	}
 	CLI_CHECK_GOTO(sf_graph_softmax_cross_entropy(g, y, labels, &loss), fail);
 	*out = g;
@@ -499,7 +524,8 @@ static inline int fill_batch(enum model_kind kind, uint64_t seed, int64_t step, 
 	*b = (struct sf_batch){.labels = labels};
 	if (kind != MODEL_BLOCKS && kind != MODEL_GPT && kind != MODEL_NANOGPT &&
 	    kind != MODEL_NANOGPT_UNTIED && kind != MODEL_NANOGPT_TP && kind != MODEL_LLAMA &&
-	    kind != MODEL_LLAMA_HF && kind != MODEL_LLAMA_HF_TP) {
+	    kind != MODEL_LLAMA_HF && kind != MODEL_LLAMA_HF_TP && kind != MODEL_NANOGPT_VP &&
+	    kind != MODEL_LLAMA_HF_VP && kind != MODEL_NANOGPT_VPT && kind != MODEL_LLAMA_HF_VPT) {
 		*xin = x;
 		b->ninputs = 1;
 		b->inputs = xin;

@@ -10,6 +10,9 @@
  *    match its size, a shard of version 2, SF_TOKENS_LLMC on a raw file, an empty file
  *    (SF_ERR_IO), a missing file (SF_ERR_IO), a directory (SF_ERR_IO), vocab 1 and
  *    65537, a bad format value;
+ *  - a damaged llm.c shard (its magic near 20240520, or zeroed with the count or the
+ *    header's shape left) is refused as such by SF_TOKENS_AUTO, not read as raw ids;
+ *    forcing the format reads it raw, or refuses it as a shard without the magic;
  *  - batches: a token file whose ids are the bytes of a text gives, for the same
  *    (seed, split, index, rows), exactly sf_text_batch's x and y on that text (loaded
  *    without a validation part): the same windows, so a token dataset keeps the byte
@@ -83,6 +86,53 @@ static void refused(const char *what, const char *path, int vocab, int format, i
 		diag("  message: %s", msg);
 }
 
+/* Issue 47 item 6: a shard whose magic was damaged (20240520 + 1: its first id, read
+ * raw, is 55433) is refused by SF_TOKENS_AUTO whatever the vocabulary, as are one with
+ * the magic zeroed (its count still matches) and one with magic and count zeroed (a
+ * header's shape: version 1, zeros); forced raw, the damaged one is 512 + N ids of
+ * which the first is 55433; forced llm.c, it has no magic. Raw ids of the same size
+ * (no sign of a header) still load as raw. */
+static void test_near_miss(const uint16_t *ids, int n)
+{
+	uint8_t h[1024];
+	struct sf_tokens t;
+	llmc_header(h, 20240520 + 1, 1, (uint32_t)n);
+	const char *bad = write_ids("near.bin", h, sizeof h, ids, (size_t)n, 0);
+	refused("a shard with magic 20240521 (vocab 50257)", bad, 50257, SF_TOKENS_AUTO,
+	        SF_ERR_INVALID,
+	        "looks like a damaged llm.c shard: no magic 20240520 at its start, but its "
+	        "first int32 is 20240521, 1 from the magic 20240520");
+	refused("a shard with magic 20240521 (vocab 65536)", bad, 65536, SF_TOKENS_AUTO,
+	        SF_ERR_INVALID, "looks like a damaged llm.c shard");
+	int rc = sf_tokens_load(bad, 65536, SF_TOKENS_RAW, &t);
+	ok(rc == SF_OK && t.n == 512 + n && t.format == SF_TOKENS_RAW && t.ids[0] == 55433 &&
+	       t.ids[512] == ids[0],
+	   "forced SF_TOKENS_RAW: read as %d raw ids, the first 55433 (got rc %d, n %lld)",
+	   512 + n, rc, (long long)t.n);
+	sf_tokens_free(&t);
+	refused("forced SF_TOKENS_LLMC", bad, 65536, SF_TOKENS_LLMC, SF_ERR_INVALID,
+	        "no magic 20240520 at its start");
+	llmc_header(h, 0, 1, (uint32_t)n);
+	refused("a shard with its magic zeroed",
+	        write_ids("nomagic.bin", h, sizeof h, ids, (size_t)n, 0), 65536, SF_TOKENS_AUTO,
+	        SF_ERR_INVALID, "its third int32 is 1000, the count of the uint16 ids");
+	llmc_header(h, 0, 1, 0);
+	refused("a header's shape, magic and count zeroed",
+	        write_ids("shape.bin", h, sizeof h, ids, (size_t)n, 0), 65536, SF_TOKENS_AUTO,
+	        SF_ERR_INVALID, "shaped like a header (version 1, then zeros)");
+	uint16_t *plain = malloc((512 + (size_t)n) * sizeof *plain);
+	if (!plain)
+		bail_out("out of memory");
+	for (int i = 0; i < 512 + n; i++)
+		plain[i] = (uint16_t)((i * 2654435761u >> 7) % 50257u);
+	rc = sf_tokens_load(write_ids("plain.bin", NULL, 0, plain, 512 + (size_t)n, 0), 50257,
+	                    SF_TOKENS_AUTO, &t);
+	ok(rc == SF_OK && t.n == 512 + n && t.format == SF_TOKENS_RAW,
+	   "raw ids as long as a shard, with no sign of a header: raw (rc %d)", rc);
+	sf_tokens_free(&t);
+	free(plain);
+}
+
 static void test_load(void)
 {
 	enum { N = 1000 };
@@ -129,6 +179,7 @@ static void test_load(void)
 	refused("vocab 1", raw, 1, SF_TOKENS_AUTO, SF_ERR_INVALID, "2 to 65536");
 	refused("vocab 65537", raw, 65537, SF_TOKENS_AUTO, SF_ERR_INVALID, "2 to 65536");
 	refused("format 7", raw, 50257, 7, SF_ERR_INVALID, "SF_TOKENS_AUTO");
+	test_near_miss(ids, N);
 }
 
 static void test_batches(void)

@@ -16,7 +16,8 @@
  *  - the shape rules (_sf_tp_local): what splits, what keeps a split, what joins it,
  *    and the refusals naming the node (a split input into a whole-only op, a
  *    linear_row on a whole input, split and whole inputs joined, heads or widths
- *    that do not divide by K).
+ *    that do not divide by K); the vocabulary-parallel pieces (embedding_vp's rows,
+ *    the cross-entropy on split logits, their refusals, embedding_vp's slices).
  * Shapes: B 3 rows, I 4, hidden O1 12, O2 5, K = 2, 3 and 4 (a col of 3 blocks: its
  * slices alone, as a fused QKV feeds attention, not a linear_row).
  */
@@ -309,6 +310,74 @@ static int tp_local(const struct _sf_node *g, int n, int K, const bool *in_split
 	return _sf_tp_local(g, n, K, in_split, in_local, out_local, np, out_split);
 }
 
+/* The vocabulary-parallel pieces: embedding_vp's rows split and its output whole; a
+ * cross-entropy loss takes split logits (labels whole), a regression loss does not; a
+ * linear_nobias head tied to an embedding_vp computes its rows' columns (split), any
+ * other tied type and a vocabulary that does not divide by K are refused;
+ * embedding_vp's slice of W is its block of rows, put back bitwise. */
+static void check_vocab_rules(void)
+{
+	struct _sf_layer_entry evp = entry("embedding_vp", SF_TP_VOCAB),
+	                       ecol = entry("linear_col", SF_TP_COL),
+	                       ehead = entry("linear_nobias", SF_TP_NONE);
+	struct sf_linear_tp_config head = {.out_dim = 12};
+	struct _sf_node g[7];
+	g[0] = node("ids", NULL, -1, -1, 12, 0, NULL, 0);
+	g[0].kind = SF_NODE_INT_INPUT;
+	g[1] = node("wte", &evp, 0, -1, 8, 12 * 8, NULL, 0);
+	g[2] = node("lm_head", &ecol, 1, -1, 12, 12 * 8, &head, sizeof head);
+	g[3] = node("labels", NULL, -1, -1, 12, 0, NULL, 0);
+	g[3].kind = SF_NODE_LABELS;
+	g[4] = node("loss", NULL, 2, 3, 1, 0, NULL, 0);
+	g[4].kind = SF_NODE_LOSS;
+	g[5] = node("target", NULL, -1, -1, 12, 0, NULL, 0);
+	g[6] = node("mse", NULL, 2, 5, 1, 0, NULL, 0);
+	g[6].kind = SF_NODE_LOSS;
+	int in_local[SF_MAX_INPUTS], out_local = 0;
+	size_t np = 0;
+	bool split = true;
+	int rc = tp_local(g, 1, 3, (bool[]){false}, in_local, &out_local, &np, &split);
+	ok_true(rc == SF_OK && !split && out_local == 8 && np == 4 * 8,
+	        "embedding_vp, K 3: whole output, 4 of the 12 rows of W (4 x 8 parameters)");
+	rc = tp_local(g, 1, 5, (bool[]){false}, in_local, &out_local, &np, &split);
+	ok_true(rc < 0 && strstr(sf_last_error(), "\"wte\"") &&
+	            strstr(sf_last_error(), "12 ids do not split over SHARDFLOW_TP=5"),
+	        "embedding_vp of 12 ids on K 5 is refused, naming it");
+	rc = tp_local(g, 4, 3, (bool[]){true, false}, in_local, &out_local, &np, &split);
+	ok_true(rc == SF_OK && in_local[0] == 4 && _sf_tp_vocab_parallel_loss(g, 4),
+	        "cross-entropy on split logits, K 3: its 4 of 12 classes (vocabulary-parallel)");
+	rc = tp_local(g, 6, 3, (bool[]){true, false}, in_local, &out_local, &np, &split);
+	ok_true(rc < 0 && strstr(sf_last_error(), "\"lm_head\"") &&
+	            !_sf_tp_vocab_parallel_loss(g, 6),
+	        "a regression loss on split predictions is refused, naming its input");
+	g[2] = node("lm_head", &ehead, 1, -1, 12, 12 * 8, NULL, 0);
+	g[2].tied_to = 1;
+	rc = tp_local(g, 2, 3, (bool[]){false}, in_local, &out_local, &np, &split);
+	ok_true(rc == SF_OK && split && out_local == 4 && np == 4 * 8 &&
+	            _sf_tp_tied_vocab(g, 2),
+	        "a linear_nobias head tied to an embedding_vp, K 3: its 4 of 12 logit columns, "
+	        "the embedding's 4 x 8 rows");
+	struct _sf_layer_entry eln = entry("layernorm", SF_TP_NONE);
+	g[2] = node("odd", &eln, 1, -1, 8, 12 * 8, NULL, 0);
+	g[2].tied_to = 1;
+	rc = tp_local(g, 2, 3, (bool[]){false}, in_local, &out_local, &np, &split);
+	ok_true(rc < 0 && strstr(sf_last_error(), "\"odd\" (layernorm) is tied to \"wte\""),
+	        "another type tied to an embedding_vp is refused, naming both");
+	float whole[12 * 8], local[4 * 8], back[12 * 8];
+	for (int i = 0; i < 12 * 8; i++)
+		whole[i] = (float)i, back[i] = -1.0f;
+	struct sf_layer_info wi = {.nparams = 12 * 8, .out_dim = 8, .nin = 1};
+	wi.in_dim[0] = 1, wi.in_range[0] = 12, wi.in_int[0] = 1;
+	bool same = true;
+	for (int r = 0; r < 3; r++) {
+		_sf_tp_params(&g[1], &wi, 3, r, whole, local, true);
+		same &= !memcmp(local, whole + r * 4 * 8, sizeof local);
+		_sf_tp_params(&g[1], &wi, 3, r, back, local, false);
+	}
+	ok_true(same && !memcmp(back, whole, sizeof whole),
+	        "embedding_vp's slices: rows [4 r, 4 r + 4) of W, put back whole bitwise");
+}
+
 /* the shape rules, on small hand-made graphs */
 static void check_rules(void)
 {
@@ -397,12 +466,13 @@ static void check_rules(void)
 	rc[4] = tp_local(g, 4, 1, (bool[]){false}, in_local, &out_local, &np, &split[4]);
 	ok_true(rc[4] == SF_OK && out_local == 8 && np == 16 && !split[4],
 	        "K 1: every node as the graph has it");
+	check_vocab_rules();
 	sf_log_set_quiet(0);
 }
 
 int main(void)
 {
-	plan(23);
+	plan(30);
 	check_slices();
 	check_mlp(2, 1);
 	check_mlp(3, 1);

@@ -7,7 +7,8 @@
  * backslashes, markup, control characters and bytes that are not UTF-8 must all come
  * out as valid JSON and XML. A task name's kind, index, name and type are read back
  * whatever the user's names hold (blanks, parentheses, "L3)"), and the overlap
- * report's stall rows carry the unit's name. Errors are raised with SF_ERR into
+ * report's stall rows carry the unit's name. Every writer numbers steps from 1, as the
+ * programs' progress lines do (the events' steps count from 0). Errors are raised with SF_ERR into
  * sf_last_error() (quietly here, as the tool does), and name the file that could not
  * be written.
  */
@@ -16,6 +17,7 @@
 #include "trace/report.h"
 #include "trace/write.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 typedef void (*escaper)(FILE *, const char *);
@@ -229,7 +231,9 @@ static void error_cases(void)
 	};
 	struct _sf_report r;
 	rc = _sf_report_build(ev, 2, &r);
-	ok(rc == SF_ERR_INVALID && strstr(sf_last_error(), "step 1 has no task on rank 0"),
+	ok(rc == SF_ERR_INVALID &&
+	       strstr(sf_last_error(),
+	              "step 2 has no task on rank 0 (ranks 0..1, steps 1..2 seen)"),
 	   "a report of an incomplete trace: SF_ERR_INVALID and why (%s)", sf_last_error());
 	ok_int_eq(_sf_timeline_write_svg(ev, 0, NULL, NULL, stdout), SF_ERR_INVALID,
 	          "a timeline of no task: SF_ERR_INVALID");
@@ -257,14 +261,63 @@ static void error_cases(void)
 		_sf_report_free(&r);
 }
 
+/* Two steps of one rank (events' steps 0 and 1): the text, the JSON and the timeline
+ * say "step 1" and "step 2", never "step 0", and the JSON says "step_base": 1. */
+static void step_numbers(void)
+{
+	struct _sf_event ev[2] = {
+	    {.name = "fwd a (linear L0)",
+	     .rank = 0,
+	     .step = 0,
+	     .kind = SF_EV_FWD,
+	     .start = 0,
+	     .end = 1},
+	    {.name = "fwd a (linear L0)",
+	     .rank = 0,
+	     .step = 1,
+	     .kind = SF_EV_FWD,
+	     .start = 2,
+	     .end = 3},
+	};
+	struct _sf_report r;
+	int rc = _sf_report_build(ev, 2, &r);
+	char *txt = rc == SF_OK ? written(_sf_report_write_text, &r) : NULL;
+	char *json = rc == SF_OK ? written(_sf_report_write_json, &r) : NULL;
+	char *svg = NULL;
+	size_t len = 0;
+	FILE *f = rc == SF_OK ? open_memstream(&svg, &len) : NULL;
+	if (f) {
+		rc = _sf_timeline_write_svg(ev, 2, &r, "t", f);
+		fclose(f);
+	}
+	ok(txt && strstr(txt, "\nrank 0 step 1 ") && strstr(txt, "\nrank 0 step 2 ") &&
+	       !strstr(txt, "step 0"),
+	   "the text report's rows are steps 1 and 2");
+	ok(json && strstr(json, "\"step_base\": 1,") &&
+	       strstr(json, "{\"rank\": 0, \"step\": 1, \"wall_ms\"") &&
+	       strstr(json, "{\"rank\": 0, \"step\": 2, \"wall_ms\"") &&
+	       !strstr(json, "\"step\": 0") && !strstr(json, "\"step\": -1"),
+	   "the JSON's per-step rows are steps 1 and 2 (\"step_base\": 1), its totals have none");
+	ok(rc == SF_OK && svg && strstr(svg, ">step 1<title>rank 0 step 1:") &&
+	       strstr(svg, ">step 2<title>rank 0 step 2:") && strstr(svg, "step 1): ") &&
+	       !strstr(svg, "step 0"),
+	   "the timeline's step labels and task tooltips are steps 1 and 2");
+	free(txt);
+	free(json);
+	free(svg);
+	if (rc == SF_OK)
+		_sf_report_free(&r);
+}
+
 int main(void)
 {
 	_sf_err_quiet = true; /* the checks read sf_last_error() */
-	plan(25 + (int)(sizeof name_cases / sizeof name_cases[0]) + 3);
+	plan(25 + (int)(sizeof name_cases / sizeof name_cases[0]) + 3 + 3);
 	check_all(_sf_json_string, "json", json_cases, sizeof json_cases / sizeof json_cases[0]);
 	check_all(_sf_xml_text, "xml", xml_cases, sizeof xml_cases / sizeof xml_cases[0]);
 	name_checks();
 	stall_names();
 	error_cases();
+	step_numbers();
 	return done_testing();
 }

@@ -72,7 +72,7 @@ early_late() {
 	}'
 }
 
-plan 25
+plan 26
 
 trace d0 0
 ok $? "depth 0: traced 2-rank run succeeds" || diag_file "$tmp/d0.err"
@@ -93,16 +93,16 @@ else
 	skip "the Chrome traces and the report JSON parse as JSON" "python3 is not installed"
 fi
 
-# bench/trace_top.py (gpu-check.sh's profile): its counts are the trace's, steps 1..
+# bench/trace_top.py (gpu-check.sh's profile): its counts are the trace's, steps 2..
 if command -v python3 >/dev/null 2>&1; then
 	python3 "$top_srcdir/bench/trace_top.py" --top 100 "$tmp/d2.rank0.json" "$tmp/d2.rank1.json" \
 		>"$tmp/top.out" 2>&1
 	st=$?
 	want=$( (events "$tmp/d2.rank0.json"; events "$tmp/d2.rank1.json") |
-		awk '$2 >= 1 { n++; if ($3 == "fwd" && $5 == "(linear") f++ } END { print n + 0, f + 0 }')
+		awk '$2 >= 2 { n++; if ($3 == "fwd" && $5 == "(linear") f++ } END { print n + 0, f + 0 }')
 	got=$(awk '/^all tasks/ { n = $3 } /^fwd linear / { f = $3 } END { print n + 0, f + 0 }' "$tmp/top.out")
 	[ $st -eq 0 ] && [ "$got" = "$want" ] && [ "${want% *}" -gt 0 ]
-	ok $? "trace_top.py: tasks of steps 1.. and 'fwd linear' tasks = the trace's ($got, want $want)" ||
+	ok $? "trace_top.py: tasks of steps 2.. and 'fwd linear' tasks = the trace's ($got, want $want)" ||
 		diag_file "$tmp/top.out"
 	# the per-worker table: its task counts add up to the total, busy and idle are >= 0,
 	# and no compute worker is busy longer than the run's steps took
@@ -164,7 +164,7 @@ early=$(echo "$el" | awk '{s += $2} END {print s + 0}')
 ok $? "depth 2: some gathers L(l+1) start before fwd Ll ends ($early of $((2 * 3 * (units - 1))))"
 
 # every rank and step in the report, every unit in the stall table
-lines=$(grep -c '^rank [01] step [0-2] ' "$tmp/d2.overlap.txt")
+lines=$(grep -c '^rank [01] step [1-3] ' "$tmp/d2.overlap.txt")
 [ "$lines" -eq 6 ]
 ok $? "the report has a line for each of 2 ranks x 3 steps ($lines)"
 # what was measured, in each file (issue 46: the report did not record it)
@@ -210,6 +210,20 @@ ok $? "busy times never exceed the wall time, overlap lies in [0, 1]" || diag_fi
 
 grep -q '</svg>' "$tmp/d2.timeline.svg" && grep -q 'step 2' "$tmp/d2.timeline.svg"
 ok $? "the timeline is a complete SVG with step boundaries"
+
+# steps are numbered as the progress lines number them ("step 1 loss ..."): the
+# report's rows, the JSON's (which says "step_base": 1), the timeline's labels and the
+# Chrome trace's args
+nums() { sort -un | tr '\n' ' '; }
+want=$(awk '$1 == "step" && $3 == "loss" { print $2 }' "$tmp/d2.out" | nums)
+txt=$(awk '$1 == "rank" && $3 == "step" { print $4 }' "$tmp/d2.overlap.txt" | nums)
+json=$(grep -o '"step": [0-9]*' "$tmp/d2.overlap.json" | awk '{ print $2 }' | nums)
+svg=$(grep -o '>step [0-9]*<' "$tmp/d2.timeline.svg" | tr -dc '0-9\n' | nums)
+chrome=$(events "$tmp/d2.rank0.json" | awk '{ print $2 }' | nums)
+[ "$want" = "1 2 3 " ] && [ "$txt" = "$want" ] && [ "$json" = "$want" ] && [ "$svg" = "$want" ] &&
+	[ "$chrome" = "$want" ] && grep -q '"step_base": 1,' "$tmp/d2.overlap.json"
+ok $? "steps numbered as the progress lines ($want): report $txt, JSON $json (step_base 1), timeline $svg, Chrome trace $chrome" ||
+	diag_file "$tmp/d2.out"
 
 env SHARDFLOW_TRACE="$tmp/no/such/dir/x" "$MLP" --steps 1 --widths 8,4 --batch 4 </dev/null >"$tmp/bad.out" 2>"$tmp/bad.err"
 st=$?

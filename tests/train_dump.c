@@ -40,6 +40,11 @@
  * sf_model_accumulate, then sf_model_step): micro-batch j of step k is rows
  * [j B, (j + 1) B) of global batch k, so it covers the rows a run with --batch K B
  * takes in one step, and its loss is the mean of the micro-batches' losses.
+ * --ignore-every N labels every global row r with r % N == 0 with the ignore index
+ * (SF_LOSS_IGNORE_INDEX), the same rows whatever the layout.
+ * --evaluate S: after training, rank 0 prints "eval <loss>", sf_model_evaluate of S
+ * samples (global batch 1000's generator, --ignore-every applied), every rank
+ * passing them all.
  * --clip X sets max_grad_norm (inf: the norm only) and rank 0 prints
  * "norm <step> <norm>" for each step; --weight-decay X and --no-decay MASK
  * (sf_model_options::no_decay) set the decay; --data FILE makes rank 0 write each
@@ -83,8 +88,45 @@ struct options {
 	const char *init_config[MAX_SETTINGS], *config[MAX_SETTINGS], *unit_opts[MAX_SETTINGS];
 	int ninit_config, nconfig, nunit_opts;
 	int bad_label_rank, bad_label_step; /* --bad-label R:K: one label out of range */
+	int ignore_every; /* --ignore-every N: global rows r with r % N == 0 labelled
+	                     SF_LOSS_IGNORE_INDEX (0: none) */
+	int evaluate;     /* --evaluate S: sf_model_evaluate of S samples after training */
 	const char *lr_zero; /* --lr-zero UNIT: learning-rate scale 0 on its tensors */
 };
+
+/* --evaluate S: the loss of S samples, every rank passing them all */
+static int evaluate(sf_model *m, const struct options *o, int D, int C, int T, int rank)
+{
+	int status = 1;
+	size_t rows = (size_t)o->evaluate * (size_t)T;
+	float *x = malloc(sizeof(float) * (rows * (size_t)D + 1));
+	int32_t *ids = malloc(sizeof(int32_t) * (rows + 1)), *labels = malloc(sizeof(int32_t) * (rows + 1));
+	const float *xin;
+	const int32_t *idin;
+	struct sf_batch b;
+	double loss;
+	if (!x || !ids || !labels ||
+	    fill_batch(o->t.model, o->t.seed, 1000, 0, (int)rows, D, C, x, ids, labels, &b, &xin,
+	               &idin)) {
+		fprintf(stderr, PROG ": cannot generate the evaluation's samples\n");
+		goto out;
+	}
+	for (size_t r = 0; o->ignore_every && r < rows; r++)
+		if (r % (size_t)o->ignore_every == 0)
+			labels[r] = SF_LOSS_IGNORE_INDEX;
+	if (sf_model_evaluate(m, &b, o->evaluate, &loss) != SF_OK) {
+		fprintf(stderr, PROG ": sf_model_evaluate failed: %s\n", sf_last_error());
+		goto out;
+	}
+	if (rank == 0)
+		printf("eval %.17g\n", loss);
+	status = 0;
+out:
+	free(x);
+	free(ids);
+	free(labels);
+	return status;
+}
 
 static void usage(FILE *f)
 {
@@ -93,7 +135,7 @@ static void usage(FILE *f)
 	        "       nanogpt-untied|swiglu|llama] [--steps N] [--batch B] [--optimizer sgd|adamw|lion]\n"
 	        "       [--lr X] [--seed S] [--inflight K] [--init W.safetensors]\n"
 	        "       [--export-init W0.safetensors] [--export W.safetensors]\n"
-	        "       [--export-steps PREFIX] [--accum K]\n"
+	        "       [--export-steps PREFIX] [--accum K] [--ignore-every N] [--evaluate S]\n"
 	        "       [--clip X|inf] [--weight-decay X] [--no-decay MASK] [--data FILE]\n"
 	        "       [--init-config KNOB=VALUE]... [--config KNOB=VALUE]...\n"
 	        "       [--unit-options UNIT:reshard_after_forward=0|1,keep_fp32=0|1,frozen=0|1]...\n"
@@ -114,7 +156,7 @@ static const char *const option_names[] = {
     "--seed",         "--inflight",    "--accum",  "--no-decay",     "--clip",
     "--weight-decay", "--init-config", "--config", "--unit-options", "--bad-label",
     "--lr-zero",      "--data",        "--out",    "--init",         "--export-init",
-    "--export",       "--export-steps"};
+    "--export",       "--export-steps", "--ignore-every", "--evaluate"};
 
 /* One option's value: 0 or 2 (cli_parse's contract). */
 static int on_value(int k, char *value, void *ctx)
@@ -131,6 +173,12 @@ static int on_value(int k, char *value, void *ctx)
 			return bad(opt, val);
 	} else if (!strcmp(opt, "--accum")) {
 		if (parse_int(val, 1, 64, &o->accum))
+			return bad(opt, val);
+	} else if (!strcmp(opt, "--evaluate")) {
+		if (parse_int(val, 1, 4096, &o->evaluate))
+			return bad(opt, val);
+	} else if (!strcmp(opt, "--ignore-every")) {
+		if (parse_int(val, 1, 1 << 20, &o->ignore_every))
 			return bad(opt, val);
 	} else if (!strcmp(opt, "--no-decay")) {
 		if (parse_int(val, 0, 7, &o->no_decay))
@@ -400,6 +448,9 @@ int main(int argc, char **argv)
 				fprintf(stderr, PROG ": cannot generate batch %d\n", k);
 				goto fail;
 			}
+			for (int r = 0; o.ignore_every && r < rows; r++)
+				if ((row0 + r) % o.ignore_every == 0)
+					labels[r] = SF_LOSS_IGNORE_INDEX;
 			if (rank == o.bad_label_rank && k == o.bad_label_step)
 				labels[rows - 1] = C + 3; /* tests/bad_batch.sh */
 			int64_t *t = &tickets[(size_t)(k - 1) * (size_t)K + (size_t)j];
@@ -425,6 +476,9 @@ int main(int argc, char **argv)
 	for (; waited < o.t.steps; waited++)
 		if (collect(m, &o, waited, tickets, losses, rank))
 			goto fail;
+
+	if (o.evaluate && evaluate(m, &o, D, C, T, rank))
+		goto fail;
 
 	size_t n;
 	CLI_CHECK_GOTO(sf_model_param_count(m, &n), fail);

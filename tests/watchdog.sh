@@ -11,9 +11,10 @@
 #  - rank 0's stderr names the operation it waited in and SHARDFLOW_COMM_TIMEOUT;
 #  - rank 0's waiting thread used under 25 % of a core between 1 and 3 s after the
 #    stop (a blocking MPI call busy-polls at 100 %);
-#  - (after MPI's start-up) rank 0 wrote its flight record — in the checkpoint
-#    directory during a save, else in $TMPDIR — whose last host operation is the
-#    one named, and its log says rank 1 wrote none (it was behind).
+#  - rank 0 wrote its flight record — in the checkpoint directory during a save, else
+#    in $TMPDIR — whose last host operation is the one named, and its log says rank 1
+#    wrote none (it was behind); at start-up too, where rank 0 waits in
+#    MPI_Init_thread (the record's rank, size and job from mpirun's environment).
 # Then the comm worker's side: rank 1 stopped inside a matrix product of step 51 of
 # 100 (on a StarPU worker, so never between steps: rank 0 is always in a step
 # collective then) ends the job the same way, with a message naming the collective,
@@ -107,8 +108,7 @@ record() {
 
 if wanted init 5; then
 	stall init "sf_init.*(MPI_Init_thread did not return|made no progress)"
-	skip "init: no flight record before MPI is up" "the flight record begins once MPI has started"
-	skip "init: no blame before MPI is up" "idem"
+	record "$tmp/init/fl/flight-rank-0.json" '"host_current": "(MPI_Init_thread|sf_init[^"]*)"' init
 fi
 
 if wanted step 5; then

@@ -9,10 +9,17 @@
  * failure adds --resume to the program's arguments, so that the examples (and any
  * program that takes --checkpoint-dir and --resume as they do) continue from the newest
  * complete checkpoint. What is loaded is the program's business: the launcher reads the
- * checkpoint directory only to say, in its log line, which step a restart resumes from.
+ * checkpoint directory only to say, in its log line, which step a restart resumes from
+ * (and to wait for its lock, below).
  * Restarts need that directory, so --max-restarts above 0 without the program's
  * --checkpoint-dir is refused before anything runs; exit status 2 (the examples' bad
  * command line) is not retried, as a restart would repeat it.
+ *
+ * Before a restart the launcher waits, at most LEFTOVER_WAIT seconds, for what the
+ * failed run left: the ranks of a killed mpirun run on until they notice, rank 0
+ * holding the checkpoint directory's lock, and would have the restart refused. It is
+ * a subreaper (Linux), so those ranks become its children; it waits until none is left
+ * and the lock is free, then kills what is left (wait_for_leftovers).
  *
  * SIGINT, SIGTERM and SIGHUP stop the job for good: the first is passed on to mpirun,
  * which ends the ranks, and no restart follows. mpirun runs in a process group of its
@@ -33,6 +40,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <jansson.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdarg.h>
@@ -40,11 +48,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/select.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 
 #include "tools/cli.h"
 
@@ -52,7 +64,8 @@ extern char **environ;
 
 #define PROG "shardflow-run"
 enum { MAX_RESTARTS = 1000 };
-static const double MAX_BACKOFF = 600.0; /* seconds: the doubling stops there */
+static const double MAX_BACKOFF = 600.0;  /* seconds: the doubling stops there */
+static const double LEFTOVER_WAIT = 30.0; /* seconds for a failed run's ranks to end */
 
 static const char *const usage_text =
     "usage: " PROG " [options] [--] PROGRAM [ARGS...]\n"
@@ -61,6 +74,8 @@ static const char *const usage_text =
     "runs it again with --resume added to its arguments, up to --max-restarts times:\n"
     "PROGRAM continues from the newest checkpoint of its --checkpoint-dir DIR, which\n"
     "restarts need. A line on stderr says why each restart happens and from which step.\n"
+    "Before a restart it waits, at most 30 s (then kills them, and waits as long again),\n"
+    "for the failed run's processes to end and DIR's lock to be free.\n"
     "Exit status 2 (a bad command line) is not retried. SIGINT, SIGTERM and SIGHUP stop\n"
     "the job (passed on to mpirun), with no restart.\n"
     "\n"
@@ -154,9 +169,26 @@ static void add_mpirun_words(struct options *o, const char *s)
 	}
 }
 
-/* The program's own --checkpoint-dir (the last one given) and --resume. */
+/* A job file's (shardflow-train --job FILE, examples/job.h) "checkpoints" section:
+ * its checkpoint-dir and resume, where the command line gives none. jansson reads it;
+ * a file it cannot read is the program's to refuse, not ours. */
+static void scan_job_file(struct options *o, const char *path)
+{
+	json_t *root = json_load_file(path, 0, NULL);
+	json_t *sec = root ? json_object_get(root, "checkpoints") : NULL;
+	json_t *dir = sec ? json_object_get(sec, "checkpoint-dir") : NULL;
+	if (!o->ckpt_dir && json_is_string(dir) && *json_string_value(dir))
+		o->ckpt_dir = strdup(json_string_value(dir)); /* lives as long as the process */
+	if (sec && json_is_true(json_object_get(sec, "resume")))
+		o->has_resume = true;
+	json_decref(root);
+}
+
+/* The program's own --checkpoint-dir (the last one given) and --resume, on its
+ * command line or, below it, in its job file (--job FILE). */
 static void scan_program_args(struct options *o)
 {
+	const char *job = NULL;
 	for (int i = 1; i < o->nprog; i++) {
 		const char *a = o->prog[i];
 		if (!strcmp(a, "--resume"))
@@ -165,7 +197,13 @@ static void scan_program_args(struct options *o)
 			o->ckpt_dir = a + 17;
 		else if (!strcmp(a, "--checkpoint-dir") && i + 1 < o->nprog)
 			o->ckpt_dir = o->prog[++i];
+		else if (!strncmp(a, "--job=", 6) && a[6])
+			job = a + 6;
+		else if (!strcmp(a, "--job") && i + 1 < o->nprog)
+			job = o->prog[++i];
 	}
+	if (job)
+		scan_job_file(o, job);
 }
 
 static const char *const option_names[] = {"--np",      "-np",      "--max-restarts",
@@ -470,6 +508,136 @@ static long long newest_checkpoint(const char *dir, char *buf, size_t n)
 	return best;
 }
 
+/* ---- what a failed run leaves behind -------------------------------------------------- */
+
+/* The launcher's children, mpirun being gone: the launcher is a subreaper (Linux), so
+ * ranks that outlive a killed mpirun become its children. Reaps those that ended;
+ * returns how many are left, the first n of their pids in pids. */
+static int leftovers(pid_t *pids, int n)
+{
+	int status, k = 0;
+	while (waitpid(-1, &status, WNOHANG) > 0)
+		;
+	if (waitpid(-1, &status, WNOHANG) < 0 && errno == ECHILD)
+		return 0;
+	DIR *d = opendir("/proc");
+	if (!d)
+		return 1; /* some, which only waitpid can tell */
+	for (struct dirent *e; (e = readdir(d));) {
+		char path[300], line[512];
+		if (!strspn(e->d_name, "0123456789"))
+			continue;
+		snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
+		FILE *f = fopen(path, "r");
+		if (!f)
+			continue;
+		/* "pid (comm) state ppid ...": comm may hold blanks and parentheses */
+		char *close_paren = fgets(line, sizeof line, f) ? strrchr(line, ')') : NULL;
+		char state = 0;
+		long ppid = 0;
+		fclose(f);
+		if (close_paren && sscanf(close_paren + 1, " %c %ld", &state, &ppid) == 2 &&
+		    ppid == (long)getpid() && state != 'Z') {
+			if (k < n)
+				pids[k] = (pid_t)atol(e->d_name);
+			k++;
+		}
+	}
+	closedir(d);
+	return k;
+}
+
+/* Whether a job holds dir/.lock (the flock io/checkpoint_lock.c takes): false when it
+ * is free or absent; the holder as its record says ("pid P on HOST") in who. Taken and given back
+ * at once. */
+static bool lock_held(const char *dir, char *who, size_t n)
+{
+	char path[4096];
+	snprintf(path, sizeof path, "%s/.lock", dir);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	bool held = flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+	if (!held)
+		flock(fd, LOCK_UN);
+	char rec[256] = "", host[200] = "";
+	long pid = 0;
+	ssize_t got = held ? pread(fd, rec, sizeof rec - 1, 0) : 0;
+	rec[got > 0 ? got : 0] = '\0';
+	if (sscanf(rec, "%ld %199s", &pid, host) == 2)
+		snprintf(who, n, "pid %ld on %s", pid, host);
+	else
+		snprintf(who, n, "a process");
+	close(fd);
+	return held;
+}
+
+/* "2 processes (pids 31 32) and the lock of ck (held by pid 31 on node1)" */
+static void describe_leftovers(int k, const pid_t *pids, int n, bool held, const char *who,
+                               const char *dir, char *buf, size_t size)
+{
+	size_t at = 0;
+	buf[0] = '\0';
+	if (k > 0) {
+		at += (size_t)snprintf(buf, size, "%d process%s (pid%s", k, k == 1 ? "" : "es",
+		                       k == 1 ? "" : "s");
+		for (int i = 0; i < k && i < n && at < size; i++)
+			at += (size_t)snprintf(buf + at, size - at, " %ld", (long)pids[i]);
+		if (at < size)
+			at += (size_t)snprintf(buf + at, size - at, "%s)", k > n ? " ..." : "");
+	}
+	if (held && at < size)
+		snprintf(buf + at, size - at, "%sthe lock of %s (held by %s)", k > 0 ? " and " : "",
+		         dir, who);
+}
+
+/*
+ * Before a restart: a failed run's ranks may outlive it (orphans of a killed mpirun run
+ * on until they notice) and rank 0 still hold the checkpoint directory's lock, so that
+ * the restart would be refused. Waits, at most LEFTOVER_WAIT seconds and saying so,
+ * until the launcher has no child left and the lock is free; then kills the children
+ * left (SIGKILL, as mpirun would have) and waits as long again. A lock held past that
+ * (a rank of another machine, another job) is left to the restart to meet. Returns -1
+ * when stopped by a signal.
+ */
+static int wait_for_leftovers(const char *dir, long run, const sigset_t *stops)
+{
+	enum { N = 8 };
+	pid_t pids[N];
+	char who[256], what[1024];
+	double t0 = now(), until = t0 + LEFTOVER_WAIT;
+	bool said = false, killed = false;
+	for (;;) {
+		int k = leftovers(pids, N);
+		bool held = dir && lock_held(dir, who, sizeof who);
+		if (k == 0 && !held) {
+			if (said)
+				log_line("run %ld's leftovers ended after %.1f s", run, now() - t0);
+			return 0;
+		}
+		describe_leftovers(k, pids, N, held, who, dir, what, sizeof what);
+		if (!said) {
+			log_line("waiting up to %.0f s for what run %ld left to end: %s",
+			         LEFTOVER_WAIT, run, what);
+			said = true;
+		}
+		if (now() >= until) {
+			if (k == 0 || killed) {
+				log_line("%s still there after %.0f s; going on", what, now() - t0);
+				return 0;
+			}
+			log_line("killing what run %ld left after %.0f s (SIGKILL): %s", run,
+			         LEFTOVER_WAIT, what);
+			for (int i = 0; i < k && i < N; i++)
+				kill(pids[i], SIGKILL);
+			killed = true;
+			until = now() + LEFTOVER_WAIT;
+		}
+		if (backoff_sleep(0.02, stops) < 0)
+			return -1;
+	}
+}
+
 int main(int argc, char **argv)
 {
 	struct options o = {.backoff = 1.0};
@@ -480,6 +648,10 @@ int main(int argc, char **argv)
 
 	sigset_t stops;
 	install_handlers(&stops);
+#ifdef __linux__
+	/* a killed mpirun's ranks become the launcher's children (wait_for_leftovers) */
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
+#endif
 	double start = now(), wait_s = o.backoff;
 	char why[160], took[32], where[4096 + 64];
 	for (long restarts = 0;; restarts++) {
@@ -538,6 +710,12 @@ int main(int argc, char **argv)
 			    why, code);
 			return code;
 		}
+		if (wait_for_leftovers(o.ckpt_dir, restarts + 1, &stops) < 0) {
+			log_line("stopped by %s while waiting to restart; no restart",
+			         signal_name(stop_signal));
+			return 128 + stop_signal;
+		}
+		/* read after the wait: leftover ranks may have saved a later step meanwhile */
 		long long step = newest_checkpoint(o.ckpt_dir, where, sizeof where);
 		char from[4096 + 128];
 		if (step >= 0)

@@ -187,16 +187,7 @@ void _sf_plot_write_svg(const struct _sf_plot_data *d, const char *title, FILE *
 	fit_span(&loss, mn, mx, false);
 	_sf_plot_axis_fit(&rate, d->train_rate, d->ntrain, false);
 
-	fprintf(f,
-	        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-	        "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"%.0f\" "
-	        "height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" font-family=\"sans-serif\" "
-	        "font-size=\"12\">\n",
-	        WIDTH, height, WIDTH, height);
-	fprintf(f, "<rect x=\"0\" y=\"0\" width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
-	fprintf(f, "<text x=\"%.1f\" y=\"24\" font-size=\"16\" font-weight=\"bold\">", LEFT);
-	_sf_xml_text(f, title ? title : "shardflow training metrics");
-	fprintf(f, "</text>\n");
+	_sf_svg_begin(f, WIDTH, height, LEFT, 16, title ? title : "shardflow training metrics");
 
 	write_frame(f, &x, &loss, "loss");
 	size_t nt = write_curve(f, "train-loss", COLOR_TRAIN, false, d->train_step, d->train_loss,

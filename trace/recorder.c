@@ -174,7 +174,7 @@ int _sf_trace_write_chrome(const char *path, int rank, int nworkers, int comm_wo
 		    _sf_ev_is_comm(e->kind)      ? "comm"
 		    : _sf_ev_is_compute(e->kind) ? "compute"
 		                                 : "other",
-		    e->start, e->end - e->start, e->rank, e->worker, color(e->kind), e->step,
+		    e->start, e->end - e->start, e->rank, e->worker, color(e->kind), e->step + 1,
 		    e->layer, _sf_ev_kind_name(e->kind), e->flops, e->bytes);
 		_sf_json_string(f, e->model);
 		fprintf(f, "}}%s\n", i + 1 < n ? "," : "");

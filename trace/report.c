@@ -5,6 +5,10 @@
  * two comm tasks in flight at once (or a compute worker and a second one) are not
  * counted twice and busy time can never exceed the wall time of the step. Exposed
  * communication is the part of the comm union not covered by the compute union.
+ *
+ * Steps are 0-based inside (event.h); everything written for a person or a script
+ * numbers them from 1, as the programs' progress lines count them ("step 1/30"), and
+ * the JSON says so ("step_base": 1).
  */
 #include "trace/report.h"
 #include "common/error.h"
@@ -106,12 +110,13 @@ static int scan_events(const struct _sf_event *ev, size_t n, struct _sf_report *
 			return SF_ERR(SF_ERR_INVALID,
 			              "task \"%s\" (rank %d, step %d) ends before it starts "
 			              "(%.3f < %.3f us)",
-			              ev[i].name, ev[i].rank, ev[i].step, ev[i].end, ev[i].start);
+			              ev[i].name, ev[i].rank, ev[i].step + 1, ev[i].end,
+			              ev[i].start);
 		if ((size_t)ev[i].rank >= n || (size_t)ev[i].step >= n)
 			return SF_ERR(SF_ERR_INVALID,
 			              "task \"%s\" is on rank %d, step %d, but %zu task(s) cannot "
 			              "cover every rank and step below: incomplete trace?",
-			              ev[i].name, ev[i].rank, ev[i].step, n);
+			              ev[i].name, ev[i].rank, ev[i].step + 1, n);
 		if (ev[i].rank + 1 > out->nranks)
 			out->nranks = ev[i].rank + 1;
 		if (ev[i].step + 1 > out->nsteps)
@@ -124,9 +129,9 @@ static int scan_events(const struct _sf_event *ev, size_t n, struct _sf_report *
 static int missing_cell(const struct _sf_report *out, int rank, int step)
 {
 	return SF_ERR(SF_ERR_INVALID,
-	              "step %d has no task on rank %d (ranks 0..%d, steps 0..%d seen): "
+	              "step %d has no task on rank %d (ranks 0..%d, steps 1..%d seen): "
 	              "incomplete trace?",
-	              step, rank, out->nranks - 1, out->nsteps - 1);
+	              step + 1, rank, out->nranks - 1, out->nsteps);
 }
 
 /* The events sorted into b->ord, b's arrays and the report's per-step arrays: those
@@ -369,7 +374,8 @@ void _sf_report_write_text(const struct _sf_report *r, const char *source, FILE 
 	fprintf(f, "per rank and step\n%s", head);
 	for (int i = 0; i < r->nranks * r->nsteps; i++) {
 		char who[32];
-		snprintf(who, sizeof who, "rank %d step %d", r->steps[i].rank, r->steps[i].step);
+		snprintf(who, sizeof who, "rank %d step %d", r->steps[i].rank,
+		         r->steps[i].step + 1);
 		row(f, who, &r->steps[i]);
 	}
 	fprintf(f, "\ntotals (sums over steps)\n%s", head);
@@ -397,22 +403,28 @@ void _sf_report_write_text(const struct _sf_report *r, const char *source, FILE 
 	}
 }
 
+/* One row of figures; a step's row (s->step >= 0) names its step, from 1. */
 static void json_fig(FILE *f, const struct _sf_step_figures *s)
 {
+	fprintf(f, "{\"rank\": %d, ", s->rank);
+	if (s->step >= 0)
+		fprintf(f, "\"step\": %d, ", s->step + 1);
 	fprintf(f,
-	        "{\"rank\": %d, \"step\": %d, \"wall_ms\": %.6f, \"compute_ms\": %.6f, "
+	        "\"wall_ms\": %.6f, \"compute_ms\": %.6f, "
 	        "\"comm_ms\": %.6f, \"exposed_ms\": %.6f, \"overlap\": %.6f, \"ideal_ms\": %.6f, "
 	        "\"ratio\": %.6f}",
-	        s->rank, s->step, s->wall / 1e3, s->compute / 1e3, s->comm / 1e3, s->exposed / 1e3,
-	        s->overlap, s->ideal / 1e3, s->ratio);
+	        s->wall / 1e3, s->compute / 1e3, s->comm / 1e3, s->exposed / 1e3, s->overlap,
+	        s->ideal / 1e3, s->ratio);
 }
 
 void _sf_report_write_json(const struct _sf_report *r, const char *source, FILE *f)
 {
 	fprintf(f, "{\n  \"source\": ");
 	_sf_json_string(f, source);
-	fprintf(f, ",\n  \"ranks\": %d,\n  \"steps\": %d,\n  \"per_step\": [\n", r->nranks,
-	        r->nsteps);
+	fprintf(f,
+	        ",\n  \"step_base\": 1,\n  \"ranks\": %d,\n  \"steps\": %d,\n  \"per_step\": "
+	        "[\n",
+	        r->nranks, r->nsteps);
 	for (int i = 0; i < r->nranks * r->nsteps; i++) {
 		fprintf(f, "    ");
 		json_fig(f, &r->steps[i]);

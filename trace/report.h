@@ -73,9 +73,11 @@ void _sf_report_free(struct _sf_report *r);
  * _sf_file_close in trace/write.h), who knows the file's name. */
 
 /* The report for a person: a header saying what each column means, one line per
- * rank and step, totals per rank and overall, and the stalls per unit ("fc1 (L2)"). */
+ * rank and step (steps from 1), totals per rank and overall, and the stalls per unit ("fc1 (L2)"). */
 void _sf_report_write_text(const struct _sf_report *r, const char *source, FILE *f);
-/* The same figures for a script (milliseconds). */
+/* The same figures for a script (milliseconds): "step_base": 1 says that its "step"
+ * fields count from 1, as the text's and the progress lines' do; the per-rank and
+ * total rows have no "step". */
 void _sf_report_write_json(const struct _sf_report *r, const char *source, FILE *f);
 
 /* Timeline picture (trace/svg.c): one row per worker per rank, compute and comm in

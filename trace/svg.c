@@ -12,8 +12,8 @@
  * The file is self-contained SVG 1.1 (no script, no external style or font), so a
  * browser opens it and rsvg-convert or ImageMagick turn it into a PNG. Every task
  * rectangle carries a <title> tooltip (name, rank, worker, step, duration); text is
- * XML-escaped. Tasks shorter than a pixel are drawn a pixel wide so that none
- * disappears.
+ * XML-escaped. Steps are numbered from 1, as the programs' progress lines count
+ * them. Tasks shorter than a pixel are drawn a pixel wide so that none disappears.
  */
 #include "trace/report.h"
 #include "common/error.h"
@@ -161,16 +161,7 @@ static int lay_out(const struct _sf_event *ev, size_t n, struct layout *lay)
 /* The XML prolog, the <svg> element, the title and the run's summary. */
 static void write_head(FILE *f, const char *title, const struct _sf_report *r, double height)
 {
-	fprintf(f,
-	        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-	        "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"%.0f\" "
-	        "height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" font-family=\"sans-serif\" "
-	        "font-size=\"12\">\n",
-	        SVG_WIDTH, height, SVG_WIDTH, height);
-	fprintf(f, "<rect x=\"0\" y=\"0\" width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
-	fprintf(f, "<text x=\"%.1f\" y=\"24\" font-size=\"17\" font-weight=\"bold\">", LEFT);
-	_sf_xml_text(f, title);
-	fprintf(f, "</text>\n");
+	_sf_svg_begin(f, SVG_WIDTH, height, LEFT, 17, title);
 	if (r)
 		fprintf(f,
 		        "<text x=\"%.1f\" y=\"24\" text-anchor=\"end\" fill=\"#444\">%d rank(s), "
@@ -249,7 +240,7 @@ static void write_tasks(FILE *f, const struct _sf_event *ev, size_t n, const str
 		_sf_xml_text(f, e->name);
 		fprintf(f,
 		        " (rank %d / worker %d, step %d): %.3f ms, from %.3f ms</title></rect>\n",
-		        e->rank, e->worker, e->step, (e->end - e->start) / 1e3,
+		        e->rank, e->worker, e->step + 1, (e->end - e->start) / 1e3,
 		        (e->start - sc->t0) / 1e3);
 	}
 }
@@ -317,7 +308,7 @@ static void write_step_lines(FILE *f, const struct _sf_report *r, const struct l
 		fprintf(f,
 		        "<text x=\"%.2f\" y=\"%.1f\" font-size=\"10\" fill=\"%s\">step "
 		        "%d<title>rank %d step %d: wall %.3f ms, overlap %.3f</title></text>\n",
-		        x + 2, y0 - 4, COLOR_STEP, s->step, s->rank, s->step, s->wall / 1e3,
+		        x + 2, y0 - 4, COLOR_STEP, s->step + 1, s->rank, s->step + 1, s->wall / 1e3,
 		        s->overlap);
 	}
 }

@@ -312,7 +312,7 @@ static void note_incomplete(const char *who, int rank, size_t tail, int step)
 	fprintf(stderr,
 	        "%s: note: rank %d: the last %zu task(s) come after its last "
 	        "\"loss allreduce\": step %d is incomplete\n",
-	        who, rank, tail, step);
+	        who, rank, tail, step + 1);
 }
 
 /* Numbers the steps of each rank from its submission order (see the top of the file). */

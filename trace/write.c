@@ -110,3 +110,19 @@ int _sf_file_close(FILE *f, const char *path)
 		              why ? strerror(why) : "write error");
 	return SF_OK;
 }
+
+void _sf_svg_begin(FILE *f, double width, double height, double x, int title_size,
+                   const char *title)
+{
+	fprintf(f,
+	        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+	        "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"%.0f\" "
+	        "height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" font-family=\"sans-serif\" "
+	        "font-size=\"12\">\n",
+	        width, height, width, height);
+	fprintf(f, "<rect x=\"0\" y=\"0\" width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
+	fprintf(f, "<text x=\"%.1f\" y=\"24\" font-size=\"%d\" font-weight=\"bold\">", x,
+	        title_size);
+	_sf_xml_text(f, title);
+	fprintf(f, "</text>\n");
+}

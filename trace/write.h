@@ -23,6 +23,12 @@ void _sf_json_string(FILE *f, const char *s);
  * not valid UTF-8 (or U+FFFE, U+FFFF) by U+FFFD. */
 void _sf_xml_text(FILE *f, const char *s);
 
+/* An SVG picture's start: the XML declaration, the <svg> element of width x height
+ * (sans-serif, 12 px), a white background and its title (escaped) in bold at (x, 24),
+ * title_size px. The caller draws, then closes with "</svg>". */
+void _sf_svg_begin(FILE *f, double width, double height, double x, int title_size,
+                   const char *title);
+
 /* fopen(path, "w"); SF_OK, or an SF_ERR_IO raised as "cannot write "<path>": <why>". */
 int _sf_file_create(const char *path, FILE **out);
 /* fclose(f); SF_OK, or an SF_ERR_IO raised as above when a write to f or the close
