@@ -129,6 +129,12 @@ int _sf_ckpt_verify(const char *stepdir, const struct _sf_manifest *mf);
  * (SF_ERR_INVALID for a manifest without them). */
 int _sf_ckpt_export(const char *stepdir, const struct _sf_manifest *mf, const char *path);
 
+/* SF_OK, or the refusal of a checkpoint under a pipeline (g->pp > 1: each stage's
+ * ranks hold only its units' shards, a layout checkpoints do not write yet), naming
+ * fn (io/checkpoint_layout.c). Every rank has the same g, so the same answer. */
+struct _sf_model_geometry;
+int _sf_ckpt_refuse_pipeline(const struct _sf_model_geometry *g, const char *fn);
+
 /* Rank 0, not collective: locks dir for this model (io/checkpoint_lock.c; see
  * sf_checkpoint_lock), or finds it locked already; SF_ERR_BUSY when another job holds
  * it. */

@@ -433,12 +433,7 @@ SF_API int sf_checkpoint_load(sf_model *m, const char *dir, struct sf_checkpoint
 	struct _sf_model_geometry g;
 	struct _sf_model_counters c;
 	_sf_model_describe(m, &g);
-	if (g.pp > 1) /* each stage's ranks hold its units' shards: not laid out yet */
-		return SF_ERR(SF_ERR_INVALID,
-		              "%s: not with a pipeline yet (SHARDFLOW_PP=%d); accepted: "
-		              "SHARDFLOW_PP=1 (sf_model_export_safetensors writes a pipeline's "
-		              "whole model)",
-		              "sf_checkpoint_load", g.pp);
+	SF_CHECK(_sf_ckpt_refuse_pipeline(&g, "sf_checkpoint_load"));
 	_sf_model_counters_get(m, &c);
 	_sf_flight_set_dir(comm->flight, dir); /* a failed job's records go here */
 	SF_CHECK(sf_checkpoint_wait(m));       /* a pending save of this model first */

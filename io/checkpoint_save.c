@@ -444,12 +444,7 @@ SF_API int sf_checkpoint_save(sf_model *m, const char *dir, const struct sf_chec
 		return SF_ERR(SF_ERR_INVALID, "sf_checkpoint_save: NULL model or empty directory");
 	struct _sf_model_geometry g;
 	_sf_model_describe(m, &g);
-	if (g.pp > 1) /* each stage's ranks hold its units' shards: not laid out yet */
-		return SF_ERR(SF_ERR_INVALID,
-		              "%s: not with a pipeline yet (SHARDFLOW_PP=%d); accepted: "
-		              "SHARDFLOW_PP=1 (sf_model_export_safetensors writes a pipeline's "
-		              "whole model)",
-		              "sf_checkpoint_save", g.pp);
+	SF_CHECK(_sf_ckpt_refuse_pipeline(&g, "sf_checkpoint_save"));
 	SF_CHECK(sf_checkpoint_wait(m)); /* an asynchronous save first */
 	SF_CHECK(save_begin(m, dir, "sf_checkpoint_save", &info, &none, &sp));
 	uint64_t size = 0;
@@ -614,12 +609,7 @@ SF_API int sf_checkpoint_save_async(sf_model *m, const char *dir,
 	struct _sf_comm *comm = _sf_model_comm(m);
 	struct _sf_model_geometry g;
 	_sf_model_describe(m, &g);
-	if (g.pp > 1) /* each stage's ranks hold its units' shards: not laid out yet */
-		return SF_ERR(SF_ERR_INVALID,
-		              "%s: not with a pipeline yet (SHARDFLOW_PP=%d); accepted: "
-		              "SHARDFLOW_PP=1 (sf_model_export_safetensors writes a pipeline's "
-		              "whole model)",
-		              fn, g.pp);
+	SF_CHECK(_sf_ckpt_refuse_pipeline(&g, fn));
 	SF_CHECK(sf_checkpoint_wait(m)); /* one save at a time */
 	SF_CHECK(_sf_comm_agree(comm, async_state(m, &a), fn));
 	SF_CHECK(save_begin(m, dir, fn, &info, &none, &sp));

@@ -58,25 +58,13 @@ int _sf_st_header_build(const struct _sf_st_tensor *t, size_t nt, char **out, si
 	return SF_OK;
 }
 
-/* The directory holding path (for its sync after the rename). */
-static void dir_of(const char *path, char *dir, size_t size)
-{
-	snprintf(dir, size, "%s", path);
-	char *slash = strrchr(dir, '/');
-	if (!slash)
-		snprintf(dir, size, ".");
-	else if (slash == dir)
-		dir[1] = '\0';
-	else
-		*slash = '\0';
-}
 
 int _sf_st_write(const char *path, const char *header, size_t hlen, float *params, size_t n)
 {
 	int rc = SF_OK, fd = -1;
 	char tmp[4096], dir[4096];
 	uint8_t len8[8];
-	dir_of(path, dir, sizeof dir);
+	_sf_dir_of(path, dir, sizeof dir); /* for its sync after the rename */
 	_sf_put_le(len8, (uint64_t)hlen, 8);
 	SF_CHECK_GOTO(_sf_create_tmp(path, tmp, sizeof tmp, &fd), out);
 	_sf_floats_le(params, n);
