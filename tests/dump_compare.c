@@ -1,7 +1,7 @@
 /*
  * dump_compare.c — compare two train_dump files (losses and parameters).
  *
- *   dump_compare [--bitwise | --rtol X [--floor F] | --up U --down D] [--ignore FROM:TO]... A B
+ *   dump_compare [--bitwise | --rtol X [--floor F] | --up U --down D [--no-losses]] [--ignore FROM:TO]... A B
  *
  * --ignore FROM:TO leaves parameters [FROM, TO) out of the comparison (up to 16
  * ranges; the losses and every other parameter are compared). For AdamW on a model
@@ -45,7 +45,10 @@
  * run's one-ulp difference there would fail a per-value test; over 64 neighbours (one
  * tensor's, mostly) the chance cancels. The eps32 term is the compared value's own
  * rounding to float. An interval that is zero everywhere (U = D: the rounding was not
- * applied) fails, whatever A and B.
+ * applied) fails, whatever A and B. --no-losses leaves the losses out: under bf16 on
+ * the wire the directed roundings of a signed sum cancel in the loss (rounding every
+ * gradient up shortens half the steps and lengthens the others), so its spread is no
+ * bound there (tests/bf16.sh).
  *
  * Prints the number of compared values, the max relative difference and where it
  * occurs (and, with --bitwise, how many values differ). Exit status: 0 equal under the
@@ -78,7 +81,7 @@ struct dump {
 static void usage(FILE *f)
 {
 	fprintf(
-	    f, "usage: " PROG " [--bitwise | --rtol X [--floor F] | --up U --down D] "
+	    f, "usage: " PROG " [--bitwise | --rtol X [--floor F] | --up U --down D [--no-losses]] "
 	       "[--ignore FROM:TO]... A B\n"
 	       "  relative difference = |a - b| / max(|a|, |b|, F); defaults X = 1e-5, F = 1e-6\n"
 	       "  --up U --down D: within B's rounding interval (B's run rounded upward, downward)\n");
@@ -209,10 +212,11 @@ struct options {
 	char *files[3]; /* A, B */
 	int nfiles;
 	char *up, *down; /* --up, --down */
+	int no_losses;   /* --no-losses: the interval mode leaves the losses out */
 };
 
 static const char *const option_names[] = {"--ignore", "--rtol", "--floor", "--up", "--down"};
-static const char *const flag_names[] = {"--bitwise"};
+static const char *const flag_names[] = {"--bitwise", "--no-losses"};
 
 static int on_value(int k, char *val, void *ctx)
 {
@@ -240,8 +244,11 @@ static int on_value(int k, char *val, void *ctx)
 
 static int on_flag(int j, void *ctx)
 {
-	(void)j;
-	((struct options *)ctx)->bitwise = 1;
+	struct options *o = ctx;
+	if (j == 0)
+		o->bitwise = 1;
+	else
+		o->no_losses = 1;
 	return 0;
 }
 
@@ -310,7 +317,7 @@ static int interval_main(const struct options *o)
 	const struct dump *a = &d[0], *b = &d[1], *u = &d[2], *dn = &d[3];
 	struct iworst w = {0.0, 0.0, 0.0, "nothing", -1};
 	double width = 0.0; /* the largest spread: 0 means U = D */
-	for (int64_t k = 0; k < a->nsteps; k++) {
+	for (int64_t k = 0; k < (o->no_losses ? 0 : a->nsteps); k++) {
 		double sp = fabs(u->losses[k] - dn->losses[k]);
 		width = fmax(width, sp);
 		iaccount(&w, "loss", k, fabs(a->losses[k] - b->losses[k]),
@@ -338,13 +345,14 @@ static int interval_main(const struct options *o)
 		dd += x * x, ww += s * s, bb += (double)b->params[k] * b->params[k];
 		inblock++, compared++;
 	}
+	int64_t nlosses = o->no_losses ? 0 : a->nsteps;
 	printf("compared %lld losses and %lld parameters (%lld blocks of up to %d",
-	       (long long)a->nsteps, (long long)compared, (long long)nblocks, SF_INTERVAL_BLOCK);
+	       (long long)nlosses, (long long)compared, (long long)nblocks, SF_INTERVAL_BLOCK);
 	if (compared != a->nparams)
 		printf(", %lld ignored", (long long)(a->nparams - compared));
 	printf(") within the rounding interval of %s (%s, %s)\n", path[1], path[2], path[3]);
 	int status = 0;
-	if (a->nsteps + compared == 0) {
+	if (nlosses + compared == 0) {
 		printf("nothing compared: no loss and no parameter outside the ignored ranges\n");
 		status = 1;
 	} else if (width == 0.0) {
@@ -365,7 +373,7 @@ static int interval_main(const struct options *o)
 int main(int argc, char **argv)
 {
 	static struct options o = {.rtol = 1e-5, .floor_ = 1e-6};
-	const struct cli_spec sp = {option_names, 5, flag_names, 1, on_value, on_flag};
+	const struct cli_spec sp = {option_names, 5, flag_names, 2, on_value, on_flag};
 	cli_prog = PROG;
 	cli_usage = usage;
 	int prc = cli_parse_operands(argc, argv, &sp, on_operand, &o);
@@ -374,6 +382,8 @@ int main(int argc, char **argv)
 	if (!prc && !o.up != !o.down)
 		prc = cli_bad_usage("--up and --down go together: the reference's run rounded "
 		                    "upward and downward");
+	if (!prc && o.no_losses && !o.up)
+		prc = cli_bad_usage("--no-losses goes with --up and --down");
 	if (!prc && o.up && o.bitwise)
 		prc = cli_bad_usage("--bitwise and --up/--down are two modes: give one");
 	if (prc)
