@@ -1,7 +1,8 @@
 /*
  * dump_compare.c — compare two train_dump files (losses and parameters).
  *
- *   dump_compare [--bitwise | --rtol X [--floor F] | --up U --down D [--no-losses]] [--ignore FROM:TO]... A B
+ *   dump_compare [--bitwise | --rtol X [--floor F] | --up U --down D [--no-losses]]
+ *                [--ignore FROM:TO]... A B
  *
  * --ignore FROM:TO leaves parameters [FROM, TO) out of the comparison (up to 16
  * ranges; the losses and every other parameter are compared). For AdamW on a model
@@ -81,10 +82,11 @@ struct dump {
 static void usage(FILE *f)
 {
 	fprintf(
-	    f, "usage: " PROG " [--bitwise | --rtol X [--floor F] | --up U --down D [--no-losses]] "
-	       "[--ignore FROM:TO]... A B\n"
-	       "  relative difference = |a - b| / max(|a|, |b|, F); defaults X = 1e-5, F = 1e-6\n"
-	       "  --up U --down D: within B's rounding interval (B's run rounded upward, downward)\n");
+	    f,
+	    "usage: " PROG " [--bitwise | --rtol X [--floor F] | --up U --down D [--no-losses]] "
+	    "[--ignore FROM:TO]... A B\n"
+	    "  relative difference = |a - b| / max(|a|, |b|, F); defaults X = 1e-5, F = 1e-6\n"
+	    "  --up U --down D: within B's rounding interval (B's run rounded upward, downward)\n");
 }
 
 /* Reads a whole dump; on failure prints "<file>: <problem>" and returns -1. */
@@ -362,9 +364,14 @@ static int interval_main(const struct options *o)
 		status = 1;
 	} else {
 		status = w.ratio <= 1.0 ? 0 : 1;
-		printf("largest difference over its interval: %.3g at %s %lld (%.3g over %.3g): %s\n",
-		       w.ratio, w.what, (long long)w.index, w.diff, w.tol,
-		       status ? "OUTSIDE" : "within");
+		if (w.index < 0)
+			printf("no value differs: within\n");
+		else
+			printf("largest difference over its interval: %.3g at %s %lld (%.3g over "
+			       "%.3g): "
+			       "%s\n",
+			       w.ratio, w.what, (long long)w.index, w.diff, w.tol,
+			       status ? "OUTSIDE" : "within");
 	}
 	dumps_free(d, 4);
 	return status;

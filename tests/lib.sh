@@ -185,11 +185,17 @@ train() {
 # rounding interval, what compare_within holds another run to (docs/testing.md, "The
 # rounding interval").
 train_interval() {
+	train "$@" && interval_of "$@"
+}
+
+# interval_of NP NAME [VAR=VALUE...] ARGS...: only the upward and downward runs of
+# train_interval (for a run NAME made otherwise: ARGS without what must not be done
+# twice, an export's file, say)
+interval_of() {
 	_inp=$1
 	_iname=$2
 	shift 2
-	train "$_inp" "$_iname" "$@" &&
-		train "$_inp" "$_iname.up" SHARDFLOW_ROUNDING=upward "$@" &&
+	train "$_inp" "$_iname.up" SHARDFLOW_ROUNDING=upward "$@" &&
 		train "$_inp" "$_iname.down" SHARDFLOW_ROUNDING=downward "$@"
 }
 
