@@ -1332,8 +1332,8 @@ static void unary_forward(void *p, struct fd_out *o)
 		o->e[i] = c->fe(c->x[i], c->y[i]);
 }
 
-/* relu: max(x, 0) and dy or 0, exact */
-static double relu_e(double x, double y)
+/* an exact op (relu: max(x, 0), and dy or 0) */
+static double exact_e(double x, double y)
 {
 	(void)x, (void)y;
 	return 0.0;
@@ -1374,7 +1374,8 @@ static double silu_g(double x, double dy)
 }
 
 /* min_abs keeps x away from a kink (relu at 0) by more than twice the FD step; fe and fg:
- * the op's rounding (unary_err), fg NULL for an exact backward. */
+ * the op's rounding (unary_err; exact_e for an exact forward, fg NULL for an exact
+ * backward): a new op states its own, or its rounding fails the check. */
 static void test_unary(const char *name, unary_fwd fwd, unary_bwd bwd, size_t n, float range,
                        float min_abs, unary_err fe, unary_err fg)
 {
@@ -2414,8 +2415,8 @@ int main(void)
 	test_pos_embedding(1, 4, 4, 3);
 
 	test_relu_values();
-	test_unary("relu", _sf_relu_fwd, _sf_relu_bwd, 1, 2.0f, 0.05f, relu_e, NULL);
-	test_unary("relu", _sf_relu_fwd, _sf_relu_bwd, 97, 2.0f, 0.05f, relu_e, NULL);
+	test_unary("relu", _sf_relu_fwd, _sf_relu_bwd, 1, 2.0f, 0.05f, exact_e, NULL);
+	test_unary("relu", _sf_relu_fwd, _sf_relu_bwd, 97, 2.0f, 0.05f, exact_e, NULL);
 	test_gelu_values();
 	test_unary("gelu", _sf_gelu_fwd, _sf_gelu_bwd, 1, 3.0f, 0.0f, gelu_e, gelu_g);
 	test_unary("gelu", _sf_gelu_fwd, _sf_gelu_bwd, 97, 3.0f, 0.0f, gelu_e, gelu_g);
