@@ -330,7 +330,8 @@ static void linear_forward(void *p, struct fd_out *o)
 		for (int k = 0; k < c->O; k++) {
 			double m = c->b ? fabs((double)c->b[k]) : 0.0;
 			for (int i = 0; i < c->I; i++)
-				m += fabs((double)c->x[(size_t)r * c->I + i] * c->w[(size_t)k * c->I + i]);
+				m += fabs((double)c->x[(size_t)r * c->I + i] *
+				          c->w[(size_t)k * c->I + i]);
 			o->e[(size_t)r * c->O + k] = sf_fp32_linear(0.0, c->I) * SF_EPS32 * m;
 		}
 }
@@ -345,7 +346,8 @@ static void linear_gerr(const struct linear_ctx *c, double *gx, double *gw, doub
 		for (int i = 0; i < I; i++) {
 			double m = 0.0;
 			for (int k = 0; k < O; k++)
-				m += fabs((double)c->dy[(size_t)r * O + k] * c->w[(size_t)k * I + i]);
+				m += fabs((double)c->dy[(size_t)r * O + k] *
+				          c->w[(size_t)k * I + i]);
 			gx[(size_t)r * I + i] = O * SF_EPS32 * m;
 		}
 	for (int k = 0; k < O; k++) {
@@ -353,7 +355,8 @@ static void linear_gerr(const struct linear_ctx *c, double *gx, double *gw, doub
 		for (int i = 0; i < I; i++) {
 			double m = 0.0;
 			for (int r = 0; r < B; r++)
-				m += fabs((double)c->dy[(size_t)r * O + k] * c->x[(size_t)r * I + i]);
+				m += fabs((double)c->dy[(size_t)r * O + k] *
+				          c->x[(size_t)r * I + i]);
 			gw[(size_t)k * I + i] = B * SF_EPS32 * m;
 		}
 		for (int r = 0; r < B; r++)
@@ -503,7 +506,8 @@ static double *emb_gerr(int B, int V, int C, const int32_t *ids, const float *dy
 			cnt += ids[r] == v;
 		for (int r = 0; r < B; r++)
 			for (int k = 0; ids[r] == v && k < C; k++)
-				g[(size_t)v * C + k] += cnt * SF_EPS32 * fabs((double)dy[(size_t)r * C + k]);
+				g[(size_t)v * C + k] +=
+				    cnt * SF_EPS32 * fabs((double)dy[(size_t)r * C + k]);
 	}
 	return g;
 }
@@ -587,8 +591,8 @@ static void test_embedding_vp(int B, int V, int C, int K)
 	int32_t *ids = malloc(sizeof(int32_t) * (size_t)B);
 	for (int r = 0; r < B; r++)
 		ids[r] = (int32_t)((r * 7 + 3) % V);
-	struct emb_vp_ctx c = {B, V, C, K, ids, rand_vec(nw, 1.0f), rand_vec(n, 1.0f), zero_vec(n),
-	                       zero_vec(n)};
+	struct emb_vp_ctx c = {
+	    B, V, C, K, ids, rand_vec(nw, 1.0f), rand_vec(n, 1.0f), zero_vec(n), zero_vec(n)};
 	emb_vp_objective(&c);
 	float *ref = zero_vec(n), *dref = zero_vec(nw), *dw = rand_vec(nw, 9.0f);
 	_sf_embedding_fwd(B, C, ids, c.w, ref);
@@ -643,8 +647,9 @@ static void ln_forward(void *p, struct fd_out *o)
 		for (int k = 0; k < c->C; k++) {
 			size_t i = (size_t)r * c->C + k;
 			double m = c->mean[r], rs = c->rstd[r];
-			o->e[i] = SF_EPS32 * ((fabs(m) + 4.0 * fabs(c->x[i] - m)) * rs * fabs(c->w[k]) +
-			                      fabs((double)c->y[i]));
+			o->e[i] =
+			    SF_EPS32 * ((fabs(m) + 4.0 * fabs(c->x[i] - m)) * rs * fabs(c->w[k]) +
+			                fabs((double)c->y[i]));
 		}
 }
 
@@ -670,7 +675,8 @@ static void ln_gerr(const struct ln_ctx *c, double *gx, double *gw, double *gb)
 			double dh = SF_EPS32 * rs * (fabs(m) + 3.0 * fabs(c->x[i] - m));
 			mg += g / C, ag += fabs(g) / C, mgx += g * xh / C;
 			egx += (SF_EPS32 * fabs(g * xh) + fabs(g) * dh) / C;
-			gw[k] += fabs((double)c->dy[i]) * dh + (B + 1.0) * SF_EPS32 * fabs(c->dy[i] * xh);
+			gw[k] += fabs((double)c->dy[i]) * dh +
+			         (B + 1.0) * SF_EPS32 * fabs(c->dy[i] * xh);
 			gb[k] += B * SF_EPS32 * fabs((double)c->dy[i]);
 		}
 		double emg = SF_EPS32 * (fabs(mg) + ag), emgx = SF_EPS32 * fabs(mgx) + egx;
@@ -886,10 +892,11 @@ static void rope_err(const struct rope_ctx *c, const float *x, double *e)
 		const float *cs = c->cs + (r % c->T) * c->d, *xr = x + r * c->W;
 		for (int j = 0; j < c->W; j++) {
 			int k = j % c->d, i = k % h, b = j - k;
-			e[r * c->W + j] = j >= c->rot ? 0.0
-			                              : 2.0 * SF_EPS32 *
-			                                    (fabs((double)xr[b + i] * cs[i]) +
-			                                     fabs((double)xr[b + h + i] * cs[h + i]));
+			e[r * c->W + j] = j >= c->rot
+			                      ? 0.0
+			                      : 2.0 * SF_EPS32 *
+			                            (fabs((double)xr[b + i] * cs[i]) +
+			                             fabs((double)xr[b + h + i] * cs[h + i]));
 		}
 	}
 }
@@ -1080,10 +1087,12 @@ static void attn_bounds(const struct attn_ctx *c, double *ey, double *g)
 				const float *dy = c->dy + ((size_t)b * T + i) * C + (size_t)h * hs;
 				double mx = -INFINITY, dmax = 0.0, sum = 0.0;
 				for (int j = 0; j <= i; j++) {
-					const float *k = base + (size_t)j * ld + C + (size_t)kv * hs;
+					const float *k =
+					    base + (size_t)j * ld + C + (size_t)kv * hs;
 					double d = 0.0, a = 0.0;
 					for (int e = 0; e < hs; e++)
-						d += (double)q[e] * k[e], a += fabs((double)q[e] * k[e]);
+						d += (double)q[e] * k[e],
+						    a += fabs((double)q[e] * k[e]);
 					P[j] = sc * d;
 					dmax = fmax(dmax, (hs + 3) * eps * sc * a);
 					mx = fmax(mx, P[j]);
@@ -1100,8 +1109,9 @@ static void attn_bounds(const struct attn_ctx *c, double *ey, double *g)
 					double t = 0.0;
 					for (int j = 0; j <= i; j++)
 						t += P[j] *
-						     fabs((double)base[(size_t)j * ld + C +
-						                       (size_t)(NKV + kv) * hs + e]) *
+						     fabs((
+						         double)base[(size_t)j * ld + C +
+						                     (size_t)(NKV + kv) * hs + e]) *
 						     (eP[j] + T * eps);
 					ey[((size_t)b * T + i) * C + (size_t)h * hs + e] = t;
 				}
@@ -1109,27 +1119,34 @@ static void attn_bounds(const struct attn_ctx *c, double *ey, double *g)
 					continue;
 				double r = 0.0, er = 0.0;
 				for (int j = 0; j <= i; j++) {
-					const float *v = base + (size_t)j * ld + C + (size_t)(NKV + kv) * hs;
+					const float *v =
+					    base + (size_t)j * ld + C + (size_t)(NKV + kv) * hs;
 					double d = 0.0, a = 0.0;
 					for (int e = 0; e < hs; e++)
-						d += (double)dy[e] * v[e], a += fabs((double)dy[e] * v[e]);
+						d += (double)dy[e] * v[e],
+						    a += fabs((double)dy[e] * v[e]);
 					dP[j] = d, edP[j] = hs * eps * a;
 					r += d * P[j];
 					er += P[j] * (edP[j] + fabs(d) * eP[j]);
 				}
 				er += eps * fabs(r);
 				for (int j = 0; j <= i; j++) {
-					double eds = P[j] * (edP[j] + er + 2.0 * eps * (fabs(dP[j]) + fabs(r))) +
+					double eds = P[j] * (edP[j] + er +
+					                     2.0 * eps * (fabs(dP[j]) + fabs(r))) +
 					             P[j] * eP[j] * fabs(dP[j] - r);
 					double A = P[j] * (fabs(dP[j]) + fabs(r));
 					size_t rk = ((size_t)b * T + j) * ld + C + (size_t)kv * hs,
-					       rv = ((size_t)b * T + j) * ld + C + (size_t)(NKV + kv) * hs,
+					       rv = ((size_t)b * T + j) * ld + C +
+					            (size_t)(NKV + kv) * hs,
 					       rq = ((size_t)b * T + i) * ld + (size_t)h * hs;
 					for (int e = 0; e < hs; e++) {
-						g[rq + e] += sc * (eds + (T + 2) * eps * A) *
-						             fabs((double)base[rk - (size_t)b * T * ld + e]);
-						g[rk + e] += sc * (eds + (N + 2) * eps * A) * fabs((double)q[e]);
-						g[rv + e] += P[j] * fabs((double)dy[e]) * (eP[j] + (N + 1) * eps);
+						g[rq + e] +=
+						    sc * (eds + (T + 2) * eps * A) *
+						    fabs((double)base[rk - (size_t)b * T * ld + e]);
+						g[rk + e] += sc * (eds + (N + 2) * eps * A) *
+						             fabs((double)q[e]);
+						g[rv + e] += P[j] * fabs((double)dy[e]) *
+						             (eP[j] + (N + 1) * eps);
 					}
 				}
 			}
@@ -1629,9 +1646,9 @@ static void xent_forward(void *p, struct fd_out *o)
 	}
 	*o = (struct fd_out){(size_t)c->B, c->ones, NULL, o->e, c->rows};
 	for (int r = 0; o->e && r < c->B; r++)
-		o->e[r] = c->labels[r] == c->ignore ? 0.0
-		                                    : fabs((double)c->scale) *
-		                                          sf_fp32_xent_row(c->C) * SF_EPS32;
+		o->e[r] = c->labels[r] == c->ignore
+		              ? 0.0
+		              : fabs((double)c->scale) * sf_fp32_xent_row(c->C) * SF_EPS32;
 }
 
 /* dz = scale (p - onehot) (sf_softmax_xent_row): e_c = exp(z_c - max) within (29 +
@@ -1653,9 +1670,10 @@ static void xent_gerr(int B, int C, const float *z, const int32_t *labels, int32
 			size_t i = (size_t)r * C + k;
 			double pk = exp(zr[k] - mx) / sum,
 			       rel = 31.0 + extra + fabs(zr[k] - mx) + sf_fp32_xent_row(C);
-			g[i] = labels[r] == ignore ? 0.0
-			                           : SF_EPS32 * (fabs((double)scale) * pk * rel +
-			                                         fabs((double)dz[i]));
+			g[i] =
+			    labels[r] == ignore
+			        ? 0.0
+			        : SF_EPS32 * (fabs((double)scale) * pk * rel + fabs((double)dz[i]));
 		}
 	}
 }
@@ -1698,8 +1716,15 @@ static void test_xent_ign(int B, int C, float scale, float offset, int ignore_ev
 		snprintf(tag + strlen(tag), sizeof tag - strlen(tag), " ignore %d every %d rows",
 		         (int)ignore, ignore_every);
 	size_t n = (size_t)B * C;
-	struct xent_ctx c = {B,          C, ignore, scale, rand_vec(n, 3.0f), zero_vec(n),
-	                     malloc(sizeof(int32_t) * (size_t)B), dvec((size_t)B), zero_vec((size_t)B)};
+	struct xent_ctx c = {B,
+	                     C,
+	                     ignore,
+	                     scale,
+	                     rand_vec(n, 3.0f),
+	                     zero_vec(n),
+	                     malloc(sizeof(int32_t) * (size_t)B),
+	                     dvec((size_t)B),
+	                     zero_vec((size_t)B)};
 	for (size_t i = 0; i < n; i++)
 		c.z[i] += offset;
 	for (int r = 0; r < B; r++) {
@@ -1833,20 +1858,10 @@ static void test_xent_vp(int B, int V, int K, float scale, float offset, int ign
 		if (ignore_every && r % ignore_every == 1)
 			labels[r] = ignore;
 	}
-	struct xent_vp_ctx c = {B,
-	                        V,
-	                        K,
-	                        ignore,
-	                        scale,
-	                        z,
-	                        labels,
-	                        zero_vec(n),
-	                        NULL,
-	                        zero_vec((size_t)K * B * SF_XENT_VP_STATS),
-	                        dz,
-	                        {0},
-	                        0.0,
-	                        1.0f};
+	struct xent_vp_ctx c = {
+	    B,  V,      K,           ignore, scale,
+	    z,  labels, zero_vec(n), NULL,   zero_vec((size_t)K * B * SF_XENT_VP_STATS),
+	    dz, {0},    0.0,         1.0f};
 	double loss = xent_vp_run(&c);
 	int same = 1;
 	for (int k = 1; k < K; k++)
@@ -1871,8 +1886,8 @@ static void test_xent_vp(int B, int V, int K, float scale, float offset, int ign
 			worst_ign = fmax(worst_ign, fabs(dz[i]));
 	}
 	ok(worst <= 1e-6 * fabs(scale) && worst_ign == 0.0,
-	   "xent_vp %s: dz = the single-rank loss's (max diff %.2e, tol %.0e), ignored rows 0",
-	   tag, worst, 1e-6 * fabs(scale));
+	   "xent_vp %s: dz = the single-rank loss's (max diff %.2e, tol %.0e), ignored rows 0", tag,
+	   worst, 1e-6 * fabs(scale));
 	snprintf(what, sizeof what, "xent_vp dz %s", tag);
 	float *g = malloc(sizeof(float) * n);
 	memcpy(g, dz, sizeof(float) * n);
@@ -1881,7 +1896,8 @@ static void test_xent_vp(int B, int V, int K, float scale, float offset, int ign
 	double *gz = dvec(n);
 	xent_gerr(B, V, z, labels, ignore, scale, g, 1.0, gz);
 	check_fd_derived(what, z, n, g, gz, xent_vp_forward, &c, FD_CURVED);
-	free(gz), free(g), free(scratch), free(z), free(dz), free(dref), free(labels), free(c.slice);
+	free(gz), free(g), free(scratch), free(z), free(dz), free(dref), free(labels),
+	    free(c.slice);
 	free(c.all);
 }
 
@@ -1897,14 +1913,18 @@ static void test_xent_lanes(void)
 		float *z = rand_vec((size_t)B * C, 8.0f), *d1 = zero_vec((size_t)B * C),
 		      *d2 = zero_vec((size_t)B * C);
 		int32_t lab[B] = {0, C / 2, C - 1};
-		double l1 = _sf_softmax_xent(B, C, z, lab, SF_LOSS_IGNORE_INDEX, 0.25f, d1), l2 = 0.0;
+		double l1 = _sf_softmax_xent(B, C, z, lab, SF_LOSS_IGNORE_INDEX, 0.25f, d1),
+		       l2 = 0.0;
 		for (int r = 0; r < B; r++)
-			l2 += sf_softmax_xent_row(C, z + (size_t)r * C, lab[r], 0.25f, d2 + (size_t)r * C);
+			l2 += sf_softmax_xent_row(C, z + (size_t)r * C, lab[r], 0.25f,
+			                          d2 + (size_t)r * C);
 		l2 *= 0.25f;
-		same &= memcmp(d1, d2, sizeof(float) * (size_t)B * C) == 0 && memcmp(&l1, &l2, sizeof l1) == 0;
+		same &= memcmp(d1, d2, sizeof(float) * (size_t)B * C) == 0 &&
+		        memcmp(&l1, &l2, sizeof l1) == 0;
 		free(z), free(d1), free(d2);
 	}
-	ok(same, "xent: the CPU's four-lane rows = the header's row (the GPU's), bitwise, C = 1..13");
+	ok(same,
+	   "xent: the CPU's four-lane rows = the header's row (the GPU's), bitwise, C = 1..13");
 	double worst = 0.0;
 	for (int i = 0; i <= 88000; i++) {
 		float x = -87.0f + (float)i * 1e-3f;
@@ -1943,7 +1963,7 @@ static void reg_forward(void *p, struct fd_out *o)
 	*o = (struct fd_out){n, c->ones, NULL, o->e, c->elems};
 	for (size_t i = 0; o->e && i < n; i++) {
 		double d = c->target ? fabs((double)c->pred[i] - c->target[i]) : 0.0, k;
-		k = c->a.kind == SF_LOSS_MSE ? 2.0 * d * d
+		k = c->a.kind == SF_LOSS_MSE  ? 2.0 * d * d
 		    : c->a.kind == SF_LOSS_L1 ? d
 		                              : fmax(d * d, (double)c->a.delta * d);
 		o->e[i] = fabs((double)c->a.scale) * SF_EPS32 * k;
@@ -2043,8 +2063,8 @@ static void test_sgd(size_t n, float lr, float mu, float wd, float scale, double
 	double ep = 0.0, eb = 0.0;
 	for (int t = 1; t <= 3; t++) {
 		float *g = rand_vec(n, 1.0f);
-		_sf_opt_cpu_sgd(n, p, g, buf, NULL, &(struct _sf_opt_hyper){.lr = lr, .wd = wd, .mu = mu}, scale,
-		                clip);
+		_sf_opt_cpu_sgd(n, p, g, buf, NULL,
+		                &(struct _sf_opt_hyper){.lr = lr, .wd = wd, .mu = mu}, scale, clip);
 		for (size_t i = 0; i < n; i++) {
 			double d = (double)g[i] * s + (double)wd * rp[i];
 			rbuf[i] = (double)mu * rbuf[i] + d;
@@ -2219,6 +2239,36 @@ static void test_bf16(void)
 		back &= isnan(f) || sf_bf16_from_float(f) == h;
 	}
 	ok(back, "every bf16 value converts to float and back unchanged");
+
+	/* the directed roundings (SHARDFLOW_ROUNDING's, common/bf16.h): for 2^20 random
+	 * floats, down <= f <= up in double; a float a bf16 holds exactly is itself both
+	 * ways; any other lies between two neighbouring bf16 (magnitudes one apart, one
+	 * sign), nearest being one of them */
+	bad = 0;
+	for (int i = 0; i < (1 << 20); i++) {
+		st = st * 6364136223846793005ull + 1442695040888963407ull;
+		uint32_t u = (uint32_t)(st >> 32);
+		float f;
+		memcpy(&f, &u, sizeof f);
+		if (isnan(f))
+			continue;
+		uint16_t up = sf_bf16_from_float_directed(f, 1);
+		uint16_t dn = sf_bf16_from_float_directed(f, 0), nr = sf_bf16_from_float(f);
+		double fu = sf_bf16_to_float(up), fd = sf_bf16_to_float(dn), x = f;
+		int exact = (double)sf_bf16_to_float(nr) == x;
+		int apart = abs((int)(up & 0x7fff) - (int)(dn & 0x7fff));
+		int fine = fd <= x && x <= fu &&
+		           (exact ? up == nr && dn == nr
+		                  : apart == 1 && (up & 0x8000) == (dn & 0x8000) &&
+		                        (nr == up || nr == dn));
+		if (!fine && bad++ < 3)
+			diag("bf16 of 0x%08x: up 0x%04x, down 0x%04x, nearest 0x%04x", (unsigned)u,
+			     up, dn, nr);
+	}
+	ok(bad == 0,
+	   "bf16 rounded upward and downward: 2^20 random floats between, exact ones kept, "
+	   "the others on their two neighbours (%ld wrong)",
+	   bad);
 }
 
 /* The bf16 products (layers/gemm_bf16.h, oneDNN builds): every transposition the
@@ -2334,10 +2384,11 @@ static void test_optim_lanes(const char *name, _sf_opt_loop loop, opt_elem elem,
 		for (size_t i = 0; i < n; i++)
 			elem(&p2[i], g[i] * s, &m2[i], nstate > 1 ? &v2[i] : NULL, &h);
 		same &= !memcmp(p1, p2, 4 * n) && !memcmp(m1, m2, 4 * n) && !memcmp(v1, v2, 4 * n);
-		free(g), free(p0), free(m0), free(v0), free(p1), free(p2), free(m1), free(m2), free(v1),
-		    free(v2);
+		free(g), free(p0), free(m0), free(v0), free(p1), free(p2), free(m1), free(m2),
+		    free(v1), free(v2);
 	}
-	ok(same, "%s: the four-lane loop = the file's element (the GPU's), bitwise, n = 1..13", name);
+	ok(same, "%s: the four-lane loop = the file's element (the GPU's), bitwise, n = 1..13",
+	   name);
 }
 
 static void test_adamw_bias_correction(void)
@@ -2362,8 +2413,8 @@ static void test_adamw_bias_correction(void)
 		}
 	}
 	/* Not a float32 rounding bound (m's worst case over 10 steps, at an update of 0.1,
-	 * is about 50 eps32 = 3e-6), and it needs not be one: _sf_opt_cpu_adamw is plain float C (no
-	 * BLAS, IEEE sqrtf, the corrections from double pow), the same operations on every
+	 * is about 50 eps32 = 3e-6), and it needs not be one: _sf_opt_cpu_adamw is plain float C
+	 * (no BLAS, IEEE sqrtf, the corrections from double pow), the same operations on every
 	 * x86-64, so the error this checks is fixed by the code, not by the CPU; and the bug
 	 * it is there for, 1 - b^t in float, is 3.6e-6 off. */
 	ok(worst <= 1e-6,
@@ -2438,13 +2489,12 @@ int main(void)
 	test_xent_lanes();
 	test_xent_vp(1, 4, 2, 1.0f, 0.0f, 0, 0);
 	test_xent_vp(5, 12, 3, 1.0f / 5.0f, 0.0f, 0, 0);
-	test_xent_vp(6, 16, 4, 1.0f / 4.0f, 0.0f, 3, 0);   /* ignored rows, -100 */
-	test_xent_vp(6, 16, 2, 1.0f / 4.0f, 0.0f, 2, 1);   /* the ignore index a class */
-	test_xent_vp(4, 8, 2, 0.25f, 1000.0f, 0, 0);       /* the max subtracted */
+	test_xent_vp(6, 16, 4, 1.0f / 4.0f, 0.0f, 3, 0); /* ignored rows, -100 */
+	test_xent_vp(6, 16, 2, 1.0f / 4.0f, 0.0f, 2, 1); /* the ignore index a class */
+	test_xent_vp(4, 8, 2, 0.25f, 1000.0f, 0, 0);     /* the max subtracted */
 	test_xent_vp(3, 1032, 8, 1.0f / 3.0f, -1000.0f, 0, 0);
 #define LANES(name, NAME)                                                                          \
-	test_optim_lanes(#name, _sf_opt_cpu_##name, sf_##name##_elem,                              \
-	                 name##_nstate);
+	test_optim_lanes(#name, _sf_opt_cpu_##name, sf_##name##_elem, name##_nstate);
 	SF_OPTIMIZER_LIST(LANES)
 #undef LANES
 	test_xent_ign(9, 5, 1.0f / 6.0f, 0.0f, 3, 0); /* 3 of 9 rows ignored: 1 / 6 */
@@ -2453,7 +2503,7 @@ int main(void)
 	test_reg_loss(SF_LOSS_L1, 8, 5, 1.0f);
 	test_reg_loss(SF_LOSS_HUBER, 8, 5, 1.0f);
 	test_reg_loss(SF_LOSS_HUBER, 6, 3, 0.25f); /* most elements on the linear side */
-	test_reg_loss(SF_LOSS_MEAN, 7, 1, 1.0f);    /* a loss layer's per-row losses, no target */
+	test_reg_loss(SF_LOSS_MEAN, 7, 1, 1.0f);   /* a loss layer's per-row losses, no target */
 
 	test_sgd(37, 0.01f, 0.9f, 0.0f, 1.0f, 1.0);
 	test_sgd(37, 0.1f, 0.9f, 1e-3f, 1.0f, 1.0);
