@@ -256,19 +256,6 @@ void _sf_gemm_bf16_release(void)
 
 #else
 
-/* dst (rows x cols, dense) = the logical matrix at src (desc's layout) rounded to bf16
- * toward +inf (up) or -inf: SHARDFLOW_ROUNDING's direction, which oneDNN's reorder (to
- * nearest) would not take */
-static void round_directed(uint16_t *dst, const float *src, int rows, int cols, int ld, bool t,
-                           bool up)
-{
-	size_t rs = t ? 1 : (size_t)ld, cs = t ? (size_t)ld : 1;
-	for (int r = 0; r < rows; r++)
-		for (int c = 0; c < cols; c++)
-			dst[(size_t)r * cols + c] =
-			    sf_bf16_from_float_directed(src[r * rs + c * cs], up);
-}
-
 int _sf_gemm_bf16(bool ta, bool tb, int M, int N, int K, const float *A, int lda, const float *B,
                   int ldb, float beta, float *C, int ldc)
 {
