@@ -561,6 +561,7 @@ NAME_PAIR(dtype, enum sf_dtype)
 NAME_PAIR(recompute, enum sf_recompute)
 NAME_PAIR(log_level, enum sf_log_level)
 NAME_PAIR(pp_schedule, enum sf_pp_schedule)
+NAME_PAIR(rounding, enum sf_rounding)
 
 struct named_enum {
 	const char *stem;
@@ -606,6 +607,8 @@ static const struct named_enum named_enums[] = {
      .names = {"off", "error", "warn", "info", "debug"}},
     {NAMED(pp_schedule, pp_schedule), .count = SF_PP_SCHEDULE_COUNT,
      .what = "a pipeline schedule", .names = {"gpipe", "1f1b"}},
+    {NAMED(rounding, rounding), .count = SF_ROUNDING_COUNT, .what = "a rounding direction",
+     .names = {"nearest", "upward", "downward"}},
 };
 
 /* The message of a refusal: `who` (the quoted name, or "sf_<stem>_from_name: a NULL
