@@ -388,9 +388,9 @@ static void check_vocab_rules(void)
 	ok_true(same && !memcmp(back, whole, sizeof whole),
 	        "embedding_vp's slices: rows [4 r, 4 r + 4) of W, put back whole bitwise");
 	/* 10 rows on K 4: 3, 3, 3 and 1 (2 of padding); the padding zeroed, never put back */
-	float w10[10 * 8], l3[3 * 8], b10[10 * 8];
-	for (int i = 0; i < 10 * 8; i++)
-		w10[i] = (float)i + 1.0f, b10[i] = -1.0f;
+	float w10[10 * 8], l3[3 * 8], b10[12 * 8]; /* b10: 10 rows, then 2 that must stay -1 */
+	for (int i = 0; i < 12 * 8; i++)
+		b10[i] = -1.0f, w10[i % 80] = (float)(i % 80) + 1.0f;
 	wi.nparams = 10 * 8, wi.in_range[0] = 10;
 	same = true;
 	for (int r = 0; r < 4; r++) {
@@ -405,6 +405,8 @@ static void check_vocab_rules(void)
 			l3[i] = 9.0f; /* padding written back would land past the 10 rows */
 		_sf_tp_params(&g[1], &wi, 4, r, b10, l3, false);
 	}
+	for (int i = 10 * 8; i < 12 * 8; i++)
+		same &= b10[i] == -1.0f;
 	ok_true(same && !memcmp(b10, w10, sizeof w10),
 	        "embedding_vp of 10 rows on K 4: slices of 3, 3, 3, 1 (+2 zero rows), the "
 	        "padding never put back");
