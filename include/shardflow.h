@@ -192,6 +192,17 @@ enum sf_pp_schedule {
 	SF_PP_SCHEDULE_COUNT, /**< the number of values above; not a value */
 };
 
+/** The rounding of a CPU rank's arithmetic (SHARDFLOW_ROUNDING), a numerics diagnostic:
+ *  every worker thread computes in that IEEE rounding direction. Two runs, upward and
+ *  downward, bracket how much the run's results move with the rounding of each
+ *  operation (docs/testing.md, "The rounding interval"). */
+enum sf_rounding {
+	SF_ROUND_NEAREST = 0, /**< IEEE's default: to nearest, ties to even */
+	SF_ROUND_UPWARD,      /**< toward +infinity */
+	SF_ROUND_DOWNWARD,    /**< toward -infinity */
+	SF_ROUNDING_COUNT,    /**< the number of values above; not a value */
+};
+
 /** Verbosity of shardflow's own messages on stderr (SHARDFLOW_LOG): a level prints
  *  its messages and those of the levels above it in this list. */
 enum sf_log_level {
@@ -294,6 +305,9 @@ struct sf_config {
 	int pp_microbatches;
 	/** SHARDFLOW_PP_SCHEDULE, default 1f1b: the pipeline's schedule. */
 	enum sf_pp_schedule pp_schedule;
+	/** SHARDFLOW_ROUNDING, default nearest: the CPU workers' rounding direction (a
+	 *  diagnostic; CPU ranks only). */
+	enum sf_rounding rounding;
 };
 
 /** The largest SHARDFLOW_TP */
@@ -373,6 +387,10 @@ SF_API const char *sf_recompute_name(enum sf_recompute value);
 SF_API int sf_pp_schedule_from_name(const char *name, enum sf_pp_schedule *out);
 /** The name of an enum sf_pp_schedule value ("gpipe", ...), or NULL out of range. */
 SF_API const char *sf_pp_schedule_name(enum sf_pp_schedule value);
+/** The enum sf_rounding value named as SHARDFLOW_ROUNDING names it ("nearest", ...). */
+SF_API int sf_rounding_from_name(const char *name, enum sf_rounding *out);
+/** The name of an enum sf_rounding value, or NULL out of range. */
+SF_API const char *sf_rounding_name(enum sf_rounding value);
 /** The enum sf_log_level value named as SHARDFLOW_LOG names it. */
 SF_API int sf_log_level_from_name(const char *name, enum sf_log_level *out);
 /** The name of an enum sf_log_level value ("off", ...), or NULL out of range. */

@@ -10,7 +10,9 @@
 #include "config.h"
 
 #include "layers/gemm_bf16.h"
+#include "common/bf16.h"
 #include "common/error.h"
+#include <fenv.h>
 
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -174,6 +176,19 @@ fail:
 	return NULL;
 }
 
+/* dst (rows x cols, dense) = the logical matrix at src (desc's layout) rounded to bf16
+ * toward +inf (up) or -inf: SHARDFLOW_ROUNDING's direction, which oneDNN's reorder (to
+ * nearest) would not take */
+static void round_directed(uint16_t *dst, const float *src, int rows, int cols, int ld, bool t,
+                           bool up)
+{
+	size_t rs = t ? 1 : (size_t)ld, cs = t ? (size_t)ld : 1;
+	for (int r = 0; r < rows; r++)
+		for (int c = 0; c < cols; c++)
+			dst[(size_t)r * cols + c] =
+			    sf_bf16_from_float_directed(src[r * rs + c * cs], up);
+}
+
 int _sf_gemm_bf16(bool ta, bool tb, int M, int N, int K, const float *A, int lda, const float *B,
                   int ldb, float beta, float *C, int ldc)
 {
@@ -200,8 +215,17 @@ int _sf_gemm_bf16(bool ta, bool tb, int M, int N, int K, const float *A, int lda
 	dnnl_exec_arg_t rb[2] = {{DNNL_ARG_FROM, e->b32}, {DNNL_ARG_TO, e->b16}};
 	dnnl_exec_arg_t mm[3] = {
 	    {DNNL_ARG_SRC, e->a16}, {DNNL_ARG_WEIGHTS, e->b16}, {DNNL_ARG_DST, e->c}};
-	TRY(dnnl_primitive_execute(e->ra, c->stream, 2, ra));
-	TRY(dnnl_primitive_execute(e->rb, c->stream, 2, rb));
+	int dir = fegetround();
+	if (dir == FE_UPWARD || dir == FE_DOWNWARD) {
+		void *a16 = NULL, *b16 = NULL;
+		TRY(dnnl_memory_get_data_handle(e->a16, &a16));
+		TRY(dnnl_memory_get_data_handle(e->b16, &b16));
+		round_directed(a16, A, M, K, lda, ta, dir == FE_UPWARD);
+		round_directed(b16, B, K, N, ldb, tb, dir == FE_UPWARD);
+	} else {
+		TRY(dnnl_primitive_execute(e->ra, c->stream, 2, ra));
+		TRY(dnnl_primitive_execute(e->rb, c->stream, 2, rb));
+	}
 	TRY(dnnl_primitive_execute(e->mat, c->stream, 3, mm));
 	TRY(dnnl_stream_wait(c->stream));
 	return 0;
@@ -231,6 +255,19 @@ void _sf_gemm_bf16_release(void)
 }
 
 #else
+
+/* dst (rows x cols, dense) = the logical matrix at src (desc's layout) rounded to bf16
+ * toward +inf (up) or -inf: SHARDFLOW_ROUNDING's direction, which oneDNN's reorder (to
+ * nearest) would not take */
+static void round_directed(uint16_t *dst, const float *src, int rows, int cols, int ld, bool t,
+                           bool up)
+{
+	size_t rs = t ? 1 : (size_t)ld, cs = t ? (size_t)ld : 1;
+	for (int r = 0; r < rows; r++)
+		for (int c = 0; c < cols; c++)
+			dst[(size_t)r * cols + c] =
+			    sf_bf16_from_float_directed(src[r * rs + c * cs], up);
+}
 
 int _sf_gemm_bf16(bool ta, bool tb, int M, int N, int K, const float *A, int lda, const float *B,
                   int ldb, float beta, float *C, int ldc)

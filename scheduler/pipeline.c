@@ -36,11 +36,19 @@
  * before it are, and receiving gradient k just before its backward of k. The step's
  * end (the clip norm's all-reduce over the world, the updates, the loss) comes after
  * every transfer, on every stage.
+ *
+ * Priorities. The schedule is also each pass's StarPU priority (2 M for the first pass
+ * down to 1 for the last, the step's end at the default 0): a pass's tasks become ready
+ * as their data arrive, not in submission order (a later micro-batch's first forward
+ * is ready while the one before still runs its next node), and the scheduler (lws)
+ * runs the ready task of the highest priority first, so a stage's compute worker
+ * follows the schedule. Data decide every sum's order: the bits stay the same.
  */
 #include "scheduler/pipeline.h"
 #include "scheduler/model_storage.h"
 #include "comm/comm_codelets.h"
 #include "tasks/microbatch.h"
+#include "tasks/submit.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -592,6 +600,8 @@ static int pipeline_step(struct sf_model *m, const struct sf_batch *b, int64_t *
 	memset(pp->fwd_done, 0, (size_t)M * sizeof *pp->fwd_done);
 	for (int i = 0; i < nmine; i++) {
 		int k = mine[i].mb;
+		/* the schedule as priorities: of the ready tasks, those of the earliest pass */
+		_sf_task_priority_set(nmine - i);
 		if (!mine[i].bwd) {
 			bind(m, k);
 			if (s > 0)
@@ -617,6 +627,7 @@ static int pipeline_step(struct sf_model *m, const struct sf_batch *b, int64_t *
 		            s, nd - p, nd, s + 1);
 		goto out;
 	}
+	_sf_task_priority_set(STARPU_DEFAULT_PRIO);
 	SF_CHECK_GOTO(_sf_update_submit(m), out);
 	if (s == S - 1)
 		SF_CHECK_GOTO(_sf_submit_loss_mean(m->h_loss[m->nsteps % SF_LOSS_SLOTS], pp->h_loss,
@@ -630,6 +641,7 @@ static int pipeline_step(struct sf_model *m, const struct sf_batch *b, int64_t *
 	m->nupdates++;
 	m->grad_mean_of = M;
 out:
+	_sf_task_priority_set(STARPU_DEFAULT_PRIO);
 	m->accum_k = 0;
 	bind(m, 0);
 	m->pp_loss = NULL;

@@ -22,6 +22,7 @@
 #include <cblas.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fenv.h>
 #include <sched.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -303,6 +304,38 @@ static int start_starpu(sf_context *ctx, int ncpus)
 }
 
 /* The comm worker (the last CPU worker) and what the tasks need to know. */
+/* SHARDFLOW_ROUNDING: run on each CPU worker's thread, whose floating-point
+ * environment (SSE's MXCSR, the x87 control word) is its own. */
+static void set_rounding(void *arg)
+{
+	int *rc = arg;
+	if (fesetround(rc[0]) != 0)
+		rc[1] = -1; /* a race between workers only ever writes -1 */
+}
+
+/* Every CPU worker in the rounding direction SHARDFLOW_ROUNDING names; the main thread
+ * keeps rounding to nearest (it draws the initial parameters and sums the losses in
+ * double: neither changes with the layout). A GPU's kernels round to nearest whatever
+ * the host does, so GPU ranks refuse a directed rounding. */
+static int setup_rounding(sf_context *ctx, int ncuda)
+{
+	static const int modes[SF_ROUNDING_COUNT] = {FE_TONEAREST, FE_UPWARD, FE_DOWNWARD};
+	if (ctx->cfg.rounding == SF_ROUND_NEAREST)
+		return SF_OK;
+	const char *name = sf_rounding_name(ctx->cfg.rounding);
+	if (ncuda > 0)
+		return SF_ERR(SF_ERR_INVALID,
+		              "SHARDFLOW_ROUNDING=%s: a GPU's kernels round to nearest whatever the "
+		              "host does; a directed rounding is for CPU ranks (accepted here: nearest)",
+		              name);
+	int arg[2] = {modes[ctx->cfg.rounding], 0};
+	starpu_execute_on_each_worker(set_rounding, arg, STARPU_CPU);
+	if (arg[1])
+		return SF_ERR(SF_ERR_STARPU, "SHARDFLOW_ROUNDING=%s: fesetround refused it", name);
+	_sf_log(SF_LOG_INFO, "SHARDFLOW_ROUNDING=%s: every CPU worker rounds %s", name, name);
+	return SF_OK;
+}
+
 static int setup_workers(sf_context *ctx)
 {
 	int ncpu = (int)starpu_cpu_worker_get_count(), ncuda = (int)starpu_cuda_worker_get_count();
@@ -329,6 +362,7 @@ static int setup_workers(sf_context *ctx)
 		ctx->comm_worker = ids[got - 1];
 	}
 	ctx->ncompute = ncpu + ncuda - 1; /* every worker but the comm worker */
+	SF_CHECK(setup_rounding(ctx, ncuda));
 	SF_CHECK(_sf_worker_cpu_clock(ctx->comm_worker, &ctx->comm_clock));
 	SF_CHECK(fxt_sync_point(ctx));
 	const char *sim_device = NULL, *sim_shared = NULL;

@@ -58,7 +58,8 @@ void _sf_grad_add(size_t n, float *dst, const float *src);
 void _sf_grad_copy(size_t n, float *dst, const float *src);
 /* *out = sum of g[i]^2 in double, i in order (the same sum on every run) */
 void _sf_grad_sqnorm(size_t n, const float *g, double *out);
-/* bf16 on the wire (common/bf16.h): dst = src rounded to bf16; dst = src widened */
+/* bf16 on the wire (common/bf16.h): dst = src rounded to bf16 (to nearest, or in the
+ * calling worker's direction under SHARDFLOW_ROUNDING); dst = src widened */
 void _sf_bf16_round_n(size_t n, const float *src, uint16_t *dst);
 void _sf_bf16_widen_n(size_t n, const uint16_t *src, float *dst);
 

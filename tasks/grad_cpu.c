@@ -3,6 +3,8 @@
 #include "tasks/grad.h"
 #include "common/bf16.h"
 
+#include <fenv.h>
+
 #include <string.h>
 
 void _sf_grad_add(size_t n, float *dst, const float *src)
@@ -26,6 +28,12 @@ void _sf_grad_sqnorm(size_t n, const float *g, double *out)
 
 void _sf_bf16_round_n(size_t n, const float *src, uint16_t *dst)
 {
+	int dir = fegetround(); /* SHARDFLOW_ROUNDING: this worker's direction */
+	if (dir == FE_UPWARD || dir == FE_DOWNWARD) {
+		for (size_t i = 0; i < n; i++)
+			dst[i] = sf_bf16_from_float_directed(src[i], dir == FE_UPWARD);
+		return;
+	}
 	for (size_t i = 0; i < n; i++)
 		dst[i] = sf_bf16_from_float(src[i]);
 }

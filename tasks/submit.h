@@ -40,6 +40,12 @@ int _sf_task_submit_flops(struct starpu_codelet *cl, const struct starpu_data_de
                           const void *arg, size_t arg_size, bool arg_copy, int worker, double flops,
                           const char *name, struct _sf_task_done done);
 
+/* The StarPU priority of the tasks this thread submits from now on (STARPU_DEFAULT_PRIO,
+ * 0, until set); returns the one it replaces. A scheduler that honours priorities (lws,
+ * StarPU's default and shardflow's, and prio, dmdas) runs the ready task of the highest
+ * first; others ignore them. The pipeline's schedules set it (scheduler/pipeline.c). */
+int _sf_task_priority_set(int prio);
+
 /* A task's footprint, the key of its history-based performance model: StarPU's own
  * (each buffer's vector length, folded by CRC-32C), except that a buffer whose handle
  * carries a struct _sf_footprint_as as its user data counts as a vector of that

@@ -8,6 +8,9 @@
 #    --ignore'd; equal non-empty dumps are (so the refusals are not a broken tool);
 #    one parameter changed by 1 ulp (1.2e-7) fails --bitwise and passes --rtol 1e-6
 #    while a 2e-5 change fails it; a different parameter count fails;
+#  - --up U --down D (the rounding interval): 1 ulp within an interval 2e-5 wide
+#    passes, 2e-5 against an interval of 1 ulp fails, an empty interval (U = D) fails
+#    whatever A and B, and --up without --down is bad usage;
 #  - its command line is the shared parser of tools/cli.h, checked here where it is
 #    cheap: "--name=value", "--" before the operands and options after them work; a
 #    flag given a value, a number with trailing text, an unknown option and a third
@@ -21,7 +24,7 @@
 . "$(dirname "$0")/lib.sh"
 require_progs "$DUMP_COMPARE"
 
-plan 19
+plan 23
 
 # The byte strings below are printf formats on purpose (octal escapes).
 # shellcheck disable=SC2059
@@ -86,6 +89,16 @@ status 0 "dump_compare --rtol 1e-6: 1 ulp (1.2e-7) is within" --rtol 1e-6 \
 status 1 "dump_compare --rtol 1e-6: 2e-5 is not" --rtol 1e-6 "$tmp/e5.dump" "$tmp/a.dump"
 status 1 "dump_compare: 1 parameter against 2 differs" --rtol 1 "$tmp/short.dump" \
 	"$tmp/a.dump"
+status 0 "dump_compare --up --down: 1 ulp within an interval 2e-5 wide" --up "$tmp/e5.dump" \
+	--down "$tmp/a.dump" "$tmp/ulp.dump" "$tmp/a.dump"
+status 1 "dump_compare --up --down: 2e-5 outside an interval of 1 ulp" --up "$tmp/ulp.dump" \
+	--down "$tmp/a.dump" "$tmp/e5.dump" "$tmp/a.dump"
+"$DUMP_COMPARE" --up "$tmp/a.dump" --down "$tmp/b.dump" "$tmp/a.dump" "$tmp/b.dump" \
+	>"$tmp/dc.out" 2>&1
+st=$?
+[ $st -eq 1 ] && grep -q '^the interval is empty' "$tmp/dc.out"
+ok $? "dump_compare --up --down: an empty interval (U = D) fails even for equal dumps (exit $st)" ||
+	diag_file "$tmp/dc.out"
 
 # the shared command line (tools/cli.h)
 status 0 "dump_compare --rtol=1e-6: the --name=value form" --rtol=1e-6 "$tmp/ulp.dump" \
@@ -108,6 +121,8 @@ bad_usage '--bitwise takes no value' "a flag given a value" --bitwise=1 "$tmp/a.
 	"$tmp/b.dump"
 bad_usage '--rtol "1e-6x" is invalid: expected a non-negative number' \
 	"a number with trailing text" --rtol 1e-6x "$tmp/a.dump" "$tmp/b.dump"
+bad_usage '--up and --down go together' "--up without --down" --up "$tmp/a.dump" "$tmp/a.dump" \
+	"$tmp/b.dump"
 bad_usage 'unknown option "--bogus"' "an unknown option" --bogus "$tmp/a.dump" "$tmp/b.dump"
 bad_usage "unexpected argument \"$tmp/a.dump\"" "a third operand" "$tmp/a.dump" "$tmp/b.dump" \
 	"$tmp/a.dump"

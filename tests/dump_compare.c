@@ -1,7 +1,8 @@
 /*
  * dump_compare.c — compare two train_dump files (losses and parameters).
  *
- *   dump_compare [--bitwise | --rtol X [--floor F]] [--ignore FROM:TO]... A B
+ *   dump_compare [--bitwise | --rtol X [--floor F] | --up U --down D [--no-losses]]
+ *                [--ignore FROM:TO]... A B
  *
  * --ignore FROM:TO leaves parameters [FROM, TO) out of the comparison (up to 16
  * ranges; the losses and every other parameter are compared). For AdamW on a model
@@ -30,6 +31,26 @@
  * is 1e-8, still 100 to 10000 times below what a real sharding or averaging error
  * changes (a wrong update moves a parameter by lr x |g| ~ 1e-5..1e-3).
  *
+ * --up U --down D: the rounding interval (docs/testing.md, "The rounding interval"). U
+ * and D are B's run again with SHARDFLOW_ROUNDING=upward and downward: every operation
+ * of every CPU worker rounded toward +inf, then toward -inf, the two extremes of the
+ * model "each operation errs by at most eps32 of its result" that every derived bound of
+ * the suite rests on. A run whose arithmetic differs from B's only by that rounding (the
+ * same sums in another order, on other ranks, in other groups) lies within their
+ * spread. Checked:
+ *  - each step's loss: |a - b| <= |u - d| + eps32 max(|a|, |b|);
+ *  - the parameters in blocks of SF_INTERVAL_BLOCK consecutive ones (the ignored left
+ *    out): ||a - b||_2 <= ||u - d||_2 + eps32 ||b||_2.
+ * Blocks, not single values: a single value's spread can close by chance (rounding up
+ * and down moved it by the same amount through sums of mixed signs), and a reordered
+ * run's one-ulp difference there would fail a per-value test; over 64 neighbours (one
+ * tensor's, mostly) the chance cancels. The eps32 term is the compared value's own
+ * rounding to float. An interval that is zero everywhere (U = D: the rounding was not
+ * applied) fails, whatever A and B. --no-losses leaves the losses out: under bf16 on
+ * the wire the directed roundings of a signed sum cancel in the loss (rounding every
+ * gradient up shortens half the steps and lengthens the others), so its spread is no
+ * bound there (tests/bf16.sh).
+ *
  * Prints the number of compared values, the max relative difference and where it
  * occurs (and, with --bitwise, how many values differ). Exit status: 0 equal under the
  * mode, 1 different (including a different number of steps or parameters, and nothing
@@ -47,6 +68,8 @@
 #include "tools/cli.h"
 
 #define PROG "dump_compare"
+#define SF_INTERVAL_BLOCK 64
+#define EPS32 5.9604644775390625e-08 /* 2^-24 */
 #define DUMP_MAGIC "SFDUMP1\n"
 
 struct dump {
@@ -59,8 +82,11 @@ struct dump {
 static void usage(FILE *f)
 {
 	fprintf(
-	    f, "usage: " PROG " [--bitwise | --rtol X [--floor F]] [--ignore FROM:TO]... A B\n"
-	       "  relative difference = |a - b| / max(|a|, |b|, F); defaults X = 1e-5, F = 1e-6\n");
+	    f,
+	    "usage: " PROG " [--bitwise | --rtol X [--floor F] | --up U --down D [--no-losses]] "
+	    "[--ignore FROM:TO]... A B\n"
+	    "  relative difference = |a - b| / max(|a|, |b|, F); defaults X = 1e-5, F = 1e-6\n"
+	    "  --up U --down D: within B's rounding interval (B's run rounded upward, downward)\n");
 }
 
 /* Reads a whole dump; on failure prints "<file>: <problem>" and returns -1. */
@@ -187,10 +213,12 @@ struct options {
 	double rtol, floor_;
 	char *files[3]; /* A, B */
 	int nfiles;
+	char *up, *down; /* --up, --down */
+	int no_losses;   /* --no-losses: the interval mode leaves the losses out */
 };
 
-static const char *const option_names[] = {"--ignore", "--rtol", "--floor"};
-static const char *const flag_names[] = {"--bitwise"};
+static const char *const option_names[] = {"--ignore", "--rtol", "--floor", "--up", "--down"};
+static const char *const flag_names[] = {"--bitwise", "--no-losses"};
 
 static int on_value(int k, char *val, void *ctx)
 {
@@ -205,6 +233,10 @@ static int on_value(int k, char *val, void *ctx)
 		o->nignore++;
 		return 0;
 	}
+	if (k == 3 || k == 4) {
+		*(k == 3 ? &o->up : &o->down) = val;
+		return 0;
+	}
 	const char *opt = option_names[k];
 	if (cli_parse_double(val, 0.0, INFINITY, k == 1 ? &o->rtol : &o->floor_))
 		return cli_bad_usage("%s \"%s\" is invalid: expected a non-negative number", opt,
@@ -214,8 +246,11 @@ static int on_value(int k, char *val, void *ctx)
 
 static int on_flag(int j, void *ctx)
 {
-	(void)j;
-	((struct options *)ctx)->bitwise = 1;
+	struct options *o = ctx;
+	if (j == 0)
+		o->bitwise = 1;
+	else
+		o->no_losses = 1;
 	return 0;
 }
 
@@ -229,17 +264,139 @@ static int on_operand(char **argp, void *ctx)
 	return 0;
 }
 
+static int ignored(const struct options *o, int64_t k)
+{
+	for (int r = 0; r < o->nignore; r++)
+		if (k >= o->ig_from[r] && k < o->ig_to[r])
+			return 1;
+	return 0;
+}
+
+static void dumps_free(struct dump *d, int n)
+{
+	for (int i = 0; i < n; i++) {
+		free(d[i].losses);
+		free(d[i].params);
+	}
+}
+
+/* The worst ratio of a difference to its interval: the one that decides */
+struct iworst {
+	double ratio, diff, tol;
+	const char *what;
+	int64_t index; /* the step, or the block's first parameter */
+};
+
+static void iaccount(struct iworst *w, const char *what, int64_t i, double diff, double tol)
+{
+	double r = diff == 0.0 ? 0.0 : tol > 0.0 ? diff / tol : INFINITY;
+	if (isnan(diff))
+		r = INFINITY;
+	if (r > w->ratio)
+		*w = (struct iworst){r, diff, tol, what, i};
+}
+
+/* --up U --down D: A against B within B's rounding interval (see the top) */
+static int interval_main(const struct options *o)
+{
+	const char *path[4] = {o->files[0], o->files[1], o->up, o->down};
+	struct dump d[4];
+	int n = 0;
+	for (; n < 4; n++)
+		if (dump_read(path[n], &d[n])) {
+			dumps_free(d, n);
+			return 2;
+		}
+	for (int i = 1; i < 4; i++)
+		if (d[i].nsteps != d[0].nsteps || d[i].nparams != d[0].nparams) {
+			printf("shapes differ: %s has %lld steps and %lld parameters, %s has %lld "
+			       "steps and %lld parameters\n",
+			       path[0], (long long)d[0].nsteps, (long long)d[0].nparams, path[i],
+			       (long long)d[i].nsteps, (long long)d[i].nparams);
+			dumps_free(d, 4);
+			return 1;
+		}
+	const struct dump *a = &d[0], *b = &d[1], *u = &d[2], *dn = &d[3];
+	struct iworst w = {0.0, 0.0, 0.0, "nothing", -1};
+	double width = 0.0; /* the largest spread: 0 means U = D */
+	for (int64_t k = 0; k < (o->no_losses ? 0 : a->nsteps); k++) {
+		double sp = fabs(u->losses[k] - dn->losses[k]);
+		width = fmax(width, sp);
+		iaccount(&w, "loss", k, fabs(a->losses[k] - b->losses[k]),
+		         sp + EPS32 * fmax(fabs(a->losses[k]), fabs(b->losses[k])));
+	}
+	int64_t compared = 0, nblocks = 0, first = -1;
+	double dd = 0.0, ww = 0.0, bb = 0.0;
+	int inblock = 0;
+	for (int64_t k = 0; k <= a->nparams; k++) {
+		if (k < a->nparams && ignored(o, k))
+			continue;
+		if (inblock == SF_INTERVAL_BLOCK || (k == a->nparams && inblock)) {
+			iaccount(&w, "parameter block from", first, sqrt(dd),
+			         sqrt(ww) + EPS32 * sqrt(bb));
+			nblocks++;
+			dd = ww = bb = 0.0, inblock = 0;
+		}
+		if (k == a->nparams)
+			break;
+		double x = (double)a->params[k] - b->params[k];
+		double s = (double)u->params[k] - dn->params[k];
+		width = fmax(width, fabs(s));
+		if (!inblock)
+			first = k;
+		dd += x * x, ww += s * s, bb += (double)b->params[k] * b->params[k];
+		inblock++, compared++;
+	}
+	int64_t nlosses = o->no_losses ? 0 : a->nsteps;
+	printf("compared %lld losses and %lld parameters (%lld blocks of up to %d",
+	       (long long)nlosses, (long long)compared, (long long)nblocks, SF_INTERVAL_BLOCK);
+	if (compared != a->nparams)
+		printf(", %lld ignored", (long long)(a->nparams - compared));
+	printf(") within the rounding interval of %s (%s, %s)\n", path[1], path[2], path[3]);
+	int status = 0;
+	if (nlosses + compared == 0) {
+		printf("nothing compared: no loss and no parameter outside the ignored ranges\n");
+		status = 1;
+	} else if (width == 0.0) {
+		printf("the interval is empty: %s and %s are the same run (was SHARDFLOW_ROUNDING "
+		       "upward and downward given to them?)\n",
+		       path[2], path[3]);
+		status = 1;
+	} else {
+		status = w.ratio <= 1.0 ? 0 : 1;
+		if (w.index < 0)
+			printf("no value differs: within\n");
+		else
+			printf("largest difference over its interval: %.3g at %s %lld (%.3g over "
+			       "%.3g): "
+			       "%s\n",
+			       w.ratio, w.what, (long long)w.index, w.diff, w.tol,
+			       status ? "OUTSIDE" : "within");
+	}
+	dumps_free(d, 4);
+	return status;
+}
+
 int main(int argc, char **argv)
 {
 	static struct options o = {.rtol = 1e-5, .floor_ = 1e-6};
-	const struct cli_spec sp = {option_names, 3, flag_names, 1, on_value, on_flag};
+	const struct cli_spec sp = {option_names, 5, flag_names, 2, on_value, on_flag};
 	cli_prog = PROG;
 	cli_usage = usage;
 	int prc = cli_parse_operands(argc, argv, &sp, on_operand, &o);
 	if (!prc && o.nfiles != 2)
 		prc = cli_bad_usage("two dumps to compare, A and B, expected (got %d)", o.nfiles);
+	if (!prc && !o.up != !o.down)
+		prc = cli_bad_usage("--up and --down go together: the reference's run rounded "
+		                    "upward and downward");
+	if (!prc && o.no_losses && !o.up)
+		prc = cli_bad_usage("--no-losses goes with --up and --down");
+	if (!prc && o.up && o.bitwise)
+		prc = cli_bad_usage("--bitwise and --up/--down are two modes: give one");
 	if (prc)
 		return prc == 1 ? 0 : prc;
+	if (o.up)
+		return interval_main(&o);
 	int bitwise = o.bitwise, nignore = o.nignore;
 	const int64_t *ig_from = o.ig_from, *ig_to = o.ig_to;
 	double rtol = o.rtol, floor_ = o.floor_;

@@ -180,6 +180,68 @@ train() {
 	return "$_st"
 }
 
+# train_interval NP NAME [VAR=VALUE...] ARGS...: train's run NAME, and the same run
+# with every CPU worker rounding upward (NAME.up) and downward (NAME.down): NAME's
+# rounding interval, what compare_within holds another run to (docs/testing.md, "The
+# rounding interval").
+train_interval() {
+	train "$@" && interval_of "$@"
+}
+
+# interval_of NP NAME [VAR=VALUE...] ARGS...: only the upward and downward runs of
+# train_interval (for a run NAME made otherwise: ARGS without what must not be done
+# twice, an export's file, say)
+interval_of() {
+	_inp=$1
+	_iname=$2
+	shift 2
+	train "$_inp" "$_iname.up" SHARDFLOW_ROUNDING=upward "$@" &&
+		train "$_inp" "$_iname.down" SHARDFLOW_ROUNDING=downward "$@"
+}
+
+# compare_within DESC A B [--ignore FROM:TO]...: A's losses and parameters within B's
+# rounding interval (B trained by train_interval)
+compare_within() {
+	_wd=$1
+	_wa=$2
+	_wb=$3
+	shift 3
+	compare "$_wd (within $_wb's rounding interval)" "$_wa" "$_wb" \
+		--up "$tmp/$_wb.up.dump" --down "$tmp/$_wb.down.dump" "$@"
+}
+
+# values_within A B UP DOWN REGEX: the last field of every line of file A matching
+# REGEX lies within B's rounding interval: |a - b| <= |up - down| + eps32 max(|a|, |b|),
+# line by line (as many in each file, at least one); prints the worst ratio.
+values_within() {
+	awk -v re="$5" 'FNR == 1 { f++ }
+		$0 ~ re { v[f, ++n[f]] = $NF }
+		END {
+			eps = 5.9604644775390625e-08
+			if (n[1] < 1 || n[1] != n[2] || n[1] != n[3] || n[1] != n[4]) {
+				printf "# %d, %d, %d, %d values: not comparable\n", n[1], n[2], n[3], n[4]
+				exit 1
+			}
+			for (i = 1; i <= n[1]; i++) {
+				a = v[1, i]; b = v[2, i]; w = v[3, i] - v[4, i]; d = a - b
+				if (w < 0) w = -w; if (d < 0) d = -d
+				m = a < 0 ? -a : a; if ((b < 0 ? -b : b) > m) m = b < 0 ? -b : b
+				t = w + eps * m
+				if (d > 0 && !(d <= t)) bad++
+				r = d == 0 ? 0 : t > 0 ? d / t : 1e300
+				if (r > worst) { worst = r; at = i }
+			}
+			printf "# %d values: the largest difference is %.3g of its interval (value %d)\n", n[1], worst, at
+			exit bad > 0
+		}' "$1" "$2" "$3" "$4"
+}
+
+# within_interval A B REGEX: values_within on rank 0's stdout of train runs A and B
+# (B trained by train_interval)
+within_interval() {
+	values_within "$tmp/$1.out" "$tmp/$2.out" "$tmp/$2.up.out" "$tmp/$2.down.out" "$3"
+}
+
 compare() {
 	_desc=$1
 	_a=$2

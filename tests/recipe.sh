@@ -81,7 +81,7 @@ EOF
 awk '{ print } /^#define SF_BUILTIN_TYPES\(X\)/ { print "\tX(twice) \\" }' layers/registry.c \
 	>layers/registry.c.new && mv layers/registry.c.new layers/registry.c
 sed -i 's|^#include "layers/silu.h"$|#include "layers/silu.h"\n#include "layers/twice.h"|' tests/test_kernels_fd.c
-sed -i 's|^\ttest_silu_values();$|\ttest_silu_values();\n\ttest_unary("twice", _sf_twice_fwd, _sf_twice_bwd, 97, 6.0f, 0.0f);|' \
+sed -i 's|^\ttest_silu_values();$|\ttest_silu_values();\n\ttest_unary("twice", _sf_twice_fwd, _sf_twice_bwd, 97, 6.0f, 0.0f, exact_e, NULL);|' \
 	tests/test_kernels_fd.c
 
 # --- the optimizer --------------------------------------------------------------

@@ -4,12 +4,15 @@
  *
  * Backward kernels are checked against central finite differences of a scalar
  * objective L = sum(dy .* y), dy a fixed random tensor, so that dL/dx = backward(dy).
- * The forward is the kernel itself, evaluated in float; L is summed in double and
- * the step is the perturbation actually stored in the float ((x+eps) - (x-eps),
- * eps = 1e-3). Float rounding of y then leaves FD noise of ~1e-4, so a gradient
- * entry g passes when |fd - g| <= 2e-3 * max(1, |g|) ("rel" below is that ratio).
- * Shapes include B = 1, non-square weights and I != O. The acc=1 paths must equal
- * "previous content + fresh gradient" within 1e-5 * max(1, |value|).
+ * The forward is the kernel itself, evaluated in float; L is summed in double over the
+ * points the floats hold. Every gradient entry passes within a tolerance the test
+ * derives from its own data, the same on any CPU (check_fd_derived): the backward's
+ * float32 rounding (per kernel, beside its forward), plus the two losses' rounding
+ * over the step (each output's float32 bound, for the outputs the perturbed input
+ * reaches), plus the truncation estimated from the difference at twice the step
+ * (Richardson). Shapes include B = 1, non-square weights and I != O. The acc=1 paths
+ * must equal "previous content + fresh gradient" within the accumulation's rounding
+ * (check_acc_derived).
  *
  * Attention (_sf_attention_*): y and the saved row statistics (each query row's max and
  * inverse sum of exponentials) against a naive double computation (within their
@@ -92,9 +95,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define FD_EPS 1e-3f
-#define FD_TOL 2e-3   /* on |fd - g| / max(1, |g|) */
-#define ACC_TOL 1e-5  /* on |acc - (old + fresh)| / max(1, |value|) */
+/* The finite differences' steps: an objective linear in each input (linear, the
+ * embeddings, add, mul, rope; the norms' w and b) has no truncation at any step, so a
+ * large one divides the losses' rounding by much; the others balance truncation (a^2)
+ * against rounding (1 / a) at 1e-2 of the scale over which they curve (1 for the
+ * activations, the logits and attention's scores, the input's scale for the norms). */
+#define FD_LINEAR 0.5f
+#define FD_CURVED 1e-2f
 #define XENT_TOL 1e-6 /* |row sum of dz| (the loss: its float32 rounding, test_xent_ign) */
 #define OPT_TOL 1e-6  /* optimizer vs double loop, relative to max(1, |ref|) */
 
@@ -130,71 +137,172 @@ static float *zero_vec(size_t n)
 	return v;
 }
 
-/* --- finite differences ------------------------------------------------------ */
+/* --- finite differences with a derived tolerance ------------------------------ */
 
-/* The scalar objective of one check, evaluated at the current contents of its arrays. */
-typedef double (*objective_fn)(void *ctx);
+/* One evaluation of a kernel's forward for the derived check (check_fd_derived): the n
+ * outputs y it wrote, the fixed weights dy of L = sum(dy .* y), and e, a bound on each
+ * output's float32 rounding against the same formula in exact arithmetic on the same
+ * float inputs (filled by the forward when e is not NULL). yd: outputs kept in double
+ * (a loss's rows) in place of y. */
+struct fd_out {
+	size_t n;
+	const float *dy, *y;
+	double *e;
+	const double *yd; /* outputs in double (a loss's rows), in place of y */
+};
+typedef void (*forward_fn)(void *ctx, struct fd_out *o);
 
-/* dL/dv[k] by central differences, dividing by the perturbation the float holds. */
-static double fd_grad(float *v, size_t k, objective_fn f, void *ctx)
+/* L = sum(dy .* y) in double at the current inputs; *err: the rounding of the outputs
+ * that read v[k] (mask), sum |dy_i| e_i, plus the double sum's n 2^-53 sum |dy y|. */
+static double fd_loss(forward_fn f, void *ctx, struct fd_out *o, const unsigned char *mask,
+                      double *err)
 {
-	float old = v[k];
-	float hp = old + FD_EPS, hm = old - FD_EPS;
-	v[k] = hp;
-	double lp = f(ctx);
-	v[k] = hm;
-	double lm = f(ctx);
-	v[k] = old;
-	return (lp - lm) / ((double)hp - (double)hm);
+	f(ctx, o);
+	double s = 0.0, a = 0.0, e = 0.0;
+	for (size_t i = 0; i < o->n; i++) {
+		double t = (double)o->dy[i] * (o->yd ? o->yd[i] : o->y[i]);
+		s += t, a += fabs(t);
+		if (mask[i])
+			e += fabs((double)o->dy[i]) * o->e[i];
+	}
+	*err = e + (double)o->n * 0x1p-53 * a;
+	return s;
 }
 
-/* Compares the analytic gradient g of L with respect to v[0..n) against FD. */
-static int check_fd(const char *what, float *v, size_t n, const float *g, objective_fn f, void *ctx)
+/* The central difference of step h over the points the floats hold: d, its rounding r,
+ * the two losses and their rounding, the half step a and the midpoint's shift s from
+ * the unperturbed value. */
+struct fd_diff {
+	double d, r, lp, lm, ep, em, up, dn, a, s;
+};
+
+static struct fd_diff fd_diff(float *v, size_t k, float h, forward_fn f, void *ctx,
+                              struct fd_out *o, const unsigned char *mask)
 {
-	double max_abs = 0.0, max_rel = 0.0;
-	size_t worst = 0;
-	for (size_t k = 0; k < n; k++) {
-		double fd = fd_grad(v, k, f, ctx);
-		double d = fabs(fd - (double)g[k]);
-		double rel = d / fmax(1.0, fabs((double)g[k]));
-		if (!isfinite(fd) || !isfinite(g[k]))
-			rel = INFINITY;
-		max_abs = fmax(max_abs, d);
-		if (rel > max_rel || !isfinite(rel)) {
-			max_rel = rel;
-			worst = k;
-		}
+	float old = v[k], hp = old + h, hm = old - h;
+	struct fd_diff x;
+	v[k] = hp;
+	x.lp = fd_loss(f, ctx, o, mask, &x.ep);
+	v[k] = hm;
+	x.lm = fd_loss(f, ctx, o, mask, &x.em);
+	v[k] = old;
+	x.up = (double)hp - old, x.dn = (double)old - hm; /* exact: floats of close exponents */
+	x.a = (x.up + x.dn) / 2.0;
+	x.s = (x.up - x.dn) / 2.0;
+	x.d = (x.lp - x.lm) / (2.0 * x.a);
+	x.r = (x.ep + x.em) / (2.0 * x.a);
+	return x;
+}
+
+/* The analytic gradient g of L with respect to v[0..n) against central differences,
+ * each entry within a tolerance derived from this check's own data (no constant
+ * measured on one CPU):
+ *   |g - D(a)| <= G + |trunc| + R + |L''| |s|
+ * G (gerr[k]): the backward's float32 rounding of g against the exact derivative,
+ * derived per kernel where g is computed. R = (E+ + E-) / 2a: the two losses' rounding
+ * over the step, where E counts only the outputs that read v[k] (found by setting
+ * v[k] to NaN, which every arithmetic path carries to them): an output computed
+ * without v[k] comes out of both evaluations bitwise the same (the kernels' order of
+ * operations does not depend on the values; relu, whose branch drops a NaN, is exact),
+ * so its rounding cancels in L+ - L-. The truncation, D(a) = L' + c a^2 + d a^4, from
+ * the difference at 2a (Richardson): D(2a) - D(a) = 3 c a^2 + 15 d a^4, so |c a^2| <=
+ * (|D(2a) - D(a)| + both rounding terms + both midpoint terms) / (a2^2 / a^2 - 1);
+ * the a^4 term left out is 4 |L^(5)| a^4 / 120 = 3e-14 |L^(5)| at a = 1e-3, below
+ * 1e-6 of the bound for the derivatives of these O(1) kernels (every kink, relu's, is
+ * kept more than 2a from the data). s: the floats old +- h need not be symmetric about
+ * old, so D is the derivative at old + s; |L''| from the second difference of L(old),
+ * L+ and L- (with its own rounding), to first order. "err" is the largest
+ * |g - D| / tol; the check passes at <= 1. */
+static int check_fd_derived(const char *what, float *v, size_t n, const float *g,
+                            const double *gerr, forward_fn f, void *ctx, float h)
+{
+	struct fd_out o = {0};
+	f(ctx, &o); /* the number of outputs */
+	o.e = malloc(sizeof(double) * (o.n ? o.n : 1));
+	unsigned char *all = malloc(o.n ? o.n : 1), *mask = malloc(o.n ? o.n : 1);
+	if (!o.e || !all || !mask) {
+		fprintf(stderr, "test_kernels_fd: out of memory\n");
+		exit(99);
 	}
-	diag("%s: FD max abs err %.3e, max rel err %.3e (tol %.0e)", what, max_abs, max_rel,
-	     FD_TOL);
-	int c = ok(max_rel <= FD_TOL, "%s vs FD (max abs %.2e, rel %.2e, tol %.0e)", what, max_abs,
-	           max_rel, FD_TOL);
+	memset(all, 1, o.n ? o.n : 1);
+	double e0, l0 = fd_loss(f, ctx, &o, all, &e0);
+	double worst = 0.0, wtol = 0.0, wdiff = 0.0, sum_ratio = 0.0;
+	size_t wk = 0;
+	for (size_t k = 0; k < n; k++) {
+		float old = v[k];
+		v[k] = NAN;
+		f(ctx, &o);
+		for (size_t i = 0; i < o.n; i++)
+			mask[i] = isnan(o.yd ? o.yd[i] : o.y[i]);
+		v[k] = old;
+		struct fd_diff d1 = fd_diff(v, k, h, f, ctx, &o, mask);
+		struct fd_diff d2 = fd_diff(v, k, 2.0f * h, f, ctx, &o, mask);
+		/* the second divided difference over old - dn, old, old + up; L(old)'s rounding
+		 * over all outputs (a bound on the masked ones) */
+		double s2 = 2.0 * ((d1.lp - l0) / d1.up - (l0 - d1.lm) / d1.dn) / (d1.up + d1.dn);
+		double r2 = 2.0 * ((d1.ep + e0) / d1.up + (e0 + d1.em) / d1.dn) / (d1.up + d1.dn);
+		double lpp = fabs(s2) + r2;
+		double rho = (d2.a * d2.a) / (d1.a * d1.a) - 1.0;
+		double trunc =
+		    (fabs(d2.d - d1.d) + d1.r + d2.r + lpp * (fabs(d1.s) + fabs(d2.s))) / rho;
+		double tol = gerr[k] + trunc + d1.r + lpp * fabs(d1.s);
+		double diff = fabs(d1.d - (double)g[k]);
+		double ratio = diff / fmax(tol, 1e-300);
+		if (!isfinite(ratio))
+			ratio = INFINITY;
+		sum_ratio += ratio;
+		if (ratio > worst || k == 0)
+			worst = ratio, wk = k, wtol = tol, wdiff = diff;
+	}
+	int c = ok(worst <= 1.0,
+	           "%s vs FD within its derived bound (max err %.2f of it, mean %.2f; worst "
+	           "entry %zu: |diff| %.2e, bound %.2e)",
+	           what, worst, n ? sum_ratio / (double)n : 0.0, wk, wdiff, wtol);
 	if (!c)
-		diag("  %s:%d: worst entry %zu: analytic %.7g, FD %.7g", __FILE__, __LINE__, worst,
-		     (double)g[worst], fd_grad(v, worst, f, ctx));
+		diag("  %s:%d: worst entry %zu: analytic %.9g, FD %.9g", __FILE__, __LINE__, wk,
+		     (double)g[wk], fd_diff(v, wk, h, f, ctx, &o, all).d);
+	free(o.e), free(all), free(mask);
 	return c;
 }
 
-/* acc = old + fresh, entry by entry. */
-static int check_acc(const char *what, const float *acc, const float *old, const float *fresh,
-                     size_t n)
+/* acc = old + fresh, entry by entry, within the accumulation's rounding: the acc path
+ * adds K terms to old (one: the fresh gradient added after; K: a GEMM with beta 1 or
+ * a loop summing into old), so it errs by (K + 1) eps32 (|old| + M) against the exact
+ * old + gradient, M the terms' magnitude, while the fresh gradient errs by G = gerr[k]
+ * >= K eps32 M; together |acc - (old + fresh)| <= 3 G + eps32 |fresh| + (K + 1) eps32
+ * |old| (eps32 |fresh| covers an exact fresh gradient, G = 0, added once). */
+static int check_acc_derived(const char *what, const float *acc, const float *old,
+                             const float *fresh, const double *gerr, int K, size_t n)
 {
-	double max_rel = 0.0;
-	size_t worst = 0;
+	double worst = 0.0;
+	size_t wk = 0;
 	for (size_t k = 0; k < n; k++) {
 		double want = (double)old[k] + (double)fresh[k];
-		double rel = fabs((double)acc[k] - want) / fmax(1.0, fabs(want));
-		if (rel > max_rel || !isfinite(acc[k])) {
-			max_rel = isfinite(acc[k]) ? rel : INFINITY;
-			worst = k;
-		}
+		double tol = 3.0 * gerr[k] +
+		             SF_EPS32 * (fabs((double)fresh[k]) + (K + 1.0) * fabs((double)old[k]));
+		double r = fabs((double)acc[k] - want) / fmax(tol, 1e-300);
+		if (!isfinite(r))
+			r = INFINITY;
+		if (r > worst || k == 0)
+			worst = r, wk = k;
 	}
-	int c = ok(max_rel <= ACC_TOL, "%s: acc=1 adds to the old content (max rel %.2e, tol %.0e)",
-	           what, max_rel, ACC_TOL);
+	int c = ok(worst <= 1.0,
+	           "%s: acc=1 adds to the old content (max err %.2f of its rounding bound)", what,
+	           worst);
 	if (!c)
-		diag("  %s:%d: entry %zu: got %.9g, expected %.9g + %.9g", __FILE__, __LINE__,
-		     worst, (double)acc[worst], (double)old[worst], (double)fresh[worst]);
+		diag("  %s:%d: entry %zu: got %.9g, expected %.9g + %.9g", __FILE__, __LINE__, wk,
+		     (double)acc[wk], (double)old[wk], (double)fresh[wk]);
 	return c;
+}
+
+static double *dvec(size_t n)
+{
+	double *v = calloc(n ? n : 1, sizeof(double));
+	if (!v) {
+		fprintf(stderr, "test_kernels_fd: out of memory\n");
+		exit(99);
+	}
+	return v;
 }
 
 /* sum(dy .* y) in double. */
@@ -213,11 +321,49 @@ struct linear_ctx {
 	float *x, *w, *b, *dy, *y; /* x (B,I), w (O,I), b (O), dy and y (B,O) */
 };
 
-static double linear_objective(void *p)
+/* y = x w^T + b (b may be NULL); each output within (I + 1) eps32 (sum |x w| + |b|)
+ * (the I products and the bias summed in whatever order OpenBLAS's kernel for this
+ * CPU and shape takes, tests/fp32_bounds.h) */
+static void linear_forward(void *p, struct fd_out *o)
 {
 	struct linear_ctx *c = p;
 	_sf_linear_fwd(c->B, c->I, c->O, c->x, c->w, c->b, c->y);
-	return dot_d(c->dy, c->y, (size_t)c->B * c->O);
+	*o = (struct fd_out){(size_t)c->B * c->O, c->dy, c->y, o->e, NULL};
+	for (int r = 0; o->e && r < c->B; r++)
+		for (int k = 0; k < c->O; k++) {
+			double m = c->b ? fabs((double)c->b[k]) : 0.0;
+			for (int i = 0; i < c->I; i++)
+				m += fabs((double)c->x[(size_t)r * c->I + i] * c->w[(size_t)k * c->I + i]);
+			o->e[(size_t)r * c->O + k] = sf_fp32_linear(0.0, c->I) * SF_EPS32 * m;
+		}
+}
+
+/* The backward's rounding, three GEMM-like sums in any order (gamma_K of the terms'
+ * magnitude): dx (B,I) = dy w, O terms: O eps32 sum_o |dy w|; dw (O,I) = dy^T x, B
+ * terms: B eps32 sum_b |dy x|; db (O) = sum_b dy, summed from 0: B eps32 sum_b |dy|. */
+static void linear_gerr(const struct linear_ctx *c, double *gx, double *gw, double *gb)
+{
+	int B = c->B, I = c->I, O = c->O;
+	for (int r = 0; r < B; r++)
+		for (int i = 0; i < I; i++) {
+			double m = 0.0;
+			for (int k = 0; k < O; k++)
+				m += fabs((double)c->dy[(size_t)r * O + k] * c->w[(size_t)k * I + i]);
+			gx[(size_t)r * I + i] = O * SF_EPS32 * m;
+		}
+	for (int k = 0; k < O; k++) {
+		double mb = 0.0;
+		for (int i = 0; i < I; i++) {
+			double m = 0.0;
+			for (int r = 0; r < B; r++)
+				m += fabs((double)c->dy[(size_t)r * O + k] * c->x[(size_t)r * I + i]);
+			gw[(size_t)k * I + i] = B * SF_EPS32 * m;
+		}
+		for (int r = 0; r < B; r++)
+			mb += fabs((double)c->dy[(size_t)r * O + k]);
+		if (gb)
+			gb[k] = B * SF_EPS32 * mb;
+	}
 }
 
 /* The forward against a naive double loop, so FD differentiates the right function:
@@ -263,12 +409,14 @@ static void test_linear(int B, int I, int O)
 
 	check_linear_fwd(&c, tag);
 	_sf_linear_bwd(B, I, O, c.x, c.w, c.dy, dx, 0, dw, db, 0);
+	double *gx = dvec(nx), *gw = dvec(nw), *gb = dvec((size_t)O);
+	linear_gerr(&c, gx, gw, gb);
 	snprintf(what, sizeof what, "linear dx %s", tag);
-	check_fd(what, c.x, nx, dx, linear_objective, &c);
+	check_fd_derived(what, c.x, nx, dx, gx, linear_forward, &c, FD_LINEAR);
 	snprintf(what, sizeof what, "linear dw %s", tag);
-	check_fd(what, c.w, nw, dw, linear_objective, &c);
+	check_fd_derived(what, c.w, nw, dw, gw, linear_forward, &c, FD_LINEAR);
 	snprintf(what, sizeof what, "linear db %s", tag);
-	check_fd(what, c.b, (size_t)O, db, linear_objective, &c);
+	check_fd_derived(what, c.b, (size_t)O, db, gb, linear_forward, &c, FD_LINEAR);
 
 	/* acc=1: dx += dy w; dw and db are still overwritten ("dparams ="). */
 	float *old = rand_vec(nx, 1.0f), *dx2 = malloc(sizeof(float) * nx);
@@ -276,7 +424,7 @@ static void test_linear(int B, int I, int O)
 	memcpy(dx2, old, sizeof(float) * nx);
 	_sf_linear_bwd(B, I, O, c.x, c.w, c.dy, dx2, 1, dw2, db2, 0);
 	snprintf(what, sizeof what, "linear dx %s", tag);
-	check_acc(what, dx2, old, dx, nx);
+	check_acc_derived(what, dx2, old, dx, gx, O, nx); /* a GEMM with beta 1 */
 	ok(memcmp(dw2, dw, sizeof(float) * nw) == 0 && memcmp(db2, db, sizeof(float) * O) == 0,
 	   "linear %s: acc=1 still overwrites dw and db", tag);
 
@@ -293,24 +441,17 @@ static void test_linear(int B, int I, int O)
 	memcpy(db4, oldb, sizeof(float) * O);
 	_sf_linear_bwd(B, I, O, c.x, c.w, c.dy, NULL, 0, dw4, db4, 1);
 	snprintf(what, sizeof what, "linear dw (pacc) %s", tag);
-	check_acc(what, dw4, oldw, dw, nw);
+	check_acc_derived(what, dw4, oldw, dw, gw, B, nw);
 	snprintf(what, sizeof what, "linear db (pacc) %s", tag);
-	check_acc(what, db4, oldb, db, (size_t)O);
+	check_acc_derived(what, db4, oldb, db, gb, B, (size_t)O); /* B rows added to old */
 	free(oldw), free(oldb), free(dw4), free(db4);
 
 	free(c.x), free(c.w), free(c.b), free(c.dy), free(c.y);
 	free(dx), free(dw), free(db), free(old), free(dx2), free(dw2), free(db2);
-	free(dw3), free(db3);
+	free(dw3), free(db3), free(gx), free(gw), free(gb);
 }
 
 /* --- linear without bias, embedding ----------------------------------------------- */
-
-static double linear_nobias_objective(void *p)
-{
-	struct linear_ctx *c = p;
-	_sf_linear_fwd(c->B, c->I, c->O, c->x, c->w, NULL, c->y);
-	return dot_d(c->dy, c->y, (size_t)c->B * c->O);
-}
 
 /* b = NULL: y = x w^T, and the backward computes dx and dw only. */
 static void test_linear_nobias(int B, int I, int O)
@@ -322,11 +463,13 @@ static void test_linear_nobias(int B, int I, int O)
 	    zero_vec(ny)};
 	float *dx = zero_vec(nx), *dw = zero_vec(nw);
 	_sf_linear_bwd(B, I, O, c.x, c.w, c.dy, dx, 0, dw, NULL, 0);
+	double *gx = dvec(nx), *gw = dvec(nw);
+	linear_gerr(&c, gx, gw, NULL);
 	snprintf(what, sizeof what, "linear_nobias dx B=%d I=%d O=%d", B, I, O);
-	check_fd(what, c.x, nx, dx, linear_nobias_objective, &c);
+	check_fd_derived(what, c.x, nx, dx, gx, linear_forward, &c, FD_LINEAR);
 	snprintf(what, sizeof what, "linear_nobias dw B=%d I=%d O=%d", B, I, O);
-	check_fd(what, c.w, nw, dw, linear_nobias_objective, &c);
-	free(c.x), free(c.w), free(c.dy), free(c.y), free(dx), free(dw);
+	check_fd_derived(what, c.w, nw, dw, gw, linear_forward, &c, FD_LINEAR);
+	free(c.x), free(c.w), free(c.dy), free(c.y), free(dx), free(dw), free(gx), free(gw);
 }
 
 struct emb_ctx {
@@ -340,6 +483,32 @@ static double emb_objective(void *p)
 	struct emb_ctx *c = p;
 	_sf_embedding_fwd(c->B, c->C, c->ids, c->w, c->y);
 	return dot_d(c->dy, c->y, (size_t)c->B * c->C);
+}
+
+/* a lookup copies: no rounding */
+static void emb_forward(void *p, struct fd_out *o)
+{
+	struct emb_ctx *c = p;
+	emb_objective(c);
+	*o = (struct fd_out){(size_t)c->B * c->C, c->dy, c->y, o->e, NULL};
+	for (size_t i = 0; o->e && i < o->n; i++)
+		o->e[i] = 0.0;
+}
+
+/* dW's rounding: row v sums the dy rows of the ids v, in order from 0: cnt eps32 sum
+ * |dy| over them (tests/fp32_bounds.h's gamma bound) */
+static double *emb_gerr(int B, int V, int C, const int32_t *ids, const float *dy)
+{
+	double *g = dvec((size_t)V * C);
+	for (int v = 0; v < V; v++) {
+		int cnt = 0;
+		for (int r = 0; r < B; r++)
+			cnt += ids[r] == v;
+		for (int r = 0; r < B; r++)
+			for (int k = 0; ids[r] == v && k < C; k++)
+				g[(size_t)v * C + k] += cnt * SF_EPS32 * fabs((double)dy[(size_t)r * C + k]);
+	}
+	return g;
 }
 
 /* The forward copies the rows the ids name (exactly); dW against finite differences
@@ -365,12 +534,14 @@ static void test_embedding(int B, int V, int C)
 	float *dw = rand_vec((size_t)V * C, 9.0f); /* stale: "=" overwrites it */
 	_sf_embedding_bwd(B, V, C, c.ids, c.dy, dw, 0);
 	snprintf(what, sizeof what, "embedding dW B=%d V=%d C=%d", B, V, C);
-	check_fd(what, c.w, (size_t)V * C, dw, emb_objective, &c);
+	double *gw = emb_gerr(B, V, C, c.ids, c.dy);
+	check_fd_derived(what, c.w, (size_t)V * C, dw, gw, emb_forward, &c, FD_LINEAR);
 	float *old = rand_vec((size_t)V * C, 1.0f), *dw2 = malloc(sizeof(float) * V * C);
 	memcpy(dw2, old, sizeof(float) * V * C);
 	_sf_embedding_bwd(B, V, C, c.ids, c.dy, dw2, 1);
 	snprintf(what, sizeof what, "embedding dW (pacc) B=%d V=%d C=%d", B, V, C);
-	check_acc(what, dw2, old, dw, (size_t)V * C);
+	check_acc_derived(what, dw2, old, dw, gw, B, (size_t)V * C);
+	free(gw);
 	free(c.ids), free(c.w), free(c.dy), free(c.y), free(dw), free(old), free(dw2);
 }
 
@@ -395,6 +566,16 @@ static double emb_vp_objective(void *p)
 			c->y[i] += c->part[i];
 	}
 	return dot_d(c->dy, c->y, n);
+}
+
+/* the slices' lookups copy, and their sum adds zeros to the one slice's row: exact */
+static void emb_vp_forward(void *p, struct fd_out *o)
+{
+	struct emb_vp_ctx *c = p;
+	emb_vp_objective(c);
+	*o = (struct fd_out){(size_t)c->B * c->C, c->dy, c->y, o->e, NULL};
+	for (size_t i = 0; o->e && i < o->n; i++)
+		o->e[i] = 0.0;
 }
 
 /* The masked lookup: each slice writes its own ids' rows and zeros elsewhere, so the
@@ -424,13 +605,15 @@ static void test_embedding_vp(int B, int V, int C, int K)
 	   "embedding_vp dW B=%d V=%d C=%d K=%d: each slice's rows of embedding's dW, bitwise", B,
 	   V, C, K);
 	snprintf(what, sizeof what, "embedding_vp dW B=%d V=%d C=%d K=%d", B, V, C, K);
-	check_fd(what, c.w, nw, dw, emb_vp_objective, &c);
+	double *gw = emb_gerr(B, V, C, ids, c.dy);
+	check_fd_derived(what, c.w, nw, dw, gw, emb_vp_forward, &c, FD_LINEAR);
 	float *old = rand_vec(nw, 1.0f), *dw2 = malloc(sizeof(float) * nw);
 	memcpy(dw2, old, sizeof(float) * nw);
 	for (int k = 0; k < K; k++)
 		_sf_embedding_vp_bwd(B, Vl, k * Vl, C, ids, c.dy, dw2 + (size_t)k * Vl * C, 1);
 	snprintf(what, sizeof what, "embedding_vp dW (pacc) B=%d V=%d C=%d K=%d", B, V, C, K);
-	check_acc(what, dw2, old, dw, nw);
+	check_acc_derived(what, dw2, old, dw, gw, B, nw);
+	free(gw);
 	free(ids), free(c.w), free(c.dy), free(c.y), free(c.part), free(ref), free(dref);
 	free(dw), free(old), free(dw2);
 }
@@ -447,6 +630,61 @@ static double ln_objective(void *p)
 	struct ln_ctx *c = p;
 	_sf_layernorm_fwd(c->B, c->C, c->x, c->w, c->b, 1e-5f, c->y, c->mean, c->rstd);
 	return dot_d(c->dy, c->y, (size_t)c->B * c->C);
+}
+
+/* y = (x - mean) rstd w + b in float (layers/layernorm_math.h) from the double mean
+ * and rstd rounded to float (eps32 |mean| and eps32 rstd; the double sums' C 2^-53 are
+ * below 1e-6 of that): x - mean errs by eps32 (|mean| + |x - mean|), times rstd by
+ * two more eps32 |x - mean| rstd, times w one more, + b eps32 |y|:
+ * eps32 ((|mean| + 4 |x - mean|) rstd |w| + |y|). */
+static void ln_forward(void *p, struct fd_out *o)
+{
+	struct ln_ctx *c = p;
+	ln_objective(c);
+	*o = (struct fd_out){(size_t)c->B * c->C, c->dy, c->y, o->e, NULL};
+	for (int r = 0; o->e && r < c->B; r++)
+		for (int k = 0; k < c->C; k++) {
+			size_t i = (size_t)r * c->C + k;
+			double m = c->mean[r], rs = c->rstd[r];
+			o->e[i] = SF_EPS32 * ((fabs(m) + 4.0 * fabs(c->x[i] - m)) * rs * fabs(c->w[k]) +
+			                      fabs((double)c->y[i]));
+		}
+}
+
+/* The backward's rounding (layers/layernorm_math.h) against the exact gradient:
+ * xhat = (x - mean) rstd within dh = eps32 rstd (|mean| + 3 |x - mean|) (the saved
+ * mean's and rstd's rounding, the subtraction, the product); g = dy w within eps32
+ * |g|; mg = mean(g) (a double sum, rounded) within eps32 (|mg| + mean |g|); mgx =
+ * mean(g xhat) within eps32 |mgx| + mean(eps32 |g xhat| + |g| dh); rstd (g - mg -
+ * xhat mgx) in three float operations and the product: rstd (4 eps32 (|g| + |mg| +
+ * |xhat mgx|) + eps32 |g| + err(mg) + |mgx| dh + |xhat| err(mgx)). dw = sum over the
+ * B rows of dy xhat, from 0 in float: sum |dy| dh + (B + 1) eps32 sum |dy xhat|; db =
+ * sum dy: B eps32 sum |dy|. */
+static void ln_gerr(const struct ln_ctx *c, double *gx, double *gw, double *gb)
+{
+	int B = c->B, C = c->C;
+	for (int k = 0; k < C; k++)
+		gw[k] = gb[k] = 0.0;
+	for (int r = 0; r < B; r++) {
+		double m = c->mean[r], rs = c->rstd[r], mg = 0, ag = 0, mgx = 0, egx = 0;
+		for (int k = 0; k < C; k++) {
+			size_t i = (size_t)r * C + k;
+			double xh = (c->x[i] - m) * rs, g = (double)c->dy[i] * c->w[k];
+			double dh = SF_EPS32 * rs * (fabs(m) + 3.0 * fabs(c->x[i] - m));
+			mg += g / C, ag += fabs(g) / C, mgx += g * xh / C;
+			egx += (SF_EPS32 * fabs(g * xh) + fabs(g) * dh) / C;
+			gw[k] += fabs((double)c->dy[i]) * dh + (B + 1.0) * SF_EPS32 * fabs(c->dy[i] * xh);
+			gb[k] += B * SF_EPS32 * fabs((double)c->dy[i]);
+		}
+		double emg = SF_EPS32 * (fabs(mg) + ag), emgx = SF_EPS32 * fabs(mgx) + egx;
+		for (int k = 0; k < C; k++) {
+			size_t i = (size_t)r * C + k;
+			double xh = (c->x[i] - m) * rs, g = (double)c->dy[i] * c->w[k];
+			double dh = SF_EPS32 * rs * (fabs(m) + 3.0 * fabs(c->x[i] - m));
+			gx[i] = rs * (4.0 * SF_EPS32 * (fabs(g) + fabs(mg) + fabs(xh * mgx)) +
+			              SF_EPS32 * fabs(g) + emg + fabs(mgx) * dh + fabs(xh) * emgx);
+		}
+	}
 }
 
 /* The forward against a double computation; the backward (dx, dw, db) against finite
@@ -487,12 +725,14 @@ static void test_layernorm(int B, int C, float xscale)
 	   tag, max_rel);
 	float *dx = zero_vec(n), *dw = zero_vec((size_t)C), *db = zero_vec((size_t)C);
 	_sf_layernorm_bwd(B, C, c.x, c.w, c.mean, c.rstd, c.dy, dx, 0, dw, db, 0);
+	double *gx = dvec(n), *gw = dvec((size_t)C), *gb = dvec((size_t)C);
+	ln_gerr(&c, gx, gw, gb);
 	snprintf(what, sizeof what, "layernorm dx %s", tag);
-	check_fd(what, c.x, n, dx, ln_objective, &c);
+	check_fd_derived(what, c.x, n, dx, gx, ln_forward, &c, FD_CURVED * xscale);
 	snprintf(what, sizeof what, "layernorm dw %s", tag);
-	check_fd(what, c.w, (size_t)C, dw, ln_objective, &c);
+	check_fd_derived(what, c.w, (size_t)C, dw, gw, ln_forward, &c, FD_LINEAR);
 	snprintf(what, sizeof what, "layernorm db %s", tag);
-	check_fd(what, c.b, (size_t)C, db, ln_objective, &c);
+	check_fd_derived(what, c.b, (size_t)C, db, gb, ln_forward, &c, FD_LINEAR);
 	/* acc = pacc = 1: everything is added to what was there */
 	ln_objective(&c);
 	float *oldx = rand_vec(n, 1.0f), *oldw = rand_vec((size_t)C, 1.0f),
@@ -504,11 +744,12 @@ static void test_layernorm(int B, int C, float xscale)
 	memcpy(db2, oldb, sizeof(float) * C);
 	_sf_layernorm_bwd(B, C, c.x, c.w, c.mean, c.rstd, c.dy, dx2, 1, dw2, db2, 1);
 	snprintf(what, sizeof what, "layernorm dx %s", tag);
-	check_acc(what, dx2, oldx, dx, n);
+	check_acc_derived(what, dx2, oldx, dx, gx, 1, n);
 	snprintf(what, sizeof what, "layernorm dw (pacc) %s", tag);
-	check_acc(what, dw2, oldw, dw, (size_t)C);
+	check_acc_derived(what, dw2, oldw, dw, gw, B, (size_t)C);
 	snprintf(what, sizeof what, "layernorm db (pacc) %s", tag);
-	check_acc(what, db2, oldb, db, (size_t)C);
+	check_acc_derived(what, db2, oldb, db, gb, B, (size_t)C);
+	free(gx), free(gw), free(gb);
 	free(c.x), free(c.w), free(c.b), free(c.dy), free(c.y), free(c.mean), free(c.rstd);
 	free(dx), free(dw), free(db), free(oldx), free(oldw), free(oldb), free(dx2), free(dw2),
 	    free(db2);
@@ -527,6 +768,45 @@ static double rms_objective(void *p)
 	struct rms_ctx *c = p;
 	_sf_rmsnorm_fwd(c->B, c->C, c->x, c->w, c->eps, c->y, c->rstd);
 	return dot_d(c->dy, c->y, (size_t)c->B * c->C);
+}
+
+/* y = x rstd w (layers/rmsnorm_math.h), rstd from a double sum rounded to float: 3
+ * eps32 |y| */
+static void rms_forward(void *p, struct fd_out *o)
+{
+	struct rms_ctx *c = p;
+	rms_objective(c);
+	*o = (struct fd_out){(size_t)c->B * c->C, c->dy, c->y, o->e, NULL};
+	for (size_t i = 0; o->e && i < o->n; i++)
+		o->e[i] = 3.0 * SF_EPS32 * fabs((double)c->y[i]);
+}
+
+/* The backward's rounding: xh = x rstd within 2 eps32 |xh|, g = dy w within eps32 |g|,
+ * mgx = mean(g xh) (a double sum, rounded) within eps32 |mgx| + 3 eps32 mean |g xh|;
+ * g - xh mgx within 2 eps32 |g| + 4 eps32 |xh mgx| + |xh| err(mgx), and rstd times it
+ * 2 eps32 more of |g| + |xh mgx|. dw = sum over the B rows of dy xh, from 0: (B + 3)
+ * eps32 sum |dy xh|. */
+static void rms_gerr(const struct rms_ctx *c, double *gx, double *gw)
+{
+	int B = c->B, C = c->C;
+	for (int k = 0; k < C; k++)
+		gw[k] = 0.0;
+	for (int r = 0; r < B; r++) {
+		double rs = c->rstd[r], mgx = 0, egx = 0;
+		for (int k = 0; k < C; k++) {
+			size_t i = (size_t)r * C + k;
+			double xh = (double)c->x[i] * rs, g = (double)c->dy[i] * c->w[k];
+			mgx += g * xh / C, egx += 3.0 * SF_EPS32 * fabs(g * xh) / C;
+			gw[k] += (B + 3.0) * SF_EPS32 * fabs(c->dy[i] * xh);
+		}
+		double emgx = SF_EPS32 * fabs(mgx) + egx;
+		for (int k = 0; k < C; k++) {
+			size_t i = (size_t)r * C + k;
+			double xh = (double)c->x[i] * rs, g = (double)c->dy[i] * c->w[k];
+			gx[i] = rs * (4.0 * SF_EPS32 * fabs(g) + 6.0 * SF_EPS32 * fabs(xh * mgx) +
+			              fabs(xh) * emgx);
+		}
+	}
 }
 
 /* As layernorm: the forward (and saved rstd) against a double computation of Llama's
@@ -562,10 +842,12 @@ static void test_rmsnorm(int B, int C, float xscale, float eps)
 	   tag, max_rel);
 	float *dx = zero_vec(n), *dw = zero_vec((size_t)C);
 	_sf_rmsnorm_bwd(B, C, c.x, c.w, c.rstd, c.dy, dx, 0, dw, 0);
+	double *gx = dvec(n), *gw = dvec((size_t)C);
+	rms_gerr(&c, gx, gw);
 	snprintf(what, sizeof what, "rmsnorm dx %s", tag);
-	check_fd(what, c.x, n, dx, rms_objective, &c);
+	check_fd_derived(what, c.x, n, dx, gx, rms_forward, &c, FD_CURVED * xscale);
 	snprintf(what, sizeof what, "rmsnorm dw %s", tag);
-	check_fd(what, c.w, (size_t)C, dw, rms_objective, &c);
+	check_fd_derived(what, c.w, (size_t)C, dw, gw, rms_forward, &c, FD_LINEAR);
 	rms_objective(&c);
 	float *oldx = rand_vec(n, 1.0f), *oldw = rand_vec((size_t)C, 1.0f);
 	float *dx2 = malloc(sizeof(float) * n), *dw2 = malloc(sizeof(float) * C);
@@ -573,9 +855,10 @@ static void test_rmsnorm(int B, int C, float xscale, float eps)
 	memcpy(dw2, oldw, sizeof(float) * C);
 	_sf_rmsnorm_bwd(B, C, c.x, c.w, c.rstd, c.dy, dx2, 1, dw2, 1);
 	snprintf(what, sizeof what, "rmsnorm dx %s", tag);
-	check_acc(what, dx2, oldx, dx, n);
+	check_acc_derived(what, dx2, oldx, dx, gx, 1, n);
 	snprintf(what, sizeof what, "rmsnorm dw (pacc) %s", tag);
-	check_acc(what, dw2, oldw, dw, (size_t)C);
+	check_acc_derived(what, dw2, oldw, dw, gw, B, (size_t)C);
+	free(gx), free(gw);
 	free(c.x), free(c.w), free(c.dy), free(c.y), free(c.rstd);
 	free(dx), free(dw), free(oldx), free(oldw), free(dx2), free(dw2);
 }
@@ -593,6 +876,34 @@ static double rope_objective(void *p)
 	struct rope_ctx *c = p;
 	_sf_rope_fwd(c->B, c->T, c->W, c->rot, c->d, c->theta, c->x, c->y, c->cs);
 	return dot_d(c->dy, c->y, (size_t)c->B * c->T * c->W);
+}
+
+/* The rotation of x (sign 1) or its transpose of dy (sign -1, the backward) by the
+ * forward's float table cs (the same in the backward: the function differentiated):
+ * an output x1 c -+ x2 s is two products and a sum, within 2 eps32 (|x1 c| + |x2 s|);
+ * the columns from rot are copied. */
+static void rope_err(const struct rope_ctx *c, const float *x, double *e)
+{
+	int h = c->d / 2;
+	for (size_t r = 0; r < (size_t)c->B * c->T; r++) {
+		const float *cs = c->cs + (r % c->T) * c->d, *xr = x + r * c->W;
+		for (int j = 0; j < c->W; j++) {
+			int k = j % c->d, i = k % h, b = j - k;
+			e[r * c->W + j] = j >= c->rot ? 0.0
+			                              : 2.0 * SF_EPS32 *
+			                                    (fabs((double)xr[b + i] * cs[i]) +
+			                                     fabs((double)xr[b + h + i] * cs[h + i]));
+		}
+	}
+}
+
+static void rope_forward(void *p, struct fd_out *o)
+{
+	struct rope_ctx *c = p;
+	rope_objective(c);
+	*o = (struct fd_out){(size_t)c->B * c->T * c->W, c->dy, c->y, o->e, NULL};
+	if (o->e)
+		rope_err(c, c->x, o->e);
 }
 
 /* The forward against Hugging Face's formula written out in double (x cos +
@@ -639,13 +950,15 @@ static void test_rope(int B, int T, int W, int rot, int d, float theta)
 	   tag, max_rel, copied ? "yes" : "NO");
 	float *dx = zero_vec(n);
 	_sf_rope_bwd(B, T, W, rot, d, c.cs, c.dy, dx, 0);
+	double *gx = dvec(n);
+	rope_err(&c, c.dy, gx);
 	snprintf(what, sizeof what, "rope dx %s", tag);
-	check_fd(what, c.x, n, dx, rope_objective, &c);
+	check_fd_derived(what, c.x, n, dx, gx, rope_forward, &c, FD_LINEAR);
 	float *old = rand_vec(n, 1.0f), *dx2 = malloc(sizeof(float) * n);
 	memcpy(dx2, old, sizeof(float) * n);
 	_sf_rope_bwd(B, T, W, rot, d, c.cs, c.dy, dx2, 1);
-	check_acc(what, dx2, old, dx, n);
-	free(c.x), free(c.dy), free(c.y), free(c.cs), free(dx), free(old), free(dx2);
+	check_acc_derived(what, dx2, old, dx, gx, 1, n);
+	free(c.x), free(c.dy), free(c.y), free(c.cs), free(dx), free(old), free(dx2), free(gx);
 }
 
 /* --- causal self-attention ------------------------------------------------------ */
@@ -738,6 +1051,104 @@ static void check_attn_fwd(struct attn_ctx *c, const char *tag)
 	   tag, max_stat);
 }
 
+/* Attention's float32 rounding from a naive double computation of the same float qkv
+ * (scale 1 / sqrt(hs) exact; its float rounding is counted where it multiplies), per
+ * (b, head, query i, key j <= i), as check_attn_fwd: a score within D = (hs + 3) eps32
+ * scale sum |q k|, a probability P within eP = 2 max D + (|s - max| + 31) eps32 + rsum
+ * of itself (rsum = 2 max D + sf_fp32_xent_row(i + 1) eps32: the sum's); ey, each
+ * output y (a T-term sum of P v) within sum P |v| (eP + T eps32).
+ * g, the backward's (a GEMM's K terms in any order: K eps32 of their magnitude):
+ * dP = dy v (hs terms) within EdP = hs eps32 sum |dy v|; r = sum P dP (double, then
+ * float) within sum P (EdP + |dP| eP) + eps32 |r|; dS = P (dP - r) within P (EdP +
+ * err(r) + 2 eps32 (|dP| + |r|)) + P eP |dP - r|, of magnitude A = P (|dP| + |r|);
+ * dQ = scale dS K (at most T terms and the scale) within scale sum (err(dS) + (T + 2)
+ * eps32 A) |k|; dK = scale dS^T Q and dV = P^T dY summed over the query blocks and the
+ * G = NH / NKV heads of a group from 0 (N = T G terms): scale sum (err(dS) + (N + 2)
+ * eps32 A) |q| and sum P |dy| (eP + (N + 1) eps32). Masked entries are exact zeros. */
+static void attn_bounds(const struct attn_ctx *c, double *ey, double *g)
+{
+	int B = c->B, T = c->T, C = c->C, NH = c->NH, NKV = c->NKV, hs = C / NH;
+	int ld = C + 2 * NKV * hs, N = T * (NH / NKV);
+	double sc = 1.0 / sqrt((double)hs), eps = SF_EPS32;
+	double *P = dvec((size_t)T), *eP = dvec((size_t)T), *dP = dvec((size_t)T),
+	       *edP = dvec((size_t)T);
+	for (size_t i = 0; g && i < (size_t)B * T * ld; i++)
+		g[i] = 0.0;
+	for (int b = 0; b < B; b++)
+		for (int h = 0; h < NH; h++) {
+			int kv = h / (NH / NKV);
+			const float *base = c->qkv + (size_t)b * T * ld;
+			for (int i = 0; i < T; i++) {
+				const float *q = base + (size_t)i * ld + (size_t)h * hs;
+				const float *dy = c->dy + ((size_t)b * T + i) * C + (size_t)h * hs;
+				double mx = -INFINITY, dmax = 0.0, sum = 0.0;
+				for (int j = 0; j <= i; j++) {
+					const float *k = base + (size_t)j * ld + C + (size_t)kv * hs;
+					double d = 0.0, a = 0.0;
+					for (int e = 0; e < hs; e++)
+						d += (double)q[e] * k[e], a += fabs((double)q[e] * k[e]);
+					P[j] = sc * d;
+					dmax = fmax(dmax, (hs + 3) * eps * sc * a);
+					mx = fmax(mx, P[j]);
+				}
+				for (int j = 0; j <= i; j++)
+					sum += exp(P[j] - mx);
+				double rsum = 2.0 * dmax + sf_fp32_xent_row(i + 1) * eps;
+				for (int j = 0; j <= i; j++) {
+					double x = P[j] - mx;
+					P[j] = exp(x) / sum;
+					eP[j] = 2.0 * dmax + (fabs(x) + 31.0) * eps + rsum;
+				}
+				for (int e = 0; ey && e < hs; e++) {
+					double t = 0.0;
+					for (int j = 0; j <= i; j++)
+						t += P[j] *
+						     fabs((double)base[(size_t)j * ld + C +
+						                       (size_t)(NKV + kv) * hs + e]) *
+						     (eP[j] + T * eps);
+					ey[((size_t)b * T + i) * C + (size_t)h * hs + e] = t;
+				}
+				if (!g)
+					continue;
+				double r = 0.0, er = 0.0;
+				for (int j = 0; j <= i; j++) {
+					const float *v = base + (size_t)j * ld + C + (size_t)(NKV + kv) * hs;
+					double d = 0.0, a = 0.0;
+					for (int e = 0; e < hs; e++)
+						d += (double)dy[e] * v[e], a += fabs((double)dy[e] * v[e]);
+					dP[j] = d, edP[j] = hs * eps * a;
+					r += d * P[j];
+					er += P[j] * (edP[j] + fabs(d) * eP[j]);
+				}
+				er += eps * fabs(r);
+				for (int j = 0; j <= i; j++) {
+					double eds = P[j] * (edP[j] + er + 2.0 * eps * (fabs(dP[j]) + fabs(r))) +
+					             P[j] * eP[j] * fabs(dP[j] - r);
+					double A = P[j] * (fabs(dP[j]) + fabs(r));
+					size_t rk = ((size_t)b * T + j) * ld + C + (size_t)kv * hs,
+					       rv = ((size_t)b * T + j) * ld + C + (size_t)(NKV + kv) * hs,
+					       rq = ((size_t)b * T + i) * ld + (size_t)h * hs;
+					for (int e = 0; e < hs; e++) {
+						g[rq + e] += sc * (eds + (T + 2) * eps * A) *
+						             fabs((double)base[rk - (size_t)b * T * ld + e]);
+						g[rk + e] += sc * (eds + (N + 2) * eps * A) * fabs((double)q[e]);
+						g[rv + e] += P[j] * fabs((double)dy[e]) * (eP[j] + (N + 1) * eps);
+					}
+				}
+			}
+		}
+	free(P), free(eP), free(dP), free(edP);
+}
+
+static void attn_forward(void *v, struct fd_out *o)
+{
+	struct attn_ctx *c = v;
+	attn_objective(c);
+	*o = (struct fd_out){(size_t)c->B * c->T * c->C, c->dy, c->y, o->e, NULL};
+	if (o->e)
+		attn_bounds(c, o->e, NULL);
+}
+
 /* What the backward relies on: a row rebuilt by _sf_attention_probs_row from the scores
  * and the statistics _sf_attention_softmax_row saved equals the forward's row bitwise, with
  * exact zeros after the query (later blocks' GEMMs run over them), and sums to 1. */
@@ -795,7 +1206,9 @@ static void test_attention(int B, int T, int C, int NH, int NKV, int rb)
 	float *dq = rand_vec(nq, 9.0f); /* stale: acc=0 overwrites every entry */
 	_sf_attention_bwd(B, T, C, NH, NKV, rb, c.qkv, c.stat, c.dy, dq, 0, c.scratch);
 	snprintf(what, sizeof what, "attention dqkv %s", tag);
-	check_fd(what, c.qkv, nq, dq, attn_objective, &c);
+	double *gq = dvec(nq);
+	attn_bounds(&c, NULL, gq);
+	check_fd_derived(what, c.qkv, nq, dq, gq, attn_forward, &c, FD_CURVED);
 
 	/* the same inputs again: bitwise the same outputs */
 	float *y0 = malloc(sizeof(float) * ny), *s0 = malloc(sizeof(float) * ns);
@@ -814,7 +1227,9 @@ static void test_attention(int B, int T, int C, int NH, int NKV, int rb)
 	float *old = rand_vec(nq, 1.0f), *dq3 = malloc(sizeof(float) * nq);
 	memcpy(dq3, old, sizeof(float) * nq);
 	_sf_attention_bwd(B, T, C, NH, NKV, rb, c.qkv, c.stat, c.dy, dq3, 1, c.scratch);
-	check_acc(what, dq3, old, dq, nq);
+	/* dq: a GEMM with beta 1 (T terms); dk, dv: N = T NH / NKV terms added to old */
+	check_acc_derived(what, dq3, old, dq, gq, T * (NH / NKV), nq);
+	free(gq);
 	free(c.qkv), free(c.dy), free(c.y), free(c.stat), free(c.scratch), free(dq), free(dq2);
 	free(y0), free(s0), free(old), free(dq3);
 }
@@ -831,6 +1246,16 @@ static double pos_objective(void *v)
 	struct pos_ctx *c = v;
 	_sf_pos_embedding_fwd(c->B, c->T, c->C, c->x, c->w, c->y);
 	return dot_d(c->dy, c->y, (size_t)c->B * c->T * c->C);
+}
+
+/* one float addition: eps32 |y| */
+static void pos_forward(void *v, struct fd_out *o)
+{
+	struct pos_ctx *c = v;
+	pos_objective(c);
+	*o = (struct fd_out){(size_t)c->B * c->T * c->C, c->dy, c->y, o->e, NULL};
+	for (size_t i = 0; o->e && i < o->n; i++)
+		o->e[i] = SF_EPS32 * fabs((double)c->y[i]);
 }
 
 /* The forward is one float addition per entry (exact comparison); dx and dW against
@@ -853,10 +1278,15 @@ static void test_pos_embedding(int B, int T, int NP, int C)
 
 	float *dx = rand_vec(n, 9.0f), *dw = rand_vec(nw, 9.0f); /* stale: "=" overwrites */
 	_sf_pos_embedding_bwd(B, T, NP, C, c.dy, dx, 0, dw, 0);
+	/* dx = dy, a copy (exact); dW row t sums the B samples' dy rows from 0: B eps32
+	 * sum |dy| */
+	double *gx = dvec(n), *gw = dvec(nw);
+	for (size_t i = 0; i < n; i++)
+		gw[(i / C) % T * C + i % C] += B * SF_EPS32 * fabs((double)c.dy[i]);
 	snprintf(what, sizeof what, "pos_embedding dx %s", tag);
-	check_fd(what, c.x, n, dx, pos_objective, &c);
+	check_fd_derived(what, c.x, n, dx, gx, pos_forward, &c, FD_LINEAR);
 	snprintf(what, sizeof what, "pos_embedding dW %s", tag);
-	check_fd(what, c.w, nw, dw, pos_objective, &c);
+	check_fd_derived(what, c.w, nw, dw, gw, pos_forward, &c, FD_LINEAR);
 	int unused_zero = 1;
 	for (size_t i = (size_t)T * C; i < nw; i++)
 		unused_zero &= dw[i] == 0.0f;
@@ -868,9 +1298,10 @@ static void test_pos_embedding(int B, int T, int NP, int C)
 	memcpy(dw2, oldw, sizeof(float) * nw);
 	_sf_pos_embedding_bwd(B, T, NP, C, c.dy, dx2, 1, dw2, 1);
 	snprintf(what, sizeof what, "pos_embedding dx %s", tag);
-	check_acc(what, dx2, oldx, dx, n);
+	check_acc_derived(what, dx2, oldx, dx, gx, 1, n);
 	snprintf(what, sizeof what, "pos_embedding dW (pacc) %s", tag);
-	check_acc(what, dw2, oldw, dw, nw);
+	check_acc_derived(what, dw2, oldw, dw, gw, B, nw);
+	free(gx), free(gw);
 	float *dw3 = rand_vec(nw, 9.0f);
 	_sf_pos_embedding_bwd(B, T, NP, C, c.dy, NULL, 0, dw3, 0);
 	ok(!memcmp(dw3, dw, sizeof(float) * nw), "pos_embedding %s: dx=NULL gives the same dW",
@@ -884,38 +1315,91 @@ static void test_pos_embedding(int B, int T, int NP, int C)
 typedef void (*unary_fwd)(size_t n, const float *x, float *y);
 typedef void (*unary_bwd)(size_t n, const float *x, const float *dy, float *dx, int acc);
 
+/* An element-wise op's float32 rounding at x: of its output y (forward), and of its
+ * backward's dx at dy (against the exact derivative times dy). */
+typedef double (*unary_err)(double x, double y_or_dy);
+
 struct unary_ctx {
 	size_t n;
 	unary_fwd fwd;
 	float *x, *dy, *y;
+	unary_err fe;
 };
 
-static double unary_objective(void *p)
+static void unary_forward(void *p, struct fd_out *o)
 {
 	struct unary_ctx *c = p;
 	c->fwd(c->n, c->x, c->y);
-	return dot_d(c->dy, c->y, c->n);
+	*o = (struct fd_out){c->n, c->dy, c->y, o->e, NULL};
+	for (size_t i = 0; o->e && i < o->n; i++)
+		o->e[i] = c->fe(c->x[i], c->y[i]);
 }
 
-/* min_abs keeps x away from a kink (relu at 0) by more than the FD step. */
+/* an exact op (relu: max(x, 0), and dy or 0) */
+static double exact_e(double x, double y)
+{
+	(void)x, (void)y;
+	return 0.0;
+}
+
+/* GELU (tests/fp32_bounds.h): the forward within 12 eps32 |x| (sf_fp32_gelu); the
+ * derivative within SF_GELU_D_EPS eps32 max(|gelu'|, 1), times dy: one more eps32 */
+static double gelu_e(double x, double y)
+{
+	(void)y;
+	return sf_fp32_gelu(0.0) * SF_EPS32 * fabs(x);
+}
+
+static double gelu_g(double x, double dy)
+{
+	double k = sqrt(2.0 / M_PI), t = tanh(k * (x + 0.044715 * x * x * x));
+	double d = 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * k * (1.0 + 3 * 0.044715 * x * x);
+	return fabs(dy) * (SF_GELU_D_EPS * fmax(fabs(d), 1.0) + fabs(d)) * SF_EPS32;
+}
+
+/* SiLU (layers/silu_math.h): e = expf(-x) within 2 eps32 of itself (libm's expf is
+ * within 1 ulp), 1 + e then within 3 eps32 (e / (1 + e) <= 1 carries e's error), the
+ * division one more: y within 4 eps32 |y|, and s = 1 / (1 + e) within 4 eps32 s. The
+ * derivative dy s q, q = 1 + x (1 - s): 1 - s errs by 4 eps32 s + eps32 (1 - s), x (1 -
+ * s) by |x| that + eps32 |x (1 - s)|, q by those + eps32 |q|; s q by 4 eps32 s |q| + s
+ * err(q) + eps32 s |q|, dy times it by eps32 |dy s q|. */
+static double silu_e(double x, double y)
+{
+	(void)x;
+	return 4.0 * SF_EPS32 * fabs(y);
+}
+
+static double silu_g(double x, double dy)
+{
+	double s = 1.0 / (1.0 + exp(-x)), q = 1.0 + x * (1.0 - s);
+	double eq = fabs(x) * (4.0 * s + 2.0 * (1.0 - s)) + fabs(q);
+	return fabs(dy) * SF_EPS32 * (s * (5.0 * fabs(q) + eq) + fabs(s * q));
+}
+
+/* min_abs keeps x away from a kink (relu at 0) by more than twice the FD step; fe and fg:
+ * the op's rounding (unary_err; exact_e for an exact forward, fg NULL for an exact
+ * backward): a new op states its own, or its rounding fails the check. */
 static void test_unary(const char *name, unary_fwd fwd, unary_bwd bwd, size_t n, float range,
-                       float min_abs)
+                       float min_abs, unary_err fe, unary_err fg)
 {
 	char what[96];
-	struct unary_ctx c = {n, fwd, rand_vec(n, range), rand_vec(n, 1.0f), zero_vec(n)};
+	struct unary_ctx c = {n, fwd, rand_vec(n, range), rand_vec(n, 1.0f), zero_vec(n), fe};
 	for (size_t i = 0; i < n; i++)
 		if (fabsf(c.x[i]) < min_abs)
 			c.x[i] = c.x[i] < 0.0f ? c.x[i] - min_abs : c.x[i] + min_abs;
 	float *dx = zero_vec(n);
 	bwd(n, c.x, c.dy, dx, 0);
+	double *gx = dvec(n);
+	for (size_t i = 0; fg && i < n; i++)
+		gx[i] = fg(c.x[i], c.dy[i]);
 	snprintf(what, sizeof what, "%s dx n=%zu", name, n);
-	check_fd(what, c.x, n, dx, unary_objective, &c);
+	check_fd_derived(what, c.x, n, dx, gx, unary_forward, &c, FD_CURVED);
 
 	float *old = rand_vec(n, 1.0f), *dx2 = malloc(sizeof(float) * n);
 	memcpy(dx2, old, sizeof(float) * n);
 	bwd(n, c.x, c.dy, dx2, 1);
-	check_acc(what, dx2, old, dx, n);
-	free(c.x), free(c.dy), free(c.y), free(dx), free(old), free(dx2);
+	check_acc_derived(what, dx2, old, dx, gx, 1, n);
+	free(c.x), free(c.dy), free(c.y), free(dx), free(old), free(dx2), free(gx);
 }
 
 static void test_relu_values(void)
@@ -1016,6 +1500,16 @@ static double add_objective(void *p)
 	return dot_d(c->dy, c->y, c->n);
 }
 
+/* one float addition (mul: one product): eps32 |y| */
+static void add_forward(void *p, struct fd_out *o)
+{
+	struct add_ctx *c = p;
+	add_objective(c);
+	*o = (struct fd_out){c->n, c->dy, c->y, o->e, NULL};
+	for (size_t i = 0; o->e && i < o->n; i++)
+		o->e[i] = SF_EPS32 * fabs((double)c->y[i]);
+}
+
 static void test_add(size_t n)
 {
 	char what[96];
@@ -1024,16 +1518,18 @@ static void test_add(size_t n)
 	float *da = zero_vec(n), *db = zero_vec(n);
 	_sf_pass_bwd(n, c.dy, da, 0);
 	_sf_pass_bwd(n, c.dy, db, 0);
+	double *g0 = dvec(n); /* pass_bwd copies dy: exact */
 	snprintf(what, sizeof what, "add (pass_bwd) da n=%zu", n);
-	check_fd(what, c.a, n, da, add_objective, &c);
+	check_fd_derived(what, c.a, n, da, g0, add_forward, &c, FD_LINEAR);
 	snprintf(what, sizeof what, "add (pass_bwd) db n=%zu", n);
-	check_fd(what, c.b, n, db, add_objective, &c);
+	check_fd_derived(what, c.b, n, db, g0, add_forward, &c, FD_LINEAR);
 
 	float *old = rand_vec(n, 1.0f), *d2 = malloc(sizeof(float) * n);
 	memcpy(d2, old, sizeof(float) * n);
 	_sf_pass_bwd(n, c.dy, d2, 1);
-	check_acc(what, d2, old, da, n);
+	check_acc_derived(what, d2, old, da, g0, 1, n);
 	free(c.a), free(c.b), free(c.dy), free(c.y), free(da), free(db), free(old), free(d2);
+	free(g0);
 }
 
 struct mul_ctx {
@@ -1046,6 +1542,15 @@ static double mul_objective(void *p)
 	struct mul_ctx *c = p;
 	_sf_mul_fwd(c->n, c->a, c->b, c->y);
 	return dot_d(c->dy, c->y, c->n);
+}
+
+static void mul_forward(void *p, struct fd_out *o)
+{
+	struct mul_ctx *c = p;
+	mul_objective(c);
+	*o = (struct fd_out){c->n, c->dy, c->y, o->e, NULL};
+	for (size_t i = 0; o->e && i < o->n; i++)
+		o->e[i] = SF_EPS32 * fabs((double)c->y[i]);
 }
 
 /* y = a b exactly as the product of the floats; da = dy b, db = dy a by finite
@@ -1063,16 +1568,23 @@ static void test_mul(size_t n)
 	float *da = zero_vec(n), *db = zero_vec(n);
 	_sf_mul_bwd(n, c.b, c.dy, da, 0);
 	_sf_mul_bwd(n, c.a, c.dy, db, 0);
+	/* da = dy b, one product: eps32 |dy b| (db alike) */
+	double *ga = dvec(n), *gb = dvec(n);
+	for (size_t i = 0; i < n; i++) {
+		ga[i] = SF_EPS32 * fabs((double)c.dy[i] * c.b[i]);
+		gb[i] = SF_EPS32 * fabs((double)c.dy[i] * c.a[i]);
+	}
 	snprintf(what, sizeof what, "mul da n=%zu", n);
-	check_fd(what, c.a, n, da, mul_objective, &c);
+	check_fd_derived(what, c.a, n, da, ga, mul_forward, &c, FD_LINEAR);
 	snprintf(what, sizeof what, "mul db n=%zu", n);
-	check_fd(what, c.b, n, db, mul_objective, &c);
+	check_fd_derived(what, c.b, n, db, gb, mul_forward, &c, FD_LINEAR);
 	snprintf(what, sizeof what, "mul da n=%zu", n);
 	float *old = rand_vec(n, 1.0f), *d2 = malloc(sizeof(float) * n);
 	memcpy(d2, old, sizeof(float) * n);
 	_sf_mul_bwd(n, c.b, c.dy, d2, 1);
-	check_acc(what, d2, old, da, n);
+	check_acc_derived(what, d2, old, da, ga, 1, n);
 	free(c.a), free(c.b), free(c.dy), free(c.y), free(da), free(db), free(old), free(d2);
+	free(ga), free(gb);
 }
 
 /* silu against x / (1 + e^-x) in double, across the range where it bends and its
@@ -1103,12 +1615,52 @@ struct xent_ctx {
 	float scale;
 	float *z, *scratch; /* z and scratch (B,C) */
 	int32_t *labels;    /* (B) */
+	double *rows;       /* (B): each row's loss (xent_forward) */
+	float *ones;        /* (B) */
 };
 
-static double xent_objective(void *p)
+/* The loss row by row (B calls of one row: the rows are independent, so this is the
+ * B-row loss's terms), weights 1: each counted row within |scale|
+ * sf_fp32_xent_row(C) eps32 (tests/fp32_bounds.h), an ignored row 0. */
+static void xent_forward(void *p, struct fd_out *o)
 {
 	struct xent_ctx *c = p;
-	return _sf_softmax_xent(c->B, c->C, c->z, c->labels, c->ignore, c->scale, c->scratch);
+	for (int r = 0; r < c->B; r++) {
+		c->rows[r] = _sf_softmax_xent(1, c->C, c->z + (size_t)r * c->C, &c->labels[r],
+		                              c->ignore, c->scale, c->scratch + (size_t)r * c->C);
+		c->ones[r] = 1.0f;
+	}
+	*o = (struct fd_out){(size_t)c->B, c->ones, NULL, o->e, c->rows};
+	for (int r = 0; o->e && r < c->B; r++)
+		o->e[r] = c->labels[r] == c->ignore ? 0.0
+		                                    : fabs((double)c->scale) *
+		                                          sf_fp32_xent_row(c->C) * SF_EPS32;
+}
+
+/* dz = scale (p - onehot) (sf_softmax_xent_row): e_c = exp(z_c - max) within (29 +
+ * |z_c - max|) eps32 of itself (sf_exp_poly, the argument's rounding), their sum within
+ * sf_fp32_xent_row(C) eps32 (fp32_bounds.h), inv = scale / sum and e_c inv one eps32
+ * each: p_c scale within |scale| p_c (31 + |z_c - max| + sf_fp32_xent_row(C)) eps32,
+ * and the label's subtraction eps32 |dz_c|; an ignored row is 0, exact. */
+static void xent_gerr(int B, int C, const float *z, const int32_t *labels, int32_t ignore,
+                      float scale, const float *dz, double extra, double *g)
+{
+	for (int r = 0; r < B; r++) {
+		const float *zr = z + (size_t)r * C;
+		double mx = zr[0], sum = 0.0;
+		for (int k = 1; k < C; k++)
+			mx = fmax(mx, zr[k]);
+		for (int k = 0; k < C; k++)
+			sum += exp(zr[k] - mx);
+		for (int k = 0; k < C; k++) {
+			size_t i = (size_t)r * C + k;
+			double pk = exp(zr[k] - mx) / sum,
+			       rel = 31.0 + extra + fabs(zr[k] - mx) + sf_fp32_xent_row(C);
+			g[i] = labels[r] == ignore ? 0.0
+			                           : SF_EPS32 * (fabs((double)scale) * pk * rel +
+			                                         fabs((double)dz[i]));
+		}
+	}
 }
 
 /* scale * sum_rows (log sum_c exp z - z[label]), in double, over the rows whose label
@@ -1150,7 +1702,7 @@ static void test_xent_ign(int B, int C, float scale, float offset, int ignore_ev
 		         (int)ignore, ignore_every);
 	size_t n = (size_t)B * C;
 	struct xent_ctx c = {B,          C, ignore, scale, rand_vec(n, 3.0f), zero_vec(n),
-	                     malloc(sizeof(int32_t) * (size_t)B)};
+	                     malloc(sizeof(int32_t) * (size_t)B), dvec((size_t)B), zero_vec((size_t)B)};
 	for (size_t i = 0; i < n; i++)
 		c.z[i] += offset;
 	for (int r = 0; r < B; r++) {
@@ -1194,8 +1746,10 @@ static void test_xent_ign(int B, int C, float scale, float offset, int ignore_ev
 	   worst_row, XENT_TOL);
 
 	snprintf(what, sizeof what, "xent dz %s", tag);
-	check_fd(what, c.z, n, dz, xent_objective, &c);
-	free(c.z), free(c.scratch), free(c.labels), free(dz);
+	double *gz = dvec(n);
+	xent_gerr(B, C, c.z, c.labels, ignore, scale, dz, 0.0, gz);
+	check_fd_derived(what, c.z, n, dz, gz, xent_forward, &c, FD_CURVED);
+	free(c.z), free(c.scratch), free(c.labels), free(dz), free(gz), free(c.rows), free(c.ones);
 }
 
 static void test_xent(int B, int C, float scale, float offset)
@@ -1213,7 +1767,9 @@ struct xent_vp_ctx {
 	const int32_t *labels;
 	float *slice, *st, *all, *dz; /* K slices (B, Vl); (B, 3); K (B, 3); (B, V) */
 	double loss[8];               /* each slice's returned loss */
-	float pad_dz;                 /* the largest |dz| of a padding column */
+	double lossd;                 /* xent_vp_forward's output, weight one */
+	float one;
+	float pad_dz; /* the largest |dz| of a padding column */
 };
 
 /* Slice k's first column and its classes (Vl = ceil(V / K) columns a slice, the last
@@ -1273,9 +1829,20 @@ static double xent_vp_run(struct xent_vp_ctx *c)
 	return c->loss[0];
 }
 
-static double xent_vp_objective(void *p)
+/* The K slices' loss as one output: within |scale| (sf_fp32_xent_row(V) + K + 2)
+ * eps32 a counted row (the single-rank row's bound, the float partials' rounding, the
+ * rescaling of each and their sum; test_xent_vp's loss check) */
+static void xent_vp_forward(void *p, struct fd_out *o)
 {
-	return xent_vp_run(p);
+	struct xent_vp_ctx *c = p;
+	c->lossd = xent_vp_run(c);
+	*o = (struct fd_out){1, &c->one, NULL, o->e, &c->lossd};
+	int counted = 0;
+	for (int r = 0; r < c->B; r++)
+		counted += c->labels[r] != c->ignore;
+	if (o->e)
+		o->e[0] = fabs((double)c->scale) * counted * (sf_fp32_xent_row(c->V) + c->K + 2) *
+		          SF_EPS32;
 }
 
 static void test_xent_vp(int B, int V, int K, float scale, float offset, int ignore_every,
@@ -1313,6 +1880,8 @@ static void test_xent_vp(int B, int V, int K, float scale, float offset, int ign
 	                        zero_vec((size_t)K * B * SF_XENT_VP_STATS),
 	                        dz,
 	                        {0},
+	                        0.0,
+	                        1.0f,
 	                        0.0f};
 	double loss = xent_vp_run(&c);
 	int same = 1;
@@ -1346,8 +1915,12 @@ static void test_xent_vp(int B, int V, int K, float scale, float offset, int ign
 	snprintf(what, sizeof what, "xent_vp dz %s", tag);
 	float *g = malloc(sizeof(float) * n);
 	memcpy(g, dz, sizeof(float) * n);
-	check_fd(what, z, n, g, xent_vp_objective, &c);
-	free(g), free(scratch), free(z), free(dz), free(dref), free(labels), free(c.slice);
+	/* dz as the single rank's (xent_gerr), the sum S of the float partials s_k one
+	 * eps32 more */
+	double *gz = dvec(n);
+	xent_gerr(B, V, z, labels, ignore, scale, g, 1.0, gz);
+	check_fd_derived(what, z, n, g, gz, xent_vp_forward, &c, FD_CURVED);
+	free(gz), free(g), free(scratch), free(z), free(dz), free(dref), free(labels), free(c.slice);
 	free(c.all);
 }
 
@@ -1387,12 +1960,33 @@ static void test_xent_lanes(void)
 struct reg_ctx {
 	struct _sf_reg_loss_args a;
 	float *pred, *target, *scratch;
+	double *elems; /* each element's loss (reg_forward) */
+	float *ones;
 };
 
-static double reg_objective(void *p)
+/* Element by element (the loss of one element at a time, weights 1): d = pred - t in
+ * float (eps32 |d|; exact without a target), the element's loss in double of it: MSE
+ * d^2 within 2 eps32 d^2, L1 |d| within eps32 |d|, Huber within eps32 max(d^2, delta
+ * |d|), times |scale| */
+static void reg_forward(void *p, struct fd_out *o)
 {
 	struct reg_ctx *c = p;
-	return _sf_reg_loss(&c->a, c->pred, c->target, c->scratch);
+	struct _sf_reg_loss_args one = c->a;
+	one.rows = one.width = 1;
+	size_t n = (size_t)c->a.rows * c->a.width;
+	for (size_t i = 0; i < n; i++) {
+		c->elems[i] = _sf_reg_loss(&one, c->pred + i, c->target ? c->target + i : NULL,
+		                           c->scratch + i);
+		c->ones[i] = 1.0f;
+	}
+	*o = (struct fd_out){n, c->ones, NULL, o->e, c->elems};
+	for (size_t i = 0; o->e && i < n; i++) {
+		double d = c->target ? fabs((double)c->pred[i] - c->target[i]) : 0.0, k;
+		k = c->a.kind == SF_LOSS_MSE ? 2.0 * d * d
+		    : c->a.kind == SF_LOSS_L1 ? d
+		                              : fmax(d * d, (double)c->a.delta * d);
+		o->e[i] = fabs((double)c->a.scale) * SF_EPS32 * k;
+	}
 }
 
 /* PyTorch's formulas (MSELoss, L1Loss, HuberLoss; reduction mean), written out in
@@ -1424,6 +2018,8 @@ static void test_reg_loss(int kind, int B, int W, float delta)
 	struct reg_ctx c = {{B, W, kind, delta, (float)(1.0 / (double)n)},
 	                    rand_vec(n, 2.0f),
 	                    kind == SF_LOSS_MEAN ? NULL : rand_vec(n, 2.0f), /* never read */
+	                    zero_vec(n),
+	                    dvec(n),
 	                    zero_vec(n)};
 	float *dp = zero_vec(n);
 	double loss = _sf_reg_loss(&c.a, c.pred, c.target, dp);
@@ -1434,8 +2030,22 @@ static void test_reg_loss(int kind, int B, int W, float delta)
 	   W, (double)delta, rel);
 	snprintf(what, sizeof what, "%s dpred B=%d W=%d delta=%g", names[kind], B, W,
 	         (double)delta);
-	check_fd(what, c.pred, n, dp, reg_objective, &c);
-	free(c.pred), free(c.target), free(c.scratch), free(dp);
+	/* dpred = scale g: g = 2 d, d, +-1 or +-delta, 1: within 2 eps32 |dpred| (d's
+	 * rounding, the product). The losses are quadratic or linear between their kinks
+	 * (L1's at d = 0, Huber's at |d| = delta): no truncation with a step that stays
+	 * inside, a quarter of the nearest kink's distance at most */
+	double *gp = dvec(n), step = FD_LINEAR;
+	for (size_t i = 0; i < n; i++) {
+		gp[i] = 2.0 * SF_EPS32 * fabs((double)dp[i]);
+		double d = c.target ? fabs((double)c.pred[i] - c.target[i]) : INFINITY;
+		if (kind == SF_LOSS_L1 || kind == SF_LOSS_HUBER)
+			step = fmin(step, d / 4.0);
+		if (kind == SF_LOSS_HUBER)
+			step = fmin(step, fabs(d - delta) / 4.0);
+	}
+	check_fd_derived(what, c.pred, n, dp, gp, reg_forward, &c, (float)step);
+	free(c.pred), free(c.target), free(c.scratch), free(dp), free(gp), free(c.elems);
+	free(c.ones);
 }
 
 /* --- optimizers ---------------------------------------------------------------- */
@@ -1844,16 +2454,16 @@ int main(void)
 	test_pos_embedding(1, 4, 4, 3);
 
 	test_relu_values();
-	test_unary("relu", _sf_relu_fwd, _sf_relu_bwd, 1, 2.0f, 0.05f);
-	test_unary("relu", _sf_relu_fwd, _sf_relu_bwd, 97, 2.0f, 0.05f);
+	test_unary("relu", _sf_relu_fwd, _sf_relu_bwd, 1, 2.0f, 0.05f, exact_e, NULL);
+	test_unary("relu", _sf_relu_fwd, _sf_relu_bwd, 97, 2.0f, 0.05f, exact_e, NULL);
 	test_gelu_values();
-	test_unary("gelu", _sf_gelu_fwd, _sf_gelu_bwd, 1, 3.0f, 0.0f);
-	test_unary("gelu", _sf_gelu_fwd, _sf_gelu_bwd, 97, 3.0f, 0.0f);
+	test_unary("gelu", _sf_gelu_fwd, _sf_gelu_bwd, 1, 3.0f, 0.0f, gelu_e, gelu_g);
+	test_unary("gelu", _sf_gelu_fwd, _sf_gelu_bwd, 97, 3.0f, 0.0f, gelu_e, gelu_g);
 	test_add(1);
 	test_add(45);
 	test_silu_values();
-	test_unary("silu", _sf_silu_fwd, _sf_silu_bwd, 1, 3.0f, 0.0f);
-	test_unary("silu", _sf_silu_fwd, _sf_silu_bwd, 97, 6.0f, 0.0f);
+	test_unary("silu", _sf_silu_fwd, _sf_silu_bwd, 1, 3.0f, 0.0f, silu_e, silu_g);
+	test_unary("silu", _sf_silu_fwd, _sf_silu_bwd, 97, 6.0f, 0.0f, silu_e, silu_g);
 	test_mul(1);
 	test_mul(45);
 

@@ -309,15 +309,98 @@ static void step_numbers(void)
 		_sf_report_free(&r);
 }
 
+/* A 2-stage pipeline of 2 micro-batches by hand (us): stage 0 (rank 0, node 1) runs
+ * F0 [0, 10), F1 [10, 20), B0 [50, 70), B1 [70, 90); stage 1 (rank 1, node 3) F0
+ * [10, 20), F1 [20, 30), B0 [30, 50), B1 [50, 70), then its optimizer [70, 80). The
+ * pipeline's span is [0, 90): rank 0 computes 60 of it (its optimizer at [90, 100)
+ * lies after the last pass: not in it), rank 1 60 + 10; a gather is not compute.
+ * Bubbles 30 / 90 and 20 / 90; theory (S - 1) / (M + S - 1) = 1 / 3. A second step
+ * repeats the first 1000 us later with rank 1's optimizer left out (30 / 90 each):
+ * the medians are of 2 steps, (1/3 + 1/3) / 2 and (2/9 + 1/3) / 2. */
+static void pipeline_bubble(void)
+{
+	static const struct {
+		int rank, kind, layer;
+		double a, b;
+	} base[] = {
+	    {0, SF_EV_FWD, 1, 0, 10},  {0, SF_EV_FWD, 1, 10, 20},  {0, SF_EV_BWD, 1, 50, 70},
+	    {0, SF_EV_BWD, 1, 70, 90}, {0, SF_EV_OPT, 1, 90, 100}, {0, SF_EV_GATHER, 1, 30, 45},
+	    {1, SF_EV_FWD, 3, 10, 20}, {1, SF_EV_FWD, 3, 20, 30},  {1, SF_EV_BWD, 3, 30, 50},
+	    {1, SF_EV_BWD, 3, 50, 70}, {1, SF_EV_OPT, 3, 70, 80},
+	};
+	enum { NB = sizeof base / sizeof base[0] };
+	struct _sf_event ev[2 * NB];
+	size_t n = 0;
+	for (int step = 0; step < 2; step++)
+		for (int i = 0; i < NB; i++) {
+			if (step == 1 && base[i].rank == 1 && base[i].kind == SF_EV_OPT)
+				continue;
+			ev[n] = (struct _sf_event){.rank = base[i].rank,
+			                           .step = step,
+			                           .kind = (enum _sf_ev_kind)base[i].kind,
+			                           .layer = base[i].layer,
+			                           .start = base[i].a + 1000 * step,
+			                           .end = base[i].b + 1000 * step};
+			snprintf(ev[n].name, sizeof ev[n].name, "x (L%d)", base[i].layer);
+			n++;
+		}
+	struct _sf_report r;
+	int rc = _sf_report_build(ev, n, &r);
+	ok(rc == SF_OK && r.pp_stages == 2 && r.pp_micro == 2 && r.rank_stage[0] == 0 &&
+	       r.rank_stage[1] == 1,
+	   "2 ranks whose forwards cover nodes 1 and 3: a pipeline of 2 stages, 2 micro-batches "
+	   "(rc %d, stages %d, M %d)",
+	   rc, rc == SF_OK ? r.pp_stages : -1, rc == SF_OK ? r.pp_micro : -1);
+	if (rc != SF_OK || r.pp_stages != 2)
+		return;
+	ok_close(r.pp_theory, 1.0 / 3.0, 1e-12, "theory (S-1)/(M+S-1) = 1/3");
+	ok_close(r.pp_bubble[0], 30.0 / 90.0, 1e-12,
+	         "stage 0, step 1: 30 of the pipeline's 90 us idle (its optimizer after the span)");
+	ok_close(r.pp_bubble[1 * 2 + 0], 20.0 / 90.0, 1e-12,
+	         "stage 1, step 1: 20 of 90 us idle (its warm-up wait and the drain count)");
+	ok_close(r.pp_median[1], (20.0 / 90.0 + 30.0 / 90.0) / 2, 1e-12,
+	         "stage 1's median over its 2 steps");
+	char *text = written(_sf_report_write_text, &r), *json = written(_sf_report_write_json, &r);
+	ok(text &&
+	       strstr(text, "pipeline bubble: 2 stages, 2 micro-batches; theory "
+	                    "(S-1)/(M+S-1) = 0.333") &&
+	       strstr(text, "  stage 1 (ranks 1): bubble median 0.278  min 0.222  max 0.333 "
+	                    "over 2 step(s)  theory 0.333"),
+	   "the text report has the bubble line of each stage beside the theory");
+	ok(json &&
+	       strstr(json, "\"pipeline\": {\"stages\": 2, \"microbatches\": 2, \"theory\": "
+	                    "0.333333,") &&
+	       strstr(json, "{\"stage\": 1, \"ranks\": [1], \"bubble_median\": 0.277778, "
+	                    "\"bubble_per_step\": [0.222222, 0.333333]}"),
+	   "the JSON report has them too");
+	if (text && !strstr(text, "stage 1 (ranks 1)"))
+		diag("%s", text);
+	free(text);
+	free(json);
+	_sf_report_free(&r);
+
+	/* the same events with both ranks running both nodes: no pipeline */
+	for (size_t i = 0; i < n; i++)
+		ev[i].layer = 1 + (int)(i % 2) * 2;
+	rc = _sf_report_build(ev, n, &r);
+	json = rc == SF_OK ? written(_sf_report_write_json, &r) : NULL;
+	ok(rc == SF_OK && r.pp_stages == 0 && json && strstr(json, "\"pipeline\": null"),
+	   "ranks that run the same nodes: no pipeline, \"pipeline\": null");
+	free(json);
+	if (rc == SF_OK)
+		_sf_report_free(&r);
+}
+
 int main(void)
 {
 	_sf_err_quiet = true; /* the checks read sf_last_error() */
-	plan(25 + (int)(sizeof name_cases / sizeof name_cases[0]) + 3 + 3);
+	plan(25 + (int)(sizeof name_cases / sizeof name_cases[0]) + 3 + 3 + 8);
 	check_all(_sf_json_string, "json", json_cases, sizeof json_cases / sizeof json_cases[0]);
 	check_all(_sf_xml_text, "xml", xml_cases, sizeof xml_cases / sizeof xml_cases[0]);
 	name_checks();
 	stall_names();
 	error_cases();
 	step_numbers();
+	pipeline_bubble();
 	return done_testing();
 }

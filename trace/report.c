@@ -75,6 +75,9 @@ void _sf_report_free(struct _sf_report *r)
 	free(r->layers);
 	free(r->layer_stall_mean);
 	free(r->layer_stall_max);
+	free(r->rank_stage);
+	free(r->pp_bubble);
+	free(r->pp_median);
 	memset(r, 0, sizeof *r);
 }
 
@@ -318,6 +321,159 @@ static int layer_stalls(struct _sf_report *out)
 	return SF_OK;
 }
 
+/* ---- a pipeline's bubble --------------------------------------------------------- */
+
+/* A pass of a pipeline's schedule is made of these: the tasks the schedule orders */
+static bool is_pass(enum _sf_ev_kind k)
+{
+	return k == SF_EV_FWD || k == SF_EV_LOSS || k == SF_EV_BWD || k == SF_EV_RECOMPUTE;
+}
+
+static int cmp_double(const void *x, const void *y)
+{
+	double p = *(const double *)x, q = *(const double *)y;
+	return p < q ? -1 : p > q;
+}
+
+/* The stages, from what each rank computes: a pipeline's stage runs the forwards of
+ * its own run of nodes (the same on its dp ranks), and the runs of two stages do not
+ * meet; without one every rank runs every node's. So the ranks' lowest forward nodes,
+ * told apart, number the stages in graph order, when there are two or more and the
+ * runs are disjoint. M: the most forwards of its stage's first node a rank runs in a
+ * step (one a micro-batch). Leaves out->pp_stages 0 when the events show no pipeline. */
+static int pp_find(struct build *b, size_t n, struct _sf_report *out)
+{
+	int R = out->nranks, rc = SF_OK;
+	int *lo = malloc((size_t)R * sizeof *lo), *hi = malloc((size_t)R * sizeof *hi);
+	int *firsts = malloc((size_t)R * sizeof *firsts);
+	if (!lo || !hi || !firsts) {
+		rc = SF_ERR(SF_ERR_NOMEM, "out of memory");
+		goto out;
+	}
+	for (int r = 0; r < R; r++)
+		lo[r] = hi[r] = -1;
+	for (size_t i = 0; i < n; i++) {
+		const struct _sf_event *e = b->ord[i];
+		if (e->kind != SF_EV_FWD || e->layer < 0)
+			continue;
+		if (lo[e->rank] < 0 || e->layer < lo[e->rank])
+			lo[e->rank] = e->layer;
+		if (e->layer > hi[e->rank])
+			hi[e->rank] = e->layer;
+	}
+	int S = 0;
+	for (int r = 0; r < R; r++) {
+		if (lo[r] < 0)
+			goto out; /* a rank without forwards: no pipeline to speak of */
+		bool seen = false;
+		for (int k = 0; k < S; k++)
+			seen = seen || firsts[k] == lo[r];
+		if (!seen)
+			firsts[S++] = lo[r];
+	}
+	if (S < 2)
+		goto out;
+	qsort(firsts, (size_t)S, sizeof *firsts, cmp_int);
+	for (int r = 0; r < R; r++)
+		for (int q = 0; q < R; q++)
+			if (lo[q] > lo[r] && lo[q] <= hi[r])
+				goto out; /* runs that meet: not stages */
+	out->rank_stage = malloc((size_t)R * sizeof *out->rank_stage);
+	out->pp_bubble = calloc((size_t)S * (size_t)out->nsteps, sizeof *out->pp_bubble);
+	out->pp_median = calloc((size_t)S, sizeof *out->pp_median);
+	if (!out->rank_stage || !out->pp_bubble || !out->pp_median) {
+		rc = SF_ERR(SF_ERR_NOMEM, "out of memory");
+		goto out;
+	}
+	for (int r = 0; r < R; r++)
+		for (int k = 0; k < S; k++)
+			if (firsts[k] == lo[r])
+				out->rank_stage[r] = k;
+	int M = 0;
+	for (size_t i = 0, j; i < n; i = j) { /* one (rank, step) a run of ord */
+		int cnt = 0;
+		for (j = i; j < n && b->ord[j]->rank == b->ord[i]->rank &&
+		            b->ord[j]->step == b->ord[i]->step;
+		     j++)
+			cnt +=
+			    b->ord[j]->kind == SF_EV_FWD && b->ord[j]->layer == lo[b->ord[i]->rank];
+		M = cnt > M ? cnt : M;
+	}
+	out->pp_stages = S;
+	out->pp_micro = M;
+	out->pp_theory = (double)(S - 1) / (double)(M + S - 1);
+out:
+	free(lo);
+	free(hi);
+	free(firsts);
+	return rc;
+}
+
+/* Every stage's bubble in every step and its median over the steps (report.h). The
+ * span is the pipeline's, over every rank of the step (one clock: the built-in
+ * trace's start after a barrier, FxT's merged by starpu_fxt_tool), so that the
+ * warm-up a later stage waits through and the drain an earlier one waits through
+ * both count; each rank's busy time is the union of its compute tasks within it. */
+static int pp_bubbles(struct build *b, size_t n, struct _sf_report *out)
+{
+	int S = out->pp_stages, T = out->nsteps;
+	double *t0 = malloc((size_t)T * sizeof *t0), *t1 = malloc((size_t)T * sizeof *t1);
+	int *cnt = calloc((size_t)S * (size_t)T, sizeof *cnt);
+	double *sorted = malloc((size_t)T * sizeof *sorted);
+	int rc = SF_OK;
+	if (!t0 || !t1 || !cnt || !sorted) {
+		rc = SF_ERR(SF_ERR_NOMEM, "out of memory");
+		goto out;
+	}
+	for (int t = 0; t < T; t++)
+		t0[t] = 0, t1[t] = -1;
+	for (size_t i = 0; i < n; i++) {
+		const struct _sf_event *e = b->ord[i];
+		if (!is_pass(e->kind))
+			continue;
+		if (t1[e->step] < t0[e->step] || e->start < t0[e->step])
+			t0[e->step] = e->start;
+		if (t1[e->step] < t0[e->step] || e->end > t1[e->step])
+			t1[e->step] = e->end;
+	}
+	for (size_t i = 0, j; i < n; i = j) { /* one (rank, step) a run of ord */
+		int r = b->ord[i]->rank, t = b->ord[i]->step;
+		size_t nc = 0;
+		for (j = i; j < n && b->ord[j]->rank == r && b->ord[j]->step == t; j++) {
+			const struct _sf_event *e = b->ord[j];
+			double a = e->start > t0[t] ? e->start : t0[t];
+			double z = e->end < t1[t] ? e->end : t1[t];
+			if (_sf_ev_is_compute(e->kind) && z > a)
+				b->comp[nc++] = (struct _sf_ival){a, z};
+		}
+		double span = t1[t] - t0[t];
+		if (span <= 0)
+			continue; /* a step without passes: no bubble to speak of */
+		nc = _sf_ival_merge(b->comp, nc);
+		int s = out->rank_stage[r];
+		out->pp_bubble[s * T + t] += 1.0 - length(b->comp, nc) / span;
+		cnt[s * T + t]++;
+	}
+	for (int s = 0; s < S; s++) {
+		int k = 0;
+		for (int t = 0; t < T; t++)
+			if (cnt[s * T + t]) {
+				out->pp_bubble[s * T + t] /= cnt[s * T + t];
+				sorted[k++] = out->pp_bubble[s * T + t];
+			}
+		qsort(sorted, (size_t)k, sizeof *sorted, cmp_double);
+		out->pp_median[s] = k == 0  ? 0
+		                    : k % 2 ? sorted[k / 2]
+		                            : 0.5 * (sorted[k / 2 - 1] + sorted[k / 2]);
+	}
+out:
+	free(t0);
+	free(t1);
+	free(cnt);
+	free(sorted);
+	return rc;
+}
+
 int _sf_report_build(const struct _sf_event *ev, size_t n, struct _sf_report *out)
 {
 	int rc = SF_OK;
@@ -330,6 +486,9 @@ int _sf_report_build(const struct _sf_event *ev, size_t n, struct _sf_report *ou
 	SF_CHECK_GOTO(build_steps(&b, n, out), out);
 	SF_CHECK_GOTO(layer_stalls(out), out);
 	SF_CHECK_GOTO(layer_units(ev, n, out), out);
+	SF_CHECK_GOTO(pp_find(&b, n, out), out);
+	if (out->pp_stages)
+		SF_CHECK_GOTO(pp_bubbles(&b, n, out), out);
 out:
 	free(b.ord);
 	free(b.comp);
@@ -360,6 +519,36 @@ static void row(FILE *f, const char *who, const struct _sf_step_figures *s)
 	        s->ratio);
 }
 
+/* The pipeline's bubble, one line a stage, when there is a pipeline */
+static void write_bubble_text(const struct _sf_report *r, FILE *f)
+{
+	if (!r->pp_stages)
+		return;
+	int S = r->pp_stages, T = r->nsteps;
+	fprintf(f,
+	        "\npipeline bubble: %d stages, %d micro-batches; theory (S-1)/(M+S-1) = %.3f "
+	        "(gpipe and 1f1b, balanced stages)\n"
+	        "  bubble = the share of the step's pipeline span (first forward/loss/backward "
+	        "task of any rank to the last one's end) in which a stage's compute runs no "
+	        "task (mean over its ranks)\n",
+	        S, r->pp_micro, r->pp_theory);
+	for (int s = 0; s < S; s++) {
+		double lo = 1, hi = 0;
+		for (int t = 0; t < T; t++) {
+			double x = r->pp_bubble[s * T + t];
+			lo = x < lo ? x : lo;
+			hi = x > hi ? x : hi;
+		}
+		fprintf(f, "  stage %d (ranks", s);
+		for (int k = 0; k < r->nranks; k++)
+			if (r->rank_stage[k] == s)
+				fprintf(f, " %d", k);
+		fprintf(f,
+		        "): bubble median %.3f  min %.3f  max %.3f over %d step(s)  theory %.3f\n",
+		        r->pp_median[s], lo, hi, T, r->pp_theory);
+	}
+}
+
 void _sf_report_write_text(const struct _sf_report *r, const char *source, FILE *f)
 {
 	static const char *head =
@@ -385,6 +574,7 @@ void _sf_report_write_text(const struct _sf_report *r, const char *source, FILE 
 		row(f, who, &r->totals[i]);
 	}
 	row(f, "all ranks", &r->all);
+	write_bubble_text(r, f);
 	fprintf(f, "\nforward stalls: how long each unit's first forward (node Ln) waited for "
 	           "the unit's gather (ms; a deeper prefetch removes them)\n");
 	if (!r->nlayers)
@@ -417,6 +607,33 @@ static void json_fig(FILE *f, const struct _sf_step_figures *s)
 	        s->ideal / 1e3, s->ratio);
 }
 
+/* "pipeline": null, or the stages' bubbles (each step's from step 1, and the median) */
+static void write_bubble_json(const struct _sf_report *r, FILE *f)
+{
+	if (!r->pp_stages) {
+		fprintf(f, ",\n  \"pipeline\": null");
+		return;
+	}
+	int S = r->pp_stages, T = r->nsteps;
+	fprintf(f,
+	        ",\n  \"pipeline\": {\"stages\": %d, \"microbatches\": %d, \"theory\": %.6f, "
+	        "\"per_stage\": [\n",
+	        S, r->pp_micro, r->pp_theory);
+	for (int s = 0; s < S; s++) {
+		fprintf(f, "    {\"stage\": %d, \"ranks\": [", s);
+		for (int k = 0, first = 1; k < r->nranks; k++)
+			if (r->rank_stage[k] == s) {
+				fprintf(f, "%s%d", first ? "" : ", ", k);
+				first = 0;
+			}
+		fprintf(f, "], \"bubble_median\": %.6f, \"bubble_per_step\": [", r->pp_median[s]);
+		for (int t = 0; t < T; t++)
+			fprintf(f, "%s%.6f", t ? ", " : "", r->pp_bubble[s * T + t]);
+		fprintf(f, "]}%s\n", s + 1 < S ? "," : "");
+	}
+	fprintf(f, "  ]}");
+}
+
 void _sf_report_write_json(const struct _sf_report *r, const char *source, FILE *f)
 {
 	fprintf(f, "{\n  \"source\": ");
@@ -438,6 +655,7 @@ void _sf_report_write_json(const struct _sf_report *r, const char *source, FILE 
 	}
 	fprintf(f, "  ],\n  \"total\": ");
 	json_fig(f, &r->all);
+	write_bubble_json(r, f);
 	fprintf(f, ",\n  \"forward_stalls\": [\n");
 	for (int i = 0; i < r->nlayers; i++) {
 		fprintf(f, "    {\"layer\": %d, \"unit\": ", r->layers[i]);

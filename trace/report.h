@@ -61,6 +61,16 @@ struct _sf_report {
 	                             (NULL when that name has none) */
 	double *layer_stall_mean; /* per layer: mean stall over ranks and steps */
 	double *layer_stall_max;
+	/* A pipeline (SHARDFLOW_PP) seen in the events: its ranks' forwards cover disjoint
+	 * runs of nodes, one run a stage (pp_stages 0: no pipeline). A stage's bubble in a
+	 * step is the fraction of the pipeline's span (the first forward, loss or
+	 * backward task of any rank of the step to the last one's end) during which none of
+	 * the rank's compute tasks runs, averaged over the stage's ranks. */
+	int pp_stages, pp_micro; /* S; M: the forwards of a stage's first node in a step */
+	double pp_theory;        /* (S - 1) / (M + S - 1): gpipe's and 1f1b's, balanced */
+	int *rank_stage;         /* nranks (pp_stages > 0) */
+	double *pp_bubble;       /* pp_stages * nsteps, index stage * nsteps + step */
+	double *pp_median;       /* pp_stages: the median over steps */
 };
 
 /* Builds the report of n events (any order). Every step must have at least one
@@ -73,11 +83,12 @@ void _sf_report_free(struct _sf_report *r);
  * _sf_file_close in trace/write.h), who knows the file's name. */
 
 /* The report for a person: a header saying what each column means, one line per
- * rank and step (steps from 1), totals per rank and overall, and the stalls per unit ("fc1 (L2)"). */
+ * rank and step (steps from 1), totals per rank and overall, under a pipeline each
+ * stage's bubble beside the theory, and the stalls per unit ("fc1 (L2)"). */
 void _sf_report_write_text(const struct _sf_report *r, const char *source, FILE *f);
 /* The same figures for a script (milliseconds): "step_base": 1 says that its "step"
  * fields count from 1, as the text's and the progress lines' do; the per-rank and
- * total rows have no "step". */
+ * total rows have no "step"; "pipeline": the stages' bubbles, or null. */
 void _sf_report_write_json(const struct _sf_report *r, const char *source, FILE *f);
 
 /* Timeline picture (trace/svg.c): one row per worker per rank, compute and comm in

@@ -1,0 +1,140 @@
+#!/bin/sh
+# pipeline_bubble.sh — a pipeline's schedule as the order its stages compute in, and
+# its bubble in the overlap report.
+#
+# An MLP of 5 units (512 wide: 2 x 512^2 parameters a stage, the head of 10 in the
+# second) on 2 stages of one rank each (dp 1), 8 micro-batches of 256 rows, one
+# compute worker a rank (STARPU_NCPU=2: it and the comm worker), the built-in trace.
+# Checked, under gpipe and under 1f1b:
+#  - order: on every rank and step the compute worker runs its stage's passes whole
+#    (a forward: every forward node of the stage in graph order, and the loss on the
+#    last; a backward: every backward node in reverse) in the schedule's order
+#    (gpipe: 8 forwards, then 8 backwards; 1f1b on stage s: 1 - s forwards, then one
+#    forward and one backward in turn, then the backwards left). The passes' tasks
+#    are ready as their data come, not in submission order; the priorities make the
+#    worker keep to the schedule (tests/mutants/pipeline-priority-inverted.patch);
+#  - the overlap report's bubble: "pipeline bubble: 2 stages, 8 micro-batches; theory
+#    (S-1)/(M+S-1) = 0.111" and a line per stage, and the JSON's medians equal to
+#    this script's own computation from the ranks' trace files (the span from the
+#    first forward/loss/backward task of either rank to the last one's end, the union
+#    of a rank's compute tasks within it), within 1e-4.
+#  - a run without a pipeline: no bubble line, "pipeline": null.
+# The measured bubble against the theory is printed, not checked: on a loaded 2-core
+# machine each stage's pace moves with the other processes, and the stages wait on
+# each other every micro-batch (docs/performance.md, "Pipeline bubble", has figures
+# and the bench that measures them, bench/pipeline_bubble.sh).
+. "$(dirname "$0")/lib.sh"
+require_progs "$MLP"
+command -v python3 >/dev/null 2>&1 || skip_all "python3 not found"
+
+plan 9
+
+mlp_args="--widths 512,512,512,512,512,10 --batch 2048"
+
+# name schedule: a traced pipeline run of 3 steps
+pp_run() {
+	env SHARDFLOW_PP=2 SHARDFLOW_PP_MICROBATCHES=8 SHARDFLOW_PP_SCHEDULE="$2" \
+		SHARDFLOW_TRACE="$tmp/$1" STARPU_NCPU=2 sh "$RUN_MPI" 2 "$MLP" --steps 3 \
+		$mlp_args >"$tmp/$1.out" 2>&1
+}
+
+# name schedule: the order check, from the ranks' trace files
+order() {
+	python3 - "$tmp/$1" "$2" >"$tmp/order.out" 2>&1 <<'EOF'
+import json, sys
+prefix, sched = sys.argv[1], sys.argv[2]
+S, M = 2, 8
+
+def schedule(s):
+    w = M if sched == "gpipe" else min(S - 1 - s, M)
+    ops = ["F"] * w
+    for i in range(M - w):
+        ops += ["F", "B"]
+    return ops + ["B"] * w
+
+bad = 0
+for s in range(S):
+    ev = [e for e in json.load(open("%s.rank%d.json" % (prefix, s)))["traceEvents"]
+          if e.get("ph") == "X" and e["args"]["kind"] in ("fwd", "loss", "bwd")]
+    fwd = sorted({e["args"]["layer"] for e in ev if e["args"]["kind"] == "fwd"})
+    bwd = sorted({e["args"]["layer"] for e in ev if e["args"]["kind"] == "bwd"}, reverse=True)
+    loss = [("loss", -1)] if any(e["args"]["kind"] == "loss" for e in ev) else []
+    passes = {"F": [("fwd", l) for l in fwd] + loss, "B": [("bwd", l) for l in bwd]}
+    want = [t for op in schedule(s) for t in passes[op]]
+    for step in sorted({e["args"]["step"] for e in ev}):
+        got = [(e["args"]["kind"], e["args"]["layer"])
+               for e in sorted(ev, key=lambda e: e["ts"]) if e["args"]["step"] == step]
+        if got != want:
+            bad += 1
+            at = next((i for i, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))
+            print("rank %d step %d: task %d is %s, the schedule's is %s" % (
+                s, step, at, got[at] if at < len(got) else None, want[at] if at < len(want) else None))
+print("schedule %s: %s" % (sched, " ".join(schedule(0)) + " | " + " ".join(schedule(1))))
+sys.exit(1 if bad else 0)
+EOF
+}
+
+# name: the report's medians against this script's own, from the trace files
+bubble() {
+	python3 - "$tmp/$1" >"$tmp/bubble.out" 2>&1 <<'EOF'
+import json, sys
+prefix = sys.argv[1]
+rep = json.load(open(prefix + ".overlap.json"))["pipeline"]
+ranks = [[e for e in json.load(open("%s.rank%d.json" % (prefix, r)))["traceEvents"]
+          if e.get("ph") == "X"] for r in range(2)]
+steps = sorted({e["args"]["step"] for r in ranks for e in r})
+med = []
+for r in range(2):
+    per = []
+    for t in steps:
+        span = [e for rr in ranks for e in rr if e["args"]["step"] == t
+                and e["args"]["kind"] in ("fwd", "loss", "bwd", "recompute")]
+        a = min(e["ts"] for e in span)
+        z = max(e["ts"] + e["dur"] for e in span)
+        iv = sorted((max(e["ts"], a), min(e["ts"] + e["dur"], z)) for e in ranks[r]
+                    if e["args"]["step"] == t and e["cat"] == "compute")
+        busy, end = 0.0, a
+        for x, y in iv:
+            x = max(x, end)
+            if y > x:
+                busy += y - x
+                end = y
+        per.append(1 - busy / (z - a))
+    per.sort()
+    n = len(per)
+    med.append(per[n // 2] if n % 2 else (per[n // 2 - 1] + per[n // 2]) / 2)
+got = [st["bubble_median"] for st in rep["per_stage"]]
+print("report %s, recomputed %s, theory %.4f" % (
+    " ".join("%.4f" % x for x in got), " ".join("%.4f" % x for x in med), rep["theory"]))
+sys.exit(0 if all(abs(x - y) <= 1e-4 for x, y in zip(got, med)) and len(got) == 2 else 1)
+EOF
+}
+
+for sched in gpipe 1f1b; do
+	pp_run "pp-$sched" "$sched"
+	rc=$?
+	ok $rc "pp 2, 8 micro-batches, $sched: a traced run" || {
+		diag_file "$tmp/pp-$sched.out"
+		continue
+	}
+	order "pp-$sched" "$sched"
+	ok $? "$sched: each rank's compute runs its passes whole, in the schedule's order"
+	diag_file "$tmp/order.out"
+	grep -q '^pipeline bubble: 2 stages, 8 micro-batches; theory (S-1)/(M+S-1) = 0.111 ' \
+		"$tmp/pp-$sched.overlap.txt" &&
+		[ "$(grep -c '^  stage [01] (ranks [01]): bubble median 0\.[0-9]*  min ' \
+			"$tmp/pp-$sched.overlap.txt")" = 2 ]
+	ok $? "$sched: the overlap report prints the stages' bubbles and the theory"
+	grep '^  stage ' "$tmp/pp-$sched.overlap.txt" | sed 's/^/#  /'
+	bubble "pp-$sched"
+	ok $? "$sched: the report's medians = this script's, from the trace files (1e-4)"
+	diag_file "$tmp/bubble.out"
+done
+
+env SHARDFLOW_TRACE="$tmp/plain" STARPU_NCPU=2 sh "$RUN_MPI" 2 "$MLP" --steps 2 $mlp_args \
+	>"$tmp/plain.out" 2>&1 &&
+	! grep -q 'pipeline bubble' "$tmp/plain.overlap.txt" &&
+	grep -q '"pipeline": null' "$tmp/plain.overlap.json"
+ok $? "no pipeline: no bubble line, \"pipeline\": null"
+
+finish
