@@ -703,13 +703,14 @@ done:
 }
 
 /* SHARDFLOW_VOCAB_PARALLEL under SHARDFLOW_TP > 1: the embedding and the head
- * vocabulary-parallel (auto: where it applies, a vocabulary that divides by K; on:
- * always, the library refusing where it cannot apply) */
-static int vocab_parallel(const struct sf_config *cfg, int V)
+ * vocabulary-parallel (auto: where it applies: the tied head at any vocabulary, padded
+ * where K does not divide it, an untied head (a linear_col) at a vocabulary that
+ * divides by K; on: always, the library refusing where it cannot apply) */
+static int vocab_parallel(const struct sf_config *cfg, int V, int tied)
 {
 	if (cfg->tp < 2 || cfg->vocab_parallel == SF_VOCAB_PARALLEL_OFF)
 		return 0;
-	return cfg->vocab_parallel == SF_VOCAB_PARALLEL_ON || V % cfg->tp == 0;
+	return cfg->vocab_parallel == SF_VOCAB_PARALLEL_ON || tied || V % cfg->tp == 0;
 }
 
 /* The GPT trained with AdamW, and this rank's batch buffers. */
@@ -731,13 +732,13 @@ static int build_model(struct run *r)
 		lc.layers = o->model.layers, lc.heads = o->model.heads, lc.kv_heads = o->kv_heads;
 		lc.ffn_dim = o->ffn_dim, lc.rope_theta = o->rope_theta, lc.tie_weights = o->tied;
 		lc.tensor_parallel = cfg.tp > 1; /* Megatron's split of each block (SHARDFLOW_TP) */
-		lc.vocab_parallel = vocab_parallel(&cfg, lc.vocab);
+		lc.vocab_parallel = vocab_parallel(&cfg, lc.vocab, lc.tie_weights);
 		r->lc = lc;
 		CLI_CHECK_GOTO(sf_llama_graph(&lc, &g), done);
 	} else {
 		struct sf_gpt_config gc = o->model;
 		gc.tensor_parallel = cfg.tp > 1; /* Megatron's split of each block (SHARDFLOW_TP) */
-		gc.vocab_parallel = vocab_parallel(&cfg, gc.vocab);
+		gc.vocab_parallel = vocab_parallel(&cfg, gc.vocab, gc.tie_weights);
 		CLI_CHECK_GOTO(sf_gpt_graph(&gc, &g), done);
 	}
 	struct sf_model_options mo;

@@ -1,8 +1,10 @@
 /*
  * embedding_vp.c — the vocabulary-parallel embedding type: as "embedding" (one integer
  * input of ids in [0, V), config the width C, V*C parameters "weight" (V, C), the same
- * initial values), its kernels on this TP rank's V / K rows (info->tp_split: the
- * model's slice, layers/tp.c). No CUDA body: CUDA ranks run it on a CPU worker.
+ * initial values), its kernels on this TP rank's ceil(V / K) rows (info->tp_split: the
+ * model's slice, layers/tp.c's _sf_tp_vocab_slice; a vocabulary K does not divide
+ * padded, its padding rows never looked up since ids are below V). No CUDA body: CUDA
+ * ranks run it on a CPU worker.
  */
 #include "config.h"
 
@@ -31,22 +33,25 @@ static void vp_init(const struct sf_layer_info *li, struct sf_rng *rng, float *p
 }
 
 /* the rows li's shapes hold: the whole vocabulary, or a TP rank's slice */
-static int rows_of(const struct sf_layer_info *li)
+static struct _sf_vocab_slice slice_of(const struct sf_layer_info *li)
 {
-	return li->in_range[0] / (li->tp_split ? li->tp_size : 1);
+	if (!li->tp_split)
+		return (struct _sf_vocab_slice){li->in_range[0], 0, li->in_range[0]};
+	return _sf_tp_vocab_slice(li->in_range[0], li->tp_size, li->tp_rank);
 }
 
 static int vp_tensors(const struct sf_layer_info *li, struct sf_param_tensor *t)
 {
-	t[0] = (struct sf_param_tensor){"weight", 0, 2, {(size_t)rows_of(li), (size_t)li->out_dim}};
+	t[0] = (struct sf_param_tensor){
+	    "weight", 0, 2, {(size_t)slice_of(li).rows, (size_t)li->out_dim}};
 	return 1;
 }
 
 static void fwd_cpu(void *buffers[], void *cl_arg)
 {
 	const struct sf_layer_info *li = cl_arg;
-	int V = rows_of(li);
-	_sf_embedding_vp_fwd(li->rows, V, li->tp_split ? li->tp_rank * V : 0, li->out_dim,
+	struct _sf_vocab_slice v = slice_of(li);
+	_sf_embedding_vp_fwd(li->rows, v.rows, v.first, li->out_dim,
 	                     sf_kernel_input_int(buffers, li, 0), sf_kernel_params(buffers, li),
 	                     sf_kernel_output(buffers, li));
 }
@@ -54,8 +59,8 @@ static void fwd_cpu(void *buffers[], void *cl_arg)
 static void bwd_cpu(void *buffers[], void *cl_arg)
 {
 	const struct sf_layer_info *li = cl_arg;
-	int V = rows_of(li);
-	_sf_embedding_vp_bwd(li->rows, V, li->tp_split ? li->tp_rank * V : 0, li->out_dim,
+	struct _sf_vocab_slice v = slice_of(li);
+	_sf_embedding_vp_bwd(li->rows, v.rows, v.first, li->out_dim,
 	                     sf_kernel_input_int(buffers, li, 0), sf_kernel_doutput(buffers, li),
 	                     sf_kernel_dparams(buffers, li), li->accumulate_dparams);
 }

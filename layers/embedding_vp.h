@@ -1,7 +1,9 @@
 /*
  * embedding_vp.h — the vocabulary-parallel token embedding (Megatron's
  * VocabParallelEmbedding): with SHARDFLOW_TP=K, TP rank r holds rows [first, first +
- * V_l) of W (V_l = V / K, first = r V_l); its lookup writes the rows of the ids in its
+ * V_l) of W (V_l = ceil(V / K), first = r V_l: layers/layer.h's _sf_tp_vocab_slice; a
+ * vocabulary K does not divide is padded on the last ranks with zero rows that no id
+ * reaches, so their gradient stays 0); its lookup writes the rows of the ids in its
  * slice and zeros for the others, and the partial outputs are summed over the TP group
  * (a comm task, as a linear_row's: layers/tp.c), so the output is whole. The backward
  * adds dy into the rows of its own ids only: dy is whole on every TP rank, so it needs

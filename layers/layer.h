@@ -127,6 +127,18 @@ bool _sf_tp_tied_vocab(const struct _sf_node *nodes, int n);
 /* Node n is a cross-entropy loss (logits and labels), which takes split logits: the
  * vocabulary-parallel loss (layers/xent_vp.h) */
 bool _sf_tp_vocab_parallel_loss(const struct _sf_node *nodes, int n);
+/* The vocabulary-parallel slice of TP rank r of K over V classes (an embedding_vp's
+ * rows, the columns of the logits of a head tied to it, the loss's classes): every
+ * rank holds ceil(V / K) rows, rank r from class r ceil(V / K); where K does not
+ * divide V the last ranks' rows at or past V are padding (Megatron's padded
+ * vocabulary, but internal): held at zero, their logits never counted in the loss,
+ * never in the model's parameters, exports or norm. */
+struct _sf_vocab_slice {
+	int rows;  /* ceil(V / K), padding included */
+	int first; /* the first class: r rows */
+	int valid; /* the rows below V: rows, fewer on the last ranks (0 when V is small) */
+};
+struct _sf_vocab_slice _sf_tp_vocab_slice(int V, int K, int r);
 /* linear_col's columns on TP rank r of K as runs: its local output columns [local,
  * local + n) are the whole output's [whole, whole + n), one run a block of rows (at
  * most SF_MAX_PARAM_TENSORS); returns their number (gather_output's all-gather and

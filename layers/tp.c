@@ -10,10 +10,11 @@
  * group); embedding_vp holds a slice of W's rows and its partial lookups are summed
  * as a linear_row's outputs, and a linear_nobias head tied to it reads those rows as a
  * linear_col would (its output split); the cross-entropy loss takes split logits as
- * they are (the vocabulary-parallel
- * loss, layers/xent_vp.h: each rank holds V / K classes). Every other op needs whole
- * inputs. The graph holds whole widths; these
- * rules run at sf_model_create, once per node in creation (topological) order.
+ * they are (the vocabulary-parallel loss, layers/xent_vp.h: each rank holds ceil(V / K)
+ * classes, _sf_tp_vocab_slice; a vocabulary K does not divide is padded, the padding
+ * internal to these three). Every other op needs whole inputs, and a split width that
+ * divides by K. The graph holds whole widths; these rules run at sf_model_create,
+ * once per node in creation (topological) order.
  */
 #include "config.h"
 
@@ -59,6 +60,16 @@ static int heads_split(const struct _sf_node *nd, int K)
 static int owner_of(const struct _sf_node *nodes, int n)
 {
 	return nodes[n].tied_to >= 0 ? nodes[n].tied_to : n;
+}
+
+struct _sf_vocab_slice _sf_tp_vocab_slice(int V, int K, int r)
+{
+	struct _sf_vocab_slice s = {.rows = (V + K - 1) / K};
+	s.first = r * s.rows;
+	s.valid = V - s.first < s.rows ? V - s.first : s.rows;
+	if (s.valid < 0)
+		s.valid = 0;
+	return s;
 }
 
 bool _sf_tp_tied_vocab(const struct _sf_node *nodes, int n)
@@ -108,8 +119,9 @@ static int check_inputs(const struct _sf_node *nodes, int n, int K, enum _sf_tp_
 		              "whose rows are split over the %d TP ranks: only a linear_nobias "
 		              "head may read them (its columns of the logits)",
 		              nd->name, type, nodes[owner_of(nodes, n)].name, K);
-	for (int i = 0; i < nin; i++)
-		if (in_split[i] && in_local[i] % K != 0)
+	for (int i = 0; i < nin; i++) /* a vocabulary-parallel loss's logits may be padded */
+		if (in_split[i] && in_local[i] % K != 0 &&
+		    !(i == 0 && _sf_tp_vocab_parallel_loss(nodes, n)))
 			return SF_ERR(
 			    SF_ERR_INVALID,
 			    "sf_model_create: node \"%s\": input width %d is not divisible "
@@ -135,12 +147,12 @@ int _sf_tp_local(const struct _sf_node *nodes, int n, int K, const bool *in_spli
 	const char *type = nd->kind == SF_NODE_LAYER ? nd->type->name : "loss";
 	if (check_inputs(nodes, n, K, kind, in_split, in_local) < 0)
 		return SF_ERR_INVALID;
-	for (int i = 0; i < nin; i++)
+	for (int i = 0; i < nin; i++) /* ceil: a padded vocabulary's; the rest divide */
 		if (in_split[i])
-			in_local[i] /= K;
-	if (_sf_tp_tied_vocab(nodes, n)) { /* the embedding's V / K rows: as a linear_col */
+			in_local[i] = (in_local[i] + K - 1) / K;
+	if (_sf_tp_tied_vocab(nodes, n)) { /* the embedding's rows: as a linear_col */
 		*out_split = true;
-		*out_local = nd->dim / K;
+		*out_local = _sf_tp_vocab_slice(nd->dim, K, 0).rows;
 		*np_local = (size_t)*out_local * (size_t)in_local[0];
 		return SF_OK;
 	}
@@ -197,14 +209,8 @@ int _sf_tp_local(const struct _sf_node *nodes, int n, int K, const bool *in_spli
 		*np_local = (size_t)L * (size_t)in_local[0] + (c->bias ? (size_t)L : 0);
 		return SF_OK;
 	}
-	case SF_TP_VOCAB: /* in_local[0]: the id range V */
-		if (in_local[0] % K != 0)
-			return SF_ERR(SF_ERR_INVALID,
-			              "sf_model_create: node \"%s\" (embedding_vp): its %d ids do not "
-			              "split over SHARDFLOW_TP=%d ranks (the vocabulary must be "
-			              "divisible by it)",
-			              nd->name, in_local[0], K);
-		*np_local = (size_t)(in_local[0] / K) * (size_t)nd->dim;
+	case SF_TP_VOCAB: /* in_local[0]: the id range V, padded to K ceil(V / K) rows */
+		*np_local = (size_t)_sf_tp_vocab_slice(in_local[0], K, 0).rows * (size_t)nd->dim;
 		return SF_OK;
 	case SF_TP_ROW: {
 		const struct sf_linear_tp_config *c = nd->config;
@@ -242,10 +248,13 @@ void _sf_tp_params(const struct _sf_node *nd, const struct sf_layer_info *whole_
 {
 	size_t I = (size_t)whole_info->in_dim[0], O = (size_t)whole_info->out_dim;
 	enum _sf_tp_kind kind = nd->kind == SF_NODE_LAYER ? nd->type->tp : SF_TP_NONE;
-	if (kind == SF_TP_VOCAB && K > 1) { /* rows [r V / K, (r + 1) V / K) of W */
-		size_t n = whole_info->nparams / (size_t)K;
-		memcpy(to_local ? local : whole + (size_t)r * n, to_local ? whole + (size_t)r * n : local,
-		       n * sizeof(float));
+	if (kind == SF_TP_VOCAB && K > 1) { /* rank r's rows of W; its padding held at 0 */
+		struct _sf_vocab_slice v = _sf_tp_vocab_slice(whole_info->in_range[0], K, r);
+		size_t row = (size_t)whole_info->out_dim, n = (size_t)v.valid * row;
+		float *w = whole + (size_t)v.first * row;
+		memcpy(to_local ? local : w, to_local ? w : local, n * sizeof(float));
+		if (to_local)
+			memset(local + n, 0, (size_t)(v.rows - v.valid) * row * sizeof(float));
 		return;
 	}
 	if (K == 1 || (kind != SF_TP_COL && kind != SF_TP_ROW)) {

@@ -17,7 +17,7 @@ void _sf_xent_vp_partials_cpu(void *buffers[], void *cl_arg)
 	                  "xent_vp: the partials' buffer holds %u floats, %d rows need %d",
 	                  (unsigned)STARPU_VECTOR_GET_NX(buffers[2]), a->rows,
 	                  a->rows * SF_XENT_VP_STATS);
-	_sf_xent_vp_partials(a->rows, a->classes, a->first,
+	_sf_xent_vp_partials(a->rows, a->classes, a->valid, a->first,
 	                     (const float *)STARPU_VECTOR_GET_PTR(buffers[0]),
 	                     (const int32_t *)STARPU_VECTOR_GET_PTR(buffers[1]), a->ignore,
 	                     (float *)STARPU_VECTOR_GET_PTR(buffers[2]));
@@ -26,9 +26,10 @@ void _sf_xent_vp_partials_cpu(void *buffers[], void *cl_arg)
 void _sf_xent_vp_finish_cpu(void *buffers[], void *cl_arg)
 {
 	const struct _sf_xent_vp_args *a = cl_arg;
-	*(double *)STARPU_VECTOR_GET_PTR(buffers[4]) = _sf_xent_vp_finish(
-	    a->rows, a->classes, a->first, a->tp, (const float *)STARPU_VECTOR_GET_PTR(buffers[0]),
-	    (const int32_t *)STARPU_VECTOR_GET_PTR(buffers[1]), a->ignore, a->scale,
-	    (const float *)STARPU_VECTOR_GET_PTR(buffers[2]),
-	    (float *)STARPU_VECTOR_GET_PTR(buffers[3]));
+	*(double *)STARPU_VECTOR_GET_PTR(buffers[4]) =
+	    _sf_xent_vp_finish(a->rows, a->classes, a->valid, a->first, a->tp,
+	                       (const float *)STARPU_VECTOR_GET_PTR(buffers[0]),
+	                       (const int32_t *)STARPU_VECTOR_GET_PTR(buffers[1]), a->ignore,
+	                       a->scale, (const float *)STARPU_VECTOR_GET_PTR(buffers[2]),
+	                       (float *)STARPU_VECTOR_GET_PTR(buffers[3]));
 }

@@ -5,22 +5,25 @@
 #include "layers/softmax_xent_math.h"
 #include "layers/xent_vp.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdbool.h>
 
-void _sf_xent_vp_partials(int B, int V, int first, const float *z, const int32_t *labels,
-                          int32_t ignore, float *st)
+/* Only the first `valid` columns count: the rest are a padded vocabulary's (their
+ * logits as -inf; a slice of padding alone: max -FLT_MAX, whose exp(m_k - M) is 0) */
+void _sf_xent_vp_partials(int B, int V, int valid, int first, const float *z,
+                          const int32_t *labels, int32_t ignore, float *st)
 {
 	for (int r = 0; r < B; r++) {
 		const float *zr = z + (size_t)r * (size_t)V;
-		float mx = zr[0];
-		for (int c = 1; c < V; c++)
+		float mx = -FLT_MAX;
+		for (int c = 0; c < valid; c++)
 			mx = zr[c] > mx ? zr[c] : mx;
 		double s = 0.0;
-		for (int c = 0; c < V; c++)
+		for (int c = 0; c < valid; c++)
 			s += sf_exp_poly(zr[c] - mx);
 		int32_t y = labels[r];
-		bool mine = y != ignore && y >= first && y < first + V;
+		bool mine = y != ignore && y >= first && y < first + valid;
 		float *o = st + (size_t)r * SF_XENT_VP_STATS;
 		o[0] = mx;
 		o[1] = (float)s;
@@ -28,8 +31,9 @@ void _sf_xent_vp_partials(int B, int V, int first, const float *z, const int32_t
 	}
 }
 
-double _sf_xent_vp_finish(int B, int V, int first, int K, const float *z, const int32_t *labels,
-                          int32_t ignore, float scale, const float *all, float *dz)
+double _sf_xent_vp_finish(int B, int V, int valid, int first, int K, const float *z,
+                          const int32_t *labels, int32_t ignore, float scale, const float *all,
+                          float *dz)
 {
 	double loss = 0.0;
 	size_t block = (size_t)B * SF_XENT_VP_STATS;
@@ -57,9 +61,11 @@ double _sf_xent_vp_finish(int B, int V, int first, int K, const float *z, const 
 		if (!dr)
 			continue;
 		float inv = (float)(scale / S);
-		for (int c = 0; c < V; c++)
+		for (int c = 0; c < valid; c++)
 			dr[c] = sf_exp_poly(zr[c] - M) * inv;
-		if (y >= first && y < first + V)
+		for (int c = valid; c < V; c++) /* padding: no class, no gradient */
+			dr[c] = 0.0f;
+		if (y >= first && y < first + valid)
 			dr[y - first] -= scale;
 	}
 	return loss * scale;

@@ -234,9 +234,9 @@ out:
 }
 
 /* The vocabulary-parallel loss of a pass's first `valid` local rows (logits z, this
- * rank's V / K classes), added to mine[0] and the rows that count to mine[1]: each
- * rank's partials (layers/xent_vp.h) all-gathered over the world, this TP group's
- * combined as the training step's kernel does. */
+ * rank's ceil(V / K) columns, padding left out by the kernels), added to mine[0] and
+ * the rows that count to mine[1]: each rank's partials (layers/xent_vp.h) all-gathered
+ * over the world, this TP group's combined as the training step's kernel does. */
 static int eval_vp(struct sf_model *m, const float *z, const int32_t *labels, size_t valid,
                    double *mine)
 {
@@ -250,13 +250,13 @@ static int eval_vp(struct sf_model *m, const float *z, const int32_t *labels, si
 		goto out;
 	}
 	const struct _sf_xent_vp_args *a = &m->vp_args;
-	_sf_xent_vp_partials((int)valid, a->classes, a->first, z, labels, a->ignore, st);
+	_sf_xent_vp_partials((int)valid, a->classes, a->valid, a->first, z, labels, a->ignore, st);
 	SF_CHECK_GOTO(m->comm->ops->allgather_bytes(m->comm, st, n * sizeof(float), world), out);
 	size_t base = (size_t)(m->rank - m->tp_rank); /* the TP group's first rank */
 	for (size_t t = 0; t < K; t++)
 		memcpy(group + t * v3, world + (base + t) * n, v3 * sizeof(float));
-	mine[0] += _sf_xent_vp_finish((int)valid, a->classes, a->first, m->tp, z, labels, a->ignore,
-	                              1.0f, group, NULL);
+	mine[0] += _sf_xent_vp_finish((int)valid, a->classes, a->valid, a->first, m->tp, z, labels,
+	                              a->ignore, 1.0f, group, NULL);
 	for (size_t r = 0; r < valid; r++)
 		mine[1] += labels[r] != a->ignore;
 out:

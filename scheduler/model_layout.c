@@ -210,8 +210,8 @@ static void tp_seg_add(struct _sf_unit *u, size_t lo, size_t hi, size_t wlo, siz
 
 /* Clipping with TP: the runs of unit k's gradient this rank counts in the global norm.
  * A linear_col's parameters, a linear_row's weight and an embedding_vp's rows are this
- * TP rank's slice (each
- * counted by its own rank); the rest (a row's bias, the norms, embeddings) every TP
+ * TP rank's slice (each counted by its own rank; a padded vocabulary's padding rows by
+ * none); the rest (a row's bias, the norms, embeddings) every TP
  * rank holds alike, and only TP rank 0 counts it. Within this rank's shard, or its
  * block of the unit (sharding none), as the sqnorm task reads it; the sums' buffer and
  * handle are model_storage.c's (_sf_sq_register). */
@@ -234,7 +234,11 @@ static int tp_norm_segs(struct sf_model *m, int k)
 			continue;
 		size_t lo = li->param_offset, hi = lo + nd->nparams, mine = lo;
 		enum _sf_tp_kind kind = nd->type->tp;
-		if (kind == SF_TP_COL || kind == SF_TP_VOCAB)
+		if (kind == SF_TP_VOCAB) { /* its rows below V: a padded vocabulary's never count */
+			int valid = _sf_tp_vocab_slice(li->in_range[0], m->tp, m->tp_rank).valid;
+			hi = mine = lo + (size_t)valid * (size_t)li->out_dim;
+		}
+		else if (kind == SF_TP_COL)
 			mine = hi;
 		else if (kind == SF_TP_ROW)
 			mine = lo + (size_t)li->out_dim * (size_t)li->in_dim[0];

@@ -675,11 +675,14 @@ static int vp_buffers(struct sf_model *m)
 		m->vp_runs[t * SF_MAX_PARAM_TENSORS] = (struct _sf_tp_run){0, t * n, n};
 	reg(&m->h_vp_stats, m->vp_stats, n, sizeof(float));
 	reg(&m->h_vp_all, m->vp_all, K * n, sizeof(float));
-	int V = m->nodes[m->gnodes[m->loss_node].in[0]].info.out_dim; /* this rank's classes */
+	/* this rank's classes: the whole vocabulary's slice (padded where K does not divide) */
+	struct _sf_vocab_slice v = _sf_tp_vocab_slice(
+	    m->nodes[m->gnodes[m->loss_node].in[0]].whole_dim, m->tp, m->tp_rank);
 	m->vp_args = (struct _sf_xent_vp_args){
 	    .rows = (int)m->rows_local,
-	    .classes = V,
-	    .first = m->tp_rank * V,
+	    .classes = v.rows,
+	    .valid = v.valid,
+	    .first = v.first,
 	    .tp = m->tp,
 	    .ignore = m->loss_args.ignore,
 	    .scale = m->loss_args.scale,

@@ -811,12 +811,14 @@ SF_API int sf_model_loss(sf_model *m, int64_t ticket, double *loss)
 }
 
 /* The vocabulary-parallel head's logits made whole (rows x V) from this rank's
- * columns (rows x V / K): every rank's all-gathered (the world's, each padded to the
- * largest slice of rows), this TP group's put in their columns. */
+ * columns (rows x ceil(V / K)): every rank's all-gathered (the world's, each padded to
+ * the largest slice of rows), this TP group's classes put in their columns (a padded
+ * vocabulary's padding columns left behind: never a logit, never sampled). */
 static int whole_logits(struct sf_model *m, const float *mine, float *out)
 {
 	int rc = SF_OK;
-	size_t Vl = (size_t)m->vp_args.classes, V = Vl * (size_t)m->tp, rows = m->rows_local;
+	size_t Vl = (size_t)m->vp_args.classes, rows = m->rows_local;
+	size_t V = (size_t)m->nodes[m->gnodes[m->loss_node].in[0]].whole_dim;
 	size_t most = (size_t)((m->B_global + m->dp_size - 1) / m->dp_size) * (size_t)m->T;
 	float *piece = calloc(most * Vl + 1, sizeof(float));
 	float *all = calloc(most * Vl * (size_t)m->nranks + 1, sizeof(float));
@@ -829,8 +831,10 @@ static int whole_logits(struct sf_model *m, const float *mine, float *out)
 	    m->comm->ops->allgather_bytes(m->comm, piece, most * Vl * sizeof(float), all), out);
 	for (int t = 0; t < m->tp; t++) {
 		const float *src = all + (size_t)(m->rank - m->tp_rank + t) * most * Vl;
+		struct _sf_vocab_slice v = _sf_tp_vocab_slice((int)V, m->tp, t);
 		for (size_t r = 0; r < rows; r++)
-			memcpy(out + r * V + (size_t)t * Vl, src + r * Vl, Vl * sizeof(float));
+			memcpy(out + r * V + (size_t)v.first, src + r * Vl,
+			       (size_t)v.valid * sizeof(float));
 	}
 out:
 	free(piece);

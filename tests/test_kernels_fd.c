@@ -42,7 +42,10 @@
  * (K + 2 eps32 a row: s_k rounded to float, the rescaling of each, their sum); the
  * slices' dz put side by side against FD of that loss, and equal to _sf_softmax_xent's
  * within 1e-6 |scale| (both scale (softmax - onehot), from sums in another order);
- * ignored rows (the ignore index outside and inside the vocabulary) add 0, dz 0.
+ * ignored rows (the ignore index outside and inside the vocabulary) add 0, dz 0. A
+ * vocabulary K does not divide: ceil(V / K) columns a slice, the last slices' padding
+ * columns holding logits 50 above every class's (counted, they would swamp the loss
+ * and the softmax): the same checks, and the padding's dz exactly 0.
  *
  * SGD and AdamW (_sf_opt_cpu_<name>) run 3 steps, Lion 3 to 10 (written from the paper), against a
  * naive double-precision loop fed the same float inputs: |float - double| <= 1e-6 *
@@ -1787,34 +1790,65 @@ struct xent_vp_ctx {
 	float scale;
 	const float *z; /* (B, V) whole */
 	const int32_t *labels;
-	float *slice, *st, *all, *dz; /* K slices (B, V / K); (B, 3); K (B, 3); (B, V) */
+	float *slice, *st, *all, *dz; /* K slices (B, Vl); (B, 3); K (B, 3); (B, V) */
 	double loss[8];               /* each slice's returned loss */
 	double lossd;                 /* xent_vp_forward's output, weight one */
 	float one;
+	float pad_dz; /* the largest |dz| of a padding column */
 };
 
-/* The K TP ranks' computation: slice k holds columns [k V / K, (k + 1) V / K); each
- * slice's partials into block k of all, then each slice's loss and dz (put back in
- * its columns of c->dz). Returns slice 0's loss. */
+/* Slice k's first column and its classes (Vl = ceil(V / K) columns a slice, the last
+ * slices' columns at or past V padding: none, some, or all of a slice) */
+static int vp_first(const struct xent_vp_ctx *c, int k)
+{
+	return k * ((c->V + c->K - 1) / c->K);
+}
+
+static int vp_valid(const struct xent_vp_ctx *c, int k)
+{
+	int Vl = (c->V + c->K - 1) / c->K, left = c->V - vp_first(c, k);
+	return left < 0 ? 0 : left < Vl ? left : Vl;
+}
+
+/* The K TP ranks' computation: slice k holds columns [k Vl, k Vl + Vl) of a vocabulary
+ * padded to K Vl, its padding columns holding logits larger than any class's (50 above
+ * the largest: counted, they would swamp the loss); each slice's partials into block k
+ * of all, then each slice's loss and dz (its classes' put back in their columns of
+ * c->dz, its padding's largest |dz| kept in c->pad_dz). Returns slice 0's loss. */
 static double xent_vp_run(struct xent_vp_ctx *c)
 {
-	int Vl = c->V / c->K;
+	int Vl = (c->V + c->K - 1) / c->K;
 	size_t n3 = (size_t)c->B * SF_XENT_VP_STATS;
+	float big = c->z[0];
+	for (size_t i = 0; i < (size_t)c->B * c->V; i++)
+		big = c->z[i] > big ? c->z[i] : big;
 	for (int k = 0; k < c->K; k++) {
 		float *zk = c->slice + (size_t)k * c->B * Vl;
-		for (int r = 0; r < c->B; r++)
-			memcpy(zk + (size_t)r * Vl, c->z + (size_t)r * c->V + (size_t)k * Vl,
-			       (size_t)Vl * sizeof(float));
-		_sf_xent_vp_partials(c->B, Vl, k * Vl, zk, c->labels, c->ignore, c->all + k * n3);
+		int v = vp_valid(c, k);
+		for (int r = 0; r < c->B; r++) {
+			memcpy(zk + (size_t)r * Vl, c->z + (size_t)r * c->V + vp_first(c, k),
+			       (size_t)v * sizeof(float));
+			for (int j = v; j < Vl; j++)
+				zk[(size_t)r * Vl + j] = big + 50.0f;
+		}
+		_sf_xent_vp_partials(c->B, Vl, v, vp_first(c, k), zk, c->labels, c->ignore,
+		                     c->all + k * n3);
 	}
 	float *dzk = malloc(sizeof(float) * (size_t)c->B * Vl);
+	c->pad_dz = 0.0f;
 	for (int k = 0; k < c->K; k++) {
 		const float *zk = c->slice + (size_t)k * c->B * Vl;
-		c->loss[k] = _sf_xent_vp_finish(c->B, Vl, k * Vl, c->K, zk, c->labels, c->ignore,
-		                                c->scale, c->all, dzk);
-		for (int r = 0; r < c->B; r++)
-			memcpy(c->dz + (size_t)r * c->V + (size_t)k * Vl, dzk + (size_t)r * Vl,
-			       (size_t)Vl * sizeof(float));
+		int v = vp_valid(c, k);
+		c->loss[k] = _sf_xent_vp_finish(c->B, Vl, v, vp_first(c, k), c->K, zk, c->labels,
+		                                c->ignore, c->scale, c->all, dzk);
+		for (int r = 0; r < c->B; r++) {
+			memcpy(c->dz + (size_t)r * c->V + vp_first(c, k), dzk + (size_t)r * Vl,
+			       (size_t)v * sizeof(float));
+			for (int j = v; j < Vl; j++)
+				c->pad_dz = fmaxf(c->pad_dz, isfinite(dzk[(size_t)r * Vl + j])
+				                                 ? fabsf(dzk[(size_t)r * Vl + j])
+				                                 : INFINITY);
+		}
 	}
 	free(dzk);
 	return c->loss[0];
@@ -1858,10 +1892,15 @@ static void test_xent_vp(int B, int V, int K, float scale, float offset, int ign
 		if (ignore_every && r % ignore_every == 1)
 			labels[r] = ignore;
 	}
-	struct xent_vp_ctx c = {
-	    B,  V,      K,           ignore, scale,
-	    z,  labels, zero_vec(n), NULL,   zero_vec((size_t)K * B * SF_XENT_VP_STATS),
-	    dz, {0},    0.0,         1.0f};
+	size_t padded = (size_t)B * (size_t)((V + K - 1) / K) * (size_t)K;
+	struct xent_vp_ctx c = {B,      V,
+	                        K,      ignore,
+	                        scale,  z,
+	                        labels, zero_vec(padded),
+	                        NULL,   zero_vec((size_t)K * B * SF_XENT_VP_STATS),
+	                        dz,     {0},
+	                        0.0,    1.0f,
+	                        0.0f};
 	double loss = xent_vp_run(&c);
 	int same = 1;
 	for (int k = 1; k < K; k++)
@@ -1888,6 +1927,9 @@ static void test_xent_vp(int B, int V, int K, float scale, float offset, int ign
 	ok(worst <= 1e-6 * fabs(scale) && worst_ign == 0.0,
 	   "xent_vp %s: dz = the single-rank loss's (max diff %.2e, tol %.0e), ignored rows 0", tag,
 	   worst, 1e-6 * fabs(scale));
+	if (V % K != 0)
+		ok(c.pad_dz == 0.0f, "xent_vp %s: the padding columns' dz exactly 0 (got %g)", tag,
+		   (double)c.pad_dz);
 	snprintf(what, sizeof what, "xent_vp dz %s", tag);
 	float *g = malloc(sizeof(float) * n);
 	memcpy(g, dz, sizeof(float) * n);
@@ -2493,6 +2535,11 @@ int main(void)
 	test_xent_vp(6, 16, 2, 1.0f / 4.0f, 0.0f, 2, 1); /* the ignore index a class */
 	test_xent_vp(4, 8, 2, 0.25f, 1000.0f, 0, 0);     /* the max subtracted */
 	test_xent_vp(3, 1032, 8, 1.0f / 3.0f, -1000.0f, 0, 0);
+	/* a vocabulary K does not divide: padded slices (padding logits 50 above all) */
+	test_xent_vp(5, 15, 2, 1.0f / 5.0f, 0.0f, 0, 0);
+	test_xent_vp(6, 13, 4, 1.0f / 4.0f, 0.0f, 3, 0); /* slices of 4, 4, 4, 1 */
+	test_xent_vp(4, 9, 4, 0.25f, 0.0f, 0, 0);        /* 3, 3, 3 and padding alone */
+	test_xent_vp(3, 7, 2, 0.5f, 1000.0f, 2, 1);
 #define LANES(name, NAME)                                                                          \
 	test_optim_lanes(#name, _sf_opt_cpu_##name, sf_##name##_elem, name##_nstate);
 	SF_OPTIMIZER_LIST(LANES)

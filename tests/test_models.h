@@ -89,7 +89,9 @@ enum model_kind {
 	MODEL_NANOGPT_VP,
 	MODEL_LLAMA_HF_VP,
 	MODEL_NANOGPT_VPT,
-	MODEL_LLAMA_HF_VPT
+	MODEL_LLAMA_HF_VPT,
+	MODEL_NANOGPT_VPT15,
+	MODEL_NANOGPT_VPO9
 };
 
 /* "mlp", "residual", "uneven", "deep", "wide", "blocks", "gpt", "nanogpt",
@@ -98,7 +100,10 @@ enum model_kind {
  * "nanogpt-vpt", "llama-hf-vpt" -> kind; -1 when unknown. The -vp models are the -tp
  * ones vocabulary-parallel (vocab_parallel 1: the token embedding an embedding_vp,
  * the untied lm_head a linear_col, the loss over split logits); -vpt the same with the
- * head tied to the embedding (reading its rows of this TP rank). */
+ * head tied to the embedding (reading its rows of this TP rank). nanogpt-vpt15 is
+ * nanogpt-vpt with a vocabulary of 15 (no K > 1 divides it: the TP slices padded);
+ * nanogpt-vpo9 the tied nanogpt of vocabulary 9 vocabulary-parallel only (its blocks
+ * whole, so any K runs it: at K 4 the last rank holds padding alone). */
 static inline int model_kind_parse(const char *s, enum model_kind *out)
 {
 	static const char *const names[] = {
@@ -106,7 +111,7 @@ static inline int model_kind_parse(const char *s, enum model_kind *out)
 	    "blocks",      "gpt",           "nanogpt",    "nanogpt-untied", "swiglu",
 	    "llama",       "llama-hf",      "mlp-tp",     "nanogpt-tp",     "residual-tp",
 	    "llama-hf-tp", "mlp-tp-gather", "nanogpt-vp", "llama-hf-vp", "nanogpt-vpt",
-	    "llama-hf-vpt"};
+	    "llama-hf-vpt", "nanogpt-vpt15", "nanogpt-vpo9"};
 	for (int i = 0; i < (int)(sizeof names / sizeof names[0]); i++)
 		if (!strcmp(s, names[i])) {
 			*out = (enum model_kind)i;
@@ -361,14 +366,17 @@ static inline int build_model(enum model_kind kind, sf_graph **out, int *D, int 
 		return 0;
 	}
 	if (kind == MODEL_NANOGPT || kind == MODEL_NANOGPT_UNTIED || kind == MODEL_NANOGPT_TP ||
-	    kind == MODEL_NANOGPT_VP || kind == MODEL_NANOGPT_VPT) {
+	    kind == MODEL_NANOGPT_VP || kind == MODEL_NANOGPT_VPT || kind == MODEL_NANOGPT_VPT15 ||
+	    kind == MODEL_NANOGPT_VPO9) {
 		struct sf_gpt_config gc;
 		sf_gpt_config_init(&gc);
-		gc.vocab = 16, gc.context = 5, gc.layers = 2, gc.heads = 2, gc.embd = 10;
+		gc.context = 5, gc.layers = 2, gc.heads = 2, gc.embd = 10;
+		gc.vocab = kind == MODEL_NANOGPT_VPT15 ? 15 : kind == MODEL_NANOGPT_VPO9 ? 9 : 16;
 		gc.tie_weights = kind != MODEL_NANOGPT_UNTIED && kind != MODEL_NANOGPT_VP;
-		gc.tensor_parallel =
-		    kind == MODEL_NANOGPT_TP || kind == MODEL_NANOGPT_VP || kind == MODEL_NANOGPT_VPT;
-		gc.vocab_parallel = kind == MODEL_NANOGPT_VP || kind == MODEL_NANOGPT_VPT;
+		gc.tensor_parallel = kind == MODEL_NANOGPT_TP || kind == MODEL_NANOGPT_VP ||
+		                     kind == MODEL_NANOGPT_VPT || kind == MODEL_NANOGPT_VPT15;
+		gc.vocab_parallel = kind == MODEL_NANOGPT_VP || kind == MODEL_NANOGPT_VPT ||
+		                    kind == MODEL_NANOGPT_VPT15 || kind == MODEL_NANOGPT_VPO9;
 		*D = *C = gc.vocab, *T = gc.context;
 		CLI_CHECK_GOTO(sf_gpt_graph(&gc, &g), fail);
 		*out = g;
@@ -395,7 +403,9 @@ static inline int build_model(enum model_kind kind, sf_graph **out, int *D, int 
 	case MODEL_NANOGPT_VP:
 	case MODEL_LLAMA_HF_VP:
 	case MODEL_NANOGPT_VPT:
-	case MODEL_LLAMA_HF_VPT: break;
+	case MODEL_LLAMA_HF_VPT:
+	case MODEL_NANOGPT_VPT15:
+	case MODEL_NANOGPT_VPO9: break;
 	}
 	CLI_CHECK_GOTO(sf_graph_create("train_dump", &g), fail);
 	CLI_CHECK_GOTO(sf_graph_set_seq_len(g, *T), fail);
@@ -504,7 +514,9 @@ static inline int build_model(enum model_kind kind, sf_graph **out, int *D, int 
 	case MODEL_NANOGPT_VP:
 	case MODEL_LLAMA_HF_VP:
 	case MODEL_NANOGPT_VPT:
-	case MODEL_LLAMA_HF_VPT: break; /* built above */
+	case MODEL_LLAMA_HF_VPT:
+	case MODEL_NANOGPT_VPT15:
+	case MODEL_NANOGPT_VPO9: break; /* built above */
 	}
 	CLI_CHECK_GOTO(sf_graph_softmax_cross_entropy(g, y, labels, &loss), fail);
 	*out = g;
@@ -525,7 +537,8 @@ static inline int fill_batch(enum model_kind kind, uint64_t seed, int64_t step, 
 	if (kind != MODEL_BLOCKS && kind != MODEL_GPT && kind != MODEL_NANOGPT &&
 	    kind != MODEL_NANOGPT_UNTIED && kind != MODEL_NANOGPT_TP && kind != MODEL_LLAMA &&
 	    kind != MODEL_LLAMA_HF && kind != MODEL_LLAMA_HF_TP && kind != MODEL_NANOGPT_VP &&
-	    kind != MODEL_LLAMA_HF_VP && kind != MODEL_NANOGPT_VPT && kind != MODEL_LLAMA_HF_VPT) {
+	    kind != MODEL_LLAMA_HF_VP && kind != MODEL_NANOGPT_VPT && kind != MODEL_LLAMA_HF_VPT &&
+	    kind != MODEL_NANOGPT_VPT15 && kind != MODEL_NANOGPT_VPO9) {
 		*xin = x;
 		b->ninputs = 1;
 		b->inputs = xin;

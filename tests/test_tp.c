@@ -336,8 +336,10 @@ static int tp_local(const struct _sf_node *g, int n, int K, const bool *in_split
 /* The vocabulary-parallel pieces: embedding_vp's rows split and its output whole; a
  * cross-entropy loss takes split logits (labels whole), a regression loss does not; a
  * linear_nobias head tied to an embedding_vp computes its rows' columns (split), any
- * other tied type and a vocabulary that does not divide by K are refused;
- * embedding_vp's slice of W is its block of rows, put back bitwise. */
+ * other tied type is refused; a vocabulary that does not divide by K is padded to K
+ * ceil(V / K) rows (the embedding's rows, the head's columns, the loss's classes),
+ * the padding zero in every slice and never put back; embedding_vp's slice of W is
+ * its block of rows, put back bitwise. */
 static void check_vocab_rules(void)
 {
 	struct _sf_layer_entry evp = entry("embedding_vp", SF_TP_VOCAB),
@@ -363,9 +365,18 @@ static void check_vocab_rules(void)
 	ok_true(rc == SF_OK && !split && out_local == 8 && np == 4 * 8,
 	        "embedding_vp, K 3: whole output, 4 of the 12 rows of W (4 x 8 parameters)");
 	rc = tp_local(g, 1, 5, (bool[]){false}, in_local, &out_local, &np, &split);
-	ok_true(rc < 0 && strstr(sf_last_error(), "\"wte\"") &&
-	            strstr(sf_last_error(), "12 ids do not split over SHARDFLOW_TP=5"),
-	        "embedding_vp of 12 ids on K 5 is refused, naming it");
+	ok_true(rc == SF_OK && !split && out_local == 8 && np == 3 * 8,
+	        "embedding_vp of 12 ids on K 5: ceil(12 / 5) = 3 rows a rank (padded to 15)");
+	rc = tp_local(g, 4, 5, (bool[]){true, false}, in_local, &out_local, &np, &split);
+	ok_true(rc == SF_OK && in_local[0] == 3,
+	        "cross-entropy on the split logits of 12 classes, K 5: 3 columns a rank");
+	struct _sf_vocab_slice a = _sf_tp_vocab_slice(12, 5, 3), b = _sf_tp_vocab_slice(12, 5, 4),
+	                       c = _sf_tp_vocab_slice(13, 5, 4), d = _sf_tp_vocab_slice(12, 3, 2);
+	ok_true(a.rows == 3 && a.first == 9 && a.valid == 3 && b.rows == 3 && b.first == 12 &&
+	            b.valid == 0 && c.first == 12 && c.valid == 1 && d.rows == 4 && d.first == 8 &&
+	            d.valid == 4,
+	        "vocabulary slices: 12 on K 5, rank 3 [9, 12), rank 4 padding alone; 13 on K 5, "
+	        "rank 4 one class; 12 on K 3, rank 2 [8, 12)");
 	rc = tp_local(g, 4, 3, (bool[]){true, false}, in_local, &out_local, &np, &split);
 	ok_true(rc == SF_OK && in_local[0] == 4 && _sf_tp_vocab_parallel_loss(g, 4),
 	        "cross-entropy on split logits, K 3: its 4 of 12 classes (vocabulary-parallel)");
@@ -399,6 +410,29 @@ static void check_vocab_rules(void)
 	}
 	ok_true(same && !memcmp(back, whole, sizeof whole),
 	        "embedding_vp's slices: rows [4 r, 4 r + 4) of W, put back whole bitwise");
+	/* 10 rows on K 4: 3, 3, 3 and 1 (2 of padding); the padding zeroed, never put back */
+	float w10[10 * 8], l3[3 * 8], b10[12 * 8]; /* b10: 10 rows, then 2 that must stay -1 */
+	for (int i = 0; i < 12 * 8; i++)
+		b10[i] = -1.0f, w10[i % 80] = (float)(i % 80) + 1.0f;
+	wi.nparams = 10 * 8, wi.in_range[0] = 10;
+	same = true;
+	for (int r = 0; r < 4; r++) {
+		int valid = r < 3 ? 3 : 1;
+		for (int i = 0; i < 3 * 8; i++)
+			l3[i] = 7.0f; /* stale: the padding must come out 0 */
+		_sf_tp_params(&g[1], &wi, 4, r, w10, l3, true);
+		same &= !memcmp(l3, w10 + r * 3 * 8, (size_t)valid * 8 * sizeof(float));
+		for (int i = valid * 8; i < 3 * 8; i++)
+			same &= l3[i] == 0.0f;
+		for (int i = valid * 8; i < 3 * 8; i++)
+			l3[i] = 9.0f; /* padding written back would land past the 10 rows */
+		_sf_tp_params(&g[1], &wi, 4, r, b10, l3, false);
+	}
+	for (int i = 10 * 8; i < 12 * 8; i++)
+		same &= b10[i] == -1.0f;
+	ok_true(same && !memcmp(b10, w10, sizeof w10),
+	        "embedding_vp of 10 rows on K 4: slices of 3, 3, 3, 1 (+2 zero rows), the "
+	        "padding never put back");
 }
 
 /* the shape rules, on small hand-made graphs */
@@ -495,7 +529,7 @@ static void check_rules(void)
 
 int main(void)
 {
-	plan(30);
+	plan(33);
 	check_slices();
 	check_mlp(2, 1);
 	check_mlp(3, 1);

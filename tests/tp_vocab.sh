@@ -31,8 +31,9 @@
 #    embedding_vp, reading its rows of this TP rank, its logits split as a
 #    linear_col's): K 1 = nanogpt bitwise, tp 2 and 2 x 2 = 1 rank, its backward split
 #    (SHARDFLOW_SPLIT_BACKWARD=on) bitwise, examples/gpt's tied default at tp 2 = tp 1;
-#  - auto keeps a vocabulary K does not divide replicated; refused with the reason: on
-#    with such a vocabulary, a bad value.
+#  - auto keeps an untied head of a vocabulary K does not divide replicated (its
+#    linear_col cannot pad); refused with the reason: on with such a head (naming
+#    lm_head: the embedding_vp pads, tests/tp_vocab_pad.sh), a bad value.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/ckpt_lib.sh"
 GPT="$top_builddir/examples/gpt"
@@ -185,7 +186,8 @@ gpt 2 g2off SHARDFLOW_TP=2 SHARDFLOW_LOG=info SHARDFLOW_VOCAB_PARALLEL=off --tex
 ok $? "SHARDFLOW_VOCAB_PARALLEL=off: the head replicated" || diag_file "$tmp/g2off.err"
 
 # a vocabulary of 257 (token files of the corpus's bytes, tests/gpt.sh's, the vocabulary
-# padded): auto keeps it replicated, on is refused naming wte
+# padded) with an untied head: auto keeps it replicated, on is refused naming lm_head (a
+# linear_col splits whole rows only; wte, an embedding_vp, would pad)
 python3 - "$text" "$tmp/tr.bin" "$tmp/va.bin" "$tmp/bytes.vocab" <<'PY'
 import math, struct, sys
 b = open(sys.argv[1], "rb").read()
@@ -199,13 +201,13 @@ tok="--train-tokens $tmp/tr.bin --val-tokens $tmp/va.bin --vocab-file $tmp/bytes
 # shellcheck disable=SC2086
 gpt 2 g257 SHARDFLOW_TP=2 SHARDFLOW_LOG=info --prompt "" $tok --untied
 [ $? -eq 0 ] && ! grep -q 'vocabulary-parallel' "$tmp/g257.err"
-ok $? "auto with --vocab 257 at tp 2: the head replicated (257 does not divide by 2)" ||
+ok $? "auto with --vocab 257 --untied at tp 2: the head replicated (257 does not divide by 2)" ||
 	diag_file "$tmp/g257.err"
 # shellcheck disable=SC2086
 gpt 2 g257on SHARDFLOW_TP=2 SHARDFLOW_VOCAB_PARALLEL=on --prompt "" $tok --untied
-[ $? -ne 0 ] && grep -q '"transformer.wte" (embedding_vp): its 257 ids do not split over SHARDFLOW_TP=2' \
+[ $? -ne 0 ] && grep -q '"lm_head" (linear_col): out_dim 257 in 1 block(s) does not split over SHARDFLOW_TP=2' \
 	"$tmp/g257on.err"
-ok $? "on with --vocab 257 at tp 2: refused, naming transformer.wte" || diag_file "$tmp/g257on.err"
+ok $? "on with --vocab 257 --untied at tp 2: refused, naming lm_head" || diag_file "$tmp/g257on.err"
 
 # the tied head (examples/gpt's default): auto takes it vocabulary-parallel too
 gpt 1 gt1 --text "$text" --loss-log "$tmp/gt1.loss"
