@@ -10,7 +10,10 @@
  * allocated, and the floats sf_model_stats counts: a buffer added is a row. Then the
  * nodes' activations (in a simulation, bare address space: alloc_task_only), the
  * units' initial parameters, and the handles of the labels, losses and clipping. The
- * sizes are scheduler/model_layout.c's, which calls nothing here. Shape letters: N
+ * sizes are scheduler/model_layout.c's, which calls nothing here. With a pipeline a
+ * rank keeps what scheduler/pipeline.c marked (no vector of a unit `elsewhere`, a
+ * node's buffers by its `hold`, the shared buffers sized by the held units) and the
+ * plan counts its activation sets (m->act_sets; the inputs pp_micro). Shape letters: N
  * ranks, P parameters of a unit, S = ceil(P / N) its shard, w the planner's width
  * (1 for a chain of units, scheduler/plan.c).
  *

@@ -10,8 +10,9 @@
  * is then no cut. The world is S x dp, stage s the dp consecutive ranks [s dp, (s+1)
  * dp) (comm/: their shard group), so FSDP shards a stage's units over its dp ranks
  * and the passes of step.c run unchanged on the stage's span of the graph
- * (m->node_lo ..). Every rank still builds the whole graph's buffers (a first
- * version: the other stages' are never touched by a task).
+ * (m->node_lo ..). A rank keeps only what its stage touches (mark_held: its units,
+ * its nodes, the inputs they read and the boundary's activation and gradient), which
+ * model_storage.c allocates and plans by.
  *
  * The boundary. An activation a node of stage s + 1 reads from stage s goes there
  * point to point after stage s's forward of a micro-batch, and its gradient comes back
@@ -21,9 +22,10 @@
  * add to it, as on one rank.
  *
  * Micro-batches. A step takes M micro-batches of B_local / M samples; each has its
- * own activations, gradients and saved buffers (those of micro-batch 0 are the nodes'
- * own: model_storage.c's), labels and loss, which bind() puts into the nodes before
- * a pass is submitted. The backwards sum the gradients as sf_model_accumulate's
+ * own inputs, labels and loss, and the activations, gradients and saved buffers of
+ * one of the act_sets sets its schedule holds at once (count_sets; micro-batch k's
+ * are set k mod act_sets's, set 0 the nodes' own: model_storage.c's), which bind()
+ * puts into the nodes before a pass is submitted. The backwards sum the gradients as sf_model_accumulate's
  * micro-batches do (m->accum_k, m->update), in micro-batch order under every
  * schedule: gpipe and 1f1b give the same bits.
  *
