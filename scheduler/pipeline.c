@@ -25,9 +25,9 @@
  * own inputs, labels and loss, and the activations, gradients and saved buffers of
  * one of the act_sets sets its schedule holds at once (count_sets; micro-batch k's
  * are set k mod act_sets's, set 0 the nodes' own: model_storage.c's), which bind()
- * puts into the nodes before a pass is submitted. The backwards sum the gradients as sf_model_accumulate's
- * micro-batches do (m->accum_k, m->update), in micro-batch order under every
- * schedule: gpipe and 1f1b give the same bits.
+ * puts into the nodes before a pass is submitted. The backwards sum the gradients as
+ * sf_model_accumulate's micro-batches do (m->accum_k, m->update), in micro-batch
+ * order under every schedule: gpipe and 1f1b give the same bits.
  *
  * Order. Transfers are comm tasks on the comm-order handle, so a rank runs them in
  * submission order, among its stage's collectives. Two neighbour stages must run their

@@ -202,8 +202,11 @@ ok $? "1f1b: stage 0 keeps 2 sets of its layers' buffers (4 of its input: $f0 by
 # plan_ok run rank: the memory plan's parts (the log) = sf_model_stats' parts
 plan_ok() {
 	_l=$(grep "memory: rank $2 (pipeline" "$tmp/$1.err")
-	for _k in param grad optimizer activation buffer; do
-		_want=$(stat "$1" "$2" "$(echo $_k | sed 's/param$/params/; s/grad$/grads/; s/activation$/activations/; s/buffer$/buffers/')")
+	# sf_model_stats' name in train_dump's line : the plan's in the log
+	for _kk in params:param grads:grad optimizer:optimizer activations:activation \
+		buffers:buffer; do
+		_k=${_kk#*:}
+		_want=$(stat "$1" "$2" "${_kk%%:*}")
 		_got=$(echo "$_l" | sed -n "s/.* ${_k}_bytes \([0-9]*\).*/\1/p")
 		[ -n "$_got" ] && [ "$_got" = "$_want" ] || {
 			diag "  $1 rank $2: the plan's ${_k}_bytes ${_got:-(none)}, sf_model_stats' $_want"
