@@ -177,6 +177,7 @@ SF_API int sf_model_create(sf_context *ctx, const sf_graph *g, const struct sf_m
 	m->pp_size = ctx->comm->pp_size;
 	m->pp_stage = ctx->comm->pp_rank;
 	m->pp_micro = 1;
+	m->act_sets = 1;
 	m->dp_size = m->nranks / m->tp / m->pp_size;
 	m->dp_rank = m->pp_size > 1 ? ctx->comm->shard_rank : m->rank / m->tp;
 	m->shard_size = ctx->comm->shard_size;

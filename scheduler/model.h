@@ -58,6 +58,8 @@ struct _sf_unit {
 	                     slices together; else P and off) */
 	size_t opt_n;     /* elements the optimizer updates: S (sharded) or P */
 	int stage;        /* SHARDFLOW_PP: the pipeline stage holding it (0 without one) */
+	bool elsewhere;   /* SHARDFLOW_PP: another stage's: this rank keeps none of its
+	                     vectors (model_storage.c) */
 	float *shard;     /* S: owned parameters (full, grad_op) */
 	float *full;      /* N*S or P: resident parameters (grad_op, none) */
 	float *gshard;    /* S: reduced gradient (full, grad_op) */
@@ -90,6 +92,12 @@ struct _sf_lr_range {
 	float scale;
 };
 
+/* What of a node's buffers this rank keeps: all (without a pipeline, every node);
+ * with SHARDFLOW_PP (scheduler/pipeline.c) a stage keeps its own nodes' and the inputs
+ * it reads, the activation and its gradient of what it reads from the stage before
+ * (the boundary), and nothing of the other nodes. */
+enum _sf_node_hold { SF_HOLD_ALL = 0, SF_HOLD_BOUNDARY, SF_HOLD_NONE };
+
 struct _sf_node_state {
 	float *act, *dact; /* (B*T, dim); int inputs and labels: act holds int32 */
 	float *saved;      /* info.nsaved floats, or NULL */
@@ -98,6 +106,7 @@ struct _sf_node_state {
 	struct sf_layer_info bwd_info; /* what the backward kernel receives */
 	int unit;                      /* unit whose parameters the node reads, or -1 */
 	bool needs_grad;               /* some parameter depends on this node's output */
+	enum _sf_node_hold hold;       /* which of the buffers above this rank keeps */
 	int recomp_buf;                    /* SHARDFLOW_RECOMPUTE: the shared buffers its act,
 	                                  dact and saved are in (m->recomp_bufs), or -1: its own */
 	/* its tasks' names, "fwd <name> (<type> L<n>)" (trace/event.h) */
@@ -174,6 +183,9 @@ struct sf_model {
 	 * (set by the pipeline, which step.c does not call); pp_loss: where the loss task
 	 * writes (a micro-batch's loss), NULL: the step's loss slot. */
 	int pp_size, pp_stage, pp_micro;
+	/* the sets of the layers' activations, gradients and saved buffers this rank
+	 * keeps (1 without a pipeline; the inputs have pp_micro): the memory plan's */
+	int act_sets;
 	int node_lo, node_hi, unit_lo, unit_hi, bwd_lo, bwd_hi;
 	struct _sf_pipeline *pp;
 	int (*pp_step)(struct sf_model *m, const struct sf_batch *b, int64_t *ticket);

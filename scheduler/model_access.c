@@ -59,7 +59,7 @@ void _sf_unit_describe(const struct sf_model *m, int u, struct _sf_unit_desc *d)
 	    .first = un->first,
 	    .last = un->last,
 	    .frozen = un->frozen,
-	    .has_grad = un->gshard != NULL,
+	    .has_grad = un->gshard != NULL || (un->elsewhere && !un->frozen),
 	    .P = un->P,
 	    .S = un->S,
 	    .off = un->off,
@@ -120,7 +120,9 @@ static int locate(struct sf_model *m, int u, enum _sf_vec which, starpu_data_han
 	struct _sf_unit *un = &m->units[u];
 	if (!_sf_vec_exists(m, which))
 		return SF_ERR(SF_ERR_INVALID, "unit %d has no optimizer vector %d", u, (int)which);
-	if (which == SF_VEC_PARAM && m->cfg.sharding == SF_SHARD_NONE) {
+	if (un->elsewhere) { /* another pipeline stage's: read as zeros, written to nowhere */
+		*h = NULL, *base = NULL, *lo = 0, *n = 0;
+	} else if (which == SF_VEC_PARAM && m->cfg.sharding == SF_SHARD_NONE) {
 		*h = un->h_full, *base = un->full, *lo = 0, *n = un->P;
 	} else if (which == SF_VEC_PARAM) {
 		*h = un->h_shard, *base = un->shard, *lo = (size_t)m->shard_rank * un->S,
@@ -146,7 +148,7 @@ int _sf_unit_get_slice(struct sf_model *m, int u, enum _sf_vec which, float *dst
 	if (rc < 0)
 		return rc;
 	size_t want = (size_t)m->shard_rank * un->S;
-	if (!h) { /* a frozen unit's optimizer state */
+	if (!h) { /* a frozen unit's optimizer state, another stage's unit */
 		memset(dst, 0, un->S * sizeof(float));
 		return SF_OK;
 	}
@@ -168,7 +170,7 @@ int _sf_unit_set_full(struct sf_model *m, int u, enum _sf_vec which, const float
 	float *base;
 	size_t lo, n;
 	int rc = locate(m, u, which, &h, &base, &lo, &n);
-	if (rc < 0 || !h) /* !h: a frozen unit keeps no optimizer state */
+	if (rc < 0 || !h) /* !h: a frozen unit's optimizer state, another stage's unit */
 		return rc;
 	rc = _sf_data_acquire(h, STARPU_W);
 	if (rc < 0)
@@ -207,8 +209,8 @@ static void unit_tp_copy(const struct sf_model *m, int u, int t, float *whole, f
 }
 
 /* Where the ranks holding unit u's shards begin in a world's all-gather of them, in
- * floats: the world's (or the first node's) first rank, or its pipeline stage's (every
- * rank holds a copy of every unit's vectors, only its stage's are trained) */
+ * floats: the world's (or the first node's) first rank, or its pipeline stage's (the
+ * other stages' ranks keep none of its vectors and send zeros) */
 static size_t holders(const struct sf_model *m, const struct _sf_unit *un)
 {
 	return (size_t)un->stage * (size_t)m->shard_size * un->S;
@@ -221,7 +223,9 @@ int _sf_unit_get_whole(struct sf_model *m, int u, enum _sf_vec which, bool grad,
 	float *mine = NULL, *all = NULL, *loc = NULL;
 	SF_CHECK_GOTO(_sf_alloc_floats(&mine, un->S, "a unit's whole vector"), out);
 	SF_CHECK_GOTO(_sf_alloc_floats(&all, un->S * (size_t)m->nranks, "a unit's whole vector"), out);
-	if (grad) { /* the reduced gradient's shard */
+	if (grad && !un->h_gshard) { /* another pipeline stage's unit: its holders' count */
+		memset(mine, 0, un->S * sizeof(float));
+	} else if (grad) { /* the reduced gradient's shard */
 		SF_CHECK_GOTO(_sf_data_acquire(un->h_gshard, STARPU_R), out);
 		memcpy(mine, un->gshard, un->S * sizeof(float));
 		starpu_data_release(un->h_gshard);
@@ -258,7 +262,16 @@ int _sf_unit_gather(struct sf_model *m, int u, bool grad, float *whole)
 	starpu_data_handle_t h = grad ? un->h_gshard : sharded ? un->h_shard : un->h_full;
 	const float *v = grad ? un->gshard : sharded ? un->shard : un->full;
 	if (sharded)
-		SF_CHECK_GOTO(_sf_alloc_floats(&buf, un->S * (size_t)m->nranks, "a unit's gather"), out);
+		SF_CHECK_GOTO(
+		    _sf_alloc_floats(&buf, un->S * ((size_t)m->nranks + 1), "a unit's gather"),
+		    out);
+	if (!h) { /* another pipeline stage's unit (sharded: full): zeros sent, its holders' kept */
+		v = buf + un->S * (size_t)m->nranks;
+		SF_CHECK_GOTO(m->comm->ops->allgather_bytes(m->comm, v, un->S * sizeof(float), buf),
+		              out);
+		memcpy(whole, buf + holders(m, un), un->P * sizeof(float));
+		goto out;
+	}
 	SF_CHECK_GOTO(_sf_data_acquire(h, STARPU_R), out);
 	if (!sharded) { /* the replica: P floats here */
 		memcpy(whole, v, un->P * sizeof(float));
@@ -310,6 +323,8 @@ int _sf_unit_set_params(struct sf_model *m, int u, size_t off, size_t count, con
 	int rc = locate(m, u, SF_VEC_PARAM, &h, &base, &lo, &n);
 	if (rc < 0)
 		return rc;
+	if (!h) /* another pipeline stage's unit: its holders set it */
+		return SF_OK;
 	if ((rc = _sf_data_acquire(h, STARPU_RW)) < 0)
 		return rc;
 	copy_range(base, lo, n, off, count, src);
@@ -353,10 +368,11 @@ SF_API int sf_model_params_get(sf_model *m, float *dst, size_t n)
 		return tp_params_get(m, dst);
 	/* every rank's shard: the first node's ranks hold the whole vector in order
 	 * (hybrid: the other nodes hold the same shards again) */
-	if (m->cfg.sharding != SF_SHARD_NONE)
-		SF_CHECK_GOTO(_sf_alloc_floats(&tmp,
-		                          m->largest_NS / (size_t)m->shard_size * (size_t)m->nranks,
-		                          "sf_model_params_get"), out);
+	size_t smax = m->largest_NS / (size_t)m->shard_size;
+	if (m->cfg.sharding != SF_SHARD_NONE) /* the last S_max: another stage's zeros */
+		SF_CHECK_GOTO(
+		    _sf_alloc_floats(&tmp, smax * ((size_t)m->nranks + 1), "sf_model_params_get"),
+		    out);
 	for (int i = 0; i < m->nunits; i++) {
 		struct _sf_unit *u = &m->units[i];
 		if (m->cfg.sharding == SF_SHARD_NONE) {
@@ -365,10 +381,12 @@ SF_API int sf_model_params_get(sf_model *m, float *dst, size_t n)
 			starpu_data_release(u->h_full);
 			continue;
 		}
-		SF_CHECK_GOTO(_sf_data_acquire(u->h_shard, STARPU_R), out);
-		int grc =
-		    m->comm->ops->allgather_bytes(m->comm, u->shard, u->S * sizeof(float), tmp);
-		starpu_data_release(u->h_shard);
+		const float *mine = u->shard ? u->shard : tmp + smax * (size_t)m->nranks;
+		if (u->h_shard)
+			SF_CHECK_GOTO(_sf_data_acquire(u->h_shard, STARPU_R), out);
+		int grc = m->comm->ops->allgather_bytes(m->comm, mine, u->S * sizeof(float), tmp);
+		if (u->h_shard)
+			starpu_data_release(u->h_shard);
 		SF_CHECK_GOTO(grc, out);
 		memcpy(dst + u->off, tmp + holders(m, u), u->P * sizeof(float));
 	}

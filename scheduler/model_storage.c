@@ -10,7 +10,10 @@
  * allocated, and the floats sf_model_stats counts: a buffer added is a row. Then the
  * nodes' activations (in a simulation, bare address space: alloc_task_only), the
  * units' initial parameters, and the handles of the labels, losses and clipping. The
- * sizes are scheduler/model_layout.c's, which calls nothing here. Shape letters: N
+ * sizes are scheduler/model_layout.c's, which calls nothing here. With a pipeline a
+ * rank keeps what scheduler/pipeline.c marked (no vector of a unit `elsewhere`, a
+ * node's buffers by its `hold`, the shared buffers sized by the held units) and the
+ * plan counts its activation sets (m->act_sets; the inputs pp_micro). Shape letters: N
  * ranks, P parameters of a unit, S = ceil(P / N) its shard, w the planner's width
  * (1 for a chain of units, scheduler/plan.c).
  *
@@ -280,6 +283,8 @@ static starpu_data_handle_t *vec_handle(struct _sf_unit *u, const struct unit_ve
 /* Allocates and registers every vector the configuration keeps and the unit lacks */
 static int unit_vecs_alloc(struct sf_model *m, struct _sf_unit *u, bool accumulating)
 {
+	if (u->elsewhere) /* another pipeline stage's */
+		return SF_OK;
 	for (size_t k = 0; k < NUNIT_VECS; k++) {
 		const struct unit_vec *v = &unit_vecs[k];
 		size_t n = v->len(m, u, accumulating);
@@ -313,10 +318,22 @@ static size_t unit_vecs_floats(const struct sf_model *m, struct _sf_unit *u, enu
 
 /* --- the model's shared buffers, from one table ---------------------------------- */
 
-/* S_max: the largest unit's shard (every collective buffer is sized for it) */
+/* The largest N*S (whole: P) of the units this rank keeps (a pipeline: its stage's) */
+static size_t held_largest(const struct sf_model *m, bool whole)
+{
+	size_t n = 0;
+	for (int i = 0; i < m->nunits; i++) {
+		const struct _sf_unit *u = &m->units[i];
+		size_t x = whole ? u->P : u->S * (size_t)m->shard_size;
+		if (!u->elsewhere && x > n)
+			n = x;
+	}
+	return n;
+}
+/* S_max: the largest held unit's shard (every collective buffer is sized for it) */
 static size_t s_max(const struct sf_model *m)
 {
-	return m->largest_NS / (size_t)m->shard_size;
+	return held_largest(m, false) / (size_t)m->shard_size;
 }
 static int n_one(const struct sf_model *m)
 {
@@ -552,7 +569,8 @@ int _sf_build_units(struct sf_model *m)
 	for (int k = 0; k < m->nunits; k++)
 		SF_CHECK(unit_vecs_alloc(m, &m->units[k], false));
 	for (int k = 0; k < m->nunits && !SF_SIMULATED; k++) /* no values in simulated time */
-		SF_CHECK(init_unit(m, k));
+		if (!m->units[k].elsewhere)
+			SF_CHECK(init_unit(m, k));
 	for (int k = 0; k < m->nunits; k++)
 		SF_CHECK(_sf_unit_opt_runs(m, k));
 	return SF_OK;
@@ -565,23 +583,33 @@ int _sf_model_accum_buffers(struct sf_model *m)
 	return SF_OK;
 }
 
-/* Floats alloc_node gives node n: its activation (ids for an integer input), and for
- * a layer its gradient and saved buffer; 0 for a recomputed node (its shared buffers
- * are counted once, as alloc_recomp_bufs makes them). */
-static size_t node_floats(const struct sf_model *m, int n)
+size_t _sf_node_set_floats(const struct sf_model *m, int n)
 {
 	const struct _sf_node *nd = &m->gnodes[n];
 	const struct _sf_node_state *s = &m->nodes[n];
 	size_t cnt = m->rows_local * (size_t)nd->dim;
-	if (s->recomp_buf >= 0)
+	if (s->recomp_buf >= 0 || s->hold == SF_HOLD_NONE)
 		return 0;
 	if (nd->kind == SF_NODE_INT_INPUT)
 		return m->rows_local;
 	if (nd->kind == SF_NODE_INPUT)
 		return cnt;
+	if (nd->kind != SF_NODE_LAYER)
+		return 0;
+	return 2 * cnt + (s->hold == SF_HOLD_ALL ? s->info.nsaved : 0);
+}
+
+/* Floats alloc_node gives node n: its set (_sf_node_set_floats) and its tensor-parallel
+ * buffers; 0 for a recomputed node (its shared buffers are counted once, as
+ * alloc_recomp_bufs makes them). */
+static size_t node_floats(const struct sf_model *m, int n)
+{
+	const struct _sf_node_state *s = &m->nodes[n];
+	if (s->recomp_buf >= 0 || s->hold != SF_HOLD_ALL)
+		return _sf_node_set_floats(m, n);
 	size_t tp = (s->tp_bwd_ar ? m->rows_local * (size_t)s->info.in_dim[0] : 0) +
 	            (s->tp_gather ? 2 * m->rows_local * (size_t)s->info.out_dim : 0);
-	return nd->kind == SF_NODE_LAYER ? 2 * cnt + s->info.nsaved + tp : 0;
+	return _sf_node_set_floats(m, n) + tp;
 }
 
 /* The buffers recomputed activations share (SHARDFLOW_RECOMPUTE=units). */
@@ -611,6 +639,8 @@ static int alloc_node(struct sf_model *m, int n)
 	const struct _sf_node *nd = &m->gnodes[n];
 	struct _sf_node_state *s = &m->nodes[n];
 	size_t cnt = m->rows_local * (size_t)nd->dim;
+	if (s->hold == SF_HOLD_NONE) /* another pipeline stage's */
+		goto out;
 	if (s->recomp_buf >= 0) {
 		struct _sf_recomp_buf *r = &m->recomp_bufs[s->recomp_buf];
 		s->act = r->act, s->dact = r->dact, s->saved = r->saved;
@@ -631,18 +661,20 @@ static int alloc_node(struct sf_model *m, int n)
 		SF_CHECK_GOTO(alloc_task_only(&s->dact, cnt, "activation gradients"), out);
 		reg(&s->h_dact, s->dact, cnt, sizeof(float));
 	}
-	if (nd->kind == SF_NODE_LAYER && s->info.nsaved) {
+	/* the stage before's output (a pipeline's boundary): its activation and gradient */
+	bool own = s->hold == SF_HOLD_ALL;
+	if (nd->kind == SF_NODE_LAYER && s->info.nsaved && own) {
 		SF_CHECK_GOTO(alloc_task_only(&s->saved, s->info.nsaved, "a saved buffer"), out);
 		reg(&s->h_saved, s->saved, s->info.nsaved, sizeof(float));
 	}
-	if (s->tp_gather) { /* gather_output: the kernel's columns and their gradient */
+	if (s->tp_gather && own) { /* gather_output: the kernel's columns and their gradient */
 		size_t nl = m->rows_local * (size_t)s->info.out_dim;
 		SF_CHECK_GOTO(alloc_task_only(&s->tpbuf_o, nl, "a tensor-parallel output slice"), out);
 		reg(&s->h_tpbuf_o, s->tpbuf_o, nl, sizeof(float));
 		SF_CHECK_GOTO(alloc_task_only(&s->tpbuf_do, nl, "a tensor-parallel output slice"), out);
 		reg(&s->h_tpbuf_do, s->tpbuf_do, nl, sizeof(float));
 	}
-	if (s->tp_bwd_ar) { /* a linear_col's partial input gradient */
+	if (s->tp_bwd_ar && own) { /* a linear_col's partial input gradient */
 		size_t nt = m->rows_local * (size_t)s->info.in_dim[0];
 		SF_CHECK_GOTO(alloc_task_only(&s->tpbuf, nt, "a tensor-parallel input gradient"), out);
 		reg(&s->h_tpbuf, s->tpbuf, nt, sizeof(float));
@@ -795,20 +827,26 @@ struct mem_plan {
 
 static void plan_memory(const struct sf_model *m, struct mem_plan *p)
 {
-	bool acc = m->cfg.grad_accum > 1;
+	/* a pipeline of micro-batches accumulates from its first step */
+	bool acc = m->cfg.grad_accum > 1 || m->pp_micro > 1;
 	size_t *kind[VEC_KINDS] = {[VEC_PARAMS] = &p->params, [VEC_GRADS] = &p->grads,
 	                           [VEC_OPTIM] = &p->optim, [VEC_BUFFERS] = &p->buffers};
 	memset(p, 0, sizeof *p);
 	for (int i = 0; i < m->nunits; i++)
-		for (size_t k = 0; k < NUNIT_VECS; k++)
+		for (size_t k = 0; !m->units[i].elsewhere && k < NUNIT_VECS; k++)
 			*kind[unit_vecs[k].kind] += unit_vecs[k].len(m, &m->units[i], acc);
 	for (int k = 0; k < VEC_KINDS; k++)
 		*kind[k] += model_bufs_floats(m, (enum vec_kind)k, true);
 	for (int b = 0; b < m->nrecomp_bufs; b++)
 		p->acts += 2 * m->recomp_bufs[b].nact + m->recomp_bufs[b].nsaved;
-	for (int n = 0; n < m->nnodes; n++)
-		p->acts += node_floats(m, n);
-	p->init = m->largest_P;
+	/* a pipeline's other micro-batches (scheduler/pipeline.c): pp_micro sets of the
+	 * inputs, act_sets of the layers' buffers, the nodes' own the first of each */
+	for (int n = 0; n < m->nnodes; n++) {
+		bool input = m->gnodes[n].kind != SF_NODE_LAYER;
+		int sets = input ? m->pp_micro : m->act_sets;
+		p->acts += node_floats(m, n) + (size_t)(sets - 1) * _sf_node_set_floats(m, n);
+	}
+	p->init = held_largest(m, true);
 }
 
 /* SHARDFLOW_MEMORY_CHECK: the plan against the limit the kernel enforces, before any
@@ -823,13 +861,20 @@ int _sf_check_memory(const struct sf_model *m)
 	plan_memory(m, &p);
 	uint64_t need = (uint64_t)(p.params + p.grads + p.optim + p.acts + p.buffers + p.init) *
 	                sizeof(float);
+	const size_t F = sizeof(float);
+	/* each part in bytes, as sf_model_stats counts them once the model holds them */
+	_sf_log(SF_LOG_INFO,
+	        "memory: rank %d (pipeline stage %d of %d) plans %.1f MiB: param_bytes %zu "
+	        "grad_bytes %zu optimizer_bytes %zu activation_bytes %zu buffer_bytes %zu "
+	        "init_bytes %zu; activation sets %d of %d micro-batches",
+	        m->rank, m->pp_stage, m->pp_size, (double)need / mib, p.params * F, p.grads * F,
+	        p.optim * F, p.acts * F, p.buffers * F, p.init * F, m->act_sets, m->pp_micro);
 	_sf_memlimit_get(&lim);
 	if (!lim.found)
 		return SF_OK;
 	uint64_t avail = lim.limit > lim.used ? lim.limit - lim.used : 0;
-	_sf_log(SF_LOG_INFO, "memory: rank %d plans %.1f MiB; %s: %.1f MiB, %.1f MiB in use",
-	        m->rank, (double)need / mib, lim.what, (double)lim.limit / mib,
-	        (double)lim.used / mib);
+	_sf_log(SF_LOG_INFO, "memory: rank %d: %s: %.1f MiB, %.1f MiB in use", m->rank,
+	        lim.what, (double)lim.limit / mib, (double)lim.used / mib);
 	if (need <= avail)
 		return SF_OK;
 	return SF_ERR(
@@ -839,14 +884,14 @@ int _sf_check_memory(const struct sf_model *m)
 	    "activations %.1f MiB of %d samples; collective buffers %.1f MiB; and while "
 	    "initialising, one unit's %.1f MiB) but its memory limit, %s, is %.1f MiB with "
 	    "%.1f MiB in use: %.1f MiB left. Shard it over more ranks (sharding %s over %d), "
-	    "lower the batch, set SHARDFLOW_RECOMPUTE=units, or SHARDFLOW_MEMORY_CHECK=off to "
+	    "cut it into more pipeline stages (SHARDFLOW_PP, now %d), lower the batch, set SHARDFLOW_RECOMPUTE=units, or SHARDFLOW_MEMORY_CHECK=off to "
 	    "try anyway",
 	    m->rank, (double)need / mib, (double)p.params * f, m->R,
 	    ring_floats(m),
 	    (double)p.grads * f, (double)p.optim * f, (double)p.acts * f, m->B_local,
 	    (double)p.buffers * f, (double)p.init * f, lim.what, (double)lim.limit / mib,
 	    (double)lim.used / mib, (double)avail / mib, _sf_sharding_names[m->cfg.sharding],
-	    m->shard_size);
+	    m->shard_size, m->pp_size);
 }
 
 void _sf_model_held_floats(const struct sf_model *m, struct _sf_held_floats *h)

@@ -24,6 +24,10 @@ int _sf_sq_register(struct sf_model *m);
 /* SHARDFLOW_MEMORY_CHECK: what this rank will hold, planned before any allocation,
  * against the limit the kernel enforces; SF_ERR_NOMEM saying what to change. */
 int _sf_check_memory(const struct sf_model *m);
+/* Floats of node n's buffers that a pipeline's micro-batch has one set of (what this
+ * rank keeps of its activation, its gradient and saved buffer, by m->nodes[n].hold;
+ * an integer input's ids count as floats). */
+size_t _sf_node_set_floats(const struct sf_model *m, int n);
 /* The nodes' activations, their gradients and saved buffers, and the buffers that
  * recomputed nodes share (SHARDFLOW_RECOMPUTE=units). */
 int _sf_alloc_nodes(struct sf_model *m);

@@ -10,8 +10,9 @@
  * is then no cut. The world is S x dp, stage s the dp consecutive ranks [s dp, (s+1)
  * dp) (comm/: their shard group), so FSDP shards a stage's units over its dp ranks
  * and the passes of step.c run unchanged on the stage's span of the graph
- * (m->node_lo ..). Every rank still builds the whole graph's buffers (a first
- * version: the other stages' are never touched by a task).
+ * (m->node_lo ..). A rank keeps only what its stage touches (mark_held: its units,
+ * its nodes, the inputs they read and the boundary's activation and gradient), which
+ * model_storage.c allocates and plans by.
  *
  * The boundary. An activation a node of stage s + 1 reads from stage s goes there
  * point to point after stage s's forward of a micro-batch, and its gradient comes back
@@ -21,11 +22,12 @@
  * add to it, as on one rank.
  *
  * Micro-batches. A step takes M micro-batches of B_local / M samples; each has its
- * own activations, gradients and saved buffers (those of micro-batch 0 are the nodes'
- * own: model_storage.c's), labels and loss, which bind() puts into the nodes before
- * a pass is submitted. The backwards sum the gradients as sf_model_accumulate's
- * micro-batches do (m->accum_k, m->update), in micro-batch order under every
- * schedule: gpipe and 1f1b give the same bits.
+ * own inputs, labels and loss, and the activations, gradients and saved buffers of
+ * one of the act_sets sets its schedule holds at once (count_sets; micro-batch k's
+ * are set k mod act_sets's, set 0 the nodes' own: model_storage.c's), which bind()
+ * puts into the nodes before a pass is submitted. The backwards sum the gradients as
+ * sf_model_accumulate's micro-batches do (m->accum_k, m->update), in micro-batch
+ * order under every schedule: gpipe and 1f1b give the same bits.
  *
  * Order. Transfers are comm tasks on the comm-order handle, so a rank runs them in
  * submission order, among its stage's collectives. Two neighbour stages must run their
@@ -77,7 +79,9 @@ struct _sf_pipeline {
 	int M;
 	int nbound;         /* nodes whose buffers are a micro-batch's */
 	int *bound;         /* their ids */
-	struct pp_buf *buf; /* M x nbound: micro-batch k's at [k nbound, (k+1) nbound) */
+	/* M x nbound: micro-batch k's at [k nbound, (k+1) nbound); a layer's those of
+	 * its slot k mod m->act_sets (owns()) */
+	struct pp_buf *buf;
 	int32_t **labels;   /* M, labels[0] the model's */
 	starpu_data_handle_t *h_labels;
 	double *loss; /* M */
@@ -219,6 +223,54 @@ static int check_stages(const struct sf_model *m, const char *name, const int *l
 	return SF_OK;
 }
 
+static int schedule(enum sf_pp_schedule sched, int S, int s, int M, struct pp_op *ops);
+
+/* m->act_sets: the most micro-batches this stage's schedule holds at once (forwards
+ * submitted whose backward is not), the layers' buffer sets it keeps: gpipe M, 1f1b
+ * S - s at most. Backwards run in micro-batch order, so when micro-batch k's forward
+ * comes, that of k - act_sets, whose slot k takes, is submitted: StarPU's implicit
+ * dependencies order the slot's reuse after its readers. */
+static int count_sets(struct sf_model *m)
+{
+	int M = m->pp_micro, held = 0, most = 1;
+	struct pp_op *ops = malloc(2 * (size_t)M * sizeof *ops);
+	if (!ops)
+		return SF_ERR(SF_ERR_NOMEM, "sf_model_create: out of memory");
+	int n = schedule(m->cfg.pp_schedule, m->pp_size, m->pp_stage, M, ops);
+	for (int i = 0; i < n; i++) {
+		held += ops[i].bwd ? -1 : 1;
+		most = held > most ? held : most;
+	}
+	free(ops);
+	m->act_sets = most;
+	return SF_OK;
+}
+
+/* What this rank keeps (model_storage.c allocates by it): its stage's units; its
+ * stage's nodes, the inputs they read, and the activation and its gradient of what
+ * they read from the stage before; nothing of the rest. */
+static void mark_held(struct sf_model *m)
+{
+	for (int u = 0; u < m->nunits; u++)
+		m->units[u].elsewhere = m->units[u].stage != m->pp_stage;
+	for (int n = 0; n < m->nnodes; n++)
+		m->nodes[n].hold = n >= m->node_lo && n < m->node_hi && !is_input(m, n)
+		                       ? SF_HOLD_ALL
+		                       : SF_HOLD_NONE;
+	for (int n = m->node_lo; n < m->node_hi; n++) {
+		const struct _sf_node *nd = &m->gnodes[n];
+		if (is_input(m, n))
+			continue;
+		for (int i = 0; i < nd->nin; i++) {
+			int x = nd->in[i];
+			if (is_input(m, x))
+				m->nodes[x].hold = SF_HOLD_ALL;
+			else if (x < m->node_lo)
+				m->nodes[x].hold = SF_HOLD_BOUNDARY;
+		}
+	}
+}
+
 int _sf_pipeline_plan(struct sf_model *m, const char *name)
 {
 	int S = m->pp_size, U = m->nunits, rc = SF_OK;
@@ -254,6 +306,8 @@ int _sf_pipeline_plan(struct sf_model *m, const char *name)
 		/* every pass gathers its units again: micro-batches interleave */
 		m->units[u].keep = false;
 	}
+	mark_held(m);
+	SF_CHECK_GOTO(count_sets(m), out);
 	for (int k = m->bwd_lo; k < m->bwd_hi; k++)
 		if (m->units[m->bwd_order[k]].stage != s) { /* the orders disagree: a bug */
 			rc = SF_ERR(SF_ERR_STATE,
@@ -298,7 +352,7 @@ static int alloc_buf(struct sf_model *m, int n, struct pp_buf *b)
 		return SF_OK;
 	SF_CHECK(_sf_alloc_floats(&b->dact, cnt, "a micro-batch's activation gradients"));
 	reg(&b->h_dact, b->dact, cnt, sizeof(float));
-	if (s->info.nsaved) {
+	if (s->info.nsaved && s->hold == SF_HOLD_ALL) { /* the boundary's: not this stage's */
 		SF_CHECK(
 		    _sf_alloc_floats(&b->saved, s->info.nsaved, "a micro-batch's saved buffer"));
 		reg(&b->h_saved, b->saved, s->info.nsaved, sizeof(float));
@@ -311,6 +365,15 @@ static void unreg(starpu_data_handle_t *h)
 	if (*h)
 		starpu_data_unregister(*h);
 	*h = NULL;
+}
+
+/* Whether micro-batch k's entry of bound node i holds buffers of its own: an input's,
+ * every micro-batch (the step stages them all before its first pass); a layer's, the
+ * first m->act_sets (its slots, taken in turn: k's are k mod act_sets's). Micro-batch
+ * 0's are the nodes' own. */
+static bool owns(const struct sf_model *m, const struct _sf_pipeline *pp, int k, int i)
+{
+	return k > 0 && (m->gnodes[pp->bound[i]].kind != SF_NODE_LAYER || k < m->act_sets);
 }
 
 /* Micro-batch k's buffers, labels, loss and loss scale into the nodes and the model */
@@ -329,8 +392,9 @@ static void bind(struct sf_model *m, int k)
 	m->loss_args.scale = pp->scale[k];
 }
 
-/* The nodes whose buffers are a micro-batch's: the inputs, the stage's layers and what
- * it reads from the stage before; the edges to and from the neighbours. */
+/* The nodes whose buffers are a micro-batch's: those mark_held keeps (the inputs the
+ * stage reads, its layers and what it reads from the stage before); the edges to and
+ * from the neighbours. */
 static int find_bound(struct sf_model *m, struct _sf_pipeline *pp)
 {
 	int N = m->nnodes;
@@ -345,9 +409,9 @@ static int find_bound(struct sf_model *m, struct _sf_pipeline *pp)
 	for (int n = 0; n < N; n++) {
 		const struct _sf_node *nd = &m->gnodes[n];
 		bool mine = n >= m->node_lo && n < m->node_hi;
-		if (is_input(m, n) && nd->kind != SF_NODE_LABELS)
-			role[n] |= 1;
-		if (nd->kind == SF_NODE_LAYER && mine)
+		bool buffers = nd->kind == SF_NODE_LAYER || nd->kind == SF_NODE_INPUT ||
+		               nd->kind == SF_NODE_INT_INPUT;
+		if (buffers && m->nodes[n].hold != SF_HOLD_NONE) /* mark_held's */
 			role[n] |= 1;
 		if ((nd->kind != SF_NODE_LAYER && nd->kind != SF_NODE_LOSS) || is_input(m, n))
 			continue;
@@ -357,7 +421,7 @@ static int find_bound(struct sf_model *m, struct _sf_pipeline *pp)
 				continue;
 			bool x_mine = x >= m->node_lo && x < m->node_hi;
 			if (mine && x < m->node_lo)
-				role[x] |= 1 | 2;
+				role[x] |= 2;
 			if (!mine && n >= m->node_hi && x_mine)
 				role[x] |= 4;
 		}
@@ -429,8 +493,16 @@ int _sf_pipeline_build(struct sf_model *m)
 	}
 	pp->labels[0] = m->labels, pp->h_labels[0] = m->h_labels;
 	for (int k = 0; k < M; k++) {
-		for (int i = 0; k > 0 && i < pp->nbound; i++)
-			SF_CHECK(alloc_buf(m, pp->bound[i], &pp->buf[(size_t)k * pp->nbound + i]));
+		for (int i = 0; k > 0 && i < pp->nbound; i++) {
+			struct pp_buf *b = &pp->buf[(size_t)k * pp->nbound + i];
+			/* its slot's: k's forward comes after the slot's last backward */
+			if (!owns(m, pp, k, i)) {
+				*b = pp->buf[(size_t)(k % m->act_sets) * pp->nbound + i];
+				continue;
+			}
+			SF_CHECK(alloc_buf(m, pp->bound[i], b));
+			m->act_bytes += _sf_node_set_floats(m, pp->bound[i]) * sizeof(float);
+		}
 		if (k > 0) {
 			float *l = NULL;
 			SF_CHECK(_sf_alloc_floats(&l, m->rows_local, "a micro-batch's labels"));
@@ -455,6 +527,8 @@ void _sf_pipeline_release(struct sf_model *m)
 	for (int k = 0; k < pp->M; k++) {
 		for (int i = 0; k > 0 && pp->buf && i < pp->nbound; i++) {
 			struct pp_buf *b = &pp->buf[(size_t)k * pp->nbound + i];
+			if (!owns(m, pp, k, i))
+				continue;
 			unreg(&b->h_act);
 			unreg(&b->h_dact);
 			unreg(&b->h_saved);

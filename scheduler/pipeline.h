@@ -15,11 +15,12 @@
  * B_local / M samples from then on; the refusals of what a pipeline does not take. */
 int _sf_pipeline_layout(struct sf_model *m);
 /* After the planner's units and gradients: the stages (units balanced by parameters),
- * this rank's span (m->node_lo .. bwd_hi), the boundary tensors; before the slots'
- * replay (plan.c), which walks the span. `name`: the graph's, for messages. */
+ * this rank's span (m->node_lo .. bwd_hi), what it keeps (units' elsewhere, nodes'
+ * hold) and its activation sets (m->act_sets); before the slots' replay (plan.c),
+ * which walks the span, and the memory plan. `name`: the graph's, for messages. */
 int _sf_pipeline_plan(struct sf_model *m, const char *name);
-/* After the model's buffers: every micro-batch's own activations (those of micro-batch
- * 0 are the nodes' own), labels and loss, and the transfers' arguments; sets
+/* After the model's buffers: every micro-batch's inputs, labels and loss, the other
+ * activation sets (set 0 is the nodes' own) and the transfers' arguments; sets
  * m->pp_step. */
 int _sf_pipeline_build(struct sf_model *m);
 /* Puts micro-batch 0's buffers back into the nodes and frees the others (after every

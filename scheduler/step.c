@@ -687,12 +687,16 @@ int _sf_stage_batch(struct sf_model *m, const struct sf_batch *b, bool labels, c
 	SF_CHECK(_sf_comm_agree_sum(m->comm, crc, fn, &counted));
 	for (int i = 0; i < m->ninputs; i++) {
 		struct _sf_node_state *s = &m->nodes[m->input_nodes[i]];
+		if (!s->h_act) /* read by another pipeline stage only */
+			continue;
 		SF_CHECK(stage(s->h_act, s->act, b->inputs[i],
 		               m->rows_local * (size_t)m->gnodes[m->input_nodes[i]].dim *
 		                   sizeof(float)));
 	}
 	for (int i = 0; i < m->nint_inputs; i++) {
 		struct _sf_node_state *s = &m->nodes[m->int_input_nodes[i]];
+		if (!s->h_act)
+			continue;
 		SF_CHECK(
 		    stage(s->h_act, s->act, b->int_inputs[i], m->rows_local * sizeof(int32_t)));
 	}

@@ -22,13 +22,25 @@
 #    byte for byte (dp 1: the same sums in the same order);
 #  - the transfers' bytes, exactly: pp 2 on 2 ranks (dp 1: no ring sends anything),
 #    each stage sends steps x rows x 24 floats (deep's cut after its third unit);
+#  - memory divided by the stages (sf_model_stats of every rank, train_dump's "bytes"
+#    lines), against figures this script computes from deep's shapes (P = O (I + 1) a
+#    linear unit, the cut closest to half the parameters, S = ceil(P / dp)): a rank's
+#    optimizer state is its stage's units' shards alone (the two stages' sum = a
+#    1-stage rank's at the same dp), its parameters those shards and R ring slots of
+#    its stage's largest unit, its gradients the shards, 2 gradient slots of that unit
+#    and the accumulation buffer of its shard; at dp 1 (SGD) and dp 2 (AdamW);
+#  - the activations: under gpipe a stage keeps M sets, and the two stages' sets are
+#    1 rank's (at the micro-batch's rows) and the boundary's activation and gradient;
+#    under 1f1b stage s keeps min(M, S - s) sets of its layers' buffers (its input M);
+#  - the memory plan (SHARDFLOW_MEMORY_CHECK, logged at SHARDFLOW_LOG=info) = what
+#    sf_model_stats counts once the model holds it, part by part, on every rank;
 #  - refused with the reason: S not dividing the world, more stages than units, a bad
 #    schedule name (interleaved: not yet), a tied head, micro-batches not dividing the
 #    batch, and sf_model_accumulate under a pipeline.
 . "$(dirname "$0")/lib.sh"
 require_progs "$TRAIN_DUMP" "$DUMP_COMPARE"
 
-plan 20
+plan 26
 
 # name: the norms of a run's steps (clipping), one per line
 norms() {
@@ -50,14 +62,14 @@ train 1 deep-r4 --model deep --optimizer sgd --steps 4 --batch 2 --accum 4 --cli
 	--export "$tmp/deep-r4.st" &&
 	interval_of 1 deep-r4 --model deep --optimizer sgd --steps 4 --batch 2 --accum 4 --clip 0.5 ||
 	bail_out "the reference run failed"
-train 2 deep-p2 SHARDFLOW_PP=2 --model deep --optimizer sgd --steps 4 --batch 8 --clip 0.5 \
+train 2 deep-p2 SHARDFLOW_PP=2 SHARDFLOW_LOG=info --model deep --optimizer sgd --steps 4 --batch 8 --clip 0.5 \
 	--export "$tmp/deep-p2.st"
 compare_within "deep, sgd, clip: pp 2 on 2 ranks (4 micro-batches) = 1 rank" deep-p2 deep-r4
 same_norms "deep: the clip norm of pp 2 = 1 rank's (both stages' units)" deep-p2 deep-r4
 cmp -s "$tmp/deep-p2.st" "$tmp/deep-r4.st"
 ok $? "deep: pp 2's safetensors export = 1 rank's, byte for byte (each unit from its stage)"
-train 2 deep-p2g SHARDFLOW_PP=2 SHARDFLOW_PP_SCHEDULE=gpipe --model deep --optimizer sgd \
-	--steps 4 --batch 8 --clip 0.5
+train 2 deep-p2g SHARDFLOW_PP=2 SHARDFLOW_PP_SCHEDULE=gpipe SHARDFLOW_LOG=info --model deep \
+	--optimizer sgd --steps 4 --batch 8 --clip 0.5
 compare "deep: gpipe = 1f1b on 2 stages, bitwise" deep-p2g deep-p2 --bitwise
 # dp 1: only the boundary moves: 8 rows x 24 floats a step each way
 want=$((4 * 8 * 24 * 4))
@@ -107,6 +119,99 @@ train 4 llama-pl-sgd SHARDFLOW_PP=2 SHARDFLOW_ACCUM_MODE=local --model llama --o
 	--steps 4 --batch 8 --clip 0.5
 compare_within "llama, sgd: pp 2 x dp 2 with SHARDFLOW_ACCUM_MODE=local = 1 rank" \
 	llama-pl-sgd llama-r-sgd
+
+# ---- memory divided by the stages ----
+# deep's units' P (16 -> 6 x linear 24 -> linear 10: O (I + 1) each)
+deep_P=$(awk 'BEGIN { i = 16; for (u = 0; u < 7; u++) { o = u < 6 ? 24 : 10; printf "%d ", o * (i + 1); i = o } }')
+
+# stage_fig s dp: "sum_S max_NS max_S" of stage s of 2 (-1: the whole model) at dp ranks
+stage_fig() {
+	echo "$deep_P" | awk -v s="$1" -v N="$2" '{
+		t = 0
+		for (u = 1; u <= NF; u++) { b[u] = t; t += $u }
+		best = -1
+		for (c = 1; c < NF; c++) { # stage 1 from unit c + 1: closest to half
+			d = b[c + 1] - t / 2; if (d < 0) d = -d
+			if (best < 0 || d < best) { best = d; cut = c }
+		}
+		lo = s == 1 ? cut + 1 : 1; hi = s == 0 ? cut : NF
+		for (u = lo; u <= hi; u++) {
+			S = int(($u + N - 1) / N); sum += S
+			if (S * N > mx) mx = S * N
+			if (S > ms) ms = S
+		}
+		print sum, mx, ms }'
+}
+
+# stat run rank key: sf_model_stats' figure (train_dump's "bytes <rank> <key> <v> ...")
+stat() {
+	awk -v r="$2" -v k="$3" '$1 == "bytes" && $2 == r {
+		for (i = 3; i < NF; i += 2) if ($i == k) print $(i + 1) }' "$tmp/$1.out"
+}
+
+# state_ok run rank s dp nstate: the rank of stage s (-1: no pipeline) holds exactly
+# its stage's shards: optimizer nstate x, parameters + R ring slots, gradients + 2
+# slots + the accumulation buffer (all of the stage's largest unit)
+state_ok() {
+	set -- "$@" $(stage_fig "$3" "$4")
+	_S=$6 _NS=$7 _MS=$8 _R=$(stat "$1" "$2" ring)
+	_o=$(stat "$1" "$2" optimizer) _p=$(stat "$1" "$2" params) _g=$(stat "$1" "$2" grads)
+	diag "  $1 rank $2 (stage $3, dp $4): optimizer $_o (want $((4 * $5 * _S))), params $_p" \
+		"(want $((4 * (_S + _R * _NS)))), grads $_g (want $((4 * (_S + 2 * _NS + _MS))))"
+	[ "$_o" = $((4 * $5 * _S)) ] && [ "$_p" = $((4 * (_S + _R * _NS))) ] &&
+		[ "$_g" = $((4 * (_S + 2 * _NS + _MS))) ]
+}
+
+st=0
+for r in 0 1; do state_ok deep-p2 $r $r 1 1 || st=1; done
+state_ok deep-r4 0 -1 1 1 || st=1
+o0=$(stat deep-p2 0 optimizer) o1=$(stat deep-p2 1 optimizer) o=$(stat deep-r4 0 optimizer)
+[ $st = 0 ] && [ $((o0 + o1)) = "$o" ]
+ok $? "pp 2, dp 1, sgd: each rank holds its stage's state only (optimizer $o0 + $o1 = 1 rank's $o bytes)"
+
+train 1 deep-r4a --model deep --optimizer adamw --steps 2 --batch 4 --accum 4 ||
+	bail_out "the reference run failed"
+train 2 deep-d2 --model deep --optimizer adamw --steps 2 --batch 4 --accum 4 ||
+	bail_out "the 1-stage dp 2 run failed"
+train 4 deep-p2d2 SHARDFLOW_PP=2 SHARDFLOW_LOG=info --model deep --optimizer adamw --steps 2 \
+	--batch 16
+compare "deep, adamw: pp 2 x dp 2 on 4 ranks = 1 rank (rtol 1e-5)" deep-p2d2 deep-r4a \
+	--rtol 1e-5 --floor $floor
+st=0
+for r in 0 1 2 3; do state_ok deep-p2d2 $r $((r / 2)) 2 2 || st=1; done
+for r in 0 1; do state_ok deep-d2 $r -1 2 2 || st=1; done
+o0=$(stat deep-p2d2 0 optimizer) o1=$(stat deep-p2d2 2 optimizer) o=$(stat deep-d2 0 optimizer)
+[ $st = 0 ] && [ $((o0 + o1)) = "$o" ]
+ok $? "pp 2 x dp 2, adamw: each rank holds its stage's shards only (optimizer $o0 + $o1 = a 1-stage dp 2 rank's $o bytes)"
+
+# the activations: M = 4 micro-batches of 2 rows; deep's boundary is 24 wide, its input 16
+a=$(stat deep-r4 0 activations) g0=$(stat deep-p2g 0 activations) g1=$(stat deep-p2g 1 activations)
+set0=$((g0 / 4)) set1=$((g1 / 4)) bnd=$((2 * 2 * 24 * 4)) inp=$((2 * 16 * 4))
+[ $((set0 * 4)) = "$g0" ] && [ $((set1 * 4)) = "$g1" ] && [ $((set0 + set1)) = $((a + bnd)) ]
+ok $? "gpipe: each stage keeps 4 sets of its activations ($g0, $g1 bytes), one set of each = 1 rank's $a + the boundary's $bnd"
+f0=$(stat deep-p2 0 activations) f1=$(stat deep-p2 1 activations)
+[ "$f0" = $((4 * inp + 2 * (set0 - inp))) ] && [ "$f1" = "$set1" ]
+ok $? "1f1b: stage 0 keeps 2 sets of its layers' buffers (4 of its input: $f0 bytes), stage 1 one ($f1 bytes), not 4"
+
+# plan_ok run rank: the memory plan's parts (the log) = sf_model_stats' parts
+plan_ok() {
+	_l=$(grep "memory: rank $2 (pipeline" "$tmp/$1.err")
+	# sf_model_stats' name in train_dump's line : the plan's in the log
+	for _kk in params:param grads:grad optimizer:optimizer activations:activation \
+		buffers:buffer; do
+		_k=${_kk#*:}
+		_want=$(stat "$1" "$2" "${_kk%%:*}")
+		_got=$(echo "$_l" | sed -n "s/.* ${_k}_bytes \([0-9]*\).*/\1/p")
+		[ -n "$_got" ] && [ "$_got" = "$_want" ] || {
+			diag "  $1 rank $2: the plan's ${_k}_bytes ${_got:-(none)}, sf_model_stats' $_want"
+			return 1
+		}
+	done
+}
+st=0
+for r in 0 1; do plan_ok deep-p2 $r && plan_ok deep-p2g $r || st=1; done
+for r in 0 1 2 3; do plan_ok deep-p2d2 $r || st=1; done
+ok $st "the memory plan = sf_model_stats on every rank, part by part (pp 2 under 1f1b and gpipe, pp 2 x dp 2)"
 
 # refusals: a failed run whose stderr says why
 refused() {

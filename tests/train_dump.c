@@ -56,7 +56,8 @@
  *   int64 nparams; float params[nparams]   (sf_model_params_get order)
  * and prints "max_resident <n> ring_slots <n> nunits <n>", "comm_bytes <bytes rank 0
  * sent in collectives>" and "final_loss <loss>"; every rank prints "rank <r> comm_bytes
- * <b> inter_node <bytes of them to another node>" (with SHARDFLOW_TP also "rank <r> tp <K>
+ * <b> inter_node <bytes of them to another node>" and "bytes <r> params <b> grads <b>
+ * optimizer <b> activations <b> buffers <b> ring <slots>" (its own, sf_model_stats'; with SHARDFLOW_TP also "rank <r> tp <K>
  * dp <n> model_bytes <b> tp_slice_bytes <b> tp_comm_bytes <b>", sf_model_stats').
  * Exit status: 0 success, 1 a library or I/O error, 2 a bad command line.
  */
@@ -496,6 +497,9 @@ int main(int argc, char **argv)
 	status = 0;
 	/* every rank's own bytes (mpirun merges the lines) */
 	printf("rank %d comm_bytes %.0f inter_node %.0f\n", rank, st.comm_bytes, st.comm_bytes_inter);
+	printf("bytes %d params %zu grads %zu optimizer %zu activations %zu buffers %zu ring %d\n",
+	       rank, st.param_bytes, st.grad_bytes, st.optimizer_bytes, st.activation_bytes,
+	       st.buffer_bytes, st.ring_slots);
 	if (st.tp > 1)
 		printf(
 		    "rank %d tp %d dp %d model_bytes %zu tp_slice_bytes %zu tp_comm_bytes %.0f\n",
