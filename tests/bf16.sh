@@ -50,7 +50,7 @@ ok $((st || $?)) "fp32, 3 ranks: the gathered weights are the masters, not all b
 # +-lr whose sign is noise (measured: parameters 1.2 apart relative, AdamW, 20 steps),
 # while SGD's parameter error stays proportional to the rounding.
 # The parameters: derived, the fp32 run within the bf16 run's rounding interval
-# (dump_compare --up/--down, blocks of 64; measured at most 0.22 of it).
+# (dump_compare --up/--down, blocks of 128; measured at most 0.22 of it).
 # The losses: measured, flagged (docs/testing.md). A loss is a signed sum over the
 # parameters: rounding every gradient up shortens half the steps and lengthens the
 # others, so the interval of a loss can close where a nearest rounding's does not
