@@ -107,7 +107,8 @@ static int loss_at(struct run *r, double *loss, double *err)
 		double li = log(s) + mx - z[r->labels[i]];
 		sum += li;
 		mag += fabs(li);
-		e += (r->C + 2 + 3 * (fabs(log(s)) + fabs(mx) + fabs((double)z[r->labels[i]]))) * 0x1p-53;
+		e += (r->C + 2 + 3 * (fabs(log(s)) + fabs(mx) + fabs((double)z[r->labels[i]]))) *
+		     0x1p-53;
 	}
 	*loss = sum / r->rows;
 	if (err)
@@ -341,7 +342,8 @@ int main(int argc, char **argv)
 	r.labels = malloc(sizeof(int32_t) * (size_t)r.rows);
 	r.ids = malloc(sizeof(int32_t) * (size_t)r.rows);
 	r.logits = malloc(sizeof(float) * (size_t)r.rows * r.C);
-	snprintf(r.path, sizeof r.path, "%s/grad_check.%d.safetensors", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
+	snprintf(r.path, sizeof r.path, "%s/grad_check.%d.safetensors",
+	         getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
 	snprintf(r.ppath, sizeof r.ppath, "%s.patched", r.path);
 	if (!r.x || !r.labels || !r.ids || !r.logits ||
 	    fill_batch(MODEL_GPT, 7, 1, 0, r.rows, r.D, r.C, r.x, r.ids, r.labels, &r.batch,
