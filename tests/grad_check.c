@@ -39,11 +39,13 @@
  *   T  the truncation, from the difference at 2h (Richardson, as tests/test_kernels_fd.c's
  *      check_fd_derived): D(a) = L' + c a^2 + d a^4, so |c h^2| <= (|D(2h) - D(h)| + both
  *      differences' R + both shifts) / 3, and D(h) - L' = c h^2 + d h^4. The d terms
- *      left out, 6 |d| h^4 = h^4 |L^(5)| / 20, are estimated from the curvature seen: on
- *      the largest gradient (0.072) c h^2 = 1.7e-5, so the loss curves over a scale
- *      sigma ~ 0.08 (c ~ |L'| / 6 sigma^2) and |L^(5)| ~ |L'| / sigma^4 gives ~7e-9,
- *      2e-4 of that entry's bound (a second-order difference at h = 1e-2 was 1.3 % off
- *      on one weight: the embedding's weights are ~0.02 and a layernorm follows them);
+ *      left out (6 |d| h^4 against the estimate: Richardson's own remainder) are a
+ *      property of the loss, the same on every CPU, and small beside R: without the
+ *      interval (tests/mutants/rounding-not-applied.patch, R = 0) |D(h) - g| exceeds
+ *      G + T by at most 6e-7 (the largest gradient, 0.072, whose c h^2 is 1.7e-5;
+ *      3.7e-7 elsewhere), the d terms and the nearest run's own rounding of the
+ *      losses together, 0.05 of R (a second-order difference at h = 1e-2 was 1.3 %
+ *      off on one weight: the embedding's weights are ~0.02 and a layernorm follows);
  *   S  the midpoint's shift: the floats p0 +- h need not be symmetric about p0, so D is
  *      the derivative at p0 + s; |L''| |s|, |L''| from the second difference of L(p0),
  *      L(p0 +- h) with its rounding.
