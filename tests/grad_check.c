@@ -31,11 +31,14 @@
  * each operation moved it. The perturbed values p0 +- h, p0 +- 2h are made here on the
  * main thread, which rounds to nearest in every run: the three runs evaluate the same
  * floats (checked). |D(h) - g| <= G + R + T + S, with
- *   G  the gradient's rounding: |g_up - g_down| + eps32 (|g| + |p1|) (one rounding of
- *      g, one of p1 = p0 - g);
- *   R  the difference's rounding: (w(p + h) + w(p - h)) / 2h, w a loss's interval
- *      |L_up - L_down| plus the double cross-entropy's own rounding (loss_at: on the
- *      main thread, not bracketed, ~1e-15);
+ *   G  the gradient's rounding: the width of its interval, |g_up - g_down| (the span
+ *      of g, g_up and g_down where g lies outside: docs/testing.md, "The rounding
+ *      interval"), + eps32 (|g| + |p1|) (one rounding of g, one of p1 = p0 - g);
+ *   R  the difference's rounding: (w(p + h) + w(p - h)) / 2h, w the width of a loss's
+ *      interval plus the double cross-entropy's own rounding (loss_at: on the main
+ *      thread, not bracketed, ~1e-15). A loss is a signed sum whose interval could
+ *      close by chance; here it is ~3.5e-8 where the nearest run's losses carry ~1e-9
+ *      of noise into the difference, ~2e-9 (below);
  *   T  the truncation, from the difference at 2h (Richardson, as tests/test_kernels_fd.c's
  *      check_fd_derived): D(a) = L' + c a^2 + d a^4, so |c h^2| <= (|D(2h) - D(h)| + both
  *      differences' R + both shifts) / 3, and D(h) - L' = c h^2 + d h^4. The d terms
@@ -254,6 +257,14 @@ static struct diff diff_at(const struct meas *m, int j, const double *w)
 	return x;
 }
 
+/* The width of a value's rounding interval: the span of the run's value and its two
+ * twins' (as tests/dump_compare.c's --up/--down), |up - down| where the run's lies
+ * between them, more where it does not. */
+static double span3(double a, double up, double down)
+{
+	return fmax(a, fmax(up, down)) - fmin(a, fmin(up, down));
+}
+
 /* The derived bound on |D(h) - g| for one parameter, from the run (m) and the same
  * run rounded upward (u) and downward (v): *tol, and its parts for the diagnostics. */
 struct bound {
@@ -264,9 +275,9 @@ static struct bound derive(const struct meas *m, const struct meas *u, const str
 {
 	const double eps32 = 0x1p-24;
 	struct bound b;
-	double w[4], w0 = fabs(u->l0 - v->l0) + m->e0;
+	double w[4], w0 = span3(m->l0, u->l0, v->l0) + m->e0;
 	for (int j = 0; j < 4; j++)
-		w[j] = fabs(u->L[j] - v->L[j]) + m->e[j];
+		w[j] = span3(m->L[j], u->L[j], v->L[j]) + m->e[j];
 	struct diff d1 = diff_at(m, 0, w), d2 = diff_at(m, 1, w);
 	double up = m->x[0] - m->p0, dn = m->p0 - m->x[1];
 	/* |L''| near p0: the second divided difference over p0 - dn, p0, p0 + up, with its
@@ -277,7 +288,7 @@ static struct bound derive(const struct meas *m, const struct meas *u, const str
 	b.g = m->p0 - m->p1;
 	b.d = d1.d;
 	/* the gradient's rounding: its interval, and one rounding of g and of p1 = p0 - g */
-	b.grad = fabs((u->p0 - u->p1) - (v->p0 - v->p1)) + eps32 * (fabs(b.g) + fabs(m->p1));
+	b.grad = span3(b.g, u->p0 - u->p1, v->p0 - v->p1) + eps32 * (fabs(b.g) + fabs(m->p1));
 	b.fd = d1.r;
 	b.trunc = (fabs(d2.d - d1.d) + d1.r + d2.r + lpp * (fabs(d1.s) + fabs(d2.s))) /
 	          ((d2.a * d2.a) / (d1.a * d1.a) - 1);
