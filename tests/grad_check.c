@@ -266,7 +266,7 @@ static double span3(double a, double up, double down)
 }
 
 /* The derived bound on |D(h) - g| for one parameter, from the run (m) and the same
- * run rounded upward (u) and downward (v): *tol, and its parts for the diagnostics. */
+ * run rounded upward (u) and downward (v): tol, and its parts for the diagnostics. */
 struct bound {
 	double g, d, tol, grad, fd, trunc, shift;
 };
