@@ -33,7 +33,7 @@ done
 if [ $# -gt 0 ]; then
 	tests=$*
 else
-	tests="tests/test_kernels_fd tests/test_idx tests/test_text tests/test_api tests/grad_check \
+	tests="tests/test_kernels_fd tests/test_idx tests/test_text tests/test_api tests/grad_check.sh \
 tests/test_trace_write tests/rdb2txt.sh tests/layout.sh tests/bad_config.sh tests/nonfinite.sh \
 tests/trace_names.sh tests/example_cli.sh"
 fi
@@ -61,7 +61,7 @@ echo "== configure and build (CFLAGS: -g -O1 $san)"
 		sh scripts/families.sh . &&
 		make -j"$jobs" &&
 		# shellcheck disable=SC2086
-		make -j"$jobs" $(echo "$tests" | tr ' ' '\n' | grep -v '\.sh$') tests/train_dump \
+		make -j"$jobs" $(echo "$tests" | tr ' ' '\n' | grep -v '\.sh$') tests/grad_check tests/train_dump \
 			tests/dump_compare
 ) >"$build/build.log" 2>&1 || {
 	tail -40 "$build/build.log"
