@@ -201,9 +201,82 @@ def write_hf_dir(d, config, sd, shards):
         json.dump(dict(metadata=dict(total_size=total), weight_map=wm), f, indent=2)
 
 
+# --- shardflow's formulas in float64 (--double) ----------------------------------------
+#
+# The float64 twin computes, to ~1e-16, the exact result of the formulas shardflow
+# evaluates in float32, so that it lies within the rounding interval of a shardflow run
+# (docs/testing.md, "The rounding interval"). The interval brackets rounding only, so the
+# twin takes shardflow's formulas where they are not the textbook's and its constants as
+# the floats it holds: the exponential of the softmaxes, GELU and the loss is exp_v4's
+# degree-7 Taylor polynomial (its truncation, up to 7.3e-9 relative, is not a rounding),
+# with its float coefficients; GELU is v / (1 + exp(-2u)) with float K and C; the norms'
+# eps, the loss scale, AdamW's constants and the learning rate are the floats shardflow
+# computes (on the host, rounding to nearest; a constant a worker computes rounds within
+# the interval either way).
+
+def f32(x):
+    """x rounded to float32, as a Python float"""
+    return struct.unpack("f", struct.pack("f", x))[0]
+
+
+EXP_POLY = [f32(1.0 / 5040.0), f32(1.0 / 720.0), f32(1.0 / 120.0), f32(1.0 / 24.0),
+            f32(1.0 / 6.0), 0.5, 1.0, 1.0]  # layers/softmax_xent_math.h's sf_exp_poly
+GELU_K, GELU_C = f32(0.7978845608028654), f32(0.044715)  # layers/gelu_math.h
+
+
+def exp_poly(x):
+    """sf_exp_poly (exp_v4's lanes) in float64: 2^k p(r), k = round(x / ln 2), r = x -
+    k ln 2, p the Taylor polynomial of degree 7 with float coefficients, x clamped to
+    [-87, 88]. Its derivative is taken as itself, as shardflow's backward formulas use
+    the forward's exponentials (softmax's p (dy - sum p dy), GELU's e)."""
+    import torch
+
+    class ExpPoly(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            x = x.clamp(-87.0, 88.0)
+            k = torch.round(x / math.log(2.0))
+            r = x - k * math.log(2.0)
+            p = torch.full_like(r, EXP_POLY[0])
+            for c in EXP_POLY[1:]:
+                p = p * r + c
+            out = torch.ldexp(p, k)
+            ctx.save_for_backward(out)
+            return out
+
+        @staticmethod
+        def backward(ctx, g):
+            (out,) = ctx.saved_tensors
+            return g * out
+    return ExpPoly.apply(x)
+
+
+def softmax_poly(att, mask):
+    """a causal softmax of the last dimension as shardflow's attention: exp_poly of the
+    scores less their row's maximum, over the allowed entries only"""
+    mx = att.masked_fill(~mask, float("-inf")).amax(-1, keepdim=True).detach()
+    e = exp_poly((att - mx).masked_fill(~mask, -87.0)).masked_fill(~mask, 0.0)
+    return e / e.sum(-1, keepdim=True)
+
+
+def gelu_poly(v):
+    """layers/gelu_math.h: v / (1 + exp(-2 K (v + C v^3)))"""
+    return v / (1.0 + exp_poly(-2.0 * (GELU_K * (v + GELU_C * v * v * v))))
+
+
+def xent_sum_poly(logits, y):
+    """the summed cross-entropy of the rows as sf_softmax_xent_row: log(sum exp_poly(z -
+    max)) + max - z[label]"""
+    mx = logits.amax(-1, keepdim=True).detach()
+    s = exp_poly(logits - mx).sum(-1)
+    return (s.log() + mx.squeeze(-1) - logits.gather(-1, y.view(-1, 1)).squeeze(-1)).sum()
+
+
 # --- the model ------------------------------------------------------------------------
 
-def build_model(layers, heads, embd, context, vocab, tied, sdpa=False):
+def build_model(layers, heads, embd, context, vocab, tied, sdpa=False, poly=False):
+    """nanoGPT's GPT; poly: shardflow's formulas and constants (see exp_poly), for the
+    float64 twin"""
     import torch
     import torch.nn as nn
     import torch.nn.functional as F
@@ -231,8 +304,11 @@ def build_model(layers, heads, embd, context, vocab, tied, sdpa=False):
             if self.mask.device != x.device:
                 self.mask = self.mask.to(x.device)
             att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hs))
-            att = att.masked_fill(~self.mask[:, :, :T, :T], float("-inf"))
-            att = F.softmax(att, dim=-1)
+            if poly:
+                att = softmax_poly(att, self.mask[:, :, :T, :T])
+            else:
+                att = att.masked_fill(~self.mask[:, :, :T, :T], float("-inf"))
+                att = F.softmax(att, dim=-1)
             y = (att @ v).transpose(1, 2).contiguous().view(B, T, C)
             return self.c_proj(y)
 
@@ -243,14 +319,18 @@ def build_model(layers, heads, embd, context, vocab, tied, sdpa=False):
             self.c_proj = nn.Linear(4 * embd, embd)
 
         def forward(self, x):
+            if poly:
+                return self.c_proj(gelu_poly(self.c_fc(x)))
             return self.c_proj(F.gelu(self.c_fc(x), approximate="tanh"))
+
+    ln_eps = f32(1e-5) if poly else 1e-5
 
     class Block(nn.Module):
         def __init__(self):
             super().__init__()
-            self.ln_1 = nn.LayerNorm(embd, eps=1e-5)
+            self.ln_1 = nn.LayerNorm(embd, eps=ln_eps)
             self.attn = Attention()
-            self.ln_2 = nn.LayerNorm(embd, eps=1e-5)
+            self.ln_2 = nn.LayerNorm(embd, eps=ln_eps)
             self.mlp = MLP()
 
         def forward(self, x):
@@ -264,7 +344,7 @@ def build_model(layers, heads, embd, context, vocab, tied, sdpa=False):
                 wte=nn.Embedding(vocab, embd),
                 wpe=nn.Embedding(context, embd),
                 h=nn.ModuleList([Block() for _ in range(layers)]),
-                ln_f=nn.LayerNorm(embd, eps=1e-5)))
+                ln_f=nn.LayerNorm(embd, eps=ln_eps)))
             self.lm_head = nn.Linear(embd, vocab, bias=False)
             if tied:
                 self.lm_head.weight = self.transformer.wte.weight
@@ -406,18 +486,21 @@ def llama_ffn_dim(embd, ffn_dim, multiple_of=32):
 
 
 def build_llama(layers, heads, kv_heads, embd, context, vocab, tied, ffn_dim, rope_theta,
-                eps=1e-5, sdpa=False):
+                eps=1e-5, sdpa=False, poly=False):
     """Hugging Face's LlamaForCausalLM (modeling_llama.py, written out: no transformers on
     Debian 12): RMSNorm, rotate_half rotary embeddings, repeat_kv grouped-query
     attention, SwiGLU MLP, no biases. The state_dict keys are LlamaForCausalLM's. The
     rotary angles are computed in float64 and rounded, as shardflow's rope table.
     sdpa: attention by F.scaled_dot_product_attention (causal, enable_gqa), as a user
-    runs it fast (the speed command; PyTorch 2.5 or newer)."""
+    runs it fast (the speed command; PyTorch 2.5 or newer). poly: shardflow's formulas
+    and constants (see exp_poly), for the float64 twin."""
     import torch
     import torch.nn as nn
     import torch.nn.functional as F
     hs = embd // heads
     ffn = llama_ffn_dim(embd, ffn_dim)
+    if poly:
+        eps = f32(eps)
 
     class RMSNorm(nn.Module):
         def __init__(self):
@@ -468,8 +551,11 @@ def build_llama(layers, heads, kv_heads, embd, context, vocab, tied, ffn_dim, ro
             k = k[:, :, None].expand(B, kv_heads, g, T, hs).reshape(B, heads, T, hs)
             v = v[:, :, None].expand(B, kv_heads, g, T, hs).reshape(B, heads, T, hs)
             att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hs))
-            att = att.masked_fill(~self.mask[:T, :T], float("-inf"))
-            y = (F.softmax(att, dim=-1) @ v).transpose(1, 2).contiguous().view(B, T, C)
+            if poly:
+                att = softmax_poly(att, self.mask[:T, :T])
+            else:
+                att = F.softmax(att.masked_fill(~self.mask[:T, :T], float("-inf")), dim=-1)
+            y = (att @ v).transpose(1, 2).contiguous().view(B, T, C)
             return self.o_proj(y)
 
     class MLP(nn.Module):
@@ -523,13 +609,14 @@ def make_model(a):
     if getattr(a, "arch", "gpt") == "llama":
         kv = a.kv_heads or (a.heads // 2 if a.heads % 2 == 0 else a.heads)
         model = build_llama(a.layers, a.heads, kv, a.embd, a.context, a.vocab, a.tied,
-                            a.ffn_dim, a.rope_theta)
+                            a.ffn_dim, a.rope_theta, poly=getattr(a, "double", False))
         sd = read_safetensors(a.weights)
         if a.tied:
             sd["lm_head.weight"] = sd["model.embed_tokens.weight"]
         model.load_state_dict(sd, strict=True)
         return model
-    model = build_model(a.layers, a.heads, a.embd, a.context, a.vocab, not a.untied)
+    model = build_model(a.layers, a.heads, a.embd, a.context, a.vocab, not a.untied,
+                        poly=getattr(a, "double", False))
     return load_weights(model, a.weights, not a.untied)
 
 
@@ -579,6 +666,9 @@ def parse_args(argv):
     lg.add_argument("--index", type=int, default=0)
     lg.add_argument("--rtol", type=float, default=1e-4)
     lg.add_argument("--perturb", action="store_true")
+    lg.add_argument("--double", action="store_true")
+    lg.add_argument("--dumps-up")
+    lg.add_argument("--dumps-down")
     tr = sub.add_parser("train", help="train from shardflow's initial weights")
     add_model_args(tr)
     tr.add_argument("--weights", required=True)
@@ -591,6 +681,7 @@ def parse_args(argv):
     tr.add_argument("--grad-accum", type=int,
                     default=int(os.environ.get("SHARDFLOW_GRAD_ACCUM", "1") or 1))
     tr.add_argument("--ddp", action="store_true")
+    tr.add_argument("--double", action="store_true")
     tr.add_argument("--threads", type=int, default=1)
     tr.add_argument("--out-losses")
     tr.add_argument("--time-from", type=int, default=2)
@@ -621,8 +712,10 @@ def parse_args(argv):
         ap.error("--embd %d must be a multiple of --heads %d" % (a.embd, a.heads))
     if a.cmd == "logits" and not (a.weights or a.hf):
         ap.error("logits needs --weights or --hf")
-    if a.cmd == "train" and a.min_lr < 0:
-        a.min_lr = a.lr / 10
+    if a.cmd == "train":
+        a.min_lr_given = a.min_lr >= 0
+        if a.min_lr < 0:
+            a.min_lr = a.lr / 10
     return a
 
 
@@ -684,11 +777,16 @@ def cmd_logits(a):
     if a.hf:
         model = load_hf(a.hf)
     else:
-        model = build_model(a.layers, a.heads, a.embd, a.context, a.vocab, not a.untied)
+        model = build_model(a.layers, a.heads, a.embd, a.context, a.vocab, not a.untied,
+                            poly=a.double)
         load_weights(model, a.weights, not a.untied)
     if a.perturb:
         with torch.no_grad():
             model.transformer.wte.weight.mul_(1.001)
+    if a.double:
+        model = model.double()
+    if a.dumps_up or a.dumps_down:
+        return logits_within(a, model)
     data, end = read_data(a)
     rank, worst, scale, rows_seen = 0, 0.0, 0.0, 0
     while os.path.exists("%s.rank%d" % (a.dumps, rank)):
@@ -702,7 +800,7 @@ def cmd_logits(a):
             return 1
         with torch.no_grad():
             got = model(torch.tensor(ids, dtype=torch.long).view(rows, T))
-        worst = max(worst, (got - ref).abs().max().item())
+        worst = max(worst, (got.double() - ref.double()).abs().max().item())
         scale = max(scale, ref.abs().max().item())
         rows_seen += rows
         rank += 1
@@ -714,6 +812,99 @@ def cmd_logits(a):
           "%.3g, relative %.3g (tolerance %.3g): %s"
           % (rank, rows_seen, a.context, worst, scale, rel, a.rtol, "equal" if ok else "DIFFERENT"))
     return 0 if ok else 1
+
+
+EPS32 = 2.0 ** -24
+
+
+def within_blocks(a, b, up, down, block=64):
+    """(worst ratio, its block, interval total) of the blocks of `block` consecutive
+    values: ||a - b||_2 against ||up - down||_2 + eps32 ||b||_2 (tests/dump_compare's
+    --up/--down rule; all four float64 tensors of one shape)"""
+    import torch
+    n = a.numel()
+    pad = -n % block
+
+    def blocks(t):
+        t = t.reshape(-1).double()
+        return torch.cat((t, t.new_zeros(pad))).view(-1, block).norm(dim=1)
+    diff, width, own = blocks(a - b), blocks(up - down), blocks(b)
+    bound = width + EPS32 * own
+    ratio = torch.where(diff == 0, torch.zeros_like(diff), diff / bound)
+    at = int(ratio.argmax())
+    return float(ratio[at]), at, float(width.sum())
+
+
+def logits_within(a, model):
+    """--dumps-up/--dumps-down: each rank's logits of the float64 twin within the
+    rounding interval of shardflow's (the same gpt_logits run rounded upward and
+    downward): blocks of 64 by 2-norm, as tests/dump_compare --up/--down"""
+    import torch
+    if not (a.dumps_up and a.dumps_down):
+        raise ValueError("--dumps-up and --dumps-down go together")
+    data, end = read_data(a)
+    rank, worst, where, width = 0, 0.0, "", 0.0
+    while os.path.exists("%s.rank%d" % (a.dumps, rank)):
+        dumps = [read_dump("%s.rank%d" % (d, rank)) for d in (a.dumps, a.dumps_up, a.dumps_down)]
+        first, rows, T, V, ids, ref = dumps[0]
+        if T != a.context or V != a.vocab:
+            raise ValueError("rank %d's dump is T %d, V %d; the options say %d, %d"
+                             % (rank, T, V, a.context, a.vocab))
+        if any(d[:5] != dumps[0][:5] for d in dumps[1:]):
+            raise ValueError("rank %d: the upward and downward dumps are not of the same batch"
+                             % rank)
+        x, _ = text_batch(data, end, 0, a.seed, a.index, first, rows, T)
+        if x != ids:
+            print("rank %d: the ids differ from the batch text_batch() draws" % rank)
+            return 1
+        with torch.no_grad():
+            got = model(torch.tensor(ids, dtype=torch.long).view(rows, T))
+        r, at, w = within_blocks(got, ref, dumps[1][5], dumps[2][5])
+        width += w
+        if r > worst or not where:
+            worst, where = r, "rank %d, block %d" % (rank, at)
+        rank += 1
+    if rank == 0:
+        raise ValueError("no %s.rank0" % a.dumps)
+    ok = worst <= 1.0 and width > 0
+    print("%d rank file(s): the largest difference is %.3g of its interval (%s; blocks of 64)"
+          "%s: %s" % (rank, worst, where, "" if width > 0 else ", the interval is empty",
+                      "within" if ok else "DIFFERENT"))
+    return 0 if ok else 1
+
+
+def lr_at_f32(a, step):
+    """examples/gpt's lr_at, its float operations each rounded to float32 (the host's
+    rounding to nearest): the learning rate shardflow's optimizer is given"""
+    import numpy as np
+    lr, warmup = np.float32(a.lr), np.float32(a.warmup)
+    min_lr = np.float32(a.min_lr) if a.min_lr_given else lr / np.float32(10)
+    if step < a.warmup:
+        return float(lr * np.float32(step + 1) / warmup)
+    span = float(a.steps - a.warmup)
+    p = (step - a.warmup) / span if span > 0 else 1.0
+    p = min(p, 1.0)
+    return float(min_lr + np.float32(0.5 * (1.0 + math.cos(math.pi * p))) * (lr - min_lr))
+
+
+def adamw_f32_step(groups, state, lr, b1, b2, eps):
+    """shardflow's AdamW (tasks/optimizers/adamw.h) in the parameters' dtype, its
+    constants as shardflow holds them: lr, b1, b2, eps, wd floats, the bias corrections
+    1 - b^t computed in double and rounded to float (_sf_adamw_corrections)"""
+    import torch
+    state["t"] = t = state.get("t", 0) + 1
+    c1, c2 = f32(1.0 - b1 ** t), f32(1.0 - b2 ** t)
+    with torch.no_grad():
+        for g in groups:
+            for p in g["params"]:
+                if p.grad is None:
+                    continue
+                st = state.setdefault(id(p), [torch.zeros_like(p), torch.zeros_like(p)])
+                m, v = st
+                p.sub_(lr * g["weight_decay"] * p)
+                m.mul_(b1).add_((1.0 - b1) * p.grad)
+                v.mul_(b2).add_((1.0 - b2) * p.grad * p.grad)
+                p.sub_(lr * (m / c1) / ((v / c2).sqrt() + eps))
 
 
 def lr_at(a, step):
@@ -746,6 +937,10 @@ def cmd_train(a):
     if a.batch < world:
         raise ValueError("--batch %d is smaller than the %d ranks" % (a.batch, world))
     model = make_model(a)
+    if a.double:
+        if a.ddp:
+            raise ValueError("--double is the single-process reference: not with --ddp")
+        model = model.double()
     net = model
     if a.ddp:
         import datetime
@@ -767,16 +962,17 @@ def cmd_train(a):
         skip = (p.dim() < 2 or "wte" in n or "wpe" in n or ".ln_" in n or "ln_f" in n
                 or "embed_tokens" in n)
         (nodecay if skip else decay).append(p)
-    opt = torch.optim.AdamW([dict(params=decay, weight_decay=a.weight_decay),
-                             dict(params=nodecay, weight_decay=0.0)],
-                            lr=a.lr, betas=(0.9, 0.99), eps=1e-8)
+    groups = [dict(params=decay, weight_decay=f32(a.weight_decay) if a.double else a.weight_decay),
+              dict(params=nodecay, weight_decay=0.0)]
+    opt = torch.optim.AdamW(groups, lr=a.lr, betas=(0.9, 0.99), eps=1e-8)
+    adam_state = {}
     K = a.grad_accum
     data, end = read_data(a)
     first, rows = local_rows(a.batch, rank, world)
     T, losses, times = a.context, [], []
     for step in range(a.steps):
         for g in opt.param_groups:
-            g["lr"] = lr_at(a, step)
+            g["lr"] = lr_at_f32(a, step) if a.double else lr_at(a, step)
         t0 = time.perf_counter()
         opt.zero_grad(set_to_none=True)
         loss = 0.0
@@ -788,13 +984,20 @@ def cmd_train(a):
             # the mean over the global batch: this rank's sum / (B T), summed by DDP's
             # all-reduce of the gradients, which averages over the ranks: scale by
             # world; the mean over the K micro-batches: by 1 / K
-            loss_sum = torch.nn.functional.cross_entropy(logits.view(-1, a.vocab), yt,
-                                                         reduction="sum")
-            (loss_sum * (world / (a.batch * T * K))).backward()
+            if a.double:  # shardflow's loss row and its scale, a float
+                loss_sum = xent_sum_poly(logits.view(-1, a.vocab), yt)
+                (loss_sum * f32(1.0 / (a.batch * T * K))).backward()
+            else:
+                loss_sum = torch.nn.functional.cross_entropy(logits.view(-1, a.vocab), yt,
+                                                             reduction="sum")
+                (loss_sum * (world / (a.batch * T * K))).backward()
             loss = loss + loss_sum.detach() / K
         if a.grad_clip > 0:
             torch.nn.utils.clip_grad_norm_(model.parameters(), a.grad_clip)
-        opt.step()
+        if a.double:
+            adamw_f32_step(groups, adam_state, lr_at_f32(a, step), f32(0.9), f32(0.99), f32(1e-8))
+        else:
+            opt.step()
         times.append(time.perf_counter() - t0)
         if a.ddp:
             import torch.distributed as dist
