@@ -822,11 +822,12 @@ def within_blocks(a, b, up, down, block=64):
     values: ||a - b||_2 against ||up - down||_2 + eps32 ||b||_2 (tests/dump_compare's
     --up/--down rule; all four float64 tensors of one shape)"""
     import torch
+    a, b, up, down = (t.double() for t in (a, b, up, down))
     n = a.numel()
     pad = -n % block
 
     def blocks(t):
-        t = t.reshape(-1).double()
+        t = t.reshape(-1)
         return torch.cat((t, t.new_zeros(pad))).view(-1, block).norm(dim=1)
     diff, width, own = blocks(a - b), blocks(up - down), blocks(b)
     bound = width + EPS32 * own

@@ -9,11 +9,13 @@
 # the same steps with clip_grad_norm_ and param_groups made from its own model's names,
 # and checks which steps its norms clip (all, none or some, as each case claims).
 #  - Every step clipped (max_norm below every norm), free-running from the initial
-#    weights: every step's norm (rtol 1e-6) and the final parameters (SGD rtol 1e-6;
-#    AdamW 1e-4: it amplifies the float32 rounding of tiny gradients, see
-#    accumulation.sh; floor 1e-2). The MLP and sf_gpt_graph (a tied head, layernorms,
-#    embeddings), N = 1, 2, 3, full / grad_op / none sharding, weight decay 0.1 with the
-#    default groups and with none, a clipped step of 3 micro-batches.
+#    weights: every step's norm and the final parameters (blocks of 64 by 2-norm) of
+#    the float64 oracle (shardflow's formulas and float constants: torch_clip.py)
+#    within the rounding interval of shardflow's, the same case run again rounded
+#    upward and downward (SHARDFLOW_ROUNDING; docs/testing.md). The MLP and
+#    sf_gpt_graph (a tied head, layernorms, embeddings), N = 1, 2, 3, full / grad_op /
+#    none sharding, SGD and AdamW, weight decay 0.1 with the default groups and with
+#    none, a clipped step of 3 micro-batches.
 #  - Above and below the threshold, step by step (torch_clip.py --per-step: each
 #    PyTorch step starts from shardflow's parameters after the previous one, with SGD,
 #    so every tolerance is derived from float32 rounding; torch_clip.py says how): a
@@ -46,8 +48,8 @@ have_torch=yes
 oracle() {
 	_name=$1 _np=$2 _sh=$3 _model=$4 _opt=$5 _b=$6 _k=$7 _clip=$8 _wd=$9 _nd=${10}
 	_clipped=${11} _mode=${12:-free}
-	_lr=0.01 _prtol=1e-6 _T=1 _env="SHARDFLOW_SHARDING=$_sh" _where="$_np rank(s), $_sh"
-	[ "$_opt" = adamw ] && _lr=0.001 _prtol=1e-4
+	_lr=0.01 _T=1 _env="SHARDFLOW_SHARDING=$_sh" _where="$_np rank(s), $_sh"
+	[ "$_opt" = adamw ] && _lr=0.001
 	[ "$_model" != mlp ] && _T=5
 	[ "$_sh" = hybrid ] && _env="$_env SHARDFLOW_NODE_SIZE=2" _where="hybrid $((_np / 2)) x 2"
 	_desc="$_model, $_opt, clip $_clip ($_clipped clipped), weight decay $_wd, no-decay $_nd"
@@ -58,13 +60,27 @@ oracle() {
 		skip "$_desc: $PY cannot import torch (apt-get install -y python3-torch)"
 		return
 	fi
-	_export="--export $tmp/$_name.w1" _check="--final $tmp/$_name.w1 --param-rtol $_prtol"
+	_case="--model $_model --optimizer $_opt --steps 5 --batch $_b --accum $_k --clip $_clip"
+	_case="$_case --weight-decay $_wd --no-decay $_nd"
+	_export="--export $tmp/$_name.w1"
+	_check="--final $tmp/$_name.w1 --norms-up $tmp/$_name.up.out --norms-down $tmp/$_name.down.out"
+	_check="$_check --final-up $tmp/$_name.up.w1 --final-down $tmp/$_name.down.w1"
 	[ "$_mode" = step ] && _export="--export-steps $tmp/$_name.w" _check="--per-step $tmp/$_name.w"
 	# shellcheck disable=SC2086
-	train "$_np" "$_name" $_env --model "$_model" --optimizer "$_opt" \
-		--steps 5 --batch "$_b" --accum "$_k" --clip "$_clip" --weight-decay "$_wd" \
-		--no-decay "$_nd" --export-init "$tmp/$_name.w0" $_export \
+	train "$_np" "$_name" $_env $_case --export-init "$tmp/$_name.w0" $_export \
 		--data "$tmp/$_name.data" || { ok 1 "$_desc: train_dump"; return; }
+	# free-running: the norms' and final parameters' rounding interval, the same case
+	# rounded upward and downward (docs/testing.md)
+	# (train sets $_name and $_env: the loop keeps its own)
+	_oname=$_name _oenv=$_env
+	if [ "$_mode" = free ]; then
+		for _r in up down; do
+			# shellcheck disable=SC2086
+			train "$_np" "$_oname.$_r" SHARDFLOW_ROUNDING=${_r}ward $_oenv $_case \
+				--export "$tmp/$_oname.$_r.w1" || { ok 1 "$_desc: train_dump, rounded ${_r}ward"; return; }
+		done
+	fi
+	_name=$_oname
 	# shellcheck disable=SC2086
 	"$PY" "$ORACLE" --model "$_model" --weights "$tmp/$_name.w0" --data "$tmp/$_name.data" \
 		--steps 5 --rows $((_b * _k * _T)) --optimizer "$_opt" --lr $_lr --clip "$_clip" \
