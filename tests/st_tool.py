@@ -5,15 +5,23 @@ only: no numpy, no torch).
   st_tool.py untie IN OUT        OUT = IN plus lm_head.weight, a copy of
                                  transformer.wte.weight (a tied model's weights for
                                  the untied twin)
-  st_tool.py tied-check W0 T1 U1 RTOL
+  st_tool.py tied-check W0 T1 U1 TUP TDOWN
                                  one SGD step of a tied model (T1) against one of its
                                  untied twin (U1), both from W0: the tied matrix must
                                  have moved by the sum of the untied embedding's and
-                                 head's moves, T1.wte - W0.wte = (U1.wte - W0.wte) +
+                                 head's moves, T1.wte = W0.wte + (U1.wte - W0.wte) +
                                  (U1.lm_head - W0.wte), and every other tensor as in
-                                 U1. Prints the worst relative differences; exit 0 when
-                                 within RTOL, 1 otherwise, 2 on bad input.
-Relative difference: |a - b| / max(|a|, |b|, floor), floor = 1e-3 of the largest move.
+                                 U1, within T1's rounding interval: T1's run again with
+                                 every CPU worker rounding upward (TUP) and downward
+                                 (TDOWN). Prints the worst ratios; exit 0 when within,
+                                 1 otherwise, 2 on bad input.
+Within the interval: in blocks of 64 consecutive values of a tensor, ||a - b||_2 <=
+||up - down||_2 + eps32 ||b||_2, tests/dump_compare's --up/--down rule
+(docs/testing.md, "The rounding interval"). The untied twin sums the same gradients in
+other groups and rounds its update once a matrix, where the tied run adds the two
+gradients and rounds once: the eps32 ||b|| term is that extra rounding of the weights.
+Each untied move must also exceed 10 times the whole matrix's bound, so that a tied
+move missing either is caught.
 Tensors of different shapes or sizes, a tensor whose data_offsets do not match its
 shape, or files without the tensors compared (W0's in T1, W0's and lm_head.weight in
 U1) are bad input (exit 2, a message naming the tensor), never compared on their
@@ -97,52 +105,68 @@ def untie(src, dst):
     write(dst, t)
 
 
-def tied_check(w0p, t1p, u1p, rtol):
-    w0, t1, u1 = read(w0p), read(t1p), read(u1p)
+EPS32 = 2.0 ** -24  # float32's unit roundoff
+
+
+def blocks_within(a, b, up, down, block=64):
+    """The worst ratio over blocks of `block` consecutive values of ||a - b||_2 to
+    ||up - down||_2 + eps32 ||b||_2 (tests/dump_compare's --up/--down rule), its block,
+    the whole vectors' bound (the sum of the blocks') and the interval's part of it
+    (zero when the rounding never reached the workers)"""
+    worst, at, total, width = 0.0, -1, 0.0, 0.0
+    for i in range(0, len(b), block):
+        d = w = n = 0.0
+        for x, y, u, v in zip(a[i:i + block], b[i:i + block], up[i:i + block], down[i:i + block]):
+            d += (x - y) ** 2
+            w += (u - v) ** 2
+            n += y * y
+        bound = w ** 0.5 + EPS32 * n ** 0.5
+        total += bound
+        width += w ** 0.5
+        r = 0.0 if d == 0 else d ** 0.5 / bound if bound > 0 else float("inf")
+        if r > worst or at < 0:
+            worst, at = r, i // block
+    return worst, at, total, width
+
+
+def tied_check(w0p, t1p, u1p, upp, downp):
+    w0, t1, u1, up, down = read(w0p), read(t1p), read(u1p), read(upp), read(downp)
     wte = "transformer.wte.weight"
     # T1 may hold more (tests/tied.sh passes an untied file as T1 to see it refused)
-    if not set(w0) <= set(t1) or set(u1) != set(w0) | {"lm_head.weight"}:
-        raise ValueError(f"tensor names differ: {t1p} must hold those of {w0p}, {u1p} "
-                         f"those and lm_head.weight")
+    if (not set(w0) <= set(t1) or set(u1) != set(w0) | {"lm_head.weight"}
+            or set(up) != set(w0) or set(down) != set(w0)):
+        raise ValueError(f"tensor names differ: {t1p}, {upp} and {downp} must hold those of "
+                         f"{w0p}, {u1p} those and lm_head.weight")
     for name in sorted(w0):
-        same_shapes(name, (w0p, *w0[name]), (t1p, *t1[name]), (u1p, *u1[name]))
+        same_shapes(name, (w0p, *w0[name]), (t1p, *t1[name]), (u1p, *u1[name]),
+                    (upp, *up[name]), (downp, *down[name]))
     same_shapes("lm_head.weight against " + wte, (w0p, *w0[wte]), (u1p, *u1["lm_head.weight"]))
     e0 = w0[wte][1]
-    # the tied matrix's move against the sum of the two untied moves
-    tmove = [a - e for a, e in zip(t1["transformer.wte.weight"][1], e0)]
-    umove = [(ue - e) + (uh - e) for ue, uh, e in
-             zip(u1["transformer.wte.weight"][1], u1["lm_head.weight"][1], e0)]
-    scale = max(max(abs(v) for v in tmove), 1e-30)
-    floor = 1e-3 * scale
-
-    def worst(xs, ys):
-        w, at = 0.0, -1
-        for i, (a, b) in enumerate(zip(xs, ys)):
-            d = abs(a - b) / max(abs(a), abs(b), floor)
-            if d > w:
-                w, at = d, i
-        return w, at
-
-    ok = True
-    d, at = worst(tmove, umove)
-    print(f"wte move: tied vs embedding + head moves of the untied twin: max relative "
-          f"difference {d:.3g} at {at} (largest move {scale:.3g})")
-    ok &= d <= rtol
-    head_move = max(abs(uh - e) for uh, e in zip(u1["lm_head.weight"][1], e0))
-    emb_move = max(abs(ue - e) for ue, e in zip(u1["transformer.wte.weight"][1], e0))
-    print(f"untied moves: embedding {emb_move:.3g}, head {head_move:.3g}")
-    ok &= head_move > 10 * rtol * scale and emb_move > 10 * rtol * scale
+    # the tied matrix against W0 moved by both untied moves (in double: a difference of
+    # two floats is exact there)
+    emb = [ue - e for ue, e in zip(u1[wte][1], e0)]
+    head = [uh - e for uh, e in zip(u1["lm_head.weight"][1], e0)]
+    twin = [e + m + h for e, m, h in zip(e0, emb, head)]
+    d, at, bound, width = blocks_within(twin, t1[wte][1], up[wte][1], down[wte][1])
+    print(f"wte: tied against W0 + the untied twin's embedding and head moves: the "
+          f"largest difference is {d:.3g} of the tied run's rounding interval (block {at} "
+          f"of 64 values)")
+    ok = d <= 1.0 and width > 0
+    if not width > 0:
+        print(f"{upp} and {downp} hold the same wte: the interval is empty")
+    # each untied move alone is far outside the bound: leaving either out is caught
+    emb_move = sum(v * v for v in emb) ** 0.5
+    head_move = sum(v * v for v in head) ** 0.5
+    print(f"untied moves (2-norm): embedding {emb_move:.3g}, head {head_move:.3g}; the "
+          f"interval's bound over wte {bound:.3g}")
+    ok &= head_move > 10 * bound and emb_move > 10 * bound
     for name in sorted(w0):
         if name == wte:
             continue
-        a, b = t1[name][1], u1[name][1]
-        m0 = w0[name][1]
-        mv = max(max(abs(x - y) for x, y in zip(a, m0)), 1e-30)
-        fl = 1e-3 * mv
-        w = max((abs(x - y) / max(abs(x - z), abs(y - z), fl) for x, y, z in zip(a, b, m0)),
-                default=0.0)
-        if w > rtol:
-            print(f"{name}: moves differ by {w:.3g} (relative)")
+        w, at, _, _ = blocks_within(u1[name][1], t1[name][1], up[name][1], down[name][1])
+        if not w <= 1.0:
+            print(f"{name}: the untied twin's is {w:.3g} of the tied run's rounding interval "
+                  f"(block {at})")
             ok = False
     print("equal" if ok else "DIFFERENT")
     return 0 if ok else 1
@@ -153,8 +177,8 @@ def main(argv):
         if len(argv) == 4 and argv[1] == "untie":
             untie(argv[2], argv[3])
             return 0
-        if len(argv) == 6 and argv[1] == "tied-check":
-            return tied_check(argv[2], argv[3], argv[4], float(argv[5]))
+        if len(argv) == 7 and argv[1] == "tied-check":
+            return tied_check(*argv[2:7])
     except (OSError, ValueError, KeyError) as e:
         print(f"st_tool.py: {e}", file=sys.stderr)
         return 2
