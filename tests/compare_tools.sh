@@ -139,7 +139,8 @@ ST="$top_srcdir/tests/st_tool.py"
 # wte of WTE_SHAPE ("4,3"), a bias "b" and, when given, lm_head.weight; value i of a
 # tensor is 0.01 ((7 i) mod 13) + 0.001 SEED (i mod 3 + 1): linear in the seed, so
 # seeds 0 (W0), 1 and 2 (the untied twin's wte and head) and 3 (the tied wte) are a
-# consistent step (3 - 0 = (1 - 0) + (2 - 0))
+# consistent step (3 - 0 = (1 - 0) + (2 - 0)); seeds 3.001 and 2.999 (bias 1.001 and
+# 0.999) the tied run's rounding interval, wider than the values' own rounding
 st() {
 	python3 - "$ST" "$tmp/$1.st" "$2" "$3" "$4" "$5" "${6:-}" "${7:-0}" <<'EOF'
 import sys
@@ -151,7 +152,7 @@ def tensor(shape, seed):
     n = 1
     for d in shape:
         n *= d
-    return (shape, array("f", [0.01 * (i * 7 % 13) + 0.001 * int(seed) * (i % 3 + 1)
+    return (shape, array("f", [0.01 * (i * 7 % 13) + 0.001 * float(seed) * (i % 3 + 1)
                                for i in range(n)]))
 def dims(s):
     return [int(d) for d in s.split(",")]
@@ -167,9 +168,12 @@ st u1 4,3 1 5 1 4,3 2
 st t1short 4,3 3 4 1
 st u1wide 4,3 1 5 1 3,4 2
 st u1big 4,3 1 5 1 5,3 2
+st tup 4,3 3.001 5 1.001
+st tdown 4,3 2.999 5 0.999
 # tied ST_T1 ST_U1 WANT DESC PATTERN: tied-check exits WANT, its output matching PATTERN
 tied() {
-	python3 "$ST" tied-check "$tmp/w0.st" "$tmp/$1.st" "$tmp/$2.st" 1e-3 >"$tmp/tc.out" 2>&1
+	python3 "$ST" tied-check "$tmp/w0.st" "$tmp/$1.st" "$tmp/$2.st" "$tmp/tup.st" "$tmp/tdown.st" \
+		>"$tmp/tc.out" 2>&1
 	_st=$?
 	[ $_st -eq "$3" ] && grep -q -- "$5" "$tmp/tc.out"
 	ok $? "$4 (exit $_st: $(tail -n 1 "$tmp/tc.out"))" || diag_file "$tmp/tc.out"
