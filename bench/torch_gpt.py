@@ -817,19 +817,19 @@ def cmd_logits(a):
 EPS32 = 2.0 ** -24
 
 
-def within_blocks(a, b, up, down, block=64):
-    """(worst ratio, its block, interval total) of the blocks of `block` consecutive
-    values: ||a - b||_2 against ||up - down||_2 + eps32 ||b||_2 (tests/dump_compare's
-    --up/--down rule; all four float64 tensors of one shape)"""
+def within_blocks(a, b, up, down, block=128):
+    """(worst ratio, its block, the interval's total width) over the blocks of `block`
+    consecutive values: ||a - b||_2 against ||w||_2 + eps32 ||b||_2, w each value's span
+    of b, up and down (tests/dump_compare's --up/--down rule; all four tensors of one
+    shape, compared in float64)"""
     import torch
-    a, b, up, down = (t.double() for t in (a, b, up, down))
-    n = a.numel()
-    pad = -n % block
+    a, b, up, down = (t.double().reshape(-1) for t in (a, b, up, down))
+    pad = -a.numel() % block
 
     def blocks(t):
-        t = t.reshape(-1)
         return torch.cat((t, t.new_zeros(pad))).view(-1, block).norm(dim=1)
-    diff, width, own = blocks(a - b), blocks(up - down), blocks(b)
+    span = torch.maximum(b, torch.maximum(up, down)) - torch.minimum(b, torch.minimum(up, down))
+    diff, width, own = blocks(a - b), blocks(span), blocks(b)
     bound = width + EPS32 * own
     ratio = torch.where(diff == 0, torch.zeros_like(diff), diff / bound)
     at = int(ratio.argmax())
@@ -839,7 +839,7 @@ def within_blocks(a, b, up, down, block=64):
 def logits_within(a, model):
     """--dumps-up/--dumps-down: each rank's logits of the float64 twin within the
     rounding interval of shardflow's (the same gpt_logits run rounded upward and
-    downward): blocks of 64 by 2-norm, as tests/dump_compare --up/--down"""
+    downward): blocks of 128 by 2-norm, as tests/dump_compare --up/--down"""
     import torch
     if not (a.dumps_up and a.dumps_down):
         raise ValueError("--dumps-up and --dumps-down go together")
@@ -868,7 +868,7 @@ def logits_within(a, model):
     if rank == 0:
         raise ValueError("no %s.rank0" % a.dumps)
     ok = worst <= 1.0 and width > 0
-    print("%d rank file(s): the largest difference is %.3g of its interval (%s; blocks of 64)"
+    print("%d rank file(s): the largest difference is %.3g of its interval (%s; blocks of 128)"
           "%s: %s" % (rank, worst, where, "" if width > 0 else ", the interval is empty",
                       "within" if ok else "DIFFERENT"))
     return 0 if ok else 1

@@ -9,7 +9,7 @@
 # the same steps with clip_grad_norm_ and param_groups made from its own model's names,
 # and checks which steps its norms clip (all, none or some, as each case claims).
 #  - Every step clipped (max_norm below every norm), free-running from the initial
-#    weights: every step's norm and the final parameters (blocks of 64 by 2-norm) of
+#    weights: every step's norm and the final parameters (blocks of 128 by 2-norm) of
 #    the float64 oracle (shardflow's formulas and float constants: torch_clip.py)
 #    within the rounding interval of shardflow's, the same case run again rounded
 #    upward and downward (SHARDFLOW_ROUNDING; docs/testing.md). The MLP and

@@ -7,7 +7,7 @@
 #  - on 1 and 2 ranks: the tied wte's move = the untied wte's move + lm_head's move,
 #    every other tensor moves as in the twin, within the tied run's rounding interval
 #    (the same run with every CPU worker rounding upward and downward,
-#    SHARDFLOW_ROUNDING; blocks of 64 by 2-norm, docs/testing.md; measured at most
+#    SHARDFLOW_ROUNDING; blocks of 128 by 2-norm, docs/testing.md; measured at most
 #    0.07 of it): the twin sums the same two gradients in other groups; and both
 #    untied moves are more than 10 times the interval's bound (each gradient matters);
 #  - a tied run whose head gradient is dropped would fail: the untied embedding's move

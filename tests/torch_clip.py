@@ -25,10 +25,11 @@ corrections) are the floats shardflow holds: in float64 the oracle computes, to
 Free-running (--final): PyTorch runs all the steps from W0, then its norms and final
 parameters must lie within the rounding interval of shardflow's (docs/testing.md, "The
 rounding interval"): the same train_dump run with every CPU worker rounding upward
-(--norms-up, --final-up) and downward (--norms-down, --final-down). Each step's norm:
-|a - b| <= |up - down| + eps32 max(|a|, |b|); the parameters in blocks of 64
-consecutive values of each tensor: ||a - b||_2 <= ||up - down||_2 + eps32 ||b||_2, as
-tests/dump_compare --up/--down (one value's interval can close by chance).
+(--norms-up, --final-up) and downward (--norms-down, --final-down), as
+tests/dump_compare --up/--down checks, w a value's span of shardflow's three: each
+step's norm |a - b| <= w + eps32 max(|a|, |b|); the parameters in blocks of 128
+consecutive values of each tensor, ||a - b||_2 <= ||w||_2 + eps32 ||b||_2 (one value's
+interval can close by chance).
 
 --per-step PREFIX (SGD; train_dump --export-steps PREFIX): step k starts from
 shardflow's parameters after step k - 1 (PREFIX.<k-1>, W0 for k = 1), PyTorch's SGD
@@ -243,8 +244,9 @@ def main(argv):
             rel = abs(total - ours[s + 1]) / total
         else:  # of the step's rounding interval
             b = ours[s + 1]
-            rel = abs(total - b) / (abs(ours_up[s + 1] - ours_down[s + 1])
-                                    + U * max(abs(total), abs(b)))
+            span = max(b, ours_up[s + 1], ours_down[s + 1]) - min(b, ours_up[s + 1],
+                                                                    ours_down[s + 1])
+            rel = abs(total - b) / (span + U * max(abs(total), abs(b)))
         worst_norm = max(worst_norm, rel)
         print("step %d: norm torch %.12g shardflow %.12g (%s %.2e)%s"
               % (s + 1, total, ours[s + 1], "rel" if a.per_step else "of its interval", rel,
@@ -297,7 +299,7 @@ def main(argv):
             worst, where = r, "%s, block %d" % (n, at)
     ok = worst_norm <= 1.0 and worst <= 1.0 and width > 0 and premise
     print("within shardflow's rounding interval: norms at most %.3g of it; parameters %.3g "
-          "(%s; blocks of 64)%s; %s; %s: %s"
+          "(%s; blocks of 128)%s; %s; %s: %s"
           % (worst_norm, worst, where, "" if width > 0 else ", the interval is empty", why,
              groups_note, "equal" if ok else "DIFFERENT"))
     return 0 if ok else 1

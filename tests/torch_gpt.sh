@@ -17,8 +17,9 @@
 #    upward and downward; the PyTorch module loads the same file with
 #    load_state_dict(strict=True) (nanoGPT's names, lm_head tied to wte), checks the ids
 #    are the batch its own copy of sf_text_batch draws, and its logits lie within the
-#    interval: in blocks of 64 by 2-norm, ||torch - shardflow|| <= ||up - down|| + eps32
-#    ||shardflow|| (tests/dump_compare's rule; measured at most 0.10 of it);
+#    interval: in blocks of 128 by 2-norm, ||torch - shardflow|| <= ||w|| + eps32
+#    ||shardflow||, w each logit's span of shardflow's three (tests/dump_compare's
+#    rule; measured at most 0.10 of it);
 #  - the same with an untied head (the export then has lm_head.weight);
 #  - the token embedding (and tied head) scaled by 1.001 on the PyTorch side fails the
 #    comparison (it can fail: 1400x its interval);
@@ -84,7 +85,7 @@ interval() {
 
 # logits NP NAME WEIGHTS BATCH [--untied] [PY-OPTIONS...]: tests/gpt_logits on NP ranks,
 # rounded to nearest ($tmp/NAME.rank<r>), upward (NAME.up) and downward (NAME.down),
-# then the float64 twin's logits within that interval (blocks of 64 by 2-norm: one
+# then the float64 twin's logits within that interval (blocks of 128 by 2-norm: one
 # logit's interval can close by chance, docs/testing.md); returns the twin's status,
 # its line in $tmp/NAME.cmp
 logits() {
