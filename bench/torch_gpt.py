@@ -18,17 +18,23 @@ examples/gpt, the same warmup and cosine schedule.
 
   torch_gpt.py logits --weights W --dumps PREFIX [model options] --text FILE
                       [--batch B --seed S --index I --val-fraction X] [--rtol R]
-                      [--perturb]
+                      [--perturb] [--double [--dumps-up UP --dumps-down DOWN]]
       loads W (shardflow's export) into the module, reads PREFIX.rank<r> written by
       tests/gpt_logits (each rank's ids and logits of one batch), checks that the ids
       are the batch text_batch() draws, runs the module on them and compares the
       logits: max |torch - shardflow| / max |shardflow| <= R (default 1e-4). Prints the
       error; exit 0 within R, 1 beyond, 2 on bad input. --perturb first scales the
       token embedding wte by 1.001 (the comparison must then fail: the test
-      proves it can).
+      proves it can). --double: the module in float64 with shardflow's formulas and
+      constants (below). --dumps-up/--dumps-down (both, or neither): gpt_logits' dumps
+      of the same batch rounded upward and downward (SHARDFLOW_ROUNDING); instead of
+      --rtol, the logits must lie within that rounding interval, in blocks of 128 by
+      2-norm as tests/dump_compare --up/--down: ||torch - shardflow|| <= ||w|| +
+      eps32 ||shardflow||, w each logit's span of the three dumps (an interval that is
+      zero everywhere fails).
 
   torch_gpt.py train --weights W0 --text FILE [model options] [training options]
-                     [--ddp] [--out-losses FILE] [--time-from K]
+                     [--ddp | --double] [--out-losses FILE] [--time-from K]
       trains from W0 (shardflow's initial weights, examples/gpt --export-init) on the
       batches examples/gpt uses, printing "step s loss x" per step on rank 0 and, at the
       end, one JSON line: tokens_per_s (the tokens of the steps after --time-from over
@@ -38,6 +44,11 @@ examples/gpt, the same warmup and cosine schedule.
       (sf_model_local_rows' split), the loss the mean over the global batch. One CPU
       thread per process (torch.set_num_threads(--threads), default 1): one core per
       rank, as shardflow; --threads 2 lets a single process use both cores.
+      --double (one process): float64 with shardflow's formulas and constants, its
+      AdamW written out with the bias corrections rounded to float, the learning rate
+      from examples/gpt's float schedule: to ~1e-16 the exact result of what
+      shardflow rounds, so its losses lie within the rounding interval of shardflow's
+      (tests/torch_gpt.sh; docs/testing.md, "The rounding interval").
 
   torch_gpt.py speed [model options] [--device cuda] [--precision fp32|bf16]
                      [--attn manual|sdpa] [--compile] [--tf32] [--steps 20]
