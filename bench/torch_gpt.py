@@ -374,11 +374,12 @@ def build_model(layers, heads, embd, context, vocab, tied, sdpa=False, poly=Fals
 CONV1D = ("attn.c_attn.weight", "attn.c_proj.weight", "mlp.c_fc.weight", "mlp.c_proj.weight")
 
 
-def build_hf_gpt2(c):
+def build_hf_gpt2(c, poly=False):
     """transformers' GPT2LMHeadModel as its modules and state_dict keys are, written
     out from its config.json (the package is not here): Conv1D layers, whose weight is
     (in, out) and which compute x @ W + b; gelu_new; lm_head tied to wte unless
-    tie_word_embeddings is false"""
+    tie_word_embeddings is false. poly: shardflow's formulas and constants (see
+    exp_poly), for the float64 twin"""
     import torch
     import torch.nn as nn
     import torch.nn.functional as F
@@ -410,9 +411,13 @@ def build_hf_gpt2(c):
             hs = C // heads
             q, k, v = (t.view(B, T, heads, hs).transpose(1, 2)
                        for t in self.c_attn(x).split(C, dim=2))
-            att = (q @ k.transpose(-2, -1)) / math.sqrt(hs)
             mask = torch.tril(torch.ones(T, T, dtype=torch.bool))
-            att = F.softmax(att.masked_fill(~mask, float("-inf")), dim=-1)
+            if poly:
+                att = softmax_poly((q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hs)),
+                                   mask[None, None])
+            else:
+                att = (q @ k.transpose(-2, -1)) / math.sqrt(hs)
+                att = F.softmax(att.masked_fill(~mask, float("-inf")), dim=-1)
             return self.c_proj((att @ v).transpose(1, 2).contiguous().view(B, T, C))
 
     class MLP(nn.Module):
@@ -422,7 +427,12 @@ def build_hf_gpt2(c):
             self.c_proj = Conv1D(embd, inner)
 
         def forward(self, x):
+            if poly:
+                return self.c_proj(gelu_poly(self.c_fc(x)))
             return self.c_proj(F.gelu(self.c_fc(x), approximate="tanh"))
+
+    if poly:
+        eps = f32(eps)
 
     class Block(nn.Module):
         def __init__(self):
@@ -462,30 +472,31 @@ def build_hf_gpt2(c):
     return GPT2LMHeadModel()
 
 
-def load_hf(d):
+def load_hf(d, poly=False):
     """the twin of d's config.json (GPT2LMHeadModel or LlamaForCausalLM), d's weights
-    loaded into it strictly (a tied head's weight is the embedding's)"""
+    loaded into it strictly (a tied head's weight is the embedding's); poly: shardflow's
+    formulas and constants (see exp_poly), for the float64 twin"""
     with open(os.path.join(d, "config.json")) as f:
         c = json.load(f)
     sd = read_hf_dir(d)
     if c.get("model_type") == "gpt2":
-        model = build_hf_gpt2(c)
+        model = build_hf_gpt2(c, poly)
         if c.get("tie_word_embeddings", True):
             sd["lm_head.weight"] = sd["transformer.wte.weight"]
     else:
-        model = llama_from_config(c)
+        model = llama_from_config(c, poly)
         if c["tie_word_embeddings"]:
             sd["lm_head.weight"] = sd["model.embed_tokens.weight"]
     model.load_state_dict(sd, strict=True)
     return model
 
 
-def llama_from_config(c):
+def llama_from_config(c, poly=False):
     return build_llama(c["num_hidden_layers"], c["num_attention_heads"],
                        c["num_key_value_heads"], c["hidden_size"],
                        c["max_position_embeddings"], c["vocab_size"],
                        c["tie_word_embeddings"], c["intermediate_size"], c["rope_theta"],
-                       eps=c["rms_norm_eps"])
+                       eps=c["rms_norm_eps"], poly=poly)
 
 
 def llama_ffn_dim(embd, ffn_dim, multiple_of=32):
@@ -786,7 +797,7 @@ def cmd_logits(a):
     import torch
     torch.set_num_threads(1)
     if a.hf:
-        model = load_hf(a.hf)
+        model = load_hf(a.hf, poly=a.double)
     else:
         model = build_model(a.layers, a.heads, a.embd, a.context, a.vocab, not a.untied,
                             poly=a.double)

@@ -7,7 +7,8 @@
 #  - GPT-2, 2 ranks, 5 steps: --export in the default layout writes config.json and
 #    Conv1D's (in, out) weights; the twin built from that config.json alone loads them
 #    strictly, and its logits on a batch equal tests/gpt_logits' on the same run's
-#    --export-layout nanogpt file (max |torch - shardflow| / max |logit| <= 1e-4);
+#    --export-layout nanogpt file (the float64 twin within shardflow's rounding
+#    interval, as tests/torch_gpt.sh);
 #  - the twin writes that model as a directory of 2 shards with an index (its Conv1D
 #    transposes its own): --init DIR on 2 ranks starts from those weights: its
 #    --export-init (nanoGPT layout) is the exported file byte for byte; a single
@@ -40,13 +41,18 @@ mkdir -p "$tmp/n" "$tmp/h" "$tmp/h2"
 
 gpt 2 nano --steps 5 --export-layout nanogpt --export "$tmp/n/w.st" || diag_file "$tmp/nano.err"
 gpt 2 hf --steps 5 --export "$tmp/h/model.safetensors" || diag_file "$tmp/hf.err"
-# shellcheck disable=SC2086
-timeout -k 5 "$limit" sh "$RUN_MPI" 2 "$LOGITS" $shape --batch 5 --index 7 --val-fraction 0.2 \
-	--text "$text" --init "$tmp/n/w.st" --out "$tmp/d" </dev/null >"$tmp/d.out" 2>&1 ||
-	diag_file "$tmp/d.out"
+# shardflow's logits rounded to nearest, upward and downward: the float64 twin (with
+# shardflow's formulas, tests/torch_gpt.sh) within that interval (docs/testing.md)
+for r in "" up down; do
+	# shellcheck disable=SC2086
+	env ${r:+SHARDFLOW_ROUNDING=${r}ward} timeout -k 5 "$limit" sh "$RUN_MPI" 2 "$LOGITS" $shape \
+		--batch 5 --index 7 --val-fraction 0.2 --text "$text" --init "$tmp/n/w.st" \
+		--out "$tmp/d${r:+.$r}" </dev/null >"$tmp/d.out" 2>&1 || diag_file "$tmp/d.out"
+done
 # shellcheck disable=SC2086
 "$PY" "$TWIN" logits $shape --batch 5 --index 7 --val-fraction 0.2 --text "$text" \
-	--hf "$tmp/h" --dumps "$tmp/d" >"$tmp/hf.cmp" 2>&1
+	--hf "$tmp/h" --double --dumps "$tmp/d" --dumps-up "$tmp/d.up" --dumps-down "$tmp/d.down" \
+	>"$tmp/hf.cmp" 2>&1
 ok $? "GPT-2's export loads strictly in the twin's GPT2LMHeadModel built from its config.json: logits = shardflow's ($(cat "$tmp/hf.cmp"))"
 
 "$PY" "$TWIN" hf-save $shape --weights "$tmp/n/w.st" --out "$tmp/hs" --shards 2 \

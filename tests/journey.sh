@@ -92,13 +92,18 @@ ok $? "the export and its config.json are written"
 timeout -k 5 "$limit" sh "$RUN_MPI" 1 "$GPT" $shape --text "$text" --val-fraction 0.2 \
 	--steps 1 --sample 0 --init "$tmp/export" --export-layout nanogpt \
 	--export-init "$tmp/w.st" </dev/null >"$tmp/conv.out" 2>&1 || diag_file "$tmp/conv.out"
-# shellcheck disable=SC2086
-timeout -k 5 "$limit" sh "$RUN_MPI" 2 "$LOGITS" $shape --batch 5 --index 3 --val-fraction 0.2 \
-	--text "$text" --init "$tmp/w.st" --out "$tmp/d" </dev/null >"$tmp/d.out" 2>&1 ||
-	diag_file "$tmp/d.out"
+# shardflow's logits rounded to nearest, upward and downward: the float64 twin (with
+# shardflow's formulas, tests/torch_gpt.sh) within that interval (docs/testing.md)
+for r in "" up down; do
+	# shellcheck disable=SC2086
+	env ${r:+SHARDFLOW_ROUNDING=${r}ward} timeout -k 5 "$limit" sh "$RUN_MPI" 2 "$LOGITS" $shape \
+		--batch 5 --index 3 --val-fraction 0.2 --text "$text" --init "$tmp/w.st" \
+		--out "$tmp/d${r:+.$r}" </dev/null >"$tmp/d.out" 2>&1 || diag_file "$tmp/d.out"
+done
 # shellcheck disable=SC2086
 "$PY" "$TWIN" logits $shape --batch 5 --index 3 --val-fraction 0.2 --text "$text" \
-	--hf "$tmp/export" --dumps "$tmp/d" >"$tmp/hf.cmp" 2>&1
+	--hf "$tmp/export" --double --dumps "$tmp/d" --dumps-up "$tmp/d.up" \
+	--dumps-down "$tmp/d.down" >"$tmp/hf.cmp" 2>&1
 ok $? "the export loads strictly in the twin's GPT2LMHeadModel from its config.json: logits = shardflow's ($(cat "$tmp/hf.cmp"))"
 
 "$TRAIN" --job "$ck/job.json" --help >/dev/null 2>&1

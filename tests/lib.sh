@@ -215,8 +215,9 @@ compare_within() {
 }
 
 # values_within A B UP DOWN REGEX: the last field of every line of file A matching
-# REGEX lies within B's rounding interval: |a - b| <= |up - down| + eps32 max(|a|, |b|),
-# line by line (as many in each file, at least one); prints the worst ratio.
+# REGEX lies within B's rounding interval: |a - b| <= w + eps32 max(|a|, |b|), w the
+# span of b, up and down (as dump_compare's), line by line (as many in each file, at
+# least one); prints the worst ratio.
 values_within() {
 	awk -v re="$5" 'FNR == 1 { f++ }
 		$0 ~ re { v[f, ++n[f]] = $NF }
@@ -227,8 +228,10 @@ values_within() {
 				exit 1
 			}
 			for (i = 1; i <= n[1]; i++) {
-				a = v[1, i]; b = v[2, i]; w = v[3, i] - v[4, i]; d = a - b
-				if (w < 0) w = -w; if (d < 0) d = -d
+				a = v[1, i]; b = v[2, i]; u = v[3, i]; l = v[4, i]; d = a - b
+				hi = b; if (u > hi) hi = u; if (l > hi) hi = l
+				lo = b; if (u < lo) lo = u; if (l < lo) lo = l
+				w = hi - lo; if (d < 0) d = -d
 				m = a < 0 ? -a : a; if ((b < 0 ? -b : b) > m) m = b < 0 ? -b : b
 				t = w + eps * m
 				if (d > 0 && !(d <= t)) bad++
