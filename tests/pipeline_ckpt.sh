@@ -14,6 +14,11 @@
 #    the uninterrupted pp 2 x dp 2 run's rounding interval (that run again rounded
 #    upward and downward: docs/testing.md); 1 rank's checkpoint resumed at pp 2 x dp 2
 #    within the uninterrupted 1-rank run's;
+#  - examples/gpt --arch llama (an untied head): pp 2 on 2 ranks for steps 1-2 with a
+#    checkpoint, resumed at pp 2 x dp 2 on 4 ranks for steps 3-4, evaluating at steps
+#    2 and 4: every step's loss and both val_loss (--metrics, 9 digits) within the
+#    uninterrupted 1-rank run's rounding interval (the evaluation goes through the
+#    stages; each dp place's rows counted once, though every stage's rank returns them);
 #  - shardflow-ckpt reads it: info gives the layout (pp 2 x dp 2), verify passes, and
 #    export writes its weights byte for byte as the pp 2 model's own
 #    sf_model_export_safetensors at that step.
@@ -22,7 +27,7 @@
 TOOL="$top_builddir/tools/shardflow-ckpt"
 require_progs "$TOOL"
 
-plan 13
+plan 14
 
 # within DESC A B: A's dump within B's rounding interval (B.up, B.down beside it)
 within() {
@@ -105,3 +110,44 @@ EOF
 ok $? "deep pp 2 x dp 2: manifest version 3, pp 2, 4 files, each stage's units in its 2 files" ||
 	diag_file "$tmp/mf.out"
 sed 's/^/#   /' "$tmp/mf.out"
+
+# examples/gpt under a pipeline: checkpoints, resume at another layout, evaluation
+GPT="$top_builddir/examples/gpt"
+text="$tmp/corpus.txt"
+sf_corpus "$text"
+g="--arch llama --layers 2 --heads 4 --embd 32 --context 32 --batch 8 --text $text --sample 0
+--eval-every 2 --eval-batches 1 --progress-every 1 --lr 0.004 --warmup 2 --steps 4"
+# gpt NP NAME [VAR=VALUE...] ARGS...: examples/gpt, its output in NAME.*, metrics NAME.m
+gpt() {
+	_np=$1 _name=$2
+	shift 2
+	_env=
+	while [ $# -gt 0 ]; do
+		case $1 in SHARDFLOW_*=*) _env="$_env $1"; shift ;; *) break ;; esac
+	done
+	# shellcheck disable=SC2086
+	env $_env sh "$RUN_MPI" "$_np" "$GPT" $g --loss-log "$tmp/$_name.loss" \
+		--metrics "$tmp/$_name.m" "$@" </dev/null >"$tmp/$_name.out" 2>"$tmp/$_name.err" ||
+		{ diag "$_name failed"; diag_file "$tmp/$_name.err"; return 1; }
+	# "<step> <loss>" lines, then "val <step> <val_loss>"
+	sed -n 's/.*"step": *\([0-9]*\).*"val_loss": *\([-0-9.e+]*\).*/val \1 \2/p' \
+		"$tmp/$_name.m" >>"$tmp/$_name.loss"
+}
+d="$tmp/ck-gpt"
+rm -rf "$d"
+for r in "" up down; do
+	gpt 1 "gu${r:+.$r}" ${r:+SHARDFLOW_ROUNDING=${r}ward}
+done
+gpt 2 gp2 SHARDFLOW_PP=2 --max-steps 2 --checkpoint-dir "$d" &&
+	gpt 4 gp22 SHARDFLOW_PP=2 --checkpoint-dir "$d" --resume &&
+	cat "$tmp/gp2.loss" "$tmp/gp22.loss" | sort -k1,1 >"$tmp/gchain.loss" &&
+	sort -k1,1 "$tmp/gu.loss" >"$tmp/gu.s" && sort -k1,1 "$tmp/gu.up.loss" >"$tmp/gu.up.s" &&
+	sort -k1,1 "$tmp/gu.down.loss" >"$tmp/gu.down.s" &&
+	[ "$(grep -c '^val' "$tmp/gchain.loss")" -eq 2 ] &&
+	[ "$(grep -c . "$tmp/gchain.loss")" -eq 6 ] &&
+	values_within "$tmp/gchain.loss" "$tmp/gu.s" "$tmp/gu.up.s" "$tmp/gu.down.s" . \
+		>"$tmp/gw.out"
+ok $? "gpt --arch llama: pp 2 (steps 1-2) -> pp 2 x dp 2 (3-4): losses and val_loss = 1 rank (within its rounding interval)" ||
+	{ diag_file "$tmp/gchain.loss"; diag_file "$tmp/gu.s"; }
+diag_file "$tmp/gw.out"
+finish
