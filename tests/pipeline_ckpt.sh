@@ -19,6 +19,8 @@
 #    2 and 4: every step's loss and both val_loss (--metrics, 9 digits) within the
 #    uninterrupted 1-rank run's rounding interval (the evaluation goes through the
 #    stages; each dp place's rows counted once, though every stage's rank returns them);
+#  - the same pp 2 run saving asynchronously writes the synchronous save's step files,
+#    byte for byte (diff -r);
 #  - shardflow-ckpt reads it: info gives the layout (pp 2 x dp 2), verify passes, and
 #    export writes its weights byte for byte as the pp 2 model's own
 #    sf_model_export_safetensors at that step.
@@ -27,7 +29,7 @@
 TOOL="$top_builddir/tools/shardflow-ckpt"
 require_progs "$TOOL"
 
-plan 14
+plan 15
 
 # within DESC A B: A's dump within B's rounding interval (B.up, B.down beside it)
 within() {
@@ -150,4 +152,10 @@ gpt 2 gp2 SHARDFLOW_PP=2 --max-steps 2 --checkpoint-dir "$d" &&
 ok $? "gpt --arch llama: pp 2 (steps 1-2) -> pp 2 x dp 2 (3-4): losses and val_loss = 1 rank (within its rounding interval)" ||
 	{ diag_file "$tmp/gchain.loss"; diag_file "$tmp/gu.s"; }
 diag_file "$tmp/gw.out"
+# the asynchronous save of the same run: its step's files are the synchronous one's
+rm -rf "$d.async"
+gpt 2 gpa SHARDFLOW_PP=2 --max-steps 2 --checkpoint-dir "$d.async" --checkpoint-async &&
+	diff -r "$d/step-000000002" "$d.async/step-000000002" >"$tmp/adiff.out" 2>&1
+ok $? "gpt --arch llama at pp 2: --checkpoint-async writes the synchronous save's files, byte for byte" ||
+	diag_file "$tmp/adiff.out"
 finish
