@@ -190,8 +190,8 @@ static int need_init(const struct sf_model *m, struct need *nd)
  * pipeline stage's: the manifest's layout, whatever this model's). Returns whether the
  * file holds any of what this rank keeps. ex: room for 1 + 3 * nunits. */
 static bool file_extents(const struct sf_model *m, const struct _sf_manifest *mf,
-                         const struct need *nd, int w, uint8_t *hdr,
-                         struct _sf_ckpt_extent *ex, size_t *nex)
+                         const struct need *nd, int w, uint8_t *hdr, struct _sf_ckpt_extent *ex,
+                         size_t *nex)
 {
 	size_t k = 0;
 	bool needed = false;

@@ -578,8 +578,8 @@ static int async_state(struct sf_model *m, struct _sf_ckpt_async **out)
 		for (int u = 0; u < g.nunits; u++) {
 			size_t Pw = unit_Pw(m, u);
 			if (unit_here(m, &g, u))
-				n += _sf_ckpt_shard(Pw, g.shard_size) *
-				     (size_t)_sf_ckpt_nvectors(m);
+				n +=
+				    _sf_ckpt_shard(Pw, g.shard_size) * (size_t)_sf_ckpt_nvectors(m);
 			pmax = Pw > pmax ? Pw : pmax;
 		}
 		struct _sf_ckpt_async *a = calloc(1, sizeof *a);

@@ -155,8 +155,10 @@ static int parse_identity(const struct _sf_manifest_expect *e_, json_t *root, co
 		goto out;
 	}
 	if (mf->pp > 1 && version < 3) {
-		rc = SF_ERR(SF_ERR_IO, "%s: pp %d in a format version %lld manifest (a pipeline's "
-		            "checkpoint is version 3)", where, mf->pp, (long long)version);
+		rc = SF_ERR(SF_ERR_IO,
+		            "%s: pp %d in a format version %lld manifest (a pipeline's "
+		            "checkpoint is version 3)",
+		            where, mf->pp, (long long)version);
 		goto out;
 	}
 	/* the writer's world and TP degree: recorded since 2026-11-28 */
@@ -408,7 +410,8 @@ static int parse_files(json_t *root, const char *where, struct _sf_manifest *mf)
 		uint64_t want = SF_CKPT_HEADER;
 		for (int u = 0; u < mf->nunits; u++)
 			if (mf->units[u].stage == r / nf)
-				want += (uint64_t)_sf_ckpt_shard(mf->units[u].P, nf) * k * sizeof(float);
+				want += (uint64_t)_sf_ckpt_shard(mf->units[u].P, nf) * k *
+				        sizeof(float);
 		json_t *e = json_array_get(files, (size_t)r);
 		char w[MF_WHERE_MAX], name[32];
 		snprintf(w, sizeof w, "%s: files[%d]", where, r);

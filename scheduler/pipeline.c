@@ -752,8 +752,10 @@ int _sf_pipeline_predict(struct sf_model *m, const struct sf_batch *b, float *lo
 	for (int k = 0; k < pp->M; k++) { /* micro-batch k's rows of the rank's batch */
 		size_t off = (size_t)k * m->rows_local;
 		for (int i = 0; i < m->ninputs; i++)
-			pp->xs[i] = b->inputs[i] ? b->inputs[i] + off * (size_t)m->gnodes[m->input_nodes[i]].dim
-			                         : NULL;
+			pp->xs[i] =
+			    b->inputs[i]
+			        ? b->inputs[i] + off * (size_t)m->gnodes[m->input_nodes[i]].dim
+			        : NULL;
 		for (int i = 0; i < m->nint_inputs; i++)
 			pp->ids[i] = b->int_inputs[i] ? b->int_inputs[i] + off : NULL;
 		struct sf_batch mb = {.ninputs = m->ninputs,

@@ -143,8 +143,8 @@ static void print_step(const char *stepdir, const struct _sf_manifest *mf)
 	printf("size: %llu bytes in %d rank files (%.1f MiB)\n", (unsigned long long)bytes,
 	       mf->world_size, (double)bytes / (1024.0 * 1024.0));
 	for (int u = 0; u < mf->nunits; u++)
-		printf(mf->pp > 1 ? "unit: %s %llu stage %d\n" : "unit: %s %llu\n", mf->units[u].name,
-		       (unsigned long long)mf->units[u].P, mf->units[u].stage);
+		printf(mf->pp > 1 ? "unit: %s %llu stage %d\n" : "unit: %s %llu\n",
+		       mf->units[u].name, (unsigned long long)mf->units[u].P, mf->units[u].stage);
 	if (!mf->tensors)
 		printf("tensors: not recorded (a checkpoint written before 2026-11-28)\n");
 	for (int i = 0; i < mf->ntensors; i++) {
