@@ -587,6 +587,8 @@ struct run {
 	int rank, size, first, rows, T, V;
 	int accum; /* SHARDFLOW_GRAD_ACCUM: micro-batches a step */
 	int tp;    /* SHARDFLOW_TP: the ranks of a TP group (consecutive) hold the same rows */
+	int pp;    /* SHARDFLOW_PP: stage s the ranks [s dp, (s+1) dp); a dp place's S ranks
+	              hold the same rows (sf_model_predict returns them on each) */
 	char trace[512]; /* SHARDFLOW_TRACE's prefix, "" when off: said at the end */
 	double flops_token; /* the model's FLOPs a token (nanoGPT's 6N + 12LCT), for the lines */
 	struct sf_llama_config lc; /* --arch llama's, for the exports' config.json */
@@ -648,6 +650,13 @@ static int draw(struct run *r, int split, int64_t index)
 	                     r->x, r->y);
 }
 
+/* Whether this rank's rows count once: a TP group's first rank, and with a pipeline
+ * the first stage's (every stage's rank of a dp place holds the same rows) */
+static int counts_rows(const struct run *r)
+{
+	return r->rank % r->tp == 0 && r->rank < r->size / r->pp;
+}
+
 /* Validation: the mean loss over --eval-batches fixed batches of the held-out tail. */
 static int evaluate(struct run *r, double *loss)
 {
@@ -661,7 +670,7 @@ static int evaluate(struct run *r, double *loss)
 			return rc;
 		sum += local_loss_sum(r);
 	}
-	if (r->rank % r->tp != 0) /* its TP group's first rank counts their rows */
+	if (!counts_rows(r)) /* its TP group's or dp place's first rank counts their rows */
 		sum = 0;
 	MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
 	*loss = sum / ((double)r->o.eval_batches * r->o.batch * r->T);
@@ -724,6 +733,7 @@ static int build_model(struct run *r)
 	CLI_CHECK_GOTO(sf_context_config(r->ctx, &cfg), done);
 	r->accum = cfg.grad_accum;
 	r->tp = cfg.tp;
+	r->pp = cfg.pp > 1 ? cfg.pp : 1;
 	snprintf(r->trace, sizeof r->trace, "%s", cfg.trace);
 	if (o->arch) {
 		struct sf_llama_config lc;
@@ -933,8 +943,12 @@ static void print_banner(const struct run *r)
 	if (r->rank == 0 && sf_context_config(r->ctx, &cfg) == SF_OK &&
 	    sf_config_describe(&cfg, 1, settings, sizeof settings) == SF_OK)
 	{
-		fprintf(stderr, PROG ": layout dp %d x tp %d; settings: %s%s%s\n", r->size / r->tp,
-		        r->tp, settings, r->job ? "; job file " : "", r->job ? r->job : "");
+		char pps[32] = ""; /* a pipeline's stages: world = pp x dp x tp */
+		if (r->pp > 1)
+			snprintf(pps, sizeof pps, "pp %d x ", r->pp);
+		fprintf(stderr, PROG ": layout %sdp %d x tp %d; settings: %s%s%s\n", pps,
+		        r->size / r->tp / r->pp, r->tp, settings, r->job ? "; job file " : "",
+		        r->job ? r->job : "");
 		write_effective_job(r, &cfg, settings);
 	}
 	struct sf_model_stats st;
@@ -1555,7 +1569,7 @@ static int generate(struct run *r)
 	 * first rank of each TP group its group's) */
 	int *counts = calloc((size_t)r->size, sizeof(int)),
 	    *displs = calloc((size_t)r->size, sizeof(int));
-	int mine = r->rank % r->tp == 0 ? r->rows * L : 0; /* a TP group's rows once */
+	int mine = counts_rows(r) ? r->rows * L : 0; /* a TP group's (dp place's) rows once */
 	if (!counts || !displs) {
 		free(counts);
 		free(displs);

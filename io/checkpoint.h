@@ -20,6 +20,11 @@
  *
  * The file layout only depends on (P_u, N), which the manifest records, so a loader on M
  * ranks finds any element i of a unit in file i / S_u at i % S_u: that is resharding.
+ * A pipeline's checkpoint (SHARDFLOW_PP: the manifest's pp > 1, format version 3) is
+ * pp such runs of n = N / pp files: stage s's, files [s n, (s+1) n), hold only its
+ * units (the manifest gives each unit's stage), each cut in n slices (S_u =
+ * ceil(P_u / n)), and are written by that stage's n ranks; the header's counts stay
+ * the whole checkpoint's (file number, N, every unit). Without one, pp = 1: the above.
  * Each loading rank reads only the files holding what it keeps — its own slice of every
  * unit (the whole unit with sharding none) — so a checkpoint loaded on as many ranks as
  * wrote it costs every rank one file. A CRC-32 covers a whole file: a rank reads every
@@ -128,12 +133,6 @@ int _sf_ckpt_verify(const char *stepdir, const struct _sf_manifest *mf);
  * sf_model_export_safetensors writes them, from the tensors the manifest names
  * (SF_ERR_INVALID for a manifest without them). */
 int _sf_ckpt_export(const char *stepdir, const struct _sf_manifest *mf, const char *path);
-
-/* SF_OK, or the refusal of a checkpoint under a pipeline (g->pp > 1: each stage's
- * ranks hold only its units' shards, a layout checkpoints do not write yet), naming
- * fn (io/checkpoint_layout.c). Every rank has the same g, so the same answer. */
-struct _sf_model_geometry;
-int _sf_ckpt_refuse_pipeline(const struct _sf_model_geometry *g, const char *fn);
 
 /* Rank 0, not collective: locks dir for this model (io/checkpoint_lock.c; see
  * sf_checkpoint_lock), or finds it locked already; SF_ERR_BUSY when another job holds

@@ -85,13 +85,3 @@ void _sf_ckpt_structure_hash(const struct sf_model *m, bool legacy, char out[17]
 		fnv_u64(&h, (uint64_t)g.T);
 	snprintf(out, 17, "%016" PRIx64, h);
 }
-
-int _sf_ckpt_refuse_pipeline(const struct _sf_model_geometry *g, const char *fn)
-{
-	if (g->pp <= 1)
-		return SF_OK;
-	return SF_ERR(SF_ERR_INVALID,
-	              "%s: not with a pipeline yet (SHARDFLOW_PP=%d); accepted: SHARDFLOW_PP=1 "
-	              "(sf_model_export_safetensors writes a pipeline's whole model)",
-	              fn, g->pp);
-}

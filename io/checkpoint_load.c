@@ -164,6 +164,8 @@ static int need_init(const struct sf_model *m, struct need *nd)
 		bool none = g.sharding == SF_SHARD_NONE || g.tp > 1;
 		nd->lo[u] = none ? 0 : d.lo;
 		nd->hi[u] = none ? d.Pw : d.lo + d.n;
+		if (d.stage != g.pp_stage) /* another pipeline stage's: its ranks load it */
+			nd->lo[u] = nd->hi[u] = 0;
 		for (int v = SF_VEC_PARAM; v <= SF_VEC_V; v++)
 			if (_sf_vec_exists(m, (enum _sf_vec)v)) {
 				nd->vec[u * 3 + v] =
@@ -183,22 +185,24 @@ static int need_init(const struct sf_model *m, struct need *nd)
 	return ok ? SF_OK : SF_ERR(SF_ERR_NOMEM, "sf_checkpoint_load: out of memory");
 }
 
-/* The stretches of rank file w (of a world of W) that this rank keeps, in file order:
- * the header (into hdr), then its part of every vector. Returns whether the file holds
- * any of what this rank keeps. ex: room for 1 + 3 * nunits. */
-static bool file_extents(const struct sf_model *m, int W, const struct need *nd, int w,
-                         uint8_t *hdr, struct _sf_ckpt_extent *ex, size_t *nex)
+/* The stretches of rank file w of mf that this rank keeps, in file order: the header
+ * (into hdr), then its part of every vector of the units the file holds (all, or its
+ * pipeline stage's: the manifest's layout, whatever this model's). Returns whether the
+ * file holds any of what this rank keeps. ex: room for 1 + 3 * nunits. */
+static bool file_extents(const struct sf_model *m, const struct _sf_manifest *mf,
+                         const struct need *nd, int w, uint8_t *hdr, struct _sf_ckpt_extent *ex,
+                         size_t *nex)
 {
 	size_t k = 0;
 	bool needed = false;
 	uint64_t off = SF_CKPT_HEADER;
-	struct _sf_model_geometry g;
-	_sf_model_describe(m, &g);
+	int nf = _sf_ckpt_stage_files(mf);
 	ex[k++] = (struct _sf_ckpt_extent){0, SF_CKPT_HEADER, hdr};
-	for (int u = 0; u < g.nunits; u++) {
-		struct _sf_unit_desc d;
-		_sf_unit_describe(m, u, &d);
-		size_t P = d.Pw, S = _sf_ckpt_shard(P, W), first = (size_t)w * S;
+	for (int u = 0; u < mf->nunits; u++) {
+		if (mf->units[u].stage != w / nf) /* another stage's files hold it */
+			continue;
+		size_t P = mf->units[u].P, S = _sf_ckpt_shard(P, nf);
+		size_t first = (size_t)(w % nf) * S; /* its place in the stage's files */
 		/* [a, b): the elements of unit u both in this file and kept here */
 		size_t a = first > nd->lo[u] ? first : nd->lo[u];
 		size_t b = first + S < nd->hi[u] ? first + S : nd->hi[u];
@@ -235,7 +239,7 @@ static int read_needed(const struct sf_model *m, const char *stepdir, const stru
 		SF_CHECK_GOTO(_sf_ckpt_check_sizes(stepdir, mf), out);
 	for (int w = 0; w < mf->world_size; w++) {
 		size_t nex = 0;
-		if (!file_extents(m, mf->world_size, nd, w, hdr, ex, &nex))
+		if (!file_extents(m, mf, nd, w, hdr, ex, &nex))
 			continue;
 		SF_CHECK_GOTO(_sf_ckpt_read_file(stepdir, mf, w, ex, nex), out);
 		nread++;
@@ -433,7 +437,6 @@ SF_API int sf_checkpoint_load(sf_model *m, const char *dir, struct sf_checkpoint
 	struct _sf_model_geometry g;
 	struct _sf_model_counters c;
 	_sf_model_describe(m, &g);
-	SF_CHECK(_sf_ckpt_refuse_pipeline(&g, "sf_checkpoint_load"));
 	_sf_model_counters_get(m, &c);
 	_sf_flight_set_dir(comm->flight, dir); /* a failed job's records go here */
 	SF_CHECK(sf_checkpoint_wait(m));       /* a pending save of this model first */

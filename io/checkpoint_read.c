@@ -190,20 +190,24 @@ static int read_params(const char *stepdir, const struct _sf_manifest *mf, float
 	if (!ex)
 		return SF_ERR(SF_ERR_NOMEM, "checkpoint: out of memory");
 	SF_CHECK_GOTO(_sf_ckpt_check_sizes(stepdir, mf), out);
+	int nf = _sf_ckpt_stage_files(mf);
 	for (int w = 0; w < mf->world_size; w++) {
 		uint64_t off = SF_CKPT_HEADER, woff = 0;
 		size_t k = 0;
 		ex[k++] = (struct _sf_ckpt_extent){0, SF_CKPT_HEADER, hdr};
 		for (int u = 0; u < mf->nunits; u++) {
-			uint64_t P = mf->units[u].P, S = _sf_ckpt_shard(P, mf->world_size);
-			uint64_t first = (uint64_t)w * S;
-			/* file w holds elements [w S, (w+1) S) of each vector, zeros past P */
+			uint64_t P = mf->units[u].P, S = _sf_ckpt_shard(P, nf);
+			uint64_t first = (uint64_t)(w % nf) * S;
+			woff += P;
+			if (mf->units[u].stage != w / nf) /* another stage's files hold it */
+				continue;
+			/* file w holds elements [j S, (j+1) S) of each vector of its stage's
+			 * units (j: its place in the stage's files), zeros past P */
 			if (first < P)
 				ex[k++] = (struct _sf_ckpt_extent){
 				    off, (P - first < S ? P - first : S) * sizeof(float),
-				    (uint8_t *)(params + woff + first)};
+				    (uint8_t *)(params + woff - P + first)};
 			off += S * (uint64_t)mf->nvectors * sizeof(float);
-			woff += P;
 		}
 		SF_CHECK_GOTO(_sf_ckpt_read_file(stepdir, mf, w, ex, k), out);
 	}

@@ -57,14 +57,35 @@ static size_t unit_Pw(const struct sf_model *m, int u)
 	return d.Pw;
 }
 
+/* Whether this rank's file holds unit u: every unit, or with a pipeline its stage's
+ * (the other stages' ranks write theirs). */
+static bool unit_here(const struct sf_model *m, const struct _sf_model_geometry *g, int u)
+{
+	struct _sf_unit_desc d;
+	_sf_unit_describe(m, u, &d);
+	return d.stage == g->pp_stage;
+}
+
+/* The rank files: shard_size (a stage's ranks) for each pipeline stage; this rank's
+ * is number pp_stage x shard_size + shard_rank (the world rank with a pipeline). */
+static int nfiles(const struct _sf_model_geometry *g)
+{
+	return g->shard_size * g->pp;
+}
+
+static int file_number(const struct _sf_model_geometry *g)
+{
+	return g->pp_stage * g->shard_size + g->shard_rank;
+}
+
 /* The 24 bytes that open this rank's file. */
 static void rank_header(const struct sf_model *m, uint8_t hdr[SF_CKPT_HEADER])
 {
 	struct _sf_model_geometry g;
 	_sf_model_describe(m, &g);
 	memcpy(hdr, CKPT_MAGIC, 8);
-	_sf_put_le(hdr + 8, (uint32_t)g.shard_rank, 4);
-	_sf_put_le(hdr + 12, (uint32_t)g.shard_size, 4);
+	_sf_put_le(hdr + 8, (uint32_t)file_number(&g), 4);
+	_sf_put_le(hdr + 12, (uint32_t)nfiles(&g), 4);
 	_sf_put_le(hdr + 16, (uint32_t)g.nunits, 4);
 	_sf_put_le(hdr + 20, (uint32_t)_sf_ckpt_nvectors(m), 4);
 }
@@ -103,7 +124,7 @@ static int write_rank_file(struct sf_model *m, const char *stepdir, bool write, 
 					               buf, scratch), out);
 		goto out;
 	}
-	SF_CHECK_GOTO(_sf_ckpt_rank_path(path, sizeof path, stepdir, g.shard_rank), out);
+	SF_CHECK_GOTO(_sf_ckpt_rank_path(path, sizeof path, stepdir, file_number(&g)), out);
 	SF_CHECK_GOTO(_sf_create_tmp(path, tmp, sizeof tmp, &fd), out);
 
 	uint8_t hdr[SF_CKPT_HEADER];
@@ -113,7 +134,7 @@ static int write_rank_file(struct sf_model *m, const char *stepdir, bool write, 
 	SF_CHECK_GOTO(_sf_write_all(fd, hdr, sizeof hdr, tmp), out);
 	for (int u = 0; u < g.nunits; u++) {
 		size_t S = _sf_ckpt_shard(unit_Pw(m, u), g.shard_size);
-		for (int v = SF_VEC_PARAM; v <= SF_VEC_V; v++) {
+		for (int v = SF_VEC_PARAM; v <= SF_VEC_V && unit_here(m, &g, u); v++) {
 			if (!_sf_vec_exists(m, (enum _sf_vec)v))
 				continue;
 			/* with TP a collective: made even after a failed write */
@@ -185,11 +206,16 @@ static json_t *manifest_build(struct sf_model *m, const struct save_paths *sp,
 	for (int v = SF_VEC_PARAM; v <= SF_VEC_V; v++)
 		if (_sf_vec_exists(m, (enum _sf_vec)v))
 			json_array_append_new(vecs, json_string(_sf_ckpt_vec_names[v]));
-	for (int u = 0; u < g.nunits; u++)
-		json_array_append_new(units,
-		                      json_pack("{s:s, s:I}", "name", _sf_ckpt_unit_name(m, u), "P",
-		                                (json_int_t)unit_Pw(m, u)));
-	for (int r = 0; r < g.shard_size; r++) {
+	for (int u = 0; u < g.nunits; u++) {
+		struct _sf_unit_desc d;
+		_sf_unit_describe(m, u, &d);
+		json_t *e = json_pack("{s:s, s:I}", "name", _sf_ckpt_unit_name(m, u), "P",
+		                      (json_int_t)unit_Pw(m, u));
+		if (e && g.pp > 1) /* the stage whose files hold it */
+			json_object_set_new(e, "stage", json_integer(d.stage));
+		json_array_append_new(units, e);
+	}
+	for (int r = 0; r < nfiles(&g); r++) {
 		char name[32];
 		_sf_ckpt_rank_name(name, sizeof name, r);
 		json_array_append_new(files, json_pack("{s:s, s:I, s:I}", "name", name, "size",
@@ -203,18 +229,22 @@ static json_t *manifest_build(struct sf_model *m, const struct save_paths *sp,
 		json_decref(files);
 		return NULL;
 	}
-	/* the layout it was written at (ranks, SHARDFLOW_TP); the files hold the whole
-	 * model's vectors whatever it was, so any layout loads them */
+	/* the layout it was written at (ranks, SHARDFLOW_TP, SHARDFLOW_PP); the files hold
+	 * the whole model's vectors whatever it was, so any layout loads them. Version 3
+	 * only for a pipeline's (its files a stage's units each), which older readers
+	 * refuse by the version */
 	json_t *root = json_pack(
 	    "{s:s, s:i, s:i, s:i, s:i, s:s, s:s, s:s, s:s, s:I, s:I, s:{s:I, s:I, s:I, s:s}, "
 	    "s:o, s:o, s:o, s:o}",
-	    "format", SF_CKPT_FORMAT, "version", SF_CKPT_VERSION, "world_size", g.shard_size,
+	    "format", SF_CKPT_FORMAT, "version", g.pp > 1 ? 3 : 2, "world_size", nfiles(&g),
 	    "ranks", g.nranks, "tp", g.tp, "sharding", _sf_sharding_names[g.sharding], "optimizer",
 	    _sf_optimizer_names[g.optimizer], "structure_hash", hash, "dtype", "f32", "model_steps",
 	    (json_int_t)sp->model_steps, "info_steps_per_update", (json_int_t)sp->steps_per_update,
 	    "info", "step", (json_int_t)info->step, "epoch", (json_int_t)info->epoch, "batch",
 	    (json_int_t)info->batch, "data_seed", seed, "vectors", vecs, "units", units, "tensors",
 	    tensors, "files", files);
+	if (root && g.pp > 1) /* the stages (last: the rest as without a pipeline) */
+		json_object_set_new(root, "pp", json_integer(g.pp));
 	/* only where the counters determine each other (the loader checks it then) */
 	if (root && sp->steps_per_update == 0)
 		json_object_del(root, "info_steps_per_update");
@@ -413,14 +443,14 @@ static int save_end(struct sf_model *m, const char *dir, const char *fn,
 	SF_CHECK_GOTO(_sf_comm_agree(comm, lrc, fn), out);
 	lrc = SF_OK;
 	if (g.rank == 0) {
-		for (int r = 0; r < g.shard_size; r++) { /* file r: world rank r tp */
+		for (int r = 0; r < nfiles(&g); r++) { /* file r: world rank r tp */
 			sizes[r] = all[2 * r * g.tp];
 			crcs[r] = (uint32_t)all[2 * r * g.tp + 1];
 		}
 		lrc = publish(m, dir, sp, info, sizes, crcs);
 	}
 	SF_CHECK_GOTO(_sf_comm_agree(comm, lrc, fn), out);
-	_sf_log(SF_LOG_INFO, "checkpoint %s written (%d ranks)", sp->step, g.shard_size);
+	_sf_log(SF_LOG_INFO, "checkpoint %s written (%d ranks)", sp->step, nfiles(&g));
 out:
 	free(all);
 	free(sizes);
@@ -430,10 +460,11 @@ out:
 
 /* Whether this rank writes a file: hybrid's first node's ranks hold every shard once
  * (the other nodes' are the same again); with TP the ranks of TP place 0 hold every
- * slice's file (and every rank joins the collectives that put the slices together). */
+ * slice's file (and every rank joins the collectives that put the slices together);
+ * with a pipeline every rank, its stage's units (world = pp x shard_size). */
 static bool is_writer(const struct _sf_model_geometry *g)
 {
-	return g->tp > 1 ? g->tp_rank == 0 : g->rank < g->shard_size;
+	return g->tp > 1 ? g->tp_rank == 0 : g->rank < nfiles(g);
 }
 
 SF_API int sf_checkpoint_save(sf_model *m, const char *dir, const struct sf_checkpoint_info *info)
@@ -444,7 +475,6 @@ SF_API int sf_checkpoint_save(sf_model *m, const char *dir, const struct sf_chec
 		return SF_ERR(SF_ERR_INVALID, "sf_checkpoint_save: NULL model or empty directory");
 	struct _sf_model_geometry g;
 	_sf_model_describe(m, &g);
-	SF_CHECK(_sf_ckpt_refuse_pipeline(&g, "sf_checkpoint_save"));
 	SF_CHECK(sf_checkpoint_wait(m)); /* an asynchronous save first */
 	SF_CHECK(save_begin(m, dir, "sf_checkpoint_save", &info, &none, &sp));
 	uint64_t size = 0;
@@ -547,7 +577,9 @@ static int async_state(struct sf_model *m, struct _sf_ckpt_async **out)
 		size_t n = 0, pmax = 0;
 		for (int u = 0; u < g.nunits; u++) {
 			size_t Pw = unit_Pw(m, u);
-			n += _sf_ckpt_shard(Pw, g.shard_size) * (size_t)_sf_ckpt_nvectors(m);
+			if (unit_here(m, &g, u))
+				n +=
+				    _sf_ckpt_shard(Pw, g.shard_size) * (size_t)_sf_ckpt_nvectors(m);
 			pmax = Pw > pmax ? Pw : pmax;
 		}
 		struct _sf_ckpt_async *a = calloc(1, sizeof *a);
@@ -584,7 +616,7 @@ static int async_snapshot(struct sf_model *m, struct _sf_ckpt_async *a)
 	rank_header(m, a->hdr);
 	for (int u = 0; u < g.nunits; u++) {
 		size_t S = _sf_ckpt_shard(unit_Pw(m, u), g.shard_size);
-		for (int v = SF_VEC_PARAM; v <= SF_VEC_V; v++) {
+		for (int v = SF_VEC_PARAM; v <= SF_VEC_V && unit_here(m, &g, u); v++) {
 			if (!_sf_vec_exists(m, (enum _sf_vec)v))
 				continue;
 			SF_CHECK(unit_slice(m, u, (enum _sf_vec)v, S, a->snap + a->n, a->scratch));
@@ -609,7 +641,6 @@ SF_API int sf_checkpoint_save_async(sf_model *m, const char *dir,
 	struct _sf_comm *comm = _sf_model_comm(m);
 	struct _sf_model_geometry g;
 	_sf_model_describe(m, &g);
-	SF_CHECK(_sf_ckpt_refuse_pipeline(&g, fn));
 	SF_CHECK(sf_checkpoint_wait(m)); /* one save at a time */
 	SF_CHECK(_sf_comm_agree(comm, async_state(m, &a), fn));
 	SF_CHECK(save_begin(m, dir, fn, &info, &none, &sp));
@@ -618,7 +649,7 @@ SF_API int sf_checkpoint_save_async(sf_model *m, const char *dir,
 	a->sp = sp;
 	a->info = *info;
 	snprintf(a->dir, sizeof a->dir, "%s", dir);
-	a->file = g.shard_rank;
+	a->file = file_number(&g);
 	a->rc = SF_OK;
 	a->size = 0;
 	a->crc = 0;

@@ -140,8 +140,27 @@ static int parse_identity(const struct _sf_manifest_expect *e_, json_t *root, co
 		        "%s: format version 1 (an older shardflow): the manifest has no "
 		        "checksum; its fields are range-checked only",
 		        where);
+	int64_t version = x;
 	SF_CHECK_GOTO(get_int(root, "world_size", 1, SF_CKPT_WORLD_MAX, &x, where), out);
 	mf->world_size = (int)x;
+	/* a pipeline's stages (version 3): each stage's units in world_size / pp files */
+	mf->pp = 1;
+	if (json_object_get(root, "pp")) {
+		SF_CHECK_GOTO(get_int(root, "pp", 1, mf->world_size, &x, where), out);
+		mf->pp = (int)x;
+	}
+	if (mf->world_size % mf->pp) {
+		rc = SF_ERR(SF_ERR_IO, "%s: pp %d does not divide world_size %d", where, mf->pp,
+		            mf->world_size);
+		goto out;
+	}
+	if (mf->pp > 1 && version < 3) {
+		rc = SF_ERR(SF_ERR_IO,
+		            "%s: pp %d in a format version %lld manifest (a pipeline's "
+		            "checkpoint is version 3)",
+		            where, mf->pp, (long long)version);
+		goto out;
+	}
 	/* the writer's world and TP degree: recorded since 2026-11-28 */
 	mf->ranks = 0;
 	mf->tp = 1;
@@ -289,8 +308,13 @@ static int parse_layout(const struct _sf_manifest_expect *e_, json_t *root, cons
 			            w, s, (long long)x, u, e_->unit_names[u], e_->unit_P[u]);
 			goto out;
 		}
-		mf->units[u] = (struct _sf_manifest_unit){s, (uint64_t)x};
+		mf->units[u] = (struct _sf_manifest_unit){s, (uint64_t)x, 0};
 		mf->nparams += (uint64_t)x;
+		if (mf->pp > 1) { /* a pipeline's: stages in forward order, as the units */
+			int lo = u ? mf->units[u - 1].stage : 0;
+			SF_CHECK_GOTO(get_int(e, "stage", lo, mf->pp - 1, &x, w), out);
+			mf->units[u].stage = (int)x;
+		}
 	}
 out:
 	return rc;
@@ -380,12 +404,14 @@ static int parse_files(json_t *root, const char *where, struct _sf_manifest *mf)
 		rc = SF_ERR(SF_ERR_NOMEM, "checkpoint load: out of memory");
 		goto out;
 	}
-	/* the size every file must have, from the units and the saving world size */
-	uint64_t want = SF_CKPT_HEADER;
-	for (int u = 0; u < mf->nunits; u++)
-		want +=
-		    (uint64_t)_sf_ckpt_shard(mf->units[u].P, mf->world_size) * k * sizeof(float);
+	/* the size every file must have, from its stage's units and the files a stage has */
+	int nf = _sf_ckpt_stage_files(mf);
 	for (int r = 0; r < mf->world_size; r++) {
+		uint64_t want = SF_CKPT_HEADER;
+		for (int u = 0; u < mf->nunits; u++)
+			if (mf->units[u].stage == r / nf)
+				want += (uint64_t)_sf_ckpt_shard(mf->units[u].P, nf) * k *
+				        sizeof(float);
 		json_t *e = json_array_get(files, (size_t)r);
 		char w[MF_WHERE_MAX], name[32];
 		snprintf(w, sizeof w, "%s: files[%d]", where, r);
@@ -405,9 +431,9 @@ static int parse_files(json_t *root, const char *where, struct _sf_manifest *mf)
 		mf->sizes[r] = (uint64_t)x;
 		if (mf->sizes[r] != want) {
 			rc = SF_ERR(SF_ERR_IO,
-			            "%s: size %llu, but %d units on %d ranks make files of %llu "
-			            "bytes",
-			            w, (unsigned long long)x, mf->nunits, mf->world_size,
+			            "%s: size %llu, but %d units on %d ranks (%d stages) make it "
+			            "%llu bytes",
+			            w, (unsigned long long)x, mf->nunits, mf->world_size, mf->pp,
 			            (unsigned long long)want);
 			goto out;
 		}

@@ -16,7 +16,8 @@
 #include <stdint.h>
 
 #define SF_CKPT_FORMAT "shardflow-checkpoint"
-#define SF_CKPT_VERSION 2 /* 2: manifest.crc32 covers the manifest; 1 had none */
+#define SF_CKPT_VERSION 3 /* 3: a pipeline's files, a stage's units each (pp); 2:
+                            * manifest.crc32 covers the manifest; 1 had none */
 #define SF_CKPT_HEADER 24 /* bytes of a rank file's header */
 /* steps, epochs and batches stay below 2^53: the planner's step + 1, a caller's
  * epoch * steps_per_epoch or a double holding them cannot overflow or round */
@@ -48,6 +49,7 @@ struct _sf_manifest_expect {
 struct _sf_manifest_unit {
 	const char *name;
 	uint64_t P; /* parameters (the whole model's layout) */
+	int stage;  /* the pipeline stage whose files hold it (0 without a pipeline) */
 };
 
 /* Everything a manifest says, validated. The strings point into the parsed text,
@@ -56,6 +58,8 @@ struct _sf_manifest {
 	int world_size; /* the saving ranks: one file each */
 	int ranks, tp;  /* the writer's whole world and its TP degree (0 and 1
 	                   when not recorded: checkpoints before 2026-11-28) */
+	int pp;         /* the writer's pipeline stages (1: none, or not recorded): stage
+	                   s's units are in files [s n, (s+1) n), n = world_size / pp */
 	const char *sharding, *optimizer, *structure_hash, *dtype;
 	int64_t model_steps;
 	int64_t steps_per_update; /* info.step = model_steps x this; 0: not recorded */
@@ -76,6 +80,13 @@ struct _sf_manifest {
 static inline size_t _sf_ckpt_shard(size_t P, int nranks)
 {
 	return (P + (size_t)nranks - 1) / (size_t)nranks;
+}
+
+/* Files per pipeline stage of a manifest (world_size without a pipeline): unit u is
+ * cut in that many slices, in files [stage n, (stage + 1) n). */
+static inline int _sf_ckpt_stage_files(const struct _sf_manifest *mf)
+{
+	return mf->world_size / mf->pp;
 }
 
 /* The name of rank r's file in a step directory (rank-<5 digits>.bin). */

@@ -12,15 +12,36 @@
  * the loss's input in double (the loss task's row formula, layers/softmax_xent_math.h)
  * (or each element's regression loss against the staged target, layers/loss_math.h)
  * and all-gathers the ranks' sums, so every rank returns the same mean.
+ *
+ * With a pipeline (SHARDFLOW_PP) a pass is one micro-batch of each dp rank's samples
+ * (B_local of the micro-batch's geometry), and goes through the stages as a training
+ * micro-batch does (_sf_pipeline_forward: each stage its span, the activations sent
+ * on); the node's activation comes from the first stage holding it, the loss's input
+ * from the last, whose ranks alone add to the sums (the others add 0).
  */
 #include "scheduler/model.h"
 #include "scheduler/model_storage.h"
+#include "scheduler/pipeline.h"
 #include "layers/loss_math.h"
 #include "layers/softmax_xent_math.h"
 #include "layers/xent_vp.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+/* Samples a pass takes: the model's batch, or with a pipeline (SHARDFLOW_PP) one
+ * micro-batch of each dp rank's (a pass goes through the stages as a micro-batch
+ * does; the batch divides evenly then) */
+static int pass_samples(const struct sf_model *m)
+{
+	return m->pp_size > 1 ? m->B_local * m->dp_size : m->B_global;
+}
+
+/* This dp rank's first sample in a pass */
+static int pass_row0(const struct sf_model *m)
+{
+	return m->pp_size > 1 ? m->dp_rank * m->B_local : m->row0;
+}
 
 /* Samples of rank r in a batch of B over N ranks, and its first */
 static void slice_of(int B, int N, int r, int *first, int *count)
@@ -70,7 +91,7 @@ static int pass_fill(struct sf_model *m, const struct sf_batch *x, int samples, 
                      bool labels, struct pass_buf *pb)
 {
 	size_t T = (size_t)m->T;
-	int s0 = p * m->B_global + m->row0; /* first sample of the slice */
+	int s0 = p * pass_samples(m) + pass_row0(m); /* first sample of the slice */
 	int real = samples - s0 < 0 ? 0 : samples - s0 < m->B_local ? samples - s0 : m->B_local;
 	size_t have = (size_t)real * T, all = m->rows_local;
 	for (int i = 0; i < m->ninputs; i++) {
@@ -93,23 +114,19 @@ static int pass_fill(struct sf_model *m, const struct sf_batch *x, int samples, 
 static int pass_run(struct sf_model *m, int p, struct pass_buf *pb, bool labels, const char *fn)
 {
 	int rc = SF_OK;
-	if (m->pp_size > 1)
-		return SF_ERR(SF_ERR_INVALID,
-		              "%s: not with a pipeline yet (SHARDFLOW_PP=%d): a rank holds one "
-		              "stage; accepted: SHARDFLOW_PP=1",
-		              fn, m->pp_size);
 	struct sf_batch b = {.ninputs = m->ninputs,
 	                     .inputs = (const float *const *)pb->in,
 	                     .nint_inputs = m->nint_inputs,
 	                     .int_inputs = (const int32_t *const *)pb->ids,
 	                     .labels = labels ? pb->labels : NULL};
-	m->sample_base = p * m->B_global; /* a refusal names the caller's sample */
+	m->sample_base = p * pass_samples(m); /* a refusal names the caller's sample */
 	rc = _sf_stage_batch(m, &b, labels, fn);
 	m->sample_base = 0;
 	SF_CHECK(rc);
 	struct _sf_recorder *trace = m->trace; /* not a training step: not traced */
 	m->trace = NULL;
-	rc = _sf_forward_submit(m, false);
+	/* a pipeline: through the stages, each rank its own stage's span */
+	rc = m->pp_size > 1 ? _sf_pipeline_forward(m) : _sf_forward_submit(m, false);
 	m->trace = trace;
 	SF_CHECK(rc);
 	return rc;
@@ -177,6 +194,31 @@ static int find_node(struct sf_model *m, const char *name, const char *fn)
 	return SF_ERR(SF_ERR_NOT_FOUND, "%s: graph has no node \"%s\"", fn, name);
 }
 
+/* The first pipeline stage that holds node id's activation (0 without a pipeline):
+ * the stage whose span holds the layer, or the first reading the input; each rank
+ * knows only its own, so the world agrees on the smallest. */
+static int holder_stage(struct sf_model *m, int id, const char *fn, int *stage)
+{
+	int rc = SF_OK, S = m->pp_size;
+	*stage = 0;
+	if (S <= 1)
+		return SF_OK;
+	int mine = m->nodes[id].hold == SF_HOLD_ALL ? m->pp_stage : S, *all = NULL;
+	all = calloc((size_t)m->nranks + 1, sizeof *all);
+	if (!all)
+		return SF_ERR(SF_ERR_NOMEM, "%s: out of memory", fn);
+	SF_CHECK_GOTO(m->comm->ops->allgather_bytes(m->comm, &mine, sizeof mine, all), out);
+	*stage = S;
+	for (int r = 0; r < m->nranks; r++)
+		*stage = all[r] < *stage ? all[r] : *stage;
+	if (*stage == S) /* an input no stage reads */
+		rc = SF_ERR(SF_ERR_INVALID, "%s: node \"%s\" is read by no pipeline stage", fn,
+		            m->gnodes[id].name);
+out:
+	free(all);
+	return rc;
+}
+
 SF_API int sf_model_forward(sf_model *m, const char *node, const struct sf_batch *x, int samples,
                             float *out, size_t n)
 {
@@ -200,7 +242,7 @@ SF_API int sf_model_forward(sf_model *m, const char *node, const struct sf_batch
 		              "%s: node \"%s\"'s activation is split over the %d TP ranks "
 		              "(SHARDFLOW_TP); ask for a node after its linear_row",
 		              fn, node, m->tp);
-	int N = m->dp_size, most = (m->B_global + N - 1) / N;
+	int N = m->dp_size, W = pass_samples(m), most = (W + N - 1) / N;
 	size_t per = (size_t)most * T * dim; /* floats of the largest slice */
 	SF_CHECK_GOTO(pass_alloc(m, &pb, fn), out);
 	piece = calloc(per + 1, sizeof(float));
@@ -210,19 +252,28 @@ SF_API int sf_model_forward(sf_model *m, const char *node, const struct sf_batch
 		goto out;
 	}
 	struct _sf_node_state *s = &m->nodes[id];
-	for (int p = 0; (size_t)p * (size_t)m->B_global < (size_t)samples; p++) {
+	/* dp rank r's rows come from world rank r tp, or with a pipeline from the first
+	 * stage holding the node (its own layer, or an input it reads): stage * dp + r */
+	int from = 0;
+	SF_CHECK_GOTO(holder_stage(m, id, fn, &from), out);
+	for (int p = 0; (size_t)p * (size_t)W < (size_t)samples; p++) {
 		pass_fill(m, x, samples, p, false, &pb);
 		SF_CHECK_GOTO(pass_run(m, p, &pb, false, fn), out);
-		SF_CHECK_GOTO(_sf_data_acquire(s->h_act, STARPU_R), out);
-		memcpy(piece, s->act, m->rows_local * dim * sizeof(float));
-		starpu_data_release(s->h_act);
+		if (m->pp_stage == from) {
+			SF_CHECK_GOTO(_sf_data_acquire(s->h_act, STARPU_R), out);
+			memcpy(piece, s->act, m->rows_local * dim * sizeof(float));
+			starpu_data_release(s->h_act);
+		}
+		if (m->pp_size > 1) /* the pass's transfers done before the host's collective */
+			SF_CHECK_GOTO(sf_model_sync(m), out);
 		SF_CHECK_GOTO(m->comm->ops->allgather_bytes(m->comm, piece, per * sizeof(float), all), out);
 		for (int r = 0; r < N; r++) { /* dp rank r's samples of the pass, the real ones */
 			int first, count;
-			slice_of(m->B_global, N, r, &first, &count);
-			int s0 = p * m->B_global + first;
+			slice_of(W, N, r, &first, &count);
+			int s0 = p * W + first;
 			int real = samples - s0 < 0 ? 0 : samples - s0 < count ? samples - s0 : count;
-			memcpy(out + (size_t)s0 * T * dim, all + (size_t)r * m->tp * per,
+			size_t src = (size_t)from * (size_t)N + (size_t)r * (size_t)m->tp;
+			memcpy(out + (size_t)s0 * T * dim, all + src * per,
 			       (size_t)real * T * dim * sizeof(float));
 		}
 	}
@@ -291,9 +342,11 @@ SF_API int sf_model_evaluate(sf_model *m, const struct sf_batch *x, int samples,
 		rc = SF_ERR(SF_ERR_NOMEM, "%s: out of memory", fn);
 		goto out;
 	}
-	for (int p = 0; (size_t)p * (size_t)m->B_global < (size_t)samples; p++) {
+	for (int p = 0; (size_t)p * (size_t)pass_samples(m) < (size_t)samples; p++) {
 		int real = pass_fill(m, x, samples, p, true, &pb);
 		SF_CHECK_GOTO(pass_run(m, p, &pb, true, fn), out);
+		if (m->pp_stage != m->pp_size - 1) /* a pipeline's last stage has the logits */
+			continue;
 		SF_CHECK_GOTO(_sf_data_acquire(z->h_act, STARPU_R), out);
 		size_t valid = (size_t)real * (size_t)m->T;
 		if (m->vp) { /* the logits split over the TP group: their partials travel */
@@ -317,8 +370,11 @@ SF_API int sf_model_evaluate(sf_model *m, const struct sf_batch *x, int samples,
 		}
 		starpu_data_release(z->h_act);
 	}
+	if (m->pp_size > 1) /* the other stages' transfers done before the host's collective */
+		SF_CHECK_GOTO(sf_model_sync(m), out);
 	SF_CHECK_GOTO(m->comm->ops->allgather_bytes(m->comm, mine, sizeof mine, sums), out);
-	double total = 0.0, counted = 0.0; /* in rank order: the same sum on every rank */
+	/* in rank order: the same sum on every rank (a pipeline's other stages add 0) */
+	double total = 0.0, counted = 0.0;
 	for (int r = 0; r < m->nranks; r += m->tp) /* a TP group's first rank counts */
 		total += sums[2 * r], counted += sums[2 * r + 1];
 	/* the mean over the rows that count (cross-entropy) or over every element */

@@ -180,7 +180,8 @@ struct sf_model {
 	 * plan.c's replays walk: the stage's nodes [node_lo, node_hi), units [unit_lo,
 	 * unit_hi) and their run [bwd_lo, bwd_hi) of bwd_order (without a pipeline: the
 	 * whole graph). pp_step: the pipeline's step, which sf_model_step hands a step to
-	 * (set by the pipeline, which step.c does not call); pp_loss: where the loss task
+	 * (set by the pipeline, which step.c does not call), pp_predict the same for
+	 * sf_model_predict; pp_loss: where the loss task
 	 * writes (a micro-batch's loss), NULL: the step's loss slot. */
 	int pp_size, pp_stage, pp_micro;
 	/* the sets of the layers' activations, gradients and saved buffers this rank
@@ -189,6 +190,7 @@ struct sf_model {
 	int node_lo, node_hi, unit_lo, unit_hi, bwd_lo, bwd_hi;
 	struct _sf_pipeline *pp;
 	int (*pp_step)(struct sf_model *m, const struct sf_batch *b, int64_t *ticket);
+	int (*pp_predict)(struct sf_model *m, const struct sf_batch *b, float *logits);
 	starpu_data_handle_t pp_loss;
 	int nrep;         /* replicas of each shard (hybrid: nodes; else 1) */
 	int nnodes;

@@ -28,6 +28,7 @@ void _sf_model_describe(const struct sf_model *m, struct _sf_model_geometry *g)
 	    .tp = m->tp,
 	    .tp_rank = m->tp_rank,
 	    .pp = m->pp_size,
+	    .pp_stage = m->pp_stage,
 	    .shard_size = m->shard_size,
 	    .shard_rank = m->shard_rank,
 	    .nunits = m->nunits,

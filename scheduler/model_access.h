@@ -31,7 +31,7 @@ struct _sf_ckpt_async;
 struct _sf_model_geometry {
 	int rank, nranks;           /* the world */
 	int tp, tp_rank;            /* SHARDFLOW_TP: K ranks of a TP group, this rank's place */
-	int pp;                     /* SHARDFLOW_PP: pipeline stages (1: none) */
+	int pp, pp_stage;           /* SHARDFLOW_PP: pipeline stages (1: none), this rank's */
 	int shard_size, shard_rank; /* the shard group (the world, or a node with hybrid) */
 	int nunits, nnodes;
 	int T; /* rows per sample */

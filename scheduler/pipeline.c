@@ -513,6 +513,7 @@ int _sf_pipeline_build(struct sf_model *m)
 		pp->scale[k] = m->loss_args.scale;
 	}
 	m->pp_step = pipeline_step;
+	m->pp_predict = _sf_pipeline_predict;
 	return SF_OK;
 }
 
@@ -719,5 +720,68 @@ out:
 	m->accum_k = 0;
 	bind(m, 0);
 	m->pp_loss = NULL;
+	return rc;
+}
+
+/* ---- inference ---------------------------------------------------------------------- */
+
+int _sf_pipeline_forward(struct sf_model *m)
+{
+	int S = m->pp_size, s = m->pp_stage;
+	bind(m, 0); /* outside a step the nodes hold micro-batch 0's: the staged pass */
+	if (s > 0)  /* the stage before's activations, before the forward that reads them */
+		SF_CHECK(transfer(m, 0, false, false, false));
+	SF_CHECK(_sf_forward_submit(m, false));
+	if (s + 1 < S)
+		SF_CHECK(transfer(m, 0, true, false, true));
+	return SF_OK;
+}
+
+int _sf_pipeline_predict(struct sf_model *m, const struct sf_batch *b, float *logits)
+{
+	struct _sf_pipeline *pp = m->pp;
+	int rc = SF_OK, S = m->pp_size, dp = m->dp_size;
+	size_t C = (size_t)m->loss_args.classes, n = m->rows_local * C;
+	const struct _sf_node_state *z = &m->nodes[m->gnodes[m->loss_node].in[0]];
+	float *piece = NULL, *all = NULL;
+	if (!b || b->ninputs != m->ninputs || b->nint_inputs != m->nint_inputs ||
+	    (m->ninputs && !b->inputs) || (m->nint_inputs && !b->int_inputs))
+		return _sf_stage_batch(m, b, false, "sf_model_predict"); /* its message */
+	SF_CHECK_GOTO(_sf_alloc_floats(&piece, n, "sf_model_predict"), out);
+	SF_CHECK_GOTO(_sf_alloc_floats(&all, n * (size_t)m->nranks, "sf_model_predict"), out);
+	for (int k = 0; k < pp->M; k++) { /* micro-batch k's rows of the rank's batch */
+		size_t off = (size_t)k * m->rows_local;
+		for (int i = 0; i < m->ninputs; i++)
+			pp->xs[i] =
+			    b->inputs[i]
+			        ? b->inputs[i] + off * (size_t)m->gnodes[m->input_nodes[i]].dim
+			        : NULL;
+		for (int i = 0; i < m->nint_inputs; i++)
+			pp->ids[i] = b->int_inputs[i] ? b->int_inputs[i] + off : NULL;
+		struct sf_batch mb = {.ninputs = m->ninputs,
+		                      .inputs = pp->xs,
+		                      .nint_inputs = m->nint_inputs,
+		                      .int_inputs = pp->ids};
+		bind(m, 0);
+		m->sample_base = k * m->B_local; /* a refusal names the rank's sample */
+		rc = _sf_stage_batch(m, &mb, false, "sf_model_predict");
+		m->sample_base = 0;
+		SF_CHECK_GOTO(rc, out);
+		SF_CHECK_GOTO(_sf_pipeline_forward(m), out);
+		if (m->pp_stage == S - 1) { /* the logits: the loss's input, the last stage's */
+			SF_CHECK_GOTO(_sf_data_acquire(z->h_act, STARPU_R), out);
+			memcpy(piece, z->act, n * sizeof(float));
+			starpu_data_release(z->h_act);
+		}
+		SF_CHECK_GOTO(sf_model_sync(m), out); /* the transfers, then the host's gather */
+		/* every rank: its dp place's rows from the last stage's rank of that place */
+		SF_CHECK_GOTO(m->comm->ops->allgather_bytes(m->comm, piece, n * sizeof(float), all),
+		              out);
+		memcpy(logits + off * C, all + ((size_t)(S - 1) * dp + (size_t)m->dp_rank) * n,
+		       n * sizeof(float));
+	}
+out:
+	_sf_free_floats(piece);
+	_sf_free_floats(all);
 	return rc;
 }

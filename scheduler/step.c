@@ -851,11 +851,8 @@ SF_API int sf_model_predict(sf_model *m, const struct sf_batch *b, float *logits
 	int rc = SF_OK;
 	if (!logits)
 		return SF_ERR(SF_ERR_INVALID, "sf_model_predict: logits is NULL");
-	if (m && m->pp_size > 1)
-		return SF_ERR(SF_ERR_INVALID,
-		              "sf_model_predict: not with a pipeline yet (SHARDFLOW_PP=%d): a "
-		              "rank holds one stage; accepted: SHARDFLOW_PP=1",
-		              m->pp_size);
+	if (m && m->pp_predict) /* a pipeline: through the stages, micro-batch by micro-batch */
+		return m->pp_predict(m, b, logits);
 	SF_CHECK(_sf_stage_batch(m, b, false, "sf_model_predict"));
 	/* not a training step: not traced, not counted */
 	struct _sf_recorder *trace = m->trace;

@@ -119,7 +119,12 @@ static void print_step(const char *stepdir, const struct _sf_manifest *mf)
 	for (int w = 0; w < mf->world_size; w++)
 		bytes += mf->sizes[w];
 	printf("step: %s\n", stepdir);
-	if (mf->ranks > 0)
+	if (mf->ranks > 0 && mf->pp > 1) /* a pipeline's: each stage's units in its files */
+		printf("layout: %d ranks, pp %d x dp %d, sharding %s, %d rank files (%d a "
+		       "stage)\n",
+		       mf->ranks, mf->pp, mf->ranks / mf->pp, mf->sharding, mf->world_size,
+		       _sf_ckpt_stage_files(mf));
+	else if (mf->ranks > 0)
 		printf("layout: %d ranks, dp %d x tp %d, sharding %s, %d rank files\n", mf->ranks,
 		       mf->ranks / mf->tp, mf->tp, mf->sharding, mf->world_size);
 	else /* before 2026-11-28 the world was not recorded */
@@ -138,7 +143,8 @@ static void print_step(const char *stepdir, const struct _sf_manifest *mf)
 	printf("size: %llu bytes in %d rank files (%.1f MiB)\n", (unsigned long long)bytes,
 	       mf->world_size, (double)bytes / (1024.0 * 1024.0));
 	for (int u = 0; u < mf->nunits; u++)
-		printf("unit: %s %llu\n", mf->units[u].name, (unsigned long long)mf->units[u].P);
+		printf(mf->pp > 1 ? "unit: %s %llu stage %d\n" : "unit: %s %llu\n",
+		       mf->units[u].name, (unsigned long long)mf->units[u].P, mf->units[u].stage);
 	if (!mf->tensors)
 		printf("tensors: not recorded (a checkpoint written before 2026-11-28)\n");
 	for (int i = 0; i < mf->ntensors; i++) {
