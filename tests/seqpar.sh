@@ -13,14 +13,14 @@
 #    replicated head (nanogpt-tp: ln_f's rows all-gathered for it), and the Llama
 #    (llama-hf-tp, llama-hf-vp: the embedding_vp reduce-scattered into rows, rmsnorm);
 #  - bitwise across prefetch depths; 3 micro-batches = one batch; clipping's norm and
-#    run = 1 rank's;
+#    run = 1 rank's; sf_model_evaluate = 1 rank's;
 #  - the bytes of the TP collectives, exactly, and the activation bytes of
 #    sf_model_stats below the run without SP by what the shapes say;
 #  - refusals: SP without TP, rows that do not divide by K, with SHARDFLOW_RECOMPUTE.
 . "$(dirname "$0")/lib.sh"
 require_progs "$TRAIN_DUMP" "$DUMP_COMPARE"
 
-plan 24
+plan 25
 
 sp="SHARDFLOW_TP=2 SHARDFLOW_SEQUENCE_PARALLEL=on"
 for c in nanogpt-vp:sgd nanogpt-vp:adamw nanogpt-tp:sgd nanogpt-tp:adamw llama-hf-tp:sgd \
@@ -59,6 +59,14 @@ within_interval clip22 clip1 '^norm 4 ' >"$tmp/clip.cmp" &&
 		"$tmp/clip1.dump" >>"$tmp/clip.cmp" 2>&1
 ok $? "SP, 2 x 2 clipped: norm $n4 = 1 rank's $n1 (the norms' gradients summed over the TP group, counted once), the run = 1 rank's"
 diag_file "$tmp/clip.cmp"
+
+train_interval 1 ev1 --model llama-hf-vp --optimizer adamw --steps 3 --evaluate 30
+# shellcheck disable=SC2086
+train 4 ev22 $sp --model llama-hf-vp --optimizer adamw --steps 3 --evaluate 30
+e1=$(sed -n 's/^eval //p' "$tmp/ev1.out") e4=$(sed -n 's/^eval //p' "$tmp/ev22.out")
+within_interval ev22 ev1 '^eval ' >"$tmp/ev.cmp"
+ok $? "SP, 2 x 2: sf_model_evaluate of 30 samples = 1 rank's: $e4, $e1 (within its rounding interval)"
+diag_file "$tmp/ev.cmp"
 
 # The TP collectives' bytes of nanogpt-vp at tp 2 (dp 1: no FSDP traffic). R = 24
 # samples x T 5 = 120 rows of C = 10 floats, n = R C = 1 200, a rank's rows n / 2 = 600
