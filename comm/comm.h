@@ -92,6 +92,11 @@ struct _sf_comm_ops {
 	/* full: tp_size blocks of S, block tp_rank filled; on return every block is (a
 	 * linear_col's gather_output). Optional as tp_all_reduce, needed with it. */
 	int (*tp_all_gather)(struct _sf_comm *c, float *full, size_t S);
+	/* Sequence parallelism (optional: NULL refuses SHARDFLOW_SEQUENCE_PARALLEL): v
+	 * (tp_size blocks of S) summed over the TP group, block tp_rank of the sum to out
+	 * (S floats); v is left as it was. scratch: (tp_size + 1) S floats. */
+	int (*tp_reduce_scatter)(struct _sf_comm *c, float *v, size_t S, float *out,
+	                         float *scratch);
 	/* Pipeline parallelism (optional: NULL when the backend has none, and SHARDFLOW_PP
 	 * is then refused): v (n floats) sent to world rank `peer` (send) or received from
 	 * it, point to point. Two ranks run their transfers to each other in the same order

@@ -204,7 +204,7 @@ static void rep_allreduce_run(void *buffers[], void *cl_arg)
 static void tp_allreduce_sum(void *buffers[], struct _sf_comm_args *a)
 {
 	struct _sf_comm *c = a->comm;
-	float *v = (float *)STARPU_VECTOR_GET_PTR(buffers[1]);
+	float *v = (float *)STARPU_VECTOR_GET_PTR(buffers[1]) + a->tp_off;
 	if (a->acct && _sf_skip != SF_SKIP_COMM) { /* a ring's sends: 2 (K - 1) blocks of P / K */
 		double sent =
 		    2.0 * (double)(c->tp_size - 1) / c->tp_size * (double)a->P * sizeof(float);
@@ -239,6 +239,35 @@ static void tp_allreduce_into_run(void *buffers[], void *cl_arg)
 	}
 	mo->copy(dst, v, a->P * sizeof(float));
 	mo->sync(); /* a device backend's copy is on its stream: done before the task ends */
+}
+
+/* Sequence parallelism: v (P floats, the TP group's K blocks of rows) summed over the
+ * group, this rank's block of the sum written (or, a->tp_acc, added) into dst:
+ *   tp_rs     : order[RW] v[R] dst[W]    (a linear_row's partial outputs)
+ *   tp_rs_into: order[RW] v[R] dst[RW]   (a linear_col's partial input gradient)
+ * A ring's sends: K - 1 blocks of P / K, half an all-reduce's. */
+static void tp_rs_run(void *buffers[], void *cl_arg)
+{
+	struct _sf_comm_args *a = cl_arg;
+	struct _sf_comm *c = a->comm;
+	float *v = (float *)STARPU_VECTOR_GET_PTR(buffers[1]);
+	float *dst = (float *)STARPU_VECTOR_GET_PTR(buffers[2]);
+	size_t K = (size_t)c->tp_size, S = a->P / K;
+	float *out = a->tp_acc ? a->tp_scratch + K * S : dst; /* the ring's tmp, free after */
+	if (a->acct && _sf_skip != SF_SKIP_COMM) {
+		double sent = (double)(K - 1) * (double)S * sizeof(float);
+		a->acct->bytes += sent;
+		a->acct->bytes_tp += sent;
+		if (ring_sends_out(c, c->tp_size, c->tp_rank, 1))
+			a->acct->bytes_inter += sent;
+	}
+	if (_sf_skip == SF_SKIP_COMM)
+		return;
+	COMM_RUN(a, a, "tensor-parallel reduce-scatter", (double)a->P * sizeof(float),
+	         c->ops->tp_reduce_scatter(c, v, S, out, a->tp_scratch));
+	if (a->tp_acc)
+		c->ops->mem->add(dst, out, S);
+	c->ops->mem->sync();
 }
 
 /* order[RW] local[R] whole[W]: gather_output's all-gather over the TP group */
@@ -409,6 +438,9 @@ COMM_CODELET(_sf_cl_tp_allreduce_into, tp_allreduce_into, 3, STARPU_RW, STARPU_R
 /* the same body, its destination overwritten (a->tp_acc 0) */
 COMM_CODELET(_sf_cl_tp_allreduce_set, tp_allreduce_into, 3, STARPU_RW, STARPU_RW, STARPU_W);
 COMM_CODELET(_sf_cl_tp_gather, tp_gather, 3, STARPU_RW, STARPU_R, STARPU_W);
+COMM_CODELET(_sf_cl_tp_rs, tp_rs, 3, STARPU_RW, STARPU_R, STARPU_W);
+/* the same body, its destination added to (a->tp_acc) */
+COMM_CODELET(_sf_cl_tp_rs_into, tp_rs, 3, STARPU_RW, STARPU_R, STARPU_RW);
 COMM_CODELET(_sf_cl_tp_slice, tp_slice, 2, STARPU_R, STARPU_W);
 COMM_CODELET(_sf_cl_grad_norm, grad_norm, STARPU_VARIABLE_NBUFFERS, 0);
 COMM_CODELET(_sf_cl_pp_send, pp_send, 2, STARPU_RW, STARPU_R);
@@ -501,6 +533,16 @@ int _sf_submit_tp_gather(struct _sf_comm_args *a, starpu_data_handle_t order,
 {
 	struct starpu_data_descr d[] = {{order, STARPU_RW}, {local, STARPU_R}, {whole, STARPU_W}};
 	return SUBMIT_COMM(&_sf_cl_tp_gather, d, 3, a, worker, name, done);
+}
+
+int _sf_submit_tp_rs(struct _sf_comm_args *a, starpu_data_handle_t order, starpu_data_handle_t v,
+                     starpu_data_handle_t dst, int worker, const char *name,
+                     struct _sf_task_done done)
+{
+	struct starpu_data_descr d[] = {
+	    {order, STARPU_RW}, {v, STARPU_R}, {dst, a->tp_acc ? STARPU_RW : STARPU_W}};
+	return SUBMIT_COMM(a->tp_acc ? &_sf_cl_tp_rs_into : &_sf_cl_tp_rs, d, 3, a, worker, name,
+	                   done);
 }
 
 int _sf_submit_tp_slice(struct _sf_comm_args *a, starpu_data_handle_t whole,

@@ -15,6 +15,8 @@
  *   tp_ar    : order[RW] v[RW] (dst[W|RW])              idem (TP: an activation or its
  *                                                        gradient summed over the TP group)
  *   tp_ag    : order[RW] local[R] whole[W]              idem (TP: gather_output)
+ *   tp_rs    : order[RW] v[R] dst[W|RW]                idem (SP: v's K blocks of rows
+ *                                                        summed, this rank's into dst)
  *   tp_slice : whole[R] local[W]                        idem (its backward's columns)
  *   grad_norm: order[RW] clip[W] sq_0 .. sq_{U-1}[R]     packed struct _sf_norm_args
  *              (clip = {norm, factor}: the units' squared norms summed, then over
@@ -73,6 +75,8 @@ struct _sf_comm_args {
 	 * linear_col's input gradient whether it is added to the destination */
 	float *tp_scratch;
 	bool tp_acc;
+	size_t tp_off; /* tp_allreduce: where its P floats start in v (SP: a norm's
+	                  parameters' gradient in its unit's gradient slot) */
 	/* a linear_col's gather_output: its output's rows (tp_rows), whole and local widths
 	 * (tp_cols, tp_lcols), and each TP rank's runs of columns (tp_nruns a rank, rank t's
 	 * from tp_runs + t * SF_MAX_PARAM_TENSORS; layers/layer.h) */
@@ -113,6 +117,8 @@ extern struct starpu_codelet _sf_cl_tp_allreduce_into; /* dst[RW]: added to */
 extern struct starpu_codelet _sf_cl_tp_allreduce_set;  /* dst[W]: overwritten */
 extern struct starpu_codelet _sf_cl_tp_gather; /* order[RW] local[R] whole[W] */
 extern struct starpu_codelet _sf_cl_tp_slice;  /* whole[R] local[W] (no collective) */
+extern struct starpu_codelet _sf_cl_tp_rs;     /* order[RW] v[R] dst[W] */
+extern struct starpu_codelet _sf_cl_tp_rs_into; /* order[RW] v[R] dst[RW]: added to */
 extern struct starpu_codelet _sf_cl_grad_norm; /* order[RW] clip[W] sq_u[R]..., packed
                                                   struct _sf_norm_args */
 extern struct starpu_codelet _sf_cl_pp_send; /* order[RW] v[R] */
@@ -152,6 +158,11 @@ int _sf_submit_tp_allreduce(struct _sf_comm_args *a, starpu_data_handle_t order,
 int _sf_submit_tp_gather(struct _sf_comm_args *a, starpu_data_handle_t order,
                          starpu_data_handle_t local, starpu_data_handle_t whole, int worker,
                          const char *name, struct _sf_task_done done);
+/* sequence parallelism: v (a->P floats: K blocks of rows) summed over the TP group,
+ * this rank's block written into dst (a->tp_acc: added to it): order[RW] v[R] dst[W|RW] */
+int _sf_submit_tp_rs(struct _sf_comm_args *a, starpu_data_handle_t order, starpu_data_handle_t v,
+                     starpu_data_handle_t dst, int worker, const char *name,
+                     struct _sf_task_done done);
 /* gather_output's backward: this rank's columns of the whole output's gradient, on the
  * comm worker (a copy, no collective): whole[R] local[W] */
 int _sf_submit_tp_slice(struct _sf_comm_args *a, starpu_data_handle_t whole,

@@ -636,17 +636,11 @@ static int mpi_reduce_scatter16(struct _sf_comm *c, float *grad, size_t S, float
  * of M blocks of q = ceil(n / M), then their all-gather): each element is summed once,
  * in ring order, and passed on, so every replica has the same bits. scratch: M q
  * floats of v padded with zeros, then q to receive. */
-static int ring_all_reduce(struct _sf_comm *c, MPI_Comm rep, int M, int r, float *v, size_t n,
-                           float *scratch, const char *what)
+/* The ring's first half over M ranks: buf (M blocks of q) summed, block r ending
+ * summed here (tmp: q floats) */
+static int ring_rs_phase(struct _sf_comm *c, MPI_Comm rep, int M, int r, float *buf, size_t q,
+                         float *tmp, const char *what)
 {
-	if (M == 1)
-		return SF_OK;
-	size_t q = (n + (size_t)M - 1) / (size_t)M;
-	float *buf = scratch, *tmp = scratch + (size_t)M * q;
-	if (SF_TOUCH_DATA) {
-		memcpy(buf, v, n * sizeof(float));
-		memset(buf + n, 0, ((size_t)M * q - n) * sizeof(float));
-	}
 	int next = (r + 1) % M, prev = (r + M - 1) % M;
 	for (int k = 0; k < M - 1; k++) { /* reduce-scatter: block r ends summed here */
 		int sb = (r - k - 1 + 2 * M) % M, rb = (r - k - 2 + 2 * M) % M;
@@ -658,12 +652,30 @@ static int ring_all_reduce(struct _sf_comm *c, MPI_Comm rep, int M, int r, float
 		if (rc < 0)
 			return rc;
 	}
+	return SF_OK;
+}
+
+static int ring_all_reduce(struct _sf_comm *c, MPI_Comm rep, int M, int r, float *v, size_t n,
+                           float *scratch, const char *what)
+{
+	if (M == 1)
+		return SF_OK;
+	size_t q = (n + (size_t)M - 1) / (size_t)M;
+	float *buf = scratch, *tmp = scratch + (size_t)M * q;
+	if (SF_TOUCH_DATA) {
+		memcpy(buf, v, n * sizeof(float));
+		memset(buf + n, 0, ((size_t)M * q - n) * sizeof(float));
+	}
+	int rc = ring_rs_phase(c, rep, M, r, buf, q, tmp, what);
+	if (rc < 0)
+		return rc;
+	int next = (r + 1) % M, prev = (r + M - 1) % M;
 	for (int k = 0; k < M - 1; k++) { /* all-gather of the summed blocks */
 		int sb = (r - k + M) % M, rb = (r - k - 1 + 2 * M) % M;
 		int mrc = _sf_ring_exchange(rep, next, prev, RING_TAG, buf + (size_t)sb * q,
 		                            buf + (size_t)rb * q, q, MPI_FLOAT, sizeof(float),
 		                            c->chunk, SF_COMM_PACE, c->timeout);
-		int rc = wait_status(c, mrc, what);
+		rc = wait_status(c, mrc, what);
 		if (rc < 0)
 			return rc;
 	}
@@ -698,6 +710,20 @@ static int mpi_tp_all_reduce(struct _sf_comm *c, float *v, size_t n, float *scra
 {
 	return ring_all_reduce(c, impl(c)->tp, c->tp_size, c->tp_rank, v, n, scratch,
 	                       "ring all-reduce in the TP group");
+}
+
+/* Sequence parallelism: the all-reduce's first half, block tp_rank of the sum to out */
+static int mpi_tp_reduce_scatter(struct _sf_comm *c, float *v, size_t S, float *out, float *scratch)
+{
+	int K = c->tp_size, r = c->tp_rank;
+	float *buf = scratch, *tmp = scratch + (size_t)K * S;
+	if (SF_TOUCH_DATA)
+		memcpy(buf, v, (size_t)K * S * sizeof(float));
+	int rc =
+	    ring_rs_phase(c, impl(c)->tp, K, r, buf, S, tmp, "ring reduce-scatter in the TP group");
+	if (rc == SF_OK && SF_TOUCH_DATA)
+		memcpy(out, buf + (size_t)r * S, S * sizeof(float));
+	return rc;
 }
 
 /* A non-blocking call waited for with naps (comm/mpi_wait.h). */
@@ -971,6 +997,7 @@ const struct _sf_comm_ops _sf_comm_mpi_ops = {
     .rep_all_reduce = mpi_rep_all_reduce,
     .tp_all_reduce = mpi_tp_all_reduce,
     .tp_all_gather = mpi_tp_all_gather,
+    .tp_reduce_scatter = mpi_tp_reduce_scatter,
     .p2p = mpi_p2p,
     .all_reduce = mpi_all_reduce,
     .sum_scalar = mpi_sum_scalar,

@@ -517,6 +517,21 @@ static int nccl_tp_all_reduce(struct _sf_comm *c, float *v, size_t n, float *scr
 	    "ncclAllReduce(TP)");
 }
 
+/* SHARDFLOW_SEQUENCE_PARALLEL: v (tp_size blocks of S) summed, block tp_rank to out.
+ * scratch: unused. */
+static int nccl_tp_reduce_scatter(struct _sf_comm *c, float *v, size_t S, float *out,
+                                  float *scratch)
+{
+	(void)scratch;
+	struct nccl_impl *st = impl(c);
+	if (!st->tp)
+		return SF_OK;
+	return enqueued(c, st->tp,
+	                ncclReduceScatter(v, out, S, ncclFloat, ncclSum, st->tp,
+	                                  starpu_cuda_get_local_stream()),
+	                "ncclReduceScatter(TP)");
+}
+
 /* In place over the TP group: block tp_rank of full is this rank's */
 static int nccl_tp_all_gather(struct _sf_comm *c, float *full, size_t S)
 {
@@ -661,6 +676,7 @@ const struct _sf_comm_ops _sf_comm_nccl_ops = {
     .all_reduce = nccl_all_reduce,
     .tp_all_reduce = nccl_tp_all_reduce,
     .tp_all_gather = nccl_tp_all_gather,
+    .tp_reduce_scatter = nccl_tp_reduce_scatter,
     .sum_scalar = nccl_sum_scalar,
     .barrier = nccl_barrier,
     .bcast = nccl_bcast,

@@ -308,6 +308,15 @@ struct sf_config {
 	/** SHARDFLOW_ROUNDING, default nearest: the CPU workers' rounding direction (a
 	 *  diagnostic; CPU ranks only). */
 	enum sf_rounding rounding;
+	/** SHARDFLOW_SEQUENCE_PARALLEL, off (default) or on: under SHARDFLOW_TP > 1,
+	 *  sequence parallelism (Megatron's): the ops between a linear_row and the next
+	 *  linear_col that compute each row alone (the norms, residual adds, element-wise
+	 *  ops) run on this TP rank's 1/K of the rows, so their activations are 1/K; a
+	 *  linear_row's all-reduce becomes a reduce-scatter of rows, and a linear_col
+	 *  all-gathers its input's rows (docs/training.md, "Sequence parallelism").
+	 *  Refused without TP, where a rank's rows do not divide by K, with
+	 *  SHARDFLOW_RECOMPUTE, SHARDFLOW_PP or SHARDFLOW_SPLIT_BACKWARD. */
+	int sequence_parallel;
 };
 
 /** The largest SHARDFLOW_TP */

@@ -173,6 +173,10 @@ int _sf_layers_builtin_init(void)
 		                                    t == &_sf_linear_nobias_type ||
 		                                    t == &_sf_linear_split_type;
 		table[ntypes - 1].tp = _sf_builtin_tp_kind(t);
+		/* each output row from its input rows alone (no position, no other row): with
+		 * SHARDFLOW_SEQUENCE_PARALLEL it runs on a TP rank's slice of the rows */
+		table[ntypes - 1].rows_alone = table[ntypes - 1].tp == SF_TP_ELEMENTWISE ||
+		                               t == &_sf_layernorm_type || t == &_sf_rmsnorm_type;
 		if (t == &_sf_linear_type || t == &_sf_linear_nobias_type ||
 		    t == &_sf_linear_split_type || t == &_sf_linear_col_type || t == &_sf_linear_row_type)
 			table[ntypes - 1].layout = "linear";

@@ -242,6 +242,12 @@ SF_API int sf_model_forward(sf_model *m, const char *node, const struct sf_batch
 		              "%s: node \"%s\"'s activation is split over the %d TP ranks "
 		              "(SHARDFLOW_TP); ask for a node after its linear_row",
 		              fn, node, m->tp);
+	if (m->nodes[id].sp)
+		return SF_ERR(SF_ERR_INVALID,
+		              "%s: node \"%s\"'s rows are split over the %d TP ranks "
+		              "(SHARDFLOW_SEQUENCE_PARALLEL=on); ask for a node after a linear_col, "
+		              "or run with SHARDFLOW_SEQUENCE_PARALLEL=off",
+		              fn, node, m->tp);
 	int N = m->dp_size, W = pass_samples(m), most = (W + N - 1) / N;
 	size_t per = (size_t)most * T * dim; /* floats of the largest slice */
 	SF_CHECK_GOTO(pass_alloc(m, &pb, fn), out);

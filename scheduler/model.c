@@ -17,6 +17,7 @@
 #include "scheduler/model_layout.h"
 #include "scheduler/model_storage.h"
 #include "scheduler/pipeline.h"
+#include "scheduler/seqpar.h"
 #include "layers/gemm_bf16.h"
 #include "tasks/worker.h"
 #include "trace/recorder.h"
@@ -198,6 +199,7 @@ SF_API int sf_model_create(sf_context *ctx, const sf_graph *g, const struct sf_m
 	SF_CHECK_GOTO(_sf_pipeline_layout(m), fail);
 
 	SF_CHECK_GOTO(_sf_build_nodes(m, g), fail);
+	SF_CHECK_GOTO(_sf_sp_plan(m), fail);
 	_sf_tp_warn_unsplit(m, g->name);
 	SF_CHECK_GOTO(_sf_plan_units(m, g), fail);
 	if (m->nunits == 0) {
@@ -212,6 +214,7 @@ SF_API int sf_model_create(sf_context *ctx, const sf_graph *g, const struct sf_m
 	_sf_plan_split_backward(m);
 	SF_CHECK_GOTO(_sf_pipeline_plan(m, g->name), fail);
 	_sf_tp_plan(m);
+	SF_CHECK_GOTO(_sf_sp_plan_comm(m), fail);
 	SF_CHECK_GOTO(_sf_size_units(m), fail);
 	_sf_plan_slots(m);
 	SF_CHECK_GOTO(_sf_sq_register(m), fail);
@@ -221,6 +224,7 @@ SF_API int sf_model_create(sf_context *ctx, const sf_graph *g, const struct sf_m
 	if (m->cfg.grad_accum > 1) /* micro-batches announced: their buffers now too */
 		SF_CHECK_GOTO(_sf_model_accum_buffers(m), fail);
 	SF_CHECK_GOTO(_sf_build_buffers(m), fail);
+	_sf_sp_comm_args(m);
 	SF_CHECK_GOTO(_sf_pipeline_build(m), fail);
 	log_precision(m, g->name);
 	m->comm_worker_cpu0 = _sf_clock_seconds(ctx->comm_clock);

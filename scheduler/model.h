@@ -142,6 +142,28 @@ struct _sf_node_state {
 	struct _sf_tp_run *tp_runs;
 	char tp_ag_name[2 * SF_NAME_MAX + 40], tp_sl_name[2 * SF_NAME_MAX + 40];
 	char tp_name[2 * SF_NAME_MAX + 40];
+	/* sequence parallelism (scheduler/seqpar.c): act_rows, the rows of its activation,
+	 * its gradient (and, sp, its saved buffer): rows_local, or this TP rank's
+	 * rows_local / K when sp (a row-split node). sp_rs: a linear_row's (embedding_vp's)
+	 * partial output, written whole into m->sp_out and reduce-scattered into its rows;
+	 * its dout's rows all-gathered into m->sp_out for its backward (sp_rows). sp_in: a
+	 * linear_col (a tied vocabulary head) of a row-split input, all-gathered into
+	 * m->sp_in before its forward and again before its backward (sp_irows), its
+	 * partial input gradient reduce-scattered. sp_scatter: whole, read by row-split
+	 * nodes: its rows copied into sp_act after its forward, and sp_dact (their
+	 * gradients) all-gathered into its gradient before its backward (sp_rows).
+	 * sp_gather: row-split, read by whole layers: its rows all-gathered into sp_act
+	 * (whole) after its forward, and its rows of sp_dact (their gradient) copied into
+	 * its gradient before its backward (sp_rows). sp_psum:
+	 * row-split with parameters: their gradient, a sum over this rank's rows only, is
+	 * all-reduced over the TP group after its backward (sp_pcomm). */
+	size_t act_rows;
+	bool sp, sp_rs, sp_in, sp_scatter, sp_gather, sp_psum;
+	float *sp_act, *sp_dact;
+	starpu_data_handle_t h_sp_act, h_sp_dact;
+	struct _sf_comm_args sp_rows, sp_irows, sp_pcomm;
+	struct _sf_tp_run *sp_runs; /* K runs of sp_rows, then K of sp_irows */
+	char sp_rs_name[2 * SF_NAME_MAX + 40];
 };
 
 /* Activation recompute: one position of a group of like segments, in one of its two
@@ -173,6 +195,13 @@ struct sf_model {
 	int tp, tp_rank, dp_size, dp_rank;
 	size_t tp_max;              /* floats of the largest activation a TP all-reduce sums */
 	float *tp_scratch;          /* the TP ring's copy and block (tp_comm.tp_scratch) */
+	/* SHARDFLOW_SEQUENCE_PARALLEL (scheduler/seqpar.c): on; the whole rows (rows_local x
+	 * the widest) a linear_col's gathered input (sp_in) and a linear_row's partial
+	 * output or gathered output gradient (sp_out) take, one each, shared in turn */
+	bool sp;
+	size_t sp_in_n, sp_out_n;
+	float *sp_in, *sp_out;
+	starpu_data_handle_t h_sp_in, h_sp_out;
 	int shard_size, shard_rank; /* the shard group (the world, or a node with hybrid sharding) */
 	/* SHARDFLOW_PP (scheduler/pipeline.c): pp_size stages, this rank's pp_stage, the
 	 * micro-batches a step takes (pp_micro; 1 without a pipeline: B_local and

@@ -483,6 +483,7 @@ static int build_node(struct sf_model *m, int n)
 	task_name(s->tp_name, sizeof s->tp_name, "tp_ar", nd->name, type, n);
 	task_name(s->tp_ag_name, sizeof s->tp_ag_name, "tp_ag", nd->name, type, n);
 	task_name(s->tp_sl_name, sizeof s->tp_sl_name, "tp_slice", nd->name, type, n);
+	task_name(s->sp_rs_name, sizeof s->sp_rs_name, "tp_rs", nd->name, type, n);
 	return SF_OK;
 }
 
@@ -516,8 +517,10 @@ void _sf_layout_release(struct sf_model *m)
 	free(m->recomp_bufs);
 	free(m->seg_of);
 	for (int n = 0; m->nodes && n < m->nnodes; n++)
-		if (m->nodes[n].recomp_buf < 0)
+		if (m->nodes[n].recomp_buf < 0) {
 			free(m->nodes[n].tp_runs);
+			free(m->nodes[n].sp_runs);
+		}
 	for (int i = 0; m->units && i < m->nunits; i++) {
 		free(m->units[i].sq_segs);
 		free(m->units[i].runs);

@@ -381,6 +381,17 @@ static size_t len_rep(const struct sf_model *m, int s) /* the replica ring's cop
 	return m->nrep > 1 ? ((size_t)m->nrep + 1) * q : 0;
 }
 
+static size_t len_sp_in(const struct sf_model *m, int s) /* a linear_col's gathered rows */
+{
+	(void)s;
+	return m->sp_in_n;
+}
+static size_t len_sp_out(const struct sf_model *m, int s) /* a linear_row's whole rows */
+{
+	(void)s;
+	return m->sp_out_n;
+}
+
 static size_t len_tp(const struct sf_model *m, int s) /* the TP ring's copy and block */
 {
 	(void)s;
@@ -415,6 +426,10 @@ static const struct model_buf {
      "the all-reduce buffer across nodes"},
     {offsetof(struct sf_model, tp_scratch), NO_HANDLES, NO_KEY, n_one, len_tp, VEC_BUFFERS,
      "the tensor-parallel all-reduce buffer"},
+    {offsetof(struct sf_model, sp_in), offsetof(struct sf_model, h_sp_in), NO_KEY, n_one, len_sp_in,
+     VEC_BUFFERS, "the sequence-parallel input gather buffer"},
+    {offsetof(struct sf_model, sp_out), offsetof(struct sf_model, h_sp_out), NO_KEY, n_one,
+     len_sp_out, VEC_BUFFERS, "the sequence-parallel output buffer"},
 };
 #define NMODEL_BUFS (sizeof model_bufs / sizeof model_bufs[0])
 
@@ -587,7 +602,7 @@ size_t _sf_node_set_floats(const struct sf_model *m, int n)
 {
 	const struct _sf_node *nd = &m->gnodes[n];
 	const struct _sf_node_state *s = &m->nodes[n];
-	size_t cnt = m->rows_local * (size_t)nd->dim;
+	size_t cnt = s->act_rows * (size_t)nd->dim;
 	if (s->recomp_buf >= 0 || s->hold == SF_HOLD_NONE)
 		return 0;
 	if (nd->kind == SF_NODE_INT_INPUT)
@@ -597,6 +612,17 @@ size_t _sf_node_set_floats(const struct sf_model *m, int n)
 	if (nd->kind != SF_NODE_LAYER)
 		return 0;
 	return 2 * cnt + (s->hold == SF_HOLD_ALL ? s->info.nsaved : 0);
+}
+
+/* Floats of a node's sequence-parallel copy (and of its gradient): its rows for
+ * row-split readers, or all rows for whole ones */
+static size_t sp_floats(const struct sf_model *m, int n)
+{
+	const struct _sf_node_state *s = &m->nodes[n];
+	size_t rows = s->sp_scatter  ? m->rows_local / (size_t)m->tp
+	              : s->sp_gather ? m->rows_local
+	                             : 0;
+	return rows * (size_t)s->info.out_dim;
 }
 
 /* Floats alloc_node gives node n: its set (_sf_node_set_floats) and its tensor-parallel
@@ -609,7 +635,7 @@ static size_t node_floats(const struct sf_model *m, int n)
 		return _sf_node_set_floats(m, n);
 	size_t tp = (s->tp_bwd_ar ? m->rows_local * (size_t)s->info.in_dim[0] : 0) +
 	            (s->tp_gather ? 2 * m->rows_local * (size_t)s->info.out_dim : 0);
-	return _sf_node_set_floats(m, n) + tp;
+	return _sf_node_set_floats(m, n) + tp + 2 * sp_floats(m, n);
 }
 
 /* The buffers recomputed activations share (SHARDFLOW_RECOMPUTE=units). */
@@ -638,7 +664,7 @@ static int alloc_node(struct sf_model *m, int n)
 	int rc = SF_OK;
 	const struct _sf_node *nd = &m->gnodes[n];
 	struct _sf_node_state *s = &m->nodes[n];
-	size_t cnt = m->rows_local * (size_t)nd->dim;
+	size_t cnt = s->act_rows * (size_t)nd->dim;
 	if (s->hold == SF_HOLD_NONE) /* another pipeline stage's */
 		goto out;
 	if (s->recomp_buf >= 0) {
@@ -678,6 +704,13 @@ static int alloc_node(struct sf_model *m, int n)
 		size_t nt = m->rows_local * (size_t)s->info.in_dim[0];
 		SF_CHECK_GOTO(alloc_task_only(&s->tpbuf, nt, "a tensor-parallel input gradient"), out);
 		reg(&s->h_tpbuf, s->tpbuf, nt, sizeof(float));
+	}
+	if ((s->sp_scatter || s->sp_gather) && own) { /* the copy its readers take */
+		size_t nr = sp_floats(m, n);
+		SF_CHECK_GOTO(alloc_task_only(&s->sp_act, nr, "a sequence-parallel slice"), out);
+		reg(&s->h_sp_act, s->sp_act, nr, sizeof(float));
+		SF_CHECK_GOTO(alloc_task_only(&s->sp_dact, nr, "a sequence-parallel slice"), out);
+		reg(&s->h_sp_dact, s->sp_dact, nr, sizeof(float));
 	}
 	m->act_bytes += node_floats(m, n) * sizeof(float);
 out:
@@ -931,6 +964,10 @@ void _sf_storage_release(struct sf_model *m)
 		free_task_only(m->nodes[n].tpbuf_o);
 		unreg(&m->nodes[n].h_tpbuf_do);
 		free_task_only(m->nodes[n].tpbuf_do);
+		unreg(&m->nodes[n].h_sp_act);
+		free_task_only(m->nodes[n].sp_act);
+		unreg(&m->nodes[n].h_sp_dact);
+		free_task_only(m->nodes[n].sp_dact);
 		if (m->gnodes[n].kind == SF_NODE_LAYER) {
 			free_task_only(m->nodes[n].act);
 			free_task_only(m->nodes[n].dact);

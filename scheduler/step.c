@@ -116,27 +116,65 @@ static int submit_fwd(struct sf_model *m, int n)
 	return submit_fwd_named(m, n, m->nodes[n].fwd_name, SF_EV_FWD);
 }
 
-/* A node's forward task, under a name (the forward, or its recompute) */
+/* The handle node n reads its input i from: the input's activation, or with
+ * SHARDFLOW_SEQUENCE_PARALLEL a whole input's rows (a row-split reader) or the
+ * gathered rows of a row-split one (a linear_col's, m->sp_in) */
+static starpu_data_handle_t input_of(const struct sf_model *m, int n, int i)
+{
+	const struct _sf_node_state *s = &m->nodes[n], *x = &m->nodes[m->gnodes[n].in[i]];
+	if ((s->sp && x->sp_scatter) || (!s->sp && !s->sp_in && x->sp_gather))
+		return x->h_sp_act;
+	if (s->sp_in && i == 0)
+		return m->h_sp_in;
+	return x->h_act;
+}
+
+/* SHARDFLOW_SEQUENCE_PARALLEL: a linear_col's row-split input, every TP rank's rows
+ * all-gathered into m->sp_in (before its forward, and again before its backward: the
+ * buffer is shared, and the next linear_col has written it since) */
+static int submit_sp_gather_in(struct sf_model *m, int n)
+{
+	struct _sf_node_state *s = &m->nodes[n];
+	return _sf_submit_tp_gather(&s->sp_irows, m->h_order, m->nodes[m->gnodes[n].in[0]].h_act,
+	                            m->h_sp_in, m->ctx->comm_worker, s->tp_ag_name,
+	                            traced(m, s->tp_ag_name, SF_EV_TP_AR, n));
+}
+
+/* A node's forward task, under a name (the forward, or its recompute), and the TP
+ * collectives after it */
 static int submit_fwd_named(struct sf_model *m, int n, const char *name, enum _sf_ev_kind kind)
 {
 	const struct _sf_node *nd = &m->gnodes[n];
 	struct _sf_node_state *s = &m->nodes[n];
 	starpu_data_handle_t in[SF_MAX_INPUTS];
+	if (s->sp_in)
+		SF_CHECK(submit_sp_gather_in(m, n));
 	for (int i = 0; i < nd->nin; i++)
-		in[i] = m->nodes[nd->in[i]].h_act;
-	int rc = _sf_submit_layer_fwd(nd->type, &s->info,
+		in[i] = input_of(m, n, i);
+	starpu_data_handle_t out = s->sp_rs ? m->h_sp_out : s->tp_gather ? s->h_tpbuf_o : s->h_act;
+	int w = m->ctx->comm_worker;
+	SF_CHECK(_sf_submit_layer_fwd(nd->type, &s->info,
 	                              s->unit >= 0 ? param_handle(m, s->unit) : NULL, in, nd->nin,
-	                              s->tp_gather ? s->h_tpbuf_o : s->h_act, s->h_saved, name,
-	                              traced(m, name, kind, n));
-	if (rc >= 0 && s->tp_gather) /* gather_output: every TP rank's columns, whole */
-		return _sf_submit_tp_gather(&s->tp_gcomm, m->h_order, s->h_tpbuf_o, s->h_act,
-		                            m->ctx->comm_worker, s->tp_ag_name,
-		                            traced(m, s->tp_ag_name, SF_EV_TP_AR, n));
-	if (rc < 0 || !s->tp_fwd_ar)
-		return rc;
-	/* a linear_row's partial outputs, summed over the TP group in place */
-	return _sf_submit_tp_allreduce(&s->tp_comm, m->h_order, s->h_act, NULL, m->ctx->comm_worker,
-	                               s->tp_name, traced(m, s->tp_name, SF_EV_TP_AR, n));
+	                              out, s->h_saved, name, traced(m, name, kind, n)));
+	if (s->tp_gather) /* gather_output: every TP rank's columns, whole */
+		SF_CHECK(_sf_submit_tp_gather(&s->tp_gcomm, m->h_order, s->h_tpbuf_o, s->h_act, w,
+		                              s->tp_ag_name,
+		                              traced(m, s->tp_ag_name, SF_EV_TP_AR, n)));
+	if (s->tp_fwd_ar) /* a linear_row's partial outputs, summed over the TP group */
+		SF_CHECK(_sf_submit_tp_allreduce(&s->tp_comm, m->h_order, s->h_act, NULL, w,
+		                                 s->tp_name,
+		                                 traced(m, s->tp_name, SF_EV_TP_AR, n)));
+	if (s->sp_rs) /* SP: the sum's rows of this TP rank */
+		SF_CHECK(_sf_submit_tp_rs(&s->tp_comm, m->h_order, m->h_sp_out, s->h_act, w,
+		                          s->sp_rs_name, traced(m, s->sp_rs_name, SF_EV_TP_AR, n)));
+	if (s->sp_scatter) /* SP: its rows, for its row-split readers (a copy) */
+		SF_CHECK(_sf_submit_tp_slice(&s->sp_rows, s->h_act, s->h_sp_act, w, s->tp_sl_name,
+		                             traced(m, s->tp_sl_name, SF_EV_FREE, n)));
+	if (s->sp_gather) /* SP: every TP rank's rows, for its whole readers */
+		SF_CHECK(_sf_submit_tp_gather(&s->sp_rows, m->h_order, s->h_act, s->h_sp_act, w,
+		                              s->tp_ag_name,
+		                              traced(m, s->tp_ag_name, SF_EV_TP_AR, n)));
+	return SF_OK;
 }
 
 /* A node's backward task, or its input-gradient half (a split backward: dw_before >= 0,
@@ -149,10 +187,22 @@ static int submit_bwd_part(struct sf_model *m, int n, starpu_data_handle_t grad,
 	struct _sf_node_state *s = &m->nodes[n];
 	const struct sf_layer_info *li = dw ? &s->dw_info : &s->bwd_info;
 	const char *name = dw ? s->dw_name : s->bwd_name;
+	int w = m->ctx->comm_worker;
 	starpu_data_handle_t in[SF_MAX_INPUTS], din[SF_MAX_INPUTS];
+	if (s->sp_scatter) /* SP: its row-split readers' gradients, all-gathered */
+		SF_CHECK(_sf_submit_tp_gather(&s->sp_rows, m->h_order, s->h_sp_dact, s->h_dact, w,
+		                              s->tp_ag_name,
+		                              traced(m, s->tp_ag_name, SF_EV_TP_AR, n)));
+	if (s->sp_gather) /* SP: its rows of its whole readers' gradient (a copy) */
+		SF_CHECK(_sf_submit_tp_slice(&s->sp_rows, s->h_sp_dact, s->h_dact, w, s->tp_sl_name,
+		                             traced(m, s->tp_sl_name, SF_EV_FREE, n)));
+	if (s->sp_in)
+		SF_CHECK(submit_sp_gather_in(m, n));
 	for (int i = 0; i < nd->nin; i++) {
-		in[i] = m->nodes[nd->in[i]].h_act;
-		din[i] = m->nodes[nd->in[i]].h_dact;
+		const struct _sf_node_state *x = &m->nodes[nd->in[i]];
+		in[i] = input_of(m, n, i);
+		bool copy = (s->sp && x->sp_scatter) || (!s->sp && !s->sp_in && x->sp_gather);
+		din[i] = copy ? x->h_sp_dact : x->h_dact;
 	}
 	starpu_data_handle_t params = NULL, dparams = NULL, after = NULL;
 	bool first = false;
@@ -171,20 +221,32 @@ static int submit_bwd_part(struct sf_model *m, int n, starpu_data_handle_t grad,
 		din[0] = s->h_tpbuf;
 	starpu_data_handle_t out = s->h_act, dout = s->h_dact;
 	if (s->tp_gather) { /* gather_output: this rank's columns of dout, then its kernel */
-		int src = _sf_submit_tp_slice(&s->tp_gcomm, s->h_dact, s->h_tpbuf_do,
-		                              m->ctx->comm_worker, s->tp_sl_name,
-		                              traced(m, s->tp_sl_name, SF_EV_FREE, n));
-		if (src < 0)
-			return src;
+		SF_CHECK(_sf_submit_tp_slice(&s->tp_gcomm, s->h_dact, s->h_tpbuf_do, w,
+		                             s->tp_sl_name,
+		                             traced(m, s->tp_sl_name, SF_EV_FREE, n)));
 		out = s->h_tpbuf_o, dout = s->h_tpbuf_do;
 	}
-	int rc = _sf_submit_layer_bwd(nd->type, li, params, in, nd->nin, out, dout, s->h_saved, din,
-	                              dparams, first, after, name, traced(m, name, SF_EV_BWD, n));
-	if (rc < 0 || !tp)
-		return rc;
+	if (s->sp_rs) { /* SP: every TP rank's rows of dout (its backward reads no output) */
+		SF_CHECK(_sf_submit_tp_gather(&s->sp_rows, m->h_order, s->h_dact, m->h_sp_out, w,
+		                              s->tp_ag_name,
+		                              traced(m, s->tp_ag_name, SF_EV_TP_AR, n)));
+		dout = m->h_sp_out;
+	}
+	SF_CHECK(_sf_submit_layer_bwd(nd->type, li, params, in, nd->nin, out, dout, s->h_saved, din,
+	                              dparams, first, after, name, traced(m, name, SF_EV_BWD, n)));
+	if (s->sp_psum && dparams) /* SP: its parameters' gradient over this rank's rows */
+		SF_CHECK(_sf_submit_tp_allreduce(&s->sp_pcomm, m->h_order, dparams, NULL, w,
+		                                 s->tp_name,
+		                                 traced(m, s->tp_name, SF_EV_TP_AR, n)));
+	if (!tp)
+		return SF_OK;
+	if (s->sp_in) /* SP: summed over the TP group, this rank's rows into the input's */
+		return _sf_submit_tp_rs(&s->tp_comm, m->h_order, s->h_tpbuf,
+		                        m->nodes[nd->in[0]].h_dact, w, s->sp_rs_name,
+		                        traced(m, s->sp_rs_name, SF_EV_TP_AR, n));
 	/* summed over the TP group, then written (or added) where the input's gradient is */
 	return _sf_submit_tp_allreduce(&s->tp_comm, m->h_order, s->h_tpbuf,
-	                               m->nodes[nd->in[0]].h_dact, m->ctx->comm_worker, s->tp_name,
+	                               m->nodes[nd->in[0]].h_dact, w, s->tp_name,
 	                               traced(m, s->tp_name, SF_EV_TP_AR, n));
 }
 

@@ -48,7 +48,7 @@ valid() {
 	fi
 }
 
-plan 152
+plan 155
 
 accepted="accepted values are"
 invalid SHARDFLOW_PREFETCH_DEPTH abc "$accepted"
@@ -79,6 +79,7 @@ invalid SHARDFLOW_NODE_SIZE -2 "$accepted"
 invalid SHARDFLOW_MEMORY_CHECK 1 "$accepted"
 invalid SHARDFLOW_SPLIT_BACKWARD yes "$accepted"
 invalid SHARDFLOW_VOCAB_PARALLEL yes "$accepted"
+invalid SHARDFLOW_SEQUENCE_PARALLEL yes "$accepted"
 invalid SHARDFLOW_ROUNDING up "$accepted"
 invalid SHARDFLOW_SHARDING hybrid_shard "$accepted"
 invalid SHARDFLOW_PREFETCH_DEPHT 2 "known variables are"
@@ -127,6 +128,7 @@ valid SHARDFLOW_NODE_SIZE 1
 for v in on off; do valid SHARDFLOW_MEMORY_CHECK $v; done
 for v in on off; do valid SHARDFLOW_SPLIT_BACKWARD $v; done
 for v in auto on off; do valid SHARDFLOW_VOCAB_PARALLEL $v; done
+valid SHARDFLOW_SEQUENCE_PARALLEL off # on: refused without SHARDFLOW_TP (tests/seqpar.sh)
 for v in nearest upward downward; do valid SHARDFLOW_ROUNDING $v; done
 
 # SHARDFLOW_COMM=nccl on this machine: no GPU (and, in a CPU build, no NCCL) is a clear

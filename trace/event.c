@@ -101,6 +101,7 @@ int _sf_ev_parse_name(const char *name, struct _sf_ev_name *out)
 	    {"recompute ", SF_EV_RECOMPUTE, true},
 	    {"tp_ar ", SF_EV_TP_AR, true},
 	    {"tp_ag ", SF_EV_TP_AR, true},
+	    {"tp_rs ", SF_EV_TP_AR, true},
 	    {"tp_slice ", SF_EV_FREE, true},
 	};
 	static const struct {
