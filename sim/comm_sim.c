@@ -30,6 +30,12 @@
  * stay SMPI's. Not modelled: NCCL's channel count, the GPU time its kernels take from
  * compute.
  *
+ * Tensor parallelism's all-reduces and all-gathers are modelled so on the TP group
+ * (tp_size consecutive ranks), and the shard group's collectives on its dp ranks, a TP
+ * group apart (group_shape). A pipeline's transfers (p2p) are SMPI's messages on the
+ * platform's route, or by the model a rendezvous of the two ranks and then
+ * lat + bytes / bw of the link between them (sim_p2p).
+ *
  * SHARDFLOW_SIM_COMM_CPU=NS (with SHARDFLOW_SIM_SHARED_CPUS, a CPU cluster's
  * emulation) charges the CPU that a CPU rank's rings burn, NS nanoseconds per byte
  * the rank sends (its copies, the TCP stack, its polls), to the rank's shared host
@@ -75,7 +81,10 @@ enum sim_op {
 	OP_ALLGATHER_BYTES,
 	OP_MIN_RANK,
 	OP_ABORT,
-	OP_GROUP
+	OP_GROUP,
+	OP_TP_ALL_REDUCE,
+	OP_TP_ALL_GATHER,
+	OP_P2P
 };
 
 /* One operation handed to the proxy: its arguments, its status, whether it is done */
@@ -155,6 +164,9 @@ static int run(struct sim_req *r)
 	case OP_MIN_RANK: return mpi->min_rank(c, r->i1, r->add, r->pi1, r->pi2, r->pl);
 	case OP_ABORT: mpi->abort(c, r->i1); return SF_OK;
 	case OP_GROUP: return _sf_comm_mpi_group(c, r->i1, r->pi1, r->pi2);
+	case OP_TP_ALL_REDUCE: return mpi->tp_all_reduce(c, r->f1, r->n, r->f2);
+	case OP_TP_ALL_GATHER: return mpi->tp_all_gather(c, r->f1, r->n);
+	case OP_P2P: return mpi->p2p(c, r->f1, r->n, r->i1, r->flag);
 	}
 	return SF_ERR(SF_ERR_INVALID, "simulation: unknown operation %d", (int)r->op);
 }
@@ -342,19 +354,33 @@ static int nccl_setup(void)
 	return SF_OK;
 }
 
+/* Communicator `which`'s ranks (0 the shard's, 1 the replicas', 2 the TP group's):
+ * how many, and how far apart in world ranks. The TP group is tp_size consecutive
+ * ranks; the shard group is consecutive too (the world, a node under hybrid sharding, a
+ * pipeline stage) but under TP, where it is the dp ranks of one TP place, tp_size apart;
+ * the replicas are a shard apart. */
+static void group_shape(const struct _sf_comm *c, int which, int *n, int *stride)
+{
+	switch (which) {
+	case 0: *n = c->shard_size, *stride = c->tp_size; return;
+	case 1: *n = c->rep_size, *stride = c->shard_size; return;
+	default: *n = c->tp_size, *stride = 1; return;
+	}
+}
+
 /* The model's seconds for collective `coll` of `bytes` in all (the gathered output, the
  * scattered input, the reduced vector) on communicator `which` (as meet's) */
 static double nccl_time(const struct _sf_comm *c, int which, enum _sf_nccl_coll coll,
                         double bytes)
 {
-	/* the shard's ranks are consecutive; the replicas a shard apart; the step's all */
-	int n = which == 0 ? c->shard_size : which == 1 ? c->rep_size : c->size;
-	int g = nccl.gpn, S = c->shard_size;
-	bool spans = (which == 0 ? n : c->size) > g; /* as NCCL sees it: a NIC on the way */
-	int nodes = which == 1 ? (S >= g ? n : (n * S + g - 1) / g) : (n + g - 1) / g;
+	int n = 1, d = 1, g = nccl.gpn;
+	group_shape(c, which, &n, &d);
+	/* the nodes it spans: one a rank when they are a node or more apart */
+	int nodes = d >= g ? n : (n * d + g - 1) / g;
+	bool spans = nodes > 1; /* as NCCL sees it: a NIC on the way */
 	struct _sf_nccl_link l = {
 	    .nranks = n,
-	    .nnodes = spans ? nodes : 1,
+	    .nnodes = nodes,
 	    .bw = spans ? (nccl.nic_bw < nccl.nv_bw ? nccl.nic_bw : nccl.nv_bw) : nccl.nv_bw,
 	    .intra_lat = nccl.nv_lat,
 	    .inter_lat = nccl.nic_lat,
@@ -372,7 +398,7 @@ static double nccl_time(const struct _sf_comm *c, int which, enum _sf_nccl_coll 
  * process's environment, which SMPI does not copy, made by the first of its ranks to
  * get there (the actors run one at a time, so no other can come in between).
  */
-static sg_bar_t meet_bar[3]; /* this rank's, by communicator */
+static sg_bar_t meet_bar[3]; /* this rank's, by communicator (group_shape's) */
 
 /* communicator `which`'s barrier, found or made (a collective of its ranks: sim_init
  * calls it for every communicator, so that no step pays the naming's all-reduce) */
@@ -430,9 +456,9 @@ static int sim_init(struct _sf_comm *c, int *argc, char ***argv)
 		return rc;
 	struct sim_req r = {.op = OP_INIT, .c = c, .argc = argc, .argv = argv};
 	rc = call(&r);
-	/* the step's and the shard's communicators, and the replicas' where there are */
+	/* the shard's communicator, and the replicas' and the TP group's where there are */
 	for (int which = 0; rc >= 0 && nccl.on && which < 3; which++)
-		if (which != 1 || c->rep_size > 1)
+		if ((which != 1 || c->rep_size > 1) && (which != 2 || c->tp_size > 1))
 			rc = meet_find(c, which);
 	return rc;
 }
@@ -448,8 +474,8 @@ static int sim_fini(struct _sf_comm *c)
 	CALL(.op = OP_FINI, .c = c);
 }
 /*
- * A step collective among the ranks of communicator `which` (0 the shard's, 1 the
- * replicas', 2 the step's): NCCL's cost model of `coll` on `total` bytes when
+ * A step collective among the ranks of communicator `which` (group_shape's):
+ * NCCL's cost model of `coll` on `total` bytes when
  * SHARDFLOW_SIM_NCCL is set, else r on the proxy, charged the CPU of the `steps` ring
  * steps of `bytes` each that it sends.
  */
@@ -498,10 +524,82 @@ static int sim_rep_all_reduce(struct _sf_comm *c, float *v, size_t n, float *scr
 	struct sim_req r = {.op = OP_REP_ALL_REDUCE, .c = c, .f1 = v, .n = n, .f2 = scratch};
 	return step_collective(&r, 1, SF_NCCL_ALL_REDUCE, HALVES(c->rep_size, 4.0 * (double)n));
 }
+/* over the shard's communicator, as the MPI backend's (the step's ranks but with hybrid
+ * sharding, TP or a pipeline) */
 static int sim_all_reduce(struct _sf_comm *c, float *v, size_t n)
 {
 	struct sim_req r = {.op = OP_ALL_REDUCE, .c = c, .f1 = v, .n = n};
-	return step_collective(&r, 2, SF_NCCL_ALL_REDUCE, HALVES(c->size, 4.0 * (double)n));
+	return step_collective(&r, 0, SF_NCCL_ALL_REDUCE, HALVES(c->shard_size, 4.0 * (double)n));
+}
+/* Tensor parallelism's: a linear_row's partial output (or a linear_col's input
+ * gradient) summed, a gather_output's columns gathered, over the TP group */
+static int sim_tp_all_reduce(struct _sf_comm *c, float *v, size_t n, float *scratch)
+{
+	struct sim_req r = {.op = OP_TP_ALL_REDUCE, .c = c, .f1 = v, .n = n, .f2 = scratch};
+	return step_collective(&r, 2, SF_NCCL_ALL_REDUCE, HALVES(c->tp_size, 4.0 * (double)n));
+}
+static int sim_tp_all_gather(struct _sf_comm *c, float *full, size_t S)
+{
+	struct sim_req r = {.op = OP_TP_ALL_GATHER, .c = c, .f1 = full, .n = S};
+	return step_collective(&r, 2, SF_NCCL_ALL_GATHER, (double)c->tp_size * (double)S * 4.0,
+	                       (double)(c->tp_size - 1), (double)S * 4.0);
+}
+
+/*
+ * A pipeline's transfer under NCCL's model: NCCL's send and receive are a rendezvous
+ * of the two GPUs, then the bytes at the link's pace, lat + bytes / bw (NVLink inside a
+ * node, else the GPU's NIC), on both. The two ranks meet on a SimGrid barrier of their
+ * own, found or made by name as meet's; one barrier serves both directions, since two
+ * ranks run their transfers to each other in one order (comm/comm.h's p2p). A rank
+ * talks to the stage before and the stage after: two peers, cached.
+ */
+static struct {
+	int peer;
+	sg_bar_t bar;
+} pairs[4];
+
+static int pair_find(int me, int peer, sg_bar_t *out)
+{
+	for (size_t k = 0; k < sizeof pairs / sizeof pairs[0]; k++)
+		if (pairs[k].bar && pairs[k].peer == peer) {
+			*out = pairs[k].bar;
+			return SF_OK;
+		}
+	char key[64], val[32];
+	snprintf(key, sizeof key, "SF_SIM_PAIR_%d_%d", me < peer ? me : peer, me < peer ? peer : me);
+	const char *v = getenv(key);
+	void *bar = NULL;
+	if (!(v && sscanf(v, "%p", &bar) == 1 && bar)) {
+		bar = sg_barrier_init(2);
+		snprintf(val, sizeof val, "%p", bar);
+		if (setenv(key, val, 1) != 0)
+			return SF_ERR(SF_ERR_NOMEM, "simulation: cannot record the barrier %s", key);
+	}
+	for (size_t k = 0; k < sizeof pairs / sizeof pairs[0]; k++)
+		if (!pairs[k].bar) {
+			pairs[k].peer = peer, pairs[k].bar = bar;
+			break;
+		}
+	*out = bar;
+	return SF_OK;
+}
+
+static int sim_p2p(struct _sf_comm *c, float *v, size_t n, int peer, bool send)
+{
+	double bytes = 4.0 * (double)n;
+	if (!nccl.on) { /* SMPI's message on the platform's route */
+		struct sim_req r = {.op = OP_P2P, .c = c, .f1 = v, .n = n, .i1 = peer, .flag = send};
+		return with_cpu(&r, send ? bytes : 0);
+	}
+	sg_bar_t bar = NULL;
+	int rc = pair_find(c->rank, peer, &bar);
+	if (rc < 0)
+		return rc;
+	sg_barrier_wait(bar);
+	bool node = c->rank / nccl.gpn == peer / nccl.gpn;
+	double bw = node || nccl.nv_bw < nccl.nic_bw ? nccl.nv_bw : nccl.nic_bw;
+	sg_actor_sleep_for((node ? nccl.nv_lat : nccl.nic_lat) + bytes / bw);
+	return SF_OK;
 }
 static int sim_sum_scalar(struct _sf_comm *c, double *v)
 {
@@ -554,6 +652,9 @@ static const struct _sf_comm_ops sim_ops = {
     .all_gather16 = sim_all_gather16,
     .reduce_scatter16 = sim_reduce_scatter16,
     .rep_all_reduce = sim_rep_all_reduce,
+    .tp_all_reduce = sim_tp_all_reduce,
+    .tp_all_gather = sim_tp_all_gather,
+    .p2p = sim_p2p,
     .all_reduce = sim_all_reduce,
     .sum_scalar = sim_sum_scalar,
     .barrier = sim_barrier,

@@ -1,8 +1,11 @@
 /*
  * microbatch.c — the loss_mean codelet (tasks/microbatch.h). A handful of doubles: a
  * CPU body only, on a compute worker (never the comm worker); in a CUDA build StarPU
- * brings the losses to RAM for it.
+ * brings the losses to RAM for it; in a simulation build it runs (SF_SIM_EXECUTE), as
+ * the other bookkeeping codelets.
  */
+#include "config.h"
+
 #include "tasks/microbatch.h"
 #include "tasks/worker.h"
 
@@ -22,6 +25,7 @@ struct starpu_codelet _sf_cl_loss_mean = {
     .cpu_funcs_name = {"loss_mean_cpu"},
     .nbuffers = STARPU_VARIABLE_NBUFFERS,
     .can_execute = _sf_compute_can_execute,
+    .flags = SF_SIM_EXECUTE, /* bookkeeping: it runs in simulated time too */
     .name = "loss_mean",
 };
 

@@ -26,13 +26,30 @@
 #  - a graph whose tables pass 1 MiB (a Llama of 48 blocks) completes on 2 ranks;
 #  - a simulated first step takes the later steps' time (no warm-up needed);
 #  - bad arguments are refused with the reason (exit 2).
+# Tensor and pipeline parallelism (--tp, --pp: the library's SHARDFLOW_TP and
+# SHARDFLOW_PP, their collectives and transfers through sim/comm_sim.c):
+#  - a Llama at tp 2 and at pp 2 on 2 nodes of 1 GPU, NICs of 1 Gbit/s (dp 1: their
+#    only traffic is TP's all-reduces, or the activations and their gradients): the
+#    comm-only step is the bytes the library counts it sends (comm_bytes_per_step)
+#    over the NIC. By NCCL's model a 2-rank ring all-reduce sends bytes / bw a rank,
+#    and a pipeline's transfers go one at a time, the activations one way and as
+#    many bytes of gradients back: 2 x bytes / bw. With --collectives mpi SMPI moves
+#    the messages: the pipeline's the same, the TP ring's twice (the platform's links
+#    carry both directions in one share, and both ranks of a ring send at once);
+#  - the same simulated step in a second run, at tp 2 and at pp 2;
+#  - on 2 GPUs of a node (NVLink, the compute dominating): tp 2's compute-only step
+#    within 0.9-1.3 of dp 2's at the same batch (half the model on the whole batch
+#    against the whole model on half), pp 2's step the compute-only step over
+#    1 - (S - 1) / (M + S - 1), the schedule's bubble, within 5 %, at M = 4 and 8;
+#  - refusals: --tp 3 on 4 GPUs, --tp with --pp, --schedule without --pp, a bad
+#    schedule.
 . "$(dirname "$0")/lib.sh"
 . "$top_builddir/tests/config.sh"
 SMPIRUN="$STARPU_BINDIR/starpu_smpirun"
 require_progs "$MLP" "$SMPIRUN"
 command -v xsltproc >/dev/null 2>&1 || skip_all "starpu_smpirun needs xsltproc (Debian package xsltproc)"
 
-plan 30
+plan 39
 
 SF_TEST_TIMEOUT=300
 export SF_TEST_TIMEOUT
@@ -197,6 +214,85 @@ ok $? "a job that fails in the simulation: shardflow-sim shows its reason (batch
 "$SIM" --model gpt2 --gpus-per-node 2 --sweep 3 --out "$tmp/bad" >"$tmp/b3" 2>&1
 [ $? -eq 2 ] && grep -q "not a multiple of --gpus-per-node 2" "$tmp/b3"
 ok $? "--sweep 3 with 2 GPUs a node: refused"
+# TP and PP (--tp, --pp): the comm-only step against the library's own count of the
+# bytes sent, over a NIC of 1 Gbit/s (125e6 bytes/s); dp 1
+par="--arch llama --layers 2 --dim 256 --heads 4 --kv-heads 2 --vocab 512 --context 256 --batch 4 --nodes 2 --gpus-per-node 1 --link 1gbit --steps 2"
+# partest NAME ARGS...: the report's line in $tmp/NAME.line, the job's bytes a step in
+# $tmp/NAME.bytes
+partest() {
+	n=$1
+	shift
+	rm -rf "$tmp/$n.k"
+	# shellcheck disable=SC2086
+	"$SIM" $par "$@" --keep "$tmp/$n.k" >"$tmp/$n.out" 2>&1
+	grep -E '^ +2 ' "$tmp/$n.out" | tail -1 >"$tmp/$n.line"
+	sed -n 's/.*comm_bytes_per_step=\([0-9]*\).*/\1/p' "$tmp/$n.k/run.out" >"$tmp/$n.bytes"
+}
+# within NAME LO HI K: the comm-only step within [LO, HI] x K x bytes / 125e6
+within() {
+	l=$(cat "$tmp/$1.line") b=$(cat "$tmp/$1.bytes")
+	[ -n "$l" ] && [ -n "$b" ] && awk -v c="$(col "$l" comm_s)" -v b="$b" -v lo="$2" -v hi="$3" -v k="$4" \
+		'BEGIN { r = k * b / 125e6; exit !(b > 0 && c >= lo * r && c <= hi * r) }'
+}
+partest tpn --tp 2
+within tpn 0.95 1.15 1 && grep -q "^shardflow-sim: layout: dp 1 x tp 2$" "$tmp/tpn.out"
+ok $? "tp 2 across 2 nodes, NCCL's model: comm-only $(col "$(cat "$tmp/tpn.line")" comm_s) s, the TP all-reduces' $(cat "$tmp/tpn.bytes") bytes over 1 Gbit/s (x 0.95-1.15); the layout said" ||
+	diag_file "$tmp/tpn.out"
+partest tpm --tp 2 --collectives mpi
+within tpm 0.95 1.2 2
+ok $? "tp 2 across 2 nodes, SMPI's rings: comm-only $(col "$(cat "$tmp/tpm.line")" comm_s) s, twice the bytes over 1 Gbit/s (x 0.95-1.2: both directions share a link)" ||
+	diag_file "$tmp/tpm.out"
+partest ppn --pp 2
+within ppn 0.95 1.25 2 && grep -q "^shardflow-sim: layout: pp 2 x dp 1, 4 micro-batches, 1f1b; bubble in theory (S-1)/(M+S-1) = 0.200$" "$tmp/ppn.out"
+ok $? "pp 2 across 2 nodes, NCCL's model: comm-only $(col "$(cat "$tmp/ppn.line")" comm_s) s, the $(cat "$tmp/ppn.bytes") bytes of activations and as many of gradients over 1 Gbit/s (x 0.95-1.25); the layout said" ||
+	diag_file "$tmp/ppn.out"
+partest ppm --pp 2 --collectives mpi
+within ppm 0.95 1.25 2
+ok $? "pp 2 across 2 nodes, SMPI's messages: comm-only $(col "$(cat "$tmp/ppm.line")" comm_s) s, the same bytes over 1 Gbit/s (x 0.95-1.25)" ||
+	diag_file "$tmp/ppm.out"
+partest tpn2 --tp 2 --no-breakdown
+partest ppn2 --pp 2 --no-breakdown
+[ -s "$tmp/tpn2.line" ] && [ "$(col "$(cat "$tmp/tpn.line")" step_s)" = "$(col "$(cat "$tmp/tpn2.line")" step_s)" ] &&
+	[ -s "$tmp/ppn2.line" ] && [ "$(col "$(cat "$tmp/ppn.line")" step_s)" = "$(col "$(cat "$tmp/ppn2.line")" step_s)" ]
+ok $? "tp 2 and pp 2: the same simulated step in a second run ($(col "$(cat "$tmp/tpn.line")" step_s), $(col "$(cat "$tmp/ppn.line")" step_s) s)"
+# compute-bound on one node of 2 (NVLink): TP against DP, the pipeline's bubble
+big="--arch llama --layers 4 --dim 1024 --heads 8 --kv-heads 4 --vocab 1024 --context 1024 --batch 8 --gpus-per-node 2 --steps 2"
+# shellcheck disable=SC2086
+"$SIM" $big >"$tmp/cd.out" 2>&1
+# shellcheck disable=SC2086
+"$SIM" $big --tp 2 >"$tmp/ct.out" 2>&1
+ld=$(grep -E '^ +2 ' "$tmp/cd.out" | tail -1)
+lt=$(grep -E '^ +2 ' "$tmp/ct.out" | tail -1)
+[ -n "$ld" ] && [ -n "$lt" ] && awk -v d="$(col "$ld" compute_s)" -v t="$(col "$lt" compute_s)" -v s="$(col "$lt" step_s)" \
+	-v m="$(col "$lt" comm_s)" 'BEGIN { exit !(d > 0 && t >= 0.9 * d && t <= 1.3 * d && s >= 0.999 * t && s <= 1.001 * (t + m)) }'
+ok $? "2 GPUs, the same batch: tp 2's compute-only step $(col "$lt" compute_s) s within 0.9-1.3 of dp 2's $(col "$ld" compute_s) s; its step between max(compute, comm) and their sum" ||
+	diag_file "$tmp/ct.out"
+for pm in 4:0.2 8:0.111111; do
+	M=${pm%%:*} bub=${pm#*:}
+	# shellcheck disable=SC2086
+	"$SIM" $big --pp 2 --micro-batches "$M" >"$tmp/cp$M.out" 2>&1
+	lp=$(grep -E '^ +2 ' "$tmp/cp$M.out" | tail -1)
+	[ -n "$lp" ] && awk -v s="$(col "$lp" step_s)" -v c="$(col "$lp" compute_s)" -v b="$bub" \
+		'BEGIN { w = c / (1 - b); exit !(c > 0 && s >= 0.95 * w && s <= 1.05 * w) }' &&
+		grep -q "^shardflow-sim: pipeline: a stage idle 0\.[0-9]* of the step (1 - compute-only / step; in theory $bub" "$tmp/cp$M.out"
+	ok $? "pp 2, $M micro-batches: the step $(col "$lp" step_s) s is the compute-only $(col "$lp" compute_s) s over 1 - $bub, the bubble (+-5 %); the report's pipeline line" ||
+		diag_file "$tmp/cp$M.out"
+done
+"$SIM" --model gpt2 --gpus-per-node 4 --tp 3 >"$tmp/r1" 2>&1
+r1=$?
+"$SIM" --model gpt2 --gpus-per-node 4 --tp 2 --pp 2 >"$tmp/r2" 2>&1
+r2=$?
+"$SIM" --model gpt2 --gpus-per-node 4 --schedule gpipe >"$tmp/r3" 2>&1
+r3=$?
+"$SIM" --model gpt2 --gpus-per-node 4 --pp 2 --schedule zb >"$tmp/r4" 2>&1
+r4=$?
+[ $r1 -eq 2 ] && grep -q -- "--tp 3 does not divide the 4 GPUs" "$tmp/r1" && [ $r2 -eq 2 ] &&
+	grep -q -- "--tp 2 with --pp 2: not supported yet" "$tmp/r2" && [ $r3 -eq 2 ] &&
+	grep -q -- "--schedule gpipe needs --pp S > 1" "$tmp/r3" && [ $r4 -eq 2 ] &&
+	grep -q -- '--schedule "zb": accepted gpipe, 1f1b' "$tmp/r4"
+ok $? "--tp 3 on 4 GPUs, --tp with --pp, --schedule without --pp, --schedule zb: refused with the reason (exit $r1, $r2, $r3, $r4)" ||
+	diag_file "$tmp/r1"
+
 # the simulated machine of the other runs (without it StarPU describes this one from
 # ~/.starpu, whatever an earlier run left there, and may stop before shardflow's check)
 SHARDFLOW_SIM_DEVICE=tpu STARPU_HOSTNAME=simnode STARPU_PERF_MODEL_DIR="$tmp/models" STARPU_NCPU=2 \

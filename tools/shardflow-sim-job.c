@@ -10,9 +10,12 @@
  *
  * NAME: gpt2 (124M), gpt2-xl (1.56B), llama-100m, llama-8b (Llama 3 8B), llama-70b
  * (Llama 3 70B). B is the global batch in sequences of T tokens per micro-batch
- * (default: 2 per rank, as torchtitan's Llama 3 runs on H100s); M micro-batches make
- * a step. The tokens are synthetic (a simulation computes no values; a real run
- * learns nothing from them). The knobs are the library's variables (SHARDFLOW_*).
+ * (default: 2 per data-parallel rank, the world over SHARDFLOW_TP and SHARDFLOW_PP, as
+ * torchtitan's Llama 3 runs on H100s); M micro-batches make a step. With SHARDFLOW_TP
+ * the blocks are split Megatron's way and, where SHARDFLOW_VOCAB_PARALLEL allows (auto:
+ * a vocabulary the TP ranks divide), the embedding and the head vocabulary-parallel.
+ * The tokens are synthetic (a simulation computes no values; a real run learns nothing
+ * from them). The knobs are the library's variables (SHARDFLOW_*).
  *
  * Rank 0 prints a line per step and, at the end, one line of key=value fields that
  * tools/shardflow-sim reads:
@@ -153,13 +156,22 @@ int main(int argc, char **argv)
 		return rc == 1 ? 0 : rc;
 	CLI_CHECK_GOTO(sf_init(&argc, &argv, &ctx), done);
 	CLI_CHECK_GOTO(sf_context_world(ctx, &rank, &size), done);
+	struct sf_config cfg;
+	CLI_CHECK_GOTO(sf_context_config(ctx, &cfg), done);
+	/* the data-parallel ranks: the world over SHARDFLOW_TP and SHARDFLOW_PP */
+	int tp = cfg.tp > 1 ? cfg.tp : 1, dp = size / tp / (cfg.pp > 1 ? cfg.pp : 1);
 	if (!j.batch)
-		j.batch = 2 * size;
+		j.batch = 2 * (dp > 0 ? dp : 1);
+	/* Megatron's split of each block under SHARDFLOW_TP, and the embedding and head
+	 * vocabulary-parallel as examples/gpt makes them (auto: a vocabulary K divides) */
+	int vp = tp > 1 && cfg.vocab_parallel != SF_VOCAB_PARALLEL_OFF &&
+	         (cfg.vocab_parallel == SF_VOCAB_PARALLEL_ON || j.vocab % tp == 0);
 	if (j.arch == 0) {
 		struct sf_gpt_config c;
 		CLI_CHECK_GOTO(sf_gpt_config_init(&c), done);
 		c.vocab = j.vocab, c.context = j.context, c.layers = j.layers;
 		c.heads = j.heads, c.embd = j.dim;
+		c.tensor_parallel = tp > 1, c.vocab_parallel = vp;
 		CLI_CHECK_GOTO(sf_gpt_graph(&c, &g), done);
 	} else {
 		struct sf_llama_config c;
@@ -167,6 +179,7 @@ int main(int argc, char **argv)
 		c.vocab = j.vocab, c.context = j.context, c.dim = j.dim, c.layers = j.layers;
 		c.heads = j.heads, c.kv_heads = j.kv_heads, c.ffn_dim = j.ffn;
 		c.rope_theta = 500000.0f;
+		c.tensor_parallel = tp > 1, c.vocab_parallel = vp;
 		CLI_CHECK_GOTO(sf_llama_graph(&c, &g), done);
 		j.ffn = sf_llama_ffn_dim(&c);
 	}
