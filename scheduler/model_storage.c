@@ -625,13 +625,13 @@ static size_t sp_floats(const struct sf_model *m, int n)
 	return rows * (size_t)s->info.out_dim;
 }
 
-/* Floats alloc_node gives node n: its set (_sf_node_set_floats) and its tensor-parallel
- * buffers; 0 for a recomputed node (its shared buffers are counted once, as
- * alloc_recomp_bufs makes them). */
+/* Floats alloc_node gives node n: its set (_sf_node_set_floats: none for a recomputed
+ * node, whose shared buffers are counted once, as alloc_recomp_bufs makes them) and
+ * its tensor-parallel buffers (its own, recomputed or not). */
 static size_t node_floats(const struct sf_model *m, int n)
 {
 	const struct _sf_node_state *s = &m->nodes[n];
-	if (s->recomp_buf >= 0 || s->hold != SF_HOLD_ALL)
+	if (s->hold != SF_HOLD_ALL)
 		return _sf_node_set_floats(m, n);
 	size_t tp = (s->tp_bwd_ar ? m->rows_local * (size_t)s->info.in_dim[0] : 0) +
 	            (s->tp_gather ? 2 * m->rows_local * (size_t)s->info.out_dim : 0);
@@ -667,11 +667,12 @@ static int alloc_node(struct sf_model *m, int n)
 	size_t cnt = s->act_rows * (size_t)nd->dim;
 	if (s->hold == SF_HOLD_NONE) /* another pipeline stage's */
 		goto out;
-	if (s->recomp_buf >= 0) {
+	bool own = s->hold == SF_HOLD_ALL; /* not a pipeline's boundary alone */
+	if (s->recomp_buf >= 0) { /* the shared buffers; its TP buffers are its own */
 		struct _sf_recomp_buf *r = &m->recomp_bufs[s->recomp_buf];
 		s->act = r->act, s->dact = r->dact, s->saved = r->saved;
 		s->h_act = r->h_act, s->h_dact = r->h_dact, s->h_saved = r->h_saved;
-		goto out;
+		goto tp;
 	}
 	if (nd->kind == SF_NODE_INT_INPUT) {
 		SF_CHECK_GOTO(_sf_alloc_floats(&s->act, m->rows_local, "integer inputs"), out);
@@ -688,11 +689,11 @@ static int alloc_node(struct sf_model *m, int n)
 		reg(&s->h_dact, s->dact, cnt, sizeof(float));
 	}
 	/* the stage before's output (a pipeline's boundary): its activation and gradient */
-	bool own = s->hold == SF_HOLD_ALL;
 	if (nd->kind == SF_NODE_LAYER && s->info.nsaved && own) {
 		SF_CHECK_GOTO(alloc_task_only(&s->saved, s->info.nsaved, "a saved buffer"), out);
 		reg(&s->h_saved, s->saved, s->info.nsaved, sizeof(float));
 	}
+tp:
 	if (s->tp_gather && own) { /* gather_output: the kernel's columns and their gradient */
 		size_t nl = m->rows_local * (size_t)s->info.out_dim;
 		SF_CHECK_GOTO(alloc_task_only(&s->tpbuf_o, nl, "a tensor-parallel output slice"), out);

@@ -32,7 +32,7 @@
 . "$(dirname "$0")/ckpt_lib.sh"
 require_progs "$TRAIN_DUMP" "$DUMP_COMPARE"
 
-plan 42
+plan 43
 
 
 # K 1: the TP types are "linear", bitwise
@@ -87,6 +87,12 @@ compare_within "2 x 2, 3 micro-batches of 8 = one batch of 24 on 1 rank" acc r1-
 train 4 rc $t22 SHARDFLOW_RECOMPUTE=units --model nanogpt-tp --optimizer sgd --steps 6
 compare "2 x 2 with recompute = without, bitwise (the row's all-reduce runs again)" rc \
 	t22-nanogpt-tp-sgd --bitwise
+# the Llama's recomputed units hold linear_cols whose partial input gradient has a
+# buffer of its own, not the recomputed nodes' shared ones (it was never allocated:
+# a crash)
+train 2 rc-llama SHARDFLOW_TP=2 SHARDFLOW_RECOMPUTE=units --model llama-hf-tp --optimizer sgd \
+	--steps 6
+compare "llama-hf-tp, tp 2 with recompute = without, bitwise" rc-llama t2-llama-hf-tp-sgd --bitwise
 
 # bf16 on the wire (against fp32 on 1 rank, tests/bf16.sh's bounds) and a split backward
 train 1 b1 --model nanogpt-tp --optimizer sgd --steps 5
