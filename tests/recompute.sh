@@ -8,7 +8,8 @@
 #    (3 grouped MLP blocks), SGD and AdamW, 1, 2 and 3 ranks, prefetch depth 0 and 2,
 #    backward prefetch none, every sharding, 3 micro-batches a step;
 #  - examples/gpt with 6 blocks on 2 ranks: the exported weights are the same file,
-#    and the activation memory per rank it prints (sf_model_stats) falls;
+#    and the activation memory per rank it prints (sf_model_stats) falls; the same
+#    file with the Llama of 4 layers at tp 2;
 #  - the built-in trace names the recompute tasks ("recompute <node> (<type> L<n>)",
 #    compute of kind "recompute"), one per dropped node of each block per step, and the
 #    MLP example (three alike units) trains to the same loss with recompute on.
@@ -16,7 +17,7 @@
 GPT="$top_builddir/examples/gpt"
 require_progs "$TRAIN_DUMP" "$DUMP_COMPARE" "$GPT" "$MLP"
 
-plan 15
+plan 16
 
 # name np env... -- train_dump args: both runs, compared bitwise
 both() {
@@ -62,6 +63,18 @@ mib() { sed -n 's/.*activations \([0-9.]*\) MiB.*/\1/p' "$1" | head -1; }
 a=$(mib "$tmp/gpt-none.err") b=$(mib "$tmp/gpt-units.err")
 awk -v a="${a:-0}" -v b="${b:-0}" 'BEGIN { exit !(a > 0 && b > 0 && b < 0.7 * a) }'
 ok $? "examples/gpt, 6 blocks: activation memory per rank falls ($a MiB -> $b MiB, below 0.7x)"
+
+# under tensor parallelism: the Llama (linear_cols whose partial input gradients have
+# buffers of their own in the recomputed units), 4 layers at tp 2
+for r in none units; do
+	# shellcheck disable=SC2086
+	env SHARDFLOW_TP=2 SHARDFLOW_RECOMPUTE=$r sh "$RUN_MPI" 2 "$GPT" --arch llama --layers 4 \
+		--heads 4 --embd 32 --context 16 --batch 4 --steps 4 --sample 0 --eval-every 1000 \
+		--text "$tmp/corpus.txt" --export "$tmp/tp-$r.st" </dev/null >"$tmp/tp-$r.out" \
+		2>"$tmp/tp-$r.err" || diag_file "$tmp/tp-$r.err"
+done
+[ -s "$tmp/tp-none.st" ] && cmp -s "$tmp/tp-none.st" "$tmp/tp-units.st"
+ok $? "examples/gpt --arch llama, 4 layers, tp 2: recompute's exported weights are the same file"
 
 # the trace names the recompute tasks: every step, the dropped nodes of 3 blocks
 env SHARDFLOW_TRACE="$tmp/tr" SHARDFLOW_RECOMPUTE=units sh "$RUN_MPI" 2 "$TRAIN_DUMP" \
