@@ -63,3 +63,26 @@ refused() {
 	fi
 }
 
+
+# tp_ckpt_chain MODEL OPT: MODEL trained with OPT across layouts, each resuming the
+# last one's checkpoint: 2 steps at dp 2 x tp 2 (SHARDFLOW_TP=2 on 4 ranks), 2 at 4 x 1,
+# 2 on 1 rank; the result within the uninterrupted 1-rank run's rounding interval, and
+# the first manifest says tp 2. The comparison's output in $tmp/ck.cmp.
+tp_ckpt_chain() {
+	_cm=$1 _co=$2
+	rm -rf "$tmp/ck1-$_co" "$tmp/ck2-$_co"
+	for _cr in "" up down; do
+		# shellcheck disable=SC2086
+		drv 1 "cu-$_co${_cr:+.$_cr}" ${_cr:+SHARDFLOW_ROUNDING=${_cr}ward} --model "$_cm" \
+			--optimizer "$_co" --steps 6 --out-params "$tmp/cu-$_co${_cr:+.$_cr}.p"
+	done
+	drv 4 "c22-$_co" SHARDFLOW_TP=2 --model "$_cm" --optimizer "$_co" --steps 2 \
+		--save "$tmp/ck1-$_co" --save-every 2
+	drv 4 "c41-$_co" --model "$_cm" --optimizer "$_co" --steps 4 --resume "$tmp/ck1-$_co" \
+		--save "$tmp/ck2-$_co" --save-every 4
+	drv 1 "c11-$_co" --model "$_cm" --optimizer "$_co" --steps 6 --resume "$tmp/ck2-$_co" \
+		--out-params "$tmp/c11-$_co.p"
+	"$DUMP_COMPARE" --up "$tmp/cu-$_co.up.p" --down "$tmp/cu-$_co.down.p" "$tmp/c11-$_co.p" \
+		"$tmp/cu-$_co.p" >"$tmp/ck.cmp" 2>&1 &&
+		grep -q '"tp": 2' "$tmp/ck1-$_co/step-000000002/manifest.json"
+}
