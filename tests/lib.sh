@@ -249,6 +249,15 @@ within_interval() {
 	values_within "$tmp/$1.out" "$tmp/$2.out" "$tmp/$2.up.out" "$tmp/$2.down.out" "$3"
 }
 
+# clipped_within A B: run A's clip norm at step 4 (train_dump's "norm 4" line) and its
+# losses and parameters within run B's rounding interval (B trained by
+# train_interval); the comparisons' output in $tmp/clip.cmp
+clipped_within() {
+	within_interval "$1" "$2" '^norm 4 ' >"$tmp/clip.cmp" &&
+		"$DUMP_COMPARE" --up "$tmp/$2.up.dump" --down "$tmp/$2.down.dump" "$tmp/$1.dump" \
+			"$tmp/$2.dump" >>"$tmp/clip.cmp" 2>&1
+}
+
 compare() {
 	_desc=$1
 	_a=$2
