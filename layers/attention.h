@@ -69,6 +69,62 @@ void _sf_attention_probs_row(float *s, int i, int n, const float *stat);
 /* The multiply-adds x 2 of the forward's GEMMs with this blocking (the softmax aside). */
 double _sf_attention_fwd_flops(int B, int T, int C, int rb);
 
+/* Ring attention's parts (context parallelism, layers/attention_ring_cpu.c): one rank's
+ * query rows against one key/value block at a time, merged by log-sum-exp.
+ *
+ * A sample's rows as up to two runs of consecutive positions: local row t < n0 is at
+ * position p0 + t, row t >= n0 at position p1 + (t - n0); n rows in all. One run:
+ * n0 = n (p1 unused). Context parallelism's rank r of K holds chunks r and 2K-1-r of
+ * c rows: {2c, c, r c, (2K-1-r) c}. */
+struct sf_attn_rows {
+	int n, n0, p0, p1;
+};
+
+/* Floats of scratch the part kernels need for nq query rows against nk key rows. */
+size_t _sf_attention_part_scratch(int nq, int nk);
+
+/* Starts the running accumulators: o (B*qr.n, C) = 0, ml (B, NH, qr.n, 2) = (-inf, 0). */
+void _sf_attention_part_begin(int B, int nq, int C, int NH, float *o, float *ml);
+
+/* One key/value block into the running accumulators. q: the query rows (B*qr.n rows,
+ * leading dimension ldq, q columns at 0..C); kv: the block's rows (B*kr.n rows, leading
+ * dimension ldkv: NKV key heads at columns [0, NKV hs), NKV value heads at
+ * [NKV hs, 2 NKV hs)). For each sample b, head h, query row i: the scores
+ * s_j = q_i . k_j / sqrt(hs) over the block's keys j with pos(j) <= pos(i) (causal by
+ * global position; keys after the query are skipped, a row that meets none is left as
+ * it was); then with the row's running max m and sum l and output o:
+ *   m' = max(m, max_j s_j), o = o e^(m - m') + sum_j e^(s_j - m') v_j,
+ *   l = l e^(m - m') + sum_j e^(s_j - m'), m = m'.  (o unnormalised until _end) */
+void _sf_attention_part_fwd(int B, int C, int NH, int NKV, struct sf_attn_rows qr,
+                            const float *q, int ldq, struct sf_attn_rows kr,
+                            const float *kv, int ldkv, float *o, float *ml, float *scratch);
+
+/* After the last block: y = o / l in place (o becomes y) and ml becomes the forward's
+ * statistics (m, 1/l) in place — the same meaning as _sf_attention_fwd's stat. A row
+ * that met no key (l = 0) gets y = 0 and 1/l = 0. */
+void _sf_attention_part_end(int B, int nq, int C, int NH, float *o, float *ml);
+
+/* The backward's row sums: dsum (B, NH, nq)[b,h,i] = sum over the head's hs columns of
+ * dy * y for row i (FlashAttention's D = rowsum(dO o O), which equals rowsum(dP o P)). */
+void _sf_attention_dsum(int B, int nq, int C, int NH, const float *y, const float *dy,
+                        float *dsum);
+
+/* One key/value block's share of the gradient, added (+=) to dq (B*qr.n rows, leading
+ * dimension lddq, q columns at 0..C) and dkv (B*kr.n rows, leading dimension lddkv,
+ * dk then dv columns as kv's): with P = exp(s - m) * inv rebuilt from stat for the
+ * block's unmasked entries, dV += P^T dY, dP = dY V^T, dS = P (dP - dsum),
+ * dQ += dS K / sqrt(hs), dK += dS^T Q / sqrt(hs). Grouped heads add their query heads'
+ * shares to their key/value head in head order. */
+void _sf_attention_part_bwd(int B, int C, int NH, int NKV, struct sf_attn_rows qr,
+                            const float *q, int ldq, const float *stat, const float *dsum,
+                            const float *dy, struct sf_attn_rows kr, const float *kv,
+                            int ldkv, float *dq, int lddq, float *dkv, int lddkv,
+                            float *scratch);
+
+/* Multiply-adds x 2 of one part's forward (for the perfmodel): the unmasked score
+ * entries' QK^T and PV products over all heads. */
+double _sf_attention_part_flops(int B, int C, struct sf_attn_rows qr, struct sf_attn_rows kr);
+
 #ifdef SF_HAVE_CUDA
 /* layers/attention_cuda.cu: the same on device pointers, on the worker's CUDA stream;
  * the scratch allocated on the stream (cudaMallocAsync). The backward reads y (the
