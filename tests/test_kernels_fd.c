@@ -25,6 +25,16 @@
  * embedding: its forward exactly x + W[t]; dx and dW (all NP rows, T < NP: unused rows
  * must come out 0) against FD; acc, pacc add.
  *
+ * Ring attention's parts (_sf_attention_part_*, context parallelism): K = 1, 2, 4 ranks
+ * simulated in one process, T in 2K chunks (equal, unequal, one run), rank r holding
+ * chunks r and 2K-1-r and taking the blocks in ring order: y and stat gathered back
+ * against the naive double forward within their float32 rounding plus the merge's
+ * (ring_pe, ring_rsum) and against _sf_attention_fwd; the blocks' gradients (dq
+ * per rank, dk dv summed per block owner) against _sf_attention_bwd within both
+ * bounds and against FD of the ring's forward; MHA and GQA, blocks read in place
+ * (leading dimension the qkv width) and packed; the parts bitwise repeatable; the
+ * flop count against a loop over the unmasked entries.
+ *
  * The vocabulary-parallel embedding (_sf_embedding_vp_*): K slices' masked lookups sum
  * to the embedding's output bitwise, their dW are its dW's rows bitwise, and against FD
  * of the summed lookup; pacc adds.
@@ -974,14 +984,41 @@ struct attn_ctx {
 	int B, T, C, NH, NKV, rb;
 	/* qkv (B*T, C + 2 NKV hs), dy y (B*T,C), stat (B,NH,T,2), scratch 2 min(rb,T) T */
 	float *qkv, *dy, *y, *stat, *scratch;
+	/* ring attention (test_attention_ring): K ranks (0: _sf_attention_fwd), the 2K
+	 * chunks' first positions and sizes, the blocks read from a packed copy */
+	int K, packed;
+	const int *st, *sz;
 };
+
+static void ring_fwd(struct attn_ctx *c);
 
 static double attn_objective(void *v)
 {
 	struct attn_ctx *c = v;
-	_sf_attention_fwd(c->B, c->T, c->C, c->NH, c->NKV, c->rb, c->qkv, c->y, c->stat,
-	                  c->scratch);
+	if (c->K)
+		ring_fwd(c);
+	else
+		_sf_attention_fwd(c->B, c->T, c->C, c->NH, c->NKV, c->rb, c->qkv, c->y, c->stat,
+		                  c->scratch);
 	return dot_d(c->dy, c->y, (size_t)c->B * c->T * c->C);
+}
+
+/* The ring's rounding beyond one pass's (R = K blocks merged; 0: none). A term of y
+ * is rescaled by up to R factors e^(m - m'), each an exponential of a once-rounded
+ * difference (SF_EXP_POLY_EPS; the differences' own rounding telescopes with the
+ * term's into eps32 |s_j - max|, already counted) and a product, and its sum takes R
+ * more additions (the GEMMs' beta 1): R (SF_EXP_POLY_EPS + 3); y = o inv is a product
+ * and inv = 1 / l one more rounding: 2. The sum l (a float) is rounded once a block
+ * and rescaled by the same factors, whose argument's rounding moves each earlier
+ * term by eps32 |d| e^-|d| <= eps32 / e of the sum (>= 1): ring_rsum, relative. */
+static double ring_pe(int R)
+{
+	return R ? R * (SF_EXP_POLY_EPS + 3.0) + 2.0 : 0.0;
+}
+
+static double ring_rsum(int R, int n)
+{
+	return R ? R * (SF_EXP_POLY_EPS + 2.0 + n / exp(1.0)) * SF_EPS32 : 0.0;
 }
 
 /* The forward against softmax(Q K^T / sqrt(hs)) V computed naively in double from the
@@ -1025,7 +1062,8 @@ static void check_attn_fwd(struct attn_ctx *c, const char *tag)
 					xs[j] = sc[j] - mx;
 					sum += sc[j] = exp(xs[j]);
 				}
-				double rsum = 2.0 * dmax + sf_fp32_xent_row(i + 1) * SF_EPS32;
+				double rsum = 2.0 * dmax + sf_fp32_xent_row(i + 1) * SF_EPS32 +
+				              ring_rsum(c->K, i + 1);
 				double dm = fabs(st[0] - mx) / fmax(dmax, 1e-300);
 				double di = fabs(st[1] - 1.0 / sum) / ((rsum + SF_EPS32) / sum);
 				dm = fmax(dm, di);
@@ -1037,7 +1075,8 @@ static void check_attn_fwd(struct attn_ctx *c, const char *tag)
 					for (int j = 0; j <= i; j++) {
 						double v = c->qkv[((size_t)b * T + j) * ld + C +
 						                  (size_t)(NKV + kv) * hs + e];
-						double pe = fabs(xs[j]) + SF_EXP_POLY_EPS + 2.0 + T;
+						double pe = fabs(xs[j]) + SF_EXP_POLY_EPS + 2.0 +
+						            T + ring_pe(c->K);
 						pe = 2.0 * dmax + pe * SF_EPS32;
 						want += sc[j] * v;
 						tol += sc[j] * fabs(v) * (pe + rsum);
@@ -1071,11 +1110,15 @@ static void check_attn_fwd(struct attn_ctx *c, const char *tag)
  * dQ = scale dS K (at most T terms and the scale) within scale sum (err(dS) + (T + 2)
  * eps32 A) |k|; dK = scale dS^T Q and dV = P^T dY summed over the query blocks and the
  * G = NH / NKV heads of a group from 0 (N = T G terms): scale sum (err(dS) + (N + 2)
- * eps32 A) |q| and sum P |dy| (eP + (N + 1) eps32). Masked entries are exact zeros. */
+ * eps32 A) |q| and sum P |dy| (eP + (N + 1) eps32). Masked entries are exact zeros.
+ * The ring (R = K blocks): rsum and y's terms as ring_rsum and ring_pe say, each
+ * gradient sum R more additions (a block's GEMM adds to the last with beta 1), and r
+ * is D = rowsum(dy y) from the float y: within sum |dy| ey + eps32 |D| (its double
+ * sum rounded once) + hs 2^-53 sum |dy y|. */
 static void attn_bounds(const struct attn_ctx *c, double *ey, double *g)
 {
-	int B = c->B, T = c->T, C = c->C, NH = c->NH, NKV = c->NKV, hs = C / NH;
-	int ld = C + 2 * NKV * hs, N = T * (NH / NKV);
+	int B = c->B, T = c->T, C = c->C, NH = c->NH, NKV = c->NKV, hs = C / NH, R = c->K;
+	int ld = C + 2 * NKV * hs, N = T * (NH / NKV) + R;
 	double sc = 1.0 / sqrt((double)hs), eps = SF_EPS32;
 	double *P = dvec((size_t)T), *eP = dvec((size_t)T), *dP = dvec((size_t)T),
 	       *edP = dvec((size_t)T);
@@ -1102,21 +1145,27 @@ static void attn_bounds(const struct attn_ctx *c, double *ey, double *g)
 				}
 				for (int j = 0; j <= i; j++)
 					sum += exp(P[j] - mx);
-				double rsum = 2.0 * dmax + sf_fp32_xent_row(i + 1) * eps;
+				double rsum = 2.0 * dmax + sf_fp32_xent_row(i + 1) * eps +
+				              ring_rsum(R, i + 1);
 				for (int j = 0; j <= i; j++) {
 					double x = P[j] - mx;
 					P[j] = exp(x) / sum;
 					eP[j] = 2.0 * dmax + (fabs(x) + 31.0) * eps + rsum;
 				}
-				for (int e = 0; ey && e < hs; e++) {
-					double t = 0.0;
-					for (int j = 0; j <= i; j++)
-						t += P[j] *
-						     fabs((
-						         double)base[(size_t)j * ld + C +
-						                     (size_t)(NKV + kv) * hs + e]) *
-						     (eP[j] + T * eps);
-					ey[((size_t)b * T + i) * C + (size_t)h * hs + e] = t;
+				double yy = 0.0, ye = 0.0; /* sum |dy y|, sum |dy| ey */
+				for (int e = 0; e < hs; e++) {
+					double t = 0.0, w = 0.0;
+					for (int j = 0; j <= i; j++) {
+						double v = base[(size_t)j * ld + C +
+						                (size_t)(NKV + kv) * hs + e];
+						t += P[j] * fabs(v) *
+						     (eP[j] + (T + ring_pe(R)) * eps);
+						w += P[j] * v;
+					}
+					yy += fabs(dy[e] * w), ye += fabs((double)dy[e]) * t;
+					if (ey)
+						ey[((size_t)b * T + i) * C + (size_t)h * hs + e] =
+						    t;
 				}
 				if (!g)
 					continue;
@@ -1133,6 +1182,8 @@ static void attn_bounds(const struct attn_ctx *c, double *ey, double *g)
 					er += P[j] * (edP[j] + fabs(d) * eP[j]);
 				}
 				er += eps * fabs(r);
+				if (R) /* D from y, not from P and dP */
+					er = ye + eps * (fabs(r) + ye) + hs * 0x1p-53 * yy;
 				for (int j = 0; j <= i; j++) {
 					double eds = P[j] * (edP[j] + er +
 					                     2.0 * eps * (fabs(dP[j]) + fabs(r))) +
@@ -1144,7 +1195,7 @@ static void attn_bounds(const struct attn_ctx *c, double *ey, double *g)
 					       rq = ((size_t)b * T + i) * ld + (size_t)h * hs;
 					for (int e = 0; e < hs; e++) {
 						g[rq + e] +=
-						    sc * (eds + (T + 2) * eps * A) *
+						    sc * (eds + (T + R + 2) * eps * A) *
 						    fabs((double)base[rk - (size_t)b * T * ld + e]);
 						g[rk + e] += sc * (eds + (N + 2) * eps * A) *
 						             fabs((double)q[e]);
@@ -1217,7 +1268,11 @@ static void test_attention(int B, int T, int C, int NH, int NKV, int rb)
 	                     rand_vec(ny, 1.0f),
 	                     zero_vec(ny),
 	                     rand_vec(ns, 9.0f),
-	                     rand_vec(2 * (size_t)brb * T, 9.0f)};
+	                     rand_vec(2 * (size_t)brb * T, 9.0f),
+	                     0,
+	                     0,
+	                     NULL,
+	                     NULL};
 	check_attn_fwd(&c, tag);
 
 	float *dq = rand_vec(nq, 9.0f); /* stale: acc=0 overwrites every entry */
@@ -1249,6 +1304,219 @@ static void test_attention(int B, int T, int C, int NH, int NKV, int rb)
 	free(gq);
 	free(c.qkv), free(c.dy), free(c.y), free(c.stat), free(c.scratch), free(dq), free(dq2);
 	free(y0), free(s0), free(old), free(dq3);
+}
+
+/* --- ring attention (context parallelism) ---------------------------------------- */
+
+/* Rank r of K: chunks r and 2K-1-r (causal balancing). */
+static struct sf_attn_rows ring_rows(const struct attn_ctx *c, int r)
+{
+	int a = r, z = 2 * c->K - 1 - r;
+	return (struct sf_attn_rows){c->sz[a] + c->sz[z], c->sz[a], c->st[a], c->st[z]};
+}
+
+/* Rows of a global (B*T, w columns at leading dimension gld) buffer to a rank's local
+ * (B*n, lld) one, or back (back = 1). */
+static void ring_move(const struct attn_ctx *c, struct sf_attn_rows x, float *glob, size_t gld,
+                      float *loc, size_t lld, size_t w, int back)
+{
+	for (int b = 0; b < c->B; b++)
+		for (int t = 0; t < x.n; t++) {
+			int pos = t < x.n0 ? x.p0 + t : x.p1 + (t - x.n0);
+			float *g = glob + ((size_t)b * c->T + pos) * gld,
+			      *l = loc + ((size_t)b * x.n + t) * lld;
+			memcpy(back ? g : l, back ? l : g, sizeof(float) * w);
+		}
+}
+
+/* The statistics (B, NH, rows, 2) likewise. */
+static void ring_move_stat(const struct attn_ctx *c, struct sf_attn_rows x, float *glob, float *loc,
+                           int back)
+{
+	for (int bh = 0; bh < c->B * c->NH; bh++)
+		ring_move(&(struct attn_ctx){.B = 1, .T = c->T}, x, glob + (size_t)bh * c->T * 2, 2,
+		          loc + (size_t)bh * x.n * 2, 2, 2, back);
+}
+
+/* Each rank's rows of qkv (loc, ld) and its key/value columns packed (kvp, 2 NKV hs). */
+static void ring_locals(const struct attn_ctx *c, float **loc, float **kvp)
+{
+	int hs = c->C / c->NH, ld = c->C + 2 * c->NKV * hs, W = 2 * c->NKV * hs;
+	for (int r = 0; r < c->K; r++) {
+		struct sf_attn_rows x = ring_rows(c, r);
+		loc[r] = rand_vec((size_t)c->B * x.n * ld, 1.0f);
+		kvp[r] = rand_vec((size_t)c->B * x.n * W, 1.0f);
+		ring_move(c, x, c->qkv, ld, loc[r], ld, ld, 0);
+		ring_move(c, x, c->qkv + c->C, ld, kvp[r], W, W, 0);
+	}
+}
+
+/* The forward as K ranks run it: each rank's queries against its own block, then
+ * rank r-1's, r-2's, ... (the ring's order), y and stat gathered in sequence order. */
+static void ring_fwd(struct attn_ctx *c)
+{
+	enum { KMAX = 8 };
+	int K = c->K, B = c->B, C = c->C, NH = c->NH, hs = C / NH, ld = C + 2 * c->NKV * hs;
+	float *loc[KMAX], *kvp[KMAX];
+	ring_locals(c, loc, kvp);
+	for (int r = 0; r < K; r++) {
+		struct sf_attn_rows qr = ring_rows(c, r);
+		/* stale accumulators and scratch: _begin and the parts write what they read */
+		float *o = rand_vec((size_t)B * qr.n * C, 9.0f),
+		      *ml = rand_vec((size_t)B * NH * qr.n * 2, 9.0f),
+		      *scr = rand_vec(_sf_attention_part_scratch(qr.n, c->T), 9.0f);
+		_sf_attention_part_begin(B, qr.n, C, NH, o, ml);
+		for (int s = 0; s < K; s++) {
+			int src = (r - s + K) % K;
+			_sf_attention_part_fwd(B, C, NH, c->NKV, qr, loc[r], ld, ring_rows(c, src),
+			                       c->packed ? kvp[src] : loc[src] + C,
+			                       c->packed ? 2 * c->NKV * hs : ld, o, ml, scr);
+		}
+		_sf_attention_part_end(B, qr.n, C, NH, o, ml);
+		ring_move(c, qr, c->y, C, o, C, C, 1);
+		ring_move_stat(c, qr, c->stat, ml, 1);
+		free(o), free(ml), free(scr);
+	}
+	for (int r = 0; r < K; r++)
+		free(loc[r]), free(kvp[r]);
+}
+
+/* The backward as the ranks run it from the gathered y and stat: each rank's row sums,
+ * then at step s rank r takes block r - s's share, added to the block's gradient,
+ * which travels with it (its owner's dkv: the ranks add in ring order); dqkv (B*T,
+ * ld) gathered from the owners. */
+static void ring_bwd(struct attn_ctx *c, float *dqkv)
+{
+	enum { KMAX = 8 };
+	int K = c->K, B = c->B, C = c->C, NH = c->NH, hs = C / NH, W = 2 * c->NKV * hs;
+	int ld = C + W;
+	float *loc[KMAX], *kvp[KMAX], *y[KMAX], *dy[KMAX], *st[KMAX], *ds[KMAX], *dq[KMAX],
+	    *dkv[KMAX];
+	ring_locals(c, loc, kvp);
+	for (int r = 0; r < K; r++) {
+		struct sf_attn_rows x = ring_rows(c, r);
+		size_t n = (size_t)B * x.n;
+		y[r] = zero_vec(n * C), dy[r] = zero_vec(n * C), st[r] = zero_vec(n * NH * 2);
+		ds[r] = rand_vec(n * NH, 9.0f), dq[r] = zero_vec(n * ld), dkv[r] = zero_vec(n * W);
+		ring_move(c, x, c->y, C, y[r], C, C, 0);
+		ring_move(c, x, c->dy, C, dy[r], C, C, 0);
+		ring_move_stat(c, x, c->stat, st[r], 0);
+		_sf_attention_dsum(B, x.n, C, NH, y[r], dy[r], ds[r]);
+	}
+	float *scr = rand_vec(_sf_attention_part_scratch(c->T, c->T), 9.0f);
+	for (int s = 0; s < K; s++)
+		for (int r = 0; r < K; r++) {
+			int src = (r - s + K) % K;
+			_sf_attention_part_bwd(
+			    B, C, NH, c->NKV, ring_rows(c, r), loc[r], ld, st[r], ds[r], dy[r],
+			    ring_rows(c, src), c->packed ? kvp[src] : loc[src] + C,
+			    c->packed ? W : ld, dq[r], ld, c->packed ? dkv[src] : dq[src] + C,
+			    c->packed ? W : ld, scr);
+		}
+	for (int r = 0; r < K; r++) {
+		struct sf_attn_rows x = ring_rows(c, r);
+		ring_move(c, x, dqkv, ld, dq[r], ld, ld, 1);
+		if (c->packed)
+			ring_move(c, x, dqkv + C, ld, dkv[r], W, W, 1);
+		free(loc[r]), free(kvp[r]), free(y[r]), free(dy[r]), free(st[r]), free(ds[r]);
+		free(dq[r]), free(dkv[r]);
+	}
+	free(scr);
+}
+
+/* |a - b| <= ea + eb entry by entry (two computations, each within its bound of the
+ * exact value): the largest |a - b| / (ea + eb). */
+static double max_rel2(const float *a, const float *b, const double *ea, const double *eb, size_t n)
+{
+	double w = 0.0;
+	for (size_t k = 0; k < n; k++) {
+		double d = fabs((double)a[k] - b[k]) / fmax(ea[k] + eb[k], 1e-300);
+		w = fmax(w, isfinite(d) ? d : INFINITY);
+	}
+	return w;
+}
+
+/* Ring attention's parts (_sf_attention_part_*) as K ranks use them, T in 2K chunks
+ * (sizes sz: equal, unequal, one run): y and stat against the naive double forward
+ * within their float32 rounding (check_attn_fwd with the ring's terms) and against
+ * _sf_attention_fwd within both bounds; dqkv against _sf_attention_bwd within both
+ * bounds and against FD of the ring's forward (every q, k, v entry: dq and dkv); the
+ * parts bitwise repeatable. packed: blocks read from (rows, 2 NKV hs) copies. */
+static void test_attention_ring(int B, int C, int NH, int NKV, int K, const int *sz, int packed)
+{
+	char tag[160], what[200];
+	int st[16], T = 0,
+	            n = snprintf(tag, sizeof tag, "ring B=%d C=%d NH=%d NKV=%d K=%d%s chunks", B, C,
+	                         NH, NKV, K, packed ? " packed" : "");
+	for (int i = 0; i < 2 * K; i++) {
+		st[i] = T, T += sz[i];
+		n += snprintf(tag + n, sizeof tag - (size_t)n, " %d", sz[i]);
+	}
+	size_t W = (size_t)C + 2 * (size_t)NKV * (C / NH);
+	size_t nq = (size_t)B * T * W, ny = (size_t)B * T * C, ns = (size_t)B * NH * T * 2;
+	struct attn_ctx c = {B,
+	                     T,
+	                     C,
+	                     NH,
+	                     NKV,
+	                     T,
+	                     rand_vec(nq, 2.0f),
+	                     rand_vec(ny, 1.0f),
+	                     zero_vec(ny),
+	                     rand_vec(ns, 9.0f),
+	                     rand_vec(2 * (size_t)T * T, 9.0f),
+	                     K,
+	                     packed,
+	                     st,
+	                     sz};
+	check_attn_fwd(&c, tag);
+
+	/* against one pass of _sf_attention_fwd, and its backward */
+	struct attn_ctx f = c;
+	f.K = 0, f.y = zero_vec(ny), f.stat = zero_vec(ns);
+	attn_objective(&f);
+	double *ey = dvec(ny), *eyf = dvec(ny), *g = dvec(nq), *gf = dvec(nq);
+	attn_bounds(&c, ey, g);
+	attn_bounds(&f, eyf, gf);
+	ok(max_rel2(c.y, f.y, ey, eyf, ny) <= 1.0,
+	   "attention %s: y vs _sf_attention_fwd (max error %.2f of both bounds)", tag,
+	   max_rel2(c.y, f.y, ey, eyf, ny));
+	float *dq = rand_vec(nq, 9.0f), *dqf = rand_vec(nq, 9.0f);
+	attn_objective(&c);
+	ring_bwd(&c, dq);
+	_sf_attention_bwd(B, T, C, NH, NKV, T, f.qkv, f.stat, f.dy, dqf, 0, f.scratch);
+	ok(max_rel2(dq, dqf, g, gf, nq) <= 1.0,
+	   "attention %s: dqkv vs _sf_attention_bwd (max error %.2f of both bounds)", tag,
+	   max_rel2(dq, dqf, g, gf, nq));
+	snprintf(what, sizeof what, "attention dqkv %s", tag);
+	check_fd_derived(what, c.qkv, nq, dq, g, attn_forward, &c, FD_CURVED);
+
+	/* the same inputs again: bitwise the same outputs */
+	float *y0 = malloc(sizeof(float) * ny), *s0 = malloc(sizeof(float) * ns),
+	      *dq2 = rand_vec(nq, 3.0f);
+	attn_objective(&c);
+	memcpy(y0, c.y, sizeof(float) * ny), memcpy(s0, c.stat, sizeof(float) * ns);
+	ring_bwd(&c, dq);
+	attn_objective(&c);
+	ring_bwd(&c, dq2);
+	ok(!memcmp(y0, c.y, sizeof(float) * ny) && !memcmp(s0, c.stat, sizeof(float) * ns) &&
+	       !memcmp(dq, dq2, sizeof(float) * nq),
+	   "attention %s: the parts are bitwise repeatable", tag);
+	free(c.qkv), free(c.dy), free(c.y), free(c.stat), free(c.scratch), free(f.y), free(f.stat);
+	free(ey), free(eyf), free(g), free(gf), free(dq), free(dqf), free(dq2), free(y0), free(s0);
+}
+
+/* The unmasked entries' products, counted against a loop over every (query, key). */
+static void test_attention_part_flops(void)
+{
+	struct sf_attn_rows q = {6, 2, 2, 12}, k = {5, 3, 0, 11};
+	double e = 0.0;
+	for (int i = 0; i < q.n; i++)
+		for (int j = 0; j < k.n; j++)
+			e += (j < k.n0 ? k.p0 + j : k.p1 + j - k.n0) <=
+			     (i < q.n0 ? q.p0 + i : q.p1 + i - q.n0);
+	double f = _sf_attention_part_flops(2, 8, q, k);
+	ok(f == 4.0 * e * 8 * 2, "attention part flops: %.0f, 4 C B x %.0f unmasked entries", f, e);
 }
 
 /* --- position embedding ---------------------------------------------------------- */
@@ -2504,6 +2772,18 @@ int main(void)
 	test_attention(2, 7, 8, 4, 2, 3);
 	test_attention(1, 5, 9, 3, 1, 64);
 	test_attention(2, 6, 12, 6, 3, 4);
+	{
+		/* K = 1, 2, 4 in equal chunks; unequal chunks (n0 != n / 2); one run */
+		static const int e1[] = {4, 4}, e2[] = {2, 2, 2, 2}, e4[] = {1, 1, 1, 1, 1, 1, 1, 1};
+		static const int u2[] = {3, 1, 2, 2}, u4[] = {2, 0, 1, 3, 1, 1, 2, 1}, one[] = {7, 0};
+		test_attention_ring(2, 6, 2, 2, 1, e1, 0);
+		test_attention_ring(2, 6, 2, 2, 2, e2, 1);
+		test_attention_ring(1, 8, 4, 2, 4, e4, 0);
+		test_attention_ring(2, 8, 4, 2, 2, u2, 0);
+		test_attention_ring(1, 9, 3, 1, 4, u4, 1);
+		test_attention_ring(2, 6, 2, 1, 1, one, 0);
+		test_attention_part_flops();
+	}
 	test_pos_embedding(2, 3, 5, 4); /* T < NP: unused rows */
 	test_pos_embedding(1, 4, 4, 3);
 
