@@ -64,6 +64,8 @@ int _sf_comm_create(const struct _sf_comm_ops *ops, const struct sf_config *cfg,
 	c->tp_rank = 0, c->tp_size = 1;
 	c->pp_req = cfg->pp > 1 ? cfg->pp : 1;
 	c->pp_rank = 0, c->pp_size = 1;
+	c->cp_req = cfg->cp > 1 ? cfg->cp : 1;
+	c->cp_rank = 0, c->cp_size = 1;
 	c->flight_cap = cfg->flight_record;
 	if (cfg->trace[0]) { /* the flight record goes beside the trace */
 		char dir[sizeof cfg->trace];
@@ -90,6 +92,15 @@ int _sf_comm_create(const struct _sf_comm_ops *ops, const struct sf_config *cfg,
 		            "SHARDFLOW_PP=%d: the %s backend has no point-to-point transfers "
 		            "yet; accepted with it: SHARDFLOW_PP=1 (SHARDFLOW_COMM=mpi has them)",
 		            c->pp_req, ops->name);
+		ops->fini(c);
+		free(c);
+		return rc;
+	}
+	if (c->cp_req > 1 && (c->cp_size != c->cp_req || !ops->cp_shift)) { /* no CP */
+		rc = SF_ERR(SF_ERR_CONFIG,
+		            "SHARDFLOW_CP=%d: the %s backend has no context-parallel ring yet; "
+		            "accepted with it: SHARDFLOW_CP=1 (SHARDFLOW_COMM=mpi has it)",
+		            c->cp_req, ops->name);
 		ops->fini(c);
 		free(c);
 		return rc;

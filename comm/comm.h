@@ -102,6 +102,10 @@ struct _sf_comm_ops {
 	 * it, point to point. Two ranks run their transfers to each other in the same order
 	 * (the pipeline's planner, scheduler/pipeline.c, submits them so). */
 	int (*p2p)(struct _sf_comm *c, float *v, size_t n, int peer, bool send);
+	/* Context parallelism (optional: NULL refuses SHARDFLOW_CP): one step of the CP
+	 * group's ring, src (n floats) to the next CP rank while dst receives the previous
+	 * one's. Every member runs it at once, in the same order. */
+	int (*cp_shift)(struct _sf_comm *c, const float *src, float *dst, size_t n);
 	/* v (n floats) = its sum over the ranks */
 	int (*all_reduce)(struct _sf_comm *c, float *v, size_t n);
 	/* *v = its sum over the ranks */
@@ -148,6 +152,10 @@ struct _sf_comm {
 	 * rank's stage pp_rank (SHARDFLOW_PP; 1: none). With pp_size > 1 the shard group
 	 * is the stage's ranks. Set by init, from pp_req (SHARDFLOW_PP). */
 	int pp_rank, pp_size, pp_req;
+	/* The CP group: the cp_size ranks of one dp index and TP place (SHARDFLOW_CP; 1:
+	 * none), rank = (dp cp_size + cp_rank) tp_size + tp_rank; they belong to the
+	 * shard group, which is then dp x cp ranks. Set by init, from cp_req. */
+	int cp_rank, cp_size, cp_req;
 	bool hybrid;    /* init's request: SHARDFLOW_SHARDING=hybrid */
 	int node_req;   /* init's request: SHARDFLOW_NODE_SIZE (0: the machine's ranks) */
 	int node_k;     /* ranks per node as the accounting counts them (set by init):

@@ -397,6 +397,25 @@ static void pp_recv_run(void *buffers[], void *cl_arg)
 	pp_transfer(buffers, cl_arg, false);
 }
 
+/* order[RW] src[R] dst[W]: context parallelism's ring step, a->P floats of src to the
+ * next CP rank while dst receives the previous one's */
+static void cp_shift_run(void *buffers[], void *cl_arg)
+{
+	struct _sf_comm_args *a = cl_arg;
+	struct _sf_comm *c = a->comm;
+	const float *src = (const float *)STARPU_VECTOR_GET_PTR(buffers[1]);
+	float *dst = (float *)STARPU_VECTOR_GET_PTR(buffers[2]);
+	if (_sf_skip == SF_SKIP_COMM)
+		return;
+	double bytes = (double)a->P * sizeof(float);
+	COMM_RUN(a, a, "context-parallel ring step", bytes, c->ops->cp_shift(c, src, dst, a->P));
+	if (a->acct) { /* the next CP rank is tp_size ranks on, the first one K - 1 back */
+		a->acct->bytes += bytes;
+		if (ring_sends_out(c, c->cp_size, c->cp_rank, c->tp_size))
+			a->acct->bytes_inter += bytes;
+	}
+}
+
 /* slot[RW]: the unit's last reader is done; the slot may be gathered into again */
 static void free_cpu(void *buffers[], void *cl_arg)
 {
@@ -445,6 +464,7 @@ COMM_CODELET(_sf_cl_tp_slice, tp_slice, 2, STARPU_R, STARPU_W);
 COMM_CODELET(_sf_cl_grad_norm, grad_norm, STARPU_VARIABLE_NBUFFERS, 0);
 COMM_CODELET(_sf_cl_pp_send, pp_send, 2, STARPU_RW, STARPU_R);
 COMM_CODELET(_sf_cl_pp_recv, pp_recv, 2, STARPU_RW, STARPU_W);
+COMM_CODELET(_sf_cl_cp_shift, cp_shift, 3, STARPU_RW, STARPU_R, STARPU_W);
 
 /* a compute codelet, where the unit's slot is: no data moves (CUDA builds: the GPU's
  * compute worker when there is one, by the placement rule of tasks/worker.c; its body
@@ -543,6 +563,14 @@ int _sf_submit_tp_rs(struct _sf_comm_args *a, starpu_data_handle_t order, starpu
 	    {order, STARPU_RW}, {v, STARPU_R}, {dst, a->tp_acc ? STARPU_RW : STARPU_W}};
 	return SUBMIT_COMM(a->tp_acc ? &_sf_cl_tp_rs_into : &_sf_cl_tp_rs, d, 3, a, worker, name,
 	                   done);
+}
+
+int _sf_submit_cp_shift(struct _sf_comm_args *a, starpu_data_handle_t order,
+                        starpu_data_handle_t src, starpu_data_handle_t dst, int worker,
+                        const char *name, struct _sf_task_done done)
+{
+	struct starpu_data_descr d[] = {{order, STARPU_RW}, {src, STARPU_R}, {dst, STARPU_W}};
+	return SUBMIT_COMM(&_sf_cl_cp_shift, d, 3, a, worker, name, done);
 }
 
 int _sf_submit_tp_slice(struct _sf_comm_args *a, starpu_data_handle_t whole,

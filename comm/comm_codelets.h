@@ -24,6 +24,9 @@
  *   pp_send  : order[RW] v[R]                          struct _sf_p2p_args* (a pipeline
  *   pp_recv  : order[RW] v[W]                          stage's activation or its gradient,
  *                                                        to or from the peer stage's rank)
+ *   cp_shift : order[RW] src[R] dst[W]                 idem (CP: a ring step, P floats
+ *                                                        to the next CP rank, dst from
+ *                                                        the previous)
  *   free     : slot[RW]                                 idem (drops the unit's residency;
  *                                                        a compute codelet)
  * A collective that fails (an MPI error, or no progress for SHARDFLOW_COMM_TIMEOUT
@@ -123,6 +126,7 @@ extern struct starpu_codelet _sf_cl_grad_norm; /* order[RW] clip[W] sq_u[R]..., 
                                                   struct _sf_norm_args */
 extern struct starpu_codelet _sf_cl_pp_send; /* order[RW] v[R] */
 extern struct starpu_codelet _sf_cl_pp_recv; /* order[RW] v[W] */
+extern struct starpu_codelet _sf_cl_cp_shift; /* order[RW] src[R] dst[W] */
 extern struct starpu_codelet _sf_cl_free;
 
 /* Submitting them (tasks/submit.h). Every collective runs on `worker` (the comm
@@ -163,6 +167,11 @@ int _sf_submit_tp_gather(struct _sf_comm_args *a, starpu_data_handle_t order,
 int _sf_submit_tp_rs(struct _sf_comm_args *a, starpu_data_handle_t order, starpu_data_handle_t v,
                      starpu_data_handle_t dst, int worker, const char *name,
                      struct _sf_task_done done);
+/* context parallelism's ring step: a->P floats of src to the next CP rank, dst
+ * receiving the previous one's: order[RW] src[R] dst[W] */
+int _sf_submit_cp_shift(struct _sf_comm_args *a, starpu_data_handle_t order,
+                        starpu_data_handle_t src, starpu_data_handle_t dst, int worker,
+                        const char *name, struct _sf_task_done done);
 /* gather_output's backward: this rank's columns of the whole output's gradient, on the
  * comm worker (a copy, no collective): whole[R] local[W] */
 int _sf_submit_tp_slice(struct _sf_comm_args *a, starpu_data_handle_t whole,

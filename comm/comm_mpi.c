@@ -40,6 +40,7 @@ struct mpi_impl {
 	MPI_Comm shard; /* hybrid: the ranks of a node (comm worker); else MPI_COMM_NULL */
 	MPI_Comm rep;   /* hybrid: the ranks holding the same shard (comm worker) */
 	MPI_Comm tp;    /* SHARDFLOW_TP > 1: the TP group's ranks (comm worker) */
+	MPI_Comm cp;    /* SHARDFLOW_CP > 1: the CP group's ranks (comm worker) */
 	bool own_mpi;   /* init started MPI, so fini stops it */
 	bool started;   /* init completed: fini meets the other ranks before stopping */
 };
@@ -86,7 +87,7 @@ static int count_of(size_t bytes, int *out)
 
 static void free_comms(struct mpi_impl *st)
 {
-	MPI_Comm *cs[] = {&st->step, &st->ctl, &st->node, &st->shard, &st->rep, &st->tp};
+	MPI_Comm *cs[] = {&st->step, &st->ctl, &st->node, &st->shard, &st->rep, &st->tp, &st->cp};
 	for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++)
 		if (*cs[i] != MPI_COMM_NULL)
 			MPI_Comm_free(cs[i]);
@@ -144,6 +145,30 @@ out:
 	return rc;
 }
 
+/* SHARDFLOW_CP=K (after the TP groups, if any): the K ranks of one dp index and TP
+ * place, rank = (d K + k) tp + t, form a CP group; the shard group (every rank of the
+ * TP place, or the world) is left as it is: CP ranks shard the units as dp ranks do. */
+static int make_cp_groups(struct _sf_comm *c, struct mpi_impl *st)
+{
+	int rc = SF_OK, K = c->cp_req, tp = c->tp_size;
+	if ((c->size / tp) % K != 0)
+		return SF_ERR(SF_ERR_CONFIG,
+		              "SHARDFLOW_CP=%d does not divide the %d ranks%s: accepted values "
+		              "are divisors of world / tp (world = dp x cp x tp)",
+		              K, c->size / tp, tp > 1 ? " of a TP place" : "");
+	if (c->hybrid)
+		return SF_ERR(SF_ERR_CONFIG,
+		              "SHARDFLOW_CP=%d with SHARDFLOW_SHARDING=hybrid: not supported "
+		              "yet; accepted with CP: sharding full, grad_op or none",
+		              K);
+	int q = c->rank / tp; /* this rank's place among the TP places: d K + k */
+	SF_CHECK_GOTO(host_barrier_on(c, st->ctl, "sf_init's barrier before the CP split"), out);
+	MPI_CHECK_GOTO(MPI_Comm_split(st->step, (q / K) * tp + c->rank % tp, c->rank, &st->cp), out);
+	c->cp_rank = q % K, c->cp_size = K;
+out:
+	return rc;
+}
+
 /* SHARDFLOW_PP=S: S stages of size / S consecutive ranks; a stage's ranks are its
  * shard group (its units' gathers and reduce-scatters); the transfers between stages
  * run on the step communicator (mpi_p2p). */
@@ -156,11 +181,14 @@ static int make_pp_groups(struct _sf_comm *c, struct mpi_impl *st)
 		              "divisors of the world size (world = pp x dp, a stage's dp ranks "
 		              "consecutive)",
 		              S, c->size);
-	if (c->tp_req > 1 || c->hybrid)
+	if (c->tp_req > 1 || c->hybrid || c->cp_req > 1)
 		return SF_ERR(SF_ERR_CONFIG,
 		              "SHARDFLOW_PP=%d with %s: not supported yet; accepted with a "
-		              "pipeline: SHARDFLOW_TP=1 and sharding full",
-		              S, c->hybrid ? "SHARDFLOW_SHARDING=hybrid" : "SHARDFLOW_TP > 1");
+		              "pipeline: SHARDFLOW_TP=1, SHARDFLOW_CP=1 and sharding full",
+		              S,
+		              c->hybrid        ? "SHARDFLOW_SHARDING=hybrid"
+		              : c->cp_req > 1 ? "SHARDFLOW_CP > 1"
+		                              : "SHARDFLOW_TP > 1");
 	int dp = c->size / S;
 	SF_CHECK_GOTO(host_barrier_on(c, st->ctl, "sf_init's barrier before the PP split"), out);
 	MPI_CHECK_GOTO(MPI_Comm_split(st->step, c->rank / dp, c->rank, &st->shard), out);
@@ -206,7 +234,11 @@ static int make_groups(struct _sf_comm *c, struct mpi_impl *st)
 	if (c->pp_req > 1)
 		return make_pp_groups(c, st);
 	if (c->tp_req > 1)
-		return make_tp_groups(c, st);
+		SF_CHECK(make_tp_groups(c, st));
+	if (c->cp_req > 1)
+		return make_cp_groups(c, st);
+	if (c->tp_req > 1)
+		return SF_OK;
 	if (!c->hybrid)
 		return SF_OK;
 	SF_CHECK_GOTO(host_barrier_on(c, st->ctl, "sf_init's barrier before the hybrid split"), out);
@@ -370,7 +402,7 @@ static int mpi_init(struct _sf_comm *c, int *argc, char ***argv)
 	struct mpi_impl *st = calloc(1, sizeof *st);
 	if (!st)
 		return SF_ERR(SF_ERR_NOMEM, "sf_init: out of memory");
-	st->step = st->ctl = st->node = st->shard = st->rep = st->tp = MPI_COMM_NULL;
+	st->step = st->ctl = st->node = st->shard = st->rep = st->tp = st->cp = MPI_COMM_NULL;
 	c->impl = st;
 	MPI_CHECK_GOTO(MPI_Initialized(&inited), fail);
 	if (!inited)
@@ -726,6 +758,16 @@ static int mpi_tp_reduce_scatter(struct _sf_comm *c, float *v, size_t S, float *
 	return rc;
 }
 
+/* Context parallelism's ring step: src to the next CP rank, dst from the previous */
+static int mpi_cp_shift(struct _sf_comm *c, const float *src, float *dst, size_t n)
+{
+	int K = c->cp_size, r = c->cp_rank;
+	int mrc = _sf_ring_exchange(impl(c)->cp, (r + 1) % K, (r + K - 1) % K, RING_TAG, src, dst,
+	                            n, MPI_FLOAT, sizeof(float), c->chunk, SF_COMM_PACE,
+	                            c->timeout);
+	return wait_status(c, mrc, "ring step in the CP group");
+}
+
 /* A non-blocking call waited for with naps (comm/mpi_wait.h). */
 static int wait_one(struct _sf_comm *c, MPI_Request *req, int mrc, const char *what)
 {
@@ -999,6 +1041,7 @@ const struct _sf_comm_ops _sf_comm_mpi_ops = {
     .tp_all_gather = mpi_tp_all_gather,
     .tp_reduce_scatter = mpi_tp_reduce_scatter,
     .p2p = mpi_p2p,
+    .cp_shift = mpi_cp_shift,
     .all_reduce = mpi_all_reduce,
     .sum_scalar = mpi_sum_scalar,
     .barrier = mpi_barrier,

@@ -317,10 +317,23 @@ struct sf_config {
 	 *  Refused without TP, where a rank's rows do not divide by K, with
 	 *  SHARDFLOW_RECOMPUTE, SHARDFLOW_PP or SHARDFLOW_SPLIT_BACKWARD. */
 	int sequence_parallel;
+	/** SHARDFLOW_CP, 1..SF_MAX_CP, default 1: the context-parallel degree K. The
+	 *  world is dp x K x tp: the K ranks of a CP group (the same dp index and TP place)
+	 *  share each sample, each holding 2 of its 2K chunks of T / 2K positions (chunks
+	 *  r and 2K - 1 - r: causal load balance), and attention runs as a ring, the
+	 *  key/value chunks passed from rank to rank in comm tasks while each rank attends
+	 *  to the one it holds (docs/training.md, "Context parallelism"). FSDP shards each
+	 *  unit over the dp x K ranks of a TP place. K must divide world / tp and 2K the
+	 *  context T; refused with SHARDFLOW_PP, SHARDFLOW_SEQUENCE_PARALLEL,
+	 *  SHARDFLOW_RECOMPUTE, hybrid sharding, GPU ranks and layer types of a user's own
+	 *  (not yet). Fixed by sf_init. */
+	int cp;
 };
 
 /** The largest SHARDFLOW_TP */
 #define SF_MAX_TP 64
+/** The largest SHARDFLOW_CP */
+#define SF_MAX_CP 64
 /** The largest SHARDFLOW_PP */
 #define SF_MAX_PP 64
 
@@ -935,7 +948,7 @@ SF_API int sf_llama_graph(const struct sf_llama_config *c, sf_graph **out);
  *  for version 3, whose structs are this one's without the accepted config sizes
  *  (version 4 added nconfig_sizes and config_sizes at the end of struct
  *  sf_layer_type): such a type is registered as it was, its configs unchecked. */
-#define SF_LAYER_API_VERSION 5
+#define SF_LAYER_API_VERSION 6
 
 /** The most config sizes a layer type may list (sf_layer_type::config_sizes). */
 #define SF_MAX_CONFIG_SIZES 4
@@ -994,6 +1007,16 @@ struct sf_layer_info {
 	                   "Tensor parallelism" says (linear_col's output,
 	                   linear_row's input, the attention heads between);
 	                   0: the whole layer, replicated on the TP ranks */
+	/* version 6 */
+	int cp_size; /**< the CP group's size (SHARDFLOW_CP; 1: none) */
+	/** The positions of a sample's seq_len rows: row t < pos_n0 is at position
+	 *  pos_p0 + t, a later one at pos_p1 + (t - pos_n0). Without context parallelism
+	 *  (cp_size 1) pos_n0 = seq_len and pos_p0 = 0: row t is at position t; with it a
+	 *  rank holds two chunks of each sample (docs/training.md, "Context parallelism").
+	 *  Only a type that reads a row's position (the position embedding, RoPE) needs
+	 *  them; sf_model_create refuses SHARDFLOW_CP for a graph with a type of a user's
+	 *  own so far. */
+	int pos_n0, pos_p0, pos_p1;
 };
 
 /** A StarPU CPU (or CUDA) implementation: void f(void *buffers[], void *cl_arg). */

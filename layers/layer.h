@@ -54,6 +54,7 @@ struct _sf_layer_entry {
 	bool splits_backward; /* built-in: its backward can run as an input-gradient half
 	                         (info.dparams_absent) and a weight-gradient half */
 	enum _sf_tp_kind tp;  /* built-in: how it takes a TP split; else SF_TP_NONE */
+	bool builtin;         /* one of the library's own types (SHARDFLOW_CP knows them) */
 	bool rows_alone;      /* built-in: each output row depends on its input rows only (the
 	                         norms, the element-wise ops): SHARDFLOW_SEQUENCE_PARALLEL's */
 	/* the name of its whole parameters' layout, which a checkpoint's structure hash

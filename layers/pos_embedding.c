@@ -51,23 +51,59 @@ static double pos_embedding_flops(const struct sf_layer_info *li)
 typedef void (*fwd_fn)(int, int, int, const float *, const float *, float *);
 typedef void (*bwd_fn)(int, int, int, int, const float *, float *, int, float *, int);
 
-/* params (NP*C) x (B*T, C) y(W) */
+/* A sample's rows at positions other than 0 .. T - 1 (context parallelism's two runs,
+ * struct sf_layer_info::pos_n0) */
+static bool two_runs(const struct sf_layer_info *li)
+{
+	return li->pos_n0 != li->seq_len || li->pos_p0 != 0;
+}
+
+/* params (NP*C) x (B*T, C) y(W); with two runs of positions, each run of each sample
+ * on its rows of the table */
 static void fwd_with(void *buffers[], void *cl_arg, fwd_fn f)
 {
 	const struct sf_layer_info *li = cl_arg;
-	f(li->samples, li->seq_len, li->out_dim,
-	                      sf_kernel_input(buffers, li, 0), sf_kernel_params(buffers, li),
-	                      sf_kernel_output(buffers, li));
+	const float *x = sf_kernel_input(buffers, li, 0), *w = sf_kernel_params(buffers, li);
+	float *y = sf_kernel_output(buffers, li);
+	if (!two_runs(li)) {
+		f(li->samples, li->seq_len, li->out_dim, x, w, y);
+		return;
+	}
+	size_t C = (size_t)li->out_dim, T = (size_t)li->seq_len, n0 = (size_t)li->pos_n0;
+	for (size_t b = 0; b < (size_t)li->samples; b++) {
+		size_t r = b * T * C;
+		f(1, (int)n0, (int)C, x + r, w + (size_t)li->pos_p0 * C, y + r);
+		f(1, (int)(T - n0), (int)C, x + r + n0 * C, w + (size_t)li->pos_p1 * C,
+		  y + r + n0 * C);
+	}
 }
 
-/* [params] x y dy [dx] dparams */
+/* [params] x y dy [dx] dparams; with two runs, dparams started once and every run
+ * added to its rows, samples and runs in order */
 static void bwd_with(void *buffers[], void *cl_arg, bwd_fn f)
 {
 	const struct sf_layer_info *li = cl_arg;
-	f(li->samples, li->seq_len, positions_of(li), li->out_dim,
-	                      sf_kernel_doutput(buffers, li), sf_kernel_dinput(buffers, li, 0),
-	                      li->accumulate[0], sf_kernel_dparams(buffers, li),
-	                      li->accumulate_dparams);
+	const float *dy = sf_kernel_doutput(buffers, li);
+	float *dx = sf_kernel_dinput(buffers, li, 0), *dw = sf_kernel_dparams(buffers, li);
+	int NP = positions_of(li), C = li->out_dim;
+	if (!two_runs(li)) {
+		f(li->samples, li->seq_len, NP, C, dy, dx, li->accumulate[0], dw,
+		  li->accumulate_dparams);
+		return;
+	}
+	size_t T = (size_t)li->seq_len, n0 = (size_t)li->pos_n0;
+	int pacc = li->accumulate_dparams;
+	for (size_t b = 0; b < (size_t)li->samples; b++)
+		for (int run = 0; run < 2; run++) {
+			size_t r = (b * T + (run ? n0 : 0)) * (size_t)C, n = run ? T - n0 : n0;
+			int p = run ? li->pos_p1 : li->pos_p0;
+			/* the run's positions [p, p + n) of dparams: a table of NP - p rows */
+			if (!pacc) /* the first call zeroes the whole table */
+				f(0, 0, NP, C, dy, NULL, 0, dw, 0);
+			pacc = 1;
+			f(1, (int)n, NP - p, C, dy + r, dx ? dx + r : NULL, li->accumulate[0],
+			  dw + (size_t)p * (size_t)C, 1);
+		}
 }
 
 SF_BODIES(pos_embedding_fwd, fwd_with, _sf_pos_embedding_fwd, _sf_pos_embedding_fwd_cuda)

@@ -94,10 +94,10 @@ static int check_type(const struct sf_layer_type *t)
 {
 	if (!t || !t->name || !t->name[0])
 		return SF_ERR(SF_ERR_INVALID, "sf_layer_type_register: NULL type or empty name");
-	if (t->api_version != SF_LAYER_API_VERSION && t->api_version != 4 && t->api_version != 3)
+	if (t->api_version < 3 || t->api_version > SF_LAYER_API_VERSION)
 		return SF_ERR(SF_ERR_INVALID,
 		              "sf_layer_type_register(\"%s\"): api_version is %d, this library "
-		              "takes %d (or 3, 4): set .api_version = SF_LAYER_API_VERSION and "
+		              "takes %d (or 3 to 5): set .api_version = SF_LAYER_API_VERSION and "
 		              "rebuild the type against this shardflow.h",
 		              t->name, t->api_version, SF_LAYER_API_VERSION);
 	if (strlen(t->name) >= SF_NAME_MAX)
@@ -173,6 +173,7 @@ int _sf_layers_builtin_init(void)
 		                                    t == &_sf_linear_nobias_type ||
 		                                    t == &_sf_linear_split_type;
 		table[ntypes - 1].tp = _sf_builtin_tp_kind(t);
+		table[ntypes - 1].builtin = true;
 		/* each output row from its input rows alone (no position, no other row): with
 		 * SHARDFLOW_SEQUENCE_PARALLEL it runs on a TP rank's slice of the rows */
 		table[ntypes - 1].rows_alone = table[ntypes - 1].tp == SF_TP_ELEMENTWISE ||

@@ -11,6 +11,7 @@
 #include "layers/layer.h"
 
 #include <math.h>
+#include <starpu.h>
 
 static int rope_infer(const int *in_dims, int nin, const void *config, int *out_dim,
                       size_t *nparams)
@@ -55,11 +56,20 @@ static size_t rope_saved(const struct sf_layer_info *li)
 typedef void (*fwd_fn)(int, int, int, int, int, float, const float *, float *, float *);
 typedef void (*bwd_fn)(int, int, int, int, int, const float *, const float *, float *, int);
 
-/* x y(W) saved(W) */
+/* x y(W) saved(W); rows at two runs of positions (context parallelism, CPU ranks
+ * only: sf_model_create refuses it on GPU ranks) through the CPU's _sf_rope_fwd_at */
 static void fwd_with(void *buffers[], void *cl_arg, fwd_fn f)
 {
 	const struct sf_layer_info *li = cl_arg;
 	const struct sf_rope_config *c = cfg(li);
+	if (li->pos_n0 != li->seq_len || li->pos_p0 != 0) {
+		STARPU_ASSERT_MSG(f == _sf_rope_fwd, "rope: context parallelism on a GPU");
+		_sf_rope_fwd_at(li->samples, li->seq_len, li->out_dim, rotated(li), c->head_dim,
+		                c->theta, li->pos_n0, li->pos_p0, li->pos_p1,
+		                sf_kernel_input(buffers, li, 0), sf_kernel_output(buffers, li),
+		                sf_kernel_saved(buffers, li));
+		return;
+	}
 	f(li->samples, li->seq_len, li->out_dim, rotated(li), c->head_dim, c->theta,
 	  sf_kernel_input(buffers, li, 0), sf_kernel_output(buffers, li),
 	  sf_kernel_saved(buffers, li));

@@ -28,6 +28,11 @@ extern const struct sf_layer_type _sf_rope_type;
 /* cs (T d): the table; y (B T, W) */
 void _sf_rope_fwd(int B, int T, int W, int rot, int d, float theta, const float *x, float *y,
                   float *cs);
+/* The same for a sample's rows at two runs of positions (struct sf_layer_info::pos_n0:
+ * row t < n0 at p0 + t, the others at p1 + t - n0; context parallelism): the table's
+ * row t is row t's position's */
+void _sf_rope_fwd_at(int B, int T, int W, int rot, int d, float theta, int n0, int p0, int p1,
+                     const float *x, float *y, float *cs);
 /* dx (B T, W) (=|+= as acc) from dy and the forward's table */
 void _sf_rope_bwd(int B, int T, int W, int rot, int d, const float *cs, const float *dy, float *dx,
                   int acc);

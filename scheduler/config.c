@@ -213,6 +213,7 @@ static const struct knob knobs[] = {
     CHOICE_KNOB("SHARDFLOW_PP_SCHEDULE", pp_schedule, pp_schedule_names, SF_PP_1F1B, true),
     CHOICE_KNOB("SHARDFLOW_ROUNDING", rounding, rounding_names, SF_ROUND_NEAREST, false),
     CHOICE_KNOB("SHARDFLOW_SEQUENCE_PARALLEL", sequence_parallel, onoff_names, 0, true),
+    INT_KNOB("SHARDFLOW_CP", cp, 1, SF_MAX_CP, 1, false),
 };
 #define NKNOBS (sizeof knobs / sizeof knobs[0])
 _Static_assert(NKNOBS <= 32, "a knob's bit in a uint32_t mask");

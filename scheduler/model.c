@@ -16,6 +16,7 @@
 #include "scheduler/model.h"
 #include "scheduler/model_layout.h"
 #include "scheduler/model_storage.h"
+#include "scheduler/ctxpar.h"
 #include "scheduler/pipeline.h"
 #include "scheduler/seqpar.h"
 #include "layers/gemm_bf16.h"
@@ -156,7 +157,9 @@ SF_API int sf_model_create(sf_context *ctx, const sf_graph *g, const struct sf_m
 		sf_model_options_init(&defaults);
 		o = &defaults;
 	}
-	SF_CHECK_GOTO(check_options(o, ctx->size / ctx->comm->tp_size / ctx->comm->pp_size), fail);
+	SF_CHECK_GOTO(check_options(o, ctx->size / ctx->comm->tp_size / ctx->comm->pp_size /
+	                                   ctx->comm->cp_size),
+	              fail);
 	struct sf_config cfg;
 	SF_CHECK_GOTO(_sf_config_for_model(ctx, o->config, &cfg), fail);
 	SF_CHECK_GOTO(check_dtypes(ctx, &cfg), fail);
@@ -179,14 +182,15 @@ SF_API int sf_model_create(sf_context *ctx, const sf_graph *g, const struct sf_m
 	m->pp_stage = ctx->comm->pp_rank;
 	m->pp_micro = 1;
 	m->act_sets = 1;
-	m->dp_size = m->nranks / m->tp / m->pp_size;
-	m->dp_rank = m->pp_size > 1 ? ctx->comm->shard_rank : m->rank / m->tp;
+	m->dp_size = m->nranks / m->tp / m->pp_size / ctx->comm->cp_size;
+	m->dp_rank = m->pp_size > 1 ? ctx->comm->shard_rank
+	                            : m->rank / m->tp / ctx->comm->cp_size;
 	m->shard_size = ctx->comm->shard_size;
 	m->shard_rank = ctx->comm->shard_rank;
 	m->nrep = ctx->comm->rep_size;
 	m->loss_node = g->loss;
 	m->labels_node = g->labels;
-	m->T = g->seq_len;
+	SF_CHECK_GOTO(_sf_cp_layout(m, g), fail); /* m->T: this rank's rows of a sample */
 	m->B_global = o->batch;
 	int base = o->batch / m->dp_size, extra = o->batch % m->dp_size, r = m->dp_rank;
 	m->B_local = base + (r < extra);
@@ -214,6 +218,7 @@ SF_API int sf_model_create(sf_context *ctx, const sf_graph *g, const struct sf_m
 	_sf_plan_split_backward(m);
 	SF_CHECK_GOTO(_sf_pipeline_plan(m, g->name), fail);
 	_sf_tp_plan(m);
+	SF_CHECK_GOTO(_sf_cp_plan(m), fail); /* after the gradients' plan: dqkv's mode */
 	SF_CHECK_GOTO(_sf_sp_plan_comm(m), fail);
 	SF_CHECK_GOTO(_sf_size_units(m), fail);
 	_sf_plan_slots(m);
@@ -257,6 +262,7 @@ SF_API int sf_model_destroy(sf_model *m)
 	_sf_recorder_destroy(m->trace);
 	_sf_pipeline_release(m);
 	_sf_storage_release(m);
+	_sf_cp_release(m);
 	_sf_layout_release(m);
 	if (m->ckpt_async_end)
 		m->ckpt_async_end(m);

@@ -19,6 +19,7 @@
 #include "scheduler/runtime.h"
 #include "comm/comm.h"
 #include "comm/comm_codelets.h"
+#include "tasks/cp_attention.h"
 #include "tasks/grad.h"
 #include "tasks/optim.h"
 
@@ -164,6 +165,15 @@ struct _sf_node_state {
 	struct _sf_comm_args sp_rows, sp_irows, sp_pcomm;
 	struct _sf_tp_run *sp_runs; /* K runs of sp_rows, then K of sp_irows */
 	char sp_rs_name[2 * SF_NAME_MAX + 40];
+	/* context parallelism (scheduler/ctxpar.c): an attention node's ring (cp_ring): its
+	 * shapes, its K forward and K backward parts' arguments (cp_args: part j at j,
+	 * the backward's at K + j, the pack and unpack's at 2K), the ring steps' (cp_comm:
+	 * P the packed block's floats) */
+	bool cp_ring;
+	struct _sf_cp_attn_geom cp_geom;
+	struct _sf_cp_attn_args *cp_args;
+	struct _sf_comm_args cp_comm;
+	char cp_ring_name[2 * SF_NAME_MAX + 40], cp_pack_name[2 * SF_NAME_MAX + 40];
 };
 
 /* Activation recompute: one position of a group of like segments, in one of its two
@@ -198,6 +208,19 @@ struct sf_model {
 	/* SHARDFLOW_SEQUENCE_PARALLEL (scheduler/seqpar.c): on; the whole rows (rows_local x
 	 * the widest) a linear_col's gathered input (sp_in) and a linear_row's partial
 	 * output or gathered output gradient (sp_out) take, one each, shared in turn */
+	/* SHARDFLOW_CP (scheduler/ctxpar.c): the CP group's size and this rank's place in
+	 * it; T is then this rank's rows of a sample, T_ctx / cp (T_ctx: the graph's
+	 * context). The ring's buffers, shared by the attention nodes in turn: two packed
+	 * key/value blocks and two of their gradients (cp_kv_n floats each: the largest
+	 * node's), the backward's row sums (cp_dsum_n); cp_batch: this rank's chunks of a
+	 * batch (its inputs, ids and labels), sliced from the whole samples a caller gives */
+	int cp, cp_rank, T_ctx;
+	size_t cp_kv_n, cp_dsum_n;
+	float *cp_kv, *cp_dkv, *cp_dsum; /* two slots each of the first two */
+	starpu_data_handle_t h_cp_kv[2], h_cp_dkv[2], h_cp_dsum;
+	void **cp_in;               /* the slices: inputs, ids, then labels */
+	const float **cp_inp;       /* the slice's struct sf_batch arrays */
+	const int32_t **cp_idp;
 	bool sp;
 	size_t sp_in_n, sp_out_n;
 	float *sp_in, *sp_out;

@@ -449,6 +449,12 @@ static void fill_info(struct sf_model *m, int n)
 	li->layer_index = n;
 	li->tp_size = m->tp;
 	li->tp_rank = m->tp_rank;
+	/* a sample's rows' positions: with SHARDFLOW_CP this rank's two chunks */
+	int c = m->T / 2;
+	li->cp_size = m->cp;
+	li->pos_n0 = m->cp > 1 ? c : m->T;
+	li->pos_p0 = m->cp > 1 ? m->cp_rank * c : 0;
+	li->pos_p1 = m->cp > 1 ? (2 * m->cp - 1 - m->cp_rank) * c : 0;
 	li->tp_split = m->nodes[n].tp_out_split ||
 	               (m->tp > 1 && nd->kind == SF_NODE_LAYER && nd->type->tp == SF_TP_VOCAB);
 	for (int i = 0; i < li->nin; i++)

@@ -399,6 +399,24 @@ static size_t len_tp(const struct sf_model *m, int s) /* the TP ring's copy and 
 	return m->tp > 1 && m->tp_max ? ((size_t)m->tp + 1) * q : 0;
 }
 
+/* context parallelism's ring: two packed key/value blocks, two of their gradients,
+ * the backward's row sums */
+static int n_two(const struct sf_model *m)
+{
+	(void)m;
+	return 2;
+}
+static size_t len_cp_kv(const struct sf_model *m, int s)
+{
+	(void)s;
+	return m->cp_kv_n;
+}
+static size_t len_cp_dsum(const struct sf_model *m, int s)
+{
+	(void)s;
+	return m->cp_dsum_n;
+}
+
 #define NO_HANDLES SIZE_MAX
 #define NO_KEY SIZE_MAX
 static const struct model_buf {
@@ -430,6 +448,12 @@ static const struct model_buf {
      VEC_BUFFERS, "the sequence-parallel input gather buffer"},
     {offsetof(struct sf_model, sp_out), offsetof(struct sf_model, h_sp_out), NO_KEY, n_one,
      len_sp_out, VEC_BUFFERS, "the sequence-parallel output buffer"},
+    {offsetof(struct sf_model, cp_kv), offsetof(struct sf_model, h_cp_kv), NO_KEY, n_two,
+     len_cp_kv, VEC_BUFFERS, "the context-parallel ring's key/value blocks"},
+    {offsetof(struct sf_model, cp_dkv), offsetof(struct sf_model, h_cp_dkv), NO_KEY, n_two,
+     len_cp_kv, VEC_BUFFERS, "the context-parallel ring's key/value gradients"},
+    {offsetof(struct sf_model, cp_dsum), offsetof(struct sf_model, h_cp_dsum), NO_KEY, n_one,
+     len_cp_dsum, VEC_BUFFERS, "the context-parallel backward's row sums"},
 };
 #define NMODEL_BUFS (sizeof model_bufs / sizeof model_bufs[0])
 

@@ -28,6 +28,7 @@
  * Which units, slots and orders: scheduler/plan.c. Nothing is allocated here except
  * StarPU's task structures and the packed optimizer arguments.
  */
+#include "scheduler/ctxpar.h"
 #include "scheduler/model.h"
 #include "scheduler/model_layout.h"
 #include "scheduler/model_storage.h"
@@ -110,6 +111,56 @@ static int submit_free(struct sf_model *m, int u)
 }
 
 static int submit_fwd_named(struct sf_model *m, int n, const char *name, enum _sf_ev_kind kind);
+static starpu_data_handle_t input_of(const struct sf_model *m, int n, int i);
+
+/* SHARDFLOW_CP: an attention node's forward as K parts around the ring
+ * (tasks/cp_attention.h, scheduler/ctxpar.c): its own key/value block packed, then
+ * each part attends to the block the rank holds while a ring step passes that block on
+ * (two buffers in turn: a step waits for the part that read its destination) */
+static int submit_cp_fwd(struct sf_model *m, int n, const char *name, enum _sf_ev_kind kind)
+{
+	struct _sf_node_state *s = &m->nodes[n];
+	int K = m->cp, w = m->ctx->comm_worker;
+	starpu_data_handle_t qkv = input_of(m, n, 0);
+	SF_CHECK(_sf_submit_cp_pack(&s->cp_args[2 * K], qkv, m->h_cp_kv[0], s->cp_pack_name,
+	                            traced(m, s->cp_pack_name, SF_EV_FREE, n)));
+	for (int j = 0; j < K; j++) {
+		starpu_data_handle_t kv = m->h_cp_kv[j % 2];
+		if (j + 1 < K)
+			SF_CHECK(_sf_submit_cp_shift(&s->cp_comm, m->h_order, kv, m->h_cp_kv[(j + 1) % 2],
+			                             w, s->cp_ring_name,
+			                             traced(m, s->cp_ring_name, SF_EV_TP_AR, n)));
+		SF_CHECK(_sf_submit_cp_fwd(&s->cp_args[j], qkv, kv, s->h_act, s->h_saved, name,
+		                           traced(m, name, kind, n)));
+	}
+	return SF_OK;
+}
+
+/* Its backward: the blocks around the ring again (packed anew: other nodes have used
+ * the buffers since), each with its key/value gradient, which every part adds to and
+ * the ring passes on after it, home after K steps, where it goes into dqkv */
+static int submit_cp_bwd(struct sf_model *m, int n)
+{
+	struct _sf_node_state *s = &m->nodes[n];
+	int K = m->cp, w = m->ctx->comm_worker;
+	const char *name = s->bwd_name, *ring = s->cp_ring_name;
+	starpu_data_handle_t dqkv = m->nodes[m->gnodes[n].in[0]].h_dact;
+	starpu_data_handle_t h[8] = {input_of(m, n, 0), NULL,          s->h_saved, s->h_act,
+	                             s->h_dact,         m->h_cp_dsum, dqkv,       NULL};
+	SF_CHECK(_sf_submit_cp_pack(&s->cp_args[2 * K], h[0], m->h_cp_kv[0], s->cp_pack_name,
+	                            traced(m, s->cp_pack_name, SF_EV_FREE, n)));
+	for (int j = 0; j < K; j++) {
+		h[1] = m->h_cp_kv[j % 2], h[7] = m->h_cp_dkv[j % 2];
+		if (j + 1 < K)
+			SF_CHECK(_sf_submit_cp_shift(&s->cp_comm, m->h_order, h[1], m->h_cp_kv[(j + 1) % 2],
+			                             w, ring, traced(m, ring, SF_EV_TP_AR, n)));
+		SF_CHECK(_sf_submit_cp_bwd(&s->cp_args[K + j], h, name, traced(m, name, SF_EV_BWD, n)));
+		SF_CHECK(_sf_submit_cp_shift(&s->cp_comm, m->h_order, h[7], m->h_cp_dkv[(j + 1) % 2], w,
+		                             ring, traced(m, ring, SF_EV_TP_AR, n)));
+	}
+	return _sf_submit_cp_unpack(&s->cp_args[2 * K], m->h_cp_dkv[K % 2], dqkv, s->cp_pack_name,
+	                            traced(m, s->cp_pack_name, SF_EV_FREE, n));
+}
 
 static int submit_fwd(struct sf_model *m, int n)
 {
@@ -147,6 +198,8 @@ static int submit_fwd_named(struct sf_model *m, int n, const char *name, enum _s
 	const struct _sf_node *nd = &m->gnodes[n];
 	struct _sf_node_state *s = &m->nodes[n];
 	starpu_data_handle_t in[SF_MAX_INPUTS];
+	if (s->cp_ring)
+		return submit_cp_fwd(m, n, name, kind);
 	if (s->sp_in)
 		SF_CHECK(submit_sp_gather_in(m, n));
 	for (int i = 0; i < nd->nin; i++)
@@ -189,6 +242,8 @@ static int submit_bwd_part(struct sf_model *m, int n, starpu_data_handle_t grad,
 	const char *name = dw ? s->dw_name : s->bwd_name;
 	int w = m->ctx->comm_worker;
 	starpu_data_handle_t in[SF_MAX_INPUTS], din[SF_MAX_INPUTS];
+	if (s->cp_ring)
+		return submit_cp_bwd(m, n);
 	if (s->sp_scatter) /* SP: its row-split readers' gradients, all-gathered */
 		SF_CHECK(_sf_submit_tp_gather(&s->sp_rows, m->h_order, s->h_sp_dact, s->h_dact, w,
 		                              s->tp_ag_name,
@@ -737,6 +792,11 @@ int _sf_stage_batch(struct sf_model *m, const struct sf_batch *b, bool labels, c
 {
 	if (!m || !b)
 		return SF_ERR(SF_ERR_INVALID, "%s: %s is NULL", fn, m ? "batch" : "model");
+	struct sf_batch sliced;
+	if (m->cp > 1) { /* whole samples: this rank's chunks of them */
+		SF_CHECK(_sf_cp_slice(m, b, &sliced));
+		b = &sliced;
+	}
 	labels = labels && m->labels_node >= 0; /* a regression loss's target is an input */
 	int crc = check_batch(m, b, labels, fn);
 	if (crc == SF_OK)

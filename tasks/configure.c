@@ -8,6 +8,7 @@
  * placement and no-op body, so worker.c must not call them back.
  */
 #include "layers/gemm_bf16.h"
+#include "tasks/cp_attention.h"
 #include "tasks/grad.h"
 #include "tasks/layer_codelets.h"
 #include "tasks/loss.h"
@@ -20,6 +21,7 @@ int _sf_tasks_configure(int comm_worker, enum sf_skip skip, enum sf_optimizer_on
 	_sf_optim_codelets_configure(skip == SF_SKIP_COMPUTE);
 	_sf_grad_codelets_configure(skip == SF_SKIP_COMPUTE);
 	_sf_loss_codelets_configure(skip == SF_SKIP_COMPUTE);
+	_sf_cp_attn_codelets_configure(skip == SF_SKIP_COMPUTE);
 	return _sf_layer_codelets_configure(skip == SF_SKIP_COMPUTE);
 }
 

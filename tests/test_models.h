@@ -343,6 +343,10 @@ static inline int build_llama(sf_graph *g, int x, int *y)
 	return 0;
 }
 
+/* The nanogpt and llama models' context: 5, or a program's --context (train_dump:
+ * context parallelism needs 2 K chunks of it) */
+static int tm_context = 5;
+
 /* Builds the chosen model; *D and *C are its input width and number of classes, *T
  * its rows per sample. */
 static inline int build_model(enum model_kind kind, sf_graph **out, int *D, int *C, int *T)
@@ -354,7 +358,7 @@ static inline int build_model(enum model_kind kind, sf_graph **out, int *D, int 
 	    kind == MODEL_LLAMA_HF_VPT) {
 		struct sf_llama_config lc;
 		sf_llama_config_init(&lc);
-		lc.vocab = 16, lc.context = 5, lc.dim = 16, lc.layers = 2, lc.heads = 4;
+		lc.vocab = 16, lc.context = tm_context, lc.dim = 16, lc.layers = 2, lc.heads = 4;
 		lc.kv_heads = 2, lc.multiple_of = 8;
 		lc.tensor_parallel = kind == MODEL_LLAMA_HF_TP || kind == MODEL_LLAMA_HF_VP ||
 		                     kind == MODEL_LLAMA_HF_VPT;
@@ -370,7 +374,7 @@ static inline int build_model(enum model_kind kind, sf_graph **out, int *D, int 
 	    kind == MODEL_NANOGPT_VPO9) {
 		struct sf_gpt_config gc;
 		sf_gpt_config_init(&gc);
-		gc.context = 5, gc.layers = 2, gc.heads = 2, gc.embd = 10;
+		gc.context = tm_context, gc.layers = 2, gc.heads = 2, gc.embd = 10;
 		gc.vocab = kind == MODEL_NANOGPT_VPT15 ? 15 : kind == MODEL_NANOGPT_VPO9 ? 9 : 16;
 		gc.tie_weights = kind != MODEL_NANOGPT_UNTIED && kind != MODEL_NANOGPT_VP;
 		gc.tensor_parallel = kind == MODEL_NANOGPT_TP || kind == MODEL_NANOGPT_VP ||

@@ -136,7 +136,7 @@ static void usage(FILE *f)
 	        "       nanogpt-untied|swiglu|llama] [--steps N] [--batch B] [--optimizer sgd|adamw|lion]\n"
 	        "       [--lr X] [--seed S] [--inflight K] [--init W.safetensors]\n"
 	        "       [--export-init W0.safetensors] [--export W.safetensors]\n"
-	        "       [--export-steps PREFIX] [--accum K] [--ignore-every N] [--evaluate S]\n"
+	        "       [--export-steps PREFIX] [--accum K] [--ignore-every N] [--evaluate S] [--context T]\n"
 	        "       [--clip X|inf] [--weight-decay X] [--no-decay MASK] [--data FILE]\n"
 	        "       [--init-config KNOB=VALUE]... [--config KNOB=VALUE]...\n"
 	        "       [--unit-options UNIT:reshard_after_forward=0|1,keep_fp32=0|1,frozen=0|1]...\n"
@@ -157,7 +157,7 @@ static const char *const option_names[] = {
     "--seed",         "--inflight",    "--accum",  "--no-decay",     "--clip",
     "--weight-decay", "--init-config", "--config", "--unit-options", "--bad-label",
     "--lr-zero",      "--data",        "--out",    "--init",         "--export-init",
-    "--export",       "--export-steps", "--ignore-every", "--evaluate"};
+    "--export",       "--export-steps", "--ignore-every", "--evaluate",    "--context"};
 
 /* One option's value: 0 or 2 (cli_parse's contract). */
 static int on_value(int k, char *value, void *ctx)
@@ -174,6 +174,9 @@ static int on_value(int k, char *value, void *ctx)
 			return bad(opt, val);
 	} else if (!strcmp(opt, "--accum")) {
 		if (parse_int(val, 1, 64, &o->accum))
+			return bad(opt, val);
+	} else if (!strcmp(opt, "--context")) {
+		if (parse_int(val, 1, 4096, &tm_context))
 			return bad(opt, val);
 	} else if (!strcmp(opt, "--evaluate")) {
 		if (parse_int(val, 1, 4096, &o->evaluate))

@@ -103,6 +103,8 @@ int _sf_ev_parse_name(const char *name, struct _sf_ev_name *out)
 	    {"tp_ag ", SF_EV_TP_AR, true},
 	    {"tp_rs ", SF_EV_TP_AR, true},
 	    {"tp_slice ", SF_EV_FREE, true},
+	    {"cp_ring ", SF_EV_TP_AR, true},
+	    {"cp_pack ", SF_EV_FREE, true},
 	};
 	static const struct {
 		const char *name;
