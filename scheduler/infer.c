@@ -70,9 +70,16 @@ static void pass_free(struct sf_model *m, struct pass_buf *pb)
 	free(pb->labels);
 }
 
+/* The rows of this rank's whole samples: a caller's (with SHARDFLOW_CP the staging
+ * slices the rank's chunks of them, m->rows_local) */
+static size_t whole_rows(const struct sf_model *m)
+{
+	return (size_t)m->B_local * (size_t)m->T_ctx;
+}
+
 static int pass_alloc(struct sf_model *m, struct pass_buf *pb, const char *fn)
 {
-	size_t rows = m->rows_local + 1;
+	size_t rows = whole_rows(m) + 1;
 	pb->in = calloc((size_t)m->ninputs + 1, sizeof *pb->in);
 	pb->ids = calloc((size_t)m->nint_inputs + 1, sizeof *pb->ids);
 	pb->labels = calloc(rows, sizeof *pb->labels);
@@ -90,10 +97,10 @@ static int pass_alloc(struct sf_model *m, struct pass_buf *pb, const char *fn)
 static int pass_fill(struct sf_model *m, const struct sf_batch *x, int samples, int p,
                      bool labels, struct pass_buf *pb)
 {
-	size_t T = (size_t)m->T;
+	size_t T = (size_t)m->T_ctx; /* whole samples */
 	int s0 = p * pass_samples(m) + pass_row0(m); /* first sample of the slice */
 	int real = samples - s0 < 0 ? 0 : samples - s0 < m->B_local ? samples - s0 : m->B_local;
-	size_t have = (size_t)real * T, all = m->rows_local;
+	size_t have = (size_t)real * T, all = whole_rows(m);
 	for (int i = 0; i < m->ninputs; i++) {
 		size_t d = (size_t)m->gnodes[m->input_nodes[i]].dim;
 		memcpy(pb->in[i], x->inputs[i] + (size_t)s0 * T * d, have * d * sizeof(float));
@@ -130,6 +137,23 @@ static int pass_run(struct sf_model *m, int p, struct pass_buf *pb, bool labels,
 	m->trace = trace;
 	SF_CHECK(rc);
 	return rc;
+}
+
+/* SHARDFLOW_CP: dp rank r's `real` samples (Tw rows of dim floats each, into out)
+ * from its CP group's pieces in all (world rank (r K + k) tp holds CP rank k's rows:
+ * per floats a piece, 2c rows a sample: chunk k, then chunk 2K - 1 - k) */
+static void cp_unslice(const struct sf_model *m, const float *all, size_t per, size_t r,
+                       int real, size_t dim, float *out)
+{
+	size_t K = (size_t)m->cp, c = (size_t)m->T / 2, Tw = (size_t)m->T_ctx, row = c * dim;
+	for (size_t k = 0; k < K; k++) {
+		const float *piece = all + (r * K + k) * (size_t)m->tp * per;
+		for (size_t s = 0; s < (size_t)real; s++) {
+			const float *p = piece + s * 2 * row;
+			memcpy(out + s * Tw * dim + k * row, p, row * sizeof(float));
+			memcpy(out + s * Tw * dim + (2 * K - 1 - k) * row, p + row, row * sizeof(float));
+		}
+	}
 }
 
 static int check_args(struct sf_model *m, const struct sf_batch *x, int samples, bool labels,
@@ -231,12 +255,12 @@ SF_API int sf_model_forward(sf_model *m, const char *node, const struct sf_batch
 	int id = find_node(m, node, fn);
 	if (id < 0)
 		return id;
-	size_t T = (size_t)m->T, dim = (size_t)m->gnodes[id].dim;
-	if (!out || n != (size_t)samples * T * dim)
+	size_t T = (size_t)m->T, dim = (size_t)m->gnodes[id].dim, Tw = (size_t)m->T_ctx;
+	if (!out || n != (size_t)samples * Tw * dim)
 		return SF_ERR(SF_ERR_INVALID,
 		              "%s: out must hold samples x rows x width = %d x %zu x %zu floats "
 		              "(n is %zu)",
-		              fn, samples, T, dim, n);
+		              fn, samples, Tw, dim, n);
 	if (m->nodes[id].tp_out_split)
 		return SF_ERR(SF_ERR_INVALID,
 		              "%s: node \"%s\"'s activation is split over the %d TP ranks "
@@ -279,6 +303,10 @@ SF_API int sf_model_forward(sf_model *m, const char *node, const struct sf_batch
 			int s0 = p * W + first;
 			int real = samples - s0 < 0 ? 0 : samples - s0 < count ? samples - s0 : count;
 			size_t src = (size_t)from * (size_t)N + (size_t)r * (size_t)m->tp;
+			if (m->cp > 1) { /* the CP group's chunks, each rank's two, into place */
+				cp_unslice(m, all, per, (size_t)r, real, dim, out + (size_t)s0 * Tw * dim);
+				continue;
+			}
 			memcpy(out + (size_t)s0 * T * dim, all + src * per,
 			       (size_t)real * T * dim * sizeof(float));
 		}
@@ -339,9 +367,10 @@ SF_API int sf_model_evaluate(sf_model *m, const struct sf_batch *x, int samples,
 	struct _sf_node_state *z = &m->nodes[lnd->in[0]];
 	SF_CHECK_GOTO(pass_alloc(m, &pb, fn), out);
 	const float *target = NULL; /* a regression loss's: its input's staging buffer */
+	int target_i = 0;
 	for (int i = 0; i < m->ninputs; i++)
 		if (lnd->nin > 1 && m->input_nodes[i] == lnd->in[1])
-			target = pb.in[i];
+			target = pb.in[i], target_i = i;
 	dr = malloc(((size_t)C + 1) * sizeof(float));
 	sums = calloc(2 * (size_t)m->nranks + 2, sizeof(double));
 	if (!dr || !sums) {
@@ -353,10 +382,14 @@ SF_API int sf_model_evaluate(sf_model *m, const struct sf_batch *x, int samples,
 		SF_CHECK_GOTO(pass_run(m, p, &pb, true, fn), out);
 		if (m->pp_stage != m->pp_size - 1) /* a pipeline's last stage has the logits */
 			continue;
+		/* the rows the logits are of: with SHARDFLOW_CP this rank's chunks, as staged */
+		const int32_t *labels = m->cp > 1 ? m->cp_in[m->ninputs + m->nint_inputs] : pb.labels;
+		if (target && m->cp > 1)
+			target = m->cp_in[target_i];
 		SF_CHECK_GOTO(_sf_data_acquire(z->h_act, STARPU_R), out);
 		size_t valid = (size_t)real * (size_t)m->T;
 		if (m->vp) { /* the logits split over the TP group: their partials travel */
-			rc = eval_vp(m, z->act, pb.labels, valid, mine);
+			rc = eval_vp(m, z->act, labels, valid, mine);
 			starpu_data_release(z->h_act);
 			if (rc < 0)
 				goto out;
@@ -365,8 +398,8 @@ SF_API int sf_model_evaluate(sf_model *m, const struct sf_batch *x, int samples,
 		if (m->loss_kind == SF_LOSS_CROSS_ENTROPY) {
 			for (size_t r = 0; r < valid; r++) { /* a row of the ignore index adds 0 */
 				mine[0] += sf_softmax_xent_row_or_ignore(
-				    C, z->act + r * (size_t)C, pb.labels[r], m->loss_args.ignore, 1.0f, dr);
-				mine[1] += pb.labels[r] != m->loss_args.ignore;
+				    C, z->act + r * (size_t)C, labels[r], m->loss_args.ignore, 1.0f, dr);
+				mine[1] += labels[r] != m->loss_args.ignore;
 			}
 		} else { /* the regression loss of each element against the staged target */
 			for (size_t i = 0; i < valid * (size_t)C; i++)

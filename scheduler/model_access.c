@@ -33,7 +33,7 @@ void _sf_model_describe(const struct sf_model *m, struct _sf_model_geometry *g)
 	    .shard_rank = m->shard_rank,
 	    .nunits = m->nunits,
 	    .nnodes = m->nnodes,
-	    .T = m->T,
+	    .T = m->T_ctx, /* the graph's context (SHARDFLOW_CP: not a rank's rows) */
 	    .sharding = m->cfg.sharding,
 	    .optimizer = m->opt.optimizer,
 	    .nparams_whole = m->nparams_whole,

@@ -846,14 +846,14 @@ int _sf_build_buffers(struct sf_model *m)
 	    .rows = (int)m->rows_local,
 	    .classes = m->labels_node >= 0 ? m->gnodes[m->labels_node].dim : width,
 	    .ignore = lc ? lc->ignore_index : SF_LOSS_IGNORE_INDEX,
-	    .scale = 1.0f / (float)((double)m->B_global * m->T), /* each step sets it */
+	    .scale = 1.0f / (float)((double)m->B_global * m->T_ctx), /* each step sets it */
 	};
 	m->reg_loss_args = (struct _sf_reg_loss_args){
 	    .rows = (int)m->rows_local,
 	    .width = width,
 	    .kind = m->loss_kind,
 	    .delta = lc ? lc->delta : 1.0f,
-	    .scale = (float)(1.0 / ((double)m->B_global * m->T * width)),
+	    .scale = (float)(1.0 / ((double)m->B_global * m->T_ctx * width)),
 	};
 	m->loss_comm = (struct _sf_comm_args){.comm = m->comm, .acct = &m->comm_acct};
 	if (m->vp)

@@ -975,6 +975,13 @@ SF_API int sf_model_predict(sf_model *m, const struct sf_batch *b, float *logits
 		return SF_ERR(SF_ERR_INVALID, "sf_model_predict: logits is NULL");
 	if (m && m->pp_predict) /* a pipeline: through the stages, micro-batch by micro-batch */
 		return m->pp_predict(m, b, logits);
+	if (m && m->cp > 1)
+		return SF_ERR(SF_ERR_INVALID,
+		              "sf_model_predict with SHARDFLOW_CP=%d: not supported yet (a rank "
+		              "holds 2 of each sample's %d chunks of logits); accepted: "
+		              "sf_model_forward of the head's node, which returns whole samples, "
+		              "or SHARDFLOW_CP=1",
+		              m->cp, 2 * m->cp);
 	SF_CHECK(_sf_stage_batch(m, b, false, "sf_model_predict"));
 	/* not a training step: not traced, not counted */
 	struct _sf_recorder *trace = m->trace;

@@ -122,6 +122,7 @@ static void usage(FILE *f)
 	        "       [--crash shards|manifest|switch|latest] [--latest DIR]\n"
 	        "       [--resume DIR [--resume-may-fail]] [--init FILE] [--export FILE]\n"
 	        "       [--lock DIR] [--lock-read DIR] [--pause FILE [--pause-after K]]\n"
+	        "       [--context T] (nanogpt, llama)\n"
 	        "defaults: mlp, 6 steps, batch 24, sgd, lr 0.01 (sgd) / 0.001 (adamw) /\n"
 	        "0.0001 (lion, beta2 0.99), seed 1\n");
 }
@@ -137,7 +138,7 @@ static const char *const option_names[] = {
     "--crash",  "--out",        "--out-params", "--save",
     "--resume", "--latest",     "--init",       "--export",
     "--prune",  "--keep",       "--lock",       "--lock-read",
-    "--pause",  "--pause-after"};
+    "--pause",  "--pause-after", "--context"};
 
 /* One option's value: 0 or 2 (cli_parse's contract). */
 static int on_value(int k, char *value, void *ctx)

@@ -214,12 +214,14 @@ compare_within() {
 		--up "$tmp/$_wb.up.dump" --down "$tmp/$_wb.down.dump" "$@"
 }
 
-# values_within A B UP DOWN REGEX: the last field of every line of file A matching
+# values_within A B UP DOWN REGEX [N]: the last field of every line of file A matching
 # REGEX lies within B's rounding interval: |a - b| <= w + eps32 max(|a|, |b|), w the
 # span of b, up and down (as dump_compare's), line by line (as many in each file, at
-# least one); prints the worst ratio.
+# least one); with N, in blocks of N consecutive values by 2-norm, as dump_compare
+# compares parameters (one value's interval can close by chance: a logit that is a
+# sum cancelling to near 0); prints the worst ratio.
 values_within() {
-	awk -v re="$5" 'FNR == 1 { f++ }
+	awk -v re="$5" -v nb="${6:-1}" 'FNR == 1 { f++ }
 		$0 ~ re { v[f, ++n[f]] = $NF }
 		END {
 			eps = 5.9604644775390625e-08
@@ -227,26 +229,30 @@ values_within() {
 				printf "# %d, %d, %d, %d values: not comparable\n", n[1], n[2], n[3], n[4]
 				exit 1
 			}
-			for (i = 1; i <= n[1]; i++) {
-				a = v[1, i]; b = v[2, i]; u = v[3, i]; l = v[4, i]; d = a - b
-				hi = b; if (u > hi) hi = u; if (l > hi) hi = l
-				lo = b; if (u < lo) lo = u; if (l < lo) lo = l
-				w = hi - lo; if (d < 0) d = -d
-				m = a < 0 ? -a : a; if ((b < 0 ? -b : b) > m) m = b < 0 ? -b : b
-				t = w + eps * m
+			for (i0 = 1; i0 <= n[1]; i0 += nb) {
+				dd = ww = aa = bb = 0
+				for (i = i0; i < i0 + nb && i <= n[1]; i++) {
+					a = v[1, i]; b = v[2, i]; u = v[3, i]; l = v[4, i]; d = a - b
+					hi = b; if (u > hi) hi = u; if (l > hi) hi = l
+					lo = b; if (u < lo) lo = u; if (l < lo) lo = l
+					dd += d * d; ww += (hi - lo) * (hi - lo); aa += a * a; bb += b * b
+				}
+				d = sqrt(dd); m = sqrt(aa > bb ? aa : bb)
+				t = sqrt(ww) + eps * m
 				if (d > 0 && !(d <= t)) bad++
 				r = d == 0 ? 0 : t > 0 ? d / t : 1e300
-				if (r > worst) { worst = r; at = i }
+				if (r > worst) { worst = r; at = i0 }
 			}
-			printf "# %d values: the largest difference is %.3g of its interval (value %d)\n", n[1], worst, at
+			how = nb == 1 ? "" : " in blocks of " nb
+			printf "# %d values%s: the largest difference is %.3g of its interval (value %d)\n", n[1], how, worst, at
 			exit bad > 0
 		}' "$1" "$2" "$3" "$4"
 }
 
-# within_interval A B REGEX: values_within on rank 0's stdout of train runs A and B
+# within_interval A B REGEX [N]: values_within on rank 0's stdout of train runs A and B
 # (B trained by train_interval)
 within_interval() {
-	values_within "$tmp/$1.out" "$tmp/$2.out" "$tmp/$2.up.out" "$tmp/$2.down.out" "$3"
+	values_within "$tmp/$1.out" "$tmp/$2.out" "$tmp/$2.up.out" "$tmp/$2.down.out" "$3" "$4"
 }
 
 # clipped_within A B: run A's clip norm at step 4 (train_dump's "norm 4" line) and its

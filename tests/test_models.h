@@ -158,6 +158,10 @@ static inline int parse_int(const char *s, int lo, int hi, int *out)
 
 /* One option of struct train_options: 1 taken, 0 not one of them, -1 a bad value.
  * --steps must be at least min_steps. */
+/* The nanogpt and llama models' context: 5, or a program's --context (context
+ * parallelism needs 2 K chunks of it) */
+static int tm_context = 5;
+
 static inline int train_option(struct train_options *t, const char *opt, const char *val,
                                int min_steps)
 {
@@ -178,6 +182,8 @@ static inline int train_option(struct train_options *t, const char *opt, const c
 		t->lr = (float)v;
 		return 1;
 	}
+	if (!strcmp(opt, "--context")) /* the nanogpt and llama models' (tm_context) */
+		return parse_int(val, 1, 4096, &tm_context) ? -1 : 1;
 	if (!strcmp(opt, "--seed")) {
 		errno = 0;
 		unsigned long long v = strtoull(val, &end, 10);
@@ -342,10 +348,6 @@ static inline int build_llama(sf_graph *g, int x, int *y)
 	CLI_CHECK_RETURN(sf_graph_unit_end(g));
 	return 0;
 }
-
-/* The nanogpt and llama models' context: 5, or a program's --context (train_dump:
- * context parallelism needs 2 K chunks of it) */
-static int tm_context = 5;
 
 /* Builds the chosen model; *D and *C are its input width and number of classes, *T
  * its rows per sample. */

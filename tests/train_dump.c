@@ -44,7 +44,8 @@
  * (SF_LOSS_IGNORE_INDEX), the same rows whatever the layout.
  * --evaluate S: after training, rank 0 prints "eval <loss>", sf_model_evaluate of S
  * samples (global batch 1000's generator, --ignore-every applied), every rank
- * passing them all.
+ * passing them all; with --forward NODE (a node C wide: the logits) it prints
+ * "fwd <k> <value>" for every value of sf_model_forward of NODE on those samples too.
  * --clip X sets max_grad_norm (inf: the norm only) and rank 0 prints
  * "norm <step> <norm>" for each step; --weight-decay X and --no-decay MASK
  * (sf_model_options::no_decay) set the decay; --data FILE makes rank 0 write each
@@ -92,6 +93,8 @@ struct options {
 	int ignore_every; /* --ignore-every N: global rows r with r % N == 0 labelled
 	                     SF_LOSS_IGNORE_INDEX (0: none) */
 	int evaluate;     /* --evaluate S: sf_model_evaluate of S samples after training */
+	const char *forward; /* --forward NODE: with --evaluate, that node's activation (C
+	                        wide) of the S samples too */
 	const char *lr_zero; /* --lr-zero UNIT: learning-rate scale 0 on its tensors */
 };
 
@@ -121,6 +124,17 @@ static int evaluate(sf_model *m, const struct options *o, int D, int C, int T, i
 	}
 	if (rank == 0)
 		printf("eval %.17g\n", loss);
+	if (o->forward) { /* the node's activation (C wide: the logits) of every sample */
+		float *out = malloc(sizeof(float) * (rows * (size_t)C + 1));
+		if (!out || sf_model_forward(m, o->forward, &b, o->evaluate, out, rows * (size_t)C)) {
+			fprintf(stderr, PROG ": sf_model_forward failed: %s\n", sf_last_error());
+			free(out);
+			goto out;
+		}
+		for (size_t k = 0; rank == 0 && k < rows * (size_t)C; k++)
+			printf("fwd %zu %.9g\n", k, (double)out[k]);
+		free(out);
+	}
 	status = 0;
 out:
 	free(x);
@@ -136,7 +150,7 @@ static void usage(FILE *f)
 	        "       nanogpt-untied|swiglu|llama] [--steps N] [--batch B] [--optimizer sgd|adamw|lion]\n"
 	        "       [--lr X] [--seed S] [--inflight K] [--init W.safetensors]\n"
 	        "       [--export-init W0.safetensors] [--export W.safetensors]\n"
-	        "       [--export-steps PREFIX] [--accum K] [--ignore-every N] [--evaluate S] [--context T]\n"
+	        "       [--export-steps PREFIX] [--accum K] [--ignore-every N] [--evaluate S [--forward NODE]] [--context T]\n"
 	        "       [--clip X|inf] [--weight-decay X] [--no-decay MASK] [--data FILE]\n"
 	        "       [--init-config KNOB=VALUE]... [--config KNOB=VALUE]...\n"
 	        "       [--unit-options UNIT:reshard_after_forward=0|1,keep_fp32=0|1,frozen=0|1]...\n"
@@ -157,7 +171,8 @@ static const char *const option_names[] = {
     "--seed",         "--inflight",    "--accum",  "--no-decay",     "--clip",
     "--weight-decay", "--init-config", "--config", "--unit-options", "--bad-label",
     "--lr-zero",      "--data",        "--out",    "--init",         "--export-init",
-    "--export",       "--export-steps", "--ignore-every", "--evaluate",    "--context"};
+    "--export",       "--export-steps", "--ignore-every", "--evaluate",    "--context",
+    "--forward"};
 
 /* One option's value: 0 or 2 (cli_parse's contract). */
 static int on_value(int k, char *value, void *ctx)
@@ -175,9 +190,8 @@ static int on_value(int k, char *value, void *ctx)
 	} else if (!strcmp(opt, "--accum")) {
 		if (parse_int(val, 1, 64, &o->accum))
 			return bad(opt, val);
-	} else if (!strcmp(opt, "--context")) {
-		if (parse_int(val, 1, 4096, &tm_context))
-			return bad(opt, val);
+	} else if (!strcmp(opt, "--forward")) {
+		o->forward = val;
 	} else if (!strcmp(opt, "--evaluate")) {
 		if (parse_int(val, 1, 4096, &o->evaluate))
 			return bad(opt, val);

@@ -1,0 +1,144 @@
+#!/bin/sh
+# cp.sh — context parallelism (SHARDFLOW_CP=K, issue 48 item 5) against 1 rank.
+#
+# The K ranks of a CP group share each sample, rank k holding chunks k and 2K - 1 - k
+# of its 2K; attention runs as a ring of K part tasks, the key/value blocks (and in the
+# backward their gradients) passed around the CP group in comm tasks
+# (scheduler/ctxpar.c, tasks/cp_attention.c). Other sums than 1 rank's, so each run is
+# held to the 1-rank run's rounding interval (tests/lib.sh), as tests/tp.sh does:
+#  - cp 2 on 2 ranks and cp 4 on 4 (a chunk of one row at context 8, and of two at
+#    16), the GPT (learned positions) and the Llama (RoPE, grouped-query attention),
+#    SGD and AdamW; cp 2 x dp 2 and cp 2 x tp 2 (the vocabulary-parallel head) on 4;
+#  - bitwise across prefetch depths; 3 micro-batches = one batch; clipping's norm and
+#    run; ignored labels counted once; sf_model_evaluate; sf_model_forward of the
+#    logits gathered back into whole samples;
+#  - the ring's bytes, exactly: cp 2 sends dp 2's FSDP traffic plus 4 key/value blocks
+#    a layer and step (the forward's one step, the backward's one step of the block
+#    and two of its gradient);
+#  - checkpoints: cp 2 x dp 2 resumes on 1 rank and 1 rank's at cp 4, within the
+#    uninterrupted run's interval;
+#  - refusals: a context 2K does not divide, K not dividing the world, with
+#    SHARDFLOW_PP, SHARDFLOW_SEQUENCE_PARALLEL, SHARDFLOW_RECOMPUTE, sf_model_predict.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/ckpt_lib.sh"
+require_progs "$TRAIN_DUMP" "$DUMP_COMPARE"
+
+plan 21
+
+for c in nanogpt:sgd:8 llama-hf:adamw:16; do
+	model=${c%%:*} rest=${c#*:} opt=${rest%:*} ctx=${c##*:}
+	train_interval 1 "r1-$model" --model "$model" --optimizer "$opt" --steps 6 --context "$ctx"
+	train 2 "c2-$model" SHARDFLOW_CP=2 --model "$model" --optimizer "$opt" --steps 6 \
+		--context "$ctx"
+	compare_within "$model, $opt, context $ctx: cp 2 on 2 ranks = 1 rank" "c2-$model" \
+		"r1-$model"
+	train 4 "c4-$model" SHARDFLOW_CP=4 --model "$model" --optimizer "$opt" --steps 6 \
+		--context "$ctx"
+	compare_within "$model, $opt, context $ctx: cp 4 on 4 ranks = 1 rank" "c4-$model" \
+		"r1-$model"
+done
+
+for c in nanogpt:adamw llama-hf:sgd; do
+	model=${c%:*} opt=${c#*:}
+	train_interval 1 "q1-$model" --model "$model" --optimizer "$opt" --steps 6 --context 8
+	train 4 "c22-$model" SHARDFLOW_CP=2 --model "$model" --optimizer "$opt" --steps 6 \
+		--context 8
+	compare_within "$model, $opt: cp 2 x dp 2 on 4 ranks = 1 rank" "c22-$model" "q1-$model"
+done
+
+for c in nanogpt-vp:sgd llama-hf-vp:adamw; do
+	model=${c%:*} opt=${c#*:}
+	train_interval 1 "t1-$model" --model "$model" --optimizer "$opt" --steps 6 --context 8
+	train 4 "ct-$model" SHARDFLOW_CP=2 SHARDFLOW_TP=2 --model "$model" --optimizer "$opt" \
+		--steps 6 --context 8
+	compare_within "$model, $opt: cp 2 x tp 2 on 4 ranks = 1 rank" "ct-$model" "t1-$model"
+done
+
+for d in 0 3; do
+	train 4 "d$d" SHARDFLOW_CP=2 SHARDFLOW_PREFETCH_DEPTH=$d --model llama-hf --optimizer sgd \
+		--steps 6 --context 8
+done
+"$DUMP_COMPARE" --bitwise "$tmp/d0.dump" "$tmp/d3.dump" >"$tmp/d.cmp" 2>&1 &&
+	"$DUMP_COMPARE" --bitwise "$tmp/d0.dump" "$tmp/c22-llama-hf.dump" >>"$tmp/d.cmp" 2>&1
+ok $? "cp 2 x dp 2: prefetch depths 0, 2 and 3 bitwise equal" || diag_file "$tmp/d.cmp"
+
+train 2 acc SHARDFLOW_CP=2 --model nanogpt --optimizer sgd --steps 6 --context 8 --batch 8 \
+	--accum 3
+compare_within "cp 2: 3 micro-batches of 8 = one batch of 24 on 1 rank" acc r1-nanogpt
+
+train_interval 1 clip1 --model llama-hf --optimizer sgd --steps 4 --clip 0.05 --context 8
+train 2 clip2 SHARDFLOW_CP=2 --model llama-hf --optimizer sgd --steps 4 --clip 0.05 --context 8
+clipped_within clip2 clip1
+ok $? "cp 2 clipped: norm and run = 1 rank's (every chunk's gradient counted once)"
+diag_file "$tmp/clip.cmp"
+
+train_interval 1 ig1 --model nanogpt --optimizer adamw --steps 4 --context 8 --ignore-every 3 \
+	--evaluate 30 --forward lm_head
+train 2 ig2 SHARDFLOW_CP=2 --model nanogpt --optimizer adamw --steps 4 --context 8 \
+	--ignore-every 3 --evaluate 30 --forward lm_head
+compare_within "cp 2, every 3rd label ignored: the loss's mean over the counted rows" ig2 ig1
+within_interval ig2 ig1 '^eval ' >"$tmp/ev.cmp"
+ok $? "cp 2: sf_model_evaluate of 30 samples = 1 rank's: $(sed -n 's/^eval //p' "$tmp/ig2.out")" ||
+	diag_file "$tmp/ev.cmp"
+within_interval ig2 ig1 '^fwd ' 128 >"$tmp/fwd.cmp"
+ok $? "cp 2: sf_model_forward's logits of 30 samples = 1 rank's, each in its place (blocks of 128)"
+	diag_file "$tmp/fwd.cmp"
+
+# The ring's bytes: nanogpt at context 8, 2 layers, a rank's 24 samples of 2 chunks of
+# 2 rows, a block of 24 x 4 rows of k and v (2 x 10 floats): 1 920 floats, 4 blocks a
+# layer and step, 6 steps, 4 bytes; the rest is dp 2's FSDP traffic.
+train 2 dp2 --model nanogpt --optimizer sgd --steps 6 --context 8
+b_cp=$(sed -n 's/^rank 0 comm_bytes \([0-9]*\).*/\1/p' "$tmp/c2-nanogpt.out")
+b_dp=$(sed -n 's/^rank 0 comm_bytes \([0-9]*\).*/\1/p' "$tmp/dp2.out")
+want=$((1920 * 4 * 2 * 6 * 4))
+[ -n "$b_cp" ] && [ -n "$b_dp" ] && [ $((b_cp - b_dp)) -eq "$want" ]
+ok $? "cp 2: $b_cp bytes sent, dp 2's $b_dp plus the ring's $want"
+
+# checkpoints across layouts, the uninterrupted 1-rank run's interval
+rm -rf "$tmp/ck1" "$tmp/ck2"
+for r in "" up down; do
+	# shellcheck disable=SC2086
+	drv 1 "cu${r:+.$r}" ${r:+SHARDFLOW_ROUNDING=${r}ward} --model llama-hf --optimizer adamw \
+		--steps 6 --context 8 --out-params "$tmp/cu${r:+.$r}.p"
+done
+drv 4 ck22 SHARDFLOW_CP=2 --model llama-hf --optimizer adamw --steps 2 --context 8 \
+	--save "$tmp/ck1" --save-every 2
+drv 1 ck11 --model llama-hf --optimizer adamw --steps 4 --context 8 --resume "$tmp/ck1" \
+	--save "$tmp/ck2" --save-every 4
+drv 4 ck4 SHARDFLOW_CP=4 --model llama-hf --optimizer adamw --steps 6 --context 8 \
+	--resume "$tmp/ck2" --out-params "$tmp/ck4.p"
+"$DUMP_COMPARE" --up "$tmp/cu.up.p" --down "$tmp/cu.down.p" "$tmp/ck4.p" "$tmp/cu.p" \
+	>"$tmp/ck.cmp" 2>&1
+ok $? "checkpoints: 2 steps at cp 2 x dp 2, 2 on 1 rank, 2 at cp 4 = 6 on 1 rank" ||
+	diag_file "$tmp/ck.cmp"
+
+# refusals
+cp_refused() { # cp_refused DESC NP PATTERN ENV... -- ARGS...
+	r_desc=$1 r_np=$2 r_pat=$3
+	shift 3
+	r_env=
+	while [ "$1" != -- ]; do
+		r_env="$r_env $1"
+		shift
+	done
+	shift
+	# shellcheck disable=SC2086
+	env $r_env sh "$RUN_MPI" "$r_np" "$TRAIN_DUMP" --steps 1 --out "$tmp/bad.dump" "$@" \
+		</dev/null >"$tmp/bad.out" 2>"$tmp/bad.err"
+	r_st=$?
+	[ $r_st -ne 0 ] && grep -q "$r_pat" "$tmp/bad.err"
+	ok $? "$r_desc: refused with the reason (exit $r_st)" || diag_file "$tmp/bad.err"
+}
+cp_refused "context 6 at cp 2" 2 'the context of 6 rows does not divide into 4 equal chunks' \
+	SHARDFLOW_CP=2 -- --model nanogpt --context 6
+cp_refused "SHARDFLOW_CP=2 on 3 ranks" 3 'SHARDFLOW_CP=2 does not divide the 3 ranks' \
+	SHARDFLOW_CP=2 -- --model nanogpt --context 8
+cp_refused "SHARDFLOW_CP with SHARDFLOW_PP" 4 'SHARDFLOW_PP=2 with SHARDFLOW_CP > 1' \
+	SHARDFLOW_CP=2 SHARDFLOW_PP=2 -- --model nanogpt --context 8
+cp_refused "SHARDFLOW_CP with SHARDFLOW_RECOMPUTE" 2 'not supported with SHARDFLOW_RECOMPUTE' \
+	SHARDFLOW_CP=2 SHARDFLOW_RECOMPUTE=units -- --model nanogpt --context 8
+cp_refused "SHARDFLOW_CP with sequence parallelism" 4 \
+	'not supported with SHARDFLOW_SEQUENCE_PARALLEL=on' SHARDFLOW_CP=2 SHARDFLOW_TP=2 \
+	SHARDFLOW_SEQUENCE_PARALLEL=on -- --model nanogpt-vp --context 8
+
+finish
