@@ -48,7 +48,7 @@ valid() {
 	fi
 }
 
-plan 155
+plan 162
 
 accepted="accepted values are"
 invalid SHARDFLOW_PREFETCH_DEPTH abc "$accepted"
@@ -80,6 +80,9 @@ invalid SHARDFLOW_MEMORY_CHECK 1 "$accepted"
 invalid SHARDFLOW_SPLIT_BACKWARD yes "$accepted"
 invalid SHARDFLOW_VOCAB_PARALLEL yes "$accepted"
 invalid SHARDFLOW_SEQUENCE_PARALLEL yes "$accepted"
+invalid SHARDFLOW_CP 0 "$accepted"
+invalid SHARDFLOW_CP 65 "$accepted"
+invalid SHARDFLOW_CP two "$accepted"
 invalid SHARDFLOW_ROUNDING up "$accepted"
 invalid SHARDFLOW_SHARDING hybrid_shard "$accepted"
 invalid SHARDFLOW_PREFETCH_DEPHT 2 "known variables are"
@@ -129,6 +132,7 @@ for v in on off; do valid SHARDFLOW_MEMORY_CHECK $v; done
 for v in on off; do valid SHARDFLOW_SPLIT_BACKWARD $v; done
 for v in auto on off; do valid SHARDFLOW_VOCAB_PARALLEL $v; done
 valid SHARDFLOW_SEQUENCE_PARALLEL off # on: refused without SHARDFLOW_TP (tests/seqpar.sh)
+valid SHARDFLOW_CP 1 # > 1 on one rank: K does not divide it (tests/cp.sh)
 for v in nearest upward downward; do valid SHARDFLOW_ROUNDING $v; done
 
 # SHARDFLOW_COMM=nccl on this machine: no GPU (and, in a CPU build, no NCCL) is a clear
