@@ -211,13 +211,13 @@ struct sf_model {
 	/* SHARDFLOW_CP (scheduler/ctxpar.c): the CP group's size and this rank's place in
 	 * it; T is then this rank's rows of a sample, T_ctx / cp (T_ctx: the graph's
 	 * context). The ring's buffers, shared by the attention nodes in turn: two packed
-	 * key/value blocks and two of their gradients (cp_kv_n floats each: the largest
-	 * node's), the backward's row sums (cp_dsum_n); cp_batch: this rank's chunks of a
+	 * key/value blocks, two of their gradients and two of a part's share of one
+	 * (cp_kv_n floats each: the largest node's), the backward's row sums (cp_dsum_n); cp_batch: this rank's chunks of a
 	 * batch (its inputs, ids and labels), sliced from the whole samples a caller gives */
 	int cp, cp_rank, T_ctx;
 	size_t cp_kv_n, cp_dsum_n;
-	float *cp_kv, *cp_dkv, *cp_dsum; /* two slots each of the first two */
-	starpu_data_handle_t h_cp_kv[2], h_cp_dkv[2], h_cp_dsum;
+	float *cp_kv, *cp_dkv, *cp_dloc, *cp_dsum; /* two slots each of the first three */
+	starpu_data_handle_t h_cp_kv[2], h_cp_dkv[2], h_cp_dloc[2], h_cp_dsum;
 	void **cp_in;               /* the slices: inputs, ids, then labels */
 	const float **cp_inp;       /* the slice's struct sf_batch arrays */
 	const int32_t **cp_idp;

@@ -399,8 +399,8 @@ static size_t len_tp(const struct sf_model *m, int s) /* the TP ring's copy and 
 	return m->tp > 1 && m->tp_max ? ((size_t)m->tp + 1) * q : 0;
 }
 
-/* context parallelism's ring: two packed key/value blocks, two of their gradients,
- * the backward's row sums */
+/* context parallelism's ring: two packed key/value blocks, two of their gradients, two
+ * of a part's share of one, the backward's row sums */
 static int n_two(const struct sf_model *m)
 {
 	(void)m;
@@ -452,6 +452,8 @@ static const struct model_buf {
      len_cp_kv, VEC_BUFFERS, "the context-parallel ring's key/value blocks"},
     {offsetof(struct sf_model, cp_dkv), offsetof(struct sf_model, h_cp_dkv), NO_KEY, n_two,
      len_cp_kv, VEC_BUFFERS, "the context-parallel ring's key/value gradients"},
+    {offsetof(struct sf_model, cp_dloc), offsetof(struct sf_model, h_cp_dloc), NO_KEY, n_two,
+     len_cp_kv, VEC_BUFFERS, "the context-parallel parts' key/value gradients"},
     {offsetof(struct sf_model, cp_dsum), offsetof(struct sf_model, h_cp_dsum), NO_KEY, n_one,
      len_cp_dsum, VEC_BUFFERS, "the context-parallel backward's row sums"},
 };

@@ -137,8 +137,9 @@ static int submit_cp_fwd(struct sf_model *m, int n, const char *name, enum _sf_e
 }
 
 /* Its backward: the blocks around the ring again (packed anew: other nodes have used
- * the buffers since), each with its key/value gradient, which every part adds to and
- * the ring passes on after it, home after K steps, where it goes into dqkv */
+ * the buffers since), each with its key/value gradient, home after K steps, where it
+ * goes into dqkv. Part j > 0 computes its block's share into a buffer of its own while
+ * the ring brings the gradient it is added to (a grad_add task), then passes on. */
 static int submit_cp_bwd(struct sf_model *m, int n)
 {
 	struct _sf_node_state *s = &m->nodes[n];
@@ -150,12 +151,19 @@ static int submit_cp_bwd(struct sf_model *m, int n)
 	SF_CHECK(_sf_submit_cp_pack(&s->cp_args[2 * K], h[0], m->h_cp_kv[0], s->cp_pack_name,
 	                            traced(m, s->cp_pack_name, SF_EV_FREE, n)));
 	for (int j = 0; j < K; j++) {
-		h[1] = m->h_cp_kv[j % 2], h[7] = m->h_cp_dkv[j % 2];
+		h[1] = m->h_cp_kv[j % 2];
+		h[7] = j == 0 ? m->h_cp_dkv[0] : m->h_cp_dloc[j % 2];
 		if (j + 1 < K)
 			SF_CHECK(_sf_submit_cp_shift(&s->cp_comm, m->h_order, h[1], m->h_cp_kv[(j + 1) % 2],
 			                             w, ring, traced(m, ring, SF_EV_TP_AR, n)));
 		SF_CHECK(_sf_submit_cp_bwd(&s->cp_args[K + j], h, name, traced(m, name, SF_EV_BWD, n)));
-		SF_CHECK(_sf_submit_cp_shift(&s->cp_comm, m->h_order, h[7], m->h_cp_dkv[(j + 1) % 2], w,
+		if (j > 0) /* the share into the gradient the ring brought */
+			SF_CHECK(_sf_submit_grad_acc(false, m->h_cp_dkv[j % 2], h[7],
+			                             (struct _sf_grad_args){0, s->cp_comm.P, NULL, 0},
+			                             s->cp_pack_name,
+			                             traced(m, s->cp_pack_name, SF_EV_FREE, n)));
+		SF_CHECK(_sf_submit_cp_shift(&s->cp_comm, m->h_order, m->h_cp_dkv[j % 2],
+		                             m->h_cp_dkv[(j + 1) % 2], w,
 		                             ring, traced(m, ring, SF_EV_TP_AR, n)));
 	}
 	return _sf_submit_cp_unpack(&s->cp_args[2 * K], m->h_cp_dkv[K % 2], dqkv, s->cp_pack_name,

@@ -74,9 +74,10 @@ static void cp_fwd_cpu(void *buffers[], void *cl_arg)
 	free(scratch);
 }
 
-/* qkv kv stat y dy dsum dqkv dkv: part j's share of the gradient. The first part
- * computes the row sums, starts dqkv's query columns (unless added to) and the own
- * block's key/value gradient. */
+/* qkv kv stat y dy dsum dqkv dkv: part j's share of the gradient, dkv its block's
+ * share alone (zeroed first; the scheduler adds it to the gradient the ring brings).
+ * The first part computes the row sums and starts dqkv's query columns (unless added
+ * to). */
 static void cp_bwd_cpu(void *buffers[], void *cl_arg)
 {
 	const struct _sf_cp_attn_args *a = cl_arg;
@@ -90,8 +91,8 @@ static void cp_bwd_cpu(void *buffers[], void *cl_arg)
 		if (!g->acc)
 			for (size_t r = 0; r < rows; r++)
 				memset(dqkv + r * (size_t)g->ld, 0, sizeof(float) * (size_t)g->C);
-		memset(dkv, 0, sizeof(float) * _sf_cp_attn_kv_floats(g));
 	}
+	memset(dkv, 0, sizeof(float) * _sf_cp_attn_kv_floats(g));
 	float *scratch = scratch_for(g);
 	_sf_attention_part_bwd(g->B, g->C, g->NH, g->NKV, rows_of(g, g->rank), vec(buffers, 0),
 	                       g->ld, stat, dsum, dy, rows_of(g, src_of(a)), vec(buffers, 1),
@@ -134,7 +135,7 @@ static CP_CODELET(cl_fwd, cp_fwd, 4, STARPU_R, STARPU_R, STARPU_RW, STARPU_RW);
 static CP_CODELET(cl_bwd_first, cp_bwd, 8, STARPU_R, STARPU_R, STARPU_R, STARPU_R, STARPU_R,
                   STARPU_W, STARPU_RW, STARPU_W);
 static CP_CODELET(cl_bwd, cp_bwd, 8, STARPU_R, STARPU_R, STARPU_R, STARPU_R, STARPU_R, STARPU_R,
-                  STARPU_RW, STARPU_RW);
+                  STARPU_RW, STARPU_W);
 static CP_CODELET(cl_unpack, cp_unpack, 2, STARPU_R, STARPU_RW);
 
 void _sf_cp_attn_codelets_configure(bool skip)
@@ -179,10 +180,8 @@ int _sf_submit_cp_bwd(const struct _sf_cp_attn_args *a, const starpu_data_handle
 	struct starpu_data_descr d[8];
 	for (int i = 0; i < 8; i++)
 		d[i] = (struct starpu_data_descr){h[i], i < 5 ? STARPU_R : STARPU_RW};
-	if (first)
-		d[5].mode = STARPU_W, d[7].mode = STARPU_W;
-	else
-		d[5].mode = STARPU_R;
+	d[5].mode = first ? STARPU_W : STARPU_R; /* the row sums: made by the first part */
+	d[7].mode = STARPU_W;                    /* the block's share, alone */
 	return _sf_task_submit_flops(first ? &cl_bwd_first : &cl_bwd, d, 8, a, sizeof *a, false, -1,
 	                             2.5 * part_flops(a), name, done);
 }

@@ -10,15 +10,18 @@
  * (layers/attention.h, _sf_attention_part_*); the block travels in a packed buffer
  * (2c rows of the key and value heads only: grouped-query attention sends its key/value
  * heads alone). The backward is K part tasks again: each adds the block's share to the
- * query gradient and to the block's own key/value gradient, which travels with the
- * block and arrives home after K ring steps.
+ * query gradient and computes the block's share of its key/value gradient, which is
+ * added to the gradient that travels with the block (arriving home after K ring
+ * steps).
  *
  *   cp_pack      : qkv[R] kv[W]                               the key/value columns
  *   cp_fwd_first : qkv[R] kv[R] y[W] stat[W]                  part 0 (the own block)
  *   cp_fwd       : qkv[R] kv[R] y[RW] stat[RW]                part j > 0
  *                  (the last part also ends: y = o / l, stat = (m, 1 / l))
  *   cp_bwd_first : qkv[R] kv[R] stat[R] y[R] dy[R] dsum[W] dqkv[RW] dkv[W]
- *   cp_bwd       : qkv[R] kv[R] stat[R] y[R] dy[R] dsum[R] dqkv[RW] dkv[RW]
+ *   cp_bwd       : qkv[R] kv[R] stat[R] y[R] dy[R] dsum[R] dqkv[RW] dkv[W]
+ *                  (dkv: the block's share alone, which the scheduler adds to the
+ *                  gradient the ring brings: the part runs while that arrives)
  *   cp_unpack    : dkv[R] dqkv[RW]                            the block's own gradient
  *                                                             into dqkv's k, v columns
  * cl_arg: struct _sf_cp_attn_args* (the model keeps one per node and part).
