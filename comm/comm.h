@@ -178,7 +178,8 @@ extern const struct _sf_comm_ops _sf_comm_mpi_ops;
 extern const struct _sf_comm_mem _sf_comm_host_mem;
 #ifdef SF_SIMULATION
 /* A simulation build's modelled collectives (sim/comm_sim.c): the lowest world rank
- * and the size of the shard's (0), the replicas' (1) or the TP group's (2) ranks */
+ * and the size of the shard's (0), the replicas' (1), the TP group's (2) or the CP
+ * group's (3) ranks */
 int _sf_comm_mpi_group(struct _sf_comm *c, int which, int *first, int *size);
 #endif
 #ifdef SF_HAVE_NCCL

@@ -1013,11 +1013,15 @@ const struct _sf_comm_mem _sf_comm_host_mem = {host_copy, host_zero, host_copy, 
 void (*_sf_wait_serve)(void); /* comm/mpi_wait.h */
 
 /* sim/comm_sim.c's collectives by a cost model: which ranks meet on communicator
- * `which` (0 the shard's, 1 the replicas', 2 the TP group's), as its lowest world rank
+ * `which` (0 the shard's, 1 the replicas', 2 the TP group's, 3 the CP group's), as its
+ * lowest world rank
  * (the group's name) and its size; a collective of that communicator */
 int _sf_comm_mpi_group(struct _sf_comm *c, int which, int *first, int *size)
 {
-	MPI_Comm comm = which == 0 ? shard_comm(c) : which == 1 ? impl(c)->rep : impl(c)->tp;
+	MPI_Comm comm = which == 0   ? shard_comm(c)
+	                : which == 1 ? impl(c)->rep
+	                : which == 2 ? impl(c)->tp
+	                             : impl(c)->cp;
 	MPI_Request req;
 	int me = c->rank;
 	MPI_Comm_size(comm, size);

@@ -9,7 +9,10 @@
  * own CUDA stream: the comm worker is the second StarPU CUDA worker of the rank's GPU
  * (STARPU_NWORKER_PER_CUDA=2, a thread each), so collectives and compute run on
  * different streams, and the comm-order handle still makes every rank enqueue them in
- * the same order, one at a time (what NCCL requires of a communicator). The
+ * the same order, one at a time (what NCCL requires of a communicator). SHARDFLOW_TP
+ * and SHARDFLOW_CP split it, at attach, into the shard, TP and CP groups, laid out as
+ * the MPI backend lays them out (comm_mpi.c); a CP ring step is a grouped send and
+ * receive on the CP group's communicator. The
  * communicator is created on that worker's thread (attach, after starpu_init),
  * non-blocking (config.blocking = 0): a rank whose creation fails aborts its own, and
  * the others stop waiting for it at SHARDFLOW_COMM_TIMEOUT at the latest, so that
@@ -49,6 +52,9 @@ struct nccl_impl {
 	 * ranks of this rank's TP place: gathers, reduce-scatters) and the TP group (the
 	 * activations' all-reduces); NULL otherwise */
 	ncclComm_t shard, tp;
+	/* SHARDFLOW_CP > 1: split from comm on the comm worker, the CP group (the cp ranks
+	 * of one dp index and TP place: context parallelism's ring steps); NULL otherwise */
+	ncclComm_t cp;
 	bool attached;
 	int attach_rc; /* attach's status, set on the comm worker's thread */
 	char attach_msg[512];
@@ -72,7 +78,7 @@ static ncclComm_t step_comm(struct _sf_comm *c)
 /* Every communicator this rank holds, aborted (a failed or stalled collective) */
 static void abort_all(struct nccl_impl *st)
 {
-	ncclComm_t *cs[] = {&st->tp, &st->shard, &st->comm};
+	ncclComm_t *cs[] = {&st->cp, &st->tp, &st->shard, &st->comm};
 	for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++)
 		if (*cs[i]) {
 			ncclCommAbort(*cs[i]);
@@ -174,6 +180,27 @@ static int nccl_init(struct _sf_comm *c, int *argc, char ***argv)
 		c->impl = NULL;
 		return rc;
 	}
+	/* SHARDFLOW_CP=K: the CP group split at attach, as comm_mpi.c's make_cp_groups
+	 * lays it out and with its refusals (the shard group is left as it is) */
+	int C = c->cp_req, tp = c->tp_size;
+	if (C > 1 && ((c->size / tp) % C != 0 || c->hybrid)) {
+		if (c->hybrid)
+			rc = SF_ERR(SF_ERR_CONFIG,
+			            "SHARDFLOW_CP=%d with SHARDFLOW_SHARDING=hybrid: not supported "
+			            "yet; accepted with CP: sharding full, grad_op or none",
+			            C);
+		else
+			rc = SF_ERR(SF_ERR_CONFIG,
+			            "SHARDFLOW_CP=%d does not divide the %d ranks%s: accepted "
+			            "values are divisors of world / tp (world = dp x cp x tp)",
+			            C, c->size / tp, tp > 1 ? " of a TP place" : "");
+		_sf_comm_mpi_ops.fini(&st->mpi);
+		free(st);
+		c->impl = NULL;
+		return rc;
+	}
+	if (C > 1)
+		c->cp_rank = (c->rank / tp) % C, c->cp_size = C;
 	if (c->hybrid) {
 		rc = SF_ERR(SF_ERR_CONFIG,
 		            "SHARDFLOW_SHARDING=hybrid: the NCCL backend has no hybrid groups yet; "
@@ -258,15 +285,20 @@ static void attach_on_worker(void *arg)
 		snprintf(st->attach_msg, sizeof st->attach_msg,
 		         "ncclCommInitRankConfig failed: %s (NCCL %d): %s", ncclGetErrorString(r),
 		         (int)r, ncclGetLastError(st->comm));
-	/* SHARDFLOW_TP: the shard group (same TP place) and the TP group (same dp rank) */
-	int K = c->tp_size;
+	/* SHARDFLOW_TP: the shard group (same TP place) and the TP group (same dp rank);
+	 * SHARDFLOW_CP: the CP group (same dp index and TP place: rank = (d C + k) K + t) */
+	int K = c->tp_size, C = c->cp_size, q = c->rank / K;
 	struct {
+		bool want;
 		ncclComm_t *out;
 		int color;
 		const char *what;
-	} splits[] = {{&st->shard, c->rank % K, "ncclCommSplit (shard group)"},
-	              {&st->tp, c->rank / K, "ncclCommSplit (TP group)"}};
-	for (int i = 0; i < 2 && K > 1 && r == ncclSuccess; i++) {
+	} splits[] = {{K > 1, &st->shard, c->rank % K, "ncclCommSplit (shard group)"},
+	              {K > 1, &st->tp, c->rank / K, "ncclCommSplit (TP group)"},
+	              {C > 1, &st->cp, (q / C) * K + c->rank % K, "ncclCommSplit (CP group)"}};
+	for (size_t i = 0; i < sizeof splits / sizeof splits[0] && r == ncclSuccess; i++) {
+		if (!splits[i].want)
+			continue;
 		r = ncclCommSplit(st->comm, splits[i].color, c->rank, splits[i].out, &config);
 		if ((r == ncclSuccess || r == ncclInProgress) && *splits[i].out)
 			r = settle(c, *splits[i].out);
@@ -305,7 +337,7 @@ static void destroy_on_worker(void *arg)
 {
 	struct _sf_comm *c = arg;
 	struct nccl_impl *st = impl(c);
-	ncclComm_t *cs[] = {&st->tp, &st->shard, &st->comm};
+	ncclComm_t *cs[] = {&st->cp, &st->tp, &st->shard, &st->comm};
 	for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
 		if (!*cs[i])
 			continue;
@@ -371,7 +403,7 @@ static int wait_stream(struct _sf_comm *c, const char *what)
 		if (ce != cudaErrorNotReady)
 			return give_up(st, SF_ERR(SF_ERR_COMM, "%s: CUDA error %s", what,
 			                          cudaGetErrorString(ce)));
-		ncclComm_t cs[] = {st->comm, st->shard, st->tp};
+		ncclComm_t cs[] = {st->comm, st->shard, st->tp, st->cp};
 		for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
 			ncclResult_t ar = ncclSuccess;
 			if (cs[i] && ncclCommGetAsyncError(cs[i], &ar) == ncclSuccess &&
@@ -544,6 +576,30 @@ static int nccl_tp_all_gather(struct _sf_comm *c, float *full, size_t S)
 	                "ncclAllGather(TP)");
 }
 
+/* SHARDFLOW_CP: one step of the CP group's ring, src to the next CP rank while dst
+ * receives the previous one's, as one NCCL group (a send and a receive posted alone
+ * would wait for each other around the ring); the CP communicator's ranks are the
+ * cp_rank order, as the split's key (the world rank) sorts them. */
+static int nccl_cp_shift(struct _sf_comm *c, const float *src, float *dst, size_t n)
+{
+	struct nccl_impl *st = impl(c);
+	int K = c->cp_size, k = c->cp_rank;
+	if (!st->cp)
+		return SF_ERR(SF_ERR_INVALID, "a CP ring step without a CP group (SHARDFLOW_CP=1)");
+	cudaStream_t s = starpu_cuda_get_local_stream();
+	ncclResult_t r = ncclGroupStart();
+	if (r == ncclSuccess) {
+		ncclResult_t rs = ncclSend(src, n, ncclFloat, (k + 1) % K, st->cp, s);
+		ncclResult_t rr = ncclRecv(dst, n, ncclFloat, (k + K - 1) % K, st->cp, s);
+		r = ncclGroupEnd(); /* closed whatever the two answered */
+		if (rs != ncclSuccess && rs != ncclInProgress)
+			r = rs;
+		else if (rr != ncclSuccess && rr != ncclInProgress)
+			r = rr;
+	}
+	return enqueued(c, st->cp, r, "ncclSend/ncclRecv(CP ring step)");
+}
+
 static int nccl_sum_scalar(struct _sf_comm *c, double *v)
 {
 	return enqueued(c, impl(c)->comm,
@@ -677,6 +733,7 @@ const struct _sf_comm_ops _sf_comm_nccl_ops = {
     .tp_all_reduce = nccl_tp_all_reduce,
     .tp_all_gather = nccl_tp_all_gather,
     .tp_reduce_scatter = nccl_tp_reduce_scatter,
+    .cp_shift = nccl_cp_shift,
     .sum_scalar = nccl_sum_scalar,
     .barrier = nccl_barrier,
     .bcast = nccl_bcast,

@@ -34,7 +34,10 @@
  * (tp_size consecutive ranks), and the shard group's collectives on its dp ranks, a TP
  * group apart (group_shape). A pipeline's transfers (p2p) are SMPI's messages on the
  * platform's route, or by the model a rendezvous of the two ranks and then
- * lat + bytes / bw of the link between them (sim_p2p).
+ * lat + bytes / bw of the link between them (sim_p2p). Context parallelism's ring
+ * steps (cp_shift) likewise: SMPI's messages, or by the model a barrier of the CP
+ * group (cp_size ranks, tp_size apart) and then, on each rank, lat + bytes / bw of the
+ * slower of its two links, to the next CP rank and from the previous (sim_cp_shift).
  *
  * SHARDFLOW_SIM_COMM_CPU=NS (with SHARDFLOW_SIM_SHARED_CPUS, a CPU cluster's
  * emulation) charges the CPU that a CPU rank's rings burn, NS nanoseconds per byte
@@ -84,7 +87,8 @@ enum sim_op {
 	OP_GROUP,
 	OP_TP_ALL_REDUCE,
 	OP_TP_ALL_GATHER,
-	OP_P2P
+	OP_P2P,
+	OP_CP_SHIFT
 };
 
 /* One operation handed to the proxy: its arguments, its status, whether it is done */
@@ -167,6 +171,7 @@ static int run(struct sim_req *r)
 	case OP_TP_ALL_REDUCE: return mpi->tp_all_reduce(c, r->f1, r->n, r->f2);
 	case OP_TP_ALL_GATHER: return mpi->tp_all_gather(c, r->f1, r->n);
 	case OP_P2P: return mpi->p2p(c, r->f1, r->n, r->i1, r->flag);
+	case OP_CP_SHIFT: return mpi->cp_shift(c, r->cf, r->f1, r->n);
 	}
 	return SF_ERR(SF_ERR_INVALID, "simulation: unknown operation %d", (int)r->op);
 }
@@ -354,16 +359,18 @@ static int nccl_setup(void)
 	return SF_OK;
 }
 
-/* Communicator `which`'s ranks (0 the shard's, 1 the replicas', 2 the TP group's):
- * how many, and how far apart in world ranks. The TP group is tp_size consecutive
- * ranks; the shard group is consecutive too (the world, a node under hybrid sharding, a
- * pipeline stage) but under TP, where it is the dp ranks of one TP place, tp_size apart;
- * the replicas are a shard apart. */
+/* Communicator `which`'s ranks (0 the shard's, 1 the replicas', 2 the TP group's, 3
+ * the CP group's): how many, and how far apart in world ranks. The TP group is tp_size
+ * consecutive ranks; the shard group is consecutive too (the world, a node under hybrid
+ * sharding, a pipeline stage) but under TP, where it is the dp ranks of one TP place,
+ * tp_size apart; the replicas are a shard apart; the CP group's ranks are a TP group
+ * apart. */
 static void group_shape(const struct _sf_comm *c, int which, int *n, int *stride)
 {
 	switch (which) {
 	case 0: *n = c->shard_size, *stride = c->tp_size; return;
 	case 1: *n = c->rep_size, *stride = c->shard_size; return;
+	case 3: *n = c->cp_size, *stride = c->tp_size; return;
 	default: *n = c->tp_size, *stride = 1; return;
 	}
 }
@@ -398,7 +405,7 @@ static double nccl_time(const struct _sf_comm *c, int which, enum _sf_nccl_coll 
  * process's environment, which SMPI does not copy, made by the first of its ranks to
  * get there (the actors run one at a time, so no other can come in between).
  */
-static sg_bar_t meet_bar[3]; /* this rank's, by communicator (group_shape's) */
+static sg_bar_t meet_bar[4]; /* this rank's, by communicator (group_shape's) */
 
 /* communicator `which`'s barrier, found or made (a collective of its ranks: sim_init
  * calls it for every communicator, so that no step pays the naming's all-reduce) */
@@ -456,9 +463,11 @@ static int sim_init(struct _sf_comm *c, int *argc, char ***argv)
 		return rc;
 	struct sim_req r = {.op = OP_INIT, .c = c, .argc = argc, .argv = argv};
 	rc = call(&r);
-	/* the shard's communicator, and the replicas' and the TP group's where there are */
-	for (int which = 0; rc >= 0 && nccl.on && which < 3; which++)
-		if ((which != 1 || c->rep_size > 1) && (which != 2 || c->tp_size > 1))
+	/* the shard's communicator, and the replicas', the TP group's and the CP group's
+	 * where there are */
+	for (int which = 0; rc >= 0 && nccl.on && which < 4; which++)
+		if ((which != 1 || c->rep_size > 1) && (which != 2 || c->tp_size > 1) &&
+		    (which != 3 || c->cp_size > 1))
 			rc = meet_find(c, which);
 	return rc;
 }
@@ -584,6 +593,16 @@ static int pair_find(int me, int peer, sg_bar_t *out)
 	return SF_OK;
 }
 
+/* NCCL's model of `bytes` between world ranks a and b: lat + bytes / bw, NVLink's
+ * inside a node of nccl.gpn consecutive ranks, else the GPU's NIC (and the slower of
+ * the two) */
+static double link_time(int a, int b, double bytes)
+{
+	bool node = a / nccl.gpn == b / nccl.gpn;
+	double bw = node || nccl.nv_bw < nccl.nic_bw ? nccl.nv_bw : nccl.nic_bw;
+	return (node ? nccl.nv_lat : nccl.nic_lat) + bytes / bw;
+}
+
 static int sim_p2p(struct _sf_comm *c, float *v, size_t n, int peer, bool send)
 {
 	double bytes = 4.0 * (double)n;
@@ -596,10 +615,28 @@ static int sim_p2p(struct _sf_comm *c, float *v, size_t n, int peer, bool send)
 	if (rc < 0)
 		return rc;
 	sg_barrier_wait(bar);
-	bool node = c->rank / nccl.gpn == peer / nccl.gpn;
-	double bw = node || nccl.nv_bw < nccl.nic_bw ? nccl.nv_bw : nccl.nic_bw;
-	sg_actor_sleep_for((node ? nccl.nv_lat : nccl.nic_lat) + bytes / bw);
+	sg_actor_sleep_for(link_time(c->rank, peer, bytes));
 	return SF_OK;
+}
+
+/*
+ * Context parallelism's ring step under NCCL's model: every CP rank sends n floats to
+ * the next and receives the previous one's at once (NCCL's grouped send and receive,
+ * comm/comm_nccl.c), so the group meets on its barrier and each rank is done when the
+ * slower of its two transfers is: lat + bytes / bw of the link to the next CP rank or
+ * from the previous one. Without the model, the MPI backend's ring step on the proxy.
+ */
+static int sim_cp_shift(struct _sf_comm *c, const float *src, float *dst, size_t n)
+{
+	double bytes = 4.0 * (double)n;
+	if (!nccl.on) {
+		struct sim_req r = {.op = OP_CP_SHIFT, .c = c, .cf = src, .f1 = dst, .n = n};
+		return with_cpu(&r, bytes);
+	}
+	int K = c->cp_size, k = c->cp_rank, tp = c->tp_size;
+	int next = c->rank + ((k + 1) % K - k) * tp, prev = c->rank + ((k + K - 1) % K - k) * tp;
+	double t_next = link_time(c->rank, next, bytes), t_prev = link_time(prev, c->rank, bytes);
+	return modelled(c, 3, t_next > t_prev ? t_next : t_prev);
 }
 static int sim_sum_scalar(struct _sf_comm *c, double *v)
 {
@@ -655,6 +692,7 @@ static const struct _sf_comm_ops sim_ops = {
     .tp_all_reduce = sim_tp_all_reduce,
     .tp_all_gather = sim_tp_all_gather,
     .p2p = sim_p2p,
+    .cp_shift = sim_cp_shift,
     .all_reduce = sim_all_reduce,
     .sum_scalar = sim_sum_scalar,
     .barrier = sim_barrier,

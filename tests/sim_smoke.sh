@@ -43,13 +43,27 @@
 #    1 - (S - 1) / (M + S - 1), the schedule's bubble, within 5 %, at M = 4 and 8;
 #  - refusals: --tp 3 on 4 GPUs, --tp with --pp, --schedule without --pp, a bad
 #    schedule.
+# Context parallelism (--cp: SHARDFLOW_CP, its ring steps through sim/comm_sim.c's
+# cp_shift):
+#  - a Llama at cp 2 on 2 nodes of 1 GPU, NICs of 1 Gbit/s, against dp 2 at the same
+#    batch (the same FSDP traffic: CP ranks are dp ranks to FSDP): by NCCL's model
+#    the comm-only step is the bytes the library counts over the NIC, and what cp 2
+#    adds to dp 2's comm-only step is what it adds to the bytes (the ring steps: each
+#    rank sends and receives at once, lat + bytes / bw); with SMPI's messages twice
+#    the bytes (both ranks send at once over one link's share);
+#  - the same simulated step in a second run;
+#  - at context 32768 on 2 GPUs of a node, where attention dominates: cp 2's step
+#    within 0.95-1.3 of dp 2's (the ring's part tasks are charged their flops; with
+#    none it would be 0.7);
+#  - refusals: --cp 3 on 4 GPUs, --cp 2 with --tp 2 on 6 GPUs, --cp with --pp, with
+#    --sharding hybrid, with --recompute.
 . "$(dirname "$0")/lib.sh"
 . "$top_builddir/tests/config.sh"
 SMPIRUN="$STARPU_BINDIR/starpu_smpirun"
 require_progs "$MLP" "$SMPIRUN"
 command -v xsltproc >/dev/null 2>&1 || skip_all "starpu_smpirun needs xsltproc (Debian package xsltproc)"
 
-plan 39
+plan 44
 
 SF_TEST_TIMEOUT=300
 export SF_TEST_TIMEOUT
@@ -292,6 +306,55 @@ r4=$?
 	grep -q -- '--schedule "zb": accepted gpipe, 1f1b' "$tmp/r4"
 ok $? "--tp 3 on 4 GPUs, --tp with --pp, --schedule without --pp, --schedule zb: refused with the reason (exit $r1, $r2, $r3, $r4)" ||
 	diag_file "$tmp/r1"
+# CP (--cp): the same 2 nodes of 1 GPU over 1 Gbit/s, a context of 2048 (the ring's
+# key/value chunks then carry most of the bytes)
+par="--arch llama --layers 2 --dim 256 --heads 4 --kv-heads 2 --vocab 512 --context 2048 --batch 4 --nodes 2 --gpus-per-node 1 --link 1gbit --steps 2"
+partest cpd
+partest cpn --cp 2
+lc=$(cat "$tmp/cpn.line") ld=$(cat "$tmp/cpd.line") bc=$(cat "$tmp/cpn.bytes") bd=$(cat "$tmp/cpd.bytes")
+within cpn 0.95 1.15 1 && [ -n "$ld" ] && [ -n "$bd" ] &&
+	awk -v c="$(col "$lc" comm_s)" -v d="$(col "$ld" comm_s)" -v bc="$bc" -v bd="$bd" \
+		'BEGIN { r = (bc - bd) / 125e6; exit !(bc > 2 * bd && c - d >= 0.9 * r && c - d <= 1.1 * r) }' &&
+	grep -q "^shardflow-sim: layout: dp 1 x cp 2$" "$tmp/cpn.out"
+ok $? "cp 2 across 2 nodes, NCCL's model: comm-only $(col "$lc" comm_s) s for $bc bytes over 1 Gbit/s (x 0.95-1.15), $(col "$ld" comm_s) s at dp 2 for $bd: the ring steps' bytes at the NIC's pace (x 0.9-1.1); the layout said" ||
+	diag_file "$tmp/cpn.out"
+partest cpm --cp 2 --collectives mpi
+within cpm 0.95 1.2 2
+ok $? "cp 2 across 2 nodes, SMPI's messages: comm-only $(col "$(cat "$tmp/cpm.line")" comm_s) s, twice the bytes over 1 Gbit/s (x 0.95-1.2: both directions share a link)" ||
+	diag_file "$tmp/cpm.out"
+partest cpn2 --cp 2 --no-breakdown
+[ -s "$tmp/cpn2.line" ] && [ "$(col "$lc" step_s)" = "$(col "$(cat "$tmp/cpn2.line")" step_s)" ]
+ok $? "cp 2: the same simulated step in a second run ($(col "$lc" step_s) s)"
+# attention's flops dominate at 32768 positions of dim 128: the ring's part tasks
+# (tasks/cp_attention.c) carry them
+att="--arch llama --layers 2 --dim 128 --heads 2 --kv-heads 2 --vocab 256 --context 32768 --batch 2 --gpus-per-node 2 --steps 2 --no-breakdown"
+# shellcheck disable=SC2086
+"$SIM" $att >"$tmp/ad.out" 2>&1
+# shellcheck disable=SC2086
+"$SIM" $att --cp 2 >"$tmp/ac.out" 2>&1
+ld=$(grep -E '^ +2 ' "$tmp/ad.out" | tail -1)
+lc=$(grep -E '^ +2 ' "$tmp/ac.out" | tail -1)
+[ -n "$ld" ] && [ -n "$lc" ] && awk -v d="$(col "$ld" step_s)" -v c="$(col "$lc" step_s)" \
+	'BEGIN { exit !(d > 0 && c >= 0.95 * d && c <= 1.3 * d) }'
+ok $? "context 32768 on 2 GPUs: cp 2's step $(col "$lc" step_s) s within 0.95-1.3 of dp 2's $(col "$ld" step_s) s (the ring's parts charged their flops)" ||
+	diag_file "$tmp/ac.out"
+"$SIM" --model gpt2 --gpus-per-node 4 --cp 3 >"$tmp/q1" 2>&1
+q1=$?
+"$SIM" --model gpt2 --gpus-per-node 6 --tp 2 --cp 2 >"$tmp/q2" 2>&1
+q2=$?
+"$SIM" --model gpt2 --gpus-per-node 4 --cp 2 --pp 2 >"$tmp/q3" 2>&1
+q3=$?
+"$SIM" --model gpt2 --gpus-per-node 4 --cp 2 --sharding hybrid >"$tmp/q4" 2>&1
+q4=$?
+"$SIM" --model gpt2 --gpus-per-node 4 --cp 2 --recompute units >"$tmp/q5" 2>&1
+q5=$?
+[ $q1 -eq 2 ] && grep -q -- "--cp 3 does not divide the 4 GPUs: accepted values are divisors of GPUs / tp" "$tmp/q1" &&
+	[ $q2 -eq 2 ] && grep -q -- "--cp 2 does not divide the 3 GPUs of a TP place" "$tmp/q2" &&
+	[ $q3 -eq 2 ] && grep -q -- "--cp 2 with --pp 2: not supported yet" "$tmp/q3" &&
+	[ $q4 -eq 2 ] && grep -q -- "--cp 2 with --sharding hybrid: not supported yet" "$tmp/q4" &&
+	[ $q5 -eq 2 ] && grep -q -- "--cp 2 with --recompute units: not supported yet" "$tmp/q5"
+ok $? "--cp 3 on 4 GPUs, --cp 2 with --tp 2 on 6, with --pp, --sharding hybrid, --recompute: refused with the reason (exit $q1, $q2, $q3, $q4, $q5)" ||
+	diag_file "$tmp/q1"
 
 # the simulated machine of the other runs (without it StarPU describes this one from
 # ~/.starpu, whatever an earlier run left there, and may stop before shardflow's check)

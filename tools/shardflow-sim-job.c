@@ -10,10 +10,13 @@
  *
  * NAME: gpt2 (124M), gpt2-xl (1.56B), llama-100m, llama-8b (Llama 3 8B), llama-70b
  * (Llama 3 70B). B is the global batch in sequences of T tokens per micro-batch
- * (default: 2 per data-parallel rank, the world over SHARDFLOW_TP and SHARDFLOW_PP, as
- * torchtitan's Llama 3 runs on H100s); M micro-batches make a step. With SHARDFLOW_TP
- * the blocks are split Megatron's way and, where SHARDFLOW_VOCAB_PARALLEL allows (auto:
- * a vocabulary the TP ranks divide), the embedding and the head vocabulary-parallel.
+ * (default: 2 per data-parallel rank, the world over SHARDFLOW_TP, SHARDFLOW_CP and
+ * SHARDFLOW_PP, as torchtitan's Llama 3 runs on H100s); M micro-batches make a step.
+ * With SHARDFLOW_CP=K the K ranks of a CP group get the same whole sequences of T
+ * tokens (sf_model_local_rows) and the library takes each rank's 2 of 2K chunks. With
+ * SHARDFLOW_TP the blocks are split Megatron's way and, where SHARDFLOW_VOCAB_PARALLEL
+ * allows (auto: a vocabulary the TP ranks divide), the embedding and the head
+ * vocabulary-parallel.
  * The tokens are synthetic (a simulation computes no values; a real run learns nothing
  * from them). The knobs are the library's variables (SHARDFLOW_*).
  *
@@ -158,8 +161,10 @@ int main(int argc, char **argv)
 	CLI_CHECK_GOTO(sf_context_world(ctx, &rank, &size), done);
 	struct sf_config cfg;
 	CLI_CHECK_GOTO(sf_context_config(ctx, &cfg), done);
-	/* the data-parallel ranks: the world over SHARDFLOW_TP and SHARDFLOW_PP */
-	int tp = cfg.tp > 1 ? cfg.tp : 1, dp = size / tp / (cfg.pp > 1 ? cfg.pp : 1);
+	/* the data-parallel ranks: the world over SHARDFLOW_TP, SHARDFLOW_CP and SHARDFLOW_PP
+	 * (a CP group's ranks share each sequence) */
+	int tp = cfg.tp > 1 ? cfg.tp : 1;
+	int dp = size / tp / (cfg.cp > 1 ? cfg.cp : 1) / (cfg.pp > 1 ? cfg.pp : 1);
 	if (!j.batch)
 		j.batch = 2 * (dp > 0 ? dp : 1);
 	/* Megatron's split of each block under SHARDFLOW_TP, and the embedding and head
