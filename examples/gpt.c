@@ -589,6 +589,10 @@ struct run {
 	int tp;    /* SHARDFLOW_TP: the ranks of a TP group (consecutive) hold the same rows */
 	int pp;    /* SHARDFLOW_PP: stage s the ranks [s dp, (s+1) dp); a dp place's S ranks
 	              hold the same rows (sf_model_predict returns them on each) */
+	int cp, cp_rank;  /* SHARDFLOW_CP: the K ranks of a CP group are given the same
+	                     samples; each holds 2 of their 2K chunks, and sf_model_predict
+	                     returns the logits of those rows only (cp_row) */
+	MPI_Comm cp_comm; /* the CP group (K > 1): generation's logits pass through it */
 	char trace[512]; /* SHARDFLOW_TRACE's prefix, "" when off: said at the end */
 	double flops_token; /* the model's FLOPs a token (nanoGPT's 6N + 12LCT), for the lines */
 	struct sf_llama_config lc; /* --arch llama's, for the exports' config.json */
@@ -622,19 +626,31 @@ static float lr_at(const struct options *o, int64_t step)
 	return o->min_lr + (float)(0.5 * (1.0 + cos(M_PI * p))) * (o->lr - o->min_lr);
 }
 
-/* The mean cross-entropy (nats per byte) over this rank's rows of (rows*T, V) logits. */
+/* Under SHARDFLOW_CP=K, the position in its sample of a CP rank's row j of T / K
+ * (chunk cp_rank, then chunk 2K - 1 - cp_rank, of c = T / 2K rows each: the library's
+ * slice of a whole sample); row j itself without CP. */
+static int cp_row(const struct run *r, int cp_rank, int j)
+{
+	int c = r->T / (2 * r->cp);
+	return j < c ? cp_rank * c + j : (2 * r->cp - 1 - cp_rank) * c + (j - c);
+}
+
+/* The summed cross-entropy (nats per byte) over this rank's logits: (rows*T, V), or
+ * under CP (rows*T/K, V) of the rank's positions (cp_row), each against its label. */
 static double local_loss_sum(const struct run *r)
 {
 	double sum = 0;
-	for (int i = 0; i < r->rows * r->T; i++) {
+	int Tl = r->T / r->cp;
+	for (int i = 0; i < r->rows * Tl; i++) {
 		const float *z = r->logits + (size_t)i * (size_t)r->V;
+		int32_t y = r->y[(size_t)(i / Tl) * r->T + cp_row(r, r->cp_rank, i % Tl)];
 		float mx = z[0];
 		for (int c = 1; c < r->V; c++)
 			mx = z[c] > mx ? z[c] : mx;
 		double se = 0;
 		for (int c = 0; c < r->V; c++)
 			se += exp((double)(z[c] - mx));
-		sum += log(se) + mx - z[r->y[i]];
+		sum += log(se) + mx - z[y];
 	}
 	return sum;
 }
@@ -650,11 +666,19 @@ static int draw(struct run *r, int split, int64_t index)
 	                     r->x, r->y);
 }
 
-/* Whether this rank's rows count once: a TP group's first rank, and with a pipeline
- * the first stage's (every stage's rank of a dp place holds the same rows) */
-static int counts_rows(const struct run *r)
+/* Whether this rank's logits count once: a TP group's first rank, and with a pipeline
+ * the first stage's (every stage's rank of a dp place holds the same rows); under CP
+ * every rank of a CP group holds logits of its own positions. */
+static int counts_logits(const struct run *r)
 {
 	return r->rank % r->tp == 0 && r->rank < r->size / r->pp;
+}
+
+/* Whether this rank's samples count once: as counts_logits, and a CP group's first
+ * rank (its K ranks are given the same samples) */
+static int counts_rows(const struct run *r)
+{
+	return counts_logits(r) && r->cp_rank == 0;
 }
 
 /* Validation: the mean loss over --eval-batches fixed batches of the held-out tail. */
@@ -670,7 +694,7 @@ static int evaluate(struct run *r, double *loss)
 			return rc;
 		sum += local_loss_sum(r);
 	}
-	if (!counts_rows(r)) /* its TP group's or dp place's first rank counts their rows */
+	if (!counts_logits(r)) /* its TP group's or dp place's first rank counts their rows */
 		sum = 0;
 	MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
 	*loss = sum / ((double)r->o.eval_batches * r->o.batch * r->T);
@@ -734,6 +758,14 @@ static int build_model(struct run *r)
 	r->accum = cfg.grad_accum;
 	r->tp = cfg.tp;
 	r->pp = cfg.pp > 1 ? cfg.pp : 1;
+	r->cp = cfg.cp > 1 ? cfg.cp : 1;
+	r->cp_rank = (r->rank / r->tp) % r->cp; /* world = dp x cp x tp (include/shardflow.h) */
+	if (r->cp > 1 &&
+	    MPI_Comm_split(MPI_COMM_WORLD, r->rank / r->tp / r->cp * r->tp + r->rank % r->tp,
+	                   r->rank, &r->cp_comm) != MPI_SUCCESS) {
+		fprintf(stderr, PROG ": cannot make the CP group's communicator\n");
+		goto done;
+	}
 	snprintf(r->trace, sizeof r->trace, "%s", cfg.trace);
 	if (o->arch) {
 		struct sf_llama_config lc;
@@ -890,6 +922,19 @@ done:
 	return status;
 }
 
+/* The layout as the lines and job.json say it: "dp 2 x tp 1", with a pipeline's
+ * stages before ("pp 2 x dp 1 x tp 1") and the CP degree when K > 1 ("dp 1 x cp 2 x tp
+ * 1"): the world is pp x dp x cp x tp. */
+static void layout_of(const struct run *r, char *buf, size_t n)
+{
+	char pps[32] = "", cps[32] = "";
+	if (r->pp > 1)
+		snprintf(pps, sizeof pps, "pp %d x ", r->pp);
+	if (r->cp > 1)
+		snprintf(cps, sizeof cps, "cp %d x ", r->cp);
+	snprintf(buf, n, "%sdp %d x %stp %d", pps, r->size / r->tp / r->pp / r->cp, cps, r->tp);
+}
+
 /* The run's effective job (examples/job.h) beside its records: <checkpoint-dir>/job.json,
  * <metrics>.job.json and <trace prefix>.job.json, what it was given and every
  * SHARDFLOW_* setting it has. Rank 0; a failure is said and the run goes on (the record
@@ -897,8 +942,8 @@ done:
 static void write_effective_job(const struct run *r, const struct sf_config *cfg,
                                 const char *settings)
 {
-	char path[4096], layout[64];
-	snprintf(layout, sizeof layout, "dp %d x tp %d", r->size / r->tp, r->tp);
+	char path[4096], layout[96];
+	layout_of(r, layout, sizeof layout);
 	for (int k = 0; k < 3; k++) {
 		const char *base = k == 0 ? r->o.ckpt_dir : k == 1 ? r->o.metrics : cfg->trace;
 		if (!base || !base[0])
@@ -943,26 +988,28 @@ static void print_banner(const struct run *r)
 	if (r->rank == 0 && sf_context_config(r->ctx, &cfg) == SF_OK &&
 	    sf_config_describe(&cfg, 1, settings, sizeof settings) == SF_OK)
 	{
-		char pps[32] = ""; /* a pipeline's stages: world = pp x dp x tp */
-		if (r->pp > 1)
-			snprintf(pps, sizeof pps, "pp %d x ", r->pp);
-		fprintf(stderr, PROG ": layout %sdp %d x tp %d; settings: %s%s%s\n", pps,
-		        r->size / r->tp / r->pp, r->tp, settings, r->job ? "; job file " : "",
-		        r->job ? r->job : "");
+		char layout[96];
+		layout_of(r, layout, sizeof layout);
+		fprintf(stderr, PROG ": layout %s; settings: %s%s%s\n", layout, settings,
+		        r->job ? "; job file " : "", r->job ? r->job : "");
 		write_effective_job(r, &cfg, settings);
 	}
 	struct sf_model_stats st;
 	if (sf_model_stats(r->m, &st) == SF_OK && r->rank == 0) {
 		const double mib = 1024.0 * 1024.0;
+		char cps[64] = ""; /* CP: a rank's rows of each */
+		if (r->cp > 1)
+			snprintf(cps, sizeof cps, ", %d of their %d positions each", r->T / r->cp,
+			         r->T);
 		fprintf(stderr,
 		        PROG ": memory per rank: parameters %.1f MiB (the shards and %d ring "
 		             "slots, each sized by the largest unit it holds; the largest has %zu "
 		             "parameters), gradients %.1f MiB, "
 		             "optimizer %.1f MiB, activations %.1f MiB (outputs, their gradients "
-		             "and saved buffers of %d sequences)\n",
+		             "and saved buffers of %d sequences%s)\n",
 		        (double)st.param_bytes / mib, st.ring_slots, st.largest_unit,
 		        (double)st.grad_bytes / mib, (double)st.optimizer_bytes / mib,
-		        (double)st.activation_bytes / mib, r->rows);
+		        (double)st.activation_bytes / mib, r->rows, cps);
 	}
 }
 
@@ -1519,6 +1566,30 @@ done:
 	return status;
 }
 
+/* Under CP, the logits of position t of every row of this rank (rows x V floats into
+ * z) from the CP rank holding them (its local row of t: cp_row's inverse), the same on
+ * every rank of the group, so that each samples the same id; without CP, a copy. */
+static int logits_at(const struct run *r, int t, float *z)
+{
+	int holder = 0, local = t;
+	for (int k = 0; k < r->cp; k++)
+		for (int j = 0; j < r->T / r->cp; j++)
+			if (cp_row(r, k, j) == t)
+				holder = k, local = j;
+	int Tl = r->T / r->cp;
+	if (r->cp_rank == holder)
+		for (int i = 0; i < r->rows; i++)
+			memcpy(z + (size_t)i * r->V,
+			       r->logits + ((size_t)i * Tl + (size_t)local) * r->V,
+			       (size_t)r->V * sizeof *z);
+	if (r->cp > 1 &&
+	    MPI_Bcast(z, r->rows * r->V, MPI_FLOAT, holder, r->cp_comm) != MPI_SUCCESS) {
+		fprintf(stderr, PROG ": the CP group's broadcast of the logits failed\n");
+		return -1;
+	}
+	return 0;
+}
+
 /* Every rank's sequences continue the prompt (bytes; with token files the decode
  * table's end-of-text id) for --tokens ids (a window of the last T is fed each time;
  * the forward runs on the whole batch, as sf_model_predict does); rank 0 prints the
@@ -1538,8 +1609,9 @@ static int generate(struct run *r)
 	uint64_t *rng = calloc((size_t)r->rows + 1, sizeof *rng);
 	double *p = malloc((size_t)V * sizeof *p);
 	float *sorted = malloc((size_t)V * sizeof *sorted);
+	float *zt = malloc(((size_t)r->rows + 1) * (size_t)r->V * sizeof *zt);
 	int32_t *all = NULL;
-	if (!seq || !rng || !p || !sorted) {
+	if (!seq || !rng || !p || !sorted || !zt) {
 		fprintf(stderr, PROG ": out of memory\n");
 		goto done;
 	}
@@ -1559,17 +1631,19 @@ static int generate(struct run *r)
 		const int32_t *ids[1] = {r->x};
 		struct sf_batch batch = {.nint_inputs = 1, .int_inputs = ids};
 		CLI_CHECK_GOTO(sf_model_predict(r->m, &batch, r->logits), done);
+		if (logits_at(r, n - 1, zt) < 0)
+			goto done;
 		for (int i = 0; i < r->rows; i++) {
-			const float *z = r->logits + ((size_t)i * r->T + (size_t)(n - 1)) * r->V;
+			const float *z = zt + (size_t)i * r->V;
 			seq[(size_t)i * L + len] =
 			    sample_byte(z, V, o->temperature, o->top_k, &rng[i], p, sorted);
 		}
 	}
 	/* rank 0 gathers every rank's sequences (ranks hold rows / N each; with TP, the
-	 * first rank of each TP group its group's) */
+	 * first rank of each TP group its group's; with CP, of each CP group) */
 	int *counts = calloc((size_t)r->size, sizeof(int)),
 	    *displs = calloc((size_t)r->size, sizeof(int));
-	int mine = counts_rows(r) ? r->rows * L : 0; /* a TP group's (dp place's) rows once */
+	int mine = counts_rows(r) ? r->rows * L : 0; /* a TP (CP) group's, dp place's rows once */
 	if (!counts || !displs) {
 		free(counts);
 		free(displs);
@@ -1592,6 +1666,7 @@ done:
 	free(rng);
 	free(p);
 	free(sorted);
+	free(zt);
 	free(all);
 	free(prompt);
 	return status;
@@ -1599,7 +1674,8 @@ done:
 
 int main(int argc, char **argv)
 {
-	struct run r = {.saved = -1, .metrics_fd = -1, .async_step = -1};
+	struct run r = {
+	    .saved = -1, .metrics_fd = -1, .async_step = -1, .cp = 1, .cp_comm = MPI_COMM_NULL};
 	int status = 1;
 	double vl = NAN;
 	cli_prog = PROG;
@@ -1679,6 +1755,8 @@ done:
 		        PROG ": trace: %s.rank<r>.json (Perfetto, chrome://tracing), the overlap "
 		        "report %s.overlap.txt, the timeline %s.timeline.svg\n",
 		        r.trace, r.trace, r.trace);
+	if (r.cp_comm != MPI_COMM_NULL)
+		MPI_Comm_free(&r.cp_comm);
 	if (r.ctx && status != 0 && r.size > 1 && !r.agreed) {
 		fprintf(stderr, PROG ": rank %d failed; aborting the job\n", r.rank);
 		MPI_Abort(MPI_COMM_WORLD, 1);

@@ -25,6 +25,12 @@
 #    weights are bitwise those of the uninterrupted run, and so is the generated text;
 #  - one line at start gives the layout (dp x tp) and every setting
 #    (sf_config_describe);
+#  - SHARDFLOW_CP=2 on 2 ranks (the ranks share each sample, a context chunk each
+#    pair): the layout line says "dp 1 x cp 2 x tp 1" and job.json records it; the
+#    --metrics tokens count each token once (step x batch x context); the validation
+#    loss at step 30 is the 2 dp ranks' within 1e-3 (each CP rank's logits are its own
+#    positions: counted once, each against its own label), and the samples are theirs
+#    (the logits of the last position come from the CP rank that holds it);
 #  - each checkpoint saved prints a line (step, directory, seconds), and
 #    --checkpoint-keep 1 leaves the newest step alone, saying what it removed;
 #  - 1 rank reaches the same validation loss as 2 at step 30 (within 1e-3: float sums
@@ -53,7 +59,7 @@ model="--layers 2 --heads 2 --embd 32 --context 32 --batch 8 --text $text --val-
 short="--eval-every 30 --eval-batches 2 --progress-every 10 --warmup 10 --lr 0.004"
 gen="--prompt Sharded --sample 2 --tokens 40"
 
-plan 45
+plan 50
 
 timeout -k 5 "$limit" "$GPT" --help </dev/null >"$tmp/help.out" 2>"$tmp/help.err"
 st=$?
@@ -191,9 +197,34 @@ cmp -s "$tmp/full.samples" "$tmp/rest.samples"
 ok $? "... and the generated text is the same"
 
 # the effective settings at start, once (issue 46): the layout and every knob
-n=$(grep -c "^gpt: layout dp 2 x tp 1; settings: log_level=warn prefetch_depth=2 .*sharding=full .*param_dtype=fp32 .*tp=1 vocab_parallel=auto pp=1 pp_microbatches=0 pp_schedule=1f1b rounding=nearest sequence_parallel=off$" "$tmp/full.err")
+n=$(grep -c "^gpt: layout dp 2 x tp 1; settings: log_level=warn prefetch_depth=2 .*sharding=full .*param_dtype=fp32 .*tp=1 vocab_parallel=auto pp=1 pp_microbatches=0 pp_schedule=1f1b rounding=nearest sequence_parallel=off cp=1$" "$tmp/full.err")
 [ "$n" -eq 1 ]
 ok $? "2 ranks: one line at start with the layout (dp 2 x tp 1) and every setting ($n)"
+
+# context parallelism: 2 ranks share each sample (their loss is the dp ranks' within
+# the order of float sums: tests/cp.sh compares the library's steps exactly)
+SHARDFLOW_CP=2 gpt 2 cp --steps 60 --max-steps 30 --checkpoint-dir "$tmp/ck-cp" \
+	--metrics "$tmp/cp.metrics"
+vcp=$(sed -n 's/^val_loss \([0-9.]*\)$/\1/p' "$tmp/cp.out")
+grep -q "^gpt: layout dp 1 x cp 2 x tp 1; settings: .* cp=2$" "$tmp/cp.err" &&
+	grep -q '"layout": *"dp 1 x cp 2 x tp 1"' "$tmp/ck-cp/job.json"
+ok $? "cp 2: the layout line and job.json say dp 1 x cp 2 x tp 1" || diag_file "$tmp/cp.err"
+# step 30's line: "tokens":t ... "tokens_per_s":r ... "time_s":s (time_s at 3 decimals)
+set -- $(sed -n 's/^{"step":30,.*"tokens":\([0-9]*\),"tokens_per_s":\([0-9.e+]*\),.*"time_s":\([0-9.]*\)}$/\1 \2 \3/p' \
+	"$tmp/cp.metrics")
+tok=${1:-none}
+awk -v t="$tok" -v r="${2:-0}" -v s="${3:-0}" 'BEGIN { d = r * s / t - 1
+	exit !(t == 30 * 8 * 32 && d < 0.02 && d > -0.02) }'
+ok $? "cp 2: step 30's tokens are 30 x 8 x 32 ($tok), tokens/s x time the same: each token once" ||
+	diag_file "$tmp/cp.metrics"
+diag "validation loss after 30 steps: cp 2 $vcp, dp 2 $v30"
+[ -n "$vcp" ] && awk -v a="$vcp" -v b="$v30" 'BEGIN { d = a - b; exit !(d < 1e-3 && d > -1e-3) }'
+ok $? "cp 2 and dp 2 reach the same validation loss at step 30 (within 1e-3: $vcp, $v30)"
+sed -n '/^sample 1:$/,$p' "$tmp/cp.out" >"$tmp/cp.samples"
+sed -n '/^sample 1:$/,$p' "$tmp/part.out" >"$tmp/part.samples"
+[ "$(grep -c '^sample [12]:$' "$tmp/cp.samples")" -eq 2 ] && cmp -s "$tmp/cp.samples" "$tmp/part.samples"
+ok $? "cp 2: 2 samples, those of dp 2 after the same 30 steps" ||
+	diag "$(od -c "$tmp/cp.samples" | head -n 8)"
 
 # a line a checkpoint, and --checkpoint-keep's retention (issue 46: nothing was logged)
 gpt 1 keep --steps 6 --checkpoint-dir "$tmp/ck-keep" --checkpoint-every 2 --checkpoint-keep 1
