@@ -589,10 +589,9 @@ struct run {
 	int tp;    /* SHARDFLOW_TP: the ranks of a TP group (consecutive) hold the same rows */
 	int pp;    /* SHARDFLOW_PP: stage s the ranks [s dp, (s+1) dp); a dp place's S ranks
 	              hold the same rows (sf_model_predict returns them on each) */
-	int cp, cp_rank;  /* SHARDFLOW_CP: the K ranks of a CP group are given the same
-	                     samples; each holds 2 of their 2K chunks, and sf_model_predict
-	                     returns the logits of those rows only (cp_row) */
-	MPI_Comm cp_comm; /* the CP group (K > 1): generation's logits pass through it */
+	int cp, cp_rank; /* SHARDFLOW_CP: the K ranks of a CP group are given the same
+	                    samples (each computes 2 of their 2K chunks; sf_model_predict
+	                    returns the whole samples on each) */
 	char trace[512]; /* SHARDFLOW_TRACE's prefix, "" when off: said at the end */
 	double flops_token; /* the model's FLOPs a token (nanoGPT's 6N + 12LCT), for the lines */
 	struct sf_llama_config lc; /* --arch llama's, for the exports' config.json */
@@ -626,24 +625,13 @@ static float lr_at(const struct options *o, int64_t step)
 	return o->min_lr + (float)(0.5 * (1.0 + cos(M_PI * p))) * (o->lr - o->min_lr);
 }
 
-/* Under SHARDFLOW_CP=K, the position in its sample of a CP rank's row j of T / K
- * (chunk cp_rank, then chunk 2K - 1 - cp_rank, of c = T / 2K rows each: the library's
- * slice of a whole sample); row j itself without CP. */
-static int cp_row(const struct run *r, int cp_rank, int j)
-{
-	int c = r->T / (2 * r->cp);
-	return j < c ? cp_rank * c + j : (2 * r->cp - 1 - cp_rank) * c + (j - c);
-}
-
-/* The summed cross-entropy (nats per byte) over this rank's logits: (rows*T, V), or
- * under CP (rows*T/K, V) of the rank's positions (cp_row), each against its label. */
+/* The summed cross-entropy (nats per byte) over this rank's rows of (rows*T, V) logits. */
 static double local_loss_sum(const struct run *r)
 {
 	double sum = 0;
-	int Tl = r->T / r->cp;
-	for (int i = 0; i < r->rows * Tl; i++) {
+	for (int i = 0; i < r->rows * r->T; i++) {
 		const float *z = r->logits + (size_t)i * (size_t)r->V;
-		int32_t y = r->y[(size_t)(i / Tl) * r->T + cp_row(r, r->cp_rank, i % Tl)];
+		int32_t y = r->y[i];
 		float mx = z[0];
 		for (int c = 1; c < r->V; c++)
 			mx = z[c] > mx ? z[c] : mx;
@@ -666,19 +654,12 @@ static int draw(struct run *r, int split, int64_t index)
 	                     r->x, r->y);
 }
 
-/* Whether this rank's logits count once: a TP group's first rank, and with a pipeline
- * the first stage's (every stage's rank of a dp place holds the same rows); under CP
- * every rank of a CP group holds logits of its own positions. */
-static int counts_logits(const struct run *r)
-{
-	return r->rank % r->tp == 0 && r->rank < r->size / r->pp;
-}
-
-/* Whether this rank's samples count once: as counts_logits, and a CP group's first
- * rank (its K ranks are given the same samples) */
+/* Whether this rank's rows count once: a TP group's first rank, with a pipeline the
+ * first stage's (every stage's rank of a dp place holds the same rows), and a CP
+ * group's first rank (its K ranks are given the same samples) */
 static int counts_rows(const struct run *r)
 {
-	return counts_logits(r) && r->cp_rank == 0;
+	return r->rank % r->tp == 0 && r->rank < r->size / r->pp && r->cp_rank == 0;
 }
 
 /* Validation: the mean loss over --eval-batches fixed batches of the held-out tail. */
@@ -694,7 +675,7 @@ static int evaluate(struct run *r, double *loss)
 			return rc;
 		sum += local_loss_sum(r);
 	}
-	if (!counts_logits(r)) /* its TP group's or dp place's first rank counts their rows */
+	if (!counts_rows(r)) /* its TP (CP) group's or dp place's first rank counts their rows */
 		sum = 0;
 	MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
 	*loss = sum / ((double)r->o.eval_batches * r->o.batch * r->T);
@@ -760,12 +741,6 @@ static int build_model(struct run *r)
 	r->pp = cfg.pp > 1 ? cfg.pp : 1;
 	r->cp = cfg.cp > 1 ? cfg.cp : 1;
 	r->cp_rank = (r->rank / r->tp) % r->cp; /* world = dp x cp x tp (include/shardflow.h) */
-	if (r->cp > 1 &&
-	    MPI_Comm_split(MPI_COMM_WORLD, r->rank / r->tp / r->cp * r->tp + r->rank % r->tp,
-	                   r->rank, &r->cp_comm) != MPI_SUCCESS) {
-		fprintf(stderr, PROG ": cannot make the CP group's communicator\n");
-		goto done;
-	}
 	snprintf(r->trace, sizeof r->trace, "%s", cfg.trace);
 	if (o->arch) {
 		struct sf_llama_config lc;
@@ -1566,30 +1541,6 @@ done:
 	return status;
 }
 
-/* Under CP, the logits of position t of every row of this rank (rows x V floats into
- * z) from the CP rank holding them (its local row of t: cp_row's inverse), the same on
- * every rank of the group, so that each samples the same id; without CP, a copy. */
-static int logits_at(const struct run *r, int t, float *z)
-{
-	int holder = 0, local = t;
-	for (int k = 0; k < r->cp; k++)
-		for (int j = 0; j < r->T / r->cp; j++)
-			if (cp_row(r, k, j) == t)
-				holder = k, local = j;
-	int Tl = r->T / r->cp;
-	if (r->cp_rank == holder)
-		for (int i = 0; i < r->rows; i++)
-			memcpy(z + (size_t)i * r->V,
-			       r->logits + ((size_t)i * Tl + (size_t)local) * r->V,
-			       (size_t)r->V * sizeof *z);
-	if (r->cp > 1 &&
-	    MPI_Bcast(z, r->rows * r->V, MPI_FLOAT, holder, r->cp_comm) != MPI_SUCCESS) {
-		fprintf(stderr, PROG ": the CP group's broadcast of the logits failed\n");
-		return -1;
-	}
-	return 0;
-}
-
 /* Every rank's sequences continue the prompt (bytes; with token files the decode
  * table's end-of-text id) for --tokens ids (a window of the last T is fed each time;
  * the forward runs on the whole batch, as sf_model_predict does); rank 0 prints the
@@ -1609,9 +1560,8 @@ static int generate(struct run *r)
 	uint64_t *rng = calloc((size_t)r->rows + 1, sizeof *rng);
 	double *p = malloc((size_t)V * sizeof *p);
 	float *sorted = malloc((size_t)V * sizeof *sorted);
-	float *zt = malloc(((size_t)r->rows + 1) * (size_t)r->V * sizeof *zt);
 	int32_t *all = NULL;
-	if (!seq || !rng || !p || !sorted || !zt) {
+	if (!seq || !rng || !p || !sorted) {
 		fprintf(stderr, PROG ": out of memory\n");
 		goto done;
 	}
@@ -1631,10 +1581,8 @@ static int generate(struct run *r)
 		const int32_t *ids[1] = {r->x};
 		struct sf_batch batch = {.nint_inputs = 1, .int_inputs = ids};
 		CLI_CHECK_GOTO(sf_model_predict(r->m, &batch, r->logits), done);
-		if (logits_at(r, n - 1, zt) < 0)
-			goto done;
 		for (int i = 0; i < r->rows; i++) {
-			const float *z = zt + (size_t)i * r->V;
+			const float *z = r->logits + ((size_t)i * r->T + (size_t)(n - 1)) * r->V;
 			seq[(size_t)i * L + len] =
 			    sample_byte(z, V, o->temperature, o->top_k, &rng[i], p, sorted);
 		}
@@ -1666,7 +1614,6 @@ done:
 	free(rng);
 	free(p);
 	free(sorted);
-	free(zt);
 	free(all);
 	free(prompt);
 	return status;
@@ -1674,8 +1621,7 @@ done:
 
 int main(int argc, char **argv)
 {
-	struct run r = {
-	    .saved = -1, .metrics_fd = -1, .async_step = -1, .cp = 1, .cp_comm = MPI_COMM_NULL};
+	struct run r = {.saved = -1, .metrics_fd = -1, .async_step = -1, .cp = 1};
 	int status = 1;
 	double vl = NAN;
 	cli_prog = PROG;
@@ -1755,8 +1701,6 @@ done:
 		        PROG ": trace: %s.rank<r>.json (Perfetto, chrome://tracing), the overlap "
 		        "report %s.overlap.txt, the timeline %s.timeline.svg\n",
 		        r.trace, r.trace, r.trace);
-	if (r.cp_comm != MPI_COMM_NULL)
-		MPI_Comm_free(&r.cp_comm);
 	if (r.ctx && status != 0 && r.size > 1 && !r.agreed) {
 		fprintf(stderr, PROG ": rank %d failed; aborting the job\n", r.rank);
 		MPI_Abort(MPI_COMM_WORLD, 1);

@@ -1443,7 +1443,9 @@ SF_API int sf_metrics_plot(const char *metrics, const char *svg);
 /**
  * Forward pass only (no loss, no backward, no update): writes this rank's logits
  * (rows, classes) — the input of the graph's loss — into `logits`
- * (sf_model_local_rows() rows). Labels are ignored (may be NULL). Collective: every
+ * (sf_model_local_rows() rows: whole samples, also under SHARDFLOW_CP, where the K ranks
+ * of a CP group return the same rows, gathered from their chunks). Labels are ignored
+ * (may be NULL). Collective: every
  * rank calls it for the same number of batches. Waits for the result.
  */
 SF_API int sf_model_predict(sf_model *m, const struct sf_batch *batch, float *logits);

@@ -136,6 +136,20 @@ void _sf_cp_release(struct sf_model *m)
 	m->cp_in = NULL, m->cp_inp = NULL, m->cp_idp = NULL;
 }
 
+void _sf_cp_unslice(const struct sf_model *m, const float *all, size_t per, size_t r, int real,
+                    size_t dim, float *out)
+{
+	size_t K = (size_t)m->cp, c = (size_t)m->T / 2, Tw = (size_t)m->T_ctx, row = c * dim;
+	for (size_t k = 0; k < K; k++) {
+		const float *piece = all + (r * K + k) * (size_t)m->tp * per;
+		for (size_t s = 0; s < (size_t)real; s++) {
+			const float *p = piece + s * 2 * row;
+			memcpy(out + s * Tw * dim + k * row, p, row * sizeof(float));
+			memcpy(out + s * Tw * dim + (2 * K - 1 - k) * row, p + row, row * sizeof(float));
+		}
+	}
+}
+
 /* dst (B samples of T rows of w bytes) = this rank's chunks of src (B samples of T_ctx
  * rows): chunk r, then chunk 2K - 1 - r, of each sample */
 static void slice_rows(const struct sf_model *m, const void *src, void *dst, size_t w)

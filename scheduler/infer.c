@@ -19,6 +19,7 @@
  * on); the node's activation comes from the first stage holding it, the loss's input
  * from the last, whose ranks alone add to the sums (the others add 0).
  */
+#include "scheduler/ctxpar.h"
 #include "scheduler/model.h"
 #include "scheduler/model_storage.h"
 #include "scheduler/pipeline.h"
@@ -137,23 +138,6 @@ static int pass_run(struct sf_model *m, int p, struct pass_buf *pb, bool labels,
 	m->trace = trace;
 	SF_CHECK(rc);
 	return rc;
-}
-
-/* SHARDFLOW_CP: dp rank r's `real` samples (Tw rows of dim floats each, into out)
- * from its CP group's pieces in all (world rank (r K + k) tp holds CP rank k's rows:
- * per floats a piece, 2c rows a sample: chunk k, then chunk 2K - 1 - k) */
-static void cp_unslice(const struct sf_model *m, const float *all, size_t per, size_t r,
-                       int real, size_t dim, float *out)
-{
-	size_t K = (size_t)m->cp, c = (size_t)m->T / 2, Tw = (size_t)m->T_ctx, row = c * dim;
-	for (size_t k = 0; k < K; k++) {
-		const float *piece = all + (r * K + k) * (size_t)m->tp * per;
-		for (size_t s = 0; s < (size_t)real; s++) {
-			const float *p = piece + s * 2 * row;
-			memcpy(out + s * Tw * dim + k * row, p, row * sizeof(float));
-			memcpy(out + s * Tw * dim + (2 * K - 1 - k) * row, p + row, row * sizeof(float));
-		}
-	}
 }
 
 static int check_args(struct sf_model *m, const struct sf_batch *x, int samples, bool labels,
@@ -304,7 +288,7 @@ SF_API int sf_model_forward(sf_model *m, const char *node, const struct sf_batch
 			int real = samples - s0 < 0 ? 0 : samples - s0 < count ? samples - s0 : count;
 			size_t src = (size_t)from * (size_t)N + (size_t)r * (size_t)m->tp;
 			if (m->cp > 1) { /* the CP group's chunks, each rank's two, into place */
-				cp_unslice(m, all, per, (size_t)r, real, dim, out + (size_t)s0 * Tw * dim);
+				_sf_cp_unslice(m, all, per, (size_t)r, real, dim, out + (size_t)s0 * Tw * dim);
 				continue;
 			}
 			memcpy(out + (size_t)s0 * T * dim, all + src * per,

@@ -976,6 +976,34 @@ out:
 	return rc;
 }
 
+/* SHARDFLOW_CP: the logits of this rank's whole samples (B_local T_ctx rows) from its
+ * rows' (vocabulary-parallel: made whole first) and its CP group's, every rank's
+ * all-gathered over the world (padded to the largest slice of rows) */
+static int cp_whole_samples(struct sf_model *m, const float *mine, float *out)
+{
+	int rc = SF_OK;
+	size_t V = m->vp ? (size_t)m->nodes[m->gnodes[m->loss_node].in[0]].whole_dim
+	                 : (size_t)m->loss_args.classes;
+	size_t most = (size_t)((m->B_global + m->dp_size - 1) / m->dp_size) * (size_t)m->T;
+	float *piece = calloc(most * V + 1, sizeof(float));
+	float *all = calloc(most * V * (size_t)m->nranks + 1, sizeof(float));
+	if (!piece || !all) {
+		rc = SF_ERR(SF_ERR_NOMEM, "sf_model_predict: out of memory");
+		goto out;
+	}
+	if (m->vp)
+		SF_CHECK_GOTO(whole_logits(m, mine, piece), out);
+	else
+		memcpy(piece, mine, m->rows_local * V * sizeof(float));
+	SF_CHECK_GOTO(
+	    m->comm->ops->allgather_bytes(m->comm, piece, most * V * sizeof(float), all), out);
+	_sf_cp_unslice(m, all, most * V, (size_t)m->dp_rank, m->B_local, V, out);
+out:
+	free(piece);
+	free(all);
+	return rc;
+}
+
 SF_API int sf_model_predict(sf_model *m, const struct sf_batch *b, float *logits)
 {
 	int rc = SF_OK;
@@ -983,13 +1011,6 @@ SF_API int sf_model_predict(sf_model *m, const struct sf_batch *b, float *logits
 		return SF_ERR(SF_ERR_INVALID, "sf_model_predict: logits is NULL");
 	if (m && m->pp_predict) /* a pipeline: through the stages, micro-batch by micro-batch */
 		return m->pp_predict(m, b, logits);
-	if (m && m->cp > 1)
-		return SF_ERR(SF_ERR_INVALID,
-		              "sf_model_predict with SHARDFLOW_CP=%d: not supported yet (a rank "
-		              "holds 2 of each sample's %d chunks of logits); accepted: "
-		              "sf_model_forward of the head's node, which returns whole samples, "
-		              "or SHARDFLOW_CP=1",
-		              m->cp, 2 * m->cp);
 	SF_CHECK(_sf_stage_batch(m, b, false, "sf_model_predict"));
 	/* not a training step: not traced, not counted */
 	struct _sf_recorder *trace = m->trace;
@@ -1001,7 +1022,9 @@ SF_API int sf_model_predict(sf_model *m, const struct sf_batch *b, float *logits
 	int ret = starpu_data_acquire(out->h_act, STARPU_R);
 	if (ret != 0)
 		return SF_ERR(SF_ERR_STARPU, "starpu_data_acquire failed (%d)", ret);
-	if (m->vp)
+	if (m->cp > 1)
+		rc = cp_whole_samples(m, out->act, logits);
+	else if (m->vp)
 		rc = whole_logits(m, out->act, logits);
 	else
 		memcpy(logits, out->act, m->rows_local * (size_t)m->loss_args.classes * sizeof(float));
