@@ -52,8 +52,6 @@ int _sf_cp_layout(struct sf_model *m, const sf_graph *g)
 		              K, g->seq_len, 2 * K, 2 * K);
 	if (m->cfg.sequence_parallel)
 		return refuse("SHARDFLOW_SEQUENCE_PARALLEL=on");
-	if (m->cfg.recompute != SF_RECOMPUTE_NONE)
-		return refuse("SHARDFLOW_RECOMPUTE");
 	if (starpu_cuda_worker_get_count() > 0)
 		return refuse("GPU ranks (the ring's part kernels run on CPU workers only)");
 	m->T = g->seq_len / K;

@@ -11,14 +11,16 @@
 #    SGD and AdamW; cp 2 x dp 2 and cp 2 x tp 2 (the vocabulary-parallel head) on 4;
 #  - bitwise across prefetch depths; 3 micro-batches = one batch; clipping's norm and
 #    run; ignored labels counted once; sf_model_evaluate; sf_model_forward of the
-#    logits gathered back into whole samples;
+#    logits gathered back into whole samples (sf_model_predict shares the gathering:
+#    examples/gpt's validation at cp 2, tests/gpt.sh);
 #  - the ring's bytes, exactly: cp 2 sends dp 2's FSDP traffic plus 4 key/value blocks
 #    a layer and step (the forward's one step, the backward's one step of the block
 #    and two of its gradient);
 #  - checkpoints: cp 2 x dp 2 resumes on 1 rank and 1 rank's at cp 4, within the
 #    uninterrupted run's interval;
 #  - refusals: a context 2K does not divide, K not dividing the world, with
-#    SHARDFLOW_PP, SHARDFLOW_SEQUENCE_PARALLEL, SHARDFLOW_RECOMPUTE, sf_model_predict.
+#    SHARDFLOW_PP, SHARDFLOW_SEQUENCE_PARALLEL, hybrid sharding (tests/recompute.sh
+#    runs CP with SHARDFLOW_RECOMPUTE).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/ckpt_lib.sh"
 require_progs "$TRAIN_DUMP" "$DUMP_COMPARE"
@@ -135,8 +137,8 @@ cp_refused "SHARDFLOW_CP=2 on 3 ranks" 3 'SHARDFLOW_CP=2 does not divide the 3 r
 	SHARDFLOW_CP=2 -- --model nanogpt --context 8
 cp_refused "SHARDFLOW_CP with SHARDFLOW_PP" 4 'SHARDFLOW_PP=2 with SHARDFLOW_CP > 1' \
 	SHARDFLOW_CP=2 SHARDFLOW_PP=2 -- --model nanogpt --context 8
-cp_refused "SHARDFLOW_CP with SHARDFLOW_RECOMPUTE" 2 'not supported with SHARDFLOW_RECOMPUTE' \
-	SHARDFLOW_CP=2 SHARDFLOW_RECOMPUTE=units -- --model nanogpt --context 8
+cp_refused "SHARDFLOW_CP with hybrid sharding" 4 'SHARDFLOW_CP=2 with SHARDFLOW_SHARDING=hybrid' \
+	SHARDFLOW_CP=2 SHARDFLOW_SHARDING=hybrid SHARDFLOW_NODE_SIZE=2 -- --model nanogpt --context 8
 cp_refused "SHARDFLOW_CP with sequence parallelism" 4 \
 	'not supported with SHARDFLOW_SEQUENCE_PARALLEL=on' SHARDFLOW_CP=2 SHARDFLOW_TP=2 \
 	SHARDFLOW_SEQUENCE_PARALLEL=on -- --model nanogpt-vp --context 8

@@ -9,7 +9,7 @@
 #    backward prefetch none, every sharding, 3 micro-batches a step;
 #  - examples/gpt with 6 blocks on 2 ranks: the exported weights are the same file,
 #    and the activation memory per rank it prints (sf_model_stats) falls; the same
-#    file with the Llama of 4 layers at tp 2;
+#    file with the Llama of 4 layers at tp 2, and at cp 2 (the ring run again);
 #  - the built-in trace names the recompute tasks ("recompute <node> (<type> L<n>)",
 #    compute of kind "recompute"), one per dropped node of each block per step, and the
 #    MLP example (three alike units) trains to the same loss with recompute on.
@@ -17,7 +17,7 @@
 GPT="$top_builddir/examples/gpt"
 require_progs "$TRAIN_DUMP" "$DUMP_COMPARE" "$GPT" "$MLP"
 
-plan 16
+plan 17
 
 # name np env... -- train_dump args: both runs, compared bitwise
 both() {
@@ -75,6 +75,19 @@ for r in none units; do
 done
 [ -s "$tmp/tp-none.st" ] && cmp -s "$tmp/tp-none.st" "$tmp/tp-units.st"
 ok $? "examples/gpt --arch llama, 4 layers, tp 2: recompute's exported weights are the same file"
+
+# under context parallelism: a recomputed attention runs its ring again (cp 2)
+for r in none units; do
+	# shellcheck disable=SC2086
+	env SHARDFLOW_CP=2 SHARDFLOW_RECOMPUTE=$r sh "$RUN_MPI" 2 "$GPT" --arch llama --layers 4 \
+		--heads 4 --embd 32 --context 16 --batch 4 --steps 4 --sample 0 --eval-every 1000 \
+		--text "$tmp/corpus.txt" --export "$tmp/cp-$r.st" </dev/null >"$tmp/cp-$r.out" \
+		2>"$tmp/cp-$r.err" || diag_file "$tmp/cp-$r.err"
+done
+a=$(mib "$tmp/cp-none.err") b=$(mib "$tmp/cp-units.err")
+[ -s "$tmp/cp-none.st" ] && cmp -s "$tmp/cp-none.st" "$tmp/cp-units.st" &&
+	awk -v a="${a:-0}" -v b="${b:-0}" 'BEGIN { exit !(a > 0 && b > 0 && b < a) }'
+ok $? "examples/gpt --arch llama, 4 layers, cp 2: recompute's exported weights are the same file, activations $a -> $b MiB"
 
 # the trace names the recompute tasks: every step, the dropped nodes of 3 blocks
 env SHARDFLOW_TRACE="$tmp/tr" SHARDFLOW_RECOMPUTE=units sh "$RUN_MPI" 2 "$TRAIN_DUMP" \
