@@ -129,7 +129,7 @@ static int submit_cp_fwd(struct sf_model *m, int n, const char *name, enum _sf_e
 		if (j + 1 < K)
 			SF_CHECK(_sf_submit_cp_shift(&s->cp_comm, m->h_order, kv, m->h_cp_kv[(j + 1) % 2],
 			                             w, s->cp_ring_name,
-			                             traced(m, s->cp_ring_name, SF_EV_TP_AR, n)));
+			                             traced(m, s->cp_ring_name, SF_EV_CP_RING, n)));
 		SF_CHECK(_sf_submit_cp_fwd(&s->cp_args[j], qkv, kv, s->h_act, s->h_saved, name,
 		                           traced(m, name, kind, n)));
 	}
@@ -155,7 +155,7 @@ static int submit_cp_bwd(struct sf_model *m, int n)
 		h[7] = j == 0 ? m->h_cp_dkv[0] : m->h_cp_dloc[j % 2];
 		if (j + 1 < K)
 			SF_CHECK(_sf_submit_cp_shift(&s->cp_comm, m->h_order, h[1], m->h_cp_kv[(j + 1) % 2],
-			                             w, ring, traced(m, ring, SF_EV_TP_AR, n)));
+			                             w, ring, traced(m, ring, SF_EV_CP_RING, n)));
 		SF_CHECK(_sf_submit_cp_bwd(&s->cp_args[K + j], h, name, traced(m, name, SF_EV_BWD, n)));
 		if (j > 0) /* the share into the gradient the ring brought */
 			SF_CHECK(_sf_submit_grad_acc(false, m->h_cp_dkv[j % 2], h[7],
@@ -164,7 +164,7 @@ static int submit_cp_bwd(struct sf_model *m, int n)
 			                             traced(m, s->cp_pack_name, SF_EV_FREE, n)));
 		SF_CHECK(_sf_submit_cp_shift(&s->cp_comm, m->h_order, m->h_cp_dkv[j % 2],
 		                             m->h_cp_dkv[(j + 1) % 2], w,
-		                             ring, traced(m, ring, SF_EV_TP_AR, n)));
+		                             ring, traced(m, ring, SF_EV_CP_RING, n)));
 	}
 	return _sf_submit_cp_unpack(&s->cp_args[2 * K], m->h_cp_dkv[K % 2], dqkv, s->cp_pack_name,
 	                            traced(m, s->cp_pack_name, SF_EV_FREE, n));

@@ -65,8 +65,11 @@ SF_API int sf_model_trace_write(sf_model *m)
 		char settings[1536], config[1700];
 		if (sf_config_describe(&m->cfg, 1, settings, sizeof settings) < 0)
 			settings[0] = '\0';
-		snprintf(config, sizeof config, "%d rank(s), dp %d x tp %d; settings: %s", m->nranks,
-		         m->dp_size, m->tp, settings);
+		char cps[32] = ""; /* context parallelism: world = dp x cp x tp */
+		if (m->cp > 1)
+			snprintf(cps, sizeof cps, "cp %d x ", m->cp);
+		snprintf(config, sizeof config, "%d rank(s), dp %d x %stp %d; settings: %s",
+		         m->nranks, m->dp_size, cps, m->tp, settings);
 		SF_CHECK_GOTO(_sf_trace_write_report(m->cfg.trace, config, all, total), out);
 		/* where it went (issue 46: no line said so) */
 		_sf_log(SF_LOG_INFO,

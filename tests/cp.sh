@@ -15,7 +15,8 @@
 #    examples/gpt's validation at cp 2, tests/gpt.sh);
 #  - the ring's bytes, exactly: cp 2 sends dp 2's FSDP traffic plus 4 key/value blocks
 #    a layer and step (the forward's one step, the backward's one step of the block
-#    and two of its gradient);
+#    and two of its gradient); the built-in trace's report says the layout and holds
+#    those steps as communication of their own kind;
 #  - checkpoints: cp 2 x dp 2 resumes on 1 rank and 1 rank's at cp 4, within the
 #    uninterrupted run's interval;
 #  - refusals: a context 2K does not divide, K not dividing the world, with
@@ -25,7 +26,7 @@
 . "$(dirname "$0")/ckpt_lib.sh"
 require_progs "$TRAIN_DUMP" "$DUMP_COMPARE"
 
-plan 21
+plan 22
 
 for c in nanogpt:sgd:8 llama-hf:adamw:16; do
 	model=${c%%:*} rest=${c#*:} opt=${rest%:*} ctx=${c##*:}
@@ -95,6 +96,16 @@ b_dp=$(sed -n 's/^rank 0 comm_bytes \([0-9]*\).*/\1/p' "$tmp/dp2.out")
 want=$((1920 * 4 * 2 * 6 * 4))
 [ -n "$b_cp" ] && [ -n "$b_dp" ] && [ $((b_cp - b_dp)) -eq "$want" ]
 ok $? "cp 2: $b_cp bytes sent, dp 2's $b_dp plus the ring's $want"
+
+# the built-in trace: the report's layout, the ring's steps as communication of their
+# own kind, 4 a layer and step (3 steps, 2 layers)
+rm -rf "$tmp/trc"
+mkdir "$tmp/trc"
+train 2 trc SHARDFLOW_CP=2 SHARDFLOW_TRACE="$tmp/trc/t" --model nanogpt --steps 3 --context 8
+nring=$(grep -o '"kind": *"cp ring"' "$tmp/trc/t.rank0.json" | wc -l)
+head -n 1 "$tmp/trc/t.overlap.txt" | grep -q '2 rank(s), dp 1 x cp 2 x tp 1;' && [ "$nring" -eq 24 ]
+ok $? "cp 2 traced: the report says dp 1 x cp 2 x tp 1, rank 0 ran $nring cp_ring steps (want 24)" ||
+	diag_file "$tmp/trc/t.overlap.txt"
 
 # checkpoints across layouts, the uninterrupted 1-rank run's interval
 rm -rf "$tmp/ck1" "$tmp/ck2"

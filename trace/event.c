@@ -13,6 +13,7 @@
 static const char *const kind_names[SF_EV_NKINDS] = {
     "gather",         "fwd",  "loss", "bwd",       "rs",        "opt",          "ag",
     "loss allreduce", "free", "grad", "grad norm", "recompute", "tp allreduce",
+    "cp ring",
 };
 
 const char *_sf_ev_kind_name(enum _sf_ev_kind k)
@@ -23,7 +24,7 @@ const char *_sf_ev_kind_name(enum _sf_ev_kind k)
 bool _sf_ev_is_comm(enum _sf_ev_kind k)
 {
 	return k == SF_EV_GATHER || k == SF_EV_RS || k == SF_EV_AG || k == SF_EV_LOSS_SUM ||
-	       k == SF_EV_NORM || k == SF_EV_TP_AR;
+	       k == SF_EV_NORM || k == SF_EV_TP_AR || k == SF_EV_CP_RING;
 }
 
 bool _sf_ev_is_compute(enum _sf_ev_kind k)
@@ -103,7 +104,7 @@ int _sf_ev_parse_name(const char *name, struct _sf_ev_name *out)
 	    {"tp_ag ", SF_EV_TP_AR, true},
 	    {"tp_rs ", SF_EV_TP_AR, true},
 	    {"tp_slice ", SF_EV_FREE, true},
-	    {"cp_ring ", SF_EV_TP_AR, true},
+	    {"cp_ring ", SF_EV_CP_RING, true},
 	    {"cp_pack ", SF_EV_FREE, true},
 	};
 	static const struct {

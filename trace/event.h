@@ -53,6 +53,8 @@ enum _sf_ev_kind {
 	                     a linear_col's input gradient over the TP group
 	                     ("tp_ar attn.c_proj (linear_row L7)"), and a gather_output's
 	                     all-gather ("tp_ag fc1 (linear_col L2)") */
+	SF_EV_CP_RING,    /* comm: context parallelism's ring step, a key/value block or its
+	                     gradient to the next CP rank ("cp_ring attn (attention L5)") */
 	SF_EV_NKINDS
 };
 
