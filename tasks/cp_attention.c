@@ -118,6 +118,17 @@ static void cp_unpack_cpu(void *buffers[], void *cl_arg)
 	}
 }
 
+/* history-based, keyed by _sf_task_footprint as the other compute codelets (their
+ * histories give GFlop/s from the flops each part is submitted with; a simulation's
+ * device model replaces them) */
+#define CP_MODEL(base)                                                                             \
+	static struct starpu_perfmodel base##_model = {                                            \
+	    .type = STARPU_HISTORY_BASED, .symbol = "sf_" #base, .footprint = _sf_task_footprint}
+CP_MODEL(cp_pack);
+CP_MODEL(cp_fwd);
+CP_MODEL(cp_bwd);
+CP_MODEL(cp_unpack);
+
 #define CP_CODELET(var, base, n, ...)                                                              \
 	struct starpu_codelet var = {                                                              \
 	    .where = STARPU_CPU,                                                                   \
@@ -126,6 +137,7 @@ static void cp_unpack_cpu(void *buffers[], void *cl_arg)
 	    .nbuffers = n,                                                                         \
 	    .modes = {__VA_ARGS__},                                                                \
 	    .can_execute = _sf_compute_can_execute,                                                \
+	    .model = &base##_model,                                                                \
 	    .name = #base,                                                                         \
 	}
 
