@@ -50,8 +50,6 @@ int _sf_cp_layout(struct sf_model *m, const sf_graph *g)
 		              "equal chunks (2 per CP rank: causal load balance); accepted: a "
 		              "context that is a multiple of %d",
 		              K, g->seq_len, 2 * K, 2 * K);
-	if (m->cfg.sequence_parallel)
-		return refuse("SHARDFLOW_SEQUENCE_PARALLEL=on");
 	if (starpu_cuda_worker_get_count() > 0)
 		return refuse("GPU ranks (the ring's part kernels run on CPU workers only)");
 	m->T = g->seq_len / K;

@@ -12,7 +12,7 @@
 
 /* Before the batch's split and the nodes' shapes: m->cp, cp_rank, T_ctx and T (this
  * rank's rows of a sample), and the refusals that need no node (a context 2K does not
- * divide, SP, GPU ranks). */
+ * divide, GPU ranks). */
 int _sf_cp_layout(struct sf_model *m, const sf_graph *g);
 /* After the nodes' shapes: the attention nodes' rings (their shapes, parts' and ring
  * steps' arguments, allocated; _sf_cp_release frees them), the ring buffers' sizes, and

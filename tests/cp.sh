@@ -8,7 +8,8 @@
 # held to the 1-rank run's rounding interval (tests/lib.sh), as tests/tp.sh does:
 #  - cp 2 on 2 ranks and cp 4 on 4 (a chunk of one row at context 8, and of two at
 #    16), the GPT (learned positions) and the Llama (RoPE, grouped-query attention),
-#    SGD and AdamW; cp 2 x dp 2 and cp 2 x tp 2 (the vocabulary-parallel head) on 4;
+#    SGD and AdamW; cp 2 x dp 2 and cp 2 x tp 2 (the vocabulary-parallel head; and
+#    with sequence parallelism, whose row-split ops run on a CP rank's rows) on 4;
 #  - bitwise across prefetch depths; 3 micro-batches = one batch; clipping's norm and
 #    run; ignored labels counted once; sf_model_evaluate; sf_model_forward of the
 #    logits gathered back into whole samples (sf_model_predict shares the gathering:
@@ -20,7 +21,7 @@
 #  - checkpoints: cp 2 x dp 2 resumes on 1 rank and 1 rank's at cp 4, within the
 #    uninterrupted run's interval;
 #  - refusals: a context 2K does not divide, K not dividing the world, with
-#    SHARDFLOW_PP, SHARDFLOW_SEQUENCE_PARALLEL, hybrid sharding (tests/recompute.sh
+#    SHARDFLOW_PP, hybrid sharding (tests/recompute.sh
 #    runs CP with SHARDFLOW_RECOMPUTE).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/ckpt_lib.sh"
@@ -56,6 +57,10 @@ for c in nanogpt-vp:sgd llama-hf-vp:adamw; do
 		--steps 6 --context 8
 	compare_within "$model, $opt: cp 2 x tp 2 on 4 ranks = 1 rank" "ct-$model" "t1-$model"
 done
+train 4 csp SHARDFLOW_CP=2 SHARDFLOW_TP=2 SHARDFLOW_SEQUENCE_PARALLEL=on --model llama-hf-vp \
+	--optimizer adamw --steps 6 --context 8
+compare_within "llama-hf-vp, adamw: cp 2 x tp 2 with sequence parallelism = 1 rank" csp \
+	t1-llama-hf-vp
 
 for d in 0 3; do
 	train 4 "d$d" SHARDFLOW_CP=2 SHARDFLOW_PREFETCH_DEPTH=$d --model llama-hf --optimizer sgd \
@@ -150,8 +155,5 @@ cp_refused "SHARDFLOW_CP with SHARDFLOW_PP" 4 'SHARDFLOW_PP=2 with SHARDFLOW_CP 
 	SHARDFLOW_CP=2 SHARDFLOW_PP=2 -- --model nanogpt --context 8
 cp_refused "SHARDFLOW_CP with hybrid sharding" 4 'SHARDFLOW_CP=2 with SHARDFLOW_SHARDING=hybrid' \
 	SHARDFLOW_CP=2 SHARDFLOW_SHARDING=hybrid SHARDFLOW_NODE_SIZE=2 -- --model nanogpt --context 8
-cp_refused "SHARDFLOW_CP with sequence parallelism" 4 \
-	'not supported with SHARDFLOW_SEQUENCE_PARALLEL=on' SHARDFLOW_CP=2 SHARDFLOW_TP=2 \
-	SHARDFLOW_SEQUENCE_PARALLEL=on -- --model nanogpt-vp --context 8
 
 finish
