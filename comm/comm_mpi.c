@@ -147,7 +147,8 @@ out:
 
 /* SHARDFLOW_CP=K (after the TP groups, if any): the K ranks of one dp index and TP
  * place, rank = (d K + k) tp + t, form a CP group; the shard group (every rank of the
- * TP place, or the world) is left as it is: CP ranks shard the units as dp ranks do. */
+ * TP place, the world, or with hybrid sharding a node) is left as it is: CP ranks shard
+ * the units as dp ranks do. */
 static int make_cp_groups(struct _sf_comm *c, struct mpi_impl *st)
 {
 	int rc = SF_OK, K = c->cp_req, tp = c->tp_size;
@@ -156,11 +157,6 @@ static int make_cp_groups(struct _sf_comm *c, struct mpi_impl *st)
 		              "SHARDFLOW_CP=%d does not divide the %d ranks%s: accepted values "
 		              "are divisors of world / tp (world = dp x cp x tp)",
 		              K, c->size / tp, tp > 1 ? " of a TP place" : "");
-	if (c->hybrid)
-		return SF_ERR(SF_ERR_CONFIG,
-		              "SHARDFLOW_CP=%d with SHARDFLOW_SHARDING=hybrid: not supported "
-		              "yet; accepted with CP: sharding full, grad_op or none",
-		              K);
 	int q = c->rank / tp; /* this rank's place among the TP places: d K + k */
 	SF_CHECK_GOTO(host_barrier_on(c, st->ctl, "sf_init's barrier before the CP split"), out);
 	MPI_CHECK_GOTO(MPI_Comm_split(st->step, (q / K) * tp + c->rank % tp, c->rank, &st->cp), out);
@@ -235,8 +231,8 @@ static int make_groups(struct _sf_comm *c, struct mpi_impl *st)
 		return make_pp_groups(c, st);
 	if (c->tp_req > 1)
 		SF_CHECK(make_tp_groups(c, st));
-	if (c->cp_req > 1)
-		return make_cp_groups(c, st);
+	if (c->cp_req > 1) /* hybrid sharding's groups below, if asked: CP ranks are dp ranks */
+		SF_CHECK(make_cp_groups(c, st));
 	if (c->tp_req > 1)
 		return SF_OK;
 	if (!c->hybrid)

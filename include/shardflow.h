@@ -324,8 +324,8 @@ struct sf_config {
 	 *  key/value chunks passed from rank to rank in comm tasks while each rank attends
 	 *  to the one it holds (docs/training.md, "Context parallelism"). FSDP shards each
 	 *  unit over the dp x K ranks of a TP place. K must divide world / tp and 2K the
-	 *  context T; refused with SHARDFLOW_PP, hybrid sharding, GPU ranks and layer
-	 *  types of a user's own (not yet). Fixed by sf_init. */
+	 *  context T; refused with SHARDFLOW_PP, GPU ranks and layer types of a user's
+	 *  own (not yet). Fixed by sf_init. */
 	int cp;
 };
 

@@ -9,7 +9,8 @@
 #  - cp 2 on 2 ranks and cp 4 on 4 (a chunk of one row at context 8, and of two at
 #    16), the GPT (learned positions) and the Llama (RoPE, grouped-query attention),
 #    SGD and AdamW; cp 2 x dp 2 and cp 2 x tp 2 (the vocabulary-parallel head; and
-#    with sequence parallelism, whose row-split ops run on a CP rank's rows) on 4;
+#    with sequence parallelism, whose row-split ops run on a CP rank's rows), and cp 2
+#    x dp 2 with hybrid sharding, on 4;
 #  - bitwise across prefetch depths; 3 micro-batches = one batch; clipping's norm and
 #    run; ignored labels counted once; sf_model_evaluate; sf_model_forward of the
 #    logits gathered back into whole samples (sf_model_predict shares the gathering:
@@ -21,7 +22,7 @@
 #  - checkpoints: cp 2 x dp 2 resumes on 1 rank and 1 rank's at cp 4, within the
 #    uninterrupted run's interval;
 #  - refusals: a context 2K does not divide, K not dividing the world, with
-#    SHARDFLOW_PP, hybrid sharding (tests/recompute.sh
+#    SHARDFLOW_PP (tests/recompute.sh
 #    runs CP with SHARDFLOW_RECOMPUTE).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/ckpt_lib.sh"
@@ -49,6 +50,10 @@ for c in nanogpt:adamw llama-hf:sgd; do
 		--context 8
 	compare_within "$model, $opt: cp 2 x dp 2 on 4 ranks = 1 rank" "c22-$model" "q1-$model"
 done
+train 4 chy SHARDFLOW_CP=2 SHARDFLOW_SHARDING=hybrid SHARDFLOW_NODE_SIZE=2 --model llama-hf \
+	--optimizer sgd --steps 6 --context 8
+compare_within "llama-hf: cp 2 x dp 2, hybrid sharding (a node a CP group) = 1 rank" chy \
+	q1-llama-hf
 
 for c in nanogpt-vp:sgd llama-hf-vp:adamw; do
 	model=${c%:*} opt=${c#*:}
@@ -153,7 +158,5 @@ cp_refused "SHARDFLOW_CP=2 on 3 ranks" 3 'SHARDFLOW_CP=2 does not divide the 3 r
 	SHARDFLOW_CP=2 -- --model nanogpt --context 8
 cp_refused "SHARDFLOW_CP with SHARDFLOW_PP" 4 'SHARDFLOW_PP=2 with SHARDFLOW_CP > 1' \
 	SHARDFLOW_CP=2 SHARDFLOW_PP=2 -- --model nanogpt --context 8
-cp_refused "SHARDFLOW_CP with hybrid sharding" 4 'SHARDFLOW_CP=2 with SHARDFLOW_SHARDING=hybrid' \
-	SHARDFLOW_CP=2 SHARDFLOW_SHARDING=hybrid SHARDFLOW_NODE_SIZE=2 -- --model nanogpt --context 8
 
 finish
