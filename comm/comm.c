@@ -49,6 +49,18 @@ int _sf_comm_backend(enum sf_comm_backend which, const struct _sf_comm_ops **out
 	return SF_OK;
 }
 
+/* A communicator whose backend did not set up what knob=req asks for: ended, and the
+ * refusal naming the backend and what it has */
+static int refuse_missing(struct _sf_comm *c, const char *knob, int req, const char *lacks,
+                          const char *who)
+{
+	int rc = SF_ERR(SF_ERR_CONFIG, "%s=%d: the %s backend has %s; accepted with it: %s=1 (%s)",
+	                knob, req, c->ops->name, lacks, knob, who);
+	c->ops->fini(c);
+	free(c);
+	return rc;
+}
+
 int _sf_comm_create(const struct _sf_comm_ops *ops, const struct sf_config *cfg, int *argc,
                     char ***argv, struct _sf_comm **out)
 {
@@ -77,34 +89,16 @@ int _sf_comm_create(const struct _sf_comm_ops *ops, const struct sf_config *cfg,
 		free(c);
 		return rc;
 	}
-	if (c->tp_req > 1 &&
-	    (c->tp_size != c->tp_req || !ops->tp_all_reduce || !ops->tp_all_gather)) { /* no TP */
-		rc = SF_ERR(SF_ERR_CONFIG,
-		            "SHARDFLOW_TP=%d: the %s backend has no tensor-parallel groups; "
-		            "accepted with it: SHARDFLOW_TP=1 (SHARDFLOW_COMM=mpi or nccl has them)",
-		            c->tp_req, ops->name);
-		ops->fini(c);
-		free(c);
-		return rc;
-	}
-	if (c->pp_req > 1 && (c->pp_size != c->pp_req || !ops->p2p)) { /* no pipeline */
-		rc = SF_ERR(SF_ERR_CONFIG,
-		            "SHARDFLOW_PP=%d: the %s backend has no point-to-point transfers "
-		            "yet; accepted with it: SHARDFLOW_PP=1 (SHARDFLOW_COMM=mpi has them)",
-		            c->pp_req, ops->name);
-		ops->fini(c);
-		free(c);
-		return rc;
-	}
-	if (c->cp_req > 1 && (c->cp_size != c->cp_req || !ops->cp_shift)) { /* no CP */
-		rc = SF_ERR(SF_ERR_CONFIG,
-		            "SHARDFLOW_CP=%d: the %s backend has no context-parallel ring yet; "
-		            "accepted with it: SHARDFLOW_CP=1 (SHARDFLOW_COMM=mpi has it)",
-		            c->cp_req, ops->name);
-		ops->fini(c);
-		free(c);
-		return rc;
-	}
+	/* a parallelism asked for that the backend did not set up */
+	if (c->tp_req > 1 && (c->tp_size != c->tp_req || !ops->tp_all_reduce || !ops->tp_all_gather))
+		return refuse_missing(c, "SHARDFLOW_TP", c->tp_req, "no tensor-parallel groups",
+		                      "SHARDFLOW_COMM=mpi or nccl has them");
+	if (c->pp_req > 1 && (c->pp_size != c->pp_req || !ops->p2p))
+		return refuse_missing(c, "SHARDFLOW_PP", c->pp_req, "no point-to-point transfers yet",
+		                      "SHARDFLOW_COMM=mpi has them");
+	if (c->cp_req > 1 && (c->cp_size != c->cp_req || !ops->cp_shift))
+		return refuse_missing(c, "SHARDFLOW_CP", c->cp_req, "no context-parallel ring yet",
+		                      "SHARDFLOW_COMM=mpi has it");
 	/* the flight record's job key: rank 0's, so that each rank can tell this job's
 	 * records from an earlier job's */
 	uint64_t key = ((uint64_t)time(NULL) << 22) ^ (uint64_t)getpid();

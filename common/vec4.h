@@ -91,4 +91,16 @@ static inline void store_tail(float *p, v4f v, size_t m)
 	memcpy(p, b, m * sizeof *b);
 }
 
+/* s[j] = exp(s[j] - mx) for j < n, four at a time (the tail padded): a softmax row's
+ * exponentials (attention's rows, layers/attention_cpu.c and attention_ring_cpu.c) */
+static inline void exp_shifted_v4(float *s, int n, float mx)
+{
+	v4f m = v4f_set(mx);
+	int j = 0;
+	for (; j + 4 <= n; j += 4)
+		store4(s + j, exp_v4(load4(s + j) - m));
+	if (j < n)
+		store_tail(s + j, exp_v4(load_tail(s + j, (size_t)(n - j)) - m), (size_t)(n - j));
+}
+
 #endif

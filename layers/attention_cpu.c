@@ -34,17 +34,6 @@
 #include <math.h>
 #include <string.h>
 
-/* s[j] = exp(s[j] - mx) for j < n, four at a time (the tail padded) */
-static void exp_shifted(float *s, int n, float mx)
-{
-	v4f m = v4f_set(mx);
-	int j = 0;
-	for (; j + 4 <= n; j += 4)
-		store4(s + j, exp_v4(load4(s + j) - m));
-	if (j < n)
-		store_tail(s + j, exp_v4(load_tail(s + j, (size_t)(n - j)) - m), (size_t)(n - j));
-}
-
 /* A probability row's last steps: its exponentials s[0..i] times the inverse sum, exact
  * zeros after the query */
 static inline void scale_and_mask(float *s, int i, int n, float inv)
@@ -71,7 +60,7 @@ void _sf_attention_softmax_row(float *s, int i, int n, float *stat)
 	for (; j <= i; j++)
 		m0 = s[j] > m0 ? s[j] : m0;
 	float mx = fmaxf(fmaxf(m0, m1), fmaxf(m2, m3));
-	exp_shifted(s, i + 1, mx);
+	exp_shifted_v4(s, i + 1, mx);
 	double a0 = 0.0, a1 = 0.0, a2 = 0.0, a3 = 0.0;
 	for (j = 0; j + 3 <= i; j += 4) {
 		a0 += s[j];
@@ -92,7 +81,7 @@ void _sf_attention_softmax_row(float *s, int i, int n, float *stat)
 /* the forward's operations on each entry again: the same exponential, the same product */
 void _sf_attention_probs_row(float *s, int i, int n, const float *stat)
 {
-	exp_shifted(s, i + 1, stat[0]);
+	exp_shifted_v4(s, i + 1, stat[0]);
 	scale_and_mask(s, i, n, stat[1]);
 }
 

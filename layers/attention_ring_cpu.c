@@ -58,17 +58,6 @@ static int pair_live(struct run qr, struct run kr)
 	return qr.len > 0 && kr.len > 0 && kr.pos <= qr.pos + qr.len - 1;
 }
 
-/* s[j] = exp(s[j] - mx) for j < n, four at a time (the tail padded) */
-static void exp_shifted(float *s, int n, float mx)
-{
-	v4f m = v4f_set(mx);
-	int j = 0;
-	for (; j + 4 <= n; j += 4)
-		store4(s + j, exp_v4(load4(s + j) - m));
-	if (j < n)
-		store_tail(s + j, exp_v4(load_tail(s + j, (size_t)(n - j)) - m), (size_t)(n - j));
-}
-
 /* e^x through the same exponential (one lane); e^-inf = 0, which exp_v4 clamps */
 static float exp1(float x)
 {
@@ -143,8 +132,8 @@ static void fwd_row(float *s, struct run qr, int i, struct sf_attn_rows kr, floa
 	double sum = 0.0;
 	if (c0 + c1 > 0) {
 		float alpha = exp1(ml[0] - mx);
-		exp_shifted(s + r0.off, c0, mx);
-		exp_shifted(s + r1.off, c1, mx);
+		exp_shifted_v4(s + r0.off, c0, mx);
+		exp_shifted_v4(s + r1.off, c1, mx);
 		sum4(s + r0.off, c0, &sum);
 		sum4(s + r1.off, c1, &sum);
 		ml[1] = (float)((double)ml[1] * alpha + sum);
@@ -239,7 +228,7 @@ static void bwd_row(float *p, float *d, struct run qr, int i, struct sf_attn_row
 	for (int t = 0; t < 2; t++) {
 		struct run r = run_of(kr, t);
 		int c = visible(qr, i, r);
-		exp_shifted(p + r.off, c, st[0]);
+		exp_shifted_v4(p + r.off, c, st[0]);
 		for (int j = 0; j < c; j++) {
 			p[r.off + j] *= st[1];
 			d[r.off + j] = p[r.off + j] * (d[r.off + j] - D);
