@@ -64,28 +64,25 @@ a=$(mib "$tmp/gpt-none.err") b=$(mib "$tmp/gpt-units.err")
 awk -v a="${a:-0}" -v b="${b:-0}" 'BEGIN { exit !(a > 0 && b > 0 && b < 0.7 * a) }'
 ok $? "examples/gpt, 6 blocks: activation memory per rank falls ($a MiB -> $b MiB, below 0.7x)"
 
+# llama_both NAME VAR=VALUE: examples/gpt --arch llama, 4 layers, on 2 ranks with the
+# variable, recompute none and units, exported to $tmp/NAME-{none,units}.st
+llama_both() {
+	for r in none units; do
+		env "$2" SHARDFLOW_RECOMPUTE=$r sh "$RUN_MPI" 2 "$GPT" --arch llama --layers 4 \
+			--heads 4 --embd 32 --context 16 --batch 4 --steps 4 --sample 0 --eval-every 1000 \
+			--text "$tmp/corpus.txt" --export "$tmp/$1-$r.st" </dev/null >"$tmp/$1-$r.out" \
+			2>"$tmp/$1-$r.err" || diag_file "$tmp/$1-$r.err"
+	done
+	[ -s "$tmp/$1-none.st" ] && cmp -s "$tmp/$1-none.st" "$tmp/$1-units.st"
+}
+
 # under tensor parallelism: the Llama (linear_cols whose partial input gradients have
 # buffers of their own in the recomputed units), 4 layers at tp 2
-for r in none units; do
-	# shellcheck disable=SC2086
-	env SHARDFLOW_TP=2 SHARDFLOW_RECOMPUTE=$r sh "$RUN_MPI" 2 "$GPT" --arch llama --layers 4 \
-		--heads 4 --embd 32 --context 16 --batch 4 --steps 4 --sample 0 --eval-every 1000 \
-		--text "$tmp/corpus.txt" --export "$tmp/tp-$r.st" </dev/null >"$tmp/tp-$r.out" \
-		2>"$tmp/tp-$r.err" || diag_file "$tmp/tp-$r.err"
-done
-[ -s "$tmp/tp-none.st" ] && cmp -s "$tmp/tp-none.st" "$tmp/tp-units.st"
+llama_both tp SHARDFLOW_TP=2
 ok $? "examples/gpt --arch llama, 4 layers, tp 2: recompute's exported weights are the same file"
 
 # under context parallelism: a recomputed attention runs its ring again (cp 2)
-for r in none units; do
-	# shellcheck disable=SC2086
-	env SHARDFLOW_CP=2 SHARDFLOW_RECOMPUTE=$r sh "$RUN_MPI" 2 "$GPT" --arch llama --layers 4 \
-		--heads 4 --embd 32 --context 16 --batch 4 --steps 4 --sample 0 --eval-every 1000 \
-		--text "$tmp/corpus.txt" --export "$tmp/cp-$r.st" </dev/null >"$tmp/cp-$r.out" \
-		2>"$tmp/cp-$r.err" || diag_file "$tmp/cp-$r.err"
-done
-a=$(mib "$tmp/cp-none.err") b=$(mib "$tmp/cp-units.err")
-[ -s "$tmp/cp-none.st" ] && cmp -s "$tmp/cp-none.st" "$tmp/cp-units.st" &&
+llama_both cp SHARDFLOW_CP=2 && a=$(mib "$tmp/cp-none.err") b=$(mib "$tmp/cp-units.err") &&
 	awk -v a="${a:-0}" -v b="${b:-0}" 'BEGIN { exit !(a > 0 && b > 0 && b < a) }'
 ok $? "examples/gpt --arch llama, 4 layers, cp 2: recompute's exported weights are the same file, activations $a -> $b MiB"
 
