@@ -140,6 +140,38 @@ static void log_precision(const struct sf_model *m, const char *name)
 		        kept, m->nunits);
 }
 
+/* A new model's fields from its context (the layout of its ranks), graph, options and
+ * knobs: what the passes of sf_model_create start from */
+static void model_fields(struct sf_model *m, sf_context *ctx, const sf_graph *g,
+                         const struct sf_model_options *o, const struct sf_config *cfg)
+{
+	const struct _sf_comm *c = ctx->comm;
+	m->ctx = ctx;
+	m->comm = ctx->comm;
+	m->cfg = *cfg;
+	m->opt = *o;
+	m->lr = o->lr;
+	m->nranks = ctx->size;
+	m->rank = ctx->rank;
+	m->tp = c->tp_size;
+	m->tp_rank = c->tp_rank;
+	m->pp_size = c->pp_size;
+	m->pp_stage = c->pp_rank;
+	m->pp_micro = 1;
+	m->act_sets = 1;
+	/* the batch's split: over dp = world / (tp pp cp); a CP group shares its samples */
+	m->dp_size = m->nranks / m->tp / m->pp_size / c->cp_size;
+	m->dp_rank = m->pp_size > 1 ? c->shard_rank : m->rank / m->tp / c->cp_size;
+	m->shard_size = c->shard_size;
+	m->shard_rank = c->shard_rank;
+	m->nrep = c->rep_size;
+	m->loss_node = g->loss;
+	m->labels_node = g->labels;
+	m->B_global = o->batch;
+	atomic_init(&m->resident, 0);
+	atomic_init(&m->max_resident, 0);
+}
+
 SF_API int sf_model_create(sf_context *ctx, const sf_graph *g, const struct sf_model_options *o,
                            sf_model **out)
 {
@@ -169,36 +201,13 @@ SF_API int sf_model_create(sf_context *ctx, const sf_graph *g, const struct sf_m
 	m = calloc(1, sizeof *m);
 	if (!m)
 		return SF_ERR(SF_ERR_NOMEM, "sf_model_create: out of memory");
-	m->ctx = ctx;
-	m->comm = ctx->comm;
-	m->cfg = cfg;
-	m->opt = *o;
-	m->lr = o->lr;
-	m->nranks = ctx->size;
-	m->rank = ctx->rank;
-	m->tp = ctx->comm->tp_size;
-	m->tp_rank = ctx->comm->tp_rank;
-	m->pp_size = ctx->comm->pp_size;
-	m->pp_stage = ctx->comm->pp_rank;
-	m->pp_micro = 1;
-	m->act_sets = 1;
-	m->dp_size = m->nranks / m->tp / m->pp_size / ctx->comm->cp_size;
-	m->dp_rank = m->pp_size > 1 ? ctx->comm->shard_rank
-	                            : m->rank / m->tp / ctx->comm->cp_size;
-	m->shard_size = ctx->comm->shard_size;
-	m->shard_rank = ctx->comm->shard_rank;
-	m->nrep = ctx->comm->rep_size;
-	m->loss_node = g->loss;
-	m->labels_node = g->labels;
+	model_fields(m, ctx, g, o, &cfg);
+	ctx->nmodels++; /* sf_model_destroy below undoes it */
 	SF_CHECK_GOTO(_sf_cp_layout(m, g), fail); /* m->T: this rank's rows of a sample */
-	m->B_global = o->batch;
 	int base = o->batch / m->dp_size, extra = o->batch % m->dp_size, r = m->dp_rank;
 	m->B_local = base + (r < extra);
 	m->row0 = r * base + (r < extra ? r : extra);
 	m->rows_local = (size_t)m->B_local * (size_t)m->T;
-	atomic_init(&m->resident, 0);
-	atomic_init(&m->max_resident, 0);
-	ctx->nmodels++; /* sf_model_destroy below undoes it */
 	/* a pipeline's micro-batches: B_local becomes one micro-batch's */
 	SF_CHECK_GOTO(_sf_pipeline_layout(m), fail);
 
