@@ -19,6 +19,8 @@
 #    after training; llama-hf-vp with AdamW, clipping and evaluation (the split loss
 #    counted by the last stage's TP group once);
 #  - pp 2 x dp 2 x tp 2 on 8 ranks = 1 rank (SGD, clipping);
+#  - examples/gpt --arch llama at pp 2 x tp 2 (its head vocabulary-parallel) = 1 rank:
+#    every step's loss, the validation loss and the sampled text (sf_model_predict);
 #  - checkpoints: pp 2 x tp 2 resumed at pp 2 x tp 2 = uninterrupted, bitwise; resumed
 #    on 1 rank, at tp 2 and at pp 2 within the uninterrupted run's interval; 1 rank's
 #    checkpoint resumed at pp 2 x tp 2 within the 1-rank run's; the manifest holds
@@ -29,7 +31,7 @@
 . "$(dirname "$0")/ckpt_lib.sh"
 require_progs "$TRAIN_DUMP" "$DUMP_COMPARE"
 
-plan 17
+plan 18
 
 PT="SHARDFLOW_PP=2 SHARDFLOW_TP=2"
 
@@ -81,6 +83,33 @@ train_interval 1 r8 --model llama-hf-tp --optimizer sgd --steps 3 --batch 4 --ac
 # shellcheck disable=SC2086
 train 8 p8 $PT --model llama-hf-tp --optimizer sgd --steps 3 --batch 16 --clip 0.5
 run_ok "llama-hf-tp, sgd, clip: pp 2 x dp 2 x tp 2 on 8 ranks = 1 rank" p8 r8 '^norm '
+
+# examples/gpt --arch llama (an untied head, vocabulary-parallel at K 2 by default):
+# every step's loss, the validation loss and the sampled text (sf_model_predict's
+# logits: the last stage's TP ranks' columns) = 1 rank's
+GPT="$top_builddir/examples/gpt"
+text="$tmp/corpus.txt"
+sf_corpus "$text"
+g="--arch llama --layers 2 --heads 4 --embd 32 --context 32 --batch 8 --sample 1 --tokens 20
+--eval-every 4 --eval-batches 1 --progress-every 1 --lr 0.004 --warmup 2 --steps 4"
+# shellcheck disable=SC2086
+sh "$RUN_MPI" 1 "$GPT" $g --text "$text" --loss-log "$tmp/g1.loss" </dev/null >"$tmp/g1.out" \
+	2>"$tmp/g1.err"
+# shellcheck disable=SC2086
+env $PT SHARDFLOW_LOG=info sh "$RUN_MPI" 4 "$GPT" $g --text "$text" --loss-log "$tmp/g4.loss" \
+	</dev/null >"$tmp/g4.out" 2>"$tmp/g4.err"
+st=$?
+# the loss lines, the validation loss and the sample, less the timings
+filtered() { sed -e 's/ tokens\/s.*//' -e 's/ time [0-9.]*$//' "$tmp/$1.out"; }
+awk 'NR == FNR { a[$1] = $2; n++; next }
+	{ m++; d = $2 - a[$1]; if (d < 0) d = -d; if (!($1 in a) || d > 1e-5 * $2) bad++ }
+	END { exit !(st == 0 && n == m && m == 4 && bad == 0) }' st=$st "$tmp/g1.loss" "$tmp/g4.loss" &&
+	grep -q 'layout pp 2 x dp 1 x tp 2' "$tmp/g4.err" &&
+	grep -q 'the loss is vocabulary-parallel' "$tmp/g4.err" &&
+	filtered g1 >"$tmp/g1.f" && filtered g4 >"$tmp/g4.f" && cmp "$tmp/g1.f" "$tmp/g4.f" >/dev/null &&
+	grep -q '^step 4 val_loss' "$tmp/g4.f" && grep -q '^sample 1:' "$tmp/g4.f"
+ok $? "examples/gpt --arch llama, pp 2 x tp 2 (vocabulary-parallel) = 1 rank: losses, val_loss, sample" ||
+	{ diag_file "$tmp/g4.err"; diff "$tmp/g1.f" "$tmp/g4.f" | sed 's/^/# /'; }
 
 # ---- checkpoints ----
 # ref NP NAME ARGS...: an uninterrupted run, and again rounded upward and downward
