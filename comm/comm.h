@@ -150,7 +150,8 @@ struct _sf_comm {
 	int tp_req;     /* init's request: SHARDFLOW_TP */
 	/* The pipeline's stages: pp_size groups of size / pp_size consecutive ranks, this
 	 * rank's stage pp_rank (SHARDFLOW_PP; 1: none). With pp_size > 1 the shard group
-	 * is the stage's ranks. Set by init, from pp_req (SHARDFLOW_PP). */
+	 * is the stage's ranks of this TP place (all of them without TP): world = pp x dp
+	 * x tp. Set by init, from pp_req (SHARDFLOW_PP). */
 	int pp_rank, pp_size, pp_req;
 	/* The CP group: the cp_size ranks of one dp index and TP place (SHARDFLOW_CP; 1:
 	 * none), rank = (dp cp_size + cp_rank) tp_size + tp_rank; they belong to the

@@ -165,31 +165,47 @@ out:
 	return rc;
 }
 
-/* SHARDFLOW_PP=S: S stages of size / S consecutive ranks; a stage's ranks are its
- * shard group (its units' gathers and reduce-scatters); the transfers between stages
- * run on the step communicator (mpi_p2p). */
+/* SHARDFLOW_PP=S (with SHARDFLOW_TP=K or not): the world is pp x dp x tp, stage s the
+ * dp K consecutive ranks [s dp K, (s+1) dp K), rank = (s dp + d) K + t. Inside a
+ * stage, TP groups of K consecutive ranks as without a pipeline; the shard group (a
+ * unit's gathers and reduce-scatters) is the dp ranks of one TP place of the stage.
+ * The transfers between stages run on the step communicator (mpi_p2p), between the
+ * same (d, t) of neighbouring stages: rank +- dp K. */
 static int make_pp_groups(struct _sf_comm *c, struct mpi_impl *st)
 {
-	int rc = SF_OK, S = c->pp_req;
+	int rc = SF_OK, S = c->pp_req, K = c->tp_req;
 	if (c->size % S != 0)
 		return SF_ERR(SF_ERR_CONFIG,
 		              "SHARDFLOW_PP=%d does not divide the %d ranks: accepted values are "
-		              "divisors of the world size (world = pp x dp, a stage's dp ranks "
+		              "divisors of the world size (world = pp x dp x tp, a stage's ranks "
 		              "consecutive)",
 		              S, c->size);
-	if (c->tp_req > 1 || c->hybrid || c->cp_req > 1)
+	if ((c->size / S) % K != 0)
+		return SF_ERR(SF_ERR_CONFIG,
+		              "SHARDFLOW_TP=%d does not divide the %d ranks of a pipeline stage "
+		              "(SHARDFLOW_PP=%d on %d ranks): accepted values are divisors of "
+		              "world / pp (world = pp x dp x tp, TP groups of consecutive ranks)",
+		              K, c->size / S, S, c->size);
+	if (c->hybrid || c->cp_req > 1)
 		return SF_ERR(SF_ERR_CONFIG,
 		              "SHARDFLOW_PP=%d with %s: not supported yet; accepted with a "
-		              "pipeline: SHARDFLOW_TP=1, SHARDFLOW_CP=1 and sharding full",
-		              S,
-		              c->hybrid        ? "SHARDFLOW_SHARDING=hybrid"
-		              : c->cp_req > 1 ? "SHARDFLOW_CP > 1"
-		                              : "SHARDFLOW_TP > 1");
-	int dp = c->size / S;
+		              "pipeline: SHARDFLOW_CP=1 and sharding full",
+		              S, c->hybrid ? "SHARDFLOW_SHARDING=hybrid" : "SHARDFLOW_CP > 1");
+	int dp = c->size / S / K, stage = dp * K;
+	if (K > 1 && c->node_k % K != 0 && c->rank == 0)
+		_sf_log(SF_LOG_WARN,
+		        "SHARDFLOW_TP=%d: nodes of %d ranks do not hold whole TP groups; the "
+		        "activation all-reduces will cross nodes",
+		        K, c->node_k);
 	SF_CHECK_GOTO(host_barrier_on(c, st->ctl, "sf_init's barrier before the PP split"), out);
-	MPI_CHECK_GOTO(MPI_Comm_split(st->step, c->rank / dp, c->rank, &st->shard), out);
-	c->pp_rank = c->rank / dp, c->pp_size = S;
-	c->shard_rank = c->rank % dp, c->shard_size = dp;
+	if (K > 1)
+		MPI_CHECK_GOTO(MPI_Comm_split(st->step, c->rank / K, c->rank, &st->tp), out);
+	MPI_CHECK_GOTO(
+	    MPI_Comm_split(st->step, (c->rank / stage) * K + c->rank % K, c->rank, &st->shard),
+	    out);
+	c->tp_rank = c->rank % K, c->tp_size = K;
+	c->pp_rank = c->rank / stage, c->pp_size = S;
+	c->shard_rank = (c->rank / K) % dp, c->shard_size = dp;
 out:
 	return rc;
 }

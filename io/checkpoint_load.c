@@ -286,6 +286,8 @@ static int apply(struct sf_model *m, struct need *nd)
 			const float *src = nd->vec[u * 3 + v];
 			if (!_sf_vec_exists(m, (enum _sf_vec)v))
 				continue;
+			if (d.stage != g.pp_stage) /* another pipeline stage's: nothing read */
+				continue;
 			if (g.tp > 1) { /* the whole layout read: this rank's slices of it */
 				SF_CHECK(_sf_unit_set_whole(m, u, (enum _sf_vec)v, src));
 				continue;

@@ -134,12 +134,14 @@ static int write_rank_file(struct sf_model *m, const char *stepdir, bool write, 
 	SF_CHECK_GOTO(_sf_write_all(fd, hdr, sizeof hdr, tmp), out);
 	for (int u = 0; u < g.nunits; u++) {
 		size_t S = _sf_ckpt_shard(unit_Pw(m, u), g.shard_size);
-		for (int v = SF_VEC_PARAM; v <= SF_VEC_V && unit_here(m, &g, u); v++) {
+		bool here = unit_here(m, &g, u);
+		for (int v = SF_VEC_PARAM; v <= SF_VEC_V && (here || g.tp > 1); v++) {
 			if (!_sf_vec_exists(m, (enum _sf_vec)v))
 				continue;
-			/* with TP a collective: made even after a failed write */
+			/* with TP a collective over the world: made even after a failed write,
+			 * and for another pipeline stage's units, which this file skips */
 			SF_CHECK_GOTO(unit_slice(m, u, (enum _sf_vec)v, S, buf, scratch), out);
-			if (wrc < 0)
+			if (wrc < 0 || !here)
 				continue;
 			_sf_floats_le(buf, S);
 			c = _sf_crc32(c, buf, S * sizeof(float));

@@ -286,7 +286,7 @@ SF_API int sf_model_forward(sf_model *m, const char *node, const struct sf_batch
 			slice_of(W, N, r, &first, &count);
 			int s0 = p * W + first;
 			int real = samples - s0 < 0 ? 0 : samples - s0 < count ? samples - s0 : count;
-			size_t src = (size_t)from * (size_t)N + (size_t)r * (size_t)m->tp;
+			size_t src = ((size_t)from * (size_t)N + (size_t)r) * (size_t)m->tp;
 			if (m->cp > 1) { /* the CP group's chunks, each rank's two, into place */
 				_sf_cp_unslice(m, all, per, (size_t)r, real, dim, out + (size_t)s0 * Tw * dim);
 				continue;
@@ -305,7 +305,8 @@ out:
 /* The vocabulary-parallel loss of a pass's first `valid` local rows (logits z, this
  * rank's ceil(V / K) columns, padding left out by the kernels), added to mine[0] and
  * the rows that count to mine[1]: each rank's partials (layers/xent_vp.h) all-gathered
- * over the world, this TP group's combined as the training step's kernel does. */
+ * over the world, this TP group's combined as the training step's kernel does; z NULL:
+ * a pipeline's other stages, which join the all-gather only. */
 static int eval_vp(struct sf_model *m, const float *z, const int32_t *labels, size_t valid,
                    double *mine)
 {
@@ -319,8 +320,12 @@ static int eval_vp(struct sf_model *m, const float *z, const int32_t *labels, si
 		goto out;
 	}
 	const struct _sf_xent_vp_args *a = &m->vp_args;
-	_sf_xent_vp_partials((int)valid, a->classes, a->valid, a->first, z, labels, a->ignore, st);
+	if (z)
+		_sf_xent_vp_partials((int)valid, a->classes, a->valid, a->first, z, labels,
+		                     a->ignore, st);
 	SF_CHECK_GOTO(m->comm->ops->allgather_bytes(m->comm, st, n * sizeof(float), world), out);
+	if (!z) /* a pipeline stage without the logits: the collective only */
+		goto out;
 	size_t base = (size_t)(m->rank - m->tp_rank); /* the TP group's first rank */
 	for (size_t t = 0; t < K; t++)
 		memcpy(group + t * v3, world + (base + t) * n, v3 * sizeof(float));
@@ -364,8 +369,11 @@ SF_API int sf_model_evaluate(sf_model *m, const struct sf_batch *x, int samples,
 	for (int p = 0; (size_t)p * (size_t)pass_samples(m) < (size_t)samples; p++) {
 		int real = pass_fill(m, x, samples, p, true, &pb);
 		SF_CHECK_GOTO(pass_run(m, p, &pb, true, fn), out);
-		if (m->pp_stage != m->pp_size - 1) /* a pipeline's last stage has the logits */
+		if (m->pp_stage != m->pp_size - 1) { /* a pipeline's last stage has the logits */
+			if (m->vp) /* its TP ranks' partials travel over the world */
+				SF_CHECK_GOTO(eval_vp(m, NULL, NULL, 0, mine), out);
 			continue;
+		}
 		/* the rows the logits are of: with SHARDFLOW_CP this rank's chunks, as staged */
 		const int32_t *labels = m->cp > 1 ? m->cp_in[m->ninputs + m->nint_inputs] : pb.labels;
 		if (target && m->cp > 1)

@@ -211,10 +211,11 @@ static void unit_tp_copy(const struct sf_model *m, int u, int t, float *whole, f
 
 /* Where the ranks holding unit u's shards begin in a world's all-gather of them, in
  * floats: the world's (or the first node's) first rank, or its pipeline stage's (the
- * other stages' ranks keep none of its vectors and send zeros) */
+ * other stages' ranks keep none of its vectors and send zeros; a stage is dp x tp
+ * ranks) */
 static size_t holders(const struct sf_model *m, const struct _sf_unit *un)
 {
-	return (size_t)un->stage * (size_t)m->shard_size * un->S;
+	return (size_t)un->stage * (size_t)m->shard_size * (size_t)m->tp * un->S;
 }
 
 int _sf_unit_get_whole(struct sf_model *m, int u, enum _sf_vec which, bool grad, float *whole)
@@ -241,7 +242,8 @@ int _sf_unit_get_whole(struct sf_model *m, int u, enum _sf_vec which, bool grad,
 	SF_CHECK_GOTO(_sf_alloc_floats(&loc, un->S * (size_t)m->shard_size, "a unit's whole vector"), out);
 	for (int t = 0; t < K; t++) { /* TP place t: its slices are ranks t, t + K, ... */
 		for (int j = 0; j < m->shard_size; j++)
-			memcpy(loc + (size_t)j * un->S, all + ((size_t)j * K + t) * un->S,
+			memcpy(loc + (size_t)j * un->S,
+			       all + holders(m, un) + ((size_t)j * K + t) * un->S,
 			       un->S * sizeof(float));
 		unit_tp_copy(m, u, t, whole, loc, false);
 	}

@@ -7,15 +7,20 @@
  * the next stage's (the first stage from the graph's start: inputs and the embedding;
  * the last to its end: the head and the loss). A graph whose units overlap (a tied
  * head reads the embedding's unit at the other end) is refused: a cut between units
- * is then no cut. The world is S x dp, stage s the dp consecutive ranks [s dp, (s+1)
- * dp) (comm/: their shard group), so FSDP shards a stage's units over its dp ranks
- * and the passes of step.c run unchanged on the stage's span of the graph
+ * is then no cut. The world is S x dp x tp, stage s the dp tp consecutive ranks
+ * [s dp tp, (s+1) dp tp), its TP groups tp consecutive ranks as without a pipeline
+ * (comm/: a stage's shard group is the dp ranks of one TP place), so FSDP shards a
+ * stage's units over its dp ranks, TP splits its layers over its TP groups, and the
+ * passes of step.c run unchanged on the stage's span of the graph
  * (m->node_lo ..). A rank keeps only what its stage touches (mark_held: its units,
  * its nodes, the inputs they read and the boundary's activation and gradient), which
  * model_storage.c allocates and plans by.
  *
  * The boundary. An activation a node of stage s + 1 reads from stage s goes there
- * point to point after stage s's forward of a micro-batch, and its gradient comes back
+ * point to point, between the same dp and TP place of the two stages (rank +- dp tp:
+ * each TP rank holds the activation as its place does, a unit's output whole after
+ * its linear_row's all-reduce, and sends its own copy), after stage s's forward of a
+ * micro-batch, and its gradient comes back
  * before stage s's backward of it; a node may read only its own stage, the one before
  * and the graph's inputs. Stage s + 1's readers write that gradient first in backward
  * order (_sf_plan_gradients), so stage s receives it whole ("=") and its own readers
@@ -427,7 +432,7 @@ static int find_bound(struct sf_model *m, struct _sf_pipeline *pp)
 		}
 	}
 	pp->nbound = pp->nin = pp->nout = 0;
-	int dp = m->dp_size;
+	int stage = m->dp_size * m->tp; /* the same (dp, TP) place of the next stage */
 	for (int n = 0; n < N; n++) {
 		if (!(role[n] & 1))
 			continue;
@@ -441,7 +446,7 @@ static int find_bound(struct sf_model *m, struct _sf_pipeline *pp)
 			e->args = (struct _sf_p2p_args){.comm = {.comm = m->comm,
 			                                         .unit = m->gnodes[n].name,
 			                                         .acct = &m->comm_acct},
-			                                .peer = m->rank + (dir ? dp : -dp)};
+			                                .peer = m->rank + (dir ? stage : -stage)};
 			/* dir 0: the activation comes in, its gradient goes back; dir 1: out, back
 			 * in */
 			snprintf(e->act_name, sizeof e->act_name, "pp %s %s", dir ? "send" : "recv",
@@ -740,8 +745,11 @@ int _sf_pipeline_forward(struct sf_model *m)
 int _sf_pipeline_predict(struct sf_model *m, const struct sf_batch *b, float *logits)
 {
 	struct _sf_pipeline *pp = m->pp;
-	int rc = SF_OK, S = m->pp_size, dp = m->dp_size;
-	size_t C = (size_t)m->loss_args.classes, n = m->rows_local * C;
+	int rc = SF_OK, S = m->pp_size, dp = m->dp_size, K = m->tp;
+	size_t C = (size_t)m->loss_args.classes, rows = m->rows_local;
+	/* a vocabulary-parallel head's logits: this TP rank's ceil(V / K) columns */
+	size_t V = m->vp ? (size_t)m->nodes[m->gnodes[m->loss_node].in[0]].whole_dim : C;
+	size_t Cl = m->vp ? (size_t)m->vp_args.classes : C, n = rows * Cl;
 	const struct _sf_node_state *z = &m->nodes[m->gnodes[m->loss_node].in[0]];
 	float *piece = NULL, *all = NULL;
 	if (!b || b->ninputs != m->ninputs || b->nint_inputs != m->nint_inputs ||
@@ -750,7 +758,7 @@ int _sf_pipeline_predict(struct sf_model *m, const struct sf_batch *b, float *lo
 	SF_CHECK_GOTO(_sf_alloc_floats(&piece, n, "sf_model_predict"), out);
 	SF_CHECK_GOTO(_sf_alloc_floats(&all, n * (size_t)m->nranks, "sf_model_predict"), out);
 	for (int k = 0; k < pp->M; k++) { /* micro-batch k's rows of the rank's batch */
-		size_t off = (size_t)k * m->rows_local;
+		size_t off = (size_t)k * rows;
 		for (int i = 0; i < m->ninputs; i++)
 			pp->xs[i] =
 			    b->inputs[i]
@@ -774,11 +782,20 @@ int _sf_pipeline_predict(struct sf_model *m, const struct sf_batch *b, float *lo
 			starpu_data_release(z->h_act);
 		}
 		SF_CHECK_GOTO(sf_model_sync(m), out); /* the transfers, then the host's gather */
-		/* every rank: its dp place's rows from the last stage's rank of that place */
+		/* every rank: its dp place's rows from the last stage's ranks of that place,
+		 * world rank ((S - 1) dp + d) K + t; a vocabulary-parallel head's columns from
+		 * each TP place t, the others' logits whole at t = 0 */
+		size_t first = ((size_t)(S - 1) * (size_t)dp + (size_t)m->dp_rank) * (size_t)K;
 		SF_CHECK_GOTO(m->comm->ops->allgather_bytes(m->comm, piece, n * sizeof(float), all),
 		              out);
-		memcpy(logits + off * C, all + ((size_t)(S - 1) * dp + (size_t)m->dp_rank) * n,
-		       n * sizeof(float));
+		for (int t = 0; t < (m->vp ? K : 1); t++) {
+			const float *src = all + (first + (size_t)t) * n;
+			struct _sf_vocab_slice v = m->vp ? _sf_tp_vocab_slice((int)V, K, t)
+			                                 : (struct _sf_vocab_slice){(int)C, 0, (int)C};
+			for (size_t r = 0; r < rows; r++)
+				memcpy(logits + (off + r) * V + (size_t)v.first, src + r * Cl,
+				       (size_t)v.valid * sizeof(float));
+		}
 	}
 out:
 	_sf_free_floats(piece);

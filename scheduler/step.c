@@ -485,8 +485,10 @@ static int submit_loss_vp(struct sf_model *m, int x)
 	SF_CHECK(_sf_submit_tp_gather(&m->vp_comm, m->h_order, m->h_vp_stats, m->h_vp_all,
 	                              m->ctx->comm_worker, m->vp_ag_name,
 	                              traced(m, m->vp_ag_name, SF_EV_TP_AR, m->loss_node)));
+	/* a pipeline's micro-batch: its own loss (pp_loss), averaged at the step's end */
+	starpu_data_handle_t out = m->pp_loss ? m->pp_loss : m->h_loss[m->nsteps % SF_LOSS_SLOTS];
 	return _sf_submit_xent_vp_finish(&m->vp_args, z->h_act, m->h_labels, m->h_vp_all,
-	                                 z->h_dact, m->h_loss[m->nsteps % SF_LOSS_SLOTS], "loss",
+	                                 z->h_dact, out, "loss",
 	                                 traced(m, "loss", SF_EV_LOSS, -1));
 }
 
