@@ -145,18 +145,21 @@ out:
 	return rc;
 }
 
-/* SHARDFLOW_CP=K (after the TP groups, if any): the K ranks of one dp index and TP
- * place, rank = (d K + k) tp + t, form a CP group; the shard group (every rank of the
+/* SHARDFLOW_CP=K (after the TP groups and a pipeline's stages, if any): the K ranks of
+ * one stage, dp index and TP place, rank = ((s dp + d) K + k) tp + t, form a CP group; the shard group (every rank of the
  * TP place, the world, or with hybrid sharding a node) is left as it is: CP ranks shard
  * the units as dp ranks do. */
 static int make_cp_groups(struct _sf_comm *c, struct mpi_impl *st)
 {
-	int rc = SF_OK, K = c->cp_req, tp = c->tp_size;
-	if ((c->size / tp) % K != 0)
+	int rc = SF_OK, K = c->cp_req, tp = c->tp_size, places = c->size / c->pp_size / tp;
+	if (places % K != 0)
 		return SF_ERR(SF_ERR_CONFIG,
 		              "SHARDFLOW_CP=%d does not divide the %d ranks%s: accepted values "
-		              "are divisors of world / tp (world = dp x cp x tp)",
-		              K, c->size / tp, tp > 1 ? " of a TP place" : "");
+		              "are divisors of world / (pp tp) (world = pp x dp x cp x tp)",
+		              K, places,
+		              c->pp_size > 1 ? " of a pipeline stage's TP place"
+		              : tp > 1       ? " of a TP place"
+		                             : "");
 	int q = c->rank / tp; /* this rank's place among the TP places: d K + k */
 	SF_CHECK_GOTO(host_barrier_on(c, st->ctl, "sf_init's barrier before the CP split"), out);
 	MPI_CHECK_GOTO(MPI_Comm_split(st->step, (q / K) * tp + c->rank % tp, c->rank, &st->cp), out);
@@ -186,11 +189,11 @@ static int make_pp_groups(struct _sf_comm *c, struct mpi_impl *st)
 		              "(SHARDFLOW_PP=%d on %d ranks): accepted values are divisors of "
 		              "world / pp (world = pp x dp x tp, TP groups of consecutive ranks)",
 		              K, c->size / S, S, c->size);
-	if (c->hybrid || c->cp_req > 1)
+	if (c->hybrid)
 		return SF_ERR(SF_ERR_CONFIG,
-		              "SHARDFLOW_PP=%d with %s: not supported yet; accepted with a "
-		              "pipeline: SHARDFLOW_CP=1 and sharding full",
-		              S, c->hybrid ? "SHARDFLOW_SHARDING=hybrid" : "SHARDFLOW_CP > 1");
+		              "SHARDFLOW_PP=%d with SHARDFLOW_SHARDING=hybrid: not supported yet; "
+		              "accepted with a pipeline: sharding full",
+		              S);
 	int dp = c->size / S / K, stage = dp * K;
 	if (K > 1 && c->node_k % K != 0 && c->rank == 0)
 		_sf_log(SF_LOG_WARN,
@@ -243,8 +246,10 @@ static int make_groups(struct _sf_comm *c, struct mpi_impl *st)
 				    c->node_size, c->rank, c->node_rank);
 		}
 	}
-	if (c->pp_req > 1)
-		return make_pp_groups(c, st);
+	if (c->pp_req > 1) { /* a stage's CP groups inside it, if asked */
+		SF_CHECK(make_pp_groups(c, st));
+		return c->cp_req > 1 ? make_cp_groups(c, st) : SF_OK;
+	}
 	if (c->tp_req > 1)
 		SF_CHECK(make_tp_groups(c, st));
 	if (c->cp_req > 1) /* hybrid sharding's groups below, if asked: CP ranks are dp ranks */

@@ -25,7 +25,7 @@ void _sf_cp_release(struct sf_model *m);
 int _sf_cp_slice(struct sf_model *m, const struct sf_batch *b, struct sf_batch *out);
 
 /* dp rank r's first `real` samples (T_ctx rows of dim floats each, into out) from its
- * CP group's pieces in all, every world rank's `per` floats side by side (world rank
+ * CP group's pieces in all, a stage's ranks' `per` floats side by side (its rank
  * (r K + k) tp holds CP rank k's rows: 2c a sample, chunk k then chunk 2K - 1 - k):
  * sf_model_forward's and sf_model_predict's rows put back in their places */
 void _sf_cp_unslice(const struct sf_model *m, const float *all, size_t per, size_t r, int real,

@@ -288,7 +288,8 @@ SF_API int sf_model_forward(sf_model *m, const char *node, const struct sf_batch
 			int real = samples - s0 < 0 ? 0 : samples - s0 < count ? samples - s0 : count;
 			size_t src = ((size_t)from * (size_t)N + (size_t)r) * (size_t)m->tp;
 			if (m->cp > 1) { /* the CP group's chunks, each rank's two, into place */
-				_sf_cp_unslice(m, all, per, (size_t)r, real, dim, out + (size_t)s0 * Tw * dim);
+				_sf_cp_unslice(m, all + (size_t)from * (size_t)(m->nranks / m->pp_size) * per,
+				               per, (size_t)r, real, dim, out + (size_t)s0 * Tw * dim);
 				continue;
 			}
 			memcpy(out + (size_t)s0 * T * dim, all + src * per,

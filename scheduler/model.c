@@ -161,7 +161,7 @@ static void model_fields(struct sf_model *m, sf_context *ctx, const sf_graph *g,
 	m->act_sets = 1;
 	/* the batch's split: over dp = world / (tp pp cp); a CP group shares its samples */
 	m->dp_size = m->nranks / m->tp / m->pp_size / c->cp_size;
-	m->dp_rank = m->pp_size > 1 ? c->shard_rank : m->rank / m->tp / c->cp_size;
+	m->dp_rank = (m->pp_size > 1 ? c->shard_rank : m->rank / m->tp) / c->cp_size;
 	m->shard_size = c->shard_size;
 	m->shard_rank = c->shard_rank;
 	m->nrep = c->rep_size;

@@ -432,7 +432,8 @@ static int find_bound(struct sf_model *m, struct _sf_pipeline *pp)
 		}
 	}
 	pp->nbound = pp->nin = pp->nout = 0;
-	int stage = m->dp_size * m->tp; /* the same (dp, TP) place of the next stage */
+	/* the same (dp, CP, TP) place of the next stage: a stage's ranks on */
+	int stage = m->nranks / m->pp_size;
 	for (int n = 0; n < N; n++) {
 		if (!(role[n] & 1))
 			continue;
@@ -612,7 +613,9 @@ static int stage_micro(struct sf_model *m, const struct sf_batch *b, int k)
 		int rc = _sf_stage_batch(m, b, true, "sf_model_step");
 		return rc < 0 ? rc : SF_ERR(SF_ERR_INVALID, "sf_model_step: a malformed batch");
 	}
-	size_t rows = m->rows_local, off = (size_t)k * rows;
+	/* micro-batch k's whole samples in the caller's batch (with SHARDFLOW_CP the staging
+	 * takes this rank's chunks of them) */
+	size_t off = (size_t)k * (size_t)m->B_local * (size_t)m->T_ctx;
 	for (int i = 0; i < m->ninputs; i++)
 		pp->xs[i] = b->inputs[i] + off * (size_t)m->gnodes[m->input_nodes[i]].dim;
 	for (int i = 0; i < m->nint_inputs; i++)
@@ -755,6 +758,12 @@ int _sf_pipeline_predict(struct sf_model *m, const struct sf_batch *b, float *lo
 	if (!b || b->ninputs != m->ninputs || b->nint_inputs != m->nint_inputs ||
 	    (m->ninputs && !b->inputs) || (m->nint_inputs && !b->int_inputs))
 		return _sf_stage_batch(m, b, false, "sf_model_predict"); /* its message */
+	if (m->cp > 1)
+		return SF_ERR(SF_ERR_INVALID,
+		              "sf_model_predict with SHARDFLOW_PP=%d and SHARDFLOW_CP=%d: not "
+		              "supported yet; accepted: sf_model_forward of the head's node, which "
+		              "returns whole samples, or one of the two",
+		              m->pp_size, m->cp);
 	SF_CHECK_GOTO(_sf_alloc_floats(&piece, n, "sf_model_predict"), out);
 	SF_CHECK_GOTO(_sf_alloc_floats(&all, n * (size_t)m->nranks, "sf_model_predict"), out);
 	for (int k = 0; k < pp->M; k++) { /* micro-batch k's rows of the rank's batch */
