@@ -184,11 +184,14 @@ enum sf_vocab_parallel {
 
 /** A pipeline schedule (SHARDFLOW_PP_SCHEDULE): the order in which a stage runs its
  *  micro-batches' forwards and backwards (docs/training.md, "Pipeline parallelism").
- *  Both sum the micro-batches' gradients in the same order: bitwise the same step. */
+ *  All sum the micro-batches' gradients in the same order: bitwise the same step. */
 enum sf_pp_schedule {
 	SF_PP_GPIPE = 0, /**< every forward, then every backward (micro-batch order) */
 	SF_PP_1F1B,      /**< S - 1 - stage forwards, then one backward after each forward:
 	                      a stage holds at most S micro-batches' activations */
+	SF_PP_ZERO_BUBBLE, /**< 1f1b's order, each backward as input-gradient tasks (sent
+	                        back at once) and weight-gradient tasks at the lowest
+	                        priority (ZB-H1); bitwise 1f1b's step */
 	SF_PP_SCHEDULE_COUNT, /**< the number of values above; not a value */
 };
 

@@ -45,6 +45,17 @@
  * is ready while the one before still runs its next node), and the scheduler (lws)
  * runs the ready task of the highest priority first, so a stage's compute worker
  * follows the schedule. Data decide every sum's order: the bits stay the same.
+ *
+ * Zero-bubble (ZB-H1, Qi et al. 2023). 1f1b's order and priorities, each backward
+ * split: the pass submits the input gradients (every linear layer's as its own task,
+ * plan.c's SF_DW_DEFER; the other nodes whole) and keeps every unit's gradient slot,
+ * the gradient goes to the stage before, then the pass's weight-gradient tasks and
+ * the units' reductions follow at the default priority 0, below every pass: they run
+ * when no input gradient or forward is ready, in the wait for the next micro-batch's
+ * activation or gradient (the cooldown's bubble at the end). They run before the
+ * stage's next pass: its gathers follow their reductions in the comm order, and its
+ * activation set's reuse follows their reads. Each weight-gradient task writes the
+ * part of the slot the whole backward would, once: 1f1b's bits.
  */
 #include "scheduler/pipeline.h"
 #include "scheduler/model_storage.h"
@@ -308,6 +319,19 @@ int _sf_pipeline_plan(struct sf_model *m, const char *name)
 	}
 	mark_held(m);
 	SF_CHECK_GOTO(count_sets(m), out);
+	if (m->dw_defer) { /* every unit's gradient slot stays until the weight gradients */
+		int need = m->unit_hi - m->unit_lo;
+		if (need > SF_MAX_DEPTH + SF_MAX_WIDTH) {
+			rc = SF_ERR(SF_ERR_INVALID,
+			            "sf_model_create: SHARDFLOW_PP_SCHEDULE=zero-bubble keeps a "
+			            "gradient slot for each of stage %d's %d units, more than the "
+			            "%d a model has; accepted: more stages (SHARDFLOW_PP), or "
+			            "SHARDFLOW_PP_SCHEDULE=1f1b",
+			            s, need, SF_MAX_DEPTH + SF_MAX_WIDTH);
+			goto out;
+		}
+		m->G = m->G > need ? m->G : need;
+	}
 	for (int k = m->bwd_lo; k < m->bwd_hi; k++)
 		if (m->units[m->bwd_order[k]].stage != s) { /* the orders disagree: a bug */
 			rc = SF_ERR(SF_ERR_STATE,
@@ -555,8 +579,9 @@ void _sf_pipeline_release(struct sf_model *m)
 /* ---- a step ------------------------------------------------------------------------- */
 
 /* Stage s's passes in schedule order (2 M of them). gpipe: every forward, then every
- * backward. 1f1b: S - 1 - s forwards, then a forward and a backward in turn, then the
- * backwards left: stage s holds at most S - s micro-batches' activations at once.
+ * backward. 1f1b (and zero-bubble): S - 1 - s forwards, then a forward and a backward
+ * in turn, then the backwards left: stage s holds at most S - s micro-batches'
+ * activations at once.
  * Backwards in micro-batch order in both: the gradient sums are the same. */
 static int schedule(enum sf_pp_schedule sched, int S, int s, int M, struct pp_op *ops)
 {
@@ -694,6 +719,10 @@ static int pipeline_step(struct sf_model *m, const struct sf_batch *b, int64_t *
 		nbwd++;
 		if (s > 0)
 			SF_CHECK_GOTO(transfer(m, k, false, true, true), out);
+		if (m->dw_defer) { /* zero-bubble: W after the gradient is on its way */
+			_sf_task_priority_set(STARPU_DEFAULT_PRIO); /* below every pass */
+			SF_CHECK_GOTO(_sf_backward_dw_submit(m), out);
+		}
 	}
 	if (p != nd) {
 		rc = SF_ERR(SF_ERR_STATE,
