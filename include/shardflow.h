@@ -1263,7 +1263,13 @@ SF_API int sf_model_step(sf_model *m, const struct sf_batch *batch, int64_t *tic
  * "sharded" reduce-scatters every micro-batch and adds into the gradient shard,
  * "local" adds into a full gradient per unit (allocated at the first call) and
  * reduces once at the step. *ticket (may be NULL) names the micro-batch for
- * sf_model_loss(), whose loss is that micro-batch's mean. Collective like a step.
+ * sf_model_loss(), whose loss is that micro-batch's mean. With cross-entropy's ignore
+ * index each micro-batch's loss and gradient are the mean over its own counted rows
+ * (a micro-batch is submitted before the next one is known), so the update is the
+ * mean of the micro-batches' means: the mean over every counted row only when each
+ * micro-batch counts as many rows. A pipeline step (SHARDFLOW_PP), which stages all
+ * its micro-batches first, takes the mean over the step's counted rows. Collective
+ * like a step.
  */
 SF_API int sf_model_accumulate(sf_model *m, const struct sf_batch *batch, int64_t *ticket);
 

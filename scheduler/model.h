@@ -308,6 +308,7 @@ struct sf_model {
 	starpu_data_handle_t h_labels;
 	int loss_kind;                         /* enum sf_loss_kind of the graph's loss */
 	struct _sf_loss_args loss_args;        /* cross-entropy's */
+	int64_t counted; /* the last staged batch's rows that count, over the ranks */
 	struct _sf_reg_loss_args reg_loss_args; /* MSE, L1, Huber's */
 	struct _sf_comm_args loss_comm;
 	/* the vocabulary-parallel cross-entropy (SHARDFLOW_TP, the logits split over the TP

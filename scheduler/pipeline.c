@@ -25,7 +25,10 @@
  * own inputs, labels and loss, and the activations, gradients and saved buffers of
  * one of the act_sets sets its schedule holds at once (count_sets; micro-batch k's
  * are set k mod act_sets's, set 0 the nodes' own: model_storage.c's), which bind()
- * puts into the nodes before a pass is submitted. The backwards sum the gradients as
+ * puts into the nodes before a pass is submitted. A micro-batch's loss is scaled by
+ * M / the step's counted rows (every micro-batch is staged, and its count agreed,
+ * before the first pass): the step's loss and gradient are the mean over the step's
+ * counted rows, as torchtitan's and Megatron's. The backwards sum the gradients as
  * sf_model_accumulate's micro-batches do (m->accum_k, m->update), in micro-batch
  * order under every schedule: gpipe and 1f1b give the same bits.
  *
@@ -617,7 +620,7 @@ static int transfer(struct sf_model *m, int k, bool next, bool grad, bool send)
 }
 
 /* Micro-batch k of the batch into its buffers (checked and agreed on by every rank,
- * the loss scale counted by the last stage), through _sf_stage_batch */
+ * its counted rows, m->counted, by the last stage), through _sf_stage_batch */
 static int stage_micro(struct sf_model *m, const struct sf_batch *b, int k)
 {
 	struct _sf_pipeline *pp = m->pp;
@@ -646,7 +649,6 @@ static int stage_micro(struct sf_model *m, const struct sf_batch *b, int k)
 	m->sample_base = k * m->B_local; /* a refusal names the rank's sample */
 	int rc = _sf_stage_batch(m, &mb, true, "sf_model_step");
 	m->sample_base = 0;
-	pp->scale[k] = m->loss_args.scale;
 	return rc;
 }
 
@@ -689,8 +691,17 @@ static int pipeline_step(struct sf_model *m, const struct sf_batch *b, int64_t *
 {
 	struct _sf_pipeline *pp = m->pp;
 	int rc = SF_OK, M = pp->M, S = m->pp_size, s = m->pp_stage;
-	for (int k = 0; k < M; k++)
+	int64_t counted = 0;
+	for (int k = 0; k < M; k++) {
 		SF_CHECK_GOTO(stage_micro(m, b, k), out);
+		counted += m->counted;
+	}
+	/* every micro-batch's loss over the step's counted rows (torchtitan's and
+	 * Megatron's): M / them, since the step's sum is scaled by 1 / M; without ignored
+	 * labels M / (M c) = 1 / c exactly (both roundings of one real), a micro-batch's
+	 * own scale */
+	for (int k = 0; k < M; k++)
+		pp->scale[k] = counted > 0 ? (float)M / (float)counted : 0.0f;
 	if (M > 1)
 		SF_CHECK_GOTO(_sf_model_accum_buffers(m), out);
 	struct pp_op *mine = pp->ops, *down = pp->ops + 2 * M;

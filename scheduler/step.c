@@ -858,6 +858,7 @@ int _sf_stage_batch(struct sf_model *m, const struct sf_batch *b, bool labels, c
 	if (labels) {
 		SF_CHECK(stage(m->h_labels, m->labels, b->labels, m->rows_local * sizeof(int32_t)));
 		m->loss_args.scale = counted > 0 ? 1.0f / (float)(double)counted : 0.0f;
+		m->counted = counted;
 	}
 	return SF_OK;
 }

@@ -22,6 +22,8 @@
 #    unit's gradient slot as the whole backward, each part once), pp 2 and pp 4, deep
 #    and llama (pp 2 x dp 2); llama pp 4 under zero-bubble = 1 rank (the gpt test
 #    models hold a tied head or share a unit across the graph: a pipeline refuses them);
+#  - ignored labels (--ignore-every 3): pp 2's step = 1 rank's batch without
+#    micro-batches, its loss and gradient the mean over the step's counted rows;
 #  - the safetensors export of pp 2 (each unit from its stage's ranks) = 1 rank's,
 #    byte for byte (dp 1: the same sums in the same order);
 #  - the transfers' bytes, exactly: pp 2 on 2 ranks (dp 1: no ring sends anything),
@@ -46,7 +48,7 @@
 . "$(dirname "$0")/lib.sh"
 require_progs "$TRAIN_DUMP" "$DUMP_COMPARE"
 
-plan 31
+plan 32
 
 # name: the norms of a run's steps (clipping), one per line
 norms() {
@@ -137,6 +139,15 @@ train 4 llama-p4z-adamw SHARDFLOW_PP=4 SHARDFLOW_PP_MICROBATCHES=4 SHARDFLOW_PP_
 compare_within "llama, adamw, clip: pp 4 on 4 ranks, zero-bubble = 1 rank" llama-p4z-adamw \
 	llama-r-adamw
 
+# ignored labels (every third row): the step's loss and gradient are the mean over
+# the step's counted rows (each micro-batch scaled by M / their count), as 1 rank's
+# batch of 8 without micro-batches; a mean of the micro-batches' means is not
+train_interval 1 llama-ig-r --model llama --optimizer sgd --steps 3 --batch 8 --ignore-every 3 ||
+	bail_out "the reference run failed"
+train 2 llama-ig-p2 SHARDFLOW_PP=2 --model llama --optimizer sgd --steps 3 --batch 8 \
+	--ignore-every 3
+compare_within "llama, sgd, every third label ignored: pp 2 (4 micro-batches) = 1 rank's batch" \
+	llama-ig-p2 llama-ig-r
 train 4 llama-pl-sgd SHARDFLOW_PP=2 SHARDFLOW_ACCUM_MODE=local --model llama --optimizer sgd \
 	--steps 4 --batch 8 --clip 0.5
 compare_within "llama, sgd: pp 2 x dp 2 with SHARDFLOW_ACCUM_MODE=local = 1 rank" \
