@@ -184,11 +184,14 @@ enum sf_vocab_parallel {
 
 /** A pipeline schedule (SHARDFLOW_PP_SCHEDULE): the order in which a stage runs its
  *  micro-batches' forwards and backwards (docs/training.md, "Pipeline parallelism").
- *  Both sum the micro-batches' gradients in the same order: bitwise the same step. */
+ *  All sum the micro-batches' gradients in the same order: bitwise the same step. */
 enum sf_pp_schedule {
 	SF_PP_GPIPE = 0, /**< every forward, then every backward (micro-batch order) */
 	SF_PP_1F1B,      /**< S - 1 - stage forwards, then one backward after each forward:
 	                      a stage holds at most S micro-batches' activations */
+	SF_PP_ZERO_BUBBLE, /**< 1f1b's order, each backward as input-gradient tasks (sent
+	                        back at once) and weight-gradient tasks at the lowest
+	                        priority (ZB-H1); bitwise 1f1b's step */
 	SF_PP_SCHEDULE_COUNT, /**< the number of values above; not a value */
 };
 
@@ -1259,7 +1262,13 @@ SF_API int sf_model_step(sf_model *m, const struct sf_batch *batch, int64_t *tic
  * "sharded" reduce-scatters every micro-batch and adds into the gradient shard,
  * "local" adds into a full gradient per unit (allocated at the first call) and
  * reduces once at the step. *ticket (may be NULL) names the micro-batch for
- * sf_model_loss(), whose loss is that micro-batch's mean. Collective like a step.
+ * sf_model_loss(), whose loss is that micro-batch's mean. With cross-entropy's ignore
+ * index each micro-batch's loss and gradient are the mean over its own counted rows
+ * (a micro-batch is submitted before the next one is known), so the update is the
+ * mean of the micro-batches' means: the mean over every counted row only when each
+ * micro-batch counts as many rows. A pipeline step (SHARDFLOW_PP), which stages all
+ * its micro-batches first, takes the mean over the step's counted rows. Collective
+ * like a step.
  */
 SF_API int sf_model_accumulate(sf_model *m, const struct sf_batch *batch, int64_t *ticket);
 

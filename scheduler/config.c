@@ -53,7 +53,7 @@ static const char *const vocab_parallel_names[] = {"auto", "on", "off"};
 _Static_assert(sizeof vocab_parallel_names / sizeof vocab_parallel_names[0] ==
                    SF_VOCAB_PARALLEL_COUNT,
                "a name for each enum sf_vocab_parallel");
-static const char *const pp_schedule_names[] = {"gpipe", "1f1b"};
+static const char *const pp_schedule_names[] = {"gpipe", "1f1b", "zero-bubble"};
 static const char *const rounding_names[] = {"nearest", "upward", "downward"};
 
 /* ---- the enums' names, public: sf_optimizer_from_name and the like ------------------- */

@@ -29,6 +29,7 @@
 
 #define SF_LOSS_SLOTS 16
 #define SF_GRAD_SLOTS 2 /* gradient slots of a chain of units, used in turn */
+#define SF_DW_DEFER (-2) /* dw_before: a weight gradient of the pass's deferred tasks */
 /* The most units in use at once (sf_model::width) that a model may have: it bounds the
  * ring (depth + width slots) and the gradient slots (SF_GRAD_SLOTS + width - 1), whose
  * handle arrays below are sized for it; sf_model_create refuses a wider graph. */
@@ -114,8 +115,10 @@ struct _sf_node_state {
 	char fwd_name[2 * SF_NAME_MAX + 32], bwd_name[2 * SF_NAME_MAX + 32];
 	char rc_name[2 * SF_NAME_MAX + 32];
 	/* SHARDFLOW_SPLIT_BACKWARD (scheduler/plan.c): the node before whose backward this
-	 * node's weight-gradient half runs, or -1 when its backward is one task; then
-	 * bwd_info is the input-gradient half (dparams_absent) and dw_info the other */
+	 * node's weight-gradient half runs, SF_DW_DEFER (the zero-bubble schedule) when it
+	 * runs in the pass's weight-gradient tasks after the input gradients, or -1 when
+	 * its backward is one task; when split, bwd_info is the input-gradient half
+	 * (dparams_absent) and dw_info the other */
 	int dw_before;
 	struct sf_layer_info dw_info;
 	char dw_name[2 * SF_NAME_MAX + 40];
@@ -239,6 +242,10 @@ struct sf_model {
 	/* the sets of the layers' activations, gradients and saved buffers this rank
 	 * keeps (1 without a pipeline; the inputs have pp_micro): the memory plan's */
 	int act_sets;
+	/* the zero-bubble schedule: a backward pass submits its input gradients only
+	 * (_sf_backward_submit, every unit's gradient slot kept) and the pipeline its
+	 * weight gradients and reductions after (_sf_backward_dw_submit) */
+	bool dw_defer;
 	int node_lo, node_hi, unit_lo, unit_hi, bwd_lo, bwd_hi;
 	struct _sf_pipeline *pp;
 	int (*pp_step)(struct sf_model *m, const struct sf_batch *b, int64_t *ticket);
@@ -301,6 +308,7 @@ struct sf_model {
 	starpu_data_handle_t h_labels;
 	int loss_kind;                         /* enum sf_loss_kind of the graph's loss */
 	struct _sf_loss_args loss_args;        /* cross-entropy's */
+	int64_t counted; /* the last staged batch's rows that count, over the ranks */
 	struct _sf_reg_loss_args reg_loss_args; /* MSE, L1, Huber's */
 	struct _sf_comm_args loss_comm;
 	/* the vocabulary-parallel cross-entropy (SHARDFLOW_TP, the logits split over the TP
@@ -363,7 +371,8 @@ int _sf_plan_gradients(struct sf_model *m);
 /* SHARDFLOW_RECOMPUTE=units: the segments, the nodes whose activations are dropped
  * and the shared buffers they use (sizes only: model_storage.c allocates). */
 int _sf_plan_recompute(struct sf_model *m);
-/* SHARDFLOW_SPLIT_BACKWARD: which nodes' backward runs as two tasks (dw_before). */
+/* SHARDFLOW_SPLIT_BACKWARD and the zero-bubble schedule: which nodes' backward runs as
+ * two tasks (dw_before), and m->dw_defer. */
 void _sf_plan_split_backward(struct sf_model *m);
 /* Each ring slot's and gradient slot's length (ring_len, grad_len): the passes' slot
  * bookkeeping replayed, each slot sized by the largest unit it ever holds. After the
@@ -387,6 +396,9 @@ int _sf_forward_submit(struct sf_model *m, bool train);
  * every update, with grad_op the updated shards' gathers (when m->update). The
  * pipeline (scheduler/pipeline.c) runs them apart: its stages' transfers go between. */
 int _sf_backward_submit(struct sf_model *m);
+/* With m->dw_defer, after _sf_backward_submit: the pass's deferred weight-gradient
+ * tasks, then each unit's reduction (and update) and its gradient slot's release. */
+int _sf_backward_dw_submit(struct sf_model *m);
 int _sf_update_submit(struct sf_model *m);
 /* The step's loss summed over the ranks (into its slot, m->nsteps) */
 int _sf_loss_sum_submit(struct sf_model *m);

@@ -30,7 +30,10 @@
  * own inputs, labels and loss, and the activations, gradients and saved buffers of
  * one of the act_sets sets its schedule holds at once (count_sets; micro-batch k's
  * are set k mod act_sets's, set 0 the nodes' own: model_storage.c's), which bind()
- * puts into the nodes before a pass is submitted. The backwards sum the gradients as
+ * puts into the nodes before a pass is submitted. A micro-batch's loss is scaled by
+ * M / the step's counted rows (every micro-batch is staged, and its count agreed,
+ * before the first pass): the step's loss and gradient are the mean over the step's
+ * counted rows, as torchtitan's and Megatron's. The backwards sum the gradients as
  * sf_model_accumulate's micro-batches do (m->accum_k, m->update), in micro-batch
  * order under every schedule: gpipe and 1f1b give the same bits.
  *
@@ -50,6 +53,17 @@
  * is ready while the one before still runs its next node), and the scheduler (lws)
  * runs the ready task of the highest priority first, so a stage's compute worker
  * follows the schedule. Data decide every sum's order: the bits stay the same.
+ *
+ * Zero-bubble (ZB-H1, Qi et al. 2023). 1f1b's order and priorities, each backward
+ * split: the pass submits the input gradients (every linear layer's as its own task,
+ * plan.c's SF_DW_DEFER; the other nodes whole) and keeps every unit's gradient slot,
+ * the gradient goes to the stage before, then the pass's weight-gradient tasks and
+ * the units' reductions follow at the default priority 0, below every pass: they run
+ * when no input gradient or forward is ready, in the wait for the next micro-batch's
+ * activation or gradient (the cooldown's bubble at the end). They run before the
+ * stage's next pass: its gathers follow their reductions in the comm order, and its
+ * activation set's reuse follows their reads. Each weight-gradient task writes the
+ * part of the slot the whole backward would, once: 1f1b's bits.
  */
 #include "scheduler/pipeline.h"
 #include "scheduler/model_storage.h"
@@ -313,6 +327,19 @@ int _sf_pipeline_plan(struct sf_model *m, const char *name)
 	}
 	mark_held(m);
 	SF_CHECK_GOTO(count_sets(m), out);
+	if (m->dw_defer) { /* every unit's gradient slot stays until the weight gradients */
+		int need = m->unit_hi - m->unit_lo;
+		if (need > SF_MAX_DEPTH + SF_MAX_WIDTH) {
+			rc = SF_ERR(SF_ERR_INVALID,
+			            "sf_model_create: SHARDFLOW_PP_SCHEDULE=zero-bubble keeps a "
+			            "gradient slot for each of stage %d's %d units, more than the "
+			            "%d a model has; accepted: more stages (SHARDFLOW_PP), or "
+			            "SHARDFLOW_PP_SCHEDULE=1f1b",
+			            s, need, SF_MAX_DEPTH + SF_MAX_WIDTH);
+			goto out;
+		}
+		m->G = m->G > need ? m->G : need;
+	}
 	for (int k = m->bwd_lo; k < m->bwd_hi; k++)
 		if (m->units[m->bwd_order[k]].stage != s) { /* the orders disagree: a bug */
 			rc = SF_ERR(SF_ERR_STATE,
@@ -561,8 +588,9 @@ void _sf_pipeline_release(struct sf_model *m)
 /* ---- a step ------------------------------------------------------------------------- */
 
 /* Stage s's passes in schedule order (2 M of them). gpipe: every forward, then every
- * backward. 1f1b: S - 1 - s forwards, then a forward and a backward in turn, then the
- * backwards left: stage s holds at most S - s micro-batches' activations at once.
+ * backward. 1f1b (and zero-bubble): S - 1 - s forwards, then a forward and a backward
+ * in turn, then the backwards left: stage s holds at most S - s micro-batches'
+ * activations at once.
  * Backwards in micro-batch order in both: the gradient sums are the same. */
 static int schedule(enum sf_pp_schedule sched, int S, int s, int M, struct pp_op *ops)
 {
@@ -598,7 +626,7 @@ static int transfer(struct sf_model *m, int k, bool next, bool grad, bool send)
 }
 
 /* Micro-batch k of the batch into its buffers (checked and agreed on by every rank,
- * the loss scale counted by the last stage), through _sf_stage_batch */
+ * its counted rows, m->counted, by the last stage), through _sf_stage_batch */
 static int stage_micro(struct sf_model *m, const struct sf_batch *b, int k)
 {
 	struct _sf_pipeline *pp = m->pp;
@@ -629,7 +657,6 @@ static int stage_micro(struct sf_model *m, const struct sf_batch *b, int k)
 	m->sample_base = k * m->B_local; /* a refusal names the rank's sample */
 	int rc = _sf_stage_batch(m, &mb, true, "sf_model_step");
 	m->sample_base = 0;
-	pp->scale[k] = m->loss_args.scale;
 	return rc;
 }
 
@@ -672,8 +699,17 @@ static int pipeline_step(struct sf_model *m, const struct sf_batch *b, int64_t *
 {
 	struct _sf_pipeline *pp = m->pp;
 	int rc = SF_OK, M = pp->M, S = m->pp_size, s = m->pp_stage;
-	for (int k = 0; k < M; k++)
+	int64_t counted = 0;
+	for (int k = 0; k < M; k++) {
 		SF_CHECK_GOTO(stage_micro(m, b, k), out);
+		counted += m->counted;
+	}
+	/* every micro-batch's loss over the step's counted rows (torchtitan's and
+	 * Megatron's): M / them, since the step's sum is scaled by 1 / M; without ignored
+	 * labels M / (M c) = 1 / c exactly (both roundings of one real), a micro-batch's
+	 * own scale */
+	for (int k = 0; k < M; k++)
+		pp->scale[k] = counted > 0 ? (float)M / (float)counted : 0.0f;
 	if (M > 1)
 		SF_CHECK_GOTO(_sf_model_accum_buffers(m), out);
 	struct pp_op *mine = pp->ops, *down = pp->ops + 2 * M;
@@ -702,6 +738,10 @@ static int pipeline_step(struct sf_model *m, const struct sf_batch *b, int64_t *
 		nbwd++;
 		if (s > 0)
 			SF_CHECK_GOTO(transfer(m, k, false, true, true), out);
+		if (m->dw_defer) { /* zero-bubble: W after the gradient is on its way */
+			_sf_task_priority_set(STARPU_DEFAULT_PRIO); /* below every pass */
+			SF_CHECK_GOTO(_sf_backward_dw_submit(m), out);
+		}
 	}
 	if (p != nd) {
 		rc = SF_ERR(SF_ERR_STATE,

@@ -457,12 +457,41 @@ static int split_point(const struct sf_model *m, int n)
 	return -1;
 }
 
+/* The zero-bubble schedule (scheduler/pipeline.c) splits every node that can split,
+ * tied head or not: its input gradient in the backward pass, its weight gradient in
+ * the pass's weight-gradient tasks after it (SF_DW_DEFER). A node's parameters whose
+ * gradient another node adds to stay one task: the sum's order would change. */
+static int defer_point(const struct sf_model *m, int n)
+{
+	const struct _sf_node *nd = &m->gnodes[n];
+	const struct _sf_node_state *s = &m->nodes[n];
+	int u = s->unit;
+	if (nd->kind != SF_NODE_LAYER || !nd->type->splits_backward ||
+	    !nd->type->type.backward_params_for_dinput_only || !s->needs_grad || u < 0 ||
+	    m->units[u].frozen || s->bwd_info.params_absent || s->recomp_buf >= 0)
+		return -1;
+	bool dinput = false; /* without an input gradient, nothing is sent sooner */
+	for (int i = 0; i < s->bwd_info.nin; i++)
+		dinput = dinput || s->bwd_info.need_dinput[i];
+	if (!dinput)
+		return -1;
+	int owner = _sf_node_param_owner(m->gnodes, n);
+	for (int j = m->units[u].first; j <= m->units[u].last; j++)
+		if (j != n && m->gnodes[j].kind == SF_NODE_LAYER && m->nodes[j].unit == u &&
+		    _sf_node_param_owner(m->gnodes, j) == owner)
+			return -1;
+	return SF_DW_DEFER;
+}
+
 void _sf_plan_split_backward(struct sf_model *m)
 {
+	m->dw_defer = m->pp_size > 1 && m->cfg.pp_schedule == SF_PP_ZERO_BUBBLE;
 	for (int n = 0; n < m->nnodes; n++) {
 		struct _sf_node_state *s = &m->nodes[n];
-		s->dw_before = m->cfg.split_backward ? split_point(m, n) : -1;
-		if (s->dw_before < 0)
+		s->dw_before = m->dw_defer             ? defer_point(m, n)
+		               : m->cfg.split_backward ? split_point(m, n)
+		                                       : -1;
+		if (s->dw_before == -1)
 			continue;
 		s->dw_info = s->bwd_info;
 		for (int i = 0; i < s->dw_info.nin; i++)
@@ -564,7 +593,8 @@ static void replay_backward(struct sf_model *m, struct _sf_slots *ring, struct _
 			    ring->nfree > 0)
 				occupy(ring, m->ring_len, v, _sf_ring_need(m, v));
 		}
-		vacate(grads, u);
+		if (!m->dw_defer) /* else kept for the weight gradients, after the pass */
+			vacate(grads, u);
 	}
 }
 

@@ -277,7 +277,8 @@ static int submit_bwd_part(struct sf_model *m, int n, starpu_data_handle_t grad,
 			m->units[s->unit].bwd_wrote = true;
 		}
 	}
-	if (dw) /* after the other units' backward, which ends writing this node's dout */
+	if (dw && s->dw_before >= 0) /* after the other units' backward, which ends
+	                                writing this node's dout */
 		after = m->nodes[s->dw_before].h_dact;
 	bool tp = s->tp_bwd_ar && !dw;
 	if (tp) /* a linear_col's partial input gradient: into its own buffer first */
@@ -555,8 +556,10 @@ static int finish_unit_backward(struct sf_model *m, int u, starpu_data_handle_t 
 {
 	int rc = SF_OK;
 	bool frozen = m->units[u].frozen; /* its gradient slot held a scratch: no reduction */
+	/* deferred weight gradients: the reduction comes after them (backward_dw_submit) */
+	bool reduce = !frozen && !m->dw_defer;
 	if (!full_sharding(m)) {
-		if (frozen)
+		if (!reduce)
 			goto out;
 		SF_CHECK_GOTO(reduce_unit(m, u, grad), out);
 		SF_CHECK_GOTO(finish_reduction(m, u, grad), out);
@@ -569,7 +572,7 @@ static int finish_unit_backward(struct sf_model *m, int u, starpu_data_handle_t 
 	int v = bwd_upcoming(m, started);
 	bool prefetch =
 	    v >= 0 && !resident(m, v) && m->units[v].bwd_params && m->ring_slots.nfree > 0;
-	if (frozen) {
+	if (!reduce) {
 		if (prefetch)
 			SF_CHECK_GOTO(submit_gather(m, v, NULL), out);
 		goto out;
@@ -666,11 +669,33 @@ int _sf_backward_submit(struct sf_model *m)
 		SF_CHECK_GOTO(submit_bwd(m, n, grad), out);
 		if (n == un->bwd_last) {
 			SF_CHECK_GOTO(finish_unit_backward(m, u, grad, started), out);
-			_sf_slots_release(&m->grad_slots, gs);
+			if (!m->dw_defer)
+				_sf_slots_release(&m->grad_slots, gs);
 		}
 	}
 out:
 	return rc;
+}
+
+int _sf_backward_dw_submit(struct sf_model *m)
+{
+	for (int i = m->bwd_lo; i < m->bwd_hi; i++) {
+		int u = m->bwd_order[i], gs = _sf_slots_find(&m->grad_slots, u);
+		struct _sf_unit *un = &m->units[u];
+		if (gs < 0) /* no backward reached it (nothing in it needs a gradient) */
+			continue;
+		starpu_data_handle_t grad = m->h_grad[gs];
+		/* in backward order, as the unsplit tasks would write their parameters' parts */
+		for (int n = un->bwd_first; n >= un->bwd_last; n--)
+			if (m->nodes[n].dw_before == SF_DW_DEFER)
+				SF_CHECK(submit_bwd_part(m, n, grad, true));
+		if (!un->frozen) {
+			SF_CHECK(reduce_unit(m, u, grad));
+			SF_CHECK(finish_reduction(m, u, grad));
+		}
+		_sf_slots_release(&m->grad_slots, gs);
+	}
+	return SF_OK;
 }
 
 int _sf_update_submit(struct sf_model *m)
@@ -835,6 +860,7 @@ int _sf_stage_batch(struct sf_model *m, const struct sf_batch *b, bool labels, c
 	if (labels) {
 		SF_CHECK(stage(m->h_labels, m->labels, b->labels, m->rows_local * sizeof(int32_t)));
 		m->loss_args.scale = counted > 0 ? 1.0f / (float)(double)counted : 0.0f;
+		m->counted = counted;
 	}
 	return SF_OK;
 }

@@ -128,7 +128,9 @@ static double layer_flops(const struct _sf_layer_entry *type, const struct sf_la
 	bool dinput = false;
 	for (int i = 0; i < info->nin; i++)
 		dinput |= info->need_dinput[i] != 0;
-	return backward && dinput ? 2 * f : f;
+	/* a split backward's input-gradient half (dparams_absent) has one product */
+	bool dparams = info->nparams && !info->dparams_absent;
+	return backward && dinput && dparams ? 2 * f : f;
 }
 
 int _sf_submit_layer_fwd(const struct _sf_layer_entry *type, const struct sf_layer_info *info,

@@ -6,9 +6,9 @@
  *                                               micro-batch order; cl_arg: none
  *
  * Each loss_k (one double) is what the loss codelet wrote for micro-batch k: its rows'
- * losses times 1 / the micro-batch's counted rows over the data-parallel ranks, so the
- * mean over k, summed over the ranks, is the step's loss as sf_model_accumulate's
- * micro-batches give it.
+ * losses times M / the step's counted rows over the data-parallel ranks (the pipeline's
+ * scale), so the mean over k, summed over the ranks, is the mean over the step's
+ * counted rows: 1 rank's loss of the whole batch.
  */
 #ifndef SF_TASKS_MICROBATCH_H
 #define SF_TASKS_MICROBATCH_H

@@ -17,7 +17,13 @@
 #    stages, printed and compared) and both accumulation modes;
 #  - fewer micro-batches than stages; one micro-batch with 3 steps in flight and no
 #    prefetch = a plain 1-rank step, bitwise;
-#  - gpipe = 1f1b bitwise (both sum the micro-batches' gradients in micro-batch order);
+#  - gpipe = 1f1b = zero-bubble bitwise (all sum the micro-batches' gradients in
+#    micro-batch order; zero-bubble's weight-gradient tasks write the same parts of a
+#    unit's gradient slot as the whole backward, each part once), pp 2 and pp 4, deep
+#    and llama (pp 2 x dp 2); llama pp 4 under zero-bubble = 1 rank (the gpt test
+#    models hold a tied head or share a unit across the graph: a pipeline refuses them);
+#  - ignored labels (--ignore-every 3): pp 2's step = 1 rank's batch without
+#    micro-batches, its loss and gradient the mean over the step's counted rows;
 #  - the safetensors export of pp 2 (each unit from its stage's ranks) = 1 rank's,
 #    byte for byte (dp 1: the same sums in the same order);
 #  - the transfers' bytes, exactly: pp 2 on 2 ranks (dp 1: no ring sends anything),
@@ -28,7 +34,9 @@
 #    optimizer state is its stage's units' shards alone (the two stages' sum = a
 #    1-stage rank's at the same dp), its parameters those shards and R ring slots of
 #    its stage's largest unit, its gradients the shards, 2 gradient slots of that unit
-#    and the accumulation buffer of its shard; at dp 1 (SGD) and dp 2 (AdamW);
+#    and the accumulation buffer of its shard; at dp 1 (SGD) and dp 2 (AdamW); under
+#    zero-bubble one gradient slot a unit of the stage (kept until its weight
+#    gradients run);
 #  - the activations: under gpipe a stage keeps M sets, and the two stages' sets are
 #    1 rank's (at the micro-batch's rows) and the boundary's activation and gradient;
 #    under 1f1b stage s keeps min(M, S - s) sets of its layers' buffers (its input M);
@@ -40,7 +48,7 @@
 . "$(dirname "$0")/lib.sh"
 require_progs "$TRAIN_DUMP" "$DUMP_COMPARE"
 
-plan 26
+plan 32
 
 # name: the norms of a run's steps (clipping), one per line
 norms() {
@@ -71,6 +79,9 @@ ok $? "deep: pp 2's safetensors export = 1 rank's, byte for byte (each unit from
 train 2 deep-p2g SHARDFLOW_PP=2 SHARDFLOW_PP_SCHEDULE=gpipe SHARDFLOW_LOG=info --model deep \
 	--optimizer sgd --steps 4 --batch 8 --clip 0.5
 compare "deep: gpipe = 1f1b on 2 stages, bitwise" deep-p2g deep-p2 --bitwise
+train 2 deep-p2z SHARDFLOW_PP=2 SHARDFLOW_PP_SCHEDULE=zero-bubble SHARDFLOW_LOG=info \
+	--model deep --optimizer sgd --steps 4 --batch 8 --clip 0.5
+compare "deep: zero-bubble = 1f1b on 2 stages, bitwise" deep-p2z deep-p2 --bitwise
 # dp 1: only the boundary moves: 8 rows x 24 floats a step each way
 want=$((4 * 8 * 24 * 4))
 got0=$(awk '$1 == "rank" && $2 == 0 {print $4}' "$tmp/deep-p2.out")
@@ -86,6 +97,9 @@ compare_within "deep, sgd, clip: pp 4 on 4 ranks (8 micro-batches, 1f1b) = 1 ran
 train 4 deep-p4g SHARDFLOW_PP=4 SHARDFLOW_PP_MICROBATCHES=8 SHARDFLOW_PP_SCHEDULE=gpipe \
 	--model deep --optimizer sgd --steps 3 --batch 8 --clip 0.5
 compare "deep: gpipe = 1f1b on 4 stages, bitwise" deep-p4g deep-p4 --bitwise
+train 4 deep-p4z SHARDFLOW_PP=4 SHARDFLOW_PP_MICROBATCHES=8 SHARDFLOW_PP_SCHEDULE=zero-bubble \
+	--model deep --optimizer sgd --steps 3 --batch 8 --clip 0.5
+compare "deep: zero-bubble = 1f1b on 4 stages, bitwise" deep-p4z deep-p4 --bitwise
 
 # fewer micro-batches than stages (AdamW); one micro-batch, steps in flight, no
 # prefetch: a plain step of the whole batch, bitwise
@@ -115,6 +129,25 @@ same_norms "llama: the clip norm of pp 2 x dp 2 = 1 rank's" llama-p-adamw llama-
 train 4 llama-pg-adamw SHARDFLOW_PP=2 SHARDFLOW_PP_SCHEDULE=gpipe --model llama \
 	--optimizer adamw --steps 4 --batch 8 --clip 0.5
 compare "llama, adamw: gpipe = 1f1b on pp 2 x dp 2, bitwise" llama-pg-adamw llama-p-adamw --bitwise
+train 4 llama-pz-adamw SHARDFLOW_PP=2 SHARDFLOW_PP_SCHEDULE=zero-bubble --model llama \
+	--optimizer adamw --steps 4 --batch 8 --clip 0.5
+compare "llama, adamw: zero-bubble = 1f1b on pp 2 x dp 2, bitwise" llama-pz-adamw llama-p-adamw \
+	--bitwise
+# pp 4 on 4 ranks, 4 micro-batches of 2: the reference's micro-batches
+train 4 llama-p4z-adamw SHARDFLOW_PP=4 SHARDFLOW_PP_MICROBATCHES=4 SHARDFLOW_PP_SCHEDULE=zero-bubble \
+	--model llama --optimizer adamw --steps 4 --batch 8 --clip 0.5
+compare_within "llama, adamw, clip: pp 4 on 4 ranks, zero-bubble = 1 rank" llama-p4z-adamw \
+	llama-r-adamw
+
+# ignored labels (every third row): the step's loss and gradient are the mean over
+# the step's counted rows (each micro-batch scaled by M / their count), as 1 rank's
+# batch of 8 without micro-batches; a mean of the micro-batches' means is not
+train_interval 1 llama-ig-r --model llama --optimizer sgd --steps 3 --batch 8 --ignore-every 3 ||
+	bail_out "the reference run failed"
+train 2 llama-ig-p2 SHARDFLOW_PP=2 --model llama --optimizer sgd --steps 3 --batch 8 \
+	--ignore-every 3
+compare_within "llama, sgd, every third label ignored: pp 2 (4 micro-batches) = 1 rank's batch" \
+	llama-ig-p2 llama-ig-r
 train 4 llama-pl-sgd SHARDFLOW_PP=2 SHARDFLOW_ACCUM_MODE=local --model llama --optimizer sgd \
 	--steps 4 --batch 8 --clip 0.5
 compare_within "llama, sgd: pp 2 x dp 2 with SHARDFLOW_ACCUM_MODE=local = 1 rank" \
@@ -168,6 +201,16 @@ state_ok deep-r4 0 -1 1 1 || st=1
 o0=$(stat deep-p2 0 optimizer) o1=$(stat deep-p2 1 optimizer) o=$(stat deep-r4 0 optimizer)
 [ $st = 0 ] && [ $((o0 + o1)) = "$o" ]
 ok $? "pp 2, dp 1, sgd: each rank holds its stage's state only (optimizer $o0 + $o1 = 1 rank's $o bytes)"
+# zero-bubble keeps each unit's gradient slot until its weight gradients: one slot a
+# unit of the stage (at dp 1 a unit's whole gradient is its shard: the slots sum to S)
+st=0
+for r in 0 1; do
+	set -- $(stage_fig $r 1)
+	_g=$(stat deep-p2z $r grads)
+	diag "  deep-p2z rank $r: grads $_g (want $((4 * (2 * $1 + $3))))"
+	[ "$_g" = $((4 * (2 * $1 + $3))) ] || st=1
+done
+ok $st "zero-bubble: a stage's gradient slots are its units' whole gradients, one each"
 
 train_interval 1 deep-r4a --model deep --optimizer adamw --steps 2 --batch 4 --accum 4 ||
 	bail_out "the reference run failed"
@@ -208,9 +251,9 @@ plan_ok() {
 	done
 }
 st=0
-for r in 0 1; do plan_ok deep-p2 $r && plan_ok deep-p2g $r || st=1; done
+for r in 0 1; do plan_ok deep-p2 $r && plan_ok deep-p2g $r && plan_ok deep-p2z $r || st=1; done
 for r in 0 1 2 3; do plan_ok deep-p2d2 $r || st=1; done
-ok $st "the memory plan = sf_model_stats on every rank, part by part (pp 2 under 1f1b and gpipe, pp 2 x dp 2)"
+ok $st "the memory plan = sf_model_stats on every rank, part by part (pp 2 under 1f1b, gpipe and zero-bubble, pp 2 x dp 2)"
 
 # refusals: a failed run whose stderr says why
 refused() {
@@ -228,7 +271,7 @@ refused "SHARDFLOW_PP=3 on 2 ranks: refused" "SHARDFLOW_PP=3 does not divide the
 refused "SHARDFLOW_PP=4 for the mlp's 3 units: refused" "has 3 units, fewer than the 4 pipeline stages" \
 	4 bad-units SHARDFLOW_PP=4 --model mlp --steps 1 --batch 8
 refused "SHARDFLOW_PP_SCHEDULE=interleaved: refused, naming the schedules" \
-	'SHARDFLOW_PP_SCHEDULE="interleaved" is invalid: accepted values are gpipe, 1f1b' \
+	'SHARDFLOW_PP_SCHEDULE="interleaved" is invalid: accepted values are gpipe, 1f1b, zero-bubble' \
 	2 bad-sched SHARDFLOW_PP=2 SHARDFLOW_PP_SCHEDULE=interleaved --model deep --steps 1 --batch 8
 refused "a tied head under SHARDFLOW_PP=2: refused" "a tied head reads its embedding's unit" \
 	2 bad-tied SHARDFLOW_PP=2 --model blocks --steps 1 --batch 8

@@ -5,14 +5,21 @@
 # An MLP of 5 units (512 wide: 2 x 512^2 parameters a stage, the head of 10 in the
 # second) on 2 stages of one rank each (dp 1), 8 micro-batches of 256 rows, one
 # compute worker a rank (STARPU_NCPU=2: it and the comm worker), the built-in trace.
-# Checked, under gpipe and under 1f1b:
+# Checked, under gpipe, 1f1b and zero-bubble:
 #  - order: on every rank and step the compute worker runs its stage's passes whole
 #    (a forward: every forward node of the stage in graph order, and the loss on the
 #    last; a backward: every backward node in reverse) in the schedule's order
-#    (gpipe: 8 forwards, then 8 backwards; 1f1b on stage s: 1 - s forwards, then one
-#    forward and one backward in turn, then the backwards left). The passes' tasks
-#    are ready as their data come, not in submission order; the priorities make the
-#    worker keep to the schedule (tests/mutants/pipeline-priority-inverted.patch);
+#    (gpipe: 8 forwards, then 8 backwards; 1f1b and zero-bubble on stage s: 1 - s
+#    forwards, then one forward and one backward in turn, then the backwards left).
+#    The passes' tasks are ready as their data come, not in submission order; the
+#    priorities make the worker keep to the schedule
+#    (tests/mutants/pipeline-priority-inverted.patch);
+#  - zero-bubble's split: a linear layer with an input gradient (all but stage 0's
+#    first) runs its backward as the pass's input-gradient task (one product: the
+#    trace's flops = its forward's) and a weight-gradient task ("bwd <name>.dW", the
+#    other product), 8 of each a step; micro-batch k's weight gradients run after its
+#    backward's first task and before the stage's next pass begins (the passes above
+#    leave the .dW tasks out);
 #  - the overlap report's bubble: "pipeline bubble: 2 stages, 8 micro-batches; theory
 #    (S-1)/(M+S-1) = 0.111" and a line per stage, and the JSON's medians equal to
 #    this script's own computation from the ranks' trace files (the span from the
@@ -27,7 +34,7 @@
 require_progs "$MLP"
 command -v python3 >/dev/null 2>&1 || skip_all "python3 not found"
 
-plan 9
+plan 13
 
 mlp_args="--widths 512,512,512,512,512,10 --batch 2048"
 
@@ -46,21 +53,74 @@ prefix, sched = sys.argv[1], sys.argv[2]
 S, M = 2, 8
 
 def schedule(s):
-    w = M if sched == "gpipe" else min(S - 1 - s, M)
+    w = M if sched == "gpipe" else min(S - 1 - s, M)  # zero-bubble: 1f1b's order
     ops = ["F"] * w
     for i in range(M - w):
         ops += ["F", "B"]
     return ops + ["B"] * w
 
+def dw_check(s, step, evs, passes):
+    # evs: the step's tasks in time order; passes: the tasks of each of the schedule's
+    # passes (the .dW tasks left out). The split nodes: those with a .dW task
+    bad = 0
+    isdw = [e["name"].split(" (")[0].endswith(".dW") for e in evs]
+    fl = {e["args"]["layer"]: e["args"]["flops"] for e in evs if e["args"]["kind"] == "fwd"}
+    split = sorted({e["args"]["layer"] for e, d in zip(evs, isdw) if d})
+    want = sorted(l for l in fl if l != 2 and fl[l] > 10**6)  # linears but stage 0's fc1
+    if split != want:
+        print("rank %d step %d: split nodes %s, want %s" % (s, step, split, want))
+        return 1
+    # each pass's first task's place in evs, and the micro-batch of each pass
+    start, i = [], 0
+    for n in passes:
+        while isdw[i]:
+            i += 1
+        start.append(i)
+        for _ in range(n):
+            i += 1
+            while i < len(evs) and isdw[i]:
+                i += 1
+    ops, cnt, fwd_of, bwd_of = schedule(s), {"F": 0, "B": 0}, {}, {}
+    for p, op in enumerate(ops):
+        (fwd_of if op == "F" else bwd_of)[cnt[op]] = p
+        cnt[op] += 1
+    for l in split:
+        dws = [i for i, e in enumerate(evs) if isdw[i] and e["args"]["layer"] == l]
+        both = [e for e in evs if e["args"]["layer"] == l and e["args"]["kind"] == "bwd"]
+        if len(dws) != M or len(both) != 2 * M or any(e["args"]["flops"] != fl[l] for e in both):
+            print("rank %d step %d: node %d: %d .dW tasks of %d backward tasks, flops %s "
+                  "(its forward's %d)" % (s, step, l, len(dws), len(both),
+                                          sorted({e["args"]["flops"] for e in both}), fl[l]))
+            bad += 1
+            continue
+        for k, i in enumerate(dws):  # micro-batch k's: after its forward, before the
+            lo = start[fwd_of[k]]    # pass after its backward
+            hi = start[bwd_of[k] + 1] if bwd_of[k] + 1 < len(start) else len(evs)
+            if not lo < i < hi:
+                print("rank %d step %d: node %d's weight gradient of micro-batch %d at task "
+                      "%d, outside [%d, %d)" % (s, step, l, k, i, lo, hi))
+                bad += 1
+    return bad
+
 bad = 0
 for s in range(S):
     ev = [e for e in json.load(open("%s.rank%d.json" % (prefix, s)))["traceEvents"]
           if e.get("ph") == "X" and e["args"]["kind"] in ("fwd", "loss", "bwd")]
+    dw = [e for e in ev if e["name"].split(" (")[0].endswith(".dW")]
+    if sched != "zero-bubble" and dw:
+        print("rank %d: %d weight-gradient tasks under %s" % (s, len(dw), sched))
+        bad += 1
+    every = ev
+    ev = [e for e in ev if e not in dw]
     fwd = sorted({e["args"]["layer"] for e in ev if e["args"]["kind"] == "fwd"})
     bwd = sorted({e["args"]["layer"] for e in ev if e["args"]["kind"] == "bwd"}, reverse=True)
     loss = [("loss", -1)] if any(e["args"]["kind"] == "loss" for e in ev) else []
     passes = {"F": [("fwd", l) for l in fwd] + loss, "B": [("bwd", l) for l in bwd]}
     want = [t for op in schedule(s) for t in passes[op]]
+    for step in sorted({e["args"]["step"] for e in every}) if sched == "zero-bubble" else []:
+        bad += dw_check(s, step, sorted((e for e in every if e["args"]["step"] == step),
+                                        key=lambda e: e["ts"]),
+                        [len(passes[op]) for op in schedule(s)])
     for step in sorted({e["args"]["step"] for e in ev}):
         got = [(e["args"]["kind"], e["args"]["layer"])
                for e in sorted(ev, key=lambda e: e["ts"]) if e["args"]["step"] == step]
@@ -110,7 +170,7 @@ sys.exit(0 if all(abs(x - y) <= 1e-4 for x, y in zip(got, med)) and len(got) == 
 EOF
 }
 
-for sched in gpipe 1f1b; do
+for sched in gpipe 1f1b zero-bubble; do
 	pp_run "pp-$sched" "$sched"
 	rc=$?
 	ok $rc "pp 2, 8 micro-batches, $sched: a traced run" || {
