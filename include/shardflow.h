@@ -327,8 +327,9 @@ struct sf_config {
 	 *  key/value chunks passed from rank to rank in comm tasks while each rank attends
 	 *  to the one it holds (docs/training.md, "Context parallelism"). FSDP shards each
 	 *  unit over the dp x K ranks of a TP place. K must divide world / tp and 2K the
-	 *  context T; refused with SHARDFLOW_PP, GPU ranks and layer types of a user's
-	 *  own (not yet). Fixed by sf_init. */
+	 *  context T (with SHARDFLOW_PP, a stage's CP groups inside it: world = pp x dp x
+	 *  cp x tp); refused on GPU ranks and with layer types of a user's own (not yet).
+	 *  Fixed by sf_init. */
 	int cp;
 };
 

@@ -10,7 +10,7 @@
 #    16), the GPT (learned positions) and the Llama (RoPE, grouped-query attention),
 #    SGD and AdamW; cp 2 x dp 2 and cp 2 x tp 2 (the vocabulary-parallel head; and
 #    with sequence parallelism, whose row-split ops run on a CP rank's rows), and cp 2
-#    x dp 2 with hybrid sharding, on 4;
+#    x dp 2 with hybrid sharding, and pp 2 x cp 2 (each stage's CP ring), on 4;
 #  - bitwise across prefetch depths; 3 micro-batches = one batch; clipping's norm and
 #    run; ignored labels counted once; sf_model_evaluate; sf_model_forward of the
 #    logits gathered back into whole samples (sf_model_predict shares the gathering:
@@ -21,9 +21,8 @@
 #    those steps as communication of their own kind;
 #  - checkpoints: cp 2 x dp 2 resumes on 1 rank and 1 rank's at cp 4, within the
 #    uninterrupted run's interval;
-#  - refusals: a context 2K does not divide, K not dividing the world, with
-#    SHARDFLOW_PP (tests/recompute.sh
-#    runs CP with SHARDFLOW_RECOMPUTE).
+#  - refusals: a context 2K does not divide, K not dividing the world
+#    (tests/recompute.sh runs CP with SHARDFLOW_RECOMPUTE).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/ckpt_lib.sh"
 require_progs "$TRAIN_DUMP" "$DUMP_COMPARE"
@@ -50,6 +49,9 @@ for c in nanogpt:adamw llama-hf:sgd; do
 		--context 8
 	compare_within "$model, $opt: cp 2 x dp 2 on 4 ranks = 1 rank" "c22-$model" "q1-$model"
 done
+train 4 cpp SHARDFLOW_CP=2 SHARDFLOW_PP=2 --model llama-hf --optimizer sgd --steps 6 --context 8
+compare_within "llama-hf: pp 2 x cp 2 (a stage's CP ring, micro-batches of whole samples) = 1 rank" \
+	cpp q1-llama-hf
 train 4 chy SHARDFLOW_CP=2 SHARDFLOW_SHARDING=hybrid SHARDFLOW_NODE_SIZE=2 --model llama-hf \
 	--optimizer sgd --steps 6 --context 8
 compare_within "llama-hf: cp 2 x dp 2, hybrid sharding (a node a CP group) = 1 rank" chy \
@@ -156,7 +158,5 @@ cp_refused "context 6 at cp 2" 2 'the context of 6 rows does not divide into 4 e
 	SHARDFLOW_CP=2 -- --model nanogpt --context 6
 cp_refused "SHARDFLOW_CP=2 on 3 ranks" 3 'SHARDFLOW_CP=2 does not divide the 3 ranks' \
 	SHARDFLOW_CP=2 -- --model nanogpt --context 8
-cp_refused "SHARDFLOW_CP with SHARDFLOW_PP" 4 'SHARDFLOW_PP=2 with SHARDFLOW_CP > 1' \
-	SHARDFLOW_CP=2 SHARDFLOW_PP=2 -- --model nanogpt --context 8
 
 finish
