@@ -86,6 +86,8 @@ static const struct name_case name_cases[] = {
     {"bwd transformer.h.3.attn.c_attn (linear L12)", 0, SF_EV_BWD, 12,
      "transformer.h.3.attn.c_attn", "linear"},
     {"recompute act (gelu L4)", 0, SF_EV_RECOMPUTE, 4, "act", "gelu"},
+    {"cp_ring h.0.attn (attention L6)", 0, SF_EV_CP_RING, 6, "h.0.attn", "attention"},
+    {"cp_pack h.0.attn (attention L6)", 0, SF_EV_FREE, 6, "h.0.attn", "attention"},
     {"rs block 3 (L5)", 0, SF_EV_RS, 5, "block 3", NULL},
     {"ar block3 (L5)", 0, SF_EV_RS, 5, "block3", NULL},
     {"opt b (L0)", 0, SF_EV_OPT, 0, "b", NULL},
