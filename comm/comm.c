@@ -94,7 +94,9 @@ int _sf_comm_create(const struct _sf_comm_ops *ops, const struct sf_config *cfg,
 		return refuse_missing(c, "SHARDFLOW_TP", c->tp_req, "no tensor-parallel groups",
 		                      "SHARDFLOW_COMM=mpi or nccl has them");
 	if (c->pp_req > 1 && (c->pp_size != c->pp_req || !ops->p2p))
-		return refuse_missing(c, "SHARDFLOW_PP", c->pp_req, "no point-to-point transfers yet",
+		return refuse_missing(c, "SHARDFLOW_PP", c->pp_req,
+		                      ops->p2p ? "no pipeline stages (the stages' shard groups) yet"
+		                               : "no point-to-point transfers yet",
 		                      "SHARDFLOW_COMM=mpi has them");
 	if (c->cp_req > 1 && (c->cp_size != c->cp_req || !ops->cp_shift))
 		return refuse_missing(c, "SHARDFLOW_CP", c->cp_req, "no context-parallel ring yet",

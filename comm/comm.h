@@ -102,6 +102,14 @@ struct _sf_comm_ops {
 	 * it, point to point. Two ranks run their transfers to each other in the same order
 	 * (the pipeline's planner, scheduler/pipeline.c, submits them so). */
 	int (*p2p)(struct _sf_comm *c, float *v, size_t n, int peer, bool send);
+	/* Optional (NULL: the pipeline's transfers are p2p, whole, where they are posted):
+	 * the same transfer in two halves, so that the comm worker never waits in a
+	 * transfer while the collectives after it are ready. p2p_post starts it and
+	 * returns at once, *req the backend's record of it (v stays untouched by anything
+	 * else until the wait); p2p_wait waits until it is done and releases req. A rank's
+	 * posts to one peer are matched in the order it makes them. */
+	int (*p2p_post)(struct _sf_comm *c, float *v, size_t n, int peer, bool send, void **req);
+	int (*p2p_wait)(struct _sf_comm *c, void *req, bool send);
 	/* Context parallelism (optional: NULL refuses SHARDFLOW_CP): one step of the CP
 	 * group's ring, src (n floats) to the next CP rank while dst receives the previous
 	 * one's. Every member runs it at once, in the same order. */

@@ -376,10 +376,20 @@ static void pp_transfer(void *buffers[], struct _sf_p2p_args *a, bool send)
 {
 	float *v = (float *)STARPU_VECTOR_GET_PTR(buffers[1]);
 	size_t n = STARPU_VECTOR_GET_NX(buffers[1]);
+	struct _sf_comm *c = a->comm.comm;
 	if (_sf_skip == SF_SKIP_COMM)
 		return;
-	COMM_RUN(&a->comm, a, send ? "pipeline send" : "pipeline receive", (double)(n * sizeof *v),
-	         a->comm.comm->ops->p2p(a->comm.comm, v, n, a->peer, send));
+	if (c->ops->p2p_post) {
+		STARPU_ASSERT_MSG(!a->req,
+		                  "pipeline transfer of \"%s\" posted twice before its wait",
+		                  a->comm.unit);
+		COMM_RUN(&a->comm, a, send ? "pipeline send (post)" : "pipeline receive (post)",
+		         (double)(n * sizeof *v),
+		         c->ops->p2p_post(c, v, n, a->peer, send, &a->req));
+	} else {
+		COMM_RUN(&a->comm, a, send ? "pipeline send" : "pipeline receive",
+		         (double)(n * sizeof *v), c->ops->p2p(c, v, n, a->peer, send));
+	}
 	if (send && a->comm.acct) {
 		a->comm.acct->bytes += (double)(n * sizeof *v);
 		if (a->peer / a->comm.comm->node_k != a->comm.comm->rank / a->comm.comm->node_k)
@@ -395,6 +405,32 @@ static void pp_send_run(void *buffers[], void *cl_arg)
 static void pp_recv_run(void *buffers[], void *cl_arg)
 {
 	pp_transfer(buffers, cl_arg, false);
+}
+
+/* order[RW] v[R] / v[RW]: the posted transfer done. The comm worker waits here only
+ * for data that the tasks after it need (the planner submits it so). */
+static void pp_wait(struct _sf_p2p_args *a, bool send)
+{
+	struct _sf_comm *c = a->comm.comm;
+	if (_sf_skip == SF_SKIP_COMM)
+		return;
+	STARPU_ASSERT_MSG(a->req, "pipeline transfer of \"%s\" waited for but not posted",
+	                  a->comm.unit);
+	COMM_RUN(&a->comm, a, send ? "pipeline send" : "pipeline receive", 0.0,
+	         c->ops->p2p_wait(c, a->req, send));
+	a->req = NULL;
+}
+
+static void pp_wait_send_run(void *buffers[], void *cl_arg)
+{
+	(void)buffers;
+	pp_wait(cl_arg, true);
+}
+
+static void pp_wait_recv_run(void *buffers[], void *cl_arg)
+{
+	(void)buffers;
+	pp_wait(cl_arg, false);
 }
 
 /* order[RW] src[R] dst[W]: context parallelism's ring step, a->P floats of src to the
@@ -464,6 +500,8 @@ COMM_CODELET(_sf_cl_tp_slice, tp_slice, 2, STARPU_R, STARPU_W);
 COMM_CODELET(_sf_cl_grad_norm, grad_norm, STARPU_VARIABLE_NBUFFERS, 0);
 COMM_CODELET(_sf_cl_pp_send, pp_send, 2, STARPU_RW, STARPU_R);
 COMM_CODELET(_sf_cl_pp_recv, pp_recv, 2, STARPU_RW, STARPU_W);
+COMM_CODELET(_sf_cl_pp_wait_send, pp_wait_send, 2, STARPU_RW, STARPU_R);
+COMM_CODELET(_sf_cl_pp_wait_recv, pp_wait_recv, 2, STARPU_RW, STARPU_RW);
 COMM_CODELET(_sf_cl_cp_shift, cp_shift, 3, STARPU_RW, STARPU_R, STARPU_W);
 
 /* a compute codelet, where the unit's slot is: no data moves (CUDA builds: the GPU's
@@ -599,6 +637,19 @@ int _sf_submit_pp_transfer(struct _sf_p2p_args *a, bool send, starpu_data_handle
 		_sf_flight_submit(a->comm.comm->flight, a, name, 0);
 	return _sf_task_submit(send ? &_sf_cl_pp_send : &_sf_cl_pp_recv, d, 2, a, sizeof *a, false,
 	                       worker, name, done);
+}
+
+int _sf_submit_pp_wait(struct _sf_p2p_args *a, bool send, starpu_data_handle_t order,
+                       starpu_data_handle_t v, int worker, const char *name,
+                       struct _sf_task_done done)
+{
+	if (!a->comm.comm->ops->p2p_post) /* the transfer was whole */
+		return SF_OK;
+	struct starpu_data_descr d[] = {{order, STARPU_RW}, {v, send ? STARPU_R : STARPU_RW}};
+	if (_sf_skip != SF_SKIP_COMM)
+		_sf_flight_submit(a->comm.comm->flight, a, name, 0);
+	return _sf_task_submit(send ? &_sf_cl_pp_wait_send : &_sf_cl_pp_wait_recv, d, 2, a,
+	                       sizeof *a, false, worker, name, done);
 }
 
 int _sf_submit_grad_norm(const struct _sf_norm_args *a, starpu_data_handle_t order,

@@ -23,7 +23,11 @@
  *              the ranks)
  *   pp_send  : order[RW] v[R]                          struct _sf_p2p_args* (a pipeline
  *   pp_recv  : order[RW] v[W]                          stage's activation or its gradient,
- *                                                        to or from the peer stage's rank)
+ *                                                        to or from the peer stage's rank:
+ *                                                        posted, returning at once where the
+ *                                                        backend has p2p_post)
+ *   pp_wait_send: order[RW] v[R]                       idem (the posted transfer done: v
+ *   pp_wait_recv: order[RW] v[RW]                      may be rewritten, or read)
  *   cp_shift : order[RW] src[R] dst[W]                 idem (CP: a ring step, P floats
  *                                                        to the next CP rank, dst from
  *                                                        the previous)
@@ -103,6 +107,8 @@ struct _sf_norm_args {
 struct _sf_p2p_args {
 	struct _sf_comm_args comm;
 	int peer;
+	void *req; /* the backend's posted transfer (p2p_post), from the post to its wait:
+	              one argument block a transfer in flight */
 };
 
 /* The clip factor of a gradient of 2-norm `norm`: min(1, max_norm / (norm + 1e-6)),
@@ -126,6 +132,8 @@ extern struct starpu_codelet _sf_cl_grad_norm; /* order[RW] clip[W] sq_u[R]..., 
                                                   struct _sf_norm_args */
 extern struct starpu_codelet _sf_cl_pp_send; /* order[RW] v[R] */
 extern struct starpu_codelet _sf_cl_pp_recv; /* order[RW] v[W] */
+extern struct starpu_codelet _sf_cl_pp_wait_send; /* order[RW] v[R] */
+extern struct starpu_codelet _sf_cl_pp_wait_recv; /* order[RW] v[RW] */
 extern struct starpu_codelet _sf_cl_cp_shift; /* order[RW] src[R] dst[W] */
 extern struct starpu_codelet _sf_cl_free;
 
@@ -181,10 +189,19 @@ int _sf_submit_tp_slice(struct _sf_comm_args *a, starpu_data_handle_t whole,
 int _sf_submit_loss_sum(struct _sf_comm_args *a, starpu_data_handle_t order,
                         starpu_data_handle_t loss, int worker, const char *name,
                         struct _sf_task_done done);
-/* a pipeline transfer of v to (send) or from a->peer: order[RW] v[R] (v[W]) */
+/* a pipeline transfer of v to (send) or from a->peer: order[RW] v[R] (v[W]). Where the
+ * backend has p2p_post it is only posted, and _sf_submit_pp_wait completes it; else it
+ * is done when the task ends. */
 int _sf_submit_pp_transfer(struct _sf_p2p_args *a, bool send, starpu_data_handle_t order,
                            starpu_data_handle_t v, int worker, const char *name,
                            struct _sf_task_done done);
+/* the posted transfer of a done: order[RW] v[R] (a send: v may be rewritten after it)
+ * or v[RW] (a receive: v may be read); nothing is submitted when the backend has no
+ * p2p_post. Submitted once per transfer, before v's next writer (a send) or reader (a
+ * receive). */
+int _sf_submit_pp_wait(struct _sf_p2p_args *a, bool send, starpu_data_handle_t order,
+                       starpu_data_handle_t v, int worker, const char *name,
+                       struct _sf_task_done done);
 /* the gradient's norm and clip factor: order[RW] clip[W] sq[R] x nunits; descr: room
  * for nunits + 2 buffers (the model's, allocated once); a copied into the task */
 int _sf_submit_grad_norm(const struct _sf_norm_args *a, starpu_data_handle_t order,

@@ -811,6 +811,39 @@ static int mpi_p2p(struct _sf_comm *c, float *v, size_t n, int peer, bool send)
 	return wait_one(c, &req, mrc, send ? "MPI_Isend (pipeline)" : "MPI_Irecv (pipeline)");
 }
 
+/* The same in two halves (comm.h's p2p_post, p2p_wait): the request, malloc'ed here,
+ * freed by the wait. Posting in the agreed order is what keeps the matching: a send
+ * and a receive posted are matched in posting order, whatever order they complete in. */
+static int mpi_p2p_post(struct _sf_comm *c, float *v, size_t n, int peer, bool send, void **req)
+{
+	MPI_Request *r = malloc(sizeof *r);
+	*req = NULL;
+	if (!r)
+		return SF_ERR(SF_ERR_NOMEM, "a pipeline transfer's request: out of memory");
+	if (n > INT_MAX) {
+		free(r);
+		return SF_ERR(SF_ERR_INVALID, "a pipeline transfer of %zu floats is over MPI's limit",
+		              n);
+	}
+	int mrc = send ? MPI_Isend(v, (int)n, MPI_FLOAT, peer, PP_TAG, impl(c)->step, r)
+	               : MPI_Irecv(v, (int)n, MPI_FLOAT, peer, PP_TAG, impl(c)->step, r);
+	if (mrc != MPI_SUCCESS) {
+		free(r);
+		return mpi_err(mrc, send ? "MPI_Isend (pipeline)" : "MPI_Irecv (pipeline)", __FILE__,
+		               __LINE__);
+	}
+	*req = r;
+	return SF_OK;
+}
+
+static int mpi_p2p_wait(struct _sf_comm *c, void *req, bool send)
+{
+	int rc = wait_one(c, req, MPI_SUCCESS,
+	                  send ? "MPI_Isend (pipeline)" : "MPI_Irecv (pipeline)");
+	free(req);
+	return rc;
+}
+
 static int mpi_all_reduce(struct _sf_comm *c, float *v, size_t n)
 {
 	MPI_Request req;
@@ -1062,6 +1095,8 @@ const struct _sf_comm_ops _sf_comm_mpi_ops = {
     .tp_all_gather = mpi_tp_all_gather,
     .tp_reduce_scatter = mpi_tp_reduce_scatter,
     .p2p = mpi_p2p,
+    .p2p_post = mpi_p2p_post,
+    .p2p_wait = mpi_p2p_wait,
     .cp_shift = mpi_cp_shift,
     .all_reduce = mpi_all_reduce,
     .sum_scalar = mpi_sum_scalar,

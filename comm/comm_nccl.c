@@ -421,8 +421,8 @@ static int wait_stream(struct _sf_comm *c, const char *what)
 	}
 }
 
-/* r: what enqueueing a collective on `comm` returned */
-static int enqueued(struct _sf_comm *c, ncclComm_t comm, ncclResult_t r, const char *what)
+/* r: what enqueueing a collective on `comm` returned; SF_OK once it is on the stream */
+static int posted(struct _sf_comm *c, ncclComm_t comm, ncclResult_t r, const char *what)
 {
 	struct nccl_impl *st = impl(c);
 	if (r == ncclInProgress) { /* not yet on the stream: NCCL is still enqueueing it */
@@ -438,7 +438,14 @@ static int enqueued(struct _sf_comm *c, ncclComm_t comm, ncclResult_t r, const c
 	}
 	if (r != ncclSuccess)
 		return nccl_fail(r, what);
-	return wait_stream(c, what);
+	return SF_OK;
+}
+
+/* the same, then waits for the stream */
+static int enqueued(struct _sf_comm *c, ncclComm_t comm, ncclResult_t r, const char *what)
+{
+	int rc = posted(c, comm, r, what);
+	return rc < 0 ? rc : wait_stream(c, what);
 }
 
 /* in place: block `shard_rank` of full is this rank's shard */
@@ -600,6 +607,39 @@ static int nccl_cp_shift(struct _sf_comm *c, const float *src, float *dst, size_
 	return enqueued(c, st->cp, r, "ncclSend/ncclRecv(CP ring step)");
 }
 
+/* SHARDFLOW_PP's transfers (comm.h's p2p_post, p2p_wait): ncclSend or ncclRecv on the
+ * world communicator (peer: a world rank), enqueued on the comm worker's stream. The
+ * stream runs them in the order the comm worker enqueues them, the planner's order,
+ * which the two ranks share: NCCL's send waits on the stream for its receive, so the
+ * order is what keeps two stages from waiting for each other. The wait waits for the
+ * stream (and whatever was enqueued after the transfer). No request to keep: *req is
+ * only marked. */
+static int nccl_p2p_post(struct _sf_comm *c, float *v, size_t n, int peer, bool send, void **req)
+{
+	struct nccl_impl *st = impl(c);
+	cudaStream_t s = starpu_cuda_get_local_stream();
+	*req = NULL;
+	ncclResult_t r = send ? ncclSend(v, n, ncclFloat, peer, st->comm, s)
+	                      : ncclRecv(v, n, ncclFloat, peer, st->comm, s);
+	int rc = posted(c, st->comm, r, send ? "ncclSend (pipeline)" : "ncclRecv (pipeline)");
+	if (rc == SF_OK)
+		*req = st;
+	return rc;
+}
+
+static int nccl_p2p_wait(struct _sf_comm *c, void *req, bool send)
+{
+	(void)req;
+	return wait_stream(c, send ? "ncclSend (pipeline)" : "ncclRecv (pipeline)");
+}
+
+static int nccl_p2p(struct _sf_comm *c, float *v, size_t n, int peer, bool send)
+{
+	void *req = NULL;
+	int rc = nccl_p2p_post(c, v, n, peer, send, &req);
+	return rc < 0 ? rc : nccl_p2p_wait(c, req, send);
+}
+
 static int nccl_sum_scalar(struct _sf_comm *c, double *v)
 {
 	return enqueued(c, impl(c)->comm,
@@ -733,6 +773,9 @@ const struct _sf_comm_ops _sf_comm_nccl_ops = {
     .tp_all_reduce = nccl_tp_all_reduce,
     .tp_all_gather = nccl_tp_all_gather,
     .tp_reduce_scatter = nccl_tp_reduce_scatter,
+    .p2p = nccl_p2p,
+    .p2p_post = nccl_p2p_post,
+    .p2p_wait = nccl_p2p_wait,
     .cp_shift = nccl_cp_shift,
     .sum_scalar = nccl_sum_scalar,
     .barrier = nccl_barrier,

@@ -45,7 +45,11 @@
  * schedule), sending an activation as soon as its forward is submitted and the events
  * before it are, and receiving gradient k just before its backward of k. The step's
  * end (the clip norm's all-reduce over the world, the updates, the loss) comes after
- * every transfer, on every stage.
+ * every transfer, on every stage. Those are the posts (the backend's p2p_post: they
+ * return at once); a receive's wait comes just before the pass that reads it, a send's
+ * after the pass that follows it and before any pass that rewrites its buffer, so the
+ * comm worker never sits in a transfer while the collectives after it are ready, and
+ * a stage's next activation leaves while its gradient is still awaited.
  *
  * Priorities. The schedule is also each pass's StarPU priority (2 M for the first pass
  * down to 1 for the last, the step's end at the default 0): a pass's tasks become ready
@@ -70,6 +74,7 @@
 #include "comm/comm_codelets.h"
 #include "tasks/microbatch.h"
 #include "tasks/submit.h"
+#include "trace/recorder.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -81,11 +86,22 @@ struct pp_buf {
 };
 
 /* A tensor that crosses to or from the neighbour stage: its node, its place in the
- * bound nodes, the transfer's arguments and its tasks' names (act, its gradient) */
+ * bound nodes, the transfers' arguments (2 M: micro-batch k's activation at k, its
+ * gradient at M + k, each holding its posted transfer until the wait) and its tasks'
+ * names (act, its gradient; their waits) */
 struct pp_edge {
 	int node, idx;
-	struct _sf_p2p_args args;
+	struct _sf_p2p_args *args;
 	char act_name[SF_NAME_MAX + 32], grad_name[SF_NAME_MAX + 32];
+	char act_wait[SF_NAME_MAX + 40], grad_wait[SF_NAME_MAX + 40];
+};
+
+/* A send posted whose wait is not submitted yet: micro-batch mb's tensor of edge e
+ * (grad: its gradient) */
+struct pp_sent {
+	struct pp_edge *e;
+	int mb;
+	bool grad;
 };
 
 /* One pass of the schedule: the forward or the backward of micro-batch mb */
@@ -110,6 +126,8 @@ struct _sf_pipeline {
 	int nin, nout;
 	struct pp_edge *in, *out; /* from the previous stage; to the next */
 	struct pp_op *ops;        /* 4 M: this stage's schedule, then the next stage's */
+	struct pp_sent *sent;     /* 2 M (nin + nout): the sends posted, not waited for */
+	int nsent;
 	bool *fwd_done;           /* M */
 	const float **xs;         /* ninputs: a micro-batch's view of the batch */
 	const int32_t **ids;      /* nint_inputs */
@@ -471,15 +489,26 @@ static int find_bound(struct sf_model *m, struct _sf_pipeline *pp)
 				continue;
 			struct pp_edge *e = dir ? &pp->out[pp->nout++] : &pp->in[pp->nin++];
 			e->node = n, e->idx = idx;
-			e->args = (struct _sf_p2p_args){.comm = {.comm = m->comm,
-			                                         .unit = m->gnodes[n].name,
-			                                         .acct = &m->comm_acct},
-			                                .peer = m->rank + (dir ? stage : -stage)};
+			e->args = calloc(2 * (size_t)pp->M, sizeof *e->args);
+			if (!e->args) {
+				free(role);
+				return SF_ERR(SF_ERR_NOMEM, "sf_model_create: out of memory");
+			}
+			for (int k = 0; k < 2 * pp->M; k++)
+				e->args[k] = (struct _sf_p2p_args){
+				    .comm = {.comm = m->comm,
+				             .unit = m->gnodes[n].name,
+				             .acct = &m->comm_acct},
+				    .peer = m->rank + (dir ? stage : -stage)};
 			/* dir 0: the activation comes in, its gradient goes back; dir 1: out, back
 			 * in */
 			snprintf(e->act_name, sizeof e->act_name, "pp %s %s", dir ? "send" : "recv",
 			         m->gnodes[n].name);
 			snprintf(e->grad_name, sizeof e->grad_name, "pp %s d%s",
+			         dir ? "recv" : "send", m->gnodes[n].name);
+			snprintf(e->act_wait, sizeof e->act_wait, "pp wait %s %s",
+			         dir ? "send" : "recv", m->gnodes[n].name);
+			snprintf(e->grad_wait, sizeof e->grad_wait, "pp wait %s d%s",
 			         dir ? "recv" : "send", m->gnodes[n].name);
 		}
 	}
@@ -514,10 +543,12 @@ int _sf_pipeline_build(struct sf_model *m)
 	pp->descr = calloc((size_t)M + 1, sizeof *pp->descr);
 	pp->ops = calloc(4 * (size_t)M, sizeof *pp->ops);
 	pp->fwd_done = calloc((size_t)M, sizeof *pp->fwd_done);
+	pp->sent = calloc(2 * (size_t)M * ((size_t)pp->nin + (size_t)pp->nout) + 1,
+	                  sizeof *pp->sent);
 	pp->xs = calloc((size_t)m->ninputs + 1, sizeof *pp->xs);
 	pp->ids = calloc((size_t)m->nint_inputs + 1, sizeof *pp->ids);
 	if (!pp->buf || !pp->labels || !pp->h_labels || !pp->loss || !pp->h_loss || !pp->scale ||
-	    !pp->descr || !pp->ops || !pp->fwd_done || !pp->xs || !pp->ids)
+	    !pp->descr || !pp->ops || !pp->fwd_done || !pp->sent || !pp->xs || !pp->ids)
 		return SF_ERR(SF_ERR_NOMEM, "sf_model_create: out of memory");
 	for (int i = 0; i < pp->nbound; i++) { /* micro-batch 0: the nodes' own */
 		const struct _sf_node_state *s = &m->nodes[pp->bound[i]];
@@ -579,7 +610,11 @@ void _sf_pipeline_release(struct sf_model *m)
 	}
 	free(pp->bound), free(pp->buf), free(pp->labels), free(pp->h_labels);
 	free(pp->loss), free(pp->h_loss), free(pp->scale), free(pp->descr);
-	free(pp->in), free(pp->out), free(pp->ops), free(pp->fwd_done);
+	for (int i = 0; pp->in && i < pp->nin; i++)
+		free(pp->in[i].args);
+	for (int i = 0; pp->out && i < pp->nout; i++)
+		free(pp->out[i].args);
+	free(pp->in), free(pp->out), free(pp->ops), free(pp->fwd_done), free(pp->sent);
 	free(pp->xs), free(pp->ids);
 	free(pp);
 	m->pp = NULL;
@@ -606,9 +641,28 @@ static int schedule(enum sf_pp_schedule sched, int S, int s, int M, struct pp_op
 	return n;
 }
 
+/* A transfer's task in the trace (SHARDFLOW_TRACE), as a collective */
+static struct _sf_task_done traced(struct sf_model *m, const char *name)
+{
+	struct _sf_event *rec =
+	    m->trace ? _sf_recorder_reserve(m->trace, (int)m->nsteps, name, SF_EV_PP, -1) : NULL;
+	return rec ? (struct _sf_task_done){_sf_recorder_task_done, rec}
+	           : (struct _sf_task_done){0};
+}
+
+/* Edge e's tensor of micro-batch k (grad: its gradient) */
+static starpu_data_handle_t edge_handle(const struct _sf_pipeline *pp, const struct pp_edge *e,
+                                        int k, bool grad)
+{
+	const struct pp_buf *b = &pp->buf[(size_t)k * pp->nbound + (size_t)e->idx];
+	return grad ? b->h_dact : b->h_act;
+}
+
 /* Micro-batch k's tensors to or from a neighbour: next, the stage after (else before);
  * grad, the activations' gradients (else the activations); send, else receive. A
- * gradient nothing before needs is not sent (both stages know it from the plan). */
+ * gradient nothing before needs is not sent (both stages know it from the plan).
+ * Posted only (the backend's p2p_post): a receive is completed by recv_wait before its
+ * readers, a send by sends_wait before its buffer's next writer. */
 static int transfer(struct sf_model *m, int k, bool next, bool grad, bool send)
 {
 	struct _sf_pipeline *pp = m->pp;
@@ -617,11 +671,71 @@ static int transfer(struct sf_model *m, int k, bool next, bool grad, bool send)
 		struct pp_edge *e = next ? &pp->out[i] : &pp->in[i];
 		if (grad && !m->nodes[e->node].needs_grad)
 			continue;
-		const struct pp_buf *b = &pp->buf[(size_t)k * pp->nbound + (size_t)e->idx];
-		SF_CHECK(_sf_submit_pp_transfer(
-		    &e->args, send, m->h_order, grad ? b->h_dact : b->h_act, m->ctx->comm_worker,
-		    grad ? e->grad_name : e->act_name, (struct _sf_task_done){0}));
+		const char *name = grad ? e->grad_name : e->act_name;
+		SF_CHECK(_sf_submit_pp_transfer(&e->args[grad ? pp->M + k : k], send, m->h_order,
+		                                edge_handle(pp, e, k, grad), m->ctx->comm_worker,
+		                                name, traced(m, name)));
+		if (send)
+			pp->sent[pp->nsent++] = (struct pp_sent){e, k, grad};
 	}
+	return SF_OK;
+}
+
+/* The waits of micro-batch k's receives posted by transfer (the same arguments): in
+ * the comm order just before the pass that reads them, so that the comm worker runs
+ * the collectives submitted before them (the passes' gathers and reductions) while
+ * the tensor is on its way, instead of waiting in the receive. */
+static int recv_wait(struct sf_model *m, int k, bool next, bool grad)
+{
+	struct _sf_pipeline *pp = m->pp;
+	int ne = next ? pp->nout : pp->nin;
+	for (int i = 0; i < ne; i++) {
+		struct pp_edge *e = next ? &pp->out[i] : &pp->in[i];
+		if (grad && !m->nodes[e->node].needs_grad)
+			continue;
+		const char *name = grad ? e->grad_wait : e->act_wait;
+		SF_CHECK(_sf_submit_pp_wait(&e->args[grad ? pp->M + k : k], false, m->h_order,
+		                            edge_handle(pp, e, k, grad), m->ctx->comm_worker, name,
+		                            traced(m, name)));
+	}
+	return SF_OK;
+}
+
+/* Whether a pass (bwd: a backward, else a forward) writes the buffer a send t reads:
+ * a backward writes the gradients, a forward the activations, and the gradient of the
+ * loss's input (the loss is in the forward). */
+static bool pass_writes(const struct sf_model *m, struct pp_sent t, bool bwd)
+{
+	const struct _sf_node *loss = &m->gnodes[m->loss_node];
+	bool loss_reads = false;
+	for (int i = 0; i < loss->nin; i++)
+		loss_reads = loss_reads || loss->in[i] == t.e->node;
+	return bwd || !t.grad || loss_reads;
+}
+
+/* The waits of the sends posted and not waited for: every one (k < 0), or those whose
+ * buffers micro-batch k's pass (bwd: its backward) is about to write (of the other
+ * micro-batches of its set, k mod act_sets: a send's buffer is written again only by
+ * such a pass, which must not be submitted before the wait). Called after each pass
+ * as well (its own sends not posted yet), so that every send is waited for, in the
+ * comm worker's time between collectives, and at the step's end. */
+static int sends_wait(struct sf_model *m, int k, bool bwd)
+{
+	struct _sf_pipeline *pp = m->pp;
+	int kept = 0;
+	for (int i = 0; i < pp->nsent; i++) {
+		struct pp_sent t = pp->sent[i];
+		if (k >= 0 && (t.mb == k || t.mb % m->act_sets != k % m->act_sets ||
+		               !pass_writes(m, t, bwd))) {
+			pp->sent[kept++] = t;
+			continue;
+		}
+		const char *name = t.grad ? t.e->grad_wait : t.e->act_wait;
+		SF_CHECK(_sf_submit_pp_wait(&t.e->args[t.grad ? pp->M + t.mb : t.mb], true,
+		                            m->h_order, edge_handle(pp, t.e, t.mb, t.grad),
+		                            m->ctx->comm_worker, name, traced(m, name)));
+	}
+	pp->nsent = kept;
 	return SF_OK;
 }
 
@@ -717,24 +831,36 @@ static int pipeline_step(struct sf_model *m, const struct sf_batch *b, int64_t *
 	int nd = s + 1 < S ? schedule(m->cfg.pp_schedule, S, s + 1, M, down) : 0;
 	int p = 0, nbwd = 0;
 	memset(pp->fwd_done, 0, (size_t)M * sizeof *pp->fwd_done);
+	pp->nsent = 0;
 	for (int i = 0; i < nmine; i++) {
 		int k = mine[i].mb;
 		/* the schedule as priorities: of the ready tasks, those of the earliest pass */
 		_sf_task_priority_set(nmine - i);
 		if (!mine[i].bwd) {
 			bind(m, k);
+			/* the receive posted first: it travels while the sends finish */
 			if (s > 0)
 				SF_CHECK_GOTO(transfer(m, k, false, false, false), out);
+			SF_CHECK_GOTO(sends_wait(m, k, false), out); /* its set's buffers sent */
+			if (s > 0)
+				SF_CHECK_GOTO(recv_wait(m, k, false, false), out);
 			SF_CHECK_GOTO(_sf_forward_submit(m, true), out);
+			/* after the pass's gathers: the comm worker drives the sends in its
+			 * compute (MPI's progress) rather than delay the gathers for them */
+			SF_CHECK_GOTO(sends_wait(m, -1, false), out);
 			pp->fwd_done[k] = true;
 			SF_CHECK_GOTO(link_advance(m, down, nd, &p, -1), out);
 			continue;
 		}
 		SF_CHECK_GOTO(link_advance(m, down, nd, &p, k), out);
+		SF_CHECK_GOTO(sends_wait(m, k, true), out);
+		if (s + 1 < S)
+			SF_CHECK_GOTO(recv_wait(m, k, true, true), out);
 		bind(m, k);
 		m->accum_k = nbwd; /* the micro-batches' sum, as sf_model_accumulate's */
 		m->update = nbwd == M - 1;
 		SF_CHECK_GOTO(_sf_backward_submit(m), out);
+		SF_CHECK_GOTO(sends_wait(m, -1, false), out);
 		nbwd++;
 		if (s > 0)
 			SF_CHECK_GOTO(transfer(m, k, false, true, true), out);
@@ -743,6 +869,8 @@ static int pipeline_step(struct sf_model *m, const struct sf_batch *b, int64_t *
 			SF_CHECK_GOTO(_sf_backward_dw_submit(m), out);
 		}
 	}
+	_sf_task_priority_set(STARPU_DEFAULT_PRIO);
+	SF_CHECK_GOTO(sends_wait(m, -1, false), out); /* before the step's end, on every stage */
 	if (p != nd) {
 		rc = SF_ERR(SF_ERR_STATE,
 		            "pipeline: stage %d left %d of its %d transfers with stage %d "
@@ -776,12 +904,18 @@ out:
 int _sf_pipeline_forward(struct sf_model *m)
 {
 	int S = m->pp_size, s = m->pp_stage;
+	struct _sf_pipeline *pp = m->pp;
 	bind(m, 0); /* outside a step the nodes hold micro-batch 0's: the staged pass */
-	if (s > 0)  /* the stage before's activations, before the forward that reads them */
+	pp->nsent = 0;
+	if (s > 0) { /* the stage before's activations, before the forward that reads them */
 		SF_CHECK(transfer(m, 0, false, false, false));
+		SF_CHECK(recv_wait(m, 0, false, false));
+	}
 	SF_CHECK(_sf_forward_submit(m, false));
-	if (s + 1 < S)
+	if (s + 1 < S) {
 		SF_CHECK(transfer(m, 0, true, false, true));
+		SF_CHECK(sends_wait(m, -1, false));
+	}
 	return SF_OK;
 }
 

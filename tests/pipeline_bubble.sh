@@ -25,6 +25,10 @@
 #    this script's own computation from the ranks' trace files (the span from the
 #    first forward/loss/backward task of either rank to the last one's end, the union
 #    of a rank's compute tasks within it), within 1e-4.
+#  - the boundary's transfers in the trace (1f1b): on each rank and step 8 posted
+#    sends and 8 posted receives, each with its wait ("pp send relu5", "pp wait send
+#    relu5" on stage 0; "pp recv relu5", "pp wait recv relu5" on stage 1; the
+#    gradients' the other way), kind "pp transfer", on the comm worker (thread 1);
 #  - a run without a pipeline: no bubble line, "pipeline": null.
 # The measured bubble against the theory is printed, not checked: on a loaded 2-core
 # machine each stage's pace moves with the other processes, and the stages wait on
@@ -34,7 +38,7 @@
 require_progs "$MLP"
 command -v python3 >/dev/null 2>&1 || skip_all "python3 not found"
 
-plan 13
+plan 14
 
 mlp_args="--widths 512,512,512,512,512,10 --batch 2048"
 
@@ -190,6 +194,29 @@ for sched in gpipe 1f1b zero-bubble; do
 	ok $? "$sched: the report's medians = this script's, from the trace files (1e-4)"
 	diag_file "$tmp/bubble.out"
 done
+
+python3 - "$tmp/pp-1f1b" >"$tmp/pp-tasks.out" 2>&1 <<'EOF2'
+import json, sys, collections
+bad = 0
+want = {0: {"pp send relu5", "pp wait send relu5", "pp recv drelu5", "pp wait recv drelu5"},
+        1: {"pp recv relu5", "pp wait recv relu5", "pp send drelu5", "pp wait send drelu5"}}
+for r in (0, 1):
+    ev = [e for e in json.load(open("%s.rank%d.json" % (sys.argv[1], r)))["traceEvents"]
+          if e.get("ph") == "X" and e["name"].startswith("pp ")]
+    n = collections.Counter((e["args"]["step"], e["name"]) for e in ev)
+    for step in (1, 2, 3):
+        for name in want[r]:
+            if n[(step, name)] != 8:
+                print("rank %d step %d: %d \"%s\" tasks, want 8" % (r, step, n[(step, name)], name))
+                bad = 1
+    if len(ev) != 3 * 32 or any(e["args"]["kind"] != "pp transfer" or e["tid"] != 1 for e in ev):
+        print("rank %d: %d pp tasks (want 96), kinds %s, threads %s" % (
+            r, len(ev), sorted({e["args"]["kind"] for e in ev}), sorted({e["tid"] for e in ev})))
+        bad = 1
+sys.exit(bad)
+EOF2
+ok $? "1f1b: each boundary tensor posted and waited for, traced as \"pp transfer\" on the comm worker"
+diag_file "$tmp/pp-tasks.out"
 
 env SHARDFLOW_TRACE="$tmp/plain" STARPU_NCPU=2 sh "$RUN_MPI" 2 "$MLP" --steps 2 $mlp_args \
 	>"$tmp/plain.out" 2>&1 &&

@@ -13,7 +13,7 @@
 static const char *const kind_names[SF_EV_NKINDS] = {
     "gather",         "fwd",  "loss", "bwd",       "rs",        "opt",          "ag",
     "loss allreduce", "free", "grad", "grad norm", "recompute", "tp allreduce",
-    "cp ring",
+    "cp ring",        "pp transfer",
 };
 
 const char *_sf_ev_kind_name(enum _sf_ev_kind k)
@@ -24,7 +24,7 @@ const char *_sf_ev_kind_name(enum _sf_ev_kind k)
 bool _sf_ev_is_comm(enum _sf_ev_kind k)
 {
 	return k == SF_EV_GATHER || k == SF_EV_RS || k == SF_EV_AG || k == SF_EV_LOSS_SUM ||
-	       k == SF_EV_NORM || k == SF_EV_TP_AR || k == SF_EV_CP_RING;
+	       k == SF_EV_NORM || k == SF_EV_TP_AR || k == SF_EV_CP_RING || k == SF_EV_PP;
 }
 
 bool _sf_ev_is_compute(enum _sf_ev_kind k)

@@ -55,6 +55,8 @@ enum _sf_ev_kind {
 	                     all-gather ("tp_ag fc1 (linear_col L2)") */
 	SF_EV_CP_RING,    /* comm: context parallelism's ring step, a key/value block or its
 	                     gradient to the next CP rank ("cp_ring attn (attention L5)") */
+	SF_EV_PP,         /* comm: a pipeline boundary's transfer posted ("pp send fc2",
+	                     "pp recv dfc2") or waited for ("pp wait recv fc2") */
 	SF_EV_NKINDS
 };
 
