@@ -165,6 +165,18 @@ static void free_task_only(float *p)
 #endif
 }
 
+/* scheduler/pipeline.c's micro-batch sets, whose activations are task-only as the
+ * nodes' own */
+int _sf_alloc_task_only(float **p, size_t n, const char *what)
+{
+	return alloc_task_only(p, n, what);
+}
+
+void _sf_free_task_only(float *p)
+{
+	free_task_only(p);
+}
+
 /* The unit vectors' and the model's buffers: task-only where set_bufs_task_only said so
  * (m->bufs_task_only, kept so that the release matches the allocation) */
 static int alloc_buf(const struct sf_model *m, float **p, size_t n, const char *what)

@@ -13,6 +13,12 @@
  * *p; SF_ERR_NOMEM naming `what`. Released with _sf_free_floats (NULL is fine). */
 int _sf_alloc_floats(float **p, size_t n, const char *what);
 void _sf_free_floats(float *p);
+/* n floats that only tasks read and write (a node's activations, their gradients, its
+ * saved buffer): _sf_alloc_floats's, but in a simulation bare address space that no
+ * page backs, shared by the buffers of one size class (nothing is written: no task body
+ * runs). Released with _sf_free_task_only (NULL is fine), never _sf_free_floats. */
+int _sf_alloc_task_only(float **p, size_t n, const char *what);
+void _sf_free_task_only(float *p);
 
 /* starpu_data_acquire(h, mode) with its result checked: SF_OK, or SF_ERR_STARPU (then
  * nothing is acquired and the caller releases nothing). A success is undone with

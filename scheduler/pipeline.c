@@ -384,7 +384,10 @@ static void reg(starpu_data_handle_t *h, void *ptr, size_t n, size_t elem)
 	starpu_vector_data_register(h, STARPU_MAIN_RAM, (uintptr_t)ptr, (uint32_t)n, elem);
 }
 
-/* Micro-batch k's buffers of node n (k > 0), as model_storage.c makes the nodes' own */
+/* Micro-batch k's buffers of node n (k > 0), as model_storage.c makes the nodes' own:
+ * the inputs, which the step stages from the host, filled memory; a layer's, which only
+ * tasks and transfers write, task-only (in a simulation bare address space: a Llama
+ * 3 70B's micro-batch sets fold terabytes otherwise) */
 static int alloc_buf(struct sf_model *m, int n, struct pp_buf *b)
 {
 	const struct _sf_node *nd = &m->gnodes[n];
@@ -396,15 +399,18 @@ static int alloc_buf(struct sf_model *m, int n, struct pp_buf *b)
 		reg(&b->h_act, b->act, m->rows_local, sizeof(int32_t));
 		return SF_OK;
 	}
-	SF_CHECK(_sf_alloc_floats(&b->act, cnt, "a micro-batch's activations"));
-	reg(&b->h_act, b->act, cnt, sizeof(float));
-	if (nd->kind != SF_NODE_LAYER)
+	if (nd->kind != SF_NODE_LAYER) {
+		SF_CHECK(_sf_alloc_floats(&b->act, cnt, "a micro-batch's inputs"));
+		reg(&b->h_act, b->act, cnt, sizeof(float));
 		return SF_OK;
-	SF_CHECK(_sf_alloc_floats(&b->dact, cnt, "a micro-batch's activation gradients"));
+	}
+	SF_CHECK(_sf_alloc_task_only(&b->act, cnt, "a micro-batch's activations"));
+	reg(&b->h_act, b->act, cnt, sizeof(float));
+	SF_CHECK(_sf_alloc_task_only(&b->dact, cnt, "a micro-batch's activation gradients"));
 	reg(&b->h_dact, b->dact, cnt, sizeof(float));
 	if (s->info.nsaved && s->hold == SF_HOLD_ALL) { /* the boundary's: not this stage's */
-		SF_CHECK(
-		    _sf_alloc_floats(&b->saved, s->info.nsaved, "a micro-batch's saved buffer"));
+		SF_CHECK(_sf_alloc_task_only(&b->saved, s->info.nsaved,
+		                             "a micro-batch's saved buffer"));
 		reg(&b->h_saved, b->saved, s->info.nsaved, sizeof(float));
 	}
 	return SF_OK;
@@ -597,9 +603,13 @@ void _sf_pipeline_release(struct sf_model *m)
 			unreg(&b->h_act);
 			unreg(&b->h_dact);
 			unreg(&b->h_saved);
-			_sf_free_floats(b->act);
-			_sf_free_floats(b->dact);
-			_sf_free_floats(b->saved);
+			if (m->gnodes[pp->bound[i]].kind == SF_NODE_LAYER) {
+				_sf_free_task_only(b->act);
+				_sf_free_task_only(b->dact);
+				_sf_free_task_only(b->saved);
+			} else {
+				_sf_free_floats(b->act);
+			}
 		}
 		if (k > 0 && pp->h_labels && pp->labels) {
 			unreg(&pp->h_labels[k]);

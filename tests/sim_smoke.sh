@@ -41,8 +41,18 @@
 #    within 0.9-1.3 of dp 2's at the same batch (half the model on the whole batch
 #    against the whole model on half), pp 2's step the compute-only step over
 #    1 - (S - 1) / (M + S - 1), the schedule's bubble, within 5 %, at M = 4 and 8;
-#  - refusals: --tp 3 on 4 GPUs, --tp with --pp, --schedule without --pp, a bad
-#    schedule.
+#  - pp 2 x tp 2 on 2 nodes of 2 GPUs (a stage a node: TP's all-reduces on NVLink,
+#    the transfers between the same TP place of the two stages across the NICs of
+#    1 Gbit/s), the batch left to the tool: the comm-only step is pp 2's over the
+#    NIC above (its bytes twice, x 0.95-1.25: a TP rank sends the whole activation,
+#    and one micro-batch of a sequence a data-parallel rank; 2 sequences, with the
+#    TP ranks counted as data-parallel, would double it), the same in a second run,
+#    and zero-bubble's layout line;
+#  - a pipeline's micro-batch sets are address space too: a 12-block Llama at pp 2,
+#    4 micro-batches, plans 13 GiB a rank at 45 MiB of peak RSS (6 GiB with the
+#    sets in SMPI's folded memory);
+#  - refusals: --tp 3 on 4 GPUs, --tp 4 with --pp 2 on 4 (not a stage's divisor),
+#    --schedule without --pp, a bad schedule.
 # Context parallelism (--cp: SHARDFLOW_CP, its ring steps through sim/comm_sim.c's
 # cp_shift):
 #  - a Llama at cp 2 on 2 nodes of 1 GPU, NICs of 1 Gbit/s, against dp 2 at the same
@@ -63,7 +73,7 @@ SMPIRUN="$STARPU_BINDIR/starpu_smpirun"
 require_progs "$MLP" "$SMPIRUN"
 command -v xsltproc >/dev/null 2>&1 || skip_all "starpu_smpirun needs xsltproc (Debian package xsltproc)"
 
-plan 44
+plan 47
 
 SF_TEST_TIMEOUT=300
 export SF_TEST_TIMEOUT
@@ -281,6 +291,37 @@ lt=$(grep -E '^ +2 ' "$tmp/ct.out" | tail -1)
 	-v m="$(col "$lt" comm_s)" 'BEGIN { exit !(d > 0 && t >= 0.9 * d && t <= 1.3 * d && s >= 0.999 * t && s <= 1.001 * (t + m)) }'
 ok $? "2 GPUs, the same batch: tp 2's compute-only step $(col "$lt" compute_s) s within 0.9-1.3 of dp 2's $(col "$ld" compute_s) s; its step between max(compute, comm) and their sum" ||
 	diag_file "$tmp/ct.out"
+# pp 2 x tp 2: ranks 0, 1 stage 0 (node 0), 2, 3 stage 1; no --batch (the tool's)
+pptp="--arch llama --layers 2 --dim 256 --heads 4 --kv-heads 2 --vocab 512 --context 256 --nodes 2 --gpus-per-node 2 --link 1gbit --steps 2 --pp 2 --tp 2"
+for n in ptn ptn2; do
+	rm -rf "$tmp/$n.k"
+	# shellcheck disable=SC2086
+	"$SIM" $pptp --keep "$tmp/$n.k" >"$tmp/$n.out" 2>&1
+	grep -E '^ +4 ' "$tmp/$n.out" | tail -1 >"$tmp/$n.line"
+done
+lp=$(cat "$tmp/ptn.line") bp=$(cat "$tmp/ppn.bytes")
+[ -n "$lp" ] && [ -n "$bp" ] && awk -v c="$(col "$lp" comm_s)" -v b="$bp" \
+	'BEGIN { r = 2 * b / 125e6; exit !(b > 0 && c >= 0.95 * r && c <= 1.25 * r) }' &&
+	grep -q "^shardflow-sim: layout: pp 2 x dp 1 x tp 2, 4 micro-batches, 1f1b; bubble in theory (S-1)/(M+S-1) = 0.200$" "$tmp/ptn.out" &&
+	[ "$(col "$lp" step_s)" = "$(col "$(cat "$tmp/ptn2.line")" step_s)" ]
+ok $? "pp 2 x tp 2 on 2 nodes of 2, NCCL's model: comm-only $(col "$lp" comm_s) s, pp 2's $bp bytes of activations and as many of gradients over 1 Gbit/s (x 0.95-1.25); the layout said; the same step in a second run" ||
+	diag_file "$tmp/ptn.out"
+# shellcheck disable=SC2086
+"$SIM" $pptp --schedule zero-bubble --no-breakdown >"$tmp/ptz.out" 2>&1
+grep -q "^shardflow-sim: layout: pp 2 x dp 1 x tp 2, 4 micro-batches, zero-bubble; bubble in theory (S-1)/(3M+S-1) = 0.077$" "$tmp/ptz.out" &&
+	grep -q -E '^ +4 ' "$tmp/ptz.out"
+ok $? "pp 2 x tp 2, --schedule zero-bubble: a report line; the layout gives ZB-H1's bubble in theory" ||
+	diag_file "$tmp/ptz.out"
+python3 -c 'import resource, subprocess, sys
+subprocess.run(sys.argv[1:])
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)' \
+	"$SIM" --arch llama --layers 12 --dim 768 --heads 12 --kv-heads 4 --vocab 32000 --context 1024 \
+	--gpus-per-node 2 --pp 2 --batch 32 --micro-batches 4 --steps 1 --no-breakdown >"$tmp/pr.out" 2>&1
+lr=$(grep -E '^ +2 ' "$tmp/pr.out" | tail -1)
+rss=$(tail -1 "$tmp/pr.out")
+[ -n "$lr" ] && awk -v g="$(col "$lr" mem)" -v r="$rss" 'BEGIN { exit !(g > 10 && r > 0 && r < 1048576) }'
+ok $? "pp 2, 4 micro-batches: $(col "$lr" mem) GiB a rank planned, the simulation's peak RSS $((${rss:-0} / 1024)) MiB (< 1 GiB)" ||
+	diag_file "$tmp/pr.out"
 for pm in 4:0.2 8:0.111111; do
 	M=${pm%%:*} bub=${pm#*:}
 	# shellcheck disable=SC2086
@@ -294,17 +335,17 @@ for pm in 4:0.2 8:0.111111; do
 done
 "$SIM" --model gpt2 --gpus-per-node 4 --tp 3 >"$tmp/r1" 2>&1
 r1=$?
-"$SIM" --model gpt2 --gpus-per-node 4 --tp 2 --pp 2 >"$tmp/r2" 2>&1
+"$SIM" --model gpt2 --gpus-per-node 4 --tp 4 --pp 2 >"$tmp/r2" 2>&1
 r2=$?
 "$SIM" --model gpt2 --gpus-per-node 4 --schedule gpipe >"$tmp/r3" 2>&1
 r3=$?
 "$SIM" --model gpt2 --gpus-per-node 4 --pp 2 --schedule zb >"$tmp/r4" 2>&1
 r4=$?
 [ $r1 -eq 2 ] && grep -q -- "--tp 3 does not divide the 4 GPUs" "$tmp/r1" && [ $r2 -eq 2 ] &&
-	grep -q -- "--tp 2 with --pp 2: not supported yet" "$tmp/r2" && [ $r3 -eq 2 ] &&
+	grep -q -- "--tp 4 does not divide the 2 GPUs of a pipeline stage" "$tmp/r2" && [ $r3 -eq 2 ] &&
 	grep -q -- "--schedule gpipe needs --pp S > 1" "$tmp/r3" && [ $r4 -eq 2 ] &&
-	grep -q -- '--schedule "zb": accepted gpipe, 1f1b' "$tmp/r4"
-ok $? "--tp 3 on 4 GPUs, --tp with --pp, --schedule without --pp, --schedule zb: refused with the reason (exit $r1, $r2, $r3, $r4)" ||
+	grep -q -- '--schedule "zb": accepted gpipe, 1f1b, zero-bubble' "$tmp/r4"
+ok $? "--tp 3 on 4 GPUs, --tp 4 with --pp 2 on 4, --schedule without --pp, --schedule zb: refused with the reason (exit $r1, $r2, $r3, $r4)" ||
 	diag_file "$tmp/r1"
 # CP (--cp): the same 2 nodes of 1 GPU over 1 Gbit/s, a context of 2048 (the ring's
 # key/value chunks then carry most of the bytes)
