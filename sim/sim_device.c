@@ -541,14 +541,6 @@ static void shared_body(void *buffers[], void *cl_arg)
 }
 #endif
 
-/* A compute codelet that declares no performance model (context parallelism's parts,
- * tasks/cp_attention.c, so far) would stop a simulated run at its first task (StarPU
- * asserts a model): it gets one of these, named after the codelet, so that it is
- * charged the roofline of its flops and bytes like the others. Each simulated rank has
- * its own copy (SMPI's privatisation), as it has of the codelets. */
-static struct starpu_perfmodel own_models[16];
-static size_t nown;
-
 void _sf_sim_model(struct starpu_codelet *cl, bool skipped)
 {
 #ifdef SF_SIMULATION
@@ -561,14 +553,8 @@ void _sf_sim_model(struct starpu_codelet *cl, bool skipped)
 		cl->cpu_funcs[0] = shared_body;
 	}
 #endif
-	if (skipped || !(active || calibration))
+	if (skipped || !(active || calibration) || !cl->model)
 		return;
-	if (!cl->model) { /* one of its own, named after the codelet (see own_models) */
-		if (nown >= sizeof own_models / sizeof own_models[0])
-			return; /* StarPU then stops, naming the codelet */
-		cl->model = &own_models[nown++];
-		cl->model->symbol = cl->name;
-	}
 	cl->model->type = STARPU_PER_ARCH;
 	cl->model->arch_cost_function = cost;
 }

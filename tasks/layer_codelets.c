@@ -128,9 +128,10 @@ static double layer_flops(const struct _sf_layer_entry *type, const struct sf_la
 	bool dinput = false;
 	for (int i = 0; i < info->nin; i++)
 		dinput |= info->need_dinput[i] != 0;
-	/* a split backward's input-gradient half (dparams_absent) has one product */
-	bool dparams = info->nparams && !info->dparams_absent;
-	return backward && dinput && dparams ? 2 * f : f;
+	/* a split backward's input-gradient half (dparams_absent) has one product; a
+	 * backward without parameters keeps the convention (twice: attention's flops()
+	 * returns half its backward's, tasks' models and the simulation read them so) */
+	return backward && dinput && !info->dparams_absent ? 2 * f : f;
 }
 
 int _sf_submit_layer_fwd(const struct _sf_layer_entry *type, const struct sf_layer_info *info,
