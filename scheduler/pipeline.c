@@ -673,22 +673,11 @@ static starpu_data_handle_t edge_handle(const struct _sf_pipeline *pp, const str
  * gradient nothing before needs is not sent (both stages know it from the plan).
  * Posted only (the backend's p2p_post): a receive is completed by recv_wait before its
  * readers, a send by sends_wait before its buffer's next writer. */
+static int edge_tasks(struct sf_model *m, int k, bool next, bool grad, bool send, bool wait);
+
 static int transfer(struct sf_model *m, int k, bool next, bool grad, bool send)
 {
-	struct _sf_pipeline *pp = m->pp;
-	int ne = next ? pp->nout : pp->nin;
-	for (int i = 0; i < ne; i++) {
-		struct pp_edge *e = next ? &pp->out[i] : &pp->in[i];
-		if (grad && !m->nodes[e->node].needs_grad)
-			continue;
-		const char *name = grad ? e->grad_name : e->act_name;
-		SF_CHECK(_sf_submit_pp_transfer(&e->args[grad ? pp->M + k : k], send, m->h_order,
-		                                edge_handle(pp, e, k, grad), m->ctx->comm_worker,
-		                                name, traced(m, name)));
-		if (send)
-			pp->sent[pp->nsent++] = (struct pp_sent){e, k, grad};
-	}
-	return SF_OK;
+	return edge_tasks(m, k, next, grad, send, false);
 }
 
 /* The waits of micro-batch k's receives posted by transfer (the same arguments): in
@@ -697,16 +686,29 @@ static int transfer(struct sf_model *m, int k, bool next, bool grad, bool send)
  * the tensor is on its way, instead of waiting in the receive. */
 static int recv_wait(struct sf_model *m, int k, bool next, bool grad)
 {
+	return edge_tasks(m, k, next, grad, false, true);
+}
+
+/* transfer's and recv_wait's tasks, one an edge of the side (next) and kind (grad):
+ * a transfer posted, or (wait) a receive's wait */
+static int edge_tasks(struct sf_model *m, int k, bool next, bool grad, bool send, bool wait)
+{
 	struct _sf_pipeline *pp = m->pp;
 	int ne = next ? pp->nout : pp->nin;
 	for (int i = 0; i < ne; i++) {
 		struct pp_edge *e = next ? &pp->out[i] : &pp->in[i];
 		if (grad && !m->nodes[e->node].needs_grad)
 			continue;
-		const char *name = grad ? e->grad_wait : e->act_wait;
-		SF_CHECK(_sf_submit_pp_wait(&e->args[grad ? pp->M + k : k], false, m->h_order,
-		                            edge_handle(pp, e, k, grad), m->ctx->comm_worker, name,
-		                            traced(m, name)));
+		const char *name = wait ? (grad ? e->grad_wait : e->act_wait)
+		                        : (grad ? e->grad_name : e->act_name);
+		struct _sf_p2p_args *a = &e->args[grad ? pp->M + k : k];
+		starpu_data_handle_t h = edge_handle(pp, e, k, grad);
+		int w = m->ctx->comm_worker;
+		SF_CHECK(wait ? _sf_submit_pp_wait(a, send, m->h_order, h, w, name, traced(m, name))
+		              : _sf_submit_pp_transfer(a, send, m->h_order, h, w, name,
+		                                       traced(m, name)));
+		if (send && !wait)
+			pp->sent[pp->nsent++] = (struct pp_sent){e, k, grad};
 	}
 	return SF_OK;
 }

@@ -429,14 +429,22 @@ out:
  * gain), a frozen unit, a node whose own or input activations live in recompute's
  * shared buffers (the other segments' recomputes rewrite them in between), and a
  * node followed, before the gap, by another reader of the same parameters. */
-static int split_point(const struct sf_model *m, int n)
+/* A node whose backward can run in two halves at all: a linear type's, with a gradient,
+ * parameters of a unit that trains, none of its buffers recompute's */
+static bool splittable(const struct sf_model *m, int n)
 {
 	const struct _sf_node *nd = &m->gnodes[n];
 	const struct _sf_node_state *s = &m->nodes[n];
-	int u = s->unit;
-	if (nd->kind != SF_NODE_LAYER || !nd->type->splits_backward ||
-	    !nd->type->type.backward_params_for_dinput_only || !s->needs_grad || u < 0 ||
-	    m->units[u].frozen || s->bwd_info.params_absent || s->recomp_buf >= 0)
+	return nd->kind == SF_NODE_LAYER && nd->type->splits_backward &&
+	       nd->type->type.backward_params_for_dinput_only && s->needs_grad && s->unit >= 0 &&
+	       !m->units[s->unit].frozen && !s->bwd_info.params_absent && s->recomp_buf < 0;
+}
+
+static int split_point(const struct sf_model *m, int n)
+{
+	const struct _sf_node *nd = &m->gnodes[n];
+	int u = m->nodes[n].unit;
+	if (!splittable(m, n))
 		return -1;
 	for (int i = 0; i < nd->nin; i++)
 		if (m->nodes[nd->in[i]].recomp_buf >= 0)
@@ -463,12 +471,9 @@ static int split_point(const struct sf_model *m, int n)
  * gradient another node adds to stay one task: the sum's order would change. */
 static int defer_point(const struct sf_model *m, int n)
 {
-	const struct _sf_node *nd = &m->gnodes[n];
 	const struct _sf_node_state *s = &m->nodes[n];
 	int u = s->unit;
-	if (nd->kind != SF_NODE_LAYER || !nd->type->splits_backward ||
-	    !nd->type->type.backward_params_for_dinput_only || !s->needs_grad || u < 0 ||
-	    m->units[u].frozen || s->bwd_info.params_absent || s->recomp_buf >= 0)
+	if (!splittable(m, n))
 		return -1;
 	bool dinput = false; /* without an input gradient, nothing is sent sooner */
 	for (int i = 0; i < s->bwd_info.nin; i++)
