@@ -5,6 +5,8 @@
 #                           ckpt_driver on NP ranks, output in $tmp/NAME.{out,err}
 #                           (with drv_split set, rank r's stderr in $tmp/NAME.err.r);
 #                           its stderr as diagnostics when it fails
+#   ckpt_ref NP NAME ARGS...
+#                           an uninterrupted run and its two directed-rounding twins
 #   refused NAME PATTERN DESC
 #                           one result: the run NAME reported a refused load
 #                           (--resume-may-fail) matching PATTERN
@@ -63,6 +65,20 @@ refused() {
 	fi
 }
 
+
+# ckpt_ref NP NAME ARGS...: ckpt_driver's uninterrupted run NAME (its dump in
+# $tmp/NAME.dump, losses from step 2), and again rounded upward and downward (NAME.up,
+# NAME.down): the rounding interval a resumed run is held to
+ckpt_ref() {
+	_rnp=$1
+	_rname=$2
+	shift 2
+	for _r in "" up down; do
+		# shellcheck disable=SC2086
+		drv "$_rnp" "$_rname${_r:+.$_r}" ${_r:+SHARDFLOW_ROUNDING=${_r}ward} "$@" \
+			--out "$tmp/$_rname${_r:+.$_r}.dump" --dump-losses-from 2 || return 1
+	done
+}
 
 # tp_ckpt_chain MODEL OPT: MODEL trained with OPT across layouts, each resuming the
 # last one's checkpoint: 2 steps at dp 2 x tp 2 (SHARDFLOW_TP=2 on 4 ranks), 2 at 4 x 1,

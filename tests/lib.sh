@@ -203,6 +203,19 @@ interval_of() {
 	wait "$_ipid" && return "$_ist"
 }
 
+# train_refused DESC REGEX NP NAME [VAR=VALUE...] ARGS...: one result: train NP NAME
+# ... fails and its stderr or stdout matches REGEX (the refusal's reason)
+train_refused() {
+	_rd=$1 _rre=$2
+	shift 2
+	if train "$@" 2>/dev/null; then
+		ok 1 "$_rd: accepted"
+		return
+	fi
+	grep -q "$_rre" "$tmp/$2.err" "$tmp/$2.out"
+	ok $? "$_rd"
+}
+
 # compare_within DESC A B [--ignore FROM:TO]...: A's losses and parameters within B's
 # rounding interval (B trained by train_interval)
 compare_within() {

@@ -255,28 +255,18 @@ for r in 0 1; do plan_ok deep-p2 $r && plan_ok deep-p2g $r && plan_ok deep-p2z $
 for r in 0 1 2 3; do plan_ok deep-p2d2 $r || st=1; done
 ok $st "the memory plan = sf_model_stats on every rank, part by part (pp 2 under 1f1b, gpipe and zero-bubble, pp 2 x dp 2)"
 
-# refusals: a failed run whose stderr says why
-refused() {
-	_d=$1 _re=$2
-	shift 2
-	if train "$@" 2>/dev/null; then
-		ok 1 "$_d: accepted"
-		return
-	fi
-	grep -q "$_re" "$tmp/$2.err" "$tmp/$2.out"
-	ok $? "$_d"
-}
-refused "SHARDFLOW_PP=3 on 2 ranks: refused" "SHARDFLOW_PP=3 does not divide the 2 ranks" \
+# refusals: a failed run whose stderr says why (lib.sh's train_refused)
+train_refused "SHARDFLOW_PP=3 on 2 ranks: refused" "SHARDFLOW_PP=3 does not divide the 2 ranks" \
 	2 bad-div SHARDFLOW_PP=3 --model deep --steps 1 --batch 6
-refused "SHARDFLOW_PP=4 for the mlp's 3 units: refused" "has 3 units, fewer than the 4 pipeline stages" \
+train_refused "SHARDFLOW_PP=4 for the mlp's 3 units: refused" "has 3 units, fewer than the 4 pipeline stages" \
 	4 bad-units SHARDFLOW_PP=4 --model mlp --steps 1 --batch 8
-refused "SHARDFLOW_PP_SCHEDULE=interleaved: refused, naming the schedules" \
+train_refused "SHARDFLOW_PP_SCHEDULE=interleaved: refused, naming the schedules" \
 	'SHARDFLOW_PP_SCHEDULE="interleaved" is invalid: accepted values are gpipe, 1f1b, zero-bubble' \
 	2 bad-sched SHARDFLOW_PP=2 SHARDFLOW_PP_SCHEDULE=interleaved --model deep --steps 1 --batch 8
-refused "a tied head under SHARDFLOW_PP=2: refused" "a tied head reads its embedding's unit" \
+train_refused "a tied head under SHARDFLOW_PP=2: refused" "a tied head reads its embedding's unit" \
 	2 bad-tied SHARDFLOW_PP=2 --model blocks --steps 1 --batch 8
-refused "SHARDFLOW_PP_MICROBATCHES=3 for a batch of 8: refused" \
+train_refused "SHARDFLOW_PP_MICROBATCHES=3 for a batch of 8: refused" \
 	"batch 8 does not split into 1 data-parallel ranks x 3 micro-batches" \
 	2 bad-mb SHARDFLOW_PP=2 SHARDFLOW_PP_MICROBATCHES=3 --model deep --steps 1 --batch 8
-refused "sf_model_accumulate under a pipeline: refused" "splits each step into its" \
+train_refused "sf_model_accumulate under a pipeline: refused" "splits each step into its" \
 	2 bad-acc SHARDFLOW_PP=2 --model deep --steps 1 --batch 8 --accum 2

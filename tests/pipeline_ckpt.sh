@@ -39,16 +39,6 @@ within() {
 	sed 's/^/#   /' "$tmp/cmp.out"
 }
 
-# ref NP NAME ARGS...: an uninterrupted run, and again rounded upward and downward
-ref() {
-	_rnp=$1
-	_rname=$2
-	shift 2
-	for _r in "" up down; do
-		drv "$_rnp" "$_rname${_r:+.$_r}" ${_r:+SHARDFLOW_ROUNDING=${_r}ward} "$@" \
-			--out "$tmp/$_rname${_r:+.$_r}.dump" --dump-losses-from 2 || return 1
-	done
-}
 
 for m in "deep adamw" "llama sgd"; do
 	set -- $m
@@ -58,7 +48,7 @@ for m in "deep adamw" "llama sgd"; do
 	ck="$tmp/ck-$model"
 	rm -rf "$ck" "$ck.1"
 	# shellcheck disable=SC2086
-	ref 4 "u22-$model" SHARDFLOW_PP=2 $a --steps 4
+	ckpt_ref 4 "u22-$model" SHARDFLOW_PP=2 $a --steps 4
 	# shellcheck disable=SC2086
 	drv 4 "s22-$model" SHARDFLOW_PP=2 $a --steps 2 --save "$ck" --save-every 2 \
 		--export "$tmp/s22-$model.st"
@@ -77,7 +67,7 @@ for m in "deep adamw" "llama sgd"; do
 	within "$model, $opt: pp 2 x dp 2 resumed at pp 2 x dp 1" "r21-$model" "u22-$model"
 	# 1 rank's checkpoint at pp 2 x dp 2
 	# shellcheck disable=SC2086
-	ref 1 "u1-$model" $a --steps 4
+	ckpt_ref 1 "u1-$model" $a --steps 4
 	# shellcheck disable=SC2086
 	drv 1 "s1-$model" $a --steps 2 --save "$ck.1" --save-every 2
 	# shellcheck disable=SC2086

@@ -112,20 +112,10 @@ ok $? "examples/gpt --arch llama, pp 2 x tp 2 (vocabulary-parallel) = 1 rank: lo
 	{ diag_file "$tmp/g4.err"; diff "$tmp/g1.f" "$tmp/g4.f" | sed 's/^/# /'; }
 
 # ---- checkpoints ----
-# ref NP NAME ARGS...: an uninterrupted run, and again rounded upward and downward
-ref() {
-	_rnp=$1
-	_rname=$2
-	shift 2
-	for _r in "" up down; do
-		drv "$_rnp" "$_rname${_r:+.$_r}" ${_r:+SHARDFLOW_ROUNDING=${_r}ward} "$@" \
-			--out "$tmp/$_rname${_r:+.$_r}.dump" --dump-losses-from 2 || return 1
-	done
-}
 a="--model llama-hf-tp --optimizer adamw --batch 8"
 ck="$tmp/ck"
 # shellcheck disable=SC2086
-ref 4 u22 $PT $a --steps 4 || bail_out "the uninterrupted pp 2 x tp 2 run failed"
+ckpt_ref 4 u22 $PT $a --steps 4 || bail_out "the uninterrupted pp 2 x tp 2 run failed"
 # shellcheck disable=SC2086
 drv 4 s22 $PT $a --steps 2 --save "$ck" --save-every 2
 # shellcheck disable=SC2086
@@ -141,7 +131,7 @@ compare_within "pp 2 x tp 2 resumed at tp 2" rt2 u22
 drv 2 rp2 SHARDFLOW_PP=2 $a --steps 4 --resume "$ck" --out "$tmp/rp2.dump"
 compare_within "pp 2 x tp 2 resumed at pp 2" rp2 u22
 # shellcheck disable=SC2086
-ref 1 u1 $a --steps 4 || bail_out "the uninterrupted 1-rank run failed"
+ckpt_ref 1 u1 $a --steps 4 || bail_out "the uninterrupted 1-rank run failed"
 # shellcheck disable=SC2086
 drv 1 s1 $a --steps 2 --save "$ck.1" --save-every 2
 # shellcheck disable=SC2086
@@ -157,24 +147,14 @@ print("pp", m["pp"], "tp", m["tp"], "files", m["world_size"])
 PY
 ok $? "pp 2 x tp 2's manifest: version 3, pp 2, tp 2, one file a stage" || diag_file "$tmp/mf.out"
 
-# refusals: a failed run whose stderr says why
-refused_run() {
-	_d=$1 _re=$2
-	shift 2
-	if train "$@" 2>/dev/null; then
-		ok 1 "$_d: accepted"
-		return
-	fi
-	grep -q "$_re" "$tmp/$2.err" "$tmp/$2.out"
-	ok $? "$_d"
-}
-refused_run "SHARDFLOW_TP=4 with SHARDFLOW_PP=2 on 4 ranks: refused" \
+# refusals: a failed run whose stderr says why (lib.sh's train_refused)
+train_refused "SHARDFLOW_TP=4 with SHARDFLOW_PP=2 on 4 ranks: refused" \
 	"SHARDFLOW_TP=4 does not divide the 2 ranks of a pipeline stage" \
 	4 bad-tp SHARDFLOW_PP=2 SHARDFLOW_TP=4 --model llama-hf-tp --steps 1 --batch 8
-refused_run "SHARDFLOW_SEQUENCE_PARALLEL=on with SHARDFLOW_PP: refused" \
+train_refused "SHARDFLOW_SEQUENCE_PARALLEL=on with SHARDFLOW_PP: refused" \
 	"SHARDFLOW_SEQUENCE_PARALLEL=on is not supported with SHARDFLOW_PP" \
 	4 bad-sp $PT SHARDFLOW_SEQUENCE_PARALLEL=on --model llama-hf-tp --steps 1 --batch 8
-refused_run "nanogpt-tp's tied head under pp 2 x tp 2: refused" \
+train_refused "nanogpt-tp's tied head under pp 2 x tp 2: refused" \
 	"a tied head reads its embedding's unit" \
 	4 bad-tied $PT --model nanogpt-tp --steps 1 --batch 8
 finish
