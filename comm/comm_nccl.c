@@ -142,6 +142,45 @@ static int one_gpu_per_rank(struct _sf_comm *c, struct nccl_impl *st, const stru
 	return rc;
 }
 
+/* The groups nccl_init lays out for attach to split (SHARDFLOW_TP, SHARDFLOW_CP: as
+ * comm_mpi.c lays them out, with its refusals), or the refusal of what the backend
+ * lacks (hybrid sharding) */
+static int nccl_groups(struct _sf_comm *c)
+{
+	int K = c->tp_req;
+	if (K > 1 && c->size % K == 0 && !c->hybrid) { /* TP groups split at attach */
+		c->tp_rank = c->rank % K, c->tp_size = K;
+		c->shard_rank = c->rank / K, c->shard_size = c->size / K;
+	} else if (K > 1) {
+		return SF_ERR(SF_ERR_CONFIG,
+		              c->hybrid ? "SHARDFLOW_TP=%d with SHARDFLOW_SHARDING=hybrid: not "
+		                          "supported; accepted with TP: sharding full, grad_op or "
+		                          "none"
+		                        : "SHARDFLOW_TP=%d does not divide the %d ranks: accepted "
+		                          "values are divisors of the world size",
+		              K, c->size);
+	}
+	/* SHARDFLOW_CP=C: the CP group split at attach (the shard group is left as it is) */
+	int C = c->cp_req, tp = c->tp_size;
+	if (C > 1 && c->hybrid)
+		return SF_ERR(SF_ERR_CONFIG,
+		              "SHARDFLOW_CP=%d with SHARDFLOW_SHARDING=hybrid: not supported "
+		              "yet; accepted with CP: sharding full, grad_op or none",
+		              C);
+	if (C > 1 && (c->size / tp) % C != 0)
+		return SF_ERR(SF_ERR_CONFIG,
+		              "SHARDFLOW_CP=%d does not divide the %d ranks%s: accepted "
+		              "values are divisors of world / tp (world = dp x cp x tp)",
+		              C, c->size / tp, tp > 1 ? " of a TP place" : "");
+	if (C > 1)
+		c->cp_rank = (c->rank / tp) % C, c->cp_size = C;
+	if (c->hybrid)
+		return SF_ERR(SF_ERR_CONFIG,
+		              "SHARDFLOW_SHARDING=hybrid: the NCCL backend has no hybrid groups "
+		              "yet; use SHARDFLOW_COMM=mpi");
+	return SF_OK;
+}
+
 static int nccl_init(struct _sf_comm *c, int *argc, char ***argv)
 {
 	struct nccl_impl *st = calloc(1, sizeof *st);
@@ -163,48 +202,8 @@ static int nccl_init(struct _sf_comm *c, int *argc, char ***argv)
 	c->node_size = st->mpi.node_size;
 	c->shard_rank = c->rank, c->shard_size = c->size, c->rep_rank = 0, c->rep_size = 1;
 	c->node_k = st->mpi.node_k;
-	int K = c->tp_req;
-	if (K > 1 && c->size % K == 0 && !c->hybrid) { /* TP groups split at attach */
-		c->tp_rank = c->rank % K, c->tp_size = K;
-		c->shard_rank = c->rank / K, c->shard_size = c->size / K;
-	} else if (K > 1) {
-		rc =
-		    SF_ERR(SF_ERR_CONFIG,
-		           c->hybrid ? "SHARDFLOW_TP=%d with SHARDFLOW_SHARDING=hybrid: not "
-		                       "supported; accepted with TP: sharding full, grad_op or none"
-		                     : "SHARDFLOW_TP=%d does not divide the %d ranks: accepted "
-		                       "values are divisors of the world size",
-		           K, c->size);
-		_sf_comm_mpi_ops.fini(&st->mpi);
-		free(st);
-		c->impl = NULL;
-		return rc;
-	}
-	/* SHARDFLOW_CP=K: the CP group split at attach, as comm_mpi.c's make_cp_groups
-	 * lays it out and with its refusals (the shard group is left as it is) */
-	int C = c->cp_req, tp = c->tp_size;
-	if (C > 1 && ((c->size / tp) % C != 0 || c->hybrid)) {
-		if (c->hybrid)
-			rc = SF_ERR(SF_ERR_CONFIG,
-			            "SHARDFLOW_CP=%d with SHARDFLOW_SHARDING=hybrid: not supported "
-			            "yet; accepted with CP: sharding full, grad_op or none",
-			            C);
-		else
-			rc = SF_ERR(SF_ERR_CONFIG,
-			            "SHARDFLOW_CP=%d does not divide the %d ranks%s: accepted "
-			            "values are divisors of world / tp (world = dp x cp x tp)",
-			            C, c->size / tp, tp > 1 ? " of a TP place" : "");
-		_sf_comm_mpi_ops.fini(&st->mpi);
-		free(st);
-		c->impl = NULL;
-		return rc;
-	}
-	if (C > 1)
-		c->cp_rank = (c->rank / tp) % C, c->cp_size = C;
-	if (c->hybrid) {
-		rc = SF_ERR(SF_ERR_CONFIG,
-		            "SHARDFLOW_SHARDING=hybrid: the NCCL backend has no hybrid groups yet; "
-		            "use SHARDFLOW_COMM=mpi");
+	rc = nccl_groups(c);
+	if (rc < 0) {
 		_sf_comm_mpi_ops.fini(&st->mpi);
 		free(st);
 		c->impl = NULL;
