@@ -1,25 +1,37 @@
 #!/bin/bash
-# tp.sh — tensor parallelism on the emulated cluster: GPT-2 124M's shapes on 2 nodes of
-# 2 ranks, FSDP over 4 ranks against FSDP x TP layouts and PyTorch DDP, side by side in
-# one run, as a markdown table.
+# tp.sh — tensor and pipeline parallelism on the emulated cluster: GPT-2 124M's shapes
+# on 2 nodes of 2 ranks, FSDP over 4 ranks against FSDP x TP (or pipeline) layouts and
+# PyTorch DDP, side by side in one run, as a markdown table.
 #
-#   bench/tp.sh [--runs N] [--steps N] [--rate R] [--context T] [--batch B]
-#               [--out DIR] [--build DIR] [--local]
+#   bench/tp.sh [--rows tp|pp|all] [--runs N] [--steps N] [--rate R] [--context T]
+#               [--batch B] [--out DIR] [--build DIR] [--local]
 #
 # Rows, each on 4 ranks (2 nodes x 2, TP groups of consecutive ranks, so a group of 2
-# is inside a node and a group of 4 spans both):
-#   dp 4        SHARDFLOW_TP=1: every unit sharded over the 4 ranks (FSDP)
-#   dp 2 x tp 2 SHARDFLOW_TP=2: the blocks split in 2 inside a node, FSDP over the 2 nodes
-#   tp 4        SHARDFLOW_TP=4: the blocks split in 4, no data parallelism
-#   PyTorch DDP bench/torch_gpt.py --ddp, 4 processes over gloo (1 thread each)
+# is inside a node and a group of 4 spans both). --rows tp (the default; GPT-2's tied
+# head):
+#   dp 4            SHARDFLOW_TP=1: every unit sharded over the 4 ranks (FSDP)
+#   dp 4 grad_op    SHARDFLOW_SHARDING=grad_op: parameters gathered once a step (ZeRO-2)
+#   dp 2 x tp 2     SHARDFLOW_TP=2: the blocks split in 2 inside a node, FSDP over the nodes
+#   tp 4, vocab replicated  SHARDFLOW_TP=4 SHARDFLOW_VOCAB_PARALLEL=off: the blocks split
+#                   in 4, the embedding, head and loss whole on every rank, no dp
+#   tp 4            SHARDFLOW_TP=4: and the vocabulary-parallel embedding, head and loss
+#   tp 4 + SP       and SHARDFLOW_SEQUENCE_PARALLEL=on
+#   PyTorch DDP     bench/torch_gpt.py --ddp, 4 processes over gloo (1 thread each)
+# --rows pp (the head untied, --untied, which a pipeline needs; issue 49's bench): dp 4,
+# tp 4, pp 2 x dp 2 (SHARDFLOW_PP=2: stage 0 on the first node, stage 1 on the second,
+# FSDP inside each; SHARDFLOW_PP_MICROBATCHES=4, 1f1b) and PyTorch DDP untied. --rows all:
+# both tables, interleaved in each round.
 # For each: tokens/s (the steps after a warm-up of 3, median of --runs interleaved
 # rounds, with min and max), and for shardflow what sf_model_stats counted per step on
-# the whole job (examples/gpt's "gpt: comm:" lines): bytes sent in the collectives, of
-# them across the link between the nodes, of them in TP all-reduces, and a rank's
-# activation memory. examples/gpt --preset gpt2 (12 layers, 12 heads, embd 768, vocab
+# the whole job (examples/gpt's "gpt: comm:" lines): bytes sent in the collectives (a
+# pipeline's transfers too), of them across the link between the nodes, of them in TP
+# all-reduces, and rank 0's parameter and activation memory ("gpt: memory per rank":
+# the shards and the gather ring's slots; the outputs, their gradients and saved
+# buffers). examples/gpt --preset gpt2 (12 layers, 12 heads, embd 768, vocab
 # 50 257, tied head; AdamW, --grad-clip 1) on Austen's GPT-2 tokens at --context T
 # (default 64) and --batch B (default 8 sequences a step for the whole job).
 #
+#   --rows SET tp, pp or all (above; default tp)
 #   --rate R   the links of the emulated cluster (scripts/cluster.sh; default 1gbit)
 #   --local    this machine's shared memory instead of the cluster (no root needed)
 #   --runs N   rounds (default 5); --steps N steps a run (default 6: 3 timed)
@@ -34,10 +46,10 @@ PY=/usr/bin/python3
 TWIN=$here/torch_gpt.py
 WARMUP=3
 
-usage_end=27
+usage_end=$(awk '!/^#/ { print NR - 1; exit }' "$0")
 . "$here/cli.sh"
 
-runs=5 steps=6 rate=1gbit ctx=64 gbatch=8 out="" build=$top cluster=1
+runs=5 steps=6 rate=1gbit ctx=64 gbatch=8 out="" build=$top cluster=1 rows=tp
 while [ $# -gt 0 ]; do
 	case $1 in
 	--runs) [ $# -ge 2 ] || usage; posint "$1" "$2"; runs=$2; shift 2 ;;
@@ -48,6 +60,9 @@ while [ $# -gt 0 ]; do
 	--out) [ -n "${2:-}" ] || die "--out needs a directory"; out=$2; shift 2 ;;
 	--build) [ -n "${2:-}" ] || die "--build needs a directory"; build=$2; shift 2 ;;
 	--local) cluster=0; shift ;;
+	--rows)
+		case ${2:-} in tp | pp | all) rows=$2 ;; *) echo "$prog: --rows \"${2:-}\" is invalid: expected tp, pp or all" >&2; usage ;; esac
+		shift 2 ;;
 	-h | --help) usage 0 ;;
 	*) echo "$prog: unknown option \"$1\"" >&2; usage ;;
 	esac
@@ -81,15 +96,17 @@ else
 fi
 
 RAW=$out/raw.tsv
-printf 'what\tconfig\trun\ttokens_per_s\tbytes_step\tinter_step\ttp_step\tact_mib\n' >"$RAW"
+printf 'what\tset\tconfig\trun\ttokens_per_s\tbytes_step\tinter_step\ttp_step\tact_mib\tparam_mib\n' >"$RAW"
 
-# sf_run NAME LOG ENV...: examples/gpt on 4 ranks for --steps steps
+# sf_run SET NAME LOG ENV...: examples/gpt on 4 ranks for --steps steps (SET pp: the
+# head untied)
 sf_run() {
-	local name=$1 log=$2
-	shift 2
+	local set=$1 name=$2 log=$3
+	shift 3
 	(
 		for a in "$@"; do export "${a?}"; done
 		args=("${SF_ARGS[@]}" --steps "$steps" --progress-every "$WARMUP" --eval-every 100000)
+		[ "$set" = pp ] && args+=(--untied)
 		if [ $cluster -eq 1 ]; then
 			"$CLUSTER" run -np 4 --per-node 2 --timeout 900 "$GPT" "${args[@]}"
 		else
@@ -103,74 +120,105 @@ sf_run() {
 	rw=$(progress_rates "$log" | awk -v k=$WARMUP -v n="$steps" '$1 == k && $2 == n { print $3 }')
 	rn=$(progress_rates "$log" | awk -v n="$steps" '$1 == n && $2 == n { print $3 }')
 	awk -v w=$WARMUP -v n="$steps" -v tok=$((B * T)) -v name="$name" -v r="$r" -v rw="${rw:-0}" \
-		-v rn="${rn:-0}" '
+		-v rn="${rn:-0}" -v set="$set" '
 		$1 == "gpt:" && $2 == "comm:" { sent += $6; inter += $12; tp += $19
 		                                 if ($4 == 0) act = $(NF - 1) }
+		$1 == "gpt:" && $2 == "memory" && $4 == "rank:" && $5 == "parameters" && param == "" { param = $6 }
 		END { if (rw > 0 && rn > 0) { t = n * tok / rn - w * tok / rw; v = (n - w) * tok / t }
-		      printf "sf\t%s\t%s\t%s\t%.3f\t%.3f\t%.3f\t%s\n", name, r, (v > 0 ? sprintf("%.2f", v) : "NA"),
-		             sent / n, inter / n, tp / n, act }' "$log" >>"$RAW"
+		      printf "sf\t%s\t%s\t%s\t%s\t%.3f\t%.3f\t%.3f\t%s\t%s\n", set, name, r,
+		             (v > 0 ? sprintf("%.2f", v) : "NA"), sent / n, inter / n, tp / n, act, param }' "$log" >>"$RAW"
 	grep -q "	NA	" <(tail -1 "$RAW") && echo "$prog: warning: shardflow $name failed, see $log" >&2
 	return 0
 }
 
-# ddp_run LOG: PyTorch DDP on 4 processes from $W0
+# ddp_run SET LOG: PyTorch DDP on 4 processes from SET's initial weights
 ddp_run() {
-	local log=$1 targs v
-	targs=(train "${PT_ARGS[@]}" --weights "$W0" --steps "$steps" --time-from "$WARMUP" --threads 1)
+	local set=$1 log=$2 targs v w=$W0
+	[ "$set" = pp ] && w=$W0U
+	targs=(train "${PT_ARGS[@]}" --weights "$w" --steps "$steps" --time-from "$WARMUP" --threads 1)
+	[ "$set" = pp ] && targs+=(--untied)
 	if [ $cluster -eq 1 ]; then
 		"$CLUSTER" run -np 4 --per-node 2 --timeout 900 -x OMP_NUM_THREADS=1 -- "$PY" "$TWIN" \
 			"${targs[@]}" --ddp --master-addr "$CLUSTER_MASTER" --ifname sf0 >"$log" 2>&1
 	else
 		local root=()
 		[ "$(id -u)" -eq 0 ] && root=(--allow-run-as-root)
-		timeout -k 10 900 mpirun "${root[@]}" -np 4 --bind-to none -x OMP_NUM_THREADS=1 \
+		timeout -k 10 900 mpirun "${root[@]}" -np 4 --oversubscribe --bind-to none -x OMP_NUM_THREADS=1 \
 			"$PY" "$TWIN" "${targs[@]}" --ddp --master-addr 127.0.0.1 --ifname lo \
 			</dev/null >"$log" 2>&1
 	fi
 	v=$(grep '^{' "$log" | tail -1 | "$PY" -c 'import json,sys; print(json.loads(sys.stdin.read())["tokens_per_s"])' 2>/dev/null)
 	[ -n "$v" ] || { v=NA; echo "$prog: warning: PyTorch DDP failed, see $log" >&2; }
-	printf 'torch\tPyTorch DDP (gloo, 4 processes)\t%s\t%s\t\t\t\t\n' "$r" "$v" >>"$RAW"
+	printf 'torch\t%s\tPyTorch DDP (gloo, 4 processes)\t%s\t%s\t\t\t\t\t\n' "$set" "$r" "$v" >>"$RAW"
 }
 
 echo "$prog: $where; $runs rounds of $steps steps (warm-up $WARMUP)" >&2
 t_start=$(date +%s)
-W0=$out/w0.safetensors
+W0=$out/w0.safetensors W0U=$out/w0-untied.safetensors
 r=0
-"$RUNMPI" 2 "$GPT" "${SF_ARGS[@]}" --steps 1 --eval-every 100000 --export-init "$W0" \
-	>"$logs/init.log" 2>&1 || die "examples/gpt failed, see $logs/init.log"
+if [ "$rows" != pp ]; then
+	"$RUNMPI" 2 "$GPT" "${SF_ARGS[@]}" --steps 1 --eval-every 100000 --export-init "$W0" \
+		>"$logs/init.log" 2>&1 || die "examples/gpt failed, see $logs/init.log"
+fi
+if [ "$rows" != tp ]; then
+	"$RUNMPI" 2 "$GPT" "${SF_ARGS[@]}" --untied --steps 1 --eval-every 100000 \
+		--export-init "$W0U" >"$logs/init-untied.log" 2>&1 ||
+		die "examples/gpt --untied failed, see $logs/init-untied.log"
+fi
 
 for r in $(seq 1 "$runs"); do
 	echo "$prog: round $r/$runs ($(($(date +%s) - t_start)) s)" >&2
-	sf_run "dp 4" "$logs/dp4.run$r.log" SHARDFLOW_TP=1
-	sf_run "dp 2 x tp 2" "$logs/dp2tp2.run$r.log" SHARDFLOW_TP=2
-	sf_run "tp 4" "$logs/tp4.run$r.log" SHARDFLOW_TP=4
-	ddp_run "$logs/ddp.run$r.log"
+	if [ "$rows" != pp ]; then
+		sf_run tp "dp 4" "$logs/dp4.run$r.log" SHARDFLOW_TP=1
+		sf_run tp "dp 4 grad_op" "$logs/dp4go.run$r.log" SHARDFLOW_TP=1 SHARDFLOW_SHARDING=grad_op
+		sf_run tp "dp 2 x tp 2" "$logs/dp2tp2.run$r.log" SHARDFLOW_TP=2
+		sf_run tp "tp 4, vocab replicated" "$logs/tp4rep.run$r.log" SHARDFLOW_TP=4 \
+			SHARDFLOW_VOCAB_PARALLEL=off
+		sf_run tp "tp 4" "$logs/tp4.run$r.log" SHARDFLOW_TP=4
+		sf_run tp "tp 4 + SP" "$logs/tp4sp.run$r.log" SHARDFLOW_TP=4 \
+			SHARDFLOW_SEQUENCE_PARALLEL=on
+		ddp_run tp "$logs/ddp.run$r.log"
+	fi
+	if [ "$rows" != tp ]; then
+		sf_run pp "dp 4" "$logs/u-dp4.run$r.log" SHARDFLOW_TP=1
+		sf_run pp "tp 4" "$logs/u-tp4.run$r.log" SHARDFLOW_TP=4
+		sf_run pp "pp 2 x dp 2" "$logs/u-pp2dp2.run$r.log" SHARDFLOW_PP=2 \
+			SHARDFLOW_PP_MICROBATCHES=4
+		ddp_run pp "$logs/u-ddp.run$r.log"
+	fi
 done
 
 "$PY" - "$RAW" "$where" "$runs" "$steps" "$T" "$B" >"$out/tables.md" <<'EOF'
 import csv, statistics, sys
 raw, where, runs, steps, T, B = sys.argv[1:]
 rows = list(csv.DictReader(open(raw), delimiter="\t"))
-order = []
-for x in rows:
-    if x["config"] not in order:
-        order.append(x["config"])
-def med(c, k):
-    v = [float(x[k]) for x in rows if x["config"] == c and x[k] not in ("", "NA")]
-    return (statistics.median(v), min(v), max(v)) if v else None
-ddp = med("PyTorch DDP (gloo, 4 processes)", "tokens_per_s")
-print(f"GPT-2 124M's shapes (context {T}, {B} sequences a step), 4 ranks on {where}; "
-      f"median of {runs} interleaved rounds of {steps} steps (min-max)\n")
-print("| layout | tokens/s | vs DDP | MiB sent a step (all ranks) | of it across the link | of it in TP all-reduces | activations MiB a rank |")
-print("| --- | --- | --- | --- | --- | --- | --- |")
-for c in order:
-    t = med(c, "tokens_per_s")
-    ts = f"{t[0]:.1f} ({t[1]:.1f}-{t[2]:.1f})" if t else "failed"
-    vs = f"{t[0] / ddp[0]:.2f}x" if t and ddp else ""
-    def m(k):
-        v = med(c, k)
-        return f"{v[0]:.1f}" if v else "not counted"
-    print(f"| {c} | {ts} | {vs} | {m('bytes_step')} | {m('inter_step')} | {m('tp_step')} | {m('act_mib')} |")
+DDP = "PyTorch DDP (gloo, 4 processes)"
+heads = {"tp": "the tied head (GPT-2's)", "pp": "the head untied (--untied; PyTorch's too)"}
+for set_ in ("tp", "pp"):
+    mine = [x for x in rows if x["set"] == set_]
+    if not mine:
+        continue
+    order = []
+    for x in mine:
+        if x["config"] not in order:
+            order.append(x["config"])
+    def med(c, k):
+        v = [float(x[k]) for x in mine if x["config"] == c and x[k] not in ("", "NA")]
+        return (statistics.median(v), min(v), max(v)) if v else None
+    ddp = med(DDP, "tokens_per_s")
+    print(f"GPT-2 124M's shapes, {heads[set_]} (context {T}, {B} sequences a step), 4 ranks "
+          f"on {where}; median of {runs} interleaved rounds of {steps} steps (min-max)\n")
+    print("| layout | tokens/s | vs DDP | MiB sent a step (all ranks) | of it across the link | of it in TP all-reduces | parameters MiB a rank | activations MiB a rank |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    for c in order:
+        t = med(c, "tokens_per_s")
+        ts = f"{t[0]:.1f} ({t[1]:.1f}-{t[2]:.1f})" if t else "failed"
+        vs = f"{t[0] / ddp[0]:.2f}x" if t and ddp else ""
+        def m(k):
+            v = med(c, k)
+            return f"{v[0]:.1f}" if v else "not counted"
+        print(f"| {c} | {ts} | {vs} | {m('bytes_step')} | {m('inter_step')} | {m('tp_step')} | {m('param_mib')} | {m('act_mib')} |")
+    print()
 EOF
 cat "$out/tables.md"
 echo "$prog: done in $(($(date +%s) - t_start)) s; $out/tables.md, $RAW" >&2

@@ -10,8 +10,11 @@
  *   logits = lm_head(ln_f(x)),  loss = mean cross-entropy over every token
  * Units: one per block ("transformer.h.<i>", what FSDP2 users get from
  * `for block in model.transformer.h: fully_shard(block)`), and one unit "transformer"
- * holding wte, wpe and ln_f (and lm_head when untied): the tied head reads wte's
- * parameters, so they live in one unit, gathered at both ends of the step.
+ * holding wte, wpe and ln_f: the tied head reads wte's parameters, so they live in one
+ * unit, gathered at both ends of the step. An untied head has a unit of its own,
+ * "lm_head" (ln_f and lm_head, as the Llama's): the units then follow each other, so a
+ * pipeline (SHARDFLOW_PP) can cut between them, and the embeddings' unit is done with
+ * after the forward's start.
  * Node names are nanoGPT's module names, so an exported safetensors file has its
  * state_dict keys ("transformer.h.0.attn.c_attn.weight", (3C, C) as nn.Linear keeps it);
  * the nodes without parameters are named in their block too (".attn.attention",
@@ -115,11 +118,12 @@ static int block(sf_graph *g, const struct sf_gpt_config *c, int i, int *x)
 	return sf_graph_unit_end(g);
 }
 
-/* The head: ln_f, then lm_head (tied to wte, or its own weights), then the loss. */
+/* The head: ln_f, then lm_head (tied to wte, or its own weights), then the loss; in
+ * the embeddings' unit when tied, else in a unit "lm_head" of their own. */
 static int head(sf_graph *g, const struct sf_gpt_config *c, int x, int wte, int targets)
 {
 	int rc, h, logits, loss;
-	if ((rc = sf_graph_unit_begin(g, "transformer")) < 0 ||
+	if ((rc = sf_graph_unit_begin(g, c->tie_weights ? "transformer" : "lm_head")) < 0 ||
 	    (rc = sf_graph_layernorm(g, x, "transformer.ln_f", &h)) < 0)
 		return rc;
 	struct sf_linear_config lc = {c->vocab, 0.02f};

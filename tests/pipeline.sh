@@ -9,9 +9,10 @@
 # run in another order: the run must lie within the reference's rounding interval (the
 # reference again rounded upward and downward: docs/testing.md), losses, parameters and
 # clip norms. Models (tests/test_models.h): deep (7 linear units, a chain of float
-# rows) and llama (token ids, 2 attention blocks, an untied head: the transformer whose
-# units follow each other; blocks, gpt and nanogpt hold a tied head or the embedding
-# and the final norm in one unit, which a pipeline refuses). Checked:
+# rows), llama (token ids, 2 attention blocks, an untied head: the transformer whose
+# units follow each other) and nanogpt-untied (sf_gpt_graph untied: ln_f and lm_head a
+# unit of their own after the blocks; blocks, gpt and nanogpt hold a tied head, whose
+# unit is read at both ends, which a pipeline refuses). Checked:
 #  - pp 2 on 2 ranks, pp 4 on 4 ranks (8 micro-batches) and pp 2 x dp 2 on 4 ranks
 #    = 1 rank, SGD and AdamW, with clipping (max norm 0.5: the norm summed across the
 #    stages, printed and compared) and both accumulation modes;
@@ -22,6 +23,7 @@
 #    unit's gradient slot as the whole backward, each part once), pp 2 and pp 4, deep
 #    and llama (pp 2 x dp 2); llama pp 4 under zero-bubble = 1 rank (the gpt test
 #    models hold a tied head or share a unit across the graph: a pipeline refuses them);
+#  - nanogpt-untied (the GPT, untied), pp 2 on 2 ranks, AdamW with clipping = 1 rank;
 #  - ignored labels (--ignore-every 3): pp 2's step = 1 rank's batch without
 #    micro-batches, its loss and gradient the mean over the step's counted rows;
 #  - the safetensors export of pp 2 (each unit from its stage's ranks) = 1 rank's,
@@ -48,7 +50,7 @@
 . "$(dirname "$0")/lib.sh"
 require_progs "$TRAIN_DUMP" "$DUMP_COMPARE"
 
-plan 32
+plan 33
 
 # name: the norms of a run's steps (clipping), one per line
 norms() {
@@ -138,6 +140,13 @@ train 4 llama-p4z-adamw SHARDFLOW_PP=4 SHARDFLOW_PP_MICROBATCHES=4 SHARDFLOW_PP_
 	--model llama --optimizer adamw --steps 4 --batch 8 --clip 0.5
 compare_within "llama, adamw, clip: pp 4 on 4 ranks, zero-bubble = 1 rank" llama-p4z-adamw \
 	llama-r-adamw
+
+# the GPT untied: its head's unit (ln_f, lm_head) in the last stage
+train_interval 1 gptu-r --model nanogpt-untied --optimizer adamw --steps 3 --batch 2 --accum 4 \
+	--clip 0.5 || bail_out "the reference run failed"
+train 2 gptu-p2 SHARDFLOW_PP=2 --model nanogpt-untied --optimizer adamw --steps 3 --batch 8 \
+	--clip 0.5
+compare_within "nanogpt-untied, adamw, clip: pp 2 on 2 ranks = 1 rank" gptu-p2 gptu-r
 
 # ignored labels (every third row): the step's loss and gradient are the mean over
 # the step's counted rows (each micro-batch scaled by M / their count), as 1 rank's
