@@ -19,7 +19,8 @@
 #   PyTorch DDP     bench/torch_gpt.py --ddp, 4 processes over gloo (1 thread each)
 # --rows pp (the head untied, --untied, which a pipeline needs; issue 49's bench): dp 4,
 # tp 4, pp 2 x dp 2 (SHARDFLOW_PP=2: stage 0 on the first node, stage 1 on the second,
-# FSDP inside each; SHARDFLOW_PP_MICROBATCHES=4, 1f1b) and PyTorch DDP untied. --rows all:
+# FSDP inside each; SHARDFLOW_PP_MICROBATCHES=4, 1f1b), the stages cut by parameters
+# (the default) and by flops (SHARDFLOW_PP_BALANCE=flops), and PyTorch DDP untied. --rows all:
 # both tables, interleaved in each round.
 # For each: tokens/s (the steps after a warm-up of 3, median of --runs interleaved
 # rounds, with min and max), and for shardflow what sf_model_stats counted per step on
@@ -184,6 +185,8 @@ for r in $(seq 1 "$runs"); do
 		sf_run pp "tp 4" "$logs/u-tp4.run$r.log" SHARDFLOW_TP=4
 		sf_run pp "pp 2 x dp 2" "$logs/u-pp2dp2.run$r.log" SHARDFLOW_PP=2 \
 			SHARDFLOW_PP_MICROBATCHES=4
+		sf_run pp "pp 2 x dp 2, cut by flops" "$logs/u-pp2dp2f.run$r.log" SHARDFLOW_PP=2 \
+			SHARDFLOW_PP_MICROBATCHES=4 SHARDFLOW_PP_BALANCE=flops
 		ddp_run pp "$logs/u-ddp.run$r.log"
 	fi
 done

@@ -195,6 +195,15 @@ enum sf_pp_schedule {
 	SF_PP_SCHEDULE_COUNT, /**< the number of values above; not a value */
 };
 
+/** How a pipeline cuts the graph's units into stages (SHARDFLOW_PP_BALANCE): each cut
+ *  where the weight before it lies closest to s / S of the whole. */
+enum sf_pp_balance {
+	SF_PP_BALANCE_FLOPS = 0, /**< the nodes' floating-point operations (the layer
+	                              types' flops counts): stages of about equal compute */
+	SF_PP_BALANCE_PARAMS,    /**< the units' parameters: stages of about equal memory */
+	SF_PP_BALANCE_COUNT,     /**< the number of values above; not a value */
+};
+
 /** The rounding of a CPU rank's arithmetic (SHARDFLOW_ROUNDING), a numerics diagnostic:
  *  every worker thread computes in that IEEE rounding direction. Two runs, upward and
  *  downward, bracket how much the run's results move with the rounding of each
@@ -297,7 +306,7 @@ struct sf_config {
 	enum sf_vocab_parallel vocab_parallel;
 	/** SHARDFLOW_PP, 1..SF_MAX_PP, default 1: the pipeline-parallel degree S. The
 	 *  world is S x dp: stage s is the dp consecutive ranks [s dp, (s + 1) dp), which
-	 *  hold the s-th run of the graph's units (balanced by parameters) and shard them
+	 *  hold the s-th run of the graph's units (balanced by SHARDFLOW_PP_BALANCE) and shard them
 	 *  (FSDP over the stage's dp ranks); activations and their gradients go from stage
 	 *  to stage point to point (docs/training.md, "Pipeline parallelism"). S must
 	 *  divide the world; not with SHARDFLOW_TP > 1 or SHARDFLOW_SHARDING=hybrid.
@@ -308,6 +317,8 @@ struct sf_config {
 	int pp_microbatches;
 	/** SHARDFLOW_PP_SCHEDULE, default 1f1b: the pipeline's schedule. */
 	enum sf_pp_schedule pp_schedule;
+	/** SHARDFLOW_PP_BALANCE, default params: what the stages are balanced by. */
+	enum sf_pp_balance pp_balance;
 	/** SHARDFLOW_ROUNDING, default nearest: the CPU workers' rounding direction (a
 	 *  diagnostic; CPU ranks only). */
 	enum sf_rounding rounding;
@@ -412,6 +423,10 @@ SF_API const char *sf_recompute_name(enum sf_recompute value);
 SF_API int sf_pp_schedule_from_name(const char *name, enum sf_pp_schedule *out);
 /** The name of an enum sf_pp_schedule value ("gpipe", ...), or NULL out of range. */
 SF_API const char *sf_pp_schedule_name(enum sf_pp_schedule value);
+/** The enum sf_pp_balance value named as SHARDFLOW_PP_BALANCE names it. */
+SF_API int sf_pp_balance_from_name(const char *name, enum sf_pp_balance *out);
+/** The name of an enum sf_pp_balance value ("flops", "params"), or NULL out of range. */
+SF_API const char *sf_pp_balance_name(enum sf_pp_balance value);
 /** The enum sf_rounding value named as SHARDFLOW_ROUNDING names it ("nearest", ...). */
 SF_API int sf_rounding_from_name(const char *name, enum sf_rounding *out);
 /** The name of an enum sf_rounding value, or NULL out of range. */

@@ -54,6 +54,7 @@ _Static_assert(sizeof vocab_parallel_names / sizeof vocab_parallel_names[0] ==
                    SF_VOCAB_PARALLEL_COUNT,
                "a name for each enum sf_vocab_parallel");
 static const char *const pp_schedule_names[] = {"gpipe", "1f1b", "zero-bubble"};
+static const char *const pp_balance_names[] = {"flops", "params"};
 static const char *const rounding_names[] = {"nearest", "upward", "downward"};
 
 /* ---- the enums' names, public: sf_optimizer_from_name and the like ------------------- */
@@ -137,6 +138,8 @@ NAMED_ENUM(sf_recompute_from_name, sf_recompute_name, enum sf_recompute, recompu
            SF_RECOMPUTE_COUNT, "a recompute mode")
 NAMED_ENUM(sf_pp_schedule_from_name, sf_pp_schedule_name, enum sf_pp_schedule, pp_schedule_names,
            SF_PP_SCHEDULE_COUNT, "a pipeline schedule")
+NAMED_ENUM(sf_pp_balance_from_name, sf_pp_balance_name, enum sf_pp_balance, pp_balance_names,
+           SF_PP_BALANCE_COUNT, "a pipeline balance")
 NAMED_ENUM(sf_rounding_from_name, sf_rounding_name, enum sf_rounding, rounding_names,
            SF_ROUNDING_COUNT, "a rounding direction")
 
@@ -211,6 +214,7 @@ static const struct knob knobs[] = {
     INT_KNOB("SHARDFLOW_PP", pp, 1, SF_MAX_PP, 1, false),
     INT_KNOB("SHARDFLOW_PP_MICROBATCHES", pp_microbatches, 0, SF_MAX_GRAD_ACCUM, 0, true),
     CHOICE_KNOB("SHARDFLOW_PP_SCHEDULE", pp_schedule, pp_schedule_names, SF_PP_1F1B, true),
+    CHOICE_KNOB("SHARDFLOW_PP_BALANCE", pp_balance, pp_balance_names, SF_PP_BALANCE_PARAMS, true),
     CHOICE_KNOB("SHARDFLOW_ROUNDING", rounding, rounding_names, SF_ROUND_NEAREST, false),
     CHOICE_KNOB("SHARDFLOW_SEQUENCE_PARALLEL", sequence_parallel, onoff_names, 0, true),
     INT_KNOB("SHARDFLOW_CP", cp, 1, SF_MAX_CP, 1, false),

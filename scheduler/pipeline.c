@@ -3,7 +3,8 @@
  * and micro-batches (scheduler/pipeline.h; docs/training.md, "Pipeline parallelism").
  *
  * Stages. The units, in forward order, are cut into S runs of consecutive units
- * balanced by parameters; stage s is the nodes from its first unit's first node to
+ * balanced by SHARDFLOW_PP_BALANCE (cut_weights: the forwards' flops, or the
+ * parameters); stage s is the nodes from its first unit's first node to
  * the next stage's (the first stage from the graph's start: inputs and the embedding;
  * the last to its end: the head and the loss). A graph whose units overlap (a tied
  * head reads the embedding's unit at the other end) is refused: a cut between units
@@ -166,23 +167,56 @@ int _sf_pipeline_layout(struct sf_model *m)
 	return SF_OK;
 }
 
-/* The first unit of each stage (cut[S] = U): stage s takes the units from cut[s] on
- * whose parameters lie closest to s / S of the model's, one unit at least each. */
-static void cut_units(const struct sf_model *m, int S, int *cut)
+/* The weight before each unit's place as a cut (before[0 .. U], before[U] the whole):
+ * flops, the forward's floating-point operations of the nodes before the unit's first
+ * (the layer types' counts: a backward is about twice its forward everywhere, so the
+ * forwards give the stages' shares; the embeddings' lookups count nothing, a head's
+ * product its V columns); params, the parameters of the units before it. Flops fall
+ * back to parameters where no node has a count (a graph of a user's types without
+ * one). Returns the balance used. */
+static enum sf_pp_balance cut_weights(const struct sf_model *m, double *before)
 {
 	int U = m->nunits;
-	double total = 0.0, *before = malloc(((size_t)U + 1) * sizeof *before);
-	for (int u = 0; u < U; u++)
-		total += (double)m->units[u].P;
-	cut[0] = 0, cut[S] = U;
-	if (!before) { /* out of memory: as many units each */
-		for (int s = 1; s < S; s++)
-			cut[s] = s * U / S;
-		return;
+	enum sf_pp_balance by = m->cfg.pp_balance;
+	if (by == SF_PP_BALANCE_FLOPS) {
+		double f = 0.0;
+		int u = 0;
+		for (int n = 0; n < m->nnodes; n++) {
+			while (u < U && m->units[u].first == n)
+				before[u++] = f;
+			const struct _sf_node *nd = &m->gnodes[n];
+			double x = nd->kind == SF_NODE_LAYER && nd->type->type.flops
+			               ? nd->type->type.flops(&m->nodes[n].info)
+			               : 0.0;
+			f += x > 0 ? x : 0.0; /* a NaN or negative count: none */
+		}
+		while (u < U)
+			before[u++] = f;
+		before[U] = f;
+		if (f > 0)
+			return by;
 	}
 	before[0] = 0.0;
 	for (int u = 0; u < U; u++)
 		before[u + 1] = before[u] + (double)m->units[u].P;
+	return SF_PP_BALANCE_PARAMS;
+}
+
+/* The first unit of each stage (cut[S] = U): stage s takes the units from cut[s] on,
+ * cut where the weight before (cut_weights) lies closest to s / S of the whole, one unit
+ * at least each. Returns the balance used. */
+static enum sf_pp_balance cut_units(const struct sf_model *m, int S, int *cut)
+{
+	int U = m->nunits;
+	double *before = malloc(((size_t)U + 1) * sizeof *before);
+	cut[0] = 0, cut[S] = U;
+	if (!before) { /* out of memory: as many units each */
+		for (int s = 1; s < S; s++)
+			cut[s] = s * U / S;
+		return SF_PP_BALANCE_COUNT;
+	}
+	enum sf_pp_balance by = cut_weights(m, before);
+	double total = before[U];
 	for (int s = 1; s < S; s++) {
 		double target = total * s / S, best = -1.0;
 		for (int c = cut[s - 1] + 1; c <= U - (S - s); c++) {
@@ -192,6 +226,7 @@ static void cut_units(const struct sf_model *m, int S, int *cut)
 		}
 	}
 	free(before);
+	return by;
 }
 
 static int stage_of(const int *lo, int S, int n)
@@ -328,7 +363,7 @@ int _sf_pipeline_plan(struct sf_model *m, const char *name)
 		rc = SF_ERR(SF_ERR_NOMEM, "sf_model_create: out of memory");
 		goto out;
 	}
-	cut_units(m, S, cut);
+	enum sf_pp_balance by = cut_units(m, S, cut);
 	for (int s = 0; s < S; s++)
 		lo[s] = s ? m->units[cut[s]].first : 0;
 	lo[S] = m->nnodes;
@@ -367,10 +402,11 @@ int _sf_pipeline_plan(struct sf_model *m, const char *name)
 			goto out;
 		}
 	_sf_log(SF_LOG_INFO,
-	        "model \"%s\": pipeline stage %d of %d: units %d..%d, nodes %d..%d, %d "
-	        "micro-batches of %d samples, %s",
-	        name, s, S, m->unit_lo, m->unit_hi - 1, m->node_lo, m->node_hi - 1, m->pp_micro,
-	        m->B_local, sf_pp_schedule_name(m->cfg.pp_schedule));
+	        "model \"%s\": pipeline stage %d of %d: units %d..%d, nodes %d..%d (cut by %s), "
+	        "%d micro-batches of %d samples, %s",
+	        name, s, S, m->unit_lo, m->unit_hi - 1, m->node_lo, m->node_hi - 1,
+	        by == SF_PP_BALANCE_COUNT ? "count (out of memory)" : sf_pp_balance_name(by),
+	        m->pp_micro, m->B_local, sf_pp_schedule_name(m->cfg.pp_schedule));
 out:
 	free(cut);
 	free(lo);

@@ -14,7 +14,7 @@
 /* After the batch's split over the dp ranks (B_local): the micro-batches, each
  * B_local / M samples from then on; the refusals of what a pipeline does not take. */
 int _sf_pipeline_layout(struct sf_model *m);
-/* After the planner's units and gradients: the stages (units balanced by parameters),
+/* After the planner's units and gradients: the stages (units balanced by SHARDFLOW_PP_BALANCE),
  * this rank's span (m->node_lo .. bwd_hi), what it keeps (units' elsewhere, nodes'
  * hold) and its activation sets (m->act_sets); before the slots' replay (plan.c),
  * which walks the span, and the memory plan. `name`: the graph's, for messages. */

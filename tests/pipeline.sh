@@ -24,6 +24,13 @@
 #    and llama (pp 2 x dp 2); llama pp 4 under zero-bubble = 1 rank (the gpt test
 #    models hold a tied head or share a unit across the graph: a pipeline refuses them);
 #  - nanogpt-untied (the GPT, untied), pp 2 on 2 ranks, AdamW with clipping = 1 rank;
+#  - SHARDFLOW_PP_BALANCE: examples/gpt untied at embd 8 on byte tokens (vocabulary
+#    256), whose head's product (2 x 8 x 256 a token) outweighs a block's (about 1 800)
+#    while its parameters weigh about two blocks': params cuts after the first block
+#    (the embeddings' 2 112 parameters and a block's 900 before the cut, 3 012 against
+#    the half 2 988), flops after the second (two blocks' 3 584 against the half 3 840;
+#    one block's 1 792 is farther); the losses of the two cuts bitwise the same (dp 1:
+#    the same sums) and those of 1 rank within 1e-5; a bad value refused;
 #  - ignored labels (--ignore-every 3): pp 2's step = 1 rank's batch without
 #    micro-batches, its loss and gradient the mean over the step's counted rows;
 #  - the safetensors export of pp 2 (each unit from its stage's ranks) = 1 rank's,
@@ -50,7 +57,7 @@
 . "$(dirname "$0")/lib.sh"
 require_progs "$TRAIN_DUMP" "$DUMP_COMPARE"
 
-plan 33
+plan 36
 
 # name: the norms of a run's steps (clipping), one per line
 norms() {
@@ -147,6 +154,34 @@ train_interval 1 gptu-r --model nanogpt-untied --optimizer adamw --steps 3 --bat
 train 2 gptu-p2 SHARDFLOW_PP=2 --model nanogpt-untied --optimizer adamw --steps 3 --batch 8 \
 	--clip 0.5
 compare_within "nanogpt-untied, adamw, clip: pp 2 on 2 ranks = 1 rank" gptu-p2 gptu-r
+
+# the stages' balance: the same model cut by parameters and by flops
+GPT="$top_builddir/examples/gpt"
+text="$tmp/corpus.txt"
+sf_corpus "$text"
+g="--untied --layers 2 --heads 2 --embd 8 --context 8 --batch 8 --sample 0 --tokens 20
+--eval-every 100000 --progress-every 1 --steps 3"
+# shellcheck disable=SC2086
+sh "$RUN_MPI" 1 "$GPT" $g --text "$text" --loss-log "$tmp/b1.loss" </dev/null >"$tmp/b1.out" \
+	2>"$tmp/b1.err"
+for b in params flops; do
+	# shellcheck disable=SC2086
+	env SHARDFLOW_PP=2 SHARDFLOW_PP_BALANCE=$b SHARDFLOW_LOG=info sh "$RUN_MPI" 2 "$GPT" $g \
+		--text "$text" --loss-log "$tmp/b-$b.loss" </dev/null >"$tmp/b-$b.out" 2>"$tmp/b-$b.err"
+	echo $? >"$tmp/b-$b.st"
+done
+[ "$(cat "$tmp/b-params.st")" = 0 ] && [ "$(cat "$tmp/b-flops.st")" = 0 ] &&
+	grep -q 'pipeline stage 0 of 2: units 0\.\.1, .*(cut by params)' "$tmp/b-params.err" &&
+	grep -q 'pipeline stage 1 of 2: units 2\.\.3, .*(cut by params)' "$tmp/b-params.err"
+ok $? "SHARDFLOW_PP_BALANCE=params: the GPT cut after its first block" || diag_file "$tmp/b-params.err"
+grep -q 'pipeline stage 0 of 2: units 0\.\.2, .*(cut by flops)' "$tmp/b-flops.err" &&
+	grep -q 'pipeline stage 1 of 2: units 3\.\.3, .*(cut by flops)' "$tmp/b-flops.err" &&
+	cmp "$tmp/b-params.loss" "$tmp/b-flops.loss" >/dev/null &&
+	awk 'NR == FNR { a[$1] = $2; n++; next }
+	{ m++; d = $2 - a[$1]; if (d < 0) d = -d; if (!($1 in a) || d > 1e-5 * $2) bad++ }
+	END { exit !(n == m && m == 3 && bad == 0) }' "$tmp/b1.loss" "$tmp/b-flops.loss"
+ok $? "SHARDFLOW_PP_BALANCE=flops: the head's stage alone; losses bitwise params', 1 rank's within 1e-5" ||
+	diag_file "$tmp/b-flops.err"
 
 # ignored labels (every third row): the step's loss and gradient are the mean over
 # the step's counted rows (each micro-batch scaled by M / their count), as 1 rank's
@@ -272,6 +307,9 @@ train_refused "SHARDFLOW_PP=4 for the mlp's 3 units: refused" "has 3 units, fewe
 train_refused "SHARDFLOW_PP_SCHEDULE=interleaved: refused, naming the schedules" \
 	'SHARDFLOW_PP_SCHEDULE="interleaved" is invalid: accepted values are gpipe, 1f1b, zero-bubble' \
 	2 bad-sched SHARDFLOW_PP=2 SHARDFLOW_PP_SCHEDULE=interleaved --model deep --steps 1 --batch 8
+train_refused "SHARDFLOW_PP_BALANCE=time: refused, naming the balances" \
+	'SHARDFLOW_PP_BALANCE="time" is invalid: accepted values are flops, params' \
+	2 bad-bal SHARDFLOW_PP=2 SHARDFLOW_PP_BALANCE=time --model deep --steps 1 --batch 8
 train_refused "a tied head under SHARDFLOW_PP=2: refused" "a tied head reads its embedding's unit" \
 	2 bad-tied SHARDFLOW_PP=2 --model blocks --steps 1 --batch 8
 train_refused "SHARDFLOW_PP_MICROBATCHES=3 for a batch of 8: refused" \

@@ -561,6 +561,7 @@ NAME_PAIR(dtype, enum sf_dtype)
 NAME_PAIR(recompute, enum sf_recompute)
 NAME_PAIR(log_level, enum sf_log_level)
 NAME_PAIR(pp_schedule, enum sf_pp_schedule)
+NAME_PAIR(pp_balance, enum sf_pp_balance)
 NAME_PAIR(rounding, enum sf_rounding)
 
 struct named_enum {
@@ -607,6 +608,8 @@ static const struct named_enum named_enums[] = {
      .names = {"off", "error", "warn", "info", "debug"}},
     {NAMED(pp_schedule, pp_schedule), .count = SF_PP_SCHEDULE_COUNT,
      .what = "a pipeline schedule", .names = {"gpipe", "1f1b", "zero-bubble"}},
+    {NAMED(pp_balance, pp_balance), .count = SF_PP_BALANCE_COUNT,
+     .what = "a pipeline balance", .names = {"flops", "params"}},
     {NAMED(rounding, rounding), .count = SF_ROUNDING_COUNT, .what = "a rounding direction",
      .names = {"nearest", "upward", "downward"}},
 };
