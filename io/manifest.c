@@ -105,136 +105,139 @@ static int check_counters(json_t *root, const char *where, struct _sf_manifest *
 	return SF_OK;
 }
 
+/* The format, its version (*version) and the CRC's presence it implies */
+static int parse_format(json_t *root, const char *where, bool has_crc, int64_t *version)
+{
+	const char *s;
+	int64_t x;
+	SF_CHECK(get_str(root, "format", &s, where));
+	if (strcmp(s, SF_CKPT_FORMAT))
+		return SF_ERR(SF_ERR_IO, "%s: format is \"%s\", expected \"" SF_CKPT_FORMAT "\"",
+		              where, s);
+	SF_CHECK(get_int(root, "version", INT64_MIN, INT64_MAX, &x, where));
+	if (x < 1 || x > SF_CKPT_VERSION)
+		return SF_ERR(SF_ERR_IO,
+		              "%s: format version %lld, this shardflow reads versions 1 to %d", where,
+		              (long long)x, SF_CKPT_VERSION);
+	if (x >= 2 && !has_crc)
+		return SF_ERR(SF_ERR_IO,
+		              "%s: format version %lld keeps the manifest's CRC-32 in "
+		              "manifest.crc32, which is missing",
+		              where, (long long)x);
+	if (x == 1 && !has_crc)
+		_sf_log(SF_LOG_INFO,
+		        "%s: format version 1 (an older shardflow): the manifest has no "
+		        "checksum; its fields are range-checked only",
+		        where);
+	*version = x;
+	return SF_OK;
+}
+
+/* The writer's layout: world_size, the pipeline's stages (version 3: each stage's
+ * units in world_size / pp files), and its ranks and TP degree (recorded since
+ * 2026-11-28) */
+static int parse_world(json_t *root, const char *where, int64_t version, struct _sf_manifest *mf)
+{
+	int64_t x;
+	SF_CHECK(get_int(root, "world_size", 1, SF_CKPT_WORLD_MAX, &x, where));
+	mf->world_size = (int)x;
+	mf->pp = 1;
+	if (json_object_get(root, "pp")) {
+		SF_CHECK(get_int(root, "pp", 1, mf->world_size, &x, where));
+		mf->pp = (int)x;
+	}
+	if (mf->world_size % mf->pp)
+		return SF_ERR(SF_ERR_IO, "%s: pp %d does not divide world_size %d", where, mf->pp,
+		              mf->world_size);
+	if (mf->pp > 1 && version < 3)
+		return SF_ERR(SF_ERR_IO,
+		              "%s: pp %d in a format version %lld manifest (a pipeline's "
+		              "checkpoint is version 3)",
+		              where, mf->pp, (long long)version);
+	mf->ranks = 0;
+	mf->tp = 1;
+	if (json_object_get(root, "ranks")) {
+		SF_CHECK(get_int(root, "ranks", 1, SF_CKPT_WORLD_MAX, &x, where));
+		mf->ranks = (int)x;
+	}
+	if (json_object_get(root, "tp")) {
+		SF_CHECK(get_int(root, "tp", 1, SF_CKPT_WORLD_MAX, &x, where));
+		mf->tp = (int)x;
+	}
+	return SF_OK;
+}
+
+/* What the state is: sharding, dtype, structure hash and optimizer, each this model's
+ * (when there is one: e_) */
+static int parse_state(const struct _sf_manifest_expect *e_, json_t *root, const char *where,
+                       struct _sf_manifest *mf)
+{
+	const char *s;
+	char alt[128];
+	SF_CHECK(get_str(root, "sharding", &s, where));
+	mf->sharding = s;
+	if (e_ && pick(s, e_->shardings, e_->nshardings) < 0)
+		return SF_ERR(SF_ERR_IO, "%s: sharding \"%s\" is not %s", where, s,
+		              alternatives(e_->shardings, e_->nshardings, alt, sizeof alt));
+	SF_CHECK(get_str(root, "dtype", &s, where));
+	mf->dtype = s;
+	if (strcmp(s, "f32"))
+		return SF_ERR(SF_ERR_IO, "%s: dtype \"%s\", only \"f32\" is supported", where, s);
+	SF_CHECK(get_str(root, "structure_hash", &s, where));
+	mf->structure_hash = s;
+	if (e_ && strcmp(s, e_->structure_hash) &&
+	    (!e_->structure_hash_legacy[0] || strcmp(s, e_->structure_hash_legacy)))
+		return SF_ERR(SF_ERR_INVALID,
+		              "%s: checkpoint was written for another model (structure hash %s, "
+		              "this model %s)",
+		              where, s, e_->structure_hash);
+	SF_CHECK(get_str(root, "optimizer", &s, where));
+	mf->optimizer = s;
+	int o = e_ ? pick(s, e_->optimizers, e_->noptimizers) : 0;
+	if (o < 0)
+		return SF_ERR(SF_ERR_IO, "%s: optimizer \"%s\" is not %s", where, s,
+		              alternatives(e_->optimizers, e_->noptimizers, alt, sizeof alt));
+	if (e_ && o != e_->optimizer)
+		return SF_ERR(SF_ERR_INVALID,
+		              "%s: checkpoint has %s optimizer state, this model uses %s", where, s,
+		              e_->optimizers[e_->optimizer]);
+	return SF_OK;
+}
+
+/* The steps and the caller's info (step, epoch, batch, data seed), checked against
+ * each other (check_counters) */
+static int parse_info(json_t *root, const char *where, struct _sf_manifest *mf)
+{
+	const char *s;
+	SF_CHECK(get_int(root, "model_steps", 0, SF_CKPT_COUNT_MAX, &mf->model_steps, where));
+	json_t *info = json_object_get(root, "info");
+	if (!json_is_object(info))
+		return bad_field(where, "info", "an object");
+	SF_CHECK(get_int(info, "step", 0, SF_CKPT_COUNT_MAX, &mf->info.step, where));
+	SF_CHECK(get_int(info, "epoch", 0, SF_CKPT_COUNT_MAX, &mf->info.epoch, where));
+	SF_CHECK(get_int(info, "batch", 0, SF_CKPT_COUNT_MAX, &mf->info.batch, where));
+	SF_CHECK(get_str(info, "data_seed", &s, where));
+	char *end;
+	errno = 0;
+	unsigned long long seed = strtoull(s, &end, 10);
+	if (!*s || *s < '0' || *s > '9' || *end || errno)
+		return SF_ERR(SF_ERR_IO, "%s: info.data_seed \"%s\" is not a decimal 64-bit integer",
+		              where, s);
+	mf->info.data_seed = (uint64_t)seed;
+	return check_counters(root, where, mf);
+}
+
 /* The manifest's identity fields: format, version, world, sharding, dtype, structure
  * hash and optimizer (which must match this model, when there is one: e_), steps and
  * the caller's info. */
 static int parse_identity(const struct _sf_manifest_expect *e_, json_t *root, const char *where,
                           bool has_crc, struct _sf_manifest *mf)
 {
-	int rc = SF_OK;
-	const char *s;
-	int64_t x;
-	char alt[128];
-	SF_CHECK_GOTO(get_str(root, "format", &s, where), out);
-	if (strcmp(s, SF_CKPT_FORMAT)) {
-		rc = SF_ERR(SF_ERR_IO, "%s: format is \"%s\", expected \"" SF_CKPT_FORMAT "\"",
-		            where, s);
-		goto out;
-	}
-	SF_CHECK_GOTO(get_int(root, "version", INT64_MIN, INT64_MAX, &x, where), out);
-	if (x < 1 || x > SF_CKPT_VERSION) {
-		rc = SF_ERR(SF_ERR_IO,
-		            "%s: format version %lld, this shardflow reads versions 1 to %d", where,
-		            (long long)x, SF_CKPT_VERSION);
-		goto out;
-	}
-	if (x >= 2 && !has_crc) {
-		rc = SF_ERR(SF_ERR_IO,
-		            "%s: format version %lld keeps the manifest's CRC-32 in "
-		            "manifest.crc32, which is missing",
-		            where, (long long)x);
-		goto out;
-	}
-	if (x == 1 && !has_crc)
-		_sf_log(SF_LOG_INFO,
-		        "%s: format version 1 (an older shardflow): the manifest has no "
-		        "checksum; its fields are range-checked only",
-		        where);
-	int64_t version = x;
-	SF_CHECK_GOTO(get_int(root, "world_size", 1, SF_CKPT_WORLD_MAX, &x, where), out);
-	mf->world_size = (int)x;
-	/* a pipeline's stages (version 3): each stage's units in world_size / pp files */
-	mf->pp = 1;
-	if (json_object_get(root, "pp")) {
-		SF_CHECK_GOTO(get_int(root, "pp", 1, mf->world_size, &x, where), out);
-		mf->pp = (int)x;
-	}
-	if (mf->world_size % mf->pp) {
-		rc = SF_ERR(SF_ERR_IO, "%s: pp %d does not divide world_size %d", where, mf->pp,
-		            mf->world_size);
-		goto out;
-	}
-	if (mf->pp > 1 && version < 3) {
-		rc = SF_ERR(SF_ERR_IO,
-		            "%s: pp %d in a format version %lld manifest (a pipeline's "
-		            "checkpoint is version 3)",
-		            where, mf->pp, (long long)version);
-		goto out;
-	}
-	/* the writer's world and TP degree: recorded since 2026-11-28 */
-	mf->ranks = 0;
-	mf->tp = 1;
-	if (json_object_get(root, "ranks")) {
-		SF_CHECK_GOTO(get_int(root, "ranks", 1, SF_CKPT_WORLD_MAX, &x, where), out);
-		mf->ranks = (int)x;
-	}
-	if (json_object_get(root, "tp")) {
-		SF_CHECK_GOTO(get_int(root, "tp", 1, SF_CKPT_WORLD_MAX, &x, where), out);
-		mf->tp = (int)x;
-	}
-	SF_CHECK_GOTO(get_str(root, "sharding", &s, where), out);
-	mf->sharding = s;
-	if (e_ && pick(s, e_->shardings, e_->nshardings) < 0) {
-		rc = SF_ERR(SF_ERR_IO, "%s: sharding \"%s\" is not %s", where, s,
-		            alternatives(e_->shardings, e_->nshardings, alt, sizeof alt));
-		goto out;
-	}
-	SF_CHECK_GOTO(get_str(root, "dtype", &s, where), out);
-	mf->dtype = s;
-	if (strcmp(s, "f32")) {
-		rc = SF_ERR(SF_ERR_IO, "%s: dtype \"%s\", only \"f32\" is supported", where, s);
-		goto out;
-	}
-	SF_CHECK_GOTO(get_str(root, "structure_hash", &s, where), out);
-	mf->structure_hash = s;
-	if (e_ && strcmp(s, e_->structure_hash) &&
-	    (!e_->structure_hash_legacy[0] || strcmp(s, e_->structure_hash_legacy))) {
-		rc = SF_ERR(SF_ERR_INVALID,
-		            "%s: checkpoint was written for another model (structure hash %s, "
-		            "this model %s)",
-		            where, s, e_->structure_hash);
-		goto out;
-	}
-	SF_CHECK_GOTO(get_str(root, "optimizer", &s, where), out);
-	mf->optimizer = s;
-	int o = e_ ? pick(s, e_->optimizers, e_->noptimizers) : 0;
-	if (o < 0) {
-		rc = SF_ERR(SF_ERR_IO, "%s: optimizer \"%s\" is not %s", where, s,
-		            alternatives(e_->optimizers, e_->noptimizers, alt, sizeof alt));
-		goto out;
-	}
-	if (e_ && o != e_->optimizer) {
-		rc = SF_ERR(SF_ERR_INVALID,
-		            "%s: checkpoint has %s optimizer state, this model uses %s", where, s,
-		            e_->optimizers[e_->optimizer]);
-		goto out;
-	}
-	SF_CHECK_GOTO(get_int(root, "model_steps", 0, SF_CKPT_COUNT_MAX, &mf->model_steps, where), out);
-
-	json_t *info = json_object_get(root, "info");
-	if (!json_is_object(info)) {
-		rc = bad_field(where, "info", "an object");
-		goto out;
-	}
-	SF_CHECK_GOTO(get_int(info, "step", 0, SF_CKPT_COUNT_MAX, &mf->info.step, where), out);
-	SF_CHECK_GOTO(get_int(info, "epoch", 0, SF_CKPT_COUNT_MAX, &mf->info.epoch, where), out);
-	SF_CHECK_GOTO(get_int(info, "batch", 0, SF_CKPT_COUNT_MAX, &mf->info.batch, where), out);
-	SF_CHECK_GOTO(get_str(info, "data_seed", &s, where), out);
-	{
-		char *end;
-		errno = 0;
-		unsigned long long seed = strtoull(s, &end, 10);
-		if (!*s || *s < '0' || *s > '9' || *end || errno) {
-			rc = SF_ERR(SF_ERR_IO,
-			            "%s: info.data_seed \"%s\" is not a decimal 64-bit integer",
-			            where, s);
-			goto out;
-		}
-		mf->info.data_seed = (uint64_t)seed;
-	}
-	SF_CHECK_GOTO(check_counters(root, where, mf), out);
-out:
-	return rc;
+	int64_t version = 0;
+	SF_CHECK(parse_format(root, where, has_crc, &version));
+	SF_CHECK(parse_world(root, where, version, mf));
+	SF_CHECK(parse_state(e_, root, where, mf));
+	return parse_info(root, where, mf);
 }
 
 /* The vectors per unit (a prefix of param, m, v: the model's optimizer's) and the
