@@ -216,7 +216,8 @@ t_start=$(date +%s)
 # ---- initial weights, and StarPU's calibration (not measured) ------------------------
 W0=$out/w0.safetensors
 r=0
-"$RUNMPI" 2 "$GPT" "${SF_ARGS[@]}" --steps 2 --eval-every 100000 --export-init "$W0" \
+"$RUNMPI" 2 "$GPT" "${SF_ARGS[@]}" --steps 2 --eval-every 100000 --export-layout nanogpt \
+	--export-init "$W0" \
 	>"$logs/init.log" 2>&1 || die "examples/gpt failed, see $logs/init.log"
 params=$(sed -n 's/^gpt: 2 rank(s), \([0-9]*\) parameters.*/\1/p' "$logs/init.log")
 [ -n "$params" ] || die "cannot read the parameter count from $logs/init.log"

@@ -158,11 +158,11 @@ t_start=$(date +%s)
 W0=$out/w0.safetensors W0U=$out/w0-untied.safetensors
 r=0
 if [ "$rows" != pp ]; then
-	"$RUNMPI" 2 "$GPT" "${SF_ARGS[@]}" --steps 1 --eval-every 100000 --export-init "$W0" \
+	"$RUNMPI" 2 "$GPT" "${SF_ARGS[@]}" --steps 1 --eval-every 100000 --export-layout nanogpt --export-init "$W0" \
 		>"$logs/init.log" 2>&1 || die "examples/gpt failed, see $logs/init.log"
 fi
 if [ "$rows" != tp ]; then
-	"$RUNMPI" 2 "$GPT" "${SF_ARGS[@]}" --untied --steps 1 --eval-every 100000 \
+	"$RUNMPI" 2 "$GPT" "${SF_ARGS[@]}" --untied --steps 1 --eval-every 100000 --export-layout nanogpt \
 		--export-init "$W0U" >"$logs/init-untied.log" 2>&1 ||
 		die "examples/gpt --untied failed, see $logs/init-untied.log"
 fi
