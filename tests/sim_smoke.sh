@@ -51,8 +51,11 @@
 #  - a pipeline's micro-batch sets are address space too: a 12-block Llama at pp 2,
 #    4 micro-batches, plans 13 GiB a rank at 45 MiB of peak RSS (6 GiB with the
 #    sets in SMPI's folded memory);
+#  - --balance flops and params: a Llama whose head outweighs its 2 layers in
+#    products, cut differently (the simulated steps differ); the layout line names
+#    the cut;
 #  - refusals: --tp 3 on 4 GPUs, --tp 4 with --pp 2 on 4 (not a stage's divisor),
-#    --schedule without --pp, a bad schedule.
+#    --schedule without --pp, a bad schedule, --balance without --pp, a bad balance.
 # Context parallelism (--cp: SHARDFLOW_CP, its ring steps through sim/comm_sim.c's
 # cp_shift):
 #  - a Llama at cp 2 on 2 nodes of 1 GPU, NICs of 1 Gbit/s, against dp 2 at the same
@@ -73,7 +76,7 @@ SMPIRUN="$STARPU_BINDIR/starpu_smpirun"
 require_progs "$MLP" "$SMPIRUN"
 command -v xsltproc >/dev/null 2>&1 || skip_all "starpu_smpirun needs xsltproc (Debian package xsltproc)"
 
-plan 47
+plan 49
 
 SF_TEST_TIMEOUT=300
 export SF_TEST_TIMEOUT
@@ -267,7 +270,7 @@ within tpm 0.95 1.2 2
 ok $? "tp 2 across 2 nodes, SMPI's rings: comm-only $(col "$(cat "$tmp/tpm.line")" comm_s) s, twice the bytes over 1 Gbit/s (x 0.95-1.2: both directions share a link)" ||
 	diag_file "$tmp/tpm.out"
 partest ppn --pp 2
-within ppn 0.95 1.25 2 && grep -q "^shardflow-sim: layout: pp 2 x dp 1, 4 micro-batches, 1f1b; bubble in theory (S-1)/(M+S-1) = 0.200$" "$tmp/ppn.out"
+within ppn 0.95 1.25 2 && grep -q "^shardflow-sim: layout: pp 2 x dp 1, 4 micro-batches, 1f1b, stages by params; bubble in theory (S-1)/(M+S-1) = 0.200$" "$tmp/ppn.out"
 ok $? "pp 2 across 2 nodes, NCCL's model: comm-only $(col "$(cat "$tmp/ppn.line")" comm_s) s, the $(cat "$tmp/ppn.bytes") bytes of activations and as many of gradients over 1 Gbit/s (x 0.95-1.25); the layout said" ||
 	diag_file "$tmp/ppn.out"
 partest ppm --pp 2 --collectives mpi
@@ -302,13 +305,13 @@ done
 lp=$(cat "$tmp/ptn.line") bp=$(cat "$tmp/ppn.bytes")
 [ -n "$lp" ] && [ -n "$bp" ] && awk -v c="$(col "$lp" comm_s)" -v b="$bp" \
 	'BEGIN { r = 2 * b / 125e6; exit !(b > 0 && c >= 0.95 * r && c <= 1.25 * r) }' &&
-	grep -q "^shardflow-sim: layout: pp 2 x dp 1 x tp 2, 4 micro-batches, 1f1b; bubble in theory (S-1)/(M+S-1) = 0.200$" "$tmp/ptn.out" &&
+	grep -q "^shardflow-sim: layout: pp 2 x dp 1 x tp 2, 4 micro-batches, 1f1b, stages by params; bubble in theory (S-1)/(M+S-1) = 0.200$" "$tmp/ptn.out" &&
 	[ "$(col "$lp" step_s)" = "$(col "$(cat "$tmp/ptn2.line")" step_s)" ]
 ok $? "pp 2 x tp 2 on 2 nodes of 2, NCCL's model: comm-only $(col "$lp" comm_s) s, pp 2's $bp bytes of activations and as many of gradients over 1 Gbit/s (x 0.95-1.25); the layout said; the same step in a second run" ||
 	diag_file "$tmp/ptn.out"
 # shellcheck disable=SC2086
 "$SIM" $pptp --schedule zero-bubble --no-breakdown >"$tmp/ptz.out" 2>&1
-grep -q "^shardflow-sim: layout: pp 2 x dp 1 x tp 2, 4 micro-batches, zero-bubble; bubble in theory (S-1)/(3M+S-1) = 0.077$" "$tmp/ptz.out" &&
+grep -q "^shardflow-sim: layout: pp 2 x dp 1 x tp 2, 4 micro-batches, zero-bubble, stages by params; bubble in theory (S-1)/(3M+S-1) = 0.077$" "$tmp/ptz.out" &&
 	grep -q -E '^ +4 ' "$tmp/ptz.out"
 ok $? "pp 2 x tp 2, --schedule zero-bubble: a report line; the layout gives ZB-H1's bubble in theory" ||
 	diag_file "$tmp/ptz.out"
@@ -333,6 +336,30 @@ for pm in 4:0.2 8:0.111111; do
 	ok $? "pp 2, $M micro-batches: the step $(col "$lp" step_s) s is the compute-only $(col "$lp" compute_s) s over 1 - $bub, the bubble (+-5 %); the report's pipeline line" ||
 		diag_file "$tmp/cp$M.out"
 done
+# --balance: a Llama whose head (2 x 256 x 32 000 flops a token) outweighs its 2
+# layers: by params the first stage holds the embedding (8.2 M parameters, no
+# products) and a layer, the second a layer and the head; by flops the second holds
+# the head alone. The knob reaches the library: the layout line names the cut, and the
+# two cuts simulate different steps (which is faster is docs/scale.md's: here params)
+hv="--arch llama --layers 2 --dim 256 --heads 4 --kv-heads 2 --vocab 32000 --context 256 --batch 8 --gpus-per-node 2 --steps 2 --pp 2 --no-breakdown"
+for b in params flops; do
+	# shellcheck disable=SC2086
+	"$SIM" $hv --balance $b >"$tmp/bal-$b.out" 2>&1
+done
+sp=$(grep -E '^ +2 ' "$tmp/bal-params.out" | tail -1) sf=$(grep -E '^ +2 ' "$tmp/bal-flops.out" | tail -1)
+[ -n "$sp" ] && [ -n "$sf" ] && grep -q "1f1b, stages by flops; bubble" "$tmp/bal-flops.out" &&
+	grep -q "1f1b, stages by params; bubble" "$tmp/bal-params.out" &&
+	awk -v p="$(col "$sp" step_s)" -v f="$(col "$sf" step_s)" 'BEGIN { exit !(f > 0 && p > 0 && f != p) }'
+ok $? "--balance flops and params: the layout names the cut; a head-heavy Llama's step $(col "$sf" step_s) s against $(col "$sp" step_s) s" ||
+	{ diag_file "$tmp/bal-params.out"; diag_file "$tmp/bal-flops.out"; }
+"$SIM" --model gpt2 --gpus-per-node 4 --balance flops >"$tmp/r5" 2>&1
+r5=$?
+"$SIM" --model gpt2 --gpus-per-node 4 --pp 2 --balance time >"$tmp/r6" 2>&1
+r6=$?
+[ $r5 -eq 2 ] && grep -q -- "--balance flops needs --pp S > 1" "$tmp/r5" && [ $r6 -eq 2 ] &&
+	grep -q -- '--balance "time": accepted params, flops' "$tmp/r6"
+ok $? "--balance without --pp, --balance time: refused with the reason (exit $r5, $r6)" ||
+	diag_file "$tmp/r6"
 "$SIM" --model gpt2 --gpus-per-node 4 --tp 3 >"$tmp/r1" 2>&1
 r1=$?
 "$SIM" --model gpt2 --gpus-per-node 4 --tp 4 --pp 2 >"$tmp/r2" 2>&1
