@@ -262,6 +262,14 @@ values_within() {
 		}' "$1" "$2" "$3" "$4"
 }
 
+# loss_logs_within A B STEPS: two --loss-log files ("step loss" lines) hold the same
+# STEPS steps, each loss of B within 1e-5 (relative) of A's
+loss_logs_within() {
+	awk -v steps="$3" 'NR == FNR { a[$1] = $2; n++; next }
+	{ m++; d = $2 - a[$1]; if (d < 0) d = -d; if (!($1 in a) || d > 1e-5 * $2) bad++ }
+	END { exit !(n == m && m == steps && bad == 0) }' "$1" "$2"
+}
+
 # within_interval A B REGEX [N]: values_within on rank 0's stdout of train runs A and B
 # (B trained by train_interval)
 within_interval() {
