@@ -73,6 +73,7 @@
 #include "scheduler/pipeline.h"
 #include "scheduler/model_storage.h"
 #include "comm/comm_codelets.h"
+#include "tasks/layer_codelets.h"
 #include "tasks/microbatch.h"
 #include "tasks/submit.h"
 #include "trace/recorder.h"
@@ -185,10 +186,8 @@ static enum sf_pp_balance cut_weights(const struct sf_model *m, double *before)
 			while (u < U && m->units[u].first == n)
 				before[u++] = f;
 			const struct _sf_node *nd = &m->gnodes[n];
-			double x = nd->kind == SF_NODE_LAYER && nd->type->type.flops
-			               ? nd->type->type.flops(&m->nodes[n].info)
-			               : 0.0;
-			f += x > 0 ? x : 0.0; /* a NaN or negative count: none */
+			if (nd->kind == SF_NODE_LAYER)
+				f += _sf_layer_flops(nd->type, &m->nodes[n].info, false);
 		}
 		while (u < U)
 			before[u++] = f;
@@ -204,18 +203,15 @@ static enum sf_pp_balance cut_weights(const struct sf_model *m, double *before)
 
 /* The first unit of each stage (cut[S] = U): stage s takes the units from cut[s] on,
  * cut where the weight before (cut_weights) lies closest to s / S of the whole, one unit
- * at least each. Returns the balance used. */
-static enum sf_pp_balance cut_units(const struct sf_model *m, int S, int *cut)
+ * at least each; *by the balance used. */
+static int cut_units(const struct sf_model *m, int S, int *cut, enum sf_pp_balance *by)
 {
 	int U = m->nunits;
 	double *before = malloc(((size_t)U + 1) * sizeof *before);
+	if (!before)
+		return SF_ERR(SF_ERR_NOMEM, "sf_model_create: out of memory");
 	cut[0] = 0, cut[S] = U;
-	if (!before) { /* out of memory: as many units each */
-		for (int s = 1; s < S; s++)
-			cut[s] = s * U / S;
-		return SF_PP_BALANCE_COUNT;
-	}
-	enum sf_pp_balance by = cut_weights(m, before);
+	*by = cut_weights(m, before);
 	double total = before[U];
 	for (int s = 1; s < S; s++) {
 		double target = total * s / S, best = -1.0;
@@ -226,7 +222,7 @@ static enum sf_pp_balance cut_units(const struct sf_model *m, int S, int *cut)
 		}
 	}
 	free(before);
-	return by;
+	return SF_OK;
 }
 
 static int stage_of(const int *lo, int S, int n)
@@ -363,7 +359,8 @@ int _sf_pipeline_plan(struct sf_model *m, const char *name)
 		rc = SF_ERR(SF_ERR_NOMEM, "sf_model_create: out of memory");
 		goto out;
 	}
-	enum sf_pp_balance by = cut_units(m, S, cut);
+	enum sf_pp_balance by = SF_PP_BALANCE_PARAMS;
+	SF_CHECK_GOTO(cut_units(m, S, cut, &by), out);
 	for (int s = 0; s < S; s++)
 		lo[s] = s ? m->units[cut[s]].first : 0;
 	lo[S] = m->nnodes;
@@ -405,7 +402,7 @@ int _sf_pipeline_plan(struct sf_model *m, const char *name)
 	        "model \"%s\": pipeline stage %d of %d: units %d..%d, nodes %d..%d (cut by %s), "
 	        "%d micro-batches of %d samples, %s",
 	        name, s, S, m->unit_lo, m->unit_hi - 1, m->node_lo, m->node_hi - 1,
-	        by == SF_PP_BALANCE_COUNT ? "count (out of memory)" : sf_pp_balance_name(by),
+	        sf_pp_balance_name(by),
 	        m->pp_micro, m->B_local, sf_pp_schedule_name(m->cfg.pp_schedule));
 out:
 	free(cut);

@@ -119,8 +119,8 @@ int _sf_layer_codelets_configure(bool skip)
  * usual estimate (a linear layer's dX and dW are one forward's product each; attention
  * makes four products for the forward's two), and as one forward when it computes no
  * input gradient (the node reads only the graph's inputs: dW alone). */
-static double layer_flops(const struct _sf_layer_entry *type, const struct sf_layer_info *info,
-                          bool backward)
+double _sf_layer_flops(const struct _sf_layer_entry *type, const struct sf_layer_info *info,
+                       bool backward)
 {
 	double f = type->type.flops ? type->type.flops(info) : 0.0;
 	if (!(f > 0))
@@ -149,7 +149,7 @@ int _sf_submit_layer_fwd(const struct _sf_layer_entry *type, const struct sf_lay
 	if (saved)
 		d[k++] = (struct starpu_data_descr){saved, STARPU_W};
 	return _sf_task_submit_flops(_sf_layer_codelet(type, false), d, k, info, sizeof *info,
-	                             false, -1, layer_flops(type, info, false), name, done);
+	                             false, -1, _sf_layer_flops(type, info, false), name, done);
 }
 
 int _sf_submit_layer_bwd(const struct _sf_layer_entry *type, const struct sf_layer_info *info,
@@ -178,7 +178,7 @@ int _sf_submit_layer_bwd(const struct _sf_layer_entry *type, const struct sf_lay
 	if (after) /* read by no kernel: the task waits for that buffer's writers */
 		d[k++] = (struct starpu_data_descr){after, STARPU_R};
 	return _sf_task_submit_flops(_sf_layer_codelet(type, true), d, k, info, sizeof *info, false,
-	                             -1, layer_flops(type, info, true), name, done);
+	                             -1, _sf_layer_flops(type, info, true), name, done);
 }
 
 int _sf_submit_loss(const struct _sf_loss_args *a, starpu_data_handle_t logits,

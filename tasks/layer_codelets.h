@@ -30,6 +30,12 @@ extern struct starpu_codelet _sf_cl_loss;
  * returns at once when skip is set (SHARDFLOW_SKIP=compute). */
 int _sf_layer_codelets_configure(bool skip);
 
+/* The floating-point operations of a node's forward (backward false) or backward task,
+ * from its type's count (0 when the type has none, or its count is not a positive
+ * number): StarPU's models, the simulation and a pipeline's cut by flops read it. */
+double _sf_layer_flops(const struct _sf_layer_entry *type, const struct sf_layer_info *info,
+                       bool backward);
+
 /* Submitting them (tasks/submit.h), in the buffer order of layers/kernel_api.c; info
  * is passed by pointer (the model keeps it for the task's life).
  * forward: params[R] (NULL: the node has none) in[R] x nin out[W] saved[W] (NULL:
