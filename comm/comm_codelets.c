@@ -246,12 +246,34 @@ static void tp_allreduce_into_run(void *buffers[], void *cl_arg)
  *   tp_rs     : order[RW] v[R] dst[W]    (a linear_row's partial outputs)
  *   tp_rs_into: order[RW] v[R] dst[RW]   (a linear_col's partial input gradient)
  * A ring's sends: K - 1 blocks of P / K, half an all-reduce's. */
+/* shard_group: the same over the shard group, whose reduce-scatter consumes its input:
+ * v copied into tp_scratch first (P floats, then the ring's S and the sum's S) */
+static void group_rs(struct _sf_comm_args *a, const float *v, float *dst)
+{
+	struct _sf_comm *c = a->comm;
+	size_t S = a->P / (size_t)c->shard_size;
+	float *copy = a->tp_scratch, *out = a->tp_acc ? copy + a->P + S : dst;
+	acct_bytes(a, (double)S * sizeof(float));
+	if (_sf_skip == SF_SKIP_COMM)
+		return;
+	c->ops->mem->copy(copy, v, a->P * sizeof(float));
+	COMM_RUN(a, a, "reduce-scatter", (double)a->P * sizeof(float),
+	         c->ops->reduce_scatter(c, copy, S, out, copy + a->P));
+	if (a->tp_acc)
+		c->ops->mem->add(dst, out, S);
+	c->ops->mem->sync();
+}
+
 static void tp_rs_run(void *buffers[], void *cl_arg)
 {
 	struct _sf_comm_args *a = cl_arg;
 	struct _sf_comm *c = a->comm;
 	float *v = (float *)STARPU_VECTOR_GET_PTR(buffers[1]);
 	float *dst = (float *)STARPU_VECTOR_GET_PTR(buffers[2]);
+	if (a->shard_group) {
+		group_rs(a, v, dst);
+		return;
+	}
 	size_t K = (size_t)c->tp_size, S = a->P / K;
 	float *out = a->tp_acc ? a->tp_scratch + K * S : dst; /* the ring's tmp, free after */
 	if (a->acct && _sf_skip != SF_SKIP_COMM) {
@@ -279,6 +301,15 @@ static void tp_gather_run(void *buffers[], void *cl_arg)
 	const float *mine = (const float *)STARPU_VECTOR_GET_PTR(buffers[1]);
 	float *whole = (float *)STARPU_VECTOR_GET_PTR(buffers[2]), *all = a->tp_scratch;
 	size_t n = a->tp_rows * a->tp_lcols, K = (size_t)c->tp_size;
+	if (a->shard_group) { /* the shard group's blocks, in place in rank order */
+		acct_bytes(a, (double)n * sizeof(float));
+		mo->copy(whole + (size_t)c->shard_rank * n, mine, n * sizeof(float));
+		if (_sf_skip != SF_SKIP_COMM)
+			COMM_RUN(a, a, "all-gather", (double)n * c->shard_size * sizeof(float),
+			         c->ops->all_gather(c, whole, n));
+		mo->sync();
+		return;
+	}
 	if (a->acct && _sf_skip != SF_SKIP_COMM) { /* a ring's sends: K - 1 blocks */
 		double sent = (double)(K - 1) * (double)n * sizeof(float);
 		a->acct->bytes += sent;
@@ -324,7 +355,8 @@ static void loss_sum_run(void *buffers[], void *cl_arg)
 {
 	struct _sf_comm_args *a = cl_arg;
 	double *v = (double *)STARPU_VECTOR_GET_PTR(buffers[1]);
-	if (a->comm->tp_rank != 0 || a->comm->pp_rank != a->comm->pp_size - 1) {
+	if (a->comm->tp_rank != 0 || a->comm->pp_rank != a->comm->pp_size - 1 ||
+	    (a->shard_group && a->comm->shard_rank != 0)) {
 		double zero = 0.0;
 		a->comm->ops->mem->from_host(v, &zero, sizeof zero);
 	}

@@ -90,6 +90,11 @@ struct _sf_comm_args {
 	const struct _sf_tp_run *tp_runs;
 	int tp_nruns;
 	size_t tp_rows, tp_cols, tp_lcols;
+	/* tp_gather, tp_rs and loss_sum over the shard group instead of the TP group
+	 * (FSDP's vocabulary-parallel tied unit, scheduler/vocabdp.c): tp_gather's blocks
+	 * (tp_lcols floats, tp_rows 1) all-gathered in place in rank order, tp_rs's input
+	 * copied into tp_scratch and reduce-scattered, loss_sum counting shard rank 0's */
+	bool shard_group;
 };
 
 /* The gradient norm's arguments (packed by value: the scale changes per step). */

@@ -719,11 +719,15 @@ done:
 /* SHARDFLOW_VOCAB_PARALLEL under SHARDFLOW_TP > 1: the embedding and the head
  * vocabulary-parallel (auto: where it applies: the tied head at any vocabulary, padded
  * where K does not divide it, an untied head (a linear_col) at a vocabulary that
- * divides by K; on: always, the library refusing where it cannot apply) */
+ * divides by K; on: always, the library refusing where it cannot apply). Without TP,
+ * on makes a tied head's unit vocabulary-parallel over the data-parallel ranks
+ * (scheduler/vocabdp.c: never gathered); auto leaves it gathered. */
 static int vocab_parallel(const struct sf_config *cfg, int V, int tied)
 {
-	if (cfg->tp < 2 || cfg->vocab_parallel == SF_VOCAB_PARALLEL_OFF)
+	if (cfg->vocab_parallel == SF_VOCAB_PARALLEL_OFF)
 		return 0;
+	if (cfg->tp < 2)
+		return cfg->vocab_parallel == SF_VOCAB_PARALLEL_ON && tied;
 	return cfg->vocab_parallel == SF_VOCAB_PARALLEL_ON || tied || V % cfg->tp == 0;
 }
 

@@ -302,7 +302,13 @@ struct sf_config {
 	 *  vocabulary-parallel embedding, head and loss (sf_gpt_config::vocab_parallel):
 	 *  auto where it applies (a vocabulary that divides by K), on always (refused
 	 *  where it cannot apply), off never (replicated). The library itself builds the
-	 *  loss vocabulary-parallel whenever the graph gives it split logits. */
+	 *  loss vocabulary-parallel whenever the graph gives it split logits. Under
+	 *  SHARDFLOW_TP=1 on N > 1 data-parallel ranks, a graph's embedding_vp with a
+	 *  tied head, alone in its unit, is vocabulary-parallel over them (auto and on;
+	 *  on refuses where it cannot apply, naming why; off gathers it): each rank's
+	 *  shard is ceil(V / N) whole rows, never gathered, and the embedding, head and
+	 *  loss take the N ranks' rows (docs/training.md); examples/gpt builds such a
+	 *  graph under on. */
 	enum sf_vocab_parallel vocab_parallel;
 	/** SHARDFLOW_PP, 1..SF_MAX_PP, default 1: the pipeline-parallel degree S. The
 	 *  world is S x dp: stage s is the dp consecutive ranks [s dp, (s + 1) dp), which
@@ -840,7 +846,10 @@ struct sf_gpt_config {
 	 *  the loss vocabulary-parallel (its max, sum of exponentials and target logit
 	 *  combined over the TP group: the B x T x V logits are never gathered); V must
 	 *  divide by SHARDFLOW_TP. Same names, shapes and initial values as 0. 0
-	 *  (default): both replicated. */
+	 *  (default): both replicated. Tied (either value), wte and lm_head are the unit
+	 *  "transformer.wte" and wpe and ln_f the unit "transformer"; at SHARDFLOW_TP=1
+	 *  a tied embedding_vp is vocabulary-parallel over the data-parallel ranks
+	 *  (sf_config::vocab_parallel). */
 	int vocab_parallel;
 };
 

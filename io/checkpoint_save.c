@@ -36,9 +36,11 @@ static int unit_slice(struct sf_model *m, int u, enum _sf_vec v, size_t S, float
 	struct _sf_model_geometry mg;
 	struct _sf_unit_desc un;
 	_sf_model_describe(m, &mg);
-	if (mg.tp == 1)
-		return _sf_unit_get_slice(m, u, v, buf);
 	_sf_unit_describe(m, u, &un);
+	if (mg.tp == 1 && un.S == S) /* the file's shard is this rank's */
+		return _sf_unit_get_slice(m, u, v, buf);
+	/* TP's slices, or shards of another length (a vocabulary-parallel unit's whole
+	 * rows): the file's from the whole vector (a collective) */
 	if (v != SF_VEC_PARAM && un.frozen) { /* no optimizer state: zeros */
 		memset(buf, 0, S * sizeof(float));
 		return SF_OK;
@@ -55,6 +57,19 @@ static size_t unit_Pw(const struct sf_model *m, int u)
 	struct _sf_unit_desc d;
 	_sf_unit_describe(m, u, &d);
 	return d.Pw;
+}
+
+/* Whether unit_slice goes through whole vectors (its scratch needed): with TP, or a
+ * unit whose shards are not the file's (scheduler/vocabdp.c's whole rows) */
+static bool through_whole(const struct sf_model *m, const struct _sf_model_geometry *g)
+{
+	for (int u = 0; u < g->nunits; u++) {
+		struct _sf_unit_desc d;
+		_sf_unit_describe(m, u, &d);
+		if (g->tp > 1 || d.S != _sf_ckpt_shard(d.Pw, g->shard_size))
+			return true;
+	}
+	return false;
 }
 
 /* Whether this rank's file holds unit u: every unit, or with a pipeline its stage's
@@ -108,8 +123,9 @@ static int write_rank_file(struct sf_model *m, const char *stepdir, bool write, 
 		pmax = Pw > pmax ? Pw : pmax;
 	}
 	buf = malloc(smax * sizeof(float) + 1);
-	scratch = g.tp > 1 ? malloc(pmax * sizeof(float) + 1) : NULL;
-	if (!buf || (g.tp > 1 && !scratch)) {
+	bool whole = through_whole(m, &g);
+	scratch = whole ? malloc(pmax * sizeof(float) + 1) : NULL;
+	if (!buf || (whole && !scratch)) {
 		rc = SF_ERR(SF_ERR_NOMEM, "checkpoint: cannot allocate %zu bytes",
 		            (smax + pmax) * 4);
 		goto out;
@@ -587,10 +603,10 @@ static int async_state(struct sf_model *m, struct _sf_ckpt_async **out)
 		struct _sf_ckpt_async *a = calloc(1, sizeof *a);
 		if (a) {
 			a->snap = malloc(n * sizeof(float) + 1);
-			a->scratch = g.tp > 1 ? malloc(pmax * sizeof(float) + 1) : NULL;
+			a->scratch = through_whole(m, &g) ? malloc(pmax * sizeof(float) + 1) : NULL;
 			a->cap = n;
 		}
-		if (!a || !a->snap || (g.tp > 1 && !a->scratch)) {
+		if (!a || !a->snap || (a->scratch == NULL && through_whole(m, &g))) {
 			if (a) {
 				free(a->snap);
 				free(a->scratch);

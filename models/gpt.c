@@ -9,9 +9,11 @@
  *                   mlp = c_proj(gelu(c_fc(.)))  (4C hidden, GELU in its tanh form)
  *   logits = lm_head(ln_f(x)),  loss = mean cross-entropy over every token
  * Units: one per block ("transformer.h.<i>", what FSDP2 users get from
- * `for block in model.transformer.h: fully_shard(block)`), and one unit "transformer"
- * holding wte, wpe and ln_f: the tied head reads wte's parameters, so they live in one
- * unit, gathered at both ends of the step. An untied head has a unit of its own,
+ * `for block in model.transformer.h: fully_shard(block)`), one unit "transformer"
+ * holding wpe and ln_f, and wte's own: the tied head reads wte's parameters, so it is
+ * in wte's unit "transformer.wte", gathered at both ends of the step (or, with
+ * vocab_parallel over data-parallel ranks, never: scheduler/vocabdp.c, which needs the
+ * matrix alone in its unit). An untied head has a unit of its own,
  * "lm_head" (ln_f and lm_head, as the Llama's): the units then follow each other, so a
  * pipeline (SHARDFLOW_PP) can cut between them, and the embeddings' unit is done with
  * after the forward's start.
@@ -118,8 +120,9 @@ static int block(sf_graph *g, const struct sf_gpt_config *c, int i, int *x)
 	return sf_graph_unit_end(g);
 }
 
-/* The head: ln_f, then lm_head (tied to wte, or its own weights), then the loss; in
- * the embeddings' unit when tied, else in a unit "lm_head" of their own. */
+/* The head: ln_f, then lm_head (tied to wte, or its own weights), then the loss;
+ * tied, ln_f in the unit "transformer" (with wpe) and lm_head in wte's; else both in
+ * a unit "lm_head" of their own. */
 static int head(sf_graph *g, const struct sf_gpt_config *c, int x, int wte, int targets)
 {
 	int rc, h, logits, loss;
@@ -128,6 +131,9 @@ static int head(sf_graph *g, const struct sf_gpt_config *c, int x, int wte, int 
 		return rc;
 	struct sf_linear_config lc = {c->vocab, 0.02f};
 	struct sf_linear_tp_config vc = {.out_dim = c->vocab, .init_std = 0.02f};
+	if (c->tie_weights &&
+	    ((rc = sf_graph_unit_end(g)) < 0 || (rc = sf_graph_unit_begin(g, "transformer.wte")) < 0))
+		return rc;
 	if (c->tie_weights)
 		rc = sf_graph_layer_tied(g, "linear_nobias", &h, 1, &lc, sizeof lc, "lm_head", wte,
 		                         &logits);
@@ -149,13 +155,16 @@ SF_API int sf_gpt_graph(const struct sf_gpt_config *c, sf_graph **out)
 	*out = NULL;
 	if ((rc = check(c)) < 0 || (rc = sf_graph_create("gpt", &g)) < 0)
 		return rc;
+	/* tied: wte in a unit of its own, with the head that reads it */
 	if ((rc = _sf_decoder_inputs(g, c->context, c->vocab, &idx, &targets)) < 0 ||
-	    (rc = sf_graph_unit_begin(g, "transformer")) < 0)
+	    (rc = sf_graph_unit_begin(g, c->tie_weights ? "transformer.wte" : "transformer")) < 0)
 		goto fail;
 	int C = c->embd;
 	/* vocab_parallel: each TP rank holds V / K rows of wte, its lookups all-reduced */
 	const char *emb = c->vocab_parallel ? "embedding_vp" : "embedding";
 	if ((rc = sf_graph_layer(g, emb, &idx, 1, &C, sizeof C, "transformer.wte", &tok)) < 0 ||
+	    (c->tie_weights &&
+	     ((rc = sf_graph_unit_end(g)) < 0 || (rc = sf_graph_unit_begin(g, "transformer")) < 0)) ||
 	    (rc = sf_graph_pos_embedding(g, tok, c->context, "transformer.wpe", &x)) < 0 ||
 	    (rc = sf_graph_unit_end(g)) < 0)
 		goto fail;

@@ -194,7 +194,8 @@ SF_API int sf_llama_graph(const struct sf_llama_config *c, sf_graph **out)
 	*out = NULL;
 	if ((rc = check(c)) < 0 || (rc = sf_graph_create("llama", &g)) < 0)
 		return rc;
-	const char *embed_unit = c->tie_weights ? "model" : "model.embed_tokens";
+	/* tied, the head reads embed_tokens in its unit, and model.norm is the unit "model" */
+	const char *embed_unit = "model.embed_tokens";
 	struct sf_linear_config head = {c->vocab, LLAMA_STD};
 	int D = c->dim;
 	if ((rc = _sf_decoder_inputs(g, c->context, c->vocab, &idx, &targets)) < 0 ||
@@ -208,7 +209,9 @@ SF_API int sf_llama_graph(const struct sf_llama_config *c, sf_graph **out)
 		if ((rc = block(g, c, i, &x)) < 0)
 			goto fail;
 	if ((rc = sf_graph_unit_begin(g, c->tie_weights ? "model" : "lm_head")) < 0 ||
-	    (rc = sf_graph_rmsnorm(g, x, c->norm_eps, "model.norm", &h)) < 0)
+	    (rc = sf_graph_rmsnorm(g, x, c->norm_eps, "model.norm", &h)) < 0 ||
+	    (c->tie_weights && ((rc = sf_graph_unit_end(g)) < 0 ||
+	                        (rc = sf_graph_unit_begin(g, embed_unit)) < 0)))
 		goto fail;
 	if (c->tie_weights)
 		rc = sf_graph_layer_tied(g, "linear_nobias", &h, 1, &head, sizeof head, "lm_head",

@@ -23,6 +23,7 @@
 #include "scheduler/model.h"
 #include "scheduler/model_storage.h"
 #include "scheduler/pipeline.h"
+#include "scheduler/vocabdp.h"
 #include "layers/loss_math.h"
 #include "layers/softmax_xent_math.h"
 #include "layers/xent_vp.h"
@@ -381,6 +382,13 @@ SF_API int sf_model_evaluate(sf_model *m, const struct sf_batch *x, int samples,
 			target = m->cp_in[target_i];
 		SF_CHECK_GOTO(_sf_data_acquire(z->h_act, STARPU_R), out);
 		size_t valid = (size_t)real * (size_t)m->T;
+		if (m->dpv) { /* the shard group's rows, split by classes (vocabdp.c) */
+			rc = _sf_dpv_eval(m, z->act, valid, mine);
+			starpu_data_release(z->h_act);
+			if (rc < 0)
+				goto out;
+			continue;
+		}
 		if (m->vp) { /* the logits split over the TP group: their partials travel */
 			rc = eval_vp(m, z->act, labels, valid, mine);
 			starpu_data_release(z->h_act);

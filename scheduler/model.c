@@ -19,6 +19,7 @@
 #include "scheduler/ctxpar.h"
 #include "scheduler/pipeline.h"
 #include "scheduler/seqpar.h"
+#include "scheduler/vocabdp.h"
 #include "layers/gemm_bf16.h"
 #include "tasks/worker.h"
 #include "trace/recorder.h"
@@ -227,6 +228,7 @@ SF_API int sf_model_create(sf_context *ctx, const sf_graph *g, const struct sf_m
 	_sf_plan_split_backward(m);
 	SF_CHECK_GOTO(_sf_pipeline_plan(m, g->name), fail);
 	_sf_tp_plan(m);
+	SF_CHECK_GOTO(_sf_dpv_plan(m), fail); /* before the units' sizes: its shard */
 	SF_CHECK_GOTO(_sf_cp_plan(m), fail); /* after the gradients' plan: dqkv's mode */
 	SF_CHECK_GOTO(_sf_sp_plan_comm(m), fail);
 	SF_CHECK_GOTO(_sf_size_units(m), fail);
@@ -239,6 +241,7 @@ SF_API int sf_model_create(sf_context *ctx, const sf_graph *g, const struct sf_m
 		SF_CHECK_GOTO(_sf_model_accum_buffers(m), fail);
 	SF_CHECK_GOTO(_sf_build_buffers(m), fail);
 	_sf_sp_comm_args(m);
+	_sf_dpv_comm_args(m);
 	SF_CHECK_GOTO(_sf_pipeline_build(m), fail);
 	log_precision(m, g->name);
 	m->comm_worker_cpu0 = _sf_clock_seconds(ctx->comm_clock);

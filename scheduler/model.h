@@ -62,6 +62,12 @@ struct _sf_unit {
 	int stage;        /* SHARDFLOW_PP: the pipeline stage holding it (0 without one) */
 	bool elsewhere;   /* SHARDFLOW_PP: another stage's: this rank keeps none of its
 	                     vectors (model_storage.c) */
+	/* FSDP's vocabulary-parallel tied unit (scheduler/vocabdp.c): its shard is whole
+	 * rows of the vocabulary (S a multiple of vocab_row_len floats), which the
+	 * embedding and the head read in place: never gathered (no ring slot, no h_full),
+	 * its gradient this rank's rows' whole sum (no reduce-scatter) */
+	bool vocab_rows;
+	size_t vocab_row_len;
 	float *shard;     /* S: owned parameters (full, grad_op) */
 	float *full;      /* N*S or P: resident parameters (grad_op, none) */
 	float *gshard;    /* S: reduced gradient (full, grad_op) */
@@ -177,6 +183,11 @@ struct _sf_node_state {
 	struct _sf_cp_attn_args *cp_args;
 	struct _sf_comm_args cp_comm;
 	char cp_ring_name[2 * SF_NAME_MAX + 40], cp_pack_name[2 * SF_NAME_MAX + 40];
+	/* FSDP's vocabulary-parallel tied unit (scheduler/vocabdp.c): the embedding's or
+	 * the head's kernels see the shard group's rows and this rank's classes (dpv_info,
+	 * dpv_bwd_info), while info keeps the node's own shapes (the whole layer's) */
+	bool dpv;
+	struct sf_layer_info dpv_info, dpv_bwd_info;
 };
 
 /* Activation recompute: one position of a group of like segments, in one of its two
@@ -229,6 +240,15 @@ struct sf_model {
 	float *sp_in, *sp_out;
 	starpu_data_handle_t h_sp_in, h_sp_out;
 	int shard_size, shard_rank; /* the shard group (the world, or a node with hybrid sharding) */
+	/* FSDP's vocabulary-parallel tied unit (scheduler/vocabdp.c): on; the unit, the
+	 * embedding and the tied head; the TP codelets' scratch over the shard group
+	 * (tp_scratch's floats); the group's ids (shard_size x rows_local), which the
+	 * embedding reads (the labels buffer then holds the group's labels too) */
+	bool dpv;
+	int dpv_unit, dpv_emb, dpv_head;
+	size_t dpv_scratch_n;
+	int32_t *dpv_ids;
+	starpu_data_handle_t h_dpv_ids;
 	/* SHARDFLOW_PP (scheduler/pipeline.c): pp_size stages, this rank's pp_stage, the
 	 * micro-batches a step takes (pp_micro; 1 without a pipeline: B_local and
 	 * rows_local are then a micro-batch's), and the span the passes of step.c and

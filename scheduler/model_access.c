@@ -180,7 +180,7 @@ int _sf_unit_set_full(struct sf_model *m, int u, enum _sf_vec which, const float
 		base[i] = lo + i < un->P ? src[lo + i] : 0.0f;
 	starpu_data_release(h);
 	/* grad_op also keeps the whole parameters resident */
-	if (which == SF_VEC_PARAM && m->cfg.sharding == SF_SHARD_GRAD_OP) {
+	if (which == SF_VEC_PARAM && m->cfg.sharding == SF_SHARD_GRAD_OP && un->h_full) {
 		size_t nf = un->S * (size_t)m->shard_size;
 		rc = _sf_data_acquire(un->h_full, STARPU_W);
 		if (rc < 0)
@@ -332,7 +332,7 @@ int _sf_unit_set_params(struct sf_model *m, int u, size_t off, size_t count, con
 		return rc;
 	copy_range(base, lo, n, off, count, src);
 	starpu_data_release(h);
-	if (m->cfg.sharding == SF_SHARD_GRAD_OP) { /* the resident whole copy too */
+	if (m->cfg.sharding == SF_SHARD_GRAD_OP && un->h_full) { /* the resident copy too */
 		if ((rc = _sf_data_acquire(un->h_full, STARPU_RW)) < 0)
 			return rc;
 		copy_range(un->full, 0, un->P, off, count, src);

@@ -259,6 +259,10 @@ static int size_unit(struct sf_model *m, int k, size_t *off)
 	size_t N = (size_t)m->shard_size;
 	struct _sf_unit *u = &m->units[k];
 	u->S = (u->P + N - 1) / N;
+	if (u->vocab_rows) { /* whole rows of the vocabulary a shard (scheduler/vocabdp.c) */
+		size_t C = u->vocab_row_len, rows = (u->P / C + N - 1) / N;
+		u->S = rows * C;
+	}
 	u->off = *off;
 	*off += u->P;
 	if (u->P > m->largest_P)

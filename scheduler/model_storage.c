@@ -31,6 +31,7 @@
 #include "common/memlimit.h"
 #include "scheduler/model_layout.h"
 #include "scheduler/model_storage.h"
+#include "scheduler/vocabdp.h"
 #include "sim/comm_sim.h"
 #include "tasks/optim.h"
 
@@ -237,6 +238,8 @@ static size_t len_full(const struct sf_model *m, const struct _sf_unit *u, bool 
 {
 	(void)acc;
 	enum sf_sharding sh = _sf_unit_sharding(m);
+	if (u->vocab_rows) /* never gathered (scheduler/vocabdp.c) */
+		return 0;
 	return sh == SF_SHARD_FULL ? 0 : sh == SF_SHARD_NONE ? u->P : u->S * (size_t)m->shard_size;
 }
 static size_t len_m(const struct sf_model *m, const struct _sf_unit *u, bool acc)
@@ -251,7 +254,9 @@ static size_t len_v(const struct sf_model *m, const struct _sf_unit *u, bool acc
 }
 static size_t len_acc(const struct sf_model *m, const struct _sf_unit *u, bool acc)
 {
-	return acc && m->cfg.accum_mode == SF_ACCUM_LOCAL && !u->frozen ? u->P : 0;
+	/* the gradient slot's: a vocabulary-parallel unit's is its shard's rows */
+	return acc && m->cfg.accum_mode == SF_ACCUM_LOCAL && !u->frozen ? (u->vocab_rows ? u->S : u->P)
+	                                                                 : 0;
 }
 
 /* what sf_model_stats (and the memory plan) counts a vector as */
@@ -330,14 +335,15 @@ static size_t unit_vecs_floats(const struct sf_model *m, struct _sf_unit *u, enu
 
 /* --- the model's shared buffers, from one table ---------------------------------- */
 
-/* The largest N*S (whole: P) of the units this rank keeps (a pipeline: its stage's) */
+/* The largest N*S (whole: P) of the units this rank keeps (a pipeline: its stage's)
+ * and gathers (not a vocabulary-parallel unit, whose collectives never run) */
 static size_t held_largest(const struct sf_model *m, bool whole)
 {
 	size_t n = 0;
 	for (int i = 0; i < m->nunits; i++) {
 		const struct _sf_unit *u = &m->units[i];
 		size_t x = whole ? u->P : u->S * (size_t)m->shard_size;
-		if (!u->elsewhere && x > n)
+		if (!u->elsewhere && !u->vocab_rows && x > n)
 			n = x;
 	}
 	return n;
@@ -407,6 +413,8 @@ static size_t len_sp_out(const struct sf_model *m, int s) /* a linear_row's whol
 static size_t len_tp(const struct sf_model *m, int s) /* the TP ring's copy and block */
 {
 	(void)s;
+	if (m->dpv) /* the shard group's reduce-scatter of rows (scheduler/vocabdp.c) */
+		return m->dpv_scratch_n;
 	size_t q = (m->tp_max + (size_t)m->tp - 1) / (size_t)m->tp;
 	return m->tp > 1 && m->tp_max ? ((size_t)m->tp + 1) * q : 0;
 }
@@ -671,7 +679,7 @@ static size_t node_floats(const struct sf_model *m, int n)
 	const struct _sf_node_state *s = &m->nodes[n];
 	if (s->hold != SF_HOLD_ALL)
 		return _sf_node_set_floats(m, n);
-	size_t tp = (s->tp_bwd_ar ? m->rows_local * (size_t)s->info.in_dim[0] : 0) +
+	size_t tp = (s->tp_bwd_ar ? s->act_rows * (size_t)s->info.in_dim[0] : 0) +
 	            (s->tp_gather ? 2 * m->rows_local * (size_t)s->info.out_dim : 0);
 	return _sf_node_set_floats(m, n) + tp + 2 * sp_floats(m, n);
 }
@@ -740,7 +748,7 @@ tp:
 		reg(&s->h_tpbuf_do, s->tpbuf_do, nl, sizeof(float));
 	}
 	if (s->tp_bwd_ar && own) { /* a linear_col's partial input gradient */
-		size_t nt = m->rows_local * (size_t)s->info.in_dim[0];
+		size_t nt = s->act_rows * (size_t)s->info.in_dim[0];
 		SF_CHECK_GOTO(alloc_task_only(&s->tpbuf, nt, "a tensor-parallel input gradient"), out);
 		reg(&s->h_tpbuf, s->tpbuf, nt, sizeof(float));
 	}
@@ -769,7 +777,10 @@ int _sf_alloc_nodes(struct sf_model *m)
  * block t of vp_all) */
 static int vp_buffers(struct sf_model *m)
 {
-	size_t n = m->rows_local * SF_XENT_VP_STATS, K = (size_t)m->tp;
+	int k, rank;
+	size_t rows;
+	_sf_vp_group(m, &k, &rank, &rows);
+	size_t n = rows * SF_XENT_VP_STATS, K = (size_t)k;
 	m->vp_stats = calloc(n, sizeof(float));
 	m->vp_all = calloc(K * n, sizeof(float));
 	m->vp_runs = calloc(K * SF_MAX_PARAM_TENSORS, sizeof *m->vp_runs);
@@ -780,14 +791,14 @@ static int vp_buffers(struct sf_model *m)
 	reg(&m->h_vp_stats, m->vp_stats, n, sizeof(float));
 	reg(&m->h_vp_all, m->vp_all, K * n, sizeof(float));
 	/* this rank's classes: the whole vocabulary's slice (padded where K does not divide) */
-	struct _sf_vocab_slice v = _sf_tp_vocab_slice(
-	    m->nodes[m->gnodes[m->loss_node].in[0]].whole_dim, m->tp, m->tp_rank);
+	struct _sf_vocab_slice v =
+	    _sf_tp_vocab_slice(m->nodes[m->gnodes[m->loss_node].in[0]].whole_dim, k, rank);
 	m->vp_args = (struct _sf_xent_vp_args){
-	    .rows = (int)m->rows_local,
+	    .rows = (int)rows,
 	    .classes = v.rows,
 	    .valid = v.valid,
 	    .first = v.first,
-	    .tp = m->tp,
+	    .tp = k,
 	    .ignore = m->loss_args.ignore,
 	    .scale = m->loss_args.scale,
 	};
@@ -848,10 +859,18 @@ int _sf_build_buffers(struct sf_model *m)
 	}
 	starpu_void_data_register(&m->h_order);
 	reg(&m->h_noparams, &m->noparams, 1, sizeof(float));
-	m->labels = calloc(m->rows_local, sizeof(int32_t));
+	/* FSDP's vocabulary-parallel tied unit: the shard group's labels and ids */
+	size_t nlab = m->dpv ? (size_t)m->shard_size * m->rows_local : m->rows_local;
+	m->labels = calloc(nlab, sizeof(int32_t));
 	if (!m->labels)
 		return SF_ERR(SF_ERR_NOMEM, "sf_model_create: out of memory");
-	reg(&m->h_labels, m->labels, m->rows_local, sizeof(int32_t));
+	reg(&m->h_labels, m->labels, nlab, sizeof(int32_t));
+	if (m->dpv) {
+		m->dpv_ids = calloc(nlab, sizeof(int32_t));
+		if (!m->dpv_ids)
+			return SF_ERR(SF_ERR_NOMEM, "sf_model_create: out of memory");
+		reg(&m->h_dpv_ids, m->dpv_ids, nlab, sizeof(int32_t));
+	}
 	const struct _sf_node *loss = &m->gnodes[m->loss_node];
 	const struct sf_loss_config *lc = loss->config;
 	int width = m->gnodes[loss->in[0]].dim;
@@ -1028,6 +1047,8 @@ void _sf_storage_release(struct sf_model *m)
 	}
 	unreg(&m->h_one);
 	unreg(&m->h_labels);
+	unreg(&m->h_dpv_ids);
+	free(m->dpv_ids);
 	unreg(&m->h_vp_stats);
 	unreg(&m->h_vp_all);
 	free(m->vp_stats);

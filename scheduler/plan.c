@@ -527,6 +527,8 @@ size_t _sf_ring_need(const struct sf_model *m, int u)
 
 size_t _sf_grad_need(const struct sf_model *m, int u)
 {
+	if (m->units[u].vocab_rows) /* its gradient is its shard's (scheduler/vocabdp.c) */
+		return m->units[u].S;
 	return m->cfg.sharding == SF_SHARD_NONE ? m->units[u].P : _sf_ring_need(m, u);
 }
 
@@ -536,6 +538,13 @@ static void occupy(struct _sf_slots *s, size_t *len, int u, size_t need)
 	int k = _sf_slots_take(s, u);
 	if (k >= 0 && need > len[k])
 		len[k] = need;
+}
+
+/* unit u gathered into a ring slot, but a vocabulary-parallel unit (read in place) */
+static void occupy_ring(struct sf_model *m, struct _sf_slots *ring, int u)
+{
+	if (!m->units[u].vocab_rows)
+		occupy(ring, m->ring_len, u, _sf_ring_need(m, u));
 }
 
 static void vacate(struct _sf_slots *s, int u)
@@ -557,7 +566,7 @@ static void replay_forward(struct sf_model *m, struct _sf_slots *ring, bool trai
 		for (; next < m->unit_hi && next <= u + m->cfg.prefetch_depth; next++) {
 			if (next > u && ring->nfree == 0)
 				break;
-			occupy(ring, m->ring_len, next, _sf_ring_need(m, next));
+			occupy_ring(m, ring, next);
 		}
 		if (n == m->units[u].last && !(train && m->units[u].keep))
 			vacate(ring, u);
@@ -578,7 +587,7 @@ static void replay_backward(struct sf_model *m, struct _sf_slots *ring, struct _
 		if (m->seg_of[n] != seg) {
 			seg = m->seg_of[n];
 			if (full && seg >= 0 && m->units[seg].recompute && _sf_slots_find(ring, seg) < 0)
-				occupy(ring, m->ring_len, seg, _sf_ring_need(m, seg));
+				occupy_ring(m, ring, seg);
 		}
 		if (u < 0)
 			continue;
@@ -588,7 +597,7 @@ static void replay_backward(struct sf_model *m, struct _sf_slots *ring, struct _
 		if (first)
 			occupy(grads, m->grad_len, u, _sf_grad_need(m, u));
 		if (first && full && _sf_slots_find(ring, u) < 0 && un->bwd_params)
-			occupy(ring, m->ring_len, u, _sf_ring_need(m, u));
+			occupy_ring(m, ring, u);
 		if (n != un->bwd_last)
 			continue;
 		if (full) {
@@ -596,7 +605,7 @@ static void replay_backward(struct sf_model *m, struct _sf_slots *ring, struct _
 			int v = started < m->bwd_hi ? m->bwd_order[started] : -1;
 			if (v >= 0 && _sf_slots_find(ring, v) < 0 && m->units[v].bwd_params &&
 			    ring->nfree > 0)
-				occupy(ring, m->ring_len, v, _sf_ring_need(m, v));
+				occupy_ring(m, ring, v);
 		}
 		if (!m->dw_defer) /* else kept for the weight gradients, after the pass */
 			vacate(grads, u);

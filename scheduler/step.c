@@ -32,6 +32,7 @@
 #include "scheduler/model.h"
 #include "scheduler/model_layout.h"
 #include "scheduler/model_storage.h"
+#include "scheduler/vocabdp.h"
 #include "tasks/grad.h"
 #include "tasks/layer_codelets.h"
 #include "tasks/loss.h"
@@ -65,13 +66,16 @@ static int slot_of(const struct sf_model *m, int u)
 	return _sf_slots_find(&m->ring_slots, u);
 }
 
+/* unit u gathered (a vocabulary-parallel unit always is: it is read in place) */
 static bool resident(const struct sf_model *m, int u)
 {
-	return slot_of(m, u) >= 0;
+	return m->units[u].vocab_rows || slot_of(m, u) >= 0;
 }
 
 static starpu_data_handle_t param_handle(struct sf_model *m, int u)
 {
+	if (m->units[u].vocab_rows) /* its rows of the vocabulary (scheduler/vocabdp.c) */
+		return m->units[u].h_shard;
 	if (full_sharding(m))
 		return m->h_ring[slot_of(m, u)];
 	return m->units[u].h_full;
@@ -80,6 +84,8 @@ static starpu_data_handle_t param_handle(struct sf_model *m, int u)
 static int submit_gather(struct sf_model *m, int u, starpu_data_handle_t after)
 {
 	struct _sf_unit *un = &m->units[u];
+	if (un->vocab_rows) /* read in place: nothing to gather */
+		return SF_OK;
 	int s = _sf_slots_take(&m->ring_slots, u);
 	if (s < 0)
 		return SF_ERR(SF_ERR_STATE,
@@ -101,6 +107,8 @@ static int submit_free(struct sf_model *m, int u)
 {
 	struct _sf_unit *un = &m->units[u];
 	int s = slot_of(m, u);
+	if (un->vocab_rows)
+		return SF_OK;
 	int rc = _sf_submit_free(&un->comm, m->h_ring[s], un->free_name,
 	                         traced(m, un->free_name, SF_EV_FREE, un->first));
 	if (rc < 0)
@@ -181,6 +189,8 @@ static int submit_fwd(struct sf_model *m, int n)
 static starpu_data_handle_t input_of(const struct sf_model *m, int n, int i)
 {
 	const struct _sf_node_state *s = &m->nodes[n], *x = &m->nodes[m->gnodes[n].in[i]];
+	if (s->dpv && s->sp_rs) /* the vocabulary-parallel embedding: the group's ids */
+		return m->h_dpv_ids;
 	if ((s->sp && x->sp_scatter) || (!s->sp && !s->sp_in && x->sp_gather))
 		return x->h_sp_act;
 	if (s->sp_in && i == 0)
@@ -214,7 +224,7 @@ static int submit_fwd_named(struct sf_model *m, int n, const char *name, enum _s
 		in[i] = input_of(m, n, i);
 	starpu_data_handle_t out = s->sp_rs ? m->h_sp_out : s->tp_gather ? s->h_tpbuf_o : s->h_act;
 	int w = m->ctx->comm_worker;
-	SF_CHECK(_sf_submit_layer_fwd(nd->type, &s->info,
+	SF_CHECK(_sf_submit_layer_fwd(nd->type, s->dpv ? &s->dpv_info : &s->info,
 	                              s->unit >= 0 ? param_handle(m, s->unit) : NULL, in, nd->nin,
 	                              out, s->h_saved, name, traced(m, name, kind, n)));
 	if (s->tp_gather) /* gather_output: every TP rank's columns, whole */
@@ -246,7 +256,7 @@ static int submit_bwd_part(struct sf_model *m, int n, starpu_data_handle_t grad,
 {
 	const struct _sf_node *nd = &m->gnodes[n];
 	struct _sf_node_state *s = &m->nodes[n];
-	const struct sf_layer_info *li = dw ? &s->dw_info : &s->bwd_info;
+	const struct sf_layer_info *li = dw ? &s->dw_info : s->dpv ? &s->dpv_bwd_info : &s->bwd_info;
 	const char *name = dw ? s->dw_name : s->bwd_name;
 	int w = m->ctx->comm_worker;
 	starpu_data_handle_t in[SF_MAX_INPUTS], din[SF_MAX_INPUTS];
@@ -370,14 +380,19 @@ static int reduce_unit(struct sf_model *m, int u, starpu_data_handle_t grad)
 	struct _sf_unit *un = &m->units[u];
 	bool local = m->cfg.accum_mode == SF_ACCUM_LOCAL, first = m->accum_k == 0;
 	bool replicated = m->cfg.sharding == SF_SHARD_NONE;
+	size_t n = un->vocab_rows ? un->S : un->P; /* the slot's gradient */
 	if (!m->update && local) {
-		SF_CHECK_GOTO(submit_acc(m, u, un->h_acc, grad, first, un->P), out);
+		SF_CHECK_GOTO(submit_acc(m, u, un->h_acc, grad, first, n), out);
 		goto out;
 	}
 	if (m->update && local && !first)
-		SF_CHECK_GOTO(submit_acc(m, u, grad, un->h_acc, false, un->P), out);
+		SF_CHECK_GOTO(submit_acc(m, u, grad, un->h_acc, false, n), out);
 	/* now grad is all this rank has to reduce */
 	bool sum = !local && !first; /* into the sum of earlier micro-batches */
+	if (un->vocab_rows) { /* already its rows' sum over the group: the shard's as is */
+		SF_CHECK_GOTO(submit_acc(m, u, un->h_gshard, grad, !sum, un->S), out);
+		goto out;
+	}
 	if (!replicated) {
 		SF_CHECK_GOTO(submit_reduce(m, u, grad, sum ? m->h_rstmp : un->h_gshard), out);
 		if (sum)
@@ -708,7 +723,8 @@ int _sf_update_submit(struct sf_model *m)
 	if (m->update && m->cfg.sharding == SF_SHARD_GRAD_OP)
 		for (int u = m->unit_lo; u < m->unit_hi; u++) {
 			struct _sf_unit *un = &m->units[u];
-			if (un->frozen) /* its gathered copy is still its parameters */
+			if (un->frozen || un->vocab_rows) /* its gathered copy is still its
+			                                     parameters; or it has none */
 				continue;
 			SF_CHECK_GOTO(_sf_submit_gather(&un->comm, m->h_order, un->h_shard, un->h_full,
 			                           NULL, m->ctx->comm_worker, un->ag_name,
@@ -861,6 +877,12 @@ int _sf_stage_batch(struct sf_model *m, const struct sf_batch *b, bool labels, c
 		SF_CHECK(stage(m->h_labels, m->labels, b->labels, m->rows_local * sizeof(int32_t)));
 		m->loss_args.scale = counted > 0 ? 1.0f / (float)(double)counted : 0.0f;
 		m->counted = counted;
+	}
+	if (m->dpv) { /* the vocabulary-parallel tied unit: the group's ids and labels */
+		int k = 0;
+		while (m->int_input_nodes[k] != m->gnodes[m->dpv_emb].in[0])
+			k++;
+		SF_CHECK(_sf_dpv_stage(m, b->int_inputs[k], labels ? b->labels : NULL, fn));
 	}
 	return SF_OK;
 }
@@ -1052,6 +1074,8 @@ SF_API int sf_model_predict(sf_model *m, const struct sf_batch *b, float *logits
 		return SF_ERR(SF_ERR_STARPU, "starpu_data_acquire failed (%d)", ret);
 	if (m->cp > 1)
 		rc = cp_whole_samples(m, out->act, logits);
+	else if (m->dpv)
+		rc = _sf_dpv_whole_logits(m, out->act, logits);
 	else if (m->vp)
 		rc = whole_logits(m, out->act, logits);
 	else
