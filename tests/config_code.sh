@@ -86,11 +86,12 @@ refused "a hybrid model on a context that is not hybrid is refused" \
 	"sf_model_create: sharding hybrid on a context started with sharding full" \
 	--config sharding=hybrid
 refused "an unknown unit's options are refused, naming the graph's units" \
-	'has no unit "h.9" (its units, named by sf_graph_unit_begin or by a layer with parameters outside a group: "transformer"' \
+	'has no unit "h.9" (its units, named by sf_graph_unit_begin or by a layer with parameters outside a group: "transformer.wte", "transformer"' \
 	--model nanogpt --unit-options h.9:keep_fp32=1
 
 # per-unit options
-all32="--unit-options transformer:keep_fp32=1 --unit-options transformer.h.0:keep_fp32=1
+all32="--unit-options transformer.wte:keep_fp32=1 --unit-options transformer:keep_fp32=1
+--unit-options transformer.h.0:keep_fp32=1
 --unit-options transformer.h.1:keep_fp32=1"
 train 2 f32 $args
 # shellcheck disable=SC2086

@@ -236,6 +236,7 @@ compare_within() {
 values_within() {
 	awk -v re="$5" -v nb="${6:-1}" 'FNR == 1 { f++ }
 		$0 ~ re { v[f, ++n[f]] = $NF }
+		function finite(x) { x += 0; return x == x && x - x == 0 }
 		END {
 			eps = 5.9604644775390625e-08
 			if (n[1] < 1 || n[1] != n[2] || n[1] != n[3] || n[1] != n[4]) {
@@ -246,6 +247,8 @@ values_within() {
 				dd = ww = aa = bb = 0
 				for (i = i0; i < i0 + nb && i <= n[1]; i++) {
 					a = v[1, i]; b = v[2, i]; u = v[3, i]; l = v[4, i]; d = a - b
+					# a value that is not a finite number (nan, inf) is never within
+					if (!finite(a) || !finite(b)) { bad++; worst = 1e300; at = i }
 					hi = b; if (u > hi) hi = u; if (l > hi) hi = l
 					lo = b; if (u < lo) lo = u; if (l < lo) lo = l
 					dd += d * d; ww += (hi - lo) * (hi - lo); aa += a * a; bb += b * b

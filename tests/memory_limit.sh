@@ -51,7 +51,7 @@ st=$?
 need=$(sed -n 's/.*rank 0 needs \([0-9.]*\) MiB for this model.*/\1/p' "$tmp/one.err")
 [ $st -ne 0 ] && [ -n "$need" ] &&
 	awk -v n="$need" -v l=$LIMIT 'BEGIN { exit !(n > l) }' &&
-	grep -q "parameters .* MiB: its shards and 4 ring slots" "$tmp/one.err" &&
+	grep -q "parameters .* MiB: its shards and 5 ring slots" "$tmp/one.err" &&
 	grep -q "gradients .*optimizer state .*activations .* MiB of 4 samples" "$tmp/one.err" &&
 	grep -q "memory limit, cgroup v[12] memory\.\(max\|limit_in_bytes\) of .*sf-memcap-" "$tmp/one.err" &&
 	grep -q "is $LIMIT.0 MiB" "$tmp/one.err" &&

@@ -16,8 +16,8 @@
 #  - a type name of the longest length (63 bytes, ending in two-byte UTF-8 letters)
 #    comes back whole in the task names, and the files still parse;
 #  - sf_gpt_graph (tests/train_dump --model nanogpt: units of several nodes, names with
-#    dots): the gathers are the units "transformer", "transformer.h.0" and
-#    "transformer.h.1", a block's projection runs as
+#    dots): the gathers are the units "transformer.wte", "transformer",
+#    "transformer.h.0" and "transformer.h.1", a block's projection runs as
 #    "fwd transformer.h.1.attn.c_attn (linear L<n>)", and the text report's stall rows
 #    read "transformer.h.0 (L<n>)", ... in the units' forward order;
 #  - the nodes without parameters are named in their block too: every forward and
@@ -122,15 +122,15 @@ names = {e["name"] for e in json.load(open(sys.argv[1], encoding="utf-8"))["trac
 gathers = sorted(n for n in names if n.startswith("gather "))
 units = [re.sub(r" \(L\d+\)$", "", g[len("gather "):]) for g in gathers]
 bad = 0
-if units != ["transformer", "transformer.h.0", "transformer.h.1"]:
-    print("gathers %r: want the units transformer, transformer.h.0, transformer.h.1" % gathers)
+if sorted(units) != sorted(["transformer.wte", "transformer", "transformer.h.0", "transformer.h.1"]):
+    print("gathers %r: want the units transformer.wte, transformer, transformer.h.0, transformer.h.1" % gathers)
     bad = 1
 if not any(re.fullmatch(r"fwd transformer\.h\.1\.attn\.c_attn \(linear L\d+\)", n) for n in names):
     print("no \"fwd transformer.h.1.attn.c_attn (linear L<n>)\" among %r" % sorted(names))
     bad = 1
 sys.exit(bad)
 EOF
-ok $? "its gathers are the units transformer, transformer.h.0, .h.1; its nodes keep their dotted names" ||
+ok $? "its gathers are the units transformer.wte, transformer, transformer.h.0, .h.1; its nodes keep their dotted names" ||
 	diag_file "$tmp/gpt.out"
 
 # named_nodes TRACE PREFIX BLOCK SUFFIX...: every fwd/bwd task of TRACE names a node
@@ -165,7 +165,7 @@ ok $? "the decoders' nodes without parameters are named in their blocks" ||
 	diag_file "$tmp/named.out"
 
 rows=$(sed -n 's/^  \(.*\) (L[0-9]*) *mean .*/\1/p' "$tmp/g.overlap.txt" | tr '\n' ',')
-[ "$rows" = "transformer,transformer.h.0,transformer.h.1," ]
+[ "$rows" = "transformer.wte,transformer,transformer.h.0,transformer.h.1," ]
 ok $? "the report's stall rows name the units, in forward order ($rows)" ||
 	diag_file "$tmp/g.overlap.txt"
 

@@ -23,21 +23,22 @@
 #  - SGD with sharding none = full (within its rounding interval).
 #   AdamW is not compared across rank counts: see tests/test_models.h, a gradient near
 #   AdamW's eps makes its step depend on the order of the sums.
-# The "nanogpt" model (sf_gpt_graph itself: 2 blocks of 1 330 parameters, wte, wpe and
-# ln_f in one unit read first and last by the tied head):
+# The "nanogpt" model (sf_gpt_graph itself: 2 blocks of 1 330 parameters, wte in a
+# unit read first and last (by the tied head), wpe and ln_f in another, read first and
+# last too):
 #  - SGD and AdamW on 2 and 3 ranks = 1 rank after 5 steps (within its rounding
 #    interval), batch 7: every
 #    loss and parameter but, for AdamW, the key biases (their true gradient is 0 and
 #    AdamW scales its rounding noise up, see tests/dump_compare.c). In
-#    sf_model_params_get's order the unit "transformer" comes first (wte 16 x 10, wpe
-#    5 x 10, ln_f 2 x 10: 230), then each block of 1 330 starting with ln_1 (20),
+#    sf_model_params_get's order the units "transformer.wte" (wte 16 x 10) and
+#    "transformer" (wpe 5 x 10, ln_f 2 x 10) come first (230), then each block of 1 330 starting with ln_1 (20),
 #    c_attn's weight (30 x 10) and bias (q, k, v: 10 each): block i's key bias is
 #    [230 + 1330 i + 330, + 10), i.e. [560, 570) and [1890, 1900);
 #  - AdamW on 2 ranks: every depth 0, 1, 2, 4 x backward pre, post, none = depth 2,
 #    pre (bitwise); SHARDFLOW_OPTIMIZER_ON=host is accepted and gives the same bits
 #    (on CPU ranks both placements are the host: the claim that host = device as two
 #    places is skipped there, tests/gpu_step.sh proves it on a GPU);
-#  - the ring holds at most depth + 2 units: the embeddings' unit and depth + 1 blocks.
+#  - the ring holds at most depth + 3 units: the embeddings' two and depth + 1 blocks.
 . "$(dirname "$0")/lib.sh"
 require_progs "$TRAIN_DUMP" "$DUMP_COMPARE"
 
@@ -134,8 +135,8 @@ for c in 0:none 2:pre 4:pre; do
 	d=${c%:*} b=${c#*:}
 	line=$(grep '^max_resident' "$tmp/n-d$d-$b.out")
 	set -- $line
-	[ "${4:-x}" = $((d + 2)) ] && [ "${2:-99}" -le $((d + 2)) ] && [ "${6:-0}" -eq 3 ]
-	ok $? "nanogpt, depth $d: 3 units, at most depth + 2 resident (embeddings + depth + 1 blocks): $line"
+	[ "${4:-x}" = $((d + 3)) ] && [ "${2:-99}" -le $((d + 3)) ] && [ "${6:-0}" -eq 4 ]
+	ok $? "nanogpt, depth $d: 4 units, at most depth + 3 resident (wte's with the tied head, wpe's with ln_f, depth + 1 blocks): $line"
 done
 
 # residency: "max_resident M ring_slots R nunits U" on rank 0's stdout
