@@ -3,7 +3,7 @@
 # on 2 nodes of 2 ranks, FSDP over 4 ranks against FSDP x TP (or pipeline) layouts and
 # PyTorch DDP, side by side in one run, as a markdown table.
 #
-#   bench/tp.sh [--rows tp|pp|all] [--runs N] [--steps N] [--rate R] [--context T]
+#   bench/tp.sh [--rows tp|vp|pp|all] [--runs N] [--steps N] [--rate R] [--context T]
 #               [--batch B] [--out DIR] [--build DIR] [--local]
 #
 # Rows, each on 4 ranks (2 nodes x 2, TP groups of consecutive ranks, so a group of 2
@@ -11,6 +11,9 @@
 # head):
 #   dp 4            SHARDFLOW_TP=1: every unit sharded over the 4 ranks (FSDP)
 #   dp 4 grad_op    SHARDFLOW_SHARDING=grad_op: parameters gathered once a step (ZeRO-2)
+#   dp 4 (+ grad_op), wte vocabulary-parallel  SHARDFLOW_VOCAB_PARALLEL=on: the tied
+#                   matrix never gathered, each rank's rows of it computing the
+#                   embedding, head and loss of the 4 ranks' rows (issue 48 item 2)
 #   dp 2 x tp 2     SHARDFLOW_TP=2: the blocks split in 2 inside a node, FSDP over the nodes
 #   tp 4, vocab replicated  SHARDFLOW_TP=4 SHARDFLOW_VOCAB_PARALLEL=off: the blocks split
 #                   in 4, the embedding, head and loss whole on every rank, no dp
@@ -21,7 +24,8 @@
 # tp 4, pp 2 x dp 2 (SHARDFLOW_PP=2: stage 0 on the first node, stage 1 on the second,
 # FSDP inside each; SHARDFLOW_PP_MICROBATCHES=4, 1f1b), the stages cut by parameters
 # (the default) and by flops (SHARDFLOW_PP_BALANCE=flops), and PyTorch DDP untied. --rows all:
-# both tables, interleaved in each round.
+# both tables, interleaved in each round. --rows vp: the dp 4 rows (full and grad_op,
+# the matrix gathered or vocabulary-parallel) and PyTorch DDP only.
 # For each: tokens/s (the steps after a warm-up of 3, median of --runs interleaved
 # rounds, with min and max), and for shardflow what sf_model_stats counted per step on
 # the whole job (examples/gpt's "gpt: comm:" lines): bytes sent in the collectives (a
@@ -32,7 +36,7 @@
 # 50 257, tied head; AdamW, --grad-clip 1) on Austen's GPT-2 tokens at --context T
 # (default 64) and --batch B (default 8 sequences a step for the whole job).
 #
-#   --rows SET tp, pp or all (above; default tp)
+#   --rows SET tp, vp, pp or all (above; default tp)
 #   --rate R   the links of the emulated cluster (scripts/cluster.sh; default 1gbit)
 #   --local    this machine's shared memory instead of the cluster (no root needed)
 #   --runs N   rounds (default 5); --steps N steps a run (default 6: 3 timed)
@@ -62,7 +66,7 @@ while [ $# -gt 0 ]; do
 	--build) [ -n "${2:-}" ] || die "--build needs a directory"; build=$2; shift 2 ;;
 	--local) cluster=0; shift ;;
 	--rows)
-		case ${2:-} in tp | pp | all) rows=$2 ;; *) echo "$prog: --rows \"${2:-}\" is invalid: expected tp, pp or all" >&2; usage ;; esac
+		case ${2:-} in tp | vp | pp | all) rows=$2 ;; *) echo "$prog: --rows \"${2:-}\" is invalid: expected tp, vp, pp or all" >&2; usage ;; esac
 		shift 2 ;;
 	-h | --help) usage 0 ;;
 	*) echo "$prog: unknown option \"$1\"" >&2; usage ;;
@@ -161,7 +165,7 @@ if [ "$rows" != pp ]; then
 	"$RUNMPI" 2 "$GPT" "${SF_ARGS[@]}" --steps 1 --eval-every 100000 --export-layout nanogpt --export-init "$W0" \
 		>"$logs/init.log" 2>&1 || die "examples/gpt failed, see $logs/init.log"
 fi
-if [ "$rows" != tp ]; then
+if [ "$rows" = pp ] || [ "$rows" = all ]; then
 	"$RUNMPI" 2 "$GPT" "${SF_ARGS[@]}" --untied --steps 1 --eval-every 100000 --export-layout nanogpt \
 		--export-init "$W0U" >"$logs/init-untied.log" 2>&1 ||
 		die "examples/gpt --untied failed, see $logs/init-untied.log"
@@ -172,15 +176,21 @@ for r in $(seq 1 "$runs"); do
 	if [ "$rows" != pp ]; then
 		sf_run tp "dp 4" "$logs/dp4.run$r.log" SHARDFLOW_TP=1
 		sf_run tp "dp 4 grad_op" "$logs/dp4go.run$r.log" SHARDFLOW_TP=1 SHARDFLOW_SHARDING=grad_op
-		sf_run tp "dp 2 x tp 2" "$logs/dp2tp2.run$r.log" SHARDFLOW_TP=2
-		sf_run tp "tp 4, vocab replicated" "$logs/tp4rep.run$r.log" SHARDFLOW_TP=4 \
-			SHARDFLOW_VOCAB_PARALLEL=off
-		sf_run tp "tp 4" "$logs/tp4.run$r.log" SHARDFLOW_TP=4
-		sf_run tp "tp 4 + SP" "$logs/tp4sp.run$r.log" SHARDFLOW_TP=4 \
-			SHARDFLOW_SEQUENCE_PARALLEL=on
+		sf_run tp "dp 4, wte vocabulary-parallel" "$logs/dp4vp.run$r.log" SHARDFLOW_TP=1 \
+			SHARDFLOW_VOCAB_PARALLEL=on
+		sf_run tp "dp 4 grad_op, wte vocabulary-parallel" "$logs/dp4govp.run$r.log" \
+			SHARDFLOW_TP=1 SHARDFLOW_SHARDING=grad_op SHARDFLOW_VOCAB_PARALLEL=on
+		if [ "$rows" != vp ]; then
+			sf_run tp "dp 2 x tp 2" "$logs/dp2tp2.run$r.log" SHARDFLOW_TP=2
+			sf_run tp "tp 4, vocab replicated" "$logs/tp4rep.run$r.log" SHARDFLOW_TP=4 \
+				SHARDFLOW_VOCAB_PARALLEL=off
+			sf_run tp "tp 4" "$logs/tp4.run$r.log" SHARDFLOW_TP=4
+			sf_run tp "tp 4 + SP" "$logs/tp4sp.run$r.log" SHARDFLOW_TP=4 \
+				SHARDFLOW_SEQUENCE_PARALLEL=on
+		fi
 		ddp_run tp "$logs/ddp.run$r.log"
 	fi
-	if [ "$rows" != tp ]; then
+	if [ "$rows" = pp ] || [ "$rows" = all ]; then
 		sf_run pp "dp 4" "$logs/u-dp4.run$r.log" SHARDFLOW_TP=1
 		sf_run pp "tp 4" "$logs/u-tp4.run$r.log" SHARDFLOW_TP=4
 		sf_run pp "pp 2 x dp 2" "$logs/u-pp2dp2.run$r.log" SHARDFLOW_PP=2 \

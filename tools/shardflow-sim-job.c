@@ -168,9 +168,11 @@ int main(int argc, char **argv)
 	if (!j.batch)
 		j.batch = 2 * (dp > 0 ? dp : 1);
 	/* Megatron's split of each block under SHARDFLOW_TP, and the embedding and head
-	 * vocabulary-parallel as examples/gpt makes them (auto: a vocabulary K divides) */
-	int vp = tp > 1 && cfg.vocab_parallel != SF_VOCAB_PARALLEL_OFF &&
-	         (cfg.vocab_parallel == SF_VOCAB_PARALLEL_ON || j.vocab % tp == 0);
+	 * vocabulary-parallel as examples/gpt makes them (auto: a vocabulary K divides;
+	 * without TP, on: the GPT's tied matrix vocabulary-parallel over the dp ranks) */
+	int on = cfg.vocab_parallel == SF_VOCAB_PARALLEL_ON;
+	int vp = cfg.vocab_parallel != SF_VOCAB_PARALLEL_OFF &&
+	         (tp > 1 ? on || j.vocab % tp == 0 : on && j.arch == 0);
 	if (j.arch == 0) {
 		struct sf_gpt_config c;
 		CLI_CHECK_GOTO(sf_gpt_config_init(&c), done);
