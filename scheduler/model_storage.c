@@ -254,9 +254,10 @@ static size_t len_v(const struct sf_model *m, const struct _sf_unit *u, bool acc
 }
 static size_t len_acc(const struct sf_model *m, const struct _sf_unit *u, bool acc)
 {
-	/* the gradient slot's: a vocabulary-parallel unit's is its shard's rows */
-	return acc && m->cfg.accum_mode == SF_ACCUM_LOCAL && !u->frozen ? (u->vocab_rows ? u->S : u->P)
-	                                                                 : 0;
+	if (!acc || m->cfg.accum_mode != SF_ACCUM_LOCAL || u->frozen)
+		return 0;
+	return u->vocab_rows ? u->S : u->P; /* the gradient slot's: a vocabulary-parallel
+	                                       unit's is its shard's rows */
 }
 
 /* what sf_model_stats (and the memory plan) counts a vector as */
@@ -336,14 +337,15 @@ static size_t unit_vecs_floats(const struct sf_model *m, struct _sf_unit *u, enu
 /* --- the model's shared buffers, from one table ---------------------------------- */
 
 /* The largest N*S (whole: P) of the units this rank keeps (a pipeline: its stage's)
- * and gathers (not a vocabulary-parallel unit, whose collectives never run) */
+ * and runs collectives of (a vocabulary-parallel unit none, but hybrid's all-reduce
+ * across the nodes) */
 static size_t held_largest(const struct sf_model *m, bool whole)
 {
 	size_t n = 0;
 	for (int i = 0; i < m->nunits; i++) {
 		const struct _sf_unit *u = &m->units[i];
 		size_t x = whole ? u->P : u->S * (size_t)m->shard_size;
-		if (!u->elsewhere && !u->vocab_rows && x > n)
+		if (!u->elsewhere && !(u->vocab_rows && m->nrep == 1) && x > n)
 			n = x;
 	}
 	return n;

@@ -256,7 +256,9 @@ static int submit_bwd_part(struct sf_model *m, int n, starpu_data_handle_t grad,
 {
 	const struct _sf_node *nd = &m->gnodes[n];
 	struct _sf_node_state *s = &m->nodes[n];
-	const struct sf_layer_info *li = dw ? &s->dw_info : s->dpv ? &s->dpv_bwd_info : &s->bwd_info;
+	const struct sf_layer_info *li = dw       ? &s->dw_info
+	                                 : s->dpv ? &s->dpv_bwd_info
+	                                          : &s->bwd_info;
 	const char *name = dw ? s->dw_name : s->bwd_name;
 	int w = m->ctx->comm_worker;
 	starpu_data_handle_t in[SF_MAX_INPUTS], din[SF_MAX_INPUTS];
@@ -390,6 +392,11 @@ static int reduce_unit(struct sf_model *m, int u, starpu_data_handle_t grad)
 	/* now grad is all this rank has to reduce */
 	bool sum = !local && !first; /* into the sum of earlier micro-batches */
 	if (un->vocab_rows) { /* already its rows' sum over the group: the shard's as is */
+		if (m->nrep > 1) /* hybrid: summed over the nodes first, as a shard is */
+			SF_CHECK_GOTO(_sf_submit_rep_allreduce(&un->comm, m->h_order, grad,
+			                                       m->ctx->comm_worker, un->ar_name,
+			                                       traced(m, un->ar_name, SF_EV_RS, un->first)),
+			              out);
 		SF_CHECK_GOTO(submit_acc(m, u, un->h_gshard, grad, !sum, un->S), out);
 		goto out;
 	}

@@ -58,8 +58,6 @@ static const char *unsupported(const struct sf_model *m)
 {
 	if (m->cfg.sharding == SF_SHARD_NONE)
 		return "SHARDFLOW_SHARDING=none (every rank holds the whole matrix)";
-	if (m->cfg.sharding == SF_SHARD_HYBRID)
-		return "SHARDFLOW_SHARDING=hybrid";
 	if (m->pp_size > 1)
 		return "SHARDFLOW_PP";
 	if (m->cp > 1)
@@ -89,7 +87,7 @@ static int refusal(const struct sf_model *m, int E, int H, char *why, size_t n)
 	else if (H < 0 || L < 0 || m->gnodes[L].in[0] != H ||
 	         !_sf_tp_vocab_parallel_loss(m->gnodes, L))
 		snprintf(why, n, "needs a head tied to it (linear_nobias) whose logits the "
-		                 "cross-entropy loss reads, as sf_gpt_config.tie_weights = 1 gives");
+		                 "cross-entropy loss reads, as tie_weights = 1 gives");
 	else if (u < 0 || m->units[u].P != m->gnodes[E].nparams)
 		snprintf(why, n, "needs a unit of its own: its shards are whole rows of the "
 		                 "vocabulary (sf_gpt_graph gives it one with tied weights)");
@@ -114,9 +112,10 @@ int _sf_dpv_plan(struct sf_model *m)
 		if (m->cfg.vocab_parallel != SF_VOCAB_PARALLEL_ON)
 			return SF_OK;
 		return SF_ERR(SF_ERR_INVALID,
-		              "sf_model_create: SHARDFLOW_VOCAB_PARALLEL=on: the vocabulary-parallel "
-		              "embedding \"%s\" over %d data-parallel ranks %s (accepted: "
-		              "SHARDFLOW_VOCAB_PARALLEL=auto, which then gathers the matrix, or off)",
+		              "sf_model_create: SHARDFLOW_VOCAB_PARALLEL=on: the vocabulary-"
+		              "parallel embedding \"%s\" over %d data-parallel ranks %s "
+		              "(accepted: SHARDFLOW_VOCAB_PARALLEL=auto, which then gathers the "
+		              "matrix, or off)",
 		              m->gnodes[E].name, m->shard_size, why);
 	}
 	int u = m->nodes[E].unit;
