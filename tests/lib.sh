@@ -265,6 +265,30 @@ values_within() {
 		}' "$1" "$2" "$3" "$4"
 }
 
+# gpt_run NP NAME [SHARDFLOW_*=VALUE...] ARGS...: examples/gpt ($GPT) on NP ranks with
+# the test's $common options and ARGS, its output in NAME.out and NAME.err; returns
+# its status
+gpt_run() {
+	_gn=$1 _gname=$2
+	shift 2
+	_genv=
+	while [ $# -gt 0 ]; do
+		case $1 in
+		SHARDFLOW_*=*) _genv="$_genv $1"; shift ;;
+		*) break ;;
+		esac
+	done
+	# shellcheck disable=SC2086
+	env $_genv sh "$RUN_MPI" "$_gn" "$GPT" $common "$@" </dev/null \
+		>"$tmp/$_gname.out" 2>"$tmp/$_gname.err"
+}
+
+# gpt_filtered NAME: examples/gpt's stdout in NAME.out (the loss lines, the validation
+# loss, the samples) less its timings, what two layouts must print alike
+gpt_filtered() {
+	sed -e 's/ tokens\/s.*//' -e 's/ time [0-9.]*$//' "$tmp/$1.out"
+}
+
 # loss_logs_within A B STEPS: two --loss-log files ("step loss" lines) hold the same
 # STEPS steps, each loss of B within 1e-5 (relative) of A's
 loss_logs_within() {

@@ -134,33 +134,18 @@ text="$tmp/corpus.txt"
 sf_corpus "$text"
 common="--layers 2 --heads 4 --embd 32 --context 32 --batch 8 --sample 1 \
 --tokens 20 --eval-every 4 --eval-batches 1 --progress-every 1 --lr 0.004 --warmup 2 --steps 4"
-gpt() { # gpt NP NAME ENV... ARGS: examples/gpt, output in NAME.*
-	g_np=$1 g_name=$2
-	shift 2
-	g_env=
-	while [ $# -gt 0 ]; do
-		case $1 in
-		SHARDFLOW_*=*) g_env="$g_env $1"; shift ;;
-		*) break ;;
-		esac
-	done
-	# shellcheck disable=SC2086
-	env $g_env sh "$RUN_MPI" "$g_np" "$GPT" $common "$@" </dev/null \
-		>"$tmp/$g_name.out" 2>"$tmp/$g_name.err"
-}
-# the loss lines, the validation loss and the samples, less the timings
-filtered() { sed -e 's/ tokens\/s.*//' -e 's/ time [0-9.]*$//' "$tmp/$1.out"; }
-gpt 1 g1 --text "$text" --untied --loss-log "$tmp/g1.loss"
-gpt 4 g2 SHARDFLOW_TP=2 SHARDFLOW_LOG=info --text "$text" --untied --loss-log "$tmp/g2.loss"
+gpt_run 1 g1 --text "$text" --untied --loss-log "$tmp/g1.loss"
+gpt_run 4 g2 SHARDFLOW_TP=2 SHARDFLOW_LOG=info --text "$text" --untied \
+	--loss-log "$tmp/g2.loss"
 st=$?
 [ "$st" = 0 ] && loss_logs_within "$tmp/g1.loss" "$tmp/g2.loss" 4 &&
 	grep -q 'the loss is vocabulary-parallel: each of the 2 TP ranks holds 128 of the 256' \
 		"$tmp/g2.err" &&
-	filtered g1 >"$tmp/g1.f" && filtered g2 >"$tmp/g2.f" && cmp "$tmp/g1.f" "$tmp/g2.f" >/dev/null &&
+	gpt_filtered g1 >"$tmp/g1.f" && gpt_filtered g2 >"$tmp/g2.f" && cmp "$tmp/g1.f" "$tmp/g2.f" >/dev/null &&
 	grep -q '^val_loss' "$tmp/g2.f" && grep -q '^sample 1:' "$tmp/g2.f"
 ok $? "examples/gpt --untied, 2 x 2 (vocabulary-parallel) = 1 rank: losses, val_loss, sample" ||
 	{ diag_file "$tmp/g2.err"; diff "$tmp/g1.f" "$tmp/g2.f" | sed 's/^/# /'; }
-gpt 2 g2off SHARDFLOW_TP=2 SHARDFLOW_LOG=info SHARDFLOW_VOCAB_PARALLEL=off --text "$text" \
+gpt_run 2 g2off SHARDFLOW_TP=2 SHARDFLOW_LOG=info SHARDFLOW_VOCAB_PARALLEL=off --text "$text" \
 	--untied
 [ $? -eq 0 ] && ! grep -q 'vocabulary-parallel' "$tmp/g2off.err"
 ok $? "SHARDFLOW_VOCAB_PARALLEL=off: the head replicated" || diag_file "$tmp/g2off.err"
@@ -179,25 +164,25 @@ open(sys.argv[4], "wb").write(h + b"".join(bytes([1, i]) for i in range(256)))
 PY
 tok="--train-tokens $tmp/tr.bin --val-tokens $tmp/va.bin --vocab-file $tmp/bytes.vocab --vocab 257"
 # shellcheck disable=SC2086
-gpt 2 g257 SHARDFLOW_TP=2 SHARDFLOW_LOG=info --prompt "" $tok --untied
+gpt_run 2 g257 SHARDFLOW_TP=2 SHARDFLOW_LOG=info --prompt "" $tok --untied
 [ $? -eq 0 ] && ! grep -q 'vocabulary-parallel' "$tmp/g257.err"
 ok $? "auto with --vocab 257 --untied at tp 2: the head replicated (257 does not divide by 2)" ||
 	diag_file "$tmp/g257.err"
 # shellcheck disable=SC2086
-gpt 2 g257on SHARDFLOW_TP=2 SHARDFLOW_VOCAB_PARALLEL=on --prompt "" $tok --untied
+gpt_run 2 g257on SHARDFLOW_TP=2 SHARDFLOW_VOCAB_PARALLEL=on --prompt "" $tok --untied
 [ $? -ne 0 ] && grep -q '"lm_head" (linear_col): out_dim 257 in 1 block(s) does not split over SHARDFLOW_TP=2' \
 	"$tmp/g257on.err"
 ok $? "on with --vocab 257 --untied at tp 2: refused, naming lm_head" || diag_file "$tmp/g257on.err"
 
 # the tied head (examples/gpt's default): auto takes it vocabulary-parallel too
-gpt 1 gt1 --text "$text" --loss-log "$tmp/gt1.loss"
-gpt 2 gt2 SHARDFLOW_TP=2 SHARDFLOW_LOG=info --text "$text" --loss-log "$tmp/gt2.loss"
+gpt_run 1 gt1 --text "$text" --loss-log "$tmp/gt1.loss"
+gpt_run 2 gt2 SHARDFLOW_TP=2 SHARDFLOW_LOG=info --text "$text" --loss-log "$tmp/gt2.loss"
 st=$?
 [ "$st" = 0 ] && loss_logs_within "$tmp/gt1.loss" "$tmp/gt2.loss" 4 &&
 	grep -q 'the loss is vocabulary-parallel' "$tmp/gt2.err"
 ok $? "examples/gpt, tied head, tp 2 (vocabulary-parallel) = tp 1: every step's loss" ||
 	diag_file "$tmp/gt2.err"
-gpt 2 gbad SHARDFLOW_TP=2 SHARDFLOW_VOCAB_PARALLEL=yes --text "$text" --untied
+gpt_run 2 gbad SHARDFLOW_TP=2 SHARDFLOW_VOCAB_PARALLEL=yes --text "$text" --untied
 [ $? -ne 0 ] && grep -q 'SHARDFLOW_VOCAB_PARALLEL="yes"' "$tmp/gbad.err" &&
 	grep -q 'auto' "$tmp/gbad.err"
 ok $? "SHARDFLOW_VOCAB_PARALLEL=yes: refused, naming the accepted values" ||

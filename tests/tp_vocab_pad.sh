@@ -113,16 +113,8 @@ PY
 common="--layers 2 --heads 4 --embd 32 --context 32 --batch 8 --sample 1 --tokens 20 \
 --eval-every 4 --eval-batches 1 --progress-every 1 --lr 0.004 --warmup 2 --steps 4 \
 --train-tokens $tmp/tr.bin --val-tokens $tmp/va.bin --vocab-file $tmp/bytes.vocab --vocab 257"
-gpt() { # gpt NP NAME ENV...: examples/gpt, output in NAME.*
-	g_np=$1 g_name=$2
-	shift 2
-	# shellcheck disable=SC2086
-	env "$@" sh "$RUN_MPI" "$g_np" "$GPT" $common --loss-log "$tmp/$g_name.loss" \
-		</dev/null >"$tmp/$g_name.out" 2>"$tmp/$g_name.err"
-}
-filtered() { sed -e 's/ tokens\/s.*//' -e 's/ time [0-9.]*$//' "$tmp/$1.out"; }
-gpt 1 p1 SHARDFLOW_LOG=warn
-gpt 2 p2 SHARDFLOW_TP=2 SHARDFLOW_LOG=info
+gpt_run 1 p1 SHARDFLOW_LOG=warn --loss-log "$tmp/p1.loss"
+gpt_run 2 p2 SHARDFLOW_TP=2 SHARDFLOW_LOG=info --loss-log "$tmp/p2.loss"
 st=$?
 [ "$st" = 0 ] && loss_logs_within "$tmp/p1.loss" "$tmp/p2.loss" 4
 ok $? "examples/gpt --vocab 257, tied, tp 2 = tp 1: every step's loss" ||
@@ -131,7 +123,7 @@ grep -q 'the loss is vocabulary-parallel: each of the 2 TP ranks holds 129 of th
 	"$tmp/p2.err"
 ok $? "auto takes the tied head of 257 classes vocabulary-parallel at tp 2 (129 a rank, padded)" ||
 	diag_file "$tmp/p2.err"
-filtered p1 >"$tmp/p1.f" && filtered p2 >"$tmp/p2.f" && cmp "$tmp/p1.f" "$tmp/p2.f" >/dev/null &&
+gpt_filtered p1 >"$tmp/p1.f" && gpt_filtered p2 >"$tmp/p2.f" && cmp "$tmp/p1.f" "$tmp/p2.f" >/dev/null &&
 	grep -q '^val_loss' "$tmp/p2.f" && grep -q '^sample 1:' "$tmp/p2.f"
 ok $? "examples/gpt --vocab 257 at tp 2 = tp 1: val_loss and the sampled text" ||
 	diff "$tmp/p1.f" "$tmp/p2.f" | sed 's/^/# /'

@@ -142,33 +142,19 @@ text="$tmp/corpus.txt"
 sf_corpus "$text"
 common="--layers 2 --heads 4 --embd 32 --context 32 --batch 8 --sample 1 \
 --tokens 20 --eval-every 4 --eval-batches 1 --progress-every 1 --lr 0.004 --warmup 2 --steps 4"
-gpt() { # gpt NP NAME ENV... ARGS: examples/gpt, output in NAME.*
-	g_np=$1 g_name=$2
-	shift 2
-	g_env=
-	while [ $# -gt 0 ]; do
-		case $1 in
-		SHARDFLOW_*=*) g_env="$g_env $1"; shift ;;
-		*) break ;;
-		esac
-	done
-	# shellcheck disable=SC2086
-	env $g_env sh "$RUN_MPI" "$g_np" "$GPT" $common --text "$text" \
-		--loss-log "$tmp/$g_name.loss" "$@" </dev/null >"$tmp/$g_name.out" 2>"$tmp/$g_name.err"
-}
-filtered() { sed -e 's/ tokens\/s.*//' -e 's/ time [0-9.]*$//' "$tmp/$1.out"; }
-gpt 1 g1 SHARDFLOW_VOCAB_PARALLEL=on
-gpt 2 g2 SHARDFLOW_VOCAB_PARALLEL=on
+gpt_run 1 g1 SHARDFLOW_VOCAB_PARALLEL=on --text "$text" --loss-log "$tmp/g1.loss"
+gpt_run 2 g2 SHARDFLOW_VOCAB_PARALLEL=on --text "$text" --loss-log "$tmp/g2.loss"
 st=$?
 [ "$st" = 0 ] && loss_logs_within "$tmp/g1.loss" "$tmp/g2.loss" 4 &&
-	filtered g1 >"$tmp/g1.f" && filtered g2 >"$tmp/g2.f" && cmp "$tmp/g1.f" "$tmp/g2.f" >/dev/null &&
+	gpt_filtered g1 >"$tmp/g1.f" && gpt_filtered g2 >"$tmp/g2.f" && cmp "$tmp/g1.f" "$tmp/g2.f" >/dev/null &&
 	grep -q '^val_loss' "$tmp/g2.f" && grep -q '^sample 1:' "$tmp/g2.f"
 ok $? "examples/gpt, tied, =on at dp 2 = 1 rank: losses, val_loss, sample" ||
 	{ diag_file "$tmp/g2.err"; diff "$tmp/g1.f" "$tmp/g2.f" | sed 's/^/# /'; }
-gpt 4 g4 SHARDFLOW_VOCAB_PARALLEL=on SHARDFLOW_SHARDING=grad_op
+gpt_run 4 g4 SHARDFLOW_VOCAB_PARALLEL=on SHARDFLOW_SHARDING=grad_op --text "$text" \
+	--loss-log "$tmp/g4.loss"
 st=$?
 [ "$st" = 0 ] && loss_logs_within "$tmp/g1.loss" "$tmp/g4.loss" 4 &&
-	filtered g4 >"$tmp/g4.f" && cmp "$tmp/g1.f" "$tmp/g4.f" >/dev/null
+	gpt_filtered g4 >"$tmp/g4.f" && cmp "$tmp/g1.f" "$tmp/g4.f" >/dev/null
 ok $? "examples/gpt, tied, =on at dp 4, grad_op = 1 rank: losses, val_loss, sample" ||
 	{ diag_file "$tmp/g4.err"; diff "$tmp/g1.f" "$tmp/g4.f" | sed 's/^/# /'; }
 finish
