@@ -720,14 +720,19 @@ done:
  * vocabulary-parallel (auto: where it applies: the tied head at any vocabulary, padded
  * where K does not divide it, an untied head (a linear_col) at a vocabulary that
  * divides by K; on: always, the library refusing where it cannot apply). Without TP,
- * on makes a tied head's unit vocabulary-parallel over the data-parallel ranks
- * (scheduler/vocabdp.c: never gathered); auto leaves it gathered. */
-static int vocab_parallel(const struct sf_config *cfg, int V, int tied)
+ * a tied head's unit vocabulary-parallel over the dp data-parallel ranks
+ * (scheduler/vocabdp.c: never gathered): on always, auto where it sends fewer bytes
+ * than the matrix's gathers (sf_vocab_parallel_pays, of a rank's rows a pass; full and
+ * grad_op sharding; the library falls back to gathering where it cannot apply). */
+static int vocab_parallel(const struct sf_config *cfg, int V, int tied, int C, int dp,
+                          size_t rows)
 {
 	if (cfg->vocab_parallel == SF_VOCAB_PARALLEL_OFF)
 		return 0;
 	if (cfg->tp < 2)
-		return cfg->vocab_parallel == SF_VOCAB_PARALLEL_ON && tied;
+		return tied && (cfg->vocab_parallel == SF_VOCAB_PARALLEL_ON ||
+		                ((cfg->sharding == SF_SHARD_FULL || cfg->sharding == SF_SHARD_GRAD_OP) &&
+		                 sf_vocab_parallel_pays(V, C, dp, rows)));
 	return cfg->vocab_parallel == SF_VOCAB_PARALLEL_ON || tied || V % cfg->tp == 0;
 }
 
@@ -746,6 +751,9 @@ static int build_model(struct run *r)
 	r->cp = cfg.cp > 1 ? cfg.cp : 1;
 	r->cp_rank = (r->rank / r->tp) % r->cp; /* world = dp x cp x tp (include/shardflow.h) */
 	snprintf(r->trace, sizeof r->trace, "%s", cfg.trace);
+	/* the data-parallel ranks and a rank's rows a pass (SHARDFLOW_VOCAB_PARALLEL) */
+	int dp = r->size / r->tp / r->pp / r->cp;
+	size_t rows = (size_t)(o->batch / (dp > 0 ? dp : 1)) * (size_t)r->T;
 	if (o->arch) {
 		struct sf_llama_config lc;
 		sf_llama_config_init(&lc);
@@ -753,13 +761,13 @@ static int build_model(struct run *r)
 		lc.layers = o->model.layers, lc.heads = o->model.heads, lc.kv_heads = o->kv_heads;
 		lc.ffn_dim = o->ffn_dim, lc.rope_theta = o->rope_theta, lc.tie_weights = o->tied;
 		lc.tensor_parallel = cfg.tp > 1; /* Megatron's split of each block (SHARDFLOW_TP) */
-		lc.vocab_parallel = vocab_parallel(&cfg, lc.vocab, lc.tie_weights);
+		lc.vocab_parallel = vocab_parallel(&cfg, lc.vocab, lc.tie_weights, lc.dim, dp, rows);
 		r->lc = lc;
 		CLI_CHECK_GOTO(sf_llama_graph(&lc, &g), done);
 	} else {
 		struct sf_gpt_config gc = o->model;
 		gc.tensor_parallel = cfg.tp > 1; /* Megatron's split of each block (SHARDFLOW_TP) */
-		gc.vocab_parallel = vocab_parallel(&cfg, gc.vocab, gc.tie_weights);
+		gc.vocab_parallel = vocab_parallel(&cfg, gc.vocab, gc.tie_weights, gc.embd, dp, rows);
 		CLI_CHECK_GOTO(sf_gpt_graph(&gc, &g), done);
 	}
 	struct sf_model_options mo;

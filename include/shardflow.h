@@ -872,6 +872,14 @@ SF_API int sf_gpt_config_init(struct sf_gpt_config *c);
  * with sf_graph_destroy().
  */
 SF_API int sf_gpt_graph(const struct sf_gpt_config *c, sf_graph **out);
+/** Whether FSDP's vocabulary-parallel tied unit (SHARDFLOW_VOCAB_PARALLEL at
+ *  SHARDFLOW_TP=1, docs/training.md) sends fewer bytes a pass than gathering and
+ *  reduce-scattering the tied matrix: a rank's 5 R C floats of rows and 3 N R of loss
+ *  partials against the matrix's 2 V C / N (each times N - 1), for a vocabulary V,
+ *  width C, N data-parallel ranks and R rows (samples x context) a rank a pass. 0
+ *  when N < 2 or an argument is not positive. What SHARDFLOW_VOCAB_PARALLEL=auto has
+ *  examples/gpt and shardflow-sim-job build the tied model by. */
+SF_API int sf_vocab_parallel_pays(int vocab, int width, int ranks, size_t rows);
 
 /** Writes Hugging Face's config.json of the model *c builds (GPT2LMHeadModel: n_embd,
  *  n_layer, n_head, n_positions and n_ctx (context), vocab_size, n_inner (4 embd),

@@ -40,6 +40,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+SF_API int sf_vocab_parallel_pays(int vocab, int width, int ranks, size_t rows)
+{
+	if (vocab < 1 || width < 1 || ranks < 2 || rows < 1)
+		return 0;
+	double R = (double)rows, C = (double)width, N = (double)ranks;
+	return 5.0 * R * C + 3.0 * N * R < 2.0 * (double)vocab * C / N;
+}
+
 /* The embedding_vp, the head tied to it and its loss, or -1s */
 static void find_nodes(const struct sf_model *m, int *emb, int *head)
 {

@@ -1441,6 +1441,24 @@ static void test_llama_ops_misuse(void)
 	ok_sf_ok(sf_graph_destroy(g), "sf_graph_destroy(llama-ops)");
 }
 
+/* sf_vocab_parallel_pays: the rows' bytes against the tied matrix's, GPT-2's shapes
+ * (V 50 257, C 768): 4 ranks of 128 rows send 5 x 128 x 768 + 3 x 4 x 128 = 493 056
+ * floats a rank against 2 x 50 257 x 768 / 4 = 19 298 688; 8 ranks of 8 192 rows 31.5M
+ * against 9.6M; the crossover at 4 ranks: 5 C R + 12 R < 19 298 688, R < 5 010.04 */
+static void test_vocab_parallel_pays(void)
+{
+	ok_true(sf_vocab_parallel_pays(50257, 768, 4, 128) == 1, "pays: GPT-2, 4 ranks of 128 rows");
+	ok_true(sf_vocab_parallel_pays(50257, 768, 8, 8192) == 0,
+	        "does not pay: GPT-2, 8 ranks of 8 192 rows");
+	ok_true(sf_vocab_parallel_pays(50257, 768, 4, 5010) == 1 &&
+	            sf_vocab_parallel_pays(50257, 768, 4, 5011) == 0,
+	        "GPT-2 at 4 ranks: pays up to 5 010 rows a rank, not from 5 011");
+	ok_true(sf_vocab_parallel_pays(50257, 768, 1, 16) == 0, "one rank: nothing to gain");
+	ok_true(sf_vocab_parallel_pays(0, 768, 4, 16) == 0 && sf_vocab_parallel_pays(50257, -1, 4, 16) == 0 &&
+	            sf_vocab_parallel_pays(50257, 768, 4, 0) == 0,
+	        "a vocabulary, width or rows not positive: 0");
+}
+
 /* sf_init's StarPU defaults: the GPU buffers' background write-back off where the user
  * left it unset, the user's value kept where set (main sets one, unsets the other) */
 static void test_starpu_defaults(void)
@@ -1463,6 +1481,7 @@ int main(int argc, char **argv)
 	test_config_in_code();
 	test_enum_names();
 	test_unit_options();
+	test_vocab_parallel_pays();
 	unsetenv("STARPU_MINIMUM_CLEAN_BUFFERS");
 	setenv("STARPU_TARGET_CLEAN_BUFFERS", "7", 1);
 	if (!ok_sf_ok(sf_init(&argc, &argv, &ctx), "sf_init")) {

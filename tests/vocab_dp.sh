@@ -24,13 +24,14 @@
 #    divide, an untied head); auto then gathers the matrix as before (= 1 rank);
 #  - examples/gpt (tied, byte vocabulary 256) with =on at dp 2 and dp 4 grad_op = 1 rank:
 #    every step's loss, the validation loss and the sampled text (sf_model_predict's
-#    logits made whole), the ring's slots no longer sized by wte.
+#    logits made whole); under auto it builds it where sf_vocab_parallel_pays (a
+#    sample a rank, not four).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/ckpt_lib.sh"
 GPT="$top_builddir/examples/gpt"
 require_progs "$TRAIN_DUMP" "$DUMP_COMPARE" "$GPT" "$CKPT_DRIVER"
 
-plan 27
+plan 29
 
 # ---- layouts against 1 rank ----
 for c in nanogpt-vpo9:sgd nanogpt-vpo9:adamw nanogpt-vpt:adamw llama-hf-vpt:adamw; do
@@ -157,4 +158,19 @@ st=$?
 	gpt_filtered g4 >"$tmp/g4.f" && cmp "$tmp/g1.f" "$tmp/g4.f" >/dev/null
 ok $? "examples/gpt, tied, =on at dp 4, grad_op = 1 rank: losses, val_loss, sample" ||
 	{ diag_file "$tmp/g4.err"; diff "$tmp/g1.f" "$tmp/g4.f" | sed 's/^/# /'; }
+# auto (the default): examples/gpt builds it where sf_vocab_parallel_pays says the rows
+# send fewer bytes than the matrix: width 32, 256 classes, 2 ranks: 2 x 256 x 32 / 2 =
+# 8 192 floats against 5 x 32 R + 6 R: R 32 (a sample a rank) pays (5 312), R 128 not
+# (21 248)
+gpt_run 2 ga2 SHARDFLOW_LOG=info --text "$text" --batch 2 --sample 0 --loss-log "$tmp/ga2.loss"
+st=$?
+gpt_run 1 ga1 --text "$text" --batch 2 --sample 0 --loss-log "$tmp/ga1.loss"
+[ "$st" = 0 ] && grep -q 'is vocabulary-parallel over the 2 data-parallel ranks' "$tmp/ga2.err" &&
+	loss_logs_within "$tmp/ga1.loss" "$tmp/ga2.loss" 4
+ok $? "auto, 2 ranks of 32 rows: vocabulary-parallel (it pays), = 1 rank's losses" ||
+	diag_file "$tmp/ga2.err"
+gpt_run 2 ga8 SHARDFLOW_LOG=info --text "$text"
+[ $? = 0 ] && ! grep -q 'is vocabulary-parallel over' "$tmp/ga8.err"
+ok $? "auto, 2 ranks of 128 rows: gathered (it does not pay)" || diag_file "$tmp/ga8.err"
+
 finish

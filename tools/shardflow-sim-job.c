@@ -169,10 +169,15 @@ int main(int argc, char **argv)
 		j.batch = 2 * (dp > 0 ? dp : 1);
 	/* Megatron's split of each block under SHARDFLOW_TP, and the embedding and head
 	 * vocabulary-parallel as examples/gpt makes them (auto: a vocabulary K divides;
-	 * without TP, on: the GPT's tied matrix vocabulary-parallel over the dp ranks) */
+	 * without TP, the GPT's tied matrix vocabulary-parallel over the dp ranks: on, or
+	 * auto where it sends fewer bytes, sf_vocab_parallel_pays) */
 	int on = cfg.vocab_parallel == SF_VOCAB_PARALLEL_ON;
+	size_t prows = (size_t)(j.batch / (dp > 0 ? dp : 1)) * (size_t)j.context;
+	int sharded = cfg.sharding == SF_SHARD_FULL || cfg.sharding == SF_SHARD_GRAD_OP;
 	int vp = cfg.vocab_parallel != SF_VOCAB_PARALLEL_OFF &&
-	         (tp > 1 ? on || j.vocab % tp == 0 : on && j.arch == 0);
+	         (tp > 1 ? on || j.vocab % tp == 0
+	                 : j.arch == 0 && (on || (sharded && sf_vocab_parallel_pays(
+	                                                      j.vocab, j.dim, dp, prows))));
 	if (j.arch == 0) {
 		struct sf_gpt_config c;
 		CLI_CHECK_GOTO(sf_gpt_config_init(&c), done);
