@@ -308,7 +308,7 @@ struct sf_config {
 	 *  on refuses where it cannot apply, naming why; off gathers it): each rank's
 	 *  shard is ceil(V / N) whole rows, never gathered, and the embedding, head and
 	 *  loss take the N ranks' rows (docs/training.md); examples/gpt builds such a
-	 *  graph under on. */
+	 *  graph under on, and under auto where sf_vocab_parallel_pays. */
 	enum sf_vocab_parallel vocab_parallel;
 	/** SHARDFLOW_PP, 1..SF_MAX_PP, default 1: the pipeline-parallel degree S. The
 	 *  world is S x dp: stage s is the dp consecutive ranks [s dp, (s + 1) dp), which
