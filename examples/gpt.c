@@ -723,7 +723,8 @@ done:
  * a tied head's unit vocabulary-parallel over the dp data-parallel ranks
  * (scheduler/vocabdp.c: never gathered): on always, auto where it sends fewer bytes
  * than the matrix's gathers (sf_vocab_parallel_pays, of a rank's rows a pass; full and
- * grad_op sharding; the library falls back to gathering where it cannot apply). */
+ * grad_op sharding; not on NCCL's GPU ranks, where the embedding and the loss would
+ * run on CPU workers; the library falls back to gathering where it cannot apply). */
 static int vocab_parallel(const struct sf_config *cfg, int V, int tied, int C, int dp,
                           size_t rows)
 {
@@ -732,7 +733,7 @@ static int vocab_parallel(const struct sf_config *cfg, int V, int tied, int C, i
 	if (cfg->tp < 2)
 		return tied && (cfg->vocab_parallel == SF_VOCAB_PARALLEL_ON ||
 		                ((cfg->sharding == SF_SHARD_FULL || cfg->sharding == SF_SHARD_GRAD_OP) &&
-		                 sf_vocab_parallel_pays(V, C, dp, rows)));
+		                 cfg->comm != SF_COMM_NCCL && sf_vocab_parallel_pays(V, C, dp, rows)));
 	return cfg->vocab_parallel == SF_VOCAB_PARALLEL_ON || tied || V % cfg->tp == 0;
 }
 
