@@ -240,6 +240,13 @@ SF_API int sf_model_forward(sf_model *m, const char *node, const struct sf_batch
 	int id = find_node(m, node, fn);
 	if (id < 0)
 		return id;
+	if (m->dpv && id == m->dpv_head)
+		return SF_ERR(SF_ERR_INVALID,
+		              "%s: node \"%s\"'s activation is the vocabulary-parallel head's "
+		              "logits, the %d data-parallel ranks' rows over this rank's classes "
+		              "(SHARDFLOW_VOCAB_PARALLEL); ask sf_model_predict for whole logits, "
+		              "or run with SHARDFLOW_VOCAB_PARALLEL=off",
+		              fn, node, m->shard_size);
 	size_t T = (size_t)m->T, dim = (size_t)m->gnodes[id].dim, Tw = (size_t)m->T_ctx;
 	if (!out || n != (size_t)samples * Tw * dim)
 		return SF_ERR(SF_ERR_INVALID,

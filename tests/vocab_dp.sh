@@ -16,6 +16,7 @@
 #  - bitwise across prefetch depths and backward prefetch policies;
 #  - 3 micro-batches (sharded and local accumulation) = one batch of 24 on 1 rank;
 #  - ignored labels: the loss counted once; sf_model_evaluate = 1 rank's;
+#    sf_model_forward of the head (the group's rows over a rank's classes) refused;
 #  - hybrid sharding (2 nodes of 2: the group a node, the unit's gradient all-reduced
 #    across the nodes) = 1 rank; SHARDFLOW_VOCAB_PARALLEL=off at dp 2 = 1 rank;
 #  - checkpoints: dp 2 (on) -> dp 4 (off) -> dp 4 (on) -> 1 rank = 1 rank
@@ -31,7 +32,7 @@
 GPT="$top_builddir/examples/gpt"
 require_progs "$TRAIN_DUMP" "$DUMP_COMPARE" "$GPT" "$CKPT_DRIVER"
 
-plan 29
+plan 30
 
 # ---- layouts against 1 rank ----
 for c in nanogpt-vpo9:sgd nanogpt-vpo9:adamw nanogpt-vpt:adamw llama-hf-vpt:adamw; do
@@ -83,6 +84,9 @@ e1=$(sed -n 's/^eval //p' "$tmp/ig1.out") e4=$(sed -n 's/^eval //p' "$tmp/ig4.ou
 within_interval ig4 ig1 '^eval ' >"$tmp/ev.cmp"
 ok $? "dp 4: sf_model_evaluate of 30 samples = 1 rank's: $e4, $e1 (within its rounding interval)"
 diag_file "$tmp/ev.cmp"
+train_refused "sf_model_forward of the vocabulary-parallel head: refused, naming sf_model_predict" \
+	'lm_head.*is the vocabulary-parallel head.s logits.*ask sf_model_predict' \
+	2 fwdh --model nanogpt-vpo9 --steps 1 --evaluate 4 --forward lm_head
 # shellcheck disable=SC2086
 train 4 hy SHARDFLOW_SHARDING=hybrid SHARDFLOW_NODE_SIZE=2 $a
 compare_within "hybrid 2 x 2 (the group a node; the rows' gradient all-reduced across the nodes) = 1 rank" \
