@@ -240,12 +240,13 @@ struct sf_model {
 	float *sp_in, *sp_out;
 	starpu_data_handle_t h_sp_in, h_sp_out;
 	int shard_size, shard_rank; /* the shard group (the world, or a node with hybrid sharding) */
-	/* FSDP's vocabulary-parallel tied unit (scheduler/vocabdp.c): on; the unit, the
-	 * embedding and the tied head; the TP codelets' scratch over the shard group
+	/* FSDP's vocabulary-parallel tied unit (scheduler/vocabdp.c): on; the embedding
+	 * and the tied head (their unit is marked vocab_rows); the TP codelets' scratch
+	 * over the shard group
 	 * (tp_scratch's floats); the group's ids (shard_size x rows_local), which the
 	 * embedding reads (the labels buffer then holds the group's labels too) */
 	bool dpv;
-	int dpv_unit, dpv_emb, dpv_head;
+	int dpv_emb, dpv_head;
 	size_t dpv_scratch_n;
 	int32_t *dpv_ids;
 	starpu_data_handle_t h_dpv_ids;

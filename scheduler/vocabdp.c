@@ -131,7 +131,7 @@ int _sf_dpv_plan(struct sf_model *m)
 	size_t R = m->rows_local, C = (size_t)m->nodes[E].info.out_dim;
 	struct _sf_vocab_slice v = _sf_tp_vocab_slice(V, N, r);
 	m->dpv = true;
-	m->dpv_unit = u, m->dpv_emb = E, m->dpv_head = H;
+	m->dpv_emb = E, m->dpv_head = H;
 	m->units[u].vocab_rows = true;
 	m->units[u].vocab_row_len = C;
 	m->vp = true; /* the loss takes the group's logits, split by classes */
