@@ -407,8 +407,11 @@ double _sf_clip_factor(double norm, float max_norm)
 static void pp_transfer(void *buffers[], struct _sf_p2p_args *a, bool send)
 {
 	float *v = (float *)STARPU_VECTOR_GET_PTR(buffers[1]);
-	size_t n = STARPU_VECTOR_GET_NX(buffers[1]);
+	size_t n = a->n ? a->n : STARPU_VECTOR_GET_NX(buffers[1]);
 	struct _sf_comm *c = a->comm.comm;
+	STARPU_ASSERT_MSG(n <= STARPU_VECTOR_GET_NX(buffers[1]),
+	                  "pipeline transfer of \"%s\": %zu floats from a buffer of %zu",
+	                  a->comm.unit, n, (size_t)STARPU_VECTOR_GET_NX(buffers[1]));
 	if (_sf_skip == SF_SKIP_COMM)
 		return;
 	if (c->ops->p2p_post) {

@@ -112,6 +112,7 @@ struct _sf_norm_args {
 struct _sf_p2p_args {
 	struct _sf_comm_args comm;
 	int peer;
+	size_t n; /* floats moved, from v's start: 0 for v's whole length */
 	void *req; /* the backend's posted transfer (p2p_post), from the post to its wait:
 	              one argument block a transfer in flight */
 };

@@ -164,7 +164,7 @@ static int need_init(const struct sf_model *m, struct need *nd)
 		bool none = g.sharding == SF_SHARD_NONE || g.tp > 1;
 		nd->lo[u] = none ? 0 : d.lo;
 		nd->hi[u] = none ? d.Pw : d.lo + d.n;
-		if (d.stage != g.pp_stage) /* another pipeline stage's: its ranks load it */
+		if (!d.held) /* another pipeline stage's: its ranks load it */
 			nd->lo[u] = nd->hi[u] = 0;
 		for (int v = SF_VEC_PARAM; v <= SF_VEC_V; v++)
 			if (_sf_vec_exists(m, (enum _sf_vec)v)) {
@@ -286,7 +286,7 @@ static int apply(struct sf_model *m, struct need *nd)
 			const float *src = nd->vec[u * 3 + v];
 			if (!_sf_vec_exists(m, (enum _sf_vec)v))
 				continue;
-			if (d.stage != g.pp_stage) /* another pipeline stage's: nothing read */
+			if (!d.held) /* another pipeline stage's: nothing read */
 				continue;
 			if (g.tp > 1) { /* the whole layout read: this rank's slices of it */
 				SF_CHECK(_sf_unit_set_whole(m, u, (enum _sf_vec)v, src));

@@ -62,6 +62,14 @@ struct _sf_unit {
 	int stage;        /* SHARDFLOW_PP: the pipeline stage holding it (0 without one) */
 	bool elsewhere;   /* SHARDFLOW_PP: another stage's: this rank keeps none of its
 	                     vectors (model_storage.c) */
+	/* SHARDFLOW_PP: read on the first and the last stage (a tied embedding and head;
+	 * GPT's wpe and ln_f): both stages hold it (stage 0, whose files hold it), each
+	 * reduces its readers' gradient, the two sums are added point to point at the
+	 * step's end and both apply the same update (scheduler/pipeline.c) */
+	bool pp_shared;
+	/* this rank's passes (step.c, plan.c's replays): its place in fwd_order, and its
+	 * last reader in the forward (last; with a pipeline, the stage's last) */
+	int fwd_pos, fwd_last;
 	/* FSDP's vocabulary-parallel tied unit (scheduler/vocabdp.c): its shard is whole
 	 * rows of the vocabulary (S a multiple of vocab_row_len floats), which the
 	 * embedding and the head read in place: never gathered (no ring slot, no h_full),
@@ -253,9 +261,9 @@ struct sf_model {
 	/* SHARDFLOW_PP (scheduler/pipeline.c): pp_size stages, this rank's pp_stage, the
 	 * micro-batches a step takes (pp_micro; 1 without a pipeline: B_local and
 	 * rows_local are then a micro-batch's), and the span the passes of step.c and
-	 * plan.c's replays walk: the stage's nodes [node_lo, node_hi), units [unit_lo,
-	 * unit_hi) and their run [bwd_lo, bwd_hi) of bwd_order (without a pipeline: the
-	 * whole graph). pp_step: the pipeline's step, which sf_model_step hands a step to
+	 * plan.c's replays walk: the stage's nodes [node_lo, node_hi), its units
+	 * fwd_order[unit_lo .. unit_hi) and bwd_order[bwd_lo .. bwd_hi) (without a
+	 * pipeline: the whole graph). pp_step: the pipeline's step, which sf_model_step hands a step to
 	 * (set by the pipeline, which step.c does not call), pp_predict the same for
 	 * sf_model_predict; pp_loss: where the loss task
 	 * writes (a micro-batch's loss), NULL: the step's loss slot. */
@@ -286,6 +294,8 @@ struct sf_model {
 	int nunits;
 	struct _sf_unit *units;
 	int *bwd_order; /* units in the order the backward pass first meets them */
+	int *fwd_order; /* units in the order the forward pass first meets them (0 .. U - 1;
+	                   a pipeline: its stage's, [unit_lo, unit_hi)) */
 	int width;      /* most units in use at once (1 for a chain) */
 	size_t nparams_total, largest_P, largest_NS;
 	size_t nparams_whole; /* the model's (with TP: nparams_total is this rank's slices') */
@@ -421,6 +431,11 @@ int _sf_backward_submit(struct sf_model *m);
  * tasks, then each unit's reduction (and update) and its gradient slot's release. */
 int _sf_backward_dw_submit(struct sf_model *m);
 int _sf_update_submit(struct sf_model *m);
+/* A pipeline's shared unit u (pp_shared), its whole gradient in its shard's buffer
+ * (both stages' sums added, at the step's end): its update, or with clipping its
+ * share of the norm where `counted` (the first stage's; the update then comes with
+ * every unit's in _sf_update_submit). finish_reduction's, which leaves such a unit. */
+int _sf_unit_reduced(struct sf_model *m, int u, bool counted);
 /* The step's loss summed over the ranks (into its slot, m->nsteps) */
 int _sf_loss_sum_submit(struct sf_model *m);
 /* Checks a batch of this rank's rows on every rank, agrees on the outcome (one rank's

@@ -67,6 +67,7 @@ void _sf_unit_describe(const struct sf_model *m, int u, struct _sf_unit_desc *d)
 	    .Pw = un->Pw,
 	    .woff = un->woff,
 	    .stage = un->stage,
+	    .held = !un->elsewhere,
 	};
 	_sf_unit_block(m, u, &d->lo, &d->n);
 }

@@ -63,7 +63,10 @@ struct _sf_unit_desc {
 	size_t P, S, off; /* off: its first parameter in this rank's flat vector */
 	size_t Pw, woff;  /* the same in the whole model's layout */
 	size_t lo, n;     /* this rank's block of it: [lo, lo + n) of P (_sf_unit_block) */
-	int stage;        /* SHARDFLOW_PP: the stage whose ranks hold and train it (0: none) */
+	int stage;        /* SHARDFLOW_PP: the stage whose ranks hold and train it (0: none),
+	                     whose files hold it */
+	bool held;        /* this rank keeps its vectors: its stage's, or a unit shared by
+	                     the first and the last stage on either (pp_shared) */
 };
 void _sf_unit_describe(const struct sf_model *m, int u, struct _sf_unit_desc *d);
 

@@ -544,4 +544,5 @@ void _sf_layout_release(struct sf_model *m)
 	free(m->int_input_nodes);
 	free(m->units);
 	free(m->bwd_order);
+	free(m->fwd_order);
 }

@@ -73,6 +73,7 @@
 #include "scheduler/pipeline.h"
 #include "scheduler/model_storage.h"
 #include "comm/comm_codelets.h"
+#include "tasks/grad.h"
 #include "tasks/layer_codelets.h"
 #include "tasks/microbatch.h"
 #include "tasks/submit.h"
@@ -106,6 +107,16 @@ struct pp_sent {
 	bool grad;
 };
 
+/* A shared unit (pp_shared) on the first or the last stage: its reduced gradient shard
+ * to the other stage's rank of the same place, and that rank's into the accumulation
+ * buffer (its S floats), at the step's end; the tasks' names */
+struct pp_twin {
+	int unit;
+	struct _sf_p2p_args send, recv;
+	char send_name[SF_NAME_MAX + 32], recv_name[SF_NAME_MAX + 32];
+	char send_wait[SF_NAME_MAX + 40], recv_wait[SF_NAME_MAX + 40];
+};
+
 /* One pass of the schedule: the forward or the backward of micro-batch mb */
 struct pp_op {
 	bool bwd;
@@ -131,6 +142,8 @@ struct _sf_pipeline {
 	struct pp_sent *sent;     /* 2 M (nin + nout): the sends posted, not waited for */
 	int nsent;
 	bool *fwd_done;           /* M */
+	struct pp_twin *twins;    /* ntwins: the shared units this rank sums with its twin */
+	int ntwins;
 	const float **xs;         /* ninputs: a micro-batch's view of the batch */
 	const int32_t **ids;      /* nint_inputs */
 };
@@ -239,22 +252,33 @@ static bool is_input(const struct sf_model *m, int n)
 	return k == SF_NODE_INPUT || k == SF_NODE_INT_INPUT || k == SF_NODE_LABELS;
 }
 
-/* The graph's checks: units that follow each other, reads from the stage before at
- * most, the loss in the last stage. lo: each stage's first node. */
-static int check_stages(const struct sf_model *m, const char *name, const int *lo, int S)
+/* The graph's checks: each unit read in one stage, or in the first and the last
+ * (marked pp_shared: a tied embedding and head, GPT's wpe and ln_f), reads from the
+ * stage before at most, the loss in the last stage. lo: each stage's first node. */
+static int check_stages(struct sf_model *m, const char *name, const int *lo, int S)
 {
-	for (int u = 0; u < m->nunits; u++)
-		for (int v = u + 1; v < m->nunits; v++)
-			if (m->units[v].first <= m->units[u].last)
-				return SF_ERR(
-				    SF_ERR_INVALID,
-				    "sf_model_create: graph \"%s\": units \"%s\" and \"%s\" "
-				    "are in use at once (a tied head reads its embedding's "
-				    "unit at the other end of the graph); a pipeline cuts the "
-				    "graph between units, so not with SHARDFLOW_PP=%d yet; "
-				    "accepted: a graph whose units follow each other (an "
-				    "untied head), or SHARDFLOW_PP=1",
-				    name, m->units[u].name, m->units[v].name, S);
+	for (int u = 0; u < m->nunits; u++) {
+		struct _sf_unit *un = &m->units[u];
+		int a = S, b = -1;
+		bool middle = false;
+		for (int n = un->first; n <= un->last; n++) {
+			if (m->nodes[n].unit != u || m->gnodes[n].kind != SF_NODE_LAYER)
+				continue;
+			int t = stage_of(lo, S, n);
+			a = t < a ? t : a, b = t > b ? t : b;
+			middle = middle || (t != 0 && t != S - 1);
+		}
+		un->pp_shared = a < b;
+		if (a < b && middle)
+			return SF_ERR(
+			    SF_ERR_INVALID,
+			    "sf_model_create: graph \"%s\": unit \"%s\" is read in pipeline "
+			    "stages %d to %d of %d; a pipeline keeps a unit on one stage, or on "
+			    "the first and the last (a tied embedding and head, whose gradients "
+			    "the two stages sum); accepted: a graph whose units' readers stay "
+			    "within a stage but for those, or another SHARDFLOW_PP",
+			    name, un->name, a, b, S);
+	}
 	for (int u = 0; u < m->nunits; u++)
 		if (m->units[u].no_reshard)
 			return SF_ERR(SF_ERR_INVALID,
@@ -314,13 +338,71 @@ static int count_sets(struct sf_model *m)
 	return SF_OK;
 }
 
-/* What this rank keeps (model_storage.c allocates by it): its stage's units; its
+/* This stage's passes (step.c's, plan.c's replays) over its span: the units it reads
+ * in the order its forward (fwd_order[unit_lo .. unit_hi)) and its backward
+ * (bwd_order[bwd_lo .. bwd_hi)) meet them, each unit's last forward reader and its
+ * backward's first and last nodes there, whether that backward reads the parameters,
+ * and which of its nodes write ("=") or add to their parameters' gradient: as
+ * _sf_plan_units and _sf_plan_gradients decide them for the whole graph, which they
+ * are for a unit within one stage. A shared unit's readers on the other stage are
+ * not this pass's: the last stage's head writes the tied gradient, and so does the
+ * first stage's embedding, each stage summing its own. */
+static int stage_orders(struct sf_model *m)
+{
+	int U = m->nunits, nf = 0, nb = 0;
+	bool *pwritten = calloc((size_t)m->nnodes + 1, sizeof *pwritten);
+	if (!pwritten)
+		return SF_ERR(SF_ERR_NOMEM, "sf_model_create: out of memory");
+	for (int u = 0; u < U; u++) {
+		struct _sf_unit *un = &m->units[u];
+		un->fwd_pos = un->fwd_last = un->bwd_first = un->bwd_last = -1;
+		un->bwd_params = false;
+	}
+	for (int n = m->node_lo; n < m->node_hi; n++) {
+		int u = m->nodes[n].unit;
+		if (u < 0 || m->gnodes[n].kind != SF_NODE_LAYER)
+			continue;
+		struct _sf_unit *un = &m->units[u];
+		if (un->fwd_pos < 0)
+			m->fwd_order[nf] = u, un->fwd_pos = nf++;
+		un->fwd_last = n;
+		const struct _sf_node_state *st = &m->nodes[n];
+		if (!st->needs_grad)
+			continue;
+		if (un->bwd_last < 0)
+			un->bwd_last = n;
+		un->bwd_first = n;
+		un->bwd_params = un->bwd_params || !st->bwd_info.params_absent;
+	}
+	for (int n = m->node_hi - 1; n >= m->node_lo; n--) {
+		int u = m->nodes[n].unit;
+		if (u < 0 || m->gnodes[n].kind != SF_NODE_LAYER)
+			continue;
+		if (n == m->units[u].fwd_last) /* by last reader, descending: plan.c's order */
+			m->bwd_order[nb++] = u;
+		struct _sf_node_state *st = &m->nodes[n];
+		if (!st->needs_grad || !m->gnodes[n].nparams)
+			continue;
+		int o = _sf_node_param_owner(m->gnodes, n);
+		bool add = pwritten[o];
+		pwritten[o] = true;
+		st->info.accumulate_dparams = st->bwd_info.accumulate_dparams = add;
+		st->dw_info.accumulate_dparams = add;
+	}
+	free(pwritten);
+	m->unit_lo = 0, m->unit_hi = nf;
+	m->bwd_lo = 0, m->bwd_hi = nb;
+	return SF_OK;
+}
+
+/* What this rank keeps (model_storage.c allocates by it): its stage's units (those
+ * stage_orders found readers of in the span: the last stage's shared ones too); its
  * stage's nodes, the inputs they read, and the activation and its gradient of what
  * they read from the stage before; nothing of the rest. */
 static void mark_held(struct sf_model *m)
 {
 	for (int u = 0; u < m->nunits; u++)
-		m->units[u].elsewhere = m->units[u].stage != m->pp_stage;
+		m->units[u].elsewhere = m->units[u].fwd_pos < 0;
 	for (int n = 0; n < m->nnodes; n++)
 		m->nodes[n].hold = n >= m->node_lo && n < m->node_hi && !is_input(m, n)
 		                       ? SF_HOLD_ALL
@@ -367,14 +449,12 @@ int _sf_pipeline_plan(struct sf_model *m, const char *name)
 	SF_CHECK_GOTO(check_stages(m, name, lo, S), out);
 	int s = m->pp_stage;
 	m->node_lo = lo[s], m->node_hi = lo[s + 1];
-	m->unit_lo = cut[s], m->unit_hi = cut[s + 1];
-	/* units follow each other: the backward meets the stages' units last stage first */
-	m->bwd_lo = U - cut[s + 1], m->bwd_hi = U - cut[s];
 	for (int u = 0; u < U; u++) {
 		m->units[u].stage = stage_of(lo, S, m->units[u].first);
 		/* every pass gathers its units again: micro-batches interleave */
 		m->units[u].keep = false;
 	}
+	SF_CHECK_GOTO(stage_orders(m), out);
 	mark_held(m);
 	SF_CHECK_GOTO(count_sets(m), out);
 	if (m->dw_defer) { /* every unit's gradient slot stays until the weight gradients */
@@ -391,19 +471,27 @@ int _sf_pipeline_plan(struct sf_model *m, const char *name)
 		m->G = m->G > need ? m->G : need;
 	}
 	for (int k = m->bwd_lo; k < m->bwd_hi; k++)
-		if (m->units[m->bwd_order[k]].stage != s) { /* the orders disagree: a bug */
+		if (m->units[m->bwd_order[k]].elsewhere) { /* the orders disagree: a bug */
 			rc = SF_ERR(SF_ERR_STATE,
 			            "sf_model_create: the backward order of graph \"%s\" does not "
 			            "hold stage %d's units together; please report this graph",
 			            name, s);
 			goto out;
 		}
+	int shared = 0;
+	for (int u = 0; u < U; u++)
+		shared += m->units[u].pp_shared && !m->units[u].elsewhere;
+	char also[64] = "";
+	if (shared && s)
+		snprintf(also, sizeof also, " and %d shared with stage 0", shared);
+	else if (shared)
+		snprintf(also, sizeof also, " (%d of them shared with stage %d)", shared, S - 1);
 	_sf_log(SF_LOG_INFO,
-	        "model \"%s\": pipeline stage %d of %d: units %d..%d, nodes %d..%d (cut by %s), "
-	        "%d micro-batches of %d samples, %s",
-	        name, s, S, m->unit_lo, m->unit_hi - 1, m->node_lo, m->node_hi - 1,
-	        sf_pp_balance_name(by),
-	        m->pp_micro, m->B_local, sf_pp_schedule_name(m->cfg.pp_schedule));
+	        "model \"%s\": pipeline stage %d of %d: units %d..%d%s, nodes %d..%d (cut by "
+	        "%s), %d micro-batches of %d samples, %s",
+	        name, s, S, s ? cut[s] : 0, cut[s + 1] - 1, also, m->node_lo, m->node_hi - 1,
+	        sf_pp_balance_name(by), m->pp_micro, m->B_local,
+	        sf_pp_schedule_name(m->cfg.pp_schedule));
 out:
 	free(cut);
 	free(lo);
@@ -555,6 +643,34 @@ static int find_bound(struct sf_model *m, struct _sf_pipeline *pp)
 	return SF_OK;
 }
 
+/* The shared units this rank sums with the other end's rank of the same place (the
+ * first stage's with the last's: rank +- (S - 1) dp tp), frozen ones aside */
+static int find_twins(struct sf_model *m, struct _sf_pipeline *pp)
+{
+	int S = m->pp_size, s = m->pp_stage;
+	int peer = m->rank + (s == 0 ? 1 : -1) * (S - 1) * (m->nranks / S);
+	pp->twins = calloc((size_t)m->nunits, sizeof *pp->twins);
+	if (!pp->twins)
+		return SF_ERR(SF_ERR_NOMEM, "sf_model_create: out of memory");
+	for (int u = 0; u < m->nunits && (s == 0 || s == S - 1); u++) {
+		const struct _sf_unit *un = &m->units[u];
+		if (!un->pp_shared || un->frozen)
+			continue;
+		struct pp_twin *t = &pp->twins[pp->ntwins++];
+		t->unit = u;
+		struct _sf_p2p_args a = {
+		    .comm = {.comm = m->comm, .unit = un->name, .acct = &m->comm_acct},
+		    .peer = peer,
+		    .n = un->S};
+		t->send = t->recv = a;
+		snprintf(t->send_name, sizeof t->send_name, "pp send d%s", un->name);
+		snprintf(t->recv_name, sizeof t->recv_name, "pp recv d%s", un->name);
+		snprintf(t->send_wait, sizeof t->send_wait, "pp wait send d%s", un->name);
+		snprintf(t->recv_wait, sizeof t->recv_wait, "pp wait recv d%s", un->name);
+	}
+	return SF_OK;
+}
+
 static int pipeline_step(struct sf_model *m, const struct sf_batch *b, int64_t *ticket);
 
 int _sf_pipeline_build(struct sf_model *m)
@@ -573,6 +689,7 @@ int _sf_pipeline_build(struct sf_model *m)
 	m->pp = pp;
 	pp->M = M;
 	SF_CHECK(find_bound(m, pp));
+	SF_CHECK(find_twins(m, pp));
 	pp->buf = calloc((size_t)M * (size_t)pp->nbound, sizeof *pp->buf);
 	pp->labels = calloc((size_t)M, sizeof *pp->labels);
 	pp->h_labels = calloc((size_t)M, sizeof *pp->h_labels);
@@ -658,6 +775,7 @@ void _sf_pipeline_release(struct sf_model *m)
 	for (int i = 0; pp->out && i < pp->nout; i++)
 		free(pp->out[i].args);
 	free(pp->in), free(pp->out), free(pp->ops), free(pp->fwd_done), free(pp->sent);
+	free(pp->twins);
 	free(pp->xs), free(pp->ids);
 	free(pp);
 	m->pp = NULL;
@@ -781,6 +899,45 @@ static int sends_wait(struct sf_model *m, int k, bool bwd)
 		                            m->ctx->comm_worker, name, traced(m, name)));
 	}
 	pp->nsent = kept;
+	return SF_OK;
+}
+
+/* The shared units' gradients at the step's end, after every transfer of the
+ * micro-batches: each stage's sum over its readers (reduce-scattered over its dp
+ * ranks) goes to the other stage's rank of the same place, and both add the two
+ * (a + b and b + a round alike: the same bits), then update alike (_sf_unit_reduced;
+ * with clipping, the norm counts the first stage's). The first stage sends first and
+ * the last receives first, so a backend whose transfers are whole (the simulation's)
+ * pairs them too. */
+static int shared_sum(struct sf_model *m)
+{
+	struct _sf_pipeline *pp = m->pp;
+	bool first = m->pp_stage == 0;
+	int w = m->ctx->comm_worker;
+	for (int i = 0; i < pp->ntwins; i++) {
+		struct pp_twin *t = &pp->twins[i];
+		struct _sf_unit *un = &m->units[t->unit];
+		for (int j = 0; j < 2; j++) {
+			bool send = (j == 0) == first;
+			const char *name = send ? t->send_name : t->recv_name;
+			SF_CHECK(_sf_submit_pp_transfer(send ? &t->send : &t->recv, send, m->h_order,
+			                                send ? un->h_gshard : m->h_rstmp, w, name,
+			                                traced(m, name)));
+		}
+		SF_CHECK(_sf_submit_pp_wait(&t->send, true, m->h_order, un->h_gshard, w, t->send_wait,
+		                            traced(m, t->send_wait)));
+		SF_CHECK(_sf_submit_pp_wait(&t->recv, false, m->h_order, m->h_rstmp, w, t->recv_wait,
+		                            traced(m, t->recv_wait)));
+		struct _sf_event *rec = m->trace ? _sf_recorder_reserve(m->trace, (int)m->nsteps,
+		                                                        un->acc_name, SF_EV_GRAD, -1)
+		                                 : NULL;
+		SF_CHECK(_sf_submit_grad_acc(false, un->h_gshard, m->h_rstmp,
+		                             (struct _sf_grad_args){.off = 0, .n = un->S},
+		                             un->acc_name,
+		                             rec ? (struct _sf_task_done){_sf_recorder_task_done, rec}
+		                                 : (struct _sf_task_done){0}));
+		SF_CHECK(_sf_unit_reduced(m, t->unit, first));
+	}
 	return SF_OK;
 }
 
@@ -923,7 +1080,7 @@ static int pipeline_step(struct sf_model *m, const struct sf_batch *b, int64_t *
 		            s, nd - p, nd, s + 1);
 		goto out;
 	}
-	_sf_task_priority_set(STARPU_DEFAULT_PRIO);
+	SF_CHECK_GOTO(shared_sum(m), out);
 	SF_CHECK_GOTO(_sf_update_submit(m), out);
 	if (s == S - 1)
 		SF_CHECK_GOTO(_sf_submit_loss_mean(m->h_loss[m->nsteps % SF_LOSS_SLOTS], pp->h_loss,

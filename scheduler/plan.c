@@ -145,11 +145,17 @@ int _sf_plan_units(struct sf_model *m, const struct sf_graph *g)
 	m->nunits = count_units(m, unit_of_key);
 	m->units = calloc((size_t)(m->nunits ? m->nunits : 1), sizeof *m->units);
 	m->bwd_order = calloc((size_t)(m->nunits ? m->nunits : 1), sizeof *m->bwd_order);
-	if (!m->units || !m->bwd_order) {
+	m->fwd_order = calloc((size_t)(m->nunits ? m->nunits : 1), sizeof *m->fwd_order);
+	if (!m->units || !m->bwd_order || !m->fwd_order) {
 		rc = SF_ERR(SF_ERR_NOMEM, "sf_model_create: out of memory");
 		goto out;
 	}
 	lay_out_units(m, g, owner_off);
+	for (int u = 0; u < m->nunits; u++) { /* units are numbered by first use */
+		m->fwd_order[u] = u;
+		m->units[u].fwd_pos = u;
+		m->units[u].fwd_last = m->units[u].last;
+	}
 	/* backward meets units by last use, descending (insertion sort: few units) */
 	for (int u = 0; u < m->nunits; u++) {
 		int k = u;
@@ -563,12 +569,13 @@ static void replay_forward(struct sf_model *m, struct _sf_slots *ring, bool trai
 		int u = m->nodes[n].unit;
 		if (m->gnodes[n].kind != SF_NODE_LAYER || u < 0)
 			continue;
-		for (; next < m->unit_hi && next <= u + m->cfg.prefetch_depth; next++) {
-			if (next > u && ring->nfree == 0)
+		int at = m->units[u].fwd_pos;
+		for (; next < m->unit_hi && next <= at + m->cfg.prefetch_depth; next++) {
+			if (next > at && ring->nfree == 0)
 				break;
-			occupy_ring(m, ring, next);
+			occupy_ring(m, ring, m->fwd_order[next]);
 		}
-		if (n == m->units[u].last && !(train && m->units[u].keep))
+		if (n == m->units[u].fwd_last && !(train && m->units[u].keep))
 			vacate(ring, u);
 	}
 }
@@ -626,10 +633,10 @@ void _sf_plan_slots(struct sf_model *m)
 	/* a pipeline (scheduler/pipeline.c) runs backwards back to back (its schedules'
 	 * last micro-batches), from ring states one pass after a forward never has: there
 	 * every ring slot holds the stage's largest unit */
-	for (int u = m->unit_lo; m->pp_size > 1 && u < m->unit_hi; u++)
+	for (int i = m->unit_lo; m->pp_size > 1 && i < m->unit_hi; i++)
 		for (int s = 0; s < m->R; s++)
-			if (m->ring_len[s] < _sf_ring_need(m, u))
-				m->ring_len[s] = _sf_ring_need(m, u);
+			if (m->ring_len[s] < _sf_ring_need(m, m->fwd_order[i]))
+				m->ring_len[s] = _sf_ring_need(m, m->fwd_order[i]);
 	/* a slot no pass takes (a ring deeper than the units) keeps a float for its handle */
 	for (int s = 0; s < m->R; s++)
 		m->ring_len[s] += m->ring_len[s] == 0;

@@ -464,10 +464,19 @@ static int submit_sqnorm(struct sf_model *m, int u, starpu_data_handle_t g)
  * micro-batch. */
 static int finish_reduction(struct sf_model *m, int u, starpu_data_handle_t grad)
 {
-	if (!m->update)
+	/* a pipeline's shared unit: the other stage's sum first (_sf_unit_reduced) */
+	if (!m->update || m->units[u].pp_shared)
 		return SF_OK;
 	starpu_data_handle_t g = opt_grad(m, u, grad);
 	return clipping(m) ? submit_sqnorm(m, u, g) : submit_opt(m, u, g);
+}
+
+int _sf_unit_reduced(struct sf_model *m, int u, bool counted)
+{
+	starpu_data_handle_t g = m->units[u].h_gshard; /* a pipeline shards fully */
+	if (!clipping(m))
+		return submit_opt(m, u, g);
+	return counted ? submit_sqnorm(m, u, g) : SF_OK;
 }
 
 /* Clipping: the norm's all-reduce, then every unit's update, in backward order. */
@@ -530,14 +539,16 @@ static int submit_loss(struct sf_model *m, const struct _sf_node *nd)
 	                       out, "loss", traced(m, "loss", SF_EV_LOSS, -1));
 }
 
-/* Gathers, in forward order, unit u if it is not resident, then the units after it
- * up to u + depth while ring slots are free. *next: the first unit not gathered yet. */
+/* Gathers, in forward order (fwd_order), unit u if it is not resident, then the units
+ * after it up to depth places on while ring slots are free. *next: the place in
+ * fwd_order of the first unit not gathered yet. */
 static int prefetch_forward(struct sf_model *m, int u, int *next)
 {
-	for (; *next < m->unit_hi && *next <= u + m->cfg.prefetch_depth; (*next)++) {
-		if (*next > u && m->ring_slots.nfree == 0)
+	int at = m->units[u].fwd_pos;
+	for (; *next < m->unit_hi && *next <= at + m->cfg.prefetch_depth; (*next)++) {
+		if (*next > at && m->ring_slots.nfree == 0)
 			break;
-		SF_CHECK(submit_gather(m, *next, NULL));
+		SF_CHECK(submit_gather(m, m->fwd_order[*next], NULL));
 	}
 	return SF_OK;
 }
@@ -547,7 +558,7 @@ static int prefetch_forward(struct sf_model *m, int u, int *next)
 int _sf_forward_submit(struct sf_model *m, bool train)
 {
 	bool full = full_sharding(m);
-	int next = m->unit_lo; /* next unit to gather */
+	int next = m->unit_lo; /* fwd_order's next unit to gather */
 	_sf_slots_reset(&m->ring_slots, m->R);
 	for (int n = m->node_lo; n < m->node_hi; n++) {
 		const struct _sf_node *nd = &m->gnodes[n];
@@ -559,7 +570,7 @@ int _sf_forward_submit(struct sf_model *m, bool train)
 		if (full && u >= 0)
 			SF_CHECK(prefetch_forward(m, u, &next));
 		SF_CHECK(submit_fwd(m, n));
-		if (full && u >= 0 && n == m->units[u].last && !(train && m->units[u].keep))
+		if (full && u >= 0 && n == m->units[u].fwd_last && !(train && m->units[u].keep))
 			SF_CHECK(submit_free(m, u));
 	}
 	return SF_OK;
@@ -728,8 +739,8 @@ int _sf_update_submit(struct sf_model *m)
 	/* in forward order: the next step's forward starts on the first unit gathered
 	 * while the later ones are still on the wire */
 	if (m->update && m->cfg.sharding == SF_SHARD_GRAD_OP)
-		for (int u = m->unit_lo; u < m->unit_hi; u++) {
-			struct _sf_unit *un = &m->units[u];
+		for (int i = m->unit_lo; i < m->unit_hi; i++) {
+			struct _sf_unit *un = &m->units[m->fwd_order[i]];
 			if (un->frozen || un->vocab_rows) /* its gathered copy is still its
 			                                     parameters; or it has none */
 				continue;

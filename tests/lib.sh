@@ -380,3 +380,26 @@ twin_setup() {
 	"$PY" -c 'import torch' >/dev/null 2>&1 ||
 		skip_all "$PY cannot import torch (apt-get install -y python3-torch)"
 }
+
+# stats_of run rank key: sf_model_stats' figure (train_dump's "bytes <rank> <key> <v> ...")
+stats_of() {
+	awk -v r="$2" -v k="$3" '$1 == "bytes" && $2 == r {
+		for (i = 3; i < NF; i += 2) if ($i == k) print $(i + 1) }' "$tmp/$1.out"
+}
+
+# plan_ok run rank: a pipeline run's memory plan, its parts (the log at SHARDFLOW_LOG=info)
+# = sf_model_stats' parts
+plan_ok() {
+	_l=$(grep "memory: rank $2 (pipeline" "$tmp/$1.err")
+	# sf_model_stats' name in train_dump's line : the plan's in the log
+	for _kk in params:param grads:grad optimizer:optimizer activations:activation \
+		buffers:buffer; do
+		_k=${_kk#*:}
+		_want=$(stats_of "$1" "$2" "${_kk%%:*}")
+		_got=$(echo "$_l" | sed -n "s/.* ${_k}_bytes \([0-9]*\).*/\1/p")
+		[ -n "$_got" ] && [ "$_got" = "$_want" ] || {
+			diag "  $1 rank $2: the plan's ${_k}_bytes ${_got:-(none)}, sf_model_stats' $_want"
+			return 1
+		}
+	done
+}

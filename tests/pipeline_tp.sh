@@ -11,8 +11,8 @@
 # (tests/test_models.h): llama-hf-tp (sf_llama_graph with tensor_parallel 1: its units
 # follow each other, an untied head) and llama-hf-vp (the same vocabulary-parallel:
 # an embedding_vp first, a linear_col head and the split loss last). nanogpt-tp's
-# tied head (its embedding's unit read at the other end) is refused under a
-# pipeline, as without TP. Checked:
+# tied head (its embedding's unit read at both ends) is tests/pipeline_tied.sh's.
+# Checked:
 #  - pp 2 x tp 2 on 4 ranks (4 micro-batches) = 1 rank: llama-hf-tp with SGD and with
 #    AdamW, clipping (max norm 0.5: the norm over both stages and both TP ranks'
 #    slices, each parameter once), sf_model_evaluate and sf_model_forward of lm_head
@@ -26,12 +26,12 @@
 #    checkpoint resumed at pp 2 x tp 2 within the 1-rank run's; the manifest holds
 #    pp 2 and tp 2;
 #  - refused with the reason: TP not dividing a stage's ranks, sequence parallelism
-#    with a pipeline, the tied head.
+#    with a pipeline.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/ckpt_lib.sh"
 require_progs "$TRAIN_DUMP" "$DUMP_COMPARE"
 
-plan 18
+plan 17
 
 PT="SHARDFLOW_PP=2 SHARDFLOW_TP=2"
 
@@ -150,7 +150,4 @@ train_refused "SHARDFLOW_TP=4 with SHARDFLOW_PP=2 on 4 ranks: refused" \
 train_refused "SHARDFLOW_SEQUENCE_PARALLEL=on with SHARDFLOW_PP: refused" \
 	"SHARDFLOW_SEQUENCE_PARALLEL=on is not supported with SHARDFLOW_PP" \
 	4 bad-sp $PT SHARDFLOW_SEQUENCE_PARALLEL=on --model llama-hf-tp --steps 1 --batch 8
-train_refused "nanogpt-tp's tied head under pp 2 x tp 2: refused" \
-	"a tied head reads its embedding's unit" \
-	4 bad-tied $PT --model nanogpt-tp --steps 1 --batch 8
 finish
