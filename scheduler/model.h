@@ -101,6 +101,13 @@ struct _sf_unit {
 	char ar_name[SF_NAME_MAX + 32];
 };
 
+/* The floats of unit u's gradient a pass computes on this rank: its P, or a
+ * vocabulary-parallel unit's shard of whole rows (scheduler/vocabdp.c), S */
+static inline size_t _sf_unit_grad_n(const struct _sf_unit *u)
+{
+	return u->vocab_rows ? u->S : u->P;
+}
+
 /* A tensor's learning-rate scale (sf_model_tensor_lr_scale): parameters [off, off +
  * count) of its unit */
 struct _sf_lr_range {

@@ -256,8 +256,7 @@ static size_t len_acc(const struct sf_model *m, const struct _sf_unit *u, bool a
 {
 	if (!acc || m->cfg.accum_mode != SF_ACCUM_LOCAL || u->frozen)
 		return 0;
-	return u->vocab_rows ? u->S : u->P; /* the gradient slot's: a vocabulary-parallel
-	                                       unit's is its shard's rows */
+	return _sf_unit_grad_n(u); /* the gradient slot's */
 }
 
 /* what sf_model_stats (and the memory plan) counts a vector as */

@@ -534,7 +534,7 @@ size_t _sf_ring_need(const struct sf_model *m, int u)
 size_t _sf_grad_need(const struct sf_model *m, int u)
 {
 	if (m->units[u].vocab_rows) /* its gradient is its shard's (scheduler/vocabdp.c) */
-		return m->units[u].S;
+		return _sf_unit_grad_n(&m->units[u]);
 	return m->cfg.sharding == SF_SHARD_NONE ? m->units[u].P : _sf_ring_need(m, u);
 }
 

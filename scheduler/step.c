@@ -382,7 +382,7 @@ static int reduce_unit(struct sf_model *m, int u, starpu_data_handle_t grad)
 	struct _sf_unit *un = &m->units[u];
 	bool local = m->cfg.accum_mode == SF_ACCUM_LOCAL, first = m->accum_k == 0;
 	bool replicated = m->cfg.sharding == SF_SHARD_NONE;
-	size_t n = un->vocab_rows ? un->S : un->P; /* the slot's gradient */
+	size_t n = _sf_unit_grad_n(un); /* the slot's gradient */
 	if (!m->update && local) {
 		SF_CHECK_GOTO(submit_acc(m, u, un->h_acc, grad, first, n), out);
 		goto out;
