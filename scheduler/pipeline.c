@@ -6,9 +6,10 @@
  * balanced by SHARDFLOW_PP_BALANCE (cut_weights: the forwards' flops, or the
  * parameters); stage s is the nodes from its first unit's first node to
  * the next stage's (the first stage from the graph's start: inputs and the embedding;
- * the last to its end: the head and the loss). A graph whose units overlap (a tied
- * head reads the embedding's unit at the other end) is refused: a cut between units
- * is then no cut. The world is S x dp x tp, stage s the dp tp consecutive ranks
+ * the last to its end: the head and the loss). A unit read on the first and the last
+ * stage (a tied embedding and head: pp_shared) is held by both; any other unit read
+ * across a cut is refused (stage_orders gives each stage its own units' orders).
+ * The world is S x dp x tp, stage s the dp tp consecutive ranks
  * [s dp tp, (s+1) dp tp), its TP groups tp consecutive ranks as without a pipeline
  * (comm/: a stage's shard group is the dp ranks of one TP place), so FSDP shards a
  * stage's units over its dp ranks, TP splits its layers over its TP groups, and the
@@ -34,7 +35,9 @@
  * puts into the nodes before a pass is submitted. A micro-batch's loss is scaled by
  * M / the step's counted rows (every micro-batch is staged, and its count agreed,
  * before the first pass): the step's loss and gradient are the mean over the step's
- * counted rows, as torchtitan's and Megatron's. The backwards sum the gradients as
+ * counted rows, as torchtitan's and Megatron's. A shared unit's two stages each sum
+ * their own readers' gradient; at the step's end the two reduced shards are
+ * exchanged and added (shared_sum), and both stages update it alike. The backwards sum the gradients as
  * sf_model_accumulate's micro-batches do (m->accum_k, m->update), in micro-batch
  * order under every schedule: gpipe and 1f1b give the same bits.
  *
