@@ -42,6 +42,10 @@ struct _sf_comm_mem {
 	               size_t rows);
 };
 
+/* The tags p2p_tagged_post takes: 1 .. SF_P2P_TAGS (MPI guarantees 32767 tags; the
+ * backend adds its own base) */
+#define SF_P2P_TAGS 24000
+
 struct _sf_comm_ops {
 	const char *name;
 	/* The step's collectives run on a CUDA comm worker, on device memory (NCCL); else
@@ -110,6 +114,11 @@ struct _sf_comm_ops {
 	 * posts to one peer are matched in the order it makes them. */
 	int (*p2p_post)(struct _sf_comm *c, float *v, size_t n, int peer, bool send, void **req);
 	int (*p2p_wait)(struct _sf_comm *c, void *req, bool send);
+	/* Optional (NULL refuses SHARDFLOW_PP_SCHEDULE=interleaved): p2p_post's transfer
+	 * matched by its tag (1 .. SF_P2P_TAGS) whatever the order two ranks post their
+	 * transfers to each other in, completed by p2p_wait. */
+	int (*p2p_tagged_post)(struct _sf_comm *c, float *v, size_t n, int peer, bool send, int tag,
+	                       void **req);
 	/* Context parallelism (optional: NULL refuses SHARDFLOW_CP): one step of the CP
 	 * group's ring, src (n floats) to the next CP rank while dst receives the previous
 	 * one's. Every member runs it at once, in the same order. */

@@ -414,7 +414,13 @@ static void pp_transfer(void *buffers[], struct _sf_p2p_args *a, bool send)
 	                  a->comm.unit, n, (size_t)STARPU_VECTOR_GET_NX(buffers[1]));
 	if (_sf_skip == SF_SKIP_COMM)
 		return;
-	if (c->ops->p2p_post) {
+	if (a->tag > 0) {
+		STARPU_ASSERT_MSG(!a->req && c->ops->p2p_tagged_post,
+		                  "pipeline transfer of \"%s\" posted twice, or untagged", a->comm.unit);
+		COMM_RUN(&a->comm, a, send ? "pipeline send (post)" : "pipeline receive (post)",
+		         (double)(n * sizeof *v),
+		         c->ops->p2p_tagged_post(c, v, n, a->peer, send, a->tag, &a->req));
+	} else if (c->ops->p2p_post) {
 		STARPU_ASSERT_MSG(!a->req,
 		                  "pipeline transfer of \"%s\" posted twice before its wait",
 		                  a->comm.unit);

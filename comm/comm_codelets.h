@@ -113,6 +113,7 @@ struct _sf_p2p_args {
 	struct _sf_comm_args comm;
 	int peer;
 	size_t n; /* floats moved, from v's start: 0 for v's whole length */
+	int tag;  /* > 0: matched by this tag (p2p_tagged_post), whatever the posting order */
 	void *req; /* the backend's posted transfer (p2p_post), from the post to its wait:
 	              one argument block a transfer in flight */
 };

@@ -814,7 +814,28 @@ static int mpi_p2p(struct _sf_comm *c, float *v, size_t n, int peer, bool send)
 /* The same in two halves (comm.h's p2p_post, p2p_wait): the request, malloc'ed here,
  * freed by the wait. Posting in the agreed order is what keeps the matching: a send
  * and a receive posted are matched in posting order, whatever order they complete in. */
+static int post_tagged(struct _sf_comm *c, float *v, size_t n, int peer, bool send, int tag,
+                       void **req);
+
 static int mpi_p2p_post(struct _sf_comm *c, float *v, size_t n, int peer, bool send, void **req)
+{
+	return post_tagged(c, v, n, peer, send, PP_TAG, req);
+}
+
+/* The interleaved schedule's (comm.h's p2p_tagged_post): tag 1 .. SF_P2P_TAGS above
+ * PP_TAG, so that its transfers match by tag, not by the order they are posted in */
+static int mpi_p2p_tagged_post(struct _sf_comm *c, float *v, size_t n, int peer, bool send,
+                               int tag, void **req)
+{
+	*req = NULL;
+	if (tag < 1 || tag > SF_P2P_TAGS)
+		return SF_ERR(SF_ERR_INVALID, "a pipeline transfer's tag %d is outside 1..%d", tag,
+		              SF_P2P_TAGS);
+	return post_tagged(c, v, n, peer, send, PP_TAG + tag, req);
+}
+
+static int post_tagged(struct _sf_comm *c, float *v, size_t n, int peer, bool send, int tag,
+                       void **req)
 {
 	MPI_Request *r = malloc(sizeof *r);
 	*req = NULL;
@@ -825,8 +846,8 @@ static int mpi_p2p_post(struct _sf_comm *c, float *v, size_t n, int peer, bool s
 		return SF_ERR(SF_ERR_INVALID, "a pipeline transfer of %zu floats is over MPI's limit",
 		              n);
 	}
-	int mrc = send ? MPI_Isend(v, (int)n, MPI_FLOAT, peer, PP_TAG, impl(c)->step, r)
-	               : MPI_Irecv(v, (int)n, MPI_FLOAT, peer, PP_TAG, impl(c)->step, r);
+	int mrc = send ? MPI_Isend(v, (int)n, MPI_FLOAT, peer, tag, impl(c)->step, r)
+	               : MPI_Irecv(v, (int)n, MPI_FLOAT, peer, tag, impl(c)->step, r);
 	if (mrc != MPI_SUCCESS) {
 		free(r);
 		return mpi_err(mrc, send ? "MPI_Isend (pipeline)" : "MPI_Irecv (pipeline)", __FILE__,
@@ -1096,6 +1117,7 @@ const struct _sf_comm_ops _sf_comm_mpi_ops = {
     .tp_reduce_scatter = mpi_tp_reduce_scatter,
     .p2p = mpi_p2p,
     .p2p_post = mpi_p2p_post,
+    .p2p_tagged_post = mpi_p2p_tagged_post,
     .p2p_wait = mpi_p2p_wait,
     .cp_shift = mpi_cp_shift,
     .all_reduce = mpi_all_reduce,

@@ -192,6 +192,10 @@ enum sf_pp_schedule {
 	SF_PP_ZERO_BUBBLE, /**< 1f1b's order, each backward as input-gradient tasks (sent
 	                        back at once) and weight-gradient tasks at the lowest
 	                        priority (ZB-H1); bitwise 1f1b's step */
+	SF_PP_INTERLEAVED, /**< interleaved 1F1B (Narayanan et al. 2021): the units cut
+	                        into S x V chunks, rank s holding chunks s, s + S, ...
+	                        (SHARDFLOW_PP_VIRTUAL = V), 1F1B over the chunks; bitwise
+	                        1f1b's step */
 	SF_PP_SCHEDULE_COUNT, /**< the number of values above; not a value */
 };
 
@@ -325,6 +329,9 @@ struct sf_config {
 	enum sf_pp_schedule pp_schedule;
 	/** SHARDFLOW_PP_BALANCE, default params: what the stages are balanced by. */
 	enum sf_pp_balance pp_balance;
+	/** SHARDFLOW_PP_VIRTUAL, 1..SF_MAX_PP_VIRTUAL, default 2: the chunks (virtual
+	 *  stages) a rank holds under SHARDFLOW_PP_SCHEDULE=interleaved. */
+	int pp_virtual;
 	/** SHARDFLOW_ROUNDING, default nearest: the CPU workers' rounding direction (a
 	 *  diagnostic; CPU ranks only). */
 	enum sf_rounding rounding;
@@ -356,6 +363,8 @@ struct sf_config {
 #define SF_MAX_CP 64
 /** The largest SHARDFLOW_PP */
 #define SF_MAX_PP 64
+/** The most chunks a rank holds under the interleaved schedule (SHARDFLOW_PP_VIRTUAL). */
+#define SF_MAX_PP_VIRTUAL 16
 
 #define SF_DEFAULT_FLIGHT_RECORD 256 /**< default of SHARDFLOW_FLIGHT_RECORD */
 

@@ -313,9 +313,8 @@ static int parse_layout(const struct _sf_manifest_expect *e_, json_t *root, cons
 		}
 		mf->units[u] = (struct _sf_manifest_unit){s, (uint64_t)x, 0};
 		mf->nparams += (uint64_t)x;
-		if (mf->pp > 1) { /* a pipeline's: stages in forward order, as the units */
-			int lo = u ? mf->units[u - 1].stage : 0;
-			SF_CHECK_GOTO(get_int(e, "stage", lo, mf->pp - 1, &x, w), out);
+		if (mf->pp > 1) { /* a pipeline's (interleaved: the stages in turn, not in order) */
+			SF_CHECK_GOTO(get_int(e, "stage", 0, mf->pp - 1, &x, w), out);
 			mf->units[u].stage = (int)x;
 		}
 	}

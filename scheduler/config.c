@@ -53,7 +53,7 @@ static const char *const vocab_parallel_names[] = {"auto", "on", "off"};
 _Static_assert(sizeof vocab_parallel_names / sizeof vocab_parallel_names[0] ==
                    SF_VOCAB_PARALLEL_COUNT,
                "a name for each enum sf_vocab_parallel");
-static const char *const pp_schedule_names[] = {"gpipe", "1f1b", "zero-bubble"};
+static const char *const pp_schedule_names[] = {"gpipe", "1f1b", "zero-bubble", "interleaved"};
 static const char *const pp_balance_names[] = {"flops", "params"};
 static const char *const rounding_names[] = {"nearest", "upward", "downward"};
 
@@ -215,6 +215,7 @@ static const struct knob knobs[] = {
     INT_KNOB("SHARDFLOW_PP_MICROBATCHES", pp_microbatches, 0, SF_MAX_GRAD_ACCUM, 0, true),
     CHOICE_KNOB("SHARDFLOW_PP_SCHEDULE", pp_schedule, pp_schedule_names, SF_PP_1F1B, true),
     CHOICE_KNOB("SHARDFLOW_PP_BALANCE", pp_balance, pp_balance_names, SF_PP_BALANCE_PARAMS, true),
+    INT_KNOB("SHARDFLOW_PP_VIRTUAL", pp_virtual, 1, SF_MAX_PP_VIRTUAL, 2, true),
     CHOICE_KNOB("SHARDFLOW_ROUNDING", rounding, rounding_names, SF_ROUND_NEAREST, false),
     CHOICE_KNOB("SHARDFLOW_SEQUENCE_PARALLEL", sequence_parallel, onoff_names, 0, true),
     INT_KNOB("SHARDFLOW_CP", cp, 1, SF_MAX_CP, 1, false),

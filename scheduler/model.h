@@ -37,6 +37,12 @@
 
 struct _sf_recorder;
 struct _sf_pipeline;
+
+/* A run of the graph a pass walks (scheduler/pipeline.c): nodes [node_lo, node_hi),
+ * their units fwd_order[unit_lo .. unit_hi) and bwd_order[bwd_lo .. bwd_hi) */
+struct _sf_span {
+	int node_lo, node_hi, unit_lo, unit_hi, bwd_lo, bwd_hi;
+};
 struct _sf_ckpt_lock;
 struct _sf_ckpt_async;
 
@@ -283,6 +289,11 @@ struct sf_model {
 	 * weight gradients and reductions after (_sf_backward_dw_submit) */
 	bool dw_defer;
 	int node_lo, node_hi, unit_lo, unit_hi, bwd_lo, bwd_hi;
+	/* the spans this rank's passes walk (_sf_span_set): one (the stage's, or without a
+	 * pipeline the whole graph), or under the interleaved schedule one a chunk */
+	struct _sf_span spans[SF_MAX_PP_VIRTUAL];
+	int nspans;
+	int pp_emax; /* the most tensors crossing from one chunk (or stage) to the next */
 	struct _sf_pipeline *pp;
 	int (*pp_step)(struct sf_model *m, const struct sf_batch *b, int64_t *ticket);
 	int (*pp_predict)(struct sf_model *m, const struct sf_batch *b, float *logits);
@@ -426,6 +437,29 @@ int _sf_slots_take(struct _sf_slots *s, int u);
 void _sf_slots_release(struct _sf_slots *s, int slot);
 /* The slot holding unit u, or -1. */
 int _sf_slots_find(const struct _sf_slots *s, int u);
+
+/* The passes' span (m->node_lo ..): span i of m->spans, or (i < 0) the first span's
+ * nodes and every span's units, for what walks this rank's units, not its nodes (the
+ * step's end: updates, gathers after them; plan.c's ring sizes) */
+static inline void _sf_span_set(struct sf_model *m, int i)
+{
+	const struct _sf_span *a = &m->spans[i < 0 ? 0 : i], *z = &m->spans[m->nspans - 1];
+	m->node_lo = a->node_lo, m->node_hi = a->node_hi;
+	m->unit_lo = a->unit_lo, m->unit_hi = i < 0 ? z->unit_hi : a->unit_hi;
+	m->bwd_lo = a->bwd_lo, m->bwd_hi = i < 0 ? z->bwd_hi : a->bwd_hi;
+}
+
+/* The sets of node n's buffers a pipeline keeps (scheduler/pipeline.c; 1 without
+ * one): an input's pp_micro (a step stages them all first), a layer's act_sets, but
+ * under the interleaved schedule the boundary's pp_micro (the gradient it sends back is
+ * waited for at the step's end only, never before a rewrite) */
+static inline int _sf_node_sets(const struct sf_model *m, int n)
+{
+	if (m->gnodes[n].kind != SF_NODE_LAYER ||
+	    (m->cfg.pp_schedule == SF_PP_INTERLEAVED && m->nodes[n].hold == SF_HOLD_BOUNDARY))
+		return m->pp_micro;
+	return m->act_sets;
+}
 
 int _sf_step_submit(struct sf_model *m);
 int _sf_forward_submit(struct sf_model *m, bool train);

@@ -933,11 +933,9 @@ static void plan_memory(const struct sf_model *m, struct mem_plan *p)
 		p->acts += 2 * m->recomp_bufs[b].nact + m->recomp_bufs[b].nsaved;
 	/* a pipeline's other micro-batches (scheduler/pipeline.c): pp_micro sets of the
 	 * inputs, act_sets of the layers' buffers, the nodes' own the first of each */
-	for (int n = 0; n < m->nnodes; n++) {
-		bool input = m->gnodes[n].kind != SF_NODE_LAYER;
-		int sets = input ? m->pp_micro : m->act_sets;
-		p->acts += node_floats(m, n) + (size_t)(sets - 1) * _sf_node_set_floats(m, n);
-	}
+	for (int n = 0; n < m->nnodes; n++)
+		p->acts += node_floats(m, n) + (size_t)(_sf_node_sets(m, n) - 1) *
+		                                   _sf_node_set_floats(m, n);
 	p->init = held_largest(m, true);
 }
 

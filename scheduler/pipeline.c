@@ -97,6 +97,7 @@ struct pp_buf {
  * names (act, its gradient; their waits) */
 struct pp_edge {
 	int node, idx;
+	int chunk; /* this rank's chunk it leaves or enters (0 but under interleaved) */
 	struct _sf_p2p_args *args;
 	char act_name[SF_NAME_MAX + 32], grad_name[SF_NAME_MAX + 32];
 	char act_wait[SF_NAME_MAX + 40], grad_wait[SF_NAME_MAX + 40];
@@ -120,10 +121,11 @@ struct pp_twin {
 	char send_wait[SF_NAME_MAX + 40], recv_wait[SF_NAME_MAX + 40];
 };
 
-/* One pass of the schedule: the forward or the backward of micro-batch mb */
+/* One pass of the schedule: the forward or the backward of micro-batch mb (of this
+ * rank's chunk `chunk` under the interleaved schedule, else 0) */
 struct pp_op {
 	bool bwd;
-	int mb;
+	int mb, chunk;
 };
 
 struct _sf_pipeline {
@@ -145,6 +147,7 @@ struct _sf_pipeline {
 	struct pp_sent *sent;     /* 2 M (nin + nout): the sends posted, not waited for */
 	int nsent;
 	bool *fwd_done;           /* M */
+	int cur;                  /* the chunk of the pass being submitted (span()) */
 	struct pp_twin *twins;    /* ntwins: the shared units this rank sums with its twin */
 	int ntwins;
 	const float **xs;         /* ninputs: a micro-batch's view of the batch */
@@ -170,6 +173,18 @@ int _sf_pipeline_layout(struct sf_model *m)
 		    "sf_model_create: SHARDFLOW_PP=%d with SHARDFLOW_RECOMPUTE=units: "
 		    "not supported yet; accepted with a pipeline: SHARDFLOW_RECOMPUTE=none",
 		    S);
+	if (m->cfg.pp_schedule == SF_PP_INTERLEAVED && M % S != 0)
+		return SF_ERR(SF_ERR_INVALID,
+		              "sf_model_create: SHARDFLOW_PP_SCHEDULE=interleaved runs the "
+		              "micro-batches in groups of the %d stages: %d micro-batches "
+		              "(SHARDFLOW_PP_MICROBATCHES) do not make whole groups; accepted: a "
+		              "multiple of %d",
+		              S, M, S);
+	if (m->cfg.pp_schedule == SF_PP_INTERLEAVED && !m->comm->ops->p2p_tagged_post)
+		return SF_ERR(SF_ERR_CONFIG,
+		              "sf_model_create: SHARDFLOW_PP_SCHEDULE=interleaved matches its "
+		              "transfers by tags, which this backend has not (the MPI backend "
+		              "has); accepted here: gpipe, 1f1b, zero-bubble");
 	if (m->B_global % (m->dp_size * M) != 0)
 		return SF_ERR(SF_ERR_INVALID,
 		              "sf_model_create: batch %d does not split into %d data-parallel "
@@ -255,10 +270,13 @@ static bool is_input(const struct sf_model *m, int n)
 	return k == SF_NODE_INPUT || k == SF_NODE_INT_INPUT || k == SF_NODE_LABELS;
 }
 
-/* The graph's checks: each unit read in one stage, or in the first and the last
+/* The graph's checks: each unit read in one chunk, or in the first and the last
  * (marked pp_shared: a tied embedding and head, GPT's wpe and ln_f), reads from the
- * stage before at most, the loss in the last stage. lo: each stage's first node. */
-static int check_stages(struct sf_model *m, const char *name, const int *lo, int S)
+ * chunk before at most, the loss in the last chunk. lo: each of the S chunks' first
+ * node (S: the stages, or under the interleaved schedule the S x V chunks, `what`
+ * naming them). *emax: the most tensors that cross from a chunk to the next. */
+static int check_stages(struct sf_model *m, const char *name, const int *lo, int S,
+                        const char *what, int *emax)
 {
 	for (int u = 0; u < m->nunits; u++) {
 		struct _sf_unit *un = &m->units[u];
@@ -276,11 +294,11 @@ static int check_stages(struct sf_model *m, const char *name, const int *lo, int
 			return SF_ERR(
 			    SF_ERR_INVALID,
 			    "sf_model_create: graph \"%s\": unit \"%s\" is read in pipeline "
-			    "stages %d to %d of %d; a pipeline keeps a unit on one stage, or on "
+			    "%s %d to %d of %d; a pipeline keeps a unit on one stage, or on "
 			    "the first and the last (a tied embedding and head, whose gradients "
 			    "the two stages sum); accepted: a graph whose units' readers stay "
 			    "within a stage but for those, or another SHARDFLOW_PP",
-			    name, un->name, a, b, S);
+			    name, un->name, what, a, b, S);
 	}
 	for (int u = 0; u < m->nunits; u++)
 		if (m->units[u].no_reshard)
@@ -298,43 +316,66 @@ static int check_stages(struct sf_model *m, const char *name, const int *lo, int
 		if (nd->kind == SF_NODE_LOSS && s != S - 1)
 			return SF_ERR(
 			    SF_ERR_INVALID,
-			    "sf_model_create: graph \"%s\": the loss falls in stage %d of "
-			    "%d; a pipeline computes it in the last (add the loss after "
+			    "sf_model_create: graph \"%s\": the loss falls in pipeline %s %d "
+			    "of %d; a pipeline computes it in the last (add the loss after "
 			    "the last layer)",
-			    name, s, S);
+			    name, what, s, S);
 		for (int i = 0; i < nd->nin; i++) {
 			int x = nd->in[i], t = stage_of(lo, S, x);
 			if (!is_input(m, x) && t != s && t != s - 1)
 				return SF_ERR(
 				    SF_ERR_INVALID,
 				    "sf_model_create: graph \"%s\": node \"%s\" of pipeline "
-				    "stage %d reads \"%s\" of stage %d; a stage reads only its "
+				    "%s %d reads \"%s\" of %s %d; a stage reads only its "
 				    "own nodes, the stage before's and the graph's inputs; "
 				    "accepted: fewer stages (SHARDFLOW_PP) or a graph whose "
 				    "skips stay within a stage",
-				    name, nd->name, s, m->gnodes[x].name, t);
+				    name, nd->name, what, s, m->gnodes[x].name, what, t);
 		}
 	}
+	/* the tensors crossing each boundary: those read by the chunk after their own */
+	int *cross = calloc((size_t)S + 1, sizeof *cross);
+	char *seen = calloc((size_t)m->nnodes + 1, 1);
+	if (!cross || !seen) {
+		free(cross), free(seen);
+		return SF_ERR(SF_ERR_NOMEM, "sf_model_create: out of memory");
+	}
+	*emax = 0;
+	for (int n = 0; n < m->nnodes; n++) {
+		const struct _sf_node *nd = &m->gnodes[n];
+		if (nd->kind != SF_NODE_LAYER && nd->kind != SF_NODE_LOSS)
+			continue;
+		for (int i = 0; i < nd->nin; i++) {
+			int x = nd->in[i], t = stage_of(lo, S, x);
+			if (is_input(m, x) || t == stage_of(lo, S, n) || seen[x])
+				continue;
+			seen[x] = 1;
+			cross[t]++;
+			*emax = cross[t] > *emax ? cross[t] : *emax;
+		}
+	}
+	free(cross), free(seen);
 	return SF_OK;
 }
 
-static int schedule(enum sf_pp_schedule sched, int S, int s, int M, struct pp_op *ops);
+static int schedule(enum sf_pp_schedule sched, int S, int s, int M, int V, struct pp_op *ops);
 
-/* m->act_sets: the most micro-batches this stage's schedule holds at once (forwards
- * submitted whose backward is not), the layers' buffer sets it keeps: gpipe M, 1f1b
- * S - s at most. Backwards run in micro-batch order, so when micro-batch k's forward
+/* m->act_sets: the most micro-batches this stage's schedule holds at once in one
+ * chunk (forwards submitted whose backward is not), the layers' buffer sets it keeps:
+ * gpipe M, 1f1b S - s at most. Backwards run in micro-batch order, so when micro-batch k's forward
  * comes, that of k - act_sets, whose slot k takes, is submitted: StarPU's implicit
  * dependencies order the slot's reuse after its readers. */
 static int count_sets(struct sf_model *m)
 {
-	int M = m->pp_micro, held = 0, most = 1;
-	struct pp_op *ops = malloc(2 * (size_t)M * sizeof *ops);
+	int M = m->pp_micro, V = m->nspans, held[SF_MAX_PP_VIRTUAL] = {0}, most = 1;
+	struct pp_op *ops = malloc(2 * (size_t)M * (size_t)V * sizeof *ops);
 	if (!ops)
 		return SF_ERR(SF_ERR_NOMEM, "sf_model_create: out of memory");
-	int n = schedule(m->cfg.pp_schedule, m->pp_size, m->pp_stage, M, ops);
-	for (int i = 0; i < n; i++) {
-		held += ops[i].bwd ? -1 : 1;
-		most = held > most ? held : most;
+	int n = schedule(m->cfg.pp_schedule, m->pp_size, m->pp_stage, M, V, ops);
+	for (int i = 0; i < n; i++) { /* a chunk's own: its layers' buffers are its own */
+		int *h = &held[ops[i].chunk];
+		*h += ops[i].bwd ? -1 : 1;
+		most = *h > most ? *h : most;
 	}
 	free(ops);
 	m->act_sets = most;
@@ -361,40 +402,63 @@ static int stage_orders(struct sf_model *m)
 		un->fwd_pos = un->fwd_last = un->bwd_first = un->bwd_last = -1;
 		un->bwd_params = false;
 	}
-	for (int n = m->node_lo; n < m->node_hi; n++) {
-		int u = m->nodes[n].unit;
-		if (u < 0 || m->gnodes[n].kind != SF_NODE_LAYER)
-			continue;
-		struct _sf_unit *un = &m->units[u];
-		if (un->fwd_pos < 0)
-			m->fwd_order[nf] = u, un->fwd_pos = nf++;
-		un->fwd_last = n;
-		const struct _sf_node_state *st = &m->nodes[n];
-		if (!st->needs_grad)
-			continue;
-		if (un->bwd_last < 0)
-			un->bwd_last = n;
-		un->bwd_first = n;
-		un->bwd_params = un->bwd_params || !st->bwd_info.params_absent;
+	for (int j = 0; j < m->nspans; j++) { /* each chunk's units: fwd_order's next run */
+		struct _sf_span *sp = &m->spans[j];
+		sp->unit_lo = nf;
+		for (int n = sp->node_lo; n < sp->node_hi; n++) {
+			int u = m->nodes[n].unit;
+			if (u < 0 || m->gnodes[n].kind != SF_NODE_LAYER)
+				continue;
+			struct _sf_unit *un = &m->units[u];
+			if (un->fwd_pos < 0)
+				m->fwd_order[nf] = u, un->fwd_pos = nf++;
+			un->fwd_last = n;
+			const struct _sf_node_state *st = &m->nodes[n];
+			if (!st->needs_grad)
+				continue;
+			if (un->bwd_last < 0)
+				un->bwd_last = n;
+			un->bwd_first = n;
+			un->bwd_params = un->bwd_params || !st->bwd_info.params_absent;
+		}
+		sp->unit_hi = nf;
 	}
-	for (int n = m->node_hi - 1; n >= m->node_lo; n--) {
-		int u = m->nodes[n].unit;
-		if (u < 0 || m->gnodes[n].kind != SF_NODE_LAYER)
-			continue;
-		if (n == m->units[u].fwd_last) /* by last reader, descending: plan.c's order */
-			m->bwd_order[nb++] = u;
-		struct _sf_node_state *st = &m->nodes[n];
-		if (!st->needs_grad || !m->gnodes[n].nparams)
-			continue;
-		int o = _sf_node_param_owner(m->gnodes, n);
-		bool add = pwritten[o];
-		pwritten[o] = true;
-		st->info.accumulate_dparams = st->bwd_info.accumulate_dparams = add;
-		st->dw_info.accumulate_dparams = add;
+	for (int j = m->nspans - 1; j >= 0; j--) { /* backward: the last chunk first */
+		struct _sf_span *sp = &m->spans[j];
+		sp->bwd_lo = nb;
+		for (int n = sp->node_hi - 1; n >= sp->node_lo; n--) {
+			int u = m->nodes[n].unit;
+			if (u < 0 || m->gnodes[n].kind != SF_NODE_LAYER)
+				continue;
+			if (n == m->units[u].fwd_last) /* by last reader, descending: plan.c's */
+				m->bwd_order[nb++] = u;
+			struct _sf_node_state *st = &m->nodes[n];
+			if (!st->needs_grad || !m->gnodes[n].nparams)
+				continue;
+			int o = _sf_node_param_owner(m->gnodes, n);
+			bool add = pwritten[o];
+			pwritten[o] = true;
+			st->info.accumulate_dparams = st->bwd_info.accumulate_dparams = add;
+			st->dw_info.accumulate_dparams = add;
+		}
+		sp->bwd_hi = nb;
 	}
 	free(pwritten);
-	m->unit_lo = 0, m->unit_hi = nf;
-	m->bwd_lo = 0, m->bwd_hi = nb;
+	/* the whole of bwd_order for _sf_span_set(m, -1): the chunks' runs in reverse */
+	if (m->nspans > 1) {
+		int *rev = malloc((size_t)(nb ? nb : 1) * sizeof *rev), k = 0;
+		if (!rev)
+			return SF_ERR(SF_ERR_NOMEM, "sf_model_create: out of memory");
+		for (int j = 0; j < m->nspans; j++) {
+			struct _sf_span *sp = &m->spans[j];
+			int len = sp->bwd_hi - sp->bwd_lo;
+			memcpy(rev + k, m->bwd_order + sp->bwd_lo, (size_t)len * sizeof *rev);
+			sp->bwd_lo = k, sp->bwd_hi = k + len;
+			k += len;
+		}
+		memcpy(m->bwd_order, rev, (size_t)nb * sizeof *rev);
+		free(rev);
+	}
 	return SF_OK;
 }
 
@@ -402,23 +466,30 @@ static int stage_orders(struct sf_model *m)
  * stage_orders found readers of in the span: the last stage's shared ones too); its
  * stage's nodes, the inputs they read, and the activation and its gradient of what
  * they read from the stage before; nothing of the rest. */
+/* Whether node n is in one of this rank's spans (its chunks) */
+static bool mine(const struct sf_model *m, int n)
+{
+	for (int j = 0; j < m->nspans; j++)
+		if (n >= m->spans[j].node_lo && n < m->spans[j].node_hi)
+			return true;
+	return false;
+}
+
 static void mark_held(struct sf_model *m)
 {
 	for (int u = 0; u < m->nunits; u++)
 		m->units[u].elsewhere = m->units[u].fwd_pos < 0;
 	for (int n = 0; n < m->nnodes; n++)
-		m->nodes[n].hold = n >= m->node_lo && n < m->node_hi && !is_input(m, n)
-		                       ? SF_HOLD_ALL
-		                       : SF_HOLD_NONE;
-	for (int n = m->node_lo; n < m->node_hi; n++) {
+		m->nodes[n].hold = mine(m, n) && !is_input(m, n) ? SF_HOLD_ALL : SF_HOLD_NONE;
+	for (int n = 0; n < m->nnodes; n++) {
 		const struct _sf_node *nd = &m->gnodes[n];
-		if (is_input(m, n))
+		if (is_input(m, n) || !mine(m, n))
 			continue;
 		for (int i = 0; i < nd->nin; i++) {
 			int x = nd->in[i];
 			if (is_input(m, x))
 				m->nodes[x].hold = SF_HOLD_ALL;
-			else if (x < m->node_lo)
+			else if (!mine(m, x))
 				m->nodes[x].hold = SF_HOLD_BOUNDARY;
 		}
 	}
@@ -427,37 +498,60 @@ static void mark_held(struct sf_model *m)
 int _sf_pipeline_plan(struct sf_model *m, const char *name)
 {
 	int S = m->pp_size, U = m->nunits, rc = SF_OK;
-	m->node_lo = 0, m->node_hi = m->nnodes;
-	m->unit_lo = 0, m->unit_hi = U;
-	m->bwd_lo = 0, m->bwd_hi = U;
+	m->nspans = 1;
+	m->spans[0] = (struct _sf_span){0, m->nnodes, 0, U, 0, U};
+	_sf_span_set(m, 0);
 	if (S <= 1)
 		return SF_OK;
-	if (S > U)
-		return SF_ERR(SF_ERR_INVALID,
-		              "sf_model_create: graph \"%s\" has %d units, fewer than the %d "
-		              "pipeline stages (SHARDFLOW_PP): every stage takes one unit at "
-		              "least; accepted: SHARDFLOW_PP <= %d",
-		              name, U, S, U);
-	int *cut = malloc(((size_t)S + 1) * sizeof *cut);
-	int *lo = malloc(((size_t)S + 1) * sizeof *lo);
+	bool inter = m->cfg.pp_schedule == SF_PP_INTERLEAVED;
+	int V = inter ? m->cfg.pp_virtual : 1, C = S * V, emax = 0;
+	if (C > U)
+		return V == 1 ? SF_ERR(SF_ERR_INVALID,
+		                       "sf_model_create: graph \"%s\" has %d units, fewer than the "
+		                       "%d pipeline stages (SHARDFLOW_PP): every stage takes one "
+		                       "unit at least; accepted: SHARDFLOW_PP <= %d",
+		                       name, U, S, U)
+		              : SF_ERR(SF_ERR_INVALID,
+		                       "sf_model_create: graph \"%s\" has %d units, fewer than the "
+		                       "%d chunks of SHARDFLOW_PP=%d x SHARDFLOW_PP_VIRTUAL=%d (the "
+		                       "interleaved schedule): every chunk takes one unit at least; "
+		                       "accepted: SHARDFLOW_PP_VIRTUAL <= %d",
+		                       name, U, C, S, V, U / S);
+	int *cut = malloc(((size_t)C + 1) * sizeof *cut);
+	int *lo = malloc(((size_t)C + 1) * sizeof *lo);
 	if (!cut || !lo) {
 		rc = SF_ERR(SF_ERR_NOMEM, "sf_model_create: out of memory");
 		goto out;
 	}
 	enum sf_pp_balance by = SF_PP_BALANCE_PARAMS;
-	SF_CHECK_GOTO(cut_units(m, S, cut, &by), out);
-	for (int s = 0; s < S; s++)
-		lo[s] = s ? m->units[cut[s]].first : 0;
-	lo[S] = m->nnodes;
-	SF_CHECK_GOTO(check_stages(m, name, lo, S), out);
+	SF_CHECK_GOTO(cut_units(m, C, cut, &by), out);
+	for (int c = 0; c < C; c++)
+		lo[c] = c ? m->units[cut[c]].first : 0;
+	lo[C] = m->nnodes;
+	SF_CHECK_GOTO(check_stages(m, name, lo, C, V > 1 ? "chunks" : "stages", &emax), out);
+	/* the interleaved schedule's transfers are matched by their tags: one a boundary,
+	 * micro-batch, direction and tensor */
+	if (inter && (C - 1) * m->pp_micro * 2 * emax > SF_P2P_TAGS) {
+		rc = SF_ERR(SF_ERR_INVALID,
+		            "sf_model_create: SHARDFLOW_PP_SCHEDULE=interleaved: %d chunk "
+		            "boundaries x %d micro-batches x 2 directions x %d tensors need more "
+		            "than the %d transfer tags; accepted: fewer micro-batches "
+		            "(SHARDFLOW_PP_MICROBATCHES) or chunks (SHARDFLOW_PP_VIRTUAL)",
+		            C - 1, m->pp_micro, emax, SF_P2P_TAGS);
+		goto out;
+	}
+	m->pp_emax = emax;
 	int s = m->pp_stage;
-	m->node_lo = lo[s], m->node_hi = lo[s + 1];
+	m->nspans = V;
+	for (int j = 0; j < V; j++) /* chunk j of this rank: the graph's chunk j S + s */
+		m->spans[j] = (struct _sf_span){lo[j * S + s], lo[j * S + s + 1], 0, 0, 0, 0};
 	for (int u = 0; u < U; u++) {
-		m->units[u].stage = stage_of(lo, S, m->units[u].first);
+		m->units[u].stage = stage_of(lo, C, m->units[u].first) % S;
 		/* every pass gathers its units again: micro-batches interleave */
 		m->units[u].keep = false;
 	}
 	SF_CHECK_GOTO(stage_orders(m), out);
+	_sf_span_set(m, -1);
 	mark_held(m);
 	SF_CHECK_GOTO(count_sets(m), out);
 	if (m->dw_defer) { /* every unit's gradient slot stays until the weight gradients */
@@ -484,17 +578,24 @@ int _sf_pipeline_plan(struct sf_model *m, const char *name)
 	int shared = 0;
 	for (int u = 0; u < U; u++)
 		shared += m->units[u].pp_shared && !m->units[u].elsewhere;
-	char also[64] = "";
+	char also[64] = "", chunks[256] = "";
 	if (shared && s)
 		snprintf(also, sizeof also, " and %d shared with stage 0", shared);
 	else if (shared)
 		snprintf(also, sizeof also, " (%d of them shared with stage %d)", shared, S - 1);
+	for (int j = 0, k = 0; V > 1 && j < V && k < (int)sizeof chunks; j++) {
+		int c = j * S + s;
+		k += snprintf(chunks + k, sizeof chunks - (size_t)k, "%s chunk %d: units %d..%d",
+		              j ? "," : " (interleaved:", c, cut[c], cut[c + 1] - 1);
+		if (j == V - 1 && k < (int)sizeof chunks)
+			snprintf(chunks + k, sizeof chunks - (size_t)k, ")");
+	}
 	_sf_log(SF_LOG_INFO,
-	        "model \"%s\": pipeline stage %d of %d: units %d..%d%s, nodes %d..%d (cut by "
+	        "model \"%s\": pipeline stage %d of %d: units %d..%d%s%s, nodes %d..%d (cut by "
 	        "%s), %d micro-batches of %d samples, %s",
-	        name, s, S, s ? cut[s] : 0, cut[s + 1] - 1, also, m->node_lo, m->node_hi - 1,
-	        sf_pp_balance_name(by), m->pp_micro, m->B_local,
-	        sf_pp_schedule_name(m->cfg.pp_schedule));
+	        name, s, S, s ? cut[s] : 0, cut[(V - 1) * S + s + 1] - 1, chunks, also,
+	        m->node_lo, m->spans[V - 1].node_hi - 1, sf_pp_balance_name(by), m->pp_micro,
+	        m->B_local, sf_pp_schedule_name(m->cfg.pp_schedule));
 out:
 	free(cut);
 	free(lo);
@@ -553,7 +654,7 @@ static void unreg(starpu_data_handle_t *h)
  * 0's are the nodes' own. */
 static bool owns(const struct sf_model *m, const struct _sf_pipeline *pp, int k, int i)
 {
-	return k > 0 && (m->gnodes[pp->bound[i]].kind != SF_NODE_LAYER || k < m->act_sets);
+	return k > 0 && k < _sf_node_sets(m, pp->bound[i]);
 }
 
 /* Micro-batch k's buffers, labels, loss and loss scale into the nodes and the model */
@@ -572,23 +673,38 @@ static void bind(struct sf_model *m, int k)
 	m->loss_args.scale = pp->scale[k];
 }
 
+/* This rank's chunk (m->spans) holding node n, or -1 */
+static int chunk_of(const struct sf_model *m, int n)
+{
+	for (int j = 0; j < m->nspans; j++)
+		if (n >= m->spans[j].node_lo && n < m->spans[j].node_hi)
+			return j;
+	return -1;
+}
+
 /* The nodes whose buffers are a micro-batch's: those mark_held keeps (the inputs the
  * stage reads, its layers and what it reads from the stage before); the edges to and
- * from the neighbours. */
+ * from the neighbours, each of one of this rank's chunks: from the chunk before (on
+ * the stage before, or for chunk j > 0 of the first stage the last stage's chunk j -
+ * 1), to the chunk after. Under the interleaved schedule each transfer has its tag:
+ * its boundary b (the graph's chunk it leaves), micro-batch, direction and its place
+ * e among the tensors crossing b (node order, as both ends count them). */
 static int find_bound(struct sf_model *m, struct _sf_pipeline *pp)
 {
-	int N = m->nnodes;
+	int N = m->nnodes, S = m->pp_size, s = m->pp_stage, M = pp->M;
+	bool tagged = m->cfg.pp_schedule == SF_PP_INTERLEAVED;
 	char *role = calloc((size_t)N, 1); /* bit 0: bound, 1: from before, 2: to the next */
+	int *jof = malloc((size_t)N * sizeof *jof); /* an edge's chunk of this rank */
 	pp->bound = malloc((size_t)N * sizeof *pp->bound);
 	pp->in = calloc((size_t)N, sizeof *pp->in);
 	pp->out = calloc((size_t)N, sizeof *pp->out);
-	if (!role || !pp->bound || !pp->in || !pp->out) {
-		free(role);
+	if (!role || !jof || !pp->bound || !pp->in || !pp->out) {
+		free(role), free(jof);
 		return SF_ERR(SF_ERR_NOMEM, "sf_model_create: out of memory");
 	}
 	for (int n = 0; n < N; n++) {
 		const struct _sf_node *nd = &m->gnodes[n];
-		bool mine = n >= m->node_lo && n < m->node_hi;
+		int jn = chunk_of(m, n);
 		bool buffers = nd->kind == SF_NODE_LAYER || nd->kind == SF_NODE_INPUT ||
 		               nd->kind == SF_NODE_INT_INPUT;
 		if (buffers && m->nodes[n].hold != SF_HOLD_NONE) /* mark_held's */
@@ -596,19 +712,24 @@ static int find_bound(struct sf_model *m, struct _sf_pipeline *pp)
 		if ((nd->kind != SF_NODE_LAYER && nd->kind != SF_NODE_LOSS) || is_input(m, n))
 			continue;
 		for (int i = 0; i < nd->nin; i++) {
-			int x = nd->in[i];
+			int x = nd->in[i], jx = chunk_of(m, x);
 			if (is_input(m, x))
 				continue;
-			bool x_mine = x >= m->node_lo && x < m->node_hi;
-			if (mine && x < m->node_lo)
-				role[x] |= 2;
-			if (!mine && n >= m->node_hi && x_mine)
-				role[x] |= 4;
+			if (jn >= 0 && jx < 0)
+				role[x] |= 2, jof[x] = jn;
+			if (jn < 0 && jx >= 0)
+				role[x] |= 4, jof[x] = jx;
 		}
 	}
 	pp->nbound = pp->nin = pp->nout = 0;
-	/* the same (dp, CP, TP) place of the next stage: a stage's ranks on */
-	int stage = m->nranks / m->pp_size;
+	/* the same (dp, CP, TP) place of the stage before or after: a stage's ranks on */
+	int stage = m->nranks / S;
+	int prev = m->rank + ((s + S - 1) % S - s) * stage, next = m->rank + ((s + 1) % S - s) * stage;
+	int *seq = calloc(2 * (size_t)SF_MAX_PP_VIRTUAL, sizeof *seq); /* e: per chunk, dir */
+	if (!seq) {
+		free(role), free(jof);
+		return SF_ERR(SF_ERR_NOMEM, "sf_model_create: out of memory");
+	}
 	for (int n = 0; n < N; n++) {
 		if (!(role[n] & 1))
 			continue;
@@ -618,18 +739,21 @@ static int find_bound(struct sf_model *m, struct _sf_pipeline *pp)
 			if (!(role[n] & (dir ? 4 : 2)))
 				continue;
 			struct pp_edge *e = dir ? &pp->out[pp->nout++] : &pp->in[pp->nin++];
-			e->node = n, e->idx = idx;
-			e->args = calloc(2 * (size_t)pp->M, sizeof *e->args);
+			e->node = n, e->idx = idx, e->chunk = jof[n];
+			int c = jof[n] * S + s, b = dir ? c : c - 1, place = seq[2 * jof[n] + dir]++;
+			e->args = calloc(2 * (size_t)M, sizeof *e->args);
 			if (!e->args) {
-				free(role);
+				free(role), free(jof), free(seq);
 				return SF_ERR(SF_ERR_NOMEM, "sf_model_create: out of memory");
 			}
-			for (int k = 0; k < 2 * pp->M; k++)
+			for (int k = 0; k < 2 * M; k++)
 				e->args[k] = (struct _sf_p2p_args){
 				    .comm = {.comm = m->comm,
 				             .unit = m->gnodes[n].name,
 				             .acct = &m->comm_acct},
-				    .peer = m->rank + (dir ? stage : -stage)};
+				    .peer = dir ? next : prev,
+				    .tag = tagged ? 1 + ((b * M + k % M) * 2 + k / M) * m->pp_emax + place
+				                  : 0};
 			/* dir 0: the activation comes in, its gradient goes back; dir 1: out, back
 			 * in */
 			snprintf(e->act_name, sizeof e->act_name, "pp %s %s", dir ? "send" : "recv",
@@ -642,7 +766,7 @@ static int find_bound(struct sf_model *m, struct _sf_pipeline *pp)
 			         dir ? "recv" : "send", m->gnodes[n].name);
 		}
 	}
-	free(role);
+	free(role), free(jof), free(seq);
 	return SF_OK;
 }
 
@@ -700,7 +824,7 @@ int _sf_pipeline_build(struct sf_model *m)
 	pp->h_loss = calloc((size_t)M, sizeof *pp->h_loss);
 	pp->scale = calloc((size_t)M, sizeof *pp->scale);
 	pp->descr = calloc((size_t)M + 1, sizeof *pp->descr);
-	pp->ops = calloc(4 * (size_t)M, sizeof *pp->ops);
+	pp->ops = calloc(4 * (size_t)M * (size_t)m->nspans, sizeof *pp->ops);
 	pp->fwd_done = calloc((size_t)M, sizeof *pp->fwd_done);
 	pp->sent = calloc(2 * (size_t)M * ((size_t)pp->nin + (size_t)pp->nout) + 1,
 	                  sizeof *pp->sent);
@@ -720,7 +844,8 @@ int _sf_pipeline_build(struct sf_model *m)
 			struct pp_buf *b = &pp->buf[(size_t)k * pp->nbound + i];
 			/* its slot's: k's forward comes after the slot's last backward */
 			if (!owns(m, pp, k, i)) {
-				*b = pp->buf[(size_t)(k % m->act_sets) * pp->nbound + i];
+				int sets = _sf_node_sets(m, pp->bound[i]);
+				*b = pp->buf[(size_t)(k % sets) * pp->nbound + i];
 				continue;
 			}
 			SF_CHECK(alloc_buf(m, pp->bound[i], b));
@@ -786,23 +911,50 @@ void _sf_pipeline_release(struct sf_model *m)
 
 /* ---- a step ------------------------------------------------------------------------- */
 
-/* Stage s's passes in schedule order (2 M of them). gpipe: every forward, then every
- * backward. 1f1b (and zero-bubble): S - 1 - s forwards, then a forward and a backward
- * in turn, then the backwards left: stage s holds at most S - s micro-batches'
- * activations at once.
+/* Stage s's passes in schedule order (2 M of them, 2 M V interleaved). gpipe: every
+ * forward, then every backward. 1f1b (and zero-bubble): S - 1 - s forwards, then a
+ * forward and a backward in turn, then the backwards left: stage s holds at most S - s
+ * micro-batches' activations at once. interleaved (Narayanan et al. 2021, Megatron-LM's
+ * order): the same over the M V passes of the rank's V chunks, 2 (S - s - 1) + (V - 1) S
+ * forwards first.
  * Backwards in micro-batch order in both: the gradient sums are the same. */
-static int schedule(enum sf_pp_schedule sched, int S, int s, int M, struct pp_op *ops)
+static struct pp_op virtual_op(bool bwd, int i, int S, int V);
+
+static int schedule(enum sf_pp_schedule sched, int S, int s, int M, int V, struct pp_op *ops)
 {
+	if (sched == SF_PP_INTERLEAVED) { /* V chunks: M V passes each way */
+		int total = M * V, w = (S - s - 1) * 2 + (V - 1) * S, n = 0;
+		w = w < total ? w : total;
+		for (int i = 0; i < w; i++)
+			ops[n++] = virtual_op(false, i, S, V);
+		for (int i = 0; i < total - w; i++) {
+			ops[n++] = virtual_op(false, w + i, S, V);
+			ops[n++] = virtual_op(true, i, S, V);
+		}
+		for (int i = total - w; i < total; i++)
+			ops[n++] = virtual_op(true, i, S, V);
+		return n;
+	}
 	int n = 0, w = sched == SF_PP_GPIPE ? M : (S - 1 - s < M ? S - 1 - s : M);
 	for (int k = 0; k < w; k++)
-		ops[n++] = (struct pp_op){false, k};
+		ops[n++] = (struct pp_op){false, k, 0};
 	for (int i = 0; i < M - w; i++) {
-		ops[n++] = (struct pp_op){false, w + i};
-		ops[n++] = (struct pp_op){true, i};
+		ops[n++] = (struct pp_op){false, w + i, 0};
+		ops[n++] = (struct pp_op){true, i, 0};
 	}
 	for (int i = M - w; i < M; i++)
-		ops[n++] = (struct pp_op){true, i};
+		ops[n++] = (struct pp_op){true, i, 0};
 	return n;
+}
+
+/* The interleaved schedule's i-th forward (or backward) of a rank: the micro-batches
+ * in groups of S, each group through the rank's chunks in turn (the backward's from
+ * the last chunk): chunk (i mod S V) / S, micro-batch (i / S V) S + i mod S. So a
+ * chunk's backwards run in micro-batch order, as 1f1b's: the same sums. */
+static struct pp_op virtual_op(bool bwd, int i, int S, int V)
+{
+	int j = (i % (S * V)) / S;
+	return (struct pp_op){bwd, (i / (S * V)) * S + i % S, bwd ? V - 1 - j : j};
 }
 
 /* A transfer's task in the trace (SHARDFLOW_TRACE), as a collective */
@@ -851,7 +1003,7 @@ static int edge_tasks(struct sf_model *m, int k, bool next, bool grad, bool send
 	int ne = next ? pp->nout : pp->nin;
 	for (int i = 0; i < ne; i++) {
 		struct pp_edge *e = next ? &pp->out[i] : &pp->in[i];
-		if (grad && !m->nodes[e->node].needs_grad)
+		if ((grad && !m->nodes[e->node].needs_grad) || e->chunk != pp->cur)
 			continue;
 		const char *name = wait ? (grad ? e->grad_wait : e->act_wait)
 		                        : (grad ? e->grad_name : e->act_name);
@@ -892,7 +1044,7 @@ static int sends_wait(struct sf_model *m, int k, bool bwd)
 	for (int i = 0; i < pp->nsent; i++) {
 		struct pp_sent t = pp->sent[i];
 		if (k >= 0 && (t.mb == k || t.mb % m->act_sets != k % m->act_sets ||
-		               !pass_writes(m, t, bwd))) {
+		               t.e->chunk != pp->cur || !pass_writes(m, t, bwd))) {
 			pp->sent[kept++] = t;
 			continue;
 		}
@@ -1014,6 +1166,48 @@ static int link_advance(struct sf_model *m, const struct pp_op *down, int nd, in
 	return SF_OK;
 }
 
+/* The passes' span: this rank's chunk j (m->spans), or (j < 0) all its units */
+static void span(struct sf_model *m, int j)
+{
+	_sf_span_set(m, j);
+	m->pp->cur = j < 0 ? 0 : j;
+}
+
+/* The interleaved schedule's passes (ops: this rank's n, over its chunks). A pass posts
+ * its receives, waits for them just before its compute, and posts its sends right
+ * after it: matched by their tags, the transfers need no order the two ends agree on,
+ * and each rank's comm worker runs its schedule as a program whose only waits are for
+ * the tensors its next pass reads (and, before a forward rewrites an activation set,
+ * for that set's sends, received by the time the chunk's backward of that micro-batch
+ * got its gradient). The boundary's gradients, sent from buffers of every micro-batch
+ * (_sf_node_sets), are waited for at the step's end. */
+static int interleaved_passes(struct sf_model *m, const struct pp_op *ops, int n)
+{
+	int M = m->pp->M, nb[SF_MAX_PP_VIRTUAL] = {0};
+	for (int i = 0; i < n; i++) {
+		int k = ops[i].mb, j = ops[i].chunk;
+		_sf_task_priority_set(n - i);
+		span(m, j);
+		bind(m, k);
+		if (!ops[i].bwd) {
+			SF_CHECK(transfer(m, k, false, false, false));
+			SF_CHECK(sends_wait(m, k, false)); /* its set's activations, received */
+			SF_CHECK(recv_wait(m, k, false, false));
+			SF_CHECK(_sf_forward_submit(m, true));
+			SF_CHECK(transfer(m, k, true, false, true));
+			continue;
+		}
+		SF_CHECK(transfer(m, k, true, true, false));
+		SF_CHECK(recv_wait(m, k, true, true));
+		m->accum_k = nb[j]; /* the chunk's micro-batches in order: 1f1b's sums */
+		m->update = nb[j] == M - 1;
+		SF_CHECK(_sf_backward_submit(m));
+		nb[j]++;
+		SF_CHECK(transfer(m, k, false, true, true));
+	}
+	return SF_OK;
+}
+
 static int pipeline_step(struct sf_model *m, const struct sf_batch *b, int64_t *ticket)
 {
 	struct _sf_pipeline *pp = m->pp;
@@ -1031,13 +1225,16 @@ static int pipeline_step(struct sf_model *m, const struct sf_batch *b, int64_t *
 		pp->scale[k] = counted > 0 ? (float)M / (float)counted : 0.0f;
 	if (M > 1)
 		SF_CHECK_GOTO(_sf_model_accum_buffers(m), out);
-	struct pp_op *mine = pp->ops, *down = pp->ops + 2 * M;
-	int nmine = schedule(m->cfg.pp_schedule, S, s, M, mine);
-	int nd = s + 1 < S ? schedule(m->cfg.pp_schedule, S, s + 1, M, down) : 0;
+	struct pp_op *mine = pp->ops, *down = pp->ops + 2 * M * m->nspans;
+	int nmine = schedule(m->cfg.pp_schedule, S, s, M, m->nspans, mine);
+	bool inter = m->cfg.pp_schedule == SF_PP_INTERLEAVED;
+	int nd = s + 1 < S && !inter ? schedule(m->cfg.pp_schedule, S, s + 1, M, 1, down) : 0;
 	int p = 0, nbwd = 0;
 	memset(pp->fwd_done, 0, (size_t)M * sizeof *pp->fwd_done);
 	pp->nsent = 0;
-	for (int i = 0; i < nmine; i++) {
+	if (inter)
+		SF_CHECK_GOTO(interleaved_passes(m, mine, nmine), out);
+	for (int i = 0; i < nmine && !inter; i++) {
 		int k = mine[i].mb;
 		/* the schedule as priorities: of the ready tasks, those of the earliest pass */
 		_sf_task_priority_set(nmine - i);
@@ -1083,6 +1280,8 @@ static int pipeline_step(struct sf_model *m, const struct sf_batch *b, int64_t *
 		            s, nd - p, nd, s + 1);
 		goto out;
 	}
+	span(m, -1); /* the step's end: every unit of the rank */
+	m->accum_k = M - 1, m->update = true;
 	SF_CHECK_GOTO(shared_sum(m), out);
 	SF_CHECK_GOTO(_sf_update_submit(m), out);
 	if (s == S - 1)
@@ -1099,6 +1298,7 @@ static int pipeline_step(struct sf_model *m, const struct sf_batch *b, int64_t *
 out:
 	_sf_task_priority_set(STARPU_DEFAULT_PRIO);
 	m->accum_k = 0;
+	span(m, -1);
 	bind(m, 0);
 	m->pp_loss = NULL;
 	return rc;
@@ -1108,19 +1308,19 @@ out:
 
 int _sf_pipeline_forward(struct sf_model *m)
 {
-	int S = m->pp_size, s = m->pp_stage;
 	struct _sf_pipeline *pp = m->pp;
 	bind(m, 0); /* outside a step the nodes hold micro-batch 0's: the staged pass */
 	pp->nsent = 0;
-	if (s > 0) { /* the stage before's activations, before the forward that reads them */
+	for (int j = 0; j < m->nspans; j++) { /* each chunk in turn (one but interleaved) */
+		span(m, j);
+		/* the chunk before's activations, before the forward that reads them */
 		SF_CHECK(transfer(m, 0, false, false, false));
 		SF_CHECK(recv_wait(m, 0, false, false));
-	}
-	SF_CHECK(_sf_forward_submit(m, false));
-	if (s + 1 < S) {
+		SF_CHECK(_sf_forward_submit(m, false));
 		SF_CHECK(transfer(m, 0, true, false, true));
-		SF_CHECK(sends_wait(m, -1, false));
 	}
+	SF_CHECK(sends_wait(m, -1, false));
+	span(m, -1);
 	return SF_OK;
 }
 

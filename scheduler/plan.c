@@ -624,12 +624,16 @@ void _sf_plan_slots(struct sf_model *m)
 	struct _sf_slots ring, grads;
 	memset(m->ring_len, 0, sizeof m->ring_len);
 	memset(m->grad_len, 0, sizeof m->grad_len);
-	_sf_slots_reset(&ring, m->R);
-	if (m->R > 0) {
-		replay_forward(m, &ring, false);
-		replay_forward(m, &ring, true);
+	for (int i = 0; i < m->nspans; i++) { /* a pipeline's chunks: each its passes */
+		_sf_span_set(m, i);
+		_sf_slots_reset(&ring, m->R);
+		if (m->R > 0) {
+			replay_forward(m, &ring, false);
+			replay_forward(m, &ring, true);
+		}
+		replay_backward(m, &ring, &grads);
 	}
-	replay_backward(m, &ring, &grads);
+	_sf_span_set(m, -1);
 	/* a pipeline (scheduler/pipeline.c) runs backwards back to back (its schedules'
 	 * last micro-batches), from ring states one pass after a forward never has: there
 	 * every ring slot holds the stage's largest unit */

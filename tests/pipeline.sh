@@ -51,7 +51,7 @@
 #  - the memory plan (SHARDFLOW_MEMORY_CHECK, logged at SHARDFLOW_LOG=info) = what
 #    sf_model_stats counts once the model holds it, part by part, on every rank;
 #  - refused with the reason: S not dividing the world, more stages than units, a bad
-#    schedule name (interleaved: not yet), micro-batches not dividing the batch, and
+#    schedule name, micro-batches not dividing the batch, and
 #    sf_model_accumulate under a pipeline.
 . "$(dirname "$0")/lib.sh"
 require_progs "$TRAIN_DUMP" "$DUMP_COMPARE"
@@ -280,9 +280,9 @@ train_refused "SHARDFLOW_PP=3 on 2 ranks: refused" "SHARDFLOW_PP=3 does not divi
 	2 bad-div SHARDFLOW_PP=3 --model deep --steps 1 --batch 6
 train_refused "SHARDFLOW_PP=4 for the mlp's 3 units: refused" "has 3 units, fewer than the 4 pipeline stages" \
 	4 bad-units SHARDFLOW_PP=4 --model mlp --steps 1 --batch 8
-train_refused "SHARDFLOW_PP_SCHEDULE=interleaved: refused, naming the schedules" \
-	'SHARDFLOW_PP_SCHEDULE="interleaved" is invalid: accepted values are gpipe, 1f1b, zero-bubble' \
-	2 bad-sched SHARDFLOW_PP=2 SHARDFLOW_PP_SCHEDULE=interleaved --model deep --steps 1 --batch 8
+train_refused "SHARDFLOW_PP_SCHEDULE=zb-v: refused, naming the schedules" \
+	'SHARDFLOW_PP_SCHEDULE="zb-v" is invalid: accepted values are gpipe, 1f1b, zero-bubble, interleaved' \
+	2 bad-sched SHARDFLOW_PP=2 SHARDFLOW_PP_SCHEDULE=zb-v --model deep --steps 1 --batch 8
 train_refused "SHARDFLOW_PP_BALANCE=time: refused, naming the balances" \
 	'SHARDFLOW_PP_BALANCE="time" is invalid: accepted values are flops, params' \
 	2 bad-bal SHARDFLOW_PP=2 SHARDFLOW_PP_BALANCE=time --model deep --steps 1 --batch 8

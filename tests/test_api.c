@@ -607,7 +607,7 @@ static const struct named_enum named_enums[] = {
     {NAMED(log_level, log_level), .count = SF_LOG_COUNT, .what = "a log level",
      .names = {"off", "error", "warn", "info", "debug"}},
     {NAMED(pp_schedule, pp_schedule), .count = SF_PP_SCHEDULE_COUNT,
-     .what = "a pipeline schedule", .names = {"gpipe", "1f1b", "zero-bubble"}},
+     .what = "a pipeline schedule", .names = {"gpipe", "1f1b", "zero-bubble", "interleaved"}},
     {NAMED(pp_balance, pp_balance), .count = SF_PP_BALANCE_COUNT,
      .what = "a pipeline balance", .names = {"flops", "params"}},
     {NAMED(rounding, rounding), .count = SF_ROUNDING_COUNT, .what = "a rounding direction",
