@@ -1,15 +1,17 @@
 #!/bin/sh
 # pipeline_bubble.sh — a pipeline's bubble as the overlap report measures it, against
-# the schedules' theory (S - 1) / (M + S - 1), as a markdown table.
+# the schedules' theory (S - 1) / (V M + S - 1), as a markdown table.
 #
 #   bench/pipeline_bubble.sh [--stages S] [--micro M] [--runs N] [--steps N]
 #                            [--widths W] [--batch B] [--out DIR] [--build DIR]
 #
 # examples/mlp_synthetic on S ranks (SHARDFLOW_PP=S, dp 1, one compute worker a rank:
-# STARPU_NCPU=2), M micro-batches, traced (SHARDFLOW_TRACE), under gpipe, 1f1b and
-# zero-bubble; the runs are interleaved (round r runs all three). A run's figure per
-# stage is the overlap report's median over its steps; the table has the median of
-# --runs runs, with min and max, beside the theory (gpipe's and 1f1b's). The default model is 5 units of 512 (2 x 512^2
+# STARPU_NCPU=2), M micro-batches, traced (SHARDFLOW_TRACE), under gpipe, 1f1b,
+# zero-bubble and interleaved (V 2: 2 S chunks, at most the units); the runs are
+# interleaved (round r runs all four). A run's figure per stage is the overlap
+# report's median over its steps; the table has the median of --runs runs, with min
+# and max, beside the schedule's theory (gpipe's and 1f1b's (S-1)/(M+S-1), the
+# interleaved one's (S-1)/(2 M+S-1)). The default model is 5 units of 512 (2 x 512^2
 # parameters on each of 2 stages) and 256 rows a micro-batch: compute-heavy, so that
 # a unit's gather (a copy at dp 1) and the boundary's transfer are small beside it.
 #
@@ -52,7 +54,7 @@ export SF_TEST_STARPU_HOME="$out/starpu-home" STARPU_SILENT=1
 printf 'schedule\trun\tstage\tbubble\ttheory\n' >"$out/raw.tsv"
 r=1
 while [ "$r" -le "$runs" ]; do
-	for sched in gpipe 1f1b zero-bubble; do
+	for sched in gpipe 1f1b zero-bubble interleaved; do
 		p=$out/$sched-$r
 		env SHARDFLOW_PP="$S" SHARDFLOW_PP_MICROBATCHES="$M" SHARDFLOW_PP_SCHEDULE=$sched \
 			SHARDFLOW_TRACE="$p" STARPU_NCPU=2 sh "$top/tests/run-mpi.sh" "$S" "$MLP" \
@@ -78,12 +80,12 @@ done
 	python3 -c '
 import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
-for sched in ("gpipe", "1f1b", "zero-bubble"):
+for sched in ("gpipe", "1f1b", "zero-bubble", "interleaved"):
     for s in sorted({int(r["stage"]) for r in rows}):
         x = sorted(float(r["bubble"]) for r in rows if r["schedule"] == sched and int(r["stage"]) == s)
         n = len(x)
         med = x[n // 2] if n % 2 else (x[n // 2 - 1] + x[n // 2]) / 2
-        th = rows[0]["theory"]
+        th = [r["theory"] for r in rows if r["schedule"] == sched][0]
         print("| %s | %d | %.3f | %.3f | %.3f | %.3f |" % (sched, s, med, x[0], x[-1], float(th)))
 ' "$out/raw.tsv"
 } >"$out/table.md"

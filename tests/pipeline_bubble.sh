@@ -29,6 +29,9 @@
 #    sends and 8 posted receives, each with its wait ("pp send relu5", "pp wait send
 #    relu5" on stage 0; "pp recv relu5", "pp wait recv relu5" on stage 1; the
 #    gradients' the other way), kind "pp transfer", on the comm worker (thread 1);
+#  - interleaved (V 2): the report finds its 2 stages from their chunks, prints
+#    "2 stages of 2 chunks each (interleaved), 8 micro-batches; theory (S-1)/(V M+S-1)
+#    = 0.059", and its medians equal this script's;
 #  - a run without a pipeline: no bubble line, "pipeline": null.
 # The measured bubble against the theory is printed, not checked: on a loaded 2-core
 # machine each stage's pace moves with the other processes, and the stages wait on
@@ -38,7 +41,7 @@
 require_progs "$MLP"
 command -v python3 >/dev/null 2>&1 || skip_all "python3 not found"
 
-plan 14
+plan 17
 
 mlp_args="--widths 512,512,512,512,512,10 --batch 2048"
 
@@ -194,6 +197,21 @@ for sched in gpipe 1f1b zero-bubble; do
 	ok $? "$sched: the report's medians = this script's, from the trace files (1e-4)"
 	diag_file "$tmp/bubble.out"
 done
+
+# interleaved (V 2: 4 chunks of the 5 units, each rank two): the report finds the
+# stages from their chunks, and the theory (S-1)/(V M+S-1)
+pp_run pp-il interleaved
+ok $? "pp 2, 8 micro-batches, interleaved: a traced run" || diag_file "$tmp/pp-il.out"
+grep -q '^pipeline bubble: 2 stages of 2 chunks each (interleaved), 8 micro-batches; theory (S-1)/(V M+S-1) = 0.059 ' \
+	"$tmp/pp-il.overlap.txt" &&
+	[ "$(grep -c '^  stage [01] (ranks [01]): bubble median 0\.[0-9]*  min ' \
+		"$tmp/pp-il.overlap.txt")" = 2 ]
+ok $? "interleaved: the overlap report finds 2 stages of 2 chunks, their bubbles and the theory" ||
+	diag_file "$tmp/pp-il.overlap.txt"
+grep '^  stage ' "$tmp/pp-il.overlap.txt" | sed 's/^/#  /'
+bubble pp-il
+ok $? "interleaved: the report's medians = this script's, from the trace files (1e-4)"
+diag_file "$tmp/bubble.out"
 
 python3 - "$tmp/pp-1f1b" >"$tmp/pp-tasks.out" 2>&1 <<'EOF2'
 import json, sys, collections

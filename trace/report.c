@@ -374,10 +374,37 @@ static int pp_find(struct build *b, size_t n, struct _sf_report *out)
 	if (S < 2)
 		goto out;
 	qsort(firsts, (size_t)S, sizeof *firsts, cmp_int);
+	/* each node forwarded by one stage's ranks only; V: the runs of nodes a stage
+	 * holds (1, or the interleaved schedule's chunks a rank) */
+	int L = 0, V = 0;
 	for (int r = 0; r < R; r++)
-		for (int q = 0; q < R; q++)
-			if (lo[q] > lo[r] && lo[q] <= hi[r])
-				goto out; /* runs that meet: not stages */
+		L = hi[r] + 1 > L ? hi[r] + 1 : L;
+	int *owner = malloc(((size_t)L + 1) * sizeof *owner);
+	if (!owner) {
+		rc = SF_ERR(SF_ERR_NOMEM, "out of memory");
+		goto out;
+	}
+	for (int x = 0; x < L; x++)
+		owner[x] = -1;
+	for (size_t i = 0; i < n; i++) {
+		const struct _sf_event *e = b->ord[i];
+		if (e->kind != SF_EV_FWD || e->layer < 0)
+			continue;
+		int st = 0;
+		while (firsts[st] != lo[e->rank])
+			st++;
+		if (owner[e->layer] >= 0 && owner[e->layer] != st) {
+			free(owner);
+			goto out; /* a node two stages run: not stages */
+		}
+		owner[e->layer] = st;
+	}
+	for (int x = 0, last = -1; x < L; x++)
+		if (owner[x] >= 0 && owner[x] != last) {
+			V += owner[x] == 0;
+			last = owner[x];
+		}
+	free(owner);
 	out->rank_stage = malloc((size_t)R * sizeof *out->rank_stage);
 	out->pp_bubble = calloc((size_t)S * (size_t)out->nsteps, sizeof *out->pp_bubble);
 	out->pp_median = calloc((size_t)S, sizeof *out->pp_median);
@@ -401,7 +428,8 @@ static int pp_find(struct build *b, size_t n, struct _sf_report *out)
 	}
 	out->pp_stages = S;
 	out->pp_micro = M;
-	out->pp_theory = (double)(S - 1) / (double)(M + S - 1);
+	out->pp_virtual = V > 1 ? V : 1;
+	out->pp_theory = (double)(S - 1) / (double)(out->pp_virtual * M + S - 1);
 out:
 	free(lo);
 	free(hi);
@@ -525,13 +553,22 @@ static void write_bubble_text(const struct _sf_report *r, FILE *f)
 	if (!r->pp_stages)
 		return;
 	int S = r->pp_stages, T = r->nsteps;
-	fprintf(f,
-	        "\npipeline bubble: %d stages, %d micro-batches; theory (S-1)/(M+S-1) = %.3f "
-	        "(gpipe and 1f1b, balanced stages)\n"
-	        "  bubble = the share of the step's pipeline span (first forward/loss/backward "
-	        "task of any rank to the last one's end) in which a stage's compute runs no "
-	        "task (mean over its ranks)\n",
-	        S, r->pp_micro, r->pp_theory);
+	if (r->pp_virtual > 1)
+		fprintf(f,
+		        "\npipeline bubble: %d stages of %d chunks each (interleaved), %d "
+		        "micro-batches; theory (S-1)/(V M+S-1) = %.3f (balanced chunks)\n"
+		        "  bubble = the share of the step's pipeline span (first forward/loss/backward "
+		        "task of any rank to the last one's end) in which a stage's compute runs no "
+		        "task (mean over its ranks)\n",
+		        S, r->pp_virtual, r->pp_micro, r->pp_theory);
+	else
+		fprintf(f,
+		        "\npipeline bubble: %d stages, %d micro-batches; theory (S-1)/(M+S-1) = %.3f "
+		        "(gpipe and 1f1b, balanced stages)\n"
+		        "  bubble = the share of the step's pipeline span (first forward/loss/backward "
+		        "task of any rank to the last one's end) in which a stage's compute runs no "
+		        "task (mean over its ranks)\n",
+		        S, r->pp_micro, r->pp_theory);
 	for (int s = 0; s < S; s++) {
 		double lo = 1, hi = 0;
 		for (int t = 0; t < T; t++) {
@@ -616,9 +653,9 @@ static void write_bubble_json(const struct _sf_report *r, FILE *f)
 	}
 	int S = r->pp_stages, T = r->nsteps;
 	fprintf(f,
-	        ",\n  \"pipeline\": {\"stages\": %d, \"microbatches\": %d, \"theory\": %.6f, "
-	        "\"per_stage\": [\n",
-	        S, r->pp_micro, r->pp_theory);
+	        ",\n  \"pipeline\": {\"stages\": %d, \"microbatches\": %d, \"chunks\": %d, "
+	        "\"theory\": %.6f, \"per_stage\": [\n",
+	        S, r->pp_micro, r->pp_virtual, r->pp_theory);
 	for (int s = 0; s < S; s++) {
 		fprintf(f, "    {\"stage\": %d, \"ranks\": [", s);
 		for (int k = 0, first = 1; k < r->nranks; k++)

@@ -61,13 +61,17 @@ struct _sf_report {
 	                             (NULL when that name has none) */
 	double *layer_stall_mean; /* per layer: mean stall over ranks and steps */
 	double *layer_stall_max;
-	/* A pipeline (SHARDFLOW_PP) seen in the events: its ranks' forwards cover disjoint
-	 * runs of nodes, one run a stage (pp_stages 0: no pipeline). A stage's bubble in a
+	/* A pipeline (SHARDFLOW_PP) seen in the events: each node forwarded by the ranks
+	 * of one stage, a stage's nodes one run (or its V chunks' runs) (pp_stages 0: no
+	 * pipeline). A stage's bubble in a
 	 * step is the fraction of the pipeline's span (the first forward, loss or
 	 * backward task of any rank of the step to the last one's end) during which none of
 	 * the rank's compute tasks runs, averaged over the stage's ranks. */
 	int pp_stages, pp_micro; /* S; M: the forwards of a stage's first node in a step */
-	double pp_theory;        /* (S - 1) / (M + S - 1): gpipe's and 1f1b's, balanced */
+	int pp_virtual;          /* V: the runs of nodes a stage holds (interleaved: its
+	                            chunks; else 1) */
+	double pp_theory;        /* (S - 1) / (V M + S - 1): gpipe's and 1f1b's (V 1) and
+	                            the interleaved schedule's, balanced */
 	int *rank_stage;         /* nranks (pp_stages > 0) */
 	double *pp_bubble;       /* pp_stages * nsteps, index stage * nsteps + step */
 	double *pp_median;       /* pp_stages: the median over steps */
