@@ -142,12 +142,31 @@ static int one_gpu_per_rank(struct _sf_comm *c, struct nccl_impl *st, const stru
 	return rc;
 }
 
-/* The groups nccl_init lays out for attach to split (SHARDFLOW_TP, SHARDFLOW_CP: as
- * comm_mpi.c lays them out, with its refusals), or the refusal of what the backend
- * lacks (hybrid sharding) */
+/* The groups nccl_init lays out for attach to split (SHARDFLOW_TP, SHARDFLOW_CP,
+ * SHARDFLOW_PP: as comm_mpi.c lays them out, with its refusals), or the refusal of what
+ * the backend lacks (hybrid sharding, CP with a pipeline) */
 static int nccl_groups(struct _sf_comm *c)
 {
-	int K = c->tp_req;
+	int K = c->tp_req, S = c->pp_req;
+	if (S > 1) { /* pp x dp x tp: stage s the dp K consecutive ranks [s dp K, (s+1) dp K) */
+		if (c->size % S != 0 || (c->size / S) % K != 0 || c->hybrid || c->cp_req > 1)
+			return SF_ERR(SF_ERR_CONFIG,
+			              c->size % S != 0 ? "SHARDFLOW_PP=%d does not divide the %d ranks: "
+			                                 "accepted values are divisors of the world "
+			                                 "size"
+			              : (c->size / S) % K != 0
+			                  ? "SHARDFLOW_PP=%d: SHARDFLOW_TP does not divide the %d "
+			                    "ranks' stages: accepted values are divisors of world / pp"
+			                  : "SHARDFLOW_PP=%d on %d ranks with SHARDFLOW_SHARDING=hybrid "
+			                    "or SHARDFLOW_CP: not with the NCCL backend yet; accepted: "
+			                    "sharding full, CP 1, or SHARDFLOW_COMM=mpi",
+			              S, c->size);
+		int dp = c->size / S / K, stage = dp * K;
+		c->tp_rank = c->rank % K, c->tp_size = K;
+		c->pp_rank = c->rank / stage, c->pp_size = S;
+		c->shard_rank = (c->rank / K) % dp, c->shard_size = dp;
+		return SF_OK;
+	}
 	if (K > 1 && c->size % K == 0 && !c->hybrid) { /* TP groups split at attach */
 		c->tp_rank = c->rank % K, c->tp_size = K;
 		c->shard_rank = c->rank / K, c->shard_size = c->size / K;
@@ -285,14 +304,17 @@ static void attach_on_worker(void *arg)
 		         "ncclCommInitRankConfig failed: %s (NCCL %d): %s", ncclGetErrorString(r),
 		         (int)r, ncclGetLastError(st->comm));
 	/* SHARDFLOW_TP: the shard group (same TP place) and the TP group (same dp rank);
-	 * SHARDFLOW_CP: the CP group (same dp index and TP place: rank = (d C + k) K + t) */
-	int K = c->tp_size, C = c->cp_size, q = c->rank / K;
+	 * SHARDFLOW_CP: the CP group (same dp index and TP place: rank = (d C + k) K + t);
+	 * SHARDFLOW_PP: the shard group a stage's ranks of one TP place (rank = (s dp + d)
+	 * K + t), the transfers between stages on comm itself */
+	int K = c->tp_size, C = c->cp_size, q = c->rank / K, S = c->pp_size;
+	int shard_color = S > 1 ? c->pp_rank * K + c->rank % K : c->rank % K;
 	struct {
 		bool want;
 		ncclComm_t *out;
 		int color;
 		const char *what;
-	} splits[] = {{K > 1, &st->shard, c->rank % K, "ncclCommSplit (shard group)"},
+	} splits[] = {{K > 1 || S > 1, &st->shard, shard_color, "ncclCommSplit (shard group)"},
 	              {K > 1, &st->tp, c->rank / K, "ncclCommSplit (TP group)"},
 	              {C > 1, &st->cp, (q / C) * K + c->rank % K, "ncclCommSplit (CP group)"}};
 	for (size_t i = 0; i < sizeof splits / sizeof splits[0] && r == ncclSuccess; i++) {

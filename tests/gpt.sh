@@ -197,7 +197,7 @@ cmp -s "$tmp/full.samples" "$tmp/rest.samples"
 ok $? "... and the generated text is the same"
 
 # the effective settings at start, once (issue 46): the layout and every knob
-n=$(grep -c "^gpt: layout dp 2 x tp 1; settings: log_level=warn prefetch_depth=2 .*sharding=full .*param_dtype=fp32 .*tp=1 vocab_parallel=auto pp=1 pp_microbatches=0 pp_schedule=1f1b pp_balance=params rounding=nearest sequence_parallel=off cp=1$" "$tmp/full.err")
+n=$(grep -c "^gpt: layout dp 2 x tp 1; settings: log_level=warn prefetch_depth=2 .*sharding=full .*param_dtype=fp32 .*tp=1 vocab_parallel=auto pp=1 pp_microbatches=0 pp_schedule=1f1b pp_balance=params pp_virtual=2 rounding=nearest sequence_parallel=off cp=1$" "$tmp/full.err")
 [ "$n" -eq 1 ]
 ok $? "2 ranks: one line at start with the layout (dp 2 x tp 1) and every setting ($n)"
 

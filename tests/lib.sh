@@ -403,3 +403,18 @@ plan_ok() {
 		}
 	done
 }
+
+# sent_bytes run rank: the bytes train_dump's rank sent (its "rank <r> comm_bytes <n>" line)
+sent_bytes() {
+	awk -v r="$2" '$1 == "rank" && $2 == r {print $4}' "$tmp/$1.out"
+}
+
+# gpt_same A B STEPS: examples/gpt's runs A and B (gpt_run, each with --loss-log
+# $tmp/NAME.loss) agree: STEPS losses within 1e-5 (loss_logs_within), and the same
+# stdout less timings (gpt_filtered: the printed losses, val_loss, the samples), kept
+# in $tmp/A.f and $tmp/B.f
+gpt_same() {
+	loss_logs_within "$tmp/$1.loss" "$tmp/$2.loss" "$3" &&
+		gpt_filtered "$1" >"$tmp/$1.f" && gpt_filtered "$2" >"$tmp/$2.f" &&
+		cmp "$tmp/$1.f" "$tmp/$2.f" >/dev/null
+}

@@ -92,8 +92,8 @@ train 2 deep-p2z SHARDFLOW_PP=2 SHARDFLOW_PP_SCHEDULE=zero-bubble SHARDFLOW_LOG=
 compare "deep: zero-bubble = 1f1b on 2 stages, bitwise" deep-p2z deep-p2 --bitwise
 # dp 1: only the boundary moves: 8 rows x 24 floats a step each way
 want=$((4 * 8 * 24 * 4))
-got0=$(awk '$1 == "rank" && $2 == 0 {print $4}' "$tmp/deep-p2.out")
-got1=$(awk '$1 == "rank" && $2 == 1 {print $4}' "$tmp/deep-p2.out")
+got0=$(sent_bytes deep-p2 0)
+got1=$(sent_bytes deep-p2 1)
 [ "$got0" = "$want" ] && [ "$got1" = "$want" ]
 ok $? "pp 2, dp 1: each stage sends its boundary tensor once a micro-batch ($want bytes: rank 0 $got0, rank 1 $got1)"
 

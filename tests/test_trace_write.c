@@ -370,8 +370,8 @@ static void pipeline_bubble(void)
 	                    "over 2 step(s)  theory 0.333"),
 	   "the text report has the bubble line of each stage beside the theory");
 	ok(json &&
-	       strstr(json, "\"pipeline\": {\"stages\": 2, \"microbatches\": 2, \"theory\": "
-	                    "0.333333,") &&
+	       strstr(json, "\"pipeline\": {\"stages\": 2, \"microbatches\": 2, \"chunks\": 1, "
+	                    "\"theory\": 0.333333,") &&
 	       strstr(json, "{\"stage\": 1, \"ranks\": [1], \"bubble_median\": 0.277778, "
 	                    "\"bubble_per_step\": [0.222222, 0.333333]}"),
 	   "the JSON report has them too");
@@ -391,12 +391,27 @@ static void pipeline_bubble(void)
 	free(json);
 	if (rc == SF_OK)
 		_sf_report_free(&r);
+
+	/* the interleaved schedule's chunks: rank 0 forwards nodes 1 and 5, rank 1 nodes 3
+	 * and 7 (each node one stage's), each once a step: 2 stages of 2 chunks, M 1, theory
+	 * 1 / (2 M + 1) (1 / (M + 1) without the chunks) */
+	for (size_t i = 0; i < n; i++)
+		ev[i].layer = (ev[i].rank ? 3 : 1) + (int)(i % 2) * 4;
+	rc = _sf_report_build(ev, n, &r);
+	ok(rc == SF_OK && r.pp_stages == 2 && r.pp_virtual == 2 && r.pp_micro == 1 &&
+	       fabs(r.pp_theory - 1.0 / 3.0) < 1e-12,
+	   "ranks whose forwards cover nodes 1, 5 and 3, 7: 2 stages of 2 chunks, theory "
+	   "(S-1)/(V M+S-1) = 1/3 (stages %d, chunks %d, M %d)",
+	   rc == SF_OK ? r.pp_stages : -1, rc == SF_OK ? r.pp_virtual : -1,
+	   rc == SF_OK ? r.pp_micro : -1);
+	if (rc == SF_OK)
+		_sf_report_free(&r);
 }
 
 int main(void)
 {
 	_sf_err_quiet = true; /* the checks read sf_last_error() */
-	plan(25 + (int)(sizeof name_cases / sizeof name_cases[0]) + 3 + 3 + 8);
+	plan(25 + (int)(sizeof name_cases / sizeof name_cases[0]) + 3 + 3 + 9);
 	check_all(_sf_json_string, "json", json_cases, sizeof json_cases / sizeof json_cases[0]);
 	check_all(_sf_xml_text, "xml", xml_cases, sizeof xml_cases / sizeof xml_cases[0]);
 	name_checks();
