@@ -578,24 +578,29 @@ int _sf_pipeline_plan(struct sf_model *m, const char *name)
 	int shared = 0;
 	for (int u = 0; u < U; u++)
 		shared += m->units[u].pp_shared && !m->units[u].elsewhere;
-	char also[64] = "", chunks[256] = "";
+	char also[64] = "", chunks[1024] = "";
 	if (shared && s)
 		snprintf(also, sizeof also, " and %d shared with stage 0", shared);
 	else if (shared)
 		snprintf(also, sizeof also, " (%d of them shared with stage %d)", shared, S - 1);
 	for (int j = 0, k = 0; V > 1 && j < V && k < (int)sizeof chunks; j++) {
 		int c = j * S + s;
-		k += snprintf(chunks + k, sizeof chunks - (size_t)k, "%s chunk %d: units %d..%d",
-		              j ? "," : " (interleaved:", c, cut[c], cut[c + 1] - 1);
-		if (j == V - 1 && k < (int)sizeof chunks)
-			snprintf(chunks + k, sizeof chunks - (size_t)k, ")");
+		k += snprintf(chunks + k, sizeof chunks - (size_t)k,
+		              "%s chunk %d: units %d..%d, nodes %d..%d", j ? ";" : "", c, cut[c],
+		              cut[c + 1] - 1, m->spans[j].node_lo, m->spans[j].node_hi - 1);
 	}
-	_sf_log(SF_LOG_INFO,
-	        "model \"%s\": pipeline stage %d of %d: units %d..%d%s%s, nodes %d..%d (cut by "
-	        "%s), %d micro-batches of %d samples, %s",
-	        name, s, S, s ? cut[s] : 0, cut[(V - 1) * S + s + 1] - 1, chunks, also,
-	        m->node_lo, m->spans[V - 1].node_hi - 1, sf_pp_balance_name(by), m->pp_micro,
-	        m->B_local, sf_pp_schedule_name(m->cfg.pp_schedule));
+	if (V > 1) /* its chunks' units and nodes */
+		_sf_log(SF_LOG_INFO,
+		        "model \"%s\": pipeline stage %d of %d:%s%s (cut by %s), %d micro-batches "
+		        "of %d samples, interleaved",
+		        name, s, S, chunks, also, sf_pp_balance_name(by), m->pp_micro, m->B_local);
+	else
+		_sf_log(SF_LOG_INFO,
+		        "model \"%s\": pipeline stage %d of %d: units %d..%d%s, nodes %d..%d (cut "
+		        "by %s), %d micro-batches of %d samples, %s",
+		        name, s, S, s ? cut[s] : 0, cut[s + 1] - 1, also, m->node_lo, m->node_hi - 1,
+		        sf_pp_balance_name(by), m->pp_micro, m->B_local,
+		        sf_pp_schedule_name(m->cfg.pp_schedule));
 out:
 	free(cut);
 	free(lo);

@@ -1,9 +1,10 @@
 /*
  * pipeline.h — pipeline parallelism (SHARDFLOW_PP; scheduler/pipeline.c): the graph's
- * units cut into stages, one stage a group of dp ranks, and a step of M micro-batches
- * unrolled as the stage's forward and backward passes (step.c's, on the stage's span
- * of the graph) with the transfers of the activations and their gradients between
- * stages, in the order a schedule (gpipe, 1f1b) gives. sf_model_create runs the three
+ * units cut into stages (or under the interleaved schedule S V chunks, V a stage),
+ * one stage a group of dp ranks, and a step of M micro-batches unrolled as the
+ * stage's forward and backward passes (step.c's, on the stage's spans of the graph,
+ * m->spans) with the transfers of the activations and their gradients between
+ * stages, in the order a schedule (gpipe, 1f1b, zero-bubble, interleaved) gives. sf_model_create runs the three
  * passes in this order; without a pipeline they only set the span to the whole graph.
  */
 #ifndef SF_SCHEDULER_PIPELINE_H
@@ -15,7 +16,7 @@
  * B_local / M samples from then on; the refusals of what a pipeline does not take. */
 int _sf_pipeline_layout(struct sf_model *m);
 /* After the planner's units and gradients: the stages (units balanced by SHARDFLOW_PP_BALANCE),
- * this rank's span (m->node_lo .. bwd_hi), what it keeps (units' elsewhere, nodes'
+ * this rank's spans (m->spans: its stage, or its chunks) and their unit orders, what it keeps (units' elsewhere, nodes'
  * hold) and its activation sets (m->act_sets); before the slots' replay (plan.c),
  * which walks the span, and the memory plan. `name`: the graph's, for messages. */
 int _sf_pipeline_plan(struct sf_model *m, const char *name);

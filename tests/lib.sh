@@ -396,7 +396,10 @@ plan_ok() {
 		buffers:buffer; do
 		_k=${_kk#*:}
 		_want=$(stats_of "$1" "$2" "${_kk%%:*}")
-		_got=$(echo "$_l" | sed -n "s/.* ${_k}_bytes \([0-9]*\).*/\1/p")
+		# this rank's figure: its line may have another rank's written into it (the
+		# ranks share the stderr file), so only up to the plan's ';'
+		_got=$(echo "$_l" |
+			sed -n "s/.*memory: rank $2 (pipeline[^;]* ${_k}_bytes \([0-9]*\).*/\1/p")
 		[ -n "$_got" ] && [ "$_got" = "$_want" ] || {
 			diag "  $1 rank $2: the plan's ${_k}_bytes ${_got:-(none)}, sf_model_stats' $_want"
 			return 1

@@ -39,8 +39,8 @@ train 2 p1 SHARDFLOW_PP=2 $d
 train 2 pi SHARDFLOW_PP=2 $IL SHARDFLOW_LOG=info $d
 compare "deep, sgd, clip: pp 2, interleaved (V 2) = 1f1b, bitwise" pi p1 --bitwise
 compare_within "deep, sgd, clip: pp 2, interleaved (V 2) = 1 rank" pi r
-grep -q 'pipeline stage 0 of 2: .*(interleaved: chunk 0: units 0\.\.1, chunk 2: units 3\.\.4)' "$tmp/pi.err" &&
-	grep -q 'pipeline stage 1 of 2: .*(interleaved: chunk 1: units 2\.\.2, chunk 3: units 5\.\.6)' "$tmp/pi.err"
+grep -q 'pipeline stage 0 of 2: chunk 0: units 0\.\.1, nodes 0\.\.[0-9]*; chunk 2: units 3\.\.4, nodes' "$tmp/pi.err" &&
+	grep -q 'pipeline stage 1 of 2: chunk 1: units 2\.\.2, nodes [0-9.]*; chunk 3: units 5\.\.6, nodes' "$tmp/pi.err"
 ok $? "deep at pp 2 x V 2: rank 0 holds chunks 0 and 2, rank 1 chunks 1 and 3 (the log)" ||
 	diag_file "$tmp/pi.err"
 # shellcheck disable=SC2086
