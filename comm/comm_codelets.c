@@ -684,7 +684,8 @@ int _sf_submit_pp_wait(struct _sf_p2p_args *a, bool send, starpu_data_handle_t o
                        starpu_data_handle_t v, int worker, const char *name,
                        struct _sf_task_done done)
 {
-	if (!a->comm.comm->ops->p2p_post) /* the transfer was whole */
+	const struct _sf_comm_ops *ops = a->comm.comm->ops;
+	if (!ops->p2p_post && !(a->tag > 0 && ops->p2p_tagged_post)) /* the transfer was whole */
 		return SF_OK;
 	struct starpu_data_descr d[] = {{order, STARPU_RW}, {v, send ? STARPU_R : STARPU_RW}};
 	if (_sf_skip != SF_SKIP_COMM)

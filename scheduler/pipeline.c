@@ -234,7 +234,8 @@ static enum sf_pp_balance cut_weights(const struct sf_model *m, double *before)
 
 /* The first unit of each stage (cut[S] = U): stage s takes the units from cut[s] on,
  * cut where the weight before (cut_weights) lies closest to s / S of the whole, one unit
- * at least each; *by the balance used. */
+ * at least each, the units read at both ends of the graph in the first; *by the
+ * balance used. */
 static int cut_units(const struct sf_model *m, int S, int *cut, enum sf_pp_balance *by)
 {
 	int U = m->nunits;
@@ -244,9 +245,15 @@ static int cut_units(const struct sf_model *m, int S, int *cut, enum sf_pp_balan
 	cut[0] = 0, cut[S] = U;
 	*by = cut_weights(m, before);
 	double total = before[U];
+	/* a unit also read after the last unit's first reader (a tied head's, GPT's wpe and
+	 * ln_f) stays in the first stage, which then holds it with the last (pp_shared) */
+	int need = 1;
+	for (int u = 0; u + 1 < U; u++)
+		if (m->units[u].last >= m->units[U - 1].first && u + 1 <= U - (S - 1))
+			need = u + 1 > need ? u + 1 : need;
 	for (int s = 1; s < S; s++) {
 		double target = total * s / S, best = -1.0;
-		for (int c = cut[s - 1] + 1; c <= U - (S - s); c++) {
+		for (int c = s == 1 ? need : cut[s - 1] + 1; c <= U - (S - s); c++) {
 			double d = before[c] > target ? before[c] - target : target - before[c];
 			if (best < 0.0 || d < best)
 				best = d, cut[s] = c;

@@ -56,7 +56,10 @@
 #include <mpi.h>
 #include <simgrid/actor.h>
 #include <simgrid/barrier.h>
+#include <simgrid/cond.h>
+#include <simgrid/engine.h>
 #include <simgrid/exec.h>
+#include <simgrid/mutex.h>
 #include <starpu.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -620,6 +623,136 @@ static int sim_p2p(struct _sf_comm *c, float *v, size_t n, int peer, bool send)
 }
 
 /*
+ * The interleaved schedule's transfers (comm.h's p2p_tagged_post, p2p_wait) under
+ * NCCL's model: a send posts, in the queue of its (sender, receiver, tag), the time its
+ * bytes are in, lat + bytes / bw after the post, and is done (the model's sender does
+ * not wait for its receiver: the schedule's waits are for the receiver's data); a
+ * receive's wait takes that time from the queue, waiting for the send's post, and
+ * sleeps until it. Matched by tag, whatever order the two ranks post in, as MPI
+ * matches them. The queues are one table every simulated rank shares (found through
+ * the environment, as the pairs' barriers are: SMPI gives each rank its own globals);
+ * SimGrid runs one actor at a time, so its mutex and condition are the only locking.
+ * Without the model (SMPI's messages) refused: the proxy posts nothing.
+ */
+#define TAG_SLOTS 4 /* sends of one tag not yet received: one a step */
+struct tag_queue {
+	int from, to, tag, head, n;
+	double ready[TAG_SLOTS];
+	struct tag_queue *next;
+};
+struct tag_table {
+	sg_mutex_t mu;
+	sg_cond_t posted;
+	struct tag_queue *bucket[4096];
+};
+
+static struct tag_table *tag_table(void)
+{
+	const char *v = getenv("SF_SIM_TAGS");
+	void *t = NULL;
+	if (v && sscanf(v, "%p", &t) == 1 && t)
+		return t;
+	struct tag_table *n = calloc(1, sizeof *n);
+	char val[32];
+	if (!n)
+		return NULL;
+	n->mu = sg_mutex_init(), n->posted = sg_cond_init();
+	snprintf(val, sizeof val, "%p", (void *)n);
+	if (setenv("SF_SIM_TAGS", val, 1) != 0) {
+		free(n);
+		return NULL;
+	}
+	return n; /* lives as long as the simulation: every rank's */
+}
+
+/* the queue of (from, to, tag), made if new (with the table's mutex held) */
+static struct tag_queue *tag_queue(struct tag_table *t, int from, int to, int tag)
+{
+	unsigned h = ((unsigned)from * 31u + (unsigned)to) * 131u + (unsigned)tag;
+	struct tag_queue **b = &t->bucket[h % 4096u];
+	for (struct tag_queue *q = *b; q; q = q->next)
+		if (q->from == from && q->to == to && q->tag == tag)
+			return q;
+	struct tag_queue *q = calloc(1, sizeof *q);
+	if (q)
+		*q = (struct tag_queue){.from = from, .to = to, .tag = tag, .next = *b}, *b = q;
+	return q;
+}
+
+struct sim_tagged {
+	bool send;
+	int from, to, tag;
+};
+
+static int sim_p2p_tagged_post(struct _sf_comm *c, float *v, size_t n, int peer, bool send,
+                               int tag, void **req)
+{
+	(void)v;
+	*req = NULL;
+	if (!nccl.on)
+		return SF_ERR(SF_ERR_CONFIG,
+		              "SHARDFLOW_PP_SCHEDULE=interleaved in a simulation needs NCCL's model "
+		              "(SHARDFLOW_SIM_NCCL, which tools/shardflow-sim sets); accepted "
+		              "without it: gpipe, 1f1b, zero-bubble");
+	struct tag_table *t = tag_table();
+	struct sim_tagged *r = malloc(sizeof *r);
+	if (!t || !r) {
+		free(r);
+		return SF_ERR(SF_ERR_NOMEM, "simulation: a pipeline transfer: out of memory");
+	}
+	*r = (struct sim_tagged){send, send ? c->rank : peer, send ? peer : c->rank, tag};
+	if (send) {
+		sg_mutex_lock(t->mu);
+		struct tag_queue *q = tag_queue(t, r->from, r->to, tag);
+		int rc = !q              ? SF_ERR(SF_ERR_NOMEM, "simulation: out of memory")
+		         : q->n == TAG_SLOTS ? SF_ERR(SF_ERR_STATE,
+		                                      "simulation: %d sends of tag %d from rank %d "
+		                                      "to %d not received",
+		                                      TAG_SLOTS, tag, r->from, r->to)
+		                         : SF_OK;
+		if (rc == SF_OK) {
+			q->ready[(q->head + q->n++) % TAG_SLOTS] =
+			    simgrid_get_clock() + link_time(c->rank, peer, 4.0 * (double)n);
+			sg_cond_notify_all(t->posted);
+		}
+		sg_mutex_unlock(t->mu);
+		if (rc < 0) {
+			free(r);
+			return rc;
+		}
+	}
+	*req = r;
+	return SF_OK;
+}
+
+static int sim_p2p_wait(struct _sf_comm *c, void *req, bool send)
+{
+	(void)c, (void)send;
+	struct sim_tagged *r = req;
+	int rc = SF_OK;
+	if (!r->send) {
+		struct tag_table *t = tag_table();
+		sg_mutex_lock(t->mu);
+		struct tag_queue *q = tag_queue(t, r->from, r->to, r->tag);
+		while (q && q->n == 0)
+			sg_cond_wait(t->posted, t->mu);
+		double ready = 0.0;
+		if (q) {
+			ready = q->ready[q->head];
+			q->head = (q->head + 1) % TAG_SLOTS, q->n--;
+		} else {
+			rc = SF_ERR(SF_ERR_NOMEM, "simulation: out of memory");
+		}
+		sg_mutex_unlock(t->mu);
+		double now = simgrid_get_clock();
+		if (ready > now)
+			sg_actor_sleep_for(ready - now);
+	}
+	free(r);
+	return rc;
+}
+
+/*
  * Context parallelism's ring step under NCCL's model: every CP rank sends n floats to
  * the next and receives the previous one's at once (NCCL's grouped send and receive,
  * comm/comm_nccl.c), so the group meets on its barrier and each rank is done when the
@@ -692,6 +825,8 @@ static const struct _sf_comm_ops sim_ops = {
     .tp_all_reduce = sim_tp_all_reduce,
     .tp_all_gather = sim_tp_all_gather,
     .p2p = sim_p2p,
+    .p2p_tagged_post = sim_p2p_tagged_post,
+    .p2p_wait = sim_p2p_wait,
     .cp_shift = sim_cp_shift,
     .all_reduce = sim_all_reduce,
     .sum_scalar = sim_sum_scalar,

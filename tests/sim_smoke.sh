@@ -47,7 +47,8 @@
 #    NIC above (its bytes twice, x 0.95-1.25: a TP rank sends the whole activation,
 #    and one micro-batch of a sequence a data-parallel rank; 2 sequences, with the
 #    TP ranks counted as data-parallel, would double it), the same in a second run,
-#    and zero-bubble's layout line;
+#    and zero-bubble's layout line; interleaved (V 2) runs there, its layout line
+#    giving (S-1)/(V M+S-1), refused with --collectives mpi and --virtual without it;
 #  - a pipeline's micro-batch sets are address space too: a 12-block Llama at pp 2,
 #    4 micro-batches, plans 13 GiB a rank at 45 MiB of peak RSS (6 GiB with the
 #    sets in SMPI's folded memory);
@@ -76,7 +77,7 @@ SMPIRUN="$STARPU_BINDIR/starpu_smpirun"
 require_progs "$MLP" "$SMPIRUN"
 command -v xsltproc >/dev/null 2>&1 || skip_all "starpu_smpirun needs xsltproc (Debian package xsltproc)"
 
-plan 49
+plan 50
 
 SF_TEST_TIMEOUT=300
 export SF_TEST_TIMEOUT
@@ -315,6 +316,22 @@ grep -q "^shardflow-sim: layout: pp 2 x dp 1 x tp 2, 4 micro-batches, zero-bubbl
 	grep -q -E '^ +4 ' "$tmp/ptz.out"
 ok $? "pp 2 x tp 2, --schedule zero-bubble: a report line; the layout gives ZB-H1's bubble in theory" ||
 	diag_file "$tmp/ptz.out"
+# interleaved (V 2: 4 chunks of the 4 units), its transfers matched by tag in NCCL's
+# model; refused with SMPI's collectives and --virtual without it
+# shellcheck disable=SC2086
+"$SIM" $pptp --schedule interleaved --no-breakdown >"$tmp/pti.out" 2>&1
+# shellcheck disable=SC2086
+"$SIM" $pptp --schedule interleaved --collectives mpi >"$tmp/pti2.out" 2>&1
+q1=$?
+# shellcheck disable=SC2086
+"$SIM" $pptp --virtual 3 >"$tmp/pti3.out" 2>&1
+q2=$?
+grep -q "^shardflow-sim: layout: pp 2 x dp 1 x tp 2, 4 micro-batches, interleaved, stages by params; bubble in theory (S-1)/(2M+S-1) = 0.111$" "$tmp/pti.out" &&
+	grep -q -E '^ +4 ' "$tmp/pti.out" && [ $q1 -eq 2 ] &&
+	grep -q -- "--schedule interleaved with --collectives mpi: not supported" "$tmp/pti2.out" &&
+	[ $q2 -eq 2 ] && grep -q -- "--virtual 3 needs --schedule interleaved" "$tmp/pti3.out"
+ok $? "pp 2 x tp 2, --schedule interleaved: a report line, the theory (S-1)/(V M+S-1); refused with --collectives mpi, --virtual without it (exit $q1, $q2)" ||
+	{ diag_file "$tmp/pti.out"; diag_file "$tmp/pti2.out"; }
 python3 -c 'import resource, subprocess, sys
 subprocess.run(sys.argv[1:])
 print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)' \
@@ -371,7 +388,7 @@ r4=$?
 [ $r1 -eq 2 ] && grep -q -- "--tp 3 does not divide the 4 GPUs" "$tmp/r1" && [ $r2 -eq 2 ] &&
 	grep -q -- "--tp 4 does not divide the 2 GPUs of a pipeline stage" "$tmp/r2" && [ $r3 -eq 2 ] &&
 	grep -q -- "--schedule gpipe needs --pp S > 1" "$tmp/r3" && [ $r4 -eq 2 ] &&
-	grep -q -- '--schedule "zb": accepted gpipe, 1f1b, zero-bubble' "$tmp/r4"
+	grep -q -- '--schedule "zb": accepted gpipe, 1f1b, zero-bubble, interleaved' "$tmp/r4"
 ok $? "--tp 3 on 4 GPUs, --tp 4 with --pp 2 on 4, --schedule without --pp, --schedule zb: refused with the reason (exit $r1, $r2, $r3, $r4)" ||
 	diag_file "$tmp/r1"
 # CP (--cp): the same 2 nodes of 1 GPU over 1 Gbit/s, a context of 2048 (the ring's
