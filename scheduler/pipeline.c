@@ -502,6 +502,40 @@ static void mark_held(struct sf_model *m)
 	}
 }
 
+/* The info line of this rank's stage: its units (or its chunks') and nodes, the units
+ * it shares with the other end, the cut, the micro-batches and the schedule. cut: the
+ * first unit of each of the S V chunks (cut_units). */
+static void log_stage(const struct sf_model *m, const char *name, const int *cut,
+                      enum sf_pp_balance by)
+{
+	int S = m->pp_size, s = m->pp_stage, V = m->nspans, shared = 0;
+	for (int u = 0; u < m->nunits; u++)
+		shared += m->units[u].pp_shared && !m->units[u].elsewhere;
+	char also[64] = "", chunks[1024] = "";
+	if (shared && s)
+		snprintf(also, sizeof also, " and %d shared with stage 0", shared);
+	else if (shared)
+		snprintf(also, sizeof also, " (%d of them shared with stage %d)", shared, S - 1);
+	for (int j = 0, k = 0; V > 1 && j < V && k < (int)sizeof chunks; j++) {
+		int c = j * S + s;
+		k += snprintf(chunks + k, sizeof chunks - (size_t)k,
+		              "%s chunk %d: units %d..%d, nodes %d..%d", j ? ";" : "", c, cut[c],
+		              cut[c + 1] - 1, m->spans[j].node_lo, m->spans[j].node_hi - 1);
+	}
+	if (V > 1) /* its chunks' units and nodes */
+		_sf_log(SF_LOG_INFO,
+		        "model \"%s\": pipeline stage %d of %d:%s%s (cut by %s), %d micro-batches "
+		        "of %d samples, interleaved",
+		        name, s, S, chunks, also, sf_pp_balance_name(by), m->pp_micro, m->B_local);
+	else
+		_sf_log(SF_LOG_INFO,
+		        "model \"%s\": pipeline stage %d of %d: units %d..%d%s, nodes %d..%d (cut "
+		        "by %s), %d micro-batches of %d samples, %s",
+		        name, s, S, cut[s], cut[s + 1] - 1, also, m->spans[0].node_lo,
+		        m->spans[0].node_hi - 1, sf_pp_balance_name(by), m->pp_micro, m->B_local,
+		        sf_pp_schedule_name(m->cfg.pp_schedule));
+}
+
 int _sf_pipeline_plan(struct sf_model *m, const char *name)
 {
 	int S = m->pp_size, U = m->nunits, rc = SF_OK;
@@ -582,32 +616,7 @@ int _sf_pipeline_plan(struct sf_model *m, const char *name)
 			            name, s);
 			goto out;
 		}
-	int shared = 0;
-	for (int u = 0; u < U; u++)
-		shared += m->units[u].pp_shared && !m->units[u].elsewhere;
-	char also[64] = "", chunks[1024] = "";
-	if (shared && s)
-		snprintf(also, sizeof also, " and %d shared with stage 0", shared);
-	else if (shared)
-		snprintf(also, sizeof also, " (%d of them shared with stage %d)", shared, S - 1);
-	for (int j = 0, k = 0; V > 1 && j < V && k < (int)sizeof chunks; j++) {
-		int c = j * S + s;
-		k += snprintf(chunks + k, sizeof chunks - (size_t)k,
-		              "%s chunk %d: units %d..%d, nodes %d..%d", j ? ";" : "", c, cut[c],
-		              cut[c + 1] - 1, m->spans[j].node_lo, m->spans[j].node_hi - 1);
-	}
-	if (V > 1) /* its chunks' units and nodes */
-		_sf_log(SF_LOG_INFO,
-		        "model \"%s\": pipeline stage %d of %d:%s%s (cut by %s), %d micro-batches "
-		        "of %d samples, interleaved",
-		        name, s, S, chunks, also, sf_pp_balance_name(by), m->pp_micro, m->B_local);
-	else
-		_sf_log(SF_LOG_INFO,
-		        "model \"%s\": pipeline stage %d of %d: units %d..%d%s, nodes %d..%d (cut "
-		        "by %s), %d micro-batches of %d samples, %s",
-		        name, s, S, s ? cut[s] : 0, cut[s + 1] - 1, also, m->node_lo, m->node_hi - 1,
-		        sf_pp_balance_name(by), m->pp_micro, m->B_local,
-		        sf_pp_schedule_name(m->cfg.pp_schedule));
+	log_stage(m, name, cut, by);
 out:
 	free(cut);
 	free(lo);
