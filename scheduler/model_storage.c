@@ -690,6 +690,8 @@ static int alloc_recomp_bufs(struct sf_model *m)
 {
 	for (int b = 0; b < m->nrecomp_bufs; b++) {
 		struct _sf_recomp_buf *r = &m->recomp_bufs[b];
+		if (!r->nact) /* another pipeline stage's segments' (scheduler/pipeline.c) */
+			continue;
 		SF_CHECK(alloc_task_only(&r->act, r->nact, "recomputed activations"));
 		SF_CHECK(alloc_task_only(&r->dact, r->nact, "recomputed activation gradients"));
 		reg(&r->h_act, r->act, r->nact, sizeof(float));

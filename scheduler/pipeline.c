@@ -167,12 +167,6 @@ int _sf_pipeline_layout(struct sf_model *m)
 		              "sf_model_create: SHARDFLOW_PP=%d with SHARDFLOW_SHARDING=%s: not "
 		              "supported yet; accepted with a pipeline: sharding full",
 		              S, _sf_sharding_names[m->cfg.sharding]);
-	if (m->cfg.recompute != SF_RECOMPUTE_NONE)
-		return SF_ERR(
-		    SF_ERR_CONFIG,
-		    "sf_model_create: SHARDFLOW_PP=%d with SHARDFLOW_RECOMPUTE=units: "
-		    "not supported yet; accepted with a pipeline: SHARDFLOW_RECOMPUTE=none",
-		    S);
 	if (m->cfg.pp_schedule == SF_PP_INTERLEAVED && M % S != 0)
 		return SF_ERR(SF_ERR_INVALID,
 		              "sf_model_create: SHARDFLOW_PP_SCHEDULE=interleaved runs the "
@@ -502,6 +496,19 @@ static void mark_held(struct sf_model *m)
 	}
 }
 
+/* SHARDFLOW_RECOMPUTE: the shared buffers (plan.c) of the like segments no node of this
+ * stage uses (a group held by other stages), neither planned nor made: size 0 */
+static void drop_unheld_recomp(struct sf_model *m)
+{
+	for (int b = 0; b < m->nrecomp_bufs; b++) {
+		bool used = false;
+		for (int n = 0; n < m->nnodes && !used; n++)
+			used = m->nodes[n].recomp_buf == b && m->nodes[n].hold != SF_HOLD_NONE;
+		if (!used)
+			m->recomp_bufs[b].nact = m->recomp_bufs[b].nsaved = 0;
+	}
+}
+
 /* The info line of this rank's stage: its units (or its chunks') and nodes, the units
  * it shares with the other end, the cut, the micro-batches and the schedule. cut: the
  * first unit of each of the S V chunks (cut_units). */
@@ -594,6 +601,7 @@ int _sf_pipeline_plan(struct sf_model *m, const char *name)
 	SF_CHECK_GOTO(stage_orders(m), out);
 	_sf_span_set(m, -1);
 	mark_held(m);
+	drop_unheld_recomp(m);
 	SF_CHECK_GOTO(count_sets(m), out);
 	if (m->dw_defer) { /* every unit's gradient slot stays until the weight gradients */
 		int need = m->unit_hi - m->unit_lo;
