@@ -436,25 +436,28 @@ out:
  * shared buffers (the other segments' recomputes rewrite them in between), and a
  * node followed, before the gap, by another reader of the same parameters. */
 /* A node whose backward can run in two halves at all: a linear type's, with a gradient,
- * parameters of a unit that trains, none of its buffers recompute's */
+ * parameters of a unit that trains, none of its buffers or its inputs' recompute's (the
+ * weight-gradient half reads its input later, after other segments' recomputes may
+ * have rewritten the shared buffers) */
 static bool splittable(const struct sf_model *m, int n)
 {
 	const struct _sf_node *nd = &m->gnodes[n];
 	const struct _sf_node_state *s = &m->nodes[n];
-	return nd->kind == SF_NODE_LAYER && nd->type->splits_backward &&
-	       nd->type->type.backward_params_for_dinput_only && s->needs_grad && s->unit >= 0 &&
-	       !m->units[s->unit].frozen && !s->bwd_info.params_absent && s->recomp_buf < 0;
+	if (!(nd->kind == SF_NODE_LAYER && nd->type->splits_backward &&
+	      nd->type->type.backward_params_for_dinput_only && s->needs_grad && s->unit >= 0 &&
+	      !m->units[s->unit].frozen && !s->bwd_info.params_absent && s->recomp_buf < 0))
+		return false;
+	for (int i = 0; i < nd->nin; i++)
+		if (m->nodes[nd->in[i]].recomp_buf >= 0)
+			return false;
+	return true;
 }
 
 static int split_point(const struct sf_model *m, int n)
 {
-	const struct _sf_node *nd = &m->gnodes[n];
 	int u = m->nodes[n].unit;
 	if (!splittable(m, n))
 		return -1;
-	for (int i = 0; i < nd->nin; i++)
-		if (m->nodes[nd->in[i]].recomp_buf >= 0)
-			return -1;
 	int owner = _sf_node_param_owner(m->gnodes, n);
 	bool gap = false;
 	for (int j = n - 1; j >= 0; j--) {

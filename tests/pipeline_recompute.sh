@@ -10,6 +10,7 @@
 #    clipping, pp 2: 1f1b, gpipe, zero-bubble and interleaved (V 2) with recompute =
 #    1f1b without, bitwise; pp 2 x dp 2 and pp 4 the same;
 #  - gpt (3 attention blocks, a tied head held by both stages) at pp 2, bitwise;
+#  - pairs (a linear reading a dropped activation) under zero-bubble, bitwise;
 #  - the trace: each rank's recompute tasks, one per dropped node of each held
 #    segment, every micro-batch of every step;
 #  - memory: each stage's activations fall, by the dropped buffers of its micro-batch
@@ -21,7 +22,7 @@
 GPT="$top_builddir/examples/gpt"
 require_progs "$TRAIN_DUMP" "$DUMP_COMPARE" "$GPT"
 
-plan 13
+plan 14
 
 a="--model deep --optimizer adamw --clip 0.5 --steps 2 --batch 8"
 # shellcheck disable=SC2086
@@ -53,6 +54,17 @@ train 2 gnone SHARDFLOW_PP=2 $g
 # shellcheck disable=SC2086
 train 2 gunits SHARDFLOW_PP=2 SHARDFLOW_RECOMPUTE=units $g
 compare "gpt (attention blocks, tied head), pp 2: recompute = none, bitwise" gunits gnone --bitwise
+
+# pairs: each unit's fc_b keeps its output and reads a dropped one (the GELU's); zero-
+# bubble defers no weight gradient that reads recompute's shared buffers (stage 0's
+# three units take the two sets in turn: a deferred fc_b would read its input after
+# the next segment's recompute rewrote it)
+p="--model pairs --optimizer sgd --steps 2 --batch 8"
+# shellcheck disable=SC2086
+train 2 pnone SHARDFLOW_PP=2 $p
+# shellcheck disable=SC2086
+train 2 pzb SHARDFLOW_PP=2 SHARDFLOW_PP_SCHEDULE=zero-bubble SHARDFLOW_RECOMPUTE=units $p
+compare "pairs, pp 2: zero-bubble with recompute = 1f1b without, bitwise" pzb pnone --bitwise
 
 # the trace, pp 2: stage 0 holds units 0..2, stage 1 units 3..6, each three of deep's six
 # like segments (a linear then a GELU: the linear's output dropped), 4 micro-batches, 2

@@ -6,6 +6,8 @@
  *   residual 24 -> 32 (h) -> GELU -> 32 -> add(h, .) -> ReLU -> 10 (a DAG with a skip edge)
  *   uneven   12 -> 13 -> 25 -> 5, GELU: P = 169, 350, 130, none divisible by 3 or 4
  *   deep     16 -> 24 x 6 -> 10, GELU: 7 units, for the residency test
+ *   pairs    16 -> 6 units of [16 -> 24, GELU, 24 -> 16] -> 10 (sf_graph_unit_begin):
+ *            each unit's second linear reads an activation recompute drops
  *   wide     32 -> 256 -> 256 -> 10, ReLU: a unit of many comm pieces
  *   blocks   a small GPT-shaped model on token ids: sequences of T = 3 ids in [0, 16)
  *            (sf_graph_int_input), a token embedding (16 -> 16), 3 blocks of
@@ -91,7 +93,8 @@ enum model_kind {
 	MODEL_NANOGPT_VPT,
 	MODEL_LLAMA_HF_VPT,
 	MODEL_NANOGPT_VPT15,
-	MODEL_NANOGPT_VPO9
+	MODEL_NANOGPT_VPO9,
+	MODEL_PAIRS
 };
 
 /* "mlp", "residual", "uneven", "deep", "wide", "blocks", "gpt", "nanogpt",
@@ -103,7 +106,9 @@ enum model_kind {
  * head tied to the embedding (reading its rows of this TP rank). nanogpt-vpt15 is
  * nanogpt-vpt with a vocabulary of 15 (no K > 1 divides it: the TP slices padded);
  * nanogpt-vpo9 the tied nanogpt of vocabulary 9 vocabulary-parallel only (its blocks
- * whole, so any K runs it: at K 4 the last rank holds padding alone). */
+ * whole, so any K runs it: at K 4 the last rank holds padding alone). "pairs" is
+ * 16 -> 6 grouped units of fc_a (16 -> 24), GELU, fc_b (24 -> 16) -> 10: fc_b's output
+ * leaves its unit's segment (recompute keeps it) while its input is dropped. */
 static inline int model_kind_parse(const char *s, enum model_kind *out)
 {
 	static const char *const names[] = {
@@ -111,7 +116,7 @@ static inline int model_kind_parse(const char *s, enum model_kind *out)
 	    "blocks",      "gpt",           "nanogpt",    "nanogpt-untied", "swiglu",
 	    "llama",       "llama-hf",      "mlp-tp",     "nanogpt-tp",     "residual-tp",
 	    "llama-hf-tp", "mlp-tp-gather", "nanogpt-vp", "llama-hf-vp", "nanogpt-vpt",
-	    "llama-hf-vpt", "nanogpt-vpt15", "nanogpt-vpo9"};
+	    "llama-hf-vpt", "nanogpt-vpt15", "nanogpt-vpo9", "pairs"};
 	for (int i = 0; i < (int)(sizeof names / sizeof names[0]); i++)
 		if (!strcmp(s, names[i])) {
 			*out = (enum model_kind)i;
@@ -395,7 +400,8 @@ static inline int build_model(enum model_kind kind, sf_graph **out, int *D, int 
 	case MODEL_RESIDUAL:
 	case MODEL_RESIDUAL_TP: *D = 24, *C = 10; break;
 	case MODEL_UNEVEN: *D = 12, *C = 5; break;
-	case MODEL_DEEP: *D = 16, *C = 10; break;
+	case MODEL_DEEP:
+	case MODEL_PAIRS: *D = 16, *C = 10; break;
 	case MODEL_WIDE: *D = 32, *C = 10; break;
 	case MODEL_BLOCKS: *D = 16, *C = 16; break;
 	case MODEL_GPT: *D = GPT_V, *C = GPT_V; break;
@@ -454,6 +460,21 @@ static inline int build_model(enum model_kind kind, sf_graph **out, int *D, int 
 			CLI_CHECK_GOTO(sf_graph_gelu(g, h, &h), fail);
 		}
 		CLI_CHECK_GOTO(sf_graph_linear(g, h, *C, "fc7", &y), fail);
+		break;
+	case MODEL_PAIRS:
+		h = x;
+		for (int i = 0; i < 6; i++) {
+			char name[16];
+			snprintf(name, sizeof name, "pair%d", i);
+			CLI_CHECK_GOTO(sf_graph_unit_begin(g, name), fail);
+			snprintf(name, sizeof name, "pair%d.fc_a", i);
+			CLI_CHECK_GOTO(sf_graph_linear(g, h, 24, name, &h), fail);
+			CLI_CHECK_GOTO(sf_graph_gelu(g, h, &h), fail);
+			snprintf(name, sizeof name, "pair%d.fc_b", i);
+			CLI_CHECK_GOTO(sf_graph_linear(g, h, 16, name, &h), fail);
+			CLI_CHECK_GOTO(sf_graph_unit_end(g), fail);
+		}
+		CLI_CHECK_GOTO(sf_graph_linear(g, h, *C, "head", &y), fail);
 		break;
 	case MODEL_WIDE: /* fc2: 65 792 parameters, a shard of many comm pieces */
 		CLI_CHECK_GOTO(sf_graph_linear(g, x, 256, "fc1", &h), fail);
