@@ -641,7 +641,8 @@ static void reg(starpu_data_handle_t *h, void *ptr, size_t n, size_t elem)
 /* Micro-batch k's buffers of node n (k > 0), as model_storage.c makes the nodes' own:
  * the inputs, which the step stages from the host, filled memory; a layer's, which only
  * tasks and transfers write, task-only (in a simulation bare address space: a Llama
- * 3 70B's micro-batch sets fold terabytes otherwise) */
+ * 3 70B's micro-batch sets fold terabytes otherwise), counted in m->act_bytes as made
+ * (sf_model_stats': the memory plan's _sf_node_set_floats is checked against it) */
 static int alloc_buf(struct sf_model *m, int n, struct pp_buf *b)
 {
 	const struct _sf_node *nd = &m->gnodes[n];
@@ -651,21 +652,25 @@ static int alloc_buf(struct sf_model *m, int n, struct pp_buf *b)
 		SF_CHECK(
 		    _sf_alloc_floats(&b->act, m->rows_local, "a micro-batch's integer inputs"));
 		reg(&b->h_act, b->act, m->rows_local, sizeof(int32_t));
+		m->act_bytes += m->rows_local * sizeof(int32_t);
 		return SF_OK;
 	}
 	if (nd->kind != SF_NODE_LAYER) {
 		SF_CHECK(_sf_alloc_floats(&b->act, cnt, "a micro-batch's inputs"));
 		reg(&b->h_act, b->act, cnt, sizeof(float));
+		m->act_bytes += cnt * sizeof(float);
 		return SF_OK;
 	}
 	SF_CHECK(_sf_alloc_task_only(&b->act, cnt, "a micro-batch's activations"));
 	reg(&b->h_act, b->act, cnt, sizeof(float));
 	SF_CHECK(_sf_alloc_task_only(&b->dact, cnt, "a micro-batch's activation gradients"));
 	reg(&b->h_dact, b->dact, cnt, sizeof(float));
+	m->act_bytes += 2 * cnt * sizeof(float);
 	if (s->info.nsaved && s->hold == SF_HOLD_ALL) { /* the boundary's: not this stage's */
 		SF_CHECK(_sf_alloc_task_only(&b->saved, s->info.nsaved,
 		                             "a micro-batch's saved buffer"));
 		reg(&b->h_saved, b->saved, s->info.nsaved, sizeof(float));
+		m->act_bytes += s->info.nsaved * sizeof(float);
 	}
 	return SF_OK;
 }
@@ -736,7 +741,9 @@ static int find_bound(struct sf_model *m, struct _sf_pipeline *pp)
 		int jn = chunk_of(m, n);
 		bool buffers = nd->kind == SF_NODE_LAYER || nd->kind == SF_NODE_INPUT ||
 		               nd->kind == SF_NODE_INT_INPUT;
-		if (buffers && m->nodes[n].hold != SF_HOLD_NONE) /* mark_held's */
+		/* mark_held's; a recomputed node's buffers are its group's shared ones for every
+		 * micro-batch (plan.c), never a micro-batch's own */
+		if (buffers && m->nodes[n].hold != SF_HOLD_NONE && m->nodes[n].recomp_buf < 0)
 			role[n] |= 1;
 		if ((nd->kind != SF_NODE_LAYER && nd->kind != SF_NODE_LOSS) || is_input(m, n))
 			continue;
@@ -877,8 +884,8 @@ int _sf_pipeline_build(struct sf_model *m)
 				*b = pp->buf[(size_t)(k % sets) * pp->nbound + i];
 				continue;
 			}
-			SF_CHECK(alloc_buf(m, pp->bound[i], b));
-			m->act_bytes += _sf_node_set_floats(m, pp->bound[i]) * sizeof(float);
+			SF_CHECK(alloc_buf(m, pp->bound[i], b)); /* counted as made: the plan's
+			                                           * check (_sf_node_set_floats) */
 		}
 		if (k > 0) {
 			float *l = NULL;
