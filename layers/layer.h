@@ -57,6 +57,11 @@ struct _sf_layer_entry {
 	bool builtin;         /* one of the library's own types (SHARDFLOW_CP knows them) */
 	bool rows_alone;      /* built-in: each output row depends on its input rows only (the
 	                         norms, the element-wise ops): SHARDFLOW_SEQUENCE_PARALLEL's */
+	/* what its backward kernels read of the forward's activations: its inputs', its own
+	 * output (true for a user's type: not known; false for the built-ins that do not,
+	 * add and the linears' output), so that SHARDFLOW_RECOMPUTE runs again only the
+	 * forwards whose results a backward reads (scheduler/plan.c) */
+	bool bwd_reads_inputs, bwd_reads_output;
 	/* the name of its whole parameters' layout, which a checkpoint's structure hash
 	 * takes: "linear" for every linear type (linear, linear_nobias, linear_split,
 	 * linear_col, linear_row: W (out x in) rows, then the bias if any), so that a model

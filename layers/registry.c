@@ -154,6 +154,7 @@ static int register_type(const struct sf_layer_type *t)
 	e->type.name = e->name;
 	e->layout = e->name;
 	e->index = ntypes++;
+	e->bwd_reads_inputs = e->bwd_reads_output = true;
 	return SF_OK;
 }
 
@@ -178,9 +179,15 @@ int _sf_layers_builtin_init(void)
 		 * SHARDFLOW_SEQUENCE_PARALLEL it runs on a TP rank's slice of the rows */
 		table[ntypes - 1].rows_alone = table[ntypes - 1].tp == SF_TP_ELEMENTWISE ||
 		                               t == &_sf_layernorm_type || t == &_sf_rmsnorm_type;
-		if (t == &_sf_linear_type || t == &_sf_linear_nobias_type ||
-		    t == &_sf_linear_split_type || t == &_sf_linear_col_type || t == &_sf_linear_row_type)
+		bool linear = t == &_sf_linear_type || t == &_sf_linear_nobias_type ||
+		              t == &_sf_linear_split_type || t == &_sf_linear_col_type ||
+		              t == &_sf_linear_row_type;
+		if (linear)
 			table[ntypes - 1].layout = "linear";
+		/* a linear's backward reads x and dy (layers/linear.c's bwd_with), an add's dy
+		 * alone (layers/add.c) */
+		table[ntypes - 1].bwd_reads_output = !linear && t != &_sf_add_type;
+		table[ntypes - 1].bwd_reads_inputs = t != &_sf_add_type;
 		if (t == &_sf_embedding_vp_type) /* an embedding's W, whatever the layout */
 			table[ntypes - 1].layout = "embedding";
 	}

@@ -138,6 +138,8 @@ struct _sf_node_state {
 	enum _sf_node_hold hold;       /* which of the buffers above this rank keeps */
 	int recomp_buf;                    /* SHARDFLOW_RECOMPUTE: the shared buffers its act,
 	                                  dact and saved are in (m->recomp_bufs), or -1: its own */
+	bool rerun; /* a recomputed node whose forward runs again before its backward: some
+	               backward, or another rerun, reads what it writes (plan.c) */
 	/* its tasks' names, "fwd <name> (<type> L<n>)" (trace/event.h) */
 	char fwd_name[2 * SF_NAME_MAX + 32], bwd_name[2 * SF_NAME_MAX + 32];
 	char rc_name[2 * SF_NAME_MAX + 32];

@@ -324,6 +324,33 @@ static bool same_shape(const struct sf_model *m, int a, int b, const bool *drop)
 	}
 }
 
+/* Which dropped nodes run their forward again before the segment's backward (rerun):
+ * walking each recomputed segment from its end, a node whose own backward reads its
+ * saved buffer or its output, or one of whose readers' backward reads its inputs (or
+ * whose reader runs again: that forward reads it). The others' results no backward
+ * reads: a GPT block's fc_b, whose only reader is the block's last residual add
+ * (its backward passes dy on), kept as the segment's output. */
+static void plan_reruns(struct sf_model *m)
+{
+	for (int u = 0; u < m->nunits; u++) {
+		const struct _sf_unit *un = &m->units[u];
+		for (int n = un->seg_end - 1; un->recompute && n >= un->first; n--) {
+			struct _sf_node_state *st = &m->nodes[n];
+			if (st->recomp_buf < 0)
+				continue;
+			bool need = st->info.nsaved > 0 || m->gnodes[n].type->bwd_reads_output;
+			for (int r = n + 1; !need && r < m->nnodes; r++) {
+				const struct _sf_node *rd = &m->gnodes[r];
+				for (int i = 0; i < rd->nin && !need; i++)
+					need = rd->in[i] == n &&
+					       (rd->kind != SF_NODE_LAYER || rd->type->bwd_reads_inputs ||
+					        m->nodes[r].rerun);
+			}
+			st->rerun = need;
+		}
+	}
+}
+
 int _sf_plan_recompute(struct sf_model *m)
 {
 	int rc = SF_OK, U = m->nunits, nb = 0;
@@ -398,6 +425,7 @@ int _sf_plan_recompute(struct sf_model *m)
 		if (base + 2 * ndrop > nb)
 			nb = base + 2 * ndrop;
 	}
+	plan_reruns(m);
 	m->nrecomp_bufs = nb;
 	m->recomp_bufs = calloc((size_t)(nb ? nb : 1), sizeof *m->recomp_bufs);
 	if (!m->recomp_bufs) {

@@ -636,8 +636,8 @@ out:
 	return rc;
 }
 
-/* SHARDFLOW_RECOMPUTE: the forward of segment s's dropped nodes again, in forward
- * order, with its unit gathered (it stays for the backward: gathered once for both). */
+/* SHARDFLOW_RECOMPUTE: the forward of segment s's dropped nodes again (those a
+ * backward or another of them reads: plan.c's rerun), in forward order, with its unit gathered (it stays for the backward: gathered once for both). */
 static int recompute_segment(struct sf_model *m, int s)
 {
 	struct _sf_unit *un = &m->units[s];
@@ -645,7 +645,7 @@ static int recompute_segment(struct sf_model *m, int s)
 		SF_CHECK(submit_gather(m, s, NULL));
 	for (int n = un->first; n < un->seg_end; n++) {
 		struct _sf_node_state *st = &m->nodes[n];
-		if (st->recomp_buf >= 0)
+		if (st->recomp_buf >= 0 && st->rerun)
 			SF_CHECK(submit_fwd_named(m, n, st->rc_name, SF_EV_RECOMPUTE));
 	}
 	return SF_OK;

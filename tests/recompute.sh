@@ -11,7 +11,8 @@
 #    and the activation memory per rank it prints (sf_model_stats) falls; the same
 #    file with the Llama of 4 layers at tp 2, and at cp 2 (the ring run again);
 #  - the built-in trace names the recompute tasks ("recompute <node> (<type> L<n>)",
-#    compute of kind "recompute"), one per dropped node of each block per step, and the
+#    compute of kind "recompute"), one per dropped node of each block per step that a
+#    backward reads (fc_b's output is read by the last add alone: not run again), and the
 #    MLP example (three alike units) trains to the same loss with recompute on.
 . "$(dirname "$0")/lib.sh"
 GPT="$top_builddir/examples/gpt"
@@ -91,9 +92,13 @@ env SHARDFLOW_TRACE="$tmp/tr" SHARDFLOW_RECOMPUTE=units sh "$RUN_MPI" 2 "$TRAIN_
 	--model gpt --steps 2 --out "$tmp/tr.dump" </dev/null >"$tmp/tr.out" 2>"$tmp/tr.err" ||
 	diag_file "$tmp/tr.err"
 n=$(grep -c '"name": "recompute .* ([^ ]* L[0-9]*)"' "$tmp/tr.rank0.json" 2>/dev/null)
-# a block: ln_1 qkv attention proj add ln_2 fc_a gelu fc_b (the last add is kept)
-[ "${n:-0}" -eq $((2 * 3 * 9)) ]
-ok $? "trace: $n recompute tasks on rank 0 in 2 steps (2 steps x 3 blocks x 9 dropped nodes)"
+# a block drops ln_1 qkv attention proj add ln_2 fc_a gelu fc_b (the last add is kept)
+# and runs again all but fc_b, whose only reader, that add, reads no input in its
+# backward (plan.c's rerun)
+f=$(grep -c '"name": "recompute h[0-9]*\.mlp\.c_proj ' "$tmp/tr.rank0.json" 2>/dev/null)
+g=$(grep -c '"name": "recompute h[0-9]*\.mlp\.c_fc ' "$tmp/tr.rank0.json" 2>/dev/null)
+[ "${n:-0}" -eq $((2 * 3 * 8)) ] && [ "${f:-1}" -eq 0 ] && [ "${g:-0}" -eq 6 ]
+ok $? "trace: $n recompute tasks on rank 0 in 2 steps (2 steps x 3 blocks x 8 of the 9 dropped nodes: mlp.c_fc's ${g:-no}, mlp.c_proj's (fc_b) ${f:-no})"
 c=$(grep '"name": "recompute ' "$tmp/tr.rank0.json" 2>/dev/null | grep -c '"cat": "compute".*"kind": "recompute"')
 [ "${c:-0}" -eq "${n:-0}" ] && [ "${n:-0}" -gt 0 ] && [ -s "$tmp/tr.overlap.txt" ]
 ok $? "trace: every recompute task is compute of kind \"recompute\" ($c of $n); the overlap report is written"
