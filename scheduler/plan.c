@@ -339,7 +339,7 @@ static void plan_reruns(struct sf_model *m)
 			if (st->recomp_buf < 0)
 				continue;
 			bool need = st->info.nsaved > 0 || m->gnodes[n].type->bwd_reads_output;
-			for (int r = n + 1; !need && r < m->nnodes; r++) {
+			for (int r = n + 1; !need && r < un->seg_end; r++) { /* its readers' */
 				const struct _sf_node *rd = &m->gnodes[r];
 				for (int i = 0; i < rd->nin && !need; i++)
 					need = rd->in[i] == n &&

@@ -637,7 +637,8 @@ out:
 }
 
 /* SHARDFLOW_RECOMPUTE: the forward of segment s's dropped nodes again (those a
- * backward or another of them reads: plan.c's rerun), in forward order, with its unit gathered (it stays for the backward: gathered once for both). */
+ * backward or another of them reads: plan.c's rerun), in forward order, with its unit
+ * gathered (it stays for the backward: gathered once for both). */
 static int recompute_segment(struct sf_model *m, int s)
 {
 	struct _sf_unit *un = &m->units[s];
