@@ -373,8 +373,9 @@ static void pipeline_bubble(void)
 	       strstr(json, "\"pipeline\": {\"stages\": 2, \"microbatches\": 2, \"chunks\": 1, "
 	                    "\"theory\": 0.333333,") &&
 	       strstr(json, "{\"stage\": 1, \"ranks\": [1], \"bubble_median\": 0.277778, "
-	                    "\"bubble_per_step\": [0.222222, 0.333333]}"),
-	   "the JSON report has them too");
+	                    "\"bubble_per_step\": [0.222222, 0.333333], \"replayed_median\": "
+	                    "0.000000, \"replayed_per_step\": [0.000000, 0.000000]}"),
+	   "the JSON report has them too (replayed without transfers to wait for: no bubble)");
 	if (text && !strstr(text, "stage 1 (ranks 1)"))
 		diag("%s", text);
 	free(text);
@@ -408,10 +409,78 @@ static void pipeline_bubble(void)
 		_sf_report_free(&r);
 }
 
+/* The bubble replayed at the measured task times: a 2-stage 1F1B step of 2
+ * micro-batches by hand (us), forwards 10 and backwards 20 on both stages, with the
+ * runtime's gaps and a slow transfer. Stage 0 (rank 0, node "a" L1): F0 [0, 10), F1
+ * [12, 22), B0 [46, 66), B1 [81, 101); stage 1 (rank 1, node "b" L3): F0 [11.5, 21.5),
+ * B0 [22, 42), F1 [43.5, 53.5), B1 [54, 74). Measured span [0, 101), 60 busy on each:
+ * 41 / 101. Replayed, each pass as soon as its worker and its sender are done: stage 0
+ * F0 [0, 10), F1 [10, 20); stage 1 F0 [10, 20) (after F0 of stage 0), B0 [20, 40), F1
+ * [40, 50), B1 [50, 70); stage 0 B0 [40, 60) (after B0 of stage 1), B1 [70, 90): span
+ * [0, 90), 30 / 90 = 1/3 each, the theory (balanced stages). The transfers' posts and
+ * waits on the comm worker (worker 1) pair the k-th wait for a tensor with the
+ * sender's k-th post of it; the sender's task is its last forward ("a" is a node it
+ * forwards) or backward ("da" a gradient) to end before the post. */
+static void pipeline_replay(void)
+{
+	static const struct {
+		int rank, worker, kind, layer;
+		double a, b;
+		const char *name;
+	} tr[] = {
+	    {0, 0, SF_EV_FWD, 1, 0, 10, "fwd a (x L1)"},
+	    {0, 1, SF_EV_PP, -1, 10.2, 10.3, "pp send a"},
+	    {0, 0, SF_EV_FWD, 1, 12, 22, "fwd a (x L1)"},
+	    {0, 1, SF_EV_PP, -1, 22.1, 22.2, "pp send a"},
+	    {0, 1, SF_EV_PP, -1, 22.25, 22.3, "pp recv da"},
+	    {0, 1, SF_EV_PP, -1, 22.3, 45, "pp wait recv da"},
+	    {0, 0, SF_EV_BWD, 1, 46, 66, "bwd a (x L1)"},
+	    {0, 1, SF_EV_PP, -1, 66.2, 80, "pp wait recv da"},
+	    {0, 0, SF_EV_BWD, 1, 81, 101, "bwd a (x L1)"},
+	    {1, 1, SF_EV_PP, -1, 0.5, 11, "pp wait recv a"},
+	    {1, 0, SF_EV_FWD, 3, 11.5, 21.5, "fwd b (x L3)"},
+	    {1, 0, SF_EV_BWD, 3, 22, 42, "bwd b (x L3)"},
+	    {1, 1, SF_EV_PP, -1, 42.2, 42.3, "pp send da"},
+	    {1, 1, SF_EV_PP, -1, 42.5, 43, "pp wait recv a"},
+	    {1, 0, SF_EV_FWD, 3, 43.5, 53.5, "fwd b (x L3)"},
+	    {1, 0, SF_EV_BWD, 3, 54, 74, "bwd b (x L3)"},
+	    {1, 1, SF_EV_PP, -1, 74.2, 74.3, "pp send da"},
+	};
+	enum { N = sizeof tr / sizeof tr[0] };
+	struct _sf_event ev[N];
+	for (int i = 0; i < N; i++) {
+		ev[i] = (struct _sf_event){.rank = tr[i].rank,
+		                           .worker = tr[i].worker,
+		                           .kind = (enum _sf_ev_kind)tr[i].kind,
+		                           .layer = tr[i].layer,
+		                           .start = tr[i].a,
+		                           .end = tr[i].b};
+		snprintf(ev[i].name, sizeof ev[i].name, "%s", tr[i].name);
+	}
+	struct _sf_report r;
+	int rc = _sf_report_build(ev, N, &r);
+	ok(rc == SF_OK && r.pp_stages == 2 && r.pp_micro == 2,
+	   "a 2-stage 1F1B step with its transfers: a pipeline of 2 stages, 2 micro-batches");
+	if (rc != SF_OK || r.pp_stages != 2)
+		return;
+	ok_close(r.pp_bubble[0], 41.0 / 101.0, 1e-12, "measured: stage 0 idle 41 of 101 us");
+	ok_close(r.pp_replayed[0], 1.0 / 3.0, 1e-12,
+	         "replayed: stage 0 idle 30 of 90 us, each pass after its sender's task");
+	ok_close(r.pp_replayed[1], 1.0 / 3.0, 1e-12, "replayed: stage 1 idle 30 of 90 us too");
+	char *text = written(_sf_report_write_text, &r), *json = written(_sf_report_write_json, &r);
+	ok(text && strstr(text, "over 1 step(s)  theory 0.333  replayed 0.333\n") && json &&
+	       strstr(json, "\"bubble_per_step\": [0.405941], \"replayed_median\": 0.333333, "
+	                    "\"replayed_per_step\": [0.333333]}"),
+	   "the text and JSON reports have the replayed bubble beside the measured one");
+	free(text);
+	free(json);
+	_sf_report_free(&r);
+}
+
 int main(void)
 {
 	_sf_err_quiet = true; /* the checks read sf_last_error() */
-	plan(25 + (int)(sizeof name_cases / sizeof name_cases[0]) + 3 + 3 + 9);
+	plan(25 + (int)(sizeof name_cases / sizeof name_cases[0]) + 3 + 3 + 9 + 5);
 	check_all(_sf_json_string, "json", json_cases, sizeof json_cases / sizeof json_cases[0]);
 	check_all(_sf_xml_text, "xml", xml_cases, sizeof xml_cases / sizeof xml_cases[0]);
 	name_checks();
@@ -419,5 +488,6 @@ int main(void)
 	error_cases();
 	step_numbers();
 	pipeline_bubble();
+	pipeline_replay();
 	return done_testing();
 }

@@ -77,6 +77,8 @@ void _sf_report_free(struct _sf_report *r)
 	free(r->layer_stall_max);
 	free(r->rank_stage);
 	free(r->pp_bubble);
+	free(r->pp_replayed);
+	free(r->pp_replayed_median);
 	free(r->pp_median);
 	memset(r, 0, sizeof *r);
 }
@@ -515,8 +517,10 @@ int _sf_report_build(const struct _sf_event *ev, size_t n, struct _sf_report *ou
 	SF_CHECK_GOTO(layer_stalls(out), out);
 	SF_CHECK_GOTO(layer_units(ev, n, out), out);
 	SF_CHECK_GOTO(pp_find(&b, n, out), out);
-	if (out->pp_stages)
+	if (out->pp_stages) {
 		SF_CHECK_GOTO(pp_bubbles(&b, n, out), out);
+		SF_CHECK_GOTO(_sf_pp_replay(b.ord, n, out), out);
+	}
 out:
 	free(b.ord);
 	free(b.comp);
@@ -553,22 +557,28 @@ static void write_bubble_text(const struct _sf_report *r, FILE *f)
 	if (!r->pp_stages)
 		return;
 	int S = r->pp_stages, T = r->nsteps;
+	static const char *replayed_text =
+	    "  replayed = the same at the measured task times: each compute task again, in "
+	    "its worker's order and for its duration, as soon as its worker is free and the "
+	    "task it waited for on the next or previous stage has ended (free transfers, no "
+	    "gaps): bubble - replayed is what the runtime added, replayed - theory what "
+	    "unequal task times cost\n";
 	if (r->pp_virtual > 1)
 		fprintf(f,
 		        "\npipeline bubble: %d stages of %d chunks each (interleaved), %d "
 		        "micro-batches; theory (S-1)/(V M+S-1) = %.3f (balanced chunks)\n"
 		        "  bubble = the share of the step's pipeline span (first forward/loss/backward "
 		        "task of any rank to the last one's end) in which a stage's compute runs no "
-		        "task (mean over its ranks)\n",
-		        S, r->pp_virtual, r->pp_micro, r->pp_theory);
+		        "task (mean over its ranks)\n%s",
+		        S, r->pp_virtual, r->pp_micro, r->pp_theory, replayed_text);
 	else
 		fprintf(f,
 		        "\npipeline bubble: %d stages, %d micro-batches; theory (S-1)/(M+S-1) = %.3f "
 		        "(gpipe and 1f1b, balanced stages)\n"
 		        "  bubble = the share of the step's pipeline span (first forward/loss/backward "
 		        "task of any rank to the last one's end) in which a stage's compute runs no "
-		        "task (mean over its ranks)\n",
-		        S, r->pp_micro, r->pp_theory);
+		        "task (mean over its ranks)\n%s",
+		        S, r->pp_micro, r->pp_theory, replayed_text);
 	for (int s = 0; s < S; s++) {
 		double lo = 1, hi = 0;
 		for (int t = 0; t < T; t++) {
@@ -581,8 +591,9 @@ static void write_bubble_text(const struct _sf_report *r, FILE *f)
 			if (r->rank_stage[k] == s)
 				fprintf(f, " %d", k);
 		fprintf(f,
-		        "): bubble median %.3f  min %.3f  max %.3f over %d step(s)  theory %.3f\n",
-		        r->pp_median[s], lo, hi, T, r->pp_theory);
+		        "): bubble median %.3f  min %.3f  max %.3f over %d step(s)  theory %.3f  "
+		        "replayed %.3f\n",
+		        r->pp_median[s], lo, hi, T, r->pp_theory, r->pp_replayed_median[s]);
 	}
 }
 
@@ -666,6 +677,10 @@ static void write_bubble_json(const struct _sf_report *r, FILE *f)
 		fprintf(f, "], \"bubble_median\": %.6f, \"bubble_per_step\": [", r->pp_median[s]);
 		for (int t = 0; t < T; t++)
 			fprintf(f, "%s%.6f", t ? ", " : "", r->pp_bubble[s * T + t]);
+		fprintf(f, "], \"replayed_median\": %.6f, \"replayed_per_step\": [",
+		        r->pp_replayed_median[s]);
+		for (int t = 0; t < T; t++)
+			fprintf(f, "%s%.6f", t ? ", " : "", r->pp_replayed[s * T + t]);
 		fprintf(f, "]}%s\n", s + 1 < S ? "," : "");
 	}
 	fprintf(f, "  ]}");

@@ -75,12 +75,25 @@ struct _sf_report {
 	int *rank_stage;         /* nranks (pp_stages > 0) */
 	double *pp_bubble;       /* pp_stages * nsteps, index stage * nsteps + step */
 	double *pp_median;       /* pp_stages: the median over steps */
+	/* The same bubbles replayed at the measured task times (trace/replay.c): every
+	 * compute task of the step again, in its worker's order and for its duration,
+	 * each as soon as its worker is free and the task it waited for across a stage
+	 * boundary (the transfer's sender) has ended: what the schedule and these
+	 * durations give with free transfers and no gaps. pp_bubble - pp_replayed is what
+	 * the runtime added; pp_replayed - pp_theory what the stages' unequal (or varying)
+	 * task times cost. */
+	double *pp_replayed;        /* pp_stages * nsteps, as pp_bubble */
+	double *pp_replayed_median; /* pp_stages */
 };
 
 /* Builds the report of n events (any order). Every step must have at least one
  * task on every rank seen. Returns SF_OK, or SF_ERR_INVALID (events that make no
  * report) or SF_ERR_NOMEM, with *out empty. */
 int _sf_report_build(const struct _sf_event *ev, size_t n, struct _sf_report *out);
+/* report.c's part for the replay: ord, the n events in (rank, step, start) order with
+ * every (rank, step) of out one; out's pipeline found (pp_stages > 0). Fills
+ * out->pp_replayed and pp_replayed_median; SF_OK or SF_ERR_NOMEM. */
+int _sf_pp_replay(const struct _sf_event *const *ord, size_t n, struct _sf_report *out);
 void _sf_report_free(struct _sf_report *r);
 
 /* The writers below leave errors of the stream f to its owner (ferror, fclose; see
