@@ -55,7 +55,8 @@ static bool forwards(const struct _sf_event *const *ord, size_t lo, size_t hi, c
 	size_t len = strlen(x);
 	for (size_t i = lo; i < hi; i++)
 		if (ord[i]->kind == SF_EV_FWD && strncmp(ord[i]->name, "fwd ", 4) == 0 &&
-		    strncmp(ord[i]->name + 4, x, len) == 0 && strncmp(ord[i]->name + 4 + len, " (", 2) == 0)
+		    strncmp(ord[i]->name + 4, x, len) == 0 &&
+		    strncmp(ord[i]->name + 4 + len, " (", 2) == 0)
 			return true;
 	return false;
 }
@@ -79,7 +80,8 @@ static void pair(struct replay *p, size_t w, int r, int t, int k)
 	for (int c = 0; c < 2; c++) {
 		size_t lo = p->lo[peers[c] * p->T + t], hi = p->hi[peers[c] * p->T + t], post = hi;
 		for (size_t i = lo, seen = 0; i < hi && post == hi; i++)
-			if (ord[i]->kind == SF_EV_PP && names(ord[i]->name, "pp send ", x) && seen++ == (size_t)k)
+			if (ord[i]->kind == SF_EV_PP && names(ord[i]->name, "pp send ", x) &&
+			    seen++ == (size_t)k)
 				post = i;
 		if (post == hi)
 			continue;
@@ -124,8 +126,8 @@ static int cmp_double(const void *x, const void *y)
  * ended before the task started, so it comes first), each worker from the observed
  * span's start t0 (or from its first task's start, when that came before). Sets p->rs
  * and p->re of those tasks. key: room for every event; free_at: R * W. */
-static void replay_step(struct replay *p, int t, double t0, struct keyed *key,
-                        double *free_at, int W)
+static void replay_step(struct replay *p, int t, double t0, struct keyed *key, double *free_at,
+                        int W)
 {
 	const struct _sf_event *const *ord = p->ord;
 	size_t m = 0;
@@ -222,14 +224,16 @@ int _sf_pp_replay(const struct _sf_event *const *ord, size_t n, struct _sf_repor
 					continue;
 				int k = 0; /* the earlier waits for the same tensor */
 				for (size_t j = p.lo[r * T + t]; j < i; j++)
-					k += ord[j]->kind == SF_EV_PP && strcmp(ord[j]->name, ord[i]->name) == 0;
+					k += ord[j]->kind == SF_EV_PP &&
+					     strcmp(ord[j]->name, ord[i]->name) == 0;
 				pair(&p, i, r, t, k);
 			}
 	for (int t = 0; t < T; t++) {
 		double t0 = 0;
 		bool any = false;
 		for (size_t i = 0; i < n; i++)
-			if (ord[i]->step == t && is_pass(ord[i]->kind) && (!any || ord[i]->start < t0))
+			if (ord[i]->step == t && is_pass(ord[i]->kind) &&
+			    (!any || ord[i]->start < t0))
 				t0 = ord[i]->start, any = true;
 		if (!any)
 			continue;
