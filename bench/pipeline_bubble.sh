@@ -11,7 +11,10 @@
 # interleaved (round r runs all four). A run's figure per stage is the overlap
 # report's median over its steps; the table has the median of --runs runs, with min
 # and max, beside the schedule's theory (gpipe's and 1f1b's (S-1)/(M+S-1), the
-# interleaved one's (S-1)/(2 M+S-1)). The default model is 5 units of 512 (2 x 512^2
+# interleaved one's (S-1)/(2 M+S-1)) and the bubble replayed at the run's measured
+# task times (the report's "replayed": free transfers and no gaps, so bubble -
+# replayed is what the runtime added and replayed - theory what the stages' unequal
+# or varying task times cost; docs/profiling.md). The default model is 5 units of 512 (2 x 512^2
 # parameters on each of 2 stages) and 256 rows a micro-batch: compute-heavy, so that
 # a unit's gather (a copy at dp 1) and the boundary's transfer are small beside it.
 #
@@ -51,7 +54,7 @@ MLP=$build/examples/mlp_synthetic
 mkdir -p "$out" || die "cannot create $out"
 export SF_TEST_STARPU_HOME="$out/starpu-home" STARPU_SILENT=1
 
-printf 'schedule\trun\tstage\tbubble\ttheory\n' >"$out/raw.tsv"
+printf 'schedule\trun\tstage\tbubble\ttheory\treplayed\n' >"$out/raw.tsv"
 r=1
 while [ "$r" -le "$runs" ]; do
 	for sched in gpipe 1f1b zero-bubble interleaved; do
@@ -64,8 +67,9 @@ while [ "$r" -le "$runs" ]; do
 import json, sys
 pp = json.load(open(sys.argv[1]))["pipeline"]
 for st in pp["per_stage"]:
-    print("%s\t%s\t%d\t%.4f\t%.4f" % (sys.argv[2], sys.argv[3], st["stage"],
-                                     st["bubble_median"], pp["theory"]))
+    print("%s\t%s\t%d\t%.4f\t%.4f\t%.4f" % (sys.argv[2], sys.argv[3], st["stage"],
+                                         st["bubble_median"], pp["theory"],
+                                         st["replayed_median"]))
 ' "$p.overlap.json" "$sched" "$r" >>"$out/raw.tsv" || die "no pipeline in $p.overlap.json"
 	done
 	r=$((r + 1))
@@ -75,18 +79,21 @@ done
 	echo "Pipeline bubble: $S stages, $M micro-batches, mlp $widths, batch $batch," \
 		"$steps steps a run, $runs runs ($(nproc) cores, load $(cut -d' ' -f1 /proc/loadavg))"
 	echo
-	echo "| schedule | stage | bubble (median of runs) | min | max | theory |"
-	echo "|---|---|---|---|---|---|"
+	echo "| schedule | stage | bubble (median of runs) | min | max | replayed (median) | theory |"
+	echo "|---|---|---|---|---|---|---|"
 	python3 -c '
 import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
 for sched in ("gpipe", "1f1b", "zero-bubble", "interleaved"):
     for s in sorted({int(r["stage"]) for r in rows}):
-        x = sorted(float(r["bubble"]) for r in rows if r["schedule"] == sched and int(r["stage"]) == s)
+        mine = [r for r in rows if r["schedule"] == sched and int(r["stage"]) == s]
+        x = sorted(float(r["bubble"]) for r in mine)
+        y = sorted(float(r["replayed"]) for r in mine)
         n = len(x)
-        med = x[n // 2] if n % 2 else (x[n // 2 - 1] + x[n // 2]) / 2
+        med = lambda v: v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
         th = [r["theory"] for r in rows if r["schedule"] == sched][0]
-        print("| %s | %d | %.3f | %.3f | %.3f | %.3f |" % (sched, s, med, x[0], x[-1], float(th)))
+        print("| %s | %d | %.3f | %.3f | %.3f | %.3f | %.3f |" % (
+            sched, s, med(x), x[0], x[-1], med(y), float(th)))
 ' "$out/raw.tsv"
 } >"$out/table.md"
 cat "$out/table.md"
