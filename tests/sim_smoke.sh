@@ -52,6 +52,8 @@
 #  - a pipeline's micro-batch sets are address space too: a 12-block Llama at pp 2,
 #    4 micro-batches, plans 13 GiB a rank at 45 MiB of peak RSS (6 GiB with the
 #    sets in SMPI's folded memory);
+#  - --max-submitted 8 and 1000 (a rank's submitted tasks bounded) simulate the step
+#    of no bound (0) to the bit; a malformed bound is refused;
 #  - --balance flops and params: a Llama whose head outweighs its 2 layers in
 #    products, cut differently (the simulated steps differ); the layout line names
 #    the cut;
@@ -77,7 +79,7 @@ SMPIRUN="$STARPU_BINDIR/starpu_smpirun"
 require_progs "$MLP" "$SMPIRUN"
 command -v xsltproc >/dev/null 2>&1 || skip_all "starpu_smpirun needs xsltproc (Debian package xsltproc)"
 
-plan 50
+plan 51
 
 SF_TEST_TIMEOUT=300
 export SF_TEST_TIMEOUT
@@ -342,6 +344,24 @@ rss=$(tail -1 "$tmp/pr.out")
 [ -n "$lr" ] && awk -v g="$(col "$lr" mem)" -v r="$rss" 'BEGIN { exit !(g > 10 && r > 0 && r < 1048576) }'
 ok $? "pp 2, 4 micro-batches: $(col "$lr" mem) GiB a rank planned, the simulation's peak RSS $((${rss:-0} / 1024)) MiB (< 1 GiB)" ||
 	diag_file "$tmp/pr.out"
+# --max-submitted: a rank's tasks submitted and not run bounded (StarPU's limit; the
+# rank's program waits at its submission, in simulated time): the same step as without
+# a bound, at a bound of 8 a rank (a step of this Llama's is some 700 tasks a rank) and
+# at the default; a malformed bound refused
+ms="--arch llama --layers 12 --dim 768 --heads 12 --kv-heads 4 --vocab 32000 --context 1024 --gpus-per-node 2 --pp 2 --batch 32 --micro-batches 4 --steps 1 --no-breakdown"
+for x in 0 8 1000; do
+	# shellcheck disable=SC2086
+	"$SIM" $ms --max-submitted $x >"$tmp/ms$x.out" 2>&1
+done
+"$SIM" --model gpt2 --gpus-per-node 4 --max-submitted -1 >"$tmp/ms-bad" 2>&1
+mb=$?
+m0=$(grep -E '^ +2 ' "$tmp/ms0.out" | tail -1) m8=$(grep -E '^ +2 ' "$tmp/ms8.out" | tail -1)
+m1=$(grep -E '^ +2 ' "$tmp/ms1000.out" | tail -1)
+[ -n "$m0" ] && [ "$(col "$m0" step_s)" = "$(col "$m8" step_s)" ] &&
+	[ "$(col "$m0" step_s)" = "$(col "$m1" step_s)" ] && [ $mb -eq 2 ] &&
+	grep -q -- '--max-submitted "-1": a number >= 0 (0: no limit)' "$tmp/ms-bad"
+ok $? "--max-submitted 8 and 1000: the step of no bound ($(col "$m0" step_s), $(col "$m8" step_s), $(col "$m1" step_s) s); -1 refused (exit $mb)" ||
+	{ diag_file "$tmp/ms8.out"; diag_file "$tmp/ms-bad"; }
 for pm in 4:0.2 8:0.111111; do
 	M=${pm%%:*} bub=${pm#*:}
 	# shellcheck disable=SC2086
