@@ -74,6 +74,7 @@
  * part of the slot the whole backward would, once: 1f1b's bits.
  */
 #include "scheduler/pipeline.h"
+#include "scheduler/ctxpar.h"
 #include "scheduler/model_storage.h"
 #include "comm/comm_codelets.h"
 #include "tasks/grad.h"
@@ -1363,26 +1364,25 @@ int _sf_pipeline_forward(struct sf_model *m)
 int _sf_pipeline_predict(struct sf_model *m, const struct sf_batch *b, float *logits)
 {
 	struct _sf_pipeline *pp = m->pp;
-	int rc = SF_OK, S = m->pp_size, dp = m->dp_size, K = m->tp;
+	int rc = SF_OK, S = m->pp_size, K = m->tp;
 	size_t C = (size_t)m->loss_args.classes, rows = m->rows_local;
 	/* a vocabulary-parallel head's logits: this TP rank's ceil(V / K) columns */
 	size_t V = m->vp ? (size_t)m->nodes[m->gnodes[m->loss_node].in[0]].whole_dim : C;
 	size_t Cl = m->vp ? (size_t)m->vp_args.classes : C, n = rows * Cl;
+	/* a micro-batch's whole samples' rows (with SHARDFLOW_CP a rank computes 2 of the
+	 * 2 K chunks of each: rows is theirs) */
+	size_t whole = (size_t)m->B_local * (size_t)m->T_ctx;
 	const struct _sf_node_state *z = &m->nodes[m->gnodes[m->loss_node].in[0]];
-	float *piece = NULL, *all = NULL;
+	float *piece = NULL, *all = NULL, *cols = NULL;
 	if (!b || b->ninputs != m->ninputs || b->nint_inputs != m->nint_inputs ||
 	    (m->ninputs && !b->inputs) || (m->nint_inputs && !b->int_inputs))
 		return _sf_stage_batch(m, b, false, "sf_model_predict"); /* its message */
-	if (m->cp > 1)
-		return SF_ERR(SF_ERR_INVALID,
-		              "sf_model_predict with SHARDFLOW_PP=%d and SHARDFLOW_CP=%d: not "
-		              "supported yet; accepted: sf_model_forward of the head's node, which "
-		              "returns whole samples, or one of the two",
-		              m->pp_size, m->cp);
 	SF_CHECK_GOTO(_sf_alloc_floats(&piece, n, "sf_model_predict"), out);
 	SF_CHECK_GOTO(_sf_alloc_floats(&all, n * (size_t)m->nranks, "sf_model_predict"), out);
+	if (m->cp > 1)
+		SF_CHECK_GOTO(_sf_alloc_floats(&cols, whole * Cl, "sf_model_predict"), out);
 	for (int k = 0; k < pp->M; k++) { /* micro-batch k's rows of the rank's batch */
-		size_t off = (size_t)k * rows;
+		size_t off = (size_t)k * whole;
 		for (int i = 0; i < m->ninputs; i++)
 			pp->xs[i] =
 			    b->inputs[i]
@@ -1407,16 +1407,23 @@ int _sf_pipeline_predict(struct sf_model *m, const struct sf_batch *b, float *lo
 		}
 		SF_CHECK_GOTO(sf_model_sync(m), out); /* the transfers, then the host's gather */
 		/* every rank: its dp place's rows from the last stage's ranks of that place,
-		 * world rank ((S - 1) dp + d) K + t; a vocabulary-parallel head's columns from
+		 * world rank ((S - 1) dp + d) K + t, or with CP each CP rank c's chunks from
+		 * ((S - 1) dp cp + d cp + c) K + t; a vocabulary-parallel head's columns from
 		 * each TP place t, the others' logits whole at t = 0 */
-		size_t first = ((size_t)(S - 1) * (size_t)dp + (size_t)m->dp_rank) * (size_t)K;
+		size_t last = (size_t)(S - 1) * (size_t)(m->nranks / S);
+		size_t first = last + (size_t)m->dp_rank * (size_t)m->cp * (size_t)K;
 		SF_CHECK_GOTO(m->comm->ops->allgather_bytes(m->comm, piece, n * sizeof(float), all),
 		              out);
 		for (int t = 0; t < (m->vp ? K : 1); t++) {
 			const float *src = all + (first + (size_t)t) * n;
 			struct _sf_vocab_slice v = m->vp ? _sf_tp_vocab_slice((int)V, K, t)
 			                                 : (struct _sf_vocab_slice){(int)C, 0, (int)C};
-			for (size_t r = 0; r < rows; r++)
+			if (m->cp > 1) { /* the CP group's chunks of TP place t put back in place */
+				_sf_cp_unslice(m, all + (last + (size_t)t) * n, n, (size_t)m->dp_rank,
+				               m->B_local, Cl, cols);
+				src = cols;
+			}
+			for (size_t r = 0; r < whole; r++)
 				memcpy(logits + (off + r) * V + (size_t)v.first, src + r * Cl,
 				       (size_t)v.valid * sizeof(float));
 		}
@@ -1424,5 +1431,6 @@ int _sf_pipeline_predict(struct sf_model *m, const struct sf_batch *b, float *lo
 out:
 	_sf_free_floats(piece);
 	_sf_free_floats(all);
+	_sf_free_floats(cols);
 	return rc;
 }

@@ -14,7 +14,9 @@
 #  - bitwise across prefetch depths; 3 micro-batches = one batch; clipping's norm and
 #    run; ignored labels counted once; sf_model_evaluate; sf_model_forward of the
 #    logits gathered back into whole samples (sf_model_predict shares the gathering:
-#    examples/gpt's validation at cp 2, tests/gpt.sh);
+#    examples/gpt's validation at cp 2, tests/gpt.sh); examples/gpt --arch llama at
+#    pp 2 x cp 2 (sf_model_predict through a pipeline's CP groups) = 1 rank: losses,
+#    validation loss, sampled text;
 #  - the ring's bytes, exactly: cp 2 sends dp 2's FSDP traffic plus 4 key/value blocks
 #    a layer and step (the forward's one step, the backward's one step of the block
 #    and two of its gradient); the built-in trace's report says the layout and holds
@@ -27,7 +29,7 @@
 . "$(dirname "$0")/ckpt_lib.sh"
 require_progs "$TRAIN_DUMP" "$DUMP_COMPARE"
 
-plan 22
+plan 23
 
 for c in nanogpt:sgd:8 llama-hf:adamw:16; do
 	model=${c%%:*} rest=${c#*:} opt=${rest%:*} ctx=${c##*:}
@@ -136,6 +138,25 @@ drv 4 ck4 SHARDFLOW_CP=4 --model llama-hf --optimizer adamw --steps 6 --context 
 	>"$tmp/ck.cmp" 2>&1
 ok $? "checkpoints: 2 steps at cp 2 x dp 2, 2 on 1 rank, 2 at cp 4 = 6 on 1 rank" ||
 	diag_file "$tmp/ck.cmp"
+
+# examples/gpt --arch llama at pp 2 x cp 2: sf_model_predict through a pipeline of CP
+# groups (the last stage's chunks of each sample put back in place) = 1 rank: every
+# step's loss, the validation loss and the sampled text
+GPT="$top_builddir/examples/gpt"
+sf_corpus "$tmp/corpus.txt"
+g="--arch llama --layers 2 --heads 4 --embd 32 --context 32 --batch 8 --sample 1 --tokens 20
+--eval-every 4 --eval-batches 1 --progress-every 1 --lr 0.004 --warmup 2 --steps 4"
+# shellcheck disable=SC2086
+sh "$RUN_MPI" 1 "$GPT" $g --text "$tmp/corpus.txt" --loss-log "$tmp/g1.loss" </dev/null \
+	>"$tmp/g1.out" 2>"$tmp/g1.err"
+# shellcheck disable=SC2086
+env SHARDFLOW_PP=2 SHARDFLOW_CP=2 SHARDFLOW_LOG=info sh "$RUN_MPI" 4 "$GPT" $g \
+	--text "$tmp/corpus.txt" --loss-log "$tmp/g4.loss" </dev/null >"$tmp/g4.out" 2>"$tmp/g4.err"
+st=$?
+[ "$st" = 0 ] && gpt_same g1 g4 4 && grep -q 'layout pp 2 x dp 1 x cp 2 x tp 1' "$tmp/g4.err" &&
+	grep -q '^step 4 val_loss' "$tmp/g4.f" && grep -q '^sample 1:' "$tmp/g4.f"
+ok $? "examples/gpt --arch llama, pp 2 x cp 2 = 1 rank: losses, val_loss, sample (exit $st)" ||
+	{ diag_file "$tmp/g4.err"; diff "$tmp/g1.f" "$tmp/g4.f" | sed 's/^/# /'; }
 
 # refusals
 cp_refused() { # cp_refused DESC NP PATTERN ENV... -- ARGS...

@@ -16,13 +16,13 @@
 #  - memory: each stage's activations fall, by the dropped buffers of its micro-batch
 #    sets less the shared sets it uses (at pp 4 a stage holding one like segment makes
 #    one shared set, not the group's two), and the memory plan = sf_model_stats;
-#  - examples/gpt --arch llama, 6 layers, pp 2 x tp 2: the exported weights are the
-#    same file, the activation memory it prints falls.
+#  - examples/gpt --arch llama, 6 layers, pp 2 x tp 2 and pp 2 x cp 2: the exported
+#    weights are the same file, the activation memory it prints falls.
 . "$(dirname "$0")/lib.sh"
 GPT="$top_builddir/examples/gpt"
 require_progs "$TRAIN_DUMP" "$DUMP_COMPARE" "$GPT"
 
-plan 14
+plan 15
 
 a="--model deep --optimizer adamw --clip 0.5 --steps 2 --batch 8"
 # shellcheck disable=SC2086
@@ -108,4 +108,16 @@ x=$(mib "$tmp/l-none.err") y=$(mib "$tmp/l-units.err")
 [ -s "$tmp/l-none.st" ] && cmp -s "$tmp/l-none.st" "$tmp/l-units.st" &&
 	awk -v a="${x:-0}" -v b="${y:-0}" 'BEGIN { exit !(a > 0 && b > 0 && b < a) }'
 ok $? "examples/gpt --arch llama, 6 layers, pp 2 x tp 2: the same exported weights, activations $x -> $y MiB"
+
+# the same at pp 2 x cp 2 (each stage's CP ring in the recomputed blocks' forwards)
+for r in none units; do
+	env SHARDFLOW_PP=2 SHARDFLOW_CP=2 SHARDFLOW_RECOMPUTE=$r sh "$RUN_MPI" 4 "$GPT" \
+		--arch llama --layers 6 --heads 4 --embd 32 --context 16 --batch 8 --steps 3 \
+		--sample 0 --eval-every 1000 --text "$tmp/corpus.txt" --export "$tmp/c-$r.st" \
+		</dev/null >"$tmp/c-$r.out" 2>"$tmp/c-$r.err" || diag_file "$tmp/c-$r.err"
+done
+x=$(mib "$tmp/c-none.err") y=$(mib "$tmp/c-units.err")
+[ -s "$tmp/c-none.st" ] && cmp -s "$tmp/c-none.st" "$tmp/c-units.st" &&
+	awk -v a="${x:-0}" -v b="${y:-0}" 'BEGIN { exit !(a > 0 && b > 0 && b < a) }'
+ok $? "examples/gpt --arch llama, 6 layers, pp 2 x cp 2: the same exported weights, activations $x -> $y MiB"
 finish
