@@ -95,29 +95,25 @@ ok_p=0
 for r in 0 1 2 3; do plan_ok units4 $r || ok_p=1; done
 ok $ok_p "pp 4 with recompute: the memory plan = sf_model_stats on every rank"
 
-# examples/gpt, the Llama of 6 layers at pp 2 x tp 2 (3 layers a stage)
+# examples/gpt, the Llama of 6 layers at pp 2 x tp 2 (3 layers a stage), and at pp 2 x
+# cp 2 (each stage's CP ring in the recomputed blocks' forwards)
 sf_corpus "$tmp/corpus.txt"
-for r in none units; do
-	env SHARDFLOW_PP=2 SHARDFLOW_TP=2 SHARDFLOW_RECOMPUTE=$r sh "$RUN_MPI" 4 "$GPT" \
-		--arch llama --layers 6 --heads 4 --embd 32 --context 16 --batch 8 --steps 3 \
-		--sample 0 --eval-every 1000 --text "$tmp/corpus.txt" --export "$tmp/l-$r.st" \
-		</dev/null >"$tmp/l-$r.out" 2>"$tmp/l-$r.err" || diag_file "$tmp/l-$r.err"
-done
 mib() { sed -n 's/.*activations \([0-9.]*\) MiB.*/\1/p' "$1" | head -1; }
-x=$(mib "$tmp/l-none.err") y=$(mib "$tmp/l-units.err")
-[ -s "$tmp/l-none.st" ] && cmp -s "$tmp/l-none.st" "$tmp/l-units.st" &&
-	awk -v a="${x:-0}" -v b="${y:-0}" 'BEGIN { exit !(a > 0 && b > 0 && b < a) }'
-ok $? "examples/gpt --arch llama, 6 layers, pp 2 x tp 2: the same exported weights, activations $x -> $y MiB"
-
-# the same at pp 2 x cp 2 (each stage's CP ring in the recomputed blocks' forwards)
-for r in none units; do
-	env SHARDFLOW_PP=2 SHARDFLOW_CP=2 SHARDFLOW_RECOMPUTE=$r sh "$RUN_MPI" 4 "$GPT" \
-		--arch llama --layers 6 --heads 4 --embd 32 --context 16 --batch 8 --steps 3 \
-		--sample 0 --eval-every 1000 --text "$tmp/corpus.txt" --export "$tmp/c-$r.st" \
-		</dev/null >"$tmp/c-$r.out" 2>"$tmp/c-$r.err" || diag_file "$tmp/c-$r.err"
-done
-x=$(mib "$tmp/c-none.err") y=$(mib "$tmp/c-units.err")
-[ -s "$tmp/c-none.st" ] && cmp -s "$tmp/c-none.st" "$tmp/c-units.st" &&
-	awk -v a="${x:-0}" -v b="${y:-0}" 'BEGIN { exit !(a > 0 && b > 0 && b < a) }'
-ok $? "examples/gpt --arch llama, 6 layers, pp 2 x cp 2: the same exported weights, activations $x -> $y MiB"
+gpt_recompute() { # gpt_recompute NAME LAYOUT ENV...: with and without recompute
+	g_name=$1 g_desc=$2
+	shift 2
+	for r in none units; do
+		env "$@" SHARDFLOW_RECOMPUTE=$r sh "$RUN_MPI" 4 "$GPT" \
+			--arch llama --layers 6 --heads 4 --embd 32 --context 16 --batch 8 --steps 3 \
+			--sample 0 --eval-every 1000 --text "$tmp/corpus.txt" --export "$tmp/$g_name-$r.st" \
+			</dev/null >"$tmp/$g_name-$r.out" 2>"$tmp/$g_name-$r.err" ||
+			diag_file "$tmp/$g_name-$r.err"
+	done
+	x=$(mib "$tmp/$g_name-none.err") y=$(mib "$tmp/$g_name-units.err")
+	[ -s "$tmp/$g_name-none.st" ] && cmp -s "$tmp/$g_name-none.st" "$tmp/$g_name-units.st" &&
+		awk -v a="${x:-0}" -v b="${y:-0}" 'BEGIN { exit !(a > 0 && b > 0 && b < a) }'
+	ok $? "examples/gpt --arch llama, 6 layers, $g_desc: the same exported weights, activations $x -> $y MiB"
+}
+gpt_recompute l "pp 2 x tp 2" SHARDFLOW_PP=2 SHARDFLOW_TP=2
+gpt_recompute c "pp 2 x cp 2" SHARDFLOW_PP=2 SHARDFLOW_CP=2
 finish

@@ -116,12 +116,6 @@ static int cmp_keyed(const void *x, const void *y)
 	return a->start < b->start ? -1 : a->start > b->start;
 }
 
-static int cmp_double(const void *x, const void *y)
-{
-	double a = *(const double *)x, b = *(const double *)y;
-	return a < b ? -1 : a > b;
-}
-
 /* Replays step t: its compute tasks in order of observed start (a task's sender has
  * ended before the task started, so it comes first), each worker from the observed
  * span's start t0 (or from its first task's start, when that came before). Sets p->rs
@@ -240,18 +234,7 @@ int _sf_pp_replay(const struct _sf_event *const *ord, size_t n, struct _sf_repor
 		replay_step(&p, t, t0, key, free_at, W);
 		step_bubbles(&p, t, iv, cnt, out);
 	}
-	for (int s = 0; s < S; s++) {
-		int k = 0;
-		for (int t = 0; t < T; t++)
-			if (cnt[s * T + t]) {
-				out->pp_replayed[s * T + t] /= cnt[s * T + t];
-				sorted[k++] = out->pp_replayed[s * T + t];
-			}
-		qsort(sorted, (size_t)k, sizeof *sorted, cmp_double);
-		out->pp_replayed_median[s] = k == 0  ? 0
-		                             : k % 2 ? sorted[k / 2]
-		                                     : 0.5 * (sorted[k / 2 - 1] + sorted[k / 2]);
-	}
+	_sf_pp_medians(out->pp_replayed, cnt, S, T, sorted, out->pp_replayed_median);
 out:
 	free(p.lo);
 	free(p.hi);

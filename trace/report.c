@@ -439,6 +439,22 @@ out:
 	return rc;
 }
 
+void _sf_pp_medians(double *per_step, const int *cnt, int S, int T, double *sorted, double *median)
+{
+	for (int s = 0; s < S; s++) {
+		int k = 0;
+		for (int t = 0; t < T; t++)
+			if (cnt[s * T + t]) {
+				per_step[s * T + t] /= cnt[s * T + t];
+				sorted[k++] = per_step[s * T + t];
+			}
+		qsort(sorted, (size_t)k, sizeof *sorted, cmp_double);
+		median[s] = k == 0  ? 0
+		            : k % 2 ? sorted[k / 2]
+		                    : 0.5 * (sorted[k / 2 - 1] + sorted[k / 2]);
+	}
+}
+
 /* Every stage's bubble in every step and its median over the steps (report.h). The
  * span is the pipeline's, over every rank of the step (one clock: the built-in
  * trace's start after a barrier, FxT's merged by starpu_fxt_tool), so that the
@@ -484,18 +500,7 @@ static int pp_bubbles(struct build *b, size_t n, struct _sf_report *out)
 		out->pp_bubble[s * T + t] += 1.0 - length(b->comp, nc) / span;
 		cnt[s * T + t]++;
 	}
-	for (int s = 0; s < S; s++) {
-		int k = 0;
-		for (int t = 0; t < T; t++)
-			if (cnt[s * T + t]) {
-				out->pp_bubble[s * T + t] /= cnt[s * T + t];
-				sorted[k++] = out->pp_bubble[s * T + t];
-			}
-		qsort(sorted, (size_t)k, sizeof *sorted, cmp_double);
-		out->pp_median[s] = k == 0  ? 0
-		                    : k % 2 ? sorted[k / 2]
-		                            : 0.5 * (sorted[k / 2 - 1] + sorted[k / 2]);
-	}
+	_sf_pp_medians(out->pp_bubble, cnt, S, T, sorted, out->pp_median);
 out:
 	free(t0);
 	free(t1);
@@ -564,21 +569,23 @@ static void write_bubble_text(const struct _sf_report *r, FILE *f)
 	    "gaps): bubble - replayed is what the runtime added, replayed - theory what "
 	    "unequal task times cost\n";
 	if (r->pp_virtual > 1)
-		fprintf(f,
-		        "\npipeline bubble: %d stages of %d chunks each (interleaved), %d "
-		        "micro-batches; theory (S-1)/(V M+S-1) = %.3f (balanced chunks)\n"
-		        "  bubble = the share of the step's pipeline span (first forward/loss/backward "
-		        "task of any rank to the last one's end) in which a stage's compute runs no "
-		        "task (mean over its ranks)\n%s",
-		        S, r->pp_virtual, r->pp_micro, r->pp_theory, replayed_text);
+		fprintf(
+		    f,
+		    "\npipeline bubble: %d stages of %d chunks each (interleaved), %d "
+		    "micro-batches; theory (S-1)/(V M+S-1) = %.3f (balanced chunks)\n"
+		    "  bubble = the share of the step's pipeline span (first forward/loss/backward "
+		    "task of any rank to the last one's end) in which a stage's compute runs no "
+		    "task (mean over its ranks)\n%s",
+		    S, r->pp_virtual, r->pp_micro, r->pp_theory, replayed_text);
 	else
-		fprintf(f,
-		        "\npipeline bubble: %d stages, %d micro-batches; theory (S-1)/(M+S-1) = %.3f "
-		        "(gpipe and 1f1b, balanced stages)\n"
-		        "  bubble = the share of the step's pipeline span (first forward/loss/backward "
-		        "task of any rank to the last one's end) in which a stage's compute runs no "
-		        "task (mean over its ranks)\n%s",
-		        S, r->pp_micro, r->pp_theory, replayed_text);
+		fprintf(
+		    f,
+		    "\npipeline bubble: %d stages, %d micro-batches; theory (S-1)/(M+S-1) = %.3f "
+		    "(gpipe and 1f1b, balanced stages)\n"
+		    "  bubble = the share of the step's pipeline span (first forward/loss/backward "
+		    "task of any rank to the last one's end) in which a stage's compute runs no "
+		    "task (mean over its ranks)\n%s",
+		    S, r->pp_micro, r->pp_theory, replayed_text);
 	for (int s = 0; s < S; s++) {
 		double lo = 1, hi = 0;
 		for (int t = 0; t < T; t++) {
