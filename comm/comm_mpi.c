@@ -192,7 +192,7 @@ static int make_pp_groups(struct _sf_comm *c, struct mpi_impl *st)
 	if (c->hybrid)
 		return SF_ERR(SF_ERR_CONFIG,
 		              "SHARDFLOW_PP=%d with SHARDFLOW_SHARDING=hybrid: not supported yet; "
-		              "accepted with a pipeline: sharding full",
+		              "accepted with a pipeline: sharding full or grad_op",
 		              S);
 	int dp = c->size / S / K, stage = dp * K;
 	if (K > 1 && c->node_k % K != 0 && c->rank == 0)

@@ -293,7 +293,9 @@ static int apply(struct sf_model *m, struct need *nd)
 				continue;
 			}
 			if (nd->whole && v == SF_VEC_PARAM) {
-				src = nd->whole[u];
+				/* the world's slices side by side: this stage's ranks' are the
+				 * unit's (a pipeline shards a unit over its stage's ranks) */
+				src = nd->whole[u] + (size_t)g.pp_stage * (size_t)(g.nranks / g.pp) * d.S;
 			} else if (lo > 0 || hi < d.P) {
 				memcpy(nd->scratch + lo, src, (hi - lo) * sizeof(float));
 				src = nd->scratch;

@@ -163,10 +163,10 @@ int _sf_pipeline_layout(struct sf_model *m)
 	if (S <= 1)
 		return SF_OK;
 	int M = m->cfg.pp_microbatches ? m->cfg.pp_microbatches : 2 * S;
-	if (m->cfg.sharding != SF_SHARD_FULL)
+	if (m->cfg.sharding != SF_SHARD_FULL && m->cfg.sharding != SF_SHARD_GRAD_OP)
 		return SF_ERR(SF_ERR_CONFIG,
 		              "sf_model_create: SHARDFLOW_PP=%d with SHARDFLOW_SHARDING=%s: not "
-		              "supported yet; accepted with a pipeline: sharding full",
+		              "supported yet; accepted with a pipeline: sharding full or grad_op",
 		              S, _sf_sharding_names[m->cfg.sharding]);
 	if (m->cfg.pp_schedule == SF_PP_INTERLEAVED && M % S != 0)
 		return SF_ERR(SF_ERR_INVALID,
