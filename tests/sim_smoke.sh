@@ -52,6 +52,8 @@
 #  - a pipeline's micro-batch sets are address space too: a 12-block Llama at pp 2,
 #    4 micro-batches, plans 13 GiB a rank at 45 MiB of peak RSS (6 GiB with the
 #    sets in SMPI's folded memory);
+#  - --pp 2 with --sharding grad_op and --accum-mode local runs; --sharding none with
+#    --pp and a bad --accum-mode are refused;
 #  - --max-submitted 8 and 1000 (a rank's submitted tasks bounded) simulate the step
 #    of no bound (0) to the bit; a malformed bound is refused;
 #  - --balance flops and params: a Llama whose head outweighs its 2 layers in
@@ -79,7 +81,7 @@ SMPIRUN="$STARPU_BINDIR/starpu_smpirun"
 require_progs "$MLP" "$SMPIRUN"
 command -v xsltproc >/dev/null 2>&1 || skip_all "starpu_smpirun needs xsltproc (Debian package xsltproc)"
 
-plan 51
+plan 52
 
 SF_TEST_TIMEOUT=300
 export SF_TEST_TIMEOUT
@@ -362,6 +364,20 @@ m1=$(grep -E '^ +2 ' "$tmp/ms1000.out" | tail -1)
 	grep -q -- '--max-submitted "-1": a number >= 0 (0: no limit)' "$tmp/ms-bad"
 ok $? "--max-submitted 8 and 1000: the step of no bound ($(col "$m0" step_s), $(col "$m8" step_s), $(col "$m1" step_s) s); -1 refused (exit $mb)" ||
 	{ diag_file "$tmp/ms8.out"; diag_file "$tmp/ms-bad"; }
+# --pp with --sharding grad_op and --accum-mode local (the stage's parameters whole,
+# one reduce-scatter a step): a report line; --sharding none under --pp and a bad
+# --accum-mode refused with the reason
+# shellcheck disable=SC2086
+"$SIM" $ms --sharding grad_op --accum-mode local >"$tmp/z2.out" 2>&1
+lz=$(grep -E '^ +2 ' "$tmp/z2.out" | tail -1)
+"$SIM" --model gpt2 --gpus-per-node 4 --pp 2 --sharding none >"$tmp/z2n" 2>&1
+zn=$?
+"$SIM" --model gpt2 --gpus-per-node 4 --accum-mode whole >"$tmp/z2a" 2>&1
+za=$?
+[ -n "$lz" ] && [ $zn -eq 2 ] && grep -q -- '--pp 2 with --sharding none: not supported yet; accepted: --sharding full or grad_op' "$tmp/z2n" &&
+	[ $za -eq 2 ] && grep -q -- '--accum-mode "whole": accepted sharded, local' "$tmp/z2a"
+ok $? "--pp 2 --sharding grad_op --accum-mode local: step $(col "$lz" step_s) s; --sharding none with --pp, --accum-mode whole: refused (exit $zn, $za)" ||
+	{ diag_file "$tmp/z2.out"; diag_file "$tmp/z2n"; diag_file "$tmp/z2a"; }
 for pm in 4:0.2 8:0.111111; do
 	M=${pm%%:*} bub=${pm#*:}
 	# shellcheck disable=SC2086
