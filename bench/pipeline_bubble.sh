@@ -25,12 +25,16 @@
 #   --batch B   the batch a step (default 2048: 256 rows a micro-batch)
 #   --out DIR   table.md, raw.tsv and the runs' files (default pipeline-bubble-out)
 #   --build DIR a configured and built shardflow tree (default: this checkout)
+#
+# The runs take the caller's environment: SHARDFLOW_SHARDING=grad_op
+# SHARDFLOW_ACCUM_MODE=local bench/pipeline_bubble.sh measures ZeRO-2 under the pipeline
+# (docs/performance.md has both).
 set -u
 
 prog=pipeline_bubble.sh
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
-usage_end=22
+usage_end=31
 . "$here/cli.sh"
 
 S=2 M=8 runs=3 steps=6 widths=512,512,512,512,512,10 batch=2048 out=pipeline-bubble-out
