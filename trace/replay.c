@@ -179,6 +179,28 @@ static void step_bubbles(struct replay *p, int t, struct _sf_ival *iv, int *cnt,
 	}
 }
 
+static int cmp_double(const void *x, const void *y)
+{
+	double a = *(const double *)x, b = *(const double *)y;
+	return a < b ? -1 : a > b;
+}
+
+void _sf_pp_medians(double *per_step, const int *cnt, int S, int T, double *sorted, double *median)
+{
+	for (int s = 0; s < S; s++) {
+		int k = 0;
+		for (int t = 0; t < T; t++)
+			if (cnt[s * T + t]) {
+				per_step[s * T + t] /= cnt[s * T + t];
+				sorted[k++] = per_step[s * T + t];
+			}
+		qsort(sorted, (size_t)k, sizeof *sorted, cmp_double);
+		median[s] = k == 0  ? 0
+		            : k % 2 ? sorted[k / 2]
+		                    : 0.5 * (sorted[k / 2 - 1] + sorted[k / 2]);
+	}
+}
+
 int _sf_pp_replay(const struct _sf_event *const *ord, size_t n, struct _sf_report *out)
 {
 	int R = out->nranks, S = out->pp_stages, T = out->nsteps, W = 1, rc = SF_OK;

@@ -331,12 +331,6 @@ static bool is_pass(enum _sf_ev_kind k)
 	return k == SF_EV_FWD || k == SF_EV_LOSS || k == SF_EV_BWD || k == SF_EV_RECOMPUTE;
 }
 
-static int cmp_double(const void *x, const void *y)
-{
-	double p = *(const double *)x, q = *(const double *)y;
-	return p < q ? -1 : p > q;
-}
-
 /* The stages, from what each rank computes: a pipeline's stage runs the forwards of
  * its own run of nodes (the same on its dp ranks), and the runs of two stages do not
  * meet; without one every rank runs every node's. So the ranks' lowest forward nodes,
@@ -437,22 +431,6 @@ out:
 	free(hi);
 	free(firsts);
 	return rc;
-}
-
-void _sf_pp_medians(double *per_step, const int *cnt, int S, int T, double *sorted, double *median)
-{
-	for (int s = 0; s < S; s++) {
-		int k = 0;
-		for (int t = 0; t < T; t++)
-			if (cnt[s * T + t]) {
-				per_step[s * T + t] /= cnt[s * T + t];
-				sorted[k++] = per_step[s * T + t];
-			}
-		qsort(sorted, (size_t)k, sizeof *sorted, cmp_double);
-		median[s] = k == 0  ? 0
-		            : k % 2 ? sorted[k / 2]
-		                    : 0.5 * (sorted[k / 2 - 1] + sorted[k / 2]);
-	}
 }
 
 /* Every stage's bubble in every step and its median over the steps (report.h). The

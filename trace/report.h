@@ -94,9 +94,9 @@ int _sf_report_build(const struct _sf_event *ev, size_t n, struct _sf_report *ou
  * every (rank, step) of out one; out's pipeline found (pp_stages > 0). Fills
  * out->pp_replayed and pp_replayed_median; SF_OK or SF_ERR_NOMEM. */
 int _sf_pp_replay(const struct _sf_event *const *ord, size_t n, struct _sf_report *out);
-/* per_step (S x T, stage s's at [s T, (s+1) T)) divided by cnt, its ranks summed, and
- * each stage's median over the steps with a count into median[s] (0 without);
- * sorted: room for T */
+/* (replay.c, for both) per_step (S x T, stage s's at [s T, (s+1) T)) divided by cnt, its
+ * ranks summed, and each stage's median over the steps with a count into median[s] (0
+ * without); sorted: room for T */
 void _sf_pp_medians(double *per_step, const int *cnt, int S, int T, double *sorted,
                     double *median);
 void _sf_report_free(struct _sf_report *r);
