@@ -67,7 +67,7 @@ CFLAGS="-std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer \
 sources() {
 	case $1 in
 	idx) echo "data/idx.c common/error.c" ;;
-	taskrec) echo "trace/taskrec.c trace/event.c trace/report.c trace/svg.c trace/plot.c trace/files.c trace/write.c common/error.c" ;;
+	taskrec) echo "trace/taskrec.c trace/event.c trace/report.c trace/replay.c trace/svg.c trace/plot.c trace/files.c trace/write.c common/error.c" ;;
 	safetensors) echo "io/st_header.c io/fileio.c common/error.c" ;;
 	manifest) echo "io/manifest.c common/error.c" ;;
 	rdb) echo "tools/rdb.c" ;;
