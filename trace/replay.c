@@ -247,10 +247,10 @@ int _sf_pp_replay(const struct _sf_event *const *ord, size_t n, struct _sf_repor
 	for (int t = 0; t < T; t++) {
 		double t0 = 0;
 		bool any = false;
-		for (size_t i = 0; i < n; i++)
-			if (ord[i]->step == t && is_pass(ord[i]->kind) &&
-			    (!any || ord[i]->start < t0))
-				t0 = ord[i]->start, any = true;
+		for (int r = 0; r < R; r++) /* the step's cells: one pass over its events */
+			for (size_t i = p.lo[r * T + t]; i < p.hi[r * T + t]; i++)
+				if (is_pass(ord[i]->kind) && (!any || ord[i]->start < t0))
+					t0 = ord[i]->start, any = true;
 		if (!any)
 			continue;
 		replay_step(&p, t, t0, key, free_at, W);
