@@ -194,12 +194,31 @@ int _sf_pipeline_layout(struct sf_model *m)
 	return SF_OK;
 }
 
+/* A node's floating-point operations in a training step's passes (its type's count
+ * f of the forward): the forward, and a backward of 2 f when it computes an input
+ * gradient (dX and, with parameters, dW: each one forward's product; attention's four
+ * products for two) but f when it computes none (a first linear reading the graph's
+ * input: dW alone), none without a backward; and f again for a forward rerun before its
+ * backward (SHARDFLOW_RECOMPUTE). So a stage whose first layer skips its input gradient
+ * is seen lighter by that product, which a count of forwards, the same for every
+ * linear of a width, cannot see. */
+static double step_flops(const struct sf_model *m, int n)
+{
+	const struct _sf_node_state *s = &m->nodes[n];
+	double f = _sf_layer_flops(m->gnodes[n].type, &s->info, false);
+	if (!s->needs_grad)
+		return f;
+	bool dinput = false;
+	for (int i = 0; i < s->info.nin; i++)
+		dinput = dinput || s->info.need_dinput[i];
+	return f + (dinput ? 2 * f : f) + (s->rerun ? f : 0.0);
+}
+
 /* The weight before each unit's place as a cut (before[0 .. U], before[U] the whole):
- * flops, the forward's floating-point operations of the nodes before the unit's first
- * (the layer types' counts: a backward is about twice its forward everywhere, so the
- * forwards give the stages' shares; the embeddings' lookups count nothing, a head's
- * product its V columns); params, the parameters of the units before it. Flops fall
- * back to parameters where no node has a count (a graph of a user's types without
+ * flops, the floating-point operations of the nodes before the unit's first in a
+ * step's forward and backward (step_flops; the embeddings' lookups count nothing, a
+ * head's product its V columns); params, the parameters of the units before it. Flops
+ * fall back to parameters where no node has a count (a graph of a user's types without
  * one). Returns the balance used. */
 static enum sf_pp_balance cut_weights(const struct sf_model *m, double *before)
 {
@@ -213,7 +232,7 @@ static enum sf_pp_balance cut_weights(const struct sf_model *m, double *before)
 				before[u++] = f;
 			const struct _sf_node *nd = &m->gnodes[n];
 			if (nd->kind == SF_NODE_LAYER)
-				f += _sf_layer_flops(nd->type, &m->nodes[n].info, false);
+				f += step_flops(m, n);
 		}
 		while (u < U)
 			before[u++] = f;

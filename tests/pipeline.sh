@@ -29,7 +29,12 @@
 #    (the embeddings' 2 112 parameters and a block's 900 before the cut, 3 012 against
 #    the half 2 988), flops after the second (two blocks' 3 584 against the half 3 840;
 #    one block's 1 792 is farther); the losses of the two cuts bitwise the same (dp 1:
-#    the same sums) and those of 1 rank within 1e-5; a bad value refused;
+#    the same sums) and those of 1 rank within 1e-5; a bad value refused; flops
+#    counts the backward too: examples/mlp_synthetic 640-512-512-512-10, whose first
+#    linear reads the graph's input and computes dW alone (1.25 + 1.25 products of
+#    512^2 a row, against 3 for each 512 x 512 unit), cut after its second unit (5.5
+#    against the half 5.75) where params (1.25 against 1.63) and a count of the
+#    forwards alone (1.25 against 1.63) cut after the first; the losses bitwise;
 #  - ignored labels (--ignore-every 3): pp 2's step = 1 rank's batch without
 #    micro-batches, its loss and gradient the mean over the step's counted rows;
 #  - the safetensors export of pp 2 (each unit from its stage's ranks) = 1 rank's,
@@ -56,7 +61,7 @@
 . "$(dirname "$0")/lib.sh"
 require_progs "$TRAIN_DUMP" "$DUMP_COMPARE"
 
-plan 35
+plan 36
 
 # name: the norms of a run's steps (clipping), one per line
 norms() {
@@ -179,6 +184,19 @@ grep -q 'pipeline stage 0 of 2: units 0\.\.2, .*(cut by flops)' "$tmp/b-flops.er
 	loss_logs_within "$tmp/b1.loss" "$tmp/b-flops.loss" 3
 ok $? "SHARDFLOW_PP_BALANCE=flops: the head's stage alone; losses bitwise params', 1 rank's within 1e-5" ||
 	diag_file "$tmp/b-flops.err"
+for b in params flops; do
+	env SHARDFLOW_PP=2 SHARDFLOW_PP_BALANCE=$b SHARDFLOW_LOG=info sh "$RUN_MPI" 2 "$MLP" \
+		--widths 640,512,512,512,10 --batch 64 --steps 3 >"$tmp/m-$b.out" 2>"$tmp/m-$b.err"
+	echo $? >"$tmp/m-$b.st"
+done
+[ "$(cat "$tmp/m-params.st")" = 0 ] && [ "$(cat "$tmp/m-flops.st")" = 0 ] &&
+	grep -q 'pipeline stage 0 of 2: units 0\.\.0, .*(cut by params)' "$tmp/m-params.err" &&
+	grep -q 'pipeline stage 0 of 2: units 0\.\.1, .*(cut by flops)' "$tmp/m-flops.err" &&
+	grep -q 'pipeline stage 1 of 2: units 2\.\.3, .*(cut by flops)' "$tmp/m-flops.err" &&
+	[ -n "$(awk '/^step/ {print $4}' "$tmp/m-flops.out")" ] &&
+	[ "$(awk '/^step/ {print $4}' "$tmp/m-params.out")" = "$(awk '/^step/ {print $4}' "$tmp/m-flops.out")" ]
+ok $? "SHARDFLOW_PP_BALANCE=flops counts the backward: a first linear's dW alone moves the cut; losses bitwise" ||
+	diag_file "$tmp/m-flops.err"
 
 # ignored labels (every third row): the step's loss and gradient are the mean over
 # the step's counted rows (each micro-batch scaled by M / their count), as 1 rank's
