@@ -202,8 +202,10 @@ enum sf_pp_schedule {
 /** How a pipeline cuts the graph's units into stages (SHARDFLOW_PP_BALANCE): each cut
  *  where the weight before it lies closest to s / S of the whole. */
 enum sf_pp_balance {
-	SF_PP_BALANCE_FLOPS = 0, /**< the nodes' floating-point operations (the layer
-	                              types' flops counts): stages of about equal compute */
+	SF_PP_BALANCE_FLOPS = 0, /**< the nodes' floating-point operations in a step (the
+	                              layer types' flops counts: the forward, a backward of
+	                              twice it, or once without an input gradient, a
+	                              recompute's rerun): stages of about equal compute */
 	SF_PP_BALANCE_PARAMS,    /**< the units' parameters: stages of about equal memory */
 	SF_PP_BALANCE_COUNT,     /**< the number of values above; not a value */
 };
