@@ -24,11 +24,12 @@ static const struct _sf_comm_ops *backends[SF_COMM_COUNT] = {
 #ifdef SF_HAVE_NCCL
     [SF_COMM_NCCL] = &_sf_comm_nccl_ops,
 #endif
+    [SF_COMM_MPI_SYNC] = &_sf_comm_mpi_sync_ops,
 };
 
 int _sf_comm_backend_plug(enum sf_comm_backend which, const struct _sf_comm_ops *ops)
 {
-	if ((int)which < 0 || which >= SF_COMM_COUNT || !ops)
+	if ((int)which < 0 || which >= SF_COMM_COUNT)
 		return SF_ERR(SF_ERR_INVALID, "a communication backend plugged in as %d", (int)which);
 	backends[which] = ops;
 	return SF_OK;
@@ -39,6 +40,11 @@ int _sf_comm_backend(enum sf_comm_backend which, const struct _sf_comm_ops **out
 	if ((int)which < 0 || which >= SF_COMM_COUNT)
 		return SF_ERR(SF_ERR_CONFIG, "SHARDFLOW_COMM: backend %d does not exist",
 		              (int)which);
+	if (!backends[which] && which == SF_COMM_MPI_SYNC) /* emptied by a simulation */
+		return SF_ERR(SF_ERR_CONFIG,
+		              "SHARDFLOW_COMM=mpi-sync: a simulation models MPI's and NCCL's "
+		              "timing, not mpi-sync's ordering check; accepted here: mpi "
+		              "(SHARDFLOW_SIM_NCCL for NCCL's timing: docs/scale.md)");
 	if (!backends[which]) /* NCCL, the one a build may leave out */
 		return SF_ERR(
 		    SF_ERR_CONFIG,

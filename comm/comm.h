@@ -192,6 +192,8 @@ struct _sf_comm {
 };
 
 extern const struct _sf_comm_ops _sf_comm_mpi_ops;
+/* SHARDFLOW_COMM=mpi-sync: the MPI backend, its pipeline transfers under NCCL's rules */
+extern const struct _sf_comm_ops _sf_comm_mpi_sync_ops;
 /* memcpy and memset: a CPU comm worker's (the MPI backend's) */
 extern const struct _sf_comm_mem _sf_comm_host_mem;
 #ifdef SF_SIMULATION
@@ -205,7 +207,8 @@ extern const struct _sf_comm_ops _sf_comm_nccl_ops;
 #endif
 
 /* Puts ops in the row of SHARDFLOW_COMM value `which` (a simulation build's proxy of
- * the MPI backend, sim/comm_sim.c, before the program's main runs). */
+ * the MPI backend, sim/comm_sim.c, before the program's main runs); NULL empties the
+ * row (a backend the simulation does not proxy). */
 int _sf_comm_backend_plug(enum sf_comm_backend which, const struct _sf_comm_ops *ops);
 /* The backend SHARDFLOW_COMM names, or an error when this build has none such. */
 int _sf_comm_backend(enum sf_comm_backend which, const struct _sf_comm_ops **out);

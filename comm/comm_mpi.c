@@ -865,6 +865,44 @@ static int mpi_p2p_wait(struct _sf_comm *c, void *req, bool send)
 	return rc;
 }
 
+/* SHARDFLOW_COMM=mpi-sync: the pipeline's transfers under NCCL's rules. NCCL enqueues
+ * a send or a receive on the comm worker's one stream, which runs them in order, a
+ * send waiting there for its peer's receive; two ranks that post their transfers to
+ * each other in different orders hang, each stream in a send whose receive is queued
+ * behind the other's. MPI's posts return at once and match in whatever order they
+ * complete, which hides that. Here a post is the whole transfer, waited for on the
+ * comm worker before its next comm task (the comm worker is the stream): a synchronous
+ * send (MPI_Issend: done only once the peer's receive has matched it) or a receive.
+ * An order NCCL would hang on hangs here, and SHARDFLOW_COMM_TIMEOUT's message names
+ * the transfer. No tags, as NCCL: the interleaved schedule is refused. */
+static int sync_p2p_post(struct _sf_comm *c, float *v, size_t n, int peer, bool send, void **req)
+{
+	MPI_Request r;
+	*req = NULL;
+	if (n > INT_MAX)
+		return SF_ERR(SF_ERR_INVALID, "a pipeline transfer of %zu floats is over MPI's limit",
+		              n);
+	int mrc = send ? MPI_Issend(v, (int)n, MPI_FLOAT, peer, PP_TAG, impl(c)->step, &r)
+	               : MPI_Irecv(v, (int)n, MPI_FLOAT, peer, PP_TAG, impl(c)->step, &r);
+	int rc = wait_one(c, &r, mrc,
+	                  send ? "MPI_Issend (pipeline, mpi-sync)" : "MPI_Irecv (pipeline, mpi-sync)");
+	if (rc == SF_OK)
+		*req = impl(c); /* only marked: the transfer is done */
+	return rc;
+}
+
+static int sync_p2p_wait(struct _sf_comm *c, void *req, bool send)
+{
+	(void)c, (void)req, (void)send;
+	return SF_OK;
+}
+
+static int sync_p2p(struct _sf_comm *c, float *v, size_t n, int peer, bool send)
+{
+	void *req = NULL;
+	return sync_p2p_post(c, v, n, peer, send, &req);
+}
+
 static int mpi_all_reduce(struct _sf_comm *c, float *v, size_t n)
 {
 	MPI_Request req;
@@ -1101,32 +1139,39 @@ int _sf_comm_mpi_group(struct _sf_comm *c, int which, int *first, int *size)
 }
 #endif
 
-const struct _sf_comm_ops _sf_comm_mpi_ops = {
-    .name = "mpi",
-    .mem = &_sf_comm_host_mem,
-    .init = mpi_init,
-    .fini = mpi_fini,
-    .all_gather = mpi_all_gather,
-    .all_gather_from = mpi_all_gather_from,
-    .reduce_scatter = mpi_reduce_scatter,
-    .all_gather16 = mpi_all_gather16,
-    .reduce_scatter16 = mpi_reduce_scatter16,
-    .rep_all_reduce = mpi_rep_all_reduce,
-    .tp_all_reduce = mpi_tp_all_reduce,
-    .tp_all_gather = mpi_tp_all_gather,
-    .tp_reduce_scatter = mpi_tp_reduce_scatter,
-    .p2p = mpi_p2p,
-    .p2p_post = mpi_p2p_post,
-    .p2p_tagged_post = mpi_p2p_tagged_post,
-    .p2p_wait = mpi_p2p_wait,
-    .cp_shift = mpi_cp_shift,
-    .all_reduce = mpi_all_reduce,
-    .sum_scalar = mpi_sum_scalar,
-    .barrier = mpi_barrier,
-    .bcast = mpi_bcast,
-    .gather_bytes = mpi_gather_bytes,
-    .gatherv_bytes = mpi_gatherv_bytes,
-    .allgather_bytes = mpi_allgather_bytes,
-    .min_rank = mpi_min_rank,
-    .abort = mpi_abort,
-};
+/* The two tables: every entry the same but the pipeline's transfers */
+#define MPI_OPS(name_, p2p_, post_, tagged_, wait_)\
+	{                                              \
+	    .name = name_,                             \
+	    .mem = &_sf_comm_host_mem,                 \
+	    .init = mpi_init,                          \
+	    .fini = mpi_fini,                          \
+	    .all_gather = mpi_all_gather,              \
+	    .all_gather_from = mpi_all_gather_from,    \
+	    .reduce_scatter = mpi_reduce_scatter,      \
+	    .all_gather16 = mpi_all_gather16,          \
+	    .reduce_scatter16 = mpi_reduce_scatter16,  \
+	    .rep_all_reduce = mpi_rep_all_reduce,      \
+	    .tp_all_reduce = mpi_tp_all_reduce,        \
+	    .tp_all_gather = mpi_tp_all_gather,        \
+	    .tp_reduce_scatter = mpi_tp_reduce_scatter,\
+	    .p2p = p2p_,                               \
+	    .p2p_post = post_,                         \
+	    .p2p_tagged_post = tagged_,                \
+	    .p2p_wait = wait_,                         \
+	    .cp_shift = mpi_cp_shift,                  \
+	    .all_reduce = mpi_all_reduce,              \
+	    .sum_scalar = mpi_sum_scalar,              \
+	    .barrier = mpi_barrier,                    \
+	    .bcast = mpi_bcast,                        \
+	    .gather_bytes = mpi_gather_bytes,          \
+	    .gatherv_bytes = mpi_gatherv_bytes,        \
+	    .allgather_bytes = mpi_allgather_bytes,    \
+	    .min_rank = mpi_min_rank,                  \
+	    .abort = mpi_abort,                        \
+	}
+
+const struct _sf_comm_ops _sf_comm_mpi_ops =
+    MPI_OPS("mpi", mpi_p2p, mpi_p2p_post, mpi_p2p_tagged_post, mpi_p2p_wait);
+const struct _sf_comm_ops _sf_comm_mpi_sync_ops =
+    MPI_OPS("mpi-sync", sync_p2p, sync_p2p_post, NULL, sync_p2p_wait);

@@ -178,8 +178,9 @@ int _sf_pipeline_layout(struct sf_model *m)
 	if (m->cfg.pp_schedule == SF_PP_INTERLEAVED && !m->comm->ops->p2p_tagged_post)
 		return SF_ERR(SF_ERR_CONFIG,
 		              "sf_model_create: SHARDFLOW_PP_SCHEDULE=interleaved matches its "
-		              "transfers by tags, which this backend has not (the MPI backend "
-		              "has); accepted here: gpipe, 1f1b, zero-bubble");
+		              "transfers by tags, which the %s backend has not (SHARDFLOW_COMM=mpi "
+		              "has); accepted here: gpipe, 1f1b, zero-bubble",
+		              m->comm->ops->name);
 	if (m->B_global % (m->dp_size * M) != 0)
 		return SF_ERR(SF_ERR_INVALID,
 		              "sf_model_create: batch %d does not split into %d data-parallel "

@@ -258,7 +258,8 @@ int _starpu_mpi_simgrid_init(int argc, char *argv[])
 	MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
 	proxy = sg_actor_self();
 	/* the MPI backend's row and its waits' idle hook, before the program starts */
-	if (_sf_comm_backend_plug(SF_COMM_MPI, &sim_ops) < 0)
+	if (_sf_comm_backend_plug(SF_COMM_MPI, &sim_ops) < 0 ||
+	    _sf_comm_backend_plug(SF_COMM_MPI_SYNC, NULL) < 0) /* it would bypass the proxy */
 		return 1;
 	_sf_wait_serve = serve;
 	starpu_pthread_mutex_init(&mu, NULL);

@@ -593,7 +593,7 @@ static const struct named_enum named_enums[] = {
     {NAMED(skip, skip), .count = SF_SKIP_COUNT, .what = "a skip mode",
      .names = {"none", "comm", "compute"}},
     {NAMED(comm_backend, comm), .count = SF_COMM_COUNT, .what = "a comm backend",
-     .names = {"mpi", "nccl"}},
+     .names = {"mpi", "nccl", "mpi-sync"}},
     {NAMED(optimizer_on, optimizer_on), .count = SF_OPT_ON_COUNT, .what = "an optimizer placement",
      .names = {"device", "host"}},
     {NAMED(gpu_math, gpu_math), .count = SF_GPU_MATH_COUNT, .what = "a GPU math mode",
