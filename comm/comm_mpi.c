@@ -880,12 +880,13 @@ static int sync_p2p_post(struct _sf_comm *c, float *v, size_t n, int peer, bool 
 	MPI_Request r;
 	*req = NULL;
 	if (n > INT_MAX)
-		return SF_ERR(SF_ERR_INVALID, "a pipeline transfer of %zu floats is over MPI's limit",
-		              n);
+		return SF_ERR(SF_ERR_INVALID,
+		              "a pipeline transfer of %zu floats is over MPI's limit", n);
 	int mrc = send ? MPI_Issend(v, (int)n, MPI_FLOAT, peer, PP_TAG, impl(c)->step, &r)
 	               : MPI_Irecv(v, (int)n, MPI_FLOAT, peer, PP_TAG, impl(c)->step, &r);
-	int rc = wait_one(c, &r, mrc,
-	                  send ? "MPI_Issend (pipeline, mpi-sync)" : "MPI_Irecv (pipeline, mpi-sync)");
+	int rc =
+	    wait_one(c, &r, mrc,
+	             send ? "MPI_Issend (pipeline, mpi-sync)" : "MPI_Irecv (pipeline, mpi-sync)");
 	if (rc == SF_OK)
 		*req = impl(c); /* only marked: the transfer is done */
 	return rc;
@@ -1140,36 +1141,38 @@ int _sf_comm_mpi_group(struct _sf_comm *c, int which, int *first, int *size)
 #endif
 
 /* The two tables: every entry the same but the pipeline's transfers */
-#define MPI_OPS(name_, p2p_, post_, tagged_, wait_)\
-	{                                              \
-	    .name = name_,                             \
-	    .mem = &_sf_comm_host_mem,                 \
-	    .init = mpi_init,                          \
-	    .fini = mpi_fini,                          \
-	    .all_gather = mpi_all_gather,              \
-	    .all_gather_from = mpi_all_gather_from,    \
-	    .reduce_scatter = mpi_reduce_scatter,      \
-	    .all_gather16 = mpi_all_gather16,          \
-	    .reduce_scatter16 = mpi_reduce_scatter16,  \
-	    .rep_all_reduce = mpi_rep_all_reduce,      \
-	    .tp_all_reduce = mpi_tp_all_reduce,        \
-	    .tp_all_gather = mpi_tp_all_gather,        \
-	    .tp_reduce_scatter = mpi_tp_reduce_scatter,\
-	    .p2p = p2p_,                               \
-	    .p2p_post = post_,                         \
-	    .p2p_tagged_post = tagged_,                \
-	    .p2p_wait = wait_,                         \
-	    .cp_shift = mpi_cp_shift,                  \
-	    .all_reduce = mpi_all_reduce,              \
-	    .sum_scalar = mpi_sum_scalar,              \
-	    .barrier = mpi_barrier,                    \
-	    .bcast = mpi_bcast,                        \
-	    .gather_bytes = mpi_gather_bytes,          \
-	    .gatherv_bytes = mpi_gatherv_bytes,        \
-	    .allgather_bytes = mpi_allgather_bytes,    \
-	    .min_rank = mpi_min_rank,                  \
-	    .abort = mpi_abort,                        \
+/* clang-format off */
+#define MPI_OPS(name_, p2p_, post_, tagged_, wait_)     \
+	{                                               \
+	    .name = name_,                              \
+	    .mem = &_sf_comm_host_mem,                  \
+	    .init = mpi_init,                           \
+	    .fini = mpi_fini,                           \
+	    .all_gather = mpi_all_gather,               \
+	    .all_gather_from = mpi_all_gather_from,     \
+	    .reduce_scatter = mpi_reduce_scatter,       \
+	    .all_gather16 = mpi_all_gather16,           \
+	    .reduce_scatter16 = mpi_reduce_scatter16,   \
+	    .rep_all_reduce = mpi_rep_all_reduce,       \
+	    .tp_all_reduce = mpi_tp_all_reduce,         \
+	    .tp_all_gather = mpi_tp_all_gather,         \
+	    .tp_reduce_scatter = mpi_tp_reduce_scatter, \
+	    .p2p = p2p_,                                \
+	    .p2p_post = post_,                          \
+	    .p2p_tagged_post = tagged_,                 \
+	    .p2p_wait = wait_,                          \
+	    .cp_shift = mpi_cp_shift,                   \
+	    .all_reduce = mpi_all_reduce,               \
+	    .sum_scalar = mpi_sum_scalar,               \
+	    .barrier = mpi_barrier,                     \
+	    .bcast = mpi_bcast,                         \
+	    .gather_bytes = mpi_gather_bytes,           \
+	    .gatherv_bytes = mpi_gatherv_bytes,         \
+	    .allgather_bytes = mpi_allgather_bytes,     \
+	    .min_rank = mpi_min_rank,                   \
+	    .abort = mpi_abort,                         \
 	}
+/* clang-format on */
 
 const struct _sf_comm_ops _sf_comm_mpi_ops =
     MPI_OPS("mpi", mpi_p2p, mpi_p2p_post, mpi_p2p_tagged_post, mpi_p2p_wait);

@@ -119,12 +119,12 @@ enum sf_skip {
 
 /** The step's collectives (SHARDFLOW_COMM). */
 enum sf_comm_backend {
-	SF_COMM_MPI = 0, /**< MPI point-to-point rings on a CPU comm worker (default) */
-	SF_COMM_NCCL,    /**< NCCL on the GPU's own comm stream (CUDA + NCCL builds) */
+	SF_COMM_MPI = 0,  /**< MPI point-to-point rings on a CPU comm worker (default) */
+	SF_COMM_NCCL,     /**< NCCL on the GPU's own comm stream (CUDA + NCCL builds) */
 	SF_COMM_MPI_SYNC, /**< MPI with NCCL's rules for a pipeline's transfers: each blocks
 	                       the comm worker until its peer's matching call, no tags; an
 	                       order NCCL would hang on hangs (times out) here too */
-	SF_COMM_COUNT,   /**< the number of values above; not a value */
+	SF_COMM_COUNT,    /**< the number of values above; not a value */
 };
 
 /** Where a shard's optimizer step and state live (SHARDFLOW_OPTIMIZER_ON). */

@@ -75,13 +75,14 @@
 #    none it would be 0.7);
 #  - refusals: --cp 3 on 4 GPUs, --cp 2 with --tp 2 on 6 GPUs, --cp with --pp, with
 #    --sharding hybrid, with --recompute.
+# SHARDFLOW_COMM=mpi-sync (real MPI, it would bypass the proxy): refused, with the reason.
 . "$(dirname "$0")/lib.sh"
 . "$top_builddir/tests/config.sh"
 SMPIRUN="$STARPU_BINDIR/starpu_smpirun"
 require_progs "$MLP" "$SMPIRUN"
 command -v xsltproc >/dev/null 2>&1 || skip_all "starpu_smpirun needs xsltproc (Debian package xsltproc)"
 
-plan 52
+plan 53
 
 SF_TEST_TIMEOUT=300
 export SF_TEST_TIMEOUT
@@ -555,4 +556,12 @@ SHARDFLOW_SIM_CALIBRATION="$tmp/bad.tsv" STARPU_HOSTNAME=simnode STARPU_PERF_MOD
 [ $? -ne 0 ] && grep -q "SHARDFLOW_SIM_CALIBRATION=.*line 4: not a row" "$tmp/c2"
 ok $? "a calibration with a negative efficiency: the job refuses it, naming the line" ||
 	diag_file "$tmp/c2"
+# SHARDFLOW_COMM=mpi-sync (real MPI under NCCL's ordering rules) would bypass the
+# simulation's proxy: refused with the reason
+SHARDFLOW_COMM=mpi-sync STARPU_HOSTNAME=simnode STARPU_PERF_MODEL_DIR="$tmp/models" \
+	STARPU_NCPU=2 timeout "$SF_TEST_TIMEOUT" "$SMPIRUN" -platform "$tmp/platform.xml" \
+	-hostfile "$tmp/hosts" -np 1 "$MLP" --steps 1 >"$tmp/ms" 2>&1
+[ $? -ne 0 ] && grep -q "SHARDFLOW_COMM=mpi-sync: a simulation models MPI's and NCCL's timing" "$tmp/ms"
+ok $? "SHARDFLOW_COMM=mpi-sync in a simulation: refused, naming mpi and SHARDFLOW_SIM_NCCL" ||
+	diag_file "$tmp/ms"
 finish
