@@ -48,7 +48,7 @@ valid() {
 	fi
 }
 
-plan 162
+plan 163
 
 accepted="accepted values are"
 invalid SHARDFLOW_PREFETCH_DEPTH abc "$accepted"
@@ -118,7 +118,7 @@ for v in 0 86400; do valid SHARDFLOW_COMM_TIMEOUT $v; done
 valid STARPU_SILENT 0
 for v in 0 100; do valid STARPU_TARGET_CLEAN_BUFFERS $v; done
 valid STARPU_LAST_WORKER_AWAKE 1
-valid SHARDFLOW_COMM mpi
+for v in mpi mpi-sync; do valid SHARDFLOW_COMM $v; done
 for v in device host; do valid SHARDFLOW_OPTIMIZER_ON $v; done
 for v in tf32 bf16; do valid SHARDFLOW_GPU_MATH $v; done # CPU workers: accepted, no effect
 valid SHARDFLOW_GRAD_ACCUM 4096
