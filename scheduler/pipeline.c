@@ -74,6 +74,7 @@
  * part of the slot the whole backward would, once: 1f1b's bits.
  */
 #include "scheduler/pipeline.h"
+#include "scheduler/pipeline_order.h"
 #include "scheduler/ctxpar.h"
 #include "scheduler/model_storage.h"
 #include "comm/comm_codelets.h"
@@ -122,13 +123,6 @@ struct pp_twin {
 	char send_wait[SF_NAME_MAX + 40], recv_wait[SF_NAME_MAX + 40];
 };
 
-/* One pass of the schedule: the forward or the backward of micro-batch mb (of this
- * rank's chunk `chunk` under the interleaved schedule, else 0) */
-struct pp_op {
-	bool bwd;
-	int mb, chunk;
-};
-
 struct _sf_pipeline {
 	int M;
 	int nbound;         /* nodes whose buffers are a micro-batch's */
@@ -144,7 +138,11 @@ struct _sf_pipeline {
 	struct starpu_data_descr *descr; /* M + 1: the loss mean's buffers */
 	int nin, nout;
 	struct pp_edge *in, *out; /* from the previous stage; to the next */
-	struct pp_op *ops;        /* 4 M: this stage's schedule, then the next stage's */
+	struct _sf_pp_op *ops;        /* 4 M: this stage's schedule, then the next stage's */
+	/* nitems: the interleaved schedule's passes and transfers in the order every stage
+	 * agrees on, on a backend without tags (_sf_pp_order); else NULL */
+	struct _sf_pp_item *items;
+	int nitems;
 	struct pp_sent *sent;     /* 2 M (nin + nout): the sends posted, not waited for */
 	int nsent;
 	bool *fwd_done;           /* M */
@@ -156,6 +154,14 @@ struct _sf_pipeline {
 };
 
 /* ---- layout and stages ------------------------------------------------------------ */
+
+/* Whether the transfers are matched by tags (the interleaved schedule on a backend that
+ * has them: MPI), else run in an order the two ends agree on */
+static bool tagged(const struct sf_model *m)
+{
+	return m->cfg.pp_schedule == SF_PP_INTERLEAVED && m->comm->ops->p2p_tagged_post;
+}
+
 
 int _sf_pipeline_layout(struct sf_model *m)
 {
@@ -175,12 +181,6 @@ int _sf_pipeline_layout(struct sf_model *m)
 		              "(SHARDFLOW_PP_MICROBATCHES) do not make whole groups; accepted: a "
 		              "multiple of %d",
 		              S, M, S);
-	if (m->cfg.pp_schedule == SF_PP_INTERLEAVED && !m->comm->ops->p2p_tagged_post)
-		return SF_ERR(SF_ERR_CONFIG,
-		              "sf_model_create: SHARDFLOW_PP_SCHEDULE=interleaved matches its "
-		              "transfers by tags, which the %s backend has not (SHARDFLOW_COMM=mpi "
-		              "has); accepted here: gpipe, 1f1b, zero-bubble",
-		              m->comm->ops->name);
 	if (m->B_global % (m->dp_size * M) != 0)
 		return SF_ERR(SF_ERR_INVALID,
 		              "sf_model_create: batch %d does not split into %d data-parallel "
@@ -380,8 +380,6 @@ static int check_stages(struct sf_model *m, const char *name, const int *lo, int
 	return SF_OK;
 }
 
-static int schedule(enum sf_pp_schedule sched, int S, int s, int M, int V, struct pp_op *ops);
-
 /* m->act_sets: the most micro-batches this stage's schedule holds at once in one
  * chunk (forwards submitted whose backward is not), the layers' buffer sets it keeps:
  * gpipe M, 1f1b S - s at most. Backwards run in micro-batch order, so when micro-batch k's forward
@@ -389,18 +387,13 @@ static int schedule(enum sf_pp_schedule sched, int S, int s, int M, int V, struc
  * dependencies order the slot's reuse after its readers. */
 static int count_sets(struct sf_model *m)
 {
-	int M = m->pp_micro, V = m->nspans, held[SF_MAX_PP_VIRTUAL] = {0}, most = 1;
-	struct pp_op *ops = malloc(2 * (size_t)M * (size_t)V * sizeof *ops);
+	int M = m->pp_micro, V = m->nspans;
+	struct _sf_pp_op *ops = malloc(2 * (size_t)M * (size_t)V * sizeof *ops);
 	if (!ops)
 		return SF_ERR(SF_ERR_NOMEM, "sf_model_create: out of memory");
-	int n = schedule(m->cfg.pp_schedule, m->pp_size, m->pp_stage, M, V, ops);
-	for (int i = 0; i < n; i++) { /* a chunk's own: its layers' buffers are its own */
-		int *h = &held[ops[i].chunk];
-		*h += ops[i].bwd ? -1 : 1;
-		most = *h > most ? *h : most;
-	}
+	int n = _sf_pp_schedule(m->cfg.pp_schedule, m->pp_size, m->pp_stage, M, V, ops);
+	m->act_sets = _sf_pp_sets(ops, n, V); /* a chunk's layers' buffers are its own */
 	free(ops);
-	m->act_sets = most;
 	return SF_OK;
 }
 
@@ -598,9 +591,9 @@ int _sf_pipeline_plan(struct sf_model *m, const char *name)
 		lo[c] = c ? m->units[cut[c]].first : 0;
 	lo[C] = m->nnodes;
 	SF_CHECK_GOTO(check_stages(m, name, lo, C, V > 1 ? "chunks" : "stages", &emax), out);
-	/* the interleaved schedule's transfers are matched by their tags: one a boundary,
+	/* the interleaved schedule's transfers matched by their tags: one a boundary,
 	 * micro-batch, direction and tensor */
-	if (inter && (C - 1) * m->pp_micro * 2 * emax > SF_P2P_TAGS) {
+	if (tagged(m) && (C - 1) * m->pp_micro * 2 * emax > SF_P2P_TAGS) {
 		rc = SF_ERR(SF_ERR_INVALID,
 		            "sf_model_create: SHARDFLOW_PP_SCHEDULE=interleaved: %d chunk "
 		            "boundaries x %d micro-batches x 2 directions x %d tensors need more "
@@ -741,13 +734,14 @@ static int chunk_of(const struct sf_model *m, int n)
  * stage reads, its layers and what it reads from the stage before); the edges to and
  * from the neighbours, each of one of this rank's chunks: from the chunk before (on
  * the stage before, or for chunk j > 0 of the first stage the last stage's chunk j -
- * 1), to the chunk after. Under the interleaved schedule each transfer has its tag:
+ * 1), to the chunk after. Under the interleaved schedule on a backend with tags
+ * (tagged()) each transfer has its tag:
  * its boundary b (the graph's chunk it leaves), micro-batch, direction and its place
  * e among the tensors crossing b (node order, as both ends count them). */
 static int find_bound(struct sf_model *m, struct _sf_pipeline *pp)
 {
 	int N = m->nnodes, S = m->pp_size, s = m->pp_stage, M = pp->M;
-	bool tagged = m->cfg.pp_schedule == SF_PP_INTERLEAVED;
+	bool tags = tagged(m);
 	char *role = calloc((size_t)N, 1); /* bit 0: bound, 1: from before, 2: to the next */
 	int *jof = malloc((size_t)N * sizeof *jof); /* an edge's chunk of this rank */
 	pp->bound = malloc((size_t)N * sizeof *pp->bound);
@@ -809,7 +803,7 @@ static int find_bound(struct sf_model *m, struct _sf_pipeline *pp)
 				             .unit = m->gnodes[n].name,
 				             .acct = &m->comm_acct},
 				    .peer = dir ? next : prev,
-				    .tag = tagged ? 1 + ((b * M + k % M) * 2 + k / M) * m->pp_emax + place
+				    .tag = tags ? 1 + ((b * M + k % M) * 2 + k / M) * m->pp_emax + place
 				                  : 0};
 			/* dir 0: the activation comes in, its gradient goes back; dir 1: out, back
 			 * in */
@@ -890,6 +884,15 @@ int _sf_pipeline_build(struct sf_model *m)
 	if (!pp->buf || !pp->labels || !pp->h_labels || !pp->loss || !pp->h_loss || !pp->scale ||
 	    !pp->descr || !pp->ops || !pp->fwd_done || !pp->sent || !pp->xs || !pp->ids)
 		return SF_ERR(SF_ERR_NOMEM, "sf_model_create: out of memory");
+	if (m->cfg.pp_schedule == SF_PP_INTERLEAVED && !tagged(m)) {
+		pp->items = calloc(6 * (size_t)M * (size_t)m->nspans, sizeof *pp->items);
+		if (!pp->items)
+			return SF_ERR(SF_ERR_NOMEM, "sf_model_create: out of memory");
+		int n = _sf_pp_order(m->pp_size, m->pp_stage, M, m->nspans, pp->items);
+		if (n < 0)
+			return n;
+		pp->nitems = n;
+	}
 	for (int i = 0; i < pp->nbound; i++) { /* micro-batch 0: the nodes' own */
 		const struct _sf_node_state *s = &m->nodes[pp->bound[i]];
 		pp->buf[i] =
@@ -960,59 +963,13 @@ void _sf_pipeline_release(struct sf_model *m)
 	for (int i = 0; pp->out && i < pp->nout; i++)
 		free(pp->out[i].args);
 	free(pp->in), free(pp->out), free(pp->ops), free(pp->fwd_done), free(pp->sent);
-	free(pp->twins);
+	free(pp->twins), free(pp->items);
 	free(pp->xs), free(pp->ids);
 	free(pp);
 	m->pp = NULL;
 }
 
 /* ---- a step ------------------------------------------------------------------------- */
-
-/* Stage s's passes in schedule order (2 M of them, 2 M V interleaved). gpipe: every
- * forward, then every backward. 1f1b (and zero-bubble): S - 1 - s forwards, then a
- * forward and a backward in turn, then the backwards left: stage s holds at most S - s
- * micro-batches' activations at once. interleaved (Narayanan et al. 2021, Megatron-LM's
- * order): the same over the M V passes of the rank's V chunks, 2 (S - s - 1) + (V - 1) S
- * forwards first.
- * Backwards in micro-batch order in both: the gradient sums are the same. */
-static struct pp_op virtual_op(bool bwd, int i, int S, int V);
-
-static int schedule(enum sf_pp_schedule sched, int S, int s, int M, int V, struct pp_op *ops)
-{
-	if (sched == SF_PP_INTERLEAVED) { /* V chunks: M V passes each way */
-		int total = M * V, w = (S - s - 1) * 2 + (V - 1) * S, n = 0;
-		w = w < total ? w : total;
-		for (int i = 0; i < w; i++)
-			ops[n++] = virtual_op(false, i, S, V);
-		for (int i = 0; i < total - w; i++) {
-			ops[n++] = virtual_op(false, w + i, S, V);
-			ops[n++] = virtual_op(true, i, S, V);
-		}
-		for (int i = total - w; i < total; i++)
-			ops[n++] = virtual_op(true, i, S, V);
-		return n;
-	}
-	int n = 0, w = sched == SF_PP_GPIPE ? M : (S - 1 - s < M ? S - 1 - s : M);
-	for (int k = 0; k < w; k++)
-		ops[n++] = (struct pp_op){false, k, 0};
-	for (int i = 0; i < M - w; i++) {
-		ops[n++] = (struct pp_op){false, w + i, 0};
-		ops[n++] = (struct pp_op){true, i, 0};
-	}
-	for (int i = M - w; i < M; i++)
-		ops[n++] = (struct pp_op){true, i, 0};
-	return n;
-}
-
-/* The interleaved schedule's i-th forward (or backward) of a rank: the micro-batches
- * in groups of S, each group through the rank's chunks in turn (the backward's from
- * the last chunk): chunk (i mod S V) / S, micro-batch (i / S V) S + i mod S. So a
- * chunk's backwards run in micro-batch order, as 1f1b's: the same sums. */
-static struct pp_op virtual_op(bool bwd, int i, int S, int V)
-{
-	int j = (i % (S * V)) / S;
-	return (struct pp_op){bwd, (i / (S * V)) * S + i % S, bwd ? V - 1 - j : j};
-}
 
 /* A transfer's task in the trace (SHARDFLOW_TRACE), as a collective */
 static struct _sf_task_done traced(struct sf_model *m, const char *name)
@@ -1191,12 +1148,12 @@ static int stage_micro(struct sf_model *m, const struct sf_batch *b, int k)
 /* The link to the next stage, in its order (down, nd events), from event *p on: the
  * activations whose forward is submitted are sent; until_grad >= 0: and on to the
  * receipt of micro-batch until_grad's gradient. */
-static int link_advance(struct sf_model *m, const struct pp_op *down, int nd, int *p,
+static int link_advance(struct sf_model *m, const struct _sf_pp_op *down, int nd, int *p,
                         int until_grad)
 {
 	struct _sf_pipeline *pp = m->pp;
 	while (*p < nd) {
-		struct pp_op e = down[*p];
+		struct _sf_pp_op e = down[*p];
 		if (!e.bwd) {
 			if (!pp->fwd_done[e.mb]) {
 				if (until_grad < 0)
@@ -1230,37 +1187,60 @@ static void span(struct sf_model *m, int j)
 	m->pp->cur = j < 0 ? 0 : j;
 }
 
-/* The interleaved schedule's passes (ops: this rank's n, over its chunks). A pass posts
- * its receives, waits for them just before its compute, and posts its sends right
- * after it: matched by their tags, the transfers need no order the two ends agree on,
- * and each rank's comm worker runs its schedule as a program whose only waits are for
- * the tensors its next pass reads (and, before a forward rewrites an activation set,
- * for that set's sends, received by the time the chunk's backward of that micro-batch
- * got its gradient). The boundary's gradients, sent from buffers of every micro-batch
- * (_sf_node_sets), are waited for at the step's end. */
-static int interleaved_passes(struct sf_model *m, const struct pp_op *ops, int n)
+/* The interleaved schedule's pass i (of ops, this rank's n, over its chunks; nb: each
+ * chunk's backwards so far). beside: the pass posts its receives, waits for them just
+ * before its compute, and posts its sends right after it: matched by their tags, the
+ * transfers need no order the two ends agree on, and each rank's comm worker runs its
+ * schedule as a program whose only waits are for the tensors its next pass reads
+ * (and, before a forward rewrites an activation set, for that set's sends, received
+ * by the time the chunk's backward of that micro-batch got its gradient). Else its
+ * transfers are posted apart (interleaved_passes), and the pass only waits for them.
+ * The boundary's gradients, sent from buffers of every micro-batch (_sf_node_sets),
+ * are waited for at the step's end. */
+static int interleaved_pass(struct sf_model *m, const struct _sf_pp_op *ops, int n, int i,
+                            int *nb, bool beside)
 {
-	int M = m->pp->M, nb[SF_MAX_PP_VIRTUAL] = {0};
-	for (int i = 0; i < n; i++) {
-		int k = ops[i].mb, j = ops[i].chunk;
-		_sf_task_priority_set(n - i);
-		span(m, j);
-		bind(m, k);
-		if (!ops[i].bwd) {
+	int k = ops[i].mb, j = ops[i].chunk;
+	_sf_task_priority_set(n - i);
+	span(m, j);
+	bind(m, k);
+	if (!ops[i].bwd) {
+		if (beside)
 			SF_CHECK(transfer(m, k, false, false, false));
-			SF_CHECK(sends_wait(m, k, false)); /* its set's activations, received */
-			SF_CHECK(recv_wait(m, k, false, false));
-			SF_CHECK(_sf_forward_submit(m, true));
-			SF_CHECK(transfer(m, k, true, false, true));
+		SF_CHECK(sends_wait(m, k, false)); /* its set's activations, received */
+		SF_CHECK(recv_wait(m, k, false, false));
+		SF_CHECK(_sf_forward_submit(m, true));
+		return beside ? transfer(m, k, true, false, true) : SF_OK;
+	}
+	if (beside)
+		SF_CHECK(transfer(m, k, true, true, false));
+	SF_CHECK(recv_wait(m, k, true, true));
+	m->accum_k = nb[j]; /* the chunk's micro-batches in order: 1f1b's sums */
+	m->update = nb[j] == m->pp->M - 1;
+	SF_CHECK(_sf_backward_submit(m));
+	nb[j]++;
+	return beside ? transfer(m, k, false, true, true) : SF_OK;
+}
+
+/* The interleaved schedule's passes: beside their transfers where those have tags,
+ * else in the order every stage agrees on (pp->items, _sf_pp_order: NCCL's and
+ * mpi-sync's transfers wait for their other end, and the chunks' ring would hang
+ * without it), each transfer posted there and waited for as above */
+static int interleaved_passes(struct sf_model *m, const struct _sf_pp_op *ops, int n)
+{
+	struct _sf_pipeline *pp = m->pp;
+	int nb[SF_MAX_PP_VIRTUAL] = {0};
+	for (int i = 0; !pp->items && i < n; i++)
+		SF_CHECK(interleaved_pass(m, ops, n, i, nb, true));
+	for (int i = 0; pp->items && i < pp->nitems; i++) {
+		struct _sf_pp_item t = pp->items[i];
+		if (t.pass >= 0) {
+			SF_CHECK(interleaved_pass(m, ops, n, t.pass, nb, false));
 			continue;
 		}
-		SF_CHECK(transfer(m, k, true, true, false));
-		SF_CHECK(recv_wait(m, k, true, true));
-		m->accum_k = nb[j]; /* the chunk's micro-batches in order: 1f1b's sums */
-		m->update = nb[j] == M - 1;
-		SF_CHECK(_sf_backward_submit(m));
-		nb[j]++;
-		SF_CHECK(transfer(m, k, false, true, true));
+		span(m, t.chunk); /* the edges of the chunk it leaves or enters */
+		/* to the next chunk: activations sent, their gradient received */
+		SF_CHECK(transfer(m, t.mb, t.send != t.grad, t.grad, t.send));
 	}
 	return SF_OK;
 }
@@ -1282,10 +1262,10 @@ static int pipeline_step(struct sf_model *m, const struct sf_batch *b, int64_t *
 		pp->scale[k] = counted > 0 ? (float)M / (float)counted : 0.0f;
 	if (M > 1)
 		SF_CHECK_GOTO(_sf_model_accum_buffers(m), out);
-	struct pp_op *mine = pp->ops, *down = pp->ops + 2 * M * m->nspans;
-	int nmine = schedule(m->cfg.pp_schedule, S, s, M, m->nspans, mine);
+	struct _sf_pp_op *mine = pp->ops, *down = pp->ops + 2 * M * m->nspans;
+	int nmine = _sf_pp_schedule(m->cfg.pp_schedule, S, s, M, m->nspans, mine);
 	bool inter = m->cfg.pp_schedule == SF_PP_INTERLEAVED;
-	int nd = s + 1 < S && !inter ? schedule(m->cfg.pp_schedule, S, s + 1, M, 1, down) : 0;
+	int nd = s + 1 < S && !inter ? _sf_pp_schedule(m->cfg.pp_schedule, S, s + 1, M, 1, down) : 0;
 	int p = 0, nbwd = 0;
 	memset(pp->fwd_done, 0, (size_t)M * sizeof *pp->fwd_done);
 	pp->nsent = 0;
