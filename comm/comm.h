@@ -114,7 +114,8 @@ struct _sf_comm_ops {
 	 * posts to one peer are matched in the order it makes them. */
 	int (*p2p_post)(struct _sf_comm *c, float *v, size_t n, int peer, bool send, void **req);
 	int (*p2p_wait)(struct _sf_comm *c, void *req, bool send);
-	/* Optional (NULL refuses SHARDFLOW_PP_SCHEDULE=interleaved): p2p_post's transfer
+	/* Optional (NULL: the interleaved schedule's transfers are posted in the order every
+	 * stage agrees on, scheduler/pipeline_order.c): p2p_post's transfer
 	 * matched by its tag (1 .. SF_P2P_TAGS) whatever the order two ranks post their
 	 * transfers to each other in, completed by p2p_wait. */
 	int (*p2p_tagged_post)(struct _sf_comm *c, float *v, size_t n, int peer, bool send, int tag,

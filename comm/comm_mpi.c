@@ -874,7 +874,8 @@ static int mpi_p2p_wait(struct _sf_comm *c, void *req, bool send)
  * comm worker before its next comm task (the comm worker is the stream): a synchronous
  * send (MPI_Issend: done only once the peer's receive has matched it) or a receive.
  * An order NCCL would hang on hangs here, and SHARDFLOW_COMM_TIMEOUT's message names
- * the transfer. No tags, as NCCL: the interleaved schedule is refused. */
+ * the transfer. No tags, as NCCL: the interleaved schedule runs in the order every
+ * stage agrees on (scheduler/pipeline_order.c). */
 static int sync_p2p_post(struct _sf_comm *c, float *v, size_t n, int peer, bool send, void **req)
 {
 	MPI_Request r;

@@ -138,7 +138,7 @@ struct _sf_pipeline {
 	struct starpu_data_descr *descr; /* M + 1: the loss mean's buffers */
 	int nin, nout;
 	struct pp_edge *in, *out; /* from the previous stage; to the next */
-	struct _sf_pp_op *ops;        /* 4 M: this stage's schedule, then the next stage's */
+	struct _sf_pp_op *ops;    /* 4 M: this stage's schedule, then the next stage's */
 	/* nitems: the interleaved schedule's passes and transfers in the order every stage
 	 * agrees on, on a backend without tags (_sf_pp_order); else NULL */
 	struct _sf_pp_item *items;
@@ -161,7 +161,6 @@ static bool tagged(const struct sf_model *m)
 {
 	return m->cfg.pp_schedule == SF_PP_INTERLEAVED && m->comm->ops->p2p_tagged_post;
 }
-
 
 int _sf_pipeline_layout(struct sf_model *m)
 {

@@ -57,8 +57,7 @@ static struct _sf_pp_op virtual_op(bool bwd, int i, int S, int V)
  * al. 2021, Megatron-LM's order): the same over the M V passes of the rank's V chunks,
  * 2 (S - s - 1) + (V - 1) S forwards first. Backwards in micro-batch order in all:
  * the gradient sums are the same. */
-int _sf_pp_schedule(enum sf_pp_schedule sched, int S, int s, int M, int V,
-                    struct _sf_pp_op *ops)
+int _sf_pp_schedule(enum sf_pp_schedule sched, int S, int s, int M, int V, struct _sf_pp_op *ops)
 {
 	int n = 0;
 	if (sched == SF_PP_INTERLEAVED) { /* V chunks: M V passes each way */
@@ -178,7 +177,8 @@ static int entries(const struct layout *L, int s, struct keyed *e)
 {
 	int S = L->S, n = L->n, ne = 0;
 	for (int i = 0; i < n; i++)
-		e[ne++] = (struct keyed){.when = L->slot[s * n + i], .pass = 1, .item = {.pass = i}};
+		e[ne++] =
+		    (struct keyed){.when = L->slot[s * n + i], .pass = 1, .item = {.pass = i}};
 	for (int r = 0; r < S; r++) { /* every transfer into stage r */
 		for (int i = 0; i < n; i++) {
 			struct _sf_pp_op op = L->ops[r * n + i];
@@ -187,13 +187,9 @@ static int entries(const struct layout *L, int s, struct keyed *e)
 				continue;
 			int when = L->slot[ps * n + p] + 1, from_chunk = L->ops[ps * n + p].chunk;
 			bool send = ps == s;
-			e[ne++] = (struct keyed){when,
-			                         0,
-			                         op.bwd,
-			                         ps,
-			                         op.mb,
-			                         from_chunk,
-			                         {-1, op.mb, send ? from_chunk : op.chunk, op.bwd, send}};
+			struct _sf_pp_item t = {-1, op.mb, send ? from_chunk : op.chunk, op.bwd,
+			                        send};
+			e[ne++] = (struct keyed){when, 0, op.bwd, ps, op.mb, from_chunk, t};
 		}
 	}
 	qsort(e, (size_t)ne, sizeof *e, by_key);
@@ -203,8 +199,10 @@ static int entries(const struct layout *L, int s, struct keyed *e)
 int _sf_pp_order(int S, int s, int M, int V, struct _sf_pp_item *items)
 {
 	if (S < 2 || s < 0 || s >= S || M < 1 || V < 1 || V > SF_MAX_PP_VIRTUAL)
-		return SF_ERR(SF_ERR_INVALID, "pipeline: no order for stage %d of %d, %d "
-		                              "micro-batches, %d chunks", s, S, M, V);
+		return SF_ERR(SF_ERR_INVALID,
+		              "pipeline: no order for stage %d of %d, %d "
+		              "micro-batches, %d chunks",
+		              s, S, M, V);
 	int n = 2 * M * V, rc = SF_OK;
 	struct layout L = {S, M, V, n, NULL, NULL, NULL};
 	L.ops = malloc((size_t)S * (size_t)n * sizeof *L.ops);

@@ -22,8 +22,7 @@ struct _sf_pp_op {
 
 /* Stage s's passes (of S, M micro-batches, V chunks a stage under the interleaved
  * schedule, else 1) in schedule order into ops (room for 2 M V); returns their count */
-int _sf_pp_schedule(enum sf_pp_schedule sched, int S, int s, int M, int V,
-                    struct _sf_pp_op *ops);
+int _sf_pp_schedule(enum sf_pp_schedule sched, int S, int s, int M, int V, struct _sf_pp_op *ops);
 
 /* The most micro-batches the passes ops[0 .. n) hold at once in one of the V chunks
  * (forwards whose backward has not come yet): a layer's buffer sets */

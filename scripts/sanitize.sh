@@ -34,7 +34,7 @@ if [ $# -gt 0 ]; then
 	tests=$*
 else
 	tests="tests/test_kernels_fd tests/test_idx tests/test_text tests/test_api tests/grad_check.sh \
-tests/test_trace_write tests/rdb2txt.sh tests/layout.sh tests/bad_config.sh tests/nonfinite.sh \
+tests/test_trace_write tests/test_pp_order tests/rdb2txt.sh tests/layout.sh tests/bad_config.sh tests/nonfinite.sh \
 tests/trace_names.sh tests/example_cli.sh"
 fi
 

@@ -140,12 +140,15 @@ static void beside(struct prog *P)
 		for (int i = 0; i < 2 * P->M * V; i++) {
 			struct _sf_pp_op op = P->ops[s][i];
 			int v = op.chunk * S + s;
-			bool in = op.bwd ? v < S * V - 1 : v > 0, out = op.bwd ? v > 0 : v < S * V - 1;
+			bool in = op.bwd ? v < S * V - 1 : v > 0,
+			     out = op.bwd ? v > 0 : v < S * V - 1;
 			if (in)
-				P->it[s][c++] = (struct _sf_pp_item){-1, op.mb, op.chunk, op.bwd, false};
+				P->it[s][c++] =
+				    (struct _sf_pp_item){-1, op.mb, op.chunk, op.bwd, false};
 			P->it[s][c++] = (struct _sf_pp_item){i, 0, 0, false, false};
 			if (out)
-				P->it[s][c++] = (struct _sf_pp_item){-1, op.mb, op.chunk, op.bwd, true};
+				P->it[s][c++] =
+				    (struct _sf_pp_item){-1, op.mb, op.chunk, op.bwd, true};
 		}
 		P->n[s] = c;
 	}
@@ -165,9 +168,11 @@ int main(void)
 				P.S = S, P.M = M, P.V = V;
 				bool made = true, passes = true;
 				for (int s = 0; s < S; s++) {
-					int n = _sf_pp_schedule(SF_PP_INTERLEAVED, S, s, M, V, P.ops[s]);
+					int n = _sf_pp_schedule(SF_PP_INTERLEAVED, S, s, M, V,
+					                        P.ops[s]);
 					P.n[s] = _sf_pp_order(S, s, M, V, P.it[s]);
-					int want = n; /* the passes, and a transfer in and out of each */
+					int want =
+					    n; /* the passes, and a transfer in and out of each */
 					for (int i = 0; i < n; i++) {
 						int v = P.ops[s][i].chunk * S + s;
 						want += (v > 0) + (v < S * V - 1);
@@ -175,22 +180,30 @@ int main(void)
 					made = made && n == 2 * M * V && P.n[s] == want;
 					for (int i = 0, next = 0; made && i < P.n[s]; i++)
 						if (P.it[s][i].pass >= 0)
-							passes = passes && P.it[s][i].pass == next++;
+							passes =
+							    passes && P.it[s][i].pass == next++;
 				}
-				ok(made && passes, "S %d V %d M %d: every stage's program has its passes in "
-				                   "its schedule's order", S, V, M);
+				ok(made && passes,
+				   "S %d V %d M %d: every stage's program has its passes in "
+				   "its schedule's order",
+				   S, V, M);
 				bool ended = made && run(&P, &st);
-				ok(ended, "S %d V %d M %d: the agreed order runs to its end (%d transfers "
-				          "of %d)", S, V, M, st.transfers, 2 * M * (S * V - 1));
+				ok(ended,
+				   "S %d V %d M %d: the agreed order runs to its end (%d transfers "
+				   "of %d)",
+				   S, V, M, st.transfers, 2 * M * (S * V - 1));
 				if (!ended)
 					for (int s = 0; s < S; s++)
-						diag("stage %d stopped at entry %d of %d", s, st.at[s], P.n[s]);
+						diag("stage %d stopped at entry %d of %d", s,
+						     st.at[s], P.n[s]);
 				beside(&P);
 				tried++;
 				hangs += !run(&P, &st);
 			}
-	ok(hangs > 0, "the machine sees a hang: %d of %d layouts hang with each stage's "
-	              "transfers beside its passes", hangs, tried);
+	ok(hangs > 0,
+	   "the machine sees a hang: %d of %d layouts hang with each stage's "
+	   "transfers beside its passes",
+	   hangs, tried);
 	ok(_sf_pp_order(1, 0, 4, 2, P.it[0]) < 0 && _sf_pp_order(2, 2, 4, 2, P.it[0]) < 0 &&
 	       _sf_pp_order(2, 0, 4, SF_MAX_PP_VIRTUAL + 1, P.it[0]) < 0,
 	   "a stage, a count or chunks out of range: refused");

@@ -31,6 +31,7 @@ set -- \
 	"api|$top_builddir/tests/test_api" \
 	"idx|$top_builddir/tests/test_idx" \
 	"text|$top_builddir/tests/test_text" \
+	"pp order|$top_builddir/tests/test_pp_order" \
 	"mlp sgd full|$top_builddir/tests/train_dump --model mlp --steps 3 --out $tmp/a.dump" \
 	"residual adamw depth0 none-prefetch|env SHARDFLOW_PREFETCH_DEPTH=0 SHARDFLOW_BACKWARD_PREFETCH=none $top_builddir/tests/train_dump --model residual --optimizer adamw --steps 3 --out $tmp/b.dump" \
 	"uneven sgd grad_op|env SHARDFLOW_SHARDING=grad_op $top_builddir/tests/train_dump --model uneven --steps 3 --out $tmp/c.dump" \
