@@ -800,14 +800,23 @@ static int wait_one(struct _sf_comm *c, MPI_Request *req, int mrc, const char *w
  * messages of one tag between two ranks overtake each other. */
 #define PP_TAG 7302
 
-static int mpi_p2p(struct _sf_comm *c, float *v, size_t n, int peer, bool send)
+/* A pipeline transfer's float count, as MPI's int */
+static int p2p_count(size_t n, int *out)
 {
-	MPI_Request req;
 	if (n > INT_MAX)
 		return SF_ERR(SF_ERR_INVALID, "a pipeline transfer of %zu floats is over MPI's limit",
 		              n);
-	int mrc = send ? MPI_Isend(v, (int)n, MPI_FLOAT, peer, PP_TAG, impl(c)->step, &req)
-	               : MPI_Irecv(v, (int)n, MPI_FLOAT, peer, PP_TAG, impl(c)->step, &req);
+	*out = (int)n;
+	return SF_OK;
+}
+
+static int mpi_p2p(struct _sf_comm *c, float *v, size_t n, int peer, bool send)
+{
+	MPI_Request req;
+	int k = 0;
+	SF_CHECK(p2p_count(n, &k));
+	int mrc = send ? MPI_Isend(v, k, MPI_FLOAT, peer, PP_TAG, impl(c)->step, &req)
+	               : MPI_Irecv(v, k, MPI_FLOAT, peer, PP_TAG, impl(c)->step, &req);
 	return wait_one(c, &req, mrc, send ? "MPI_Isend (pipeline)" : "MPI_Irecv (pipeline)");
 }
 
@@ -837,17 +846,14 @@ static int mpi_p2p_tagged_post(struct _sf_comm *c, float *v, size_t n, int peer,
 static int post_tagged(struct _sf_comm *c, float *v, size_t n, int peer, bool send, int tag,
                        void **req)
 {
-	MPI_Request *r = malloc(sizeof *r);
+	int k = 0;
 	*req = NULL;
+	SF_CHECK(p2p_count(n, &k));
+	MPI_Request *r = malloc(sizeof *r);
 	if (!r)
 		return SF_ERR(SF_ERR_NOMEM, "a pipeline transfer's request: out of memory");
-	if (n > INT_MAX) {
-		free(r);
-		return SF_ERR(SF_ERR_INVALID, "a pipeline transfer of %zu floats is over MPI's limit",
-		              n);
-	}
-	int mrc = send ? MPI_Isend(v, (int)n, MPI_FLOAT, peer, tag, impl(c)->step, r)
-	               : MPI_Irecv(v, (int)n, MPI_FLOAT, peer, tag, impl(c)->step, r);
+	int mrc = send ? MPI_Isend(v, k, MPI_FLOAT, peer, tag, impl(c)->step, r)
+	               : MPI_Irecv(v, k, MPI_FLOAT, peer, tag, impl(c)->step, r);
 	if (mrc != MPI_SUCCESS) {
 		free(r);
 		return mpi_err(mrc, send ? "MPI_Isend (pipeline)" : "MPI_Irecv (pipeline)", __FILE__,
@@ -879,12 +885,11 @@ static int mpi_p2p_wait(struct _sf_comm *c, void *req, bool send)
 static int sync_p2p_post(struct _sf_comm *c, float *v, size_t n, int peer, bool send, void **req)
 {
 	MPI_Request r;
+	int k = 0;
 	*req = NULL;
-	if (n > INT_MAX)
-		return SF_ERR(SF_ERR_INVALID,
-		              "a pipeline transfer of %zu floats is over MPI's limit", n);
-	int mrc = send ? MPI_Issend(v, (int)n, MPI_FLOAT, peer, PP_TAG, impl(c)->step, &r)
-	               : MPI_Irecv(v, (int)n, MPI_FLOAT, peer, PP_TAG, impl(c)->step, &r);
+	SF_CHECK(p2p_count(n, &k));
+	int mrc = send ? MPI_Issend(v, k, MPI_FLOAT, peer, PP_TAG, impl(c)->step, &r)
+	               : MPI_Irecv(v, k, MPI_FLOAT, peer, PP_TAG, impl(c)->step, &r);
 	int rc =
 	    wait_one(c, &r, mrc,
 	             send ? "MPI_Issend (pipeline, mpi-sync)" : "MPI_Irecv (pipeline, mpi-sync)");
