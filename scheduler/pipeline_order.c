@@ -12,20 +12,23 @@
  * stage waiting for the next round the ring. MPI matches by tag instead, whatever the
  * order (pipeline.c's interleaved_passes).
  *
- * The order. Every stage lays out every stage's schedule in time slots, one pass a
- * slot: a pass takes the slot after its stage's previous pass and after the pass that
- * produced what it reads (the chunk before's forward of the micro-batch, the chunk
- * after's backward). A transfer runs at the boundary right after its producer's slot,
- * before the slot of any pass that follows. Sorting every transfer and pass by
- * (boundary or slot, transfers before passes, then activations before gradients, the
- * sender's stage, micro-batch, chunk) gives one sequence of the whole step; each
- * stage runs its part of it. Nothing waits on what comes later in that sequence:
- * - a transfer's data come from an earlier slot;
+ * The order. Every stage lays out every stage's schedule in time, a forward taking one
+ * unit and a backward two (its two products: the flops' count): a pass starts when its
+ * stage's previous pass and the pass that produced what it reads (the chunk before's
+ * forward of the micro-batch, the chunk after's backward) have ended. A transfer runs
+ * at its reader's start: on NCCL's stream a transfer holds the collectives enqueued
+ * after it until its other end gets there, and posted at its producer's end a
+ * receive would hold the receiver's passes in between (their gathers, TP's
+ * all-reduces) for a sender that runs late; at its reader's start it holds only what
+ * waits for it anyway (docs/scale.md measured both). Sorting every transfer and pass by (time,
+ * transfers before passes, then activations before gradients, the sender's stage, micro-batch,
+ * chunk) gives one sequence of the whole step; each stage runs its part of it. Nothing waits on
+ * what comes later in that sequence:
+ * - a transfer's data come from a pass that ended by then;
  * - its receiving buffer is free: an activation enters a buffer of its micro-batch's
  *   own (the boundary's, _sf_node_sets), and a gradient one of a layer's act_sets,
- *   taken in turn, whose last reader, the backward of micro-batch k - sets, came
- *   before the receiver's forward of k (that is what sets counts), itself before the
- *   gradient's producer;
+ *   taken in turn, whose last reader, the backward of micro-batch k - sets, comes
+ *   before the receiver's backward of k, this transfer's reader;
  * - its sending buffer is rewritten only by a later pass: a gradient leaves a
  *   micro-batch's own buffer, activations a layer's set, rewritten by the forward of
  *   k + sets, after the backward that read k's gradient, after this transfer's reader;
@@ -96,8 +99,8 @@ int _sf_pp_sets(const struct _sf_pp_op *ops, int n, int V)
 	return most;
 }
 
-/* The whole step's schedules laid out: stage s's pass i is ops[s n + i], in slot
- * slot[s n + i]; at[((s 2 + bwd) M + mb) V + chunk] its index i */
+/* The whole step's schedules laid out: stage s's pass i is ops[s n + i], starting at
+ * slot[s n + i] (in forwards' times); at[((s 2 + bwd) M + mb) V + chunk] its index i */
 struct layout {
 	int S, M, V, n;
 	struct _sf_pp_op *ops;
@@ -120,7 +123,13 @@ static int producer(const struct layout *L, int s, struct _sf_pp_op op, int *ps)
 	return index_of(L, *ps, op.bwd, op.mb, u / S);
 }
 
-/* Each pass's slot: after its stage's pass before and after its producer's */
+/* A pass's time in the layout: a forward's product, or a backward's two */
+static int span_of(struct _sf_pp_op op)
+{
+	return op.bwd ? 2 : 1;
+}
+
+/* Each pass's start: once its stage's pass before and its producer have ended */
 static int lay_out(struct layout *L)
 {
 	int S = L->S, n = L->n, left = S * n;
@@ -132,11 +141,13 @@ static int lay_out(struct layout *L)
 		for (int s = 0; s < S; s++) {
 			for (; next[s] < n; next[s]++, placed++, left--) {
 				int i = next[s], ps = 0, p = producer(L, s, L->ops[s * n + i], &ps);
-				int t = i > 0 ? L->slot[s * n + i - 1] + 1 : 0;
+				const struct _sf_pp_op *o = L->ops + s * n;
+				int t = i > 0 ? L->slot[s * n + i - 1] + span_of(o[i - 1]) : 0;
 				if (p >= 0 && p >= next[ps])
-					break; /* its producer has no slot yet */
-				if (p >= 0 && L->slot[ps * n + p] + 1 > t)
-					t = L->slot[ps * n + p] + 1;
+					break; /* its producer has no start yet */
+				int e =
+				    p >= 0 ? L->slot[ps * n + p] + span_of(L->ops[ps * n + p]) : 0;
+				t = e > t ? e : t;
 				L->slot[s * n + i] = t;
 			}
 		}
@@ -171,8 +182,8 @@ static int by_key(const void *a, const void *b)
 	return 0;
 }
 
-/* Stage s's entries: its passes at their slots, and each transfer it sends or
- * receives at its boundary */
+/* Stage s's entries: its passes at their starts, and each transfer it sends or
+ * receives at its reader's start */
 static int entries(const struct layout *L, int s, struct keyed *e)
 {
 	int S = L->S, n = L->n, ne = 0;
@@ -185,7 +196,7 @@ static int entries(const struct layout *L, int s, struct keyed *e)
 			int ps = 0, p = producer(L, r, op, &ps);
 			if (p < 0 || (r != s && ps != s))
 				continue;
-			int when = L->slot[ps * n + p] + 1, from_chunk = L->ops[ps * n + p].chunk;
+			int when = L->slot[r * n + i], from_chunk = L->ops[ps * n + p].chunk;
 			bool send = ps == s;
 			struct _sf_pp_item t = {-1, op.mb, send ? from_chunk : op.chunk, op.bwd,
 			                        send};
