@@ -211,8 +211,8 @@ def replayed(ev):
     for e in comp:
         w = (e["pid"], e["tid"])
         s = free[w] if w in free else min(e["ts"], t0)
-        if id(e) in dep:
-            s = max(s, at[id(dep[id(e)])][1])
+        if id(e) in dep:  # a sender not replayed yet (the ranks' clocks skewed) holds
+            s = max(s, at.get(id(dep[id(e)]), (0.0, 0.0))[1])  # nothing, as replay.c's 0
         at[id(e)] = (s, s + e["dur"])
         free[w] = s + e["dur"]
     return bubbles(ev, lambda e: at.get(id(e), (e["ts"], end(e))))
