@@ -246,6 +246,10 @@ static void program(int argc, char *argv[])
 }
 
 static const struct _sf_comm_ops sim_ops;
+/* sim_ops with the interleaved schedule's transfers matched by tag (sim_p2p_tagged_post) */
+static struct _sf_comm_ops sim_ops_tagged;
+static int sim_p2p_tagged_post(struct _sf_comm *c, float *v, size_t n, int peer, bool send,
+                               int tag, void **req);
 
 /* StarPU's main calls this on the rank's actor (the hook StarPU-MPI fills when it is
  * linked; shardflow does not use StarPU-MPI) */
@@ -258,7 +262,14 @@ int _starpu_mpi_simgrid_init(int argc, char *argv[])
 	MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
 	proxy = sg_actor_self();
 	/* the MPI backend's row and its waits' idle hook, before the program starts */
-	if (_sf_comm_backend_plug(SF_COMM_MPI, &sim_ops) < 0 ||
+	/* the interleaved schedule's transfers whole, in the order every stage agrees on
+	 * (as the NCCL backend runs them), or with SF_SIM_PP_TAGS=1 (shardflow-sim's
+	 * --pp-transfers tagged) matched by tag */
+	const char *tags = getenv("SF_SIM_PP_TAGS");
+	sim_ops_tagged = sim_ops;
+	sim_ops_tagged.p2p_tagged_post = sim_p2p_tagged_post;
+	if (_sf_comm_backend_plug(SF_COMM_MPI, tags && !strcmp(tags, "1") ? &sim_ops_tagged
+	                                                                   : &sim_ops) < 0 ||
 	    _sf_comm_backend_plug(SF_COMM_MPI_SYNC, NULL) < 0) /* it would bypass the proxy */
 		return 1;
 	_sf_wait_serve = serve;
@@ -630,7 +641,10 @@ static int sim_p2p(struct _sf_comm *c, float *v, size_t n, int peer, bool send)
  * not wait for its receiver: the schedule's waits are for the receiver's data); a
  * receive's wait takes that time from the queue, waiting for the send's post, and
  * sleeps until it. Matched by tag, whatever order the two ranks post in, as MPI
- * matches them. The queues are one table every simulated rank shares (found through
+ * matches them: SF_SIM_PP_TAGS=1 (shardflow-sim --pp-transfers tagged) only; without it
+ * the ops have no tagged post, and the pipeline posts whole transfers (sim_p2p: a
+ * barrier of the two ends, then the link's time, as NCCL's send waits for its
+ * receive) in the order every stage agrees on (scheduler/pipeline_order.c). The queues are one table every simulated rank shares (found through
  * the environment, as the pairs' barriers are: SMPI gives each rank its own globals);
  * SimGrid runs one actor at a time, so its mutex and condition are the only locking.
  * Without the model (SMPI's messages) refused: the proxy posts nothing.
@@ -826,7 +840,6 @@ static const struct _sf_comm_ops sim_ops = {
     .tp_all_reduce = sim_tp_all_reduce,
     .tp_all_gather = sim_tp_all_gather,
     .p2p = sim_p2p,
-    .p2p_tagged_post = sim_p2p_tagged_post,
     .p2p_wait = sim_p2p_wait,
     .cp_shift = sim_cp_shift,
     .all_reduce = sim_all_reduce,

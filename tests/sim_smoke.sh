@@ -48,7 +48,9 @@
 #    and one micro-batch of a sequence a data-parallel rank; 2 sequences, with the
 #    TP ranks counted as data-parallel, would double it), the same in a second run,
 #    and zero-bubble's layout line; interleaved (V 2) runs there, its layout line
-#    giving (S-1)/(V M+S-1), refused with --collectives mpi and --virtual without it;
+#    giving (S-1)/(V M+S-1), its transfers in the agreed order (under NCCL's model
+#    and SMPI's messages) or by tag (--pp-transfers tagged: refused with
+#    --collectives mpi), --virtual refused without it;
 #  - a pipeline's micro-batch sets are address space too: a 12-block Llama at pp 2,
 #    4 micro-batches, plans 13 GiB a rank at 45 MiB of peak RSS (6 GiB with the
 #    sets in SMPI's folded memory);
@@ -321,22 +323,30 @@ grep -q "^shardflow-sim: layout: pp 2 x dp 1 x tp 2, 4 micro-batches, zero-bubbl
 	grep -q -E '^ +4 ' "$tmp/ptz.out"
 ok $? "pp 2 x tp 2, --schedule zero-bubble: a report line; the layout gives ZB-H1's bubble in theory" ||
 	diag_file "$tmp/ptz.out"
-# interleaved (V 2: 4 chunks of the 4 units), its transfers matched by tag in NCCL's
-# model; refused with SMPI's collectives and --virtual without it
+# interleaved (V 2: 4 chunks of the 4 units): its transfers in the agreed order under
+# NCCL's model and under SMPI's messages, matched by tag with --pp-transfers tagged
+# (NCCL's model only); refused: tagged with SMPI's collectives, --virtual without it
 # shellcheck disable=SC2086
 "$SIM" $pptp --schedule interleaved --no-breakdown >"$tmp/pti.out" 2>&1
 # shellcheck disable=SC2086
-"$SIM" $pptp --schedule interleaved --collectives mpi >"$tmp/pti2.out" 2>&1
+"$SIM" $pptp --schedule interleaved --pp-transfers tagged --no-breakdown >"$tmp/ptt.out" 2>&1
+# shellcheck disable=SC2086
+"$SIM" $pptp --schedule interleaved --collectives mpi --no-breakdown >"$tmp/ptm.out" 2>&1
+# shellcheck disable=SC2086
+"$SIM" $pptp --schedule interleaved --collectives mpi --pp-transfers tagged >"$tmp/pti2.out" 2>&1
 q1=$?
 # shellcheck disable=SC2086
 "$SIM" $pptp --virtual 3 >"$tmp/pti3.out" 2>&1
 q2=$?
-grep -q "^shardflow-sim: layout: pp 2 x dp 1 x tp 2, 4 micro-batches, interleaved, stages by params; bubble in theory (S-1)/(2M+S-1) = 0.111$" "$tmp/pti.out" &&
-	grep -q -E '^ +4 ' "$tmp/pti.out" && [ $q1 -eq 2 ] &&
-	grep -q -- "--schedule interleaved with --collectives mpi: not supported" "$tmp/pti2.out" &&
+lay="^shardflow-sim: layout: pp 2 x dp 1 x tp 2, 4 micro-batches, interleaved, transfers"
+grep -q "$lay in the agreed order, stages by params; bubble in theory (S-1)/(2M+S-1) = 0.111$" "$tmp/pti.out" &&
+	grep -q -E '^ +4 ' "$tmp/pti.out" &&
+	grep -q "$lay by tag, stages by params; bubble in theory (S-1)/(2M+S-1) = 0.111$" "$tmp/ptt.out" &&
+	grep -q -E '^ +4 ' "$tmp/ptt.out" && grep -q -E '^ +4 ' "$tmp/ptm.out" && [ $q1 -eq 2 ] &&
+	grep -q -- "--pp-transfers tagged with --collectives mpi: not supported" "$tmp/pti2.out" &&
 	[ $q2 -eq 2 ] && grep -q -- "--virtual 3 needs --schedule interleaved" "$tmp/pti3.out"
-ok $? "pp 2 x tp 2, --schedule interleaved: a report line, the theory (S-1)/(V M+S-1); refused with --collectives mpi, --virtual without it (exit $q1, $q2)" ||
-	{ diag_file "$tmp/pti.out"; diag_file "$tmp/pti2.out"; }
+ok $? "pp 2 x tp 2, --schedule interleaved: report lines in the agreed order (NCCL's model, SMPI's messages) and by tag, the theory (S-1)/(V M+S-1); refused: tags with --collectives mpi, --virtual without interleaved (exit $q1, $q2)" ||
+	{ diag_file "$tmp/pti.out"; diag_file "$tmp/ptt.out"; diag_file "$tmp/ptm.out"; diag_file "$tmp/pti2.out"; }
 python3 -c 'import resource, subprocess, sys
 subprocess.run(sys.argv[1:])
 print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)' \
