@@ -55,6 +55,12 @@ struct nccl_impl {
 	/* SHARDFLOW_CP > 1: split from comm on the comm worker, the CP group (the cp ranks
 	 * of one dp index and TP place: context parallelism's ring steps); NULL otherwise */
 	ncclComm_t cp;
+	/* SHARDFLOW_PP > 1: the pipeline's transfers on a communicator (split from comm)
+	 * and a stream of their own, so that a transfer waiting for its peer holds no
+	 * collective of the comm worker's stream (as PyTorch's process groups give
+	 * Megatron-LM's and torchtitan's pipelines); NULL otherwise */
+	ncclComm_t pp;
+	cudaStream_t pp_stream;
 	bool attached;
 	int attach_rc; /* attach's status, set on the comm worker's thread */
 	char attach_msg[512];
@@ -78,7 +84,7 @@ static ncclComm_t step_comm(struct _sf_comm *c)
 /* Every communicator this rank holds, aborted (a failed or stalled collective) */
 static void abort_all(struct nccl_impl *st)
 {
-	ncclComm_t *cs[] = {&st->cp, &st->tp, &st->shard, &st->comm};
+	ncclComm_t *cs[] = {&st->pp, &st->cp, &st->tp, &st->shard, &st->comm};
 	for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++)
 		if (*cs[i]) {
 			ncclCommAbort(*cs[i]);
@@ -306,7 +312,7 @@ static void attach_on_worker(void *arg)
 	/* SHARDFLOW_TP: the shard group (same TP place) and the TP group (same dp rank);
 	 * SHARDFLOW_CP: the CP group (same dp index and TP place: rank = (d C + k) K + t);
 	 * SHARDFLOW_PP: the shard group a stage's ranks of one TP place (rank = (s dp + d)
-	 * K + t), the transfers between stages on comm itself */
+	 * K + t), the transfers between stages on the whole world's second communicator */
 	int K = c->tp_size, C = c->cp_size, q = c->rank / K, S = c->pp_size;
 	int shard_color = S > 1 ? c->pp_rank * K + c->rank % K : c->rank % K;
 	struct {
@@ -316,7 +322,8 @@ static void attach_on_worker(void *arg)
 		const char *what;
 	} splits[] = {{K > 1 || S > 1, &st->shard, shard_color, "ncclCommSplit (shard group)"},
 	              {K > 1, &st->tp, c->rank / K, "ncclCommSplit (TP group)"},
-	              {C > 1, &st->cp, (q / C) * K + c->rank % K, "ncclCommSplit (CP group)"}};
+	              {C > 1, &st->cp, (q / C) * K + c->rank % K, "ncclCommSplit (CP group)"},
+	              {S > 1, &st->pp, 0, "ncclCommSplit (pipeline transfers)"}};
 	for (size_t i = 0; i < sizeof splits / sizeof splits[0] && r == ncclSuccess; i++) {
 		if (!splits[i].want)
 			continue;
@@ -326,6 +333,16 @@ static void attach_on_worker(void *arg)
 		if (r != ncclSuccess)
 			snprintf(st->attach_msg, sizeof st->attach_msg, "%s failed: %s (NCCL %d)",
 			         splits[i].what, ncclGetErrorString(r), (int)r);
+	}
+	if (r == ncclSuccess && S > 1) {
+		cudaError_t ce = cudaStreamCreateWithFlags(&st->pp_stream, cudaStreamNonBlocking);
+		if (ce != cudaSuccess) {
+			st->pp_stream = NULL;
+			r = ncclUnhandledCudaError;
+			snprintf(st->attach_msg, sizeof st->attach_msg,
+			         "cudaStreamCreateWithFlags (pipeline transfers): %s",
+			         cudaGetErrorString(ce));
+		}
 	}
 	if (r != ncclSuccess && st->attach_rc == SF_OK)
 		st->attach_rc = SF_ERR_COMM;
@@ -358,7 +375,7 @@ static void destroy_on_worker(void *arg)
 {
 	struct _sf_comm *c = arg;
 	struct nccl_impl *st = impl(c);
-	ncclComm_t *cs[] = {&st->cp, &st->tp, &st->shard, &st->comm};
+	ncclComm_t *cs[] = {&st->pp, &st->cp, &st->tp, &st->shard, &st->comm};
 	for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
 		if (!*cs[i])
 			continue;
@@ -375,6 +392,9 @@ static void destroy_on_worker(void *arg)
 		cudaFree(st->stage);
 	st->stage = NULL;
 	st->stage_n = 0;
+	if (st->pp_stream)
+		cudaStreamDestroy(st->pp_stream);
+	st->pp_stream = NULL;
 }
 
 static int nccl_detach(struct _sf_comm *c, int worker)
@@ -409,22 +429,23 @@ static int give_up(struct nccl_impl *st, int rc)
 	return rc;
 }
 
-/* Waits for the collectives enqueued on the worker's stream: NCCL's asynchronous
- * errors and SHARDFLOW_COMM_TIMEOUT end the wait with an aborted communicator. */
-static int wait_stream(struct _sf_comm *c, const char *what)
+/* Waits for ev (NULL: for the collectives enqueued on the worker's stream): NCCL's
+ * asynchronous errors and SHARDFLOW_COMM_TIMEOUT end the wait with an aborted
+ * communicator. */
+static int wait_done(struct _sf_comm *c, cudaEvent_t ev, const char *what)
 {
 	struct nccl_impl *st = impl(c);
 	cudaStream_t s = starpu_cuda_get_local_stream();
 	struct timespec t0, now, nap = {0, 20000}; /* 20 us */
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (;;) {
-		cudaError_t ce = cudaStreamQuery(s);
+		cudaError_t ce = ev ? cudaEventQuery(ev) : cudaStreamQuery(s);
 		if (ce == cudaSuccess)
 			return SF_OK;
 		if (ce != cudaErrorNotReady)
 			return give_up(st, SF_ERR(SF_ERR_COMM, "%s: CUDA error %s", what,
 			                          cudaGetErrorString(ce)));
-		ncclComm_t cs[] = {st->comm, st->shard, st->tp, st->cp};
+		ncclComm_t cs[] = {st->comm, st->shard, st->tp, st->cp, st->pp};
 		for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
 			ncclResult_t ar = ncclSuccess;
 			if (cs[i] && ncclCommGetAsyncError(cs[i], &ar) == ncclSuccess &&
@@ -440,6 +461,11 @@ static int wait_stream(struct _sf_comm *c, const char *what)
 			               what, c->timeout));
 		nanosleep(&nap, NULL);
 	}
+}
+
+static int wait_stream(struct _sf_comm *c, const char *what)
+{
+	return wait_done(c, NULL, what);
 }
 
 /* r: what enqueueing a collective on `comm` returned; SF_OK once it is on the stream */
@@ -629,29 +655,44 @@ static int nccl_cp_shift(struct _sf_comm *c, const float *src, float *dst, size_
 }
 
 /* SHARDFLOW_PP's transfers (comm.h's p2p_post, p2p_wait): ncclSend or ncclRecv on the
- * world communicator (peer: a world rank), enqueued on the comm worker's stream. The
- * stream runs them in the order the comm worker enqueues them, the planner's order,
- * which the two ranks share: NCCL's send waits on the stream for its receive, so the
- * order is what keeps two stages from waiting for each other. The wait waits for the
- * stream (and whatever was enqueued after the transfer). No request to keep: *req is
- * only marked. */
+ * pipeline's communicator (peer: a world rank) and stream, an event recorded after it
+ * (*req). The stream runs them in the order the comm worker enqueues them, the
+ * planner's order, which the two ranks share: NCCL's send waits on the stream for its
+ * receive, so the order is what keeps two stages from waiting for each other
+ * (scheduler/pipeline_order.c for the interleaved schedule's ring); on a stream of
+ * their own they hold none of the comm worker's collectives meanwhile. The wait
+ * waits for the event. */
 static int nccl_p2p_post(struct _sf_comm *c, float *v, size_t n, int peer, bool send, void **req)
 {
 	struct nccl_impl *st = impl(c);
-	cudaStream_t s = starpu_cuda_get_local_stream();
+	const char *what = send ? "ncclSend (pipeline)" : "ncclRecv (pipeline)";
+	cudaEvent_t ev = NULL;
 	*req = NULL;
-	ncclResult_t r = send ? ncclSend(v, n, ncclFloat, peer, st->comm, s)
-	                      : ncclRecv(v, n, ncclFloat, peer, st->comm, s);
-	int rc = posted(c, st->comm, r, send ? "ncclSend (pipeline)" : "ncclRecv (pipeline)");
-	if (rc == SF_OK)
-		*req = st;
-	return rc;
+	if (!st->pp || !st->pp_stream)
+		return SF_ERR(SF_ERR_STATE, "%s: no pipeline communicator (SHARDFLOW_PP is 1)", what);
+	cudaError_t ce = cudaEventCreateWithFlags(&ev, cudaEventDisableTiming);
+	if (ce != cudaSuccess)
+		return SF_ERR(SF_ERR_COMM, "%s: cudaEventCreateWithFlags: %s", what,
+		              cudaGetErrorString(ce));
+	ncclResult_t r = send ? ncclSend(v, n, ncclFloat, peer, st->pp, st->pp_stream)
+	                      : ncclRecv(v, n, ncclFloat, peer, st->pp, st->pp_stream);
+	int rc = posted(c, st->pp, r, what);
+	if (rc == SF_OK && (ce = cudaEventRecord(ev, st->pp_stream)) != cudaSuccess)
+		rc = SF_ERR(SF_ERR_COMM, "%s: cudaEventRecord: %s", what, cudaGetErrorString(ce));
+	if (rc < 0) {
+		cudaEventDestroy(ev);
+		return rc;
+	}
+	*req = ev;
+	return SF_OK;
 }
 
 static int nccl_p2p_wait(struct _sf_comm *c, void *req, bool send)
 {
-	(void)req;
-	return wait_stream(c, send ? "ncclSend (pipeline)" : "ncclRecv (pipeline)");
+	cudaEvent_t ev = req;
+	int rc = wait_done(c, ev, send ? "ncclSend (pipeline)" : "ncclRecv (pipeline)");
+	cudaEventDestroy(ev);
+	return rc;
 }
 
 static int nccl_p2p(struct _sf_comm *c, float *v, size_t n, int peer, bool send)

@@ -16,19 +16,21 @@
  * unit and a backward two (its two products: the flops' count): a pass starts when its
  * stage's previous pass and the pass that produced what it reads (the chunk before's
  * forward of the micro-batch, the chunk after's backward) have ended. A transfer runs
- * at its reader's start: on NCCL's stream a transfer holds the collectives enqueued
- * after it until its other end gets there, and posted at its producer's end a
- * receive would hold the receiver's passes in between (their gathers, TP's
- * all-reduces) for a sender that runs late; at its reader's start it holds only what
- * waits for it anyway (docs/scale.md measured both). Sorting every transfer and pass by (time,
- * transfers before passes, then activations before gradients, the sender's stage, micro-batch,
- * chunk) gives one sequence of the whole step; each stage runs its part of it. Nothing waits on
+ * at its producer's end: NCCL's run on a stream of their own (comm/comm_nccl.c), where
+ * one waiting for its peer holds only the transfers after it, so posted early they
+ * move while the reader's stage computes (posted at the reader's start, the reader
+ * waits for the whole transfer; on one stream with the collectives, where a transfer
+ * holds every collective after it, that was the better of the two: docs/scale.md
+ * measured both). Sorting every transfer and pass by (time, transfers before passes,
+ * then activations before gradients, the sender's stage, micro-batch, chunk) gives
+ * one sequence of the whole step; each stage runs its part of it. Nothing waits on
  * what comes later in that sequence:
- * - a transfer's data come from a pass that ended by then;
+ * - a transfer's data come from a pass that ended then;
  * - its receiving buffer is free: an activation enters a buffer of its micro-batch's
  *   own (the boundary's, _sf_node_sets), and a gradient one of a layer's act_sets,
- *   taken in turn, whose last reader, the backward of micro-batch k - sets, comes
- *   before the receiver's backward of k, this transfer's reader;
+ *   taken in turn, whose last reader, the backward of micro-batch k - sets, came
+ *   before the receiver's forward of k (that is what sets counts), itself before the
+ *   gradient's producer;
  * - its sending buffer is rewritten only by a later pass: a gradient leaves a
  *   micro-batch's own buffer, activations a layer's set, rewritten by the forward of
  *   k + sets, after the backward that read k's gradient, after this transfer's reader;
@@ -183,7 +185,7 @@ static int by_key(const void *a, const void *b)
 }
 
 /* Stage s's entries: its passes at their starts, and each transfer it sends or
- * receives at its reader's start */
+ * receives at its producer's end */
 static int entries(const struct layout *L, int s, struct keyed *e)
 {
 	int S = L->S, n = L->n, ne = 0;
@@ -196,7 +198,8 @@ static int entries(const struct layout *L, int s, struct keyed *e)
 			int ps = 0, p = producer(L, r, op, &ps);
 			if (p < 0 || (r != s && ps != s))
 				continue;
-			int when = L->slot[r * n + i], from_chunk = L->ops[ps * n + p].chunk;
+			int when = L->slot[ps * n + p] + span_of(L->ops[ps * n + p]);
+			int from_chunk = L->ops[ps * n + p].chunk;
 			bool send = ps == s;
 			struct _sf_pp_item t = {-1, op.mb, send ? from_chunk : op.chunk, op.bwd,
 			                        send};

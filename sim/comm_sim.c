@@ -32,9 +32,9 @@
  *
  * Tensor parallelism's all-reduces and all-gathers are modelled so on the TP group
  * (tp_size consecutive ranks), and the shard group's collectives on its dp ranks, a TP
- * group apart (group_shape). A pipeline's transfers (p2p) are SMPI's messages on the
- * platform's route, or by the model a rendezvous of the two ranks and then
- * lat + bytes / bw of the link between them (sim_p2p). Context parallelism's ring
+ * group apart (group_shape). A pipeline's transfers (p2p_post) are SMPI's messages on
+ * the platform's route, or by the model a rendezvous of the two ranks' pipeline
+ * streams and then lat + bytes / bw of the link between them (sim_p2p_post). Context parallelism's ring
  * steps (cp_shift) likewise: SMPI's messages, or by the model a barrier of the CP
  * group (cp_size ranks, tp_size apart) and then, on each rank, lat + bytes / bw of the
  * slower of its two links, to the next CP rank and from the previous (sim_cp_shift).
@@ -262,9 +262,9 @@ int _starpu_mpi_simgrid_init(int argc, char *argv[])
 	MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
 	proxy = sg_actor_self();
 	/* the MPI backend's row and its waits' idle hook, before the program starts */
-	/* the interleaved schedule's transfers whole, in the order every stage agrees on
-	 * (as the NCCL backend runs them), or with SF_SIM_PP_TAGS=1 (shardflow-sim's
-	 * --pp-transfers tagged) matched by tag */
+	/* the interleaved schedule's transfers on the pipeline stream, in the order every
+	 * stage agrees on (as the NCCL backend runs them), or with SF_SIM_PP_TAGS=1
+	 * (shardflow-sim's --pp-transfers tagged) matched by tag */
 	const char *tags = getenv("SF_SIM_PP_TAGS");
 	sim_ops_tagged = sim_ops;
 	sim_ops_tagged.p2p_tagged_post = sim_p2p_tagged_post;
@@ -642,9 +642,9 @@ static int sim_p2p(struct _sf_comm *c, float *v, size_t n, int peer, bool send)
  * receive's wait takes that time from the queue, waiting for the send's post, and
  * sleeps until it. Matched by tag, whatever order the two ranks post in, as MPI
  * matches them: SF_SIM_PP_TAGS=1 (shardflow-sim --pp-transfers tagged) only; without it
- * the ops have no tagged post, and the pipeline posts whole transfers (sim_p2p: a
- * barrier of the two ends, then the link's time, as NCCL's send waits for its
- * receive) in the order every stage agrees on (scheduler/pipeline_order.c). The queues are one table every simulated rank shares (found through
+ * the ops have no tagged post, and the pipeline posts its transfers on the rank's
+ * pipeline stream (sim_p2p_post, below: each waiting for its other end, as NCCL's) in
+ * the order every stage agrees on (scheduler/pipeline_order.c). The queues are one table every simulated rank shares (found through
  * the environment, as the pairs' barriers are: SMPI gives each rank its own globals);
  * SimGrid runs one actor at a time, so its mutex and condition are the only locking.
  * Without the model (SMPI's messages) refused: the proxy posts nothing.
@@ -694,7 +694,11 @@ static struct tag_queue *tag_queue(struct tag_table *t, int from, int to, int ta
 	return q;
 }
 
+/* A posted transfer (p2p_post's or p2p_tagged_post's *req): which of the two, first */
+enum { POSTED_TAGGED, POSTED_STREAM };
+
 struct sim_tagged {
+	int kind; /* POSTED_TAGGED */
 	bool send;
 	int from, to, tag;
 };
@@ -715,7 +719,8 @@ static int sim_p2p_tagged_post(struct _sf_comm *c, float *v, size_t n, int peer,
 		free(r);
 		return SF_ERR(SF_ERR_NOMEM, "simulation: a pipeline transfer: out of memory");
 	}
-	*r = (struct sim_tagged){send, send ? c->rank : peer, send ? peer : c->rank, tag};
+	*r = (struct sim_tagged){POSTED_TAGGED, send, send ? c->rank : peer, send ? peer : c->rank,
+	                         tag};
 	if (send) {
 		sg_mutex_lock(t->mu);
 		struct tag_queue *q = tag_queue(t, r->from, r->to, tag);
@@ -740,9 +745,116 @@ static int sim_p2p_tagged_post(struct _sf_comm *c, float *v, size_t n, int peer,
 	return SF_OK;
 }
 
+/*
+ * The pipeline's transfers (comm.h's p2p_post, p2p_wait) under NCCL's model: the NCCL
+ * backend runs them on a stream and a communicator of their own, in the order they are
+ * posted, a send waiting there for its peer's receive and holding only the stream's
+ * later transfers, not the comm worker's collectives. Modelled by an actor a rank, the
+ * stream, started at the rank's first post: a post queues the transfer and returns;
+ * the actor takes the transfers in turn, meets its peer's actor on the pair's barrier
+ * and sleeps the link's time (lat + bytes / bw); a wait waits until its transfer is
+ * done. The actor touches only the queue it is given (the rank's globals are SMPI's
+ * per rank). Without the model a post runs the transfer whole (sim_p2p: SMPI's
+ * messages on the proxy).
+ */
+struct stream_job {
+	int kind; /* POSTED_STREAM */
+	sg_bar_t bar;
+	double secs;
+	bool done;
+	struct stream_job *next;
+};
+struct pp_stream {
+	sg_mutex_t mu;
+	sg_cond_t cond;
+	struct stream_job *head, *tail;
+};
+static struct pp_stream *pp_stream; /* the rank's, made at its first post */
+
+static void stream_main(int argc, char *argv[])
+{
+	struct pp_stream *q = NULL;
+	if (argc < 2 || sscanf(argv[1], "%p", (void **)&q) != 1 || !q)
+		return;
+	for (;;) {
+		sg_mutex_lock(q->mu);
+		while (!q->head)
+			sg_cond_wait(q->cond, q->mu);
+		struct stream_job *j = q->head;
+		q->head = j->next;
+		if (!q->head)
+			q->tail = NULL;
+		sg_mutex_unlock(q->mu);
+		sg_barrier_wait(j->bar);
+		sg_actor_sleep_for(j->secs);
+		sg_mutex_lock(q->mu);
+		j->done = true;
+		sg_cond_notify_all(q->cond);
+		sg_mutex_unlock(q->mu);
+	}
+}
+
+static int sim_p2p_post(struct _sf_comm *c, float *v, size_t n, int peer, bool send, void **req)
+{
+	struct stream_job *j = calloc(1, sizeof *j);
+	*req = NULL;
+	if (!j)
+		return SF_ERR(SF_ERR_NOMEM, "simulation: a pipeline transfer: out of memory");
+	j->kind = POSTED_STREAM;
+	if (!nccl.on) { /* SMPI's messages: the whole transfer, here */
+		int rc = sim_p2p(c, v, n, peer, send);
+		if (rc < 0) {
+			free(j);
+			return rc;
+		}
+		j->done = true, *req = j;
+		return SF_OK;
+	}
+	if (!pp_stream) {
+		struct pp_stream *q = calloc(1, sizeof *q);
+		char arg[32], *args[] = {"pipeline stream", arg, NULL};
+		if (!q) {
+			free(j);
+			return SF_ERR(SF_ERR_NOMEM, "simulation: the pipeline stream: out of memory");
+		}
+		q->mu = sg_mutex_init(), q->cond = sg_cond_init();
+		snprintf(arg, sizeof arg, "%p", (void *)q);
+		sg_actor_t a = sg_actor_create("pipeline stream", sg_host_self(), stream_main, 2, args);
+		sg_actor_daemonize(a); /* it waits for transfers until the simulation ends */
+		pp_stream = q;
+	}
+	int rc = pair_find(c->rank, peer, &j->bar);
+	if (rc < 0) {
+		free(j);
+		return rc;
+	}
+	j->secs = link_time(c->rank, peer, 4.0 * (double)n);
+	sg_mutex_lock(pp_stream->mu);
+	if (pp_stream->tail)
+		pp_stream->tail->next = j;
+	else
+		pp_stream->head = j;
+	pp_stream->tail = j;
+	sg_cond_notify_all(pp_stream->cond);
+	sg_mutex_unlock(pp_stream->mu);
+	*req = j;
+	return SF_OK;
+}
+
 static int sim_p2p_wait(struct _sf_comm *c, void *req, bool send)
 {
 	(void)c, (void)send;
+	if (*(int *)req == POSTED_STREAM) {
+		struct stream_job *j = req;
+		if (!j->done) { /* posted by the model: the stream marks it done */
+			sg_mutex_lock(pp_stream->mu);
+			while (!j->done)
+				sg_cond_wait(pp_stream->cond, pp_stream->mu);
+			sg_mutex_unlock(pp_stream->mu);
+		}
+		free(j);
+		return SF_OK;
+	}
 	struct sim_tagged *r = req;
 	int rc = SF_OK;
 	if (!r->send) {
@@ -840,6 +952,7 @@ static const struct _sf_comm_ops sim_ops = {
     .tp_all_reduce = sim_tp_all_reduce,
     .tp_all_gather = sim_tp_all_gather,
     .p2p = sim_p2p,
+    .p2p_post = sim_p2p_post,
     .p2p_wait = sim_p2p_wait,
     .cp_shift = sim_cp_shift,
     .all_reduce = sim_all_reduce,
