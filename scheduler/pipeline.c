@@ -49,8 +49,12 @@
  * schedule), sending an activation as soon as its forward is submitted and the events
  * before it are, and receiving gradient k just before its backward of k. The step's
  * end (the clip norm's all-reduce over the world, the updates, the loss) comes after
- * every transfer, on every stage. Those are the posts (the backend's p2p_post: they
- * return at once); a receive's wait comes just before the pass that reads it, a send's
+ * every transfer, on every stage. The interleaved schedule's chunks make a ring (the
+ * last stage's chunk j feeds the first stage's chunk j + 1), which no one link's order
+ * settles: there each transfer is matched by its tag (MPI), or where the backend has
+ * none (NCCL, mpi-sync) every pass and transfer runs in one order of the whole step
+ * that every stage agrees on (scheduler/pipeline_order.c). Those are the posts (the
+ * backend's p2p_post: they return at once); a receive's wait comes just before the pass that reads it, a send's
  * after the pass that follows it and before any pass that rewrites its buffer, so the
  * comm worker never sits in a transfer while the collectives after it are ready, and
  * a stage's next activation leaves while its gradient is still awaited.
