@@ -140,11 +140,14 @@ for m in "$top"/tests/mutants/gpu/*.patch; do
 	cp "$src/layers/attention_flash.cuh" "$md/layers/" && cp "$src/tests/test_flash_gpu.cu" "$md/tests/" ||
 		die "cannot copy the fused attention's files for mutant $n"
 	(cd "$md" && patch -p1 -s -f <"$m") >>"$log" 2>&1 || die "GPU mutant $n does not apply (log: $log)"
-	# NVCC as configure takes it (CI: "ccache nvcc"), else the toolkit's
+	# NVCC as configure takes it (CI: "ccache nvcc"), else the toolkit's; compiled, then
+	# linked, in $md with paths relative to it (CCACHE_BASEDIR: ccache's key then holds no
+	# build folder), so that ccache can keep the compile from one CI run to the next
 	# shellcheck disable=SC2086
-	${NVCC:-"$cuda/bin/nvcc"} -std=c++17 -O3 --fmad=false -gencode arch=compute_90,code=sm_90 -I"$md" -I"$src" -I"$src/include" \
-		"$md/tests/test_flash_gpu.cu" -o "$stage/tests/mutants/$n" >>"$log" 2>&1 ||
-		die "GPU mutant $n does not compile (log: $log)"
+	(cd "$md" && CCACHE_BASEDIR=$build ${NVCC:-"$cuda/bin/nvcc"} -std=c++17 -O3 --fmad=false \
+		-gencode arch=compute_90,code=sm_90 -I. -I"$src" -I"$src/include" -c tests/test_flash_gpu.cu \
+		-o test_flash_gpu.o && ${NVCC:-"$cuda/bin/nvcc"} test_flash_gpu.o -o "$stage/tests/mutants/$n") \
+		>>"$log" 2>&1 || die "GPU mutant $n does not compile (log: $log)"
 done
 cp -P "$src"/.libs/libshardflow.so* "$stage/lib/" || die "no libshardflow.so in $src/.libs"
 # tests/config.sh as lib.sh reads it, without the build machine's paths
