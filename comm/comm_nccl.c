@@ -400,7 +400,10 @@ static void destroy_on_worker(void *arg)
 static int nccl_detach(struct _sf_comm *c, int worker)
 {
 	struct nccl_impl *st = impl(c);
-	if (!st || !st->attached)
+	/* after give_up the communicators are aborted (NULL: skipped), the staging buffer
+	 * and the pipeline's stream are still to free, on the worker whose device holds
+	 * them */
+	if (!st || (!st->attached && !st->stage && !st->pp_stream))
 		return SF_OK;
 	unsigned w = (unsigned)worker;
 	starpu_execute_on_specific_workers(destroy_on_worker, c, 1, &w, "shardflow nccl destroy");
@@ -662,10 +665,15 @@ static int nccl_cp_shift(struct _sf_comm *c, const float *src, float *dst, size_
  * (scheduler/pipeline_order.c for the interleaved schedule's ring); on a stream of
  * their own they hold none of the comm worker's collectives meanwhile. The wait
  * waits for the event. */
+static const char *p2p_what(bool send)
+{
+	return send ? "ncclSend (pipeline)" : "ncclRecv (pipeline)";
+}
+
 static int nccl_p2p_post(struct _sf_comm *c, float *v, size_t n, int peer, bool send, void **req)
 {
 	struct nccl_impl *st = impl(c);
-	const char *what = send ? "ncclSend (pipeline)" : "ncclRecv (pipeline)";
+	const char *what = p2p_what(send);
 	cudaEvent_t ev = NULL;
 	*req = NULL;
 	if (!st->pp || !st->pp_stream)
@@ -690,7 +698,7 @@ static int nccl_p2p_post(struct _sf_comm *c, float *v, size_t n, int peer, bool 
 static int nccl_p2p_wait(struct _sf_comm *c, void *req, bool send)
 {
 	cudaEvent_t ev = req;
-	int rc = wait_done(c, ev, send ? "ncclSend (pipeline)" : "ncclRecv (pipeline)");
+	int rc = wait_done(c, ev, p2p_what(send));
 	cudaEventDestroy(ev);
 	return rc;
 }

@@ -40,7 +40,7 @@ struct state {
 	int at[MAXS], transfers;
 };
 
-static int sets_of(const struct _sf_pp_op *ops, int n, int V)
+static int sets_of(const struct _sf_pp_op *ops, int n)
 {
 	int held[4] = {0}, most = 1;
 	for (int i = 0; i < n; i++) {
@@ -48,7 +48,6 @@ static int sets_of(const struct _sf_pp_op *ops, int n, int V)
 		if (held[ops[i].chunk] > most)
 			most = held[ops[i].chunk];
 	}
-	(void)V;
 	return most;
 }
 
@@ -99,7 +98,7 @@ static bool run(const struct prog *P, struct state *st)
 	int sets[MAXS];
 	memset(st, 0, sizeof *st);
 	for (int s = 0; s < P->S; s++)
-		sets[s] = sets_of(P->ops[s], 2 * P->M * P->V, P->V);
+		sets[s] = sets_of(P->ops[s], 2 * P->M * P->V);
 	for (bool moved = true; moved;) {
 		moved = false;
 		for (int s = 0; s < P->S; s++) {
