@@ -44,31 +44,55 @@ set -- \
 	"mlp_synthetic|$top_builddir/examples/mlp_synthetic --steps 2 --batch 8 --widths 32,16,10" \
 	"mlp_synthetic traced|env SHARDFLOW_TRACE=$tmp/trace $top_builddir/examples/mlp_synthetic --steps 2 --batch 8 --widths 32,16,16,10"
 
+# The programs run $SF_VALGRIND_JOBS at a time (default: the machine's cores): memcheck
+# runs a process's threads one at a time, so one program keeps one core busy. Each lane
+# takes the next program not yet claimed (mkdir is atomic: one lane wins each), writes
+# its output and exit status under $tmp, and the lines are printed in the list's order.
+jobs=${SF_VALGRIND_JOBS:-$(nproc 2>/dev/null || echo 1)}
+case $jobs in '' | *[!0-9]* | 0*) echo "Bail out! SF_VALGRIND_JOBS=\"$jobs\" is invalid: expected a positive integer"; exit 99 ;; esac
 echo "1..$#"
+for t in "$@"; do echo "$t"; done >"$tmp/list"
+total=$#
+# lane: runs programs until none is left unclaimed
+lane() {
+	i=0
+	while IFS= read -r t; do
+		i=$((i + 1))
+		mkdir "$tmp/claim.$i" 2>/dev/null || continue
+		cmd=${t#*|}
+		# "env A=1 B=2 PROGRAM ARGS": the assignments go before valgrind
+		vars=
+		case $cmd in
+		"env "*)
+			cmd=${cmd#env }
+			while :; do
+				w=${cmd%% *}
+				case $w in *=*) vars="$vars $w"; cmd=${cmd#"$w" } ;; *) break ;; esac
+			done
+			;;
+		esac
+		# shellcheck disable=SC2086
+		env $vars $VG $cmd >"$tmp/out.$i" 2>"$tmp/err.$i"
+		echo $? >"$tmp/rc.$i"
+	done <"$tmp/list"
+}
+l=0
+while [ "$l" -lt "$jobs" ] && [ "$l" -lt "$total" ]; do
+	lane &
+	l=$((l + 1))
+done
+wait
 n=0
 failed=0
 for t in "$@"; do
 	n=$((n + 1))
 	name=${t%%|*}
-	cmd=${t#*|}
-	# "env A=1 B=2 PROGRAM ARGS": the assignments go before valgrind
-	vars=
-	case $cmd in
-	"env "*)
-		cmd=${cmd#env }
-		while :; do
-			w=${cmd%% *}
-			case $w in *=*) vars="$vars $w"; cmd=${cmd#"$w" } ;; *) break ;; esac
-		done
-		;;
-	esac
-	# shellcheck disable=SC2086
-	if env $vars $VG $cmd >"$tmp/out" 2>"$tmp/err"; then
+	rc=$(cat "$tmp/rc.$n" 2>/dev/null || echo "none")
+	if [ "$rc" = 0 ]; then
 		echo "ok $n - valgrind clean: $name"
 	else
-		rc=$?
 		echo "not ok $n - valgrind: $name (exit $rc)"
-		sed 's/^/# /' "$tmp/err" | head -60
+		sed 's/^/# /' "$tmp/err.$n" | head -60
 		failed=$((failed + 1))
 	fi
 done
