@@ -106,20 +106,8 @@ for t in $targets; do
 	sources "$t" >/dev/null || { echo "fuzz.sh: unknown target $t (idx, taskrec, safetensors, manifest, rdb, tokens)" >&2; exit 2; }
 done
 
-# pool FUNCTION: runs FUNCTION TARGET for every target, $jobs at a time: each lane
-# takes the next target no lane has claimed (mkdir is atomic: one lane wins each)
-pool() {
-	claims=$(mktemp -d "$build/claims.XXXXXX") || exit 2
-	l=0
-	while [ "$l" -lt "$jobs" ]; do
-		(for t in $targets; do
-			mkdir "$claims/$t" 2>/dev/null && "$1" "$t"
-		done) &
-		l=$((l + 1))
-	done
-	wait
-	rm -rf "$claims"
-}
+# the targets' builds and runs, $jobs at a time
+. "$top/scripts/lanes.sh"
 
 # build_one TARGET: its binary, the compiler's output in fuzz_TARGET.build.log, the
 # status in fuzz_TARGET.build.rc
@@ -130,7 +118,7 @@ build_one() {
 	$CLANG $CFLAGS -o "$build/fuzz_$1" $files $(libs "$1") >"$build/fuzz_$1.build.log" 2>&1
 	echo $? >"$build/fuzz_$1.build.rc"
 }
-pool build_one
+lanes "$jobs" build_one $targets || exit 2
 for t in $targets; do
 	echo "== build fuzz_$t"
 	[ "$(cat "$build/fuzz_$t.build.rc" 2>/dev/null)" = 0 ] || {
@@ -173,7 +161,7 @@ run_one() {
 	} >"$build/fuzz_$t.report"
 }
 rm -f "$build"/fuzz_*.rc
-pool run_one
+lanes "$jobs" run_one $targets || exit 2
 failed=
 for t in $targets; do
 	cat "$build/fuzz_$t.report" 2>/dev/null

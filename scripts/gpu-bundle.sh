@@ -132,6 +132,7 @@ done
 # attention's test built with each bug in, for gpu-check.sh's mutants stage, where each
 # must fail (sm_90 only: the windows' cards)
 mkdir -p "$stage/tests/mutants" || die "cannot create $stage/tests/mutants"
+nvcc=${NVCC:-"$cuda/bin/nvcc"}
 for m in "$top"/tests/mutants/gpu/*.patch; do
 	[ -f "$m" ] || continue
 	n=$(basename "$m" .patch)
@@ -144,9 +145,9 @@ for m in "$top"/tests/mutants/gpu/*.patch; do
 	# linked, in $md with paths relative to it (CCACHE_BASEDIR: ccache's key then holds no
 	# build folder), so that ccache can keep the compile from one CI run to the next
 	# shellcheck disable=SC2086
-	(cd "$md" && CCACHE_BASEDIR=$build ${NVCC:-"$cuda/bin/nvcc"} -std=c++17 -O3 --fmad=false \
+	(cd "$md" && CCACHE_BASEDIR=$build $nvcc -std=c++17 -O3 --fmad=false \
 		-gencode arch=compute_90,code=sm_90 -I. -I"$src" -I"$src/include" -c tests/test_flash_gpu.cu \
-		-o test_flash_gpu.o && ${NVCC:-"$cuda/bin/nvcc"} test_flash_gpu.o -o "$stage/tests/mutants/$n") \
+		-o test_flash_gpu.o && $nvcc test_flash_gpu.o -o "$stage/tests/mutants/$n") \
 		>>"$log" 2>&1 || die "GPU mutant $n does not compile (log: $log)"
 done
 cp -P "$src"/.libs/libshardflow.so* "$stage/lib/" || die "no libshardflow.so in $src/.libs"

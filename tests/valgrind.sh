@@ -45,43 +45,34 @@ set -- \
 	"mlp_synthetic traced|env SHARDFLOW_TRACE=$tmp/trace $top_builddir/examples/mlp_synthetic --steps 2 --batch 8 --widths 32,16,16,10"
 
 # The programs run $SF_VALGRIND_JOBS at a time (default: the machine's cores): memcheck
-# runs a process's threads one at a time, so one program keeps one core busy. Each lane
-# takes the next program not yet claimed (mkdir is atomic: one lane wins each), writes
-# its output and exit status under $tmp, and the lines are printed in the list's order.
+# runs a process's threads one at a time, so one program keeps one core busy.
+# scripts/lanes.sh runs them; each writes its output and exit status under $tmp, and
+# the lines are printed in the list's order.
 jobs=${SF_VALGRIND_JOBS:-$(nproc 2>/dev/null || echo 1)}
 case $jobs in '' | *[!0-9]* | 0*) echo "Bail out! SF_VALGRIND_JOBS=\"$jobs\" is invalid: expected a positive integer"; exit 99 ;; esac
 echo "1..$#"
 for t in "$@"; do echo "$t"; done >"$tmp/list"
-total=$#
-# lane: runs programs until none is left unclaimed
-lane() {
-	i=0
-	while IFS= read -r t; do
-		i=$((i + 1))
-		mkdir "$tmp/claim.$i" 2>/dev/null || continue
-		cmd=${t#*|}
-		# "env A=1 B=2 PROGRAM ARGS": the assignments go before valgrind
-		vars=
-		case $cmd in
-		"env "*)
-			cmd=${cmd#env }
-			while :; do
-				w=${cmd%% *}
-				case $w in *=*) vars="$vars $w"; cmd=${cmd#"$w" } ;; *) break ;; esac
-			done
-			;;
-		esac
-		# shellcheck disable=SC2086
-		env $vars $VG $cmd >"$tmp/out.$i" 2>"$tmp/err.$i"
-		echo $? >"$tmp/rc.$i"
-	done <"$tmp/list"
+# run_one I: the list's I-th program under memcheck
+run_one() {
+	t=$(sed -n "$1p" "$tmp/list")
+	cmd=${t#*|}
+	# "env A=1 B=2 PROGRAM ARGS": the assignments go before valgrind
+	vars=
+	case $cmd in
+	"env "*)
+		cmd=${cmd#env }
+		while :; do
+			w=${cmd%% *}
+			case $w in *=*) vars="$vars $w"; cmd=${cmd#"$w" } ;; *) break ;; esac
+		done
+		;;
+	esac
+	# shellcheck disable=SC2086
+	env $vars $VG $cmd >"$tmp/out.$1" 2>"$tmp/err.$1"
+	echo $? >"$tmp/rc.$1"
 }
-l=0
-while [ "$l" -lt "$jobs" ] && [ "$l" -lt "$total" ]; do
-	lane &
-	l=$((l + 1))
-done
-wait
+. "$top_srcdir/scripts/lanes.sh"
+lanes "$jobs" run_one $(seq 1 $#) || { echo "Bail out! no scratch folder for the lanes"; exit 99; }
 n=0
 failed=0
 for t in "$@"; do
